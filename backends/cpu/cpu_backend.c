@@ -1,0 +1,217 @@
+/* The CPU backend: host memory and the scalar kernels behind the primitive table. Each entry
+ * unpacks tensors into pointers and sizes and calls the kernel chosen for this machine (today
+ * the scalar twin everywhere; SIMD variants slot in here). Shapes were checked by the layer. */
+#include "kernels.h"
+
+#include <stdlib.h>
+
+static lithe_status cpu_alloc(lithe_backend *be, size_t nbytes, void **out) {
+    (void)be;
+    *out = lithe__aligned_alloc(nbytes);
+    return *out ? LITHE_OK : lithe__oom("cpu backend", nbytes);
+}
+static void cpu_free(lithe_backend *be, void *p) {
+    (void)be;
+    lithe__aligned_free(p);
+}
+static lithe_status cpu_upload(lithe_backend *be, void *dst, size_t off, const void *src, size_t n) {
+    (void)be;
+    if (n) memcpy((char *)dst + off, src, n);
+    return LITHE_OK;
+}
+static lithe_status cpu_download(lithe_backend *be, void *dst, const void *src, size_t off, size_t n) {
+    (void)be;
+    if (n) memcpy(dst, (const char *)src + off, n);
+    return LITHE_OK;
+}
+static lithe_status cpu_sync(lithe_backend *be) {
+    (void)be;
+    return LITHE_OK;
+}
+
+#define F(t) lithe__f32(t)
+#define N(t) ((t)->numel)
+
+static lithe_status cpu_fill(lithe_backend *be, lithe_tensor *Y, float value) {
+    (void)be;
+    if (value == 0.0f) {
+        memset(lithe__tdata(Y), 0, (size_t)N(Y) * lithe_dtype_size(Y->dtype));
+        return LITHE_OK;
+    }
+    if (Y->dtype != LITHE_F32) return lithe__fail(LITHE_ERR_DTYPE, "fill: non-zero fill needs float32");
+    float *y = F(Y);
+    for (int64_t i = 0; i < N(Y); i++) y[i] = value;
+    return LITHE_OK;
+}
+
+static lithe_status cpu_copy(lithe_backend *be, lithe_tensor *Y, const lithe_tensor *X) {
+    (void)be;
+    size_t es = lithe_dtype_size(X->dtype);
+    if (lithe_tensor_is_contiguous(X)) {
+        memcpy(lithe__tdata(Y), lithe__tdata(X), (size_t)N(X) * es);
+        return LITHE_OK;
+    }
+    return lithe_tensor_read(X, lithe__tdata(Y), (size_t)N(Y) * es);
+}
+
+static lithe_status cpu_cast(lithe_backend *be, lithe_tensor *Y, const lithe_tensor *X) {
+    (void)be;
+    lithe_cast__scalar(Y->dtype, lithe__tdata(Y), X->dtype, lithe__tdata(X), N(X));
+    return LITHE_OK;
+}
+
+static lithe_status cpu_gemm(lithe_backend *be, bool tA, bool tB, float alpha, const lithe_tensor *A,
+                             const lithe_tensor *B, float beta, lithe_tensor *C) {
+    (void)be;
+    int64_t M = C->shape[0], N = C->shape[1], K = tA ? A->shape[0] : A->shape[1];
+    if (!lithe_f32_gemm__scalar(tA, tB, M, N, K, alpha, F(A), A->strides[0], F(B), B->strides[0], beta,
+                                F(C), C->strides[0]))
+        return lithe__oom("gemm workspace", (size_t)K * 16 * sizeof(float));
+    return LITHE_OK;
+}
+
+static lithe_status cpu_add_row(lithe_backend *be, lithe_tensor *Y, const lithe_tensor *b) {
+    (void)be;
+    lithe_f32_add_row__scalar(Y->shape[0], Y->shape[1], F(Y), F(b));
+    return LITHE_OK;
+}
+static lithe_status cpu_sum_rows(lithe_backend *be, const lithe_tensor *X, float beta, lithe_tensor *y) {
+    (void)be;
+    lithe_f32_sum_rows__scalar(X->shape[0], X->shape[1], F(X), beta, F(y));
+    return LITHE_OK;
+}
+static lithe_status cpu_axpby(lithe_backend *be, float alpha, const lithe_tensor *X, float beta, lithe_tensor *Y) {
+    (void)be;
+    lithe_f32_axpby__scalar(N(Y), alpha, F(X), beta, F(Y));
+    return LITHE_OK;
+}
+static lithe_status cpu_mul(lithe_backend *be, const lithe_tensor *A, const lithe_tensor *B, lithe_tensor *Y) {
+    (void)be;
+    lithe_f32_mul__scalar(N(Y), F(A), F(B), F(Y));
+    return LITHE_OK;
+}
+static lithe_status cpu_sum_squares(lithe_backend *be, const lithe_tensor *X, double *out) {
+    (void)be;
+    *out = lithe_f32_sum_squares__scalar(N(X), F(X));
+    return LITHE_OK;
+}
+static lithe_status cpu_act(lithe_backend *be, const lithe__act *a, const lithe_tensor *X, lithe_tensor *Y) {
+    (void)be;
+    lithe_f32_act__scalar(a, N(Y), F(X), F(Y));
+    return LITHE_OK;
+}
+static lithe_status cpu_act_backward(lithe_backend *be, const lithe__act *a, const lithe_tensor *dY,
+                                     const lithe_tensor *X, const lithe_tensor *Y, lithe_tensor *dX) {
+    (void)be;
+    lithe_f32_act_backward__scalar(a, N(dX), F(dY), X ? F(X) : NULL, Y ? F(Y) : NULL, F(dX));
+    return LITHE_OK;
+}
+static lithe_status cpu_softmax(lithe_backend *be, const lithe_tensor *X, float temperature, lithe_tensor *Y) {
+    (void)be;
+    lithe_f32_softmax__scalar(X->shape[0], X->shape[1], F(X), temperature, F(Y));
+    return LITHE_OK;
+}
+static lithe_status cpu_softmax_backward(lithe_backend *be, const lithe_tensor *Y, const lithe_tensor *dY,
+                                         float temperature, lithe_tensor *dX) {
+    (void)be;
+    lithe_f32_softmax_backward__scalar(Y->shape[0], Y->shape[1], F(Y), F(dY), temperature, F(dX));
+    return LITHE_OK;
+}
+static lithe_status cpu_dropout_mask(lithe_backend *be, uint64_t key, uint64_t counter, float rate,
+                                     lithe_tensor *Y) {
+    (void)be;
+    lithe_f32_dropout_mask__scalar(key, counter, rate, N(Y), F(Y));
+    return LITHE_OK;
+}
+static lithe_status cpu_adam(lithe_backend *be, lithe_tensor *W, const lithe_tensor *G, lithe_tensor *m1,
+                             lithe_tensor *m2, float beta1, float beta2, float eps, float lr) {
+    (void)be;
+    lithe_f32_adam__scalar(N(W), F(W), F(G), F(m1), F(m2), beta1, beta2, eps, lr);
+    return LITHE_OK;
+}
+static lithe_status cpu_update_averages(lithe_backend *be, lithe_tensor *ema, const lithe_tensor *W, float decay) {
+    (void)be;
+    lithe_f32_update_averages__scalar(N(W), F(ema), F(W), decay);
+    return LITHE_OK;
+}
+static lithe_status cpu_cce_labels(lithe_backend *be, const lithe_tensor *G, const lithe_tensor *labels,
+                                   float smoothing, bool has_missing, int64_t missing, float divisor,
+                                   lithe_tensor *D) {
+    (void)be;
+    bool i64 = labels->dtype == LITHE_I64;
+    lithe_f32_cce_labels__scalar(G->shape[0], G->shape[1], F(G), i64 ? NULL : (const int32_t *)lithe__tdata(labels),
+                                 i64 ? (const int64_t *)lithe__tdata(labels) : NULL, smoothing, has_missing,
+                                 missing, divisor, F(D));
+    return LITHE_OK;
+}
+static lithe_status cpu_any_outside(lithe_backend *be, const lithe_tensor *X, float lo, float hi, int *out) {
+    (void)be;
+    *out = lithe_f32_any_outside__scalar(N(X), F(X), lo, hi);
+    return LITHE_OK;
+}
+static lithe_status cpu_maxout(lithe_backend *be, const lithe_tensor *X, lithe_tensor *Y, lithe_tensor *which) {
+    (void)be;
+    lithe_f32_maxout__scalar(X->shape[0], X->shape[1], X->shape[2], F(X), F(Y), (int32_t *)lithe__tdata(which));
+    return LITHE_OK;
+}
+static lithe_status cpu_maxout_backward(lithe_backend *be, const lithe_tensor *dY, const lithe_tensor *which,
+                                        lithe_tensor *dX) {
+    (void)be;
+    lithe_f32_maxout_backward__scalar(dX->shape[0], dX->shape[1], dX->shape[2], F(dY),
+                                      (const int32_t *)lithe__tdata(which), F(dX));
+    return LITHE_OK;
+}
+static lithe_status cpu_layernorm(lithe_backend *be, const lithe_tensor *X, const lithe_tensor *G,
+                                  const lithe_tensor *b, float eps, lithe_tensor *Y, lithe_tensor *mean,
+                                  lithe_tensor *inv_std) {
+    (void)be;
+    lithe_f32_layernorm__scalar(X->shape[0], X->shape[1], F(X), F(G), F(b), eps, F(Y), F(mean), F(inv_std));
+    return LITHE_OK;
+}
+static lithe_status cpu_layernorm_backward(lithe_backend *be, const lithe_tensor *dY, const lithe_tensor *X,
+                                           const lithe_tensor *G, const lithe_tensor *mean,
+                                           const lithe_tensor *inv_std, lithe_tensor *dX, lithe_tensor *dG,
+                                           lithe_tensor *db) {
+    (void)be;
+    lithe_f32_layernorm_backward__scalar(X->shape[0], X->shape[1], F(dY), F(X), F(G), F(mean), F(inv_std),
+                                         F(dX), F(dG), F(db));
+    return LITHE_OK;
+}
+static const int32_t *ids32(const lithe_tensor *ids) {
+    return ids->dtype == LITHE_I32 ? (const int32_t *)lithe__tdata(ids) : NULL;
+}
+static const uint64_t *ids64(const lithe_tensor *ids) {
+    return ids->dtype == LITHE_I32 ? NULL : (const uint64_t *)lithe__tdata(ids);
+}
+static lithe_status cpu_gather_rows(lithe_backend *be, const lithe_tensor *table, const lithe_tensor *ids,
+                                    lithe_tensor *Y) {
+    (void)be;
+    lithe_f32_gather_rows__scalar(Y->shape[0], Y->shape[1], F(table), ids32(ids), ids64(ids), F(Y));
+    return LITHE_OK;
+}
+static lithe_status cpu_scatter_add_rows(lithe_backend *be, lithe_tensor *table, const lithe_tensor *ids,
+                                         const lithe_tensor *X) {
+    (void)be;
+    lithe_f32_scatter_add_rows__scalar(X->shape[0], X->shape[1], F(table), ids32(ids), ids64(ids), F(X));
+    return LITHE_OK;
+}
+static lithe_status cpu_hash_ids(lithe_backend *be, const lithe_tensor *ids, uint32_t seed, lithe_tensor *out) {
+    (void)be;
+    lithe_u64_hash_ids__scalar(N(ids), (const uint64_t *)lithe__tdata(ids), seed, (uint32_t *)lithe__tdata(out));
+    return LITHE_OK;
+}
+
+static const lithe_backend_ops cpu_ops = {
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .upload = cpu_upload,
+    .download = cpu_download,
+    .sync = cpu_sync,
+#define LITHE_PRIM(name, params, args) .name = cpu_##name,
+#include "../../core/primitives.def"
+#undef LITHE_PRIM
+};
+
+static lithe_backend cpu_backend = {"cpu", true, &cpu_ops, NULL};
+
+lithe_backend *lithe__backend_cpu(void) { return &cpu_backend; }

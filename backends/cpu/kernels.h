@@ -1,0 +1,58 @@
+/* CPU kernels on raw pointers, named by lithe's formula:
+ *   lithe_<dtype>_<op>[_ukernel_<MR>x<NR>]__<isa>
+ * Every kernel has a scalar twin (__scalar) that tests use as the oracle; SIMD variants slot in
+ * beside it and are chosen when the backend table is built. */
+#ifndef LITHE_CPU_KERNELS_H
+#define LITHE_CPU_KERNELS_H
+
+#include "../../core/internal.h"
+
+/* C (M, N) = alpha * op(A) · op(B) + beta * C; row strides lda, ldb, ldc in elements.
+ * Returns false only when its packing workspace cannot be allocated. */
+bool lithe_f32_gemm__scalar(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha,
+                            const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                            float *C, int64_t ldc);
+
+void lithe_f32_add_row__scalar(int64_t M, int64_t N, float *Y, const float *b);
+void lithe_f32_sum_rows__scalar(int64_t M, int64_t N, const float *X, float beta, float *y);
+void lithe_f32_axpby__scalar(int64_t n, float alpha, const float *X, float beta, float *Y);
+void lithe_f32_mul__scalar(int64_t n, const float *A, const float *B, float *Y);
+double lithe_f32_sum_squares__scalar(int64_t n, const float *X);
+int lithe_f32_any_outside__scalar(int64_t n, const float *X, float lo, float hi);
+
+void lithe_f32_act__scalar(const lithe__act *a, int64_t n, const float *X, float *Y);
+void lithe_f32_act_backward__scalar(const lithe__act *a, int64_t n, const float *dY, const float *X,
+                                    const float *Y, float *dX);
+
+void lithe_f32_softmax__scalar(int64_t M, int64_t N, const float *X, float temperature, float *Y);
+void lithe_f32_softmax_backward__scalar(int64_t M, int64_t N, const float *Y, const float *dY,
+                                        float temperature, float *dX);
+
+void lithe_f32_dropout_mask__scalar(uint64_t key, uint64_t counter, float rate, int64_t n, float *Y);
+void lithe_f32_adam__scalar(int64_t n, float *W, const float *G, float *m1, float *m2, float beta1,
+                            float beta2, float eps, float lr);
+void lithe_f32_update_averages__scalar(int64_t n, float *ema, const float *W, float decay);
+/* labels: int32 when labels64 is NULL, else int64. */
+void lithe_f32_cce_labels__scalar(int64_t B, int64_t C, const float *G, const int32_t *labels32,
+                                  const int64_t *labels64, float smoothing, bool has_missing,
+                                  int64_t missing, float divisor, float *D);
+
+void lithe_f32_maxout__scalar(int64_t B, int64_t O, int64_t P, const float *X, float *Y, int32_t *which);
+void lithe_f32_maxout_backward__scalar(int64_t B, int64_t O, int64_t P, const float *dY,
+                                       const int32_t *which, float *dX);
+void lithe_f32_layernorm__scalar(int64_t M, int64_t N, const float *X, const float *G, const float *b,
+                                 float eps, float *Y, float *mean, float *inv_std);
+void lithe_f32_layernorm_backward__scalar(int64_t M, int64_t N, const float *dY, const float *X,
+                                          const float *G, const float *mean, const float *inv_std,
+                                          float *dX, float *dG, float *db);
+/* ids: exactly one of ids32 / ids64 (int64 or uint64 bits) is non-NULL. */
+void lithe_f32_gather_rows__scalar(int64_t B, int64_t N, const float *table, const int32_t *ids32,
+                                   const uint64_t *ids64, float *Y);
+void lithe_f32_scatter_add_rows__scalar(int64_t B, int64_t N, float *table, const int32_t *ids32,
+                                        const uint64_t *ids64, const float *X);
+void lithe_u64_hash_ids__scalar(int64_t B, const uint64_t *ids, uint32_t seed, uint32_t *out);
+
+/* Conversions between f32 and the storage / id dtypes. */
+void lithe_cast__scalar(lithe_dtype to, void *Y, lithe_dtype from, const void *X, int64_t n);
+
+#endif

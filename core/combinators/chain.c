@@ -1,0 +1,141 @@
+/* chain.v1: Y = layers[n-1](... layers[0](X)), Thinc's chain with its shape inference. */
+#include "../internal.h"
+
+typedef struct chain_bp {
+    lithe_backprop base;
+    size_t n;
+    lithe_backprop **steps;
+} chain_bp;
+
+static lithe_status chain_backward(lithe_backprop *self, const lithe_value *dY, lithe_value **dX) {
+    chain_bp *r = (chain_bp *)self;
+    lithe_value *cur = lithe_value_retain((lithe_value *)dY);
+    for (size_t i = r->n; i-- > 0;) {
+        lithe_value *next = NULL;
+        /* the first layer's dX is computed only if the caller wants it */
+        lithe_status s = lithe_backprop_run(r->steps[i], cur, (i > 0 || dX) ? &next : NULL);
+        lithe_value_release(cur);
+        if (s != LITHE_OK) return s;
+        cur = next;
+    }
+    if (dX) *dX = cur;
+    else lithe_value_release(cur);
+    return LITHE_OK;
+}
+
+static void chain_destroy(lithe_backprop *self) {
+    chain_bp *r = (chain_bp *)self;
+    for (size_t i = 0; i < r->n; i++) lithe_backprop_free(r->steps[i]);
+    lithe__free(r->steps);
+}
+
+static lithe_status chain_forward(lithe_model *m, const lithe_value *X, bool is_train, lithe_value **Y,
+                                  lithe_backprop **bp) {
+    chain_bp *r = NULL;
+    if (bp) {
+        LITHE__TRY(lithe__backprop_new(m, sizeof(chain_bp), chain_backward, chain_destroy, bp));
+        r = (chain_bp *)*bp;
+        r->steps = lithe__calloc(m->n_layers, sizeof *r->steps);
+        if (!r->steps) {
+            lithe_backprop_free(*bp);
+            *bp = NULL;
+            return lithe__oom(m->name, m->n_layers * sizeof *r->steps);
+        }
+    }
+    lithe_value *cur = lithe_value_retain((lithe_value *)X);
+    for (size_t i = 0; i < m->n_layers; i++) {
+        lithe_value *next = NULL;
+        lithe_status s = lithe_model_forward(m->layers[i], cur, is_train, &next, r ? &r->steps[i] : NULL);
+        lithe_value_release(cur);
+        if (s != LITHE_OK) {
+            if (bp) {
+                lithe_backprop_free(*bp);
+                *bp = NULL;
+            }
+            return s;
+        }
+        if (r) r->n = i + 1;
+        cur = next;
+    }
+    *Y = cur;
+    return LITHE_OK;
+}
+
+static int64_t value_width(const lithe_value *v) {
+    const lithe_tensor *t = lithe_value_get_tensor(v);
+    return t && t->ndim >= 1 ? t->shape[t->ndim - 1] : 0;
+}
+
+static lithe_status chain_init(lithe_model *m, const lithe_value *X, const lithe_value *Y) {
+    /* Thinc: a layer whose nO is unset sees the final Y; the others only X. */
+    lithe_value *cur = X ? lithe_value_retain((lithe_value *)X) : NULL;
+    lithe_status s = LITHE_OK;
+    for (size_t i = 0; i < m->n_layers && s == LITHE_OK; i++) {
+        lithe_model *layer = m->layers[i];
+        bool pass_y = lithe_model_has_dim(layer, "nO") == LITHE_HAS_UNSET;
+        s = lithe_model_initialize(layer, cur, pass_y ? Y : NULL);
+        if (s == LITHE_OK && cur) {
+            lithe_value *next = NULL;
+            s = lithe_model_predict(layer, cur, &next);
+            lithe_value_release(cur);
+            cur = s == LITHE_OK ? next : NULL;
+        }
+    }
+    if (s == LITHE_OK && lithe_model_has_dim(m->layers[0], "nI") == LITHE_HAS_YES)
+        s = lithe_model_set_dim(m, "nI", lithe__dim_value(m->layers[0], "nI"));
+    if (s == LITHE_OK && lithe_model_has_dim(m, "nO") == LITHE_HAS_UNSET) {
+        int64_t nO = cur ? value_width(cur) : 0;
+        if (!nO) nO = lithe__dim_value(m->layers[m->n_layers - 1], "nO");
+        if (nO) s = lithe_model_set_dim(m, "nO", nO);
+    }
+    lithe_value_release(cur);
+    return s;
+}
+
+const lithe__layer_type lithe__chain_type = {"chain.v1", chain_init, chain_forward};
+
+lithe_status lithe_chain(size_t n, lithe_model *const *layers, lithe_model **out) {
+    if (out) *out = NULL;
+    lithe_status s = LITHE_OK;
+    if (!out || !layers || n == 0) s = lithe__fail(LITHE_ERR_INVALID_ARG, "chain: needs out and at least one layer");
+    for (size_t i = 0; s == LITHE_OK && i < n; i++)
+        if (!layers[i]) s = lithe__fail(LITHE_ERR_INVALID_ARG, "chain: layer %zu is NULL", i);
+    if (s != LITHE_OK) {
+        for (size_t i = 0; layers && i < n; i++) lithe_model_free(layers[i]);
+        return s;
+    }
+    /* name: the layer names joined by ">>" */
+    size_t len = 1;
+    for (size_t i = 0; i < n; i++) len += strlen(layers[i]->name) + 2;
+    char *name = lithe__malloc(len);
+    lithe_has first_nI = lithe_model_has_dim(layers[0], "nI");
+    const char *dims_with_nI[] = {"nO", "nI", NULL}, *dims_no_nI[] = {"nO", NULL};
+    lithe_model *m = NULL;
+    if (!name) {
+        s = lithe__oom("chain", len);
+    } else {
+        name[0] = '\0';
+        for (size_t i = 0; i < n; i++) {
+            if (i) strcat(name, ">>");
+            strcat(name, layers[i]->name);
+        }
+        s = lithe__model_new(&lithe__chain_type, name, first_nI != LITHE_HAS_NO ? dims_with_nI : dims_no_nI, NULL, &m);
+    }
+    lithe__free(name);
+    if (s != LITHE_OK) {
+        for (size_t i = 0; i < n; i++) lithe_model_free(layers[i]);
+        return s;
+    }
+    m->layers = lithe__calloc(n, sizeof *m->layers);
+    if (!m->layers) {
+        for (size_t i = 0; i < n; i++) lithe_model_free(layers[i]);
+        lithe_model_free(m);
+        return lithe__oom("chain", n * sizeof *m->layers);
+    }
+    for (size_t i = 0; i < n; i++) m->layers[i] = layers[i];
+    m->n_layers = n;
+    if (first_nI == LITHE_HAS_YES) m->dims[1].value = lithe__dim_value(layers[0], "nI");
+    if (lithe_model_has_dim(layers[n - 1], "nO") == LITHE_HAS_YES) m->dims[0].value = lithe__dim_value(layers[n - 1], "nO");
+    *out = m;
+    return LITHE_OK;
+}

@@ -1,0 +1,279 @@
+/* Internal declarations shared across lithe's source files (prefix lithe__). Not installed. */
+#ifndef LITHE_INTERNAL_H
+#define LITHE_INTERNAL_H
+
+#include "lithe.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------------------------
+ * Errors: every failure path goes through lithe__fail, which records the message for
+ * lithe_last_error() and returns the status, so `return lithe__fail(...)` reads naturally.
+ * ---------------------------------------------------------------------------------------- */
+#if defined(__GNUC__)
+#define LITHE__PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define LITHE__PRINTF(a, b)
+#endif
+
+lithe_status lithe__fail(lithe_status status, const char *fmt, ...) LITHE__PRINTF(2, 3);
+lithe_status lithe__oom(const char *what, size_t bytes);
+
+#define LITHE__TRY(expr)                                                                          \
+    do {                                                                                          \
+        lithe_status lithe__st_ = (expr);                                                         \
+        if (lithe__st_ != LITHE_OK) return lithe__st_;                                            \
+    } while (0)
+
+#define LITHE__CHECK_ARG(cond, fn, what)                                                          \
+    do {                                                                                          \
+        if (!(cond)) return lithe__fail(LITHE_ERR_INVALID_ARG, "%s: %s", fn, what);               \
+    } while (0)
+
+/* ------------------------------------------------------------------------------------------
+ * Allocation: everything on the host goes through the hook.
+ * ---------------------------------------------------------------------------------------- */
+void *lithe__malloc(size_t size);
+void *lithe__calloc(size_t n, size_t size);
+void *lithe__realloc(void *p, size_t size);
+void lithe__free(void *p);
+char *lithe__strdup(const char *s);
+/* 64-byte aligned blocks (SIMD and cache lines); free with lithe__aligned_free. */
+void *lithe__aligned_alloc(size_t size);
+void lithe__aligned_free(void *p);
+/* a * b without overflow; false on overflow. */
+bool lithe__mul_size(size_t a, size_t b, size_t *out);
+
+/* ------------------------------------------------------------------------------------------
+ * Tensors.
+ * ---------------------------------------------------------------------------------------- */
+typedef struct lithe__storage {
+    int refcount;
+    void *data; /* backend pointer (host pointer for "cpu") */
+    size_t nbytes;
+    lithe_backend *backend;
+    /* borrowed from DLPack: run the producer's deleter when the last view goes */
+    void *dl_managed;
+    bool dl_versioned;
+} lithe__storage;
+
+struct lithe_tensor {
+    int refcount;
+    lithe__storage *storage;
+    lithe_dtype dtype;
+    int ndim;
+    int64_t shape[LITHE_MAX_DIMS];
+    int64_t strides[LITHE_MAX_DIMS]; /* elements */
+    int64_t offset;                  /* elements from storage->data */
+    int64_t numel;
+};
+
+/* Pointer to the first element, valid for host-memory backends. */
+static inline void *lithe__tdata(const lithe_tensor *t) {
+    return (char *)t->storage->data + (size_t)t->offset * lithe_dtype_size(t->dtype);
+}
+static inline float *lithe__f32(const lithe_tensor *t) { return (float *)lithe__tdata(t); }
+
+/* New contiguous tensor on be, uninitialised (zeroed when zero is true). */
+lithe_status lithe__tensor_alloc(lithe_backend *be, lithe_dtype dtype, int ndim,
+                                 const int64_t *shape, bool zero, lithe_tensor **out);
+/* New tensor with the same dtype, shape and backend as t. */
+lithe_status lithe__tensor_like(const lithe_tensor *t, bool zero, lithe_tensor **out);
+bool lithe__same_shape(const lithe_tensor *a, const lithe_tensor *b);
+/* "(64, 784)" into buf. */
+const char *lithe__shape_str(const lithe_tensor *t, char *buf, size_t cap);
+#define LITHE__SHAPE_BUF 96
+
+/* ------------------------------------------------------------------------------------------
+ * Values.
+ * ---------------------------------------------------------------------------------------- */
+struct lithe_value {
+    int refcount;
+    lithe_value_kind kind;
+    lithe_tensor *t[4]; /* TENSOR: t[0]; RAGGED: data, lengths; PADDED: data, size_at_t,
+                           lengths, indices */
+    size_t n;
+    lithe_value **items;
+};
+
+/* The float32 2-D tensor of a TENSOR value, or a clear error naming the layer. */
+lithe_status lithe__value_f32_2d(const lithe_value *v, const char *layer, lithe_tensor **out);
+/* Wraps t (taking over the caller's reference, also on failure) into a new value. */
+lithe_status lithe__value_wrap(lithe_tensor *t, lithe_value **out);
+
+/* ------------------------------------------------------------------------------------------
+ * Backends.
+ * ---------------------------------------------------------------------------------------- */
+
+/* Activation kinds for the act / act_backward primitives. `needs` says which of X and Y the
+ * backward kernel reads, so layers keep only what is needed. */
+typedef enum lithe__act_kind {
+    LITHE__ACT_RELU = 0,  /* backward from Y: dY * (Y > 0) (Thinc: Y <= 0 -> 0)            */
+    LITHE__ACT_SIGMOID,   /* backward from Y: dY * Y * (1 - Y)                             */
+    LITHE__ACT_TANH,      /* backward from Y: dY * (1 - Y^2)                               */
+    LITHE__ACT_SWISH,     /* X * sigmoid(X); backward from X and Y                         */
+    LITHE__ACT_GELU,      /* X * Phi(X) (erf form); backward from X                        */
+    LITHE__ACT_MISH,      /* X * tanh(softplus(X)) with Thinc's threshold; backward from X */
+    LITHE__ACT_DISH,      /* Thinc's Dish; backward from X                                 */
+    LITHE__ACT_HARD_SIGMOID,
+    LITHE__ACT_HARD_TANH,
+    LITHE__ACT_HARD_SWISH,
+    LITHE__ACT_HARD_SWISH_MOBILENET,
+    LITHE__ACT_CLIPPED_LINEAR, /* clip(slope * X + offset, min, max); ReluK is (1, 0, 0, k) */
+    LITHE__ACT_COUNT
+} lithe__act_kind;
+
+typedef struct lithe__act {
+    lithe__act_kind kind;
+    float slope, offset, min_val, max_val; /* CLIPPED_LINEAR */
+    float threshold;                       /* MISH (Thinc: 20) */
+} lithe__act;
+
+typedef struct lithe_backend_ops lithe_backend_ops;
+
+/* Every primitive takes the backend first: (lithe_backend *be, <params of primitives.def>). */
+#define LITHE__PARAMS(...) (lithe_backend * be, __VA_ARGS__)
+
+struct lithe_backend_ops {
+    /* memory */
+    lithe_status (*alloc)(lithe_backend *be, size_t nbytes, void **out);
+    void (*free)(lithe_backend *be, void *ptr);
+    lithe_status (*upload)(lithe_backend *be, void *dst, size_t dst_offset, const void *src,
+                           size_t nbytes);
+    lithe_status (*download)(lithe_backend *be, void *dst, const void *src, size_t src_offset,
+                             size_t nbytes);
+    lithe_status (*sync)(lithe_backend *be);
+    /* compute: one field per line of primitives.def */
+#define LITHE_PRIM(name, params, args) lithe_status(*name) LITHE__PARAMS params;
+#include "primitives.def"
+#undef LITHE_PRIM
+};
+
+struct lithe_backend {
+    const char *name;
+    bool host_memory; /* tensors' data pointers are host pointers */
+    const lithe_backend_ops *ops;
+    void *ctx;
+};
+
+/* Checked dispatchers: lithe__op_gemm(be, transA, ...). */
+#define LITHE_PRIM(name, params, args) lithe_status lithe__op_##name LITHE__PARAMS params;
+#include "primitives.def"
+#undef LITHE_PRIM
+
+extern const char *const lithe__prim_names[];
+extern const size_t lithe__prim_count;
+
+lithe_backend *lithe__backend_cpu(void);
+/* Whether the backend's table has primitive number i (primitives.def order). */
+bool lithe__backend_has_prim(const lithe_backend *be, size_t i);
+
+/* ------------------------------------------------------------------------------------------
+ * RNG.
+ * ---------------------------------------------------------------------------------------- */
+uint64_t lithe__splitmix64(uint64_t *state);
+
+/* ------------------------------------------------------------------------------------------
+ * Models.
+ * ---------------------------------------------------------------------------------------- */
+
+/* The backprop record: a layer allocates a struct that starts with this header. `run`
+ * computes dX from dY (dX NULL: the caller does not want it, but grads still accumulate). */
+struct lithe_backprop {
+    lithe_status (*run)(lithe_backprop *self, const lithe_value *dY, lithe_value **dX);
+    void (*destroy)(lithe_backprop *self); /* frees what the record owns, not self */
+    lithe_model *model;                    /* retained */
+};
+
+typedef struct lithe__layer_type {
+    const char *registered_name; /* "Relu.v1" */
+    lithe_status (*init)(lithe_model *m, const lithe_value *X, const lithe_value *Y);
+    lithe_status (*forward)(lithe_model *m, const lithe_value *X, bool is_train,
+                            lithe_value **Y, lithe_backprop **bp);
+} lithe__layer_type;
+
+/* Allocates a record of `size` bytes (>= sizeof(lithe_backprop)), zeroed, retaining m. */
+lithe_status lithe__backprop_new(lithe_model *m, size_t size,
+                                 lithe_status (*run)(lithe_backprop *, const lithe_value *,
+                                                     lithe_value **),
+                                 void (*destroy)(lithe_backprop *), lithe_backprop **out);
+/* The identity record (Dropout at predict, Dropout rate 0). */
+lithe_status lithe__backprop_identity(lithe_model *m, lithe_backprop **out);
+
+typedef struct lithe__dim {
+    char *name;
+    int64_t value; /* 0: unset */
+} lithe__dim;
+
+typedef struct lithe__param {
+    char *name;
+    lithe_tensor *value; /* NULL: registered but unset */
+    lithe_tensor *grad;  /* NULL: no grad yet */
+} lithe__param;
+
+typedef struct lithe__ref {
+    char *name;
+    lithe_model *node; /* not owned; NULL: unset */
+} lithe__ref;
+
+typedef struct lithe__attr {
+    char *name;
+    lithe_attr_type type;
+    union {
+        int64_t i;
+        double f;
+        bool b;
+        char *s;
+        lithe_tensor *t;
+    } v;
+} lithe__attr;
+
+struct lithe_model {
+    int refcount;
+    uint64_t id;
+    char *name;
+    const lithe__layer_type *type;
+    lithe_backend *backend;
+    lithe_rng rng;
+    size_t n_dims, n_params, n_refs, n_attrs, n_layers;
+    lithe__dim *dims;
+    lithe__param *params;
+    lithe__ref *refs;
+    lithe__attr *attrs;
+    lithe_model **layers; /* owned references */
+};
+
+/* A new node. dim_names / param_names are NULL-terminated lists (may be NULL). */
+lithe_status lithe__model_new(const lithe__layer_type *type, const char *name,
+                              const char *const *dim_names, const char *const *param_names,
+                              lithe_model **out);
+/* Appends a child, taking over the caller's reference. */
+lithe_status lithe__model_add_layer(lithe_model *m, lithe_model *child);
+lithe__param *lithe__model_find_param(const lithe_model *m, const char *name);
+/* Dim value or 0 when unset/unknown. */
+int64_t lithe__dim_value(const lithe_model *m, const char *name);
+/* Sets a dim, or checks it against the current value: "relu: dim nI is 784, got 783 from X". */
+lithe_status lithe__infer_dim(lithe_model *m, const char *name, int64_t value, const char *from);
+/* The f32 param tensor (must be allocated), or an error naming the layer. */
+lithe_status lithe__param_get(const lithe_model *m, const char *name, lithe_tensor **out);
+/* grad += value, allocating a zeroed grad on first use; accumulating with alpha scale. */
+lithe_status lithe__grad_acc(lithe_model *m, const char *name, lithe_tensor **grad_out);
+
+/* Shared dense machinery (core/layers/affine.c). */
+lithe_status lithe__affine_init(lithe_model *m, const lithe_value *X, const lithe_value *Y,
+                                bool glorot);
+/* Y = X·Wᵀ + b, checking X against nI. */
+lithe_status lithe__affine_forward(lithe_model *m, lithe_tensor *X, lithe_tensor **Y);
+/* db += sum(dY), dW += dYᵀ·X, *dX = dY·W (dX NULL: skipped). */
+lithe_status lithe__affine_backward(lithe_model *m, lithe_tensor *X, const lithe_tensor *dY,
+                                    lithe_tensor **dX);
+
+/* Layer types (core/layers, core/combinators). */
+extern const lithe__layer_type lithe__linear_type;
+extern const lithe__layer_type lithe__relu_type;
+extern const lithe__layer_type lithe__softmax_type;
+extern const lithe__layer_type lithe__dropout_type;
+extern const lithe__layer_type lithe__chain_type;
+
+#endif /* LITHE_INTERNAL_H */

@@ -1,0 +1,93 @@
+/* The affine machinery that Linear, Relu and Softmax share: Y = X·Wᵀ + b and its backward.
+ * X: (B, nI), W: (nO, nI), b: (nO,) -> Y: (B, nO). */
+#include "../internal.h"
+
+#include <math.h>
+
+static int64_t value_width(const lithe_value *v) {
+    const lithe_tensor *t = lithe_value_get_tensor(v);
+    return t && t->ndim >= 1 ? t->shape[t->ndim - 1] : 0;
+}
+
+lithe_status lithe__affine_init(lithe_model *m, const lithe_value *X, const lithe_value *Y, bool glorot) {
+    /* Linear and Relu set nI / nO from the sample (a conflicting value is an error, as Thinc's
+     * set_dim raises); Softmax (glorot = false) only fills dims that are unset. */
+    if (X) {
+        int64_t w = value_width(X);
+        if (w <= 0) return lithe__fail(LITHE_ERR_SHAPE, "%s: sample X has no width", m->name);
+        if (glorot || !lithe__dim_value(m, "nI")) LITHE__TRY(lithe__infer_dim(m, "nI", w, "sample X"));
+    }
+    if (Y) {
+        int64_t w = value_width(Y);
+        if (w <= 0) return lithe__fail(LITHE_ERR_SHAPE, "%s: sample Y has no width", m->name);
+        if (glorot || !lithe__dim_value(m, "nO")) LITHE__TRY(lithe__infer_dim(m, "nO", w, "sample Y"));
+    }
+    int64_t nO = lithe__dim_value(m, "nO"), nI = lithe__dim_value(m, "nI");
+    if (!nO || !nI)
+        return lithe__fail(LITHE_ERR_STATE, "%s: cannot initialize W: dim %s unset; pass sample %s", m->name,
+                           !nI ? "nI" : "nO", !nI ? "X" : "Y");
+    lithe_tensor *W = NULL, *b = NULL;
+    float *host = NULL;
+    lithe_status s = lithe__tensor_alloc(m->backend, LITHE_F32, 2, (int64_t[]){nO, nI}, true, &W);
+    if (s == LITHE_OK) s = lithe__tensor_alloc(m->backend, LITHE_F32, 1, (int64_t[]){nO}, true, &b);
+    if (s == LITHE_OK && glorot) {
+        /* Thinc's glorot_uniform_init: U(-scale, scale), scale = sqrt(6 / (nO + nI)) */
+        size_t n = (size_t)(nO * nI);
+        host = lithe__malloc(n * sizeof *host);
+        if (!host) s = lithe__oom(m->name, n * sizeof *host);
+        if (s == LITHE_OK) {
+            float scale = (float)sqrt(6.0 / (double)(nO + nI));
+            lithe_rng_uniform(&m->rng, host, n);
+            for (size_t i = 0; i < n; i++) host[i] = -scale + 2.0f * scale * host[i];
+            s = lithe_tensor_write(W, host, n * sizeof *host);
+        }
+    }
+    if (s == LITHE_OK) s = lithe_model_set_param(m, "W", W);
+    if (s == LITHE_OK) s = lithe_model_set_param(m, "b", b);
+    lithe__free(host);
+    lithe_tensor_release(W);
+    lithe_tensor_release(b);
+    return s;
+}
+
+lithe_status lithe__affine_forward(lithe_model *m, lithe_tensor *X, lithe_tensor **Y) {
+    lithe_tensor *W = NULL, *b = NULL;
+    LITHE__TRY(lithe__param_get(m, "W", &W));
+    LITHE__TRY(lithe__param_get(m, "b", &b));
+    int64_t nO = W->shape[0], nI = W->shape[1];
+    if (X->shape[1] != nI)
+        return lithe__fail(LITHE_ERR_SHAPE, "%s: input width %lld does not match nI=%lld", m->name,
+                           (long long)X->shape[1], (long long)nI);
+    if (X->storage->backend != m->backend)
+        return lithe__fail(LITHE_ERR_INVALID_ARG, "%s: input lives on backend '%s', the model on '%s'", m->name,
+                           X->storage->backend->name, m->backend->name);
+    lithe_tensor *out = NULL;
+    LITHE__TRY(lithe__tensor_alloc(m->backend, LITHE_F32, 2, (int64_t[]){X->shape[0], nO}, false, &out));
+    lithe_status s = lithe__op_gemm(m->backend, false, true, 1.0f, X, W, 0.0f, out);
+    if (s == LITHE_OK) s = lithe__op_add_row(m->backend, out, b);
+    if (s != LITHE_OK) {
+        lithe_tensor_release(out);
+        return s;
+    }
+    *Y = out;
+    return LITHE_OK;
+}
+
+lithe_status lithe__affine_backward(lithe_model *m, lithe_tensor *X, const lithe_tensor *dY, lithe_tensor **dX) {
+    lithe_tensor *W = NULL, *gW = NULL, *gb = NULL;
+    LITHE__TRY(lithe__param_get(m, "W", &W));
+    LITHE__TRY(lithe__grad_acc(m, "b", &gb));
+    LITHE__TRY(lithe__grad_acc(m, "W", &gW));
+    LITHE__TRY(lithe__op_sum_rows(m->backend, dY, 1.0f, gb));          /* db += Σ_rows dY  */
+    LITHE__TRY(lithe__op_gemm(m->backend, true, false, 1.0f, dY, X, 1.0f, gW)); /* dW += dYᵀ·X */
+    if (!dX) return LITHE_OK;
+    lithe_tensor *out = NULL;
+    LITHE__TRY(lithe__tensor_alloc(m->backend, LITHE_F32, 2, X->shape, false, &out));
+    lithe_status s = lithe__op_gemm(m->backend, false, false, 1.0f, dY, W, 0.0f, out); /* dX = dY·W */
+    if (s != LITHE_OK) {
+        lithe_tensor_release(out);
+        return s;
+    }
+    *dX = out;
+    return LITHE_OK;
+}

@@ -1,0 +1,512 @@
+/* Tensors: descriptors over refcounted storage, views, and DLPack exchange without copies. */
+#include "internal.h"
+#include "lithe_dlpack.h"
+
+#include <stdio.h>
+
+size_t lithe_dtype_size(lithe_dtype dtype) {
+    switch (dtype) {
+    case LITHE_F32: case LITHE_I32: return 4;
+    case LITHE_F16: case LITHE_BF16: return 2;
+    case LITHE_I64: case LITHE_U64: return 8;
+    case LITHE_U8: return 1;
+    }
+    return 0;
+}
+
+const char *lithe_dtype_name(lithe_dtype dtype) {
+    switch (dtype) {
+    case LITHE_F32: return "float32";
+    case LITHE_F16: return "float16";
+    case LITHE_BF16: return "bfloat16";
+    case LITHE_I32: return "int32";
+    case LITHE_I64: return "int64";
+    case LITHE_U64: return "uint64";
+    case LITHE_U8: return "uint8";
+    }
+    return "?";
+}
+
+const char *lithe__shape_str(const lithe_tensor *t, char *buf, size_t cap) {
+    size_t used = 0;
+    used += (size_t)snprintf(buf + used, cap - used, "(");
+    for (int i = 0; i < t->ndim && used < cap; i++)
+        used += (size_t)snprintf(buf + used, cap - used, i ? ", %lld" : "%lld", (long long)t->shape[i]);
+    if (used < cap) snprintf(buf + used, cap - used, t->ndim == 1 ? ",)" : ")");
+    return buf;
+}
+
+bool lithe__same_shape(const lithe_tensor *a, const lithe_tensor *b) {
+    if (a->ndim != b->ndim) return false;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->shape[i] != b->shape[i]) return false;
+    return true;
+}
+
+static void set_contiguous_strides(lithe_tensor *t) {
+    int64_t s = 1;
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        t->strides[i] = s;
+        s *= t->shape[i];
+    }
+}
+
+/* Validates a shape and computes numel and byte size. */
+static lithe_status check_shape(const char *fn, lithe_dtype dtype, int ndim, const int64_t *shape,
+                                int64_t *numel, size_t *nbytes) {
+    if (lithe_dtype_size(dtype) == 0)
+        return lithe__fail(LITHE_ERR_INVALID_ARG, "%s: unknown dtype %d", fn, (int)dtype);
+    if (ndim < 0 || ndim > LITHE_MAX_DIMS)
+        return lithe__fail(LITHE_ERR_INVALID_ARG, "%s: ndim %d outside 0..%d", fn, ndim, LITHE_MAX_DIMS);
+    if (ndim > 0 && !shape) return lithe__fail(LITHE_ERR_INVALID_ARG, "%s: shape is NULL", fn);
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0)
+            return lithe__fail(LITHE_ERR_INVALID_ARG, "%s: extent %d is negative (%lld)", fn, i,
+                               (long long)shape[i]);
+        if (!lithe__mul_size(n, (size_t)shape[i], &n) || n > (size_t)INT64_MAX)
+            return lithe__fail(LITHE_ERR_VALUE, "%s: element count overflows", fn);
+    }
+    size_t bytes;
+    if (!lithe__mul_size(n, lithe_dtype_size(dtype), &bytes))
+        return lithe__fail(LITHE_ERR_VALUE, "%s: byte size overflows", fn);
+    *numel = (int64_t)n;
+    *nbytes = bytes;
+    return LITHE_OK;
+}
+
+static lithe_status storage_new(lithe_backend *be, size_t nbytes, lithe__storage **out) {
+    lithe__storage *st = lithe__calloc(1, sizeof *st);
+    if (!st) return lithe__oom("tensor", sizeof *st);
+    lithe_status s = be->ops->alloc(be, nbytes, &st->data);
+    if (s != LITHE_OK) {
+        lithe__free(st);
+        return s;
+    }
+    st->refcount = 1;
+    st->nbytes = nbytes;
+    st->backend = be;
+    *out = st;
+    return LITHE_OK;
+}
+
+static void storage_release(lithe__storage *st) {
+    if (!st || --st->refcount > 0) return;
+    if (st->dl_managed) {
+        if (st->dl_versioned) {
+            DLManagedTensorVersioned *m = st->dl_managed;
+            if (m->deleter) m->deleter(m);
+        } else {
+            DLManagedTensor *m = st->dl_managed;
+            if (m->deleter) m->deleter(m);
+        }
+    } else {
+        st->backend->ops->free(st->backend, st->data);
+    }
+    lithe__free(st);
+}
+
+lithe_status lithe__tensor_alloc(lithe_backend *be, lithe_dtype dtype, int ndim,
+                                 const int64_t *shape, bool zero, lithe_tensor **out) {
+    int64_t numel;
+    size_t nbytes;
+    LITHE__TRY(check_shape("lithe_tensor_new", dtype, ndim, shape, &numel, &nbytes));
+    if (!be) be = lithe__backend_cpu();
+    lithe_tensor *t = lithe__calloc(1, sizeof *t);
+    if (!t) return lithe__oom("tensor", sizeof *t);
+    lithe_status s = storage_new(be, nbytes, &t->storage);
+    if (s != LITHE_OK) {
+        lithe__free(t);
+        return s;
+    }
+    t->refcount = 1;
+    t->dtype = dtype;
+    t->ndim = ndim;
+    for (int i = 0; i < ndim; i++) t->shape[i] = shape[i];
+    set_contiguous_strides(t);
+    t->numel = numel;
+    if (zero && nbytes) {
+        if (be->host_memory) {
+            memset(t->storage->data, 0, nbytes);
+        } else {
+            s = lithe__op_fill(be, t, 0.0f); /* f32 zero bits are all-zero for every dtype */
+            if (s != LITHE_OK) {
+                lithe_tensor_release(t);
+                return s;
+            }
+        }
+    }
+    *out = t;
+    return LITHE_OK;
+}
+
+lithe_status lithe__tensor_like(const lithe_tensor *t, bool zero, lithe_tensor **out) {
+    return lithe__tensor_alloc(t->storage->backend, t->dtype, t->ndim, t->shape, zero, out);
+}
+
+lithe_status lithe_tensor_new(lithe_backend *backend, lithe_dtype dtype, int ndim,
+                              const int64_t *shape, lithe_tensor **out) {
+    LITHE__CHECK_ARG(out, "lithe_tensor_new", "out is NULL");
+    *out = NULL;
+    return lithe__tensor_alloc(backend, dtype, ndim, shape, true, out);
+}
+
+lithe_status lithe_tensor_from_data(lithe_dtype dtype, int ndim, const int64_t *shape,
+                                    const void *data, lithe_tensor **out) {
+    LITHE__CHECK_ARG(out, "lithe_tensor_from_data", "out is NULL");
+    *out = NULL;
+    lithe_tensor *t = NULL;
+    LITHE__TRY(lithe__tensor_alloc(NULL, dtype, ndim, shape, false, &t));
+    size_t nbytes = (size_t)t->numel * lithe_dtype_size(dtype);
+    if (nbytes && !data) {
+        lithe_tensor_release(t);
+        return lithe__fail(LITHE_ERR_INVALID_ARG, "lithe_tensor_from_data: data is NULL");
+    }
+    if (nbytes) memcpy(t->storage->data, data, nbytes);
+    *out = t;
+    return LITHE_OK;
+}
+
+lithe_tensor *lithe_tensor_retain(lithe_tensor *t) {
+    if (t) t->refcount++;
+    return t;
+}
+
+void lithe_tensor_release(lithe_tensor *t) {
+    if (!t || --t->refcount > 0) return;
+    storage_release(t->storage);
+    lithe__free(t);
+}
+
+lithe_dtype lithe_tensor_dtype(const lithe_tensor *t) { return t ? t->dtype : LITHE_F32; }
+int lithe_tensor_ndim(const lithe_tensor *t) { return t ? t->ndim : 0; }
+const int64_t *lithe_tensor_shape(const lithe_tensor *t) { return t ? t->shape : NULL; }
+const int64_t *lithe_tensor_strides(const lithe_tensor *t) { return t ? t->strides : NULL; }
+int64_t lithe_tensor_numel(const lithe_tensor *t) { return t ? t->numel : 0; }
+lithe_backend *lithe_tensor_backend(const lithe_tensor *t) { return t ? t->storage->backend : NULL; }
+void *lithe_tensor_data(const lithe_tensor *t) {
+    if (!t || !t->storage->backend->host_memory) return NULL;
+    return lithe__tdata(t);
+}
+
+bool lithe_tensor_is_contiguous(const lithe_tensor *t) {
+    if (!t) return false;
+    int64_t s = 1;
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        if (t->shape[i] != 1 && t->strides[i] != s) return false;
+        s *= t->shape[i];
+    }
+    return true;
+}
+
+/* A descriptor sharing t's storage. */
+static lithe_status view_of(const lithe_tensor *t, lithe_tensor **out) {
+    lithe_tensor *v = lithe__malloc(sizeof *v);
+    if (!v) return lithe__oom("tensor view", sizeof *v);
+    *v = *t;
+    v->refcount = 1;
+    v->storage->refcount++;
+    *out = v;
+    return LITHE_OK;
+}
+
+lithe_status lithe_tensor_slice(lithe_tensor *t, int axis, int64_t start, int64_t stop,
+                                lithe_tensor **out) {
+    LITHE__CHECK_ARG(out, "lithe_tensor_slice", "out is NULL");
+    *out = NULL;
+    LITHE__CHECK_ARG(t, "lithe_tensor_slice", "tensor is NULL");
+    if (axis < 0 || axis >= t->ndim)
+        return lithe__fail(LITHE_ERR_INVALID_ARG, "lithe_tensor_slice: axis %d outside 0..%d", axis,
+                           t->ndim - 1);
+    if (start < 0 || start > stop || stop > t->shape[axis])
+        return lithe__fail(LITHE_ERR_INVALID_ARG,
+                           "lithe_tensor_slice: range [%lld, %lld) outside axis %d of extent %lld",
+                           (long long)start, (long long)stop, axis, (long long)t->shape[axis]);
+    lithe_tensor *v = NULL;
+    LITHE__TRY(view_of(t, &v));
+    v->offset += start * t->strides[axis];
+    v->shape[axis] = stop - start;
+    v->numel = 1;
+    for (int i = 0; i < v->ndim; i++) v->numel *= v->shape[i];
+    *out = v;
+    return LITHE_OK;
+}
+
+lithe_status lithe_tensor_reshape(lithe_tensor *t, int ndim, const int64_t *shape,
+                                  lithe_tensor **out) {
+    LITHE__CHECK_ARG(out, "lithe_tensor_reshape", "out is NULL");
+    *out = NULL;
+    LITHE__CHECK_ARG(t, "lithe_tensor_reshape", "tensor is NULL");
+    if (ndim < 0 || ndim > LITHE_MAX_DIMS || (ndim > 0 && !shape))
+        return lithe__fail(LITHE_ERR_INVALID_ARG, "lithe_tensor_reshape: bad ndim %d or NULL shape", ndim);
+    if (!lithe_tensor_is_contiguous(t))
+        return lithe__fail(LITHE_ERR_SHAPE, "lithe_tensor_reshape: tensor is not contiguous");
+    int64_t known = 1;
+    int infer = -1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] == -1) {
+            if (infer >= 0)
+                return lithe__fail(LITHE_ERR_INVALID_ARG, "lithe_tensor_reshape: more than one -1 extent");
+            infer = i;
+        } else if (shape[i] < 0) {
+            return lithe__fail(LITHE_ERR_INVALID_ARG, "lithe_tensor_reshape: extent %lld",
+                               (long long)shape[i]);
+        } else {
+            known *= shape[i];
+        }
+    }
+    int64_t inferred = 0;
+    if (infer >= 0) {
+        if (known == 0 || t->numel % known)
+            return lithe__fail(LITHE_ERR_SHAPE, "lithe_tensor_reshape: cannot infer -1 for %lld elements",
+                               (long long)t->numel);
+        inferred = t->numel / known;
+        known *= inferred;
+    }
+    if (known != t->numel) {
+        char b[LITHE__SHAPE_BUF];
+        return lithe__fail(LITHE_ERR_SHAPE, "lithe_tensor_reshape: %s has %lld elements, new shape %lld",
+                           lithe__shape_str(t, b, sizeof b), (long long)t->numel, (long long)known);
+    }
+    lithe_tensor *v = NULL;
+    LITHE__TRY(view_of(t, &v));
+    v->ndim = ndim;
+    for (int i = 0; i < ndim; i++) v->shape[i] = i == infer ? inferred : shape[i];
+    set_contiguous_strides(v);
+    *out = v;
+    return LITHE_OK;
+}
+
+lithe_status lithe_tensor_cast(const lithe_tensor *t, lithe_dtype dtype, lithe_tensor **out) {
+    LITHE__CHECK_ARG(out, "lithe_tensor_cast", "out is NULL");
+    *out = NULL;
+    LITHE__CHECK_ARG(t, "lithe_tensor_cast", "tensor is NULL");
+    if (dtype != LITHE_F32 && t->dtype != LITHE_F32)
+        return lithe__fail(LITHE_ERR_DTYPE, "lithe_tensor_cast: %s to %s is not supported (one side must be float32)",
+                           lithe_dtype_name(t->dtype), lithe_dtype_name(dtype));
+    if (dtype == LITHE_U64 || t->dtype == LITHE_U64)
+        return lithe__fail(LITHE_ERR_DTYPE, "lithe_tensor_cast: uint64 holds hash keys; it does not convert to float32");
+    lithe_tensor *src = (lithe_tensor *)t, *tmp = NULL, *y;
+    lithe_backend *be = t->storage->backend;
+    if (!lithe_tensor_is_contiguous(t)) {
+        LITHE__TRY(lithe__tensor_like(t, false, &tmp));
+        lithe_status s = lithe__op_copy(be, tmp, t);
+        if (s != LITHE_OK) { lithe_tensor_release(tmp); return s; }
+        src = tmp;
+    }
+    lithe_status s = lithe__tensor_alloc(be, dtype, t->ndim, t->shape, false, &y);
+    if (s == LITHE_OK) s = lithe__op_cast(be, y, src);
+    lithe_tensor_release(tmp);
+    if (s != LITHE_OK) { lithe_tensor_release(y); return s; }
+    *out = y;
+    return LITHE_OK;
+}
+
+/* Row-major element copy between a possibly strided tensor and a packed host buffer. */
+static void strided_copy(char *packed, char *base, const lithe_tensor *t, size_t es, bool to_packed) {
+    int64_t idx[LITHE_MAX_DIMS] = {0};
+    for (int64_t n = 0; n < t->numel; n++) {
+        int64_t off = 0;
+        for (int d = 0; d < t->ndim; d++) off += idx[d] * t->strides[d];
+        if (to_packed) memcpy(packed + (size_t)n * es, base + (size_t)off * es, es);
+        else memcpy(base + (size_t)off * es, packed + (size_t)n * es, es);
+        for (int d = t->ndim - 1; d >= 0; d--) {
+            if (++idx[d] < t->shape[d]) break;
+            idx[d] = 0;
+        }
+    }
+}
+
+lithe_status lithe_tensor_read(const lithe_tensor *t, void *dst, size_t cap) {
+    LITHE__CHECK_ARG(t && dst, "lithe_tensor_read", "tensor or destination is NULL");
+    size_t es = lithe_dtype_size(t->dtype), nbytes = (size_t)t->numel * es;
+    if (cap < nbytes)
+        return lithe__fail(LITHE_ERR_VALUE, "lithe_tensor_read: buffer of %zu bytes, tensor needs %zu", cap, nbytes);
+    lithe_backend *be = t->storage->backend;
+    if (be->host_memory) {
+        if (lithe_tensor_is_contiguous(t)) memcpy(dst, lithe__tdata(t), nbytes);
+        else strided_copy(dst, t->storage->data, t, es, true);
+        return LITHE_OK;
+    }
+    if (!lithe_tensor_is_contiguous(t))
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "lithe_tensor_read: strided device tensors must be copied first");
+    return be->ops->download(be, dst, t->storage->data, (size_t)t->offset * es, nbytes);
+}
+
+lithe_status lithe_tensor_write(lithe_tensor *t, const void *src, size_t nbytes) {
+    LITHE__CHECK_ARG(t && (src || !nbytes), "lithe_tensor_write", "tensor or source is NULL");
+    size_t es = lithe_dtype_size(t->dtype), need = (size_t)t->numel * es;
+    if (nbytes != need)
+        return lithe__fail(LITHE_ERR_VALUE, "lithe_tensor_write: %zu bytes given, tensor holds %zu", nbytes, need);
+    lithe_backend *be = t->storage->backend;
+    if (be->host_memory) {
+        if (lithe_tensor_is_contiguous(t)) memcpy(lithe__tdata(t), src, nbytes);
+        else strided_copy((char *)src, t->storage->data, t, es, false);
+        return LITHE_OK;
+    }
+    if (!lithe_tensor_is_contiguous(t))
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "lithe_tensor_write: strided device tensors are not writable");
+    return be->ops->upload(be, t->storage->data, (size_t)t->offset * es, src, nbytes);
+}
+
+/* ---- DLPack ---- */
+
+static bool dtype_from_dl(DLDataType d, lithe_dtype *out) {
+    if (d.lanes != 1) return false;
+    if (d.code == kDLFloat && d.bits == 32) *out = LITHE_F32;
+    else if (d.code == kDLFloat && d.bits == 16) *out = LITHE_F16;
+    else if (d.code == kDLBfloat && d.bits == 16) *out = LITHE_BF16;
+    else if (d.code == kDLInt && d.bits == 32) *out = LITHE_I32;
+    else if (d.code == kDLInt && d.bits == 64) *out = LITHE_I64;
+    else if (d.code == kDLUInt && d.bits == 64) *out = LITHE_U64;
+    else if (d.code == kDLUInt && d.bits == 8) *out = LITHE_U8;
+    else return false;
+    return true;
+}
+
+static DLDataType dtype_to_dl(lithe_dtype t) {
+    DLDataType d = {kDLFloat, 32, 1};
+    switch (t) {
+    case LITHE_F32: break;
+    case LITHE_F16: d.bits = 16; break;
+    case LITHE_BF16: d.code = kDLBfloat; d.bits = 16; break;
+    case LITHE_I32: d.code = kDLInt; break;
+    case LITHE_I64: d.code = kDLInt; d.bits = 64; break;
+    case LITHE_U64: d.code = kDLUInt; d.bits = 64; break;
+    case LITHE_U8: d.code = kDLUInt; d.bits = 8; break;
+    }
+    return d;
+}
+
+lithe_status lithe_tensor_from_dlpack(void *managed, bool versioned, lithe_tensor **out) {
+    LITHE__CHECK_ARG(out, "lithe_tensor_from_dlpack", "out is NULL");
+    *out = NULL;
+    LITHE__CHECK_ARG(managed, "lithe_tensor_from_dlpack", "managed tensor is NULL");
+    const DLTensor *dl;
+    if (versioned) {
+        DLManagedTensorVersioned *m = managed;
+        if (m->version.major != 1)
+            return lithe__fail(LITHE_ERR_UNSUPPORTED, "lithe_tensor_from_dlpack: DLPack major version %u (lithe reads 1)",
+                               m->version.major);
+        if (m->flags & DLPACK_FLAG_BITMASK_READ_ONLY)
+            return lithe__fail(LITHE_ERR_UNSUPPORTED,
+                               "lithe_tensor_from_dlpack: read-only tensors are refused (lithe updates tensors in place)");
+        dl = &m->dl_tensor;
+    } else {
+        dl = &((DLManagedTensor *)managed)->dl_tensor;
+    }
+    if (dl->device.device_type != kDLCPU && dl->device.device_type != kDLCUDAHost)
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "lithe_tensor_from_dlpack: device type %d (only host memory so far)",
+                           (int)dl->device.device_type);
+    lithe_dtype dt;
+    if (!dtype_from_dl(dl->dtype, &dt))
+        return lithe__fail(LITHE_ERR_DTYPE, "lithe_tensor_from_dlpack: DLPack dtype code %u bits %u lanes %u has no lithe dtype",
+                           dl->dtype.code, dl->dtype.bits, dl->dtype.lanes);
+    if (dl->ndim < 0 || dl->ndim > LITHE_MAX_DIMS || (dl->ndim > 0 && !dl->shape))
+        return lithe__fail(LITHE_ERR_SHAPE, "lithe_tensor_from_dlpack: ndim %d outside 0..%d", dl->ndim, LITHE_MAX_DIMS);
+    size_t es = lithe_dtype_size(dt);
+    if (dl->byte_offset % es)
+        return lithe__fail(LITHE_ERR_FORMAT, "lithe_tensor_from_dlpack: byte_offset %llu is not a multiple of %zu",
+                           (unsigned long long)dl->byte_offset, es);
+    int64_t numel;
+    size_t nbytes;
+    LITHE__TRY(check_shape("lithe_tensor_from_dlpack", dt, dl->ndim, dl->shape, &numel, &nbytes));
+    if (numel && !dl->data) return lithe__fail(LITHE_ERR_FORMAT, "lithe_tensor_from_dlpack: data is NULL");
+
+    lithe_tensor *t = lithe__calloc(1, sizeof *t);
+    lithe__storage *st = lithe__calloc(1, sizeof *st);
+    if (!t || !st) {
+        lithe__free(t);
+        lithe__free(st);
+        return lithe__oom("lithe_tensor_from_dlpack", sizeof *t + sizeof *st);
+    }
+    st->refcount = 1;
+    st->data = dl->data;
+    st->nbytes = 0; /* unknown: borrowed */
+    st->backend = lithe__backend_cpu();
+    st->dl_managed = managed;
+    st->dl_versioned = versioned;
+    t->refcount = 1;
+    t->storage = st;
+    t->dtype = dt;
+    t->ndim = dl->ndim;
+    t->numel = numel;
+    t->offset = (int64_t)(dl->byte_offset / es);
+    for (int i = 0; i < dl->ndim; i++) t->shape[i] = dl->shape[i];
+    if (dl->strides) {
+        for (int i = 0; i < dl->ndim; i++) t->strides[i] = dl->strides[i];
+    } else {
+        set_contiguous_strides(t);
+    }
+    *out = t;
+    return LITHE_OK;
+}
+
+/* What a managed tensor made by lithe carries: the retained tensor and copies of its shape
+ * and strides (DLPack borrows these arrays for the managed tensor's lifetime). */
+typedef struct dl_ctx {
+    lithe_tensor *t;
+    int64_t shape[LITHE_MAX_DIMS];
+    int64_t strides[LITHE_MAX_DIMS];
+} dl_ctx;
+
+static void dl_deleter(DLManagedTensor *self) {
+    dl_ctx *c = self->manager_ctx;
+    lithe_tensor_release(c->t);
+    lithe__free(c);
+    lithe__free(self);
+}
+
+static void dl_deleter_versioned(DLManagedTensorVersioned *self) {
+    dl_ctx *c = self->manager_ctx;
+    lithe_tensor_release(c->t);
+    lithe__free(c);
+    lithe__free(self);
+}
+
+lithe_status lithe_tensor_to_dlpack(lithe_tensor *t, bool versioned, void **managed_out) {
+    LITHE__CHECK_ARG(managed_out, "lithe_tensor_to_dlpack", "out is NULL");
+    *managed_out = NULL;
+    LITHE__CHECK_ARG(t, "lithe_tensor_to_dlpack", "tensor is NULL");
+    if (!t->storage->backend->host_memory)
+        return lithe__fail(LITHE_ERR_UNSUPPORTED,
+                           "lithe_tensor_to_dlpack: tensor lives on backend '%s'; copy it to the host first",
+                           t->storage->backend->name);
+    dl_ctx *c = lithe__calloc(1, sizeof *c);
+    void *m = lithe__calloc(1, versioned ? sizeof(DLManagedTensorVersioned) : sizeof(DLManagedTensor));
+    if (!c || !m) {
+        lithe__free(c);
+        lithe__free(m);
+        return lithe__oom("lithe_tensor_to_dlpack", sizeof *c);
+    }
+    c->t = lithe_tensor_retain(t);
+    for (int i = 0; i < t->ndim; i++) {
+        c->shape[i] = t->shape[i];
+        c->strides[i] = t->strides[i];
+    }
+    DLTensor dl;
+    /* data points at the first element and byte_offset is 0: older consumers (PyTorch 1.x)
+     * ignore byte_offset. */
+    dl.data = lithe__tdata(t);
+    dl.device = (DLDevice){kDLCPU, 0};
+    dl.ndim = t->ndim;
+    dl.dtype = dtype_to_dl(t->dtype);
+    dl.shape = c->shape;
+    dl.strides = c->strides;
+    dl.byte_offset = 0;
+    if (versioned) {
+        DLManagedTensorVersioned *v = m;
+        v->version = (DLPackVersion){1, 0};
+        v->manager_ctx = c;
+        v->deleter = dl_deleter_versioned;
+        v->flags = 0;
+        v->dl_tensor = dl;
+    } else {
+        DLManagedTensor *v = m;
+        v->manager_ctx = c;
+        v->deleter = dl_deleter;
+        v->dl_tensor = dl;
+    }
+    *managed_out = m;
+    return LITHE_OK;
+}

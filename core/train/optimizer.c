@@ -1,0 +1,176 @@
+/* Thinc's Optimizer (thinc/optimizers.py) step for step: L2 or decoupled weight decay, gradient
+ * clipping by L2 norm, Adam with bias correction or SGD, the gradient zeroed, and parameter
+ * averages with Thinc's decay. State is keyed by (node id, param name). */
+#include "../internal.h"
+
+#include <math.h>
+
+typedef struct opt_slot {
+    uint64_t node_id;
+    char *name;
+    int64_t nr_update;
+    lithe_tensor *mom1, *mom2, *avg;
+} opt_slot;
+
+struct lithe_optimizer {
+    lithe_optimizer_opts o;
+    size_t n, cap;
+    opt_slot *slots;
+};
+
+lithe_optimizer_opts lithe_adam_defaults(void) {
+    return (lithe_optimizer_opts){.learn_rate = 0.001, .L2 = 0.0, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-08,
+                                  .grad_clip = 1.0, .L2_is_weight_decay = true, .use_averages = true};
+}
+
+lithe_optimizer_opts lithe_sgd_defaults(double learn_rate) {
+    return (lithe_optimizer_opts){.learn_rate = learn_rate, .L2 = 0.0, .beta1 = 0.0, .beta2 = 0.0, .eps = 1e-08,
+                                  .grad_clip = 1.0, .L2_is_weight_decay = true, .use_averages = true};
+}
+
+static lithe_status check_opts(const lithe_optimizer_opts *o) {
+    if (!(o->learn_rate >= 0.0) || !(o->L2 >= 0.0) || !(o->eps >= 0.0) || !(o->grad_clip >= 0.0))
+        return lithe__fail(LITHE_ERR_VALUE, "optimizer: learn_rate (%g), L2 (%g), eps (%g) and grad_clip (%g) must be >= 0",
+                           o->learn_rate, o->L2, o->eps, o->grad_clip);
+    if (!(o->beta1 >= 0.0 && o->beta1 < 1.0) || !(o->beta2 >= 0.0 && o->beta2 < 1.0))
+        return lithe__fail(LITHE_ERR_VALUE, "optimizer: beta1 (%g) and beta2 (%g) must lie in [0, 1)", o->beta1, o->beta2);
+    if (o->beta1 == 0.0 && o->beta2 > 0.0)
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "optimizer: beta2 > 0 with beta1 = 0 is not an optimizer Thinc has");
+    if (o->use_radam)
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "optimizer: RAdam arrives with the dense-catalogue work");
+    return LITHE_OK;
+}
+
+lithe_status lithe_optimizer_new(const lithe_optimizer_opts *opts, lithe_optimizer **out) {
+    LITHE__CHECK_ARG(out, "lithe_optimizer_new", "out is NULL");
+    *out = NULL;
+    LITHE__CHECK_ARG(opts, "lithe_optimizer_new", "opts is NULL (use lithe_adam_defaults())");
+    LITHE__TRY(check_opts(opts));
+    lithe_optimizer *opt = lithe__calloc(1, sizeof *opt);
+    if (!opt) return lithe__oom("optimizer", sizeof *opt);
+    opt->o = *opts;
+    *out = opt;
+    return LITHE_OK;
+}
+
+void lithe_optimizer_free(lithe_optimizer *opt) {
+    if (!opt) return;
+    for (size_t i = 0; i < opt->n; i++) {
+        lithe__free(opt->slots[i].name);
+        lithe_tensor_release(opt->slots[i].mom1);
+        lithe_tensor_release(opt->slots[i].mom2);
+        lithe_tensor_release(opt->slots[i].avg);
+    }
+    lithe__free(opt->slots);
+    lithe__free(opt);
+}
+
+lithe_optimizer_opts lithe_optimizer_get_opts(const lithe_optimizer *opt) {
+    return opt ? opt->o : (lithe_optimizer_opts){0};
+}
+
+lithe_status lithe_optimizer_set_learn_rate(lithe_optimizer *opt, double learn_rate) {
+    LITHE__CHECK_ARG(opt, "lithe_optimizer_set_learn_rate", "optimizer is NULL");
+    if (!(learn_rate >= 0.0)) return lithe__fail(LITHE_ERR_VALUE, "optimizer: learn_rate %g must be >= 0", learn_rate);
+    opt->o.learn_rate = learn_rate;
+    return LITHE_OK;
+}
+
+static opt_slot *find_slot(const lithe_optimizer *opt, uint64_t id, const char *name) {
+    for (size_t i = 0; i < opt->n; i++)
+        if (opt->slots[i].node_id == id && !strcmp(opt->slots[i].name, name)) return &opt->slots[i];
+    return NULL;
+}
+
+static lithe_status get_slot(lithe_optimizer *opt, uint64_t id, const char *name, opt_slot **out) {
+    opt_slot *s = find_slot(opt, id, name);
+    if (!s) {
+        if (opt->n == opt->cap) {
+            size_t nc = opt->cap ? opt->cap * 2 : 16;
+            opt_slot *ns = lithe__realloc(opt->slots, nc * sizeof *ns);
+            if (!ns) return lithe__oom("optimizer", nc * sizeof *ns);
+            opt->slots = ns;
+            opt->cap = nc;
+        }
+        char *nm = lithe__strdup(name);
+        if (!nm) return lithe__oom("optimizer", strlen(name) + 1);
+        s = &opt->slots[opt->n++];
+        memset(s, 0, sizeof *s);
+        s->node_id = id;
+        s->name = nm;
+    }
+    *out = s;
+    return LITHE_OK;
+}
+
+/* Allocates a zeroed 1-D state tensor of W's size on W's backend. */
+static lithe_status state_tensor(lithe_tensor **t, const lithe_tensor *W, bool flat) {
+    if (*t) return LITHE_OK;
+    if (flat) return lithe__tensor_alloc(W->storage->backend, LITHE_F32, 1, (int64_t[]){W->numel}, true, t);
+    return lithe__tensor_alloc(W->storage->backend, LITHE_F32, W->ndim, W->shape, true, t);
+}
+
+lithe_status lithe_optimizer_step(lithe_optimizer *opt, const lithe_model *node, const char *name,
+                                  lithe_tensor *W, lithe_tensor *G) {
+    LITHE__CHECK_ARG(opt && node && name && W && G, "lithe_optimizer_step", "an argument is NULL");
+    if (W->numel != G->numel || W->dtype != LITHE_F32 || G->dtype != LITHE_F32)
+        return lithe__fail(LITHE_ERR_SHAPE, "optimizer: %s.%s: weights (%lld) and gradient (%lld) must be float32 of one size",
+                           node->name, name, (long long)W->numel, (long long)G->numel);
+    if (!lithe_tensor_is_contiguous(W) || !lithe_tensor_is_contiguous(G))
+        return lithe__fail(LITHE_ERR_SHAPE, "optimizer: %s.%s: weights and gradient must be contiguous", node->name, name);
+    if (G->numel < 1) return LITHE_OK; /* Thinc: len(gradient) < 1 returns early */
+    lithe_backend *be = W->storage->backend;
+    const lithe_optimizer_opts *o = &opt->o;
+    opt_slot *s = NULL;
+    LITHE__TRY(get_slot(opt, node->id, name, &s));
+    bool adam = o->beta1 > 0.0 && o->beta2 > 0.0;
+    /* allocate every piece of state before changing anything, so an OOM leaves no half-step */
+    if (adam) {
+        LITHE__TRY(state_tensor(&s->mom1, W, false));
+        LITHE__TRY(state_tensor(&s->mom2, W, false));
+    }
+    if (o->use_averages) LITHE__TRY(state_tensor(&s->avg, W, false));
+
+    int64_t t = ++s->nr_update;
+    if (o->L2 != 0.0 && !o->L2_is_weight_decay) LITHE__TRY(lithe__op_axpby(be, (float)o->L2, W, 1.0f, G));
+    if (o->grad_clip != 0.0) {
+        double ss;
+        LITHE__TRY(lithe__op_sum_squares(be, G, &ss));
+        float norm = (float)sqrt(ss);
+        if (norm >= (float)o->grad_clip) LITHE__TRY(lithe__op_axpby(be, 0.0f, G, (float)(o->grad_clip / norm), G));
+    }
+    if (adam) {
+        double fix1 = 1.0 - pow(o->beta1, (double)t), fix2 = 1.0 - pow(o->beta2, (double)t);
+        double lr = o->learn_rate * sqrt(fix2) / fix1;
+        LITHE__TRY(lithe__op_adam(be, W, G, s->mom1, s->mom2, (float)o->beta1, (float)o->beta2, (float)o->eps, (float)lr));
+    } else {
+        LITHE__TRY(lithe__op_axpby(be, (float)(-o->learn_rate), G, 1.0f, W));
+    }
+    LITHE__TRY(lithe__op_fill(be, G, 0.0f));
+    if (o->L2 != 0.0 && o->L2_is_weight_decay)
+        LITHE__TRY(lithe__op_axpby(be, 0.0f, W, (float)(1.0 - o->learn_rate * o->L2), W));
+    if (o->use_averages) {
+        double decay = (1.0 + (double)t) / (10.0 + (double)t);
+        if (decay > 0.9999) decay = 0.9999;
+        LITHE__TRY(lithe__op_update_averages(be, s->avg, W, (float)decay));
+    }
+    return LITHE_OK;
+}
+
+int64_t lithe_optimizer_nr_update(const lithe_optimizer *opt, const lithe_model *node, const char *name) {
+    if (!opt || !node || !name) return 0;
+    opt_slot *s = find_slot(opt, node->id, name);
+    return s ? s->nr_update : 0;
+}
+
+lithe_status lithe_optimizer_get_average(const lithe_optimizer *opt, const lithe_model *node, const char *name,
+                                         lithe_tensor **out) {
+    LITHE__CHECK_ARG(out, "lithe_optimizer_get_average", "out is NULL");
+    *out = NULL;
+    LITHE__CHECK_ARG(opt && node && name, "lithe_optimizer_get_average", "an argument is NULL");
+    opt_slot *s = find_slot(opt, node->id, name);
+    if (!s || !s->avg)
+        return lithe__fail(LITHE_ERR_NOT_FOUND, "optimizer: no average for %s.%s", node->name, name);
+    *out = s->avg;
+    return LITHE_OK;
+}

@@ -1,0 +1,515 @@
+/*
+ * lithe.h — Thinc's model in portable C. This header is the reference manual.
+ *
+ * Conventions that hold for every function below unless its comment says otherwise:
+ *
+ *  - Fallible calls return a lithe_status. LITHE_OK is 0. On failure, lithe_last_error()
+ *    returns a message naming the layer and the numbers involved, and every out-pointer is
+ *    left set to NULL (or untouched for plain scalars). Nothing is half-done: a failed call
+ *    leaves its inputs as they were, except where a comment says otherwise.
+ *  - Statuses every call may return besides those listed: LITHE_ERR_INVALID_ARG for a NULL
+ *    pointer where an object is required, and LITHE_ERR_OOM when the allocator fails.
+ *  - Objects returned through an out-pointer are owned by the caller and released with the
+ *    matching _free / _release function. Every _free / _release accepts NULL.
+ *    Pointers returned directly ("borrowed") stay valid as long as their owner does.
+ *  - Thread safety: distinct objects may be used from distinct threads at once. One object
+ *    (a model and its tree, an optimizer, a tensor's data) must not be used from two threads
+ *    at once. lithe_set_allocator is the one exception: call it before anything else.
+ *    lithe_last_error() is per thread.
+ *  - No function calls abort() or exit() on bad input; assertions guard internal invariants
+ *    only.
+ *
+ * Shapes are given in one vocabulary: X: (B, nI), W: (nO, nI) -> Y: (B, nO).
+ */
+#ifndef LITHE_H
+#define LITHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(LITHE_STATIC)
+#define LITHE_API
+#elif defined(_WIN32)
+#ifdef LITHE_BUILDING
+#define LITHE_API __declspec(dllexport)
+#else
+#define LITHE_API __declspec(dllimport)
+#endif
+#else
+#define LITHE_API __attribute__((visibility("default")))
+#endif
+
+#define LITHE_VERSION_MAJOR 0
+#define LITHE_VERSION_MINOR 1
+#define LITHE_VERSION_PATCH 0
+
+/* "0.1.0". Thread-safe. */
+LITHE_API const char *lithe_version(void);
+
+/* ------------------------------------------------------------------------------------------
+ * Errors
+ * ---------------------------------------------------------------------------------------- */
+
+typedef enum lithe_status {
+    LITHE_OK = 0,
+    LITHE_ERR_INVALID_ARG = 1, /* NULL object, bad enum, negative size, out-of-range index  */
+    LITHE_ERR_SHAPE = 2,       /* shapes that do not fit together                             */
+    LITHE_ERR_DTYPE = 3,       /* a dtype the operation does not take                         */
+    LITHE_ERR_OOM = 4,         /* the allocator returned NULL                                 */
+    LITHE_ERR_NOT_FOUND = 5,   /* unknown name: dim, param, attr, ref, layer, backend         */
+    LITHE_ERR_STATE = 6,       /* right call at the wrong time: unset dim, missing param, ... */
+    LITHE_ERR_UNSUPPORTED = 7, /* backend or feature not built or not available here          */
+    LITHE_ERR_IO = 8,          /* a file could not be opened, read or written                 */
+    LITHE_ERR_FORMAT = 9,      /* malformed or hostile input data                             */
+    LITHE_ERR_VALUE = 10,      /* a number outside its domain (rate >= 1, temperature <= 0)   */
+    LITHE_ERR_INTERNAL = 11    /* a bug in lithe; please report it with the message           */
+} lithe_status;
+
+/* A constant name for a status ("LITHE_ERR_SHAPE"); "LITHE_ERR_UNKNOWN" for values outside the
+ * enum. Thread-safe; never NULL. */
+LITHE_API const char *lithe_status_str(lithe_status status);
+
+/* The message of the last failed call on this thread ("" if none). The text stays valid until
+ * the next lithe call on this thread. Thread-safe (per-thread storage). */
+LITHE_API const char *lithe_last_error(void);
+
+/* Clears this thread's last error. */
+LITHE_API void lithe_clear_error(void);
+
+/* ------------------------------------------------------------------------------------------
+ * Memory: one allocator hook for every byte lithe allocates on the host.
+ * ---------------------------------------------------------------------------------------- */
+
+typedef struct lithe_allocator {
+    void *(*malloc_fn)(void *user, size_t size);            /* NULL on failure     */
+    void *(*realloc_fn)(void *user, void *ptr, size_t size); /* NULL on failure     */
+    void (*free_fn)(void *user, void *ptr);                  /* must accept NULL    */
+    void *user;
+} lithe_allocator;
+
+/* Installs `alloc` (copied) or, with NULL, restores the C library's allocator. Call it while no
+ * lithe object exists: memory must be freed by the allocator that made it.
+ * Returns LITHE_ERR_INVALID_ARG if one of the three functions is NULL. Not thread-safe. */
+LITHE_API lithe_status lithe_set_allocator(const lithe_allocator *alloc);
+
+/* ------------------------------------------------------------------------------------------
+ * Backends ("Ops"): a table of primitives plus its context, found by name.
+ * ---------------------------------------------------------------------------------------- */
+
+typedef struct lithe_backend lithe_backend;
+
+/* Finds a backend by name: "cpu" is always present. Names of backends lithe knows but that are
+ * not built into this library, or whose device is absent, give LITHE_ERR_UNSUPPORTED with a
+ * message that says why; other names give LITHE_ERR_NOT_FOUND listing the available ones.
+ * The backend is owned by the library (never freed). Thread-safe. */
+LITHE_API lithe_status lithe_backend_get(const char *name, lithe_backend **out);
+
+/* The backend's registered name ("cpu"). Thread-safe. */
+LITHE_API const char *lithe_backend_name(const lithe_backend *backend);
+
+/* Writes the names of the backends compiled into this library, comma-separated, to buf
+ * (truncated to cap bytes, always NUL-terminated when cap > 0). Returns the full length. */
+LITHE_API size_t lithe_backend_list(char *buf, size_t cap);
+
+/* ------------------------------------------------------------------------------------------
+ * Tensors
+ * ---------------------------------------------------------------------------------------- */
+
+typedef enum lithe_dtype {
+    LITHE_F32 = 0,
+    LITHE_F16 = 1,  /* storage only: convert with lithe_tensor_cast before computing */
+    LITHE_BF16 = 2, /* storage only                                                  */
+    LITHE_I32 = 3,
+    LITHE_I64 = 4,
+    LITHE_U64 = 5,
+    LITHE_U8 = 6
+} lithe_dtype;
+
+#define LITHE_MAX_DIMS 8
+
+/* An n-dimensional array: a DLTensor-shaped descriptor (device, dtype, shape, strides in
+ * elements, offset) over refcounted storage. Views share storage. Opaque. */
+typedef struct lithe_tensor lithe_tensor;
+
+/* Size of one element in bytes (f32: 4, bf16: 2, u8: 1); 0 for values outside the enum. */
+LITHE_API size_t lithe_dtype_size(lithe_dtype dtype);
+/* "float32", "float16", "bfloat16", "int32", "int64", "uint64", "uint8"; "?" otherwise. */
+LITHE_API const char *lithe_dtype_name(lithe_dtype dtype);
+
+/* A new zero-filled, contiguous tensor on `backend` (NULL: "cpu"). ndim is 0..LITHE_MAX_DIMS;
+ * every extent must be >= 0 and the byte size must fit in size_t.
+ * Statuses: LITHE_ERR_INVALID_ARG (ndim, negative extent, bad dtype), LITHE_ERR_VALUE (size
+ * overflow), LITHE_ERR_OOM. The caller owns *out (release with lithe_tensor_release). */
+LITHE_API lithe_status lithe_tensor_new(lithe_backend *backend, lithe_dtype dtype, int ndim,
+                                        const int64_t *shape, lithe_tensor **out);
+
+/* A new CPU tensor holding a copy of `data` (contiguous, row-major, numel * dtype size bytes).
+ * Same statuses as lithe_tensor_new. */
+LITHE_API lithe_status lithe_tensor_from_data(lithe_dtype dtype, int ndim, const int64_t *shape,
+                                              const void *data, lithe_tensor **out);
+
+/* Adds a reference and returns `t`. NULL gives NULL. Not thread-safe for one tensor. */
+LITHE_API lithe_tensor *lithe_tensor_retain(lithe_tensor *t);
+/* Drops a reference; the last one frees the descriptor, and the storage when no view is left
+ * (running a borrowed DLPack tensor's deleter exactly once). Accepts NULL. */
+LITHE_API void lithe_tensor_release(lithe_tensor *t);
+
+LITHE_API lithe_dtype lithe_tensor_dtype(const lithe_tensor *t);
+LITHE_API int lithe_tensor_ndim(const lithe_tensor *t);
+/* Borrowed arrays of ndim extents / strides (strides in elements, like DLPack). */
+LITHE_API const int64_t *lithe_tensor_shape(const lithe_tensor *t);
+LITHE_API const int64_t *lithe_tensor_strides(const lithe_tensor *t);
+LITHE_API int64_t lithe_tensor_numel(const lithe_tensor *t);
+LITHE_API bool lithe_tensor_is_contiguous(const lithe_tensor *t);
+/* The backend whose memory holds the data. */
+LITHE_API lithe_backend *lithe_tensor_backend(const lithe_tensor *t);
+/* Pointer to the first element when the data lives in host memory, else NULL. Borrowed. */
+LITHE_API void *lithe_tensor_data(const lithe_tensor *t);
+
+/* Copies the tensor's elements, in row-major order, into `dst` (`cap` bytes), from any backend.
+ * Statuses: LITHE_ERR_VALUE if cap is smaller than numel * dtype size. */
+LITHE_API lithe_status lithe_tensor_read(const lithe_tensor *t, void *dst, size_t cap);
+/* Copies `nbytes` (= numel * dtype size, row-major) from `src` into the tensor, any backend. */
+LITHE_API lithe_status lithe_tensor_write(lithe_tensor *t, const void *src, size_t nbytes);
+
+/* A view of elements [start, stop) along `axis`: no copy, shares storage.
+ * Statuses: LITHE_ERR_INVALID_ARG for an axis or a range out of bounds (0 <= start <= stop <=
+ * extent). */
+LITHE_API lithe_status lithe_tensor_slice(lithe_tensor *t, int axis, int64_t start, int64_t stop,
+                                          lithe_tensor **out);
+/* A view with a new shape and the same number of elements; one extent may be -1 (inferred).
+ * Requires a contiguous tensor. Statuses: LITHE_ERR_SHAPE (numel differs, or not contiguous),
+ * LITHE_ERR_INVALID_ARG (ndim, more than one -1). */
+LITHE_API lithe_status lithe_tensor_reshape(lithe_tensor *t, int ndim, const int64_t *shape,
+                                            lithe_tensor **out);
+/* A new contiguous tensor of dtype `dtype` on the same backend, converting values (f16/bf16
+ * storage to f32, f32 to f16/bf16 with round-to-nearest-even, ints to f32 and back with C's
+ * conversions). Statuses: LITHE_ERR_DTYPE for conversions not listed. */
+LITHE_API lithe_status lithe_tensor_cast(const lithe_tensor *t, lithe_dtype dtype,
+                                         lithe_tensor **out);
+
+/* --- DLPack, zero-copy both ways ---------------------------------------------------------
+ * `managed` is a `DLManagedTensor *` (legacy, dlpack <= 0.8) or, with versioned = true, a
+ * `DLManagedTensorVersioned *` (dlpack 1.x; declared in lithe_dlpack.h for headers that lack
+ * it). from_dlpack takes ownership of `managed` on success only: its deleter runs once when the
+ * last view of the storage is released; on failure the caller still owns it. Supported:
+ * kDLCPU memory, dtypes matching lithe_dtype, any strides. A versioned tensor with a major
+ * version other than 1 is refused (LITHE_ERR_UNSUPPORTED), as is a read-only one
+ * (lithe writes to parameters and gradients in place).
+ * to_dlpack returns a new managed tensor that keeps `t` alive until its deleter is called; its
+ * data pointer equals lithe_tensor_data(t). Tensors outside host memory are refused
+ * (LITHE_ERR_UNSUPPORTED) until GPU DLPack lands. */
+LITHE_API lithe_status lithe_tensor_from_dlpack(void *managed, bool versioned, lithe_tensor **out);
+LITHE_API lithe_status lithe_tensor_to_dlpack(lithe_tensor *t, bool versioned, void **managed_out);
+
+/* ------------------------------------------------------------------------------------------
+ * Values: what flows between layers.
+ * ---------------------------------------------------------------------------------------- */
+
+typedef enum lithe_value_kind {
+    LITHE_VALUE_TENSOR = 0,
+    LITHE_VALUE_RAGGED = 1, /* Thinc's Ragged: data (N, ...), lengths int32 (B,), sum = N       */
+    LITHE_VALUE_PADDED = 2, /* Thinc's Padded: data (T, B, ...), size_at_t int32 (T,),
+                               lengths int32 (B,), indices int32 (B,)                        */
+    LITHE_VALUE_LIST = 3,
+    LITHE_VALUE_TUPLE = 4
+} lithe_value_kind;
+
+typedef struct lithe_value lithe_value;
+
+/* Each constructor retains what it is given (the caller keeps its own references).
+ * Statuses: LITHE_ERR_DTYPE / LITHE_ERR_SHAPE when Ragged or Padded fields disagree (lengths
+ * not int32 1-D, lengths not summing to the rows of data, size_at_t longer than data, ...). */
+LITHE_API lithe_status lithe_value_tensor(lithe_tensor *t, lithe_value **out);
+LITHE_API lithe_status lithe_value_ragged(lithe_tensor *data, lithe_tensor *lengths,
+                                          lithe_value **out);
+LITHE_API lithe_status lithe_value_padded(lithe_tensor *data, lithe_tensor *size_at_t,
+                                          lithe_tensor *lengths, lithe_tensor *indices,
+                                          lithe_value **out);
+/* A list or tuple of n items (n may be 0; items may be NULL only if n is 0). */
+LITHE_API lithe_status lithe_value_list(size_t n, lithe_value *const *items, lithe_value **out);
+LITHE_API lithe_status lithe_value_tuple(size_t n, lithe_value *const *items, lithe_value **out);
+
+LITHE_API lithe_value *lithe_value_retain(lithe_value *v);
+LITHE_API void lithe_value_release(lithe_value *v);
+
+LITHE_API lithe_value_kind lithe_value_kind_of(const lithe_value *v);
+/* Borrowed: the tensor of a TENSOR value, the data of a RAGGED or PADDED value; else NULL. */
+LITHE_API lithe_tensor *lithe_value_get_tensor(const lithe_value *v);
+/* Borrowed fields by Thinc's names: "data", "lengths" (Ragged, Padded), "size_at_t",
+ * "indices" (Padded). NULL for a field the kind lacks. */
+LITHE_API lithe_tensor *lithe_value_field(const lithe_value *v, const char *name);
+/* Number of items of a LIST or TUPLE (0 for other kinds) and a borrowed item. */
+LITHE_API size_t lithe_value_len(const lithe_value *v);
+LITHE_API lithe_value *lithe_value_item(const lithe_value *v, size_t i);
+
+/* ------------------------------------------------------------------------------------------
+ * Random numbers: Philox4x32-10, counter-based, the same bits on every platform and backend.
+ * ---------------------------------------------------------------------------------------- */
+
+typedef struct lithe_rng {
+    uint64_t key;     /* the seed        */
+    uint64_t counter; /* blocks consumed */
+} lithe_rng;
+
+/* One Philox4x32-10 block: four 32-bit words for (counter, key). Pure; thread-safe. */
+LITHE_API void lithe_philox4x32(const uint32_t counter[4], const uint32_t key[2], uint32_t out[4]);
+/* n uniform floats in [0, 1) with 24 random bits each: word i of the stream is word i % 4 of
+ * the block at counter (rng->counter + i / 4); the counter advances past the blocks used. */
+LITHE_API void lithe_rng_uniform(lithe_rng *rng, float *out, size_t n);
+
+/* ------------------------------------------------------------------------------------------
+ * Models: Thinc's node.
+ * ---------------------------------------------------------------------------------------- */
+
+typedef struct lithe_model lithe_model;
+typedef struct lithe_backprop lithe_backprop;
+typedef struct lithe_optimizer lithe_optimizer;
+
+/* Thinc's tri-state has_dim / has_param / has_ref: the name is not registered (NO), registered
+ * with a value (YES), registered but unset (UNSET; Thinc's None). */
+typedef enum lithe_has { LITHE_HAS_NO = 0, LITHE_HAS_YES = 1, LITHE_HAS_UNSET = 2 } lithe_has;
+
+typedef enum lithe_attr_type {
+    LITHE_ATTR_NONE = 0, /* not present */
+    LITHE_ATTR_INT = 1,
+    LITHE_ATTR_FLOAT = 2,
+    LITHE_ATTR_BOOL = 3,
+    LITHE_ATTR_STR = 4,
+    LITHE_ATTR_TENSOR = 5
+} lithe_attr_type;
+
+/* --- Layers. A dim of 0 means "unset" (Thinc's None): initialize infers it. ---------------- */
+
+typedef struct lithe_dense_opts {
+    int64_t nO, nI;
+    /* Relu only: > 0 chains Dropout(rate) after the layer, as Thinc's `dropout=` does.
+     * 0 means Thinc's None (no Dropout node). */
+    float dropout;
+} lithe_dense_opts;
+
+typedef struct lithe_softmax_opts {
+    int64_t nO, nI;
+    bool unnormalized_outputs; /* Thinc's normalize_outputs=False: predict returns logits */
+    float temperature;         /* 0 means Thinc's default 1.0; negative is LITHE_ERR_VALUE  */
+} lithe_softmax_opts;
+
+/* "Linear.v1": Y = X·Wᵀ + b. W (nO, nI) glorot-uniform, b (nO,) zeros. opts may be NULL. */
+LITHE_API lithe_status lithe_linear(const lithe_dense_opts *opts, lithe_model **out);
+/* "Relu.v1": Y = relu(X·Wᵀ + b); with opts->dropout > 0, chain(relu, Dropout). */
+LITHE_API lithe_status lithe_relu(const lithe_dense_opts *opts, lithe_model **out);
+/* "Softmax.v2": Y = softmax((X·Wᵀ + b) / temperature). W and b zero-initialized, as Thinc's.
+ * Backprop takes dY as the gradient of the loss with respect to the logits times temperature
+ * (Thinc's convention: pair it with CategoricalCrossentropy). Statuses: LITHE_ERR_VALUE for
+ * temperature < 0. */
+LITHE_API lithe_status lithe_softmax(const lithe_softmax_opts *opts, lithe_model **out);
+/* "Dropout.v1": at training, Y = X * mask, mask = (u >= rate) / (1 - rate); identity at
+ * predict time. attrs: dropout_rate (float), is_enabled (bool). Statuses: LITHE_ERR_VALUE for
+ * rate outside [0, 1]. */
+LITHE_API lithe_status lithe_dropout(float rate, lithe_model **out);
+/* "chain.v1": Y = layers[n-1](...layers[0](X)). Takes ownership of the n >= 1 layers, also on
+ * failure. A layer may appear twice or in two trees (Thinc's shared layers). The node is named
+ * by joining the layer names with ">>", as Thinc does. */
+LITHE_API lithe_status lithe_chain(size_t n, lithe_model *const *layers, lithe_model **out);
+
+/* Every registered layer name, versioned as Thinc registers it ("Relu.v1", ...), in a fixed
+ * order. *n receives the count; the array is static and immutable. Thread-safe. */
+LITHE_API const char *const *lithe_layer_names(size_t *n);
+
+/* Adds a reference to a model node (shared layers) / drops one. The last reference frees the
+ * node, its params and grads, and drops its references to its children. Accepts NULL. */
+LITHE_API lithe_model *lithe_model_retain(lithe_model *m);
+LITHE_API void lithe_model_free(lithe_model *m);
+
+/* Thinc's model.name ("relu", "relu>>dropout") and model.id (unique per process). Borrowed. */
+LITHE_API const char *lithe_model_name(const lithe_model *m);
+LITHE_API uint64_t lithe_model_id(const lithe_model *m);
+/* The registered layer name this node was built by ("Relu.v1", "chain.v1"). */
+LITHE_API const char *lithe_model_layer_type(const lithe_model *m);
+
+/* Children (Thinc's model.layers), borrowed. i out of range gives NULL. */
+LITHE_API size_t lithe_model_n_layers(const lithe_model *m);
+LITHE_API lithe_model *lithe_model_layer(const lithe_model *m, size_t i);
+
+/* Thinc's model.walk() in breadth-first order, each node once. Writes up to cap borrowed
+ * pointers to nodes (nodes may be NULL when cap is 0) and the full count to *n. */
+LITHE_API lithe_status lithe_model_walk(lithe_model *m, lithe_model **nodes, size_t cap,
+                                        size_t *n);
+
+/* The backend the tree computes on; lithe_model_set_backend moves the whole tree (params and
+ * grads are copied to the new backend's memory). */
+LITHE_API lithe_backend *lithe_model_backend(const lithe_model *m);
+LITHE_API lithe_status lithe_model_set_backend(lithe_model *m, lithe_backend *backend);
+
+/* Seeds every node of the tree: node k in walk order gets key seed + k and counter 0, so
+ * initialization and dropout masks are the same on every platform for the same seed. */
+LITHE_API void lithe_model_set_seed(lithe_model *m, uint64_t seed);
+
+/* --- Dims: names registered at construction. ----------------------------------------------- */
+LITHE_API lithe_has lithe_model_has_dim(const lithe_model *m, const char *name);
+/* Statuses: LITHE_ERR_NOT_FOUND (not registered), LITHE_ERR_STATE (unset). */
+LITHE_API lithe_status lithe_model_get_dim(const lithe_model *m, const char *name, int64_t *out);
+/* Sets a dim (value >= 1, or 0 to unset it). Like Thinc, changing a set dim to another value is
+ * LITHE_ERR_STATE. Statuses: LITHE_ERR_NOT_FOUND, LITHE_ERR_STATE, LITHE_ERR_VALUE. */
+LITHE_API lithe_status lithe_model_set_dim(lithe_model *m, const char *name, int64_t value);
+
+/* --- Params and grads: named float32 tensors. ---------------------------------------------- */
+LITHE_API lithe_has lithe_model_has_param(const lithe_model *m, const char *name);
+/* Borrowed tensor (retain it to keep it past the next set_param). Statuses:
+ * LITHE_ERR_NOT_FOUND (not registered), LITHE_ERR_STATE (not allocated yet). */
+LITHE_API lithe_status lithe_model_get_param(const lithe_model *m, const char *name,
+                                             lithe_tensor **out);
+/* Sets a param (retained; NULL unsets it). A param name not registered is registered, as in
+ * Thinc. The tensor must be float32 and on the model's backend (LITHE_ERR_DTYPE,
+ * LITHE_ERR_INVALID_ARG). An existing grad of another shape is dropped. */
+LITHE_API lithe_status lithe_model_set_param(lithe_model *m, const char *name, lithe_tensor *value);
+/* Whether a gradient has been accumulated (Thinc: present in the param server). */
+LITHE_API bool lithe_model_has_grad(const lithe_model *m, const char *name);
+/* Borrowed. LITHE_ERR_NOT_FOUND when there is no grad. */
+LITHE_API lithe_status lithe_model_get_grad(const lithe_model *m, const char *name,
+                                            lithe_tensor **out);
+LITHE_API lithe_status lithe_model_set_grad(lithe_model *m, const char *name, lithe_tensor *value);
+/* grad += value (the first call allocates the grad). The value must have the param's shape
+ * (LITHE_ERR_SHAPE). */
+LITHE_API lithe_status lithe_model_inc_grad(lithe_model *m, const char *name,
+                                            const lithe_tensor *value);
+/* Param names in registration order; borrowed, NULL when i is out of range. */
+LITHE_API size_t lithe_model_n_params(const lithe_model *m);
+LITHE_API const char *lithe_model_param_name(const lithe_model *m, size_t i);
+
+/* --- Refs: named pointers to nodes of the same tree. --------------------------------------- */
+LITHE_API lithe_has lithe_model_has_ref(const lithe_model *m, const char *name);
+/* Borrowed. LITHE_ERR_NOT_FOUND / LITHE_ERR_STATE (unset). */
+LITHE_API lithe_status lithe_model_get_ref(const lithe_model *m, const char *name,
+                                           lithe_model **out);
+/* `node` must be in m's tree (LITHE_ERR_VALUE otherwise); NULL unsets. */
+LITHE_API lithe_status lithe_model_set_ref(lithe_model *m, const char *name, lithe_model *node);
+
+/* --- Attrs: typed, named values. ------------------------------------------------------------ */
+LITHE_API lithe_attr_type lithe_model_attr_type(const lithe_model *m, const char *name);
+/* Getters: LITHE_ERR_NOT_FOUND when absent, LITHE_ERR_DTYPE when of another type (an int attr
+ * may be read as a float). The string and the tensor are borrowed. */
+LITHE_API lithe_status lithe_model_get_attr_int(const lithe_model *m, const char *name, int64_t *out);
+LITHE_API lithe_status lithe_model_get_attr_float(const lithe_model *m, const char *name, double *out);
+LITHE_API lithe_status lithe_model_get_attr_bool(const lithe_model *m, const char *name, bool *out);
+LITHE_API lithe_status lithe_model_get_attr_str(const lithe_model *m, const char *name,
+                                                const char **out);
+LITHE_API lithe_status lithe_model_get_attr_tensor(const lithe_model *m, const char *name,
+                                                   lithe_tensor **out);
+/* Setters create or replace (the type may change, as in a Python dict). */
+LITHE_API lithe_status lithe_model_set_attr_int(lithe_model *m, const char *name, int64_t v);
+LITHE_API lithe_status lithe_model_set_attr_float(lithe_model *m, const char *name, double v);
+LITHE_API lithe_status lithe_model_set_attr_bool(lithe_model *m, const char *name, bool v);
+LITHE_API lithe_status lithe_model_set_attr_str(lithe_model *m, const char *name, const char *v);
+LITHE_API lithe_status lithe_model_set_attr_tensor(lithe_model *m, const char *name, lithe_tensor *v);
+
+/* Thinc's set_dropout_rate: every node of the tree with a "dropout_rate" attr gets `rate`.
+ * LITHE_ERR_VALUE for a rate outside [0, 1]. */
+LITHE_API lithe_status lithe_model_set_dropout_rate(lithe_model *m, float rate);
+
+/* --- Running. -------------------------------------------------------------------------------- */
+
+/* Thinc's initialize(X, Y): infers unset dims from sample data (X and Y may be NULL) and
+ * allocates and initializes params. Statuses: LITHE_ERR_STATE when a dim is still unknown
+ * ("relu: cannot initialize W: dim nI unset; pass sample X"), LITHE_ERR_SHAPE when sample data
+ * disagrees with a set dim, plus the layer's own. */
+LITHE_API lithe_status lithe_model_initialize(lithe_model *m, const lithe_value *X,
+                                              const lithe_value *Y);
+
+/* forward(X, is_train) -> Y and, when bp is not NULL, the backprop record. The record owns
+ * what backward needs (it keeps the tree alive) and may be run several times; each run
+ * accumulates into the grads again. Statuses: LITHE_ERR_STATE (not initialized),
+ * LITHE_ERR_SHAPE / LITHE_ERR_DTYPE for input the layer cannot take (the message names the
+ * layer and the numbers: "linear: input width 783 does not match nI=784"). */
+LITHE_API lithe_status lithe_model_forward(lithe_model *m, const lithe_value *X, bool is_train,
+                                           lithe_value **Y, lithe_backprop **bp);
+/* forward with is_train = true and a record. */
+LITHE_API lithe_status lithe_model_begin_update(lithe_model *m, const lithe_value *X,
+                                                lithe_value **Y, lithe_backprop **bp);
+/* forward with is_train = false, no record. */
+LITHE_API lithe_status lithe_model_predict(lithe_model *m, const lithe_value *X, lithe_value **Y);
+
+/* backprop(dY) -> dX: accumulates into the grads of the tree; dX may be NULL when the caller
+ * does not need it. Statuses: LITHE_ERR_SHAPE when dY's shape differs from Y's. */
+LITHE_API lithe_status lithe_backprop_run(lithe_backprop *bp, const lithe_value *dY,
+                                          lithe_value **dX);
+LITHE_API void lithe_backprop_free(lithe_backprop *bp);
+
+/* Thinc's finish_update: for every node in walk order and every param with a grad, calls the
+ * optimizer, which updates the param and zeroes the grad. */
+LITHE_API lithe_status lithe_model_finish_update(lithe_model *m, lithe_optimizer *opt);
+
+/* Convenience for a float32 tensor value: wraps, runs forward with is_train=false, unwraps. */
+LITHE_API lithe_status lithe_model_predict_tensor(lithe_model *m, lithe_tensor *X,
+                                                  lithe_tensor **Y);
+
+/* ------------------------------------------------------------------------------------------
+ * Training: Thinc's Optimizer and losses.
+ * ---------------------------------------------------------------------------------------- */
+
+typedef struct lithe_optimizer_opts {
+    double learn_rate;
+    double L2;
+    double beta1, beta2, eps; /* beta1 = beta2 = 0: plain SGD, as in Thinc */
+    double grad_clip;         /* 0: no clipping */
+    bool L2_is_weight_decay;
+    bool use_averages;
+    bool use_radam; /* reserved: RAdam arrives with the dense-catalogue work (LITHE_ERR_UNSUPPORTED) */
+} lithe_optimizer_opts;
+
+/* Thinc's ADAM_DEFAULTS: learn_rate 0.001, beta1 0.9, beta2 0.999, eps 1e-8, L2 0,
+ * grad_clip 1.0, L2_is_weight_decay true, use_averages true. */
+LITHE_API lithe_optimizer_opts lithe_adam_defaults(void);
+/* Thinc's SGD(learn_rate) defaults: L2 0, grad_clip 1.0, L2_is_weight_decay true, no betas. */
+LITHE_API lithe_optimizer_opts lithe_sgd_defaults(double learn_rate);
+
+/* A new optimizer. Statuses: LITHE_ERR_VALUE for a negative rate, eps or clip, or betas outside
+ * [0, 1); LITHE_ERR_UNSUPPORTED for beta2 > 0 with beta1 == 0 (Thinc raises too) and RAdam. */
+LITHE_API lithe_status lithe_optimizer_new(const lithe_optimizer_opts *opts, lithe_optimizer **out);
+LITHE_API void lithe_optimizer_free(lithe_optimizer *opt);
+/* Current hyper-parameters (a copy), and a new learning rate (for schedules). */
+LITHE_API lithe_optimizer_opts lithe_optimizer_get_opts(const lithe_optimizer *opt);
+LITHE_API lithe_status lithe_optimizer_set_learn_rate(lithe_optimizer *opt, double learn_rate);
+
+/* Thinc's Optimizer.__call__ for one parameter, keyed by (node, name): L2 (added to the
+ * gradient, or decoupled weight decay after the step), clipping by the gradient's L2 norm,
+ * Adam with bias correction (or SGD), grad zeroed, averages updated with Thinc's decay.
+ * Statuses: LITHE_ERR_SHAPE when weights and gradient differ in size. */
+LITHE_API lithe_status lithe_optimizer_step(lithe_optimizer *opt, const lithe_model *node,
+                                            const char *name, lithe_tensor *weights,
+                                            lithe_tensor *gradient);
+/* The number of updates made for a (node, param), Thinc's nr_update; 0 if none. */
+LITHE_API int64_t lithe_optimizer_nr_update(const lithe_optimizer *opt, const lithe_model *node,
+                                            const char *name);
+/* The parameter average kept for (node, name) (borrowed), LITHE_ERR_NOT_FOUND if none. */
+LITHE_API lithe_status lithe_optimizer_get_average(const lithe_optimizer *opt,
+                                                   const lithe_model *node, const char *name,
+                                                   lithe_tensor **out);
+
+typedef struct lithe_cce_opts {
+    bool unnormalized;     /* Thinc's normalize=False: no division by the batch size */
+    bool has_missing_value; /* with missing_value: rows whose label equals it get no gradient */
+    int64_t missing_value;
+    float label_smoothing; /* int labels only, as in Thinc */
+} lithe_cce_opts;
+
+/* Thinc's CategoricalCrossentropy: guesses (B, C) float32 in [0, 1]; truths either int32/int64
+ * labels (B,) or float32 (B, C) targets. *d_guesses = (guesses - target) * mask / B (a new
+ * tensor); *loss = sum(d_guesses**2), which is what Thinc 8.1 reports. opts may be NULL. Either
+ * output may be NULL. Statuses: LITHE_ERR_SHAPE, LITHE_ERR_DTYPE, LITHE_ERR_VALUE (a guess or
+ * target outside [0, 1], a label outside [0, C), bad smoothing). */
+LITHE_API lithe_status lithe_categorical_crossentropy(const lithe_cce_opts *opts,
+                                                      const lithe_tensor *guesses,
+                                                      const lithe_tensor *truths,
+                                                      lithe_tensor **d_guesses, float *loss);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LITHE_H */
