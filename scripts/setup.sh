@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs what lithe needs from Debian's archive (only the packages that are missing).
+set -euo pipefail
+pkgs=(build-essential cmake ninja-build clang libclang-rt-14-dev pkg-config
+      libcmocka-dev libdlpack-dev zlib1g-dev
+      python3-thinc python3-numpy dataset-fashion-mnist)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi

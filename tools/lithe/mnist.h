@@ -1,0 +1,17 @@
+/* IDX files (the MNIST family's format), gzip-compressed or plain. */
+#ifndef LITHE_TOOL_MNIST_H
+#define LITHE_TOOL_MNIST_H
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct idx_data {
+    uint8_t *data;   /* n * rows * cols bytes (images) or n bytes (labels) */
+    int64_t n, rows, cols;
+} idx_data;
+
+/* Reads `path`, or `path` + ".gz" when `path` is missing. Returns 0 on success; on failure
+ * writes a message into err and returns -1. The expected magic is 0x00000803 (images) or
+ * 0x00000801 (labels). */
+int idx_read(const char *path, uint32_t magic, idx_data *out, char *err, size_t errcap);
+void idx_free(idx_data *d);
+#endif
