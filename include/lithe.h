@@ -491,6 +491,12 @@ LITHE_API lithe_status lithe_optimizer_get_average(const lithe_optimizer *opt,
                                                    const lithe_model *node, const char *name,
                                                    lithe_tensor **out);
 
+/* Thinc's `with model.use_params(optimizer.averages)`: exchanges every param of m's tree that has
+ * an average in `opt` with that average (pointer swap, no copy). Call it again to restore: the
+ * two calls bracket evaluation with averaged weights. Params without an average are untouched.
+ * Do not run finish_update while swapped. Statuses: LITHE_ERR_OOM (nothing swapped). */
+LITHE_API lithe_status lithe_optimizer_swap_averages(lithe_optimizer *opt, lithe_model *m);
+
 typedef struct lithe_cce_opts {
     bool unnormalized;     /* Thinc's normalize=False: no division by the batch size */
     bool has_missing_value; /* with missing_value: rows whose label equals it get no gradient */

@@ -174,3 +174,24 @@ lithe_status lithe_optimizer_get_average(const lithe_optimizer *opt, const lithe
     *out = s->avg;
     return LITHE_OK;
 }
+
+lithe_status lithe_optimizer_swap_averages(lithe_optimizer *opt, lithe_model *m) {
+    LITHE__CHECK_ARG(opt && m, "lithe_optimizer_swap_averages", "optimizer or model is NULL");
+    size_t n = 0;
+    LITHE__TRY(lithe_model_walk(m, NULL, 0, &n));
+    lithe_model **nodes = lithe__malloc(n * sizeof *nodes);
+    if (!nodes) return lithe__oom("lithe_optimizer_swap_averages", n * sizeof *nodes);
+    lithe_status s = lithe_model_walk(m, nodes, n, &n);
+    for (size_t i = 0; s == LITHE_OK && i < n; i++) {
+        for (size_t p = 0; p < nodes[i]->n_params; p++) {
+            lithe__param *pr = &nodes[i]->params[p];
+            opt_slot *slot = find_slot(opt, nodes[i]->id, pr->name);
+            if (!pr->value || !slot || !slot->avg || !lithe__same_shape(pr->value, slot->avg)) continue;
+            lithe_tensor *t = pr->value;
+            pr->value = slot->avg;
+            slot->avg = t;
+        }
+    }
+    lithe__free(nodes);
+    return s;
+}

@@ -257,9 +257,15 @@ static int train_mnist(const mnist_opts *o) {
         }
         double dt_epoch = now_s() - t0;
         total_time += dt_epoch;
-        if ((s = evaluate(model, be, &tei, &tel, &acc)) != LITHE_OK) { fail("evaluating", s); goto done; }
-        printf("epoch %2d  loss %.4f  train acc %.4f  test acc %.4f  %.1f s  %.0f examples/s\n", epoch,
-               nll / (double)seen, (double)correct / (double)seen, acc, dt_epoch, (double)seen / dt_epoch);
+        /* Thinc's recipe: evaluate with the parameter averages swapped in (use_params) */
+        double raw = 0.0;
+        if ((s = evaluate(model, be, &tei, &tel, &raw)) != LITHE_OK) { fail("evaluating", s); goto done; }
+        if ((s = lithe_optimizer_swap_averages(opt, model)) != LITHE_OK) { fail("swapping in averages", s); goto done; }
+        s = evaluate(model, be, &tei, &tel, &acc);
+        lithe_status s2 = lithe_optimizer_swap_averages(opt, model);
+        if (s != LITHE_OK || s2 != LITHE_OK) { fail("evaluating with averages", s != LITHE_OK ? s : s2); goto done; }
+        printf("epoch %2d  loss %.4f  train acc %.4f  test acc %.4f (averaged params; current %.4f)  %.1f s  %.0f examples/s\n",
+               epoch, nll / (double)seen, (double)correct / (double)seen, acc, raw, dt_epoch, (double)seen / dt_epoch);
         fflush(stdout);
     }
     printf("test accuracy: %.4f (%d epochs, %.1f s training, %.0f examples/s)\n", acc, o->epochs, total_time,
