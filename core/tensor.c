@@ -325,7 +325,7 @@ lithe_status lithe_tensor_read(const lithe_tensor *t, void *dst, size_t cap) {
     lithe_backend *be = t->storage->backend;
     if (be->host_memory) {
         if (lithe_tensor_is_contiguous(t)) memcpy(dst, lithe__tdata(t), nbytes);
-        else strided_copy(dst, t->storage->data, t, es, true);
+        else strided_copy(dst, lithe__tdata(t), t, es, true);
         return LITHE_OK;
     }
     if (!lithe_tensor_is_contiguous(t))
@@ -341,7 +341,7 @@ lithe_status lithe_tensor_write(lithe_tensor *t, const void *src, size_t nbytes)
     lithe_backend *be = t->storage->backend;
     if (be->host_memory) {
         if (lithe_tensor_is_contiguous(t)) memcpy(lithe__tdata(t), src, nbytes);
-        else strided_copy((char *)src, t->storage->data, t, es, false);
+        else strided_copy((char *)src, lithe__tdata(t), t, es, false);
         return LITHE_OK;
     }
     if (!lithe_tensor_is_contiguous(t))
