@@ -260,6 +260,11 @@ lithe_status lithe__param_get(const lithe_model *m, const char *name, lithe_tens
 /* grad += value, allocating a zeroed grad on first use; accumulating with alpha scale. */
 lithe_status lithe__grad_acc(lithe_model *m, const char *name, lithe_tensor **grad_out);
 
+/* Allocates the optimizer's state for (node, name) ahead of a step (finish_update does this for
+ * the whole tree first, so an OOM changes no param). */
+lithe_status lithe__optimizer_prepare(lithe_optimizer *opt, const lithe_model *node, const char *name,
+                                      const lithe_tensor *W);
+
 /* Shared dense machinery (core/layers/affine.c). */
 lithe_status lithe__affine_init(lithe_model *m, const lithe_value *X, const lithe_value *Y,
                                 bool glorot);

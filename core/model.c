@@ -153,15 +153,13 @@ lithe_status lithe_model_walk(lithe_model *m, lithe_model **nodes, size_t cap, s
     return LITHE_OK;
 }
 
-void lithe_model_set_seed(lithe_model *m, uint64_t seed) {
-    if (!m) return;
+lithe_status lithe_model_set_seed(lithe_model *m, uint64_t seed) {
+    LITHE__CHECK_ARG(m, "lithe_model_set_seed", "model is NULL");
     walk_buf w;
-    if (walk_collect(m, &w) != LITHE_OK) {
-        m->rng = (lithe_rng){seed, 0}; /* at least the root */
-        return;
-    }
+    LITHE__TRY(walk_collect(m, &w)); /* on failure no node is reseeded */
     for (size_t i = 0; i < w.n; i++) w.v[i]->rng = (lithe_rng){seed + i, 0};
     lithe__free(w.v);
+    return LITHE_OK;
 }
 
 /* ---- dims ---- */
@@ -333,7 +331,8 @@ lithe_status lithe__grad_acc(lithe_model *m, const char *name, lithe_tensor **gr
 lithe_status lithe_model_inc_grad(lithe_model *m, const char *name, const lithe_tensor *value) {
     LITHE__CHECK_ARG(m && name && value, "lithe_model_inc_grad", "model, name or value is NULL");
     lithe__param *p = lithe__model_find_param(m, name);
-    if (!p || !p->value) return lithe__fail(LITHE_ERR_NOT_FOUND, "%s: no allocated param '%s'", m->name, name);
+    if (!p) return lithe__fail(LITHE_ERR_NOT_FOUND, "%s: unknown param '%s'", m->name, name);
+    if (!p->value) return lithe__fail(LITHE_ERR_STATE, "%s: param '%s' has not been allocated yet", m->name, name);
     LITHE__TRY(check_param_tensor(m, "gradient increment", name, value));
     if (!lithe__same_shape(p->value, value)) {
         char a[LITHE__SHAPE_BUF], b[LITHE__SHAPE_BUF];
@@ -420,9 +419,10 @@ static lithe_status get_attr(const lithe_model *m, const char *name, lithe_attr_
     LITHE__CHECK_ARG(m && name && out, "lithe_model_get_attr", "model, name or out is NULL");
     *a = find_attr(m, name);
     if (!*a) return lithe__fail(LITHE_ERR_NOT_FOUND, "%s: no attr '%s'", m->name, name);
+    static const char *const type_names[] = {"none", "int", "float", "bool", "str", "tensor"};
     if ((*a)->type != want && !(want == LITHE_ATTR_FLOAT && (*a)->type == LITHE_ATTR_INT))
-        return lithe__fail(LITHE_ERR_DTYPE, "%s: attr '%s' has another type (%d, asked %d)", m->name, name,
-                           (int)(*a)->type, (int)want);
+        return lithe__fail(LITHE_ERR_DTYPE, "%s: attr '%s' is a %s, not a %s", m->name, name,
+                           type_names[(*a)->type], type_names[want]);
     return LITHE_OK;
 }
 
@@ -445,12 +445,14 @@ lithe_status lithe_model_get_attr_bool(const lithe_model *m, const char *name, b
     return LITHE_OK;
 }
 lithe_status lithe_model_get_attr_str(const lithe_model *m, const char *name, const char **out) {
+    if (out) *out = NULL;
     lithe__attr *a = NULL;
     LITHE__TRY(get_attr(m, name, LITHE_ATTR_STR, out, &a));
     *out = a->v.s;
     return LITHE_OK;
 }
 lithe_status lithe_model_get_attr_tensor(const lithe_model *m, const char *name, lithe_tensor **out) {
+    if (out) *out = NULL;
     lithe__attr *a = NULL;
     LITHE__TRY(get_attr(m, name, LITHE_ATTR_TENSOR, out, &a));
     *out = a->v.t;
@@ -634,6 +636,7 @@ lithe_status lithe_model_forward(lithe_model *m, const lithe_value *X, bool is_t
 lithe_status lithe_model_begin_update(lithe_model *m, const lithe_value *X, lithe_value **Y,
                                       lithe_backprop **bp) {
     if (bp) *bp = NULL;
+    if (Y) *Y = NULL;
     LITHE__CHECK_ARG(bp, "lithe_model_begin_update", "bp is NULL");
     return lithe_model_forward(m, X, true, Y, bp);
 }
@@ -664,13 +667,17 @@ lithe_status lithe_model_finish_update(lithe_model *m, lithe_optimizer *opt) {
     walk_buf w;
     LITHE__TRY(walk_collect(m, &w));
     lithe_status s = LITHE_OK;
-    for (size_t i = 0; i < w.n && s == LITHE_OK; i++) {
-        lithe_model *node = w.v[i];
-        for (size_t p = 0; p < node->n_params && s == LITHE_OK; p++) {
-            lithe__param *pr = &node->params[p];
-            if (pr->value && pr->grad) s = lithe_optimizer_step(opt, node, pr->name, pr->value, pr->grad);
+    /* two passes: allocate all optimizer state, then step — an OOM changes no param */
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < w.n && s == LITHE_OK; i++) {
+            lithe_model *node = w.v[i];
+            for (size_t p = 0; p < node->n_params && s == LITHE_OK; p++) {
+                lithe__param *pr = &node->params[p];
+                if (!pr->value || !pr->grad) continue;
+                s = pass == 0 ? lithe__optimizer_prepare(opt, node, pr->name, pr->value)
+                              : lithe_optimizer_step(opt, node, pr->name, pr->value, pr->grad);
+            }
         }
-    }
     lithe__free(w.v);
     return s;
 }

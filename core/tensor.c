@@ -286,7 +286,7 @@ lithe_status lithe_tensor_cast(const lithe_tensor *t, lithe_dtype dtype, lithe_t
                            lithe_dtype_name(t->dtype), lithe_dtype_name(dtype));
     if (dtype == LITHE_U64 || t->dtype == LITHE_U64)
         return lithe__fail(LITHE_ERR_DTYPE, "lithe_tensor_cast: uint64 holds hash keys; it does not convert to float32");
-    lithe_tensor *src = (lithe_tensor *)t, *tmp = NULL, *y;
+    lithe_tensor *src = (lithe_tensor *)t, *tmp = NULL, *y = NULL;
     lithe_backend *be = t->storage->backend;
     if (!lithe_tensor_is_contiguous(t)) {
         LITHE__TRY(lithe__tensor_like(t, false, &tmp));
@@ -339,6 +339,7 @@ lithe_status lithe_tensor_write(lithe_tensor *t, const void *src, size_t nbytes)
     if (nbytes != need)
         return lithe__fail(LITHE_ERR_VALUE, "lithe_tensor_write: %zu bytes given, tensor holds %zu", nbytes, need);
     lithe_backend *be = t->storage->backend;
+    if (!nbytes) return LITHE_OK;
     if (be->host_memory) {
         if (lithe_tensor_is_contiguous(t)) memcpy(lithe__tdata(t), src, nbytes);
         else strided_copy((char *)src, lithe__tdata(t), t, es, false);

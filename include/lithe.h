@@ -6,7 +6,9 @@
  *  - Fallible calls return a lithe_status. LITHE_OK is 0. On failure, lithe_last_error()
  *    returns a message naming the layer and the numbers involved, and every out-pointer is
  *    left set to NULL (or untouched for plain scalars). Nothing is half-done: a failed call
- *    leaves its inputs as they were, except where a comment says otherwise.
+ *    leaves its inputs as they were, except for three calls that walk a tree and say so
+ *    (initialize, forward, backprop_run): after their failure the tree is valid and can be used
+ *    or freed, but some nodes may already have done their part.
  *  - Statuses every call may return besides those listed: LITHE_ERR_INVALID_ARG for a NULL
  *    pointer where an object is required, and LITHE_ERR_OOM when the allocator fails.
  *  - Objects returned through an out-pointer are owned by the caller and released with the
@@ -66,7 +68,7 @@ typedef enum lithe_status {
     LITHE_ERR_UNSUPPORTED = 7, /* backend or feature not built or not available here          */
     LITHE_ERR_IO = 8,          /* a file could not be opened, read or written                 */
     LITHE_ERR_FORMAT = 9,      /* malformed or hostile input data                             */
-    LITHE_ERR_VALUE = 10,      /* a number outside its domain (rate >= 1, temperature <= 0)   */
+    LITHE_ERR_VALUE = 10,      /* a number outside its domain (rate > 1, temperature < 0)     */
     LITHE_ERR_INTERNAL = 11    /* a bug in lithe; please report it with the message           */
 } lithe_status;
 
@@ -347,8 +349,9 @@ LITHE_API lithe_backend *lithe_model_backend(const lithe_model *m);
 LITHE_API lithe_status lithe_model_set_backend(lithe_model *m, lithe_backend *backend);
 
 /* Seeds every node of the tree: node k in walk order gets key seed + k and counter 0, so
- * initialization and dropout masks are the same on every platform for the same seed. */
-LITHE_API void lithe_model_set_seed(lithe_model *m, uint64_t seed);
+ * initialization and dropout masks are the same on every platform for the same seed.
+ * Statuses: LITHE_ERR_OOM (no node reseeded). */
+LITHE_API lithe_status lithe_model_set_seed(lithe_model *m, uint64_t seed);
 
 /* --- Dims: names registered at construction. ----------------------------------------------- */
 LITHE_API lithe_has lithe_model_has_dim(const lithe_model *m, const char *name);
@@ -415,7 +418,8 @@ LITHE_API lithe_status lithe_model_set_dropout_rate(lithe_model *m, float rate);
 /* --- Running. -------------------------------------------------------------------------------- */
 
 /* Thinc's initialize(X, Y): infers unset dims from sample data (X and Y may be NULL) and
- * allocates and initializes params. Statuses: LITHE_ERR_STATE when a dim is still unknown
+ * allocates and initializes params. On failure, layers before the failing one may already be
+ * initialized (call it again to finish). Statuses: LITHE_ERR_STATE when a dim is still unknown
  * ("relu: cannot initialize W: dim nI unset; pass sample X"), LITHE_ERR_SHAPE when sample data
  * disagrees with a set dim, plus the layer's own. */
 LITHE_API lithe_status lithe_model_initialize(lithe_model *m, const lithe_value *X,
@@ -423,7 +427,9 @@ LITHE_API lithe_status lithe_model_initialize(lithe_model *m, const lithe_value 
 
 /* forward(X, is_train) -> Y and, when bp is not NULL, the backprop record. The record owns
  * what backward needs (it keeps the tree alive) and may be run several times; each run
- * accumulates into the grads again. Statuses: LITHE_ERR_STATE (not initialized),
+ * accumulates into the grads again. A value of the wrong kind (a list where a layer takes an
+ * array) is LITHE_ERR_INVALID_ARG. On failure, dropout layers before the failing one may have
+ * consumed random numbers. Statuses: LITHE_ERR_STATE (not initialized),
  * LITHE_ERR_SHAPE / LITHE_ERR_DTYPE for input the layer cannot take (the message names the
  * layer and the numbers: "linear: input width 783 does not match nI=784"). */
 LITHE_API lithe_status lithe_model_forward(lithe_model *m, const lithe_value *X, bool is_train,
@@ -435,13 +441,15 @@ LITHE_API lithe_status lithe_model_begin_update(lithe_model *m, const lithe_valu
 LITHE_API lithe_status lithe_model_predict(lithe_model *m, const lithe_value *X, lithe_value **Y);
 
 /* backprop(dY) -> dX: accumulates into the grads of the tree; dX may be NULL when the caller
- * does not need it. Statuses: LITHE_ERR_SHAPE when dY's shape differs from Y's. */
+ * does not need it. On failure, layers after the failing one (in forward order) may already
+ * have accumulated their grads. Statuses: LITHE_ERR_SHAPE when dY's shape differs from Y's. */
 LITHE_API lithe_status lithe_backprop_run(lithe_backprop *bp, const lithe_value *dY,
                                           lithe_value **dX);
 LITHE_API void lithe_backprop_free(lithe_backprop *bp);
 
 /* Thinc's finish_update: for every node in walk order and every param with a grad, calls the
- * optimizer, which updates the param and zeroes the grad. */
+ * optimizer, which updates the param and zeroes the grad. All optimizer state is allocated
+ * before the first param changes, so LITHE_ERR_OOM leaves the tree as it was. */
 LITHE_API lithe_status lithe_model_finish_update(lithe_model *m, lithe_optimizer *opt);
 
 /* Convenience for a float32 tensor value: wraps, runs forward with is_train=false, unwraps. */

@@ -346,7 +346,7 @@ static lithe_model *mlp(uint64_t seed, float dropout) {
     OK(lithe_relu(&(lithe_dense_opts){.nO = 16, .dropout = dropout}, &r2));
     OK(lithe_softmax(&(lithe_softmax_opts){.nO = 3}, &sm));
     OK(lithe_chain(3, (lithe_model *[]){r1, r2, sm}, &m));
-    lithe_model_set_seed(m, seed);
+    OK(lithe_model_set_seed(m, seed));
     float Xf[2 * 10] = {0};
     lithe_tensor *X = tensor2(2, 10, Xf);
     lithe_value *Xv = val(X);
@@ -393,7 +393,7 @@ static void test_dropout_mask(void **state) {
     (void)state;
     lithe_model *d = NULL;
     OK(lithe_dropout(0.25f, &d));
-    lithe_model_set_seed(d, 99);
+    OK(lithe_model_set_seed(d, 99));
     enum { N = 4000 };
     float *Xf = malloc(sizeof(float) * N), *Rf = malloc(sizeof(float) * N);
     fill_rand(Xf, N, 0.5, 1.5);

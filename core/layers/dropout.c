@@ -64,7 +64,6 @@ static lithe_status dropout_forward(lithe_model *m, const lithe_value *X, bool i
         return lithe__fail(LITHE_ERR_DTYPE, "%s: expected float32 data, got %s", m->name, lithe_dtype_name(data->dtype));
     LITHE__TRY(lithe__tensor_alloc(m->backend, LITHE_F32, data->ndim, data->shape, false, &mask));
     lithe_status s = lithe__op_dropout_mask(m->backend, m->rng.key, m->rng.counter, (float)rate, mask);
-    m->rng.counter += ((uint64_t)mask->numel + 3) / 4;
     if (s == LITHE_OK) s = apply_mask(m, X, mask, Y);
     if (s == LITHE_OK && bp) {
         s = lithe__backprop_new(m, sizeof(dropout_bp), dropout_backward, dropout_destroy, bp);
@@ -76,6 +75,7 @@ static lithe_status dropout_forward(lithe_model *m, const lithe_value *X, bool i
             *Y = NULL;
         }
     }
+    if (s == LITHE_OK) m->rng.counter += ((uint64_t)mask->numel + 3) / 4; /* only a completed call consumes */
     lithe_tensor_release(mask);
     return s;
 }

@@ -9,9 +9,10 @@ lithe_status lithe_categorical_crossentropy(const lithe_cce_opts *opts, const li
     LITHE__CHECK_ARG(G && T, fn, "guesses or truths is NULL");
     lithe_cce_opts d = {0};
     if (!opts) opts = &d;
-    if (G->dtype != LITHE_F32 || G->ndim != 2)
-        return lithe__fail(LITHE_ERR_DTYPE, "%s: guesses must be a 2-d float32 array, got %d-d %s", fn, G->ndim,
-                           lithe_dtype_name(G->dtype));
+    if (G->dtype != LITHE_F32)
+        return lithe__fail(LITHE_ERR_DTYPE, "%s: guesses must be float32, got %s", fn, lithe_dtype_name(G->dtype));
+    if (G->ndim != 2)
+        return lithe__fail(LITHE_ERR_SHAPE, "%s: guesses must be 2-d (batch, classes), got %d-d", fn, G->ndim);
     if (!lithe_tensor_is_contiguous(G) || !lithe_tensor_is_contiguous(T))
         return lithe__fail(LITHE_ERR_SHAPE, "%s: guesses and truths must be contiguous", fn);
     int64_t B = G->shape[0], C = G->shape[1];

@@ -110,26 +110,44 @@ static lithe_status state_tensor(lithe_tensor **t, const lithe_tensor *W, bool f
     return lithe__tensor_alloc(W->storage->backend, LITHE_F32, W->ndim, W->shape, true, t);
 }
 
+/* Finds or creates the slot and allocates all of its state, before anything changes, so an OOM
+ * leaves no half-step. */
+static lithe_status prepare(lithe_optimizer *opt, const lithe_model *node, const char *name, const lithe_tensor *W,
+                           opt_slot **out) {
+    opt_slot *s = NULL;
+    LITHE__TRY(get_slot(opt, node->id, name, &s));
+    if (opt->o.beta1 > 0.0 && opt->o.beta2 > 0.0) {
+        LITHE__TRY(state_tensor(&s->mom1, W, false));
+        LITHE__TRY(state_tensor(&s->mom2, W, false));
+    }
+    if (opt->o.use_averages) LITHE__TRY(state_tensor(&s->avg, W, false));
+    *out = s;
+    return LITHE_OK;
+}
+
+lithe_status lithe__optimizer_prepare(lithe_optimizer *opt, const lithe_model *node, const char *name,
+                                      const lithe_tensor *W) {
+    opt_slot *s = NULL;
+    return prepare(opt, node, name, W, &s);
+}
+
 lithe_status lithe_optimizer_step(lithe_optimizer *opt, const lithe_model *node, const char *name,
                                   lithe_tensor *W, lithe_tensor *G) {
     LITHE__CHECK_ARG(opt && node && name && W && G, "lithe_optimizer_step", "an argument is NULL");
-    if (W->numel != G->numel || W->dtype != LITHE_F32 || G->dtype != LITHE_F32)
-        return lithe__fail(LITHE_ERR_SHAPE, "optimizer: %s.%s: weights (%lld) and gradient (%lld) must be float32 of one size",
-                           node->name, name, (long long)W->numel, (long long)G->numel);
+    if (W->dtype != LITHE_F32 || G->dtype != LITHE_F32)
+        return lithe__fail(LITHE_ERR_DTYPE, "optimizer: %s.%s: weights (%s) and gradient (%s) must be float32", node->name,
+                           name, lithe_dtype_name(W->dtype), lithe_dtype_name(G->dtype));
+    if (W->numel != G->numel)
+        return lithe__fail(LITHE_ERR_SHAPE, "optimizer: %s.%s: weights have %lld elements, gradient %lld", node->name,
+                           name, (long long)W->numel, (long long)G->numel);
     if (!lithe_tensor_is_contiguous(W) || !lithe_tensor_is_contiguous(G))
         return lithe__fail(LITHE_ERR_SHAPE, "optimizer: %s.%s: weights and gradient must be contiguous", node->name, name);
     if (G->numel < 1) return LITHE_OK; /* Thinc: len(gradient) < 1 returns early */
     lithe_backend *be = W->storage->backend;
     const lithe_optimizer_opts *o = &opt->o;
     opt_slot *s = NULL;
-    LITHE__TRY(get_slot(opt, node->id, name, &s));
+    LITHE__TRY(prepare(opt, node, name, W, &s));
     bool adam = o->beta1 > 0.0 && o->beta2 > 0.0;
-    /* allocate every piece of state before changing anything, so an OOM leaves no half-step */
-    if (adam) {
-        LITHE__TRY(state_tensor(&s->mom1, W, false));
-        LITHE__TRY(state_tensor(&s->mom2, W, false));
-    }
-    if (o->use_averages) LITHE__TRY(state_tensor(&s->avg, W, false));
 
     int64_t t = ++s->nr_update;
     if (o->L2 != 0.0 && !o->L2_is_weight_decay) LITHE__TRY(lithe__op_axpby(be, (float)o->L2, W, 1.0f, G));

@@ -174,7 +174,7 @@ static int train_mnist(const mnist_opts *o) {
     }
     s = build_model(&model);
     if (s != LITHE_OK) { fail("building the model", s); goto done; }
-    lithe_model_set_seed(model, o->seed);
+    if ((s = lithe_model_set_seed(model, o->seed)) != LITHE_OK) { fail("seeding the model", s); goto done; }
     if ((s = lithe_model_set_backend(model, be)) != LITHE_OK) { fail("moving the model", s); goto done; }
     {
         /* initialize with a sample batch, as Thinc's examples do */
