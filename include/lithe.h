@@ -190,8 +190,10 @@ LITHE_API lithe_status lithe_tensor_slice(lithe_tensor *t, int axis, int64_t sta
 LITHE_API lithe_status lithe_tensor_reshape(lithe_tensor *t, int ndim, const int64_t *shape,
                                             lithe_tensor **out);
 /* A new contiguous tensor of dtype `dtype` on the same backend, converting values (f16/bf16
- * storage to f32, f32 to f16/bf16 with round-to-nearest-even, ints to f32 and back with C's
- * conversions). Statuses: LITHE_ERR_DTYPE for conversions not listed. */
+ * storage to f32 exactly; f32 to f16/bf16 with round-to-nearest-even on the bits, overflow to
+ * +-inf, f16 subnormals kept, NaN kept; ints to f32 with C's conversion; f32 to ints truncating
+ * toward zero and saturating: NaN gives 0, out-of-range values the nearest end of the range).
+ * uint64 (hash keys) does not convert. Statuses: LITHE_ERR_DTYPE for conversions not listed. */
 LITHE_API lithe_status lithe_tensor_cast(const lithe_tensor *t, lithe_dtype dtype,
                                          lithe_tensor **out);
 

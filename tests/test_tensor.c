@@ -4,6 +4,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -507,6 +508,67 @@ static void test_cast_bf16_and_int(void **state) {
     lithe_tensor_release(back);
     lithe_tensor_release(i);
     lithe_tensor_release(fi);
+    assert_int_equal(bad, 0);
+}
+
+/* Edge cases of the conversions, with bit patterns from IEEE 754 binary16 / bfloat16. */
+static void test_cast_edges(void **state) {
+    (void)state;
+    const float x[10] = {0x1p-24f, 0x1p-25f, 0x1.8p-25f, 0x1p-14f, 65519.0f, 65520.0f,
+                         INFINITY, -INFINITY, -0.0f, 0x1.ffcp-15f};
+    const uint16_t want[10] = {0x0001, 0x0000, 0x0001, 0x0400, 0x7BFF, 0x7C00, 0x7C00, 0xFC00, 0x8000, 0x0400};
+    lithe_tensor *t = f32_tensor(1, (int64_t[]){10}, x), *h = NULL, *back = NULL;
+    OK(lithe_tensor_cast(t, LITHE_F16, &h));
+    const uint16_t *hb = lithe_tensor_data(h);
+    int bad = 0;
+    for (int i = 0; i < 10; i++)
+        if (hb[i] != want[i]) {
+            print_error("cast f32->f16: %a gave 0x%04x, expected 0x%04x\n", (double)x[i], hb[i], want[i]);
+            bad++;
+        }
+    OK(lithe_tensor_cast(h, LITHE_F32, &back));
+    bad += fdata(back)[0] != 0x1p-24f || fdata(back)[6] != INFINITY || fdata(back)[3] != 0x1p-14f;
+    lithe_tensor_release(t);
+    lithe_tensor_release(h);
+    lithe_tensor_release(back);
+
+    /* NaN stays NaN in both half formats; bf16 ties go to even. */
+    const float y[3] = {NAN, 1.0f + 0x1p-8f, 1.0f + 3.0f * 0x1p-8f};
+    lithe_tensor *u = f32_tensor(1, (int64_t[]){3}, y), *b = NULL, *hn = NULL, *bb = NULL, *hh = NULL;
+    OK(lithe_tensor_cast(u, LITHE_BF16, &b));
+    OK(lithe_tensor_cast(u, LITHE_F16, &hn));
+    const uint16_t *bv = lithe_tensor_data(b);
+    if (bv[1] != 0x3F80 || bv[2] != 0x3F82) {
+        print_error("cast f32->bf16 ties: 0x%04x 0x%04x, expected 0x3f80 0x3f82\n", bv[1], bv[2]);
+        bad++;
+    }
+    OK(lithe_tensor_cast(b, LITHE_F32, &bb));
+    OK(lithe_tensor_cast(hn, LITHE_F32, &hh));
+    bad += !isnan(fdata(bb)[0]) || !isnan(fdata(hh)[0]);
+    lithe_tensor_release(u);
+    lithe_tensor_release(b);
+    lithe_tensor_release(hn);
+    lithe_tensor_release(bb);
+    lithe_tensor_release(hh);
+
+    /* Integer conversions truncate and saturate where C's conversion would be undefined. */
+    const float z[5] = {NAN, 1e10f, -1e10f, 300.0f, -5.5f};
+    lithe_tensor *zt = f32_tensor(1, (int64_t[]){5}, z), *zi = NULL, *zu = NULL;
+    OK(lithe_tensor_cast(zt, LITHE_I32, &zi));
+    OK(lithe_tensor_cast(zt, LITHE_U8, &zu));
+    const int32_t *iv = lithe_tensor_data(zi);
+    const uint8_t *uv = lithe_tensor_data(zu);
+    if (iv[0] != 0 || iv[1] != INT32_MAX || iv[2] != INT32_MIN || iv[3] != 300 || iv[4] != -5) {
+        print_error("cast f32->i32 saturation: %d %d %d %d %d\n", iv[0], iv[1], iv[2], iv[3], iv[4]);
+        bad++;
+    }
+    if (uv[0] != 0 || uv[1] != 255 || uv[2] != 0 || uv[3] != 255 || uv[4] != 0) {
+        print_error("cast f32->u8 saturation: %u %u %u %u %u\n", uv[0], uv[1], uv[2], uv[3], uv[4]);
+        bad++;
+    }
+    lithe_tensor_release(zt);
+    lithe_tensor_release(zi);
+    lithe_tensor_release(zu);
     assert_int_equal(bad, 0);
 }
 
@@ -1251,6 +1313,7 @@ int main(void) {
         cmocka_unit_test(test_cast_f32_f16_round_trip),
         cmocka_unit_test(test_cast_f16_rounds_to_nearest_even),
         cmocka_unit_test(test_cast_bf16_and_int),
+        cmocka_unit_test(test_cast_edges),
         cmocka_unit_test(test_cast_strided_view),
         cmocka_unit_test(test_cast_rejects),
         cmocka_unit_test(test_from_dlpack_legacy),
