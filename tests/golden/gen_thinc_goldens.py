@@ -1,0 +1,210 @@
+#!/usr/bin/python3
+"""Golden values from the real Thinc 8.1 for tests/test_thinc_golden.c.
+
+Run with Debian's interpreter (python3-thinc, python3-numpy):
+
+    /usr/bin/python3 tests/golden/gen_thinc_goldens.py OUT.txt
+
+ctest runs it as a fixture before test_thinc_golden, writing into the build tree, so the goldens
+always come from the Thinc installed on the machine, never from lithe. The output is text, one
+record per array:
+
+    <name> <f|d|i> <ndim> <dim0> ... <dimN-1>
+    <values, space separated: f float32 as %.9g (round-trips), d float64 as %.17g, i integers>
+
+Inputs (X, W, dY, labels, ...) are written too, so the C side feeds lithe exactly the arrays Thinc
+saw. Every float array is float32 as Thinc computes it; scalars are 0-d arrays.
+"""
+import sys
+
+import numpy
+
+try:
+    import thinc
+    from thinc.api import (
+        Adam,
+        CategoricalCrossentropy,
+        Linear,
+        NumpyOps,
+        Relu,
+        SGD,
+        Softmax_v2,
+        chain,
+        fix_random_seed,
+    )
+except ImportError as e:  # a clear message instead of a bare traceback
+    sys.exit(f"gen_thinc_goldens.py: {e}; install Debian's python3-thinc and run with /usr/bin/python3")
+
+if not thinc.__version__.startswith("8.1."):
+    sys.exit(f"gen_thinc_goldens.py: expected Thinc 8.1.x, found {thinc.__version__}")
+
+rng = numpy.random.RandomState(20261122)
+records = []
+
+
+def rec(name, arr, *, exact64=False):
+    arr = numpy.asarray(arr)
+    if exact64:  # hyper-parameters: kept as the doubles Thinc holds
+        kind = "d"
+        vals = " ".join("%.17g" % float(v) for v in arr.ravel())
+    elif arr.dtype.kind == "f":
+        arr = arr.astype("float32")
+        kind = "f"
+        vals = " ".join("%.9g" % float(v) for v in arr.ravel())
+    elif arr.dtype.kind in "iub":
+        kind = "i"
+        vals = " ".join(str(int(v)) for v in arr.ravel())
+    else:
+        raise TypeError(name)
+    records.append(f"{name} {kind} {arr.ndim} {' '.join(str(d) for d in arr.shape)}".rstrip() + "\n" + vals + "\n")
+
+
+def randf(*shape, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype("float32")
+
+
+# --- Single layers: parameters set explicitly, forward (train and predict) and backprop ----------
+def dense_case(prefix, model, nO, nI, B, *, has_backprop=True):
+    X = randf(B, nI)
+    W = randf(nO, nI, scale=0.5)
+    b = randf(nO, scale=0.5)
+    model.initialize()
+    model.set_param("W", W)
+    model.set_param("b", b)
+    Y, backprop = model.begin_update(X)
+    Yp = model.predict(X)
+    rec(prefix + ".X", X)
+    rec(prefix + ".W", W)
+    rec(prefix + ".b", b)
+    rec(prefix + ".Y", Y)
+    rec(prefix + ".Ypredict", Yp)
+    if has_backprop:
+        dY = randf(B, nO)
+        dX = backprop(dY)
+        rec(prefix + ".dY", dY)
+        rec(prefix + ".dX", dX)
+        rec(prefix + ".dW", model.get_grad("W"))
+        rec(prefix + ".db", model.get_grad("b"))
+
+
+dense_case("linear", Linear(4, 5), 4, 5, 3)
+dense_case("relu", Relu(6, 5), 6, 5, 7)
+dense_case("softmax", Softmax_v2(4, 5), 4, 5, 3)
+dense_case("softmax_t2", Softmax_v2(4, 5, temperature=2.0), 4, 5, 3)
+dense_case("softmax_t05", Softmax_v2(4, 5, temperature=0.5), 4, 5, 3)
+# normalize_outputs=False: predict returns the logits; training still normalises.
+dense_case("softmax_unnorm", Softmax_v2(4, 5, normalize_outputs=False), 4, 5, 3, has_backprop=False)
+
+# --- A chain with shape inference, CCE, backprop and two Adam updates -----------------------------
+fix_random_seed(7)
+B, nI, nC = 8, 7, 3
+model = chain(Relu(nO=6), Relu(nO=5), Softmax_v2())
+X = randf(B, nI)
+labels = rng.randint(0, nC, size=B).astype("int32")
+Y1hot = numpy.eye(nC, dtype="float32")[labels]
+model.initialize(X=X, Y=Y1hot)
+layers = model.layers
+# Softmax's default initialiser is zeros, which would zero every gradient below it: randomise W.
+layers[2].set_param("W", randf(nC, 5, scale=0.5))
+rec("chain.X", X)
+rec("chain.labels", labels)
+rec("chain.Y1hot", Y1hot)
+for i, layer in enumerate(layers):
+    rec(f"chain.{i}.dims", numpy.array([layer.get_dim("nO"), layer.get_dim("nI")], dtype="int64"))
+    rec(f"chain.{i}.W0", layer.get_param("W"))
+    rec(f"chain.{i}.b0", layer.get_param("b"))
+optimizer = Adam()
+loss_fn = CategoricalCrossentropy()
+for step in (1, 2):
+    Y, backprop = model.begin_update(X)
+    d, loss = loss_fn(Y, labels)
+    dX = backprop(d)
+    rec(f"chain.step{step}.Y", Y)
+    rec(f"chain.step{step}.d", d)
+    rec(f"chain.step{step}.loss", numpy.array(loss, dtype="float32"))
+    rec(f"chain.step{step}.dX", dX)
+    for i, layer in enumerate(layers):
+        rec(f"chain.step{step}.{i}.dW", layer.get_grad("W"))
+        rec(f"chain.step{step}.{i}.db", layer.get_grad("b"))
+    model.finish_update(optimizer)
+    for i, layer in enumerate(layers):
+        rec(f"chain.step{step}.{i}.W", layer.get_param("W"))
+        rec(f"chain.step{step}.{i}.b", layer.get_param("b"))
+rec("chain.predict", model.predict(X))
+
+
+# --- Optimizers on one parameter: three steps, weights and averages after each ------------------
+def opt_record(name, opt):
+    rec(
+        name + ".opts",
+        numpy.array(
+            [
+                opt.learn_rate,
+                opt.L2,
+                opt.b1,
+                opt.b2,
+                opt.eps,
+                opt.grad_clip,
+                float(opt.L2_is_weight_decay),
+                float(opt.averages is not None),
+            ],
+            dtype="float64",
+        ),
+        exact64=True,
+    )
+
+
+def opt_case(name, opt, grad_scale):
+    opt_record(name, opt)
+    W = randf(3, 4)
+    rec(name + ".W0", W)
+    W = W.copy()
+    key = (1, "W")
+    for step in (1, 2, 3):
+        G = randf(3, 4, scale=grad_scale)
+        rec(f"{name}.G{step}", G)
+        W, G_after = opt(key, W, G.copy())
+        rec(f"{name}.W{step}", W)
+        rec(f"{name}.Gafter{step}", G_after)
+        if opt.averages is not None:
+            rec(f"{name}.avg{step}", opt.averages[key])
+
+
+opt_case("adam_default", Adam(), 1.0)  # gradient norms ~3.5 > grad_clip 1.0: clipping is active
+opt_case("adam_small", Adam(), 0.05)  # norms < 1.0: no clipping
+opt_case("adam_wd", Adam(0.01, L2=0.01), 0.05)
+opt_case("adam_l2grad", Adam(0.01, L2=0.01, L2_is_weight_decay=False), 0.05)
+opt_case("adam_clip", Adam(0.01, grad_clip=0.1, beta1=0.8, beta2=0.99, eps=1e-6), 1.0)
+opt_case("adam_noavg", Adam(0.01, grad_clip=0.0, L2=0.0, use_averages=False), 1.0)
+opt_case("sgd", SGD(0.1), 1.0)
+opt_case("sgd_l2grad", SGD(0.1, L2=0.01, L2_is_weight_decay=False, grad_clip=0.5), 1.0)
+
+# --- CategoricalCrossentropy -------------------------------------------------------------------
+Bc, C = 5, 4
+logits = randf(Bc, C)
+guesses = NumpyOps().softmax(logits)
+cce_labels = numpy.array([0, 3, 1, 2, 2], dtype="int32")
+rec("cce.guesses", guesses)
+rec("cce.labels", cce_labels)
+rec("cce.onehot", numpy.eye(C, dtype="float32")[cce_labels])
+cases = {
+    "int": (CategoricalCrossentropy(), cce_labels),
+    "onehot": (CategoricalCrossentropy(), numpy.eye(C, dtype="float32")[cce_labels]),
+    "unnorm": (CategoricalCrossentropy(normalize=False), cce_labels),
+    "missing": (CategoricalCrossentropy(missing_value=2), cce_labels),
+    "smooth": (CategoricalCrossentropy(label_smoothing=0.1), cce_labels),
+}
+for cname, (fn, truths) in cases.items():
+    d, loss = fn(guesses, truths)
+    rec(f"cce.{cname}.d", d)
+    rec(f"cce.{cname}.loss", numpy.array(loss, dtype="float32"))
+
+out = sys.argv[1] if len(sys.argv) > 1 else "thinc_goldens.txt"
+tmp = out + ".tmp"
+with open(tmp, "w") as f:
+    f.write(f"# Thinc {thinc.__version__}, numpy {numpy.__version__}: tests/golden/gen_thinc_goldens.py\n")
+    f.writelines(records)
+import os  # noqa: E402
+
+os.replace(tmp, out)
+print(f"wrote {len(records)} arrays from Thinc {thinc.__version__} to {out}")

@@ -1,0 +1,476 @@
+/* lithe against the real Thinc 8.1: outputs, gradients, optimizer steps and losses that
+ * tests/golden/gen_thinc_goldens.py computed with Debian's python3-thinc (ctest runs it first,
+ * as a fixture, and passes the file in LITHE_THINC_GOLDENS or argv[1]).
+ *
+ * Tolerances (both sides float32; Thinc sums through BLAS in another order):
+ *   layer outputs and gradients, losses:      |lithe - thinc| <= 1e-5 + 1e-4 * |thinc|
+ *   optimizer steps (elementwise formulas):   |lithe - thinc| <= 1e-6 + 1e-5 * |thinc|
+ *   the chain after two Adam updates:         as layer outputs
+ *   optimizer defaults vs Thinc's:            exact, as doubles
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "lithe.h"
+
+#define OK(expr)                                                                                   \
+    do {                                                                                           \
+        lithe_status st_ = (expr);                                                                 \
+        if (st_ != LITHE_OK) {                                                                     \
+            print_error("%s failed: %s: %s\n", #expr, lithe_status_str(st_), lithe_last_error());  \
+            fail();                                                                                \
+        }                                                                                          \
+    } while (0)
+
+#define TOL_LAYER 1e-5, 1e-4
+#define TOL_OPT 1e-6, 1e-5
+
+/* ---- the golden file ---- */
+
+typedef struct golden {
+    char name[96];
+    char kind; /* f, d, i */
+    int ndim;
+    int64_t shape[4];
+    int64_t n;
+    double *v;
+} golden;
+
+static golden *goldens;
+static size_t n_goldens;
+static const char *golden_path;
+
+static int load_goldens(void **state) {
+    (void)state;
+    if (!golden_path) {
+        fprintf(stderr, "test_thinc_golden: no golden file: set LITHE_THINC_GOLDENS or pass a path "
+                        "(ctest generates it with tests/golden/gen_thinc_goldens.py)\n");
+        return -1;
+    }
+    FILE *f = fopen(golden_path, "r");
+    if (!f) {
+        fprintf(stderr, "test_thinc_golden: cannot open %s\n", golden_path);
+        return -1;
+    }
+    size_t cap = 0;
+    char line[256];
+    int c;
+    while ((c = fgetc(f)) != EOF) {
+        if (c == '#') { /* comment line */
+            if (!fgets(line, sizeof line, f)) break;
+            continue;
+        }
+        ungetc(c, f);
+        golden g = {0};
+        char kind[4];
+        if (fscanf(f, "%95s %3s %d", g.name, kind, &g.ndim) != 3 || g.ndim < 0 || g.ndim > 4) break;
+        g.kind = kind[0];
+        g.n = 1;
+        for (int d = 0; d < g.ndim; d++) {
+            if (fscanf(f, "%" SCNd64, &g.shape[d]) != 1) goto bad;
+            g.n *= g.shape[d];
+        }
+        g.v = malloc(sizeof(double) * (size_t)(g.n ? g.n : 1));
+        if (!g.v) goto bad;
+        for (int64_t i = 0; i < g.n; i++)
+            if (fscanf(f, "%lf", &g.v[i]) != 1) {
+                free(g.v);
+                goto bad;
+            }
+        while ((c = fgetc(f)) != EOF && c != '\n') {}
+        if (n_goldens == cap) {
+            cap = cap ? 2 * cap : 256;
+            golden *ng = realloc(goldens, cap * sizeof *ng);
+            if (!ng) {
+                free(g.v);
+                goto bad;
+            }
+            goldens = ng;
+        }
+        goldens[n_goldens++] = g;
+    }
+    fclose(f);
+    if (n_goldens < 100) {
+        fprintf(stderr, "test_thinc_golden: %s holds only %zu arrays\n", golden_path, n_goldens);
+        return -1;
+    }
+    return 0;
+bad:
+    fclose(f);
+    fprintf(stderr, "test_thinc_golden: %s is malformed after %zu arrays\n", golden_path, n_goldens);
+    return -1;
+}
+
+static int free_goldens(void **state) {
+    (void)state;
+    for (size_t i = 0; i < n_goldens; i++) free(goldens[i].v);
+    free(goldens);
+    goldens = NULL;
+    n_goldens = 0;
+    return 0;
+}
+
+static const golden *get(const char *fmt, ...) {
+    char name[96];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    for (size_t i = 0; i < n_goldens; i++)
+        if (strcmp(goldens[i].name, name) == 0) return &goldens[i];
+    print_error("golden array %s is missing from %s\n", name, golden_path);
+    fail();
+    return NULL;
+}
+
+/* A new tensor holding a golden array: float32 for f/d, int32 for i. */
+static lithe_tensor *tensor_of(const golden *g) {
+    lithe_tensor *t = NULL;
+    if (g->kind == 'i') {
+        int32_t *buf = malloc(sizeof(int32_t) * (size_t)(g->n ? g->n : 1));
+        assert_non_null(buf);
+        for (int64_t i = 0; i < g->n; i++) buf[i] = (int32_t)g->v[i];
+        OK(lithe_tensor_from_data(LITHE_I32, g->ndim, g->shape, buf, &t));
+        free(buf);
+    } else {
+        float *buf = malloc(sizeof(float) * (size_t)(g->n ? g->n : 1));
+        assert_non_null(buf);
+        for (int64_t i = 0; i < g->n; i++) buf[i] = (float)g->v[i];
+        OK(lithe_tensor_from_data(LITHE_F32, g->ndim, g->shape, buf, &t));
+        free(buf);
+    }
+    return t;
+}
+
+static lithe_value *value_of(const golden *g) {
+    lithe_tensor *t = tensor_of(g);
+    lithe_value *v = NULL;
+    OK(lithe_value_tensor(t, &v));
+    lithe_tensor_release(t);
+    return v;
+}
+
+/* Compares a float32 tensor with a golden array: same shape, every element within tolerance. */
+static void expect_close(const char *what, const lithe_tensor *t, const golden *g, double atol, double rtol) {
+    assert_non_null(t);
+    if (lithe_tensor_ndim(t) != g->ndim) {
+        print_error("%s: ndim %d, Thinc's %s has %d\n", what, lithe_tensor_ndim(t), g->name, g->ndim);
+        fail();
+    }
+    for (int d = 0; d < g->ndim; d++)
+        if (lithe_tensor_shape(t)[d] != g->shape[d]) {
+            print_error("%s: dim %d is %lld, Thinc's is %lld\n", what, d, (long long)lithe_tensor_shape(t)[d],
+                        (long long)g->shape[d]);
+            fail();
+        }
+    float *buf = malloc(sizeof(float) * (size_t)(g->n ? g->n : 1));
+    assert_non_null(buf);
+    OK(lithe_tensor_read(t, buf, sizeof(float) * (size_t)g->n));
+    int bad = 0;
+    double worst = 0;
+    for (int64_t i = 0; i < g->n; i++) {
+        double err = fabs((double)buf[i] - g->v[i]);
+        if (!(err <= atol + rtol * fabs(g->v[i]))) {
+            if (bad < 5)
+                print_error("%s[%lld]: lithe %.9g, Thinc %.9g (atol %g, rtol %g)\n", what, (long long)i,
+                            (double)buf[i], g->v[i], atol, rtol);
+            bad++;
+        }
+        if (err > worst) worst = err;
+    }
+    free(buf);
+    if (bad) {
+        print_error("%s: %d of %lld elements differ from Thinc (largest error %g)\n", what, bad, (long long)g->n,
+                    worst);
+        fail();
+    }
+}
+
+static void expect_scalar(const char *what, double got, const golden *g, double atol, double rtol) {
+    assert_int_equal(g->n, 1);
+    if (!(fabs(got - g->v[0]) <= atol + rtol * fabs(g->v[0]))) {
+        print_error("%s: lithe %.9g, Thinc %.9g\n", what, got, g->v[0]);
+        fail();
+    }
+}
+
+static lithe_tensor *param(lithe_model *m, const char *name) {
+    lithe_tensor *t = NULL;
+    OK(lithe_model_get_param(m, name, &t));
+    return t;
+}
+static lithe_tensor *grad(lithe_model *m, const char *name) {
+    lithe_tensor *t = NULL;
+    OK(lithe_model_get_grad(m, name, &t));
+    return t;
+}
+static void set_param(lithe_model *m, const char *name, const golden *g) {
+    lithe_tensor *t = tensor_of(g);
+    OK(lithe_model_set_param(m, name, t));
+    lithe_tensor_release(t);
+}
+
+/* ---- single layers ---- */
+
+/* The shared body: set Thinc's params, compare begin_update, predict and backprop. */
+static void check_dense(lithe_model *m, const char *p, bool has_backprop) {
+    char what[128];
+    lithe_value *X = value_of(get("%s.X", p)), *Y = NULL, *Yp = NULL, *dY = NULL, *dX = NULL;
+    lithe_backprop *bp = NULL;
+    OK(lithe_model_initialize(m, X, NULL));
+    set_param(m, "W", get("%s.W", p));
+    set_param(m, "b", get("%s.b", p));
+    OK(lithe_model_begin_update(m, X, &Y, &bp));
+    snprintf(what, sizeof what, "%s: begin_update Y", p);
+    expect_close(what, lithe_value_get_tensor(Y), get("%s.Y", p), TOL_LAYER);
+    OK(lithe_model_predict(m, X, &Yp));
+    snprintf(what, sizeof what, "%s: predict Y", p);
+    expect_close(what, lithe_value_get_tensor(Yp), get("%s.Ypredict", p), TOL_LAYER);
+    if (has_backprop) {
+        dY = value_of(get("%s.dY", p));
+        OK(lithe_backprop_run(bp, dY, &dX));
+        snprintf(what, sizeof what, "%s: dX", p);
+        expect_close(what, lithe_value_get_tensor(dX), get("%s.dX", p), TOL_LAYER);
+        snprintf(what, sizeof what, "%s: dW", p);
+        expect_close(what, grad(m, "W"), get("%s.dW", p), TOL_LAYER);
+        snprintf(what, sizeof what, "%s: db", p);
+        expect_close(what, grad(m, "b"), get("%s.db", p), TOL_LAYER);
+    }
+    lithe_backprop_free(bp);
+    lithe_value_release(X);
+    lithe_value_release(Y);
+    lithe_value_release(Yp);
+    lithe_value_release(dY);
+    lithe_value_release(dX);
+}
+
+static void test_linear(void **state) {
+    (void)state;
+    lithe_model *m = NULL;
+    OK(lithe_linear(&(lithe_dense_opts){.nO = 4, .nI = 5}, &m));
+    check_dense(m, "linear", true);
+    lithe_model_free(m);
+}
+
+static void test_relu(void **state) {
+    (void)state;
+    lithe_model *m = NULL;
+    OK(lithe_relu(&(lithe_dense_opts){.nO = 6, .nI = 5}, &m));
+    check_dense(m, "relu", true);
+    lithe_model_free(m);
+}
+
+static void test_softmax(void **state) {
+    (void)state;
+    static const struct {
+        const char *prefix;
+        float temperature;
+        bool unnormalized;
+    } cases[] = {{"softmax", 0.0f, false}, {"softmax_t2", 2.0f, false}, {"softmax_t05", 0.5f, false},
+                 {"softmax_unnorm", 1.0f, true}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        lithe_model *m = NULL;
+        OK(lithe_softmax(&(lithe_softmax_opts){.nO = 4, .nI = 5, .temperature = cases[i].temperature,
+                                               .unnormalized_outputs = cases[i].unnormalized},
+                         &m));
+        check_dense(m, cases[i].prefix, !cases[i].unnormalized);
+        lithe_model_free(m);
+    }
+}
+
+/* ---- chain(Relu(nO=6), Relu(nO=5), Softmax()): shape inference, CCE, two Adam updates ---- */
+
+static void test_chain_trains_like_thinc(void **state) {
+    (void)state;
+    lithe_model *layers[3] = {NULL, NULL, NULL}, *m = NULL;
+    OK(lithe_relu(&(lithe_dense_opts){.nO = 6}, &layers[0]));
+    OK(lithe_relu(&(lithe_dense_opts){.nO = 5}, &layers[1]));
+    OK(lithe_softmax(&(lithe_softmax_opts){0}, &layers[2]));
+    OK(lithe_chain(3, layers, &m)); /* takes ownership; layers[i] stay valid while m lives */
+    lithe_value *X = value_of(get("chain.X")), *Y1 = value_of(get("chain.Y1hot"));
+    lithe_tensor *labels = tensor_of(get("chain.labels"));
+    OK(lithe_model_initialize(m, X, Y1));
+    char what[128];
+    for (int i = 0; i < 3; i++) {
+        const golden *dims = get("chain.%d.dims", i);
+        int64_t nO = -1, nI = -1;
+        OK(lithe_model_get_dim(layers[i], "nO", &nO));
+        OK(lithe_model_get_dim(layers[i], "nI", &nI));
+        if (nO != (int64_t)dims->v[0] || nI != (int64_t)dims->v[1]) {
+            print_error("chain layer %d: inferred (nO, nI) = (%lld, %lld), Thinc's (%g, %g)\n", i, (long long)nO,
+                        (long long)nI, dims->v[0], dims->v[1]);
+            fail();
+        }
+        set_param(layers[i], "W", get("chain.%d.W0", i));
+        set_param(layers[i], "b", get("chain.%d.b0", i));
+    }
+    lithe_optimizer_opts oo = lithe_adam_defaults();
+    lithe_optimizer *opt = NULL;
+    OK(lithe_optimizer_new(&oo, &opt));
+    for (int step = 1; step <= 2; step++) {
+        lithe_value *Y = NULL, *dX = NULL, *dv = NULL;
+        lithe_backprop *bp = NULL;
+        lithe_tensor *d = NULL;
+        float loss = NAN;
+        OK(lithe_model_begin_update(m, X, &Y, &bp));
+        snprintf(what, sizeof what, "chain step %d: Y", step);
+        expect_close(what, lithe_value_get_tensor(Y), get("chain.step%d.Y", step), TOL_LAYER);
+        OK(lithe_categorical_crossentropy(NULL, lithe_value_get_tensor(Y), labels, &d, &loss));
+        snprintf(what, sizeof what, "chain step %d: d_guesses", step);
+        expect_close(what, d, get("chain.step%d.d", step), TOL_LAYER);
+        snprintf(what, sizeof what, "chain step %d: loss", step);
+        expect_scalar(what, loss, get("chain.step%d.loss", step), TOL_LAYER);
+        OK(lithe_value_tensor(d, &dv));
+        OK(lithe_backprop_run(bp, dv, &dX));
+        snprintf(what, sizeof what, "chain step %d: dX", step);
+        expect_close(what, lithe_value_get_tensor(dX), get("chain.step%d.dX", step), TOL_LAYER);
+        for (int i = 0; i < 3; i++) {
+            snprintf(what, sizeof what, "chain step %d: layer %d dW", step, i);
+            expect_close(what, grad(layers[i], "W"), get("chain.step%d.%d.dW", step, i), TOL_LAYER);
+            snprintf(what, sizeof what, "chain step %d: layer %d db", step, i);
+            expect_close(what, grad(layers[i], "b"), get("chain.step%d.%d.db", step, i), TOL_LAYER);
+        }
+        OK(lithe_model_finish_update(m, opt));
+        for (int i = 0; i < 3; i++) {
+            snprintf(what, sizeof what, "chain after update %d: layer %d W", step, i);
+            expect_close(what, param(layers[i], "W"), get("chain.step%d.%d.W", step, i), TOL_LAYER);
+            snprintf(what, sizeof what, "chain after update %d: layer %d b", step, i);
+            expect_close(what, param(layers[i], "b"), get("chain.step%d.%d.b", step, i), TOL_LAYER);
+        }
+        lithe_backprop_free(bp);
+        lithe_tensor_release(d);
+        lithe_value_release(Y);
+        lithe_value_release(dv);
+        lithe_value_release(dX);
+    }
+    lithe_value *P = NULL;
+    OK(lithe_model_predict(m, X, &P));
+    expect_close("chain predict after two updates", lithe_value_get_tensor(P), get("chain.predict"), TOL_LAYER);
+    lithe_value_release(P);
+    lithe_optimizer_free(opt);
+    lithe_value_release(X);
+    lithe_value_release(Y1);
+    lithe_tensor_release(labels);
+    lithe_model_free(m); /* the chain owns its layers */
+}
+
+/* ---- optimizers ---- */
+
+static lithe_optimizer_opts opts_of(const golden *g) {
+    assert_int_equal(g->n, 8);
+    return (lithe_optimizer_opts){.learn_rate = g->v[0], .L2 = g->v[1], .beta1 = g->v[2], .beta2 = g->v[3],
+                                  .eps = g->v[4], .grad_clip = g->v[5], .L2_is_weight_decay = g->v[6] != 0.0,
+                                  .use_averages = g->v[7] != 0.0};
+}
+
+static void expect_same_opts(const char *what, lithe_optimizer_opts a, lithe_optimizer_opts b) {
+    if (a.learn_rate != b.learn_rate || a.L2 != b.L2 || a.beta1 != b.beta1 || a.beta2 != b.beta2 ||
+        a.grad_clip != b.grad_clip || a.L2_is_weight_decay != b.L2_is_weight_decay ||
+        a.use_averages != b.use_averages || (a.beta1 > 0 && a.eps != b.eps)) {
+        print_error("%s: lithe (lr %g L2 %g b1 %g b2 %g eps %g clip %g wd %d avg %d) differs from Thinc's "
+                    "(lr %g L2 %g b1 %g b2 %g eps %g clip %g wd %d avg %d)\n",
+                    what, a.learn_rate, a.L2, a.beta1, a.beta2, a.eps, a.grad_clip, a.L2_is_weight_decay,
+                    a.use_averages, b.learn_rate, b.L2, b.beta1, b.beta2, b.eps, b.grad_clip, b.L2_is_weight_decay,
+                    b.use_averages);
+        fail();
+    }
+}
+
+static void test_optimizer_defaults_match_thinc(void **state) {
+    (void)state;
+    expect_same_opts("lithe_adam_defaults() vs thinc Adam()", lithe_adam_defaults(), opts_of(get("adam_default.opts")));
+    expect_same_opts("lithe_sgd_defaults(0.1) vs thinc SGD(0.1)", lithe_sgd_defaults(0.1), opts_of(get("sgd.opts")));
+}
+
+static void test_optimizer_steps(void **state) {
+    (void)state;
+    static const char *cases[] = {"adam_default", "adam_small", "adam_wd",  "adam_l2grad",
+                                  "adam_clip",    "adam_noavg", "sgd",      "sgd_l2grad"};
+    lithe_model *node = NULL;
+    OK(lithe_linear(&(lithe_dense_opts){.nO = 4, .nI = 3}, &node));
+    char what[128];
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const char *p = cases[c];
+        lithe_optimizer_opts oo = opts_of(get("%s.opts", p));
+        lithe_optimizer *opt = NULL;
+        OK(lithe_optimizer_new(&oo, &opt));
+        lithe_tensor *W = tensor_of(get("%s.W0", p));
+        for (int step = 1; step <= 3; step++) {
+            lithe_tensor *G = tensor_of(get("%s.G%d", p, step));
+            OK(lithe_optimizer_step(opt, node, "W", W, G));
+            snprintf(what, sizeof what, "%s step %d: weights", p, step);
+            expect_close(what, W, get("%s.W%d", p, step), TOL_OPT);
+            snprintf(what, sizeof what, "%s step %d: gradient after the step", p, step);
+            expect_close(what, G, get("%s.Gafter%d", p, step), TOL_OPT);
+            assert_int_equal(lithe_optimizer_nr_update(opt, node, "W"), step);
+            lithe_tensor *avg = NULL;
+            if (oo.use_averages) {
+                OK(lithe_optimizer_get_average(opt, node, "W", &avg));
+                snprintf(what, sizeof what, "%s step %d: average", p, step);
+                expect_close(what, avg, get("%s.avg%d", p, step), TOL_OPT);
+            } else {
+                assert_int_equal(lithe_optimizer_get_average(opt, node, "W", &avg), LITHE_ERR_NOT_FOUND);
+            }
+            lithe_tensor_release(G);
+        }
+        lithe_tensor_release(W);
+        lithe_optimizer_free(opt);
+    }
+    lithe_model_free(node);
+}
+
+/* ---- CategoricalCrossentropy ---- */
+
+static void test_cce(void **state) {
+    (void)state;
+    lithe_tensor *guesses = tensor_of(get("cce.guesses")), *labels = tensor_of(get("cce.labels")),
+                 *onehot = tensor_of(get("cce.onehot"));
+    static const struct {
+        const char *name;
+        lithe_cce_opts opts;
+        bool onehot;
+    } cases[] = {
+        {"int", {0}, false},
+        {"onehot", {0}, true},
+        {"unnorm", {.unnormalized = true}, false},
+        {"missing", {.has_missing_value = true, .missing_value = 2}, false},
+        {"smooth", {.label_smoothing = 0.1f}, false},
+    };
+    char what[128];
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        lithe_tensor *d = NULL;
+        float loss = NAN;
+        OK(lithe_categorical_crossentropy(&cases[c].opts, guesses, cases[c].onehot ? onehot : labels, &d, &loss));
+        snprintf(what, sizeof what, "CategoricalCrossentropy (%s): d_guesses", cases[c].name);
+        expect_close(what, d, get("cce.%s.d", cases[c].name), TOL_LAYER);
+        snprintf(what, sizeof what, "CategoricalCrossentropy (%s): loss", cases[c].name);
+        expect_scalar(what, loss, get("cce.%s.loss", cases[c].name), TOL_LAYER);
+        lithe_tensor_release(d);
+    }
+    lithe_tensor_release(guesses);
+    lithe_tensor_release(labels);
+    lithe_tensor_release(onehot);
+}
+
+int main(int argc, char **argv) {
+    golden_path = argc > 1 ? argv[1] : getenv("LITHE_THINC_GOLDENS");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_linear),
+        cmocka_unit_test(test_relu),
+        cmocka_unit_test(test_softmax),
+        cmocka_unit_test(test_chain_trains_like_thinc),
+        cmocka_unit_test(test_optimizer_defaults_match_thinc),
+        cmocka_unit_test(test_optimizer_steps),
+        cmocka_unit_test(test_cce),
+    };
+    return cmocka_run_group_tests(tests, load_goldens, free_goldens);
+}
