@@ -242,6 +242,22 @@ struct lithe_model {
     lithe__ref *refs;
     lithe__attr *attrs;
     lithe_model **layers; /* owned references */
+    size_t n_shims;
+    lithe_shim **shims; /* owned; empty for every layer so far */
+};
+
+/* A shim: a foreign graph a node holds (an imported ONNX / TF.js graph, core/graph/, arriving
+ * with the graph-import work). finish_update runs every shim's update before the params', as
+ * Thinc's Model.finish_update does; free releases its state. */
+typedef struct lithe__shim_type {
+    const char *name;
+    lithe_status (*finish_update)(lithe_shim *shim, lithe_optimizer *opt);
+    void (*free)(lithe_shim *shim);
+} lithe__shim_type;
+
+struct lithe_shim {
+    const lithe__shim_type *type;
+    void *state;
 };
 
 /* A new node. dim_names / param_names are NULL-terminated lists (may be NULL). */

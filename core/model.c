@@ -79,6 +79,9 @@ void lithe_model_free(lithe_model *m) {
         lithe__free(m->attrs[i].name);
     }
     for (size_t i = 0; i < m->n_layers; i++) lithe_model_free(m->layers[i]);
+    for (size_t i = 0; i < m->n_shims; i++)
+        if (m->shims[i]) m->shims[i]->type->free(m->shims[i]);
+    lithe__free(m->shims);
     lithe__free(m->dims);
     lithe__free(m->params);
     lithe__free(m->refs);
@@ -96,6 +99,9 @@ lithe_model *lithe_model_layer(const lithe_model *m, size_t i) {
     return m && i < m->n_layers ? m->layers[i] : NULL;
 }
 lithe_backend *lithe_model_backend(const lithe_model *m) { return m ? m->backend : NULL; }
+size_t lithe_model_n_shims(const lithe_model *m) { return m ? m->n_shims : 0; }
+lithe_shim *lithe_model_shim(const lithe_model *m, size_t i) { return m && i < m->n_shims ? m->shims[i] : NULL; }
+const char *lithe_shim_name(const lithe_shim *shim) { return shim ? shim->type->name : NULL; }
 
 /* Breadth-first walk, each node once (Thinc's _walk_bfs). The queue owns no references. */
 typedef struct walk_buf {
@@ -667,6 +673,10 @@ lithe_status lithe_model_finish_update(lithe_model *m, lithe_optimizer *opt) {
     walk_buf w;
     LITHE__TRY(walk_collect(m, &w));
     lithe_status s = LITHE_OK;
+    /* Thinc updates every shim of the tree first, then the params */
+    for (size_t i = 0; i < w.n && s == LITHE_OK; i++)
+        for (size_t k = 0; k < w.v[i]->n_shims && s == LITHE_OK; k++)
+            s = w.v[i]->shims[k]->type->finish_update(w.v[i]->shims[k], opt);
     /* two passes: allocate all optimizer state, then step — an OOM changes no param */
     for (int pass = 0; pass < 2; pass++)
         for (size_t i = 0; i < w.n && s == LITHE_OK; i++) {

@@ -277,6 +277,9 @@ typedef struct lithe_optimizer lithe_optimizer;
 
 /* Thinc's tri-state has_dim / has_param / has_ref: the name is not registered (NO), registered
  * with a value (YES), registered but unset (UNSET; Thinc's None). */
+/* A node's foreign graph (Thinc's shims: an imported ONNX / TF.js graph, which arrives with the
+ * graph-import work). Opaque; owned by its node. Every layer of this release has none. */
+typedef struct lithe_shim lithe_shim;
 typedef enum lithe_has { LITHE_HAS_NO = 0, LITHE_HAS_YES = 1, LITHE_HAS_UNSET = 2 } lithe_has;
 
 typedef enum lithe_attr_type {
@@ -348,6 +351,12 @@ LITHE_API lithe_status lithe_model_walk(lithe_model *m, lithe_model **nodes, siz
 /* The backend the tree computes on; lithe_model_set_backend moves the whole tree (params and
  * grads are copied to the new backend's memory). */
 LITHE_API lithe_backend *lithe_model_backend(const lithe_model *m);
+/* The node's shims, in order (Thinc's model.shims): a count, the i-th (borrowed; NULL when i is
+ * out of range or m is NULL) and a shim's name. finish_update updates every shim of the tree
+ * before the params. Thread-safe on a model no one is modifying. */
+LITHE_API size_t lithe_model_n_shims(const lithe_model *m);
+LITHE_API lithe_shim *lithe_model_shim(const lithe_model *m, size_t i);
+LITHE_API const char *lithe_shim_name(const lithe_shim *shim);
 LITHE_API lithe_status lithe_model_set_backend(lithe_model *m, lithe_backend *backend);
 
 /* Seeds every node of the tree: node k in walk order gets key seed + k and counter 0, so

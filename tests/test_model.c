@@ -303,6 +303,13 @@ static void test_shape_inference_and_walk(void **state) {
     assert_int_equal(n, 6);
     const char *want[] = {"relu>>dropout>>linear>>softmax", "relu>>dropout", "linear", "softmax", "relu", "dropout"};
     for (size_t i = 0; i < n; i++) assert_string_equal(lithe_model_name(nodes[i]), want[i]);
+    /* every node has Thinc's shims list, empty for these layers */
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(lithe_model_n_shims(nodes[i]), 0);
+        assert_null(lithe_model_shim(nodes[i], 0));
+    }
+    assert_int_equal(lithe_model_n_shims(NULL), 0);
+    assert_null(lithe_shim_name(NULL));
 
     float Xf[4 * 5] = {0}, Yf[4 * 3] = {0};
     lithe_tensor *X = tensor2(4, 5, Xf), *Y = tensor2(4, 3, Yf);
