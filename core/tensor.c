@@ -6,7 +6,7 @@
 
 size_t lithe_dtype_size(lithe_dtype dtype) {
     switch (dtype) {
-    case LITHE_F32: case LITHE_I32: return 4;
+    case LITHE_F32: case LITHE_I32: case LITHE_U32: return 4;
     case LITHE_F16: case LITHE_BF16: return 2;
     case LITHE_I64: case LITHE_U64: return 8;
     case LITHE_U8: return 1;
@@ -23,6 +23,7 @@ const char *lithe_dtype_name(lithe_dtype dtype) {
     case LITHE_I64: return "int64";
     case LITHE_U64: return "uint64";
     case LITHE_U8: return "uint8";
+    case LITHE_U32: return "uint32";
     }
     return "?";
 }
@@ -284,8 +285,9 @@ lithe_status lithe_tensor_cast(const lithe_tensor *t, lithe_dtype dtype, lithe_t
     if (dtype != LITHE_F32 && t->dtype != LITHE_F32)
         return lithe__fail(LITHE_ERR_DTYPE, "lithe_tensor_cast: %s to %s is not supported (one side must be float32)",
                            lithe_dtype_name(t->dtype), lithe_dtype_name(dtype));
-    if (dtype == LITHE_U64 || t->dtype == LITHE_U64)
-        return lithe__fail(LITHE_ERR_DTYPE, "lithe_tensor_cast: uint64 holds hash keys; it does not convert to float32");
+    if (dtype == LITHE_U64 || t->dtype == LITHE_U64 || dtype == LITHE_U32 || t->dtype == LITHE_U32)
+        return lithe__fail(LITHE_ERR_DTYPE, "lithe_tensor_cast: %s holds ids or hash keys; it does not convert to float32",
+                           lithe_dtype_name(dtype == LITHE_F32 ? t->dtype : dtype));
     lithe_tensor *src = (lithe_tensor *)t, *tmp = NULL, *y = NULL;
     lithe_backend *be = t->storage->backend;
     if (!lithe_tensor_is_contiguous(t)) {
@@ -361,6 +363,7 @@ static bool dtype_from_dl(DLDataType d, lithe_dtype *out) {
     else if (d.code == kDLInt && d.bits == 64) *out = LITHE_I64;
     else if (d.code == kDLUInt && d.bits == 64) *out = LITHE_U64;
     else if (d.code == kDLUInt && d.bits == 8) *out = LITHE_U8;
+    else if (d.code == kDLUInt && d.bits == 32) *out = LITHE_U32;
     else return false;
     return true;
 }
@@ -375,6 +378,7 @@ static DLDataType dtype_to_dl(lithe_dtype t) {
     case LITHE_I64: d.code = kDLInt; d.bits = 64; break;
     case LITHE_U64: d.code = kDLUInt; d.bits = 64; break;
     case LITHE_U8: d.code = kDLUInt; d.bits = 8; break;
+    case LITHE_U32: d.code = kDLUInt; break;
     }
     return d;
 }

@@ -129,7 +129,8 @@ typedef enum lithe_dtype {
     LITHE_I32 = 3,
     LITHE_I64 = 4,
     LITHE_U64 = 5,
-    LITHE_U8 = 6
+    LITHE_U8 = 6,
+    LITHE_U32 = 7   /* hash keys (Thinc's ops.hash returns uint32)               */
 } lithe_dtype;
 
 #define LITHE_MAX_DIMS 8
@@ -193,7 +194,8 @@ LITHE_API lithe_status lithe_tensor_reshape(lithe_tensor *t, int ndim, const int
  * storage to f32 exactly; f32 to f16/bf16 with round-to-nearest-even on the bits, overflow to
  * +-inf, f16 subnormals kept, NaN kept; ints to f32 with C's conversion; f32 to ints truncating
  * toward zero and saturating: NaN gives 0, out-of-range values the nearest end of the range).
- * uint64 (hash keys) does not convert. Statuses: LITHE_ERR_DTYPE for conversions not listed. */
+ * uint64 and uint32 (ids, hash keys) do not convert. Statuses: LITHE_ERR_DTYPE for conversions not
+ * listed. */
 LITHE_API lithe_status lithe_tensor_cast(const lithe_tensor *t, lithe_dtype dtype,
                                          lithe_tensor **out);
 

@@ -94,6 +94,8 @@ static void test_dtype_sizes_and_names(void **state) {
     assert_string_equal(lithe_dtype_name(LITHE_I64), "int64");
     assert_string_equal(lithe_dtype_name(LITHE_U64), "uint64");
     assert_string_equal(lithe_dtype_name(LITHE_U8), "uint8");
+    assert_int_equal(lithe_dtype_size(LITHE_U32), 4);
+    assert_string_equal(lithe_dtype_name(LITHE_U32), "uint32");
     assert_string_equal(lithe_dtype_name((lithe_dtype)99), "?");
 }
 
@@ -103,7 +105,7 @@ static void test_dtype_sizes_and_names(void **state) {
 
 static void test_new_shape_strides_zero(void **state) {
     (void)state;
-    static const lithe_dtype dts[] = {LITHE_F32, LITHE_F16, LITHE_BF16, LITHE_I32, LITHE_I64, LITHE_U64, LITHE_U8};
+    static const lithe_dtype dts[] = {LITHE_F32, LITHE_F16, LITHE_BF16, LITHE_I32, LITHE_I64, LITHE_U64, LITHE_U8, LITHE_U32};
     for (size_t k = 0; k < sizeof dts / sizeof dts[0]; k++) {
         lithe_tensor *t = NULL;
         OK(lithe_tensor_new(NULL, dts[k], 3, (int64_t[]){2, 3, 4}, &t));
@@ -940,7 +942,7 @@ static void test_to_dlpack_legacy_view_and_dtypes(void **state) {
         uint8_t code, bits;
     } map[] = {
         {LITHE_F16, kDLFloat, 16}, {LITHE_BF16, kDLBfloat, 16}, {LITHE_I32, kDLInt, 32},
-        {LITHE_I64, kDLInt, 64},   {LITHE_U64, kDLUInt, 64},    {LITHE_U8, kDLUInt, 8},
+        {LITHE_I64, kDLInt, 64},   {LITHE_U64, kDLUInt, 64},    {LITHE_U8, kDLUInt, 8}, {LITHE_U32, kDLUInt, 32},
     };
     for (size_t k = 0; k < sizeof map / sizeof map[0]; k++) {
         lithe_tensor *x = NULL;

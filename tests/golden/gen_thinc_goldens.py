@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Golden values from the real Thinc 8.1 for tests/test_thinc_golden.c.
+"""Golden values from the real Thinc 8.1 for tests/test_thinc_golden.c and tests/test_kernels.c.
 
 Run with Debian's interpreter (python3-thinc, python3-numpy):
 
@@ -178,6 +178,82 @@ opt_case("adam_clip", Adam(0.01, grad_clip=0.1, beta1=0.8, beta2=0.99, eps=1e-6)
 opt_case("adam_noavg", Adam(0.01, grad_clip=0.0, L2=0.0, use_averages=False), 1.0)
 opt_case("sgd", SGD(0.1), 1.0)
 opt_case("sgd_l2grad", SGD(0.1, L2=0.01, L2_is_weight_decay=False, grad_clip=0.5), 1.0)
+
+# --- Kernels (NumpyOps, the ops behind Thinc's layers): tests/test_kernels.c ---------------------
+ops = NumpyOps()
+# Inputs spread over the interesting ranges, with the kinks and thresholds themselves included.
+Xa = numpy.concatenate([
+    randf(60, scale=3.0),
+    numpy.array([0.0, 1.0, -1.0, 2.5, -2.5, 3.0, -3.0, 6.0, 19.5, 20.0, 21.0, 30.0, -19.0, -21.0,
+                 -30.0, 1e-3, -1e-3, 0.5, -0.5, 4.0], dtype="float32"),
+]).reshape(8, 10)
+dYa = randf(8, 10)
+rec("act.X", Xa)
+rec("act.dY", dYa)
+acts = {
+    "relu": (lambda X: ops.relu(X), lambda dY, X, Y: ops.backprop_relu(dY, Y)),
+    "sigmoid": (lambda X: ops.sigmoid(X), lambda dY, X, Y: ops.backprop_sigmoid(dY, Y)),
+    "tanh": (lambda X: ops.xp.tanh(X), lambda dY, X, Y: dY * ops.dtanh(Y)),
+    "swish": (lambda X: ops.swish(X), lambda dY, X, Y: ops.backprop_swish(dY, X, Y)),
+    "gelu": (lambda X: ops.gelu(X), lambda dY, X, Y: ops.backprop_gelu(dY, X)),
+    "mish": (lambda X: ops.mish(X), lambda dY, X, Y: ops.backprop_mish(dY, X)),
+    "dish": (lambda X: ops.dish(X), lambda dY, X, Y: ops.backprop_dish(dY, X)),
+    "hard_sigmoid": (lambda X: ops.hard_sigmoid(X), lambda dY, X, Y: ops.backprop_hard_sigmoid(dY, X)),
+    "hard_tanh": (lambda X: ops.hard_tanh(X), lambda dY, X, Y: ops.backprop_hard_tanh(dY, X)),
+    "hard_swish": (lambda X: ops.hard_swish(X), lambda dY, X, Y: ops.backprop_hard_swish(dY, X)),
+    "hard_swish_mobilenet": (lambda X: ops.hard_swish_mobilenet(X),
+                             lambda dY, X, Y: ops.backprop_hard_swish_mobilenet(dY, X)),
+    "relu_k": (lambda X: ops.relu_k(X, n=6.0), lambda dY, X, Y: ops.backprop_relu_k(dY, X, n=6.0)),
+    "clipped_linear": (
+        lambda X: ops.clipped_linear(X, slope=1.5, offset=0.25, min_val=-0.5, max_val=2.0),
+        lambda dY, X, Y: ops.backprop_clipped_linear(dY, X, slope=1.5, offset=0.25, min_val=-0.5,
+                                                     max_val=2.0),
+    ),
+}
+for aname, (fwd, bwd) in acts.items():
+    Ya = fwd(Xa.copy())
+    rec(f"act.{aname}.Y", Ya)
+    rec(f"act.{aname}.dX", bwd(dYa.copy(), Xa.copy(), Ya.copy()))
+
+# Maxout with ties (the first maximum wins, as argmax).
+Xm = randf(3, 4, 5)
+Xm[0, 0, 1] = Xm[0, 0, 3] = 10.0
+Xm[1, 2, :] = 0.5
+Ym, which = ops.maxout(Xm)
+dYm = randf(3, 4)
+rec("maxout.X", Xm)
+rec("maxout.Y", Ym)
+rec("maxout.which", which)
+rec("maxout.dY", dYm)
+rec("maxout.dX", ops.backprop_maxout(dYm, which, 5))
+
+# LayerNorm.v1 as a layer: G and b set, forward, backprop into dX, dG and db.
+from thinc.api import LayerNorm  # noqa: E402
+
+Xl = randf(5, 7, scale=2.0) + 1.5
+ln = LayerNorm()
+ln.initialize(X=Xl)
+ln.set_param("G", randf(7) + 1.0)
+ln.set_param("b", randf(7))
+Yl, bp_ln = ln.begin_update(Xl)
+dYl = randf(5, 7)
+rec("layernorm.X", Xl)
+rec("layernorm.G", ln.get_param("G"))
+rec("layernorm.b", ln.get_param("b"))
+rec("layernorm.Y", Yl)
+rec("layernorm.dY", dYl)
+rec("layernorm.dX", bp_ln(dYl))
+rec("layernorm.dG", ln.get_grad("G"))
+rec("layernorm.db", ln.get_grad("b"))
+
+# NumpyOps.hash: four uint32 keys per uint64 id, for two seeds.
+ids = numpy.concatenate([
+    numpy.array([0, 1, 2, 255, 2**32 - 1, 2**32, 2**63, 2**64 - 1], dtype="uint64"),
+    rng.randint(0, 2**63 - 1, size=8, dtype="int64").astype("uint64") * numpy.uint64(2) + numpy.uint64(1),
+])
+rec("hash.ids", ids)
+for seed in (0, 1, 1234567):
+    rec(f"hash.seed{seed}", ops.hash(ids, seed))
 
 # --- CategoricalCrossentropy -------------------------------------------------------------------
 Bc, C = 5, 4

@@ -1,19 +1,67 @@
-/* Placeholder: maxout and layernorm kernels arrive with the dense-catalogue kernels. */
+/* Scalar maxout and layer-normalisation kernels (Thinc's NumpyOps.maxout and LayerNorm). */
 #include "../kernels.h"
+
 #include <math.h>
-void lithe_f32_maxout__scalar(int64_t B, int64_t O, int64_t P, const float *X, float *Y, int32_t *which) {
-    (void)B; (void)O; (void)P; (void)X; (void)Y; (void)which;
+#include <string.h>
+
+void lithe_f32_maxout__scalar(int64_t B, int64_t O, int64_t P, const float *X, float *Y,
+                              int32_t *which) {
+    for (int64_t r = 0; r < B * O; r++) {
+        const float *x = X + r * P;
+        int32_t best = 0;
+        for (int64_t p = 1; p < P; p++)
+            if (x[p] > x[best]) best = (int32_t)p; /* first maximum wins, as argmax */
+        Y[r] = x[best];
+        which[r] = best;
+    }
 }
+
 void lithe_f32_maxout_backward__scalar(int64_t B, int64_t O, int64_t P, const float *dY,
                                        const int32_t *which, float *dX) {
-    (void)B; (void)O; (void)P; (void)dY; (void)which; (void)dX;
+    memset(dX, 0, (size_t)(B * O * P) * sizeof(float));
+    for (int64_t r = 0; r < B * O; r++) dX[r * P + which[r]] = dY[r];
 }
+
+/* Row statistics in double, so rows of any width keep float32 accuracy. */
 void lithe_f32_layernorm__scalar(int64_t M, int64_t N, const float *X, const float *G, const float *b,
                                  float eps, float *Y, float *mean, float *inv_std) {
-    (void)M; (void)N; (void)X; (void)G; (void)b; (void)eps; (void)Y; (void)mean; (void)inv_std;
+    for (int64_t i = 0; i < M; i++) {
+        const float *x = X + i * N;
+        double mu = 0.0, var = 0.0;
+        for (int64_t j = 0; j < N; j++) mu += x[j];
+        mu /= (double)N;
+        for (int64_t j = 0; j < N; j++) var += ((double)x[j] - mu) * ((double)x[j] - mu);
+        var /= (double)N;
+        double is = 1.0 / sqrt(var + (double)eps);
+        mean[i] = (float)mu;
+        inv_std[i] = (float)is;
+        for (int64_t j = 0; j < N; j++)
+            Y[i * N + j] = (float)(((double)x[j] - mu) * is) * G[j] + b[j];
+    }
 }
+
+/* With xhat = (X - mu) * inv_std and g = dY * G:
+ *   dX = inv_std * (g - mean(g) - xhat * mean(g * xhat)),  dG += sum dY * xhat,  db += sum dY,
+ * which is Thinc's  (N g - sum g - dist / var * sum(g dist)) * var^-1/2 / N. dX may alias dY. */
 void lithe_f32_layernorm_backward__scalar(int64_t M, int64_t N, const float *dY, const float *X,
                                           const float *G, const float *mean, const float *inv_std,
                                           float *dX, float *dG, float *db) {
-    (void)M; (void)N; (void)dY; (void)X; (void)G; (void)mean; (void)inv_std; (void)dX; (void)dG; (void)db;
+    for (int64_t i = 0; i < M; i++) {
+        const float *x = X + i * N, *dy = dY + i * N;
+        double mu = mean[i], is = inv_std[i];
+        double sum_g = 0.0, sum_gx = 0.0;
+        for (int64_t j = 0; j < N; j++) {
+            double xhat = ((double)x[j] - mu) * is;
+            double g = (double)dy[j] * G[j];
+            sum_g += g;
+            sum_gx += g * xhat;
+            dG[j] += (float)((double)dy[j] * xhat);
+            db[j] += dy[j];
+        }
+        double mg = sum_g / (double)N, mgx = sum_gx / (double)N;
+        for (int64_t j = 0; j < N; j++) {
+            double xhat = ((double)x[j] - mu) * is;
+            dX[i * N + j] = (float)(is * ((double)dy[j] * G[j] - mg - xhat * mgx));
+        }
+    }
 }

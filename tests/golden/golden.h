@@ -1,0 +1,44 @@
+/* The golden file written by tests/golden/gen_thinc_goldens.py (Debian's Thinc 8.1), read by the
+ * C tests that compare lithe with Thinc. Include after <cmocka.h> and "lithe.h". */
+#ifndef LITHE_TEST_GOLDEN_H
+#define LITHE_TEST_GOLDEN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define OK(expr)                                                                                   \
+    do {                                                                                           \
+        lithe_status st_ = (expr);                                                                 \
+        if (st_ != LITHE_OK) {                                                                     \
+            print_error("%s failed: %s: %s\n", #expr, lithe_status_str(st_), lithe_last_error());  \
+            fail();                                                                                \
+        }                                                                                          \
+    } while (0)
+
+typedef struct golden {
+    char name[96];
+    char kind; /* f (float32), d (float64), i (integer) */
+    int ndim;
+    int64_t shape[4];
+    int64_t n;
+    double *v;   /* every kind, as doubles */
+    uint64_t *u; /* kind i only: the exact integers (two's complement bits for negatives) */
+} golden;
+
+/* The path read by load_goldens: argv[1] or $LITHE_THINC_GOLDENS, set by main. */
+extern const char *golden_path;
+
+/* cmocka group setup / teardown. */
+int load_goldens(void **state);
+int free_goldens(void **state);
+
+/* The array called printf(fmt, ...), or a test failure naming it. */
+const golden *get(const char *fmt, ...);
+/* A new host tensor holding a golden array: float32 for f/d, int32 for i. */
+lithe_tensor *tensor_of(const golden *g);
+lithe_value *value_of(const golden *g);
+/* A float32 tensor equals a golden array: same shape, |lithe - thinc| <= atol + rtol |thinc|. */
+void expect_close(const char *what, const lithe_tensor *t, const golden *g, double atol, double rtol);
+void expect_scalar(const char *what, double got, const golden *g, double atol, double rtol);
+
+#endif
