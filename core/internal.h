@@ -130,6 +130,16 @@ typedef struct lithe__act {
     float threshold;                       /* MISH (Thinc: 20) */
 } lithe__act;
 
+/* Which inputs act_backward reads for a kind: X (the pre-activation) and/or Y (the output). */
+enum { LITHE__ACT_NEEDS_X = 1, LITHE__ACT_NEEDS_Y = 2 };
+static inline int lithe__act_needs(lithe__act_kind k) {
+    switch (k) {
+    case LITHE__ACT_RELU: case LITHE__ACT_SIGMOID: case LITHE__ACT_TANH: return LITHE__ACT_NEEDS_Y;
+    case LITHE__ACT_SWISH: return LITHE__ACT_NEEDS_X | LITHE__ACT_NEEDS_Y;
+    default: return LITHE__ACT_NEEDS_X;
+    }
+}
+
 typedef struct lithe_backend_ops lithe_backend_ops;
 
 /* Every primitive takes the backend first: (lithe_backend *be, <params of primitives.def>). */
@@ -191,6 +201,7 @@ typedef struct lithe__layer_type {
     lithe_status (*init)(lithe_model *m, const lithe_value *X, const lithe_value *Y);
     lithe_status (*forward)(lithe_model *m, const lithe_value *X, bool is_train,
                             lithe_value **Y, lithe_backprop **bp);
+    const void *info; /* per-type constants for a family sharing init/forward (dense.c) */
 } lithe__layer_type;
 
 /* Allocates a record of `size` bytes (>= sizeof(lithe_backprop)), zeroed, retaining m. */
@@ -244,6 +255,8 @@ struct lithe_model {
     lithe_model **layers; /* owned references */
     size_t n_shims;
     lithe_shim **shims; /* owned; empty for every layer so far */
+    /* construction choices that Thinc binds into the layer's init, not attrs (never saved) */
+    lithe_init init_W, init_b;
 };
 
 /* A shim: a foreign graph a node holds (an imported ONNX / TF.js graph, core/graph/, arriving
@@ -281,9 +294,16 @@ lithe_status lithe__grad_acc(lithe_model *m, const char *name, lithe_tensor **gr
 lithe_status lithe__optimizer_prepare(lithe_optimizer *opt, const lithe_model *node, const char *name,
                                       const lithe_tensor *W);
 
+/* A new param tensor `name` of `shape`, filled by `kind` from the node's stream, set on m. */
+lithe_status lithe__param_init(lithe_model *m, const char *name, lithe_init kind, int ndim, const int64_t *shape);
+
 /* Shared dense machinery (core/layers/affine.c). */
+/* nI / nO from the samples: strict (Thinc's set_dim: a conflicting value is an error) or only
+ * where unset (Softmax, Sigmoid); then both must be known. */
+lithe_status lithe__affine_dims(lithe_model *m, const lithe_value *X, const lithe_value *Y, bool strict);
+/* affine_dims, then W (nO, nI) by init_W and b (nO,) by init_b. */
 lithe_status lithe__affine_init(lithe_model *m, const lithe_value *X, const lithe_value *Y,
-                                bool glorot);
+                                lithe_init init_W, lithe_init init_b, bool strict);
 /* Y = X·Wᵀ + b, checking X against nI. */
 lithe_status lithe__affine_forward(lithe_model *m, lithe_tensor *X, lithe_tensor **Y);
 /* db += sum(dY), dW += dYᵀ·X, *dX = dY·W (dX NULL: skipped). */
@@ -291,10 +311,17 @@ lithe_status lithe__affine_backward(lithe_model *m, lithe_tensor *X, const lithe
                                     lithe_tensor **dX);
 
 /* Layer types (core/layers, core/combinators). */
-extern const lithe__layer_type lithe__linear_type;
-extern const lithe__layer_type lithe__relu_type;
 extern const lithe__layer_type lithe__softmax_type;
 extern const lithe__layer_type lithe__dropout_type;
 extern const lithe__layer_type lithe__chain_type;
+
+/* Checks dense opts for `layer`; norm_dropout: whether Thinc's layer takes those arguments. */
+lithe_status lithe__dense_check_opts(const char *layer, const lithe_dense_opts *o, bool norm_dropout);
+lithe_status lithe__maxout_new(const lithe_dense_opts *o, lithe_model **out);
+const char *lithe__dense_type_name(size_t i);
+
+/* chain(node, LayerNorm(nI=nO)) when o->normalize, then chain(.., Dropout) when o->dropout > 0,
+ * as Thinc's layers build them. Takes over node, also on failure. */
+lithe_status lithe__norm_dropout(const char *layer, lithe_model *node, const lithe_dense_opts *o, lithe_model **out);
 
 #endif /* LITHE_INTERNAL_H */

@@ -3,6 +3,8 @@
  * shader, in WebAssembly — with the same bits. */
 #include "internal.h"
 
+#include <math.h>
+
 #define PHILOX_M0 0xD2511F53u
 #define PHILOX_M1 0xCD9E8D57u
 #define PHILOX_W0 0x9E3779B9u
@@ -45,4 +47,20 @@ uint64_t lithe__splitmix64(uint64_t *state) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
+}
+
+void lithe_rng_normal(lithe_rng *rng, float *out, size_t n) {
+    if (!rng || !out) return;
+    float u[128]; /* a multiple of 4: chunking consumes the stream exactly as one call would */
+    for (size_t i = 0; i < n; i += 64) {
+        size_t pairs = n - i < 64 ? (n - i + 1) / 2 : 32;
+        lithe_rng_uniform(rng, u, 2 * pairs);
+        for (size_t k = 0; k < pairs; k++) {
+            /* 1 - u1 is in (0, 1]: the log is finite */
+            double r = sqrt(-2.0 * log(1.0 - (double)u[2 * k])), t = 6.283185307179586 * (double)u[2 * k + 1];
+            size_t j = i + 2 * k;
+            out[j] = (float)(r * cos(t));
+            if (j + 1 < n) out[j + 1] = (float)(r * sin(t));
+        }
+    }
 }

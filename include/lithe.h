@@ -268,6 +268,10 @@ LITHE_API void lithe_philox4x32(const uint32_t counter[4], const uint32_t key[2]
 /* n uniform floats in [0, 1) with 24 random bits each: word i of the stream is word i % 4 of
  * the block at counter (rng->counter + i / 4); the counter advances past the blocks used. */
 LITHE_API void lithe_rng_uniform(lithe_rng *rng, float *out, size_t n);
+/* n standard-normal floats by Box-Muller over pairs of the uniform stream (u1, u2 from words
+ * 2k and 2k+1; cos for the first of a pair, sin for the second), advancing as lithe_rng_uniform
+ * does for 2 * ceil(n / 2) uniforms. */
+LITHE_API void lithe_rng_normal(lithe_rng *rng, float *out, size_t n);
 
 /* ------------------------------------------------------------------------------------------
  * Models: Thinc's node.
@@ -295,11 +299,43 @@ typedef enum lithe_attr_type {
 
 /* --- Layers. A dim of 0 means "unset" (Thinc's None): initialize infers it. ---------------- */
 
+/* Weight initializers, Thinc's (thinc/initializers.py), drawn from the node's Philox stream.
+ * For a shape (d0, d1, ...) Thinc's fan formulas read d0 and d1 only: glorot scale
+ * sqrt(6 / (d0 + d1)) (uniform) or sqrt(2 / (d0 + d1)) (normal std), he sqrt(6 / d1) /
+ * sqrt(2 / d1), lecun sqrt(3 / d1) / sqrt(1 / d1). Maxout's W (nO, nP, nI) therefore gets
+ * glorot's scale from nO and nP, as in Thinc. UNIFORM is U(-0.1, 0.1). NORMAL reproduces Thinc's
+ * normal_init quirk: Thinc passes its `mean` argument as numpy's *scale*, so with its default
+ * (mean 0) every weight is 0 — and so is every weight here. */
+typedef enum lithe_init {
+    LITHE_INIT_DEFAULT = 0, /* the layer's own default (Thinc's init_W / init_b = None) */
+    LITHE_INIT_GLOROT_UNIFORM,
+    LITHE_INIT_GLOROT_NORMAL,
+    LITHE_INIT_HE_UNIFORM,
+    LITHE_INIT_HE_NORMAL,
+    LITHE_INIT_LECUN_UNIFORM,
+    LITHE_INIT_LECUN_NORMAL,
+    LITHE_INIT_UNIFORM,
+    LITHE_INIT_ZERO,
+    LITHE_INIT_NORMAL
+} lithe_init;
+
+/* Fills out[n] for an array of shape `shape` (ndim >= 1; the fan dims are shape[0] and
+ * shape[1], or shape[0] twice for 1-D) by `kind`, advancing rng. LITHE_INIT_DEFAULT is
+ * LITHE_ERR_VALUE here. Statuses: LITHE_ERR_INVALID_ARG for NULL pointers or ndim < 1. */
+LITHE_API lithe_status lithe_init_fill(lithe_init kind, lithe_rng *rng, int ndim, const int64_t *shape,
+                                       float *out);
+
 typedef struct lithe_dense_opts {
     int64_t nO, nI;
-    /* Relu only: > 0 chains Dropout(rate) after the layer, as Thinc's `dropout=` does.
-     * 0 means Thinc's None (no Dropout node). */
+    /* > 0 chains Dropout(rate) after the layer, as Thinc's `dropout=` does. 0 means Thinc's
+     * None (no Dropout node). Not for Linear, Sigmoid (Thinc has no such argument). */
     float dropout;
+    /* Thinc's normalize=True: chain(layer, LayerNorm(nI=nO)) (before any Dropout). */
+    bool normalize;
+    /* Maxout only: pieces; 0 is Thinc's default 3. */
+    int64_t nP;
+    /* LITHE_INIT_DEFAULT: the layer's Thinc default (see lithe_dense). */
+    lithe_init init_W, init_b;
 } lithe_dense_opts;
 
 typedef struct lithe_softmax_opts {
@@ -325,6 +361,32 @@ LITHE_API lithe_status lithe_dropout(float rate, lithe_model **out);
  * failure. A layer may appear twice or in two trees (Thinc's shared layers). The node is named
  * by joining the layer names with ">>", as Thinc does. */
 LITHE_API lithe_status lithe_chain(size_t n, lithe_model *const *layers, lithe_model **out);
+
+/* Any affine layer by its registered name: Y = act(X·Wᵀ + b), W (nO, nI), b (nO,), with
+ * Thinc's node name, defaults and dims:
+ *   "Linear.v1" (linear, no act), "Relu.v1" (relu), "Mish.v1" (mish), "Swish.v1" (swish),
+ *   "Gelu.v1" (gelu), "Dish.v1" (dish), "HardSwish.v1" (hardswish), "HardSwishMobilenet.v1"
+ *   (hardswishmobilenet), "ClippedLinear.v1" (clipped_linear: slope 1, offset 0, [0, 1]),
+ *   "HardSigmoid.v1" (clipped_linear: slope 0.2, offset 0.5, [0, 1]), "HardTanh.v1"
+ *   (clipped_linear: [-1, 1]), "ReluK.v1" (clipped_linear: [0, 6]), "Sigmoid.v1" (sigmoid),
+ *   "Maxout.v1" (maxout: W (nO, nP, nI), b (nO, nP), Y = max over the nP pieces).
+ * Default init_W: glorot-uniform for Linear, Relu, Mish, Maxout and the clipped_linear family;
+ * he-normal for Swish, Gelu, Dish, HardSwish, HardSwishMobilenet; zeros for Sigmoid. init_b:
+ * zeros. clipped_linear nodes carry Thinc's attrs slope, offset, min_val, max_val (floats).
+ * Statuses: LITHE_ERR_VALUE for an unknown name (the message lists the known ones), negative
+ * dims, dropout outside [0, 1], dropout or normalize where Thinc's layer has no such argument. */
+LITHE_API lithe_status lithe_dense(const char *layer, const lithe_dense_opts *opts, lithe_model **out);
+/* "ClippedLinear.v1" with explicit parameters: Y = clip(slope * (X·Wᵀ + b) + offset, min_val,
+ * max_val). Statuses: as lithe_dense, and LITHE_ERR_VALUE for slope == 0 or min_val > max_val. */
+LITHE_API lithe_status lithe_clipped_linear(const lithe_dense_opts *opts, float slope, float offset, float min_val,
+                                            float max_val, lithe_model **out);
+/* "LayerNorm.v1": Y = G * (X - mean) / sqrt(var + 1e-8) + b over each row; G (nI,) ones, b (nI,)
+ * zeros; nO = nI (inferred from the sample X). nI 0 means unset. */
+LITHE_API lithe_status lithe_layernorm(int64_t nI, lithe_model **out);
+/* Parameter-free activations by registered name: "sigmoid_activation.v1", "Logistic.v1"
+ * (node "logistic"; Thinc's deprecated alias), "softmax_activation.v1". Any float32 array for the
+ * sigmoids, (B, N) for the softmax. Statuses: LITHE_ERR_VALUE for an unknown name. */
+LITHE_API lithe_status lithe_activation(const char *layer, lithe_model **out);
 
 /* Every registered layer name, versioned as Thinc registers it ("Relu.v1", ...), in a fixed
  * order. *n receives the count; the array is static and immutable. Thread-safe. */

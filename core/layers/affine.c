@@ -9,45 +9,30 @@ static int64_t value_width(const lithe_value *v) {
     return t && t->ndim >= 1 ? t->shape[t->ndim - 1] : 0;
 }
 
-lithe_status lithe__affine_init(lithe_model *m, const lithe_value *X, const lithe_value *Y, bool glorot) {
-    /* Linear and Relu set nI / nO from the sample (a conflicting value is an error, as Thinc's
-     * set_dim raises); Softmax (glorot = false) only fills dims that are unset. */
+lithe_status lithe__affine_dims(lithe_model *m, const lithe_value *X, const lithe_value *Y, bool strict) {
     if (X) {
         int64_t w = value_width(X);
         if (w <= 0) return lithe__fail(LITHE_ERR_SHAPE, "%s: sample X has no width", m->name);
-        if (glorot || !lithe__dim_value(m, "nI")) LITHE__TRY(lithe__infer_dim(m, "nI", w, "sample X"));
+        if (strict || !lithe__dim_value(m, "nI")) LITHE__TRY(lithe__infer_dim(m, "nI", w, "sample X"));
     }
     if (Y) {
         int64_t w = value_width(Y);
         if (w <= 0) return lithe__fail(LITHE_ERR_SHAPE, "%s: sample Y has no width", m->name);
-        if (glorot || !lithe__dim_value(m, "nO")) LITHE__TRY(lithe__infer_dim(m, "nO", w, "sample Y"));
+        if (strict || !lithe__dim_value(m, "nO")) LITHE__TRY(lithe__infer_dim(m, "nO", w, "sample Y"));
     }
     int64_t nO = lithe__dim_value(m, "nO"), nI = lithe__dim_value(m, "nI");
     if (!nO || !nI)
         return lithe__fail(LITHE_ERR_STATE, "%s: cannot initialize W: dim %s unset; pass sample %s", m->name,
                            !nI ? "nI" : "nO", !nI ? "X" : "Y");
-    lithe_tensor *W = NULL, *b = NULL;
-    float *host = NULL;
-    lithe_status s = lithe__tensor_alloc(m->backend, LITHE_F32, 2, (int64_t[]){nO, nI}, true, &W);
-    if (s == LITHE_OK) s = lithe__tensor_alloc(m->backend, LITHE_F32, 1, (int64_t[]){nO}, true, &b);
-    if (s == LITHE_OK && glorot) {
-        /* Thinc's glorot_uniform_init: U(-scale, scale), scale = sqrt(6 / (nO + nI)) */
-        size_t n = (size_t)(nO * nI);
-        host = lithe__malloc(n * sizeof *host);
-        if (!host) s = lithe__oom(m->name, n * sizeof *host);
-        if (s == LITHE_OK) {
-            float scale = (float)sqrt(6.0 / (double)(nO + nI));
-            lithe_rng_uniform(&m->rng, host, n);
-            for (size_t i = 0; i < n; i++) host[i] = -scale + 2.0f * scale * host[i];
-            s = lithe_tensor_write(W, host, n * sizeof *host);
-        }
-    }
-    if (s == LITHE_OK) s = lithe_model_set_param(m, "W", W);
-    if (s == LITHE_OK) s = lithe_model_set_param(m, "b", b);
-    lithe__free(host);
-    lithe_tensor_release(W);
-    lithe_tensor_release(b);
-    return s;
+    return LITHE_OK;
+}
+
+lithe_status lithe__affine_init(lithe_model *m, const lithe_value *X, const lithe_value *Y, lithe_init init_W,
+                                lithe_init init_b, bool strict) {
+    LITHE__TRY(lithe__affine_dims(m, X, Y, strict));
+    int64_t nO = lithe__dim_value(m, "nO"), nI = lithe__dim_value(m, "nI");
+    LITHE__TRY(lithe__param_init(m, "W", init_W, 2, (int64_t[]){nO, nI}));
+    return lithe__param_init(m, "b", init_b, 1, (int64_t[]){nO});
 }
 
 lithe_status lithe__affine_forward(lithe_model *m, lithe_tensor *X, lithe_tensor **Y) {

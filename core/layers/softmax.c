@@ -79,10 +79,10 @@ static lithe_status softmax_forward(lithe_model *m, const lithe_value *Xv, bool 
 }
 
 static lithe_status softmax_init(lithe_model *m, const lithe_value *X, const lithe_value *Y) {
-    return lithe__affine_init(m, X, Y, false);
+    return lithe__affine_init(m, X, Y, LITHE_INIT_ZERO, LITHE_INIT_ZERO, false);
 }
 
-const lithe__layer_type lithe__softmax_type = {"Softmax.v2", softmax_init, softmax_forward};
+const lithe__layer_type lithe__softmax_type = {"Softmax.v2", softmax_init, softmax_forward, NULL};
 
 lithe_status lithe_softmax(const lithe_softmax_opts *o, lithe_model **out) {
     LITHE__CHECK_ARG(out, "lithe_softmax", "out is NULL");
