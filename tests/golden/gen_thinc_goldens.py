@@ -95,6 +95,63 @@ dense_case("softmax_t05", Softmax_v2(4, 5, temperature=0.5), 4, 5, 3)
 # normalize_outputs=False: predict returns the logits; training still normalises.
 dense_case("softmax_unnorm", Softmax_v2(4, 5, normalize_outputs=False), 4, 5, 3, has_backprop=False)
 
+# --- The dense catalogue: any tree, params set per node in walk order --------------------------
+# Records <prefix>.X, .Y, .Ypredict, .dY, .dX, and for node i of model.walk() and each param p:
+# <prefix>.<i>.<p> (set before the forward) and <prefix>.<i>.d<p> (the gradient after backprop).
+def tree_case(prefix, model, X, *, wscale=1.0, has_backprop=True):
+    model.initialize(X=X)
+    for i, node in enumerate(model.walk()):
+        for p in node.param_names:
+            shape = node.get_param(p).shape
+            v = randf(*shape, scale=wscale)
+            if p == "G":  # LayerNorm's scale: keep it away from 0
+                v = 1.0 + randf(*shape, scale=0.3)
+            node.set_param(p, v)
+            rec(f"{prefix}.{i}.{p}", v)
+    Y, backprop = model.begin_update(X)
+    Yp = model.predict(X)
+    rec(prefix + ".X", X)
+    rec(prefix + ".Y", Y)
+    rec(prefix + ".Ypredict", Yp)
+    if not has_backprop:
+        return
+    dY = randf(*Y.shape)
+    dX = backprop(dY)
+    rec(prefix + ".dY", dY)
+    rec(prefix + ".dX", dX)
+    for i, node in enumerate(model.walk()):
+        for p in node.param_names:
+            rec(f"{prefix}.{i}.d{p}", node.get_grad(p))
+
+
+from thinc.api import (  # noqa: E402
+    ClippedLinear, Dish, Gelu, HardSigmoid, HardSwish, HardSwishMobilenet, HardTanh, LayerNorm as LN,
+    Logistic, Maxout, Mish, ReluK, Sigmoid, Swish, sigmoid_activation, softmax_activation,
+)
+
+Xd = randf(6, 5, scale=1.5)
+tree_case("tree.mish", Mish(4, 5), Xd)
+tree_case("tree.swish", Swish(4, 5), Xd)
+tree_case("tree.gelu", Gelu(4, 5), Xd)
+# Thinc 8.1.7's Dish backprop differentiates at the layer's input X instead of the pre-activation
+# (it fails unless nI == nO, and is wrong then): lithe keeps the true gradient, checked by finite
+# differences in test_layers, and compares only Dish's forward with Thinc.
+tree_case("tree.dish", Dish(4, 5), Xd, has_backprop=False)
+tree_case("tree.hardswish", HardSwish(4, 5), Xd)
+tree_case("tree.hardswishmobilenet", HardSwishMobilenet(4, 5), Xd)
+tree_case("tree.clipped_linear", ClippedLinear(4, 5, slope=1.5, offset=0.25, min_val=-0.5, max_val=2.0), Xd)
+tree_case("tree.hard_sigmoid", HardSigmoid(4, 5), Xd)
+tree_case("tree.hard_tanh", HardTanh(4, 5), Xd)
+tree_case("tree.relu_k", ReluK(4, 5, k=2.5), Xd)
+tree_case("tree.sigmoid", Sigmoid(4, 5), Xd)
+tree_case("tree.maxout", Maxout(4, 5, nP=3), Xd)
+tree_case("tree.maxout_norm", Maxout(4, 5, nP=2, normalize=True), Xd)
+tree_case("tree.relu_norm", Relu(4, 5, normalize=True), Xd)
+tree_case("tree.layernorm", LN(5), Xd)
+tree_case("tree.logistic", Logistic(), Xd)
+tree_case("tree.sigmoid_activation", sigmoid_activation(), Xd)
+tree_case("tree.softmax_activation", softmax_activation(), Xd)
+
 # --- A chain with shape inference, CCE, backprop and two Adam updates -----------------------------
 fix_random_seed(7)
 B, nI, nC = 8, 7, 3

@@ -1,0 +1,427 @@
+/* The dense catalogue against the real Thinc 8.1.7: every layer (and the normalize= chains) with
+ * params set per node in walk order, forward at training and at predict time, backprop into dX
+ * and every param's gradient (goldens from tests/golden/gen_thinc_goldens.py, tree_case).
+ * Also: Thinc's tree structure for normalize=/dropout=, batched prediction equal to row-by-row,
+ * Dish's gradient by finite differences (Thinc 8.1.7's own Dish backprop is wrong, so there is
+ * no golden for it), initializer scales, and bad arguments.
+ *
+ * Tolerances: |lithe - thinc| <= 1e-5 + 1e-4 |thinc|; FD as test_model (float64, h = 1e-6,
+ * 1e-4 + 1e-3 |fd|); row-by-row exactly equal to the batch.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "lithe.h"
+#include "golden/golden.h"
+
+#define TOL_LAYER 1e-5, 1e-4
+
+#define FAILS(code, expr)                                                                          \
+    do {                                                                                           \
+        lithe_status st_ = (expr);                                                                 \
+        if (st_ != (code)) {                                                                       \
+            print_error("%s: expected %s, got %s (%s)\n", #expr, lithe_status_str(code),           \
+                        lithe_status_str(st_), lithe_last_error());                                \
+            fail();                                                                                \
+        }                                                                                          \
+    } while (0)
+
+typedef struct tree_spec {
+    const char *prefix; /* golden prefix tree.<name> */
+    const char *layer;  /* lithe_dense / lithe_activation name, or NULL: custom */
+    lithe_dense_opts opts;
+    bool activation; /* parameter-free: lithe_activation */
+    int custom;      /* 1: ClippedLinear(1.5, 0.25, -0.5, 2); 2: ReluK(k=2.5); 3: LayerNorm(5) */
+    bool has_backprop;
+} tree_spec;
+
+static const tree_spec specs[] = {
+    {"mish", "Mish.v1", {.nO = 4, .nI = 5}, false, 0, true},
+    {"swish", "Swish.v1", {.nO = 4, .nI = 5}, false, 0, true},
+    {"gelu", "Gelu.v1", {.nO = 4, .nI = 5}, false, 0, true},
+    {"dish", "Dish.v1", {.nO = 4, .nI = 5}, false, 0, false},
+    {"hardswish", "HardSwish.v1", {.nO = 4, .nI = 5}, false, 0, true},
+    {"hardswishmobilenet", "HardSwishMobilenet.v1", {.nO = 4, .nI = 5}, false, 0, true},
+    {"clipped_linear", NULL, {.nO = 4, .nI = 5}, false, 1, true},
+    {"hard_sigmoid", "HardSigmoid.v1", {.nO = 4, .nI = 5}, false, 0, true},
+    {"hard_tanh", "HardTanh.v1", {.nO = 4, .nI = 5}, false, 0, true},
+    {"relu_k", NULL, {.nO = 4, .nI = 5}, false, 2, true},
+    {"sigmoid", "Sigmoid.v1", {.nO = 4, .nI = 5}, false, 0, true},
+    {"maxout", "Maxout.v1", {.nO = 4, .nI = 5, .nP = 3}, false, 0, true},
+    {"maxout_norm", "Maxout.v1", {.nO = 4, .nI = 5, .nP = 2, .normalize = true}, false, 0, true},
+    {"relu_norm", "Relu.v1", {.nO = 4, .nI = 5, .normalize = true}, false, 0, true},
+    {"layernorm", NULL, {0}, false, 3, true},
+    {"logistic", "Logistic.v1", {0}, true, 0, true},
+    {"sigmoid_activation", "sigmoid_activation.v1", {0}, true, 0, true},
+    {"softmax_activation", "softmax_activation.v1", {0}, true, 0, true},
+};
+
+static lithe_model *build(const tree_spec *t) {
+    lithe_model *m = NULL;
+    if (t->activation) OK(lithe_activation(t->layer, &m));
+    else if (t->custom == 1) OK(lithe_clipped_linear(&t->opts, 1.5f, 0.25f, -0.5f, 2.0f, &m));
+    else if (t->custom == 2) OK(lithe_clipped_linear(&t->opts, 1.0f, 0.0f, 0.0f, 2.5f, &m));
+    else if (t->custom == 3) OK(lithe_layernorm(5, &m));
+    else OK(lithe_dense(t->layer, &t->opts, &m));
+    return m;
+}
+
+static void test_layers_match_thinc(void **state) {
+    (void)state;
+    char what[160];
+    for (size_t c = 0; c < sizeof specs / sizeof specs[0]; c++) {
+        const tree_spec *t = &specs[c];
+        lithe_model *m = build(t);
+        lithe_value *X = value_of(get("tree.%s.X", t->prefix)), *Y = NULL, *Yp = NULL, *dY = NULL, *dX = NULL;
+        OK(lithe_model_initialize(m, X, NULL));
+        lithe_model *nodes[16];
+        size_t n = 0;
+        OK(lithe_model_walk(m, nodes, 16, &n));
+        for (size_t i = 0; i < n; i++)
+            for (size_t p = 0; p < lithe_model_n_params(nodes[i]); p++) {
+                const char *pn = lithe_model_param_name(nodes[i], p);
+                lithe_tensor *v = tensor_of(get("tree.%s.%zu.%s", t->prefix, i, pn));
+                OK(lithe_model_set_param(nodes[i], pn, v));
+                lithe_tensor_release(v);
+            }
+        lithe_backprop *bp = NULL;
+        OK(lithe_model_begin_update(m, X, &Y, &bp));
+        snprintf(what, sizeof what, "%s (%s): begin_update Y", t->prefix, lithe_model_name(m));
+        expect_close(what, lithe_value_get_tensor(Y), get("tree.%s.Y", t->prefix), TOL_LAYER);
+        OK(lithe_model_predict(m, X, &Yp));
+        snprintf(what, sizeof what, "%s: predict Y", t->prefix);
+        expect_close(what, lithe_value_get_tensor(Yp), get("tree.%s.Ypredict", t->prefix), TOL_LAYER);
+        if (t->has_backprop) {
+            dY = value_of(get("tree.%s.dY", t->prefix));
+            OK(lithe_backprop_run(bp, dY, &dX));
+            snprintf(what, sizeof what, "%s: dX", t->prefix);
+            expect_close(what, lithe_value_get_tensor(dX), get("tree.%s.dX", t->prefix), TOL_LAYER);
+            for (size_t i = 0; i < n; i++)
+                for (size_t p = 0; p < lithe_model_n_params(nodes[i]); p++) {
+                    const char *pn = lithe_model_param_name(nodes[i], p);
+                    lithe_tensor *g = NULL;
+                    OK(lithe_model_get_grad(nodes[i], pn, &g));
+                    snprintf(what, sizeof what, "%s: node %zu (%s) d%s", t->prefix, i, lithe_model_name(nodes[i]), pn);
+                    expect_close(what, g, get("tree.%s.%zu.d%s", t->prefix, i, pn), TOL_LAYER);
+                }
+        }
+        lithe_backprop_free(bp);
+        lithe_value_release(X);
+        lithe_value_release(Y);
+        lithe_value_release(Yp);
+        lithe_value_release(dY);
+        lithe_value_release(dX);
+        lithe_model_free(m);
+    }
+}
+
+/* The trees Thinc builds for normalize= and dropout= (names and walk order printed by Thinc
+ * 8.1.7: [n.name for n in Relu(nO=3, normalize=True, dropout=0.1).walk()]). */
+static void test_normalize_dropout_trees(void **state) {
+    (void)state;
+    static const char *const relu_walk[] = {"relu>>layernorm>>dropout", "relu>>layernorm", "dropout", "relu",
+                                            "layernorm"};
+    static const char *const maxout_walk[] = {"maxout>>layernorm>>dropout", "maxout>>layernorm", "dropout",
+                                              "maxout", "layernorm"};
+    const char *layers[] = {"Relu.v1", "Maxout.v1"};
+    const char *const *walks[] = {relu_walk, maxout_walk};
+    for (int l = 0; l < 2; l++) {
+        lithe_model *m = NULL, *nodes[8];
+        size_t n = 0;
+        OK(lithe_dense(layers[l], &(lithe_dense_opts){.nO = 3, .normalize = true, .dropout = 0.1f}, &m));
+        OK(lithe_model_walk(m, nodes, 8, &n));
+        assert_int_equal(n, 5);
+        for (size_t i = 0; i < n; i++) assert_string_equal(lithe_model_name(nodes[i]), walks[l][i]);
+        /* LayerNorm(nI=nO): its nI is the layer's nO before any data is seen */
+        int64_t nI = 0;
+        OK(lithe_model_get_dim(nodes[4], "nI", &nI));
+        assert_int_equal(nI, 3);
+        lithe_model_free(m);
+    }
+    /* the clipped_linear family: Thinc's attrs and node name */
+    lithe_model *m = NULL;
+    OK(lithe_dense("HardSigmoid.v1", NULL, &m));
+    assert_string_equal(lithe_model_name(m), "clipped_linear");
+    double v = 0;
+    OK(lithe_model_get_attr_float(m, "slope", &v));
+    assert_true(v == (double)0.2f);
+    OK(lithe_model_get_attr_float(m, "offset", &v));
+    assert_true(v == 0.5);
+    lithe_model_free(m);
+}
+
+/* Dish: forward vs float64, gradients by finite differences of the float64 layer. */
+static double dish64(double z) { return 0.5 * z * (1.0 + z / sqrt(1.0 + z * z)); }
+
+static double dish_objective(int B, int nI, int nO, const double *X, const double *W, const double *b,
+                             const double *R) {
+    double L = 0;
+    for (int i = 0; i < B; i++)
+        for (int o = 0; o < nO; o++) {
+            double z = b[o];
+            for (int k = 0; k < nI; k++) z += X[i * nI + k] * W[o * nI + k];
+            L += R[i * nO + o] * dish64(z);
+        }
+    return L;
+}
+
+static void test_dish_finite_differences(void **state) {
+    (void)state;
+    enum { B = 5, nI = 4, nO = 3 };
+    double X[B * nI], W[nO * nI], b[nO], R[B * nO];
+    float xf[B * nI], wf[nO * nI], bf[nO], rf[B * nO];
+    uint64_t s = 3;
+    for (int i = 0; i < B * nI; i++) X[i] = xf[i] = (float)((double)((s = s * 6364136223846793005ULL + 1) >> 40) / 16777216.0 * 4 - 2);
+    for (int i = 0; i < nO * nI; i++) W[i] = wf[i] = (float)((double)((s = s * 6364136223846793005ULL + 1) >> 40) / 16777216.0 * 2 - 1);
+    for (int i = 0; i < nO; i++) b[i] = bf[i] = (float)((double)((s = s * 6364136223846793005ULL + 1) >> 40) / 16777216.0 - 0.5);
+    for (int i = 0; i < B * nO; i++) R[i] = rf[i] = (float)((double)((s = s * 6364136223846793005ULL + 1) >> 40) / 16777216.0 * 2 - 1);
+    lithe_model *m = NULL;
+    OK(lithe_dense("Dish.v1", &(lithe_dense_opts){.nO = nO, .nI = nI}, &m));
+    lithe_tensor *tX = NULL, *tW = NULL, *tb = NULL, *tR = NULL;
+    OK(lithe_tensor_from_data(LITHE_F32, 2, (int64_t[]){B, nI}, xf, &tX));
+    OK(lithe_tensor_from_data(LITHE_F32, 2, (int64_t[]){nO, nI}, wf, &tW));
+    OK(lithe_tensor_from_data(LITHE_F32, 1, (int64_t[]){nO}, bf, &tb));
+    OK(lithe_tensor_from_data(LITHE_F32, 2, (int64_t[]){B, nO}, rf, &tR));
+    lithe_value *Xv = NULL, *Rv = NULL, *Yv = NULL, *dXv = NULL;
+    OK(lithe_value_tensor(tX, &Xv));
+    OK(lithe_value_tensor(tR, &Rv));
+    OK(lithe_model_initialize(m, Xv, NULL));
+    OK(lithe_model_set_param(m, "W", tW));
+    OK(lithe_model_set_param(m, "b", tb));
+    lithe_backprop *bp = NULL;
+    OK(lithe_model_begin_update(m, Xv, &Yv, &bp));
+    OK(lithe_backprop_run(bp, Rv, &dXv));
+    const float *y = lithe_tensor_data(lithe_value_get_tensor(Yv));
+    for (int i = 0; i < B; i++)
+        for (int o = 0; o < nO; o++) {
+            double z = b[o];
+            for (int k = 0; k < nI; k++) z += X[i * nI + k] * W[o * nI + k];
+            double want = dish64(z);
+            if (!(fabs(y[i * nO + o] - want) <= 1e-5 + 1e-4 * fabs(want))) {
+                print_error("Dish Y[%d,%d]: %.9g, float64 %.9g\n", i, o, (double)y[i * nO + o], want);
+                fail();
+            }
+        }
+    lithe_tensor *gW = NULL, *gb = NULL;
+    OK(lithe_model_get_grad(m, "W", &gW));
+    OK(lithe_model_get_grad(m, "b", &gb));
+    struct {
+        const char *what;
+        double *arr;
+        const float *analytic;
+        int count;
+    } wrt[] = {{"Dish dX", X, lithe_tensor_data(lithe_value_get_tensor(dXv)), B * nI},
+               {"Dish dW", W, lithe_tensor_data(gW), nO * nI},
+               {"Dish db", b, lithe_tensor_data(gb), nO}};
+    const double h = 1e-6;
+    for (int w = 0; w < 3; w++)
+        for (int i = 0; i < wrt[w].count; i++) {
+            double keep = wrt[w].arr[i];
+            wrt[w].arr[i] = keep + h;
+            double up = dish_objective(B, nI, nO, X, W, b, R);
+            wrt[w].arr[i] = keep - h;
+            double down = dish_objective(B, nI, nO, X, W, b, R);
+            wrt[w].arr[i] = keep;
+            double fd = (up - down) / (2 * h);
+            if (!(fabs(wrt[w].analytic[i] - fd) <= 1e-4 + 1e-3 * fabs(fd))) {
+                print_error("%s[%d]: %.9g, finite differences %.9g\n", wrt[w].what, i, (double)wrt[w].analytic[i], fd);
+                fail();
+            }
+        }
+    lithe_backprop_free(bp);
+    lithe_value_release(Xv);
+    lithe_value_release(Rv);
+    lithe_value_release(Yv);
+    lithe_value_release(dXv);
+    lithe_tensor_release(tX);
+    lithe_tensor_release(tW);
+    lithe_tensor_release(tb);
+    lithe_tensor_release(tR);
+    lithe_model_free(m);
+}
+
+/* Every layer: predicting a batch gives, row for row, what predicting each row alone gives. */
+static void test_batched_equals_row_by_row(void **state) {
+    (void)state;
+    for (size_t c = 0; c < sizeof specs / sizeof specs[0]; c++) {
+        lithe_model *m = build(&specs[c]);
+        const golden *gX = get("tree.%s.X", specs[c].prefix);
+        lithe_value *X = value_of(gX), *Y = NULL;
+        OK(lithe_model_initialize(m, X, NULL));
+        OK(lithe_model_set_seed(m, 5));
+        OK(lithe_model_predict(m, X, &Y));
+        const lithe_tensor *Yt = lithe_value_get_tensor(Y);
+        int64_t nO = lithe_tensor_shape(Yt)[1], nI = gX->shape[1];
+        const float *y = lithe_tensor_data(Yt);
+        for (int64_t r = 0; r < gX->shape[0]; r++) {
+            float row[16];
+            for (int64_t k = 0; k < nI; k++) row[k] = (float)gX->v[r * nI + k];
+            lithe_tensor *t = NULL;
+            lithe_value *v = NULL, *yr = NULL;
+            OK(lithe_tensor_from_data(LITHE_F32, 2, (int64_t[]){1, nI}, row, &t));
+            OK(lithe_value_tensor(t, &v));
+            OK(lithe_model_predict(m, v, &yr));
+            const float *yy = lithe_tensor_data(lithe_value_get_tensor(yr));
+            for (int64_t o = 0; o < nO; o++)
+                if (yy[o] != y[r * nO + o]) {
+                    print_error("%s: row %lld, output %lld: alone %.9g, in the batch %.9g\n", specs[c].prefix,
+                                (long long)r, (long long)o, (double)yy[o], (double)y[r * nO + o]);
+                    fail();
+                }
+            lithe_tensor_release(t);
+            lithe_value_release(v);
+            lithe_value_release(yr);
+        }
+        lithe_value_release(X);
+        lithe_value_release(Y);
+        lithe_model_free(m);
+    }
+}
+
+/* Initializers: the scale Thinc's formula gives, seen in the sample's extremes and moments. */
+static void test_initializer_scales(void **state) {
+    (void)state;
+    enum { d0 = 300, d1 = 200 };
+    static float w[d0 * d1];
+    const int64_t shape[2] = {d0, d1};
+    struct {
+        lithe_init kind;
+        double scale;
+        bool normal;
+    } cases[] = {
+        {LITHE_INIT_GLOROT_UNIFORM, sqrt(6.0 / (d0 + d1)), false}, {LITHE_INIT_GLOROT_NORMAL, sqrt(2.0 / (d0 + d1)), true},
+        {LITHE_INIT_HE_UNIFORM, sqrt(6.0 / d1), false},           {LITHE_INIT_HE_NORMAL, sqrt(2.0 / d1), true},
+        {LITHE_INIT_LECUN_UNIFORM, sqrt(3.0 / d1), false},        {LITHE_INIT_LECUN_NORMAL, sqrt(1.0 / d1), true},
+        {LITHE_INIT_UNIFORM, 0.1, false},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        lithe_rng rng = {.key = 42 + c, .counter = 0};
+        OK(lithe_init_fill(cases[c].kind, &rng, 2, shape, w));
+        double sum = 0, sq = 0, mx = 0;
+        for (int i = 0; i < d0 * d1; i++) {
+            sum += w[i];
+            sq += (double)w[i] * w[i];
+            mx = fmax(mx, fabs(w[i]));
+        }
+        double n = d0 * d1, mean = sum / n, sd = sqrt(sq / n - mean * mean);
+        double want_sd = cases[c].normal ? cases[c].scale : cases[c].scale / sqrt(3.0);
+        if (!(fabs(mean) < 0.02 * cases[c].scale && fabs(sd / want_sd - 1) < 0.01)) {
+            print_error("initializer %d: mean %g, sd %g, want sd %g\n", (int)cases[c].kind, mean, sd, want_sd);
+            fail();
+        }
+        if (!cases[c].normal) assert_true(mx <= cases[c].scale && mx > 0.999 * cases[c].scale);
+    }
+    /* zero_init, and normal_init with Thinc's default mean 0 (its scale quirk): all zeros */
+    lithe_rng rng = {1, 0};
+    for (int k = 0; k < 2; k++) {
+        w[7] = 1.0f;
+        OK(lithe_init_fill(k ? LITHE_INIT_NORMAL : LITHE_INIT_ZERO, &rng, 2, shape, w));
+        for (int i = 0; i < d0 * d1; i++) assert_true(w[i] == 0.0f);
+    }
+    FAILS(LITHE_ERR_VALUE, lithe_init_fill(LITHE_INIT_DEFAULT, &rng, 2, shape, w));
+    FAILS(LITHE_ERR_INVALID_ARG, lithe_init_fill(LITHE_INIT_ZERO, &rng, 0, shape, w));
+    FAILS(LITHE_ERR_INVALID_ARG, lithe_init_fill(LITHE_INIT_ZERO, NULL, 2, shape, w));
+    /* a layer's default: Swish is he-normal, Sigmoid zeros; an explicit init_W overrides */
+    lithe_model *m = NULL;
+    lithe_tensor *t = NULL;
+    lithe_value *X = NULL;
+    float xs[2 * 400] = {0};
+    OK(lithe_tensor_from_data(LITHE_F32, 2, (int64_t[]){2, 400}, xs, &t));
+    OK(lithe_value_tensor(t, &X));
+    lithe_tensor_release(t);
+    OK(lithe_dense("Sigmoid.v1", &(lithe_dense_opts){.nO = 300}, &m));
+    OK(lithe_model_initialize(m, X, NULL));
+    OK(lithe_model_get_param(m, "W", &t));
+    for (int i = 0; i < 300 * 400; i++) assert_true(((const float *)lithe_tensor_data(t))[i] == 0.0f);
+    lithe_model_free(m);
+    OK(lithe_dense("Sigmoid.v1", &(lithe_dense_opts){.nO = 300, .init_W = LITHE_INIT_LECUN_UNIFORM}, &m));
+    OK(lithe_model_initialize(m, X, NULL));
+    OK(lithe_model_get_param(m, "W", &t));
+    double mx = 0;
+    for (int i = 0; i < 300 * 400; i++) mx = fmax(mx, fabs(((const float *)lithe_tensor_data(t))[i]));
+    assert_true(mx > 0.99 * sqrt(3.0 / 400) && mx <= sqrt(3.0 / 400));
+    lithe_model_free(m);
+    lithe_value_release(X);
+}
+
+static void test_bad_arguments(void **state) {
+    (void)state;
+    lithe_model *m = (lithe_model *)1;
+    FAILS(LITHE_ERR_VALUE, lithe_dense("Relu.v9", NULL, &m));
+    assert_null(m);
+    assert_non_null(strstr(lithe_last_error(), "Mish.v1"));
+    FAILS(LITHE_ERR_INVALID_ARG, lithe_dense(NULL, NULL, &m));
+    FAILS(LITHE_ERR_INVALID_ARG, lithe_dense("Relu.v1", NULL, NULL));
+    FAILS(LITHE_ERR_VALUE, lithe_dense("Linear.v1", &(lithe_dense_opts){.dropout = 0.5f}, &m));
+    assert_non_null(strstr(lithe_last_error(), "Linear.v1"));
+    FAILS(LITHE_ERR_VALUE, lithe_dense("Sigmoid.v1", &(lithe_dense_opts){.normalize = true}, &m));
+    FAILS(LITHE_ERR_VALUE, lithe_dense("Mish.v1", &(lithe_dense_opts){.dropout = 1.5f}, &m));
+    FAILS(LITHE_ERR_VALUE, lithe_dense("Gelu.v1", &(lithe_dense_opts){.nO = -1}, &m));
+    FAILS(LITHE_ERR_VALUE, lithe_dense("Gelu.v1", &(lithe_dense_opts){.init_W = (lithe_init)77}, &m));
+    FAILS(LITHE_ERR_VALUE, lithe_dense("Maxout.v1", &(lithe_dense_opts){.nP = -2}, &m));
+    FAILS(LITHE_ERR_VALUE, lithe_clipped_linear(NULL, 0.0f, 0, 0, 1, &m));
+    FAILS(LITHE_ERR_VALUE, lithe_clipped_linear(NULL, 1.0f, 0, 2, 1, &m));
+    FAILS(LITHE_ERR_INVALID_ARG, lithe_clipped_linear(NULL, 1.0f, 0, 0, 1, NULL));
+    FAILS(LITHE_ERR_VALUE, lithe_layernorm(-1, &m));
+    FAILS(LITHE_ERR_INVALID_ARG, lithe_layernorm(3, NULL));
+    FAILS(LITHE_ERR_VALUE, lithe_activation("tanh_activation.v1", &m));
+    FAILS(LITHE_ERR_INVALID_ARG, lithe_activation(NULL, &m));
+    FAILS(LITHE_ERR_INVALID_ARG, lithe_activation("Logistic.v1", NULL));
+
+    /* wrong widths and dtypes name the layer and the numbers */
+    OK(lithe_dense("Maxout.v1", &(lithe_dense_opts){.nO = 3, .nI = 4}, &m));
+    OK(lithe_model_initialize(m, NULL, NULL));
+    float x[10] = {0};
+    lithe_tensor *t = NULL;
+    lithe_value *X = NULL, *Y = NULL;
+    OK(lithe_tensor_from_data(LITHE_F32, 2, (int64_t[]){2, 5}, x, &t));
+    OK(lithe_value_tensor(t, &X));
+    FAILS(LITHE_ERR_SHAPE, lithe_model_predict(m, X, &Y));
+    assert_non_null(strstr(lithe_last_error(), "maxout"));
+    assert_non_null(strstr(lithe_last_error(), "5"));
+    lithe_model_free(m);
+    OK(lithe_layernorm(4, &m));
+    OK(lithe_model_initialize(m, NULL, NULL));
+    FAILS(LITHE_ERR_SHAPE, lithe_model_predict(m, X, &Y));
+    assert_non_null(strstr(lithe_last_error(), "layernorm"));
+    lithe_model_free(m);
+    OK(lithe_layernorm(0, &m));
+    FAILS(LITHE_ERR_STATE, lithe_model_initialize(m, NULL, NULL));
+    lithe_model_free(m);
+    OK(lithe_activation("softmax_activation.v1", &m));
+    lithe_tensor *t3 = NULL;
+    lithe_value *X3 = NULL;
+    OK(lithe_tensor_reshape(t, 3, (int64_t[]){1, 2, 5}, &t3));
+    OK(lithe_value_tensor(t3, &X3));
+    FAILS(LITHE_ERR_SHAPE, lithe_model_predict(m, X3, &Y));
+    lithe_model_free(m);
+    OK(lithe_activation("sigmoid_activation.v1", &m));
+    OK(lithe_model_predict(m, X3, &Y)); /* any shape */
+    lithe_value_release(Y);
+    lithe_model_free(m);
+    lithe_tensor_release(t3);
+    lithe_value_release(X3);
+    lithe_tensor_release(t);
+    lithe_value_release(X);
+}
+
+int main(int argc, char **argv) {
+    golden_path = argc > 1 ? argv[1] : getenv("LITHE_THINC_GOLDENS");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_layers_match_thinc),
+        cmocka_unit_test(test_normalize_dropout_trees),
+        cmocka_unit_test(test_dish_finite_differences),
+        cmocka_unit_test(test_batched_equals_row_by_row),
+        cmocka_unit_test(test_initializer_scales),
+        cmocka_unit_test(test_bad_arguments),
+    };
+    return cmocka_run_group_tests(tests, load_goldens, free_goldens);
+}
