@@ -37,6 +37,8 @@ static void usage(FILE *f) {
             "  --batch-size N    examples per update (default 128)\n"
             "  --seed N          seed for initialization, dropout and shuffling (default 0)\n"
             "  --device NAME     backend to train on (default cpu)\n"
+            "  --model NAME      relu (default): the model above; maxout: Thinc's MNIST example,\n"
+            "                    chain(Maxout(128, nP=3, dropout=0.2, normalize=True) x 2, Softmax(10))\n"
             "  --learn-rate X    Adam learning rate (default 0.001, Thinc's)\n"
             "  --data DIR        folder with the IDX files (default " DEFAULT_DATA_DIR ",\n"
             "                    from Debian's dataset-fashion-mnist)\n"
@@ -51,6 +53,7 @@ typedef struct mnist_opts {
     const char *device, *data;
     double lr;
     long limit;
+    const char *model; /* "relu" or "maxout" */
 } mnist_opts;
 
 static int parse_long(const char *s, long lo, long hi, long *out) {
@@ -99,18 +102,25 @@ static void fill_batch(const idx_data *img, const idx_data *lab, const int64_t *
     }
 }
 
-static lithe_status build_model(lithe_model **out) {
-    lithe_model *r1 = NULL, *r2 = NULL, *sm = NULL;
-    lithe_status s = lithe_relu(&(lithe_dense_opts){.nO = 512, .dropout = 0.2f}, &r1);
-    if (s == LITHE_OK) s = lithe_relu(&(lithe_dense_opts){.nO = 512, .dropout = 0.2f}, &r2);
+/* relu: chain(Relu(512, dropout=0.2), Relu(512, dropout=0.2), Softmax(10)).
+ * maxout: Thinc's MNIST example shape, chain(Maxout(128, nP=3, dropout=0.2, normalize=True) x 2,
+ * Softmax(10)): each Maxout is chain(chain(maxout, layernorm), dropout) as Thinc builds it. */
+static lithe_status build_model(const char *kind, lithe_model **out) {
+    lithe_model *h1 = NULL, *h2 = NULL, *sm = NULL;
+    bool maxout = strcmp(kind, "maxout") == 0;
+    lithe_dense_opts o = maxout ? (lithe_dense_opts){.nO = 128, .nP = 3, .dropout = 0.2f, .normalize = true}
+                                : (lithe_dense_opts){.nO = 512, .dropout = 0.2f};
+    const char *layer = maxout ? "Maxout.v1" : "Relu.v1";
+    lithe_status s = lithe_dense(layer, &o, &h1);
+    if (s == LITHE_OK) s = lithe_dense(layer, &o, &h2);
     if (s == LITHE_OK) s = lithe_softmax(&(lithe_softmax_opts){.nO = 10}, &sm);
     if (s != LITHE_OK) {
-        lithe_model_free(r1);
-        lithe_model_free(r2);
+        lithe_model_free(h1);
+        lithe_model_free(h2);
         lithe_model_free(sm);
         return s;
     }
-    return lithe_chain(3, (lithe_model *[]){r1, r2, sm}, out);
+    return lithe_chain(3, (lithe_model *[]){h1, h2, sm}, out);
 }
 
 /* Accuracy of argmax(predict(X)) over a split, in batches. */
@@ -172,7 +182,7 @@ static int train_mnist(const mnist_opts *o) {
         fprintf(stderr, "lithe: out of memory\n");
         goto done;
     }
-    s = build_model(&model);
+    s = build_model(o->model, &model);
     if (s != LITHE_OK) { fail("building the model", s); goto done; }
     if ((s = lithe_model_set_seed(model, o->seed)) != LITHE_OK) { fail("seeding the model", s); goto done; }
     if ((s = lithe_model_set_backend(model, be)) != LITHE_OK) { fail("moving the model", s); goto done; }
@@ -288,7 +298,7 @@ done:
 
 static int cmd_train_mnist(int argc, char **argv) {
     mnist_opts o = {.epochs = 10, .batch = 128, .seed = 0, .device = "cpu", .data = DEFAULT_DATA_DIR, .lr = 0.001,
-                    .limit = 0};
+                    .limit = 0, .model = "relu"};
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -310,6 +320,7 @@ static int cmd_train_mnist(int argc, char **argv) {
             if (!*v || *end) { fprintf(stderr, "lithe: train-mnist: --seed %s is not a number\n", v); return 2; }
             o.seed = sv;
         } else if (!strcmp(a, "--device")) o.device = v;
+        else if (!strcmp(a, "--model") && (!strcmp(v, "relu") || !strcmp(v, "maxout"))) o.model = v;
         else if (!strcmp(a, "--data")) o.data = v;
         else if (!strcmp(a, "--limit") && parse_long(v, 1, 100000000, &n) == 0) o.limit = n;
         else if (!strcmp(a, "--learn-rate")) {
