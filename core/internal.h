@@ -257,6 +257,7 @@ struct lithe_model {
     lithe_shim **shims; /* owned; empty for every layer so far */
     /* construction choices that Thinc binds into the layer's init, not attrs (never saved) */
     lithe_init init_W, init_b;
+    double cfg[2]; /* layer-private constants (resizable: the fill of new W and b rows) */
 };
 
 /* A shim: a foreign graph a node holds (an imported ONNX / TF.js graph, core/graph/, arriving
@@ -277,6 +278,9 @@ struct lithe_shim {
 lithe_status lithe__model_new(const lithe__layer_type *type, const char *name,
                               const char *const *dim_names, const char *const *param_names,
                               lithe_model **out);
+/* A new node (new id) of src's type, name, dims, attrs and private settings, with copies of its
+ * params; no grads, children, refs or shims. */
+lithe_status lithe__node_clone(const lithe_model *src, lithe_model **out);
 /* Appends a child, taking over the caller's reference. */
 lithe_status lithe__model_add_layer(lithe_model *m, lithe_model *child);
 lithe__param *lithe__model_find_param(const lithe_model *m, const char *name);

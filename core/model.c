@@ -691,3 +691,48 @@ lithe_status lithe_model_finish_update(lithe_model *m, lithe_optimizer *opt) {
     lithe__free(w.v);
     return s;
 }
+
+/* ---- copies ---- */
+
+lithe_status lithe__node_clone(const lithe_model *src, lithe_model **out) {
+    *out = NULL;
+    const char **dn = lithe__calloc(src->n_dims + 1, sizeof *dn), **pn = lithe__calloc(src->n_params + 1, sizeof *pn);
+    lithe_status s = (dn && pn) ? LITHE_OK : lithe__oom(src->name, (src->n_dims + src->n_params + 2) * sizeof *dn);
+    for (size_t i = 0; s == LITHE_OK && i < src->n_dims; i++) dn[i] = src->dims[i].name;
+    for (size_t i = 0; s == LITHE_OK && i < src->n_params; i++) pn[i] = src->params[i].name;
+    lithe_model *m = NULL;
+    if (s == LITHE_OK) s = lithe__model_new(src->type, src->name, dn, pn, &m);
+    lithe__free(dn);
+    lithe__free(pn);
+    if (s != LITHE_OK) return s;
+    m->backend = src->backend;
+    m->init_W = src->init_W;
+    m->init_b = src->init_b;
+    memcpy(m->cfg, src->cfg, sizeof m->cfg);
+    for (size_t i = 0; i < src->n_dims; i++) m->dims[i].value = src->dims[i].value;
+    for (size_t i = 0; s == LITHE_OK && i < src->n_params; i++)
+        if (src->params[i].value) {
+            lithe_tensor *t = NULL;
+            s = lithe__tensor_like(src->params[i].value, false, &t);
+            if (s == LITHE_OK) s = lithe__op_copy(m->backend, t, src->params[i].value);
+            if (s == LITHE_OK) m->params[i].value = t;
+            else lithe_tensor_release(t);
+        }
+    for (size_t i = 0; s == LITHE_OK && i < src->n_attrs; i++) {
+        const lithe__attr *a = &src->attrs[i];
+        switch (a->type) {
+        case LITHE_ATTR_INT: s = lithe_model_set_attr_int(m, a->name, a->v.i); break;
+        case LITHE_ATTR_FLOAT: s = lithe_model_set_attr_float(m, a->name, a->v.f); break;
+        case LITHE_ATTR_BOOL: s = lithe_model_set_attr_bool(m, a->name, a->v.b); break;
+        case LITHE_ATTR_STR: s = lithe_model_set_attr_str(m, a->name, a->v.s); break;
+        case LITHE_ATTR_TENSOR: s = lithe_model_set_attr_tensor(m, a->name, a->v.t); break;
+        case LITHE_ATTR_NONE: break;
+        }
+    }
+    if (s != LITHE_OK) {
+        lithe_model_free(m);
+        return s;
+    }
+    *out = m;
+    return LITHE_OK;
+}

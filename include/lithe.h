@@ -388,6 +388,21 @@ LITHE_API lithe_status lithe_layernorm(int64_t nI, lithe_model **out);
  * sigmoids, (B, N) for the softmax. Statuses: LITHE_ERR_VALUE for an unknown name. */
 LITHE_API lithe_status lithe_activation(const char *layer, lithe_model **out);
 
+/* "resizable.v1": a node named "resizable(<layer>)" holding one leaf layer with params W and b
+ * (Linear, Softmax, Maxout, the affine family) whose output width can grow: Thinc's resizable
+ * with resize_linear_weighted. fill_W / fill_b are the values of new rows (Thinc's
+ * fill_defaults; 0 by default there). Takes ownership of layer, also on failure.
+ * Statuses: LITHE_ERR_UNSUPPORTED for a layer with children, refs, shims or without W and b. */
+LITHE_API lithe_status lithe_resizable(lithe_model *layer, float fill_W, float fill_b, lithe_model **out);
+/* Thinc's resize_model: replaces the held layer by a new node (a new id, so optimizer state
+ * starts fresh for it, as in Thinc) with nO = new_nO whose params keep the old rows (axis 0)
+ * and fill the new ones. Same nO: nothing changes; a layer not yet initialized just takes the
+ * new nO. Backprop records made before keep the old layer alive and consistent. The resizable
+ * node's own nO follows (Thinc leaves it stale). Statuses: LITHE_ERR_INVALID_ARG (not a
+ * resizable node), LITHE_ERR_VALUE (new_nO <= 0, or smaller than nO: Thinc only grows),
+ * LITHE_ERR_OOM. */
+LITHE_API lithe_status lithe_resize_model(lithe_model *resizable, int64_t new_nO);
+
 /* Every registered layer name, versioned as Thinc registers it ("Relu.v1", ...), in a fixed
  * order. *n receives the count; the array is static and immutable. Thread-safe. */
 LITHE_API const char *const *lithe_layer_names(size_t *n);

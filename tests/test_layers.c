@@ -413,6 +413,146 @@ static void test_bad_arguments(void **state) {
     lithe_value_release(X);
 }
 
+
+/* resizable + resize_model against Thinc (3 -> 4 classes, fills 0.5 / -1, then an Adam step with
+ * CCE on the new class), and a 10 -> 11 classifier whose first 10 logits do not move. */
+static void test_resize_like_thinc(void **state) {
+    (void)state;
+    lithe_model *sm = NULL, *rz = NULL;
+    OK(lithe_softmax(&(lithe_softmax_opts){.nO = 3, .nI = 5, .unnormalized_outputs = true}, &sm));
+    OK(lithe_resizable(sm, 0.5f, -1.0f, &rz));
+    assert_string_equal(lithe_model_name(rz), "resizable(softmax)");
+    lithe_value *X = value_of(get("resize.X")), *Y = NULL;
+    OK(lithe_model_initialize(rz, X, NULL));
+    lithe_tensor *W0 = tensor_of(get("resize.W0")), *b0 = tensor_of(get("resize.b0"));
+    OK(lithe_model_set_param(lithe_model_layer(rz, 0), "W", W0));
+    OK(lithe_model_set_param(lithe_model_layer(rz, 0), "b", b0));
+    lithe_tensor_release(W0);
+    lithe_tensor_release(b0);
+    OK(lithe_model_predict(rz, X, &Y));
+    expect_close("logits before resizing", lithe_value_get_tensor(Y), get("resize.logits0"), TOL_LAYER);
+    lithe_value_release(Y);
+    uint64_t old_id = lithe_model_id(lithe_model_layer(rz, 0));
+    OK(lithe_resize_model(rz, 4));
+    lithe_model *layer = lithe_model_layer(rz, 0);
+    assert_true(lithe_model_id(layer) != old_id); /* a new node: fresh optimizer state, as Thinc */
+    int64_t nO = 0;
+    OK(lithe_model_get_dim(layer, "nO", &nO));
+    assert_int_equal(nO, 4);
+    lithe_tensor *t = NULL;
+    OK(lithe_model_get_param(layer, "W", &t));
+    expect_close("W after resizing", t, get("resize.W1"), 0, 0);
+    OK(lithe_model_get_param(layer, "b", &t));
+    expect_close("b after resizing", t, get("resize.b1"), 0, 0);
+    OK(lithe_model_predict(rz, X, &Y));
+    expect_close("logits after resizing", lithe_value_get_tensor(Y), get("resize.logits1"), TOL_LAYER);
+    lithe_value_release(Y);
+    /* a training step on the grown classifier */
+    lithe_backprop *bp = NULL;
+    lithe_tensor *labels = tensor_of(get("resize.labels")), *d = NULL;
+    float loss = 0;
+    OK(lithe_model_begin_update(rz, X, &Y, &bp));
+    OK(lithe_categorical_crossentropy(NULL, lithe_value_get_tensor(Y), labels, &d, &loss));
+    lithe_value *dv = NULL;
+    OK(lithe_value_tensor(d, &dv));
+    OK(lithe_backprop_run(bp, dv, NULL));
+    lithe_optimizer_opts oo = lithe_adam_defaults();
+    oo.learn_rate = 0.01;
+    lithe_optimizer *opt = NULL;
+    OK(lithe_optimizer_new(&oo, &opt));
+    OK(lithe_model_finish_update(rz, opt));
+    OK(lithe_model_get_param(layer, "W", &t));
+    expect_close("W after an Adam step", t, get("resize.W2"), TOL_LAYER);
+    OK(lithe_model_get_param(layer, "b", &t));
+    expect_close("b after an Adam step", t, get("resize.b2"), TOL_LAYER);
+    lithe_optimizer_free(opt);
+    lithe_backprop_free(bp);
+    lithe_value_release(dv);
+    lithe_value_release(Y);
+    lithe_tensor_release(d);
+    lithe_tensor_release(labels);
+    lithe_value_release(X);
+
+    /* shrinking is refused, the same nO changes nothing, a non-resizable node is refused */
+    FAILS(LITHE_ERR_VALUE, lithe_resize_model(rz, 2));
+    uint64_t id = lithe_model_id(lithe_model_layer(rz, 0));
+    OK(lithe_resize_model(rz, 4));
+    assert_true(lithe_model_id(lithe_model_layer(rz, 0)) == id);
+    FAILS(LITHE_ERR_INVALID_ARG, lithe_resize_model(layer, 5));
+    FAILS(LITHE_ERR_INVALID_ARG, lithe_resize_model(NULL, 5));
+    lithe_model_free(rz);
+    lithe_model *ch = NULL, *a = NULL, *b = NULL;
+    OK(lithe_dense("Relu.v1", NULL, &a));
+    OK(lithe_dense("Relu.v1", NULL, &b));
+    OK(lithe_chain(2, (lithe_model *[]){a, b}, &ch));
+    FAILS(LITHE_ERR_UNSUPPORTED, lithe_resizable(ch, 0, 0, &rz)); /* takes ownership: ch is freed */
+    FAILS(LITHE_ERR_INVALID_ARG, lithe_resizable(NULL, 0, 0, &rz));
+}
+
+static void test_resize_ten_to_eleven_classes(void **state) {
+    (void)state;
+    enum { B = 7, nI = 12 };
+    float x[B * nI];
+    for (int i = 0; i < B * nI; i++) x[i] = (float)sin(0.37 * i);
+    lithe_tensor *xt = NULL;
+    lithe_value *X = NULL, *Y = NULL;
+    OK(lithe_tensor_from_data(LITHE_F32, 2, (int64_t[]){B, nI}, x, &xt));
+    OK(lithe_value_tensor(xt, &X));
+    lithe_model *sm = NULL, *rz = NULL, *hidden = NULL, *model = NULL;
+    OK(lithe_dense("Relu.v1", &(lithe_dense_opts){.nO = 8}, &hidden));
+    OK(lithe_softmax(&(lithe_softmax_opts){.nO = 10, .unnormalized_outputs = true}, &sm));
+    OK(lithe_resizable(sm, 0.0f, 0.0f, &rz));
+    OK(lithe_chain(2, (lithe_model *[]){hidden, rz}, &model));
+    OK(lithe_model_initialize(model, X, NULL));
+    /* train a little so the weights are not Softmax's zeros */
+    lithe_optimizer_opts oo = lithe_adam_defaults();
+    oo.learn_rate = 0.05;
+    lithe_optimizer *opt = NULL;
+    OK(lithe_optimizer_new(&oo, &opt));
+    int32_t lab[B] = {0, 3, 9, 4, 4, 7, 1};
+    lithe_tensor *labels = NULL;
+    OK(lithe_tensor_from_data(LITHE_I32, 1, (int64_t[]){B}, lab, &labels));
+    for (int step = 0; step < 5; step++) {
+        if (step == 3) {
+            OK(lithe_model_predict(model, X, &Y));
+            float before[B * 10];
+            memcpy(before, lithe_tensor_data(lithe_value_get_tensor(Y)), sizeof before);
+            lithe_value_release(Y);
+            OK(lithe_resize_model(rz, 11));
+            OK(lithe_model_predict(model, X, &Y));
+            const float *after = lithe_tensor_data(lithe_value_get_tensor(Y));
+            assert_int_equal(lithe_tensor_shape(lithe_value_get_tensor(Y))[1], 11);
+            for (int i = 0; i < B; i++) {
+                for (int c = 0; c < 10; c++) assert_true(after[i * 11 + c] == before[i * 10 + c]);
+                assert_true(after[i * 11 + 10] == 0.0f); /* zero fill */
+            }
+            lithe_value_release(Y);
+            lab[0] = 10; /* the new class */
+            lithe_tensor_release(labels);
+            OK(lithe_tensor_from_data(LITHE_I32, 1, (int64_t[]){B}, lab, &labels));
+        }
+        lithe_backprop *bp = NULL;
+        lithe_tensor *d = NULL;
+        float loss = 0;
+        lithe_value *dv = NULL;
+        OK(lithe_model_begin_update(model, X, &Y, &bp));
+        OK(lithe_categorical_crossentropy(NULL, lithe_value_get_tensor(Y), labels, &d, &loss));
+        assert_true(isfinite(loss));
+        OK(lithe_value_tensor(d, &dv));
+        OK(lithe_backprop_run(bp, dv, NULL));
+        OK(lithe_model_finish_update(model, opt));
+        lithe_backprop_free(bp);
+        lithe_value_release(dv);
+        lithe_value_release(Y);
+        lithe_tensor_release(d);
+    }
+    lithe_optimizer_free(opt);
+    lithe_tensor_release(labels);
+    lithe_tensor_release(xt);
+    lithe_value_release(X);
+    lithe_model_free(model);
+}
+
 int main(int argc, char **argv) {
     golden_path = argc > 1 ? argv[1] : getenv("LITHE_THINC_GOLDENS");
     const struct CMUnitTest tests[] = {
@@ -422,6 +562,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_batched_equals_row_by_row),
         cmocka_unit_test(test_initializer_scales),
         cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_resize_like_thinc),
+        cmocka_unit_test(test_resize_ten_to_eleven_classes),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);
 }

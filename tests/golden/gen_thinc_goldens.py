@@ -152,6 +152,37 @@ tree_case("tree.logistic", Logistic(), Xd)
 tree_case("tree.sigmoid_activation", sigmoid_activation(), Xd)
 tree_case("tree.softmax_activation", softmax_activation(), Xd)
 
+# --- resizable + resize_model: a trained classifier gets a new class -----------------------------
+from functools import partial  # noqa: E402
+
+from thinc.api import resizable  # noqa: E402
+from thinc.layers.resizable import resize_linear_weighted, resize_model  # noqa: E402
+
+Xr = randf(6, 5)
+rz = resizable(Softmax_v2(3, 5, normalize_outputs=False),
+               resize_layer=partial(resize_linear_weighted, fill_defaults={"W": 0.5, "b": -1.0}))
+rz.initialize()
+rz.layers[0].set_param("W", randf(3, 5))
+rz.layers[0].set_param("b", randf(3))
+rec("resize.X", Xr)
+rec("resize.W0", rz.layers[0].get_param("W"))
+rec("resize.b0", rz.layers[0].get_param("b"))
+rec("resize.logits0", rz.predict(Xr))
+resize_model(rz, 4)
+rec("resize.W1", rz.layers[0].get_param("W"))
+rec("resize.b1", rz.layers[0].get_param("b"))
+rec("resize.logits1", rz.predict(Xr))
+# one training step on the new class too: CCE with int labels, Adam
+labels_r = numpy.array([3, 0, 3, 1, 2, 3], dtype="int32")
+Yr, bp_r = rz.begin_update(Xr)
+d_r, _ = CategoricalCrossentropy()(Yr, labels_r)
+bp_r(d_r)
+opt_r = Adam(0.01)
+rz.finish_update(opt_r)
+rec("resize.labels", labels_r)
+rec("resize.W2", rz.layers[0].get_param("W"))
+rec("resize.b2", rz.layers[0].get_param("b"))
+
 # --- A chain with shape inference, CCE, backprop and two Adam updates -----------------------------
 fix_random_seed(7)
 B, nI, nC = 8, 7, 3
