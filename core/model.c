@@ -736,3 +736,71 @@ lithe_status lithe__node_clone(const lithe_model *src, lithe_model **out) {
     *out = m;
     return LITHE_OK;
 }
+
+/* Thinc's Model.copy: every node copied (new ids) with its params, grads, dims and attrs; a child
+ * shared inside the tree stays shared in the copy; refs are not carried over (Thinc 8.1 leaves
+ * them out of the copy too). */
+typedef struct copy_memo {
+    size_t n, cap;
+    const lithe_model **from;
+    lithe_model **to;
+} copy_memo;
+
+static lithe_status copy_rec(const lithe_model *src, copy_memo *memo, lithe_model **out) {
+    if (src->n_shims)
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: copying a node with shims is not supported yet", src->name);
+    lithe_model *m = NULL;
+    LITHE__TRY(lithe__node_clone(src, &m));
+    lithe_status s = LITHE_OK;
+    for (size_t i = 0; s == LITHE_OK && i < src->n_params; i++)
+        if (src->params[i].grad) {
+            lithe_tensor *g = NULL;
+            s = lithe__tensor_like(src->params[i].grad, false, &g);
+            if (s == LITHE_OK) s = lithe__op_copy(m->backend, g, src->params[i].grad);
+            if (s == LITHE_OK) m->params[i].grad = g;
+            else lithe_tensor_release(g);
+        }
+    for (size_t i = 0; s == LITHE_OK && i < src->n_layers; i++) {
+        const lithe_model *child = src->layers[i];
+        lithe_model *c = NULL;
+        for (size_t k = 0; k < memo->n && !c; k++)
+            if (memo->from[k] == child) c = lithe_model_retain(memo->to[k]);
+        if (!c) {
+            s = copy_rec(child, memo, &c);
+            if (s != LITHE_OK) break;
+            if (memo->n == memo->cap) {
+                size_t cap = memo->cap ? 2 * memo->cap : 16;
+                const lithe_model **f = lithe__realloc(memo->from, cap * sizeof *f);
+                if (f) memo->from = f;
+                lithe_model **t = f ? lithe__realloc(memo->to, cap * sizeof *t) : NULL;
+                if (t) memo->to = t;
+                if (!f || !t) {
+                    lithe_model_free(c);
+                    s = lithe__oom(src->name, cap * sizeof *t);
+                    break;
+                }
+                memo->cap = cap;
+            }
+            memo->from[memo->n] = child;
+            memo->to[memo->n++] = c; /* borrowed: the copy tree owns it */
+        }
+        s = lithe__model_add_layer(m, c);
+    }
+    if (s != LITHE_OK) {
+        lithe_model_free(m);
+        return s;
+    }
+    *out = m;
+    return LITHE_OK;
+}
+
+lithe_status lithe_model_copy(const lithe_model *m, lithe_model **out) {
+    LITHE__CHECK_ARG(out, "lithe_model_copy", "out is NULL");
+    *out = NULL;
+    LITHE__CHECK_ARG(m, "lithe_model_copy", "model is NULL");
+    copy_memo memo = {0};
+    lithe_status s = copy_rec(m, &memo, out);
+    lithe__free(memo.from);
+    lithe__free(memo.to);
+    return s;
+}

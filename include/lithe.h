@@ -388,6 +388,28 @@ LITHE_API lithe_status lithe_layernorm(int64_t nI, lithe_model **out);
  * sigmoids, (B, N) for the softmax. Statuses: LITHE_ERR_VALUE for an unknown name. */
 LITHE_API lithe_status lithe_activation(const char *layer, lithe_model **out);
 
+/* "concatenate.v1": Y = hstack(layer_i(X)) over 2-D outputs with equal rows; dX sums the
+ * layers' dX, each fed its own (contiguous) slice of dY. Named by joining the layer names with
+ * "|". As Thinc: 0 layers give noop, 1 layer is returned as is, and a concatenate node given
+ * first is extended. Takes ownership of the layers, also on failure. Arrays only for now. */
+LITHE_API lithe_status lithe_concatenate(size_t n, lithe_model *const *layers, lithe_model **out);
+/* "add.v1": Y = sum of layer_i(X) (n >= 2, equal shapes), dX = sum of their dX. An add node
+ * given first is extended, as Thinc. Takes ownership of the layers, also on failure. */
+LITHE_API lithe_status lithe_add(size_t n, lithe_model *const *layers, lithe_model **out);
+/* "residual.v1": Y = X + layer(X), dX = dY + layer's dX; named "residual(<layer>)". Takes
+ * ownership of layer, also on failure. */
+LITHE_API lithe_status lithe_residual(lithe_model *layer, lithe_model **out);
+/* "noop.v1": Y = X, dX = dY; holds the given layers (n may be 0) without calling them. */
+LITHE_API lithe_status lithe_noop(size_t n, lithe_model *const *layers, lithe_model **out);
+/* "clone.v1": chain(orig, copy of orig, ...) with n nodes and distinct weights (Thinc's clone;
+ * n 0 gives noop, 1 gives orig). Takes ownership of orig, also on failure. */
+LITHE_API lithe_status lithe_clone(lithe_model *orig, size_t n, lithe_model **out);
+/* Thinc's model.copy(): a deep copy — every node new (new ids), params, grads, dims and attrs
+ * copied; a node shared inside the tree stays shared in the copy. Refs are not carried over,
+ * as in Thinc 8.1. Statuses: LITHE_ERR_UNSUPPORTED for nodes with shims (no shim copies yet),
+ * LITHE_ERR_OOM. */
+LITHE_API lithe_status lithe_model_copy(const lithe_model *m, lithe_model **out);
+
 /* "resizable.v1": a node named "resizable(<layer>)" holding one leaf layer with params W and b
  * (Linear, Softmax, Maxout, the affine family) whose output width can grow: Thinc's resizable
  * with resize_linear_weighted. fill_W / fill_b are the values of new rows (Thinc's

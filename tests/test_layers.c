@@ -34,12 +34,15 @@
         }                                                                                          \
     } while (0)
 
+static lithe_model *combinator(int which);
+
 typedef struct tree_spec {
     const char *prefix; /* golden prefix tree.<name> */
     const char *layer;  /* lithe_dense / lithe_activation name, or NULL: custom */
     lithe_dense_opts opts;
     bool activation; /* parameter-free: lithe_activation */
-    int custom;      /* 1: ClippedLinear(1.5, 0.25, -0.5, 2); 2: ReluK(k=2.5); 3: LayerNorm(5) */
+    int custom;      /* 1: ClippedLinear(1.5, 0.25, -0.5, 2); 2: ReluK(k=2.5); 3: LayerNorm(5);
+                        10+: a combinator tree, see combinator() */
     bool has_backprop;
 } tree_spec;
 
@@ -62,7 +65,44 @@ static const tree_spec specs[] = {
     {"logistic", "Logistic.v1", {0}, true, 0, true},
     {"sigmoid_activation", "sigmoid_activation.v1", {0}, true, 0, true},
     {"softmax_activation", "softmax_activation.v1", {0}, true, 0, true},
+    {"concatenate", NULL, {0}, false, 10, true},
+    {"add", NULL, {0}, false, 11, true},
+    {"residual", NULL, {0}, false, 12, true},
+    {"noop", NULL, {0}, false, 13, true},
+    {"clone", NULL, {0}, false, 14, true},
+    {"nested", NULL, {0}, false, 15, true},
 };
+
+static lithe_model *dense(const char *name, int64_t nO, int64_t nI) {
+    lithe_model *m = NULL;
+    OK(lithe_dense(name, &(lithe_dense_opts){.nO = nO, .nI = nI}, &m));
+    return m;
+}
+
+/* The same trees as the generator's tree_case calls. */
+static lithe_model *combinator(int which) {
+    lithe_model *m = NULL;
+    switch (which) {
+    case 10:
+        OK(lithe_concatenate(3, (lithe_model *[]){dense("Relu.v1", 3, 5), dense("Mish.v1", 2, 5), dense("Linear.v1", 1, 5)}, &m));
+        break;
+    case 11: OK(lithe_add(2, (lithe_model *[]){dense("Linear.v1", 4, 5), dense("Relu.v1", 4, 5)}, &m)); break;
+    case 12: OK(lithe_residual(dense("Relu.v1", 5, 5), &m)); break;
+    case 13: OK(lithe_noop(0, NULL, &m)); break;
+    case 14: OK(lithe_clone(dense("Relu.v1", 5, 5), 3, &m)); break;
+    case 15: {
+        lithe_model *cat = NULL, *res = NULL, *sm = NULL, *mx = NULL;
+        OK(lithe_concatenate(2, (lithe_model *[]){dense("Relu.v1", 3, 5), dense("Swish.v1", 3, 5)}, &cat));
+        OK(lithe_dense("Maxout.v1", &(lithe_dense_opts){.nO = 6, .nI = 6, .nP = 2}, &mx));
+        OK(lithe_residual(mx, &res));
+        OK(lithe_softmax(&(lithe_softmax_opts){.nO = 2, .nI = 6}, &sm));
+        OK(lithe_chain(3, (lithe_model *[]){cat, res, sm}, &m));
+        break;
+    }
+    default: fail();
+    }
+    return m;
+}
 
 static lithe_model *build(const tree_spec *t) {
     lithe_model *m = NULL;
@@ -70,6 +110,7 @@ static lithe_model *build(const tree_spec *t) {
     else if (t->custom == 1) OK(lithe_clipped_linear(&t->opts, 1.5f, 0.25f, -0.5f, 2.0f, &m));
     else if (t->custom == 2) OK(lithe_clipped_linear(&t->opts, 1.0f, 0.0f, 0.0f, 2.5f, &m));
     else if (t->custom == 3) OK(lithe_layernorm(5, &m));
+    else if (t->custom >= 10) m = combinator(t->custom);
     else OK(lithe_dense(t->layer, &t->opts, &m));
     return m;
 }
@@ -553,6 +594,71 @@ static void test_resize_ten_to_eleven_classes(void **state) {
     lithe_model_free(model);
 }
 
+/* copy: new ids, equal and independent params, sharing inside the tree kept; combinator rules. */
+static void test_copy_and_combinator_rules(void **state) {
+    (void)state;
+    lithe_model *shared = dense("Relu.v1", 3, 3), *m = NULL, *c = NULL;
+    lithe_model_retain(shared); /* appears twice */
+    OK(lithe_chain(2, (lithe_model *[]){shared, shared}, &m));
+    OK(lithe_model_initialize(m, NULL, NULL));
+    OK(lithe_model_copy(m, &c));
+    lithe_model *a[8], *b[8];
+    size_t na = 0, nb = 0;
+    OK(lithe_model_walk(m, a, 8, &na));
+    OK(lithe_model_walk(c, b, 8, &nb));
+    assert_int_equal(na, 2); /* walk lists a shared node once */
+    assert_int_equal(nb, 2);
+    assert_true(lithe_model_layer(c, 0) == lithe_model_layer(c, 1));
+    assert_true(lithe_model_layer(c, 0) != shared);
+    assert_true(lithe_model_id(b[1]) != lithe_model_id(a[1]));
+    assert_string_equal(lithe_model_name(c), "relu>>relu");
+    lithe_tensor *w1 = NULL, *w2 = NULL;
+    OK(lithe_model_get_param(a[1], "W", &w1));
+    OK(lithe_model_get_param(b[1], "W", &w2));
+    assert_memory_equal(lithe_tensor_data(w1), lithe_tensor_data(w2), 9 * sizeof(float));
+    ((float *)lithe_tensor_data(w2))[0] += 1.0f;
+    assert_true(((float *)lithe_tensor_data(w1))[0] != ((float *)lithe_tensor_data(w2))[0]);
+    lithe_model_free(m);
+    lithe_model_free(c);
+    FAILS(LITHE_ERR_INVALID_ARG, lithe_model_copy(NULL, &c));
+
+    /* add(add(a, b), c) extends the first add; concatenate of one layer is the layer; of none, noop */
+    OK(lithe_add(2, (lithe_model *[]){dense("Linear.v1", 2, 2), dense("Linear.v1", 2, 2)}, &m));
+    OK(lithe_add(2, (lithe_model *[]){m, dense("Linear.v1", 2, 2)}, &c));
+    assert_true(c == m);
+    assert_int_equal(lithe_model_n_layers(c), 3);
+    lithe_model_free(c);
+    lithe_model *one = dense("Relu.v1", 2, 2);
+    OK(lithe_concatenate(1, &one, &m));
+    assert_true(m == one);
+    lithe_model_free(m);
+    OK(lithe_concatenate(0, NULL, &m));
+    assert_string_equal(lithe_model_name(m), "noop");
+    lithe_model_free(m);
+    OK(lithe_clone(dense("Relu.v1", 2, 2), 0, &m));
+    assert_string_equal(lithe_model_name(m), "noop");
+    lithe_model_free(m);
+    FAILS(LITHE_ERR_INVALID_ARG, lithe_add(1, (lithe_model *[]){dense("Relu.v1", 2, 2)}, &m));
+    FAILS(LITHE_ERR_INVALID_ARG, lithe_add(2, (lithe_model *[]){dense("Relu.v1", 2, 2), NULL}, &m));
+    FAILS(LITHE_ERR_INVALID_ARG, lithe_residual(NULL, &m));
+    FAILS(LITHE_ERR_INVALID_ARG, lithe_clone(NULL, 2, &m));
+    FAILS(LITHE_ERR_INVALID_ARG, lithe_noop(0, NULL, NULL));
+
+    /* add of layers with different widths: a shape error naming the node */
+    OK(lithe_add(2, (lithe_model *[]){dense("Linear.v1", 2, 3), dense("Linear.v1", 4, 3)}, &m));
+    OK(lithe_model_initialize(m, NULL, NULL));
+    float x[6] = {0};
+    lithe_tensor *t = NULL;
+    lithe_value *X = NULL, *Y = NULL;
+    OK(lithe_tensor_from_data(LITHE_F32, 2, (int64_t[]){2, 3}, x, &t));
+    OK(lithe_value_tensor(t, &X));
+    FAILS(LITHE_ERR_SHAPE, lithe_model_predict(m, X, &Y));
+    assert_non_null(strstr(lithe_last_error(), "add"));
+    lithe_model_free(m);
+    lithe_tensor_release(t);
+    lithe_value_release(X);
+}
+
 int main(int argc, char **argv) {
     golden_path = argc > 1 ? argv[1] : getenv("LITHE_THINC_GOLDENS");
     const struct CMUnitTest tests[] = {
@@ -564,6 +670,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_resize_like_thinc),
         cmocka_unit_test(test_resize_ten_to_eleven_classes),
+        cmocka_unit_test(test_copy_and_combinator_rules),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);
 }

@@ -44,14 +44,28 @@ static lithe_status cpu_fill(lithe_backend *be, lithe_tensor *Y, float value) {
     return LITHE_OK;
 }
 
+/* Elementwise copy between two tensors of equal numel and dtype, either of them a strided view:
+ * both are walked in row-major order of their own shapes. */
 static lithe_status cpu_copy(lithe_backend *be, lithe_tensor *Y, const lithe_tensor *X) {
     (void)be;
     size_t es = lithe_dtype_size(X->dtype);
-    if (lithe_tensor_is_contiguous(X)) {
+    if (lithe_tensor_is_contiguous(X) && lithe_tensor_is_contiguous(Y)) {
         memcpy(lithe__tdata(Y), lithe__tdata(X), (size_t)N(X) * es);
         return LITHE_OK;
     }
-    return lithe_tensor_read(X, lithe__tdata(Y), (size_t)N(Y) * es);
+    if (lithe_tensor_is_contiguous(Y)) return lithe_tensor_read(X, lithe__tdata(Y), (size_t)N(Y) * es);
+    int64_t ix[LITHE_MAX_DIMS] = {0}, iy[LITHE_MAX_DIMS] = {0};
+    const char *xb = lithe__tdata(X);
+    char *yb = lithe__tdata(Y);
+    for (int64_t n = 0; n < N(X); n++) {
+        int64_t ox = 0, oy = 0;
+        for (int d = 0; d < X->ndim; d++) ox += ix[d] * X->strides[d];
+        for (int d = 0; d < Y->ndim; d++) oy += iy[d] * Y->strides[d];
+        memcpy(yb + oy * (int64_t)es, xb + ox * (int64_t)es, es);
+        for (int d = X->ndim - 1; d >= 0 && ++ix[d] == X->shape[d]; d--) ix[d] = 0;
+        for (int d = Y->ndim - 1; d >= 0 && ++iy[d] == Y->shape[d]; d--) iy[d] = 0;
+    }
+    return LITHE_OK;
 }
 
 static lithe_status cpu_cast(lithe_backend *be, lithe_tensor *Y, const lithe_tensor *X) {

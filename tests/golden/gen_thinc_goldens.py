@@ -152,6 +152,15 @@ tree_case("tree.logistic", Logistic(), Xd)
 tree_case("tree.sigmoid_activation", sigmoid_activation(), Xd)
 tree_case("tree.softmax_activation", softmax_activation(), Xd)
 
+from thinc.api import add, clone, concatenate, noop, residual  # noqa: E402
+
+tree_case("tree.concatenate", concatenate(Relu(3, 5), Mish(2, 5), Linear(1, 5)), Xd)
+tree_case("tree.add", add(Linear(4, 5), Relu(4, 5)), Xd)
+tree_case("tree.residual", residual(Relu(5, 5)), Xd)
+tree_case("tree.noop", noop(), Xd)
+tree_case("tree.clone", clone(Relu(5, 5), 3), Xd)
+tree_case("tree.nested", chain(concatenate(Relu(3, 5), Swish(3, 5)), residual(Maxout(6, 6, nP=2)), Softmax_v2(2, 6)), Xd)
+
 # --- resizable + resize_model: a trained classifier gets a new class -----------------------------
 from functools import partial  # noqa: E402
 
