@@ -596,6 +596,43 @@ LITHE_API void lithe_optimizer_free(lithe_optimizer *opt);
 LITHE_API lithe_optimizer_opts lithe_optimizer_get_opts(const lithe_optimizer *opt);
 LITHE_API lithe_status lithe_optimizer_set_learn_rate(lithe_optimizer *opt, double learn_rate);
 
+/* --- Schedules: Thinc 8.1's generators (thinc/schedules.py). Each lithe_schedule_next is one
+ * next() of Thinc's generator. Constructors return LITHE_ERR_INVALID_ARG for a NULL out. Not
+ * thread-safe for one schedule. Thinc 8.1.7 has no `plateau` schedule (Thinc 9 adds it). ------ */
+typedef struct lithe_schedule lithe_schedule;
+/* rate forever */
+LITHE_API lithe_status lithe_schedule_constant(double rate, lithe_schedule **out);
+/* rate for `steps` values, then `then`'s (taken over, also on failure) */
+LITHE_API lithe_status lithe_schedule_constant_then(double rate, int64_t steps, lithe_schedule *then,
+                                                    lithe_schedule **out);
+/* base_rate / (1 + decay * t), t = t0, t0 + 1, ... (Thinc's keyword t, default 0) */
+LITHE_API lithe_status lithe_schedule_decaying(double base_rate, double decay, double t0, lithe_schedule **out);
+/* start, start * compound, ... clipped at stop (from above or below, as start < or > stop) */
+LITHE_API lithe_status lithe_schedule_compounding(double start, double stop, double compound, lithe_schedule **out);
+/* linear warm-up from 0 over warmup_steps, then linear decline to 0 at total_steps */
+LITHE_API lithe_status lithe_schedule_warmup_linear(double initial_rate, int64_t warmup_steps, int64_t total_steps,
+                                                    lithe_schedule **out);
+/* Howard and Ruder's slanted triangular rate (Thinc's defaults: cut_frac 0.1, ratio 32, t 0).
+ * Thinc's `decay` argument is unused there and left out here. LITHE_ERR_VALUE where Thinc would
+ * divide by zero (int(num_steps * cut_frac) == 0). */
+LITHE_API lithe_status lithe_schedule_slanted_triangular(double max_rate, int64_t num_steps, double cut_frac,
+                                                         double ratio, double t0, lithe_schedule **out);
+/* triangle waves between min_lr and max_lr with half-period `period` (>= 1) */
+LITHE_API lithe_status lithe_schedule_cyclic_triangular(double min_lr, double max_lr, int64_t period,
+                                                        lithe_schedule **out);
+/* The next value (NaN for NULL). */
+LITHE_API double lithe_schedule_next(lithe_schedule *s);
+LITHE_API void lithe_schedule_free(lithe_schedule *s);
+
+/* Thinc's Optimizer(learn_rate=<schedule>, ...): the hyper-parameter `name` ("learn_rate", "b1",
+ * "b2", "eps", "L2", "grad_clip" — Thinc's attribute names) takes the schedule's next value now,
+ * and a new one at each lithe_optimizer_step_schedules. The optimizer owns the schedule (also on
+ * failure); a second schedule for the same name replaces the first. Statuses:
+ * LITHE_ERR_INVALID_ARG (NULL, unknown name), LITHE_ERR_VALUE (a value the optimizer refuses). */
+LITHE_API lithe_status lithe_optimizer_set_schedule(lithe_optimizer *opt, const char *name, lithe_schedule *s);
+/* Thinc's optimizer.step_schedules(): every schedule yields its next value. */
+LITHE_API lithe_status lithe_optimizer_step_schedules(lithe_optimizer *opt);
+
 /* Thinc's Optimizer.__call__ for one parameter, keyed by (node, name): L2 (added to the
  * gradient, or decoupled weight decay after the step), clipping by the gradient's L2 norm,
  * Adam with bias correction (or SGD), grad zeroed, averages updated with Thinc's decay.

@@ -284,6 +284,78 @@ static void test_cce(void **state) {
     lithe_tensor_release(onehot);
 }
 
+/* ---- schedules ---- */
+
+static void expect_sequence(const char *what, lithe_schedule *s, const golden *g) {
+    assert_non_null(s);
+    for (int64_t i = 0; i < g->n; i++) {
+        double v = lithe_schedule_next(s);
+        /* Thinc computes in double too: equal up to the last bits of a different operation order */
+        if (!(fabs(v - g->v[i]) <= 1e-15 + 1e-12 * fabs(g->v[i]))) {
+            print_error("%s: value %lld is %.17g, Thinc's %.17g\n", what, (long long)i, v, g->v[i]);
+            fail();
+        }
+    }
+    lithe_schedule_free(s);
+}
+
+static void test_schedules(void **state) {
+    (void)state;
+    lithe_schedule *s = NULL, *then = NULL;
+    OK(lithe_schedule_constant(0.25, &s));
+    expect_sequence("constant", s, get("sched.constant"));
+    OK(lithe_schedule_decaying(0.5, 0.1, 0, &then));
+    OK(lithe_schedule_constant_then(1.0, 3, then, &s));
+    expect_sequence("constant_then", s, get("sched.constant_then"));
+    OK(lithe_schedule_decaying(0.001, 1e-2, 3, &s));
+    expect_sequence("decaying", s, get("sched.decaying"));
+    OK(lithe_schedule_compounding(1.0, 10.0, 1.5, &s));
+    expect_sequence("compounding up", s, get("sched.compounding_up"));
+    OK(lithe_schedule_compounding(10.0, 1.0, 0.8, &s));
+    expect_sequence("compounding down", s, get("sched.compounding_down"));
+    OK(lithe_schedule_warmup_linear(0.01, 5, 30, &s));
+    expect_sequence("warmup_linear", s, get("sched.warmup_linear"));
+    OK(lithe_schedule_slanted_triangular(0.1, 50, 0.2, 16, 1.0, &s));
+    expect_sequence("slanted_triangular", s, get("sched.slanted_triangular"));
+    OK(lithe_schedule_cyclic_triangular(0.001, 0.01, 7, &s));
+    expect_sequence("cyclic_triangular", s, get("sched.cyclic_triangular"));
+    /* where Thinc would divide by zero or loop on nonsense: a clear error */
+    assert_int_equal(lithe_schedule_slanted_triangular(0.1, 5, 0.1, 32, 0, &s), LITHE_ERR_VALUE);
+    assert_int_equal(lithe_schedule_cyclic_triangular(0.1, 0.2, 0, &s), LITHE_ERR_VALUE);
+    assert_int_equal(lithe_schedule_constant_then(1, 2, NULL, &s), LITHE_ERR_INVALID_ARG);
+    assert_true(isnan(lithe_schedule_next(NULL)));
+
+    /* Adam(learn_rate=warmup_linear(0.05, 2, 6)) with step_schedules after each update */
+    lithe_optimizer_opts oo = lithe_adam_defaults();
+    oo.grad_clip = 0.0;
+    oo.use_averages = false;
+    lithe_optimizer *opt = NULL;
+    OK(lithe_optimizer_new(&oo, &opt));
+    OK(lithe_schedule_warmup_linear(0.05, 2, 6, &s));
+    OK(lithe_optimizer_set_schedule(opt, "learn_rate", s));
+    assert_true(lithe_optimizer_get_opts(opt).learn_rate == 0.0); /* the schedule's first value, now */
+    lithe_model *node = NULL;
+    OK(lithe_linear(&(lithe_dense_opts){.nO = 4, .nI = 3}, &node));
+    lithe_tensor *W = tensor_of(get("optsched.W0"));
+    char what[64];
+    for (int step = 1; step <= 5; step++) {
+        lithe_tensor *G = tensor_of(get("optsched.G%d", step));
+        OK(lithe_optimizer_step(opt, node, "W", W, G));
+        snprintf(what, sizeof what, "scheduled Adam step %d", step);
+        expect_close(what, W, get("optsched.W%d", step), TOL_OPT);
+        OK(lithe_optimizer_step_schedules(opt));
+        lithe_tensor_release(G);
+    }
+    OK(lithe_schedule_constant(-1.0, &s));
+    assert_int_equal(lithe_optimizer_set_schedule(opt, "learn_rate", s), LITHE_ERR_VALUE);
+    OK(lithe_schedule_constant(0.1, &s));
+    assert_int_equal(lithe_optimizer_set_schedule(opt, "momentum", s), LITHE_ERR_INVALID_ARG);
+    assert_int_equal(lithe_optimizer_set_schedule(opt, "b1", NULL), LITHE_ERR_INVALID_ARG);
+    lithe_tensor_release(W);
+    lithe_model_free(node);
+    lithe_optimizer_free(opt);
+}
+
 int main(int argc, char **argv) {
     golden_path = argc > 1 ? argv[1] : getenv("LITHE_THINC_GOLDENS");
     const struct CMUnitTest tests[] = {
@@ -294,6 +366,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_optimizer_defaults_match_thinc),
         cmocka_unit_test(test_optimizer_steps),
         cmocka_unit_test(test_cce),
+        cmocka_unit_test(test_schedules),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);
 }

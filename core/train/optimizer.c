@@ -4,6 +4,7 @@
 #include "../internal.h"
 
 #include <math.h>
+#include <stdio.h>
 
 typedef struct opt_slot {
     uint64_t node_id;
@@ -12,8 +13,12 @@ typedef struct opt_slot {
     lithe_tensor *mom1, *mom2, *avg;
 } opt_slot;
 
+#define N_HYPER 6
+static const char *const hyper_names[N_HYPER] = {"learn_rate", "b1", "b2", "eps", "L2", "grad_clip"};
+
 struct lithe_optimizer {
     lithe_optimizer_opts o;
+    lithe_schedule *schedules[N_HYPER]; /* Thinc's optimizer.schedules, by hyper-parameter */
     size_t n, cap;
     opt_slot *slots;
 };
@@ -55,6 +60,7 @@ lithe_status lithe_optimizer_new(const lithe_optimizer_opts *opts, lithe_optimiz
 
 void lithe_optimizer_free(lithe_optimizer *opt) {
     if (!opt) return;
+    for (int i = 0; i < N_HYPER; i++) lithe_schedule_free(opt->schedules[i]);
     for (size_t i = 0; i < opt->n; i++) {
         lithe__free(opt->slots[i].name);
         lithe_tensor_release(opt->slots[i].mom1);
@@ -73,6 +79,51 @@ lithe_status lithe_optimizer_set_learn_rate(lithe_optimizer *opt, double learn_r
     LITHE__CHECK_ARG(opt, "lithe_optimizer_set_learn_rate", "optimizer is NULL");
     if (!(learn_rate >= 0.0)) return lithe__fail(LITHE_ERR_VALUE, "optimizer: learn_rate %g must be >= 0", learn_rate);
     opt->o.learn_rate = learn_rate;
+    return LITHE_OK;
+}
+
+static double *hyper_field(lithe_optimizer_opts *o, int i) {
+    double *f[N_HYPER] = {&o->learn_rate, &o->beta1, &o->beta2, &o->eps, &o->L2, &o->grad_clip};
+    return f[i];
+}
+
+/* Sets hyper-parameter i to v if the optimizer accepts the result. */
+static lithe_status set_hyper(lithe_optimizer *opt, int i, double v) {
+    lithe_optimizer_opts o = opt->o;
+    *hyper_field(&o, i) = v;
+    lithe_status s = check_opts(&o);
+    if (s != LITHE_OK) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", lithe_last_error());
+        return lithe__fail(s, "optimizer: schedule for %s gave %g: %s", hyper_names[i], v, why);
+    }
+    opt->o = o;
+    return LITHE_OK;
+}
+
+lithe_status lithe_optimizer_set_schedule(lithe_optimizer *opt, const char *name, lithe_schedule *sched) {
+    int i = 0;
+    while (name && i < N_HYPER && strcmp(hyper_names[i], name)) i++;
+    if (!opt || !sched || !name || i == N_HYPER) {
+        lithe_schedule_free(sched);
+        return lithe__fail(LITHE_ERR_INVALID_ARG,
+                           "lithe_optimizer_set_schedule: %s (names: learn_rate, b1, b2, eps, L2, grad_clip)",
+                           !opt ? "optimizer is NULL" : !sched ? "schedule is NULL" : "unknown hyper-parameter");
+    }
+    lithe_status s = set_hyper(opt, i, lithe_schedule_next(sched));
+    if (s != LITHE_OK) {
+        lithe_schedule_free(sched);
+        return s;
+    }
+    lithe_schedule_free(opt->schedules[i]);
+    opt->schedules[i] = sched;
+    return LITHE_OK;
+}
+
+lithe_status lithe_optimizer_step_schedules(lithe_optimizer *opt) {
+    LITHE__CHECK_ARG(opt, "lithe_optimizer_step_schedules", "optimizer is NULL");
+    for (int i = 0; i < N_HYPER; i++)
+        if (opt->schedules[i]) LITHE__TRY(set_hyper(opt, i, lithe_schedule_next(opt->schedules[i])));
     return LITHE_OK;
 }
 

@@ -192,6 +192,36 @@ rec("resize.labels", labels_r)
 rec("resize.W2", rz.layers[0].get_param("W"))
 rec("resize.b2", rz.layers[0].get_param("b"))
 
+# --- Schedules: the first 40 values of each generator; an Adam whose learn_rate is scheduled ------
+from thinc.api import (  # noqa: E402
+    compounding, constant, constant_then, cyclic_triangular, decaying, slanted_triangular, warmup_linear,
+)
+
+
+def take(gen, n=40):
+    return numpy.array([next(gen) for _ in range(n)], dtype="float64")
+
+
+rec("sched.constant", take(constant(0.25)), exact64=True)
+rec("sched.constant_then", take(constant_then(1.0, 3, decaying(0.5, 0.1))), exact64=True)
+rec("sched.decaying", take(decaying(0.001, 1e-2, t=3)), exact64=True)
+rec("sched.compounding_up", take(compounding(1.0, 10.0, 1.5)), exact64=True)
+rec("sched.compounding_down", take(compounding(10.0, 1.0, 0.8)), exact64=True)
+rec("sched.warmup_linear", take(warmup_linear(0.01, 5, 30)), exact64=True)
+rec("sched.slanted_triangular", take(slanted_triangular(0.1, 50, cut_frac=0.2, ratio=16, t=1.0)), exact64=True)
+rec("sched.cyclic_triangular", take(cyclic_triangular(0.001, 0.01, 7)), exact64=True)
+
+W_s = randf(4, 3)
+opt_s = Adam(learn_rate=warmup_linear(0.05, 2, 6), grad_clip=0.0, use_averages=False)
+rec("optsched.W0", W_s)
+Ws = W_s.copy().ravel()
+for step in range(1, 6):
+    G = randf(4, 3).ravel()
+    rec(f"optsched.G{step}", G.reshape(4, 3))
+    Ws, _ = opt_s((1, "W"), Ws, G.copy())
+    rec(f"optsched.W{step}", Ws.reshape(4, 3))
+    opt_s.step_schedules()
+
 # --- A chain with shape inference, CCE, backprop and two Adam updates -----------------------------
 fix_random_seed(7)
 B, nI, nC = 8, 7, 3
