@@ -579,7 +579,7 @@ typedef struct lithe_optimizer_opts {
     double grad_clip;         /* 0: no clipping */
     bool L2_is_weight_decay;
     bool use_averages;
-    bool use_radam; /* reserved: RAdam arrives with the dense-catalogue work (LITHE_ERR_UNSUPPORTED) */
+    bool use_radam; /* Thinc's RAdam (its step counter and all), in place of Adam/SGD */
 } lithe_optimizer_opts;
 
 /* Thinc's ADAM_DEFAULTS: learn_rate 0.001, beta1 0.9, beta2 0.999, eps 1e-8, L2 0,
@@ -589,7 +589,7 @@ LITHE_API lithe_optimizer_opts lithe_adam_defaults(void);
 LITHE_API lithe_optimizer_opts lithe_sgd_defaults(double learn_rate);
 
 /* A new optimizer. Statuses: LITHE_ERR_VALUE for a negative rate, eps or clip, or betas outside
- * [0, 1); LITHE_ERR_UNSUPPORTED for beta2 > 0 with beta1 == 0 (Thinc raises too) and RAdam. */
+ * [0, 1); LITHE_ERR_UNSUPPORTED for beta2 > 0 with beta1 == 0 (Thinc raises too). */
 LITHE_API lithe_status lithe_optimizer_new(const lithe_optimizer_opts *opts, lithe_optimizer **out);
 LITHE_API void lithe_optimizer_free(lithe_optimizer *opt);
 /* Current hyper-parameters (a copy), and a new learning rate (for schedules). */

@@ -1266,7 +1266,6 @@ static void test_optimizer_errors(void **state) {
     o = a; o.grad_clip = -1.0;     bad_opts(LITHE_ERR_VALUE, o, "grad_clip -1");
     o = a; o.L2 = -0.1;            bad_opts(LITHE_ERR_VALUE, o, "L2 -0.1");
     o = a; o.beta1 = 0.0;          bad_opts(LITHE_ERR_UNSUPPORTED, o, "beta1 0 with beta2 0.999");
-    o = a; o.use_radam = true;     bad_opts(LITHE_ERR_UNSUPPORTED, o, "use_radam");
     bad_opts(LITHE_ERR_VALUE, lithe_sgd_defaults(-0.5), "SGD learn_rate -0.5");
     o = lithe_sgd_defaults(0.1); o.beta2 = 0.9; bad_opts(LITHE_ERR_UNSUPPORTED, o, "SGD with beta2 0.9");
     lithe_optimizer_free(NULL);

@@ -189,10 +189,10 @@ static void test_chain_trains_like_thinc(void **state) {
 /* ---- optimizers ---- */
 
 static lithe_optimizer_opts opts_of(const golden *g) {
-    assert_int_equal(g->n, 8);
+    assert_int_equal(g->n, 9);
     return (lithe_optimizer_opts){.learn_rate = g->v[0], .L2 = g->v[1], .beta1 = g->v[2], .beta2 = g->v[3],
                                   .eps = g->v[4], .grad_clip = g->v[5], .L2_is_weight_decay = g->v[6] != 0.0,
-                                  .use_averages = g->v[7] != 0.0};
+                                  .use_averages = g->v[7] != 0.0, .use_radam = g->v[8] != 0.0};
 }
 
 static void expect_same_opts(const char *what, lithe_optimizer_opts a, lithe_optimizer_opts b) {
@@ -216,8 +216,8 @@ static void test_optimizer_defaults_match_thinc(void **state) {
 
 static void test_optimizer_steps(void **state) {
     (void)state;
-    static const char *cases[] = {"adam_default", "adam_small", "adam_wd",  "adam_l2grad",
-                                  "adam_clip",    "adam_noavg", "sgd",      "sgd_l2grad"};
+    static const char *cases[] = {"adam_default", "adam_small", "adam_wd",    "adam_l2grad", "adam_clip",
+                                  "adam_noavg",   "sgd",        "sgd_l2grad", "radam",       "radam_b2"};
     lithe_model *node = NULL;
     OK(lithe_linear(&(lithe_dense_opts){.nO = 4, .nI = 3}, &node));
     char what[128];
@@ -227,7 +227,8 @@ static void test_optimizer_steps(void **state) {
         lithe_optimizer *opt = NULL;
         OK(lithe_optimizer_new(&oo, &opt));
         lithe_tensor *W = tensor_of(get("%s.W0", p));
-        for (int step = 1; step <= 3; step++) {
+        int steps = strncmp(p, "radam", 5) ? 3 : !strcmp(p, "radam") ? 6 : 8;
+        for (int step = 1; step <= steps; step++) {
             lithe_tensor *G = tensor_of(get("%s.G%d", p, step));
             OK(lithe_optimizer_step(opt, node, "W", W, G));
             snprintf(what, sizeof what, "%s step %d: weights", p, step);

@@ -143,6 +143,13 @@ static lithe_status cpu_adam(lithe_backend *be, lithe_tensor *W, const lithe_ten
     lithe_f32_adam__scalar(N(W), F(W), F(G), F(m1), F(m2), beta1, beta2, eps, lr);
     return LITHE_OK;
 }
+static lithe_status cpu_radam(lithe_backend *be, lithe_tensor *W, const lithe_tensor *G, lithe_tensor *m1,
+                              lithe_tensor *m2, float beta1, float omb1, float beta2, float omb2, float eps, float coef,
+                              bool rectified) {
+    (void)be;
+    lithe_f32_radam__scalar(N(W), F(W), F(G), F(m1), F(m2), beta1, omb1, beta2, omb2, eps, coef, rectified);
+    return LITHE_OK;
+}
 static lithe_status cpu_update_averages(lithe_backend *be, lithe_tensor *ema, const lithe_tensor *W, float decay) {
     (void)be;
     lithe_f32_update_averages__scalar(N(W), F(ema), F(W), decay);

@@ -31,6 +31,8 @@ void lithe_f32_softmax_backward__scalar(int64_t M, int64_t N, const float *Y, co
 void lithe_f32_dropout_mask__scalar(uint64_t key, uint64_t counter, float rate, int64_t n, float *Y);
 void lithe_f32_adam__scalar(int64_t n, float *W, const float *G, float *m1, float *m2, float beta1,
                             float beta2, float eps, float lr);
+void lithe_f32_radam__scalar(int64_t n, float *W, const float *G, float *m1, float *m2, float beta1, float omb1,
+                             float beta2, float omb2, float eps, float coef, bool rectified);
 void lithe_f32_update_averages__scalar(int64_t n, float *ema, const float *W, float decay);
 /* labels: int32 when labels64 is NULL, else int64. */
 void lithe_f32_cce_labels__scalar(int64_t B, int64_t C, const float *G, const int32_t *labels32,

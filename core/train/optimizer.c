@@ -41,8 +41,6 @@ static lithe_status check_opts(const lithe_optimizer_opts *o) {
         return lithe__fail(LITHE_ERR_VALUE, "optimizer: beta1 (%g) and beta2 (%g) must lie in [0, 1)", o->beta1, o->beta2);
     if (o->beta1 == 0.0 && o->beta2 > 0.0)
         return lithe__fail(LITHE_ERR_UNSUPPORTED, "optimizer: beta2 > 0 with beta1 = 0 is not an optimizer Thinc has");
-    if (o->use_radam)
-        return lithe__fail(LITHE_ERR_UNSUPPORTED, "optimizer: RAdam arrives with the dense-catalogue work");
     return LITHE_OK;
 }
 
@@ -167,7 +165,7 @@ static lithe_status prepare(lithe_optimizer *opt, const lithe_model *node, const
                            opt_slot **out) {
     opt_slot *s = NULL;
     LITHE__TRY(get_slot(opt, node->id, name, &s));
-    if (opt->o.beta1 > 0.0 && opt->o.beta2 > 0.0) {
+    if (opt->o.use_radam || (opt->o.beta1 > 0.0 && opt->o.beta2 > 0.0)) {
         LITHE__TRY(state_tensor(&s->mom1, W, false));
         LITHE__TRY(state_tensor(&s->mom2, W, false));
     }
@@ -208,7 +206,24 @@ lithe_status lithe_optimizer_step(lithe_optimizer *opt, const lithe_model *node,
         float norm = (float)sqrt(ss);
         if (norm >= (float)o->grad_clip) LITHE__TRY(lithe__op_axpby(be, 0.0f, G, (float)(o->grad_clip / norm), G));
     }
-    if (adam) {
+    if (o->use_radam) {
+        /* Thinc's _radam: its step counter is nr_update + 1 (it increments the already-updated
+         * count), and it ignores lr_scale. Thinc caches (N_sma, step_size) per step % 10 in one
+         * buffer for all params; the values depend only on the step and the betas, so they are
+         * computed afresh here. */
+        double step = (double)t + 1.0, b1 = o->beta1, b2 = o->beta2;
+        double beta2_t = pow(b2, step), n_sma_max = 2.0 / (1.0 - b2) - 1.0;
+        double n_sma = n_sma_max - 2.0 * step * beta2_t / (1.0 - beta2_t), step_size;
+        if (n_sma >= 5.0)
+            step_size = sqrt((1.0 - beta2_t) * (n_sma - 4.0) / (n_sma_max - 4.0) * (n_sma - 2.0) / n_sma * n_sma_max /
+                             (n_sma_max - 2.0)) /
+                        (1.0 - pow(b1, step));
+        else
+            step_size = 1.0 / (1.0 - pow(b1, step)); /* degenerated to SGD with momentum */
+        LITHE__TRY(lithe__op_radam(be, W, G, s->mom1, s->mom2, (float)b1, (float)(1.0 - b1), (float)b2,
+                                   (float)(1.0 - b2), (float)o->eps, (float)(-step_size * o->learn_rate),
+                                   n_sma >= 5.0));
+    } else if (adam) {
         double fix1 = 1.0 - pow(o->beta1, (double)t), fix2 = 1.0 - pow(o->beta2, (double)t);
         double lr = o->learn_rate * sqrt(fix2) / fix1;
         LITHE__TRY(lithe__op_adam(be, W, G, s->mom1, s->mom2, (float)o->beta1, (float)o->beta2, (float)o->eps, (float)lr));

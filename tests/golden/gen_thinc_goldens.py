@@ -28,6 +28,7 @@ try:
         NumpyOps,
         Relu,
         SGD,
+        RAdam,
         Softmax_v2,
         chain,
         fix_random_seed,
@@ -274,6 +275,7 @@ def opt_record(name, opt):
                 opt.grad_clip,
                 float(opt.L2_is_weight_decay),
                 float(opt.averages is not None),
+                float(opt.use_radam),
             ],
             dtype="float64",
         ),
@@ -281,13 +283,13 @@ def opt_record(name, opt):
     )
 
 
-def opt_case(name, opt, grad_scale):
+def opt_case(name, opt, grad_scale, steps=3):
     opt_record(name, opt)
     W = randf(3, 4)
     rec(name + ".W0", W)
     W = W.copy()
     key = (1, "W")
-    for step in (1, 2, 3):
+    for step in range(1, steps + 1):
         G = randf(3, 4, scale=grad_scale)
         rec(f"{name}.G{step}", G)
         W, G_after = opt(key, W, G.copy())
@@ -305,6 +307,9 @@ opt_case("adam_clip", Adam(0.01, grad_clip=0.1, beta1=0.8, beta2=0.99, eps=1e-6)
 opt_case("adam_noavg", Adam(0.01, grad_clip=0.0, L2=0.0, use_averages=False), 1.0)
 opt_case("sgd", SGD(0.1), 1.0)
 opt_case("sgd_l2grad", SGD(0.1, L2=0.01, L2_is_weight_decay=False, grad_clip=0.5), 1.0)
+# RAdam: unrectified (SGD with momentum) for the first steps, rectified from N_sma >= 5 on
+opt_case("radam", RAdam(0.01), 1.0, steps=6)
+opt_case("radam_b2", RAdam(0.01, beta2=0.9, L2=0.01), 0.5, steps=8)
 
 # --- Kernels (NumpyOps, the ops behind Thinc's layers): tests/test_kernels.c ---------------------
 ops = NumpyOps()

@@ -103,6 +103,19 @@ void lithe_f32_adam__scalar(int64_t n, float *W, const float *G, float *m1, floa
     }
 }
 
+void lithe_f32_radam__scalar(int64_t n, float *W, const float *G, float *m1, float *m2, float beta1, float omb1,
+                             float beta2, float omb2, float eps, float coef, bool rectified) {
+    for (int64_t i = 0; i < n; i++) {
+        float g = G[i];
+        m2[i] *= beta2;
+        m2[i] += omb2 * (g * g);
+        m1[i] *= beta1;
+        m1[i] += omb1 * g;
+        if (rectified) W[i] += coef * (m1[i] / (sqrtf(m2[i]) + eps));
+        else if (coef != 0.0f) W[i] += coef * m1[i];
+    }
+}
+
 void lithe_f32_update_averages__scalar(int64_t n, float *ema, const float *W, float decay) {
     float omd = 1.0f - decay;
     for (int64_t i = 0; i < n; i++) ema[i] -= omd * (ema[i] - W[i]);
