@@ -671,6 +671,17 @@ LITHE_API lithe_status lithe_categorical_crossentropy(const lithe_cce_opts *opts
                                                       const lithe_tensor *truths,
                                                       lithe_tensor **d_guesses, float *loss);
 
+/* Thinc's L2Distance(normalize=): guesses and truths (B, N) float32; *d_guesses = (guesses -
+ * truths) / B (or not divided), *loss = sum(d_guesses**2) (Thinc's get_loss). Either output may
+ * be NULL. Statuses: LITHE_ERR_INVALID_ARG, LITHE_ERR_DTYPE, LITHE_ERR_SHAPE (names the shapes). */
+LITHE_API lithe_status lithe_l2_distance(bool normalize, const lithe_tensor *guesses, const lithe_tensor *truths,
+                                         lithe_tensor **d_guesses, float *loss);
+/* Thinc's CosineDistance(normalize=, ignore_zeros=): per row, cosine of (guesses + 1e-8,
+ * truths + 1e-8); *d_guesses = -(y / (|yh| |y|) - cos * yh / |yh|^2) (/ B), *loss = sum |cos - 1|
+ * (/ B); with ignore_zeros, rows whose truth is all zeros count for nothing. Same statuses. */
+LITHE_API lithe_status lithe_cosine_distance(bool normalize, bool ignore_zeros, const lithe_tensor *guesses,
+                                             const lithe_tensor *truths, lithe_tensor **d_guesses, float *loss);
+
 #ifdef __cplusplus
 }
 #endif

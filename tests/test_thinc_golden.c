@@ -357,6 +357,41 @@ static void test_schedules(void **state) {
     lithe_optimizer_free(opt);
 }
 
+/* ---- L2Distance, CosineDistance ---- */
+
+static void test_distances(void **state) {
+    (void)state;
+    lithe_tensor *G = tensor_of(get("dist.guesses")), *T = tensor_of(get("dist.truths"));
+    static const struct {
+        const char *name;
+        bool cosine, normalize, ignore_zeros;
+    } cases[] = {{"l2", false, true, false},
+                 {"l2_unnorm", false, false, false},
+                 {"cos", true, true, false},
+                 {"cos_unnorm", true, false, false},
+                 {"cos_ignore", true, true, true}};
+    char what[96];
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        lithe_tensor *d = NULL;
+        float loss = NAN;
+        if (cases[c].cosine) OK(lithe_cosine_distance(cases[c].normalize, cases[c].ignore_zeros, G, T, &d, &loss));
+        else OK(lithe_l2_distance(cases[c].normalize, G, T, &d, &loss));
+        snprintf(what, sizeof what, "%s: d_guesses", cases[c].name);
+        expect_close(what, d, get("dist.%s.d", cases[c].name), TOL_LAYER);
+        snprintf(what, sizeof what, "%s: loss", cases[c].name);
+        expect_scalar(what, loss, get("dist.%s.loss", cases[c].name), TOL_LAYER);
+        lithe_tensor_release(d);
+    }
+    lithe_tensor *bad = NULL;
+    OK(lithe_tensor_new(NULL, LITHE_F32, 2, (int64_t[]){5, 3}, &bad));
+    assert_int_equal(lithe_l2_distance(true, G, bad, NULL, NULL), LITHE_ERR_SHAPE);
+    assert_non_null(strstr(lithe_last_error(), "(5, 3)"));
+    assert_int_equal(lithe_cosine_distance(true, false, NULL, T, NULL, NULL), LITHE_ERR_INVALID_ARG);
+    lithe_tensor_release(bad);
+    lithe_tensor_release(G);
+    lithe_tensor_release(T);
+}
+
 int main(int argc, char **argv) {
     golden_path = argc > 1 ? argv[1] : getenv("LITHE_THINC_GOLDENS");
     const struct CMUnitTest tests[] = {
@@ -368,6 +403,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_optimizer_steps),
         cmocka_unit_test(test_cce),
         cmocka_unit_test(test_schedules),
+        cmocka_unit_test(test_distances),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);
 }

@@ -311,6 +311,25 @@ opt_case("sgd_l2grad", SGD(0.1, L2=0.01, L2_is_weight_decay=False, grad_clip=0.5
 opt_case("radam", RAdam(0.01), 1.0, steps=6)
 opt_case("radam_b2", RAdam(0.01, beta2=0.9, L2=0.01), 0.5, steps=8)
 
+# --- L2Distance and CosineDistance ----------------------------------------------------------------
+from thinc.api import CosineDistance, L2Distance  # noqa: E402
+
+Gd = randf(5, 4)
+Td = randf(5, 4)
+Td[3, :] = 0.0  # a zero target row, for ignore_zeros
+rec("dist.guesses", Gd)
+rec("dist.truths", Td)
+for dname, fn in {
+    "l2": L2Distance(),
+    "l2_unnorm": L2Distance(normalize=False),
+    "cos": CosineDistance(),
+    "cos_unnorm": CosineDistance(normalize=False),
+    "cos_ignore": CosineDistance(ignore_zeros=True),
+}.items():
+    d, loss = fn(Gd, Td)
+    rec(f"dist.{dname}.d", d)
+    rec(f"dist.{dname}.loss", numpy.array(loss, dtype="float32"))
+
 # --- Kernels (NumpyOps, the ops behind Thinc's layers): tests/test_kernels.c ---------------------
 ops = NumpyOps()
 # Inputs spread over the interesting ranges, with the kinks and thresholds themselves included.

@@ -1,0 +1,105 @@
+/* Thinc's L2Distance and CosineDistance (thinc/loss.py): gradient and loss for (B, N) guesses
+ * against (B, N) truths. Computed on the host (the arrays are the model's output: small), in
+ * double, from and back to any backend. */
+#include "../internal.h"
+
+#include <math.h>
+
+static lithe_status check_pair(const char *loss, const lithe_tensor *G, const lithe_tensor *T) {
+    LITHE__CHECK_ARG(G && T, loss, "guesses or truths is NULL");
+    if (G->dtype != LITHE_F32 || T->dtype != LITHE_F32)
+        return lithe__fail(LITHE_ERR_DTYPE, "%s: guesses (%s) and truths (%s) must be float32", loss,
+                           lithe_dtype_name(G->dtype), lithe_dtype_name(T->dtype));
+    if (G->ndim != 2 || T->ndim != 2 || G->shape[0] != T->shape[0] || G->shape[1] != T->shape[1]) {
+        char a[96], b[96];
+        return lithe__fail(LITHE_ERR_SHAPE, "%s: mismatched shapes: guesses %s vs truths %s (both must be 2-D)", loss,
+                           lithe__shape_str(G, a, sizeof a), lithe__shape_str(T, b, sizeof b));
+    }
+    return LITHE_OK;
+}
+
+/* Reads both to host buffers; *buf holds g (n) then t (n) then room for d (n). */
+static lithe_status read_pair(const char *loss, const lithe_tensor *G, const lithe_tensor *T, float **buf) {
+    size_t n = (size_t)G->numel;
+    *buf = lithe__malloc(3 * (n ? n : 1) * sizeof **buf);
+    if (!*buf) return lithe__oom(loss, 3 * n * sizeof **buf);
+    lithe_status s = lithe_tensor_read(G, *buf, n * sizeof **buf);
+    if (s == LITHE_OK) s = lithe_tensor_read(T, *buf + n, n * sizeof **buf);
+    if (s != LITHE_OK) {
+        lithe__free(*buf);
+        *buf = NULL;
+    }
+    return s;
+}
+
+static lithe_status emit_grad(const lithe_tensor *G, const float *d, lithe_tensor **out) {
+    lithe_tensor *t = NULL;
+    LITHE__TRY(lithe__tensor_alloc(G->storage->backend, LITHE_F32, 2, G->shape, false, &t));
+    lithe_status s = lithe_tensor_write(t, d, (size_t)G->numel * sizeof *d);
+    if (s != LITHE_OK) {
+        lithe_tensor_release(t);
+        return s;
+    }
+    *out = t;
+    return LITHE_OK;
+}
+
+lithe_status lithe_l2_distance(bool normalize, const lithe_tensor *guesses, const lithe_tensor *truths,
+                               lithe_tensor **d_guesses, float *loss) {
+    if (d_guesses) *d_guesses = NULL;
+    LITHE__TRY(check_pair("L2Distance", guesses, truths));
+    float *buf = NULL;
+    LITHE__TRY(read_pair("L2Distance", guesses, truths, &buf));
+    size_t n = (size_t)guesses->numel;
+    float *g = buf, *t = buf + n, *d = buf + 2 * n;
+    float B = (float)guesses->shape[0];
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        float diff = g[i] - t[i];
+        d[i] = normalize ? diff / B : diff;
+        sum += (double)d[i] * d[i];
+    }
+    lithe_status s = d_guesses ? emit_grad(guesses, d, d_guesses) : LITHE_OK;
+    if (s == LITHE_OK && loss) *loss = (float)sum;
+    lithe__free(buf);
+    return s;
+}
+
+lithe_status lithe_cosine_distance(bool normalize, bool ignore_zeros, const lithe_tensor *guesses,
+                                   const lithe_tensor *truths, lithe_tensor **d_guesses, float *loss) {
+    if (d_guesses) *d_guesses = NULL;
+    LITHE__TRY(check_pair("CosineDistance", guesses, truths));
+    float *buf = NULL;
+    LITHE__TRY(read_pair("CosineDistance", guesses, truths, &buf));
+    int64_t B = guesses->shape[0], N = guesses->shape[1];
+    float *g = buf, *t = buf + B * N, *d = buf + 2 * B * N;
+    double total = 0.0;
+    for (int64_t i = 0; i < B; i++) {
+        const float *gy = g + i * N, *ty = t + i * N;
+        /* Thinc adds 1e-8 to both vectors to avoid zero norms */
+        double nyh = 0, ny = 0, dot = 0, tabs = 0;
+        for (int64_t j = 0; j < N; j++) {
+            double yh = (double)gy[j] + 1e-8, y = (double)ty[j] + 1e-8;
+            nyh += yh * yh;
+            ny += y * y;
+            dot += yh * y;
+            tabs += fabs((double)ty[j]);
+        }
+        nyh = sqrt(nyh);
+        ny = sqrt(ny);
+        double mul = nyh * ny, cosine = dot / mul;
+        bool zero = ignore_zeros && tabs == 0.0;
+        for (int64_t j = 0; j < N; j++) {
+            double yh = (double)gy[j] + 1e-8, y = (double)ty[j] + 1e-8;
+            double dyh = zero ? 0.0 : y / mul - cosine * (yh / (nyh * nyh));
+            if (normalize) dyh /= (double)B;
+            d[i * N + j] = (float)-dyh;
+        }
+        double l = zero ? 0.0 : fabs(cosine - 1.0);
+        total += normalize ? l / (double)B : l;
+    }
+    lithe_status s = d_guesses ? emit_grad(guesses, d, d_guesses) : LITHE_OK;
+    if (s == LITHE_OK && loss) *loss = (float)total;
+    lithe__free(buf);
+    return s;
+}
