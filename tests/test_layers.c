@@ -659,12 +659,111 @@ static void test_copy_and_combinator_rules(void **state) {
     lithe_value_release(X);
 }
 
+/* ---- finite differences through every differentiable layer and combinator ----
+ * L = sum(Y * R) through lithe's own float32 predict, central differences with h = 1e-3 on each
+ * input and param element, L accumulated in double: |analytic - fd| <= 2e-3 + 2e-2 |fd|. The
+ * layers are the Thinc cases above with their golden params (so the comparison is away from the
+ * kinks Thinc's inputs avoid); exact math is checked against float64 in test_kernels. Trees ending
+ * in Softmax are left out: Thinc's Softmax backprop takes the loss gradient wrt the logits, not
+ * the Jacobian (test_model checks it with CCE). */
+static double objective(lithe_model *m, lithe_value *X, const float *R) {
+    lithe_value *Y = NULL;
+    OK(lithe_model_predict(m, X, &Y));
+    const lithe_tensor *t = lithe_value_get_tensor(Y);
+    const float *y = lithe_tensor_data(t);
+    double L = 0;
+    for (int64_t i = 0; i < lithe_tensor_numel(t); i++) L += (double)y[i] * R[i];
+    lithe_value_release(Y);
+    return L;
+}
+
+static void fd_check(const char *what, lithe_model *m, lithe_value *X, const float *R, float *arr, int64_t n,
+                     const float *analytic) {
+    const float h = 1e-3f;
+    for (int64_t i = 0; i < n; i++) {
+        float keep = arr[i];
+        arr[i] = keep + h;
+        double up = objective(m, X, R);
+        arr[i] = keep - h;
+        double down = objective(m, X, R);
+        arr[i] = keep;
+        double fd = (up - down) / (double)((keep + h) - (keep - h));
+        if (!(fabs(analytic[i] - fd) <= 2e-3 + 2e-2 * fabs(fd))) {
+            print_error("%s[%lld]: analytic %.7g, finite differences %.7g\n", what, (long long)i, (double)analytic[i], fd);
+            fail();
+        }
+    }
+}
+
+static void test_finite_differences_all_layers(void **state) {
+    (void)state;
+    static const char *const smooth[] = {"mish", "swish", "gelu", "dish", "sigmoid", "maxout", "maxout_norm",
+                                         "layernorm", "logistic", "sigmoid_activation", "softmax_activation",
+                                         "concatenate", "add", "residual", "clone", "hardswish",
+                                         "hardswishmobilenet", "clipped_linear", "hard_sigmoid", "hard_tanh",
+                                         "relu_k"};
+    char what[160];
+    for (size_t k = 0; k < sizeof smooth / sizeof smooth[0]; k++) {
+        const tree_spec *t = NULL;
+        for (size_t c = 0; c < sizeof specs / sizeof specs[0]; c++)
+            if (!strcmp(specs[c].prefix, smooth[k])) t = &specs[c];
+        assert_non_null(t);
+        lithe_model *m = build(t);
+        const golden *gX = get("tree.%s.X", t->prefix);
+        lithe_value *X = value_of(gX), *Y = NULL, *dX = NULL, *Rv = NULL;
+        OK(lithe_model_initialize(m, X, NULL));
+        lithe_model *nodes[16];
+        size_t n = 0;
+        OK(lithe_model_walk(m, nodes, 16, &n));
+        for (size_t i = 0; i < n; i++)
+            for (size_t p = 0; p < lithe_model_n_params(nodes[i]); p++) {
+                const char *pn = lithe_model_param_name(nodes[i], p);
+                lithe_tensor *v = tensor_of(get("tree.%s.%zu.%s", t->prefix, i, pn));
+                OK(lithe_model_set_param(nodes[i], pn, v));
+                lithe_tensor_release(v);
+            }
+        lithe_backprop *bp = NULL;
+        OK(lithe_model_begin_update(m, X, &Y, &bp));
+        int64_t ny = lithe_tensor_numel(lithe_value_get_tensor(Y));
+        float *R = malloc(sizeof(float) * (size_t)ny);
+        assert_non_null(R);
+        for (int64_t i = 0; i < ny; i++) R[i] = (float)sin(1.0 + 0.7 * (double)i);
+        lithe_tensor *Rt = NULL;
+        OK(lithe_tensor_from_data(LITHE_F32, lithe_tensor_ndim(lithe_value_get_tensor(Y)),
+                                  lithe_tensor_shape(lithe_value_get_tensor(Y)), R, &Rt));
+        OK(lithe_value_tensor(Rt, &Rv));
+        OK(lithe_backprop_run(bp, Rv, &dX));
+        /* X lives in the value: perturb its data in place */
+        float *xd = lithe_tensor_data(lithe_value_get_tensor(X));
+        snprintf(what, sizeof what, "%s: dX", t->prefix);
+        fd_check(what, m, X, R, xd, gX->n, lithe_tensor_data(lithe_value_get_tensor(dX)));
+        for (size_t i = 0; i < n; i++)
+            for (size_t p = 0; p < lithe_model_n_params(nodes[i]); p++) {
+                const char *pn = lithe_model_param_name(nodes[i], p);
+                lithe_tensor *W = NULL, *g = NULL;
+                OK(lithe_model_get_param(nodes[i], pn, &W));
+                OK(lithe_model_get_grad(nodes[i], pn, &g));
+                snprintf(what, sizeof what, "%s: node %zu (%s) d%s", t->prefix, i, lithe_model_name(nodes[i]), pn);
+                fd_check(what, m, X, R, lithe_tensor_data(W), lithe_tensor_numel(W), lithe_tensor_data(g));
+            }
+        free(R);
+        lithe_tensor_release(Rt);
+        lithe_backprop_free(bp);
+        lithe_value_release(X);
+        lithe_value_release(Y);
+        lithe_value_release(dX);
+        lithe_value_release(Rv);
+        lithe_model_free(m);
+    }
+}
+
 int main(int argc, char **argv) {
     golden_path = argc > 1 ? argv[1] : getenv("LITHE_THINC_GOLDENS");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layers_match_thinc),
         cmocka_unit_test(test_normalize_dropout_trees),
         cmocka_unit_test(test_dish_finite_differences),
+        cmocka_unit_test(test_finite_differences_all_layers),
         cmocka_unit_test(test_batched_equals_row_by_row),
         cmocka_unit_test(test_initializer_scales),
         cmocka_unit_test(test_bad_arguments),
