@@ -221,6 +221,7 @@ typedef struct lithe__param {
     char *name;
     lithe_tensor *value; /* NULL: registered but unset */
     lithe_tensor *grad;  /* NULL: no grad yet */
+    bool frozen;         /* finish_update skips it (and drops its grad) */
 } lithe__param;
 
 typedef struct lithe__ref {

@@ -684,6 +684,10 @@ lithe_status lithe_model_finish_update(lithe_model *m, lithe_optimizer *opt) {
             for (size_t p = 0; p < node->n_params && s == LITHE_OK; p++) {
                 lithe__param *pr = &node->params[p];
                 if (!pr->value || !pr->grad) continue;
+                if (pr->frozen) { /* the optimizer skips it; its gradient is consumed all the same */
+                    if (pass == 1) s = lithe__op_fill(node->backend, pr->grad, 0.0f);
+                    continue;
+                }
                 s = pass == 0 ? lithe__optimizer_prepare(opt, node, pr->name, pr->value)
                               : lithe_optimizer_step(opt, node, pr->name, pr->value, pr->grad);
             }
@@ -803,4 +807,113 @@ lithe_status lithe_model_copy(const lithe_model *m, lithe_model **out) {
     lithe__free(memo.from);
     lithe__free(memo.to);
     return s;
+}
+
+/* ---- tree surgery (Thinc's replace_node / remove_node), freezing, use_params ---- */
+
+/* The walk with a reference held on every node, so releasing links cannot free a node the loop
+ * still visits. */
+static lithe_status walk_retained(lithe_model *m, walk_buf *w) {
+    LITHE__TRY(walk_collect(m, w));
+    for (size_t i = 0; i < w->n; i++) lithe_model_retain(w->v[i]);
+    return LITHE_OK;
+}
+
+static void walk_release(walk_buf *w) {
+    for (size_t i = 0; i < w->n; i++) lithe_model_free(w->v[i]);
+    lithe__free(w->v);
+}
+
+lithe_status lithe_model_replace_node(lithe_model *m, lithe_model *old, lithe_model *replacement, bool *replaced) {
+    if (replaced) *replaced = false;
+    LITHE__CHECK_ARG(m && old && replacement, "lithe_model_replace_node", "model, old or new is NULL");
+    if (old == m) return lithe__fail(LITHE_ERR_INVALID_ARG, "lithe_model_replace_node: cannot replace the root itself");
+    walk_buf w;
+    LITHE__TRY(walk_retained(m, &w));
+    bool seen = false;
+    for (size_t i = 0; i < w.n; i++) {
+        lithe_model *node = w.v[i];
+        if (node == old) {
+            seen = true;
+            continue;
+        }
+        for (size_t c = 0; c < node->n_layers; c++)
+            if (node->layers[c] == old) {
+                node->layers[c] = lithe_model_retain(replacement);
+                lithe_model_free(old);
+            }
+        for (size_t r = 0; r < node->n_refs; r++)
+            if (node->refs[r].node == old) node->refs[r].node = replacement;
+    }
+    walk_release(&w);
+    if (replaced) *replaced = seen;
+    return LITHE_OK;
+}
+
+lithe_status lithe_model_remove_node(lithe_model *m, lithe_model *node) {
+    LITHE__CHECK_ARG(m && node, "lithe_model_remove_node", "model or node is NULL");
+    if (node == m) return lithe__fail(LITHE_ERR_INVALID_ARG, "lithe_model_remove_node: cannot remove the root itself");
+    walk_buf w;
+    LITHE__TRY(walk_retained(m, &w));
+    for (size_t i = 0; i < w.n; i++) {
+        lithe_model *p = w.v[i];
+        size_t k = 0;
+        for (size_t c = 0; c < p->n_layers; c++) {
+            if (p->layers[c] == node) lithe_model_free(node);
+            else p->layers[k++] = p->layers[c];
+        }
+        p->n_layers = k;
+    }
+    walk_release(&w);
+    /* refs that no longer point inside the tree are cleared, as Thinc sets them to None */
+    walk_buf t;
+    LITHE__TRY(walk_collect(m, &t));
+    for (size_t i = 0; i < t.n; i++)
+        for (size_t r = 0; r < t.v[i]->n_refs; r++) {
+            lithe_model *ref = t.v[i]->refs[r].node;
+            bool inside = false;
+            for (size_t j = 0; ref && j < t.n && !inside; j++) inside = t.v[j] == ref;
+            if (ref && !inside) t.v[i]->refs[r].node = NULL;
+        }
+    lithe__free(t.v);
+    return LITHE_OK;
+}
+
+lithe_status lithe_model_set_frozen(lithe_model *m, const char *param, bool frozen) {
+    LITHE__CHECK_ARG(m, "lithe_model_set_frozen", "model is NULL");
+    if (param) {
+        lithe__param *p = lithe__model_find_param(m, param);
+        if (!p) return lithe__fail(LITHE_ERR_NOT_FOUND, "%s: no param '%s' to freeze", m->name, param);
+        p->frozen = frozen;
+        return LITHE_OK;
+    }
+    walk_buf w;
+    LITHE__TRY(walk_collect(m, &w));
+    for (size_t i = 0; i < w.n; i++)
+        for (size_t p = 0; p < w.v[i]->n_params; p++) w.v[i]->params[p].frozen = frozen;
+    lithe__free(w.v);
+    return LITHE_OK;
+}
+
+bool lithe_model_is_frozen(const lithe_model *m, const char *param) {
+    if (!m || !param) return false;
+    const lithe__param *p = lithe__model_find_param(m, param);
+    return p && p->frozen;
+}
+
+lithe_status lithe_model_use_averages(lithe_model *m, lithe_optimizer *opt,
+                                      lithe_status (*fn)(lithe_model *m, void *user), void *user) {
+    LITHE__CHECK_ARG(m && opt && fn, "lithe_model_use_averages", "model, optimizer or fn is NULL");
+    LITHE__TRY(lithe_optimizer_swap_averages(opt, m));
+    lithe_status s = fn(m, user);
+    /* restore also when fn failed; the swap back needs no allocation that can fail after the
+     * first one succeeded for the same tree, but report it if it does */
+    char why[512];
+    snprintf(why, sizeof why, "%s", lithe_last_error());
+    lithe_status r = lithe_optimizer_swap_averages(opt, m);
+    if (s != LITHE_OK) {
+        lithe__fail(s, "%s", why); /* fn's message stays the last error */
+        return s;
+    }
+    return r;
 }

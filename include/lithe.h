@@ -410,6 +410,28 @@ LITHE_API lithe_status lithe_clone(lithe_model *orig, size_t n, lithe_model **ou
  * LITHE_ERR_OOM. */
 LITHE_API lithe_status lithe_model_copy(const lithe_model *m, lithe_model **out);
 
+/* Thinc's model.replace_node(old, new): every link to `old` from the other nodes of m's tree
+ * (children and refs) now points to `new`, which gains a reference per child link; the
+ * caller keeps its own reference to `new`. *replaced (may be NULL) says whether `old` was in the
+ * tree. Names of the parents are not changed (as in Thinc). Statuses: LITHE_ERR_INVALID_ARG
+ * (NULLs, old is the root), LITHE_ERR_OOM. */
+LITHE_API lithe_status lithe_model_replace_node(lithe_model *m, lithe_model *old, lithe_model *replacement,
+                                                bool *replaced);
+/* Thinc's model.remove_node(node): removes it from every layers list of m's tree (dropping those
+ * references), then clears refs that no longer point inside the tree. */
+LITHE_API lithe_status lithe_model_remove_node(lithe_model *m, lithe_model *node);
+/* Freezing, for fine-tuning only part of a model: a frozen param is skipped by finish_update
+ * (its gradient is still computed for backprop, and dropped at finish_update). `param` NULL
+ * freezes (or thaws) every param of m's whole subtree; otherwise one param of m. Not saved in
+ * Thinc's bytes (Thinc has no such flag). Statuses: LITHE_ERR_NOT_FOUND for an unknown param. */
+LITHE_API lithe_status lithe_model_set_frozen(lithe_model *m, const char *param, bool frozen);
+LITHE_API bool lithe_model_is_frozen(const lithe_model *m, const char *param);
+/* Thinc's `with model.use_params(optimizer.averages): fn(model)`: swaps the averages in, calls
+ * fn(m, user), swaps them back — also when fn fails — and returns fn's status (its message stays
+ * lithe_last_error()). */
+LITHE_API lithe_status lithe_model_use_averages(lithe_model *m, lithe_optimizer *opt,
+                                                lithe_status (*fn)(lithe_model *m, void *user), void *user);
+
 /* "resizable.v1": a node named "resizable(<layer>)" holding one leaf layer with params W and b
  * (Linear, Softmax, Maxout, the affine family) whose output width can grow: Thinc's resizable
  * with resize_linear_weighted. fill_W / fill_b are the values of new rows (Thinc's

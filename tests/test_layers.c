@@ -757,6 +757,91 @@ static void test_finite_differences_all_layers(void **state) {
     }
 }
 
+/* ---- replace_node, remove_node, freezing, use_averages ---- */
+
+static lithe_status failing_eval(lithe_model *m, void *user) {
+    lithe_tensor *W = NULL;
+    lithe_model_get_param(lithe_model_layer(m, 0), "W", &W);
+    *(lithe_tensor **)user = W; /* what fn saw */
+    return lithe_model_set_dim(m, "no_such_dim", 3); /* an error inside the bracket */
+}
+
+static void test_model_operations(void **state) {
+    (void)state;
+    lithe_model *a = dense("Relu.v1", 4, 3), *b = dense("Relu.v1", 4, 4), *c = dense("Linear.v1", 2, 4), *m = NULL;
+    lithe_model *d = dense("Mish.v1", 4, 4);
+    OK(lithe_chain(3, (lithe_model *[]){a, b, c}, &m));
+    bool replaced = false;
+    OK(lithe_model_replace_node(m, b, d, &replaced));
+    assert_true(replaced);
+    assert_true(lithe_model_layer(m, 1) == d);
+    lithe_model *stranger = dense("Relu.v1", 1, 1);
+    OK(lithe_model_replace_node(m, stranger, d, &replaced));
+    assert_false(replaced);
+    lithe_model_free(stranger);
+    lithe_model_free(d); /* the tree holds its own reference */
+    FAILS(LITHE_ERR_INVALID_ARG, lithe_model_replace_node(m, m, a, NULL));
+    OK(lithe_model_remove_node(m, lithe_model_layer(m, 1)));
+    assert_int_equal(lithe_model_n_layers(m), 2);
+    assert_true(lithe_model_layer(m, 1) == c);
+    lithe_model_free(m);
+
+    /* freezing the hidden layer: an Adam step moves only the head */
+    lithe_model *hidden = dense("Relu.v1", 6, 5), *head = NULL;
+    OK(lithe_softmax(&(lithe_softmax_opts){.nO = 3}, &head));
+    OK(lithe_chain(2, (lithe_model *[]){hidden, head}, &m));
+    lithe_value *X = value_of(get("tree.mish.X")), *Y = NULL, *dv = NULL;
+    OK(lithe_model_initialize(m, X, NULL));
+    OK(lithe_model_set_frozen(hidden, NULL, true));
+    assert_true(lithe_model_is_frozen(hidden, "W") && lithe_model_is_frozen(hidden, "b"));
+    assert_false(lithe_model_is_frozen(head, "W"));
+    FAILS(LITHE_ERR_NOT_FOUND, lithe_model_set_frozen(head, "G", true));
+    lithe_tensor *W = NULL, *hw = NULL;
+    OK(lithe_model_get_param(hidden, "W", &W));
+    float before[30], hb[15];
+    memcpy(before, lithe_tensor_data(W), sizeof before);
+    OK(lithe_model_get_param(head, "W", &hw));
+    memcpy(hb, lithe_tensor_data(hw), sizeof hb);
+    lithe_optimizer_opts oo = lithe_adam_defaults();
+    lithe_optimizer *opt = NULL;
+    OK(lithe_optimizer_new(&oo, &opt));
+    int32_t lab[6] = {0, 1, 2, 0, 1, 2};
+    lithe_tensor *labels = NULL, *dt = NULL;
+    OK(lithe_tensor_from_data(LITHE_I32, 1, (int64_t[]){6}, lab, &labels));
+    lithe_backprop *bp = NULL;
+    OK(lithe_model_begin_update(m, X, &Y, &bp));
+    OK(lithe_categorical_crossentropy(NULL, lithe_value_get_tensor(Y), labels, &dt, NULL));
+    OK(lithe_value_tensor(dt, &dv));
+    OK(lithe_backprop_run(bp, dv, NULL));
+    OK(lithe_model_finish_update(m, opt));
+    assert_memory_equal(before, lithe_tensor_data(W), sizeof before);
+    assert_true(memcmp(hb, lithe_tensor_data(hw), sizeof hb) != 0);
+    assert_int_equal(lithe_optimizer_nr_update(opt, hidden, "W"), 0);
+    lithe_tensor *g = NULL;
+    OK(lithe_model_get_grad(hidden, "W", &g));
+    for (int i = 0; i < 30; i++) assert_true(((float *)lithe_tensor_data(g))[i] == 0.0f);
+
+    /* use_averages: fn sees the averages, and the params come back even though fn fails */
+    lithe_tensor *seen = NULL, *orig = NULL;
+    OK(lithe_model_get_param(head, "W", &orig));
+    assert_int_equal(lithe_model_use_averages(m, opt, failing_eval, &seen), LITHE_ERR_NOT_FOUND);
+    assert_non_null(strstr(lithe_last_error(), "no_such_dim"));
+    lithe_tensor *now = NULL;
+    OK(lithe_model_get_param(head, "W", &now));
+    assert_true(now == orig);
+    assert_true(seen != NULL && seen != orig);
+    FAILS(LITHE_ERR_INVALID_ARG, lithe_model_use_averages(m, opt, NULL, NULL));
+
+    lithe_optimizer_free(opt);
+    lithe_backprop_free(bp);
+    lithe_value_release(dv);
+    lithe_value_release(Y);
+    lithe_value_release(X);
+    lithe_tensor_release(dt);
+    lithe_tensor_release(labels);
+    lithe_model_free(m);
+}
+
 int main(int argc, char **argv) {
     golden_path = argc > 1 ? argv[1] : getenv("LITHE_THINC_GOLDENS");
     const struct CMUnitTest tests[] = {
@@ -770,6 +855,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_resize_like_thinc),
         cmocka_unit_test(test_resize_ten_to_eleven_classes),
         cmocka_unit_test(test_copy_and_combinator_rules),
+        cmocka_unit_test(test_model_operations),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);
 }
