@@ -670,6 +670,20 @@ LITHE_API lithe_status lithe_optimizer_get_average(const lithe_optimizer *opt,
                                                    const lithe_model *node, const char *name,
                                                    lithe_tensor **out);
 
+/* The optimizer's state for the params of m's tree — step counts, Adam/RAdam moments,
+ * averages — as a byte blob (*out, freed with lithe_buffer_free), keyed by each node's walk
+ * index and param name so it loads into the same architecture in another process. Hyper-
+ * parameters and schedules are not included: build the optimizer the same way. */
+LITHE_API lithe_status lithe_optimizer_save_state(const lithe_optimizer *opt, lithe_model *m, uint8_t **out,
+                                                  size_t *len);
+/* Replaces opt's state with a blob from lithe_optimizer_save_state, for the params of m's tree:
+ * training then resumes exactly. Never trusts the bytes: a truncated, foreign or mismatched blob
+ * is LITHE_ERR_VALUE / LITHE_ERR_SHAPE naming the entry, and leaves opt unchanged. */
+LITHE_API lithe_status lithe_optimizer_load_state(lithe_optimizer *opt, lithe_model *m, const uint8_t *data,
+                                                  size_t len);
+/* Frees a buffer lithe allocated for the caller. Accepts NULL. */
+LITHE_API void lithe_buffer_free(void *p);
+
 /* Thinc's `with model.use_params(optimizer.averages)`: exchanges every param of m's tree that has
  * an average in `opt` with that average (pointer swap, no copy). Call it again to restore: the
  * two calls bracket evaluation with averaged weights. Params without an average are untouched.

@@ -842,6 +842,116 @@ static void test_model_operations(void **state) {
     lithe_model_free(m);
 }
 
+/* ---- optimizer state: save, continue, and resume bit-exactly elsewhere; hostile blobs ---- */
+
+static void train_steps(lithe_model *m, lithe_optimizer *opt, lithe_value *X, lithe_tensor *labels, int n) {
+    for (int i = 0; i < n; i++) {
+        lithe_value *Y = NULL, *dv = NULL;
+        lithe_backprop *bp = NULL;
+        lithe_tensor *d = NULL;
+        OK(lithe_model_begin_update(m, X, &Y, &bp));
+        OK(lithe_categorical_crossentropy(NULL, lithe_value_get_tensor(Y), labels, &d, NULL));
+        OK(lithe_value_tensor(d, &dv));
+        OK(lithe_backprop_run(bp, dv, NULL));
+        OK(lithe_model_finish_update(m, opt));
+        lithe_backprop_free(bp);
+        lithe_value_release(Y);
+        lithe_value_release(dv);
+        lithe_tensor_release(d);
+    }
+}
+
+static lithe_model *small_net(void) {
+    lithe_model *h = NULL, *sm = NULL, *m = NULL;
+    OK(lithe_dense("Maxout.v1", &(lithe_dense_opts){.nO = 6, .nP = 2, .normalize = true}, &h));
+    OK(lithe_softmax(&(lithe_softmax_opts){.nO = 3}, &sm));
+    OK(lithe_chain(2, (lithe_model *[]){h, sm}, &m));
+    return m;
+}
+
+static void test_optimizer_state_resumes_exactly(void **state) {
+    (void)state;
+    lithe_value *X = value_of(get("tree.mish.X"));
+    int32_t lab[6] = {0, 1, 2, 2, 1, 0};
+    lithe_tensor *labels = NULL;
+    OK(lithe_tensor_from_data(LITHE_I32, 1, (int64_t[]){6}, lab, &labels));
+    static const bool radam[2] = {false, true};
+    for (int r = 0; r < 2; r++) {
+        lithe_model *m = small_net();
+        OK(lithe_model_set_seed(m, 3));
+        OK(lithe_model_initialize(m, X, NULL));
+        lithe_optimizer_opts oo = lithe_adam_defaults();
+        oo.learn_rate = 0.01;
+        oo.use_radam = radam[r];
+        lithe_optimizer *opt = NULL, *opt2 = NULL;
+        OK(lithe_optimizer_new(&oo, &opt));
+        train_steps(m, opt, X, labels, 3);
+        uint8_t *blob = NULL;
+        size_t len = 0;
+        OK(lithe_optimizer_save_state(opt, m, &blob, &len));
+        lithe_model *m2 = NULL;
+        OK(lithe_model_copy(m, &m2)); /* "another process": other node ids, same architecture */
+        train_steps(m, opt, X, labels, 4);
+        OK(lithe_optimizer_new(&oo, &opt2));
+        OK(lithe_optimizer_load_state(opt2, m2, blob, len));
+        train_steps(m2, opt2, X, labels, 4);
+        lithe_model *a[8], *b[8];
+        size_t na = 0, nb = 0;
+        OK(lithe_model_walk(m, a, 8, &na));
+        OK(lithe_model_walk(m2, b, 8, &nb));
+        assert_int_equal(na, nb);
+        for (size_t i = 0; i < na; i++)
+            for (size_t p = 0; p < lithe_model_n_params(a[i]); p++) {
+                const char *pn = lithe_model_param_name(a[i], p);
+                lithe_tensor *wa = NULL, *wb = NULL, *va = NULL, *vb = NULL;
+                OK(lithe_model_get_param(a[i], pn, &wa));
+                OK(lithe_model_get_param(b[i], pn, &wb));
+                assert_memory_equal(lithe_tensor_data(wa), lithe_tensor_data(wb),
+                                    sizeof(float) * (size_t)lithe_tensor_numel(wa));
+                OK(lithe_optimizer_get_average(opt, a[i], pn, &va));
+                OK(lithe_optimizer_get_average(opt2, b[i], pn, &vb));
+                assert_memory_equal(lithe_tensor_data(va), lithe_tensor_data(vb),
+                                    sizeof(float) * (size_t)lithe_tensor_numel(va));
+                assert_int_equal(lithe_optimizer_nr_update(opt, a[i], pn), 7);
+                assert_int_equal(lithe_optimizer_nr_update(opt2, b[i], pn), 7);
+            }
+        /* every truncation and a few corruptions are clear errors that leave the optimizer as it was */
+        lithe_optimizer *opt3 = NULL;
+        OK(lithe_optimizer_new(&oo, &opt3));
+        for (size_t cut = 0; cut < len; cut += (cut < 64 ? 1 : 37)) {
+            lithe_status st = lithe_optimizer_load_state(opt3, m2, blob, cut);
+            assert_true(st == LITHE_ERR_VALUE || st == LITHE_ERR_SHAPE);
+        }
+        uint8_t *bad = malloc(len + 1);
+        assert_non_null(bad);
+        memcpy(bad, blob, len);
+        bad[0] = 'X';
+        FAILS(LITHE_ERR_VALUE, lithe_optimizer_load_state(opt3, m2, bad, len));
+        memcpy(bad, blob, len);
+        bad[len] = 0;
+        FAILS(LITHE_ERR_VALUE, lithe_optimizer_load_state(opt3, m2, bad, len + 1)); /* trailing byte */
+        memcpy(bad, blob, len);
+        bad[12] = 200; /* the first entry's node index */
+        FAILS(LITHE_ERR_VALUE, lithe_optimizer_load_state(opt3, m2, bad, len));
+        assert_int_equal(lithe_optimizer_nr_update(opt3, b[1], lithe_model_param_name(b[1], 0)), 0);
+        lithe_model *other = NULL;
+        OK(lithe_dense("Relu.v1", &(lithe_dense_opts){.nO = 2, .nI = 2}, &other));
+        OK(lithe_model_initialize(other, NULL, NULL));
+        lithe_status st = lithe_optimizer_load_state(opt3, other, blob, len);
+        assert_true(st == LITHE_ERR_VALUE || st == LITHE_ERR_SHAPE);
+        lithe_model_free(other);
+        free(bad);
+        lithe_buffer_free(blob);
+        lithe_optimizer_free(opt);
+        lithe_optimizer_free(opt2);
+        lithe_optimizer_free(opt3);
+        lithe_model_free(m);
+        lithe_model_free(m2);
+    }
+    lithe_tensor_release(labels);
+    lithe_value_release(X);
+}
+
 int main(int argc, char **argv) {
     golden_path = argc > 1 ? argv[1] : getenv("LITHE_THINC_GOLDENS");
     const struct CMUnitTest tests[] = {
@@ -856,6 +966,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_resize_ten_to_eleven_classes),
         cmocka_unit_test(test_copy_and_combinator_rules),
         cmocka_unit_test(test_model_operations),
+        cmocka_unit_test(test_optimizer_state_resumes_exactly),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);
 }

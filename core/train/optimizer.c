@@ -279,3 +279,218 @@ lithe_status lithe_optimizer_swap_averages(lithe_optimizer *opt, lithe_model *m)
     lithe__free(nodes);
     return s;
 }
+
+/* ---- state save / restore ----
+ * Little-endian blob: "LTHOPT01", u32 count, then per slot: u32 walk index, u32 name length,
+ * name bytes, i64 nr_update, u8 flags (1 mom1, 2 mom2, 4 avg), i64 numel, then the float32
+ * arrays present, in that order. Hyper-parameters and schedules are the caller's to restore. */
+
+typedef struct wbuf {
+    uint8_t *p;
+    size_t n, cap;
+    bool oom;
+} wbuf;
+
+static void put(wbuf *b, const void *src, size_t len) {
+    if (b->oom) return;
+    if (b->n + len > b->cap) {
+        size_t nc = (b->n + len) * 2;
+        uint8_t *np = lithe__realloc(b->p, nc);
+        if (!np) {
+            b->oom = true;
+            return;
+        }
+        b->p = np;
+        b->cap = nc;
+    }
+    memcpy(b->p + b->n, src, len);
+    b->n += len;
+}
+
+static void put_u32(wbuf *b, uint32_t v) {
+    uint8_t x[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+    put(b, x, 4);
+}
+
+static void put_i64(wbuf *b, int64_t v) {
+    uint64_t u = (uint64_t)v;
+    put_u32(b, (uint32_t)u);
+    put_u32(b, (uint32_t)(u >> 32));
+}
+
+static lithe_status put_tensor(wbuf *b, const lithe_tensor *t) {
+    size_t n = (size_t)t->numel;
+    float *host = lithe__malloc(n ? n * sizeof *host : 1);
+    if (!host) return lithe__oom("optimizer state", n * sizeof *host);
+    lithe_status s = lithe_tensor_read(t, host, n * sizeof *host);
+    for (size_t i = 0; s == LITHE_OK && i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &host[i], 4);
+        put_u32(b, u);
+    }
+    lithe__free(host);
+    return s;
+}
+
+lithe_status lithe_optimizer_save_state(const lithe_optimizer *opt, lithe_model *m, uint8_t **out, size_t *len) {
+    LITHE__CHECK_ARG(out && len, "lithe_optimizer_save_state", "out or len is NULL");
+    *out = NULL;
+    *len = 0;
+    LITHE__CHECK_ARG(opt && m, "lithe_optimizer_save_state", "optimizer or model is NULL");
+    size_t nn = 0;
+    LITHE__TRY(lithe_model_walk(m, NULL, 0, &nn));
+    lithe_model **nodes = lithe__malloc((nn ? nn : 1) * sizeof *nodes);
+    if (!nodes) return lithe__oom("optimizer state", nn * sizeof *nodes);
+    lithe_status s = lithe_model_walk(m, nodes, nn, &nn);
+    wbuf b = {0};
+    put(&b, "LTHOPT01", 8);
+    uint32_t count = 0;
+    for (size_t i = 0; i < opt->n; i++)
+        for (size_t k = 0; k < nn; k++) count += nodes[k]->id == opt->slots[i].node_id;
+    put_u32(&b, count);
+    for (size_t k = 0; s == LITHE_OK && k < nn; k++)
+        for (size_t i = 0; s == LITHE_OK && i < opt->n; i++) {
+            const opt_slot *sl = &opt->slots[i];
+            if (sl->node_id != nodes[k]->id) continue;
+            const lithe_tensor *ref = sl->mom1 ? sl->mom1 : sl->mom2 ? sl->mom2 : sl->avg;
+            put_u32(&b, (uint32_t)k);
+            put_u32(&b, (uint32_t)strlen(sl->name));
+            put(&b, sl->name, strlen(sl->name));
+            put_i64(&b, sl->nr_update);
+            uint8_t flags = (uint8_t)((sl->mom1 ? 1 : 0) | (sl->mom2 ? 2 : 0) | (sl->avg ? 4 : 0));
+            put(&b, &flags, 1);
+            put_i64(&b, ref ? ref->numel : 0);
+            if (sl->mom1) s = put_tensor(&b, sl->mom1);
+            if (s == LITHE_OK && sl->mom2) s = put_tensor(&b, sl->mom2);
+            if (s == LITHE_OK && sl->avg) s = put_tensor(&b, sl->avg);
+        }
+    lithe__free(nodes);
+    if (s == LITHE_OK && b.oom) s = lithe__oom("optimizer state", b.n);
+    if (s != LITHE_OK) {
+        lithe__free(b.p);
+        return s;
+    }
+    *out = b.p;
+    *len = b.n;
+    return LITHE_OK;
+}
+
+void lithe_buffer_free(void *p) { lithe__free(p); }
+
+typedef struct rbuf {
+    const uint8_t *p;
+    size_t n, at;
+} rbuf;
+
+static bool get(rbuf *b, void *dst, size_t len) {
+    if (len > b->n - b->at) return false;
+    memcpy(dst, b->p + b->at, len);
+    b->at += len;
+    return true;
+}
+
+static bool get_u32(rbuf *b, uint32_t *v) {
+    uint8_t x[4];
+    if (!get(b, x, 4)) return false;
+    *v = (uint32_t)x[0] | (uint32_t)x[1] << 8 | (uint32_t)x[2] << 16 | (uint32_t)x[3] << 24;
+    return true;
+}
+
+static bool get_i64(rbuf *b, int64_t *v) {
+    uint32_t lo, hi;
+    if (!get_u32(b, &lo) || !get_u32(b, &hi)) return false;
+    *v = (int64_t)((uint64_t)hi << 32 | lo);
+    return true;
+}
+
+/* Reads n floats into a new tensor shaped like W. */
+static lithe_status get_tensor(rbuf *b, const lithe_tensor *W, lithe_tensor **out) {
+    size_t n = (size_t)W->numel;
+    if (n > (b->n - b->at) / 4) return lithe__fail(LITHE_ERR_VALUE, "optimizer state: truncated array data");
+    float *host = lithe__malloc(n ? n * sizeof *host : 1);
+    if (!host) return lithe__oom("optimizer state", n * sizeof *host);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u = 0;
+        get_u32(b, &u);
+        memcpy(&host[i], &u, 4);
+    }
+    lithe_status s = lithe__tensor_alloc(W->storage->backend, LITHE_F32, W->ndim, W->shape, false, out);
+    if (s == LITHE_OK) s = lithe_tensor_write(*out, host, n * sizeof *host);
+    if (s != LITHE_OK) {
+        lithe_tensor_release(*out);
+        *out = NULL;
+    }
+    lithe__free(host);
+    return s;
+}
+
+lithe_status lithe_optimizer_load_state(lithe_optimizer *opt, lithe_model *m, const uint8_t *data, size_t len) {
+    LITHE__CHECK_ARG(opt && m && (data || !len), "lithe_optimizer_load_state", "an argument is NULL");
+    size_t nn = 0;
+    LITHE__TRY(lithe_model_walk(m, NULL, 0, &nn));
+    lithe_model **nodes = lithe__malloc((nn ? nn : 1) * sizeof *nodes);
+    if (!nodes) return lithe__oom("optimizer state", nn * sizeof *nodes);
+    lithe_status s = lithe_model_walk(m, nodes, nn, &nn);
+    rbuf b = {data, len, 0};
+    char magic[8];
+    uint32_t count = 0;
+    if (s == LITHE_OK && (!get(&b, magic, 8) || memcmp(magic, "LTHOPT01", 8) || !get_u32(&b, &count)))
+        s = lithe__fail(LITHE_ERR_VALUE, "optimizer state: not a lithe optimizer state (bad magic or truncated header)");
+    /* parse everything into a fresh optimizer first: a bad blob leaves `opt` untouched */
+    lithe_optimizer *tmp = NULL;
+    if (s == LITHE_OK) s = lithe_optimizer_new(&opt->o, &tmp);
+    for (uint32_t c = 0; s == LITHE_OK && c < count; c++) {
+        uint32_t k, nlen;
+        int64_t nr, numel;
+        uint8_t flags;
+        char name[256];
+        if (!get_u32(&b, &k) || !get_u32(&b, &nlen) || nlen >= sizeof name || !get(&b, name, nlen)) {
+            s = lithe__fail(LITHE_ERR_VALUE, "optimizer state: entry %u is truncated or its name too long", c);
+            break;
+        }
+        name[nlen] = '\0';
+        if (!get_i64(&b, &nr) || !get(&b, &flags, 1) || !get_i64(&b, &numel) || nr < 0 || flags > 7) {
+            s = lithe__fail(LITHE_ERR_VALUE, "optimizer state: entry %u (%s) is truncated or malformed", c, name);
+            break;
+        }
+        if (k >= nn) {
+            s = lithe__fail(LITHE_ERR_VALUE, "optimizer state: entry %s names node %u, the model has %zu nodes", name, k, nn);
+            break;
+        }
+        lithe__param *p = lithe__model_find_param(nodes[k], name);
+        if (!p || !p->value) {
+            s = lithe__fail(LITHE_ERR_VALUE, "optimizer state: node %u (%s) has no initialized param '%s'", k,
+                            nodes[k]->name, name);
+            break;
+        }
+        if (flags && numel != p->value->numel) {
+            s = lithe__fail(LITHE_ERR_SHAPE, "optimizer state: %s.%s holds %lld values, the param has %lld",
+                            nodes[k]->name, name, (long long)numel, (long long)p->value->numel);
+            break;
+        }
+        opt_slot *sl = NULL;
+        s = get_slot(tmp, nodes[k]->id, name, &sl);
+        if (s != LITHE_OK) break;
+        sl->nr_update = nr;
+        if (flags & 1) s = get_tensor(&b, p->value, &sl->mom1);
+        if (s == LITHE_OK && (flags & 2)) s = get_tensor(&b, p->value, &sl->mom2);
+        if (s == LITHE_OK && (flags & 4)) s = get_tensor(&b, p->value, &sl->avg);
+    }
+    if (s == LITHE_OK && b.at != b.n)
+        s = lithe__fail(LITHE_ERR_VALUE, "optimizer state: %zu trailing bytes", b.n - b.at);
+    lithe__free(nodes);
+    if (s != LITHE_OK) {
+        lithe_optimizer_free(tmp);
+        return s;
+    }
+    /* swap the parsed slots in */
+    opt_slot *old = opt->slots;
+    size_t old_n = opt->n;
+    opt->slots = tmp->slots;
+    opt->n = tmp->n;
+    opt->cap = tmp->cap;
+    tmp->slots = old;
+    tmp->n = old_n;
+    lithe_optimizer_free(tmp);
+    return LITHE_OK;
+}
