@@ -388,6 +388,24 @@ LITHE_API lithe_status lithe_layernorm(int64_t nI, lithe_model **out);
  * sigmoids, (B, N) for the softmax. Statuses: LITHE_ERR_VALUE for an unknown name. */
 LITHE_API lithe_status lithe_activation(const char *layer, lithe_model **out);
 
+typedef struct lithe_embed_opts {
+    int64_t nO, nV;     /* 0: unset (Embed's nO may come from a sample Y); HashEmbed needs both */
+    bool has_column;    /* Thinc's column=: chain(ints-getitem(column), layer) over (B, k) ids */
+    int64_t column;
+    float dropout;      /* > 0: Thinc's dropout=, one mask over the nO columns for every row */
+    lithe_init init;    /* LITHE_INIT_DEFAULT: Thinc's uniform_init (U(-0.1, 0.1)) */
+    bool has_seed;      /* HashEmbed: the `seed` attr; without it, the node id as in Thinc */
+    uint32_t seed;
+} lithe_embed_opts;
+
+/* "Embed.v1": Y (B, nO) = E[ids], ids (B,) int32 / int64 / uint64, E (nV, nO). An id outside
+ * [0, nV) is LITHE_ERR_VALUE naming it (numpy would wrap negatives; lithe refuses them). The
+ * backprop accumulates into dE and returns zeros for the ids, as Thinc. */
+LITHE_API lithe_status lithe_embed(const lithe_embed_opts *opts, lithe_model **out);
+/* "HashEmbed.v1": Y = sum over the 4 keys of Thinc's ops.hash(ids as uint64, seed) % nV of E's
+ * rows, bit-exact buckets with Thinc. attrs: seed (int), column, dropout_rate when given. */
+LITHE_API lithe_status lithe_hash_embed(const lithe_embed_opts *opts, lithe_model **out);
+
 /* "concatenate.v1": Y = hstack(layer_i(X)) over 2-D outputs with equal rows; dX sums the
  * layers' dX, each fed its own (contiguous) slice of dY. Named by joining the layer names with
  * "|". As Thinc: 0 layers give noop, 1 layer is returned as is, and a concatenate node given

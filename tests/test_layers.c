@@ -952,6 +952,127 @@ static void test_optimizer_state_resumes_exactly(void **state) {
     lithe_value_release(X);
 }
 
+/* ---- Embed, HashEmbed (with column) against Thinc ---- */
+
+static lithe_value *ids_value(const golden *g, lithe_dtype dt) {
+    lithe_tensor *t = NULL;
+    lithe_value *v = NULL;
+    OK(lithe_tensor_new(NULL, dt, g->ndim, g->shape, &t));
+    if (dt == LITHE_I32) {
+        int32_t *p = lithe_tensor_data(t);
+        for (int64_t i = 0; i < g->n; i++) p[i] = (int32_t)g->u[i];
+    } else {
+        memcpy(lithe_tensor_data(t), g->u, sizeof(uint64_t) * (size_t)g->n);
+    }
+    OK(lithe_value_tensor(t, &v));
+    lithe_tensor_release(t);
+    return v;
+}
+
+static void test_embeddings_match_thinc(void **state) {
+    (void)state;
+    static const struct {
+        const char *prefix;
+        bool hashed;
+        lithe_embed_opts o;
+        lithe_dtype dt;
+    } cases[] = {
+        {"embed", false, {.nO = 3, .nV = 10}, LITHE_I32},
+        {"embed_col", false, {.nO = 3, .nV = 10, .has_column = true, .column = 1}, LITHE_I64},
+        {"hashembed", true, {.nO = 4, .nV = 13, .has_seed = true, .seed = 7}, LITHE_U64},
+        {"hashembed_col", true, {.nO = 4, .nV = 11, .has_seed = true, .seed = 1, .has_column = true, .column = 0},
+         LITHE_U64},
+    };
+    char what[96];
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const char *p = cases[c].prefix;
+        lithe_model *m = NULL;
+        if (cases[c].hashed) OK(lithe_hash_embed(&cases[c].o, &m));
+        else OK(lithe_embed(&cases[c].o, &m));
+        lithe_model *node = lithe_model_n_layers(m) ? lithe_model_layer(m, 1) : m;
+        if (cases[c].o.has_column) {
+            int64_t col = -1;
+            OK(lithe_model_get_attr_int(m, "column", &col));
+            assert_int_equal(col, cases[c].o.column);
+            assert_string_equal(lithe_model_name(lithe_model_layer(m, 0)), "ints-getitem");
+        }
+        OK(lithe_model_initialize(m, NULL, NULL));
+        lithe_tensor *E = tensor_of(get("%s.E", p));
+        OK(lithe_model_set_param(node, "E", E));
+        lithe_tensor_release(E);
+        lithe_value *ids = ids_value(get("%s.ids", p), cases[c].dt), *Y = NULL, *Yp = NULL, *dY = NULL, *dX = NULL;
+        lithe_backprop *bp = NULL;
+        OK(lithe_model_begin_update(m, ids, &Y, &bp));
+        snprintf(what, sizeof what, "%s: Y", p);
+        expect_close(what, lithe_value_get_tensor(Y), get("%s.Y", p), TOL_LAYER);
+        OK(lithe_model_predict(m, ids, &Yp));
+        snprintf(what, sizeof what, "%s: predict", p);
+        expect_close(what, lithe_value_get_tensor(Yp), get("%s.Ypredict", p), TOL_LAYER);
+        dY = value_of(get("%s.dY", p));
+        OK(lithe_backprop_run(bp, dY, &dX));
+        lithe_tensor *g = NULL;
+        OK(lithe_model_get_grad(node, "E", &g));
+        snprintf(what, sizeof what, "%s: dE", p);
+        expect_close(what, g, get("%s.dE", p), TOL_LAYER);
+        lithe_backprop_free(bp);
+        lithe_value_release(ids);
+        lithe_value_release(Y);
+        lithe_value_release(Yp);
+        lithe_value_release(dY);
+        lithe_value_release(dX);
+        lithe_model_free(m);
+    }
+    /* out-of-table ids, float ids, bad opts */
+    lithe_model *m = NULL;
+    OK(lithe_embed(&(lithe_embed_opts){.nO = 2, .nV = 4}, &m));
+    OK(lithe_model_initialize(m, NULL, NULL));
+    int32_t bad[3] = {1, 4, 0};
+    lithe_tensor *t = NULL;
+    lithe_value *v = NULL, *Y = NULL;
+    OK(lithe_tensor_from_data(LITHE_I32, 1, (int64_t[]){3}, bad, &t));
+    OK(lithe_value_tensor(t, &v));
+    FAILS(LITHE_ERR_VALUE, lithe_model_predict(m, v, &Y));
+    assert_non_null(strstr(lithe_last_error(), "id 4 at position 1"));
+    lithe_tensor_release(t);
+    lithe_value_release(v);
+    bad[1] = -1;
+    OK(lithe_tensor_from_data(LITHE_I32, 1, (int64_t[]){3}, bad, &t));
+    OK(lithe_value_tensor(t, &v));
+    FAILS(LITHE_ERR_VALUE, lithe_model_predict(m, v, &Y));
+    lithe_tensor_release(t);
+    lithe_value_release(v);
+    float f[3] = {0};
+    OK(lithe_tensor_from_data(LITHE_F32, 1, (int64_t[]){3}, f, &t));
+    OK(lithe_value_tensor(t, &v));
+    FAILS(LITHE_ERR_DTYPE, lithe_model_predict(m, v, &Y));
+    lithe_tensor_release(t);
+    lithe_value_release(v);
+    lithe_model_free(m);
+    FAILS(LITHE_ERR_VALUE, lithe_hash_embed(&(lithe_embed_opts){.nO = 4}, &m));
+    FAILS(LITHE_ERR_VALUE, lithe_embed(&(lithe_embed_opts){.nO = 4, .nV = 3, .dropout = 2.0f}, &m));
+    FAILS(LITHE_ERR_INVALID_ARG, lithe_embed(NULL, NULL));
+    /* dropout at training: whole columns zeroed (one mask over nO), identity at predict */
+    OK(lithe_embed(&(lithe_embed_opts){.nO = 64, .nV = 3, .dropout = 0.5f}, &m));
+    OK(lithe_model_initialize(m, NULL, NULL));
+    int32_t two[2] = {1, 1};
+    OK(lithe_tensor_from_data(LITHE_I32, 1, (int64_t[]){2}, two, &t));
+    OK(lithe_value_tensor(t, &v));
+    lithe_backprop *bp = NULL;
+    OK(lithe_model_begin_update(m, v, &Y, &bp));
+    const float *y = lithe_tensor_data(lithe_value_get_tensor(Y));
+    int zeros = 0;
+    for (int j = 0; j < 64; j++) {
+        assert_true(y[j] == y[64 + j]); /* same row, same mask */
+        zeros += y[j] == 0.0f;
+    }
+    assert_true(zeros > 10 && zeros < 54);
+    lithe_backprop_free(bp);
+    lithe_value_release(Y);
+    lithe_tensor_release(t);
+    lithe_value_release(v);
+    lithe_model_free(m);
+}
+
 int main(int argc, char **argv) {
     golden_path = argc > 1 ? argv[1] : getenv("LITHE_THINC_GOLDENS");
     const struct CMUnitTest tests[] = {
@@ -967,6 +1088,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_copy_and_combinator_rules),
         cmocka_unit_test(test_model_operations),
         cmocka_unit_test(test_optimizer_state_resumes_exactly),
+        cmocka_unit_test(test_embeddings_match_thinc),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);
 }

@@ -162,6 +162,34 @@ tree_case("tree.noop", noop(), Xd)
 tree_case("tree.clone", clone(Relu(5, 5), 3), Xd)
 tree_case("tree.nested", chain(concatenate(Relu(3, 5), Swish(3, 5)), residual(Maxout(6, 6, nP=2)), Softmax_v2(2, 6)), Xd)
 
+# --- Embed and HashEmbed: lookups, bucket sums, dE ---------------------------------------------------
+from thinc.api import Embed, HashEmbed  # noqa: E402
+
+
+def embed_case(prefix, model, ids):
+    model.initialize()
+    node = model.layers[-1] if model.layers else model
+    E = randf(*node.get_param("E").shape)
+    node.set_param("E", E)
+    Y, bp_e = model.begin_update(ids)
+    dY = randf(*Y.shape)
+    bp_e(dY)
+    rec(prefix + ".ids", ids)
+    rec(prefix + ".E", E)
+    rec(prefix + ".Y", Y)
+    rec(prefix + ".Ypredict", model.predict(ids))
+    rec(prefix + ".dY", dY)
+    rec(prefix + ".dE", node.get_grad("E"))
+
+
+embed_case("embed", Embed(3, 10), numpy.array([3, 0, 9, 3, 3, 7], dtype="int32"))
+embed_case("embed_col", Embed(3, 10, column=1),
+           numpy.array([[5, 1], [2, 9], [0, 0], [8, 1]], dtype="int64"))
+hash_ids_e = numpy.array([0, 1, 2**40 + 5, 17, 17, 2**64 - 1, 123456789], dtype="uint64")
+embed_case("hashembed", HashEmbed(4, 13, seed=7), hash_ids_e)
+embed_case("hashembed_col", HashEmbed(4, 11, seed=1, column=0),
+           numpy.array([[10, 3], [4, 4], [99, 0]], dtype="uint64"))
+
 # --- resizable + resize_model: a trained classifier gets a new class -----------------------------
 from functools import partial  # noqa: E402
 
