@@ -342,6 +342,7 @@ typedef struct lithe_softmax_opts {
     int64_t nO, nI;
     bool unnormalized_outputs; /* Thinc's normalize_outputs=False: predict returns logits */
     float temperature;         /* 0 means Thinc's default 1.0; negative is LITHE_ERR_VALUE  */
+    bool version1;             /* "Softmax.v1": no normalize_outputs / temperature arguments */
 } lithe_softmax_opts;
 
 /* "Linear.v1": Y = X·Wᵀ + b. W (nO, nI) glorot-uniform, b (nO,) zeros. opts may be NULL. */
@@ -380,6 +381,12 @@ LITHE_API lithe_status lithe_dense(const char *layer, const lithe_dense_opts *op
  * max_val). Statuses: as lithe_dense, and LITHE_ERR_VALUE for slope == 0 or min_val > max_val. */
 LITHE_API lithe_status lithe_clipped_linear(const lithe_dense_opts *opts, float slope, float offset, float min_val,
                                             float max_val, lithe_model **out);
+/* "MultiSoftmax.v1": one affine layer (W (sum nOs, nI), b zeros) and a softmax over each group
+ * of nOs[i] columns; attr nOs (an int64 tensor: Thinc's tuple). Backprop, as Softmax's, takes dY
+ * as the loss gradient wrt the logits. Thinc 8.1.7's MultiSoftmax returns the logits (its
+ * ops.softmax ignores inplace=True, so the group softmax is lost); lithe applies the softmax the
+ * layer documents, so its outputs are Thinc's passed through that softmax; gradients agree. */
+LITHE_API lithe_status lithe_multisoftmax(size_t n, const int64_t *nOs, int64_t nI, lithe_model **out);
 /* "LayerNorm.v1": Y = G * (X - mean) / sqrt(var + 1e-8) + b over each row; G (nI,) ones, b (nI,)
  * zeros; nO = nI (inferred from the sample X). nI 0 means unset. */
 LITHE_API lithe_status lithe_layernorm(int64_t nI, lithe_model **out);
@@ -422,6 +429,11 @@ LITHE_API lithe_status lithe_noop(size_t n, lithe_model *const *layers, lithe_mo
 /* "clone.v1": chain(orig, copy of orig, ...) with n nodes and distinct weights (Thinc's clone;
  * n 0 gives noop, 1 gives orig). Takes ownership of orig, also on failure. */
 LITHE_API lithe_status lithe_clone(lithe_model *orig, size_t n, lithe_model **out);
+/* "tuplify.v1": Y = (layer_0(X), layer_1(X), ...) as a TUPLE value (n >= 2), dX = sum of the
+ * layers' dX for a tuple gradient; named "tuple(a, b)". Takes ownership of the layers. */
+LITHE_API lithe_status lithe_tuplify(size_t n, lithe_model *const *layers, lithe_model **out);
+/* map_list (not registered by Thinc 8.1.7): the layer applied to each item of a LIST value; gradients item by item. */
+LITHE_API lithe_status lithe_map_list(lithe_model *layer, lithe_model **out);
 /* Thinc's model.copy(): a deep copy — every node new (new ids), params, grads, dims and attrs
  * copied; a node shared inside the tree stays shared in the copy. Refs are not carried over,
  * as in Thinc 8.1. Statuses: LITHE_ERR_UNSUPPORTED for nodes with shims (no shim copies yet),

@@ -518,3 +518,168 @@ lithe_status lithe_clone(lithe_model *orig, size_t n, lithe_model **out) {
     lithe__free(copies);
     return s;
 }
+
+/* ---- tuplify: (layer_0(X), layer_1(X), ...) ; dX = sum of the layers' dX ---- */
+
+static lithe_status tuplify_backward(lithe_backprop *self, const lithe_value *dYs, lithe_value **dX) {
+    multi_bp *r = (multi_bp *)self;
+    lithe_model *m = self->model;
+    if (lithe_value_kind_of(dYs) != LITHE_VALUE_TUPLE || lithe_value_len(dYs) != r->n)
+        return lithe__fail(LITHE_ERR_SHAPE, "%s: the gradient must be a tuple of %zu items", m->name, r->n);
+    lithe_tensor *acc = NULL;
+    lithe_status s = LITHE_OK;
+    for (size_t i = 0; s == LITHE_OK && i < r->n; i++) {
+        lithe_value *g = NULL;
+        s = lithe_backprop_run(r->steps[i], lithe_value_item(dYs, i), dX ? &g : NULL);
+        if (s != LITHE_OK || !dX) continue;
+        if (!acc) {
+            lithe_tensor *t = NULL;
+            s = float_tensor(m, g, "dX", &t);
+            if (s == LITHE_OK) s = lithe__tensor_like(t, false, &acc);
+            if (s == LITHE_OK) s = lithe__op_copy(m->backend, acc, t);
+            lithe_value_release(g);
+        } else {
+            s = accumulate(m, acc, g, "dX");
+        }
+    }
+    if (s != LITHE_OK) {
+        lithe_tensor_release(acc);
+        return s;
+    }
+    return dX ? emit(acc, dX) : LITHE_OK;
+}
+
+static lithe_status tuplify_forward(lithe_model *m, const lithe_value *X, bool is_train, lithe_value **Y,
+                                    lithe_backprop **bp) {
+    size_t n = m->n_layers;
+    lithe_value **Ys = lithe__calloc(n, sizeof *Ys);
+    if (!Ys) return lithe__oom(m->name, n * sizeof *Ys);
+    multi_bp *r = NULL;
+    lithe_status s = bp ? multi_new(m, tuplify_backward, &r) : LITHE_OK;
+    for (size_t i = 0; s == LITHE_OK && i < n; i++) {
+        s = lithe_model_forward(m->layers[i], X, is_train, &Ys[i], r ? &r->steps[i] : NULL);
+        if (s == LITHE_OK && r) r->n = i + 1;
+    }
+    if (s == LITHE_OK) s = lithe_value_tuple(n, Ys, Y);
+    for (size_t i = 0; i < n; i++) lithe_value_release(Ys[i]);
+    lithe__free(Ys);
+    if (s != LITHE_OK) {
+        if (r) lithe_backprop_free(&r->base);
+        return s;
+    }
+    if (bp) *bp = &r->base;
+    return LITHE_OK;
+}
+
+static lithe_status tuplify_init(lithe_model *m, const lithe_value *X, const lithe_value *Y) {
+    bool y_tuple = Y && lithe_value_kind_of(Y) == LITHE_VALUE_TUPLE && lithe_value_len(Y) == m->n_layers;
+    for (size_t i = 0; i < m->n_layers; i++) {
+        lithe_model *layer = m->layers[i];
+        bool pass_y = y_tuple && lithe_model_has_dim(layer, "nO") == LITHE_HAS_UNSET;
+        LITHE__TRY(lithe_model_initialize(layer, X, pass_y ? lithe_value_item(Y, i) : NULL));
+    }
+    int64_t nI = lithe__dim_value(m->layers[0], "nI");
+    return nI ? lithe__infer_dim(m, "nI", nI, "the first layer's nI") : LITHE_OK;
+}
+
+/* ---- map_list: the layer over each item of a list ---- */
+
+static lithe_status map_list_backward(lithe_backprop *self, const lithe_value *dYs, lithe_value **dX) {
+    multi_bp *r = (multi_bp *)self;
+    lithe_model *m = self->model;
+    if (lithe_value_kind_of(dYs) != LITHE_VALUE_LIST || lithe_value_len(dYs) != r->n)
+        return lithe__fail(LITHE_ERR_SHAPE, "%s: the gradient must be a list of %zu items", m->name, r->n);
+    lithe_value **dXs = lithe__calloc(r->n ? r->n : 1, sizeof *dXs);
+    if (!dXs) return lithe__oom(m->name, r->n * sizeof *dXs);
+    lithe_status s = LITHE_OK;
+    for (size_t i = 0; s == LITHE_OK && i < r->n; i++)
+        s = lithe_backprop_run(r->steps[i], lithe_value_item(dYs, i), dX ? &dXs[i] : NULL);
+    if (s == LITHE_OK && dX) s = lithe_value_list(r->n, dXs, dX);
+    for (size_t i = 0; i < r->n; i++) lithe_value_release(dXs[i]);
+    lithe__free(dXs);
+    return s;
+}
+
+static lithe_status map_list_forward(lithe_model *m, const lithe_value *X, bool is_train, lithe_value **Y,
+                                     lithe_backprop **bp) {
+    if (lithe_value_kind_of(X) != LITHE_VALUE_LIST)
+        return lithe__fail(LITHE_ERR_INVALID_ARG, "%s: expected a list", m->name);
+    size_t n = lithe_value_len(X);
+    lithe_value **Ys = lithe__calloc(n ? n : 1, sizeof *Ys);
+    if (!Ys) return lithe__oom(m->name, n * sizeof *Ys);
+    multi_bp *r = NULL;
+    lithe_status s = LITHE_OK;
+    if (bp) {
+        lithe_backprop *b = NULL;
+        s = lithe__backprop_new(m, sizeof(multi_bp), map_list_backward, multi_destroy, &b);
+        if (s == LITHE_OK) {
+            r = (multi_bp *)b;
+            r->steps = lithe__calloc(n ? n : 1, sizeof *r->steps);
+            r->widths = lithe__calloc(1, sizeof *r->widths);
+            if (!r->steps || !r->widths) s = lithe__oom(m->name, n * sizeof *r->steps);
+        }
+    }
+    for (size_t i = 0; s == LITHE_OK && i < n; i++) {
+        s = lithe_model_forward(m->layers[0], lithe_value_item(X, i), is_train, &Ys[i], r ? &r->steps[i] : NULL);
+        if (s == LITHE_OK && r) r->n = i + 1;
+    }
+    if (s == LITHE_OK) s = lithe_value_list(n, Ys, Y);
+    for (size_t i = 0; i < n; i++) lithe_value_release(Ys[i]);
+    lithe__free(Ys);
+    if (s != LITHE_OK) {
+        if (r) lithe_backprop_free(&r->base);
+        return s;
+    }
+    if (bp) *bp = &r->base;
+    return LITHE_OK;
+}
+
+static lithe_status map_list_init(lithe_model *m, const lithe_value *X, const lithe_value *Y) {
+    const lithe_value *x0 = X && lithe_value_len(X) ? lithe_value_item(X, 0) : NULL;
+    const lithe_value *y0 = Y && lithe_value_len(Y) ? lithe_value_item(Y, 0) : NULL;
+    return lithe_model_initialize(m->layers[0], x0, y0);
+}
+
+static const lithe__layer_type tuplify_type = {"tuplify.v1", tuplify_init, tuplify_forward, NULL};
+/* Thinc 8.1.7 does not register map_list under a name */
+static const lithe__layer_type map_list_type = {"map_list", map_list_init, map_list_forward, NULL};
+
+lithe_status lithe_tuplify(size_t n, lithe_model *const *layers, lithe_model **out) {
+    LITHE__TRY(check_layers("tuplify", n, 2, layers, out));
+    char *names = joined(n, layers, ", ");
+    char *name = names ? lithe__malloc(strlen(names) + 8) : NULL;
+    if (!name) {
+        lithe__free(names);
+        free_all(n, layers);
+        return lithe__oom("tuplify", 64);
+    }
+    sprintf(name, "tuple(%s)", names);
+    lithe__free(names);
+    const char *dims[] = {"nI", NULL};
+    lithe_model *m = NULL;
+    lithe_status s = lithe__model_new(&tuplify_type, name, dims, NULL, &m);
+    lithe__free(name);
+    size_t i = 0;
+    for (; s == LITHE_OK && i < n; i++) s = lithe__model_add_layer(m, layers[i]);
+    if (s != LITHE_OK) {
+        for (; i < n; i++) lithe_model_free(layers[i]);
+        lithe_model_free(m);
+        return s;
+    }
+    *out = m;
+    return LITHE_OK;
+}
+
+lithe_status lithe_map_list(lithe_model *layer, lithe_model **out) {
+    LITHE__TRY(check_layers("map_list", layer ? 1 : 0, 1, &layer, out));
+    lithe_model *m = NULL;
+    lithe_status s = lithe__model_new(&map_list_type, "map_list", NULL, NULL, &m);
+    if (s == LITHE_OK) s = lithe__model_add_layer(m, layer);
+    else lithe_model_free(layer);
+    if (s != LITHE_OK) {
+        lithe_model_free(m);
+        return s;
+    }
+    *out = m;
+    return LITHE_OK;
+}

@@ -4,9 +4,9 @@
 static const char *const names[] = {
     "ClippedLinear.v1", "Dish.v1", "Dropout.v1", "Embed.v1", "Gelu.v1", "HardSigmoid.v1", "HardSwish.v1",
     "HardSwishMobilenet.v1", "HardTanh.v1", "HashEmbed.v1", "LayerNorm.v1", "Linear.v1", "Logistic.v1", "Maxout.v1",
-    "Mish.v1", "Relu.v1", "ReluK.v1", "Sigmoid.v1", "Softmax.v2", "Swish.v1", "add.v1", "chain.v1",
-    "clone.v1", "concatenate.v1", "noop.v1", "residual.v1", "resizable.v1", "sigmoid_activation.v1",
-    "softmax_activation.v1",
+    "Mish.v1", "MultiSoftmax.v1", "Relu.v1", "ReluK.v1", "Sigmoid.v1", "Softmax.v1", "Softmax.v2", "Swish.v1", "add.v1", "chain.v1",
+    "clone.v1", "concatenate.v1", "noop.v1", "residual.v1", "resizable.v1",
+    "sigmoid_activation.v1", "softmax_activation.v1", "tuplify.v1",
 };
 
 const char *const *lithe_layer_names(size_t *n) {

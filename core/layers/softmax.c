@@ -83,6 +83,8 @@ static lithe_status softmax_init(lithe_model *m, const lithe_value *X, const lit
 }
 
 const lithe__layer_type lithe__softmax_type = {"Softmax.v2", softmax_init, softmax_forward, NULL};
+/* Softmax.v1: the same node and forward; normalize and temperature fixed at True and 1.0 */
+static const lithe__layer_type softmax_v1_type = {"Softmax.v1", softmax_init, softmax_forward, NULL};
 
 lithe_status lithe_softmax(const lithe_softmax_opts *o, lithe_model **out) {
     LITHE__CHECK_ARG(out, "lithe_softmax", "out is NULL");
@@ -92,18 +94,109 @@ lithe_status lithe_softmax(const lithe_softmax_opts *o, lithe_model **out) {
     if (o->nO < 0 || o->nI < 0)
         return lithe__fail(LITHE_ERR_VALUE, "softmax: nO and nI must be >= 0 (0 = unset), got %lld and %lld",
                            (long long)o->nO, (long long)o->nI);
+    if (o->version1 && (o->unnormalized_outputs || (o->temperature != 0.0f && o->temperature != 1.0f)))
+        return lithe__fail(LITHE_ERR_VALUE, "Softmax.v1: has no normalize_outputs or temperature (use Softmax.v2)");
     if (o->temperature < 0.0f || o->temperature != o->temperature)
         return lithe__fail(LITHE_ERR_VALUE, "softmax: temperature must not be zero or negative (%g)",
                            (double)o->temperature);
     static const char *const dims[] = {"nO", "nI", NULL};
     static const char *const params[] = {"W", "b", NULL};
     lithe_model *m = NULL;
-    LITHE__TRY(lithe__model_new(&lithe__softmax_type, "softmax", dims, params, &m));
+    LITHE__TRY(lithe__model_new(o->version1 ? &softmax_v1_type : &lithe__softmax_type, "softmax", dims, params, &m));
     m->dims[0].value = o->nO;
     m->dims[1].value = o->nI;
     lithe_status s = lithe_model_set_attr_bool(m, "softmax_normalize", !o->unnormalized_outputs);
     if (s == LITHE_OK)
         s = lithe_model_set_attr_float(m, "softmax_temperature", o->temperature == 0.0f ? 1.0 : (double)o->temperature);
+    if (s != LITHE_OK) {
+        lithe_model_free(m);
+        return s;
+    }
+    *out = m;
+    return LITHE_OK;
+}
+
+/* ---- MultiSoftmax.v1: one affine layer, a softmax over each group of nOs columns ---- */
+
+static lithe_status multisoftmax_backward(lithe_backprop *self, const lithe_value *dYv, lithe_value **dX) {
+    softmax_bp *r = (softmax_bp *)self;
+    lithe_tensor *dY, *dXt = NULL;
+    LITHE__TRY(lithe__check_dY(self->model, dYv, r->B, r->nO, &dY));
+    LITHE__TRY(lithe__affine_backward(self->model, r->X, dY, dX ? &dXt : NULL));
+    return lithe__emit(dXt, dX);
+}
+
+static lithe_status multisoftmax_forward(lithe_model *m, const lithe_value *Xv, bool is_train, lithe_value **Yv,
+                                         lithe_backprop **bp) {
+    (void)is_train;
+    lithe_tensor *X = NULL, *Y = NULL, *nOs = NULL;
+    LITHE__TRY(lithe_model_get_attr_tensor(m, "nOs", &nOs));
+    LITHE__TRY(lithe__dense_input(m, Xv, &X));
+    LITHE__TRY(lithe__affine_forward(m, X, &Y));
+    int64_t B = Y->shape[0], start = 0, n = nOs->numel;
+    const int64_t *sizes = lithe__tdata(nOs); /* a host int64 attr */
+    lithe_status s = LITHE_OK;
+    for (int64_t g = 0; s == LITHE_OK && g < n; g++) {
+        lithe_tensor *view = NULL, *tmp = NULL;
+        s = lithe_tensor_slice(Y, 1, start, start + sizes[g], &view);
+        if (s == LITHE_OK) s = lithe__tensor_alloc(m->backend, LITHE_F32, 2, (int64_t[]){B, sizes[g]}, false, &tmp);
+        if (s == LITHE_OK) s = lithe__op_copy(m->backend, tmp, view);
+        if (s == LITHE_OK) s = lithe__op_softmax(m->backend, tmp, 1.0f, tmp);
+        if (s == LITHE_OK) s = lithe__op_copy(m->backend, view, tmp);
+        lithe_tensor_release(view);
+        lithe_tensor_release(tmp);
+        start += sizes[g];
+    }
+    if (s == LITHE_OK && bp) {
+        s = lithe__backprop_new(m, sizeof(softmax_bp), multisoftmax_backward, softmax_destroy, bp);
+        if (s == LITHE_OK) {
+            softmax_bp *r = (softmax_bp *)*bp;
+            r->X = lithe_tensor_retain(X);
+            r->B = B;
+            r->nO = Y->shape[1];
+        }
+    }
+    if (s != LITHE_OK) {
+        lithe_tensor_release(Y);
+        return s;
+    }
+    s = lithe__value_wrap(Y, Yv);
+    if (s != LITHE_OK && bp) {
+        lithe_backprop_free(*bp);
+        *bp = NULL;
+    }
+    return s;
+}
+
+static lithe_status multisoftmax_init(lithe_model *m, const lithe_value *X, const lithe_value *Y) {
+    (void)Y; /* Thinc's init reads only X */
+    return lithe__affine_init(m, X, NULL, LITHE_INIT_ZERO, LITHE_INIT_ZERO, true);
+}
+
+static const lithe__layer_type multisoftmax_type = {"MultiSoftmax.v1", multisoftmax_init, multisoftmax_forward, NULL};
+
+lithe_status lithe_multisoftmax(size_t n, const int64_t *nOs, int64_t nI, lithe_model **out) {
+    LITHE__CHECK_ARG(out, "lithe_multisoftmax", "out is NULL");
+    *out = NULL;
+    LITHE__CHECK_ARG(nOs && n > 0, "lithe_multisoftmax", "needs at least one output group");
+    int64_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (nOs[i] <= 0)
+            return lithe__fail(LITHE_ERR_VALUE, "MultiSoftmax.v1: group %zu has %lld outputs (must be >= 1)", i,
+                               (long long)nOs[i]);
+        total += nOs[i];
+    }
+    if (nI < 0) return lithe__fail(LITHE_ERR_VALUE, "MultiSoftmax.v1: nI must be >= 0, got %lld", (long long)nI);
+    static const char *const dims[] = {"nO", "nI", NULL};
+    static const char *const params[] = {"W", "b", NULL};
+    lithe_model *m = NULL;
+    lithe_tensor *t = NULL;
+    LITHE__TRY(lithe__model_new(&multisoftmax_type, "multisoftmax", dims, params, &m));
+    m->dims[0].value = total;
+    m->dims[1].value = nI;
+    lithe_status s = lithe_tensor_from_data(LITHE_I64, 1, (int64_t[]){(int64_t)n}, nOs, &t);
+    if (s == LITHE_OK) s = lithe_model_set_attr_tensor(m, "nOs", t);
+    lithe_tensor_release(t);
     if (s != LITHE_OK) {
         lithe_model_free(m);
         return s;

@@ -160,6 +160,45 @@ tree_case("tree.add", add(Linear(4, 5), Relu(4, 5)), Xd)
 tree_case("tree.residual", residual(Relu(5, 5)), Xd)
 tree_case("tree.noop", noop(), Xd)
 tree_case("tree.clone", clone(Relu(5, 5), 3), Xd)
+from thinc.api import MultiSoftmax, Softmax, map_list, tuplify  # noqa: E402
+
+tree_case("tree.multisoftmax", MultiSoftmax((2, 3), 5), Xd)
+tree_case("tree.softmax_v1", Softmax(3, 5), Xd)
+
+# tuplify and map_list carry tuples and lists: their own records
+tp = tuplify(Relu(3, 5), Linear(2, 5))
+tp.initialize(X=Xd)
+for i, node in enumerate(tp.walk()):
+    for p in node.param_names:
+        v = randf(*node.get_param(p).shape)
+        node.set_param(p, v)
+        rec(f"tuplify.{i}.{p}", v)
+(Y0, Y1), bp_t = tp.begin_update(Xd)
+dY0, dY1 = randf(*Y0.shape), randf(*Y1.shape)
+rec("tuplify.X", Xd)
+rec("tuplify.Y0", Y0)
+rec("tuplify.Y1", Y1)
+rec("tuplify.dY0", dY0)
+rec("tuplify.dY1", dY1)
+rec("tuplify.dX", bp_t((dY0, dY1)))
+ml = map_list(Relu(3, 5))
+Xs = [Xd[:2], Xd[2:]]
+ml.initialize(X=Xs)
+Wm, bm = randf(3, 5), randf(3)
+ml.layers[0].set_param("W", Wm)
+ml.layers[0].set_param("b", bm)
+Ys, bp_m = ml.begin_update(Xs)
+dYs = [randf(*Y.shape) for Y in Ys]
+dXs = bp_m(dYs)
+rec("map_list.W", Wm)
+rec("map_list.b", bm)
+for i in range(2):
+    rec(f"map_list.X{i}", Xs[i])
+    rec(f"map_list.Y{i}", Ys[i])
+    rec(f"map_list.dY{i}", dYs[i])
+    rec(f"map_list.dX{i}", dXs[i])
+rec("map_list.dW", ml.layers[0].get_grad("W"))
+
 tree_case("tree.nested", chain(concatenate(Relu(3, 5), Swish(3, 5)), residual(Maxout(6, 6, nP=2)), Softmax_v2(2, 6)), Xd)
 
 # --- Embed and HashEmbed: lookups, bucket sums, dE ---------------------------------------------------
