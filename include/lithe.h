@@ -737,6 +737,37 @@ LITHE_API lithe_status lithe_categorical_crossentropy(const lithe_cce_opts *opts
                                                       const lithe_tensor *truths,
                                                       lithe_tensor **d_guesses, float *loss);
 
+/* String targets for CategoricalCrossentropy, Thinc's names= / missing_value= / neg_prefix=. */
+typedef struct lithe_cce_names {
+    const char *const *names; /* one per class (C) */
+    size_t n_names;
+    const char *const *truths; /* one per row (B) */
+    size_t n_truths;
+    const char *missing_label; /* a row with this label gets no gradient (NULL: none) */
+    const char *neg_prefix;    /* "!dog": the row is known not to be "dog"; only that column is
+                                  pushed down (NULL: none) */
+} lithe_cce_names;
+
+/* Thinc's CategoricalCrossentropy with string labels (opts as above; label_smoothing applies).
+ * An unknown label is LITHE_ERR_VALUE naming it; a negative label with smoothing too (Thinc
+ * raises on the negative target it makes). */
+LITHE_API lithe_status lithe_categorical_crossentropy_names(const lithe_cce_opts *opts, const lithe_tensor *guesses,
+                                                            const lithe_cce_names *labels, lithe_tensor **d_guesses,
+                                                            float *loss);
+/* Thinc's SequenceCategoricalCrossentropy: CategoricalCrossentropy(normalize=False) on each of
+ * the n (guesses[i], truths[i]) pairs, each gradient divided by n unless opts->unnormalized;
+ * d_guesses (n slots, may be NULL) receives n new tensors; *loss = the sum of their squares. */
+LITHE_API lithe_status lithe_sequence_categorical_crossentropy(const lithe_cce_opts *opts, size_t n,
+                                                               const lithe_tensor *const *guesses,
+                                                               const lithe_tensor *const *truths,
+                                                               lithe_tensor **d_guesses, float *loss);
+/* The true cross-entropy -sum target * log(guess), averaged over the counted rows (summed with
+ * opts->unnormalized), for the same targets as lithe_categorical_crossentropy (int labels with
+ * smoothing and missing rows, or float targets). Thinc reports sum(d**2) instead; lithe exposes
+ * both. log is floored at 1e-30. */
+LITHE_API lithe_status lithe_cross_entropy(const lithe_cce_opts *opts, const lithe_tensor *guesses,
+                                           const lithe_tensor *truths, double *out);
+
 /* Thinc's L2Distance(normalize=): guesses and truths (B, N) float32; *d_guesses = (guesses -
  * truths) / B (or not divided), *loss = sum(d_guesses**2) (Thinc's get_loss). Either output may
  * be NULL. Statuses: LITHE_ERR_INVALID_ARG, LITHE_ERR_DTYPE, LITHE_ERR_SHAPE (names the shapes). */

@@ -392,6 +392,63 @@ static void test_distances(void **state) {
     lithe_tensor_release(T);
 }
 
+/* ---- string labels, sequences, the true cross-entropy ---- */
+
+static void test_cce_names_and_sequences(void **state) {
+    (void)state;
+    lithe_tensor *guesses = tensor_of(get("cce.guesses")), *d = NULL;
+    float loss = NAN;
+    static const char *const names[] = {"a", "b", "c", "d"};
+    static const char *const truths[] = {"b", "?", "!c", "d", "a"};
+    lithe_cce_names nm = {names, 4, truths, 5, "?", "!"};
+    OK(lithe_categorical_crossentropy_names(NULL, guesses, &nm, &d, &loss));
+    expect_close("CCE names/missing/neg_prefix: d", d, get("cce.names.d"), TOL_LAYER);
+    expect_scalar("CCE names/missing/neg_prefix: loss", loss, get("cce.names.loss"), TOL_LAYER);
+    lithe_tensor_release(d);
+    static const char *const truths2[] = {"c", "a", "a", "d", "b"};
+    lithe_cce_names nm2 = {names, 4, truths2, 5, NULL, NULL};
+    lithe_cce_opts so = {.label_smoothing = 0.2f, .unnormalized = true};
+    OK(lithe_categorical_crossentropy_names(&so, guesses, &nm2, &d, &loss));
+    expect_close("CCE names + smoothing: d", d, get("cce.names_smooth.d"), TOL_LAYER);
+    expect_scalar("CCE names + smoothing: loss", loss, get("cce.names_smooth.loss"), TOL_LAYER);
+    lithe_tensor_release(d);
+    static const char *const unknown[] = {"c", "zebra", "a", "d", "b"};
+    lithe_cce_names nm3 = {names, 4, unknown, 5, NULL, NULL};
+    assert_int_equal(lithe_categorical_crossentropy_names(NULL, guesses, &nm3, &d, &loss), LITHE_ERR_VALUE);
+    assert_non_null(strstr(lithe_last_error(), "zebra"));
+    static const char *const neg[] = {"!c", "a", "a", "d", "b"};
+    lithe_cce_names nm4 = {names, 4, neg, 5, NULL, "!"};
+    assert_int_equal(lithe_categorical_crossentropy_names(&so, guesses, &nm4, &d, &loss), LITHE_ERR_VALUE);
+
+    /* sequences */
+    lithe_tensor *g[2] = {tensor_of(get("seqcce.g0")), tensor_of(get("seqcce.g1"))};
+    lithe_tensor *t[2] = {tensor_of(get("seqcce.t0")), tensor_of(get("seqcce.t1"))};
+    lithe_tensor *ds[2] = {NULL, NULL};
+    OK(lithe_sequence_categorical_crossentropy(NULL, 2, (const lithe_tensor *const *)g, (const lithe_tensor *const *)t,
+                                               ds, &loss));
+    expect_close("SequenceCCE d0", ds[0], get("seqcce.d0"), TOL_LAYER);
+    expect_close("SequenceCCE d1", ds[1], get("seqcce.d1"), TOL_LAYER);
+    expect_scalar("SequenceCCE loss", loss, get("seqcce.loss"), TOL_LAYER);
+
+    /* the true cross-entropy against a float64 reference: mean of -log p[label] */
+    double xent = 0, want = 0;
+    OK(lithe_cross_entropy(NULL, g[0], t[0], &xent));
+    const golden *gg = get("seqcce.g0"), *gt = get("seqcce.t0");
+    for (int i = 0; i < 3; i++) want -= log((double)(float)gg->v[i * 4 + (int)gt->u[i]]);
+    want /= 3;
+    assert_true(fabs(xent - want) <= 1e-6 * fabs(want));
+    lithe_cce_opts miss = {.has_missing_value = true, .missing_value = 3};
+    OK(lithe_cross_entropy(&miss, g[0], t[0], &xent)); /* row 1 (label 3) is not counted */
+    want = -(log((double)(float)gg->v[0 * 4 + 0]) + log((double)(float)gg->v[2 * 4 + 1])) / 2;
+    assert_true(fabs(xent - want) <= 1e-6 * fabs(want));
+    for (int i = 0; i < 2; i++) {
+        lithe_tensor_release(g[i]);
+        lithe_tensor_release(t[i]);
+        lithe_tensor_release(ds[i]);
+    }
+    lithe_tensor_release(guesses);
+}
+
 int main(int argc, char **argv) {
     golden_path = argc > 1 ? argv[1] : getenv("LITHE_THINC_GOLDENS");
     const struct CMUnitTest tests[] = {
@@ -404,6 +461,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_cce),
         cmocka_unit_test(test_schedules),
         cmocka_unit_test(test_distances),
+        cmocka_unit_test(test_cce_names_and_sequences),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);
 }

@@ -2,6 +2,8 @@
  * loss Thinc 8.1 reports, sum(d ** 2). */
 #include "../internal.h"
 
+#include <math.h>
+
 lithe_status lithe_categorical_crossentropy(const lithe_cce_opts *opts, const lithe_tensor *G,
                                             const lithe_tensor *T, lithe_tensor **d_out, float *loss) {
     const char *fn = "CategoricalCrossentropy";
@@ -79,5 +81,166 @@ lithe_status lithe_categorical_crossentropy(const lithe_cce_opts *opts, const li
         return s;
     }
     *d_out = D;
+    return LITHE_OK;
+}
+
+/* ---- string labels (Thinc's names=, missing_value=, neg_prefix=) ---- */
+
+lithe_status lithe_categorical_crossentropy_names(const lithe_cce_opts *opts, const lithe_tensor *G,
+                                                  const lithe_cce_names *labels, lithe_tensor **d_out,
+                                                  float *loss) {
+    const char *fn = "CategoricalCrossentropy";
+    if (d_out) *d_out = NULL;
+    LITHE__CHECK_ARG(G && labels && labels->names && (labels->truths || !labels->n_truths), fn,
+                     "guesses, labels, names or truths is NULL");
+    lithe_cce_opts dflt = {0};
+    if (!opts) opts = &dflt;
+    if (G->dtype != LITHE_F32 || G->ndim != 2)
+        return lithe__fail(LITHE_ERR_SHAPE, "%s: guesses must be a 2-d float32 array", fn);
+    int64_t B = G->shape[0], C = G->shape[1];
+    if ((int64_t)labels->n_truths != B)
+        return lithe__fail(LITHE_ERR_SHAPE, "%s: %zu labels for %lld rows of guesses", fn, labels->n_truths, (long long)B);
+    if ((int64_t)labels->n_names != C)
+        return lithe__fail(LITHE_ERR_SHAPE, "%s: %zu names for %lld classes", fn, labels->n_names, (long long)C);
+    float sm = opts->label_smoothing;
+    if (sm < 0.0f || (sm > 0.0f && (C < 2 || sm >= (float)(C - 1) / (float)C)))
+        return lithe__fail(LITHE_ERR_VALUE, "%s: label smoothing %g out of range for %lld classes", fn, (double)sm,
+                           (long long)C);
+    size_t n = (size_t)(B * C);
+    float *g = lithe__malloc((n ? n : 1) * 2 * sizeof *g);
+    if (!g) return lithe__oom(fn, n * 2 * sizeof *g);
+    float *dd = g + n;
+    lithe_status s = lithe_tensor_read(G, g, n * sizeof *g);
+    for (size_t i = 0; s == LITHE_OK && i < n; i++)
+        if (!(g[i] >= 0.0f && g[i] <= 1.0f))
+            s = lithe__fail(LITHE_ERR_VALUE, "%s: cannot calculate the loss with guesses outside the [0,1] interval", fn);
+    size_t plen = labels->neg_prefix ? strlen(labels->neg_prefix) : 0;
+    float on = 1.0f - sm, off = C > 1 ? sm / (float)(C - 1) : 0.0f;
+    double ss = 0.0;
+    for (int64_t i = 0; s == LITHE_OK && i < B; i++) {
+        const char *t = labels->truths[i];
+        if (!t) {
+            s = lithe__fail(LITHE_ERR_INVALID_ARG, "%s: label %lld is NULL", fn, (long long)i);
+            break;
+        }
+        bool missing = labels->missing_label && !strcmp(t, labels->missing_label);
+        bool negative = !missing && plen && *t && !strncmp(t, labels->neg_prefix, plen);
+        if (negative) t += plen;
+        int64_t k = -1;
+        for (int64_t c = 0; !missing && c < C && k < 0; c++)
+            if (labels->names[c] && !strcmp(labels->names[c], t)) k = c;
+        if (!missing && k < 0) {
+            s = lithe__fail(LITHE_ERR_VALUE, "%s: label '%s' of row %lld is not one of the names", fn, t, (long long)i);
+            break;
+        }
+        if (negative && sm > 0.0f) { /* Thinc's target goes negative and its range check raises */
+            s = lithe__fail(LITHE_ERR_VALUE, "%s: a negative label ('%s%s') with label smoothing gives targets outside "
+                                             "[0, 1] (Thinc raises too)", fn, labels->neg_prefix, t);
+            break;
+        }
+        for (int64_t c = 0; c < C; c++) {
+            float target, mask;
+            if (missing) target = 0.0f, mask = 0.0f;
+            else if (negative) target = 0.0f, mask = c == k ? 1.0f : 0.0f; /* only "not this class" is known */
+            else target = c == k ? on : off, mask = 1.0f;
+            float diff = (g[i * C + c] - target) * mask;
+            float v = opts->unnormalized ? diff : diff / (float)B;
+            dd[i * C + c] = v;
+            ss += (double)v * v;
+        }
+    }
+    lithe_tensor *D = NULL;
+    if (s == LITHE_OK && d_out) {
+        s = lithe__tensor_alloc(G->storage->backend, LITHE_F32, 2, G->shape, false, &D);
+        if (s == LITHE_OK) s = lithe_tensor_write(D, dd, n * sizeof *dd);
+    }
+    lithe__free(g);
+    if (s != LITHE_OK) {
+        lithe_tensor_release(D);
+        return s;
+    }
+    if (loss) *loss = (float)ss;
+    if (d_out) *d_out = D;
+    return LITHE_OK;
+}
+
+/* ---- SequenceCategoricalCrossentropy: CCE per sequence, unnormalized, then / n ---- */
+
+lithe_status lithe_sequence_categorical_crossentropy(const lithe_cce_opts *opts, size_t n,
+                                                     const lithe_tensor *const *guesses,
+                                                     const lithe_tensor *const *truths, lithe_tensor **d_out,
+                                                     float *loss) {
+    const char *fn = "SequenceCategoricalCrossentropy";
+    LITHE__CHECK_ARG((guesses && truths) || n == 0, fn, "guesses or truths is NULL");
+    for (size_t i = 0; d_out && i < n; i++) d_out[i] = NULL;
+    lithe_cce_opts o = opts ? *opts : (lithe_cce_opts){0};
+    bool normalize = !o.unnormalized;
+    o.unnormalized = true; /* Thinc's inner CategoricalCrossentropy(normalize=False) */
+    double total = 0.0;
+    lithe_status s = LITHE_OK;
+    for (size_t i = 0; s == LITHE_OK && i < n; i++) {
+        lithe_tensor *d = NULL;
+        s = lithe_categorical_crossentropy(&o, guesses[i], truths[i], &d, NULL);
+        if (s == LITHE_OK && normalize) s = lithe__op_axpby(d->storage->backend, 0.0f, d, 1.0f / (float)n, d);
+        double ss = 0.0;
+        if (s == LITHE_OK) s = lithe__op_sum_squares(d->storage->backend, d, &ss);
+        total += ss;
+        if (s == LITHE_OK && d_out) d_out[i] = d;
+        else lithe_tensor_release(d);
+    }
+    if (s != LITHE_OK) {
+        for (size_t i = 0; d_out && i < n; i++) {
+            lithe_tensor_release(d_out[i]);
+            d_out[i] = NULL;
+        }
+        return s;
+    }
+    if (loss) *loss = (float)total;
+    return LITHE_OK;
+}
+
+/* ---- the true cross-entropy, which Thinc's get_loss (sum of squared gradients) is not ---- */
+
+lithe_status lithe_cross_entropy(const lithe_cce_opts *opts, const lithe_tensor *G, const lithe_tensor *T,
+                                 double *out) {
+    const char *fn = "cross_entropy";
+    LITHE__CHECK_ARG(G && T && out, fn, "guesses, truths or out is NULL");
+    lithe_cce_opts o = opts ? *opts : (lithe_cce_opts){0};
+    /* the same checks as the loss itself (shapes, dtypes, ranges, labels) */
+    LITHE__TRY(lithe_categorical_crossentropy(&o, G, T, NULL, NULL));
+    int64_t B = G->shape[0], C = G->shape[1];
+    size_t n = (size_t)(B * C);
+    bool labels = T->dtype != LITHE_F32;
+    float *g = lithe__malloc((n ? n : 1) * 2 * sizeof *g);
+    int64_t *lab = labels ? lithe__malloc((size_t)(B ? B : 1) * sizeof *lab) : NULL;
+    lithe_status s = g && (!labels || lab) ? LITHE_OK : lithe__oom(fn, n * 2 * sizeof *g);
+    if (s == LITHE_OK) s = lithe_tensor_read(G, g, n * sizeof *g);
+    if (s == LITHE_OK && !labels) s = lithe_tensor_read(T, g + n, n * sizeof *g);
+    if (s == LITHE_OK && labels) {
+        if (T->dtype == LITHE_I64) {
+            s = lithe_tensor_read(T, lab, (size_t)B * sizeof *lab);
+        } else {
+            int32_t *l32 = lithe__malloc((size_t)(B ? B : 1) * sizeof *l32);
+            s = l32 ? lithe_tensor_read(T, l32, (size_t)B * sizeof *l32) : lithe__oom(fn, (size_t)B * 4);
+            for (int64_t i = 0; s == LITHE_OK && i < B; i++) lab[i] = l32[i];
+            lithe__free(l32);
+        }
+    }
+    float sm = o.label_smoothing, on = 1.0f - sm, off = C > 1 ? sm / (float)(C - 1) : 0.0f;
+    double total = 0.0;
+    int64_t rows = 0;
+    for (int64_t i = 0; s == LITHE_OK && i < B; i++) {
+        if (labels && o.has_missing_value && lab[i] == o.missing_value) continue;
+        rows++;
+        for (int64_t c = 0; c < C; c++) {
+            double target = labels ? (c == lab[i] ? on : off) : g[n + (size_t)(i * C + c)];
+            double p = g[i * C + c];
+            if (target > 0.0) total -= target * log(p > 1e-30 ? p : 1e-30);
+        }
+    }
+    lithe__free(g);
+    lithe__free(lab);
+    if (s != LITHE_OK) return s;
+    *out = o.unnormalized ? total : (rows ? total / (double)rows : 0.0);
     return LITHE_OK;
 }

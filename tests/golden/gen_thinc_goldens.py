@@ -493,6 +493,26 @@ for cname, (fn, truths) in cases.items():
     rec(f"cce.{cname}.d", d)
     rec(f"cce.{cname}.loss", numpy.array(loss, dtype="float32"))
 
+# string labels with names=, missing_value= and neg_prefix=; SequenceCategoricalCrossentropy
+from thinc.api import SequenceCategoricalCrossentropy  # noqa: E402
+
+names_c = ["a", "b", "c", "d"]
+str_truths = ["b", "?", "!c", "d", "a"]
+d, loss = CategoricalCrossentropy(names=names_c, missing_value="?", neg_prefix="!")(guesses, str_truths)
+rec("cce.names.d", d)
+rec("cce.names.loss", numpy.array(loss, dtype="float32"))
+d, loss = CategoricalCrossentropy(names=names_c, label_smoothing=0.2, normalize=False)(guesses, ["c", "a", "a", "d", "b"])
+rec("cce.names_smooth.d", d)
+rec("cce.names_smooth.loss", numpy.array(loss, dtype="float32"))
+seq_g = [NumpyOps().softmax(randf(3, 4)), NumpyOps().softmax(randf(2, 4))]
+seq_t = [numpy.array([0, 3, 1], dtype="int32"), numpy.array([2, 2], dtype="int32")]
+ds, loss = SequenceCategoricalCrossentropy()(seq_g, seq_t)
+for i in range(2):
+    rec(f"seqcce.g{i}", seq_g[i])
+    rec(f"seqcce.t{i}", seq_t[i])
+    rec(f"seqcce.d{i}", ds[i])
+rec("seqcce.loss", numpy.array(loss, dtype="float32"))
+
 out = sys.argv[1] if len(sys.argv) > 1 else "thinc_goldens.txt"
 tmp = out + ".tmp"
 with open(tmp, "w") as f:
