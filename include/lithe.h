@@ -650,7 +650,7 @@ LITHE_API lithe_status lithe_optimizer_set_learn_rate(lithe_optimizer *opt, doub
 
 /* --- Schedules: Thinc 8.1's generators (thinc/schedules.py). Each lithe_schedule_next is one
  * next() of Thinc's generator. Constructors return LITHE_ERR_INVALID_ARG for a NULL out. Not
- * thread-safe for one schedule. Thinc 8.1.7 has no `plateau` schedule (Thinc 9 adds it). ------ */
+ * thread-safe for one schedule. ------------------------------------------------------------- */
 typedef struct lithe_schedule lithe_schedule;
 /* rate forever */
 LITHE_API lithe_status lithe_schedule_constant(double rate, lithe_schedule **out);
@@ -672,6 +672,14 @@ LITHE_API lithe_status lithe_schedule_slanted_triangular(double max_rate, int64_
 /* triangle waves between min_lr and max_lr with half-period `period` (>= 1) */
 LITHE_API lithe_status lithe_schedule_cyclic_triangular(double min_lr, double max_lr, int64_t period,
                                                         lithe_schedule **out);
+/* plateau (Thinc 9's plateau.v1; Thinc 8.1.7 has none, so there is no oracle for it here): the
+ * wrapped schedule's values times scale^hits, where a hit is max_patience reported evaluations in
+ * a row without a better score. Takes over `inner`, also on failure. */
+LITHE_API lithe_status lithe_schedule_plateau(int64_t max_patience, double scale, lithe_schedule *inner,
+                                              lithe_schedule **out);
+/* Reports an evaluation (Thinc 9's last_score=(step, score)): higher is better; the same step
+ * reported twice counts once. Schedules other than plateau ignore it. */
+LITHE_API lithe_status lithe_schedule_report_score(lithe_schedule *s, int64_t step, double score);
 /* The next value (NaN for NULL). */
 LITHE_API double lithe_schedule_next(lithe_schedule *s);
 LITHE_API void lithe_schedule_free(lithe_schedule *s);

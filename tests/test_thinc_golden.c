@@ -326,6 +326,24 @@ static void test_schedules(void **state) {
     assert_int_equal(lithe_schedule_constant_then(1, 2, NULL, &s), LITHE_ERR_INVALID_ARG);
     assert_true(isnan(lithe_schedule_next(NULL)));
 
+    /* plateau: no Thinc 8.1.7 oracle; its documented rule, checked step by step */
+    OK(lithe_schedule_constant(0.1, &then));
+    OK(lithe_schedule_plateau(2, 0.5, then, &s));
+    static const struct {
+        double score, want; /* the score reported before the value, the value expected */
+    } steps[] = {{0.5, 0.1}, {0.6, 0.1}, {0.6, 0.1}, {0.55, 0.05}, {0.7, 0.05}, {0.1, 0.05}, {0.2, 0.025}};
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        OK(lithe_schedule_report_score(s, (int64_t)i, steps[i].score));
+        OK(lithe_schedule_report_score(s, (int64_t)i, -1.0)); /* the same step again: ignored */
+        double v = lithe_schedule_next(s);
+        if (fabs(v - steps[i].want) > 1e-15) {
+            print_error("plateau step %zu: %g, want %g\n", i, v, steps[i].want);
+            fail();
+        }
+    }
+    lithe_schedule_free(s);
+    assert_int_equal(lithe_schedule_plateau(0, 0.5, NULL, &s), LITHE_ERR_INVALID_ARG);
+
     /* Adam(learn_rate=warmup_linear(0.05, 2, 6)) with step_schedules after each update */
     lithe_optimizer_opts oo = lithe_adam_defaults();
     oo.grad_clip = 0.0;

@@ -11,7 +11,8 @@ typedef enum {
     S_COMPOUNDING,
     S_WARMUP_LINEAR,
     S_SLANTED_TRIANGULAR,
-    S_CYCLIC_TRIANGULAR
+    S_CYCLIC_TRIANGULAR,
+    S_PLATEAU
 } sched_kind;
 
 struct lithe_schedule {
@@ -19,7 +20,10 @@ struct lithe_schedule {
     double a, b, c, d; /* the parameters, per kind */
     double t;          /* the generator's counter / running value */
     int64_t n1, n2;
-    lithe_schedule *then; /* constant_then: owned */
+    lithe_schedule *then; /* constant_then, plateau: the wrapped schedule, owned */
+    /* plateau: the best score, the evaluation step it was seen at, the patience used, hits */
+    double best;
+    int64_t best_step, last_step, patience, hits;
 };
 
 static lithe_status sched_new(sched_kind kind, lithe_schedule **out) {
@@ -119,6 +123,42 @@ lithe_status lithe_schedule_cyclic_triangular(double min_lr, double max_lr, int6
     return LITHE_OK;
 }
 
+lithe_status lithe_schedule_plateau(int64_t max_patience, double scale, lithe_schedule *inner, lithe_schedule **out) {
+    if (out) *out = NULL;
+    if (!inner || max_patience < 1 || !(scale > 0.0)) {
+        lithe_schedule_free(inner);
+        return lithe__fail(inner ? LITHE_ERR_VALUE : LITHE_ERR_INVALID_ARG, "plateau: %s",
+                           inner ? "max_patience must be >= 1 and scale > 0" : "the wrapped schedule is NULL");
+    }
+    lithe_status s = sched_new(S_PLATEAU, out);
+    if (s != LITHE_OK) {
+        lithe_schedule_free(inner);
+        return s;
+    }
+    (*out)->n1 = max_patience;
+    (*out)->a = scale;
+    (*out)->then = inner;
+    (*out)->best = -INFINITY;
+    (*out)->best_step = (*out)->last_step = -1;
+    return LITHE_OK;
+}
+
+lithe_status lithe_schedule_report_score(lithe_schedule *s, int64_t step, double score) {
+    LITHE__CHECK_ARG(s, "lithe_schedule_report_score", "schedule is NULL");
+    if (s->kind != S_PLATEAU) return LITHE_OK; /* only plateau listens */
+    if (step == s->last_step) return LITHE_OK; /* the same evaluation reported again */
+    s->last_step = step;
+    if (score > s->best) {
+        s->best = score;
+        s->best_step = step;
+        s->patience = 0;
+    } else if (++s->patience >= s->n1) {
+        s->hits++;
+        s->patience = 0;
+    }
+    return LITHE_OK;
+}
+
 double lithe_schedule_next(lithe_schedule *s) {
     if (!s) return NAN;
     double v = 0.0;
@@ -159,6 +199,8 @@ double lithe_schedule_next(lithe_schedule *s) {
         else p = 1.0 - ((s->t - cut) / (cut * (1.0 / s->b - 1.0)));
         return s->a * (1.0 + p * (s->c - 1.0)) * (1.0 / s->c);
     }
+    case S_PLATEAU:
+        return lithe_schedule_next(s->then) * pow(s->a, (double)s->hits);
     case S_CYCLIC_TRIANGULAR: {
         double it = s->t, period = (double)s->n1;
         double cycle = floor(1.0 + it / (2.0 * period));
