@@ -425,7 +425,7 @@ static lithe_status get_attr(const lithe_model *m, const char *name, lithe_attr_
     LITHE__CHECK_ARG(m && name && out, "lithe_model_get_attr", "model, name or out is NULL");
     *a = find_attr(m, name);
     if (!*a) return lithe__fail(LITHE_ERR_NOT_FOUND, "%s: no attr '%s'", m->name, name);
-    static const char *const type_names[] = {"none", "int", "float", "bool", "str", "tensor"};
+    static const char *const type_names[] = {"none", "int", "float", "bool", "str", "tensor", "None"};
     if ((*a)->type != want && !(want == LITHE_ATTR_FLOAT && (*a)->type == LITHE_ATTR_INT))
         return lithe__fail(LITHE_ERR_DTYPE, "%s: attr '%s' is a %s, not a %s", m->name, name,
                            type_names[(*a)->type], type_names[want]);
@@ -522,6 +522,20 @@ lithe_status lithe_model_set_attr_str(lithe_model *m, const char *name, const ch
     a->v.s = copy;
     return LITHE_OK;
 }
+lithe_status lithe_model_set_attr_null(lithe_model *m, const char *name) {
+    lithe__attr *a = NULL;
+    LITHE__TRY(attr_slot(m, name, &a));
+    attr_clear(a);
+    a->type = LITHE_ATTR_NULL;
+    return LITHE_OK;
+}
+
+size_t lithe_model_n_attrs(const lithe_model *m) { return m ? m->n_attrs : 0; }
+
+const char *lithe_model_attr_name(const lithe_model *m, size_t i) {
+    return m && i < m->n_attrs ? m->attrs[i].name : NULL;
+}
+
 lithe_status lithe_model_set_attr_tensor(lithe_model *m, const char *name, lithe_tensor *v) {
     LITHE__CHECK_ARG(v, "lithe_model_set_attr_tensor", "value is NULL");
     lithe__attr *a = NULL;
@@ -730,6 +744,7 @@ lithe_status lithe__node_clone(const lithe_model *src, lithe_model **out) {
         case LITHE_ATTR_BOOL: s = lithe_model_set_attr_bool(m, a->name, a->v.b); break;
         case LITHE_ATTR_STR: s = lithe_model_set_attr_str(m, a->name, a->v.s); break;
         case LITHE_ATTR_TENSOR: s = lithe_model_set_attr_tensor(m, a->name, a->v.t); break;
+        case LITHE_ATTR_NULL: s = lithe_model_set_attr_null(m, a->name); break;
         case LITHE_ATTR_NONE: break;
         }
     }

@@ -294,7 +294,8 @@ typedef enum lithe_attr_type {
     LITHE_ATTR_FLOAT = 2,
     LITHE_ATTR_BOOL = 3,
     LITHE_ATTR_STR = 4,
-    LITHE_ATTR_TENSOR = 5
+    LITHE_ATTR_TENSOR = 5,
+    LITHE_ATTR_NULL = 6 /* present, with Thinc's value None */
 } lithe_attr_type;
 
 /* --- Layers. A dim of 0 means "unset" (Thinc's None): initialize infers it. ---------------- */
@@ -472,7 +473,7 @@ LITHE_API lithe_status lithe_resizable(lithe_model *layer, float fill_W, float f
  * starts fresh for it, as in Thinc) with nO = new_nO whose params keep the old rows (axis 0)
  * and fill the new ones. Same nO: nothing changes; a layer not yet initialized just takes the
  * new nO. Backprop records made before keep the old layer alive and consistent. The resizable
- * node's own nO follows (Thinc leaves it stale). Statuses: LITHE_ERR_INVALID_ARG (not a
+ * node's own dims stay as they were, as in Thinc (whose bytes carry them so). Statuses: LITHE_ERR_INVALID_ARG (not a
  * resizable node), LITHE_ERR_VALUE (new_nO <= 0, or smaller than nO: Thinc only grows),
  * LITHE_ERR_OOM. */
 LITHE_API lithe_status lithe_resize_model(lithe_model *resizable, int64_t new_nO);
@@ -574,6 +575,11 @@ LITHE_API lithe_status lithe_model_set_attr_float(lithe_model *m, const char *na
 LITHE_API lithe_status lithe_model_set_attr_bool(lithe_model *m, const char *name, bool v);
 LITHE_API lithe_status lithe_model_set_attr_str(lithe_model *m, const char *name, const char *v);
 LITHE_API lithe_status lithe_model_set_attr_tensor(lithe_model *m, const char *name, lithe_tensor *v);
+/* An attr whose value is None in Thinc (e.g. Embed's column when not given). */
+LITHE_API lithe_status lithe_model_set_attr_null(lithe_model *m, const char *name);
+/* The number of attrs of a node and the i-th name, in insertion order (Thinc's attrs dict order). */
+LITHE_API size_t lithe_model_n_attrs(const lithe_model *m);
+LITHE_API const char *lithe_model_attr_name(const lithe_model *m, size_t i);
 
 /* Thinc's set_dropout_rate: every node of the tree with a "dropout_rate" attr gets `rate`.
  * LITHE_ERR_VALUE for a rate outside [0, 1]. */
@@ -707,6 +713,23 @@ LITHE_API int64_t lithe_optimizer_nr_update(const lithe_optimizer *opt, const li
 LITHE_API lithe_status lithe_optimizer_get_average(const lithe_optimizer *opt,
                                                    const lithe_model *node, const char *name,
                                                    lithe_tensor **out);
+
+/* --- Thinc's bytes (Model.to_bytes / from_bytes, Thinc 8.x) ---------------------------------- */
+
+/* m's tree as Thinc 8's to_bytes writes it (one msgpack map: nodes, attrs, params in srsly's numpy
+ * encoding, shims), byte for byte, so Thinc's from_bytes loads it. *out is freed with
+ * lithe_buffer_free. Statuses: LITHE_ERR_VALUE (a ref outside the tree), LITHE_ERR_UNSUPPORTED
+ * (shims, an attr Thinc cannot hold), LITHE_ERR_OOM. */
+LITHE_API lithe_status lithe_model_to_thinc_bytes(lithe_model *m, uint8_t **out, size_t *len);
+/* Loads bytes written by Thinc's to_bytes (or by lithe) into m, a tree built the same way (as
+ * Thinc rebuilds the architecture from config, then calls from_bytes). The bytes are checked
+ * whole before anything changes, as Thinc's can_from_bytes(strict=True) does: the node count,
+ * each node's name, its dims (present, and equal where set), its params (known names, float32,
+ * shapes equal to those already set, data lengths), its attrs (decodable) and its shims. A
+ * mismatch is LITHE_ERR_VALUE / LITHE_ERR_SHAPE naming the node index, its name and what
+ * differs; malformed bytes are LITHE_ERR_VALUE with the byte offset. Then dims, refs, attrs
+ * (overwritten, as from_bytes does) and params are set. */
+LITHE_API lithe_status lithe_model_from_thinc_bytes(lithe_model *m, const uint8_t *data, size_t len);
 
 /* The optimizer's state for the params of m's tree — step counts, Adam/RAdam moments,
  * averages — as a byte blob (*out, freed with lithe_buffer_free), keyed by each node's walk

@@ -11,11 +11,8 @@ static lithe_status resizable_forward(lithe_model *m, const lithe_value *X, bool
 }
 
 static lithe_status resizable_init(lithe_model *m, const lithe_value *X, const lithe_value *Y) {
-    LITHE__TRY(lithe_model_initialize(m->layers[0], X, Y));
-    /* keep the container's dims in step with the layer's */
-    for (size_t i = 0; i < m->n_dims; i++)
-        if (!m->dims[i].value) m->dims[i].value = lithe__dim_value(m->layers[0], m->dims[i].name);
-    return LITHE_OK;
+    /* Thinc initializes the layer only; the container keeps the dims it was built with */
+    return lithe_model_initialize(m->layers[0], X, Y);
 }
 
 static const lithe__layer_type resizable_type = {"resizable.v1", resizable_init, resizable_forward, NULL};
@@ -114,7 +111,6 @@ lithe_status lithe_resize_model(lithe_model *model, int64_t new_nO) {
         model->layers[0] = fresh;
         lithe_model_free(old); /* backprop records made before keep their own reference */
     }
-    for (size_t i = 0; i < model->n_dims; i++)
-        if (!strcmp(model->dims[i].name, "nO")) model->dims[i].value = new_nO;
+    /* the container's own dims stay as they were, as in Thinc (its bytes carry them so) */
     return LITHE_OK;
 }

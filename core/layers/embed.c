@@ -263,8 +263,7 @@ static lithe_status getitem_forward(lithe_model *m, const lithe_value *Xv, bool 
                                     lithe_backprop **bp) {
     (void)is_train;
     lithe_tensor *X = (lithe_tensor *)lithe_value_get_tensor(Xv), *col = NULL, *flat = NULL, *out = NULL;
-    int64_t column = 0;
-    LITHE__TRY(lithe_model_get_attr_int(m, "column", &column));
+    int64_t column = (int64_t)m->cfg[0];
     if (!X || !is_int_dtype(X->dtype) || X->ndim != 2)
         return lithe__fail(LITHE_ERR_SHAPE, "%s: expected (B, k) integer ids for column %lld", m->name, (long long)column);
     if (column < 0 || column >= X->shape[1])
@@ -319,10 +318,16 @@ static lithe_status embed_new(const lithe__layer_type *type, const char *layer, 
     m->dims[0].value = o->nO;
     m->dims[1].value = o->nV;
     m->init_W = o->init;
+    /* Thinc's attrs, in its dict order: HashEmbed {column, seed[, dropout_rate]}; Embed
+     * {[dropout_rate,] column} with column None, or, with a column, only on the chain. */
     lithe_status s = LITHE_OK;
-    if (hashed) s = lithe_model_set_attr_int(m, "seed", o->has_seed ? (int64_t)o->seed : (int64_t)(uint32_t)m->id);
+    if (hashed) {
+        s = o->has_column ? lithe_model_set_attr_int(m, "column", o->column) : lithe_model_set_attr_null(m, "column");
+        if (s == LITHE_OK)
+            s = lithe_model_set_attr_int(m, "seed", o->has_seed ? (int64_t)o->seed : (int64_t)(uint32_t)m->id);
+    }
     if (s == LITHE_OK && o->dropout > 0.0f) s = lithe_model_set_attr_float(m, "dropout_rate", o->dropout);
-    if (s == LITHE_OK && o->has_column) s = lithe_model_set_attr_int(m, "column", o->column);
+    if (s == LITHE_OK && !hashed && !o->has_column) s = lithe_model_set_attr_null(m, "column");
     if (s != LITHE_OK) {
         lithe_model_free(m);
         return s;
@@ -333,7 +338,7 @@ static lithe_status embed_new(const lithe__layer_type *type, const char *layer, 
     }
     lithe_model *get = NULL;
     s = lithe__model_new(&getitem_type, "ints-getitem", NULL, NULL, &get);
-    if (s == LITHE_OK) s = lithe_model_set_attr_int(get, "column", o->column);
+    if (s == LITHE_OK) get->cfg[0] = (double)o->column; /* Thinc's index attr holds a slice: never saved */
     if (s != LITHE_OK) {
         lithe_model_free(get);
         lithe_model_free(m);

@@ -513,6 +513,62 @@ for i in range(2):
     rec(f"seqcce.d{i}", ds[i])
 rec("seqcce.loss", numpy.array(loss, dtype="float32"))
 
+# --- Thinc bytes: architectures saved by Thinc, predictions, ten Adam steps ---------------------
+# For each: the bytes of the initialized model, an input, Thinc's predictions, and the bytes after
+# ten Adam steps (L2Distance against fixed targets, dropout rate 0). tests/test_thinc_bytes.c
+# builds the same trees with lithe's constructors.
+from thinc.api import set_dropout_rate  # noqa: E402
+
+
+def arch_case(name, model, X, *, resize=None):
+    fix_random_seed(11)
+    model.initialize(X=X)
+    if resize is not None:
+        resize(model)
+    # parameters drawn here (Thinc's own init is numpy's RNG: lithe cannot reproduce it)
+    for node in model.walk():
+        for p in node.param_names:
+            if node.has_param(p):
+                v = randf(*node.get_param(p).shape, scale=0.5)
+                if p == "G":
+                    v = 1.0 + v * 0.2
+                node.set_param(p, v)
+    b0 = model.to_bytes()
+    rec(f"bytes.{name}.b0", numpy.frombuffer(b0, dtype="uint8"))
+    rec(f"bytes.{name}.X", X)
+    Y = model.predict(X)
+    rec(f"bytes.{name}.Y", Y)
+    set_dropout_rate(model, 0.0)
+    opt = Adam(0.01)
+    T = randf(*Y.shape)
+    rec(f"bytes.{name}.T", T)
+    for _ in range(10):
+        Yt, bp = model.begin_update(X)
+        d, _ = L2Distance()(Yt, T)
+        bp(d)
+        model.finish_update(opt)
+    rec(f"bytes.{name}.b10", numpy.frombuffer(model.to_bytes(), dtype="uint8"))
+
+
+Xa6 = randf(7, 6)
+arch_case("mlp", chain(chain(Relu(8, 6), Relu(5)), Softmax_v2(4)), Xa6)
+arch_case("concat", chain(concatenate(Relu(3), Mish(2)), Softmax(3)), Xa6)
+arch_case("residual", chain(residual(Relu(6, 6)), Linear(2)), Xa6)
+arch_case("clone", chain(clone(Relu(6, 6), 3), Softmax_v2(3, normalize_outputs=False)), Xa6)
+arch_case("maxout", chain(Maxout(6, nP=3, normalize=True, dropout=0.2), Maxout(5, nP=2), Softmax_v2(3)), Xa6)
+arch_case("hashembed", chain(HashEmbed(5, 50, seed=3), Relu(4)),
+          numpy.array([3, 99, 2**40, 7, 7, 12345, 0], dtype="uint64"))
+arch_case("embed", chain(Embed(4, 20, column=1), Softmax_v2(3)),
+          numpy.array([[1, 5], [2, 19], [0, 0], [3, 7], [4, 4], [9, 1], [8, 2]], dtype="int32"))
+# (MultiSoftmax is left out here: Thinc 8.1.7's returns logits, see test_layers)
+arch_case("nested_t2", chain(Relu(6), concatenate(residual(Relu(6, 6)), Linear(2)), Softmax_v2(3, temperature=2.0)),
+          Xa6)
+arch_case("resized", chain(Relu(5), resizable(Softmax_v2(3), resize_layer=partial(resize_linear_weighted))), Xa6,
+          resize=lambda m: resize_model(m.layers[1], 4))
+arch_case("add_ln", chain(add(Linear(4), Relu(4)), Gelu(3), LayerNorm()), Xa6)
+arch_case("acts", chain(Swish(5), HardSwish(5), ClippedLinear(4, slope=2.0, offset=0.1, max_val=3.0), Mish(3),
+                        Sigmoid(2)), Xa6)
+
 out = sys.argv[1] if len(sys.argv) > 1 else "thinc_goldens.txt"
 tmp = out + ".tmp"
 with open(tmp, "w") as f:

@@ -1,0 +1,267 @@
+/* Thinc's bytes both ways, against models Debian's Thinc 8.1.7 saved (tests/golden/
+ * gen_thinc_goldens.py, arch_case): eleven architectures built here with lithe's constructors as
+ * the generator builds them in Thinc, loaded from Thinc's bytes, predicting as Thinc does
+ * (|lithe - thinc| <= 1e-6 + 1e-5 |thinc|), written back byte for byte, and trained ten Adam steps
+ * to weights within 1e-4 of Thinc's. Then hostile bytes: every truncation, corruptions and
+ * mismatched trees are clear errors that leave the model untouched. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "lithe.h"
+#include "golden/golden.h"
+
+static lithe_model *dense(const char *name, int64_t nO, int64_t nI) {
+    lithe_model *m = NULL;
+    OK(lithe_dense(name, &(lithe_dense_opts){.nO = nO, .nI = nI}, &m));
+    return m;
+}
+
+static lithe_model *chain_of(size_t n, lithe_model **layers) {
+    lithe_model *m = NULL;
+    OK(lithe_chain(n, layers, &m));
+    return m;
+}
+
+static lithe_model *softmax(int64_t nO, bool v1, bool unnormalized) {
+    lithe_model *m = NULL;
+    OK(lithe_softmax(&(lithe_softmax_opts){.nO = nO, .version1 = v1, .unnormalized_outputs = unnormalized}, &m));
+    return m;
+}
+
+/* The trees of arch_case, built the lithe way. */
+static lithe_model *build(const char *name) {
+    lithe_model *m = NULL, *a = NULL, *b = NULL;
+    if (!strcmp(name, "mlp")) {
+        a = chain_of(2, (lithe_model *[]){dense("Relu.v1", 8, 6), dense("Relu.v1", 5, 0)});
+        return chain_of(2, (lithe_model *[]){a, softmax(4, false, false)});
+    }
+    if (!strcmp(name, "concat")) {
+        OK(lithe_concatenate(2, (lithe_model *[]){dense("Relu.v1", 3, 0), dense("Mish.v1", 2, 0)}, &a));
+        return chain_of(2, (lithe_model *[]){a, softmax(3, true, false)});
+    }
+    if (!strcmp(name, "residual")) {
+        OK(lithe_residual(dense("Relu.v1", 6, 6), &a));
+        return chain_of(2, (lithe_model *[]){a, dense("Linear.v1", 2, 0)});
+    }
+    if (!strcmp(name, "clone")) {
+        OK(lithe_clone(dense("Relu.v1", 6, 6), 3, &a));
+        return chain_of(2, (lithe_model *[]){a, softmax(3, false, true)});
+    }
+    if (!strcmp(name, "maxout")) {
+        OK(lithe_dense("Maxout.v1", &(lithe_dense_opts){.nO = 6, .nP = 3, .normalize = true, .dropout = 0.2f}, &a));
+        OK(lithe_dense("Maxout.v1", &(lithe_dense_opts){.nO = 5, .nP = 2}, &b));
+        return chain_of(3, (lithe_model *[]){a, b, softmax(3, false, false)});
+    }
+    if (!strcmp(name, "hashembed")) {
+        OK(lithe_hash_embed(&(lithe_embed_opts){.nO = 5, .nV = 50, .has_seed = true, .seed = 3}, &a));
+        return chain_of(2, (lithe_model *[]){a, dense("Relu.v1", 4, 0)});
+    }
+    if (!strcmp(name, "embed")) {
+        OK(lithe_embed(&(lithe_embed_opts){.nO = 4, .nV = 20, .has_column = true, .column = 1}, &a));
+        return chain_of(2, (lithe_model *[]){a, softmax(3, false, false)});
+    }
+    if (!strcmp(name, "nested_t2")) {
+        lithe_model *res = NULL, *sm = NULL;
+        OK(lithe_residual(dense("Relu.v1", 6, 6), &res));
+        OK(lithe_concatenate(2, (lithe_model *[]){res, dense("Linear.v1", 2, 0)}, &a));
+        OK(lithe_softmax(&(lithe_softmax_opts){.nO = 3, .temperature = 2.0f}, &sm));
+        return chain_of(3, (lithe_model *[]){dense("Relu.v1", 6, 0), a, sm});
+    }
+    if (!strcmp(name, "resized")) {
+        OK(lithe_resizable(softmax(3, false, false), 0.0f, 0.0f, &a));
+        OK(lithe_resize_model(a, 4));
+        return chain_of(2, (lithe_model *[]){dense("Relu.v1", 5, 0), a});
+    }
+    if (!strcmp(name, "add_ln")) {
+        OK(lithe_add(2, (lithe_model *[]){dense("Linear.v1", 4, 0), dense("Relu.v1", 4, 0)}, &a));
+        OK(lithe_layernorm(0, &b));
+        return chain_of(3, (lithe_model *[]){a, dense("Gelu.v1", 3, 0), b});
+    }
+    if (!strcmp(name, "acts")) {
+        OK(lithe_clipped_linear(&(lithe_dense_opts){.nO = 4}, 2.0f, 0.1f, 0.0f, 3.0f, &a));
+        return chain_of(5, (lithe_model *[]){dense("Swish.v1", 5, 0), dense("HardSwish.v1", 5, 0), a,
+                                             dense("Mish.v1", 3, 0), dense("Sigmoid.v1", 2, 0)});
+    }
+    fail_msg("no architecture %s", name);
+    return m;
+}
+
+static const char *const archs[] = {"mlp",   "concat",       "residual", "clone",  "maxout", "hashembed",
+                                    "embed", "nested_t2",    "resized",  "add_ln", "acts"};
+
+/* The golden input as a value: float32, or ids (uint64 for HashEmbed, int32 for Embed). */
+static lithe_value *input_of(const char *name) {
+    const golden *g = get("bytes.%s.X", name);
+    if (g->kind != 'i') return value_of(g);
+    lithe_dtype dt = !strcmp(name, "hashembed") ? LITHE_U64 : LITHE_I32;
+    lithe_tensor *t = NULL;
+    lithe_value *v = NULL;
+    OK(lithe_tensor_new(NULL, dt, g->ndim, g->shape, &t));
+    for (int64_t i = 0; i < g->n; i++) {
+        if (dt == LITHE_U64) ((uint64_t *)lithe_tensor_data(t))[i] = g->u[i];
+        else ((int32_t *)lithe_tensor_data(t))[i] = (int32_t)g->u[i];
+    }
+    OK(lithe_value_tensor(t, &v));
+    lithe_tensor_release(t);
+    return v;
+}
+
+static uint8_t *bytes_of(const golden *g) {
+    uint8_t *b = malloc((size_t)g->n + 1);
+    assert_non_null(b);
+    for (int64_t i = 0; i < g->n; i++) b[i] = (uint8_t)g->u[i];
+    return b;
+}
+
+static void test_thinc_bytes_architectures(void **state) {
+    (void)state;
+    char what[128];
+    for (size_t c = 0; c < sizeof archs / sizeof archs[0]; c++) {
+        const char *name = archs[c];
+        const golden *g0 = get("bytes.%s.b0", name), *g10 = get("bytes.%s.b10", name);
+        uint8_t *b0 = bytes_of(g0), *b10 = bytes_of(g10);
+        lithe_model *m = build(name);
+        OK(lithe_model_from_thinc_bytes(m, b0, (size_t)g0->n));
+        /* predictions */
+        lithe_value *X = input_of(name), *Y = NULL;
+        OK(lithe_model_predict(m, X, &Y));
+        snprintf(what, sizeof what, "%s: predictions from Thinc's bytes", name);
+        expect_close(what, lithe_value_get_tensor(Y), get("bytes.%s.Y", name), 1e-6, 1e-5);
+        lithe_value_release(Y);
+        /* byte-identical round trip */
+        uint8_t *out = NULL;
+        size_t len = 0;
+        OK(lithe_model_to_thinc_bytes(m, &out, &len));
+        if (len != (size_t)g0->n || memcmp(out, b0, len)) {
+            size_t k = 0;
+            while (k < len && k < (size_t)g0->n && out[k] == b0[k]) k++;
+            print_error("%s: lithe writes %zu bytes, Thinc %lld; first difference at byte %zu\n", name, len,
+                        (long long)g0->n, k);
+            fail();
+        }
+        lithe_buffer_free(out);
+        /* ten Adam steps with L2Distance against the same targets, dropout off */
+        OK(lithe_model_set_dropout_rate(m, 0.0f));
+        lithe_optimizer_opts oo = lithe_adam_defaults();
+        oo.learn_rate = 0.01;
+        lithe_optimizer *opt = NULL;
+        OK(lithe_optimizer_new(&oo, &opt));
+        lithe_tensor *T = tensor_of(get("bytes.%s.T", name));
+        for (int step = 0; step < 10; step++) {
+            lithe_backprop *bp = NULL;
+            lithe_tensor *d = NULL;
+            lithe_value *dv = NULL;
+            OK(lithe_model_begin_update(m, X, &Y, &bp));
+            OK(lithe_l2_distance(true, lithe_value_get_tensor(Y), T, &d, NULL));
+            OK(lithe_value_tensor(d, &dv));
+            OK(lithe_backprop_run(bp, dv, NULL));
+            OK(lithe_model_finish_update(m, opt));
+            lithe_backprop_free(bp);
+            lithe_value_release(Y);
+            lithe_value_release(dv);
+            lithe_tensor_release(d);
+        }
+        /* Thinc's weights after its ten steps, loaded into a second tree, against lithe's */
+        lithe_model *ref = build(name);
+        OK(lithe_model_from_thinc_bytes(ref, b10, (size_t)g10->n));
+        lithe_model *a[32], *r[32];
+        size_t na = 0, nr = 0;
+        OK(lithe_model_walk(m, a, 32, &na));
+        OK(lithe_model_walk(ref, r, 32, &nr));
+        assert_int_equal(na, nr);
+        for (size_t i = 0; i < na; i++)
+            for (size_t p = 0; p < lithe_model_n_params(a[i]); p++) {
+                const char *pn = lithe_model_param_name(a[i], p);
+                lithe_tensor *wa = NULL, *wr = NULL;
+                OK(lithe_model_get_param(a[i], pn, &wa));
+                OK(lithe_model_get_param(r[i], pn, &wr));
+                const float *x = lithe_tensor_data(wa), *y = lithe_tensor_data(wr);
+                for (int64_t k = 0; k < lithe_tensor_numel(wa); k++)
+                    if (!(fabs((double)x[k] - (double)y[k]) <= 1e-4)) {
+                        print_error("%s: node %zu (%s) %s[%lld] after 10 Adam steps: lithe %.7g, Thinc %.7g\n", name,
+                                    i, lithe_model_name(a[i]), pn, (long long)k, (double)x[k], (double)y[k]);
+                        fail();
+                    }
+            }
+        lithe_optimizer_free(opt);
+        lithe_tensor_release(T);
+        lithe_value_release(X);
+        lithe_model_free(m);
+        lithe_model_free(ref);
+        free(b0);
+        free(b10);
+    }
+}
+
+/* Every truncation and a set of corruptions of a valid file: errors with messages, no crash, and
+ * the model left as it was. */
+static void test_hostile_thinc_bytes(void **state) {
+    (void)state;
+    const golden *g0 = get("bytes.maxout.b0");
+    uint8_t *b0 = bytes_of(g0);
+    size_t n = (size_t)g0->n;
+    lithe_model *m = build("maxout");
+    OK(lithe_model_from_thinc_bytes(m, b0, n));
+    uint8_t *before = NULL, *after = NULL;
+    size_t lb = 0, la = 0;
+    OK(lithe_model_to_thinc_bytes(m, &before, &lb));
+    for (size_t cut = 0; cut < n; cut++) {
+        lithe_status s = lithe_model_from_thinc_bytes(m, b0, cut);
+        assert_int_not_equal(s, LITHE_OK);
+        assert_true(strlen(lithe_last_error()) > 0);
+    }
+    /* flip every byte in turn to 0xff and to 0x00: never a crash; on success still loadable */
+    uint8_t *bad = malloc(n);
+    assert_non_null(bad);
+    for (size_t i = 0; i < n; i += 3) {
+        for (int v = 0; v < 2; v++) {
+            memcpy(bad, b0, n);
+            bad[i] = v ? 0xff : 0x00;
+            lithe_model *fresh = build("maxout");
+            (void)lithe_model_from_thinc_bytes(fresh, bad, n);
+            lithe_model_free(fresh);
+        }
+    }
+    /* a failed load changed nothing */
+    OK(lithe_model_to_thinc_bytes(m, &after, &la));
+    assert_int_equal(la, lb);
+    assert_memory_equal(before, after, la);
+    /* another tree: the message names the node and the difference */
+    lithe_model *other = build("mlp");
+    assert_int_equal(lithe_model_from_thinc_bytes(other, b0, n), LITHE_ERR_VALUE);
+    assert_non_null(strstr(lithe_last_error(), "nodes"));
+    lithe_model_free(other);
+    other = build("maxout");
+    lithe_model *nodes[16];
+    size_t nn = 0;
+    OK(lithe_model_walk(other, nodes, 16, &nn));
+    OK(lithe_model_set_dim(nodes[nn - 1], "nO", 9)); /* the last node in walk order: the LayerNorm */
+    assert_int_equal(lithe_model_from_thinc_bytes(other, b0, n), LITHE_ERR_SHAPE);
+    if (!strstr(lithe_last_error(), "node 7 (layernorm): dim 'nO' is 6 in the bytes, 9 in the model")) {
+        print_error("message: %s\n", lithe_last_error());
+        fail();
+    }
+    lithe_model_free(other);
+    free(bad);
+    free(b0);
+    lithe_buffer_free(before);
+    lithe_buffer_free(after);
+    lithe_model_free(m);
+}
+
+int main(int argc, char **argv) {
+    golden_path = argc > 1 ? argv[1] : getenv("LITHE_THINC_GOLDENS");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_thinc_bytes_architectures),
+        cmocka_unit_test(test_hostile_thinc_bytes),
+    };
+    return cmocka_run_group_tests(tests, load_goldens, free_goldens);
+}
