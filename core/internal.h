@@ -299,6 +299,11 @@ lithe_status lithe__grad_acc(lithe_model *m, const char *name, lithe_tensor **gr
 lithe_status lithe__optimizer_prepare(lithe_optimizer *opt, const lithe_model *node, const char *name,
                                       const lithe_tensor *W);
 
+/* Files (core/io/): a whole file into a new buffer (lithe__free), and an atomic write (temp file,
+ * fsync, rename). */
+lithe_status lithe__read_file(const char *path, uint8_t **out, size_t *len);
+lithe_status lithe__write_file_atomic(const char *path, const uint8_t *data, size_t len);
+
 /* A new param tensor `name` of `shape`, filled by `kind` from the node's stream, set on m. */
 lithe_status lithe__param_init(lithe_model *m, const char *name, lithe_init kind, int ndim, const int64_t *shape);
 

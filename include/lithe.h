@@ -714,6 +714,19 @@ LITHE_API lithe_status lithe_optimizer_get_average(const lithe_optimizer *opt,
                                                    const lithe_model *node, const char *name,
                                                    lithe_tensor **out);
 
+/* --- NumPy .npy files (format 1.0-3.0; dtypes <f4 <f2 <i4 <i8 <u8 <u4 |u1, C order) -------- */
+
+/* A new CPU tensor from .npy bytes. Every header byte and size is checked: malformed input is
+ * LITHE_ERR_FORMAT, another dtype or a big-endian array LITHE_ERR_DTYPE, a Fortran-ordered one
+ * LITHE_ERR_UNSUPPORTED. */
+LITHE_API lithe_status lithe_npy_load(const uint8_t *data, size_t len, lithe_tensor **out);
+/* The tensor as .npy bytes, exactly as numpy.save writes them (*out: lithe_buffer_free). */
+LITHE_API lithe_status lithe_npy_save(const lithe_tensor *t, uint8_t **out, size_t *len);
+/* The same with files; the write is atomic (temporary file, fsync, rename): a failure never
+ * leaves a half-written file. LITHE_ERR_IO names the path and the system's reason. */
+LITHE_API lithe_status lithe_npy_read_file(const char *path, lithe_tensor **out);
+LITHE_API lithe_status lithe_npy_write_file(const lithe_tensor *t, const char *path);
+
 /* --- Thinc's bytes (Model.to_bytes / from_bytes, Thinc 8.x) ---------------------------------- */
 
 /* m's tree as Thinc 8's to_bytes writes it (one msgpack map: nodes, attrs, params in srsly's numpy
@@ -727,7 +740,7 @@ LITHE_API lithe_status lithe_model_to_thinc_bytes(lithe_model *m, uint8_t **out,
  * each node's name, its dims (present, and equal where set), its params (known names, float32,
  * shapes equal to those already set, data lengths), its attrs (decodable) and its shims. A
  * mismatch is LITHE_ERR_VALUE / LITHE_ERR_SHAPE naming the node index, its name and what
- * differs; malformed bytes are LITHE_ERR_VALUE with the byte offset. Then dims, refs, attrs
+ * differs; malformed bytes are LITHE_ERR_FORMAT with the byte offset. Then dims, refs, attrs
  * (overwritten, as from_bytes does) and params are set. */
 LITHE_API lithe_status lithe_model_from_thinc_bytes(lithe_model *m, const uint8_t *data, size_t len);
 
@@ -738,8 +751,9 @@ LITHE_API lithe_status lithe_model_from_thinc_bytes(lithe_model *m, const uint8_
 LITHE_API lithe_status lithe_optimizer_save_state(const lithe_optimizer *opt, lithe_model *m, uint8_t **out,
                                                   size_t *len);
 /* Replaces opt's state with a blob from lithe_optimizer_save_state, for the params of m's tree:
- * training then resumes exactly. Never trusts the bytes: a truncated, foreign or mismatched blob
- * is LITHE_ERR_VALUE / LITHE_ERR_SHAPE naming the entry, and leaves opt unchanged. */
+ * training then resumes exactly. Never trusts the bytes: a truncated or foreign blob is
+ * LITHE_ERR_FORMAT, one for another tree LITHE_ERR_VALUE / LITHE_ERR_SHAPE, naming the entry; opt
+ * is then unchanged. */
 LITHE_API lithe_status lithe_optimizer_load_state(lithe_optimizer *opt, lithe_model *m, const uint8_t *data,
                                                   size_t len);
 /* Frees a buffer lithe allocated for the caller. Accepts NULL. */

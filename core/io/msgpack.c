@@ -112,7 +112,7 @@ typedef struct reader {
 } reader;
 
 static lithe_status bad(reader *r, const char *why) {
-    return lithe__fail(LITHE_ERR_VALUE, "%s: malformed msgpack at byte %zu of %zu: %s", r->what, r->at, r->n, why);
+    return lithe__fail(LITHE_ERR_FORMAT, "%s: malformed msgpack at byte %zu of %zu: %s", r->what, r->at, r->n, why);
 }
 
 static bool take(reader *r, size_t k, const uint8_t **out) {
@@ -271,7 +271,7 @@ lithe_status mp_parse(const uint8_t *data, size_t len, const char *what, mp_doc 
     reader r = {data, len, 0, what, doc};
     lithe_status s = parse(&r, &doc->root, 0);
     if (s == LITHE_OK && r.at != len)
-        s = lithe__fail(LITHE_ERR_VALUE, "%s: %zu trailing bytes after the msgpack value", what, len - r.at);
+        s = lithe__fail(LITHE_ERR_FORMAT, "%s: %zu trailing bytes after the msgpack value", what, len - r.at);
     if (s != LITHE_OK) {
         mp_doc_free(doc);
         return s;

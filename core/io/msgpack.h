@@ -31,7 +31,7 @@ typedef struct mp_doc {
 } mp_doc;
 
 /* Parses exactly `len` bytes into doc (trailing bytes are an error). `what` names the input in
- * messages. Statuses: LITHE_ERR_VALUE (malformed, truncated, too deep), LITHE_ERR_OOM. */
+ * messages. Statuses: LITHE_ERR_FORMAT (malformed, truncated, too deep), LITHE_ERR_OOM. */
 lithe_status mp_parse(const uint8_t *data, size_t len, const char *what, mp_doc *doc);
 void mp_doc_free(mp_doc *doc);
 

@@ -185,7 +185,7 @@ static const char *WHAT = "Thinc bytes";
 static lithe_status need(const mp_obj *o, mp_type t, const char *where, size_t node) {
     static const char *const names[] = {"nil", "bool", "int", "float", "str", "bin", "array", "map", "ext"};
     if (o && o->type == t) return LITHE_OK;
-    return lithe__fail(LITHE_ERR_VALUE, "%s: node %zu: %s must be a msgpack %s, found %s", WHAT, node, where, names[t],
+    return lithe__fail(LITHE_ERR_FORMAT, "%s: node %zu: %s must be a msgpack %s, found %s", WHAT, node, where, names[t],
                        o ? names[o->type] : "nothing");
 }
 
@@ -203,25 +203,25 @@ static lithe_status decode_param(const mp_obj *v, size_t node, const char *pname
     const mp_obj *nd = mp_get_bin(v, "nd"), *type = mp_get_bin(v, "type"), *kind = mp_get_bin(v, "kind"),
                  *shp = mp_get_bin(v, "shape"), *dat = mp_get_bin(v, "data");
     if (!nd || nd->type != MP_BOOL || !nd->v.b || !type || !shp || shp->type != MP_ARRAY || !dat || dat->type != MP_BIN)
-        return lithe__fail(LITHE_ERR_VALUE, "%s: node %zu: param '%s' is not a numpy array record", WHAT, node, pname);
+        return lithe__fail(LITHE_ERR_FORMAT, "%s: node %zu: param '%s' is not a numpy array record", WHAT, node, pname);
     if (!mp_str_eq(type, "<f4") || (kind && kind->len))
         return lithe__fail(LITHE_ERR_DTYPE, "%s: node %zu: param '%s' has dtype '%.*s'; lithe params are float32 ('<f4')",
                            WHAT, node, pname, (int)(type->len < 16 ? type->len : 16), (const char *)type->data);
     if (shp->len > LITHE_MAX_DIMS)
-        return lithe__fail(LITHE_ERR_VALUE, "%s: node %zu: param '%s' has %u dims (max %d)", WHAT, node, pname, shp->len,
+        return lithe__fail(LITHE_ERR_FORMAT, "%s: node %zu: param '%s' has %u dims (max %d)", WHAT, node, pname, shp->len,
                            LITHE_MAX_DIMS);
     uint64_t count = 1;
     for (uint32_t d = 0; d < shp->len; d++) {
         const mp_obj *e = &shp->items[d];
         if (e->type != MP_INT || e->is_unsigned || e->v.i < 0 || e->v.i > (int64_t)1 << 40)
-            return lithe__fail(LITHE_ERR_VALUE, "%s: node %zu: param '%s' has a bad extent", WHAT, node, pname);
+            return lithe__fail(LITHE_ERR_FORMAT, "%s: node %zu: param '%s' has a bad extent", WHAT, node, pname);
         shape[d] = e->v.i;
         if (shape[d] && count > ((uint64_t)1 << 62) / (uint64_t)shape[d])
-            return lithe__fail(LITHE_ERR_VALUE, "%s: node %zu: param '%s' is too large", WHAT, node, pname);
+            return lithe__fail(LITHE_ERR_FORMAT, "%s: node %zu: param '%s' is too large", WHAT, node, pname);
         count *= (uint64_t)shape[d];
     }
     if ((uint64_t)dat->len != count * 4)
-        return lithe__fail(LITHE_ERR_VALUE, "%s: node %zu: param '%s' holds %u bytes, its shape needs %llu", WHAT, node,
+        return lithe__fail(LITHE_ERR_FORMAT, "%s: node %zu: param '%s' holds %u bytes, its shape needs %llu", WHAT, node,
                            pname, dat->len, (unsigned long long)(count * 4));
     *ndim = (int)shp->len;
     *data = dat->data;
@@ -252,7 +252,7 @@ static lithe_status check_node(const node_list *nl, size_t i, const mp_obj *info
             return lithe__fail(LITHE_ERR_VALUE, "%s: node %zu (%s) has no dim '%s'", WHAT, i, node->name, k);
         if (dv->type == MP_NIL) continue;
         if (dv->type != MP_INT || dv->is_unsigned || dv->v.i <= 0)
-            return lithe__fail(LITHE_ERR_VALUE, "%s: node %zu (%s): dim '%s' must be a positive int or nil", WHAT, i,
+            return lithe__fail(LITHE_ERR_FORMAT, "%s: node %zu (%s): dim '%s' must be a positive int or nil", WHAT, i,
                                node->name, k);
         int64_t cur = lithe__dim_value(node, k);
         if (has == LITHE_HAS_YES && cur != dv->v.i)
@@ -264,7 +264,7 @@ static lithe_status check_node(const node_list *nl, size_t i, const mp_obj *info
         LITHE__TRY(need(rk, MP_STR, "a ref name", i));
         if (rv->type == MP_NIL) continue;
         if (rv->type != MP_INT || rv->is_unsigned || rv->v.i < 0 || (uint64_t)rv->v.i >= nl->n)
-            return lithe__fail(LITHE_ERR_VALUE, "%s: node %zu (%s): a ref points outside the %zu nodes", WHAT, i,
+            return lithe__fail(LITHE_ERR_FORMAT, "%s: node %zu (%s): a ref points outside the %zu nodes", WHAT, i,
                                node->name, nl->n);
     }
     LITHE__TRY(need(attrs, MP_MAP, "attrs", i));
@@ -400,7 +400,7 @@ lithe_status lithe_model_from_thinc_bytes(lithe_model *m, const uint8_t *data, s
     lithe_status s = walk(m, &nl);
     const mp_obj *root = &doc.root, *nodes = NULL, *attrs = NULL, *params = NULL, *shims = NULL;
     if (s == LITHE_OK && root->type != MP_MAP)
-        s = lithe__fail(LITHE_ERR_VALUE, "%s: not a Thinc model (the top level is not a map)", WHAT);
+        s = lithe__fail(LITHE_ERR_FORMAT, "%s: not a Thinc model (the top level is not a map)", WHAT);
     if (s == LITHE_OK) {
         nodes = mp_get(root, "nodes");
         attrs = mp_get(root, "attrs");
@@ -408,7 +408,7 @@ lithe_status lithe_model_from_thinc_bytes(lithe_model *m, const uint8_t *data, s
         shims = mp_get(root, "shims");
         if (!nodes || !attrs || !params || !shims || nodes->type != MP_ARRAY || attrs->type != MP_ARRAY ||
             params->type != MP_ARRAY || shims->type != MP_ARRAY)
-            s = lithe__fail(LITHE_ERR_VALUE, "%s: not a Thinc 8 model: needs arrays nodes, attrs, params and shims", WHAT);
+            s = lithe__fail(LITHE_ERR_FORMAT, "%s: not a Thinc 8 model: needs arrays nodes, attrs, params and shims", WHAT);
     }
     if (s == LITHE_OK && (nodes->len != nl.n || attrs->len != nl.n || params->len != nl.n || shims->len != nl.n))
         s = lithe__fail(LITHE_ERR_VALUE, "%s: mismatched structure: the bytes hold %u nodes, the model has %zu", WHAT,

@@ -406,7 +406,7 @@ static bool get_i64(rbuf *b, int64_t *v) {
 /* Reads n floats into a new tensor shaped like W. */
 static lithe_status get_tensor(rbuf *b, const lithe_tensor *W, lithe_tensor **out) {
     size_t n = (size_t)W->numel;
-    if (n > (b->n - b->at) / 4) return lithe__fail(LITHE_ERR_VALUE, "optimizer state: truncated array data");
+    if (n > (b->n - b->at) / 4) return lithe__fail(LITHE_ERR_FORMAT, "optimizer state: truncated array data");
     float *host = lithe__malloc(n ? n * sizeof *host : 1);
     if (!host) return lithe__oom("optimizer state", n * sizeof *host);
     for (size_t i = 0; i < n; i++) {
@@ -435,7 +435,7 @@ lithe_status lithe_optimizer_load_state(lithe_optimizer *opt, lithe_model *m, co
     char magic[8];
     uint32_t count = 0;
     if (s == LITHE_OK && (!get(&b, magic, 8) || memcmp(magic, "LTHOPT01", 8) || !get_u32(&b, &count)))
-        s = lithe__fail(LITHE_ERR_VALUE, "optimizer state: not a lithe optimizer state (bad magic or truncated header)");
+        s = lithe__fail(LITHE_ERR_FORMAT, "optimizer state: not a lithe optimizer state (bad magic or truncated header)");
     /* parse everything into a fresh optimizer first: a bad blob leaves `opt` untouched */
     lithe_optimizer *tmp = NULL;
     if (s == LITHE_OK) s = lithe_optimizer_new(&opt->o, &tmp);
@@ -445,12 +445,12 @@ lithe_status lithe_optimizer_load_state(lithe_optimizer *opt, lithe_model *m, co
         uint8_t flags;
         char name[256];
         if (!get_u32(&b, &k) || !get_u32(&b, &nlen) || nlen >= sizeof name || !get(&b, name, nlen)) {
-            s = lithe__fail(LITHE_ERR_VALUE, "optimizer state: entry %u is truncated or its name too long", c);
+            s = lithe__fail(LITHE_ERR_FORMAT, "optimizer state: entry %u is truncated or its name too long", c);
             break;
         }
         name[nlen] = '\0';
         if (!get_i64(&b, &nr) || !get(&b, &flags, 1) || !get_i64(&b, &numel) || nr < 0 || flags > 7) {
-            s = lithe__fail(LITHE_ERR_VALUE, "optimizer state: entry %u (%s) is truncated or malformed", c, name);
+            s = lithe__fail(LITHE_ERR_FORMAT, "optimizer state: entry %u (%s) is truncated or malformed", c, name);
             break;
         }
         if (k >= nn) {
@@ -477,7 +477,7 @@ lithe_status lithe_optimizer_load_state(lithe_optimizer *opt, lithe_model *m, co
         if (s == LITHE_OK && (flags & 4)) s = get_tensor(&b, p->value, &sl->avg);
     }
     if (s == LITHE_OK && b.at != b.n)
-        s = lithe__fail(LITHE_ERR_VALUE, "optimizer state: %zu trailing bytes", b.n - b.at);
+        s = lithe__fail(LITHE_ERR_FORMAT, "optimizer state: %zu trailing bytes", b.n - b.at);
     lithe__free(nodes);
     if (s != LITHE_OK) {
         lithe_optimizer_free(tmp);

@@ -569,6 +569,31 @@ arch_case("add_ln", chain(add(Linear(4), Relu(4)), Gelu(3), LayerNorm()), Xa6)
 arch_case("acts", chain(Swish(5), HardSwish(5), ClippedLinear(4, slope=2.0, offset=0.1, max_val=3.0), Mish(3),
                         Sigmoid(2)), Xa6)
 
+# --- msgpack encodings (srsly, as Thinc writes) and .npy files (numpy.save) -----------------------
+import io  # noqa: E402
+
+import srsly  # noqa: E402
+
+mp_values = [0, 127, 128, 255, 256, 65535, 65536, 2**32 - 1, 2**32, -1, -32, -33, -128, -129, -32768, -32769,
+             -2**31, -2**31 - 1, 1.5, True, False, None, "a" * 31, "b" * 32, "c" * 256, b"x" * 255, b"y" * 256,
+             list(range(16)), {"k": 1}, [], {}]
+rec("msgpack.values", numpy.frombuffer(srsly.msgpack_dumps(mp_values), dtype="uint8"))
+
+npy_arrays = {
+    "f32": randf(3, 4),
+    "i64": numpy.array([-5, 0, 2**40], dtype="int64"),
+    "u8": numpy.arange(24, dtype="uint8").reshape(2, 3, 4),
+    "scalar": numpy.array(2.5, dtype="float32"),
+    "f16": randf(5).astype("float16"),
+    "one": numpy.array([7], dtype="int32"),
+    "empty": numpy.zeros((0, 3), dtype="float32"),
+}
+for nname, arr in npy_arrays.items():
+    buf = io.BytesIO()
+    numpy.save(buf, arr)
+    rec(f"npy.{nname}.bytes", numpy.frombuffer(buf.getvalue(), dtype="uint8"))
+    rec(f"npy.{nname}.values", arr.astype("float64").ravel(), exact64=True)
+
 out = sys.argv[1] if len(sys.argv) > 1 else "thinc_goldens.txt"
 tmp = out + ".tmp"
 with open(tmp, "w") as f:
