@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite: install dependencies, then build and test with gcc and clang (warnings are
-# errors), and again under AddressSanitizer + UndefinedBehaviorSanitizer.
+# errors), and again under AddressSanitizer + UndefinedBehaviorSanitizer; then the fuzz targets.
 set -euo pipefail
 cd "$(dirname "$0")"
 scripts/setup.sh
@@ -11,4 +11,6 @@ for preset in ci clang asan; do
   cmake --build --preset "$preset" -j "$jobs"
   ctest --preset "$preset" -j "$jobs"
 done
+# the libFuzzer targets (msgpack, Thinc bytes, .npy) for a short smoke run each
+fuzz/run.sh "${LITHE_FUZZ_SECONDS:-15}"
 echo "=== all presets passed ==="

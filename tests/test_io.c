@@ -91,6 +91,13 @@ static void test_msgpack_matches_srsly(void **state) {
     deep[199] = 0xc0;
     assert_int_equal(mp_parse(deep, sizeof deep, "deep", &d), LITHE_ERR_FORMAT);
     assert_non_null(strstr(lithe_last_error(), "deeper"));
+    /* found by fuzz_msgpack: an empty array or map as the first container (no arena yet) */
+    const uint8_t empties[][3] = {{0x90}, {0x80}, {0x91, 0x90}, {0x81, 0xa0, 0x80}};
+    const size_t elen[] = {1, 1, 2, 3};
+    for (int i = 0; i < 4; i++) {
+        OK(mp_parse(empties[i], elen[i], "empty", &d));
+        mp_doc_free(&d);
+    }
     free(b.p);
     free(want);
 }

@@ -134,6 +134,10 @@ static bool be(reader *r, int bytes, uint64_t *v) {
  * by the bytes left: a hostile count cannot make the arena grow beyond the input's size. */
 static lithe_status reserve(reader *r, uint64_t k, mp_obj **out) {
     if (k > r->n - r->at) return bad(r, "a count larger than the bytes left");
+    if (k == 0) { /* an empty array or map: nothing to hold (the arena may not exist yet) */
+        *out = NULL;
+        return LITHE_OK;
+    }
     mp_doc *d = r->doc;
     if (d->used + k > d->cap) {
         size_t nc = d->cap ? d->cap : 64;
@@ -162,7 +166,7 @@ static lithe_status parse_seq(reader *r, mp_obj *o, uint64_t count, bool map, in
     LITHE__TRY(reserve(r, k, &first));
     o->type = map ? MP_MAP : MP_ARRAY;
     o->len = (uint32_t)count;
-    o->items = (mp_obj *)(uintptr_t)(base + 1); /* an offset, +1 so that 0 stays "none" */
+    o->items = k ? (mp_obj *)(uintptr_t)(base + 1) : NULL; /* an offset, +1 so that 0 stays "none" */
     for (uint64_t i = 0; i < k; i++) {
         mp_obj tmp;
         LITHE__TRY(parse(r, &tmp, depth + 1));

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds the fuzz preset and runs every libFuzzer target for SECONDS (default 20) each on a copy
+# of its seed corpus. Exit status non-zero if any target finds a crash, a leak or UB; the
+# reproducer is left in build/fuzz/artifacts/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-20}
+cmake --preset fuzz >/dev/null
+cmake --build --preset fuzz
+mkdir -p build/fuzz/artifacts
+status=0
+for t in msgpack thinc_bytes npy; do
+  work=$(mktemp -d)
+  cp fuzz/corpus/$t/* "$work"/
+  echo "=== fuzz_$t for ${seconds}s ==="
+  if ! build/fuzz/fuzz/fuzz_$t -max_total_time="$seconds" -max_len=4096 -print_final_stats=1 \
+       -artifact_prefix=build/fuzz/artifacts/$t- "$work" 2>build/fuzz/fuzz_$t.log; then
+    tail -40 build/fuzz/fuzz_$t.log
+    status=1
+  fi
+  grep -E "stat::number_of_executed_units|stat::new_units_added" build/fuzz/fuzz_$t.log | sed "s/^/fuzz_$t /" || true
+  rm -rf "$work"
+done
+exit $status
