@@ -330,6 +330,12 @@ lithe_status lithe__dense_check_opts(const char *layer, const lithe_dense_opts *
 lithe_status lithe__maxout_new(const lithe_dense_opts *o, lithe_model **out);
 const char *lithe__dense_type_name(size_t i);
 
+/* Every layer type, by family (NULL-terminated), and the lookup by registered name. */
+extern const lithe__layer_type *const lithe__combine_types[], *const lithe__resizable_types[],
+    *const lithe__embed_types[], *const lithe__layernorm_types[], *const lithe__softmax_types[],
+    *const lithe__maxout_types[], *const lithe__dense_types[], *const lithe__activation_types[];
+const lithe__layer_type *lithe__layer_type_by_name(const char *registered_name);
+
 /* chain(node, LayerNorm(nI=nO)) when o->normalize, then chain(.., Dropout) when o->dropout > 0,
  * as Thinc's layers build them. Takes over node, also on failure. */
 lithe_status lithe__norm_dropout(const char *layer, lithe_model *node, const lithe_dense_opts *o, lithe_model **out);

@@ -45,10 +45,13 @@ bool lithe__same_shape(const lithe_tensor *a, const lithe_tensor *b) {
 }
 
 static void set_contiguous_strides(lithe_tensor *t) {
+    /* With a zero extent the other extents may multiply past int64 (numel is 0 and no stride is
+     * ever used): saturate instead of overflowing. Found by fuzz_npy. */
     int64_t s = 1;
     for (int i = t->ndim - 1; i >= 0; i--) {
         t->strides[i] = s;
-        s *= t->shape[i];
+        if (t->shape[i] && s > INT64_MAX / t->shape[i]) s = INT64_MAX;
+        else s *= t->shape[i];
     }
 }
 
@@ -192,10 +195,11 @@ void *lithe_tensor_data(const lithe_tensor *t) {
 
 bool lithe_tensor_is_contiguous(const lithe_tensor *t) {
     if (!t) return false;
+    if (t->numel == 0) return true; /* no element to be out of place (and extents may be huge) */
     int64_t s = 1;
     for (int i = t->ndim - 1; i >= 0; i--) {
         if (t->shape[i] != 1 && t->strides[i] != s) return false;
-        s *= t->shape[i];
+        s *= t->shape[i]; /* numel > 0 fits int64, so every partial product does */
     }
     return true;
 }
@@ -228,7 +232,9 @@ lithe_status lithe_tensor_slice(lithe_tensor *t, int axis, int64_t start, int64_
     v->offset += start * t->strides[axis];
     v->shape[axis] = stop - start;
     v->numel = 1;
-    for (int i = 0; i < v->ndim; i++) v->numel *= v->shape[i];
+    for (int i = 0; i < v->ndim; i++)
+        if (v->shape[i] == 0) v->numel = 0;
+    for (int i = 0; v->numel && i < v->ndim; i++) v->numel *= v->shape[i]; /* <= the parent's numel */
     *out = v;
     return LITHE_OK;
 }
@@ -252,6 +258,8 @@ lithe_status lithe_tensor_reshape(lithe_tensor *t, int ndim, const int64_t *shap
         } else if (shape[i] < 0) {
             return lithe__fail(LITHE_ERR_INVALID_ARG, "lithe_tensor_reshape: extent %lld",
                                (long long)shape[i]);
+        } else if (shape[i] && known > INT64_MAX / shape[i]) {
+            return lithe__fail(LITHE_ERR_SHAPE, "lithe_tensor_reshape: the new shape's element count overflows");
         } else {
             known *= shape[i];
         }

@@ -714,6 +714,29 @@ LITHE_API lithe_status lithe_optimizer_get_average(const lithe_optimizer *opt,
                                                    const lithe_model *node, const char *name,
                                                    lithe_tensor **out);
 
+/* --- The .lithe file (docs/format.md): one safetensors file holding the weights as named
+ * tensors ("<node index>.<param>"), the architecture as JSON under __metadata__ (each node's
+ * registered layer, name, dims, attrs, children, refs), a format version, and optionally the
+ * optimizer state as the byte tensor "optimizer.state". Any safetensors reader lists its
+ * weights. ------------------------------------------------------------------------------------ */
+
+/* The model (and opt's state when opt is not NULL) as .lithe bytes (*out: lithe_buffer_free).
+ * Statuses: LITHE_ERR_UNSUPPORTED (shims, tensor attrs other than 1-D int64), LITHE_ERR_VALUE (a
+ * ref outside the tree), LITHE_ERR_OOM. */
+LITHE_API lithe_status lithe_model_save_bytes(lithe_model *m, const lithe_optimizer *opt, uint8_t **out, size_t *len);
+/* The same into a file, atomically (temporary file, fsync, rename): never a half-written model. */
+LITHE_API lithe_status lithe_model_save(lithe_model *m, const lithe_optimizer *opt, const char *path);
+/* A new model from .lithe bytes or a file, on the CPU backend. Nothing in the bytes is trusted:
+ * lengths, offsets, shape products, dtypes, indices, acyclicity and walk order are checked.
+ * Statuses: LITHE_ERR_FORMAT (malformed, naming the byte or the node), LITHE_ERR_UNSUPPORTED (a
+ * layer this lithe lacks, named; another format version), LITHE_ERR_DTYPE, LITHE_ERR_IO. */
+LITHE_API lithe_status lithe_model_load_bytes(const uint8_t *data, size_t len, lithe_model **out);
+LITHE_API lithe_status lithe_model_load(const char *path, lithe_model **out);
+/* The optimizer state stored in .lithe bytes, into opt for model m (LITHE_ERR_NOT_FOUND if the
+ * file holds none); see lithe_optimizer_load_state. */
+LITHE_API lithe_status lithe_optimizer_load_from_file_bytes(lithe_optimizer *opt, lithe_model *m, const uint8_t *data,
+                                                            size_t len);
+
 /* --- NumPy .npy files (format 1.0-3.0; dtypes <f4 <f2 <i4 <i8 <u8 <u4 |u1, C order) -------- */
 
 /* A new CPU tensor from .npy bytes. Every header byte and size is checked: malformed input is

@@ -167,6 +167,16 @@ static void test_npy_matches_numpy(void **state) {
     assert_int_equal(lithe_npy_load(b, n, &t), LITHE_ERR_UNSUPPORTED);
     free(b);
     assert_int_equal(lithe_npy_read_file("/nonexistent/x.npy", &t), LITHE_ERR_IO);
+    /* found by fuzz_npy: a zero extent beside extents whose product overflows int64 */
+    static const char hz[] = "\x93NUMPY\x01\x00\x76\x00{'descr': '<f4', 'fortran_order': False, 'shape': "
+                             "(0, 12802812000000, 2250692), }";
+    uint8_t z[10 + 0x76];
+    memset(z, ' ', sizeof z);
+    memcpy(z, hz, sizeof hz - 1);
+    z[sizeof z - 1] = '\n';
+    OK(lithe_npy_load(z, sizeof z, &t));
+    assert_int_equal(lithe_tensor_numel(t), 0);
+    lithe_tensor_release(t);
     assert_non_null(strstr(lithe_last_error(), "/nonexistent/x.npy"));
 }
 

@@ -257,11 +257,180 @@ static void test_hostile_thinc_bytes(void **state) {
     lithe_model_free(m);
 }
 
+/* ---- the .lithe file ---- */
+
+static size_t predict_into(lithe_model *m, lithe_value *X, float *out, size_t cap) {
+    lithe_value *Y = NULL;
+    OK(lithe_model_predict(m, X, &Y));
+    size_t n = (size_t)lithe_tensor_numel(lithe_value_get_tensor(Y));
+    assert_true(n * sizeof(float) <= cap);
+    OK(lithe_tensor_read(lithe_value_get_tensor(Y), out, cap));
+    lithe_value_release(Y);
+    return n;
+}
+
+/* Every architecture: Thinc's bytes -> .lithe -> a model rebuilt from the file alone, predicting
+ * the same bits and writing Thinc's bytes again byte for byte. */
+static void test_lithe_file_round_trip(void **state) {
+    (void)state;
+    for (size_t c = 0; c < sizeof archs / sizeof archs[0]; c++) {
+        const char *name = archs[c];
+        const golden *g0 = get("bytes.%s.b0", name);
+        uint8_t *b0 = bytes_of(g0);
+        lithe_model *m = build(name), *back = NULL;
+        OK(lithe_model_from_thinc_bytes(m, b0, (size_t)g0->n));
+        uint8_t *file = NULL, *tb = NULL;
+        size_t flen = 0, tlen = 0;
+        OK(lithe_model_save_bytes(m, NULL, &file, &flen));
+        OK(lithe_model_load_bytes(file, flen, &back));
+        lithe_value *X = input_of(name);
+        float y1[256], y2[256];
+        size_t ny = predict_into(m, X, y1, sizeof y1);
+        assert_int_equal(predict_into(back, X, y2, sizeof y2), ny);
+        assert_memory_equal(y1, y2, ny * sizeof(float));
+        OK(lithe_model_to_thinc_bytes(back, &tb, &tlen));
+        if (tlen != (size_t)g0->n || memcmp(tb, b0, tlen)) {
+            print_error("%s: Thinc bytes after a .lithe round trip differ from Thinc's\n", name);
+            fail();
+        }
+        assert_string_equal(lithe_model_name(back), lithe_model_name(m));
+        lithe_buffer_free(file);
+        lithe_buffer_free(tb);
+        lithe_value_release(X);
+        lithe_model_free(m);
+        lithe_model_free(back);
+        free(b0);
+    }
+}
+
+/* Save with the optimizer, reload both, and training resumes bit for bit. */
+static void test_lithe_file_resumes_training(void **state) {
+    (void)state;
+    const golden *g0 = get("bytes.maxout.b0");
+    uint8_t *b0 = bytes_of(g0);
+    lithe_model *m = build("maxout"), *m2 = NULL;
+    OK(lithe_model_from_thinc_bytes(m, b0, (size_t)g0->n));
+    OK(lithe_model_set_dropout_rate(m, 0.0f));
+    OK(lithe_model_set_frozen(lithe_model_layer(m, 1), NULL, true)); /* freezing is kept too */
+    lithe_value *X = input_of("maxout");
+    lithe_tensor *T = tensor_of(get("bytes.maxout.T"));
+    lithe_optimizer_opts oo = lithe_adam_defaults();
+    lithe_optimizer *opt = NULL, *opt2 = NULL;
+    OK(lithe_optimizer_new(&oo, &opt));
+    OK(lithe_optimizer_new(&oo, &opt2));
+    lithe_model *models[2] = {m, NULL};
+    lithe_optimizer *opts[2] = {opt, opt2};
+    for (int phase = 0; phase < 2; phase++) {
+        if (phase == 1) {
+            uint8_t *file = NULL;
+            size_t flen = 0;
+            OK(lithe_model_save_bytes(m, opt, &file, &flen));
+            OK(lithe_model_load_bytes(file, flen, &m2));
+            OK(lithe_optimizer_load_from_file_bytes(opt2, m2, file, flen));
+            lithe_buffer_free(file);
+            models[1] = m2;
+            assert_true(lithe_model_is_frozen(lithe_model_layer(m2, 1), "W"));
+        }
+        for (int k = 0; k < (phase ? 2 : 1); k++)
+            for (int step = 0; step < 3; step++) {
+                lithe_value *Y = NULL, *dv = NULL;
+                lithe_backprop *bp = NULL;
+                lithe_tensor *d = NULL;
+                OK(lithe_model_begin_update(models[k], X, &Y, &bp));
+                OK(lithe_l2_distance(true, lithe_value_get_tensor(Y), T, &d, NULL));
+                OK(lithe_value_tensor(d, &dv));
+                OK(lithe_backprop_run(bp, dv, NULL));
+                OK(lithe_model_finish_update(models[k], opts[k]));
+                lithe_backprop_free(bp);
+                lithe_value_release(Y);
+                lithe_value_release(dv);
+                lithe_tensor_release(d);
+            }
+    }
+    uint8_t *a = NULL, *b = NULL;
+    size_t la = 0, lb = 0;
+    OK(lithe_model_to_thinc_bytes(m, &a, &la));
+    OK(lithe_model_to_thinc_bytes(m2, &b, &lb));
+    assert_int_equal(la, lb);
+    assert_memory_equal(a, b, la);
+    lithe_buffer_free(a);
+    lithe_buffer_free(b);
+    lithe_optimizer_free(opt);
+    lithe_optimizer_free(opt2);
+    lithe_tensor_release(T);
+    lithe_value_release(X);
+    lithe_model_free(m);
+    lithe_model_free(m2);
+    free(b0);
+}
+
+static void test_hostile_lithe_files(void **state) {
+    (void)state;
+    const golden *g0 = get("bytes.nested_t2.b0");
+    uint8_t *b0 = bytes_of(g0);
+    lithe_model *m = build("nested_t2"), *back = NULL;
+    OK(lithe_model_from_thinc_bytes(m, b0, (size_t)g0->n));
+    uint8_t *file = NULL;
+    size_t flen = 0;
+    OK(lithe_model_save_bytes(m, NULL, &file, &flen));
+    for (size_t cut = 0; cut < flen; cut++) {
+        lithe_status s = lithe_model_load_bytes(file, cut, &back);
+        assert_int_not_equal(s, LITHE_OK);
+        assert_null(back);
+    }
+    uint8_t *bad = malloc(flen);
+    assert_non_null(bad);
+    size_t loaded = 0;
+    for (size_t i = 0; i < flen; i += 2) {
+        memcpy(bad, file, flen);
+        bad[i] ^= (uint8_t)(i & 1 ? 0x55 : 0x01);
+        if (lithe_model_load_bytes(bad, flen, &back) == LITHE_OK) {
+            loaded++; /* a changed weight byte still loads: then the model must still run */
+            lithe_value *X = input_of("nested_t2"), *Y = NULL;
+            (void)lithe_model_predict(back, X, &Y);
+            lithe_value_release(Y);
+            lithe_value_release(X);
+            lithe_model_free(back);
+            back = NULL;
+        }
+    }
+    assert_true(loaded > 0);
+    /* a cycle: the first child list [1,2,3] becomes [0,2,3] (the root is its own child) */
+    memcpy(bad, file, flen);
+    char *links = strstr((char *)bad + 8, "layers\\\":[1,");
+    assert_non_null(links);
+    links[strlen("layers\\\":[")] = '0';
+    assert_int_equal(lithe_model_load_bytes(bad, flen, &back), LITHE_ERR_FORMAT);
+    assert_non_null(strstr(lithe_last_error(), "cycle"));
+    /* an unknown layer, named */
+    memcpy(bad, file, flen);
+    char *lay = strstr((char *)bad + 8, "Relu.v1");
+    assert_non_null(lay);
+    memcpy(lay, "Relu.v9", 7);
+    assert_int_equal(lithe_model_load_bytes(bad, flen, &back), LITHE_ERR_UNSUPPORTED);
+    assert_non_null(strstr(lithe_last_error(), "Relu.v9"));
+    /* a plain safetensors file without lithe's architecture */
+    static const char plain[] = "{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}";
+    uint8_t st[8 + sizeof plain - 1 + 4] = {0};
+    st[0] = (uint8_t)(sizeof plain - 1);
+    memcpy(st + 8, plain, sizeof plain - 1);
+    assert_int_equal(lithe_model_load_bytes(st, sizeof st, &back), LITHE_ERR_FORMAT);
+    assert_non_null(strstr(lithe_last_error(), "architecture"));
+    assert_int_equal(lithe_model_load("/nonexistent/m.lithe", &back), LITHE_ERR_IO);
+    free(bad);
+    lithe_buffer_free(file);
+    lithe_model_free(m);
+    free(b0);
+}
+
 int main(int argc, char **argv) {
     golden_path = argc > 1 ? argv[1] : getenv("LITHE_THINC_GOLDENS");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_thinc_bytes_architectures),
         cmocka_unit_test(test_hostile_thinc_bytes),
+        cmocka_unit_test(test_lithe_file_round_trip),
+        cmocka_unit_test(test_lithe_file_resumes_training),
+        cmocka_unit_test(test_hostile_lithe_files),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);
 }

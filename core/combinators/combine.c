@@ -644,6 +644,9 @@ static const lithe__layer_type tuplify_type = {"tuplify.v1", tuplify_init, tupli
 /* Thinc 8.1.7 does not register map_list under a name */
 static const lithe__layer_type map_list_type = {"map_list", map_list_init, map_list_forward, NULL};
 
+const lithe__layer_type *const lithe__combine_types[] = {&concat_type, &add_type, &residual_type, &noop_type,
+                                                         &tuplify_type, &map_list_type, NULL};
+
 lithe_status lithe_tuplify(size_t n, lithe_model *const *layers, lithe_model **out) {
     LITHE__TRY(check_layers("tuplify", n, 2, layers, out));
     char *names = joined(n, layers, ", ");

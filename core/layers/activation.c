@@ -82,6 +82,8 @@ static const struct {
     {{"softmax_activation.v1", NULL, act_forward, &softmax_info}, "softmax_activation"},
 };
 
+const lithe__layer_type *const lithe__activation_types[] = {&acts[0].type, &acts[1].type, &acts[2].type, NULL};
+
 lithe_status lithe_activation(const char *layer, lithe_model **out) {
     LITHE__CHECK_ARG(out, "lithe_activation", "out is NULL");
     *out = NULL;

@@ -162,6 +162,12 @@ static const lithe__layer_type types[K_COUNT] = {
 };
 #undef TYPE
 
+const lithe__layer_type *const lithe__dense_types[] = {
+    &types[0], &types[1], &types[2], &types[3], &types[4], &types[5], &types[6],
+    &types[7], &types[8], &types[9], &types[10], &types[11], &types[12], NULL,
+};
+_Static_assert(K_COUNT == 13, "list every dense type in lithe__dense_types");
+
 static const char *const dense_dims[] = {"nO", "nI", NULL};
 static const char *const dense_params[] = {"W", "b", NULL};
 

@@ -292,6 +292,7 @@ static lithe_status getitem_forward(lithe_model *m, const lithe_value *Xv, bool 
 }
 
 static const lithe__layer_type getitem_type = {"ints-getitem", NULL, getitem_forward, NULL};
+const lithe__layer_type *const lithe__embed_types[] = {&embed_type, &hashembed_type, &getitem_type, NULL};
 
 /* ---- constructors ---- */
 

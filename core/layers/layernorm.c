@@ -97,6 +97,7 @@ static lithe_status layernorm_init(lithe_model *m, const lithe_value *X, const l
 }
 
 static const lithe__layer_type layernorm_type = {"LayerNorm.v1", layernorm_init, layernorm_forward, NULL};
+const lithe__layer_type *const lithe__layernorm_types[] = {&layernorm_type, NULL};
 
 lithe_status lithe_layernorm(int64_t nI, lithe_model **out) {
     LITHE__CHECK_ARG(out, "lithe_layernorm", "out is NULL");

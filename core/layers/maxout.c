@@ -114,6 +114,7 @@ static lithe_status maxout_init(lithe_model *m, const lithe_value *X, const lith
 }
 
 static const lithe__layer_type maxout_type = {"Maxout.v1", maxout_init, maxout_forward, NULL};
+const lithe__layer_type *const lithe__maxout_types[] = {&maxout_type, NULL};
 
 lithe_status lithe__maxout_new(const lithe_dense_opts *o, lithe_model **out) {
     LITHE__TRY(lithe__dense_check_opts("Maxout.v1", o, true));

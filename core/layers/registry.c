@@ -1,6 +1,8 @@
 /* The registered layer names, versioned as Thinc registers them. */
 #include "../internal.h"
 
+#include <string.h>
+
 static const char *const names[] = {
     "ClippedLinear.v1", "Dish.v1", "Dropout.v1", "Embed.v1", "Gelu.v1", "HardSigmoid.v1", "HardSwish.v1",
     "HardSwishMobilenet.v1", "HardTanh.v1", "HashEmbed.v1", "LayerNorm.v1", "Linear.v1", "Logistic.v1", "Maxout.v1",
@@ -12,4 +14,16 @@ static const char *const names[] = {
 const char *const *lithe_layer_names(size_t *n) {
     if (n) *n = sizeof names / sizeof names[0];
     return names;
+}
+
+const lithe__layer_type *lithe__layer_type_by_name(const char *registered_name) {
+    static const lithe__layer_type *const single[] = {&lithe__chain_type, &lithe__dropout_type, NULL};
+    const lithe__layer_type *const *const families[] = {
+        single, lithe__combine_types, lithe__resizable_types, lithe__embed_types, lithe__layernorm_types,
+        lithe__softmax_types, lithe__maxout_types, lithe__dense_types, lithe__activation_types,
+    };
+    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
+        for (const lithe__layer_type *const *t = families[f]; *t; t++)
+            if (!strcmp((*t)->registered_name, registered_name)) return *t;
+    return NULL;
 }

@@ -174,6 +174,7 @@ static lithe_status multisoftmax_init(lithe_model *m, const lithe_value *X, cons
 }
 
 static const lithe__layer_type multisoftmax_type = {"MultiSoftmax.v1", multisoftmax_init, multisoftmax_forward, NULL};
+const lithe__layer_type *const lithe__softmax_types[] = {&lithe__softmax_type, &softmax_v1_type, &multisoftmax_type, NULL};
 
 lithe_status lithe_multisoftmax(size_t n, const int64_t *nOs, int64_t nI, lithe_model **out) {
     LITHE__CHECK_ARG(out, "lithe_multisoftmax", "out is NULL");

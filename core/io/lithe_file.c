@@ -1,0 +1,566 @@
+/* The .lithe file: one safetensors file (docs/format.md) — weights as named tensors, the
+ * architecture as JSON in the header's __metadata__, optionally the optimizer state as a byte
+ * tensor. Loading never trusts the bytes: every length, offset, shape product, dtype, index and
+ * name is checked before use, and the tree is checked to be acyclic and in walk order. */
+#include "json.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LITHE_FORMAT_VERSION 1
+#define MAX_HEADER ((uint64_t)100 << 20) /* 100 MiB of JSON is far beyond any real model */
+
+static const char *const WHAT = ".lithe";
+
+static const struct {
+    const char *name;
+    lithe_dtype dtype;
+} st_dtypes[] = {{"F32", LITHE_F32}, {"F16", LITHE_F16}, {"BF16", LITHE_BF16}, {"I32", LITHE_I32},
+                 {"I64", LITHE_I64}, {"U64", LITHE_U64}, {"U8", LITHE_U8},     {"U32", LITHE_U32}};
+
+/* ---- saving ---- */
+
+typedef struct out_tensor {
+    char name[96];
+    const lithe_tensor *t; /* or bytes below */
+    const uint8_t *bytes;
+    size_t nbytes;
+} out_tensor;
+
+static void arch_attr(js_buf *b, const lithe__attr *a) {
+    switch (a->type) {
+    case LITHE_ATTR_NULL: js_raw(b, "null"); return;
+    case LITHE_ATTR_INT: js_raw(b, "{\"int\":"); js_int(b, a->v.i); js_raw(b, "}"); return;
+    case LITHE_ATTR_FLOAT: js_raw(b, "{\"float\":"); js_double(b, a->v.f); js_raw(b, "}"); return;
+    case LITHE_ATTR_BOOL: js_raw(b, a->v.b ? "{\"bool\":true}" : "{\"bool\":false}"); return;
+    case LITHE_ATTR_STR: js_raw(b, "{\"str\":"); js_str(b, a->v.s); js_raw(b, "}"); return;
+    case LITHE_ATTR_TENSOR: {
+        const lithe_tensor *t = a->v.t;
+        js_raw(b, "{\"ints\":[");
+        for (int64_t i = 0; i < t->numel; i++) {
+            if (i) js_raw(b, ",");
+            js_int(b, ((const int64_t *)lithe__tdata(t))[i]);
+        }
+        js_raw(b, "]}");
+        return;
+    }
+    case LITHE_ATTR_NONE: js_raw(b, "null"); return;
+    }
+}
+
+static lithe_status architecture(lithe_model **nodes, size_t n, js_buf *b) {
+    js_raw(b, "{\"root\":0,\"nodes\":[");
+    for (size_t i = 0; i < n; i++) {
+        const lithe_model *m = nodes[i];
+        if (i) js_raw(b, ",");
+        js_raw(b, "{\"layer\":");
+        js_str(b, m->type->registered_name);
+        js_raw(b, ",\"name\":");
+        js_str(b, m->name);
+        js_raw(b, ",\"dims\":{");
+        for (size_t d = 0; d < m->n_dims; d++) {
+            if (d) js_raw(b, ",");
+            js_str(b, m->dims[d].name);
+            js_raw(b, ":");
+            if (m->dims[d].value) js_int(b, m->dims[d].value);
+            else js_raw(b, "null");
+        }
+        js_raw(b, "},\"attrs\":{");
+        for (size_t a = 0; a < m->n_attrs; a++) {
+            const lithe__attr *at = &m->attrs[a];
+            if (at->type == LITHE_ATTR_TENSOR && (at->v.t->dtype != LITHE_I64 || at->v.t->ndim != 1 ||
+                                                  !at->v.t->storage->backend->host_memory))
+                return lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: attr '%s': only 1-D int64 tensor attrs are saved",
+                                   m->name, at->name);
+            if (a) js_raw(b, ",");
+            js_str(b, at->name);
+            js_raw(b, ":");
+            arch_attr(b, at);
+        }
+        js_raw(b, "},\"params\":[");
+        for (size_t p = 0; p < m->n_params; p++) {
+            if (p) js_raw(b, ",");
+            js_str(b, m->params[p].name);
+        }
+        js_raw(b, "],\"frozen\":[");
+        bool first = true;
+        for (size_t p = 0; p < m->n_params; p++)
+            if (m->params[p].frozen) {
+                if (!first) js_raw(b, ",");
+                first = false;
+                js_str(b, m->params[p].name);
+            }
+        js_raw(b, "],\"layers\":[");
+        for (size_t c = 0; c < m->n_layers; c++) {
+            size_t k = 0;
+            while (k < n && nodes[k] != m->layers[c]) k++;
+            if (c) js_raw(b, ",");
+            js_int(b, (int64_t)k);
+        }
+        js_raw(b, "],\"refs\":{");
+        for (size_t r = 0; r < m->n_refs; r++) {
+            if (r) js_raw(b, ",");
+            js_str(b, m->refs[r].name);
+            js_raw(b, ":");
+            if (!m->refs[r].node) {
+                js_raw(b, "null");
+                continue;
+            }
+            size_t k = 0;
+            while (k < n && nodes[k] != m->refs[r].node) k++;
+            if (k == n)
+                return lithe__fail(LITHE_ERR_VALUE, "%s: ref '%s' points outside the tree", m->name, m->refs[r].name);
+            js_int(b, (int64_t)k);
+        }
+        js_raw(b, "},\"init_W\":");
+        js_int(b, m->init_W);
+        js_raw(b, ",\"init_b\":");
+        js_int(b, m->init_b);
+        js_raw(b, ",\"cfg\":[");
+        js_double(b, m->cfg[0]);
+        js_raw(b, ",");
+        js_double(b, m->cfg[1]);
+        js_raw(b, "]}");
+        if (m->n_shims)
+            return lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: nodes with shims cannot be saved yet", m->name);
+    }
+    js_raw(b, "]}");
+    return LITHE_OK;
+}
+
+lithe_status lithe_model_save_bytes(lithe_model *m, const lithe_optimizer *opt, uint8_t **out, size_t *len) {
+    LITHE__CHECK_ARG(out && len, "lithe_model_save_bytes", "out or len is NULL");
+    *out = NULL;
+    *len = 0;
+    LITHE__CHECK_ARG(m, "lithe_model_save_bytes", "model is NULL");
+    size_t n = 0;
+    LITHE__TRY(lithe_model_walk(m, NULL, 0, &n));
+    lithe_model **nodes = lithe__malloc((n ? n : 1) * sizeof *nodes);
+    if (!nodes) return lithe__oom("save", n * sizeof *nodes);
+    lithe_status s = lithe_model_walk(m, nodes, n, &n);
+    js_buf arch = {0}, head = {0};
+    out_tensor *ts = NULL;
+    size_t nt = 0;
+    uint8_t *state = NULL, *file = NULL;
+    size_t state_len = 0;
+    if (s == LITHE_OK) s = architecture(nodes, n, &arch);
+    if (s == LITHE_OK && arch.oom) s = lithe__oom("save", arch.n);
+    size_t cap = 1;
+    for (size_t i = 0; i < n; i++) cap += nodes[i]->n_params;
+    if (s == LITHE_OK) {
+        ts = lithe__calloc(cap, sizeof *ts);
+        if (!ts) s = lithe__oom("save", cap * sizeof *ts);
+    }
+    for (size_t i = 0; s == LITHE_OK && i < n; i++)
+        for (size_t p = 0; p < nodes[i]->n_params; p++) {
+            const lithe_tensor *t = nodes[i]->params[p].value;
+            if (!t) continue;
+            snprintf(ts[nt].name, sizeof ts[nt].name, "%zu.%s", i, nodes[i]->params[p].name);
+            ts[nt].t = t;
+            ts[nt].nbytes = (size_t)t->numel * lithe_dtype_size(t->dtype);
+            nt++;
+        }
+    if (s == LITHE_OK && opt) {
+        s = lithe_optimizer_save_state(opt, m, &state, &state_len);
+        if (s == LITHE_OK) {
+            snprintf(ts[nt].name, sizeof ts[nt].name, "optimizer.state");
+            ts[nt].bytes = state;
+            ts[nt].nbytes = state_len;
+            nt++;
+        }
+    }
+    /* the header: __metadata__ then the tensors in data order, padded to 8 bytes */
+    if (s == LITHE_OK) {
+        js_raw(&head, "{\"__metadata__\":{\"format\":\"lithe\",\"lithe.format_version\":\"1\",\"lithe.architecture\":");
+        js_str(&head, arch.p);
+        js_raw(&head, "}");
+        size_t off = 0;
+        for (size_t k = 0; k < nt; k++) {
+            js_raw(&head, ",");
+            js_str(&head, ts[k].name);
+            char buf[96];
+            if (ts[k].t) {
+                const lithe_tensor *t = ts[k].t;
+                const char *dt = "F32";
+                for (size_t d = 0; d < sizeof st_dtypes / sizeof st_dtypes[0]; d++)
+                    if (st_dtypes[d].dtype == t->dtype) dt = st_dtypes[d].name;
+                snprintf(buf, sizeof buf, ":{\"dtype\":\"%s\",\"shape\":[", dt);
+                js_raw(&head, buf);
+                for (int d = 0; d < t->ndim; d++) {
+                    if (d) js_raw(&head, ",");
+                    js_int(&head, t->shape[d]);
+                }
+            } else {
+                js_raw(&head, ":{\"dtype\":\"U8\",\"shape\":[");
+                js_int(&head, (int64_t)ts[k].nbytes);
+            }
+            snprintf(buf, sizeof buf, "],\"data_offsets\":[%zu,%zu]}", off, off + ts[k].nbytes);
+            js_raw(&head, buf);
+            off += ts[k].nbytes;
+        }
+        js_raw(&head, "}");
+        while (!head.oom && (8 + head.n) % 8) js_raw(&head, " ");
+        if (head.oom) s = lithe__oom("save", head.n);
+        size_t total = 8 + head.n + off;
+        if (s == LITHE_OK) {
+            file = lithe__malloc(total);
+            if (!file) s = lithe__oom("save", total);
+        }
+        if (s == LITHE_OK) {
+            for (int k = 0; k < 8; k++) file[k] = (uint8_t)((uint64_t)head.n >> (8 * k));
+            memcpy(file + 8, head.p, head.n);
+            size_t at = 8 + head.n;
+            for (size_t k = 0; s == LITHE_OK && k < nt; k++) {
+                if (ts[k].t) s = lithe_tensor_read(ts[k].t, file + at, ts[k].nbytes);
+                else memcpy(file + at, ts[k].bytes, ts[k].nbytes);
+                at += ts[k].nbytes;
+            }
+            if (s == LITHE_OK) {
+                *out = file;
+                *len = total;
+                file = NULL;
+            }
+        }
+    }
+    lithe__free(file);
+    lithe__free(nodes);
+    lithe__free(ts);
+    lithe__free(arch.p);
+    lithe__free(head.p);
+    lithe_buffer_free(state);
+    return s;
+}
+
+lithe_status lithe_model_save(lithe_model *m, const lithe_optimizer *opt, const char *path) {
+    LITHE__CHECK_ARG(path, "lithe_model_save", "path is NULL");
+    uint8_t *b = NULL;
+    size_t n = 0;
+    LITHE__TRY(lithe_model_save_bytes(m, opt, &b, &n));
+    lithe_status s = lithe__write_file_atomic(path, b, n);
+    lithe__free(b);
+    return s;
+}
+
+/* ---- loading ---- */
+
+typedef struct in_tensor {
+    const char *name; /* in the header document */
+    lithe_dtype dtype;
+    int ndim;
+    int64_t shape[LITHE_MAX_DIMS];
+    uint64_t begin, end;
+} in_tensor;
+
+typedef struct parsed {
+    js_doc head, arch;
+    in_tensor *ts;
+    size_t nt;
+    const uint8_t *data;
+    uint64_t data_len;
+} parsed;
+
+static void parsed_free(parsed *p) {
+    js_doc_free(&p->head);
+    js_doc_free(&p->arch);
+    lithe__free(p->ts);
+}
+
+static lithe_status fmt(const char *fmt_, const char *a, const char *b) {
+    return lithe__fail(LITHE_ERR_FORMAT, fmt_, WHAT, a ? a : "", b ? b : "");
+}
+
+static lithe_status parse_file(const uint8_t *data, size_t len, parsed *p) {
+    memset(p, 0, sizeof *p);
+    if (len < 8) return lithe__fail(LITHE_ERR_FORMAT, "%s: %zu bytes: too short for a safetensors header", WHAT, len);
+    uint64_t hn = 0;
+    for (int k = 7; k >= 0; k--) hn = hn << 8 | data[k];
+    if (hn > len - 8 || hn > MAX_HEADER || hn < 2)
+        return lithe__fail(LITHE_ERR_FORMAT, "%s: header length %llu in a file of %zu bytes", WHAT,
+                           (unsigned long long)hn, len);
+    LITHE__TRY(js_parse((const char *)data + 8, (size_t)hn, ".lithe header", &p->head));
+    p->data = data + 8 + hn;
+    p->data_len = len - 8 - hn;
+    const js_val *root = &p->head.root;
+    if (root->type != JS_OBJ) return fmt("%s: the header is not a JSON object%s%s", NULL, NULL);
+    const js_val *meta = js_get(root, "__metadata__");
+    const js_val *format = meta ? js_get(meta, "format") : NULL, *ver = meta ? js_get(meta, "lithe.format_version") : NULL,
+                 *arch = meta ? js_get(meta, "lithe.architecture") : NULL;
+    if (!format || format->type != JS_STR || strcmp(format->str, "lithe") || !arch || arch->type != JS_STR)
+        return lithe__fail(LITHE_ERR_FORMAT, "%s: a safetensors file without lithe's architecture (its __metadata__ "
+                                             "needs format \"lithe\" and lithe.architecture)", WHAT);
+    if (!ver || ver->type != JS_STR || strcmp(ver->str, "1"))
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: format version %s; this lithe reads version %d", WHAT,
+                           ver && ver->type == JS_STR ? ver->str : "(missing)", LITHE_FORMAT_VERSION);
+    p->ts = lithe__calloc(root->len ? root->len : 1, sizeof *p->ts);
+    if (!p->ts) return lithe__oom(WHAT, root->len * sizeof *p->ts);
+    for (size_t i = 0; i < root->len; i++) {
+        const js_val *k = &root->items[2 * i], *v = &root->items[2 * i + 1];
+        if (!strcmp(k->str, "__metadata__")) continue;
+        in_tensor *t = &p->ts[p->nt];
+        t->name = k->str;
+        const js_val *dt = js_get(v, "dtype"), *sh = js_get(v, "shape"), *off = js_get(v, "data_offsets");
+        if (!dt || dt->type != JS_STR || !sh || sh->type != JS_ARR || !off || off->type != JS_ARR || off->len != 2)
+            return fmt("%s: tensor '%s' needs dtype, shape and data_offsets%s", k->str, NULL);
+        size_t d = 0;
+        while (d < sizeof st_dtypes / sizeof st_dtypes[0] && strcmp(st_dtypes[d].name, dt->str)) d++;
+        if (d == sizeof st_dtypes / sizeof st_dtypes[0])
+            return lithe__fail(LITHE_ERR_DTYPE, "%s: tensor '%s' has dtype %s, which lithe does not hold", WHAT, k->str,
+                               dt->str);
+        t->dtype = st_dtypes[d].dtype;
+        if (sh->len > LITHE_MAX_DIMS) return fmt("%s: tensor '%s' has too many dims%s", k->str, NULL);
+        t->ndim = (int)sh->len;
+        uint64_t count = 1;
+        for (size_t e = 0; e < sh->len; e++) {
+            const js_val *x = &sh->items[e];
+            if (x->type != JS_NUM || !x->is_int || x->i < 0 || x->i > ((int64_t)1 << 40))
+                return fmt("%s: tensor '%s' has a bad extent%s", k->str, NULL);
+            t->shape[e] = x->i;
+            if (x->i && count > ((uint64_t)1 << 60) / (uint64_t)x->i) return fmt("%s: tensor '%s' is too large%s", k->str, NULL);
+            count *= (uint64_t)x->i;
+        }
+        const js_val *b0 = &off->items[0], *b1 = &off->items[1];
+        if (b0->type != JS_NUM || !b0->is_int || b1->type != JS_NUM || !b1->is_int || b0->i < 0 || b1->i < b0->i ||
+            (uint64_t)b1->i > p->data_len)
+            return lithe__fail(LITHE_ERR_FORMAT, "%s: tensor '%s' has data offsets outside the %llu data bytes", WHAT,
+                               k->str, (unsigned long long)p->data_len);
+        t->begin = (uint64_t)b0->i;
+        t->end = (uint64_t)b1->i;
+        if (t->end - t->begin != count * lithe_dtype_size(t->dtype))
+            return lithe__fail(LITHE_ERR_FORMAT, "%s: tensor '%s' spans %llu bytes, its shape and dtype need %llu", WHAT,
+                               k->str, (unsigned long long)(t->end - t->begin),
+                               (unsigned long long)(count * lithe_dtype_size(t->dtype)));
+        p->nt++;
+    }
+    /* no two tensors may share bytes (the safetensors rule) */
+    for (size_t a = 0; a < p->nt; a++)
+        for (size_t b = a + 1; b < p->nt; b++) {
+            if (!strcmp(p->ts[a].name, p->ts[b].name)) return fmt("%s: tensor '%s' appears twice%s", p->ts[a].name, NULL);
+            if (p->ts[a].begin < p->ts[b].end && p->ts[b].begin < p->ts[a].end && p->ts[a].begin != p->ts[a].end &&
+                p->ts[b].begin != p->ts[b].end)
+                return fmt("%s: tensors '%s' and '%s' overlap", p->ts[a].name, p->ts[b].name);
+        }
+    return js_parse(arch->str, arch->len, ".lithe architecture", &p->arch);
+}
+
+static const in_tensor *find_tensor(const parsed *p, const char *name) {
+    for (size_t i = 0; i < p->nt; i++)
+        if (!strcmp(p->ts[i].name, name)) return &p->ts[i];
+    return NULL;
+}
+
+static lithe_status bad_node(size_t i, const char *why) {
+    return lithe__fail(LITHE_ERR_FORMAT, "%s: architecture node %zu: %s", WHAT, i, why);
+}
+
+/* Cycle check by depth-first search over the child links (0 new, 1 on the stack, 2 done). */
+static bool acyclic(size_t i, const size_t *const *children, const size_t *nchild, uint8_t *color, int depth) {
+    if (depth > 10000) return false;
+    color[i] = 1;
+    for (size_t c = 0; c < nchild[i]; c++) {
+        size_t k = children[i][c];
+        if (color[k] == 1) return false;
+        if (color[k] == 0 && !acyclic(k, children, nchild, color, depth + 1)) return false;
+    }
+    color[i] = 2;
+    return true;
+}
+
+static lithe_status set_attr(lithe_model *m, size_t i, const char *name, const js_val *v) {
+    if (v->type == JS_NULL) return lithe_model_set_attr_null(m, name);
+    if (v->type != JS_OBJ || v->len != 1) return bad_node(i, "an attr must be null or {type: value}");
+    const char *kind = v->items[0].str;
+    const js_val *x = &v->items[1];
+    if (!strcmp(kind, "int") && x->type == JS_NUM && x->is_int) return lithe_model_set_attr_int(m, name, x->i);
+    if (!strcmp(kind, "float")) {
+        if (x->type == JS_NUM) return lithe_model_set_attr_float(m, name, x->num);
+        if (x->type == JS_STR && (!strcmp(x->str, "inf") || !strcmp(x->str, "-inf") || !strcmp(x->str, "nan")))
+            return lithe_model_set_attr_float(m, name, strtod(x->str, NULL));
+    }
+    if (!strcmp(kind, "bool") && x->type == JS_BOOL) return lithe_model_set_attr_bool(m, name, x->b);
+    if (!strcmp(kind, "str") && x->type == JS_STR) return lithe_model_set_attr_str(m, name, x->str);
+    if (!strcmp(kind, "ints") && x->type == JS_ARR) {
+        lithe_tensor *t = NULL;
+        LITHE__TRY(lithe__tensor_alloc(lithe__backend_cpu(), LITHE_I64, 1, (int64_t[]){(int64_t)x->len}, false, &t));
+        for (size_t e = 0; e < x->len; e++) {
+            if (x->items[e].type != JS_NUM || !x->items[e].is_int) {
+                lithe_tensor_release(t);
+                return bad_node(i, "an ints attr holds a non-integer");
+            }
+            ((int64_t *)lithe__tdata(t))[e] = x->items[e].i;
+        }
+        lithe_status s = lithe_model_set_attr_tensor(m, name, t);
+        lithe_tensor_release(t);
+        return s;
+    }
+    return bad_node(i, "an attr of unknown type");
+}
+
+static lithe_status build(const parsed *p, lithe_model **out) {
+    const js_val *root = &p->arch.root, *nodes = js_get(root, "nodes"), *r0 = js_get(root, "root");
+    if (!nodes || nodes->type != JS_ARR || nodes->len == 0 || !r0 || r0->type != JS_NUM || !r0->is_int || r0->i != 0)
+        return lithe__fail(LITHE_ERR_FORMAT, "%s: the architecture needs a non-empty nodes array and root 0", WHAT);
+    size_t n = nodes->len;
+    lithe_model **ms = lithe__calloc(n, sizeof *ms);
+    size_t **children = lithe__calloc(n, sizeof *children), *nchild = lithe__calloc(n, sizeof *nchild);
+    uint8_t *color = lithe__calloc(n, 1);
+    lithe_status s = ms && children && nchild && color ? LITHE_OK : lithe__oom(WHAT, n * 32);
+    /* pass 1: the nodes, their dims, attrs, settings and params */
+    for (size_t i = 0; s == LITHE_OK && i < n; i++) {
+        const js_val *nd = &nodes->items[i];
+        const js_val *layer = js_get(nd, "layer"), *name = js_get(nd, "name"), *dims = js_get(nd, "dims"),
+                     *attrs = js_get(nd, "attrs"), *params = js_get(nd, "params"), *layers = js_get(nd, "layers"),
+                     *refs = js_get(nd, "refs"), *iw = js_get(nd, "init_W"), *ib = js_get(nd, "init_b"),
+                     *cfg = js_get(nd, "cfg"), *frozen = js_get(nd, "frozen");
+        if (!layer || layer->type != JS_STR || !name || name->type != JS_STR || !dims || dims->type != JS_OBJ ||
+            !attrs || attrs->type != JS_OBJ || !params || params->type != JS_ARR || !layers ||
+            layers->type != JS_ARR || !refs || refs->type != JS_OBJ) {
+            s = bad_node(i, "needs layer, name, dims, attrs, params, layers and refs");
+            break;
+        }
+        const lithe__layer_type *type = lithe__layer_type_by_name(layer->str);
+        if (!type) {
+            s = lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: node %zu (%s) is a '%s' layer, which this lithe does not have",
+                            WHAT, i, name->str, layer->str);
+            break;
+        }
+        const char **dn = lithe__calloc(dims->len + 1, sizeof *dn), **pn = lithe__calloc(params->len + 1, sizeof *pn);
+        if (!dn || !pn) s = lithe__oom(WHAT, (dims->len + params->len) * sizeof *dn);
+        for (size_t d = 0; s == LITHE_OK && d < dims->len; d++) dn[d] = dims->items[2 * d].str;
+        for (size_t q = 0; s == LITHE_OK && q < params->len; q++) {
+            if (params->items[q].type != JS_STR) s = bad_node(i, "a param name is not a string");
+            else pn[q] = params->items[q].str;
+        }
+        if (s == LITHE_OK) s = lithe__model_new(type, name->str, dn, pn, &ms[i]);
+        lithe__free(dn);
+        lithe__free(pn);
+        if (s != LITHE_OK) break;
+        lithe_model *m = ms[i];
+        for (size_t d = 0; s == LITHE_OK && d < dims->len; d++) {
+            const js_val *v = &dims->items[2 * d + 1];
+            if (v->type == JS_NULL) continue;
+            if (v->type != JS_NUM || !v->is_int || v->i <= 0 || v->i > ((int64_t)1 << 40)) s = bad_node(i, "a dim is not a positive int");
+            else m->dims[d].value = v->i;
+        }
+        for (size_t a = 0; s == LITHE_OK && a < attrs->len; a++) s = set_attr(m, i, attrs->items[2 * a].str, &attrs->items[2 * a + 1]);
+        if (s == LITHE_OK && iw && ib) {
+            if (iw->type != JS_NUM || !iw->is_int || iw->i < LITHE_INIT_DEFAULT || iw->i > LITHE_INIT_NORMAL ||
+                ib->type != JS_NUM || !ib->is_int || ib->i < LITHE_INIT_DEFAULT || ib->i > LITHE_INIT_NORMAL)
+                s = bad_node(i, "init_W / init_b out of range");
+            else {
+                m->init_W = (lithe_init)iw->i;
+                m->init_b = (lithe_init)ib->i;
+            }
+        }
+        if (s == LITHE_OK && cfg) {
+            if (cfg->type != JS_ARR || cfg->len != 2 || cfg->items[0].type != JS_NUM || cfg->items[1].type != JS_NUM)
+                s = bad_node(i, "cfg must be two numbers");
+            else {
+                m->cfg[0] = cfg->items[0].num;
+                m->cfg[1] = cfg->items[1].num;
+            }
+        }
+        for (size_t q = 0; s == LITHE_OK && q < params->len; q++) {
+            char tname[256];
+            snprintf(tname, sizeof tname, "%zu.%s", i, params->items[q].str);
+            const in_tensor *t = find_tensor(p, tname);
+            if (!t) continue; /* an unset param */
+            if (t->dtype != LITHE_F32) {
+                s = lithe__fail(LITHE_ERR_DTYPE, "%s: param %s must be F32", WHAT, tname);
+                break;
+            }
+            lithe_tensor *v = NULL;
+            s = lithe__tensor_alloc(m->backend, LITHE_F32, t->ndim, t->shape, false, &v);
+            if (s == LITHE_OK) s = lithe_tensor_write(v, p->data + t->begin, (size_t)(t->end - t->begin));
+            if (s == LITHE_OK) s = lithe_model_set_param(m, params->items[q].str, v);
+            lithe_tensor_release(v);
+        }
+        for (size_t q = 0; s == LITHE_OK && frozen && frozen->type == JS_ARR && q < frozen->len; q++) {
+            if (frozen->items[q].type != JS_STR) s = bad_node(i, "a frozen name is not a string");
+            else s = lithe_model_set_frozen(m, frozen->items[q].str, true);
+        }
+        if (s == LITHE_OK && layers->len) {
+            children[i] = lithe__calloc(layers->len, sizeof **children);
+            if (!children[i]) s = lithe__oom(WHAT, layers->len * sizeof **children);
+        }
+        for (size_t c = 0; s == LITHE_OK && c < layers->len; c++) {
+            const js_val *v = &layers->items[c];
+            if (v->type != JS_NUM || !v->is_int || v->i < 0 || (uint64_t)v->i >= n) s = bad_node(i, "a child index is out of range");
+            else children[i][nchild[i]++] = (size_t)v->i;
+        }
+    }
+    for (size_t i = 0; s == LITHE_OK && i < n; i++)
+        if (color[i] == 0 && !acyclic(i, (const size_t *const *)children, nchild, color, 0))
+            s = lithe__fail(LITHE_ERR_FORMAT, "%s: the architecture's child links form a cycle (or nest deeper than "
+                                              "10000)", WHAT);
+    /* pass 2: links */
+    for (size_t i = 0; s == LITHE_OK && i < n; i++) {
+        for (size_t c = 0; s == LITHE_OK && c < nchild[i]; c++)
+            s = lithe__model_add_layer(ms[i], lithe_model_retain(ms[children[i][c]]));
+        const js_val *refs = js_get(&nodes->items[i], "refs");
+        for (size_t r = 0; s == LITHE_OK && r < refs->len; r++) {
+            const js_val *v = &refs->items[2 * r + 1];
+            if (v->type == JS_NULL) s = lithe_model_set_ref(ms[i], refs->items[2 * r].str, NULL);
+            else if (v->type != JS_NUM || !v->is_int || v->i < 0 || (uint64_t)v->i >= n) s = bad_node(i, "a ref index is out of range");
+            else s = lithe_model_set_ref(ms[i], refs->items[2 * r].str, ms[v->i]);
+        }
+    }
+    /* the indices must be the walk order (Thinc's bytes and the tensor names rely on it) */
+    if (s == LITHE_OK) {
+        lithe_model **w = lithe__malloc(n * sizeof *w);
+        size_t nw = 0;
+        s = w ? lithe_model_walk(ms[0], w, n, &nw) : lithe__oom(WHAT, n * sizeof *w);
+        if (s == LITHE_OK && nw != n) s = lithe__fail(LITHE_ERR_FORMAT, "%s: %zu nodes, %zu reachable from the root", WHAT, n, nw);
+        for (size_t i = 0; s == LITHE_OK && i < n; i++)
+            if (w[i] != ms[i]) s = lithe__fail(LITHE_ERR_FORMAT, "%s: node %zu is not in walk order", WHAT, i);
+        lithe__free(w);
+    }
+    if (s == LITHE_OK) *out = lithe_model_retain(ms[0]);
+    for (size_t i = 0; ms && i < n; i++) lithe_model_free(ms[i]);
+    for (size_t i = 0; children && i < n; i++) lithe__free(children[i]);
+    lithe__free(ms);
+    lithe__free(children);
+    lithe__free(nchild);
+    lithe__free(color);
+    return s;
+}
+
+lithe_status lithe_model_load_bytes(const uint8_t *data, size_t len, lithe_model **out) {
+    LITHE__CHECK_ARG(out, "lithe_model_load_bytes", "out is NULL");
+    *out = NULL;
+    LITHE__CHECK_ARG(data || !len, "lithe_model_load_bytes", "data is NULL");
+    parsed p;
+    lithe_status s = parse_file(data, len, &p);
+    if (s == LITHE_OK) s = build(&p, out);
+    parsed_free(&p);
+    return s;
+}
+
+lithe_status lithe_model_load(const char *path, lithe_model **out) {
+    LITHE__CHECK_ARG(out, "lithe_model_load", "out is NULL");
+    *out = NULL;
+    LITHE__CHECK_ARG(path, "lithe_model_load", "path is NULL");
+    uint8_t *b = NULL;
+    size_t n = 0;
+    LITHE__TRY(lithe__read_file(path, &b, &n));
+    lithe_status s = lithe_model_load_bytes(b, n, out);
+    lithe__free(b);
+    if (s != LITHE_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", lithe_last_error());
+        return lithe__fail(s, "%s: %s", path, why);
+    }
+    return LITHE_OK;
+}
+
+lithe_status lithe_optimizer_load_from_file_bytes(lithe_optimizer *opt, lithe_model *m, const uint8_t *data,
+                                                  size_t len) {
+    LITHE__CHECK_ARG(opt && m, "lithe_optimizer_load_from_file_bytes", "optimizer or model is NULL");
+    parsed p;
+    lithe_status s = parse_file(data, len, &p);
+    const in_tensor *t = s == LITHE_OK ? find_tensor(&p, "optimizer.state") : NULL;
+    if (s == LITHE_OK && !t) s = lithe__fail(LITHE_ERR_NOT_FOUND, "%s: the file holds no optimizer state", WHAT);
+    if (s == LITHE_OK) s = lithe_optimizer_load_state(opt, m, p.data + t->begin, (size_t)(t->end - t->begin));
+    parsed_free(&p);
+    return s;
+}
