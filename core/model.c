@@ -530,6 +530,12 @@ lithe_status lithe_model_set_attr_null(lithe_model *m, const char *name) {
     return LITHE_OK;
 }
 
+size_t lithe_model_n_dims(const lithe_model *m) { return m ? m->n_dims : 0; }
+
+const char *lithe_model_dim_name(const lithe_model *m, size_t i) {
+    return m && i < m->n_dims ? m->dims[i].name : NULL;
+}
+
 size_t lithe_model_n_attrs(const lithe_model *m) { return m ? m->n_attrs : 0; }
 
 const char *lithe_model_attr_name(const lithe_model *m, size_t i) {

@@ -520,6 +520,9 @@ LITHE_API lithe_status lithe_model_set_seed(lithe_model *m, uint64_t seed);
 
 /* --- Dims: names registered at construction. ----------------------------------------------- */
 LITHE_API lithe_has lithe_model_has_dim(const lithe_model *m, const char *name);
+/* The number of dims a node declares and the i-th name, in declaration order (Thinc's). */
+LITHE_API size_t lithe_model_n_dims(const lithe_model *m);
+LITHE_API const char *lithe_model_dim_name(const lithe_model *m, size_t i);
 /* Statuses: LITHE_ERR_NOT_FOUND (not registered), LITHE_ERR_STATE (unset). */
 LITHE_API lithe_status lithe_model_get_dim(const lithe_model *m, const char *name, int64_t *out);
 /* Sets a dim (value >= 1, or 0 to unset it). Like Thinc, changing a set dim to another value is

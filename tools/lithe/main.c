@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "lithe.h"
 #include "mnist.h"
+#include "files.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -30,6 +31,11 @@ static void usage(FILE *f) {
             "  layers        print every registered layer name, one per line\n"
             "  train-mnist   train chain(Relu(512, dropout=0.2), Relu(512, dropout=0.2), Softmax(10))\n"
             "                on Fashion-MNIST with Adam and print the test accuracy\n"
+            "  info MODEL    print a .lithe model's tree, dims and parameter count\n"
+            "  run MODEL --input X.npy [--input ...] --output Y.npy\n"
+            "                predict with a .lithe model on .npy inputs\n"
+            "  convert MODEL.lithe --to-thinc OUT.bin | ARCH.lithe --from-thinc IN.bin --output OUT.lithe\n"
+            "                between Thinc's bytes (weights only) and .lithe files\n"
             "  version       print the library version\n"
             "\n"
             "train-mnist options:\n"
@@ -42,7 +48,8 @@ static void usage(FILE *f) {
             "  --learn-rate X    Adam learning rate (default 0.001, Thinc's)\n"
             "  --data DIR        folder with the IDX files (default " DEFAULT_DATA_DIR ",\n"
             "                    from Debian's dataset-fashion-mnist)\n"
-            "  --limit N         use only the first N training and test examples\n");
+            "  --limit N         use only the first N training and test examples\n"
+            "  --save PATH       write the trained model (averaged weights) as a .lithe file\n");
 }
 
 /* ---- train-mnist ---- */
@@ -54,6 +61,7 @@ typedef struct mnist_opts {
     double lr;
     long limit;
     const char *model; /* "relu" or "maxout" */
+    const char *save;  /* write the trained model (averaged weights) as a .lithe file */
 } mnist_opts;
 
 static int parse_long(const char *s, long lo, long hi, long *out) {
@@ -280,6 +288,16 @@ static int train_mnist(const mnist_opts *o) {
     }
     printf("test accuracy: %.4f (%d epochs, %.1f s training, %.0f examples/s)\n", acc, o->epochs, total_time,
            o->epochs ? (double)N * o->epochs / total_time : 0.0);
+    if (o->save) {
+        /* the weights that were evaluated: the averages, swapped in for the save */
+        if ((s = lithe_optimizer_swap_averages(opt, model)) == LITHE_OK) {
+            s = lithe_model_save(model, NULL, o->save);
+            lithe_status s2 = lithe_optimizer_swap_averages(opt, model);
+            if (s == LITHE_OK) s = s2;
+        }
+        if (s != LITHE_OK) { fail("saving the model", s); goto done; }
+        printf("saved %s\n", o->save);
+    }
     rc = 0;
 done:
     lithe_optimizer_free(opt);
@@ -321,6 +339,7 @@ static int cmd_train_mnist(int argc, char **argv) {
             o.seed = sv;
         } else if (!strcmp(a, "--device")) o.device = v;
         else if (!strcmp(a, "--model") && (!strcmp(v, "relu") || !strcmp(v, "maxout"))) o.model = v;
+        else if (!strcmp(a, "--save")) o.save = v;
         else if (!strcmp(a, "--data")) o.data = v;
         else if (!strcmp(a, "--limit") && parse_long(v, 1, 100000000, &n) == 0) o.limit = n;
         else if (!strcmp(a, "--learn-rate")) {
@@ -351,6 +370,9 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(argv[1], "train-mnist")) return cmd_train_mnist(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "info")) return lithe_cmd_info(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "run")) return lithe_cmd_run(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "convert")) return lithe_cmd_convert(argc - 2, argv + 2);
     fprintf(stderr, "lithe: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;
