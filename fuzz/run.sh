@@ -9,9 +9,9 @@ cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz
 mkdir -p build/fuzz/artifacts
 status=0
-for t in msgpack thinc_bytes npy; do
+for t in msgpack thinc_bytes npy lithe_file; do
   work=$(mktemp -d)
-  cp fuzz/corpus/$t/* "$work"/
+  if [ "$t" = lithe_file ]; then build/fuzz/fuzz/make_lithe_seeds "$work"; else cp fuzz/corpus/$t/* "$work"/; fi
   echo "=== fuzz_$t for ${seconds}s ==="
   if ! build/fuzz/fuzz/fuzz_$t -max_total_time="$seconds" -max_len=4096 -print_final_stats=1 \
        -artifact_prefix=build/fuzz/artifacts/$t- "$work" 2>build/fuzz/fuzz_$t.log; then
