@@ -1,0 +1,198 @@
+"""lithe for Python: load .lithe models, predict and train with lithe's C core (through ctypes),
+export Thinc models, and exchange arrays with numpy / torch by DLPack without copies.
+
+    import lithe, numpy
+    lithe.export(thinc_model, "model.lithe")       # an initialized Thinc 8.1 model
+    model = lithe.load("model.lithe")
+    Y = numpy.from_dlpack(model.predict(X))         # X: any DLPack producer (numpy >= 1.22, torch)
+"""
+import ctypes
+
+from . import _lib
+from ._dlpack import from_dlpack as _from_dlpack, to_capsule as _to_capsule
+from ._export import export, ExportError  # noqa: F401
+from ._lib import LitheError  # noqa: F401
+
+__version__ = _lib.version().decode()
+
+_DTYPES = {0: "float32", 1: "float16", 2: "bfloat16", 3: "int32", 4: "int64", 5: "uint64", 6: "uint8", 7: "uint32"}
+
+
+class Tensor:
+    """A lithe tensor. Implements __dlpack__ / __dlpack_device__: numpy.from_dlpack(t) and
+    torch.from_dlpack(t) view its memory without a copy."""
+
+    def __init__(self, ptr):
+        self._ptr = ptr  # a reference owned by this object
+
+    @property
+    def shape(self):
+        n = _lib.tensor_ndim(self._ptr)
+        s = _lib.tensor_shape(self._ptr)
+        return tuple(s[i] for i in range(n))
+
+    @property
+    def dtype(self):
+        return _DTYPES.get(_lib.tensor_dtype(self._ptr), "?")
+
+    @property
+    def data_ptr(self):
+        return _lib.tensor_data(self._ptr)
+
+    def __dlpack__(self, stream=None):
+        return _to_capsule(self._ptr)
+
+    def __dlpack_device__(self):
+        return (1, 0)  # kDLCPU
+
+    def __del__(self):
+        if getattr(self, "_ptr", None):
+            _lib.tensor_release(self._ptr)
+            self._ptr = None
+
+    def __repr__(self):
+        return f"lithe.Tensor(shape={self.shape}, dtype={self.dtype})"
+
+
+def tensor(obj):
+    """A lithe.Tensor viewing obj's memory (any DLPack producer: numpy >= 1.22, torch), no copy."""
+    return Tensor(_from_dlpack(obj))
+
+
+def _value_of(X):
+    """A lithe value holding X (zero-copy through DLPack), and the tensor kept alive with it."""
+    t = X._ptr if isinstance(X, Tensor) else _from_dlpack(X)
+    v = ctypes.c_void_p()
+    try:
+        _lib.check(_lib.value_tensor(t, ctypes.byref(v)))
+    finally:
+        if not isinstance(X, Tensor):
+            _lib.tensor_release(t)
+    return v
+
+
+def _tensor_of_value(v):
+    t = _lib.value_get_tensor(v)
+    if not t:
+        raise LitheError("LITHE_ERR_UNSUPPORTED", "the output is not a single array")
+    return Tensor(ctypes.c_void_p(_lib.tensor_retain(t)))
+
+
+class Optimizer:
+    def __init__(self, opts):
+        self._ptr = ctypes.c_void_p()
+        _lib.check(_lib.optimizer_new(ctypes.byref(opts), ctypes.byref(self._ptr)))
+
+    def __del__(self):
+        if getattr(self, "_ptr", None):
+            _lib.optimizer_free(self._ptr)
+            self._ptr = None
+
+
+def Adam(learn_rate=0.001, *, L2=0.0, beta1=0.9, beta2=0.999, eps=1e-8, grad_clip=1.0, L2_is_weight_decay=True,
+         use_averages=True, use_radam=False):
+    """Thinc's Adam, with Thinc's defaults."""
+    o = _lib.adam_defaults()
+    o.learn_rate, o.L2, o.beta1, o.beta2, o.eps, o.grad_clip = learn_rate, L2, beta1, beta2, eps, grad_clip
+    o.L2_is_weight_decay, o.use_averages, o.use_radam = L2_is_weight_decay, use_averages, use_radam
+    return Optimizer(o)
+
+
+def SGD(learn_rate, *, L2=0.0, grad_clip=1.0, L2_is_weight_decay=True, use_averages=True):
+    """Thinc's SGD, with Thinc's defaults."""
+    o = _lib.sgd_defaults(learn_rate)
+    o.L2, o.grad_clip, o.L2_is_weight_decay, o.use_averages = L2, grad_clip, L2_is_weight_decay, use_averages
+    return Optimizer(o)
+
+
+class Model:
+    """A lithe model: Thinc's predict / begin_update / finish_update on lithe's C core."""
+
+    def __init__(self, ptr):
+        self._ptr = ptr
+
+    @property
+    def name(self):
+        return _lib.model_name(self._ptr).decode()
+
+    def predict(self, X):
+        v = _value_of(X)
+        y = ctypes.c_void_p()
+        try:
+            _lib.check(_lib.model_predict(self._ptr, v, ctypes.byref(y)))
+            return _tensor_of_value(y)
+        finally:
+            _lib.value_release(v)
+            _lib.value_release(y)
+
+    def begin_update(self, X):
+        """(Y, backprop): backprop(dY) accumulates the gradients and returns dX."""
+        v = _value_of(X)
+        y, bp = ctypes.c_void_p(), ctypes.c_void_p()
+        try:
+            _lib.check(_lib.model_begin_update(self._ptr, v, ctypes.byref(y), ctypes.byref(bp)))
+            Y = _tensor_of_value(y)
+        finally:
+            _lib.value_release(v)
+            _lib.value_release(y)
+        record = _Backprop(bp)
+
+        def backprop(dY):
+            return record.run(dY)
+
+        return Y, backprop
+
+    def finish_update(self, optimizer):
+        _lib.check(_lib.model_finish_update(self._ptr, optimizer._ptr))
+
+    def set_dropout_rate(self, rate):
+        _lib.check(_lib.model_set_dropout_rate(self._ptr, rate))
+
+    def save(self, path, optimizer=None):
+        _lib.check(_lib.model_save(self._ptr, optimizer._ptr if optimizer else None, str(path).encode()))
+
+    def to_thinc_bytes(self):
+        buf = ctypes.POINTER(ctypes.c_uint8)()
+        n = ctypes.c_size_t()
+        _lib.check(_lib.model_to_thinc_bytes(self._ptr, ctypes.byref(buf), ctypes.byref(n)))
+        try:
+            return ctypes.string_at(buf, n.value)
+        finally:
+            _lib.buffer_free(buf)
+
+    def from_thinc_bytes(self, data):
+        _lib.check(_lib.model_from_thinc_bytes(self._ptr, bytes(data), len(data)))
+        return self
+
+    def __del__(self):
+        if getattr(self, "_ptr", None):
+            _lib.model_free(self._ptr)
+            self._ptr = None
+
+
+class _Backprop:
+    def __init__(self, ptr):
+        self._ptr = ptr
+
+    def run(self, dY):
+        v = _value_of(dY)
+        dx = ctypes.c_void_p()
+        try:
+            _lib.check(_lib.backprop_run(self._ptr, v, ctypes.byref(dx)))
+            t = _lib.value_get_tensor(dx)
+            return Tensor(ctypes.c_void_p(_lib.tensor_retain(t))) if t else None
+        finally:
+            _lib.value_release(v)
+            _lib.value_release(dx)
+
+    def __del__(self):
+        if getattr(self, "_ptr", None):
+            _lib.backprop_free(self._ptr)
+            self._ptr = None
+
+
+def load(path):
+    """A Model from a .lithe file."""
+    m = ctypes.c_void_p()
+    _lib.check(_lib.model_load(str(path).encode(), ctypes.byref(m)))
+    return Model(m)

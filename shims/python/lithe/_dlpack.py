@@ -1,0 +1,61 @@
+"""DLPack through PyCapsules, zero-copy both ways (legacy DLManagedTensor, as numpy 1.22+ and
+torch produce and consume)."""
+import ctypes
+
+from . import _lib
+
+_py = ctypes.pythonapi
+_py.PyCapsule_GetPointer.restype = ctypes.c_void_p
+_py.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_py.PyCapsule_SetName.restype = ctypes.c_int
+_py.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_py.PyCapsule_IsValid.restype = ctypes.c_int
+_py.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_py.PyCapsule_New.restype = ctypes.py_object
+_py.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+
+DLPACK_NAME = b"dltensor"
+USED_NAME = b"used_dltensor"
+
+
+class _DLManagedTensorHead(ctypes.Structure):
+    # DLTensor (data, device{type, id}, ndim, dtype{code, bits, lanes}, shape, strides,
+    # byte_offset), manager_ctx, deleter
+    _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32),
+                ("ndim", ctypes.c_int32), ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                ("lanes", ctypes.c_uint16), ("shape", ctypes.c_void_p), ("strides", ctypes.c_void_p),
+                ("byte_offset", ctypes.c_uint64), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.CFUNCTYPE(None, ctypes.c_void_p))]
+
+
+def from_dlpack(obj):
+    """A new lithe tensor (a ctypes pointer) viewing obj's memory through its __dlpack__."""
+    cap = obj.__dlpack__()
+    ptr = _py.PyCapsule_GetPointer(cap, DLPACK_NAME)
+    out = ctypes.c_void_p()
+    _lib.check(_lib.tensor_from_dlpack(ptr, False, ctypes.byref(out)))
+    # lithe owns the managed tensor now: the capsule must not delete it
+    _py.PyCapsule_SetName(cap, USED_NAME)
+    return out
+
+
+# the destructor sees a capsule being freed: it must not touch its refcount, so these take the
+# raw PyObject pointer
+_raw_is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(("PyCapsule_IsValid", _py))
+_raw_get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(("PyCapsule_GetPointer", _py))
+
+
+@ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+def _capsule_destructor(capsule_ptr):
+    # a capsule collected unconsumed still owns its managed tensor: run its deleter
+    if _raw_is_valid(capsule_ptr, DLPACK_NAME):
+        ptr = _raw_get_pointer(capsule_ptr, DLPACK_NAME)
+        head = _DLManagedTensorHead.from_address(ptr)
+        if head.deleter:
+            head.deleter(ptr)
+
+
+def to_capsule(tensor_ptr):
+    managed = ctypes.c_void_p()
+    _lib.check(_lib.tensor_to_dlpack(tensor_ptr, False, ctypes.byref(managed)))
+    return _py.PyCapsule_New(managed.value, DLPACK_NAME, ctypes.cast(_capsule_destructor, ctypes.c_void_p))

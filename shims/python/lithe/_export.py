@@ -1,0 +1,156 @@
+"""lithe.export: an initialized Thinc 8.1 model to a .lithe file (docs/format.md), written from
+Python with numpy alone, so exporting needs no compiled code."""
+import json
+import os
+import struct
+import tempfile
+
+import numpy
+
+# Thinc's forward functions, by module and function name, to lithe's registered layer types.
+_LAYERS = {
+    ("thinc.layers.chain", "forward"): "chain.v1",
+    ("thinc.layers.concatenate", "forward"): "concatenate.v1",
+    ("thinc.layers.add", "forward"): "add.v1",
+    ("thinc.layers.residual", "forward"): "residual.v1",
+    ("thinc.layers.noop", "forward"): "noop.v1",
+    ("thinc.layers.tuplify", "tuplify_forward"): "tuplify.v1",
+    ("thinc.layers.map_list", "forward"): "map_list",
+    ("thinc.layers.resizable", "forward"): "resizable.v1",
+    ("thinc.layers.linear", "forward"): "Linear.v1",
+    ("thinc.layers.relu", "forward"): "Relu.v1",
+    ("thinc.layers.mish", "forward"): "Mish.v1",
+    ("thinc.layers.swish", "forward"): "Swish.v1",
+    ("thinc.layers.gelu", "forward"): "Gelu.v1",
+    ("thinc.layers.dish", "forward"): "Dish.v1",
+    ("thinc.layers.hard_swish", "forward"): "HardSwish.v1",
+    ("thinc.layers.hard_swish_mobilenet", "forward"): "HardSwishMobilenet.v1",
+    ("thinc.layers.clipped_linear", "forward"): "ClippedLinear.v1",  # also HardSigmoid, HardTanh, ReluK
+    ("thinc.layers.sigmoid", "forward"): "Sigmoid.v1",
+    ("thinc.layers.maxout", "forward"): "Maxout.v1",
+    ("thinc.layers.layernorm", "forward"): "LayerNorm.v1",
+    ("thinc.layers.softmax", "forward"): "Softmax.v2",  # v1 is the same node with fixed attrs
+    ("thinc.layers.multisoftmax", "forward"): "MultiSoftmax.v1",
+    ("thinc.layers.dropout", "forward"): "Dropout.v1",
+    ("thinc.layers.embed", "forward"): "Embed.v1",
+    ("thinc.layers.hashembed", "forward"): "HashEmbed.v1",
+    ("thinc.layers.array_getitem", "forward"): "ints-getitem",
+    ("thinc.layers.logistic", "forward"): "Logistic.v1",
+    ("thinc.layers.sigmoid_activation", "forward"): "sigmoid_activation.v1",
+    ("thinc.layers.softmax_activation", "forward"): "softmax_activation.v1",
+}
+
+
+class ExportError(ValueError):
+    """A Thinc model lithe cannot hold: the message names the layer and its path in the tree."""
+
+
+def _paths(model):
+    """node id -> a readable path from the root ("model.layers[1].layers[0]")."""
+    out = {id(model): "model"}
+    stack = [model]
+    while stack:
+        node = stack.pop()
+        for i, child in enumerate(node.layers):
+            if id(child) not in out:
+                out[id(child)] = f"{out[id(node)]}.layers[{i}]"
+                stack.append(child)
+    return out
+
+
+def _attr(node, name, value):
+    if value is None:
+        return None
+    if isinstance(value, (bool, numpy.bool_)):
+        return {"bool": bool(value)}
+    if isinstance(value, (int, numpy.integer)):
+        return {"int": int(value)}
+    if isinstance(value, (float, numpy.floating)):
+        v = float(value)
+        if v != v:
+            return {"float": "nan"}
+        if v in (float("inf"), float("-inf")):
+            return {"float": "inf" if v > 0 else "-inf"}
+        return {"float": v}
+    if isinstance(value, str):
+        return {"str": value}
+    if isinstance(value, (tuple, list)) and all(isinstance(x, (int, numpy.integer)) and not isinstance(x, bool)
+                                                for x in value):
+        return {"ints": [int(x) for x in value]}
+    raise TypeError  # not serializable: skipped, as Thinc's to_bytes skips it
+
+
+def export(model, path):
+    """Writes an initialized Thinc model as a .lithe file. A layer lithe lacks (or a shim: a
+    wrapped PyTorch/TensorFlow model) is an ExportError naming it and its path."""
+    nodes = list(model.walk())
+    index = {id(n): i for i, n in enumerate(nodes)}
+    paths = _paths(model)
+    arch_nodes, tensors = [], []
+    for i, node in enumerate(nodes):
+        key = (getattr(node._func, "__module__", ""), getattr(node._func, "__name__", ""))
+        layer = _LAYERS.get(key)
+        if layer is None:
+            raise ExportError(f"lithe has no layer for '{node.name}' at {paths.get(id(node), '?')} "
+                              f"(Thinc forward {key[0]}.{key[1]})")
+        if node.shims:
+            raise ExportError(f"'{node.name}' at {paths.get(id(node), '?')} wraps another framework (a shim); "
+                              "graph import arrives with the wrapped-framework work")
+        attrs, cfg = {}, [0.0, 0.0]
+        for name, value in node.attrs.items():
+            if layer == "ints-getitem" and name == "index":
+                index_value = value
+                if not (isinstance(index_value, tuple) and len(index_value) == 2 and isinstance(index_value[0], slice)
+                        and index_value[0] == slice(0, None) and isinstance(index_value[1], int)):
+                    raise ExportError(f"'{node.name}' at {paths[id(node)]}: only X[:, column] indexing is supported")
+                cfg[0] = float(index_value[1])
+                continue
+            if layer == "resizable.v1" and name == "resize_layer":
+                fills = getattr(value, "keywords", {}).get("fill_defaults") or {}
+                cfg = [float(fills.get("W", 0.0)), float(fills.get("b", 0.0))]
+                continue
+            try:
+                attrs[name] = _attr(node, name, value)
+            except TypeError:
+                continue
+        params = list(node.param_names)
+        for p in params:
+            if node.has_param(p):
+                arr = numpy.ascontiguousarray(node.ops.to_numpy(node.get_param(p)), dtype="<f4")
+                tensors.append((f"{i}.{p}", arr))
+        refs = {}
+        for r in node.ref_names:
+            ref = node.get_ref(r) if node.has_ref(r) else None
+            if ref is not None and id(ref) not in index:
+                raise ExportError(f"'{node.name}' at {paths[id(node)]}: ref '{r}' points outside the tree")
+            refs[r] = None if ref is None else index[id(ref)]
+        arch_nodes.append({
+            "layer": layer, "name": node.name,
+            "dims": {d: (node.get_dim(d) if node.has_dim(d) else None) for d in node.dim_names},
+            "attrs": attrs, "params": params, "frozen": [],
+            "layers": [index[id(c)] for c in node.layers], "refs": refs,
+            "init_W": 0, "init_b": 0, "cfg": cfg,
+        })
+    arch = json.dumps({"root": 0, "nodes": arch_nodes}, separators=(",", ":"))
+    header = {"__metadata__": {"format": "lithe", "lithe.format_version": "1", "lithe.architecture": arch}}
+    offset = 0
+    for name, arr in tensors:
+        header[name] = {"dtype": "F32", "shape": list(arr.shape), "data_offsets": [offset, offset + arr.nbytes]}
+        offset += arr.nbytes
+    head = json.dumps(header, separators=(",", ":")).encode()
+    head += b" " * ((8 - (8 + len(head)) % 8) % 8)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".lithe-export-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(struct.pack("<Q", len(head)))
+            f.write(head)
+            for _, arr in tensors:
+                f.write(arr.tobytes())
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise

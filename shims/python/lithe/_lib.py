@@ -1,0 +1,86 @@
+"""ctypes bindings to liblithe.so (the C API in include/lithe.h). No compiled extension."""
+import ctypes
+import glob
+import os
+
+c_p = ctypes.c_void_p
+
+
+def _find():
+    env = os.environ.get("LITHE_LIBRARY")
+    if env:
+        return env
+    here = os.path.dirname(os.path.abspath(__file__))
+    candidates = [os.path.join(here, "liblithe.so")]
+    root = os.path.abspath(os.path.join(here, "..", "..", ".."))
+    for preset in ("default", "ci", "clang", "asan"):
+        candidates += sorted(glob.glob(os.path.join(root, "build", preset, "liblithe.so*")))
+    for c in candidates:
+        if os.path.exists(c):
+            return c
+    raise ImportError("lithe: liblithe.so not found; build it (cmake --preset default && cmake --build --preset "
+                      "default) or set LITHE_LIBRARY to its path")
+
+
+lib = ctypes.CDLL(_find())
+
+
+class OptimizerOpts(ctypes.Structure):
+    _fields_ = [("learn_rate", ctypes.c_double), ("L2", ctypes.c_double), ("beta1", ctypes.c_double),
+                ("beta2", ctypes.c_double), ("eps", ctypes.c_double), ("grad_clip", ctypes.c_double),
+                ("L2_is_weight_decay", ctypes.c_bool), ("use_averages", ctypes.c_bool), ("use_radam", ctypes.c_bool)]
+
+
+def _sig(name, restype, *argtypes):
+    f = getattr(lib, name)
+    f.restype = restype
+    f.argtypes = list(argtypes)
+    return f
+
+
+PP = ctypes.POINTER(c_p)
+status_str = _sig("lithe_status_str", ctypes.c_char_p, ctypes.c_int)
+last_error = _sig("lithe_last_error", ctypes.c_char_p)
+version = _sig("lithe_version", ctypes.c_char_p)
+tensor_release = _sig("lithe_tensor_release", None, c_p)
+tensor_from_dlpack = _sig("lithe_tensor_from_dlpack", ctypes.c_int, c_p, ctypes.c_bool, PP)
+tensor_to_dlpack = _sig("lithe_tensor_to_dlpack", ctypes.c_int, c_p, ctypes.c_bool, PP)
+tensor_ndim = _sig("lithe_tensor_ndim", ctypes.c_int, c_p)
+tensor_shape = _sig("lithe_tensor_shape", ctypes.POINTER(ctypes.c_int64), c_p)
+tensor_data = _sig("lithe_tensor_data", c_p, c_p)
+tensor_dtype = _sig("lithe_tensor_dtype", ctypes.c_int, c_p)
+value_tensor = _sig("lithe_value_tensor", ctypes.c_int, c_p, PP)
+value_release = _sig("lithe_value_release", None, c_p)
+value_get_tensor = _sig("lithe_value_get_tensor", c_p, c_p)
+tensor_retain = _sig("lithe_tensor_retain", c_p, c_p)
+model_load = _sig("lithe_model_load", ctypes.c_int, ctypes.c_char_p, PP)
+model_save = _sig("lithe_model_save", ctypes.c_int, c_p, c_p, ctypes.c_char_p)
+model_free = _sig("lithe_model_free", None, c_p)
+model_name = _sig("lithe_model_name", ctypes.c_char_p, c_p)
+model_predict = _sig("lithe_model_predict", ctypes.c_int, c_p, c_p, PP)
+model_begin_update = _sig("lithe_model_begin_update", ctypes.c_int, c_p, c_p, PP, PP)
+backprop_run = _sig("lithe_backprop_run", ctypes.c_int, c_p, c_p, PP)
+backprop_free = _sig("lithe_backprop_free", None, c_p)
+model_finish_update = _sig("lithe_model_finish_update", ctypes.c_int, c_p, c_p)
+model_to_thinc_bytes = _sig("lithe_model_to_thinc_bytes", ctypes.c_int, c_p, ctypes.POINTER(ctypes.POINTER(ctypes.c_uint8)),
+                            ctypes.POINTER(ctypes.c_size_t))
+model_from_thinc_bytes = _sig("lithe_model_from_thinc_bytes", ctypes.c_int, c_p, ctypes.c_char_p, ctypes.c_size_t)
+buffer_free = _sig("lithe_buffer_free", None, c_p)
+adam_defaults = _sig("lithe_adam_defaults", OptimizerOpts)
+sgd_defaults = _sig("lithe_sgd_defaults", OptimizerOpts, ctypes.c_double)
+optimizer_new = _sig("lithe_optimizer_new", ctypes.c_int, ctypes.POINTER(OptimizerOpts), PP)
+optimizer_free = _sig("lithe_optimizer_free", None, c_p)
+model_set_dropout_rate = _sig("lithe_model_set_dropout_rate", ctypes.c_int, c_p, ctypes.c_float)
+
+
+class LitheError(RuntimeError):
+    """A lithe call failed: .status is the name (LITHE_ERR_SHAPE, ...), the message lithe's."""
+
+    def __init__(self, status, message):
+        self.status = status
+        super().__init__(f"{status}: {message}")
+
+
+def check(code):
+    if code != 0:
+        raise LitheError(status_str(code).decode(), (last_error() or b"").decode(errors="replace"))

@@ -1,0 +1,122 @@
+"""The Python package (shims/python, import name `lithe`) against Debian's Thinc 8.1.7 and numpy:
+export, load, predictions, Thinc bytes, training steps, and zero-copy DLPack both ways.
+Run by ctest: /usr/bin/python3 -m pytest tests/python (LITHE_LIBRARY names the library)."""
+import numpy
+import pytest
+from thinc.api import (Adam, Embed, HashEmbed, L2Distance, LayerNorm, Linear, Maxout, Mish, Relu, Softmax,
+                       Softmax_v2, add, chain, clone, concatenate, residual, set_dropout_rate, with_array)
+
+import lithe
+
+rng = numpy.random.RandomState(1)
+X6 = rng.standard_normal((7, 6)).astype("float32")
+
+ARCHS = {
+    "mlp": lambda: (chain(chain(Relu(8), Relu(5)), Softmax_v2(4)), X6),
+    "concat": lambda: (chain(concatenate(Relu(3), Mish(2)), Softmax(3)), X6),
+    "residual": lambda: (chain(residual(Relu(6, 6)), Linear(2)), X6),
+    "clone": lambda: (chain(clone(Relu(6, 6), 3), Softmax_v2(3)), X6),
+    "maxout": lambda: (chain(Maxout(6, nP=3, normalize=True, dropout=0.2), Softmax_v2(3)), X6),
+    "add_ln": lambda: (chain(add(Linear(4), Relu(4)), LayerNorm()), X6),
+    "hashembed": lambda: (chain(HashEmbed(5, 50, seed=3), Relu(4)), numpy.array([3, 99, 2**40, 7], dtype="uint64")),
+    "embed": lambda: (chain(Embed(4, 20, column=1), Softmax_v2(3)),
+                      numpy.array([[1, 5], [2, 19], [0, 0]], dtype="int32")),
+}
+
+
+def _initialized(name):
+    model, X = ARCHS[name]()
+    model.initialize(X=X)
+    for node in model.walk():  # non-trivial weights (Softmax starts at zero)
+        for p in node.param_names:
+            if node.has_param(p):
+                node.set_param(p, rng.standard_normal(node.get_param(p).shape).astype("float32") * 0.5)
+    return model, X
+
+
+@pytest.mark.parametrize("name", sorted(ARCHS))
+def test_export_load_predict(tmp_path, name):
+    model, X = _initialized(name)
+    path = tmp_path / f"{name}.lithe"
+    lithe.export(model, str(path))
+    lm = lithe.load(path)
+    assert lm.name == model.name
+    Y = numpy.from_dlpack(lm.predict(X))
+    numpy.testing.assert_allclose(Y, model.predict(X), rtol=1e-5, atol=1e-6)
+    assert lm.to_thinc_bytes() == model.to_bytes()
+
+
+@pytest.mark.parametrize("name", ["mlp", "maxout", "add_ln"])
+def test_ten_adam_steps_match_thinc(tmp_path, name):
+    model, X = _initialized(name)
+    set_dropout_rate(model, 0.0)
+    lithe.export(model, str(tmp_path / "m.lithe"))
+    lm = lithe.load(tmp_path / "m.lithe")
+    T = rng.standard_normal(model.predict(X).shape).astype("float32")
+    opt_t, opt_l = Adam(0.01), lithe.Adam(0.01)
+    for _ in range(10):
+        Y, bp = model.begin_update(X)
+        d, _ = L2Distance()(Y, T)
+        bp(d)
+        model.finish_update(opt_t)
+        Yl, bpl = lm.begin_update(X)
+        dl = (numpy.from_dlpack(Yl) - T) / T.shape[0]
+        bpl(numpy.ascontiguousarray(dl, dtype="float32"))
+        lm.finish_update(opt_l)
+    back = lithe.load(tmp_path / "m.lithe").from_thinc_bytes(model.to_bytes())
+    numpy.testing.assert_allclose(numpy.from_dlpack(lm.predict(X)), numpy.from_dlpack(back.predict(X)), atol=1e-4)
+
+
+def test_zero_copy_both_ways():
+    X = numpy.arange(12, dtype="float32").reshape(3, 4)
+    t = lithe.tensor(X)
+    assert t.data_ptr == X.ctypes.data  # numpy -> lithe: the same memory
+    assert t.shape == (3, 4) and t.dtype == "float32"
+    back = numpy.from_dlpack(t)
+    assert back.ctypes.data == t.data_ptr  # lithe -> numpy: the same memory
+    X[0, 0] = 42.0
+    assert back[0, 0] == 42.0
+    del t
+    assert back[0, 0] == 42.0  # numpy's view keeps the memory alive
+
+
+def test_torch_zero_copy():
+    torch = pytest.importorskip("torch")
+    x = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    t = lithe.tensor(x)
+    assert t.data_ptr == x.data_ptr()
+    y = torch.from_dlpack(t)
+    assert y.data_ptr() == t.data_ptr
+
+
+def test_export_refuses_unknown_layers(tmp_path):
+    from thinc.api import LSTM
+
+    model = chain(Relu(4, 3), with_array(Relu(4, 4)))
+    model.initialize(X=X6[:, :3])
+    with pytest.raises(lithe.ExportError, match=r"with_array.*model\.layers\[1\]"):
+        lithe.export(model, str(tmp_path / "x.lithe"))
+    assert not (tmp_path / "x.lithe").exists()
+    del LSTM
+
+
+def test_errors_are_lithe_errors(tmp_path):
+    model, X = _initialized("mlp")
+    lithe.export(model, str(tmp_path / "m.lithe"))
+    lm = lithe.load(tmp_path / "m.lithe")
+    with pytest.raises(lithe.LitheError, match="LITHE_ERR_SHAPE.*relu.*7.*6|LITHE_ERR_SHAPE"):
+        lm.predict(numpy.zeros((2, 7), dtype="float32"))
+    with pytest.raises(lithe.LitheError, match="LITHE_ERR_IO"):
+        lithe.load(tmp_path / "missing.lithe")
+    (tmp_path / "bad.lithe").write_bytes(b"\x05\x00\x00\x00\x00\x00\x00\x00{}")
+    with pytest.raises(lithe.LitheError, match="LITHE_ERR_FORMAT"):
+        lithe.load(tmp_path / "bad.lithe")
+
+
+def test_save_round_trip(tmp_path):
+    model, X = _initialized("maxout")
+    lithe.export(model, str(tmp_path / "a.lithe"))
+    lm = lithe.load(tmp_path / "a.lithe")
+    lm.save(tmp_path / "b.lithe", lithe.Adam())
+    lb = lithe.load(tmp_path / "b.lithe")
+    assert (numpy.from_dlpack(lm.predict(X)) == numpy.from_dlpack(lb.predict(X))).all()
