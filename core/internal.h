@@ -56,7 +56,15 @@ typedef struct lithe__storage {
     /* borrowed from DLPack: run the producer's deleter when the last view goes */
     void *dl_managed;
     bool dl_versioned;
+    /* external host memory (a memory-mapped file): release(ctx) when the last view goes */
+    void (*release)(void *ctx);
+    void *release_ctx;
 } lithe__storage;
+
+/* A CPU tensor over external host memory (contiguous), calling release(ctx) when the last view
+ * goes; on failure release is not called. */
+lithe_status lithe__tensor_wrap_host(lithe_dtype dtype, int ndim, const int64_t *shape, void *data,
+                                     void (*release)(void *ctx), void *ctx, lithe_tensor **out);
 
 struct lithe_tensor {
     int refcount;

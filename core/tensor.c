@@ -94,9 +94,43 @@ static lithe_status storage_new(lithe_backend *be, size_t nbytes, lithe__storage
     return LITHE_OK;
 }
 
+static void storage_release(lithe__storage *st);
+
+lithe_status lithe__tensor_wrap_host(lithe_dtype dtype, int ndim, const int64_t *shape, void *data,
+                                     void (*release)(void *ctx), void *ctx, lithe_tensor **out) {
+    *out = NULL;
+    int64_t numel;
+    size_t nbytes;
+    LITHE__TRY(check_shape("tensor", dtype, ndim, shape, &numel, &nbytes));
+    lithe__storage *st = lithe__calloc(1, sizeof *st);
+    lithe_tensor *t = lithe__calloc(1, sizeof *t);
+    if (!st || !t) {
+        lithe__free(st);
+        lithe__free(t);
+        return lithe__oom("tensor", sizeof *st + sizeof *t);
+    }
+    st->refcount = 1;
+    st->data = data;
+    st->nbytes = nbytes;
+    st->backend = lithe__backend_cpu();
+    st->release = release;
+    st->release_ctx = ctx;
+    t->refcount = 1;
+    t->storage = st;
+    t->dtype = dtype;
+    t->ndim = ndim;
+    for (int i = 0; i < ndim; i++) t->shape[i] = shape[i];
+    t->numel = numel;
+    set_contiguous_strides(t);
+    *out = t;
+    return LITHE_OK;
+}
+
 static void storage_release(lithe__storage *st) {
     if (!st || --st->refcount > 0) return;
-    if (st->dl_managed) {
+    if (st->release) {
+        st->release(st->release_ctx);
+    } else if (st->dl_managed) {
         if (st->dl_versioned) {
             DLManagedTensorVersioned *m = st->dl_managed;
             if (m->deleter) m->deleter(m);

@@ -734,6 +734,10 @@ LITHE_API lithe_status lithe_model_save(lithe_model *m, const lithe_optimizer *o
  * Statuses: LITHE_ERR_FORMAT (malformed, naming the byte or the node), LITHE_ERR_UNSUPPORTED (a
  * layer this lithe lacks, named; another format version), LITHE_ERR_DTYPE, LITHE_ERR_IO. */
 LITHE_API lithe_status lithe_model_load_bytes(const uint8_t *data, size_t len, lithe_model **out);
+/* From a file: memory-mapped copy-on-write where the platform allows (POSIX; not WASI or the
+ * browser), the params viewing the mapping — no copy at load, pages private once written by
+ * training; unmapped when the last param goes. Set LITHE_NO_MMAP=1 to read the file instead (a
+ * file truncated by another process while mapped would fault on access). */
 LITHE_API lithe_status lithe_model_load(const char *path, lithe_model **out);
 /* The optimizer state stored in .lithe bytes, into opt for model m (LITHE_ERR_NOT_FOUND if the
  * file holds none); see lithe_optimizer_load_state. */

@@ -4,6 +4,7 @@
  * (|lithe - thinc| <= 1e-6 + 1e-5 |thinc|), written back byte for byte, and trained ten Adam steps
  * to weights within 1e-4 of Thinc's. Then hostile bytes: every truncation, corruptions and
  * mismatched trees are clear errors that leave the model untouched. */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -423,6 +425,72 @@ static void test_hostile_lithe_files(void **state) {
     free(b0);
 }
 
+/* A file loaded by path (memory-mapped where possible) trains without touching the file, and
+ * gives the same model as the file read into memory. */
+static void test_lithe_file_from_path(void **state) {
+    (void)state;
+    const golden *g0 = get("bytes.mlp.b0");
+    uint8_t *b0 = bytes_of(g0);
+    lithe_model *m = build("mlp"), *a = NULL, *b = NULL;
+    OK(lithe_model_from_thinc_bytes(m, b0, (size_t)g0->n));
+    char path[] = "/tmp/lithe_test_file_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    OK(lithe_model_save(m, NULL, path));
+    uint8_t *before = NULL;
+    size_t lb = 0;
+    OK(lithe_model_save_bytes(m, NULL, &before, &lb));
+    OK(lithe_model_load(path, &a));
+    setenv("LITHE_NO_MMAP", "1", 1);
+    OK(lithe_model_load(path, &b));
+    unsetenv("LITHE_NO_MMAP");
+    lithe_value *X = input_of("mlp");
+    float ya[256], yb[256];
+    size_t n = predict_into(a, X, ya, sizeof ya);
+    assert_int_equal(predict_into(b, X, yb, sizeof yb), n);
+    assert_memory_equal(ya, yb, n * sizeof(float));
+    /* train the mapped model: its pages become private, the file stays as it was */
+    lithe_tensor *T = tensor_of(get("bytes.mlp.T"));
+    lithe_optimizer_opts oo = lithe_adam_defaults();
+    lithe_optimizer *opt = NULL;
+    OK(lithe_optimizer_new(&oo, &opt));
+    for (int step = 0; step < 3; step++) {
+        lithe_value *Y = NULL, *dv = NULL;
+        lithe_backprop *bp = NULL;
+        lithe_tensor *d = NULL;
+        OK(lithe_model_begin_update(a, X, &Y, &bp));
+        OK(lithe_l2_distance(true, lithe_value_get_tensor(Y), T, &d, NULL));
+        OK(lithe_value_tensor(d, &dv));
+        OK(lithe_backprop_run(bp, dv, NULL));
+        OK(lithe_model_finish_update(a, opt));
+        lithe_backprop_free(bp);
+        lithe_value_release(Y);
+        lithe_value_release(dv);
+        lithe_tensor_release(d);
+    }
+    predict_into(a, X, yb, sizeof yb);
+    assert_true(memcmp(ya, yb, n * sizeof(float)) != 0);
+    lithe_model *c = NULL;
+    OK(lithe_model_load(path, &c));
+    uint8_t *after = NULL;
+    size_t la = 0;
+    OK(lithe_model_save_bytes(c, NULL, &after, &la));
+    assert_int_equal(la, lb);
+    assert_memory_equal(before, after, la);
+    lithe_model_free(a); /* unmaps with the last param */
+    lithe_model_free(b);
+    lithe_model_free(c);
+    remove(path);
+    lithe_optimizer_free(opt);
+    lithe_tensor_release(T);
+    lithe_value_release(X);
+    lithe_buffer_free(before);
+    lithe_buffer_free(after);
+    lithe_model_free(m);
+    free(b0);
+}
+
 int main(int argc, char **argv) {
     golden_path = argc > 1 ? argv[1] : getenv("LITHE_THINC_GOLDENS");
     const struct CMUnitTest tests[] = {
@@ -431,6 +499,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_lithe_file_round_trip),
         cmocka_unit_test(test_lithe_file_resumes_training),
         cmocka_unit_test(test_hostile_lithe_files),
+        cmocka_unit_test(test_lithe_file_from_path),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);
 }

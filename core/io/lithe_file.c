@@ -2,6 +2,14 @@
  * architecture as JSON in the header's __metadata__, optionally the optimizer state as a byte
  * tensor. Loading never trusts the bytes: every length, offset, shape product, dtype, index and
  * name is checked before use, and the tree is checked to be acyclic and in walk order. */
+#if !defined(_WIN32) && !defined(__wasi__) && !defined(__EMSCRIPTEN__)
+#define _POSIX_C_SOURCE 200809L
+#define LITHE_HAVE_MMAP 1
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#endif
 #include "json.h"
 
 #include <stdio.h>
@@ -396,7 +404,23 @@ static lithe_status set_attr(lithe_model *m, size_t i, const char *name, const j
     return bad_node(i, "an attr of unknown type");
 }
 
-static lithe_status build(const parsed *p, lithe_model **out) {
+/* A memory-mapped file shared by the tensors that view it; unmapped with the last of them. */
+typedef struct mapping {
+    int refcount;
+    void *addr;
+    size_t len;
+} mapping;
+
+static void mapping_release(void *ctx) {
+    mapping *m = ctx;
+    if (__atomic_sub_fetch(&m->refcount, 1, __ATOMIC_ACQ_REL) > 0) return;
+#ifdef LITHE_HAVE_MMAP
+    munmap(m->addr, m->len);
+#endif
+    lithe__free(m);
+}
+
+static lithe_status build(const parsed *p, mapping *map, lithe_model **out) {
     const js_val *root = &p->arch.root, *nodes = js_get(root, "nodes"), *r0 = js_get(root, "root");
     if (!nodes || nodes->type != JS_ARR || nodes->len == 0 || !r0 || r0->type != JS_NUM || !r0->is_int || r0->i != 0)
         return lithe__fail(LITHE_ERR_FORMAT, "%s: the architecture needs a non-empty nodes array and root 0", WHAT);
@@ -470,8 +494,16 @@ static lithe_status build(const parsed *p, lithe_model **out) {
                 break;
             }
             lithe_tensor *v = NULL;
-            s = lithe__tensor_alloc(m->backend, LITHE_F32, t->ndim, t->shape, false, &v);
-            if (s == LITHE_OK) s = lithe_tensor_write(v, p->data + t->begin, (size_t)(t->end - t->begin));
+            const uint8_t *src = p->data + t->begin;
+            if (map && ((uintptr_t)src % sizeof(float)) == 0 && m->backend->host_memory) {
+                /* a view of the mapped file (copy-on-write pages): no copy at load */
+                __atomic_add_fetch(&map->refcount, 1, __ATOMIC_ACQ_REL);
+                s = lithe__tensor_wrap_host(LITHE_F32, t->ndim, t->shape, (void *)src, mapping_release, map, &v);
+                if (s != LITHE_OK) mapping_release(map);
+            } else {
+                s = lithe__tensor_alloc(m->backend, LITHE_F32, t->ndim, t->shape, false, &v);
+                if (s == LITHE_OK) s = lithe_tensor_write(v, src, (size_t)(t->end - t->begin));
+            }
             if (s == LITHE_OK) s = lithe_model_set_param(m, params->items[q].str, v);
             lithe_tensor_release(v);
         }
@@ -531,20 +563,55 @@ lithe_status lithe_model_load_bytes(const uint8_t *data, size_t len, lithe_model
     LITHE__CHECK_ARG(data || !len, "lithe_model_load_bytes", "data is NULL");
     parsed p;
     lithe_status s = parse_file(data, len, &p);
-    if (s == LITHE_OK) s = build(&p, out);
+    if (s == LITHE_OK) s = build(&p, NULL, out);
     parsed_free(&p);
     return s;
 }
+
+#ifdef LITHE_HAVE_MMAP
+/* Maps the file copy-on-write and loads it with the params viewing the mapping. Returns
+ * LITHE_ERR_UNSUPPORTED (quietly) when the file cannot be mapped, so the caller reads it. */
+static lithe_status load_mapped(const char *path, lithe_model **out) {
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return LITHE_ERR_UNSUPPORTED;
+    struct stat st;
+    void *addr = MAP_FAILED;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+        addr = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (addr == MAP_FAILED) return LITHE_ERR_UNSUPPORTED;
+    mapping *map = lithe__calloc(1, sizeof *map);
+    if (!map) {
+        munmap(addr, (size_t)st.st_size);
+        return lithe__oom(path, sizeof *map);
+    }
+    map->refcount = 1; /* the loader's */
+    map->addr = addr;
+    map->len = (size_t)st.st_size;
+    parsed p;
+    lithe_status s = parse_file(addr, map->len, &p);
+    if (s == LITHE_OK) s = build(&p, map, out);
+    parsed_free(&p);
+    mapping_release(map);
+    return s;
+}
+#endif
 
 lithe_status lithe_model_load(const char *path, lithe_model **out) {
     LITHE__CHECK_ARG(out, "lithe_model_load", "out is NULL");
     *out = NULL;
     LITHE__CHECK_ARG(path, "lithe_model_load", "path is NULL");
-    uint8_t *b = NULL;
-    size_t n = 0;
-    LITHE__TRY(lithe__read_file(path, &b, &n));
-    lithe_status s = lithe_model_load_bytes(b, n, out);
-    lithe__free(b);
+    lithe_status s = LITHE_ERR_UNSUPPORTED;
+#ifdef LITHE_HAVE_MMAP
+    if (!getenv("LITHE_NO_MMAP")) s = load_mapped(path, out);
+#endif
+    if (s == LITHE_ERR_UNSUPPORTED && !*out) {
+        uint8_t *b = NULL;
+        size_t n = 0;
+        LITHE__TRY(lithe__read_file(path, &b, &n));
+        s = lithe_model_load_bytes(b, n, out);
+        lithe__free(b);
+    }
     if (s != LITHE_OK) {
         char why[512];
         snprintf(why, sizeof why, "%s", lithe_last_error());
