@@ -60,16 +60,7 @@ static lithe_status act_forward(lithe_model *m, const lithe_value *Xv, bool is_t
         s = lithe__backprop_new(m, sizeof(act_bp), act_backward, act_destroy, bp);
         if (s == LITHE_OK) ((act_bp *)*bp)->Y = lithe_tensor_retain(Y);
     }
-    if (s != LITHE_OK) {
-        lithe_tensor_release(Y);
-        return s;
-    }
-    s = lithe__value_wrap(Y, Yv);
-    if (s != LITHE_OK && bp) {
-        lithe_backprop_free(*bp);
-        *bp = NULL;
-    }
-    return s;
+    return lithe__emit_output(s, Y, Yv, bp);
 }
 
 static const char softmax_info = 1;

@@ -25,6 +25,21 @@ static inline lithe_status lithe__emit(lithe_tensor *t, lithe_value **out) {
     return lithe__value_wrap(t, out);
 }
 
+/* The end of a forward: on failure (s) release Y; else wrap it as *Yv, dropping the backprop
+ * record if that fails. */
+static inline lithe_status lithe__emit_output(lithe_status s, lithe_tensor *Y, lithe_value **Yv, lithe_backprop **bp) {
+    if (s != LITHE_OK) {
+        lithe_tensor_release(Y);
+        return s;
+    }
+    s = lithe__value_wrap(Y, Yv);
+    if (s != LITHE_OK && bp) {
+        lithe_backprop_free(*bp);
+        *bp = NULL;
+    }
+    return s;
+}
+
 /* Every dense layer's input must be a contiguous float32 2-D array. */
 static inline lithe_status lithe__dense_input(const lithe_model *m, const lithe_value *X, lithe_tensor **out) {
     LITHE__TRY(lithe__value_f32_2d(X, m->name, out));

@@ -213,16 +213,7 @@ static lithe_status embed_forward(lithe_model *m, const lithe_value *Xv, bool is
     }
     lithe_tensor_release(rows);
     lithe_tensor_release(mask);
-    if (s != LITHE_OK) {
-        lithe_tensor_release(Y);
-        return s;
-    }
-    s = lithe__value_wrap(Y, Yv);
-    if (s != LITHE_OK && bp) {
-        lithe_backprop_free(*bp);
-        *bp = NULL;
-    }
-    return s;
+    return lithe__emit_output(s, Y, Yv, bp);
 }
 
 static lithe_status embed_init(lithe_model *m, const lithe_value *X, const lithe_value *Y) {

@@ -62,16 +62,7 @@ static lithe_status layernorm_forward(lithe_model *m, const lithe_value *Xv, boo
     }
     lithe_tensor_release(mean);
     lithe_tensor_release(inv_std);
-    if (s != LITHE_OK) {
-        lithe_tensor_release(Y);
-        return s;
-    }
-    s = lithe__value_wrap(Y, Yv);
-    if (s != LITHE_OK && bp) {
-        lithe_backprop_free(*bp);
-        *bp = NULL;
-    }
-    return s;
+    return lithe__emit_output(s, Y, Yv, bp);
 }
 
 /* Thinc: nI and nO from X (else Y), set_dim semantics; nO defaults to nI. */

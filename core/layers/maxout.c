@@ -91,16 +91,7 @@ static lithe_status maxout_forward(lithe_model *m, const lithe_value *Xv, bool i
     }
     lithe_tensor *tmp[] = {W2, b1, Z, Z3, which};
     for (size_t i = 0; i < sizeof tmp / sizeof tmp[0]; i++) lithe_tensor_release(tmp[i]);
-    if (s != LITHE_OK) {
-        lithe_tensor_release(Y);
-        return s;
-    }
-    s = lithe__value_wrap(Y, Yv);
-    if (s != LITHE_OK && bp) {
-        lithe_backprop_free(*bp);
-        *bp = NULL;
-    }
-    return s;
+    return lithe__emit_output(s, Y, Yv, bp);
 }
 
 static lithe_status maxout_init(lithe_model *m, const lithe_value *X, const lithe_value *Y) {

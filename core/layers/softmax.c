@@ -66,16 +66,7 @@ static lithe_status softmax_forward(lithe_model *m, const lithe_value *Xv, bool 
             r->normalized = normalize;
         }
     }
-    if (s != LITHE_OK) {
-        lithe_tensor_release(Y);
-        return s;
-    }
-    s = lithe__value_wrap(Y, Yv);
-    if (s != LITHE_OK && bp) {
-        lithe_backprop_free(*bp);
-        *bp = NULL;
-    }
-    return s;
+    return lithe__emit_output(s, Y, Yv, bp);
 }
 
 static lithe_status softmax_init(lithe_model *m, const lithe_value *X, const lithe_value *Y) {
@@ -156,16 +147,7 @@ static lithe_status multisoftmax_forward(lithe_model *m, const lithe_value *Xv, 
             r->nO = Y->shape[1];
         }
     }
-    if (s != LITHE_OK) {
-        lithe_tensor_release(Y);
-        return s;
-    }
-    s = lithe__value_wrap(Y, Yv);
-    if (s != LITHE_OK && bp) {
-        lithe_backprop_free(*bp);
-        *bp = NULL;
-    }
-    return s;
+    return lithe__emit_output(s, Y, Yv, bp);
 }
 
 static lithe_status multisoftmax_init(lithe_model *m, const lithe_value *X, const lithe_value *Y) {

@@ -2,6 +2,7 @@
  * clipping by L2 norm, Adam with bias correction or SGD, the gradient zeroed, and parameter
  * averages with Thinc's decay. State is keyed by (node id, param name). */
 #include "../internal.h"
+#include "../io/msgpack.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -285,40 +286,18 @@ lithe_status lithe_optimizer_swap_averages(lithe_optimizer *opt, lithe_model *m)
  * name bytes, i64 nr_update, u8 flags (1 mom1, 2 mom2, 4 avg), i64 numel, then the float32
  * arrays present, in that order. Hyper-parameters and schedules are the caller's to restore. */
 
-typedef struct wbuf {
-    uint8_t *p;
-    size_t n, cap;
-    bool oom;
-} wbuf;
-
-static void put(wbuf *b, const void *src, size_t len) {
-    if (b->oom) return;
-    if (b->n + len > b->cap) {
-        size_t nc = (b->n + len) * 2;
-        uint8_t *np = lithe__realloc(b->p, nc);
-        if (!np) {
-            b->oom = true;
-            return;
-        }
-        b->p = np;
-        b->cap = nc;
-    }
-    memcpy(b->p + b->n, src, len);
-    b->n += len;
-}
-
-static void put_u32(wbuf *b, uint32_t v) {
+static void put_u32(mp_buf *b, uint32_t v) {
     uint8_t x[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
-    put(b, x, 4);
+    mp_raw(b, x, 4);
 }
 
-static void put_i64(wbuf *b, int64_t v) {
+static void put_i64(mp_buf *b, int64_t v) {
     uint64_t u = (uint64_t)v;
     put_u32(b, (uint32_t)u);
     put_u32(b, (uint32_t)(u >> 32));
 }
 
-static lithe_status put_tensor(wbuf *b, const lithe_tensor *t) {
+static lithe_status put_tensor(mp_buf *b, const lithe_tensor *t) {
     size_t n = (size_t)t->numel;
     float *host = lithe__malloc(n ? n * sizeof *host : 1);
     if (!host) return lithe__oom("optimizer state", n * sizeof *host);
@@ -342,8 +321,8 @@ lithe_status lithe_optimizer_save_state(const lithe_optimizer *opt, lithe_model 
     lithe_model **nodes = lithe__malloc((nn ? nn : 1) * sizeof *nodes);
     if (!nodes) return lithe__oom("optimizer state", nn * sizeof *nodes);
     lithe_status s = lithe_model_walk(m, nodes, nn, &nn);
-    wbuf b = {0};
-    put(&b, "LTHOPT01", 8);
+    mp_buf b = {0}; /* used as a plain growing byte buffer */
+    mp_raw(&b, "LTHOPT01", 8);
     uint32_t count = 0;
     for (size_t i = 0; i < opt->n; i++)
         for (size_t k = 0; k < nn; k++) count += nodes[k]->id == opt->slots[i].node_id;
@@ -355,10 +334,10 @@ lithe_status lithe_optimizer_save_state(const lithe_optimizer *opt, lithe_model 
             const lithe_tensor *ref = sl->mom1 ? sl->mom1 : sl->mom2 ? sl->mom2 : sl->avg;
             put_u32(&b, (uint32_t)k);
             put_u32(&b, (uint32_t)strlen(sl->name));
-            put(&b, sl->name, strlen(sl->name));
+            mp_raw(&b, sl->name, strlen(sl->name));
             put_i64(&b, sl->nr_update);
             uint8_t flags = (uint8_t)((sl->mom1 ? 1 : 0) | (sl->mom2 ? 2 : 0) | (sl->avg ? 4 : 0));
-            put(&b, &flags, 1);
+            mp_raw(&b, &flags, 1);
             put_i64(&b, ref ? ref->numel : 0);
             if (sl->mom1) s = put_tensor(&b, sl->mom1);
             if (s == LITHE_OK && sl->mom2) s = put_tensor(&b, sl->mom2);
