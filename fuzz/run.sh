@@ -12,6 +12,9 @@ status=0
 for t in msgpack thinc_bytes npy lithe_file; do
   work=$(mktemp -d)
   if [ "$t" = lithe_file ]; then build/fuzz/fuzz/make_lithe_seeds "$work"; else cp fuzz/corpus/$t/* "$work"/; fi
+  if [ -d fuzz/regressions/$t ]; then  # inputs that once crashed must now pass
+    build/fuzz/fuzz/fuzz_$t fuzz/regressions/$t/* >build/fuzz/regress_$t.log 2>&1 || { tail -30 build/fuzz/regress_$t.log; status=1; }
+  fi
   echo "=== fuzz_$t for ${seconds}s ==="
   if ! build/fuzz/fuzz/fuzz_$t -max_total_time="$seconds" -max_len=4096 -print_final_stats=1 \
        -artifact_prefix=build/fuzz/artifacts/$t- "$work" 2>build/fuzz/fuzz_$t.log; then

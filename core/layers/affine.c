@@ -39,6 +39,9 @@ lithe_status lithe__affine_forward(lithe_model *m, lithe_tensor *X, lithe_tensor
     lithe_tensor *W = NULL, *b = NULL;
     LITHE__TRY(lithe__param_get(m, "W", &W));
     LITHE__TRY(lithe__param_get(m, "b", &b));
+    if (W->ndim != 2 || b->ndim != 1 || b->shape[0] != W->shape[0])
+        return lithe__fail(LITHE_ERR_SHAPE, "%s: params W (%d-d) and b (%d-d) do not fit together: W must be (nO, nI) "
+                           "and b (nO,)", m->name, W->ndim, b->ndim);
     int64_t nO = W->shape[0], nI = W->shape[1];
     if (X->shape[1] != nI)
         return lithe__fail(LITHE_ERR_SHAPE, "%s: input width %lld does not match nI=%lld", m->name,

@@ -165,6 +165,7 @@ static lithe_status embed_forward(lithe_model *m, const lithe_value *Xv, bool is
     lithe_tensor *ids = NULL, *E = NULL, *Y = NULL, *rows = NULL, *mask = NULL;
     LITHE__TRY(ids_of(m, Xv, &ids));
     LITHE__TRY(lithe__param_get(m, "E", &E));
+    if (E->ndim != 2) return lithe__fail(LITHE_ERR_SHAPE, "%s: param E must be (nV, nO), got %d-d", m->name, E->ndim);
     int64_t nV = E->shape[0], nO = E->shape[1], B = ids->numel;
     lithe_status s = LITHE_OK;
     if (hashed) {

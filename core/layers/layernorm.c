@@ -40,6 +40,8 @@ static lithe_status layernorm_forward(lithe_model *m, const lithe_value *Xv, boo
     LITHE__TRY(lithe__dense_input(m, Xv, &X));
     LITHE__TRY(lithe__param_get(m, "G", &G));
     LITHE__TRY(lithe__param_get(m, "b", &b));
+    if (G->ndim != 1 || b->ndim != 1 || b->shape[0] != G->shape[0])
+        return lithe__fail(LITHE_ERR_SHAPE, "%s: params G and b must both be (nI,)", m->name);
     if (X->shape[1] != G->shape[0])
         return lithe__fail(LITHE_ERR_SHAPE, "%s: input width %lld does not match nI=%lld", m->name,
                            (long long)X->shape[1], (long long)G->shape[0]);

@@ -65,7 +65,10 @@ static lithe_status maxout_forward(lithe_model *m, const lithe_value *Xv, bool i
     LITHE__TRY(flat_params(m, &W2, &b1));
     int64_t nO = lithe__dim_value(m, "nO"), nP = lithe__dim_value(m, "nP"), nI = W2->shape[1], B = X->shape[0];
     lithe_status s = LITHE_OK;
-    if (X->shape[1] != nI)
+    if (nO <= 0 || nP <= 0 || nO > INT64_MAX / nP || nO * nP != W2->shape[0])
+        s = lithe__fail(LITHE_ERR_SHAPE, "%s: W holds %lld rows, dims nO=%lld x nP=%lld", m->name,
+                        (long long)W2->shape[0], (long long)nO, (long long)nP);
+    if (s == LITHE_OK && X->shape[1] != nI)
         s = lithe__fail(LITHE_ERR_SHAPE, "%s: input width %lld does not match nI=%lld", m->name, (long long)X->shape[1],
                         (long long)nI);
     if (s == LITHE_OK && X->storage->backend != m->backend)

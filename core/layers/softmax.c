@@ -124,9 +124,16 @@ static lithe_status multisoftmax_forward(lithe_model *m, const lithe_value *Xv, 
     LITHE__TRY(lithe_model_get_attr_tensor(m, "nOs", &nOs));
     LITHE__TRY(lithe__dense_input(m, Xv, &X));
     LITHE__TRY(lithe__affine_forward(m, X, &Y));
-    int64_t B = Y->shape[0], start = 0, n = nOs->numel;
+    int64_t B = Y->shape[0], start = 0, n = nOs->numel, total = 0;
     const int64_t *sizes = lithe__tdata(nOs); /* a host int64 attr */
     lithe_status s = LITHE_OK;
+    bool ok = nOs->dtype == LITHE_I64 && nOs->ndim == 1;
+    for (int64_t g = 0; ok && g < n; g++) {
+        ok = sizes[g] > 0 && sizes[g] <= Y->shape[1];
+        total += ok ? sizes[g] : 0;
+    }
+    if (!ok || total != Y->shape[1])
+        s = lithe__fail(LITHE_ERR_SHAPE, "%s: attr nOs does not split the %lld outputs", m->name, (long long)Y->shape[1]);
     for (int64_t g = 0; s == LITHE_OK && g < n; g++) {
         lithe_tensor *view = NULL, *tmp = NULL;
         s = lithe_tensor_slice(Y, 1, start, start + sizes[g], &view);
