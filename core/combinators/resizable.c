@@ -98,7 +98,9 @@ lithe_status lithe_resize_model(lithe_model *model, int64_t new_nO) {
         return lithe__fail(LITHE_ERR_VALUE, "%s: new nO must be positive, got %lld", model->name, (long long)new_nO);
     lithe_model *old = model->layers[0];
     int64_t nO = lithe__dim_value(old, "nO");
-    if (!nO || !lithe__model_find_param(old, "W")->value) {
+    const lithe__param *pw = lithe__model_find_param(old, "W");
+    if (!pw) return lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: the held layer has no param W", model->name);
+    if (!nO || !pw->value) {
         /* not initialized yet: the layer just takes the new nO (Thinc sets it, or rebuilds the
          * layer with it and nothing to copy) */
         for (size_t i = 0; i < old->n_dims; i++)
