@@ -11,6 +11,6 @@ for preset in ci clang asan; do
   cmake --build --preset "$preset" -j "$jobs"
   ctest --preset "$preset" -j "$jobs"
 done
-# the libFuzzer targets (msgpack, Thinc bytes, .npy) for a short smoke run each
-fuzz/run.sh "${LITHE_FUZZ_SECONDS:-15}"
+# the libFuzzer targets (msgpack, Thinc bytes, .npy, .lithe): a reproducible smoke run each
+FUZZ_RUNS="${LITHE_FUZZ_RUNS:-100000}" fuzz/run.sh
 echo "=== all presets passed ==="

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the fuzz preset and runs every libFuzzer target for SECONDS (default 20) each on a copy
-# of its seed corpus. Exit status non-zero if any target finds a crash, a leak or UB; the
+# of its seed corpus; with FUZZ_RUNS=N instead a fixed number of inputs from a fixed seed (what
+# test.sh does: a reproducible smoke run). Exit status non-zero if any target finds a crash, a leak or UB; the
 # reproducer is left in build/fuzz/artifacts/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,8 +16,9 @@ for t in msgpack thinc_bytes npy lithe_file; do
   if [ -d fuzz/regressions/$t ]; then  # inputs that once crashed must now pass
     build/fuzz/fuzz/fuzz_$t fuzz/regressions/$t/* >build/fuzz/regress_$t.log 2>&1 || { tail -30 build/fuzz/regress_$t.log; status=1; }
   fi
-  echo "=== fuzz_$t for ${seconds}s ==="
-  if ! build/fuzz/fuzz/fuzz_$t -max_total_time="$seconds" -max_len=4096 -print_final_stats=1 \
+  echo "=== fuzz_$t ==="
+  if [ -n "${FUZZ_RUNS:-}" ]; then limit="-runs=$FUZZ_RUNS -seed=1"; else limit="-max_total_time=$seconds"; fi
+  if ! build/fuzz/fuzz/fuzz_$t $limit -max_len=4096 -print_final_stats=1 \
        -artifact_prefix=build/fuzz/artifacts/$t- "$work" 2>build/fuzz/fuzz_$t.log; then
     tail -40 build/fuzz/fuzz_$t.log
     status=1
