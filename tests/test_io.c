@@ -19,13 +19,6 @@
 #include "io/msgpack.h"
 #include "golden/golden.h"
 
-static uint8_t *bytes_of(const golden *g) {
-    uint8_t *b = malloc((size_t)g->n + 1);
-    assert_non_null(b);
-    for (int64_t i = 0; i < g->n; i++) b[i] = (uint8_t)g->u[i];
-    return b;
-}
-
 static void test_msgpack_matches_srsly(void **state) {
     (void)state;
     const golden *g = get("msgpack.values");

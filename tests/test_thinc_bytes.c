@@ -116,13 +116,6 @@ static lithe_value *input_of(const char *name) {
     return v;
 }
 
-static uint8_t *bytes_of(const golden *g) {
-    uint8_t *b = malloc((size_t)g->n + 1);
-    assert_non_null(b);
-    for (int64_t i = 0; i < g->n; i++) b[i] = (uint8_t)g->u[i];
-    return b;
-}
-
 static void test_thinc_bytes_architectures(void **state) {
     (void)state;
     char what[128];

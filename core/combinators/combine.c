@@ -213,14 +213,15 @@ static lithe_status concat_init(lithe_model *m, const lithe_value *X, const lith
 
 /* ---- add ---- */
 
-static lithe_status add_backward(lithe_backprop *self, const lithe_value *dY, lithe_value **dX) {
+/* dX = the sum of the children's dX: each child gets dY, or item i of a tuple dY. */
+static lithe_status sum_backprops(lithe_backprop *self, const lithe_value *dY, bool per_item, lithe_value **dX) {
     multi_bp *r = (multi_bp *)self;
     lithe_model *m = self->model;
     lithe_tensor *acc = NULL;
     lithe_status s = LITHE_OK;
     for (size_t i = 0; s == LITHE_OK && i < r->n; i++) {
         lithe_value *g = NULL;
-        s = lithe_backprop_run(r->steps[i], dY, dX ? &g : NULL);
+        s = lithe_backprop_run(r->steps[i], per_item ? lithe_value_item(dY, i) : dY, dX ? &g : NULL);
         if (s != LITHE_OK || !dX) continue;
         if (!acc) {
             lithe_tensor *t = NULL;
@@ -237,6 +238,10 @@ static lithe_status add_backward(lithe_backprop *self, const lithe_value *dY, li
         return s;
     }
     return dX ? emit(acc, dX) : LITHE_OK;
+}
+
+static lithe_status add_backward(lithe_backprop *self, const lithe_value *dY, lithe_value **dX) {
+    return sum_backprops(self, dY, false, dX);
 }
 
 static lithe_status add_forward(lithe_model *m, const lithe_value *X, bool is_train, lithe_value **Y,
@@ -523,30 +528,9 @@ lithe_status lithe_clone(lithe_model *orig, size_t n, lithe_model **out) {
 
 static lithe_status tuplify_backward(lithe_backprop *self, const lithe_value *dYs, lithe_value **dX) {
     multi_bp *r = (multi_bp *)self;
-    lithe_model *m = self->model;
     if (lithe_value_kind_of(dYs) != LITHE_VALUE_TUPLE || lithe_value_len(dYs) != r->n)
-        return lithe__fail(LITHE_ERR_SHAPE, "%s: the gradient must be a tuple of %zu items", m->name, r->n);
-    lithe_tensor *acc = NULL;
-    lithe_status s = LITHE_OK;
-    for (size_t i = 0; s == LITHE_OK && i < r->n; i++) {
-        lithe_value *g = NULL;
-        s = lithe_backprop_run(r->steps[i], lithe_value_item(dYs, i), dX ? &g : NULL);
-        if (s != LITHE_OK || !dX) continue;
-        if (!acc) {
-            lithe_tensor *t = NULL;
-            s = float_tensor(m, g, "dX", &t);
-            if (s == LITHE_OK) s = lithe__tensor_like(t, false, &acc);
-            if (s == LITHE_OK) s = lithe__op_copy(m->backend, acc, t);
-            lithe_value_release(g);
-        } else {
-            s = accumulate(m, acc, g, "dX");
-        }
-    }
-    if (s != LITHE_OK) {
-        lithe_tensor_release(acc);
-        return s;
-    }
-    return dX ? emit(acc, dX) : LITHE_OK;
+        return lithe__fail(LITHE_ERR_SHAPE, "%s: the gradient must be a tuple of %zu items", self->model->name, r->n);
+    return sum_backprops(self, dYs, true, dX);
 }
 
 static lithe_status tuplify_forward(lithe_model *m, const lithe_value *X, bool is_train, lithe_value **Y,

@@ -188,3 +188,11 @@ void expect_scalar(const char *what, double got, const golden *g, double atol, d
     }
 }
 
+
+uint8_t *bytes_of(const golden *g) {
+    assert_int_equal(g->kind, 'i');
+    uint8_t *b = malloc((size_t)g->n + 1);
+    assert_non_null(b);
+    for (int64_t i = 0; i < g->n; i++) b[i] = (uint8_t)g->u[i];
+    return b;
+}

@@ -39,6 +39,8 @@ lithe_tensor *tensor_of(const golden *g);
 lithe_value *value_of(const golden *g);
 /* A float32 tensor equals a golden array: same shape, |lithe - thinc| <= atol + rtol |thinc|. */
 void expect_close(const char *what, const lithe_tensor *t, const golden *g, double atol, double rtol);
+/* A malloc'd copy of an integer golden as bytes (Thinc's bytes, .npy files, msgpack). */
+uint8_t *bytes_of(const golden *g);
 void expect_scalar(const char *what, double got, const golden *g, double atol, double rtol);
 
 #endif
