@@ -81,12 +81,38 @@ def test_zero_copy_both_ways():
 
 
 def test_torch_zero_copy():
-    torch = pytest.importorskip("torch")
+    import torch
+
     x = torch.arange(6, dtype=torch.float32).reshape(2, 3)
     t = lithe.tensor(x)
-    assert t.data_ptr == x.data_ptr()
+    assert t.data_ptr == x.data_ptr()  # torch -> lithe: the same memory
+    x[1, 2] = 42.0
+    assert numpy.from_dlpack(t)[1, 2] == 42.0  # a write through torch is seen through lithe
     y = torch.from_dlpack(t)
-    assert y.data_ptr() == t.data_ptr
+    assert y.data_ptr() == t.data_ptr  # lithe -> torch: the same memory
+    del t, x
+    assert y[1, 2].item() == 42.0  # torch's view keeps the memory alive
+
+
+def test_torch_inputs_predict_and_train(tmp_path):
+    """A Thinc model exported to lithe, fed torch tensors: predictions and the input gradient
+    match Thinc's (fed numpy), and the outputs come back into torch without a copy."""
+    import torch
+
+    model, X = _initialized("maxout")
+    set_dropout_rate(model, 0.0)
+    lithe.export(model, str(tmp_path / "m.lithe"))
+    lm = lithe.load(tmp_path / "m.lithe")
+    Xt = torch.from_numpy(X.copy())
+    Y = lm.predict(Xt)
+    Yt = torch.from_dlpack(Y)
+    assert Yt.data_ptr() == Y.data_ptr
+    numpy.testing.assert_allclose(Yt.numpy(), model.predict(X), rtol=1e-5, atol=1e-6)
+    Yl, backprop = lm.begin_update(Xt)
+    Yth, backprop_th = model.begin_update(X)
+    dY = torch.from_numpy(rng.standard_normal(Yth.shape).astype("float32"))
+    dX = torch.from_dlpack(backprop(dY))
+    numpy.testing.assert_allclose(dX.numpy(), backprop_th(dY.numpy()), rtol=1e-4, atol=1e-5)
 
 
 def test_export_refuses_unknown_layers(tmp_path):
