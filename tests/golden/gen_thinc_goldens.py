@@ -19,6 +19,8 @@ import sys
 
 import numpy
 
+from golden_records import rec, write
+
 try:
     import thinc
     from thinc.api import (
@@ -40,24 +42,6 @@ if not thinc.__version__.startswith("8.1."):
     sys.exit(f"gen_thinc_goldens.py: expected Thinc 8.1.x, found {thinc.__version__}")
 
 rng = numpy.random.RandomState(20261122)
-records = []
-
-
-def rec(name, arr, *, exact64=False):
-    arr = numpy.asarray(arr)
-    if exact64:  # hyper-parameters: kept as the doubles Thinc holds
-        kind = "d"
-        vals = " ".join("%.17g" % float(v) for v in arr.ravel())
-    elif arr.dtype.kind == "f":
-        arr = arr.astype("float32")
-        kind = "f"
-        vals = " ".join("%.9g" % float(v) for v in arr.ravel())
-    elif arr.dtype.kind in "iub":
-        kind = "i"
-        vals = " ".join(str(int(v)) for v in arr.ravel())
-    else:
-        raise TypeError(name)
-    records.append(f"{name} {kind} {arr.ndim} {' '.join(str(d) for d in arr.shape)}".rstrip() + "\n" + vals + "\n")
 
 
 def randf(*shape, scale=1.0):
@@ -594,12 +578,4 @@ for nname, arr in npy_arrays.items():
     rec(f"npy.{nname}.bytes", numpy.frombuffer(buf.getvalue(), dtype="uint8"))
     rec(f"npy.{nname}.values", arr.astype("float64").ravel(), exact64=True)
 
-out = sys.argv[1] if len(sys.argv) > 1 else "thinc_goldens.txt"
-tmp = out + ".tmp"
-with open(tmp, "w") as f:
-    f.write(f"# Thinc {thinc.__version__}, numpy {numpy.__version__}: tests/golden/gen_thinc_goldens.py\n")
-    f.writelines(records)
-import os  # noqa: E402
-
-os.replace(tmp, out)
-print(f"wrote {len(records)} arrays from Thinc {thinc.__version__} to {out}")
+write("gen_thinc_goldens.py", "thinc_goldens.txt")
