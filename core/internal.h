@@ -110,6 +110,36 @@ lithe_status lithe__value_f32_2d(const lithe_value *v, const char *layer, lithe_
 /* Wraps t (taking over the caller's reference, also on failure) into a new value. */
 lithe_status lithe__value_wrap(lithe_tensor *t, lithe_value **out);
 
+/* Sequence containers (core/sequence.c), converted as Thinc's NumpyOps does. `who` names the
+ * layer in errors; lengths, size_at_t and indices are host int32. */
+/* A new host int32 vector of n entries (values NULL: zeros). */
+lithe_status lithe__host_i32(int64_t n, const int32_t *values, lithe_tensor **out);
+/* A LIST of n TENSOR values, taking over the tensors (also on failure). */
+lithe_status lithe__list_of_tensors(size_t n, lithe_tensor **ts, lithe_value **out);
+/* The row count of each array of a LIST. */
+lithe_status lithe__seq_lengths(const char *who, const lithe_value *list, lithe_tensor **lengths);
+/* ops.flatten(Xs, pad): the arrays stacked by rows, `pad` zero rows before each non-empty one
+ * and after the last; an empty list gives a (0, 0) float32 array. */
+lithe_status lithe__seq_flatten(lithe_backend *be, const char *who, const lithe_value *list, int64_t pad,
+                                lithe_tensor **out);
+/* ops.unflatten(X, lengths, pad): views of X's rows (no copy); the row count must match. */
+lithe_status lithe__seq_unflatten(const char *who, lithe_tensor *X, const lithe_tensor *lengths, int64_t pad,
+                                  lithe_value **out);
+/* ops.list2padded / ops.padded2list (2-d sequences; Padded data (T, B, nO)). */
+lithe_status lithe__seq_list2padded(lithe_backend *be, const char *who, const lithe_value *list, lithe_value **out);
+lithe_status lithe__seq_padded2list(lithe_backend *be, const char *who, const lithe_value *padded, lithe_value **out);
+/* To the container a with_* layer's child takes (the value itself when it already is one)... */
+lithe_status lithe__seq_to_list(lithe_backend *be, const char *who, const lithe_value *v, lithe_value **out);
+lithe_status lithe__seq_to_ragged(lithe_backend *be, const char *who, const lithe_value *v, lithe_value **out);
+lithe_status lithe__seq_to_padded(lithe_backend *be, const char *who, const lithe_value *v, lithe_value **out);
+/* ...and back to the kind of `outer`, the value the conversion started from. */
+lithe_status lithe__seq_from_list(lithe_backend *be, const char *who, const lithe_value *Ys, const lithe_value *outer,
+                                  lithe_value **out);
+lithe_status lithe__seq_from_ragged(lithe_backend *be, const char *who, const lithe_value *Yr, const lithe_value *outer,
+                                    lithe_value **out);
+lithe_status lithe__seq_from_padded(lithe_backend *be, const char *who, const lithe_value *Yp, const lithe_value *outer,
+                                    lithe_value **out);
+
 /* ------------------------------------------------------------------------------------------
  * Backends.
  * ---------------------------------------------------------------------------------------- */
@@ -210,6 +240,9 @@ typedef struct lithe__layer_type {
     lithe_status (*forward)(lithe_model *m, const lithe_value *X, bool is_train,
                             lithe_value **Y, lithe_backprop **bp);
     const void *info; /* per-type constants for a family sharing init/forward (dense.c) */
+    /* How many children a node of this type has: the .lithe loader refuses a node tree that
+     * disagrees, since forward passes reach for them. Leaves: 0, 0. */
+    size_t min_layers, max_layers;
 } lithe__layer_type;
 
 /* Allocates a record of `size` bytes (>= sizeof(lithe_backprop)), zeroed, retaining m. */

@@ -92,7 +92,7 @@ static lithe_status chain_init(lithe_model *m, const lithe_value *X, const lithe
     return s;
 }
 
-const lithe__layer_type lithe__chain_type = {"chain.v1", chain_init, chain_forward, NULL};
+const lithe__layer_type lithe__chain_type = {"chain.v1", chain_init, chain_forward, NULL, 1, SIZE_MAX};
 
 lithe_status lithe_chain(size_t n, lithe_model *const *layers, lithe_model **out) {
     if (out) *out = NULL;

@@ -356,10 +356,10 @@ static lithe_status noop_forward(lithe_model *m, const lithe_value *X, bool is_t
     return LITHE_OK;
 }
 
-static const lithe__layer_type concat_type = {"concatenate.v1", concat_init, concat_forward, NULL};
-static const lithe__layer_type add_type = {"add.v1", add_init, add_forward, NULL};
-static const lithe__layer_type residual_type = {"residual.v1", residual_init, residual_forward, NULL};
-static const lithe__layer_type noop_type = {"noop.v1", NULL, noop_forward, NULL};
+static const lithe__layer_type concat_type = {"concatenate.v1", concat_init, concat_forward, NULL, 1, SIZE_MAX};
+static const lithe__layer_type add_type = {"add.v1", add_init, add_forward, NULL, 1, SIZE_MAX};
+static const lithe__layer_type residual_type = {"residual.v1", residual_init, residual_forward, NULL, 1, 1};
+static const lithe__layer_type noop_type = {"noop.v1", NULL, noop_forward, NULL, 0, SIZE_MAX};
 
 /* ---- constructors ---- */
 
@@ -624,9 +624,9 @@ static lithe_status map_list_init(lithe_model *m, const lithe_value *X, const li
     return lithe_model_initialize(m->layers[0], x0, y0);
 }
 
-static const lithe__layer_type tuplify_type = {"tuplify.v1", tuplify_init, tuplify_forward, NULL};
+static const lithe__layer_type tuplify_type = {"tuplify.v1", tuplify_init, tuplify_forward, NULL, 1, SIZE_MAX};
 /* Thinc 8.1.7 does not register map_list under a name */
-static const lithe__layer_type map_list_type = {"map_list", map_list_init, map_list_forward, NULL};
+static const lithe__layer_type map_list_type = {"map_list", map_list_init, map_list_forward, NULL, 1, 1};
 
 const lithe__layer_type *const lithe__combine_types[] = {&concat_type, &add_type, &residual_type, &noop_type,
                                                          &tuplify_type, &map_list_type, NULL};

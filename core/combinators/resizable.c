@@ -15,7 +15,7 @@ static lithe_status resizable_init(lithe_model *m, const lithe_value *X, const l
     return lithe_model_initialize(m->layers[0], X, Y);
 }
 
-static const lithe__layer_type resizable_type = {"resizable.v1", resizable_init, resizable_forward, NULL};
+static const lithe__layer_type resizable_type = {"resizable.v1", resizable_init, resizable_forward, NULL, 1, 1};
 const lithe__layer_type *const lithe__resizable_types[] = {&resizable_type, NULL};
 
 lithe_status lithe_resizable(lithe_model *layer, float fill_W, float fill_b, lithe_model **out) {

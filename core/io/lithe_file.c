@@ -511,16 +511,9 @@ static lithe_status build(const parsed *p, mapping *map, lithe_model **out) {
             if (frozen->items[q].type != JS_STR) s = bad_node(i, "a frozen name is not a string");
             else s = lithe_model_set_frozen(m, frozen->items[q].str, true);
         }
-        /* combinators need their children: the forward passes reach for them */
-        static const struct {
-            const char *layer;
-            size_t min, max;
-        } arity[] = {{"chain.v1", 1, SIZE_MAX},   {"concatenate.v1", 1, SIZE_MAX}, {"add.v1", 1, SIZE_MAX},
-                     {"tuplify.v1", 1, SIZE_MAX}, {"residual.v1", 1, 1},          {"resizable.v1", 1, 1},
-                     {"map_list", 1, 1}};
-        for (size_t k = 0; s == LITHE_OK && k < sizeof arity / sizeof arity[0]; k++)
-            if (!strcmp(layer->str, arity[k].layer) && (layers->len < arity[k].min || layers->len > arity[k].max))
-                s = bad_node(i, "a combinator with the wrong number of children");
+        /* combinators need their children (the forward passes reach for them); leaves have none */
+        if (s == LITHE_OK && (layers->len < type->min_layers || layers->len > type->max_layers))
+            s = bad_node(i, layers->len ? "the wrong number of children for its layer" : "a combinator without its children");
         if (s == LITHE_OK && layers->len) {
             children[i] = lithe__calloc(layers->len, sizeof **children);
             if (!children[i]) s = lithe__oom(WHAT, layers->len * sizeof **children);

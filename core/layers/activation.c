@@ -68,9 +68,9 @@ static const struct {
     lithe__layer_type type;
     const char *node;
 } acts[] = {
-    {{"sigmoid_activation.v1", NULL, act_forward, NULL}, "sigmoid_activation"},
-    {{"Logistic.v1", NULL, act_forward, NULL}, "logistic"},
-    {{"softmax_activation.v1", NULL, act_forward, &softmax_info}, "softmax_activation"},
+    {{"sigmoid_activation.v1", NULL, act_forward, NULL, 0, 0}, "sigmoid_activation"},
+    {{"Logistic.v1", NULL, act_forward, NULL, 0, 0}, "logistic"},
+    {{"softmax_activation.v1", NULL, act_forward, &softmax_info, 0, 0}, "softmax_activation"},
 };
 
 const lithe__layer_type *const lithe__activation_types[] = {&acts[0].type, &acts[1].type, &acts[2].type, NULL};

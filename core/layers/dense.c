@@ -135,7 +135,7 @@ static lithe_status dense_init(lithe_model *m, const lithe_value *X, const lithe
                               k->strict_dims);
 }
 
-#define TYPE(name, k) {name, dense_init, dense_forward, &kinds[k]}
+#define TYPE(name, k) {name, dense_init, dense_forward, &kinds[k], 0, 0}
 static const lithe__layer_type types[K_COUNT] = {
     [K_LINEAR] = TYPE("Linear.v1", K_LINEAR),
     [K_RELU] = TYPE("Relu.v1", K_RELU),

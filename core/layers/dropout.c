@@ -80,7 +80,7 @@ static lithe_status dropout_forward(lithe_model *m, const lithe_value *X, bool i
     return s;
 }
 
-const lithe__layer_type lithe__dropout_type = {"Dropout.v1", NULL, dropout_forward, NULL};
+const lithe__layer_type lithe__dropout_type = {"Dropout.v1", NULL, dropout_forward, NULL, 0, 0};
 
 lithe_status lithe_dropout(float rate, lithe_model **out) {
     LITHE__CHECK_ARG(out, "lithe_dropout", "out is NULL");

@@ -230,8 +230,8 @@ static lithe_status embed_init(lithe_model *m, const lithe_value *X, const lithe
 }
 
 static const char hashed_info = 1;
-static const lithe__layer_type embed_type = {"Embed.v1", embed_init, embed_forward, NULL};
-static const lithe__layer_type hashembed_type = {"HashEmbed.v1", embed_init, embed_forward, &hashed_info};
+static const lithe__layer_type embed_type = {"Embed.v1", embed_init, embed_forward, NULL, 0, 0};
+static const lithe__layer_type hashembed_type = {"HashEmbed.v1", embed_init, embed_forward, &hashed_info, 0, 0};
 
 /* ---- ints-getitem: X[:, column] of (B, k) integer ids, Thinc's ints_getitem((slice, column)) ---- */
 
@@ -283,7 +283,7 @@ static lithe_status getitem_forward(lithe_model *m, const lithe_value *Xv, bool 
     return s;
 }
 
-static const lithe__layer_type getitem_type = {"ints-getitem", NULL, getitem_forward, NULL};
+static const lithe__layer_type getitem_type = {"ints-getitem", NULL, getitem_forward, NULL, 0, 0};
 const lithe__layer_type *const lithe__embed_types[] = {&embed_type, &hashembed_type, &getitem_type, NULL};
 
 /* ---- constructors ---- */

@@ -89,7 +89,7 @@ static lithe_status layernorm_init(lithe_model *m, const lithe_value *X, const l
     return lithe__param_init(m, "b", LITHE_INIT_ZERO, 1, &nI);
 }
 
-static const lithe__layer_type layernorm_type = {"LayerNorm.v1", layernorm_init, layernorm_forward, NULL};
+static const lithe__layer_type layernorm_type = {"LayerNorm.v1", layernorm_init, layernorm_forward, NULL, 0, 0};
 const lithe__layer_type *const lithe__layernorm_types[] = {&layernorm_type, NULL};
 
 lithe_status lithe_layernorm(int64_t nI, lithe_model **out) {

@@ -107,7 +107,7 @@ static lithe_status maxout_init(lithe_model *m, const lithe_value *X, const lith
     return lithe__param_init(m, "b", m->init_b ? m->init_b : LITHE_INIT_ZERO, 2, (int64_t[]){nO, nP});
 }
 
-static const lithe__layer_type maxout_type = {"Maxout.v1", maxout_init, maxout_forward, NULL};
+static const lithe__layer_type maxout_type = {"Maxout.v1", maxout_init, maxout_forward, NULL, 0, 0};
 const lithe__layer_type *const lithe__maxout_types[] = {&maxout_type, NULL};
 
 lithe_status lithe__maxout_new(const lithe_dense_opts *o, lithe_model **out) {

@@ -73,9 +73,9 @@ static lithe_status softmax_init(lithe_model *m, const lithe_value *X, const lit
     return lithe__affine_init(m, X, Y, LITHE_INIT_ZERO, LITHE_INIT_ZERO, false);
 }
 
-const lithe__layer_type lithe__softmax_type = {"Softmax.v2", softmax_init, softmax_forward, NULL};
+const lithe__layer_type lithe__softmax_type = {"Softmax.v2", softmax_init, softmax_forward, NULL, 0, 0};
 /* Softmax.v1: the same node and forward; normalize and temperature fixed at True and 1.0 */
-static const lithe__layer_type softmax_v1_type = {"Softmax.v1", softmax_init, softmax_forward, NULL};
+static const lithe__layer_type softmax_v1_type = {"Softmax.v1", softmax_init, softmax_forward, NULL, 0, 0};
 
 lithe_status lithe_softmax(const lithe_softmax_opts *o, lithe_model **out) {
     LITHE__CHECK_ARG(out, "lithe_softmax", "out is NULL");
@@ -162,7 +162,7 @@ static lithe_status multisoftmax_init(lithe_model *m, const lithe_value *X, cons
     return lithe__affine_init(m, X, NULL, LITHE_INIT_ZERO, LITHE_INIT_ZERO, true);
 }
 
-static const lithe__layer_type multisoftmax_type = {"MultiSoftmax.v1", multisoftmax_init, multisoftmax_forward, NULL};
+static const lithe__layer_type multisoftmax_type = {"MultiSoftmax.v1", multisoftmax_init, multisoftmax_forward, NULL, 0, 0};
 const lithe__layer_type *const lithe__softmax_types[] = {&lithe__softmax_type, &softmax_v1_type, &multisoftmax_type, NULL};
 
 lithe_status lithe_multisoftmax(size_t n, const int64_t *nOs, int64_t nI, lithe_model **out) {
