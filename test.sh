@@ -11,6 +11,11 @@ for preset in ci clang asan; do
   cmake --build --preset "$preset" -j "$jobs"
   ctest --preset "$preset" -j "$jobs"
 done
+# WebAssembly: lithe.wasm (the wasi preset) against the native command built above
+echo "=== wasm ==="
+cmake --preset wasi >/dev/null
+cmake --build --preset wasi -j "$jobs"
+LITHE_NATIVE=build/ci/tools/lithe/lithe LITHE_WASI=build/wasi/tools/lithe/lithe.wasm node --test tests/wasm/
 # the libFuzzer targets (msgpack, Thinc bytes, .npy, .lithe): a reproducible smoke run each
 FUZZ_RUNS="${LITHE_FUZZ_RUNS:-100000}" fuzz/run.sh
 echo "=== all presets passed ==="

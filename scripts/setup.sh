@@ -3,7 +3,9 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build clang libclang-rt-14-dev pkg-config
       libcmocka-dev libdlpack-dev zlib1g-dev
-      python3-thinc python3-numpy python3-pytest python3-torch dataset-fashion-mnist)
+      python3-thinc python3-numpy python3-pytest python3-torch dataset-fashion-mnist
+      # WebAssembly (test.sh's wasm stage): WASI cross builds, Emscripten, the browser test
+      wasi-libc libclang-rt-14-dev-wasm32 lld emscripten chromium)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

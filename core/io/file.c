@@ -12,7 +12,13 @@ lithe_status lithe__write_file_atomic(const char *path, const uint8_t *data, siz
     size_t n = strlen(path);
     char *tmp = lithe__malloc(n + 32);
     if (!tmp) return lithe__oom(path, n + 32);
+#ifdef __wasi__
+    /* WASI has no process ids; one instance is one process, so a counter keeps names apart */
+    static unsigned long lithe__tmp_counter;
+    snprintf(tmp, n + 32, "%s.tmp-wasi%lu", path, ++lithe__tmp_counter);
+#else
     snprintf(tmp, n + 32, "%s.tmp-%ld", path, (long)getpid());
+#endif
     FILE *f = fopen(tmp, "wb");
     lithe_status s = LITHE_OK;
     if (!f) {

@@ -1,0 +1,127 @@
+// lithe.wasm (the `wasi` preset) against the native lithe command on the same model and inputs:
+// the native build is the oracle, never the wasm under test. Run by test.sh's wasm stage:
+//   LITHE_NATIVE=build/ci/tools/lithe/lithe LITHE_WASI=build/wasi/tools/lithe/lithe.wasm \
+//     node --test tests/wasm/wasi.test.mjs
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const native = path.resolve(root, process.env.LITHE_NATIVE ?? 'build/ci/tools/lithe/lithe');
+const wasm = path.resolve(root, process.env.LITHE_WASI ?? 'build/wasi/tools/lithe/lithe.wasm');
+const runner = path.join(root, 'tools/lithe/run-wasi.mjs');
+const dataDir = '/usr/share/datasets/fashion-mnist';
+const work = fs.mkdtempSync(path.join(os.tmpdir(), 'lithe-wasi-'));
+
+function nat(args, opts = {}) {
+  return spawnSync(native, args, { cwd: work, encoding: 'utf8', ...opts });
+}
+function wasi(args, opts = {}) {
+  return spawnSync(process.execPath, [runner, wasm, ...args], { cwd: work, encoding: 'utf8', ...opts });
+}
+// The lines of train-mnist's report that do not depend on the clock.
+const untimed = (out) => out.split('\n').map((l) => l.replace(/\s+[\d.]+ s\b.*$/, '').replace(/,? [\d.]+ s training.*$/, ''))
+  .filter((l) => l && !l.startsWith('Fashion-MNIST'));
+
+// .npy v1.0 for a float32 C-order array, and back: the tests' inputs and outputs.
+function npyWrite(file, shape, f32) {
+  let header = `{'descr': '<f4', 'fortran_order': False, 'shape': (${shape.join(', ')}${shape.length === 1 ? ',' : ''}), }`;
+  const total = 10 + header.length + 1;
+  header += ' '.repeat((64 - (total % 64)) % 64) + '\n';
+  const h = Buffer.alloc(10);
+  h.write('\x93NUMPY', 0, 'latin1');
+  h[6] = 1; h[7] = 0; h.writeUInt16LE(header.length, 8);
+  fs.writeFileSync(file, Buffer.concat([h, Buffer.from(header, 'latin1'), Buffer.from(f32.buffer, f32.byteOffset, f32.byteLength)]));
+}
+function npyRead(file) {
+  const b = fs.readFileSync(file);
+  const hl = b.readUInt16LE(8);
+  const header = b.subarray(10, 10 + hl).toString('latin1');
+  assert.match(header, /'descr': '<f4'/);
+  const shape = header.match(/'shape': \(([^)]*)\)/)[1].split(',').map((s) => s.trim()).filter(Boolean).map(Number);
+  const body = b.subarray(10 + hl);
+  return { shape, data: new Float32Array(body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength)) };
+}
+
+before(() => {
+  assert.ok(fs.existsSync(native), `native lithe not built: ${native}`);
+  assert.ok(fs.existsSync(wasm), `lithe.wasm not built: ${wasm}`);
+  // The wasm build has no zlib: both commands read the same uncompressed IDX files.
+  fs.mkdirSync(path.join(work, 'data'));
+  for (const f of fs.readdirSync(dataDir).filter((f) => f.endsWith('.gz')))
+    fs.writeFileSync(path.join(work, 'data', f.slice(0, -3)), zlib.gunzipSync(fs.readFileSync(path.join(dataDir, f))));
+});
+
+after(() => fs.rmSync(work, { recursive: true, force: true }));
+
+test('layers and version: the same lines', () => {
+  for (const cmd of [['layers'], ['version']]) {
+    const a = nat(cmd), b = wasi(cmd);
+    assert.equal(b.status, 0, b.stderr);
+    assert.equal(b.stdout, a.stdout);
+  }
+});
+
+test('train-mnist: the same losses and accuracies as native, and a model file native reads', () => {
+  const args = ['train-mnist', '--data', 'data', '--epochs', '1', '--limit', '2000', '--batch-size', '64'];
+  const a = nat([...args, '--save', 'native.lithe']);
+  const b = wasi([...args, '--save', 'wasi.lithe']);
+  assert.equal(a.status, 0, a.stderr);
+  assert.equal(b.status, 0, b.stderr);
+  assert.deepEqual(untimed(b.stdout).map((l) => l.replace('wasi.lithe', 'native.lithe')), untimed(a.stdout));
+  // the file written through WASI is read by the native command and says the same
+  const ia = nat(['info', 'native.lithe']), ib = nat(['info', 'wasi.lithe']);
+  assert.equal(ib.status, 0, ib.stderr);
+  assert.equal(ib.stdout, ia.stdout);
+});
+
+test('info and run: identical predictions (within 1e-6) on the same model and inputs', () => {
+  assert.ok(fs.existsSync(path.join(work, 'native.lithe')));
+  const a = nat(['info', 'native.lithe']), b = wasi(['info', 'native.lithe']);
+  assert.equal(b.status, 0, b.stderr);
+  assert.equal(b.stdout, a.stdout);
+  // 100 test images scaled to [0, 1], as train-mnist scales them
+  const img = fs.readFileSync(path.join(work, 'data', 't10k-images-idx3-ubyte')).subarray(16, 16 + 100 * 784);
+  npyWrite(path.join(work, 'x.npy'), [100, 784], Float32Array.from(img, (v) => v / 255));
+  const ra = nat(['run', 'native.lithe', '--input', 'x.npy', '--output', 'y_native.npy']);
+  const rb = wasi(['run', 'native.lithe', '--input', 'x.npy', '--output', 'y_wasi.npy']);
+  assert.equal(ra.status, 0, ra.stderr);
+  assert.equal(rb.status, 0, rb.stderr);
+  const ya = npyRead(path.join(work, 'y_native.npy')), yb = npyRead(path.join(work, 'y_wasi.npy'));
+  assert.deepEqual(yb.shape, [100, 10]);
+  assert.deepEqual(yb.shape, ya.shape);
+  let worst = 0;
+  for (let i = 0; i < ya.data.length; i++) worst = Math.max(worst, Math.abs(ya.data[i] - yb.data[i]));
+  assert.ok(worst <= 1e-6, `largest difference ${worst}`);
+});
+
+test('bad paths and unreadable files are errors with a message, not traps', () => {
+  const cases = [
+    [['info', 'no-such-model.lithe'], /no-such-model\.lithe/],
+    [['info', '/nonexistent/dir/model.lithe'], /nonexistent/],
+    [['run', 'native.lithe', '--input', 'missing.npy', '--output', 'y.npy'], /missing\.npy/],
+    [['train-mnist', '--data', 'nowhere', '--limit', '10'], /cannot read Fashion-MNIST/],
+  ];
+  fs.writeFileSync(path.join(work, 'truncated.lithe'), fs.readFileSync(path.join(work, 'native.lithe')).subarray(0, 1000));
+  fs.writeFileSync(path.join(work, 'garbage.lithe'), Buffer.from('not a model at all'));
+  cases.push([['info', 'truncated.lithe'], /LITHE_ERR_FORMAT/], [['info', 'garbage.lithe'], /LITHE_ERR_FORMAT/]);
+  // a directory where a file is expected, and an output into a directory that does not exist
+  cases.push([['info', 'data'], /data/]);
+  cases.push([['run', 'native.lithe', '--input', 'x.npy', '--output', 'no/such/dir/y.npy'], /no\/such\/dir/]);
+  for (const [args, re] of cases) {
+    const r = wasi(args);
+    assert.ok(r.status !== 0 && r.status !== 134, `${args.join(' ')}: exit ${r.status}\n${r.stderr}`);
+    assert.doesNotMatch(r.stderr, /trapped|RuntimeError|unreachable/, args.join(' '));
+    assert.match(r.stderr, re, args.join(' '));
+  }
+  // A sandbox that preopens only the working directory: an absolute path outside it is refused
+  // by the runtime, and lithe reports that as an error.
+  const r = wasi(['info', '/etc/passwd'], { env: { ...process.env, LITHE_WASI_DIRS: '.' } });
+  assert.equal(r.status, 1, r.stderr);
+  assert.match(r.stderr, /LITHE_ERR_IO/);
+});
