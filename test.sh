@@ -16,6 +16,8 @@ echo "=== wasm ==="
 cmake --preset wasi >/dev/null
 cmake --build --preset wasi -j "$jobs"
 LITHE_NATIVE=build/ci/tools/lithe/lithe LITHE_WASI=build/wasi/tools/lithe/lithe.wasm node --test tests/wasm/
+# the npm package: both .wasm builds (Emscripten), then node:test against the native build
+(cd bindings/js && npm ci --no-audit --no-fund && npm run build && LITHE_NATIVE=build/ci/tools/lithe/lithe npm test)
 # the libFuzzer targets (msgpack, Thinc bytes, .npy, .lithe): a reproducible smoke run each
 FUZZ_RUNS="${LITHE_FUZZ_RUNS:-100000}" fuzz/run.sh
 echo "=== all presets passed ==="

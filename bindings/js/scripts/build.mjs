@@ -1,0 +1,27 @@
+// `npm run build`: builds both .wasm files with CMake + Emscripten (presets wasm-simd and
+// wasm-scalar at the repository root) and copies them into dist/, where the package loads them.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const pkg = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = path.resolve(pkg, '../..');
+const jobs = process.env.LITHE_JOBS ?? '2';
+// Debian's emscripten 3.1.6 needs its node modules on NODE_PATH.
+const env = { ...process.env, NODE_PATH: [process.env.NODE_PATH, '/usr/share/nodejs'].filter(Boolean).join(':') };
+
+function run(args) {
+  console.log(`$ ${args.join(' ')}`);
+  const r = spawnSync(args[0], args.slice(1), { cwd: root, stdio: ['ignore', 'inherit', 'inherit'], env });
+  if (r.status !== 0) process.exit(r.status ?? 1);
+}
+
+fs.mkdirSync(path.join(pkg, 'dist'), { recursive: true });
+for (const flavour of ['simd', 'scalar']) {
+  run(['cmake', '--preset', `wasm-${flavour}`]);
+  run(['cmake', '--build', '--preset', `wasm-${flavour}`, '-j', jobs]);
+  const built = path.join(root, 'build', `wasm-${flavour}`, 'bindings', 'js', `lithe-${flavour}.wasm`);
+  fs.copyFileSync(built, path.join(pkg, 'dist', `lithe-${flavour}.wasm`));
+  console.log(`dist/lithe-${flavour}.wasm: ${fs.statSync(built).size} bytes`);
+}

@@ -1,0 +1,120 @@
+// Type declarations for the npm package `lithe` (src/index.js).
+import type { Raw } from './raw.js';
+
+export type TensorData = Float32Array | Int32Array | BigInt64Array | BigUint64Array | Uint8Array | Uint32Array;
+
+export declare const STATUS: Readonly<{
+  OK: 0; INVALID_ARG: 1; SHAPE: 2; DTYPE: 3; OOM: 4; NOT_FOUND: 5; STATE: 6; UNSUPPORTED: 7; IO: 8; FORMAT: 9;
+  VALUE: 10; INTERNAL: 11;
+}>;
+export declare const DTYPE: Readonly<{ F32: 0; F16: 1; BF16: 2; I32: 3; I64: 4; U64: 5; U8: 6; U32: 7 }>;
+
+/** A lithe error: a non-OK lithe_status with lithe_last_error()'s message. The instance stays usable. */
+export declare class LitheError extends Error {
+  readonly status: number;
+  /** "LITHE_ERR_SHAPE", ... */
+  readonly statusName: string;
+  /** lithe_last_error()'s text. */
+  readonly detail: string;
+}
+
+export interface InitOptions {
+  /** Force the SIMD128 (true) or scalar (false) build; default: feature detection. */
+  simd?: boolean;
+  /** The .wasm as bytes, a URL, a path (Node) or a compiled module; default: the package's file. */
+  wasm?: Uint8Array | ArrayBuffer | URL | string | WebAssembly.Module;
+  /** Where C's stdout (fd 1) and stderr (fd 2) lines go; default: console.log / console.warn. */
+  print?: (fd: number, line: string) => void;
+}
+export interface InitInfo {
+  simd: boolean;
+  version: string;
+}
+
+/** Loads and starts the WebAssembly module once; later calls return the same promise. */
+export declare function init(options?: InitOptions): Promise<InitInfo>;
+/** True where the engine validates a WebAssembly SIMD128 instruction. */
+export declare function simdSupported(): boolean;
+/** Whether the running instance is the SIMD128 build (after init()). */
+export declare function usingSimd(): boolean;
+/** The C library's version (after init()). */
+export declare function version(): string;
+/** The thin layer: every C function of include/lithe.h by its C name, plus memory helpers. */
+export declare function c(): Raw;
+
+/** An n-dimensional array: a TypedArray (row-major) and its shape. */
+export declare class Tensor<T extends TensorData = TensorData> {
+  constructor(data: T, shape?: readonly number[]);
+  readonly data: T;
+  readonly shape: number[];
+  readonly dtype: number;
+  readonly size: number;
+  /** The index of the largest value in each row of a 2-D tensor. */
+  argmax(): Int32Array;
+}
+/** A tensor from a TypedArray (or a number array, as float32) and its shape. */
+export declare function tensor<T extends TensorData>(data: T, shape?: readonly number[]): Tensor<T>;
+export declare function tensor(data: number[], shape?: readonly number[]): Tensor<Float32Array>;
+
+export type TensorLike = Tensor | { data: TensorData; shape: readonly number[] } | TensorData;
+
+/** A C object with an explicit dispose() (a FinalizationRegistry frees forgotten ones eventually). */
+declare class Handle {
+  /** Frees the C object now; safe to call twice. Using it afterwards throws. */
+  dispose(): void;
+  readonly disposed: boolean;
+}
+
+/** Thinc's Optimizer (Adam or SGD). */
+export declare class Optimizer extends Handle {}
+export interface AdamOptions {
+  learnRate?: number;
+  beta1?: number;
+  beta2?: number;
+  eps?: number;
+  L2?: number;
+  gradClip?: number;
+  useAverages?: boolean;
+}
+/** Adam with Thinc's defaults (learnRate 0.001, gradClip 1.0, useAverages true). */
+export declare function adam(options?: AdamOptions): Optimizer;
+/** SGD; learnRate is required. */
+export declare function sgd(options: { learnRate: number; L2?: number; gradClip?: number; useAverages?: boolean }): Optimizer;
+
+export type Loss = 'categorical_crossentropy' | 'cce' | 'l2' | 'mse';
+export interface TrainStep {
+  x: TensorLike;
+  /** Int32Array labels (B,) or float32 targets (B, C) for categorical_crossentropy; targets for l2. */
+  y: TensorLike | number[];
+  loss?: Loss;
+  optimizer: Optimizer;
+}
+
+/** A lithe model (Thinc's Model tree) living in the WebAssembly instance. */
+export declare class Model extends Handle {
+  /** Thinc's model.name. */
+  readonly name: string;
+  /** Seeds the tree (dropout masks): training repeats exactly, as native lithe does with the same seed. */
+  setSeed(seed: number | bigint): this;
+  /** forward with is_train = false. */
+  predict(x: TensorLike, shape?: readonly number[]): Tensor<Float32Array>;
+  /** begin_update, loss, backprop, finish_update; returns the loss as lithe reports it (Thinc's sum of squared gradients). */
+  trainStep(step: TrainStep): number;
+  /** Grows the output layer to n classes, keeping the old rows (new ones start at zero). */
+  resizeOutput(n: number): this;
+  /** The model as .lithe bytes (with the optimizer's state when one is given). */
+  save(options?: { optimizer?: Optimizer }): Uint8Array;
+}
+
+/** A model from .lithe bytes, a URL or (in Node) a file path; calls init() if needed. */
+export declare function load(source: Uint8Array | ArrayBuffer | URL | string): Promise<Model>;
+/** The same for bytes in hand, synchronously (after init()). */
+export declare function loadBytes(bytes: Uint8Array | ArrayBuffer): Model;
+
+declare const lithe: {
+  init: typeof init; load: typeof load; loadBytes: typeof loadBytes; tensor: typeof tensor; Tensor: typeof Tensor;
+  adam: typeof adam; sgd: typeof sgd; Model: typeof Model; Optimizer: typeof Optimizer; LitheError: typeof LitheError;
+  STATUS: typeof STATUS; DTYPE: typeof DTYPE; c: typeof c; version: typeof version; usingSimd: typeof usingSimd;
+  simdSupported: typeof simdSupported;
+};
+export default lithe;

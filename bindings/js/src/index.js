@@ -1,0 +1,287 @@
+// lithe for JavaScript: the idiomatic layer over the C API (raw.js). Models and optimizers hold C
+// objects: call dispose() when done (a FinalizationRegistry frees forgotten ones eventually).
+// Tensors are plain JS: a TypedArray and a shape, copied into the module for each call.
+import { instantiate, simdSupported, readBytes } from './loader.js';
+import { createRaw, LitheError, STATUS, DTYPE } from './raw.js';
+
+export { LitheError, STATUS, DTYPE, simdSupported };
+
+let raw = null;
+let initPromise = null;
+
+// Loads and starts the WebAssembly module once (later calls return the same promise).
+// options.simd: true / false forces a build (default: feature detection); options.wasm: the .wasm
+// as bytes, URL, path or WebAssembly.Module (default: the package's own file for the build);
+// options.print(fd, line): where C's stdout/stderr lines go (default: console).
+export function init(options = {}) {
+  initPromise ??= instantiate(options).then(
+    (loaded) => {
+      raw = createRaw(loaded);
+      return { simd: loaded.simd, version: raw.cstring(raw.lithe_version()) };
+    },
+    (err) => {
+      initPromise = null; // a failed start may be retried (another URL, say)
+      throw err;
+    });
+  return initPromise;
+}
+
+function need() {
+  if (!raw) throw new Error('lithe: call `await lithe.init()` first');
+  return raw;
+}
+
+// The C-mirror layer (every lithe_* function by its C name, memory helpers, check()).
+export function c() {
+  return need();
+}
+export function version() {
+  return need().cstring(raw.lithe_version());
+}
+export function usingSimd() {
+  return need().simd;
+}
+
+const ARRAY_OF_DTYPE = {
+  [DTYPE.F32]: Float32Array, [DTYPE.I32]: Int32Array, [DTYPE.I64]: BigInt64Array, [DTYPE.U64]: BigUint64Array,
+  [DTYPE.U8]: Uint8Array, [DTYPE.U32]: Uint32Array,
+};
+function dtypeOf(data) {
+  if (data instanceof Float32Array) return DTYPE.F32;
+  if (data instanceof Int32Array) return DTYPE.I32;
+  if (data instanceof BigInt64Array) return DTYPE.I64;
+  if (data instanceof BigUint64Array) return DTYPE.U64;
+  if (data instanceof Uint8Array) return DTYPE.U8;
+  if (data instanceof Uint32Array) return DTYPE.U32;
+  throw new TypeError('lithe: tensor data must be a Float32Array, Int32Array, BigInt64Array, BigUint64Array, Uint8Array or Uint32Array');
+}
+
+// An n-dimensional array: `data` (a TypedArray, row-major) and `shape` (extents).
+export class Tensor {
+  constructor(data, shape = [data.length]) {
+    const dtype = dtypeOf(data);
+    shape = Array.from(shape, Number);
+    if (shape.some((d) => !Number.isInteger(d) || d < 0)) throw new RangeError(`lithe: bad shape [${shape}]`);
+    const n = shape.reduce((a, b) => a * b, 1);
+    if (n !== data.length) throw new RangeError(`lithe: shape [${shape}] holds ${n} elements but data has ${data.length}`);
+    this.data = data;
+    this.shape = shape;
+    this.dtype = dtype;
+  }
+  get size() {
+    return this.data.length;
+  }
+  // Index of the largest value in each row of a 2-D tensor (the predicted class).
+  argmax() {
+    const [rows, cols] = this.shape.length === 2 ? this.shape : [1, this.data.length];
+    const out = new Int32Array(rows);
+    for (let r = 0; r < rows; r++) {
+      let best = 0;
+      for (let j = 1; j < cols; j++) if (this.data[r * cols + j] > this.data[r * cols + best]) best = j;
+      out[r] = best;
+    }
+    return out;
+  }
+}
+
+export function tensor(data, shape) {
+  if (Array.isArray(data)) data = Float32Array.from(data);
+  return new Tensor(data, shape);
+}
+
+function asTensor(x, shape) {
+  if (x instanceof Tensor) return x;
+  if (x && ArrayBuffer.isView(x.data) && x.shape) return new Tensor(x.data, x.shape);
+  if (ArrayBuffer.isView(x)) return new Tensor(x, shape ?? [x.length]);
+  if (Array.isArray(x)) return tensor(x, shape);
+  throw new TypeError('lithe: expected a lithe.Tensor, {data, shape} or a TypedArray');
+}
+
+// A new C tensor holding a copy of t (release with lithe_tensor_release).
+function toC(t) {
+  const r = need();
+  const shapePtr = r.malloc(4 * Math.max(1, t.shape.length));
+  try {
+    new Int32Array(r.memory.buffer, shapePtr, t.shape.length).set(t.shape);
+    r.check(r.lithe_js_tensor_new(t.dtype, t.shape.length, shapePtr, r.outPtr(0)));
+  } finally {
+    r.free(shapePtr);
+  }
+  const ptr = r.readU32(r.outPtr(0));
+  if (t.data.byteLength) {
+    const dst = r.lithe_tensor_data(ptr);
+    r.u8().set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength), dst);
+  }
+  return ptr;
+}
+
+// A JS copy of a C tensor.
+function fromC(ptr) {
+  const r = need();
+  const ndim = r.lithe_tensor_ndim(ptr);
+  const sp = r.malloc(4 * Math.max(1, ndim));
+  let shape;
+  try {
+    r.lithe_js_tensor_shape(ptr, sp);
+    shape = Array.from(new Int32Array(r.memory.buffer, sp, ndim));
+  } finally {
+    r.free(sp);
+  }
+  const dtype = r.lithe_tensor_dtype(ptr);
+  const Ctor = ARRAY_OF_DTYPE[dtype];
+  if (!Ctor) throw new LitheError(STATUS.DTYPE, 'LITHE_ERR_DTYPE', `no TypedArray for dtype ${dtype}`);
+  const n = shape.reduce((a, b) => a * b, 1);
+  const out = new Ctor(n);
+  const nbytes = n * Ctor.BYTES_PER_ELEMENT;
+  if (nbytes) {
+    const tmp = r.malloc(nbytes);
+    try {
+      r.check(r.lithe_tensor_read(ptr, tmp, nbytes));
+      new Uint8Array(out.buffer).set(r.u8().subarray(tmp, tmp + nbytes));
+    } finally {
+      r.free(tmp);
+    }
+  }
+  return new Tensor(out, shape);
+}
+
+const registry = new FinalizationRegistry(({ free, ptr }) => {
+  if (raw) raw[free](ptr);
+});
+
+class Handle {
+  #ptr;
+  #free;
+  constructor(ptr, free) {
+    this.#ptr = ptr;
+    this.#free = free;
+    registry.register(this, { free, ptr }, this);
+  }
+  get ptr() {
+    if (!this.#ptr) throw new Error(`lithe: ${this.constructor.name} used after dispose()`);
+    return this.#ptr;
+  }
+  get disposed() {
+    return !this.#ptr;
+  }
+  // Frees the C object now. Safe to call twice.
+  dispose() {
+    if (!this.#ptr) return;
+    registry.unregister(this);
+    need()[this.#free](this.#ptr);
+    this.#ptr = 0;
+  }
+  [Symbol.dispose ?? Symbol.for('Symbol.dispose')]() {
+    this.dispose();
+  }
+}
+
+// Thinc's Optimizer: Adam (with Thinc's defaults) or SGD.
+export class Optimizer extends Handle {}
+
+function optimizer(adam, o) {
+  const r = need();
+  const d = { learnRate: 0.001, beta1: 0.9, beta2: 0.999, eps: 1e-8, L2: 0, gradClip: 1.0, useAverages: adam, ...o };
+  r.check(r.lithe_js_optimizer_new(adam ? 1 : 0, d.learnRate, d.beta1, d.beta2, d.eps, d.L2, d.gradClip,
+    d.useAverages ? 1 : 0, r.outPtr(0)));
+  return new Optimizer(r.readU32(r.outPtr(0)), 'lithe_optimizer_free');
+}
+// Adam; options as Thinc's Adam: learnRate (0.001), beta1, beta2, eps, L2, gradClip (1.0),
+// useAverages (true).
+export const adam = (options = {}) => optimizer(true, options);
+// SGD; options: learnRate (required), L2, gradClip (1.0), useAverages (false).
+export function sgd(options) {
+  if (!options || typeof options.learnRate !== 'number') throw new TypeError('lithe.sgd: options.learnRate is required');
+  return optimizer(false, options);
+}
+
+const LOSSES = { categorical_crossentropy: 0, cce: 0, l2: 1, mse: 1 };
+
+export class Model extends Handle {
+  // Thinc's model.name ("relu>>dropout>>relu>>dropout>>softmax").
+  get name() {
+    return need().cstring(raw.lithe_model_name(this.ptr));
+  }
+  // Seeds the tree (node k in walk order gets seed + k): dropout masks, and so training, repeat
+  // exactly — the same as native lithe with the same seed.
+  setSeed(seed) {
+    need().check(raw.lithe_model_set_seed(this.ptr, BigInt(seed)));
+    return this;
+  }
+  // predict(X) (forward with is_train = false): a Tensor, or a TypedArray and its shape.
+  predict(x, shape) {
+    const r = need();
+    const xp = toC(asTensor(x, shape));
+    try {
+      r.check(r.lithe_model_predict_tensor(this.ptr, xp, r.outPtr(0)));
+      const yp = r.readU32(r.outPtr(0));
+      try {
+        return fromC(yp);
+      } finally {
+        r.lithe_tensor_release(yp);
+      }
+    } finally {
+      r.lithe_tensor_release(xp);
+    }
+  }
+  // One update: begin_update(x), the loss against y, backprop, finish_update(optimizer). Returns
+  // the loss as the C loss reports it (Thinc's: the sum of the squared gradient). loss:
+  // 'categorical_crossentropy' (y: Int32Array labels (B,) or Float32Array targets (B, C)) or 'l2'.
+  trainStep({ x, y, loss = 'categorical_crossentropy', optimizer: opt }) {
+    const r = need();
+    if (!(opt instanceof Optimizer)) throw new TypeError('lithe: trainStep needs an optimizer (lithe.adam() or lithe.sgd())');
+    const kind = LOSSES[loss];
+    if (kind === undefined) throw new RangeError(`lithe: unknown loss '${loss}' (categorical_crossentropy or l2)`);
+    const xs = asTensor(x);
+    let ys = y;
+    if (Array.isArray(y)) ys = new Tensor(Int32Array.from(y));
+    const xp = toC(xs);
+    let yp = 0;
+    try {
+      yp = toC(asTensor(ys));
+      r.check(r.lithe_js_train_step(this.ptr, opt.ptr, xp, yp, kind, r.outPtr(1), 0));
+      return r.readF32(r.outPtr(1));
+    } finally {
+      r.lithe_tensor_release(xp);
+      r.lithe_tensor_release(yp);
+    }
+  }
+  // Grows the output layer to n classes, keeping what it learned for the old ones (Thinc's
+  // resize_model: new rows start at zero). The output layer is wrapped in a resizable node the
+  // first time.
+  resizeOutput(n) {
+    if (!Number.isInteger(n)) throw new TypeError('lithe: resizeOutput(n) needs an integer');
+    need().check(raw.lithe_js_resize_output(this.ptr, n));
+    return this;
+  }
+  // The model as .lithe bytes (with the optimizer's state when one is given).
+  save({ optimizer: opt } = {}) {
+    const r = need();
+    r.check(r.lithe_model_save_bytes(this.ptr, opt ? opt.ptr : 0, r.outPtr(0), r.outPtr(1)));
+    const p = r.readU32(r.outPtr(0)), n = r.readU32(r.outPtr(1));
+    const bytes = r.u8().slice(p, p + n);
+    r.lithe_buffer_free(p);
+    return bytes;
+  }
+}
+
+// A model from .lithe bytes (Uint8Array / ArrayBuffer), a URL or (in Node) a file path.
+export async function load(source) {
+  await init();
+  const bytes = await readBytes(source);
+  return loadBytes(bytes);
+}
+// The same, synchronously, for bytes already in hand (after init()).
+export function loadBytes(bytes) {
+  const r = need();
+  const u8 = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
+  const p = r.allocBytes(u8);
+  try {
+    r.check(r.lithe_model_load_bytes(p, u8.byteLength, r.outPtr(0)));
+  } finally {
+    r.free(p);
+  }
+  return new Model(r.readU32(r.outPtr(0)), 'lithe_model_free');
+}
+
+export default { init, load, loadBytes, tensor, Tensor, adam, sgd, Model, Optimizer, LitheError, STATUS, DTYPE, c, version, usingSimd, simdSupported };

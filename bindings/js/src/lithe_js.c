@@ -1,0 +1,119 @@
+/* Helpers for the npm package: a few compositions of the public API (include/lithe.h) with flat
+ * arguments, so JavaScript makes one call per training step instead of fifteen, and passes
+ * numbers rather than C structs whose layout it would have to mirror. Nothing here is a layer, a
+ * loss or a kernel: each helper only calls lithe_* functions, and every failure is a status whose
+ * message is lithe_last_error(), which the JS layer turns into an Error. */
+#include "lithe.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef __EMSCRIPTEN__
+#include <emscripten.h>
+#define LITHE_JS_API EMSCRIPTEN_KEEPALIVE
+#else
+#define LITHE_JS_API
+#endif
+
+/* A new CPU tensor of dtype with ndim extents given as int32 (JS numbers, no BigInt), zeroed;
+ * JS then writes the data into lithe_tensor_data(*out) directly — one copy from the TypedArray. */
+LITHE_JS_API lithe_status lithe_js_tensor_new(int dtype, int ndim, const int32_t *shape, lithe_tensor **out) {
+    int64_t s64[16];
+    if (ndim < 0 || ndim > 16) return lithe_tensor_new(NULL, (lithe_dtype)dtype, ndim, NULL, out); /* its error */
+    for (int i = 0; i < ndim; i++) s64[i] = shape[i];
+    return lithe_tensor_new(NULL, (lithe_dtype)dtype, ndim, s64, out);
+}
+
+/* The tensor's extents as int32 into out (ndim slots); extents beyond 2^31 do not occur in a
+ * 32-bit address space. Returns ndim. */
+LITHE_JS_API int lithe_js_tensor_shape(const lithe_tensor *t, int32_t *out) {
+    int n = lithe_tensor_ndim(t);
+    const int64_t *s = lithe_tensor_shape(t);
+    for (int i = 0; i < n; i++) out[i] = (int32_t)s[i];
+    return n;
+}
+
+/* Adam (Thinc's defaults for what is not given) or SGD. */
+LITHE_JS_API lithe_status lithe_js_optimizer_new(int adam, double learn_rate, double beta1, double beta2, double eps,
+                                                 double L2, double grad_clip, int use_averages,
+                                                 lithe_optimizer **out) {
+    lithe_optimizer_opts o = adam ? lithe_adam_defaults() : lithe_sgd_defaults(learn_rate);
+    o.learn_rate = learn_rate;
+    if (adam) {
+        o.beta1 = beta1;
+        o.beta2 = beta2;
+        o.eps = eps;
+    }
+    o.L2 = L2;
+    o.grad_clip = grad_clip;
+    o.use_averages = use_averages != 0;
+    return lithe_optimizer_new(&o, out);
+}
+
+enum { LITHE_JS_LOSS_CCE = 0, LITHE_JS_LOSS_L2 = 1 };
+
+/* One step of Thinc's training loop: Y, backprop = begin_update(X); dY, loss = loss(Y, truths);
+ * backprop(dY); finish_update(opt). *loss is what the loss reports (Thinc's sum of squared
+ * gradients for both). guesses_out (may be NULL) receives Y, so callers can track accuracy. */
+LITHE_JS_API lithe_status lithe_js_train_step(lithe_model *m, lithe_optimizer *opt, lithe_tensor *X,
+                                              lithe_tensor *truths, int loss_kind, float *loss,
+                                              lithe_tensor **guesses_out) {
+    lithe_value *xv = NULL, *yv = NULL, *dv = NULL;
+    lithe_backprop *bp = NULL;
+    lithe_tensor *dY = NULL;
+    if (guesses_out) *guesses_out = NULL;
+    lithe_status s = lithe_value_tensor(X, &xv);
+    if (s == LITHE_OK) s = lithe_model_begin_update(m, xv, &yv, &bp);
+    lithe_tensor *Y = s == LITHE_OK ? lithe_value_get_tensor(yv) : NULL;
+    if (s == LITHE_OK) {
+        if (loss_kind == LITHE_JS_LOSS_CCE) s = lithe_categorical_crossentropy(NULL, Y, truths, &dY, loss);
+        else if (loss_kind == LITHE_JS_LOSS_L2) s = lithe_l2_distance(true, Y, truths, &dY, loss);
+        else s = lithe_categorical_crossentropy(NULL, NULL, NULL, NULL, NULL); /* sets the error */
+    }
+    if (s == LITHE_OK) s = lithe_value_tensor(dY, &dv);
+    if (s == LITHE_OK) s = lithe_backprop_run(bp, dv, NULL);
+    if (s == LITHE_OK) s = lithe_model_finish_update(m, opt);
+    if (s == LITHE_OK && guesses_out) *guesses_out = lithe_tensor_retain(Y);
+    lithe_backprop_free(bp);
+    lithe_value_release(xv);
+    lithe_value_release(yv);
+    lithe_value_release(dv);
+    lithe_tensor_release(dY);
+    return s;
+}
+
+/* The leaf that produces the output: the last child of each chain, from the root down. */
+static lithe_model *output_leaf(lithe_model *m) {
+    while (lithe_model_n_layers(m) > 0) {
+        const char *type = lithe_model_layer_type(m);
+        if (!type || (strcmp(type, "chain.v1") != 0 && strcmp(type, "resizable.v1") != 0)) return m;
+        m = lithe_model_layer(m, lithe_model_n_layers(m) - 1);
+    }
+    return m;
+}
+
+/* Grows the model's output to new_nO classes, keeping the old rows (Thinc's resize_model with
+ * resize_linear_weighted). A model whose output layer is already inside a resizable node is
+ * resized there; otherwise the output layer (Softmax, Linear, ... at the end of the chain) is
+ * first wrapped in one — lithe_resizable over a copy, put in its place by replace_node, as a
+ * Thinc user would rebuild the model with resizable(). */
+LITHE_JS_API lithe_status lithe_js_resize_output(lithe_model *root, int32_t new_nO) {
+    lithe_model *m = root, *holder = NULL;
+    while (lithe_model_n_layers(m) > 0) {
+        const char *type = lithe_model_layer_type(m);
+        if (type && strcmp(type, "resizable.v1") == 0) holder = m;
+        if (!type || strcmp(type, "chain.v1") != 0) break;
+        m = lithe_model_layer(m, lithe_model_n_layers(m) - 1);
+    }
+    if (holder) return lithe_resize_model(holder, new_nO);
+    lithe_model *leaf = output_leaf(root);
+    if (leaf == root) return lithe_resize_model(root, new_nO); /* a lone layer: its "not a resizable node" */
+    lithe_model *copy = NULL, *rz = NULL;
+    lithe_status s = lithe_model_copy(leaf, &copy);
+    if (s == LITHE_OK) s = lithe_resizable(copy, 0.0f, 0.0f, &rz); /* takes copy, also on failure */
+    if (s == LITHE_OK) s = lithe_resize_model(rz, new_nO); /* before it joins: a refusal changes nothing */
+    if (s == LITHE_OK) s = lithe_model_replace_node(root, leaf, rz, NULL);
+    lithe_model_free(rz); /* the tree holds its own reference now */
+    return s;
+}

@@ -1,0 +1,31 @@
+// Type declarations for the thin layer (src/raw.js): the C API by name. Pointers are numbers
+// (offsets into the module's memory); statuses are lithe_status numbers.
+export declare const STATUS: Readonly<Record<string, number>>;
+export declare const DTYPE: Readonly<Record<string, number>>;
+export declare class LitheError extends Error {
+  readonly status: number;
+  readonly statusName: string;
+  readonly detail: string;
+}
+export interface Raw {
+  readonly exports: WebAssembly.Exports;
+  readonly memory: WebAssembly.Memory;
+  readonly simd: boolean;
+  /** Every exported lithe_* and lithe_js_* function, e.g. raw.lithe_model_load_bytes(ptr, len, outPtr). */
+  readonly [cName: `lithe_${string}`]: (...args: number[]) => number;
+  malloc(n: number): number;
+  free(ptr: number): void;
+  /** A Uint8Array over the current memory (remade after growth). */
+  u8(): Uint8Array;
+  dv(): DataView;
+  cstring(ptr: number): string | null;
+  allocString(s: string): number;
+  allocBytes(bytes: Uint8Array | ArrayBuffer): number;
+  /** Throws a LitheError with lithe_last_error()'s message unless status is LITHE_OK. */
+  check(status: number): void;
+  /** The i-th 4-byte out-parameter slot of a shared scratch block. */
+  outPtr(i?: number): number;
+  readU32(ptr: number): number;
+  readF32(ptr: number): number;
+}
+export declare function createRaw(loaded: { exports: WebAssembly.Exports; memory: WebAssembly.Memory; simd: boolean }): Raw;

@@ -1,0 +1,72 @@
+// The thin layer: the C API as the module exports it, one JS function per C function, taking and
+// returning what C does (pointers are numbers into the module's memory, statuses are numbers),
+// plus the memory helpers a caller of such an API needs. The idiomatic layer (index.js) is
+// written against this; use it directly for anything index.js does not cover.
+
+export const STATUS = Object.freeze({
+  OK: 0, INVALID_ARG: 1, SHAPE: 2, DTYPE: 3, OOM: 4, NOT_FOUND: 5, STATE: 6, UNSUPPORTED: 7, IO: 8, FORMAT: 9,
+  VALUE: 10, INTERNAL: 11,
+});
+export const DTYPE = Object.freeze({ F32: 0, F16: 1, BF16: 2, I32: 3, I64: 4, U64: 5, U8: 6, U32: 7 });
+
+// A lithe error: `status` is the lithe_status number, `statusName` its name ("LITHE_ERR_SHAPE"),
+// `message` lithe_last_error()'s text.
+export class LitheError extends Error {
+  constructor(status, statusName, detail) {
+    super(`${statusName}: ${detail}`);
+    this.name = 'LitheError';
+    this.status = status;
+    this.statusName = statusName;
+    this.detail = detail;
+  }
+}
+
+export function createRaw(loaded) {
+  const { exports, memory } = loaded;
+  const raw = { exports, memory, simd: loaded.simd };
+  // Every exported lithe_* / lithe_js_* function under its C name.
+  for (const [name, fn] of Object.entries(exports)) if (typeof fn === 'function' && name.startsWith('lithe_')) raw[name] = fn;
+  raw.malloc = exports.malloc;
+  raw.free = exports.free;
+
+  // Views are remade when memory grows (the old ArrayBuffer is detached then).
+  let u8 = null;
+  raw.u8 = () => (u8 && u8.buffer === memory.buffer && u8.byteLength ? u8 : (u8 = new Uint8Array(memory.buffer)));
+  raw.dv = () => new DataView(memory.buffer);
+  const decoder = new TextDecoder();
+  const encoder = new TextEncoder();
+  raw.cstring = (ptr) => {
+    if (!ptr) return null;
+    const m = raw.u8();
+    let end = ptr;
+    while (m[end]) end++;
+    return decoder.decode(m.subarray(ptr, end));
+  };
+  // A NUL-terminated copy of a JS string in module memory; the caller frees it.
+  raw.allocString = (s) => {
+    const bytes = encoder.encode(s);
+    const p = raw.malloc(bytes.length + 1);
+    if (!p) throw new LitheError(STATUS.OOM, 'LITHE_ERR_OOM', 'malloc failed');
+    raw.u8().set(bytes, p);
+    raw.u8()[p + bytes.length] = 0;
+    return p;
+  };
+  raw.allocBytes = (bytes) => {
+    const p = raw.malloc(Math.max(1, bytes.byteLength));
+    if (!p) throw new LitheError(STATUS.OOM, 'LITHE_ERR_OOM', `malloc(${bytes.byteLength}) failed`);
+    raw.u8().set(bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes), p);
+    return p;
+  };
+  // A status other than LITHE_OK becomes a LitheError carrying lithe_last_error()'s message.
+  raw.check = (status) => {
+    if (status === STATUS.OK) return;
+    throw new LitheError(status, raw.cstring(exports.lithe_status_str(status)), raw.cstring(exports.lithe_last_error()));
+  };
+  // Scratch space for out-parameters (pointer and size slots); the API is synchronous, so one
+  // block serves every call.
+  raw.scratch = raw.malloc(64);
+  raw.outPtr = (i = 0) => raw.scratch + 4 * i;
+  raw.readU32 = (p) => raw.dv().getUint32(p, true);
+  raw.readF32 = (p) => raw.dv().getFloat32(p, true);
+  return raw;
+}

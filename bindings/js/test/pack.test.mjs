@@ -1,0 +1,72 @@
+// What a new user gets: `npm pack`, installed into an empty project, imported by name, predicting
+// natively's numbers — and the same package inside a worker thread (the Web Worker situation:
+// no DOM, module code, its own instance) and checked by TypeScript against its declarations.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { nativeFixture, pkgDir, maxAbsDiff } from './fixtures.mjs';
+
+let fx, proj;
+before(() => {
+  fx = nativeFixture();
+  proj = fs.mkdtempSync(path.join(os.tmpdir(), 'lithe-pack-'));
+});
+after(() => {
+  fx?.cleanup();
+  if (proj) fs.rmSync(proj, { recursive: true, force: true });
+});
+
+test('npm pack yields a package that installs and works by name', () => {
+  const packed = spawnSync('npm', ['pack', '--json', '--pack-destination', proj], { cwd: pkgDir, encoding: 'utf8' });
+  assert.equal(packed.status, 0, packed.stderr);
+  const [info] = JSON.parse(packed.stdout);
+  const files = info.files.map((f) => f.path).sort();
+  for (const f of ['README.md', 'dist/lithe-scalar.wasm', 'dist/lithe-simd.wasm', 'package.json', 'src/index.d.ts', 'src/index.js', 'src/loader.js', 'src/raw.js'])
+    assert.ok(files.includes(f), `${f} is in the package (${files})`);
+  assert.ok(!files.some((f) => f.startsWith('test/') || f.endsWith('.c')), 'no tests or C sources in the package');
+  fs.writeFileSync(path.join(proj, 'package.json'), JSON.stringify({ name: 'user-project', private: true, type: 'module' }));
+  const inst = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--offline', path.join(proj, info.filename)], { cwd: proj, encoding: 'utf8' });
+  assert.equal(inst.status, 0, inst.stderr);
+  fs.copyFileSync(path.join(fx.work, 'model.lithe'), path.join(proj, 'model.lithe'));
+  fs.copyFileSync(path.join(fx.work, 'x.npy'), path.join(proj, 'x.npy'));
+  // the README's example, give or take the input
+  fs.writeFileSync(path.join(proj, 'main.mjs'), `
+import fs from 'node:fs';
+import * as lithe from 'lithe';
+await lithe.init();
+const model = await lithe.load('model.lithe');
+const npy = fs.readFileSync('x.npy');
+const x = new Float32Array(npy.buffer.slice(npy.byteOffset + 128, npy.byteOffset + npy.length));
+const y = model.predict(x, [64, 784]);
+process.stdout.write(JSON.stringify({ shape: y.shape, data: Array.from(y.data) }));
+model.dispose();
+`);
+  const r = spawnSync(process.execPath, ['main.mjs'], { cwd: proj, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const out = JSON.parse(r.stdout);
+  assert.deepEqual(out.shape, [64, 10]);
+  assert.ok(maxAbsDiff(out.data, fx.golden.data) <= 1e-6);
+});
+
+test('in a worker thread: its own instance, predictions as native', async () => {
+  const worker = new Worker(new URL('./worker.mjs', import.meta.url), { workerData: { model: fx.modelBytes, x: fx.x } });
+  const result = await new Promise((resolve, reject) => {
+    worker.once('message', resolve);
+    worker.once('error', reject);
+  });
+  await worker.terminate();
+  assert.deepEqual(result.shape, [64, 10]);
+  assert.ok(maxAbsDiff(result.data, fx.golden.data) <= 1e-6);
+});
+
+test('the TypeScript declarations check against a typical program', (t) => {
+  const tsc = path.join(pkgDir, 'node_modules/typescript/bin/tsc');
+  if (!fs.existsSync(tsc)) return t.skip('typescript is not installed (npm ci)');
+  const r = spawnSync(process.execPath, [tsc, '--noEmit', '--strict', '--target', 'es2022', '--module', 'nodenext',
+    '--moduleResolution', 'nodenext', '--types', 'node', path.join(pkgDir, 'test/types.ts')], { cwd: pkgDir, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+});

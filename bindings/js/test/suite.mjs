@@ -1,0 +1,220 @@
+// The package's tests, run once per build (package.test.mjs: the build init() picks, which is
+// SIMD128 in Node 20; scalar.test.mjs: the scalar one). Goldens come from the native build.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import * as lithe from '../src/index.js';
+import { nativeFixture, npyRead, npyWrite, maxAbsDiff, fashion, repoDir } from './fixtures.mjs';
+
+export function suite({ simd }) {
+  let fx;
+  before(async () => {
+    fx = nativeFixture();
+    const t0 = performance.now();
+    const info = await lithe.init(simd === undefined ? {} : { simd });
+    const model = await lithe.load(path.join(fx.work, 'model.lithe'));
+    model.predict(lithe.tensor(fx.x.slice(0, 784), [1, 784]));
+    const ms = performance.now() - t0;
+    model.dispose();
+    console.log(`# lithe ${info.version}, ${info.simd ? 'SIMD128' : 'scalar'} build: init() + load + first prediction ${ms.toFixed(1)} ms`);
+  });
+  after(() => fx?.cleanup());
+
+  test('init picks the expected build and is idempotent', async () => {
+    const again = await lithe.init();
+    assert.equal(again.simd, simd ?? lithe.simdSupported());
+    assert.equal(lithe.usingSimd(), again.simd);
+    assert.match(lithe.version(), /^\d+\.\d+\.\d+/);
+  });
+
+  test('load + predict: the native predictions within 1e-6', async () => {
+    const model = lithe.loadBytes(fx.modelBytes);
+    try {
+      assert.equal(model.name, 'relu>>dropout>>relu>>dropout>>softmax');
+      const y = model.predict(lithe.tensor(fx.x, [64, 784]));
+      assert.deepEqual(y.shape, fx.golden.shape);
+      assert.ok(y.data instanceof Float32Array);
+      const worst = maxAbsDiff(y.data, fx.golden.data);
+      assert.ok(worst <= 1e-6, `largest difference from native: ${worst}`);
+      // the other input forms: {data, shape}, a TypedArray with a shape
+      assert.deepEqual(model.predict({ data: fx.x, shape: [64, 784] }).data, y.data);
+      assert.deepEqual(model.predict(fx.x, [64, 784]).data, y.data);
+      // a file path and a file: URL load too (Node)
+      const m2 = await lithe.load(new URL(`file://${fx.work}/model.lithe`));
+      assert.deepEqual(m2.predict(fx.x, [64, 784]).data, y.data);
+      m2.dispose();
+    } finally {
+      model.dispose();
+    }
+  });
+
+  test('trainStep: the native training loop step for step (losses and predictions after)', (t) => {
+    const python = '/usr/bin/python3';
+    const lib = ['build/ci/liblithe.so', 'build/default/liblithe.so'].map((p) => path.join(repoDir, p)).find(fs.existsSync);
+    if (!fs.existsSync(python) || !lib) return t.skip('needs /usr/bin/python3 and the native liblithe.so (ci preset)');
+    const B = 32, steps = 5;
+    npyWrite(path.join(fx.work, 'xb.npy'), [B, 784], fx.x.subarray(0, B * 784));
+    const labels = fx.labels.subarray(0, B);
+    npyWrite(path.join(fx.work, 'yb.npy'), [B], Float32Array.from(labels));
+    const r = spawnSync(python, [path.join(repoDir, 'bindings/js/test/native_train.py'), path.join(fx.work, 'model.lithe'),
+      path.join(fx.work, 'xb.npy'), path.join(fx.work, 'yb.npy'), String(steps), fx.work],
+    { encoding: 'utf8', env: { ...process.env, PYTHONPATH: path.join(repoDir, 'shims/python'), LITHE_LIBRARY: lib } });
+    assert.equal(r.status, 0, r.stderr);
+    const nativeLosses = JSON.parse(fs.readFileSync(path.join(fx.work, 'losses.json'), 'utf8'));
+    const nativeY = npyRead(path.join(fx.work, 'y_trained.npy'));
+
+    const model = lithe.loadBytes(fx.modelBytes).setSeed(7); // the same dropout masks as native
+    const opt = lithe.adam({ learnRate: 0.001 });
+    try {
+      const x = lithe.tensor(fx.x.slice(0, B * 784), [B, 784]);
+      const y = lithe.tensor(Int32Array.from(labels), [B]);
+      const losses = [];
+      for (let i = 0; i < steps; i++) losses.push(model.trainStep({ x, y, loss: 'categorical_crossentropy', optimizer: opt }));
+      for (let i = 0; i < steps; i++)
+        assert.ok(Math.abs(losses[i] - nativeLosses[i]) <= 1e-6 + 1e-5 * nativeLosses[i], `step ${i}: ${losses[i]} vs native ${nativeLosses[i]}`);
+      assert.ok(losses[steps - 1] < losses[0], `the loss falls: ${losses}`);
+      const worst = maxAbsDiff(model.predict(x).data, nativeY.data);
+      assert.ok(worst <= 1e-5, `predictions after training differ from native by ${worst}`);
+    } finally {
+      model.dispose();
+      opt.dispose();
+    }
+  });
+
+  test('trainStep: float targets, l2, SGD; the loss falls', () => {
+    const model = lithe.loadBytes(fx.modelBytes);
+    const opt = lithe.sgd({ learnRate: 0.5 });
+    try {
+      const B = 16;
+      const x = lithe.tensor(fx.x.slice(0, B * 784), [B, 784]);
+      const onehot = new Float32Array(B * 10);
+      for (let i = 0; i < B; i++) onehot[i * 10 + fx.labels[i]] = 1;
+      const first = model.trainStep({ x, y: lithe.tensor(onehot, [B, 10]), optimizer: opt });
+      let last = first;
+      for (let i = 0; i < 10; i++) last = model.trainStep({ x, y: { data: onehot, shape: [B, 10] }, loss: 'l2', optimizer: opt });
+      assert.ok(Number.isFinite(first) && last < first, `${first} -> ${last}`);
+    } finally {
+      model.dispose();
+      opt.dispose();
+    }
+  });
+
+  test('resizeOutput: a new class, the old ones kept (their ratios unchanged)', () => {
+    const model = lithe.loadBytes(fx.modelBytes);
+    const opt = lithe.adam({ learnRate: 0.001 });
+    try {
+      const x = lithe.tensor(fx.x.slice(0, 8 * 784), [8, 784]);
+      const before10 = model.predict(x);
+      model.resizeOutput(11);
+      const after11 = model.predict(x);
+      assert.deepEqual(after11.shape, [8, 11]);
+      // new rows are zero: softmax over the old logits plus a zero one, so old ratios hold
+      for (let r = 0; r < 8; r++) {
+        const scale = after11.data[r * 11] / before10.data[r * 10];
+        for (let j = 0; j < 10; j++)
+          assert.ok(Math.abs(after11.data[r * 11 + j] - scale * before10.data[r * 10 + j]) <= 1e-6, `row ${r} class ${j}`);
+      }
+      // training on class 10 teaches it
+      const y = lithe.tensor(new Int32Array(8).fill(10), [8]);
+      for (let i = 0; i < 30; i++) model.trainStep({ x, y, optimizer: opt });
+      assert.deepEqual(Array.from(model.predict(x).argmax()), new Array(8).fill(10));
+      // growing again resizes the same (now resizable) node; shrinking is refused
+      model.resizeOutput(12);
+      assert.deepEqual(model.predict(x).shape, [8, 12]);
+      assert.throws(() => model.resizeOutput(5), (e) => e instanceof lithe.LitheError && e.statusName === 'LITHE_ERR_VALUE');
+    } finally {
+      model.dispose();
+      opt.dispose();
+    }
+  });
+
+  test('save/load round trip: same predictions in wasm, and the native command reads the file', () => {
+    const model = lithe.loadBytes(fx.modelBytes);
+    const opt = lithe.adam();
+    try {
+      model.resizeOutput(11);
+      const x = lithe.tensor(fx.x, [64, 784]);
+      model.trainStep({ x, y: fx.labels, optimizer: opt });
+      const y1 = model.predict(x);
+      const bytes = model.save();
+      assert.ok(bytes instanceof Uint8Array && bytes.length > 1000);
+      const back = lithe.loadBytes(bytes);
+      assert.deepEqual(back.predict(x).data, y1.data);
+      back.dispose();
+      const withOpt = model.save({ optimizer: opt });
+      assert.ok(withOpt.length > bytes.length, 'the optimizer state is included');
+      // native: the file the wasm wrote predicts the same
+      fs.writeFileSync(path.join(fx.work, 'js.lithe'), bytes);
+      fx.run(['run', 'js.lithe', '--input', 'x.npy', '--output', 'y_js.npy']);
+      const yn = npyRead(path.join(fx.work, 'y_js.npy'));
+      assert.deepEqual(yn.shape, [64, 11]);
+      assert.ok(maxAbsDiff(yn.data, y1.data) <= 1e-6);
+    } finally {
+      model.dispose();
+      opt.dispose();
+    }
+  });
+
+  test('errors: a LitheError with lithe\'s message, and the instance stays usable', async () => {
+    const model = lithe.loadBytes(fx.modelBytes);
+    const opt = lithe.adam();
+    try {
+      assert.throws(() => model.predict(new Float32Array(783), [1, 783]),
+        (e) => e instanceof lithe.LitheError && e.statusName === 'LITHE_ERR_SHAPE' && /input width 783 does not match nI=784/.test(e.message));
+      assert.throws(() => lithe.loadBytes(new Uint8Array([1, 2, 3])),
+        (e) => e instanceof lithe.LitheError && e.statusName === 'LITHE_ERR_FORMAT');
+      assert.throws(() => lithe.loadBytes(fx.modelBytes.slice(0, 2000)), (e) => e.statusName === 'LITHE_ERR_FORMAT');
+      const x = lithe.tensor(fx.x.slice(0, 2 * 784), [2, 784]);
+      assert.throws(() => model.trainStep({ x, y: lithe.tensor(Int32Array.from([0, 12]), [2]), optimizer: opt }),
+        (e) => e.statusName === 'LITHE_ERR_VALUE');
+      assert.throws(() => model.trainStep({ x, y: lithe.tensor(Int32Array.from([0, 1, 2]), [3]), optimizer: opt }),
+        (e) => e instanceof lithe.LitheError);
+      assert.throws(() => model.trainStep({ x, y: [0, 1], loss: 'hinge', optimizer: opt }), RangeError);
+      assert.throws(() => model.trainStep({ x, y: [0, 1] }), TypeError);
+      assert.throws(() => lithe.tensor(new Float32Array(5), [2, 3]), RangeError);
+      assert.throws(() => lithe.adam({ learnRate: -1 }), (e) => e.statusName === 'LITHE_ERR_VALUE');
+      await assert.rejects(lithe.load('/nonexistent/model.lithe'), /ENOENT/);
+      // still usable: the same prediction as before the errors
+      const y = model.predict(lithe.tensor(fx.x, [64, 784]));
+      assert.ok(maxAbsDiff(y.data, fx.golden.data) <= 1e-6);
+      // dispose twice is fine; use after dispose is a clear error, not a crash
+      model.dispose();
+      model.dispose();
+      assert.equal(model.disposed, true);
+      assert.throws(() => model.predict(x), /used after dispose/);
+    } finally {
+      model.dispose();
+      opt.dispose();
+    }
+  });
+
+  test('the C-mirror layer: lithe_* functions by name', () => {
+    const c = lithe.c();
+    assert.equal(c.cstring(c.lithe_status_str(2)), 'LITHE_ERR_SHAPE');
+    const p = c.allocBytes(fx.modelBytes);
+    try {
+      c.check(c.lithe_model_load_bytes(p, fx.modelBytes.length, c.outPtr(0)));
+    } finally {
+      c.free(p);
+    }
+    const m = c.readU32(c.outPtr(0));
+    assert.equal(c.cstring(c.lithe_model_layer_type(m)), 'chain.v1');
+    assert.equal(c.lithe_model_n_layers(m), 3); // chain(chain(relu, dropout) x 2, softmax)
+    c.lithe_model_free(m);
+  });
+
+  test('memory does not grow over many calls (everything per call is released)', () => {
+    const model = lithe.loadBytes(fx.modelBytes);
+    const opt = lithe.adam();
+    const x = lithe.tensor(fx.x.slice(0, 16 * 784), [16, 784]);
+    const y = lithe.tensor(fx.labels.slice(0, 16), [16]);
+    for (let i = 0; i < 20; i++) { model.predict(x); model.trainStep({ x, y, optimizer: opt }); }
+    const size = lithe.c().memory.buffer.byteLength;
+    for (let i = 0; i < 200; i++) { model.predict(x); model.trainStep({ x, y, optimizer: opt }); }
+    assert.equal(lithe.c().memory.buffer.byteLength, size);
+    model.dispose();
+    opt.dispose();
+  });
+}
