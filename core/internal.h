@@ -375,6 +375,9 @@ const char *lithe__dense_type_name(size_t i);
 extern const lithe__layer_type *const lithe__combine_types[], *const lithe__resizable_types[],
     *const lithe__embed_types[], *const lithe__layernorm_types[], *const lithe__softmax_types[],
     *const lithe__maxout_types[], *const lithe__dense_types[], *const lithe__activation_types[];
+/* The sequence layers (issue 5): transfers, with_* combinators, reductions, expand_window. */
+extern const lithe__layer_type *const lithe__transfer_types[], *const lithe__with_types[], *const lithe__reduce_types[],
+    *const lithe__window_types[];
 const lithe__layer_type *lithe__layer_type_by_name(const char *registered_name);
 
 /* chain(node, LayerNorm(nI=nO)) when o->normalize, then chain(.., Dropout) when o->dropout > 0,

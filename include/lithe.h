@@ -435,6 +435,57 @@ LITHE_API lithe_status lithe_clone(lithe_model *orig, size_t n, lithe_model **ou
 LITHE_API lithe_status lithe_tuplify(size_t n, lithe_model *const *layers, lithe_model **out);
 /* map_list (not registered by Thinc 8.1.7): the layer applied to each item of a LIST value; gradients item by item. */
 LITHE_API lithe_status lithe_map_list(lithe_model *layer, lithe_model **out);
+
+/* --- Sequences: Thinc's containers and the layers that move between them. --------------------
+ * A list of arrays is a LIST value; Ragged and Padded are their value kinds (Thinc's fields).
+ * The conversions are NumpyOps': flatten stacks rows (with `pad` zero rows around each non-empty
+ * item), unflatten splits rows into views, list2padded sorts by length (longest first, ties by
+ * the larger index first) into time-major (T, B, n) data. No params; each backprop is the
+ * inverse conversion. A value of the wrong kind is LITHE_ERR_INVALID_ARG naming the layer. */
+/* "list2ragged.v1": list -> Ragged.  "ragged2list.v1": Ragged -> list of views. */
+LITHE_API lithe_status lithe_list2ragged(lithe_model **out);
+LITHE_API lithe_status lithe_ragged2list(lithe_model **out);
+/* "list2padded.v1": list of 2-d arrays -> Padded.  "padded2list.v1": Padded -> list. */
+LITHE_API lithe_status lithe_list2padded(lithe_model **out);
+LITHE_API lithe_status lithe_padded2list(lithe_model **out);
+/* "list2array.v1": list -> the stacked rows (lengths kept for the backprop). */
+LITHE_API lithe_status lithe_list2array(lithe_model **out);
+/* The with_* combinators feed `layer` the container it takes from whichever the caller has, and
+ * return the caller's kind (Thinc's conversions both ways, the backprop through the same pair).
+ * Each takes ownership of layer, also on failure, and is named "<combinator>(<layer>)".
+ * "with_array.v1": the layer sees the data array (lists flattened with `pad` rows between
+ * items; Ragged and Padded data as is; a plain array passes straight through).
+ * "with_array2d.v1": the same, Padded data reshaped to (T*B, n) and back. */
+LITHE_API lithe_status lithe_with_array(lithe_model *layer, int64_t pad, lithe_model **out);
+LITHE_API lithe_status lithe_with_array2d(lithe_model *layer, int64_t pad, lithe_model **out);
+/* "with_ragged.v1" (from lists, Padded and (data, lengths) tuples), "with_padded.v1" (from lists,
+ * Ragged, (T, B, n) arrays and 4-tuples), "with_list.v1" (from Ragged and Padded). */
+LITHE_API lithe_status lithe_with_ragged(lithe_model *layer, lithe_model **out);
+LITHE_API lithe_status lithe_with_padded(lithe_model *layer, lithe_model **out);
+LITHE_API lithe_status lithe_with_list(lithe_model *layer, lithe_model **out);
+/* "with_flatten.v1" / "with_flatten.v2" (version 1 or 2): a list of lists of items, the layer run
+ * once on the flat list of items and its output nested back (v1: the layer returns one array,
+ * split by rows; v2: it returns a list). The gradient goes back nested the same way (Thinc 8.1.7's
+ * v1 splits it along the last axis, a bug lithe does not copy). */
+LITHE_API lithe_status lithe_with_flatten(lithe_model *layer, int version, lithe_model **out);
+/* "with_getitem.v1": on a TUPLE value, the layer replaces item idx (dX likewise). */
+LITHE_API lithe_status lithe_with_getitem(int64_t idx, lithe_model *layer, lithe_model **out);
+/* "with_reshape.v1": (B, T, n) arrays through a layer on (B*T, n) rows, output (B, T, nO). The
+ * gradient is reshaped the same way (Thinc 8.1.7 reshapes it to the input's shape, which only
+ * works when nO == nI). */
+LITHE_API lithe_status lithe_with_reshape(lithe_model *layer, lithe_model **out);
+/* Ragged (N, O) -> (B, O), a row per sequence: "reduce_sum.v1", "reduce_mean.v1" (zero-length
+ * sequences give zero rows), "reduce_max.v1" (first maximum gets the gradient), "reduce_first.v1",
+ * "reduce_last.v1" (those three refuse a zero-length sequence with LITHE_ERR_SHAPE naming it). */
+LITHE_API lithe_status lithe_reduce_sum(lithe_model **out);
+LITHE_API lithe_status lithe_reduce_mean(lithe_model **out);
+LITHE_API lithe_status lithe_reduce_max(lithe_model **out);
+LITHE_API lithe_status lithe_reduce_first(lithe_model **out);
+LITHE_API lithe_status lithe_reduce_last(lithe_model **out);
+/* "expand_window.v1": (N, I) -> (N, (2 window_size + 1) I), each row with its window_size
+ * neighbours on either side within its sequence (one sequence for a 2-d array, the Ragged
+ * value's lengths otherwise), zeros past the ends; Thinc's seq2col. window_size 0..1024. */
+LITHE_API lithe_status lithe_expand_window(int64_t window_size, lithe_model **out);
 /* Thinc's model.copy(): a deep copy — every node new (new ids), params, grads, dims and attrs
  * copied; a node shared inside the tree stays shared in the copy. Refs are not carried over,
  * as in Thinc 8.1. Statuses: LITHE_ERR_UNSUPPORTED for nodes with shims (no shim copies yet),

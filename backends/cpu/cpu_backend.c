@@ -222,6 +222,44 @@ static lithe_status cpu_hash_ids(lithe_backend *be, const lithe_tensor *ids, uin
     return LITHE_OK;
 }
 
+#define I32(t) ((const int32_t *)lithe__tdata(t))
+static lithe_status cpu_reduce_sum(lithe_backend *be, const lithe_tensor *X, const lithe_tensor *lengths, bool mean,
+                                   lithe_tensor *Y) {
+    (void)be;
+    lithe_f32_reduce_sum__scalar(Y->shape[0], Y->shape[1], I32(lengths), F(X), mean, F(Y));
+    return LITHE_OK;
+}
+static lithe_status cpu_reduce_sum_backward(lithe_backend *be, const lithe_tensor *dY, const lithe_tensor *lengths,
+                                            bool mean, lithe_tensor *dX) {
+    (void)be;
+    lithe_f32_reduce_sum_backward__scalar(dY->shape[0], dY->shape[1], I32(lengths), F(dY), mean, F(dX));
+    return LITHE_OK;
+}
+static lithe_status cpu_reduce_max(lithe_backend *be, const lithe_tensor *X, const lithe_tensor *lengths,
+                                   lithe_tensor *Y, lithe_tensor *which) {
+    (void)be;
+    lithe_f32_reduce_max__scalar(Y->shape[0], Y->shape[1], I32(lengths), F(X), F(Y), (int32_t *)lithe__tdata(which));
+    return LITHE_OK;
+}
+static lithe_status cpu_reduce_max_backward(lithe_backend *be, const lithe_tensor *dY, const lithe_tensor *which,
+                                            const lithe_tensor *lengths, lithe_tensor *dX) {
+    (void)be;
+    lithe_f32_reduce_max_backward__scalar(dY->shape[0], dY->shape[1], I32(lengths), F(dY), I32(which), F(dX));
+    return LITHE_OK;
+}
+static lithe_status cpu_seq2col(lithe_backend *be, const lithe_tensor *X, int64_t nW, const lithe_tensor *lengths,
+                                lithe_tensor *Y) {
+    (void)be;
+    lithe_f32_seq2col__scalar(lengths->shape[0], X->shape[1], nW, I32(lengths), F(X), F(Y));
+    return LITHE_OK;
+}
+static lithe_status cpu_seq2col_backward(lithe_backend *be, const lithe_tensor *dY, int64_t nW,
+                                         const lithe_tensor *lengths, lithe_tensor *dX) {
+    (void)be;
+    lithe_f32_seq2col_backward__scalar(lengths->shape[0], dX->shape[1], nW, I32(lengths), F(dY), F(dX));
+    return LITHE_OK;
+}
+
 static const lithe_backend_ops cpu_ops = {
     .alloc = cpu_alloc,
     .free = cpu_free,

@@ -52,6 +52,17 @@ void lithe_f32_gather_rows__scalar(int64_t B, int64_t N, const float *table, con
                                    const uint64_t *ids64, float *Y);
 void lithe_f32_scatter_add_rows__scalar(int64_t B, int64_t N, float *table, const int32_t *ids32,
                                         const uint64_t *ids64, const float *X);
+/* Sequence kernels (scalar/seq.c): Ragged reductions and seq2col, lengths (B,) int32. */
+void lithe_f32_reduce_sum__scalar(int64_t B, int64_t O, const int32_t *lengths, const float *X, bool mean, float *Y);
+void lithe_f32_reduce_sum_backward__scalar(int64_t B, int64_t O, const int32_t *lengths, const float *dY, bool mean,
+                                           float *dX);
+void lithe_f32_reduce_max__scalar(int64_t B, int64_t O, const int32_t *lengths, const float *X, float *Y,
+                                  int32_t *which);
+void lithe_f32_reduce_max_backward__scalar(int64_t B, int64_t O, const int32_t *lengths, const float *dY,
+                                           const int32_t *which, float *dX);
+void lithe_f32_seq2col__scalar(int64_t B, int64_t I, int64_t nW, const int32_t *lengths, const float *X, float *Y);
+void lithe_f32_seq2col_backward__scalar(int64_t B, int64_t I, int64_t nW, const int32_t *lengths, const float *dY,
+                                        float *dX);
 void lithe_u64_hash_ids__scalar(int64_t B, const uint64_t *ids, uint32_t seed, uint32_t *out);
 
 /* Conversions between f32 and the storage / id dtypes. */

@@ -104,6 +104,17 @@ int free_goldens(void **state) {
     return 0;
 }
 
+const golden *find(const char *fmt, ...) {
+    char name[96];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    for (size_t i = 0; i < n_goldens; i++)
+        if (strcmp(goldens[i].name, name) == 0) return &goldens[i];
+    return NULL;
+}
+
 const golden *get(const char *fmt, ...) {
     char name[96];
     va_list ap;

@@ -32,6 +32,8 @@ extern const char *golden_path;
 int load_goldens(void **state);
 int free_goldens(void **state);
 
+/* The array called printf(fmt, ...), or NULL. */
+const golden *find(const char *fmt, ...);
 /* The array called printf(fmt, ...), or a test failure naming it. */
 const golden *get(const char *fmt, ...);
 /* A new host tensor holding a golden array: float32 for f/d, int32 for i. */
