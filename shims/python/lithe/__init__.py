@@ -59,23 +59,96 @@ def tensor(obj):
     return Tensor(_from_dlpack(obj))
 
 
+class Ragged(tuple):
+    """Thinc's Ragged as lithe returns it: (data, lengths), both lithe.Tensors."""
+    __slots__ = ()
+
+    def __new__(cls, data, lengths):
+        return tuple.__new__(cls, (data, lengths))
+
+    data = property(lambda self: self[0])
+    lengths = property(lambda self: self[1])
+
+
+class Padded(tuple):
+    """Thinc's Padded as lithe returns it: (data, size_at_t, lengths, indices), lithe.Tensors."""
+    __slots__ = ()
+
+    def __new__(cls, data, size_at_t, lengths, indices):
+        return tuple.__new__(cls, (data, size_at_t, lengths, indices))
+
+    data = property(lambda self: self[0])
+    size_at_t = property(lambda self: self[1])
+    lengths = property(lambda self: self[2])
+    indices = property(lambda self: self[3])
+
+
+def _tensor_ptr(X):
+    """(tensor pointer, owned) for an array-like: a lithe.Tensor or any DLPack producer."""
+    if isinstance(X, Tensor):
+        return X._ptr, False
+    return _from_dlpack(X), True
+
+
 def _value_of(X):
-    """A lithe value holding X (zero-copy through DLPack), and the tensor kept alive with it."""
-    t = X._ptr if isinstance(X, Tensor) else _from_dlpack(X)
+    """A lithe value holding X, zero-copy through DLPack: an array, a list (Thinc's List[array]),
+    a tuple, or a Ragged / Padded (lithe's, or Thinc's: anything with their fields)."""
     v = ctypes.c_void_p()
+    if hasattr(X, "size_at_t") and hasattr(X, "indices"):  # Padded
+        fields = [_tensor_ptr(f) for f in (X.data, X.size_at_t, X.lengths, X.indices)]
+        try:
+            _lib.check(_lib.value_padded(*[f[0] for f in fields], ctypes.byref(v)))
+        finally:
+            for t, owned in fields:
+                if owned:
+                    _lib.tensor_release(t)
+        return v
+    if hasattr(X, "lengths") and hasattr(X, "data") and not hasattr(X, "__dlpack__"):  # Ragged
+        fields = [_tensor_ptr(f) for f in (X.data, X.lengths)]
+        try:
+            _lib.check(_lib.value_ragged(fields[0][0], fields[1][0], ctypes.byref(v)))
+        finally:
+            for t, owned in fields:
+                if owned:
+                    _lib.tensor_release(t)
+        return v
+    if isinstance(X, (list, tuple)):
+        items = [_value_of(x) for x in X]
+        arr = (ctypes.c_void_p * max(len(items), 1))(*[i.value for i in items])
+        try:
+            make = _lib.value_tuple if isinstance(X, tuple) else _lib.value_list
+            _lib.check(make(len(items), arr, ctypes.byref(v)))
+        finally:
+            for i in items:
+                _lib.value_release(i)
+        return v
+    t, owned = _tensor_ptr(X)
     try:
         _lib.check(_lib.value_tensor(t, ctypes.byref(v)))
     finally:
-        if not isinstance(X, Tensor):
+        if owned:
             _lib.tensor_release(t)
     return v
 
 
-def _tensor_of_value(v):
-    t = _lib.value_get_tensor(v)
-    if not t:
-        raise LitheError("LITHE_ERR_UNSUPPORTED", "the output is not a single array")
-    return Tensor(ctypes.c_void_p(_lib.tensor_retain(t)))
+_TENSOR, _RAGGED, _PADDED, _LIST, _TUPLE = range(5)
+
+
+def _field(v, name):
+    return Tensor(ctypes.c_void_p(_lib.tensor_retain(_lib.value_field(v, name))))
+
+
+def _python_of(v):
+    """A lithe value as Python: a lithe.Tensor, Ragged, Padded, list or tuple (no copies)."""
+    kind = _lib.value_kind_of(v)
+    if kind == _TENSOR:
+        return Tensor(ctypes.c_void_p(_lib.tensor_retain(_lib.value_get_tensor(v))))
+    if kind == _RAGGED:
+        return Ragged(_field(v, b"data"), _field(v, b"lengths"))
+    if kind == _PADDED:
+        return Padded(*[_field(v, n) for n in (b"data", b"size_at_t", b"lengths", b"indices")])
+    items = [_python_of(_lib.value_item(v, i)) for i in range(_lib.value_len(v))]
+    return tuple(items) if kind == _TUPLE else items
 
 
 class Optimizer:
@@ -120,7 +193,7 @@ class Model:
         y = ctypes.c_void_p()
         try:
             _lib.check(_lib.model_predict(self._ptr, v, ctypes.byref(y)))
-            return _tensor_of_value(y)
+            return _python_of(y)
         finally:
             _lib.value_release(v)
             _lib.value_release(y)
@@ -131,7 +204,7 @@ class Model:
         y, bp = ctypes.c_void_p(), ctypes.c_void_p()
         try:
             _lib.check(_lib.model_begin_update(self._ptr, v, ctypes.byref(y), ctypes.byref(bp)))
-            Y = _tensor_of_value(y)
+            Y = _python_of(y)
         finally:
             _lib.value_release(v)
             _lib.value_release(y)
@@ -179,8 +252,7 @@ class _Backprop:
         dx = ctypes.c_void_p()
         try:
             _lib.check(_lib.backprop_run(self._ptr, v, ctypes.byref(dx)))
-            t = _lib.value_get_tensor(dx)
-            return Tensor(ctypes.c_void_p(_lib.tensor_retain(t))) if t else None
+            return _python_of(dx) if dx.value else None
         finally:
             _lib.value_release(v)
             _lib.value_release(dx)
