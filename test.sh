@@ -18,6 +18,8 @@ cmake --build --preset wasi -j "$jobs"
 LITHE_NATIVE=build/ci/tools/lithe/lithe LITHE_WASI=build/wasi/tools/lithe/lithe.wasm node --test tests/wasm/
 # the npm package: both .wasm builds (Emscripten), then node:test against the native build
 (cd bindings/js && npm ci --no-audit --no-fund && npm run build && LITHE_NATIVE=build/ci/tools/lithe/lithe npm test)
+# the demo page end to end in Debian's Chromium (playwright-core); screenshot in build/web/demo.png
+(cd web && npm ci --no-audit --no-fund && LITHE_NATIVE=build/ci/tools/lithe/lithe npm test)
 # the libFuzzer targets (msgpack, Thinc bytes, .npy, .lithe): a reproducible smoke run each
 FUZZ_RUNS="${LITHE_FUZZ_RUNS:-100000}" fuzz/run.sh
 echo "=== all presets passed ==="

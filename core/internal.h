@@ -375,6 +375,10 @@ const char *lithe__dense_type_name(size_t i);
 extern const lithe__layer_type *const lithe__combine_types[], *const lithe__resizable_types[],
     *const lithe__embed_types[], *const lithe__layernorm_types[], *const lithe__softmax_types[],
     *const lithe__maxout_types[], *const lithe__dense_types[], *const lithe__activation_types[];
+/* Sparse, hashed and string inputs (core/layers/sparselinear.c, remap_ids.c, strings2arrays.c,
+ * staticvectors.c, core/combinators/uniqued.c). */
+extern const lithe__layer_type *const lithe__sparse_types[], *const lithe__remap_types[],
+    *const lithe__strings_types[], *const lithe__static_vectors_types[], *const lithe__uniqued_types[];
 /* The sequence layers (issue 5): transfers, with_* combinators, reductions, expand_window. */
 extern const lithe__layer_type *const lithe__transfer_types[], *const lithe__with_types[], *const lithe__reduce_types[],
     *const lithe__window_types[];

@@ -129,6 +129,49 @@ lithe_status lithe_value_tuple(size_t n, lithe_value *const *items, lithe_value 
     return value_seq(LITHE_VALUE_TUPLE, n, items, out);
 }
 
+/* STRINGS: t[0] holds the strings' bytes, each followed by a NUL (uint8), t[1] the n + 1 byte
+ * offsets where they start (int64); n stays 0 (no items), so release needs nothing new. */
+lithe_status lithe_value_strings(size_t n, const char *const *s, lithe_value **out) {
+    const char *fn = "lithe_value_strings";
+    LITHE__CHECK_ARG(out, fn, "out is NULL");
+    *out = NULL;
+    LITHE__CHECK_ARG(n == 0 || s, fn, "strings is NULL");
+    int64_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!s[i]) return lithe__fail(LITHE_ERR_INVALID_ARG, "%s: string %zu is NULL", fn, i);
+        total += (int64_t)strlen(s[i]) + 1;
+    }
+    lithe_tensor *bytes = NULL, *offsets = NULL;
+    lithe_backend *cpu = lithe__backend_cpu();
+    lithe_status st = lithe__tensor_alloc(cpu, LITHE_U8, 1, &total, false, &bytes);
+    if (st == LITHE_OK) st = lithe__tensor_alloc(cpu, LITHE_I64, 1, (int64_t[]){(int64_t)n + 1}, false, &offsets);
+    if (st == LITHE_OK) st = value_alloc(LITHE_VALUE_STRINGS, out);
+    if (st != LITHE_OK) {
+        lithe_tensor_release(bytes);
+        lithe_tensor_release(offsets);
+        return st;
+    }
+    char *b = lithe__tdata(bytes);
+    int64_t *o = lithe__tdata(offsets), at = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(s[i]) + 1;
+        o[i] = at;
+        memcpy(b + at, s[i], len);
+        at += (int64_t)len;
+    }
+    o[n] = at;
+    (*out)->t[0] = bytes;
+    (*out)->t[1] = offsets;
+    return LITHE_OK;
+}
+
+const char *lithe_value_string(const lithe_value *v, size_t i, size_t *len) {
+    if (!v || v->kind != LITHE_VALUE_STRINGS || i + 1 >= (size_t)v->t[1]->numel) return NULL;
+    const int64_t *o = lithe__tdata(v->t[1]);
+    if (len) *len = (size_t)(o[i + 1] - o[i] - 1);
+    return (const char *)lithe__tdata(v->t[0]) + o[i];
+}
+
 lithe_value *lithe_value_retain(lithe_value *v) {
     if (v) v->refcount++;
     return v;
@@ -144,7 +187,8 @@ void lithe_value_release(lithe_value *v) {
 
 lithe_value_kind lithe_value_kind_of(const lithe_value *v) { return v ? v->kind : LITHE_VALUE_TENSOR; }
 lithe_tensor *lithe_value_get_tensor(const lithe_value *v) {
-    if (!v || v->kind == LITHE_VALUE_LIST || v->kind == LITHE_VALUE_TUPLE) return NULL;
+    if (!v || v->kind == LITHE_VALUE_LIST || v->kind == LITHE_VALUE_TUPLE || v->kind == LITHE_VALUE_STRINGS)
+        return NULL;
     return v->t[0];
 }
 lithe_tensor *lithe_value_field(const lithe_value *v, const char *name) {
@@ -162,7 +206,10 @@ lithe_tensor *lithe_value_field(const lithe_value *v, const char *name) {
     }
     return NULL;
 }
-size_t lithe_value_len(const lithe_value *v) { return v ? v->n : 0; }
+size_t lithe_value_len(const lithe_value *v) {
+    if (v && v->kind == LITHE_VALUE_STRINGS) return (size_t)v->t[1]->numel - 1;
+    return v ? v->n : 0;
+}
 lithe_value *lithe_value_item(const lithe_value *v, size_t i) {
     return v && i < v->n ? v->items[i] : NULL;
 }
@@ -174,6 +221,7 @@ static const char *kind_name(lithe_value_kind k) {
     case LITHE_VALUE_PADDED: return "Padded";
     case LITHE_VALUE_LIST: return "list";
     case LITHE_VALUE_TUPLE: return "tuple";
+    case LITHE_VALUE_STRINGS: return "strings";
     }
     return "?";
 }

@@ -223,7 +223,8 @@ typedef enum lithe_value_kind {
     LITHE_VALUE_PADDED = 2, /* Thinc's Padded: data (T, B, ...), size_at_t int32 (T,),
                                lengths int32 (B,), indices int32 (B,)                        */
     LITHE_VALUE_LIST = 3,
-    LITHE_VALUE_TUPLE = 4
+    LITHE_VALUE_TUPLE = 4,
+    LITHE_VALUE_STRINGS = 5 /* n UTF-8 strings (one of Thinc's Sequence[str]), host memory        */
 } lithe_value_kind;
 
 typedef struct lithe_value lithe_value;
@@ -250,9 +251,19 @@ LITHE_API lithe_tensor *lithe_value_get_tensor(const lithe_value *v);
 /* Borrowed fields by Thinc's names: "data", "lengths" (Ragged, Padded), "size_at_t",
  * "indices" (Padded). NULL for a field the kind lacks. */
 LITHE_API lithe_tensor *lithe_value_field(const lithe_value *v, const char *name);
-/* Number of items of a LIST or TUPLE (0 for other kinds) and a borrowed item. */
+/* Number of items of a LIST or TUPLE, of strings of a STRINGS value (0 for other kinds), and a
+ * borrowed item (NULL for STRINGS: see lithe_value_string). */
 LITHE_API size_t lithe_value_len(const lithe_value *v);
 LITHE_API lithe_value *lithe_value_item(const lithe_value *v, size_t i);
+
+/* A STRINGS value: copies of n NUL-terminated UTF-8 strings (n may be 0; s may be NULL only if n
+ * is 0), the input of strings2arrays and remap_ids (a LIST of STRINGS values is Thinc's
+ * Sequence[Sequence[str]]). The bytes are kept as given (not validated as UTF-8); they live in
+ * host memory. Statuses: LITHE_ERR_INVALID_ARG (NULLs), LITHE_ERR_OOM. */
+LITHE_API lithe_status lithe_value_strings(size_t n, const char *const *s, lithe_value **out);
+/* Borrowed: string i of a STRINGS value (NUL-terminated, valid while the value lives), and its
+ * length in bytes in *len (may be NULL); NULL for another kind or i out of range. */
+LITHE_API const char *lithe_value_string(const lithe_value *v, size_t i, size_t *len);
 
 /* ------------------------------------------------------------------------------------------
  * Random numbers: Philox4x32-10, counter-based, the same bits on every platform and backend.
@@ -502,6 +513,70 @@ LITHE_API lithe_status lithe_model_replace_node(lithe_model *m, lithe_model *old
 /* Thinc's model.remove_node(node): removes it from every layers list of m's tree (dropping those
  * references), then clears refs that no longer point inside the tree. */
 LITHE_API lithe_status lithe_model_remove_node(lithe_model *m, lithe_model *node);
+
+/* --- Sparse, hashed and string inputs (Thinc's sparselinear, remap_ids, strings2arrays,
+ * uniqued; spaCy's StaticVectors). -------------------------------------------------------- */
+typedef struct lithe_sparse_linear_opts {
+    int64_t nO;     /* 0: unset (taken from a sample Y at initialize) */
+    int64_t length; /* hash slots per class (Thinc's length); 0: Thinc's 2^18; 1 .. 2^32 */
+    bool v1;        /* "SparseLinear.v1": Thinc's old indexing, kept for models trained with it */
+} lithe_sparse_linear_opts;
+/* "SparseLinear.v2" (or .v1): X = TUPLE (keys uint64 (N,) (int64 bits accepted), values float32
+ * (N,), lengths int32 (B,) host, summing to N) -> Y (B, nO) = b + sum over row b's keys of
+ * value * (W[at(h0)] + W[at(h1)]), h0 / h1 the key's MurmurHash3_x86_32 with seeds 0 / 1,
+ * bit-exact with Thinc. W (nO * length,) and b (nO,) start at zeros. v2: at(h) = class * length
+ * + h % length; v1 (Thinc's bug #752): at(h) = (h & (length - 1)) + class, which only touches the
+ * first length + nO - 1 weights. The attr v1_indexing (bool) chooses, as in Thinc. Backprop adds
+ * into dW and db and returns the input tuple (as Thinc). Statuses: LITHE_ERR_VALUE (nO < 0,
+ * length out of range); at forward LITHE_ERR_INVALID_ARG / _DTYPE / _SHAPE for a wrong tuple. */
+LITHE_API lithe_status lithe_sparse_linear(const lithe_sparse_linear_opts *opts, lithe_model **out);
+/* "strings2arrays.v1": a LIST of STRINGS values (Thinc's Sequence[Sequence[str]]) -> a LIST of
+ * (n_i, 1) uint64 arrays, each string's murmurhash hash_unicode (MurmurHash3_x86_32 of its UTF-8
+ * bytes, seed 0, a signed int32 widened to uint64 as numpy does: negatives wrap). Backprop
+ * returns an empty LIST (Thinc returns []). Runs on the host. */
+LITHE_API lithe_status lithe_strings2arrays(lithe_model **out);
+typedef struct lithe_remap_ids_opts {
+    int version;                 /* 1 ("remap_ids.v1") or 2 ("remap_ids.v2"); 0 means 2 */
+    size_t n;                    /* entries of the mapping table (Thinc's mapping_table dict) */
+    const int64_t *int_keys;     /* the keys: ints or ... (one of the two when n > 0) */
+    const char *const *str_keys; /* ... UTF-8 strings */
+    const int64_t *values;       /* n values */
+    bool no_table;               /* v2: mapping_table None (forward refuses, as Thinc) */
+    int64_t default_value;       /* Thinc's default= (0) */
+    bool has_column;             /* v2: column= picks X[:, column] of (B, k) ids */
+    int64_t column;
+    lithe_dtype dtype;           /* v1's dtype=: LITHE_I32 (Thinc's "i", the default; 0 means it),
+                                    LITHE_I64 or LITHE_U64 */
+} lithe_remap_ids_opts;
+/* "remap_ids.v1" / "remap_ids.v2": each input id or string -> table.get(x, default), as a
+ * (n, 1) array (v2 and v1's default: int32). Input: a STRINGS value or a 1-d int array (v1 and
+ * v2), or (B, k) ids with column (v2). The mapping table is the attr mapping_table: a uint8
+ * tensor holding Thinc's msgpack bytes of the dict (so Thinc's bytes and .lithe files carry it
+ * exactly as Thinc stores it; any msgpack map of int or str keys to ints is accepted). Other
+ * attrs as Thinc: v1 {mapping_table, dtype ("i"), default}, v2 {mapping_table, default, column}.
+ * Backprop: an empty LIST for strings, zeros shaped like dY for arrays (Thinc: uninitialised). */
+LITHE_API lithe_status lithe_remap_ids(const lithe_remap_ids_opts *opts, lithe_model **out);
+/* "uniqued.v1": X (N, k) integer ids; the layer runs only on the rows whose X[:, column] is
+ * unique (sorted, first occurrence, as numpy.unique), its output rows copied back to every
+ * duplicate; the backprop sums dY over duplicates into the layer's backprop and returns its dX
+ * divided by the counts, scattered back (float32). Inputs with fewer than 2 elements go straight
+ * to the layer (as Thinc). dims nO, nI copied from the layer; attr column. Named
+ * "uniqued(<layer>)". Takes ownership of layer, also on failure. */
+LITHE_API lithe_status lithe_uniqued(lithe_model *layer, int64_t column, lithe_model **out);
+typedef struct lithe_static_vectors_opts {
+    int64_t nO;            /* 0: unset (from a sample Y at initialize) */
+    lithe_tensor *vectors; /* the frozen table V (nV, nM) float32 (retained); nM becomes a dim */
+    float dropout;         /* > 0: one mask over the nO columns (spaCy's dropout=) */
+    lithe_init init_W;     /* LITHE_INIT_DEFAULT: glorot_uniform, as spaCy */
+} lithe_static_vectors_opts;
+/* "StaticVectors.v2": spaCy's StaticVectors (Thinc 8.1.7 has none): a LIST of 1-d int arrays
+ * (rows of V, one array per document; a negative id is a word without a vector) or a Ragged of
+ * such ids -> Ragged Y (N, nO) = V[ids] · Wᵀ (no bias), rows of negative ids zero, lengths per
+ * document. V is a param marked frozen (saved with the model, never updated); W (nO, nM) is
+ * trained: dW += dYᵀ · V[ids] (negative ids contribute nothing: spaCy gathers V[-1] there, a
+ * quirk not kept). Backprop returns an empty LIST (spaCy returns []). dims nO, nM; attrs key_attr
+ * ("ORTH") and dropout_rate (None without dropout). */
+LITHE_API lithe_status lithe_static_vectors(const lithe_static_vectors_opts *opts, lithe_model **out);
 /* Freezing, for fine-tuning only part of a model: a frozen param is skipped by finish_update
  * (its gradient is still computed for backprop, and dropped at finish_update). `param` NULL
  * freezes (or thaws) every param of m's whole subtree; otherwise one param of m. Not saved in
@@ -775,7 +850,9 @@ LITHE_API lithe_status lithe_optimizer_get_average(const lithe_optimizer *opt,
  * weights. ------------------------------------------------------------------------------------ */
 
 /* The model (and opt's state when opt is not NULL) as .lithe bytes (*out: lithe_buffer_free).
- * Statuses: LITHE_ERR_UNSUPPORTED (shims, tensor attrs other than 1-D int64), LITHE_ERR_VALUE (a
+ * Tensor attrs are saved when 1-D int64 ({"ints": [...]}) or 1-D uint8 (a dict attr kept as Thinc's
+ * msgpack bytes, {"msgpack": "<hex>"}: remap_ids' mapping_table).
+ * Statuses: LITHE_ERR_UNSUPPORTED (shims, other tensor attrs), LITHE_ERR_VALUE (a
  * ref outside the tree), LITHE_ERR_OOM. */
 LITHE_API lithe_status lithe_model_save_bytes(lithe_model *m, const lithe_optimizer *opt, uint8_t **out, size_t *len);
 /* The same into a file, atomically (temporary file, fsync, rename): never a half-written model. */

@@ -260,6 +260,30 @@ static lithe_status cpu_seq2col_backward(lithe_backend *be, const lithe_tensor *
     return LITHE_OK;
 }
 
+static lithe_status cpu_sparse_linear(lithe_backend *be, const lithe_tensor *keys, const lithe_tensor *values,
+                                      const lithe_tensor *lengths, const lithe_tensor *W, int64_t length, bool v1,
+                                      lithe_tensor *Y) {
+    (void)be;
+    lithe_f32_sparse_linear__scalar(Y->shape[0], Y->shape[1], I32(lengths), (const uint64_t *)lithe__tdata(keys),
+                                    F(values), F(W), length, v1, F(Y));
+    return LITHE_OK;
+}
+static lithe_status cpu_sparse_linear_backward(lithe_backend *be, const lithe_tensor *keys, const lithe_tensor *values,
+                                               const lithe_tensor *lengths, const lithe_tensor *dY, int64_t length,
+                                               bool v1, lithe_tensor *dW) {
+    (void)be;
+    lithe_f32_sparse_linear_backward__scalar(dY->shape[0], dY->shape[1], I32(lengths),
+                                             (const uint64_t *)lithe__tdata(keys), F(values), F(dY), length, v1, F(dW));
+    return LITHE_OK;
+}
+static lithe_status cpu_hash_strings(lithe_backend *be, const lithe_tensor *bytes, const lithe_tensor *offsets,
+                                     uint32_t seed, lithe_tensor *out) {
+    (void)be;
+    lithe_u64_hash_strings__scalar(N(out), (const uint8_t *)lithe__tdata(bytes), (const int64_t *)lithe__tdata(offsets),
+                                   seed, (uint64_t *)lithe__tdata(out));
+    return LITHE_OK;
+}
+
 static const lithe_backend_ops cpu_ops = {
     .alloc = cpu_alloc,
     .free = cpu_free,

@@ -65,6 +65,17 @@ void lithe_f32_seq2col_backward__scalar(int64_t B, int64_t I, int64_t nW, const 
                                         float *dX);
 void lithe_u64_hash_ids__scalar(int64_t B, const uint64_t *ids, uint32_t seed, uint32_t *out);
 
+/* Sparse and string kernels (scalar/sparse.c): MurmurHash3 x86_32, Thinc's SparseLinear. */
+uint32_t lithe_murmur3_x86_32__scalar(const uint8_t *data, size_t len, uint32_t seed);
+uint32_t lithe_murmur3_x86_32_u64__scalar(uint64_t key, uint32_t seed);
+void lithe_f32_sparse_linear__scalar(int64_t B, int64_t nO, const int32_t *lengths, const uint64_t *keys,
+                                     const float *values, const float *W, int64_t length, bool v1, float *Y);
+void lithe_f32_sparse_linear_backward__scalar(int64_t B, int64_t nO, const int32_t *lengths, const uint64_t *keys,
+                                              const float *values, const float *dY, int64_t length, bool v1,
+                                              float *dW);
+void lithe_u64_hash_strings__scalar(int64_t n, const uint8_t *bytes, const int64_t *offsets, uint32_t seed,
+                                    uint64_t *out);
+
 /* Conversions between f32 and the storage / id dtypes. */
 void lithe_cast__scalar(lithe_dtype to, void *Y, lithe_dtype from, const void *X, int64_t n);
 

@@ -45,6 +45,17 @@ static void arch_attr(js_buf *b, const lithe__attr *a) {
     case LITHE_ATTR_STR: js_raw(b, "{\"str\":"); js_str(b, a->v.s); js_raw(b, "}"); return;
     case LITHE_ATTR_TENSOR: {
         const lithe_tensor *t = a->v.t;
+        if (t->dtype == LITHE_U8) { /* Thinc's msgpack bytes of a dict attr, as hex */
+            static const char hx[] = "0123456789abcdef";
+            js_raw(b, "{\"msgpack\":\"");
+            for (int64_t i = 0; i < t->numel; i++) {
+                uint8_t c = ((const uint8_t *)lithe__tdata(t))[i];
+                char two[3] = {hx[c >> 4], hx[c & 15], 0};
+                js_raw(b, two);
+            }
+            js_raw(b, "\"}");
+            return;
+        }
         js_raw(b, "{\"ints\":[");
         for (int64_t i = 0; i < t->numel; i++) {
             if (i) js_raw(b, ",");
@@ -77,7 +88,8 @@ static lithe_status architecture(lithe_model **nodes, size_t n, js_buf *b) {
         js_raw(b, "},\"attrs\":{");
         for (size_t a = 0; a < m->n_attrs; a++) {
             const lithe__attr *at = &m->attrs[a];
-            if (at->type == LITHE_ATTR_TENSOR && (at->v.t->dtype != LITHE_I64 || at->v.t->ndim != 1 ||
+            if (at->type == LITHE_ATTR_TENSOR && ((at->v.t->dtype != LITHE_I64 && at->v.t->dtype != LITHE_U8) ||
+                                                  at->v.t->ndim != 1 || !lithe_tensor_is_contiguous(at->v.t) ||
                                                   !at->v.t->storage->backend->host_memory))
                 return lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: attr '%s': only 1-D int64 tensor attrs are saved",
                                    m->name, at->name);
@@ -396,6 +408,25 @@ static lithe_status set_attr(lithe_model *m, size_t i, const char *name, const j
                 return bad_node(i, "an ints attr holds a non-integer");
             }
             ((int64_t *)lithe__tdata(t))[e] = x->items[e].i;
+        }
+        lithe_status s = lithe_model_set_attr_tensor(m, name, t);
+        lithe_tensor_release(t);
+        return s;
+    }
+    if (!strcmp(kind, "msgpack") && x->type == JS_STR) { /* a dict attr as Thinc's msgpack bytes, hex */
+        size_t n = strlen(x->str);
+        if (n % 2) return bad_node(i, "a msgpack attr has an odd number of hex digits");
+        lithe_tensor *t = NULL;
+        LITHE__TRY(lithe__tensor_alloc(lithe__backend_cpu(), LITHE_U8, 1, (int64_t[]){(int64_t)(n / 2)}, false, &t));
+        uint8_t *o = lithe__tdata(t);
+        for (size_t e = 0; e < n; e++) {
+            char c = x->str[e];
+            int dv = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+            if (dv < 0) {
+                lithe_tensor_release(t);
+                return bad_node(i, "a msgpack attr holds a non-hex digit");
+            }
+            o[e / 2] = (uint8_t)(e % 2 ? (o[e / 2] | dv) : dv << 4);
         }
         lithe_status s = lithe_model_set_attr_tensor(m, name, t);
         lithe_tensor_release(t);

@@ -52,6 +52,11 @@ static lithe_status encode_attr(const lithe_model *node, const lithe__attr *a, m
     case LITHE_ATTR_TENSOR: {
         /* a tuple of numbers in Thinc (MultiSoftmax's nOs): a msgpack array */
         const lithe_tensor *t = a->v.t;
+        if (t->dtype == LITHE_U8 && t->ndim == 1 && t->storage->backend->host_memory && lithe_tensor_is_contiguous(t)) {
+            /* a value lithe keeps as Thinc's msgpack bytes (remap_ids' mapping_table dict) */
+            mp_raw(b, lithe__tdata(t), (size_t)t->numel);
+            return LITHE_OK;
+        }
         if (t->ndim != 1 || !t->storage->backend->host_memory || !lithe_tensor_is_contiguous(t) ||
             (t->dtype != LITHE_I64 && t->dtype != LITHE_I32 && t->dtype != LITHE_F32))
             return lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: attr '%s' is a tensor Thinc bytes cannot hold", node->name,
@@ -278,6 +283,7 @@ static lithe_status check_node(const node_list *nl, size_t i, const mp_obj *info
         LITHE__TRY(mp_parse(attrs->items[2 * a + 1].data, attrs->items[2 * a + 1].len, what, &d));
         mp_type t = d.root.type;
         bool ok = t == MP_NIL || t == MP_BOOL || (t == MP_INT && !d.root.is_unsigned) || t == MP_FLOAT || t == MP_STR;
+        if (t == MP_MAP) ok = true; /* kept as its msgpack bytes (a uint8 tensor attr) */
         if (t == MP_ARRAY) {
             ok = true;
             for (uint32_t e = 0; e < d.root.len; e++)
@@ -345,6 +351,14 @@ static lithe_status apply_attr(lithe_model *node, const char *name, const mp_obj
         lithe_tensor *t = NULL;
         s = lithe__tensor_alloc(lithe__backend_cpu(), LITHE_I64, 1, (int64_t[]){v->len}, false, &t);
         for (uint32_t e = 0; s == LITHE_OK && e < v->len; e++) ((int64_t *)lithe__tdata(t))[e] = v->items[e].v.i;
+        if (s == LITHE_OK) s = lithe_model_set_attr_tensor(node, name, t);
+        lithe_tensor_release(t);
+        break;
+    }
+    case MP_MAP: { /* a dict (remap_ids' mapping_table): its msgpack bytes as a uint8 tensor */
+        lithe_tensor *t = NULL;
+        s = lithe__tensor_alloc(lithe__backend_cpu(), LITHE_U8, 1, (int64_t[]){(int64_t)bin->len}, false, &t);
+        if (s == LITHE_OK && bin->len) memcpy(lithe__tdata(t), bin->data, bin->len);
         if (s == LITHE_OK) s = lithe_model_set_attr_tensor(node, name, t);
         lithe_tensor_release(t);
         break;

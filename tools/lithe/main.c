@@ -49,6 +49,8 @@ static void usage(FILE *f) {
             "  --data DIR        folder with the IDX files (default " DEFAULT_DATA_DIR ",\n"
             "                    from Debian's dataset-fashion-mnist)\n"
             "  --limit N         use only the first N training and test examples\n"
+            "  --classes N       keep only the examples of classes 0 .. N-1 and train Softmax(N): the\n"
+            "                    web demo (web/) then adds the others in the browser (default 10)\n"
             "  --save PATH       write the trained model (averaged weights) as a .lithe file\n");
 }
 
@@ -62,6 +64,7 @@ typedef struct mnist_opts {
     long limit;
     const char *model; /* "relu" or "maxout" */
     const char *save;  /* write the trained model (averaged weights) as a .lithe file */
+    int classes;       /* the first `classes` classes only; the model has that many outputs */
 } mnist_opts;
 
 static int parse_long(const char *s, long lo, long hi, long *out) {
@@ -113,7 +116,7 @@ static void fill_batch(const idx_data *img, const idx_data *lab, const int64_t *
 /* relu: chain(Relu(512, dropout=0.2), Relu(512, dropout=0.2), Softmax(10)).
  * maxout: Thinc's MNIST example shape, chain(Maxout(128, nP=3, dropout=0.2, normalize=True) x 2,
  * Softmax(10)): each Maxout is chain(chain(maxout, layernorm), dropout) as Thinc builds it. */
-static lithe_status build_model(const char *kind, lithe_model **out) {
+static lithe_status build_model(const char *kind, int64_t classes, lithe_model **out) {
     lithe_model *h1 = NULL, *h2 = NULL, *sm = NULL;
     bool maxout = strcmp(kind, "maxout") == 0;
     lithe_dense_opts o = maxout ? (lithe_dense_opts){.nO = 128, .nP = 3, .dropout = 0.2f, .normalize = true}
@@ -121,7 +124,7 @@ static lithe_status build_model(const char *kind, lithe_model **out) {
     const char *layer = maxout ? "Maxout.v1" : "Relu.v1";
     lithe_status s = lithe_dense(layer, &o, &h1);
     if (s == LITHE_OK) s = lithe_dense(layer, &o, &h2);
-    if (s == LITHE_OK) s = lithe_softmax(&(lithe_softmax_opts){.nO = 10}, &sm);
+    if (s == LITHE_OK) s = lithe_softmax(&(lithe_softmax_opts){.nO = classes}, &sm);
     if (s != LITHE_OK) {
         lithe_model_free(h1);
         lithe_model_free(h2);
@@ -132,10 +135,10 @@ static lithe_status build_model(const char *kind, lithe_model **out) {
 }
 
 /* Accuracy of argmax(predict(X)) over a split, in batches. */
-static lithe_status evaluate(lithe_model *model, lithe_backend *be, const idx_data *img, const idx_data *lab,
+static lithe_status evaluate(lithe_model *model, lithe_backend *be, int K, const idx_data *img, const idx_data *lab,
                              double *acc) {
     const int64_t B = 1000, D = img->rows * img->cols;
-    float *X = malloc((size_t)(B * D) * sizeof *X), *P = malloc((size_t)(B * 10) * sizeof *P);
+    float *X = malloc((size_t)(B * D) * sizeof *X), *P = malloc((size_t)(B * K) * sizeof *P);
     int32_t *y = malloc((size_t)B * sizeof *y);
     lithe_status s = (X && P && y) ? LITHE_OK : LITHE_ERR_OOM;
     int64_t correct = 0;
@@ -146,11 +149,11 @@ static lithe_status evaluate(lithe_model *model, lithe_backend *be, const idx_da
         s = lithe_tensor_new(be, LITHE_F32, 2, (int64_t[]){b, D}, &xt);
         if (s == LITHE_OK) s = lithe_tensor_write(xt, X, (size_t)(b * D) * sizeof *X);
         if (s == LITHE_OK) s = lithe_model_predict_tensor(model, xt, &pt);
-        if (s == LITHE_OK) s = lithe_tensor_read(pt, P, (size_t)(B * 10) * sizeof *P);
+        if (s == LITHE_OK) s = lithe_tensor_read(pt, P, (size_t)(B * K) * sizeof *P);
         for (int64_t i = 0; s == LITHE_OK && i < b; i++) {
             int best = 0;
-            for (int c = 1; c < 10; c++)
-                if (P[i * 10 + c] > P[i * 10 + best]) best = c;
+            for (int c = 1; c < K; c++)
+                if (P[i * K + c] > P[i * K + best]) best = c;
             correct += best == y[i];
         }
         lithe_tensor_release(xt);
@@ -175,13 +178,18 @@ static int train_mnist(const mnist_opts *o) {
         idx_free(&trl);
         return 1;
     }
+    const int K = o->classes; /* outputs of the model; examples of other classes are dropped */
+    if (K < 10) {
+        idx_keep_classes(&tri, &trl, K);
+        idx_keep_classes(&tei, &tel, K);
+    }
     const int64_t N = tri.n, D = tri.rows * tri.cols, B = o->batch;
     printf("Fashion-MNIST: %lld training and %lld test examples of %lld pixels, from %s\n", (long long)N,
            (long long)tei.n, (long long)D, o->data);
 
     lithe_model *model = NULL;
     lithe_optimizer *opt = NULL;
-    float *X = malloc((size_t)(B * D) * sizeof *X), *P = malloc((size_t)(B * 10) * sizeof *P);
+    float *X = malloc((size_t)(B * D) * sizeof *X), *P = malloc((size_t)(B * K) * sizeof *P);
     int32_t *y = malloc((size_t)B * sizeof *y);
     int64_t *order = malloc((size_t)N * sizeof *order);
     float *u = malloc((size_t)N * sizeof *u);
@@ -190,7 +198,7 @@ static int train_mnist(const mnist_opts *o) {
         fprintf(stderr, "lithe: out of memory\n");
         goto done;
     }
-    s = build_model(o->model, &model);
+    s = build_model(o->model, K, &model);
     if (s != LITHE_OK) { fail("building the model", s); goto done; }
     if ((s = lithe_model_set_seed(model, o->seed)) != LITHE_OK) { fail("seeding the model", s); goto done; }
     if ((s = lithe_model_set_backend(model, be)) != LITHE_OK) { fail("moving the model", s); goto done; }
@@ -200,12 +208,12 @@ static int train_mnist(const mnist_opts *o) {
         lithe_value *xv = NULL, *yv = NULL;
         int64_t b = N < B ? N : B;
         fill_batch(&tri, &trl, NULL, 0, b, X, y);
-        float *onehot = calloc((size_t)(b * 10), sizeof *onehot);
-        for (int64_t i = 0; onehot && i < b; i++) onehot[i * 10 + y[i]] = 1.0f;
+        float *onehot = calloc((size_t)(b * K), sizeof *onehot);
+        for (int64_t i = 0; onehot && i < b; i++) onehot[i * K + y[i]] = 1.0f;
         s = onehot ? lithe_tensor_new(be, LITHE_F32, 2, (int64_t[]){b, D}, &xs) : LITHE_ERR_OOM;
         if (s == LITHE_OK) s = lithe_tensor_write(xs, X, (size_t)(b * D) * sizeof *X);
-        if (s == LITHE_OK) s = lithe_tensor_new(be, LITHE_F32, 2, (int64_t[]){b, 10}, &ys);
-        if (s == LITHE_OK) s = lithe_tensor_write(ys, onehot, (size_t)(b * 10) * sizeof *onehot);
+        if (s == LITHE_OK) s = lithe_tensor_new(be, LITHE_F32, 2, (int64_t[]){b, K}, &ys);
+        if (s == LITHE_OK) s = lithe_tensor_write(ys, onehot, (size_t)(b * K) * sizeof *onehot);
         if (s == LITHE_OK) s = lithe_value_tensor(xs, &xv);
         if (s == LITHE_OK) s = lithe_value_tensor(ys, &yv);
         if (s == LITHE_OK) s = lithe_model_initialize(model, xv, yv);
@@ -255,13 +263,13 @@ static int train_mnist(const mnist_opts *o) {
             if (s == LITHE_OK) s = lithe_value_tensor(dt, &dv);
             if (s == LITHE_OK) s = lithe_backprop_run(bp, dv, NULL);
             if (s == LITHE_OK) s = lithe_model_finish_update(model, opt);
-            if (s == LITHE_OK) s = lithe_tensor_read(gt, P, (size_t)(b * 10) * sizeof *P);
+            if (s == LITHE_OK) s = lithe_tensor_read(gt, P, (size_t)(b * K) * sizeof *P);
             for (int64_t i = 0; s == LITHE_OK && i < b; i++) {
                 int best = 0;
-                for (int c = 1; c < 10; c++)
-                    if (P[i * 10 + c] > P[i * 10 + best]) best = c;
+                for (int c = 1; c < K; c++)
+                    if (P[i * K + c] > P[i * K + best]) best = c;
                 correct += best == y[i];
-                nll -= log((double)P[i * 10 + y[i]] + 1e-9);
+                nll -= log((double)P[i * K + y[i]] + 1e-9);
             }
             seen += b;
             lithe_backprop_free(bp);
@@ -277,9 +285,9 @@ static int train_mnist(const mnist_opts *o) {
         total_time += dt_epoch;
         /* Thinc's recipe: evaluate with the parameter averages swapped in (use_params) */
         double raw = 0.0;
-        if ((s = evaluate(model, be, &tei, &tel, &raw)) != LITHE_OK) { fail("evaluating", s); goto done; }
+        if ((s = evaluate(model, be, K, &tei, &tel, &raw)) != LITHE_OK) { fail("evaluating", s); goto done; }
         if ((s = lithe_optimizer_swap_averages(opt, model)) != LITHE_OK) { fail("swapping in averages", s); goto done; }
-        s = evaluate(model, be, &tei, &tel, &acc);
+        s = evaluate(model, be, K, &tei, &tel, &acc);
         lithe_status s2 = lithe_optimizer_swap_averages(opt, model);
         if (s != LITHE_OK || s2 != LITHE_OK) { fail("evaluating with averages", s != LITHE_OK ? s : s2); goto done; }
         printf("epoch %2d  loss %.4f  train acc %.4f  test acc %.4f (averaged params; current %.4f)  %.1f s  %.0f examples/s\n",
@@ -315,7 +323,7 @@ done:
 }
 
 static int cmd_train_mnist(int argc, char **argv) {
-    mnist_opts o = {.epochs = 10, .batch = 128, .seed = 0, .device = "cpu", .data = DEFAULT_DATA_DIR, .lr = 0.001,
+    mnist_opts o = {.classes = 10, .epochs = 10, .batch = 128, .seed = 0, .device = "cpu", .data = DEFAULT_DATA_DIR, .lr = 0.001,
                     .limit = 0, .model = "relu"};
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -342,6 +350,7 @@ static int cmd_train_mnist(int argc, char **argv) {
         else if (!strcmp(a, "--save")) o.save = v;
         else if (!strcmp(a, "--data")) o.data = v;
         else if (!strcmp(a, "--limit") && parse_long(v, 1, 100000000, &n) == 0) o.limit = n;
+        else if (!strcmp(a, "--classes") && parse_long(v, 2, 10, &n) == 0) o.classes = (int)n;
         else if (!strcmp(a, "--learn-rate")) {
             char *end;
             o.lr = strtod(v, &end);

@@ -111,3 +111,17 @@ void idx_free(idx_data *d) {
     free(d->data);
     d->data = NULL;
 }
+
+void idx_keep_classes(idx_data *img, idx_data *lab, int n_classes) {
+    const int64_t D = img->rows * img->cols;
+    int64_t kept = 0;
+    for (int64_t i = 0; i < lab->n; i++) {
+        if (lab->data[i] >= n_classes) continue;
+        if (kept != i) {
+            lab->data[kept] = lab->data[i];
+            memmove(img->data + kept * D, img->data + i * D, (size_t)D);
+        }
+        kept++;
+    }
+    img->n = lab->n = kept;
+}

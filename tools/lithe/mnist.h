@@ -14,4 +14,7 @@ typedef struct idx_data {
  * 0x00000801 (labels). */
 int idx_read(const char *path, uint32_t magic, idx_data *out, char *err, size_t errcap);
 void idx_free(idx_data *d);
+/* Keeps only the examples whose label is below n_classes (in order, in place): train-mnist
+ * --classes trains a model that has never seen the other classes. */
+void idx_keep_classes(idx_data *img, idx_data *lab, int n_classes);
 #endif

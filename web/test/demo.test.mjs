@@ -1,0 +1,97 @@
+// The demo end to end in Debian's Chromium, driven by playwright-core: the page loads the model
+// trained natively on nine classes, the test picks the ankle boots it offers (their labels come
+// from the dataset files, not from the page), fine-tunes, and checks that the loss falls and that
+// held-out ankle boots are now recognised. A screenshot is saved (LITHE_DEMO_SCREENSHOT, default
+// build/web/demo.png). LITHE_NATIVE names the native lithe command that trains the model.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const webDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const repo = path.resolve(webDir, '..');
+const shot = path.resolve(repo, process.env.LITHE_DEMO_SCREENSHOT ?? 'build/web/demo.png');
+const work = fs.mkdtempSync(path.join(os.tmpdir(), 'lithe-demo-'));
+const labels = zlib.gunzipSync(fs.readFileSync('/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz')).subarray(8);
+let server, browser, url;
+
+before(async () => {
+  // the model, by the main job's command on the first nine classes (small, to keep CI quick)
+  const native = path.resolve(repo, process.env.LITHE_NATIVE ?? 'build/ci/tools/lithe/lithe');
+  const model = path.join(work, 'fashion9.lithe');
+  const r = spawnSync(native, ['train-mnist', '--classes', '9', '--epochs', '1', '--limit', '12000', '--save', model], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /Softmax|softmax/);
+  server = spawn(process.execPath, [path.join(webDir, 'serve.mjs'), '--port', '0', '--model', model], { stdio: ['ignore', 'pipe', 'inherit'] });
+  url = await new Promise((resolve, reject) => {
+    let out = '';
+    server.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/(http:\/\/127\.0\.0\.1:\d+\/)/);
+      if (m) resolve(m[1]);
+    });
+    server.once('exit', (code) => reject(new Error(`serve.mjs exited with ${code}: ${out}`)));
+  });
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update',
+      '--disable-sync'], // playwright gives each launch a fresh --user-data-dir of its own
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  server?.kill();
+  fs.rmSync(work, { recursive: true, force: true });
+});
+
+test('the demo: predictions, a new class picked, fine-tuned in the browser, then recognised', async () => {
+  const page = await browser.newPage({ viewport: { width: 1000, height: 1800 } });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+  await page.goto(url);
+  await page.waitForFunction(() => window.demo?.ready || window.demo?.error, null, { timeout: 60_000 });
+  const ready = await page.evaluate(() => ({ error: window.demo.error, simd: window.demo.simd, before: window.demo.before, startMs: window.demo.startMs }));
+  assert.equal(ready.error, null);
+  assert.equal(ready.simd, true, 'Chromium supports SIMD128: the SIMD build is picked');
+  assert.ok(ready.before.oldAcc > 0.7, `the nine known classes: ${ready.before.oldAcc}`);
+  assert.equal(ready.before.newRecall, 0, 'no ankle boot can be recognised before');
+  assert.equal(await page.locator('#before .cell').count(), 24);
+
+  // pick the ankle boots (label 9) in the gallery, by the dataset's labels
+  const cells = page.locator('#gallery .cell');
+  const indices = await cells.evaluateAll((els) => els.map((e) => Number(e.dataset.index)));
+  let picked = 0;
+  for (let i = 0; i < indices.length; i++)
+    if (labels[indices[i]] === 9) {
+      await cells.nth(i).click();
+      picked++;
+    }
+  assert.ok(picked >= 5, `${picked} ankle boots offered`);
+  assert.equal(await page.evaluate(() => window.demo.picked.length), picked);
+  await page.fill('#steps', '80');
+  await page.click('#train');
+  await page.waitForFunction(() => window.demo.done || window.demo.error, null, { timeout: 240_000 });
+  const res = await page.evaluate(() => ({ ...window.demo }));
+  assert.equal(res.error, null);
+  assert.equal(res.losses.length, 80);
+  const mean = (a) => a.reduce((s, v) => s + v, 0) / a.length;
+  const first = mean(res.losses.slice(0, 10)), last = mean(res.losses.slice(-10));
+  assert.ok(last < 0.5 * first, `the loss falls: first ten steps ${first}, last ten ${last}`);
+  assert.ok(res.after.newRecall > 0.6, `held-out ankle boots recognised: ${res.after.newRecall}`);
+  assert.ok(res.after.oldAcc > 0.6, `the known classes are kept: ${res.after.oldAcc} (before ${res.before.oldAcc})`);
+  assert.ok(await page.locator('#after .cell.ok').count() >= 12);
+  assert.ok(res.savedBytes > 100_000);
+  assert.deepEqual(errors, []);
+  fs.mkdirSync(path.dirname(shot), { recursive: true });
+  await page.screenshot({ path: shot, fullPage: true });
+  console.log(`# demo: ready in ${res.startMs.toFixed(0)} ms; fine-tuning ${res.examplesPerSecond.toFixed(0)} examples/s; ` +
+    `loss ${first.toFixed(4)} -> ${last.toFixed(4)}; ankle boots ${(100 * res.after.newRecall).toFixed(1)}%, ` +
+    `known classes ${(100 * res.before.oldAcc).toFixed(1)}% -> ${(100 * res.after.oldAcc).toFixed(1)}%; screenshot ${shot}`);
+});
