@@ -95,3 +95,32 @@ test('the demo: predictions, a new class picked, fine-tuned in the browser, then
     `loss ${first.toFixed(4)} -> ${last.toFixed(4)}; ankle boots ${(100 * res.after.newRecall).toFixed(1)}%, ` +
     `known classes ${(100 * res.before.oldAcc).toFixed(1)}% -> ${(100 * res.after.oldAcc).toFixed(1)}%; screenshot ${shot}`);
 });
+
+test('the package in a Web Worker (module worker): its own instance predicts as the page does', async () => {
+  const page = await browser.newPage();
+  await page.goto(url);
+  await page.waitForFunction(() => window.demo?.ready || window.demo?.error, null, { timeout: 60_000 });
+  const res = await page.evaluate(async () => {
+    const lithe = await import('lithe');
+    const model = await lithe.load('/model/fashion9.lithe');
+    const x = new Float32Array(784 * 2).map((_, i) => (i % 7) / 7);
+    const mine = Array.from(model.predict(x, [2, 784]).data);
+    const src = `import * as lithe from '${location.origin}/lithe/src/index.js';
+      const info = await lithe.init();
+      const model = await lithe.load('${location.origin}/model/fashion9.lithe');
+      const y = model.predict(new Float32Array(784 * 2).map((_, i) => (i % 7) / 7), [2, 784]);
+      postMessage({ simd: info.simd, shape: y.shape, data: Array.from(y.data), inWorker: typeof document === 'undefined' });`;
+    const worker = new Worker(URL.createObjectURL(new Blob([src], { type: 'text/javascript' })), { type: 'module' });
+    const msg = await new Promise((resolve, reject) => {
+      worker.onmessage = (e) => resolve(e.data);
+      worker.onerror = (e) => reject(new Error(e.message));
+    });
+    worker.terminate();
+    return { mine, ...msg };
+  });
+  assert.equal(res.inWorker, true);
+  assert.equal(res.simd, true);
+  assert.deepEqual(res.shape, [2, 9]);
+  assert.deepEqual(res.data, res.mine);
+  await page.close();
+});
