@@ -3,6 +3,7 @@
 #include "lithe.h"
 #include "mnist.h"
 #include "files.h"
+#include "tagger.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -31,6 +32,8 @@ static void usage(FILE *f) {
             "  layers        print every registered layer name, one per line\n"
             "  train-mnist   train chain(Relu(512, dropout=0.2), Relu(512, dropout=0.2), Softmax(10))\n"
             "                on Fashion-MNIST with Adam and print the test accuracy\n"
+            "  train-tagger  the sequence demo: a HashEmbed >> expand_window >> Maxout >> Softmax tagger\n"
+            "                restores capitalisation in Debian's licence texts (lithe train-tagger -h)\n"
             "  info MODEL    print a .lithe model's tree, dims and parameter count\n"
             "  run MODEL --input X.npy [--input ...] --output Y.npy\n"
             "                predict with a .lithe model on .npy inputs\n"
@@ -379,6 +382,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(argv[1], "train-mnist")) return cmd_train_mnist(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "train-tagger")) return lithe_cmd_train_tagger(argc - 2, argv + 2);
     if (!strcmp(argv[1], "info")) return lithe_cmd_info(argc - 2, argv + 2);
     if (!strcmp(argv[1], "run")) return lithe_cmd_run(argc - 2, argv + 2);
     if (!strcmp(argv[1], "convert")) return lithe_cmd_convert(argc - 2, argv + 2);
