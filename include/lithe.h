@@ -530,7 +530,8 @@ typedef struct lithe_sparse_linear_opts {
  * into dW and db and returns the input tuple (as Thinc). Statuses: LITHE_ERR_VALUE (nO < 0,
  * length out of range); at forward LITHE_ERR_INVALID_ARG / _DTYPE / _SHAPE for a wrong tuple. */
 LITHE_API lithe_status lithe_sparse_linear(const lithe_sparse_linear_opts *opts, lithe_model **out);
-/* "strings2arrays.v1": a LIST of STRINGS values (Thinc's Sequence[Sequence[str]]) -> a LIST of
+/* "strings2arrays.v1": a LIST of STRINGS values (Thinc's Sequence[Sequence[str]]; an empty LIST
+ * item counts as no strings) -> a LIST of
  * (n_i, 1) uint64 arrays, each string's murmurhash hash_unicode (MurmurHash3_x86_32 of its UTF-8
  * bytes, seed 0, a signed int32 widened to uint64 as numpy does: negatives wrap). Backprop
  * returns an empty LIST (Thinc returns []). Runs on the host. */

@@ -161,7 +161,8 @@ static lithe_status remap_forward(lithe_model *m, const lithe_value *X, bool is_
     if (!X) return lithe__fail(LITHE_ERR_INVALID_ARG, "%s: input is NULL", m->name);
     lithe_value_kind k = lithe_value_kind_of(X);
     const lithe_tensor *ids = k == LITHE_VALUE_TENSOR ? lithe_value_get_tensor(X) : NULL;
-    if (k != LITHE_VALUE_STRINGS && !ids)
+    bool empty_list = k == LITHE_VALUE_LIST && lithe_value_len(X) == 0; /* [] from a binding */
+    if (k != LITHE_VALUE_STRINGS && !ids && !empty_list)
         return lithe__fail(LITHE_ERR_INVALID_ARG, "%s: expected a strings value or an array of ids", m->name);
     int64_t column = -1, dflt = 0;
     if (!is_v1(m) && lithe_model_attr_type(m, "column") == LITHE_ATTR_INT)

@@ -1,5 +1,5 @@
 /* strings2arrays.v1 (thinc/layers/strings2arrays.py): a LIST of STRINGS values (Thinc's
- * Sequence[Sequence[str]]) to a LIST of (n, 1) uint64 arrays of the strings' hashes. Thinc
+ * Sequence[Sequence[str]]; an empty LIST item counts as no strings) to a LIST of (n, 1) uint64 arrays of the strings' hashes. Thinc
  * hashes each word with murmurhash's hash_unicode: MurmurHash3_x86_32 of the UTF-8 bytes, seed
  * 0, returned as a signed int32; ops.asarray2i(..., dtype="uint64") then wraps negatives modulo
  * 2^64. The hash_strings primitive does exactly that. The backprop returns an empty LIST, as
@@ -25,6 +25,7 @@ static lithe_status hash_one(const lithe_model *m, const lithe_value *strs, lith
     lithe_tensor *h = NULL;
     lithe_backend *cpu = lithe__backend_cpu();
     LITHE__TRY(lithe__tensor_alloc(cpu, LITHE_U64, 2, (int64_t[]){n, 1}, false, &h));
+    /* an empty LIST is a sequence of no strings (what bindings make of []) */
     lithe_status s = n ? lithe__op_hash_strings(cpu, strs->t[0], strs->t[1], 0, h) : LITHE_OK;
     if (s != LITHE_OK) {
         lithe_tensor_release(h);
@@ -42,7 +43,8 @@ static lithe_status s2a_forward(lithe_model *m, const lithe_value *X, bool is_tr
         return lithe__fail(LITHE_ERR_INVALID_ARG, "%s: expected a list of strings values (sequences of strings)", m->name);
     size_t n = lithe_value_len(X);
     for (size_t i = 0; i < n; i++)
-        if (lithe_value_kind_of(lithe_value_item(X, i)) != LITHE_VALUE_STRINGS)
+        if (lithe_value_kind_of(lithe_value_item(X, i)) != LITHE_VALUE_STRINGS &&
+            !(lithe_value_kind_of(lithe_value_item(X, i)) == LITHE_VALUE_LIST && !lithe_value_len(lithe_value_item(X, i))))
             return lithe__fail(LITHE_ERR_INVALID_ARG, "%s: list item %zu is not a strings value", m->name, i);
     lithe_tensor **ts = lithe__calloc(n ? n : 1, sizeof *ts);
     if (!ts) return lithe__oom(m->name, n * sizeof *ts);

@@ -91,7 +91,8 @@ def _tensor_ptr(X):
 
 
 def _value_of(X):
-    """A lithe value holding X, zero-copy through DLPack: an array, a list (Thinc's List[array]),
+    """A lithe value holding X, zero-copy through DLPack: an array, a list of str (copied into a
+    STRINGS value: strings2arrays, remap_ids), a list (Thinc's List[array]),
     a tuple, or a Ragged / Padded (lithe's, or Thinc's: anything with their fields)."""
     v = ctypes.c_void_p()
     if hasattr(X, "size_at_t") and hasattr(X, "indices"):  # Padded
@@ -112,6 +113,10 @@ def _value_of(X):
                 if owned:
                     _lib.tensor_release(t)
         return v
+    if isinstance(X, (list, tuple)) and X and all(isinstance(x, str) for x in X):  # Sequence[str]: STRINGS
+        enc = (ctypes.c_char_p * len(X))(*[x.encode("utf8") for x in X])
+        _lib.check(_lib.value_strings(len(X), enc, ctypes.byref(v)))
+        return v
     if isinstance(X, (list, tuple)):
         items = [_value_of(x) for x in X]
         arr = (ctypes.c_void_p * max(len(items), 1))(*[i.value for i in items])
@@ -131,7 +136,7 @@ def _value_of(X):
     return v
 
 
-_TENSOR, _RAGGED, _PADDED, _LIST, _TUPLE = range(5)
+_TENSOR, _RAGGED, _PADDED, _LIST, _TUPLE, _STRINGS = range(6)
 
 
 def _field(v, name):
@@ -147,6 +152,8 @@ def _python_of(v):
         return Ragged(_field(v, b"data"), _field(v, b"lengths"))
     if kind == _PADDED:
         return Padded(*[_field(v, n) for n in (b"data", b"size_at_t", b"lengths", b"indices")])
+    if kind == _STRINGS:
+        return [_lib.value_string(v, i, None).decode("utf8") for i in range(_lib.value_len(v))]
     items = [_python_of(_lib.value_item(v, i)) for i in range(_lib.value_len(v))]
     return tuple(items) if kind == _TUPLE else items
 

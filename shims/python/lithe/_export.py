@@ -58,6 +58,12 @@ _LAYERS = {
     ("thinc.layers.reduce_first", "forward"): "reduce_first.v1",
     ("thinc.layers.reduce_last", "forward"): "reduce_last.v1",
     ("thinc.layers.expand_window", "forward"): "expand_window.v1",
+    # sparse, hashed and string inputs (SparseLinear.v1 is chosen by its v1_indexing attr below)
+    ("thinc.layers.sparselinear", "forward"): "SparseLinear.v2",
+    ("thinc.layers.remap_ids", "forward"): "remap_ids.v1",
+    ("thinc.layers.remap_ids", "forward_v2"): "remap_ids.v2",
+    ("thinc.layers.strings2arrays", "forward"): "strings2arrays.v1",
+    ("thinc.layers.uniqued", "forward"): "uniqued.v1",
 }
 
 
@@ -97,6 +103,10 @@ def _attr(node, name, value):
     if isinstance(value, (tuple, list)) and all(isinstance(x, (int, numpy.integer)) and not isinstance(x, bool)
                                                 for x in value):
         return {"ints": [int(x) for x in value]}
+    if isinstance(value, dict):  # remap_ids' mapping_table: the msgpack bytes Thinc's to_bytes writes
+        import srsly
+
+        return {"msgpack": srsly.msgpack_dumps(value).hex()}
     raise TypeError  # not serializable: skipped, as Thinc's to_bytes skips it
 
 
@@ -110,6 +120,8 @@ def export(model, path):
     for i, node in enumerate(nodes):
         key = (getattr(node._func, "__module__", ""), getattr(node._func, "__name__", ""))
         layer = _LAYERS.get(key)
+        if layer == "SparseLinear.v2" and node.attrs.get("v1_indexing"):
+            layer = "SparseLinear.v1"
         if layer is None:
             raise ExportError(f"lithe has no layer for '{node.name}' at {paths.get(id(node), '?')} "
                               f"(Thinc forward {key[0]}.{key[1]})")
