@@ -285,7 +285,7 @@ int lithe_cmd_train_tagger(int argc, char **argv) {
     unsigned long long seed = 0;
     double lr = 0.002;
     const char *dir = DEFAULT_TEXT_DIR, *save = NULL, *device = "cpu";
-    for (int i = 0; i < argc; i++) {
+    for (int i = 0; i < argc; i += 2) { /* OPTION VALUE pairs */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             tagger_usage(stdout);
@@ -312,7 +312,6 @@ int lithe_cmd_train_tagger(int argc, char **argv) {
             fprintf(stderr, "lithe train-tagger: %s: '%s' is not a number\n", a, v);
             return 2;
         }
-        i++;
     }
     if (epochs < 0 || batch_size < 1 || batch_size > 64 || !(lr > 0)) {
         fprintf(stderr, "lithe train-tagger: --epochs >= 0, --batch-size 1..64 and --learn-rate > 0, please\n");
