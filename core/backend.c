@@ -1,5 +1,8 @@
 /* The backend registry and the checked dispatchers generated from primitives.def. */
 #include "internal.h"
+#ifdef LITHE_HAVE_VULKAN
+lithe_status lithe__backend_vulkan(const char *name, lithe_backend **out); /* backends/vulkan */
+#endif
 
 #include <stdio.h>
 
@@ -35,7 +38,8 @@ static const struct {
     const char *name;
     const char *why_missing;
 } known[] = {
-    {"vulkan", "the Vulkan backend is not built into this library yet (see the Vulkan backend issue)"},
+    {"vulkan", "this library was built without the Vulkan backend (LITHE_VULKAN=OFF, or no vulkan/vulkan.h "
+               "and glslc at build time)"},
     {"cuda", "the CUDA backend is not built into this library yet (see the CUDA backend issue)"},
 };
 
@@ -47,8 +51,13 @@ lithe_status lithe_backend_get(const char *name, lithe_backend **out) {
         *out = lithe__backend_cpu();
         return LITHE_OK;
     }
+#ifdef LITHE_HAVE_VULKAN
+    /* "vulkan" (device from $LITHE_VULKAN_DEVICE or the best by type) or "vulkan:<index|name>" */
+    if (!strncmp(name, "vulkan", 6) && (name[6] == '\0' || name[6] == ':')) return lithe__backend_vulkan(name, out);
+#endif
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-        if (!strcmp(name, known[i].name))
+        if (!strncmp(name, known[i].name, strlen(known[i].name)) &&
+            (name[strlen(known[i].name)] == '\0' || name[strlen(known[i].name)] == ':'))
             return lithe__fail(LITHE_ERR_UNSUPPORTED, "backend '%s' is unavailable: %s", name, known[i].why_missing);
     char list[128];
     lithe_backend_list(list, sizeof list);
@@ -58,7 +67,11 @@ lithe_status lithe_backend_get(const char *name, lithe_backend **out) {
 const char *lithe_backend_name(const lithe_backend *backend) { return backend ? backend->name : "(null)"; }
 
 size_t lithe_backend_list(char *buf, size_t cap) {
+#ifdef LITHE_HAVE_VULKAN
+    const char *s = "cpu,vulkan"; /* compiled in; whether a device is present shows at lithe_backend_get */
+#else
     const char *s = "cpu";
+#endif
     size_t n = strlen(s);
     if (buf && cap) snprintf(buf, cap, "%s", s);
     return n;

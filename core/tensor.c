@@ -372,8 +372,15 @@ lithe_status lithe_tensor_read(const lithe_tensor *t, void *dst, size_t cap) {
         else strided_copy(dst, lithe__tdata(t), t, es, true);
         return LITHE_OK;
     }
-    if (!lithe_tensor_is_contiguous(t))
-        return lithe__fail(LITHE_ERR_UNSUPPORTED, "lithe_tensor_read: strided device tensors must be copied first");
+    if (!lithe_tensor_is_contiguous(t)) {
+        /* a strided view on a device: packed by the backend's copy, then read */
+        lithe_tensor *tmp = NULL;
+        LITHE__TRY(lithe__tensor_like(t, false, &tmp));
+        lithe_status s = lithe__op_copy(be, tmp, t);
+        if (s == LITHE_OK) s = be->ops->download(be, dst, tmp->storage->data, 0, nbytes);
+        lithe_tensor_release(tmp);
+        return s;
+    }
     return be->ops->download(be, dst, t->storage->data, (size_t)t->offset * es, nbytes);
 }
 
@@ -389,8 +396,15 @@ lithe_status lithe_tensor_write(lithe_tensor *t, const void *src, size_t nbytes)
         else strided_copy((char *)src, lithe__tdata(t), t, es, false);
         return LITHE_OK;
     }
-    if (!lithe_tensor_is_contiguous(t))
-        return lithe__fail(LITHE_ERR_UNSUPPORTED, "lithe_tensor_write: strided device tensors are not writable");
+    if (!lithe_tensor_is_contiguous(t)) {
+        /* a strided view on a device: uploaded packed, then scattered by the backend's copy */
+        lithe_tensor *tmp = NULL;
+        LITHE__TRY(lithe__tensor_like(t, false, &tmp));
+        lithe_status s = be->ops->upload(be, tmp->storage->data, 0, src, nbytes);
+        if (s == LITHE_OK) s = lithe__op_copy(be, t, tmp);
+        lithe_tensor_release(tmp);
+        return s;
+    }
     return be->ops->upload(be, t->storage->data, (size_t)t->offset * es, src, nbytes);
 }
 

@@ -108,6 +108,14 @@ typedef struct lithe_backend lithe_backend;
 /* Finds a backend by name: "cpu" is always present. Names of backends lithe knows but that are
  * not built into this library, or whose device is absent, give LITHE_ERR_UNSUPPORTED with a
  * message that says why; other names give LITHE_ERR_NOT_FOUND listing the available ones.
+ * "vulkan" is the device named by the environment variable LITHE_VULKAN_DEVICE (an index in the
+ * loader's order, or part of the device's name), else the first discrete GPU, then integrated,
+ * virtual and CPU devices (Mesa's lavapipe); "vulkan:<index>" or "vulkan:<name part>" picks one
+ * explicitly. No Vulkan loader, no device, or a device lacking what lithe needs is
+ * LITHE_ERR_UNSUPPORTED saying which. Tensors on a Vulkan backend live in device memory:
+ * lithe_tensor_data gives NULL and DLPack export refuses them; lithe_tensor_read / write copy
+ * (and synchronise). Its work is recorded and submitted at reads and syncs, so one thread at a
+ * time may use a Vulkan backend's tensors and models.
  * The backend is owned by the library (never freed). Thread-safe. */
 LITHE_API lithe_status lithe_backend_get(const char *name, lithe_backend **out);
 
@@ -208,8 +216,9 @@ LITHE_API lithe_status lithe_tensor_cast(const lithe_tensor *t, lithe_dtype dtyp
  * version other than 1 is refused (LITHE_ERR_UNSUPPORTED), as is a read-only one
  * (lithe writes to parameters and gradients in place).
  * to_dlpack returns a new managed tensor that keeps `t` alive until its deleter is called; its
- * data pointer equals lithe_tensor_data(t). Tensors outside host memory are refused
- * (LITHE_ERR_UNSUPPORTED) until GPU DLPack lands. */
+ * data pointer equals lithe_tensor_data(t). Tensors outside host memory (a "vulkan" backend's)
+ * are refused with LITHE_ERR_UNSUPPORTED naming the backend: copy them to the host first
+ * (lithe_tensor_read into a lithe_tensor_new(NULL, ...) tensor), then export that. */
 LITHE_API lithe_status lithe_tensor_from_dlpack(void *managed, bool versioned, lithe_tensor **out);
 LITHE_API lithe_status lithe_tensor_to_dlpack(lithe_tensor *t, bool versioned, void **managed_out);
 

@@ -38,15 +38,25 @@ lithe_status lithe_categorical_crossentropy(const lithe_cce_opts *opts, const li
         if (C > 1 && opts->label_smoothing >= (float)(C - 1) / (float)C)
             return lithe__fail(LITHE_ERR_VALUE, "%s: for %lld classes label_smoothing must be less than %g, got %g", fn,
                                (long long)C, (double)(C - 1) / (double)C, (double)opts->label_smoothing);
-        if (!be->host_memory)
-            return lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: labels must be checked in host memory", fn);
+        /* labels on a device are checked from a host copy (a small read-back) */
+        size_t lbytes = (size_t)B * lithe_dtype_size(T->dtype);
+        void *host = be->host_memory ? NULL : lithe__malloc(lbytes ? lbytes : 1);
+        if (!be->host_memory && !host) return lithe__oom(fn, lbytes);
+        if (host && (s = lithe_tensor_read(T, host, lbytes)) != LITHE_OK) {
+            lithe__free(host);
+            return s;
+        }
+        const void *lv = host ? host : lithe__tdata(T);
         for (int64_t i = 0; i < B; i++) {
-            int64_t l = T->dtype == LITHE_I64 ? ((const int64_t *)lithe__tdata(T))[i] : ((const int32_t *)lithe__tdata(T))[i];
+            int64_t l = T->dtype == LITHE_I64 ? ((const int64_t *)lv)[i] : ((const int32_t *)lv)[i];
             if (opts->has_missing_value && l == opts->missing_value) continue;
-            if (l < 0 || l >= C)
+            if (l < 0 || l >= C) {
+                lithe__free(host);
                 return lithe__fail(LITHE_ERR_VALUE, "%s: label %lld of row %lld outside [0, %lld)", fn, (long long)l,
                                    (long long)i, (long long)C);
+            }
         }
+        lithe__free(host);
         LITHE__TRY(lithe__tensor_like(G, false, &D));
         s = lithe__op_cce_labels(be, G, T, opts->label_smoothing, opts->has_missing_value, opts->missing_value,
                                  opts->unnormalized ? 1.0f : (float)B, D);

@@ -256,7 +256,9 @@ static int train_mnist(const mnist_opts *o) {
             lithe_backprop *bp = NULL;
             s = lithe_tensor_new(be, LITHE_F32, 2, (int64_t[]){b, D}, &xt);
             if (s == LITHE_OK) s = lithe_tensor_write(xt, X, (size_t)(b * D) * sizeof *X);
-            if (s == LITHE_OK) s = lithe_tensor_from_data(LITHE_I32, 1, (int64_t[]){b}, y, &yt);
+            /* labels on the model's backend, beside the guesses */
+            if (s == LITHE_OK) s = lithe_tensor_new(be, LITHE_I32, 1, (int64_t[]){b}, &yt);
+            if (s == LITHE_OK) s = lithe_tensor_write(yt, y, (size_t)b * sizeof *y);
             if (s == LITHE_OK) s = lithe_value_tensor(xt, &xv);
             if (s == LITHE_OK) s = lithe_model_begin_update(model, xv, &gv, &bp);
             if (s == LITHE_OK) {

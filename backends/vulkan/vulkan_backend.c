@@ -1,0 +1,850 @@
+/* The Vulkan backend's machinery: the loader (dlopen'd, so lithe loads on machines without
+ * Vulkan), instance and device selection, pooled device memory, staging for uploads and
+ * downloads, the recorded command stream and the pipeline cache. The primitives themselves are
+ * in vulkan_ops.c, one compute shader family per file in shaders/.
+ *
+ * Command stream: dispatches and copies are recorded into the current frame's command buffer,
+ * each preceded by a global memory barrier (compute/transfer writes before -> reads and writes
+ * after), and submitted only at synchronisation points (a download, an explicit sync, a
+ * reduction read back to the host) or when a frame grows large, never one submit per op. */
+#include "vulkan_internal.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define VKFAIL(what, r) lithe__fail(LITHE_ERR_BACKEND_VK(r), "vulkan: %s failed (VkResult %d)", what, (int)(r))
+/* Out-of-memory results become LITHE_ERR_OOM; everything else is a backend failure. */
+#define LITHE_ERR_BACKEND_VK(r)                                                                    \
+    (((r) == VK_ERROR_OUT_OF_HOST_MEMORY || (r) == VK_ERROR_OUT_OF_DEVICE_MEMORY) ? LITHE_ERR_OOM \
+                                                                                   : LITHE_ERR_UNSUPPORTED)
+
+/* A frame holds at most this many dispatches before it is submitted (without waiting), so the
+ * descriptor pool is bounded and the device starts work early on long chains. */
+#define FRAME_DISPATCHES 512
+#define STAGE_CHUNK ((VkDeviceSize)16 << 20)
+
+/* ---------------------------------------------------------------------------------------------
+ * Loading and device selection
+ * ------------------------------------------------------------------------------------------- */
+
+static lithe_status load_loader(lithe__vk *vk) {
+    const char *names[] = {"libvulkan.so.1", "libvulkan.so", "libvulkan.1.dylib", "libMoltenVK.dylib"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && !vk->lib; i++) vk->lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!vk->lib)
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "vulkan: no Vulkan loader (libvulkan.so.1) on this machine; "
+                                                  "install one (Debian: libvulkan1 and mesa-vulkan-drivers)");
+    /* dlsym returns void *; the conversion to a function pointer goes through memcpy (ISO C). */
+    void *sym = dlsym(vk->lib, "vkGetInstanceProcAddr");
+    if (!sym) return lithe__fail(LITHE_ERR_UNSUPPORTED, "vulkan: the loader lacks vkGetInstanceProcAddr");
+    memcpy(&vk->fn.vkGetInstanceProcAddr, &sym, sizeof sym);
+#define VK_GLOBAL(f)                                                                               \
+    vk->fn.f = (PFN_##f)vk->fn.vkGetInstanceProcAddr(NULL, #f);                                   \
+    if (!vk->fn.f) return lithe__fail(LITHE_ERR_UNSUPPORTED, "vulkan: the loader lacks %s", #f);
+#define VK_INSTANCE(f)
+#define VK_DEVICE(f)
+#include "vk_functions.def"
+#undef VK_GLOBAL
+#undef VK_INSTANCE
+#undef VK_DEVICE
+    return LITHE_OK;
+}
+
+static lithe_status load_instance_fns(lithe__vk *vk) {
+#define VK_GLOBAL(f)
+#define VK_INSTANCE(f)                                                                             \
+    vk->fn.f = (PFN_##f)vk->fn.vkGetInstanceProcAddr(vk->instance, #f);                           \
+    if (!vk->fn.f) return lithe__fail(LITHE_ERR_UNSUPPORTED, "vulkan: the instance lacks %s", #f);
+#define VK_DEVICE(f)
+#include "vk_functions.def"
+#undef VK_GLOBAL
+#undef VK_INSTANCE
+#undef VK_DEVICE
+    return LITHE_OK;
+}
+
+static lithe_status load_device_fns(lithe__vk *vk) {
+#define VK_GLOBAL(f)
+#define VK_INSTANCE(f)
+#define VK_DEVICE(f)                                                                               \
+    vk->fn.f = (PFN_##f)vk->fn.vkGetDeviceProcAddr(vk->device, #f);                               \
+    if (!vk->fn.f) return lithe__fail(LITHE_ERR_UNSUPPORTED, "vulkan: the device lacks %s", #f);
+#include "vk_functions.def"
+#undef VK_GLOBAL
+#undef VK_INSTANCE
+#undef VK_DEVICE
+    return LITHE_OK;
+}
+
+/* Preference among device types: discrete GPUs first, CPU implementations (lavapipe) last. */
+static int type_rank(VkPhysicalDeviceType t) {
+    switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 0;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 1;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 3;
+    default: return 4;
+    }
+}
+
+static bool compute_family(lithe__vk *vk, VkPhysicalDevice pd, uint32_t *family) {
+    uint32_t n = 0;
+    vk->fn.vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, NULL);
+    VkQueueFamilyProperties q[16];
+    if (n > 16) n = 16;
+    vk->fn.vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, q);
+    /* a compute family without graphics (an async compute queue) first, then any with compute */
+    for (int pass = 0; pass < 2; pass++)
+        for (uint32_t i = 0; i < n; i++)
+            if ((q[i].queueFlags & VK_QUEUE_COMPUTE_BIT) && (pass || !(q[i].queueFlags & VK_QUEUE_GRAPHICS_BIT))) {
+                *family = i;
+                return true;
+            }
+    return false;
+}
+
+/* Picks the physical device for `sel` (NULL/"": the best by type; digits: that index; else the
+ * first whose name contains it). */
+static lithe_status pick_device(lithe__vk *vk, const char *sel) {
+    uint32_t n = 0;
+    VkResult r = vk->fn.vkEnumeratePhysicalDevices(vk->instance, &n, NULL);
+    if (r != VK_SUCCESS) return VKFAIL("vkEnumeratePhysicalDevices", r);
+    if (n == 0)
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "vulkan: the loader found no Vulkan device (no driver installed? "
+                                                  "Debian: mesa-vulkan-drivers gives lavapipe on the CPU)");
+    VkPhysicalDevice pds[16];
+    if (n > 16) n = 16;
+    r = vk->fn.vkEnumeratePhysicalDevices(vk->instance, &n, pds);
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE) return VKFAIL("vkEnumeratePhysicalDevices", r);
+    int best = -1, best_rank = 99;
+    bool by_index = sel && *sel && strspn(sel, "0123456789") == strlen(sel);
+    for (uint32_t i = 0; i < n; i++) {
+        VkPhysicalDeviceProperties p;
+        vk->fn.vkGetPhysicalDeviceProperties(pds[i], &p);
+        uint32_t fam;
+        if (!compute_family(vk, pds[i], &fam)) continue;
+        if (by_index) {
+            if ((uint32_t)atoi(sel) == i) best = (int)i;
+        } else if (sel && *sel) {
+            if (strstr(p.deviceName, sel) && best < 0) best = (int)i;
+        } else if (type_rank(p.deviceType) < best_rank) {
+            best = (int)i;
+            best_rank = type_rank(p.deviceType);
+        }
+    }
+    if (best < 0)
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "vulkan: no device with a compute queue matches '%s' (%u devices)",
+                           sel && *sel ? sel : "(any)", n);
+    vk->phys = pds[best];
+    vk->fn.vkGetPhysicalDeviceProperties(vk->phys, &vk->props);
+    vk->fn.vkGetPhysicalDeviceMemoryProperties(vk->phys, &vk->memprops);
+    compute_family(vk, vk->phys, &vk->queue_family);
+    snprintf(vk->device_name, sizeof vk->device_name, "%s", vk->props.deviceName);
+    return LITHE_OK;
+}
+
+static bool find_mem_type(const lithe__vk *vk, uint32_t bits, VkMemoryPropertyFlags want, uint32_t *out) {
+    for (uint32_t i = 0; i < vk->memprops.memoryTypeCount; i++)
+        if ((bits & (1u << i)) && (vk->memprops.memoryTypes[i].propertyFlags & want) == want) {
+            *out = i;
+            return true;
+        }
+    return false;
+}
+
+/* A buffer with its own memory: device-local (preferred) or host-visible coherent (staging). */
+static lithe_status make_buffer(lithe__vk *vk, VkDeviceSize size, bool host, VkBuffer *buf, VkDeviceMemory *mem,
+                                void **map) {
+    VkBufferCreateInfo bi = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+                             .size = size,
+                             .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                                      VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                             .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
+    VkResult r = vk->fn.vkCreateBuffer(vk->device, &bi, NULL, buf);
+    if (r != VK_SUCCESS) return VKFAIL("vkCreateBuffer", r);
+    VkMemoryRequirements req;
+    vk->fn.vkGetBufferMemoryRequirements(vk->device, *buf, &req);
+    uint32_t type;
+    bool ok = host ? find_mem_type(vk, req.memoryTypeBits,
+                                   VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, &type)
+                   : (find_mem_type(vk, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, &type) ||
+                      find_mem_type(vk, req.memoryTypeBits, 0, &type));
+    if (!ok) {
+        vk->fn.vkDestroyBuffer(vk->device, *buf, NULL);
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "vulkan: no %s memory type for a buffer",
+                           host ? "host-visible coherent" : "device");
+    }
+    VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                               .allocationSize = req.size,
+                               .memoryTypeIndex = type};
+    r = vk->fn.vkAllocateMemory(vk->device, &ai, NULL, mem);
+    if (r != VK_SUCCESS) {
+        vk->fn.vkDestroyBuffer(vk->device, *buf, NULL);
+        return r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY
+                   ? lithe__fail(LITHE_ERR_OOM, "vulkan: out of %s memory allocating %llu bytes",
+                                 host ? "staging" : "device", (unsigned long long)size)
+                   : VKFAIL("vkAllocateMemory", r);
+    }
+    vk->fn.vkBindBufferMemory(vk->device, *buf, *mem, 0);
+    if (map) {
+        r = vk->fn.vkMapMemory(vk->device, *mem, 0, VK_WHOLE_SIZE, 0, map);
+        if (r != VK_SUCCESS) {
+            vk->fn.vkDestroyBuffer(vk->device, *buf, NULL);
+            vk->fn.vkFreeMemory(vk->device, *mem, NULL);
+            return VKFAIL("vkMapMemory", r);
+        }
+    }
+    return LITHE_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Pooled device memory: blocks of block_size bytes, each with a sorted, coalesced free list.
+ * Allocations are aligned to `align` (>= minStorageBufferOffsetAlignment), so every allocation
+ * can be bound at its own offset; views inside it are reached through push-constant offsets.
+ * ------------------------------------------------------------------------------------------- */
+
+static bool range_insert(vk_block *b, size_t at, vk_range r) {
+    if (b->n_free == b->cap_free) {
+        size_t cap = b->cap_free ? b->cap_free * 2 : 16;
+        vk_range *v = lithe__realloc(b->free, cap * sizeof *v);
+        if (!v) return false;
+        b->free = v;
+        b->cap_free = cap;
+    }
+    memmove(b->free + at + 1, b->free + at, (b->n_free - at) * sizeof *b->free);
+    b->free[at] = r;
+    b->n_free++;
+    return true;
+}
+
+static void range_remove(vk_block *b, size_t at) {
+    memmove(b->free + at, b->free + at + 1, (b->n_free - at - 1) * sizeof *b->free);
+    b->n_free--;
+}
+
+static bool block_take(vk_block *b, VkDeviceSize size, VkDeviceSize *off) {
+    for (size_t i = 0; i < b->n_free; i++)
+        if (b->free[i].size >= size) {
+            *off = b->free[i].off;
+            b->free[i].off += size;
+            b->free[i].size -= size;
+            if (b->free[i].size == 0) range_remove(b, i);
+            return true;
+        }
+    return false;
+}
+
+static bool block_give(vk_block *b, VkDeviceSize off, VkDeviceSize size) {
+    size_t i = 0;
+    while (i < b->n_free && b->free[i].off < off) i++;
+    bool join_prev = i > 0 && b->free[i - 1].off + b->free[i - 1].size == off;
+    bool join_next = i < b->n_free && off + size == b->free[i].off;
+    if (join_prev && join_next) {
+        b->free[i - 1].size += size + b->free[i].size;
+        range_remove(b, i);
+    } else if (join_prev) {
+        b->free[i - 1].size += size;
+    } else if (join_next) {
+        b->free[i].off = off;
+        b->free[i].size += size;
+    } else {
+        return range_insert(b, i, (vk_range){off, size});
+    }
+    return true;
+}
+
+static void block_destroy(lithe__vk *vk, vk_block *b) {
+    if (!b) return;
+    vk->fn.vkDestroyBuffer(vk->device, b->buf, NULL);
+    vk->fn.vkFreeMemory(vk->device, b->mem, NULL);
+    lithe__free(b->free);
+    lithe__free(b);
+}
+
+static lithe_status block_new(lithe__vk *vk, VkDeviceSize size, bool dedicated, vk_block **out) {
+    vk_block *b = lithe__calloc(1, sizeof *b);
+    if (!b) return lithe__oom("vulkan block", sizeof *b);
+    lithe_status s = make_buffer(vk, size, false, &b->buf, &b->mem, NULL);
+    if (s != LITHE_OK) {
+        lithe__free(b);
+        return s;
+    }
+    b->size = size;
+    b->dedicated = dedicated;
+    if (!dedicated && !range_insert(b, 0, (vk_range){0, size})) {
+        block_destroy(vk, b);
+        return lithe__oom("vulkan free list", 16 * sizeof(vk_range));
+    }
+    vk_block **v = lithe__realloc(vk->blocks, (vk->n_blocks + 1) * sizeof *v);
+    if (!v) {
+        block_destroy(vk, b);
+        return lithe__oom("vulkan block list", (vk->n_blocks + 1) * sizeof *v);
+    }
+    vk->blocks = v;
+    vk->blocks[vk->n_blocks++] = b;
+    *out = b;
+    return LITHE_OK;
+}
+
+static lithe_status vk_alloc(lithe_backend *be, size_t nbytes, void **out) {
+    lithe__vk *vk = lithe__vk_of(be);
+    *out = NULL;
+    lithe__vk_alloc *a = lithe__calloc(1, sizeof *a);
+    if (!a) return lithe__oom("vulkan allocation", sizeof *a);
+    if (nbytes == 0) {
+        *out = a;
+        return LITHE_OK;
+    }
+    if (nbytes > vk->max_range) {
+        lithe__free(a);
+        return lithe__fail(LITHE_ERR_UNSUPPORTED,
+                           "vulkan: a tensor of %zu bytes exceeds the device's largest storage buffer (%llu bytes, %s)",
+                           nbytes, (unsigned long long)vk->max_range, vk->device_name);
+    }
+    /* round up to the alignment (and to 4 bytes, so shaders address whole words) */
+    VkDeviceSize size = ((VkDeviceSize)nbytes + vk->align - 1) / vk->align * vk->align;
+    a->size = size;
+    if (size > vk->block_size / 2) {
+        lithe_status s = block_new(vk, size, true, &a->block);
+        if (s != LITHE_OK) {
+            lithe__free(a);
+            return s;
+        }
+        a->off = 0;
+        *out = a;
+        return LITHE_OK;
+    }
+    for (size_t i = 0; i < vk->n_blocks; i++)
+        if (!vk->blocks[i]->dedicated && block_take(vk->blocks[i], size, &a->off)) {
+            a->block = vk->blocks[i];
+            *out = a;
+            return LITHE_OK;
+        }
+    vk_block *b = NULL;
+    lithe_status s = block_new(vk, vk->block_size, false, &b);
+    if (s != LITHE_OK) {
+        lithe__free(a);
+        return s;
+    }
+    block_take(b, size, &a->off);
+    a->block = b;
+    *out = a;
+    return LITHE_OK;
+}
+
+/* Wait for pending work before a dedicated block's memory goes back to the driver. */
+static lithe_status wait_all(lithe__vk *vk);
+
+static void vk_free(lithe_backend *be, void *ptr) {
+    lithe__vk *vk = lithe__vk_of(be);
+    lithe__vk_alloc *a = ptr;
+    if (!a) return;
+    if (a->block && a->block->dedicated) {
+        /* the device may still read it: finish what was recorded first (an error here has no
+         * caller to go to; the block is released regardless once the device is idle) */
+        lithe_status s = lithe__vk_finish(be);
+        if (s != LITHE_OK) wait_all(vk);
+        for (size_t i = 0; i < vk->n_blocks; i++)
+            if (vk->blocks[i] == a->block) {
+                vk->blocks[i] = vk->blocks[--vk->n_blocks];
+                break;
+            }
+        block_destroy(vk, a->block);
+    } else if (a->block) {
+        /* Memory returned to the pool may be handed out again while recorded commands still use
+         * it: safe, because every later command is ordered after them by the barrier that
+         * precedes it. If the free list cannot grow, the range is lost (never reused). */
+        block_give(a->block, a->off, a->size);
+    }
+    lithe__free(a);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Frames, recording and submission
+ * ------------------------------------------------------------------------------------------- */
+
+static void barrier(lithe__vk *vk, VkCommandBuffer cmd) {
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                          .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                          .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                                           VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT};
+    VkPipelineStageFlags st = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+    vk->fn.vkCmdPipelineBarrier(cmd, st, st, 0, 1, &mb, 0, NULL, 0, NULL);
+}
+
+/* Waits for frame f's submission and recycles its descriptor pool and staging arena. */
+static lithe_status frame_wait(lithe__vk *vk, vk_frame *f) {
+    if (!f->submitted) return LITHE_OK;
+    VkResult r = vk->fn.vkWaitForFences(vk->device, 1, &f->fence, VK_TRUE, UINT64_MAX);
+    if (r != VK_SUCCESS) return VKFAIL("vkWaitForFences", r);
+    vk->fn.vkResetFences(vk->device, 1, &f->fence);
+    f->submitted = false;
+    vk->fn.vkResetDescriptorPool(vk->device, f->pool, 0);
+    for (size_t i = 0; i < f->n_chunks; i++) f->chunks[i].used = 0;
+    return LITHE_OK;
+}
+
+static lithe_status wait_all(lithe__vk *vk) {
+    lithe_status first = LITHE_OK;
+    for (unsigned i = 0; i < LITHE__VK_FRAMES; i++) {
+        lithe_status s = frame_wait(vk, &vk->frames[i]);
+        if (first == LITHE_OK) first = s;
+    }
+    return first;
+}
+
+/* The command buffer being recorded, beginning one (on a free frame) when none is. */
+static lithe_status current_cmd(lithe__vk *vk, VkCommandBuffer *out) {
+    vk_frame *f = &vk->frames[vk->frame];
+    if (!f->recording) {
+        LITHE__TRY(frame_wait(vk, f));
+        vk->fn.vkResetCommandBuffer(f->cmd, 0);
+        VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                       .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+        VkResult r = vk->fn.vkBeginCommandBuffer(f->cmd, &bi);
+        if (r != VK_SUCCESS) return VKFAIL("vkBeginCommandBuffer", r);
+        f->recording = true;
+        f->n_dispatches = 0;
+        /* orders this frame after earlier submissions on the queue (host writes to staging are
+         * made visible by the submission itself) */
+        barrier(vk, f->cmd);
+    }
+    *out = f->cmd;
+    return LITHE_OK;
+}
+
+/* Submits the frame being recorded (if any) and moves on to the next frame; no wait. */
+static lithe_status submit(lithe__vk *vk) {
+    vk_frame *f = &vk->frames[vk->frame];
+    if (!f->recording) return LITHE_OK;
+    f->recording = false;
+    VkResult r = vk->fn.vkEndCommandBuffer(f->cmd);
+    if (r != VK_SUCCESS) return VKFAIL("vkEndCommandBuffer", r);
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &f->cmd};
+    r = vk->fn.vkQueueSubmit(vk->queue, 1, &si, f->fence);
+    if (r != VK_SUCCESS) return VKFAIL("vkQueueSubmit", r);
+    f->submitted = true;
+    vk->n_submits++;
+    vk->frame = (vk->frame + 1) % LITHE__VK_FRAMES;
+    return LITHE_OK;
+}
+
+lithe_status lithe__vk_finish(lithe_backend *be) {
+    lithe__vk *vk = lithe__vk_of(be);
+    LITHE__TRY(submit(vk));
+    return wait_all(vk);
+}
+
+/* Staging space of n bytes in the current frame's arena. */
+static lithe_status stage(lithe__vk *vk, VkDeviceSize n, vk_stage_chunk **chunk, VkDeviceSize *off) {
+    vk_frame *f = &vk->frames[vk->frame];
+    n = (n + 15) & ~(VkDeviceSize)15;
+    for (size_t i = 0; i < f->n_chunks; i++)
+        if (f->chunks[i].size - f->chunks[i].used >= n) {
+            *chunk = &f->chunks[i];
+            *off = f->chunks[i].used;
+            f->chunks[i].used += n;
+            return LITHE_OK;
+        }
+    vk_stage_chunk *v = lithe__realloc(f->chunks, (f->n_chunks + 1) * sizeof *v);
+    if (!v) return lithe__oom("vulkan staging list", (f->n_chunks + 1) * sizeof *v);
+    f->chunks = v;
+    vk_stage_chunk *c = &f->chunks[f->n_chunks];
+    memset(c, 0, sizeof *c);
+    c->size = n > STAGE_CHUNK ? n : STAGE_CHUNK;
+    LITHE__TRY(make_buffer(vk, c->size, true, &c->buf, &c->mem, &c->map));
+    f->n_chunks++;
+    c->used = n;
+    *chunk = c;
+    *off = 0;
+    return LITHE_OK;
+}
+
+static lithe_status vk_upload(lithe_backend *be, void *dst, size_t dst_off, const void *src, size_t n) {
+    lithe__vk *vk = lithe__vk_of(be);
+    lithe__vk_alloc *a = dst;
+    if (!n) return LITHE_OK;
+    if (!a->block || dst_off + n > a->size)
+        return lithe__fail(LITHE_ERR_INVALID_ARG, "vulkan upload: %zu bytes at %zu outside an allocation of %llu",
+                           n, dst_off, (unsigned long long)a->size);
+    VkCommandBuffer cmd = VK_NULL_HANDLE;
+    LITHE__TRY(current_cmd(vk, &cmd)); /* first: it may recycle this frame's arena */
+    vk_stage_chunk *c;
+    VkDeviceSize off;
+    LITHE__TRY(stage(vk, n, &c, &off));
+    memcpy((char *)c->map + off, src, n);
+    barrier(vk, cmd);
+    VkBufferCopy region = {off, a->off + dst_off, n};
+    vk->fn.vkCmdCopyBuffer(cmd, c->buf, a->block->buf, 1, &region);
+    return LITHE_OK;
+}
+
+static lithe_status vk_download(lithe_backend *be, void *dst, const void *src, size_t src_off, size_t n) {
+    lithe__vk *vk = lithe__vk_of(be);
+    const lithe__vk_alloc *a = src;
+    if (!n) return LITHE_OK;
+    if (!a->block || src_off + n > a->size)
+        return lithe__fail(LITHE_ERR_INVALID_ARG, "vulkan download: %zu bytes at %zu outside an allocation of %llu",
+                           n, src_off, (unsigned long long)a->size);
+    VkCommandBuffer cmd = VK_NULL_HANDLE;
+    LITHE__TRY(current_cmd(vk, &cmd));
+    vk_stage_chunk *c;
+    VkDeviceSize off;
+    LITHE__TRY(stage(vk, n, &c, &off));
+    barrier(vk, cmd);
+    VkBufferCopy region = {a->off + src_off, off, n};
+    vk->fn.vkCmdCopyBuffer(cmd, a->block->buf, c->buf, 1, &region);
+    /* the copy's writes reach the host once the fence signals (submission and fence wait make
+     * device writes to coherent memory visible) */
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                          .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+                          .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
+    vk->fn.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, NULL,
+                                0, NULL);
+    unsigned frame = vk->frame;
+    LITHE__TRY(submit(vk));
+    LITHE__TRY(frame_wait(vk, &vk->frames[frame]));
+    /* frame_wait recycled the arena, but nothing else has written to it since */
+    memcpy(dst, (const char *)c->map + off, n);
+    return LITHE_OK;
+}
+
+static lithe_status vk_sync(lithe_backend *be) { return lithe__vk_finish(be); }
+
+lithe_status lithe__vk_copy_bytes(lithe_backend *be, lithe__vk_alloc *dst, VkDeviceSize dst_off,
+                                  const lithe__vk_alloc *src, VkDeviceSize src_off, VkDeviceSize nbytes) {
+    lithe__vk *vk = lithe__vk_of(be);
+    if (!nbytes) return LITHE_OK;
+    VkCommandBuffer cmd = VK_NULL_HANDLE;
+    LITHE__TRY(current_cmd(vk, &cmd));
+    barrier(vk, cmd);
+    VkBufferCopy region = {src->off + src_off, dst->off + dst_off, nbytes};
+    vk->fn.vkCmdCopyBuffer(cmd, src->block->buf, dst->block->buf, 1, &region);
+    return LITHE_OK;
+}
+
+lithe_status lithe__vk_fill_words(lithe_backend *be, lithe__vk_alloc *dst, VkDeviceSize off, VkDeviceSize nbytes,
+                                  uint32_t pattern) {
+    lithe__vk *vk = lithe__vk_of(be);
+    if (!nbytes) return LITHE_OK;
+    VkCommandBuffer cmd = VK_NULL_HANDLE;
+    LITHE__TRY(current_cmd(vk, &cmd));
+    barrier(vk, cmd);
+    vk->fn.vkCmdFillBuffer(cmd, dst->block->buf, dst->off + off, nbytes, pattern);
+    return LITHE_OK;
+}
+
+lithe_status lithe__vk_scratch(lithe_backend *be, size_t nbytes, lithe_tensor **out) {
+    int64_t n = (int64_t)((nbytes + 3) / 4);
+    return lithe__tensor_alloc(be, LITHE_U32, 1, &n, false, out);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Pipelines: one per (shader, specialization constants), created on first use.
+ * ------------------------------------------------------------------------------------------- */
+
+static lithe_status get_pipeline(lithe__vk *vk, const char *shader, const uint32_t spec[LITHE__VK_SPEC],
+                                 VkPipeline *out) {
+    static const uint32_t zero[LITHE__VK_SPEC] = {0};
+    if (!spec) spec = zero;
+    for (size_t i = 0; i < vk->n_pipes; i++)
+        if (vk->pipes[i].shader == shader && !memcmp(vk->pipes[i].spec, spec, sizeof zero)) {
+            *out = vk->pipes[i].pipe;
+            return LITHE_OK;
+        }
+    const lithe__vk_shader *sh = NULL;
+    for (size_t i = 0; i < lithe__vk_shader_count; i++)
+        if (!strcmp(lithe__vk_shaders[i].name, shader)) sh = &lithe__vk_shaders[i];
+    if (!sh) return lithe__fail(LITHE_ERR_UNSUPPORTED, "vulkan: no shader '%s' in this build", shader);
+    if (vk->n_pipes == vk->cap_pipes) {
+        size_t cap = vk->cap_pipes ? vk->cap_pipes * 2 : 32;
+        vk_pipeline *v = lithe__realloc(vk->pipes, cap * sizeof *v);
+        if (!v) return lithe__oom("vulkan pipeline list", cap * sizeof *v);
+        vk->pipes = v;
+        vk->cap_pipes = cap;
+    }
+    VkShaderModuleCreateInfo mi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+                                   .codeSize = sh->size,
+                                   .pCode = sh->code};
+    VkShaderModule mod;
+    VkResult r = vk->fn.vkCreateShaderModule(vk->device, &mi, NULL, &mod);
+    if (r != VK_SUCCESS) return VKFAIL("vkCreateShaderModule", r);
+    VkSpecializationMapEntry me[LITHE__VK_SPEC];
+    for (uint32_t i = 0; i < LITHE__VK_SPEC; i++) me[i] = (VkSpecializationMapEntry){i, i * 4, 4};
+    VkSpecializationInfo si = {LITHE__VK_SPEC, me, sizeof zero, spec};
+    VkComputePipelineCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                  .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                  .module = mod,
+                  .pName = "main",
+                  .pSpecializationInfo = &si},
+        .layout = vk->layout};
+    VkPipeline p;
+    r = vk->fn.vkCreateComputePipelines(vk->device, vk->cache, 1, &ci, NULL, &p);
+    vk->fn.vkDestroyShaderModule(vk->device, mod, NULL);
+    if (r != VK_SUCCESS)
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "vulkan: creating the pipeline of shader '%s' failed (VkResult %d)",
+                           shader, (int)r);
+    vk_pipeline *e = &vk->pipes[vk->n_pipes++];
+    e->shader = shader;
+    memcpy(e->spec, spec, sizeof zero);
+    e->pipe = p;
+    *out = p;
+    return LITHE_OK;
+}
+
+lithe_status lithe__vk_dispatch(lithe_backend *be, const char *op, const char *shader,
+                                const uint32_t spec[LITHE__VK_SPEC], lithe__vk_push *push,
+                                const lithe_tensor *const *bind, size_t n_bind, uint32_t gx, uint32_t gy) {
+    lithe__vk *vk = lithe__vk_of(be);
+    if (gx == 0 || gy == 0) return LITHE_OK;
+    uint32_t maxg = vk->props.limits.maxComputeWorkGroupCount[0] < vk->props.limits.maxComputeWorkGroupCount[1]
+                        ? vk->props.limits.maxComputeWorkGroupCount[0]
+                        : vk->props.limits.maxComputeWorkGroupCount[1];
+    if (gx > maxg || gy > maxg)
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "vulkan %s: %u x %u workgroups exceed the device's limit %u", op,
+                           gx, gy, maxg);
+    VkPipeline pipe = VK_NULL_HANDLE;
+    LITHE__TRY(get_pipeline(vk, shader, spec, &pipe));
+    if (vk->frames[vk->frame].recording && vk->frames[vk->frame].n_dispatches >= FRAME_DISPATCHES)
+        LITHE__TRY(submit(vk));
+    VkCommandBuffer cmd = VK_NULL_HANDLE;
+    LITHE__TRY(current_cmd(vk, &cmd));
+    vk_frame *f = &vk->frames[vk->frame];
+    VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                                      .descriptorPool = f->pool,
+                                      .descriptorSetCount = 1,
+                                      .pSetLayouts = &vk->dsl};
+    VkDescriptorSet set;
+    VkResult r = vk->fn.vkAllocateDescriptorSets(vk->device, &ai, &set);
+    if (r != VK_SUCCESS) return VKFAIL("vkAllocateDescriptorSets", r);
+    VkDescriptorBufferInfo bi[LITHE__VK_BINDINGS];
+    VkWriteDescriptorSet w[LITHE__VK_BINDINGS];
+    for (uint32_t b = 0; b < LITHE__VK_BINDINGS; b++) {
+        const lithe_tensor *t = b < n_bind ? bind[b] : NULL;
+        const lithe__vk_alloc *a = t ? lithe__vk_mem(t) : NULL;
+        if (a && a->block) {
+            bi[b] = (VkDescriptorBufferInfo){a->block->buf, a->off, a->size};
+            push->u[10 + b] = (uint32_t)(((size_t)t->offset * lithe_dtype_size(t->dtype)) / 4);
+        } else {
+            bi[b] = (VkDescriptorBufferInfo){vk->dummy_buf, vk->dummy->off, vk->dummy->size};
+            push->u[10 + b] = 0;
+        }
+        w[b] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                                      .dstSet = set,
+                                      .dstBinding = b,
+                                      .descriptorCount = 1,
+                                      .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                      .pBufferInfo = &bi[b]};
+    }
+    vk->fn.vkUpdateDescriptorSets(vk->device, LITHE__VK_BINDINGS, w, 0, NULL);
+    barrier(vk, cmd);
+    vk->fn.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
+    vk->fn.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, vk->layout, 0, 1, &set, 0, NULL);
+    vk->fn.vkCmdPushConstants(cmd, vk->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof *push, push);
+    vk->fn.vkCmdDispatch(cmd, gx, gy, 1);
+    f->n_dispatches++;
+    return LITHE_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Creation
+ * ------------------------------------------------------------------------------------------- */
+
+static lithe_status create_context(lithe__vk *vk, const char *sel) {
+    LITHE__TRY(load_loader(vk));
+    VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+                             .pApplicationName = "lithe",
+                             .pEngineName = "lithe",
+                             .apiVersion = VK_API_VERSION_1_1};
+    VkInstanceCreateInfo ii = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, .pApplicationInfo = &app};
+    VkResult r = vk->fn.vkCreateInstance(&ii, NULL, &vk->instance);
+    if (r == VK_ERROR_INCOMPATIBLE_DRIVER)
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "vulkan: no Vulkan 1.1 driver found (VK_ERROR_INCOMPATIBLE_DRIVER)");
+    if (r != VK_SUCCESS) return VKFAIL("vkCreateInstance", r);
+    LITHE__TRY(load_instance_fns(vk));
+    LITHE__TRY(pick_device(vk, sel));
+    float prio = 1.0f;
+    VkDeviceQueueCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+                                  .queueFamilyIndex = vk->queue_family,
+                                  .queueCount = 1,
+                                  .pQueuePriorities = &prio};
+    VkDeviceCreateInfo di = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .queueCreateInfoCount = 1, .pQueueCreateInfos = &qi};
+    r = vk->fn.vkCreateDevice(vk->phys, &di, NULL, &vk->device);
+    if (r != VK_SUCCESS) return VKFAIL("vkCreateDevice", r);
+    LITHE__TRY(load_device_fns(vk));
+    vk->fn.vkGetDeviceQueue(vk->device, vk->queue_family, 0, &vk->queue);
+
+    const VkPhysicalDeviceLimits *L = &vk->props.limits;
+    if (L->maxComputeWorkGroupInvocations < 256 || L->maxComputeSharedMemorySize < 16384 ||
+        L->maxPushConstantsSize < sizeof(lithe__vk_push))
+        return lithe__fail(LITHE_ERR_UNSUPPORTED,
+                           "vulkan: device %s is too small (workgroup %u invocations, %u bytes shared, %u bytes push "
+                           "constants; lithe needs 256, 16384, 128)",
+                           vk->device_name, L->maxComputeWorkGroupInvocations, L->maxComputeSharedMemorySize,
+                           L->maxPushConstantsSize);
+    vk->align = L->minStorageBufferOffsetAlignment > 256 ? L->minStorageBufferOffsetAlignment : 256;
+    vk->max_range = L->maxStorageBufferRange;
+    vk->block_size = (VkDeviceSize)64 << 20;
+    if (vk->block_size > vk->max_range) vk->block_size = vk->max_range / vk->align * vk->align;
+
+    VkDescriptorSetLayoutBinding lb[LITHE__VK_BINDINGS];
+    for (uint32_t b = 0; b < LITHE__VK_BINDINGS; b++)
+        lb[b] = (VkDescriptorSetLayoutBinding){b, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, NULL};
+    VkDescriptorSetLayoutCreateInfo li = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+                                          .bindingCount = LITHE__VK_BINDINGS,
+                                          .pBindings = lb};
+    r = vk->fn.vkCreateDescriptorSetLayout(vk->device, &li, NULL, &vk->dsl);
+    if (r != VK_SUCCESS) return VKFAIL("vkCreateDescriptorSetLayout", r);
+    VkPushConstantRange pr = {VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(lithe__vk_push)};
+    VkPipelineLayoutCreateInfo pli = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+                                      .setLayoutCount = 1,
+                                      .pSetLayouts = &vk->dsl,
+                                      .pushConstantRangeCount = 1,
+                                      .pPushConstantRanges = &pr};
+    r = vk->fn.vkCreatePipelineLayout(vk->device, &pli, NULL, &vk->layout);
+    if (r != VK_SUCCESS) return VKFAIL("vkCreatePipelineLayout", r);
+    VkPipelineCacheCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+    r = vk->fn.vkCreatePipelineCache(vk->device, &pci, NULL, &vk->cache);
+    if (r != VK_SUCCESS) return VKFAIL("vkCreatePipelineCache", r);
+
+    VkCommandPoolCreateInfo cpi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                   .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+                                   .queueFamilyIndex = vk->queue_family};
+    r = vk->fn.vkCreateCommandPool(vk->device, &cpi, NULL, &vk->cmd_pool);
+    if (r != VK_SUCCESS) return VKFAIL("vkCreateCommandPool", r);
+    for (unsigned i = 0; i < LITHE__VK_FRAMES; i++) {
+        vk_frame *f = &vk->frames[i];
+        VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                          .commandPool = vk->cmd_pool,
+                                          .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                          .commandBufferCount = 1};
+        r = vk->fn.vkAllocateCommandBuffers(vk->device, &ai, &f->cmd);
+        if (r != VK_SUCCESS) return VKFAIL("vkAllocateCommandBuffers", r);
+        VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+        r = vk->fn.vkCreateFence(vk->device, &fi, NULL, &f->fence);
+        if (r != VK_SUCCESS) return VKFAIL("vkCreateFence", r);
+        VkDescriptorPoolSize ps = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, FRAME_DISPATCHES * LITHE__VK_BINDINGS};
+        VkDescriptorPoolCreateInfo dpi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+                                          .maxSets = FRAME_DISPATCHES,
+                                          .poolSizeCount = 1,
+                                          .pPoolSizes = &ps};
+        r = vk->fn.vkCreateDescriptorPool(vk->device, &dpi, NULL, &f->pool);
+        if (r != VK_SUCCESS) return VKFAIL("vkCreateDescriptorPool", r);
+    }
+    return LITHE_OK;
+}
+
+static lithe_backend_ops vk_ops_storage;
+static void init_ops(void) {
+    vk_ops_storage.alloc = vk_alloc;
+    vk_ops_storage.free = vk_free;
+    vk_ops_storage.upload = vk_upload;
+    vk_ops_storage.download = vk_download;
+    vk_ops_storage.sync = vk_sync;
+    lithe__vk_fill_ops(&vk_ops_storage);
+}
+
+/* The table is the same for every device; filled once. */
+static const lithe_backend_ops *vk_ops_table(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, init_ops);
+    return &vk_ops_storage;
+}
+
+/* Backends made so far, one per selection string; never freed (the library owns them). */
+#define MAX_VK_BACKENDS 8
+static struct {
+    char sel[64];
+    lithe_backend *be;
+} made[MAX_VK_BACKENDS];
+static size_t n_made;
+static pthread_mutex_t made_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void destroy_context(lithe__vk *vk) {
+    if (!vk) return;
+    if (vk->device) {
+        vk->fn.vkDeviceWaitIdle(vk->device);
+        for (unsigned i = 0; i < LITHE__VK_FRAMES; i++) {
+            vk_frame *f = &vk->frames[i];
+            for (size_t c = 0; c < f->n_chunks; c++) {
+                vk->fn.vkDestroyBuffer(vk->device, f->chunks[c].buf, NULL);
+                vk->fn.vkFreeMemory(vk->device, f->chunks[c].mem, NULL);
+            }
+            lithe__free(f->chunks);
+            if (f->fence) vk->fn.vkDestroyFence(vk->device, f->fence, NULL);
+            if (f->pool) vk->fn.vkDestroyDescriptorPool(vk->device, f->pool, NULL);
+        }
+        if (vk->cmd_pool) vk->fn.vkDestroyCommandPool(vk->device, vk->cmd_pool, NULL);
+        for (size_t i = 0; i < vk->n_pipes; i++) vk->fn.vkDestroyPipeline(vk->device, vk->pipes[i].pipe, NULL);
+        if (vk->cache) vk->fn.vkDestroyPipelineCache(vk->device, vk->cache, NULL);
+        if (vk->layout) vk->fn.vkDestroyPipelineLayout(vk->device, vk->layout, NULL);
+        if (vk->dsl) vk->fn.vkDestroyDescriptorSetLayout(vk->device, vk->dsl, NULL);
+        for (size_t i = 0; i < vk->n_blocks; i++) block_destroy(vk, vk->blocks[i]);
+        vk->fn.vkDestroyDevice(vk->device, NULL);
+    }
+    if (vk->instance && vk->fn.vkDestroyInstance) vk->fn.vkDestroyInstance(vk->instance, NULL);
+    lithe__free(vk->pipes);
+    lithe__free(vk->blocks);
+    lithe__free(vk->dummy);
+    /* the loader stays loaded: drivers may have registered atexit handlers */
+    lithe__free(vk);
+}
+
+lithe_status lithe__backend_vulkan(const char *name, lithe_backend **out) {
+    *out = NULL;
+    const char *sel = NULL;
+    if (name[6] == ':') sel = name + 7;
+    else if (name[6] == '\0') sel = getenv("LITHE_VULKAN_DEVICE");
+    else return lithe__fail(LITHE_ERR_NOT_FOUND, "no backend named '%s' (vulkan, vulkan:<index>, vulkan:<name>)", name);
+    if (!sel) sel = "";
+    if (strlen(sel) >= sizeof made[0].sel)
+        return lithe__fail(LITHE_ERR_INVALID_ARG, "vulkan: device selection '%s' is too long", sel);
+    pthread_mutex_lock(&made_lock);
+    for (size_t i = 0; i < n_made; i++)
+        if (!strcmp(made[i].sel, sel)) {
+            *out = made[i].be;
+            pthread_mutex_unlock(&made_lock);
+            return LITHE_OK;
+        }
+    lithe_status s = LITHE_OK;
+    lithe__vk *vk = NULL;
+    lithe_backend *be = NULL;
+    if (n_made == MAX_VK_BACKENDS) {
+        s = lithe__fail(LITHE_ERR_UNSUPPORTED, "vulkan: at most %d device selections per process", MAX_VK_BACKENDS);
+        goto done;
+    }
+    vk = lithe__calloc(1, sizeof *vk);
+    be = lithe__calloc(1, sizeof *be);
+    if (!vk || !be) {
+        s = lithe__oom("vulkan backend", sizeof *vk + sizeof *be);
+        goto done;
+    }
+    s = create_context(vk, sel);
+    if (s != LITHE_OK) goto done;
+    if (name[6] == ':') snprintf(vk->name, sizeof vk->name, "vulkan:%.24s", sel);
+    else snprintf(vk->name, sizeof vk->name, "vulkan");
+    be->name = vk->name;
+    be->host_memory = false;
+    be->ops = vk_ops_table();
+    be->ctx = vk;
+    s = vk_alloc(be, 256, (void **)&vk->dummy);
+    if (s != LITHE_OK) goto done;
+    vk->dummy_buf = vk->dummy->block->buf;
+    snprintf(made[n_made].sel, sizeof made[n_made].sel, "%s", sel);
+    made[n_made++].be = be;
+    *out = be;
+done:
+    if (s != LITHE_OK) {
+        /* keep the message: destroying may call into the driver */
+        destroy_context(vk);
+        lithe__free(be);
+    }
+    pthread_mutex_unlock(&made_lock);
+    return s;
+}
+
+const char *lithe__vk_device_name(const lithe_backend *be);
+const char *lithe__vk_device_name(const lithe_backend *be) { return ((const lithe__vk *)be->ctx)->device_name; }

@@ -1,0 +1,399 @@
+/* The Vulkan backend's primitives: each unpacks its tensors into bindings and push constants
+ * and records one or two dispatches of a shader family (shaders/<family>.comp); nothing runs on
+ * the CPU except the final double-precision sum of sum_squares' per-workgroup partials. Shapes
+ * were checked by the layer, as for every backend; what only this backend limits (sizes past
+ * 32-bit indexing, dtypes a shader lacks) is refused with LITHE_ERR_UNSUPPORTED. */
+#include "vulkan_internal.h"
+
+#include <math.h>
+
+#define WG 256u
+#define MAX_GROUPS 65535u
+
+/* Workgroups for a grid-stride loop over n items (the shaders loop past the cap). */
+static uint32_t groups_for(int64_t n) {
+    int64_t g = (n + WG - 1) / WG;
+    return g > (int64_t)MAX_GROUPS ? MAX_GROUPS : (uint32_t)g;
+}
+
+/* Every index a shader computes is a 32-bit word index. */
+static lithe_status check_size(const char *op, const lithe_tensor *t) {
+    if (t && (uint64_t)t->numel * lithe_dtype_size(t->dtype) / 4 + (uint64_t)t->offset >= UINT32_MAX)
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "vulkan %s: a tensor of %lld elements exceeds 32-bit indexing", op,
+                           (long long)t->numel);
+    return LITHE_OK;
+}
+
+static lithe_status need_f32(const char *op, const lithe_tensor *t) {
+    if (t->dtype != LITHE_F32)
+        return lithe__fail(LITHE_ERR_DTYPE, "vulkan %s: expects float32, got %s", op, lithe_dtype_name(t->dtype));
+    return check_size(op, t);
+}
+
+#define DISPATCH(op, shader, spec, push, gx, gy, ...)                                              \
+    lithe__vk_dispatch(be, op, shader, spec, push, (const lithe_tensor *const[]){__VA_ARGS__},     \
+                       sizeof((const lithe_tensor *const[]){__VA_ARGS__}) / sizeof(const lithe_tensor *), gx, gy)
+
+static const uint32_t SPEC0[LITHE__VK_SPEC] = {0}, SPEC1[LITHE__VK_SPEC] = {1}, SPEC2[LITHE__VK_SPEC] = {2};
+
+static size_t byte_offset(const lithe_tensor *t) { return (size_t)t->offset * lithe_dtype_size(t->dtype); }
+
+/* ---- memory-shaped primitives ---- */
+
+static lithe_status vk_fill(lithe_backend *be, lithe_tensor *Y, float value) {
+    if (value != 0.0f && Y->dtype != LITHE_F32)
+        return lithe__fail(LITHE_ERR_DTYPE, "fill: non-zero fill needs float32");
+    LITHE__TRY(check_size("fill", Y));
+    if (!Y->numel) return LITHE_OK;
+    if (!lithe_tensor_is_contiguous(Y))
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "vulkan fill: strided tensors are not supported");
+    size_t first = byte_offset(Y), nbytes = (size_t)Y->numel * lithe_dtype_size(Y->dtype);
+    uint32_t pattern;
+    memcpy(&pattern, &value, 4);
+    if (first % 4 == 0 && nbytes % 4 == 0) /* the transfer engine's fill: no shader needed */
+        return lithe__vk_fill_words(be, lithe__vk_mem(Y), first, nbytes, pattern);
+    lithe__vk_push p = {.u = {(uint32_t)first, (uint32_t)(first + nbytes), pattern}};
+    return DISPATCH("fill", "fill", SPEC0, &p, groups_for((int64_t)(nbytes / 4 + 2)), 1, Y);
+}
+
+/* The layout block of copy.comp: [ndim, shape[8], strides[8]] for X then Y. */
+static lithe_status vk_copy(lithe_backend *be, lithe_tensor *Y, const lithe_tensor *X) {
+    size_t es = lithe_dtype_size(X->dtype);
+    LITHE__TRY(check_size("copy", X));
+    LITHE__TRY(check_size("copy", Y));
+    if (!X->numel) return LITHE_OK;
+    if (lithe_tensor_is_contiguous(X) && lithe_tensor_is_contiguous(Y))
+        return lithe__vk_copy_bytes(be, lithe__vk_mem(Y), byte_offset(Y), lithe__vk_mem(X), byte_offset(X),
+                                    (size_t)X->numel * es);
+    if (es != 4 && es != 8)
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "vulkan copy: strided views of %s (%zu-byte elements) are not supported",
+                           lithe_dtype_name(X->dtype), es);
+    int32_t lay[34] = {0};
+    const lithe_tensor *ts[2] = {X, Y};
+    for (int s = 0; s < 2; s++) {
+        const lithe_tensor *t = ts[s];
+        lay[s * 17] = t->ndim;
+        for (int d = 0; d < t->ndim; d++) {
+            if (t->shape[d] > INT32_MAX || t->strides[d] > INT32_MAX || t->strides[d] < 0)
+                return lithe__fail(LITHE_ERR_UNSUPPORTED, "vulkan copy: extent %lld or stride %lld outside 32 bits",
+                                   (long long)t->shape[d], (long long)t->strides[d]);
+            lay[s * 17 + 1 + d] = (int32_t)t->shape[d];
+            lay[s * 17 + 9 + d] = (int32_t)t->strides[d];
+        }
+    }
+    lithe_tensor *L = NULL;
+    LITHE__TRY(lithe__vk_scratch(be, sizeof lay, &L));
+    lithe_status s = be->ops->upload(be, L->storage->data, 0, lay, sizeof lay);
+    lithe__vk_push p = {.u = {(uint32_t)(es / 4), (uint32_t)X->numel}};
+    if (s == LITHE_OK) s = DISPATCH("copy", "copy", SPEC0, &p, groups_for(X->numel), 1, Y, X, L);
+    lithe_tensor_release(L); /* safe: later commands are ordered after this dispatch */
+    return s;
+}
+
+static lithe_status vk_cast(lithe_backend *be, lithe_tensor *Y, const lithe_tensor *X) {
+    LITHE__TRY(check_size("cast", X));
+    LITHE__TRY(check_size("cast", Y));
+    if (!X->numel) return LITHE_OK;
+    if (X->dtype == Y->dtype)
+        return lithe__vk_copy_bytes(be, lithe__vk_mem(Y), byte_offset(Y), lithe__vk_mem(X), byte_offset(X),
+                                    (size_t)X->numel * lithe_dtype_size(X->dtype));
+    if (X->dtype == LITHE_U64 || Y->dtype == LITHE_U64 || X->dtype == LITHE_U32 || Y->dtype == LITHE_U32)
+        return lithe__fail(LITHE_ERR_DTYPE, "vulkan cast: %s to %s is not a conversion lithe makes",
+                           lithe_dtype_name(X->dtype), lithe_dtype_name(Y->dtype));
+    lithe__vk_push p = {.u = {(uint32_t)X->dtype, (uint32_t)Y->dtype, (uint32_t)X->numel, (uint32_t)byte_offset(X),
+                              (uint32_t)byte_offset(Y)}};
+    size_t es = lithe_dtype_size(Y->dtype);
+    int64_t items = es < 4 ? (int64_t)(((size_t)X->numel * es + 7) / 4) : X->numel;
+    return DISPATCH("cast", "cast", SPEC0, &p, groups_for(items), 1, Y, X);
+}
+
+/* ---- GEMM ---- */
+
+static lithe_status vk_gemm(lithe_backend *be, bool tA, bool tB, float alpha, const lithe_tensor *A,
+                            const lithe_tensor *B, float beta, lithe_tensor *C) {
+    LITHE__TRY(need_f32("gemm", A));
+    LITHE__TRY(need_f32("gemm", B));
+    LITHE__TRY(need_f32("gemm", C));
+    int64_t M = C->shape[0], N = C->shape[1], K = tA ? A->shape[0] : A->shape[1];
+    if (M == 0 || N == 0) return LITHE_OK;
+    /* one-row tensors may carry any row stride; the kernel only needs it for rows > 0 */
+    int64_t lda = A->shape[0] > 1 ? A->strides[0] : A->shape[1], ldb = B->shape[0] > 1 ? B->strides[0] : B->shape[1],
+            ldc = C->shape[0] > 1 ? C->strides[0] : C->shape[1];
+    if ((A->ndim == 2 && A->shape[1] > 1 && A->strides[1] != 1) || (B->ndim == 2 && B->shape[1] > 1 && B->strides[1] != 1) ||
+        (C->shape[1] > 1 && C->strides[1] != 1))
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "vulkan gemm: columns must be contiguous (row strides only)");
+    if ((M + 63) / 64 > MAX_GROUPS || (N + 63) / 64 > MAX_GROUPS)
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "vulkan gemm: %lld x %lld output is too large", (long long)M,
+                           (long long)N);
+    lithe__vk_push p = {.u = {(uint32_t)M, (uint32_t)N, (uint32_t)K, (uint32_t)lda, (uint32_t)ldb, (uint32_t)ldc},
+                        .f = {alpha, beta}};
+    uint32_t spec[LITHE__VK_SPEC] = {tA, tB};
+    return DISPATCH("gemm", "gemm", spec, &p, (uint32_t)((N + 63) / 64), (uint32_t)((M + 63) / 64), C, A, B);
+}
+
+/* ---- rows and elementwise ---- */
+
+static lithe_status vk_add_row(lithe_backend *be, lithe_tensor *Y, const lithe_tensor *b) {
+    LITHE__TRY(need_f32("add_row", Y));
+    lithe__vk_push p = {.u = {(uint32_t)Y->shape[0], (uint32_t)Y->shape[1]}};
+    return DISPATCH("add_row", "rows", SPEC0, &p, groups_for(Y->shape[1]), 1, Y, b);
+}
+
+static lithe_status vk_sum_rows(lithe_backend *be, const lithe_tensor *X, float beta, lithe_tensor *y) {
+    LITHE__TRY(need_f32("sum_rows", X));
+    lithe__vk_push p = {.u = {(uint32_t)X->shape[0], (uint32_t)X->shape[1]}, .f = {beta}};
+    return DISPATCH("sum_rows", "rows", SPEC1, &p, groups_for(X->shape[1]), 1, y, X);
+}
+
+static lithe_status vk_axpby(lithe_backend *be, float alpha, const lithe_tensor *X, float beta, lithe_tensor *Y) {
+    LITHE__TRY(need_f32("axpby", Y));
+    lithe__vk_push p = {.u = {(uint32_t)Y->numel}, .f = {alpha, beta}};
+    return DISPATCH("axpby", "elementwise", SPEC0, &p, groups_for(Y->numel), 1, Y, X);
+}
+
+static lithe_status vk_mul(lithe_backend *be, const lithe_tensor *A, const lithe_tensor *B, lithe_tensor *Y) {
+    LITHE__TRY(need_f32("mul", Y));
+    lithe__vk_push p = {.u = {(uint32_t)Y->numel}};
+    return DISPATCH("mul", "elementwise", SPEC1, &p, groups_for(Y->numel), 1, Y, A, B);
+}
+
+static lithe_status vk_update_averages(lithe_backend *be, lithe_tensor *ema, const lithe_tensor *W, float decay) {
+    LITHE__TRY(need_f32("update_averages", ema));
+    lithe__vk_push p = {.u = {(uint32_t)W->numel}, .f = {1.0f - decay}};
+    return DISPATCH("update_averages", "elementwise", SPEC2, &p, groups_for(W->numel), 1, ema, W);
+}
+
+/* ---- reductions read back by the host ---- */
+
+static lithe_status vk_sum_squares(lithe_backend *be, const lithe_tensor *X, double *out) {
+    LITHE__TRY(need_f32("sum_squares", X));
+    *out = 0.0;
+    if (!X->numel) return LITHE_OK;
+    uint32_t g = groups_for(X->numel);
+    if (g > 1024) g = 1024; /* partials stay few: the host adds them in double */
+    lithe_tensor *P = NULL;
+    LITHE__TRY(lithe__vk_scratch(be, g * sizeof(float), &P));
+    lithe__vk_push p = {.u = {(uint32_t)X->numel}};
+    lithe_status s = DISPATCH("sum_squares", "reduce", SPEC0, &p, g, 1, P, X);
+    float part[1024];
+    if (s == LITHE_OK) s = be->ops->download(be, part, P->storage->data, 0, g * sizeof(float));
+    lithe_tensor_release(P);
+    if (s != LITHE_OK) return s;
+    double acc = 0.0;
+    for (uint32_t i = 0; i < g; i++) acc += part[i];
+    *out = acc;
+    return LITHE_OK;
+}
+
+static lithe_status vk_any_outside(lithe_backend *be, const lithe_tensor *X, float lo, float hi, int *out) {
+    LITHE__TRY(need_f32("any_outside", X));
+    *out = 0;
+    if (!X->numel) return LITHE_OK;
+    lithe_tensor *F = NULL;
+    LITHE__TRY(lithe__vk_scratch(be, 4, &F));
+    lithe_status s = lithe__vk_fill_words(be, lithe__vk_mem(F), 0, 4, 0);
+    lithe__vk_push p = {.u = {(uint32_t)X->numel}, .f = {lo, hi}};
+    if (s == LITHE_OK) s = DISPATCH("any_outside", "reduce", SPEC1, &p, groups_for(X->numel), 1, F, X);
+    float flag = 0.0f;
+    if (s == LITHE_OK) s = be->ops->download(be, &flag, F->storage->data, 0, sizeof flag);
+    lithe_tensor_release(F);
+    if (s != LITHE_OK) return s;
+    *out = flag != 0.0f;
+    return LITHE_OK;
+}
+
+/* ---- activations, softmax ---- */
+
+static void act_push(lithe__vk_push *p, const lithe__act *a, int64_t n) {
+    p->u[0] = (uint32_t)n;
+    p->u[1] = (uint32_t)a->kind;
+    p->f[0] = a->slope;
+    p->f[1] = a->offset;
+    p->f[2] = a->min_val;
+    p->f[3] = a->max_val;
+    p->f[4] = a->threshold;
+}
+
+static lithe_status vk_act(lithe_backend *be, const lithe__act *a, const lithe_tensor *X, lithe_tensor *Y) {
+    LITHE__TRY(need_f32("act", Y));
+    if ((unsigned)a->kind >= LITHE__ACT_COUNT)
+        return lithe__fail(LITHE_ERR_INVALID_ARG, "vulkan act: unknown activation kind %d", (int)a->kind);
+    lithe__vk_push p = {{0}, {0}};
+    act_push(&p, a, Y->numel);
+    return DISPATCH("act", "act", SPEC0, &p, groups_for(Y->numel), 1, Y, X);
+}
+
+static lithe_status vk_act_backward(lithe_backend *be, const lithe__act *a, const lithe_tensor *dY,
+                                    const lithe_tensor *X, const lithe_tensor *Y, lithe_tensor *dX) {
+    LITHE__TRY(need_f32("act_backward", dX));
+    if ((unsigned)a->kind >= LITHE__ACT_COUNT)
+        return lithe__fail(LITHE_ERR_INVALID_ARG, "vulkan act_backward: unknown activation kind %d", (int)a->kind);
+    lithe__vk_push p = {{0}, {0}};
+    act_push(&p, a, dX->numel);
+    p.u[2] = X != NULL;
+    p.u[3] = Y != NULL;
+    return DISPATCH("act_backward", "act", SPEC1, &p, groups_for(dX->numel), 1, dX, dY, X, Y);
+}
+
+static lithe_status vk_softmax(lithe_backend *be, const lithe_tensor *X, float temperature, lithe_tensor *Y) {
+    LITHE__TRY(need_f32("softmax", Y));
+    lithe__vk_push p = {.u = {(uint32_t)X->shape[0], (uint32_t)X->shape[1]}, .f = {temperature}};
+    uint32_t g = X->shape[0] > (int64_t)MAX_GROUPS ? MAX_GROUPS : (uint32_t)X->shape[0];
+    return DISPATCH("softmax", "softmax", SPEC0, &p, g, 1, Y, X);
+}
+
+static lithe_status vk_softmax_backward(lithe_backend *be, const lithe_tensor *Y, const lithe_tensor *dY,
+                                        float temperature, lithe_tensor *dX) {
+    LITHE__TRY(need_f32("softmax_backward", dX));
+    lithe__vk_push p = {.u = {(uint32_t)Y->shape[0], (uint32_t)Y->shape[1]}, .f = {temperature}};
+    uint32_t g = Y->shape[0] > (int64_t)MAX_GROUPS ? MAX_GROUPS : (uint32_t)Y->shape[0];
+    return DISPATCH("softmax_backward", "softmax", SPEC1, &p, g, 1, dX, Y, dY);
+}
+
+/* ---- training ---- */
+
+static lithe_status vk_dropout_mask(lithe_backend *be, uint64_t key, uint64_t counter, float rate, lithe_tensor *Y) {
+    LITHE__TRY(need_f32("dropout_mask", Y));
+    lithe__vk_push p = {.u = {(uint32_t)key, (uint32_t)(key >> 32), (uint32_t)counter, (uint32_t)(counter >> 32),
+                              (uint32_t)Y->numel},
+                        .f = {rate, 1.0f / (1.0f - rate)}};
+    return DISPATCH("dropout_mask", "dropout", SPEC0, &p, groups_for((Y->numel + 3) / 4), 1, Y);
+}
+
+static lithe_status vk_adam(lithe_backend *be, lithe_tensor *W, const lithe_tensor *G, lithe_tensor *m1,
+                            lithe_tensor *m2, float beta1, float beta2, float eps, float lr) {
+    LITHE__TRY(need_f32("adam", W));
+    lithe__vk_push p = {.u = {(uint32_t)W->numel}, .f = {beta1, beta2, eps, lr}};
+    return DISPATCH("adam", "optim", SPEC0, &p, groups_for(W->numel), 1, W, G, m1, m2);
+}
+
+static lithe_status vk_radam(lithe_backend *be, lithe_tensor *W, const lithe_tensor *G, lithe_tensor *m1,
+                             lithe_tensor *m2, float beta1, float omb1, float beta2, float omb2, float eps, float coef,
+                             bool rectified) {
+    LITHE__TRY(need_f32("radam", W));
+    lithe__vk_push p = {.u = {(uint32_t)W->numel, rectified}, .f = {beta1, omb1, beta2, omb2, eps, coef}};
+    return DISPATCH("radam", "optim", SPEC1, &p, groups_for(W->numel), 1, W, G, m1, m2);
+}
+
+static lithe_status vk_cce_labels(lithe_backend *be, const lithe_tensor *G, const lithe_tensor *labels,
+                                  float smoothing, bool has_missing, int64_t missing, float divisor, lithe_tensor *D) {
+    LITHE__TRY(need_f32("cce_labels", D));
+    int64_t B = G->shape[0], C = G->shape[1];
+    if (labels->dtype != LITHE_I32 && labels->dtype != LITHE_I64)
+        return lithe__fail(LITHE_ERR_DTYPE, "vulkan cce_labels: labels must be int32 or int64, got %s",
+                           lithe_dtype_name(labels->dtype));
+    float off = C > 1 ? smoothing / (float)(C - 1) : 0.0f, on = 1.0f - smoothing;
+    uint64_t mu = (uint64_t)missing;
+    lithe__vk_push p = {.u = {(uint32_t)B, (uint32_t)C, labels->dtype == LITHE_I64, has_missing, (uint32_t)mu,
+                              (uint32_t)(mu >> 32)},
+                        .f = {on, off, divisor}};
+    return DISPATCH("cce_labels", "cce", SPEC0, &p, groups_for(B * C), 1, D, G, labels);
+}
+
+/* ---- maxout, layernorm ---- */
+
+static lithe_status vk_maxout(lithe_backend *be, const lithe_tensor *X, lithe_tensor *Y, lithe_tensor *which) {
+    LITHE__TRY(need_f32("maxout", X));
+    int64_t R = X->shape[0] * X->shape[1];
+    lithe__vk_push p = {.u = {(uint32_t)R, (uint32_t)X->shape[2]}};
+    return DISPATCH("maxout", "maxout", SPEC0, &p, groups_for(R), 1, Y, which, X);
+}
+
+static lithe_status vk_maxout_backward(lithe_backend *be, const lithe_tensor *dY, const lithe_tensor *which,
+                                       lithe_tensor *dX) {
+    LITHE__TRY(need_f32("maxout_backward", dX));
+    int64_t R = dX->shape[0] * dX->shape[1];
+    lithe__vk_push p = {.u = {(uint32_t)R, (uint32_t)dX->shape[2]}};
+    return DISPATCH("maxout_backward", "maxout", SPEC1, &p, groups_for(R), 1, dX, which, dY);
+}
+
+static lithe_status vk_layernorm(lithe_backend *be, const lithe_tensor *X, const lithe_tensor *G,
+                                 const lithe_tensor *b, float eps, lithe_tensor *Y, lithe_tensor *mean,
+                                 lithe_tensor *inv_std) {
+    LITHE__TRY(need_f32("layernorm", X));
+    int64_t M = X->shape[0];
+    lithe__vk_push p = {.u = {(uint32_t)M, (uint32_t)X->shape[1]}, .f = {eps}};
+    uint32_t g = M > (int64_t)MAX_GROUPS ? MAX_GROUPS : (uint32_t)M;
+    return DISPATCH("layernorm", "layernorm", SPEC0, &p, g, 1, Y, X, G, b, mean, inv_std);
+}
+
+static lithe_status vk_layernorm_backward(lithe_backend *be, const lithe_tensor *dY, const lithe_tensor *X,
+                                          const lithe_tensor *G, const lithe_tensor *mean, const lithe_tensor *inv_std,
+                                          lithe_tensor *dX, lithe_tensor *dG, lithe_tensor *db) {
+    LITHE__TRY(need_f32("layernorm_backward", X));
+    int64_t M = X->shape[0], N = X->shape[1];
+    lithe__vk_push p = {.u = {(uint32_t)M, (uint32_t)N}};
+    /* dG and db first: dX may overwrite dY */
+    LITHE__TRY(DISPATCH("layernorm_backward", "layernorm", SPEC2, &p, groups_for(N), 1, dG, dY, X, db, mean, inv_std));
+    uint32_t g = M > (int64_t)MAX_GROUPS ? MAX_GROUPS : (uint32_t)M;
+    return DISPATCH("layernorm_backward", "layernorm", SPEC1, &p, g, 1, dX, dY, X, G, mean, inv_std);
+}
+
+/* ---- ids ---- */
+
+static lithe_status ids_kind(const char *op, const lithe_tensor *ids, uint32_t *wide) {
+    if (ids->dtype == LITHE_I32) *wide = 0;
+    else if (ids->dtype == LITHE_I64 || ids->dtype == LITHE_U64) *wide = 1;
+    else return lithe__fail(LITHE_ERR_DTYPE, "vulkan %s: ids must be int32, int64 or uint64, got %s", op,
+                            lithe_dtype_name(ids->dtype));
+    return check_size(op, ids);
+}
+
+static lithe_status vk_gather_rows(lithe_backend *be, const lithe_tensor *table, const lithe_tensor *ids,
+                                   lithe_tensor *Y) {
+    LITHE__TRY(need_f32("gather_rows", table));
+    uint32_t wide = 0;
+    LITHE__TRY(ids_kind("gather_rows", ids, &wide));
+    lithe__vk_push p = {.u = {(uint32_t)Y->shape[0], (uint32_t)Y->shape[1], wide}};
+    return DISPATCH("gather_rows", "index", SPEC0, &p, groups_for(Y->numel), 1, Y, table, ids);
+}
+
+static lithe_status vk_scatter_add_rows(lithe_backend *be, lithe_tensor *table, const lithe_tensor *ids,
+                                        const lithe_tensor *X) {
+    LITHE__TRY(need_f32("scatter_add_rows", table));
+    uint32_t wide = 0;
+    LITHE__TRY(ids_kind("scatter_add_rows", ids, &wide));
+    lithe__vk_push p = {.u = {(uint32_t)X->shape[0], (uint32_t)X->shape[1], wide}};
+    return DISPATCH("scatter_add_rows", "index", SPEC1, &p, groups_for(X->shape[1]), 1, table, X, ids);
+}
+
+static lithe_status vk_hash_ids(lithe_backend *be, const lithe_tensor *ids, uint32_t seed, lithe_tensor *out) {
+    LITHE__TRY(check_size("hash_ids", out));
+    if (ids->dtype != LITHE_U64 && ids->dtype != LITHE_I64)
+        return lithe__fail(LITHE_ERR_DTYPE, "vulkan hash_ids: ids must be uint64, got %s", lithe_dtype_name(ids->dtype));
+    lithe__vk_push p = {.u = {(uint32_t)ids->numel, seed}};
+    return DISPATCH("hash_ids", "hash", SPEC0, &p, groups_for(ids->numel), 1, out, ids);
+}
+
+/* Listed by name rather than generated from primitives.def, so a primitive added to the table
+ * before its shader exists leaves a NULL field: the dispatcher then answers
+ * LITHE_ERR_UNSUPPORTED ("backend 'vulkan' lacks primitive ..."), never a silent CPU run, and
+ * test_vulkan lists what is missing. */
+void lithe__vk_fill_ops(lithe_backend_ops *ops) {
+    ops->fill = vk_fill;
+    ops->copy = vk_copy;
+    ops->cast = vk_cast;
+    ops->gemm = vk_gemm;
+    ops->add_row = vk_add_row;
+    ops->sum_rows = vk_sum_rows;
+    ops->axpby = vk_axpby;
+    ops->mul = vk_mul;
+    ops->sum_squares = vk_sum_squares;
+    ops->act = vk_act;
+    ops->act_backward = vk_act_backward;
+    ops->softmax = vk_softmax;
+    ops->softmax_backward = vk_softmax_backward;
+    ops->dropout_mask = vk_dropout_mask;
+    ops->adam = vk_adam;
+    ops->radam = vk_radam;
+    ops->update_averages = vk_update_averages;
+    ops->cce_labels = vk_cce_labels;
+    ops->any_outside = vk_any_outside;
+    ops->maxout = vk_maxout;
+    ops->maxout_backward = vk_maxout_backward;
+    ops->layernorm = vk_layernorm;
+    ops->layernorm_backward = vk_layernorm_backward;
+    ops->gather_rows = vk_gather_rows;
+    ops->scatter_add_rows = vk_scatter_add_rows;
+    ops->hash_ids = vk_hash_ids;
+}

@@ -1,0 +1,156 @@
+/* Vulkan backend benchmark (runs on any backend, so the CPU gives the comparison):
+ *   GEMM  C (n, n) = A (n, n) · B (n, n), fp32, GFLOP/s = 2 n^3 reps / seconds, timed from a
+ *         synchronised start to a synchronised end (the device's queue drained);
+ *   MLP   training steps/s of Relu(784 -> 512) >> Relu(512) >> Softmax(10), batch 128, Adam,
+ *         cross-entropy from int labels (Thinc's MNIST example), data already on the device.
+ * Usage: lithe_vulkan_bench [--device vulkan|cpu|vulkan:<i>] [--gemm 256,1024,4096] [--steps N]
+ * Prints one line per measurement: "<device> gemm n=<n> <GFLOP/s> GFLOP/s" and
+ * "<device> mlp batch=128 <steps/s> steps/s". */
+#define _POSIX_C_SOURCE 199309L /* clock_gettime */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+#include "lithe.h"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int die(const char *what, lithe_status s) {
+    fprintf(stderr, "lithe_vulkan_bench: %s: %s: %s\n", what, lithe_status_str(s), lithe_last_error());
+    return 1;
+}
+
+#define TRY(what, expr)                                                                            \
+    do {                                                                                           \
+        lithe_status s_ = (expr);                                                                  \
+        if (s_ != LITHE_OK) return die(what, s_);                                                  \
+    } while (0)
+
+static int rand_tensor(lithe_backend *be, int64_t r, int64_t c, uint64_t seed, lithe_tensor **out) {
+    float *v = malloc(sizeof(float) * (size_t)(r * c));
+    if (!v) return die("malloc", LITHE_ERR_OOM);
+    lithe_rng rng = {seed, 0};
+    lithe_rng_uniform(&rng, v, (size_t)(r * c));
+    for (int64_t i = 0; i < r * c; i++) v[i] = v[i] * 2.0f - 1.0f;
+    lithe_status s = lithe_tensor_new(be, LITHE_F32, 2, (int64_t[]){r, c}, out);
+    if (s == LITHE_OK) s = lithe_tensor_write(*out, v, sizeof(float) * (size_t)(r * c));
+    free(v);
+    return s == LITHE_OK ? 0 : die("tensor", s);
+}
+
+static int bench_gemm(lithe_backend *be, int64_t n) {
+    lithe_tensor *A = NULL, *B = NULL, *C = NULL;
+    if (rand_tensor(be, n, n, 1, &A) || rand_tensor(be, n, n, 2, &B) || rand_tensor(be, n, n, 3, &C)) return 1;
+    TRY("gemm warm-up", lithe__op_gemm(be, false, false, 1.0f, A, B, 0.0f, C));
+    TRY("sync", be->ops->sync(be));
+    /* enough repetitions for about a second at the warm-up's speed */
+    double t0 = now();
+    TRY("gemm", lithe__op_gemm(be, false, false, 1.0f, A, B, 0.0f, C));
+    TRY("sync", be->ops->sync(be));
+    double one = now() - t0;
+    int reps = one > 0 ? (int)(1.0 / one) : 100;
+    if (reps < 1) reps = 1;
+    if (reps > 200) reps = 200;
+    t0 = now();
+    for (int r = 0; r < reps; r++) TRY("gemm", lithe__op_gemm(be, false, false, 1.0f, A, B, 0.0f, C));
+    TRY("sync", be->ops->sync(be));
+    double t = now() - t0;
+    printf("%s gemm n=%lld %.2f GFLOP/s (%d reps, %.3f s)\n", lithe_backend_name(be), (long long)n,
+           2.0 * (double)n * (double)n * (double)n * reps / t * 1e-9, reps, t);
+    lithe_tensor_release(A);
+    lithe_tensor_release(B);
+    lithe_tensor_release(C);
+    return 0;
+}
+
+static int bench_mlp(lithe_backend *be, int steps) {
+    enum { BATCH = 128, NI = 784, NC = 10 };
+    lithe_model *l[3], *m = NULL;
+    TRY("relu", lithe_relu(&(lithe_dense_opts){.nO = 512}, &l[0]));
+    TRY("relu", lithe_relu(&(lithe_dense_opts){.nO = 512}, &l[1]));
+    TRY("softmax", lithe_softmax(&(lithe_softmax_opts){.nO = NC}, &l[2]));
+    TRY("chain", lithe_chain(3, l, &m));
+    TRY("seed", lithe_model_set_seed(m, 0));
+    lithe_tensor *X = NULL, *Y = NULL, *L = NULL;
+    if (rand_tensor(be, BATCH, NI, 4, &X)) return 1;
+    int32_t labels[BATCH];
+    float onehot[BATCH * NC] = {0};
+    for (int i = 0; i < BATCH; i++) {
+        labels[i] = i % NC;
+        onehot[i * NC + labels[i]] = 1.0f;
+    }
+    TRY("labels", lithe_tensor_new(be, LITHE_I32, 1, (int64_t[]){BATCH}, &L));
+    TRY("labels", lithe_tensor_write(L, labels, sizeof labels));
+    TRY("targets", lithe_tensor_new(be, LITHE_F32, 2, (int64_t[]){BATCH, NC}, &Y));
+    TRY("targets", lithe_tensor_write(Y, onehot, sizeof onehot));
+    lithe_value *Xv = NULL, *Yv = NULL;
+    TRY("value", lithe_value_tensor(X, &Xv));
+    TRY("value", lithe_value_tensor(Y, &Yv));
+    TRY("set_backend", lithe_model_set_backend(m, be));
+    TRY("initialize", lithe_model_initialize(m, Xv, Yv));
+    lithe_optimizer_opts oo = lithe_adam_defaults();
+    lithe_optimizer *opt = NULL;
+    TRY("optimizer", lithe_optimizer_new(&oo, &opt));
+    double t0 = 0;
+    for (int step = -2; step < steps; step++) { /* two warm-up steps compile the pipelines */
+        if (step == 0) {
+            TRY("sync", be->ops->sync(be));
+            t0 = now();
+        }
+        lithe_value *G = NULL, *dv = NULL;
+        lithe_backprop *bp = NULL;
+        lithe_tensor *d = NULL;
+        TRY("forward", lithe_model_begin_update(m, Xv, &G, &bp));
+        TRY("loss", lithe_categorical_crossentropy(NULL, lithe_value_get_tensor(G), L, &d, NULL));
+        TRY("value", lithe_value_tensor(d, &dv));
+        TRY("backward", lithe_backprop_run(bp, dv, NULL));
+        TRY("finish_update", lithe_model_finish_update(m, opt));
+        lithe_tensor_release(d);
+        lithe_value_release(dv);
+        lithe_value_release(G);
+        lithe_backprop_free(bp);
+    }
+    TRY("sync", be->ops->sync(be));
+    double t = now() - t0;
+    printf("%s mlp batch=%d 784-512-512-10 %.1f steps/s (%d steps, %.3f s)\n", lithe_backend_name(be), BATCH,
+           steps / t, steps, t);
+    lithe_optimizer_free(opt);
+    lithe_value_release(Xv);
+    lithe_value_release(Yv);
+    lithe_tensor_release(X);
+    lithe_tensor_release(Y);
+    lithe_tensor_release(L);
+    lithe_model_free(m);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    const char *device = "vulkan", *gemm = "256,1024";
+    int steps = 20;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--device")) device = argv[i + 1];
+        else if (!strcmp(argv[i], "--gemm")) gemm = argv[i + 1];
+        else if (!strcmp(argv[i], "--steps")) steps = atoi(argv[i + 1]);
+        else {
+            fprintf(stderr, "usage: %s [--device NAME] [--gemm n,n,...] [--steps N]\n", argv[0]);
+            return 2;
+        }
+    }
+    lithe_backend *be = NULL;
+    TRY("--device", lithe_backend_get(device, &be));
+    for (const char *p = gemm; *p;) {
+        int64_t n = strtoll(p, NULL, 10);
+        if (n > 0 && bench_gemm(be, n)) return 1;
+        p = strchr(p, ',');
+        if (!p) break;
+        p++;
+    }
+    if (steps > 0 && bench_mlp(be, steps)) return 1;
+    return 0;
+}

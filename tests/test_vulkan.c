@@ -1,0 +1,775 @@
+/* Vulkan backend conformance: every primitive against the CPU backend (itself checked against
+ * Thinc by test_kernels) on the same random inputs, at odd and tile-boundary sizes, forward and
+ * backward; then whole models — their predictions, and ten Adam steps of training — against the
+ * same models on the CPU. On lavapipe (Mesa's Vulkan driver on the CPU) this runs in every CI
+ * run; LITHE_VULKAN_DEVICE picks another device.
+ *
+ * Oracles: the CPU backend's results, never the Vulkan backend's own. Tolerances: bit-exact
+ * where the shader does the CPU's arithmetic in the CPU's order (dropout masks, hashes, casts,
+ * gathers, scatter-adds, row sums, maxout, elementwise updates); otherwise
+ * |vk - cpu| <= atol + rtol |cpu| with the pair given per check (reductions are summed in a
+ * different order, transcendental functions come from the driver).
+ *
+ * Without a Vulkan loader or device every test is skipped with the reason; with one (CI
+ * installs lavapipe) they must pass. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "internal.h"
+#include "lithe.h"
+
+#define OK(expr)                                                                                   \
+    do {                                                                                           \
+        lithe_status st_ = (expr);                                                                 \
+        if (st_ != LITHE_OK) {                                                                     \
+            print_error("%s failed: %s: %s\n", #expr, lithe_status_str(st_), lithe_last_error());  \
+            fail();                                                                                \
+        }                                                                                          \
+    } while (0)
+
+static lithe_backend *cpu, *vk;
+
+static int setup(void **state) {
+    (void)state;
+    OK(lithe_backend_get("cpu", &cpu));
+    if (lithe_backend_get("vulkan", &vk) != LITHE_OK) {
+        fprintf(stderr, "test_vulkan: SKIPPING every test: %s\n", lithe_last_error());
+        vk = NULL;
+    }
+    return 0;
+}
+
+#define NEED_VK()                                                                                  \
+    do {                                                                                           \
+        if (!vk) skip();                                                                           \
+    } while (0)
+
+static uint64_t rng_state = 12345;
+static double uni(void) { return (double)(lithe__splitmix64(&rng_state) >> 11) * 0x1p-53; }
+
+/* A tensor on each backend holding the same values. */
+typedef struct pair {
+    lithe_tensor *c, *v;
+} pair;
+
+static pair pair_new(lithe_dtype dt, int ndim, const int64_t *shape, const void *data) {
+    pair p = {NULL, NULL};
+    OK(lithe_tensor_new(cpu, dt, ndim, shape, &p.c));
+    OK(lithe_tensor_new(vk, dt, ndim, shape, &p.v));
+    size_t bytes = (size_t)lithe_tensor_numel(p.c) * lithe_dtype_size(dt);
+    if (data && bytes) {
+        OK(lithe_tensor_write(p.c, data, bytes));
+        OK(lithe_tensor_write(p.v, data, bytes));
+    }
+    return p;
+}
+
+/* Uniform floats in [lo, hi). */
+static pair pair_rand(int ndim, const int64_t *shape, double lo, double hi) {
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= shape[i];
+    float *v = malloc(sizeof(float) * (size_t)(n ? n : 1));
+    assert_non_null(v);
+    for (int64_t i = 0; i < n; i++) v[i] = (float)(lo + (hi - lo) * uni());
+    pair p = pair_new(LITHE_F32, ndim, shape, v);
+    free(v);
+    return p;
+}
+
+static void pair_free(pair p) {
+    lithe_tensor_release(p.c);
+    lithe_tensor_release(p.v);
+}
+
+/* Both sides read back and compared: bit-exact when atol == rtol == 0 (NaNs equal to NaNs). */
+static void expect_pair(const char *what, pair p, double atol, double rtol) {
+    size_t n = (size_t)lithe_tensor_numel(p.c), es = lithe_dtype_size(lithe_tensor_dtype(p.c));
+    char *a = malloc(n * es + 1), *b = malloc(n * es + 1);
+    assert_true(a && b);
+    OK(lithe_tensor_read(p.c, a, n * es));
+    OK(lithe_tensor_read(p.v, b, n * es));
+    lithe_dtype dt = lithe_tensor_dtype(p.c);
+    for (size_t i = 0; i < n; i++) {
+        if (dt == LITHE_F32 && (atol > 0 || rtol > 0)) {
+            double x = ((float *)a)[i], y = ((float *)b)[i];
+            if (isnan(x) && isnan(y)) continue;
+            if (!(fabs(x - y) <= atol + rtol * fabs(x))) {
+                print_error("%s[%zu] of %zu: cpu %.9g, vulkan %.9g (atol %g, rtol %g)\n", what, i, n, x, y, atol, rtol);
+                free(a);
+                free(b);
+                fail();
+            }
+        } else if (memcmp(a + i * es, b + i * es, es)) {
+            uint64_t x = 0, y = 0;
+            memcpy(&x, a + i * es, es);
+            memcpy(&y, b + i * es, es);
+            if (dt == LITHE_F32) {
+                float fx, fy;
+                memcpy(&fx, &x, 4);
+                memcpy(&fy, &y, 4);
+                if (isnan(fx) && isnan(fy)) continue;
+                print_error("%s[%zu] of %zu: cpu %.9g (0x%08llx), vulkan %.9g (0x%08llx), bits differ\n", what, i, n,
+                            (double)fx, (unsigned long long)x, (double)fy, (unsigned long long)y);
+            } else {
+                print_error("%s[%zu] of %zu: cpu 0x%llx, vulkan 0x%llx\n", what, i, n, (unsigned long long)x,
+                            (unsigned long long)y);
+            }
+            free(a);
+            free(b);
+            fail();
+        }
+    }
+    free(a);
+    free(b);
+}
+
+/* Element counts around the 256-wide workgroups and beyond one grid-stride pass. */
+static const int64_t sizes[] = {1, 3, 255, 256, 257, 1000, 4099};
+#define N_SIZES (sizeof sizes / sizeof sizes[0])
+
+/* ---- coverage ---- */
+
+static void test_every_primitive_present(void **state) {
+    (void)state;
+    NEED_VK();
+    char missing[512] = "";
+    for (size_t i = 0; i < lithe__prim_count; i++)
+        if (!lithe__backend_has_prim(vk, i)) {
+            strncat(missing, " ", sizeof missing - strlen(missing) - 1);
+            strncat(missing, lithe__prim_names[i], sizeof missing - strlen(missing) - 1);
+        }
+    if (*missing) {
+        /* a primitive added to the table before its shader: the dispatcher refuses it with
+         * LITHE_ERR_UNSUPPORTED (never a silent CPU run); listed so it gets written */
+        fprintf(stderr, "test_vulkan: the Vulkan backend lacks:%s\n", missing);
+    }
+    lithe_tensor *t = NULL;
+    OK(lithe_tensor_new(vk, LITHE_F32, 1, (int64_t[]){4}, &t));
+    assert_null(lithe_tensor_data(t)); /* device memory: no host pointer */
+    void *managed = (void *)1;
+    assert_int_equal(lithe_tensor_to_dlpack(t, false, &managed), LITHE_ERR_UNSUPPORTED);
+    assert_null(managed);
+    assert_non_null(strstr(lithe_last_error(), "vulkan"));
+    lithe_tensor_release(t);
+}
+
+/* ---- memory ---- */
+
+static void test_fill_copy_views(void **state) {
+    (void)state;
+    NEED_VK();
+    for (size_t z = 0; z < N_SIZES; z++) {
+        int64_t n = sizes[z];
+        pair p = pair_rand(1, &n, -1, 1);
+        OK(lithe__op_fill(cpu, p.c, 2.5f));
+        OK(lithe__op_fill(vk, p.v, 2.5f));
+        expect_pair("fill 2.5", p, 0, 0);
+        pair_free(p);
+    }
+    /* zero fills of 1- and 2-byte dtypes at odd offsets (partial words) */
+    static const lithe_dtype small[] = {LITHE_U8, LITHE_F16};
+    for (size_t d = 0; d < 2; d++) {
+        size_t es = lithe_dtype_size(small[d]);
+        uint8_t bytes[64];
+        for (size_t i = 0; i < sizeof bytes; i++) bytes[i] = (uint8_t)(i * 37 + 1);
+        pair p = pair_new(small[d], 1, (int64_t[]){(int64_t)(64 / es)}, bytes);
+        lithe_tensor *vc = NULL, *vv = NULL;
+        OK(lithe_tensor_slice(p.c, 0, 3, (int64_t)(64 / es) - 2, &vc));
+        OK(lithe_tensor_slice(p.v, 0, 3, (int64_t)(64 / es) - 2, &vv));
+        OK(lithe__op_fill(cpu, vc, 0.0f));
+        OK(lithe__op_fill(vk, vv, 0.0f));
+        expect_pair("zero fill of a view of small elements", p, 0, 0);
+        lithe_tensor_release(vc);
+        lithe_tensor_release(vv);
+        pair_free(p);
+    }
+    /* strided copies both ways: a column block of a (33, 70) matrix, and int64 */
+    pair big = pair_rand(2, (int64_t[]){33, 70}, -1, 1);
+    pair dst = pair_new(LITHE_F32, 2, (int64_t[]){33, 41}, NULL);
+    lithe_tensor *sc = NULL, *sv = NULL;
+    OK(lithe_tensor_slice(big.c, 1, 7, 48, &sc));
+    OK(lithe_tensor_slice(big.v, 1, 7, 48, &sv));
+    OK(lithe__op_copy(cpu, dst.c, sc));
+    OK(lithe__op_copy(vk, dst.v, sv));
+    expect_pair("copy from a strided view", dst, 0, 0);
+    OK(lithe__op_axpby(cpu, 2.0f, dst.c, 0.0f, dst.c));
+    OK(lithe__op_axpby(vk, 2.0f, dst.v, 0.0f, dst.v));
+    OK(lithe__op_copy(cpu, sc, dst.c));
+    OK(lithe__op_copy(vk, sv, dst.v));
+    expect_pair("copy into a strided view", big, 0, 0);
+    /* reading and writing a strided device view goes through the backend's copy */
+    float rowbuf[33 * 41];
+    for (size_t i = 0; i < 33 * 41; i++) rowbuf[i] = (float)i;
+    OK(lithe_tensor_write(sc, rowbuf, sizeof rowbuf));
+    OK(lithe_tensor_write(sv, rowbuf, sizeof rowbuf));
+    expect_pair("lithe_tensor_write into a strided view", big, 0, 0);
+    lithe_tensor_release(sc);
+    lithe_tensor_release(sv);
+    pair_free(big);
+    pair_free(dst);
+    int64_t iv[40];
+    for (int i = 0; i < 40; i++) iv[i] = ((int64_t)i << 33) - 7 * i;
+    pair ib = pair_new(LITHE_I64, 2, (int64_t[]){5, 8}, iv), id = pair_new(LITHE_I64, 2, (int64_t[]){5, 3}, NULL);
+    OK(lithe_tensor_slice(ib.c, 1, 2, 5, &sc));
+    OK(lithe_tensor_slice(ib.v, 1, 2, 5, &sv));
+    OK(lithe__op_copy(cpu, id.c, sc));
+    OK(lithe__op_copy(vk, id.v, sv));
+    expect_pair("int64 copy from a strided view", id, 0, 0);
+    lithe_tensor_release(sc);
+    lithe_tensor_release(sv);
+    pair_free(ib);
+    pair_free(id);
+}
+
+static void test_cast(void **state) {
+    (void)state;
+    NEED_VK();
+    /* specials and rounding cases for every target: ties, subnormals, overflow, NaN, huge */
+    float special[] = {0.0f, -0.0f, 1.0f, -1.5f, 65504.0f, 65520.0f, 1e-8f, 5.96e-8f, 2.98e-8f, 6.1e-5f,
+                       1.00048828125f, 1.0009765625f, 3.3895314e38f, INFINITY, -INFINITY, NAN, 255.5f, 256.0f, -3.7f,
+                       2147483648.0f, -2147483904.0f, 9.3e18f, -9.3e18f, 1.2e10f, -7.5e12f, 123456789.0f};
+    enum { NS = sizeof special / sizeof special[0], N = NS + 301 };
+    float x[N];
+    for (int i = 0; i < N; i++) x[i] = i < NS ? special[i] : (float)((uni() - 0.5) * pow(2.0, (uni() - 0.5) * 80));
+    static const lithe_dtype to[] = {LITHE_F16, LITHE_BF16, LITHE_I32, LITHE_I64, LITHE_U8};
+    for (size_t d = 0; d < sizeof to / sizeof to[0]; d++) {
+        pair X = pair_new(LITHE_F32, 1, (int64_t[]){N}, x), Y = pair_new(to[d], 1, (int64_t[]){N}, NULL),
+             B = pair_new(LITHE_F32, 1, (int64_t[]){N}, NULL);
+        OK(lithe__op_cast(cpu, Y.c, X.c));
+        OK(lithe__op_cast(vk, Y.v, X.v));
+        char what[64];
+        snprintf(what, sizeof what, "cast float32 -> %s", lithe_dtype_name(to[d]));
+        expect_pair(what, Y, 0, 0);
+        /* and back, from the CPU's values on both sides */
+        size_t bytes = (size_t)N * lithe_dtype_size(to[d]);
+        void *buf = malloc(bytes);
+        assert_non_null(buf);
+        OK(lithe_tensor_read(Y.c, buf, bytes));
+        OK(lithe_tensor_write(Y.v, buf, bytes));
+        free(buf);
+        OK(lithe__op_cast(cpu, B.c, Y.c));
+        OK(lithe__op_cast(vk, B.v, Y.v));
+        snprintf(what, sizeof what, "cast %s -> float32", lithe_dtype_name(to[d]));
+        expect_pair(what, B, 0, 0);
+        pair_free(X);
+        pair_free(Y);
+        pair_free(B);
+    }
+}
+
+/* ---- GEMM ---- */
+
+static void test_gemm(void **state) {
+    (void)state;
+    NEED_VK();
+    /* tile edges of the 64 x 64 x 16 blocking, thin shapes, and a padded-row view */
+    static const int64_t mnk[][3] = {{1, 1, 1}, {63, 65, 17}, {64, 64, 16}, {65, 63, 15}, {128, 129, 127},
+                                     {3, 200, 64}, {200, 3, 33}, {130, 70, 0}};
+    static const float ab[][2] = {{1, 0}, {0.5f, 1}, {-1.5f, 0.25f}};
+    for (size_t z = 0; z < sizeof mnk / sizeof mnk[0]; z++)
+        for (int tA = 0; tA < 2; tA++)
+            for (int tB = 0; tB < 2; tB++) {
+                int64_t M = mnk[z][0], N = mnk[z][1], K = mnk[z][2];
+                float alpha = ab[(z + (size_t)tA) % 3][0], beta = ab[(z + (size_t)tA) % 3][1];
+                pair A = pair_rand(2, tA ? (int64_t[]){K, M} : (int64_t[]){M, K}, -1, 1);
+                pair B = pair_rand(2, tB ? (int64_t[]){N, K} : (int64_t[]){K, N}, -1, 1);
+                /* C a column slice of a wider matrix: a row stride != N */
+                pair Cw = pair_rand(2, (int64_t[]){M, N + 5}, -1, 1);
+                lithe_tensor *cc = NULL, *cv = NULL;
+                OK(lithe_tensor_slice(Cw.c, 1, 2, N + 2, &cc));
+                OK(lithe_tensor_slice(Cw.v, 1, 2, N + 2, &cv));
+                OK(lithe__op_gemm(cpu, tA, tB, alpha, A.c, B.c, beta, cc));
+                OK(lithe__op_gemm(vk, tA, tB, alpha, A.v, B.v, beta, cv));
+                char what[128];
+                snprintf(what, sizeof what, "gemm M=%lld N=%lld K=%lld tA=%d tB=%d", (long long)M, (long long)N,
+                         (long long)K, tA, tB);
+                /* sums of K products of magnitude <= 1 in another order */
+                expect_pair(what, Cw, 1e-5 * (double)(K + 1), 1e-5);
+                lithe_tensor_release(cc);
+                lithe_tensor_release(cv);
+                pair_free(A);
+                pair_free(B);
+                pair_free(Cw);
+            }
+}
+
+/* ---- rows, elementwise, reductions ---- */
+
+static void test_rows_elementwise(void **state) {
+    (void)state;
+    NEED_VK();
+    for (size_t z = 0; z < N_SIZES; z++) {
+        int64_t n = sizes[z], M = 1 + (int64_t)z * 3, N = (n + M - 1) / M;
+        pair Y = pair_rand(2, (int64_t[]){M, N}, -2, 2), b = pair_rand(1, &N, -1, 1), y = pair_rand(1, &N, -1, 1);
+        OK(lithe__op_add_row(cpu, Y.c, b.c));
+        OK(lithe__op_add_row(vk, Y.v, b.v));
+        expect_pair("add_row", Y, 0, 0);
+        for (int k = 0; k < 2; k++) {
+            float beta = k ? 0.5f : 0.0f;
+            OK(lithe__op_sum_rows(cpu, Y.c, beta, y.c));
+            OK(lithe__op_sum_rows(vk, Y.v, beta, y.v));
+            expect_pair("sum_rows", y, 0, 0);
+        }
+        pair_free(Y);
+        pair_free(b);
+        pair_free(y);
+
+        pair X = pair_rand(1, &n, -3, 3), Z = pair_rand(1, &n, -3, 3), W = pair_rand(1, &n, -3, 3);
+        static const float betas[] = {1.0f, 0.0f, -0.75f};
+        for (int k = 0; k < 3; k++) {
+            OK(lithe__op_axpby(cpu, 1.25f, X.c, betas[k], Z.c));
+            OK(lithe__op_axpby(vk, 1.25f, X.v, betas[k], Z.v));
+            expect_pair("axpby", Z, 0, 0);
+        }
+        OK(lithe__op_mul(cpu, X.c, Z.c, W.c));
+        OK(lithe__op_mul(vk, X.v, Z.v, W.v));
+        expect_pair("mul", W, 0, 0);
+        OK(lithe__op_mul(cpu, X.c, W.c, W.c));
+        OK(lithe__op_mul(vk, X.v, W.v, W.v));
+        expect_pair("mul in place", W, 0, 0);
+        OK(lithe__op_update_averages(cpu, W.c, X.c, 0.9f));
+        OK(lithe__op_update_averages(vk, W.v, X.v, 0.9f));
+        expect_pair("update_averages", W, 0, 0);
+        double sc, sv;
+        OK(lithe__op_sum_squares(cpu, X.c, &sc));
+        OK(lithe__op_sum_squares(vk, X.v, &sv));
+        if (!(fabs(sc - sv) <= 1e-5 * sc)) {
+            print_error("sum_squares n=%lld: cpu %.12g, vulkan %.12g\n", (long long)n, sc, sv);
+            fail();
+        }
+        int oc, ov;
+        OK(lithe__op_any_outside(cpu, X.c, -3.0f, 3.0f, &oc));
+        OK(lithe__op_any_outside(vk, X.v, -3.0f, 3.0f, &ov));
+        assert_int_equal(oc, ov);
+        OK(lithe__op_any_outside(cpu, X.c, -1.0f, 1.0f, &oc));
+        OK(lithe__op_any_outside(vk, X.v, -1.0f, 1.0f, &ov));
+        assert_int_equal(oc, ov);
+        pair_free(X);
+        pair_free(Z);
+        pair_free(W);
+    }
+    /* any_outside sees a NaN */
+    float v[5] = {0.1f, 0.2f, NAN, 0.3f, 0.4f};
+    pair X = pair_new(LITHE_F32, 1, (int64_t[]){5}, v);
+    int o = 0;
+    OK(lithe__op_any_outside(vk, X.v, 0.0f, 1.0f, &o));
+    assert_int_equal(o, 1);
+    pair_free(X);
+}
+
+/* ---- activations, softmax ---- */
+
+static void test_activations(void **state) {
+    (void)state;
+    NEED_VK();
+    static const lithe__act acts[] = {
+        {.kind = LITHE__ACT_RELU}, {.kind = LITHE__ACT_SIGMOID}, {.kind = LITHE__ACT_TANH}, {.kind = LITHE__ACT_SWISH},
+        {.kind = LITHE__ACT_GELU}, {.kind = LITHE__ACT_MISH, .threshold = 20.0f}, {.kind = LITHE__ACT_DISH},
+        {.kind = LITHE__ACT_HARD_SIGMOID}, {.kind = LITHE__ACT_HARD_TANH}, {.kind = LITHE__ACT_HARD_SWISH},
+        {.kind = LITHE__ACT_HARD_SWISH_MOBILENET},
+        {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1.5f, .offset = 0.25f, .min_val = -0.5f, .max_val = 2.0f}};
+    for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++)
+        for (size_t z = 0; z < N_SIZES; z += 2) {
+            int64_t n = sizes[z];
+            pair X = pair_rand(1, &n, -25, 25), dY = pair_rand(1, &n, -1, 1), Y = pair_new(LITHE_F32, 1, &n, NULL),
+                 dX = pair_new(LITHE_F32, 1, &n, NULL);
+            OK(lithe__op_act(cpu, &acts[a], X.c, Y.c));
+            OK(lithe__op_act(vk, &acts[a], X.v, Y.v));
+            char what[64];
+            snprintf(what, sizeof what, "act kind %d forward", (int)acts[a].kind);
+            expect_pair(what, Y, 1e-5, 1e-4);
+            /* backward from the CPU's Y on both sides, so only the backward differs */
+            float *yb = malloc(sizeof(float) * (size_t)n);
+            assert_non_null(yb);
+            OK(lithe_tensor_read(Y.c, yb, sizeof(float) * (size_t)n));
+            OK(lithe_tensor_write(Y.v, yb, sizeof(float) * (size_t)n));
+            free(yb);
+            int needs = lithe__act_needs(acts[a].kind);
+            const lithe_tensor *xc = needs & LITHE__ACT_NEEDS_X ? X.c : NULL, *xv = needs & LITHE__ACT_NEEDS_X ? X.v : NULL;
+            const lithe_tensor *yc = needs & LITHE__ACT_NEEDS_Y ? Y.c : NULL, *yv = needs & LITHE__ACT_NEEDS_Y ? Y.v : NULL;
+            OK(lithe__op_act_backward(cpu, &acts[a], dY.c, xc, yc, dX.c));
+            OK(lithe__op_act_backward(vk, &acts[a], dY.v, xv, yv, dX.v));
+            snprintf(what, sizeof what, "act kind %d backward", (int)acts[a].kind);
+            expect_pair(what, dX, 1e-5, 1e-4);
+            /* in place: dX aliasing dY */
+            OK(lithe__op_act_backward(cpu, &acts[a], dY.c, xc, yc, dY.c));
+            OK(lithe__op_act_backward(vk, &acts[a], dY.v, xv, yv, dY.v));
+            snprintf(what, sizeof what, "act kind %d backward in place", (int)acts[a].kind);
+            expect_pair(what, dY, 1e-5, 1e-4);
+            pair_free(X);
+            pair_free(dY);
+            pair_free(Y);
+            pair_free(dX);
+        }
+}
+
+static void test_softmax(void **state) {
+    (void)state;
+    NEED_VK();
+    static const int64_t shapes[][2] = {{1, 1}, {3, 7}, {5, 256}, {4, 257}, {2, 1000}, {300, 10}};
+    for (size_t z = 0; z < sizeof shapes / sizeof shapes[0]; z++)
+        for (int t = 0; t < 2; t++) {
+            float T = t ? 0.7f : 1.0f;
+            pair X = pair_rand(2, shapes[z], -8, 8), Y = pair_new(LITHE_F32, 2, shapes[z], NULL),
+                 dY = pair_rand(2, shapes[z], -1, 1), dX = pair_new(LITHE_F32, 2, shapes[z], NULL);
+            OK(lithe__op_softmax(cpu, X.c, T, Y.c));
+            OK(lithe__op_softmax(vk, X.v, T, Y.v));
+            expect_pair("softmax", Y, 1e-7, 1e-5);
+            /* backward from the CPU's Y on both sides */
+            float *yb = malloc(sizeof(float) * (size_t)(shapes[z][0] * shapes[z][1]));
+            assert_non_null(yb);
+            OK(lithe_tensor_read(Y.c, yb, sizeof(float) * (size_t)(shapes[z][0] * shapes[z][1])));
+            OK(lithe_tensor_write(Y.v, yb, sizeof(float) * (size_t)(shapes[z][0] * shapes[z][1])));
+            free(yb);
+            OK(lithe__op_softmax_backward(cpu, Y.c, dY.c, T, dX.c));
+            OK(lithe__op_softmax_backward(vk, Y.v, dY.v, T, dX.v));
+            expect_pair("softmax_backward", dX, 1e-6, 1e-4);
+            OK(lithe__op_softmax(cpu, X.c, T, X.c));
+            OK(lithe__op_softmax(vk, X.v, T, X.v));
+            expect_pair("softmax in place", X, 1e-7, 1e-5);
+            pair_free(X);
+            pair_free(Y);
+            pair_free(dY);
+            pair_free(dX);
+        }
+}
+
+/* ---- training primitives ---- */
+
+static void test_dropout_and_optimizers(void **state) {
+    (void)state;
+    NEED_VK();
+    static const uint64_t keys[][2] = {{0, 0}, {42, 7}, {0xFFFFFFFFFFFFull, 0xFFFFFFFEull}, {1ull << 40, (1ull << 32) - 3}};
+    for (size_t k = 0; k < 4; k++)
+        for (size_t z = 0; z < N_SIZES; z++) {
+            int64_t n = sizes[z];
+            pair Y = pair_new(LITHE_F32, 1, &n, NULL);
+            float rate = k == 3 ? 0.9f : 0.25f;
+            OK(lithe__op_dropout_mask(cpu, keys[k][0], keys[k][1], rate, Y.c));
+            OK(lithe__op_dropout_mask(vk, keys[k][0], keys[k][1], rate, Y.v));
+            expect_pair("dropout_mask (the same Philox bits)", Y, 0, 0);
+            pair_free(Y);
+        }
+    for (size_t z = 0; z < N_SIZES; z++) {
+        int64_t n = sizes[z];
+        pair W = pair_rand(1, &n, -1, 1), G = pair_rand(1, &n, -0.1, 0.1), m1 = pair_rand(1, &n, -0.01, 0.01),
+             m2 = pair_rand(1, &n, 0, 0.001);
+        for (int step = 0; step < 3; step++) {
+            OK(lithe__op_adam(cpu, W.c, G.c, m1.c, m2.c, 0.9f, 0.999f, 1e-8f, 0.001f));
+            OK(lithe__op_adam(vk, W.v, G.v, m1.v, m2.v, 0.9f, 0.999f, 1e-8f, 0.001f));
+        }
+        /* sqrt is correctly rounded in Vulkan only to a few ulp; division too */
+        expect_pair("adam W", W, 1e-7, 1e-6);
+        expect_pair("adam m1", m1, 0, 0);
+        expect_pair("adam m2", m2, 0, 0);
+        for (int r = 0; r < 2; r++) {
+            OK(lithe__op_radam(cpu, W.c, G.c, m1.c, m2.c, 0.9f, 0.1f, 0.999f, 0.001f, 1e-8f, -0.01f, r));
+            OK(lithe__op_radam(vk, W.v, G.v, m1.v, m2.v, 0.9f, 0.1f, 0.999f, 0.001f, 1e-8f, -0.01f, r));
+        }
+        expect_pair("radam W", W, 1e-7, 1e-6);
+        expect_pair("radam m2", m2, 0, 0);
+        pair_free(W);
+        pair_free(G);
+        pair_free(m1);
+        pair_free(m2);
+    }
+    /* categorical cross-entropy gradients from int32 and int64 labels, smoothing and missing */
+    enum { B = 37, C = 11 };
+    int32_t l32[B];
+    int64_t l64[B];
+    for (int i = 0; i < B; i++) l64[i] = l32[i] = i % 5 == 4 ? -1 : (int32_t)(uni() * C);
+    pair G = pair_rand(2, (int64_t[]){B, C}, 0, 1), D = pair_new(LITHE_F32, 2, (int64_t[]){B, C}, NULL);
+    pair L32 = pair_new(LITHE_I32, 1, (int64_t[]){B}, l32), L64 = pair_new(LITHE_I64, 1, (int64_t[]){B}, l64);
+    for (int v = 0; v < 4; v++) {
+        pair L = v & 1 ? L64 : L32;
+        float smoothing = v & 2 ? 0.1f : 0.0f;
+        OK(lithe__op_cce_labels(cpu, G.c, L.c, smoothing, true, -1, (float)B, D.c));
+        OK(lithe__op_cce_labels(vk, G.v, L.v, smoothing, true, -1, (float)B, D.v));
+        expect_pair("cce_labels", D, 0, 0);
+    }
+    pair_free(G);
+    pair_free(D);
+    pair_free(L32);
+    pair_free(L64);
+}
+
+/* ---- maxout, layernorm ---- */
+
+static void test_maxout_layernorm(void **state) {
+    (void)state;
+    NEED_VK();
+    static const int64_t bop[][3] = {{1, 1, 1}, {7, 5, 3}, {64, 33, 2}, {3, 300, 4}};
+    for (size_t z = 0; z < 4; z++) {
+        const int64_t *s = bop[z];
+        float *x = malloc(sizeof(float) * (size_t)(s[0] * s[1] * s[2]));
+        assert_non_null(x);
+        /* ties (from a coarse grid) check the first-maximum rule */
+        for (int64_t i = 0; i < s[0] * s[1] * s[2]; i++) x[i] = (float)(int)(uni() * 5) - 2.0f;
+        pair X = pair_new(LITHE_F32, 3, s, x), Y = pair_new(LITHE_F32, 2, s, NULL), W = pair_new(LITHE_I32, 2, s, NULL),
+             dY = pair_rand(2, s, -1, 1), dX = pair_new(LITHE_F32, 3, s, NULL);
+        free(x);
+        OK(lithe__op_maxout(cpu, X.c, Y.c, W.c));
+        OK(lithe__op_maxout(vk, X.v, Y.v, W.v));
+        expect_pair("maxout Y", Y, 0, 0);
+        expect_pair("maxout which", W, 0, 0);
+        OK(lithe__op_fill(vk, dX.v, 7.0f));
+        OK(lithe__op_maxout_backward(cpu, dY.c, W.c, dX.c));
+        OK(lithe__op_maxout_backward(vk, dY.v, W.v, dX.v));
+        expect_pair("maxout dX", dX, 0, 0);
+        pair_free(X);
+        pair_free(Y);
+        pair_free(W);
+        pair_free(dY);
+        pair_free(dX);
+    }
+    static const int64_t mn[][2] = {{1, 1}, {4, 7}, {33, 256}, {5, 257}, {2, 3000}, {300, 12}};
+    for (size_t z = 0; z < sizeof mn / sizeof mn[0]; z++) {
+        int64_t M = mn[z][0], N = mn[z][1];
+        pair X = pair_rand(2, mn[z], -2, 5), G = pair_rand(1, &N, 0.5, 1.5), b = pair_rand(1, &N, -0.5, 0.5),
+             Y = pair_new(LITHE_F32, 2, mn[z], NULL), mean = pair_new(LITHE_F32, 1, &M, NULL),
+             is = pair_new(LITHE_F32, 1, &M, NULL), dY = pair_rand(2, mn[z], -1, 1),
+             dX = pair_new(LITHE_F32, 2, mn[z], NULL), dG = pair_rand(1, &N, -1, 1), db = pair_rand(1, &N, -1, 1);
+        OK(lithe__op_layernorm(cpu, X.c, G.c, b.c, 1e-8f, Y.c, mean.c, is.c));
+        OK(lithe__op_layernorm(vk, X.v, G.v, b.v, 1e-8f, Y.v, mean.v, is.v));
+        /* N == 1: zero variance, inv_std = 1/sqrt(1e-8) on both */
+        expect_pair("layernorm Y", Y, 1e-5, 1e-4);
+        expect_pair("layernorm mean", mean, 1e-6, 1e-5);
+        expect_pair("layernorm inv_std", is, 1e-6, 1e-4);
+        OK(lithe__op_layernorm_backward(cpu, dY.c, X.c, G.c, mean.c, is.c, dX.c, dG.c, db.c));
+        OK(lithe__op_layernorm_backward(vk, dY.v, X.v, G.v, mean.v, is.v, dX.v, dG.v, db.v));
+        expect_pair("layernorm dX", dX, 1e-4, 1e-3);
+        expect_pair("layernorm dG (accumulated)", dG, 1e-4, 1e-4);
+        expect_pair("layernorm db (accumulated)", db, 1e-5, 1e-5);
+        /* dX aliasing dY */
+        OK(lithe__op_layernorm_backward(cpu, dY.c, X.c, G.c, mean.c, is.c, dY.c, dG.c, db.c));
+        OK(lithe__op_layernorm_backward(vk, dY.v, X.v, G.v, mean.v, is.v, dY.v, dG.v, db.v));
+        expect_pair("layernorm dX in place", dY, 1e-4, 1e-3);
+        pair ps[] = {X, G, b, Y, mean, is, dY, dX, dG, db};
+        for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) pair_free(ps[i]);
+    }
+}
+
+/* ---- ids ---- */
+
+static void test_ids(void **state) {
+    (void)state;
+    NEED_VK();
+    enum { V = 50, N = 67, B = 300 };
+    uint64_t u[B];
+    int32_t i32[B];
+    for (int i = 0; i < B; i++) {
+        u[i] = i < 8 ? (uint64_t)i * 0x9E3779B97F4A7C15ull : (uint64_t)(uni() * V);
+        if (i >= 8) i32[i] = (int32_t)u[i];
+        else i32[i] = (int32_t)(u[i] % V), u[i] = (uint64_t)i32[i];
+    }
+    pair ids64 = pair_new(LITHE_U64, 1, (int64_t[]){B}, u), ids32 = pair_new(LITHE_I32, 1, (int64_t[]){B}, i32);
+    for (int w = 0; w < 2; w++) {
+        pair ids = w ? ids64 : ids32;
+        pair T = pair_rand(2, (int64_t[]){V, N}, -1, 1), Y = pair_new(LITHE_F32, 2, (int64_t[]){B, N}, NULL),
+             X = pair_rand(2, (int64_t[]){B, N}, -1, 1);
+        OK(lithe__op_gather_rows(cpu, T.c, ids.c, Y.c));
+        OK(lithe__op_gather_rows(vk, T.v, ids.v, Y.v));
+        expect_pair("gather_rows", Y, 0, 0);
+        OK(lithe__op_scatter_add_rows(cpu, T.c, ids.c, X.c));
+        OK(lithe__op_scatter_add_rows(vk, T.v, ids.v, X.v));
+        expect_pair("scatter_add_rows (duplicates in the CPU's order)", T, 0, 0);
+        pair_free(T);
+        pair_free(Y);
+        pair_free(X);
+    }
+    /* hashes of arbitrary 64-bit ids */
+    uint64_t h[B];
+    for (int i = 0; i < B; i++) h[i] = lithe__splitmix64(&rng_state);
+    pair H = pair_new(LITHE_U64, 1, (int64_t[]){B}, h), K = pair_new(LITHE_U32, 2, (int64_t[]){B, 4}, NULL);
+    static const uint32_t seeds[] = {0, 1, 0xDEADBEEF};
+    for (int s = 0; s < 3; s++) {
+        OK(lithe__op_hash_ids(cpu, H.c, seeds[s], K.c));
+        OK(lithe__op_hash_ids(vk, H.v, seeds[s], K.v));
+        expect_pair("hash_ids", K, 0, 0);
+    }
+    pair_free(H);
+    pair_free(K);
+    pair_free(ids64);
+    pair_free(ids32);
+}
+
+/* ---- whole models ---- */
+
+typedef lithe_status (*build_fn)(lithe_model **out);
+
+static lithe_status build_relu_mlp(lithe_model **out) {
+    lithe_model *l[3] = {NULL, NULL, NULL};
+    lithe_status s = lithe_relu(&(lithe_dense_opts){.nO = 48}, &l[0]);
+    if (s == LITHE_OK) s = lithe_relu(&(lithe_dense_opts){.nO = 32, .dropout = 0.2f}, &l[1]);
+    if (s == LITHE_OK) s = lithe_softmax(&(lithe_softmax_opts){.nO = 10}, &l[2]);
+    if (s != LITHE_OK) {
+        for (int i = 0; i < 3; i++) lithe_model_free(l[i]);
+        return s;
+    }
+    return lithe_chain(3, l, out);
+}
+
+static lithe_status build_maxout_ln_dropout(lithe_model **out) {
+    lithe_model *l[3] = {NULL, NULL, NULL};
+    lithe_status s = lithe_dense("Maxout.v1", &(lithe_dense_opts){.nO = 40, .nP = 3, .normalize = true, .dropout = 0.3f},
+                                 &l[0]);
+    if (s == LITHE_OK) s = lithe_dense("Mish.v1", &(lithe_dense_opts){.nO = 24, .normalize = true}, &l[1]);
+    if (s == LITHE_OK) s = lithe_softmax(&(lithe_softmax_opts){.nO = 7}, &l[2]);
+    if (s != LITHE_OK) {
+        for (int i = 0; i < 3; i++) lithe_model_free(l[i]);
+        return s;
+    }
+    return lithe_chain(3, l, out);
+}
+
+static lithe_value *value_on(lithe_backend *be, lithe_dtype dt, int ndim, const int64_t *shape, const void *data) {
+    lithe_tensor *t = NULL;
+    lithe_value *v = NULL;
+    OK(lithe_tensor_new(be, dt, ndim, shape, &t));
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= shape[i];
+    OK(lithe_tensor_write(t, data, (size_t)n * lithe_dtype_size(dt)));
+    OK(lithe_value_tensor(t, &v));
+    lithe_tensor_release(t);
+    return v;
+}
+
+static void expect_values(const char *what, const lithe_value *a, const lithe_value *b, double atol, double rtol) {
+    pair p = {lithe_value_get_tensor(a), lithe_value_get_tensor(b)};
+    assert_non_null(p.c);
+    assert_non_null(p.v);
+    expect_pair(what, p, atol, rtol);
+}
+
+/* The same model built twice with one seed; one moved to Vulkan. Predictions, then ten Adam
+ * steps of training (forward, cross-entropy gradient, backward, finish_update) with dropout
+ * masks drawn on each backend from the same Philox stream, then predictions and every param. */
+static void run_model_case(const char *name, build_fn build, int64_t nI, int64_t nC) {
+    enum { B = 50 };
+    lithe_model *mc = NULL, *mv = NULL;
+    OK(build(&mc));
+    OK(build(&mv));
+    OK(lithe_model_set_seed(mc, 7));
+    OK(lithe_model_set_seed(mv, 7));
+    float *x = malloc(sizeof(float) * (size_t)(B * nI)), *onehot = calloc((size_t)(B * nC), sizeof(float));
+    int32_t y[B];
+    assert_true(x && onehot);
+    for (int64_t i = 0; i < B * nI; i++) x[i] = (float)(uni() * 2 - 1);
+    for (int i = 0; i < B; i++) {
+        y[i] = (int32_t)(uni() * (double)nC);
+        onehot[i * nC + y[i]] = 1.0f;
+    }
+    lithe_value *Xc = value_on(cpu, LITHE_F32, 2, (int64_t[]){B, nI}, x),
+                *Yc = value_on(cpu, LITHE_F32, 2, (int64_t[]){B, nC}, onehot);
+    OK(lithe_model_initialize(mc, Xc, Yc));
+    OK(lithe_model_initialize(mv, Xc, Yc)); /* initialized on the CPU, then moved */
+    OK(lithe_model_set_backend(mv, vk));
+    assert_ptr_equal(lithe_model_backend(mv), vk);
+    lithe_value *Xv = value_on(vk, LITHE_F32, 2, (int64_t[]){B, nI}, x);
+    lithe_value *Lc = value_on(cpu, LITHE_I32, 1, (int64_t[]){B}, y), *Lv = value_on(vk, LITHE_I32, 1, (int64_t[]){B}, y);
+    char what[128];
+
+    lithe_value *Pc = NULL, *Pv = NULL;
+    OK(lithe_model_predict(mc, Xc, &Pc));
+    OK(lithe_model_predict(mv, Xv, &Pv));
+    snprintf(what, sizeof what, "%s predictions", name);
+    expect_values(what, Pc, Pv, 1e-5, 1e-4);
+    lithe_value_release(Pc);
+    lithe_value_release(Pv);
+
+    lithe_optimizer_opts oo = lithe_adam_defaults();
+    oo.learn_rate = 0.01;
+    lithe_optimizer *oc = NULL, *ov = NULL;
+    OK(lithe_optimizer_new(&oo, &oc));
+    OK(lithe_optimizer_new(&oo, &ov));
+    for (int step = 0; step < 10; step++) {
+        lithe_model *ms[2] = {mc, mv};
+        lithe_value *Xs[2] = {Xc, Xv}, *Ls[2] = {Lc, Lv};
+        lithe_optimizer *os[2] = {oc, ov};
+        for (int side = 0; side < 2; side++) {
+            lithe_value *G = NULL, *dv = NULL;
+            lithe_backprop *bp = NULL;
+            lithe_tensor *d = NULL;
+            OK(lithe_model_begin_update(ms[side], Xs[side], &G, &bp));
+            OK(lithe_categorical_crossentropy(NULL, lithe_value_get_tensor(G), lithe_value_get_tensor(Ls[side]), &d, NULL));
+            OK(lithe_value_tensor(d, &dv));
+            OK(lithe_backprop_run(bp, dv, NULL));
+            OK(lithe_model_finish_update(ms[side], os[side]));
+            lithe_tensor_release(d);
+            lithe_value_release(dv);
+            lithe_value_release(G);
+            lithe_backprop_free(bp);
+        }
+    }
+    OK(lithe_model_predict(mc, Xc, &Pc));
+    OK(lithe_model_predict(mv, Xv, &Pv));
+    snprintf(what, sizeof what, "%s predictions after 10 Adam steps", name);
+    expect_values(what, Pc, Pv, 1e-4, 1e-3);
+    lithe_value_release(Pc);
+    lithe_value_release(Pv);
+    /* every param of the tree, node by node in walk order */
+    lithe_model *nc[64], *nv[64];
+    size_t n1 = 0, n2 = 0;
+    OK(lithe_model_walk(mc, nc, 64, &n1));
+    OK(lithe_model_walk(mv, nv, 64, &n2));
+    assert_int_equal(n1, n2);
+    for (size_t i = 0; i < n1 && i < 64; i++)
+        for (size_t p = 0; p < lithe_model_n_params(nc[i]); p++) {
+            const char *pn = lithe_model_param_name(nc[i], p);
+            pair t = {NULL, NULL};
+            if (lithe_model_get_param(nc[i], pn, &t.c) != LITHE_OK) continue;
+            OK(lithe_model_get_param(nv[i], pn, &t.v));
+            assert_ptr_equal(lithe_tensor_backend(t.v), vk);
+            snprintf(what, sizeof what, "%s: node %zu param %s after 10 Adam steps", name, i, pn);
+            expect_pair(what, t, 2e-4, 2e-3);
+        }
+    lithe_optimizer_free(oc);
+    lithe_optimizer_free(ov);
+    lithe_value_release(Xc);
+    lithe_value_release(Yc);
+    lithe_value_release(Xv);
+    lithe_value_release(Lc);
+    lithe_value_release(Lv);
+    lithe_model_free(mc);
+    lithe_model_free(mv);
+    free(x);
+    free(onehot);
+}
+
+static void test_model_relu_mlp(void **state) {
+    (void)state;
+    NEED_VK();
+    run_model_case("Relu MLP with dropout", build_relu_mlp, 37, 10);
+}
+
+static void test_model_maxout_layernorm_dropout(void **state) {
+    (void)state;
+    NEED_VK();
+    run_model_case("Maxout+LayerNorm+Dropout, Mish+LayerNorm", build_maxout_ln_dropout, 29, 7);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_primitive_present),
+        cmocka_unit_test(test_fill_copy_views),
+        cmocka_unit_test(test_cast),
+        cmocka_unit_test(test_gemm),
+        cmocka_unit_test(test_rows_elementwise),
+        cmocka_unit_test(test_activations),
+        cmocka_unit_test(test_softmax),
+        cmocka_unit_test(test_dropout_and_optimizers),
+        cmocka_unit_test(test_maxout_layernorm),
+        cmocka_unit_test(test_ids),
+        cmocka_unit_test(test_model_relu_mlp),
+        cmocka_unit_test(test_model_maxout_layernorm_dropout),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
