@@ -300,6 +300,7 @@ struct lithe_model {
     /* construction choices that Thinc binds into the layer's init, not attrs (never saved) */
     lithe_init init_W, init_b;
     double cfg[2]; /* layer-private constants (resizable: the fill of new W and b rows) */
+    lithe_debug_hooks *debug; /* lithe_with_debug's callbacks (owned; never saved or copied) */
 };
 
 /* A shim: a foreign graph a node holds (an imported ONNX / TF.js graph, core/graph/, arriving

@@ -87,6 +87,7 @@ void lithe_model_free(lithe_model *m) {
     lithe__free(m->refs);
     lithe__free(m->attrs);
     lithe__free(m->layers);
+    lithe__free(m->debug);
     lithe__free(m->name);
     lithe__free(m);
 }
@@ -647,16 +648,59 @@ lithe_status lithe_backprop_run(lithe_backprop *bp, const lithe_value *dY, lithe
 
 lithe_status lithe_model_initialize(lithe_model *m, const lithe_value *X, const lithe_value *Y) {
     LITHE__CHECK_ARG(m, "lithe_model_initialize", "model is NULL");
+    if (m->debug && m->debug->on_init) m->debug->on_init(m->debug->user, m, X, Y);
     if (!m->type->init) return LITHE_OK;
     return m->type->init(m, X, Y);
 }
+
+/* with_debug's backprop: the hook sees dY, then the layer's own record runs. */
+typedef struct debug_bp {
+    lithe_backprop base;
+    lithe_backprop *inner;
+} debug_bp;
+
+static lithe_status debug_backward(lithe_backprop *self, const lithe_value *dY, lithe_value **dX) {
+    lithe_model *m = self->model;
+    if (m->debug && m->debug->on_backprop) m->debug->on_backprop(m->debug->user, m, dY);
+    return lithe_backprop_run(((debug_bp *)self)->inner, dY, dX);
+}
+
+static void debug_destroy(lithe_backprop *self) { lithe_backprop_free(((debug_bp *)self)->inner); }
 
 lithe_status lithe_model_forward(lithe_model *m, const lithe_value *X, bool is_train, lithe_value **Y,
                                  lithe_backprop **bp) {
     if (Y) *Y = NULL;
     if (bp) *bp = NULL;
     LITHE__CHECK_ARG(m && X && Y, "lithe_model_forward", "model, X or Y is NULL");
-    return m->type->forward(m, X, is_train, Y, bp);
+    if (!m->debug) return m->type->forward(m, X, is_train, Y, bp);
+    if (m->debug->on_forward) m->debug->on_forward(m->debug->user, m, X, is_train);
+    lithe_backprop *inner = NULL;
+    LITHE__TRY(m->type->forward(m, X, is_train, Y, bp ? &inner : NULL));
+    if (!bp) return LITHE_OK;
+    lithe_status s = lithe__backprop_new(m, sizeof(debug_bp), debug_backward, debug_destroy, bp);
+    if (s != LITHE_OK) {
+        lithe_backprop_free(inner);
+        lithe_value_release(*Y);
+        *Y = NULL;
+        return s;
+    }
+    ((debug_bp *)*bp)->inner = inner;
+    return LITHE_OK;
+}
+
+lithe_status lithe_with_debug(lithe_model *layer, const lithe_debug_hooks *hooks, lithe_model **out) {
+    if (out) *out = NULL;
+    LITHE__CHECK_ARG(layer && out, "lithe_with_debug", "layer or out is NULL");
+    lithe_debug_hooks *h = NULL;
+    if (hooks) {
+        h = lithe__malloc(sizeof *h);
+        if (!h) return lithe__oom("with_debug", sizeof *h);
+        *h = *hooks;
+    }
+    lithe__free(layer->debug);
+    layer->debug = h;
+    *out = layer;
+    return LITHE_OK;
 }
 
 lithe_status lithe_model_begin_update(lithe_model *m, const lithe_value *X, lithe_value **Y,

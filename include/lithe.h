@@ -494,6 +494,17 @@ LITHE_API lithe_status lithe_with_getitem(int64_t idx, lithe_model *layer, lithe
  * gradient is reshaped the same way (Thinc 8.1.7 reshapes it to the input's shape, which only
  * works when nO == nI). */
 LITHE_API lithe_status lithe_with_reshape(lithe_model *layer, lithe_model **out);
+/* Thinc's with_debug: callbacks run when the layer initializes, runs forward and runs its
+ * backprop (each gets `user`, the node and what the call got; any may be NULL). As in Thinc no
+ * node is added: the hooks are set on `layer` itself and *out is `layer` (hooks NULL removes
+ * them). Hooks are never saved to files and not carried by lithe_model_copy. */
+typedef struct lithe_debug_hooks {
+    void *user;
+    void (*on_init)(void *user, lithe_model *m, const lithe_value *X, const lithe_value *Y);
+    void (*on_forward)(void *user, lithe_model *m, const lithe_value *X, bool is_train);
+    void (*on_backprop)(void *user, lithe_model *m, const lithe_value *dY);
+} lithe_debug_hooks;
+LITHE_API lithe_status lithe_with_debug(lithe_model *layer, const lithe_debug_hooks *hooks, lithe_model **out);
 /* Ragged (N, O) -> (B, O), a row per sequence: "reduce_sum.v1", "reduce_mean.v1" (zero-length
  * sequences give zero rows), "reduce_max.v1" (first maximum gets the gradient), "reduce_first.v1",
  * "reduce_last.v1" (those three refuse a zero-length sequence with LITHE_ERR_SHAPE naming it). */

@@ -474,6 +474,60 @@ static void test_errors(void **state) {
     lithe_tensor_release(l);
 }
 
+/* with_debug: the hooks see each call's arguments; the tree and the results are unchanged. */
+typedef struct debug_log {
+    int init, forward, backprop;
+    bool last_is_train;
+    const lithe_value *last_X, *last_dY;
+} debug_log;
+static void on_init(void *user, lithe_model *m, const lithe_value *X, const lithe_value *Y) {
+    (void)m;
+    (void)Y;
+    ((debug_log *)user)->init++;
+    ((debug_log *)user)->last_X = X;
+}
+static void on_forward(void *user, lithe_model *m, const lithe_value *X, bool is_train) {
+    (void)m;
+    debug_log *l = user;
+    l->forward++;
+    l->last_X = X;
+    l->last_is_train = is_train;
+}
+static void on_backprop(void *user, lithe_model *m, const lithe_value *dY) {
+    (void)m;
+    ((debug_log *)user)->backprop++;
+    ((debug_log *)user)->last_dY = dY;
+}
+
+static void test_with_debug(void **state) {
+    (void)state;
+    debug_log log = {0};
+    lithe_model *relu = dense("Relu.v1", "with_array_ragged"), *same = NULL, *m = NULL;
+    OK(lithe_with_debug(relu, &(lithe_debug_hooks){.user = &log, .on_init = on_init, .on_forward = on_forward,
+                                                   .on_backprop = on_backprop},
+                        &same));
+    assert_ptr_equal(same, relu); /* Thinc's with_debug returns the layer itself */
+    OK(lithe_with_array(relu, 0, &m));
+    lithe_value *X = gvalue("with_array_ragged.X");
+    OK(lithe_model_initialize(m, X, NULL));
+    assert_int_equal(log.init, 1);
+    lithe_tensor *W = tensor_of(get("with_array_ragged.W")), *b = tensor_of(get("with_array_ragged.b"));
+    OK(lithe_model_set_param(relu, "W", W)); /* initialize drew new weights */
+    OK(lithe_model_set_param(relu, "b", b));
+    lithe_tensor_release(W);
+    lithe_tensor_release(b);
+    run_case(m, "with_array_ragged", true);
+    assert_int_equal(log.forward, 1);
+    assert_true(log.last_is_train);
+    assert_int_equal(log.backprop, 1);
+    assert_non_null(log.last_dY);
+    OK(lithe_with_debug(relu, NULL, &same)); /* removed */
+    run_case(m, "with_array_ragged", true);
+    assert_int_equal(log.forward, 1);
+    lithe_value_release(X);
+    lithe_model_free(m);
+}
+
 /* chain(list2ragged, with_array(HashEmbed), expand_window(1), with_array(Maxout), with_array(Softmax),
  * ragged2list), the shape of spaCy's tok2vec + tagger. */
 static lithe_model *tagger(void) {
@@ -573,6 +627,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_empty),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_tagger_from_thinc),
+        cmocka_unit_test(test_with_debug),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);
 }
