@@ -716,6 +716,151 @@ static void test_static_vectors(void **state) {
     lithe_model_free(m);
 }
 
+/* ---- allocation failures: every allocation of each layer's life fails in turn ---------------- */
+
+typedef struct counter {
+    long calls, fail_at, live;
+    bool failed;
+} counter;
+static counter C;
+
+static void *c_malloc(void *u, size_t n) {
+    counter *c = u;
+    if (++c->calls == c->fail_at) {
+        c->failed = true;
+        return NULL;
+    }
+    void *p = malloc(n);
+    if (p) c->live++;
+    return p;
+}
+static void *c_realloc(void *u, void *p, size_t n) {
+    counter *c = u;
+    if (++c->calls == c->fail_at) {
+        c->failed = true;
+        return NULL;
+    }
+    void *q = realloc(p, n);
+    if (q && !p) c->live++;
+    return q;
+}
+static void c_free(void *u, void *p) {
+    if (p) {
+        ((counter *)u)->live--;
+        free(p);
+    }
+}
+
+#define T(expr)                                                                                    \
+    do {                                                                                           \
+        if (s == LITHE_OK) s = (expr);                                                             \
+    } while (0)
+
+/* Builds, runs forward and backward, and round-trips through both file formats one small model
+ * of each layer, freeing everything; returns the first failure. */
+static lithe_status oom_scenario(int which) {
+    lithe_status s = LITHE_OK;
+    lithe_model *m = NULL, *he = NULL, *back = NULL;
+    lithe_tensor *t[4] = {0};
+    lithe_value *items[3] = {0}, *X = NULL, *Y = NULL, *dX = NULL;
+    lithe_backprop *bp = NULL;
+    uint8_t *bytes = NULL, *file = NULL;
+    size_t nb = 0, nf = 0;
+    static const uint64_t keys[5] = {1, 99, 1ull << 40, 7, 99};
+    static const float vals[5] = {0.5f, -1.0f, 2.0f, 0.25f, 1.5f};
+    static const int32_t lens[2] = {3, 2}, ids[5] = {0, 2, -1, 1, 2};
+    static const float V[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    static const char *const words[3] = {"cat", "d\xc3\xb6g", ""};
+    switch (which) {
+    case 0: /* SparseLinear.v1 */
+        T(lithe_sparse_linear(&(lithe_sparse_linear_opts){.nO = 3, .length = 16, .v1 = true}, &m));
+        T(lithe_model_initialize(m, NULL, NULL));
+        T(lithe_tensor_from_data(LITHE_U64, 1, (int64_t[]){5}, keys, &t[0]));
+        T(lithe_tensor_from_data(LITHE_F32, 1, (int64_t[]){5}, vals, &t[1]));
+        T(lithe_tensor_from_data(LITHE_I32, 1, (int64_t[]){2}, lens, &t[2]));
+        for (int i = 0; i < 3; i++) T(lithe_value_tensor(t[i], &items[i]));
+        T(lithe_value_tuple(3, items, &X));
+        break;
+    case 1: /* strings2arrays */
+        T(lithe_strings2arrays(&m));
+        T(lithe_value_strings(3, words, &items[0]));
+        T(lithe_value_list(1, items, &X));
+        break;
+    case 2: /* remap_ids.v1 over strings */
+        T(lithe_remap_ids(&(lithe_remap_ids_opts){.version = 1, .n = 2, .str_keys = words,
+                                                  .values = (const int64_t[]){4, 5}},
+                          &m));
+        T(lithe_value_strings(3, words, &X));
+        break;
+    case 3: /* uniqued(HashEmbed(column=0)) */
+        T(lithe_hash_embed(&(lithe_embed_opts){.nO = 3, .nV = 7, .has_seed = true, .seed = 1, .has_column = true},
+                           &he));
+        if (s == LITHE_OK) {
+            s = lithe_uniqued(he, 0, &m);
+            he = NULL;
+        }
+        T(lithe_tensor_from_data(LITHE_U64, 2, (int64_t[]){5, 1}, keys, &t[0]));
+        T(lithe_value_tensor(t[0], &X));
+        T(lithe_model_initialize(m, X, NULL));
+        break;
+    case 4: /* StaticVectors */
+        T(lithe_tensor_from_data(LITHE_F32, 2, (int64_t[]){3, 3}, V, &t[3]));
+        T(lithe_static_vectors(&(lithe_static_vectors_opts){.nO = 2, .vectors = t[3]}, &m));
+        T(lithe_model_initialize(m, NULL, NULL));
+        T(lithe_tensor_from_data(LITHE_I32, 1, (int64_t[]){5}, ids, &t[0]));
+        T(lithe_tensor_from_data(LITHE_I32, 1, (int64_t[]){2}, lens, &t[1]));
+        T(lithe_value_ragged(t[0], t[1], &X));
+        break;
+    }
+    T(lithe_model_begin_update(m, X, &Y, &bp));
+    T(lithe_backprop_run(bp, Y, &dX));
+    T(lithe_model_to_thinc_bytes(m, &bytes, &nb));
+    T(lithe_model_save_bytes(m, NULL, &file, &nf));
+    T(lithe_model_load_bytes(file, nf, &back));
+    T(lithe_model_from_thinc_bytes(back, bytes, nb));
+    lithe_buffer_free(bytes);
+    lithe_buffer_free(file);
+    lithe_model_free(back);
+    lithe_backprop_free(bp);
+    lithe_value_release(dX);
+    lithe_value_release(Y);
+    lithe_value_release(X);
+    for (int i = 0; i < 3; i++) lithe_value_release(items[i]);
+    for (int i = 0; i < 4; i++) lithe_tensor_release(t[i]);
+    lithe_model_free(he);
+    lithe_model_free(m);
+    return s;
+}
+
+static void test_allocation_failures(void **state) {
+    (void)state;
+    memset(&C, 0, sizeof C);
+    OK(lithe_set_allocator(&(lithe_allocator){c_malloc, c_realloc, c_free, &C}));
+    for (int which = 0; which < 5; which++) {
+        for (long n = 1;; n++) {
+            C.calls = 0;
+            C.fail_at = n;
+            C.failed = false;
+            lithe_status s = oom_scenario(which);
+            if (C.live != 0) {
+                print_error("scenario %d, allocation %ld failed: %ld blocks leaked\n", which, n, C.live);
+                fail();
+            }
+            if (!C.failed) {
+                if (s != LITHE_OK) print_error("scenario %d: %s\n", which, lithe_last_error());
+                assert_int_equal(s, LITHE_OK);
+                break;
+            }
+            if (s != LITHE_ERR_OOM) {
+                print_error("scenario %d, allocation %ld failed: got %s (%s)\n", which, n, lithe_status_str(s),
+                            lithe_last_error());
+                fail();
+            }
+        }
+    }
+    OK(lithe_set_allocator(NULL));
+}
+
 /* Every layer of this family is registered under its Thinc (or spaCy) name. */
 static void test_registered(void **state) {
     (void)state;
@@ -741,6 +886,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_strings2arrays),  cmocka_unit_test(test_remap_ids),
         cmocka_unit_test(test_uniqued),         cmocka_unit_test(test_static_vectors),
         cmocka_unit_test(test_registered),
+        cmocka_unit_test(test_allocation_failures),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);
 }

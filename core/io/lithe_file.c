@@ -167,7 +167,7 @@ lithe_status lithe_model_save_bytes(lithe_model *m, const lithe_optimizer *opt, 
     if (s == LITHE_OK) s = architecture(nodes, n, &arch);
     if (s == LITHE_OK && arch.oom) s = lithe__oom("save", arch.n);
     size_t cap = 1;
-    for (size_t i = 0; i < n; i++) cap += nodes[i]->n_params;
+    for (size_t i = 0; s == LITHE_OK && i < n; i++) cap += nodes[i]->n_params; /* nodes unset when walk failed */
     if (s == LITHE_OK) {
         ts = lithe__calloc(cap, sizeof *ts);
         if (!ts) s = lithe__oom("save", cap * sizeof *ts);

@@ -29,7 +29,11 @@ static lithe_status walk(lithe_model *m, node_list *nl) {
     nl->v = lithe__malloc((n ? n : 1) * sizeof *nl->v);
     if (!nl->v) return lithe__oom("walk", n * sizeof *nl->v);
     lithe_status s = lithe_model_walk(m, nl->v, n, &nl->n);
-    if (s != LITHE_OK) lithe__free(nl->v);
+    if (s != LITHE_OK) { /* the callers free nl->v again: leave nothing behind */
+        lithe__free(nl->v);
+        nl->v = NULL;
+        nl->n = 0;
+    }
     return s;
 }
 
