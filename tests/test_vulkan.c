@@ -601,6 +601,107 @@ static void test_ids(void **state) {
     pair_free(ids32);
 }
 
+
+/* ---- sequences, sparse and strings (lengths, strings and offsets live on the host) ---- */
+
+static void test_sequences_sparse_strings(void **state) {
+    (void)state;
+    NEED_VK();
+    static const int32_t lens_a[] = {3, 0, 1, 7, 2, 0, 5}, lens_b[] = {1, 4, 300, 2};
+    const int32_t *lens[] = {lens_a, lens_b};
+    const int64_t nb[] = {7, 4};
+    for (int c = 0; c < 2; c++) {
+        int64_t B = nb[c], N = 0, O = c ? 33 : 5;
+        for (int64_t b = 0; b < B; b++) N += lens[c][b];
+        lithe_tensor *L = NULL;
+        OK(lithe_tensor_from_data(LITHE_I32, 1, &B, lens[c], &L));
+        pair X = pair_rand(2, (int64_t[]){N, O}, -2, 2), Y = pair_new(LITHE_F32, 2, (int64_t[]){B, O}, NULL),
+             dY = pair_rand(2, (int64_t[]){B, O}, -1, 1), dX = pair_rand(2, (int64_t[]){N, O}, -1, 1),
+             W = pair_new(LITHE_I32, 2, (int64_t[]){B, O}, NULL);
+        for (int mean = 0; mean < 2; mean++) {
+            OK(lithe__op_reduce_sum(cpu, X.c, L, mean, Y.c));
+            OK(lithe__op_reduce_sum(vk, X.v, L, mean, Y.v));
+            expect_pair(mean ? "reduce_mean" : "reduce_sum", Y, 0, 0);
+            OK(lithe__op_reduce_sum_backward(cpu, dY.c, L, mean, dX.c));
+            OK(lithe__op_reduce_sum_backward(vk, dY.v, L, mean, dX.v));
+            expect_pair(mean ? "reduce_mean backward" : "reduce_sum backward", dX, 0, 0);
+        }
+        if (c == 1) { /* every length >= 1 */
+            OK(lithe__op_reduce_max(cpu, X.c, L, Y.c, W.c));
+            OK(lithe__op_reduce_max(vk, X.v, L, Y.v, W.v));
+            expect_pair("reduce_max", Y, 0, 0);
+            expect_pair("reduce_max which", W, 0, 0);
+            OK(lithe__op_reduce_max_backward(cpu, dY.c, W.c, L, dX.c));
+            OK(lithe__op_reduce_max_backward(vk, dY.v, W.v, L, dX.v));
+            expect_pair("reduce_max backward", dX, 0, 0);
+        }
+        for (int64_t nW = 0; nW < 3; nW++) {
+            int64_t F = 2 * nW + 1;
+            pair S = pair_new(LITHE_F32, 2, (int64_t[]){N, F * O}, NULL), dS = pair_rand(2, (int64_t[]){N, F * O}, -1, 1);
+            OK(lithe__op_seq2col(cpu, X.c, nW, L, S.c));
+            OK(lithe__op_seq2col(vk, X.v, nW, L, S.v));
+            expect_pair("seq2col", S, 0, 0);
+            OK(lithe__op_seq2col_backward(cpu, dS.c, nW, L, dX.c));
+            OK(lithe__op_seq2col_backward(vk, dS.v, nW, L, dX.v));
+            expect_pair("seq2col backward", dX, 0, 0);
+            pair_free(S);
+            pair_free(dS);
+        }
+        /* SparseLinear: keys and values per row, v1 and v2 */
+        uint64_t *keys = malloc(sizeof(uint64_t) * (size_t)(N + 1));
+        assert_non_null(keys);
+        for (int64_t i = 0; i < N; i++) keys[i] = i % 3 ? lithe__splitmix64(&rng_state) : (uint64_t)(i % 7);
+        pair K = pair_new(LITHE_U64, 1, &N, keys), V = pair_rand(1, &N, -1, 1);
+        free(keys);
+        int64_t nO = 6, length = 64;
+        for (int v1 = 0; v1 < 2; v1++) {
+            pair SW = pair_rand(1, (int64_t[]){nO * length}, -1, 1), SY = pair_rand(2, (int64_t[]){B, nO}, -1, 1),
+                 SdY = pair_rand(2, (int64_t[]){B, nO}, -1, 1);
+            OK(lithe__op_sparse_linear(cpu, K.c, V.c, L, SW.c, length, v1, SY.c));
+            OK(lithe__op_sparse_linear(vk, K.v, V.v, L, SW.v, length, v1, SY.v));
+            expect_pair(v1 ? "sparse_linear v1" : "sparse_linear v2", SY, 0, 0);
+            OK(lithe__op_sparse_linear_backward(cpu, K.c, V.c, L, SdY.c, length, v1, SW.c));
+            OK(lithe__op_sparse_linear_backward(vk, K.v, V.v, L, SdY.v, length, v1, SW.v));
+            expect_pair(v1 ? "sparse_linear_backward v1" : "sparse_linear_backward v2", SW, 0, 0);
+            pair_free(SW);
+            pair_free(SY);
+            pair_free(SdY);
+        }
+        pair_free(K);
+        pair_free(V);
+        lithe_tensor_release(L);
+        pair_free(X);
+        pair_free(Y);
+        pair_free(dY);
+        pair_free(dX);
+        pair_free(W);
+    }
+    /* strings of every tail length, empty, and non-ASCII bytes */
+    static const char *strs[] = {"", "a", "ab", "abc", "abcd", "abcde", "the quick brown fox", "\xc3\xa9t\xc3\xa9", "12345678"};
+    enum { NSTR = sizeof strs / sizeof strs[0] };
+    uint8_t buf[128];
+    int64_t offs[NSTR + 1], pos = 0;
+    for (int i = 0; i < NSTR; i++) {
+        offs[i] = pos;
+        size_t l = strlen(strs[i]) + 1;
+        memcpy(buf + pos, strs[i], l);
+        pos += (int64_t)l;
+    }
+    offs[NSTR] = pos;
+    lithe_tensor *bytes = NULL, *offsets = NULL;
+    OK(lithe_tensor_from_data(LITHE_U8, 1, (int64_t[]){pos}, buf, &bytes));
+    OK(lithe_tensor_from_data(LITHE_I64, 1, (int64_t[]){NSTR + 1}, offs, &offsets));
+    pair H = pair_new(LITHE_U64, 1, (int64_t[]){NSTR}, NULL);
+    for (uint32_t seed = 0; seed < 3; seed++) {
+        OK(lithe__op_hash_strings(cpu, bytes, offsets, seed * 77u, H.c));
+        OK(lithe__op_hash_strings(vk, bytes, offsets, seed * 77u, H.v));
+        expect_pair("hash_strings", H, 0, 0);
+    }
+    pair_free(H);
+    lithe_tensor_release(bytes);
+    lithe_tensor_release(offsets);
+}
+
 /* ---- whole models ---- */
 
 typedef lithe_status (*build_fn)(lithe_model **out);
@@ -768,6 +869,7 @@ int main(void) {
         cmocka_unit_test(test_dropout_and_optimizers),
         cmocka_unit_test(test_maxout_layernorm),
         cmocka_unit_test(test_ids),
+        cmocka_unit_test(test_sequences_sparse_strings),
         cmocka_unit_test(test_model_relu_mlp),
         cmocka_unit_test(test_model_maxout_layernorm_dropout),
     };

@@ -365,6 +365,164 @@ static lithe_status vk_hash_ids(lithe_backend *be, const lithe_tensor *ids, uint
     return DISPATCH("hash_ids", "hash", SPEC0, &p, groups_for(ids->numel), 1, out, ids);
 }
 
+
+/* ---- sequences (Ragged rows grouped by host-side lengths) ---- */
+
+/* Uploads what seq.comp needs from the host lengths (B,) int32: starts (B + 1) then B scales
+ * (1 / length computed as the CPU's kernels do). Lengths may also live on this device. */
+static lithe_status seq_meta(lithe_backend *be, const char *op, const lithe_tensor *lengths, bool with_scales,
+                             int64_t *rows, lithe_tensor **out) {
+    *out = NULL;
+    if (lengths->dtype != LITHE_I32)
+        return lithe__fail(LITHE_ERR_DTYPE, "vulkan %s: lengths must be int32, got %s", op, lithe_dtype_name(lengths->dtype));
+    int64_t B = lengths->numel;
+    if (B >= INT32_MAX / 2) return lithe__fail(LITHE_ERR_UNSUPPORTED, "vulkan %s: %lld sequences", op, (long long)B);
+    size_t words = (size_t)(B + 1) + (with_scales ? (size_t)B : 0);
+    int32_t *meta = lithe__malloc(words * 4 + (size_t)B * 4 + 4);
+    if (!meta) return lithe__oom(op, words * 4);
+    int32_t *len = meta + words;
+    lithe_status s = lithe_tensor_read(lengths, len, (size_t)B * 4);
+    int64_t start = 0;
+    for (int64_t b = 0; s == LITHE_OK && b < B; b++) {
+        meta[b] = (int32_t)start;
+        start += len[b];
+        if (len[b] < 0 || start > INT32_MAX)
+            s = lithe__fail(LITHE_ERR_UNSUPPORTED, "vulkan %s: length %d of sequence %lld (or the total) outside 32 bits",
+                            op, len[b], (long long)b);
+        if (with_scales) {
+            float sc = len[b] ? (float)(1.0 / len[b]) : 0.0f;
+            memcpy(&meta[B + 1 + b], &sc, 4);
+        }
+    }
+    if (s == LITHE_OK) {
+        meta[B] = (int32_t)start;
+        *rows = start;
+        s = lithe__vk_scratch(be, words * 4, out);
+    }
+    if (s == LITHE_OK) s = be->ops->upload(be, (*out)->storage->data, 0, meta, words * 4);
+    lithe__free(meta);
+    if (s != LITHE_OK) {
+        lithe_tensor_release(*out);
+        *out = NULL;
+    }
+    return s;
+}
+
+static lithe_status seq_run(lithe_backend *be, const char *op, uint32_t which_op, const lithe_tensor *lengths,
+                            int64_t O, int64_t nW, bool mean, int64_t items_per_row, lithe_tensor *out,
+                            const lithe_tensor *in, const lithe_tensor *which) {
+    LITHE__TRY(need_f32(op, out));
+    LITHE__TRY(need_f32(op, in));
+    lithe_tensor *meta = NULL;
+    int64_t N = 0, B = lengths->numel;
+    LITHE__TRY(seq_meta(be, op, lengths, true, &N, &meta));
+    lithe__vk_push p = {.u = {(uint32_t)B, (uint32_t)O, (uint32_t)nW, mean}};
+    uint32_t spec[LITHE__VK_SPEC] = {which_op};
+    int64_t items = items_per_row > 0 ? N * items_per_row : B * O;
+    lithe_status s = lithe__vk_dispatch(be, op, "seq", spec, &p, (const lithe_tensor *const[]){out, in, meta, which}, 4,
+                                        groups_for(items), 1);
+    lithe_tensor_release(meta);
+    return s;
+}
+
+static lithe_status vk_reduce_sum(lithe_backend *be, const lithe_tensor *X, const lithe_tensor *lengths, bool mean,
+                                  lithe_tensor *Y) {
+    return seq_run(be, "reduce_sum", 0, lengths, Y->shape[1], 0, mean, 0, Y, X, NULL);
+}
+static lithe_status vk_reduce_sum_backward(lithe_backend *be, const lithe_tensor *dY, const lithe_tensor *lengths,
+                                           bool mean, lithe_tensor *dX) {
+    return seq_run(be, "reduce_sum_backward", 1, lengths, dY->shape[1], 0, mean, 0, dX, dY, NULL);
+}
+static lithe_status vk_reduce_max(lithe_backend *be, const lithe_tensor *X, const lithe_tensor *lengths, lithe_tensor *Y,
+                                  lithe_tensor *which) {
+    return seq_run(be, "reduce_max", 2, lengths, Y->shape[1], 0, false, 0, Y, X, which);
+}
+static lithe_status vk_reduce_max_backward(lithe_backend *be, const lithe_tensor *dY, const lithe_tensor *which,
+                                           const lithe_tensor *lengths, lithe_tensor *dX) {
+    return seq_run(be, "reduce_max_backward", 3, lengths, dY->shape[1], 0, false, 0, dX, dY, which);
+}
+static lithe_status vk_seq2col(lithe_backend *be, const lithe_tensor *X, int64_t nW, const lithe_tensor *lengths,
+                               lithe_tensor *Y) {
+    if (nW < 0 || nW > 1 << 20) return lithe__fail(LITHE_ERR_VALUE, "vulkan seq2col: window %lld", (long long)nW);
+    return seq_run(be, "seq2col", 4, lengths, X->shape[1], nW, false, (2 * nW + 1) * X->shape[1], Y, X, NULL);
+}
+static lithe_status vk_seq2col_backward(lithe_backend *be, const lithe_tensor *dY, int64_t nW,
+                                        const lithe_tensor *lengths, lithe_tensor *dX) {
+    if (nW < 0 || nW > 1 << 20) return lithe__fail(LITHE_ERR_VALUE, "vulkan seq2col_backward: window %lld", (long long)nW);
+    return seq_run(be, "seq2col_backward", 5, lengths, dX->shape[1], nW, false, dX->shape[1], dX, dY, NULL);
+}
+
+/* ---- sparse, hashed and string inputs ---- */
+
+static lithe_status vk_sparse_linear(lithe_backend *be, const lithe_tensor *keys, const lithe_tensor *values,
+                                     const lithe_tensor *lengths, const lithe_tensor *W, int64_t length, bool v1,
+                                     lithe_tensor *Y) {
+    LITHE__TRY(need_f32("sparse_linear", Y));
+    LITHE__TRY(check_size("sparse_linear", W));
+    if (length <= 0 || length > UINT32_MAX)
+        return lithe__fail(LITHE_ERR_VALUE, "vulkan sparse_linear: length %lld", (long long)length);
+    lithe_tensor *meta = NULL;
+    int64_t N = 0;
+    LITHE__TRY(seq_meta(be, "sparse_linear", lengths, false, &N, &meta));
+    lithe__vk_push p = {.u = {(uint32_t)Y->shape[0], (uint32_t)Y->shape[1], (uint32_t)length, v1}};
+    lithe_status s = lithe__vk_dispatch(be, "sparse_linear", "sparse", SPEC0, &p,
+                                        (const lithe_tensor *const[]){Y, keys, values, W, meta}, 5,
+                                        groups_for(Y->numel), 1);
+    lithe_tensor_release(meta);
+    return s;
+}
+
+static lithe_status vk_sparse_linear_backward(lithe_backend *be, const lithe_tensor *keys, const lithe_tensor *values,
+                                              const lithe_tensor *lengths, const lithe_tensor *dY, int64_t length,
+                                              bool v1, lithe_tensor *dW) {
+    LITHE__TRY(need_f32("sparse_linear_backward", dW));
+    if (length <= 0 || length > UINT32_MAX)
+        return lithe__fail(LITHE_ERR_VALUE, "vulkan sparse_linear_backward: length %lld", (long long)length);
+    lithe_tensor *meta = NULL;
+    int64_t N = 0;
+    LITHE__TRY(seq_meta(be, "sparse_linear_backward", lengths, false, &N, &meta));
+    lithe__vk_push p = {.u = {(uint32_t)dY->shape[0], (uint32_t)dY->shape[1], (uint32_t)length, v1}};
+    lithe_status s = lithe__vk_dispatch(be, "sparse_linear_backward", "sparse", SPEC1, &p,
+                                        (const lithe_tensor *const[]){dW, keys, values, dY, meta}, 5,
+                                        v1 ? 1 : groups_for(dY->shape[1]), 1);
+    lithe_tensor_release(meta);
+    return s;
+}
+
+/* Strings live in host memory (a STRINGS value's bytes and offsets): uploaded, then hashed on
+ * the device so the keys land where the model computes. */
+static lithe_status vk_hash_strings(lithe_backend *be, const lithe_tensor *bytes, const lithe_tensor *offsets,
+                                    uint32_t seed, lithe_tensor *out) {
+    LITHE__TRY(check_size("hash_strings", out));
+    int64_t n = out->numel, nb = bytes->numel;
+    if (!n) return LITHE_OK;
+    if (nb >= INT32_MAX || offsets->numel != n + 1 || offsets->dtype != LITHE_I64 || bytes->dtype != LITHE_U8)
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "vulkan hash_strings: %lld bytes, %lld offsets (%s)", (long long)nb,
+                           (long long)offsets->numel, lithe_dtype_name(offsets->dtype));
+    int64_t *off64 = lithe__malloc((size_t)(n + 1) * 8);
+    int32_t *off32 = lithe__malloc((size_t)(n + 1) * 4);
+    uint8_t *raw = lithe__malloc((size_t)nb + 4);
+    lithe_tensor *O = NULL, *Bt = NULL;
+    lithe_status s = off64 && off32 && raw ? LITHE_OK : lithe__oom("hash_strings", (size_t)(n + 1) * 12 + (size_t)nb);
+    if (s == LITHE_OK) s = lithe_tensor_read(offsets, off64, (size_t)(n + 1) * 8);
+    if (s == LITHE_OK) s = lithe_tensor_read(bytes, raw, (size_t)nb);
+    for (int64_t i = 0; s == LITHE_OK && i <= n; i++) off32[i] = (int32_t)off64[i]; /* < nb < 2^31 */
+    if (s == LITHE_OK) s = lithe__vk_scratch(be, (size_t)(n + 1) * 4, &O);
+    if (s == LITHE_OK) s = lithe__vk_scratch(be, (size_t)nb + 4, &Bt);
+    if (s == LITHE_OK) s = be->ops->upload(be, O->storage->data, 0, off32, (size_t)(n + 1) * 4);
+    if (s == LITHE_OK && nb) s = be->ops->upload(be, Bt->storage->data, 0, raw, (size_t)nb);
+    lithe__vk_push p = {.u = {(uint32_t)n, 0, 0, 0, seed}};
+    if (s == LITHE_OK)
+        s = lithe__vk_dispatch(be, "hash_strings", "sparse", SPEC2, &p,
+                               (const lithe_tensor *const[]){out, Bt, NULL, NULL, O}, 5, groups_for(n), 1);
+    lithe_tensor_release(O);
+    lithe_tensor_release(Bt);
+    lithe__free(off64);
+    lithe__free(off32);
+    lithe__free(raw);
+    return s;
+}
+
 /* Listed by name rather than generated from primitives.def, so a primitive added to the table
  * before its shader exists leaves a NULL field: the dispatcher then answers
  * LITHE_ERR_UNSUPPORTED ("backend 'vulkan' lacks primitive ..."), never a silent CPU run, and
@@ -396,4 +554,13 @@ void lithe__vk_fill_ops(lithe_backend_ops *ops) {
     ops->gather_rows = vk_gather_rows;
     ops->scatter_add_rows = vk_scatter_add_rows;
     ops->hash_ids = vk_hash_ids;
+    ops->reduce_sum = vk_reduce_sum;
+    ops->reduce_sum_backward = vk_reduce_sum_backward;
+    ops->reduce_max = vk_reduce_max;
+    ops->reduce_max_backward = vk_reduce_max_backward;
+    ops->seq2col = vk_seq2col;
+    ops->seq2col_backward = vk_seq2col_backward;
+    ops->sparse_linear = vk_sparse_linear;
+    ops->sparse_linear_backward = vk_sparse_linear_backward;
+    ops->hash_strings = vk_hash_strings;
 }
