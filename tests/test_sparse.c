@@ -861,6 +861,93 @@ static void test_allocation_failures(void **state) {
     OK(lithe_set_allocator(NULL));
 }
 
+/* StaticVectors' dropout: one mask over the nO columns, the same for every row, applied to Y in
+ * training (not at predict) and to dY in the backprop; remap_ids.v1 over int ids with dtype int64. */
+static void test_dropout_and_int_remap(void **state) {
+    (void)state;
+    enum { nV = 4, nM = 3, nO = 64 };
+    float V[nV * nM];
+    for (int i = 0; i < nV * nM; i++) V[i] = 1.0f + (float)i;
+    lithe_tensor *tV = NULL, *ids = NULL, *lens = NULL;
+    OK(lithe_tensor_from_data(LITHE_F32, 2, (int64_t[]){nV, nM}, V, &tV));
+    lithe_model *m = NULL;
+    OK(lithe_static_vectors(&(lithe_static_vectors_opts){.nO = nO, .vectors = tV, .dropout = 0.5f}, &m));
+    OK(lithe_model_initialize(m, NULL, NULL));
+    OK(lithe_tensor_from_data(LITHE_I32, 1, (int64_t[]){3}, (int32_t[]){0, 3, 1}, &ids));
+    OK(lithe_tensor_from_data(LITHE_I32, 1, (int64_t[]){1}, (int32_t[]){3}, &lens));
+    lithe_value *X = NULL, *Yt = NULL, *Yp = NULL, *dX = NULL;
+    OK(lithe_value_ragged(ids, lens, &X));
+    lithe_backprop *bp = NULL;
+    OK(lithe_model_begin_update(m, X, &Yt, &bp));
+    OK(lithe_model_predict(m, X, &Yp));
+    float *yt = read_f32(lithe_value_field(Yt, "data")), *yp = read_f32(lithe_value_field(Yp, "data"));
+    int dropped = 0;
+    for (int o = 0; o < nO; o++) {
+        bool off = yt[o] == 0.0f && yp[o] != 0.0f;
+        dropped += off;
+        for (int r = 0; r < 3; r++) {
+            float want = off ? 0.0f : yp[r * nO + o] * 2.0f; /* kept columns scaled by 1 / (1 - rate) */
+            assert_true(fabsf(yt[r * nO + o] - want) <= 1e-5f * (1.0f + fabsf(want)));
+        }
+    }
+    assert_true(dropped > 8 && dropped < 56);
+    /* dY = ones: dropped columns get no gradient */
+    lithe_tensor *ones = NULL;
+    float one[3 * nO];
+    for (int i = 0; i < 3 * nO; i++) one[i] = 1.0f;
+    OK(lithe_tensor_from_data(LITHE_F32, 2, (int64_t[]){3, nO}, one, &ones));
+    lithe_value *dY = wrap(ones);
+    OK(lithe_backprop_run(bp, dY, &dX));
+    lithe_tensor *g = NULL;
+    OK(lithe_model_get_grad(m, "W", &g));
+    float *gw = read_f32(g);
+    for (int o = 0; o < nO; o++) {
+        bool off = yt[o] == 0.0f && yp[o] != 0.0f;
+        for (int k = 0; k < nM; k++) {
+            float want = off ? 0.0f : 2.0f * (V[0 * nM + k] + V[3 * nM + k] + V[1 * nM + k]);
+            assert_true(fabsf(gw[o * nM + k] - want) <= 1e-4f);
+        }
+    }
+    free(gw);
+    free(yt);
+    free(yp);
+    lithe_value_release(dY);
+    lithe_value_release(dX);
+    lithe_value_release(X);
+    lithe_value_release(Yt);
+    lithe_value_release(Yp);
+    lithe_backprop_free(bp);
+    lithe_tensor_release(ids);
+    lithe_tensor_release(lens);
+    lithe_tensor_release(tV);
+    lithe_model_free(m);
+
+    /* remap_ids.v1 over 1-d uint64 ids (a key above INT64_MAX too), output int64 */
+    lithe_model *r = NULL;
+    OK(lithe_remap_ids(&(lithe_remap_ids_opts){.version = 1, .n = 3, .int_keys = (const int64_t[]){5, -1, 9},
+                                               .values = (const int64_t[]){50, 10, 90}, .default_value = 7,
+                                               .dtype = LITHE_I64},
+                       &r));
+    lithe_tensor *k = NULL;
+    OK(lithe_tensor_from_data(LITHE_U64, 1, (int64_t[]){4}, (uint64_t[]){9, UINT64_MAX, 5, 6}, &k));
+    lithe_value *K = wrap(k), *R = NULL;
+    OK(lithe_model_predict(r, K, &R));
+    assert_int_equal(lithe_tensor_dtype(lithe_value_get_tensor(R)), LITHE_I64);
+    int64_t got[4];
+    OK(lithe_tensor_read(lithe_value_get_tensor(R), got, sizeof got));
+    /* uint64 max is not the int key -1 (Python compares values, not bits) */
+    assert_int_equal(got[0], 90);
+    assert_int_equal(got[1], 7);
+    assert_int_equal(got[2], 50);
+    assert_int_equal(got[3], 7);
+    const char *d = NULL;
+    OK(lithe_model_get_attr_str(r, "dtype", &d));
+    assert_string_equal(d, "int64");
+    lithe_value_release(K);
+    lithe_value_release(R);
+    lithe_model_free(r);
+}
+
 /* Every layer of this family is registered under its Thinc (or spaCy) name. */
 static void test_registered(void **state) {
     (void)state;
@@ -885,7 +972,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_sparse_linear_fd), cmocka_unit_test(test_sparse_linear_edges),
         cmocka_unit_test(test_strings2arrays),  cmocka_unit_test(test_remap_ids),
         cmocka_unit_test(test_uniqued),         cmocka_unit_test(test_static_vectors),
-        cmocka_unit_test(test_registered),
+        cmocka_unit_test(test_dropout_and_int_remap), cmocka_unit_test(test_registered),
         cmocka_unit_test(test_allocation_failures),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);
