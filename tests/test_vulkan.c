@@ -12,6 +12,7 @@
  *
  * Without a Vulkan loader or device every test is skipped with the reason; with one (CI
  * installs lavapipe) they must pass. */
+#define _POSIX_C_SOURCE 200112L /* setenv */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -267,12 +268,10 @@ static void test_cast(void **state) {
 
 /* ---- GEMM ---- */
 
-static void test_gemm(void **state) {
-    (void)state;
-    NEED_VK();
+static void gemm_cases(void) {
     /* tile edges of the 64 x 64 x 16 blocking, thin shapes, and a padded-row view */
     static const int64_t mnk[][3] = {{1, 1, 1}, {63, 65, 17}, {64, 64, 16}, {65, 63, 15}, {128, 129, 127},
-                                     {3, 200, 64}, {200, 3, 33}, {130, 70, 0}};
+                                     {3, 200, 64}, {200, 3, 33}, {130, 70, 0}, {257, 300, 129}, {256, 256, 8}};
     static const float ab[][2] = {{1, 0}, {0.5f, 1}, {-1.5f, 0.25f}};
     for (size_t z = 0; z < sizeof mnk / sizeof mnk[0]; z++)
         for (int tA = 0; tA < 2; tA++)
@@ -299,6 +298,18 @@ static void test_gemm(void **state) {
                 pair_free(B);
                 pair_free(Cw);
             }
+}
+
+/* Both tilings (64 x 64 and 128 x 128) on every case, whatever size picks at run time. */
+static void test_gemm(void **state) {
+    (void)state;
+    NEED_VK();
+    static const char *const tiles[] = {"64", "128", NULL};
+    for (size_t t = 0; t < 3; t++) {
+        if (tiles[t]) setenv("LITHE_VULKAN_GEMM", tiles[t], 1);
+        else unsetenv("LITHE_VULKAN_GEMM");
+        gemm_cases();
+    }
 }
 
 /* ---- rows, elementwise, reductions ---- */

@@ -17,9 +17,10 @@ endif()
 if(LITHE_VULKAN_ENABLED)
   message(STATUS "lithe: Vulkan backend on (${LITHE_GLSLC})")
   set(LITHE_VK_DIR ${CMAKE_CURRENT_SOURCE_DIR}/backends/vulkan)
-  set(LITHE_VK_SHADERS fill copy cast gemm rows elementwise act softmax dropout optim cce reduce maxout
+  set(LITHE_VK_SHADERS fill copy cast gemm gemm128 rows elementwise act softmax dropout optim cce reduce maxout
       layernorm index hash seq sparse)
   set(LITHE_VK_SPV_DIR ${CMAKE_CURRENT_BINARY_DIR}/spirv)
+  file(GLOB LITHE_VK_GLSL ${LITHE_VK_DIR}/shaders/*.glsl) # included by the .comp files
   set(spvs)
   foreach(s IN LISTS LITHE_VK_SHADERS)
     add_custom_command(
@@ -27,7 +28,7 @@ if(LITHE_VULKAN_ENABLED)
       COMMAND ${CMAKE_COMMAND} -E make_directory ${LITHE_VK_SPV_DIR}
       COMMAND ${LITHE_GLSLC} --target-env=vulkan1.1 -O -Werror -o ${LITHE_VK_SPV_DIR}/${s}.spv
               ${LITHE_VK_DIR}/shaders/${s}.comp
-      DEPENDS ${LITHE_VK_DIR}/shaders/${s}.comp ${LITHE_VK_DIR}/shaders/common.glsl
+      DEPENDS ${LITHE_VK_DIR}/shaders/${s}.comp ${LITHE_VK_GLSL}
       COMMENT "glslc ${s}.comp"
       VERBATIM)
     list(APPEND spvs ${LITHE_VK_SPV_DIR}/${s}.spv)

@@ -6,6 +6,7 @@
 #include "vulkan_internal.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 #define WG 256u
 #define MAX_GROUPS 65535u
@@ -128,7 +129,13 @@ static lithe_status vk_gemm(lithe_backend *be, bool tA, bool tB, float alpha, co
     lithe__vk_push p = {.u = {(uint32_t)M, (uint32_t)N, (uint32_t)K, (uint32_t)lda, (uint32_t)ldb, (uint32_t)ldc},
                         .f = {alpha, beta}};
     uint32_t spec[LITHE__VK_SPEC] = {tA, tB};
-    return DISPATCH("gemm", "gemm", spec, &p, (uint32_t)((N + 63) / 64), (uint32_t)((M + 63) / 64), C, A, B);
+    /* 128 x 128 tiles (8 x 8 per invocation) once the product has enough of them to fill a GPU;
+     * 64 x 64 otherwise. LITHE_VULKAN_GEMM=64|128 forces one (benchmarks, tests). */
+    int tile = M >= 256 && N >= 256 && K >= 32 ? 128 : 64;
+    const char *force = getenv("LITHE_VULKAN_GEMM");
+    if (force && (!strcmp(force, "64") || !strcmp(force, "128"))) tile = atoi(force);
+    return DISPATCH("gemm", tile == 128 ? "gemm128" : "gemm", spec, &p, (uint32_t)((N + tile - 1) / tile),
+                    (uint32_t)((M + tile - 1) / tile), C, A, B);
 }
 
 /* ---- rows and elementwise ---- */

@@ -1,63 +1,10 @@
 #version 450
-// gemm: C (M, N) = alpha * op(A) · op(B) + beta * C, op(A): (M, K), op(B): (K, N), row strides
-// lda, ldb, ldc in elements (views with padded rows work). Shared-memory tiling: a workgroup of
-// 16 x 16 invocations computes a 64 x 64 tile of C, each invocation 4 x 4 outputs spaced 16
-// apart (so neighbouring invocations touch neighbouring addresses), stepping K by 16 with the
-// A and B panels staged in shared memory. Edges are bounds-checked; beta == 0 never reads C.
-// Spec constants: 0 = transA, 1 = transB. u0..u5 = M, N, K, lda, ldb, ldc; f0 = alpha, f1 = beta.
-#include "common.glsl"
-layout(local_size_x = 16, local_size_y = 16) in;
-layout(constant_id = 0) const uint TRANS_A = 0u;
-layout(constant_id = 1) const uint TRANS_B = 0u;
-layout(std430, binding = 0) buffer Cb { float c[]; };
-layout(std430, binding = 1) readonly buffer Ab { float a[]; };
-layout(std430, binding = 2) readonly buffer Bb { float b[]; };
-
-#define BM 64
-#define BN 64
-#define BK 16
-shared float As[BK][BM + 1];
-shared float Bs[BK][BN + 1];
-
-void main() {
-    uint M = pc.u[0], N = pc.u[1], K = pc.u[2], lda = pc.u[3], ldb = pc.u[4], ldc = pc.u[5];
-    float alpha = pc.f[0], beta = pc.f[1];
-    uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y, tid = ty * 16u + tx;
-    uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN;
-    float acc[4][4];
-    for (int r = 0; r < 4; r++) for (int q = 0; q < 4; q++) acc[r][q] = 0.0;
-    for (uint k0 = 0u; k0 < K; k0 += BK) {
-        // 1024 elements of each panel, 4 per invocation; the fastest-varying index follows the
-        // layout in memory so loads coalesce
-        for (uint l = 0u; l < 4u; l++) {
-            uint e = tid + l * 256u;
-            uint mi, ki;
-            if (TRANS_A == 0u) { ki = e % BK; mi = e / BK; } else { mi = e % BM; ki = e / BM; }
-            uint gm = m0 + mi, gk = k0 + ki;
-            As[ki][mi] = (gm < M && gk < K) ? a[OFF(1) + (TRANS_A == 0u ? gm * lda + gk : gk * lda + gm)] : 0.0;
-            uint nj, kj;
-            if (TRANS_B == 0u) { nj = e % BN; kj = e / BN; } else { kj = e % BK; nj = e / BK; }
-            uint gn = n0 + nj, gk2 = k0 + kj;
-            Bs[kj][nj] = (gn < N && gk2 < K) ? b[OFF(2) + (TRANS_B == 0u ? gk2 * ldb + gn : gn * ldb + gk2)] : 0.0;
-        }
-        barrier();
-        for (uint k = 0u; k < BK; k++) {
-            float av[4], bv[4];
-            for (uint r = 0u; r < 4u; r++) av[r] = As[k][ty + 16u * r];
-            for (uint q = 0u; q < 4u; q++) bv[q] = Bs[k][tx + 16u * q];
-            for (uint r = 0u; r < 4u; r++)
-                for (uint q = 0u; q < 4u; q++) acc[r][q] += av[r] * bv[q];
-        }
-        barrier();
-    }
-    for (uint r = 0u; r < 4u; r++) {
-        uint gm = m0 + ty + 16u * r;
-        if (gm >= M) continue;
-        for (uint q = 0u; q < 4u; q++) {
-            uint gn = n0 + tx + 16u * q;
-            if (gn >= N) continue;
-            uint ci = OFF(0) + gm * ldc + gn;
-            c[ci] = beta == 0.0 ? alpha * acc[r][q] : alpha * acc[r][q] + beta * c[ci];
-        }
-    }
-}
+// gemm with 64 x 64 tiles of C per workgroup (4 x 4 per invocation, K steps of 16): small and
+// thin products, where 128-wide tiles would leave most of the device idle. See gemm_body.glsl.
+#extension GL_GOOGLE_include_directive : require
+#define BM 64u
+#define BN 64u
+#define BK 16u
+#define TM 4u
+#define TN 4u
+#include "gemm_body.glsl"
