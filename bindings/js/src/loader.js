@@ -25,7 +25,12 @@ function defaultUrl(simd) {
 
 export async function readBytes(source) {
   if (source instanceof Uint8Array || source instanceof ArrayBuffer) return source;
-  const url = source instanceof URL ? source : new URL(String(source), isNode ? `file://${process.cwd()}/` : globalThis.location?.href);
+  if (isNode && typeof source === 'string' && !/^[a-z][a-z0-9+.-]+:/i.test(source)) {
+    // a file path (not a URL): read as is, whatever characters it holds
+    const fs = await import(/* webpackIgnore: true */ /* @vite-ignore */ 'node:fs/promises');
+    return fs.readFile(source);
+  }
+  const url = source instanceof URL ? source : new URL(String(source), globalThis.location?.href);
   if (isNode && url.protocol === 'file:') {
     const fs = await import(/* webpackIgnore: true */ /* @vite-ignore */ 'node:fs/promises');
     const { fileURLToPath } = await import(/* webpackIgnore: true */ /* @vite-ignore */ 'node:url');
@@ -36,6 +41,20 @@ export async function readBytes(source) {
   return new Uint8Array(await res.arrayBuffer());
 }
 
+// Compiles the module, streaming from the network in browsers (compiling while it downloads)
+// when the server sends application/wasm, else from the bytes.
+async function compile(source) {
+  const remote = !isNode && !(source instanceof Uint8Array || source instanceof ArrayBuffer);
+  if (remote && typeof WebAssembly.compileStreaming === 'function') {
+    const url = source instanceof URL ? source : new URL(String(source), globalThis.location?.href);
+    const res = await fetch(url);
+    if (!res.ok) throw new Error(`lithe: cannot fetch ${url}: HTTP ${res.status}`);
+    if ((res.headers.get('content-type') ?? '').startsWith('application/wasm')) return WebAssembly.compileStreaming(res);
+    return WebAssembly.compile(await res.arrayBuffer());
+  }
+  return WebAssembly.compile(await readBytes(source));
+}
+
 const EBADF = 8, ENOSYS = 52;
 
 // Instantiates the module; `print(fd, text)` receives what C writes to stdout (1) / stderr (2).
@@ -43,7 +62,7 @@ export async function instantiate({ wasm, simd, print } = {}) {
   const useSimd = simd ?? simdSupported();
   let module;
   if (wasm instanceof WebAssembly.Module) module = wasm;
-  else module = await WebAssembly.compile(await readBytes(wasm ?? defaultUrl(useSimd)));
+  else module = await compile(wasm ?? defaultUrl(useSimd));
 
   let memory = null;
   const decoder = new TextDecoder();
