@@ -83,7 +83,7 @@ test('the demo: predictions, a new class picked, fine-tuned in the browser, then
   assert.equal(res.losses.length, 80);
   const mean = (a) => a.reduce((s, v) => s + v, 0) / a.length;
   const first = mean(res.losses.slice(0, 10)), last = mean(res.losses.slice(-10));
-  assert.ok(last < 0.5 * first, `the loss falls: first ten steps ${first}, last ten ${last}`);
+  assert.ok(last < 0.7 * first, `the loss falls: first ten steps ${first}, last ten ${last}`);
   assert.ok(res.after.newRecall > 0.6, `held-out ankle boots recognised: ${res.after.newRecall}`);
   assert.ok(res.after.oldAcc > 0.6, `the known classes are kept: ${res.after.oldAcc} (before ${res.before.oldAcc})`);
   assert.ok(await page.locator('#after .cell.ok').count() >= 12);
