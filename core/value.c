@@ -35,6 +35,20 @@ static lithe_status check_int_vector(const char *fn, const char *field, const li
     return LITHE_OK;
 }
 
+/* The int vector itself when contiguous, else a contiguous host copy: the layers and kernels
+ * read lengths, size_at_t and indices as plain int32 arrays. */
+static lithe_status packed_ints(lithe_tensor *t, lithe_tensor **out) {
+    if (lithe_tensor_is_contiguous(t)) {
+        *out = lithe_tensor_retain(t);
+        return LITHE_OK;
+    }
+    LITHE__TRY(lithe__tensor_alloc(lithe__backend_cpu(), LITHE_I32, 1, t->shape, false, out));
+    int32_t *dst = lithe__tdata(*out);
+    const int32_t *src = lithe__tdata(t);
+    for (int64_t i = 0; i < t->shape[0]; i++) dst[i] = src[i * t->strides[0]];
+    return LITHE_OK;
+}
+
 static int32_t ival(const lithe_tensor *t, int64_t i) {
     return ((const int32_t *)lithe__tdata(t))[i * t->strides[0]];
 }
@@ -55,9 +69,15 @@ lithe_status lithe_value_ragged(lithe_tensor *data, lithe_tensor *lengths, lithe
     if (sum != data->shape[0])
         return lithe__fail(LITHE_ERR_SHAPE, "%s: lengths sum to %lld but data has %lld rows", fn,
                            (long long)sum, (long long)data->shape[0]);
-    LITHE__TRY(value_alloc(LITHE_VALUE_RAGGED, out));
+    lithe_tensor *packed = NULL;
+    LITHE__TRY(packed_ints(lengths, &packed));
+    lithe_status s = value_alloc(LITHE_VALUE_RAGGED, out);
+    if (s != LITHE_OK) {
+        lithe_tensor_release(packed);
+        return s;
+    }
     (*out)->t[0] = lithe_tensor_retain(data);
-    (*out)->t[1] = lithe_tensor_retain(lengths);
+    (*out)->t[1] = packed;
     return LITHE_OK;
 }
 
@@ -91,11 +111,17 @@ lithe_status lithe_value_padded(lithe_tensor *data, lithe_tensor *size_at_t, lit
             return lithe__fail(LITHE_ERR_VALUE, "%s: indices[%lld] = %d outside 0..%lld", fn, (long long)b,
                                ival(indices, b), (long long)B - 1);
     }
-    LITHE__TRY(value_alloc(LITHE_VALUE_PADDED, out));
+    lithe_tensor *packed[3] = {NULL, NULL, NULL};
+    lithe_status s = packed_ints(size_at_t, &packed[0]);
+    if (s == LITHE_OK) s = packed_ints(lengths, &packed[1]);
+    if (s == LITHE_OK) s = packed_ints(indices, &packed[2]);
+    if (s == LITHE_OK) s = value_alloc(LITHE_VALUE_PADDED, out);
+    if (s != LITHE_OK) {
+        for (int i = 0; i < 3; i++) lithe_tensor_release(packed[i]);
+        return s;
+    }
     (*out)->t[0] = lithe_tensor_retain(data);
-    (*out)->t[1] = lithe_tensor_retain(size_at_t);
-    (*out)->t[2] = lithe_tensor_retain(lengths);
-    (*out)->t[3] = lithe_tensor_retain(indices);
+    for (int i = 0; i < 3; i++) (*out)->t[1 + i] = packed[i];
     return LITHE_OK;
 }
 

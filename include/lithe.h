@@ -238,7 +238,8 @@ typedef enum lithe_value_kind {
 
 typedef struct lithe_value lithe_value;
 
-/* Each constructor retains what it is given (the caller keeps its own references).
+/* Each constructor retains what it is given (the caller keeps its own references); a strided
+ * (non-contiguous) lengths, size_at_t or indices vector is copied into a contiguous one.
  * Statuses: LITHE_ERR_DTYPE / LITHE_ERR_SHAPE when Ragged or Padded fields disagree (lengths
  * not int32 1-D, lengths not summing to the rows of data, size_at_t longer than data, ...). */
 LITHE_API lithe_status lithe_value_tensor(lithe_tensor *t, lithe_value **out);

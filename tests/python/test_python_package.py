@@ -196,6 +196,11 @@ def test_ragged_in_and_out(tmp_path):
     want = model.predict(X)
     numpy.testing.assert_allclose(numpy.from_dlpack(Y.data), want.data, rtol=1e-5, atol=1e-6)
     assert (numpy.from_dlpack(Y.lengths) == want.lengths).all()
+    # lengths as a strided view (every other element of a numpy array): lithe packs them
+    strided = numpy.array([2, 99, 0, 99, 4, 99], dtype="int32")[::2]
+    Xs = Ragged(X.data, strided)
+    numpy.testing.assert_allclose(numpy.from_dlpack(lithe.load(tmp_path / "r.lithe").predict(Xs).data), want.data,
+                                  rtol=1e-5, atol=1e-6)
     pooled = chain(model, reduce_mean())
     lithe.export(pooled, str(tmp_path / "p.lithe"))
     numpy.testing.assert_allclose(numpy.from_dlpack(lithe.load(tmp_path / "p.lithe").predict(X)), pooled.predict(X),
