@@ -464,6 +464,9 @@ static void test_errors(void **state) {
     expect_error(lithe_expand_window(-1, &m), LITHE_ERR_VALUE, "window_size");
     assert_null(m);
     expect_error(lithe_with_array(NULL, 0, &m), LITHE_ERR_INVALID_ARG, "layer is NULL");
+    OK(lithe_dense("Relu.v1", &(lithe_dense_opts){.nO = 2, .nI = 2}, &relu));
+    expect_error(lithe_with_array(relu, -1, &m), LITHE_ERR_VALUE, "pad -1");
+    assert_null(m);
     lithe_value_release(tup);
     lithe_value_release(list);
     lithe_value_release(items[1]);

@@ -21,10 +21,13 @@ static lithe_status child_of(const lithe_model *m, lithe_model **out) {
     return LITHE_OK;
 }
 
-static int64_t pad_of(const lithe_model *m) {
-    int64_t pad = 0;
-    if (lithe_model_attr_type(m, "pad") == LITHE_ATTR_INT) (void)lithe_model_get_attr_int(m, "pad", &pad);
-    return pad;
+/* with_array's `pad` attr (0 when absent); a file may hold anything, so it is bounded. */
+static lithe_status pad_of(const lithe_model *m, int64_t *pad) {
+    *pad = 0;
+    if (lithe_model_attr_type(m, "pad") == LITHE_ATTR_INT) LITHE__TRY(lithe_model_get_attr_int(m, "pad", pad));
+    if (*pad < 0 || *pad > (1 << 20))
+        return lithe__fail(LITHE_ERR_VALUE, "%s: pad %lld outside 0..%d", m->name, (long long)*pad, 1 << 20);
+    return LITHE_OK;
 }
 
 /* ---- with_array / with_array2d: the child takes the data array ------------------------------ */
@@ -152,7 +155,8 @@ static void with_destroy(lithe_backprop *self) {
 static lithe_status convert_backward(lithe_backprop *self, const lithe_value *dY, lithe_value **dX) {
     lithe_model *m = self->model;
     with_bp *r = (with_bp *)self;
-    int64_t pad = pad_of(m);
+    int64_t pad = 0;
+    LITHE__TRY(pad_of(m, &pad));
     if (dY->kind != LITHE_VALUE_TUPLE && r->X->kind != LITHE_VALUE_TUPLE && dY->kind != r->X->kind)
         return lithe__fail(LITHE_ERR_INVALID_ARG, "%s: the gradient is not of the output's kind", m->name);
     lithe_value *dYi = NULL, *dXi = NULL;
@@ -180,7 +184,8 @@ static lithe_status convert_forward(lithe_model *m, const lithe_value *X, bool i
                                     lithe_backprop **bp) {
     lithe_model *child = NULL;
     LITHE__TRY(child_of(m, &child));
-    int64_t pad = pad_of(m);
+    int64_t pad = 0;
+    LITHE__TRY(pad_of(m, &pad));
     lithe_value *Xi = NULL, *Yi = NULL;
     lithe_backprop *inner = NULL;
     LITHE__TRY(to_inner(m, X, pad, &Xi));
@@ -567,10 +572,10 @@ static lithe_status with_new(const lithe__layer_type *type, const char *prefix, 
 }
 
 static lithe_status with_pad(const lithe__layer_type *type, lithe_model *layer, int64_t pad, lithe_model **out) {
-    if (pad < 0) {
+    if (pad < 0 || pad > (1 << 20)) {
         lithe_model_free(layer);
         if (out) *out = NULL;
-        return lithe__fail(LITHE_ERR_VALUE, "with_array: pad %lld is negative", (long long)pad);
+        return lithe__fail(LITHE_ERR_VALUE, "with_array: pad %lld outside 0..%d", (long long)pad, 1 << 20);
     }
     LITHE__TRY(with_new(type, "with_array", layer, true, NULL, out));
     lithe_status s = lithe_model_set_attr_int(*out, "pad", pad);
