@@ -408,6 +408,34 @@ lithe_status lithe_tensor_write(lithe_tensor *t, const void *src, size_t nbytes)
     return be->ops->upload(be, t->storage->data, (size_t)t->offset * es, src, nbytes);
 }
 
+lithe_status lithe_tensor_to_backend(const lithe_tensor *t, lithe_backend *backend, lithe_tensor **out) {
+    LITHE__CHECK_ARG(out, "lithe_tensor_to_backend", "out is NULL");
+    *out = NULL;
+    LITHE__CHECK_ARG(t, "lithe_tensor_to_backend", "tensor is NULL");
+    if (!backend) backend = lithe__backend_cpu();
+    lithe_tensor *n = NULL;
+    LITHE__TRY(lithe__tensor_alloc(backend, t->dtype, t->ndim, t->shape, false, &n));
+    size_t nbytes = (size_t)t->numel * lithe_dtype_size(t->dtype);
+    lithe_status s = LITHE_OK;
+    if (backend->host_memory) {
+        s = lithe_tensor_read(t, lithe__tdata(n), nbytes); /* device -> host: one download */
+    } else if (t->storage->backend->host_memory && lithe_tensor_is_contiguous(t)) {
+        s = lithe_tensor_write(n, lithe__tdata(t), nbytes); /* host -> device: one upload */
+    } else if (nbytes) {
+        /* between two devices (or from a strided host view): through a packed host buffer */
+        void *host = lithe__malloc(nbytes);
+        s = host ? lithe_tensor_read(t, host, nbytes) : lithe__oom("lithe_tensor_to_backend", nbytes);
+        if (s == LITHE_OK) s = lithe_tensor_write(n, host, nbytes);
+        lithe__free(host);
+    }
+    if (s != LITHE_OK) {
+        lithe_tensor_release(n);
+        return s;
+    }
+    *out = n;
+    return LITHE_OK;
+}
+
 /* ---- DLPack ---- */
 
 static bool dtype_from_dl(DLDataType d, lithe_dtype *out) {
@@ -531,7 +559,8 @@ lithe_status lithe_tensor_to_dlpack(lithe_tensor *t, bool versioned, void **mana
     LITHE__CHECK_ARG(t, "lithe_tensor_to_dlpack", "tensor is NULL");
     if (!t->storage->backend->host_memory)
         return lithe__fail(LITHE_ERR_UNSUPPORTED,
-                           "lithe_tensor_to_dlpack: tensor lives on backend '%s'; copy it to the host first",
+                           "lithe_tensor_to_dlpack: tensor lives in the device memory of backend '%s'; export a host "
+                           "copy instead (lithe_tensor_to_backend(t, NULL, &copy))",
                            t->storage->backend->name);
     dl_ctx *c = lithe__calloc(1, sizeof *c);
     void *m = lithe__calloc(1, versioned ? sizeof(DLManagedTensorVersioned) : sizeof(DLManagedTensor));

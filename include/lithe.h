@@ -207,6 +207,11 @@ LITHE_API lithe_status lithe_tensor_reshape(lithe_tensor *t, int ndim, const int
 LITHE_API lithe_status lithe_tensor_cast(const lithe_tensor *t, lithe_dtype dtype,
                                          lithe_tensor **out);
 
+/* A new contiguous copy of t (any backend, any strides) on `backend` (NULL: the CPU, i.e. a host
+ * copy — what DLPack export of a device tensor needs). Synchronises when t is on a device. The
+ * caller owns the result. Statuses: LITHE_ERR_INVALID_ARG, LITHE_ERR_OOM, the backends' errors. */
+LITHE_API lithe_status lithe_tensor_to_backend(const lithe_tensor *t, lithe_backend *backend, lithe_tensor **out);
+
 /* --- DLPack, zero-copy both ways ---------------------------------------------------------
  * `managed` is a `DLManagedTensor *` (legacy, dlpack <= 0.8) or, with versioned = true, a
  * `DLManagedTensorVersioned *` (dlpack 1.x; declared in lithe_dlpack.h for headers that lack
@@ -217,8 +222,8 @@ LITHE_API lithe_status lithe_tensor_cast(const lithe_tensor *t, lithe_dtype dtyp
  * (lithe writes to parameters and gradients in place).
  * to_dlpack returns a new managed tensor that keeps `t` alive until its deleter is called; its
  * data pointer equals lithe_tensor_data(t). Tensors outside host memory (a "vulkan" backend's)
- * are refused with LITHE_ERR_UNSUPPORTED naming the backend: copy them to the host first
- * (lithe_tensor_read into a lithe_tensor_new(NULL, ...) tensor), then export that. */
+ * are refused with LITHE_ERR_UNSUPPORTED naming the backend: export a host copy instead
+ * (lithe_tensor_to_backend(t, NULL, &copy)). */
 LITHE_API lithe_status lithe_tensor_from_dlpack(void *managed, bool versioned, lithe_tensor **out);
 LITHE_API lithe_status lithe_tensor_to_dlpack(lithe_tensor *t, bool versioned, void **managed_out);
 

@@ -26,6 +26,7 @@
 
 #include "internal.h"
 #include "lithe.h"
+#include "lithe_dlpack.h"
 
 #define OK(expr)                                                                                   \
     do {                                                                                           \
@@ -159,6 +160,24 @@ static void test_every_primitive_present(void **state) {
     assert_int_equal(lithe_tensor_to_dlpack(t, false, &managed), LITHE_ERR_UNSUPPORTED);
     assert_null(managed);
     assert_non_null(strstr(lithe_last_error(), "vulkan"));
+    /* the host copy the message points to exports, with the device's values */
+    float v[4] = {1.5f, -2.0f, 3.25f, 0.0f};
+    OK(lithe_tensor_write(t, v, sizeof v));
+    lithe_tensor *host = NULL;
+    OK(lithe_tensor_to_backend(t, NULL, &host));
+    assert_ptr_equal(lithe_tensor_backend(host), cpu);
+    OK(lithe_tensor_to_dlpack(host, false, &managed));
+    DLManagedTensor *m = managed;
+    assert_memory_equal(m->dl_tensor.data, v, sizeof v);
+    m->deleter(m);
+    /* and back to the device, and between two views of devices */
+    lithe_tensor *again = NULL;
+    OK(lithe_tensor_to_backend(host, vk, &again));
+    assert_ptr_equal(lithe_tensor_backend(again), vk);
+    pair p2 = {host, again};
+    expect_pair("lithe_tensor_to_backend round trip", p2, 0, 0);
+    lithe_tensor_release(host);
+    lithe_tensor_release(again);
     lithe_tensor_release(t);
 }
 
