@@ -45,7 +45,7 @@ static void usage(FILE *f) {
             "  --epochs N        passes over the training set (default 10)\n"
             "  --batch-size N    examples per update (default 128)\n"
             "  --seed N          seed for initialization, dropout and shuffling (default 0)\n"
-            "  --device NAME     backend to train on (default cpu)\n"
+            "  --device NAME     backend to train on: cpu (default), vulkan, vulkan:<index|name>\n"
             "  --model NAME      relu (default): the model above; maxout: Thinc's MNIST example,\n"
             "                    chain(Maxout(128, nP=3, dropout=0.2, normalize=True) x 2, Softmax(10))\n"
             "  --learn-rate X    Adam learning rate (default 0.001, Thinc's)\n"
