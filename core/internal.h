@@ -382,7 +382,10 @@ extern const lithe__layer_type *const lithe__sparse_types[], *const lithe__remap
     *const lithe__strings_types[], *const lithe__static_vectors_types[], *const lithe__uniqued_types[];
 /* The sequence layers (issue 5): transfers, with_* combinators, reductions, expand_window. */
 extern const lithe__layer_type *const lithe__transfer_types[], *const lithe__with_types[], *const lithe__reduce_types[],
-    *const lithe__window_types[];
+    *const lithe__window_types[], *const lithe__getitem_types[];
+/* Y = X[index] for the getitem layers (core/layers/getitem.c): the node's `index` string attr. */
+lithe_status lithe__getitem_forward(lithe_model *m, const lithe_value *X, bool is_train, lithe_value **Y,
+                                    lithe_backprop **bp);
 const lithe__layer_type *lithe__layer_type_by_name(const char *registered_name);
 
 /* chain(node, LayerNorm(nI=nO)) when o->normalize, then chain(.., Dropout) when o->dropout > 0,

@@ -500,6 +500,14 @@ LITHE_API lithe_status lithe_with_getitem(int64_t idx, lithe_model *layer, lithe
  * gradient is reshaped the same way (Thinc 8.1.7 reshapes it to the input's shape, which only
  * works when nO == nI). */
 LITHE_API lithe_status lithe_with_reshape(lithe_model *layer, lithe_model **out);
+/* Thinc's array_getitem / floats_getitem / ints_getitem (variant "array", "floats", "ints"; nodes
+ * "array-getitem", "floats-getitem", "ints-getitem"): Y = X[index] with `index` in numpy's syntax,
+ * e.g. "[:, 3]", "[1::2]", "[[0, 2, 5]]", "[::-1, 1:4]" — per axis an int, a slice or one list of
+ * ints; missing axes whole. dX puts dY back in zeros shaped like X (repeated list entries add,
+ * where numpy's assignment, Thinc's, keeps the last); integer inputs get zeros. An empty X
+ * passes through. LITHE_ERR_VALUE for other index text; an index out of bounds is
+ * LITHE_ERR_SHAPE at forward. */
+LITHE_API lithe_status lithe_array_getitem(const char *variant, const char *index, lithe_model **out);
 /* Thinc's with_debug: callbacks run when the layer initializes, runs forward and runs its
  * backprop (each gets `user`, the node and what the call got; any may be NULL). As in Thinc no
  * node is added: the hooks are set on `layer` itself and *out is `layer` (hooks NULL removes

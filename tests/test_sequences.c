@@ -477,6 +477,66 @@ static void test_errors(void **state) {
     lithe_tensor_release(l);
 }
 
+/* Thinc's array_getitem family with numpy index strings, forward and backprop. */
+static char *index_text(const char *name) {
+    const golden *g = get("%s.index", name);
+    char *t = calloc((size_t)g->n + 1, 1);
+    for (int64_t i = 0; i < g->n; i++) t[i] = (char)g->v[i];
+    return t;
+}
+
+static void test_getitem(void **state) {
+    (void)state;
+    const char *names[] = {"getitem_col", "getitem_rows_step", "getitem_list", "getitem_last", "getitem_reverse",
+                           "getitem_list_cols"};
+    for (int i = 0; i < 6; i++) {
+        char *text = index_text(names[i]);
+        lithe_model *m = NULL;
+        OK(lithe_array_getitem("floats", text, &m));
+        run_case(m, names[i], true);
+        lithe_model_free(m);
+        free(text);
+    }
+    /* repeated list entries: the forward is numpy's; the gradient adds (finite differences) */
+    char *text = index_text("getitem_dup");
+    lithe_model *m = NULL;
+    OK(lithe_array_getitem("array", text, &m));
+    run_case(m, "getitem_dup", false);
+    fd_check(m, "getitem_dup");
+    lithe_model_free(m);
+    free(text);
+    /* integer ids through ints-getitem with an index (Embed's column path keeps working) */
+    OK(lithe_array_getitem("ints", "[:, 2]", &m));
+    lithe_value *X = gvalue("getitem_ints.X"), *Y = NULL;
+    OK(lithe_model_predict(m, X, &Y));
+    expect_ints("getitem_ints.Y", lithe_value_get_tensor(Y), get("getitem_ints.Y"));
+    lithe_value_release(Y);
+    lithe_model_free(m);
+    /* bad index text and out-of-bounds indices are errors */
+    expect_error(lithe_array_getitem("array", "[1, [0, 1], [2]]", &m), LITHE_ERR_VALUE, "index");
+    expect_error(lithe_array_getitem("array", "[:, 3", &m), LITHE_ERR_VALUE, "index");
+    expect_error(lithe_array_getitem("vectors", "[0]", &m), LITHE_ERR_VALUE, "variant");
+    OK(lithe_array_getitem("array", "[:, 7]", &m));
+    expect_error(lithe_model_predict(m, X, &Y), LITHE_ERR_SHAPE, "out of bounds");
+    lithe_model_free(m);
+    /* the .lithe file keeps the index */
+    OK(lithe_array_getitem("floats", "[::-1, 1:4]", &m));
+    uint8_t *file = NULL;
+    size_t len = 0;
+    lithe_model *back = NULL;
+    OK(lithe_model_save_bytes(m, NULL, &file, &len));
+    OK(lithe_model_load_bytes(file, len, &back));
+    lithe_buffer_free(file);
+    lithe_value *Xr = gvalue("getitem_reverse.X");
+    OK(lithe_model_predict(back, Xr, &Y));
+    expect_val(Y, "getitem_reverse.Y");
+    lithe_value_release(Y);
+    lithe_value_release(Xr);
+    lithe_value_release(X);
+    lithe_model_free(back);
+    lithe_model_free(m);
+}
+
 /* with_debug: the hooks see each call's arguments; the tree and the results are unchanged. */
 typedef struct debug_log {
     int init, forward, backprop;
@@ -631,6 +691,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_tagger_from_thinc),
         cmocka_unit_test(test_with_debug),
+        cmocka_unit_test(test_getitem),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);
 }

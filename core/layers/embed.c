@@ -253,7 +253,8 @@ static void getitem_destroy(lithe_backprop *self) { (void)self; }
 
 static lithe_status getitem_forward(lithe_model *m, const lithe_value *Xv, bool is_train, lithe_value **Yv,
                                     lithe_backprop **bp) {
-    (void)is_train;
+    /* a general numpy index (lithe_array_getitem("ints", ...)); else Embed's column */
+    if (lithe_model_attr_type(m, "index") == LITHE_ATTR_STR) return lithe__getitem_forward(m, Xv, is_train, Yv, bp);
     lithe_tensor *X = (lithe_tensor *)lithe_value_get_tensor(Xv), *col = NULL, *flat = NULL, *out = NULL;
     int64_t column = (int64_t)m->cfg[0];
     if (!X || !is_int_dtype(X->dtype) || X->ndim != 2)

@@ -25,7 +25,7 @@ const lithe__layer_type *lithe__layer_type_by_name(const char *registered_name) 
     const lithe__layer_type *const *const families[] = {
         single, lithe__combine_types, lithe__resizable_types, lithe__embed_types, lithe__layernorm_types,
         lithe__softmax_types, lithe__maxout_types, lithe__dense_types, lithe__activation_types,
-        lithe__transfer_types, lithe__with_types, lithe__reduce_types, lithe__window_types,
+        lithe__transfer_types, lithe__with_types, lithe__reduce_types, lithe__window_types, lithe__getitem_types,
         lithe__sparse_types, lithe__remap_types, lithe__strings_types, lithe__static_vectors_types,
         lithe__uniqued_types,
     };

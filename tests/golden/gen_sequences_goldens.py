@@ -167,6 +167,24 @@ for nW in (1, 2):
     case(f"expand_window{nW}_ragged", expand_window(nW), Ragged(randf(8, 3), ops.asarray1i([3, 1, 4])))
 case("expand_window1_ragged_zero", expand_window(1), Ragged(randf(4, 2), ops.asarray1i([0, 4, 0])))
 
+# --- array_getitem: numpy indexing, as strings lithe parses ---------------------------------
+from thinc.layers.array_getitem import array_getitem, floats_getitem, ints_getitem  # noqa: E402
+
+GETITEM = [("col", "[:, 3]", (slice(None), 3)), ("rows_step", "[1::2]", (slice(1, None, 2),)),
+           ("list", "[[0, 3, 1]]", ([0, 3, 1],)), ("last", "[-1]", (-1,)),
+           ("reverse", "[::-1, 1:4]", (slice(None, None, -1), slice(1, 4))),
+           ("list_cols", "[1:3, [4, 0]]", (slice(1, 3), [4, 0]))]
+Xg = randf(4, 5)
+for name, text, index in GETITEM:
+    rec(f"getitem_{name}.index", numpy.frombuffer(text.encode(), dtype="uint8"))
+    case(f"getitem_{name}", floats_getitem(index), Xg)
+rec("getitem_dup.index", numpy.frombuffer(b"[[2, 2, 0]]", dtype="uint8"))
+rec_value("getitem_dup.X", Xg)
+rec_value("getitem_dup.Y", array_getitem(([2, 2, 0],)).predict(Xg))  # numpy's backprop keeps one of the two
+ids = numpy.array([[1, 7, 3], [4, 5, 6]], dtype="int32")
+rec_value("getitem_ints.X", ids)
+rec_value("getitem_ints.Y", ints_getitem((slice(None), 2)).predict(ids))
+
 # --- a spaCy-style tagger: lists of ids -> Ragged -> windows -> Maxout -> Softmax -> lists ---
 tagger = chain(list2ragged(), with_array(HashEmbed(8, 50, seed=7)), expand_window(1),
                with_array(Maxout(6, nP=3, normalize=True)), with_array(Softmax(5)), ragged2list())

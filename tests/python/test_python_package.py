@@ -205,3 +205,17 @@ def test_ragged_in_and_out(tmp_path):
     lithe.export(pooled, str(tmp_path / "p.lithe"))
     numpy.testing.assert_allclose(numpy.from_dlpack(lithe.load(tmp_path / "p.lithe").predict(X)), pooled.predict(X),
                                   rtol=1e-5, atol=1e-6)
+
+
+def test_getitem_layers(tmp_path):
+    from thinc.layers.array_getitem import array_getitem, floats_getitem
+
+    X = rng.standard_normal((5, 6)).astype("float32")
+    for index in [(slice(None), 2), (slice(1, None, 2),), ([3, 0, 4],), (slice(None, None, -1), slice(1, 4)), -2,
+                  (slice(None), [5, 1])]:
+        for make in (array_getitem, floats_getitem):
+            model = chain(make(index), Relu(3)) if numpy.ndim(X[index]) == 2 else make(index)
+            model.initialize(X=X)
+            lithe.export(model, str(tmp_path / "g.lithe"))
+            numpy.testing.assert_allclose(numpy.from_dlpack(lithe.load(tmp_path / "g.lithe").predict(X)),
+                                          model.predict(X), rtol=1e-5, atol=1e-6)

@@ -67,6 +67,23 @@ _LAYERS = {
 }
 
 
+def _index_text(index):
+    """Thinc's getitem index (int, slice, list of ints, or a tuple of them) in numpy's syntax, as
+    lithe's getitem layers parse it; None if it has another form."""
+    parts = []
+    for axis in index if isinstance(index, tuple) else (index,):
+        if isinstance(axis, (int, numpy.integer)) and not isinstance(axis, bool):
+            parts.append(str(int(axis)))
+        elif isinstance(axis, slice):
+            text = ("" if axis.start is None else str(int(axis.start))) + ":" + ("" if axis.stop is None else str(int(axis.stop)))
+            parts.append(text + ("" if axis.step is None else ":" + str(int(axis.step))))
+        elif isinstance(axis, (list, numpy.ndarray)) and all(isinstance(x, (int, numpy.integer)) for x in list(axis)):
+            parts.append("[" + ", ".join(str(int(x)) for x in list(axis)) + "]")
+        else:
+            return None
+    return "[" + ", ".join(parts) + "]"
+
+
 class ExportError(ValueError):
     """A Thinc model lithe cannot hold: the message names the layer and its path in the tree."""
 
@@ -120,6 +137,8 @@ def export(model, path):
     for i, node in enumerate(nodes):
         key = (getattr(node._func, "__module__", ""), getattr(node._func, "__name__", ""))
         layer = _LAYERS.get(key)
+        if layer == "ints-getitem":  # one forward, three node names
+            layer = node.name if node.name in ("array-getitem", "floats-getitem", "ints-getitem") else layer
         if layer == "SparseLinear.v2" and node.attrs.get("v1_indexing"):
             layer = "SparseLinear.v1"
         if layer is None:
@@ -130,12 +149,17 @@ def export(model, path):
                               "graph import arrives with the wrapped-framework work")
         attrs, cfg = {}, [0.0, 0.0]
         for name, value in node.attrs.items():
-            if layer == "ints-getitem" and name == "index":
-                index_value = value
-                if not (isinstance(index_value, tuple) and len(index_value) == 2 and isinstance(index_value[0], slice)
-                        and index_value[0] == slice(0, None) and isinstance(index_value[1], int)):
-                    raise ExportError(f"'{node.name}' at {paths[id(node)]}: only X[:, column] indexing is supported")
-                cfg[0] = float(index_value[1])
+            if layer.endswith("-getitem") and name == "index":
+                v = value
+                if (layer == "ints-getitem" and isinstance(v, tuple) and len(v) == 2 and v[0] == slice(0, None)
+                        and isinstance(v[1], int)):
+                    cfg[0] = float(v[1])  # Embed's column, as Thinc builds it (and its bytes carry no index)
+                    continue
+                text = _index_text(v)
+                if text is None:
+                    raise ExportError(f"'{node.name}' at {paths[id(node)]}: index {v!r} is not an int, slice or "
+                                      "list of ints per axis")
+                attrs["index"] = {"str": text}
                 continue
             if layer == "resizable.v1" and name == "resize_layer":
                 fills = getattr(value, "keywords", {}).get("fill_defaults") or {}
