@@ -783,6 +783,7 @@ static void expect_values(const char *what, const lithe_value *a, const lithe_va
 /* The same model built twice with one seed; one moved to Vulkan. Predictions, then ten Adam
  * steps of training (forward, cross-entropy gradient, backward, finish_update) with dropout
  * masks drawn on each backend from the same Philox stream, then predictions and every param. */
+/* nI == 0: the inputs are B uint64 ids (an embedding table's), else (B, nI) floats. */
 static void run_model_case(const char *name, build_fn build, int64_t nI, int64_t nC) {
     enum { B = 50 };
     lithe_model *mc = NULL, *mv = NULL;
@@ -790,21 +791,27 @@ static void run_model_case(const char *name, build_fn build, int64_t nI, int64_t
     OK(build(&mv));
     OK(lithe_model_set_seed(mc, 7));
     OK(lithe_model_set_seed(mv, 7));
-    float *x = malloc(sizeof(float) * (size_t)(B * nI)), *onehot = calloc((size_t)(B * nC), sizeof(float));
+    float *x = malloc(sizeof(float) * (size_t)(B * (nI ? nI : 1))), *onehot = calloc((size_t)(B * nC), sizeof(float));
+    uint64_t ids[B];
     int32_t y[B];
     assert_true(x && onehot);
     for (int64_t i = 0; i < B * nI; i++) x[i] = (float)(uni() * 2 - 1);
     for (int i = 0; i < B; i++) {
+        ids[i] = lithe__splitmix64(&rng_state) % 1000;
         y[i] = (int32_t)(uni() * (double)nC);
         onehot[i * nC + y[i]] = 1.0f;
     }
-    lithe_value *Xc = value_on(cpu, LITHE_F32, 2, (int64_t[]){B, nI}, x),
+    lithe_dtype xdt = nI ? LITHE_F32 : LITHE_U64;
+    const void *xdata = nI ? (const void *)x : (const void *)ids;
+    int xnd = nI ? 2 : 1;
+    const int64_t xshape[2] = {B, nI};
+    lithe_value *Xc = value_on(cpu, xdt, xnd, xshape, xdata),
                 *Yc = value_on(cpu, LITHE_F32, 2, (int64_t[]){B, nC}, onehot);
     OK(lithe_model_initialize(mc, Xc, Yc));
     OK(lithe_model_initialize(mv, Xc, Yc)); /* initialized on the CPU, then moved */
     OK(lithe_model_set_backend(mv, vk));
     assert_ptr_equal(lithe_model_backend(mv), vk);
-    lithe_value *Xv = value_on(vk, LITHE_F32, 2, (int64_t[]){B, nI}, x);
+    lithe_value *Xv = value_on(vk, xdt, xnd, xshape, xdata);
     lithe_value *Lc = value_on(cpu, LITHE_I32, 1, (int64_t[]){B}, y), *Lv = value_on(vk, LITHE_I32, 1, (int64_t[]){B}, y);
     char what[128];
 
@@ -875,6 +882,24 @@ static void run_model_case(const char *name, build_fn build, int64_t nI, int64_t
     free(onehot);
 }
 
+static lithe_status build_hash_embed_tagger(lithe_model **out) {
+    lithe_model *l[3] = {NULL, NULL, NULL};
+    lithe_status s = lithe_hash_embed(&(lithe_embed_opts){.nO = 24, .nV = 97, .has_seed = true, .seed = 5}, &l[0]);
+    if (s == LITHE_OK) s = lithe_dense("Maxout.v1", &(lithe_dense_opts){.nO = 16, .nP = 2, .normalize = true}, &l[1]);
+    if (s == LITHE_OK) s = lithe_softmax(&(lithe_softmax_opts){.nO = 5}, &l[2]);
+    if (s != LITHE_OK) {
+        for (int i = 0; i < 3; i++) lithe_model_free(l[i]);
+        return s;
+    }
+    return lithe_chain(3, l, out);
+}
+
+static void test_model_hash_embed(void **state) {
+    (void)state;
+    NEED_VK();
+    run_model_case("HashEmbed>>Maxout+LayerNorm>>Softmax over uint64 ids", build_hash_embed_tagger, 0, 5);
+}
+
 static void test_model_relu_mlp(void **state) {
     (void)state;
     NEED_VK();
@@ -902,6 +927,7 @@ int main(void) {
         cmocka_unit_test(test_sequences_sparse_strings),
         cmocka_unit_test(test_model_relu_mlp),
         cmocka_unit_test(test_model_maxout_layernorm_dropout),
+        cmocka_unit_test(test_model_hash_embed),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
