@@ -11,8 +11,12 @@ export interface Raw {
   readonly exports: WebAssembly.Exports;
   readonly memory: WebAssembly.Memory;
   readonly simd: boolean;
-  /** Every exported lithe_* and lithe_js_* function, e.g. raw.lithe_model_load_bytes(ptr, len, outPtr). */
-  readonly [cName: `lithe_${string}`]: (...args: number[]) => number;
+  /** The RuntimeError of a trap, after which every call throws; null while healthy. */
+  readonly trapped: WebAssembly.RuntimeError | null;
+  /** Every exported lithe_* and lithe_js_* function, e.g. raw.lithe_model_load_bytes(ptr, len, outPtr).
+   *  Pointers, sizes, enums and statuses are numbers; int64/uint64 parameters and results
+   *  (seeds, ids, numel) are bigints, as WebAssembly's JS API passes i64. */
+  readonly [cName: `lithe_${string}`]: (...args: Array<number | bigint>) => any;
   malloc(n: number): number;
   free(ptr: number): void;
   /** A Uint8Array over the current memory (remade after growth). */

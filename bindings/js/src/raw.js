@@ -24,10 +24,23 @@ export class LitheError extends Error {
 export function createRaw(loaded) {
   const { exports, memory } = loaded;
   const raw = { exports, memory, simd: loaded.simd };
-  // Every exported lithe_* / lithe_js_* function under its C name.
-  for (const [name, fn] of Object.entries(exports)) if (typeof fn === 'function' && name.startsWith('lithe_')) raw[name] = fn;
-  raw.malloc = exports.malloc;
-  raw.free = exports.free;
+  // Every exported lithe_* / lithe_js_* function under its C name. lithe reports errors as
+  // statuses, so a trap (an out-of-bounds access, unreachable) can only be a bug or a bad pointer
+  // handed to this layer; memory may then be inconsistent, so the instance refuses further calls
+  // with an error that says so, rather than computing on corrupt state.
+  raw.trapped = null;
+  const guard = (name, fn) => (...args) => {
+    if (raw.trapped) throw new Error(`lithe: this WebAssembly instance trapped earlier (${raw.trapped.message}) and cannot be used; reload the page or restart the process`);
+    try {
+      return fn(...args);
+    } catch (e) {
+      if (e instanceof WebAssembly.RuntimeError) raw.trapped = e;
+      throw e;
+    }
+  };
+  for (const [name, fn] of Object.entries(exports)) if (typeof fn === 'function' && name.startsWith('lithe_')) raw[name] = guard(name, fn);
+  raw.malloc = guard('malloc', exports.malloc);
+  raw.free = guard('free', exports.free);
 
   // Views are remade when memory grows (the old ArrayBuffer is detached then).
   let u8 = null;
