@@ -11,16 +11,6 @@ const $ = (id) => document.getElementById(id);
 // State the browser test reads (web/test/demo.test.mjs).
 const demo = (window.demo = { ready: false, done: false, error: null, losses: [], picked: [], before: null, after: null });
 
-// A small seeded generator, so that a run of the page repeats.
-function rng(seed) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 async function gunzip(url) {
   const res = await fetch(url);
   if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);
@@ -38,15 +28,6 @@ function batchOf(images, idxs) {
   });
   return lithe.tensor(x, [idxs.length, D]);
 }
-// The image shifted by (dx, dy) pixels: cheap augmentation for a handful of picked examples.
-function shifted(p, dx, dy, out, off) {
-  for (let y = 0; y < 28; y++)
-    for (let x = 0; x < 28; x++) {
-      const sx = x - dx, sy = y - dy;
-      out[off + y * 28 + x] = sx >= 0 && sx < 28 && sy >= 0 && sy < 28 ? p[sy * 28 + sx] / 255 : 0;
-    }
-}
-
 function cell(images, k, caption, cls) {
   const div = document.createElement('div');
   div.className = `cell ${cls ?? ''}`;
@@ -127,7 +108,7 @@ function plotLoss(losses, steps) {
 async function main() {
   const t0 = performance.now();
   const info = await lithe.init();
-  const model = await lithe.load('/model/fashion9.lithe');
+  let model = await lithe.load('/model/fashion9.lithe');
   const [images, labels] = await Promise.all([gunzip('/data/t10k-images-idx3-ubyte.gz'), gunzip('/data/t10k-labels-idx1-ubyte.gz')]);
   const probe = model.predict(batchOf(images, [0]));
   const nOld = probe.shape[1];
@@ -174,39 +155,39 @@ async function main() {
     try {
       const steps = Math.max(10, Math.min(1000, Number($('steps').value) || 80));
       const newName = $('class-name').value.trim() || 'new class';
-      model.resizeOutput(nOld + 1);
-      names = [...names, newName];
-      model.setSeed(0);
-      const optimizer = lithe.adam({ learnRate: 0.001 });
-      const rand = rng(1), chosen = [...picked];
-      const B = 32, nNew = 8;
-      const x = new Float32Array(B * D), y = new Int32Array(B);
+      // Fine-tuning runs in a Web Worker with its own lithe instance: it gets this model as
+      // .lithe bytes and sends the fine-tuned one back the same way.
+      const picked8 = new Uint8Array(picked.size * D), replay8 = new Uint8Array(replay.length * D);
+      [...picked].forEach((k, i) => picked8.set(pixels(images, k), i * D));
+      replay.forEach((k, i) => replay8.set(pixels(images, k), i * D));
+      const worker = new Worker(new URL('train-worker.js', import.meta.url), { type: 'module' });
       const tStart = performance.now();
-      for (let step = 0; step < steps; step++) {
-        for (let r = 0; r < B; r++) {
-          if (r < nNew) {
-            const k = chosen[Math.floor(rand() * chosen.length)];
-            shifted(pixels(images, k), Math.floor(rand() * 5) - 2, Math.floor(rand() * 5) - 2, x, r * D);
-            y[r] = nOld; // the new output
-          } else {
-            const k = replay[Math.floor(rand() * replay.length)];
-            shifted(pixels(images, k), 0, 0, x, r * D);
-            y[r] = lab(k);
+      const result = await new Promise((resolve, reject) => {
+        worker.onerror = (e) => reject(new Error(e.message || 'the training worker failed'));
+        worker.onmessage = ({ data }) => {
+          if (data.type === 'error') reject(new Error(data.message));
+          else if (data.type === 'done') resolve(data);
+          else {
+            demo.losses.push(data.loss);
+            const step = data.step;
+            if (step % 4 === 3 || step === steps - 1) {
+              $('progress').value = (step + 1) / steps;
+              $('progress-text').textContent = `step ${step + 1}/${steps}, loss ${data.loss.toFixed(4)}, ` +
+                `${(((step + 1) * data.batch) / data.seconds).toFixed(0)} examples/s (in a Web Worker)`;
+              plotLoss(demo.losses, steps);
+            }
           }
-        }
-        demo.losses.push(model.trainStep({ x: lithe.tensor(x, [B, D]), y: lithe.tensor(y, [B]), optimizer }));
-        if (step % 4 === 3 || step === steps - 1) {
-          const secs = (performance.now() - tStart) / 1000;
-          $('progress').value = (step + 1) / steps;
-          $('progress-text').textContent = `step ${step + 1}/${steps}, loss ${demo.losses.at(-1).toFixed(4)}, ` +
-            `${(((step + 1) * B) / secs).toFixed(0)} examples/s`;
-          plotLoss(demo.losses, steps);
-          await new Promise((r) => setTimeout(r, 0)); // let the page draw
-        }
-      }
-      demo.trainSeconds = (performance.now() - tStart) / 1000;
-      demo.examplesPerSecond = (steps * B) / demo.trainSeconds;
-      optimizer.dispose();
+        };
+        worker.postMessage({ model: model.save(), nOld, steps, picked: picked8, replay: replay8,
+          replayLabels: Int32Array.from(replay, lab) });
+      });
+      worker.terminate();
+      demo.trainSeconds = result.seconds;
+      demo.examplesPerSecond = (steps * 32) / result.seconds;
+      demo.workerMs = performance.now() - tStart;
+      model.dispose();
+      model = lithe.loadBytes(result.bytes);
+      names = [...names, newName];
       showGrid($('after'), model, images, labels, sample, names);
       demo.after = evaluate(model, images, labels, heldout, names);
       $('after-acc').textContent = `held-out: ${(100 * demo.after.newRecall).toFixed(1)}% of ${newName.toLowerCase()}s recognised; ` +

@@ -40,6 +40,7 @@ before(async () => {
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
     args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update',
+      '--disable-dev-shm-usage', // containers often have a small /dev/shm
       '--disable-sync'], // playwright gives each launch a fresh --user-data-dir of its own
   });
 });
@@ -81,6 +82,7 @@ test('the demo: predictions, a new class picked, fine-tuned in the browser, then
   const res = await page.evaluate(() => ({ ...window.demo }));
   assert.equal(res.error, null);
   assert.equal(res.losses.length, 80);
+  assert.ok(res.workerMs > 0, 'fine-tuned in the Web Worker');
   const mean = (a) => a.reduce((s, v) => s + v, 0) / a.length;
   const first = mean(res.losses.slice(0, 10)), last = mean(res.losses.slice(-10));
   assert.ok(last < 0.7 * first, `the loss falls: first ten steps ${first}, last ten ${last}`);
