@@ -16,6 +16,9 @@ export function simdSupported() {
 }
 
 const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined';
+// Node's own modules, only ever loaded in Node. The specifier is computed so that bundlers
+// building for browsers (esbuild, Vite, webpack) leave it alone instead of failing to resolve it.
+const nodeModule = (name) => import(/* webpackIgnore: true */ /* @vite-ignore */ `node:${name}`);
 
 // The module's URL next to this file (bundlers understand `new URL(literal, import.meta.url)` and
 // copy the asset); both literals appear so both files are emitted.
@@ -27,13 +30,13 @@ export async function readBytes(source) {
   if (source instanceof Uint8Array || source instanceof ArrayBuffer) return source;
   if (isNode && typeof source === 'string' && !/^[a-z][a-z0-9+.-]+:/i.test(source)) {
     // a file path (not a URL): read as is, whatever characters it holds
-    const fs = await import(/* webpackIgnore: true */ /* @vite-ignore */ 'node:fs/promises');
+    const fs = await nodeModule('fs/promises');
     return fs.readFile(source);
   }
   const url = source instanceof URL ? source : new URL(String(source), globalThis.location?.href);
   if (isNode && url.protocol === 'file:') {
-    const fs = await import(/* webpackIgnore: true */ /* @vite-ignore */ 'node:fs/promises');
-    const { fileURLToPath } = await import(/* webpackIgnore: true */ /* @vite-ignore */ 'node:url');
+    const fs = await nodeModule('fs/promises');
+    const { fileURLToPath } = await nodeModule('url');
     return fs.readFile(fileURLToPath(url));
   }
   const res = await fetch(url);

@@ -70,3 +70,30 @@ test('the TypeScript declarations check against a typical program', (t) => {
     '--moduleResolution', 'nodenext', '--types', 'node', path.join(pkgDir, 'test/types.ts')], { cwd: pkgDir, encoding: 'utf8' });
   assert.equal(r.status, 0, r.stdout + r.stderr);
 });
+
+test('a bundler (esbuild, for browsers) bundles the package, and the bundle runs', async (t) => {
+  const esbuild = path.join(pkgDir, 'node_modules/esbuild/lib/main.js');
+  if (!fs.existsSync(esbuild)) return t.skip('esbuild is not installed (npm ci)');
+  const { build } = await import(esbuild);
+  const app = fs.mkdtempSync(path.join(os.tmpdir(), 'lithe-bundle-'));
+  try {
+    fs.writeFileSync(path.join(app, 'main.js'), `
+import * as lithe from ${JSON.stringify(path.join(pkgDir, 'src/index.js'))};
+const info = await lithe.init();
+const model = lithe.loadBytes(globalThis.MODEL);
+globalThis.RESULT = { simd: info.simd, y: Array.from(model.predict(new Float32Array(784), [1, 784]).data) };
+`);
+    // no errors: Node's modules, used only in Node, must not trip a browser build
+    const res = await build({ entryPoints: [path.join(app, 'main.js')], bundle: true, format: 'esm', platform: 'browser',
+      outfile: path.join(app, 'out/bundle.js'), logLevel: 'silent' });
+    assert.deepEqual(res.errors, []);
+    // the bundle finds the .wasm at ../dist/ beside it, as the package's layout has it
+    fs.cpSync(path.join(pkgDir, 'dist'), path.join(app, 'dist'), { recursive: true });
+    globalThis.MODEL = fx.modelBytes;
+    await import(path.join(app, 'out/bundle.js'));
+    assert.equal(globalThis.RESULT.y.length, 10);
+    assert.equal(globalThis.RESULT.simd, true);
+  } finally {
+    fs.rmSync(app, { recursive: true, force: true });
+  }
+});
