@@ -596,15 +596,36 @@ lithe_status lithe_model_set_backend(lithe_model *m, lithe_backend *backend) {
     LITHE__CHECK_ARG(m && backend, "lithe_model_set_backend", "model or backend is NULL");
     walk_buf w;
     LITHE__TRY(walk_collect(m, &w));
+    /* Thinc's with_cpu keeps its layer on the CPU whatever the rest runs on: its subtree stays. */
+    lithe_model **pinned = NULL;
+    size_t n_pinned = 0;
     lithe_status s = LITHE_OK;
+    for (size_t i = 0; i < w.n && s == LITHE_OK; i++)
+        if (!strcmp(w.v[i]->type->registered_name, "with_cpu.v1")) {
+            walk_buf sub;
+            s = w.v[i]->n_layers ? walk_collect(w.v[i]->layers[0], &sub) : LITHE_OK;
+            if (s != LITHE_OK || !w.v[i]->n_layers) continue;
+            lithe_model **more = lithe__realloc(pinned, (n_pinned + sub.n) * sizeof *more);
+            if (!more) s = lithe__oom("lithe_model_set_backend", (n_pinned + sub.n) * sizeof *more);
+            else {
+                pinned = more;
+                memcpy(pinned + n_pinned, sub.v, sub.n * sizeof *sub.v);
+                n_pinned += sub.n;
+            }
+            lithe__free(sub.v);
+        }
     for (size_t i = 0; i < w.n && s == LITHE_OK; i++) {
         lithe_model *node = w.v[i];
+        lithe_backend *to = backend;
+        for (size_t k = 0; k < n_pinned; k++)
+            if (pinned[k] == node) to = lithe__backend_cpu();
         for (size_t p = 0; p < node->n_params && s == LITHE_OK; p++) {
-            s = move_tensor(&node->params[p].value, backend);
-            if (s == LITHE_OK) s = move_tensor(&node->params[p].grad, backend);
+            s = move_tensor(&node->params[p].value, to);
+            if (s == LITHE_OK) s = move_tensor(&node->params[p].grad, to);
         }
-        if (s == LITHE_OK) node->backend = backend;
+        if (s == LITHE_OK) node->backend = to;
     }
+    lithe__free(pinned);
     lithe__free(w.v);
     return s;
 }

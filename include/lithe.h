@@ -500,6 +500,10 @@ LITHE_API lithe_status lithe_with_getitem(int64_t idx, lithe_model *layer, lithe
  * gradient is reshaped the same way (Thinc 8.1.7 reshapes it to the input's shape, which only
  * works when nO == nI). */
 LITHE_API lithe_status lithe_with_reshape(lithe_model *layer, lithe_model **out);
+/* "with_cpu.v1": the layer runs on the CPU backend whatever the model runs on; its inputs and
+ * gradients are copied to the host and its outputs and dX back to the model's backend.
+ * lithe_model_set_backend leaves the subtree under a with_cpu node on the CPU. */
+LITHE_API lithe_status lithe_with_cpu(lithe_model *layer, lithe_model **out);
 /* Thinc's array_getitem / floats_getitem / ints_getitem (variant "array", "floats", "ints"; nodes
  * "array-getitem", "floats-getitem", "ints-getitem"): Y = X[index] with `index` in numpy's syntax,
  * e.g. "[:, 3]", "[1::2]", "[[0, 2, 5]]", "[::-1, 1:4]" — per axis an int, a slice or one list of

@@ -537,6 +537,57 @@ static void test_getitem(void **state) {
     lithe_model_free(m);
 }
 
+/* with_cpu: on the CPU the same as without; on Vulkan (when a device is there) the child's params
+ * stay on the CPU while the rest moves, and outputs and gradients agree with the CPU run. */
+static void test_with_cpu(void **state) {
+    (void)state;
+    lithe_model *inner = dense("Relu.v1", "with_array_ragged"), *wc = NULL, *lin = NULL, *m = NULL;
+    OK(lithe_with_cpu(inner, &wc));
+    OK(lithe_dense("Linear.v1", &(lithe_dense_opts){.nO = 3, .nI = 4}, &lin));
+    OK(lithe_chain(2, (lithe_model *[]){wc, lin}, &m));
+    lithe_value *X = value_of(get("with_array_ragged.X.data")), *Y = NULL, *dX = NULL;
+    OK(lithe_model_initialize(m, X, NULL));
+    lithe_tensor *W = tensor_of(get("with_array_ragged.W")), *b = tensor_of(get("with_array_ragged.b"));
+    OK(lithe_model_set_param(inner, "W", W));
+    OK(lithe_model_set_param(inner, "b", b));
+    lithe_backprop *bp = NULL;
+    OK(lithe_model_begin_update(m, X, &Y, &bp));
+    OK(lithe_backprop_run(bp, Y, &dX));
+    float y_cpu[64], dx_cpu[64];
+    lithe_tensor *Yt = lithe_value_get_tensor(Y), *dXt = lithe_value_get_tensor(dX);
+    OK(lithe_tensor_read(Yt, y_cpu, sizeof(float) * (size_t)lithe_tensor_numel(Yt)));
+    OK(lithe_tensor_read(dXt, dx_cpu, sizeof(float) * (size_t)lithe_tensor_numel(dXt)));
+    int64_t ny = lithe_tensor_numel(Yt), ndx = lithe_tensor_numel(dXt);
+    lithe_value_release(Y);
+    lithe_value_release(dX);
+    lithe_backprop_free(bp);
+    lithe_backend *vk = NULL;
+    if (lithe_backend_get("vulkan", &vk) == LITHE_OK) {
+        OK(lithe_model_set_backend(m, vk));
+        lithe_tensor *p = NULL;
+        OK(lithe_model_get_param(inner, "W", &p));
+        assert_string_equal(lithe_backend_name(lithe_tensor_backend(p)), "cpu");
+        OK(lithe_model_get_param(lin, "W", &p));
+        assert_string_equal(lithe_backend_name(lithe_tensor_backend(p)), "vulkan");
+        OK(lithe_model_begin_update(m, X, &Y, &bp));
+        OK(lithe_backprop_run(bp, Y, &dX));
+        float y[64], dx[64];
+        OK(lithe_tensor_read(lithe_value_get_tensor(Y), y, sizeof(float) * (size_t)ny));
+        OK(lithe_tensor_read(lithe_value_get_tensor(dX), dx, sizeof(float) * (size_t)ndx));
+        for (int64_t i = 0; i < ny; i++) assert_true(fabsf(y[i] - y_cpu[i]) <= 1e-4f + 1e-4f * fabsf(y_cpu[i]));
+        for (int64_t i = 0; i < ndx; i++) assert_true(fabsf(dx[i] - dx_cpu[i]) <= 1e-4f + 1e-4f * fabsf(dx_cpu[i]));
+        lithe_value_release(Y);
+        lithe_value_release(dX);
+        lithe_backprop_free(bp);
+    } else {
+        print_message("with_cpu: no Vulkan device here (%s); the CPU part ran\n", lithe_last_error());
+    }
+    lithe_tensor_release(W);
+    lithe_tensor_release(b);
+    lithe_value_release(X);
+    lithe_model_free(m);
+}
+
 /* with_debug: the hooks see each call's arguments; the tree and the results are unchanged. */
 typedef struct debug_log {
     int init, forward, backprop;
@@ -692,6 +743,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_tagger_from_thinc),
         cmocka_unit_test(test_with_debug),
         cmocka_unit_test(test_getitem),
+        cmocka_unit_test(test_with_cpu),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);
 }

@@ -11,7 +11,7 @@
 
 #include <stdio.h>
 
-typedef enum with_kind { W_ARRAY, W_ARRAY2D, W_RAGGED, W_PADDED, W_LIST, W_FLATTEN1, W_FLATTEN2, W_GETITEM, W_RESHAPE } with_kind;
+typedef enum with_kind { W_ARRAY, W_ARRAY2D, W_RAGGED, W_PADDED, W_LIST, W_FLATTEN1, W_FLATTEN2, W_GETITEM, W_RESHAPE, W_CPU } with_kind;
 
 static with_kind kind_of(const lithe_model *m) { return (with_kind)(intptr_t)m->type->info; }
 
@@ -110,6 +110,42 @@ static lithe_status array_out(lithe_model *m, const lithe_value *Yi, const lithe
     }
 }
 
+/* ---- with_cpu: the child on the CPU backend (lithe_model_set_backend leaves it there) -------- */
+
+/* v with every data tensor not already on `be` copied there (lengths and the like are host). */
+static lithe_status value_on(const lithe_value *v, lithe_backend *be, lithe_value **out) {
+    *out = NULL;
+    switch (v->kind) {
+    case LITHE_VALUE_TENSOR:
+    case LITHE_VALUE_RAGGED:
+    case LITHE_VALUE_PADDED: {
+        lithe_tensor *t = v->t[0], *moved = NULL;
+        if (t->storage->backend == be) {
+            *out = lithe_value_retain((lithe_value *)v);
+            return LITHE_OK;
+        }
+        LITHE__TRY(lithe_tensor_to_backend(t, be, &moved));
+        lithe_status s = v->kind == LITHE_VALUE_TENSOR ? lithe_value_tensor(moved, out)
+                         : v->kind == LITHE_VALUE_RAGGED ? lithe_value_ragged(moved, v->t[1], out)
+                                                          : lithe_value_padded(moved, v->t[1], v->t[2], v->t[3], out);
+        lithe_tensor_release(moved);
+        return s;
+    }
+    case LITHE_VALUE_LIST:
+    case LITHE_VALUE_TUPLE: {
+        lithe_value **items = v->n ? lithe__calloc(v->n, sizeof *items) : NULL;
+        if (v->n && !items) return lithe__oom("with_cpu", v->n * sizeof *items);
+        lithe_status s = LITHE_OK;
+        for (size_t i = 0; i < v->n && s == LITHE_OK; i++) s = value_on(v->items[i], be, &items[i]);
+        if (s == LITHE_OK) s = (v->kind == LITHE_VALUE_LIST ? lithe_value_list : lithe_value_tuple)(v->n, items, out);
+        for (size_t i = 0; i < v->n; i++) lithe_value_release(items[i]);
+        lithe__free(items);
+        return s;
+    }
+    default: *out = lithe_value_retain((lithe_value *)v); return LITHE_OK; /* strings live on the host */
+    }
+}
+
 /* ---- the shared pattern -------------------------------------------------------------------- */
 
 static lithe_status to_inner(lithe_model *m, const lithe_value *v, int64_t pad, lithe_value **out) {
@@ -120,6 +156,7 @@ static lithe_status to_inner(lithe_model *m, const lithe_value *v, int64_t pad, 
     case W_RAGGED: return lithe__seq_to_ragged(m->backend, m->name, v, out);
     case W_PADDED: return lithe__seq_to_padded(m->backend, m->name, v, out);
     case W_LIST: return lithe__seq_to_list(m->backend, m->name, v, out);
+    case W_CPU: return value_on(v, lithe__backend_cpu(), out);
     default: return lithe__fail(LITHE_ERR_INVALID_ARG, "%s: not a container conversion", m->name);
     }
 }
@@ -133,6 +170,7 @@ static lithe_status from_inner(lithe_model *m, const lithe_value *Yi, const lith
     case W_RAGGED: return lithe__seq_from_ragged(m->backend, m->name, Yi, like, out);
     case W_PADDED: return lithe__seq_from_padded(m->backend, m->name, Yi, like, out);
     case W_LIST: return lithe__seq_from_list(m->backend, m->name, Yi, like, out);
+    case W_CPU: (void)like; return value_on(Yi, m->backend, out);
     default: return lithe__fail(LITHE_ERR_INVALID_ARG, "%s: not a container conversion", m->name);
     }
 }
@@ -157,7 +195,7 @@ static lithe_status convert_backward(lithe_backprop *self, const lithe_value *dY
     with_bp *r = (with_bp *)self;
     int64_t pad = 0;
     LITHE__TRY(pad_of(m, &pad));
-    if (dY->kind != LITHE_VALUE_TUPLE && r->X->kind != LITHE_VALUE_TUPLE && dY->kind != r->X->kind)
+    if (kind_of(m) != W_CPU && dY->kind != LITHE_VALUE_TUPLE && r->X->kind != LITHE_VALUE_TUPLE && dY->kind != r->X->kind)
         return lithe__fail(LITHE_ERR_INVALID_ARG, "%s: the gradient is not of the output's kind", m->name);
     lithe_value *dYi = NULL, *dXi = NULL;
     LITHE__TRY(to_inner(m, dY, pad, &dYi));
@@ -533,10 +571,11 @@ WITH_TYPE(with_flatten1_type, "with_flatten.v1", flatten_init, flatten_forward, 
 WITH_TYPE(with_flatten2_type, "with_flatten.v2", flatten_init, flatten_forward, W_FLATTEN2)
 WITH_TYPE(with_getitem_type, "with_getitem.v1", getitem_init, getitem_forward, W_GETITEM)
 WITH_TYPE(with_reshape_type, "with_reshape.v1", reshape_init, reshape_forward, W_RESHAPE)
+WITH_TYPE(with_cpu_type, "with_cpu.v1", convert_init, convert_forward, W_CPU)
 
 const lithe__layer_type *const lithe__with_types[] = {
     &with_array_type,    &with_array2d_type,  &with_ragged_type,  &with_padded_type,  &with_list_type,
-    &with_flatten1_type, &with_flatten2_type, &with_getitem_type, &with_reshape_type, NULL};
+    &with_flatten1_type, &with_flatten2_type, &with_getitem_type, &with_reshape_type, &with_cpu_type, NULL};
 
 /* A node named "<prefix>(<child name>)" holding the child; dims: the child's dim names (with their
  * values) when copy_dims, else `dims`. Takes over the child (frees it on failure). */
@@ -621,4 +660,14 @@ lithe_status lithe_with_getitem(int64_t idx, lithe_model *layer, lithe_model **o
 lithe_status lithe_with_reshape(lithe_model *layer, lithe_model **out) {
     static const char *const dims[] = {"nO", "nI", NULL};
     return with_new(&with_reshape_type, "with_reshape", layer, false, dims, out);
+}
+lithe_status lithe_with_cpu(lithe_model *layer, lithe_model **out) {
+    LITHE__TRY(with_new(&with_cpu_type, "with_cpu", layer, true, NULL, out));
+    lithe_model *m = *out;
+    lithe_status s = lithe_model_set_backend(m->layers[0], lithe__backend_cpu());
+    if (s != LITHE_OK) {
+        lithe_model_free(m);
+        *out = NULL;
+    }
+    return s;
 }

@@ -10,7 +10,7 @@ static const char *const names[] = {
     "Swish.v1", "add.v1", "chain.v1", "clone.v1", "concatenate.v1", "expand_window.v1", "list2array.v1",
     "list2padded.v1", "list2ragged.v1", "noop.v1", "padded2list.v1", "ragged2list.v1", "reduce_first.v1",
     "reduce_last.v1", "reduce_max.v1", "reduce_mean.v1", "reduce_sum.v1", "remap_ids.v1", "remap_ids.v2", "residual.v1", "resizable.v1",
-    "sigmoid_activation.v1", "softmax_activation.v1", "strings2arrays.v1", "tuplify.v1", "uniqued.v1", "with_array.v1", "with_array2d.v1",
+    "sigmoid_activation.v1", "softmax_activation.v1", "strings2arrays.v1", "tuplify.v1", "uniqued.v1", "with_array.v1", "with_array2d.v1", "with_cpu.v1",
     "with_flatten.v1", "with_flatten.v2", "with_getitem.v1", "with_list.v1", "with_padded.v1", "with_ragged.v1",
     "with_reshape.v1",
 };

@@ -219,3 +219,13 @@ def test_getitem_layers(tmp_path):
             lithe.export(model, str(tmp_path / "g.lithe"))
             numpy.testing.assert_allclose(numpy.from_dlpack(lithe.load(tmp_path / "g.lithe").predict(X)),
                                           model.predict(X), rtol=1e-5, atol=1e-6)
+
+
+def test_with_cpu_exports(tmp_path):
+    from thinc.api import NumpyOps, with_cpu
+
+    model = chain(with_cpu(Relu(4), NumpyOps()), Linear(2))
+    model.initialize(X=X6)
+    lithe.export(model, str(tmp_path / "c.lithe"))
+    numpy.testing.assert_allclose(numpy.from_dlpack(lithe.load(tmp_path / "c.lithe").predict(X6)), model.predict(X6),
+                                  rtol=1e-5, atol=1e-6)

@@ -52,6 +52,7 @@ _LAYERS = {
     ("thinc.layers.with_flatten_v2", "forward"): "with_flatten.v2",
     ("thinc.layers.with_getitem", "forward"): "with_getitem.v1",
     ("thinc.layers.with_reshape", "forward"): "with_reshape.v1",
+    ("thinc.layers.with_cpu", "forward"): "with_cpu.v1",
     ("thinc.layers.reduce_sum", "forward"): "reduce_sum.v1",
     ("thinc.layers.reduce_mean", "forward"): "reduce_mean.v1",
     ("thinc.layers.reduce_max", "forward"): "reduce_max.v1",
