@@ -386,6 +386,8 @@ extern const lithe__layer_type *const lithe__transfer_types[], *const lithe__wit
 /* Y = X[index] for the getitem layers (core/layers/getitem.c): the node's `index` string attr. */
 lithe_status lithe__getitem_forward(lithe_model *m, const lithe_value *X, bool is_train, lithe_value **Y,
                                     lithe_backprop **bp);
+/* Recurrent, attention and similarity layers (core/layers/lstm.c, attention.c). */
+extern const lithe__layer_type *const lithe__lstm_types[], *const lithe__attention_types[];
 const lithe__layer_type *lithe__layer_type_by_name(const char *registered_name);
 
 /* chain(node, LayerNorm(nI=nO)) when o->normalize, then chain(.., Dropout) when o->dropout > 0,

@@ -683,6 +683,43 @@ LITHE_API lithe_status lithe_model_set_backend(lithe_model *m, lithe_backend *ba
  * Statuses: LITHE_ERR_OOM (no node reseeded). */
 LITHE_API lithe_status lithe_model_set_seed(lithe_model *m, uint64_t seed);
 
+/* --- Recurrent layers, attention and similarity (Thinc's lstm, bidirectional,
+ * parametricattention, cauchysimilarity, siamese). ------------------------------------------ */
+typedef struct lithe_lstm_opts {
+    int64_t nO, nI;      /* 0: unset (from sample data at initialize) */
+    bool bi;             /* two directions, each nO / 2 wide (nO must be even) */
+    int64_t depth;       /* stacked layers, 1 .. 64; 0 means 1 */
+    float dropout;       /* [0, 1): at training, one mask over the whole flat weight vector */
+    lithe_init init_W;   /* LITHE_INIT_DEFAULT: glorot_uniform per (H, nI) gate block, as Thinc */
+    lithe_init init_b;   /* LITHE_INIT_DEFAULT: zeros */
+} lithe_lstm_opts;
+/* "LSTM.v1": Padded (T, B, nI) -> Padded (T, B, nO) (size_at_t non-increasing, as list2padded
+ * makes it; padding rows of the output are zeros). Thinc's params exactly: "LSTM", one flat vector
+ * of (Wx (4H, nI_i), bx (4H), Wh (4H, H), bh (4H)) per layer and direction, gates (f, i, o, c), H =
+ * nO / dirs; "HC0" (2, depth, dirs, H), read as Thinc reads it: HC0[0] the initial cell, HC0[1]
+ * the initial hidden state; it receives no gradient. dims nO, nI, depth, dirs; attrs registry_name
+ * ("LSTM.v1"), dropout_rate. The gradient is the exact one (Thinc 8.1.7's NumpyOps.backprop_lstm
+ * is not: docs/api.md). Backend primitives lstm_scan / lstm_scan_backward with gemm around them.
+ * Statuses: LITHE_ERR_VALUE for bad options; at forward LITHE_ERR_INVALID_ARG (not Padded),
+ * LITHE_ERR_SHAPE (width, dtype), LITHE_ERR_VALUE (size_at_t unsorted or out of range). */
+LITHE_API lithe_status lithe_lstm(const lithe_lstm_opts *opts, lithe_model **out);
+/* "bidirectional.v1" over two Padded -> Padded layers (r2l NULL: a copy of l2r), taking over both.
+ * Thinc 8.1.7's as it is: the input is NOT reversed for r2l (its _reverse is data[::1]), the output
+ * concatenates both along the last axis, and the backward gives BOTH children the first half of
+ * dZ (its _split uses slice(half)) and sums their input gradients. */
+LITHE_API lithe_status lithe_bidirectional(lithe_model *l2r, lithe_model *r2l, lithe_model **out);
+/* "ParametricAttention.v1": Ragged (N, nO) -> Ragged (N, nO); row r scaled by A[r], the softmax
+ * over its sequence of clip(X[r] · Q, -20, 20). Param Q (nO,), U(-0.1, 0.1) at initialize; nO 0:
+ * from X. Zero-length sequences and an empty batch are fine. Primitives para_attention(_backward). */
+LITHE_API lithe_status lithe_parametric_attention(int64_t nO, lithe_model **out);
+/* "CauchySimilarity.v1": TUPLE (X1, X2) of (B, nI) float32 arrays -> (B,) = 1 / (1 + sum_j W[j]
+ * (X1 - X2)[:, j]^2); W (nI,) starts at ones; dims nI (0: from X), nO = 1. Backprop: a TUPLE
+ * (dX1, dX2 = -dX1). Primitives cauchy_similarity(_backward). */
+LITHE_API lithe_status lithe_cauchy_similarity(int64_t nI, lithe_model **out);
+/* "siamese.v1": TUPLE (X1, X2) -> similarity(TUPLE (layer(X1), layer(X2))), the same layer node run
+ * twice (its grads accumulate from both); backprop a TUPLE (dX1, dX2). Takes over both models. */
+LITHE_API lithe_status lithe_siamese(lithe_model *layer, lithe_model *similarity, lithe_model **out);
+
 /* --- Dims: names registered at construction. ----------------------------------------------- */
 LITHE_API lithe_has lithe_model_has_dim(const lithe_model *m, const char *name);
 /* The number of dims a node declares and the i-th name, in declaration order (Thinc's). */

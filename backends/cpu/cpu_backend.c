@@ -284,6 +284,63 @@ static lithe_status cpu_hash_strings(lithe_backend *be, const lithe_tensor *byte
     return LITHE_OK;
 }
 
+/* ---- recurrent, attention and similarity (scalar/lstm.c) ---- */
+static lithe_status cpu_lstm_scan(lithe_backend *be, const lithe_tensor *Wh, const lithe_tensor *bx,
+                                  const lithe_tensor *bh, const lithe_tensor *h0, const lithe_tensor *c0,
+                                  const lithe_tensor *size_at_t, bool reverse, lithe_tensor *G, lithe_tensor *C,
+                                  lithe_tensor *Y) {
+    (void)be;
+    int64_t T = size_at_t->shape[0];
+    int64_t *start = lithe__malloc((size_t)(T ? T : 1) * sizeof *start);
+    if (!start) return lithe__oom("lstm_scan", (size_t)T * sizeof *start);
+    lithe_f32_lstm_scan__scalar(T, C->shape[1], I32(size_at_t), start, F(Wh), F(bx), F(bh), F(h0), F(c0), reverse,
+                                F(G), F(C), F(Y));
+    lithe__free(start);
+    return LITHE_OK;
+}
+static lithe_status cpu_lstm_scan_backward(lithe_backend *be, const lithe_tensor *Wh, const lithe_tensor *h0,
+                                           const lithe_tensor *c0, const lithe_tensor *size_at_t, bool reverse,
+                                           const lithe_tensor *G, const lithe_tensor *C, const lithe_tensor *Y,
+                                           lithe_tensor *dY, lithe_tensor *dC, lithe_tensor *dG, lithe_tensor *dWh) {
+    (void)be;
+    int64_t T = size_at_t->shape[0];
+    int64_t *start = lithe__malloc((size_t)(T ? T : 1) * sizeof *start);
+    if (!start) return lithe__oom("lstm_scan_backward", (size_t)T * sizeof *start);
+    lithe_f32_lstm_scan_backward__scalar(T, C->shape[1], I32(size_at_t), start, F(Wh), F(h0), F(c0), reverse, F(G),
+                                         F(C), F(Y), F(dY), F(dC), F(dG), F(dWh));
+    lithe__free(start);
+    return LITHE_OK;
+}
+static lithe_status cpu_para_attention(lithe_backend *be, const lithe_tensor *X, const lithe_tensor *Q,
+                                       const lithe_tensor *lengths, lithe_tensor *A, lithe_tensor *Y) {
+    (void)be;
+    lithe_f32_para_attention__scalar(lengths->shape[0], X->shape[1], I32(lengths), F(X), F(Q), F(A), F(Y));
+    return LITHE_OK;
+}
+static lithe_status cpu_para_attention_backward(lithe_backend *be, const lithe_tensor *X, const lithe_tensor *Q,
+                                                const lithe_tensor *A, const lithe_tensor *lengths,
+                                                const lithe_tensor *dY, lithe_tensor *dX, lithe_tensor *dQ) {
+    (void)be;
+    lithe_f32_para_attention_backward__scalar(lengths->shape[0], X->shape[1], I32(lengths), F(X), F(Q), F(A), F(dY),
+                                              F(dX), F(dQ));
+    return LITHE_OK;
+}
+static lithe_status cpu_cauchy_similarity(lithe_backend *be, const lithe_tensor *X1, const lithe_tensor *X2,
+                                          const lithe_tensor *W, lithe_tensor *sim) {
+    (void)be;
+    lithe_f32_cauchy_similarity__scalar(X1->shape[0], X1->shape[1], F(X1), F(X2), F(W), F(sim));
+    return LITHE_OK;
+}
+static lithe_status cpu_cauchy_similarity_backward(lithe_backend *be, const lithe_tensor *X1, const lithe_tensor *X2,
+                                                   const lithe_tensor *W, const lithe_tensor *sim,
+                                                   const lithe_tensor *dsim, lithe_tensor *dX1, lithe_tensor *dX2,
+                                                   lithe_tensor *dW) {
+    (void)be;
+    lithe_f32_cauchy_similarity_backward__scalar(X1->shape[0], X1->shape[1], F(X1), F(X2), F(W), F(sim), F(dsim),
+                                                 F(dX1), F(dX2), F(dW));
+    return LITHE_OK;
+}
+
 static const lithe_backend_ops cpu_ops = {
     .alloc = cpu_alloc,
     .free = cpu_free,

@@ -79,4 +79,24 @@ void lithe_u64_hash_strings__scalar(int64_t n, const uint8_t *bytes, const int64
 /* Conversions between f32 and the storage / id dtypes. */
 void lithe_cast__scalar(lithe_dtype to, void *Y, lithe_dtype from, const void *X, int64_t n);
 
+/* Recurrent, attention and similarity kernels (scalar/lstm.c); semantics in primitives.def.
+ * start (T,) is the kernels' scratch for the timesteps' row starts. */
+void lithe_f32_lstm_scan__scalar(int64_t T, int64_t H, const int32_t *size_at_t, int64_t *start, const float *Wh,
+                                 const float *bx, const float *bh, const float *h0, const float *c0, bool reverse,
+                                 float *G, float *C, float *Y);
+void lithe_f32_lstm_scan_backward__scalar(int64_t T, int64_t H, const int32_t *size_at_t, int64_t *start,
+                                          const float *Wh, const float *h0, const float *c0, bool reverse,
+                                          const float *G, const float *C, const float *Y, float *dY, float *dC,
+                                          float *dG, float *dWh);
+void lithe_f32_para_attention__scalar(int64_t B, int64_t O, const int32_t *lengths, const float *X, const float *Q,
+                                      float *A, float *Y);
+void lithe_f32_para_attention_backward__scalar(int64_t B, int64_t O, const int32_t *lengths, const float *X,
+                                               const float *Q, const float *A, const float *dY, float *dX,
+                                               float *dQ);
+void lithe_f32_cauchy_similarity__scalar(int64_t B, int64_t I, const float *X1, const float *X2, const float *W,
+                                         float *sim);
+void lithe_f32_cauchy_similarity_backward__scalar(int64_t B, int64_t I, const float *X1, const float *X2,
+                                                  const float *W, const float *sim, const float *dsim, float *dX1,
+                                                  float *dX2, float *dW);
+
 #endif
