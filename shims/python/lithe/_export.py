@@ -65,6 +65,12 @@ _LAYERS = {
     ("thinc.layers.remap_ids", "forward_v2"): "remap_ids.v2",
     ("thinc.layers.strings2arrays", "forward"): "strings2arrays.v1",
     ("thinc.layers.uniqued", "forward"): "uniqued.v1",
+    # recurrent, attention and similarity
+    ("thinc.layers.lstm", "forward"): "LSTM.v1",
+    ("thinc.layers.bidirectional", "forward"): "bidirectional.v1",
+    ("thinc.layers.parametricattention", "forward"): "ParametricAttention.v1",
+    ("thinc.layers.cauchysimilarity", "forward"): "CauchySimilarity.v1",
+    ("thinc.layers.siamese", "forward"): "siamese.v1",
 }
 
 
