@@ -21,6 +21,10 @@
 
 /* ---- helpers ------------------------------------------------------------------------------- */
 
+/* Out-pointers for calls expected to fail (they set them to NULL, so a live value must not be passed). */
+static lithe_value *junk_v;
+static lithe_model *junk_m;
+
 static float *read_f32(const lithe_tensor *t) {
     int64_t n = lithe_tensor_numel(t);
     float *b = malloc(sizeof(float) * (size_t)(n + 1));
@@ -299,7 +303,7 @@ static void test_lstm_edges_and_errors(void **state) {
     OK(lithe_tensor_new(NULL, LITHE_F32, 2, (int64_t[]){2, 3}, &x2));
     lithe_value *T2 = NULL;
     OK(lithe_value_tensor(x2, &T2));
-    expect_error(lithe_model_predict(m, T2, &Y), LITHE_ERR_INVALID_ARG, "lstm: expected a Padded");
+    expect_error(lithe_model_predict(m, T2, &junk_v), LITHE_ERR_INVALID_ARG, "lstm: expected a Padded");
     lithe_tensor *w5 = NULL, *sat = NULL, *len = NULL, *ind = NULL;
     OK(lithe_tensor_new(NULL, LITHE_F32, 3, (int64_t[]){2, 2, 5}, &w5));
     OK(lithe_tensor_from_data(LITHE_I32, 1, (int64_t[]){2}, (int32_t[]){2, 1}, &sat));
@@ -307,22 +311,22 @@ static void test_lstm_edges_and_errors(void **state) {
     OK(lithe_tensor_from_data(LITHE_I32, 1, (int64_t[]){2}, (int32_t[]){0, 1}, &ind));
     lithe_value *W5 = NULL;
     OK(lithe_value_padded(w5, sat, len, ind, &W5));
-    expect_error(lithe_model_predict(m, W5, &Y), LITHE_ERR_SHAPE, "input width 5 does not match nI=3");
+    expect_error(lithe_model_predict(m, W5, &junk_v), LITHE_ERR_SHAPE, "input width 5 does not match nI=3");
     lithe_tensor *w3 = NULL, *bad = NULL;
     OK(lithe_tensor_new(NULL, LITHE_F32, 3, (int64_t[]){2, 2, 3}, &w3));
     OK(lithe_tensor_from_data(LITHE_I32, 1, (int64_t[]){2}, (int32_t[]){1, 2}, &bad));
     lithe_value *U = NULL;
     if (lithe_value_padded(w3, bad, len, ind, &U) == LITHE_OK) {
-        expect_error(lithe_model_predict(m, U, &Y), LITHE_ERR_VALUE, "non-increasing");
+        expect_error(lithe_model_predict(m, U, &junk_v), LITHE_ERR_VALUE, "non-increasing");
         lithe_value_release(U);
     }
     lithe_value *G = NULL, *X = padded_of("l2");
     OK(lithe_model_begin_update(m, X, &Y, &bp));
-    expect_error(lithe_backprop_run(bp, T2, &dX), LITHE_ERR_INVALID_ARG, "expected a Padded gradient");
+    expect_error(lithe_backprop_run(bp, T2, &junk_v), LITHE_ERR_INVALID_ARG, "expected a Padded gradient");
     OK(lithe_value_padded(w3, sat, len, ind, &G));
-    expect_error(lithe_backprop_run(bp, G, &dX), LITHE_ERR_SHAPE, "gradient is (2, 2, 3)");
-    expect_error(lithe_lstm(&(lithe_lstm_opts){.nO = 3, .bi = true}, &m), LITHE_ERR_VALUE, "even");
-    expect_error(lithe_lstm(&(lithe_lstm_opts){.nO = 3, .depth = -1}, &m), LITHE_ERR_VALUE, "depth");
+    expect_error(lithe_backprop_run(bp, G, &junk_v), LITHE_ERR_SHAPE, "gradient is (2, 2, 3)");
+    expect_error(lithe_lstm(&(lithe_lstm_opts){.nO = 3, .bi = true}, &junk_m), LITHE_ERR_VALUE, "even");
+    expect_error(lithe_lstm(&(lithe_lstm_opts){.nO = 3, .depth = -1}, &junk_m), LITHE_ERR_VALUE, "depth");
     lithe_backprop_free(bp);
     lithe_value_release(Y);
     lithe_value_release(X);
@@ -491,12 +495,12 @@ static void test_parametric_attention(void **state) {
     OK(lithe_model_predict(m, E, &EY));
     assert_int_equal(lithe_tensor_numel(lithe_value_get_tensor(EY)), 0);
     OK(lithe_value_tensor(x, &T));
-    expect_error(lithe_model_predict(m, T, &EY), LITHE_ERR_INVALID_ARG, "para-attn: expected a Ragged");
+    expect_error(lithe_model_predict(m, T, &junk_v), LITHE_ERR_INVALID_ARG, "para-attn: expected a Ragged");
     lithe_tensor *w5 = NULL;
     OK(lithe_tensor_new(NULL, LITHE_F32, 2, (int64_t[]){6, 5}, &w5));
     lithe_value *W5 = NULL;
     OK(lithe_value_ragged(w5, len, &W5));
-    expect_error(lithe_model_predict(m, W5, &EY), LITHE_ERR_SHAPE, "input width 5 does not match nO=4");
+    expect_error(lithe_model_predict(m, W5, &junk_v), LITHE_ERR_SHAPE, "input width 5 does not match nO=4");
     free(xs);
     free(ys);
     lithe_value_release(W5);
@@ -552,7 +556,7 @@ static void test_cauchy_similarity(void **state) {
     OK(lithe_model_initialize(fresh, NULL, NULL));
     expect_bytes(m, fresh, "cs_bytes");
     lithe_value *one = value_of(get("cs_X1"));
-    expect_error(lithe_model_predict(m, one, &Y), LITHE_ERR_INVALID_ARG, "expected a tuple (X1, X2)");
+    expect_error(lithe_model_predict(m, one, &junk_v), LITHE_ERR_INVALID_ARG, "expected a tuple (X1, X2)");
     lithe_value_release(one);
     lithe_backprop_free(bp);
     lithe_value_release(X);
@@ -606,6 +610,146 @@ static void test_siamese(void **state) {
     lithe_model_free(m);
 }
 
+/* ---- failing allocations --------------------------------------------------------------------- */
+
+typedef struct counter {
+    long calls, fail_at, live;
+    bool failed;
+} counter;
+static counter C;
+
+static void *c_malloc(void *u, size_t n) {
+    counter *c = u;
+    if (++c->calls == c->fail_at) {
+        c->failed = true;
+        return NULL;
+    }
+    void *p = malloc(n);
+    if (p) c->live++;
+    return p;
+}
+static void *c_realloc(void *u, void *p, size_t n) {
+    counter *c = u;
+    if (++c->calls == c->fail_at) {
+        c->failed = true;
+        return NULL;
+    }
+    void *q = realloc(p, n);
+    if (q && !p) c->live++;
+    return q;
+}
+static void c_free(void *u, void *p) {
+    if (p) {
+        ((counter *)u)->live--;
+        free(p);
+    }
+}
+
+#define T(expr)                                                                                    \
+    do {                                                                                           \
+        if (s == LITHE_OK) s = (expr);                                                             \
+    } while (0)
+
+/* Builds one small model of each layer, runs forward and backward (training, so LSTM's dropout
+ * mask too), and round-trips both file formats, freeing everything; the first failure. */
+static lithe_status oom_scenario(int which) {
+    lithe_status s = LITHE_OK;
+    lithe_model *m = NULL, *a = NULL, *b = NULL, *back = NULL;
+    lithe_tensor *t[6] = {0};
+    lithe_value *items[2] = {0}, *X = NULL, *Y = NULL, *dX = NULL;
+    lithe_backprop *bp = NULL;
+    uint8_t *bytes = NULL, *file = NULL;
+    size_t nb = 0, nf = 0;
+    static const float data[3 * 2 * 4] = {1, -2, 3, 0.5f, 0, 1, -1, 2, 0.25f, 1, 2, -3,
+                                          0, 0, 0, 0,     4, 1, 0, -1, 0,     0, 0, 0};
+    static const int32_t sat[3] = {2, 1, 1}, lens[2] = {3, 1}, idx[2] = {0, 1}, rl[3] = {4, 0, 2};
+    T(lithe_tensor_from_data(LITHE_F32, 3, (int64_t[]){3, 2, 4}, data, &t[0]));
+    T(lithe_tensor_from_data(LITHE_I32, 1, (int64_t[]){3}, sat, &t[1]));
+    T(lithe_tensor_from_data(LITHE_I32, 1, (int64_t[]){2}, lens, &t[2]));
+    T(lithe_tensor_from_data(LITHE_I32, 1, (int64_t[]){2}, idx, &t[3]));
+    switch (which) {
+    case 0: /* LSTM, two layers, two directions, dropout */
+        T(lithe_lstm(&(lithe_lstm_opts){.nO = 4, .nI = 4, .bi = true, .depth = 2, .dropout = 0.25f}, &m));
+        T(lithe_value_padded(t[0], t[1], t[2], t[3], &X));
+        break;
+    case 1: /* bidirectional(LSTM) */
+        T(lithe_lstm(&(lithe_lstm_opts){.nO = 2, .nI = 4}, &a));
+        if (s == LITHE_OK) {
+            s = lithe_bidirectional(a, NULL, &m);
+            a = NULL;
+        }
+        T(lithe_value_padded(t[0], t[1], t[2], t[3], &X));
+        break;
+    case 2: /* ParametricAttention over a Ragged with an empty sequence */
+        T(lithe_parametric_attention(4, &m));
+        T(lithe_tensor_reshape(t[0], 2, (int64_t[]){6, 4}, &t[4]));
+        T(lithe_tensor_from_data(LITHE_I32, 1, (int64_t[]){3}, rl, &t[5]));
+        T(lithe_value_ragged(t[4], t[5], &X));
+        break;
+    case 3: /* siamese(Relu, CauchySimilarity) */
+        T(lithe_relu(&(lithe_dense_opts){.nO = 3, .nI = 4}, &a));
+        T(lithe_cauchy_similarity(3, &b));
+        if (s == LITHE_OK) {
+            s = lithe_siamese(a, b, &m);
+            a = b = NULL;
+        }
+        T(lithe_tensor_reshape(t[0], 2, (int64_t[]){6, 4}, &t[4]));
+        T(lithe_value_tensor(t[4], &items[0]));
+        T(lithe_value_tensor(t[4], &items[1]));
+        T(lithe_value_tuple(2, items, &X));
+        break;
+    }
+    T(lithe_model_initialize(m, NULL, NULL));
+    T(lithe_model_begin_update(m, X, &Y, &bp));
+    T(lithe_backprop_run(bp, Y, &dX));
+    T(lithe_model_to_thinc_bytes(m, &bytes, &nb));
+    T(lithe_model_save_bytes(m, NULL, &file, &nf));
+    T(lithe_model_load_bytes(file, nf, &back));
+    T(lithe_model_from_thinc_bytes(back, bytes, nb));
+    lithe_buffer_free(bytes);
+    lithe_buffer_free(file);
+    lithe_model_free(back);
+    lithe_backprop_free(bp);
+    lithe_value_release(dX);
+    lithe_value_release(Y);
+    lithe_value_release(X);
+    for (int i = 0; i < 2; i++) lithe_value_release(items[i]);
+    for (int i = 0; i < 6; i++) lithe_tensor_release(t[i]);
+    lithe_model_free(a);
+    lithe_model_free(b);
+    lithe_model_free(m);
+    return s;
+}
+
+static void test_allocation_failures(void **state) {
+    (void)state;
+    memset(&C, 0, sizeof C);
+    OK(lithe_set_allocator(&(lithe_allocator){c_malloc, c_realloc, c_free, &C}));
+    for (int which = 0; which < 4; which++) {
+        for (long n = 1;; n++) {
+            C.calls = 0;
+            C.fail_at = n;
+            C.failed = false;
+            lithe_status s = oom_scenario(which);
+            if (C.live != 0) {
+                print_error("scenario %d, allocation %ld failed: %ld blocks leaked\n", which, n, C.live);
+                fail();
+            }
+            if (!C.failed) {
+                if (s != LITHE_OK) print_error("scenario %d: %s\n", which, lithe_last_error());
+                assert_int_equal(s, LITHE_OK);
+                break;
+            }
+            if (s != LITHE_ERR_OOM) {
+                print_error("scenario %d, allocation %ld failed: got %s (%s)\n", which, n, lithe_status_str(s),
+                            lithe_last_error());
+                fail();
+            }
+        }
+    }
+    OK(lithe_set_allocator(NULL));
+}
+
 static void test_registered(void **state) {
     (void)state;
     size_t n = 0;
@@ -629,6 +773,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_lstm_dropout),          cmocka_unit_test(test_bidirectional),
         cmocka_unit_test(test_parametric_attention),  cmocka_unit_test(test_cauchy_similarity),
         cmocka_unit_test(test_siamese),               cmocka_unit_test(test_registered),
+        cmocka_unit_test(test_allocation_failures),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);
 }

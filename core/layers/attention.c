@@ -353,6 +353,10 @@ static lithe_status siamese_init(lithe_model *m, const lithe_value *X, const lit
         if (s == LITHE_OK) s = lithe_value_tuple(2, v, &pair);
         lithe_value_release(v[0]);
         lithe_value_release(v[1]);
+    } else {
+        /* Thinc's init leaves the layer alone without a sample (a forward then fails); lithe
+         * initializes it from its own dims, as a user building siamese(Relu(nO, nI), ..) expects */
+        s = lithe_model_initialize(m->layers[0], NULL, NULL);
     }
     if (s == LITHE_OK) s = lithe_model_initialize(m->layers[1], pair, Y);
     lithe_value_release(pair);
