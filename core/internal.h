@@ -178,6 +178,27 @@ static inline int lithe__act_needs(lithe__act_kind k) {
     }
 }
 
+/* Imported graphs (core/graph/): the elementwise, convolution and pooling primitives' settings. */
+typedef enum lithe__bin_op { LITHE__BIN_ADD = 0, LITHE__BIN_SUB, LITHE__BIN_MUL, LITHE__BIN_DIV, LITHE__BIN_POW,
+                             LITHE__BIN_COUNT } lithe__bin_op;
+typedef enum lithe__unary_op { LITHE__UN_EXP = 0, LITHE__UN_LOG, LITHE__UN_SQRT, LITHE__UN_NEG, LITHE__UN_ERF,
+                               LITHE__UN_ABS, LITHE__UN_RECIPROCAL, LITHE__UN_COUNT } lithe__unary_op;
+/* 2-D convolution geometry, ONNX's Conv: X (N, C, H, W), W (M, C / group, KH, KW) -> Y (N, M, OH, OW),
+ * OH = (H + pad[0] + pad[2] - dil[0] (KH - 1) - 1) / stride[0] + 1 (likewise OW with [1], [3]);
+ * pad: top, left, bottom, right. */
+typedef struct lithe__conv2d {
+    int64_t N, C, H, W, M, KH, KW, OH, OW, group;
+    int64_t stride[2], pad[4], dil[2];
+} lithe__conv2d;
+/* 2-D pooling geometry: X (N, C, H, W) -> Y (N, C, OH, OW), windows as in lithe__conv2d (OH, OW
+ * given by the caller, ceil_mode already applied). max: MaxPool (padding never wins); else
+ * AveragePool, dividing by the window's in-bounds count, or by KH * KW when count_include_pad. */
+typedef struct lithe__pool2d {
+    int64_t N, C, H, W, KH, KW, OH, OW;
+    int64_t stride[2], pad[4], dil[2];
+    bool max, count_include_pad;
+} lithe__pool2d;
+
 typedef struct lithe_backend_ops lithe_backend_ops;
 
 /* Every primitive takes the backend first: (lithe_backend *be, <params of primitives.def>). */
@@ -388,6 +409,11 @@ lithe_status lithe__getitem_forward(lithe_model *m, const lithe_value *X, bool i
                                     lithe_backprop **bp);
 /* Recurrent, attention and similarity layers (core/layers/lstm.c, attention.c). */
 extern const lithe__layer_type *const lithe__lstm_types[], *const lithe__attention_types[];
+/* Imported graphs (core/graph/): the "onnx_graph.v1" layer, and the call that parses a node's
+ * `onnx` attr into its shim (the .lithe loader runs it for every graph node it builds). */
+extern const lithe__layer_type lithe__onnx_graph_type;
+extern const lithe__layer_type *const lithe__graph_types[];
+lithe_status lithe__onnx_attach(lithe_model *m);
 const lithe__layer_type *lithe__layer_type_by_name(const char *registered_name);
 
 /* chain(node, LayerNorm(nI=nO)) when o->normalize, then chain(.., Dropout) when o->dropout > 0,

@@ -928,7 +928,8 @@ LITHE_API lithe_status lithe_optimizer_get_average(const lithe_optimizer *opt,
 /* The model (and opt's state when opt is not NULL) as .lithe bytes (*out: lithe_buffer_free).
  * Tensor attrs are saved when 1-D int64 ({"ints": [...]}) or 1-D uint8 (a dict attr kept as Thinc's
  * msgpack bytes, {"msgpack": "<hex>"}: remap_ids' mapping_table).
- * Statuses: LITHE_ERR_UNSUPPORTED (shims, other tensor attrs), LITHE_ERR_VALUE (a
+ * An ONNX graph node's bytes travel as its `onnx` attr; its parsed graph (a shim) is rebuilt at load.
+ * Statuses: LITHE_ERR_UNSUPPORTED (other shims, other tensor attrs), LITHE_ERR_VALUE (a
  * ref outside the tree), LITHE_ERR_OOM. */
 LITHE_API lithe_status lithe_model_save_bytes(lithe_model *m, const lithe_optimizer *opt, uint8_t **out, size_t *len);
 /* The same into a file, atomically (temporary file, fsync, rename): never a half-written model. */
@@ -936,17 +937,44 @@ LITHE_API lithe_status lithe_model_save(lithe_model *m, const lithe_optimizer *o
 /* A new model from .lithe bytes or a file, on the CPU backend. Nothing in the bytes is trusted:
  * lengths, offsets, shape products, dtypes, indices, acyclicity and walk order are checked.
  * Statuses: LITHE_ERR_FORMAT (malformed, naming the byte or the node), LITHE_ERR_UNSUPPORTED (a
- * layer this lithe lacks, named; another format version), LITHE_ERR_DTYPE, LITHE_ERR_IO. */
+ * layer this lithe lacks, named; another format version), LITHE_ERR_DTYPE, LITHE_ERR_IO. Bytes
+ * that are an ONNX model (they start with ir_version's tag, 0x08, where a .lithe file has its
+ * header length) load as one graph node (lithe_onnx_load_bytes). */
 LITHE_API lithe_status lithe_model_load_bytes(const uint8_t *data, size_t len, lithe_model **out);
 /* From a file: memory-mapped copy-on-write where the platform allows (POSIX; not WASI or the
  * browser), the params viewing the mapping — no copy at load, pages private once written by
  * training; unmapped when the last param goes. Set LITHE_NO_MMAP=1 to read the file instead (a
- * file truncated by another process while mapped would fault on access). */
+ * file truncated by another process while mapped would fault on access). A path ending in
+ * ".onnx" loads an ONNX model as one graph node (lithe_onnx_load). */
 LITHE_API lithe_status lithe_model_load(const char *path, lithe_model **out);
 /* The optimizer state stored in .lithe bytes, into opt for model m (LITHE_ERR_NOT_FOUND if the
  * file holds none); see lithe_optimizer_load_state. */
 LITHE_API lithe_status lithe_optimizer_load_from_file_bytes(lithe_optimizer *opt, lithe_model *m, const uint8_t *data,
                                                             size_t len);
+
+/* --- ONNX graphs (docs/onnx.md) --------------------------------------------------------------
+ * An ONNX model (torch.onnx.export, tf2onnx, MXNet's exporter; opsets 11-17 tested, 7-18 read)
+ * becomes one node, layer "onnx_graph.v1", name "onnx_graph": its `onnx` attr keeps the model's
+ * bytes (so lithe_model_save embeds the graph and lithe_model_load restores it), every float
+ * initializer is a param named as in the graph (trainable, but BatchNormalization's running
+ * statistics are frozen; the exporter's own one-element "onnx::..." constants stay constants), and
+ * forward / backprop run the graph on the node's
+ * backend, so an imported model predicts, fine-tunes and saves like any lithe layer. Input: one
+ * tensor, or a tuple of tensors in the graph's input order; output likewise. Dropout runs as at
+ * inference. The operators lithe runs, forward and backward: lithe_onnx_op_names. Shape arithmetic
+ * (Shape, Gather, Unsqueeze, Concat, ... over integers) runs on the host; nodes over constants are
+ * folded once at load. The node can sit inside any tree (chain(graph, Linear, Softmax)). */
+
+/* A graph node from ONNX ModelProto bytes (copied). Nothing is trusted: every length, offset and
+ * element count is checked. Statuses: LITHE_ERR_FORMAT (malformed, naming the message and
+ * field), LITHE_ERR_UNSUPPORTED (an opset outside 7-18, a tensor type lithe does not hold,
+ * external data, and operators lithe lacks: all of them listed in one message, at load),
+ * LITHE_ERR_SHAPE / LITHE_ERR_VALUE (constants that do not fit their nodes), LITHE_ERR_OOM. */
+LITHE_API lithe_status lithe_onnx_load_bytes(const uint8_t *data, size_t len, lithe_model **out);
+/* The same from a file (lithe_model_load also takes a path ending in ".onnx"). */
+LITHE_API lithe_status lithe_onnx_load(const char *path, lithe_model **out);
+/* The ONNX operator types the graph layer runs (NULL-terminated, static; *n the count). */
+LITHE_API const char *const *lithe_onnx_op_names(size_t *n);
 
 /* --- NumPy .npy files (format 1.0-3.0; dtypes <f4 <f2 <i4 <i8 <u8 <u4 |u1, C order) -------- */
 

@@ -341,6 +341,116 @@ static lithe_status cpu_cauchy_similarity_backward(lithe_backend *be, const lith
     return LITHE_OK;
 }
 
+/* ---- imported graphs: broadcast strides in the output's index space ---- */
+
+/* Strides of `t` (contiguous) as seen from an index space of nd axes `shape`, aligned at the last
+ * axis: 0 where t's extent is 1 or missing. */
+static void bcast_strides(const lithe_tensor *t, int nd, const int64_t *shape, int64_t *out) {
+    int64_t s = 1;
+    for (int d = nd - 1, k = t->ndim - 1; d >= 0; d--, k--) {
+        if (k < 0) {
+            out[d] = 0;
+            continue;
+        }
+        out[d] = t->shape[k] == 1 && shape[d] != 1 ? 0 : s;
+        s *= t->shape[k];
+    }
+}
+
+static lithe_status cpu_bcast_binary(lithe_backend *be, int op, const lithe_tensor *A, const lithe_tensor *B,
+                                     lithe_tensor *Y) {
+    (void)be;
+    int64_t as[LITHE_MAX_DIMS], bs[LITHE_MAX_DIMS];
+    bcast_strides(A, Y->ndim, Y->shape, as);
+    bcast_strides(B, Y->ndim, Y->shape, bs);
+    lithe_f32_bcast_binary__scalar(op, Y->ndim, Y->shape, F(A), as, F(B), bs, F(Y));
+    return LITHE_OK;
+}
+
+static lithe_status cpu_bcast_binary_backward(lithe_backend *be, int op, const lithe_tensor *A, const lithe_tensor *B,
+                                              const lithe_tensor *Y, const lithe_tensor *dY, lithe_tensor *dA,
+                                              lithe_tensor *dB) {
+    (void)be;
+    int64_t as[LITHE_MAX_DIMS], bs[LITHE_MAX_DIMS];
+    bcast_strides(A, dY->ndim, dY->shape, as);
+    bcast_strides(B, dY->ndim, dY->shape, bs);
+    lithe_f32_bcast_binary_backward__scalar(op, dY->ndim, dY->shape, F(A), as, F(B), bs, Y ? F(Y) : NULL, F(dY),
+                                            dA ? F(dA) : NULL, dB ? F(dB) : NULL);
+    return LITHE_OK;
+}
+
+static lithe_status cpu_broadcast_to(lithe_backend *be, const lithe_tensor *X, float alpha, float beta,
+                                     lithe_tensor *Y) {
+    (void)be;
+    int64_t xs[LITHE_MAX_DIMS];
+    bcast_strides(X, Y->ndim, Y->shape, xs);
+    lithe_f32_broadcast_to__scalar(Y->ndim, Y->shape, F(X), xs, alpha, beta, F(Y));
+    return LITHE_OK;
+}
+
+static lithe_status cpu_reduce_to(lithe_backend *be, const lithe_tensor *X, float alpha, float beta, lithe_tensor *Y) {
+    (void)be;
+    int64_t ys[LITHE_MAX_DIMS];
+    bcast_strides(Y, X->ndim, X->shape, ys);
+    lithe_f32_reduce_to__scalar(X->ndim, X->shape, F(X), N(Y), ys, alpha, beta, F(Y));
+    return LITHE_OK;
+}
+
+static lithe_status cpu_unary(lithe_backend *be, int op, const lithe_tensor *X, lithe_tensor *Y) {
+    (void)be;
+    lithe_f32_unary__scalar(op, N(X), F(X), F(Y));
+    return LITHE_OK;
+}
+
+static lithe_status cpu_unary_backward(lithe_backend *be, int op, const lithe_tensor *X, const lithe_tensor *Y,
+                                       const lithe_tensor *dY, lithe_tensor *dX) {
+    (void)be;
+    lithe_f32_unary_backward__scalar(op, N(X), F(X), F(Y), F(dY), F(dX));
+    return LITHE_OK;
+}
+
+static lithe_status cpu_log_softmax(lithe_backend *be, const lithe_tensor *X, lithe_tensor *Y) {
+    (void)be;
+    lithe_f32_log_softmax__scalar(X->shape[0], X->shape[1], F(X), F(Y));
+    return LITHE_OK;
+}
+
+static lithe_status cpu_log_softmax_backward(lithe_backend *be, const lithe_tensor *Y, const lithe_tensor *dY,
+                                             lithe_tensor *dX) {
+    (void)be;
+    lithe_f32_log_softmax_backward__scalar(Y->shape[0], Y->shape[1], F(Y), F(dY), F(dX));
+    return LITHE_OK;
+}
+
+static lithe_status cpu_conv2d(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X, const lithe_tensor *W,
+                               const lithe_tensor *b, lithe_tensor *Y) {
+    (void)be;
+    lithe_f32_conv2d__scalar(g, F(X), F(W), b ? F(b) : NULL, F(Y));
+    return LITHE_OK;
+}
+
+static lithe_status cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X,
+                                        const lithe_tensor *W, const lithe_tensor *dY, lithe_tensor *dX,
+                                        lithe_tensor *dW, lithe_tensor *db) {
+    (void)be;
+    lithe_f32_conv2d_backward__scalar(g, F(X), F(W), F(dY), dX ? F(dX) : NULL, dW ? F(dW) : NULL, db ? F(db) : NULL);
+    return LITHE_OK;
+}
+
+static lithe_status cpu_pool2d(lithe_backend *be, const lithe__pool2d *g, const lithe_tensor *X, lithe_tensor *Y,
+                               lithe_tensor *which) {
+    (void)be;
+    lithe_f32_pool2d__scalar(g, F(X), F(Y), which ? (int32_t *)lithe__tdata(which) : NULL);
+    return LITHE_OK;
+}
+
+static lithe_status cpu_pool2d_backward(lithe_backend *be, const lithe__pool2d *g, const lithe_tensor *dY,
+                                        const lithe_tensor *which, lithe_tensor *dX) {
+    (void)be;
+    lithe_f32_pool2d_backward__scalar(g, F(dY), which ? (const int32_t *)lithe__tdata(which) : NULL, F(dX));
+    return LITHE_OK;
+}
+
 static const lithe_backend_ops cpu_ops = {
     .alloc = cpu_alloc,
     .free = cpu_free,

@@ -99,4 +99,25 @@ void lithe_f32_cauchy_similarity_backward__scalar(int64_t B, int64_t I, const fl
                                                   const float *W, const float *sim, const float *dsim, float *dX1,
                                                   float *dX2, float *dW);
 
+/* Imported-graph kernels (scalar/graph.c). Broadcast operands come with strides in the output's
+ * (reduce_to: the input's) index space, 0 along broadcast axes; backward kernels accumulate. */
+void lithe_f32_bcast_binary__scalar(int op, int nd, const int64_t *shape, const float *A, const int64_t *as,
+                                    const float *B, const int64_t *bs, float *Y);
+void lithe_f32_bcast_binary_backward__scalar(int op, int nd, const int64_t *shape, const float *A, const int64_t *as,
+                                             const float *B, const int64_t *bs, const float *Y, const float *dY,
+                                             float *dA, float *dB);
+void lithe_f32_broadcast_to__scalar(int nd, const int64_t *shape, const float *X, const int64_t *xs, float alpha,
+                                    float beta, float *Y);
+void lithe_f32_reduce_to__scalar(int nd, const int64_t *xshape, const float *X, int64_t ny, const int64_t *ys,
+                                 float alpha, float beta, float *Y);
+void lithe_f32_unary__scalar(int op, int64_t n, const float *X, float *Y);
+void lithe_f32_unary_backward__scalar(int op, int64_t n, const float *X, const float *Y, const float *dY, float *dX);
+void lithe_f32_log_softmax__scalar(int64_t M, int64_t N, const float *X, float *Y);
+void lithe_f32_log_softmax_backward__scalar(int64_t M, int64_t N, const float *Y, const float *dY, float *dX);
+void lithe_f32_conv2d__scalar(const lithe__conv2d *g, const float *X, const float *W, const float *b, float *Y);
+void lithe_f32_conv2d_backward__scalar(const lithe__conv2d *g, const float *X, const float *W, const float *dY,
+                                       float *dX, float *dW, float *db);
+void lithe_f32_pool2d__scalar(const lithe__pool2d *g, const float *X, float *Y, int32_t *which);
+void lithe_f32_pool2d_backward__scalar(const lithe__pool2d *g, const float *dY, const int32_t *which, float *dX);
+
 #endif

@@ -142,7 +142,8 @@ static lithe_status architecture(lithe_model **nodes, size_t n, js_buf *b) {
         js_raw(b, ",");
         js_double(b, m->cfg[1]);
         js_raw(b, "]}");
-        if (m->n_shims)
+        /* an ONNX graph's shim is rebuilt from its `onnx` attr at load; other shims cannot be saved */
+        if (m->n_shims && m->type != &lithe__onnx_graph_type)
             return lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: nodes with shims cannot be saved yet", m->name);
     }
     js_raw(b, "]}");
@@ -581,6 +582,9 @@ static lithe_status build(const parsed *p, mapping *map, lithe_model **out) {
             if (w[i] != ms[i]) s = lithe__fail(LITHE_ERR_FORMAT, "%s: node %zu is not in walk order", WHAT, i);
         lithe__free(w);
     }
+    /* imported graphs: parse each graph node's bytes now, so a broken graph fails the load */
+    for (size_t i = 0; s == LITHE_OK && i < n; i++)
+        if (ms[i]->type == &lithe__onnx_graph_type) s = lithe__onnx_attach(ms[i]);
     if (s == LITHE_OK) *out = lithe_model_retain(ms[0]);
     for (size_t i = 0; ms && i < n; i++) lithe_model_free(ms[i]);
     for (size_t i = 0; children && i < n; i++) lithe__free(children[i]);
@@ -595,6 +599,10 @@ lithe_status lithe_model_load_bytes(const uint8_t *data, size_t len, lithe_model
     LITHE__CHECK_ARG(out, "lithe_model_load_bytes", "out is NULL");
     *out = NULL;
     LITHE__CHECK_ARG(data || !len, "lithe_model_load_bytes", "data is NULL");
+    /* ONNX bytes (a ModelProto starts with field 1, ir_version: 0x08) rather than safetensors (an
+     * 8-byte header length, then '{'): one graph node, so every caller of this function (the JS
+     * package, the Python shim) takes .onnx models too */
+    if (len > 0 && data[0] == 0x08 && !(len >= 9 && data[8] == '{')) return lithe_onnx_load_bytes(data, len, out);
     parsed p;
     lithe_status s = parse_file(data, len, &p);
     if (s == LITHE_OK) s = build(&p, NULL, out);
@@ -635,6 +643,8 @@ lithe_status lithe_model_load(const char *path, lithe_model **out) {
     LITHE__CHECK_ARG(out, "lithe_model_load", "out is NULL");
     *out = NULL;
     LITHE__CHECK_ARG(path, "lithe_model_load", "path is NULL");
+    size_t plen = strlen(path);
+    if (plen >= 5 && !strcmp(path + plen - 5, ".onnx")) return lithe_onnx_load(path, out);
     lithe_status s = LITHE_ERR_UNSUPPORTED;
 #ifdef LITHE_HAVE_MMAP
     if (!getenv("LITHE_NO_MMAP")) s = load_mapped(path, out);

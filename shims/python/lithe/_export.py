@@ -134,15 +134,84 @@ def _attr(node, name, value):
     raise TypeError  # not serializable: skipped, as Thinc's to_bytes skips it
 
 
-def export(model, path):
-    """Writes an initialized Thinc model as a .lithe file. A layer lithe lacks (or a shim: a
-    wrapped PyTorch/TensorFlow model) is an ExportError naming it and its path."""
+def _torch_inputs(model, X, wrappers):
+    """The input each PyTorchWrapper node sees when the model predicts X (its forward is wrapped
+    for one predict, then restored)."""
+    seen = {}
+    originals = {}
+    for node in wrappers:
+        originals[id(node)] = node._func
+
+        def recorder(m, x, is_train, _orig=node._func):
+            seen.setdefault(id(m), x)
+            return _orig(m, x, is_train)
+
+        node._func = recorder
+    try:
+        model.predict(X)
+    finally:
+        for node in wrappers:
+            node._func = originals[id(node)]
+    return seen
+
+
+def _onnx_of(node, x, path):
+    """A PyTorchWrapper's torch module as ONNX bytes (torch.onnx.export in eval mode, a dynamic
+    batch axis, no constant folding, so every parameter keeps its torch name) and the names of
+    its parameters (the graph's trainable initializers)."""
+    import io
+
+    import torch
+
+    module = node.shims[0]._model
+    try:
+        xt = torch.from_numpy(numpy.ascontiguousarray(node.ops.to_numpy(x)))
+    except TypeError as e:
+        raise ExportError(f"'{node.name}' at {path}: its input is not one array ({e})") from None
+    was_training = module.training
+    module.eval()
+    buf = io.BytesIO()
+    try:
+        with torch.no_grad():
+            torch.onnx.export(module, (xt,), buf, opset_version=13, input_names=["x"], output_names=["y"],
+                              dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}, do_constant_folding=False)
+    finally:
+        module.train(was_training)
+    params = [(n, p.detach().cpu().numpy()) for n, p in module.named_parameters()]
+    return buf.getvalue(), params
+
+
+def export(model, path, X=None):
+    """Writes an initialized Thinc model as a .lithe file. A layer lithe lacks, or a shim other
+    than PyTorchWrapper's, is an ExportError naming it and its path. A PyTorchWrapper's torch module
+    is exported with torch.onnx.export into the file as an "onnx_graph.v1" node (the graph lithe
+    runs forward and backward); tracing needs a sample input: pass the model's X."""
     nodes = list(model.walk())
+    wrappers = [n for n in nodes if (getattr(n._func, "__module__", ""), getattr(n._func, "__name__", ""))
+                == ("thinc.layers.pytorchwrapper", "forward")]
+    torch_inputs = {}
+    if wrappers:
+        if X is None:
+            raise ExportError("the model wraps PyTorch modules (PyTorchWrapper): pass a sample input, "
+                              "lithe.export(model, path, X=...), so torch.onnx.export can trace them")
+        torch_inputs = _torch_inputs(model, X, wrappers)
     index = {id(n): i for i, n in enumerate(nodes)}
     paths = _paths(model)
     arch_nodes, tensors = [], []
     for i, node in enumerate(nodes):
         key = (getattr(node._func, "__module__", ""), getattr(node._func, "__name__", ""))
+        if key == ("thinc.layers.pytorchwrapper", "forward"):
+            if id(node) not in torch_inputs:
+                raise ExportError(f"'{node.name}' at {paths.get(id(node), '?')}: predicting X never reached it")
+            onnx, tparams = _onnx_of(node, torch_inputs[id(node)], paths.get(id(node), "?"))
+            for pname, arr in tparams:
+                tensors.append((f"{i}.{pname}", numpy.ascontiguousarray(arr, dtype="<f4")))
+            arch_nodes.append({
+                "layer": "onnx_graph.v1", "name": node.name, "dims": {}, "attrs": {"onnx": {"msgpack": onnx.hex()}},
+                "params": [n for n, _ in tparams], "frozen": [], "layers": [], "refs": {},
+                "init_W": 0, "init_b": 0, "cfg": [0.0, 0.0],
+            })
+            continue
         layer = _LAYERS.get(key)
         if layer == "ints-getitem":  # one forward, three node names
             layer = node.name if node.name in ("array-getitem", "floats-getitem", "ints-getitem") else layer

@@ -1,0 +1,620 @@
+/* The graph layer ("onnx_graph.v1"): an imported ONNX graph as one lithe node. The node keeps the
+ * model's bytes as its `onnx` attr (so a .lithe file carries the graph) and every float
+ * initializer as a param named as in the graph (so optimizers, files and Thinc-style trees see
+ * them as they see any layer's weights); the parsed graph, bound to value slots, hangs off the node
+ * as its shim. forward runs the nodes in file order (ONNX requires a topological order) through the
+ * backend's primitives and keeps every value for backward, which runs them in reverse. */
+#include "graph.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define LAYER "onnx_graph"
+
+static void graph_free(lithe__graph *g) {
+    if (!g) return;
+    for (size_t i = 0; i < g->onnx.n_nodes; i++) {
+        if (g->node_in) lithe__free(g->node_in[i]);
+        if (g->node_out) lithe__free(g->node_out[i]);
+    }
+    for (size_t i = 0; g->slot_const && i < g->n_slots; i++) lithe_tensor_release(g->slot_const[i]);
+    lithe__free(g->node_in);
+    lithe__free(g->node_out);
+    lithe__free(g->node_op);
+    lithe__free(g->slot_name);
+    lithe__free(g->slot_kind);
+    lithe__free(g->slot_const);
+    lithe__free(g->in_slots);
+    lithe__free(g->out_slots);
+    lithe__onnx_model_free(&g->onnx);
+    lithe__free(g);
+}
+
+/* ---- the shim ---- */
+
+static lithe_status shim_update(lithe_shim *shim, lithe_optimizer *opt) {
+    (void)shim; /* the weights are the node's params: finish_update steps them like any layer's */
+    (void)opt;
+    return LITHE_OK;
+}
+static void shim_free(lithe_shim *shim) {
+    if (!shim) return;
+    graph_free(shim->state);
+    lithe__free(shim);
+}
+static const lithe__shim_type onnx_shim_type = {"onnx", shim_update, shim_free};
+
+static lithe__graph *graph_of(const lithe_model *m) {
+    for (size_t i = 0; i < m->n_shims; i++)
+        if (m->shims[i] && m->shims[i]->type == &onnx_shim_type) return m->shims[i]->state;
+    return NULL;
+}
+
+/* ---- binding names to slots ---- */
+
+static int64_t find_slot(const lithe__graph *g, size_t n, const char *name) {
+    for (size_t i = n; i-- > 0;) /* the latest definition (names are unique in a valid graph) */
+        if (!strcmp(g->slot_name[i], name)) return (int64_t)i;
+    return -1;
+}
+
+const char *lithe__gnode_str(const lithe__gexec *x, size_t node, char *buf, size_t cap) {
+    const lithe__onnx_node *n = &x->g->onnx.nodes[node];
+    snprintf(buf, cap, "%s: %s node '%s' (#%zu)", LAYER, n->op_type, n->name ? n->name : "", node);
+    return buf;
+}
+
+/* A float32 or int64 tensor on the cpu backend holding an ONNX tensor's values. */
+static lithe_status const_tensor(const lithe__onnx_tensor *t, lithe_tensor **out) {
+    if (t->ext_location)
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: tensor '%s' keeps its data in the external file '%s': load the "
+                                                  "model with lithe_onnx_load from its folder",
+                           LAYER, t->name ? t->name : "", t->ext_location);
+    LITHE__TRY(lithe__tensor_alloc(lithe__backend_cpu(), t->is_float ? LITHE_F32 : LITHE_I64, t->ndim, t->dims, false,
+                                   out));
+    if (t->numel) memcpy(lithe__tdata(*out), t->data, (size_t)t->numel * (t->is_float ? 4 : 8));
+    return LITHE_OK;
+}
+
+/* Whether a float initializer is a weight (a param that trains) rather than a constant: the
+ * exporter's own scalars (torch.onnx names what it creates "onnx::<Op>_<n>") are constants; its
+ * larger tensors are weights it rewrote (a Conv fused with the BatchNorm after it, a transposed
+ * Linear weight under constant folding), and training them trains the model. */
+static bool trainable(const lithe__onnx_tensor *t) {
+    return t->is_float && !(t->numel <= 1 && !strncmp(t->name, "onnx::", 6));
+}
+
+/* Runs a node whose inputs are all constants once, at load (Constant, and the shape arithmetic
+ * the exporters emit around it), and turns its outputs into constants. */
+static lithe_status fold(lithe__graph *g, size_t i, bool *folded) {
+    *folded = false;
+    const lithe__onnx_node *n = &g->onnx.nodes[i];
+    for (size_t k = 0; k < n->n_inputs; k++) {
+        int64_t s = g->node_in[i][k];
+        if (s >= 0 && g->slot_kind[s] != SLOT_CONST) return LITHE_OK;
+    }
+    if (!strcmp(n->op_type, "Dropout") && n->n_outputs > 1) return LITHE_OK;
+    lithe__gexec x = {0};
+    x.g = g;
+    x.be = lithe__backend_cpu();
+    lithe_tensor *in[16] = {0}, *out[16] = {0}, *saved[2] = {0};
+    if (n->n_inputs > 16 || n->n_outputs > 16) return LITHE_OK;
+    for (size_t k = 0; k < n->n_inputs; k++)
+        in[k] = g->node_in[i][k] >= 0 ? g->slot_const[g->node_in[i][k]] : NULL;
+    lithe_status s = g->node_op[i]->forward(&x, i, in, n->n_inputs, out, n->n_outputs, saved);
+    lithe_tensor_release(saved[0]);
+    lithe_tensor_release(saved[1]);
+    if (s != LITHE_OK) {
+        for (size_t k = 0; k < n->n_outputs; k++) lithe_tensor_release(out[k]);
+        return s;
+    }
+    for (size_t k = 0; k < n->n_outputs; k++) {
+        int64_t o = g->node_out[i][k];
+        if (o < 0) {
+            lithe_tensor_release(out[k]);
+            continue;
+        }
+        g->slot_kind[o] = SLOT_CONST;
+        g->slot_const[o] = out[k];
+    }
+    *folded = true;
+    return LITHE_OK;
+}
+
+static lithe_status graph_build(const uint8_t *bytes, size_t len, lithe__graph **out) {
+    *out = NULL;
+    lithe__graph *g = lithe__calloc(1, sizeof *g);
+    if (!g) return lithe__oom(LAYER, sizeof *g);
+    lithe_status s = lithe__onnx_parse(bytes, len, &g->onnx);
+    lithe__onnx_model *o = &g->onnx;
+    if (s == LITHE_OK && o->opset && (o->opset < 7 || o->opset > 18))
+        s = lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: the model imports opset %lld; lithe runs opsets 7 to 18 (tested: "
+                                               "11 to 17)", LAYER, (long long)o->opset);
+    if (s == LITHE_OK && !o->opset) o->opset = 13;
+    /* every op must be known before anything runs: list all the missing ones at once */
+    if (s == LITHE_OK) {
+        char missing[1024] = "";
+        size_t nmiss = 0;
+        for (size_t i = 0; i < o->n_nodes; i++) {
+            const lithe__onnx_node *n = &o->nodes[i];
+            bool custom = n->domain && *n->domain && strcmp(n->domain, "ai.onnx");
+            if (!custom && lithe__graph_op_find(n->op_type)) continue;
+            char item[160];
+            snprintf(item, sizeof item, "%s%s%s", custom ? n->domain : "", custom ? "." : "", n->op_type);
+            if (strstr(missing, item)) continue; /* each type once (a prefix match only hides a duplicate) */
+            size_t l = strlen(missing);
+            snprintf(missing + l, sizeof missing - l, "%s%s", nmiss ? ", " : "", item);
+            nmiss++;
+        }
+        if (nmiss)
+            s = lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: the model uses %zu operator type%s lithe lacks: %s", LAYER, nmiss,
+                            nmiss == 1 ? "" : "s", missing);
+    }
+    size_t cap = 0;
+    if (s == LITHE_OK) {
+        cap = o->n_inits + o->n_inputs;
+        for (size_t i = 0; i < o->n_nodes; i++) cap += o->nodes[i].n_outputs; /* each <= 2^22, so no overflow */
+        g->slot_name = lithe__calloc(cap + 1, sizeof *g->slot_name);
+        g->slot_kind = lithe__calloc(cap + 1, sizeof *g->slot_kind);
+        g->slot_const = lithe__calloc(cap + 1, sizeof *g->slot_const);
+        g->in_slots = lithe__calloc(o->n_inputs + 1, sizeof *g->in_slots);
+        g->out_slots = lithe__calloc(o->n_outputs + 1, sizeof *g->out_slots);
+        g->node_in = lithe__calloc(o->n_nodes + 1, sizeof *g->node_in);
+        g->node_out = lithe__calloc(o->n_nodes + 1, sizeof *g->node_out);
+        g->node_op = lithe__calloc(o->n_nodes + 1, sizeof *g->node_op);
+        if (!g->slot_name || !g->slot_kind || !g->slot_const || !g->in_slots || !g->out_slots || !g->node_in ||
+            !g->node_out || !g->node_op)
+            s = lithe__oom(LAYER, cap * 24);
+    }
+    for (size_t i = 0; s == LITHE_OK && i < o->n_inits; i++) {
+        const lithe__onnx_tensor *t = &o->inits[i];
+        g->slot_name[g->n_slots] = t->name;
+        g->slot_kind[g->n_slots] = trainable(t) ? SLOT_PARAM : SLOT_CONST;
+        if (g->slot_kind[g->n_slots] == SLOT_CONST) s = const_tensor(t, &g->slot_const[g->n_slots]);
+        g->n_slots++;
+    }
+    for (size_t i = 0; s == LITHE_OK && i < o->n_inputs; i++) {
+        if (find_slot(g, o->n_inits, o->inputs[i].name) >= 0) continue; /* an initializer listed as input (IR < 4) */
+        if (o->inputs[i].elem_type != LITHE__ONNX_FLOAT && o->inputs[i].elem_type != LITHE__ONNX_INT64 &&
+            o->inputs[i].elem_type != LITHE__ONNX_INT32) {
+            s = lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: graph input '%s' has element type %d; lithe takes float, int32 "
+                                                   "and int64 inputs", LAYER, o->inputs[i].name,
+                            (int)o->inputs[i].elem_type);
+            break;
+        }
+        g->in_slots[g->n_in++] = g->n_slots;
+        g->slot_name[g->n_slots] = o->inputs[i].name;
+        g->slot_kind[g->n_slots++] = SLOT_INPUT;
+    }
+    if (s == LITHE_OK && g->n_in == 0) s = lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: the graph has no input", LAYER);
+    for (size_t i = 0; s == LITHE_OK && i < o->n_nodes; i++) {
+        const lithe__onnx_node *n = &o->nodes[i];
+        g->node_op[i] = lithe__graph_op_find(n->op_type);
+        g->node_in[i] = lithe__calloc(n->n_inputs + 1, sizeof **g->node_in);
+        g->node_out[i] = lithe__calloc(n->n_outputs + 1, sizeof **g->node_out);
+        if (!g->node_in[i] || !g->node_out[i]) {
+            s = lithe__oom(LAYER, (n->n_inputs + n->n_outputs) * 8);
+            break;
+        }
+        for (size_t k = 0; s == LITHE_OK && k < n->n_inputs; k++) {
+            g->node_in[i][k] = *n->inputs[k] ? find_slot(g, g->n_slots, n->inputs[k]) : -1;
+            if (*n->inputs[k] && g->node_in[i][k] < 0)
+                s = lithe__fail(LITHE_ERR_FORMAT, "%s: %s node '%s' (#%zu) reads '%s', which no earlier node, input or "
+                                                  "initializer defines (ONNX graphs are topologically sorted)",
+                                LAYER, n->op_type, n->name ? n->name : "", i, n->inputs[k]);
+        }
+        for (size_t k = 0; s == LITHE_OK && k < n->n_outputs; k++) {
+            if (!*n->outputs[k]) {
+                g->node_out[i][k] = -1;
+                continue;
+            }
+            g->node_out[i][k] = (int64_t)g->n_slots;
+            g->slot_name[g->n_slots] = n->outputs[k];
+            g->slot_kind[g->n_slots++] = SLOT_COMPUTED;
+        }
+        bool folded;
+        if (s == LITHE_OK) s = fold(g, i, &folded);
+        if (s != LITHE_OK) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", lithe_last_error());
+            s = lithe__fail(s, "%s (while folding constants at load)", why);
+        }
+    }
+    for (size_t i = 0; s == LITHE_OK && i < o->n_outputs; i++) {
+        int64_t k = find_slot(g, g->n_slots, o->outputs[i].name);
+        if (k < 0) s = lithe__fail(LITHE_ERR_FORMAT, "%s: graph output '%s' is never computed", LAYER, o->outputs[i].name);
+        else g->out_slots[g->n_out++] = (size_t)k;
+    }
+    if (s == LITHE_OK && g->n_out == 0) s = lithe__fail(LITHE_ERR_FORMAT, "%s: the graph has no output", LAYER);
+    if (s != LITHE_OK) {
+        graph_free(g);
+        return s;
+    }
+    *out = g;
+    return LITHE_OK;
+}
+
+/* Parses the node's `onnx` attr, hangs the graph on it as its shim, and makes sure every weight is
+ * a param of the right shape (set from the initializer when the node has none yet: a fresh import;
+ * kept when it has: a .lithe file's fine-tuned weights). */
+lithe_status lithe__onnx_attach(lithe_model *m) {
+    if (graph_of(m)) return LITHE_OK;
+    lithe_tensor *bytes = NULL;
+    if (lithe_model_attr_type(m, "onnx") != LITHE_ATTR_TENSOR)
+        return lithe__fail(LITHE_ERR_STATE, "%s: the node has no 'onnx' attr holding the model's bytes", m->name);
+    LITHE__TRY(lithe_model_get_attr_tensor(m, "onnx", &bytes));
+    if (bytes->dtype != LITHE_U8 || bytes->ndim != 1 || !lithe_tensor_is_contiguous(bytes) ||
+        !bytes->storage->backend->host_memory)
+        return lithe__fail(LITHE_ERR_FORMAT, "%s: the 'onnx' attr must be a 1-D uint8 host tensor", m->name);
+    lithe__graph *g = NULL;
+    LITHE__TRY(graph_build(lithe__tdata(bytes), (size_t)bytes->numel, &g));
+    lithe_status s = LITHE_OK;
+    for (size_t i = 0; s == LITHE_OK && i < g->onnx.n_inits; i++) {
+        if (g->slot_kind[i] != SLOT_PARAM) continue;
+        const lithe__onnx_tensor *t = &g->onnx.inits[i];
+        lithe__param *p = lithe__model_find_param(m, t->name);
+        if (p && p->value) {
+            bool same = p->value->ndim == t->ndim;
+            for (int d = 0; same && d < t->ndim; d++) same = p->value->shape[d] == t->dims[d];
+            if (!same) {
+                char b[LITHE__SHAPE_BUF];
+                s = lithe__fail(LITHE_ERR_SHAPE, "%s: param '%s' has shape %s, the graph's initializer has %d dims "
+                                                 "(first %lld)", m->name, t->name,
+                                lithe__shape_str(p->value, b, sizeof b), t->ndim, (long long)(t->ndim ? t->dims[0] : 0));
+            }
+            continue;
+        }
+        lithe_tensor *c = NULL, *v = NULL;
+        s = const_tensor(t, &c);
+        if (s == LITHE_OK) s = lithe_tensor_to_backend(c, m->backend, &v);
+        if (s == LITHE_OK) s = lithe_model_set_param(m, t->name, v);
+        lithe_tensor_release(c);
+        lithe_tensor_release(v);
+    }
+    /* BatchNormalization's running mean and variance are statistics, not weights (torch keeps
+     * them as buffers): frozen, so an optimizer never moves them */
+    for (size_t i = 0; s == LITHE_OK && i < g->onnx.n_nodes; i++) {
+        if (strcmp(g->onnx.nodes[i].op_type, "BatchNormalization")) continue;
+        for (size_t k = 3; s == LITHE_OK && k < 5 && k < g->onnx.nodes[i].n_inputs; k++) {
+            int64_t sl = g->node_in[i][k];
+            if (sl >= 0 && g->slot_kind[sl] == SLOT_PARAM) s = lithe_model_set_frozen(m, g->slot_name[sl], true);
+        }
+    }
+    lithe_shim *shim = NULL;
+    if (s == LITHE_OK) {
+        shim = lithe__calloc(1, sizeof *shim);
+        lithe_shim **arr = lithe__realloc(m->shims, (m->n_shims + 1) * sizeof *arr);
+        if (arr) m->shims = arr;
+        if (!shim || !arr) s = lithe__oom(m->name, sizeof *shim);
+    }
+    if (s != LITHE_OK) {
+        lithe__free(shim);
+        graph_free(g);
+        return s;
+    }
+    shim->type = &onnx_shim_type;
+    shim->state = g;
+    m->shims[m->n_shims++] = shim;
+    return LITHE_OK;
+}
+
+/* ---- running ---- */
+
+lithe_status lithe__gexec_grad(lithe__gexec *x, size_t node, size_t k, lithe_tensor **out) {
+    *out = NULL;
+    if (!x->grads) return LITHE_OK;
+    int64_t s = x->g->node_in[node][k];
+    if (s < 0 || !x->needs[s] || !x->vals[s]) return LITHE_OK;
+    if (!x->grads[s]) LITHE__TRY(lithe__tensor_like(x->vals[s], true, &x->grads[s]));
+    *out = x->grads[s];
+    return LITHE_OK;
+}
+
+static void exec_destroy(lithe_backprop *self) {
+    lithe__gexec *x = (lithe__gexec *)self;
+    size_t n = x->g ? x->g->n_slots : 0, nn = x->g ? x->g->onnx.n_nodes : 0;
+    for (size_t i = 0; x->vals && i < n; i++) lithe_tensor_release(x->vals[i]);
+    for (size_t i = 0; x->grads && i < n; i++) lithe_tensor_release(x->grads[i]);
+    for (size_t i = 0; x->saved && i < 2 * nn; i++) lithe_tensor_release(x->saved[i]);
+    lithe__free(x->vals);
+    lithe__free(x->grads);
+    lithe__free(x->saved);
+    lithe__free(x->needs);
+}
+
+static bool node_folded(const lithe__graph *g, size_t i) {
+    const lithe__onnx_node *n = &g->onnx.nodes[i];
+    for (size_t k = 0; k < n->n_outputs; k++)
+        if (g->node_out[i][k] >= 0 && g->slot_kind[g->node_out[i][k]] != SLOT_CONST) return false;
+    return true;
+}
+
+static lithe_status take_input(lithe__gexec *x, size_t k, lithe_tensor *t) {
+    const lithe__graph *g = x->g;
+    size_t slot = g->in_slots[k];
+    const lithe__onnx_value_info *vi = NULL;
+    for (size_t i = 0; i < g->onnx.n_inputs; i++)
+        if (!strcmp(g->onnx.inputs[i].name, g->slot_name[slot])) vi = &g->onnx.inputs[i];
+    bool want_float = !vi || vi->elem_type == LITHE__ONNX_FLOAT;
+    char b[LITHE__SHAPE_BUF];
+    if (vi && vi->ndim >= 0) {
+        bool ok = t->ndim == vi->ndim;
+        for (int d = 0; ok && d < t->ndim; d++) ok = vi->dims[d] < 0 || vi->dims[d] == t->shape[d];
+        if (!ok) {
+            char decl[LITHE__SHAPE_BUF] = "(";
+            for (int d = 0; d < vi->ndim; d++) {
+                size_t l = strlen(decl);
+                if (vi->dims[d] < 0) snprintf(decl + l, sizeof decl - l, "%s?", d ? ", " : "");
+                else snprintf(decl + l, sizeof decl - l, "%s%lld", d ? ", " : "", (long long)vi->dims[d]);
+            }
+            strncat(decl, ")", sizeof decl - strlen(decl) - 1);
+            return lithe__fail(LITHE_ERR_SHAPE, "%s: input '%s' has shape %s; the graph declares %s", x->m->name,
+                               g->slot_name[slot], lithe__shape_str(t, b, sizeof b), decl);
+        }
+    }
+    if (want_float) {
+        if (t->dtype != LITHE_F32)
+            return lithe__fail(LITHE_ERR_DTYPE, "%s: input '%s' must be float32, got %s", x->m->name, g->slot_name[slot],
+                               lithe_dtype_name(t->dtype));
+        if (t->storage->backend != x->be)
+            return lithe__fail(LITHE_ERR_INVALID_ARG, "%s: input '%s' lives on backend '%s', the model on '%s'",
+                               x->m->name, g->slot_name[slot], t->storage->backend->name, x->be->name);
+        if (lithe_tensor_is_contiguous(t)) {
+            x->vals[slot] = lithe_tensor_retain(t);
+        } else {
+            LITHE__TRY(lithe__tensor_alloc(x->be, LITHE_F32, t->ndim, t->shape, false, &x->vals[slot]));
+            LITHE__TRY(lithe__op_copy(x->be, x->vals[slot], t));
+        }
+        x->needs[slot] = true;
+        return LITHE_OK;
+    }
+    if (t->dtype != LITHE_I64 && t->dtype != LITHE_I32)
+        return lithe__fail(LITHE_ERR_DTYPE, "%s: input '%s' must be int64 or int32, got %s", x->m->name,
+                           g->slot_name[slot], lithe_dtype_name(t->dtype));
+    lithe_tensor *h = NULL;
+    LITHE__TRY(lithe_tensor_to_backend(t, NULL, &h));
+    lithe_status s = lithe__tensor_alloc(lithe__backend_cpu(), LITHE_I64, t->ndim, t->shape, false, &x->vals[slot]);
+    if (s == LITHE_OK) {
+        int64_t *o = lithe__tdata(x->vals[slot]);
+        for (int64_t i = 0; i < h->numel; i++)
+            o[i] = h->dtype == LITHE_I64 ? ((const int64_t *)lithe__tdata(h))[i] : ((const int32_t *)lithe__tdata(h))[i];
+    }
+    lithe_tensor_release(h);
+    return s;
+}
+
+static lithe_status graph_backward(lithe_backprop *self, const lithe_value *dYv, lithe_value **dXv) {
+    lithe__gexec *x = (lithe__gexec *)self;
+    lithe__graph *g = x->g;
+    lithe_model *m = self->model;
+    for (size_t i = 0; i < g->n_slots; i++) { /* a second call starts from zero again */
+        lithe_tensor_release(x->grads[i]);
+        x->grads[i] = NULL;
+    }
+    size_t ndy = g->n_out == 1 ? 1 : lithe_value_len(dYv);
+    if (ndy != g->n_out || (g->n_out > 1 && lithe_value_kind_of(dYv) != LITHE_VALUE_TUPLE &&
+                            lithe_value_kind_of(dYv) != LITHE_VALUE_LIST))
+        return lithe__fail(LITHE_ERR_VALUE, "%s: backprop needs %zu gradient%s (a tuple for several outputs)", m->name,
+                           g->n_out, g->n_out == 1 ? "" : "s");
+    for (size_t k = 0; k < g->n_out; k++) {
+        const lithe_value *v = g->n_out == 1 ? dYv : lithe_value_item(dYv, k);
+        lithe_tensor *dy = lithe_value_get_tensor(v), *y = x->vals[g->out_slots[k]];
+        size_t slot = g->out_slots[k];
+        char a[LITHE__SHAPE_BUF], b[LITHE__SHAPE_BUF];
+        if (!dy || dy->dtype != LITHE_F32 || !y || y->dtype != LITHE_F32 || !lithe__same_shape(dy, y))
+            return lithe__fail(LITHE_ERR_SHAPE, "%s: gradient %zu has shape %s, output '%s' has %s", m->name, k,
+                               dy ? lithe__shape_str(dy, a, sizeof a) : "(none)", g->slot_name[slot],
+                               y ? lithe__shape_str(y, b, sizeof b) : "(int)");
+        if (!x->needs[slot]) continue;
+        if (!x->grads[slot]) LITHE__TRY(lithe__tensor_like(y, true, &x->grads[slot]));
+        if (lithe_tensor_is_contiguous(dy)) {
+            LITHE__TRY(lithe__op_axpby(x->be, 1.0f, dy, 1.0f, x->grads[slot]));
+        } else {
+            lithe_tensor *c = NULL;
+            LITHE__TRY(lithe__tensor_like(y, false, &c));
+            lithe_status s = lithe__op_copy(x->be, c, dy);
+            if (s == LITHE_OK) s = lithe__op_axpby(x->be, 1.0f, c, 1.0f, x->grads[slot]);
+            lithe_tensor_release(c);
+            LITHE__TRY(s);
+        }
+    }
+    for (size_t i = g->onnx.n_nodes; i-- > 0;) {
+        if (node_folded(g, i) || !g->node_op[i]->backward) continue;
+        const lithe__onnx_node *n = &g->onnx.nodes[i];
+        lithe_tensor *in[64] = {0}, *out[16] = {0}, *dout[16] = {0};
+        if (n->n_inputs > 64 || n->n_outputs > 16) continue; /* refused by forward already */
+        bool any = false;
+        for (size_t k = 0; k < n->n_outputs; k++) {
+            int64_t o = g->node_out[i][k];
+            out[k] = o >= 0 ? x->vals[o] : NULL;
+            dout[k] = o >= 0 ? x->grads[o] : NULL;
+            any = any || dout[k];
+        }
+        bool wants = false;
+        for (size_t k = 0; k < n->n_inputs; k++) {
+            int64_t s = g->node_in[i][k];
+            in[k] = s >= 0 ? x->vals[s] : NULL;
+            wants = wants || (s >= 0 && x->needs[s]);
+        }
+        if (!any || !wants) continue;
+        LITHE__TRY(g->node_op[i]->backward(x, i, in, n->n_inputs, out, dout, &x->saved[2 * i]));
+    }
+    for (size_t i = 0; i < g->n_slots; i++) {
+        if (g->slot_kind[i] != SLOT_PARAM || !x->grads[i]) continue;
+        lithe_tensor *acc = NULL;
+        LITHE__TRY(lithe__grad_acc(m, g->slot_name[i], &acc));
+        LITHE__TRY(lithe__op_axpby(x->be, 1.0f, x->grads[i], 1.0f, acc));
+    }
+    if (!dXv) return LITHE_OK;
+    lithe_value *items[64] = {0};
+    if (g->n_in > 64) return lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: more than 64 graph inputs", m->name);
+    lithe_status s = LITHE_OK;
+    for (size_t k = 0; s == LITHE_OK && k < g->n_in; k++) {
+        size_t slot = g->in_slots[k];
+        lithe_tensor *d = NULL;
+        if (x->grads[slot]) d = lithe_tensor_retain(x->grads[slot]);
+        else if (x->vals[slot]->dtype == LITHE_F32) s = lithe__tensor_like(x->vals[slot], true, &d);
+        else s = lithe__tensor_alloc(x->be, LITHE_F32, x->vals[slot]->ndim, x->vals[slot]->shape, true, &d);
+        if (s == LITHE_OK) s = lithe__value_wrap(d, &items[k]);
+    }
+    if (s == LITHE_OK && !x->tuple_in) {
+        *dXv = items[0];
+        return LITHE_OK;
+    }
+    if (s == LITHE_OK) s = lithe_value_tuple(g->n_in, items, dXv);
+    for (size_t k = 0; k < g->n_in; k++) lithe_value_release(items[k]);
+    return s;
+}
+
+static lithe_status graph_forward(lithe_model *m, const lithe_value *X, bool is_train, lithe_value **Yv,
+                                  lithe_backprop **bp) {
+    (void)is_train; /* Dropout runs as at inference: exported graphs are traced in eval mode */
+    LITHE__TRY(lithe__onnx_attach(m));
+    lithe__graph *g = graph_of(m);
+    lithe_backprop *rec = NULL;
+    LITHE__TRY(lithe__backprop_new(m, sizeof(lithe__gexec), graph_backward, exec_destroy, &rec));
+    lithe__gexec *x = (lithe__gexec *)rec;
+    x->g = g;
+    x->m = m;
+    x->be = m->backend;
+    x->vals = lithe__calloc(g->n_slots + 1, sizeof *x->vals);
+    x->grads = lithe__calloc(g->n_slots + 1, sizeof *x->grads);
+    x->needs = lithe__calloc(g->n_slots + 1, sizeof *x->needs);
+    x->saved = lithe__calloc(2 * g->onnx.n_nodes + 1, sizeof *x->saved);
+    lithe_status s = x->vals && x->grads && x->needs && x->saved ? LITHE_OK : lithe__oom(m->name, g->n_slots * 32);
+    /* the inputs: one tensor, or a tuple / list of them in the graph's input order */
+    lithe_value_kind kind = X ? lithe_value_kind_of(X) : LITHE_VALUE_TENSOR;
+    x->tuple_in = kind == LITHE_VALUE_TUPLE || kind == LITHE_VALUE_LIST;
+    size_t nx = x->tuple_in ? lithe_value_len(X) : 1;
+    if (s == LITHE_OK && (!X || (!x->tuple_in && kind != LITHE_VALUE_TENSOR) || nx != g->n_in))
+        s = lithe__fail(LITHE_ERR_VALUE, "%s: the graph takes %zu input%s (%s), got %zu", m->name, g->n_in,
+                        g->n_in == 1 ? "" : "s", g->n_in == 1 ? "a tensor" : "a tuple of tensors", X ? nx : 0);
+    for (size_t k = 0; s == LITHE_OK && k < g->n_in; k++) {
+        lithe_tensor *t = lithe_value_get_tensor(x->tuple_in ? lithe_value_item(X, k) : X);
+        if (!t) s = lithe__fail(LITHE_ERR_VALUE, "%s: input %zu is not a tensor", m->name, k);
+        else s = take_input(x, k, t);
+    }
+    for (size_t i = 0; s == LITHE_OK && i < g->n_slots; i++) {
+        if (g->slot_kind[i] == SLOT_PARAM) {
+            lithe__param *p = lithe__model_find_param(m, g->slot_name[i]);
+            if (!p || !p->value) {
+                s = lithe__fail(LITHE_ERR_STATE, "%s: param '%s' is not set", m->name, g->slot_name[i]);
+                break;
+            }
+            x->vals[i] = lithe_tensor_retain(p->value);
+            x->needs[i] = !p->frozen;
+        } else if (g->slot_kind[i] == SLOT_CONST && g->slot_const[i]) {
+            if (g->slot_const[i]->dtype == LITHE_F32 && x->be != lithe__backend_cpu())
+                s = lithe_tensor_to_backend(g->slot_const[i], x->be, &x->vals[i]);
+            else x->vals[i] = lithe_tensor_retain(g->slot_const[i]);
+        }
+    }
+    for (size_t i = 0; s == LITHE_OK && i < g->onnx.n_nodes; i++) {
+        if (node_folded(g, i)) continue;
+        const lithe__onnx_node *n = &g->onnx.nodes[i];
+        lithe_tensor *in[64] = {0}, *out[16] = {0};
+        if (n->n_inputs > 64 || n->n_outputs > 16) {
+            s = lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: %s node '%s' has %zu inputs and %zu outputs (at most 64, 16)",
+                            m->name, n->op_type, n->name ? n->name : "", n->n_inputs, n->n_outputs);
+            break;
+        }
+        bool needs = false;
+        for (size_t k = 0; k < n->n_inputs; k++) {
+            int64_t sl = g->node_in[i][k];
+            in[k] = sl >= 0 ? x->vals[sl] : NULL;
+            if (sl >= 0 && !in[k]) s = lithe__fail(LITHE_ERR_INTERNAL, "%s: slot %lld has no value", m->name, (long long)sl);
+            needs = needs || (sl >= 0 && x->needs[sl]);
+        }
+        if (s != LITHE_OK) break;
+        s = g->node_op[i]->forward(x, i, in, n->n_inputs, out, n->n_outputs, &x->saved[2 * i]);
+        for (size_t k = 0; k < n->n_outputs; k++) {
+            int64_t o = g->node_out[i][k];
+            if (o < 0 || s != LITHE_OK) {
+                lithe_tensor_release(out[k]);
+                continue;
+            }
+            if (!out[k]) {
+                s = lithe__fail(LITHE_ERR_INTERNAL, "%s: %s node '%s' left output %zu unset", m->name, n->op_type,
+                                n->name ? n->name : "", k);
+                continue;
+            }
+            x->vals[o] = out[k];
+            x->needs[o] = needs && out[k]->dtype == LITHE_F32;
+        }
+    }
+    lithe_value *items[16] = {0};
+    if (s == LITHE_OK && g->n_out > 16) s = lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: more than 16 graph outputs", m->name);
+    for (size_t k = 0; s == LITHE_OK && k < g->n_out; k++)
+        s = lithe__value_wrap(lithe_tensor_retain(x->vals[g->out_slots[k]]), &items[k]);
+    if (s == LITHE_OK) {
+        if (g->n_out == 1) {
+            *Yv = items[0];
+            items[0] = NULL;
+        } else {
+            s = lithe_value_tuple(g->n_out, items, Yv);
+        }
+    }
+    for (size_t k = 0; k < 16; k++) lithe_value_release(items[k]);
+    if (s != LITHE_OK || !bp) {
+        lithe_backprop_free(rec);
+        return s;
+    }
+    *bp = rec;
+    return LITHE_OK;
+}
+
+static lithe_status graph_init(lithe_model *m, const lithe_value *X, const lithe_value *Y) {
+    (void)X; /* the weights come with the graph */
+    (void)Y;
+    return lithe__onnx_attach(m);
+}
+
+const lithe__layer_type lithe__onnx_graph_type = {"onnx_graph.v1", graph_init, graph_forward, NULL, 0, 0};
+const lithe__layer_type *const lithe__graph_types[] = {&lithe__onnx_graph_type, NULL};
+
+/* ---- public ---- */
+
+lithe_status lithe_onnx_load_bytes(const uint8_t *data, size_t len, lithe_model **out) {
+    LITHE__CHECK_ARG(out, "lithe_onnx_load_bytes", "out is NULL");
+    *out = NULL;
+    LITHE__CHECK_ARG(data || !len, "lithe_onnx_load_bytes", "data is NULL");
+    if (len > ((size_t)1 << 40)) return lithe__fail(LITHE_ERR_VALUE, "lithe_onnx_load_bytes: %zu bytes is too many", len);
+    lithe_model *m = NULL;
+    LITHE__TRY(lithe__model_new(&lithe__onnx_graph_type, LAYER, NULL, NULL, &m));
+    lithe_tensor *b = NULL;
+    lithe_status s = lithe__tensor_alloc(lithe__backend_cpu(), LITHE_U8, 1, (int64_t[]){(int64_t)len}, false, &b);
+    if (s == LITHE_OK && len) memcpy(lithe__tdata(b), data, len);
+    if (s == LITHE_OK) s = lithe_model_set_attr_tensor(m, "onnx", b);
+    lithe_tensor_release(b);
+    if (s == LITHE_OK) s = lithe__onnx_attach(m);
+    if (s != LITHE_OK) {
+        lithe_model_free(m);
+        return s;
+    }
+    *out = m;
+    return LITHE_OK;
+}
+
+lithe_status lithe_onnx_load(const char *path, lithe_model **out) {
+    LITHE__CHECK_ARG(out, "lithe_onnx_load", "out is NULL");
+    *out = NULL;
+    LITHE__CHECK_ARG(path, "lithe_onnx_load", "path is NULL");
+    uint8_t *b = NULL;
+    size_t n = 0;
+    LITHE__TRY(lithe__read_file(path, &b, &n));
+    lithe_status s = lithe_onnx_load_bytes(b, n, out);
+    lithe__free(b);
+    if (s != LITHE_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", lithe_last_error());
+        return lithe__fail(s, "%s: %s", path, why);
+    }
+    return LITHE_OK;
+}
+
+const char *const *lithe_onnx_op_names(size_t *n) {
+    size_t k = 0;
+    while (lithe__graph_op_names[k]) k++;
+    if (n) *n = k;
+    return lithe__graph_op_names;
+}

@@ -1,0 +1,741 @@
+/* The ONNX reader: protobuf wire format decoded by hand (no protobuf library), field numbers from
+ * onnx.proto. Hostile input is the normal case: every read is bounded by the message's own end,
+ * every length by what is left, every count and element product checked for overflow, and a
+ * malformed file is LITHE_ERR_FORMAT naming the message, never a crash. Unknown fields are
+ * skipped (newer writers add them); wire types are checked before a field is read. */
+#include "onnx.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WHAT "onnx"
+
+/* ---- wire format ---- */
+
+typedef struct pb {
+    const uint8_t *p, *end;
+    const char *msg; /* the message being read, for errors */
+} pb;
+
+enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
+
+static lithe_status bad(const pb *r, const char *why) {
+    return lithe__fail(LITHE_ERR_FORMAT, "%s: %s: %s", WHAT, r->msg, why);
+}
+
+static lithe_status rd_varint(pb *r, uint64_t *v) {
+    uint64_t x = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if (r->p >= r->end) return bad(r, "a varint runs past the end of the message");
+        uint8_t b = *r->p++;
+        if (shift == 63 && b > 1) return bad(r, "a varint longer than 64 bits");
+        x |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *v = x;
+            return LITHE_OK;
+        }
+    }
+    return bad(r, "a varint longer than 10 bytes");
+}
+
+static lithe_status rd_key(pb *r, uint32_t *field, uint32_t *wt) {
+    uint64_t k = 0;
+    LITHE__TRY(rd_varint(r, &k));
+    if ((k >> 3) == 0 || (k >> 3) > 0x1fffffff) return bad(r, "a field number of 0 or above 2^29");
+    *field = (uint32_t)(k >> 3);
+    *wt = (uint32_t)(k & 7);
+    return LITHE_OK;
+}
+
+/* A length-delimited field: the bytes [*d, *d + *n) inside the message. */
+static lithe_status rd_len(pb *r, const uint8_t **d, size_t *n) {
+    uint64_t len = 0;
+    LITHE__TRY(rd_varint(r, &len));
+    if (len > (uint64_t)(r->end - r->p)) return bad(r, "a length-delimited field runs past the end of the message");
+    *d = r->p;
+    *n = (size_t)len;
+    r->p += len;
+    return LITHE_OK;
+}
+
+static lithe_status skip(pb *r, uint32_t wt) {
+    uint64_t v = 0;
+    const uint8_t *d = NULL;
+    size_t n = 0;
+    switch (wt) {
+    case WT_VARINT: return rd_varint(r, &v);
+    case WT_LEN: return rd_len(r, &d, &n);
+    case WT_I64:
+        if (r->end - r->p < 8) return bad(r, "a fixed64 field runs past the end");
+        r->p += 8;
+        return LITHE_OK;
+    case WT_I32:
+        if (r->end - r->p < 4) return bad(r, "a fixed32 field runs past the end");
+        r->p += 4;
+        return LITHE_OK;
+    default: return bad(r, "a field of wire type 3, 4, 6 or 7 (groups are not used by onnx.proto)");
+    }
+}
+
+static lithe_status want(const pb *r, uint32_t wt, uint32_t expected, const char *field) {
+    if (wt == expected) return LITHE_OK;
+    return lithe__fail(LITHE_ERR_FORMAT, "%s: %s: field %s has wire type %u, onnx.proto says %u", WHAT, r->msg, field,
+                       wt, expected);
+}
+
+static lithe_status rd_int(pb *r, uint32_t wt, const char *field, int64_t *out) {
+    LITHE__TRY(want(r, wt, WT_VARINT, field));
+    uint64_t v = 0;
+    LITHE__TRY(rd_varint(r, &v));
+    *out = (int64_t)v;
+    return LITHE_OK;
+}
+
+static lithe_status rd_str(pb *r, uint32_t wt, const char *field, char **out, size_t *out_len) {
+    LITHE__TRY(want(r, wt, WT_LEN, field));
+    const uint8_t *d = NULL;
+    size_t n = 0;
+    LITHE__TRY(rd_len(r, &d, &n));
+    char *s = lithe__malloc(n + 1);
+    if (!s) return lithe__oom(WHAT, n + 1);
+    if (n) memcpy(s, d, n);
+    s[n] = '\0';
+    lithe__free(*out); /* a repeated singular field: the last one wins, as in protobuf */
+    *out = s;
+    if (out_len) *out_len = n;
+    return LITHE_OK;
+}
+
+static float f32_of(const uint8_t *b) {
+    uint32_t u = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static uint64_t u64_of(const uint8_t *b) {
+    uint64_t u = 0;
+    for (int i = 7; i >= 0; i--) u = u << 8 | b[i];
+    return u;
+}
+
+/* A growable array of n items of `size` bytes. */
+static lithe_status grow(void **arr, size_t *cap, size_t n, size_t size) {
+    if (n < *cap) return LITHE_OK;
+    if (n >= LITHE__ONNX_MAX_ITEMS)
+        return lithe__fail(LITHE_ERR_FORMAT, "%s: more than %u items in one list", WHAT, LITHE__ONNX_MAX_ITEMS);
+    size_t nc = *cap ? *cap * 2 : 4;
+    void *p = lithe__realloc(*arr, nc * size);
+    if (!p) return lithe__oom(WHAT, nc * size);
+    *arr = p;
+    *cap = nc;
+    return LITHE_OK;
+}
+
+/* Repeated scalars arrive packed (one LEN field) or one per field; both are accepted, as protobuf
+ * requires. kind: 0 varint int64, 1 fixed32 float, 2 fixed64 (double or uint64 bits). */
+typedef struct vec {
+    void *v;
+    size_t n, cap;
+} vec;
+
+static lithe_status vec_push(vec *a, const void *x, size_t size) {
+    LITHE__TRY(grow(&a->v, &a->cap, a->n, size));
+    memcpy((char *)a->v + a->n * size, x, size);
+    a->n++;
+    return LITHE_OK;
+}
+
+static lithe_status rd_one(pb *r, int kind, vec *a) {
+    if (kind == 0) {
+        uint64_t v = 0;
+        LITHE__TRY(rd_varint(r, &v));
+        return vec_push(a, &v, 8);
+    }
+    size_t w = kind == 1 ? 4 : 8;
+    if ((size_t)(r->end - r->p) < w) return bad(r, "a fixed-width value runs past the end");
+    if (kind == 1) {
+        float f = f32_of(r->p);
+        r->p += 4;
+        return vec_push(a, &f, 4);
+    }
+    uint64_t u = u64_of(r->p);
+    r->p += 8;
+    return vec_push(a, &u, 8);
+}
+
+static lithe_status rd_repeated(pb *r, uint32_t wt, int kind, const char *field, vec *a) {
+    uint32_t scalar_wt = kind == 0 ? WT_VARINT : kind == 1 ? WT_I32 : WT_I64;
+    if (wt == scalar_wt) return rd_one(r, kind, a);
+    LITHE__TRY(want(r, wt, WT_LEN, field));
+    const uint8_t *d = NULL;
+    size_t n = 0;
+    LITHE__TRY(rd_len(r, &d, &n));
+    pb sub = {d, d + n, r->msg};
+    while (sub.p < sub.end) LITHE__TRY(rd_one(&sub, kind, a));
+    return LITHE_OK;
+}
+
+/* ---- TensorProto ---- */
+
+static size_t type_bytes(int32_t t) {
+    switch (t) {
+    case LITHE__ONNX_FLOAT: case LITHE__ONNX_INT32: case LITHE__ONNX_UINT32: return 4;
+    case LITHE__ONNX_DOUBLE: case LITHE__ONNX_INT64: case LITHE__ONNX_UINT64: return 8;
+    case LITHE__ONNX_FLOAT16: case LITHE__ONNX_BFLOAT16: case LITHE__ONNX_INT16: case LITHE__ONNX_UINT16: return 2;
+    case LITHE__ONNX_INT8: case LITHE__ONNX_UINT8: case LITHE__ONNX_BOOL: return 1;
+    default: return 0;
+    }
+}
+
+static bool type_is_float(int32_t t) {
+    return t == LITHE__ONNX_FLOAT || t == LITHE__ONNX_DOUBLE || t == LITHE__ONNX_FLOAT16 || t == LITHE__ONNX_BFLOAT16;
+}
+
+static float half_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 31, man = h & 1023, u;
+    if (exp == 0) {
+        if (man == 0) u = sign;
+        else { /* subnormal: normalise */
+            int e = -1;
+            do {
+                e++;
+                man <<= 1;
+            } while (!(man & 1024));
+            u = sign | (uint32_t)(127 - 15 - e) << 23 | (man & 1023) << 13;
+        }
+    } else if (exp == 31) {
+        u = sign | 0x7f800000u | man << 13;
+    } else {
+        u = sign | (exp + 127 - 15) << 23 | man << 13;
+    }
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* One element of raw little-endian bytes of type t, into the canonical float or int64. */
+static void decode_raw(int32_t t, const uint8_t *b, float *f, int64_t *i) {
+    switch (t) {
+    case LITHE__ONNX_FLOAT: *f = f32_of(b); return;
+    case LITHE__ONNX_DOUBLE: {
+        uint64_t u = u64_of(b);
+        double d;
+        memcpy(&d, &u, 8);
+        *f = (float)d;
+        return;
+    }
+    case LITHE__ONNX_FLOAT16: *f = half_to_f32((uint16_t)(b[0] | b[1] << 8)); return;
+    case LITHE__ONNX_BFLOAT16: {
+        uint32_t u = (uint32_t)(b[0] | b[1] << 8) << 16;
+        memcpy(f, &u, 4);
+        return;
+    }
+    case LITHE__ONNX_INT64: case LITHE__ONNX_UINT64: *i = (int64_t)u64_of(b); return;
+    case LITHE__ONNX_INT32: *i = (int32_t)((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24); return;
+    case LITHE__ONNX_UINT32: *i = (int64_t)((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24); return;
+    case LITHE__ONNX_INT16: *i = (int16_t)(uint16_t)(b[0] | b[1] << 8); return;
+    case LITHE__ONNX_UINT16: *i = (uint16_t)(b[0] | b[1] << 8); return;
+    case LITHE__ONNX_INT8: *i = (int8_t)b[0]; return;
+    default: *i = b[0]; return; /* UINT8, BOOL */
+    }
+}
+
+static void tensor_free(lithe__onnx_tensor *t) {
+    if (!t) return;
+    lithe__free(t->name);
+    lithe__free(t->data);
+    lithe__free(t->ext_location);
+    memset(t, 0, sizeof *t);
+}
+
+static lithe_status parse_kv(const uint8_t *d, size_t n, char **key, char **value) {
+    pb r = {d, d + n, "StringStringEntryProto"};
+    while (r.p < r.end) {
+        uint32_t f = 0, wt = 0;
+        LITHE__TRY(rd_key(&r, &f, &wt));
+        if (f == 1) LITHE__TRY(rd_str(&r, wt, "key", key, NULL));
+        else if (f == 2) LITHE__TRY(rd_str(&r, wt, "value", value, NULL));
+        else LITHE__TRY(skip(&r, wt));
+    }
+    return LITHE_OK;
+}
+
+static lithe_status parse_tensor_inner(const uint8_t *d, size_t n, lithe__onnx_tensor *t, vec *dims, vec *fdata,
+                                       vec *idata, vec *ddata, vec *udata, int *which_typed) {
+    pb r = {d, d + n, "TensorProto"};
+    const uint8_t *raw = NULL;
+    size_t raw_n = 0;
+    bool has_raw = false;
+    int64_t location = 0;
+    while (r.p < r.end) {
+        uint32_t f = 0, wt = 0;
+        LITHE__TRY(rd_key(&r, &f, &wt));
+        int64_t v = 0;
+        switch (f) {
+        case 1: LITHE__TRY(rd_repeated(&r, wt, 0, "dims", dims)); break;
+        case 2:
+            LITHE__TRY(rd_int(&r, wt, "data_type", &v));
+            if (v < 0 || v > 64) return bad(&r, "data_type outside the DataType enum");
+            t->data_type = (int32_t)v;
+            break;
+        case 4: LITHE__TRY(rd_repeated(&r, wt, 1, "float_data", fdata)); *which_typed |= 1; break;
+        case 5: LITHE__TRY(rd_repeated(&r, wt, 0, "int32_data", idata)); *which_typed |= 2; break;
+        case 7: LITHE__TRY(rd_repeated(&r, wt, 0, "int64_data", idata)); *which_typed |= 4; break;
+        case 10: LITHE__TRY(rd_repeated(&r, wt, 2, "double_data", ddata)); *which_typed |= 8; break;
+        case 11: LITHE__TRY(rd_repeated(&r, wt, 0, "uint64_data", udata)); *which_typed |= 16; break;
+        case 8: LITHE__TRY(rd_str(&r, wt, "name", &t->name, NULL)); break;
+        case 9:
+            LITHE__TRY(want(&r, wt, WT_LEN, "raw_data"));
+            LITHE__TRY(rd_len(&r, &raw, &raw_n));
+            has_raw = true;
+            break;
+        case 13: {
+            LITHE__TRY(want(&r, wt, WT_LEN, "external_data"));
+            const uint8_t *kd = NULL;
+            size_t kn = 0;
+            LITHE__TRY(rd_len(&r, &kd, &kn));
+            char *key = NULL, *value = NULL;
+            lithe_status s = parse_kv(kd, kn, &key, &value);
+            if (s == LITHE_OK && key && value) {
+                if (!strcmp(key, "location")) {
+                    lithe__free(t->ext_location);
+                    t->ext_location = value;
+                    value = NULL;
+                } else if (!strcmp(key, "offset") || !strcmp(key, "length")) {
+                    char *end = NULL;
+                    long long x = strtoll(value, &end, 10);
+                    if (!*value || *end || x < 0) s = bad(&r, "external_data offset/length is not a non-negative integer");
+                    else if (!strcmp(key, "offset")) t->ext_offset = x;
+                    else t->ext_length = x;
+                }
+            }
+            lithe__free(key);
+            lithe__free(value);
+            LITHE__TRY(s);
+            break;
+        }
+        case 14: LITHE__TRY(rd_int(&r, wt, "data_location", &location)); break;
+        case 3: case 6: return bad(&r, "segmented or string tensors are not supported");
+        default: LITHE__TRY(skip(&r, wt));
+        }
+    }
+    size_t es = type_bytes(t->data_type);
+    if (!es)
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: tensor '%s' has data type %d, which lithe does not hold "
+                                                  "(it holds float, double, float16, bfloat16, integers and bool)",
+                           WHAT, t->name ? t->name : "", (int)t->data_type);
+    if (dims->n > LITHE_MAX_DIMS)
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: tensor '%s' has %zu dims; lithe holds at most %d", WHAT,
+                           t->name ? t->name : "", dims->n, LITHE_MAX_DIMS);
+    t->ndim = (int)dims->n;
+    t->is_float = type_is_float(t->data_type);
+    uint64_t numel = 1;
+    for (int i = 0; i < t->ndim; i++) {
+        int64_t e = ((int64_t *)dims->v)[i];
+        if (e < 0 || e > ((int64_t)1 << 40))
+            return lithe__fail(LITHE_ERR_FORMAT, "%s: tensor '%s' has extent %lld", WHAT, t->name ? t->name : "",
+                               (long long)e);
+        t->dims[i] = e;
+        if (e && numel > ((uint64_t)1 << 40) / (uint64_t)e)
+            return lithe__fail(LITHE_ERR_FORMAT, "%s: tensor '%s' has more than 2^40 elements", WHAT,
+                               t->name ? t->name : "");
+        numel *= (uint64_t)e;
+    }
+    t->numel = (int64_t)numel;
+    if (location == 1) { /* EXTERNAL: the loader reads the bytes from the file named */
+        if (!t->ext_location) return bad(&r, "an external tensor without a location");
+        return LITHE_OK;
+    }
+    size_t vs = t->is_float ? sizeof(float) : sizeof(int64_t);
+    if (numel) {
+        t->data = lithe__malloc((size_t)numel * vs); /* numel <= 2^40 and vs <= 8: no overflow */
+        if (!t->data) return lithe__oom(WHAT, (size_t)numel * vs);
+    }
+    float *fo = t->data;
+    int64_t *io = t->data;
+    if (has_raw) {
+        if ((uint64_t)raw_n / es != numel || raw_n % es)
+            return lithe__fail(LITHE_ERR_FORMAT, "%s: tensor '%s' has %zu raw bytes, its %llu elements of %zu bytes need %llu",
+                               WHAT, t->name ? t->name : "", raw_n, (unsigned long long)numel, es,
+                               (unsigned long long)(numel * es));
+        for (uint64_t k = 0; k < numel; k++) {
+            float fv = 0;
+            int64_t iv = 0;
+            decode_raw(t->data_type, raw + k * es, &fv, &iv);
+            if (t->is_float) fo[k] = fv;
+            else io[k] = iv;
+        }
+        return LITHE_OK;
+    }
+    /* typed fields: the one onnx.proto assigns to the type */
+    const vec *src;
+    switch (t->data_type) {
+    case LITHE__ONNX_FLOAT: src = fdata; break;
+    case LITHE__ONNX_DOUBLE: src = ddata; break;
+    case LITHE__ONNX_INT64: src = idata; break;
+    case LITHE__ONNX_UINT32: case LITHE__ONNX_UINT64: src = udata; break;
+    default: src = idata; break; /* int32_data holds every narrower type, float16 bits included */
+    }
+    if (src->n != numel)
+        return lithe__fail(LITHE_ERR_FORMAT, "%s: tensor '%s' holds %zu values for %llu elements", WHAT,
+                           t->name ? t->name : "", src->n, (unsigned long long)numel);
+    for (uint64_t k = 0; k < numel; k++) {
+        switch (t->data_type) {
+        case LITHE__ONNX_FLOAT: fo[k] = ((const float *)src->v)[k]; break;
+        case LITHE__ONNX_DOUBLE: {
+            double dv;
+            memcpy(&dv, (const uint64_t *)src->v + k, 8);
+            fo[k] = (float)dv;
+            break;
+        }
+        case LITHE__ONNX_FLOAT16: fo[k] = half_to_f32((uint16_t)((const uint64_t *)src->v)[k]); break;
+        case LITHE__ONNX_BFLOAT16: {
+            uint32_t u = (uint32_t)(uint16_t)((const uint64_t *)src->v)[k] << 16;
+            memcpy(&fo[k], &u, 4);
+            break;
+        }
+        case LITHE__ONNX_INT32: io[k] = (int32_t)((const uint64_t *)src->v)[k]; break;
+        default: io[k] = (int64_t)((const uint64_t *)src->v)[k]; break;
+        }
+    }
+    return LITHE_OK;
+}
+
+static lithe_status parse_tensor(const uint8_t *d, size_t n, lithe__onnx_tensor *t) {
+    memset(t, 0, sizeof *t);
+    t->ext_offset = t->ext_length = -1;
+    vec dims = {0}, fdata = {0}, idata = {0}, ddata = {0}, udata = {0};
+    int which = 0;
+    lithe_status s = parse_tensor_inner(d, n, t, &dims, &fdata, &idata, &ddata, &udata, &which);
+    lithe__free(dims.v);
+    lithe__free(fdata.v);
+    lithe__free(idata.v);
+    lithe__free(ddata.v);
+    lithe__free(udata.v);
+    if (s != LITHE_OK) tensor_free(t);
+    return s;
+}
+
+/* ---- AttributeProto, NodeProto ---- */
+
+static void attr_free(lithe__onnx_attr *a) {
+    lithe__free(a->name);
+    lithe__free(a->s);
+    if (a->t) {
+        tensor_free(a->t);
+        lithe__free(a->t);
+    }
+    lithe__free(a->floats);
+    lithe__free(a->ints);
+}
+
+static lithe_status parse_attr(const uint8_t *d, size_t n, lithe__onnx_attr *a) {
+    pb r = {d, d + n, "AttributeProto"};
+    vec fl = {0}, in = {0};
+    lithe_status s = LITHE_OK;
+    while (s == LITHE_OK && r.p < r.end) {
+        uint32_t f = 0, wt = 0;
+        s = rd_key(&r, &f, &wt);
+        if (s != LITHE_OK) break;
+        int64_t v = 0;
+        switch (f) {
+        case 1: s = rd_str(&r, wt, "name", &a->name, NULL); break;
+        case 20:
+            s = rd_int(&r, wt, "type", &v);
+            if (s == LITHE_OK) a->type = v >= 0 && v < 64 ? (int32_t)v : -1;
+            break;
+        case 2:
+            s = want(&r, wt, WT_I32, "f");
+            if (s == LITHE_OK && r.end - r.p < 4) s = bad(&r, "f runs past the end");
+            if (s == LITHE_OK) {
+                a->f = f32_of(r.p);
+                r.p += 4;
+            }
+            break;
+        case 3: s = rd_int(&r, wt, "i", &a->i); break;
+        case 4: s = rd_str(&r, wt, "s", &a->s, &a->s_len); break;
+        case 5: {
+            const uint8_t *td = NULL;
+            size_t tn = 0;
+            s = want(&r, wt, WT_LEN, "t");
+            if (s == LITHE_OK) s = rd_len(&r, &td, &tn);
+            if (s == LITHE_OK && a->t) {
+                tensor_free(a->t);
+                lithe__free(a->t);
+                a->t = NULL;
+            }
+            if (s == LITHE_OK) {
+                a->t = lithe__calloc(1, sizeof *a->t);
+                s = a->t ? parse_tensor(td, tn, a->t) : lithe__oom(WHAT, sizeof *a->t);
+                if (s != LITHE_OK) {
+                    lithe__free(a->t);
+                    a->t = NULL;
+                }
+            }
+            break;
+        }
+        case 7: s = rd_repeated(&r, wt, 1, "floats", &fl); break;
+        case 8: s = rd_repeated(&r, wt, 0, "ints", &in); break;
+        default: s = skip(&r, wt); /* graphs, strings, tensors lists: no supported op reads them */
+        }
+    }
+    a->floats = fl.v;
+    a->n_floats = fl.n;
+    a->ints = in.v;
+    a->n_ints = in.n;
+    if (s == LITHE_OK && !a->name) s = bad(&r, "an attribute without a name");
+    return s;
+}
+
+static void node_free(lithe__onnx_node *nd) {
+    lithe__free(nd->name);
+    lithe__free(nd->op_type);
+    lithe__free(nd->domain);
+    for (size_t i = 0; i < nd->n_inputs; i++) lithe__free(nd->inputs[i]);
+    for (size_t i = 0; i < nd->n_outputs; i++) lithe__free(nd->outputs[i]);
+    lithe__free(nd->inputs);
+    lithe__free(nd->outputs);
+    for (size_t i = 0; i < nd->n_attrs; i++) attr_free(&nd->attrs[i]);
+    lithe__free(nd->attrs);
+}
+
+static lithe_status push_str(pb *r, uint32_t wt, const char *field, char ***arr, size_t *n, size_t *cap) {
+    LITHE__TRY(grow((void **)arr, cap, *n, sizeof **arr));
+    (*arr)[*n] = NULL;
+    LITHE__TRY(rd_str(r, wt, field, &(*arr)[*n], NULL));
+    (*n)++;
+    return LITHE_OK;
+}
+
+static lithe_status parse_node(const uint8_t *d, size_t n, lithe__onnx_node *nd) {
+    pb r = {d, d + n, "NodeProto"};
+    size_t cin = 0, cout = 0, cat = 0;
+    lithe_status s = LITHE_OK;
+    while (s == LITHE_OK && r.p < r.end) {
+        uint32_t f = 0, wt = 0;
+        s = rd_key(&r, &f, &wt);
+        if (s != LITHE_OK) break;
+        switch (f) {
+        case 1: s = push_str(&r, wt, "input", &nd->inputs, &nd->n_inputs, &cin); break;
+        case 2: s = push_str(&r, wt, "output", &nd->outputs, &nd->n_outputs, &cout); break;
+        case 3: s = rd_str(&r, wt, "name", &nd->name, NULL); break;
+        case 4: s = rd_str(&r, wt, "op_type", &nd->op_type, NULL); break;
+        case 7: s = rd_str(&r, wt, "domain", &nd->domain, NULL); break;
+        case 5: {
+            const uint8_t *ad = NULL;
+            size_t an = 0;
+            s = want(&r, wt, WT_LEN, "attribute");
+            if (s == LITHE_OK) s = rd_len(&r, &ad, &an);
+            if (s == LITHE_OK) s = grow((void **)&nd->attrs, &cat, nd->n_attrs, sizeof *nd->attrs);
+            if (s == LITHE_OK) {
+                memset(&nd->attrs[nd->n_attrs], 0, sizeof *nd->attrs);
+                s = parse_attr(ad, an, &nd->attrs[nd->n_attrs]);
+                nd->n_attrs++; /* freed with the node either way */
+            }
+            break;
+        }
+        default: s = skip(&r, wt);
+        }
+    }
+    if (s == LITHE_OK && !nd->op_type) s = bad(&r, "a node without an op_type");
+    return s;
+}
+
+/* ---- ValueInfoProto (TypeProto.Tensor, TensorShapeProto) ---- */
+
+static lithe_status parse_shape(const uint8_t *d, size_t n, lithe__onnx_value_info *vi) {
+    pb r = {d, d + n, "TensorShapeProto"};
+    vi->ndim = 0;
+    while (r.p < r.end) {
+        uint32_t f = 0, wt = 0;
+        LITHE__TRY(rd_key(&r, &f, &wt));
+        if (f != 1) {
+            LITHE__TRY(skip(&r, wt));
+            continue;
+        }
+        LITHE__TRY(want(&r, wt, WT_LEN, "dim"));
+        const uint8_t *dd = NULL;
+        size_t dn = 0;
+        LITHE__TRY(rd_len(&r, &dd, &dn));
+        if (vi->ndim >= LITHE_MAX_DIMS)
+            return lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: value '%s' has more than %d dims", WHAT,
+                               vi->name ? vi->name : "", LITHE_MAX_DIMS);
+        int64_t e = -1;
+        pb dr = {dd, dd + dn, "TensorShapeProto.Dimension"};
+        while (dr.p < dr.end) {
+            uint32_t df = 0, dwt = 0;
+            LITHE__TRY(rd_key(&dr, &df, &dwt));
+            if (df == 1) {
+                LITHE__TRY(rd_int(&dr, dwt, "dim_value", &e));
+                if (e < 0) e = -1;
+            } else {
+                LITHE__TRY(skip(&dr, dwt)); /* dim_param: symbolic */
+            }
+        }
+        vi->dims[vi->ndim++] = e;
+    }
+    return LITHE_OK;
+}
+
+static lithe_status parse_value_info(const uint8_t *d, size_t n, lithe__onnx_value_info *vi) {
+    pb r = {d, d + n, "ValueInfoProto"};
+    vi->ndim = -1;
+    while (r.p < r.end) {
+        uint32_t f = 0, wt = 0;
+        LITHE__TRY(rd_key(&r, &f, &wt));
+        if (f == 1) {
+            LITHE__TRY(rd_str(&r, wt, "name", &vi->name, NULL));
+        } else if (f == 2) { /* TypeProto */
+            LITHE__TRY(want(&r, wt, WT_LEN, "type"));
+            const uint8_t *td = NULL;
+            size_t tn = 0;
+            LITHE__TRY(rd_len(&r, &td, &tn));
+            pb tr = {td, td + tn, "TypeProto"};
+            while (tr.p < tr.end) {
+                uint32_t tf = 0, twt = 0;
+                LITHE__TRY(rd_key(&tr, &tf, &twt));
+                if (tf != 1) { /* sequences, maps: the graph layer refuses them by elem_type 0 */
+                    LITHE__TRY(skip(&tr, twt));
+                    continue;
+                }
+                LITHE__TRY(want(&tr, twt, WT_LEN, "tensor_type"));
+                const uint8_t *xd = NULL;
+                size_t xn = 0;
+                LITHE__TRY(rd_len(&tr, &xd, &xn));
+                pb xr = {xd, xd + xn, "TypeProto.Tensor"};
+                while (xr.p < xr.end) {
+                    uint32_t xf = 0, xwt = 0;
+                    LITHE__TRY(rd_key(&xr, &xf, &xwt));
+                    if (xf == 1) {
+                        int64_t v = 0;
+                        LITHE__TRY(rd_int(&xr, xwt, "elem_type", &v));
+                        vi->elem_type = v >= 0 && v < 64 ? (int32_t)v : 0;
+                    } else if (xf == 2) {
+                        LITHE__TRY(want(&xr, xwt, WT_LEN, "shape"));
+                        const uint8_t *sd = NULL;
+                        size_t sn = 0;
+                        LITHE__TRY(rd_len(&xr, &sd, &sn));
+                        LITHE__TRY(parse_shape(sd, sn, vi));
+                    } else {
+                        LITHE__TRY(skip(&xr, xwt));
+                    }
+                }
+            }
+        } else {
+            LITHE__TRY(skip(&r, wt));
+        }
+    }
+    if (!vi->name) return bad(&r, "a value without a name");
+    return LITHE_OK;
+}
+
+/* ---- GraphProto, ModelProto ---- */
+
+static lithe_status parse_graph(const uint8_t *d, size_t n, lithe__onnx_model *m) {
+    pb r = {d, d + n, "GraphProto"};
+    size_t cn = 0, ci = 0, cin = 0, cout = 0;
+    while (r.p < r.end) {
+        uint32_t f = 0, wt = 0;
+        LITHE__TRY(rd_key(&r, &f, &wt));
+        if (f != 1 && f != 5 && f != 11 && f != 12) {
+            if (f == 15) return bad(&r, "sparse initializers are not supported");
+            LITHE__TRY(skip(&r, wt));
+            continue;
+        }
+        LITHE__TRY(want(&r, wt, WT_LEN, f == 1 ? "node" : f == 5 ? "initializer" : f == 11 ? "input" : "output"));
+        const uint8_t *sd = NULL;
+        size_t sn = 0;
+        LITHE__TRY(rd_len(&r, &sd, &sn));
+        if (f == 1) {
+            LITHE__TRY(grow((void **)&m->nodes, &cn, m->n_nodes, sizeof *m->nodes));
+            memset(&m->nodes[m->n_nodes], 0, sizeof *m->nodes);
+            m->n_nodes++;
+            LITHE__TRY(parse_node(sd, sn, &m->nodes[m->n_nodes - 1]));
+        } else if (f == 5) {
+            LITHE__TRY(grow((void **)&m->inits, &ci, m->n_inits, sizeof *m->inits));
+            LITHE__TRY(parse_tensor(sd, sn, &m->inits[m->n_inits]));
+            m->n_inits++;
+            if (!m->inits[m->n_inits - 1].name) return bad(&r, "an initializer without a name");
+        } else {
+            lithe__onnx_value_info **arr = f == 11 ? &m->inputs : &m->outputs;
+            size_t *cnt = f == 11 ? &m->n_inputs : &m->n_outputs, *cap = f == 11 ? &cin : &cout;
+            LITHE__TRY(grow((void **)arr, cap, *cnt, sizeof **arr));
+            memset(&(*arr)[*cnt], 0, sizeof **arr);
+            (*cnt)++;
+            LITHE__TRY(parse_value_info(sd, sn, &(*arr)[*cnt - 1]));
+        }
+    }
+    return LITHE_OK;
+}
+
+void lithe__onnx_model_free(lithe__onnx_model *m) {
+    if (!m) return;
+    lithe__free(m->producer);
+    for (size_t i = 0; i < m->n_nodes; i++) node_free(&m->nodes[i]);
+    lithe__free(m->nodes);
+    for (size_t i = 0; i < m->n_inits; i++) tensor_free(&m->inits[i]);
+    lithe__free(m->inits);
+    for (size_t i = 0; i < m->n_inputs; i++) lithe__free(m->inputs[i].name);
+    for (size_t i = 0; i < m->n_outputs; i++) lithe__free(m->outputs[i].name);
+    lithe__free(m->inputs);
+    lithe__free(m->outputs);
+    memset(m, 0, sizeof *m);
+}
+
+lithe_status lithe__onnx_parse(const uint8_t *data, size_t len, lithe__onnx_model *out) {
+    memset(out, 0, sizeof *out);
+    if (!data && len) return lithe__fail(LITHE_ERR_INVALID_ARG, "%s: data is NULL", WHAT);
+    static const uint8_t empty[1];
+    if (!data) data = empty; /* len is 0: no pointer arithmetic on NULL */
+    pb r = {data, data + len, "ModelProto"};
+    lithe_status s = LITHE_OK;
+    bool has_graph = false;
+    while (s == LITHE_OK && r.p < r.end) {
+        uint32_t f = 0, wt = 0;
+        s = rd_key(&r, &f, &wt);
+        if (s != LITHE_OK) break;
+        if (f == 1) {
+            s = rd_int(&r, wt, "ir_version", &out->ir_version);
+        } else if (f == 2) {
+            s = rd_str(&r, wt, "producer_name", &out->producer, NULL);
+        } else if (f == 7) {
+            const uint8_t *gd = NULL;
+            size_t gn = 0;
+            if (has_graph) s = bad(&r, "two graphs");
+            if (s == LITHE_OK) s = want(&r, wt, WT_LEN, "graph");
+            if (s == LITHE_OK) s = rd_len(&r, &gd, &gn);
+            if (s == LITHE_OK) s = parse_graph(gd, gn, out);
+            has_graph = true;
+        } else if (f == 8) { /* OperatorSetIdProto: domain 1, version 2 */
+            const uint8_t *od = NULL;
+            size_t on = 0;
+            s = want(&r, wt, WT_LEN, "opset_import");
+            if (s == LITHE_OK) s = rd_len(&r, &od, &on);
+            pb orr = {od, od ? od + on : od, "OperatorSetIdProto"}; /* od NULL: s already failed */
+            char *domain = NULL;
+            int64_t version = 0;
+            while (s == LITHE_OK && orr.p < orr.end) {
+                uint32_t of = 0, owt = 0;
+                s = rd_key(&orr, &of, &owt);
+                if (s != LITHE_OK) break;
+                if (of == 1) s = rd_str(&orr, owt, "domain", &domain, NULL);
+                else if (of == 2) s = rd_int(&orr, owt, "version", &version);
+                else s = skip(&orr, owt);
+            }
+            if (s == LITHE_OK && (!domain || !*domain || !strcmp(domain, "ai.onnx"))) out->opset = version;
+            lithe__free(domain);
+        } else {
+            s = skip(&r, wt);
+        }
+    }
+    if (s == LITHE_OK && !has_graph) s = lithe__fail(LITHE_ERR_FORMAT, "%s: the ModelProto holds no graph", WHAT);
+    if (s != LITHE_OK) lithe__onnx_model_free(out);
+    return s;
+}
+
+const lithe__onnx_attr *lithe__onnx_attr_get(const lithe__onnx_node *n, const char *name) {
+    for (size_t i = n->n_attrs; i-- > 0;) /* the last of duplicates wins */
+        if (!strcmp(n->attrs[i].name, name)) return &n->attrs[i];
+    return NULL;
+}

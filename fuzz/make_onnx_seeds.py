@@ -1,0 +1,65 @@
+#!/usr/bin/python3
+"""Seeds for fuzz_onnx: tiny models exported by torch.onnx.export (Debian's python3-torch 1.13),
+each under the 4096 bytes fuzz/run.sh lets libFuzzer grow an input to, covering the operator
+families of the graph layer.
+
+    /usr/bin/python3 fuzz/make_onnx_seeds.py   # writes fuzz/corpus/onnx/*.onnx
+"""
+import io
+import math
+import os
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "onnx")
+os.makedirs(out, exist_ok=True)
+torch.manual_seed(0)
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(3, 4), nn.Linear(4, 2)
+
+    def forward(self, x):
+        return torch.log_softmax(self.b(torch.sigmoid(self.a(x)) * torch.tanh(x.sum(1, keepdim=True))), dim=-1)
+
+
+class CNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c, self.bn = nn.Conv2d(1, 2, 3, padding=1, stride=2), nn.BatchNorm2d(2)
+
+    def forward(self, x):
+        h = F.max_pool2d(torch.relu(self.bn(self.c(x))), 2, ceil_mode=True)
+        h = F.avg_pool2d(h, 1) + F.adaptive_avg_pool2d(h, 1)
+        return torch.softmax(h.view(h.size(0), -1), dim=1)
+
+
+class Mix(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l, self.n = nn.Linear(2, 4), nn.LayerNorm(4)
+
+    def forward(self, x):
+        h = self.n(self.l(x))
+        h = 0.5 * h * (1.0 + torch.erf(h / math.sqrt(2.0)))
+        a, b = h.split([1, 3], dim=2)
+        h = torch.cat([torch.clamp(a, -1, 1), torch.exp(-b.pow(2))], dim=2).transpose(1, 2)
+        return (h[:, 1:, :].matmul(x) / torch.sqrt(h.abs().mean() + 1.0)).flatten(1)
+
+
+for name, model, x, opsets in [("mlp", MLP(), torch.randn(2, 3), (11, 13, 17)),
+                               ("cnn", CNN(), torch.randn(1, 1, 6, 6), (13,)),
+                               ("mix", Mix(), torch.randn(1, 3, 2), (13, 17))]:
+    model.eval()
+    for opset in opsets:
+        buf = io.BytesIO()
+        torch.onnx.export(model, (x,), buf, opset_version=opset, input_names=["x"], output_names=["y"],
+                          dynamic_axes={"x": {0: "batch"}}, do_constant_folding=False)
+        path = os.path.join(out, f"{name}{opset}.onnx")
+        with open(path, "wb") as f:
+            f.write(buf.getvalue())
+        print(path, len(buf.getvalue()))

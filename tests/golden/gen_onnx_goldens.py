@@ -1,0 +1,201 @@
+#!/usr/bin/python3
+"""Golden values from PyTorch 1.13 (Debian's python3-torch) for tests/test_onnx.c: small models
+exported with torch.onnx.export, their outputs, the gradients of a fixed linear loss with respect
+to the input and every parameter (torch autograd), and the parameters after ten SGD steps.
+
+    /usr/bin/python3 tests/golden/gen_onnx_goldens.py OUT.txt
+
+For each model NAME: NAME.onnx (the exported bytes, as integers), NAME.x (input), NAME.y
+(output), NAME.r (the loss weights: loss = sum(y * r), so dL/dy = r), NAME.dx, NAME.grad.<param>
+for every named parameter, NAME.n_params (how many of them the graph keeps under torch's names),
+and, when it keeps all, NAME.sgd.<param> after ten steps of SGD (lr NAME.lr) on that loss with the
+same x. Models are exported in eval mode with a dynamic batch axis and without constant folding.
+"""
+import io
+import math
+import sys
+
+import numpy
+
+from golden_records import rec, write
+
+try:
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except ImportError as e:
+    sys.exit(f"gen_onnx_goldens.py: {e}; install Debian's python3-torch and run with /usr/bin/python3")
+
+torch.manual_seed(0)
+rng = numpy.random.RandomState(7)
+
+
+class MLP(nn.Module):
+    """The MLP: Gemm, Relu, Tanh, Sigmoid, Softmax."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(6, 16)
+        self.fc2 = nn.Linear(16, 12)
+        self.fc3 = nn.Linear(12, 5)
+
+    def forward(self, x):
+        h = torch.relu(self.fc1(x))
+        h = torch.tanh(self.fc2(h)) + torch.sigmoid(h[:, :12])
+        return torch.softmax(self.fc3(h), dim=-1)
+
+
+class LeNet(nn.Module):
+    """A LeNet-style CNN: Conv (padding, stride, groups, dilation), MaxPool, AveragePool,
+    BatchNormalization (eval), GlobalAveragePool, Flatten / Reshape, Gemm, LogSoftmax."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 4, 3, padding=1)
+        self.conv2 = nn.Conv2d(4, 8, 3, groups=2, stride=1, dilation=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.fc1 = nn.Linear(8 * 2 * 2 + 8, 10)
+        self.fc2 = nn.Linear(10, 3)
+
+    def forward(self, x):
+        h = F.max_pool2d(torch.relu(self.conv1(x)), 2)      # (N, 4, 6, 6)
+        h = torch.relu(self.bn(F.avg_pool2d(self.conv2(h), 2, ceil_mode=False) * 1.0))  # (N, 8, 2, 2)
+        g = F.adaptive_avg_pool2d(h, 1).flatten(1)            # GlobalAveragePool (N, 8)
+        h = h.view(h.size(0), -1)                             # Shape / Gather / Unsqueeze / Concat / Reshape
+        h = torch.relu(self.fc1(torch.cat([h, g], dim=1)))
+        return F.log_softmax(self.fc2(h), dim=1)
+
+
+class Mixer(nn.Module):
+    """Transformer-ish pieces: MatMul (3-D), Transpose, LayerNorm, GELU (Erf), Div, Pow, Sqrt, Exp,
+    Log, Sub, Neg, ReduceMean, Split / Slice, Clip, Concat, Unsqueeze / Squeeze."""
+
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Linear(4, 8)
+        self.ln = nn.LayerNorm(8)
+        self.mix = nn.Linear(5, 5)
+        self.out = nn.Linear(8, 3)
+
+    def forward(self, x):                                     # x (N, 5, 4)
+        h = self.ln(self.inp(x))                              # MatMul + Add, LayerNorm
+        # GELU written out (the Erf form torch exports for F.gelu): Debian's torch 1.13.0a0 gives zero
+        # gradients through F.gelu right after nn.LayerNorm, so autograd would be a wrong oracle
+        h = 0.5 * h * (1.0 + torch.erf(h / math.sqrt(2.0)))
+        h = self.mix(h.transpose(1, 2)).transpose(1, 2)        # Transpose, MatMul
+        a, b = h.split([3, 5], dim=2)
+        h = torch.cat([torch.clamp(a, -0.5, 0.5), torch.exp(-b.pow(2)) / 2.0], dim=2)
+        s = torch.sqrt(h.pow(2).mean(dim=1, keepdim=True) + 1.0)   # ReduceMean, Pow, Sqrt
+        h = h / s - torch.log(torch.abs(h) + 1.0)
+        h = h.unsqueeze(1).squeeze(1)[:, 1:, :]               # Slice
+        return self.out(h.mean(dim=1))
+
+
+class ResBlock(nn.Module):
+    """A resnet-style block: Conv + BatchNorm (torch fuses them into new Conv weights when it
+    exports in eval mode), a residual Add, GlobalAveragePool, Flatten, Gemm."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.b1 = nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4)
+        self.c2, self.b2 = nn.Conv2d(4, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4)
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        h = torch.relu(self.b1(self.c1(x)))
+        h = torch.relu(self.b2(self.c2(h)) + h)
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(h, 1), 1))
+
+
+class Decoder(nn.Module):
+    """ConvTranspose (stride, padding, output_padding, groups) and LeakyRelu."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(2, 4, 3, stride=2, padding=1)
+        self.up = nn.ConvTranspose2d(4, 4, 3, stride=2, padding=1, output_padding=1, groups=2)
+        self.up2 = nn.ConvTranspose2d(4, 1, 2, stride=1, dilation=2)
+
+    def forward(self, x):
+        h = F.leaky_relu(self.c(x), 0.1)
+        return torch.sigmoid(self.up2(F.leaky_relu(self.up(h), 0.2))).flatten(1)
+
+
+def export(name, model, x, opset, lr=0.1, steps=10):
+    model.eval()
+    buf = io.BytesIO()
+    torch.onnx.export(model, (x,), buf, opset_version=opset, input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}},
+                      # folding would bake transposed weights (Linear on 3-D input) into anonymous
+                      # constants, which cannot be fine-tuned as the parameters they came from
+                      do_constant_folding=False)
+    rec(f"{name}.onnx", numpy.frombuffer(buf.getvalue(), dtype=numpy.uint8))
+    xr = x.clone().requires_grad_(True)
+    y = model(xr)
+    r = torch.tensor(rng.standard_normal(tuple(y.shape)).astype("float32"))
+    (y * r).sum().backward()
+    rec(f"{name}.x", x.numpy())
+    rec(f"{name}.y", y.detach().numpy())
+    rec(f"{name}.r", r.numpy())
+    rec(f"{name}.dx", xr.grad.numpy())
+    for pname, p in model.named_parameters():
+        rec(f"{name}.grad.{pname}", p.grad.numpy())
+    # the parameters the graph keeps under torch's names (a Conv fused with its BatchNorm gets new ones)
+    kept = [n for n, _ in model.named_parameters() if n.encode() in buf.getvalue()]
+    rec(f"{name}.n_params", numpy.array([len(kept)]))
+    if len(kept) != len(list(model.parameters())):
+        return  # fused weights train differently from torch's separate ones: no SGD goldens
+    # ten SGD steps on the same loss and batch (eval mode: BatchNorm uses its running statistics)
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = (model(x) * r).sum()
+        losses.append(loss.item())
+        loss.backward()
+        opt.step()
+    rec(f"{name}.lr", numpy.array([lr]), exact64=True)
+    rec(f"{name}.losses", numpy.array(losses, dtype="float64"), exact64=True)
+    for pname, p in model.named_parameters():
+        rec(f"{name}.sgd.{pname}", p.detach().numpy())
+
+
+def randx(*shape):
+    return torch.tensor(rng.standard_normal(shape).astype("float32"))
+
+
+for opset in (11, 13, 17):
+    torch.manual_seed(1)
+    export(f"mlp{opset}", MLP(), randx(7, 6), opset)
+
+torch.manual_seed(2)
+lenet = LeNet()
+with torch.no_grad():  # running statistics that are not the identity
+    lenet.bn.running_mean.copy_(torch.tensor(rng.standard_normal(8).astype("float32")) * 0.1)
+    lenet.bn.running_var.copy_(torch.tensor(rng.uniform(0.5, 1.5, 8).astype("float32")))
+export("lenet", lenet, randx(3, 1, 12, 12), 13, lr=0.05)
+
+for opset in (13, 17):
+    torch.manual_seed(3)
+    export(f"mixer{opset}", Mixer(), randx(4, 5, 4), opset, lr=0.05)
+
+torch.manual_seed(4)
+encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, dropout=0.0,
+                                                           batch_first=True), num_layers=2)
+with torch.no_grad():  # TransformerEncoder clones one layer: make the copies differ, or torch.onnx.export
+    for p in encoder.parameters():  # keeps one initializer for equal weights (tied in the graph)
+        p.add_(torch.tensor(rng.standard_normal(tuple(p.shape)).astype("float32")) * 0.1)
+export("encoder", encoder, randx(3, 5, 8), 13, lr=0.05)
+
+torch.manual_seed(5)
+resblock = ResBlock()
+with torch.no_grad():
+    for bn in (resblock.b1, resblock.b2):
+        bn.running_mean.copy_(torch.tensor(rng.standard_normal(4).astype("float32")) * 0.1)
+        bn.running_var.copy_(torch.tensor(rng.uniform(0.5, 1.5, 4).astype("float32")))
+export("resblock", resblock, randx(2, 3, 8, 8), 13)
+
+torch.manual_seed(6)
+export("decoder", Decoder(), randx(2, 2, 6, 6), 13, lr=0.1)
+
+write("gen_onnx_goldens.py", "onnx_goldens.txt")

@@ -1,0 +1,381 @@
+/* The ONNX reader and the graph layer against PyTorch 1.13 (tests/golden/gen_onnx_goldens.py):
+ * models exported by torch.onnx.export (an MLP at opsets 11, 13 and 17, a LeNet-style CNN, and a
+ * transformer-ish mixer at opsets 13 and 17) — outputs, gradients w.r.t. the input and every
+ * parameter (torch autograd, and finite differences), ten SGD steps; then files (.onnx, .lithe
+ * round trips, a graph inside a chain) and hostile bytes (every truncation, bit flips, unknown
+ * operators listed at load). */
+#define _POSIX_C_SOURCE 200809L /* mkstemp */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "lithe.h"
+#include "golden/golden.h"
+
+static const char *const models[] = {"mlp11", "mlp13", "mlp17", "lenet", "mixer13", "mixer17", "encoder", "resblock", "decoder"};
+#define N_MODELS (sizeof models / sizeof models[0])
+
+static lithe_model *load(const char *name, uint8_t **bytes_out, size_t *len_out) {
+    const golden *g = get("%s.onnx", name);
+    uint8_t *b = bytes_of(g);
+    lithe_model *m = NULL;
+    OK(lithe_onnx_load_bytes(b, (size_t)g->n, &m));
+    if (bytes_out) {
+        *bytes_out = b;
+        *len_out = (size_t)g->n;
+    } else {
+        free(b);
+    }
+    return m;
+}
+
+static double max_abs_diff(const lithe_tensor *t, const golden *g) {
+    const float *p = lithe_tensor_data(t);
+    double worst = 0;
+    for (int64_t i = 0; i < g->n && i < lithe_tensor_numel(t); i++) {
+        double d = fabs((double)p[i] - g->v[i]);
+        if (d > worst || d != d) worst = d != d ? INFINITY : d;
+    }
+    return worst;
+}
+
+/* loss = sum(Y * R), computed in double. */
+static double loss_of(lithe_model *m, lithe_value *X, const lithe_tensor *R) {
+    lithe_value *Y = NULL;
+    OK(lithe_model_predict(m, X, &Y));
+    const float *y = lithe_tensor_data(lithe_value_get_tensor(Y)), *r = lithe_tensor_data(R);
+    double s = 0;
+    for (int64_t i = 0; i < lithe_tensor_numel(R); i++) s += (double)y[i] * r[i];
+    lithe_value_release(Y);
+    return s;
+}
+
+static void test_parity(void **state) {
+    (void)state;
+    for (size_t k = 0; k < N_MODELS; k++) {
+        const char *name = models[k];
+        lithe_model *m = load(name, NULL, NULL);
+        lithe_value *X = value_of(get("%s.x", name)), *Y = NULL, *dX = NULL, *R = value_of(get("%s.r", name));
+        lithe_backprop *bp = NULL;
+        OK(lithe_model_begin_update(m, X, &Y, &bp));
+        char what[160];
+        snprintf(what, sizeof what, "%s output", name);
+        expect_close(what, lithe_value_get_tensor(Y), get("%s.y", name), 1e-4, 1e-4);
+        double worst_y = max_abs_diff(lithe_value_get_tensor(Y), get("%s.y", name));
+        OK(lithe_backprop_run(bp, R, &dX));
+        snprintf(what, sizeof what, "%s dX", name);
+        expect_close(what, lithe_value_get_tensor(dX), get("%s.dx", name), 1e-4, 1e-4);
+        double worst_g = max_abs_diff(lithe_value_get_tensor(dX), get("%s.dx", name));
+        /* every torch parameter is a lithe param with the same gradient */
+        size_t n_torch = 0;
+        for (size_t p = 0; p < lithe_model_n_params(m); p++) {
+            const char *pn = lithe_model_param_name(m, p);
+            const golden *g = find("%s.grad.%s", name, pn);
+            if (!g) continue; /* BatchNorm statistics (frozen), weights torch fused under new names */
+            n_torch++;
+            lithe_tensor *G = NULL;
+            OK(lithe_model_get_grad(m, pn, &G));
+            snprintf(what, sizeof what, "%s grad %s", name, pn);
+            expect_close(what, G, g, 1e-4, 1e-4);
+            double d = max_abs_diff(G, g);
+            if (d > worst_g) worst_g = d;
+        }
+        assert_int_equal(n_torch, (size_t)get("%s.n_params", name)->v[0]); /* none folded away */
+        printf("test_onnx: %-8s output max |lithe - torch| %.2e, gradients (input and %zu params) %.2e\n", name, worst_y,
+               n_torch, worst_g);
+        lithe_value_release(X);
+        lithe_value_release(Y);
+        lithe_value_release(dX);
+        lithe_value_release(R);
+        lithe_backprop_free(bp);
+        lithe_model_free(m);
+    }
+}
+
+/* Central differences of the loss against lithe's own gradients, for input and weight entries. */
+static void test_finite_differences(void **state) {
+    (void)state;
+    for (size_t k = 0; k < N_MODELS; k++) {
+        const char *name = models[k];
+        lithe_model *m = load(name, NULL, NULL);
+        lithe_value *X = value_of(get("%s.x", name)), *Y = NULL, *dX = NULL, *R = value_of(get("%s.r", name));
+        lithe_tensor *Rt = lithe_value_get_tensor(R), *Xt = lithe_value_get_tensor(X);
+        lithe_backprop *bp = NULL;
+        OK(lithe_model_begin_update(m, X, &Y, &bp));
+        OK(lithe_backprop_run(bp, R, &dX));
+        const double h = 3e-3; /* small enough to cross few ReLU kinks, large against float32 noise */
+        int checked = 0, bad = 0;
+        /* the input */
+        float *x = lithe_tensor_data(Xt);
+        const float *dx = lithe_tensor_data(lithe_value_get_tensor(dX));
+        for (int64_t i = 0; i < lithe_tensor_numel(Xt); i += 5) {
+            float keep = x[i];
+            x[i] = keep + (float)h;
+            double up = loss_of(m, X, Rt);
+            x[i] = keep - (float)h;
+            double down = loss_of(m, X, Rt);
+            x[i] = keep;
+            double fd = (up - down) / (2 * h);
+            checked++;
+            if (fabs(fd - dx[i]) > 1e-2 + 5e-2 * fabs(fd)) {
+                bad++;
+                printf("test_onnx: %s dX[%lld]: finite difference %.5f, backprop %.5f\n", name, (long long)i, fd, dx[i]);
+            }
+        }
+        /* the weights */
+        for (size_t p = 0; p < lithe_model_n_params(m); p++) {
+            const char *pn = lithe_model_param_name(m, p);
+            if (!lithe_model_has_grad(m, pn)) continue;
+            lithe_tensor *W = NULL, *G = NULL;
+            OK(lithe_model_get_param(m, pn, &W));
+            OK(lithe_model_get_grad(m, pn, &G));
+            float *w = lithe_tensor_data(W);
+            const float *gw = lithe_tensor_data(G);
+            int64_t step = lithe_tensor_numel(W) / 6 + 1;
+            for (int64_t i = 0; i < lithe_tensor_numel(W); i += step) {
+                float keep = w[i];
+                w[i] = keep + (float)h;
+                double up = loss_of(m, X, Rt);
+                w[i] = keep - (float)h;
+                double down = loss_of(m, X, Rt);
+                w[i] = keep;
+                double fd = (up - down) / (2 * h);
+                checked++;
+                if (fabs(fd - gw[i]) > 1e-2 + 5e-2 * fabs(fd)) {
+                    bad++;
+                    printf("test_onnx: %s d%s[%lld]: finite difference %.5f, backprop %.5f\n", name, pn, (long long)i, fd,
+                           gw[i]);
+                }
+            }
+        }
+        /* a ReLU / MaxPool / Clip kink inside the +-h step may move one estimate; no more */
+        printf("test_onnx: %-8s %d finite-difference checks, %d off\n", name, checked, bad);
+        assert_true(bad <= checked / 20);
+        lithe_value_release(X);
+        lithe_value_release(Y);
+        lithe_value_release(dX);
+        lithe_value_release(R);
+        lithe_backprop_free(bp);
+        lithe_model_free(m);
+    }
+}
+
+/* Ten SGD steps (lithe's optimizer: plain SGD, no clipping, no L2) match torch.optim.SGD. */
+static void test_sgd_steps(void **state) {
+    (void)state;
+    for (size_t k = 0; k < N_MODELS; k++) {
+        const char *name = models[k];
+        if (!find("%s.losses", name)) continue; /* fused weights: torch trains other ones */
+        lithe_model *m = load(name, NULL, NULL);
+        lithe_value *X = value_of(get("%s.x", name)), *R = value_of(get("%s.r", name));
+        lithe_optimizer_opts o = lithe_sgd_defaults(get("%s.lr", name)->v[0]);
+        o.grad_clip = 0.0;
+        o.L2 = 0.0;
+        lithe_optimizer *opt = NULL;
+        OK(lithe_optimizer_new(&o, &opt));
+        const golden *losses = get("%s.losses", name);
+        double worst_loss = 0;
+        for (int step = 0; step < 10; step++) {
+            lithe_value *Y = NULL;
+            lithe_backprop *bp = NULL;
+            OK(lithe_model_begin_update(m, X, &Y, &bp));
+            const float *y = lithe_tensor_data(lithe_value_get_tensor(Y)), *r = lithe_tensor_data(lithe_value_get_tensor(R));
+            double loss = 0;
+            for (int64_t i = 0; i < lithe_tensor_numel(lithe_value_get_tensor(R)); i++) loss += (double)y[i] * r[i];
+            double d = fabs(loss - losses->v[step]);
+            if (d > worst_loss) worst_loss = d;
+            if (d > 1e-4 + 1e-4 * fabs(losses->v[step]))
+                printf("test_onnx: %s step %d: loss %.7f, torch %.7f\n", name, step, loss, losses->v[step]);
+            assert_true(d <= 1e-4 + 1e-4 * fabs(losses->v[step]));
+            OK(lithe_backprop_run(bp, R, NULL));
+            OK(lithe_model_finish_update(m, opt));
+            lithe_backprop_free(bp);
+            lithe_value_release(Y);
+        }
+        double worst = 0;
+        for (size_t p = 0; p < lithe_model_n_params(m); p++) {
+            const char *pn = lithe_model_param_name(m, p);
+            const golden *g = find("%s.sgd.%s", name, pn);
+            if (!g) continue;
+            lithe_tensor *W = NULL;
+            OK(lithe_model_get_param(m, pn, &W));
+            char what[160];
+            snprintf(what, sizeof what, "%s after 10 SGD steps: %s", name, pn);
+            expect_close(what, W, g, 1e-4, 1e-4);
+            double d = max_abs_diff(W, g);
+            if (d > worst) worst = d;
+        }
+        printf("test_onnx: %-8s 10 SGD steps: losses within %.2e, params within %.2e of torch\n", name, worst_loss, worst);
+        lithe_optimizer_free(opt);
+        lithe_value_release(X);
+        lithe_value_release(R);
+        lithe_model_free(m);
+    }
+}
+
+/* A graph inside a Thinc-style tree, trained a step, saved as .lithe and loaded back: same
+ * predictions, the graph's bytes embedded; and .onnx files through lithe_model_load. */
+static void test_files(void **state) {
+    (void)state;
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    lithe_model *g = load("lenet", &bytes, &len);
+    assert_string_equal(lithe_model_layer_type(g), "onnx_graph.v1");
+    assert_int_equal(lithe_model_n_shims(g), 1);
+    assert_string_equal(lithe_shim_name(lithe_model_shim(g, 0)), "onnx");
+    lithe_model *lin = NULL, *sm = NULL, *tree = NULL;
+    OK(lithe_linear(&(lithe_dense_opts){.nO = 4}, &lin));
+    OK(lithe_softmax(&(lithe_softmax_opts){.nO = 2}, &sm));
+    OK(lithe_chain(3, (lithe_model *[]){g, lin, sm}, &tree));
+    lithe_value *X = value_of(get("lenet.x", 0)), *Y = NULL, *Y2 = NULL;
+    OK(lithe_model_initialize(tree, X, NULL));
+    /* one step so the saved weights differ from the graph's initializers */
+    lithe_backprop *bp = NULL;
+    OK(lithe_model_begin_update(tree, X, &Y, &bp));
+    lithe_tensor *dY = NULL;
+    OK(lithe_tensor_new(NULL, LITHE_F32, 2, lithe_tensor_shape(lithe_value_get_tensor(Y)), &dY));
+    ((float *)lithe_tensor_data(dY))[1] = 1.0f;
+    lithe_value *dYv = NULL;
+    OK(lithe_value_tensor(dY, &dYv));
+    OK(lithe_backprop_run(bp, dYv, NULL));
+    lithe_optimizer *opt = NULL;
+    lithe_optimizer_opts o = lithe_sgd_defaults(0.5);
+    OK(lithe_optimizer_new(&o, &opt));
+    OK(lithe_model_finish_update(tree, opt));
+    lithe_value_release(Y);
+    OK(lithe_model_predict(tree, X, &Y));
+    uint8_t *file = NULL;
+    size_t flen = 0;
+    OK(lithe_model_save_bytes(tree, NULL, &file, &flen));
+    lithe_model *back = NULL;
+    OK(lithe_model_load_bytes(file, flen, &back));
+    OK(lithe_model_predict(back, X, &Y2));
+    const float *a = lithe_tensor_data(lithe_value_get_tensor(Y)), *b = lithe_tensor_data(lithe_value_get_tensor(Y2));
+    for (int64_t i = 0; i < lithe_tensor_numel(lithe_value_get_tensor(Y)); i++) assert_true(a[i] == b[i]);
+    assert_int_equal(lithe_model_n_shims(lithe_model_layer(back, 0)), 1);
+    lithe_buffer_free(file);
+    lithe_value_release(Y2);
+    lithe_model_free(back);
+    /* an .onnx file through lithe_model_load */
+    char path[] = "/tmp/lithe_test_onnx_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    char opath[64];
+    snprintf(opath, sizeof opath, "%s.onnx", path);
+    FILE *f = fopen(opath, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(bytes, 1, len, f), len);
+    fclose(f);
+    lithe_model *fromfile = NULL;
+    OK(lithe_model_load(opath, &fromfile));
+    lithe_value *Y3 = NULL;
+    OK(lithe_model_predict(fromfile, X, &Y3));
+    expect_close("lenet from an .onnx file", lithe_value_get_tensor(Y3), get("lenet.y", 0), 1e-4, 1e-4);
+    remove(opath);
+    remove(path);
+    /* and ONNX bytes through lithe_model_load_bytes (what the JS and Python packages call) */
+    lithe_model *frombytes = NULL;
+    OK(lithe_model_load_bytes(bytes, len, &frombytes));
+    assert_string_equal(lithe_model_layer_type(frombytes), "onnx_graph.v1");
+    lithe_model_free(frombytes);
+    lithe_value_release(Y3);
+    lithe_model_free(fromfile);
+    free(bytes);
+    lithe_optimizer_free(opt);
+    lithe_value_release(dYv);
+    lithe_tensor_release(dY);
+    lithe_backprop_free(bp);
+    lithe_value_release(X);
+    lithe_value_release(Y);
+    lithe_model_free(tree);
+}
+
+/* Wrong inputs are errors naming the graph's declaration. */
+static void test_bad_inputs(void **state) {
+    (void)state;
+    lithe_model *m = load("mlp13", NULL, NULL);
+    lithe_tensor *t = NULL;
+    OK(lithe_tensor_new(NULL, LITHE_F32, 2, (int64_t[]){3, 7}, &t));
+    lithe_value *v = NULL, *Y = NULL;
+    OK(lithe_value_tensor(t, &v));
+    assert_int_equal(lithe_model_predict(m, v, &Y), LITHE_ERR_SHAPE);
+    assert_non_null(strstr(lithe_last_error(), "(?, 6)"));
+    lithe_value_release(v);
+    lithe_tensor_release(t);
+    lithe_model_free(m);
+}
+
+/* Every truncation and a thousand random byte changes: an error or a model, never a crash (the
+ * sanitizer builds check the "never"). Unknown operators are all listed at load. */
+static void test_hostile(void **state) {
+    (void)state;
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    lithe_model *m = load("mlp13", &bytes, &len);
+    lithe_model_free(m);
+    for (size_t cut = 0; cut < len; cut++) {
+        lithe_model *t = NULL;
+        lithe_status s = lithe_onnx_load_bytes(bytes, cut, &t);
+        if (s == LITHE_OK) lithe_model_free(t); /* a cut between fields can still be a valid (smaller) graph */
+        else assert_null(t);
+    }
+    uint8_t *copy = malloc(len);
+    assert_non_null(copy);
+    uint64_t st = 12345;
+    lithe_value *X = value_of(get("mlp13.x", 0));
+    for (int trial = 0; trial < 1000; trial++) {
+        memcpy(copy, bytes, len);
+        for (int k = 0; k < 3; k++) {
+            st = st * 6364136223846793005ull + 1442695040888963407ull;
+            copy[(st >> 33) % len] = (uint8_t)(st >> 20);
+        }
+        lithe_model *t = NULL;
+        if (lithe_onnx_load_bytes(copy, len, &t) == LITHE_OK) {
+            lithe_value *Y = NULL;
+            if (lithe_model_predict(t, X, &Y) == LITHE_OK) lithe_value_release(Y);
+            lithe_model_free(t);
+        }
+    }
+    /* rename two op types in place (same length: the wire format stays valid) */
+    memcpy(copy, bytes, len);
+    int renamed = 0;
+    for (size_t i = 0; i + 4 <= len; i++) {
+        if (!memcmp(copy + i, "Relu", 4)) copy[i + 3] = 'x', renamed++;
+        else if (!memcmp(copy + i, "Tanh", 4)) copy[i + 3] = 'x', renamed++;
+    }
+    assert_true(renamed >= 2);
+    lithe_model *t = NULL;
+    assert_int_equal(lithe_onnx_load_bytes(copy, len, &t), LITHE_ERR_UNSUPPORTED);
+    assert_null(t);
+    printf("test_onnx: refused: %s\n", lithe_last_error());
+    assert_non_null(strstr(lithe_last_error(), "Relx"));
+    assert_non_null(strstr(lithe_last_error(), "Tanx"));
+    assert_non_null(strstr(lithe_last_error(), "2 operator types"));
+    assert_int_equal(lithe_onnx_load_bytes((const uint8_t *)"\x0a\xff\xff\xff\xff\x0f", 6, &t), LITHE_ERR_FORMAT);
+    assert_int_equal(lithe_onnx_load_bytes(NULL, 0, &t), LITHE_ERR_FORMAT); /* no graph */
+    size_t n = 0;
+    const char *const *names = lithe_onnx_op_names(&n);
+    assert_true(n >= 40);
+    assert_null(names[n]);
+    lithe_value_release(X);
+    free(copy);
+    free(bytes);
+}
+
+int main(int argc, char **argv) {
+    golden_path = argc > 1 ? argv[1] : getenv("LITHE_THINC_GOLDENS");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parity), cmocka_unit_test(test_finite_differences), cmocka_unit_test(test_sgd_steps),
+        cmocka_unit_test(test_files),  cmocka_unit_test(test_bad_inputs),         cmocka_unit_test(test_hostile),
+    };
+    return cmocka_run_group_tests(tests, load_goldens, free_goldens);
+}
