@@ -928,7 +928,8 @@ LITHE_API lithe_status lithe_optimizer_get_average(const lithe_optimizer *opt,
 /* The model (and opt's state when opt is not NULL) as .lithe bytes (*out: lithe_buffer_free).
  * Tensor attrs are saved when 1-D int64 ({"ints": [...]}) or 1-D uint8 (a dict attr kept as Thinc's
  * msgpack bytes, {"msgpack": "<hex>"}: remap_ids' mapping_table).
- * An ONNX graph node's bytes travel as its `onnx` attr; its parsed graph (a shim) is rebuilt at load.
+ * An ONNX graph node's `onnx` attr is saved as the byte tensor "<node>.attr.onnx"; its parsed
+ * graph (a shim) is rebuilt at load.
  * Statuses: LITHE_ERR_UNSUPPORTED (other shims, other tensor attrs), LITHE_ERR_VALUE (a
  * ref outside the tree), LITHE_ERR_OOM. */
 LITHE_API lithe_status lithe_model_save_bytes(lithe_model *m, const lithe_optimizer *opt, uint8_t **out, size_t *len);

@@ -255,6 +255,11 @@ static void test_files(void **state) {
     uint8_t *file = NULL;
     size_t flen = 0;
     OK(lithe_model_save_bytes(tree, NULL, &file, &flen));
+    /* the graph travels as the byte tensor "1.attr.onnx" (the chain is node 0), not as hex */
+    const char *want = "\"1.attr.onnx\":{\"dtype\":\"U8\",\"shape\":[";
+    bool found = false;
+    for (size_t i = 0; !found && i + strlen(want) <= flen; i++) found = !memcmp(file + i, want, strlen(want));
+    assert_true(found);
     lithe_model *back = NULL;
     OK(lithe_model_load_bytes(file, flen, &back));
     OK(lithe_model_predict(back, X, &Y2));

@@ -104,6 +104,7 @@ static lithe_status fold(lithe__graph *g, size_t i, bool *folded) {
     lithe_status s = g->node_op[i]->forward(&x, i, in, n->n_inputs, out, n->n_outputs, saved);
     lithe_tensor_release(saved[0]);
     lithe_tensor_release(saved[1]);
+    for (size_t k = n->n_outputs; k < 16; k++) lithe_tensor_release(out[k]); /* a node naming fewer outputs */
     if (s != LITHE_OK) {
         for (size_t k = 0; k < n->n_outputs; k++) lithe_tensor_release(out[k]);
         return s;
@@ -139,9 +140,16 @@ static lithe_status graph_build(const uint8_t *bytes, size_t len, lithe__graph *
             const lithe__onnx_node *n = &o->nodes[i];
             bool custom = n->domain && *n->domain && strcmp(n->domain, "ai.onnx");
             if (!custom && lithe__graph_op_find(n->op_type)) continue;
+            bool seen = false; /* each type once: was an earlier node the same unknown op? */
+            for (size_t j = 0; j < i && !seen; j++) {
+                const lithe__onnx_node *e = &o->nodes[j];
+                bool ec = e->domain && *e->domain && strcmp(e->domain, "ai.onnx");
+                seen = ec == custom && !strcmp(e->op_type, n->op_type) && (!custom || !strcmp(e->domain, n->domain));
+            }
+            if (seen) continue;
             char item[160];
-            snprintf(item, sizeof item, "%s%s%s", custom ? n->domain : "", custom ? "." : "", n->op_type);
-            if (strstr(missing, item)) continue; /* each type once (a prefix match only hides a duplicate) */
+            snprintf(item, sizeof item, "%s%s%s", custom ? n->domain : "", custom ? "." : "",
+                     *n->op_type ? n->op_type : "(empty op_type)");
             size_t l = strlen(missing);
             snprintf(missing + l, sizeof missing - l, "%s%s", nmiss ? ", " : "", item);
             nmiss++;
@@ -190,6 +198,11 @@ static lithe_status graph_build(const uint8_t *bytes, size_t len, lithe__graph *
     for (size_t i = 0; s == LITHE_OK && i < o->n_nodes; i++) {
         const lithe__onnx_node *n = &o->nodes[i];
         g->node_op[i] = lithe__graph_op_find(n->op_type);
+        if (!g->node_op[i]) { /* the check above lists every unknown op; this only guards it */
+            s = lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: node #%zu has operator '%s', which lithe lacks", LAYER, i,
+                            n->op_type);
+            break;
+        }
         g->node_in[i] = lithe__calloc(n->n_inputs + 1, sizeof **g->node_in);
         g->node_out[i] = lithe__calloc(n->n_outputs + 1, sizeof **g->node_out);
         if (!g->node_in[i] || !g->node_out[i]) {
@@ -527,6 +540,7 @@ static lithe_status graph_forward(lithe_model *m, const lithe_value *X, bool is_
         }
         if (s != LITHE_OK) break;
         s = g->node_op[i]->forward(x, i, in, n->n_inputs, out, n->n_outputs, &x->saved[2 * i]);
+        for (size_t k = n->n_outputs; k < 16; k++) lithe_tensor_release(out[k]); /* a node naming fewer outputs */
         for (size_t k = 0; k < n->n_outputs; k++) {
             int64_t o = g->node_out[i][k];
             if (o < 0 || s != LITHE_OK) {

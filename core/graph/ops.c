@@ -465,11 +465,12 @@ static lithe_status int_binary(lithe__gexec *x, size_t node, int op, lithe_tenso
     int64_t shape[LITHE_MAX_DIMS], as[LITHE_MAX_DIMS], bs[LITHE_MAX_DIMS], idx[LITHE_MAX_DIMS] = {0};
     LITHE__TRY(bcast_shape(x, node, A, B, &nd, shape));
     LITHE__TRY(new_i64(nd, shape, out));
-    for (int d = nd - 1, sa = 1, sb = 1, ka = A->ndim - 1, kb = B->ndim - 1; d >= 0; d--, ka--, kb--) {
+    int64_t sa = 1, sb = 1; /* <= the operands' element counts */
+    for (int d = nd - 1, ka = A->ndim - 1, kb = B->ndim - 1; d >= 0; d--, ka--, kb--) {
         as[d] = ka >= 0 && A->shape[ka] != 1 ? sa : 0;
         bs[d] = kb >= 0 && B->shape[kb] != 1 ? sb : 0;
-        if (ka >= 0) sa *= (int)A->shape[ka];
-        if (kb >= 0) sb *= (int)B->shape[kb];
+        if (ka >= 0) sa *= A->shape[ka];
+        if (kb >= 0) sb *= B->shape[kb];
     }
     int64_t *y = (int64_t *)lithe__tdata(*out);
     for (int64_t i = 0; i < (*out)->numel; i++) {
@@ -863,17 +864,22 @@ static lithe_status slice_geometry(lithe__gexec *x, size_t node, lithe_tensor **
         LITHE__TRY(norm_axis(x, node, ax ? ax[k] : (int64_t)k, X->ndim, false, &a));
         int64_t dim = X->shape[a], step = sp ? sp[k] : 1, s = st[k], e = en[k];
         if (step == 0) return fail(x, node, LITHE_ERR_VALUE, "step 0");
+        /* a step beyond the extent takes one element at most: clamp it, so neither the length
+         * arithmetic nor the view's stride * step can overflow (|step| <= dim keeps it <= numel) */
+        int64_t big = dim > 0 ? dim : 1;
+        if (step > big) step = big;
+        if (step < -big) step = -big;
         if (s < 0) s += dim;
         if (e < 0 && e > INT64_MIN + dim) e += dim;
         int64_t len;
         if (step > 0) {
             s = s < 0 ? 0 : s > dim ? dim : s;
             e = e < 0 ? 0 : e > dim ? dim : e;
-            len = e > s ? (e - s + step - 1) / step : 0;
+            len = e > s ? (e - s - 1) / step + 1 : 0;
         } else {
             s = s < 0 ? -1 : s > dim - 1 ? dim - 1 : s;
             e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
-            len = s > e ? (s - e + (-step) - 1) / (-step) : 0;
+            len = s > e ? (s - e - 1) / (-step) + 1 : 0;
         }
         g->start[a] = len ? s : 0;
         g->len[a] = len;

@@ -68,6 +68,13 @@ static void arch_attr(js_buf *b, const lithe__attr *a) {
     }
 }
 
+/* An imported graph's `onnx` attr (core/graph/): saved as the byte tensor "<node>.attr.onnx" beside
+ * the weights, not as hex in the JSON header. */
+static bool graph_bytes_attr(const lithe_model *m, const lithe__attr *at) {
+    return m->type == &lithe__onnx_graph_type && at->type == LITHE_ATTR_TENSOR && at->v.t->dtype == LITHE_U8 &&
+           !strcmp(at->name, "onnx");
+}
+
 static lithe_status architecture(lithe_model **nodes, size_t n, js_buf *b) {
     js_raw(b, "{\"root\":0,\"nodes\":[");
     for (size_t i = 0; i < n; i++) {
@@ -96,6 +103,12 @@ static lithe_status architecture(lithe_model **nodes, size_t n, js_buf *b) {
             if (a) js_raw(b, ",");
             js_str(b, at->name);
             js_raw(b, ":");
+            if (graph_bytes_attr(m, at)) { /* an ONNX graph's bytes: a U8 tensor of the file */
+                char ref[64];
+                snprintf(ref, sizeof ref, "{\"bytes\":\"%zu.attr.%s\"}", i, at->name);
+                js_raw(b, ref);
+                continue;
+            }
             arch_attr(b, at);
         }
         js_raw(b, "},\"params\":[");
@@ -168,7 +181,7 @@ lithe_status lithe_model_save_bytes(lithe_model *m, const lithe_optimizer *opt, 
     if (s == LITHE_OK) s = architecture(nodes, n, &arch);
     if (s == LITHE_OK && arch.oom) s = lithe__oom("save", arch.n);
     size_t cap = 1;
-    for (size_t i = 0; s == LITHE_OK && i < n; i++) cap += nodes[i]->n_params; /* nodes unset when walk failed */
+    for (size_t i = 0; s == LITHE_OK && i < n; i++) cap += nodes[i]->n_params + nodes[i]->n_attrs; /* nodes unset when walk failed */
     if (s == LITHE_OK) {
         ts = lithe__calloc(cap, sizeof *ts);
         if (!ts) s = lithe__oom("save", cap * sizeof *ts);
@@ -180,6 +193,15 @@ lithe_status lithe_model_save_bytes(lithe_model *m, const lithe_optimizer *opt, 
             snprintf(ts[nt].name, sizeof ts[nt].name, "%zu.%s", i, nodes[i]->params[p].name);
             ts[nt].t = t;
             ts[nt].nbytes = (size_t)t->numel * lithe_dtype_size(t->dtype);
+            nt++;
+        }
+    for (size_t i = 0; s == LITHE_OK && i < n; i++)
+        for (size_t a = 0; a < nodes[i]->n_attrs; a++) {
+            const lithe__attr *at = &nodes[i]->attrs[a];
+            if (!graph_bytes_attr(nodes[i], at)) continue;
+            snprintf(ts[nt].name, sizeof ts[nt].name, "%zu.attr.%s", i, at->name);
+            ts[nt].t = at->v.t;
+            ts[nt].nbytes = (size_t)at->v.t->numel;
             nt++;
         }
     if (s == LITHE_OK && opt) {
@@ -498,7 +520,23 @@ static lithe_status build(const parsed *p, mapping *map, lithe_model **out) {
             if (v->type != JS_NUM || !v->is_int || v->i <= 0 || v->i > ((int64_t)1 << 40)) s = bad_node(i, "a dim is not a positive int");
             else m->dims[d].value = v->i;
         }
-        for (size_t a = 0; s == LITHE_OK && a < attrs->len; a++) s = set_attr(m, i, attrs->items[2 * a].str, &attrs->items[2 * a + 1]);
+        for (size_t a = 0; s == LITHE_OK && a < attrs->len; a++) {
+            const js_val *v = &attrs->items[2 * a + 1];
+            if (v->type == JS_OBJ && v->len == 1 && !strcmp(v->items[0].str, "bytes")) { /* a byte tensor of the file */
+                const in_tensor *t = v->items[1].type == JS_STR ? find_tensor(p, v->items[1].str) : NULL;
+                if (!t || t->dtype != LITHE_U8 || t->ndim != 1) {
+                    s = bad_node(i, "a bytes attr names no 1-D U8 tensor of the file");
+                    break;
+                }
+                lithe_tensor *bt = NULL;
+                s = lithe__tensor_alloc(lithe__backend_cpu(), LITHE_U8, 1, t->shape, false, &bt);
+                if (s == LITHE_OK && t->end > t->begin) memcpy(lithe__tdata(bt), p->data + t->begin, (size_t)(t->end - t->begin));
+                if (s == LITHE_OK) s = lithe_model_set_attr_tensor(m, attrs->items[2 * a].str, bt);
+                lithe_tensor_release(bt);
+                continue;
+            }
+            s = set_attr(m, i, attrs->items[2 * a].str, v);
+        }
         if (s == LITHE_OK && iw && ib) {
             if (iw->type != JS_NUM || !iw->is_int || iw->i < LITHE_INIT_DEFAULT || iw->i > LITHE_INIT_NORMAL ||
                 ib->type != JS_NUM || !ib->is_int || ib->i < LITHE_INIT_DEFAULT || ib->i > LITHE_INIT_NORMAL)

@@ -206,8 +206,9 @@ def export(model, path, X=None):
             onnx, tparams = _onnx_of(node, torch_inputs[id(node)], paths.get(id(node), "?"))
             for pname, arr in tparams:
                 tensors.append((f"{i}.{pname}", numpy.ascontiguousarray(arr, dtype="<f4")))
+            tensors.append((f"{i}.attr.onnx", numpy.frombuffer(onnx, dtype=numpy.uint8)))  # the graph, as bytes
             arch_nodes.append({
-                "layer": "onnx_graph.v1", "name": node.name, "dims": {}, "attrs": {"onnx": {"msgpack": onnx.hex()}},
+                "layer": "onnx_graph.v1", "name": node.name, "dims": {}, "attrs": {"onnx": {"bytes": f"{i}.attr.onnx"}},
                 "params": [n for n, _ in tparams], "frozen": [], "layers": [], "refs": {},
                 "init_W": 0, "init_b": 0, "cfg": [0.0, 0.0],
             })
@@ -267,7 +268,8 @@ def export(model, path, X=None):
     header = {"__metadata__": {"format": "lithe", "lithe.format_version": "1", "lithe.architecture": arch}}
     offset = 0
     for name, arr in tensors:
-        header[name] = {"dtype": "F32", "shape": list(arr.shape), "data_offsets": [offset, offset + arr.nbytes]}
+        dtype = "U8" if arr.dtype == numpy.uint8 else "F32"
+        header[name] = {"dtype": dtype, "shape": list(arr.shape), "data_offsets": [offset, offset + arr.nbytes]}
         offset += arr.nbytes
     head = json.dumps(header, separators=(",", ":")).encode()
     head += b" " * ((8 - (8 + len(head)) % 8) % 8)
