@@ -592,7 +592,7 @@ lithe_status lithe_onnx_load_bytes(const uint8_t *data, size_t len, lithe_model 
     LITHE__CHECK_ARG(out, "lithe_onnx_load_bytes", "out is NULL");
     *out = NULL;
     LITHE__CHECK_ARG(data || !len, "lithe_onnx_load_bytes", "data is NULL");
-    if (len > ((size_t)1 << 40)) return lithe__fail(LITHE_ERR_VALUE, "lithe_onnx_load_bytes: %zu bytes is too many", len);
+    if ((uint64_t)len > ((uint64_t)1 << 40)) return /* 64-bit: size_t is 32 bits in WebAssembly */ lithe__fail(LITHE_ERR_VALUE, "lithe_onnx_load_bytes: %zu bytes is too many", len);
     lithe_model *m = NULL;
     LITHE__TRY(lithe__model_new(&lithe__onnx_graph_type, LAYER, NULL, NULL, &m));
     lithe_tensor *b = NULL;
