@@ -51,7 +51,19 @@ class Mix(nn.Module):
         return (h[:, 1:, :].matmul(x) / torch.sqrt(h.abs().mean() + 1.0)).flatten(1)
 
 
-for name, model, x, opsets in [("mlp", MLP(), torch.randn(2, 3), (11, 13, 17)),
+class Masked(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(2, 3)
+
+    def forward(self, x):
+        h = self.l(x)
+        s = h.matmul(h.transpose(1, 2)).masked_fill(x[:, :, :1].transpose(1, 2) > 1.0, float("-inf"))
+        return torch.softmax(s, -1).matmul(torch.where(~(h < 0), h, -h)).flatten(1) + (x[:, :, 1:] == 0).float().sum(1)
+
+
+for name, model, x, opsets in [("masked", Masked(), torch.randn(1, 3, 2), (13,)),
+                               ("mlp", MLP(), torch.randn(2, 3), (11, 13, 17)),
                                ("cnn", CNN(), torch.randn(1, 1, 6, 6), (13,)),
                                ("mix", Mix(), torch.randn(1, 3, 2), (13, 17))]:
     model.eval()

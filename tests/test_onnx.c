@@ -20,7 +20,7 @@
 #include "lithe.h"
 #include "golden/golden.h"
 
-static const char *const models[] = {"mlp11", "mlp13", "mlp17", "lenet", "mixer13", "mixer17", "encoder", "resblock", "decoder"};
+static const char *const models[] = {"mlp11", "mlp13", "mlp17", "lenet", "mixer13", "mixer17", "encoder", "resblock", "decoder", "masked"};
 #define N_MODELS (sizeof models / sizeof models[0])
 
 static lithe_model *load(const char *name, uint8_t **bytes_out, size_t *len_out) {

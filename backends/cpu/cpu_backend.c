@@ -379,6 +379,17 @@ static lithe_status cpu_bcast_binary_backward(lithe_backend *be, int op, const l
     return LITHE_OK;
 }
 
+static lithe_status cpu_bcast_where(lithe_backend *be, const lithe_tensor *C, const lithe_tensor *A, const lithe_tensor *B,
+                                    lithe_tensor *Y) {
+    (void)be;
+    int64_t cs[LITHE_MAX_DIMS], as[LITHE_MAX_DIMS], bs[LITHE_MAX_DIMS];
+    bcast_strides(C, Y->ndim, Y->shape, cs);
+    bcast_strides(A, Y->ndim, Y->shape, as);
+    bcast_strides(B, Y->ndim, Y->shape, bs);
+    lithe_f32_bcast_where__scalar(Y->ndim, Y->shape, F(C), cs, F(A), as, F(B), bs, F(Y));
+    return LITHE_OK;
+}
+
 static lithe_status cpu_broadcast_to(lithe_backend *be, const lithe_tensor *X, float alpha, float beta,
                                      lithe_tensor *Y) {
     (void)be;

@@ -106,6 +106,8 @@ void lithe_f32_bcast_binary__scalar(int op, int nd, const int64_t *shape, const 
 void lithe_f32_bcast_binary_backward__scalar(int op, int nd, const int64_t *shape, const float *A, const int64_t *as,
                                              const float *B, const int64_t *bs, const float *Y, const float *dY,
                                              float *dA, float *dB);
+void lithe_f32_bcast_where__scalar(int nd, const int64_t *shape, const float *C, const int64_t *cs, const float *A,
+                                   const int64_t *as, const float *B, const int64_t *bs, float *Y);
 void lithe_f32_broadcast_to__scalar(int nd, const int64_t *shape, const float *X, const int64_t *xs, float alpha,
                                     float beta, float *Y);
 void lithe_f32_reduce_to__scalar(int nd, const int64_t *xshape, const float *X, int64_t ny, const int64_t *ys,

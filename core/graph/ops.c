@@ -456,6 +456,9 @@ static int bin_op_of(const char *op) {
     if (!strcmp(op, "Sub")) return LITHE__BIN_SUB;
     if (!strcmp(op, "Mul")) return LITHE__BIN_MUL;
     if (!strcmp(op, "Div")) return LITHE__BIN_DIV;
+    if (!strcmp(op, "Less")) return LITHE__BIN_LESS;
+    if (!strcmp(op, "Greater")) return LITHE__BIN_GREATER;
+    if (!strcmp(op, "Equal")) return LITHE__BIN_EQUAL;
     return LITHE__BIN_POW;
 }
 
@@ -492,6 +495,9 @@ static lithe_status int_binary(lithe__gexec *x, size_t node, int op, lithe_tenso
             }
             y[i] = a / b;
             break;
+        case LITHE__BIN_LESS: y[i] = a < b; break;
+        case LITHE__BIN_GREATER: y[i] = a > b; break;
+        case LITHE__BIN_EQUAL: y[i] = a == b; break;
         default: {
             int64_t r = 1;
             for (int64_t e = 0; e < b && e < 64; e++) r = (int64_t)((uint64_t)r * (uint64_t)a);
@@ -522,6 +528,86 @@ BWD(b_binary) {
     LITHE__TRY(lithe__gexec_grad(x, node, 1, &dB));
     if (!dA && !dB) return LITHE_OK;
     return lithe__op_bcast_binary_backward(x->be, bin_op_of(NODE(x, node)->op_type), in[0], in[1], out[0], dout[0], dA, dB);
+}
+
+/* Not: 1 - x on a float mask, !x on host booleans. */
+FWD(f_not) {
+    UNUSED_FWD;
+    LITHE__TRY(need_inputs(x, node, in, n_in, 1));
+    if (is_int(in[0])) {
+        LITHE__TRY(new_i64(in[0]->ndim, in[0]->shape, &out[0]));
+        for (int64_t i = 0; i < in[0]->numel; i++) ((int64_t *)lithe__tdata(out[0]))[i] = !ints(in[0])[i];
+        return LITHE_OK;
+    }
+    LITHE__TRY(lithe__tensor_like(in[0], false, &out[0]));
+    LITHE__TRY(lithe__op_fill(x->be, out[0], 1.0f));
+    return lithe__op_axpby(x->be, -1.0f, in[0], 1.0f, out[0]);
+}
+
+/* A float 0 / 1 mask on the backend from a condition: a float mask already, or host booleans. */
+static lithe_status mask_of(lithe__gexec *x, lithe_tensor *c, lithe_tensor **out) {
+    if (c->dtype == LITHE_F32) {
+        *out = lithe_tensor_retain(c);
+        return LITHE_OK;
+    }
+    lithe_tensor *h = NULL;
+    LITHE__TRY(lithe__tensor_alloc(lithe__backend_cpu(), LITHE_F32, c->ndim, c->shape, false, &h));
+    for (int64_t i = 0; i < c->numel; i++) lithe__f32(h)[i] = ints(c)[i] != 0 ? 1.0f : 0.0f;
+    lithe_status s = lithe_tensor_to_backend(h, x->be, out);
+    lithe_tensor_release(h);
+    return s;
+}
+
+/* Where(C, A, B): a select with broadcasting; integers on the host, floats by bcast_where.
+ * saved[0] = the float mask; backward: dA += dY C, dB += dY (1 - C), each reduced to its shape. */
+FWD(f_where) {
+    (void)n_out;
+    LITHE__TRY(need_inputs(x, node, in, n_in, 3));
+    int nd = 0, nd2 = 0;
+    int64_t s1[LITHE_MAX_DIMS], shape[LITHE_MAX_DIMS];
+    LITHE__TRY(bcast_shape(x, node, in[1], in[2], &nd, s1));
+    lithe_tensor ab = {0};
+    ab.ndim = nd;
+    memcpy(ab.shape, s1, sizeof s1);
+    LITHE__TRY(bcast_shape(x, node, in[0], &ab, &nd2, shape));
+    if (is_int(in[1]) && is_int(in[2]) && is_int(in[0])) { /* shape arithmetic: all on the host */
+        lithe_tensor *t = NULL, *zero = NULL;
+        LITHE__TRY(new_i64(nd2, shape, &zero));
+        memset(lithe__tdata(zero), 0, (size_t)zero->numel * 8);
+        lithe_tensor *c = NULL, *a = NULL, *b = NULL;
+        lithe_status s = int_binary(x, node, LITHE__BIN_ADD, in[0], zero, &c);
+        if (s == LITHE_OK) s = int_binary(x, node, LITHE__BIN_ADD, in[1], zero, &a);
+        if (s == LITHE_OK) s = int_binary(x, node, LITHE__BIN_ADD, in[2], zero, &b);
+        if (s == LITHE_OK) s = new_i64(nd2, shape, &t);
+        for (int64_t i = 0; s == LITHE_OK && i < t->numel; i++)
+            ((int64_t *)lithe__tdata(t))[i] = ints(c)[i] ? ints(a)[i] : ints(b)[i];
+        lithe_tensor_release(zero);
+        lithe_tensor_release(c);
+        lithe_tensor_release(a);
+        lithe_tensor_release(b);
+        if (s != LITHE_OK) lithe_tensor_release(t);
+        else out[0] = t;
+        return s;
+    }
+    LITHE__TRY(need_float(x, node, in[1], 1));
+    LITHE__TRY(need_float(x, node, in[2], 2));
+    LITHE__TRY(mask_of(x, in[0], &saved[0]));
+    LITHE__TRY(new_f32(x, nd2, shape, false, &out[0]));
+    return lithe__op_bcast_where(x->be, saved[0], in[1], in[2], out[0]);
+}
+BWD(b_where) {
+    (void)n_in;
+    lithe_tensor *dA = NULL, *dB = NULL, *t = NULL;
+    LITHE__TRY(lithe__gexec_grad(x, node, 1, &dA));
+    LITHE__TRY(lithe__gexec_grad(x, node, 2, &dB));
+    if (!dA && !dB) return LITHE_OK;
+    LITHE__TRY(lithe__tensor_like(out[0], false, &t));
+    lithe_status s = lithe__op_bcast_binary(x->be, LITHE__BIN_MUL, dout[0], saved[0], t); /* dY C */
+    if (s == LITHE_OK && dA) s = lithe__op_reduce_to(x->be, t, 1.0f, 1.0f, dA);
+    if (s == LITHE_OK && dB) s = lithe__op_axpby(x->be, 1.0f, dout[0], -1.0f, t); /* dY (1 - C) */
+    if (s == LITHE_OK && dB) s = lithe__op_reduce_to(x->be, t, 1.0f, 1.0f, dB);
+    lithe_tensor_release(t);
+    return s;
 }
 
 /* ---- activations and unary maths ---- */
@@ -1694,6 +1780,11 @@ static const lithe__graph_op ops[] = {
     {"Mul", f_binary, b_binary},
     {"Div", f_binary, b_binary},
     {"Pow", f_binary, b_binary},
+    {"Less", f_binary, NULL},
+    {"Greater", f_binary, NULL},
+    {"Equal", f_binary, NULL},
+    {"Not", f_not, NULL},
+    {"Where", f_where, b_where},
     {"Relu", f_act, b_act},
     {"Sigmoid", f_act, b_act},
     {"Tanh", f_act, b_act},
@@ -1734,7 +1825,7 @@ static const lithe__graph_op ops[] = {
 
 const char *const lithe__graph_op_names[] = {
     "Identity", "Dropout", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Gemm", "MatMul", "Add", "Sub",
-    "Mul", "Div", "Pow", "Relu", "Sigmoid", "Tanh", "Gelu", "Clip", "Exp", "Log", "Sqrt", "Neg", "Erf", "Abs",
+    "Mul", "Div", "Pow", "Less", "Greater", "Equal", "Not", "Where", "Relu", "Sigmoid", "Tanh", "Gelu", "Clip", "Exp", "Log", "Sqrt", "Neg", "Erf", "Abs",
     "Reciprocal", "Softmax", "LogSoftmax", "Concat", "Split", "Slice", "Pad", "Expand", "ReduceMean", "ReduceSum",
     "LayerNormalization", "BatchNormalization", "Conv", "ConvTranspose", "LeakyRelu", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
     "Constant", "Shape", "Gather", "Cast", "ConstantOfShape", NULL,

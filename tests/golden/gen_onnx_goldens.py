@@ -121,6 +121,23 @@ class Decoder(nn.Module):
         return torch.sigmoid(self.up2(F.leaky_relu(self.up(h), 0.2))).flatten(1)
 
 
+class Masked(nn.Module):
+    """Attention with a padding mask as torch exports it: Less / Greater / Equal, Not, Where (a
+    masked_fill with -inf, and a select between two float branches), Cast of a mask."""
+
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(4, 6)
+
+    def forward(self, x):                                       # x (N, 5, 4)
+        h = self.l(x)
+        scores = h.matmul(h.transpose(1, 2))                    # (N, 5, 5)
+        mask = x[:, :, :1].transpose(1, 2) > 1.2                # Greater: (N, 1, 5)
+        att = torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
+        y = torch.where(~(h < 0), h * 2.0, -h)                  # Less, Not, Where
+        return att.matmul(y).flatten(1) + (x[:, :, 1:2] == 0.5).float().sum(dim=1)  # Equal, Cast
+
+
 def export(name, model, x, opset, lr=0.1, steps=10):
     model.eval()
     buf = io.BytesIO()
@@ -197,5 +214,8 @@ export("resblock", resblock, randx(2, 3, 8, 8), 13)
 
 torch.manual_seed(6)
 export("decoder", Decoder(), randx(2, 2, 6, 6), 13, lr=0.1)
+
+torch.manual_seed(7)
+export("masked", Masked(), randx(3, 5, 4), 13, lr=0.01)
 
 write("gen_onnx_goldens.py", "onnx_goldens.txt")

@@ -28,6 +28,9 @@ static inline float bin_fwd(int op, float a, float b) {
     case LITHE__BIN_SUB: return a - b;
     case LITHE__BIN_MUL: return a * b;
     case LITHE__BIN_DIV: return a / b;
+    case LITHE__BIN_LESS: return a < b ? 1.0f : 0.0f;
+    case LITHE__BIN_GREATER: return a > b ? 1.0f : 0.0f;
+    case LITHE__BIN_EQUAL: return a == b ? 1.0f : 0.0f;
     default: return powf(a, b);
     }
 }
@@ -54,6 +57,7 @@ void lithe_f32_bcast_binary_backward__scalar(int op, int nd, const int64_t *shap
         case LITHE__BIN_SUB: da = g; db = -g; break;
         case LITHE__BIN_MUL: da = g * b; db = g * a; break;
         case LITHE__BIN_DIV: da = g / b; db = -g * y / b; break;
+        case LITHE__BIN_LESS: case LITHE__BIN_GREATER: case LITHE__BIN_EQUAL: da = db = 0.0f; break;
         default: /* pow: d/da = b a^(b-1); d/db = a^b log a (0 where a <= 0, as torch masks a == 0) */
             da = g * b * powf(a, b - 1.0f);
             db = a > 0.0f ? g * y * logf(a) : 0.0f;
@@ -62,6 +66,16 @@ void lithe_f32_bcast_binary_backward__scalar(int op, int nd, const int64_t *shap
         if (dA) dA[off[0]] += da;
         if (dB) dB[off[1]] += db;
         odo_step(nd, shape, i, 2, off, str);
+    }
+}
+
+void lithe_f32_bcast_where__scalar(int nd, const int64_t *shape, const float *C, const int64_t *cs, const float *A,
+                                   const int64_t *as, const float *B, const int64_t *bs, float *Y) {
+    int64_t n = numel_of(nd, shape), i[LITHE_MAX_DIMS] = {0}, off[3] = {0, 0, 0};
+    const int64_t *str[3] = {cs, as, bs};
+    for (int64_t k = 0; k < n; k++) {
+        Y[k] = C[off[0]] != 0.0f ? A[off[1]] : B[off[2]]; /* a select: the other side's inf or NaN never leaks */
+        odo_step(nd, shape, i, 3, off, str);
     }
 }
 
