@@ -348,8 +348,11 @@ static lithe_status parse_tensor_inner(const uint8_t *d, size_t n, lithe__onnx_t
         return LITHE_OK;
     }
     size_t vs = t->is_float ? sizeof(float) : sizeof(int64_t);
+    if (numel > (uint64_t)SIZE_MAX / vs) /* 32-bit size_t (WebAssembly): the product would wrap */
+        return lithe__fail(LITHE_ERR_FORMAT, "%s: tensor '%s' has %llu elements, more than this platform addresses", WHAT,
+                           t->name ? t->name : "", (unsigned long long)numel);
     if (numel) {
-        t->data = lithe__malloc((size_t)numel * vs); /* numel <= 2^40 and vs <= 8: no overflow */
+        t->data = lithe__malloc((size_t)numel * vs); /* fits size_t, checked above */
         if (!t->data) return lithe__oom(WHAT, (size_t)numel * vs);
     }
     float *fo = t->data;
