@@ -736,6 +736,125 @@ static void test_sequences_sparse_strings(void **state) {
 
 typedef lithe_status (*build_fn)(lithe_model **out);
 
+/* ---- recurrent, attention and similarity ---- */
+
+/* The largest |cpu - vulkan| of an f32 pair, printed so the log records how close they came. */
+static double max_diff(const char *what, pair p) {
+    size_t n = (size_t)lithe_tensor_numel(p.c);
+    float *a = malloc(n * 4 + 4), *b = malloc(n * 4 + 4);
+    assert_true(a && b);
+    OK(lithe_tensor_read(p.c, a, n * 4));
+    OK(lithe_tensor_read(p.v, b, n * 4));
+    double m = 0;
+    for (size_t i = 0; i < n; i++) m = fmax(m, fabs((double)a[i] - b[i]));
+    free(a);
+    free(b);
+    fprintf(stderr, "test_vulkan: %s max |cpu - vulkan| = %.3g\n", what, m);
+    return m;
+}
+
+/* The CPU side's values written to the Vulkan side. */
+static void sync_pair(pair p) {
+    size_t n = (size_t)lithe_tensor_numel(p.c) * 4;
+    void *a = malloc(n + 4);
+    assert_non_null(a);
+    OK(lithe_tensor_read(p.c, a, n));
+    OK(lithe_tensor_write(p.v, a, n));
+    free(a);
+}
+
+static void test_recurrent_attention(void **state) {
+    (void)state;
+    NEED_VK();
+    /* LSTM: odd H and 4H·H around a workgroup (H = 17: 1156 items), steps non-increasing, a
+     * step larger than a workgroup (size 300 at H = 1) */
+    static const int32_t steps_a[] = {4, 4, 3, 1, 1}, steps_b[] = {300, 299, 7}, steps_c[] = {2};
+    const int32_t *steps[] = {steps_a, steps_b, steps_c};
+    const int64_t nT[] = {5, 3, 1}, nH[] = {5, 1, 17};
+    for (int c = 0; c < 3; c++) {
+        int64_t T = nT[c], H = nH[c], N = 0;
+        for (int64_t t = 0; t < T; t++) N += steps[c][t];
+        lithe_tensor *S = NULL;
+        OK(lithe_tensor_from_data(LITHE_I32, 1, &T, steps[c], &S));
+        pair Wh = pair_rand(2, (int64_t[]){4 * H, H}, -0.5, 0.5), bx = pair_rand(1, (int64_t[]){4 * H}, -0.5, 0.5),
+             bh = pair_rand(1, (int64_t[]){4 * H}, -0.5, 0.5), h0 = pair_rand(1, &H, -1, 1), c0 = pair_rand(1, &H, -1, 1);
+        for (int rev = 0; rev < 2; rev++) {
+            pair G = pair_rand(2, (int64_t[]){N, 4 * H}, -2, 2), C = pair_new(LITHE_F32, 2, (int64_t[]){N, H}, NULL),
+                 Y = pair_new(LITHE_F32, 2, (int64_t[]){N, H}, NULL), dY = pair_rand(2, (int64_t[]){N, H}, -1, 1),
+                 dC = pair_rand(2, (int64_t[]){N, H}, -1, 1), dG = pair_new(LITHE_F32, 2, (int64_t[]){N, 4 * H}, NULL),
+                 dWh = pair_rand(2, (int64_t[]){4 * H, H}, -1, 1);
+            OK(lithe__op_lstm_scan(cpu, Wh.c, bx.c, bh.c, h0.c, c0.c, S, rev, G.c, C.c, Y.c));
+            OK(lithe__op_lstm_scan(vk, Wh.v, bx.v, bh.v, h0.v, c0.v, S, rev, G.v, C.v, Y.v));
+            /* exp / tanh differ from libm in the last bits; the sums are in the CPU's order */
+            expect_pair("lstm_scan G", G, 1e-5, 1e-4);
+            expect_pair("lstm_scan C", C, 1e-5, 1e-4);
+            expect_pair("lstm_scan Y", Y, 1e-5, 1e-4);
+            max_diff("lstm_scan Y", Y);
+            /* the backward from the CPU's forward on both sides, so only the backward is compared */
+            sync_pair(G);
+            sync_pair(C);
+            sync_pair(Y);
+            OK(lithe__op_lstm_scan_backward(cpu, Wh.c, h0.c, c0.c, S, rev, G.c, C.c, Y.c, dY.c, dC.c, dG.c, dWh.c));
+            OK(lithe__op_lstm_scan_backward(vk, Wh.v, h0.v, c0.v, S, rev, G.v, C.v, Y.v, dY.v, dC.v, dG.v, dWh.v));
+            expect_pair("lstm_scan_backward dG", dG, 1e-5, 1e-4);
+            expect_pair("lstm_scan_backward dY", dY, 1e-5, 1e-4);
+            expect_pair("lstm_scan_backward dWh", dWh, 1e-5, 1e-4);
+            max_diff("lstm_scan_backward dG", dG);
+            max_diff("lstm_scan_backward dWh", dWh);
+            pair_free(G), pair_free(C), pair_free(Y), pair_free(dY), pair_free(dC), pair_free(dG), pair_free(dWh);
+        }
+        pair_free(Wh), pair_free(bx), pair_free(bh), pair_free(h0), pair_free(c0);
+        lithe_tensor_release(S);
+    }
+    /* ParametricAttention over sequences with empty ones, a sequence past a workgroup */
+    static const int32_t lens_a[] = {3, 0, 1, 7, 2, 0, 5}, lens_b[] = {1, 4, 300, 2};
+    const int32_t *lens[] = {lens_a, lens_b};
+    const int64_t nb[] = {7, 4};
+    for (int c = 0; c < 2; c++) {
+        int64_t B = nb[c], N = 0, O = c ? 257 : 5;
+        for (int64_t b = 0; b < B; b++) N += lens[c][b];
+        lithe_tensor *L = NULL;
+        OK(lithe_tensor_from_data(LITHE_I32, 1, &B, lens[c], &L));
+        pair X = pair_rand(2, (int64_t[]){N, O}, -1, 1), Q = pair_rand(1, &O, -0.5, 0.5),
+             A = pair_new(LITHE_F32, 1, &N, NULL), Y = pair_new(LITHE_F32, 2, (int64_t[]){N, O}, NULL),
+             dY = pair_rand(2, (int64_t[]){N, O}, -1, 1), dX = pair_rand(2, (int64_t[]){N, O}, -1, 1),
+             dQ = pair_rand(1, &O, -1, 1);
+        OK(lithe__op_para_attention(cpu, X.c, Q.c, L, A.c, Y.c));
+        OK(lithe__op_para_attention(vk, X.v, Q.v, L, A.v, Y.v));
+        expect_pair("para_attention A", A, 1e-6, 1e-5);
+        expect_pair("para_attention Y", Y, 1e-6, 1e-5);
+        max_diff("para_attention Y", Y);
+        sync_pair(A);
+        OK(lithe__op_para_attention_backward(cpu, X.c, Q.c, A.c, L, dY.c, dX.c, dQ.c));
+        OK(lithe__op_para_attention_backward(vk, X.v, Q.v, A.v, L, dY.v, dX.v, dQ.v));
+        /* no transcendental in the backward: the CPU's bits */
+        expect_pair("para_attention_backward dX", dX, 0, 0);
+        expect_pair("para_attention_backward dQ", dQ, 0, 0);
+        pair_free(X), pair_free(Q), pair_free(A), pair_free(Y), pair_free(dY), pair_free(dX), pair_free(dQ);
+        lithe_tensor_release(L);
+    }
+    /* CauchySimilarity: no transcendental, bit-exact */
+    for (size_t i = 0; i < N_SIZES; i += 2) {
+        int64_t B = sizes[i], I = sizes[N_SIZES - 1 - i] % 300 + 1;
+        pair X1 = pair_rand(2, (int64_t[]){B, I}, -1, 1), X2 = pair_rand(2, (int64_t[]){B, I}, -1, 1),
+             W = pair_rand(1, &I, 0, 1), sim = pair_new(LITHE_F32, 1, &B, NULL), dsim = pair_rand(1, &B, -1, 1),
+             dX1 = pair_new(LITHE_F32, 2, (int64_t[]){B, I}, NULL), dX2 = pair_new(LITHE_F32, 2, (int64_t[]){B, I}, NULL),
+             dW = pair_rand(1, &I, -1, 1);
+        OK(lithe__op_cauchy_similarity(cpu, X1.c, X2.c, W.c, sim.c));
+        OK(lithe__op_cauchy_similarity(vk, X1.v, X2.v, W.v, sim.v));
+        expect_pair("cauchy_similarity", sim, 0, 0);
+        OK(lithe__op_cauchy_similarity_backward(cpu, X1.c, X2.c, W.c, sim.c, dsim.c, dX1.c, dX2.c, dW.c));
+        OK(lithe__op_cauchy_similarity_backward(vk, X1.v, X2.v, W.v, sim.v, dsim.v, dX1.v, dX2.v, dW.v));
+        expect_pair("cauchy_similarity_backward dX1", dX1, 0, 0);
+        expect_pair("cauchy_similarity_backward dX2", dX2, 0, 0);
+        expect_pair("cauchy_similarity_backward dW", dW, 0, 0);
+        pair_free(X1), pair_free(X2), pair_free(W), pair_free(sim), pair_free(dsim), pair_free(dX1), pair_free(dX2),
+            pair_free(dW);
+    }
+}
+
+/* ---- whole models ---- */
+
 static lithe_status build_relu_mlp(lithe_model **out) {
     lithe_model *l[3] = {NULL, NULL, NULL};
     lithe_status s = lithe_relu(&(lithe_dense_opts){.nO = 48}, &l[0]);
@@ -925,6 +1044,7 @@ int main(void) {
         cmocka_unit_test(test_maxout_layernorm),
         cmocka_unit_test(test_ids),
         cmocka_unit_test(test_sequences_sparse_strings),
+        cmocka_unit_test(test_recurrent_attention),
         cmocka_unit_test(test_model_relu_mlp),
         cmocka_unit_test(test_model_maxout_layernorm_dropout),
         cmocka_unit_test(test_model_hash_embed),
