@@ -732,6 +732,50 @@ static void test_sequences_sparse_strings(void **state) {
     lithe_tensor_release(offsets);
 }
 
+/* ---- imported-graph (ONNX) primitives ---- */
+
+static void test_conv2d(void **state) {
+    (void)state;
+    NEED_VK();
+    /* N, C, H, W, M, KH, KW, group, stride h w, pad (symmetric) h w, dil h w: strided, dilated,
+     * grouped, depthwise, 1x1, and outputs past a workgroup */
+    static const int64_t cases[][14] = {
+        {2, 3, 7, 5, 4, 3, 2, 1, 2, 1, 1, 1, 1, 2}, {1, 4, 17, 16, 6, 3, 3, 2, 1, 1, 1, 1, 1, 1},
+        {2, 3, 9, 11, 3, 5, 5, 3, 1, 2, 2, 2, 1, 1}, {3, 2, 20, 19, 5, 1, 1, 1, 1, 1, 0, 0, 1, 1},
+        {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1},  {2, 6, 8, 8, 4, 2, 3, 2, 3, 2, 0, 1, 2, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int64_t *k = cases[i];
+        lithe__conv2d g = {.N = k[0], .C = k[1], .H = k[2], .W = k[3], .M = k[4], .KH = k[5], .KW = k[6],
+                           .group = k[7], .stride = {k[8], k[9]}, .pad = {k[10], k[11], k[10], k[11]},
+                           .dil = {k[12], k[13]}};
+        g.OH = (g.H + 2 * g.pad[0] - g.dil[0] * (g.KH - 1) - 1) / g.stride[0] + 1;
+        g.OW = (g.W + 2 * g.pad[1] - g.dil[1] * (g.KW - 1) - 1) / g.stride[1] + 1;
+        pair X = pair_rand(4, (int64_t[]){g.N, g.C, g.H, g.W}, -1, 1),
+             W = pair_rand(4, (int64_t[]){g.M, g.C / g.group, g.KH, g.KW}, -1, 1), b = pair_rand(1, &g.M, -1, 1),
+             Y = pair_new(LITHE_F32, 4, (int64_t[]){g.N, g.M, g.OH, g.OW}, NULL),
+             dY = pair_rand(4, (int64_t[]){g.N, g.M, g.OH, g.OW}, -1, 1),
+             dX = pair_rand(4, (int64_t[]){g.N, g.C, g.H, g.W}, -1, 1),
+             dW = pair_rand(4, (int64_t[]){g.M, g.C / g.group, g.KH, g.KW}, -1, 1), db = pair_rand(1, &g.M, -1, 1);
+        for (int bias = 0; bias < 2; bias++) {
+            OK(lithe__op_conv2d(cpu, &g, X.c, W.c, bias ? b.c : NULL, Y.c));
+            OK(lithe__op_conv2d(vk, &g, X.v, W.v, bias ? b.v : NULL, Y.v));
+            expect_pair("conv2d", Y, 0, 0); /* the CPU's order of additions: its bits */
+        }
+        OK(lithe__op_conv2d_backward(cpu, &g, X.c, W.c, dY.c, dX.c, dW.c, db.c));
+        OK(lithe__op_conv2d_backward(vk, &g, X.v, W.v, dY.v, dX.v, dW.v, db.v));
+        expect_pair("conv2d_backward dX", dX, 0, 0);
+        expect_pair("conv2d_backward dW", dW, 0, 0);
+        expect_pair("conv2d_backward db", db, 0, 0);
+        /* any gradient may be skipped */
+        OK(lithe__op_conv2d_backward(cpu, &g, X.c, W.c, dY.c, NULL, dW.c, NULL));
+        OK(lithe__op_conv2d_backward(vk, &g, X.v, W.v, dY.v, NULL, dW.v, NULL));
+        expect_pair("conv2d_backward dW only", dW, 0, 0);
+        pair_free(X), pair_free(W), pair_free(b), pair_free(Y), pair_free(dY), pair_free(dX), pair_free(dW),
+            pair_free(db);
+    }
+}
+
 /* ---- whole models ---- */
 
 typedef lithe_status (*build_fn)(lithe_model **out);
@@ -1045,6 +1089,7 @@ int main(void) {
         cmocka_unit_test(test_ids),
         cmocka_unit_test(test_sequences_sparse_strings),
         cmocka_unit_test(test_recurrent_attention),
+        cmocka_unit_test(test_conv2d),
         cmocka_unit_test(test_model_relu_mlp),
         cmocka_unit_test(test_model_maxout_layernorm_dropout),
         cmocka_unit_test(test_model_hash_embed),

@@ -705,6 +705,52 @@ static lithe_status vk_cauchy_similarity_backward(lithe_backend *be, const lithe
     return s;
 }
 
+/* ---- 2-D convolution of imported graphs (shaders/conv.comp) ---- */
+
+/* The geometry as conv.comp reads it; refused when an index could pass 32 bits. */
+static lithe_status conv_push(const char *op, const lithe__conv2d *g, bool bias, lithe__vk_push *p) {
+    int64_t big = g->N * (g->C > g->M ? g->C : g->M) * (g->H * g->W > g->OH * g->OW ? g->H * g->W : g->OH * g->OW);
+    if (big >= INT32_MAX || g->M * g->C * g->KH * g->KW >= INT32_MAX || g->group <= 0)
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "vulkan %s: the convolution exceeds 32-bit indexing", op);
+    memset(p, 0, sizeof *p);
+    const int64_t u[10] = {g->N, g->C, g->H, g->W, g->M, g->KH, g->KW, g->OH, g->OW, g->group};
+    for (int i = 0; i < 10; i++) p->u[i] = (uint32_t)u[i];
+    const int32_t f[7] = {(int32_t)g->stride[0], (int32_t)g->stride[1], (int32_t)g->pad[0], (int32_t)g->pad[1],
+                          (int32_t)g->dil[0], (int32_t)g->dil[1], bias};
+    memcpy(p->f, f, sizeof f); /* ints carried as float bits */
+    return LITHE_OK;
+}
+
+static lithe_status vk_conv2d(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X, const lithe_tensor *W,
+                              const lithe_tensor *b, lithe_tensor *Y) {
+    LITHE__TRY(need_f32("conv2d", X));
+    LITHE__TRY(need_f32("conv2d", W));
+    LITHE__TRY(need_f32("conv2d", Y));
+    if (b) LITHE__TRY(need_f32("conv2d", b));
+    if (!Y->numel) return LITHE_OK;
+    lithe__vk_push p;
+    LITHE__TRY(conv_push("conv2d", g, b != NULL, &p));
+    return DISPATCH("conv2d", "conv", SPEC0, &p, groups_for(Y->numel), 1, Y, X, W, b);
+}
+
+static lithe_status vk_conv2d_backward(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X,
+                                       const lithe_tensor *W, const lithe_tensor *dY, lithe_tensor *dX,
+                                       lithe_tensor *dW, lithe_tensor *db) {
+    const lithe_tensor *fs[] = {X, W, dY, dX, dW, db};
+    for (size_t i = 0; i < sizeof fs / sizeof *fs; i++)
+        if (fs[i]) LITHE__TRY(need_f32("conv2d_backward", fs[i]));
+    lithe__vk_push p;
+    LITHE__TRY(conv_push("conv2d_backward", g, false, &p));
+    static const uint32_t SPEC3[LITHE__VK_SPEC] = {3};
+    lithe_status s = LITHE_OK;
+    if (dX && dX->numel) s = DISPATCH("conv2d_backward", "conv", SPEC1, &p, groups_for(dX->numel), 1, dX, dY, W);
+    if (s == LITHE_OK && dW && dW->numel)
+        s = DISPATCH("conv2d_backward", "conv", SPEC2, &p, groups_for(dW->numel), 1, dW, dY, X);
+    if (s == LITHE_OK && db && db->numel)
+        s = DISPATCH("conv2d_backward", "conv", SPEC3, &p, groups_for(db->numel), 1, db, dY);
+    return s;
+}
+
 /* Listed by name rather than generated from primitives.def, so a primitive added to the table
  * before its shader exists leaves a NULL field: the dispatcher then answers
  * LITHE_ERR_UNSUPPORTED ("backend 'vulkan' lacks primitive ..."), never a silent CPU run, and
@@ -751,4 +797,6 @@ void lithe__vk_fill_ops(lithe_backend_ops *ops) {
     ops->para_attention_backward = vk_para_attention_backward;
     ops->cauchy_similarity = vk_cauchy_similarity;
     ops->cauchy_similarity_backward = vk_cauchy_similarity_backward;
+    ops->conv2d = vk_conv2d;
+    ops->conv2d_backward = vk_conv2d_backward;
 }
