@@ -631,7 +631,6 @@ static void test_ids(void **state) {
     pair_free(ids32);
 }
 
-
 /* ---- sequences, sparse and strings (lengths, strings and offsets live on the host) ---- */
 
 static void test_sequences_sparse_strings(void **state) {
@@ -731,54 +730,6 @@ static void test_sequences_sparse_strings(void **state) {
     lithe_tensor_release(bytes);
     lithe_tensor_release(offsets);
 }
-
-/* ---- imported-graph (ONNX) primitives ---- */
-
-static void test_conv2d(void **state) {
-    (void)state;
-    NEED_VK();
-    /* N, C, H, W, M, KH, KW, group, stride h w, pad (symmetric) h w, dil h w: strided, dilated,
-     * grouped, depthwise, 1x1, and outputs past a workgroup */
-    static const int64_t cases[][14] = {
-        {2, 3, 7, 5, 4, 3, 2, 1, 2, 1, 1, 1, 1, 2}, {1, 4, 17, 16, 6, 3, 3, 2, 1, 1, 1, 1, 1, 1},
-        {2, 3, 9, 11, 3, 5, 5, 3, 1, 2, 2, 2, 1, 1}, {3, 2, 20, 19, 5, 1, 1, 1, 1, 1, 0, 0, 1, 1},
-        {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1},  {2, 6, 8, 8, 4, 2, 3, 2, 3, 2, 0, 1, 2, 1},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const int64_t *k = cases[i];
-        lithe__conv2d g = {.N = k[0], .C = k[1], .H = k[2], .W = k[3], .M = k[4], .KH = k[5], .KW = k[6],
-                           .group = k[7], .stride = {k[8], k[9]}, .pad = {k[10], k[11], k[10], k[11]},
-                           .dil = {k[12], k[13]}};
-        g.OH = (g.H + 2 * g.pad[0] - g.dil[0] * (g.KH - 1) - 1) / g.stride[0] + 1;
-        g.OW = (g.W + 2 * g.pad[1] - g.dil[1] * (g.KW - 1) - 1) / g.stride[1] + 1;
-        pair X = pair_rand(4, (int64_t[]){g.N, g.C, g.H, g.W}, -1, 1),
-             W = pair_rand(4, (int64_t[]){g.M, g.C / g.group, g.KH, g.KW}, -1, 1), b = pair_rand(1, &g.M, -1, 1),
-             Y = pair_new(LITHE_F32, 4, (int64_t[]){g.N, g.M, g.OH, g.OW}, NULL),
-             dY = pair_rand(4, (int64_t[]){g.N, g.M, g.OH, g.OW}, -1, 1),
-             dX = pair_rand(4, (int64_t[]){g.N, g.C, g.H, g.W}, -1, 1),
-             dW = pair_rand(4, (int64_t[]){g.M, g.C / g.group, g.KH, g.KW}, -1, 1), db = pair_rand(1, &g.M, -1, 1);
-        for (int bias = 0; bias < 2; bias++) {
-            OK(lithe__op_conv2d(cpu, &g, X.c, W.c, bias ? b.c : NULL, Y.c));
-            OK(lithe__op_conv2d(vk, &g, X.v, W.v, bias ? b.v : NULL, Y.v));
-            expect_pair("conv2d", Y, 0, 0); /* the CPU's order of additions: its bits */
-        }
-        OK(lithe__op_conv2d_backward(cpu, &g, X.c, W.c, dY.c, dX.c, dW.c, db.c));
-        OK(lithe__op_conv2d_backward(vk, &g, X.v, W.v, dY.v, dX.v, dW.v, db.v));
-        expect_pair("conv2d_backward dX", dX, 0, 0);
-        expect_pair("conv2d_backward dW", dW, 0, 0);
-        expect_pair("conv2d_backward db", db, 0, 0);
-        /* any gradient may be skipped */
-        OK(lithe__op_conv2d_backward(cpu, &g, X.c, W.c, dY.c, NULL, dW.c, NULL));
-        OK(lithe__op_conv2d_backward(vk, &g, X.v, W.v, dY.v, NULL, dW.v, NULL));
-        expect_pair("conv2d_backward dW only", dW, 0, 0);
-        pair_free(X), pair_free(W), pair_free(b), pair_free(Y), pair_free(dY), pair_free(dX), pair_free(dW),
-            pair_free(db);
-    }
-}
-
-/* ---- whole models ---- */
-
-typedef lithe_status (*build_fn)(lithe_model **out);
 
 /* ---- recurrent, attention and similarity ---- */
 
@@ -897,7 +848,93 @@ static void test_recurrent_attention(void **state) {
     }
 }
 
+/* ---- imported-graph (ONNX) primitives ---- */
+
+static void test_conv2d(void **state) {
+    (void)state;
+    NEED_VK();
+    /* N, C, H, W, M, KH, KW, group, stride h w, pad (symmetric) h w, dil h w: strided, dilated,
+     * grouped, depthwise, 1x1, and outputs past a workgroup */
+    static const int64_t cases[][14] = {
+        {2, 3, 7, 5, 4, 3, 2, 1, 2, 1, 1, 1, 1, 2}, {1, 4, 17, 16, 6, 3, 3, 2, 1, 1, 1, 1, 1, 1},
+        {2, 3, 9, 11, 3, 5, 5, 3, 1, 2, 2, 2, 1, 1}, {3, 2, 20, 19, 5, 1, 1, 1, 1, 1, 0, 0, 1, 1},
+        {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1},  {2, 6, 8, 8, 4, 2, 3, 2, 3, 2, 0, 1, 2, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int64_t *k = cases[i];
+        lithe__conv2d g = {.N = k[0], .C = k[1], .H = k[2], .W = k[3], .M = k[4], .KH = k[5], .KW = k[6],
+                           .group = k[7], .stride = {k[8], k[9]}, .pad = {k[10], k[11], k[10], k[11]},
+                           .dil = {k[12], k[13]}};
+        g.OH = (g.H + 2 * g.pad[0] - g.dil[0] * (g.KH - 1) - 1) / g.stride[0] + 1;
+        g.OW = (g.W + 2 * g.pad[1] - g.dil[1] * (g.KW - 1) - 1) / g.stride[1] + 1;
+        pair X = pair_rand(4, (int64_t[]){g.N, g.C, g.H, g.W}, -1, 1),
+             W = pair_rand(4, (int64_t[]){g.M, g.C / g.group, g.KH, g.KW}, -1, 1), b = pair_rand(1, &g.M, -1, 1),
+             Y = pair_new(LITHE_F32, 4, (int64_t[]){g.N, g.M, g.OH, g.OW}, NULL),
+             dY = pair_rand(4, (int64_t[]){g.N, g.M, g.OH, g.OW}, -1, 1),
+             dX = pair_rand(4, (int64_t[]){g.N, g.C, g.H, g.W}, -1, 1),
+             dW = pair_rand(4, (int64_t[]){g.M, g.C / g.group, g.KH, g.KW}, -1, 1), db = pair_rand(1, &g.M, -1, 1);
+        for (int bias = 0; bias < 2; bias++) {
+            OK(lithe__op_conv2d(cpu, &g, X.c, W.c, bias ? b.c : NULL, Y.c));
+            OK(lithe__op_conv2d(vk, &g, X.v, W.v, bias ? b.v : NULL, Y.v));
+            expect_pair("conv2d", Y, 0, 0); /* the CPU's order of additions: its bits */
+        }
+        OK(lithe__op_conv2d_backward(cpu, &g, X.c, W.c, dY.c, dX.c, dW.c, db.c));
+        OK(lithe__op_conv2d_backward(vk, &g, X.v, W.v, dY.v, dX.v, dW.v, db.v));
+        expect_pair("conv2d_backward dX", dX, 0, 0);
+        expect_pair("conv2d_backward dW", dW, 0, 0);
+        expect_pair("conv2d_backward db", db, 0, 0);
+        /* any gradient may be skipped */
+        OK(lithe__op_conv2d_backward(cpu, &g, X.c, W.c, dY.c, NULL, dW.c, NULL));
+        OK(lithe__op_conv2d_backward(vk, &g, X.v, W.v, dY.v, NULL, dW.v, NULL));
+        expect_pair("conv2d_backward dW only", dW, 0, 0);
+        pair_free(X), pair_free(W), pair_free(b), pair_free(Y), pair_free(dY), pair_free(dX), pair_free(dW),
+            pair_free(db);
+    }
+}
+
+static void test_pool2d(void **state) {
+    (void)state;
+    NEED_VK();
+    /* N, C, H, W, KH, KW, stride h w, pad h w, dil h w, count_include_pad: overlapping, padded
+     * (windows of only padding too), dilated, outputs past a workgroup */
+    static const int64_t cases[][13] = {
+        {2, 3, 7, 5, 3, 2, 2, 1, 1, 1, 1, 2, 0}, {1, 4, 17, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1},
+        {2, 3, 9, 11, 2, 2, 2, 2, 0, 0, 1, 1, 0}, {3, 2, 20, 19, 5, 5, 1, 1, 2, 2, 1, 1, 0},
+        {1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1},  {1, 2, 3, 3, 3, 3, 4, 4, 2, 2, 1, 1, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int64_t *k = cases[i];
+        for (int max = 0; max < 2; max++) {
+            lithe__pool2d g = {.N = k[0], .C = k[1], .H = k[2], .W = k[3], .KH = k[4], .KW = k[5],
+                               .stride = {k[6], k[7]}, .pad = {k[8], k[9], k[8], k[9]}, .dil = {k[10], k[11]},
+                               .max = max, .count_include_pad = k[12]};
+            g.OH = (g.H + 2 * g.pad[0] - g.dil[0] * (g.KH - 1) - 1) / g.stride[0] + 1;
+            g.OW = (g.W + 2 * g.pad[1] - g.dil[1] * (g.KW - 1) - 1) / g.stride[1] + 1;
+            int64_t yshape[4] = {g.N, g.C, g.OH, g.OW};
+            pair X = pair_rand(4, (int64_t[]){g.N, g.C, g.H, g.W}, -1, 1), Y = pair_new(LITHE_F32, 4, yshape, NULL),
+                 Wh = pair_new(LITHE_I32, 4, yshape, NULL), dY = pair_rand(4, yshape, -1, 1),
+                 dX = pair_rand(4, (int64_t[]){g.N, g.C, g.H, g.W}, -1, 1);
+            OK(lithe__op_pool2d(cpu, &g, X.c, Y.c, max ? Wh.c : NULL));
+            OK(lithe__op_pool2d(vk, &g, X.v, Y.v, max ? Wh.v : NULL));
+            if (max) {
+                expect_pair("maxpool2d", Y, 0, 0);
+                expect_pair("maxpool2d which", Wh, 0, 0);
+            } else {
+                expect_pair("avgpool2d", Y, 1e-7, 1e-6); /* GLSL division */
+                max_diff("avgpool2d", Y);
+            }
+            OK(lithe__op_pool2d_backward(cpu, &g, dY.c, max ? Wh.c : NULL, dX.c));
+            OK(lithe__op_pool2d_backward(vk, &g, dY.v, max ? Wh.v : NULL, dX.v));
+            expect_pair(max ? "maxpool2d_backward" : "avgpool2d_backward", dX, max ? 0 : 1e-7, max ? 0 : 1e-6);
+            if (!max) max_diff("avgpool2d_backward", dX);
+            pair_free(X), pair_free(Y), pair_free(Wh), pair_free(dY), pair_free(dX);
+        }
+    }
+}
+
 /* ---- whole models ---- */
+
+typedef lithe_status (*build_fn)(lithe_model **out);
 
 static lithe_status build_relu_mlp(lithe_model **out) {
     lithe_model *l[3] = {NULL, NULL, NULL};
@@ -1090,6 +1127,7 @@ int main(void) {
         cmocka_unit_test(test_sequences_sparse_strings),
         cmocka_unit_test(test_recurrent_attention),
         cmocka_unit_test(test_conv2d),
+        cmocka_unit_test(test_pool2d),
         cmocka_unit_test(test_model_relu_mlp),
         cmocka_unit_test(test_model_maxout_layernorm_dropout),
         cmocka_unit_test(test_model_hash_embed),

@@ -751,6 +751,48 @@ static lithe_status vk_conv2d_backward(lithe_backend *be, const lithe__conv2d *g
     return s;
 }
 
+/* Pooling geometry as conv.comp reads it (u9: 1 = max, 2 = count_include_pad). */
+static lithe_status pool_push(const char *op, const lithe__pool2d *g, lithe__vk_push *p) {
+    int64_t big = g->N * g->C * (g->H * g->W > g->OH * g->OW ? g->H * g->W : g->OH * g->OW);
+    if (big >= INT32_MAX)
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "vulkan %s: the pooling exceeds 32-bit indexing", op);
+    memset(p, 0, sizeof *p);
+    const int64_t u[10] = {g->N, g->C, g->H, g->W, g->C, g->KH, g->KW, g->OH, g->OW,
+                           (g->max ? 1 : 0) | (g->count_include_pad ? 2 : 0)};
+    for (int i = 0; i < 10; i++) p->u[i] = (uint32_t)u[i];
+    const int32_t f[6] = {(int32_t)g->stride[0], (int32_t)g->stride[1], (int32_t)g->pad[0], (int32_t)g->pad[1],
+                          (int32_t)g->dil[0], (int32_t)g->dil[1]};
+    memcpy(p->f, f, sizeof f);
+    return LITHE_OK;
+}
+
+static const uint32_t SPEC4[LITHE__VK_SPEC] = {4}, SPEC5[LITHE__VK_SPEC] = {5};
+
+static lithe_status vk_pool2d(lithe_backend *be, const lithe__pool2d *g, const lithe_tensor *X, lithe_tensor *Y,
+                              lithe_tensor *which) {
+    LITHE__TRY(need_f32("pool2d", X));
+    LITHE__TRY(need_f32("pool2d", Y));
+    if (g->max && (!which || which->dtype != LITHE_I32))
+        return lithe__fail(LITHE_ERR_DTYPE, "vulkan pool2d: max pooling needs an int32 which");
+    if (!Y->numel) return LITHE_OK;
+    lithe__vk_push p;
+    LITHE__TRY(pool_push("pool2d", g, &p));
+    return DISPATCH("pool2d", "conv", SPEC4, &p, groups_for(Y->numel), 1, Y, X, NULL, NULL, g->max ? which : NULL);
+}
+
+static lithe_status vk_pool2d_backward(lithe_backend *be, const lithe__pool2d *g, const lithe_tensor *dY,
+                                       const lithe_tensor *which, lithe_tensor *dX) {
+    LITHE__TRY(need_f32("pool2d_backward", dY));
+    LITHE__TRY(need_f32("pool2d_backward", dX));
+    if (g->max && (!which || which->dtype != LITHE_I32))
+        return lithe__fail(LITHE_ERR_DTYPE, "vulkan pool2d_backward: max pooling needs an int32 which");
+    if (!dX->numel) return LITHE_OK;
+    lithe__vk_push p;
+    LITHE__TRY(pool_push("pool2d_backward", g, &p));
+    return DISPATCH("pool2d_backward", "conv", SPEC5, &p, groups_for(dX->numel), 1, dX, dY, NULL, NULL,
+                    g->max ? which : NULL);
+}
+
 /* Listed by name rather than generated from primitives.def, so a primitive added to the table
  * before its shader exists leaves a NULL field: the dispatcher then answers
  * LITHE_ERR_UNSUPPORTED ("backend 'vulkan' lacks primitive ..."), never a silent CPU run, and
@@ -799,4 +841,6 @@ void lithe__vk_fill_ops(lithe_backend_ops *ops) {
     ops->cauchy_similarity_backward = vk_cauchy_similarity_backward;
     ops->conv2d = vk_conv2d;
     ops->conv2d_backward = vk_conv2d_backward;
+    ops->pool2d = vk_pool2d;
+    ops->pool2d_backward = vk_pool2d_backward;
 }

@@ -8,6 +8,10 @@
 //   spec 0 = 1: dX (N, C, H, W) += dY ⋆ W             (0 = dX, 1 = dY, 2 = W)
 //   spec 0 = 2: dW (M, C/g, KH, KW) += X ⋆ dY          (0 = dW, 1 = dY, 2 = X)
 //   spec 0 = 3: db (M,) += dY summed                   (0 = db, 1 = dY)
+// Pooling (lithe__pool2d): u0..u8 as above with M unused; u9 = 1 for max, 2 | for
+// count_include_pad. Max pooling is bit-exact; average divides on the device (GLSL division).
+//   spec 0 = 4: Y (N, C, OH, OW), which (max)          (0 = Y, 1 = X, 4 = which)
+//   spec 0 = 5: dX (N, C, H, W) += routed dY           (0 = dX, 1 = dY, 4 = which)
 #include "common.glsl"
 layout(local_size_x = WG) in;
 layout(constant_id = 0) const uint OP = 0u;
@@ -15,13 +19,89 @@ layout(std430, binding = 0) buffer B0 { float b0[]; };
 layout(std430, binding = 1) readonly buffer B1 { float b1[]; };
 layout(std430, binding = 2) readonly buffer B2 { float b2[]; };
 layout(std430, binding = 3) readonly buffer B3 { float b3[]; };
+layout(std430, binding = 4) buffer B4 { int which[]; };
 
 int gi(uint k) { return floatBitsToInt(pc.f[k]); }
+
+// The in-bounds taps of window (oh, ow), as the CPU counts them.
+int window_count(int H, int W, int KH, int KW, int oh, int ow, int sh, int sw, int ph, int pw, int dh, int dw) {
+    int count = 0;
+    for (int kh = 0; kh < KH; kh++) {
+        int h = oh * sh - ph + kh * dh;
+        for (int kw = 0; kw < KW; kw++) {
+            int w = ow * sw - pw + kw * dw;
+            if (h >= 0 && h < H && w >= 0 && w < W) count++;
+        }
+    }
+    return count;
+}
+
+void pool(int N, int C, int H, int W, int KH, int KW, int OH, int OW, bool is_max, bool cip, int sh, int sw, int ph,
+          int pw, int dh, int dw) {
+    if (OP == 4u) {
+        uint total = uint(N * C * OH * OW);
+        for (uint e = FIRST; e < total; e += STRIDE) {
+            int ow = int(e % uint(OW)), oh = int((e / uint(OW)) % uint(OH)), nc = int(e / uint(OW * OH));
+            uint xo = uint(nc * H * W);
+            float best = uintBitsToFloat(0xff800000u); // -inf
+            precise float sum = 0.0;
+            int arg = -1, count = 0;
+            for (int kh = 0; kh < KH; kh++) {
+                int h = oh * sh - ph + kh * dh;
+                for (int kw = 0; kw < KW; kw++) {
+                    int w = ow * sw - pw + kw * dw;
+                    if (h < 0 || h >= H || w < 0 || w >= W) continue;
+                    float v = b1[OFF(1) + xo + uint(h * W + w)];
+                    count++;
+                    sum += v;
+                    if (arg < 0 || v > best) { best = v; arg = h * W + w; }
+                }
+            }
+            if (is_max) {
+                b0[OFF(0) + e] = best;
+                which[OFF(4) + e] = arg;
+            } else {
+                int div = cip ? KH * KW : count;
+                b0[OFF(0) + e] = div != 0 ? sum / float(div) : 0.0;
+            }
+        }
+    } else {
+        uint total = uint(N * C * H * W);
+        for (uint e = FIRST; e < total; e += STRIDE) {
+            int w = int(e % uint(W)), h = int((e / uint(W)) % uint(H)), nc = int(e / uint(W * H));
+            uint yo = uint(nc * OH * OW);
+            precise float acc = b0[OFF(0) + e];
+            for (int oh = 0; oh < OH; oh++) {
+                int th = h + ph - oh * sh;
+                bool inh = th >= 0 && th % dh == 0 && th / dh < KH;
+                if (!is_max && !inh) continue;
+                for (int ow = 0; ow < OW; ow++) {
+                    uint o = yo + uint(oh * OW + ow);
+                    if (is_max) {
+                        if (which[OFF(4) + o] == h * W + w) acc += b1[OFF(1) + o];
+                        continue;
+                    }
+                    int tw = w + pw - ow * sw;
+                    if (tw < 0 || tw % dw != 0 || tw / dw >= KW) continue;
+                    int div = cip ? KH * KW : window_count(H, W, KH, KW, oh, ow, sh, sw, ph, pw, dh, dw);
+                    if (div == 0) continue;
+                    precise float share = b1[OFF(1) + o] / float(div);
+                    acc += share;
+                }
+            }
+            b0[OFF(0) + e] = acc;
+        }
+    }
+}
 
 void main() {
     int N = int(pc.u[0]), C = int(pc.u[1]), H = int(pc.u[2]), W = int(pc.u[3]), M = int(pc.u[4]),
         KH = int(pc.u[5]), KW = int(pc.u[6]), OH = int(pc.u[7]), OW = int(pc.u[8]), G = int(pc.u[9]);
     int sh = gi(0u), sw = gi(1u), ph = gi(2u), pw = gi(3u), dh = gi(4u), dw = gi(5u);
+    if (OP == 4u || OP == 5u) {
+        pool(N, C, H, W, KH, KW, OH, OW, (pc.u[9] & 1u) != 0u, (pc.u[9] & 2u) != 0u, sh, sw, ph, pw, dh, dw);
+        return;
+    }
     int Cg = C / G, Mg = M / G;
     if (OP == 0u) {
         uint total = uint(N * M * OH * OW);
