@@ -932,6 +932,47 @@ static void test_pool2d(void **state) {
     }
 }
 
+static void test_unary_log_softmax(void **state) {
+    (void)state;
+    NEED_VK();
+    static const char *names[] = {"exp", "log", "sqrt", "neg", "erf", "abs", "reciprocal"};
+    for (size_t i = 0; i < N_SIZES; i++) {
+        int64_t n = sizes[i];
+        for (int op = 0; op < LITHE__UN_COUNT; op++) {
+            bool positive = op == LITHE__UN_LOG || op == LITHE__UN_SQRT || op == LITHE__UN_RECIPROCAL;
+            pair X = pair_rand(1, &n, positive ? 0.1 : -3, 3), Y = pair_new(LITHE_F32, 1, &n, NULL),
+                 dY = pair_rand(1, &n, -1, 1), dX = pair_rand(1, &n, -1, 1);
+            OK(lithe__op_unary(cpu, op, X.c, Y.c));
+            OK(lithe__op_unary(vk, op, X.v, Y.v));
+            /* neg, abs and sqrt are exact in GLSL; the rest come from the driver (erf: 1.5e-7) */
+            expect_pair(names[op], Y, 1e-6, 1e-5);
+            if (i == N_SIZES - 1) max_diff(names[op], Y);
+            sync_pair(Y);
+            OK(lithe__op_unary_backward(cpu, op, X.c, Y.c, dY.c, dX.c));
+            OK(lithe__op_unary_backward(vk, op, X.v, Y.v, dY.v, dX.v));
+            expect_pair(names[op], dX, 1e-6, 1e-5);
+            if (i == N_SIZES - 1) max_diff(names[op], dX);
+            pair_free(X), pair_free(Y), pair_free(dY), pair_free(dX);
+        }
+    }
+    /* log-softmax rows: odd widths, a row past a workgroup, rows past one grid-stride pass */
+    static const int64_t shapes[][2] = {{1, 1}, {3, 7}, {5, 257}, {300, 4}, {2, 1000}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        pair X = pair_rand(2, shapes[i], -5, 5), Y = pair_new(LITHE_F32, 2, shapes[i], NULL),
+             dY = pair_rand(2, shapes[i], -1, 1), dX = pair_rand(2, shapes[i], -1, 1);
+        OK(lithe__op_log_softmax(cpu, X.c, Y.c));
+        OK(lithe__op_log_softmax(vk, X.v, Y.v));
+        expect_pair("log_softmax", Y, 1e-5, 1e-5); /* the CPU sums in double */
+        max_diff("log_softmax", Y);
+        sync_pair(Y);
+        OK(lithe__op_log_softmax_backward(cpu, Y.c, dY.c, dX.c));
+        OK(lithe__op_log_softmax_backward(vk, Y.v, dY.v, dX.v));
+        expect_pair("log_softmax_backward", dX, 1e-5, 1e-5);
+        max_diff("log_softmax_backward", dX);
+        pair_free(X), pair_free(Y), pair_free(dY), pair_free(dX);
+    }
+}
+
 /* ---- whole models ---- */
 
 typedef lithe_status (*build_fn)(lithe_model **out);
@@ -1128,6 +1169,7 @@ int main(void) {
         cmocka_unit_test(test_recurrent_attention),
         cmocka_unit_test(test_conv2d),
         cmocka_unit_test(test_pool2d),
+        cmocka_unit_test(test_unary_log_softmax),
         cmocka_unit_test(test_model_relu_mlp),
         cmocka_unit_test(test_model_maxout_layernorm_dropout),
         cmocka_unit_test(test_model_hash_embed),

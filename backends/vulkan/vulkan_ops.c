@@ -793,6 +793,53 @@ static lithe_status vk_pool2d_backward(lithe_backend *be, const lithe__pool2d *g
                     g->max ? which : NULL);
 }
 
+/* ---- elementwise maths and log-softmax of imported graphs (shaders/graph.comp) ---- */
+
+static lithe_status need_f32_dense(const char *op, const lithe_tensor *t) {
+    LITHE__TRY(need_f32(op, t));
+    if (!lithe_tensor_is_contiguous(t))
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "vulkan %s: strided tensors are not supported", op);
+    return LITHE_OK;
+}
+
+static lithe_status vk_unary(lithe_backend *be, int op, const lithe_tensor *X, lithe_tensor *Y) {
+    LITHE__TRY(need_f32_dense("unary", X));
+    LITHE__TRY(need_f32_dense("unary", Y));
+    if (op < 0 || op >= LITHE__UN_COUNT) return lithe__fail(LITHE_ERR_VALUE, "vulkan unary: op %d", op);
+    if (!X->numel) return LITHE_OK;
+    lithe__vk_push p = {.u = {(uint32_t)op, (uint32_t)X->numel}};
+    return DISPATCH("unary", "graph", SPEC0, &p, groups_for(X->numel), 1, Y, X);
+}
+
+static lithe_status vk_unary_backward(lithe_backend *be, int op, const lithe_tensor *X, const lithe_tensor *Y,
+                                      const lithe_tensor *dY, lithe_tensor *dX) {
+    const lithe_tensor *fs[] = {X, Y, dY, dX};
+    for (size_t i = 0; i < sizeof fs / sizeof *fs; i++) LITHE__TRY(need_f32_dense("unary_backward", fs[i]));
+    if (op < 0 || op >= LITHE__UN_COUNT) return lithe__fail(LITHE_ERR_VALUE, "vulkan unary_backward: op %d", op);
+    if (!X->numel) return LITHE_OK;
+    lithe__vk_push p = {.u = {(uint32_t)op, (uint32_t)X->numel}};
+    return DISPATCH("unary_backward", "graph", SPEC1, &p, groups_for(X->numel), 1, dX, X, Y, dY);
+}
+
+static lithe_status vk_log_softmax(lithe_backend *be, const lithe_tensor *X, lithe_tensor *Y) {
+    LITHE__TRY(need_f32_dense("log_softmax", X));
+    LITHE__TRY(need_f32_dense("log_softmax", Y));
+    if (!X->numel) return LITHE_OK;
+    lithe__vk_push p = {.u = {(uint32_t)X->shape[0], (uint32_t)X->shape[1]}};
+    return DISPATCH("log_softmax", "graph", SPEC2, &p, groups_for(X->shape[0]), 1, Y, X);
+}
+
+static lithe_status vk_log_softmax_backward(lithe_backend *be, const lithe_tensor *Y, const lithe_tensor *dY,
+                                            lithe_tensor *dX) {
+    LITHE__TRY(need_f32_dense("log_softmax_backward", Y));
+    LITHE__TRY(need_f32_dense("log_softmax_backward", dY));
+    LITHE__TRY(need_f32_dense("log_softmax_backward", dX));
+    if (!Y->numel) return LITHE_OK;
+    static const uint32_t SPEC3[LITHE__VK_SPEC] = {3};
+    lithe__vk_push p = {.u = {(uint32_t)Y->shape[0], (uint32_t)Y->shape[1]}};
+    return DISPATCH("log_softmax_backward", "graph", SPEC3, &p, groups_for(Y->shape[0]), 1, dX, Y, dY);
+}
+
 /* Listed by name rather than generated from primitives.def, so a primitive added to the table
  * before its shader exists leaves a NULL field: the dispatcher then answers
  * LITHE_ERR_UNSUPPORTED ("backend 'vulkan' lacks primitive ..."), never a silent CPU run, and
@@ -843,4 +890,8 @@ void lithe__vk_fill_ops(lithe_backend_ops *ops) {
     ops->conv2d_backward = vk_conv2d_backward;
     ops->pool2d = vk_pool2d;
     ops->pool2d_backward = vk_pool2d_backward;
+    ops->unary = vk_unary;
+    ops->unary_backward = vk_unary_backward;
+    ops->log_softmax = vk_log_softmax;
+    ops->log_softmax_backward = vk_log_softmax_backward;
 }
