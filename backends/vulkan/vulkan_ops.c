@@ -840,6 +840,118 @@ static lithe_status vk_log_softmax_backward(lithe_backend *be, const lithe_tenso
     return DISPATCH("log_softmax_backward", "graph", SPEC3, &p, groups_for(Y->shape[0]), 1, dX, Y, dY);
 }
 
+/* ---- broadcasting ops of imported graphs (shaders/bcast.comp) ---- */
+
+/* Operand t's element strides in the index space `shape` (nd axes), as the CPU's bcast_strides:
+ * aligned at the last axis, 0 along an axis t broadcasts (extent 1, or missing). */
+static void bcast_strides(const lithe_tensor *t, int nd, const int64_t *shape, int32_t *out) {
+    int64_t s = 1;
+    for (int d = nd - 1, k = t->ndim - 1; d >= 0; d--, k--) {
+        if (k < 0) {
+            out[d] = 0;
+            continue;
+        }
+        out[d] = t->shape[k] == 1 && shape[d] != 1 ? 0 : (int32_t)s;
+        s *= t->shape[k];
+    }
+}
+
+/* Uploads bcast.comp's layout [nd, shape[8], s0[8], s1[8], s2[8]] for up to three operands. */
+static lithe_status bcast_layout(lithe_backend *be, const char *op, int nd, const int64_t *shape,
+                                 const lithe_tensor *const ops3[3], lithe_tensor **out) {
+    *out = NULL;
+    if (nd > 8) return lithe__fail(LITHE_ERR_UNSUPPORTED, "vulkan %s: %d axes", op, nd);
+    int32_t lay[33] = {nd};
+    for (int d = 0; d < nd; d++) lay[1 + d] = (int32_t)shape[d];
+    for (int o = 0; o < 3; o++) {
+        if (!ops3[o]) continue;
+        LITHE__TRY(need_f32(op, ops3[o]));
+        if (!lithe_tensor_is_contiguous(ops3[o]))
+            return lithe__fail(LITHE_ERR_UNSUPPORTED, "vulkan %s: strided tensors are not supported", op);
+        bcast_strides(ops3[o], nd, shape, lay + 9 + 8 * o);
+    }
+    LITHE__TRY(lithe__vk_scratch(be, sizeof lay, out));
+    lithe_status s = be->ops->upload(be, (*out)->storage->data, 0, lay, sizeof lay);
+    if (s != LITHE_OK) {
+        lithe_tensor_release(*out);
+        *out = NULL;
+    }
+    return s;
+}
+
+static const uint32_t SPEC_B0[LITHE__VK_SPEC] = {0}, SPEC_B1[LITHE__VK_SPEC] = {1}, SPEC_B2[LITHE__VK_SPEC] = {2},
+                      SPEC_B3[LITHE__VK_SPEC] = {3}, SPEC_B4[LITHE__VK_SPEC] = {4};
+
+static lithe_status vk_bcast_binary(lithe_backend *be, int op, const lithe_tensor *A, const lithe_tensor *B,
+                                    lithe_tensor *Y) {
+    LITHE__TRY(need_f32_dense("bcast_binary", Y));
+    if (!Y->numel) return LITHE_OK;
+    lithe_tensor *L = NULL;
+    LITHE__TRY(bcast_layout(be, "bcast_binary", Y->ndim, Y->shape, (const lithe_tensor *const[3]){A, B, NULL}, &L));
+    lithe__vk_push p = {.u = {(uint32_t)op, (uint32_t)Y->numel}};
+    lithe_status s = DISPATCH("bcast_binary", "bcast", SPEC_B0, &p, groups_for(Y->numel), 1, Y, A, B, NULL, NULL, L);
+    lithe_tensor_release(L);
+    return s;
+}
+
+static lithe_status vk_bcast_binary_backward(lithe_backend *be, int op, const lithe_tensor *A, const lithe_tensor *B,
+                                             const lithe_tensor *Y, const lithe_tensor *dY, lithe_tensor *dA,
+                                             lithe_tensor *dB) {
+    LITHE__TRY(need_f32_dense("bcast_binary_backward", dY));
+    if (Y) LITHE__TRY(need_f32_dense("bcast_binary_backward", Y));
+    if (!dY->numel) return LITHE_OK;
+    lithe_tensor *L = NULL;
+    LITHE__TRY(bcast_layout(be, "bcast_binary_backward", dY->ndim, dY->shape,
+                            (const lithe_tensor *const[3]){A, B, NULL}, &L));
+    lithe_status s = LITHE_OK;
+    lithe_tensor *grads[2] = {dA, dB};
+    for (uint32_t side = 0; side < 2 && s == LITHE_OK; side++) {
+        lithe_tensor *g = grads[side];
+        if (!g || !g->numel) continue;
+        s = need_f32_dense("bcast_binary_backward", g);
+        lithe__vk_push p = {.u = {(uint32_t)op, (uint32_t)g->numel, side, Y != NULL}};
+        if (s == LITHE_OK)
+            s = DISPATCH("bcast_binary_backward", "bcast", SPEC_B4, &p, groups_for(g->numel), 1, g, A, B, Y, dY, L);
+    }
+    lithe_tensor_release(L);
+    return s;
+}
+
+static lithe_status vk_bcast_where(lithe_backend *be, const lithe_tensor *C, const lithe_tensor *A,
+                                   const lithe_tensor *B, lithe_tensor *Y) {
+    LITHE__TRY(need_f32_dense("bcast_where", Y));
+    if (!Y->numel) return LITHE_OK;
+    lithe_tensor *L = NULL;
+    LITHE__TRY(bcast_layout(be, "bcast_where", Y->ndim, Y->shape, (const lithe_tensor *const[3]){C, A, B}, &L));
+    lithe__vk_push p = {.u = {0, (uint32_t)Y->numel}};
+    lithe_status s = DISPATCH("bcast_where", "bcast", SPEC_B1, &p, groups_for(Y->numel), 1, Y, C, A, B, NULL, L);
+    lithe_tensor_release(L);
+    return s;
+}
+
+static lithe_status vk_broadcast_to(lithe_backend *be, const lithe_tensor *X, float alpha, float beta,
+                                    lithe_tensor *Y) {
+    LITHE__TRY(need_f32_dense("broadcast_to", Y));
+    if (!Y->numel) return LITHE_OK;
+    lithe_tensor *L = NULL;
+    LITHE__TRY(bcast_layout(be, "broadcast_to", Y->ndim, Y->shape, (const lithe_tensor *const[3]){X, NULL, NULL}, &L));
+    lithe__vk_push p = {.u = {0, (uint32_t)Y->numel}, .f = {alpha, beta}};
+    lithe_status s = DISPATCH("broadcast_to", "bcast", SPEC_B2, &p, groups_for(Y->numel), 1, Y, X, NULL, NULL, NULL, L);
+    lithe_tensor_release(L);
+    return s;
+}
+
+static lithe_status vk_reduce_to(lithe_backend *be, const lithe_tensor *X, float alpha, float beta, lithe_tensor *Y) {
+    LITHE__TRY(need_f32_dense("reduce_to", X));
+    if (!Y->numel) return LITHE_OK;
+    lithe_tensor *L = NULL;
+    LITHE__TRY(bcast_layout(be, "reduce_to", X->ndim, X->shape, (const lithe_tensor *const[3]){Y, NULL, NULL}, &L));
+    lithe__vk_push p = {.u = {0, (uint32_t)Y->numel}, .f = {alpha, beta}};
+    lithe_status s = DISPATCH("reduce_to", "bcast", SPEC_B3, &p, groups_for(Y->numel), 1, Y, X, NULL, NULL, NULL, L);
+    lithe_tensor_release(L);
+    return s;
+}
+
 /* Listed by name rather than generated from primitives.def, so a primitive added to the table
  * before its shader exists leaves a NULL field: the dispatcher then answers
  * LITHE_ERR_UNSUPPORTED ("backend 'vulkan' lacks primitive ..."), never a silent CPU run, and
@@ -894,4 +1006,9 @@ void lithe__vk_fill_ops(lithe_backend_ops *ops) {
     ops->unary_backward = vk_unary_backward;
     ops->log_softmax = vk_log_softmax;
     ops->log_softmax_backward = vk_log_softmax_backward;
+    ops->bcast_binary = vk_bcast_binary;
+    ops->bcast_binary_backward = vk_bcast_binary_backward;
+    ops->bcast_where = vk_bcast_where;
+    ops->broadcast_to = vk_broadcast_to;
+    ops->reduce_to = vk_reduce_to;
 }
