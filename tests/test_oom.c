@@ -24,61 +24,17 @@
 #include <cmocka.h>
 
 #include "lithe.h"
+#include "failing_alloc.h"
 
-/* ---- the counting allocator ---- */
-
-typedef struct counter {
-    long calls;   /* allocation attempts, malloc and realloc */
-    long fail_at; /* the attempt that fails; 0: none */
-    long live;    /* blocks handed out and not yet freed */
-    long peak_calls;
-    bool failed; /* the failure was injected */
-} counter;
-
-static counter C;
-
-static void *c_malloc(void *u, size_t n) {
-    counter *c = u;
-    if (++c->calls == c->fail_at) {
-        c->failed = true;
-        return NULL;
-    }
-    void *p = malloc(n);
-    if (p) c->live++;
-    return p;
-}
-static void *c_realloc(void *u, void *p, size_t n) {
-    counter *c = u;
-    if (++c->calls == c->fail_at) {
-        c->failed = true;
-        return NULL;
-    }
-    void *q = realloc(p, n);
-    if (q && !p) c->live++;
-    return q;
-}
-static void c_free(void *u, void *p) {
-    counter *c = u;
-    if (p) {
-        c->live--;
-        free(p);
-    }
-}
-
-static void arm(long fail_at) {
-    C.calls = 0;
-    C.fail_at = fail_at;
-    C.failed = false;
-}
+/* ---- the counting allocator (failing_alloc.c) ---- */
 
 static int install(void **state) {
     (void)state;
-    memset(&C, 0, sizeof C);
-    return lithe_set_allocator(&(lithe_allocator){c_malloc, c_realloc, c_free, &C}) == LITHE_OK ? 0 : -1;
+    return failing_alloc_install() == LITHE_OK ? 0 : -1;
 }
 static int uninstall(void **state) {
     (void)state;
-    return lithe_set_allocator(NULL) == LITHE_OK ? 0 : -1;
+    return failing_alloc_uninstall() == LITHE_OK ? 0 : -1;
 }
 
 /* ---- the sequence ---- */
@@ -261,17 +217,17 @@ static void cleanup(run *r) {
  * S_COUNT when every step succeeded on its first try. */
 static int run_sequence(long n, bool retry, run *r) {
     memset(r, 0, sizeof *r);
-    arm(n);
+    failing_alloc_arm(n);
     int first_failed = S_COUNT;
     for (int step = 0; step < S_COUNT; step++) {
         int attempts = retry ? 2 : 1;
         lithe_status s = LITHE_OK;
         for (int a = 0; a < attempts; a++) {
-            bool before = C.failed;
+            bool before = FA.failed;
             lithe_clear_error();
 
             s = do_step(step, r, n);
-            bool hit = C.failed && !before;
+            bool hit = FA.failed && !before;
             if (s == LITHE_OK) {
                 if (hit) {
                     print_error("N=%ld, %s: the allocation failed but the call returned LITHE_OK\n", n,
@@ -300,55 +256,55 @@ static int run_sequence(long n, bool retry, run *r) {
 
 static void test_allocator_counts(void **state) {
     (void)state;
-    arm(0);
-    long live0 = C.live;
+    failing_alloc_arm(0);
+    long live0 = FA.live;
     lithe_tensor *t = NULL;
     assert_int_equal(lithe_tensor_new(NULL, LITHE_F32, 1, (int64_t[]){8}, &t), LITHE_OK);
-    assert_true(C.calls >= 1);
-    assert_true(C.live > live0);
+    assert_true(FA.calls >= 1);
+    assert_true(FA.live > live0);
     lithe_tensor_release(t);
-    assert_int_equal(C.live, live0);
+    assert_int_equal(FA.live, live0);
     /* the very first allocation failing */
-    arm(1);
+    failing_alloc_arm(1);
     t = JUNK;
     lithe_clear_error();
     assert_int_equal(lithe_tensor_new(NULL, LITHE_F32, 1, (int64_t[]){8}, &t), LITHE_ERR_OOM);
     assert_null(t);
     assert_true(lithe_last_error()[0] != '\0');
-    assert_int_equal(C.live, live0);
-    arm(0);
+    assert_int_equal(FA.live, live0);
+    failing_alloc_arm(0);
 }
 
 static void test_reference_run(void **state) {
     (void)state;
     run r;
-    long live0 = C.live;
+    long live0 = FA.live;
     int failed = run_sequence(0, false, &r);
     assert_int_equal(failed, S_COUNT);
-    print_message("the sequence makes %ld allocations\n", C.calls);
-    assert_true(C.calls >= 50);
+    print_message("the sequence makes %ld allocations\n", FA.calls);
+    assert_true(FA.calls >= 50);
     for (int i = 0; i < B * NO; i++) assert_true(r.out[i] >= 0.0f && r.out[i] <= 1.0f);
     cleanup(&r);
-    assert_int_equal(C.live, live0);
+    assert_int_equal(FA.live, live0);
 }
 
 static void test_every_allocation_failure(void **state) {
     (void)state;
     run r;
-    long live0 = C.live;
+    long live0 = FA.live;
     n_wrong_status = n_no_message = n_out_set = n_swallowed = n_leaks = 0;
     long n;
     int per_step[S_COUNT] = {0};
     for (n = 1; n < 100000; n++) {
         int failed = run_sequence(n, false, &r);
         cleanup(&r);
-        if (C.live != live0) {
+        if (FA.live != live0) {
             print_error("N=%ld (failed in %s): %ld allocation(s) leaked\n", n,
-                        failed < S_COUNT ? step_names[failed] : "no step", C.live - live0);
+                        failed < S_COUNT ? step_names[failed] : "no step", FA.live - live0);
             n_leaks++;
-            C.live = live0; /* report each N once */
+            FA.live = live0; /* report each N once */
         }
-        if (failed == S_COUNT && !C.failed) break; /* N is past the last allocation */
+        if (failed == S_COUNT && !FA.failed) break; /* N is past the last allocation */
         if (failed < S_COUNT) per_step[failed]++;
     }
     long points = n - 1;
@@ -370,7 +326,7 @@ static void test_every_allocation_failure(void **state) {
 static void test_recovery_after_failure(void **state) {
     (void)state;
     run ref, r;
-    long live0 = C.live;
+    long live0 = FA.live;
     assert_int_equal(run_sequence(0, false, &ref), S_COUNT);
     float want[B * NO], want_loss = ref.loss;
     memcpy(want, ref.out, sizeof want);
@@ -402,12 +358,12 @@ static void test_recovery_after_failure(void **state) {
             n_mismatch++;
         }
         cleanup(&r);
-        if (C.live != live0) {
-            print_error("N=%ld: %ld allocation(s) leaked after recovery\n", n, C.live - live0);
+        if (FA.live != live0) {
+            print_error("N=%ld: %ld allocation(s) leaked after recovery\n", n, FA.live - live0);
             n_leaks++;
-            C.live = live0;
+            FA.live = live0;
         }
-        if (failed == S_COUNT && !C.failed) break;
+        if (failed == S_COUNT && !FA.failed) break;
     }
     print_message("%ld failure points retried\n", n - 1);
     for (int st = 0; st < S_COUNT; st++)
@@ -426,10 +382,10 @@ static void test_recovery_after_failure(void **state) {
 static void test_default_allocator_restored(void **state) {
     (void)state;
     assert_int_equal(lithe_set_allocator(NULL), LITHE_OK);
-    long calls = C.calls;
+    long calls = FA.calls;
     lithe_tensor *t = NULL;
     assert_int_equal(lithe_tensor_new(NULL, LITHE_F32, 1, (int64_t[]){8}, &t), LITHE_OK);
-    assert_int_equal(C.calls, calls); /* not through the counting allocator any more */
+    assert_int_equal(FA.calls, calls); /* not through the counting allocator any more */
     lithe_tensor_release(t);
 }
 

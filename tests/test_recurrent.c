@@ -18,6 +18,7 @@
 
 #include "lithe.h"
 #include "golden/golden.h"
+#include "failing_alloc.h"
 
 /* ---- helpers ------------------------------------------------------------------------------- */
 
@@ -668,38 +669,6 @@ static void test_siamese(void **state) {
 
 /* ---- failing allocations --------------------------------------------------------------------- */
 
-typedef struct counter {
-    long calls, fail_at, live;
-    bool failed;
-} counter;
-static counter C;
-
-static void *c_malloc(void *u, size_t n) {
-    counter *c = u;
-    if (++c->calls == c->fail_at) {
-        c->failed = true;
-        return NULL;
-    }
-    void *p = malloc(n);
-    if (p) c->live++;
-    return p;
-}
-static void *c_realloc(void *u, void *p, size_t n) {
-    counter *c = u;
-    if (++c->calls == c->fail_at) {
-        c->failed = true;
-        return NULL;
-    }
-    void *q = realloc(p, n);
-    if (q && !p) c->live++;
-    return q;
-}
-static void c_free(void *u, void *p) {
-    if (p) {
-        ((counter *)u)->live--;
-        free(p);
-    }
-}
 
 #define T(expr)                                                                                    \
     do {                                                                                           \
@@ -779,31 +748,7 @@ static lithe_status oom_scenario(int which) {
 
 static void test_allocation_failures(void **state) {
     (void)state;
-    memset(&C, 0, sizeof C);
-    OK(lithe_set_allocator(&(lithe_allocator){c_malloc, c_realloc, c_free, &C}));
-    for (int which = 0; which < 4; which++) {
-        for (long n = 1;; n++) {
-            C.calls = 0;
-            C.fail_at = n;
-            C.failed = false;
-            lithe_status s = oom_scenario(which);
-            if (C.live != 0) {
-                print_error("scenario %d, allocation %ld failed: %ld blocks leaked\n", which, n, C.live);
-                fail();
-            }
-            if (!C.failed) {
-                if (s != LITHE_OK) print_error("scenario %d: %s\n", which, lithe_last_error());
-                assert_int_equal(s, LITHE_OK);
-                break;
-            }
-            if (s != LITHE_ERR_OOM) {
-                print_error("scenario %d, allocation %ld failed: got %s (%s)\n", which, n, lithe_status_str(s),
-                            lithe_last_error());
-                fail();
-            }
-        }
-    }
-    OK(lithe_set_allocator(NULL));
+    failing_alloc_sweep(4, oom_scenario);
 }
 
 static void test_registered(void **state) {

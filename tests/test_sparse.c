@@ -17,6 +17,7 @@
 
 #include "lithe.h"
 #include "golden/golden.h"
+#include "failing_alloc.h"
 
 /* The scalar hash kernel (backends/cpu/scalar/sparse.c), checked directly against murmurhash. */
 uint32_t lithe_murmur3_x86_32_u64__scalar(uint64_t key, uint32_t seed);
@@ -718,38 +719,6 @@ static void test_static_vectors(void **state) {
 
 /* ---- allocation failures: every allocation of each layer's life fails in turn ---------------- */
 
-typedef struct counter {
-    long calls, fail_at, live;
-    bool failed;
-} counter;
-static counter C;
-
-static void *c_malloc(void *u, size_t n) {
-    counter *c = u;
-    if (++c->calls == c->fail_at) {
-        c->failed = true;
-        return NULL;
-    }
-    void *p = malloc(n);
-    if (p) c->live++;
-    return p;
-}
-static void *c_realloc(void *u, void *p, size_t n) {
-    counter *c = u;
-    if (++c->calls == c->fail_at) {
-        c->failed = true;
-        return NULL;
-    }
-    void *q = realloc(p, n);
-    if (q && !p) c->live++;
-    return q;
-}
-static void c_free(void *u, void *p) {
-    if (p) {
-        ((counter *)u)->live--;
-        free(p);
-    }
-}
 
 #define T(expr)                                                                                    \
     do {                                                                                           \
@@ -834,31 +803,7 @@ static lithe_status oom_scenario(int which) {
 
 static void test_allocation_failures(void **state) {
     (void)state;
-    memset(&C, 0, sizeof C);
-    OK(lithe_set_allocator(&(lithe_allocator){c_malloc, c_realloc, c_free, &C}));
-    for (int which = 0; which < 5; which++) {
-        for (long n = 1;; n++) {
-            C.calls = 0;
-            C.fail_at = n;
-            C.failed = false;
-            lithe_status s = oom_scenario(which);
-            if (C.live != 0) {
-                print_error("scenario %d, allocation %ld failed: %ld blocks leaked\n", which, n, C.live);
-                fail();
-            }
-            if (!C.failed) {
-                if (s != LITHE_OK) print_error("scenario %d: %s\n", which, lithe_last_error());
-                assert_int_equal(s, LITHE_OK);
-                break;
-            }
-            if (s != LITHE_ERR_OOM) {
-                print_error("scenario %d, allocation %ld failed: got %s (%s)\n", which, n, lithe_status_str(s),
-                            lithe_last_error());
-                fail();
-            }
-        }
-    }
-    OK(lithe_set_allocator(NULL));
+    failing_alloc_sweep(5, oom_scenario);
 }
 
 /* StaticVectors' dropout: one mask over the nO columns, the same for every row, applied to Y in
