@@ -406,6 +406,9 @@ extern const lithe__layer_type *const lithe__sparse_types[], *const lithe__remap
 /* The sequence layers (issue 5): transfers, with_* combinators, reductions, expand_window. */
 extern const lithe__layer_type *const lithe__transfer_types[], *const lithe__with_types[], *const lithe__reduce_types[],
     *const lithe__window_types[], *const lithe__getitem_types[];
+/* One dropout mask over nO columns (the node's dropout_rate attr, its Philox stream), repeated
+ * for B rows: Thinc's Embed / HashEmbed and spaCy's StaticVectors; NULL when no dropout applies. */
+lithe_status lithe__dropout_rows(lithe_model *m, int64_t B, int64_t nO, lithe_tensor **mask);
 /* Y = X[index] for the getitem layers (core/layers/getitem.c): the node's `index` string attr. */
 lithe_status lithe__getitem_forward(lithe_model *m, const lithe_value *X, bool is_train, lithe_value **Y,
                                     lithe_backprop **bp);

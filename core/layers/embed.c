@@ -59,7 +59,7 @@ static lithe_status host_ids(const lithe_model *m, const lithe_tensor *ids, uint
 }
 
 /* Thinc's get_dropout_mask((nO,), rate) broadcast over B rows; NULL when no dropout applies. */
-static lithe_status dropout_rows(lithe_model *m, int64_t B, int64_t nO, lithe_tensor **mask) {
+lithe_status lithe__dropout_rows(lithe_model *m, int64_t B, int64_t nO, lithe_tensor **mask) {
     *mask = NULL;
     double rate = 0.0;
     if (lithe_model_attr_type(m, "dropout_rate") == LITHE_ATTR_FLOAT)
@@ -199,7 +199,7 @@ static lithe_status embed_forward(lithe_model *m, const lithe_value *Xv, bool is
         }
         lithe_tensor_release(tmp);
     }
-    if (s == LITHE_OK && is_train) s = dropout_rows(m, B, nO, &mask);
+    if (s == LITHE_OK && is_train) s = lithe__dropout_rows(m, B, nO, &mask);
     if (s == LITHE_OK && mask) s = lithe__op_mul(m->backend, Y, mask, Y);
     if (s == LITHE_OK && bp) {
         s = lithe__backprop_new(m, sizeof(embed_bp), embed_backward, embed_destroy, bp);

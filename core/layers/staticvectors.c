@@ -71,30 +71,6 @@ static lithe_status sv_ids(const lithe_model *m, const lithe_value *X, int64_t *
     return LITHE_OK;
 }
 
-/* spaCy's _get_drop_mask((nO,), rate) broadcast over N rows; NULL without dropout. */
-static lithe_status sv_dropout(lithe_model *m, int64_t N, int64_t nO, lithe_tensor **mask) {
-    *mask = NULL;
-    double rate = 0.0;
-    if (lithe_model_attr_type(m, "dropout_rate") == LITHE_ATTR_FLOAT)
-        LITHE__TRY(lithe_model_get_attr_float(m, "dropout_rate", &rate));
-    if (rate <= 0.0 || N == 0) return LITHE_OK;
-    lithe_tensor *row = NULL, *zeros = NULL, *out = NULL;
-    lithe_status s = lithe__tensor_alloc(m->backend, LITHE_F32, 2, (int64_t[]){1, nO}, false, &row);
-    if (s == LITHE_OK) s = lithe__op_dropout_mask(m->backend, m->rng.key, m->rng.counter, (float)rate, row);
-    if (s == LITHE_OK) s = lithe__tensor_alloc(m->backend, LITHE_I32, 1, &N, true, &zeros);
-    if (s == LITHE_OK) s = lithe__tensor_alloc(m->backend, LITHE_F32, 2, (int64_t[]){N, nO}, false, &out);
-    if (s == LITHE_OK) s = lithe__op_gather_rows(m->backend, row, zeros, out); /* row 0, N times */
-    if (s == LITHE_OK) m->rng.counter += ((uint64_t)nO + 3) / 4;
-    lithe_tensor_release(row);
-    lithe_tensor_release(zeros);
-    if (s != LITHE_OK) {
-        lithe_tensor_release(out);
-        return s;
-    }
-    *mask = out;
-    return LITHE_OK;
-}
-
 static lithe_status sv_backward(lithe_backprop *self, const lithe_value *dYv, lithe_value **dX) {
     sv_bp *r = (sv_bp *)self;
     lithe_model *m = self->model;
@@ -163,7 +139,7 @@ static lithe_status sv_forward(lithe_model *m, const lithe_value *X, bool is_tra
     // Y (N, nO) = V[ids] · Wᵀ
     if (s == LITHE_OK) s = lithe__tensor_alloc(m->backend, LITHE_F32, 2, (int64_t[]){N, nO}, true, &Y);
     if (s == LITHE_OK && N) s = lithe__op_gemm(m->backend, false, true, 1.0f, Vr, W, 0.0f, Y);
-    if (s == LITHE_OK && is_train) s = sv_dropout(m, N, nO, &mask);
+    if (s == LITHE_OK && is_train) s = lithe__dropout_rows(m, N, nO, &mask);
     if (s == LITHE_OK && mask) s = lithe__op_mul(m->backend, Y, mask, Y);
     if (s == LITHE_OK && bp) {
         s = lithe__backprop_new(m, sizeof(sv_bp), sv_backward, sv_destroy, bp);
