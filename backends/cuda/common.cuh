@@ -140,6 +140,14 @@ template <class K, class... A> __global__ void __launch_bounds__(LC_BLOCK) lc_ke
 }
 #endif
 
+/* Makes c's device the calling thread's current one (launches, allocations and cuBLAS calls go
+ * to the current device; two "cuda:<i>" backends may be used from one thread). */
+#ifdef LITHE_CUDA_EMULATE
+static inline void lc_use(lc_ctx *c) { (void)c; }
+#else
+void lc_use(lc_ctx *c);
+#endif
+
 /* Runs K over enough threads for n work items (at most c->max_grid blocks). */
 template <class K, class... A> static lithe_status lc_launch(lc_ctx *c, int64_t n, A... a) {
     if (n <= 0) return LITHE_OK;
@@ -159,6 +167,7 @@ template <class K, class... A> static lithe_status lc_launch(lc_ctx *c, int64_t 
         }
     return LITHE_OK;
 #else
+    lc_use(c);
     lc_kernel<K><<<(unsigned)g, LC_BLOCK, 0, c->stream>>>(a...);
     return lc_check_launch(K::name);
 #endif

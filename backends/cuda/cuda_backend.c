@@ -30,12 +30,14 @@ static const lithe__cuda_host host = {
     LITHE__CUDA_ABI, sizeof(lithe_backend_ops), sizeof(lithe_tensor), sizeof(lithe__storage), 0, lithe__fail,
 };
 
-/* Appends "; <what>: <dlerror>" to mod_error. */
+/* Appends "; <dlerror>" (or "<what>: not found") to mod_error. */
 static void note(const char *what) {
     const char *e = dlerror();
     size_t n = strlen(mod_error);
     if (n + 4 >= sizeof mod_error) return;
-    int w = snprintf(mod_error + n, sizeof mod_error - n, "%s%.400s: %.400s", n ? "; " : "", what, e ? e : "not found");
+    /* dlerror names the file itself */
+    int w = e ? snprintf(mod_error + n, sizeof mod_error - n, "%s%.800s", n ? "; " : "", e)
+              : snprintf(mod_error + n, sizeof mod_error - n, "%s%.400s: not found", n ? "; " : "", what);
     (void)w; /* truncation is fine: the message stays NUL-terminated */
 }
 

@@ -24,6 +24,11 @@ static lithe_status cuda_fail(cudaError_t e, const char *what) {
         if (e_ != cudaSuccess) return cuda_fail(e_, what);                                         \
     } while (0)
 
+static thread_local int current_device = -1;
+void lc_use(lc_ctx *c) {
+    if (current_device != c->device && cudaSetDevice(c->device) == cudaSuccess) current_device = c->device;
+}
+
 lithe_status lc_check_launch(const char *what) {
     cudaError_t e = cudaGetLastError();
     return e == cudaSuccess ? LITHE_OK : cuda_fail(e, what);
@@ -129,6 +134,7 @@ static void raw_free(void *p) {
 
 static void release_cache(lc_ctx *c) {
 #ifndef LITHE_CUDA_EMULATE
+    lc_use(c);
     cudaStreamSynchronize(c->stream);
 #endif
     for (size_t i = 0; i < c->cache_n; i++) raw_free(c->cache[i].ptr);
@@ -138,6 +144,7 @@ static void release_cache(lc_ctx *c) {
 
 lithe_status lc_alloc(lc_ctx *c, size_t nbytes, void **out) {
     *out = NULL;
+    lc_use(c);
     size_t size = round_size(nbytes);
     for (size_t i = c->cache_n; i-- > 0;)
         if (c->cache[i].size == size) {
@@ -198,6 +205,7 @@ void lc_free(lc_ctx *c, void *p) {
 
 lithe_status lc_h2d(lc_ctx *c, void *dst, const void *src, size_t n) {
     if (!n) return LITHE_OK;
+    lc_use(c);
 #ifdef LITHE_CUDA_EMULATE
     (void)c;
     memcpy(dst, src, n);
@@ -210,6 +218,7 @@ lithe_status lc_h2d(lc_ctx *c, void *dst, const void *src, size_t n) {
 
 lithe_status lc_d2h(lc_ctx *c, void *dst, const void *src, size_t n) {
     if (!n) return LITHE_OK;
+    lc_use(c);
 #ifdef LITHE_CUDA_EMULATE
     (void)c;
     memcpy(dst, src, n);
@@ -222,6 +231,7 @@ lithe_status lc_d2h(lc_ctx *c, void *dst, const void *src, size_t n) {
 
 lithe_status lc_d2d(lc_ctx *c, void *dst, const void *src, size_t n) {
     if (!n) return LITHE_OK;
+    lc_use(c);
 #ifdef LITHE_CUDA_EMULATE
     (void)c;
     memmove(dst, src, n);
@@ -233,6 +243,7 @@ lithe_status lc_d2d(lc_ctx *c, void *dst, const void *src, size_t n) {
 
 lithe_status lc_memset0(lc_ctx *c, void *dst, size_t n) {
     if (!n) return LITHE_OK;
+    lc_use(c);
 #ifdef LITHE_CUDA_EMULATE
     (void)c;
     memset(dst, 0, n);
@@ -325,6 +336,7 @@ static lithe_status cu_gemm(lithe_backend *be, bool tA, bool tB, float alpha, co
         return LC_FAIL(LITHE_ERR_UNSUPPORTED, "cuda gemm (emulated cuBLAS): invalid arguments (status %d)", st);
     (void)c;
 #else
+    lc_use(c);
     cublasStatus_t st = cublasSgemm(c->blas, tB ? CUBLAS_OP_T : CUBLAS_OP_N, tA ? CUBLAS_OP_T : CUBLAS_OP_N, (int)N,
                                     (int)M, (int)K, &alpha, lc_f(B), (int)ldb, lc_f(A), (int)lda, &beta, lc_f(C),
                                     (int)ldc);
