@@ -26,7 +26,7 @@ typedef struct bench_opts {
     int64_t batch, gemm[3];
     int threads; /* -1: the backend's default */
     bool train, gemm_mode;
-    double warmup_s, min_s;
+    double warmup_s, min_s, max_s;
     long warmup_runs, min_runs, max_runs;
     uint64_t seed;
 } bench_opts;
@@ -70,6 +70,8 @@ static void usage(FILE *f) {
             "  --min-s S        timed: at least S seconds (default 1.5) ...\n"
             "  --min-runs N     ... and at least N runs (default 30) ...\n"
             "  --max-runs N     ... and at most N runs (default 2000)\n"
+            "  --max-s S        a slow model: warm-up stops after S seconds (and 1 run), timing after\n"
+            "                   S seconds and 5 runs, so fewer than --min-runs (default: no limit)\n"
             "  --quick          a smoke test: --warmup-s 0 --warmup-runs 1 --min-s 0 --min-runs 3\n");
 }
 
@@ -90,7 +92,7 @@ typedef struct stats {
 static lithe_status measure(const bench_opts *o, run_fn fn, void *ctx, stats *st) {
     double t0 = now_s();
     long w = 0;
-    while (w < o->warmup_runs || now_s() - t0 < o->warmup_s) {
+    while ((w < o->warmup_runs || now_s() - t0 < o->warmup_s) && !(w >= 1 && now_s() - t0 >= o->max_s)) {
         lithe_status s = fn(ctx);
         if (s != LITHE_OK) return s;
         w++;
@@ -99,7 +101,8 @@ static lithe_status measure(const bench_opts *o, run_fn fn, void *ctx, stats *st
     if (!t) return LITHE_ERR_OOM;
     long n = 0;
     double start = now_s(), sum = 0.0;
-    while (n < o->max_runs && (n < o->min_runs || now_s() - start < o->min_s)) {
+    while (n < o->max_runs && (n < o->min_runs || now_s() - start < o->min_s) &&
+           !(n >= 5 && now_s() - start >= o->max_s)) {
         double a = now_s();
         lithe_status s = fn(ctx);
         double b = now_s();
@@ -474,7 +477,7 @@ static int parse_mnk(const char *s, int64_t mnk[3]) {
 }
 
 int lithe_cmd_bench(int argc, char **argv) {
-    bench_opts o = {.device = "cpu", .loss = "auto", .batch = 1, .threads = -1, .warmup_s = 1.0, .min_s = 1.5,
+    bench_opts o = {.device = "cpu", .loss = "auto", .batch = 1, .threads = -1, .warmup_s = 1.0, .min_s = 1.5, .max_s = 1e9,
                     .warmup_runs = 5, .min_runs = 30, .max_runs = 2000};
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -510,6 +513,7 @@ int lithe_cmd_bench(int argc, char **argv) {
         else if (!strcmp(a, "--seed")) { bad = parse_i64(v, 0, INT64_MAX, &n); o.seed = (uint64_t)n; }
         else if (!strcmp(a, "--warmup-s")) bad = parse_f(v, &o.warmup_s);
         else if (!strcmp(a, "--min-s")) bad = parse_f(v, &o.min_s);
+        else if (!strcmp(a, "--max-s")) bad = parse_f(v, &o.max_s);
         else if (!strcmp(a, "--warmup-runs")) { bad = parse_i64(v, 0, 1000000, &n); o.warmup_runs = (long)n; }
         else if (!strcmp(a, "--min-runs")) { bad = parse_i64(v, 1, 1000000, &n); o.min_runs = (long)n; }
         else if (!strcmp(a, "--max-runs")) { bad = parse_i64(v, 1, 1000000, &n); o.max_runs = (long)n; }
