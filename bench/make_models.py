@@ -75,6 +75,18 @@ def build(name):
     elif name == "mobilenet_v2":
         import torchvision
         m = torchvision.models.mobilenet_v2(weights=None)
+        # random weights leave BatchNorm's running statistics at (0, 1), and the activations then
+        # shrink layer after layer (outputs ~1e-9, which no error column can judge): calibrate the
+        # statistics on one random batch in train mode, as a trained model's would be
+        for bn in m.modules():
+            if isinstance(bn, nn.BatchNorm2d):
+                bn.momentum = 1.0
+        m.train()
+        with torch.no_grad():
+            m(torch.rand(8, 3, 224, 224))
+        for bn in m.modules():
+            if isinstance(bn, nn.BatchNorm2d):
+                bn.momentum = 0.1
     else:
         m = Transformer()
     return m.eval()
