@@ -103,18 +103,24 @@ WORKLOADS = {
 }
 
 
-def export_lithe_mlp(mlp, path):
-    """The MLP as Thinc's chain(Relu(512), Relu(512), Softmax(10)) with mlp's weights, written by
-    shims/python's exporter (numpy only: loaded from its file, so no compiled lithe is needed)."""
+def thinc_mlp(mlp):
+    """The MLP as Thinc's chain(Relu(512), Relu(512), Softmax(10)) with mlp's weights."""
     from thinc.api import Relu, Softmax, chain
-    spec = importlib.util.spec_from_file_location("lithe_export", os.path.join(ROOT, "shims/python/lithe/_export.py"))
-    exp = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(exp)
     model = chain(Relu(512), Relu(512), Softmax(10))
     model.initialize(X=numpy.zeros((2, 784), "f"), Y=numpy.zeros((2, 10), "f"))
     for layer, fc in zip(model.layers, (mlp.fc1, mlp.fc2, mlp.fc3)):
         layer.set_param("W", fc.weight.detach().numpy().copy())  # Thinc's W is (nO, nI), as torch's
         layer.set_param("b", fc.bias.detach().numpy().copy())
+    return model
+
+
+def export_lithe_mlp(mlp, path):
+    """thinc_mlp written as a .lithe file by shims/python's exporter (numpy only: loaded from its
+    file, so no compiled lithe is needed)."""
+    spec = importlib.util.spec_from_file_location("lithe_export", os.path.join(ROOT, "shims/python/lithe/_export.py"))
+    exp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(exp)
+    model = thinc_mlp(mlp)
     exp.export(model, path)
     return model
 
