@@ -510,7 +510,9 @@ def ratios(by):
             if g == group and w == wl and key[0].startswith(prefix) and key[1].startswith(config_start) and key[2] == 1:
                 return r
         return None
-    L = ["## Ratios against the issue's bars (single thread)", "",
+    L = ["## Ratios against the issue's bars (single thread)", ""] + (
+        ["**--quick: these are smoke-test timings (1 warm-up, 3 runs), not measurements; the ratios mean nothing.**",
+         ""] if A.quick else []) + [
          "ratio = peer median / lithe median, i.e. how many times faster lithe is (for GEMM: lithe GFLOP/s / peer "
          "GFLOP/s). The bar is issue 10's \"Done when\".", "",
          "| workload | lithe row | peer row | lithe | peer | ratio | bar | met |", "|---|---|---|---|---|---|---|---|"]
