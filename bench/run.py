@@ -68,7 +68,7 @@ RESULTS, STEPS, FAILURES = [], [], []
 def base_env(threads):
     """Every runner is forced to `threads` threads through every knob its libraries read."""
     env = dict(os.environ)
-    for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "BLIS_NUM_THREADS", "MKL_NUM_THREADS"):
+    for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "BLIS_NUM_THREADS", "MKL_NUM_THREADS", "LITHE_NUM_THREADS"):
         env[k] = str(threads)
     env.pop("OPENBLAS_CORETYPE", None)
     env.pop("BLIS_ARCH_TYPE", None)
@@ -401,7 +401,7 @@ def report():
          "- **The machine was shared**: other engineers were compiling and testing on its 2 cores while this ran, so "
          "absolute times are noisy (compare medians, look at min–max, and rerun before trusting a ratio near a bar).",
          "- Threads: every runner is forced to the row's thread count: `OMP_NUM_THREADS`, `OPENBLAS_NUM_THREADS`, "
-         "`BLIS_NUM_THREADS`, `MKL_NUM_THREADS` in the environment, plus onnxruntime's `intraOpNumThreads` / "
+         "`BLIS_NUM_THREADS`, `MKL_NUM_THREADS`, `LITHE_NUM_THREADS` in the environment, plus onnxruntime's `intraOpNumThreads` / "
          "`interOpNumThreads=1` (node) and `env.wasm.numThreads` (web), `torch.set_num_threads`, "
          "`openblas_set_num_threads`, XNNPACK without a thread pool, tfjs-wasm with its threaded binary switched off, "
          "and `lithe bench --threads N`.",

@@ -145,12 +145,10 @@ static lithe_status random_tensor(lithe_backend *be, int ndim, const int64_t *sh
     return s;
 }
 
-/* The threads the CPU backend uses. TODO(issue 10): call lithe_backend_set_threads(be, n) once it
- * is in include/lithe.h (the lead adds it); until then the flag is parsed and reported only. */
-static lithe_status set_threads(lithe_backend *be, int threads, const char **applied) {
-    (void)be;
-    *applied = threads < 0 ? "default" : "not-applied";
-    return LITHE_OK;
+/* --threads N: lithe_backend_set_threads (0: LITHE_NUM_THREADS or every core); without the flag
+ * the backend's default. */
+static lithe_status set_threads(lithe_backend *be, int threads) {
+    return threads < 0 ? LITHE_OK : lithe_backend_set_threads(be, threads);
 }
 
 /* ---- GEMM ---- */
@@ -535,12 +533,8 @@ int lithe_cmd_bench(int argc, char **argv) {
     lithe_backend *be;
     lithe_status s = lithe_backend_get(o.device, &be);
     if (s != LITHE_OK) return fail("--device", s);
-    const char *threads = NULL;
-    if ((s = set_threads(be, o.threads, &threads)) != LITHE_OK) return fail("--threads", s);
-    char tbuf[32];
-    if (o.threads >= 0 && strcmp(threads, "not-applied")) {
-        snprintf(tbuf, sizeof tbuf, "%d", o.threads);
-        threads = tbuf;
-    }
+    if ((s = set_threads(be, o.threads)) != LITHE_OK) return fail("--threads", s);
+    char threads[32]; /* the count the backend reports it computes with */
+    snprintf(threads, sizeof threads, "%d", lithe_backend_threads(be));
     return o.gemm_mode ? bench_gemm(&o, be, threads) : bench_model(&o, be, threads);
 }
