@@ -1137,7 +1137,7 @@ static lithe_status layer_name(const js_val *layer, size_t i, const char **name,
 
 /* Every layer class and activation the model uses that lithe lacks, listed at once. */
 static lithe_status check_supported(const js_val *layers) {
-    char missing[1024] = "";
+    char missing[1024] = "", seen[32][NAME_MAX_LEN + 64];
     size_t nmiss = 0;
     for (size_t i = 0; i < layers->len; i++) {
         const char *name, *cls;
@@ -1149,7 +1149,10 @@ static lithe_status check_supported(const js_val *layers) {
         if (!known) snprintf(item, sizeof item, "%s", cls);
         else if (act && act->type == JS_STR && !activation_known(act->str)) snprintf(item, sizeof item, "activation '%s'", act->str);
         else if (act && act->type != JS_STR && act->type != JS_NULL) snprintf(item, sizeof item, "a non-string activation");
-        if (!item[0] || strstr(missing, item)) continue;
+        bool dup = false;
+        for (size_t j = 0; j < nmiss && j < 32 && !dup; j++) dup = !strcmp(seen[j], item);
+        if (!item[0] || dup) continue;
+        if (nmiss < 32) memcpy(seen[nmiss], item, sizeof item);
         size_t l = strlen(missing);
         snprintf(missing + l, sizeof missing - l, "%s%s", nmiss ? ", " : "", item);
         nmiss++;
