@@ -299,6 +299,15 @@ static void test_keras_converter_layout(void **state) {
     OK(lithe_tfjs_load_bytes(keras_json, strlen(keras_json), (const uint8_t *)w, sizeof w, &m));
     assert_true(lithe_model_is_frozen(m, "sequential/bn/moving_mean"));
     assert_false(lithe_model_is_frozen(m, "sequential/bn/gamma"));
+    assert_false(lithe_model_is_frozen(m, "sequential/dense/kernel"));
+    lithe_model *f = NULL; /* a layer saved with "trainable": false keeps its weights frozen */
+    char *fj = replace(keras_json, "\"trainable\":true", "\"trainable\":false");
+    OK(lithe_tfjs_load_bytes(fj, strlen(fj), (const uint8_t *)w, sizeof w, &f));
+    assert_true(lithe_model_is_frozen(f, "sequential/dense/kernel"));
+    assert_true(lithe_model_is_frozen(f, "sequential/dense/bias"));
+    assert_false(lithe_model_is_frozen(f, "sequential/bn/gamma"));
+    free(fj);
+    lithe_model_free(f);
     lithe_tensor *x = NULL;
     OK(lithe_tensor_new(NULL, LITHE_F32, 2, (int64_t[]){2, 2}, &x));
     const float xs[4] = {0.3f, -0.7f, 2.0f, 1.0f};

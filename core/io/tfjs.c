@@ -337,6 +337,8 @@ typedef struct lower {
     size_t n_kt;
     size_t counter;
     const char *layer, *cls; /* the layer being lowered, for errors */
+    bool layer_frozen;       /* its config says "trainable": false */
+    wb frozen;               /* the names of its weights, each NUL-terminated: frozen after the load */
 } lower;
 
 static lithe_status lfail(const lower *L, lithe_status s, const char *fmt, ...) LITHE__PRINTF(3, 4);
@@ -426,6 +428,7 @@ static weight *find_weight(lower *L, const char *suffix) {
         size_t nl = strlen(L->w[i].name);
         if (nl > wl && L->w[i].name[nl - wl - 1] == '/' && !strcmp(L->w[i].name + nl - wl, want)) hit = &L->w[i];
     }
+    if (hit && L->layer_frozen) wb_put(&L->frozen, hit->name, strlen(hit->name) + 1);
     if (hit && !hit->emitted) {
         wb t = {0};
         tensor_proto(&t, hit->name, hit->ndim, hit->shape, hit->data, NULL, hit->numel);
@@ -1179,6 +1182,8 @@ static lithe_status lower_sequential(lower *L, const js_val *layers, const char 
         }
         ktensor *o = NULL;
         LITHE__TRY(new_kt(L, name, 0, &o));
+        LITHE__TRY(cfg_bool(L, cfg, "trainable", true, &L->layer_frozen));
+        L->layer_frozen = !L->layer_frozen;
         LITHE__TRY(lower_layer(L, cls, cfg, &cur, 1, o));
         cur = o;
     }
@@ -1261,6 +1266,8 @@ static lithe_status lower_functional(lower *L, const js_val *config) {
                 LITHE__TRY(new_kt(L, name, (int64_t)k, &o));
                 L->layer = name;
                 L->cls = cls;
+                LITHE__TRY(cfg_bool(L, cfg, "trainable", true, &L->layer_frozen));
+                L->layer_frozen = !L->layer_frozen;
                 LITHE__TRY(lower_layer(L, cls, cfg, in, call->len, o));
                 progress = true;
             }
@@ -1283,6 +1290,7 @@ static void lower_free(lower *L) {
     wb_free(&L->inits);
     wb_free(&L->inputs);
     wb_free(&L->outputs);
+    wb_free(&L->frozen);
     for (size_t i = 0; i < L->n_w; i++) lithe__free(L->w[i].data);
     lithe__free(L->w);
     lithe__free(L->kt);
@@ -1298,7 +1306,8 @@ static const js_val *topology_of(const js_val *root) {
 /* The ONNX ModelProto bytes of a TF.js model (*out: lithe__free). group_bytes, when not NULL, the
  * bytes each manifest group's shards hold (the file loader checks them group by group). */
 static lithe_status tfjs_to_onnx(const char *json, size_t json_len, const uint8_t *weights, size_t weights_len,
-                                 const size_t *group_bytes, size_t n_groups, uint8_t **out, size_t *out_len) {
+                                 const size_t *group_bytes, size_t n_groups, uint8_t **out, size_t *out_len,
+                                 wb *frozen) {
     *out = NULL;
     *out_len = 0;
     js_doc doc;
@@ -1349,12 +1358,14 @@ static lithe_status tfjs_to_onnx(const char *json, size_t json_len, const uint8_
         wb_str(&opset, 1, "");
         wb_int(&opset, 2, 13);
         wb_sub(&model, 8, &opset);
-        if (model.oom) {
+        if (model.oom || L.frozen.oom) {
             wb_free(&model);
             s = lithe__oom(WHAT, L.inits.n);
         } else {
             *out = model.p;
             *out_len = model.n;
+            *frozen = L.frozen; /* handed over */
+            memset(&L.frozen, 0, sizeof L.frozen);
         }
     }
     lower_free(&L);
@@ -1368,9 +1379,18 @@ static lithe_status load_lowered(const char *json, size_t json_len, const uint8_
                                  const size_t *group_bytes, size_t n_groups, lithe_model **out) {
     uint8_t *onnx = NULL;
     size_t n = 0;
-    LITHE__TRY(tfjs_to_onnx(json, json_len, weights, weights_len, group_bytes, n_groups, &onnx, &n));
+    wb frozen = {0};
+    LITHE__TRY(tfjs_to_onnx(json, json_len, weights, weights_len, group_bytes, n_groups, &onnx, &n, &frozen));
     lithe_status s = lithe_onnx_load_bytes(onnx, n, out);
     lithe__free(onnx);
+    /* the weights of layers saved with "trainable": false stay frozen, as in TF.js */
+    for (size_t at = 0; s == LITHE_OK && at < frozen.n; at += strlen((const char *)frozen.p + at) + 1)
+        s = lithe_model_set_frozen(*out, (const char *)frozen.p + at, true);
+    wb_free(&frozen);
+    if (s != LITHE_OK && *out) {
+        lithe_model_free(*out);
+        *out = NULL;
+    }
     if (s != LITHE_OK && s != LITHE_ERR_OOM) {
         char why[512];
         snprintf(why, sizeof why, "%s", lithe_last_error());
