@@ -37,7 +37,7 @@ typedef struct wb {
 
 static void wb_put(wb *b, const void *d, size_t n) {
     if (b->oom || !n) return;
-    if (n > ((size_t)1 << 40) - b->n) { /* far above what a checked model reaches */
+    if (n > SIZE_MAX / 4 - b->n) { /* far above what a checked model reaches; no doubling below wraps */
         b->oom = true;
         return;
     }
@@ -277,6 +277,11 @@ static lithe_status read_weights(const js_val *manifest, const uint8_t *data, si
                 s = lithe__fail(LITHE_ERR_FORMAT, "%s: weight '%s' needs %llu bytes at offset %zu, the shards hold %zu "
                                                   "bytes in all (a short or missing shard?)", WHAT, t->name,
                                 (unsigned long long)need, off, len);
+                break;
+            }
+            if ((uint64_t)t->numel > (SIZE_MAX - 1) / sizeof(float)) { /* 32-bit size_t (WebAssembly) */
+                s = lithe__fail(LITHE_ERR_FORMAT, "%s: weight '%s' has more elements than this platform addresses", WHAT,
+                                t->name);
                 break;
             }
             t->data = lithe__malloc((size_t)t->numel * sizeof(float) + 1);
@@ -1471,8 +1476,8 @@ lithe_status lithe_tfjs_load(const char *path, lithe_model **out) {
             if (s != LITHE_OK) break;
             if (n > all_cap - all_n) {
                 size_t nc = all_cap ? all_cap : 4096;
-                while (nc - all_n < n && nc < ((size_t)1 << 40)) nc *= 2;
-                uint8_t *np = nc - all_n >= n ? lithe__realloc(all, nc) : NULL;
+                while (nc - all_n < n && nc < SIZE_MAX / 4) nc *= 2;
+                uint8_t *np = n <= SIZE_MAX / 4 - all_n && nc - all_n >= n ? lithe__realloc(all, nc) : NULL;
                 if (!np) {
                     lithe__free(b);
                     s = lithe__oom(WHAT, all_n + n);
