@@ -119,6 +119,19 @@ typedef struct lithe_backend lithe_backend;
  * The backend is owned by the library (never freed). Thread-safe. */
 LITHE_API lithe_status lithe_backend_get(const char *name, lithe_backend **out);
 
+/* Sets how many threads the "cpu" backend computes with: n >= 1 threads in all (the calling thread
+ * and n - 1 workers), or 0 for the default: the LITHE_NUM_THREADS environment variable when set,
+ * else every core. Until this is called the default applies (its workers start at the first large
+ * operation). Results are bit-identical for every thread count: work is split by output, never
+ * inside a sum. Builds without threads (WebAssembly without pthreads) accept only 0 and 1.
+ * Call it while no other thread computes on the CPU backend. Statuses: LITHE_ERR_INVALID_ARG (n < 0
+ * or > 1024), LITHE_ERR_UNSUPPORTED (another backend, or threads this build lacks; a worker that
+ * could not start), LITHE_ERR_OOM. */
+LITHE_API lithe_status lithe_backend_set_threads(lithe_backend *backend, int n);
+
+/* The number of threads the backend computes with (1 for backends without a thread count). */
+LITHE_API int lithe_backend_threads(const lithe_backend *backend);
+
 /* The backend's registered name ("cpu"). Thread-safe. */
 LITHE_API const char *lithe_backend_name(const lithe_backend *backend);
 
