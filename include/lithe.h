@@ -998,7 +998,8 @@ LITHE_API const char *const *lithe_onnx_op_names(size_t *n);
  * loads it as lithe_onnx_load_bytes does: the result is one "onnx_graph.v1" node that predicts,
  * trains and saves like an imported ONNX model. Its params are TF.js's weights under their
  * manifest names ("dense_Dense1/kernel"), in TF.js's layouts (a Conv2D kernel is (KH, KW, C, F)),
- * all trainable but BatchNormalization's moving mean and variance (frozen). Input and output are
+ * all trainable but BatchNormalization's moving mean and variance and the weights of layers saved
+ * with "trainable": false (frozen: lithe_model_set_frozen changes that). Input and output are
  * TF.js's: channels-last (N, H, W, C) for images; several inputs / outputs as tuples in the
  * model's order. Layers: InputLayer, Dense, Conv2D, DepthwiseConv2D (channels_last; padding valid
  * or same; strides, dilation), MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D,

@@ -37,7 +37,7 @@ typedef struct wb {
 
 static void wb_put(wb *b, const void *d, size_t n) {
     if (b->oom || !n) return;
-    if (n > ((size_t)1 << 40) - b->n) { /* far above what a checked model reaches */
+    if (n > SIZE_MAX / 4 - b->n) { /* far above what a checked model reaches; no doubling below wraps */
         b->oom = true;
         return;
     }
@@ -279,6 +279,11 @@ static lithe_status read_weights(const js_val *manifest, const uint8_t *data, si
                                 (unsigned long long)need, off, len);
                 break;
             }
+            if ((uint64_t)t->numel > (SIZE_MAX - 1) / sizeof(float)) { /* 32-bit size_t (WebAssembly) */
+                s = lithe__fail(LITHE_ERR_FORMAT, "%s: weight '%s' has more elements than this platform addresses", WHAT,
+                                t->name);
+                break;
+            }
             t->data = lithe__malloc((size_t)t->numel * sizeof(float) + 1);
             if (!t->data) {
                 s = lithe__oom(WHAT, (size_t)t->numel * sizeof(float));
@@ -337,6 +342,8 @@ typedef struct lower {
     size_t n_kt;
     size_t counter;
     const char *layer, *cls; /* the layer being lowered, for errors */
+    bool layer_frozen;       /* its config says "trainable": false */
+    wb frozen;               /* the names of its weights, each NUL-terminated: frozen after the load */
 } lower;
 
 static lithe_status lfail(const lower *L, lithe_status s, const char *fmt, ...) LITHE__PRINTF(3, 4);
@@ -426,6 +433,7 @@ static weight *find_weight(lower *L, const char *suffix) {
         size_t nl = strlen(L->w[i].name);
         if (nl > wl && L->w[i].name[nl - wl - 1] == '/' && !strcmp(L->w[i].name + nl - wl, want)) hit = &L->w[i];
     }
+    if (hit && L->layer_frozen) wb_put(&L->frozen, hit->name, strlen(hit->name) + 1);
     if (hit && !hit->emitted) {
         wb t = {0};
         tensor_proto(&t, hit->name, hit->ndim, hit->shape, hit->data, NULL, hit->numel);
@@ -1137,7 +1145,7 @@ static lithe_status layer_name(const js_val *layer, size_t i, const char **name,
 
 /* Every layer class and activation the model uses that lithe lacks, listed at once. */
 static lithe_status check_supported(const js_val *layers) {
-    char missing[1024] = "";
+    char missing[1024] = "", seen[32][NAME_MAX_LEN + 64];
     size_t nmiss = 0;
     for (size_t i = 0; i < layers->len; i++) {
         const char *name, *cls;
@@ -1149,7 +1157,10 @@ static lithe_status check_supported(const js_val *layers) {
         if (!known) snprintf(item, sizeof item, "%s", cls);
         else if (act && act->type == JS_STR && !activation_known(act->str)) snprintf(item, sizeof item, "activation '%s'", act->str);
         else if (act && act->type != JS_STR && act->type != JS_NULL) snprintf(item, sizeof item, "a non-string activation");
-        if (!item[0] || strstr(missing, item)) continue;
+        bool dup = false;
+        for (size_t j = 0; j < nmiss && j < 32 && !dup; j++) dup = !strcmp(seen[j], item);
+        if (!item[0] || dup) continue;
+        if (nmiss < 32) memcpy(seen[nmiss], item, sizeof item);
         size_t l = strlen(missing);
         snprintf(missing + l, sizeof missing - l, "%s%s", nmiss ? ", " : "", item);
         nmiss++;
@@ -1176,6 +1187,8 @@ static lithe_status lower_sequential(lower *L, const js_val *layers, const char 
         }
         ktensor *o = NULL;
         LITHE__TRY(new_kt(L, name, 0, &o));
+        LITHE__TRY(cfg_bool(L, cfg, "trainable", true, &L->layer_frozen));
+        L->layer_frozen = !L->layer_frozen;
         LITHE__TRY(lower_layer(L, cls, cfg, &cur, 1, o));
         cur = o;
     }
@@ -1258,6 +1271,8 @@ static lithe_status lower_functional(lower *L, const js_val *config) {
                 LITHE__TRY(new_kt(L, name, (int64_t)k, &o));
                 L->layer = name;
                 L->cls = cls;
+                LITHE__TRY(cfg_bool(L, cfg, "trainable", true, &L->layer_frozen));
+                L->layer_frozen = !L->layer_frozen;
                 LITHE__TRY(lower_layer(L, cls, cfg, in, call->len, o));
                 progress = true;
             }
@@ -1280,6 +1295,7 @@ static void lower_free(lower *L) {
     wb_free(&L->inits);
     wb_free(&L->inputs);
     wb_free(&L->outputs);
+    wb_free(&L->frozen);
     for (size_t i = 0; i < L->n_w; i++) lithe__free(L->w[i].data);
     lithe__free(L->w);
     lithe__free(L->kt);
@@ -1295,7 +1311,8 @@ static const js_val *topology_of(const js_val *root) {
 /* The ONNX ModelProto bytes of a TF.js model (*out: lithe__free). group_bytes, when not NULL, the
  * bytes each manifest group's shards hold (the file loader checks them group by group). */
 static lithe_status tfjs_to_onnx(const char *json, size_t json_len, const uint8_t *weights, size_t weights_len,
-                                 const size_t *group_bytes, size_t n_groups, uint8_t **out, size_t *out_len) {
+                                 const size_t *group_bytes, size_t n_groups, uint8_t **out, size_t *out_len,
+                                 wb *frozen) {
     *out = NULL;
     *out_len = 0;
     js_doc doc;
@@ -1346,12 +1363,14 @@ static lithe_status tfjs_to_onnx(const char *json, size_t json_len, const uint8_
         wb_str(&opset, 1, "");
         wb_int(&opset, 2, 13);
         wb_sub(&model, 8, &opset);
-        if (model.oom) {
+        if (model.oom || L.frozen.oom) {
             wb_free(&model);
             s = lithe__oom(WHAT, L.inits.n);
         } else {
             *out = model.p;
             *out_len = model.n;
+            *frozen = L.frozen; /* handed over */
+            memset(&L.frozen, 0, sizeof L.frozen);
         }
     }
     lower_free(&L);
@@ -1365,9 +1384,18 @@ static lithe_status load_lowered(const char *json, size_t json_len, const uint8_
                                  const size_t *group_bytes, size_t n_groups, lithe_model **out) {
     uint8_t *onnx = NULL;
     size_t n = 0;
-    LITHE__TRY(tfjs_to_onnx(json, json_len, weights, weights_len, group_bytes, n_groups, &onnx, &n));
+    wb frozen = {0};
+    LITHE__TRY(tfjs_to_onnx(json, json_len, weights, weights_len, group_bytes, n_groups, &onnx, &n, &frozen));
     lithe_status s = lithe_onnx_load_bytes(onnx, n, out);
     lithe__free(onnx);
+    /* the weights of layers saved with "trainable": false stay frozen, as in TF.js */
+    for (size_t at = 0; s == LITHE_OK && at < frozen.n; at += strlen((const char *)frozen.p + at) + 1)
+        s = lithe_model_set_frozen(*out, (const char *)frozen.p + at, true);
+    wb_free(&frozen);
+    if (s != LITHE_OK && *out) {
+        lithe_model_free(*out);
+        *out = NULL;
+    }
     if (s != LITHE_OK && s != LITHE_ERR_OOM) {
         char why[512];
         snprintf(why, sizeof why, "%s", lithe_last_error());
@@ -1448,8 +1476,8 @@ lithe_status lithe_tfjs_load(const char *path, lithe_model **out) {
             if (s != LITHE_OK) break;
             if (n > all_cap - all_n) {
                 size_t nc = all_cap ? all_cap : 4096;
-                while (nc - all_n < n && nc < ((size_t)1 << 40)) nc *= 2;
-                uint8_t *np = nc - all_n >= n ? lithe__realloc(all, nc) : NULL;
+                while (nc - all_n < n && nc < SIZE_MAX / 4) nc *= 2;
+                uint8_t *np = n <= SIZE_MAX / 4 - all_n && nc - all_n >= n ? lithe__realloc(all, nc) : NULL;
                 if (!np) {
                     lithe__free(b);
                     s = lithe__oom(WHAT, all_n + n);

@@ -88,6 +88,17 @@ async function saveFiles(model, dir, { shards = 1, groups = null } = {}) {
   return { json, data, specs };
 }
 
+// A float32 tensor as a .npy file (format 1.0), for the command-line test.
+function npy(file, t) {
+  let h = `{'descr': '<f4', 'fortran_order': False, 'shape': (${t.shape.join(', ')}${t.shape.length === 1 ? ',' : ''}), }`;
+  h += ' '.repeat(64 - ((10 + h.length + 1) % 64)) + '\n';
+  const head = Buffer.alloc(10);
+  head.write('\x93NUMPY', 0, 'latin1');
+  head[6] = 1;
+  head.writeUInt16LE(h.length, 8);
+  fs.writeFileSync(file, Buffer.concat([head, Buffer.from(h, 'latin1'), Buffer.from(t.dataSync().buffer)]));
+}
+
 // Predictions and gradients: Y = model(x) at inference (Dropout off, BatchNormalization on its
 // moving statistics), loss = sum(Y * R); gradients with respect to x and every trainable weight.
 // (TF.js has no gradient for dilated convolutions: grads false writes the predictions only, and
@@ -170,7 +181,10 @@ function oracle(name, model, x, grads_too = true) {
   m.add(tf.layers.dense({ units: 5, activation: 'softmax' }));
   randomize(m);
   await saveFiles(m, path.join(out, 'cnn'), { shards: 2 });
-  oracle('cnn', m, uniform([2, 9, 9, 3], -1, 1));
+  const x = uniform([2, 9, 9, 3], -1, 1);
+  oracle('cnn', m, x);
+  npy(path.join(out, 'cnn', 'x.npy'), x);
+  npy(path.join(out, 'cnn', 'y_tfjs.npy'), m.predict(x));
 }
 
 // 3. A functional model: two branches (a dilated Conv2D and a DepthwiseConv2D after
