@@ -111,6 +111,11 @@ void lithe__cpu_scatter_add_rows(int64_t B, int64_t N, float *table, const int32
                                  const float *X);
 void lithe__cpu_unary(int op, int64_t n, const float *X, float *Y);
 void lithe__cpu_unary_backward(int op, int64_t n, const float *X, const float *Y, const float *dY, float *dX);
+/* Convolution (conv.c): depthwise directly, the rest as GEMMs through be's gemm. */
+lithe_status lithe__cpu_conv2d(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                               const float *b, float *Y);
+lithe_status lithe__cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                                        const float *dY, float *dX, float *dW, float *db);
 void lithe__cpu_maxout(int64_t B, int64_t O, int64_t P, const float *X, float *Y, int32_t *which);
 
 #endif

@@ -1,0 +1,234 @@
+/* The CPU backend's 2-D convolution for imported graphs (primitives.def: conv2d, conv2d_backward):
+ *
+ *   - depthwise (one input and one output channel per group, mobilenet's 3x3): a direct kernel over
+ *     output rows, taps outermost and the output row innermost (contiguous for stride 1, so it
+ *     vectorises); it accumulates in the scalar twin's order (bias, then taps kh, kw), bit-identical;
+ *   - everything else: per image and group, Y_g (Mg, OH·OW) = W_g (Mg, K) · col (K, OH·OW) with
+ *     K = Cg·KH·KW, through the backend's own gemm (so the fast GEMM and its threads serve
+ *     convolutions too). A pointwise convolution (1x1, stride 1, no padding) multiplies X itself;
+ *     others unfold X into col first (im2col, one image-group at a time, in a workspace from the
+ *     backend's allocator). The backward is the same GEMMs transposed: dW_g += dY_g · colᵀ,
+ *     dcol = W_gᵀ · dY_g folded back into dX (col2im), db += row sums of dY.
+ * GEMM paths sum in the GEMM's order, not the twin's: within the GEMM's rounding of the twin
+ * (test_onnx and test_simd check). Images run in order (the backward accumulates over them); the
+ * GEMM splits each product over the thread pool. */
+#include "simd/simd.h"
+
+#include <string.h>
+
+static void view2(lithe_tensor *t, lithe__storage *st, const float *p, int64_t r, int64_t c) {
+    memset(st, 0, sizeof *st);
+    memset(t, 0, sizeof *t);
+    st->refcount = 1;
+    st->data = (void *)p;
+    st->nbytes = (size_t)(r * c) * sizeof(float);
+    st->backend = lithe__backend_cpu();
+    t->refcount = 1;
+    t->storage = st;
+    t->dtype = LITHE_F32;
+    t->ndim = 2;
+    t->shape[0] = r;
+    t->shape[1] = c;
+    t->strides[0] = c;
+    t->strides[1] = 1;
+    t->numel = r * c;
+}
+
+/* C (M, N) = alpha op(A) op(B) + beta C on contiguous row-major host arrays, through be's gemm. */
+static lithe_status gemm(lithe_backend *be, bool tA, bool tB, int64_t M, int64_t N, int64_t K, const float *A,
+                         const float *B, float beta, float *C) {
+    lithe_tensor ta, tb, tc;
+    lithe__storage sa, sb, sc;
+    view2(&ta, &sa, A, tA ? K : M, tA ? M : K);
+    view2(&tb, &sb, B, tB ? N : K, tB ? K : N);
+    view2(&tc, &sc, C, M, N);
+    return be->ops->gemm(be, tA, tB, 1.0f, &ta, &tb, beta, &tc);
+}
+
+static bool is_depthwise(const lithe__conv2d *g) { return g->group == g->C && g->group == g->M; }
+static bool is_pointwise(const lithe__conv2d *g) {
+    return g->KH == 1 && g->KW == 1 && g->stride[0] == 1 && g->stride[1] == 1 && !g->pad[0] && !g->pad[1] &&
+           !g->pad[2] && !g->pad[3];
+}
+
+/* The output columns [lo, hi) whose input column o*s - p + k*d lies inside [0, W). */
+static void valid_range(int64_t OW, int64_t W, int64_t s, int64_t p, int64_t k, int64_t d, int64_t *lo, int64_t *hi) {
+    int64_t off = k * d - p; /* input column = o * s + off */
+    int64_t a = off >= 0 ? 0 : (-off + s - 1) / s;
+    int64_t b = W - off <= 0 ? 0 : (W - off + s - 1) / s; /* first o with o*s + off >= W */
+    *lo = a < OW ? a : OW;
+    *hi = b < OW ? b : OW;
+    if (*hi < *lo) *hi = *lo;
+}
+
+static void depthwise_forward(const lithe__conv2d *g, const float *X, const float *W, const float *b, float *Y) {
+    int64_t s0 = g->stride[0], s1 = g->stride[1];
+    for (int64_t nc = 0; nc < g->N * g->C; nc++) {
+        int64_t c = nc % g->C;
+        const float *x = X + nc * g->H * g->W, *w = W + c * g->KH * g->KW;
+        float *y = Y + nc * g->OH * g->OW;
+        for (int64_t oh = 0; oh < g->OH; oh++) {
+            float *yr = y + oh * g->OW;
+            float bias = b ? b[c] : 0.0f;
+            for (int64_t ow = 0; ow < g->OW; ow++) yr[ow] = bias;
+            for (int64_t kh = 0; kh < g->KH; kh++) {
+                int64_t h = oh * s0 - g->pad[0] + kh * g->dil[0];
+                if (h < 0 || h >= g->H) continue;
+                const float *xr = x + h * g->W;
+                for (int64_t kw = 0; kw < g->KW; kw++) {
+                    float wv = w[kh * g->KW + kw];
+                    int64_t lo, hi, off = kw * g->dil[1] - g->pad[1];
+                    valid_range(g->OW, g->W, s1, g->pad[1], kw, g->dil[1], &lo, &hi);
+                    if (s1 == 1)
+                        for (int64_t ow = lo; ow < hi; ow++) yr[ow] += xr[ow + off] * wv;
+                    else
+                        for (int64_t ow = lo; ow < hi; ow++) yr[ow] += xr[ow * s1 + off] * wv;
+                }
+            }
+        }
+    }
+}
+
+/* The twin's loop order per output element (taps in order), so dX and dW match it bit for bit. */
+static void depthwise_backward(const lithe__conv2d *g, const float *X, const float *W, const float *dY, float *dX,
+                               float *dW, float *db) {
+    int64_t s0 = g->stride[0], s1 = g->stride[1];
+    for (int64_t n = 0; n < g->N; n++)
+        for (int64_t c = 0; c < g->C; c++) {
+            int64_t nc = n * g->C + c;
+            const float *x = X + nc * g->H * g->W, *w = W + c * g->KH * g->KW, *gy = dY + nc * g->OH * g->OW;
+            float *dx = dX ? dX + nc * g->H * g->W : NULL, *dw = dW ? dW + c * g->KH * g->KW : NULL;
+            for (int64_t oh = 0; oh < g->OH; oh++)
+                for (int64_t ow = 0; ow < g->OW; ow++) {
+                    float gv = gy[oh * g->OW + ow];
+                    if (db) db[c] += gv;
+                    for (int64_t kh = 0; kh < g->KH; kh++) {
+                        int64_t h = oh * s0 - g->pad[0] + kh * g->dil[0];
+                        if (h < 0 || h >= g->H) continue;
+                        for (int64_t kw = 0; kw < g->KW; kw++) {
+                            int64_t ww = ow * s1 - g->pad[1] + kw * g->dil[1];
+                            if (ww < 0 || ww >= g->W) continue;
+                            if (dx) dx[h * g->W + ww] += gv * w[kh * g->KW + kw];
+                            if (dw) dw[kh * g->KW + kw] += gv * x[h * g->W + ww];
+                        }
+                    }
+                }
+        }
+}
+
+/* col (Cg·KH·KW, OH·OW) of one image-group: row (c, kh, kw) holds x[c] at the tap's positions, 0
+ * where the window passes the padding. */
+static void im2col(const lithe__conv2d *g, const float *x, int64_t Cg, float *col) {
+    int64_t P = g->OH * g->OW, s0 = g->stride[0], s1 = g->stride[1];
+    for (int64_t c = 0; c < Cg; c++)
+        for (int64_t kh = 0; kh < g->KH; kh++)
+            for (int64_t kw = 0; kw < g->KW; kw++) {
+                float *row = col + ((c * g->KH + kh) * g->KW + kw) * P;
+                int64_t lo, hi, off = kw * g->dil[1] - g->pad[1];
+                valid_range(g->OW, g->W, s1, g->pad[1], kw, g->dil[1], &lo, &hi);
+                for (int64_t oh = 0; oh < g->OH; oh++) {
+                    float *r = row + oh * g->OW;
+                    int64_t h = oh * s0 - g->pad[0] + kh * g->dil[0];
+                    if (h < 0 || h >= g->H || lo >= hi) {
+                        memset(r, 0, (size_t)g->OW * sizeof(float));
+                        continue;
+                    }
+                    const float *xr = x + (c * g->H + h) * g->W;
+                    for (int64_t ow = 0; ow < lo; ow++) r[ow] = 0.0f;
+                    if (s1 == 1) memcpy(r + lo, xr + lo + off, (size_t)(hi - lo) * sizeof(float));
+                    else
+                        for (int64_t ow = lo; ow < hi; ow++) r[ow] = xr[ow * s1 + off];
+                    for (int64_t ow = hi; ow < g->OW; ow++) r[ow] = 0.0f;
+                }
+            }
+}
+
+/* dx += col2im(dcol): the adjoint of im2col. */
+static void col2im(const lithe__conv2d *g, const float *col, int64_t Cg, float *dx) {
+    int64_t P = g->OH * g->OW, s0 = g->stride[0], s1 = g->stride[1];
+    for (int64_t c = 0; c < Cg; c++)
+        for (int64_t kh = 0; kh < g->KH; kh++)
+            for (int64_t kw = 0; kw < g->KW; kw++) {
+                const float *row = col + ((c * g->KH + kh) * g->KW + kw) * P;
+                int64_t lo, hi, off = kw * g->dil[1] - g->pad[1];
+                valid_range(g->OW, g->W, s1, g->pad[1], kw, g->dil[1], &lo, &hi);
+                for (int64_t oh = 0; oh < g->OH; oh++) {
+                    int64_t h = oh * s0 - g->pad[0] + kh * g->dil[0];
+                    if (h < 0 || h >= g->H) continue;
+                    float *xr = dx + (c * g->H + h) * g->W;
+                    const float *r = row + oh * g->OW;
+                    for (int64_t ow = lo; ow < hi; ow++) xr[ow * s1 + off] += r[ow];
+                }
+            }
+}
+
+static lithe_status workspace(lithe_backend *be, size_t n, float **out) {
+    void *p = NULL;
+    LITHE__TRY(be->ops->alloc(be, n * sizeof(float), &p));
+    *out = p;
+    return LITHE_OK;
+}
+
+lithe_status lithe__cpu_conv2d(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                               const float *b, float *Y) {
+    if (is_depthwise(g)) {
+        depthwise_forward(g, X, W, b, Y);
+        return LITHE_OK;
+    }
+    int64_t Cg = g->C / g->group, Mg = g->M / g->group, K = Cg * g->KH * g->KW, P = g->OH * g->OW;
+    bool pw = is_pointwise(g);
+    float *col = NULL;
+    if (!pw) LITHE__TRY(workspace(be, (size_t)(K * P), &col));
+    lithe_status s = LITHE_OK;
+    for (int64_t n = 0; n < g->N && s == LITHE_OK; n++)
+        for (int64_t gi = 0; gi < g->group && s == LITHE_OK; gi++) {
+            const float *x = X + (n * g->C + gi * Cg) * g->H * g->W;
+            float *y = Y + (n * g->M + gi * Mg) * P;
+            if (b)
+                for (int64_t m = 0; m < Mg; m++)
+                    for (int64_t p = 0; p < P; p++) y[m * P + p] = b[gi * Mg + m];
+            if (!pw) im2col(g, x, Cg, col);
+            s = gemm(be, false, false, Mg, P, K, W + gi * Mg * K, pw ? x : col, b ? 1.0f : 0.0f, y);
+        }
+    if (col) be->ops->free(be, col);
+    return s;
+}
+
+lithe_status lithe__cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                                        const float *dY, float *dX, float *dW, float *db) {
+    if (is_depthwise(g)) {
+        depthwise_backward(g, X, W, dY, dX, dW, db);
+        return LITHE_OK;
+    }
+    int64_t Cg = g->C / g->group, Mg = g->M / g->group, K = Cg * g->KH * g->KW, P = g->OH * g->OW;
+    bool pw = is_pointwise(g);
+    float *col = NULL;
+    if (!pw && (dW || dX)) LITHE__TRY(workspace(be, (size_t)(K * P), &col));
+    lithe_status s = LITHE_OK;
+    for (int64_t n = 0; n < g->N && s == LITHE_OK; n++)
+        for (int64_t gi = 0; gi < g->group && s == LITHE_OK; gi++) {
+            const float *x = X + (n * g->C + gi * Cg) * g->H * g->W;
+            const float *gy = dY + (n * g->M + gi * Mg) * P;
+            if (db)
+                for (int64_t m = 0; m < Mg; m++) {
+                    float acc = db[gi * Mg + m];
+                    for (int64_t p = 0; p < P; p++) acc += gy[m * P + p];
+                    db[gi * Mg + m] = acc;
+                }
+            if (dW) {
+                if (!pw) im2col(g, x, Cg, col);
+                s = gemm(be, false, true, Mg, K, P, gy, pw ? x : col, 1.0f, dW + gi * Mg * K);
+            }
+            if (dX && s == LITHE_OK) {
+                float *dx = dX + (n * g->C + gi * Cg) * g->H * g->W;
+                if (pw) {
+                    s = gemm(be, true, false, K, P, Mg, W + gi * Mg * K, gy, 1.0f, dx);
+                } else {
+                    s = gemm(be, true, false, K, P, Mg, W + gi * Mg * K, gy, 0.0f, col);
+                    if (s == LITHE_OK) col2im(g, col, Cg, dx);
+                }
+            }
+        }
+    if (col) be->ops->free(be, col);
+    return s;
+}
