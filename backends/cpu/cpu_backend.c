@@ -8,12 +8,12 @@
 
 static lithe_status cpu_alloc(lithe_backend *be, size_t nbytes, void **out) {
     (void)be;
-    *out = lithe__aligned_alloc(nbytes);
+    *out = lithe__cpu_cache_alloc(nbytes);
     return *out ? LITHE_OK : lithe__oom("cpu backend", nbytes);
 }
 static void cpu_free(lithe_backend *be, void *p) {
     (void)be;
-    lithe__aligned_free(p);
+    lithe__cpu_cache_free(p);
 }
 static lithe_status cpu_upload(lithe_backend *be, void *dst, size_t off, const void *src, size_t n) {
     (void)be;

@@ -111,6 +111,12 @@ void lithe__cpu_scatter_add_rows(int64_t B, int64_t N, float *table, const int32
                                  const float *X);
 void lithe__cpu_unary(int op, int64_t n, const float *X, float *Y);
 void lithe__cpu_unary_backward(int op, int64_t n, const float *X, const float *Y, const float *dY, float *dX);
+/* The caching allocator behind the CPU backend's alloc / free (cache.c): 64-byte aligned blocks,
+ * reused by size class; lithe__cpu_cache_flush gives every waiting block back. */
+void *lithe__cpu_cache_alloc(size_t nbytes);
+void lithe__cpu_cache_free(void *p);
+size_t lithe__cpu_cache_bytes(void);
+
 /* Convolution (conv.c): depthwise directly, the rest as GEMMs through be's gemm. */
 lithe_status lithe__cpu_conv2d(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
                                const float *b, float *Y);
