@@ -4,7 +4,8 @@
  * Prints the minimum and median over the timed runs (the machine is shared: the minimum is the
  * steadier figure). Not part of the build:
  *   gcc -O2 -Iinclude bench/elem/driver.c build/ci/liblithe.a -lm -lpthread -o /tmp/elem_driver
- *   /tmp/elem_driver mlp [runs]   |   /tmp/elem_driver onnx MODEL.onnx X.npy [runs] */
+ *   /tmp/elem_driver mlp|mlp-predict [runs]   |   /tmp/elem_driver onnx MODEL.onnx X.npy [runs] */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,7 +62,7 @@ static void predict_runs(lithe_model *m, lithe_tensor *x, int runs, const char *
     free(t);
 }
 
-static int mlp(int runs) {
+static int mlp(int runs, bool train) {
     lithe_backend *be;
     CK(lithe_backend_get("cpu", &be));
     lithe_model *h1, *h2, *sm, *m;
@@ -85,7 +86,7 @@ static int mlp(int runs) {
     CK(lithe_tensor_new(be, LITHE_I32, 1, (int64_t[]){64}, &lt));
     CK(lithe_tensor_write(lt, labels, sizeof labels));
     double *t = malloc(sizeof(double) * (size_t)runs);
-    for (int i = -runs / 5 - 3; i < runs; i++) {
+    for (int i = -runs / 5 - 3; train && i < runs; i++) {
         double t0 = now_ms();
         lithe_value *gv = NULL, *dv = NULL;
         lithe_backprop *bp = NULL;
@@ -101,7 +102,7 @@ static int mlp(int runs) {
         lithe_tensor_release(dt);
         if (i >= 0) t[i] = now_ms() - t0;
     }
-    report("mlp train step b64 (Adam)", t, runs);
+    if (train) report("mlp train step b64 (Adam)", t, runs);
     predict_runs(m, x1, runs * 4, "mlp predict b1");
     predict_runs(m, x64, runs, "mlp predict b64");
     free(t);
@@ -157,7 +158,8 @@ static int onnx(const char *path, const char *xpath, int runs) {
 int main(int argc, char **argv) {
     const char *threads = getenv("LITHE_NUM_THREADS");
     printf("threads %s\n", threads ? threads : "(default)");
-    if (argc >= 2 && !strcmp(argv[1], "mlp")) return mlp(argc > 2 ? atoi(argv[2]) : 200);
+    if (argc >= 2 && !strcmp(argv[1], "mlp")) return mlp(argc > 2 ? atoi(argv[2]) : 200, true);
+    if (argc >= 2 && !strcmp(argv[1], "mlp-predict")) return mlp(argc > 2 ? atoi(argv[2]) : 200, false);
     if (argc >= 4 && !strcmp(argv[1], "onnx")) return onnx(argv[2], argv[3], argc > 4 ? atoi(argv[4]) : 100);
     fprintf(stderr, "usage: driver mlp [runs] | driver onnx MODEL.onnx X.npy [runs]\n");
     return 2;

@@ -34,7 +34,6 @@
 #define VW (VB / 4)
 typedef float vf __attribute__((vector_size(VB)));
 typedef int32_t vi __attribute__((vector_size(VB)));
-typedef double vd __attribute__((vector_size(2 * VB)));
 
 #define CAT3(a, b, c) a##b##c
 #define XCAT3(a, b, c) CAT3(a, b, c)
@@ -292,26 +291,43 @@ static void K(mul)(int64_t n, const float *A, const float *B, float *Y) {
     for (; i < n; i++) Y[i] = A[i] * B[i];
 }
 
-static inline double hsum_d(vd v) {
-    double s = 0.0;
-    for (int l = 0; l < VW; l++) s += v[l];
-    return s;
-}
 static inline float hmax(vf v) {
     float m = v[0];
     for (int l = 1; l < VW; l++) m = v[l] > m ? v[l] : m;
     return m;
 }
-static inline vd widen(vf v) { return __builtin_convertvector(v, vd); }
+/* float -> double by halves: each half converts into one register-wide double vector (vcvtps2pd),
+ * where converting the whole vector at once is split badly by some compilers. */
+typedef float vfh __attribute__((vector_size(VB / 2)));
+typedef double vdh __attribute__((vector_size(VB)));
+static inline vdh widen_lo(vf v) {
+    vfh h;
+    memcpy(&h, &v, sizeof h);
+    return __builtin_convertvector(h, vdh);
+}
+static inline vdh widen_hi(vf v) {
+    vfh h;
+    memcpy(&h, (const char *)&v + sizeof h, sizeof h);
+    return __builtin_convertvector(h, vdh);
+}
+static inline double hsum_dh(vdh v) {
+    double s = 0.0;
+    for (int l = 0; l < VW / 2; l++) s += v[l];
+    return s;
+}
 
 static double K(sum_squares)(int64_t n, const float *X) {
-    vd acc = (vd){0};
+    vdh a0 = (vdh){0}, a1 = (vdh){0}, a2 = (vdh){0}, a3 = (vdh){0}; /* four chains hide the add latency */
     int64_t i = 0;
-    for (; i + VW <= n; i += VW) {
-        vd x = widen(ld(X + i));
-        acc += x * x;
+    for (; i + 2 * VW <= n; i += 2 * VW) {
+        vf x = ld(X + i), y = ld(X + i + VW);
+        vdh xl = widen_lo(x), xh = widen_hi(x), yl = widen_lo(y), yh = widen_hi(y);
+        a0 += xl * xl;
+        a1 += xh * xh;
+        a2 += yl * yl;
+        a3 += yh * yh;
     }
-    double s = hsum_d(acc);
+    double s = hsum_dh((a0 + a1) + (a2 + a3));
     for (; i < n; i++) s += (double)X[i] * X[i];
     return s;
 }
@@ -388,19 +404,40 @@ static inline float row_max(int64_t N, const float *x, bool t1, float temperatur
     return mx;
 }
 
+/* Double-precision row sums are kept in pairs of register-wide double vectors (lo and hi halves of
+ * a float vector): no arithmetic on vectors wider than the ISA's registers, which some compilers
+ * scalarise. */
+typedef struct dpair {
+    vdh lo, hi;
+} dpair;
+static inline dpair dwiden(vf v) { return (dpair){widen_lo(v), widen_hi(v)}; }
+static inline vf dnarrow(vdh lo, vdh hi) {
+    vfh l = __builtin_convertvector(lo, vfh), h = __builtin_convertvector(hi, vfh);
+    vf v;
+    memcpy(&v, &l, sizeof l);
+    memcpy((char *)&v + sizeof l, &h, sizeof h);
+    return v;
+}
+static inline double dsum(vdh lo, vdh hi) { return hsum_dh(lo + hi); }
+
 static void K(softmax)(int64_t M, int64_t N, const float *X, float temperature, float *Y) {
+    if (N < VW) { /* rows shorter than a vector (a 10-class output): the twin is quicker */
+        lithe_f32_softmax__scalar(M, N, X, temperature, Y);
+        return;
+    }
     bool t1 = temperature == 1.0f;
     for (int64_t r = 0; r < M; r++) {
         const float *x = X + r * N;
         float *y = Y + r * N;
         float mx = row_max(N, x, t1, temperature);
-        vd acc = (vd){0};
+        vdh alo = (vdh){0}, ahi = (vdh){0};
         int64_t j = 0;
         for (; j + VW <= N; j += VW) {
             vf v = t1 ? ld(x + j) : ld(x + j) / temperature;
             vf e = vexp(v - mx);
             st(y + j, e);
-            acc += widen(e);
+            alo += widen_lo(e);
+            ahi += widen_hi(e);
         }
         if (j < N) {
             int64_t m = N - j;
@@ -409,9 +446,11 @@ static void K(softmax)(int64_t M, int64_t N, const float *X, float temperature, 
             float t[VW] = {0};
             st_part(t, vexp(v - mx), m); /* lanes past the row stay 0 in the sum */
             memcpy(y + j, t, (size_t)m * sizeof(float));
-            acc += widen(ld(t));
+            vf e = ld(t);
+            alo += widen_lo(e);
+            ahi += widen_hi(e);
         }
-        float inv = (float)hsum_d(acc);
+        float inv = (float)dsum(alo, ahi);
         j = 0;
         for (; j + VW <= N; j += VW) st(y + j, ld(y + j) / inv);
         for (; j < N; j++) y[j] /= inv;
@@ -419,18 +458,20 @@ static void K(softmax)(int64_t M, int64_t N, const float *X, float temperature, 
 }
 
 static void K(softmax_backward)(int64_t M, int64_t N, const float *Y, const float *dY, float temperature,
-                                     float *dX) {
+                                float *dX) {
     bool t1 = temperature == 1.0f;
     for (int64_t r = 0; r < M; r++) {
         const float *y = Y + r * N, *dy = dY + r * N;
         float *dx = dX + r * N;
-        vd acc = (vd){0};
+        vdh alo = (vdh){0}, ahi = (vdh){0};
         int64_t j = 0;
         for (; j + VW <= N; j += VW) {
             vf g = t1 ? ld(dy + j) : ld(dy + j) / temperature;
-            acc += widen(ld(y + j)) * widen(g);
+            vf yy = ld(y + j);
+            alo += widen_lo(yy) * widen_lo(g);
+            ahi += widen_hi(yy) * widen_hi(g);
         }
-        double s = hsum_d(acc);
+        double s = dsum(alo, ahi);
         for (; j < N; j++) {
             float g = t1 ? dy[j] : dy[j] / temperature;
             s += (double)y[j] * g;
@@ -456,17 +497,22 @@ static void K(log_softmax)(int64_t M, int64_t N, const float *X, float *Y) {
         const float *x = X + r * N;
         float *y = Y + r * N;
         float mx = row_max(N, x, true, 1.0f);
-        vd acc = (vd){0};
-        for (int64_t j = 0; j < N; j += VW) {
-            int64_t m = N - j < VW ? N - j : VW;
-            vf e = vexp(ld_part(x + j, m) - mx);
-            float t[VW];
-            st(t, e);
-            for (int64_t l = m; l < VW; l++) t[l] = 0.0f;
-            acc += widen(ld(t));
-        }
-        float lse = mx + (float)log(hsum_d(acc));
+        vdh alo = (vdh){0}, ahi = (vdh){0};
         int64_t j = 0;
+        for (; j + VW <= N; j += VW) {
+            vf e = vexp(ld(x + j) - mx);
+            alo += widen_lo(e);
+            ahi += widen_hi(e);
+        }
+        if (j < N) {
+            float t[VW] = {0};
+            st_part(t, vexp(ld_part(x + j, N - j) - mx), N - j);
+            vf e = ld(t);
+            alo += widen_lo(e);
+            ahi += widen_hi(e);
+        }
+        float lse = mx + (float)log(dsum(alo, ahi));
+        j = 0;
         for (; j + VW <= N; j += VW) st(y + j, ld(x + j) - lse);
         for (; j < N; j++) y[j] = x[j] - lse;
     }
@@ -479,30 +525,37 @@ static void K(log_softmax_backward)(int64_t M, int64_t N, const float *Y, const 
         double s = 0.0;
         for (int64_t j = 0; j < N; j++) s += g[j]; /* element order, as the twin */
         float sf = (float)s;
-        for (int64_t j = 0; j < N; j += VW) {
-            int64_t m = N - j < VW ? N - j : VW;
-            vf out = ld_part(dx + j, m) + (ld_part(g + j, m) - vexp(ld_part(y + j, m)) * sf);
-            st_part(dx + j, out, m);
+        int64_t j = 0;
+        for (; j + VW <= N; j += VW) st(dx + j, ld(dx + j) + (ld(g + j) - vexp(ld(y + j)) * sf));
+        if (j < N) {
+            int64_t m = N - j;
+            st_part(dx + j, ld_part(dx + j, m) + (ld_part(g + j, m) - vexp(ld_part(y + j, m)) * sf), m);
         }
     }
 }
 
 static void K(layernorm)(int64_t M, int64_t N, const float *X, const float *G, const float *b, float eps,
-                              float *Y, float *mean, float *inv_std) {
+                         float *Y, float *mean, float *inv_std) {
     for (int64_t r = 0; r < M; r++) {
         const float *x = X + r * N;
-        vd acc = (vd){0};
+        vdh alo = (vdh){0}, ahi = (vdh){0};
         int64_t j = 0;
-        for (; j + VW <= N; j += VW) acc += widen(ld(x + j));
-        double mu = hsum_d(acc);
+        for (; j + VW <= N; j += VW) {
+            vf v = ld(x + j);
+            alo += widen_lo(v);
+            ahi += widen_hi(v);
+        }
+        double mu = dsum(alo, ahi);
         for (; j < N; j++) mu += x[j];
         mu /= (double)N;
-        acc = (vd){0};
+        alo = ahi = (vdh){0};
         for (j = 0; j + VW <= N; j += VW) {
-            vd d = widen(ld(x + j)) - mu;
-            acc += d * d;
+            vf v = ld(x + j);
+            vdh dl = widen_lo(v) - mu, dh = widen_hi(v) - mu;
+            alo += dl * dl;
+            ahi += dh * dh;
         }
-        double var = hsum_d(acc);
+        double var = dsum(alo, ahi);
         for (; j < N; j++) var += ((double)x[j] - mu) * ((double)x[j] - mu);
         var /= (double)N;
         double is = 1.0 / sqrt(var + (double)eps);
@@ -510,7 +563,8 @@ static void K(layernorm)(int64_t M, int64_t N, const float *X, const float *G, c
         inv_std[r] = (float)is;
         float *y = Y + r * N;
         for (j = 0; j + VW <= N; j += VW) {
-            vf xh = __builtin_convertvector((widen(ld(x + j)) - mu) * is, vf);
+            vf v = ld(x + j);
+            vf xh = dnarrow((widen_lo(v) - mu) * is, (widen_hi(v) - mu) * is);
             st(y + j, xh * ld(G + j) + ld(b + j));
         }
         for (; j < N; j++) y[j] = (float)(((double)x[j] - mu) * is) * G[j] + b[j];
@@ -518,19 +572,22 @@ static void K(layernorm)(int64_t M, int64_t N, const float *X, const float *G, c
 }
 
 static void K(layernorm_backward_dx)(int64_t M, int64_t N, const float *dY, const float *X, const float *G,
-                                          const float *mean, const float *inv_std, float *dX) {
+                                     const float *mean, const float *inv_std, float *dX) {
     for (int64_t r = 0; r < M; r++) {
         const float *x = X + r * N, *dy = dY + r * N;
         double mu = mean[r], is = inv_std[r];
-        vd ag = (vd){0}, agx = (vd){0};
+        vdh glo = (vdh){0}, ghi = (vdh){0}, gxlo = (vdh){0}, gxhi = (vdh){0};
         int64_t j = 0;
         for (; j + VW <= N; j += VW) {
-            vd xhat = (widen(ld(x + j)) - mu) * is;
-            vd g = widen(ld(dy + j)) * widen(ld(G + j));
-            ag += g;
-            agx += g * xhat;
+            vf v = ld(x + j), d = ld(dy + j), gg = ld(G + j);
+            vdh xl = (widen_lo(v) - mu) * is, xh = (widen_hi(v) - mu) * is;
+            vdh gl = widen_lo(d) * widen_lo(gg), gh = widen_hi(d) * widen_hi(gg);
+            glo += gl;
+            ghi += gh;
+            gxlo += gl * xl;
+            gxhi += gh * xh;
         }
-        double sum_g = hsum_d(ag), sum_gx = hsum_d(agx);
+        double sum_g = dsum(glo, ghi), sum_gx = dsum(gxlo, gxhi);
         for (; j < N; j++) {
             double xhat = ((double)x[j] - mu) * is, g = (double)dy[j] * G[j];
             sum_g += g;
@@ -539,9 +596,11 @@ static void K(layernorm_backward_dx)(int64_t M, int64_t N, const float *dY, cons
         double mg = sum_g / (double)N, mgx = sum_gx / (double)N;
         float *dx = dX + r * N;
         for (j = 0; j + VW <= N; j += VW) {
-            vd xhat = (widen(ld(x + j)) - mu) * is;
-            vd out = is * (widen(ld(dy + j)) * widen(ld(G + j)) - mg - xhat * mgx);
-            st(dx + j, __builtin_convertvector(out, vf));
+            vf v = ld(x + j), d = ld(dy + j), gg = ld(G + j);
+            vdh xl = (widen_lo(v) - mu) * is, xh = (widen_hi(v) - mu) * is;
+            vdh ol = is * (widen_lo(d) * widen_lo(gg) - mg - xl * mgx);
+            vdh oh = is * (widen_hi(d) * widen_hi(gg) - mg - xh * mgx);
+            st(dx + j, dnarrow(ol, oh));
         }
         for (; j < N; j++) {
             double xhat = ((double)x[j] - mu) * is;
@@ -551,15 +610,15 @@ static void K(layernorm_backward_dx)(int64_t M, int64_t N, const float *dY, cons
 }
 
 static void K(layernorm_backward_dgb)(int64_t M, int64_t n, int64_t ldx, const float *dY, const float *X,
-                                           const float *mean, const float *inv_std, float *dG, float *db) {
+                                      const float *mean, const float *inv_std, float *dG, float *db) {
     int64_t j = 0;
     for (; j + VW <= n; j += VW) {
         vf ag = ld(dG + j), ab = ld(db + j);
         for (int64_t r = 0; r < M; r++) {
             double mu = mean[r], is = inv_std[r];
-            vf dy = ld(dY + r * ldx + j);
-            vd xhat = (widen(ld(X + r * ldx + j)) - mu) * is;
-            ag += __builtin_convertvector(widen(dy) * xhat, vf);
+            vf dy = ld(dY + r * ldx + j), v = ld(X + r * ldx + j);
+            vdh xl = (widen_lo(v) - mu) * is, xh = (widen_hi(v) - mu) * is;
+            ag += dnarrow(widen_lo(dy) * xl, widen_hi(dy) * xh);
             ab += dy;
         }
         st(dG + j, ag);
@@ -587,39 +646,46 @@ static void K(scatter_add_rows)(int64_t B, int64_t n, int64_t ldx, float *table,
     }
 }
 
+static inline vf unary1(int op, vf x) {
+    switch (op) {
+    case LITHE__UN_EXP: return vexp(x);
+    case LITHE__UN_SQRT: return vsqrt(x);
+    case LITHE__UN_NEG: return -x;
+    case LITHE__UN_ABS: return vabs(x);
+    default: return 1.0f / x;
+    }
+}
+
 static void K(unary)(int op, int64_t n, const float *X, float *Y) {
     if (op == LITHE__UN_LOG || op == LITHE__UN_ERF) {
         lithe_f32_unary__scalar(op, n, X, Y);
         return;
     }
-    for (int64_t i = 0; i < n; i += VW) {
-        int64_t m = n - i < VW ? n - i : VW;
-        vf x = ld_part(X + i, m), y;
-        switch (op) {
-        case LITHE__UN_EXP: y = vexp(x); break;
-        case LITHE__UN_SQRT: y = vsqrt(x); break;
-        case LITHE__UN_NEG: y = -x; break;
-        case LITHE__UN_ABS: y = vabs(x); break;
-        default: y = 1.0f / x; break;
-        }
-        st_part(Y + i, y, m);
+    int64_t i = 0;
+    for (; i + VW <= n; i += VW) st(Y + i, unary1(op, ld(X + i)));
+    if (i < n) st_part(Y + i, unary1(op, ld_part(X + i, n - i)), n - i);
+}
+
+static inline vf unary_bwd1(int op, vf x, vf y, vf g, vf d) {
+    switch (op) {
+    case LITHE__UN_EXP: return d + g * y;
+    case LITHE__UN_LOG: return d + g / x;
+    case LITHE__UN_SQRT: return d + g * 0.5f / y;
+    case LITHE__UN_NEG: return d - g;
+    case LITHE__UN_ERF: return d + g * 1.12837916709551257f * vexp(-x * x);
+    case LITHE__UN_ABS: return d + sel(x > 0.0f, g, sel(x < 0.0f, -g, splat(0.0f)));
+    default: return d - g * y * y;
     }
 }
 
 static void K(unary_backward)(int op, int64_t n, const float *X, const float *Y, const float *dY, float *dX) {
-    for (int64_t i = 0; i < n; i += VW) {
-        int64_t m = n - i < VW ? n - i : VW;
-        vf x = ld_part(X + i, m), y = ld_part(Y + i, m), g = ld_part(dY + i, m), d = ld_part(dX + i, m);
-        switch (op) {
-        case LITHE__UN_EXP: d += g * y; break;
-        case LITHE__UN_LOG: d += g / x; break;
-        case LITHE__UN_SQRT: d += g * 0.5f / y; break;
-        case LITHE__UN_NEG: d -= g; break;
-        case LITHE__UN_ERF: d += g * 1.12837916709551257f * vexp(-x * x); break;
-        case LITHE__UN_ABS: d += sel(x > 0.0f, g, sel(x < 0.0f, -g, splat(0.0f))); break;
-        default: d -= g * y * y; break;
-        }
-        st_part(dX + i, d, m);
+    int64_t i = 0;
+    for (; i + VW <= n; i += VW)
+        st(dX + i, unary_bwd1(op, ld(X + i), ld(Y + i), ld(dY + i), ld(dX + i)));
+    if (i < n) {
+        int64_t m = n - i;
+        st_part(dX + i, unary_bwd1(op, ld_part(X + i, m), ld_part(Y + i, m), ld_part(dY + i, m), ld_part(dX + i, m)),
+                m);
     }
 }
 
