@@ -13,6 +13,7 @@
  * (test_onnx and test_simd check). Images run in order (the backward accumulates over them); the
  * GEMM splits each product over the thread pool. */
 #include "simd/simd.h"
+#include "threadpool.h"
 
 #include <string.h>
 
@@ -61,32 +62,72 @@ static void valid_range(int64_t OW, int64_t W, int64_t s, int64_t p, int64_t k, 
     if (*hi < *lo) *hi = *lo;
 }
 
-static void depthwise_forward(const lithe__conv2d *g, const float *X, const float *W, const float *b, float *Y) {
-    int64_t s0 = g->stride[0], s1 = g->stride[1];
-    for (int64_t nc = 0; nc < g->N * g->C; nc++) {
+typedef struct dw_job {
+    const lithe__conv2d *g;
+    const float *X, *W, *b;
+    float *Y;
+    const lithe__simd_kernels *k;
+} dw_job;
+
+/* Planes (n, c) [p0, p1): each output row starts at the bias; its columns whose taps all lie inside
+ * the input go to the table's dwconv_row, the edge columns to the same sum with bounds checks. */
+static void depthwise_planes(void *ctx, int64_t p0, int64_t p1) {
+    const dw_job *j = ctx;
+    const lithe__conv2d *g = j->g;
+    int64_t s0 = g->stride[0], s1 = g->stride[1], KW = g->KW, d1 = g->dil[1];
+    int64_t lo, hi, lo2, hi2;
+    valid_range(g->OW, g->W, s1, g->pad[1], 0, d1, &lo, &hi);
+    valid_range(g->OW, g->W, s1, g->pad[1], KW - 1, d1, &lo2, &hi2);
+    int64_t in_lo = lo, in_hi = hi2 < lo ? lo : hi2; /* every tap inside: [in_lo, in_hi) */
+    for (int64_t nc = p0; nc < p1; nc++) {
         int64_t c = nc % g->C;
-        const float *x = X + nc * g->H * g->W, *w = W + c * g->KH * g->KW;
-        float *y = Y + nc * g->OH * g->OW;
+        const float *x = j->X + nc * g->H * g->W, *w = j->W + c * g->KH * KW;
+        float *y = j->Y + nc * g->OH * g->OW;
+        float bias = j->b ? j->b[c] : 0.0f;
         for (int64_t oh = 0; oh < g->OH; oh++) {
             float *yr = y + oh * g->OW;
-            float bias = b ? b[c] : 0.0f;
             for (int64_t ow = 0; ow < g->OW; ow++) yr[ow] = bias;
+            /* the rows of taps inside the input: kh in [k0, k1) */
+            int64_t k0 = g->KH, k1 = 0;
+            const float *xr[16];
             for (int64_t kh = 0; kh < g->KH; kh++) {
                 int64_t h = oh * s0 - g->pad[0] + kh * g->dil[0];
                 if (h < 0 || h >= g->H) continue;
-                const float *xr = x + h * g->W;
-                for (int64_t kw = 0; kw < g->KW; kw++) {
-                    float wv = w[kh * g->KW + kw];
-                    int64_t lo, hi, off = kw * g->dil[1] - g->pad[1];
-                    valid_range(g->OW, g->W, s1, g->pad[1], kw, g->dil[1], &lo, &hi);
-                    if (s1 == 1)
-                        for (int64_t ow = lo; ow < hi; ow++) yr[ow] += xr[ow + off] * wv;
-                    else
-                        for (int64_t ow = lo; ow < hi; ow++) yr[ow] += xr[ow * s1 + off] * wv;
-                }
+                if (kh < k0) k0 = kh;
+                k1 = kh + 1;
             }
+            if (k1 <= k0) continue;
+            bool rows_ok = k1 - k0 <= 16;
+            for (int64_t kh = k0; kh < k1 && rows_ok; kh++) {
+                int64_t h = oh * s0 - g->pad[0] + kh * g->dil[0];
+                xr[kh - k0] = x + h * g->W + in_lo * s1 - g->pad[1];
+            }
+            int64_t edge_hi = rows_ok && in_hi > in_lo ? in_lo : g->OW; /* columns done with checks */
+            for (int64_t ow = 0; ow < g->OW; ow++) {
+                if (ow == edge_hi) ow = in_hi; /* skip the interior */
+                if (ow >= g->OW) break;
+                float acc = yr[ow];
+                for (int64_t kh = k0; kh < k1; kh++) {
+                    int64_t h = oh * s0 - g->pad[0] + kh * g->dil[0];
+                    for (int64_t kw = 0; kw < KW; kw++) {
+                        int64_t ww = ow * s1 - g->pad[1] + kw * d1;
+                        if (ww < 0 || ww >= g->W) continue;
+                        acc += x[h * g->W + ww] * w[kh * KW + kw];
+                    }
+                }
+                yr[ow] = acc;
+            }
+            if (edge_hi == in_lo && in_hi > in_lo)
+                j->k->dwconv_row(in_hi - in_lo, yr + in_lo, xr, w + k0 * KW, k1 - k0, KW, d1, s1);
         }
     }
+}
+
+static void depthwise_forward(const lithe__conv2d *g, const float *X, const float *W, const float *b, float *Y) {
+    dw_job j = {g, X, W, b, Y, lithe__simd()};
+    int64_t per_plane = g->OH * g->OW * g->KH * g->KW;
+    int64_t grain = per_plane > 0 ? (1 << 15) / per_plane + 1 : 1;
+    lithe__pool_for(lithe__cpu_pool(), g->N * g->C, grain, depthwise_planes, &j);
 }
 
 /* The twin's loop order per output element (taps in order), so dX and dW match it bit for bit. */

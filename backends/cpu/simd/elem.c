@@ -153,11 +153,6 @@ static inline vf verf_thinc(vf x) {
 static inline vf vgauss_cdf(vf x) { return 0.5f * (1.0f + verf_thinc(x * 0.70710678118654752f)); }
 static inline vf vgauss_pdf(vf x) { return 0.3989422804014327f * vexp(-0.5f * x * x); }
 
-static bool act_vectorised(lithe__act_kind k) { return k != LITHE__ACT_MISH && k < LITHE__ACT_COUNT; }
-static bool act_backward_vectorised(lithe__act_kind k) {
-    return k != LITHE__ACT_MISH && k != LITHE__ACT_DISH && k < LITHE__ACT_COUNT;
-}
-
 static inline vf act1(const lithe__act *a, vf x) {
     switch (a->kind) {
     case LITHE__ACT_RELU: return sel(x > 0.0f, x, splat(0.0f));
@@ -174,21 +169,34 @@ static inline vf act1(const lithe__act *a, vf x) {
     }
 }
 
-static void K(act)(const lithe__act *a, int64_t n, const float *X, float *Y) {
-    if (!act_vectorised(a->kind)) {
-        lithe_f32_act__scalar(a, n, X, Y);
-        return;
-    }
+/* One loop per kind (the switch hoisted out of it): act1 inlines with a constant kind. */
+static inline __attribute__((always_inline)) void act_loop(const lithe__act *a, lithe__act_kind kind, int64_t n,
+                                                           const float *X, float *Y) {
+    lithe__act c = *a;
+    c.kind = kind;
     int64_t i = 0;
-    if (a->kind == LITHE__ACT_RELU) { /* the hot one: its own loop, no switch inside */
-        for (; i + VW <= n; i += VW) {
-            vf x = ld(X + i);
-            st(Y + i, sel(x > 0.0f, x, splat(0.0f)));
-        }
-    } else {
-        for (; i + VW <= n; i += VW) st(Y + i, act1(a, ld(X + i)));
+    for (; i + VW <= n; i += VW) st(Y + i, act1(&c, ld(X + i)));
+    if (i < n) st_part(Y + i, act1(&c, ld_part(X + i, n - i)), n - i);
+}
+
+static void K(act)(const lithe__act *a, int64_t n, const float *X, float *Y) {
+    switch (a->kind) {
+#define ACT_CASE(k)                                                                                \
+    case k: act_loop(a, k, n, X, Y); return;
+        ACT_CASE(LITHE__ACT_RELU)
+        ACT_CASE(LITHE__ACT_SIGMOID)
+        ACT_CASE(LITHE__ACT_TANH)
+        ACT_CASE(LITHE__ACT_SWISH)
+        ACT_CASE(LITHE__ACT_GELU)
+        ACT_CASE(LITHE__ACT_DISH)
+        ACT_CASE(LITHE__ACT_HARD_SIGMOID)
+        ACT_CASE(LITHE__ACT_HARD_TANH)
+        ACT_CASE(LITHE__ACT_HARD_SWISH)
+        ACT_CASE(LITHE__ACT_HARD_SWISH_MOBILENET)
+        ACT_CASE(LITHE__ACT_CLIPPED_LINEAR)
+#undef ACT_CASE
+    default: lithe_f32_act__scalar(a, n, X, Y); /* mish: the twin */
     }
-    if (i < n) st_part(Y + i, act1(a, ld_part(X + i, n - i)), n - i);
 }
 
 static inline vf act_bwd1(const lithe__act *a, float low, float high, vf g, vf x, vf y) {
@@ -209,33 +217,48 @@ static inline vf act_bwd1(const lithe__act *a, float low, float high, vf g, vf x
     }
 }
 
-static void K(act_backward)(const lithe__act *a, int64_t n, const float *dY, const float *X, const float *Y,
-                                 float *dX) {
-    if (!act_backward_vectorised(a->kind)) {
-        lithe_f32_act_backward__scalar(a, n, dY, X, Y, dX);
-        return;
-    }
+static inline __attribute__((always_inline)) void act_bwd_loop(const lithe__act *a, lithe__act_kind kind,
+                                                               int64_t n, const float *dY, const float *X,
+                                                               const float *Y, float *dX) {
+    lithe__act c = *a;
+    c.kind = kind;
     float low = 0.0f, high = 0.0f;
-    if (a->kind == LITHE__ACT_CLIPPED_LINEAR) {
+    if (kind == LITHE__ACT_CLIPPED_LINEAR) {
         low = (a->min_val - a->offset) / a->slope;
         high = (a->max_val - a->offset) / a->slope;
     }
-    int needs = lithe__act_needs(a->kind);
+    int needs = lithe__act_needs(kind);
     const vf zero = splat(0.0f);
     int64_t i = 0;
-    if (a->kind == LITHE__ACT_RELU) {
-        for (; i + VW <= n; i += VW) st(dX + i, sel(ld(Y + i) <= 0.0f, zero, ld(dY + i)));
-    } else {
-        for (; i + VW <= n; i += VW) {
-            vf x = needs & LITHE__ACT_NEEDS_X ? ld(X + i) : zero, y = needs & LITHE__ACT_NEEDS_Y ? ld(Y + i) : zero;
-            st(dX + i, act_bwd1(a, low, high, ld(dY + i), x, y));
-        }
+    for (; i + VW <= n; i += VW) {
+        vf x = needs & LITHE__ACT_NEEDS_X ? ld(X + i) : zero, y = needs & LITHE__ACT_NEEDS_Y ? ld(Y + i) : zero;
+        st(dX + i, act_bwd1(&c, low, high, ld(dY + i), x, y));
     }
     if (i < n) {
         int64_t m = n - i;
         vf x = needs & LITHE__ACT_NEEDS_X ? ld_part(X + i, m) : zero,
            y = needs & LITHE__ACT_NEEDS_Y ? ld_part(Y + i, m) : zero;
-        st_part(dX + i, act_bwd1(a, low, high, ld_part(dY + i, m), x, y), m);
+        st_part(dX + i, act_bwd1(&c, low, high, ld_part(dY + i, m), x, y), m);
+    }
+}
+
+static void K(act_backward)(const lithe__act *a, int64_t n, const float *dY, const float *X, const float *Y,
+                            float *dX) {
+    switch (a->kind) {
+#define ACT_CASE(k)                                                                                \
+    case k: act_bwd_loop(a, k, n, dY, X, Y, dX); return;
+        ACT_CASE(LITHE__ACT_RELU)
+        ACT_CASE(LITHE__ACT_SIGMOID)
+        ACT_CASE(LITHE__ACT_TANH)
+        ACT_CASE(LITHE__ACT_SWISH)
+        ACT_CASE(LITHE__ACT_GELU)
+        ACT_CASE(LITHE__ACT_HARD_SIGMOID)
+        ACT_CASE(LITHE__ACT_HARD_TANH)
+        ACT_CASE(LITHE__ACT_HARD_SWISH)
+        ACT_CASE(LITHE__ACT_HARD_SWISH_MOBILENET)
+        ACT_CASE(LITHE__ACT_CLIPPED_LINEAR)
+#undef ACT_CASE
+    default: lithe_f32_act_backward__scalar(a, n, dY, X, Y, dX); /* mish, dish: the twins */
     }
 }
 
@@ -718,6 +741,81 @@ static void K(maxout)(int64_t R, int64_t P, const float *X, float *Y, int32_t *w
     }
 }
 
+/* The even lanes of the pair (a, b): a stride-2 load from two plain ones. */
+static inline vf even_lanes(vf a, vf b) {
+#if VW == 16
+    return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+#elif VW == 8
+    return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+#else
+    return __builtin_shufflevector(a, b, 0, 2, 4, 6);
+#endif
+}
+
+/* One output row of a depthwise convolution, the columns where every tap is inside the input:
+ * y[o] += sum over rows r < nr and taps k < KW, in that order, of xr[r][o * s + k * dil] * w[r * KW + k]
+ * (the scalar twin's order, so bit-identical to it). Stride 2 loads two vectors and keeps the even
+ * lanes; it stops one column early so that the odd lane past the last tap is never read. */
+static inline __attribute__((always_inline)) void dw_impl(int64_t n, float *y, const float *const *xr,
+                                                          const float *w, int64_t nr, int64_t KW, int64_t dil,
+                                                          int64_t s) {
+    int64_t o = 0;
+    if (s == 1) {
+        for (; o + VW <= n; o += VW) {
+            vf acc = ld(y + o);
+            for (int64_t r = 0; r < nr; r++)
+                for (int64_t k = 0; k < KW; k++) acc = acc + ld(xr[r] + o + k * dil) * w[r * KW + k];
+            st(y + o, acc);
+        }
+    } else if (s == 2) {
+        for (; o + VW < n; o += VW) {
+            vf acc = ld(y + o);
+            for (int64_t r = 0; r < nr; r++)
+                for (int64_t k = 0; k < KW; k++) {
+                    const float *p = xr[r] + 2 * o + k * dil;
+                    acc = acc + even_lanes(ld(p), ld(p + VW)) * w[r * KW + k];
+                }
+            st(y + o, acc);
+        }
+    }
+    /* the rest four columns at a time (7- and 14-wide rows are common), then one by one */
+    typedef float v4 __attribute__((vector_size(16)));
+    for (; o + 4 <= n - (s == 1 ? 0 : 1); o += 4) {
+        v4 acc;
+        memcpy(&acc, y + o, sizeof acc);
+        for (int64_t r = 0; r < nr; r++)
+            for (int64_t k = 0; k < KW; k++) {
+                v4 v;
+                if (s == 1) {
+                    memcpy(&v, xr[r] + o + k * dil, sizeof v);
+                } else if (s == 2) {
+                    v4 a, b2;
+                    memcpy(&a, xr[r] + 2 * o + k * dil, sizeof a);
+                    memcpy(&b2, xr[r] + 2 * o + k * dil + 4, sizeof b2);
+                    v = __builtin_shufflevector(a, b2, 0, 2, 4, 6);
+                } else {
+                    for (int l = 0; l < 4; l++) v[l] = xr[r][(o + l) * s + k * dil];
+                }
+                acc = acc + v * w[r * KW + k];
+            }
+        memcpy(y + o, &acc, sizeof acc);
+    }
+    for (; o < n; o++) {
+        float acc = y[o];
+        for (int64_t r = 0; r < nr; r++)
+            for (int64_t k = 0; k < KW; k++) acc += xr[r][o * s + k * dil] * w[r * KW + k];
+        y[o] = acc;
+    }
+}
+
+static void K(dwconv_row)(int64_t n, float *y, const float *const *xr, const float *w, int64_t nr, int64_t KW,
+                          int64_t dil, int64_t s) {
+    /* the 3x3 of mobilenet and most CNNs with constant trip counts, so the taps unroll */
+    if (nr == 3 && KW == 3 && s == 1) dw_impl(n, y, xr, w, 3, 3, dil, 1);
+    else if (nr == 3 && KW == 3 && s == 2) dw_impl(n, y, xr, w, 3, 3, dil, 2);
+    else dw_impl(n, y, xr, w, nr, KW, dil, s);
+}
+
 const lithe__simd_kernels TABLE = {
     .isa = STR(LITHE_SIMD_ISA),
     .lanes = VW,
@@ -742,4 +840,5 @@ const lithe__simd_kernels TABLE = {
     .unary = K(unary),
     .unary_backward = K(unary_backward),
     .maxout = K(maxout),
+    .dwconv_row = K(dwconv_row),
 };
