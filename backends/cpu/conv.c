@@ -15,6 +15,7 @@
 #include "simd/simd.h"
 #include "threadpool.h"
 
+#include <stdatomic.h>
 #include <string.h>
 
 static void view2(lithe_tensor *t, lithe__storage *st, const float *p, int64_t r, int64_t c) {
@@ -210,29 +211,54 @@ static lithe_status workspace(lithe_backend *be, size_t n, float **out) {
     return LITHE_OK;
 }
 
+typedef struct gemm_job {
+    lithe_backend *be;
+    const lithe__conv2d *g;
+    const float *X, *W, *b;
+    float *Y;
+    _Atomic int status; /* the first failure (LITHE_OK: none) */
+} gemm_job;
+
+/* Images [n0, n1) of a GEMM-path forward, with their own workspace: images run in parallel (each
+ * output image belongs to one range); a GEMM started inside a range runs in its thread. */
+static void gemm_images(void *ctx, int64_t n0, int64_t n1) {
+    gemm_job *j = ctx;
+    const lithe__conv2d *g = j->g;
+    int64_t Cg = g->C / g->group, Mg = g->M / g->group, K = Cg * g->KH * g->KW, P = g->OH * g->OW;
+    bool pw = is_pointwise(g);
+    float *col = NULL;
+    lithe_status s = pw ? LITHE_OK : workspace(j->be, (size_t)(K * P), &col);
+    for (int64_t n = n0; n < n1 && s == LITHE_OK; n++)
+        for (int64_t gi = 0; gi < g->group && s == LITHE_OK; gi++) {
+            const float *x = j->X + (n * g->C + gi * Cg) * g->H * g->W;
+            float *y = j->Y + (n * g->M + gi * Mg) * P;
+            if (j->b)
+                for (int64_t m = 0; m < Mg; m++)
+                    for (int64_t p = 0; p < P; p++) y[m * P + p] = j->b[gi * Mg + m];
+            if (!pw) im2col(g, x, Cg, col);
+            s = gemm(j->be, false, false, Mg, P, K, j->W + gi * Mg * K, pw ? x : col, j->b ? 1.0f : 0.0f, y);
+        }
+    if (col) j->be->ops->free(j->be, col);
+    if (s != LITHE_OK) {
+        int ok = LITHE_OK;
+        atomic_compare_exchange_strong(&j->status, &ok, (int)s);
+    }
+}
+
 lithe_status lithe__cpu_conv2d(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
                                const float *b, float *Y) {
     if (is_depthwise(g)) {
         depthwise_forward(g, X, W, b, Y);
         return LITHE_OK;
     }
-    int64_t Cg = g->C / g->group, Mg = g->M / g->group, K = Cg * g->KH * g->KW, P = g->OH * g->OW;
-    bool pw = is_pointwise(g);
-    float *col = NULL;
-    if (!pw) LITHE__TRY(workspace(be, (size_t)(K * P), &col));
-    lithe_status s = LITHE_OK;
-    for (int64_t n = 0; n < g->N && s == LITHE_OK; n++)
-        for (int64_t gi = 0; gi < g->group && s == LITHE_OK; gi++) {
-            const float *x = X + (n * g->C + gi * Cg) * g->H * g->W;
-            float *y = Y + (n * g->M + gi * Mg) * P;
-            if (b)
-                for (int64_t m = 0; m < Mg; m++)
-                    for (int64_t p = 0; p < P; p++) y[m * P + p] = b[gi * Mg + m];
-            if (!pw) im2col(g, x, Cg, col);
-            s = gemm(be, false, false, Mg, P, K, W + gi * Mg * K, pw ? x : col, b ? 1.0f : 0.0f, y);
-        }
-    if (col) be->ops->free(be, col);
-    return s;
+    gemm_job j = {be, g, X, W, b, Y, LITHE_OK};
+    /* one image per range when there are several (batch 1: the GEMM splits its own work) */
+    lithe__pool_for(g->N > 1 ? lithe__cpu_pool() : NULL, g->N, 1, gemm_images, &j);
+    lithe_status s = (lithe_status)atomic_load(&j.status);
+    if (s == LITHE_ERR_OOM) /* the message may have been set on a worker thread: set it here too */
+        return lithe__oom("conv2d workspace", (size_t)(g->C / g->group * g->KH * g->KW * g->OH * g->OW) * sizeof(float));
+    if (s != LITHE_OK) return lithe__fail(s, "conv2d: the GEMM of an image failed");
+    return LITHE_OK;
 }
 
 lithe_status lithe__cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
