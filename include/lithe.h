@@ -963,7 +963,8 @@ LITHE_API lithe_status lithe_model_load_bytes(const uint8_t *data, size_t len, l
  * browser), the params viewing the mapping — no copy at load, pages private once written by
  * training; unmapped when the last param goes. Set LITHE_NO_MMAP=1 to read the file instead (a
  * file truncated by another process while mapped would fault on access). A path ending in
- * ".onnx" loads an ONNX model as one graph node (lithe_onnx_load). */
+ * ".onnx" loads an ONNX model as one graph node (lithe_onnx_load); one ending in ".json" a TF.js
+ * layers model (model.json and its weight shards, lithe_tfjs_load). */
 LITHE_API lithe_status lithe_model_load(const char *path, lithe_model **out);
 /* The optimizer state stored in .lithe bytes, into opt for model m (LITHE_ERR_NOT_FOUND if the
  * file holds none); see lithe_optimizer_load_state. */
@@ -993,6 +994,36 @@ LITHE_API lithe_status lithe_onnx_load_bytes(const uint8_t *data, size_t len, li
 LITHE_API lithe_status lithe_onnx_load(const char *path, lithe_model **out);
 /* The ONNX operator types the graph layer runs (NULL-terminated, static; *n the count). */
 LITHE_API const char *const *lithe_onnx_op_names(size_t *n);
+
+/* --- TensorFlow.js layers models (docs/tfjs.md) ------------------------------------------------
+ * A model saved by TF.js (`model.save`, or tensorflowjs_converter from Keras): `model.json` with
+ * format "layers-model" (the Keras topology under modelTopology, the shards' manifest under
+ * weightsManifest) and its binary weight shards. lithe lowers the topology to an ONNX graph and
+ * loads it as lithe_onnx_load_bytes does: the result is one "onnx_graph.v1" node that predicts,
+ * trains and saves like an imported ONNX model. Its params are TF.js's weights under their
+ * manifest names ("dense_Dense1/kernel"), in TF.js's layouts (a Conv2D kernel is (KH, KW, C, F)),
+ * all trainable but BatchNormalization's moving mean and variance (frozen). Input and output are
+ * TF.js's: channels-last (N, H, W, C) for images; several inputs / outputs as tuples in the
+ * model's order. Layers: InputLayer, Dense, Conv2D, DepthwiseConv2D (channels_last; padding valid
+ * or same; strides, dilation), MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D,
+ * GlobalMaxPooling2D, BatchNormalization (inference: moving statistics), Flatten, Reshape,
+ * ZeroPadding2D, Activation, ReLU, LeakyReLU, ELU, Softmax, Add, Subtract, Multiply, Average,
+ * Concatenate; Dropout and the noise layers are identities. Activations: linear, relu, relu6,
+ * sigmoid, hard_sigmoid, tanh, softmax, log_softmax, elu, selu, softplus, softsign, swish / silu,
+ * mish, gelu, gelu_new. Weights: float32, int32, and uint8 / uint16 / float16 quantization. A
+ * model using layers or activations lithe lacks is refused at load, all of them listed. Nothing
+ * is trusted: every shape, count, shard size and offset is checked. Statuses: LITHE_ERR_FORMAT
+ * (malformed JSON or manifest, a short or long shard, a weight whose shape does not fit its layer,
+ * naming the layer and the numbers), LITHE_ERR_UNSUPPORTED (layers, activations or options lithe
+ * lacks; a "graph-model": convert SavedModels with tf2onnx instead), LITHE_ERR_IO, LITHE_ERR_OOM. */
+
+/* From model.json's text and the weight shards' bytes: every shard of every manifest group,
+ * concatenated in manifest order (the `paths` are not read). Both are copied. */
+LITHE_API lithe_status lithe_tfjs_load_bytes(const char *model_json, size_t json_len, const uint8_t *weights,
+                                             size_t weights_len, lithe_model **out);
+/* From the path of model.json: the shards are read relative to its folder; absolute paths and
+ * '..' in the manifest's paths are refused (lithe_model_load also takes a path ending in ".json"). */
+LITHE_API lithe_status lithe_tfjs_load(const char *path, lithe_model **out);
 
 /* --- NumPy .npy files (format 1.0-3.0; dtypes <f4 <f2 <i4 <i8 <u8 <u4 |u1, C order) -------- */
 
