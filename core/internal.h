@@ -42,6 +42,10 @@ char *lithe__strdup(const char *s);
 /* 64-byte aligned blocks (SIMD and cache lines); free with lithe__aligned_free. */
 void *lithe__aligned_alloc(size_t size);
 void lithe__aligned_free(void *p);
+/* Whether lithe's own allocator is installed (no lithe_set_allocator): the CPU backend caches
+ * freed blocks only then (backends/cpu/cache.c), and gives them all back before a switch. */
+bool lithe__default_allocator(void);
+void lithe__cpu_cache_flush(void);
 /* a * b without overflow; false on overflow. */
 bool lithe__mul_size(size_t a, size_t b, size_t *out);
 

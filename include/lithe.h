@@ -96,6 +96,10 @@ typedef struct lithe_allocator {
 
 /* Installs `alloc` (copied) or, with NULL, restores the C library's allocator. Call it while no
  * lithe object exists: memory must be freed by the allocator that made it.
+ * With the C library's allocator the CPU backend keeps freed tensor blocks (bounded, 256 MiB
+ * natively, 32 MiB in WebAssembly) for reuse by later tensors of their size; with an allocator
+ * installed here it keeps none, so that allocator sees every allocation and free. This call
+ * first gives the kept blocks back to the allocator that made them.
  * Returns LITHE_ERR_INVALID_ARG if one of the three functions is NULL. Not thread-safe. */
 LITHE_API lithe_status lithe_set_allocator(const lithe_allocator *alloc);
 
