@@ -964,7 +964,15 @@ LITHE_API lithe_status lithe_optimizer_load_from_file_bytes(lithe_optimizer *opt
  * tensor, or a tuple of tensors in the graph's input order; output likewise. Dropout runs as at
  * inference. The operators lithe runs, forward and backward: lithe_onnx_op_names. Shape arithmetic
  * (Shape, Gather, Unsqueeze, Concat, ... over integers) runs on the host; nodes over constants are
- * folded once at load. The node can sit inside any tree (chain(graph, Linear, Softmax)). */
+ * folded once at load. The node can sit inside any tree (chain(graph, Linear, Softmax)).
+ * Memory: the node plans once per input signature (each input's dtype and shape; the four most
+ * recently used are kept): the first run computes the shape arithmetic, which later runs of that
+ * signature reuse, and every buffer a run allocates (values, temporaries, gradients) comes from
+ * the plan's pool and goes back to it when the last reference goes — a repeated predict or
+ * training step takes no fresh memory for them. A buffer the caller (an output Y, a dX) or a live
+ * backprop record still holds is never handed out again; a predict without a backprop record
+ * returns each value to the pool after its last reader. The pools go when the model is freed
+ * and the tensors the caller holds are released. */
 
 /* A graph node from ONNX ModelProto bytes (copied). Nothing is trusted: every length, offset and
  * element count is checked. Statuses: LITHE_ERR_FORMAT (malformed, naming the message and
