@@ -619,13 +619,76 @@ static void test_plan_vulkan(void **state) {
     }
 }
 
+/* External data (onnx.save_model(..., save_as_external_data=True), written by the golden script
+ * into onnx_external/ beside the goldens): one data file and one file per tensor load and predict
+ * as the inline model; the data is inlined, so the node's bytes and a .lithe file made from it
+ * need no folder. Hostile entries are refused with a message naming the tensor and the numbers. */
+static void test_external_data(void **state) {
+    (void)state;
+    char dir[600], path[700];
+    snprintf(dir, sizeof dir, "%s", golden_path);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = '\0';
+    else snprintf(dir, sizeof dir, ".");
+    lithe_value *X = value_of(get("lenet.x", 0));
+    static const char *const good[] = {"lenet", "lenet_split"};
+    for (size_t k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/onnx_external/%s.onnx", dir, good[k]);
+        lithe_model *m = NULL, *back = NULL;
+        OK(lithe_model_load(path, &m));
+        lithe_value *Y = NULL, *Y2 = NULL;
+        OK(lithe_model_predict(m, X, &Y));
+        expect_close("lenet from external data", lithe_value_get_tensor(Y), get("lenet.y", 0), 1e-6, 1e-6);
+        uint8_t *file = NULL;
+        size_t flen = 0;
+        OK(lithe_model_save_bytes(m, NULL, &file, &flen));
+        OK(lithe_model_load_bytes(file, flen, &back));
+        OK(lithe_model_predict(back, X, &Y2));
+        expect_same(Y, Y2);
+        lithe_buffer_free(file);
+        lithe_value_release(Y);
+        lithe_value_release(Y2);
+        lithe_model_free(back);
+        lithe_model_free(m);
+    }
+    /* the bytes alone: there is no folder to read from */
+    snprintf(path, sizeof path, "%s/onnx_external/lenet.onnx", dir);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    uint8_t buf[65536];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    lithe_model *m = NULL;
+    assert_int_equal(lithe_onnx_load_bytes(buf, n, &m), LITHE_ERR_UNSUPPORTED);
+    assert_null(m);
+    assert_non_null(strstr(lithe_last_error(), "external file 'lenet.data'"));
+    static const struct {
+        const char *name, *says;
+        lithe_status st;
+    } bad[] = {{"absolute", "is an absolute path", LITHE_ERR_FORMAT},
+               {"escape", "leaves the model's folder", LITHE_ERR_FORMAT},
+               {"offset", "lies outside", LITHE_ERR_FORMAT},
+               {"length", "lies outside", LITHE_ERR_FORMAT},
+               {"size", "need 1600", LITHE_ERR_FORMAT},
+               {"missing", "cannot open", LITHE_ERR_IO}};
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        snprintf(path, sizeof path, "%s/onnx_external/lenet_%s.onnx", dir, bad[k].name);
+        assert_int_equal(lithe_model_load(path, &m), bad[k].st);
+        assert_null(m);
+        printf("test_onnx: external data, %-8s refused: %s\n", bad[k].name, lithe_last_error());
+        assert_non_null(strstr(lithe_last_error(), bad[k].says));
+        assert_non_null(strstr(lithe_last_error(), "fc1.weight"));
+    }
+    lithe_value_release(X);
+}
+
 int main(int argc, char **argv) {
     golden_path = argc > 1 ? argv[1] : getenv("LITHE_THINC_GOLDENS");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parity), cmocka_unit_test(test_finite_differences), cmocka_unit_test(test_sgd_steps),
         cmocka_unit_test(test_files),  cmocka_unit_test(test_bad_inputs),         cmocka_unit_test(test_hostile),
         cmocka_unit_test(test_plan),       cmocka_unit_test(test_plan_eviction),
-        cmocka_unit_test(test_plan_vulkan),
+        cmocka_unit_test(test_plan_vulkan),        cmocka_unit_test(test_external_data),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);
 }

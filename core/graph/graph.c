@@ -84,7 +84,8 @@ const char *lithe__gnode_str(const lithe__gexec *x, size_t node, char *buf, size
 static lithe_status const_tensor(const lithe__onnx_tensor *t, lithe_tensor **out) {
     if (t->ext_location)
         return lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: tensor '%s' keeps its data in the external file '%s': load the "
-                                                  "model with lithe_onnx_load from its folder",
+                                                  "model from its file (lithe_onnx_load or lithe_model_load), which "
+                                                  "reads the data from the model's folder",
                            LAYER, t->name ? t->name : "", t->ext_location);
     LITHE__TRY(lithe__tensor_alloc(lithe__backend_cpu(), t->is_float ? LITHE_F32 : LITHE_I64, t->ndim, t->dims, false,
                                    out));
@@ -806,10 +807,24 @@ lithe_status lithe_onnx_load(const char *path, lithe_model **out) {
     LITHE__CHECK_ARG(out, "lithe_onnx_load", "out is NULL");
     *out = NULL;
     LITHE__CHECK_ARG(path, "lithe_onnx_load", "path is NULL");
-    uint8_t *b = NULL;
-    size_t n = 0;
+    uint8_t *b = NULL, *in = NULL;
+    size_t n = 0, in_n = 0;
     LITHE__TRY(lithe__read_file(path, &b, &n));
-    lithe_status s = lithe_onnx_load_bytes(b, n, out);
+    /* external data lives beside the model: inline it, so the node's bytes (and .lithe files
+     * made from it) hold every tensor */
+    size_t dl = strlen(path);
+    while (dl > 0 && path[dl - 1] != '/' && path[dl - 1] != '\\') dl--;
+    char *dir = lithe__malloc(dl + 2);
+    lithe_status s = dir ? LITHE_OK : lithe__oom(LAYER, dl + 2);
+    if (s == LITHE_OK) { /* "a/b.onnx" -> "a", "/b.onnx" -> "/", "b.onnx" -> "." */
+        size_t k = dl == 0 ? 1 : dl == 1 ? 1 : dl - 1;
+        memcpy(dir, dl ? path : ".", k);
+        dir[k] = '\0';
+        s = lithe__onnx_inline_external(b, n, dir, &in, &in_n);
+    }
+    if (s == LITHE_OK) s = lithe_onnx_load_bytes(in, in_n, out);
+    lithe__free(dir);
+    lithe__free(in);
     lithe__free(b);
     if (s != LITHE_OK) {
         char why[512];
