@@ -106,7 +106,9 @@ export declare class Model extends Handle {
   save(options?: { optimizer?: Optimizer }): Uint8Array;
 }
 
-/** A model from .lithe bytes, a URL or (in Node) a file path; calls init() if needed. */
+/** A model from .lithe or ONNX bytes (an .onnx file becomes one graph node that predicts and
+ * trains; its weights must be inside the file, not in external data), a URL or (in Node) a file
+ * path; calls init() if needed. */
 export declare function load(source: Uint8Array | ArrayBuffer | URL | string): Promise<Model>;
 /** The same for bytes in hand, synchronously (after init()). */
 export declare function loadBytes(bytes: Uint8Array | ArrayBuffer): Model;

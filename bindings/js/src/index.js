@@ -265,7 +265,9 @@ export class Model extends Handle {
   }
 }
 
-// A model from .lithe bytes (Uint8Array / ArrayBuffer), a URL or (in Node) a file path.
+// A model from .lithe or ONNX bytes (Uint8Array / ArrayBuffer), a URL or (in Node) a file path.
+// ONNX bytes load as one graph node (docs/onnx.md); external-data weights need the native
+// lithe_onnx_load, which reads the model's folder.
 export async function load(source) {
   await init();
   const bytes = await readBytes(source);
