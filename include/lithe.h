@@ -982,15 +982,28 @@ LITHE_API lithe_status lithe_optimizer_load_from_file_bytes(lithe_optimizer *opt
  * tensor, or a tuple of tensors in the graph's input order; output likewise. Dropout runs as at
  * inference. The operators lithe runs, forward and backward: lithe_onnx_op_names. Shape arithmetic
  * (Shape, Gather, Unsqueeze, Concat, ... over integers) runs on the host; nodes over constants are
- * folded once at load. The node can sit inside any tree (chain(graph, Linear, Softmax)). */
+ * folded once at load. The node can sit inside any tree (chain(graph, Linear, Softmax)).
+ * Memory: the node plans once per input signature (each input's dtype and shape; the four most
+ * recently used are kept): the first run computes the shape arithmetic, which later runs of that
+ * signature reuse, and every buffer a run allocates (values, temporaries, gradients) comes from
+ * the plan's pool and goes back to it when the last reference goes — a repeated predict or
+ * training step takes no fresh memory for them. A buffer the caller (an output Y, a dX) or a live
+ * backprop record still holds is never handed out again; a predict without a backprop record
+ * returns each value to the pool after its last reader. The pools go when the model is freed
+ * and the tensors the caller holds are released. */
 
 /* A graph node from ONNX ModelProto bytes (copied). Nothing is trusted: every length, offset and
  * element count is checked. Statuses: LITHE_ERR_FORMAT (malformed, naming the message and
  * field), LITHE_ERR_UNSUPPORTED (an opset outside 7-18, a tensor type lithe does not hold,
- * external data, and operators lithe lacks: all of them listed in one message, at load),
+ * external data (bytes have no folder: use lithe_onnx_load), and operators lithe lacks: all of
+ * them listed in one message, at load),
  * LITHE_ERR_SHAPE / LITHE_ERR_VALUE (constants that do not fit their nodes), LITHE_ERR_OOM. */
 LITHE_API lithe_status lithe_onnx_load_bytes(const uint8_t *data, size_t len, lithe_model **out);
-/* The same from a file (lithe_model_load also takes a path ending in ".onnx"). */
+/* The same from a file (lithe_model_load also takes a path ending in ".onnx"). Initializers kept
+ * in external data files (onnx.save_model(..., save_as_external_data=True)) are read from the
+ * model file's folder and stored inline in the node's bytes. Statuses as above, and
+ * LITHE_ERR_FORMAT for an external location that is absolute or has a ".." part, or an offset /
+ * length outside its file or not the tensor's size; LITHE_ERR_IO for a file that cannot be read. */
 LITHE_API lithe_status lithe_onnx_load(const char *path, lithe_model **out);
 /* The ONNX operator types the graph layer runs (NULL-terminated, static; *n the count). */
 LITHE_API const char *const *lithe_onnx_op_names(size_t *n);
