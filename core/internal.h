@@ -252,6 +252,8 @@ struct lithe_backend {
     bool host_memory; /* tensors' data pointers are host pointers */
     const lithe_backend_ops *ops;
     void *ctx;
+    /* DLPack device of non-host memory (kDLCUDA = 2 for "cuda"; 0: not exportable) and its id */
+    int dl_device_type, dl_device_id;
 };
 
 /* Checked dispatchers: lithe__op_gemm(be, transA, ...). */
@@ -263,6 +265,16 @@ extern const char *const lithe__prim_names[];
 extern const size_t lithe__prim_count;
 
 lithe_backend *lithe__backend_cpu(void);
+#ifdef LITHE_HAVE_CUDA
+/* backends/cuda/cuda_backend.c: "cuda" / "cuda:<index>", the backend of a device index (DLPack
+ * import), and what the module knows of an instance. */
+lithe_status lithe__backend_cuda(const char *name, lithe_backend **out);
+lithe_status lithe__backend_cuda_device(int index, lithe_backend **out);
+void *lithe__cuda_stream(const lithe_backend *be);
+const char *lithe__cuda_device_name(const lithe_backend *be);
+const char *lithe__cuda_module_kind(void);
+void lithe__cuda_memory_stats(const lithe_backend *be, size_t *in_use, size_t *cached, size_t *n_allocs);
+#endif
 /* Whether the backend's table has primitive number i (primitives.def order). */
 bool lithe__backend_has_prim(const lithe_backend *be, size_t i);
 

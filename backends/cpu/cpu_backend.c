@@ -473,6 +473,6 @@ static const lithe_backend_ops cpu_ops = {
 #undef LITHE_PRIM
 };
 
-static lithe_backend cpu_backend = {"cpu", true, &cpu_ops, NULL};
+static lithe_backend cpu_backend = {"cpu", true, &cpu_ops, NULL, 1 /* kDLCPU */, 0};
 
 lithe_backend *lithe__backend_cpu(void) { return &cpu_backend; }
