@@ -434,7 +434,7 @@ static size_t pool_fresh(const lithe_model *m) {
     const lithe__graph *g = m->shims[0]->state;
     size_t n = 0;
     for (size_t i = 0; i < LITHE__GRAPH_PLANS; i++)
-        if (g->plans[i]) n += lithe__pool_get_stats(g->plans[i]->pool).fresh;
+        if (g->plans[i]) n += lithe__bufpool_get_stats(g->plans[i]->pool).fresh;
     return n;
 }
 
