@@ -1,5 +1,6 @@
 /* The backend registry and the checked dispatchers generated from primitives.def. */
 #include "internal.h"
+#include "../backends/cpu/threadpool.h"
 #ifdef LITHE_HAVE_VULKAN
 lithe_status lithe__backend_vulkan(const char *name, lithe_backend **out); /* backends/vulkan */
 #endif
@@ -66,6 +67,18 @@ lithe_status lithe_backend_get(const char *name, lithe_backend **out) {
     char list[128];
     lithe_backend_list(list, sizeof list);
     return lithe__fail(LITHE_ERR_NOT_FOUND, "no backend named '%s' (available: %s)", name, list);
+}
+
+lithe_status lithe_backend_set_threads(lithe_backend *backend, int n) {
+    LITHE__CHECK_ARG(backend, "lithe_backend_set_threads", "backend is NULL");
+    if (backend != lithe__backend_cpu())
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "set_threads: backend '%s' has no thread count (only \"cpu\" does)",
+                           backend->name);
+    return lithe__cpu_set_threads(n);
+}
+
+int lithe_backend_threads(const lithe_backend *backend) {
+    return backend == lithe__backend_cpu() ? lithe__cpu_threads() : 1;
 }
 
 const char *lithe_backend_name(const lithe_backend *backend) { return backend ? backend->name : "(null)"; }

@@ -80,6 +80,33 @@ class Tensor:
         return f"lithe.Tensor(shape={self.shape}, dtype={self.dtype})"
 
 
+_NUMPY_TYPES = {"float32": "<f4", "float16": "<f2", "int32": "<i4", "int64": "<i8", "uint64": "<u8", "uint8": "|u1",
+                "uint32": "<u4"}
+
+
+class _ArrayView:
+    """__array_interface__ over a lithe tensor's memory; holds the tensor while numpy uses it."""
+
+    def __init__(self, t):
+        self._tensor = t
+        shape = t.shape
+        itemsize = int(_NUMPY_TYPES[t.dtype][2:])
+        strides = _lib.tensor_strides(t._ptr)
+        self.__array_interface__ = {"shape": shape, "typestr": _NUMPY_TYPES[t.dtype], "version": 3,
+                                    "data": (t.data_ptr or 0, False),
+                                    "strides": tuple(strides[i] * itemsize for i in range(len(shape)))}
+
+
+def to_numpy(t):
+    """A writable numpy array over a lithe.Tensor's memory (host backends), no copy; it keeps the
+    tensor alive. (numpy.from_dlpack gives the same view, read-only.)"""
+    import numpy
+
+    if t.data_ptr is None:
+        raise LitheError("LITHE_ERR_INVALID_ARG", "the tensor is not in host memory")
+    return numpy.asarray(_ArrayView(t))
+
+
 def tensor(obj):
     """A lithe.Tensor viewing obj's memory (any DLPack producer: numpy >= 1.22, torch), no copy."""
     return Tensor(_from_dlpack(obj))
@@ -276,10 +303,63 @@ class Model:
         _lib.check(_lib.model_from_thinc_bytes(self._ptr, bytes(data), len(data)))
         return self
 
+    def walk(self):
+        """The tree's nodes in Thinc's walk order (breadth-first), as Node handles that borrow from
+        this model (they keep it alive)."""
+        n = ctypes.c_size_t()
+        _lib.check(_lib.model_walk(self._ptr, None, 0, ctypes.byref(n)))
+        arr = (ctypes.c_void_p * max(n.value, 1))()
+        _lib.check(_lib.model_walk(self._ptr, arr, n.value, ctypes.byref(n)))
+        return [Node(ctypes.c_void_p(arr[i]), self) for i in range(n.value)]
+
+    def to_bytes(self, optimizer=None):
+        """The model as .lithe bytes (lithe_model_save_bytes)."""
+        buf = ctypes.POINTER(ctypes.c_uint8)()
+        n = ctypes.c_size_t()
+        _lib.check(_lib.model_save_bytes(self._ptr, optimizer._ptr if optimizer else None, ctypes.byref(buf),
+                                         ctypes.byref(n)))
+        try:
+            return ctypes.string_at(buf, n.value)
+        finally:
+            _lib.buffer_free(buf)
+
     def __del__(self):
         if getattr(self, "_ptr", None):
             _lib.model_free(self._ptr)
             self._ptr = None
+
+
+class Node:
+    """One node of a lithe model's tree (borrowed; keeps the root alive): its params and grads as
+    lithe.Tensors sharing lithe's memory (numpy.from_dlpack(t) views them, writable, no copy)."""
+
+    def __init__(self, ptr, root):
+        self._ptr = ptr
+        self._root = root
+
+    @property
+    def name(self):
+        return _lib.model_name(self._ptr).decode()
+
+    @property
+    def param_names(self):
+        return [_lib.model_param_name(self._ptr, i).decode() for i in range(_lib.model_n_params(self._ptr))]
+
+    def get_param(self, name):
+        t = ctypes.c_void_p()
+        _lib.check(_lib.model_get_param(self._ptr, name.encode(), ctypes.byref(t)))
+        return Tensor(ctypes.c_void_p(_lib.tensor_retain(t)))
+
+    def has_grad(self, name):
+        return bool(_lib.model_has_grad(self._ptr, name.encode()))
+
+    def get_grad(self, name):
+        t = ctypes.c_void_p()
+        _lib.check(_lib.model_get_grad(self._ptr, name.encode(), ctypes.byref(t)))
+        return Tensor(ctypes.c_void_p(_lib.tensor_retain(t)))
+
+    def is_frozen(self, name):
+        return bool(_lib.model_is_frozen(self._ptr, name.encode()))
 
 
 class _Backprop:
@@ -303,7 +383,15 @@ class _Backprop:
 
 
 def load(path):
-    """A Model from a .lithe file."""
+    """A Model from a .lithe file, or an .onnx file (one graph node)."""
     m = ctypes.c_void_p()
     _lib.check(_lib.model_load(str(path).encode(), ctypes.byref(m)))
+    return Model(m)
+
+
+def load_bytes(data):
+    """A Model from .lithe or ONNX bytes."""
+    m = ctypes.c_void_p()
+    data = bytes(data)
+    _lib.check(_lib.model_load_bytes(data, len(data), ctypes.byref(m)))
     return Model(m)

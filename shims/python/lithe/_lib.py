@@ -47,6 +47,7 @@ tensor_from_dlpack = _sig("lithe_tensor_from_dlpack", ctypes.c_int, c_p, ctypes.
 tensor_to_dlpack = _sig("lithe_tensor_to_dlpack", ctypes.c_int, c_p, ctypes.c_bool, PP)
 tensor_ndim = _sig("lithe_tensor_ndim", ctypes.c_int, c_p)
 tensor_shape = _sig("lithe_tensor_shape", ctypes.POINTER(ctypes.c_int64), c_p)
+tensor_strides = _sig("lithe_tensor_strides", ctypes.POINTER(ctypes.c_int64), c_p)
 tensor_data = _sig("lithe_tensor_data", c_p, c_p)
 tensor_dtype = _sig("lithe_tensor_dtype", ctypes.c_int, c_p)
 tensor_backend = _sig("lithe_tensor_backend", c_p, c_p)
@@ -89,6 +90,17 @@ sgd_defaults = _sig("lithe_sgd_defaults", OptimizerOpts, ctypes.c_double)
 optimizer_new = _sig("lithe_optimizer_new", ctypes.c_int, ctypes.POINTER(OptimizerOpts), PP)
 optimizer_free = _sig("lithe_optimizer_free", None, c_p)
 model_set_dropout_rate = _sig("lithe_model_set_dropout_rate", ctypes.c_int, c_p, ctypes.c_float)
+model_walk = _sig("lithe_model_walk", ctypes.c_int, c_p, ctypes.POINTER(c_p), ctypes.c_size_t,
+                  ctypes.POINTER(ctypes.c_size_t))
+model_n_params = _sig("lithe_model_n_params", ctypes.c_size_t, c_p)
+model_param_name = _sig("lithe_model_param_name", ctypes.c_char_p, c_p, ctypes.c_size_t)
+model_get_param = _sig("lithe_model_get_param", ctypes.c_int, c_p, ctypes.c_char_p, PP)
+model_has_grad = _sig("lithe_model_has_grad", ctypes.c_bool, c_p, ctypes.c_char_p)
+model_get_grad = _sig("lithe_model_get_grad", ctypes.c_int, c_p, ctypes.c_char_p, PP)
+model_is_frozen = _sig("lithe_model_is_frozen", ctypes.c_bool, c_p, ctypes.c_char_p)
+model_save_bytes = _sig("lithe_model_save_bytes", ctypes.c_int, c_p, c_p, ctypes.POINTER(ctypes.POINTER(ctypes.c_uint8)),
+                        ctypes.POINTER(ctypes.c_size_t))
+model_load_bytes = _sig("lithe_model_load_bytes", ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t, PP)
 
 
 class LitheError(RuntimeError):
