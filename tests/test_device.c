@@ -894,6 +894,7 @@ static void test_conv2d(void **state) {
         /* big enough for the CUDA backend's GEMM path: 1x1 (X read directly, batched over images),
          * and strided + padded through im2col */
         {2, 8, 12, 12, 16, 1, 1, 1, 1, 1, 0, 0, 1, 1}, {3, 4, 10, 9, 8, 3, 3, 1, 2, 1, 1, 1, 1, 1},
+        {2, 4, 12, 12, 8, 3, 3, 2, 1, 1, 1, 1, 1, 1}, /* grouped, several images */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const int64_t *k = cases[i];
