@@ -9,6 +9,19 @@
 #define MR 6
 #define NR 16
 
+/* A partial row: the same operations as a full one, on a copy (kept out of line, so the
+ * microkernel's accumulators stay in registers). */
+static __attribute__((noinline)) void store_part(__m256 t, float *c, const float *bias, float beta, size_t n) {
+    float cb[8] = {0}, bb[8] = {0}, out[8];
+    for (size_t j = 0; j < n; j++) cb[j] = c[j];
+    if (bias)
+        for (size_t j = 0; j < n; j++) bb[j] = bias[j];
+    if (beta != 0.0f) t = _mm256_fmadd_ps(_mm256_set1_ps(beta), _mm256_loadu_ps(cb), t);
+    if (bias) t = _mm256_add_ps(t, _mm256_loadu_ps(bb));
+    _mm256_storeu_ps(out, t);
+    for (size_t j = 0; j < n; j++) c[j] = out[j];
+}
+
 static inline __attribute__((always_inline)) void store_row(__m256 acc, float *c, const float *bias, __m256 valpha,
                                                             float beta, size_t n) {
     __m256 t = _mm256_mul_ps(valpha, acc);
@@ -17,40 +30,35 @@ static inline __attribute__((always_inline)) void store_row(__m256 acc, float *c
         if (bias) t = _mm256_add_ps(t, _mm256_loadu_ps(bias));
         _mm256_storeu_ps(c, t);
     } else {
-        /* a partial row: the same operations on a copy */
-        float cb[8] = {0}, bb[8] = {0}, out[8];
-        for (size_t j = 0; j < n; j++) cb[j] = c[j];
-        if (bias)
-            for (size_t j = 0; j < n; j++) bb[j] = bias[j];
-        if (beta != 0.0f) t = _mm256_fmadd_ps(_mm256_set1_ps(beta), _mm256_loadu_ps(cb), t);
-        if (bias) t = _mm256_add_ps(t, _mm256_loadu_ps(bb));
-        _mm256_storeu_ps(out, t);
-        for (size_t j = 0; j < n; j++) c[j] = out[j];
+        store_part(t, c, bias, beta, n);
     }
 }
 
-static void lithe_f32_gemm_ukernel_6x16__avx2(size_t mr, size_t nr, size_t kc, const float *a, const float *b, float *c, size_t ldc,
-                               const lithe__sgemm_ukparams *p) {
-    __m256 c0[MR], c1[MR];
-    for (int i = 0; i < MR; i++) c0[i] = c1[i] = _mm256_setzero_ps();
+static void lithe_f32_gemm_ukernel_6x16__avx2(size_t mr, size_t nr, size_t kc, const float *a, const float *b, float *c,
+                                              size_t ldc, const lithe__sgemm_ukparams *p) {
+    /* named accumulators: GCC keeps an array of them in memory */
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
+           c40 = c00, c41 = c00, c50 = c00, c51 = c00;
     for (size_t k = 0; k < kc; k++) {
-        __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
-        for (int i = 0; i < MR; i++) {
-            __m256 x = _mm256_broadcast_ss(a + i);
-            c0[i] = _mm256_fmadd_ps(x, b0, c0[i]);
-            c1[i] = _mm256_fmadd_ps(x, b1, c1[i]);
-        }
+        __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8), x;
+#define STEP(i)                                                                                                   \
+    x = _mm256_broadcast_ss(a + i);                                                                               \
+    c##i##0 = _mm256_fmadd_ps(x, b0, c##i##0);                                                                    \
+    c##i##1 = _mm256_fmadd_ps(x, b1, c##i##1);
+        STEP(0) STEP(1) STEP(2) STEP(3) STEP(4) STEP(5)
+#undef STEP
         a += MR;
         b += NR;
     }
     __m256 va = _mm256_set1_ps(p->alpha);
     const float *bias = p->bias;
-    for (int i = 0; i < MR; i++) {
-        if ((size_t)i >= mr) break;
-        float *ci = c + (size_t)i * ldc;
-        store_row(c0[i], ci, bias, va, p->beta, nr);
-        if (nr > 8) store_row(c1[i], ci + 8, bias ? bias + 8 : NULL, va, p->beta, nr - 8);
+#define ROW(i)                                                                                                    \
+    if (mr > i) {                                                                                                 \
+        store_row(c##i##0, c + (size_t)i * ldc, bias, va, p->beta, nr);                                           \
+        if (nr > 8) store_row(c##i##1, c + (size_t)i * ldc + 8, bias ? bias + 8 : NULL, va, p->beta, nr - 8);     \
     }
+    ROW(0) ROW(1) ROW(2) ROW(3) ROW(4) ROW(5)
+#undef ROW
 }
 
 static const lithe__sgemm_kernel kernel = {
