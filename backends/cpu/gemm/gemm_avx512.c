@@ -157,7 +157,11 @@ static inline __attribute__((always_inline)) void gemv_t_groups(int G, size_t n,
             for (int g = 0; g < G; g++) {
                 __m512 r[16];
                 if (rm[g] == 0xFFFF && kw == 16)
-                    for (size_t i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(w + (16 * (size_t)g + i) * ldw + k0);
+                    for (size_t i = 0; i < 16; i++) {
+                        const float *src = w + (16 * (size_t)g + i) * ldw + k0;
+                        _mm_prefetch((const char *)(src + 64), _MM_HINT_T0); /* 32 row streams */
+                        r[i] = _mm512_loadu_ps(src);
+                    }
                 else
                     for (size_t i = 0; i < 16; i++)
                         r[i] = (rm[g] >> i) & 1 ? _mm512_maskz_loadu_ps(km, w + (16 * (size_t)g + i) * ldw + k0)
@@ -191,8 +195,8 @@ static inline __attribute__((always_inline)) void gemv_t_groups(int G, size_t n,
 static void gemv_t(size_t n, size_t K, size_t kc, float alpha, const float *x, const float *w, size_t ldw, float beta,
                    float *y, const float *bias) {
     size_t j = 0;
-    for (; j + 64 <= n; j += 64)
-        gemv_t_groups(4, 64, K, kc, alpha, x, w + j * ldw, ldw, beta, y + j, bias ? bias + j : NULL);
+    for (; j + 32 <= n; j += 32)
+        gemv_t_groups(2, 32, K, kc, alpha, x, w + j * ldw, ldw, beta, y + j, bias ? bias + j : NULL);
     for (; j < n; j += 16)
         gemv_t_groups(1, n - j, K, kc, alpha, x, w + j * ldw, ldw, beta, y + j, bias ? bias + j : NULL);
 }
