@@ -139,6 +139,9 @@ LITHE_API lithe_status lithe_backend_get(const char *name, lithe_backend **out);
  * else every core. Until this is called the default applies (its workers start at the first large
  * operation). Results are bit-identical for every thread count: work is split by output, never
  * inside a sum. Builds without threads (WebAssembly without pthreads) accept only 0 and 1.
+ * (The CPU backend picks its SIMD kernels by the CPU's features at run time; the environment
+ * variable LITHE_CPU_ISA=scalar|avx2|avx512 forces one — results then differ from the default in
+ * the last bits, as FMA and plain multiply-add do. docs/performance.md has the design.)
  * Call it while no other thread computes on the CPU backend. Statuses: LITHE_ERR_INVALID_ARG (n < 0
  * or > 1024), LITHE_ERR_UNSUPPORTED (another backend, or threads this build lacks; a worker that
  * could not start), LITHE_ERR_OOM. */
