@@ -1,0 +1,84 @@
+#!/usr/bin/python3
+"""Golden values for tests/test_torchvision.c: torchvision's mobilenet_v2 and resnet18 (Debian's
+python3-torchvision, random weights from a fixed seed, eval mode) exported by torch.onnx.export
+(Debian's python3-torch 1.13), with PyTorch's outputs and input gradients.
+
+    /usr/bin/python3 tests/golden/gen_torchvision_goldens.py OUT.txt
+
+The exported models are large (14 and 47 MB), so they are written as files beside OUT.txt
+(NAME.onnx) rather than as golden records; the records hold, for each NAME: NAME.x (the input,
+one 224 x 224 image), NAME.y (torch's output), NAME.r (the loss weights: loss = sum(y * r)),
+NAME.dx (torch autograd's dL/dx), NAME.dx64 (the same in float64: torch's float32 gradient
+is within a few 1e-3 of it only) and NAME.scale (max |y|).
+
+Random weights alone make useless statistics for BatchNorm (running mean 0, variance 1): the
+activations of mobilenet_v2 then shrink to about 1e-9 by the classifier. Each BatchNorm's running
+statistics are therefore set from one forward pass in training mode over a calibration batch, as
+training would leave them, so the outputs are of order one and "within 1e-4 relative" means
+something. Exported in eval mode, torch fuses every BatchNorm into the Conv before it.
+"""
+import copy
+import io
+import os
+import sys
+
+import numpy
+
+from golden_records import rec, write
+
+try:
+    import torch
+    import torchvision
+except ImportError as e:
+    sys.exit(f"gen_torchvision_goldens.py: {e}; install Debian's python3-torch and python3-torchvision and run with "
+             "/usr/bin/python3")
+
+out = sys.argv[1] if len(sys.argv) > 1 else "torchvision_goldens.txt"
+folder = os.path.dirname(os.path.abspath(out))
+rng = numpy.random.RandomState(11)
+
+
+def calibrate(model, size):
+    """Running statistics from one training-mode pass (cumulative average: momentum None)."""
+    for mod in model.modules():
+        if isinstance(mod, torch.nn.BatchNorm2d):
+            mod.reset_running_stats()
+            mod.momentum = None
+    model.train()
+    with torch.no_grad():
+        model(torch.tensor(rng.standard_normal((4, 3, size, size)).astype("float32")))
+    model.eval()
+
+
+# (name, opset, constant folding, dynamic batch axis): two of the exporter's configurations
+for name, seed, opset, folding, dynamic in (("mobilenet_v2", 1, 13, True, False), ("resnet18", 2, 11, False, True)):
+    torch.manual_seed(seed)
+    model = getattr(torchvision.models, name)(weights=None)
+    calibrate(model, 224)
+    x = torch.tensor(rng.standard_normal((1, 3, 224, 224)).astype("float32"))
+    buf = io.BytesIO()
+    torch.onnx.export(model, (x,), buf, opset_version=opset, input_names=["x"], output_names=["y"],
+                      do_constant_folding=folding,
+                      dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}} if dynamic else None)
+    path = os.path.join(folder, f"{name}.onnx")
+    with open(path + ".tmp", "wb") as f:
+        f.write(buf.getvalue())
+    os.replace(path + ".tmp", path)
+    xr = x.clone().requires_grad_(True)
+    y = model(xr)
+    r = torch.tensor(rng.standard_normal(tuple(y.shape)).astype("float32"))
+    (y * r).sum().backward()
+    rec(f"{name}.x", x.numpy())
+    rec(f"{name}.y", y.detach().numpy())
+    rec(f"{name}.r", r.numpy())
+    rec(f"{name}.dx", xr.grad.numpy())
+    # float32 backprop through 50-odd layers is itself noisy (torch's float32 dx is 3e-3 to 5e-3 off
+    # its float64 one, relative to max |dx|): the float64 gradient is the reference for dX
+    x64 = x.double().requires_grad_(True)
+    y64 = copy.deepcopy(model).double()(x64)
+    (y64 * r.double()).sum().backward()
+    rec(f"{name}.dx64", x64.grad.numpy(), exact64=True)
+    rec(f"{name}.scale", numpy.array([float(y.abs().max())]), exact64=True)
+    print(f"{name}: opset {opset}, folding {folding}, {len(buf.getvalue())} bytes, max |y| {float(y.abs().max()):.3g}")
+
+write("gen_torchvision_goldens.py", out)
