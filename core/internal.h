@@ -42,6 +42,10 @@ char *lithe__strdup(const char *s);
 /* 64-byte aligned blocks (SIMD and cache lines); free with lithe__aligned_free. */
 void *lithe__aligned_alloc(size_t size);
 void lithe__aligned_free(void *p);
+/* Whether lithe's own allocator is installed (no lithe_set_allocator): the CPU backend caches
+ * freed blocks only then (backends/cpu/cache.c), and gives them all back before a switch. */
+bool lithe__default_allocator(void);
+void lithe__cpu_cache_flush(void);
 /* a * b without overflow; false on overflow. */
 bool lithe__mul_size(size_t a, size_t b, size_t *out);
 
@@ -248,6 +252,8 @@ struct lithe_backend {
     bool host_memory; /* tensors' data pointers are host pointers */
     const lithe_backend_ops *ops;
     void *ctx;
+    /* DLPack device of non-host memory (kDLCUDA = 2 for "cuda"; 0: not exportable) and its id */
+    int dl_device_type, dl_device_id;
 };
 
 /* Checked dispatchers: lithe__op_gemm(be, transA, ...). */
@@ -259,6 +265,16 @@ extern const char *const lithe__prim_names[];
 extern const size_t lithe__prim_count;
 
 lithe_backend *lithe__backend_cpu(void);
+#ifdef LITHE_HAVE_CUDA
+/* backends/cuda/cuda_backend.c: "cuda" / "cuda:<index>", the backend of a device index (DLPack
+ * import), and what the module knows of an instance. */
+lithe_status lithe__backend_cuda(const char *name, lithe_backend **out);
+lithe_status lithe__backend_cuda_device(int index, lithe_backend **out);
+void *lithe__cuda_stream(const lithe_backend *be);
+const char *lithe__cuda_device_name(const lithe_backend *be);
+const char *lithe__cuda_module_kind(void);
+void lithe__cuda_memory_stats(const lithe_backend *be, size_t *in_use, size_t *cached, size_t *n_allocs);
+#endif
 /* Whether the backend's table has primitive number i (primitives.def order). */
 bool lithe__backend_has_prim(const lithe_backend *be, size_t i);
 

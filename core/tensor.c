@@ -503,9 +503,20 @@ lithe_status lithe_tensor_from_dlpack(void *managed, bool versioned, lithe_tenso
     } else {
         dl = &((DLManagedTensor *)managed)->dl_tensor;
     }
-    if (dl->device.device_type != kDLCPU && dl->device.device_type != kDLCUDAHost)
-        return lithe__fail(LITHE_ERR_UNSUPPORTED, "lithe_tensor_from_dlpack: device type %d (only host memory so far)",
+    lithe_backend *be = lithe__backend_cpu();
+    if (dl->device.device_type == kDLCUDA) {
+#ifdef LITHE_HAVE_CUDA
+        /* zero-copy on the "cuda:<device_id>" backend; the producer has made the data ready for
+         * that backend's stream (lithe_backend_stream) */
+        LITHE__TRY(lithe__backend_cuda_device(dl->device.device_id, &be));
+#else
+        return lithe__fail(LITHE_ERR_UNSUPPORTED,
+                           "lithe_tensor_from_dlpack: a CUDA tensor, but this library was built without the CUDA backend");
+#endif
+    } else if (dl->device.device_type != kDLCPU && dl->device.device_type != kDLCUDAHost) {
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "lithe_tensor_from_dlpack: device type %d (host memory and CUDA only)",
                            (int)dl->device.device_type);
+    }
     lithe_dtype dt;
     if (!dtype_from_dl(dl->dtype, &dt))
         return lithe__fail(LITHE_ERR_DTYPE, "lithe_tensor_from_dlpack: DLPack dtype code %u bits %u lanes %u has no lithe dtype",
@@ -531,7 +542,7 @@ lithe_status lithe_tensor_from_dlpack(void *managed, bool versioned, lithe_tenso
     st->refcount = 1;
     st->data = dl->data;
     st->nbytes = 0; /* unknown: borrowed */
-    st->backend = lithe__backend_cpu();
+    st->backend = be;
     st->dl_managed = managed;
     st->dl_versioned = versioned;
     t->refcount = 1;
@@ -576,11 +587,12 @@ lithe_status lithe_tensor_to_dlpack(lithe_tensor *t, bool versioned, void **mana
     LITHE__CHECK_ARG(managed_out, "lithe_tensor_to_dlpack", "out is NULL");
     *managed_out = NULL;
     LITHE__CHECK_ARG(t, "lithe_tensor_to_dlpack", "tensor is NULL");
-    if (!t->storage->backend->host_memory)
+    const lithe_backend *be = t->storage->backend;
+    if (!be->host_memory && !be->dl_device_type)
         return lithe__fail(LITHE_ERR_UNSUPPORTED,
                            "lithe_tensor_to_dlpack: tensor lives in the device memory of backend '%s'; export a host "
                            "copy instead (lithe_tensor_to_backend(t, NULL, &copy))",
-                           t->storage->backend->name);
+                           be->name);
     dl_ctx *c = lithe__calloc(1, sizeof *c);
     void *m = lithe__calloc(1, versioned ? sizeof(DLManagedTensorVersioned) : sizeof(DLManagedTensor));
     if (!c || !m) {
@@ -597,7 +609,7 @@ lithe_status lithe_tensor_to_dlpack(lithe_tensor *t, bool versioned, void **mana
     /* data points at the first element and byte_offset is 0: older consumers (PyTorch 1.x)
      * ignore byte_offset. */
     dl.data = lithe__tdata(t);
-    dl.device = (DLDevice){kDLCPU, 0};
+    dl.device = be->host_memory ? (DLDevice){kDLCPU, 0} : (DLDevice){(DLDeviceType)be->dl_device_type, be->dl_device_id};
     dl.ndim = t->ndim;
     dl.dtype = dtype_to_dl(t->dtype);
     dl.shape = c->shape;

@@ -9,7 +9,9 @@ pkgs=(build-essential cmake ninja-build clang libclang-rt-14-dev pkg-config
       # the Vulkan backend: headers, the shader compiler, and lavapipe (a Vulkan driver on the CPU)
       libvulkan-dev glslc mesa-vulkan-drivers
       # WebAssembly (test.sh's wasm stage): WASI cross builds, Emscripten, the browser test
-      wasi-libc libclang-rt-14-dev-wasm32 lld emscripten chromium)
+      wasi-libc libclang-rt-14-dev-wasm32 lld emscripten chromium
+      # bench/ (bench/README.md): the GEMM peers and the model export
+      libopenblas-dev libxnnpack-dev libpthreadpool-dev python3-torchvision python3-onnx)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

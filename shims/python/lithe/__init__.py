@@ -9,11 +9,18 @@ export Thinc models, and exchange arrays with numpy / torch by DLPack without co
 import ctypes
 
 from . import _lib
-from ._dlpack import from_dlpack as _from_dlpack, to_capsule as _to_capsule
+from ._dlpack import backend as _backend, from_dlpack as _from_dlpack, to_capsule as _to_capsule
 from ._export import export, ExportError  # noqa: F401
 from ._lib import LitheError  # noqa: F401
 
 __version__ = _lib.version().decode()
+
+
+def backends():
+    """The backends compiled into the library (whether their device is present shows on use)."""
+    buf = ctypes.create_string_buffer(128)
+    _lib.backend_list(buf, 128)
+    return buf.value.decode().split(",")
 
 _DTYPES = {0: "float32", 1: "float16", 2: "bfloat16", 3: "int32", 4: "int64", 5: "uint64", 6: "uint8", 7: "uint32"}
 
@@ -39,11 +46,30 @@ class Tensor:
     def data_ptr(self):
         return _lib.tensor_data(self._ptr)
 
+    @property
+    def device(self):
+        """The backend's name: "cpu", "cuda:0", "vulkan"."""
+        return _lib.backend_name(_lib.tensor_backend(self._ptr)).decode()
+
     def __dlpack__(self, stream=None):
+        # DLPack's stream protocol: the consumer names the stream it will use (None / -1: none);
+        # lithe's work on this tensor must be done before that stream reads it. lithe waits for
+        # its own stream, which is always enough (and cheap next to a host round trip).
+        if self.__dlpack_device__()[0] == 2 and stream != -1:
+            _lib.check(_lib.backend_sync(_lib.tensor_backend(self._ptr)))
         return _to_capsule(self._ptr)
 
     def __dlpack_device__(self):
+        dev = self.device
+        if dev.startswith("cuda:"):
+            return (2, int(dev[5:]))  # kDLCUDA, the device index
         return (1, 0)  # kDLCPU
+
+    def to(self, device):
+        """A contiguous copy on another backend ("cpu", "cuda", "vulkan")."""
+        out = ctypes.c_void_p()
+        _lib.check(_lib.tensor_to_backend(self._ptr, _backend(device), ctypes.byref(out)))
+        return Tensor(out)
 
     def __del__(self):
         if getattr(self, "_ptr", None):
@@ -221,6 +247,12 @@ class Model:
     @property
     def name(self):
         return _lib.model_name(self._ptr).decode()
+
+    def to(self, device):
+        """Moves the model (params, grads) to a backend: "cpu", "cuda", "cuda:1", "vulkan". Inputs may
+        then be arrays on that device (torch CUDA tensors, zero-copy) and outputs live there."""
+        _lib.check(_lib.model_set_backend(self._ptr, _backend(device)))
+        return self
 
     def predict(self, X):
         v = _value_of(X)
