@@ -101,20 +101,20 @@ bool lithe__same_shape(const lithe_tensor *a, const lithe_tensor *b);
  * backend and byte size, and only once nothing refers to it: a tensor kept by a backprop record
  * or by the caller keeps its block. The pool lives until it is closed and its last block has
  * come back. Not thread-safe (one pool per model, like the model). */
-typedef struct lithe__pool lithe__pool;
-typedef struct lithe__pool_stats {
+typedef struct lithe__bufpool lithe__bufpool;
+typedef struct lithe__bufpool_stats {
     size_t fresh;  /* blocks allocated from the backend, ever */
     size_t reused; /* requests served by an idle block */
     size_t blocks, bytes; /* blocks held now (idle or in use) and their bytes */
     size_t in_use;
-} lithe__pool_stats;
-lithe_status lithe__pool_new(lithe__pool **out);
+} lithe__bufpool_stats;
+lithe_status lithe__bufpool_new(lithe__bufpool **out);
 /* The owner is done: idle blocks are freed now, blocks in use when they come back. NULL: no-op. */
-void lithe__pool_close(lithe__pool *p);
+void lithe__bufpool_close(lithe__bufpool *p);
 /* As lithe__tensor_alloc (be NULL: cpu), from the pool; p NULL: lithe__tensor_alloc itself. */
-lithe_status lithe__pool_tensor(lithe__pool *p, lithe_backend *be, lithe_dtype dtype, int ndim, const int64_t *shape,
-                                bool zero, lithe_tensor **out);
-lithe__pool_stats lithe__pool_get_stats(const lithe__pool *p);
+lithe_status lithe__bufpool_tensor(lithe__bufpool *p, lithe_backend *be, lithe_dtype dtype, int ndim,
+                                   const int64_t *shape, bool zero, lithe_tensor **out);
+lithe__bufpool_stats lithe__bufpool_get_stats(const lithe__bufpool *p);
 /* "(64, 784)" into buf. */
 const char *lithe__shape_str(const lithe_tensor *t, char *buf, size_t cap);
 #define LITHE__SHAPE_BUF 96

@@ -638,21 +638,21 @@ lithe_status lithe_tensor_to_dlpack(lithe_tensor *t, bool versioned, void **mana
  * ---------------------------------------------------------------------------------------- */
 
 typedef struct pool_block {
-    lithe__pool *pool;
+    lithe__bufpool *pool;
     lithe_backend *be;
     void *data;
     size_t nbytes;
     struct pool_block *next; /* in the idle list */
 } pool_block;
 
-struct lithe__pool {
-    int refs;    /* the owner's (until lithe__pool_close) + one per block in use */
+struct lithe__bufpool {
+    int refs;    /* the owner's (until lithe__bufpool_close) + one per block in use */
     bool closed; /* blocks coming back are freed */
     pool_block *idle;
-    lithe__pool_stats stats;
+    lithe__bufpool_stats stats;
 };
 
-lithe_status lithe__pool_new(lithe__pool **out) {
+lithe_status lithe__bufpool_new(lithe__bufpool **out) {
     *out = lithe__calloc(1, sizeof **out);
     if (!*out) return lithe__oom("buffer pool", sizeof **out);
     (*out)->refs = 1;
@@ -665,12 +665,12 @@ static void block_free(pool_block *b) {
     lithe__free(b);
 }
 
-static void pool_unref(lithe__pool *p) {
+static void pool_unref(lithe__bufpool *p) {
     if (--p->refs > 0) return;
     lithe__free(p);
 }
 
-void lithe__pool_close(lithe__pool *p) {
+void lithe__bufpool_close(lithe__bufpool *p) {
     if (!p) return;
     p->closed = true;
     while (p->idle) {
@@ -685,7 +685,7 @@ void lithe__pool_close(lithe__pool *p) {
 
 static void pool_put(void *ctx) {
     pool_block *b = ctx;
-    lithe__pool *p = b->pool;
+    lithe__bufpool *p = b->pool;
     p->stats.in_use--;
     if (p->closed) {
         p->stats.bytes -= b->nbytes;
@@ -699,13 +699,13 @@ static void pool_put(void *ctx) {
     pool_unref(p);
 }
 
-lithe__pool_stats lithe__pool_get_stats(const lithe__pool *p) {
-    lithe__pool_stats s = {0};
+lithe__bufpool_stats lithe__bufpool_get_stats(const lithe__bufpool *p) {
+    lithe__bufpool_stats s = {0};
     return p ? p->stats : s;
 }
 
-lithe_status lithe__pool_tensor(lithe__pool *p, lithe_backend *be, lithe_dtype dtype, int ndim, const int64_t *shape,
-                                bool zero, lithe_tensor **out) {
+lithe_status lithe__bufpool_tensor(lithe__bufpool *p, lithe_backend *be, lithe_dtype dtype, int ndim,
+                                   const int64_t *shape, bool zero, lithe_tensor **out) {
     *out = NULL;
     if (!be) be = lithe__backend_cpu();
     int64_t numel;

@@ -14,7 +14,7 @@
 static void plan_unref(lithe__gplan *p) {
     if (!p || --p->refs > 0) return;
     for (size_t i = 0; p->vals && i < p->n_slots; i++) lithe_tensor_release(p->vals[i]);
-    lithe__pool_close(p->pool);
+    lithe__bufpool_close(p->pool);
     lithe__free(p->spare);
     lithe__free(p->vals);
     lithe__free(p->cached);
@@ -535,7 +535,7 @@ static lithe_status plan_for(lithe__graph *g, lithe_backend *be, lithe_tensor *c
     p->shape_varies = lithe__calloc(g->n_slots + 1, sizeof *p->shape_varies);
     p->vals = lithe__calloc(g->n_slots + 1, sizeof *p->vals);
     lithe_status s = p->dtype && p->ndim && p->shape && p->cached && p->shape_varies && p->vals
-                         ? lithe__pool_new(&p->pool) : lithe__oom(LAYER, g->n_slots * 10);
+                         ? lithe__bufpool_new(&p->pool) : lithe__oom(LAYER, g->n_slots * 10);
     if (s != LITHE_OK) {
         plan_unref(p);
         return s;

@@ -41,7 +41,7 @@ typedef struct lithe__gplan {
     bool *cached;         /* n_slots: a value fixed for this signature, held in vals[] */
     bool *shape_varies;   /* n_slots: its shape may differ between runs of this signature */
     lithe_tensor **vals;  /* n_slots */
-    lithe__pool *pool;
+    lithe__bufpool *pool;
     void *spare;          /* one run's slot arrays, kept for the next run */
     uint64_t last_used;
 } lithe__gplan;
@@ -72,17 +72,17 @@ struct lithe__gexec {
     bool *needs; /* a slot a gradient flows to (float, reaching a param or an input) */
     bool tuple_in;
     lithe__gplan *plan; /* NULL while folding constants at load */
-    lithe__pool *pool;  /* the plan's: every tensor a run allocates comes from it (NULL: fresh memory) */
+    lithe__bufpool *pool;  /* the plan's: every tensor a run allocates comes from it (NULL: fresh memory) */
     void *arrays;       /* vals, grads, saved and needs in one block */
 };
 
 /* A tensor for run x: from its plan's pool (fresh memory when folding at load). */
 static inline lithe_status lithe__gexec_alloc(lithe__gexec *x, lithe_backend *be, lithe_dtype dtype, int ndim,
                                               const int64_t *shape, bool zero, lithe_tensor **out) {
-    return lithe__pool_tensor(x->pool, be, dtype, ndim, shape, zero, out);
+    return lithe__bufpool_tensor(x->pool, be, dtype, ndim, shape, zero, out);
 }
 static inline lithe_status lithe__gexec_like(lithe__gexec *x, const lithe_tensor *t, bool zero, lithe_tensor **out) {
-    return lithe__pool_tensor(x->pool, t->storage->backend, t->dtype, t->ndim, t->shape, zero, out);
+    return lithe__bufpool_tensor(x->pool, t->storage->backend, t->dtype, t->ndim, t->shape, zero, out);
 }
 
 /* The op named op_type, or NULL. */
