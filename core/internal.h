@@ -112,8 +112,8 @@ lithe_status lithe__bufpool_new(lithe__bufpool **out);
 /* The owner is done: idle blocks are freed now, blocks in use when they come back. NULL: no-op. */
 void lithe__bufpool_close(lithe__bufpool *p);
 /* As lithe__tensor_alloc (be NULL: cpu), from the pool; p NULL: lithe__tensor_alloc itself. */
-lithe_status lithe__bufpool_tensor(lithe__bufpool *p, lithe_backend *be, lithe_dtype dtype, int ndim, const int64_t *shape,
-                                bool zero, lithe_tensor **out);
+lithe_status lithe__bufpool_tensor(lithe__bufpool *p, lithe_backend *be, lithe_dtype dtype, int ndim,
+                                   const int64_t *shape, bool zero, lithe_tensor **out);
 lithe__bufpool_stats lithe__bufpool_get_stats(const lithe__bufpool *p);
 /* "(64, 784)" into buf. */
 const char *lithe__shape_str(const lithe_tensor *t, char *buf, size_t cap);
