@@ -6,7 +6,11 @@
  *     17, 31, 32, 33, 63, 64, 65, 100, 257, 1000, at aligned and misaligned addresses);
  *     |simd - twin| <= 4e-6 |twin| + atol for the kernels that call exp;
  *   - exp, tanh and erf in double (libm) for the vector exp and tanh: the ulp bounds simd.h states;
- *   - 1 thread's output for 2 and 3 threads, bit for bit. */
+ *   - 1 thread's output for 2 and 3 threads, bit for bit;
+ *   - convolution: the scalar twins (bit for bit for depthwise, which keeps their order; within
+ *     the GEMM's rounding otherwise), forward and backward, on every table;
+ *   - the caching allocator: reuse within a size class, the bound, the flush, and no caching under
+ *     a user's allocator (which sees every block come back). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -407,12 +411,173 @@ static void test_threads_bit_identical(void **state) {
     free(X), free(A), free(B), free(RX);
 }
 
+
+/* ---- convolution (backends/cpu/conv.c) against the scalar twins ---- */
+
+typedef struct conv_case {
+    int64_t N, C, H, W, M, KH, KW, s0, s1, p0, p1, p2, p3, d0, d1, group;
+} conv_case;
+
+static const conv_case conv_cases[] = {
+    {2, 5, 9, 23, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 5},    /* depthwise 3x3, a row wider than 16 */
+    {1, 3, 7, 7, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3},     /* depthwise on 7-wide rows */
+    {2, 4, 11, 40, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 4},   /* depthwise stride 2 */
+    {1, 2, 12, 30, 2, 5, 5, 1, 1, 4, 4, 4, 4, 2, 2, 2},   /* depthwise 5x5, dilation 2 */
+    {1, 2, 10, 37, 2, 3, 3, 2, 1, 0, 2, 1, 0, 1, 1, 2},   /* depthwise, uneven padding and strides */
+    {2, 3, 10, 10, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},   /* plain 3x3 */
+    {2, 4, 9, 8, 6, 3, 2, 2, 1, 1, 0, 0, 1, 1, 1, 2},     /* grouped, strided, uneven padding */
+    {1, 3, 12, 12, 4, 3, 3, 1, 1, 0, 0, 0, 0, 2, 2, 1},   /* dilated */
+    {3, 8, 5, 7, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},     /* pointwise */
+    {2, 1, 28, 28, 16, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1},  /* LeNet's first layer */
+};
+
+static lithe__conv2d geom(const conv_case *c) {
+    lithe__conv2d g = {.N = c->N, .C = c->C, .H = c->H, .W = c->W, .M = c->M, .KH = c->KH, .KW = c->KW,
+                       .group = c->group, .stride = {c->s0, c->s1}, .pad = {c->p0, c->p1, c->p2, c->p3},
+                       .dil = {c->d0, c->d1}};
+    g.OH = (c->H + c->p0 + c->p2 - c->d0 * (c->KH - 1) - 1) / c->s0 + 1;
+    g.OW = (c->W + c->p1 + c->p3 - c->d1 * (c->KW - 1) - 1) / c->s1 + 1;
+    return g;
+}
+
+static void conv_check(const conv_case *c, lithe_backend *cpu, const char *isa) {
+    lithe__conv2d g = geom(c);
+    bool dw = c->group == c->C && c->group == c->M;
+    size_t nx = (size_t)(g.N * g.C * g.H * g.W), nw = (size_t)(g.M * (g.C / g.group) * g.KH * g.KW),
+           ny = (size_t)(g.N * g.M * g.OH * g.OW);
+    float *X = malloc(nx * 4), *W = malloc(nw * 4), *b = malloc((size_t)g.M * 4), *Ys = malloc(ny * 4),
+          *Yv = malloc(ny * 4), *dY = malloc(ny * 4), *dXs = malloc(nx * 4), *dXv = malloc(nx * 4),
+          *dWs = malloc(nw * 4), *dWv = malloc(nw * 4), *dbs = malloc((size_t)g.M * 4), *dbv = malloc((size_t)g.M * 4);
+    fill(X, (int64_t)nx, -1, 1), fill(W, (int64_t)nw, -1, 1), fill(b, g.M, -1, 1), fill(dY, (int64_t)ny, -1, 1);
+    fill(dXs, (int64_t)nx, -1, 1), fill(dWs, (int64_t)nw, -1, 1), fill(dbs, g.M, -1, 1);
+    memcpy(dXv, dXs, nx * 4), memcpy(dWv, dWs, nw * 4), memcpy(dbv, dbs, (size_t)g.M * 4);
+    lithe_f32_conv2d__scalar(&g, X, W, b, Ys);
+    OK(lithe__cpu_conv2d(cpu, &g, X, W, b, Yv));
+    lithe_f32_conv2d_backward__scalar(&g, X, W, dY, dXs, dWs, dbs);
+    OK(lithe__cpu_conv2d_backward(cpu, &g, X, W, dY, dXv, dWv, dbv));
+    if (dw) { /* the twin's order: bit for bit */
+        same_bits(isa, "depthwise conv2d", (int64_t)ny, Ys, Yv);
+        same_bits(isa, "depthwise conv2d dX", (int64_t)nx, dXs, dXv);
+        same_bits(isa, "depthwise conv2d dW", (int64_t)nw, dWs, dWv);
+        same_bits(isa, "depthwise conv2d db", g.M, dbs, dbv);
+    } else { /* GEMM order: sums of up to a few hundred products of magnitude <= 1 */
+        close_to(isa, "conv2d", (int64_t)ny, Ys, Yv, 1e-5, 2e-5);
+        close_to(isa, "conv2d dX", (int64_t)nx, dXs, dXv, 1e-5, 2e-5);
+        close_to(isa, "conv2d dW", (int64_t)nw, dWs, dWv, 1e-5, 2e-5);
+        close_to(isa, "conv2d db", g.M, dbs, dbv, 1e-5, 2e-5);
+    }
+    /* without bias, and with only some gradients wanted */
+    lithe_f32_conv2d__scalar(&g, X, W, NULL, Ys);
+    OK(lithe__cpu_conv2d(cpu, &g, X, W, NULL, Yv));
+    close_to(isa, "conv2d without bias", (int64_t)ny, Ys, Yv, 1e-5, 2e-5);
+    lithe_f32_conv2d_backward__scalar(&g, X, W, dY, NULL, dWs, NULL);
+    OK(lithe__cpu_conv2d_backward(cpu, &g, X, W, dY, NULL, dWv, NULL));
+    close_to(isa, "conv2d dW only", (int64_t)nw, dWs, dWv, 1e-5, 4e-5);
+    free(X), free(W), free(b), free(Ys), free(Yv), free(dY), free(dXs), free(dXv), free(dWs), free(dWv), free(dbs),
+        free(dbv);
+}
+
+static void test_conv2d_matches_scalar(void **state) {
+    (void)state;
+    lithe_backend *cpu;
+    OK(lithe_backend_get("cpu", &cpu));
+    for (int t = 0; t < ntables; t++) {
+        lithe__simd_force(tables[t]);
+        for (size_t i = 0; i < sizeof conv_cases / sizeof conv_cases[0]; i++) conv_check(&conv_cases[i], cpu, tables[t]->isa);
+    }
+    lithe__simd_force(NULL);
+}
+
+static void test_conv2d_threads_bit_identical(void **state) {
+    (void)state;
+    lithe_backend *cpu;
+    OK(lithe_backend_get("cpu", &cpu));
+    const conv_case cs[2] = {{4, 24, 20, 33, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 24},
+                             {6, 3, 14, 14, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}};
+    for (int i = 0; i < 2; i++) {
+        lithe__conv2d g = geom(&cs[i]);
+        size_t nx = (size_t)(g.N * g.C * g.H * g.W), nw = (size_t)(g.M * (g.C / g.group) * g.KH * g.KW),
+               ny = (size_t)(g.N * g.M * g.OH * g.OW);
+        float *X = malloc(nx * 4), *W = malloc(nw * 4), *Y1 = malloc(ny * 4), *Yn = malloc(ny * 4);
+        fill(X, (int64_t)nx, -1, 1), fill(W, (int64_t)nw, -1, 1);
+        lithe_status st = lithe_backend_set_threads(cpu, 1);
+        OK(st);
+        OK(lithe__cpu_conv2d(cpu, &g, X, W, NULL, Y1));
+        for (int th = 2; th <= 3; th++) {
+            st = lithe_backend_set_threads(cpu, th);
+            if (st == LITHE_ERR_UNSUPPORTED) break;
+            OK(st);
+            OK(lithe__cpu_conv2d(cpu, &g, X, W, NULL, Yn));
+            assert_memory_equal(Y1, Yn, ny * 4);
+        }
+        OK(lithe_backend_set_threads(cpu, 0));
+        free(X), free(W), free(Y1), free(Yn);
+    }
+}
+
+/* ---- the caching allocator (backends/cpu/cache.c) ---- */
+
+static long counted_live;
+static void *c_malloc(void *u, size_t n) { (void)u; counted_live++; return malloc(n); }
+static void *c_realloc(void *u, void *p, size_t n) { (void)u; if (!p) counted_live++; return realloc(p, n); }
+static void c_free(void *u, void *p) { (void)u; if (p) { counted_live--; free(p); } }
+
+static void test_cache_reuses_and_bounds(void **state) {
+    (void)state;
+    lithe_backend *cpu;
+    OK(lithe_backend_get("cpu", &cpu));
+    lithe__cpu_cache_flush();
+    assert_int_equal(lithe__cpu_cache_bytes(), 0);
+    void *a = NULL, *b = NULL;
+    OK(cpu->ops->alloc(cpu, 1000, &a));
+    assert_int_equal((uintptr_t)a % 64, 0);
+    memset(a, 1, 1000);
+    cpu->ops->free(cpu, a);
+    assert_true(lithe__cpu_cache_bytes() >= 1000);
+    OK(cpu->ops->alloc(cpu, 1020, &b)); /* the same size class: the same block */
+    assert_ptr_equal(a, b);
+    assert_int_equal(lithe__cpu_cache_bytes(), 0);
+    cpu->ops->free(cpu, b);
+    /* sizes across the classes, each block as large as asked */
+    size_t sizes[] = {1, 255, 256, 257, 4095, 4096, 4097, 100000, 1 << 20, (1 << 20) + 1};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        OK(cpu->ops->alloc(cpu, sizes[i], &a));
+        memset(a, 0xab, sizes[i]);
+        cpu->ops->free(cpu, a);
+    }
+    /* bounded: 40 live blocks of 16 MiB freed at once keep at most 256 MiB */
+    void *big[40];
+    for (int i = 0; i < 40; i++) OK(cpu->ops->alloc(cpu, (size_t)16 << 20, &big[i]));
+    for (int i = 0; i < 40; i++) cpu->ops->free(cpu, big[i]);
+    assert_true(lithe__cpu_cache_bytes() <= ((size_t)256 << 20));
+    assert_true(lithe__cpu_cache_bytes() >= ((size_t)128 << 20));
+    lithe__cpu_cache_flush();
+    assert_int_equal(lithe__cpu_cache_bytes(), 0);
+
+    /* a user's allocator: nothing is kept, every block goes back (and set_allocator flushed first) */
+    OK(cpu->ops->alloc(cpu, 5000, &a));
+    cpu->ops->free(cpu, a);
+    assert_true(lithe__cpu_cache_bytes() > 0);
+    OK(lithe_set_allocator(&(lithe_allocator){c_malloc, c_realloc, c_free, NULL}));
+    assert_int_equal(lithe__cpu_cache_bytes(), 0);
+    counted_live = 0;
+    OK(cpu->ops->alloc(cpu, 5000, &a));
+    assert_int_equal(counted_live, 1);
+    cpu->ops->free(cpu, a);
+    assert_int_equal(counted_live, 0);
+    assert_int_equal(lithe__cpu_cache_bytes(), 0);
+    OK(lithe_set_allocator(NULL));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vector_exp_tanh_accuracy),
         cmocka_unit_test(test_every_table_matches_scalar),
         cmocka_unit_test(test_scalar_adapters),
         cmocka_unit_test(test_threads_bit_identical),
+        cmocka_unit_test(test_conv2d_matches_scalar),
+        cmocka_unit_test(test_conv2d_threads_bit_identical),
+        cmocka_unit_test(test_cache_reuses_and_bounds),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

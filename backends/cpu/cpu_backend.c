@@ -8,12 +8,12 @@
 
 static lithe_status cpu_alloc(lithe_backend *be, size_t nbytes, void **out) {
     (void)be;
-    *out = lithe__aligned_alloc(nbytes);
+    *out = lithe__cpu_cache_alloc(nbytes);
     return *out ? LITHE_OK : lithe__oom("cpu backend", nbytes);
 }
 static void cpu_free(lithe_backend *be, void *p) {
     (void)be;
-    lithe__aligned_free(p);
+    lithe__cpu_cache_free(p);
 }
 static lithe_status cpu_upload(lithe_backend *be, void *dst, size_t off, const void *src, size_t n) {
     (void)be;
@@ -437,16 +437,15 @@ static lithe_status cpu_log_softmax_backward(lithe_backend *be, const lithe_tens
 static lithe_status cpu_conv2d(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X, const lithe_tensor *W,
                                const lithe_tensor *b, lithe_tensor *Y) {
     (void)be;
-    lithe_f32_conv2d__scalar(g, F(X), F(W), b ? F(b) : NULL, F(Y));
-    return LITHE_OK;
+    return lithe__cpu_conv2d(be, g, F(X), F(W), b ? F(b) : NULL, F(Y));
 }
 
 static lithe_status cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X,
                                         const lithe_tensor *W, const lithe_tensor *dY, lithe_tensor *dX,
                                         lithe_tensor *dW, lithe_tensor *db) {
     (void)be;
-    lithe_f32_conv2d_backward__scalar(g, F(X), F(W), F(dY), dX ? F(dX) : NULL, dW ? F(dW) : NULL, db ? F(db) : NULL);
-    return LITHE_OK;
+    return lithe__cpu_conv2d_backward(be, g, F(X), F(W), F(dY), dX ? F(dX) : NULL, dW ? F(dW) : NULL,
+                                      db ? F(db) : NULL);
 }
 
 static lithe_status cpu_pool2d(lithe_backend *be, const lithe__pool2d *g, const lithe_tensor *X, lithe_tensor *Y,
@@ -474,6 +473,6 @@ static const lithe_backend_ops cpu_ops = {
 #undef LITHE_PRIM
 };
 
-static lithe_backend cpu_backend = {"cpu", true, &cpu_ops, NULL};
+static lithe_backend cpu_backend = {"cpu", true, &cpu_ops, NULL, 1 /* kDLCPU */, 0};
 
 lithe_backend *lithe__backend_cpu(void) { return &cpu_backend; }

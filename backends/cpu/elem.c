@@ -57,6 +57,16 @@ static void scalar_maxout(int64_t R, int64_t P, const float *X, float *Y, int32_
     lithe_f32_maxout__scalar(R, 1, P, X, Y, which);
 }
 
+static void scalar_dwconv_row(int64_t n, float *y, const float *const *xr, const float *w, int64_t nr, int64_t KW,
+                              int64_t dil, int64_t s) {
+    for (int64_t o = 0; o < n; o++) {
+        float acc = y[o];
+        for (int64_t r = 0; r < nr; r++)
+            for (int64_t k = 0; k < KW; k++) acc += xr[r][o * s + k * dil] * w[r * KW + k];
+        y[o] = acc;
+    }
+}
+
 const lithe__simd_kernels lithe__simd_scalar = {
     .isa = "scalar",
     .lanes = 1,
@@ -81,6 +91,7 @@ const lithe__simd_kernels lithe__simd_scalar = {
     .unary = lithe_f32_unary__scalar,
     .unary_backward = lithe_f32_unary_backward__scalar,
     .maxout = scalar_maxout,
+    .dwconv_row = scalar_dwconv_row,
 };
 
 /* ---- choosing a table ---- */

@@ -34,7 +34,6 @@
 #define VW (VB / 4)
 typedef float vf __attribute__((vector_size(VB)));
 typedef int32_t vi __attribute__((vector_size(VB)));
-typedef double vd __attribute__((vector_size(2 * VB)));
 
 #define CAT3(a, b, c) a##b##c
 #define XCAT3(a, b, c) CAT3(a, b, c)
@@ -154,11 +153,6 @@ static inline vf verf_thinc(vf x) {
 static inline vf vgauss_cdf(vf x) { return 0.5f * (1.0f + verf_thinc(x * 0.70710678118654752f)); }
 static inline vf vgauss_pdf(vf x) { return 0.3989422804014327f * vexp(-0.5f * x * x); }
 
-static bool act_vectorised(lithe__act_kind k) { return k != LITHE__ACT_MISH && k < LITHE__ACT_COUNT; }
-static bool act_backward_vectorised(lithe__act_kind k) {
-    return k != LITHE__ACT_MISH && k != LITHE__ACT_DISH && k < LITHE__ACT_COUNT;
-}
-
 static inline vf act1(const lithe__act *a, vf x) {
     switch (a->kind) {
     case LITHE__ACT_RELU: return sel(x > 0.0f, x, splat(0.0f));
@@ -175,21 +169,34 @@ static inline vf act1(const lithe__act *a, vf x) {
     }
 }
 
-static void K(act)(const lithe__act *a, int64_t n, const float *X, float *Y) {
-    if (!act_vectorised(a->kind)) {
-        lithe_f32_act__scalar(a, n, X, Y);
-        return;
-    }
+/* One loop per kind (the switch hoisted out of it): act1 inlines with a constant kind. */
+static inline __attribute__((always_inline)) void act_loop(const lithe__act *a, lithe__act_kind kind, int64_t n,
+                                                           const float *X, float *Y) {
+    lithe__act c = *a;
+    c.kind = kind;
     int64_t i = 0;
-    if (a->kind == LITHE__ACT_RELU) { /* the hot one: its own loop, no switch inside */
-        for (; i + VW <= n; i += VW) {
-            vf x = ld(X + i);
-            st(Y + i, sel(x > 0.0f, x, splat(0.0f)));
-        }
-    } else {
-        for (; i + VW <= n; i += VW) st(Y + i, act1(a, ld(X + i)));
+    for (; i + VW <= n; i += VW) st(Y + i, act1(&c, ld(X + i)));
+    if (i < n) st_part(Y + i, act1(&c, ld_part(X + i, n - i)), n - i);
+}
+
+static void K(act)(const lithe__act *a, int64_t n, const float *X, float *Y) {
+    switch (a->kind) {
+#define ACT_CASE(k)                                                                                \
+    case k: act_loop(a, k, n, X, Y); return;
+        ACT_CASE(LITHE__ACT_RELU)
+        ACT_CASE(LITHE__ACT_SIGMOID)
+        ACT_CASE(LITHE__ACT_TANH)
+        ACT_CASE(LITHE__ACT_SWISH)
+        ACT_CASE(LITHE__ACT_GELU)
+        ACT_CASE(LITHE__ACT_DISH)
+        ACT_CASE(LITHE__ACT_HARD_SIGMOID)
+        ACT_CASE(LITHE__ACT_HARD_TANH)
+        ACT_CASE(LITHE__ACT_HARD_SWISH)
+        ACT_CASE(LITHE__ACT_HARD_SWISH_MOBILENET)
+        ACT_CASE(LITHE__ACT_CLIPPED_LINEAR)
+#undef ACT_CASE
+    default: lithe_f32_act__scalar(a, n, X, Y); /* mish: the twin */
     }
-    if (i < n) st_part(Y + i, act1(a, ld_part(X + i, n - i)), n - i);
 }
 
 static inline vf act_bwd1(const lithe__act *a, float low, float high, vf g, vf x, vf y) {
@@ -210,33 +217,48 @@ static inline vf act_bwd1(const lithe__act *a, float low, float high, vf g, vf x
     }
 }
 
-static void K(act_backward)(const lithe__act *a, int64_t n, const float *dY, const float *X, const float *Y,
-                                 float *dX) {
-    if (!act_backward_vectorised(a->kind)) {
-        lithe_f32_act_backward__scalar(a, n, dY, X, Y, dX);
-        return;
-    }
+static inline __attribute__((always_inline)) void act_bwd_loop(const lithe__act *a, lithe__act_kind kind,
+                                                               int64_t n, const float *dY, const float *X,
+                                                               const float *Y, float *dX) {
+    lithe__act c = *a;
+    c.kind = kind;
     float low = 0.0f, high = 0.0f;
-    if (a->kind == LITHE__ACT_CLIPPED_LINEAR) {
+    if (kind == LITHE__ACT_CLIPPED_LINEAR) {
         low = (a->min_val - a->offset) / a->slope;
         high = (a->max_val - a->offset) / a->slope;
     }
-    int needs = lithe__act_needs(a->kind);
+    int needs = lithe__act_needs(kind);
     const vf zero = splat(0.0f);
     int64_t i = 0;
-    if (a->kind == LITHE__ACT_RELU) {
-        for (; i + VW <= n; i += VW) st(dX + i, sel(ld(Y + i) <= 0.0f, zero, ld(dY + i)));
-    } else {
-        for (; i + VW <= n; i += VW) {
-            vf x = needs & LITHE__ACT_NEEDS_X ? ld(X + i) : zero, y = needs & LITHE__ACT_NEEDS_Y ? ld(Y + i) : zero;
-            st(dX + i, act_bwd1(a, low, high, ld(dY + i), x, y));
-        }
+    for (; i + VW <= n; i += VW) {
+        vf x = needs & LITHE__ACT_NEEDS_X ? ld(X + i) : zero, y = needs & LITHE__ACT_NEEDS_Y ? ld(Y + i) : zero;
+        st(dX + i, act_bwd1(&c, low, high, ld(dY + i), x, y));
     }
     if (i < n) {
         int64_t m = n - i;
         vf x = needs & LITHE__ACT_NEEDS_X ? ld_part(X + i, m) : zero,
            y = needs & LITHE__ACT_NEEDS_Y ? ld_part(Y + i, m) : zero;
-        st_part(dX + i, act_bwd1(a, low, high, ld_part(dY + i, m), x, y), m);
+        st_part(dX + i, act_bwd1(&c, low, high, ld_part(dY + i, m), x, y), m);
+    }
+}
+
+static void K(act_backward)(const lithe__act *a, int64_t n, const float *dY, const float *X, const float *Y,
+                            float *dX) {
+    switch (a->kind) {
+#define ACT_CASE(k)                                                                                \
+    case k: act_bwd_loop(a, k, n, dY, X, Y, dX); return;
+        ACT_CASE(LITHE__ACT_RELU)
+        ACT_CASE(LITHE__ACT_SIGMOID)
+        ACT_CASE(LITHE__ACT_TANH)
+        ACT_CASE(LITHE__ACT_SWISH)
+        ACT_CASE(LITHE__ACT_GELU)
+        ACT_CASE(LITHE__ACT_HARD_SIGMOID)
+        ACT_CASE(LITHE__ACT_HARD_TANH)
+        ACT_CASE(LITHE__ACT_HARD_SWISH)
+        ACT_CASE(LITHE__ACT_HARD_SWISH_MOBILENET)
+        ACT_CASE(LITHE__ACT_CLIPPED_LINEAR)
+#undef ACT_CASE
+    default: lithe_f32_act_backward__scalar(a, n, dY, X, Y, dX); /* mish, dish: the twins */
     }
 }
 
@@ -292,26 +314,43 @@ static void K(mul)(int64_t n, const float *A, const float *B, float *Y) {
     for (; i < n; i++) Y[i] = A[i] * B[i];
 }
 
-static inline double hsum_d(vd v) {
-    double s = 0.0;
-    for (int l = 0; l < VW; l++) s += v[l];
-    return s;
-}
 static inline float hmax(vf v) {
     float m = v[0];
     for (int l = 1; l < VW; l++) m = v[l] > m ? v[l] : m;
     return m;
 }
-static inline vd widen(vf v) { return __builtin_convertvector(v, vd); }
+/* float -> double by halves: each half converts into one register-wide double vector (vcvtps2pd),
+ * where converting the whole vector at once is split badly by some compilers. */
+typedef float vfh __attribute__((vector_size(VB / 2)));
+typedef double vdh __attribute__((vector_size(VB)));
+static inline vdh widen_lo(vf v) {
+    vfh h;
+    memcpy(&h, &v, sizeof h);
+    return __builtin_convertvector(h, vdh);
+}
+static inline vdh widen_hi(vf v) {
+    vfh h;
+    memcpy(&h, (const char *)&v + sizeof h, sizeof h);
+    return __builtin_convertvector(h, vdh);
+}
+static inline double hsum_dh(vdh v) {
+    double s = 0.0;
+    for (int l = 0; l < VW / 2; l++) s += v[l];
+    return s;
+}
 
 static double K(sum_squares)(int64_t n, const float *X) {
-    vd acc = (vd){0};
+    vdh a0 = (vdh){0}, a1 = (vdh){0}, a2 = (vdh){0}, a3 = (vdh){0}; /* four chains hide the add latency */
     int64_t i = 0;
-    for (; i + VW <= n; i += VW) {
-        vd x = widen(ld(X + i));
-        acc += x * x;
+    for (; i + 2 * VW <= n; i += 2 * VW) {
+        vf x = ld(X + i), y = ld(X + i + VW);
+        vdh xl = widen_lo(x), xh = widen_hi(x), yl = widen_lo(y), yh = widen_hi(y);
+        a0 += xl * xl;
+        a1 += xh * xh;
+        a2 += yl * yl;
+        a3 += yh * yh;
     }
-    double s = hsum_d(acc);
+    double s = hsum_dh((a0 + a1) + (a2 + a3));
     for (; i < n; i++) s += (double)X[i] * X[i];
     return s;
 }
@@ -388,19 +427,40 @@ static inline float row_max(int64_t N, const float *x, bool t1, float temperatur
     return mx;
 }
 
+/* Double-precision row sums are kept in pairs of register-wide double vectors (lo and hi halves of
+ * a float vector): no arithmetic on vectors wider than the ISA's registers, which some compilers
+ * scalarise. */
+typedef struct dpair {
+    vdh lo, hi;
+} dpair;
+static inline dpair dwiden(vf v) { return (dpair){widen_lo(v), widen_hi(v)}; }
+static inline vf dnarrow(vdh lo, vdh hi) {
+    vfh l = __builtin_convertvector(lo, vfh), h = __builtin_convertvector(hi, vfh);
+    vf v;
+    memcpy(&v, &l, sizeof l);
+    memcpy((char *)&v + sizeof l, &h, sizeof h);
+    return v;
+}
+static inline double dsum(vdh lo, vdh hi) { return hsum_dh(lo + hi); }
+
 static void K(softmax)(int64_t M, int64_t N, const float *X, float temperature, float *Y) {
+    if (N < VW) { /* rows shorter than a vector (a 10-class output): the twin is quicker */
+        lithe_f32_softmax__scalar(M, N, X, temperature, Y);
+        return;
+    }
     bool t1 = temperature == 1.0f;
     for (int64_t r = 0; r < M; r++) {
         const float *x = X + r * N;
         float *y = Y + r * N;
         float mx = row_max(N, x, t1, temperature);
-        vd acc = (vd){0};
+        vdh alo = (vdh){0}, ahi = (vdh){0};
         int64_t j = 0;
         for (; j + VW <= N; j += VW) {
             vf v = t1 ? ld(x + j) : ld(x + j) / temperature;
             vf e = vexp(v - mx);
             st(y + j, e);
-            acc += widen(e);
+            alo += widen_lo(e);
+            ahi += widen_hi(e);
         }
         if (j < N) {
             int64_t m = N - j;
@@ -409,9 +469,11 @@ static void K(softmax)(int64_t M, int64_t N, const float *X, float temperature, 
             float t[VW] = {0};
             st_part(t, vexp(v - mx), m); /* lanes past the row stay 0 in the sum */
             memcpy(y + j, t, (size_t)m * sizeof(float));
-            acc += widen(ld(t));
+            vf e = ld(t);
+            alo += widen_lo(e);
+            ahi += widen_hi(e);
         }
-        float inv = (float)hsum_d(acc);
+        float inv = (float)dsum(alo, ahi);
         j = 0;
         for (; j + VW <= N; j += VW) st(y + j, ld(y + j) / inv);
         for (; j < N; j++) y[j] /= inv;
@@ -419,18 +481,20 @@ static void K(softmax)(int64_t M, int64_t N, const float *X, float temperature, 
 }
 
 static void K(softmax_backward)(int64_t M, int64_t N, const float *Y, const float *dY, float temperature,
-                                     float *dX) {
+                                float *dX) {
     bool t1 = temperature == 1.0f;
     for (int64_t r = 0; r < M; r++) {
         const float *y = Y + r * N, *dy = dY + r * N;
         float *dx = dX + r * N;
-        vd acc = (vd){0};
+        vdh alo = (vdh){0}, ahi = (vdh){0};
         int64_t j = 0;
         for (; j + VW <= N; j += VW) {
             vf g = t1 ? ld(dy + j) : ld(dy + j) / temperature;
-            acc += widen(ld(y + j)) * widen(g);
+            vf yy = ld(y + j);
+            alo += widen_lo(yy) * widen_lo(g);
+            ahi += widen_hi(yy) * widen_hi(g);
         }
-        double s = hsum_d(acc);
+        double s = dsum(alo, ahi);
         for (; j < N; j++) {
             float g = t1 ? dy[j] : dy[j] / temperature;
             s += (double)y[j] * g;
@@ -456,17 +520,22 @@ static void K(log_softmax)(int64_t M, int64_t N, const float *X, float *Y) {
         const float *x = X + r * N;
         float *y = Y + r * N;
         float mx = row_max(N, x, true, 1.0f);
-        vd acc = (vd){0};
-        for (int64_t j = 0; j < N; j += VW) {
-            int64_t m = N - j < VW ? N - j : VW;
-            vf e = vexp(ld_part(x + j, m) - mx);
-            float t[VW];
-            st(t, e);
-            for (int64_t l = m; l < VW; l++) t[l] = 0.0f;
-            acc += widen(ld(t));
-        }
-        float lse = mx + (float)log(hsum_d(acc));
+        vdh alo = (vdh){0}, ahi = (vdh){0};
         int64_t j = 0;
+        for (; j + VW <= N; j += VW) {
+            vf e = vexp(ld(x + j) - mx);
+            alo += widen_lo(e);
+            ahi += widen_hi(e);
+        }
+        if (j < N) {
+            float t[VW] = {0};
+            st_part(t, vexp(ld_part(x + j, N - j) - mx), N - j);
+            vf e = ld(t);
+            alo += widen_lo(e);
+            ahi += widen_hi(e);
+        }
+        float lse = mx + (float)log(dsum(alo, ahi));
+        j = 0;
         for (; j + VW <= N; j += VW) st(y + j, ld(x + j) - lse);
         for (; j < N; j++) y[j] = x[j] - lse;
     }
@@ -479,30 +548,37 @@ static void K(log_softmax_backward)(int64_t M, int64_t N, const float *Y, const 
         double s = 0.0;
         for (int64_t j = 0; j < N; j++) s += g[j]; /* element order, as the twin */
         float sf = (float)s;
-        for (int64_t j = 0; j < N; j += VW) {
-            int64_t m = N - j < VW ? N - j : VW;
-            vf out = ld_part(dx + j, m) + (ld_part(g + j, m) - vexp(ld_part(y + j, m)) * sf);
-            st_part(dx + j, out, m);
+        int64_t j = 0;
+        for (; j + VW <= N; j += VW) st(dx + j, ld(dx + j) + (ld(g + j) - vexp(ld(y + j)) * sf));
+        if (j < N) {
+            int64_t m = N - j;
+            st_part(dx + j, ld_part(dx + j, m) + (ld_part(g + j, m) - vexp(ld_part(y + j, m)) * sf), m);
         }
     }
 }
 
 static void K(layernorm)(int64_t M, int64_t N, const float *X, const float *G, const float *b, float eps,
-                              float *Y, float *mean, float *inv_std) {
+                         float *Y, float *mean, float *inv_std) {
     for (int64_t r = 0; r < M; r++) {
         const float *x = X + r * N;
-        vd acc = (vd){0};
+        vdh alo = (vdh){0}, ahi = (vdh){0};
         int64_t j = 0;
-        for (; j + VW <= N; j += VW) acc += widen(ld(x + j));
-        double mu = hsum_d(acc);
+        for (; j + VW <= N; j += VW) {
+            vf v = ld(x + j);
+            alo += widen_lo(v);
+            ahi += widen_hi(v);
+        }
+        double mu = dsum(alo, ahi);
         for (; j < N; j++) mu += x[j];
         mu /= (double)N;
-        acc = (vd){0};
+        alo = ahi = (vdh){0};
         for (j = 0; j + VW <= N; j += VW) {
-            vd d = widen(ld(x + j)) - mu;
-            acc += d * d;
+            vf v = ld(x + j);
+            vdh dl = widen_lo(v) - mu, dh = widen_hi(v) - mu;
+            alo += dl * dl;
+            ahi += dh * dh;
         }
-        double var = hsum_d(acc);
+        double var = dsum(alo, ahi);
         for (; j < N; j++) var += ((double)x[j] - mu) * ((double)x[j] - mu);
         var /= (double)N;
         double is = 1.0 / sqrt(var + (double)eps);
@@ -510,7 +586,8 @@ static void K(layernorm)(int64_t M, int64_t N, const float *X, const float *G, c
         inv_std[r] = (float)is;
         float *y = Y + r * N;
         for (j = 0; j + VW <= N; j += VW) {
-            vf xh = __builtin_convertvector((widen(ld(x + j)) - mu) * is, vf);
+            vf v = ld(x + j);
+            vf xh = dnarrow((widen_lo(v) - mu) * is, (widen_hi(v) - mu) * is);
             st(y + j, xh * ld(G + j) + ld(b + j));
         }
         for (; j < N; j++) y[j] = (float)(((double)x[j] - mu) * is) * G[j] + b[j];
@@ -518,19 +595,22 @@ static void K(layernorm)(int64_t M, int64_t N, const float *X, const float *G, c
 }
 
 static void K(layernorm_backward_dx)(int64_t M, int64_t N, const float *dY, const float *X, const float *G,
-                                          const float *mean, const float *inv_std, float *dX) {
+                                     const float *mean, const float *inv_std, float *dX) {
     for (int64_t r = 0; r < M; r++) {
         const float *x = X + r * N, *dy = dY + r * N;
         double mu = mean[r], is = inv_std[r];
-        vd ag = (vd){0}, agx = (vd){0};
+        vdh glo = (vdh){0}, ghi = (vdh){0}, gxlo = (vdh){0}, gxhi = (vdh){0};
         int64_t j = 0;
         for (; j + VW <= N; j += VW) {
-            vd xhat = (widen(ld(x + j)) - mu) * is;
-            vd g = widen(ld(dy + j)) * widen(ld(G + j));
-            ag += g;
-            agx += g * xhat;
+            vf v = ld(x + j), d = ld(dy + j), gg = ld(G + j);
+            vdh xl = (widen_lo(v) - mu) * is, xh = (widen_hi(v) - mu) * is;
+            vdh gl = widen_lo(d) * widen_lo(gg), gh = widen_hi(d) * widen_hi(gg);
+            glo += gl;
+            ghi += gh;
+            gxlo += gl * xl;
+            gxhi += gh * xh;
         }
-        double sum_g = hsum_d(ag), sum_gx = hsum_d(agx);
+        double sum_g = dsum(glo, ghi), sum_gx = dsum(gxlo, gxhi);
         for (; j < N; j++) {
             double xhat = ((double)x[j] - mu) * is, g = (double)dy[j] * G[j];
             sum_g += g;
@@ -539,9 +619,11 @@ static void K(layernorm_backward_dx)(int64_t M, int64_t N, const float *dY, cons
         double mg = sum_g / (double)N, mgx = sum_gx / (double)N;
         float *dx = dX + r * N;
         for (j = 0; j + VW <= N; j += VW) {
-            vd xhat = (widen(ld(x + j)) - mu) * is;
-            vd out = is * (widen(ld(dy + j)) * widen(ld(G + j)) - mg - xhat * mgx);
-            st(dx + j, __builtin_convertvector(out, vf));
+            vf v = ld(x + j), d = ld(dy + j), gg = ld(G + j);
+            vdh xl = (widen_lo(v) - mu) * is, xh = (widen_hi(v) - mu) * is;
+            vdh ol = is * (widen_lo(d) * widen_lo(gg) - mg - xl * mgx);
+            vdh oh = is * (widen_hi(d) * widen_hi(gg) - mg - xh * mgx);
+            st(dx + j, dnarrow(ol, oh));
         }
         for (; j < N; j++) {
             double xhat = ((double)x[j] - mu) * is;
@@ -551,15 +633,15 @@ static void K(layernorm_backward_dx)(int64_t M, int64_t N, const float *dY, cons
 }
 
 static void K(layernorm_backward_dgb)(int64_t M, int64_t n, int64_t ldx, const float *dY, const float *X,
-                                           const float *mean, const float *inv_std, float *dG, float *db) {
+                                      const float *mean, const float *inv_std, float *dG, float *db) {
     int64_t j = 0;
     for (; j + VW <= n; j += VW) {
         vf ag = ld(dG + j), ab = ld(db + j);
         for (int64_t r = 0; r < M; r++) {
             double mu = mean[r], is = inv_std[r];
-            vf dy = ld(dY + r * ldx + j);
-            vd xhat = (widen(ld(X + r * ldx + j)) - mu) * is;
-            ag += __builtin_convertvector(widen(dy) * xhat, vf);
+            vf dy = ld(dY + r * ldx + j), v = ld(X + r * ldx + j);
+            vdh xl = (widen_lo(v) - mu) * is, xh = (widen_hi(v) - mu) * is;
+            ag += dnarrow(widen_lo(dy) * xl, widen_hi(dy) * xh);
             ab += dy;
         }
         st(dG + j, ag);
@@ -587,39 +669,46 @@ static void K(scatter_add_rows)(int64_t B, int64_t n, int64_t ldx, float *table,
     }
 }
 
+static inline vf unary1(int op, vf x) {
+    switch (op) {
+    case LITHE__UN_EXP: return vexp(x);
+    case LITHE__UN_SQRT: return vsqrt(x);
+    case LITHE__UN_NEG: return -x;
+    case LITHE__UN_ABS: return vabs(x);
+    default: return 1.0f / x;
+    }
+}
+
 static void K(unary)(int op, int64_t n, const float *X, float *Y) {
     if (op == LITHE__UN_LOG || op == LITHE__UN_ERF) {
         lithe_f32_unary__scalar(op, n, X, Y);
         return;
     }
-    for (int64_t i = 0; i < n; i += VW) {
-        int64_t m = n - i < VW ? n - i : VW;
-        vf x = ld_part(X + i, m), y;
-        switch (op) {
-        case LITHE__UN_EXP: y = vexp(x); break;
-        case LITHE__UN_SQRT: y = vsqrt(x); break;
-        case LITHE__UN_NEG: y = -x; break;
-        case LITHE__UN_ABS: y = vabs(x); break;
-        default: y = 1.0f / x; break;
-        }
-        st_part(Y + i, y, m);
+    int64_t i = 0;
+    for (; i + VW <= n; i += VW) st(Y + i, unary1(op, ld(X + i)));
+    if (i < n) st_part(Y + i, unary1(op, ld_part(X + i, n - i)), n - i);
+}
+
+static inline vf unary_bwd1(int op, vf x, vf y, vf g, vf d) {
+    switch (op) {
+    case LITHE__UN_EXP: return d + g * y;
+    case LITHE__UN_LOG: return d + g / x;
+    case LITHE__UN_SQRT: return d + g * 0.5f / y;
+    case LITHE__UN_NEG: return d - g;
+    case LITHE__UN_ERF: return d + g * 1.12837916709551257f * vexp(-x * x);
+    case LITHE__UN_ABS: return d + sel(x > 0.0f, g, sel(x < 0.0f, -g, splat(0.0f)));
+    default: return d - g * y * y;
     }
 }
 
 static void K(unary_backward)(int op, int64_t n, const float *X, const float *Y, const float *dY, float *dX) {
-    for (int64_t i = 0; i < n; i += VW) {
-        int64_t m = n - i < VW ? n - i : VW;
-        vf x = ld_part(X + i, m), y = ld_part(Y + i, m), g = ld_part(dY + i, m), d = ld_part(dX + i, m);
-        switch (op) {
-        case LITHE__UN_EXP: d += g * y; break;
-        case LITHE__UN_LOG: d += g / x; break;
-        case LITHE__UN_SQRT: d += g * 0.5f / y; break;
-        case LITHE__UN_NEG: d -= g; break;
-        case LITHE__UN_ERF: d += g * 1.12837916709551257f * vexp(-x * x); break;
-        case LITHE__UN_ABS: d += sel(x > 0.0f, g, sel(x < 0.0f, -g, splat(0.0f))); break;
-        default: d -= g * y * y; break;
-        }
-        st_part(dX + i, d, m);
+    int64_t i = 0;
+    for (; i + VW <= n; i += VW)
+        st(dX + i, unary_bwd1(op, ld(X + i), ld(Y + i), ld(dY + i), ld(dX + i)));
+    if (i < n) {
+        int64_t m = n - i;
+        st_part(dX + i, unary_bwd1(op, ld_part(X + i, m), ld_part(Y + i, m), ld_part(dY + i, m), ld_part(dX + i, m)),
+                m);
     }
 }
 
@@ -652,6 +741,81 @@ static void K(maxout)(int64_t R, int64_t P, const float *X, float *Y, int32_t *w
     }
 }
 
+/* The even lanes of the pair (a, b): a stride-2 load from two plain ones. */
+static inline vf even_lanes(vf a, vf b) {
+#if VW == 16
+    return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+#elif VW == 8
+    return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+#else
+    return __builtin_shufflevector(a, b, 0, 2, 4, 6);
+#endif
+}
+
+/* One output row of a depthwise convolution, the columns where every tap is inside the input:
+ * y[o] += sum over rows r < nr and taps k < KW, in that order, of xr[r][o * s + k * dil] * w[r * KW + k]
+ * (the scalar twin's order, so bit-identical to it). Stride 2 loads two vectors and keeps the even
+ * lanes; it stops one column early so that the odd lane past the last tap is never read. */
+static inline __attribute__((always_inline)) void dw_impl(int64_t n, float *y, const float *const *xr,
+                                                          const float *w, int64_t nr, int64_t KW, int64_t dil,
+                                                          int64_t s) {
+    int64_t o = 0;
+    if (s == 1) {
+        for (; o + VW <= n; o += VW) {
+            vf acc = ld(y + o);
+            for (int64_t r = 0; r < nr; r++)
+                for (int64_t k = 0; k < KW; k++) acc = acc + ld(xr[r] + o + k * dil) * w[r * KW + k];
+            st(y + o, acc);
+        }
+    } else if (s == 2) {
+        for (; o + VW < n; o += VW) {
+            vf acc = ld(y + o);
+            for (int64_t r = 0; r < nr; r++)
+                for (int64_t k = 0; k < KW; k++) {
+                    const float *p = xr[r] + 2 * o + k * dil;
+                    acc = acc + even_lanes(ld(p), ld(p + VW)) * w[r * KW + k];
+                }
+            st(y + o, acc);
+        }
+    }
+    /* the rest four columns at a time (7- and 14-wide rows are common), then one by one */
+    typedef float v4 __attribute__((vector_size(16)));
+    for (; o + 4 <= n - (s == 1 ? 0 : 1); o += 4) {
+        v4 acc;
+        memcpy(&acc, y + o, sizeof acc);
+        for (int64_t r = 0; r < nr; r++)
+            for (int64_t k = 0; k < KW; k++) {
+                v4 v;
+                if (s == 1) {
+                    memcpy(&v, xr[r] + o + k * dil, sizeof v);
+                } else if (s == 2) {
+                    v4 a, b2;
+                    memcpy(&a, xr[r] + 2 * o + k * dil, sizeof a);
+                    memcpy(&b2, xr[r] + 2 * o + k * dil + 4, sizeof b2);
+                    v = __builtin_shufflevector(a, b2, 0, 2, 4, 6);
+                } else {
+                    for (int l = 0; l < 4; l++) v[l] = xr[r][(o + l) * s + k * dil];
+                }
+                acc = acc + v * w[r * KW + k];
+            }
+        memcpy(y + o, &acc, sizeof acc);
+    }
+    for (; o < n; o++) {
+        float acc = y[o];
+        for (int64_t r = 0; r < nr; r++)
+            for (int64_t k = 0; k < KW; k++) acc += xr[r][o * s + k * dil] * w[r * KW + k];
+        y[o] = acc;
+    }
+}
+
+static void K(dwconv_row)(int64_t n, float *y, const float *const *xr, const float *w, int64_t nr, int64_t KW,
+                          int64_t dil, int64_t s) {
+    /* the 3x3 of mobilenet and most CNNs with constant trip counts, so the taps unroll */
+    if (nr == 3 && KW == 3 && s == 1) dw_impl(n, y, xr, w, 3, 3, dil, 1);
+    else if (nr == 3 && KW == 3 && s == 2) dw_impl(n, y, xr, w, 3, 3, dil, 2);
+    else dw_impl(n, y, xr, w, nr, KW, dil, s);
+}
+
 const lithe__simd_kernels TABLE = {
     .isa = STR(LITHE_SIMD_ISA),
     .lanes = VW,
@@ -676,4 +840,5 @@ const lithe__simd_kernels TABLE = {
     .unary = K(unary),
     .unary_backward = K(unary_backward),
     .maxout = K(maxout),
+    .dwconv_row = K(dwconv_row),
 };

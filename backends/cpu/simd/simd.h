@@ -11,7 +11,7 @@
  *   - bit-identical: add_row, sum_rows, axpby, mul, adam, radam, update_averages, relu and the
  *     hard / clipped activations and every activation backward that reads only Y (relu, sigmoid,
  *     tanh), dish forward, maxout, gather / scatter-add, the exact unary ops (sqrt, neg, abs,
- *     reciprocal) and their backwards; layernorm_backward's dG / db;
+ *     reciprocal) and their backwards; layernorm_backward's dG / db; the depthwise-convolution row;
  *   - within a bound: kernels that call exp. The vector exp (lithe__vexp) is within 2 ulp of the
  *     correctly rounded expf over [-87.3, 88.7] (normal results; subnormal results within 1e-45
  *     absolute), its tanh within 8 ulp or 1e-9 absolute; sigmoid, swish, gelu (and backwards),
@@ -62,6 +62,10 @@ typedef struct lithe__simd_kernels {
     void (*unary)(int op, int64_t n, const float *X, float *Y);
     void (*unary_backward)(int op, int64_t n, const float *X, const float *Y, const float *dY, float *dX);
     void (*maxout)(int64_t R, int64_t P, const float *X, float *Y, int32_t *which);
+    /* One depthwise-convolution output row over columns whose taps are all inside the input:
+     * y[o] += sum over r < nr, k < KW (in that order) of xr[r][o * s + k * dil] * w[r * KW + k]. */
+    void (*dwconv_row)(int64_t n, float *y, const float *const *xr, const float *w, int64_t nr, int64_t KW,
+                       int64_t dil, int64_t s);
 } lithe__simd_kernels;
 
 extern const lithe__simd_kernels lithe__simd_scalar;
@@ -111,6 +115,17 @@ void lithe__cpu_scatter_add_rows(int64_t B, int64_t N, float *table, const int32
                                  const float *X);
 void lithe__cpu_unary(int op, int64_t n, const float *X, float *Y);
 void lithe__cpu_unary_backward(int op, int64_t n, const float *X, const float *Y, const float *dY, float *dX);
+/* The caching allocator behind the CPU backend's alloc / free (cache.c): 64-byte aligned blocks,
+ * reused by size class; lithe__cpu_cache_flush gives every waiting block back. */
+void *lithe__cpu_cache_alloc(size_t nbytes);
+void lithe__cpu_cache_free(void *p);
+size_t lithe__cpu_cache_bytes(void);
+
+/* Convolution (conv.c): depthwise directly, the rest as GEMMs through be's gemm. */
+lithe_status lithe__cpu_conv2d(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                               const float *b, float *Y);
+lithe_status lithe__cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                                        const float *dY, float *dX, float *dW, float *db);
 void lithe__cpu_maxout(int64_t B, int64_t O, int64_t P, const float *X, float *Y, int32_t *which);
 
 #endif

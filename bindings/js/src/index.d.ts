@@ -111,7 +111,9 @@ export declare class Model extends Handle {
 export type TfjsSource =
   | { modelJson: string | object; weights?: Uint8Array | ArrayBuffer | ArrayBufferView | ReadonlyArray<Uint8Array | ArrayBuffer | ArrayBufferView> }
   | { modelTopology: object; weightSpecs: object[]; weightData?: ArrayBuffer | Uint8Array };
-/** A model from .lithe bytes, a URL or (in Node) a file path, or a TF.js layers model; calls init() if needed. */
+/** A model from .lithe or ONNX bytes (an .onnx file becomes one graph node that predicts and
+ *  trains; its weights must be inside the file, not in external data), a URL or (in Node) a file
+ *  path, or a TF.js layers model; calls init() if needed. */
 export declare function load(source: Uint8Array | ArrayBuffer | URL | string | TfjsSource): Promise<Model>;
 /** A TF.js layers model (docs/tfjs.md), synchronously (after init()): one graph node that predicts, trains and saves. */
 export declare function loadTfjs(source: TfjsSource): Model;

@@ -265,9 +265,11 @@ export class Model extends Handle {
   }
 }
 
-// A model from .lithe bytes (Uint8Array / ArrayBuffer), a URL or (in Node) a file path; or a
-// TF.js layers model (docs/tfjs.md) given as { modelJson, weights } or as TF.js's own model
-// artifacts (what tf.io.withSaveHandler hands over): see loadTfjs.
+// A model from .lithe or ONNX bytes (Uint8Array / ArrayBuffer), a URL or (in Node) a file path;
+// ONNX bytes load as one graph node (docs/onnx.md; external-data weights need the native
+// lithe_onnx_load, which reads the model's folder). Or a TF.js layers model (docs/tfjs.md) given
+// as { modelJson, weights } or as TF.js's own model artifacts (what tf.io.withSaveHandler hands
+// over): see loadTfjs.
 export async function load(source) {
   await init();
   if (isTfjs(source)) return loadTfjs(source);
