@@ -1046,9 +1046,10 @@ LITHE_API const char *const *lithe_onnx_op_names(size_t *n);
  * all trainable but BatchNormalization's moving mean and variance and the weights of layers saved
  * with "trainable": false (frozen: lithe_model_set_frozen changes that). Input and output are
  * TF.js's: channels-last (N, H, W, C) for images; several inputs / outputs as tuples in the
- * model's order. Layers: InputLayer, Dense, Conv2D, DepthwiseConv2D (channels_last; padding valid
- * or same; strides, dilation), MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D,
- * GlobalMaxPooling2D, BatchNormalization (inference: moving statistics), Flatten, Reshape,
+ * model's order. Layers: InputLayer, Dense, Conv2D, DepthwiseConv2D, SeparableConv2D
+ * (channels_last; padding valid or same; strides, dilation), MaxPooling2D, AveragePooling2D,
+ * GlobalAveragePooling2D, GlobalMaxPooling2D, GlobalAveragePooling1D, UpSampling2D (nearest),
+ * BatchNormalization (inference: moving statistics), LayerNormalization, Embedding, Flatten, Reshape,
  * ZeroPadding2D, Activation, ReLU, LeakyReLU, ELU, Softmax, Add, Subtract, Multiply, Average,
  * Concatenate; Dropout and the noise layers are identities. Activations: linear, relu, relu6,
  * sigmoid, hard_sigmoid, tanh, softmax, log_softmax, elu, selu, softplus, softsign, swish / silu,
