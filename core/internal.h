@@ -381,6 +381,10 @@ lithe_status lithe__affine_init(lithe_model *m, const lithe_value *X, const lith
                                 lithe_init init_W, lithe_init init_b, bool strict);
 /* Y = X·Wᵀ + b, checking X against nI. */
 lithe_status lithe__affine_forward(lithe_model *m, lithe_tensor *X, lithe_tensor **Y);
+/* Y = act(X·Wᵀ + b) through the fused gemm_bias_act (a NULL: none); Z non-NULL: also returns the
+ * pre-activation X·Wᵀ + b (a new tensor). */
+lithe_status lithe__affine_forward_act(lithe_model *m, lithe_tensor *X, const lithe__act *a, lithe_tensor **Z,
+                                       lithe_tensor **Y);
 /* db += sum(dY), dW += dYᵀ·X, *dX = dY·W (dX NULL: skipped). */
 lithe_status lithe__affine_backward(lithe_model *m, lithe_tensor *X, const lithe_tensor *dY,
                                     lithe_tensor **dX);
