@@ -14,11 +14,13 @@
  * Plain C with its own CHECK (no cmocka), so the same file also builds for WASI (the wasi
  * preset: tests/wasm runs it under node:wasi with the SIMD128 kernel). Ends with
  * "gemm_ukernels: N passed, M failed" and exits non-zero on any failure. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime for --bench */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "lithe.h"
 #include "../backends/cpu/gemm/gemm.h"
@@ -198,7 +200,36 @@ static void check_bits_stable(const lithe__sgemm_kernel *k, bool tB, int64_t M, 
     lithe__aligned_free(C3);
 }
 
-int main(void) {
+/* test_gemm_ukernels --bench M N K [ISA]: GFLOP/s of C = A·Bᵀ (a dense layer's forward), the best
+ * of 10 timed runs after a warm-up, one thread. Not part of the checks: a figure for docs/. */
+static int bench(int64_t M, int64_t N, int64_t K, const char *isa) {
+    const lithe__sgemm_kernel *k = isa ? lithe__sgemm_kernel_named(isa) : lithe__sgemm_kernel_best();
+    if (!k || M < 1 || N < 1 || K < 1) {
+        printf("bench: no kernel %s, or a bad shape\n", isa ? isa : "");
+        return 2;
+    }
+    float *A = frand((size_t)(M * K)), *B = frand((size_t)(N * K)), *C = frand((size_t)(M * N));
+    double best = 1e30;
+    int reps = 2.0 * (double)M * N * K < 1e9 ? 20 : 1;
+    for (int r = 0; r < 11; r++) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (int i = 0; i < reps; i++) lithe__sgemm(k, false, false, true, M, N, K, 1.0f, A, K, B, K, 0.0f, C, N, NULL);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double s = ((double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec)) / reps;
+        if (r > 0 && s < best) best = s;
+    }
+    printf("gemm %s %lldx%lldx%lld: %.3f ms, gflops=%.2f\n", k->isa, (long long)M, (long long)N, (long long)K,
+           best * 1e3, 2.0 * (double)M * N * K / best * 1e-9);
+    lithe__aligned_free(A);
+    lithe__aligned_free(B);
+    lithe__aligned_free(C);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 5 && strcmp(argv[1], "--bench") == 0)
+        return bench(atoll(argv[2]), atoll(argv[3]), atoll(argv[4]), argc > 5 ? argv[5] : NULL);
     lithe_backend *cpu = NULL;
     if (lithe_backend_get("cpu", &cpu) == LITHE_OK && lithe_backend_threads(cpu) < 2)
         (void)lithe_backend_set_threads(cpu, 2); /* a pool of one without threads (WebAssembly) */
