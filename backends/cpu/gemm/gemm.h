@@ -79,6 +79,9 @@ typedef struct lithe__sgemm_kernel {
     lithe__sgemm_ukernel_fn ukernel;
     lithe__sgemm_pack_fn pack_a, pack_b; /* optional */
     lithe__sgemv_fn gemv_t, gemv_n;      /* optional */
+    /* Optional: the kernel of the same ISA and NR to run a product of M rows with (several MR
+     * cut M's last sliver differently). Every variant must give the same bits per element. */
+    const struct lithe__sgemm_kernel *(*for_rows)(int64_t M);
 } lithe__sgemm_kernel;
 
 /* The epilogue of a fused GEMM (gemm_bias_act): after the last K block of a tile,

@@ -229,22 +229,31 @@ static void gemv_n(size_t n, size_t K, size_t kc, float alpha, const float *x, c
     }
 }
 
+static const lithe__sgemm_kernel *for_rows(int64_t M);
 #define KERNEL(MR, MC)                                                                                            \
-    {.isa = "avx512", .mr = MR, .nr = NR, .mc = MC, .kc = 384, .nc = 4096, .ukernel = lithe_f32_gemm_ukernel_##MR##x32__avx512,  \
-     .pack_a = pack_a_##MR, .pack_b = pack_b_32, .gemv_t = gemv_t, .gemv_n = gemv_n}
+    {.isa = "avx512", .mr = MR, .nr = NR, .mc = MC, .kc = 384, .nc = 4096,                                        \
+     .ukernel = lithe_f32_gemm_ukernel_##MR##x32__avx512, .pack_a = pack_a_##MR, .pack_b = pack_b_32,             \
+     .gemv_t = gemv_t, .gemv_n = gemv_n, .for_rows = for_rows}
 static const lithe__sgemm_kernel kernels[] = {KERNEL(14, 126), KERNEL(12, 120), KERNEL(8, 128)};
 
-static int variant(void) {
-    const char *v = getenv("LITHE_GEMM_AVX512_MR"); /* tuning aid: 14 (default), 12 or 8 */
-    if (v && strcmp(v, "12") == 0) return 1;
-    if (v && strcmp(v, "8") == 0) return 2;
-    return 0;
+/* The tile that pads M least (ties: the taller, fewer B reloads): 64 rows -> 8 x 32, 56 -> 14 x 32.
+ * LITHE_GEMM_AVX512_MR=14|12|8 forces one (tuning). */
+static const lithe__sgemm_kernel *for_rows(int64_t M) {
+    const char *v = getenv("LITHE_GEMM_AVX512_MR");
+    if (v && *v)
+        for (int i = 0; i < 3; i++)
+            if (atoi(v) == kernels[i].mr) return &kernels[i];
+    const lithe__sgemm_kernel *best = &kernels[0];
+    for (int i = 1; i < 3; i++)
+        if ((M + kernels[i].mr - 1) / kernels[i].mr * kernels[i].mr < (M + best->mr - 1) / best->mr * best->mr)
+            best = &kernels[i];
+    return best;
 }
 
 const lithe__sgemm_kernel *lithe__sgemm_kernel_avx512(void) {
     __builtin_cpu_init();
     if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("fma")) return NULL;
-    return &kernels[variant()];
+    return &kernels[0];
 }
 
 #elif defined(__x86_64__)
