@@ -144,7 +144,10 @@ LITHE_API lithe_status lithe_backend_get(const char *name, lithe_backend **out);
  * the last bits, as FMA and plain multiply-add do. docs/performance.md has the design.)
  * Call it while no other thread computes on the CPU backend. Statuses: LITHE_ERR_INVALID_ARG (n < 0
  * or > 1024), LITHE_ERR_UNSUPPORTED (another backend, or threads this build lacks; a worker that
- * could not start), LITHE_ERR_OOM. */
+ * could not start), LITHE_ERR_OOM. The CPU backend's kernels use this CPU's widest vector
+ * instructions (x86-64: AVX-512, AVX2 or SSE2, chosen at the first operation); the environment
+ * variable LITHE_CPU_ISA=scalar|sse2|avx2|avx512 forces one, e.g. to compare with the scalar
+ * kernels (which activations and reductions then match bit for bit is in docs/performance.md). */
 LITHE_API lithe_status lithe_backend_set_threads(lithe_backend *backend, int n);
 
 /* The number of threads the backend computes with (1 for backends without a thread count). */

@@ -464,14 +464,14 @@ static lithe_status cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *
 static lithe_status cpu_pool2d(lithe_backend *be, const lithe__pool2d *g, const lithe_tensor *X, lithe_tensor *Y,
                                lithe_tensor *which) {
     (void)be;
-    lithe_f32_pool2d__scalar(g, F(X), F(Y), which ? (int32_t *)lithe__tdata(which) : NULL);
+    lithe__cpu_pool2d(g, F(X), F(Y), which ? (int32_t *)lithe__tdata(which) : NULL);
     return LITHE_OK;
 }
 
 static lithe_status cpu_pool2d_backward(lithe_backend *be, const lithe__pool2d *g, const lithe_tensor *dY,
                                         const lithe_tensor *which, lithe_tensor *dX) {
     (void)be;
-    lithe_f32_pool2d_backward__scalar(g, F(dY), which ? (const int32_t *)lithe__tdata(which) : NULL, F(dX));
+    lithe__cpu_pool2d_backward(g, F(dY), which ? (const int32_t *)lithe__tdata(which) : NULL, F(dX));
     return LITHE_OK;
 }
 
