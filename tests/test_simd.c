@@ -463,8 +463,11 @@ static void conv_check(const conv_case *c, lithe_backend *cpu, const char *isa) 
     } else { /* GEMM order: sums of up to a few hundred products of magnitude <= 1 */
         close_to(isa, "conv2d", (int64_t)ny, Ys, Yv, 1e-5, 2e-5);
         close_to(isa, "conv2d dX", (int64_t)nx, dXs, dXv, 1e-5, 2e-5);
-        close_to(isa, "conv2d dW", (int64_t)nw, dWs, dWv, 1e-5, 2e-5);
-        close_to(isa, "conv2d db", g.M, dbs, dbv, 1e-5, 2e-5);
+        /* dW and db sum N*OH*OW products (1568 for LeNet's first layer): float32 rounding in two
+         * summation orders drifts by about sqrt(n) * 2^-24 * |partial sums| ~ 3e-5 there (seen on
+         * aarch64, whose GEMM is NEON's); 1e-4 leaves room and still catches a lost tap (~0.1). */
+        close_to(isa, "conv2d dW", (int64_t)nw, dWs, dWv, 1e-5, 1e-4);
+        close_to(isa, "conv2d db", g.M, dbs, dbv, 1e-5, 1e-4);
     }
     /* without bias, and with only some gradients wanted */
     lithe_f32_conv2d__scalar(&g, X, W, NULL, Ys);
@@ -472,7 +475,7 @@ static void conv_check(const conv_case *c, lithe_backend *cpu, const char *isa) 
     close_to(isa, "conv2d without bias", (int64_t)ny, Ys, Yv, 1e-5, 2e-5);
     lithe_f32_conv2d_backward__scalar(&g, X, W, dY, NULL, dWs, NULL);
     OK(lithe__cpu_conv2d_backward(cpu, &g, X, W, dY, NULL, dWv, NULL));
-    close_to(isa, "conv2d dW only", (int64_t)nw, dWs, dWv, 1e-5, 4e-5);
+    close_to(isa, "conv2d dW only", (int64_t)nw, dWs, dWv, 1e-5, 1e-4);
     free(X), free(W), free(b), free(Ys), free(Yv), free(dY), free(dXs), free(dXv), free(dWs), free(dWv), free(dbs),
         free(dbv);
 }
