@@ -60,6 +60,8 @@ const lithe__sgemm_kernel *lithe__sgemm_kernel_named(const char *isa) {
     if (strcmp(isa, "scalar") == 0) return lithe__sgemm_kernel_scalar();
     if (strcmp(isa, "avx2") == 0) return lithe__sgemm_kernel_avx2();
     if (strcmp(isa, "avx512") == 0) return lithe__sgemm_kernel_avx512();
+    if (strcmp(isa, "neon") == 0) return lithe__sgemm_kernel_neon();
+    if (strcmp(isa, "wasmsimd") == 0) return lithe__sgemm_kernel_wasmsimd();
     return NULL;
 }
 
@@ -67,6 +69,8 @@ const lithe__sgemm_kernel *lithe__sgemm_kernel_named(const char *isa) {
 static const lithe__sgemm_kernel *(*const by_preference[])(void) = {
     lithe__sgemm_kernel_avx512,
     lithe__sgemm_kernel_avx2,
+    lithe__sgemm_kernel_neon,
+    lithe__sgemm_kernel_wasmsimd,
     lithe__sgemm_kernel_scalar,
 };
 #define N_PREF (sizeof by_preference / sizeof by_preference[0])

@@ -103,6 +103,8 @@ typedef struct lithe__sgemm_epilogue {
 const lithe__sgemm_kernel *lithe__sgemm_kernel_scalar(void);
 const lithe__sgemm_kernel *lithe__sgemm_kernel_avx2(void);   /* gemm_avx2.c, x86-64 */
 const lithe__sgemm_kernel *lithe__sgemm_kernel_avx512(void); /* gemm_avx512.c, x86-64 */
+const lithe__sgemm_kernel *lithe__sgemm_kernel_neon(void);   /* gemm_neon.c, aarch64 (8 x 12) */
+const lithe__sgemm_kernel *lithe__sgemm_kernel_wasmsimd(void); /* gemm_wasmsimd.c, -msimd128 builds (4 x 8) */
 
 /* The kernel for an ISA name ("scalar", "avx2", "avx512", ...), NULL if this build or CPU lacks it. */
 const lithe__sgemm_kernel *lithe__sgemm_kernel_named(const char *isa);
