@@ -376,13 +376,14 @@ static void run_entries(const float *X, const float *A, const float *B, const fl
     memset(table, 0, sizeof(float) * 13 * TC);
     lithe__cpu_scatter_add_rows(TM, TC, table, ids, NULL, RX);
     lithe__cpu_gather_rows(TM, TC, table, ids, NULL, table + 13 * TC);
+    lithe__cpu_dropout_mask(77, 5, 0.3f, TN, o3 + 2 * TN);
 }
 
 static void test_threads_bit_identical(void **state) {
     (void)state;
     lithe_backend *cpu;
     OK(lithe_backend_get("cpu", &cpu));
-    size_t cap = (size_t)TN * 2 + (size_t)TM * TC * 12;
+    size_t cap = (size_t)TN * 3 + (size_t)TM * TC * 12;
     float *X = malloc(sizeof(float) * TN), *A = malloc(sizeof(float) * TN), *B = malloc(sizeof(float) * TN),
           *RX = malloc(sizeof(float) * TM * TC);
     outs r[3];
@@ -399,6 +400,10 @@ static void test_threads_bit_identical(void **state) {
         run_entries(X, A, B, RX, &r[t]);
     }
     OK(lithe_backend_set_threads(cpu, 0));
+    float *mask = malloc(sizeof(float) * TN);
+    lithe_f32_dropout_mask__scalar(77, 5, 0.3f, TN, mask);
+    assert_memory_equal(mask, r[2].o[3] + 2 * TN, sizeof(float) * TN); /* 3 threads = one scalar call */
+    free(mask);
     for (int t = 1; t < 3; t++)
         for (int i = 0; i < 4; i++) {
             if (memcmp(r[0].o[i], r[t].o[i], sizeof(float) * cap)) {
