@@ -384,7 +384,9 @@ static void test_threads_bit_identical(void **state) {
     lithe_backend *cpu;
     OK(lithe_backend_get("cpu", &cpu));
     size_t cap = (size_t)TN * 3 + (size_t)TM * TC * 12;
-    float *X = malloc(sizeof(float) * TN), *A = malloc(sizeof(float) * TN), *B = malloc(sizeof(float) * TN),
+    /* A is also layernorm_backward's dY (TM, TC), so it holds the larger of the two sizes */
+    size_t big = (size_t)(TN > TM * TC ? TN : TM * TC);
+    float *X = malloc(sizeof(float) * TN), *A = malloc(sizeof(float) * big), *B = malloc(sizeof(float) * TN),
           *RX = malloc(sizeof(float) * TM * TC);
     outs r[3];
     for (int t = 0; t < 3; t++)
@@ -392,7 +394,7 @@ static void test_threads_bit_identical(void **state) {
             r[t].o[i] = calloc(cap, sizeof(float));
             assert_non_null(r[t].o[i]);
         }
-    fill(X, TN, -5, 5), fill(A, TN, -1, 1), fill(B, TN, 0.1, 2), fill(RX, TM * TC, -4, 4);
+    fill(X, TN, -5, 5), fill(A, (int64_t)big, -1, 1), fill(B, TN, 0.1, 2), fill(RX, TM * TC, -4, 4);
     for (int t = 0; t < 3; t++) {
         lithe_status st = lithe_backend_set_threads(cpu, t + 1);
         if (st == LITHE_ERR_UNSUPPORTED) skip(); /* a build without threads */
