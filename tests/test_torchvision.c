@@ -69,7 +69,11 @@ static void test_parity(void **state) {
          * loss has ReLU / ReLU6 kinks everywhere: an activation within float32 noise of one takes
          * the other branch in another float32 computation, which moves dX locally (mobilenet_v2:
          * finite differences at the worst pixel swing from -0.036 to +0.002 as the step shrinks from
-         * 1e-2 to 3e-3). So the bound on the largest error is loose and the mean is checked too. */
+         * 1e-2 to 3e-3). So the bound on the largest error is loose and the mean is checked too.
+         * The bound is 5e-2: convolutions summed in GEMM order (backends/cpu/conv.c) flip a few
+         * other ReLUs than the direct loop did — resnet18 measured 3.9e-2 at worst, 552 of 150528
+         * input elements off by more than 5e-3 (the receptive fields of a few units, it seems), while
+         * the mean stayed at 5e-5 (torch's own float32: 8e-5). */
         const golden *d64 = get("%s.dx64", name), *d32 = get("%s.dx", name);
         double dscale = max_abs(d64), torch_rdx = 0, mean = 0, torch_mean = 0;
         const float *dx = lithe_tensor_data(lithe_value_get_tensor(dX));
@@ -84,7 +88,7 @@ static void test_parity(void **state) {
         printf("test_torchvision: %-12s dX vs float64 autograd, / max |dx|: lithe max %.2e mean %.2e; torch float32 max "
                "%.2e mean %.2e\n", name, rdx, mean, torch_rdx, torch_mean);
         assert_true(ry <= 1e-4);
-        assert_true(rdx <= 2e-2);
+        assert_true(rdx <= 5e-2);
         assert_true(mean <= 1e-3);
         /* the same input again: the same bits */
         OK(lithe_model_predict(m, X, &Y2));
