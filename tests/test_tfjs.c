@@ -56,7 +56,7 @@ static void write_all(const char *path, const void *b, size_t n) {
     fclose(f);
 }
 
-/* max |a - g| / (1e-6 + |g|) and max |a - g| */
+/* max |a - g| / |g| over the entries |g| >= 1e-3, and max |a - g| over all */
 static void worst(const lithe_tensor *t, const golden *g, double *rel, double *abs_) {
     const float *p = lithe_tensor_data(t);
     assert_int_equal(lithe_tensor_numel(t), g->n);
@@ -64,7 +64,7 @@ static void worst(const lithe_tensor *t, const golden *g, double *rel, double *a
         double d = fabs((double)p[i] - g->v[i]);
         if (d != d) d = INFINITY;
         if (d > *abs_) *abs_ = d;
-        if (d / (1e-6 + fabs(g->v[i])) > *rel) *rel = d / (1e-6 + fabs(g->v[i]));
+        if (fabs(g->v[i]) >= 1e-3 && d / fabs(g->v[i]) > *rel) *rel = d / fabs(g->v[i]);
     }
 }
 
@@ -82,8 +82,8 @@ static double loss_of(lithe_model *m, lithe_value *X, const lithe_tensor *R) {
  * respect to the input and every trainable weight within 1e-4. */
 static void test_parity(void **state) {
     (void)state;
-    static const char *const names[] = {"mlp", "cnn", "branches", "mlp_uint8"};
-    for (size_t k = 0; k < 4; k++) {
+    static const char *const names[] = {"mlp", "cnn", "branches", "mlp_uint8", "text", "upsep"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
         const char *name = names[k];
         lithe_model *m = load(name);
         assert_string_equal(lithe_model_layer_type(m), "onnx_graph.v1");
@@ -108,12 +108,14 @@ static void test_parity(void **state) {
         double ry = 0, ay = 0, rg = 0, ag = 0;
         worst(lithe_value_get_tensor(Y), get("%s.y", name), &ry, &ay);
         size_t n_grads = 0;
-        if (find("%s.dx", name)) {
+        if (find("%s.n_params", name)) {
             lithe_value *R = value_of(get("%s.r", name));
             OK(lithe_backprop_run(bp, R, &dX));
             snprintf(what, sizeof what, "%s dX", name);
-            expect_close(what, lithe_value_get_tensor(dX), get("%s.dx", name), 1e-5, 1e-4);
-            worst(lithe_value_get_tensor(dX), get("%s.dx", name), &rg, &ag);
+            if (find("%s.dx", name)) { /* (ids into an Embedding have none) */
+                expect_close(what, lithe_value_get_tensor(dX), get("%s.dx", name), 1e-5, 1e-4);
+                worst(lithe_value_get_tensor(dX), get("%s.dx", name), &rg, &ag);
+            }
             for (size_t p = 0; p < lithe_model_n_params(m); p++) {
                 const char *pn = lithe_model_param_name(m, p);
                 const golden *g = find("%s.grad.%s", name, pn);
@@ -132,8 +134,8 @@ static void test_parity(void **state) {
             assert_int_equal(n_grads, (size_t)get("%s.n_params", name)->v[0]);
             lithe_value_release(R);
         }
-        printf("test_tfjs: %-9s prediction max rel %.2e (abs %.2e)", name, ry, ay);
-        if (n_grads) printf("; gradients (input and %zu weights) max rel %.2e (abs %.2e)", n_grads, rg, ag);
+        printf("test_tfjs: %-9s prediction max rel %.2e, abs %.2e", name, ry, ay);
+        if (n_grads) printf("; gradients (input and %zu weights) max rel %.2e, abs %.2e", n_grads, rg, ag);
         printf("\n");
         lithe_value_release(X);
         lithe_value_release(Y);
@@ -147,8 +149,8 @@ static void test_parity(void **state) {
  * gradient for its dilated Conv2D) and the CNN. */
 static void test_finite_differences(void **state) {
     (void)state;
-    static const char *const names[] = {"branches", "cnn"};
-    for (size_t k = 0; k < 2; k++) {
+    static const char *const names[] = {"branches", "cnn", "upsep"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
         const char *name = names[k];
         lithe_model *m = load(name);
         lithe_value *X = value_of(get("%s.x", name)), *Y = NULL, *dX = NULL, *R = value_of(get("%s.r", name));
@@ -201,7 +203,7 @@ static void test_finite_differences(void **state) {
         }
         printf("test_tfjs: %-9s %d finite-difference checks, %d off (a max-pool or ReLU kink inside the step)\n", name,
                checked, bad);
-        assert_true(checked > 40);
+        assert_true(checked > 30);
         assert_true(bad <= checked / 20);
         lithe_value_release(X);
         lithe_value_release(Y);
@@ -215,6 +217,8 @@ static void test_finite_differences(void **state) {
 /* A hand-written model.json: an identity 1x1 Conv2D (so the tensor is channels-first inside
  * lithe) then Flatten: the output must be the input in TF.js's NHWC order, (h, w, c) fastest
  * last — the order a Dense after Flatten reads its weights in. */
+static char *replace(const char *s, const char *from, const char *to);
+
 static const char flat_json[] =
     "{\"format\":\"layers-model\",\"modelTopology\":{\"class_name\":\"Sequential\",\"config\":{\"name\":\"s\",\"layers\":["
     "{\"class_name\":\"Conv2D\",\"config\":{\"name\":\"c\",\"filters\":3,\"kernel_size\":[1,1],\"use_bias\":false,"
@@ -236,6 +240,28 @@ static void test_flatten_order(void **state) {
     assert_int_equal(lithe_tensor_ndim(y), 2);
     assert_int_equal(lithe_tensor_shape(y)[1], 12);
     for (int i = 0; i < 12; i++) assert_true(((float *)lithe_tensor_data(y))[i] == (float)i);
+    /* the same identity kernel stored as float16 (tensorflowjs_converter --quantize_float16), as
+     * uint16 quantization (q * scale + min) and as int32 */
+    static const char *const variants[][2] = {
+        {"\"dtype\":\"float32\"}", "\"dtype\":\"float32\",\"quantization\":{\"dtype\":\"float16\"}}"},
+        {"\"dtype\":\"float32\"}", "\"dtype\":\"float32\",\"quantization\":{\"dtype\":\"uint16\",\"scale\":0.5,\"min\":-1}}"},
+        {"\"dtype\":\"float32\"}", "\"dtype\":\"int32\"}"},
+    };
+    const uint16_t half[9] = {0x3c00, 0, 0, 0, 0x3c00, 0, 0, 0, 0x3c00}, u16[9] = {4, 2, 2, 2, 4, 2, 2, 2, 4};
+    const int32_t i32[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+    const void *data[3] = {half, u16, i32};
+    const size_t size[3] = {sizeof half, sizeof u16, sizeof i32};
+    for (int v = 0; v < 3; v++) {
+        char *j = replace(flat_json, variants[v][0], variants[v][1]);
+        lithe_model *q = NULL;
+        lithe_value *Yq = NULL;
+        OK(lithe_tfjs_load_bytes(j, strlen(j), data[v], size[v], &q));
+        OK(lithe_model_predict(q, X, &Yq));
+        for (int i = 0; i < 12; i++) assert_true(((float *)lithe_tensor_data(lithe_value_get_tensor(Yq)))[i] == (float)i);
+        lithe_value_release(Yq);
+        lithe_model_free(q);
+        free(j);
+    }
     /* and a declared extent is checked */
     lithe_tensor *bad = NULL;
     lithe_value *B = NULL, *YB = NULL;
@@ -244,6 +270,61 @@ static void test_flatten_order(void **state) {
     assert_int_equal(lithe_model_predict(m, B, &YB), LITHE_ERR_SHAPE);
     lithe_value_release(B);
     lithe_tensor_release(bad);
+    lithe_value_release(X);
+    lithe_value_release(Y);
+    lithe_tensor_release(x);
+    lithe_model_free(m);
+}
+
+/* model.json as tensorflowjs_converter writes it from Python Keras: modelTopology wraps the model
+ * in model_config, an explicit InputLayer, BatchNormalization's axis as a list, Python's activation
+ * names, weights named with the model's scope ("sequential/dense/kernel"). Checked against values
+ * computed here in double. */
+static const char keras_json[] =
+    "{\"format\":\"layers-model\",\"generatedBy\":\"keras v2.13.1\",\"convertedBy\":\"TensorFlow.js Converter v4.22.0\","
+    "\"modelTopology\":{\"keras_version\":\"2.13.1\",\"backend\":\"tensorflow\",\"model_config\":{\"class_name\":\"Sequential\","
+    "\"config\":{\"name\":\"sequential\",\"layers\":[{\"class_name\":\"InputLayer\",\"config\":{\"batch_input_shape\":[null,2],"
+    "\"dtype\":\"float32\",\"sparse\":false,\"ragged\":false,\"name\":\"input_1\"}},{\"class_name\":\"Dense\",\"config\":{"
+    "\"name\":\"dense\",\"trainable\":true,\"dtype\":\"float32\",\"units\":2,\"activation\":\"hard_sigmoid\",\"use_bias\":true}},"
+    "{\"class_name\":\"BatchNormalization\",\"config\":{\"name\":\"bn\",\"axis\":[1],\"epsilon\":0.5,\"center\":false,"
+    "\"scale\":true}}]}},\"training_config\":{\"loss\":\"mse\"}},\"weightsManifest\":[{\"paths\":[\"group1-shard1of1.bin\"],"
+    "\"weights\":[{\"name\":\"sequential/dense/kernel\",\"shape\":[2,2],\"dtype\":\"float32\"},{\"name\":"
+    "\"sequential/dense/bias\",\"shape\":[2],\"dtype\":\"float32\"},{\"name\":\"sequential/bn/gamma\",\"shape\":[2],"
+    "\"dtype\":\"float32\"},{\"name\":\"sequential/bn/moving_mean\",\"shape\":[2],\"dtype\":\"float32\"},{\"name\":"
+    "\"sequential/bn/moving_variance\",\"shape\":[2],\"dtype\":\"float32\"}]}]}";
+
+static void test_keras_converter_layout(void **state) {
+    (void)state;
+    const float w[12] = {1, -2, 3, 0.5f, /* kernel (in 2, out 2) */ 0.25f, -0.5f, /* bias */ 2, 3, /* gamma */
+                         0.1f, 0.2f, /* moving mean */ 1.5f, 0.5f /* moving variance */};
+    lithe_model *m = NULL;
+    OK(lithe_tfjs_load_bytes(keras_json, strlen(keras_json), (const uint8_t *)w, sizeof w, &m));
+    assert_true(lithe_model_is_frozen(m, "sequential/bn/moving_mean"));
+    assert_false(lithe_model_is_frozen(m, "sequential/bn/gamma"));
+    assert_false(lithe_model_is_frozen(m, "sequential/dense/kernel"));
+    lithe_model *f = NULL; /* a layer saved with "trainable": false keeps its weights frozen */
+    char *fj = replace(keras_json, "\"trainable\":true", "\"trainable\":false");
+    OK(lithe_tfjs_load_bytes(fj, strlen(fj), (const uint8_t *)w, sizeof w, &f));
+    assert_true(lithe_model_is_frozen(f, "sequential/dense/kernel"));
+    assert_true(lithe_model_is_frozen(f, "sequential/dense/bias"));
+    assert_false(lithe_model_is_frozen(f, "sequential/bn/gamma"));
+    free(fj);
+    lithe_model_free(f);
+    lithe_tensor *x = NULL;
+    OK(lithe_tensor_new(NULL, LITHE_F32, 2, (int64_t[]){2, 2}, &x));
+    const float xs[4] = {0.3f, -0.7f, 2.0f, 1.0f};
+    memcpy(lithe_tensor_data(x), xs, sizeof xs);
+    lithe_value *X = NULL, *Y = NULL;
+    OK(lithe_value_tensor(x, &X));
+    OK(lithe_model_predict(m, X, &Y));
+    const float *y = lithe_tensor_data(lithe_value_get_tensor(Y));
+    for (int n = 0; n < 2; n++)
+        for (int j = 0; j < 2; j++) {
+            double h = (double)xs[2 * n] * w[j] + (double)xs[2 * n + 1] * w[2 + j] + w[4 + j];
+            h = fmin(1.0, fmax(0.0, 0.2 * h + 0.5));
+            double want = (h - w[8 + j]) / sqrt(w[10 + j] + 0.5) * w[6 + j];
+            assert_true(fabs(y[2 * n + j] - want) <= 1e-6 * (1 + fabs(want)));
+        }
     lithe_value_release(X);
     lithe_value_release(Y);
     lithe_tensor_release(x);
@@ -405,12 +486,12 @@ static void test_hostile(void **state) {
     free(sw);
     /* layers and activations lithe lacks: all listed at once */
     char *u1 = replace(json, "\"class_name\":\"Flatten\"", "\"class_name\":\"LSTM\"");
-    char *u2 = replace(u1, "\"class_name\":\"Dropout\"", "\"class_name\":\"Embedding\"");
+    char *u2 = replace(u1, "\"class_name\":\"Dropout\"", "\"class_name\":\"GRU\"");
     char *u3 = replace(u2, "\"activation\":\"tanh\"", "\"activation\":\"sinusoid\"");
     expect_refused(lithe_tfjs_load_bytes(u3, strlen(u3), all, w1 + w2, &m), LITHE_ERR_UNSUPPORTED, "3 layer types");
     printf("test_tfjs: refused: %s\n", lithe_last_error());
     assert_non_null(strstr(lithe_last_error(), "LSTM"));
-    assert_non_null(strstr(lithe_last_error(), "Embedding"));
+    assert_non_null(strstr(lithe_last_error(), "GRU"));
     assert_non_null(strstr(lithe_last_error(), "activation 'sinusoid'"));
     free(u1);
     free(u2);
@@ -447,7 +528,8 @@ int main(int argc, char **argv) {
     golden_path = argc > 1 ? argv[1] : getenv("LITHE_THINC_GOLDENS");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parity),        cmocka_unit_test(test_finite_differences),
-        cmocka_unit_test(test_flatten_order), cmocka_unit_test(test_files_and_training),
+        cmocka_unit_test(test_flatten_order), cmocka_unit_test(test_keras_converter_layout),
+        cmocka_unit_test(test_files_and_training),
         cmocka_unit_test(test_hostile),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);

@@ -53,69 +53,72 @@ static void test_parity(void **state) {
     char *slash = strrchr(dir, '/');
     if (slash) *slash = '\0';
     else snprintf(dir, sizeof dir, ".");
-    for (size_t k = 0; k < sizeof models / sizeof *models; k++) {
-        const char *name = models[k];
-        char path[600];
-        snprintf(path, sizeof path, "%s/%s.onnx", dir, name);
-        lithe_model *m = NULL;
-        OK(lithe_model_load(path, &m));
-        lithe_value *X = value_of(get("%s.x", name)), *Y = NULL, *Y2 = NULL, *dX = NULL, *R = value_of(get("%s.r", name));
-        lithe_backprop *bp = NULL;
-        OK(lithe_model_begin_update(m, X, &Y, &bp));
-        double scale = get("%s.scale", name)->v[0], ry, ry_elem, rdx, rdx_elem;
-        errors(lithe_value_get_tensor(Y), get("%s.y", name), scale, &ry, &ry_elem);
-        OK(lithe_backprop_run(bp, R, &dX));
-        /* dX against the float64 gradient, with torch's own float32 gradient as the yardstick. The
-         * loss has ReLU / ReLU6 kinks everywhere: an activation within float32 noise of one takes
-         * the other branch in another float32 computation, which moves dX locally (mobilenet_v2:
-         * finite differences at the worst pixel swing from -0.036 to +0.002 as the step shrinks from
-         * 1e-2 to 3e-3). So the bound on the largest error is loose and the mean is checked too.
-         * The bound is 5e-2: convolutions summed in GEMM order (backends/cpu/conv.c) flip a few
-         * other ReLUs than the direct loop did — resnet18 measured 3.9e-2 at worst, 552 of 150528
-         * input elements off by more than 5e-3 (the receptive fields of a few units, it seems), while
-         * the mean stayed at 5e-5 (torch's own float32: 8e-5). */
-        const golden *d64 = get("%s.dx64", name), *d32 = get("%s.dx", name);
-        double dscale = max_abs(d64), torch_rdx = 0, mean = 0, torch_mean = 0;
-        const float *dx = lithe_tensor_data(lithe_value_get_tensor(dX));
-        for (int64_t i = 0; i < d64->n; i++) {
-            torch_rdx = fmax(torch_rdx, fabs(d32->v[i] - d64->v[i]) / dscale);
-            torch_mean += fabs(d32->v[i] - d64->v[i]) / dscale / (double)d64->n;
-            mean += fabs(dx[i] - d64->v[i]) / dscale / (double)d64->n;
+    /* LITHE_TORCHVISION_SIZES: the image sizes to run (default "224,64"; the sanitizer builds run
+     * 64 only: 224 takes about two minutes under ASan) */
+    const char *sizes = getenv("LITHE_TORCHVISION_SIZES");
+    if (!sizes || !*sizes) sizes = "224,64";
+    for (const char *sz = sizes; sz; sz = strchr(sz, ',') ? strchr(sz, ',') + 1 : NULL) {
+        for (size_t k = 0; k < sizeof models / sizeof *models; k++) {
+            char name[64], path[600];
+            snprintf(name, sizeof name, "%s.%d", models[k], atoi(sz));
+            snprintf(path, sizeof path, "%s/%s.onnx", dir, models[k]);
+            lithe_model *m = NULL;
+            OK(lithe_model_load(path, &m));
+            lithe_value *X = value_of(get("%s.x", name)), *Y = NULL, *Y2 = NULL, *dX = NULL, *R = value_of(get("%s.r", name));
+            lithe_backprop *bp = NULL;
+            OK(lithe_model_begin_update(m, X, &Y, &bp));
+            double scale = get("%s.scale", name)->v[0], ry, ry_elem, rdx, rdx_elem;
+            errors(lithe_value_get_tensor(Y), get("%s.y", name), scale, &ry, &ry_elem);
+            OK(lithe_backprop_run(bp, R, &dX));
+            /* dX against the float64 gradient, with torch's own float32 gradient as the yardstick. The
+             * loss has ReLU / ReLU6 kinks everywhere: an activation within float32 noise of one takes
+             * the other branch in another float32 computation, which moves dX locally (mobilenet_v2:
+             * finite differences at the worst pixel swing from -0.036 to +0.002 as the step shrinks from
+             * 1e-2 to 3e-3). So the bound on the largest error is loose (2e-2, or twice torch's own
+             * float32 error when that is larger) and the mean is checked too. */
+            const golden *d64 = get("%s.dx64", name), *d32 = get("%s.dx", name);
+            double dscale = max_abs(d64), torch_rdx = 0, mean = 0, torch_mean = 0;
+            const float *dx = lithe_tensor_data(lithe_value_get_tensor(dX));
+            for (int64_t i = 0; i < d64->n; i++) {
+                torch_rdx = fmax(torch_rdx, fabs(d32->v[i] - d64->v[i]) / dscale);
+                torch_mean += fabs(d32->v[i] - d64->v[i]) / dscale / (double)d64->n;
+                mean += fabs(dx[i] - d64->v[i]) / dscale / (double)d64->n;
+            }
+            errors(lithe_value_get_tensor(dX), d64, dscale, &rdx, &rdx_elem);
+            printf("test_torchvision: %-16s output: max |lithe - torch| / max |y| %.2e (elementwise %.2e)\n", name, ry,
+                   ry_elem);
+            printf("test_torchvision: %-16s dX vs float64 autograd, / max |dx|: lithe max %.2e mean %.2e; torch float32 max "
+                   "%.2e mean %.2e\n", name, rdx, mean, torch_rdx, torch_mean);
+            assert_true(ry <= 1e-4);
+            assert_true(rdx <= fmax(2e-2, 2 * torch_rdx)); /* torch's own float32 dX can be as far off */
+            assert_true(mean <= 1e-3);
+            /* the same input again: the same bits */
+            OK(lithe_model_predict(m, X, &Y2));
+            const float *a = lithe_tensor_data(lithe_value_get_tensor(Y)), *b = lithe_tensor_data(lithe_value_get_tensor(Y2));
+            for (int64_t i = 0; i < lithe_tensor_numel(lithe_value_get_tensor(Y)); i++) assert_true(a[i] == b[i]);
+            /* one SGD step on the loss lowers it */
+            double before = loss_of(Y, R);
+            lithe_optimizer_opts o = lithe_sgd_defaults(1e-3);
+            o.grad_clip = 0.0;
+            o.L2 = 0.0;
+            lithe_optimizer *opt = NULL;
+            OK(lithe_optimizer_new(&o, &opt));
+            OK(lithe_model_finish_update(m, opt));
+            lithe_value_release(Y2);
+            Y2 = NULL;
+            OK(lithe_model_predict(m, X, &Y2));
+            double after = loss_of(Y2, R);
+            printf("test_torchvision: %-16s one SGD step (lr 1e-3): loss %.5f -> %.5f\n", name, before, after);
+            assert_true(after < before);
+            lithe_optimizer_free(opt);
+            lithe_backprop_free(bp);
+            lithe_value_release(X);
+            lithe_value_release(Y);
+            lithe_value_release(Y2);
+            lithe_value_release(dX);
+            lithe_value_release(R);
+            lithe_model_free(m);
         }
-        errors(lithe_value_get_tensor(dX), d64, dscale, &rdx, &rdx_elem);
-        printf("test_torchvision: %-12s output: max |lithe - torch| / max |y| %.2e (elementwise %.2e)\n", name, ry,
-               ry_elem);
-        printf("test_torchvision: %-12s dX vs float64 autograd, / max |dx|: lithe max %.2e mean %.2e; torch float32 max "
-               "%.2e mean %.2e\n", name, rdx, mean, torch_rdx, torch_mean);
-        assert_true(ry <= 1e-4);
-        assert_true(rdx <= 5e-2);
-        assert_true(mean <= 1e-3);
-        /* the same input again: the same bits */
-        OK(lithe_model_predict(m, X, &Y2));
-        const float *a = lithe_tensor_data(lithe_value_get_tensor(Y)), *b = lithe_tensor_data(lithe_value_get_tensor(Y2));
-        for (int64_t i = 0; i < lithe_tensor_numel(lithe_value_get_tensor(Y)); i++) assert_true(a[i] == b[i]);
-        /* one SGD step on the loss lowers it */
-        double before = loss_of(Y, R);
-        lithe_optimizer_opts o = lithe_sgd_defaults(1e-3);
-        o.grad_clip = 0.0;
-        o.L2 = 0.0;
-        lithe_optimizer *opt = NULL;
-        OK(lithe_optimizer_new(&o, &opt));
-        OK(lithe_model_finish_update(m, opt));
-        lithe_value_release(Y2);
-        Y2 = NULL;
-        OK(lithe_model_predict(m, X, &Y2));
-        double after = loss_of(Y2, R);
-        printf("test_torchvision: %-12s one SGD step (lr 1e-3): loss %.5f -> %.5f\n", name, before, after);
-        assert_true(after < before);
-        lithe_optimizer_free(opt);
-        lithe_backprop_free(bp);
-        lithe_value_release(X);
-        lithe_value_release(Y);
-        lithe_value_release(Y2);
-        lithe_value_release(dX);
-        lithe_value_release(R);
-        lithe_model_free(m);
     }
 }
 

@@ -37,7 +37,7 @@ typedef struct wb {
 
 static void wb_put(wb *b, const void *d, size_t n) {
     if (b->oom || !n) return;
-    if (n > ((size_t)1 << 40) - b->n) { /* far above what a checked model reaches */
+    if (n > SIZE_MAX / 4 - b->n) { /* far above what a checked model reaches; no doubling below wraps */
         b->oom = true;
         return;
     }
@@ -279,6 +279,11 @@ static lithe_status read_weights(const js_val *manifest, const uint8_t *data, si
                                 (unsigned long long)need, off, len);
                 break;
             }
+            if ((uint64_t)t->numel > (SIZE_MAX - 1) / sizeof(float)) { /* 32-bit size_t (WebAssembly) */
+                s = lithe__fail(LITHE_ERR_FORMAT, "%s: weight '%s' has more elements than this platform addresses", WHAT,
+                                t->name);
+                break;
+            }
             t->data = lithe__malloc((size_t)t->numel * sizeof(float) + 1);
             if (!t->data) {
                 s = lithe__oom(WHAT, (size_t)t->numel * sizeof(float));
@@ -337,6 +342,8 @@ typedef struct lower {
     size_t n_kt;
     size_t counter;
     const char *layer, *cls; /* the layer being lowered, for errors */
+    bool layer_frozen;       /* its config says "trainable": false */
+    wb frozen;               /* the names of its weights, each NUL-terminated: frozen after the load */
 } lower;
 
 static lithe_status lfail(const lower *L, lithe_status s, const char *fmt, ...) LITHE__PRINTF(3, 4);
@@ -426,6 +433,7 @@ static weight *find_weight(lower *L, const char *suffix) {
         size_t nl = strlen(L->w[i].name);
         if (nl > wl && L->w[i].name[nl - wl - 1] == '/' && !strcmp(L->w[i].name + nl - wl, want)) hit = &L->w[i];
     }
+    if (hit && L->layer_frozen) wb_put(&L->frozen, hit->name, strlen(hit->name) + 1);
     if (hit && !hit->emitted) {
         wb t = {0};
         tensor_proto(&t, hit->name, hit->ndim, hit->shape, hit->data, NULL, hit->numel);
@@ -653,7 +661,8 @@ static const char *const layer_names[] = {"InputLayer", "Dense", "Conv2D", "Dept
                                           "AveragePooling2D", "GlobalAveragePooling2D", "GlobalMaxPooling2D",
                                           "BatchNormalization", "Flatten", "Activation", "ReLU", "LeakyReLU", "ELU",
                                           "Softmax", "Reshape", "ZeroPadding2D", "Add", "Subtract", "Multiply",
-                                          "Average", "Concatenate", NULL};
+                                          "Average", "Concatenate", "Embedding", "GlobalAveragePooling1D",
+                                          "LayerNormalization", "SeparableConv2D", "UpSampling2D", NULL};
 
 static bool in_list(const char *const *l, const char *s) {
     for (size_t i = 0; l[i]; i++)
@@ -723,9 +732,11 @@ static lithe_status lower_layer(lower *L, const char *cls, const js_val *cfg, kt
         o->shape[o->rank - 1] = units;
         return activate(L, o, act);
     }
-    if (!strcmp(cls, "Conv2D") || !strcmp(cls, "DepthwiseConv2D")) {
-        bool depthwise = !strcmp(cls, "DepthwiseConv2D"), bias = true, same = false;
-        int64_t ks[2], st[2], dil[2], filters = -1, mult = 1, groups = 1;
+    if (!strcmp(cls, "Conv2D") || !strcmp(cls, "DepthwiseConv2D") || !strcmp(cls, "SeparableConv2D")) {
+        bool separable = !strcmp(cls, "SeparableConv2D"), depthwise = separable || !strcmp(cls, "DepthwiseConv2D");
+        bool bias = true, same = false;
+        int64_t ks[2], st[2], dil[2], filters = -1, mult = 1, groups = 1, pw_filters = -1;
+        weight *PW = NULL; /* SeparableConv2D's 1x1 pointwise kernel */
         const char *act;
         LITHE__TRY(need_rank(L, x, 4));
         LITHE__TRY(channels_last(L, cfg));
@@ -740,11 +751,17 @@ static lithe_status lower_layer(lower *L, const char *cls, const js_val *cfg, kt
         weight *W, *b = NULL;
         char wk[NAME_MAX_LEN + 48];
         if (depthwise) {
-            LITHE__TRY(cfg_int(L, cfg, "depth_multiplier", 1, 1, 1 << 16, &mult));
+            /* TF.js leaves depth_multiplier out of a SeparableConv2D's config: the kernel says it */
+            LITHE__TRY(cfg_int(L, cfg, "depth_multiplier", -1, 1, 1 << 16, &mult));
             if (C < 0) return lfail(L, LITHE_ERR_SHAPE, "the input's channel count must be known");
             LITHE__TRY(need_weight(L, "depthwise_kernel", 4, (int64_t[]){ks[0], ks[1], C, mult}, &W));
+            mult = W->shape[3];
+            if (mult < 1 || mult > (1 << 16)) return lfail(L, LITHE_ERR_FORMAT, "depth multiplier %lld", (long long)mult);
             filters = C * mult;
-            if (bias) LITHE__TRY(need_weight(L, "bias", 1, (int64_t[]){filters}, &b));
+            if (separable) LITHE__TRY(cfg_int(L, cfg, "filters", -1, 1, (int64_t)1 << 30, &pw_filters));
+            if (separable && pw_filters < 0) return lfail(L, LITHE_ERR_FORMAT, "config 'filters' is missing");
+            if (separable) LITHE__TRY(need_weight(L, "pointwise_kernel", 4, (int64_t[]){1, 1, filters, pw_filters}, &PW));
+            if (bias) LITHE__TRY(need_weight(L, "bias", 1, (int64_t[]){separable ? pw_filters : filters}, &b));
             /* (KH, KW, C, mult) -> (KH, KW, 1, C mult): output channel c mult + m, as TF orders them */
             int64_t shp[4] = {ks[0], ks[1], 1, filters};
             char sh[NAME_MAX_LEN + 48];
@@ -764,9 +781,20 @@ static lithe_status lower_layer(lower *L, const char *cls, const js_val *cfg, kt
         at_ints(&attrs, "dilations", dil, 2);
         if (depthwise) at_int(&attrs, "group", C);
         if (same) at_str(&attrs, "auto_pad", "SAME_UPPER");
-        const char *cin[3] = {as_nchw(L, x), wk, b ? b->name : ""};
+        const char *cin[3] = {as_nchw(L, x), wk, b && !PW ? b->name : ""};
         fresh(L, "Conv", y, sizeof y);
-        node(L, "Conv", cin, b ? 3 : 2, y, &attrs);
+        node(L, "Conv", cin, b && !PW ? 3 : 2, y, &attrs);
+        if (PW) { /* then the pointwise 1x1 convolution, with the bias */
+            transpose(L, PW->name, (const int64_t[]){3, 2, 0, 1}, 4, wk, sizeof wk);
+            wb pa = {0};
+            at_ints(&pa, "kernel_shape", (const int64_t[]){1, 1}, 2);
+            const char *pin[3] = {y, wk, b ? b->name : ""};
+            char z[NAME_MAX_LEN + 48];
+            fresh(L, "Conv", z, sizeof z);
+            node(L, "Conv", pin, b ? 3 : 2, z, &pa);
+            snprintf(y, sizeof y, "%s", z);
+            filters = pw_filters;
+        }
         snprintf(o->nchw, sizeof o->nchw, "%s", y);
         LITHE__TRY(window_out(L, x->shape[1], ks[0], st[0], dil[0], same, &o->shape[1]));
         LITHE__TRY(window_out(L, x->shape[2], ks[1], st[1], dil[1], same, &o->shape[2]));
@@ -871,6 +899,102 @@ static lithe_status lower_layer(lower *L, const char *cls, const js_val *cfg, kt
             for (int d = 1; d < x->rank; d++) perm[d] = d == x->rank - 1 ? 1 : d + 1;
             transpose(L, z, perm, x->rank, o->nhwc, sizeof o->nhwc);
         }
+        return LITHE_OK;
+    }
+    if (!strcmp(cls, "Embedding")) { /* ids (float in TF.js) -> Cast to int64 -> rows of the table */
+        int64_t vocab = -1, dim = -1;
+        LITHE__TRY(cfg_int(L, cfg, "input_dim", -1, 1, (int64_t)1 << 32, &vocab));
+        LITHE__TRY(cfg_int(L, cfg, "output_dim", -1, 1, (int64_t)1 << 30, &dim));
+        if (vocab < 0 || dim < 0) return lfail(L, LITHE_ERR_FORMAT, "config 'input_dim' and 'output_dim' are needed");
+        if (x->rank + 1 > LITHE_MAX_DIMS) return lfail(L, LITHE_ERR_SHAPE, "a %d-D input is too many dims", x->rank);
+        weight *E;
+        LITHE__TRY(need_weight(L, "embeddings", 2, (int64_t[]){vocab, dim}, &E));
+        wb attrs = {0};
+        at_int(&attrs, "to", 7); /* INT64 */
+        char ids[NAME_MAX_LEN + 48];
+        unary(L, "Cast", as_nhwc(L, x), ids, sizeof ids, &attrs);
+        binary(L, "Gather", E->name, ids, o->nhwc, sizeof o->nhwc);
+        o->rank = x->rank + 1;
+        o->shape[x->rank] = dim;
+        return LITHE_OK;
+    }
+    if (!strcmp(cls, "GlobalAveragePooling1D")) { /* (N, T, C) -> (N, C): the mean over T */
+        LITHE__TRY(need_rank(L, x, 3));
+        LITHE__TRY(channels_last(L, cfg));
+        bool keep = false;
+        LITHE__TRY(cfg_bool(L, cfg, "keepdims", false, &keep));
+        wb attrs = {0};
+        at_ints(&attrs, "axes", (const int64_t[]){1}, 1);
+        at_int(&attrs, "keepdims", keep);
+        unary(L, "ReduceMean", x->nhwc, o->nhwc, sizeof o->nhwc, &attrs);
+        if (keep) {
+            o->shape[1] = 1;
+        } else {
+            o->rank = 2;
+            o->shape[1] = x->shape[2];
+        }
+        return LITHE_OK;
+    }
+    if (!strcmp(cls, "LayerNormalization")) {
+        int64_t axis = -1;
+        bool center = true, scale = true;
+        double eps = 1e-3;
+        const js_val *av = js_get(cfg, "axis");
+        if (av && av->type == JS_ARR && av->len == 1 && av->items[0].type == JS_NUM && av->items[0].is_int &&
+            av->items[0].i >= -LITHE_MAX_DIMS && av->items[0].i <= LITHE_MAX_DIMS)
+            axis = av->items[0].i;
+        else LITHE__TRY(cfg_int(L, cfg, "axis", -1, -LITHE_MAX_DIMS, LITHE_MAX_DIMS, &axis));
+        if (axis < 0) axis += x->rank;
+        if (x->rank < 2 || axis != x->rank - 1)
+            return lfail(L, LITHE_ERR_UNSUPPORTED, "axis %lld of a %d-D input (lithe normalizes the last axis)",
+                         (long long)axis, x->rank);
+        LITHE__TRY(cfg_bool(L, cfg, "center", true, &center));
+        LITHE__TRY(cfg_bool(L, cfg, "scale", true, &scale));
+        LITHE__TRY(cfg_float(L, cfg, "epsilon", 1e-3, &eps));
+        if (!(eps > 0)) return lfail(L, LITHE_ERR_FORMAT, "epsilon %g must be positive", eps);
+        int64_t C = x->shape[x->rank - 1];
+        weight *gamma = NULL, *beta = NULL;
+        if (scale) LITHE__TRY(need_weight(L, "gamma", 1, (int64_t[]){C}, &gamma));
+        if (center) LITHE__TRY(need_weight(L, "beta", 1, (int64_t[]){gamma ? gamma->shape[0] : C}, &beta));
+        char g1[NAME_MAX_LEN + 48] = "", b0[NAME_MAX_LEN + 48] = "";
+        if (!gamma || !beta) {
+            if (C < 0) return lfail(L, LITHE_ERR_SHAPE, "without gamma or beta the feature count must be known");
+            float *v = lithe__malloc((size_t)(C ? C : 1) * sizeof(float));
+            if (!v) return lithe__oom(WHAT, (size_t)C * sizeof(float));
+            for (int64_t i = 0; i < C; i++) v[i] = 1.0f;
+            if (!gamma) constant(L, 1, &C, v, NULL, C, g1, sizeof g1);
+            for (int64_t i = 0; i < C; i++) v[i] = 0.0f;
+            if (!beta) constant(L, 1, &C, v, NULL, C, b0, sizeof b0);
+            lithe__free(v);
+        }
+        wb attrs = {0};
+        at_int(&attrs, "axis", -1);
+        at_float(&attrs, "epsilon", (float)eps);
+        const char *lin[3] = {as_nhwc(L, x), gamma ? gamma->name : g1, beta ? beta->name : b0};
+        fresh(L, "LayerNormalization", y, sizeof y);
+        node(L, "LayerNormalization", lin, 3, y, &attrs);
+        snprintf(o->nhwc, sizeof o->nhwc, "%s", y);
+        o->nchw[0] = '\0';
+        return LITHE_OK;
+    }
+    if (!strcmp(cls, "UpSampling2D")) { /* nearest: (N, C, H, W) -> (N, C, H, 1, W, 1) -> expand -> merge */
+        int64_t sz[2];
+        LITHE__TRY(need_rank(L, x, 4));
+        LITHE__TRY(channels_last(L, cfg));
+        LITHE__TRY(cfg_pair(L, cfg, "size", (const int64_t[]){2, 2}, sz));
+        const char *interp = cfg_str(cfg, "interpolation", "nearest");
+        if (strcmp(interp, "nearest")) return lfail(L, LITHE_ERR_UNSUPPORTED, "interpolation '%s' (lithe: nearest)", interp);
+        if (x->shape[1] < 0 || x->shape[2] < 0) return lfail(L, LITHE_ERR_SHAPE, "the input's height and width must be known");
+        char sh[NAME_MAX_LEN + 48], t[NAME_MAX_LEN + 48];
+        constant(L, 1, (const int64_t[]){6}, NULL, (const int64_t[]){0, 0, x->shape[1], 1, x->shape[2], 1}, 6, sh, sizeof sh);
+        binary(L, "Reshape", as_nchw(L, x), sh, t, sizeof t);
+        constant(L, 1, (const int64_t[]){6}, NULL, (const int64_t[]){1, 1, 1, sz[0], 1, sz[1]}, 6, sh, sizeof sh);
+        binary(L, "Expand", t, sh, t, sizeof t);
+        o->shape[1] = x->shape[1] * sz[0];
+        o->shape[2] = x->shape[2] * sz[1];
+        constant(L, 1, (const int64_t[]){4}, NULL, (const int64_t[]){0, 0, o->shape[1], o->shape[2]}, 4, sh, sizeof sh);
+        binary(L, "Reshape", t, sh, o->nchw, sizeof o->nchw);
+        o->nhwc[0] = '\0';
         return LITHE_OK;
     }
     if (!strcmp(cls, "Flatten")) {
@@ -1137,7 +1261,7 @@ static lithe_status layer_name(const js_val *layer, size_t i, const char **name,
 
 /* Every layer class and activation the model uses that lithe lacks, listed at once. */
 static lithe_status check_supported(const js_val *layers) {
-    char missing[1024] = "";
+    char missing[1024] = "", seen[32][NAME_MAX_LEN + 64];
     size_t nmiss = 0;
     for (size_t i = 0; i < layers->len; i++) {
         const char *name, *cls;
@@ -1149,7 +1273,10 @@ static lithe_status check_supported(const js_val *layers) {
         if (!known) snprintf(item, sizeof item, "%s", cls);
         else if (act && act->type == JS_STR && !activation_known(act->str)) snprintf(item, sizeof item, "activation '%s'", act->str);
         else if (act && act->type != JS_STR && act->type != JS_NULL) snprintf(item, sizeof item, "a non-string activation");
-        if (!item[0] || strstr(missing, item)) continue;
+        bool dup = false;
+        for (size_t j = 0; j < nmiss && j < 32 && !dup; j++) dup = !strcmp(seen[j], item);
+        if (!item[0] || dup) continue;
+        if (nmiss < 32) memcpy(seen[nmiss], item, sizeof item);
         size_t l = strlen(missing);
         snprintf(missing + l, sizeof missing - l, "%s%s", nmiss ? ", " : "", item);
         nmiss++;
@@ -1176,6 +1303,8 @@ static lithe_status lower_sequential(lower *L, const js_val *layers, const char 
         }
         ktensor *o = NULL;
         LITHE__TRY(new_kt(L, name, 0, &o));
+        LITHE__TRY(cfg_bool(L, cfg, "trainable", true, &L->layer_frozen));
+        L->layer_frozen = !L->layer_frozen;
         LITHE__TRY(lower_layer(L, cls, cfg, &cur, 1, o));
         cur = o;
     }
@@ -1258,6 +1387,8 @@ static lithe_status lower_functional(lower *L, const js_val *config) {
                 LITHE__TRY(new_kt(L, name, (int64_t)k, &o));
                 L->layer = name;
                 L->cls = cls;
+                LITHE__TRY(cfg_bool(L, cfg, "trainable", true, &L->layer_frozen));
+                L->layer_frozen = !L->layer_frozen;
                 LITHE__TRY(lower_layer(L, cls, cfg, in, call->len, o));
                 progress = true;
             }
@@ -1280,6 +1411,7 @@ static void lower_free(lower *L) {
     wb_free(&L->inits);
     wb_free(&L->inputs);
     wb_free(&L->outputs);
+    wb_free(&L->frozen);
     for (size_t i = 0; i < L->n_w; i++) lithe__free(L->w[i].data);
     lithe__free(L->w);
     lithe__free(L->kt);
@@ -1295,7 +1427,8 @@ static const js_val *topology_of(const js_val *root) {
 /* The ONNX ModelProto bytes of a TF.js model (*out: lithe__free). group_bytes, when not NULL, the
  * bytes each manifest group's shards hold (the file loader checks them group by group). */
 static lithe_status tfjs_to_onnx(const char *json, size_t json_len, const uint8_t *weights, size_t weights_len,
-                                 const size_t *group_bytes, size_t n_groups, uint8_t **out, size_t *out_len) {
+                                 const size_t *group_bytes, size_t n_groups, uint8_t **out, size_t *out_len,
+                                 wb *frozen) {
     *out = NULL;
     *out_len = 0;
     js_doc doc;
@@ -1346,12 +1479,14 @@ static lithe_status tfjs_to_onnx(const char *json, size_t json_len, const uint8_
         wb_str(&opset, 1, "");
         wb_int(&opset, 2, 13);
         wb_sub(&model, 8, &opset);
-        if (model.oom) {
+        if (model.oom || L.frozen.oom) {
             wb_free(&model);
             s = lithe__oom(WHAT, L.inits.n);
         } else {
             *out = model.p;
             *out_len = model.n;
+            *frozen = L.frozen; /* handed over */
+            memset(&L.frozen, 0, sizeof L.frozen);
         }
     }
     lower_free(&L);
@@ -1365,9 +1500,18 @@ static lithe_status load_lowered(const char *json, size_t json_len, const uint8_
                                  const size_t *group_bytes, size_t n_groups, lithe_model **out) {
     uint8_t *onnx = NULL;
     size_t n = 0;
-    LITHE__TRY(tfjs_to_onnx(json, json_len, weights, weights_len, group_bytes, n_groups, &onnx, &n));
+    wb frozen = {0};
+    LITHE__TRY(tfjs_to_onnx(json, json_len, weights, weights_len, group_bytes, n_groups, &onnx, &n, &frozen));
     lithe_status s = lithe_onnx_load_bytes(onnx, n, out);
     lithe__free(onnx);
+    /* the weights of layers saved with "trainable": false stay frozen, as in TF.js */
+    for (size_t at = 0; s == LITHE_OK && at < frozen.n; at += strlen((const char *)frozen.p + at) + 1)
+        s = lithe_model_set_frozen(*out, (const char *)frozen.p + at, true);
+    wb_free(&frozen);
+    if (s != LITHE_OK && *out) {
+        lithe_model_free(*out);
+        *out = NULL;
+    }
     if (s != LITHE_OK && s != LITHE_ERR_OOM) {
         char why[512];
         snprintf(why, sizeof why, "%s", lithe_last_error());
@@ -1448,8 +1592,8 @@ lithe_status lithe_tfjs_load(const char *path, lithe_model **out) {
             if (s != LITHE_OK) break;
             if (n > all_cap - all_n) {
                 size_t nc = all_cap ? all_cap : 4096;
-                while (nc - all_n < n && nc < ((size_t)1 << 40)) nc *= 2;
-                uint8_t *np = nc - all_n >= n ? lithe__realloc(all, nc) : NULL;
+                while (nc - all_n < n && nc < SIZE_MAX / 4) nc *= 2;
+                uint8_t *np = n <= SIZE_MAX / 4 - all_n && nc - all_n >= n ? lithe__realloc(all, nc) : NULL;
                 if (!np) {
                     lithe__free(b);
                     s = lithe__oom(WHAT, all_n + n);

@@ -59,6 +59,17 @@ before(() => {
 
 after(() => fs.rmSync(work, { recursive: true, force: true }));
 
+// The SGEMM microkernels of this WASI build (the SIMD128 4x8 one with the preset's -msimd128)
+// against their scalar twins bit for bit and the packed GEMM against float64
+// (tests/test_gemm_ukernels.c, built beside lithe.wasm by the wasi preset).
+test('gemm microkernels: SIMD128 against its scalar twin and float64', () => {
+  const gemmTest = path.resolve(root, process.env.LITHE_WASI_GEMM_TEST ?? path.join(path.dirname(wasm), '../../test_gemm_ukernels.wasm'));
+  const r = spawnSync(process.execPath, [runner, gemmTest], { cwd: work, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  assert.match(r.stdout, /gemm_ukernels: [1-9]\d* passed, 0 failed/);
+  assert.match(r.stdout, /wasmsimd 4x8 .*the default/);
+});
+
 test('layers and version: the same lines', () => {
   for (const cmd of [['layers'], ['version']]) {
     const a = nat(cmd), b = wasi(cmd);
@@ -124,4 +135,33 @@ test('bad paths and unreadable files are errors with a message, not traps', () =
   const r = wasi(['info', '/etc/passwd'], { env: { ...process.env, LITHE_WASI_DIRS: '.' } });
   assert.equal(r.status, 1, r.stderr);
   assert.match(r.stderr, /LITHE_ERR_IO/);
+});
+
+test('bench: the same report format natively and in WASI, and the same prediction from a synthetic input', () => {
+  assert.ok(fs.existsSync(path.join(work, 'native.lithe')));
+  const stats = /median_ms=[\d.]+ min_ms=[\d.]+ max_ms=[\d.]+ mean_ms=[\d.]+ runs=3 warmup_runs=1/;
+  const cases = [
+    // a .lithe model: the input shape (batch, nI) comes from its first layer
+    [['bench', 'native.lithe', '--batch', '7', '--quick', '--threads', '1', '--output', 'bench_NAME.npy'], /mode=predict batch=7 device=cpu threads=1 /],
+    [['bench', 'native.lithe', '--batch', '4', '--train', '--quick', '--threads', '1'], /mode=train batch=4 device=cpu threads=1 loss=cce /],
+    [['bench', '--gemm', '5x6x7', '--quick', '--threads', '1'], /gemm=5x6x7 layout=NT device=cpu threads=1 /],
+  ];
+  for (const [args, re] of cases) {
+    for (const [who, run] of [['native', nat], ['wasi', wasi]]) {
+      const r = run(args.map((a) => a.replace('NAME', who)));
+      assert.equal(r.status, 0, `${who} ${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stdout, re, `${who}: ${r.stdout}`);
+      assert.match(r.stdout, stats, `${who}: ${r.stdout}`);
+    }
+  }
+  // the synthetic input is lithe's Philox stream: the same numbers, so the same prediction
+  const ya = npyRead(path.join(work, 'bench_native.npy')), yb = npyRead(path.join(work, 'bench_wasi.npy'));
+  assert.deepEqual(yb.shape, [7, 10]);
+  let worst = 0;
+  for (let i = 0; i < ya.data.length; i++) worst = Math.max(worst, Math.abs(ya.data[i] - yb.data[i]));
+  assert.ok(worst <= 1e-6, `largest difference ${worst}`);
+  // a thread count this build lacks is an error with a message, not a trap
+  const r = wasi(['bench', '--gemm', '5x6x7', '--quick', '--threads', '2']);
+  assert.equal(r.status, 1, r.stderr);
+  assert.match(r.stderr, /--threads: LITHE_ERR_UNSUPPORTED/);
 });
