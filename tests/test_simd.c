@@ -376,14 +376,17 @@ static void run_entries(const float *X, const float *A, const float *B, const fl
     memset(table, 0, sizeof(float) * 13 * TC);
     lithe__cpu_scatter_add_rows(TM, TC, table, ids, NULL, RX);
     lithe__cpu_gather_rows(TM, TC, table, ids, NULL, table + 13 * TC);
+    lithe__cpu_dropout_mask(77, 5, 0.3f, TN, o3 + 2 * TN);
 }
 
 static void test_threads_bit_identical(void **state) {
     (void)state;
     lithe_backend *cpu;
     OK(lithe_backend_get("cpu", &cpu));
-    size_t cap = (size_t)TN * 2 + (size_t)TM * TC * 12;
-    float *X = malloc(sizeof(float) * TN), *A = malloc(sizeof(float) * TN), *B = malloc(sizeof(float) * TN),
+    size_t cap = (size_t)TN * 3 + (size_t)TM * TC * 12;
+    /* A is also layernorm_backward's dY (TM, TC), so it holds the larger of the two sizes */
+    size_t big = (size_t)(TN > TM * TC ? TN : TM * TC);
+    float *X = malloc(sizeof(float) * TN), *A = malloc(sizeof(float) * big), *B = malloc(sizeof(float) * TN),
           *RX = malloc(sizeof(float) * TM * TC);
     outs r[3];
     for (int t = 0; t < 3; t++)
@@ -391,7 +394,7 @@ static void test_threads_bit_identical(void **state) {
             r[t].o[i] = calloc(cap, sizeof(float));
             assert_non_null(r[t].o[i]);
         }
-    fill(X, TN, -5, 5), fill(A, TN, -1, 1), fill(B, TN, 0.1, 2), fill(RX, TM * TC, -4, 4);
+    fill(X, TN, -5, 5), fill(A, (int64_t)big, -1, 1), fill(B, TN, 0.1, 2), fill(RX, TM * TC, -4, 4);
     for (int t = 0; t < 3; t++) {
         lithe_status st = lithe_backend_set_threads(cpu, t + 1);
         if (st == LITHE_ERR_UNSUPPORTED) skip(); /* a build without threads */
@@ -399,6 +402,10 @@ static void test_threads_bit_identical(void **state) {
         run_entries(X, A, B, RX, &r[t]);
     }
     OK(lithe_backend_set_threads(cpu, 0));
+    float *mask = malloc(sizeof(float) * TN);
+    lithe_f32_dropout_mask__scalar(77, 5, 0.3f, TN, mask);
+    assert_memory_equal(mask, r[2].o[3] + 2 * TN, sizeof(float) * TN); /* 3 threads = one scalar call */
+    free(mask);
     for (int t = 1; t < 3; t++)
         for (int i = 0; i < 4; i++) {
             if (memcmp(r[0].o[i], r[t].o[i], sizeof(float) * cap)) {
