@@ -23,6 +23,9 @@ echo "=== wasm ==="
 cmake --preset wasi >/dev/null
 cmake --build --preset wasi -j "$jobs"
 LITHE_NATIVE=build/ci/tools/lithe/lithe LITHE_WASI=build/wasi/tools/lithe/lithe.wasm node --test tests/wasm/
+# the benchmark harness, smoke only (bench/README.md): the GEMM rows of lithe (native, WASI) and
+# of OpenBLAS / XNNPACK, 3 timed runs each, into build/bench/results-quick.md; no time is checked
+bench/run.sh --quick --only gemm --build build/ci
 # the npm package: both .wasm builds (Emscripten), then node:test against the native build
 (cd bindings/js && npm ci --no-audit --no-fund && npm run build && LITHE_NATIVE=build/ci/tools/lithe/lithe npm test)
 # the demo page end to end in Debian's Chromium (playwright-core); screenshot in build/web/demo.png

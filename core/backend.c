@@ -41,7 +41,7 @@ static const struct {
 } known[] = {
     {"vulkan", "this library was built without the Vulkan backend (LITHE_VULKAN=OFF, or no vulkan/vulkan.h "
                "and glslc at build time)"},
-    {"cuda", "the CUDA backend is not built into this library yet (see the CUDA backend issue)"},
+    {"cuda", "this library was built without the CUDA backend (LITHE_CUDA=OFF, or no nvcc at build time)"},
 };
 
 lithe_status lithe_backend_get(const char *name, lithe_backend **out) {
@@ -55,6 +55,10 @@ lithe_status lithe_backend_get(const char *name, lithe_backend **out) {
 #ifdef LITHE_HAVE_VULKAN
     /* "vulkan" (device from $LITHE_VULKAN_DEVICE or the best by type) or "vulkan:<index|name>" */
     if (!strncmp(name, "vulkan", 6) && (name[6] == '\0' || name[6] == ':')) return lithe__backend_vulkan(name, out);
+#endif
+#ifdef LITHE_HAVE_CUDA
+    /* "cuda" (device $LITHE_CUDA_DEVICE, else 0) or "cuda:<index>"; the module is loaded here */
+    if (!strncmp(name, "cuda", 4) && (name[4] == '\0' || name[4] == ':')) return lithe__backend_cuda(name, out);
 #endif
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (!strncmp(name, known[i].name, strlen(known[i].name)) &&
@@ -80,12 +84,34 @@ int lithe_backend_threads(const lithe_backend *backend) {
 const char *lithe_backend_name(const lithe_backend *backend) { return backend ? backend->name : "(null)"; }
 
 size_t lithe_backend_list(char *buf, size_t cap) {
+    /* compiled in; whether a device is present shows at lithe_backend_get */
+    const char *s = "cpu"
 #ifdef LITHE_HAVE_VULKAN
-    const char *s = "cpu,vulkan"; /* compiled in; whether a device is present shows at lithe_backend_get */
-#else
-    const char *s = "cpu";
+                    ",vulkan"
 #endif
+#ifdef LITHE_HAVE_CUDA
+                    ",cuda"
+#endif
+        ;
     size_t n = strlen(s);
     if (buf && cap) snprintf(buf, cap, "%s", s);
     return n;
+}
+
+lithe_status lithe_backend_sync(lithe_backend *backend) {
+    LITHE__CHECK_ARG(backend, "lithe_backend_sync", "backend is NULL");
+    return backend->ops->sync(backend);
+}
+
+lithe_status lithe_backend_stream(const lithe_backend *backend, void **stream) {
+    LITHE__CHECK_ARG(stream, "lithe_backend_stream", "stream is NULL");
+    *stream = NULL;
+    LITHE__CHECK_ARG(backend, "lithe_backend_stream", "backend is NULL");
+#ifdef LITHE_HAVE_CUDA
+    if (backend->dl_device_type == 2) {
+        *stream = lithe__cuda_stream(backend);
+        return LITHE_OK;
+    }
+#endif
+    return lithe__fail(LITHE_ERR_UNSUPPORTED, "lithe_backend_stream: backend '%s' has no stream", backend->name);
 }

@@ -57,14 +57,17 @@ static void default_free(void *u, void *p) { (void)u; free(p); }
 
 static lithe_allocator allocator = {default_malloc, default_realloc, default_free, NULL};
 
+bool lithe__default_allocator(void) { return allocator.malloc_fn == default_malloc; }
+
 lithe_status lithe_set_allocator(const lithe_allocator *a) {
+    if (a && (!a->malloc_fn || !a->realloc_fn || !a->free_fn))
+        return lithe__fail(LITHE_ERR_INVALID_ARG,
+                           "lithe_set_allocator: malloc_fn, realloc_fn and free_fn are all required");
+    lithe__cpu_cache_flush(); /* cached blocks go back to the allocator that made them */
     if (!a) {
         allocator = (lithe_allocator){default_malloc, default_realloc, default_free, NULL};
         return LITHE_OK;
     }
-    if (!a->malloc_fn || !a->realloc_fn || !a->free_fn)
-        return lithe__fail(LITHE_ERR_INVALID_ARG,
-                           "lithe_set_allocator: malloc_fn, realloc_fn and free_fn are all required");
     allocator = *a;
     return LITHE_OK;
 }

@@ -42,6 +42,10 @@ char *lithe__strdup(const char *s);
 /* 64-byte aligned blocks (SIMD and cache lines); free with lithe__aligned_free. */
 void *lithe__aligned_alloc(size_t size);
 void lithe__aligned_free(void *p);
+/* Whether lithe's own allocator is installed (no lithe_set_allocator): the CPU backend caches
+ * freed blocks only then (backends/cpu/cache.c), and gives them all back before a switch. */
+bool lithe__default_allocator(void);
+void lithe__cpu_cache_flush(void);
 /* a * b without overflow; false on overflow. */
 bool lithe__mul_size(size_t a, size_t b, size_t *out);
 
@@ -89,6 +93,28 @@ lithe_status lithe__tensor_alloc(lithe_backend *be, lithe_dtype dtype, int ndim,
 /* New tensor with the same dtype, shape and backend as t. */
 lithe_status lithe__tensor_like(const lithe_tensor *t, bool zero, lithe_tensor **out);
 bool lithe__same_shape(const lithe_tensor *a, const lithe_tensor *b);
+
+/* A buffer pool (core/tensor.c): tensors whose memory goes back to the pool when their last
+ * view goes, so repeated work of the same shapes (an imported graph's forward and backward, run
+ * again for the same input shape) takes the same blocks again instead of fresh memory — on these
+ * machines the first touch of a new page costs ~10 us. A block is reused only for the same
+ * backend and byte size, and only once nothing refers to it: a tensor kept by a backprop record
+ * or by the caller keeps its block. The pool lives until it is closed and its last block has
+ * come back. Not thread-safe (one pool per model, like the model). */
+typedef struct lithe__bufpool lithe__bufpool;
+typedef struct lithe__bufpool_stats {
+    size_t fresh;  /* blocks allocated from the backend, ever */
+    size_t reused; /* requests served by an idle block */
+    size_t blocks, bytes; /* blocks held now (idle or in use) and their bytes */
+    size_t in_use;
+} lithe__bufpool_stats;
+lithe_status lithe__bufpool_new(lithe__bufpool **out);
+/* The owner is done: idle blocks are freed now, blocks in use when they come back. NULL: no-op. */
+void lithe__bufpool_close(lithe__bufpool *p);
+/* As lithe__tensor_alloc (be NULL: cpu), from the pool; p NULL: lithe__tensor_alloc itself. */
+lithe_status lithe__bufpool_tensor(lithe__bufpool *p, lithe_backend *be, lithe_dtype dtype, int ndim,
+                                   const int64_t *shape, bool zero, lithe_tensor **out);
+lithe__bufpool_stats lithe__bufpool_get_stats(const lithe__bufpool *p);
 /* "(64, 784)" into buf. */
 const char *lithe__shape_str(const lithe_tensor *t, char *buf, size_t cap);
 #define LITHE__SHAPE_BUF 96
@@ -226,6 +252,8 @@ struct lithe_backend {
     bool host_memory; /* tensors' data pointers are host pointers */
     const lithe_backend_ops *ops;
     void *ctx;
+    /* DLPack device of non-host memory (kDLCUDA = 2 for "cuda"; 0: not exportable) and its id */
+    int dl_device_type, dl_device_id;
 };
 
 /* Checked dispatchers: lithe__op_gemm(be, transA, ...). */
@@ -237,6 +265,16 @@ extern const char *const lithe__prim_names[];
 extern const size_t lithe__prim_count;
 
 lithe_backend *lithe__backend_cpu(void);
+#ifdef LITHE_HAVE_CUDA
+/* backends/cuda/cuda_backend.c: "cuda" / "cuda:<index>", the backend of a device index (DLPack
+ * import), and what the module knows of an instance. */
+lithe_status lithe__backend_cuda(const char *name, lithe_backend **out);
+lithe_status lithe__backend_cuda_device(int index, lithe_backend **out);
+void *lithe__cuda_stream(const lithe_backend *be);
+const char *lithe__cuda_device_name(const lithe_backend *be);
+const char *lithe__cuda_module_kind(void);
+void lithe__cuda_memory_stats(const lithe_backend *be, size_t *in_use, size_t *cached, size_t *n_allocs);
+#endif
 /* Whether the backend's table has primitive number i (primitives.def order). */
 bool lithe__backend_has_prim(const lithe_backend *be, size_t i);
 

@@ -4,6 +4,25 @@
 
 #include <stdio.h>
 
+/* Under AddressSanitizer an idle pool block (host memory) is poisoned: a read through a view
+ * that outlived its tensor is reported as if the memory were freed. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LITHE__ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define LITHE__ASAN 1
+#endif
+#ifdef LITHE__ASAN
+#include <sanitizer/asan_interface.h>
+#define POOL_POISON(b) do { if ((b)->be->host_memory) ASAN_POISON_MEMORY_REGION((b)->data, (b)->nbytes); } while (0)
+#define POOL_UNPOISON(b) do { if ((b)->be->host_memory) ASAN_UNPOISON_MEMORY_REGION((b)->data, (b)->nbytes); } while (0)
+#else
+#define POOL_POISON(b) ((void)(b))
+#define POOL_UNPOISON(b) ((void)(b))
+#endif
+
 size_t lithe_dtype_size(lithe_dtype dtype) {
     switch (dtype) {
     case LITHE_F32: case LITHE_I32: case LITHE_U32: return 4;
@@ -484,9 +503,20 @@ lithe_status lithe_tensor_from_dlpack(void *managed, bool versioned, lithe_tenso
     } else {
         dl = &((DLManagedTensor *)managed)->dl_tensor;
     }
-    if (dl->device.device_type != kDLCPU && dl->device.device_type != kDLCUDAHost)
-        return lithe__fail(LITHE_ERR_UNSUPPORTED, "lithe_tensor_from_dlpack: device type %d (only host memory so far)",
+    lithe_backend *be = lithe__backend_cpu();
+    if (dl->device.device_type == kDLCUDA) {
+#ifdef LITHE_HAVE_CUDA
+        /* zero-copy on the "cuda:<device_id>" backend; the producer has made the data ready for
+         * that backend's stream (lithe_backend_stream) */
+        LITHE__TRY(lithe__backend_cuda_device(dl->device.device_id, &be));
+#else
+        return lithe__fail(LITHE_ERR_UNSUPPORTED,
+                           "lithe_tensor_from_dlpack: a CUDA tensor, but this library was built without the CUDA backend");
+#endif
+    } else if (dl->device.device_type != kDLCPU && dl->device.device_type != kDLCUDAHost) {
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "lithe_tensor_from_dlpack: device type %d (host memory and CUDA only)",
                            (int)dl->device.device_type);
+    }
     lithe_dtype dt;
     if (!dtype_from_dl(dl->dtype, &dt))
         return lithe__fail(LITHE_ERR_DTYPE, "lithe_tensor_from_dlpack: DLPack dtype code %u bits %u lanes %u has no lithe dtype",
@@ -512,7 +542,7 @@ lithe_status lithe_tensor_from_dlpack(void *managed, bool versioned, lithe_tenso
     st->refcount = 1;
     st->data = dl->data;
     st->nbytes = 0; /* unknown: borrowed */
-    st->backend = lithe__backend_cpu();
+    st->backend = be;
     st->dl_managed = managed;
     st->dl_versioned = versioned;
     t->refcount = 1;
@@ -557,11 +587,12 @@ lithe_status lithe_tensor_to_dlpack(lithe_tensor *t, bool versioned, void **mana
     LITHE__CHECK_ARG(managed_out, "lithe_tensor_to_dlpack", "out is NULL");
     *managed_out = NULL;
     LITHE__CHECK_ARG(t, "lithe_tensor_to_dlpack", "tensor is NULL");
-    if (!t->storage->backend->host_memory)
+    const lithe_backend *be = t->storage->backend;
+    if (!be->host_memory && !be->dl_device_type)
         return lithe__fail(LITHE_ERR_UNSUPPORTED,
                            "lithe_tensor_to_dlpack: tensor lives in the device memory of backend '%s'; export a host "
                            "copy instead (lithe_tensor_to_backend(t, NULL, &copy))",
-                           t->storage->backend->name);
+                           be->name);
     dl_ctx *c = lithe__calloc(1, sizeof *c);
     void *m = lithe__calloc(1, versioned ? sizeof(DLManagedTensorVersioned) : sizeof(DLManagedTensor));
     if (!c || !m) {
@@ -578,7 +609,7 @@ lithe_status lithe_tensor_to_dlpack(lithe_tensor *t, bool versioned, void **mana
     /* data points at the first element and byte_offset is 0: older consumers (PyTorch 1.x)
      * ignore byte_offset. */
     dl.data = lithe__tdata(t);
-    dl.device = (DLDevice){kDLCPU, 0};
+    dl.device = be->host_memory ? (DLDevice){kDLCPU, 0} : (DLDevice){(DLDeviceType)be->dl_device_type, be->dl_device_id};
     dl.ndim = t->ndim;
     dl.dtype = dtype_to_dl(t->dtype);
     dl.shape = c->shape;
@@ -598,5 +629,145 @@ lithe_status lithe_tensor_to_dlpack(lithe_tensor *t, bool versioned, void **mana
         v->dl_tensor = dl;
     }
     *managed_out = m;
+    return LITHE_OK;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Buffer pools: storages whose memory goes back to the pool, not to the backend, when the last
+ * view goes; the next request of the same backend and byte size takes it again.
+ * ---------------------------------------------------------------------------------------- */
+
+typedef struct pool_block {
+    lithe__bufpool *pool;
+    lithe_backend *be;
+    void *data;
+    size_t nbytes;
+    struct pool_block *next; /* in the idle list */
+} pool_block;
+
+struct lithe__bufpool {
+    int refs;    /* the owner's (until lithe__bufpool_close) + one per block in use */
+    bool closed; /* blocks coming back are freed */
+    pool_block *idle;
+    lithe__bufpool_stats stats;
+};
+
+lithe_status lithe__bufpool_new(lithe__bufpool **out) {
+    *out = lithe__calloc(1, sizeof **out);
+    if (!*out) return lithe__oom("buffer pool", sizeof **out);
+    (*out)->refs = 1;
+    return LITHE_OK;
+}
+
+static void block_free(pool_block *b) {
+    POOL_UNPOISON(b);
+    b->be->ops->free(b->be, b->data);
+    lithe__free(b);
+}
+
+static void pool_unref(lithe__bufpool *p) {
+    if (--p->refs > 0) return;
+    lithe__free(p);
+}
+
+void lithe__bufpool_close(lithe__bufpool *p) {
+    if (!p) return;
+    p->closed = true;
+    while (p->idle) {
+        pool_block *b = p->idle;
+        p->idle = b->next;
+        p->stats.bytes -= b->nbytes;
+        p->stats.blocks--;
+        block_free(b);
+    }
+    pool_unref(p);
+}
+
+static void pool_put(void *ctx) {
+    pool_block *b = ctx;
+    lithe__bufpool *p = b->pool;
+    p->stats.in_use--;
+    if (p->closed) {
+        p->stats.bytes -= b->nbytes;
+        p->stats.blocks--;
+        block_free(b);
+    } else {
+        POOL_POISON(b);
+        b->next = p->idle;
+        p->idle = b;
+    }
+    pool_unref(p);
+}
+
+lithe__bufpool_stats lithe__bufpool_get_stats(const lithe__bufpool *p) {
+    lithe__bufpool_stats s = {0};
+    return p ? p->stats : s;
+}
+
+lithe_status lithe__bufpool_tensor(lithe__bufpool *p, lithe_backend *be, lithe_dtype dtype, int ndim,
+                                   const int64_t *shape, bool zero, lithe_tensor **out) {
+    *out = NULL;
+    if (!be) be = lithe__backend_cpu();
+    int64_t numel;
+    size_t nbytes;
+    LITHE__TRY(check_shape("lithe_tensor_new", dtype, ndim, shape, &numel, &nbytes));
+    if (!p || p->closed || nbytes == 0) return lithe__tensor_alloc(be, dtype, ndim, shape, zero, out);
+    pool_block **link = &p->idle, *b = NULL;
+    for (; *link; link = &(*link)->next)
+        if ((*link)->be == be && (*link)->nbytes == nbytes) break;
+    lithe_tensor *t = lithe__calloc(1, sizeof *t);
+    lithe__storage *st = lithe__calloc(1, sizeof *st);
+    if (!t || !st) {
+        lithe__free(t);
+        lithe__free(st);
+        return lithe__oom("tensor", sizeof *t + sizeof *st);
+    }
+    if (*link) { /* an idle block of this size */
+        b = *link;
+        *link = b->next;
+        POOL_UNPOISON(b);
+        p->stats.reused++;
+    } else {
+        b = lithe__calloc(1, sizeof *b);
+        lithe_status s = b ? be->ops->alloc(be, nbytes, &b->data) : lithe__oom("buffer pool", sizeof *b);
+        if (s != LITHE_OK) {
+            lithe__free(b);
+            lithe__free(t);
+            lithe__free(st);
+            return s;
+        }
+        b->pool = p;
+        b->be = be;
+        b->nbytes = nbytes;
+        p->stats.fresh++;
+        p->stats.blocks++;
+        p->stats.bytes += nbytes;
+    }
+    b->next = NULL;
+    p->refs++;
+    p->stats.in_use++;
+    st->refcount = 1;
+    st->data = b->data;
+    st->nbytes = nbytes;
+    st->backend = be;
+    st->release = pool_put;
+    st->release_ctx = b;
+    t->refcount = 1;
+    t->storage = st;
+    t->dtype = dtype;
+    t->ndim = ndim;
+    for (int i = 0; i < ndim; i++) t->shape[i] = shape[i];
+    set_contiguous_strides(t);
+    t->numel = numel;
+    if (zero) {
+        lithe_status s = LITHE_OK;
+        if (be->host_memory) memset(st->data, 0, nbytes);
+        else s = lithe__op_fill(be, t, 0.0f);
+        if (s != LITHE_OK) {
+            lithe_tensor_release(t);
+            return s;
+        }
+    }
+    *out = t;
     return LITHE_OK;
 }

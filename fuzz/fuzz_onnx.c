@@ -58,6 +58,10 @@ static void run(lithe_model *m) {
         }
         lithe_backprop_free(bp);
         lithe_value_release(Y);
+        /* predict twice: the first drops values after their last reader, the second runs the
+         * plan that the first recorded (cached shape arithmetic, pooled buffers) */
+        for (int k = 0; k < 2; k++)
+            if (lithe_model_predict(m, X, &Y) == LITHE_OK) lithe_value_release(Y);
     }
     lithe_value_release(X);
     for (size_t k = 0; k < 4; k++) lithe_value_release(items[k]);

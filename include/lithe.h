@@ -96,6 +96,10 @@ typedef struct lithe_allocator {
 
 /* Installs `alloc` (copied) or, with NULL, restores the C library's allocator. Call it while no
  * lithe object exists: memory must be freed by the allocator that made it.
+ * With the C library's allocator the CPU backend keeps freed tensor blocks (bounded, 256 MiB
+ * natively, 32 MiB in WebAssembly) for reuse by later tensors of their size; with an allocator
+ * installed here it keeps none, so that allocator sees every allocation and free. This call
+ * first gives the kept blocks back to the allocator that made them.
  * Returns LITHE_ERR_INVALID_ARG if one of the three functions is NULL. Not thread-safe. */
 LITHE_API lithe_status lithe_set_allocator(const lithe_allocator *alloc);
 
@@ -116,6 +120,17 @@ typedef struct lithe_backend lithe_backend;
  * lithe_tensor_data gives NULL and DLPack export refuses them; lithe_tensor_read / write copy
  * (and synchronise). Its work is recorded and submitted at reads and syncs, so one thread at a
  * time may use a Vulkan backend's tensors and models.
+ * "cuda" is the CUDA device numbered by the environment variable LITHE_CUDA_DEVICE (default 0);
+ * "cuda:<index>" picks one explicitly; either way the backend's name is "cuda:<index>", one
+ * instance per device, with its own stream, cuBLAS handle and caching device allocator. The CUDA
+ * code lives in a module, liblithe_cuda.so, loaded on the first request (beside this library, in
+ * its build tree, on the loader's path, or the file named by LITHE_CUDA_MODULE): a missing
+ * module, CUDA runtime or cuBLAS, no driver or no GPU is LITHE_ERR_UNSUPPORTED with the loader's or
+ * the driver's message. Every primitive runs on the device (no silent CPU fall-back); GEMM is
+ * cuBLAS in IEEE fp32 (never TF32). Work is queued on the backend's stream and waited for at reads
+ * (lithe_tensor_read), syncs and the reductions the host needs; lithe_tensor_data gives NULL, and
+ * DLPack exchanges kDLCUDA tensors without a copy. One thread at a time may use a CUDA backend's
+ * tensors and models.
  * The backend is owned by the library (never freed). Thread-safe. */
 LITHE_API lithe_status lithe_backend_get(const char *name, lithe_backend **out);
 
@@ -124,13 +139,28 @@ LITHE_API lithe_status lithe_backend_get(const char *name, lithe_backend **out);
  * else every core. Until this is called the default applies (its workers start at the first large
  * operation). Results are bit-identical for every thread count: work is split by output, never
  * inside a sum. Builds without threads (WebAssembly without pthreads) accept only 0 and 1.
+ * (The CPU backend picks its SIMD kernels by the CPU's features at run time; the environment
+ * variable LITHE_CPU_ISA=scalar|avx2|avx512 forces one — results then differ from the default in
+ * the last bits, as FMA and plain multiply-add do. docs/performance.md has the design.)
  * Call it while no other thread computes on the CPU backend. Statuses: LITHE_ERR_INVALID_ARG (n < 0
  * or > 1024), LITHE_ERR_UNSUPPORTED (another backend, or threads this build lacks; a worker that
- * could not start), LITHE_ERR_OOM. */
+ * could not start), LITHE_ERR_OOM. The CPU backend's kernels use this CPU's widest vector
+ * instructions (x86-64: AVX-512, AVX2 or SSE2, chosen at the first operation); the environment
+ * variable LITHE_CPU_ISA=scalar|sse2|avx2|avx512 forces one, e.g. to compare with the scalar
+ * kernels (which activations and reductions then match bit for bit is in docs/performance.md). */
 LITHE_API lithe_status lithe_backend_set_threads(lithe_backend *backend, int n);
 
 /* The number of threads the backend computes with (1 for backends without a thread count). */
 LITHE_API int lithe_backend_threads(const lithe_backend *backend);
+
+/* Waits until the work queued on `backend` (its stream, for "cuda") has finished. A no-op on the
+ * CPU. Statuses: LITHE_ERR_INVALID_ARG, the backend's errors. */
+LITHE_API lithe_status lithe_backend_sync(lithe_backend *backend);
+
+/* The native stream the backend queues its work on (a cudaStream_t for "cuda"), for DLPack's
+ * stream protocol: a producer handing lithe a kDLCUDA tensor makes its data ready on this stream.
+ * LITHE_ERR_UNSUPPORTED for backends without one (cpu, vulkan). */
+LITHE_API lithe_status lithe_backend_stream(const lithe_backend *backend, void **stream);
 
 /* The backend's registered name ("cpu"). Thread-safe. */
 LITHE_API const char *lithe_backend_name(const lithe_backend *backend);
@@ -230,12 +260,17 @@ LITHE_API lithe_status lithe_tensor_to_backend(const lithe_tensor *t, lithe_back
  * `DLManagedTensorVersioned *` (dlpack 1.x; declared in lithe_dlpack.h for headers that lack
  * it). from_dlpack takes ownership of `managed` on success only: its deleter runs once when the
  * last view of the storage is released; on failure the caller still owns it. Supported:
- * kDLCPU memory, dtypes matching lithe_dtype, any strides. A versioned tensor with a major
- * version other than 1 is refused (LITHE_ERR_UNSUPPORTED), as is a read-only one
- * (lithe writes to parameters and gradients in place).
+ * kDLCPU memory, and kDLCUDA memory (on the "cuda:<device_id>" backend, in a library built with
+ * CUDA; LITHE_ERR_UNSUPPORTED otherwise), dtypes matching lithe_dtype, any strides. Stream
+ * semantics (DLPack's protocol): the producer must have made a CUDA tensor's data ready for work
+ * on the backend's stream (lithe_backend_stream; Python's __dlpack__(stream=...) does it).
+ * A versioned tensor with a major version other than 1 is refused (LITHE_ERR_UNSUPPORTED), as is
+ * a read-only one (lithe writes to parameters and gradients in place).
  * to_dlpack returns a new managed tensor that keeps `t` alive until its deleter is called; its
- * data pointer equals lithe_tensor_data(t). Tensors outside host memory (a "vulkan" backend's)
- * are refused with LITHE_ERR_UNSUPPORTED naming the backend: export a host copy instead
+ * data pointer equals lithe_tensor_data(t) for host memory, and is the device pointer of a
+ * "cuda" tensor (device kDLCUDA, id = the device index); a consumer on another stream first waits
+ * for lithe's work (lithe_backend_sync). Tensors in a "vulkan" backend's memory are refused with
+ * LITHE_ERR_UNSUPPORTED naming the backend: export a host copy instead
  * (lithe_tensor_to_backend(t, NULL, &copy)). */
 LITHE_API lithe_status lithe_tensor_from_dlpack(void *managed, bool versioned, lithe_tensor **out);
 LITHE_API lithe_status lithe_tensor_to_dlpack(lithe_tensor *t, bool versioned, void **managed_out);
@@ -959,7 +994,8 @@ LITHE_API lithe_status lithe_model_load_bytes(const uint8_t *data, size_t len, l
  * browser), the params viewing the mapping — no copy at load, pages private once written by
  * training; unmapped when the last param goes. Set LITHE_NO_MMAP=1 to read the file instead (a
  * file truncated by another process while mapped would fault on access). A path ending in
- * ".onnx" loads an ONNX model as one graph node (lithe_onnx_load). */
+ * ".onnx" loads an ONNX model as one graph node (lithe_onnx_load); one ending in ".json" a TF.js
+ * layers model (model.json and its weight shards, lithe_tfjs_load). */
 LITHE_API lithe_status lithe_model_load(const char *path, lithe_model **out);
 /* The optimizer state stored in .lithe bytes, into opt for model m (LITHE_ERR_NOT_FOUND if the
  * file holds none); see lithe_optimizer_load_state. */
@@ -977,18 +1013,63 @@ LITHE_API lithe_status lithe_optimizer_load_from_file_bytes(lithe_optimizer *opt
  * tensor, or a tuple of tensors in the graph's input order; output likewise. Dropout runs as at
  * inference. The operators lithe runs, forward and backward: lithe_onnx_op_names. Shape arithmetic
  * (Shape, Gather, Unsqueeze, Concat, ... over integers) runs on the host; nodes over constants are
- * folded once at load. The node can sit inside any tree (chain(graph, Linear, Softmax)). */
+ * folded once at load. The node can sit inside any tree (chain(graph, Linear, Softmax)).
+ * Memory: the node plans once per input signature (each input's dtype and shape; the four most
+ * recently used are kept): the first run computes the shape arithmetic, which later runs of that
+ * signature reuse, and every buffer a run allocates (values, temporaries, gradients) comes from
+ * the plan's pool and goes back to it when the last reference goes — a repeated predict or
+ * training step takes no fresh memory for them. A buffer the caller (an output Y, a dX) or a live
+ * backprop record still holds is never handed out again; a predict without a backprop record
+ * returns each value to the pool after its last reader. The pools go when the model is freed
+ * and the tensors the caller holds are released. */
 
 /* A graph node from ONNX ModelProto bytes (copied). Nothing is trusted: every length, offset and
  * element count is checked. Statuses: LITHE_ERR_FORMAT (malformed, naming the message and
  * field), LITHE_ERR_UNSUPPORTED (an opset outside 7-18, a tensor type lithe does not hold,
- * external data, and operators lithe lacks: all of them listed in one message, at load),
+ * external data (bytes have no folder: use lithe_onnx_load), and operators lithe lacks: all of
+ * them listed in one message, at load),
  * LITHE_ERR_SHAPE / LITHE_ERR_VALUE (constants that do not fit their nodes), LITHE_ERR_OOM. */
 LITHE_API lithe_status lithe_onnx_load_bytes(const uint8_t *data, size_t len, lithe_model **out);
-/* The same from a file (lithe_model_load also takes a path ending in ".onnx"). */
+/* The same from a file (lithe_model_load also takes a path ending in ".onnx"). Initializers kept
+ * in external data files (onnx.save_model(..., save_as_external_data=True)) are read from the
+ * model file's folder and stored inline in the node's bytes. Statuses as above, and
+ * LITHE_ERR_FORMAT for an external location that is absolute or has a ".." part, or an offset /
+ * length outside its file or not the tensor's size; LITHE_ERR_IO for a file that cannot be read. */
 LITHE_API lithe_status lithe_onnx_load(const char *path, lithe_model **out);
 /* The ONNX operator types the graph layer runs (NULL-terminated, static; *n the count). */
 LITHE_API const char *const *lithe_onnx_op_names(size_t *n);
+
+/* --- TensorFlow.js layers models (docs/tfjs.md) ------------------------------------------------
+ * A model saved by TF.js (`model.save`, or tensorflowjs_converter from Keras): `model.json` with
+ * format "layers-model" (the Keras topology under modelTopology, the shards' manifest under
+ * weightsManifest) and its binary weight shards. lithe lowers the topology to an ONNX graph and
+ * loads it as lithe_onnx_load_bytes does: the result is one "onnx_graph.v1" node that predicts,
+ * trains and saves like an imported ONNX model. Its params are TF.js's weights under their
+ * manifest names ("dense_Dense1/kernel"), in TF.js's layouts (a Conv2D kernel is (KH, KW, C, F)),
+ * all trainable but BatchNormalization's moving mean and variance and the weights of layers saved
+ * with "trainable": false (frozen: lithe_model_set_frozen changes that). Input and output are
+ * TF.js's: channels-last (N, H, W, C) for images; several inputs / outputs as tuples in the
+ * model's order. Layers: InputLayer, Dense, Conv2D, DepthwiseConv2D, SeparableConv2D
+ * (channels_last; padding valid or same; strides, dilation), MaxPooling2D, AveragePooling2D,
+ * GlobalAveragePooling2D, GlobalMaxPooling2D, GlobalAveragePooling1D, UpSampling2D (nearest),
+ * BatchNormalization (inference: moving statistics), LayerNormalization, Embedding, Flatten, Reshape,
+ * ZeroPadding2D, Activation, ReLU, LeakyReLU, ELU, Softmax, Add, Subtract, Multiply, Average,
+ * Concatenate; Dropout and the noise layers are identities. Activations: linear, relu, relu6,
+ * sigmoid, hard_sigmoid, tanh, softmax, log_softmax, elu, selu, softplus, softsign, swish / silu,
+ * mish, gelu, gelu_new. Weights: float32, int32, and uint8 / uint16 / float16 quantization. A
+ * model using layers or activations lithe lacks is refused at load, all of them listed. Nothing
+ * is trusted: every shape, count, shard size and offset is checked. Statuses: LITHE_ERR_FORMAT
+ * (malformed JSON or manifest, a short or long shard, a weight whose shape does not fit its layer,
+ * naming the layer and the numbers), LITHE_ERR_UNSUPPORTED (layers, activations or options lithe
+ * lacks; a "graph-model": convert SavedModels with tf2onnx instead), LITHE_ERR_IO, LITHE_ERR_OOM. */
+
+/* From model.json's text and the weight shards' bytes: every shard of every manifest group,
+ * concatenated in manifest order (the `paths` are not read). Both are copied. */
+LITHE_API lithe_status lithe_tfjs_load_bytes(const char *model_json, size_t json_len, const uint8_t *weights,
+                                             size_t weights_len, lithe_model **out);
+/* From the path of model.json: the shards are read relative to its folder; absolute paths and
+ * '..' in the manifest's paths are refused (lithe_model_load also takes a path ending in ".json"). */
+LITHE_API lithe_status lithe_tfjs_load(const char *path, lithe_model **out);
 
 /* --- NumPy .npy files (format 1.0-3.0; dtypes <f4 <f2 <i4 <i8 <u8 <u4 |u1, C order) -------- */
 

@@ -4,10 +4,14 @@ set -euo pipefail
 pkgs=(build-essential cmake ninja-build clang libclang-rt-14-dev pkg-config
       libcmocka-dev libdlpack-dev zlib1g-dev
       python3-thinc python3-numpy python3-pytest python3-torch dataset-fashion-mnist
+      # ONNX: torchvision models for the parity test, the onnx package for external-data files
+      python3-torchvision python3-onnx
       # the Vulkan backend: headers, the shader compiler, and lavapipe (a Vulkan driver on the CPU)
       libvulkan-dev glslc mesa-vulkan-drivers
       # WebAssembly (test.sh's wasm stage): WASI cross builds, Emscripten, the browser test
       wasi-libc libclang-rt-14-dev-wasm32 lld emscripten chromium
+      # bench/ (bench/README.md): the GEMM peers and the model export
+      libopenblas-dev libxnnpack-dev libpthreadpool-dev
       # Arm (test.sh's aarch64 stage): the cross compiler, qemu-aarch64, and cmocka for arm64
       # (a multiarch package: the arm64 architecture is added below before it is installed)
       gcc-aarch64-linux-gnu qemu-user libcmocka-dev:arm64)

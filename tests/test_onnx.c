@@ -19,6 +19,7 @@
 
 #include "lithe.h"
 #include "golden/golden.h"
+#include "graph/graph.h" /* white-box: the plans' pool statistics */
 
 static const char *const models[] = {"mlp11", "mlp13", "mlp17", "lenet", "mixer13", "mixer17", "encoder", "resblock", "decoder", "masked"};
 #define N_MODELS (sizeof models / sizeof models[0])
@@ -376,11 +377,322 @@ static void test_hostile(void **state) {
     free(bytes);
 }
 
+
+/* ---- the memory plan ---- */
+
+/* Counts every allocation lithe makes through the hook. */
+static struct {
+    long calls;
+    size_t bytes, largest;
+} counted;
+static void *count_malloc(void *u, size_t n) {
+    (void)u;
+    counted.calls++;
+    counted.bytes += n;
+    if (n > counted.largest) counted.largest = n;
+    return malloc(n);
+}
+static void *count_realloc(void *u, void *p, size_t n) {
+    (void)u;
+    counted.calls++;
+    counted.bytes += n;
+    if (n > counted.largest) counted.largest = n;
+    return realloc(p, n);
+}
+static void count_free(void *u, void *p) {
+    (void)u;
+    free(p);
+}
+static void count_reset(void) { memset(&counted, 0, sizeof counted); }
+
+/* X with its leading (batch) axis repeated `times` times. */
+static lithe_value *tiled(const golden *g, int times) {
+    lithe_tensor *t = tensor_of(g), *big = NULL;
+    int64_t shape[LITHE_MAX_DIMS];
+    int nd = lithe_tensor_ndim(t);
+    memcpy(shape, lithe_tensor_shape(t), sizeof(int64_t) * (size_t)nd);
+    shape[0] *= times;
+    OK(lithe_tensor_new(NULL, LITHE_F32, nd, shape, &big));
+    for (int r = 0; r < times; r++)
+        memcpy((float *)lithe_tensor_data(big) + r * lithe_tensor_numel(t), lithe_tensor_data(t),
+               sizeof(float) * (size_t)lithe_tensor_numel(t));
+    lithe_value *v = NULL;
+    OK(lithe_value_tensor(big, &v));
+    lithe_tensor_release(big);
+    lithe_tensor_release(t);
+    return v;
+}
+
+static void expect_same(const lithe_value *a, const lithe_value *b) {
+    lithe_tensor *ta = lithe_value_get_tensor(a), *tb = lithe_value_get_tensor(b);
+    assert_int_equal(lithe_tensor_numel(ta), lithe_tensor_numel(tb));
+    assert_memory_equal(lithe_tensor_data(ta), lithe_tensor_data(tb), sizeof(float) * (size_t)lithe_tensor_numel(ta));
+}
+
+/* Blocks the graph's plans have taken from the backend so far, over every plan. */
+static size_t pool_fresh(const lithe_model *m) {
+    const lithe__graph *g = m->shims[0]->state;
+    size_t n = 0;
+    for (size_t i = 0; i < LITHE__GRAPH_PLANS; i++)
+        if (g->plans[i]) n += lithe__bufpool_get_stats(g->plans[i]->pool).fresh;
+    return n;
+}
+
+typedef struct counts {
+    long calls;
+    size_t bytes, largest, fresh;
+} counts;
+
+static counts predict_counted(lithe_model *m, const lithe_value *X, lithe_value **Y) {
+    size_t f0 = pool_fresh(m);
+    count_reset();
+    OK(lithe_model_predict(m, X, Y));
+    return (counts){counted.calls, counted.bytes, counted.largest, pool_fresh(m) - f0};
+}
+
+static counts step_counted(lithe_model *m, const lithe_value *X, const lithe_value *R) {
+    size_t f0 = pool_fresh(m);
+    count_reset();
+    lithe_value *Y = NULL, *dX = NULL;
+    lithe_backprop *bp = NULL;
+    OK(lithe_model_begin_update(m, X, &Y, &bp));
+    OK(lithe_backprop_run(bp, R, &dX));
+    lithe_backprop_free(bp);
+    lithe_value_release(Y);
+    lithe_value_release(dX);
+    return (counts){counted.calls, counted.bytes, counted.largest, pool_fresh(m) - f0};
+}
+
+/* Shapes are inferred and buffers planned once per input shape: a repeated predict (and a
+ * repeated training step) takes every value, temporary and gradient from the plan's pool — no
+ * fresh block — and allocates only small descriptors (and the kernels' own workspace: GEMM packing
+ * panels, the convolution's). Buffers a live backprop record or the caller holds are never handed out
+ * again. Counted through the allocator hook and the pools' statistics. */
+static void test_plan(void **state) {
+    (void)state;
+    OK(lithe_set_allocator(&(lithe_allocator){count_malloc, count_realloc, count_free, NULL}));
+    static const char *const planned[] = {"mlp13", "lenet", "encoder", "masked"};
+    for (size_t k = 0; k < sizeof planned / sizeof *planned; k++) {
+        const char *name = planned[k];
+        lithe_model *m = load(name, NULL, NULL);
+        const golden *gy = get("%s.y", name);
+        lithe_value *X = value_of(get("%s.x", name)), *X4 = tiled(get("%s.x", name), 4), *R = value_of(get("%s.r", name));
+        lithe_value *Y1 = NULL, *Y2 = NULL, *Y3 = NULL, *Y4 = NULL;
+        counts first = predict_counted(m, X, &Y1);
+        predict_counted(m, X, &Y2); /* Y1 is still held: its buffer is not the pool's to give */
+        lithe_value_release(Y2);
+        counts again = predict_counted(m, X, &Y2);
+        expect_same(Y1, Y2);
+        lithe_value_release(Y2);
+        counts big_first = predict_counted(m, X4, &Y4); /* a new shape: a new plan */
+        lithe_value_release(Y4);
+        counts big_again = predict_counted(m, X4, &Y4);
+        counts back = predict_counted(m, X, &Y3); /* back to the first shape: its plan is still cached */
+        expect_same(Y1, Y3);
+        const float *y4 = lithe_tensor_data(lithe_value_get_tensor(Y4));
+        for (int64_t i = 0; i < gy->n; i++) assert_true(fabs(y4[i] - gy->v[i]) <= 1e-4 + 1e-4 * fabs(gy->v[i]));
+        counts step1 = step_counted(m, X, R), step2 = step_counted(m, X, R);
+        printf("test_onnx: %-8s predict: first %ld allocations (%zu bytes, %zu pool blocks), again %ld (%zu bytes, "
+               "largest %zu, %zu blocks); batch x4 first %ld (%zu bytes), again %ld (%zu bytes); first shape again %ld "
+               "(%zu blocks)\n", name, first.calls, first.bytes, first.fresh, again.calls, again.bytes, again.largest,
+               again.fresh, big_first.calls, big_first.bytes, big_again.calls, big_again.bytes, back.calls, back.fresh);
+        printf("test_onnx: %-8s training step (forward + backward): first %ld allocations (%zu bytes, %zu blocks), again "
+               "%ld (%zu bytes, largest %zu, %zu blocks)\n", name, step1.calls, step1.bytes, step1.fresh, step2.calls,
+               step2.bytes, step2.largest, step2.fresh);
+        assert_true(first.fresh > 0);
+        assert_int_equal(again.fresh, 0);
+        assert_int_equal(big_again.fresh, 0);
+        assert_int_equal(back.fresh, 0);
+        assert_int_equal(step2.fresh, 0);
+        /* the MLP: GEMMs only (one packing panel each, whatever the batch), so nothing a repeated run
+         * allocates scales with the batch; the others also allocate kernel workspace per image or
+         * batch entry (the convolution's, batched MatMul's), which the CPU backend's block cache
+         * serves under lithe's own allocator (this test installs a counting one) */
+        if (k == 0) {
+            assert_int_equal(again.calls, big_again.calls);
+            assert_int_equal(again.bytes, big_again.bytes);
+        }
+        /* training: a live backprop record keeps its buffers while other runs go on */
+        lithe_backprop *bp = NULL, *bp2 = NULL;
+        lithe_value *T1 = NULL, *T2 = NULL, *dX = NULL, *dX2 = NULL, *Z = NULL;
+        OK(lithe_model_begin_update(m, X, &T1, &bp));
+        OK(lithe_model_predict(m, X4, &Z)); /* other runs while bp lives... */
+        lithe_value_release(Z);
+        OK(lithe_model_begin_update(m, X, &T2, &bp2));
+        OK(lithe_backprop_run(bp2, R, &dX2));
+        lithe_backprop_free(bp2);
+        OK(lithe_model_predict(m, X, &Z));
+        lithe_value_release(Z);
+        OK(lithe_backprop_run(bp, R, &dX)); /* ...then its backward: still torch's gradient */
+        expect_close("dX after other runs", lithe_value_get_tensor(dX), get("%s.dx", name), 1e-4, 1e-4);
+        expect_same(dX, dX2);
+        expect_same(T1, Y1);
+        lithe_backprop_free(bp);
+        lithe_value_release(dX);
+        lithe_value_release(dX2);
+        lithe_value_release(T1);
+        lithe_value_release(T2);
+        lithe_value_release(X);
+        lithe_value_release(X4);
+        lithe_value_release(R);
+        lithe_value_release(Y1);
+        lithe_value_release(Y3);
+        lithe_value_release(Y4);
+        lithe_model_free(m);
+    }
+    OK(lithe_set_allocator(NULL));
+}
+
+/* More input shapes than the cache keeps: the least recently used plan goes, and its buffers
+ * with it once no run uses them; results stay right. */
+static void test_plan_eviction(void **state) {
+    (void)state;
+    lithe_model *m = load("lenet", NULL, NULL);
+    lithe_value *X = value_of(get("lenet.x", 0)), *Y = NULL, *Yk = NULL;
+    OK(lithe_model_predict(m, X, &Y));
+    lithe_backprop *bp = NULL;
+    lithe_value *T = NULL, *dX = NULL, *R = value_of(get("lenet.r", 0));
+    OK(lithe_model_begin_update(m, X, &T, &bp)); /* alive while its plan is evicted */
+    for (int times = 2; times <= 2 + LITHE__GRAPH_PLANS; times++) {
+        lithe_value *Xk = tiled(get("lenet.x", 0), times);
+        OK(lithe_model_predict(m, Xk, &Yk));
+        const float *a = lithe_tensor_data(lithe_value_get_tensor(Y)), *b = lithe_tensor_data(lithe_value_get_tensor(Yk));
+        for (int64_t i = 0; i < lithe_tensor_numel(lithe_value_get_tensor(Y)); i++) assert_true(a[i] == b[i]);
+        lithe_value_release(Yk);
+        lithe_value_release(Xk);
+    }
+    OK(lithe_backprop_run(bp, R, &dX));
+    expect_close("dX after its plan was evicted", lithe_value_get_tensor(dX), get("lenet.dx", 0), 1e-4, 1e-4);
+    lithe_backprop_free(bp);
+    lithe_model_free(m); /* the output outlives the model and its pools */
+    const float *t = lithe_tensor_data(lithe_value_get_tensor(T)), *y = lithe_tensor_data(lithe_value_get_tensor(Y));
+    for (int64_t i = 0; i < lithe_tensor_numel(lithe_value_get_tensor(Y)); i++) assert_true(t[i] == y[i]);
+    lithe_value_release(T);
+    lithe_value_release(dX);
+    lithe_value_release(R);
+    lithe_value_release(X);
+    lithe_value_release(Y);
+}
+
+/* A graph on the Vulkan backend (lavapipe in CI) plans its device buffers the same way: repeated
+ * training steps take no fresh block and agree with the CPU. Skipped without a device. */
+static void test_plan_vulkan(void **state) {
+    (void)state;
+    lithe_backend *vk = NULL;
+    if (lithe_backend_get("vulkan", &vk) != LITHE_OK) {
+        print_message("test_plan_vulkan: no Vulkan device here (%s)\n", lithe_last_error());
+        return;
+    }
+    static const char *const planned[] = {"lenet", "encoder"};
+    for (size_t k = 0; k < 2; k++) {
+        const char *name = planned[k];
+        lithe_model *m = load(name, NULL, NULL);
+        OK(lithe_model_set_backend(m, vk));
+        lithe_tensor *xh = tensor_of(get("%s.x", name)), *rh = tensor_of(get("%s.r", name)), *xd = NULL, *rd = NULL;
+        OK(lithe_tensor_to_backend(xh, vk, &xd));
+        OK(lithe_tensor_to_backend(rh, vk, &rd));
+        lithe_value *X = NULL, *R = NULL;
+        OK(lithe_value_tensor(xd, &X));
+        OK(lithe_value_tensor(rd, &R));
+        for (int run = 0; run < 3; run++) {
+            size_t f0 = pool_fresh(m);
+            lithe_value *Y = NULL, *dX = NULL;
+            lithe_backprop *bp = NULL;
+            OK(lithe_model_begin_update(m, X, &Y, &bp));
+            OK(lithe_backprop_run(bp, R, &dX));
+            lithe_tensor *yh = NULL, *dxh = NULL;
+            OK(lithe_tensor_to_backend(lithe_value_get_tensor(Y), NULL, &yh));
+            OK(lithe_tensor_to_backend(lithe_value_get_tensor(dX), NULL, &dxh));
+            expect_close("vulkan output", yh, get("%s.y", name), 1e-4, 1e-4);
+            expect_close("vulkan dX", dxh, get("%s.dx", name), 1e-4, 1e-4);
+            if (run > 0) assert_int_equal(pool_fresh(m) - f0, 0);
+            lithe_tensor_release(yh);
+            lithe_tensor_release(dxh);
+            lithe_backprop_free(bp);
+            lithe_value_release(Y);
+            lithe_value_release(dX);
+        }
+        printf("test_onnx: %-8s on vulkan: three training steps agree with torch, the later two take no fresh block\n", name);
+        lithe_value_release(X);
+        lithe_value_release(R);
+        lithe_tensor_release(xh);
+        lithe_tensor_release(rh);
+        lithe_tensor_release(xd);
+        lithe_tensor_release(rd);
+        lithe_model_free(m);
+    }
+}
+
+/* External data (onnx.save_model(..., save_as_external_data=True), written by the golden script
+ * into onnx_external/ beside the goldens): one data file and one file per tensor load and predict
+ * as the inline model; the data is inlined, so the node's bytes and a .lithe file made from it
+ * need no folder. Hostile entries are refused with a message naming the tensor and the numbers. */
+static void test_external_data(void **state) {
+    (void)state;
+    char dir[600], path[700];
+    snprintf(dir, sizeof dir, "%s", golden_path);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = '\0';
+    else snprintf(dir, sizeof dir, ".");
+    lithe_value *X = value_of(get("lenet.x", 0));
+    static const char *const good[] = {"lenet", "lenet_split"};
+    for (size_t k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/onnx_external/%s.onnx", dir, good[k]);
+        lithe_model *m = NULL, *back = NULL;
+        OK(lithe_model_load(path, &m));
+        lithe_value *Y = NULL, *Y2 = NULL;
+        OK(lithe_model_predict(m, X, &Y));
+        expect_close("lenet from external data", lithe_value_get_tensor(Y), get("lenet.y", 0), 1e-6, 1e-6);
+        uint8_t *file = NULL;
+        size_t flen = 0;
+        OK(lithe_model_save_bytes(m, NULL, &file, &flen));
+        OK(lithe_model_load_bytes(file, flen, &back));
+        OK(lithe_model_predict(back, X, &Y2));
+        expect_same(Y, Y2);
+        lithe_buffer_free(file);
+        lithe_value_release(Y);
+        lithe_value_release(Y2);
+        lithe_model_free(back);
+        lithe_model_free(m);
+    }
+    /* the bytes alone: there is no folder to read from */
+    snprintf(path, sizeof path, "%s/onnx_external/lenet.onnx", dir);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    uint8_t buf[65536];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    lithe_model *m = NULL;
+    assert_int_equal(lithe_onnx_load_bytes(buf, n, &m), LITHE_ERR_UNSUPPORTED);
+    assert_null(m);
+    assert_non_null(strstr(lithe_last_error(), "external file 'lenet.data'"));
+    static const struct {
+        const char *name, *says;
+        lithe_status st;
+    } bad[] = {{"absolute", "is an absolute path", LITHE_ERR_FORMAT},
+               {"escape", "leaves the model's folder", LITHE_ERR_FORMAT},
+               {"offset", "lies outside", LITHE_ERR_FORMAT},
+               {"length", "lies outside", LITHE_ERR_FORMAT},
+               {"size", "need 1600", LITHE_ERR_FORMAT},
+               {"missing", "cannot open", LITHE_ERR_IO}};
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        snprintf(path, sizeof path, "%s/onnx_external/lenet_%s.onnx", dir, bad[k].name);
+        assert_int_equal(lithe_model_load(path, &m), bad[k].st);
+        assert_null(m);
+        printf("test_onnx: external data, %-8s refused: %s\n", bad[k].name, lithe_last_error());
+        assert_non_null(strstr(lithe_last_error(), bad[k].says));
+        assert_non_null(strstr(lithe_last_error(), "fc1.weight"));
+    }
+    lithe_value_release(X);
+}
+
 int main(int argc, char **argv) {
     golden_path = argc > 1 ? argv[1] : getenv("LITHE_THINC_GOLDENS");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parity), cmocka_unit_test(test_finite_differences), cmocka_unit_test(test_sgd_steps),
         cmocka_unit_test(test_files),  cmocka_unit_test(test_bad_inputs),         cmocka_unit_test(test_hostile),
+        cmocka_unit_test(test_plan),       cmocka_unit_test(test_plan_eviction),
+        cmocka_unit_test(test_plan_vulkan),        cmocka_unit_test(test_external_data),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);
 }

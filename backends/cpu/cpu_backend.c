@@ -2,18 +2,19 @@
  * unpacks tensors into pointers and sizes and calls the kernel chosen for this machine (today
  * the scalar twin everywhere; SIMD variants slot in here). Shapes were checked by the layer. */
 #include "kernels.h"
+#include "simd/simd.h"
 #include "gemm/gemm.h"
 
 #include <stdlib.h>
 
 static lithe_status cpu_alloc(lithe_backend *be, size_t nbytes, void **out) {
     (void)be;
-    *out = lithe__aligned_alloc(nbytes);
+    *out = lithe__cpu_cache_alloc(nbytes);
     return *out ? LITHE_OK : lithe__oom("cpu backend", nbytes);
 }
 static void cpu_free(lithe_backend *be, void *p) {
     (void)be;
-    lithe__aligned_free(p);
+    lithe__cpu_cache_free(p);
 }
 static lithe_status cpu_upload(lithe_backend *be, void *dst, size_t off, const void *src, size_t n) {
     (void)be;
@@ -90,7 +91,7 @@ static lithe_status cpu_gemm_bias_act(lithe_backend *be, bool tA, bool tB, const
                                       lithe_tensor *Z, lithe_tensor *Y) {
     (void)be;
     int64_t M = Y->shape[0], N = Y->shape[1], K = tA ? A->shape[0] : A->shape[1];
-    lithe__sgemm_epilogue e = {b ? F(b) : NULL, a, lithe_f32_act__scalar, Z ? F(Z) : NULL, Z ? Z->strides[0] : 0};
+    lithe__sgemm_epilogue e = {b ? F(b) : NULL, a, lithe__simd()->act, Z ? F(Z) : NULL, Z ? Z->strides[0] : 0};
     if (!lithe__sgemm(NULL, true, tA, tB, M, N, K, 1.0f, F(A), A->strides[0], F(B), B->strides[0], 0.0f, F(Y),
                       Y->strides[0], &e))
         return lithe__oom("gemm packing workspace", (size_t)K * 4096 * sizeof(float));
@@ -99,49 +100,49 @@ static lithe_status cpu_gemm_bias_act(lithe_backend *be, bool tA, bool tB, const
 
 static lithe_status cpu_add_row(lithe_backend *be, lithe_tensor *Y, const lithe_tensor *b) {
     (void)be;
-    lithe_f32_add_row__scalar(Y->shape[0], Y->shape[1], F(Y), F(b));
+    lithe__cpu_add_row(Y->shape[0], Y->shape[1], F(Y), F(b));
     return LITHE_OK;
 }
 static lithe_status cpu_sum_rows(lithe_backend *be, const lithe_tensor *X, float beta, lithe_tensor *y) {
     (void)be;
-    lithe_f32_sum_rows__scalar(X->shape[0], X->shape[1], F(X), beta, F(y));
+    lithe__cpu_sum_rows(X->shape[0], X->shape[1], F(X), beta, F(y));
     return LITHE_OK;
 }
 static lithe_status cpu_axpby(lithe_backend *be, float alpha, const lithe_tensor *X, float beta, lithe_tensor *Y) {
     (void)be;
-    lithe_f32_axpby__scalar(N(Y), alpha, F(X), beta, F(Y));
+    lithe__cpu_axpby(N(Y), alpha, F(X), beta, F(Y));
     return LITHE_OK;
 }
 static lithe_status cpu_mul(lithe_backend *be, const lithe_tensor *A, const lithe_tensor *B, lithe_tensor *Y) {
     (void)be;
-    lithe_f32_mul__scalar(N(Y), F(A), F(B), F(Y));
+    lithe__cpu_mul(N(Y), F(A), F(B), F(Y));
     return LITHE_OK;
 }
 static lithe_status cpu_sum_squares(lithe_backend *be, const lithe_tensor *X, double *out) {
     (void)be;
-    *out = lithe_f32_sum_squares__scalar(N(X), F(X));
+    *out = lithe__cpu_sum_squares(N(X), F(X));
     return LITHE_OK;
 }
 static lithe_status cpu_act(lithe_backend *be, const lithe__act *a, const lithe_tensor *X, lithe_tensor *Y) {
     (void)be;
-    lithe_f32_act__scalar(a, N(Y), F(X), F(Y));
+    lithe__cpu_act(a, N(Y), F(X), F(Y));
     return LITHE_OK;
 }
 static lithe_status cpu_act_backward(lithe_backend *be, const lithe__act *a, const lithe_tensor *dY,
                                      const lithe_tensor *X, const lithe_tensor *Y, lithe_tensor *dX) {
     (void)be;
-    lithe_f32_act_backward__scalar(a, N(dX), F(dY), X ? F(X) : NULL, Y ? F(Y) : NULL, F(dX));
+    lithe__cpu_act_backward(a, N(dX), F(dY), X ? F(X) : NULL, Y ? F(Y) : NULL, F(dX));
     return LITHE_OK;
 }
 static lithe_status cpu_softmax(lithe_backend *be, const lithe_tensor *X, float temperature, lithe_tensor *Y) {
     (void)be;
-    lithe_f32_softmax__scalar(X->shape[0], X->shape[1], F(X), temperature, F(Y));
+    lithe__cpu_softmax(X->shape[0], X->shape[1], F(X), temperature, F(Y));
     return LITHE_OK;
 }
 static lithe_status cpu_softmax_backward(lithe_backend *be, const lithe_tensor *Y, const lithe_tensor *dY,
                                          float temperature, lithe_tensor *dX) {
     (void)be;
-    lithe_f32_softmax_backward__scalar(Y->shape[0], Y->shape[1], F(Y), F(dY), temperature, F(dX));
+    lithe__cpu_softmax_backward(Y->shape[0], Y->shape[1], F(Y), F(dY), temperature, F(dX));
     return LITHE_OK;
 }
 static lithe_status cpu_dropout_mask(lithe_backend *be, uint64_t key, uint64_t counter, float rate,
@@ -153,19 +154,19 @@ static lithe_status cpu_dropout_mask(lithe_backend *be, uint64_t key, uint64_t c
 static lithe_status cpu_adam(lithe_backend *be, lithe_tensor *W, const lithe_tensor *G, lithe_tensor *m1,
                              lithe_tensor *m2, float beta1, float beta2, float eps, float lr) {
     (void)be;
-    lithe_f32_adam__scalar(N(W), F(W), F(G), F(m1), F(m2), beta1, beta2, eps, lr);
+    lithe__cpu_adam(N(W), F(W), F(G), F(m1), F(m2), beta1, beta2, eps, lr);
     return LITHE_OK;
 }
 static lithe_status cpu_radam(lithe_backend *be, lithe_tensor *W, const lithe_tensor *G, lithe_tensor *m1,
                               lithe_tensor *m2, float beta1, float omb1, float beta2, float omb2, float eps, float coef,
                               bool rectified) {
     (void)be;
-    lithe_f32_radam__scalar(N(W), F(W), F(G), F(m1), F(m2), beta1, omb1, beta2, omb2, eps, coef, rectified);
+    lithe__cpu_radam(N(W), F(W), F(G), F(m1), F(m2), beta1, omb1, beta2, omb2, eps, coef, rectified);
     return LITHE_OK;
 }
 static lithe_status cpu_update_averages(lithe_backend *be, lithe_tensor *ema, const lithe_tensor *W, float decay) {
     (void)be;
-    lithe_f32_update_averages__scalar(N(W), F(ema), F(W), decay);
+    lithe__cpu_update_averages(N(W), F(ema), F(W), decay);
     return LITHE_OK;
 }
 static lithe_status cpu_cce_labels(lithe_backend *be, const lithe_tensor *G, const lithe_tensor *labels,
@@ -185,7 +186,7 @@ static lithe_status cpu_any_outside(lithe_backend *be, const lithe_tensor *X, fl
 }
 static lithe_status cpu_maxout(lithe_backend *be, const lithe_tensor *X, lithe_tensor *Y, lithe_tensor *which) {
     (void)be;
-    lithe_f32_maxout__scalar(X->shape[0], X->shape[1], X->shape[2], F(X), F(Y), (int32_t *)lithe__tdata(which));
+    lithe__cpu_maxout(X->shape[0], X->shape[1], X->shape[2], F(X), F(Y), (int32_t *)lithe__tdata(which));
     return LITHE_OK;
 }
 static lithe_status cpu_maxout_backward(lithe_backend *be, const lithe_tensor *dY, const lithe_tensor *which,
@@ -199,7 +200,7 @@ static lithe_status cpu_layernorm(lithe_backend *be, const lithe_tensor *X, cons
                                   const lithe_tensor *b, float eps, lithe_tensor *Y, lithe_tensor *mean,
                                   lithe_tensor *inv_std) {
     (void)be;
-    lithe_f32_layernorm__scalar(X->shape[0], X->shape[1], F(X), F(G), F(b), eps, F(Y), F(mean), F(inv_std));
+    lithe__cpu_layernorm(X->shape[0], X->shape[1], F(X), F(G), F(b), eps, F(Y), F(mean), F(inv_std));
     return LITHE_OK;
 }
 static lithe_status cpu_layernorm_backward(lithe_backend *be, const lithe_tensor *dY, const lithe_tensor *X,
@@ -207,7 +208,7 @@ static lithe_status cpu_layernorm_backward(lithe_backend *be, const lithe_tensor
                                            const lithe_tensor *inv_std, lithe_tensor *dX, lithe_tensor *dG,
                                            lithe_tensor *db) {
     (void)be;
-    lithe_f32_layernorm_backward__scalar(X->shape[0], X->shape[1], F(dY), F(X), F(G), F(mean), F(inv_std),
+    lithe__cpu_layernorm_backward(X->shape[0], X->shape[1], F(dY), F(X), F(G), F(mean), F(inv_std),
                                          F(dX), F(dG), F(db));
     return LITHE_OK;
 }
@@ -220,13 +221,13 @@ static const uint64_t *ids64(const lithe_tensor *ids) {
 static lithe_status cpu_gather_rows(lithe_backend *be, const lithe_tensor *table, const lithe_tensor *ids,
                                     lithe_tensor *Y) {
     (void)be;
-    lithe_f32_gather_rows__scalar(Y->shape[0], Y->shape[1], F(table), ids32(ids), ids64(ids), F(Y));
+    lithe__cpu_gather_rows(Y->shape[0], Y->shape[1], F(table), ids32(ids), ids64(ids), F(Y));
     return LITHE_OK;
 }
 static lithe_status cpu_scatter_add_rows(lithe_backend *be, lithe_tensor *table, const lithe_tensor *ids,
                                          const lithe_tensor *X) {
     (void)be;
-    lithe_f32_scatter_add_rows__scalar(X->shape[0], X->shape[1], F(table), ids32(ids), ids64(ids), F(X));
+    lithe__cpu_scatter_add_rows(X->shape[0], X->shape[1], F(table), ids32(ids), ids64(ids), F(X));
     return LITHE_OK;
 }
 static lithe_status cpu_hash_ids(lithe_backend *be, const lithe_tensor *ids, uint32_t seed, lithe_tensor *out) {
@@ -422,56 +423,55 @@ static lithe_status cpu_reduce_to(lithe_backend *be, const lithe_tensor *X, floa
 
 static lithe_status cpu_unary(lithe_backend *be, int op, const lithe_tensor *X, lithe_tensor *Y) {
     (void)be;
-    lithe_f32_unary__scalar(op, N(X), F(X), F(Y));
+    lithe__cpu_unary(op, N(X), F(X), F(Y));
     return LITHE_OK;
 }
 
 static lithe_status cpu_unary_backward(lithe_backend *be, int op, const lithe_tensor *X, const lithe_tensor *Y,
                                        const lithe_tensor *dY, lithe_tensor *dX) {
     (void)be;
-    lithe_f32_unary_backward__scalar(op, N(X), F(X), F(Y), F(dY), F(dX));
+    lithe__cpu_unary_backward(op, N(X), F(X), F(Y), F(dY), F(dX));
     return LITHE_OK;
 }
 
 static lithe_status cpu_log_softmax(lithe_backend *be, const lithe_tensor *X, lithe_tensor *Y) {
     (void)be;
-    lithe_f32_log_softmax__scalar(X->shape[0], X->shape[1], F(X), F(Y));
+    lithe__cpu_log_softmax(X->shape[0], X->shape[1], F(X), F(Y));
     return LITHE_OK;
 }
 
 static lithe_status cpu_log_softmax_backward(lithe_backend *be, const lithe_tensor *Y, const lithe_tensor *dY,
                                              lithe_tensor *dX) {
     (void)be;
-    lithe_f32_log_softmax_backward__scalar(Y->shape[0], Y->shape[1], F(Y), F(dY), F(dX));
+    lithe__cpu_log_softmax_backward(Y->shape[0], Y->shape[1], F(Y), F(dY), F(dX));
     return LITHE_OK;
 }
 
 static lithe_status cpu_conv2d(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X, const lithe_tensor *W,
                                const lithe_tensor *b, lithe_tensor *Y) {
     (void)be;
-    lithe_f32_conv2d__scalar(g, F(X), F(W), b ? F(b) : NULL, F(Y));
-    return LITHE_OK;
+    return lithe__cpu_conv2d(be, g, F(X), F(W), b ? F(b) : NULL, F(Y));
 }
 
 static lithe_status cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X,
                                         const lithe_tensor *W, const lithe_tensor *dY, lithe_tensor *dX,
                                         lithe_tensor *dW, lithe_tensor *db) {
     (void)be;
-    lithe_f32_conv2d_backward__scalar(g, F(X), F(W), F(dY), dX ? F(dX) : NULL, dW ? F(dW) : NULL, db ? F(db) : NULL);
-    return LITHE_OK;
+    return lithe__cpu_conv2d_backward(be, g, F(X), F(W), F(dY), dX ? F(dX) : NULL, dW ? F(dW) : NULL,
+                                      db ? F(db) : NULL);
 }
 
 static lithe_status cpu_pool2d(lithe_backend *be, const lithe__pool2d *g, const lithe_tensor *X, lithe_tensor *Y,
                                lithe_tensor *which) {
     (void)be;
-    lithe_f32_pool2d__scalar(g, F(X), F(Y), which ? (int32_t *)lithe__tdata(which) : NULL);
+    lithe__cpu_pool2d(g, F(X), F(Y), which ? (int32_t *)lithe__tdata(which) : NULL);
     return LITHE_OK;
 }
 
 static lithe_status cpu_pool2d_backward(lithe_backend *be, const lithe__pool2d *g, const lithe_tensor *dY,
                                         const lithe_tensor *which, lithe_tensor *dX) {
     (void)be;
-    lithe_f32_pool2d_backward__scalar(g, F(dY), which ? (const int32_t *)lithe__tdata(which) : NULL, F(dX));
+    lithe__cpu_pool2d_backward(g, F(dY), which ? (const int32_t *)lithe__tdata(which) : NULL, F(dX));
     return LITHE_OK;
 }
 
@@ -486,6 +486,6 @@ static const lithe_backend_ops cpu_ops = {
 #undef LITHE_PRIM
 };
 
-static lithe_backend cpu_backend = {"cpu", true, &cpu_ops, NULL};
+static lithe_backend cpu_backend = {"cpu", true, &cpu_ops, NULL, 1 /* kDLCPU */, 0};
 
 lithe_backend *lithe__backend_cpu(void) { return &cpu_backend; }

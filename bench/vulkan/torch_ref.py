@@ -1,12 +1,20 @@
 """The reference figures for bench/vulkan_bench.sh: PyTorch's fp32 GEMM (cuBLAS on CUDA) and the
 same 784-512-512-10 Relu MLP training step (batch 128, Adam, cross-entropy), on CUDA when
 torch sees a GPU, else on the CPU (labelled). Prints lines shaped like lithe_vulkan_bench's.
-    python3 bench/vulkan/torch_ref.py [sizes, default 256,1024,4096] [steps, default 50]"""
+    python3 bench/vulkan/torch_ref.py [sizes, default 256,1024,4096] [steps, default 50] [--onnx cnn.onnx]
+With --onnx it also times a small CNN's forward pass (batch 64, 1x28x28: Conv 32 3x3, ReLU, MaxPool 2,
+Conv 64 3x3, ReLU, MaxPool 2, Linear 10) and exports that CNN to the file for lithe's benchmark
+(bench/cuda/cuda_bench.sh), so both time the same network."""
 import sys
 import time
 
 import torch
 
+onnx_out = None
+if "--onnx" in sys.argv:
+    i = sys.argv.index("--onnx")
+    onnx_out = sys.argv[i + 1]
+    del sys.argv[i:i + 2]
 sizes = [int(s) for s in (sys.argv[1] if len(sys.argv) > 1 else "256,1024,4096").split(",")]
 steps = int(sys.argv[2]) if len(sys.argv) > 2 else 50
 dev = "cuda" if torch.cuda.is_available() else "cpu"
@@ -49,3 +57,21 @@ for step in range(-2, steps):
 sync()
 t = time.perf_counter() - t0
 print(f"{name} mlp batch=128 784-512-512-10 {steps / t:.1f} steps/s ({steps} steps, {t:.3f} s)")
+
+if onnx_out:
+    torch.manual_seed(0)
+    cnn = torch.nn.Sequential(torch.nn.Conv2d(1, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+                              torch.nn.Conv2d(32, 64, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+                              torch.nn.Flatten(), torch.nn.Linear(64 * 7 * 7, 10)).eval()
+    x = torch.rand(64, 1, 28, 28)
+    torch.onnx.export(cnn, x, onnx_out, opset_version=13, input_names=["x"], output_names=["y"])
+    cnn, x = cnn.to(dev), x.to(dev)
+    with torch.no_grad():
+        for r in range(-2, steps):
+            if r == 0:
+                sync()
+                t0 = time.perf_counter()
+            cnn(x)
+        sync()
+    t = time.perf_counter() - t0
+    print(f"{name} cnn batch=64 {steps / t:.1f} forward/s ({steps} passes, {t:.3f} s)")

@@ -1,11 +1,14 @@
-/* Vulkan backend benchmark (runs on any backend, so the CPU gives the comparison):
+/* GPU backend benchmark (Vulkan and CUDA; runs on any backend, so the CPU gives the comparison):
  *   GEMM  C (n, n) = A (n, n) · B (n, n), fp32, GFLOP/s = 2 n^3 reps / seconds, timed from a
  *         synchronised start to a synchronised end (the device's queue drained);
  *   MLP   training steps/s of Relu(784 -> 512) >> Relu(512) >> Softmax(10), batch 128, Adam,
- *         cross-entropy from int labels (Thinc's MNIST example), data already on the device.
- * Usage: lithe_vulkan_bench [--device vulkan|cpu|vulkan:<i>] [--gemm 256,1024,4096] [--steps N]
- * Prints one line per measurement: "<device> gemm n=<n> <GFLOP/s> GFLOP/s" and
- * "<device> mlp batch=128 <steps/s> steps/s". */
+ *         cross-entropy from int labels (Thinc's MNIST example), data already on the device;
+ *   CNN   forward passes/s of an ONNX CNN (bench/vulkan/torch_ref.py --onnx exports it: input
+ *         (64, 1, 28, 28)), imported as a graph layer, input already on the device.
+ * Built as lithe_vulkan_bench (bench/vulkan_bench.sh) and lithe_cuda_bench (bench/cuda/cuda_bench.sh).
+ * Usage: lithe_<x>_bench [--device vulkan|cuda|cpu|...] [--gemm 256,1024,4096] [--steps N] [--cnn m.onnx]
+ * Prints one line per measurement: "<device> gemm n=<n> <GFLOP/s> GFLOP/s",
+ * "<device> mlp batch=128 <steps/s> steps/s" and "<device> cnn batch=64 <passes/s> forward/s". */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +25,7 @@ static double now(void) {
 }
 
 static int die(const char *what, lithe_status s) {
-    fprintf(stderr, "lithe_vulkan_bench: %s: %s: %s\n", what, lithe_status_str(s), lithe_last_error());
+    fprintf(stderr, "lithe bench: %s: %s: %s\n", what, lithe_status_str(s), lithe_last_error());
     return 1;
 }
 
@@ -130,15 +133,46 @@ static int bench_mlp(lithe_backend *be, int steps) {
     return 0;
 }
 
+static int bench_cnn(lithe_backend *be, const char *path, int reps) {
+    enum { BATCH = 64 };
+    lithe_model *m = NULL;
+    TRY("--cnn", lithe_onnx_load(path, &m));
+    TRY("set_backend", lithe_model_set_backend(m, be));
+    lithe_tensor *X = NULL;
+    if (rand_tensor(be, BATCH, 28 * 28, 5, &X)) return 1;
+    lithe_tensor *X4 = NULL;
+    TRY("reshape", lithe_tensor_reshape(X, 4, (int64_t[]){BATCH, 1, 28, 28}, &X4));
+    lithe_value *Xv = NULL;
+    TRY("value", lithe_value_tensor(X4, &Xv));
+    double t0 = 0;
+    for (int r = -2; r < reps; r++) {
+        if (r == 0) {
+            TRY("sync", be->ops->sync(be));
+            t0 = now();
+        }
+        lithe_value *Y = NULL;
+        TRY("cnn forward", lithe_model_predict(m, Xv, &Y));
+        lithe_value_release(Y);
+    }
+    TRY("sync", be->ops->sync(be));
+    double t = now() - t0;
+    printf("%s cnn batch=%d %.1f forward/s (%d passes, %.3f s)\n", lithe_backend_name(be), BATCH, reps / t, reps, t);
+    lithe_value_release(Xv);
+    lithe_tensor_release(X);
+    lithe_model_free(m);
+    return 0;
+}
+
 int main(int argc, char **argv) {
-    const char *device = "vulkan", *gemm = "256,1024";
+    const char *device = "vulkan", *gemm = "256,1024", *cnn = NULL;
     int steps = 20;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--device")) device = argv[i + 1];
         else if (!strcmp(argv[i], "--gemm")) gemm = argv[i + 1];
         else if (!strcmp(argv[i], "--steps")) steps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--cnn")) cnn = argv[i + 1];
         else {
-            fprintf(stderr, "usage: %s [--device NAME] [--gemm n,n,...] [--steps N]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--device NAME] [--gemm n,n,...] [--steps N] [--cnn model.onnx]\n", argv[0]);
             return 2;
         }
     }
@@ -152,5 +186,6 @@ int main(int argc, char **argv) {
         p++;
     }
     if (steps > 0 && bench_mlp(be, steps)) return 1;
+    if (cnn && bench_cnn(be, cnn, steps > 0 ? steps : 20)) return 1;
     return 0;
 }

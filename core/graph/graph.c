@@ -11,8 +11,24 @@
 
 #define LAYER "onnx_graph"
 
+static void plan_unref(lithe__gplan *p) {
+    if (!p || --p->refs > 0) return;
+    for (size_t i = 0; p->vals && i < p->n_slots; i++) lithe_tensor_release(p->vals[i]);
+    lithe__bufpool_close(p->pool);
+    lithe__free(p->spare);
+    lithe__free(p->vals);
+    lithe__free(p->cached);
+    lithe__free(p->shape_varies);
+    lithe__free(p->dtype);
+    lithe__free(p->ndim);
+    lithe__free(p->shape);
+    lithe__free(p);
+}
+
 static void graph_free(lithe__graph *g) {
     if (!g) return;
+    for (size_t i = 0; i < LITHE__GRAPH_PLANS; i++) plan_unref(g->plans[i]);
+    lithe__free(g->last_use);
     for (size_t i = 0; i < g->onnx.n_nodes; i++) {
         if (g->node_in) lithe__free(g->node_in[i]);
         if (g->node_out) lithe__free(g->node_out[i]);
@@ -68,7 +84,8 @@ const char *lithe__gnode_str(const lithe__gexec *x, size_t node, char *buf, size
 static lithe_status const_tensor(const lithe__onnx_tensor *t, lithe_tensor **out) {
     if (t->ext_location)
         return lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: tensor '%s' keeps its data in the external file '%s': load the "
-                                                  "model with lithe_onnx_load from its folder",
+                                                  "model from its file (lithe_onnx_load or lithe_model_load), which "
+                                                  "reads the data from the model's folder",
                            LAYER, t->name ? t->name : "", t->ext_location);
     LITHE__TRY(lithe__tensor_alloc(lithe__backend_cpu(), t->is_float ? LITHE_F32 : LITHE_I64, t->ndim, t->dims, false,
                                    out));
@@ -239,6 +256,16 @@ static lithe_status graph_build(const uint8_t *bytes, size_t len, lithe__graph *
         else g->out_slots[g->n_out++] = (size_t)k;
     }
     if (s == LITHE_OK && g->n_out == 0) s = lithe__fail(LITHE_ERR_FORMAT, "%s: the graph has no output", LAYER);
+    /* liveness: a run that keeps nothing for backward drops each value after its last reader */
+    if (s == LITHE_OK && !(g->last_use = lithe__calloc(g->n_slots + 1, sizeof *g->last_use)))
+        s = lithe__oom(LAYER, g->n_slots * 8);
+    for (size_t i = 0; s == LITHE_OK && i < o->n_nodes; i++) {
+        for (size_t k = 0; k < o->nodes[i].n_outputs; k++)
+            if (g->node_out[i][k] >= 0) g->last_use[g->node_out[i][k]] = (int64_t)i;
+        for (size_t k = 0; k < o->nodes[i].n_inputs; k++)
+            if (g->node_in[i][k] >= 0) g->last_use[g->node_in[i][k]] = (int64_t)i;
+    }
+    for (size_t i = 0; s == LITHE_OK && i < g->n_out; i++) g->last_use[g->out_slots[i]] = -1;
     if (s != LITHE_OK) {
         graph_free(g);
         return s;
@@ -318,7 +345,7 @@ lithe_status lithe__gexec_grad(lithe__gexec *x, size_t node, size_t k, lithe_ten
     if (!x->grads) return LITHE_OK;
     int64_t s = x->g->node_in[node][k];
     if (s < 0 || !x->needs[s] || !x->vals[s]) return LITHE_OK;
-    if (!x->grads[s]) LITHE__TRY(lithe__tensor_like(x->vals[s], true, &x->grads[s]));
+    if (!x->grads[s]) LITHE__TRY(lithe__gexec_like(x, x->vals[s], true, &x->grads[s]));
     *out = x->grads[s];
     return LITHE_OK;
 }
@@ -329,10 +356,9 @@ static void exec_destroy(lithe_backprop *self) {
     for (size_t i = 0; x->vals && i < n; i++) lithe_tensor_release(x->vals[i]);
     for (size_t i = 0; x->grads && i < n; i++) lithe_tensor_release(x->grads[i]);
     for (size_t i = 0; x->saved && i < 2 * nn; i++) lithe_tensor_release(x->saved[i]);
-    lithe__free(x->vals);
-    lithe__free(x->grads);
-    lithe__free(x->saved);
-    lithe__free(x->needs);
+    if (x->plan && !x->plan->spare) x->plan->spare = x->arrays; /* for the next run */
+    else lithe__free(x->arrays);
+    plan_unref(x->plan);
 }
 
 static bool node_folded(const lithe__graph *g, size_t i) {
@@ -375,7 +401,7 @@ static lithe_status take_input(lithe__gexec *x, size_t k, lithe_tensor *t) {
         if (lithe_tensor_is_contiguous(t)) {
             x->vals[slot] = lithe_tensor_retain(t);
         } else {
-            LITHE__TRY(lithe__tensor_alloc(x->be, LITHE_F32, t->ndim, t->shape, false, &x->vals[slot]));
+            LITHE__TRY(lithe__gexec_alloc(x, x->be, LITHE_F32, t->ndim, t->shape, false, &x->vals[slot]));
             LITHE__TRY(lithe__op_copy(x->be, x->vals[slot], t));
         }
         x->needs[slot] = true;
@@ -386,7 +412,7 @@ static lithe_status take_input(lithe__gexec *x, size_t k, lithe_tensor *t) {
                            g->slot_name[slot], lithe_dtype_name(t->dtype));
     lithe_tensor *h = NULL;
     LITHE__TRY(lithe_tensor_to_backend(t, NULL, &h));
-    lithe_status s = lithe__tensor_alloc(lithe__backend_cpu(), LITHE_I64, t->ndim, t->shape, false, &x->vals[slot]);
+    lithe_status s = lithe__gexec_alloc(x, lithe__backend_cpu(), LITHE_I64, t->ndim, t->shape, false, &x->vals[slot]);
     if (s == LITHE_OK) {
         int64_t *o = lithe__tdata(x->vals[slot]);
         for (int64_t i = 0; i < h->numel; i++)
@@ -419,12 +445,12 @@ static lithe_status graph_backward(lithe_backprop *self, const lithe_value *dYv,
                                dy ? lithe__shape_str(dy, a, sizeof a) : "(none)", g->slot_name[slot],
                                y ? lithe__shape_str(y, b, sizeof b) : "(int)");
         if (!x->needs[slot]) continue;
-        if (!x->grads[slot]) LITHE__TRY(lithe__tensor_like(y, true, &x->grads[slot]));
+        if (!x->grads[slot]) LITHE__TRY(lithe__gexec_like(x, y, true, &x->grads[slot]));
         if (lithe_tensor_is_contiguous(dy)) {
             LITHE__TRY(lithe__op_axpby(x->be, 1.0f, dy, 1.0f, x->grads[slot]));
         } else {
             lithe_tensor *c = NULL;
-            LITHE__TRY(lithe__tensor_like(y, false, &c));
+            LITHE__TRY(lithe__gexec_like(x, y, false, &c));
             lithe_status s = lithe__op_copy(x->be, c, dy);
             if (s == LITHE_OK) s = lithe__op_axpby(x->be, 1.0f, c, 1.0f, x->grads[slot]);
             lithe_tensor_release(c);
@@ -466,8 +492,8 @@ static lithe_status graph_backward(lithe_backprop *self, const lithe_value *dYv,
         size_t slot = g->in_slots[k];
         lithe_tensor *d = NULL;
         if (x->grads[slot]) d = lithe_tensor_retain(x->grads[slot]);
-        else if (x->vals[slot]->dtype == LITHE_F32) s = lithe__tensor_like(x->vals[slot], true, &d);
-        else s = lithe__tensor_alloc(x->be, LITHE_F32, x->vals[slot]->ndim, x->vals[slot]->shape, true, &d);
+        else if (x->vals[slot]->dtype == LITHE_F32) s = lithe__gexec_like(x, x->vals[slot], true, &d);
+        else s = lithe__gexec_alloc(x, x->be, LITHE_F32, x->vals[slot]->ndim, x->vals[slot]->shape, true, &d);
         if (s == LITHE_OK) s = lithe__value_wrap(d, &items[k]);
     }
     if (s == LITHE_OK && !x->tuple_in) {
@@ -479,34 +505,189 @@ static lithe_status graph_backward(lithe_backprop *self, const lithe_value *dYv,
     return s;
 }
 
+/* The plan for this run's inputs (each input's dtype and shape, and the backend): found in the
+ * graph's cache, or made (evicting the least recently used one when the cache is full). */
+static lithe_status plan_for(lithe__graph *g, lithe_backend *be, lithe_tensor *const *ts, lithe__gplan **out) {
+    *out = NULL;
+    for (size_t i = 0; i < LITHE__GRAPH_PLANS; i++) {
+        lithe__gplan *p = g->plans[i];
+        bool same = p && p->be == be;
+        for (size_t k = 0; same && k < g->n_in; k++) {
+            same = p->dtype[k] == ts[k]->dtype && p->ndim[k] == ts[k]->ndim;
+            for (int d = 0; same && d < ts[k]->ndim; d++) same = p->shape[k * LITHE_MAX_DIMS + d] == ts[k]->shape[d];
+        }
+        if (same) {
+            p->last_used = ++g->tick;
+            *out = p;
+            return LITHE_OK;
+        }
+    }
+    lithe__gplan *p = lithe__calloc(1, sizeof *p);
+    if (!p) return lithe__oom(LAYER, sizeof *p);
+    p->refs = 1;
+    p->be = be;
+    p->n_in = g->n_in;
+    p->n_slots = g->n_slots;
+    p->dtype = lithe__calloc(g->n_in, sizeof *p->dtype);
+    p->ndim = lithe__calloc(g->n_in, sizeof *p->ndim);
+    p->shape = lithe__calloc(g->n_in * LITHE_MAX_DIMS, sizeof *p->shape);
+    p->cached = lithe__calloc(g->n_slots + 1, sizeof *p->cached);
+    p->shape_varies = lithe__calloc(g->n_slots + 1, sizeof *p->shape_varies);
+    p->vals = lithe__calloc(g->n_slots + 1, sizeof *p->vals);
+    lithe_status s = p->dtype && p->ndim && p->shape && p->cached && p->shape_varies && p->vals
+                         ? lithe__bufpool_new(&p->pool) : lithe__oom(LAYER, g->n_slots * 10);
+    if (s != LITHE_OK) {
+        plan_unref(p);
+        return s;
+    }
+    for (size_t k = 0; k < g->n_in; k++) {
+        p->dtype[k] = ts[k]->dtype;
+        p->ndim[k] = ts[k]->ndim;
+        for (int d = 0; d < ts[k]->ndim; d++) p->shape[k * LITHE_MAX_DIMS + d] = ts[k]->shape[d];
+    }
+    size_t victim = 0;
+    for (size_t i = 0; i < LITHE__GRAPH_PLANS; i++) {
+        if (!g->plans[i]) {
+            victim = i;
+            break;
+        }
+        if (g->plans[i]->last_used < g->plans[victim]->last_used) victim = i;
+    }
+    plan_unref(g->plans[victim]); /* runs still using it keep it alive */
+    g->plans[victim] = p;
+    p->last_used = ++g->tick;
+    *out = p;
+    return LITHE_OK;
+}
+
+/* Whether node i's outputs are all values the plan already holds. */
+static bool node_cached(const lithe__graph *g, const lithe__gplan *p, size_t i) {
+    if (!p->recorded) return false;
+    const lithe__onnx_node *n = &g->onnx.nodes[i];
+    for (size_t k = 0; k < n->n_outputs; k++)
+        if (g->node_out[i][k] >= 0 && !p->cached[g->node_out[i][k]]) return false;
+    return true;
+}
+
+/* In the plan's first run, after node i: which of its outputs depend on the input shapes only.
+ * Those are kept (a copy) in the plan. A value is fixed for the signature when it is a constant or computed from fixed values only, or
+ * when it is a Shape of a value whose shape is fixed. A shape may vary between runs of one
+ * signature when it follows from the values of a non-fixed integer tensor (a Reshape target, Slice
+ * bounds computed from data), so a Shape of such a value is not fixed. Graph outputs are never
+ * held: the caller owns what it gets. */
+static lithe_status plan_record(lithe__gexec *x, lithe__gplan *p, size_t i) {
+    const lithe__graph *g = x->g;
+    const lithe__onnx_node *n = &g->onnx.nodes[i];
+    bool all_fixed = n->n_inputs > 0, varies = false;
+    for (size_t k = 0; k < n->n_inputs; k++) {
+        int64_t sl = g->node_in[i][k];
+        if (sl < 0) continue;
+        bool fixed = g->slot_kind[sl] == SLOT_CONST || p->cached[sl];
+        all_fixed = all_fixed && fixed;
+        varies = varies || p->shape_varies[sl] || (x->vals[sl] && x->vals[sl]->dtype != LITHE_F32 && !fixed);
+    }
+    bool keep = !strcmp(n->op_type, "Shape") ? n->n_inputs > 0 && g->node_in[i][0] >= 0 &&
+                                                   !p->shape_varies[g->node_in[i][0]]
+                                             : all_fixed;
+    for (size_t k = 0; k < n->n_outputs; k++)
+        if (g->node_out[i][k] >= 0 && g->last_use[g->node_out[i][k]] < 0) keep = false;
+    for (size_t k = 0; k < n->n_outputs; k++) {
+        int64_t o = g->node_out[i][k];
+        if (o < 0) continue;
+        p->shape_varies[o] = varies;
+        if (!keep || !x->vals[o]) continue;
+        /* the plan keeps a copy outside the pool: the run's own block goes back to the pool, so
+         * the next run (which skips this node) finds the blocks this one used */
+        lithe_tensor *v = x->vals[o], *c = NULL;
+        LITHE__TRY(lithe__tensor_alloc(v->storage->backend, v->dtype, v->ndim, v->shape, false, &c));
+        lithe_status s = lithe__op_copy(v->storage->backend, c, v);
+        if (s != LITHE_OK) {
+            lithe_tensor_release(c);
+            return s;
+        }
+        p->cached[o] = true;
+        p->vals[o] = c;
+    }
+    return LITHE_OK;
+}
+
+/* A failed first run leaves no half-recorded plan behind. */
+static void plan_forget(lithe__gplan *p) {
+    for (size_t i = 0; i < p->n_slots; i++) {
+        lithe_tensor_release(p->vals[i]);
+        p->vals[i] = NULL;
+        p->cached[i] = p->shape_varies[i] = false;
+    }
+}
+
+/* A run without backward, after node i: what the node kept for backward, and the values it was
+ * the last to read, go back to the pool now, so later nodes take the same blocks (the peak is the
+ * values live at once, not all of them). */
+static void release_after(lithe__gexec *x, size_t i) {
+    const lithe__graph *g = x->g;
+    const lithe__onnx_node *n = &g->onnx.nodes[i];
+    for (size_t k = 0; k < 2; k++) {
+        lithe_tensor_release(x->saved[2 * i + k]);
+        x->saved[2 * i + k] = NULL;
+    }
+    for (size_t k = 0; k < n->n_inputs + n->n_outputs; k++) { /* outputs: a value no node reads */
+        int64_t sl = k < n->n_inputs ? g->node_in[i][k] : g->node_out[i][k - n->n_inputs];
+        if (sl >= 0 && g->last_use[sl] == (int64_t)i) {
+            lithe_tensor_release(x->vals[sl]);
+            x->vals[sl] = NULL;
+        }
+    }
+}
+
 static lithe_status graph_forward(lithe_model *m, const lithe_value *X, bool is_train, lithe_value **Yv,
                                   lithe_backprop **bp) {
     (void)is_train; /* Dropout runs as at inference: exported graphs are traced in eval mode */
     LITHE__TRY(lithe__onnx_attach(m));
     lithe__graph *g = graph_of(m);
+    /* the inputs: one tensor, or a tuple / list of them in the graph's input order */
+    lithe_value_kind kind = X ? lithe_value_kind_of(X) : LITHE_VALUE_TENSOR;
+    bool tuple_in = kind == LITHE_VALUE_TUPLE || kind == LITHE_VALUE_LIST;
+    size_t nx = tuple_in ? lithe_value_len(X) : 1;
+    if (!X || (!tuple_in && kind != LITHE_VALUE_TENSOR) || nx != g->n_in)
+        return lithe__fail(LITHE_ERR_VALUE, "%s: the graph takes %zu input%s (%s), got %zu", m->name, g->n_in,
+                           g->n_in == 1 ? "" : "s", g->n_in == 1 ? "a tensor" : "a tuple of tensors", X ? nx : 0);
+    lithe_tensor *ts[64];
+    if (g->n_in > 64) return lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: more than 64 graph inputs", m->name);
+    for (size_t k = 0; k < g->n_in; k++) {
+        ts[k] = lithe_value_get_tensor(tuple_in ? lithe_value_item(X, k) : X);
+        if (!ts[k]) return lithe__fail(LITHE_ERR_VALUE, "%s: input %zu is not a tensor", m->name, k);
+    }
+    lithe__gplan *plan = NULL;
+    LITHE__TRY(plan_for(g, m->backend, ts, &plan));
     lithe_backprop *rec = NULL;
     LITHE__TRY(lithe__backprop_new(m, sizeof(lithe__gexec), graph_backward, exec_destroy, &rec));
     lithe__gexec *x = (lithe__gexec *)rec;
     x->g = g;
     x->m = m;
     x->be = m->backend;
-    x->vals = lithe__calloc(g->n_slots + 1, sizeof *x->vals);
-    x->grads = lithe__calloc(g->n_slots + 1, sizeof *x->grads);
-    x->needs = lithe__calloc(g->n_slots + 1, sizeof *x->needs);
-    x->saved = lithe__calloc(2 * g->onnx.n_nodes + 1, sizeof *x->saved);
-    lithe_status s = x->vals && x->grads && x->needs && x->saved ? LITHE_OK : lithe__oom(m->name, g->n_slots * 32);
-    /* the inputs: one tensor, or a tuple / list of them in the graph's input order */
-    lithe_value_kind kind = X ? lithe_value_kind_of(X) : LITHE_VALUE_TENSOR;
-    x->tuple_in = kind == LITHE_VALUE_TUPLE || kind == LITHE_VALUE_LIST;
-    size_t nx = x->tuple_in ? lithe_value_len(X) : 1;
-    if (s == LITHE_OK && (!X || (!x->tuple_in && kind != LITHE_VALUE_TENSOR) || nx != g->n_in))
-        s = lithe__fail(LITHE_ERR_VALUE, "%s: the graph takes %zu input%s (%s), got %zu", m->name, g->n_in,
-                        g->n_in == 1 ? "" : "s", g->n_in == 1 ? "a tensor" : "a tuple of tensors", X ? nx : 0);
-    for (size_t k = 0; s == LITHE_OK && k < g->n_in; k++) {
-        lithe_tensor *t = lithe_value_get_tensor(x->tuple_in ? lithe_value_item(X, k) : X);
-        if (!t) s = lithe__fail(LITHE_ERR_VALUE, "%s: input %zu is not a tensor", m->name, k);
-        else s = take_input(x, k, t);
+    x->plan = plan;
+    plan->refs++;
+    x->pool = plan->pool;
+    x->tuple_in = tuple_in;
+    /* vals, grads (n_slots + 1 each), saved (2 per node + 1), needs (n_slots + 1): one block, the
+     * previous run's when it is free */
+    size_t nv = g->n_slots + 1, ns = 2 * g->onnx.n_nodes + 1;
+    size_t bytes = (2 * nv + ns) * sizeof(lithe_tensor *) + nv * sizeof(bool);
+    lithe_status s = LITHE_OK;
+    if (plan->spare) {
+        x->arrays = plan->spare;
+        plan->spare = NULL;
+        memset(x->arrays, 0, bytes);
+    } else if (!(x->arrays = lithe__calloc(1, bytes))) {
+        s = lithe__oom(m->name, bytes);
     }
+    if (s == LITHE_OK) {
+        x->vals = x->arrays;
+        x->grads = x->vals + nv;
+        x->saved = x->grads + nv;
+        x->needs = (bool *)(x->saved + ns);
+    }
+    for (size_t k = 0; s == LITHE_OK && k < g->n_in; k++) s = take_input(x, k, ts[k]);
     for (size_t i = 0; s == LITHE_OK && i < g->n_slots; i++) {
         if (g->slot_kind[i] == SLOT_PARAM) {
             lithe__param *p = lithe__model_find_param(m, g->slot_name[i]);
@@ -522,6 +703,7 @@ static lithe_status graph_forward(lithe_model *m, const lithe_value *X, bool is_
             else x->vals[i] = lithe_tensor_retain(g->slot_const[i]);
         }
     }
+    bool recording = !plan->recorded, keep_all = bp != NULL;
     for (size_t i = 0; s == LITHE_OK && i < g->onnx.n_nodes; i++) {
         if (node_folded(g, i)) continue;
         const lithe__onnx_node *n = &g->onnx.nodes[i];
@@ -530,6 +712,12 @@ static lithe_status graph_forward(lithe_model *m, const lithe_value *X, bool is_
             s = lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: %s node '%s' has %zu inputs and %zu outputs (at most 64, 16)",
                             m->name, n->op_type, n->name ? n->name : "", n->n_inputs, n->n_outputs);
             break;
+        }
+        if (node_cached(g, plan, i)) { /* shape arithmetic this signature has computed before */
+            for (size_t k = 0; k < n->n_outputs; k++)
+                if (g->node_out[i][k] >= 0) x->vals[g->node_out[i][k]] = lithe_tensor_retain(plan->vals[g->node_out[i][k]]);
+            if (!keep_all) release_after(x, i);
+            continue;
         }
         bool needs = false;
         for (size_t k = 0; k < n->n_inputs; k++) {
@@ -555,6 +743,12 @@ static lithe_status graph_forward(lithe_model *m, const lithe_value *X, bool is_
             x->vals[o] = out[k];
             x->needs[o] = needs && out[k]->dtype == LITHE_F32;
         }
+        if (s == LITHE_OK && recording) s = plan_record(x, plan, i);
+        if (s == LITHE_OK && !keep_all) release_after(x, i);
+    }
+    if (recording) {
+        if (s == LITHE_OK) plan->recorded = true;
+        else plan_forget(plan);
     }
     lithe_value *items[16] = {0};
     if (s == LITHE_OK && g->n_out > 16) s = lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: more than 16 graph outputs", m->name);
@@ -613,10 +807,24 @@ lithe_status lithe_onnx_load(const char *path, lithe_model **out) {
     LITHE__CHECK_ARG(out, "lithe_onnx_load", "out is NULL");
     *out = NULL;
     LITHE__CHECK_ARG(path, "lithe_onnx_load", "path is NULL");
-    uint8_t *b = NULL;
-    size_t n = 0;
+    uint8_t *b = NULL, *in = NULL;
+    size_t n = 0, in_n = 0;
     LITHE__TRY(lithe__read_file(path, &b, &n));
-    lithe_status s = lithe_onnx_load_bytes(b, n, out);
+    /* external data lives beside the model: inline it, so the node's bytes (and .lithe files
+     * made from it) hold every tensor */
+    size_t dl = strlen(path);
+    while (dl > 0 && path[dl - 1] != '/' && path[dl - 1] != '\\') dl--;
+    char *dir = lithe__malloc(dl + 2);
+    lithe_status s = dir ? LITHE_OK : lithe__oom(LAYER, dl + 2);
+    if (s == LITHE_OK) { /* "a/b.onnx" -> "a", "/b.onnx" -> "/", "b.onnx" -> "." */
+        size_t k = dl == 0 ? 1 : dl == 1 ? 1 : dl - 1;
+        memcpy(dir, dl ? path : ".", k);
+        dir[k] = '\0';
+        s = lithe__onnx_inline_external(b, n, dir, &in, &in_n);
+    }
+    if (s == LITHE_OK) s = lithe_onnx_load_bytes(in, in_n, out);
+    lithe__free(dir);
+    lithe__free(in);
     lithe__free(b);
     if (s != LITHE_OK) {
         char why[512];

@@ -24,6 +24,30 @@ typedef struct lithe__graph_op {
                              lithe_tensor **dout, lithe_tensor **saved);
 } lithe__graph_op;
 
+/* The plan for one input signature (each graph input's dtype and shape, and the backend): the
+ * buffer pool every value, temporary and gradient of a run is taken from, so a repeated forward
+ * (and backward) of the same shape reuses the same memory; and the values that depend on the input
+ * shapes only (the Shape / Gather / Concat / Reshape arithmetic exporters emit), computed in the
+ * first run and reused, so later runs skip those nodes. Refcounted: the graph's cache holds one
+ * reference, each live run (a forward and its backprop record) another. */
+typedef struct lithe__gplan {
+    int refs;
+    lithe_backend *be;
+    size_t n_in, n_slots;
+    lithe_dtype *dtype;   /* n_in */
+    int *ndim;            /* n_in */
+    int64_t *shape;       /* n_in * LITHE_MAX_DIMS */
+    bool recorded;        /* a run has completed: cached[] and vals[] are filled */
+    bool *cached;         /* n_slots: a value fixed for this signature, held in vals[] */
+    bool *shape_varies;   /* n_slots: its shape may differ between runs of this signature */
+    lithe_tensor **vals;  /* n_slots */
+    lithe__bufpool *pool;
+    void *spare;          /* one run's slot arrays, kept for the next run */
+    uint64_t last_used;
+} lithe__gplan;
+
+#define LITHE__GRAPH_PLANS 4 /* input signatures kept; the least recently used goes first */
+
 struct lithe__graph {
     lithe__onnx_model onnx;
     size_t n_slots;
@@ -34,6 +58,9 @@ struct lithe__graph {
     size_t n_in, n_out;
     int64_t **node_in, **node_out; /* per node: slot of each input (-1: left out) / output */
     const lithe__graph_op **node_op;
+    int64_t *last_use; /* per slot: the last node reading it (its producer if none; -1: kept, a graph output) */
+    lithe__gplan *plans[LITHE__GRAPH_PLANS];
+    uint64_t tick;
 };
 
 struct lithe__gexec {
@@ -44,7 +71,19 @@ struct lithe__gexec {
     lithe_tensor **vals, **grads, **saved; /* n_slots, n_slots, 2 per node */
     bool *needs; /* a slot a gradient flows to (float, reaching a param or an input) */
     bool tuple_in;
+    lithe__gplan *plan; /* NULL while folding constants at load */
+    lithe__bufpool *pool;  /* the plan's: every tensor a run allocates comes from it (NULL: fresh memory) */
+    void *arrays;       /* vals, grads, saved and needs in one block */
 };
+
+/* A tensor for run x: from its plan's pool (fresh memory when folding at load). */
+static inline lithe_status lithe__gexec_alloc(lithe__gexec *x, lithe_backend *be, lithe_dtype dtype, int ndim,
+                                              const int64_t *shape, bool zero, lithe_tensor **out) {
+    return lithe__bufpool_tensor(x->pool, be, dtype, ndim, shape, zero, out);
+}
+static inline lithe_status lithe__gexec_like(lithe__gexec *x, const lithe_tensor *t, bool zero, lithe_tensor **out) {
+    return lithe__bufpool_tensor(x->pool, t->storage->backend, t->dtype, t->ndim, t->shape, zero, out);
+}
 
 /* The op named op_type, or NULL. */
 const lithe__graph_op *lithe__graph_op_find(const char *op_type);

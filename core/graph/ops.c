@@ -65,10 +65,10 @@ static lithe_status need_ints(lithe__gexec *x, size_t node, const lithe_tensor *
 }
 
 static lithe_status new_f32(lithe__gexec *x, int ndim, const int64_t *shape, bool zero, lithe_tensor **out) {
-    return lithe__tensor_alloc(x->be, LITHE_F32, ndim, shape, zero, out);
+    return lithe__gexec_alloc(x, x->be, LITHE_F32, ndim, shape, zero, out);
 }
-static lithe_status new_i64(int ndim, const int64_t *shape, lithe_tensor **out) {
-    return lithe__tensor_alloc(lithe__backend_cpu(), LITHE_I64, ndim, shape, false, out);
+static lithe_status new_i64(lithe__gexec *x, int ndim, const int64_t *shape, lithe_tensor **out) {
+    return lithe__gexec_alloc(x, lithe__backend_cpu(), LITHE_I64, ndim, shape, false, out);
 }
 
 /* A new descriptor over t's storage with the given shape and strides (elements). */
@@ -134,7 +134,7 @@ FWD(f_identity) {
     LITHE__TRY(need_inputs(x, node, in, n_in, 1));
     out[0] = lithe_tensor_retain(in[0]);
     if (n_out > 1) { /* Dropout's mask: all ones at inference (bool, kept as int64) */
-        LITHE__TRY(new_i64(in[0]->ndim, in[0]->shape, &out[1]));
+        LITHE__TRY(new_i64(x, in[0]->ndim, in[0]->shape, &out[1]));
         for (int64_t i = 0; i < out[1]->numel; i++) ((int64_t *)lithe__tdata(out[1]))[i] = 1;
     }
     return LITHE_OK;
@@ -266,7 +266,7 @@ static lithe_status permute_copy(lithe__gexec *x, lithe_tensor *X, const int64_t
     }
     lithe_tensor *v = NULL;
     LITHE__TRY(view(X, X->ndim, shape, vst, 0, &v));
-    lithe_status s = lithe__tensor_alloc(X->dtype == LITHE_F32 ? x->be : lithe__backend_cpu(), X->dtype, X->ndim, shape,
+    lithe_status s = lithe__gexec_alloc(x, X->dtype == LITHE_F32 ? x->be : lithe__backend_cpu(), X->dtype, X->ndim, shape,
                                          false, out);
     if (s == LITHE_OK) s = lithe__op_copy(X->dtype == LITHE_F32 ? x->be : lithe__backend_cpu(), *out, v);
     lithe_tensor_release(v);
@@ -467,7 +467,7 @@ static lithe_status int_binary(lithe__gexec *x, size_t node, int op, lithe_tenso
     int nd = 0;
     int64_t shape[LITHE_MAX_DIMS], as[LITHE_MAX_DIMS], bs[LITHE_MAX_DIMS], idx[LITHE_MAX_DIMS] = {0};
     LITHE__TRY(bcast_shape(x, node, A, B, &nd, shape));
-    LITHE__TRY(new_i64(nd, shape, out));
+    LITHE__TRY(new_i64(x, nd, shape, out));
     int64_t sa = 1, sb = 1; /* <= the operands' element counts */
     for (int d = nd - 1, ka = A->ndim - 1, kb = B->ndim - 1; d >= 0; d--, ka--, kb--) {
         as[d] = ka >= 0 && A->shape[ka] != 1 ? sa : 0;
@@ -535,11 +535,11 @@ FWD(f_not) {
     UNUSED_FWD;
     LITHE__TRY(need_inputs(x, node, in, n_in, 1));
     if (is_int(in[0])) {
-        LITHE__TRY(new_i64(in[0]->ndim, in[0]->shape, &out[0]));
+        LITHE__TRY(new_i64(x, in[0]->ndim, in[0]->shape, &out[0]));
         for (int64_t i = 0; i < in[0]->numel; i++) ((int64_t *)lithe__tdata(out[0]))[i] = !ints(in[0])[i];
         return LITHE_OK;
     }
-    LITHE__TRY(lithe__tensor_like(in[0], false, &out[0]));
+    LITHE__TRY(lithe__gexec_like(x, in[0], false, &out[0]));
     LITHE__TRY(lithe__op_fill(x->be, out[0], 1.0f));
     return lithe__op_axpby(x->be, -1.0f, in[0], 1.0f, out[0]);
 }
@@ -551,7 +551,7 @@ static lithe_status mask_of(lithe__gexec *x, lithe_tensor *c, lithe_tensor **out
         return LITHE_OK;
     }
     lithe_tensor *h = NULL;
-    LITHE__TRY(lithe__tensor_alloc(lithe__backend_cpu(), LITHE_F32, c->ndim, c->shape, false, &h));
+    LITHE__TRY(lithe__gexec_alloc(x, lithe__backend_cpu(), LITHE_F32, c->ndim, c->shape, false, &h));
     for (int64_t i = 0; i < c->numel; i++) lithe__f32(h)[i] = ints(c)[i] != 0 ? 1.0f : 0.0f;
     lithe_status s = lithe_tensor_to_backend(h, x->be, out);
     lithe_tensor_release(h);
@@ -572,13 +572,13 @@ FWD(f_where) {
     LITHE__TRY(bcast_shape(x, node, in[0], &ab, &nd2, shape));
     if (is_int(in[1]) && is_int(in[2]) && is_int(in[0])) { /* shape arithmetic: all on the host */
         lithe_tensor *t = NULL, *zero = NULL;
-        LITHE__TRY(new_i64(nd2, shape, &zero));
+        LITHE__TRY(new_i64(x, nd2, shape, &zero));
         memset(lithe__tdata(zero), 0, (size_t)zero->numel * 8);
         lithe_tensor *c = NULL, *a = NULL, *b = NULL;
         lithe_status s = int_binary(x, node, LITHE__BIN_ADD, in[0], zero, &c);
         if (s == LITHE_OK) s = int_binary(x, node, LITHE__BIN_ADD, in[1], zero, &a);
         if (s == LITHE_OK) s = int_binary(x, node, LITHE__BIN_ADD, in[2], zero, &b);
-        if (s == LITHE_OK) s = new_i64(nd2, shape, &t);
+        if (s == LITHE_OK) s = new_i64(x, nd2, shape, &t);
         for (int64_t i = 0; s == LITHE_OK && i < t->numel; i++)
             ((int64_t *)lithe__tdata(t))[i] = ints(c)[i] ? ints(a)[i] : ints(b)[i];
         lithe_tensor_release(zero);
@@ -601,7 +601,7 @@ BWD(b_where) {
     LITHE__TRY(lithe__gexec_grad(x, node, 1, &dA));
     LITHE__TRY(lithe__gexec_grad(x, node, 2, &dB));
     if (!dA && !dB) return LITHE_OK;
-    LITHE__TRY(lithe__tensor_like(out[0], false, &t));
+    LITHE__TRY(lithe__gexec_like(x, out[0], false, &t));
     lithe_status s = lithe__op_bcast_binary(x->be, LITHE__BIN_MUL, dout[0], saved[0], t); /* dY C */
     if (s == LITHE_OK && dA) s = lithe__op_reduce_to(x->be, t, 1.0f, 1.0f, dA);
     if (s == LITHE_OK && dB) s = lithe__op_axpby(x->be, 1.0f, dout[0], -1.0f, t); /* dY (1 - C) */
@@ -641,7 +641,7 @@ FWD(f_act) {
     LITHE__TRY(need_float(x, node, in[0], 0));
     lithe__act a = {0};
     if (!act_of(x, node, in, n_in, &a)) return fail(x, node, LITHE_ERR_UNSUPPORTED, "min and max must be scalars on the host");
-    LITHE__TRY(lithe__tensor_like(in[0], false, &out[0]));
+    LITHE__TRY(lithe__gexec_like(x, in[0], false, &out[0]));
     return lithe__op_act(x->be, &a, in[0], out[0]);
 }
 BWD(b_act) {
@@ -651,7 +651,7 @@ BWD(b_act) {
     if (!d) return LITHE_OK;
     lithe__act a = {0};
     act_of(x, node, in, n_in, &a);
-    LITHE__TRY(lithe__tensor_like(d, false, &t));
+    LITHE__TRY(lithe__gexec_like(x, d, false, &t));
     lithe_status s = lithe__op_act_backward(x->be, &a, dout[0], in[0], out[0], t);
     if (s == LITHE_OK) s = acc(x, d, t);
     lithe_tensor_release(t);
@@ -673,7 +673,7 @@ FWD(f_unary) {
     LITHE__TRY(need_inputs(x, node, in, n_in, 1));
     int op = unary_of(NODE(x, node)->op_type);
     if (is_int(in[0]) && (op == LITHE__UN_NEG || op == LITHE__UN_ABS)) {
-        LITHE__TRY(new_i64(in[0]->ndim, in[0]->shape, &out[0]));
+        LITHE__TRY(new_i64(x, in[0]->ndim, in[0]->shape, &out[0]));
         for (int64_t i = 0; i < in[0]->numel; i++) {
             int64_t v = ints(in[0])[i];
             ((int64_t *)lithe__tdata(out[0]))[i] = op == LITHE__UN_NEG || v < 0 ? (int64_t)(0 - (uint64_t)v) : v;
@@ -681,7 +681,7 @@ FWD(f_unary) {
         return LITHE_OK;
     }
     LITHE__TRY(need_float(x, node, in[0], 0));
-    LITHE__TRY(lithe__tensor_like(in[0], false, &out[0]));
+    LITHE__TRY(lithe__gexec_like(x, in[0], false, &out[0]));
     return lithe__op_unary(x->be, op, in[0], out[0]);
 }
 BWD(b_unary) {
@@ -720,7 +720,7 @@ FWD(f_softmax) {
     LITHE__TRY(softmax_rows(x, node, in[0], &M, &N));
     bool log = !strcmp(NODE(x, node)->op_type, "LogSoftmax");
     lithe_tensor *X2 = NULL, *Y2 = NULL;
-    LITHE__TRY(lithe__tensor_like(in[0], false, &out[0]));
+    LITHE__TRY(lithe__gexec_like(x, in[0], false, &out[0]));
     lithe_status s = as_rows(in[0], M, N, &X2);
     if (s == LITHE_OK) s = as_rows(out[0], M, N, &Y2);
     if (s == LITHE_OK) s = log ? lithe__op_log_softmax(x->be, X2, Y2) : lithe__op_softmax(x->be, X2, 1.0f, Y2);
@@ -741,7 +741,7 @@ BWD(b_softmax) {
     if (s == LITHE_OK) s = as_rows(dout[0], M, N, &dY2);
     if (s == LITHE_OK) s = as_rows(d, M, N, &d2);
     if (s == LITHE_OK && log) s = lithe__op_log_softmax_backward(x->be, Y2, dY2, d2);
-    if (s == LITHE_OK && !log) s = lithe__tensor_like(d2, false, &t);
+    if (s == LITHE_OK && !log) s = lithe__gexec_like(x, d2, false, &t);
     if (s == LITHE_OK && !log) s = lithe__op_softmax_backward(x->be, Y2, dY2, 1.0f, t);
     if (s == LITHE_OK && !log) s = acc(x, d2, t);
     lithe_tensor_release(Y2);
@@ -786,7 +786,7 @@ FWD(f_concat) {
                             (long long)in[k]->shape[d], d, (long long)A->shape[d]);
         shape[axis] += in[k]->shape[axis];
     }
-    LITHE__TRY(lithe__tensor_alloc(be_of(x, A), A->dtype, A->ndim, shape, false, &out[0]));
+    LITHE__TRY(lithe__gexec_alloc(x, be_of(x, A), A->dtype, A->ndim, shape, false, &out[0]));
     int64_t at = 0;
     for (size_t k = 0; k < n_in; k++) {
         lithe_tensor *v = NULL;
@@ -802,7 +802,7 @@ FWD(f_concat) {
 /* d (accumulator shaped as view v's extents) += the strided view v. */
 static lithe_status acc_from_view(lithe__gexec *x, lithe_tensor *d, lithe_tensor *v) {
     lithe_tensor *t = NULL;
-    LITHE__TRY(lithe__tensor_like(d, false, &t));
+    LITHE__TRY(lithe__gexec_like(x, d, false, &t));
     lithe_status s = d->numel ? lithe__op_copy(x->be, t, v) : LITHE_OK;
     if (s == LITHE_OK) s = acc(x, d, t);
     lithe_tensor_release(t);
@@ -869,7 +869,7 @@ FWD(f_split) {
     for (size_t k = 0; k < n_out; k++) {
         lithe_tensor *v = NULL;
         LITHE__TRY(axis_view(in[0], (int)axis, at, sizes[k], 1, &v));
-        lithe_status s = lithe__tensor_alloc(be_of(x, in[0]), in[0]->dtype, v->ndim, v->shape, false, &out[k]);
+        lithe_status s = lithe__gexec_alloc(x, be_of(x, in[0]), in[0]->dtype, v->ndim, v->shape, false, &out[k]);
         if (s == LITHE_OK && v->numel) s = lithe__op_copy(be_of(x, in[0]), out[k], v);
         lithe_tensor_release(v);
         LITHE__TRY(s);
@@ -892,7 +892,7 @@ BWD(b_split) {
             LITHE__TRY(axis_view(d, (int)axis, at, sizes[k], 1, &v));
             /* the view of the accumulator: add through a temporary (copy cannot add) */
             lithe_tensor *t = NULL;
-            lithe_status s = lithe__tensor_alloc(x->be, LITHE_F32, v->ndim, v->shape, false, &t);
+            lithe_status s = lithe__gexec_alloc(x, x->be, LITHE_F32, v->ndim, v->shape, false, &t);
             if (s == LITHE_OK) s = lithe__op_copy(x->be, t, v);
             if (s == LITHE_OK) s = acc(x, t, dout[k]);
             if (s == LITHE_OK) s = lithe__op_copy(x->be, v, t);
@@ -991,7 +991,7 @@ FWD(f_slice) {
     LITHE__TRY(slice_geometry(x, node, in, n_in, &g));
     lithe_tensor *v = NULL;
     LITHE__TRY(slice_view(in[0], &g, &v));
-    lithe_status s = lithe__tensor_alloc(be_of(x, in[0]), in[0]->dtype, v->ndim, v->shape, false, &out[0]);
+    lithe_status s = lithe__gexec_alloc(x, be_of(x, in[0]), in[0]->dtype, v->ndim, v->shape, false, &out[0]);
     if (s == LITHE_OK && v->numel) s = lithe__op_copy(be_of(x, in[0]), out[0], v);
     lithe_tensor_release(v);
     return s;
@@ -1004,7 +1004,7 @@ BWD(b_slice) {
     slice_geo g = {0};
     LITHE__TRY(slice_geometry(x, node, in, n_in, &g));
     lithe_tensor *full = NULL, *v = NULL;
-    LITHE__TRY(lithe__tensor_like(d, true, &full));
+    LITHE__TRY(lithe__gexec_like(x, d, true, &full));
     lithe_status s = slice_view(full, &g, &v);
     if (s == LITHE_OK) s = lithe__op_copy(x->be, v, dout[0]);
     if (s == LITHE_OK) s = acc(x, d, full);
@@ -1101,7 +1101,7 @@ FWD(f_expand) {
     LITHE__TRY(bcast_shape(x, node, in[0], &shp, &nd, shape));
     if (is_int(in[0])) {
         lithe_tensor *zero = NULL;
-        LITHE__TRY(new_i64(nd, shape, &zero));
+        LITHE__TRY(new_i64(x, nd, shape, &zero));
         memset(lithe__tdata(zero), 0, (size_t)zero->numel * 8);
         lithe_status s = int_binary(x, node, LITHE__BIN_ADD, in[0], zero, &out[0]);
         lithe_tensor_release(zero);
@@ -1204,7 +1204,7 @@ FWD(f_layernorm) {
     lithe_tensor *bias = n_in > 2 ? in[2] : NULL, *zero = NULL, *X2 = NULL, *Y2 = NULL;
     lithe_status s = LITHE_OK;
     if (!bias) s = new_f32(x, 1, (int64_t[]){N}, true, &zero);
-    if (s == LITHE_OK) s = lithe__tensor_like(in[0], false, &out[0]);
+    if (s == LITHE_OK) s = lithe__gexec_like(x, in[0], false, &out[0]);
     if (s == LITHE_OK) s = new_f32(x, 1, (int64_t[]){M}, false, &saved[0]);
     if (s == LITHE_OK) s = new_f32(x, 1, (int64_t[]){M}, false, &saved[1]);
     if (s == LITHE_OK) s = as_rows(in[0], M, N, &X2);
@@ -1267,12 +1267,12 @@ FWD(f_batchnorm) {
     if (s == LITHE_OK) s = lithe__op_bcast_binary(x->be, LITHE__BIN_ADD, var, eps, saved[0]);
     if (s == LITHE_OK) s = lithe__op_unary(x->be, LITHE__UN_SQRT, saved[0], saved[0]);
     if (s == LITHE_OK) s = lithe__op_unary(x->be, LITHE__UN_RECIPROCAL, saved[0], saved[0]);
-    if (s == LITHE_OK) s = lithe__tensor_like(X, false, &saved[1]);
+    if (s == LITHE_OK) s = lithe__gexec_like(x, X, false, &saved[1]);
     if (s == LITHE_OK) s = lithe__op_bcast_binary(x->be, LITHE__BIN_SUB, X, mu, saved[1]);
     if (s == LITHE_OK) s = lithe__op_bcast_binary(x->be, LITHE__BIN_MUL, saved[1], saved[0], saved[1]);
-    if (s == LITHE_OK) s = lithe__tensor_like(X, false, &t);
+    if (s == LITHE_OK) s = lithe__gexec_like(x, X, false, &t);
     if (s == LITHE_OK) s = lithe__op_bcast_binary(x->be, LITHE__BIN_MUL, saved[1], sc, t);
-    if (s == LITHE_OK) s = lithe__tensor_like(X, false, &out[0]);
+    if (s == LITHE_OK) s = lithe__gexec_like(x, X, false, &out[0]);
     if (s == LITHE_OK) s = lithe__op_bcast_binary(x->be, LITHE__BIN_ADD, t, b, out[0]);
     lithe_tensor_release(sc);
     lithe_tensor_release(b);
@@ -1297,7 +1297,7 @@ BWD(b_batchnorm) {
     if (s == LITHE_OK && ds4) s = lithe__op_bcast_binary_backward(x->be, LITHE__BIN_MUL, xhat, ds4, NULL, dout[0], NULL, ds4);
     if (s == LITHE_OK && dX) {
         lithe_tensor *k = NULL;
-        s = lithe__tensor_like(inv, false, &k);
+        s = lithe__gexec_like(x, inv, false, &k);
         if (s == LITHE_OK) s = lithe__op_bcast_binary(x->be, LITHE__BIN_MUL, sc, inv, k);
         if (s == LITHE_OK) s = lithe__op_bcast_binary_backward(x->be, LITHE__BIN_MUL, X, k, NULL, dout[0], dX, NULL);
         lithe_tensor_release(k);
@@ -1446,7 +1446,7 @@ FWD(f_pool) {
     LITHE__TRY(pool_geometry(x, node, in[0], &g));
     int64_t shape[4] = {g.N, g.C, g.OH, g.OW};
     LITHE__TRY(new_f32(x, 4, shape, false, &out[0]));
-    if (g.max) LITHE__TRY(lithe__tensor_alloc(x->be, LITHE_I32, 4, shape, false, &saved[0]));
+    if (g.max) LITHE__TRY(lithe__gexec_alloc(x, x->be, LITHE_I32, 4, shape, false, &saved[0]));
     if (n_out > 1) return fail(x, node, LITHE_ERR_UNSUPPORTED, "MaxPool's Indices output");
     return lithe__op_pool2d(x->be, &g, in[0], out[0], saved[0]);
 }
@@ -1535,7 +1535,7 @@ BWD(b_convt) {
     if (n_in > 2 && in[2]) LITHE__TRY(lithe__gexec_grad(x, node, 2, &db));
     if (dX) { /* dX += conv2d(dY, W) */
         lithe_tensor *t = NULL;
-        LITHE__TRY(lithe__tensor_like(dX, false, &t));
+        LITHE__TRY(lithe__gexec_like(x, dX, false, &t));
         lithe_status s = lithe__op_conv2d(x->be, &g, dout[0], in[1], NULL, t);
         if (s == LITHE_OK) s = acc(x, dX, t);
         lithe_tensor_release(t);
@@ -1560,12 +1560,12 @@ FWD(f_leaky) {
     lithe__act a = {0};
     a.kind = LITHE__ACT_RELU;
     float alpha = attr_f(NODE(x, node), "alpha", 0.01f);
-    LITHE__TRY(lithe__tensor_like(in[0], false, &saved[0]));
-    LITHE__TRY(lithe__tensor_like(in[0], false, &saved[1]));
+    LITHE__TRY(lithe__gexec_like(x, in[0], false, &saved[0]));
+    LITHE__TRY(lithe__gexec_like(x, in[0], false, &saved[1]));
     LITHE__TRY(lithe__op_act(x->be, &a, in[0], saved[0]));
     LITHE__TRY(lithe__op_unary(x->be, LITHE__UN_NEG, in[0], saved[1]));
     LITHE__TRY(lithe__op_act(x->be, &a, saved[1], saved[1]));
-    LITHE__TRY(lithe__tensor_like(in[0], false, &out[0]));
+    LITHE__TRY(lithe__gexec_like(x, in[0], false, &out[0]));
     LITHE__TRY(lithe__op_copy(x->be, out[0], saved[0]));
     return lithe__op_axpby(x->be, -alpha, saved[1], 1.0f, out[0]);
 }
@@ -1578,7 +1578,7 @@ BWD(b_leaky) {
     lithe__act a = {0};
     a.kind = LITHE__ACT_RELU;
     float alpha = attr_f(NODE(x, node), "alpha", 0.01f);
-    LITHE__TRY(lithe__tensor_like(d, false, &t));
+    LITHE__TRY(lithe__gexec_like(x, d, false, &t));
     lithe_status s = lithe__op_act_backward(x->be, &a, dout[0], in[0], saved[0], t); /* dY (X > 0) */
     if (s == LITHE_OK) s = acc(x, d, t);
     if (s == LITHE_OK) s = lithe__op_act_backward(x->be, &a, dout[0], in[0], saved[1], t); /* dY (X < 0) */
@@ -1597,20 +1597,20 @@ FWD(f_constant) {
     const lithe__onnx_attr *a;
     if ((a = lithe__onnx_attr_get(n, "value")) && a->t) {
         if (a->t->ext_location) return fail(x, node, LITHE_ERR_UNSUPPORTED, "external data in a Constant");
-        LITHE__TRY(lithe__tensor_alloc(lithe__backend_cpu(), a->t->is_float ? LITHE_F32 : LITHE_I64, a->t->ndim, a->t->dims,
+        LITHE__TRY(lithe__gexec_alloc(x, lithe__backend_cpu(), a->t->is_float ? LITHE_F32 : LITHE_I64, a->t->ndim, a->t->dims,
                                        false, &out[0]));
         if (a->t->numel) memcpy(lithe__tdata(out[0]), a->t->data, (size_t)a->t->numel * (a->t->is_float ? 4 : 8));
     } else if ((a = lithe__onnx_attr_get(n, "value_float"))) {
-        LITHE__TRY(lithe__tensor_alloc(lithe__backend_cpu(), LITHE_F32, 0, NULL, false, &out[0]));
+        LITHE__TRY(lithe__gexec_alloc(x, lithe__backend_cpu(), LITHE_F32, 0, NULL, false, &out[0]));
         lithe__f32(out[0])[0] = a->f;
     } else if ((a = lithe__onnx_attr_get(n, "value_int"))) {
-        LITHE__TRY(new_i64(0, NULL, &out[0]));
+        LITHE__TRY(new_i64(x, 0, NULL, &out[0]));
         ((int64_t *)lithe__tdata(out[0]))[0] = a->i;
     } else if ((a = lithe__onnx_attr_get(n, "value_ints"))) {
-        LITHE__TRY(new_i64(1, (int64_t[]){(int64_t)a->n_ints}, &out[0]));
+        LITHE__TRY(new_i64(x, 1, (int64_t[]){(int64_t)a->n_ints}, &out[0]));
         if (a->n_ints) memcpy(lithe__tdata(out[0]), a->ints, a->n_ints * 8);
     } else if ((a = lithe__onnx_attr_get(n, "value_floats"))) {
-        LITHE__TRY(lithe__tensor_alloc(lithe__backend_cpu(), LITHE_F32, 1, (int64_t[]){(int64_t)a->n_floats}, false, &out[0]));
+        LITHE__TRY(lithe__gexec_alloc(x, lithe__backend_cpu(), LITHE_F32, 1, (int64_t[]){(int64_t)a->n_floats}, false, &out[0]));
         if (a->n_floats) memcpy(lithe__tdata(out[0]), a->floats, a->n_floats * 4);
     } else {
         return fail(x, node, LITHE_ERR_UNSUPPORTED, "a Constant without a tensor, float(s) or int(s) value");
@@ -1635,7 +1635,7 @@ FWD(f_shape) {
     st = st < 0 ? 0 : st > r ? r : st;
     en = en < 0 ? 0 : en > r ? r : en;
     int64_t len = en > st ? en - st : 0;
-    LITHE__TRY(new_i64(1, &len, &out[0]));
+    LITHE__TRY(new_i64(x, 1, &len, &out[0]));
     for (int64_t k = 0; k < len; k++) ((int64_t *)lithe__tdata(out[0]))[k] = in[0]->shape[st + k];
     return LITHE_OK;
 }
@@ -1661,7 +1661,7 @@ FWD(f_gather) {
         if (v < -ax || v >= ax) return fail(x, node, LITHE_ERR_VALUE, "index %lld outside an axis of %lld", (long long)v, (long long)ax);
     }
     if (is_int(D)) {
-        LITHE__TRY(new_i64(nd, shape, &out[0]));
+        LITHE__TRY(new_i64(x, nd, shape, &out[0]));
         int64_t *y = (int64_t *)lithe__tdata(out[0]);
         for (int64_t o = 0; o < outer; o++)
             for (int64_t i = 0; i < I->numel; i++) {
@@ -1708,14 +1708,14 @@ FWD(f_cast) {
         out[0] = lithe_tensor_retain(X); /* float stays float32 in lithe; ints stay int64 */
         if (!to_float && to == LITHE__ONNX_BOOL) { /* normalise to 0 / 1 */
             lithe_tensor_release(out[0]);
-            LITHE__TRY(new_i64(X->ndim, X->shape, &out[0]));
+            LITHE__TRY(new_i64(x, X->ndim, X->shape, &out[0]));
             for (int64_t i = 0; i < X->numel; i++) ((int64_t *)lithe__tdata(out[0]))[i] = ints(X)[i] != 0;
         }
         return LITHE_OK;
     }
     if (to_float) { /* host ints -> float on the backend: no gradient flows back */
         lithe_tensor *h = NULL;
-        LITHE__TRY(lithe__tensor_alloc(lithe__backend_cpu(), LITHE_F32, X->ndim, X->shape, false, &h));
+        LITHE__TRY(lithe__gexec_alloc(x, lithe__backend_cpu(), LITHE_F32, X->ndim, X->shape, false, &h));
         for (int64_t i = 0; i < X->numel; i++) lithe__f32(h)[i] = (float)ints(X)[i];
         lithe_status s = lithe_tensor_to_backend(h, x->be, &out[0]);
         lithe_tensor_release(h);
@@ -1723,7 +1723,7 @@ FWD(f_cast) {
     }
     lithe_tensor *h = NULL; /* float -> ints, on the host (truncating, as C and ONNX do) */
     LITHE__TRY(lithe_tensor_to_backend(X, NULL, &h));
-    lithe_status s = new_i64(X->ndim, X->shape, &out[0]);
+    lithe_status s = new_i64(x, X->ndim, X->shape, &out[0]);
     for (int64_t i = 0; s == LITHE_OK && i < X->numel; i++) {
         float v = lithe__f32(h)[i];
         int64_t *y = (int64_t *)lithe__tdata(out[0]);
@@ -1755,7 +1755,7 @@ FWD(f_constant_of_shape) {
     bool fl = !a || !a->t || a->t->is_float;
     if (a && a->t && a->t->numel != 1) return fail(x, node, LITHE_ERR_VALUE, "value must hold one element");
     if (!fl) {
-        LITHE__TRY(new_i64((int)in[0]->numel, shape, &out[0]));
+        LITHE__TRY(new_i64(x, (int)in[0]->numel, shape, &out[0]));
         for (int64_t i = 0; i < n; i++) ((int64_t *)lithe__tdata(out[0]))[i] = ((const int64_t *)a->t->data)[0];
         return LITHE_OK;
     }

@@ -683,6 +683,7 @@ lithe_status lithe_model_load(const char *path, lithe_model **out) {
     LITHE__CHECK_ARG(path, "lithe_model_load", "path is NULL");
     size_t plen = strlen(path);
     if (plen >= 5 && !strcmp(path + plen - 5, ".onnx")) return lithe_onnx_load(path, out);
+    if (plen >= 5 && !strcmp(path + plen - 5, ".json")) return lithe_tfjs_load(path, out); /* TF.js's model.json */
     lithe_status s = LITHE_ERR_UNSUPPORTED;
 #ifdef LITHE_HAVE_MMAP
     if (!getenv("LITHE_NO_MMAP")) s = load_mapped(path, out);

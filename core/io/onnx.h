@@ -88,6 +88,14 @@ typedef struct lithe__onnx_model {
  * *out is then zeroed and owns nothing. Free with lithe__onnx_model_free. */
 lithe_status lithe__onnx_parse(const uint8_t *data, size_t len, lithe__onnx_model *out);
 void lithe__onnx_model_free(lithe__onnx_model *m);
+/* The model bytes with every initializer whose data lives in an external file (data_location
+ * EXTERNAL) rewritten to hold it inline (raw_data), read from `dir` (the model file's folder):
+ * location relative to it, offset and length in bytes (defaults: 0 and the rest of the file).
+ * Refused: an absolute location or one with a ".." part (LITHE_ERR_FORMAT), an offset or length
+ * outside the file or not the tensor's byte size (LITHE_ERR_FORMAT), a file that cannot be read
+ * (LITHE_ERR_IO). *out (lithe__free) is a copy when nothing is external. */
+lithe_status lithe__onnx_inline_external(const uint8_t *data, size_t len, const char *dir, uint8_t **out,
+                                         size_t *out_len);
 /* An attribute of a node by name, or NULL. */
 const lithe__onnx_attr *lithe__onnx_attr_get(const lithe__onnx_node *n, const char *name);
 

@@ -10,14 +10,18 @@ For each model NAME: NAME.onnx (the exported bytes, as integers), NAME.x (input)
 for every named parameter, NAME.n_params (how many of them the graph keeps under torch's names),
 and, when it keeps all, NAME.sgd.<param> after ten steps of SGD (lr NAME.lr) on that loss with the
 same x. Models are exported in eval mode with a dynamic batch axis and without constant folding.
+
+Beside OUT.txt, onnx_external/ holds lenet saved with external data (onnx.save_model with
+save_as_external_data) and hostile variants of it, for the external-data tests.
 """
 import io
 import math
+import os
 import sys
 
 import numpy
 
-from golden_records import rec, write
+from golden_records import rec, records, write
 
 try:
     import torch
@@ -217,5 +221,51 @@ export("decoder", Decoder(), randx(2, 2, 6, 6), 13, lr=0.1)
 
 torch.manual_seed(7)
 export("masked", Masked(), randx(3, 5, 4), 13, lr=0.01)
+
+
+
+def external_data_files(folder):
+    """lenet saved by onnx.save_model(..., save_as_external_data=True) into folder/: one data file
+    for every tensor (lenet.onnx + lenet.data) and one file per tensor (lenet_split.onnx); and
+    hostile copies whose external_data entries name an absolute path, a '..' escape, an offset or a
+    length past the file, a length that is not the tensor's size, and a missing file
+    (lenet_<case>.onnx)."""
+    import onnx
+
+    os.makedirs(folder, exist_ok=True)
+    for f in os.listdir(folder):
+        os.remove(os.path.join(folder, f))
+    model = onnx.load_from_string(bytes(lenet_bytes))
+    onnx.save_model(model, os.path.join(folder, "lenet.onnx"), save_as_external_data=True,
+                    all_tensors_to_one_file=True, location="lenet.data", size_threshold=0)
+    model = onnx.load_from_string(bytes(lenet_bytes))
+    onnx.save_model(model, os.path.join(folder, "lenet_split.onnx"), save_as_external_data=True,
+                    all_tensors_to_one_file=False, size_threshold=0)
+    # the hostile cases: lenet.onnx (external, not loaded) with one tensor's entries changed
+    base = onnx.load(os.path.join(folder, "lenet.onnx"), load_external_data=False)
+    size = os.path.getsize(os.path.join(folder, "lenet.data"))
+    cases = {"absolute": {"location": os.path.abspath(os.path.join(folder, "lenet.data"))},
+             "escape": {"location": "../onnx_external/lenet.data"},
+             "offset": {"offset": str(size + 8)},
+             "length": {"length": str(size * 2)},
+             "size": {"length": "4"},
+             "missing": {"location": "nowhere.data"}}
+    for case, change in cases.items():
+        m = onnx.ModelProto()
+        m.CopyFrom(base)
+        t = next(t for t in m.graph.initializer if t.name == "fc1.weight")
+        for entry in t.external_data:
+            if entry.key in change:
+                entry.value = change.pop(entry.key)
+        for key, value in change.items():
+            t.external_data.add(key=key, value=value)
+        with open(os.path.join(folder, f"lenet_{case}.onnx"), "wb") as f:
+            f.write(m.SerializeToString())
+
+
+lenet_bytes = next(r for r in records if r.startswith("lenet.onnx ")).split("\n")[1].split()
+lenet_bytes = [int(v) for v in lenet_bytes]
+external_data_files(os.path.join(os.path.dirname(os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
+                                                                  "onnx_goldens.txt")), "onnx_external"))
 
 write("gen_onnx_goldens.py", "onnx_goldens.txt")

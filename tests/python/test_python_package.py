@@ -229,3 +229,67 @@ def test_with_cpu_exports(tmp_path):
     lithe.export(model, str(tmp_path / "c.lithe"))
     numpy.testing.assert_allclose(numpy.from_dlpack(lithe.load(tmp_path / "c.lithe").predict(X6)), model.predict(X6),
                                   rtol=1e-5, atol=1e-6)
+
+
+def _cuda_or_skip():
+    """torch and lithe on one CUDA device, or a visible skip saying which is missing."""
+    torch = pytest.importorskip("torch")
+    if "cuda" not in lithe.backends():
+        pytest.skip("this liblithe was built without the CUDA backend (no nvcc)")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU on this machine (torch.cuda.is_available() is False)")
+    try:
+        lithe._backend("cuda:0")
+    except lithe.LitheError as e:
+        pytest.skip(f"lithe's CUDA backend is unavailable: {e}")
+    return torch
+
+
+def _lithe_cuda_or_skip():
+    if "cuda" not in lithe.backends():
+        pytest.skip("this liblithe was built without the CUDA backend (no nvcc)")
+    try:
+        lithe._backend("cuda:0")
+    except lithe.LitheError as e:
+        pytest.skip(f"lithe's CUDA backend is unavailable: {e}")
+
+
+def test_cuda_tensor_dlpack_protocol(tmp_path):
+    """A lithe CUDA tensor speaks DLPack's device protocol (kDLCUDA, the device index) and comes back
+    through it without a copy; a model moved to "cuda" predicts as on the CPU. Runs on a GPU, and in
+    CI against the host emulation of the CUDA kernels (python_package_cuda_emulated)."""
+    _lithe_cuda_or_skip()
+    model, X = _initialized("mlp")
+    lithe.export(model, str(tmp_path / "m.lithe"))
+    lm = lithe.load(tmp_path / "m.lithe")
+    expected = numpy.from_dlpack(lm.predict(X))
+    lm.to("cuda")
+    Xd = lithe.tensor(X).to("cuda")  # inputs live where the model does
+    assert Xd.device == "cuda:0"
+    y = lm.predict(Xd)
+    assert y.device == "cuda:0" and y.__dlpack_device__() == (2, 0)
+    again = lithe.tensor(y)  # kDLCUDA in: the same device memory, on the same backend
+    assert again.device == "cuda:0"
+    numpy.testing.assert_allclose(numpy.from_dlpack(again.to("cpu")), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_torch_cuda_dlpack_zero_copy(tmp_path):
+    """torch CUDA tensors in and out of lithe without a copy, and a model predicting on the GPU from
+    them, against the same model on the CPU."""
+    torch = _cuda_or_skip()
+    x = torch.randn(7, 6, device="cuda")
+    t = lithe.tensor(x)  # torch -> lithe: same device memory
+    assert t.device == "cuda:0" and t.__dlpack_device__() == (2, 0)
+    back = torch.from_dlpack(t)  # lithe -> torch
+    assert back.data_ptr() == x.data_ptr() and back.device == x.device
+    x.mul_(2.0)  # a write through torch shows through both views
+    torch.testing.assert_close(back, x)
+    model, X = _initialized("mlp")
+    lithe.export(model, str(tmp_path / "m.lithe"))
+    lm = lithe.load(tmp_path / "m.lithe")
+    expected = numpy.from_dlpack(lm.predict(X))
+    lm.to("cuda")
+    y = lm.predict(torch.from_numpy(X).cuda())
+    got = torch.from_dlpack(y)
+    assert got.is_cuda
+    numpy.testing.assert_allclose(got.cpu().numpy(), expected, rtol=1e-5, atol=1e-6)

@@ -136,3 +136,32 @@ test('bad paths and unreadable files are errors with a message, not traps', () =
   assert.equal(r.status, 1, r.stderr);
   assert.match(r.stderr, /LITHE_ERR_IO/);
 });
+
+test('bench: the same report format natively and in WASI, and the same prediction from a synthetic input', () => {
+  assert.ok(fs.existsSync(path.join(work, 'native.lithe')));
+  const stats = /median_ms=[\d.]+ min_ms=[\d.]+ max_ms=[\d.]+ mean_ms=[\d.]+ runs=3 warmup_runs=1/;
+  const cases = [
+    // a .lithe model: the input shape (batch, nI) comes from its first layer
+    [['bench', 'native.lithe', '--batch', '7', '--quick', '--threads', '1', '--output', 'bench_NAME.npy'], /mode=predict batch=7 device=cpu threads=1 /],
+    [['bench', 'native.lithe', '--batch', '4', '--train', '--quick', '--threads', '1'], /mode=train batch=4 device=cpu threads=1 loss=cce /],
+    [['bench', '--gemm', '5x6x7', '--quick', '--threads', '1'], /gemm=5x6x7 layout=NT device=cpu threads=1 /],
+  ];
+  for (const [args, re] of cases) {
+    for (const [who, run] of [['native', nat], ['wasi', wasi]]) {
+      const r = run(args.map((a) => a.replace('NAME', who)));
+      assert.equal(r.status, 0, `${who} ${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stdout, re, `${who}: ${r.stdout}`);
+      assert.match(r.stdout, stats, `${who}: ${r.stdout}`);
+    }
+  }
+  // the synthetic input is lithe's Philox stream: the same numbers, so the same prediction
+  const ya = npyRead(path.join(work, 'bench_native.npy')), yb = npyRead(path.join(work, 'bench_wasi.npy'));
+  assert.deepEqual(yb.shape, [7, 10]);
+  let worst = 0;
+  for (let i = 0; i < ya.data.length; i++) worst = Math.max(worst, Math.abs(ya.data[i] - yb.data[i]));
+  assert.ok(worst <= 1e-6, `largest difference ${worst}`);
+  // a thread count this build lacks is an error with a message, not a trap
+  const r = wasi(['bench', '--gemm', '5x6x7', '--quick', '--threads', '2']);
+  assert.equal(r.status, 1, r.stderr);
+  assert.match(r.stderr, /--threads: LITHE_ERR_UNSUPPORTED/);
+});

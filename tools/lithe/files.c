@@ -88,7 +88,7 @@ static void print_node(lithe_model *m, int depth, lithe_model **seen, size_t *ns
 
 int lithe_cmd_info(int argc, char **argv) {
     if (argc != 1) {
-        fprintf(stderr, "usage: lithe info MODEL.lithe|MODEL.onnx\n");
+        fprintf(stderr, "usage: lithe info MODEL.lithe|MODEL.onnx|model.json\n");
         return 2;
     }
     lithe_model *m = NULL;
@@ -118,7 +118,7 @@ int lithe_cmd_run(int argc, char **argv) {
         }
     }
     if (!model || !n_in || !output) {
-        fprintf(stderr, "usage: lithe run MODEL.lithe|MODEL.onnx --input X.npy [--input X2.npy ...] --output Y.npy\n");
+        fprintf(stderr, "usage: lithe run MODEL.lithe|MODEL.onnx|model.json --input X.npy [--input X2.npy ...] --output Y.npy\n");
         return 2;
     }
     lithe_model *m = NULL;

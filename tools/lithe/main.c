@@ -1,9 +1,10 @@
-/* lithe — the command-line tool: `lithe layers`, `lithe train-mnist`, `lithe version`. */
+/* lithe — the command-line tool: `lithe layers`, `lithe train-mnist`, `lithe bench`, `lithe version`. */
 #define _POSIX_C_SOURCE 200809L
 #include "lithe.h"
 #include "mnist.h"
 #include "files.h"
 #include "tagger.h"
+#include "bench.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -39,6 +40,10 @@ static void usage(FILE *f) {
             "                predict with a .lithe model on .npy inputs\n"
             "  convert MODEL.lithe --to-thinc OUT.bin | ARCH.lithe --from-thinc IN.bin --output OUT.lithe\n"
             "                between Thinc's bytes (weights only) and .lithe files\n"
+            "  bench MODEL [--batch N] [--threads N] [--device D] [--train]\n"
+            "                time predictions (or training steps) of a .lithe/.onnx model after a\n"
+            "                warm-up: median_ms=... min_ms=... max_ms=... runs=... (lithe bench -h)\n"
+            "  bench --gemm MxNxK   GFLOP/s of the backend's GEMM primitive: gflops=...\n"
             "  version       print the library version\n"
             "\n"
             "train-mnist options:\n"
@@ -387,6 +392,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "train-tagger")) return lithe_cmd_train_tagger(argc - 2, argv + 2);
     if (!strcmp(argv[1], "info")) return lithe_cmd_info(argc - 2, argv + 2);
     if (!strcmp(argv[1], "run")) return lithe_cmd_run(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "bench")) return lithe_cmd_bench(argc - 2, argv + 2);
     if (!strcmp(argv[1], "convert")) return lithe_cmd_convert(argc - 2, argv + 2);
     fprintf(stderr, "lithe: unknown command '%s'\n", argv[1]);
     usage(stderr);

@@ -152,16 +152,27 @@ static inline __attribute__((always_inline)) void gemv_t_groups(int G, size_t n,
         for (size_t k0 = p; k0 < e; k0 += 16) {
             size_t kw = e - k0 < 16 ? e - k0 : 16;
             __mmask16 km = kw == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << kw) - 1);
-            __m512 r[4][16];
+            /* one group's 16 x 16 block live at a time (32 registers); the groups' FMA chains are
+             * independent, so out-of-order execution overlaps one's chain with the next's shuffles */
             for (int g = 0; g < G; g++) {
-                for (size_t i = 0; i < 16; i++)
-                    r[g][i] = (rm[g] >> i) & 1 ? _mm512_maskz_loadu_ps(km, w + (16 * (size_t)g + i) * ldw + k0)
-                                               : _mm512_setzero_ps();
-                transpose16(r[g]);
-            }
-            for (size_t kk = 0; kk < kw; kk++) {
-                __m512 xv = _mm512_set1_ps(x[k0 + kk]);
-                for (int g = 0; g < G; g++) acc[g] = _mm512_fmadd_ps(xv, r[g][kk], acc[g]);
+                __m512 r[16];
+                if (rm[g] == 0xFFFF && kw == 16)
+                    for (size_t i = 0; i < 16; i++) {
+                        const float *src = w + (16 * (size_t)g + i) * ldw + k0;
+                        _mm_prefetch((const char *)(src + 64), _MM_HINT_T0); /* 32 row streams */
+                        r[i] = _mm512_loadu_ps(src);
+                    }
+                else
+                    for (size_t i = 0; i < 16; i++)
+                        r[i] = (rm[g] >> i) & 1 ? _mm512_maskz_loadu_ps(km, w + (16 * (size_t)g + i) * ldw + k0)
+                                                : _mm512_setzero_ps();
+                transpose16(r);
+                if (kw == 16) /* constant trip count: r stays in registers */
+                    for (size_t kk = 0; kk < 16; kk++)
+                        acc[g] = _mm512_fmadd_ps(_mm512_set1_ps(x[k0 + kk]), r[kk], acc[g]);
+                else
+                    for (size_t kk = 0; kk < kw; kk++)
+                        acc[g] = _mm512_fmadd_ps(_mm512_set1_ps(x[k0 + kk]), r[kk], acc[g]);
             }
         }
         float b = p == 0 ? beta : 1.0f;
@@ -184,8 +195,8 @@ static inline __attribute__((always_inline)) void gemv_t_groups(int G, size_t n,
 static void gemv_t(size_t n, size_t K, size_t kc, float alpha, const float *x, const float *w, size_t ldw, float beta,
                    float *y, const float *bias) {
     size_t j = 0;
-    for (; j + 64 <= n; j += 64)
-        gemv_t_groups(4, 64, K, kc, alpha, x, w + j * ldw, ldw, beta, y + j, bias ? bias + j : NULL);
+    for (; j + 32 <= n; j += 32)
+        gemv_t_groups(2, 32, K, kc, alpha, x, w + j * ldw, ldw, beta, y + j, bias ? bias + j : NULL);
     for (; j < n; j += 16)
         gemv_t_groups(1, n - j, K, kc, alpha, x, w + j * ldw, ldw, beta, y + j, bias ? bias + j : NULL);
 }

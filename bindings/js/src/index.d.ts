@@ -106,13 +106,22 @@ export declare class Model extends Handle {
   save(options?: { optimizer?: Optimizer }): Uint8Array;
 }
 
-/** A model from .lithe bytes, a URL or (in Node) a file path; calls init() if needed. */
-export declare function load(source: Uint8Array | ArrayBuffer | URL | string): Promise<Model>;
+/** A TF.js layers model: model.json (text or parsed) and the weight shards' bytes (every path of
+ *  every manifest group, in manifest order), or TF.js's own model artifacts. */
+export type TfjsSource =
+  | { modelJson: string | object; weights?: Uint8Array | ArrayBuffer | ArrayBufferView | ReadonlyArray<Uint8Array | ArrayBuffer | ArrayBufferView> }
+  | { modelTopology: object; weightSpecs: object[]; weightData?: ArrayBuffer | Uint8Array };
+/** A model from .lithe or ONNX bytes (an .onnx file becomes one graph node that predicts and
+ *  trains; its weights must be inside the file, not in external data), a URL or (in Node) a file
+ *  path, or a TF.js layers model; calls init() if needed. */
+export declare function load(source: Uint8Array | ArrayBuffer | URL | string | TfjsSource): Promise<Model>;
+/** A TF.js layers model (docs/tfjs.md), synchronously (after init()): one graph node that predicts, trains and saves. */
+export declare function loadTfjs(source: TfjsSource): Model;
 /** The same for bytes in hand, synchronously (after init()). */
 export declare function loadBytes(bytes: Uint8Array | ArrayBuffer): Model;
 
 declare const lithe: {
-  init: typeof init; load: typeof load; loadBytes: typeof loadBytes; tensor: typeof tensor; Tensor: typeof Tensor;
+  init: typeof init; load: typeof load; loadBytes: typeof loadBytes; loadTfjs: typeof loadTfjs; tensor: typeof tensor; Tensor: typeof Tensor;
   adam: typeof adam; sgd: typeof sgd; Model: typeof Model; Optimizer: typeof Optimizer; LitheError: typeof LitheError;
   STATUS: typeof STATUS; DTYPE: typeof DTYPE; c: typeof c; version: typeof version; usingSimd: typeof usingSimd;
   simdSupported: typeof simdSupported;

@@ -265,11 +265,57 @@ export class Model extends Handle {
   }
 }
 
-// A model from .lithe bytes (Uint8Array / ArrayBuffer), a URL or (in Node) a file path.
+// A model from .lithe or ONNX bytes (Uint8Array / ArrayBuffer), a URL or (in Node) a file path;
+// ONNX bytes load as one graph node (docs/onnx.md; external-data weights need the native
+// lithe_onnx_load, which reads the model's folder). Or a TF.js layers model (docs/tfjs.md) given
+// as { modelJson, weights } or as TF.js's own model artifacts (what tf.io.withSaveHandler hands
+// over): see loadTfjs.
 export async function load(source) {
   await init();
+  if (isTfjs(source)) return loadTfjs(source);
   const bytes = await readBytes(source);
   return loadBytes(bytes);
+}
+
+function isTfjs(s) {
+  return s !== null && typeof s === 'object' && !(s instanceof URL) && !(s instanceof ArrayBuffer) &&
+    !ArrayBuffer.isView(s) && ('modelJson' in s || ('modelTopology' in s && 'weightSpecs' in s));
+}
+
+const asU8 = (b) => (b instanceof Uint8Array ? b : ArrayBuffer.isView(b) ? new Uint8Array(b.buffer, b.byteOffset, b.byteLength)
+  : new Uint8Array(b));
+
+// A TF.js layers model, synchronously (after init()): { modelJson, weights } with modelJson the
+// text of model.json or its parsed object and weights the shards' bytes (a Uint8Array /
+// ArrayBuffer, or an array of them: every path of every manifest group, in manifest order); or
+// TF.js's artifacts { modelTopology, weightSpecs, weightData }. The model is one graph node that
+// predicts, trains and saves (.lithe) like any lithe model; inputs are TF.js's (NHWC for images).
+export function loadTfjs(source) {
+  const r = need();
+  let { modelJson, weights } = source;
+  if (modelJson === undefined) { // TF.js's ModelArtifacts
+    modelJson = { format: 'layers-model', modelTopology: source.modelTopology,
+                  weightsManifest: [{ paths: [], weights: source.weightSpecs }] };
+    weights = source.weightData;
+  }
+  const json = new TextEncoder().encode(typeof modelJson === 'string' ? modelJson : JSON.stringify(modelJson));
+  const parts = (weights === undefined || weights === null ? [] : Array.isArray(weights) ? weights : [weights]).map(asU8);
+  const all = new Uint8Array(parts.reduce((n, u) => n + u.byteLength, 0));
+  let at = 0;
+  for (const u of parts) {
+    all.set(u, at);
+    at += u.byteLength;
+  }
+  const pj = r.allocBytes(json);
+  let pw = 0;
+  try {
+    pw = r.allocBytes(all);
+    r.check(r.lithe_tfjs_load_bytes(pj, json.byteLength, pw, all.byteLength, r.outPtr(0)));
+  } finally {
+    r.free(pj);
+    if (pw) r.free(pw);
+  }
+  return new Model(r.readU32(r.outPtr(0)), 'lithe_model_free');
 }
 // The same, synchronously, for bytes already in hand (after init()).
 export function loadBytes(bytes) {
@@ -284,4 +330,4 @@ export function loadBytes(bytes) {
   return new Model(r.readU32(r.outPtr(0)), 'lithe_model_free');
 }
 
-export default { init, load, loadBytes, tensor, Tensor, adam, sgd, Model, Optimizer, LitheError, STATUS, DTYPE, c, version, usingSimd, simdSupported };
+export default { init, load, loadBytes, loadTfjs, tensor, Tensor, adam, sgd, Model, Optimizer, LitheError, STATUS, DTYPE, c, version, usingSimd, simdSupported };

@@ -57,6 +57,39 @@ export function suite({ simd }) {
     }
   });
 
+  test('TF.js layers models: { modelJson, weights } and TF.js artifacts (NHWC in, the flatten order kept)', async () => {
+    // a 1x1 Conv2D with an identity kernel (channels-first inside lithe), then Flatten: the output
+    // is the input in TF.js's (h, w, c) order; tests/test_tfjs.c checks real TF.js models
+    const topology = { class_name: 'Sequential', config: { name: 's', layers: [
+      { class_name: 'Conv2D', config: { name: 'c', filters: 3, kernel_size: [1, 1], use_bias: false, batch_input_shape: [null, 2, 2, 3] } },
+      { class_name: 'Flatten', config: { name: 'f' } }] } };
+    const weightSpecs = [{ name: 'c/kernel', shape: [1, 1, 3, 3], dtype: 'float32' }];
+    const eye = new Float32Array([1, 0, 0, 0, 1, 0, 0, 0, 1]);
+    const x = Float32Array.from({ length: 12 }, (_, i) => i);
+    const fromJson = await lithe.load({ modelJson: JSON.stringify({ format: 'layers-model', modelTopology: topology,
+      weightsManifest: [{ paths: ['a.bin', 'b.bin'], weights: weightSpecs }] }),
+    weights: [new Uint8Array(eye.buffer, 0, 20), new Uint8Array(eye.buffer, 20, 16)] }); // two shards
+    const fromArtifacts = lithe.loadTfjs({ modelTopology: topology, weightSpecs, weightData: eye.buffer });
+    try {
+      for (const m of [fromJson, fromArtifacts]) {
+        const y = m.predict(x, [1, 2, 2, 3]);
+        assert.deepEqual(y.shape, [1, 12]);
+        assert.deepEqual(Array.from(y.data), Array.from(x));
+      }
+      // it saves as .lithe like any model
+      const again = lithe.loadBytes(fromJson.save());
+      assert.deepEqual(Array.from(again.predict(x, [1, 2, 2, 3]).data), Array.from(x));
+      again.dispose();
+      assert.throws(() => lithe.loadTfjs({ modelJson: '{"format":"layers-model"}', weights: [] }),
+        (e) => e instanceof lithe.LitheError && /weightsManifest|modelTopology/.test(e.message));
+      assert.throws(() => lithe.loadTfjs({ modelTopology: topology, weightSpecs, weightData: eye.buffer.slice(0, 32) }),
+        (e) => e instanceof lithe.LitheError && e.statusName === 'LITHE_ERR_FORMAT' && /short or missing shard/.test(e.message));
+    } finally {
+      fromJson.dispose();
+      fromArtifacts.dispose();
+    }
+  });
+
   test('trainStep: the native training loop step for step (losses and predictions after)', (t) => {
     const python = '/usr/bin/python3';
     const lib = ['build/ci/liblithe.so', 'build/default/liblithe.so'].map((p) => path.join(repoDir, p)).find(fs.existsSync);

@@ -9,11 +9,18 @@ export Thinc models, and exchange arrays with numpy / torch by DLPack without co
 import ctypes
 
 from . import _lib
-from ._dlpack import from_dlpack as _from_dlpack, to_capsule as _to_capsule
+from ._dlpack import backend as _backend, from_dlpack as _from_dlpack, to_capsule as _to_capsule
 from ._export import export, ExportError  # noqa: F401
 from ._lib import LitheError  # noqa: F401
 
 __version__ = _lib.version().decode()
+
+
+def backends():
+    """The backends compiled into the library (whether their device is present shows on use)."""
+    buf = ctypes.create_string_buffer(128)
+    _lib.backend_list(buf, 128)
+    return buf.value.decode().split(",")
 
 _DTYPES = {0: "float32", 1: "float16", 2: "bfloat16", 3: "int32", 4: "int64", 5: "uint64", 6: "uint8", 7: "uint32"}
 
@@ -39,11 +46,30 @@ class Tensor:
     def data_ptr(self):
         return _lib.tensor_data(self._ptr)
 
+    @property
+    def device(self):
+        """The backend's name: "cpu", "cuda:0", "vulkan"."""
+        return _lib.backend_name(_lib.tensor_backend(self._ptr)).decode()
+
     def __dlpack__(self, stream=None):
+        # DLPack's stream protocol: the consumer names the stream it will use (None / -1: none);
+        # lithe's work on this tensor must be done before that stream reads it. lithe waits for
+        # its own stream, which is always enough (and cheap next to a host round trip).
+        if self.__dlpack_device__()[0] == 2 and stream != -1:
+            _lib.check(_lib.backend_sync(_lib.tensor_backend(self._ptr)))
         return _to_capsule(self._ptr)
 
     def __dlpack_device__(self):
+        dev = self.device
+        if dev.startswith("cuda:"):
+            return (2, int(dev[5:]))  # kDLCUDA, the device index
         return (1, 0)  # kDLCPU
+
+    def to(self, device):
+        """A contiguous copy on another backend ("cpu", "cuda", "vulkan")."""
+        out = ctypes.c_void_p()
+        _lib.check(_lib.tensor_to_backend(self._ptr, _backend(device), ctypes.byref(out)))
+        return Tensor(out)
 
     def __del__(self):
         if getattr(self, "_ptr", None):
@@ -52,6 +78,33 @@ class Tensor:
 
     def __repr__(self):
         return f"lithe.Tensor(shape={self.shape}, dtype={self.dtype})"
+
+
+_NUMPY_TYPES = {"float32": "<f4", "float16": "<f2", "int32": "<i4", "int64": "<i8", "uint64": "<u8", "uint8": "|u1",
+                "uint32": "<u4"}
+
+
+class _ArrayView:
+    """__array_interface__ over a lithe tensor's memory; holds the tensor while numpy uses it."""
+
+    def __init__(self, t):
+        self._tensor = t
+        shape = t.shape
+        itemsize = int(_NUMPY_TYPES[t.dtype][2:])
+        strides = _lib.tensor_strides(t._ptr)
+        self.__array_interface__ = {"shape": shape, "typestr": _NUMPY_TYPES[t.dtype], "version": 3,
+                                    "data": (t.data_ptr or 0, False),
+                                    "strides": tuple(strides[i] * itemsize for i in range(len(shape)))}
+
+
+def to_numpy(t):
+    """A writable numpy array over a lithe.Tensor's memory (host backends), no copy; it keeps the
+    tensor alive. (numpy.from_dlpack gives the same view, read-only.)"""
+    import numpy
+
+    if t.data_ptr is None:
+        raise LitheError("LITHE_ERR_INVALID_ARG", "the tensor is not in host memory")
+    return numpy.asarray(_ArrayView(t))
 
 
 def tensor(obj):
@@ -195,6 +248,12 @@ class Model:
     def name(self):
         return _lib.model_name(self._ptr).decode()
 
+    def to(self, device):
+        """Moves the model (params, grads) to a backend: "cpu", "cuda", "cuda:1", "vulkan". Inputs may
+        then be arrays on that device (torch CUDA tensors, zero-copy) and outputs live there."""
+        _lib.check(_lib.model_set_backend(self._ptr, _backend(device)))
+        return self
+
     def predict(self, X):
         v = _value_of(X)
         y = ctypes.c_void_p()
@@ -244,10 +303,63 @@ class Model:
         _lib.check(_lib.model_from_thinc_bytes(self._ptr, bytes(data), len(data)))
         return self
 
+    def walk(self):
+        """The tree's nodes in Thinc's walk order (breadth-first), as Node handles that borrow from
+        this model (they keep it alive)."""
+        n = ctypes.c_size_t()
+        _lib.check(_lib.model_walk(self._ptr, None, 0, ctypes.byref(n)))
+        arr = (ctypes.c_void_p * max(n.value, 1))()
+        _lib.check(_lib.model_walk(self._ptr, arr, n.value, ctypes.byref(n)))
+        return [Node(ctypes.c_void_p(arr[i]), self) for i in range(n.value)]
+
+    def to_bytes(self, optimizer=None):
+        """The model as .lithe bytes (lithe_model_save_bytes)."""
+        buf = ctypes.POINTER(ctypes.c_uint8)()
+        n = ctypes.c_size_t()
+        _lib.check(_lib.model_save_bytes(self._ptr, optimizer._ptr if optimizer else None, ctypes.byref(buf),
+                                         ctypes.byref(n)))
+        try:
+            return ctypes.string_at(buf, n.value)
+        finally:
+            _lib.buffer_free(buf)
+
     def __del__(self):
         if getattr(self, "_ptr", None):
             _lib.model_free(self._ptr)
             self._ptr = None
+
+
+class Node:
+    """One node of a lithe model's tree (borrowed; keeps the root alive): its params and grads as
+    lithe.Tensors sharing lithe's memory (numpy.from_dlpack(t) views them, writable, no copy)."""
+
+    def __init__(self, ptr, root):
+        self._ptr = ptr
+        self._root = root
+
+    @property
+    def name(self):
+        return _lib.model_name(self._ptr).decode()
+
+    @property
+    def param_names(self):
+        return [_lib.model_param_name(self._ptr, i).decode() for i in range(_lib.model_n_params(self._ptr))]
+
+    def get_param(self, name):
+        t = ctypes.c_void_p()
+        _lib.check(_lib.model_get_param(self._ptr, name.encode(), ctypes.byref(t)))
+        return Tensor(ctypes.c_void_p(_lib.tensor_retain(t)))
+
+    def has_grad(self, name):
+        return bool(_lib.model_has_grad(self._ptr, name.encode()))
+
+    def get_grad(self, name):
+        t = ctypes.c_void_p()
+        _lib.check(_lib.model_get_grad(self._ptr, name.encode(), ctypes.byref(t)))
+        return Tensor(ctypes.c_void_p(_lib.tensor_retain(t)))
+
+    def is_frozen(self, name):
+        return bool(_lib.model_is_frozen(self._ptr, name.encode()))
 
 
 class _Backprop:
@@ -271,7 +383,15 @@ class _Backprop:
 
 
 def load(path):
-    """A Model from a .lithe file."""
+    """A Model from a .lithe file, or an .onnx file (one graph node)."""
     m = ctypes.c_void_p()
     _lib.check(_lib.model_load(str(path).encode(), ctypes.byref(m)))
+    return Model(m)
+
+
+def load_bytes(data):
+    """A Model from .lithe or ONNX bytes."""
+    m = ctypes.c_void_p()
+    data = bytes(data)
+    _lib.check(_lib.model_load_bytes(data, len(data), ctypes.byref(m)))
     return Model(m)

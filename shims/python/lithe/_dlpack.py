@@ -28,9 +28,28 @@ class _DLManagedTensorHead(ctypes.Structure):
                 ("deleter", ctypes.CFUNCTYPE(None, ctypes.c_void_p))]
 
 
+KDL_CPU, KDL_CUDA = 1, 2
+
+
+def backend(name):
+    """The lithe backend (a ctypes pointer) named `name` ("cpu", "cuda", "cuda:1", "vulkan")."""
+    be = ctypes.c_void_p()
+    _lib.check(_lib.backend_get(name.encode(), ctypes.byref(be)))
+    return be
+
+
 def from_dlpack(obj):
-    """A new lithe tensor (a ctypes pointer) viewing obj's memory through its __dlpack__."""
-    cap = obj.__dlpack__()
+    """A new lithe tensor (a ctypes pointer) viewing obj's memory through its __dlpack__. A CUDA
+    producer (torch) is asked for its data on lithe's stream, as the DLPack protocol has the consumer
+    do: __dlpack__(stream=<lithe's cudaStream_t>) makes that stream wait for the producer's work."""
+    dev = obj.__dlpack_device__() if hasattr(obj, "__dlpack_device__") else (KDL_CPU, 0)
+    if int(dev[0]) == KDL_CUDA:
+        stream = ctypes.c_void_p()
+        _lib.check(_lib.backend_stream(backend(f"cuda:{int(dev[1])}"), ctypes.byref(stream)))
+        # 0 would mean the legacy default stream: lithe's is never it, but the emulation has none
+        cap = obj.__dlpack__(stream=stream.value) if stream.value else obj.__dlpack__()
+    else:
+        cap = obj.__dlpack__()
     ptr = _py.PyCapsule_GetPointer(cap, DLPACK_NAME)
     out = ctypes.c_void_p()
     _lib.check(_lib.tensor_from_dlpack(ptr, False, ctypes.byref(out)))

@@ -1,0 +1,125 @@
+/* The CPU backend's caching allocator. Layers allocate fresh activations, gradients and
+ * workspaces on every forward and backward; handing a freed block to the next allocation of its
+ * size class saves the allocator's work and, above all, the first touch of fresh pages (~10 µs per
+ * 4 KiB page on these machines), which alone would exceed a batch-1 MLP's whole budget.
+ *
+ *   - size classes: 4 per doubling (sizes 2^k · {4, 5, 6, 7} / 4) from 256 B; a block is its class's
+ *     size, so any freed block of a class serves any request of it;
+ *   - bounded: at most LITHE__CACHE_MAX bytes wait in the lists (blocks over a quarter of that are
+ *     never cached); a free beyond the bound goes back to the allocator at once;
+ *   - only with lithe's default allocator: with a user's allocator (lithe_set_allocator) every
+ *     block goes straight back, so that allocator sees every allocation and free (the OOM tests
+ *     count live blocks), and lithe_set_allocator empties the cache before it switches, so a
+ *     cached block is always returned to the allocator that made it;
+ *   - thread-safe: one spin lock around list operations (a few instructions). */
+#include "simd/simd.h"
+
+#include <stdatomic.h>
+
+#if defined(__wasm__)
+#define LITHE__CACHE_MAX ((size_t)32 << 20)
+#else
+#define LITHE__CACHE_MAX ((size_t)256 << 20)
+#endif
+#define HEADER 64 /* keeps the 64-byte alignment of lithe__aligned_alloc */
+#define NCLASS 120
+
+typedef struct block {
+    struct block *next;
+    int cls; /* -1: not cached (too big, or made under a user's allocator) */
+} block;
+
+static block *lists[NCLASS];
+static size_t cached_bytes;
+static atomic_flag lock = ATOMIC_FLAG_INIT;
+
+static void acquire(void) {
+    while (atomic_flag_test_and_set_explicit(&lock, memory_order_acquire)) {
+    }
+}
+static void release(void) { atomic_flag_clear_explicit(&lock, memory_order_release); }
+
+static size_t class_size(int c) { return ((size_t)(4 + (c & 3)) << (c >> 2)) << 6; /* 256 B at c = 0 */ }
+/* The smallest class holding n bytes, or -1 past the cacheable sizes. */
+static int class_of(size_t n) {
+    if (n > LITHE__CACHE_MAX / 4) return -1;
+    int c = 0;
+    size_t u = n <= 256 ? 4 : (n + 63) >> 6; /* in units of 64 B, >= 4 */
+    int k = 0;
+    while ((u >> k) >= 8) k++; /* u in [4 << k, 8 << k) */
+    size_t q = (u + ((size_t)1 << k) - 1) >> k; /* ceil(u / 2^k) in [4, 8] */
+    if (q == 8) {
+        k++;
+        q = 4;
+    }
+    c = k * 4 + (int)(q - 4);
+    return c < NCLASS ? c : -1;
+}
+
+void *lithe__cpu_cache_alloc(size_t nbytes) {
+    bool cache = lithe__default_allocator();
+    int c = cache ? class_of(nbytes) : -1;
+    if (c >= 0) {
+        acquire();
+        block *b = lists[c];
+        if (b) {
+            lists[c] = b->next;
+            cached_bytes -= class_size(c);
+        }
+        release();
+        if (b) return (char *)b + HEADER;
+    }
+    size_t size = c >= 0 ? class_size(c) : nbytes;
+    if (size > SIZE_MAX - HEADER) return NULL;
+    block *b = lithe__aligned_alloc(size + HEADER);
+    if (!b) {
+        if (!cache) return NULL; /* a user's allocator said no: that is the answer */
+        /* the allocator is out: give back what waits in the lists and try once more */
+        lithe__cpu_cache_flush();
+        b = lithe__aligned_alloc(size + HEADER);
+        if (!b) return NULL;
+    }
+    b->cls = c;
+    b->next = NULL;
+    return (char *)b + HEADER;
+}
+
+void lithe__cpu_cache_free(void *p) {
+    if (!p) return;
+    block *b = (block *)((char *)p - HEADER);
+    int c = b->cls;
+    if (c >= 0 && lithe__default_allocator()) {
+        acquire();
+        if (cached_bytes + class_size(c) <= LITHE__CACHE_MAX) {
+            b->next = lists[c];
+            lists[c] = b;
+            cached_bytes += class_size(c);
+            b = NULL;
+        }
+        release();
+    }
+    if (b) lithe__aligned_free(b);
+}
+
+void lithe__cpu_cache_flush(void) {
+    block *all[NCLASS];
+    acquire();
+    for (int c = 0; c < NCLASS; c++) {
+        all[c] = lists[c];
+        lists[c] = NULL;
+    }
+    cached_bytes = 0;
+    release();
+    for (int c = 0; c < NCLASS; c++)
+        for (block *b = all[c], *nx; b; b = nx) {
+            nx = b->next;
+            lithe__aligned_free(b);
+        }
+}
+
+size_t lithe__cpu_cache_bytes(void) {
+    acquire();
+    size_t n = cached_bytes;
+    release();
+    return n;
+}

@@ -1,0 +1,369 @@
+/* The CPU backend's 2-D convolution for imported graphs (primitives.def: conv2d, conv2d_backward):
+ *
+ *   - depthwise (one input and one output channel per group, mobilenet's 3x3): a direct kernel over
+ *     output rows, taps outermost and the output row innermost (contiguous for stride 1, so it
+ *     vectorises); it accumulates in the scalar twin's order (bias, then taps kh, kw), bit-identical;
+ *   - everything else: per image and group, Y_g (Mg, OH·OW) = W_g (Mg, K) · col (K, OH·OW) with
+ *     K = Cg·KH·KW, through the backend's own gemm (so the fast GEMM and its threads serve
+ *     convolutions too). A pointwise convolution (1x1, stride 1, no padding) multiplies X itself;
+ *     others unfold X into col first (im2col, one image-group at a time, in a workspace from the
+ *     backend's allocator). The backward is the same GEMMs transposed: dW_g += dY_g · colᵀ,
+ *     dcol = W_gᵀ · dY_g folded back into dX (col2im), db += row sums of dY.
+ * GEMM paths sum in the GEMM's order, not the twin's: within the GEMM's rounding of the twin
+ * (test_onnx and test_simd check). Images run in order (the backward accumulates over them); the
+ * GEMM splits each product over the thread pool. */
+#include "simd/simd.h"
+#include "threadpool.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+static void view2(lithe_tensor *t, lithe__storage *st, const float *p, int64_t r, int64_t c) {
+    memset(st, 0, sizeof *st);
+    memset(t, 0, sizeof *t);
+    st->refcount = 1;
+    st->data = (void *)p;
+    st->nbytes = (size_t)(r * c) * sizeof(float);
+    st->backend = lithe__backend_cpu();
+    t->refcount = 1;
+    t->storage = st;
+    t->dtype = LITHE_F32;
+    t->ndim = 2;
+    t->shape[0] = r;
+    t->shape[1] = c;
+    t->strides[0] = c;
+    t->strides[1] = 1;
+    t->numel = r * c;
+}
+
+/* C (M, N) = alpha op(A) op(B) + beta C on contiguous row-major host arrays, through be's gemm. */
+static lithe_status gemm(lithe_backend *be, bool tA, bool tB, int64_t M, int64_t N, int64_t K, const float *A,
+                         const float *B, float beta, float *C) {
+    lithe_tensor ta, tb, tc;
+    lithe__storage sa, sb, sc;
+    view2(&ta, &sa, A, tA ? K : M, tA ? M : K);
+    view2(&tb, &sb, B, tB ? N : K, tB ? K : N);
+    view2(&tc, &sc, C, M, N);
+    return be->ops->gemm(be, tA, tB, 1.0f, &ta, &tb, beta, &tc);
+}
+
+static bool is_depthwise(const lithe__conv2d *g) { return g->group == g->C && g->group == g->M; }
+static bool is_pointwise(const lithe__conv2d *g) {
+    return g->KH == 1 && g->KW == 1 && g->stride[0] == 1 && g->stride[1] == 1 && !g->pad[0] && !g->pad[1] &&
+           !g->pad[2] && !g->pad[3];
+}
+
+/* The output columns [lo, hi) whose input column o*s - p + k*d lies inside [0, W). */
+static void valid_range(int64_t OW, int64_t W, int64_t s, int64_t p, int64_t k, int64_t d, int64_t *lo, int64_t *hi) {
+    int64_t off = k * d - p; /* input column = o * s + off */
+    int64_t a = off >= 0 ? 0 : (-off + s - 1) / s;
+    int64_t b = W - off <= 0 ? 0 : (W - off + s - 1) / s; /* first o with o*s + off >= W */
+    *lo = a < OW ? a : OW;
+    *hi = b < OW ? b : OW;
+    if (*hi < *lo) *hi = *lo;
+}
+
+typedef struct dw_job {
+    const lithe__conv2d *g;
+    const float *X, *W, *b;
+    float *Y;
+    const lithe__simd_kernels *k;
+} dw_job;
+
+/* Planes (n, c) [p0, p1): each output row starts at the bias; its columns whose taps all lie inside
+ * the input go to the table's dwconv_row, the edge columns to the same sum with bounds checks. */
+static void depthwise_planes(void *ctx, int64_t p0, int64_t p1) {
+    const dw_job *j = ctx;
+    const lithe__conv2d *g = j->g;
+    int64_t s0 = g->stride[0], s1 = g->stride[1], KW = g->KW, d1 = g->dil[1];
+    int64_t lo, hi, lo2, hi2;
+    valid_range(g->OW, g->W, s1, g->pad[1], 0, d1, &lo, &hi);
+    valid_range(g->OW, g->W, s1, g->pad[1], KW - 1, d1, &lo2, &hi2);
+    int64_t in_lo = lo, in_hi = hi2 < lo ? lo : hi2; /* every tap inside: [in_lo, in_hi) */
+    for (int64_t nc = p0; nc < p1; nc++) {
+        int64_t c = nc % g->C;
+        const float *x = j->X + nc * g->H * g->W, *w = j->W + c * g->KH * KW;
+        float *y = j->Y + nc * g->OH * g->OW;
+        float bias = j->b ? j->b[c] : 0.0f;
+        for (int64_t oh = 0; oh < g->OH; oh++) {
+            float *yr = y + oh * g->OW;
+            for (int64_t ow = 0; ow < g->OW; ow++) yr[ow] = bias;
+            /* the rows of taps inside the input: kh in [k0, k1) */
+            int64_t k0 = g->KH, k1 = 0;
+            const float *xr[16];
+            for (int64_t kh = 0; kh < g->KH; kh++) {
+                int64_t h = oh * s0 - g->pad[0] + kh * g->dil[0];
+                if (h < 0 || h >= g->H) continue;
+                if (kh < k0) k0 = kh;
+                k1 = kh + 1;
+            }
+            if (k1 <= k0) continue;
+            bool rows_ok = k1 - k0 <= 16;
+            for (int64_t kh = k0; kh < k1 && rows_ok; kh++) {
+                int64_t h = oh * s0 - g->pad[0] + kh * g->dil[0];
+                xr[kh - k0] = x + h * g->W + in_lo * s1 - g->pad[1];
+            }
+            int64_t edge_hi = rows_ok && in_hi > in_lo ? in_lo : g->OW; /* columns done with checks */
+            for (int64_t ow = 0; ow < g->OW; ow++) {
+                if (ow == edge_hi) ow = in_hi; /* skip the interior */
+                if (ow >= g->OW) break;
+                float acc = yr[ow];
+                for (int64_t kh = k0; kh < k1; kh++) {
+                    int64_t h = oh * s0 - g->pad[0] + kh * g->dil[0];
+                    for (int64_t kw = 0; kw < KW; kw++) {
+                        int64_t ww = ow * s1 - g->pad[1] + kw * d1;
+                        if (ww < 0 || ww >= g->W) continue;
+                        acc += x[h * g->W + ww] * w[kh * KW + kw];
+                    }
+                }
+                yr[ow] = acc;
+            }
+            if (edge_hi == in_lo && in_hi > in_lo)
+                j->k->dwconv_row(in_hi - in_lo, yr + in_lo, xr, w + k0 * KW, k1 - k0, KW, d1, s1);
+        }
+    }
+}
+
+static void depthwise_forward(const lithe__conv2d *g, const float *X, const float *W, const float *b, float *Y) {
+    dw_job j = {g, X, W, b, Y, lithe__simd()};
+    int64_t per_plane = g->OH * g->OW * g->KH * g->KW;
+    int64_t grain = per_plane > 0 ? (1 << 15) / per_plane + 1 : 1;
+    lithe__pool_for(lithe__cpu_pool(), g->N * g->C, grain, depthwise_planes, &j);
+}
+
+/* The twin's loop order per output element (taps in order), so dX and dW match it bit for bit. */
+static void depthwise_backward(const lithe__conv2d *g, const float *X, const float *W, const float *dY, float *dX,
+                               float *dW, float *db) {
+    int64_t s0 = g->stride[0], s1 = g->stride[1];
+    for (int64_t n = 0; n < g->N; n++)
+        for (int64_t c = 0; c < g->C; c++) {
+            int64_t nc = n * g->C + c;
+            const float *x = X + nc * g->H * g->W, *w = W + c * g->KH * g->KW, *gy = dY + nc * g->OH * g->OW;
+            float *dx = dX ? dX + nc * g->H * g->W : NULL, *dw = dW ? dW + c * g->KH * g->KW : NULL;
+            for (int64_t oh = 0; oh < g->OH; oh++)
+                for (int64_t ow = 0; ow < g->OW; ow++) {
+                    float gv = gy[oh * g->OW + ow];
+                    if (db) db[c] += gv;
+                    for (int64_t kh = 0; kh < g->KH; kh++) {
+                        int64_t h = oh * s0 - g->pad[0] + kh * g->dil[0];
+                        if (h < 0 || h >= g->H) continue;
+                        for (int64_t kw = 0; kw < g->KW; kw++) {
+                            int64_t ww = ow * s1 - g->pad[1] + kw * g->dil[1];
+                            if (ww < 0 || ww >= g->W) continue;
+                            if (dx) dx[h * g->W + ww] += gv * w[kh * g->KW + kw];
+                            if (dw) dw[kh * g->KW + kw] += gv * x[h * g->W + ww];
+                        }
+                    }
+                }
+        }
+}
+
+/* col (Cg·KH·KW, OH·OW) of one image-group: row (c, kh, kw) holds x[c] at the tap's positions, 0
+ * where the window passes the padding. */
+static void im2col(const lithe__conv2d *g, const float *x, int64_t Cg, float *col) {
+    int64_t P = g->OH * g->OW, s0 = g->stride[0], s1 = g->stride[1];
+    for (int64_t c = 0; c < Cg; c++)
+        for (int64_t kh = 0; kh < g->KH; kh++)
+            for (int64_t kw = 0; kw < g->KW; kw++) {
+                float *row = col + ((c * g->KH + kh) * g->KW + kw) * P;
+                int64_t lo, hi, off = kw * g->dil[1] - g->pad[1];
+                valid_range(g->OW, g->W, s1, g->pad[1], kw, g->dil[1], &lo, &hi);
+                for (int64_t oh = 0; oh < g->OH; oh++) {
+                    float *r = row + oh * g->OW;
+                    int64_t h = oh * s0 - g->pad[0] + kh * g->dil[0];
+                    if (h < 0 || h >= g->H || lo >= hi) {
+                        memset(r, 0, (size_t)g->OW * sizeof(float));
+                        continue;
+                    }
+                    const float *xr = x + (c * g->H + h) * g->W;
+                    for (int64_t ow = 0; ow < lo; ow++) r[ow] = 0.0f;
+                    if (s1 == 1) memcpy(r + lo, xr + lo + off, (size_t)(hi - lo) * sizeof(float));
+                    else
+                        for (int64_t ow = lo; ow < hi; ow++) r[ow] = xr[ow * s1 + off];
+                    for (int64_t ow = hi; ow < g->OW; ow++) r[ow] = 0.0f;
+                }
+            }
+}
+
+/* dx += col2im(dcol): the adjoint of im2col. */
+static void col2im(const lithe__conv2d *g, const float *col, int64_t Cg, float *dx) {
+    int64_t P = g->OH * g->OW, s0 = g->stride[0], s1 = g->stride[1];
+    for (int64_t c = 0; c < Cg; c++)
+        for (int64_t kh = 0; kh < g->KH; kh++)
+            for (int64_t kw = 0; kw < g->KW; kw++) {
+                const float *row = col + ((c * g->KH + kh) * g->KW + kw) * P;
+                int64_t lo, hi, off = kw * g->dil[1] - g->pad[1];
+                valid_range(g->OW, g->W, s1, g->pad[1], kw, g->dil[1], &lo, &hi);
+                for (int64_t oh = 0; oh < g->OH; oh++) {
+                    int64_t h = oh * s0 - g->pad[0] + kh * g->dil[0];
+                    if (h < 0 || h >= g->H) continue;
+                    float *xr = dx + (c * g->H + h) * g->W;
+                    const float *r = row + oh * g->OW;
+                    for (int64_t ow = lo; ow < hi; ow++) xr[ow * s1 + off] += r[ow];
+                }
+            }
+}
+
+static lithe_status workspace(lithe_backend *be, size_t n, float **out) {
+    void *p = NULL;
+    LITHE__TRY(be->ops->alloc(be, n * sizeof(float), &p));
+    *out = p;
+    return LITHE_OK;
+}
+
+typedef struct gemm_job {
+    lithe_backend *be;
+    const lithe__conv2d *g;
+    const float *X, *W, *b;
+    float *Y;
+    _Atomic int status; /* the first failure (LITHE_OK: none) */
+} gemm_job;
+
+/* Images [n0, n1) of a GEMM-path forward, with their own workspace: images run in parallel (each
+ * output image belongs to one range); a GEMM started inside a range runs in its thread. */
+static void gemm_images(void *ctx, int64_t n0, int64_t n1) {
+    gemm_job *j = ctx;
+    const lithe__conv2d *g = j->g;
+    int64_t Cg = g->C / g->group, Mg = g->M / g->group, K = Cg * g->KH * g->KW, P = g->OH * g->OW;
+    bool pw = is_pointwise(g);
+    float *col = NULL;
+    lithe_status s = pw ? LITHE_OK : workspace(j->be, (size_t)(K * P), &col);
+    for (int64_t n = n0; n < n1 && s == LITHE_OK; n++)
+        for (int64_t gi = 0; gi < g->group && s == LITHE_OK; gi++) {
+            const float *x = j->X + (n * g->C + gi * Cg) * g->H * g->W;
+            float *y = j->Y + (n * g->M + gi * Mg) * P;
+            if (j->b)
+                for (int64_t m = 0; m < Mg; m++)
+                    for (int64_t p = 0; p < P; p++) y[m * P + p] = j->b[gi * Mg + m];
+            if (!pw) im2col(g, x, Cg, col);
+            s = gemm(j->be, false, false, Mg, P, K, j->W + gi * Mg * K, pw ? x : col, j->b ? 1.0f : 0.0f, y);
+        }
+    if (col) j->be->ops->free(j->be, col);
+    if (s != LITHE_OK) {
+        int ok = LITHE_OK;
+        atomic_compare_exchange_strong(&j->status, &ok, (int)s);
+    }
+}
+
+lithe_status lithe__cpu_conv2d(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                               const float *b, float *Y) {
+    if (is_depthwise(g)) {
+        depthwise_forward(g, X, W, b, Y);
+        return LITHE_OK;
+    }
+    gemm_job j = {be, g, X, W, b, Y, LITHE_OK};
+    /* one image per range when there are several (batch 1: the GEMM splits its own work) */
+    lithe__pool_for(g->N > 1 ? lithe__cpu_pool() : NULL, g->N, 1, gemm_images, &j);
+    lithe_status s = (lithe_status)atomic_load(&j.status);
+    if (s == LITHE_ERR_OOM) /* the message may have been set on a worker thread: set it here too */
+        return lithe__oom("conv2d workspace", (size_t)(g->C / g->group * g->KH * g->KW * g->OH * g->OW) * sizeof(float));
+    if (s != LITHE_OK) return lithe__fail(s, "conv2d: the GEMM of an image failed");
+    return LITHE_OK;
+}
+
+lithe_status lithe__cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                                        const float *dY, float *dX, float *dW, float *db) {
+    if (is_depthwise(g)) {
+        depthwise_backward(g, X, W, dY, dX, dW, db);
+        return LITHE_OK;
+    }
+    int64_t Cg = g->C / g->group, Mg = g->M / g->group, K = Cg * g->KH * g->KW, P = g->OH * g->OW;
+    bool pw = is_pointwise(g);
+    float *col = NULL;
+    if (!pw && (dW || dX)) LITHE__TRY(workspace(be, (size_t)(K * P), &col));
+    lithe_status s = LITHE_OK;
+    for (int64_t n = 0; n < g->N && s == LITHE_OK; n++)
+        for (int64_t gi = 0; gi < g->group && s == LITHE_OK; gi++) {
+            const float *x = X + (n * g->C + gi * Cg) * g->H * g->W;
+            const float *gy = dY + (n * g->M + gi * Mg) * P;
+            if (db)
+                for (int64_t m = 0; m < Mg; m++) {
+                    float acc = db[gi * Mg + m];
+                    for (int64_t p = 0; p < P; p++) acc += gy[m * P + p];
+                    db[gi * Mg + m] = acc;
+                }
+            if (dW) {
+                if (!pw) im2col(g, x, Cg, col);
+                s = gemm(be, false, true, Mg, K, P, gy, pw ? x : col, 1.0f, dW + gi * Mg * K);
+            }
+            if (dX && s == LITHE_OK) {
+                float *dx = dX + (n * g->C + gi * Cg) * g->H * g->W;
+                if (pw) {
+                    s = gemm(be, true, false, K, P, Mg, W + gi * Mg * K, gy, 1.0f, dx);
+                } else {
+                    s = gemm(be, true, false, K, P, Mg, W + gi * Mg * K, gy, 0.0f, col);
+                    if (s == LITHE_OK) col2im(g, col, Cg, dx);
+                }
+            }
+        }
+    if (col) be->ops->free(be, col);
+    return s;
+}
+
+/* ---- pooling: the scalar twins' loops, split over (image, channel) planes; 2x2 stride-2 max
+ * pooling without padding (LeNet's) has its own loop with the twin's tap order and first-maximum
+ * rule. Selections and per-window sums in the twin's order: bit-identical. ---- */
+
+typedef struct pool_job {
+    const lithe__pool2d *g;
+    const float *X, *dY;
+    float *Y, *dX;
+    int32_t *which;
+    const int32_t *cwhich;
+} pool_job;
+
+static bool is_max2x2(const lithe__pool2d *g) {
+    return g->max && g->KH == 2 && g->KW == 2 && g->stride[0] == 2 && g->stride[1] == 2 && !g->pad[0] &&
+           !g->pad[1] && g->dil[0] == 1 && g->dil[1] == 1 && 2 * g->OH <= g->H && 2 * g->OW <= g->W;
+}
+
+static void pool_planes(void *ctx, int64_t p0, int64_t p1) {
+    const pool_job *j = ctx;
+    const lithe__pool2d *g = j->g;
+    int64_t HW = g->H * g->W, OP = g->OH * g->OW;
+    if (!is_max2x2(g)) {
+        lithe__pool2d sub = *g;
+        sub.N = 1;
+        sub.C = p1 - p0;
+        lithe_f32_pool2d__scalar(&sub, j->X + p0 * HW, j->Y + p0 * OP, j->which ? j->which + p0 * OP : NULL);
+        return;
+    }
+    for (int64_t nc = p0; nc < p1; nc++) {
+        const float *x = j->X + nc * HW;
+        float *y = j->Y + nc * OP;
+        int32_t *w = j->which + nc * OP;
+        for (int64_t oh = 0; oh < g->OH; oh++) {
+            const float *r0 = x + 2 * oh * g->W, *r1 = r0 + g->W;
+            for (int64_t ow = 0; ow < g->OW; ow++) {
+                float best = r0[2 * ow];
+                int32_t arg = (int32_t)(2 * oh * g->W + 2 * ow);
+                if (r0[2 * ow + 1] > best) best = r0[2 * ow + 1], arg = (int32_t)(2 * oh * g->W + 2 * ow + 1);
+                if (r1[2 * ow] > best) best = r1[2 * ow], arg = (int32_t)((2 * oh + 1) * g->W + 2 * ow);
+                if (r1[2 * ow + 1] > best) best = r1[2 * ow + 1], arg = (int32_t)((2 * oh + 1) * g->W + 2 * ow + 1);
+                y[oh * g->OW + ow] = best;
+                w[oh * g->OW + ow] = arg;
+            }
+        }
+    }
+}
+
+void lithe__cpu_pool2d(const lithe__pool2d *g, const float *X, float *Y, int32_t *which) {
+    pool_job j = {.g = g, .X = X, .Y = Y, .which = which};
+    int64_t per = g->OH * g->OW * g->KH * g->KW;
+    lithe__pool_for(lithe__cpu_pool(), g->N * g->C, per > 0 ? (1 << 15) / per + 1 : 1, pool_planes, &j);
+}
+
+static void pool_back_planes(void *ctx, int64_t p0, int64_t p1) {
+    const pool_job *j = ctx;
+    lithe__pool2d sub = *j->g;
+    int64_t HW = sub.H * sub.W, OP = sub.OH * sub.OW;
+    sub.N = 1;
+    sub.C = p1 - p0;
+    lithe_f32_pool2d_backward__scalar(&sub, j->dY + p0 * OP, j->cwhich ? j->cwhich + p0 * OP : NULL, j->dX + p0 * HW);
+}
+
+void lithe__cpu_pool2d_backward(const lithe__pool2d *g, const float *dY, const int32_t *which, float *dX) {
+    pool_job j = {.g = g, .dY = dY, .dX = dX, .cwhich = which};
+    int64_t per = g->OH * g->OW * g->KH * g->KW;
+    lithe__pool_for(lithe__cpu_pool(), g->N * g->C, per > 0 ? (1 << 15) / per + 1 : 1, pool_back_planes, &j);
+}

@@ -1,0 +1,847 @@
+/* Vectorised kernels, one source for every ISA (see simd.h for what is exact and what is bounded).
+ * CMake compiles this file once per ISA with LITHE_SIMD_ISA (the suffix) and LITHE_SIMD_BYTES (the
+ * vector width) defined and that ISA's flags (-mavx512f ..., -mavx2 -mfma, -msimd128); the
+ * arithmetic is GCC/clang vector extensions, so the same expressions run on every ISA. No FMA
+ * contraction (-ffp-contract=off is global): the vector and scalar kernels round alike.
+ *
+ * Tails: an elementwise kernel loads the last partial vector into a zero-padded buffer and runs the
+ * same vector code on it, so an element's result never depends on where a range starts or ends —
+ * which keeps the thread split (elem.c) bit-identical for any thread count. */
+#include "simd.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Every vector helper here is static inline: the psABI note about passing vectors wider than the
+ * ISA's registers (the double accumulators) concerns calls across files, which never happen. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+#if !defined(LITHE_SIMD_ISA) || !defined(LITHE_SIMD_BYTES)
+#error "compile simd/elem.c with LITHE_SIMD_ISA and LITHE_SIMD_BYTES (see CMakeLists.txt)"
+#endif
+
+#if defined(__SSE2__) || defined(__AVX__) || defined(__AVX512F__)
+#include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#elif defined(__wasm_simd128__)
+#include <wasm_simd128.h>
+#endif
+
+#define VB LITHE_SIMD_BYTES
+#define VW (VB / 4)
+typedef float vf __attribute__((vector_size(VB)));
+typedef int32_t vi __attribute__((vector_size(VB)));
+
+#define CAT3(a, b, c) a##b##c
+#define XCAT3(a, b, c) CAT3(a, b, c)
+#define K(name) XCAT3(lithe_f32_##name, __, LITHE_SIMD_ISA) /* K(add_row) -> lithe_f32_add_row__avx2 */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define TABLE XCAT3(lithe__simd_, , LITHE_SIMD_ISA)
+
+static inline vf ld(const float *p) {
+    vf v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline void st(float *p, vf v) { memcpy(p, &v, sizeof v); }
+static inline vf ld_part(const float *p, int64_t n) {
+    float t[VW] = {0};
+    memcpy(t, p, (size_t)n * sizeof(float));
+    return ld(t);
+}
+static inline void st_part(float *p, vf v, int64_t n) {
+    float t[VW];
+    st(t, v);
+    memcpy(p, t, (size_t)n * sizeof(float));
+}
+static inline vf splat(float x) { return (vf){0} + x; }
+static inline vi splati(int32_t x) { return (vi){0} + x; }
+/* m ? a : b, m a lane mask (all ones / zeros) as comparisons give it */
+static inline vf sel(vi m, vf a, vf b) { return (vf)((m & (vi)a) | (~m & (vi)b)); }
+static inline vf vabs(vf x) { return (vf)((vi)x & splati(0x7fffffff)); }
+
+static inline vf vsqrt(vf x) {
+#if VB == 64 && defined(__AVX512F__)
+    return (vf)_mm512_sqrt_ps((__m512)x);
+#elif VB == 32 && defined(__AVX__)
+    return (vf)_mm256_sqrt_ps((__m256)x);
+#elif VB == 16 && defined(__SSE2__)
+    return (vf)_mm_sqrt_ps((__m128)x);
+#elif VB == 16 && defined(__aarch64__)
+    float32x4_t t;
+    memcpy(&t, &x, sizeof t);
+    t = vsqrtq_f32(t);
+    memcpy(&x, &t, sizeof t);
+    return x;
+#elif VB == 16 && defined(__wasm_simd128__)
+    v128_t t;
+    memcpy(&t, &x, sizeof t);
+    t = wasm_f32x4_sqrt(t);
+    memcpy(&x, &t, sizeof t);
+    return x;
+#else
+    for (int i = 0; i < VW; i++) x[i] = sqrtf(x[i]);
+    return x;
+#endif
+}
+
+/* e^x: n = round(x / ln 2), r = x - n ln 2 (Cody-Waite, two parts), e^r by its degree-7 Taylor
+ * polynomial on |r| <= ln 2 / 2 (truncation < 6e-9 relative), times 2^n as two exact powers of two
+ * so that n from -150 to 128 stays in range. Within 2 ulp of expf for normal results (tests check
+ * against exp in double); x > 88.7228 gives +inf, x < -103.97 gives 0, NaN stays NaN. */
+static inline vf vexp(vf x) {
+    const vf hi = splat(88.72283935546875f), lo = splat(-103.972084045410156f);
+    vi over = x > hi, under = x < lo;
+    vf xc = sel(over, hi, sel(under, lo, x));
+    vf t = xc * 1.44269504088896341f + 12582912.0f; /* 1.5 * 2^23: round to the nearest integer */
+    vf n = t - 12582912.0f;
+    vi ni = (vi)t - splati(0x4B400000);
+    vf r = xc - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    vf p = splat(1.0f / 5040.0f);
+    p = p * r + (1.0f / 720.0f);
+    p = p * r + (1.0f / 120.0f);
+    p = p * r + (1.0f / 24.0f);
+    p = p * r + (1.0f / 6.0f);
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    vi n1 = ni >> 1, n2 = ni - n1;
+    vf s1 = (vf)((n1 + 127) << 23), s2 = (vf)((n2 + 127) << 23);
+    vf y = (p * s1) * s2;
+    y = sel(over, splat(INFINITY), y);
+    return sel(under, splat(0.0f), y);
+}
+
+/* tanh: an odd Taylor polynomial below 0.3 (truncation < 1e-8 relative), else
+ * 1 - 2 / (e^(2|x|) + 1) with the sign put back. */
+static inline vf vtanh(vf x) {
+    vf ax = vabs(x);
+    vf x2 = ax * ax;
+    vf p = splat(-1382.0f / 155925.0f);
+    p = p * x2 + (62.0f / 2835.0f);
+    p = p * x2 + (-17.0f / 315.0f);
+    p = p * x2 + (2.0f / 15.0f);
+    p = p * x2 + (-1.0f / 3.0f);
+    vf small = ax + ax * (x2 * p);
+    vf big = 1.0f - 2.0f / (vexp(ax + ax) + 1.0f);
+    vf t = sel(ax < 0.3f, small, big);
+    return (vf)((vi)t | ((vi)x & splati((int32_t)0x80000000u)));
+}
+
+static inline vf vclip(vf x, float lo, float hi) { return sel(x < lo, splat(lo), sel(x > hi, splat(hi), x)); }
+
+/* Thinc's sigmoid: the input clipped to [-20, 20] first. */
+static inline vf vsigmoid(vf x) {
+    x = vclip(x, -20.0f, 20.0f);
+    return 1.0f / (1.0f + vexp(-x));
+}
+
+/* Thinc's erf (Abramowitz & Stegun 7.1.26), as scalar/act.c writes it. */
+static inline vf verf_thinc(vf x) {
+    vf sign = sel(x > 0.0f, splat(1.0f), sel(x < 0.0f, splat(-1.0f), splat(0.0f)));
+    vf ax = vabs(x);
+    vf t = 1.0f / (1.0f + 0.3275911f * ax);
+    vf y = 1.0f - (((((1.061405429f * t + -1.453152027f) * t) + 1.421413741f) * t + -0.284496736f) * t +
+                   0.254829592f) * t * vexp(-ax * ax);
+    return sign * y;
+}
+static inline vf vgauss_cdf(vf x) { return 0.5f * (1.0f + verf_thinc(x * 0.70710678118654752f)); }
+static inline vf vgauss_pdf(vf x) { return 0.3989422804014327f * vexp(-0.5f * x * x); }
+
+static inline vf act1(const lithe__act *a, vf x) {
+    switch (a->kind) {
+    case LITHE__ACT_RELU: return sel(x > 0.0f, x, splat(0.0f));
+    case LITHE__ACT_SIGMOID: return vsigmoid(x);
+    case LITHE__ACT_TANH: return vtanh(x);
+    case LITHE__ACT_SWISH: return x * vsigmoid(x);
+    case LITHE__ACT_GELU: return x * vgauss_cdf(x);
+    case LITHE__ACT_DISH: return x * (0.5f * (x / vsqrt(x * x + 1.0f) + 1.0f));
+    case LITHE__ACT_HARD_SIGMOID: return vclip(x * 0.2f + 0.5f, 0.0f, 1.0f);
+    case LITHE__ACT_HARD_TANH: return vclip(x, -1.0f, 1.0f);
+    case LITHE__ACT_HARD_SWISH: return x * vclip(x * 0.2f + 0.5f, 0.0f, 1.0f);
+    case LITHE__ACT_HARD_SWISH_MOBILENET: return x * (vclip(x + 3.0f, 0.0f, 6.0f) / 6.0f);
+    default: return vclip(x * a->slope + a->offset, a->min_val, a->max_val); /* CLIPPED_LINEAR */
+    }
+}
+
+/* One loop per kind (the switch hoisted out of it): act1 inlines with a constant kind. */
+static inline __attribute__((always_inline)) void act_loop(const lithe__act *a, lithe__act_kind kind, int64_t n,
+                                                           const float *X, float *Y) {
+    lithe__act c = *a;
+    c.kind = kind;
+    int64_t i = 0;
+    for (; i + VW <= n; i += VW) st(Y + i, act1(&c, ld(X + i)));
+    if (i < n) st_part(Y + i, act1(&c, ld_part(X + i, n - i)), n - i);
+}
+
+static void K(act)(const lithe__act *a, int64_t n, const float *X, float *Y) {
+    switch (a->kind) {
+#define ACT_CASE(k)                                                                                \
+    case k: act_loop(a, k, n, X, Y); return;
+        ACT_CASE(LITHE__ACT_RELU)
+        ACT_CASE(LITHE__ACT_SIGMOID)
+        ACT_CASE(LITHE__ACT_TANH)
+        ACT_CASE(LITHE__ACT_SWISH)
+        ACT_CASE(LITHE__ACT_GELU)
+        ACT_CASE(LITHE__ACT_DISH)
+        ACT_CASE(LITHE__ACT_HARD_SIGMOID)
+        ACT_CASE(LITHE__ACT_HARD_TANH)
+        ACT_CASE(LITHE__ACT_HARD_SWISH)
+        ACT_CASE(LITHE__ACT_HARD_SWISH_MOBILENET)
+        ACT_CASE(LITHE__ACT_CLIPPED_LINEAR)
+#undef ACT_CASE
+    default: lithe_f32_act__scalar(a, n, X, Y); /* mish: the twin */
+    }
+}
+
+static inline vf act_bwd1(const lithe__act *a, float low, float high, vf g, vf x, vf y) {
+    switch (a->kind) {
+    case LITHE__ACT_RELU: return sel(y <= 0.0f, splat(0.0f), g);
+    case LITHE__ACT_SIGMOID: return g * (y * (1.0f - y));
+    case LITHE__ACT_TANH: return g * (1.0f - y * y);
+    case LITHE__ACT_SWISH: return g * (y + vsigmoid(x) * (1.0f - y));
+    case LITHE__ACT_GELU: return g * (vgauss_cdf(x) + x * vgauss_pdf(x));
+    case LITHE__ACT_HARD_SIGMOID: return g * sel((x > -2.5f) & (x < 2.5f), splat(0.2f), splat(0.0f));
+    case LITHE__ACT_HARD_TANH: return g * sel((x > -1.0f) & (x < 1.0f), splat(1.0f), splat(0.0f));
+    case LITHE__ACT_HARD_SWISH:
+        return g * sel(x > 2.5f, splat(1.0f), sel(x < -2.5f, splat(0.0f), x * 0.4f + 0.5f));
+    case LITHE__ACT_HARD_SWISH_MOBILENET:
+        return sel(x > 3.0f, splat(1.0f), sel(x < -3.0f, splat(0.0f), (1.0f / 6.0f) * (x * 2.0f + 3.0f))) * g;
+    default: /* CLIPPED_LINEAR */
+        return g * sel((x > low) & (x < high), splat(a->slope), splat(0.0f));
+    }
+}
+
+static inline __attribute__((always_inline)) void act_bwd_loop(const lithe__act *a, lithe__act_kind kind,
+                                                               int64_t n, const float *dY, const float *X,
+                                                               const float *Y, float *dX) {
+    lithe__act c = *a;
+    c.kind = kind;
+    float low = 0.0f, high = 0.0f;
+    if (kind == LITHE__ACT_CLIPPED_LINEAR) {
+        low = (a->min_val - a->offset) / a->slope;
+        high = (a->max_val - a->offset) / a->slope;
+    }
+    int needs = lithe__act_needs(kind);
+    const vf zero = splat(0.0f);
+    int64_t i = 0;
+    for (; i + VW <= n; i += VW) {
+        vf x = needs & LITHE__ACT_NEEDS_X ? ld(X + i) : zero, y = needs & LITHE__ACT_NEEDS_Y ? ld(Y + i) : zero;
+        st(dX + i, act_bwd1(&c, low, high, ld(dY + i), x, y));
+    }
+    if (i < n) {
+        int64_t m = n - i;
+        vf x = needs & LITHE__ACT_NEEDS_X ? ld_part(X + i, m) : zero,
+           y = needs & LITHE__ACT_NEEDS_Y ? ld_part(Y + i, m) : zero;
+        st_part(dX + i, act_bwd1(&c, low, high, ld_part(dY + i, m), x, y), m);
+    }
+}
+
+static void K(act_backward)(const lithe__act *a, int64_t n, const float *dY, const float *X, const float *Y,
+                            float *dX) {
+    switch (a->kind) {
+#define ACT_CASE(k)                                                                                \
+    case k: act_bwd_loop(a, k, n, dY, X, Y, dX); return;
+        ACT_CASE(LITHE__ACT_RELU)
+        ACT_CASE(LITHE__ACT_SIGMOID)
+        ACT_CASE(LITHE__ACT_TANH)
+        ACT_CASE(LITHE__ACT_SWISH)
+        ACT_CASE(LITHE__ACT_GELU)
+        ACT_CASE(LITHE__ACT_HARD_SIGMOID)
+        ACT_CASE(LITHE__ACT_HARD_TANH)
+        ACT_CASE(LITHE__ACT_HARD_SWISH)
+        ACT_CASE(LITHE__ACT_HARD_SWISH_MOBILENET)
+        ACT_CASE(LITHE__ACT_CLIPPED_LINEAR)
+#undef ACT_CASE
+    default: lithe_f32_act_backward__scalar(a, n, dY, X, Y, dX); /* mish, dish: the twins */
+    }
+}
+
+static void K(add_row)(int64_t M, int64_t N, float *Y, const float *b) {
+    for (int64_t r = 0; r < M; r++) {
+        float *y = Y + r * N;
+        int64_t j = 0;
+        for (; j + VW <= N; j += VW) st(y + j, ld(y + j) + ld(b + j));
+        for (; j < N; j++) y[j] += b[j];
+    }
+}
+
+static void K(sum_rows)(int64_t M, int64_t n, int64_t ld_, const float *X, float beta, float *y) {
+    /* per column: beta * y (or 0), then + row 0, + row 1, ... as the scalar twin; columns in blocks
+     * of 4 vectors held in registers across the rows */
+    int64_t j = 0;
+    for (; j + 4 * VW <= n; j += 4 * VW) {
+        vf acc[4];
+        for (int u = 0; u < 4; u++) acc[u] = beta == 0.0f ? splat(0.0f) : beta * ld(y + j + u * VW);
+        for (int64_t r = 0; r < M; r++)
+            for (int u = 0; u < 4; u++) acc[u] += ld(X + r * ld_ + j + u * VW);
+        for (int u = 0; u < 4; u++) st(y + j + u * VW, acc[u]);
+    }
+    for (; j + VW <= n; j += VW) {
+        vf acc = beta == 0.0f ? splat(0.0f) : beta * ld(y + j);
+        for (int64_t r = 0; r < M; r++) acc += ld(X + r * ld_ + j);
+        st(y + j, acc);
+    }
+    for (; j < n; j++) {
+        float acc = beta == 0.0f ? 0.0f : beta * y[j];
+        for (int64_t r = 0; r < M; r++) acc += X[r * ld_ + j];
+        y[j] = acc;
+    }
+}
+
+static void K(axpby)(int64_t n, float alpha, const float *X, float beta, float *Y) {
+    int64_t i = 0;
+    if (beta == 1.0f) {
+        for (; i + VW <= n; i += VW) st(Y + i, ld(Y + i) + alpha * ld(X + i));
+        for (; i < n; i++) Y[i] += alpha * X[i];
+    } else if (beta == 0.0f) {
+        for (; i + VW <= n; i += VW) st(Y + i, alpha * ld(X + i));
+        for (; i < n; i++) Y[i] = alpha * X[i];
+    } else {
+        for (; i + VW <= n; i += VW) st(Y + i, alpha * ld(X + i) + beta * ld(Y + i));
+        for (; i < n; i++) Y[i] = alpha * X[i] + beta * Y[i];
+    }
+}
+
+static void K(mul)(int64_t n, const float *A, const float *B, float *Y) {
+    int64_t i = 0;
+    for (; i + VW <= n; i += VW) st(Y + i, ld(A + i) * ld(B + i));
+    for (; i < n; i++) Y[i] = A[i] * B[i];
+}
+
+static inline float hmax(vf v) {
+    float m = v[0];
+    for (int l = 1; l < VW; l++) m = v[l] > m ? v[l] : m;
+    return m;
+}
+/* float -> double by halves: each half converts into one register-wide double vector (vcvtps2pd),
+ * where converting the whole vector at once is split badly by some compilers. */
+typedef float vfh __attribute__((vector_size(VB / 2)));
+typedef double vdh __attribute__((vector_size(VB)));
+static inline vdh widen_lo(vf v) {
+    vfh h;
+    memcpy(&h, &v, sizeof h);
+    return __builtin_convertvector(h, vdh);
+}
+static inline vdh widen_hi(vf v) {
+    vfh h;
+    memcpy(&h, (const char *)&v + sizeof h, sizeof h);
+    return __builtin_convertvector(h, vdh);
+}
+static inline double hsum_dh(vdh v) {
+    double s = 0.0;
+    for (int l = 0; l < VW / 2; l++) s += v[l];
+    return s;
+}
+
+static double K(sum_squares)(int64_t n, const float *X) {
+    vdh a0 = (vdh){0}, a1 = (vdh){0}, a2 = (vdh){0}, a3 = (vdh){0}; /* four chains hide the add latency */
+    int64_t i = 0;
+    for (; i + 2 * VW <= n; i += 2 * VW) {
+        vf x = ld(X + i), y = ld(X + i + VW);
+        vdh xl = widen_lo(x), xh = widen_hi(x), yl = widen_lo(y), yh = widen_hi(y);
+        a0 += xl * xl;
+        a1 += xh * xh;
+        a2 += yl * yl;
+        a3 += yh * yh;
+    }
+    double s = hsum_dh((a0 + a1) + (a2 + a3));
+    for (; i < n; i++) s += (double)X[i] * X[i];
+    return s;
+}
+
+static void K(adam)(int64_t n, float *W, const float *G, float *m1, float *m2, float beta1, float beta2,
+                         float eps, float lr) {
+    float omb1 = 1.0f - beta1, omb2 = 1.0f - beta2;
+    int64_t i = 0;
+    for (; i < n; i += VW) {
+        int64_t m = n - i < VW ? n - i : VW;
+        vf g = m == VW ? ld(G + i) : ld_part(G + i, m);
+        vf a = m == VW ? ld(m1 + i) : ld_part(m1 + i, m);
+        vf b = m == VW ? ld(m2 + i) : ld_part(m2 + i, m);
+        vf w = m == VW ? ld(W + i) : ld_part(W + i, m);
+        a = a * beta1;
+        a = a + g * omb1;
+        b = b * beta2;
+        b = b + omb2 * (g * g);
+        vf step = a / (vsqrt(b) + eps);
+        w = w + -lr * step;
+        if (m == VW) {
+            st(m1 + i, a);
+            st(m2 + i, b);
+            st(W + i, w);
+        } else {
+            st_part(m1 + i, a, m);
+            st_part(m2 + i, b, m);
+            st_part(W + i, w, m);
+        }
+    }
+}
+
+static void K(radam)(int64_t n, float *W, const float *G, float *m1, float *m2, float beta1, float omb1,
+                          float beta2, float omb2, float eps, float coef, bool rectified) {
+    int64_t i = 0;
+    for (; i < n; i += VW) {
+        int64_t m = n - i < VW ? n - i : VW;
+        vf g = ld_part(G + i, m), a = ld_part(m1 + i, m), b = ld_part(m2 + i, m), w = ld_part(W + i, m);
+        b = b * beta2;
+        b = b + omb2 * (g * g);
+        a = a * beta1;
+        a = a + omb1 * g;
+        if (rectified) w = w + coef * (a / (vsqrt(b) + eps));
+        else if (coef != 0.0f) w = w + coef * a;
+        st_part(m1 + i, a, m);
+        st_part(m2 + i, b, m);
+        st_part(W + i, w, m);
+    }
+}
+
+static void K(update_averages)(int64_t n, float *ema, const float *W, float decay) {
+    float omd = 1.0f - decay;
+    int64_t i = 0;
+    for (; i + VW <= n; i += VW) {
+        vf e = ld(ema + i);
+        st(ema + i, e - omd * (e - ld(W + i)));
+    }
+    for (; i < n; i++) ema[i] -= omd * (ema[i] - W[i]);
+}
+
+/* One row's maximum of x (scaled by 1 / temperature when t1 is false). */
+static inline float row_max(int64_t N, const float *x, bool t1, float temperature) {
+    vf mv = splat(-INFINITY);
+    int64_t j = 0;
+    for (; j + VW <= N; j += VW) {
+        vf v = t1 ? ld(x + j) : ld(x + j) / temperature;
+        mv = sel(v > mv, v, mv);
+    }
+    float mx = hmax(mv);
+    for (; j < N; j++) {
+        float v = t1 ? x[j] : x[j] / temperature;
+        if (v > mx) mx = v;
+    }
+    return mx;
+}
+
+/* Double-precision row sums are kept in pairs of register-wide double vectors (lo and hi halves of
+ * a float vector): no arithmetic on vectors wider than the ISA's registers, which some compilers
+ * scalarise. */
+typedef struct dpair {
+    vdh lo, hi;
+} dpair;
+static inline dpair dwiden(vf v) { return (dpair){widen_lo(v), widen_hi(v)}; }
+static inline vf dnarrow(vdh lo, vdh hi) {
+    vfh l = __builtin_convertvector(lo, vfh), h = __builtin_convertvector(hi, vfh);
+    vf v;
+    memcpy(&v, &l, sizeof l);
+    memcpy((char *)&v + sizeof l, &h, sizeof h);
+    return v;
+}
+static inline double dsum(vdh lo, vdh hi) { return hsum_dh(lo + hi); }
+
+static void K(softmax)(int64_t M, int64_t N, const float *X, float temperature, float *Y) {
+    if (N < VW) { /* rows shorter than a vector (a 10-class output): the twin is quicker */
+        lithe_f32_softmax__scalar(M, N, X, temperature, Y);
+        return;
+    }
+    bool t1 = temperature == 1.0f;
+    for (int64_t r = 0; r < M; r++) {
+        const float *x = X + r * N;
+        float *y = Y + r * N;
+        float mx = row_max(N, x, t1, temperature);
+        vdh alo = (vdh){0}, ahi = (vdh){0};
+        int64_t j = 0;
+        for (; j + VW <= N; j += VW) {
+            vf v = t1 ? ld(x + j) : ld(x + j) / temperature;
+            vf e = vexp(v - mx);
+            st(y + j, e);
+            alo += widen_lo(e);
+            ahi += widen_hi(e);
+        }
+        if (j < N) {
+            int64_t m = N - j;
+            vf v = ld_part(x + j, m);
+            if (!t1) v = v / temperature;
+            float t[VW] = {0};
+            st_part(t, vexp(v - mx), m); /* lanes past the row stay 0 in the sum */
+            memcpy(y + j, t, (size_t)m * sizeof(float));
+            vf e = ld(t);
+            alo += widen_lo(e);
+            ahi += widen_hi(e);
+        }
+        float inv = (float)dsum(alo, ahi);
+        j = 0;
+        for (; j + VW <= N; j += VW) st(y + j, ld(y + j) / inv);
+        for (; j < N; j++) y[j] /= inv;
+    }
+}
+
+static void K(softmax_backward)(int64_t M, int64_t N, const float *Y, const float *dY, float temperature,
+                                float *dX) {
+    bool t1 = temperature == 1.0f;
+    for (int64_t r = 0; r < M; r++) {
+        const float *y = Y + r * N, *dy = dY + r * N;
+        float *dx = dX + r * N;
+        vdh alo = (vdh){0}, ahi = (vdh){0};
+        int64_t j = 0;
+        for (; j + VW <= N; j += VW) {
+            vf g = t1 ? ld(dy + j) : ld(dy + j) / temperature;
+            vf yy = ld(y + j);
+            alo += widen_lo(yy) * widen_lo(g);
+            ahi += widen_hi(yy) * widen_hi(g);
+        }
+        double s = dsum(alo, ahi);
+        for (; j < N; j++) {
+            float g = t1 ? dy[j] : dy[j] / temperature;
+            s += (double)y[j] * g;
+        }
+        float sf = (float)s;
+        j = 0;
+        for (; j + VW <= N; j += VW) {
+            vf g = t1 ? ld(dy + j) : ld(dy + j) / temperature;
+            vf yy = ld(y + j);
+            st(dx + j, yy * g - yy * sf);
+        }
+        for (; j < N; j++) {
+            float g = t1 ? dy[j] : dy[j] / temperature;
+            dx[j] = y[j] * g - y[j] * sf;
+        }
+    }
+}
+
+/* The scalar twin sums exp in double; here e^(x - max) is the vector exp in float, summed in
+ * double: lse within ~2 ulp of the twin's. */
+static void K(log_softmax)(int64_t M, int64_t N, const float *X, float *Y) {
+    for (int64_t r = 0; r < M; r++) {
+        const float *x = X + r * N;
+        float *y = Y + r * N;
+        float mx = row_max(N, x, true, 1.0f);
+        vdh alo = (vdh){0}, ahi = (vdh){0};
+        int64_t j = 0;
+        for (; j + VW <= N; j += VW) {
+            vf e = vexp(ld(x + j) - mx);
+            alo += widen_lo(e);
+            ahi += widen_hi(e);
+        }
+        if (j < N) {
+            float t[VW] = {0};
+            st_part(t, vexp(ld_part(x + j, N - j) - mx), N - j);
+            vf e = ld(t);
+            alo += widen_lo(e);
+            ahi += widen_hi(e);
+        }
+        float lse = mx + (float)log(dsum(alo, ahi));
+        j = 0;
+        for (; j + VW <= N; j += VW) st(y + j, ld(x + j) - lse);
+        for (; j < N; j++) y[j] = x[j] - lse;
+    }
+}
+
+static void K(log_softmax_backward)(int64_t M, int64_t N, const float *Y, const float *dY, float *dX) {
+    for (int64_t r = 0; r < M; r++) {
+        const float *y = Y + r * N, *g = dY + r * N;
+        float *dx = dX + r * N;
+        double s = 0.0;
+        for (int64_t j = 0; j < N; j++) s += g[j]; /* element order, as the twin */
+        float sf = (float)s;
+        int64_t j = 0;
+        for (; j + VW <= N; j += VW) st(dx + j, ld(dx + j) + (ld(g + j) - vexp(ld(y + j)) * sf));
+        if (j < N) {
+            int64_t m = N - j;
+            st_part(dx + j, ld_part(dx + j, m) + (ld_part(g + j, m) - vexp(ld_part(y + j, m)) * sf), m);
+        }
+    }
+}
+
+static void K(layernorm)(int64_t M, int64_t N, const float *X, const float *G, const float *b, float eps,
+                         float *Y, float *mean, float *inv_std) {
+    for (int64_t r = 0; r < M; r++) {
+        const float *x = X + r * N;
+        vdh alo = (vdh){0}, ahi = (vdh){0};
+        int64_t j = 0;
+        for (; j + VW <= N; j += VW) {
+            vf v = ld(x + j);
+            alo += widen_lo(v);
+            ahi += widen_hi(v);
+        }
+        double mu = dsum(alo, ahi);
+        for (; j < N; j++) mu += x[j];
+        mu /= (double)N;
+        alo = ahi = (vdh){0};
+        for (j = 0; j + VW <= N; j += VW) {
+            vf v = ld(x + j);
+            vdh dl = widen_lo(v) - mu, dh = widen_hi(v) - mu;
+            alo += dl * dl;
+            ahi += dh * dh;
+        }
+        double var = dsum(alo, ahi);
+        for (; j < N; j++) var += ((double)x[j] - mu) * ((double)x[j] - mu);
+        var /= (double)N;
+        double is = 1.0 / sqrt(var + (double)eps);
+        mean[r] = (float)mu;
+        inv_std[r] = (float)is;
+        float *y = Y + r * N;
+        for (j = 0; j + VW <= N; j += VW) {
+            vf v = ld(x + j);
+            vf xh = dnarrow((widen_lo(v) - mu) * is, (widen_hi(v) - mu) * is);
+            st(y + j, xh * ld(G + j) + ld(b + j));
+        }
+        for (; j < N; j++) y[j] = (float)(((double)x[j] - mu) * is) * G[j] + b[j];
+    }
+}
+
+static void K(layernorm_backward_dx)(int64_t M, int64_t N, const float *dY, const float *X, const float *G,
+                                     const float *mean, const float *inv_std, float *dX) {
+    for (int64_t r = 0; r < M; r++) {
+        const float *x = X + r * N, *dy = dY + r * N;
+        double mu = mean[r], is = inv_std[r];
+        vdh glo = (vdh){0}, ghi = (vdh){0}, gxlo = (vdh){0}, gxhi = (vdh){0};
+        int64_t j = 0;
+        for (; j + VW <= N; j += VW) {
+            vf v = ld(x + j), d = ld(dy + j), gg = ld(G + j);
+            vdh xl = (widen_lo(v) - mu) * is, xh = (widen_hi(v) - mu) * is;
+            vdh gl = widen_lo(d) * widen_lo(gg), gh = widen_hi(d) * widen_hi(gg);
+            glo += gl;
+            ghi += gh;
+            gxlo += gl * xl;
+            gxhi += gh * xh;
+        }
+        double sum_g = dsum(glo, ghi), sum_gx = dsum(gxlo, gxhi);
+        for (; j < N; j++) {
+            double xhat = ((double)x[j] - mu) * is, g = (double)dy[j] * G[j];
+            sum_g += g;
+            sum_gx += g * xhat;
+        }
+        double mg = sum_g / (double)N, mgx = sum_gx / (double)N;
+        float *dx = dX + r * N;
+        for (j = 0; j + VW <= N; j += VW) {
+            vf v = ld(x + j), d = ld(dy + j), gg = ld(G + j);
+            vdh xl = (widen_lo(v) - mu) * is, xh = (widen_hi(v) - mu) * is;
+            vdh ol = is * (widen_lo(d) * widen_lo(gg) - mg - xl * mgx);
+            vdh oh = is * (widen_hi(d) * widen_hi(gg) - mg - xh * mgx);
+            st(dx + j, dnarrow(ol, oh));
+        }
+        for (; j < N; j++) {
+            double xhat = ((double)x[j] - mu) * is;
+            dx[j] = (float)(is * ((double)dy[j] * G[j] - mg - xhat * mgx));
+        }
+    }
+}
+
+static void K(layernorm_backward_dgb)(int64_t M, int64_t n, int64_t ldx, const float *dY, const float *X,
+                                      const float *mean, const float *inv_std, float *dG, float *db) {
+    int64_t j = 0;
+    /* below 512-bit vectors the widen / narrow pairs cost more than the twin's loop, which the
+     * compiler vectorises itself: the same arithmetic in the same order either way */
+    for (; VB >= 64 && j + VW <= n; j += VW) {
+        vf ag = ld(dG + j), ab = ld(db + j);
+        for (int64_t r = 0; r < M; r++) {
+            double mu = mean[r], is = inv_std[r];
+            vf dy = ld(dY + r * ldx + j), v = ld(X + r * ldx + j);
+            vdh xl = (widen_lo(v) - mu) * is, xh = (widen_hi(v) - mu) * is;
+            ag += dnarrow(widen_lo(dy) * xl, widen_hi(dy) * xh);
+            ab += dy;
+        }
+        st(dG + j, ag);
+        st(db + j, ab);
+    }
+    for (int64_t r = 0; r < M; r++) {
+        double mu = mean[r], is = inv_std[r];
+        for (int64_t c = j; c < n; c++) {
+            float dy = dY[r * ldx + c];
+            double xhat = ((double)X[r * ldx + c] - mu) * is;
+            dG[c] += (float)((double)dy * xhat);
+            db[c] += dy;
+        }
+    }
+}
+
+static void K(scatter_add_rows)(int64_t B, int64_t n, int64_t ldx, float *table, const int32_t *ids32,
+                                     const uint64_t *ids64, const float *X) {
+    for (int64_t i = 0; i < B; i++) {
+        int64_t id = ids32 ? (int64_t)ids32[i] : (int64_t)ids64[i];
+        float *row = table + id * ldx;
+        const float *x = X + i * ldx;
+        int64_t j = 0;
+        for (; j + VW <= n; j += VW) st(row + j, ld(row + j) + ld(x + j));
+        for (; j < n; j++) row[j] += x[j];
+    }
+}
+
+static inline vf unary1(int op, vf x) {
+    switch (op) {
+    case LITHE__UN_EXP: return vexp(x);
+    case LITHE__UN_SQRT: return vsqrt(x);
+    case LITHE__UN_NEG: return -x;
+    case LITHE__UN_ABS: return vabs(x);
+    default: return 1.0f / x;
+    }
+}
+
+static void K(unary)(int op, int64_t n, const float *X, float *Y) {
+    if (op == LITHE__UN_LOG || op == LITHE__UN_ERF) {
+        lithe_f32_unary__scalar(op, n, X, Y);
+        return;
+    }
+    int64_t i = 0;
+    for (; i + VW <= n; i += VW) st(Y + i, unary1(op, ld(X + i)));
+    if (i < n) st_part(Y + i, unary1(op, ld_part(X + i, n - i)), n - i);
+}
+
+static inline vf unary_bwd1(int op, vf x, vf y, vf g, vf d) {
+    switch (op) {
+    case LITHE__UN_EXP: return d + g * y;
+    case LITHE__UN_LOG: return d + g / x;
+    case LITHE__UN_SQRT: return d + g * 0.5f / y;
+    case LITHE__UN_NEG: return d - g;
+    case LITHE__UN_ERF: return d + g * 1.12837916709551257f * vexp(-x * x);
+    case LITHE__UN_ABS: return d + sel(x > 0.0f, g, sel(x < 0.0f, -g, splat(0.0f)));
+    default: return d - g * y * y;
+    }
+}
+
+static void K(unary_backward)(int op, int64_t n, const float *X, const float *Y, const float *dY, float *dX) {
+    int64_t i = 0;
+    for (; i + VW <= n; i += VW)
+        st(dX + i, unary_bwd1(op, ld(X + i), ld(Y + i), ld(dY + i), ld(dX + i)));
+    if (i < n) {
+        int64_t m = n - i;
+        st_part(dX + i, unary_bwd1(op, ld_part(X + i, m), ld_part(Y + i, m), ld_part(dY + i, m), ld_part(dX + i, m)),
+                m);
+    }
+}
+
+/* Maxout rows of P pieces: the first maximum, as the twin; vectorised across rows for P <= 4 by
+ * reading each piece with stride P. */
+static void K(maxout)(int64_t R, int64_t P, const float *X, float *Y, int32_t *which) {
+    int64_t r = 0;
+    if (P >= 2 && P <= 4) {
+        for (; r + VW <= R; r += VW) {
+            vf best = splat(0.0f), v = splat(0.0f);
+            vi arg = splati(0);
+            for (int l = 0; l < VW; l++) best[l] = X[(r + l) * P];
+            for (int64_t p = 1; p < P; p++) {
+                for (int l = 0; l < VW; l++) v[l] = X[(r + l) * P + p];
+                vi gt = v > best;
+                best = sel(gt, v, best);
+                arg = (gt & splati((int32_t)p)) | (~gt & arg);
+            }
+            st(Y + r, best);
+            memcpy(which + r, &arg, sizeof arg);
+        }
+    }
+    for (; r < R; r++) {
+        const float *x = X + r * P;
+        int32_t b = 0;
+        for (int64_t p = 1; p < P; p++)
+            if (x[p] > x[b]) b = (int32_t)p;
+        Y[r] = x[b];
+        which[r] = b;
+    }
+}
+
+/* The even lanes of the pair (a, b): a stride-2 load from two plain ones. */
+static inline vf even_lanes(vf a, vf b) {
+#if VW == 16
+    return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+#elif VW == 8
+    return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+#else
+    return __builtin_shufflevector(a, b, 0, 2, 4, 6);
+#endif
+}
+
+/* One output row of a depthwise convolution, the columns where every tap is inside the input:
+ * y[o] += sum over rows r < nr and taps k < KW, in that order, of xr[r][o * s + k * dil] * w[r * KW + k]
+ * (the scalar twin's order, so bit-identical to it). Stride 2 loads two vectors and keeps the even
+ * lanes; it stops one column early so that the odd lane past the last tap is never read. */
+static inline __attribute__((always_inline)) void dw_impl(int64_t n, float *y, const float *const *xr,
+                                                          const float *w, int64_t nr, int64_t KW, int64_t dil,
+                                                          int64_t s) {
+    int64_t o = 0;
+    if (s == 1) {
+        for (; o + VW <= n; o += VW) {
+            vf acc = ld(y + o);
+            for (int64_t r = 0; r < nr; r++)
+                for (int64_t k = 0; k < KW; k++) acc = acc + ld(xr[r] + o + k * dil) * w[r * KW + k];
+            st(y + o, acc);
+        }
+    } else if (s == 2) {
+        for (; o + VW < n; o += VW) {
+            vf acc = ld(y + o);
+            for (int64_t r = 0; r < nr; r++)
+                for (int64_t k = 0; k < KW; k++) {
+                    const float *p = xr[r] + 2 * o + k * dil;
+                    acc = acc + even_lanes(ld(p), ld(p + VW)) * w[r * KW + k];
+                }
+            st(y + o, acc);
+        }
+    }
+    /* the rest four columns at a time (7- and 14-wide rows are common), then one by one */
+    typedef float v4 __attribute__((vector_size(16)));
+    for (; o + 4 <= n - (s == 1 ? 0 : 1); o += 4) {
+        v4 acc;
+        memcpy(&acc, y + o, sizeof acc);
+        for (int64_t r = 0; r < nr; r++)
+            for (int64_t k = 0; k < KW; k++) {
+                v4 v;
+                if (s == 1) {
+                    memcpy(&v, xr[r] + o + k * dil, sizeof v);
+                } else if (s == 2) {
+                    v4 a, b2;
+                    memcpy(&a, xr[r] + 2 * o + k * dil, sizeof a);
+                    memcpy(&b2, xr[r] + 2 * o + k * dil + 4, sizeof b2);
+                    v = __builtin_shufflevector(a, b2, 0, 2, 4, 6);
+                } else {
+                    for (int l = 0; l < 4; l++) v[l] = xr[r][(o + l) * s + k * dil];
+                }
+                acc = acc + v * w[r * KW + k];
+            }
+        memcpy(y + o, &acc, sizeof acc);
+    }
+    for (; o < n; o++) {
+        float acc = y[o];
+        for (int64_t r = 0; r < nr; r++)
+            for (int64_t k = 0; k < KW; k++) acc += xr[r][o * s + k * dil] * w[r * KW + k];
+        y[o] = acc;
+    }
+}
+
+static void K(dwconv_row)(int64_t n, float *y, const float *const *xr, const float *w, int64_t nr, int64_t KW,
+                          int64_t dil, int64_t s) {
+    /* the 3x3 of mobilenet and most CNNs with constant trip counts, so the taps unroll */
+    if (nr == 3 && KW == 3 && s == 1) dw_impl(n, y, xr, w, 3, 3, dil, 1);
+    else if (nr == 3 && KW == 3 && s == 2) dw_impl(n, y, xr, w, 3, 3, dil, 2);
+    else dw_impl(n, y, xr, w, nr, KW, dil, s);
+}
+
+const lithe__simd_kernels TABLE = {
+    .isa = STR(LITHE_SIMD_ISA),
+    .lanes = VW,
+    .act = K(act),
+    .act_backward = K(act_backward),
+    .add_row = K(add_row),
+    .sum_rows = K(sum_rows),
+    .axpby = K(axpby),
+    .mul = K(mul),
+    .sum_squares = K(sum_squares),
+    .adam = K(adam),
+    .radam = K(radam),
+    .update_averages = K(update_averages),
+    .softmax = K(softmax),
+    .softmax_backward = K(softmax_backward),
+    .log_softmax = K(log_softmax),
+    .log_softmax_backward = K(log_softmax_backward),
+    .layernorm = K(layernorm),
+    .layernorm_backward_dx = K(layernorm_backward_dx),
+    .layernorm_backward_dgb = K(layernorm_backward_dgb),
+    .scatter_add_rows = K(scatter_add_rows),
+    .unary = K(unary),
+    .unary_backward = K(unary_backward),
+    .maxout = K(maxout),
+    .dwconv_row = K(dwconv_row),
+};

@@ -1,0 +1,135 @@
+/* The CPU backend's vectorised elementwise, row-wise and optimizer kernels: one table per
+ * instruction set, filled from one source (simd/elem.c) compiled once per ISA with GCC/clang vector
+ * extensions, so every ISA runs the same arithmetic in the same order.
+ *
+ *   x86-64:      avx512 (64-byte vectors), avx2 (+FMA, 32), sse2 (16): chosen at run time by CPU
+ *                features, or forced by LITHE_CPU_ISA=scalar|sse2|avx2|avx512;
+ *   aarch64:     neon (16 bytes); WebAssembly with -msimd128: wasm_simd128 (16), at build time;
+ *   elsewhere:   the scalar twins (scalar/) behind the same table.
+ *
+ * Exactness against the scalar twins (tests/test_simd.c checks every variant this machine has):
+ *   - bit-identical: add_row, sum_rows, axpby, mul, adam, radam, update_averages, relu and the
+ *     hard / clipped activations and every activation backward that reads only Y (relu, sigmoid,
+ *     tanh), dish forward, maxout, gather / scatter-add, the exact unary ops (sqrt, neg, abs,
+ *     reciprocal) and their backwards; layernorm_backward's dG / db; the depthwise-convolution row;
+ *   - within a bound: kernels that call exp. The vector exp (lithe__vexp) is within 2 ulp of the
+ *     correctly rounded expf over [-87.3, 88.7] (normal results; subnormal results within 1e-45
+ *     absolute), its tanh within 8 ulp or 1e-9 absolute; sigmoid, swish, gelu (and backwards),
+ *     softmax, log_softmax and unary exp / erf-backward follow with relative error <= 2e-6 of the
+ *     scalar twin (tests use 4e-6 + 1e-37 absolute), but gelu (and its backward), whose 1 + erf
+ *     cancels for negative inputs, within 5e-7 absolute (2e-6 for the backward);
+ *   - row sums kept in double as the scalar twins keep them (softmax, layernorm), in lane order
+ *     rather than element order: within 1 float ulp of the scalar twin.
+ * mish and dish's backward, and the unary log / erf, have no vector form: the tables call the
+ * scalar twins for them. */
+#ifndef LITHE_CPU_SIMD_H
+#define LITHE_CPU_SIMD_H
+
+#include "../kernels.h"
+
+typedef struct lithe__simd_kernels {
+    const char *isa; /* "scalar", "sse2", "avx2", "avx512", "neon", "wasm_simd128" */
+    int lanes;       /* float lanes per vector (1 for scalar) */
+    void (*act)(const lithe__act *a, int64_t n, const float *X, float *Y);
+    void (*act_backward)(const lithe__act *a, int64_t n, const float *dY, const float *X, const float *Y, float *dX);
+    void (*add_row)(int64_t M, int64_t N, float *Y, const float *b);
+    /* y[j] = beta y[j] + sum_i X[i * ld + j] for j < n (a column range of a (M, ld) matrix). */
+    void (*sum_rows)(int64_t M, int64_t n, int64_t ld, const float *X, float beta, float *y);
+    void (*axpby)(int64_t n, float alpha, const float *X, float beta, float *Y);
+    void (*mul)(int64_t n, const float *A, const float *B, float *Y);
+    double (*sum_squares)(int64_t n, const float *X);
+    void (*adam)(int64_t n, float *W, const float *G, float *m1, float *m2, float beta1, float beta2, float eps,
+                 float lr);
+    void (*radam)(int64_t n, float *W, const float *G, float *m1, float *m2, float beta1, float omb1, float beta2,
+                  float omb2, float eps, float coef, bool rectified);
+    void (*update_averages)(int64_t n, float *ema, const float *W, float decay);
+    void (*softmax)(int64_t M, int64_t N, const float *X, float temperature, float *Y);
+    void (*softmax_backward)(int64_t M, int64_t N, const float *Y, const float *dY, float temperature, float *dX);
+    void (*log_softmax)(int64_t M, int64_t N, const float *X, float *Y);
+    void (*log_softmax_backward)(int64_t M, int64_t N, const float *Y, const float *dY, float *dX);
+    void (*layernorm)(int64_t M, int64_t N, const float *X, const float *G, const float *b, float eps, float *Y,
+                      float *mean, float *inv_std);
+    /* layernorm_backward split so threads own their outputs: dX by rows ... */
+    void (*layernorm_backward_dx)(int64_t M, int64_t N, const float *dY, const float *X, const float *G,
+                                  const float *mean, const float *inv_std, float *dX);
+    /* ... and dG, db by columns j < n of (M, ld) rows: dG[j] += sum_i dY * xhat, db[j] += sum_i dY, in
+     * row order, in float (as the scalar twin). */
+    void (*layernorm_backward_dgb)(int64_t M, int64_t n, int64_t ld, const float *dY, const float *X,
+                                   const float *mean, const float *inv_std, float *dG, float *db);
+    /* table[ids[i] * ld + j] += X[i * ld + j] for j < n, rows in order (duplicates accumulate). */
+    void (*scatter_add_rows)(int64_t B, int64_t n, int64_t ld, float *table, const int32_t *ids32,
+                             const uint64_t *ids64, const float *X);
+    void (*unary)(int op, int64_t n, const float *X, float *Y);
+    void (*unary_backward)(int op, int64_t n, const float *X, const float *Y, const float *dY, float *dX);
+    void (*maxout)(int64_t R, int64_t P, const float *X, float *Y, int32_t *which);
+    /* One depthwise-convolution output row over columns whose taps are all inside the input:
+     * y[o] += sum over r < nr, k < KW (in that order) of xr[r][o * s + k * dil] * w[r * KW + k]. */
+    void (*dwconv_row)(int64_t n, float *y, const float *const *xr, const float *w, int64_t nr, int64_t KW,
+                       int64_t dil, int64_t s);
+} lithe__simd_kernels;
+
+extern const lithe__simd_kernels lithe__simd_scalar;
+#if defined(__x86_64__) && !defined(LITHE_NO_SIMD)
+extern const lithe__simd_kernels lithe__simd_sse2, lithe__simd_avx2, lithe__simd_avx512;
+#elif defined(__aarch64__) && !defined(LITHE_NO_SIMD)
+extern const lithe__simd_kernels lithe__simd_neon;
+#elif defined(__wasm_simd128__) && !defined(LITHE_NO_SIMD)
+extern const lithe__simd_kernels lithe__simd_wasm_simd128;
+#endif
+
+/* The table for this machine: LITHE_CPU_ISA if set (and supported; otherwise the best), else the
+ * best this CPU runs. Decided once. */
+const lithe__simd_kernels *lithe__simd(void);
+/* Every table this machine can run, scalar first; returns how many (at most 8). For tests. */
+int lithe__simd_available(const lithe__simd_kernels **out, int max);
+/* Forces a table for this process (tests); NULL: back to the default. */
+void lithe__simd_force(const lithe__simd_kernels *k);
+
+/* The CPU backend's entries (elem.c): the scalar twins' signatures, run on lithe__simd()'s table
+ * and split over the CPU backend's thread pool by output (bit-identical for any thread count). */
+void lithe__cpu_act(const lithe__act *a, int64_t n, const float *X, float *Y);
+void lithe__cpu_act_backward(const lithe__act *a, int64_t n, const float *dY, const float *X, const float *Y,
+                             float *dX);
+void lithe__cpu_add_row(int64_t M, int64_t N, float *Y, const float *b);
+void lithe__cpu_sum_rows(int64_t M, int64_t N, const float *X, float beta, float *y);
+void lithe__cpu_axpby(int64_t n, float alpha, const float *X, float beta, float *Y);
+void lithe__cpu_mul(int64_t n, const float *A, const float *B, float *Y);
+double lithe__cpu_sum_squares(int64_t n, const float *X);
+void lithe__cpu_adam(int64_t n, float *W, const float *G, float *m1, float *m2, float beta1, float beta2, float eps,
+                     float lr);
+void lithe__cpu_radam(int64_t n, float *W, const float *G, float *m1, float *m2, float beta1, float omb1, float beta2,
+                      float omb2, float eps, float coef, bool rectified);
+void lithe__cpu_update_averages(int64_t n, float *ema, const float *W, float decay);
+void lithe__cpu_softmax(int64_t M, int64_t N, const float *X, float temperature, float *Y);
+void lithe__cpu_softmax_backward(int64_t M, int64_t N, const float *Y, const float *dY, float temperature,
+                                 float *dX);
+void lithe__cpu_log_softmax(int64_t M, int64_t N, const float *X, float *Y);
+void lithe__cpu_log_softmax_backward(int64_t M, int64_t N, const float *Y, const float *dY, float *dX);
+void lithe__cpu_layernorm(int64_t M, int64_t N, const float *X, const float *G, const float *b, float eps, float *Y,
+                          float *mean, float *inv_std);
+void lithe__cpu_layernorm_backward(int64_t M, int64_t N, const float *dY, const float *X, const float *G,
+                                   const float *mean, const float *inv_std, float *dX, float *dG, float *db);
+void lithe__cpu_gather_rows(int64_t B, int64_t N, const float *table, const int32_t *ids32, const uint64_t *ids64,
+                            float *Y);
+void lithe__cpu_scatter_add_rows(int64_t B, int64_t N, float *table, const int32_t *ids32, const uint64_t *ids64,
+                                 const float *X);
+void lithe__cpu_unary(int op, int64_t n, const float *X, float *Y);
+void lithe__cpu_unary_backward(int op, int64_t n, const float *X, const float *Y, const float *dY, float *dX);
+/* The caching allocator behind the CPU backend's alloc / free (cache.c): 64-byte aligned blocks,
+ * reused by size class; lithe__cpu_cache_flush gives every waiting block back. */
+void *lithe__cpu_cache_alloc(size_t nbytes);
+void lithe__cpu_cache_free(void *p);
+size_t lithe__cpu_cache_bytes(void);
+
+/* Convolution (conv.c): depthwise directly, the rest as GEMMs through be's gemm. */
+lithe_status lithe__cpu_conv2d(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                               const float *b, float *Y);
+lithe_status lithe__cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                                        const float *dY, float *dX, float *dW, float *db);
+/* Pooling (conv.c): the twins over (image, channel) planes split by the pool, 2x2/2 max pooling
+ * by its own loop; bit-identical to the twins. */
+void lithe__cpu_pool2d(const lithe__pool2d *g, const float *X, float *Y, int32_t *which);
+void lithe__cpu_pool2d_backward(const lithe__pool2d *g, const float *dY, const int32_t *which, float *dX);
+void lithe__cpu_maxout(int64_t B, int64_t O, int64_t P, const float *X, float *Y, int32_t *which);
+
+#endif

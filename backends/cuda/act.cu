@@ -1,0 +1,223 @@
+/* Activations and their backprops (Thinc 8.1's formulas, as backends/cpu/scalar/act.c), softmax,
+ * log-softmax and the imported graphs' unary maths. Elementwise: one thread per element; row
+ * softmaxes: one thread per row, in the CPU's order (sums in double where the CPU's are). */
+#include "common.cuh"
+
+static LC_HD inline float sigmoid_clipped(float x) {
+    x = x < -20.0f ? -20.0f : (x > 20.0f ? 20.0f : x);
+    return 1.0f / (1.0f + expf(-x));
+}
+/* Thinc's erf (Abramowitz & Stegun 7.1.26), not libm's */
+static LC_HD inline float thinc_erf(float x) {
+    const float a1 = 0.254829592f, a2 = -0.284496736f, a3 = 1.421413741f, a4 = -1.453152027f, a5 = 1.061405429f,
+                p = 0.3275911f;
+    float sign = x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f);
+    float ax = fabsf(x);
+    float t = 1.0f / (1.0f + p * ax);
+    float y = 1.0f - (((((a5 * t + a4) * t) + a3) * t + a2) * t + a1) * t * expf(-ax * ax);
+    return sign * y;
+}
+static LC_HD inline float gaussian_cdf(float x) { return 0.5f * (1.0f + thinc_erf(x * 0.70710678118654752f)); }
+static LC_HD inline float gaussian_pdf(float x) { return 0.3989422804014327f * expf(-0.5f * x * x); }
+static LC_HD inline float clipf(float x, float lo, float hi) { return x < lo ? lo : (x > hi ? hi : x); }
+
+static LC_HD inline float act_fwd(const lithe__act &a, float x) {
+    switch (a.kind) {
+    case LITHE__ACT_RELU: return x > 0.0f ? x : 0.0f;
+    case LITHE__ACT_SIGMOID: return sigmoid_clipped(x);
+    case LITHE__ACT_TANH: return tanhf(x);
+    case LITHE__ACT_SWISH: return x * sigmoid_clipped(x);
+    case LITHE__ACT_GELU: return x * gaussian_cdf(x);
+    case LITHE__ACT_MISH: return x < a.threshold ? (float)((double)x * tanh(log(1.0 + (double)expf(x)))) : x;
+    case LITHE__ACT_DISH: return x * (0.5f * (x / sqrtf(x * x + 1.0f) + 1.0f));
+    case LITHE__ACT_HARD_SIGMOID: return clipf(x * 0.2f + 0.5f, 0.0f, 1.0f);
+    case LITHE__ACT_HARD_TANH: return clipf(x, -1.0f, 1.0f);
+    case LITHE__ACT_HARD_SWISH: return x * clipf(x * 0.2f + 0.5f, 0.0f, 1.0f);
+    case LITHE__ACT_HARD_SWISH_MOBILENET: return x * (clipf(x + 3.0f, 0.0f, 6.0f) / 6.0f);
+    case LITHE__ACT_CLIPPED_LINEAR: return clipf(x * a.slope + a.offset, a.min_val, a.max_val);
+    default: return NAN;
+    }
+}
+
+static LC_HD inline float act_bwd(const lithe__act &a, float dy, const float *X, const float *Y, int64_t i) {
+    switch (a.kind) {
+    case LITHE__ACT_RELU: return Y[i] <= 0.0f ? 0.0f : dy;
+    case LITHE__ACT_SIGMOID: return dy * (Y[i] * (1.0f - Y[i]));
+    case LITHE__ACT_TANH: return dy * (1.0f - Y[i] * Y[i]);
+    case LITHE__ACT_SWISH: return dy * (Y[i] + sigmoid_clipped(X[i]) * (1.0f - Y[i]));
+    case LITHE__ACT_GELU: return dy * (gaussian_cdf(X[i]) + X[i] * gaussian_pdf(X[i]));
+    case LITHE__ACT_MISH: {
+        float x = X[i];
+        if (!(x < a.threshold)) return dy;
+        float e1 = expf(x), e2 = expf(2.0f * x), e3 = expf(3.0f * x);
+        float omega = (float)(4.0 * (double)(x + 1.0f)) + 4.0f * e2 + e3 + (float)((double)e1 * (4.0 * (double)x + 6.0));
+        float delta = (float)(2.0 * (double)e1) + e2 + 2.0f;
+        return dy * ((e1 * omega) / (delta * delta));
+    }
+    case LITHE__ACT_DISH: {
+        float x = X[i], sq1 = x * x + 1.0f;
+        float d = x / sqrtf(sq1) - (0.5f * x * (x * x)) / powf(sq1, 1.5f) + 0.5f;
+        return dy * d;
+    }
+    case LITHE__ACT_HARD_SIGMOID: return dy * ((X[i] > -2.5f && X[i] < 2.5f) ? 0.2f : 0.0f);
+    case LITHE__ACT_HARD_TANH: return dy * ((X[i] > -1.0f && X[i] < 1.0f) ? 1.0f : 0.0f);
+    case LITHE__ACT_HARD_SWISH: {
+        float x = X[i];
+        return dy * (x > 2.5f ? 1.0f : (x < -2.5f ? 0.0f : x * 0.4f + 0.5f));
+    }
+    case LITHE__ACT_HARD_SWISH_MOBILENET: {
+        float x = X[i];
+        float d = x > 3.0f ? 1.0f : (x < -3.0f ? 0.0f : (1.0f / 6.0f) * (x * 2.0f + 3.0f));
+        return d * dy;
+    }
+    case LITHE__ACT_CLIPPED_LINEAR: {
+        float low = (a.min_val - a.offset) / a.slope, high = (a.max_val - a.offset) / a.slope;
+        return dy * ((low < X[i] && X[i] < high) ? a.slope : 0.0f);
+    }
+    default: return NAN;
+    }
+}
+
+LC_KERNEL(k_act, (const lc_thread &t, lithe__act a, int64_t n, const float *X, float *Y)) {
+    LC_FOR(t, i, n) Y[i] = act_fwd(a, X[i]);
+}
+LC_KERNEL(k_act_backward,
+          (const lc_thread &t, lithe__act a, int64_t n, const float *dY, const float *X, const float *Y, float *dX)) {
+    LC_FOR(t, i, n) dX[i] = act_bwd(a, dY[i], X, Y, i);
+}
+
+static lithe_status cu_act(lithe_backend *be, const lithe__act *a, const lithe_tensor *X, lithe_tensor *Y) {
+    return lc_launch<k_act>(lc_of(be), Y->numel, *a, Y->numel, (const float *)lc_f(X), lc_f(Y));
+}
+static lithe_status cu_act_backward(lithe_backend *be, const lithe__act *a, const lithe_tensor *dY,
+                                    const lithe_tensor *X, const lithe_tensor *Y, lithe_tensor *dX) {
+    return lc_launch<k_act_backward>(lc_of(be), dX->numel, *a, dX->numel, (const float *)lc_f(dY),
+                                     (const float *)lc_f(X), (const float *)lc_f(Y), lc_f(dX));
+}
+
+/* ---- softmax rows ---- */
+
+LC_KERNEL(k_softmax, (const lc_thread &t, int64_t M, int64_t N, const float *X, float temperature, float *Y)) {
+    LC_FOR(t, i, M) {
+        const float *x = X + i * N;
+        float *y = Y + i * N;
+        float mx = -INFINITY;
+        for (int64_t j = 0; j < N; j++) {
+            float v = temperature == 1.0f ? x[j] : x[j] / temperature;
+            if (v > mx) mx = v;
+        }
+        double sum = 0.0;
+        for (int64_t j = 0; j < N; j++) {
+            float v = temperature == 1.0f ? x[j] : x[j] / temperature;
+            y[j] = expf(v - mx);
+            sum += y[j];
+        }
+        float inv = (float)sum;
+        for (int64_t j = 0; j < N; j++) y[j] /= inv;
+    }
+}
+LC_KERNEL(k_softmax_backward,
+          (const lc_thread &t, int64_t M, int64_t N, const float *Y, const float *dY, float temperature, float *dX)) {
+    LC_FOR(t, i, M) {
+        const float *y = Y + i * N, *dy = dY + i * N;
+        float *dx = dX + i * N;
+        double s = 0.0;
+        for (int64_t j = 0; j < N; j++) {
+            float g = temperature == 1.0f ? dy[j] : dy[j] / temperature;
+            s += (double)y[j] * g;
+        }
+        for (int64_t j = 0; j < N; j++) {
+            float g = temperature == 1.0f ? dy[j] : dy[j] / temperature;
+            dx[j] = y[j] * g - y[j] * (float)s;
+        }
+    }
+}
+LC_KERNEL(k_log_softmax, (const lc_thread &t, int64_t M, int64_t N, const float *X, float *Y)) {
+    LC_FOR(t, r, M) {
+        const float *x = X + r * N;
+        float *y = Y + r * N;
+        float mx = -INFINITY;
+        for (int64_t j = 0; j < N; j++) mx = x[j] > mx ? x[j] : mx;
+        double s = 0.0;
+        for (int64_t j = 0; j < N; j++) s += exp((double)x[j] - mx);
+        float lse = mx + (float)log(s);
+        for (int64_t j = 0; j < N; j++) y[j] = x[j] - lse;
+    }
+}
+LC_KERNEL(k_log_softmax_backward, (const lc_thread &t, int64_t M, int64_t N, const float *Y, const float *dY, float *dX)) {
+    LC_FOR(t, r, M) {
+        const float *y = Y + r * N, *g = dY + r * N;
+        double s = 0.0;
+        for (int64_t j = 0; j < N; j++) s += g[j];
+        for (int64_t j = 0; j < N; j++) dX[r * N + j] += g[j] - expf(y[j]) * (float)s;
+    }
+}
+
+static lithe_status cu_softmax(lithe_backend *be, const lithe_tensor *X, float temperature, lithe_tensor *Y) {
+    return lc_launch<k_softmax>(lc_of(be), X->shape[0], X->shape[0], X->shape[1], (const float *)lc_f(X), temperature,
+                                lc_f(Y));
+}
+static lithe_status cu_softmax_backward(lithe_backend *be, const lithe_tensor *Y, const lithe_tensor *dY,
+                                        float temperature, lithe_tensor *dX) {
+    return lc_launch<k_softmax_backward>(lc_of(be), Y->shape[0], Y->shape[0], Y->shape[1], (const float *)lc_f(Y),
+                                         (const float *)lc_f(dY), temperature, lc_f(dX));
+}
+static lithe_status cu_log_softmax(lithe_backend *be, const lithe_tensor *X, lithe_tensor *Y) {
+    return lc_launch<k_log_softmax>(lc_of(be), X->shape[0], X->shape[0], X->shape[1], (const float *)lc_f(X), lc_f(Y));
+}
+static lithe_status cu_log_softmax_backward(lithe_backend *be, const lithe_tensor *Y, const lithe_tensor *dY,
+                                            lithe_tensor *dX) {
+    return lc_launch<k_log_softmax_backward>(lc_of(be), Y->shape[0], Y->shape[0], Y->shape[1], (const float *)lc_f(Y),
+                                             (const float *)lc_f(dY), lc_f(dX));
+}
+
+/* ---- unary maths of imported graphs ---- */
+
+LC_KERNEL(k_unary, (const lc_thread &t, int op, int64_t n, const float *X, float *Y)) {
+    LC_FOR(t, k, n) {
+        float x = X[k];
+        switch (op) {
+        case LITHE__UN_EXP: Y[k] = expf(x); break;
+        case LITHE__UN_LOG: Y[k] = logf(x); break;
+        case LITHE__UN_SQRT: Y[k] = sqrtf(x); break;
+        case LITHE__UN_NEG: Y[k] = -x; break;
+        case LITHE__UN_ERF: Y[k] = erff(x); break;
+        case LITHE__UN_ABS: Y[k] = fabsf(x); break;
+        default: Y[k] = 1.0f / x; break;
+        }
+    }
+}
+LC_KERNEL(k_unary_backward,
+          (const lc_thread &t, int op, int64_t n, const float *X, const float *Y, const float *dY, float *dX)) {
+    LC_FOR(t, k, n) {
+        float x = X[k], y = Y[k], g = dY[k];
+        switch (op) {
+        case LITHE__UN_EXP: dX[k] += g * y; break;
+        case LITHE__UN_LOG: dX[k] += g / x; break;
+        case LITHE__UN_SQRT: dX[k] += g * 0.5f / y; break;
+        case LITHE__UN_NEG: dX[k] -= g; break;
+        case LITHE__UN_ERF: dX[k] += g * 1.12837916709551257f * expf(-x * x); break;
+        case LITHE__UN_ABS: dX[k] += x > 0.0f ? g : x < 0.0f ? -g : 0.0f; break;
+        default: dX[k] -= g * y * y; break;
+        }
+    }
+}
+static lithe_status cu_unary(lithe_backend *be, int op, const lithe_tensor *X, lithe_tensor *Y) {
+    return lc_launch<k_unary>(lc_of(be), X->numel, op, X->numel, (const float *)lc_f(X), lc_f(Y));
+}
+static lithe_status cu_unary_backward(lithe_backend *be, int op, const lithe_tensor *X, const lithe_tensor *Y,
+                                      const lithe_tensor *dY, lithe_tensor *dX) {
+    return lc_launch<k_unary_backward>(lc_of(be), X->numel, op, X->numel, (const float *)lc_f(X),
+                                       (const float *)lc_f(Y), (const float *)lc_f(dY), lc_f(dX));
+}
+
+void lc_fill_ops_act(lithe_backend_ops *ops) {
+    ops->act = cu_act;
+    ops->act_backward = cu_act_backward;
+    ops->softmax = cu_softmax;
+    ops->softmax_backward = cu_softmax_backward;
+    ops->log_softmax = cu_log_softmax;
+    ops->log_softmax_backward = cu_log_softmax_backward;
+    ops->unary = cu_unary;
+    ops->unary_backward = cu_unary_backward;
+}

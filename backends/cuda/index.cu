@@ -1,0 +1,224 @@
+/* Ids and hashing: row gather / scatter-add, Thinc's ops.hash (MurmurHash3_x64_128 of uint64
+ * ids), murmurhash's hash_unicode of strings and SparseLinear's hashed scores and gradient
+ * (backends/cpu/scalar/index.c, sparse.c). */
+#include "common.cuh"
+
+static LC_HD inline uint64_t row_id(const int32_t *ids32, const uint64_t *ids64, int64_t i) {
+    return ids32 ? (uint64_t)(int64_t)ids32[i] : ids64[i];
+}
+LC_KERNEL(k_gather_rows, (const lc_thread &t, int64_t B, int64_t N, const float *table, const int32_t *ids32,
+                          const uint64_t *ids64, float *Y)) {
+    LC_FOR(t, k, B * N) {
+        int64_t i = k / N, j = k % N;
+        Y[k] = table[(int64_t)row_id(ids32, ids64, i) * N + j];
+    }
+}
+/* one thread per column, rows in order: duplicates accumulate in the CPU's order, bit for bit */
+LC_KERNEL(k_scatter_add_rows, (const lc_thread &t, int64_t B, int64_t N, float *table, const int32_t *ids32,
+                               const uint64_t *ids64, const float *X)) {
+    LC_FOR(t, j, N) {
+        for (int64_t i = 0; i < B; i++) table[(int64_t)row_id(ids32, ids64, i) * N + j] += X[i * N + j];
+    }
+}
+static const int32_t *ids32(const lithe_tensor *ids) {
+    return ids->dtype == LITHE_I32 ? (const int32_t *)lc_ptr(ids) : (const int32_t *)NULL;
+}
+static const uint64_t *ids64(const lithe_tensor *ids) {
+    return ids->dtype == LITHE_I32 ? (const uint64_t *)NULL : (const uint64_t *)lc_ptr(ids);
+}
+static lithe_status cu_gather_rows(lithe_backend *be, const lithe_tensor *table, const lithe_tensor *ids, lithe_tensor *Y) {
+    return lc_launch<k_gather_rows>(lc_of(be), Y->numel, Y->shape[0], Y->shape[1], (const float *)lc_f(table), ids32(ids),
+                                    ids64(ids), lc_f(Y));
+}
+static lithe_status cu_scatter_add_rows(lithe_backend *be, lithe_tensor *table, const lithe_tensor *ids,
+                                        const lithe_tensor *X) {
+    return lc_launch<k_scatter_add_rows>(lc_of(be), X->shape[1], X->shape[0], X->shape[1], lc_f(table), ids32(ids),
+                                         ids64(ids), (const float *)lc_f(X));
+}
+
+/* ---- MurmurHash3 ---- */
+
+static LC_HD inline uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+static LC_HD inline uint64_t fmix64(uint64_t k) {
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdULL;
+    k ^= k >> 33;
+    k *= 0xc4ceb9fe1a85ec53ULL;
+    k ^= k >> 33;
+    return k;
+}
+LC_KERNEL(k_hash_ids, (const lc_thread &t, int64_t B, const uint64_t *ids, uint32_t seed, uint32_t *out)) {
+    const uint64_t c1 = 0x87c37b91114253d5ULL, c2 = 0x4cf5ad432745937fULL;
+    LC_FOR(t, i, B) {
+        uint64_t k1 = ids[i];
+        k1 *= c1;
+        k1 = rotl64(k1, 31);
+        k1 *= c2;
+        uint64_t h1 = (uint64_t)seed ^ k1, h2 = (uint64_t)seed;
+        h1 ^= 8u;
+        h2 ^= 8u;
+        h1 += h2;
+        h2 += h1;
+        h1 = fmix64(h1);
+        h2 = fmix64(h2);
+        h1 += h2;
+        h2 += h1;
+        out[i * 4 + 0] = (uint32_t)h1;
+        out[i * 4 + 1] = (uint32_t)(h1 >> 32);
+        out[i * 4 + 2] = (uint32_t)h2;
+        out[i * 4 + 3] = (uint32_t)(h2 >> 32);
+    }
+}
+static lithe_status cu_hash_ids(lithe_backend *be, const lithe_tensor *ids, uint32_t seed, lithe_tensor *out) {
+    return lc_launch<k_hash_ids>(lc_of(be), ids->numel, ids->numel, (const uint64_t *)lc_ptr(ids), seed,
+                                 (uint32_t *)lc_ptr(out));
+}
+
+static LC_HD inline uint32_t rotl32(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
+static LC_HD inline uint32_t mix_k1(uint32_t k1) {
+    k1 *= 0xcc9e2d51u;
+    k1 = rotl32(k1, 15);
+    return k1 * 0x1b873593u;
+}
+static LC_HD inline uint32_t fmix32(uint32_t h) {
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    h ^= h >> 16;
+    return h;
+}
+static LC_HD inline uint32_t murmur3_32(const uint8_t *data, int64_t len, uint32_t seed) {
+    uint32_t h1 = seed;
+    int64_t nblocks = len / 4;
+    for (int64_t i = 0; i < nblocks; i++) {
+        const uint8_t *p = data + 4 * i;
+        uint32_t k1 = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+        h1 ^= mix_k1(k1);
+        h1 = rotl32(h1, 13);
+        h1 = h1 * 5 + 0xe6546b64u;
+    }
+    const uint8_t *tail = data + 4 * nblocks;
+    uint32_t k1 = 0;
+    switch (len & 3) {
+    case 3: k1 ^= (uint32_t)tail[2] << 16; [[fallthrough]];
+    case 2: k1 ^= (uint32_t)tail[1] << 8; [[fallthrough]];
+    case 1:
+        k1 ^= tail[0];
+        h1 ^= mix_k1(k1);
+    }
+    h1 ^= (uint32_t)len;
+    return fmix32(h1);
+}
+static LC_HD inline uint32_t murmur3_u64(uint64_t key, uint32_t seed) {
+    uint32_t h1 = seed;
+    h1 ^= mix_k1((uint32_t)(key & 0xffffffffu));
+    h1 = rotl32(h1, 13) * 5 + 0xe6546b64u;
+    h1 ^= mix_k1((uint32_t)(key >> 32));
+    h1 = rotl32(h1, 13) * 5 + 0xe6546b64u;
+    h1 ^= 8u;
+    return fmix32(h1);
+}
+
+LC_KERNEL(k_hash_strings, (const lc_thread &t, int64_t n, const uint8_t *bytes, const int64_t *offsets, uint32_t seed,
+                           uint64_t *out)) {
+    LC_FOR(t, i, n) {
+        uint32_t h = murmur3_32(bytes + offsets[i], offsets[i + 1] - offsets[i] - 1, seed);
+        out[i] = (uint64_t)(int64_t)(int32_t)h;
+    }
+}
+/* bytes and offsets live in host memory (a STRINGS value): uploaded, then hashed on the device */
+static lithe_status cu_hash_strings(lithe_backend *be, const lithe_tensor *bytes, const lithe_tensor *offsets,
+                                   uint32_t seed, lithe_tensor *out) {
+    lc_ctx *c = lc_of(be);
+    int64_t n = out->numel;
+    if (n == 0) return LITHE_OK;
+    void *b = NULL, *o = NULL;
+    lithe_status s = lc_upload_scratch(c, lc_host_ptr(bytes), bytes->numel ? (size_t)bytes->numel : 1, &b);
+    if (s == LITHE_OK) s = lc_upload_scratch(c, lc_host_ptr(offsets), (size_t)(n + 1) * 8, &o);
+    if (s == LITHE_OK)
+        s = lc_launch<k_hash_strings>(c, n, n, (const uint8_t *)b, (const int64_t *)o, seed, (uint64_t *)lc_ptr(out));
+    lc_free(c, b);
+    lc_free(c, o);
+    return s;
+}
+
+/* ---- SparseLinear ---- */
+
+static LC_HD inline void sparse_index(uint64_t key, int64_t length, bool v1, int64_t *i1, int64_t *i2, int64_t *step) {
+    uint32_t h1 = murmur3_u64(key, 0), h2 = murmur3_u64(key, 1);
+    if (v1) {
+        *i1 = (int64_t)(h1 & (uint32_t)(length - 1));
+        *i2 = (int64_t)(h2 & (uint32_t)(length - 1));
+        *step = 1;
+    } else {
+        *i1 = (int64_t)(h1 % (uint32_t)length);
+        *i2 = (int64_t)(h2 % (uint32_t)length);
+        *step = length;
+    }
+}
+/* one thread per (sequence, class): its keys in order, as the CPU's */
+LC_KERNEL(k_sparse_linear, (const lc_thread &t, int64_t B, int64_t nO, const int64_t *starts, const uint64_t *keys,
+                            const float *values, const float *W, int64_t length, bool v1, float *Y)) {
+    LC_FOR(t, q, B * nO) {
+        int64_t b = q / nO, c = q % nO;
+        float y = Y[q];
+        for (int64_t k = starts[b]; k < starts[b + 1]; k++) {
+            int64_t i1, i2, step;
+            sparse_index(keys[k], length, v1, &i1, &i2, &step);
+            float v = values[k];
+            y += W[i1 + c * step] * v;
+            y += W[i2 + c * step] * v;
+        }
+        Y[q] = y;
+    }
+}
+/* one thread per (key, class); colliding hashes meet in atomic adds (order not fixed) */
+LC_KERNEL(k_sparse_linear_backward, (const lc_thread &t, int64_t N, int64_t nO, const int32_t *row_seq,
+                                     const uint64_t *keys, const float *values, const float *dY, int64_t length,
+                                     bool v1, float *dW)) {
+    LC_FOR(t, q, N * nO) {
+        int64_t k = q / nO, c = q % nO;
+        int64_t i1, i2, step;
+        sparse_index(keys[k], length, v1, &i1, &i2, &step);
+        float g = dY[(int64_t)row_seq[k] * nO + c] * values[k];
+        lc_atomic_add(&dW[i1 + c * step], g);
+        lc_atomic_add(&dW[i2 + c * step], g);
+    }
+}
+static lithe_status cu_sparse_linear(lithe_backend *be, const lithe_tensor *keys, const lithe_tensor *values,
+                                     const lithe_tensor *lengths, const lithe_tensor *W, int64_t length, bool v1,
+                                     lithe_tensor *Y) {
+    lc_ctx *c = lc_of(be);
+    int64_t *starts = NULL, N = 0;
+    LITHE__TRY(lc_seq_index(c, lengths, &starts, NULL, &N));
+    lithe_status s = lc_launch<k_sparse_linear>(c, Y->numel, Y->shape[0], Y->shape[1], (const int64_t *)starts,
+                                                (const uint64_t *)lc_ptr(keys), (const float *)lc_f(values),
+                                                (const float *)lc_f(W), length, v1, lc_f(Y));
+    lc_free(c, starts);
+    return s;
+}
+static lithe_status cu_sparse_linear_backward(lithe_backend *be, const lithe_tensor *keys, const lithe_tensor *values,
+                                              const lithe_tensor *lengths, const lithe_tensor *dY, int64_t length,
+                                              bool v1, lithe_tensor *dW) {
+    lc_ctx *c = lc_of(be);
+    int64_t *starts = NULL, N = 0;
+    int32_t *row_seq = NULL;
+    LITHE__TRY(lc_seq_index(c, lengths, &starts, &row_seq, &N));
+    int64_t nO = dY->shape[1];
+    lithe_status s = lc_launch<k_sparse_linear_backward>(c, N * nO, N, nO, (const int32_t *)row_seq,
+                                                         (const uint64_t *)lc_ptr(keys), (const float *)lc_f(values),
+                                                         (const float *)lc_f(dY), length, v1, lc_f(dW));
+    lc_free(c, starts);
+    lc_free(c, row_seq);
+    return s;
+}
+
+void lc_fill_ops_index(lithe_backend_ops *ops) {
+    ops->gather_rows = cu_gather_rows;
+    ops->scatter_add_rows = cu_scatter_add_rows;
+    ops->hash_ids = cu_hash_ids;
+    ops->hash_strings = cu_hash_strings;
+    ops->sparse_linear = cu_sparse_linear;
+    ops->sparse_linear_backward = cu_sparse_linear_backward;
+}

@@ -1,0 +1,606 @@
+"""The benchmark suite (bench/run.sh runs it with Debian's /usr/bin/python3): builds what it
+needs, runs lithe (native, WASI, npm) and the peers one process at a time on this machine, and
+writes a Markdown report (bench/results.md by default). bench/README.md says what each row is.
+
+  bench/run.sh [--quick] [--only gemm,mlp,cnn,mobilenet,transformer,train] [--threads 2]
+               [--out FILE] [--max-s S] [--skip-build]
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(BENCH)
+PY = "/usr/bin/python3"
+GROUPS = ("gemm", "mlp", "cnn", "mobilenet", "transformer", "train")
+GEMMS = [(1, 512, 784), (64, 512, 784), (256, 256, 256), (1024, 1024, 1024)]
+WORKLOADS = ["mlp_b1", "mlp_b64", "cnn_b1", "cnn_b32", "mobilenet_v2_b1", "transformer_b1"]
+WL_GROUP = {"mlp_b1": "mlp", "mlp_b64": "mlp", "cnn_b1": "cnn", "cnn_b32": "cnn", "mobilenet_v2_b1": "mobilenet",
+            "transformer_b1": "transformer"}
+WL_MODEL = {"mlp_b1": "mlp", "mlp_b64": "mlp", "cnn_b1": "cnn", "cnn_b32": "cnn", "mobilenet_v2_b1": "mobilenet_v2",
+            "transformer_b1": "transformer"}
+# The single-core fp32 FMA peak, measured here by bench/gemm/peak.c (the GEMM table's 100 %);
+# None until measured (the report then says so).
+PEAK = {}
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="a smoke test: 1 warm-up and 3 timed runs each")
+    p.add_argument("--only", default=",".join(GROUPS), help="comma-separated subset of " + ",".join(GROUPS))
+    p.add_argument("--threads", type=int, action="append", default=[],
+                   help="also run the runners that take a thread count with N threads (repeatable)")
+    p.add_argument("--out", help="the report (default bench/results.md; build/bench/results-quick.md with --quick)")
+    p.add_argument("--max-s", type=float, default=15.0,
+                   help="cap per measurement: a slow runner stops timing after S seconds and >= 5 runs")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="run the whole sequence N times; tables show each measurement's round with the lowest median")
+    p.add_argument("--skip-build", action="store_true", help="use what is already built")
+    p.add_argument("--build", default="build/default", help="the native build (CMake preset dir) of lithe")
+    a = p.parse_args()
+    a.only = [g for g in a.only.split(",") if g]
+    for g in a.only:
+        if g not in GROUPS:
+            p.error(f"--only: unknown group {g} (groups: {', '.join(GROUPS)})")
+    a.threads = sorted({1, *a.threads})
+    return a
+
+
+A = parse_args()
+WORK = os.path.join(ROOT, "build", "bench")
+BIN = os.path.join(WORK, "bin")
+# a --quick run never overwrites the committed results
+OUT = os.path.abspath(A.out) if A.out else os.path.join(ROOT, "build/bench/results-quick.md" if A.quick else "bench/results.md")
+LITHE = os.path.join(ROOT, A.build, "tools", "lithe", "lithe")
+WASI = {"scalar": os.path.join(ROOT, "build", "wasi", "tools", "lithe", "lithe.wasm"),
+        "SIMD128": os.path.join(ROOT, "build", "bench-wasi-simd", "tools", "lithe", "lithe.wasm")}
+JS_WASM = os.path.join(ROOT, "build", "wasm-simd", "bindings", "js", "lithe-simd.wasm")
+RESULTS, STEPS, FAILURES = [], [], []
+ROUND = [1]  # the round being run (--rounds)
+
+
+def base_env(threads):
+    """Every runner is forced to `threads` threads through every knob its libraries read."""
+    env = dict(os.environ)
+    for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "BLIS_NUM_THREADS", "MKL_NUM_THREADS", "LITHE_NUM_THREADS"):
+        env[k] = str(threads)
+    env.pop("OPENBLAS_CORETYPE", None)
+    env.pop("BLIS_ARCH_TYPE", None)
+    env["NODE_PATH"] = ":".join(filter(None, [env.get("NODE_PATH"), "/usr/share/nodejs"]))
+    return env
+
+
+def step(name, cmd, env=None, timeout=1800, cwd=ROOT):
+    """Runs one command, records its time, returns its stdout ('' on failure, recorded)."""
+    t0 = time.time()
+    if A.rounds > 1:
+        name = f"{name} (round {ROUND[0]})"
+    print(f"[bench] {name}", flush=True)
+    try:
+        r = subprocess.run(cmd, cwd=cwd, env=env or base_env(1), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, timeout=timeout)
+        out, rc, err = r.stdout, r.returncode, r.stderr
+    except subprocess.TimeoutExpired as e:
+        out, rc, err = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or ""), -1, "timeout"
+    STEPS.append((name, time.time() - t0))
+    if rc != 0:
+        msg = (err.strip().splitlines() or ["?"])[-1][:300]
+        FAILURES.append(f"{name}: exit {rc}: {msg}")
+        print(f"[bench]   failed: {msg}", flush=True)
+    return out
+
+
+def results_from(out):
+    for line in out.splitlines():
+        if line.startswith("RESULT "):
+            rec = json.loads(line[7:])
+            if ROUND[0] > 1 and ("error" in rec or "skipped" in rec):
+                continue  # said once
+            if "error" in rec:
+                FAILURES.append(f"{rec['runner']} {rec['workload']}: {rec['error']}")
+            if "skipped" in rec:
+                FAILURES.append(f"{rec['runner']} {rec['workload']}: skipped: {rec['skipped']}")
+            RESULTS.append(rec)
+
+
+KV = re.compile(r"(\w+)=(\S+)")
+
+
+def kv(out):
+    d = {}
+    for k, v in KV.findall(out):
+        d[k] = v
+    return d
+
+
+def stats_of(d):
+    return {k: float(d[k]) for k in ("median_ms", "min_ms", "max_ms", "mean_ms") if k in d} | \
+        {k: int(d[k]) for k in ("runs", "warmup_runs") if k in d}
+
+
+def timing_flags():
+    return (["--quick"] if A.quick else []) + ["--max-s", str(A.max_s)]
+
+
+def err_vs(path_y, path_ref):
+    try:
+        y, ref = numpy.load(path_y).astype(numpy.float64), numpy.load(path_ref).astype(numpy.float64)
+        if y.shape != ref.shape:
+            return {"err": None, "ref_max": None}
+        return {"err": float(numpy.abs(y - ref).max()), "ref_max": float(numpy.abs(ref).max())}
+    except (OSError, ValueError):
+        return {"err": None, "ref_max": None}
+
+
+# ---- building ----
+
+def build():
+    if A.skip_build:
+        return
+    env = base_env(1)
+    # native lithe: the CLI only (the `default` preset: Release, gcc; kernels chosen at run time)
+    preset = os.path.basename(A.build)
+    if not os.path.exists(os.path.join(ROOT, A.build, "build.ninja")):
+        step(f"cmake --preset {preset}", ["cmake", "--preset", preset], env)
+    step("build lithe (native)", ["cmake", "--build", A.build, "--target", "lithe_cli", "-j2"], env)
+    # WASI: the wasi preset (scalar) and the same with -msimd128 (build/bench-wasi-simd)
+    if not os.path.exists(os.path.join(ROOT, "build/wasi/build.ninja")):
+        step("cmake --preset wasi", ["cmake", "--preset", "wasi"], env)
+    step("build lithe.wasm (WASI)", ["cmake", "--build", "build/wasi", "--target", "lithe_cli", "-j2"], env)
+    if not os.path.exists(os.path.join(ROOT, "build/bench-wasi-simd/build.ninja")):
+        step("cmake wasi -msimd128", ["cmake", "--preset", "wasi", "-B", "build/bench-wasi-simd",
+                                      "-DCMAKE_C_FLAGS=-msimd128"], env)
+    step("build lithe.wasm (WASI, SIMD128)", ["cmake", "--build", "build/bench-wasi-simd", "--target", "lithe_cli",
+                                              "-j2"], env)
+    if any(g in A.only for g in ("mlp", "cnn", "mobilenet", "transformer", "train")):
+        # the npm package's SIMD build (Emscripten)
+        if not os.path.exists(os.path.join(ROOT, "build/wasm-simd/build.ninja")):
+            step("cmake --preset wasm-simd", ["cmake", "--preset", "wasm-simd"], env)
+        step("build lithe-simd.wasm (npm)", ["cmake", "--build", "build/wasm-simd", "-j2"], env)
+        if not os.path.exists(os.path.join(BENCH, "node_modules/onnxruntime-node")):
+            # onnxruntime-node's install script fetches optional CUDA files; its CPU binaries are in the package
+            step("npm ci (bench)", ["npm", "ci", "--no-audit", "--no-fund"], dict(env, ONNXRUNTIME_NODE_INSTALL="skip"),
+                 cwd=BENCH)
+        step("make_models.py", [PY, os.path.join(BENCH, "make_models.py"), WORK], env)
+    if "gemm" in A.only:
+        os.makedirs(BIN, exist_ok=True)
+        flags = ["gcc", "-O2", "-std=c11", "-Wall", "-Wextra", "-I/usr/include/x86_64-linux-gnu/openblas-pthread"]
+        step("build gemm_openblas", flags + [os.path.join(BENCH, "gemm/gemm_openblas.c"), "-o",
+                                             os.path.join(BIN, "gemm_openblas"), "-lopenblas"], env)
+        step("build gemm_xnnpack", flags + [os.path.join(BENCH, "gemm/gemm_xnnpack.c"), "-o",
+                                            os.path.join(BIN, "gemm_xnnpack"), "-lXNNPACK", "-lpthreadpool", "-lm"], env)
+        step("build peak", flags + [os.path.join(BENCH, "gemm/peak.c"), "-o", os.path.join(BIN, "peak")], env)
+
+
+# ---- lithe ----
+
+def lithe_cmd(kind):
+    """The lithe command line for a kind: native, or WASI (scalar / SIMD128) under Node."""
+    if kind == "native":
+        return [LITHE]
+    return ["node", os.path.join(ROOT, "tools/lithe/run-wasi.mjs"), WASI[kind]]
+
+
+def lithe_name(kind):
+    return {"native": "lithe (native CLI)", "scalar": "lithe (WASI, scalar wasm)",
+            "SIMD128": "lithe (WASI, SIMD128 wasm)"}[kind]
+
+
+def lithe_kinds(threads):
+    kinds = ["native"] + (["scalar", "SIMD128"] if threads == 1 else [])
+    return [k for k in kinds if k == "native" or os.path.exists(WASI[k])]
+
+
+def run_lithe_gemm(threads):
+    for kind in lithe_kinds(threads):
+        for (m, n, k) in GEMMS:
+            wl = f"{m}x{n}x{k}"
+            out = step(f"lithe gemm {kind} {wl} t{threads}", lithe_cmd(kind) + [
+                "bench", "--gemm", wl, "--threads", str(threads)] + timing_flags(), base_env(threads))
+            d = kv(out)
+            if "median_ms" in d:
+                RESULTS.append({"group": "gemm", "workload": wl, "runner": lithe_name(kind),
+                                "impl": "native" if kind == "native" else "wasm", "threads": threads,
+                                "config": f"gemm primitive, NT, threads={d.get('threads')}", **stats_of(d),
+                                "gflops": float(d["gflops"])})
+
+
+def run_lithe_models(threads, groups):
+    for kind in lithe_kinds(threads):
+        impl = "native" if kind == "native" else "wasm"
+        for wl in WORKLOADS:
+            if WL_GROUP[wl] not in groups:
+                continue
+            files = [(f"{WL_MODEL[wl]}.onnx", f"{wl}_ref.npy", "graph layer (.onnx)")]
+            if WL_MODEL[wl] == "mlp":
+                files.append(("mlp.lithe", f"{wl}_softmax_ref.npy", "native layers (mlp.lithe)"))
+            for file, ref, how in files:
+                y = os.path.join(WORK, f"out_{kind}_{threads}_{wl}_{file}.npy")
+                if os.path.exists(y):
+                    os.remove(y)
+                out = step(f"lithe {kind} {wl} {file} t{threads}", lithe_cmd(kind) + [
+                    "bench", os.path.join(WORK, file), "--input", os.path.join(WORK, f"{wl}_x.npy"), "--output", y,
+                    "--threads", str(threads)] + timing_flags(), base_env(threads))
+                d = kv(out)
+                if "median_ms" in d:
+                    RESULTS.append({"group": "infer", "workload": wl, "runner": lithe_name(kind), "impl": impl,
+                                    "threads": threads, "config": f"{how}, threads={d.get('threads')}", **stats_of(d),
+                                    **err_vs(y, os.path.join(WORK, ref)),
+                                    "ref": "torch output, same ONNX file" if file.endswith(".onnx")
+                                    else "softmax(torch logits), same weights"})
+        if "train" in groups:
+            out = step(f"lithe {kind} train t{threads}", lithe_cmd(kind) + [
+                "bench", os.path.join(WORK, "mlp.lithe"), "--train", "--input", os.path.join(WORK, "train_x.npy"),
+                "--labels", os.path.join(WORK, "train_y.npy"), "--threads", str(threads)] + timing_flags(),
+                base_env(threads))
+            d = kv(out)
+            if "median_ms" in d:
+                RESULTS.append({"group": "train", "workload": "mlp_train_b64", "runner": lithe_name(kind), "impl": impl,
+                                "threads": threads, "config": "mlp.lithe, categorical cross-entropy, Adam (Thinc "
+                                f"defaults: grad_clip 1, averages), threads={d.get('threads')}", **stats_of(d),
+                                "first_loss": float(d.get("first_cross_entropy", "nan"))})
+    if threads == 1 and os.path.exists(JS_WASM):
+        wls = [wl for wl in WORKLOADS if WL_GROUP[wl] in groups]
+        only = ",".join(g for g, on in (("infer", bool(wls)), ("train", "train" in groups)) if on)
+        if only:
+            results_from(step("lithe npm (SIMD128)", ["node", os.path.join(BENCH, "runners/lithe_js.mjs"), "--dir", WORK,
+                                                      "--wasm", JS_WASM, "--only", only,
+                                                      "--workloads", ",".join(wls or ["mlp_b1"])] + timing_flags(),
+                              base_env(1)))
+
+
+# ---- peers ----
+
+def run_peak():
+    d = kv(step("peak FMA throughput", [os.path.join(BIN, "peak")]))
+    for isa in ("avx512", "avx2"):
+        if f"peak_{isa}_gflops" in d and float(d[f"peak_{isa}_gflops"]) > 0:
+            PEAK[isa] = max(PEAK.get(isa, 0.0), float(d[f"peak_{isa}_gflops"]))
+
+
+def peak():
+    return max(PEAK.values()) if PEAK else None
+
+
+def pct(gflops, threads=1):
+    """Share of the measured peak of `threads` cores."""
+    return f" ({gflops / (peak() * threads):.0%})" if peak() else ""
+
+
+def run_peer_gemm(threads):
+    for (m, n, k) in GEMMS:
+        wl = f"{m}x{n}x{k}"
+        for name, exe, extra_env, cfg in (
+                ("OpenBLAS 0.3.21", "gemm_openblas", {}, "cblas_sgemm NT, kernel auto-detected"),
+                ("OpenBLAS 0.3.21", "gemm_openblas", {"OPENBLAS_CORETYPE": "SkylakeX"},
+                 "cblas_sgemm NT, OPENBLAS_CORETYPE=SkylakeX"),
+                ("XNNPACK (Debian 2022-02-16)", "gemm_xnnpack", {}, "fully_connected_nc_f32, weights packed at creation")):
+            env = base_env(threads) | extra_env
+            out = step(f"{exe} {wl} {cfg} t{threads}", [os.path.join(BIN, exe), str(m), str(n), str(k), str(threads)] +
+                       (["--quick"] if A.quick else []), env)
+            d = kv(out)
+            if "median_ms" in d:
+                if "kernel" in d:
+                    cfg = cfg.replace("auto-detected", f"auto-detected ({d['kernel']})")
+                RESULTS.append({"group": "gemm", "workload": wl, "runner": name, "impl": "native", "threads": threads,
+                                "config": cfg, **stats_of(d), "gflops": float(d["gflops"]),
+                                "max_rel_err": float(d.get("max_rel_err", "nan"))})
+
+
+def run_peer_models(threads, groups):
+    wls = [wl for wl in WORKLOADS if WL_GROUP[wl] in groups]
+    tf = timing_flags()
+    env = base_env(threads)
+    if wls:
+        for backend in ("node", "web"):
+            results_from(step(f"onnxruntime-{backend} t{threads}", [
+                "node", os.path.join(BENCH, "runners/ort.mjs"), "--backend", backend, "--dir", WORK, "--threads",
+                str(threads), "--workloads", ",".join(wls)] + tf, env))
+    only = ",".join(g for g, on in (("infer", bool(wls)), ("train", "train" in groups)) if on)
+    if not only:
+        return
+    if threads == 1:
+        results_from(step("tfjs wasm", ["node", os.path.join(BENCH, "runners/tfjs.mjs"), "--dir", WORK, "--only", only,
+                                        "--workloads", ",".join(wls or ["mlp_b1"])] + tf, env))
+    for label, extra in (("", {}), ("OPENBLAS_CORETYPE=SkylakeX", {"OPENBLAS_CORETYPE": "SkylakeX"})):
+        results_from(step(f"pytorch {label} t{threads}", [
+            PY, os.path.join(BENCH, "runners/torch_bench.py"), "--dir", WORK, "--threads", str(threads), "--only", only,
+            "--workloads", ",".join(wls or ["mlp_b1"]), "--label", label] + tf, env | extra))
+    mlp_wls = [wl for wl in wls if WL_MODEL[wl] == "mlp"]
+    if threads == 1 and (mlp_wls or "train" in groups):
+        # blis 0.9's arch ids: 0 is skx (SkylakeX, AVX-512)
+        for label, extra in (("", {}), ("BLIS_ARCH_TYPE=0 (skx)", {"BLIS_ARCH_TYPE": "0"})):
+            results_from(step(f"thinc {label}", [
+                PY, os.path.join(BENCH, "runners/thinc_bench.py"), "--dir", WORK, "--only",
+                ",".join(g for g, on in (("infer", bool(mlp_wls)), ("train", "train" in groups)) if on),
+                "--workloads", ",".join(mlp_wls or ["mlp_b1"]), "--label", label] + tf, env | extra))
+
+
+# ---- the report ----
+
+def fmt(x):
+    if x is None or x != x:
+        return "n/a"
+    if x >= 100:
+        return f"{x:.0f}"
+    if x >= 10:
+        return f"{x:.1f}"
+    if x >= 1:
+        return f"{x:.2f}"
+    return f"{x:.3f}"
+
+
+def row_key(r):
+    return (r["runner"], r["config"].split(", threads=")[0], r["threads"])
+
+
+def row_name(key):
+    runner, config, threads = key
+    return f"{runner} — {config}, {threads} thr"
+
+
+def cmd_out(cmd):
+    try:
+        return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return "?"
+
+
+def machine():
+    info = {}
+    for line in cmd_out(["lscpu"]).splitlines():
+        k, _, v = line.partition(":")
+        info[k.strip()] = v.strip()
+    flags = [f for f in ("avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16")
+             if f in info.get("Flags", "").split()]
+    mem = cmd_out(["sh", "-c", "free -g | awk '/Mem:/ {print $2}'"])
+    load = open("/proc/loadavg").read().split()[:3] if os.path.exists("/proc/loadavg") else ["?"]
+    return (f"{info.get('Model name', '?')} ({info.get('Vendor ID', '?')} family {info.get('CPU family', '?')} "
+            f"model {info.get('Model', '?')}), {info.get('CPU(s)', '?')} CPUs, {info.get('Thread(s) per core', '?')} "
+            f"thread/core, {mem} GiB RAM; SIMD: {' '.join(flags)}; kernel {platform.release()}; load average at the "
+            f"end {' '.join(load)}")
+
+
+def versions():
+    v = {"node": cmd_out(["node", "--version"]), "python": cmd_out([PY, "--version"]),
+         "gcc": cmd_out(["gcc", "-dumpfullversion"]), "clang": (cmd_out(["clang", "--version"]).splitlines() or ["?"])[0],
+         "emscripten": (cmd_out(["emcc", "--version"]).splitlines() or ["?"])[0]}
+    for pkg in ("onnxruntime-node", "onnxruntime-web", "@tensorflow/tfjs-core", "@tensorflow/tfjs-backend-wasm",
+                "@tensorflow/tfjs-layers"):
+        try:
+            v[f"npm {pkg}"] = json.load(open(os.path.join(BENCH, "node_modules", pkg, "package.json")))["version"]
+        except OSError:
+            v[f"npm {pkg}"] = "not installed"
+    for deb in ("python3-torch", "python3-torchvision", "python3-thinc", "python3-cython-blis", "libopenblas0-pthread",
+                "libxnnpack0"):
+        v[f"deb {deb}"] = cmd_out(["dpkg-query", "-W", "-f=${Version}", deb]) or "?"
+    return v
+
+
+def table(rows, cols, cell, header):
+    lines = ["| " + " | ".join([header] + cols) + " |", "|" + "---|" * (len(cols) + 1)]
+    for key in rows:
+        lines.append("| " + " | ".join([row_name(key)] + [cell(key, c) for c in cols]) + " |")
+    return lines
+
+
+def report():
+    by, rounds = {}, {}
+    for r in RESULTS:
+        if "median_ms" in r:
+            k = (row_key(r), r["workload"], r["group"])
+            rounds.setdefault(k, []).append(r["median_ms"])
+            if k not in by or r["median_ms"] < by[k]["median_ms"]:
+                by[k] = r
+    commit = cmd_out(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])
+    dirty = cmd_out(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"])
+    L = ["# lithe benchmark results", "",
+         "Generated by `" + " ".join(["bench/run.sh"] + sys.argv[1:]) + "` (bench/README.md explains every row).", "",
+         f"- Date (UTC): {datetime.datetime.utcnow():%Y-%m-%d %H:%M}; lithe commit {commit}"
+         f"{' (with uncommitted changes)' if dirty else ''}; native build `{A.build}` (CMake preset "
+         f"`{os.path.basename(A.build)}`: Release, gcc, kernels picked at run time).",
+         f"- Machine: {machine()}.",
+         "- **The machine was shared**: other engineers were compiling and testing on its 2 cores while this ran, so "
+         "absolute times are noisy (compare medians, look at min–max, and rerun before trusting a ratio near a bar).",
+         "- Threads: every runner is forced to the row's thread count: `OMP_NUM_THREADS`, `OPENBLAS_NUM_THREADS`, "
+         "`BLIS_NUM_THREADS`, `MKL_NUM_THREADS`, `LITHE_NUM_THREADS` in the environment, plus onnxruntime's `intraOpNumThreads` / "
+         "`interOpNumThreads=1` (node) and `env.wasm.numThreads` (web), `torch.set_num_threads`, "
+         "`openblas_set_num_threads`, XNNPACK without a thread pool, tfjs-wasm with its threaded binary switched off, "
+         "and `lithe bench --threads N`.",
+         "- Forced kernels: rows saying `OPENBLAS_CORETYPE=SkylakeX` ran with that variable (OpenBLAS's AVX-512 "
+         "kernel; PyTorch's BLAS is Debian's OpenBLAS), rows saying `BLIS_ARCH_TYPE=0 (skx)` with blis forced to its "
+         "SkylakeX kernels; other rows let the library detect the CPU.",
+         f"- Protocol: one process per runner, one after another; {'--quick: 1 warm-up and 3 timed runs (a smoke test, not a measurement)' if A.quick else 'warm-up >= 5 runs and >= 1 s (V8 tiers wasm up to TurboFan), then >= 30 timed runs and >= 1.5 s (at most 2000)'}; "
+         f"a measurement stops after {A.max_s:g} s once it has 5 runs (slow rows show fewer runs). Each run is timed "
+         "alone; tables give the median and (min–max) in ms. Latency includes reading the output back to the host.",
+         "- Same weights everywhere: bench/make_models.py exports each model once from fixed seeds (torch.onnx.export, "
+         "opset 13); every runner reads the same input `.npy` and is checked against PyTorch's output (error tables).",
+         ""]
+    # GEMM
+    gemm_rows = sorted({k for (k, wl, g) in by if g == "gemm"},
+                       key=lambda k: (k[2], "WASI" in k[0], not k[0].startswith("lithe"), k))
+    cols = [f"{m}x{n}x{k}" for (m, n, k) in GEMMS]
+    if gemm_rows:
+        L += ["## SGEMM: GFLOP/s at the median (% of the measured peak of the row's cores) and median ms (min–max)", "",
+              "Peak: " + (", ".join(f"{isa.upper()} FMA {v:.1f} GFLOP/s" for isa, v in PEAK.items()) +
+                          f" (bench/gemm/peak.c: 12 independent FMA chains, best of 25 short runs); 100 % = {peak():.1f}."
+                          if PEAK else "not measured.") +
+              " peers-measured.md's machine (AMD family 26, Zen 5) had 224 GFLOP/s with AVX-512; compare the CPU "
+              "line above before comparing with its figures.", "",
+              "C(M,N) = A(M,K) · B(N,K)ᵀ, the fully-connected layout (columns are MxNxK). lithe: `lithe bench --gemm` "
+              "through the backend's gemm primitive (packing, if any, inside every call); OpenBLAS packs per call; "
+              "XNNPACK packs the weights once, untimed.", ""]
+        L += table(gemm_rows, cols, lambda key, c: (
+            f"**{fmt(by[(key, c, 'gemm')]['gflops'])}**{pct(by[(key, c, 'gemm')]['gflops'], key[2])}; "
+            f"{fmt(by[(key, c, 'gemm')]['median_ms'])} ({fmt(by[(key, c, 'gemm')]['min_ms'])}–"
+            f"{fmt(by[(key, c, 'gemm')]['max_ms'])})" if (key, c, "gemm") in by else "n/a"), "runner — config")
+        L.append("")
+    # inference
+    def impl_of(key):
+        return next(r["impl"] for (k, w, g), r in by.items() if k == key)
+    inf_rows = sorted({k for (k, wl, g) in by if g == "infer"},
+                      key=lambda k: (k[2], impl_of(k) != "native", not k[0].startswith("lithe"), k[0], k[1]))
+    inf_cols = [wl for wl in WORKLOADS if any((k, wl, "infer") in by for k in inf_rows)]
+    if inf_rows:
+        L += ["## Inference latency, ms: median (min–max)", ""]
+        L += table(inf_rows, inf_cols, lambda key, c: (
+            f"**{fmt(by[(key, c, 'infer')]['median_ms'])}** ({fmt(by[(key, c, 'infer')]['min_ms'])}–"
+            f"{fmt(by[(key, c, 'infer')]['max_ms'])})" if (key, c, "infer") in by else "n/a"), "runner — config")
+        L += ["", "n/a: not run by that runner (tfjs cannot load ONNX: only the MLP and the CNN are rebuilt in "
+              "tfjs-layers; Thinc runs the MLP only; `mlp.lithe` rows exist for the MLP only).", ""]
+        L += ["### Correctness: max |output − PyTorch| (relative to max |PyTorch|)", ""]
+
+        def errcell(key, c):
+            r = by.get((key, c, "infer"))
+            if not r or r.get("err") is None:
+                return "n/a"
+            return f"{r['err']:.1e} ({r['err'] / max(r['ref_max'], 1e-30):.0e} rel)"
+        L += table(inf_rows, inf_cols, errcell, "runner — config")
+        L += ["", "Reference: PyTorch's output for the same input and weights (for `mlp.lithe` and Thinc, whose model "
+              "ends in Softmax: softmax of PyTorch's logits).", ""]
+    # training
+    tr = [r for r in RESULTS if r["group"] == "train" and "median_ms" in r]
+    if tr:
+        L += ["## Training step: MLP 784-512-512-10, batch 64, Adam, cross-entropy", "",
+              "One step = forward + loss + backward + optimizer update (+ reading the loss back). Same initial weights "
+              "and batch everywhere (bench/make_models.py: train_x.npy, train_y.npy), so the first step's "
+              "cross-entropy must agree with PyTorch's.", "",
+              "| runner | config | thr | median ms | min | max | runs | first-step cross-entropy |", "|---|---|---|---|---|---|---|---|"]
+        for r in sorted(tr, key=lambda r: (r["threads"], not r["runner"].startswith("lithe"), r["runner"], r["config"])):
+            L.append(f"| {r['runner']} | {r['config']} | {r['threads']} | **{fmt(r['median_ms'])}** | {fmt(r['min_ms'])} | "
+                     f"{fmt(r['max_ms'])} | {r['runs']} | {r.get('first_loss', float('nan')):.6f} |")
+        L.append("")
+    # ratios against the issue's bars
+    L += ratios(by)
+    # details
+    L += ["## Every measurement", ""] + ([f"{A.rounds} rounds: the round with the lowest median of each measurement, "
+                                        "and every round's median (spread = worst / best - 1)", ""] if A.rounds > 1 else []) + [
+          "| group | workload | runner | config | thr | median ms | min | max | mean | runs | "
+          "warm-up | extra |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for k, r in by.items():
+        if len(rounds[k]) > 1:
+            r = dict(r, extra=(r.get("extra", "") + "; " if r.get("extra") else "") + "round medians " +
+                     " / ".join(fmt(x) for x in rounds[k]) + f" (spread {max(rounds[k]) / min(rounds[k]) - 1:.0%})")
+        extra = r.get("extra", "")
+        if "gflops" in r:
+            extra = f"{r['gflops']:.1f} GFLOP/s" + (f", max rel err {r['max_rel_err']:.1e}" if "max_rel_err" in r else "") + \
+                (f"; {extra}" if extra else "")
+        L.append(f"| {r['group']} | {r['workload']} | {r['runner']} | {r['config']} | {r['threads']} | "
+                 f"{fmt(r['median_ms'])} | {fmt(r['min_ms'])} | {fmt(r['max_ms'])} | {fmt(r.get('mean_ms'))} | "
+                 f"{r['runs']} | {r.get('warmup_runs', '')} | {extra} |")
+    L += ["", "## Failures and skipped rows", ""]
+    L += [f"- {f}" for f in FAILURES] or ["None."]
+    L += ["", "## Steps (seconds)", "", "| step | s |", "|---|---|"]
+    L += [f"| {n} | {t:.1f} |" for n, t in STEPS]
+    L += [f"| **total** | {sum(t for _, t in STEPS):.0f} |", "", "## Versions", "", "| component | version |", "|---|---|"]
+    L += [f"| {k} | {v} |" for k, v in versions().items()]
+    os.makedirs(os.path.dirname(OUT), exist_ok=True)
+    with open(OUT + ".tmp", "w") as f:
+        f.write("\n".join(L) + "\n")
+    os.replace(OUT + ".tmp", OUT)
+    with open(os.path.join(WORK, "results.json"), "w") as f:
+        json.dump(RESULTS, f, indent=0)
+    print(f"[bench] wrote {OUT}")
+
+
+def ratios(by):
+    """peer median / lithe median for the issue's bars (> 1: lithe is faster)."""
+    def find(group, wl, runner, config_start, threads=1):
+        for (key, w, g), r in by.items():
+            if g == group and w == wl and key[0] == runner and key[1].startswith(config_start) and key[2] == threads:
+                return r
+        return None
+
+    def peer(group, wl, prefix, config_start=""):
+        for (key, w, g), r in by.items():
+            if g == group and w == wl and key[0].startswith(prefix) and key[1].startswith(config_start) and key[2] == 1:
+                return r
+        return None
+    L = ["## Ratios against the issue's bars (single thread)", ""] + (
+        ["**--quick: these are smoke-test timings (1 warm-up, 3 runs), not measurements; the ratios mean nothing.**",
+         ""] if A.quick else []) + [
+         "ratio = peer median / lithe median, i.e. how many times faster lithe is (for GEMM: lithe GFLOP/s / peer "
+         "GFLOP/s). The bar is issue 10's \"Done when\".", "",
+         "| workload | lithe row | peer row | lithe | peer | ratio | bar | met |", "|---|---|---|---|---|---|---|---|"]
+    n0 = len(L)
+
+    def add(wl, lrow, prow, lval, pval, ratio, bar, unit):
+        L.append(f"| {wl} | {lrow} | {prow} | {fmt(lval)} {unit} | {fmt(pval)} {unit} | **{ratio:.2f}×** | ≥ {bar}× | "
+                 f"{'yes' if ratio >= bar else 'no'} |")
+    for (m, n, k) in GEMMS:
+        wl = f"{m}x{n}x{k}"
+        lr = find("gemm", wl, "lithe (native CLI)", "gemm")
+        for prefix, cfg, bar in (("OpenBLAS", "cblas_sgemm NT, OPENBLAS_CORETYPE=SkylakeX", 1.0), ("XNNPACK", "", None)):
+            pr = peer("gemm", wl, prefix, cfg)
+            if lr and pr and (bar or wl in ("64x512x784", "1024x1024x1024")):
+                add(wl, "lithe native", f"{pr['runner']} {pr['config']}", lr["gflops"], pr["gflops"],
+                    lr["gflops"] / pr["gflops"], bar or 1.0, "GFLOP/s")
+        if lr and wl == "1024x1024x1024" and peak():
+            add(wl, "lithe native", f"85 % of the measured peak ({peak():.1f} GFLOP/s)", lr["gflops"], 0.85 * peak(),
+                lr["gflops"] / (0.85 * peak()), 1.0, "GFLOP/s")
+    for wl in WORKLOADS:
+        for lname, lcfg, short in (("lithe (native CLI)", "graph layer", "native .onnx"),
+                                   ("lithe (native CLI)", "native layers", "native mlp.lithe")):
+            lr = find("infer", wl, lname, lcfg)
+            pr = peer("infer", wl, "onnxruntime-node")
+            if lr and pr:
+                add(wl, short, "onnxruntime-node", lr["median_ms"], pr["median_ms"], pr["median_ms"] / lr["median_ms"],
+                    1.0, "ms")
+        for lprefix, lcfg, short in (("lithe 0.", "graph layer", "npm SIMD .onnx"),
+                                     ("lithe 0.", "native layers", "npm SIMD mlp.lithe"),
+                                     ("lithe (WASI, SIMD128", "graph layer", "WASI SIMD .onnx")):
+            lr = next((r for (key, w, g), r in by.items() if g == "infer" and w == wl and key[0].startswith(lprefix)
+                       and key[1].startswith(lcfg) and key[2] == 1), None)
+            for pprefix in ("onnxruntime-web", "tfjs"):
+                pr = peer("infer", wl, pprefix)
+                if lr and pr:
+                    add(wl, short, pprefix, lr["median_ms"], pr["median_ms"], pr["median_ms"] / lr["median_ms"], 1.3, "ms")
+    lr = find("train", "mlp_train_b64", "lithe (native CLI)", "mlp.lithe")
+    pr = peer("train", "mlp_train_b64", "PyTorch", "eager, Adam(1e-3), cross-entropy, set_num_threads(1), OPENBLAS")
+    if lr and pr:
+        add("mlp_train_b64", "native mlp.lithe", "PyTorch, OpenBLAS SkylakeX", lr["median_ms"], pr["median_ms"],
+            pr["median_ms"] / lr["median_ms"], 1.8, "ms")
+    lr = next((r for (key, w, g), r in by.items() if g == "train" and key[0].startswith("lithe 0.")), None)
+    pr = peer("train", "mlp_train_b64", "tfjs")
+    if lr and pr:
+        add("mlp_train_b64", "npm SIMD mlp.lithe", "tfjs wasm", lr["median_ms"], pr["median_ms"],
+            pr["median_ms"] / lr["median_ms"], 10.0, "ms")
+    if len(L) == n0:
+        return []
+    return L + ["", "A miss is expected while lithe's kernels are scalar (issue 10's SIMD GEMM, vectorized kernels and "
+                "thread pool land separately); the note on the issue gives the reason for each.", ""]
+
+
+def main():
+    t0 = time.time()
+    os.makedirs(WORK, exist_ok=True)
+    build()
+    model_groups = [g for g in A.only if g != "gemm"]
+    for rnd in range(1, A.rounds + 1):
+        ROUND[0] = rnd
+        for threads in A.threads:
+            if "gemm" in A.only:
+                if threads == 1:
+                    run_peak()
+                run_lithe_gemm(threads)
+                run_peer_gemm(threads)
+            if model_groups:
+                run_lithe_models(threads, model_groups)
+                run_peer_models(threads, model_groups)
+    report()
+    print(f"[bench] done in {time.time() - t0:.0f} s; {len(FAILURES)} failure(s)/skip(s)")
+    # a runner that failed is in the report; the exit status says whether any did
+    sys.exit(1 if any("skipped" not in f for f in FAILURES) else 0)
+
+
+if __name__ == "__main__":
+    main()

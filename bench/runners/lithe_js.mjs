@@ -1,0 +1,64 @@
+// lithe's npm package (bindings/js) in Node: its SIMD128 build (Emscripten, wasm-simd preset)
+// unless --scalar. Inference on the suite's ONNX files (the graph layer) and on mlp.lithe (the
+// MLP as lithe's own chain(Relu, Relu, Softmax)); latency = model.predict(x) including the copy
+// of x in and of the output back (results are JS copies). Training: mlp.lithe, trainStep with
+// categorical cross-entropy and Adam with Thinc's defaults (gradClip 1.0, averages), as natively.
+//   node lithe_js.mjs --dir BUILD/bench --wasm lithe-simd.wasm [--quick] [--workloads a,b] [--only infer,train]
+import fs from 'node:fs';
+import path from 'node:path';
+import * as lithe from '../../bindings/js/src/index.js';
+import { npyRead, maxAbsErr, measure, emit } from './common.mjs';
+
+const argv = process.argv.slice(2);
+const wasmAt = argv.indexOf('--wasm');
+const wasm = wasmAt >= 0 ? argv.splice(wasmAt, 2)[1] : undefined;
+const { parseArgs, WORKLOADS } = await import('./common.mjs');
+const o = parseArgs(argv);
+const info = await lithe.init(wasm ? { wasm: fs.readFileSync(wasm), simd: !wasm.includes('scalar') } : {});
+const name = `lithe ${lithe.version()} (npm, ${lithe.usingSimd() ? 'SIMD128' : 'scalar'} wasm)`;
+void info;
+
+const workloads = [];
+for (const wl of o.workloads ?? Object.keys(WORKLOADS)) {
+  workloads.push([wl, `${WORKLOADS[wl]}.onnx`, `${wl}_ref.npy`, 'graph layer (.onnx)']);
+  if (WORKLOADS[wl] === 'mlp') workloads.push([wl, 'mlp.lithe', `${wl}_softmax_ref.npy`, 'native layers (mlp.lithe)']);
+}
+const groups = o.only ?? ['infer', 'train'];
+if (groups.includes('infer')) {
+  for (const [wl, file, refFile, how] of workloads) {
+    const rec = { group: 'infer', workload: wl, runner: name, impl: 'wasm', threads: 1, config: how };
+    try {
+      const model = lithe.loadBytes(fs.readFileSync(path.join(o.dir, file)));
+      const x = npyRead(path.join(o.dir, `${wl}_x.npy`));
+      const ref = npyRead(path.join(o.dir, refFile));
+      const xt = lithe.tensor(x.data, x.shape);
+      let y;
+      const st = await measure(() => { y = model.predict(xt).data; }, o);
+      emit({ ...rec, ...st, ...maxAbsErr(y, ref.data),
+             ref: file.endsWith('.lithe') ? 'softmax(torch logits), same weights' : 'torch output, same ONNX file' });
+      model.dispose();
+    } catch (e) {
+      emit({ ...rec, error: String(e.message ?? e).split('\n')[0] });
+    }
+  }
+}
+if (groups.includes('train')) {
+  const rec = { group: 'train', workload: 'mlp_train_b64', runner: name, impl: 'wasm', threads: 1,
+                config: 'mlp.lithe, categorical cross-entropy, Adam (Thinc defaults: gradClip 1, averages)' };
+  try {
+    const model = lithe.loadBytes(fs.readFileSync(path.join(o.dir, 'mlp.lithe')));
+    const x = npyRead(path.join(o.dir, 'train_x.npy'));
+    const y = npyRead(path.join(o.dir, 'train_y.npy'));
+    const xt = lithe.tensor(x.data, x.shape), yt = lithe.tensor(y.data, y.shape);
+    const p = model.predict(xt).data;
+    let first = 0;
+    for (let r = 0; r < y.shape[0]; r++) first -= Math.log(p[r * 10 + y.data[r]]) / y.shape[0];
+    const optimizer = lithe.adam({ learnRate: 0.001 });
+    let last;
+    const st = await measure(() => { last = model.trainStep({ x: xt, y: yt, loss: 'categorical_crossentropy', optimizer }); }, o);
+    emit({ ...rec, ...st, first_loss: first, last_loss: last });
+  } catch (e) {
+    emit({ ...rec, error: String(e.message ?? e).split('\n')[0] });
+  }
+}
+process.exit(0);

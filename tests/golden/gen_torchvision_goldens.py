@@ -1,0 +1,90 @@
+#!/usr/bin/python3
+"""Golden values for tests/test_torchvision.c: torchvision's mobilenet_v2 and resnet18 (Debian's
+python3-torchvision, random weights from a fixed seed, eval mode) exported by torch.onnx.export
+(Debian's python3-torch 1.13), with PyTorch's outputs and input gradients.
+
+    /usr/bin/python3 tests/golden/gen_torchvision_goldens.py OUT.txt
+
+The exported models are large (14 and 47 MB), so they are written as files beside OUT.txt
+(NAME.onnx, batch, height and width dynamic) rather than as golden records; the records hold,
+for each NAME and SIZE (224, and 64 for the sanitizer builds): NAME.SIZE.x (the input, one
+SIZE x SIZE image), NAME.SIZE.y (torch's output), NAME.SIZE.r (the loss weights: loss =
+sum(y * r)), NAME.SIZE.dx (torch autograd's dL/dx), NAME.SIZE.dx64 (the same in float64:
+torch's float32 gradient is within a few 1e-3 of it only) and NAME.SIZE.scale (max |y|).
+
+Random weights alone make useless statistics for BatchNorm (running mean 0, variance 1): the
+activations of mobilenet_v2 then shrink to about 1e-9 by the classifier. Each BatchNorm's running
+statistics are therefore set from one forward pass in training mode over a calibration batch, as
+training would leave them, so the outputs are of order one and "within 1e-4 relative" means
+something. Exported in eval mode, torch fuses every BatchNorm into the Conv before it.
+"""
+import copy
+import io
+import os
+import sys
+
+import numpy
+
+from golden_records import rec, write
+
+try:
+    import torch
+    import torchvision
+except ImportError as e:
+    sys.exit(f"gen_torchvision_goldens.py: {e}; install Debian's python3-torch and python3-torchvision and run with "
+             "/usr/bin/python3")
+
+out = sys.argv[1] if len(sys.argv) > 1 else "torchvision_goldens.txt"
+folder = os.path.dirname(os.path.abspath(out))
+rng = numpy.random.RandomState(11)
+SIZES = (224, 64)  # the standard input, and a small one for the sanitizer builds
+
+
+def calibrate(model, size):
+    """Running statistics from one training-mode pass (cumulative average: momentum None)."""
+    for mod in model.modules():
+        if isinstance(mod, torch.nn.BatchNorm2d):
+            mod.reset_running_stats()
+            mod.momentum = None
+    model.train()
+    with torch.no_grad():
+        model(torch.tensor(rng.standard_normal((4, 3, size, size)).astype("float32")))
+    model.eval()
+
+
+# (name, seed, opset, constant folding): two of the exporter's configurations. Batch, height and
+# width are dynamic axes, so one file serves both image sizes.
+for name, seed, opset, folding in (("mobilenet_v2", 1, 13, True), ("resnet18", 2, 11, False)):
+    torch.manual_seed(seed)
+    model = getattr(torchvision.models, name)(weights=None)
+    calibrate(model, 224)
+    buf = io.BytesIO()
+    torch.onnx.export(model, (torch.zeros(1, 3, 224, 224),), buf, opset_version=opset, input_names=["x"],
+                      output_names=["y"], do_constant_folding=folding,
+                      dynamic_axes={"x": {0: "batch", 2: "height", 3: "width"}, "y": {0: "batch"}})
+    path = os.path.join(folder, f"{name}.onnx")
+    with open(path + ".tmp", "wb") as f:
+        f.write(buf.getvalue())
+    os.replace(path + ".tmp", path)
+    for size in SIZES:
+        x = torch.tensor(rng.standard_normal((1, 3, size, size)).astype("float32"))
+        xr = x.clone().requires_grad_(True)
+        y = model(xr)
+        r = torch.tensor(rng.standard_normal(tuple(y.shape)).astype("float32"))
+        (y * r).sum().backward()
+        key = f"{name}.{size}"
+        rec(f"{key}.x", x.numpy())
+        rec(f"{key}.y", y.detach().numpy())
+        rec(f"{key}.r", r.numpy())
+        rec(f"{key}.dx", xr.grad.numpy())
+        # float32 backprop through 50-odd layers is itself noisy (torch's float32 dx is 3e-3 to 5e-3
+        # off its float64 one, relative to max |dx|): the float64 gradient is the reference for dX
+        x64 = x.double().requires_grad_(True)
+        y64 = copy.deepcopy(model).double()(x64)
+        (y64 * r.double()).sum().backward()
+        rec(f"{key}.dx64", x64.grad.numpy(), exact64=True)
+        rec(f"{key}.scale", numpy.array([float(y.abs().max())]), exact64=True)
+        print(f"{name} at {size}: opset {opset}, folding {folding}, {len(buf.getvalue())} bytes, "
+              f"max |y| {float(y.abs().max()):.3g}")
+
+write("gen_torchvision_goldens.py", out)

@@ -1,0 +1,623 @@
+/* The CPU backend's vectorised kernels (backends/cpu/simd/) against their scalar twins, on every
+ * ISA table this machine runs, and the thread split (backends/cpu/elem.c) for 1, 2 and 3 threads.
+ *
+ * Oracles, never the code under test:
+ *   - the scalar twins (backends/cpu/scalar): bit for bit where simd.h says exact (lengths 0, 1, 3, 15, 16,
+ *     17, 31, 32, 33, 63, 64, 65, 100, 257, 1000, at aligned and misaligned addresses);
+ *     |simd - twin| <= 4e-6 |twin| + atol for the kernels that call exp;
+ *   - exp, tanh and erf in double (libm) for the vector exp and tanh: the ulp bounds simd.h states;
+ *   - 1 thread's output for 2 and 3 threads, bit for bit;
+ *   - convolution: the scalar twins (bit for bit for depthwise, which keeps their order; within
+ *     the GEMM's rounding otherwise), forward and backward, on every table;
+ *   - the caching allocator: reuse within a size class, the bound, the flush, and no caching under
+ *     a user's allocator (which sees every block come back). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "lithe.h"
+#include "../backends/cpu/simd/simd.h"
+
+#define OK(expr) assert_int_equal((expr), LITHE_OK)
+
+static const int64_t lengths[] = {0, 1, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 257, 1000};
+#define NLEN (sizeof lengths / sizeof lengths[0])
+#define CAP 4096
+
+static uint64_t rng_state = 12345;
+static double urand(void) { return (double)(lithe__splitmix64(&rng_state) >> 11) * 0x1p-53; }
+static void fill(float *p, int64_t n, double lo, double hi) {
+    for (int64_t i = 0; i < n; i++) p[i] = (float)(lo + (hi - lo) * urand());
+}
+
+/* Buffers with one float of slack in front, so the kernels also see misaligned pointers. */
+typedef struct bufs {
+    float *in[6], *out_s[4], *out_v[4];
+} bufs;
+static float *alloc_f(void) {
+    float *p = malloc(sizeof(float) * (CAP + 64));
+    assert_non_null(p);
+    return p;
+}
+
+static void same_bits(const char *isa, const char *what, int64_t n, const float *want, const float *got) {
+    if (n && memcmp(want, got, (size_t)n * sizeof(float)) != 0) {
+        for (int64_t i = 0; i < n; i++)
+            if (memcmp(&want[i], &got[i], sizeof(float)))
+                print_error("%s %s n=%lld: [%lld] got %.9g, want %.9g (bit-identical expected)\n", isa, what,
+                            (long long)n, (long long)i, got[i], want[i]);
+        fail();
+    }
+}
+static double worst_rel; /* reported: the largest relative difference seen in the bounded checks */
+static void close_to(const char *isa, const char *what, int64_t n, const float *want, const float *got, double rtol,
+                     double atol) {
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - want[i]);
+        if (!(d <= rtol * fabs(want[i]) + atol) && !(isnan(want[i]) && isnan(got[i]))) {
+            print_error("%s %s n=%lld: [%lld] got %.9g, want %.9g (rtol %g atol %g)\n", isa, what, (long long)n,
+                        (long long)i, got[i], want[i], rtol, atol);
+            fail();
+        }
+        if (fabs(want[i]) > 1e-6 && d / fabs(want[i]) > worst_rel) worst_rel = d / fabs(want[i]);
+    }
+}
+
+static const lithe__simd_kernels *tables[8];
+static int ntables;
+
+static int setup(void **state) {
+    (void)state;
+    ntables = lithe__simd_available(tables, 8);
+    fprintf(stderr, "test_simd: ISA tables on this machine:");
+    for (int i = 0; i < ntables; i++) fprintf(stderr, " %s", tables[i]->isa);
+    fprintf(stderr, " (default %s)\n", lithe__simd()->isa);
+    return 0;
+}
+
+/* ulps between a float and the correctly rounded value of a double */
+static double ulps(float got, double want) {
+    float w = (float)want;
+    if (isinf(w) || isinf(got)) return got == w ? 0 : INFINITY;
+    double u = nextafterf(fabsf(w), INFINITY) - fabsf(w);
+    if (fabsf(w) < 0x1p-126f) u = 0x1p-149;
+    return fabs((double)got - want) / u;
+}
+
+static void test_vector_exp_tanh_accuracy(void **state) {
+    (void)state;
+    enum { NPTS = 200000 };
+    float *x = malloc(sizeof(float) * NPTS), *y = malloc(sizeof(float) * NPTS);
+    assert_non_null(x);
+    assert_non_null(y);
+    for (int t = 1; t < ntables; t++) {
+        const lithe__simd_kernels *k = tables[t];
+        /* exp over its whole finite range */
+        for (int i = 0; i < NPTS; i++) x[i] = (float)(-103.9 + (88.72 + 103.9) * i / (NPTS - 1));
+        k->unary(LITHE__UN_EXP, NPTS, x, y);
+        double worst = 0, worst_sub = 0;
+        for (int i = 0; i < NPTS; i++) {
+            double want = exp((double)x[i]);
+            if (want >= 0x1p-126) {
+                double e = ulps(y[i], want);
+                if (e > worst) worst = e;
+            } else {
+                double e = fabs((double)y[i] - want);
+                if (e > worst_sub) worst_sub = e;
+            }
+        }
+        fprintf(stderr, "test_simd: %s exp: max %.2f ulp (normal results), max abs %.3g (subnormal)\n", k->isa, worst,
+                worst_sub);
+        assert_true(worst <= 2.0);
+        assert_true(worst_sub <= 2.0 * 0x1p-149);
+        /* the edges: overflow, underflow, NaN, zeros */
+        float sx[8] = {89.0f, 1000.0f, INFINITY, -104.0f, -INFINITY, NAN, 0.0f, -0.0f}, sy[8];
+        k->unary(LITHE__UN_EXP, 8, sx, sy);
+        assert_true(isinf(sy[0]) && isinf(sy[1]) && isinf(sy[2]));
+        assert_true(sy[3] == 0.0f && sy[4] == 0.0f && isnan(sy[5]) && sy[6] == 1.0f && sy[7] == 1.0f);
+        /* tanh */
+        for (int i = 0; i < NPTS; i++) x[i] = (float)(-12.0 + 24.0 * i / (NPTS - 1));
+        lithe__act a = {.kind = LITHE__ACT_TANH};
+        k->act(&a, NPTS, x, y);
+        worst = 0;
+        for (int i = 0; i < NPTS; i++) {
+            double want = tanh((double)x[i]);
+            if (fabs((double)y[i] - want) <= 1e-9) continue;
+            double e = ulps(y[i], want);
+            if (e > worst) worst = e;
+        }
+        fprintf(stderr, "test_simd: %s tanh: max %.2f ulp (or within 1e-9)\n", k->isa, worst);
+        assert_true(worst <= 8.0);
+    }
+    free(x);
+    free(y);
+}
+
+static const lithe__act act_kinds[] = {
+    {.kind = LITHE__ACT_RELU},
+    {.kind = LITHE__ACT_SIGMOID},
+    {.kind = LITHE__ACT_TANH},
+    {.kind = LITHE__ACT_SWISH},
+    {.kind = LITHE__ACT_GELU},
+    {.kind = LITHE__ACT_MISH, .threshold = 20.0f},
+    {.kind = LITHE__ACT_DISH},
+    {.kind = LITHE__ACT_HARD_SIGMOID},
+    {.kind = LITHE__ACT_HARD_TANH},
+    {.kind = LITHE__ACT_HARD_SWISH},
+    {.kind = LITHE__ACT_HARD_SWISH_MOBILENET},
+    {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1.5f, .offset = 0.25f, .min_val = -0.5f, .max_val = 2.0f},
+};
+static bool act_exact(lithe__act_kind k, bool backward) {
+    switch (k) {
+    case LITHE__ACT_SIGMOID: case LITHE__ACT_TANH: return backward;
+    case LITHE__ACT_SWISH: case LITHE__ACT_GELU: return false;
+    default: return true; /* mish and dish's backward are the twins themselves */
+    }
+}
+
+/* Every kernel of table k against the scalar table on the same inputs. */
+static void compare_table(const lithe__simd_kernels *k) {
+    const lithe__simd_kernels *s = &lithe__simd_scalar;
+    float *in[6], *os[4], *ov[4];
+    for (int i = 0; i < 6; i++) in[i] = alloc_f();
+    for (int i = 0; i < 4; i++) {
+        os[i] = alloc_f();
+        ov[i] = alloc_f();
+    }
+    const char *isa = k->isa;
+    for (int mis = 0; mis < 2; mis++)
+        for (size_t li = 0; li < NLEN; li++) {
+            int64_t n = lengths[li];
+            float *X = in[0] + mis, *A = in[1] + mis, *B = in[2] + mis, *C = in[3] + mis;
+            float *S0 = os[0] + mis, *S1 = os[1] + mis, *S2 = os[2] + mis, *V0 = ov[0] + mis, *V1 = ov[1] + mis,
+                  *V2 = ov[2] + mis;
+            fill(X, n, -6, 6);
+            fill(A, n, -2, 2);
+            fill(B, n, 0.1, 3);
+            fill(C, n, -1, 1);
+            if (n > 4) {
+                X[0] = 0.0f, X[1] = -0.0f, X[2] = 2.5f, X[3] = -3.0f; /* kinks and thresholds */
+            }
+            /* activations and backprops */
+            for (size_t ai = 0; ai < sizeof act_kinds / sizeof act_kinds[0]; ai++) {
+                const lithe__act *a = &act_kinds[ai];
+                s->act(a, n, X, S0);
+                k->act(a, n, X, V0);
+                if (act_exact(a->kind, false)) same_bits(isa, "act", n, S0, V0);
+                else close_to(isa, "act", n, S0, V0, 4e-6, a->kind == LITHE__ACT_GELU ? 5e-7 : 1e-30);
+                s->act_backward(a, n, A, X, S0, S1);
+                k->act_backward(a, n, A, X, S0, V1);
+                if (act_exact(a->kind, true)) same_bits(isa, "act_backward", n, S1, V1);
+                else close_to(isa, "act_backward", n, S1, V1, 4e-6, 2e-6);
+            }
+            /* elementwise */
+            float betas[3] = {1.0f, 0.0f, 0.7f};
+            for (int bi = 0; bi < 3; bi++) {
+                memcpy(S0, C, sizeof(float) * (size_t)n);
+                memcpy(V0, C, sizeof(float) * (size_t)n);
+                s->axpby(n, 0.3f, X, betas[bi], S0);
+                k->axpby(n, 0.3f, X, betas[bi], V0);
+                same_bits(isa, "axpby", n, S0, V0);
+            }
+            s->mul(n, X, A, S0);
+            k->mul(n, X, A, V0);
+            same_bits(isa, "mul", n, S0, V0);
+            double ss = s->sum_squares(n, X), sv = k->sum_squares(n, X);
+            assert_true(fabs(ss - sv) <= 1e-12 * ss + 1e-300);
+            /* optimizers */
+            for (int v = 0; v < 4; v++) {
+                memcpy(S0, C, sizeof(float) * (size_t)n), memcpy(V0, C, sizeof(float) * (size_t)n);
+                memcpy(S1, A, sizeof(float) * (size_t)n), memcpy(V1, A, sizeof(float) * (size_t)n);
+                memcpy(S2, B, sizeof(float) * (size_t)n), memcpy(V2, B, sizeof(float) * (size_t)n);
+                if (v == 0) {
+                    s->adam(n, S0, X, S1, S2, 0.9f, 0.999f, 1e-8f, 1e-3f);
+                    k->adam(n, V0, X, V1, V2, 0.9f, 0.999f, 1e-8f, 1e-3f);
+                } else if (v == 3) {
+                    s->update_averages(n, S0, X, 0.999f);
+                    k->update_averages(n, V0, X, 0.999f);
+                } else {
+                    float coef = v == 1 ? -1e-3f : 0.0f;
+                    s->radam(n, S0, X, S1, S2, 0.9f, 0.1f, 0.999f, 0.001f, 1e-8f, coef, v == 1);
+                    k->radam(n, V0, X, V1, V2, 0.9f, 0.1f, 0.999f, 0.001f, 1e-8f, coef, v == 1);
+                }
+                same_bits(isa, "optimizer W", n, S0, V0);
+                same_bits(isa, "optimizer m1", n, S1, V1);
+                same_bits(isa, "optimizer m2", n, S2, V2);
+            }
+            /* unary ops (imported graphs) and their backwards */
+            for (int op = 0; op < LITHE__UN_COUNT; op++) {
+                const float *in_x = op == LITHE__UN_LOG || op == LITHE__UN_SQRT || op == LITHE__UN_RECIPROCAL ? B : X;
+                s->unary(op, n, in_x, S0);
+                k->unary(op, n, in_x, V0);
+                if (op == LITHE__UN_EXP) close_to(isa, "unary exp", n, S0, V0, 4e-6, 1e-37);
+                else same_bits(isa, "unary", n, S0, V0);
+                memcpy(S1, C, sizeof(float) * (size_t)n), memcpy(V1, C, sizeof(float) * (size_t)n);
+                s->unary_backward(op, n, in_x, S0, A, S1);
+                k->unary_backward(op, n, in_x, S0, A, V1);
+                if (op == LITHE__UN_ERF) close_to(isa, "unary_backward erf", n, S1, V1, 4e-6, 2e-6);
+                else same_bits(isa, "unary_backward", n, S1, V1);
+            }
+            /* maxout, P pieces of rows */
+            for (int64_t P = 1; P <= 5; P++) {
+                int64_t R = n / P;
+                int32_t ws[CAP], wv[CAP];
+                s->maxout(R, P, X, S0, ws);
+                k->maxout(R, P, X, V0, wv);
+                same_bits(isa, "maxout", R, S0, V0);
+                assert_memory_equal(ws, wv, sizeof(int32_t) * (size_t)R);
+            }
+            /* row-wise: rows of n columns (M rows as fits) */
+            int64_t N = n ? n : 1, M = n ? (CAP - 64) / N : 0;
+            if (M > 5) M = 5;
+            fill(in[4], M * N, -4, 4);
+            fill(in[5], M * N, -1, 1);
+            const float *RX = in[4], *RG = in[5];
+            s->add_row(M, n, memcpy(S0, RX, sizeof(float) * (size_t)(M * n)), A);
+            k->add_row(M, n, memcpy(V0, RX, sizeof(float) * (size_t)(M * n)), A);
+            same_bits(isa, "add_row", M * n, S0, V0);
+            for (int bi = 0; bi < 3; bi++) {
+                memcpy(S1, C, sizeof(float) * (size_t)n), memcpy(V1, C, sizeof(float) * (size_t)n);
+                s->sum_rows(M, n, n, RX, betas[bi], S1);
+                k->sum_rows(M, n, n, RX, betas[bi], V1);
+                same_bits(isa, "sum_rows", n, S1, V1);
+            }
+            float temps[2] = {1.0f, 0.7f};
+            for (int ti = 0; ti < 2; ti++) {
+                s->softmax(M, n, RX, temps[ti], S0);
+                k->softmax(M, n, RX, temps[ti], V0);
+                close_to(isa, "softmax", M * n, S0, V0, 4e-6, 1e-37);
+                s->softmax_backward(M, n, S0, RG, temps[ti], S1);
+                k->softmax_backward(M, n, S0, RG, temps[ti], V1);
+                close_to(isa, "softmax_backward", M * n, S1, V1, 4e-6, 1e-7);
+            }
+            s->log_softmax(M, n, RX, S0);
+            k->log_softmax(M, n, RX, V0);
+            close_to(isa, "log_softmax", M * n, S0, V0, 4e-6, 4e-6);
+            memcpy(S1, RX, sizeof(float) * (size_t)(M * n)), memcpy(V1, RX, sizeof(float) * (size_t)(M * n));
+            s->log_softmax_backward(M, n, S0, RG, S1);
+            k->log_softmax_backward(M, n, S0, RG, V1);
+            close_to(isa, "log_softmax_backward", M * n, S1, V1, 4e-6, 4e-6);
+            float ms[8], is[8], mv[8], iv[8];
+            s->layernorm(M, n, RX, A, B, 1e-5f, S0, ms, is);
+            k->layernorm(M, n, RX, A, B, 1e-5f, V0, mv, iv);
+            close_to(isa, "layernorm", M * n, S0, V0, 4e-6, 1e-6);
+            close_to(isa, "layernorm mean", M, ms, mv, 4e-7, 1e-7);
+            close_to(isa, "layernorm inv_std", M, is, iv, 4e-7, 0);
+            s->layernorm_backward_dx(M, n, RG, RX, A, ms, is, S1);
+            k->layernorm_backward_dx(M, n, RG, RX, A, ms, is, V1);
+            close_to(isa, "layernorm_backward dX", M * n, S1, V1, 4e-6, 1e-6);
+            memcpy(S1, C, sizeof(float) * (size_t)n), memcpy(V1, C, sizeof(float) * (size_t)n);
+            memcpy(S2, A, sizeof(float) * (size_t)n), memcpy(V2, A, sizeof(float) * (size_t)n);
+            s->layernorm_backward_dgb(M, n, n, RG, RX, ms, is, S1, S2);
+            k->layernorm_backward_dgb(M, n, n, RG, RX, ms, is, V1, V2);
+            same_bits(isa, "layernorm_backward dG", n, S1, V1);
+            same_bits(isa, "layernorm_backward db", n, S2, V2);
+            /* scatter-add with duplicate ids into a table of 3 rows */
+            int32_t ids[5] = {2, 0, 2, 1, 2};
+            memcpy(S0, RX, sizeof(float) * (size_t)(3 * n)), memcpy(V0, RX, sizeof(float) * (size_t)(3 * n));
+            if (M >= 5) {
+                s->scatter_add_rows(5, n, n, S0, ids, NULL, RG);
+                k->scatter_add_rows(5, n, n, V0, ids, NULL, RG);
+                same_bits(isa, "scatter_add_rows", 3 * n, S0, V0);
+            }
+        }
+    for (int i = 0; i < 6; i++) free(in[i]);
+    for (int i = 0; i < 4; i++) free(os[i]), free(ov[i]);
+}
+
+static void test_every_table_matches_scalar(void **state) {
+    (void)state;
+    for (int t = 1; t < ntables; t++) compare_table(tables[t]);
+    fprintf(stderr, "test_simd: largest relative difference in the bounded kernels: %.3g\n", worst_rel);
+}
+
+/* The table's own twins: the scalar table must be the scalar kernels bit for bit (its adapters
+ * re-express sum_rows, layernorm_backward, scatter-add and maxout by ranges). */
+static void test_scalar_adapters(void **state) {
+    (void)state;
+    enum { M = 7, N = 33 };
+    float X[M * N], dY[M * N], G[N], b[N], Y[M * N], mean[M], is[M];
+    fill(X, M * N, -3, 3), fill(dY, M * N, -1, 1), fill(G, N, 0.5, 1.5), fill(b, N, -1, 1);
+    lithe_f32_layernorm__scalar(M, N, X, G, b, 1e-5f, Y, mean, is);
+    float dX1[M * N], dG1[N] = {0}, db1[N] = {0}, dX2[M * N], dG2[N] = {0}, db2[N] = {0};
+    lithe_f32_layernorm_backward__scalar(M, N, dY, X, G, mean, is, dX1, dG1, db1);
+    lithe__simd_scalar.layernorm_backward_dgb(M, N, N, dY, X, mean, is, dG2, db2);
+    lithe__simd_scalar.layernorm_backward_dx(M, N, dY, X, G, mean, is, dX2);
+    assert_memory_equal(dX1, dX2, sizeof dX1);
+    assert_memory_equal(dG1, dG2, sizeof dG1);
+    assert_memory_equal(db1, db2, sizeof db1);
+    float y1[N], y2[N];
+    lithe_f32_sum_rows__scalar(M, N, X, 0.0f, y1);
+    lithe__simd_scalar.sum_rows(M, N, N, X, 0.0f, y2);
+    assert_memory_equal(y1, y2, sizeof y1);
+}
+
+/* ---- threads: the lithe__cpu_* entries give the same bits for 1, 2 and 3 threads ---- */
+
+typedef struct outs {
+    float *o[4];
+} outs;
+
+enum { TN = 150001, TM = 301, TC = 517 };
+
+static void run_entries(const float *X, const float *A, const float *B, const float *RX, outs *r) {
+    float *o0 = r->o[0], *o1 = r->o[1], *o2 = r->o[2], *o3 = r->o[3];
+    lithe__act gelu = {.kind = LITHE__ACT_GELU}, relu = {.kind = LITHE__ACT_RELU};
+    lithe__cpu_act(&gelu, TN, X, o0);
+    lithe__cpu_act_backward(&relu, TN, A, NULL, X, o0 + TN);
+    memcpy(o1, B, sizeof(float) * TN);
+    memcpy(o2, A, sizeof(float) * TN);
+    memcpy(o3, X, sizeof(float) * TN);
+    lithe__cpu_adam(TN, o3, A, o1, o2, 0.9f, 0.999f, 1e-8f, 1e-3f);
+    lithe__cpu_axpby(TN, 0.5f, X, 0.25f, o3);
+    lithe__cpu_mul(TN, o3, B, o3 + TN);
+    lithe__cpu_unary(LITHE__UN_EXP, TN, A, o2 + TN);
+    float *R = o1 + TN; /* row ops on (TM, TC) */
+    lithe__cpu_softmax(TM, TC, RX, 1.0f, R);
+    lithe__cpu_log_softmax(TM, TC, RX, R + TM * TC);
+    memcpy(R + 2 * TM * TC, RX, sizeof(float) * TM * TC);
+    lithe__cpu_add_row(TM, TC, R + 2 * TM * TC, A);
+    lithe__cpu_sum_rows(TM, TC, RX, 0.5f, R + 3 * TM * TC);
+    float *mean = R + 3 * TM * TC + TC, *is = mean + TM, *LY = is + TM;
+    lithe__cpu_layernorm(TM, TC, RX, B, A, 1e-5f, LY, mean, is);
+    float *dX = LY + TM * TC, *dG = dX + TM * TC, *db = dG + TC;
+    memset(dG, 0, sizeof(float) * 2 * TC);
+    lithe__cpu_layernorm_backward(TM, TC, A, RX, B, mean, is, dX, dG, db);
+    int32_t ids[TM];
+    for (int i = 0; i < TM; i++) ids[i] = (i * 7) % 13;
+    float *table = db + TC;
+    memset(table, 0, sizeof(float) * 13 * TC);
+    lithe__cpu_scatter_add_rows(TM, TC, table, ids, NULL, RX);
+    lithe__cpu_gather_rows(TM, TC, table, ids, NULL, table + 13 * TC);
+}
+
+static void test_threads_bit_identical(void **state) {
+    (void)state;
+    lithe_backend *cpu;
+    OK(lithe_backend_get("cpu", &cpu));
+    size_t cap = (size_t)TN * 2 + (size_t)TM * TC * 12;
+    float *X = malloc(sizeof(float) * TN), *A = malloc(sizeof(float) * TN), *B = malloc(sizeof(float) * TN),
+          *RX = malloc(sizeof(float) * TM * TC);
+    outs r[3];
+    for (int t = 0; t < 3; t++)
+        for (int i = 0; i < 4; i++) {
+            r[t].o[i] = calloc(cap, sizeof(float));
+            assert_non_null(r[t].o[i]);
+        }
+    fill(X, TN, -5, 5), fill(A, TN, -1, 1), fill(B, TN, 0.1, 2), fill(RX, TM * TC, -4, 4);
+    for (int t = 0; t < 3; t++) {
+        lithe_status st = lithe_backend_set_threads(cpu, t + 1);
+        if (st == LITHE_ERR_UNSUPPORTED) skip(); /* a build without threads */
+        OK(st);
+        run_entries(X, A, B, RX, &r[t]);
+    }
+    OK(lithe_backend_set_threads(cpu, 0));
+    for (int t = 1; t < 3; t++)
+        for (int i = 0; i < 4; i++) {
+            if (memcmp(r[0].o[i], r[t].o[i], sizeof(float) * cap)) {
+                print_error("%d threads differ from 1 thread in output block %d\n", t + 1, i);
+                fail();
+            }
+        }
+    for (int t = 0; t < 3; t++)
+        for (int i = 0; i < 4; i++) free(r[t].o[i]);
+    free(X), free(A), free(B), free(RX);
+}
+
+
+/* ---- convolution (backends/cpu/conv.c) against the scalar twins ---- */
+
+typedef struct conv_case {
+    int64_t N, C, H, W, M, KH, KW, s0, s1, p0, p1, p2, p3, d0, d1, group;
+} conv_case;
+
+static const conv_case conv_cases[] = {
+    {2, 5, 9, 23, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 5},    /* depthwise 3x3, a row wider than 16 */
+    {1, 3, 7, 7, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3},     /* depthwise on 7-wide rows */
+    {2, 4, 11, 40, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 4},   /* depthwise stride 2 */
+    {1, 2, 12, 30, 2, 5, 5, 1, 1, 4, 4, 4, 4, 2, 2, 2},   /* depthwise 5x5, dilation 2 */
+    {1, 2, 10, 37, 2, 3, 3, 2, 1, 0, 2, 1, 0, 1, 1, 2},   /* depthwise, uneven padding and strides */
+    {2, 3, 10, 10, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},   /* plain 3x3 */
+    {2, 4, 9, 8, 6, 3, 2, 2, 1, 1, 0, 0, 1, 1, 1, 2},     /* grouped, strided, uneven padding */
+    {1, 3, 12, 12, 4, 3, 3, 1, 1, 0, 0, 0, 0, 2, 2, 1},   /* dilated */
+    {3, 8, 5, 7, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},     /* pointwise */
+    {2, 1, 28, 28, 16, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1},  /* LeNet's first layer */
+};
+
+static lithe__conv2d geom(const conv_case *c) {
+    lithe__conv2d g = {.N = c->N, .C = c->C, .H = c->H, .W = c->W, .M = c->M, .KH = c->KH, .KW = c->KW,
+                       .group = c->group, .stride = {c->s0, c->s1}, .pad = {c->p0, c->p1, c->p2, c->p3},
+                       .dil = {c->d0, c->d1}};
+    g.OH = (c->H + c->p0 + c->p2 - c->d0 * (c->KH - 1) - 1) / c->s0 + 1;
+    g.OW = (c->W + c->p1 + c->p3 - c->d1 * (c->KW - 1) - 1) / c->s1 + 1;
+    return g;
+}
+
+static void conv_check(const conv_case *c, lithe_backend *cpu, const char *isa) {
+    lithe__conv2d g = geom(c);
+    bool dw = c->group == c->C && c->group == c->M;
+    size_t nx = (size_t)(g.N * g.C * g.H * g.W), nw = (size_t)(g.M * (g.C / g.group) * g.KH * g.KW),
+           ny = (size_t)(g.N * g.M * g.OH * g.OW);
+    float *X = malloc(nx * 4), *W = malloc(nw * 4), *b = malloc((size_t)g.M * 4), *Ys = malloc(ny * 4),
+          *Yv = malloc(ny * 4), *dY = malloc(ny * 4), *dXs = malloc(nx * 4), *dXv = malloc(nx * 4),
+          *dWs = malloc(nw * 4), *dWv = malloc(nw * 4), *dbs = malloc((size_t)g.M * 4), *dbv = malloc((size_t)g.M * 4);
+    fill(X, (int64_t)nx, -1, 1), fill(W, (int64_t)nw, -1, 1), fill(b, g.M, -1, 1), fill(dY, (int64_t)ny, -1, 1);
+    fill(dXs, (int64_t)nx, -1, 1), fill(dWs, (int64_t)nw, -1, 1), fill(dbs, g.M, -1, 1);
+    memcpy(dXv, dXs, nx * 4), memcpy(dWv, dWs, nw * 4), memcpy(dbv, dbs, (size_t)g.M * 4);
+    lithe_f32_conv2d__scalar(&g, X, W, b, Ys);
+    OK(lithe__cpu_conv2d(cpu, &g, X, W, b, Yv));
+    lithe_f32_conv2d_backward__scalar(&g, X, W, dY, dXs, dWs, dbs);
+    OK(lithe__cpu_conv2d_backward(cpu, &g, X, W, dY, dXv, dWv, dbv));
+    if (dw) { /* the twin's order: bit for bit */
+        same_bits(isa, "depthwise conv2d", (int64_t)ny, Ys, Yv);
+        same_bits(isa, "depthwise conv2d dX", (int64_t)nx, dXs, dXv);
+        same_bits(isa, "depthwise conv2d dW", (int64_t)nw, dWs, dWv);
+        same_bits(isa, "depthwise conv2d db", g.M, dbs, dbv);
+    } else { /* GEMM order: sums of up to a few hundred products of magnitude <= 1 */
+        close_to(isa, "conv2d", (int64_t)ny, Ys, Yv, 1e-5, 2e-5);
+        close_to(isa, "conv2d dX", (int64_t)nx, dXs, dXv, 1e-5, 2e-5);
+        close_to(isa, "conv2d dW", (int64_t)nw, dWs, dWv, 1e-5, 2e-5);
+        close_to(isa, "conv2d db", g.M, dbs, dbv, 1e-5, 2e-5);
+    }
+    /* without bias, and with only some gradients wanted */
+    lithe_f32_conv2d__scalar(&g, X, W, NULL, Ys);
+    OK(lithe__cpu_conv2d(cpu, &g, X, W, NULL, Yv));
+    close_to(isa, "conv2d without bias", (int64_t)ny, Ys, Yv, 1e-5, 2e-5);
+    lithe_f32_conv2d_backward__scalar(&g, X, W, dY, NULL, dWs, NULL);
+    OK(lithe__cpu_conv2d_backward(cpu, &g, X, W, dY, NULL, dWv, NULL));
+    close_to(isa, "conv2d dW only", (int64_t)nw, dWs, dWv, 1e-5, 4e-5);
+    free(X), free(W), free(b), free(Ys), free(Yv), free(dY), free(dXs), free(dXv), free(dWs), free(dWv), free(dbs),
+        free(dbv);
+}
+
+static void test_conv2d_matches_scalar(void **state) {
+    (void)state;
+    lithe_backend *cpu;
+    OK(lithe_backend_get("cpu", &cpu));
+    for (int t = 0; t < ntables; t++) {
+        lithe__simd_force(tables[t]);
+        for (size_t i = 0; i < sizeof conv_cases / sizeof conv_cases[0]; i++) conv_check(&conv_cases[i], cpu, tables[t]->isa);
+    }
+    lithe__simd_force(NULL);
+}
+
+static void test_conv2d_threads_bit_identical(void **state) {
+    (void)state;
+    lithe_backend *cpu;
+    OK(lithe_backend_get("cpu", &cpu));
+    const conv_case cs[2] = {{4, 24, 20, 33, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 24},
+                             {6, 3, 14, 14, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}};
+    for (int i = 0; i < 2; i++) {
+        lithe__conv2d g = geom(&cs[i]);
+        size_t nx = (size_t)(g.N * g.C * g.H * g.W), nw = (size_t)(g.M * (g.C / g.group) * g.KH * g.KW),
+               ny = (size_t)(g.N * g.M * g.OH * g.OW);
+        float *X = malloc(nx * 4), *W = malloc(nw * 4), *Y1 = malloc(ny * 4), *Yn = malloc(ny * 4);
+        fill(X, (int64_t)nx, -1, 1), fill(W, (int64_t)nw, -1, 1);
+        lithe_status st = lithe_backend_set_threads(cpu, 1);
+        OK(st);
+        OK(lithe__cpu_conv2d(cpu, &g, X, W, NULL, Y1));
+        for (int th = 2; th <= 3; th++) {
+            st = lithe_backend_set_threads(cpu, th);
+            if (st == LITHE_ERR_UNSUPPORTED) break;
+            OK(st);
+            OK(lithe__cpu_conv2d(cpu, &g, X, W, NULL, Yn));
+            assert_memory_equal(Y1, Yn, ny * 4);
+        }
+        OK(lithe_backend_set_threads(cpu, 0));
+        free(X), free(W), free(Y1), free(Yn);
+    }
+}
+
+/* ---- the caching allocator (backends/cpu/cache.c) ---- */
+
+static long counted_live;
+static void *c_malloc(void *u, size_t n) { (void)u; counted_live++; return malloc(n); }
+static void *c_realloc(void *u, void *p, size_t n) { (void)u; if (!p) counted_live++; return realloc(p, n); }
+static void c_free(void *u, void *p) { (void)u; if (p) { counted_live--; free(p); } }
+
+static void test_cache_reuses_and_bounds(void **state) {
+    (void)state;
+    lithe_backend *cpu;
+    OK(lithe_backend_get("cpu", &cpu));
+    lithe__cpu_cache_flush();
+    assert_int_equal(lithe__cpu_cache_bytes(), 0);
+    void *a = NULL, *b = NULL;
+    OK(cpu->ops->alloc(cpu, 1000, &a));
+    assert_int_equal((uintptr_t)a % 64, 0);
+    memset(a, 1, 1000);
+    cpu->ops->free(cpu, a);
+    assert_true(lithe__cpu_cache_bytes() >= 1000);
+    OK(cpu->ops->alloc(cpu, 1020, &b)); /* the same size class: the same block */
+    assert_ptr_equal(a, b);
+    assert_int_equal(lithe__cpu_cache_bytes(), 0);
+    cpu->ops->free(cpu, b);
+    /* sizes across the classes, each block as large as asked */
+    size_t sizes[] = {1, 255, 256, 257, 4095, 4096, 4097, 100000, 1 << 20, (1 << 20) + 1};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        OK(cpu->ops->alloc(cpu, sizes[i], &a));
+        memset(a, 0xab, sizes[i]);
+        cpu->ops->free(cpu, a);
+    }
+    /* bounded: 40 live blocks of 16 MiB freed at once keep at most 256 MiB */
+    void *big[40];
+    for (int i = 0; i < 40; i++) OK(cpu->ops->alloc(cpu, (size_t)16 << 20, &big[i]));
+    for (int i = 0; i < 40; i++) cpu->ops->free(cpu, big[i]);
+    assert_true(lithe__cpu_cache_bytes() <= ((size_t)256 << 20));
+    assert_true(lithe__cpu_cache_bytes() >= ((size_t)128 << 20));
+    lithe__cpu_cache_flush();
+    assert_int_equal(lithe__cpu_cache_bytes(), 0);
+
+    /* a user's allocator: nothing is kept, every block goes back (and set_allocator flushed first) */
+    OK(cpu->ops->alloc(cpu, 5000, &a));
+    cpu->ops->free(cpu, a);
+    assert_true(lithe__cpu_cache_bytes() > 0);
+    OK(lithe_set_allocator(&(lithe_allocator){c_malloc, c_realloc, c_free, NULL}));
+    assert_int_equal(lithe__cpu_cache_bytes(), 0);
+    counted_live = 0;
+    OK(cpu->ops->alloc(cpu, 5000, &a));
+    assert_int_equal(counted_live, 1);
+    cpu->ops->free(cpu, a);
+    assert_int_equal(counted_live, 0);
+    assert_int_equal(lithe__cpu_cache_bytes(), 0);
+    OK(lithe_set_allocator(NULL));
+}
+
+/* ---- pooling (conv.c) against the scalar twins, bit for bit ---- */
+static void test_pool2d_matches_scalar(void **state) {
+    (void)state;
+    typedef struct { int64_t N, C, H, W, K, s, p; bool max, cip; } pc;
+    const pc cases[] = {{3, 5, 28, 28, 2, 2, 0, true, false}, {2, 3, 9, 11, 2, 2, 0, true, false},
+                        {2, 4, 13, 10, 3, 2, 1, true, false}, {1, 6, 8, 9, 3, 1, 1, false, false},
+                        {2, 2, 7, 7, 3, 2, 1, false, true}};
+    lithe_backend *cpu;
+    OK(lithe_backend_get("cpu", &cpu));
+    for (int th = 1; th <= 3; th += 2) {
+        lithe_status st = lithe_backend_set_threads(cpu, th);
+        if (st == LITHE_ERR_UNSUPPORTED) continue;
+        OK(st);
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            const pc *c = &cases[i];
+            lithe__pool2d g = {.N = c->N, .C = c->C, .H = c->H, .W = c->W, .KH = c->K, .KW = c->K,
+                               .stride = {c->s, c->s}, .pad = {c->p, c->p, c->p, c->p}, .dil = {1, 1},
+                               .max = c->max, .count_include_pad = c->cip};
+            g.OH = (c->H + 2 * c->p - c->K) / c->s + 1;
+            g.OW = (c->W + 2 * c->p - c->K) / c->s + 1;
+            size_t nx = (size_t)(g.N * g.C * g.H * g.W), ny = (size_t)(g.N * g.C * g.OH * g.OW);
+            float *X = malloc(nx * 4), *Ys = malloc(ny * 4), *Yv = malloc(ny * 4), *dY = malloc(ny * 4),
+                  *dXs = calloc(nx, 4), *dXv = calloc(nx, 4);
+            int32_t *ws = malloc(ny * 4), *wv = malloc(ny * 4);
+            fill(X, (int64_t)nx, -1, 1), fill(dY, (int64_t)ny, -1, 1);
+            X[0] = X[1]; /* a tie: the first maximum wins */
+            lithe_f32_pool2d__scalar(&g, X, Ys, c->max ? ws : NULL);
+            lithe__cpu_pool2d(&g, X, Yv, c->max ? wv : NULL);
+            same_bits("pool", "pool2d", (int64_t)ny, Ys, Yv);
+            if (c->max) assert_memory_equal(ws, wv, ny * 4);
+            lithe_f32_pool2d_backward__scalar(&g, dY, c->max ? ws : NULL, dXs);
+            lithe__cpu_pool2d_backward(&g, dY, c->max ? wv : NULL, dXv);
+            same_bits("pool", "pool2d backward", (int64_t)nx, dXs, dXv);
+            free(X), free(Ys), free(Yv), free(dY), free(dXs), free(dXv), free(ws), free(wv);
+        }
+    }
+    OK(lithe_backend_set_threads(cpu, 0));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_vector_exp_tanh_accuracy),
+        cmocka_unit_test(test_every_table_matches_scalar),
+        cmocka_unit_test(test_scalar_adapters),
+        cmocka_unit_test(test_threads_bit_identical),
+        cmocka_unit_test(test_conv2d_matches_scalar),
+        cmocka_unit_test(test_conv2d_threads_bit_identical),
+        cmocka_unit_test(test_cache_reuses_and_bounds),
+        cmocka_unit_test(test_pool2d_matches_scalar),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
