@@ -655,11 +655,12 @@ int main(void) {
         cmocka_unit_test(test_vector_exp_tanh_accuracy),
         cmocka_unit_test(test_every_table_matches_scalar),
         cmocka_unit_test(test_scalar_adapters),
-        cmocka_unit_test(test_threads_bit_identical),
         cmocka_unit_test(test_conv2d_matches_scalar),
-        cmocka_unit_test(test_conv2d_threads_bit_identical),
         cmocka_unit_test(test_cache_reuses_and_bounds),
+        /* the tests that start worker threads last */
         cmocka_unit_test(test_pool2d_matches_scalar),
+        cmocka_unit_test(test_threads_bit_identical),
+        cmocka_unit_test(test_conv2d_threads_bit_identical),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
