@@ -11,6 +11,13 @@ for preset in ci clang asan; do
   cmake --build --preset "$preset" -j "$jobs"
   ctest --preset "$preset" -j "$jobs"
 done
+# Arm: the library and its C tests cross-compiled for aarch64 (NEON kernels), every test run under
+# qemu-aarch64 by ctest (the preset's toolchain names the emulator); goldens come from the same
+# Python fixtures as natively. No Vulkan, tools or Python package in this build.
+echo "=== aarch64 (qemu) ==="
+cmake --preset aarch64 >/dev/null
+cmake --build --preset aarch64 -j "$jobs"
+ctest --preset aarch64 -j "$jobs"
 # WebAssembly: lithe.wasm (the wasi preset) against the native command built above
 echo "=== wasm ==="
 cmake --preset wasi >/dev/null

@@ -173,7 +173,7 @@ def build():
         step("make_models.py", [PY, os.path.join(BENCH, "make_models.py"), WORK], env)
     if "gemm" in A.only:
         os.makedirs(BIN, exist_ok=True)
-        flags = ["gcc", "-O2", "-std=c11", "-Wall", "-Wextra", "-I/usr/include/x86_64-linux-gnu"]
+        flags = ["gcc", "-O2", "-std=c11", "-Wall", "-Wextra", "-I/usr/include/x86_64-linux-gnu/openblas-pthread"]
         step("build gemm_openblas", flags + [os.path.join(BENCH, "gemm/gemm_openblas.c"), "-o",
                                              os.path.join(BIN, "gemm_openblas"), "-lopenblas"], env)
         step("build gemm_xnnpack", flags + [os.path.join(BENCH, "gemm/gemm_xnnpack.c"), "-o",

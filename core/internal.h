@@ -112,8 +112,8 @@ lithe_status lithe__bufpool_new(lithe__bufpool **out);
 /* The owner is done: idle blocks are freed now, blocks in use when they come back. NULL: no-op. */
 void lithe__bufpool_close(lithe__bufpool *p);
 /* As lithe__tensor_alloc (be NULL: cpu), from the pool; p NULL: lithe__tensor_alloc itself. */
-lithe_status lithe__bufpool_tensor(lithe__bufpool *p, lithe_backend *be, lithe_dtype dtype, int ndim, const int64_t *shape,
-                                bool zero, lithe_tensor **out);
+lithe_status lithe__bufpool_tensor(lithe__bufpool *p, lithe_backend *be, lithe_dtype dtype, int ndim,
+                                   const int64_t *shape, bool zero, lithe_tensor **out);
 lithe__bufpool_stats lithe__bufpool_get_stats(const lithe__bufpool *p);
 /* "(64, 784)" into buf. */
 const char *lithe__shape_str(const lithe_tensor *t, char *buf, size_t cap);
@@ -419,6 +419,10 @@ lithe_status lithe__affine_init(lithe_model *m, const lithe_value *X, const lith
                                 lithe_init init_W, lithe_init init_b, bool strict);
 /* Y = X·Wᵀ + b, checking X against nI. */
 lithe_status lithe__affine_forward(lithe_model *m, lithe_tensor *X, lithe_tensor **Y);
+/* Y = act(X·Wᵀ + b) through the fused gemm_bias_act (a NULL: none); Z non-NULL: also returns the
+ * pre-activation X·Wᵀ + b (a new tensor). */
+lithe_status lithe__affine_forward_act(lithe_model *m, lithe_tensor *X, const lithe__act *a, lithe_tensor **Z,
+                                       lithe_tensor **Y);
 /* db += sum(dY), dW += dYᵀ·X, *dX = dY·W (dX NULL: skipped). */
 lithe_status lithe__affine_backward(lithe_model *m, lithe_tensor *X, const lithe_tensor *dY,
                                     lithe_tensor **dX);

@@ -704,8 +704,8 @@ lithe__bufpool_stats lithe__bufpool_get_stats(const lithe__bufpool *p) {
     return p ? p->stats : s;
 }
 
-lithe_status lithe__bufpool_tensor(lithe__bufpool *p, lithe_backend *be, lithe_dtype dtype, int ndim, const int64_t *shape,
-                                bool zero, lithe_tensor **out) {
+lithe_status lithe__bufpool_tensor(lithe__bufpool *p, lithe_backend *be, lithe_dtype dtype, int ndim,
+                                   const int64_t *shape, bool zero, lithe_tensor **out) {
     *out = NULL;
     if (!be) be = lithe__backend_cpu();
     int64_t numel;

@@ -65,3 +65,19 @@ async function seed(name, model) {
   const e = L.add({ name: 'add' }).apply([d, L.reshape({ targetShape: [4], name: 'rs' }).apply(d)]);
   await seed('functional', tf.model({ inputs: i, outputs: L.activation({ activation: 'tanh', name: 'act' }).apply(e) }));
 }
+{
+  const m = tf.sequential();
+  m.add(L.embedding({ inputDim: 7, outputDim: 3, inputLength: 4 }));
+  m.add(L.layerNormalization());
+  m.add(L.globalAveragePooling1d());
+  m.add(L.dense({ units: 2, activation: 'sigmoid' }));
+  await seed('text', m);
+}
+{
+  const m = tf.sequential();
+  m.add(L.separableConv2d({ inputShape: [3, 3, 2], filters: 2, kernelSize: 2, padding: 'same' }));
+  m.add(L.upSampling2d({ size: [2, 1] }));
+  m.add(L.globalMaxPooling2d({}));
+  await seed('upsep', m);
+}
+

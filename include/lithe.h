@@ -139,9 +139,15 @@ LITHE_API lithe_status lithe_backend_get(const char *name, lithe_backend **out);
  * else every core. Until this is called the default applies (its workers start at the first large
  * operation). Results are bit-identical for every thread count: work is split by output, never
  * inside a sum. Builds without threads (WebAssembly without pthreads) accept only 0 and 1.
+ * (The CPU backend picks its SIMD kernels by the CPU's features at run time; the environment
+ * variable LITHE_CPU_ISA=scalar|avx2|avx512 forces one — results then differ from the default in
+ * the last bits, as FMA and plain multiply-add do. docs/performance.md has the design.)
  * Call it while no other thread computes on the CPU backend. Statuses: LITHE_ERR_INVALID_ARG (n < 0
  * or > 1024), LITHE_ERR_UNSUPPORTED (another backend, or threads this build lacks; a worker that
- * could not start), LITHE_ERR_OOM. */
+ * could not start), LITHE_ERR_OOM. The CPU backend's kernels use this CPU's widest vector
+ * instructions (x86-64: AVX-512, AVX2 or SSE2, chosen at the first operation); the environment
+ * variable LITHE_CPU_ISA=scalar|sse2|avx2|avx512 forces one, e.g. to compare with the scalar
+ * kernels (which activations and reductions then match bit for bit is in docs/performance.md). */
 LITHE_API lithe_status lithe_backend_set_threads(lithe_backend *backend, int n);
 
 /* The number of threads the backend computes with (1 for backends without a thread count). */
@@ -1043,9 +1049,10 @@ LITHE_API const char *const *lithe_onnx_op_names(size_t *n);
  * all trainable but BatchNormalization's moving mean and variance and the weights of layers saved
  * with "trainable": false (frozen: lithe_model_set_frozen changes that). Input and output are
  * TF.js's: channels-last (N, H, W, C) for images; several inputs / outputs as tuples in the
- * model's order. Layers: InputLayer, Dense, Conv2D, DepthwiseConv2D (channels_last; padding valid
- * or same; strides, dilation), MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D,
- * GlobalMaxPooling2D, BatchNormalization (inference: moving statistics), Flatten, Reshape,
+ * model's order. Layers: InputLayer, Dense, Conv2D, DepthwiseConv2D, SeparableConv2D
+ * (channels_last; padding valid or same; strides, dilation), MaxPooling2D, AveragePooling2D,
+ * GlobalAveragePooling2D, GlobalMaxPooling2D, GlobalAveragePooling1D, UpSampling2D (nearest),
+ * BatchNormalization (inference: moving statistics), LayerNormalization, Embedding, Flatten, Reshape,
  * ZeroPadding2D, Activation, ReLU, LeakyReLU, ELU, Softmax, Add, Subtract, Multiply, Average,
  * Concatenate; Dropout and the noise layers are identities. Activations: linear, relu, relu6,
  * sigmoid, hard_sigmoid, tanh, softmax, log_softmax, elu, selu, softplus, softsign, swish / silu,

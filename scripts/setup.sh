@@ -11,15 +11,23 @@ pkgs=(build-essential cmake ninja-build clang libclang-rt-14-dev pkg-config
       # WebAssembly (test.sh's wasm stage): WASI cross builds, Emscripten, the browser test
       wasi-libc libclang-rt-14-dev-wasm32 lld emscripten chromium
       # bench/ (bench/README.md): the GEMM peers and the model export
-      libopenblas-dev libxnnpack-dev libpthreadpool-dev python3-torchvision python3-onnx)
+      libopenblas-dev libxnnpack-dev libpthreadpool-dev
+      # Arm (test.sh's aarch64 stage): the cross compiler, qemu-aarch64, and cmocka for arm64
+      # (a multiarch package: the arm64 architecture is added below before it is installed)
+      gcc-aarch64-linux-gnu qemu-user libcmocka-dev:arm64)
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+# libcmocka-dev:arm64 needs dpkg to know the arm64 architecture (and apt its package lists, which
+# the apt-get update below fetches whenever something is missing).
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  $SUDO dpkg --add-architecture arm64
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
-  SUDO=""
-  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi

@@ -891,6 +891,10 @@ static void test_conv2d(void **state) {
         {2, 3, 7, 5, 4, 3, 2, 1, 2, 1, 1, 1, 1, 2}, {1, 4, 17, 16, 6, 3, 3, 2, 1, 1, 1, 1, 1, 1},
         {2, 3, 9, 11, 3, 5, 5, 3, 1, 2, 2, 2, 1, 1}, {3, 2, 20, 19, 5, 1, 1, 1, 1, 1, 0, 0, 1, 1},
         {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1},  {2, 6, 8, 8, 4, 2, 3, 2, 3, 2, 0, 1, 2, 1},
+        /* big enough for the CUDA backend's GEMM path: 1x1 (X read directly, batched over images),
+         * and strided + padded through im2col */
+        {2, 8, 12, 12, 16, 1, 1, 1, 1, 1, 0, 0, 1, 1}, {3, 4, 10, 9, 8, 3, 3, 1, 2, 1, 1, 1, 1, 1},
+        {2, 4, 12, 12, 8, 3, 3, 2, 1, 1, 1, 1, 1, 1}, /* grouped, several images */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const int64_t *k = cases[i];

@@ -131,7 +131,8 @@ static golden softmax_groups(const golden *g) {
         for (int k = 0; k < 2; k++) {
             const double *x = g->v + r * 5;
             double mx = -INFINITY, sum = 0;
-            for (int j = groups[k][0]; j < groups[k][1]; j++) mx = fmax(mx, (double)(float)x[j]);
+            /* a comparison, not fmax: gcc 12's aarch64 vectorizer crashes (ICE) on this fmax reduction */
+            for (int j = groups[k][0]; j < groups[k][1]; j++) mx = (double)(float)x[j] > mx ? (double)(float)x[j] : mx;
             for (int j = groups[k][0]; j < groups[k][1]; j++) sum += exp((double)(float)x[j] - mx);
             for (int j = groups[k][0]; j < groups[k][1]; j++) out.v[r * 5 + j] = exp((double)(float)x[j] - mx) / sum;
         }

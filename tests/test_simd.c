@@ -569,6 +569,45 @@ static void test_cache_reuses_and_bounds(void **state) {
     OK(lithe_set_allocator(NULL));
 }
 
+/* ---- pooling (conv.c) against the scalar twins, bit for bit ---- */
+static void test_pool2d_matches_scalar(void **state) {
+    (void)state;
+    typedef struct { int64_t N, C, H, W, K, s, p; bool max, cip; } pc;
+    const pc cases[] = {{3, 5, 28, 28, 2, 2, 0, true, false}, {2, 3, 9, 11, 2, 2, 0, true, false},
+                        {2, 4, 13, 10, 3, 2, 1, true, false}, {1, 6, 8, 9, 3, 1, 1, false, false},
+                        {2, 2, 7, 7, 3, 2, 1, false, true}};
+    lithe_backend *cpu;
+    OK(lithe_backend_get("cpu", &cpu));
+    for (int th = 1; th <= 3; th += 2) {
+        lithe_status st = lithe_backend_set_threads(cpu, th);
+        if (st == LITHE_ERR_UNSUPPORTED) continue;
+        OK(st);
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            const pc *c = &cases[i];
+            lithe__pool2d g = {.N = c->N, .C = c->C, .H = c->H, .W = c->W, .KH = c->K, .KW = c->K,
+                               .stride = {c->s, c->s}, .pad = {c->p, c->p, c->p, c->p}, .dil = {1, 1},
+                               .max = c->max, .count_include_pad = c->cip};
+            g.OH = (c->H + 2 * c->p - c->K) / c->s + 1;
+            g.OW = (c->W + 2 * c->p - c->K) / c->s + 1;
+            size_t nx = (size_t)(g.N * g.C * g.H * g.W), ny = (size_t)(g.N * g.C * g.OH * g.OW);
+            float *X = malloc(nx * 4), *Ys = malloc(ny * 4), *Yv = malloc(ny * 4), *dY = malloc(ny * 4),
+                  *dXs = calloc(nx, 4), *dXv = calloc(nx, 4);
+            int32_t *ws = malloc(ny * 4), *wv = malloc(ny * 4);
+            fill(X, (int64_t)nx, -1, 1), fill(dY, (int64_t)ny, -1, 1);
+            X[0] = X[1]; /* a tie: the first maximum wins */
+            lithe_f32_pool2d__scalar(&g, X, Ys, c->max ? ws : NULL);
+            lithe__cpu_pool2d(&g, X, Yv, c->max ? wv : NULL);
+            same_bits("pool", "pool2d", (int64_t)ny, Ys, Yv);
+            if (c->max) assert_memory_equal(ws, wv, ny * 4);
+            lithe_f32_pool2d_backward__scalar(&g, dY, c->max ? ws : NULL, dXs);
+            lithe__cpu_pool2d_backward(&g, dY, c->max ? wv : NULL, dXv);
+            same_bits("pool", "pool2d backward", (int64_t)nx, dXs, dXv);
+            free(X), free(Ys), free(Yv), free(dY), free(dXs), free(dXv), free(ws), free(wv);
+        }
+    }
+    OK(lithe_backend_set_threads(cpu, 0));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vector_exp_tanh_accuracy),
@@ -578,6 +617,7 @@ int main(void) {
         cmocka_unit_test(test_conv2d_matches_scalar),
         cmocka_unit_test(test_conv2d_threads_bit_identical),
         cmocka_unit_test(test_cache_reuses_and_bounds),
+        cmocka_unit_test(test_pool2d_matches_scalar),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

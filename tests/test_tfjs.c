@@ -56,7 +56,7 @@ static void write_all(const char *path, const void *b, size_t n) {
     fclose(f);
 }
 
-/* max |a - g| / (1e-6 + |g|) and max |a - g| */
+/* max |a - g| / |g| over the entries |g| >= 1e-3, and max |a - g| over all */
 static void worst(const lithe_tensor *t, const golden *g, double *rel, double *abs_) {
     const float *p = lithe_tensor_data(t);
     assert_int_equal(lithe_tensor_numel(t), g->n);
@@ -64,7 +64,7 @@ static void worst(const lithe_tensor *t, const golden *g, double *rel, double *a
         double d = fabs((double)p[i] - g->v[i]);
         if (d != d) d = INFINITY;
         if (d > *abs_) *abs_ = d;
-        if (d / (1e-6 + fabs(g->v[i])) > *rel) *rel = d / (1e-6 + fabs(g->v[i]));
+        if (fabs(g->v[i]) >= 1e-3 && d / fabs(g->v[i]) > *rel) *rel = d / fabs(g->v[i]);
     }
 }
 
@@ -82,8 +82,8 @@ static double loss_of(lithe_model *m, lithe_value *X, const lithe_tensor *R) {
  * respect to the input and every trainable weight within 1e-4. */
 static void test_parity(void **state) {
     (void)state;
-    static const char *const names[] = {"mlp", "cnn", "branches", "mlp_uint8"};
-    for (size_t k = 0; k < 4; k++) {
+    static const char *const names[] = {"mlp", "cnn", "branches", "mlp_uint8", "text", "upsep"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
         const char *name = names[k];
         lithe_model *m = load(name);
         assert_string_equal(lithe_model_layer_type(m), "onnx_graph.v1");
@@ -108,12 +108,14 @@ static void test_parity(void **state) {
         double ry = 0, ay = 0, rg = 0, ag = 0;
         worst(lithe_value_get_tensor(Y), get("%s.y", name), &ry, &ay);
         size_t n_grads = 0;
-        if (find("%s.dx", name)) {
+        if (find("%s.n_params", name)) {
             lithe_value *R = value_of(get("%s.r", name));
             OK(lithe_backprop_run(bp, R, &dX));
             snprintf(what, sizeof what, "%s dX", name);
-            expect_close(what, lithe_value_get_tensor(dX), get("%s.dx", name), 1e-5, 1e-4);
-            worst(lithe_value_get_tensor(dX), get("%s.dx", name), &rg, &ag);
+            if (find("%s.dx", name)) { /* (ids into an Embedding have none) */
+                expect_close(what, lithe_value_get_tensor(dX), get("%s.dx", name), 1e-5, 1e-4);
+                worst(lithe_value_get_tensor(dX), get("%s.dx", name), &rg, &ag);
+            }
             for (size_t p = 0; p < lithe_model_n_params(m); p++) {
                 const char *pn = lithe_model_param_name(m, p);
                 const golden *g = find("%s.grad.%s", name, pn);
@@ -132,8 +134,8 @@ static void test_parity(void **state) {
             assert_int_equal(n_grads, (size_t)get("%s.n_params", name)->v[0]);
             lithe_value_release(R);
         }
-        printf("test_tfjs: %-9s prediction max rel %.2e (abs %.2e)", name, ry, ay);
-        if (n_grads) printf("; gradients (input and %zu weights) max rel %.2e (abs %.2e)", n_grads, rg, ag);
+        printf("test_tfjs: %-9s prediction max rel %.2e, abs %.2e", name, ry, ay);
+        if (n_grads) printf("; gradients (input and %zu weights) max rel %.2e, abs %.2e", n_grads, rg, ag);
         printf("\n");
         lithe_value_release(X);
         lithe_value_release(Y);
@@ -147,8 +149,8 @@ static void test_parity(void **state) {
  * gradient for its dilated Conv2D) and the CNN. */
 static void test_finite_differences(void **state) {
     (void)state;
-    static const char *const names[] = {"branches", "cnn"};
-    for (size_t k = 0; k < 2; k++) {
+    static const char *const names[] = {"branches", "cnn", "upsep"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
         const char *name = names[k];
         lithe_model *m = load(name);
         lithe_value *X = value_of(get("%s.x", name)), *Y = NULL, *dX = NULL, *R = value_of(get("%s.r", name));
@@ -201,7 +203,7 @@ static void test_finite_differences(void **state) {
         }
         printf("test_tfjs: %-9s %d finite-difference checks, %d off (a max-pool or ReLU kink inside the step)\n", name,
                checked, bad);
-        assert_true(checked > 40);
+        assert_true(checked > 30);
         assert_true(bad <= checked / 20);
         lithe_value_release(X);
         lithe_value_release(Y);
@@ -484,12 +486,12 @@ static void test_hostile(void **state) {
     free(sw);
     /* layers and activations lithe lacks: all listed at once */
     char *u1 = replace(json, "\"class_name\":\"Flatten\"", "\"class_name\":\"LSTM\"");
-    char *u2 = replace(u1, "\"class_name\":\"Dropout\"", "\"class_name\":\"Embedding\"");
+    char *u2 = replace(u1, "\"class_name\":\"Dropout\"", "\"class_name\":\"GRU\"");
     char *u3 = replace(u2, "\"activation\":\"tanh\"", "\"activation\":\"sinusoid\"");
     expect_refused(lithe_tfjs_load_bytes(u3, strlen(u3), all, w1 + w2, &m), LITHE_ERR_UNSUPPORTED, "3 layer types");
     printf("test_tfjs: refused: %s\n", lithe_last_error());
     assert_non_null(strstr(lithe_last_error(), "LSTM"));
-    assert_non_null(strstr(lithe_last_error(), "Embedding"));
+    assert_non_null(strstr(lithe_last_error(), "GRU"));
     assert_non_null(strstr(lithe_last_error(), "activation 'sinusoid'"));
     free(u1);
     free(u2);

@@ -299,3 +299,71 @@ lithe_status lithe__cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *
     if (col) be->ops->free(be, col);
     return s;
 }
+
+/* ---- pooling: the scalar twins' loops, split over (image, channel) planes; 2x2 stride-2 max
+ * pooling without padding (LeNet's) has its own loop with the twin's tap order and first-maximum
+ * rule. Selections and per-window sums in the twin's order: bit-identical. ---- */
+
+typedef struct pool_job {
+    const lithe__pool2d *g;
+    const float *X, *dY;
+    float *Y, *dX;
+    int32_t *which;
+    const int32_t *cwhich;
+} pool_job;
+
+static bool is_max2x2(const lithe__pool2d *g) {
+    return g->max && g->KH == 2 && g->KW == 2 && g->stride[0] == 2 && g->stride[1] == 2 && !g->pad[0] &&
+           !g->pad[1] && g->dil[0] == 1 && g->dil[1] == 1 && 2 * g->OH <= g->H && 2 * g->OW <= g->W;
+}
+
+static void pool_planes(void *ctx, int64_t p0, int64_t p1) {
+    const pool_job *j = ctx;
+    const lithe__pool2d *g = j->g;
+    int64_t HW = g->H * g->W, OP = g->OH * g->OW;
+    if (!is_max2x2(g)) {
+        lithe__pool2d sub = *g;
+        sub.N = 1;
+        sub.C = p1 - p0;
+        lithe_f32_pool2d__scalar(&sub, j->X + p0 * HW, j->Y + p0 * OP, j->which ? j->which + p0 * OP : NULL);
+        return;
+    }
+    for (int64_t nc = p0; nc < p1; nc++) {
+        const float *x = j->X + nc * HW;
+        float *y = j->Y + nc * OP;
+        int32_t *w = j->which + nc * OP;
+        for (int64_t oh = 0; oh < g->OH; oh++) {
+            const float *r0 = x + 2 * oh * g->W, *r1 = r0 + g->W;
+            for (int64_t ow = 0; ow < g->OW; ow++) {
+                float best = r0[2 * ow];
+                int32_t arg = (int32_t)(2 * oh * g->W + 2 * ow);
+                if (r0[2 * ow + 1] > best) best = r0[2 * ow + 1], arg = (int32_t)(2 * oh * g->W + 2 * ow + 1);
+                if (r1[2 * ow] > best) best = r1[2 * ow], arg = (int32_t)((2 * oh + 1) * g->W + 2 * ow);
+                if (r1[2 * ow + 1] > best) best = r1[2 * ow + 1], arg = (int32_t)((2 * oh + 1) * g->W + 2 * ow + 1);
+                y[oh * g->OW + ow] = best;
+                w[oh * g->OW + ow] = arg;
+            }
+        }
+    }
+}
+
+void lithe__cpu_pool2d(const lithe__pool2d *g, const float *X, float *Y, int32_t *which) {
+    pool_job j = {.g = g, .X = X, .Y = Y, .which = which};
+    int64_t per = g->OH * g->OW * g->KH * g->KW;
+    lithe__pool_for(lithe__cpu_pool(), g->N * g->C, per > 0 ? (1 << 15) / per + 1 : 1, pool_planes, &j);
+}
+
+static void pool_back_planes(void *ctx, int64_t p0, int64_t p1) {
+    const pool_job *j = ctx;
+    lithe__pool2d sub = *j->g;
+    int64_t HW = sub.H * sub.W, OP = sub.OH * sub.OW;
+    sub.N = 1;
+    sub.C = p1 - p0;
+    lithe_f32_pool2d_backward__scalar(&sub, j->dY + p0 * OP, j->cwhich ? j->cwhich + p0 * OP : NULL, j->dX + p0 * HW);
+}
+
+void lithe__cpu_pool2d_backward(const lithe__pool2d *g, const float *dY, const int32_t *which, float *dX) {
+    pool_job j = {.g = g, .dY = dY, .dX = dX, .cwhich = which};
+    int64_t per = g->OH * g->OW * g->KH * g->KW;
+    lithe__pool_for(lithe__cpu_pool(), g->N * g->C, per > 0 ? (1 << 15) / per + 1 : 1, pool_back_planes, &j);
+}

@@ -3,6 +3,7 @@
  * the scalar twin everywhere; SIMD variants slot in here). Shapes were checked by the layer. */
 #include "kernels.h"
 #include "simd/simd.h"
+#include "gemm/gemm.h"
 
 #include <stdlib.h>
 
@@ -79,9 +80,21 @@ static lithe_status cpu_gemm(lithe_backend *be, bool tA, bool tB, float alpha, c
                              const lithe_tensor *B, float beta, lithe_tensor *C) {
     (void)be;
     int64_t M = C->shape[0], N = C->shape[1], K = tA ? A->shape[0] : A->shape[1];
-    if (!lithe_f32_gemm__scalar(tA, tB, M, N, K, alpha, F(A), A->strides[0], F(B), B->strides[0], beta,
-                                F(C), C->strides[0]))
-        return lithe__oom("gemm workspace", (size_t)K * 16 * sizeof(float));
+    if (!lithe__sgemm(NULL, true, tA, tB, M, N, K, alpha, F(A), A->strides[0], F(B), B->strides[0], beta, F(C),
+                      C->strides[0], NULL))
+        return lithe__oom("gemm packing workspace", (size_t)K * 4096 * sizeof(float));
+    return LITHE_OK;
+}
+
+static lithe_status cpu_gemm_bias_act(lithe_backend *be, bool tA, bool tB, const lithe_tensor *A,
+                                      const lithe_tensor *B, const lithe_tensor *b, const lithe__act *a,
+                                      lithe_tensor *Z, lithe_tensor *Y) {
+    (void)be;
+    int64_t M = Y->shape[0], N = Y->shape[1], K = tA ? A->shape[0] : A->shape[1];
+    lithe__sgemm_epilogue e = {b ? F(b) : NULL, a, lithe__simd()->act, Z ? F(Z) : NULL, Z ? Z->strides[0] : 0};
+    if (!lithe__sgemm(NULL, true, tA, tB, M, N, K, 1.0f, F(A), A->strides[0], F(B), B->strides[0], 0.0f, F(Y),
+                      Y->strides[0], &e))
+        return lithe__oom("gemm packing workspace", (size_t)K * 4096 * sizeof(float));
     return LITHE_OK;
 }
 
@@ -451,14 +464,14 @@ static lithe_status cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *
 static lithe_status cpu_pool2d(lithe_backend *be, const lithe__pool2d *g, const lithe_tensor *X, lithe_tensor *Y,
                                lithe_tensor *which) {
     (void)be;
-    lithe_f32_pool2d__scalar(g, F(X), F(Y), which ? (int32_t *)lithe__tdata(which) : NULL);
+    lithe__cpu_pool2d(g, F(X), F(Y), which ? (int32_t *)lithe__tdata(which) : NULL);
     return LITHE_OK;
 }
 
 static lithe_status cpu_pool2d_backward(lithe_backend *be, const lithe__pool2d *g, const lithe_tensor *dY,
                                         const lithe_tensor *which, lithe_tensor *dX) {
     (void)be;
-    lithe_f32_pool2d_backward__scalar(g, F(dY), which ? (const int32_t *)lithe__tdata(which) : NULL, F(dX));
+    lithe__cpu_pool2d_backward(g, F(dY), which ? (const int32_t *)lithe__tdata(which) : NULL, F(dX));
     return LITHE_OK;
 }
 

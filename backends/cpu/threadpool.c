@@ -20,7 +20,10 @@ struct lithe__pool {
     pthread_t *tids;
     pthread_mutex_t mu;
     pthread_cond_t work_cv, done_cv;
-    atomic_uint_fast64_t gen; /* bumped once per job */
+    /* (job number << 16) | the job's range count, published in one store: a worker that left
+     * one job out (its index >= that job's range count) must not read the next job's count
+     * before that job is published, or it runs the next job's range twice. */
+    atomic_uint_fast64_t gen;
     atomic_int pending;       /* ranges of the current job not yet done */
     atomic_int busy;          /* a job is running */
     atomic_bool stop;
@@ -66,7 +69,7 @@ static void *worker_main(void *argp) {
         }
         if (atomic_load(&p->stop)) return NULL;
         seen = g;
-        if (a.index < p->nchunks) {
+        if (a.index < (int)(g & 0xffff)) {
             run_range(p, a.index);
             if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) {
                 pthread_mutex_lock(&p->mu);
@@ -148,7 +151,8 @@ void lithe__pool_for(lithe__pool *p, int64_t n, int64_t grain, lithe__range_fn f
     p->nchunks = (int)((n + chunk - 1) / chunk);
     atomic_store(&p->pending, p->nchunks - 1);
     pthread_mutex_lock(&p->mu);
-    atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
+    uint64_t next = ((atomic_load_explicit(&p->gen, memory_order_relaxed) >> 16) + 1) << 16 | (uint64_t)p->nchunks;
+    atomic_store_explicit(&p->gen, next, memory_order_release);
     pthread_cond_broadcast(&p->work_cv);
     pthread_mutex_unlock(&p->mu);
     run_range(p, 0);

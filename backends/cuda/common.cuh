@@ -82,6 +82,11 @@ lithe_status lc_memset0(lc_ctx *c, void *dst, size_t n);
 /* A device copy of n bytes of host data (scratch: lc_free it after the launches that read it;
  * reuse is ordered after them on the one stream). */
 lithe_status lc_upload_scratch(lc_ctx *c, const void *src, size_t n, void **out);
+/* Row-major C = alpha op(A) op(B) + beta C on raw pointers (cuBLAS, device.cu), `batch` times with
+ * element strides sA, sB, sC between the matrices (0: the same one). */
+lithe_status lc_gemm_rm(lc_ctx *c, bool tA, bool tB, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                        int64_t lda, int64_t sA, const float *B, int64_t ldb, int64_t sB, float beta, float *C,
+                        int64_t ldc, int64_t sC, int64_t batch);
 /* The error of the last launch, named after `what`. */
 lithe_status lc_check_launch(const char *what);
 

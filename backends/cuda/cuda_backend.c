@@ -30,6 +30,13 @@ static const lithe__cuda_host host = {
     LITHE__CUDA_ABI, sizeof(lithe_backend_ops), sizeof(lithe_tensor), sizeof(lithe__storage), 0, lithe__fail,
 };
 
+/* glibc keeps the last dlerror string until the next dlerror call: asking twice frees it (else
+ * LeakSanitizer reports it; the CUDA runtime's own failed dlopen of libcuda leaves one too). */
+static void clear_dlerror(void) {
+    (void)dlerror();
+    (void)dlerror();
+}
+
 /* Appends "; <dlerror>" (or "<what>: not found") to mod_error. */
 static void note(const char *what) {
     const char *e = dlerror();
@@ -39,6 +46,7 @@ static void note(const char *what) {
     int w = e ? snprintf(mod_error + n, sizeof mod_error - n, "%s%.800s", n ? "; " : "", e)
               : snprintf(mod_error + n, sizeof mod_error - n, "%s%.400s: not found", n ? "; " : "", what);
     (void)w; /* truncation is fine: the message stays NUL-terminated */
+    clear_dlerror();
 }
 
 static void *try_open(const char *path) {
@@ -99,7 +107,9 @@ static lithe_status module(void) {
 static lithe_status device_backend(int index, lithe_backend **out) {
     LITHE__TRY(module());
     int n = 0;
-    LITHE__TRY(mod->device_count(&n));
+    lithe_status s = mod->device_count(&n);
+    clear_dlerror();
+    if (s != LITHE_OK) return s;
     if (n == 0) return lithe__fail(LITHE_ERR_UNSUPPORTED, "backend 'cuda' is unavailable: the CUDA runtime found no device");
     if (index < 0 || index >= n || index >= MAX_CUDA_DEVICES)
         return lithe__fail(LITHE_ERR_UNSUPPORTED, "backend 'cuda:%d' is unavailable: %d CUDA device%s present", index, n,
@@ -110,7 +120,7 @@ static lithe_status device_backend(int index, lithe_backend **out) {
     }
     lithe_backend *be = lithe__calloc(1, sizeof *be);
     if (!be) return lithe__oom("cuda backend", sizeof *be);
-    lithe_status s = mod->open(index, be);
+    s = mod->open(index, be);
     if (s != LITHE_OK) {
         lithe__free(be);
         return s;

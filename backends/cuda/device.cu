@@ -316,34 +316,45 @@ static int ref_sgemm(bool tA, bool tB, int64_t m, int64_t n, int64_t k, float al
 }
 #endif
 
+lithe_status lc_gemm_rm(lc_ctx *c, bool tA, bool tB, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                        int64_t lda, int64_t sA, const float *B, int64_t ldb, int64_t sB, float beta, float *C,
+                        int64_t ldc, int64_t sC, int64_t batch) {
+    if (M == 0 || N == 0 || batch == 0) return LITHE_OK;
+    if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX || lda > INT32_MAX || ldb > INT32_MAX || ldc > INT32_MAX ||
+        batch > INT32_MAX)
+        return LC_FAIL(LITHE_ERR_UNSUPPORTED, "cuda gemm: (%lld x %lld x %lld) exceeds cuBLAS's 32-bit sizes",
+                       (long long)M, (long long)N, (long long)K);
+#ifdef LITHE_CUDA_EMULATE
+    (void)c;
+    for (int64_t i = 0; i < batch; i++) {
+        int st = ref_sgemm(tB, tA, N, M, K, alpha, B + i * sB, ldb, A + i * sA, lda, beta, C + i * sC, ldc);
+        if (st)
+            return LC_FAIL(LITHE_ERR_UNSUPPORTED, "cuda gemm (emulated cuBLAS): invalid arguments (status %d)", st);
+    }
+#else
+    lc_use(c);
+    cublasOperation_t oa = tA ? CUBLAS_OP_T : CUBLAS_OP_N, ob = tB ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasStatus_t st =
+        batch == 1 ? cublasSgemm(c->blas, ob, oa, (int)N, (int)M, (int)K, &alpha, B, (int)ldb, A, (int)lda, &beta, C,
+                                 (int)ldc)
+                   : cublasSgemmStridedBatched(c->blas, ob, oa, (int)N, (int)M, (int)K, &alpha, B, (int)ldb, sB, A,
+                                               (int)lda, sA, &beta, C, (int)ldc, sC, (int)batch);
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return LC_FAIL(LITHE_ERR_UNSUPPORTED, "cuda gemm: cuBLAS failed (%s)", cublasGetStatusString(st));
+#endif
+    return LITHE_OK;
+}
+
 static lithe_status cu_gemm(lithe_backend *be, bool tA, bool tB, float alpha, const lithe_tensor *A,
                             const lithe_tensor *B, float beta, lithe_tensor *C) {
-    lc_ctx *c = lc_of(be);
     int64_t M = C->shape[0], N = C->shape[1], K = tA ? A->shape[0] : A->shape[1];
-    if (M == 0 || N == 0) return LITHE_OK;
     /* a single row's stride is never used: cuBLAS still wants ld >= the row length */
     int64_t lda = A->shape[0] > 1 ? A->strides[0] : A->shape[1], ldb = B->shape[0] > 1 ? B->strides[0] : B->shape[1],
             ldc = M > 1 ? C->strides[0] : N;
     if (lda < 1) lda = 1;
     if (ldb < 1) ldb = 1;
     if (ldc < 1) ldc = 1;
-    if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX || lda > INT32_MAX || ldb > INT32_MAX || ldc > INT32_MAX)
-        return LC_FAIL(LITHE_ERR_UNSUPPORTED, "cuda gemm: (%lld x %lld x %lld) exceeds cuBLAS's 32-bit sizes",
-                       (long long)M, (long long)N, (long long)K);
-#ifdef LITHE_CUDA_EMULATE
-    int st = ref_sgemm(tB, tA, N, M, K, alpha, lc_f(B), ldb, lc_f(A), lda, beta, lc_f(C), ldc);
-    if (st)
-        return LC_FAIL(LITHE_ERR_UNSUPPORTED, "cuda gemm (emulated cuBLAS): invalid arguments (status %d)", st);
-    (void)c;
-#else
-    lc_use(c);
-    cublasStatus_t st = cublasSgemm(c->blas, tB ? CUBLAS_OP_T : CUBLAS_OP_N, tA ? CUBLAS_OP_T : CUBLAS_OP_N, (int)N,
-                                    (int)M, (int)K, &alpha, lc_f(B), (int)ldb, lc_f(A), (int)lda, &beta, lc_f(C),
-                                    (int)ldc);
-    if (st != CUBLAS_STATUS_SUCCESS)
-        return LC_FAIL(LITHE_ERR_UNSUPPORTED, "cuda gemm: cublasSgemm failed (%s)", cublasGetStatusString(st));
-#endif
-    return LITHE_OK;
+    return lc_gemm_rm(lc_of(be), tA, tB, M, N, K, alpha, lc_f(A), lda, 0, lc_f(B), ldb, 0, beta, lc_f(C), ldc, 0, 1);
 }
 
 /* ---------------------------------------------------------------------------------------------

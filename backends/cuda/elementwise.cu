@@ -188,6 +188,24 @@ LC_KERNEL(k_any_outside, (const lc_thread &t, const float *X, int64_t n, float l
     part[t.first()] = any;
 }
 
+/* Second stage: FOLD threads each fold a strided slice of the first stage's partials, so the host
+ * reads FOLD values, not one per thread of the grid (half a million on an H100). */
+#define FOLD 256
+LC_KERNEL(k_fold_sum, (const lc_thread &t, const double *part, int64_t n, double *out)) {
+    LC_FOR(t, i, FOLD) {
+        double s = 0.0;
+        for (int64_t k = i; k < n; k += FOLD) s += part[k];
+        out[i] = s;
+    }
+}
+LC_KERNEL(k_fold_any, (const lc_thread &t, const int *part, int64_t n, int *out)) {
+    LC_FOR(t, i, FOLD) {
+        int any = 0;
+        for (int64_t k = i; k < n; k += FOLD) any |= part[k];
+        out[i] = any;
+    }
+}
+
 static int64_t n_threads(lc_ctx *c, int64_t n) {
     int64_t g = (n + LC_BLOCK - 1) / LC_BLOCK;
     if (g > c->max_grid) g = c->max_grid;
@@ -200,15 +218,15 @@ static lithe_status cu_sum_squares(lithe_backend *be, const lithe_tensor *X, dou
     if (X->numel == 0) return LITHE_OK;
     int64_t nt = n_threads(c, X->numel);
     void *part = NULL;
-    double *host = (double *)malloc((size_t)nt * sizeof(double));
-    if (!host) return LC_FAIL(LITHE_ERR_OOM, "cuda sum_squares: %lld partials", (long long)nt);
-    lithe_status s = lc_alloc(c, (size_t)nt * sizeof(double), &part);
-    if (s == LITHE_OK) s = lc_launch<k_sum_squares>(c, X->numel, (const float *)lc_f(X), X->numel, (double *)part);
-    if (s == LITHE_OK) s = lc_d2h(c, host, part, (size_t)nt * sizeof(double));
+    double host[FOLD];
+    lithe_status s = lc_alloc(c, (size_t)(nt + FOLD) * sizeof(double), &part);
+    double *p1 = (double *)part, *p2 = p1 + nt;
+    if (s == LITHE_OK) s = lc_launch<k_sum_squares>(c, X->numel, (const float *)lc_f(X), X->numel, p1);
+    if (s == LITHE_OK) s = lc_launch<k_fold_sum>(c, FOLD, (const double *)p1, nt, p2);
+    if (s == LITHE_OK) s = lc_d2h(c, host, p2, sizeof host);
     if (s == LITHE_OK)
-        for (int64_t i = 0; i < nt; i++) *out += host[i];
+        for (int i = 0; i < FOLD; i++) *out += host[i];
     lc_free(c, part);
-    free(host);
     return s;
 }
 
@@ -218,15 +236,15 @@ static lithe_status cu_any_outside(lithe_backend *be, const lithe_tensor *X, flo
     if (X->numel == 0) return LITHE_OK;
     int64_t nt = n_threads(c, X->numel);
     void *part = NULL;
-    int *host = (int *)malloc((size_t)nt * sizeof(int));
-    if (!host) return LC_FAIL(LITHE_ERR_OOM, "cuda any_outside: %lld partials", (long long)nt);
-    lithe_status s = lc_alloc(c, (size_t)nt * sizeof(int), &part);
-    if (s == LITHE_OK) s = lc_launch<k_any_outside>(c, X->numel, (const float *)lc_f(X), X->numel, lo, hi, (int *)part);
-    if (s == LITHE_OK) s = lc_d2h(c, host, part, (size_t)nt * sizeof(int));
+    int host[FOLD];
+    lithe_status s = lc_alloc(c, (size_t)(nt + FOLD) * sizeof(int), &part);
+    int *p1 = (int *)part, *p2 = p1 + nt;
+    if (s == LITHE_OK) s = lc_launch<k_any_outside>(c, X->numel, (const float *)lc_f(X), X->numel, lo, hi, p1);
+    if (s == LITHE_OK) s = lc_launch<k_fold_any>(c, FOLD, (const int *)p1, nt, p2);
+    if (s == LITHE_OK) s = lc_d2h(c, host, p2, sizeof host);
     if (s == LITHE_OK)
-        for (int64_t i = 0; i < nt; i++) *out |= host[i];
+        for (int i = 0; i < FOLD; i++) *out |= host[i];
     lc_free(c, part);
-    free(host);
     return s;
 }
 

@@ -263,10 +263,61 @@ LC_KERNEL(k_conv2d_db, (const lc_thread &t, lithe__conv2d g, const float *dY, fl
     }
 }
 
+/* col (nb images, Kc = Cg KH KW, P = OH OW) of group gi, images n0 ..: zero where the tap is padding */
+LC_KERNEL(k_im2col, (const lc_thread &t, lithe__conv2d g, int64_t gi, int64_t n0, int64_t nb, const float *X, float *col)) {
+    int64_t Cg = g.C / g.group, KK = g.KH * g.KW, Kc = Cg * KK, P = g.OH * g.OW;
+    LC_FOR(t, q, nb * Kc * P) {
+        int64_t p = q % P, kc = (q / P) % Kc, n = n0 + q / (P * Kc);
+        int64_t c = kc / KK, kh = (kc % KK) / g.KW, kw = kc % g.KW, oh = p / g.OW, ow = p % g.OW;
+        int64_t h = src_at(oh, kh, g.stride[0], g.pad[0], g.dil[0]), w = src_at(ow, kw, g.stride[1], g.pad[1], g.dil[1]);
+        col[q] = h >= 0 && h < g.H && w >= 0 && w < g.W ? X[((n * g.C + gi * Cg + c) * g.H + h) * g.W + w] : 0.0f;
+    }
+}
+LC_KERNEL(k_channel_bias, (const lc_thread &t, int64_t n, int64_t M, int64_t P, const float *b, float *Y)) {
+    LC_FOR(t, q, n) Y[q] += b[(q / P) % M];
+}
+
+/* Forward as GEMMs (cuBLAS), per group and batch of images: Y[n, group's M] (Mg, P) =
+ * W_g (Mg, Kc) · col_n (Kc, P), col_n the image's im2col (a 1x1, stride-1, unpadded convolution reads
+ * X itself), then + b. The direct kernel (k_conv2d, the CPU scalar twin's order) serves when the
+ * product would be tiny. */
 static lithe_status cu_conv2d(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X, const lithe_tensor *W,
                               const lithe_tensor *b, lithe_tensor *Y) {
-    return lc_launch<k_conv2d>(lc_of(be), Y->numel, *g, (const float *)lc_f(X), (const float *)lc_f(W),
-                               (const float *)lc_f(b), lc_f(Y));
+    lc_ctx *c = lc_of(be);
+    int64_t Cg = g->C / g->group, Mg = g->M / g->group, Kc = Cg * g->KH * g->KW, P = g->OH * g->OW;
+    if (Y->numel == 0) return LITHE_OK;
+    if (Kc * Mg * P < 4096)
+        return lc_launch<k_conv2d>(c, Y->numel, *g, (const float *)lc_f(X), (const float *)lc_f(W),
+                                   (const float *)lc_f(b), lc_f(Y));
+    const float *x = lc_f(X), *w = lc_f(W);
+    float *y = lc_f(Y);
+    bool direct = g->KH == 1 && g->KW == 1 && g->stride[0] == 1 && g->stride[1] == 1 && g->pad[0] == 0 &&
+                  g->pad[1] == 0 && g->pad[2] == 0 && g->pad[3] == 0;
+    int64_t per_image = Kc * P, nb = direct ? g->N : ((int64_t)64 << 20) / (per_image ? per_image : 1);
+    if (nb < 1) nb = 1;
+    if (nb > g->N) nb = g->N;
+    void *col = NULL;
+    lithe_status s = direct ? LITHE_OK : lc_alloc(c, (size_t)(nb * per_image) * sizeof(float), &col);
+    for (int64_t gi = 0; s == LITHE_OK && gi < g->group; gi++)
+        for (int64_t n0 = 0; s == LITHE_OK && n0 < g->N; n0 += nb) {
+            int64_t cnt = g->N - n0 < nb ? g->N - n0 : nb;
+            const float *B = NULL;
+            int64_t sB = 0;
+            if (direct) {
+                B = x + (n0 * g->C + gi * Cg) * g->H * g->W;
+                sB = g->C * g->H * g->W;
+            } else {
+                s = lc_launch<k_im2col>(c, cnt * per_image, *g, gi, n0, cnt, x, (float *)col);
+                B = (const float *)col;
+                sB = per_image;
+            }
+            if (s == LITHE_OK)
+                s = lc_gemm_rm(c, false, false, Mg, P, Kc, 1.0f, w + gi * Mg * Kc, Kc, 0, B, P, sB, 0.0f,
+                               y + (n0 * g->M + gi * Mg) * P, P, g->M * P, cnt);
+        }
+    lc_free(c, col);
+    if (s == LITHE_OK && b) s = lc_launch<k_channel_bias>(c, Y->numel, Y->numel, g->M, P, (const float *)lc_f(b), y);
+    return s;
 }
 static lithe_status cu_conv2d_backward(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X,
                                        const lithe_tensor *W, const lithe_tensor *dY, lithe_tensor *dX, lithe_tensor *dW,

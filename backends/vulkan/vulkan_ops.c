@@ -138,6 +138,21 @@ static lithe_status vk_gemm(lithe_backend *be, bool tA, bool tB, float alpha, co
                     (uint32_t)((M + tile - 1) / tile), C, A, B);
 }
 
+/* The dense layers' fused forward: no shader of its own, the three passes it fuses on the CPU
+ * recorded back to back (gemm into Z or Y, add_row, act into Y). */
+static lithe_status vk_add_row(lithe_backend *be, lithe_tensor *Y, const lithe_tensor *b);
+static lithe_status vk_act(lithe_backend *be, const lithe__act *a, const lithe_tensor *X, lithe_tensor *Y);
+static lithe_status vk_gemm_bias_act(lithe_backend *be, bool tA, bool tB, const lithe_tensor *A,
+                                     const lithe_tensor *B, const lithe_tensor *b, const lithe__act *a,
+                                     lithe_tensor *Z, lithe_tensor *Y) {
+    lithe_tensor *pre = Z ? Z : Y;
+    LITHE__TRY(vk_gemm(be, tA, tB, 1.0f, A, B, 0.0f, pre));
+    if (b) LITHE__TRY(vk_add_row(be, pre, b));
+    if (a) return vk_act(be, a, pre, Y);
+    if (Z) return vk_copy(be, Y, Z);
+    return LITHE_OK;
+}
+
 /* ---- rows and elementwise ---- */
 
 static lithe_status vk_add_row(lithe_backend *be, lithe_tensor *Y, const lithe_tensor *b) {
@@ -959,6 +974,7 @@ static lithe_status vk_reduce_to(lithe_backend *be, const lithe_tensor *X, float
 void lithe__vk_fill_ops(lithe_backend_ops *ops) {
     ops->fill = vk_fill;
     ops->copy = vk_copy;
+    ops->gemm_bias_act = vk_gemm_bias_act;
     ops->cast = vk_cast;
     ops->gemm = vk_gemm;
     ops->add_row = vk_add_row;

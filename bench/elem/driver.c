@@ -155,7 +155,14 @@ static int onnx(const char *path, const char *xpath, int runs) {
     return 0;
 }
 
+/* ELEM_SCALAR=1: the elementwise / row-wise / optimizer / depthwise kernels on their scalar twins
+ * (backends/cpu/simd/simd.h), GEMM unchanged: the "before" of those kernels. Internals of the
+ * static library, declared here by hand. */
+extern const char lithe__simd_scalar[];
+void lithe__simd_force(const void *k);
+
 int main(int argc, char **argv) {
+    if (getenv("ELEM_SCALAR") && atoi(getenv("ELEM_SCALAR"))) lithe__simd_force(lithe__simd_scalar);
     const char *threads = getenv("LITHE_NUM_THREADS");
     printf("threads %s\n", threads ? threads : "(default)");
     if (argc >= 2 && !strcmp(argv[1], "mlp")) return mlp(argc > 2 ? atoi(argv[2]) : 200, true);

@@ -661,7 +661,8 @@ static const char *const layer_names[] = {"InputLayer", "Dense", "Conv2D", "Dept
                                           "AveragePooling2D", "GlobalAveragePooling2D", "GlobalMaxPooling2D",
                                           "BatchNormalization", "Flatten", "Activation", "ReLU", "LeakyReLU", "ELU",
                                           "Softmax", "Reshape", "ZeroPadding2D", "Add", "Subtract", "Multiply",
-                                          "Average", "Concatenate", NULL};
+                                          "Average", "Concatenate", "Embedding", "GlobalAveragePooling1D",
+                                          "LayerNormalization", "SeparableConv2D", "UpSampling2D", NULL};
 
 static bool in_list(const char *const *l, const char *s) {
     for (size_t i = 0; l[i]; i++)
@@ -731,9 +732,11 @@ static lithe_status lower_layer(lower *L, const char *cls, const js_val *cfg, kt
         o->shape[o->rank - 1] = units;
         return activate(L, o, act);
     }
-    if (!strcmp(cls, "Conv2D") || !strcmp(cls, "DepthwiseConv2D")) {
-        bool depthwise = !strcmp(cls, "DepthwiseConv2D"), bias = true, same = false;
-        int64_t ks[2], st[2], dil[2], filters = -1, mult = 1, groups = 1;
+    if (!strcmp(cls, "Conv2D") || !strcmp(cls, "DepthwiseConv2D") || !strcmp(cls, "SeparableConv2D")) {
+        bool separable = !strcmp(cls, "SeparableConv2D"), depthwise = separable || !strcmp(cls, "DepthwiseConv2D");
+        bool bias = true, same = false;
+        int64_t ks[2], st[2], dil[2], filters = -1, mult = 1, groups = 1, pw_filters = -1;
+        weight *PW = NULL; /* SeparableConv2D's 1x1 pointwise kernel */
         const char *act;
         LITHE__TRY(need_rank(L, x, 4));
         LITHE__TRY(channels_last(L, cfg));
@@ -748,11 +751,17 @@ static lithe_status lower_layer(lower *L, const char *cls, const js_val *cfg, kt
         weight *W, *b = NULL;
         char wk[NAME_MAX_LEN + 48];
         if (depthwise) {
-            LITHE__TRY(cfg_int(L, cfg, "depth_multiplier", 1, 1, 1 << 16, &mult));
+            /* TF.js leaves depth_multiplier out of a SeparableConv2D's config: the kernel says it */
+            LITHE__TRY(cfg_int(L, cfg, "depth_multiplier", -1, 1, 1 << 16, &mult));
             if (C < 0) return lfail(L, LITHE_ERR_SHAPE, "the input's channel count must be known");
             LITHE__TRY(need_weight(L, "depthwise_kernel", 4, (int64_t[]){ks[0], ks[1], C, mult}, &W));
+            mult = W->shape[3];
+            if (mult < 1 || mult > (1 << 16)) return lfail(L, LITHE_ERR_FORMAT, "depth multiplier %lld", (long long)mult);
             filters = C * mult;
-            if (bias) LITHE__TRY(need_weight(L, "bias", 1, (int64_t[]){filters}, &b));
+            if (separable) LITHE__TRY(cfg_int(L, cfg, "filters", -1, 1, (int64_t)1 << 30, &pw_filters));
+            if (separable && pw_filters < 0) return lfail(L, LITHE_ERR_FORMAT, "config 'filters' is missing");
+            if (separable) LITHE__TRY(need_weight(L, "pointwise_kernel", 4, (int64_t[]){1, 1, filters, pw_filters}, &PW));
+            if (bias) LITHE__TRY(need_weight(L, "bias", 1, (int64_t[]){separable ? pw_filters : filters}, &b));
             /* (KH, KW, C, mult) -> (KH, KW, 1, C mult): output channel c mult + m, as TF orders them */
             int64_t shp[4] = {ks[0], ks[1], 1, filters};
             char sh[NAME_MAX_LEN + 48];
@@ -772,9 +781,20 @@ static lithe_status lower_layer(lower *L, const char *cls, const js_val *cfg, kt
         at_ints(&attrs, "dilations", dil, 2);
         if (depthwise) at_int(&attrs, "group", C);
         if (same) at_str(&attrs, "auto_pad", "SAME_UPPER");
-        const char *cin[3] = {as_nchw(L, x), wk, b ? b->name : ""};
+        const char *cin[3] = {as_nchw(L, x), wk, b && !PW ? b->name : ""};
         fresh(L, "Conv", y, sizeof y);
-        node(L, "Conv", cin, b ? 3 : 2, y, &attrs);
+        node(L, "Conv", cin, b && !PW ? 3 : 2, y, &attrs);
+        if (PW) { /* then the pointwise 1x1 convolution, with the bias */
+            transpose(L, PW->name, (const int64_t[]){3, 2, 0, 1}, 4, wk, sizeof wk);
+            wb pa = {0};
+            at_ints(&pa, "kernel_shape", (const int64_t[]){1, 1}, 2);
+            const char *pin[3] = {y, wk, b ? b->name : ""};
+            char z[NAME_MAX_LEN + 48];
+            fresh(L, "Conv", z, sizeof z);
+            node(L, "Conv", pin, b ? 3 : 2, z, &pa);
+            snprintf(y, sizeof y, "%s", z);
+            filters = pw_filters;
+        }
         snprintf(o->nchw, sizeof o->nchw, "%s", y);
         LITHE__TRY(window_out(L, x->shape[1], ks[0], st[0], dil[0], same, &o->shape[1]));
         LITHE__TRY(window_out(L, x->shape[2], ks[1], st[1], dil[1], same, &o->shape[2]));
@@ -879,6 +899,102 @@ static lithe_status lower_layer(lower *L, const char *cls, const js_val *cfg, kt
             for (int d = 1; d < x->rank; d++) perm[d] = d == x->rank - 1 ? 1 : d + 1;
             transpose(L, z, perm, x->rank, o->nhwc, sizeof o->nhwc);
         }
+        return LITHE_OK;
+    }
+    if (!strcmp(cls, "Embedding")) { /* ids (float in TF.js) -> Cast to int64 -> rows of the table */
+        int64_t vocab = -1, dim = -1;
+        LITHE__TRY(cfg_int(L, cfg, "input_dim", -1, 1, (int64_t)1 << 32, &vocab));
+        LITHE__TRY(cfg_int(L, cfg, "output_dim", -1, 1, (int64_t)1 << 30, &dim));
+        if (vocab < 0 || dim < 0) return lfail(L, LITHE_ERR_FORMAT, "config 'input_dim' and 'output_dim' are needed");
+        if (x->rank + 1 > LITHE_MAX_DIMS) return lfail(L, LITHE_ERR_SHAPE, "a %d-D input is too many dims", x->rank);
+        weight *E;
+        LITHE__TRY(need_weight(L, "embeddings", 2, (int64_t[]){vocab, dim}, &E));
+        wb attrs = {0};
+        at_int(&attrs, "to", 7); /* INT64 */
+        char ids[NAME_MAX_LEN + 48];
+        unary(L, "Cast", as_nhwc(L, x), ids, sizeof ids, &attrs);
+        binary(L, "Gather", E->name, ids, o->nhwc, sizeof o->nhwc);
+        o->rank = x->rank + 1;
+        o->shape[x->rank] = dim;
+        return LITHE_OK;
+    }
+    if (!strcmp(cls, "GlobalAveragePooling1D")) { /* (N, T, C) -> (N, C): the mean over T */
+        LITHE__TRY(need_rank(L, x, 3));
+        LITHE__TRY(channels_last(L, cfg));
+        bool keep = false;
+        LITHE__TRY(cfg_bool(L, cfg, "keepdims", false, &keep));
+        wb attrs = {0};
+        at_ints(&attrs, "axes", (const int64_t[]){1}, 1);
+        at_int(&attrs, "keepdims", keep);
+        unary(L, "ReduceMean", x->nhwc, o->nhwc, sizeof o->nhwc, &attrs);
+        if (keep) {
+            o->shape[1] = 1;
+        } else {
+            o->rank = 2;
+            o->shape[1] = x->shape[2];
+        }
+        return LITHE_OK;
+    }
+    if (!strcmp(cls, "LayerNormalization")) {
+        int64_t axis = -1;
+        bool center = true, scale = true;
+        double eps = 1e-3;
+        const js_val *av = js_get(cfg, "axis");
+        if (av && av->type == JS_ARR && av->len == 1 && av->items[0].type == JS_NUM && av->items[0].is_int &&
+            av->items[0].i >= -LITHE_MAX_DIMS && av->items[0].i <= LITHE_MAX_DIMS)
+            axis = av->items[0].i;
+        else LITHE__TRY(cfg_int(L, cfg, "axis", -1, -LITHE_MAX_DIMS, LITHE_MAX_DIMS, &axis));
+        if (axis < 0) axis += x->rank;
+        if (x->rank < 2 || axis != x->rank - 1)
+            return lfail(L, LITHE_ERR_UNSUPPORTED, "axis %lld of a %d-D input (lithe normalizes the last axis)",
+                         (long long)axis, x->rank);
+        LITHE__TRY(cfg_bool(L, cfg, "center", true, &center));
+        LITHE__TRY(cfg_bool(L, cfg, "scale", true, &scale));
+        LITHE__TRY(cfg_float(L, cfg, "epsilon", 1e-3, &eps));
+        if (!(eps > 0)) return lfail(L, LITHE_ERR_FORMAT, "epsilon %g must be positive", eps);
+        int64_t C = x->shape[x->rank - 1];
+        weight *gamma = NULL, *beta = NULL;
+        if (scale) LITHE__TRY(need_weight(L, "gamma", 1, (int64_t[]){C}, &gamma));
+        if (center) LITHE__TRY(need_weight(L, "beta", 1, (int64_t[]){gamma ? gamma->shape[0] : C}, &beta));
+        char g1[NAME_MAX_LEN + 48] = "", b0[NAME_MAX_LEN + 48] = "";
+        if (!gamma || !beta) {
+            if (C < 0) return lfail(L, LITHE_ERR_SHAPE, "without gamma or beta the feature count must be known");
+            float *v = lithe__malloc((size_t)(C ? C : 1) * sizeof(float));
+            if (!v) return lithe__oom(WHAT, (size_t)C * sizeof(float));
+            for (int64_t i = 0; i < C; i++) v[i] = 1.0f;
+            if (!gamma) constant(L, 1, &C, v, NULL, C, g1, sizeof g1);
+            for (int64_t i = 0; i < C; i++) v[i] = 0.0f;
+            if (!beta) constant(L, 1, &C, v, NULL, C, b0, sizeof b0);
+            lithe__free(v);
+        }
+        wb attrs = {0};
+        at_int(&attrs, "axis", -1);
+        at_float(&attrs, "epsilon", (float)eps);
+        const char *lin[3] = {as_nhwc(L, x), gamma ? gamma->name : g1, beta ? beta->name : b0};
+        fresh(L, "LayerNormalization", y, sizeof y);
+        node(L, "LayerNormalization", lin, 3, y, &attrs);
+        snprintf(o->nhwc, sizeof o->nhwc, "%s", y);
+        o->nchw[0] = '\0';
+        return LITHE_OK;
+    }
+    if (!strcmp(cls, "UpSampling2D")) { /* nearest: (N, C, H, W) -> (N, C, H, 1, W, 1) -> expand -> merge */
+        int64_t sz[2];
+        LITHE__TRY(need_rank(L, x, 4));
+        LITHE__TRY(channels_last(L, cfg));
+        LITHE__TRY(cfg_pair(L, cfg, "size", (const int64_t[]){2, 2}, sz));
+        const char *interp = cfg_str(cfg, "interpolation", "nearest");
+        if (strcmp(interp, "nearest")) return lfail(L, LITHE_ERR_UNSUPPORTED, "interpolation '%s' (lithe: nearest)", interp);
+        if (x->shape[1] < 0 || x->shape[2] < 0) return lfail(L, LITHE_ERR_SHAPE, "the input's height and width must be known");
+        char sh[NAME_MAX_LEN + 48], t[NAME_MAX_LEN + 48];
+        constant(L, 1, (const int64_t[]){6}, NULL, (const int64_t[]){0, 0, x->shape[1], 1, x->shape[2], 1}, 6, sh, sizeof sh);
+        binary(L, "Reshape", as_nchw(L, x), sh, t, sizeof t);
+        constant(L, 1, (const int64_t[]){6}, NULL, (const int64_t[]){1, 1, 1, sz[0], 1, sz[1]}, 6, sh, sizeof sh);
+        binary(L, "Expand", t, sh, t, sizeof t);
+        o->shape[1] = x->shape[1] * sz[0];
+        o->shape[2] = x->shape[2] * sz[1];
+        constant(L, 1, (const int64_t[]){4}, NULL, (const int64_t[]){0, 0, o->shape[1], o->shape[2]}, 4, sh, sizeof sh);
+        binary(L, "Reshape", t, sh, o->nchw, sizeof o->nchw);
+        o->nhwc[0] = '\0';
         return LITHE_OK;
     }
     if (!strcmp(cls, "Flatten")) {

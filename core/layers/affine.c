@@ -1,4 +1,4 @@
-/* The affine machinery that Linear, Relu and Softmax share: Y = X·Wᵀ + b and its backward.
+/* The affine machinery that Linear, Relu and Softmax share: Y = act(X·Wᵀ + b) and its backward.
  * X: (B, nI), W: (nO, nI), b: (nO,) -> Y: (B, nO). */
 #include "../internal.h"
 
@@ -35,7 +35,8 @@ lithe_status lithe__affine_init(lithe_model *m, const lithe_value *X, const lith
     return lithe__param_init(m, "b", init_b, 1, (int64_t[]){nO});
 }
 
-lithe_status lithe__affine_forward(lithe_model *m, lithe_tensor *X, lithe_tensor **Y) {
+lithe_status lithe__affine_forward_act(lithe_model *m, lithe_tensor *X, const lithe__act *a, lithe_tensor **Z,
+                                       lithe_tensor **Y) {
     lithe_tensor *W = NULL, *b = NULL;
     LITHE__TRY(lithe__param_get(m, "W", &W));
     LITHE__TRY(lithe__param_get(m, "b", &b));
@@ -49,16 +50,24 @@ lithe_status lithe__affine_forward(lithe_model *m, lithe_tensor *X, lithe_tensor
     if (X->storage->backend != m->backend)
         return lithe__fail(LITHE_ERR_INVALID_ARG, "%s: input lives on backend '%s', the model on '%s'", m->name,
                            X->storage->backend->name, m->backend->name);
-    lithe_tensor *out = NULL;
-    LITHE__TRY(lithe__tensor_alloc(m->backend, LITHE_F32, 2, (int64_t[]){X->shape[0], nO}, false, &out));
-    lithe_status s = lithe__op_gemm(m->backend, false, true, 1.0f, X, W, 0.0f, out);
-    if (s == LITHE_OK) s = lithe__op_add_row(m->backend, out, b);
+    lithe_tensor *out = NULL, *pre = NULL;
+    const int64_t shape[2] = {X->shape[0], nO};
+    LITHE__TRY(lithe__tensor_alloc(m->backend, LITHE_F32, 2, shape, false, &out));
+    lithe_status s = Z ? lithe__tensor_alloc(m->backend, LITHE_F32, 2, shape, false, &pre) : LITHE_OK;
+    /* Y = act(X·Wᵀ + b) in one pass over Y (Z: also the pre-activation) */
+    if (s == LITHE_OK) s = lithe__op_gemm_bias_act(m->backend, false, true, X, W, b, a, pre, out);
     if (s != LITHE_OK) {
         lithe_tensor_release(out);
+        lithe_tensor_release(pre);
         return s;
     }
+    if (Z) *Z = pre;
     *Y = out;
     return LITHE_OK;
+}
+
+lithe_status lithe__affine_forward(lithe_model *m, lithe_tensor *X, lithe_tensor **Y) {
+    return lithe__affine_forward_act(m, X, NULL, NULL, Y);
 }
 
 lithe_status lithe__affine_backward(lithe_model *m, lithe_tensor *X, const lithe_tensor *dY, lithe_tensor **dX) {

@@ -100,18 +100,11 @@ static lithe_status dense_forward(lithe_model *m, const lithe_value *Xv, bool is
     lithe_tensor *X = NULL, *Z = NULL, *Y = NULL;
     LITHE__TRY(node_act(m, k, &a));
     LITHE__TRY(lithe__dense_input(m, Xv, &X));
-    LITHE__TRY(lithe__affine_forward(m, X, &Z));
     int needs = k->has_act ? lithe__act_needs(a.kind) : 0;
-    lithe_status s = LITHE_OK;
-    if (!k->has_act) {
-        Y = lithe_tensor_retain(Z);
-    } else if (needs & LITHE__ACT_NEEDS_X) {
-        s = lithe__tensor_like(Z, false, &Y);
-        if (s == LITHE_OK) s = lithe__op_act(m->backend, &a, Z, Y);
-    } else {
-        s = lithe__op_act(m->backend, &a, Z, Z); /* in place: the backward reads only Y */
-        if (s == LITHE_OK) Y = lithe_tensor_retain(Z);
-    }
+    /* one fused pass; the pre-activation Z is kept only when the backward reads it */
+    lithe_status s = lithe__affine_forward_act(m, X, k->has_act ? &a : NULL,
+                                               needs & LITHE__ACT_NEEDS_X ? &Z : NULL, &Y);
+    if (s != LITHE_OK) return s;
     if (s == LITHE_OK && bp) {
         s = lithe__backprop_new(m, sizeof(dense_bp), dense_backward, dense_destroy, bp);
         if (s == LITHE_OK) {
@@ -119,8 +112,8 @@ static lithe_status dense_forward(lithe_model *m, const lithe_value *Xv, bool is
             r->X = lithe_tensor_retain(X);
             r->Z = needs & LITHE__ACT_NEEDS_X ? lithe_tensor_retain(Z) : NULL;
             r->Y = needs & LITHE__ACT_NEEDS_Y ? lithe_tensor_retain(Y) : NULL;
-            r->B = Z->shape[0];
-            r->nO = Z->shape[1];
+            r->B = Y->shape[0];
+            r->nO = Y->shape[1];
             r->has_act = k->has_act;
             r->act = a;
         }

@@ -75,8 +75,8 @@ static lithe_status maxout_forward(lithe_model *m, const lithe_value *Xv, bool i
         s = lithe__fail(LITHE_ERR_INVALID_ARG, "%s: input lives on backend '%s', the model on '%s'", m->name,
                         X->storage->backend->name, m->backend->name);
     if (s == LITHE_OK) s = lithe__tensor_alloc(m->backend, LITHE_F32, 2, (int64_t[]){B, nO * nP}, false, &Z);
-    if (s == LITHE_OK) s = lithe__op_gemm(m->backend, false, true, 1.0f, X, W2, 0.0f, Z);
-    if (s == LITHE_OK) s = lithe__op_add_row(m->backend, Z, b1);
+    /* Z = X·W2ᵀ + b1, the bias added as each tile is written */
+    if (s == LITHE_OK) s = lithe__op_gemm_bias_act(m->backend, false, true, X, W2, b1, NULL, NULL, Z);
     if (s == LITHE_OK) s = lithe_tensor_reshape(Z, 3, (int64_t[]){B, nO, nP}, &Z3);
     if (s == LITHE_OK) s = lithe__tensor_alloc(m->backend, LITHE_F32, 2, (int64_t[]){B, nO}, false, &Y);
     if (s == LITHE_OK) s = lithe__tensor_alloc(m->backend, LITHE_I32, 2, (int64_t[]){B, nO}, false, &which);

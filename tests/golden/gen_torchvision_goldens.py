@@ -6,11 +6,13 @@ python3-torchvision, random weights from a fixed seed, eval mode) exported by to
     /usr/bin/python3 tests/golden/gen_torchvision_goldens.py OUT.txt
 
 The exported models are large (14 and 47 MB), so they are written as files beside OUT.txt
-(NAME.onnx) rather than as golden records; the records hold, for each NAME: NAME.x (the input,
-one 224 x 224 image), NAME.y (torch's output), NAME.r (the loss weights: loss = sum(y * r)),
-NAME.dx (torch autograd's dL/dx), NAME.dx64 (the same in float64: torch's float32 gradient
-is within a few 1e-3 of it only), NAME.kinks (how far float32 rounding may legitimately move each
-element of dx, see kink_envelope) and NAME.scale (max |y|).
+(NAME.onnx, batch, height and width dynamic) rather than as golden records; the records hold,
+for each NAME and SIZE (224, and 64 for the sanitizer builds): NAME.SIZE.x (the input, one
+SIZE x SIZE image), NAME.SIZE.y (torch's output), NAME.SIZE.r (the loss weights: loss =
+sum(y * r)), NAME.SIZE.dx (torch autograd's dL/dx), NAME.SIZE.dx64 (the same in float64:
+torch's float32 gradient is within a few 1e-3 of it only), NAME.SIZE.kinks (how far float32
+rounding may legitimately move each element of dx, see kink_envelope) and NAME.SIZE.scale
+(max |y|).
 
 Random weights alone make useless statistics for BatchNorm (running mean 0, variance 1): the
 activations of mobilenet_v2 then shrink to about 1e-9 by the classifier. Each BatchNorm's running
@@ -37,6 +39,7 @@ except ImportError as e:
 out = sys.argv[1] if len(sys.argv) > 1 else "torchvision_goldens.txt"
 folder = os.path.dirname(os.path.abspath(out))
 rng = numpy.random.RandomState(11)
+SIZES = (224, 64)  # the standard input, and a small one for the sanitizer builds
 
 
 def calibrate(model, size):
@@ -125,38 +128,41 @@ def kink_envelope(model, x, r):
     return env.detach().numpy(), units
 
 
-# (name, opset, constant folding, dynamic batch axis): two of the exporter's configurations
-for name, seed, opset, folding, dynamic in (("mobilenet_v2", 1, 13, True, False), ("resnet18", 2, 11, False, True)):
+# (name, seed, opset, constant folding): two of the exporter's configurations. Batch, height and
+# width are dynamic axes, so one file serves both image sizes.
+for name, seed, opset, folding in (("mobilenet_v2", 1, 13, True), ("resnet18", 2, 11, False)):
     torch.manual_seed(seed)
     model = getattr(torchvision.models, name)(weights=None)
     calibrate(model, 224)
-    x = torch.tensor(rng.standard_normal((1, 3, 224, 224)).astype("float32"))
     buf = io.BytesIO()
-    torch.onnx.export(model, (x,), buf, opset_version=opset, input_names=["x"], output_names=["y"],
-                      do_constant_folding=folding,
-                      dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}} if dynamic else None)
+    torch.onnx.export(model, (torch.zeros(1, 3, 224, 224),), buf, opset_version=opset, input_names=["x"],
+                      output_names=["y"], do_constant_folding=folding,
+                      dynamic_axes={"x": {0: "batch", 2: "height", 3: "width"}, "y": {0: "batch"}})
     path = os.path.join(folder, f"{name}.onnx")
     with open(path + ".tmp", "wb") as f:
         f.write(buf.getvalue())
     os.replace(path + ".tmp", path)
-    xr = x.clone().requires_grad_(True)
-    y = model(xr)
-    r = torch.tensor(rng.standard_normal(tuple(y.shape)).astype("float32"))
-    (y * r).sum().backward()
-    rec(f"{name}.x", x.numpy())
-    rec(f"{name}.y", y.detach().numpy())
-    rec(f"{name}.r", r.numpy())
-    rec(f"{name}.dx", xr.grad.numpy())
-    # float32 backprop through 50-odd layers is itself noisy (torch's float32 dx is 3e-3 to 5e-3 off
-    # its float64 one, relative to max |dx|): the float64 gradient is the reference for dX
-    x64 = x.double().requires_grad_(True)
-    y64 = copy.deepcopy(model).double()(x64)
-    (y64 * r.double()).sum().backward()
-    rec(f"{name}.dx64", x64.grad.numpy(), exact64=True)
-    env, units = kink_envelope(model, x, r)
-    rec(f"{name}.kinks", env)
-    rec(f"{name}.scale", numpy.array([float(y.abs().max())]), exact64=True)
-    print(f"{name}: opset {opset}, folding {folding}, {len(buf.getvalue())} bytes, max |y| {float(y.abs().max()):.3g}, "
-          f"{units} activations within float32 rounding of a kink")
+    for size in SIZES:
+        x = torch.tensor(rng.standard_normal((1, 3, size, size)).astype("float32"))
+        xr = x.clone().requires_grad_(True)
+        y = model(xr)
+        r = torch.tensor(rng.standard_normal(tuple(y.shape)).astype("float32"))
+        (y * r).sum().backward()
+        key = f"{name}.{size}"
+        rec(f"{key}.x", x.numpy())
+        rec(f"{key}.y", y.detach().numpy())
+        rec(f"{key}.r", r.numpy())
+        rec(f"{key}.dx", xr.grad.numpy())
+        # float32 backprop through 50-odd layers is itself noisy (torch's float32 dx is 3e-3 to 5e-3
+        # off its float64 one, relative to max |dx|): the float64 gradient is the reference for dX
+        x64 = x.double().requires_grad_(True)
+        y64 = copy.deepcopy(model).double()(x64)
+        (y64 * r.double()).sum().backward()
+        rec(f"{key}.dx64", x64.grad.numpy(), exact64=True)
+        env, units = kink_envelope(model, x, r)
+        rec(f"{key}.kinks", env)
+        rec(f"{key}.scale", numpy.array([float(y.abs().max())]), exact64=True)
+        print(f"{name} at {size}: opset {opset}, folding {folding}, {len(buf.getvalue())} bytes, "
+              f"max |y| {float(y.abs().max()):.3g}, {units} activations within float32 rounding of a kink")
 
 write("gen_torchvision_goldens.py", out)

@@ -111,8 +111,10 @@ function oracle(name, model, x, grads_too = true) {
   const r = uniform(y.shape, -1, 1);
   golden(`${name}.r`, r);
   if (!grads_too) return;
-  const dx = tf.grad((xx) => tf.sum(tf.mul(model.apply(xx, { training: false }), r)))(x);
-  golden(`${name}.dx`, dx);
+  if (!name.startsWith('text')) { // ids into an Embedding: no gradient
+    const dx = tf.grad((xx) => tf.sum(tf.mul(model.apply(xx, { training: false }), r)))(x);
+    golden(`${name}.dx`, dx);
+  }
   const vars = model.trainableWeights.map((w) => w.read());
   const { grads } = tf.variableGrads(() => tf.sum(tf.mul(model.apply(x, { training: false }), r)), vars);
   model.trainableWeights.forEach((w, i) => golden(`${name}.grad.${w.originalName}`, grads[vars[i].name]));
@@ -218,5 +220,35 @@ function oracle(name, model, x, grads_too = true) {
   oracle('branches', model, uniform([2, 8, 8, 2], -1, 1), false);
 }
 
+// 4. Text: Embedding (ids as floats, as TF.js feeds them), LayerNormalization,
+// GlobalAveragePooling1D, Dense softmax.
+{
+  const m = tf.sequential({ name: 'text' });
+  m.add(tf.layers.embedding({ inputDim: 11, outputDim: 5, inputLength: 6 }));
+  m.add(tf.layers.layerNormalization());
+  m.add(tf.layers.globalAveragePooling1d());
+  m.add(tf.layers.dense({ units: 3, activation: 'softmax' }));
+  randomize(m);
+  await saveFiles(m, path.join(out, 'text'));
+  const ids = tf.tensor(Float32Array.from({ length: 12 }, () => Math.floor(rand() * 11)), [2, 6]);
+  oracle('text', m, ids);
+}
+
+// 5. SeparableConv2D, UpSampling2D (nearest), a strided Conv2D after it. One sample: TF.js's
+// gradient of UpSampling2D is wrong beyond the first item of a batch (its CPU backend's
+// resizeNearestNeighbor gradient; finite differences agree with lithe, not with TF.js).
+{
+  const m = tf.sequential({ name: 'upsep' });
+  m.add(tf.layers.separableConv2d({ inputShape: [5, 5, 2], filters: 4, kernelSize: 3, depthMultiplier: 2, padding: 'same',
+                                    activation: 'relu' }));
+  m.add(tf.layers.upSampling2d({ size: [2, 3] }));
+  m.add(tf.layers.conv2d({ filters: 2, kernelSize: 3, strides: 2 }));
+  m.add(tf.layers.flatten());
+  m.add(tf.layers.dense({ units: 3 }));
+  randomize(m);
+  await saveFiles(m, path.join(out, 'upsep'));
+  oracle('upsep', m, uniform([1, 5, 5, 2], -1, 1));
+}
+
 fs.writeFileSync(path.join(out, 'tfjs_goldens.txt'), lines.join('\n') + '\n');
-console.log(`gen_tfjs_goldens: wrote ${lines.length - 1} arrays and 4 models to ${out}`);
+console.log(`gen_tfjs_goldens: wrote ${lines.length - 1} arrays and 6 models to ${out}`);

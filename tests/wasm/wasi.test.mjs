@@ -59,6 +59,17 @@ before(() => {
 
 after(() => fs.rmSync(work, { recursive: true, force: true }));
 
+// The SGEMM microkernels of this WASI build (the SIMD128 4x8 one with the preset's -msimd128)
+// against their scalar twins bit for bit and the packed GEMM against float64
+// (tests/test_gemm_ukernels.c, built beside lithe.wasm by the wasi preset).
+test('gemm microkernels: SIMD128 against its scalar twin and float64', () => {
+  const gemmTest = path.resolve(root, process.env.LITHE_WASI_GEMM_TEST ?? path.join(path.dirname(wasm), '../../test_gemm_ukernels.wasm'));
+  const r = spawnSync(process.execPath, [runner, gemmTest], { cwd: work, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  assert.match(r.stdout, /gemm_ukernels: [1-9]\d* passed, 0 failed/);
+  assert.match(r.stdout, /wasmsimd 4x8 .*the default/);
+});
+
 test('layers and version: the same lines', () => {
   for (const cmd of [['layers'], ['version']]) {
     const a = nat(cmd), b = wasi(cmd);

@@ -259,6 +259,7 @@ typedef struct model_ctx {
     size_t host_cap; /* bytes */
     lithe_tensor *last; /* the last prediction (kept for --output) */
     bool keep_last, cce;
+    int64_t cols; /* the output's last axis: l2 compares (rows, cols) views */
     double loss;
 } model_ctx;
 
@@ -308,9 +309,16 @@ static lithe_status train_run(void *p) {
     float loss = 0.0f;
     lithe_status s = lithe_model_begin_update(c->m, c->X, &Y, &bp);
     if (s == LITHE_OK) s = output_tensor(Y, &y);
-    if (s == LITHE_OK)
-        s = c->cce ? lithe_categorical_crossentropy(NULL, y, c->labels, &d, &loss)
-                   : lithe_l2_distance(true, y, c->target, &d, &loss);
+    if (s == LITHE_OK && c->cce) s = lithe_categorical_crossentropy(NULL, y, c->labels, &d, &loss);
+    else if (s == LITHE_OK) {
+        /* L2Distance takes 2-D arrays: a (rows, cols) view of the output, and dY shaped back */
+        lithe_tensor *y2 = NULL, *d2 = NULL;
+        s = lithe_tensor_reshape(y, 2, (int64_t[]){-1, c->cols}, &y2);
+        if (s == LITHE_OK) s = lithe_l2_distance(true, y2, c->target, &d2, &loss);
+        if (s == LITHE_OK) s = lithe_tensor_reshape(d2, lithe_tensor_ndim(y), lithe_tensor_shape(y), &d);
+        lithe_tensor_release(y2);
+        lithe_tensor_release(d2);
+    }
     if (s == LITHE_OK) s = lithe_value_tensor(d, &dv);
     if (s == LITHE_OK) s = lithe_backprop_run(bp, dv, NULL);
     if (s == LITHE_OK) s = lithe_model_finish_update(c->m, c->opt);
@@ -371,6 +379,7 @@ static int bench_model(const bench_opts *o, lithe_backend *be, const char *threa
             if (d + 1 < yn) rows *= lithe_tensor_shape(y0)[d];
             else cols = lithe_tensor_shape(y0)[d];
         }
+        c.cols = cols;
         c.cce = !strcmp(o->loss, "cce") ||
                 (!strcmp(o->loss, "auto") && yn == 2 && lithe_tensor_dtype(y0) == LITHE_F32 &&
                  (s = read_back(&c, y0)) == LITHE_OK && is_distribution(c.host, rows, cols));
@@ -394,7 +403,7 @@ static int bench_model(const bench_opts *o, lithe_backend *be, const char *threa
                 free(lab);
                 free(u);
             } else {
-                s = random_tensor(be, yn, lithe_tensor_shape(y0), o->seed + 7, &c.target);
+                s = random_tensor(be, 2, (int64_t[]){rows, cols}, o->seed + 7, &c.target);
             }
             /* the true cross-entropy before any update: comparable with torch's first loss */
             if (s == LITHE_OK && c.cce) s = lithe_cross_entropy(NULL, y0, c.labels, &first_ce);

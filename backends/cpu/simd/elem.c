@@ -635,7 +635,9 @@ static void K(layernorm_backward_dx)(int64_t M, int64_t N, const float *dY, cons
 static void K(layernorm_backward_dgb)(int64_t M, int64_t n, int64_t ldx, const float *dY, const float *X,
                                       const float *mean, const float *inv_std, float *dG, float *db) {
     int64_t j = 0;
-    for (; j + VW <= n; j += VW) {
+    /* below 512-bit vectors the widen / narrow pairs cost more than the twin's loop, which the
+     * compiler vectorises itself: the same arithmetic in the same order either way */
+    for (; VB >= 64 && j + VW <= n; j += VW) {
         vf ag = ld(dG + j), ab = ld(db + j);
         for (int64_t r = 0; r < M; r++) {
             double mu = mean[r], is = inv_std[r];
@@ -647,14 +649,15 @@ static void K(layernorm_backward_dgb)(int64_t M, int64_t n, int64_t ldx, const f
         st(dG + j, ag);
         st(db + j, ab);
     }
-    for (; j < n; j++)
-        for (int64_t r = 0; r < M; r++) {
-            double mu = mean[r], is = inv_std[r];
-            float dy = dY[r * ldx + j];
-            double xhat = ((double)X[r * ldx + j] - mu) * is;
-            dG[j] += (float)((double)dy * xhat);
-            db[j] += dy;
+    for (int64_t r = 0; r < M; r++) {
+        double mu = mean[r], is = inv_std[r];
+        for (int64_t c = j; c < n; c++) {
+            float dy = dY[r * ldx + c];
+            double xhat = ((double)X[r * ldx + c] - mu) * is;
+            dG[c] += (float)((double)dy * xhat);
+            db[c] += dy;
         }
+    }
 }
 
 static void K(scatter_add_rows)(int64_t B, int64_t n, int64_t ldx, float *table, const int32_t *ids32,

@@ -126,6 +126,10 @@ lithe_status lithe__cpu_conv2d(lithe_backend *be, const lithe__conv2d *g, const 
                                const float *b, float *Y);
 lithe_status lithe__cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
                                         const float *dY, float *dX, float *dW, float *db);
+/* Pooling (conv.c): the twins over (image, channel) planes split by the pool, 2x2/2 max pooling
+ * by its own loop; bit-identical to the twins. */
+void lithe__cpu_pool2d(const lithe__pool2d *g, const float *X, float *Y, int32_t *which);
+void lithe__cpu_pool2d_backward(const lithe__pool2d *g, const float *dY, const int32_t *which, float *dX);
 void lithe__cpu_maxout(int64_t B, int64_t O, int64_t P, const float *X, float *Y, int32_t *which);
 
 #endif

@@ -1,0 +1,408 @@
+/* The packed SGEMM driver (gemm.h has the loop nest and the packed layouts), the portable packing
+ * and GEMV loops, the scalar microkernel (the oracle and the fall-back), the per-thread packing
+ * workspaces, the thread split and the run-time choice of kernel. */
+#include "gemm.h"
+#include "../threadpool.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the scalar microkernel: 4 x 8, plain C that compilers keep in registers ----
+ * (4 x 16 spills SSE2's 16 registers: 6 against 30 GFLOP/s at (64, 512, 784) on x86-64) */
+
+#define S_MR 4
+#define S_NR 8
+
+static void lithe_f32_gemm_ukernel_4x8__scalar(size_t mr, size_t nr, size_t kc, const float *a, const float *b, float *c,
+                                 size_t ldc, const lithe__sgemm_ukparams *p) {
+    float acc[S_MR][S_NR];
+    for (int i = 0; i < S_MR; i++)
+        for (int j = 0; j < S_NR; j++) acc[i][j] = 0.0f;
+    for (size_t k = 0; k < kc; k++) {
+        const float *bk = b + k * S_NR, *ak = a + k * S_MR;
+        for (int i = 0; i < S_MR; i++) {
+            float x = ak[i];
+            for (int j = 0; j < S_NR; j++) acc[i][j] += x * bk[j];
+        }
+    }
+    for (size_t i = 0; i < mr; i++) {
+        float *ci = c + i * ldc;
+        for (size_t j = 0; j < nr; j++) {
+            float t = p->alpha * acc[i][j];
+            if (p->beta != 0.0f) t += p->beta * ci[j];
+            if (p->bias) t += p->bias[j];
+            ci[j] = t;
+        }
+    }
+}
+
+static void gemv_t__scalar(size_t n, size_t K, size_t kc, float alpha, const float *x, const float *w, size_t ldw,
+                           float beta, float *y, const float *bias);
+static void gemv_n__scalar(size_t n, size_t K, size_t kc, float alpha, const float *x, const float *w, size_t ldw,
+                           float beta, float *y, const float *bias);
+static const lithe__sgemm_kernel kernel_scalar = {
+    .isa = "scalar", .mr = S_MR, .nr = S_NR, .mc = 128, .kc = 256, .nc = 2048, .ukernel = lithe_f32_gemm_ukernel_4x8__scalar,
+    .gemv_t = gemv_t__scalar, .gemv_n = gemv_n__scalar,
+};
+
+const lithe__sgemm_kernel *lithe__sgemm_kernel_scalar(void) { return &kernel_scalar; }
+
+#if !(defined(__x86_64__) || defined(_M_X64))
+const lithe__sgemm_kernel *lithe__sgemm_kernel_avx2(void) { return NULL; }
+const lithe__sgemm_kernel *lithe__sgemm_kernel_avx512(void) { return NULL; }
+#endif
+
+/* ---- choice of kernel ---- */
+
+const lithe__sgemm_kernel *lithe__sgemm_kernel_named(const char *isa) {
+    if (!isa) return NULL;
+    if (strcmp(isa, "scalar") == 0) return lithe__sgemm_kernel_scalar();
+    if (strcmp(isa, "avx2") == 0) return lithe__sgemm_kernel_avx2();
+    if (strcmp(isa, "avx512") == 0) return lithe__sgemm_kernel_avx512();
+    if (strcmp(isa, "neon") == 0) return lithe__sgemm_kernel_neon();
+    if (strcmp(isa, "wasmsimd") == 0) return lithe__sgemm_kernel_wasmsimd();
+    return NULL;
+}
+
+/* Best first; an ISA port adds its kernel here. */
+static const lithe__sgemm_kernel *(*const by_preference[])(void) = {
+    lithe__sgemm_kernel_avx512,
+    lithe__sgemm_kernel_avx2,
+    lithe__sgemm_kernel_neon,
+    lithe__sgemm_kernel_wasmsimd,
+    lithe__sgemm_kernel_scalar,
+};
+#define N_PREF (sizeof by_preference / sizeof by_preference[0])
+
+static const lithe__sgemm_kernel *pick_kernel(void) {
+    const char *want = getenv("LITHE_CPU_ISA");
+    size_t start = 0;
+    if (want && *want) /* the named ISA, or the best one below it on this CPU */
+        for (size_t i = 0; i < N_PREF; i++) {
+            const lithe__sgemm_kernel *k = by_preference[i]();
+            if (lithe__sgemm_kernel_named(want) == k || (k && strcmp(k->isa, want) == 0)) {
+                start = i;
+                break;
+            }
+        }
+    for (size_t i = start; i < N_PREF; i++) {
+        const lithe__sgemm_kernel *k = by_preference[i]();
+        if (k) return k;
+    }
+    return &kernel_scalar;
+}
+
+const lithe__sgemm_kernel *lithe__sgemm_kernel_best(void) {
+    static _Atomic(const lithe__sgemm_kernel *) best;
+    const lithe__sgemm_kernel *k = atomic_load_explicit(&best, memory_order_acquire);
+    if (!k) { /* racing first calls compute the same answer */
+        k = pick_kernel();
+        atomic_store_explicit(&best, k, memory_order_release);
+    }
+    return k;
+}
+
+/* ---- per-thread packing workspaces ----
+ * The backend's, kept for the library's lifetime and grown on demand: a call claims a free slot
+ * (one per concurrent task) and gives it back. They come from malloc, not the caller's allocator
+ * hook, like the thread pool: memory that outlives a call is not the caller's. When every slot is
+ * taken (many concurrent callers), the task allocates a private one for the call. */
+
+#define N_SLOTS 16
+typedef struct ws_slot {
+    atomic_flag busy;
+    float *buf; /* 64-byte aligned inside raw */
+    void *raw;
+    size_t cap; /* floats */
+} ws_slot;
+static ws_slot slots[N_SLOTS] = {
+#define F0 {ATOMIC_FLAG_INIT, NULL, NULL, 0}
+    F0, F0, F0, F0, F0, F0, F0, F0, F0, F0, F0, F0, F0, F0, F0, F0,
+#undef F0
+};
+
+static bool ws_grow(ws_slot *s, size_t floats) {
+    if (s->cap >= floats) return true;
+    if (floats > (SIZE_MAX - 64) / sizeof(float)) return false;
+    void *raw = malloc(floats * sizeof(float) + 64);
+    if (!raw) return false;
+    free(s->raw);
+    s->raw = raw;
+    s->buf = (float *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+    s->cap = floats;
+    return true;
+}
+
+/* A slot with room for `floats`, or NULL (out of memory). Release with ws_release. */
+static ws_slot *ws_claim(size_t floats, ws_slot *priv) {
+    for (int i = 0; i < N_SLOTS; i++)
+        if (!atomic_flag_test_and_set_explicit(&slots[i].busy, memory_order_acquire)) {
+            if (ws_grow(&slots[i], floats)) return &slots[i];
+            atomic_flag_clear_explicit(&slots[i].busy, memory_order_release);
+            return NULL;
+        }
+    memset(priv, 0, sizeof *priv);
+    return ws_grow(priv, floats) ? priv : NULL;
+}
+
+static void ws_release(ws_slot *s) {
+    if (s >= slots && s < slots + N_SLOTS) {
+        atomic_flag_clear_explicit(&s->busy, memory_order_release);
+    } else if (s) {
+        free(s->raw);
+    }
+}
+
+/* ---- portable packing ---- */
+
+static void pack_portable(size_t R, size_t lanes, size_t kc, const float *src, size_t ld, bool rows, float *dst) {
+    if (rows) {
+        for (size_t l = 0; l < lanes; l++) {
+            const float *s = src + l * ld;
+            for (size_t k = 0; k < kc; k++) dst[k * R + l] = s[k];
+        }
+        for (size_t k = 0; k < kc; k++)
+            for (size_t l = lanes; l < R; l++) dst[k * R + l] = 0.0f;
+    } else {
+        for (size_t k = 0; k < kc; k++) {
+            const float *s = src + k * ld;
+            float *d = dst + k * R;
+            for (size_t l = 0; l < lanes; l++) d[l] = s[l];
+            for (size_t l = lanes; l < R; l++) d[l] = 0.0f;
+        }
+    }
+}
+
+/* ---- the blocked loop nest over one range of C ---- */
+
+typedef struct job {
+    const lithe__sgemm_kernel *k;
+    bool tA, tB;
+    int64_t M, N, K;
+    float alpha, beta;
+    const float *A, *B;
+    int64_t lda, ldb, ldc;
+    float *C;
+    const lithe__sgemm_epilogue *epi;
+    bool split_n; /* ranges are NR-slivers of N (else MR-slivers of M) */
+    atomic_bool failed;
+} job;
+
+static size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
+
+/* Workspace for one range: an A block (mc x kc) and a B panel (kc x nc), padded to whole slivers. */
+static size_t ws_floats(const lithe__sgemm_kernel *k, int64_t M, int64_t N, int64_t K) {
+    size_t kc = (size_t)(K < k->kc ? K : k->kc);
+    size_t mc = round_up((size_t)(M < k->mc ? M : k->mc), (size_t)k->mr);
+    size_t nc = round_up((size_t)(N < k->nc ? N : k->nc), (size_t)k->nr);
+    return round_up(kc * mc, 16) + kc * nc;
+}
+
+static void epilogue_tile(const lithe__sgemm_epilogue *e, size_t mr, size_t nr, float *c, size_t ldc, int64_t i0,
+                          int64_t j0) {
+    for (size_t i = 0; i < mr; i++) {
+        float *ci = c + i * ldc;
+        if (e->Z) memcpy(e->Z + (i0 + (int64_t)i) * e->ldz + j0, ci, nr * sizeof(float));
+        if (e->act) e->act_fn(e->act, (int64_t)nr, ci, ci);
+    }
+}
+
+static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, float *ws) {
+    const lithe__sgemm_kernel *k = jb->k;
+    const size_t MR = (size_t)k->mr, NR = (size_t)k->nr;
+    const int64_t K = jb->K;
+    const lithe__sgemm_epilogue *epi = jb->epi;
+    size_t kcmax = (size_t)(K < k->kc ? K : k->kc);
+    size_t mcmax = round_up((size_t)(m1 - m0 < k->mc ? m1 - m0 : k->mc), MR);
+    float *Ap = ws, *Bp = ws + round_up(kcmax * mcmax, 16); /* slivers 64-byte aligned */
+    for (int64_t jc = n0; jc < n1; jc += k->nc) {
+        size_t nb = (size_t)(n1 - jc < k->nc ? n1 - jc : k->nc);
+        for (int64_t pc = 0; pc < K; pc += k->kc) {
+            size_t kb = (size_t)(K - pc < k->kc ? K - pc : k->kc);
+            bool last = pc + (int64_t)kb == K;
+            for (size_t jr = 0; jr < nb; jr += NR) {
+                size_t lanes = nb - jr < NR ? nb - jr : NR;
+                const float *src = jb->tB ? jb->B + (jc + (int64_t)jr) * jb->ldb + pc
+                                          : jb->B + pc * jb->ldb + jc + (int64_t)jr;
+                if (k->pack_b) k->pack_b(lanes, kb, src, (size_t)jb->ldb, jb->tB, Bp + jr * kb);
+                else pack_portable(NR, lanes, kb, src, (size_t)jb->ldb, jb->tB, Bp + jr * kb);
+            }
+            lithe__sgemm_ukparams p = {jb->alpha, pc == 0 ? jb->beta : 1.0f, NULL};
+            for (int64_t ic = m0; ic < m1; ic += k->mc) {
+                size_t mb = (size_t)(m1 - ic < k->mc ? m1 - ic : k->mc);
+                for (size_t ir = 0; ir < mb; ir += MR) {
+                    size_t lanes = mb - ir < MR ? mb - ir : MR;
+                    const float *src = jb->tA ? jb->A + pc * jb->lda + ic + (int64_t)ir
+                                              : jb->A + (ic + (int64_t)ir) * jb->lda + pc;
+                    if (k->pack_a) k->pack_a(lanes, kb, src, (size_t)jb->lda, !jb->tA, Ap + ir * kb);
+                    else pack_portable(MR, lanes, kb, src, (size_t)jb->lda, !jb->tA, Ap + ir * kb);
+                }
+                for (size_t jr = 0; jr < nb; jr += NR) {
+                    size_t nr = nb - jr < NR ? nb - jr : NR;
+                    p.bias = last && epi && epi->bias ? epi->bias + jc + (int64_t)jr : NULL;
+                    for (size_t ir = 0; ir < mb; ir += MR) {
+                        size_t mr = mb - ir < MR ? mb - ir : MR;
+                        float *c = jb->C + (ic + (int64_t)ir) * jb->ldc + jc + (int64_t)jr;
+                        k->ukernel(mr, nr, kb, Ap + ir * kb, Bp + jr * kb, c, (size_t)jb->ldc, &p);
+                        if (last && epi && (epi->Z || epi->act))
+                            epilogue_tile(epi, mr, nr, c, (size_t)jb->ldc, ic + (int64_t)ir, jc + (int64_t)jr);
+                    }
+                }
+            }
+        }
+    }
+}
+
+static void gemm_task(void *ctx, int64_t begin, int64_t end) {
+    job *jb = ctx;
+    int64_t m0 = 0, m1 = jb->M, n0 = 0, n1 = jb->N;
+    if (jb->split_n) {
+        n0 = begin * jb->k->nr;
+        n1 = end * jb->k->nr < jb->N ? end * jb->k->nr : jb->N;
+    } else {
+        m0 = begin * jb->k->mr;
+        m1 = end * jb->k->mr < jb->M ? end * jb->k->mr : jb->M;
+    }
+    ws_slot priv, *s = ws_claim(ws_floats(jb->k, m1 - m0, n1 - n0, jb->K), &priv);
+    if (!s) {
+        atomic_store(&jb->failed, true);
+        return;
+    }
+    run_range(jb, m0, m1, n0, n1, s->buf);
+    ws_release(s);
+}
+
+/* ---- M = 1 with the scalar kernel: its arithmetic, one element at a time ---- */
+
+static void gemv_t__scalar(size_t n, size_t K, size_t kc, float alpha, const float *x, const float *w, size_t ldw,
+                           float beta, float *y, const float *bias) {
+    for (size_t j = 0; j < n; j++) {
+        const float *wj = w + j * ldw;
+        float c = y[j];
+        for (size_t p = 0; p < K; p += kc) {
+            size_t e = K - p < kc ? K : p + kc;
+            float acc = 0.0f;
+            for (size_t k = p; k < e; k++) acc += x[k] * wj[k];
+            float t = alpha * acc, b = p == 0 ? beta : 1.0f;
+            if (b != 0.0f) t += b * c;
+            c = t;
+        }
+        y[j] = bias ? c + bias[j] : c;
+    }
+}
+
+static void gemv_n__scalar(size_t n, size_t K, size_t kc, float alpha, const float *x, const float *w, size_t ldw,
+                           float beta, float *y, const float *bias) {
+    enum { W = 64 };
+    for (size_t j0 = 0; j0 < n; j0 += W) {
+        size_t nb = n - j0 < W ? n - j0 : W;
+        float c[W];
+        for (size_t j = 0; j < nb; j++) c[j] = y[j0 + j];
+        for (size_t p = 0; p < K; p += kc) {
+            size_t e = K - p < kc ? K : p + kc;
+            float acc[W] = {0};
+            for (size_t k = p; k < e; k++) {
+                const float *wk = w + k * ldw + j0;
+                float xk = x[k];
+                for (size_t j = 0; j < nb; j++) acc[j] += xk * wk[j];
+            }
+            float b = p == 0 ? beta : 1.0f;
+            for (size_t j = 0; j < nb; j++) {
+                float t = alpha * acc[j];
+                if (b != 0.0f) t += b * c[j];
+                c[j] = t;
+            }
+        }
+        for (size_t j = 0; j < nb; j++) y[j0 + j] = bias ? c[j] + bias[j0 + j] : c[j];
+    }
+}
+
+typedef struct gemv_job {
+    lithe__sgemv_fn fn;
+    size_t K, kc;
+    float alpha, beta;
+    const float *x, *w;
+    size_t ldw;
+    bool trans;
+    float *y;
+    const lithe__sgemm_epilogue *epi;
+} gemv_job;
+
+#define GEMV_GRAIN 64
+static void gemv_task(void *ctx, int64_t begin, int64_t end) {
+    gemv_job *g = ctx;
+    size_t j0 = (size_t)begin * GEMV_GRAIN, n = (size_t)end * GEMV_GRAIN - j0;
+    const float *w = g->trans ? g->w + j0 * g->ldw : g->w + j0;
+    const float *bias = g->epi && g->epi->bias ? g->epi->bias + j0 : NULL;
+    g->fn(n, g->K, g->kc, g->alpha, g->x, w, g->ldw, g->beta, g->y + j0, bias);
+    if (g->epi && (g->epi->Z || g->epi->act)) epilogue_tile(g->epi, 1, n, g->y + j0, 0, 0, (int64_t)j0);
+}
+
+/* ---- entry ---- */
+
+/* Work below which the pool's wake-up costs more than it saves (flops). */
+#define MIN_PARALLEL_FLOPS (1 << 18)
+
+static void k_zero(int64_t M, int64_t N, float beta, float *C, int64_t ldc, const lithe__sgemm_epilogue *epi) {
+    for (int64_t i = 0; i < M; i++) {
+        float *c = C + i * ldc;
+        for (int64_t j = 0; j < N; j++) {
+            float t = beta == 0.0f ? 0.0f : beta * c[j];
+            if (epi && epi->bias) t += epi->bias[j];
+            c[j] = t;
+        }
+        if (epi && (epi->Z || epi->act)) epilogue_tile(epi, 1, (size_t)N, c, 0, i, 0);
+    }
+}
+
+bool lithe__sgemm(const lithe__sgemm_kernel *k, bool use_threads, bool tA, bool tB, int64_t M, int64_t N, int64_t K,
+                  float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
+                  int64_t ldc, const lithe__sgemm_epilogue *epi) {
+    if (M <= 0 || N <= 0) return true;
+    if (!k) k = lithe__sgemm_kernel_best();
+    if (K <= 0) {
+        k_zero(M, N, beta, C, ldc, epi);
+        return true;
+    }
+    double flops = 2.0 * (double)M * (double)N * (double)K;
+    lithe__pool *pool = use_threads && flops >= MIN_PARALLEL_FLOPS ? lithe__cpu_pool() : NULL;
+    int T = lithe__pool_threads(pool);
+
+    if (M == 1 && (tB ? k->gemv_t : k->gemv_n)) {
+        gemv_job g = {tB ? k->gemv_t : k->gemv_n, (size_t)K, (size_t)k->kc, alpha, beta, A, B, (size_t)ldb, tB, C, epi};
+        ws_slot priv, *s = NULL;
+        if (tA && K > 1 && lda != 1) { /* x strided: gather it (K floats) */
+            s = ws_claim((size_t)K, &priv);
+            if (!s) return false;
+            for (int64_t kk = 0; kk < K; kk++) s->buf[kk] = A[kk * lda];
+            g.x = s->buf;
+        }
+        /* the last range may be partial: gemv_task clips it through n */
+        int64_t items = (N + GEMV_GRAIN - 1) / GEMV_GRAIN;
+        if (items * GEMV_GRAIN != N) {
+            /* run the whole ranges through the pool, the tail here */
+            int64_t full = N / GEMV_GRAIN;
+            if (full) lithe__pool_for(pool, full, 1, gemv_task, &g);
+            size_t j0 = (size_t)full * GEMV_GRAIN, n = (size_t)N - j0;
+            const float *w = tB ? B + j0 * (size_t)ldb : B + j0;
+            g.fn(n, (size_t)K, g.kc, alpha, g.x, w, (size_t)ldb, beta, C + j0, epi && epi->bias ? epi->bias + j0 : NULL);
+            if (epi && (epi->Z || epi->act)) epilogue_tile(epi, 1, n, C + j0, 0, 0, (int64_t)j0);
+        } else {
+            lithe__pool_for(pool, items, 1, gemv_task, &g);
+        }
+        ws_release(s);
+        return true;
+    }
+
+    if (k->for_rows) k = k->for_rows(M);
+    job jb = {.k = k, .tA = tA, .tB = tB, .M = M, .N = N, .K = K, .alpha = alpha, .beta = beta, .A = A, .B = B,
+              .lda = lda, .ldb = ldb, .ldc = ldc, .C = C, .epi = epi};
+    atomic_init(&jb.failed, false);
+    int64_t ns = (N + k->nr - 1) / k->nr, ms = (M + k->mr - 1) / k->mr;
+    jb.split_n = ns >= 2 * T || ns >= ms;
+    int64_t items = jb.split_n ? ns : ms;
+    if (T > 1) lithe__pool_for(pool, items, 1, gemm_task, &jb);
+    else gemm_task(&jb, 0, items);
+    return !atomic_load(&jb.failed);
+}

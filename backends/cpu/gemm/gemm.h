@@ -1,0 +1,120 @@
+/* The CPU backend's SGEMM: a packed, cache-blocked driver (gemm.c) around one register-tiled
+ * microkernel per ISA. This header is the contract between the driver and the microkernels; an
+ * ISA port (NEON, WebAssembly SIMD128, ...) supplies one lithe__sgemm_kernel and nothing else.
+ *
+ *   C (M, N) = alpha * op(A) (M, K) · op(B) (K, N) + beta * C      [+ bias (N) on every row] [act]
+ *
+ * Blocking (BLIS's loop nest, row-major):
+ *   for jc over N in steps of nc            B panel  kc x nc  packed once per (jc, pc)   (L3)
+ *     for pc over K in steps of kc
+ *       pack op(B)[pc:pc+kc, jc:jc+nc]      into NR-wide slivers, zero-padded to NR
+ *       for ic over M in steps of mc        A block  mc x kc  packed once per (ic, pc)   (L2)
+ *         pack op(A)[ic:ic+mc, pc:pc+kc]    into MR-tall slivers, zero-padded to MR
+ *         for jr over nc in steps of NR     B sliver kc x NR                             (L1)
+ *           for ir over mc in steps of MR   ukernel(mr, nr, kc, A sliver, B sliver, C tile)
+ * The first K block applies the caller's beta, later ones beta = 1; the last applies the
+ * epilogue (bias, activation). Transposes are absorbed by the packing: no operand is copied
+ * whole. Packed panels live in per-thread workspaces the backend keeps across calls.
+ *
+ * Packed layouts (what a microkernel reads):
+ *   A sliver: kc x MR floats, a[k * MR + i] = op(A)[ir + i, pc + k]  (rows past M are 0)
+ *   B sliver: kc x NR floats, b[k * NR + j] = op(B)[pc + k, jr + j]  (columns past N are 0)
+ * Both start 64-byte aligned.
+ *
+ * Threads split C's columns (or, when N is narrow, its rows) into ranges at multiples of NR
+ * (MR); never K. A C element is computed by the same operations in the same order whatever its
+ * range, tile or position in a tile, so results are bit-identical for every thread count. */
+#ifndef LITHE_CPU_GEMM_H
+#define LITHE_CPU_GEMM_H
+
+#include "../../../core/internal.h"
+
+#include <stddef.h>
+
+/* What the microkernel does with its accumulator acc (mr x nr) when it writes the C tile:
+ *   t = alpha * acc[i][j];  if (beta != 0) t += beta * c[i * ldc + j];  if (bias) t += bias[j];
+ *   c[i * ldc + j] = t
+ * beta == 0 never reads C (NaN or garbage there is ignored). The scalar twin rounds every step;
+ * an ISA may fuse `t += beta * c` into one FMA. */
+typedef struct lithe__sgemm_ukparams {
+    float alpha;
+    float beta;
+    const float *bias; /* NULL, or nr floats (already offset to the tile's first column) */
+} lithe__sgemm_ukparams;
+
+/* The microkernel: C tile (mr x nr, row stride ldc) from kc >= 1 steps of a packed A sliver and
+ * a packed B sliver. 1 <= mr <= MR, 1 <= nr <= NR; a partial tile (mr < MR or nr < NR) must
+ * compute each element exactly as a full tile does (compute the full tile, store the corner),
+ * because which elements land in partial tiles depends on the thread split.
+ * acc[i][j] is accumulated over k = 0, 1, ..., kc - 1 in that order, one multiply-add per step
+ * (an FMA, or a rounded multiply then a rounded add: one choice per kernel). */
+typedef void (*lithe__sgemm_ukernel_fn)(size_t mr, size_t nr, size_t kc, const float *a, const float *b, float *c,
+                                        size_t ldc, const lithe__sgemm_ukparams *p);
+
+/* Optional packing of one sliver (NULL: the driver's portable loops). lanes <= R valid lanes
+ * (R = MR for A, NR for B; the rest zero-filled), kc steps:
+ *   rows: lane l, step k at src[l * ld + k]  (op(A) not transposed, op(B) transposed)
+ *   else: lane l, step k at src[k * ld + l]  (op(A) transposed, op(B) not transposed)
+ * into dst[k * R + l]. */
+typedef void (*lithe__sgemm_pack_fn)(size_t lanes, size_t kc, const float *src, size_t ld, bool rows, float *dst);
+
+/* Optional matrix-vector kernels for M = 1, reading W where it lies (no packing):
+ *   gemv_t: y[j] = x · W[j, :]  (w[j * ldw + k]: x · Wᵀ, the dense layers' forward)
+ *   gemv_n: y[j] = x · W[:, j]  (w[k * ldw + j]: x · W, their dX)
+ * Each y[j] must have the bits the microkernel gives C[i][j] for the same row of op(A):
+ * the sum over k in blocks of kc (the kernel's kc), each block accumulated from 0 in k order
+ * with the microkernel's multiply-add, then per block the write rule with beta for the first
+ * block and 1 after it, and bias (NULL or n floats) after the last. (lithe promises that a
+ * batch and its rows one at a time give the same bits; test_gemm and test_layers check it.)
+ * Threads split j. NULL: M = 1 runs through the packed path. */
+typedef void (*lithe__sgemv_fn)(size_t n, size_t k, size_t kc, float alpha, const float *x, const float *w,
+                                size_t ldw, float beta, float *y, const float *bias);
+
+/* A kernel: its tile, its cache blocking, the microkernel and the optional helpers. Blocking
+ * must satisfy mc % mr == 0 and nc % nr == 0. */
+typedef struct lithe__sgemm_kernel {
+    const char *isa; /* "scalar", "avx2", "avx512", "neon", "wasmsimd", ... (LITHE_CPU_ISA names) */
+    int mr, nr;
+    int mc, kc, nc;
+    lithe__sgemm_ukernel_fn ukernel;
+    lithe__sgemm_pack_fn pack_a, pack_b; /* optional */
+    lithe__sgemv_fn gemv_t, gemv_n;      /* optional */
+    /* Optional: the kernel of the same ISA and NR to run a product of M rows with (several MR
+     * cut M's last sliver differently). Every variant must give the same bits per element. */
+    const struct lithe__sgemm_kernel *(*for_rows)(int64_t M);
+} lithe__sgemm_kernel;
+
+/* The epilogue of a fused GEMM (gemm_bias_act): after the last K block of a tile,
+ *   Z = tile + bias (through the microkernel's bias), stored in Z when Z is not C;
+ *   C = act(Z) when act is set (act_fn over each tile row, in L1).
+ * bias NULL: none; act NULL: none; Z NULL: the pre-activation is not kept. */
+typedef void (*lithe__act_fn)(const lithe__act *a, int64_t n, const float *X, float *Y);
+typedef struct lithe__sgemm_epilogue {
+    const float *bias;      /* (N,) or NULL */
+    const lithe__act *act;  /* or NULL */
+    lithe__act_fn act_fn;   /* the backend's act kernel (required with act) */
+    float *Z;               /* (M, N), row stride ldz, or NULL */
+    int64_t ldz;
+} lithe__sgemm_epilogue;
+
+/* Kernels, per ISA. Each returns NULL where the ISA is not compiled in or the CPU lacks it. */
+const lithe__sgemm_kernel *lithe__sgemm_kernel_scalar(void);
+const lithe__sgemm_kernel *lithe__sgemm_kernel_avx2(void);   /* gemm_avx2.c, x86-64 */
+const lithe__sgemm_kernel *lithe__sgemm_kernel_avx512(void); /* gemm_avx512.c, x86-64 */
+const lithe__sgemm_kernel *lithe__sgemm_kernel_neon(void);   /* gemm_neon.c, aarch64 (8 x 12) */
+const lithe__sgemm_kernel *lithe__sgemm_kernel_wasmsimd(void); /* gemm_wasmsimd.c, -msimd128 builds (4 x 8) */
+
+/* The kernel for an ISA name ("scalar", "avx2", "avx512", ...), NULL if this build or CPU lacks it. */
+const lithe__sgemm_kernel *lithe__sgemm_kernel_named(const char *isa);
+/* The kernel the backend uses: LITHE_CPU_ISA if set (and available; else the best below it),
+ * else the best this CPU runs. Decided once. */
+const lithe__sgemm_kernel *lithe__sgemm_kernel_best(void);
+
+/* C = alpha * op(A) · op(B) + beta * C, then the epilogue (epi may be NULL), with kernel k
+ * (NULL: the best) and the CPU pool's threads when use_threads. Row strides in elements.
+ * Returns false only when a packing workspace cannot be allocated (C is then unspecified). */
+bool lithe__sgemm(const lithe__sgemm_kernel *k, bool use_threads, bool transA, bool transB, int64_t M, int64_t N,
+                  int64_t K, float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                  float *C, int64_t ldc, const lithe__sgemm_epilogue *epi);
+
+#endif

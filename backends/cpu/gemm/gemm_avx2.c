@@ -1,0 +1,198 @@
+/* AVX2 + FMA SGEMM microkernel (compiled with -mavx2 -mfma on x86-64 only; chosen at run time):
+ * 6 x 16, twelve ymm accumulators, two B registers and one broadcast of 16; the M = 1 kernels
+ * (8 x 8 in-register transposes for x · Wᵀ). Packing is the driver's portable loops. */
+#include "gemm.h"
+
+#if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+
+#define MR 6
+#define NR 16
+
+/* A partial row: the same operations as a full one, on a copy (kept out of line, so the
+ * microkernel's accumulators stay in registers). */
+static __attribute__((noinline)) void store_part(__m256 t, float *c, const float *bias, float beta, size_t n) {
+    float cb[8] = {0}, bb[8] = {0}, out[8];
+    for (size_t j = 0; j < n; j++) cb[j] = c[j];
+    if (bias)
+        for (size_t j = 0; j < n; j++) bb[j] = bias[j];
+    if (beta != 0.0f) t = _mm256_fmadd_ps(_mm256_set1_ps(beta), _mm256_loadu_ps(cb), t);
+    if (bias) t = _mm256_add_ps(t, _mm256_loadu_ps(bb));
+    _mm256_storeu_ps(out, t);
+    for (size_t j = 0; j < n; j++) c[j] = out[j];
+}
+
+static inline __attribute__((always_inline)) void store_row(__m256 acc, float *c, const float *bias, __m256 valpha,
+                                                            float beta, size_t n) {
+    __m256 t = _mm256_mul_ps(valpha, acc);
+    if (n >= 8) {
+        if (beta != 0.0f) t = _mm256_fmadd_ps(_mm256_set1_ps(beta), _mm256_loadu_ps(c), t);
+        if (bias) t = _mm256_add_ps(t, _mm256_loadu_ps(bias));
+        _mm256_storeu_ps(c, t);
+    } else {
+        store_part(t, c, bias, beta, n);
+    }
+}
+
+static void lithe_f32_gemm_ukernel_6x16__avx2(size_t mr, size_t nr, size_t kc, const float *a, const float *b, float *c,
+                                              size_t ldc, const lithe__sgemm_ukparams *p) {
+    /* named accumulators: GCC keeps an array of them in memory */
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
+           c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+    for (size_t k = 0; k < kc; k++) {
+        __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8), x;
+#define STEP(i)                                                                                                   \
+    x = _mm256_broadcast_ss(a + i);                                                                               \
+    c##i##0 = _mm256_fmadd_ps(x, b0, c##i##0);                                                                    \
+    c##i##1 = _mm256_fmadd_ps(x, b1, c##i##1);
+        STEP(0) STEP(1) STEP(2) STEP(3) STEP(4) STEP(5)
+#undef STEP
+        a += MR;
+        b += NR;
+    }
+    __m256 va = _mm256_set1_ps(p->alpha);
+    const float *bias = p->bias;
+#define ROW(i)                                                                                                    \
+    if (mr > i) {                                                                                                 \
+        store_row(c##i##0, c + (size_t)i * ldc, bias, va, p->beta, nr);                                           \
+        if (nr > 8) store_row(c##i##1, c + (size_t)i * ldc + 8, bias ? bias + 8 : NULL, va, p->beta, nr - 8);     \
+    }
+    ROW(0) ROW(1) ROW(2) ROW(3) ROW(4) ROW(5)
+#undef ROW
+}
+
+/* ---- M = 1 with the microkernel's arithmetic (gemm.h): lanes are outputs, k in order ---- */
+
+static inline __attribute__((always_inline)) void transpose8(__m256 r[8]) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int h = 0; h < 8; h += 4) {
+        u[h] = _mm256_shuffle_ps(t[h], t[h + 2], 0x44);
+        u[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], 0xEE);
+        u[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0x44);
+        u[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x20);
+        r[4 + i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x31);
+    }
+}
+
+/* One group of up to 8 outputs of x · Wᵀ: 8 rows x 8 steps of k transposed in registers. */
+static void gemv_t_group(size_t n, size_t K, size_t kc, float alpha, const float *x, const float *w, size_t ldw,
+                         float beta, float *y, const float *bias) {
+    __m256 c = _mm256_setzero_ps(), va = _mm256_set1_ps(alpha);
+    for (size_t p = 0; p < K; p += kc) {
+        size_t e = K - p < kc ? K : p + kc;
+        __m256 acc = _mm256_setzero_ps();
+        for (size_t k0 = p; k0 < e; k0 += 8) {
+            size_t kw = e - k0 < 8 ? e - k0 : 8;
+            __m256 r[8];
+            if (n == 8 && kw == 8) {
+                for (size_t i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(w + i * ldw + k0);
+            } else {
+                float buf[8][8] = {{0}};
+                for (size_t i = 0; i < n; i++)
+                    for (size_t k = 0; k < kw; k++) buf[i][k] = w[i * ldw + k0 + k];
+                for (size_t i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(buf[i]);
+            }
+            transpose8(r);
+            if (kw == 8)
+                for (size_t kk = 0; kk < 8; kk++) acc = _mm256_fmadd_ps(_mm256_broadcast_ss(x + k0 + kk), r[kk], acc);
+            else
+                for (size_t kk = 0; kk < kw; kk++) acc = _mm256_fmadd_ps(_mm256_broadcast_ss(x + k0 + kk), r[kk], acc);
+        }
+        float b = p == 0 ? beta : 1.0f;
+        __m256 t = _mm256_mul_ps(va, acc);
+        if (b != 0.0f) {
+            float old[8] = {0};
+            if (p == 0) {
+                for (size_t i = 0; i < n; i++) old[i] = y[i];
+                t = _mm256_fmadd_ps(_mm256_set1_ps(b), _mm256_loadu_ps(old), t);
+            } else {
+                t = _mm256_fmadd_ps(_mm256_set1_ps(b), c, t);
+            }
+        }
+        c = t;
+    }
+    float bb[8] = {0}, out[8];
+    if (bias) {
+        for (size_t i = 0; i < n; i++) bb[i] = bias[i];
+        c = _mm256_add_ps(c, _mm256_loadu_ps(bb));
+    }
+    _mm256_storeu_ps(out, c);
+    for (size_t i = 0; i < n; i++) y[i] = out[i];
+}
+
+static void gemv_t(size_t n, size_t K, size_t kc, float alpha, const float *x, const float *w, size_t ldw, float beta,
+                   float *y, const float *bias) {
+    for (size_t j = 0; j < n; j += 8)
+        gemv_t_group(n - j < 8 ? n - j : 8, K, kc, alpha, x, w + j * ldw, ldw, beta, y + j, bias ? bias + j : NULL);
+}
+
+/* x · W: 8 columns of y per accumulator, 4 accumulators, k in order; partial columns through a copy. */
+static void gemv_n(size_t n, size_t K, size_t kc, float alpha, const float *x, const float *w, size_t ldw, float beta,
+                   float *y, const float *bias) {
+    __m256 va = _mm256_set1_ps(alpha);
+    for (size_t j = 0; j < n; j += 32) {
+        size_t nb = n - j < 32 ? n - j : 32, groups = (nb + 7) / 8;
+        __m256 c[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+        for (size_t p = 0; p < K; p += kc) {
+            size_t e = K - p < kc ? K : p + kc;
+            __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+            for (size_t k = p; k < e; k++) {
+                __m256 xv = _mm256_broadcast_ss(x + k);
+                const float *wk = w + k * ldw + j;
+                if (nb == 32) {
+                    for (int g = 0; g < 4; g++) acc[g] = _mm256_fmadd_ps(xv, _mm256_loadu_ps(wk + 8 * g), acc[g]);
+                } else {
+                    float buf[32] = {0};
+                    for (size_t i = 0; i < nb; i++) buf[i] = wk[i];
+                    for (size_t g = 0; g < groups; g++)
+                        acc[g] = _mm256_fmadd_ps(xv, _mm256_loadu_ps(buf + 8 * g), acc[g]);
+                }
+            }
+            float b = p == 0 ? beta : 1.0f;
+            for (size_t g = 0; g < groups; g++) {
+                __m256 t = _mm256_mul_ps(va, acc[g]);
+                if (b != 0.0f) {
+                    float old[8] = {0};
+                    size_t v = nb - 8 * g < 8 ? nb - 8 * g : 8;
+                    if (p == 0)
+                        for (size_t i = 0; i < v; i++) old[i] = y[j + 8 * g + i];
+                    t = _mm256_fmadd_ps(_mm256_set1_ps(b), p == 0 ? _mm256_loadu_ps(old) : c[g], t);
+                }
+                c[g] = t;
+            }
+        }
+        for (size_t g = 0; g < groups; g++) {
+            size_t v = nb - 8 * g < 8 ? nb - 8 * g : 8;
+            float bb[8] = {0}, out[8];
+            __m256 t = c[g];
+            if (bias) {
+                for (size_t i = 0; i < v; i++) bb[i] = bias[j + 8 * g + i];
+                t = _mm256_add_ps(t, _mm256_loadu_ps(bb));
+            }
+            _mm256_storeu_ps(out, t);
+            for (size_t i = 0; i < v; i++) y[j + 8 * g + i] = out[i];
+        }
+    }
+}
+
+static const lithe__sgemm_kernel kernel = {
+    .isa = "avx2", .mr = MR, .nr = NR, .mc = 120, .kc = 256, .nc = 4096, .ukernel = lithe_f32_gemm_ukernel_6x16__avx2,
+    .gemv_t = gemv_t, .gemv_n = gemv_n,
+};
+
+const lithe__sgemm_kernel *lithe__sgemm_kernel_avx2(void) {
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return NULL;
+    return &kernel;
+}
+
+#elif defined(__x86_64__)
+#error "gemm_avx2.c must be compiled with -mavx2 -mfma"
+#endif

@@ -1,0 +1,272 @@
+/* AVX-512F SGEMM pieces (compiled with -mavx512f -mfma on x86-64 only; chosen at run time):
+ * the MR x 32 microkernel (two zmm columns, MR broadcasts of A per step, one FMA per step into
+ * each accumulator), the 16 x 16 transposing packer, and the M = 1 GEMV kernels.
+ * Zen 5 / Skylake-X: 2 FMA pipes x 4 cycles latency need >= 8 independent accumulators; 2 x MR
+ * of them plus 2 B registers and one broadcast must fit the 32 zmm registers, so MR <= 14. */
+#include "gemm.h"
+
+#if defined(__x86_64__) && defined(__AVX512F__) && defined(__FMA__)
+#include <immintrin.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NR 32
+
+/* acc (mr x 32) -> C tile with the write rule of gemm.h; partial tiles through masks, with the
+ * same arithmetic as full ones. */
+static inline __attribute__((always_inline)) void store_row(__m512 acc, float *c, const float *bias, __m512 valpha,
+                                                            float beta, __mmask16 m) {
+    __m512 t = _mm512_mul_ps(valpha, acc);
+    if (beta != 0.0f) t = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(m, c), t);
+    if (bias) t = _mm512_add_ps(t, _mm512_maskz_loadu_ps(m, bias));
+    _mm512_mask_storeu_ps(c, m, t);
+}
+
+#define UKERNEL_BODY(MR)                                                                                          \
+    __m512 c0[MR], c1[MR];                                                                                        \
+    for (int i = 0; i < MR; i++) c0[i] = c1[i] = _mm512_setzero_ps();                                             \
+    for (size_t k = 0; k < kc; k++) {                                                                             \
+        __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);                                               \
+        for (int i = 0; i < MR; i++) {                                                                            \
+            __m512 x = _mm512_set1_ps(a[i]);                                                                      \
+            c0[i] = _mm512_fmadd_ps(x, b0, c0[i]);                                                                \
+            c1[i] = _mm512_fmadd_ps(x, b1, c1[i]);                                                                \
+        }                                                                                                         \
+        a += MR;                                                                                                  \
+        b += NR;                                                                                                  \
+    }                                                                                                             \
+    __m512 va = _mm512_set1_ps(p->alpha);                                                                         \
+    float beta = p->beta;                                                                                         \
+    const float *bias = p->bias;                                                                                  \
+    __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1);                                    \
+    __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF : nr <= 16 ? (__mmask16)0 : (__mmask16)((1u << (nr - 16)) - 1);   \
+    for (int i = 0; i < MR; i++) {                                                                                \
+        if ((size_t)i >= mr) break;                                                                               \
+        store_row(c0[i], c + (size_t)i * ldc, bias, va, beta, m0);                                                \
+        if (m1) store_row(c1[i], c + (size_t)i * ldc + 16, bias ? bias + 16 : NULL, va, beta, m1);               \
+    }
+
+#define DEFINE_UKERNEL(MR)                                                                                        \
+    static void lithe_f32_gemm_ukernel_##MR##x32__avx512(size_t mr, size_t nr, size_t kc, const float *a, const float *b,       \
+                                          float *c, size_t ldc, const lithe__sgemm_ukparams *p) {                 \
+        UKERNEL_BODY(MR)                                                                                          \
+    }
+
+DEFINE_UKERNEL(8)
+DEFINE_UKERNEL(12)
+DEFINE_UKERNEL(14)
+
+/* 16 x 16 transpose of r[0..15] in place. */
+static inline __attribute__((always_inline)) void transpose16(__m512 r[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+    }
+    /* r[4q + s] now holds, for rows 4q..4q+3, element s of every 128-bit lane: combine lanes */
+    for (int s = 0; s < 4; s++) {
+        __m512 a0 = _mm512_shuffle_f32x4(r[s], r[4 + s], 0x88), a1 = _mm512_shuffle_f32x4(r[s], r[4 + s], 0xDD);
+        __m512 b0 = _mm512_shuffle_f32x4(r[8 + s], r[12 + s], 0x88), b1 = _mm512_shuffle_f32x4(r[8 + s], r[12 + s], 0xDD);
+        t[s] = _mm512_shuffle_f32x4(a0, b0, 0x88);      /* lane 0 */
+        t[4 + s] = _mm512_shuffle_f32x4(a1, b1, 0x88);  /* lane 1 */
+        t[8 + s] = _mm512_shuffle_f32x4(a0, b0, 0xDD);  /* lane 2 */
+        t[12 + s] = _mm512_shuffle_f32x4(a1, b1, 0xDD); /* lane 3 */
+    }
+    for (int i = 0; i < 16; i++) r[i] = t[i];
+}
+
+/* The transposing pack (rows: lane l, step k at src[l * ld + k]) in 16 x 16 blocks. */
+static inline __attribute__((always_inline)) void pack_rows(size_t R, size_t lanes, size_t kc, const float *src,
+                                                            size_t ld, float *dst) {
+    for (size_t l0 = 0; l0 < R; l0 += 16) {
+        size_t w = R - l0 < 16 ? R - l0 : 16;      /* lanes of dst written by this group */
+        __mmask16 sm = (__mmask16)((1u << w) - 1); /* w <= 16 */
+        if (w == 16) sm = 0xFFFF;
+        for (size_t k0 = 0; k0 < kc; k0 += 16) {
+            size_t kw = kc - k0 < 16 ? kc - k0 : 16;
+            __mmask16 km = kw == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << kw) - 1);
+            __m512 r[16];
+            for (size_t i = 0; i < 16; i++)
+                r[i] = l0 + i < lanes ? _mm512_maskz_loadu_ps(km, src + (l0 + i) * ld + k0) : _mm512_setzero_ps();
+            transpose16(r);
+            for (size_t i = 0; i < kw; i++) _mm512_mask_storeu_ps(dst + (k0 + i) * R + l0, sm, r[i]);
+        }
+    }
+}
+
+static void pack_cols(size_t R, size_t lanes, size_t kc, const float *src, size_t ld, float *dst) {
+    __mmask16 m[4];
+    for (size_t g = 0; g < 4; g++) {
+        size_t l0 = g * 16;
+        size_t v = lanes > l0 ? (lanes - l0 < 16 ? lanes - l0 : 16) : 0;
+        m[g] = v == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << v) - 1);
+    }
+    size_t groups = (R + 15) / 16;
+    for (size_t k = 0; k < kc; k++) {
+        const float *s = src + k * ld;
+        float *d = dst + k * R;
+        for (size_t g = 0; g < groups; g++) {
+            size_t l0 = g * 16;
+            __mmask16 store = R - l0 >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (R - l0)) - 1);
+            _mm512_mask_storeu_ps(d + l0, store, _mm512_maskz_loadu_ps(m[g], s + l0));
+        }
+    }
+}
+
+static void pack_b_32(size_t lanes, size_t kc, const float *src, size_t ld, bool rows, float *dst) {
+    if (rows) pack_rows(NR, lanes, kc, src, ld, dst);
+    else pack_cols(NR, lanes, kc, src, ld, dst);
+}
+#define DEFINE_PACK_A(MR)                                                                                         \
+    static void pack_a_##MR(size_t lanes, size_t kc, const float *src, size_t ld, bool rows, float *dst) {         \
+        if (rows) pack_rows(MR, lanes, kc, src, ld, dst);                                                         \
+        else pack_cols(MR, lanes, kc, src, ld, dst);                                                              \
+    }
+DEFINE_PACK_A(8)
+DEFINE_PACK_A(12)
+DEFINE_PACK_A(14)
+
+/* M = 1 with the microkernel's arithmetic: each y[j] accumulates k in order with one FMA per step,
+ * so lanes must be outputs. x · Wᵀ reads 16 rows of W x 16 steps of k and transposes them in
+ * registers; G groups of 16 rows run side by side to hide the FMA latency. */
+static inline __attribute__((always_inline)) void gemv_t_groups(int G, size_t n, size_t K, size_t kc, float alpha,
+                                                                const float *x, const float *w, size_t ldw, float beta,
+                                                                float *y, const float *bias) {
+    __m512 c[4], acc[4];
+    __mmask16 rm[4];
+    __m512 va = _mm512_set1_ps(alpha);
+    for (int g = 0; g < G; g++) {
+        size_t l0 = 16 * (size_t)g, v = n > l0 ? (n - l0 < 16 ? n - l0 : 16) : 0;
+        rm[g] = v == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << v) - 1);
+        c[g] = _mm512_setzero_ps();
+    }
+    for (size_t p = 0; p < K; p += kc) {
+        size_t e = K - p < kc ? K : p + kc;
+        for (int g = 0; g < G; g++) acc[g] = _mm512_setzero_ps();
+        for (size_t k0 = p; k0 < e; k0 += 16) {
+            size_t kw = e - k0 < 16 ? e - k0 : 16;
+            __mmask16 km = kw == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << kw) - 1);
+            /* one group's 16 x 16 block live at a time (32 registers); the groups' FMA chains are
+             * independent, so out-of-order execution overlaps one's chain with the next's shuffles */
+            for (int g = 0; g < G; g++) {
+                __m512 r[16];
+                if (rm[g] == 0xFFFF && kw == 16)
+                    for (size_t i = 0; i < 16; i++) {
+                        const float *src = w + (16 * (size_t)g + i) * ldw + k0;
+                        _mm_prefetch((const char *)(src + 64), _MM_HINT_T0); /* 32 row streams */
+                        r[i] = _mm512_loadu_ps(src);
+                    }
+                else
+                    for (size_t i = 0; i < 16; i++)
+                        r[i] = (rm[g] >> i) & 1 ? _mm512_maskz_loadu_ps(km, w + (16 * (size_t)g + i) * ldw + k0)
+                                                : _mm512_setzero_ps();
+                transpose16(r);
+                if (kw == 16) /* constant trip count: r stays in registers */
+                    for (size_t kk = 0; kk < 16; kk++)
+                        acc[g] = _mm512_fmadd_ps(_mm512_set1_ps(x[k0 + kk]), r[kk], acc[g]);
+                else
+                    for (size_t kk = 0; kk < kw; kk++)
+                        acc[g] = _mm512_fmadd_ps(_mm512_set1_ps(x[k0 + kk]), r[kk], acc[g]);
+            }
+        }
+        float b = p == 0 ? beta : 1.0f;
+        for (int g = 0; g < G; g++) {
+            __m512 t = _mm512_mul_ps(va, acc[g]);
+            if (b != 0.0f) {
+                __m512 old = p == 0 ? _mm512_maskz_loadu_ps(rm[g], y + 16 * g) : c[g];
+                t = _mm512_fmadd_ps(_mm512_set1_ps(b), old, t);
+            }
+            c[g] = t;
+        }
+    }
+    for (int g = 0; g < G; g++) {
+        __m512 t = c[g];
+        if (bias) t = _mm512_add_ps(t, _mm512_maskz_loadu_ps(rm[g], bias + 16 * g));
+        _mm512_mask_storeu_ps(y + 16 * g, rm[g], t);
+    }
+}
+
+static void gemv_t(size_t n, size_t K, size_t kc, float alpha, const float *x, const float *w, size_t ldw, float beta,
+                   float *y, const float *bias) {
+    size_t j = 0;
+    for (; j + 32 <= n; j += 32)
+        gemv_t_groups(2, 32, K, kc, alpha, x, w + j * ldw, ldw, beta, y + j, bias ? bias + j : NULL);
+    for (; j < n; j += 16)
+        gemv_t_groups(1, n - j, K, kc, alpha, x, w + j * ldw, ldw, beta, y + j, bias ? bias + j : NULL);
+}
+
+/* M = 1, x · W: 64 columns of y in 4 zmm accumulators, k in order. */
+static void gemv_n(size_t n, size_t K, size_t kc, float alpha, const float *x, const float *w, size_t ldw, float beta,
+                   float *y, const float *bias) {
+    __m512 va = _mm512_set1_ps(alpha);
+    for (size_t j = 0; j < n; j += 64) {
+        __mmask16 m[4];
+        for (size_t g = 0; g < 4; g++) {
+            size_t l0 = j + g * 16;
+            size_t v = n > l0 ? (n - l0 < 16 ? n - l0 : 16) : 0;
+            m[g] = v == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << v) - 1);
+        }
+        __m512 c[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+        for (size_t p = 0; p < K; p += kc) {
+            size_t e = K - p < kc ? K : p + kc;
+            __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+            for (size_t k = p; k < e; k++) {
+                __m512 xv = _mm512_set1_ps(x[k]);
+                const float *wk = w + k * ldw + j;
+                for (int g = 0; g < 4; g++)
+                    acc[g] = _mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(m[g], wk + 16 * g), acc[g]);
+            }
+            float b = p == 0 ? beta : 1.0f;
+            for (int g = 0; g < 4; g++) {
+                __m512 t = _mm512_mul_ps(va, acc[g]);
+                if (b != 0.0f) {
+                    __m512 old = p == 0 ? _mm512_maskz_loadu_ps(m[g], y + j + 16 * g) : c[g];
+                    t = _mm512_fmadd_ps(_mm512_set1_ps(b), old, t);
+                }
+                c[g] = t;
+            }
+        }
+        for (int g = 0; g < 4; g++) {
+            __m512 t = c[g];
+            if (bias) t = _mm512_add_ps(t, _mm512_maskz_loadu_ps(m[g], bias + j + 16 * g));
+            if (m[g]) _mm512_mask_storeu_ps(y + j + 16 * g, m[g], t);
+        }
+    }
+}
+
+static const lithe__sgemm_kernel *for_rows(int64_t M);
+#define KERNEL(MR, MC)                                                                                            \
+    {.isa = "avx512", .mr = MR, .nr = NR, .mc = MC, .kc = 384, .nc = 4096,                                        \
+     .ukernel = lithe_f32_gemm_ukernel_##MR##x32__avx512, .pack_a = pack_a_##MR, .pack_b = pack_b_32,             \
+     .gemv_t = gemv_t, .gemv_n = gemv_n, .for_rows = for_rows}
+static const lithe__sgemm_kernel kernels[] = {KERNEL(14, 126), KERNEL(12, 120), KERNEL(8, 128)};
+
+/* The tile that pads M least (ties: the taller, fewer B reloads): 64 rows -> 8 x 32, 56 -> 14 x 32.
+ * LITHE_GEMM_AVX512_MR=14|12|8 forces one (tuning). */
+static const lithe__sgemm_kernel *for_rows(int64_t M) {
+    const char *v = getenv("LITHE_GEMM_AVX512_MR");
+    if (v && *v)
+        for (int i = 0; i < 3; i++)
+            if (atoi(v) == kernels[i].mr) return &kernels[i];
+    const lithe__sgemm_kernel *best = &kernels[0];
+    for (int i = 1; i < 3; i++)
+        if ((M + kernels[i].mr - 1) / kernels[i].mr * kernels[i].mr < (M + best->mr - 1) / best->mr * best->mr)
+            best = &kernels[i];
+    return best;
+}
+
+const lithe__sgemm_kernel *lithe__sgemm_kernel_avx512(void) {
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("fma")) return NULL;
+    return &kernels[0];
+}
+
+#elif defined(__x86_64__)
+#error "gemm_avx512.c must be compiled with -mavx512f -mfma"
+#endif

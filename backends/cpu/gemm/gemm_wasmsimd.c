@@ -1,0 +1,240 @@
+/* WebAssembly SIMD128 SGEMM microkernel (chosen at build time: compiled in when the build passes
+ * -msimd128, i.e. the wasm-simd and wasm-simd-threads presets (Emscripten) and wasi (clang);
+ * the wasm-scalar build keeps the scalar kernel).
+ *
+ * 4 x 8: 8 f32x4 accumulators, 2 B registers, one splat of A and one product = 12 live v128s.
+ * Engines map v128 onto the host's SSE/AVX or NEON registers and x86-64 engines use only 16
+ * of them (V8: xmm0-15), so a taller tile spills. No FMA: plain SIMD128 has none, and
+ * relaxed-SIMD's f32x4.relaxed_madd cannot be used here (clang 14 / Emscripten 3.1.6 emit the
+ * proposal's old opcode, which Node 20's V8 11.3 rejects even with --experimental-wasm-relaxed-simd;
+ * and relaxed_madd may or may not fuse, depending on the engine, so results would differ by host).
+ * Each step is acc[i][j] = acc[i][j] + a[i] * b[j], both rounded, k in order (gemm.h); the write
+ * rule is t = alpha * acc; t = t + beta * c; t = t + bias, each rounded: exactly the scalar
+ * kernel's arithmetic, so the scalar wasm build and this one give the same bits.
+ *
+ * Blocking for the x86-64 hosts that run browsers and Node (32-48 KiB L1D, >= 512 KiB L2): a B
+ * sliver of kc x 8 floats is 8 KiB, an A block of mc x kc is 128 KiB. M = 1 runs SIMD128 GEMVs
+ * on W where it lies (no packing), with the same bits. */
+#include "gemm.h"
+
+#if defined(__wasm_simd128__)
+#include <wasm_simd128.h>
+
+#define MR 4
+#define NR 8
+
+/* One row of the tile with the write rule of gemm.h; a partial row (n < NR) runs the same
+ * operations on copies. */
+static inline __attribute__((always_inline)) void store_row(v128_t a0, v128_t a1, float *c, const float *bias,
+                                                            v128_t valpha, float beta, size_t n) {
+    v128_t t0 = wasm_f32x4_mul(valpha, a0), t1 = wasm_f32x4_mul(valpha, a1);
+    v128_t vbeta = wasm_f32x4_splat(beta);
+    if (n == NR) {
+        if (beta != 0.0f) {
+            t0 = wasm_f32x4_add(t0, wasm_f32x4_mul(vbeta, wasm_v128_load(c)));
+            t1 = wasm_f32x4_add(t1, wasm_f32x4_mul(vbeta, wasm_v128_load(c + 4)));
+        }
+        if (bias) {
+            t0 = wasm_f32x4_add(t0, wasm_v128_load(bias));
+            t1 = wasm_f32x4_add(t1, wasm_v128_load(bias + 4));
+        }
+        wasm_v128_store(c, t0);
+        wasm_v128_store(c + 4, t1);
+        return;
+    }
+    float cb[NR] = {0}, bb[NR] = {0}, out[NR];
+    if (beta != 0.0f)
+        for (size_t j = 0; j < n; j++) cb[j] = c[j];
+    if (bias)
+        for (size_t j = 0; j < n; j++) bb[j] = bias[j];
+    if (beta != 0.0f) {
+        t0 = wasm_f32x4_add(t0, wasm_f32x4_mul(vbeta, wasm_v128_load(cb)));
+        t1 = wasm_f32x4_add(t1, wasm_f32x4_mul(vbeta, wasm_v128_load(cb + 4)));
+    }
+    if (bias) {
+        t0 = wasm_f32x4_add(t0, wasm_v128_load(bb));
+        t1 = wasm_f32x4_add(t1, wasm_v128_load(bb + 4));
+    }
+    wasm_v128_store(out, t0);
+    wasm_v128_store(out + 4, t1);
+    for (size_t j = 0; j < n; j++) c[j] = out[j];
+}
+
+/* acc += splat(a[i]) * b for row i of the tile. */
+#define ROW(i)                                                   \
+    {                                                            \
+        v128_t x = wasm_v128_load32_splat(a + i);                \
+        c##i##0 = wasm_f32x4_add(c##i##0, wasm_f32x4_mul(x, b0)); \
+        c##i##1 = wasm_f32x4_add(c##i##1, wasm_f32x4_mul(x, b1)); \
+    }
+
+/* a: kc x 4 packed A, b: kc x 8 packed B (gemm.h's layouts); c: the tile, row stride ldc. */
+static void lithe_f32_gemm_ukernel_4x8__wasmsimd(size_t mr, size_t nr, size_t kc, const float *a, const float *b,
+                                                 float *c, size_t ldc, const lithe__sgemm_ukparams *p) {
+    v128_t z = wasm_f32x4_splat(0.0f);
+    v128_t c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z;
+    for (size_t k = 0; k < kc; k++) {
+        v128_t b0 = wasm_v128_load(b), b1 = wasm_v128_load(b + 4);
+        ROW(0)
+        ROW(1)
+        ROW(2)
+        ROW(3)
+        a += MR;
+        b += NR;
+    }
+    v128_t valpha = wasm_f32x4_splat(p->alpha);
+    float beta = p->beta;
+    const float *bias = p->bias;
+    /* rows past mr are computed (the full tile) but not stored */
+    store_row(c00, c01, c, bias, valpha, beta, nr);
+    if (mr > 1) store_row(c10, c11, c + 1 * ldc, bias, valpha, beta, nr);
+    if (mr > 2) store_row(c20, c21, c + 2 * ldc, bias, valpha, beta, nr);
+    if (mr > 3) store_row(c30, c31, c + 3 * ldc, bias, valpha, beta, nr);
+}
+
+/* ---- M = 1 (batch-1 inference and its backward): GEMV reading W where it lies ----
+ * gemm.h: each y[j] gets the microkernel's bits for a one-row A: per kc block, acc = 0 then
+ * acc = acc + x[k] * w (rounded mul, rounded add) in k order; per block t = alpha * acc, t = t +
+ * beta' * c (beta' = beta for the first block, 1 after); bias after the last. The lanes of a
+ * vector hold different j, so every lane runs that scalar sequence; tails run it in scalar. */
+
+/* One y[j] (and the scalar tails), the same arithmetic as a lane. */
+static float gemv_one(size_t K, size_t kc, float alpha, const float *x, const float *w, size_t step, float beta,
+                      float c) {
+    for (size_t p = 0; p < K; p += kc) {
+        size_t e = K - p < kc ? K : p + kc;
+        float acc = 0.0f;
+        for (size_t k = p; k < e; k++) {
+            float prod = x[k] * w[k * step];
+            acc = acc + prod;
+        }
+        float t = alpha * acc, b = p == 0 ? beta : 1.0f;
+        if (b != 0.0f) {
+            float bc = b * c;
+            t = t + bc;
+        }
+        c = t;
+    }
+    return c;
+}
+
+static inline __attribute__((always_inline)) v128_t block_write(v128_t acc, v128_t c, float alpha, float b) {
+    v128_t t = wasm_f32x4_mul(wasm_f32x4_splat(alpha), acc);
+    if (b != 0.0f) t = wasm_f32x4_add(t, wasm_f32x4_mul(wasm_f32x4_splat(b), c));
+    return t;
+}
+
+/* y[j] = x · W[:, j], w[k * ldw + j]: 16 columns per pass (4 independent accumulators). */
+static void gemv_n__wasmsimd(size_t n, size_t K, size_t kc, float alpha, const float *x, const float *w, size_t ldw,
+                             float beta, float *y, const float *bias) {
+    size_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        v128_t c0 = wasm_f32x4_splat(0.0f), c1 = c0, c2 = c0, c3 = c0;
+        if (beta != 0.0f) {
+            c0 = wasm_v128_load(y + j), c1 = wasm_v128_load(y + j + 4);
+            c2 = wasm_v128_load(y + j + 8), c3 = wasm_v128_load(y + j + 12);
+        }
+        for (size_t p = 0; p < K; p += kc) {
+            size_t e = K - p < kc ? K : p + kc;
+            v128_t a0 = wasm_f32x4_splat(0.0f), a1 = a0, a2 = a0, a3 = a0;
+            for (size_t k = p; k < e; k++) {
+                const float *wk = w + k * ldw + j;
+                v128_t xk = wasm_v128_load32_splat(x + k);
+                a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(xk, wasm_v128_load(wk)));
+                a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(xk, wasm_v128_load(wk + 4)));
+                a2 = wasm_f32x4_add(a2, wasm_f32x4_mul(xk, wasm_v128_load(wk + 8)));
+                a3 = wasm_f32x4_add(a3, wasm_f32x4_mul(xk, wasm_v128_load(wk + 12)));
+            }
+            float b = p == 0 ? beta : 1.0f;
+            c0 = block_write(a0, c0, alpha, b), c1 = block_write(a1, c1, alpha, b);
+            c2 = block_write(a2, c2, alpha, b), c3 = block_write(a3, c3, alpha, b);
+        }
+        if (bias) {
+            c0 = wasm_f32x4_add(c0, wasm_v128_load(bias + j)), c1 = wasm_f32x4_add(c1, wasm_v128_load(bias + j + 4));
+            c2 = wasm_f32x4_add(c2, wasm_v128_load(bias + j + 8)), c3 = wasm_f32x4_add(c3, wasm_v128_load(bias + j + 12));
+        }
+        wasm_v128_store(y + j, c0), wasm_v128_store(y + j + 4, c1);
+        wasm_v128_store(y + j + 8, c2), wasm_v128_store(y + j + 12, c3);
+    }
+    for (; j < n; j++) {
+        float c = gemv_one(K, kc, alpha, x, w + j, ldw, beta, beta != 0.0f ? y[j] : 0.0f);
+        y[j] = bias ? c + bias[j] : c;
+    }
+}
+
+/* Columns k..k+3 of rows r0..r3 (4 consecutive floats of each), transposed. */
+#define TRANSPOSE4(r0, r1, r2, r3, k0, k1, k2, k3)                                   \
+    {                                                                                \
+        v128_t t0 = wasm_i32x4_shuffle(r0, r1, 0, 4, 1, 5);                          \
+        v128_t t1 = wasm_i32x4_shuffle(r2, r3, 0, 4, 1, 5);                          \
+        v128_t t2 = wasm_i32x4_shuffle(r0, r1, 2, 6, 3, 7);                          \
+        v128_t t3 = wasm_i32x4_shuffle(r2, r3, 2, 6, 3, 7);                          \
+        k0 = wasm_i32x4_shuffle(t0, t1, 0, 1, 4, 5);                                 \
+        k1 = wasm_i32x4_shuffle(t0, t1, 2, 3, 6, 7);                                 \
+        k2 = wasm_i32x4_shuffle(t2, t3, 0, 1, 4, 5);                                 \
+        k3 = wasm_i32x4_shuffle(t2, t3, 2, 3, 6, 7);                                 \
+    }
+
+/* Sixteen rows' dot products with x over [p, e): four accumulators (rows 4g..4g+3), independent
+ * chains, each k in order. */
+static inline __attribute__((always_inline)) void dot16(const float *x, const float *w, size_t ldw, size_t p, size_t e,
+                                                        v128_t acc[4]) {
+    for (int g = 0; g < 4; g++) acc[g] = wasm_f32x4_splat(0.0f);
+    size_t k = p;
+    for (; k + 4 <= e; k += 4) {
+        v128_t x0 = wasm_v128_load32_splat(x + k), x1 = wasm_v128_load32_splat(x + k + 1);
+        v128_t x2 = wasm_v128_load32_splat(x + k + 2), x3 = wasm_v128_load32_splat(x + k + 3);
+        for (int g = 0; g < 4; g++) {
+            const float *r = w + (size_t)(4 * g) * ldw + k;
+            v128_t k0, k1, k2, k3;
+            TRANSPOSE4(wasm_v128_load(r), wasm_v128_load(r + ldw), wasm_v128_load(r + 2 * ldw),
+                       wasm_v128_load(r + 3 * ldw), k0, k1, k2, k3)
+            acc[g] = wasm_f32x4_add(acc[g], wasm_f32x4_mul(x0, k0));
+            acc[g] = wasm_f32x4_add(acc[g], wasm_f32x4_mul(x1, k1));
+            acc[g] = wasm_f32x4_add(acc[g], wasm_f32x4_mul(x2, k2));
+            acc[g] = wasm_f32x4_add(acc[g], wasm_f32x4_mul(x3, k3));
+        }
+    }
+    for (; k < e; k++) {
+        v128_t xk = wasm_v128_load32_splat(x + k);
+        for (int g = 0; g < 4; g++) {
+            const float *r = w + (size_t)(4 * g) * ldw + k;
+            acc[g] = wasm_f32x4_add(acc[g], wasm_f32x4_mul(xk, wasm_f32x4_make(r[0], r[ldw], r[2 * ldw], r[3 * ldw])));
+        }
+    }
+}
+
+/* y[j] = x · W[j, :], w[j * ldw + k] (the dense layers' forward at batch 1): 16 rows per pass,
+ * 4 x 4 blocks of W transposed in registers so each lane follows one row in k order. */
+static void gemv_t__wasmsimd(size_t n, size_t K, size_t kc, float alpha, const float *x, const float *w, size_t ldw,
+                             float beta, float *y, const float *bias) {
+    size_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        v128_t c[4], acc[4];
+        for (int g = 0; g < 4; g++) c[g] = beta != 0.0f ? wasm_v128_load(y + j + 4 * g) : wasm_f32x4_splat(0.0f);
+        for (size_t p = 0; p < K; p += kc) {
+            size_t e = K - p < kc ? K : p + kc;
+            dot16(x, w + j * ldw, ldw, p, e, acc);
+            for (int g = 0; g < 4; g++) c[g] = block_write(acc[g], c[g], alpha, p == 0 ? beta : 1.0f);
+        }
+        for (int g = 0; g < 4; g++) {
+            if (bias) c[g] = wasm_f32x4_add(c[g], wasm_v128_load(bias + j + 4 * g));
+            wasm_v128_store(y + j + 4 * g, c[g]);
+        }
+    }
+    for (; j < n; j++) {
+        float c = gemv_one(K, kc, alpha, x, w + j * ldw, 1, beta, beta != 0.0f ? y[j] : 0.0f);
+        y[j] = bias ? c + bias[j] : c;
+    }
+}
+
+static const lithe__sgemm_kernel kernel = {
+    .isa = "wasmsimd", .mr = MR, .nr = NR, .mc = 128, .kc = 256, .nc = 2048,
+    .ukernel = lithe_f32_gemm_ukernel_4x8__wasmsimd, .gemv_t = gemv_t__wasmsimd, .gemv_n = gemv_n__wasmsimd,
+};
+
+const lithe__sgemm_kernel *lithe__sgemm_kernel_wasmsimd(void) { return &kernel; }
+
+#else
+const lithe__sgemm_kernel *lithe__sgemm_kernel_wasmsimd(void) { return NULL; }
+#endif

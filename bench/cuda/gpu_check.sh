@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Everything that needs a real NVIDIA GPU, in one go (CI has none: there the CUDA tests skip and run
+# against the host emulation instead). Conformance must PASS here, not skip:
+#   test_cuda         every primitive vs the CPU backend, DLPack kDLCUDA, 3 models' predictions
+#                     and 10 Adam steps (exit 77 = no usable GPU: a failure on this machine)
+#   test_kernels      Thinc goldens, float64 references, finite differences, on "cuda"
+#   lithe train-mnist --device cuda (when Debian's dataset-fashion-mnist is installed)
+#   pytest -k cuda    torch CUDA tensors through DLPack without a copy (needs a CUDA build of torch)
+# then the benchmark against PyTorch on the same GPU (bench/cuda/cuda_bench.sh).
+#   bench/cuda/gpu_check.sh [build dir (default build/ci; built here when missing)]
+# The build needs the CUDA 13 toolkit; a build dir carried from another machine needs the CUDA 13
+# runtime libraries (libcublas.so.13) and a driver for CUDA 13 here.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+b=${1:-build/ci}
+if [ ! -x "$b/tests/test_cuda" ]; then
+  cmake --preset ci >/dev/null && cmake --build build/ci -j "$(nproc)" || exit 1
+  b=build/ci
+fi
+export LITHE_CUDA_MODULE=${LITHE_CUDA_MODULE:-$PWD/$b/liblithe_cuda.so}
+py=/usr/bin/python3
+[ -x "$py" ] || py=python3
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+fail=0
+run() {
+  echo "=== $*"
+  "$@" || { echo "FAILED ($?): $*"; fail=1; }
+}
+run "$b/tests/test_cuda"
+goldens=$b/tests/thinc_goldens.txt
+[ -f "$goldens" ] || "$py" tests/golden/gen_thinc_goldens.py "$goldens" || true
+if [ -f "$goldens" ]; then
+  run env LITHE_TEST_BACKEND=cuda LITHE_THINC_GOLDENS="$goldens" "$b/tests/test_kernels"
+else
+  echo "SKIPPED test_kernels on cuda: no Thinc goldens (python3-thinc missing)"
+fi
+if [ -d /usr/share/datasets/fashion-mnist ]; then
+  run "$b/tools/lithe/lithe" train-mnist --device cuda --epochs 1
+  run "$b/tools/lithe/lithe" train-mnist --epochs 1 # the CPU, for comparison
+else
+  echo "SKIPPED lithe train-mnist --device cuda: no /usr/share/datasets/fashion-mnist"
+fi
+if "$py" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+  run env PYTHONPATH=shims/python LITHE_LIBRARY="$b/liblithe.so" "$py" -m pytest -q -rs -p no:cacheprovider -k cuda \
+    tests/python/test_python_package.py
+  STEPS=${STEPS:-50} run bench/cuda/cuda_bench.sh "$b" "${SIZES:-1024,4096}"
+else
+  echo "SKIPPED the torch parts (pytest -k cuda, the PyTorch yardstick): torch does not see a GPU here"
+  run "$b/bench/cuda/lithe_cuda_bench" --device cuda --gemm "${SIZES:-1024,4096}" --steps "${STEPS:-50}"
+fi
+[ $fail = 0 ] && echo "=== gpu_check: all passed" || echo "=== gpu_check: FAILURES above"
+exit $fail

@@ -1,0 +1,351 @@
+/* The CPU SGEMM (backends/cpu/gemm/gemm.h): every kernel this machine runs (scalar, AVX2, each
+ * AVX-512 tile height, and whatever an ISA port adds to lithe__sgemm_kernel_named) against a
+ * float64 reference at tile edges and odd sizes, all four transposes, strided rows, alpha / beta
+ * (beta = 0 ignores NaN in C), M = 1 (the GEMV kernels), K = 0 and K past the kc block; the GEMV
+ * giving a batched row's bits exactly; 1, 2 and 3 threads giving the same bits; and the fused
+ * gemm_bias_act against gemm, add_row and act on the backend. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "lithe.h"
+#include "internal.h"
+#include "../backends/cpu/gemm/gemm.h"
+#include "../backends/cpu/threadpool.h"
+
+#define OK(expr) assert_int_equal((expr), LITHE_OK)
+
+static const char *const isas[] = {"scalar", "avx2", "avx512", "neon", "wasmsimd", "wasmrelaxed"};
+#define N_ISAS (sizeof isas / sizeof isas[0])
+
+/* AVX-512 tile heights selectable through LITHE_GEMM_AVX512_MR (all must agree bit for bit). */
+static const char *const avx512_mr[] = {"14", "12", "8"};
+
+static uint64_t rng = 12345;
+static float frand(void) { /* uniform in [-1, 1) */
+    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (float)((double)(rng >> 40) / (double)(1ULL << 24) * 2.0 - 1.0);
+}
+
+typedef struct mats {
+    int64_t M, N, K, lda, ldb, ldc;
+    bool tA, tB;
+    float *A, *B, *C;
+} mats;
+
+/* Operands with row strides padded by `pad` (A: M x K or K x M stored, etc.). */
+static mats make(bool tA, bool tB, int64_t M, int64_t N, int64_t K, int64_t pad) {
+    mats m = {M, N, K, (tA ? M : K) + pad, (tB ? K : N) + pad, N + pad, tA, tB, NULL, NULL, NULL};
+    int64_t ar = tA ? K : M, br = tB ? N : K;
+    m.A = malloc(sizeof(float) * (size_t)(ar * m.lda + 1));
+    m.B = malloc(sizeof(float) * (size_t)(br * m.ldb + 1));
+    m.C = malloc(sizeof(float) * (size_t)(M * m.ldc + 1));
+    assert_true(m.A && m.B && m.C);
+    for (int64_t i = 0; i < ar * m.lda; i++) m.A[i] = frand();
+    for (int64_t i = 0; i < br * m.ldb; i++) m.B[i] = frand();
+    for (int64_t i = 0; i < M * m.ldc; i++) m.C[i] = frand();
+    return m;
+}
+static void drop(mats *m) {
+    free(m->A);
+    free(m->B);
+    free(m->C);
+}
+static double a_at(const mats *m, int64_t i, int64_t k) { return m->tA ? m->A[k * m->lda + i] : m->A[i * m->lda + k]; }
+static double b_at(const mats *m, int64_t k, int64_t j) { return m->tB ? m->B[j * m->ldb + k] : m->B[k * m->ldb + j]; }
+
+/* got (M x N, row stride ldc) against alpha op(A)op(B) + beta C0 in float64, with a bound of
+ * (K + 3) float32 roundings of the magnitudes involved. */
+static void check(const char *isa, const mats *m, float alpha, float beta, const float *C0, const float *got) {
+    for (int64_t i = 0; i < m->M; i++)
+        for (int64_t j = 0; j < m->N; j++) {
+            double acc = 0, mag = 0;
+            for (int64_t k = 0; k < m->K; k++) {
+                double p = a_at(m, i, k) * b_at(m, k, j);
+                acc += p;
+                mag += fabs(p);
+            }
+            double c0 = beta == 0.0f ? 0.0 : C0[i * m->ldc + j];
+            double want = alpha * acc + beta * c0;
+            double tol = ((double)m->K + 3) * 6e-8 * (fabs(alpha) * mag + fabs(beta * c0)) + 1e-30;
+            double g = got[i * m->ldc + j];
+            if (!(fabs(g - want) <= tol)) {
+                print_error("%s: M=%lld N=%lld K=%lld tA=%d tB=%d alpha=%g beta=%g C[%lld,%lld] = %.9g, want %.9g\n",
+                            isa, (long long)m->M, (long long)m->N, (long long)m->K, m->tA, m->tB, (double)alpha,
+                            (double)beta, (long long)i, (long long)j, g, want);
+                fail();
+            }
+        }
+}
+
+/* Runs every kernel this build and CPU have (each AVX-512 height too) through fn. */
+static void each_kernel(void (*fn)(const lithe__sgemm_kernel *k, const char *name)) {
+    int ran = 0;
+    for (size_t i = 0; i < N_ISAS; i++) {
+        const lithe__sgemm_kernel *k = lithe__sgemm_kernel_named(isas[i]);
+        if (!k) continue;
+        if (strcmp(isas[i], "avx512") == 0) {
+            for (size_t v = 0; v < sizeof avx512_mr / sizeof avx512_mr[0]; v++) {
+                char name[32];
+                snprintf(name, sizeof name, "avx512 MR=%s", avx512_mr[v]);
+                setenv("LITHE_GEMM_AVX512_MR", avx512_mr[v], 1);
+                fn(k, name);
+            }
+            unsetenv("LITHE_GEMM_AVX512_MR");
+        } else {
+            fn(k, isas[i]);
+        }
+        ran++;
+    }
+    assert_true(ran >= 1); /* scalar at least */
+}
+
+static void sizes_one(const lithe__sgemm_kernel *k, const char *name) {
+    /* tile edges of 4x8, 6x16, 8/12/14x32; M = 1 (GEMV); K past kc (256 / 384); M past mc */
+    static const int64_t mnk[][3] = {{1, 1, 1},    {1, 37, 5},    {1, 70, 400},  {2, 3, 4},    {3, 16, 7},
+                                     {5, 31, 9},   {7, 33, 17},   {8, 32, 16},   {13, 47, 3},  {14, 64, 2},
+                                     {15, 65, 31}, {29, 97, 130}, {33, 17, 800}, {130, 20, 5}, {4, 4100, 3}};
+    static const float ab[][2] = {{1.0f, 0.0f}, {0.5f, 1.0f}, {-2.0f, 0.25f}, {1.0f, 1.0f}};
+    for (size_t z = 0; z < sizeof mnk / sizeof mnk[0]; z++)
+        for (int t = 0; t < 4; t++) {
+            bool tA = t & 1, tB = t & 2;
+            int64_t pad = (int64_t)((z + (size_t)t) % 3);
+            mats m = make(tA, tB, mnk[z][0], mnk[z][1], mnk[z][2], pad);
+            float alpha = ab[(z + (size_t)t) % 4][0], beta = ab[(z + (size_t)t) % 4][1];
+            size_t cn = (size_t)(m.M * m.ldc);
+            float *C0 = malloc(sizeof(float) * cn);
+            assert_non_null(C0);
+            if (beta == 0.0f)
+                for (size_t i = 0; i < cn; i++) m.C[i] = NAN; /* beta = 0 never reads C */
+            memcpy(C0, m.C, sizeof(float) * cn);
+            assert_true(lithe__sgemm(k, false, tA, tB, m.M, m.N, m.K, alpha, m.A, m.lda, m.B, m.ldb, beta, m.C, m.ldc,
+                                     NULL));
+            check(name, &m, alpha, beta, C0, m.C);
+            /* the padding between rows is never written */
+            for (int64_t i = 0; i + 1 < m.M; i++)
+                for (int64_t j = m.N; j < m.ldc; j++)
+                    if (memcmp(&m.C[i * m.ldc + j], &C0[i * m.ldc + j], sizeof(float)) != 0) {
+                        print_error("%s: wrote C's row padding at [%lld,%lld]\n", name, (long long)i, (long long)j);
+                        fail();
+                    }
+            free(C0);
+            drop(&m);
+        }
+}
+
+static void test_kernels_against_float64(void **state) {
+    (void)state;
+    each_kernel(sizes_one);
+}
+
+static void k_zero_one(const lithe__sgemm_kernel *k, const char *name) {
+    (void)name;
+    float C[6] = {1, 2, 3, 4, 5, 6}, A[1] = {7}, B[1] = {8};
+    assert_true(lithe__sgemm(k, false, false, false, 2, 3, 0, 1.0f, A, 1, B, 3, 0.5f, C, 3, NULL));
+    for (int i = 0; i < 6; i++) assert_true(C[i] == 0.5f * (float)(i + 1));
+    for (int i = 0; i < 6; i++) C[i] = NAN;
+    assert_true(lithe__sgemm(k, false, true, true, 2, 3, 0, 1.0f, A, 1, B, 1, 0.0f, C, 3, NULL));
+    for (int i = 0; i < 6; i++) assert_true(C[i] == 0.0f);
+    /* M = 0 or N = 0: nothing happens */
+    assert_true(lithe__sgemm(k, false, false, false, 0, 3, 4, 1.0f, A, 4, B, 3, 0.0f, C, 3, NULL));
+    assert_true(lithe__sgemm(k, false, false, false, 2, 0, 4, 1.0f, A, 4, B, 3, 0.0f, C, 3, NULL));
+}
+
+static void test_k_zero_and_empty(void **state) {
+    (void)state;
+    each_kernel(k_zero_one);
+}
+
+/* A row alone (M = 1, the GEMV kernels) has the bits it has inside a batch (the packed path),
+ * for both layouts of B, alpha / beta, and a K past the kc block. */
+static void rows_one(const lithe__sgemm_kernel *k, const char *name) {
+    static const int64_t nk[][2] = {{1, 1}, {17, 5}, {70, 33}, {200, 400}, {64, 800}, {100, 1000}};
+    for (size_t z = 0; z < sizeof nk / sizeof nk[0]; z++)
+        for (int tB = 0; tB < 2; tB++)
+            for (int tA = 0; tA < 2; tA++) {
+                int64_t M = 9, N = nk[z][0], K = nk[z][1];
+                mats m = make(tA, tB, M, N, K, 1);
+                float alpha = z % 2 ? 0.75f : 1.0f, beta = z % 3 == 1 ? 0.5f : 0.0f;
+                float *bias = malloc(sizeof(float) * (size_t)N);
+                assert_non_null(bias);
+                for (int64_t j = 0; j < N; j++) bias[j] = frand();
+                lithe__sgemm_epilogue e = {.bias = bias};
+                float *C1 = malloc(sizeof(float) * (size_t)(M * m.ldc));
+                assert_non_null(C1);
+                memcpy(C1, m.C, sizeof(float) * (size_t)(M * m.ldc));
+                assert_true(lithe__sgemm(k, false, tA, tB, M, N, K, alpha, m.A, m.lda, m.B, m.ldb, beta, m.C, m.ldc,
+                                         z % 2 ? &e : NULL));
+                for (int64_t r = 0; r < M; r++) {
+                    const float *a = tA ? m.A + r : m.A + r * m.lda;
+                    assert_true(lithe__sgemm(k, false, tA, tB, 1, N, K, alpha, a, m.lda, m.B, m.ldb, beta,
+                                             C1 + r * m.ldc, m.ldc, z % 2 ? &e : NULL));
+                    if (memcmp(C1 + r * m.ldc, m.C + r * m.ldc, sizeof(float) * (size_t)N) != 0) {
+                        print_error("%s: N=%lld K=%lld tA=%d tB=%d: row %lld alone differs from the batch\n", name,
+                                    (long long)N, (long long)K, tA, tB, (long long)r);
+                        fail();
+                    }
+                }
+                free(C1);
+                free(bias);
+                drop(&m);
+            }
+}
+
+static void test_row_alone_equals_batch(void **state) {
+    (void)state;
+    each_kernel(rows_one);
+}
+
+/* 1, 2 and 3 threads (and each AVX-512 tile height) give the same bits. */
+static void threads_one(const lithe__sgemm_kernel *k, const char *name) {
+    static const int64_t mnk[][3] = {{64, 512, 78}, {300, 40, 50}, {1, 700, 300}, {33, 95, 200}, {200, 10, 400}};
+    for (size_t z = 0; z < sizeof mnk / sizeof mnk[0]; z++)
+        for (int t = 0; t < 4; t++) {
+            bool tA = t & 1, tB = t & 2;
+            mats m = make(tA, tB, mnk[z][0], mnk[z][1], mnk[z][2], 2);
+            size_t cn = (size_t)(m.M * m.ldc);
+            float *ref = malloc(sizeof(float) * cn), *got = malloc(sizeof(float) * cn);
+            assert_true(ref && got);
+            OK(lithe__cpu_set_threads(1));
+            memcpy(ref, m.C, sizeof(float) * cn);
+            assert_true(lithe__sgemm(k, true, tA, tB, m.M, m.N, m.K, 1.5f, m.A, m.lda, m.B, m.ldb, 0.5f, ref, m.ldc,
+                                     NULL));
+            for (int nt = 2; nt <= 3 && LITHE_HAVE_THREADS; nt++) {
+                OK(lithe__cpu_set_threads(nt));
+                memcpy(got, m.C, sizeof(float) * cn);
+                assert_true(lithe__sgemm(k, true, tA, tB, m.M, m.N, m.K, 1.5f, m.A, m.lda, m.B, m.ldb, 0.5f, got,
+                                         m.ldc, NULL));
+                if (memcmp(ref, got, sizeof(float) * cn) != 0) {
+                    print_error("%s: M=%lld N=%lld K=%lld tA=%d tB=%d: %d threads differ from 1\n", name,
+                                (long long)m.M, (long long)m.N, (long long)m.K, tA, tB, nt);
+                    fail();
+                }
+            }
+            free(ref);
+            free(got);
+            drop(&m);
+        }
+    OK(lithe__cpu_set_threads(0));
+}
+
+static void test_threads_bit_identical(void **state) {
+    (void)state;
+    each_kernel(threads_one);
+}
+
+/* Every AVX-512 tile height computes each element the same way. */
+static void test_avx512_heights_agree(void **state) {
+    (void)state;
+    const lithe__sgemm_kernel *k = lithe__sgemm_kernel_named("avx512");
+    if (!k) skip();
+    mats m = make(false, true, 57, 45, 500, 0);
+    size_t cn = (size_t)(m.M * m.ldc);
+    float *ref = malloc(sizeof(float) * cn), *got = malloc(sizeof(float) * cn);
+    assert_true(ref && got);
+    for (size_t v = 0; v < sizeof avx512_mr / sizeof avx512_mr[0]; v++) {
+        setenv("LITHE_GEMM_AVX512_MR", avx512_mr[v], 1);
+        assert_true(lithe__sgemm(k, false, false, true, m.M, m.N, m.K, 1.0f, m.A, m.lda, m.B, m.ldb, 0.0f,
+                                 v ? got : ref, m.ldc, NULL));
+        if (v) assert_memory_equal(ref, got, sizeof(float) * cn);
+    }
+    unsetenv("LITHE_GEMM_AVX512_MR");
+    free(ref);
+    free(got);
+    drop(&m);
+}
+
+/* gemm_bias_act on the CPU backend against gemm, add_row and act, for every activation kind,
+ * with and without bias, keeping Z or not, at M = 1 and M > 1, for every kernel (LITHE_CPU_ISA
+ * picks the backend's once per process, so here each kernel runs through lithe__sgemm with the
+ * backend's epilogue and the backend op is checked with the kernel it chose). */
+static lithe_backend *cpu;
+static lithe_tensor *tensor(int64_t r, int64_t c, const float *v) {
+    lithe_tensor *t = NULL;
+    OK(lithe_tensor_new(cpu, LITHE_F32, 2, (int64_t[]){r, c}, &t));
+    if (v) OK(lithe_tensor_write(t, v, sizeof(float) * (size_t)(r * c)));
+    return t;
+}
+
+static void test_fused_equals_unfused(void **state) {
+    (void)state;
+    OK(lithe_backend_get("cpu", &cpu));
+    lithe_backend *be = cpu;
+    static const int64_t mnk[][3] = {{1, 50, 70}, {37, 45, 300}, {64, 130, 33}};
+    for (size_t z = 0; z < sizeof mnk / sizeof mnk[0]; z++)
+        for (int kind = -1; kind < (int)LITHE__ACT_COUNT; kind++)
+            for (int with_b = 0; with_b < 2; with_b++) {
+                int64_t M = mnk[z][0], N = mnk[z][1], K = mnk[z][2];
+                float *x = malloc(sizeof(float) * (size_t)(M * K)), *w = malloc(sizeof(float) * (size_t)(N * K)),
+                      *bv = malloc(sizeof(float) * (size_t)N);
+                assert_true(x && w && bv);
+                for (int64_t i = 0; i < M * K; i++) x[i] = frand();
+                for (int64_t i = 0; i < N * K; i++) w[i] = frand() * 0.2f;
+                for (int64_t i = 0; i < N; i++) bv[i] = frand();
+                lithe_tensor *X = tensor(M, K, x), *W = tensor(N, K, w), *b = with_b ? tensor(1, N, bv) : NULL;
+                lithe_tensor *b1 = NULL;
+                if (b) OK(lithe_tensor_reshape(b, 1, (int64_t[]){N}, &b1));
+                lithe_tensor *Y = tensor(M, N, NULL), *Z = tensor(M, N, NULL), *R = tensor(M, N, NULL),
+                             *RA = tensor(M, N, NULL);
+                lithe__act a = {.kind = kind < 0 ? LITHE__ACT_RELU : (lithe__act_kind)kind, .slope = 0.5f,
+                                .offset = 0.1f, .min_val = -0.5f, .max_val = 0.7f, .threshold = 20.0f};
+                const lithe__act *ap = kind < 0 ? NULL : &a;
+                OK(lithe__op_gemm_bias_act(be, false, true, X, W, b1, ap, Z, Y));
+                OK(lithe__op_gemm(be, false, true, 1.0f, X, W, 0.0f, R));
+                if (b1) OK(lithe__op_add_row(be, R, b1));
+                if (ap) OK(lithe__op_act(be, ap, R, RA));
+                else OK(lithe__op_copy(be, RA, R));
+                const float *y = lithe_tensor_data(Y), *zz = lithe_tensor_data(Z), *r = lithe_tensor_data(R),
+                            *ra = lithe_tensor_data(RA);
+                /* the same kernels on the same values: equal bits (the activation may be a
+                 * vector kernel whose tail differs from its body by an ulp: allow 2) */
+                assert_memory_equal(zz, r, sizeof(float) * (size_t)(M * N));
+                for (int64_t i = 0; i < M * N; i++)
+                    if (!(fabsf(y[i] - ra[i]) <= 2.4e-7f * fmaxf(1.0f, fabsf(ra[i])))) {
+                        print_error("gemm_bias_act M=%lld N=%lld K=%lld act=%d bias=%d: Y[%lld] = %.9g, unfused %.9g\n",
+                                    (long long)M, (long long)N, (long long)K, kind, with_b, (long long)i, (double)y[i],
+                                    (double)ra[i]);
+                        fail();
+                    }
+                /* without Z, in one buffer */
+                OK(lithe__op_gemm_bias_act(be, false, true, X, W, b1, ap, NULL, Z));
+                assert_memory_equal(lithe_tensor_data(Z), y, sizeof(float) * (size_t)(M * N));
+                lithe_tensor *ts[] = {X, W, b, b1, Y, Z, R, RA};
+                for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) lithe_tensor_release(ts[i]);
+                free(x);
+                free(w);
+                free(bv);
+            }
+}
+
+/* LITHE_CPU_ISA names a kernel; unknown names fall back to the best one. */
+static void test_isa_names(void **state) {
+    (void)state;
+    assert_non_null(lithe__sgemm_kernel_named("scalar"));
+    assert_null(lithe__sgemm_kernel_named("no-such-isa"));
+    const lithe__sgemm_kernel *best = lithe__sgemm_kernel_best();
+    assert_non_null(best);
+    const char *want = getenv("LITHE_CPU_ISA");
+    if (want && lithe__sgemm_kernel_named(want)) assert_string_equal(best->isa, want);
+    printf("gemm kernel in use: %s %dx%d\n", best->isa, best->mr, best->nr);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_isa_names),
+        cmocka_unit_test(test_kernels_against_float64),
+        cmocka_unit_test(test_k_zero_and_empty),
+        cmocka_unit_test(test_row_alone_equals_batch),
+        cmocka_unit_test(test_threads_bit_identical),
+        cmocka_unit_test(test_avx512_heights_agree),
+        cmocka_unit_test(test_fused_equals_unfused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

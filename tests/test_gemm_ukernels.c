@@ -1,0 +1,276 @@
+/* Every SGEMM microkernel this build has (scalar, AVX2, AVX-512, NEON, WebAssembly SIMD128; see
+ * backends/cpu/gemm/gemm.h) against its scalar twin, and the whole packed GEMM with each kernel
+ * against a float64 reference.
+ *
+ * The twin is the microkernel contract written out in plain C for any MR x NR: acc[i][j] over
+ * k = 0..kc-1 with one multiply-add per step, then t = alpha*acc, t += beta*c (beta != 0), t +=
+ * bias. A kernel either fuses (FMA: fmaf in the twin) or rounds the product then the sum, so
+ * the twin gives the kernel's bits exactly: the check is bit for bit, at every partial tile
+ * (mr = 1..MR, nr = 1..NR), kc from 1 up, with and without beta, bias and NaN in an unread C.
+ * The whole GEMM is checked against double sums within 4 ulps of sum |a||b| per element,
+ * for the four transposes, K across the kernel's kc block, bias, strided C; then 1 thread
+ * against N threads and a batch against its rows one at a time, bit for bit.
+ *
+ * Plain C with its own CHECK (no cmocka), so the same file also builds for WASI (the wasi
+ * preset: tests/wasm runs it under node:wasi with the SIMD128 kernel). Ends with
+ * "gemm_ukernels: N passed, M failed" and exits non-zero on any failure. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime for --bench */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "lithe.h"
+#include "../backends/cpu/gemm/gemm.h"
+
+static int passed, failed;
+#define CHECK(cond, ...)                                                                                         \
+    do {                                                                                                         \
+        if (cond) {                                                                                              \
+            passed++;                                                                                            \
+        } else {                                                                                                 \
+            failed++;                                                                                            \
+            if (failed <= 20) {                                                                                  \
+                printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                      \
+                printf(__VA_ARGS__);                                                                             \
+                printf("\n");                                                                                    \
+            }                                                                                                    \
+        }                                                                                                        \
+    } while (0)
+
+/* Which kernels fuse the multiply-add (FMA) and which round the product first. */
+static const struct {
+    const char *isa;
+    bool fused;
+} isas[] = {{"scalar", false}, {"avx2", true}, {"avx512", true}, {"neon", true}, {"wasmsimd", false}};
+#define N_ISAS (sizeof isas / sizeof isas[0])
+
+static uint64_t rng = 0x9E3779B97F4A7C15u;
+static float urand(void) { /* in [-1, 1), xorshift64* */
+    rng ^= rng >> 12;
+    rng ^= rng << 25;
+    rng ^= rng >> 27;
+    return (float)((double)((rng * 0x2545F4914F6CDD1Du) >> 40) / (double)(1u << 23) - 1.0);
+}
+static float *frand(size_t n) {
+    float *p = lithe__aligned_alloc(n * sizeof(float) + 64);
+    if (!p) {
+        printf("out of memory\n");
+        exit(2);
+    }
+    for (size_t i = 0; i < n; i++) p[i] = urand();
+    return p;
+}
+static bool same_bits(float x, float y) { return memcmp(&x, &y, sizeof x) == 0; }
+
+/* The scalar twin of an MR x NR microkernel (see the top of the file). */
+static void twin(bool fused, size_t MR, size_t NR, size_t mr, size_t nr, size_t kc, const float *a, const float *b,
+                 float *c, size_t ldc, const lithe__sgemm_ukparams *p) {
+    for (size_t i = 0; i < mr; i++)
+        for (size_t j = 0; j < nr; j++) {
+            float acc = 0.0f;
+            for (size_t k = 0; k < kc; k++) {
+                if (fused) {
+                    acc = fmaf(a[k * MR + i], b[k * NR + j], acc);
+                } else {
+                    float prod = a[k * MR + i] * b[k * NR + j];
+                    acc = acc + prod;
+                }
+            }
+            float t = p->alpha * acc;
+            if (p->beta != 0.0f) {
+                if (fused) {
+                    t = fmaf(p->beta, c[i * ldc + j], t);
+                } else {
+                    float bc = p->beta * c[i * ldc + j];
+                    t = t + bc;
+                }
+            }
+            if (p->bias) t = t + p->bias[j];
+            c[i * ldc + j] = t;
+        }
+}
+
+static void check_ukernel(const lithe__sgemm_kernel *k, bool fused) {
+    const size_t MR = (size_t)k->mr, NR = (size_t)k->nr, ldc = NR + 3;
+    static const size_t kcs[] = {1, 2, 7, 64, 300};
+    static const float alphas[] = {1.0f, -0.75f}, betas[] = {0.0f, 1.0f, 0.3f};
+    for (size_t ki = 0; ki < sizeof kcs / sizeof kcs[0]; ki++) {
+        size_t kc = kcs[ki];
+        float *a = frand(kc * MR), *b = frand(kc * NR), *bias = frand(NR), *c0 = frand(MR * ldc);
+        float *c1 = lithe__aligned_alloc(MR * ldc * sizeof(float)), *c2 = lithe__aligned_alloc(MR * ldc * sizeof(float));
+        for (size_t ai = 0; ai < 2; ai++)
+            for (size_t bi = 0; bi < 3; bi++)
+                for (int with_bias = 0; with_bias < 2; with_bias++)
+                    for (size_t mr = 1; mr <= MR; mr++)
+                        for (size_t nr = 1; nr <= NR; nr++) {
+                            lithe__sgemm_ukparams p = {alphas[ai], betas[bi], with_bias ? bias : NULL};
+                            memcpy(c1, c0, MR * ldc * sizeof(float));
+                            if (p.beta == 0.0f) /* C is not read: NaN there must not leak */
+                                for (size_t i = 0; i < MR * ldc; i++) c1[i] = NAN;
+                            memcpy(c2, c1, MR * ldc * sizeof(float));
+                            k->ukernel(mr, nr, kc, a, b, c1, ldc, &p);
+                            twin(fused, MR, NR, mr, nr, kc, a, b, c2, ldc, &p);
+                            size_t bad = 0, first = 0;
+                            for (size_t i = 0; i < MR * ldc; i++)
+                                if (!same_bits(c1[i], c2[i]) && !(isnan(c1[i]) && isnan(c2[i])) && !bad++) first = i;
+                            CHECK(bad == 0,
+                                  "%s ukernel %zux%zu: tile %zux%zu kc=%zu alpha=%g beta=%g bias=%d: %zu elements differ "
+                                  "from the scalar twin, first C[%zu][%zu] = %.9g, twin %.9g",
+                                  k->isa, MR, NR, mr, nr, kc, p.alpha, p.beta, with_bias, bad, first / ldc,
+                                  first % ldc, c1[first], c2[first]);
+                        }
+        lithe__aligned_free(a);
+        lithe__aligned_free(b);
+        lithe__aligned_free(bias);
+        lithe__aligned_free(c0);
+        lithe__aligned_free(c1);
+        lithe__aligned_free(c2);
+    }
+}
+
+/* C = alpha op(A) op(B) + beta C + bias, with kernel k, against float64 sums. */
+static void check_gemm(const lithe__sgemm_kernel *k, bool tA, bool tB, int64_t M, int64_t N, int64_t K, float alpha,
+                       float beta, bool with_bias) {
+    int64_t lda = tA ? M + 1 : K + 2, ldb = tB ? K + 3 : N + 1, ldc = N + 5;
+    float *A = frand((size_t)((tA ? K : M) * lda)), *B = frand((size_t)((tB ? N : K) * ldb));
+    float *C = frand((size_t)(M * ldc)), *C0 = frand((size_t)(M * ldc)), *bias = frand((size_t)N);
+    memcpy(C0, C, (size_t)(M * ldc) * sizeof(float));
+    lithe__sgemm_epilogue epi = {.bias = bias};
+    bool ok = lithe__sgemm(k, false, tA, tB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, with_bias ? &epi : NULL);
+    CHECK(ok, "%s gemm returned false", k->isa);
+    double worst = 0;
+    int64_t wi = 0, wj = 0;
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            double s = 0, mag = 0;
+            for (int64_t q = 0; q < K; q++) {
+                double x = tA ? A[q * lda + i] : A[i * lda + q], y = tB ? B[j * ldb + q] : B[q * ldb + j];
+                s += x * y;
+                mag += fabs(x * y);
+            }
+            double ref = alpha * s + (beta != 0.0f ? beta * (double)C0[i * ldc + j] : 0.0) +
+                         (with_bias ? bias[j] : 0.0);
+            double scale = fabs(alpha) * mag + fabs(beta * C0[i * ldc + j]) + (with_bias ? fabs(bias[j]) : 0) + 1e-30;
+            double err = fabs((double)C[i * ldc + j] - ref) / scale;
+            if (!(err <= worst)) worst = err, wi = i, wj = j;
+        }
+    /* float32 sums over K terms in blocks: a few ulps of the magnitude, far below any indexing error */
+    CHECK(worst <= 4 * 1.2e-7 * sqrt((double)K + 1) + 1e-7,
+          "%s gemm tA=%d tB=%d M=%lld N=%lld K=%lld alpha=%g beta=%g bias=%d: C[%lld][%lld] off by %.3g of its "
+          "magnitude",
+          k->isa, tA, tB, (long long)M, (long long)N, (long long)K, alpha, beta, with_bias, (long long)wi,
+          (long long)wj, worst);
+    /* columns past N untouched */
+    bool pad_ok = true;
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = N; j < ldc && (i < M - 1 || j < N); j++)
+            if (!same_bits(C[i * ldc + j], C0[i * ldc + j])) pad_ok = false;
+    CHECK(pad_ok, "%s gemm M=%lld N=%lld: wrote outside C", k->isa, (long long)M, (long long)N);
+    lithe__aligned_free(A);
+    lithe__aligned_free(B);
+    lithe__aligned_free(C);
+    lithe__aligned_free(C0);
+    lithe__aligned_free(bias);
+}
+
+/* One thread vs the pool's threads, and a batch vs its rows one at a time: the same bits. */
+static void check_bits_stable(const lithe__sgemm_kernel *k, bool tB, int64_t M, int64_t N, int64_t K) {
+    int64_t ldb = tB ? K : N;
+    float *A = frand((size_t)(M * K)), *B = frand((size_t)((tB ? N : K) * ldb)), *bias = frand((size_t)N);
+    float *C1 = frand((size_t)(M * N)), *C2 = lithe__aligned_alloc((size_t)(M * N) * sizeof(float) + 64),
+          *C3 = lithe__aligned_alloc((size_t)(M * N) * sizeof(float) + 64);
+    lithe__sgemm_epilogue epi = {.bias = bias};
+    lithe__sgemm(k, false, false, tB, M, N, K, 1.0f, A, K, B, ldb, 0.0f, C1, N, &epi);
+    lithe__sgemm(k, true, false, tB, M, N, K, 1.0f, A, K, B, ldb, 0.0f, C2, N, &epi);
+    for (int64_t i = 0; i < M; i++)
+        lithe__sgemm(k, true, false, tB, 1, N, K, 1.0f, A + i * K, K, B, ldb, 0.0f, C3 + i * N, N, &epi);
+    CHECK(memcmp(C1, C2, (size_t)(M * N) * sizeof(float)) == 0, "%s gemm %lldx%lldx%lld tB=%d: threads change bits",
+          k->isa, (long long)M, (long long)N, (long long)K, tB);
+    CHECK(memcmp(C1, C3, (size_t)(M * N) * sizeof(float)) == 0,
+          "%s gemm %lldx%lldx%lld tB=%d: rows one at a time differ from the batch", k->isa, (long long)M,
+          (long long)N, (long long)K, tB);
+    lithe__aligned_free(A);
+    lithe__aligned_free(B);
+    lithe__aligned_free(bias);
+    lithe__aligned_free(C1);
+    lithe__aligned_free(C2);
+    lithe__aligned_free(C3);
+}
+
+/* test_gemm_ukernels --bench M N K [ISA]: GFLOP/s of C = A·Bᵀ (a dense layer's forward), one
+ * thread, the best of 30 timed runs after a warm-up, by the process's CPU time (on a shared
+ * machine the wall clock also counts the time other processes hold the core). Not part of the
+ * checks: a figure for docs/. */
+static int bench(int64_t M, int64_t N, int64_t K, const char *isa) {
+    const lithe__sgemm_kernel *k = isa ? lithe__sgemm_kernel_named(isa) : lithe__sgemm_kernel_best();
+    if (!k || M < 1 || N < 1 || K < 1) {
+        printf("bench: no kernel %s, or a bad shape\n", isa ? isa : "");
+        return 2;
+    }
+    float *A = frand((size_t)(M * K)), *B = frand((size_t)(N * K)), *C = frand((size_t)(M * N));
+    double best = 1e30;
+    int reps = 2.0 * (double)M * N * K < 1e8 ? 5 : 1;
+    for (int r = 0; r < 31; r++) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+        for (int i = 0; i < reps; i++) lithe__sgemm(k, false, false, true, M, N, K, 1.0f, A, K, B, K, 0.0f, C, N, NULL);
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
+        double s = ((double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec)) / reps;
+        if (r > 0 && s < best) best = s;
+    }
+    printf("gemm %s %lldx%lldx%lld: %.3f ms of CPU time, gflops=%.2f\n", k->isa, (long long)M, (long long)N, (long long)K,
+           best * 1e3, 2.0 * (double)M * N * K / best * 1e-9);
+    lithe__aligned_free(A);
+    lithe__aligned_free(B);
+    lithe__aligned_free(C);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 5 && strcmp(argv[1], "--bench") == 0)
+        return bench(atoll(argv[2]), atoll(argv[3]), atoll(argv[4]), argc > 5 ? argv[5] : NULL);
+    lithe_backend *cpu = NULL;
+    if (lithe_backend_get("cpu", &cpu) == LITHE_OK && lithe_backend_threads(cpu) < 2)
+        (void)lithe_backend_set_threads(cpu, 2); /* a pool of one without threads (WebAssembly) */
+    int kernels = 0;
+    for (size_t s = 0; s < N_ISAS; s++) {
+        const lithe__sgemm_kernel *k = lithe__sgemm_kernel_named(isas[s].isa);
+        if (!k) {
+            printf("gemm_ukernels: %s not in this build or CPU\n", isas[s].isa);
+            continue;
+        }
+        kernels++;
+        printf("gemm_ukernels: %s %dx%d (mc %d, kc %d, nc %d)%s\n", k->isa, k->mr, k->nr, k->mc, k->kc, k->nc,
+               k == lithe__sgemm_kernel_best() ? ", the default" : "");
+        CHECK(strcmp(k->isa, isas[s].isa) == 0 && k->mc % k->mr == 0 && k->nc % k->nr == 0,
+              "%s: blocking mc %d / nc %d not multiples of the tile %dx%d", isas[s].isa, k->mc, k->nc, k->mr, k->nr);
+        check_ukernel(k, isas[s].fused);
+        int64_t mr = k->mr, nr = k->nr, kc = k->kc;
+        const int64_t shapes[][3] = {{1, 1, 1},          {mr, nr, 1},         {mr - 1, nr + 1, 5},
+                                     {mr + 1, nr - 1, kc}, {2 * mr + 3, 3 * nr + 1, kc + 1}, {1, 2 * nr + 5, 2 * kc + 3},
+                                     {37, 29, 3},        {3 * mr, 64, 2 * kc}};
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+            for (int t = 0; t < 4; t++) {
+                int64_t M = shapes[si][0] > 0 ? shapes[si][0] : 1, N = shapes[si][1] > 0 ? shapes[si][1] : 1;
+                check_gemm(k, t & 1, t & 2, M, N, shapes[si][2], 1.0f, 0.0f, false);
+                check_gemm(k, t & 1, t & 2, M, N, shapes[si][2], -0.5f, 0.75f, t == 3);
+            }
+        check_gemm(k, false, true, 64, 100, 784, 1.0f, 0.0f, true); /* a dense layer's X·Wᵀ + b */
+        check_bits_stable(k, true, 33, 2 * nr * 3 + 7, kc + 9);
+        check_bits_stable(k, false, 7, 130, 2 * kc + 1);
+    }
+    CHECK(kernels >= 1, "no kernel at all");
+#if defined(__aarch64__)
+    CHECK(strcmp(lithe__sgemm_kernel_best()->isa, "neon") == 0, "aarch64 build: the default kernel is %s, not neon",
+          lithe__sgemm_kernel_best()->isa);
+#endif
+#if defined(__wasm_simd128__)
+    CHECK(strcmp(lithe__sgemm_kernel_best()->isa, "wasmsimd") == 0,
+          "SIMD128 build: the default kernel is %s, not wasmsimd", lithe__sgemm_kernel_best()->isa);
+#endif
+    printf("gemm_ukernels: %d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
