@@ -80,4 +80,11 @@ async function seed(name, model) {
   m.add(L.globalMaxPooling2d({}));
   await seed('upsep', m);
 }
-
+{
+  const m = tf.sequential();
+  m.add(L.embedding({ inputDim: 5, outputDim: 2, inputLength: 6 }));
+  m.add(L.conv1d({ filters: 2, kernelSize: 3, padding: 'same' }));
+  m.add(L.maxPooling1d({ poolSize: 2 }));
+  m.add(L.globalMaxPooling1d());
+  await seed('text_cnn', m);
+}

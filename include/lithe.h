@@ -1051,7 +1051,8 @@ LITHE_API const char *const *lithe_onnx_op_names(size_t *n);
  * TF.js's: channels-last (N, H, W, C) for images; several inputs / outputs as tuples in the
  * model's order. Layers: InputLayer, Dense, Conv2D, DepthwiseConv2D, SeparableConv2D
  * (channels_last; padding valid or same; strides, dilation), MaxPooling2D, AveragePooling2D,
- * GlobalAveragePooling2D, GlobalMaxPooling2D, GlobalAveragePooling1D, UpSampling2D (nearest),
+ * GlobalAveragePooling2D, GlobalMaxPooling2D, GlobalAveragePooling1D, UpSampling2D (nearest), Conv1D,
+ * MaxPooling1D, AveragePooling1D, GlobalMaxPooling1D,
  * BatchNormalization (inference: moving statistics), LayerNormalization, Embedding, Flatten, Reshape,
  * ZeroPadding2D, Activation, ReLU, LeakyReLU, ELU, Softmax, Add, Subtract, Multiply, Average,
  * Concatenate; Dropout and the noise layers are identities. Activations: linear, relu, relu6,

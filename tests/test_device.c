@@ -361,6 +361,28 @@ static void test_gemm(void **state) {
         else unsetenv("LITHE_VULKAN_GEMM");
         gemm_cases();
     }
+    /* the dense layers' fused forward: X (M, K) · Wᵀ + b, then an activation, with and without
+     * the pre-activation Z, bias and activation */
+    static const int64_t mnk[][3] = {{1, 1, 1}, {7, 5, 3}, {128, 10, 512}, {33, 65, 17}};
+    lithe__act relu = {.kind = LITHE__ACT_RELU}, gelu = {.kind = LITHE__ACT_GELU};
+    const lithe__act *acts[] = {&relu, &gelu, NULL};
+    for (size_t i = 0; i < sizeof mnk / sizeof mnk[0]; i++) {
+        int64_t M = mnk[i][0], N = mnk[i][1], K = mnk[i][2];
+        pair X = pair_rand(2, (int64_t[]){M, K}, -1, 1), W = pair_rand(2, (int64_t[]){N, K}, -1, 1),
+             b = pair_rand(1, &N, -1, 1), Z = pair_new(LITHE_F32, 2, (int64_t[]){M, N}, NULL),
+             Y = pair_new(LITHE_F32, 2, (int64_t[]){M, N}, NULL);
+        for (size_t a = 0; a < 3; a++)
+            for (int bias = 0; bias < 2; bias++)
+                for (int withz = 0; withz < 2; withz++) {
+                    OK(lithe__op_gemm_bias_act(cpu, false, true, X.c, W.c, bias ? b.c : NULL, acts[a],
+                                               withz ? Z.c : NULL, Y.c));
+                    OK(lithe__op_gemm_bias_act(dev, false, true, X.v, W.v, bias ? b.v : NULL, acts[a],
+                                               withz ? Z.v : NULL, Y.v));
+                    expect_pair("gemm_bias_act Y", Y, 2e-4, 1e-4); /* GEMMs sum in other orders (K <= 512) */
+                    if (withz) expect_pair("gemm_bias_act Z", Z, 2e-4, 1e-4);
+                }
+        pair_free(X), pair_free(W), pair_free(b), pair_free(Z), pair_free(Y);
+    }
 }
 
 /* ---- rows, elementwise, reductions ---- */

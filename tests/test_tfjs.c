@@ -82,7 +82,7 @@ static double loss_of(lithe_model *m, lithe_value *X, const lithe_tensor *R) {
  * respect to the input and every trainable weight within 1e-4. */
 static void test_parity(void **state) {
     (void)state;
-    static const char *const names[] = {"mlp", "cnn", "branches", "mlp_uint8", "text", "upsep"};
+    static const char *const names[] = {"mlp", "cnn", "branches", "mlp_uint8", "text", "text_cnn", "upsep"};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
         const char *name = names[k];
         lithe_model *m = load(name);

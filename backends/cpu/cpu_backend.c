@@ -148,7 +148,7 @@ static lithe_status cpu_softmax_backward(lithe_backend *be, const lithe_tensor *
 static lithe_status cpu_dropout_mask(lithe_backend *be, uint64_t key, uint64_t counter, float rate,
                                      lithe_tensor *Y) {
     (void)be;
-    lithe_f32_dropout_mask__scalar(key, counter, rate, N(Y), F(Y));
+    lithe__cpu_dropout_mask(key, counter, rate, N(Y), F(Y));
     return LITHE_OK;
 }
 static lithe_status cpu_adam(lithe_backend *be, lithe_tensor *W, const lithe_tensor *G, lithe_tensor *m1,

@@ -144,7 +144,8 @@ enum { GRAIN_CHEAP = 1 << 14, GRAIN_EXP = 1 << 12, GRAIN_ROWS = 1 << 13 };
 
 typedef enum job_op {
     J_ACT, J_ACT_BWD, J_ADD_ROW, J_SUM_ROWS, J_AXPBY, J_MUL, J_ADAM, J_RADAM, J_AVG, J_SOFTMAX, J_SOFTMAX_BWD,
-    J_LOGSM, J_LOGSM_BWD, J_LN, J_LN_DX, J_LN_DGB, J_SCATTER, J_GATHER, J_UNARY, J_UNARY_BWD, J_MAXOUT
+    J_LOGSM, J_LOGSM_BWD, J_LN, J_LN_DX, J_LN_DGB, J_SCATTER, J_GATHER, J_UNARY, J_UNARY_BWD, J_MAXOUT,
+    J_DROPOUT
 } job_op;
 
 typedef struct job {
@@ -160,6 +161,7 @@ typedef struct job {
     const int32_t *i32;
     const uint64_t *u64;
     int32_t *w32;
+    uint64_t key, counter;
 } job;
 
 #define OFF(p, o) ((p) ? (p) + (o) : NULL)
@@ -199,6 +201,9 @@ static void run_range(void *ctx, int64_t b, int64_t e) {
     case J_UNARY: k->unary(j->iop, n, j->x0 + b, j->y0 + b); break;
     case J_UNARY_BWD: k->unary_backward(j->iop, n, j->x0 + b, j->x1 + b, j->x2 + b, j->y0 + b); break;
     case J_MAXOUT: k->maxout(n, j->P, j->x0 + b * j->P, j->y0 + b, j->w32 + b); break;
+    case J_DROPOUT: /* ranges start at multiples of 4: the Philox block of element b is b / 4 */
+        lithe_f32_dropout_mask__scalar(j->key, j->counter + (uint64_t)b / 4, j->f0, n, j->y0 + b);
+        break;
     }
 }
 
@@ -315,4 +320,8 @@ void lithe__cpu_unary_backward(int op, int64_t n, const float *X, const float *Y
 void lithe__cpu_maxout(int64_t B, int64_t O, int64_t P, const float *X, float *Y, int32_t *which) {
     job j = {.op = J_MAXOUT, .P = P, .x0 = X, .y0 = Y, .w32 = which};
     run(&j, B * O, GRAIN_CHEAP / (P > 0 ? P : 1));
+}
+void lithe__cpu_dropout_mask(uint64_t key, uint64_t counter, float rate, int64_t n, float *Y) {
+    job j = {.op = J_DROPOUT, .key = key, .counter = counter, .f0 = rate, .y0 = Y};
+    run(&j, n, GRAIN_EXP); /* a multiple of 4 */
 }

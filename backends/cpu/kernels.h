@@ -9,7 +9,7 @@
 
 /* SGEMM (and the fused gemm_bias_act) lives in gemm/gemm.h: a packed, cache-blocked driver
  * around one register-tiled microkernel per ISA (lithe_f32_gemm_ukernel_MRxNR__<isa>: scalar
- * 4x8, AVX2 6x16, AVX-512 8x32 / 12x32 / 14x32 by M), chosen at run time (LITHE_CPU_ISA forces one). */
+ * 4x8, AVX2 6x16, AVX-512 2, 4, 8, 12 or 14 x 32 by M), chosen at run time (LITHE_CPU_ISA forces one). */
 
 void lithe_f32_add_row__scalar(int64_t M, int64_t N, float *Y, const float *b);
 void lithe_f32_sum_rows__scalar(int64_t M, int64_t N, const float *X, float beta, float *y);

@@ -211,7 +211,41 @@ static lithe_status cu_unary_backward(lithe_backend *be, int op, const lithe_ten
                                        (const float *)lc_f(Y), (const float *)lc_f(dY), lc_f(dX));
 }
 
+/* ---- the dense layers' fused forward: cuBLAS into Y (or Z), then bias and activation in one
+ * elementwise pass: Z = pre + b (kept when asked), Y = act(pre + b) ---- */
+
+LC_KERNEL(k_bias_act, (const lc_thread &t, int64_t M, int64_t N, const float *pre, int64_t ldp, const float *b,
+                       bool has_act, lithe__act a, float *Z, int64_t ldz, float *Y, int64_t ldy)) {
+    LC_FOR(t, q, M * N) {
+        int64_t i = q / N, j = q % N;
+        float v = pre[i * ldp + j];
+        if (b) v += b[j];
+        if (Z) Z[i * ldz + j] = v;
+        Y[i * ldy + j] = has_act ? act_fwd(a, v) : v;
+    }
+}
+
+static lithe_status cu_gemm_bias_act(lithe_backend *be, bool tA, bool tB, const lithe_tensor *A, const lithe_tensor *B,
+                                     const lithe_tensor *b, const lithe__act *a, lithe_tensor *Z, lithe_tensor *Y) {
+    lc_ctx *c = lc_of(be);
+    int64_t M = Y->shape[0], N = Y->shape[1], K = tA ? A->shape[0] : A->shape[1];
+    if (M == 0 || N == 0) return LITHE_OK;
+    int64_t lda = A->shape[0] > 1 ? A->strides[0] : A->shape[1], ldb = B->shape[0] > 1 ? B->strides[0] : B->shape[1];
+    int64_t ldy = M > 1 ? Y->strides[0] : N, ldz = Z ? (M > 1 ? Z->strides[0] : N) : 0;
+    lithe_tensor *pre = Z ? Z : Y;
+    int64_t ldp = Z ? ldz : ldy;
+    LITHE__TRY(lc_gemm_rm(c, tA, tB, M, N, K, 1.0f, lc_f(A), lda > 0 ? lda : 1, 0, lc_f(B), ldb > 0 ? ldb : 1, 0, 0.0f,
+                          lc_f(pre), ldp > 0 ? ldp : 1, 0, 1));
+    if (!b && !a) return Z ? lc_launch<k_bias_act>(c, M * N, M, N, (const float *)lc_f(Z), ldp, (const float *)NULL,
+                                                   false, lithe__act{}, (float *)NULL, (int64_t)0, lc_f(Y), ldy)
+                           : LITHE_OK;
+    lithe__act none = {};
+    return lc_launch<k_bias_act>(c, M * N, M, N, (const float *)lc_f(pre), ldp, (const float *)lc_f(b), a != NULL,
+                                 a ? *a : none, Z ? lc_f(Z) : (float *)NULL, ldz, lc_f(Y), ldy);
+}
+
 void lc_fill_ops_act(lithe_backend_ops *ops) {
+    ops->gemm_bias_act = cu_gemm_bias_act;
     ops->act = cu_act;
     ops->act_backward = cu_act_backward;
     ops->softmax = cu_softmax;

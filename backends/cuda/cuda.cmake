@@ -58,7 +58,16 @@ if(LITHE_CUDA_ENABLED)
     target_include_directories(${tgt} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR}/core
                                ${LITHE_CUDA_DIR} ${DLPACK_INCLUDE_DIR})
     set_target_properties(${tgt} PROPERTIES PREFIX lib LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
-    target_link_options(${tgt} PRIVATE -Wl,--no-undefined) # the module calls nothing in liblithe
   endforeach()
+  target_link_options(lithe_cuda PRIVATE -Wl,--no-undefined) # the module calls nothing in liblithe
+  if(LITHE_SANITIZE AND CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    # the emulated kernels under ASan + UBSan (the asan preset's clang++): every out-of-bounds index
+    # of a kernel body is caught in CI; the sanitizer runtime comes from the (C) test executable,
+    # which lacks the C++-only UBSan checks (function, vptr)
+    target_compile_options(lithe_cuda_emu PRIVATE -fsanitize=address,undefined -fno-sanitize=function,vptr -fno-sanitize-recover=all
+                           -fno-omit-frame-pointer)
+  else()
+    target_link_options(lithe_cuda_emu PRIVATE -Wl,--no-undefined)
+  endif()
   list(APPEND LITHE_SOURCES backends/cuda/cuda_backend.c)
 endif()

@@ -343,6 +343,7 @@ typedef struct lower {
     size_t counter;
     const char *layer, *cls; /* the layer being lowered, for errors */
     bool layer_frozen;       /* its config says "trainable": false */
+    bool one_d;              /* a 1-D layer lowered as its 2-D twin over (N, 1, T, C) */
     wb frozen;               /* the names of its weights, each NUL-terminated: frozen after the load */
 } lower;
 
@@ -486,8 +487,16 @@ static lithe_status cfg_pair(lower *L, const js_val *cfg, const char *key, const
     const js_val *v = js_get(cfg, key);
     if (!v || v->type == JS_NULL) {
         if (!def) return lfail(L, LITHE_ERR_FORMAT, "config '%s' is missing", key);
-        out[0] = def[0];
+        out[0] = L->one_d ? 1 : def[0];
         out[1] = def[1];
+        return LITHE_OK;
+    }
+    if (L->one_d) { /* Conv1D / pooling 1-D: an integer or a list of one, the height is 1 */
+        const js_val *x = v->type == JS_ARR ? (v->len == 1 ? &v->items[0] : NULL) : v;
+        if (!x || x->type != JS_NUM || !x->is_int || x->i < 1 || x->i > (1 << 16))
+            return lfail(L, LITHE_ERR_FORMAT, "config '%s' must be an integer or a list of one, 1 .. 65536", key);
+        out[0] = 1;
+        out[1] = x->i;
         return LITHE_OK;
     }
     for (int i = 0; i < 2; i++) {
@@ -662,7 +671,8 @@ static const char *const layer_names[] = {"InputLayer", "Dense", "Conv2D", "Dept
                                           "BatchNormalization", "Flatten", "Activation", "ReLU", "LeakyReLU", "ELU",
                                           "Softmax", "Reshape", "ZeroPadding2D", "Add", "Subtract", "Multiply",
                                           "Average", "Concatenate", "Embedding", "GlobalAveragePooling1D",
-                                          "LayerNormalization", "SeparableConv2D", "UpSampling2D", NULL};
+                                          "LayerNormalization", "SeparableConv2D", "UpSampling2D", "Conv1D",
+                                          "MaxPooling1D", "AveragePooling1D", "GlobalMaxPooling1D", NULL};
 
 static bool in_list(const char *const *l, const char *s) {
     for (size_t i = 0; l[i]; i++)
@@ -701,7 +711,7 @@ static lithe_status need_rank(lower *L, const ktensor *t, int rank) {
 }
 
 /* Lowers one call of a layer: ins (n_in tensors) -> *o. */
-static lithe_status lower_layer(lower *L, const char *cls, const js_val *cfg, ktensor **ins, size_t n_in, ktensor *o) {
+static lithe_status lower_layer2d(lower *L, const char *cls, const js_val *cfg, ktensor **ins, size_t n_in, ktensor *o) {
     ktensor *x = ins[0];
     o->rank = x->rank;
     memcpy(o->shape, x->shape, sizeof o->shape);
@@ -770,9 +780,16 @@ static lithe_status lower_layer(lower *L, const char *cls, const js_val *cfg, kt
         } else {
             LITHE__TRY(cfg_int(L, cfg, "filters", -1, 1, (int64_t)1 << 30, &filters));
             if (filters < 0) return lfail(L, LITHE_ERR_FORMAT, "config 'filters' is missing");
-            LITHE__TRY(need_weight(L, "kernel", 4, (int64_t[]){ks[0], ks[1], C, filters}, &W));
+            if (L->one_d) { /* a Conv1D kernel (K, C, F) is the (1, K, C, F) of its 2-D twin */
+                LITHE__TRY(need_weight(L, "kernel", 3, (int64_t[]){ks[1], C, filters}, &W));
+                char sh[NAME_MAX_LEN + 48];
+                constant(L, 1, (const int64_t[]){4}, NULL, (const int64_t[]){1, ks[1], W->shape[1], filters}, 4, sh, sizeof sh);
+                binary(L, "Reshape", W->name, sh, wk, sizeof wk);
+            } else {
+                LITHE__TRY(need_weight(L, "kernel", 4, (int64_t[]){ks[0], ks[1], C, filters}, &W));
+                snprintf(wk, sizeof wk, "%s", W->name);
+            }
             if (bias) LITHE__TRY(need_weight(L, "bias", 1, (int64_t[]){filters}, &b));
-            snprintf(wk, sizeof wk, "%s", W->name);
         }
         transpose(L, wk, (const int64_t[]){3, 2, 0, 1}, 4, wk, sizeof wk); /* HWIO -> OIHW */
         wb attrs = {0};
@@ -1163,6 +1180,52 @@ static lithe_status lower_layer(lower *L, const char *cls, const js_val *cfg, kt
         }
     }
     snprintf(nchw ? o->nchw : o->nhwc, sizeof o->nhwc, "%s", y);
+    return LITHE_OK;
+}
+
+/* The 1-D layers run as their 2-D twins: (N, T, C) -> Unsqueeze -> (N, 1, T, C) -> the 2-D layer
+ * (a Conv1D kernel (K, C, F) reshaped to (1, K, C, F)) -> Squeeze -> (N, T', F). */
+static const char *const one_d_layers[][2] = {{"Conv1D", "Conv2D"}, {"MaxPooling1D", "MaxPooling2D"},
+                                              {"AveragePooling1D", "AveragePooling2D"},
+                                              {"GlobalMaxPooling1D", "GlobalMaxPooling2D"}};
+
+static lithe_status lower_layer(lower *L, const char *cls, const js_val *cfg, ktensor **ins, size_t n_in, ktensor *o) {
+    const char *twin = NULL;
+    for (size_t i = 0; i < sizeof one_d_layers / sizeof one_d_layers[0]; i++)
+        if (!strcmp(cls, one_d_layers[i][0])) twin = one_d_layers[i][1];
+    if (!twin) return lower_layer2d(L, cls, cfg, ins, n_in, o);
+    if (n_in != 1) return lfail(L, LITHE_ERR_FORMAT, "called on %zu inputs; it takes one", n_in);
+    ktensor *x = ins[0];
+    LITHE__TRY(need_rank(L, x, 3));
+    ktensor x4 = *x, o4 = {0};
+    char ax[NAME_MAX_LEN + 48];
+    constant(L, 1, (const int64_t[]){1}, NULL, (const int64_t[]){1}, 1, ax, sizeof ax);
+    binary(L, "Unsqueeze", x->nhwc, ax, x4.nhwc, sizeof x4.nhwc);
+    x4.nchw[0] = '\0';
+    x4.rank = 4;
+    x4.shape[0] = x->shape[0];
+    x4.shape[1] = 1;
+    x4.shape[2] = x->shape[1];
+    x4.shape[3] = x->shape[2];
+    ktensor *in4 = &x4;
+    L->one_d = true;
+    lithe_status s = lower_layer2d(L, twin, cfg, &in4, 1, &o4);
+    L->one_d = false;
+    LITHE__TRY(s);
+    if (o4.rank == 2) { /* GlobalMaxPooling1D */
+        memcpy(o->nhwc, o4.nhwc, sizeof o->nhwc);
+        o->rank = 2;
+        o->shape[0] = o4.shape[0];
+        o->shape[1] = o4.shape[1];
+        return LITHE_OK;
+    }
+    constant(L, 1, (const int64_t[]){1}, NULL, (const int64_t[]){1}, 1, ax, sizeof ax);
+    binary(L, "Squeeze", as_nhwc(L, &o4), ax, o->nhwc, sizeof o->nhwc);
+    o->nchw[0] = '\0';
+    o->rank = 3;
+    o->shape[0] = o4.shape[0];
+    o->shape[1] = o4.shape[2];
+    o->shape[2] = o4.shape[3];
     return LITHE_OK;
 }
 

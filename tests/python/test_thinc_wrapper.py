@@ -111,6 +111,19 @@ def test_serializes_with_thinc(tmp_path):
     numpy.testing.assert_allclose(other.predict(X), mixed.predict(X), rtol=0, atol=0)
 
 
+def test_copy_is_independent(tmp_path):
+    mixed, _, _ = _pair(tmp_path)
+    other = mixed.copy()
+    assert other.layers[0].shims[0].id != mixed.layers[0].shims[0].id
+    numpy.testing.assert_allclose(other.predict(X), mixed.predict(X), rtol=0, atol=0)
+    before = mixed.predict(X).copy()
+    Y, bp = other.begin_update(X)
+    bp(Y - T)
+    other.finish_update(Adam(0.1))
+    assert numpy.abs(other.predict(X) - before).max() > 1e-3
+    numpy.testing.assert_allclose(mixed.predict(X), before, rtol=0, atol=0)
+
+
 def test_onnx_graph_trains_inside_thinc(tmp_path):
     """A torch module exported by torch.onnx.export, loaded by lithe, in a Thinc chain: ten steps
     with Thinc's Adam match the same module trained by Thinc through PyTorchWrapper."""

@@ -234,6 +234,23 @@ function oracle(name, model, x, grads_too = true) {
   oracle('text', m, ids);
 }
 
+// 4b. A text CNN: Embedding, Conv1D same and strided valid, MaxPooling1D, AveragePooling1D,
+// GlobalMaxPooling1D, Dense softmax.
+{
+  const m = tf.sequential({ name: 'text_cnn' });
+  m.add(tf.layers.embedding({ inputDim: 13, outputDim: 4, inputLength: 9 }));
+  m.add(tf.layers.conv1d({ filters: 5, kernelSize: 3, padding: 'same', activation: 'relu' }));
+  m.add(tf.layers.maxPooling1d({ poolSize: 2, padding: 'same' }));
+  m.add(tf.layers.conv1d({ filters: 3, kernelSize: 2, strides: 2, activation: 'tanh' }));
+  m.add(tf.layers.averagePooling1d({ poolSize: 1 }));
+  m.add(tf.layers.globalMaxPooling1d());
+  m.add(tf.layers.dense({ units: 2, activation: 'softmax' }));
+  randomize(m);
+  await saveFiles(m, path.join(out, 'text_cnn'));
+  const ids = tf.tensor(Float32Array.from({ length: 18 }, () => Math.floor(rand() * 13)), [2, 9]);
+  oracle('text_cnn', m, ids);
+}
+
 // 5. SeparableConv2D, UpSampling2D (nearest), a strided Conv2D after it. One sample: TF.js's
 // gradient of UpSampling2D is wrong beyond the first item of a batch (its CPU backend's
 // resizeNearestNeighbor gradient; finite differences agree with lithe, not with TF.js).
@@ -251,4 +268,4 @@ function oracle(name, model, x, grads_too = true) {
 }
 
 fs.writeFileSync(path.join(out, 'tfjs_goldens.txt'), lines.join('\n') + '\n');
-console.log(`gen_tfjs_goldens: wrote ${lines.length - 1} arrays and 6 models to ${out}`);
+console.log(`gen_tfjs_goldens: wrote ${lines.length - 1} arrays and 7 models to ${out}`);

@@ -320,7 +320,7 @@ static void gemv_n__scalar(size_t n, size_t K, size_t kc, float alpha, const flo
 
 typedef struct gemv_job {
     lithe__sgemv_fn fn;
-    size_t K, kc;
+    size_t N, K, kc;
     float alpha, beta;
     const float *x, *w;
     size_t ldw;
@@ -332,7 +332,8 @@ typedef struct gemv_job {
 #define GEMV_GRAIN 64
 static void gemv_task(void *ctx, int64_t begin, int64_t end) {
     gemv_job *g = ctx;
-    size_t j0 = (size_t)begin * GEMV_GRAIN, n = (size_t)end * GEMV_GRAIN - j0;
+    size_t j0 = (size_t)begin * GEMV_GRAIN, j1 = (size_t)end * GEMV_GRAIN;
+    size_t n = (j1 < g->N ? j1 : g->N) - j0;
     const float *w = g->trans ? g->w + j0 * g->ldw : g->w + j0;
     const float *bias = g->epi && g->epi->bias ? g->epi->bias + j0 : NULL;
     g->fn(n, g->K, g->kc, g->alpha, g->x, w, g->ldw, g->beta, g->y + j0, bias);
@@ -370,7 +371,7 @@ bool lithe__sgemm(const lithe__sgemm_kernel *k, bool use_threads, bool tA, bool 
     int T = lithe__pool_threads(pool);
 
     if (M == 1 && (tB ? k->gemv_t : k->gemv_n)) {
-        gemv_job g = {tB ? k->gemv_t : k->gemv_n, (size_t)K, (size_t)k->kc, alpha, beta, A, B, (size_t)ldb, tB, C, epi};
+        gemv_job g = {tB ? k->gemv_t : k->gemv_n, (size_t)N, (size_t)K, (size_t)k->kc, alpha, beta, A, B, (size_t)ldb, tB, C, epi};
         ws_slot priv, *s = NULL;
         if (tA && K > 1 && lda != 1) { /* x strided: gather it (K floats) */
             s = ws_claim((size_t)K, &priv);
@@ -378,19 +379,8 @@ bool lithe__sgemm(const lithe__sgemm_kernel *k, bool use_threads, bool tA, bool 
             for (int64_t kk = 0; kk < K; kk++) s->buf[kk] = A[kk * lda];
             g.x = s->buf;
         }
-        /* the last range may be partial: gemv_task clips it through n */
-        int64_t items = (N + GEMV_GRAIN - 1) / GEMV_GRAIN;
-        if (items * GEMV_GRAIN != N) {
-            /* run the whole ranges through the pool, the tail here */
-            int64_t full = N / GEMV_GRAIN;
-            if (full) lithe__pool_for(pool, full, 1, gemv_task, &g);
-            size_t j0 = (size_t)full * GEMV_GRAIN, n = (size_t)N - j0;
-            const float *w = tB ? B + j0 * (size_t)ldb : B + j0;
-            g.fn(n, (size_t)K, g.kc, alpha, g.x, w, (size_t)ldb, beta, C + j0, epi && epi->bias ? epi->bias + j0 : NULL);
-            if (epi && (epi->Z || epi->act)) epilogue_tile(epi, 1, n, C + j0, 0, 0, (int64_t)j0);
-        } else {
-            lithe__pool_for(pool, items, 1, gemv_task, &g);
-        }
+        /* outputs in ranges of GEMV_GRAIN, the last one clipped to N */
+        lithe__pool_for(pool, (N + GEMV_GRAIN - 1) / GEMV_GRAIN, 1, gemv_task, &g);
         ws_release(s);
         return true;
     }

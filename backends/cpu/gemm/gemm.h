@@ -19,7 +19,9 @@
  * Packed layouts (what a microkernel reads):
  *   A sliver: kc x MR floats, a[k * MR + i] = op(A)[ir + i, pc + k]  (rows past M are 0)
  *   B sliver: kc x NR floats, b[k * NR + j] = op(B)[pc + k, jr + j]  (columns past N are 0)
- * Both start 64-byte aligned.
+ * Consecutive slivers follow each other (A: MR * kc floats apart, B: NR * kc) from 64-byte
+ * aligned panels, so a B sliver is 64-byte aligned when NR is a multiple of 16 (AVX2's and
+ * AVX-512's aligned loads rely on it); A slivers are read by broadcasts and carry no alignment.
  *
  * Threads split C's columns (or, when N is narrow, its rows) into ranges at multiples of NR
  * (MR); never K. A C element is computed by the same operations in the same order whatever its

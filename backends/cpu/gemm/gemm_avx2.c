@@ -1,6 +1,6 @@
 /* AVX2 + FMA SGEMM microkernel (compiled with -mavx2 -mfma on x86-64 only; chosen at run time):
  * 6 x 16, twelve ymm accumulators, two B registers and one broadcast of 16; the M = 1 kernels
- * (8 x 8 in-register transposes for x · Wᵀ). Packing is the driver's portable loops. */
+ * (8 x 8 in-register transposes for x · Wᵀ) and the transposing packer (the same transposes). */
 #include "gemm.h"
 
 #if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
@@ -182,9 +182,57 @@ static void gemv_n(size_t n, size_t K, size_t kc, float alpha, const float *x, c
     }
 }
 
+/* ---- packing: the transposing case (lanes are rows of the source) in 8 x 8 blocks ---- */
+
+static __m256i lane_mask(size_t n) { /* the first n (<= 8) lanes */
+    const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), idx);
+}
+
+static void pack_rows(size_t R, size_t lanes, size_t kc, const float *src, size_t ld, float *dst) {
+    for (size_t l0 = 0; l0 < R; l0 += 8) {
+        size_t w = R - l0 < 8 ? R - l0 : 8; /* lanes of dst this group writes */
+        __m256i wm = lane_mask(w);
+        for (size_t k0 = 0; k0 < kc; k0 += 8) {
+            size_t kw = kc - k0 < 8 ? kc - k0 : 8;
+            __m256 r[8];
+            if (l0 + 8 <= lanes && kw == 8) {
+                for (size_t i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(src + (l0 + i) * ld + k0);
+            } else {
+                __m256i km = lane_mask(kw);
+                for (size_t i = 0; i < 8; i++)
+                    r[i] = l0 + i < lanes ? _mm256_maskload_ps(src + (l0 + i) * ld + k0, km) : _mm256_setzero_ps();
+            }
+            transpose8(r);
+            if (w == 8)
+                for (size_t i = 0; i < kw; i++) _mm256_storeu_ps(dst + (k0 + i) * R + l0, r[i]);
+            else
+                for (size_t i = 0; i < kw; i++) _mm256_maskstore_ps(dst + (k0 + i) * R + l0, wm, r[i]);
+        }
+    }
+}
+
+static void pack_cols(size_t R, size_t lanes, size_t kc, const float *src, size_t ld, float *dst) {
+    for (size_t k = 0; k < kc; k++) {
+        const float *s = src + k * ld;
+        float *d = dst + k * R;
+        for (size_t l = 0; l < lanes; l++) d[l] = s[l];
+        for (size_t l = lanes; l < R; l++) d[l] = 0.0f;
+    }
+}
+
+static void pack_a(size_t lanes, size_t kc, const float *src, size_t ld, bool rows, float *dst) {
+    if (rows) pack_rows(MR, lanes, kc, src, ld, dst);
+    else pack_cols(MR, lanes, kc, src, ld, dst);
+}
+static void pack_b(size_t lanes, size_t kc, const float *src, size_t ld, bool rows, float *dst) {
+    if (rows) pack_rows(NR, lanes, kc, src, ld, dst);
+    else pack_cols(NR, lanes, kc, src, ld, dst);
+}
+
 static const lithe__sgemm_kernel kernel = {
     .isa = "avx2", .mr = MR, .nr = NR, .mc = 120, .kc = 256, .nc = 4096, .ukernel = lithe_f32_gemm_ukernel_6x16__avx2,
-    .gemv_t = gemv_t, .gemv_n = gemv_n,
+    .pack_a = pack_a, .pack_b = pack_b, .gemv_t = gemv_t, .gemv_n = gemv_n,
 };
 
 const lithe__sgemm_kernel *lithe__sgemm_kernel_avx2(void) {

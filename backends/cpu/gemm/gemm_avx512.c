@@ -52,6 +52,8 @@ static inline __attribute__((always_inline)) void store_row(__m512 acc, float *c
         UKERNEL_BODY(MR)                                                                                          \
     }
 
+DEFINE_UKERNEL(2)
+DEFINE_UKERNEL(4)
 DEFINE_UKERNEL(8)
 DEFINE_UKERNEL(12)
 DEFINE_UKERNEL(14)
@@ -128,6 +130,8 @@ static void pack_b_32(size_t lanes, size_t kc, const float *src, size_t ld, bool
         if (rows) pack_rows(MR, lanes, kc, src, ld, dst);                                                         \
         else pack_cols(MR, lanes, kc, src, ld, dst);                                                              \
     }
+DEFINE_PACK_A(2)
+DEFINE_PACK_A(4)
 DEFINE_PACK_A(8)
 DEFINE_PACK_A(12)
 DEFINE_PACK_A(14)
@@ -245,20 +249,31 @@ static const lithe__sgemm_kernel *for_rows(int64_t M);
     {.isa = "avx512", .mr = MR, .nr = NR, .mc = MC, .kc = 384, .nc = 4096,                                        \
      .ukernel = lithe_f32_gemm_ukernel_##MR##x32__avx512, .pack_a = pack_a_##MR, .pack_b = pack_b_32,             \
      .gemv_t = gemv_t, .gemv_n = gemv_n, .for_rows = for_rows}
-static const lithe__sgemm_kernel kernels[] = {KERNEL(14, 126), KERNEL(12, 120), KERNEL(8, 128)};
+static const lithe__sgemm_kernel kernels[] = {KERNEL(14, 126), KERNEL(12, 120), KERNEL(8, 128), KERNEL(4, 128),
+                                              KERNEL(2, 128)};
+#define N_KERNELS (sizeof kernels / sizeof kernels[0])
+/* Relative FMA throughput of each height: 2 x MR accumulators, 8 needed to cover 2 pipes x 4
+ * cycles of latency (4 rows: just enough; 2 rows: half). */
+static const double speed[N_KERNELS] = {1.0, 1.0, 1.0, 0.9, 0.5};
 
-/* The tile that pads M least (ties: the taller, fewer B reloads): 64 rows -> 8 x 32, 56 -> 14 x 32.
- * LITHE_GEMM_AVX512_MR=14|12|8 forces one (tuning). */
+/* The height with the least work per useful row, ceil(M / MR) * MR / speed (ties: the taller,
+ * fewer B reloads): 64 rows -> 8 x 32, 56 -> 14 x 32, 2 -> 2 x 32, 6 -> 8 x 32. Every height
+ * gives the same bits. LITHE_GEMM_AVX512_MR=14|12|8|4|2 forces one (tests, tuning). */
 static const lithe__sgemm_kernel *for_rows(int64_t M) {
     const char *v = getenv("LITHE_GEMM_AVX512_MR");
     if (v && *v)
-        for (int i = 0; i < 3; i++)
+        for (size_t i = 0; i < N_KERNELS; i++)
             if (atoi(v) == kernels[i].mr) return &kernels[i];
-    const lithe__sgemm_kernel *best = &kernels[0];
-    for (int i = 1; i < 3; i++)
-        if ((M + kernels[i].mr - 1) / kernels[i].mr * kernels[i].mr < (M + best->mr - 1) / best->mr * best->mr)
-            best = &kernels[i];
-    return best;
+    size_t best = 0;
+    double best_cost = 0;
+    for (size_t i = 0; i < N_KERNELS; i++) {
+        double cost = (double)((M + kernels[i].mr - 1) / kernels[i].mr * kernels[i].mr) / speed[i];
+        if (i == 0 || cost < best_cost) {
+            best = i;
+            best_cost = cost;
+        }
+    }
+    return &kernels[best];
 }
 
 const lithe__sgemm_kernel *lithe__sgemm_kernel_avx512(void) {

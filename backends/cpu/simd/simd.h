@@ -130,6 +130,9 @@ lithe_status lithe__cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *
  * by its own loop; bit-identical to the twins. */
 void lithe__cpu_pool2d(const lithe__pool2d *g, const float *X, float *Y, int32_t *which);
 void lithe__cpu_pool2d_backward(const lithe__pool2d *g, const float *dY, const int32_t *which, float *dX);
+/* The dropout mask (the scalar kernel: Philox), split in ranges that start at multiples of 4, so the
+ * stream is the same for any thread count. */
+void lithe__cpu_dropout_mask(uint64_t key, uint64_t counter, float rate, int64_t n, float *Y);
 void lithe__cpu_maxout(int64_t B, int64_t O, int64_t P, const float *X, float *Y, int32_t *which);
 
 #endif

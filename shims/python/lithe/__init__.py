@@ -323,6 +323,11 @@ class Model:
         finally:
             _lib.buffer_free(buf)
 
+    def __deepcopy__(self, memo):
+        """An independent model: saved to .lithe bytes and loaded back (Thinc's Model.copy and
+        copy.deepcopy land here; sharing the C object would free it twice)."""
+        return load_bytes(self.to_bytes())
+
     def __del__(self):
         if getattr(self, "_ptr", None):
             _lib.model_free(self._ptr)

@@ -24,6 +24,7 @@ grad is zeroed. One optimizer then steps the whole mixed model with one set of h
 schedules, gradient clipping, L2 and parameter averages (use_params swaps the averages in). Only
 models on the CPU backend can be wrapped (DLPack export needs host memory)."""
 import contextlib
+import copy
 
 import numpy
 from thinc.api import Model
@@ -102,6 +103,11 @@ class LitheShim(Shim):
         finally:
             for W, old in saved:
                 numpy.copyto(W, old)
+
+    def copy(self):
+        """A shim over an independent copy of the model, with its own id (so its optimizer state is
+        its own: Shim.copy's deepcopy would keep the id)."""
+        return LitheShim(copy.deepcopy(self._model), config=self.cfg)
 
     def to_device(self, device_type, device_id):
         if device_type != "cpu":
