@@ -61,8 +61,8 @@ BIN = os.path.join(WORK, "bin")
 # a --quick run never overwrites the committed results
 OUT = os.path.abspath(A.out) if A.out else os.path.join(ROOT, "build/bench/results-quick.md" if A.quick else "bench/results.md")
 LITHE = os.path.join(ROOT, A.build, "tools", "lithe", "lithe")
-WASI = {"scalar": os.path.join(ROOT, "build", "wasi", "tools", "lithe", "lithe.wasm"),
-        "SIMD128": os.path.join(ROOT, "build", "bench-wasi-simd", "tools", "lithe", "lithe.wasm")}
+WASI = {"scalar": os.path.join(ROOT, "build", "bench-wasi-scalar", "tools", "lithe", "lithe.wasm"),
+        "SIMD128": os.path.join(ROOT, "build", "wasi", "tools", "lithe", "lithe.wasm")}
 JS_WASM = os.path.join(ROOT, "build", "wasm-simd", "bindings", "js", "lithe-simd.wasm")
 RESULTS, STEPS, FAILURES = [], [], []
 ROUND = [1]  # the round being run (--rounds)
@@ -152,15 +152,15 @@ def build():
     if not os.path.exists(os.path.join(ROOT, A.build, "build.ninja")):
         step(f"cmake --preset {preset}", ["cmake", "--preset", preset], env)
     step("build lithe (native)", ["cmake", "--build", A.build, "--target", "lithe_cli", "-j2"], env)
-    # WASI: the wasi preset (scalar) and the same with -msimd128 (build/bench-wasi-simd)
+    # WASI: the wasi preset (SIMD128) and the same without it (build/bench-wasi-scalar)
     if not os.path.exists(os.path.join(ROOT, "build/wasi/build.ninja")):
         step("cmake --preset wasi", ["cmake", "--preset", "wasi"], env)
-    step("build lithe.wasm (WASI)", ["cmake", "--build", "build/wasi", "--target", "lithe_cli", "-j2"], env)
-    if not os.path.exists(os.path.join(ROOT, "build/bench-wasi-simd/build.ninja")):
-        step("cmake wasi -msimd128", ["cmake", "--preset", "wasi", "-B", "build/bench-wasi-simd",
-                                      "-DCMAKE_C_FLAGS=-msimd128"], env)
-    step("build lithe.wasm (WASI, SIMD128)", ["cmake", "--build", "build/bench-wasi-simd", "--target", "lithe_cli",
-                                              "-j2"], env)
+    step("build lithe.wasm (WASI, SIMD128)", ["cmake", "--build", "build/wasi", "--target", "lithe_cli", "-j2"], env)
+    if not os.path.exists(os.path.join(ROOT, "build/bench-wasi-scalar/build.ninja")):
+        step("cmake wasi without SIMD", ["cmake", "--preset", "wasi", "-B", "build/bench-wasi-scalar",
+                                         "-DCMAKE_C_FLAGS="], env)
+    step("build lithe.wasm (WASI, scalar)", ["cmake", "--build", "build/bench-wasi-scalar", "--target", "lithe_cli",
+                                             "-j2"], env)
     if any(g in A.only for g in ("mlp", "cnn", "mobilenet", "transformer", "train")):
         # the npm package's SIMD build (Emscripten)
         if not os.path.exists(os.path.join(ROOT, "build/wasm-simd/build.ninja")):
