@@ -8,7 +8,7 @@
  *     Austin Appleby's public-domain algorithm written from its description. Blocks are read byte
  *     by byte as little-endian words, so the hashes are the same on every platform.
  *   - SparseLinear's two W offsets of a key.
- * LITHE_HD marks them __host__ __device__ under nvcc and is empty in C and host C++. */
+ * LITHE_HD (hd.h) marks them __host__ __device__ under nvcc and is empty in C and host C++. */
 #ifndef LITHE_BACKENDS_COMMON_HASH_H
 #define LITHE_BACKENDS_COMMON_HASH_H
 
@@ -16,11 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#ifdef __CUDACC__
-#define LITHE_HD __host__ __device__
-#else
-#define LITHE_HD
-#endif
+#include "hd.h"
 
 static LITHE_HD inline uint64_t lithe__rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 
