@@ -1,6 +1,6 @@
 /* Per-element and per-row bodies that the CPU's scalar kernels (backends/cpu/scalar/graph.c,
- * elementwise.c, norm.c, backends/cpu/elem.c) and the CUDA kernels (backends/cuda/graph.cu,
- * act.cu, norm.cu: one thread per element or row, walking it in the CPU's order) share, so the
+ * elementwise.c, norm.c, lstm.c, backends/cpu/elem.c) and the CUDA kernels (backends/cuda/graph.cu,
+ * act.cu, norm.cu, seq.cu: one thread per element or row, walking it in the CPU's order) share, so the
  * two do the same arithmetic by construction. Include after core/internal.h (the op enums). */
 #ifndef LITHE_BACKENDS_COMMON_ROWS_H
 #define LITHE_BACKENDS_COMMON_ROWS_H
@@ -132,6 +132,21 @@ static LITHE_HD inline void lithe__layernorm_dx_row(int64_t N, const float *x, c
         double xhat = ((double)x[j] - mu) * is;
         dx[j] = (float)(is * ((double)dy[j] * G[j] - mg - xhat * mgx));
     }
+}
+
+/* LSTM backward at one (row, unit h): the gates' gradients into dg (the row's 4H, Thinc's order
+ * f, i, o, c), from the row's gates g, the previous cell cp_h, this cell c_h, dy and the cell
+ * gradient carried so far dc_in; returns dc (dC of the previous row gets dc * f). */
+static LITHE_HD inline float lithe__lstm_dgates(int64_t H, int64_t h, const float *g, float cp_h, float c_h, float dy,
+                                                float dc_in, float *dg) {
+    float f = g[h], i = g[H + h], o = g[2 * H + h], cc = g[3 * H + h];
+    float tc = tanhf(c_h);
+    float dc = dc_in + dy * o * (1.0f - tc * tc);
+    dg[h] = dc * cp_h * f * (1.0f - f);
+    dg[H + h] = dc * cc * i * (1.0f - i);
+    dg[2 * H + h] = dy * tc * o * (1.0f - o);
+    dg[3 * H + h] = dc * i * (1.0f - cc * cc);
+    return dc;
 }
 
 #endif
