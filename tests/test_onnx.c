@@ -19,6 +19,7 @@
 
 #include "lithe.h"
 #include "golden/golden.h"
+#include "golden/graph_check.h"
 #include "graph/graph.h" /* white-box: the plans' pool statistics */
 
 static const char *const models[] = {"mlp11", "mlp13", "mlp17", "lenet", "mixer13", "mixer17", "encoder", "resblock", "decoder", "masked"};
@@ -46,17 +47,6 @@ static double max_abs_diff(const lithe_tensor *t, const golden *g) {
         if (d > worst || d != d) worst = d != d ? INFINITY : d;
     }
     return worst;
-}
-
-/* loss = sum(Y * R), computed in double. */
-static double loss_of(lithe_model *m, lithe_value *X, const lithe_tensor *R) {
-    lithe_value *Y = NULL;
-    OK(lithe_model_predict(m, X, &Y));
-    const float *y = lithe_tensor_data(lithe_value_get_tensor(Y)), *r = lithe_tensor_data(R);
-    double s = 0;
-    for (int64_t i = 0; i < lithe_tensor_numel(R); i++) s += (double)y[i] * r[i];
-    lithe_value_release(Y);
-    return s;
 }
 
 static void test_parity(void **state) {
@@ -107,64 +97,13 @@ static void test_finite_differences(void **state) {
     for (size_t k = 0; k < N_MODELS; k++) {
         const char *name = models[k];
         lithe_model *m = load(name, NULL, NULL);
-        lithe_value *X = value_of(get("%s.x", name)), *Y = NULL, *dX = NULL, *R = value_of(get("%s.r", name));
-        lithe_tensor *Rt = lithe_value_get_tensor(R), *Xt = lithe_value_get_tensor(X);
-        lithe_backprop *bp = NULL;
-        OK(lithe_model_begin_update(m, X, &Y, &bp));
-        OK(lithe_backprop_run(bp, R, &dX));
-        const double h = 3e-3; /* small enough to cross few ReLU kinks, large against float32 noise */
+        /* h: small enough to cross few ReLU kinks, large against float32 noise */
+        const fd_opts o = {.test = "test_onnx", .h = 3e-3, .atol = 1e-2, .rtol = 5e-2, .x_stride = 5, .w_parts = 6, .digits = 5};
         int checked = 0, bad = 0;
-        /* the input */
-        float *x = lithe_tensor_data(Xt);
-        const float *dx = lithe_tensor_data(lithe_value_get_tensor(dX));
-        for (int64_t i = 0; i < lithe_tensor_numel(Xt); i += 5) {
-            float keep = x[i];
-            x[i] = keep + (float)h;
-            double up = loss_of(m, X, Rt);
-            x[i] = keep - (float)h;
-            double down = loss_of(m, X, Rt);
-            x[i] = keep;
-            double fd = (up - down) / (2 * h);
-            checked++;
-            if (fabs(fd - dx[i]) > 1e-2 + 5e-2 * fabs(fd)) {
-                bad++;
-                printf("test_onnx: %s dX[%lld]: finite difference %.5f, backprop %.5f\n", name, (long long)i, fd, dx[i]);
-            }
-        }
-        /* the weights */
-        for (size_t p = 0; p < lithe_model_n_params(m); p++) {
-            const char *pn = lithe_model_param_name(m, p);
-            if (!lithe_model_has_grad(m, pn)) continue;
-            lithe_tensor *W = NULL, *G = NULL;
-            OK(lithe_model_get_param(m, pn, &W));
-            OK(lithe_model_get_grad(m, pn, &G));
-            float *w = lithe_tensor_data(W);
-            const float *gw = lithe_tensor_data(G);
-            int64_t step = lithe_tensor_numel(W) / 6 + 1;
-            for (int64_t i = 0; i < lithe_tensor_numel(W); i += step) {
-                float keep = w[i];
-                w[i] = keep + (float)h;
-                double up = loss_of(m, X, Rt);
-                w[i] = keep - (float)h;
-                double down = loss_of(m, X, Rt);
-                w[i] = keep;
-                double fd = (up - down) / (2 * h);
-                checked++;
-                if (fabs(fd - gw[i]) > 1e-2 + 5e-2 * fabs(fd)) {
-                    bad++;
-                    printf("test_onnx: %s d%s[%lld]: finite difference %.5f, backprop %.5f\n", name, pn, (long long)i, fd,
-                           gw[i]);
-                }
-            }
-        }
+        fd_check(m, name, &o, &checked, &bad);
         /* a ReLU / MaxPool / Clip kink inside the +-h step may move one estimate; no more */
         printf("test_onnx: %-8s %d finite-difference checks, %d off\n", name, checked, bad);
         assert_true(bad <= checked / 20);
-        lithe_value_release(X);
-        lithe_value_release(Y);
-        lithe_value_release(dX);
-        lithe_value_release(R);
-        lithe_backprop_free(bp);
         lithe_model_free(m);
     }
 }

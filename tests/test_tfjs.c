@@ -18,6 +18,7 @@
 
 #include "lithe.h"
 #include "golden/golden.h"
+#include "golden/graph_check.h"
 
 /* The folder the goldens file is in: the generator writes <dir>/<model>/model.json beside it. */
 static const char *model_path(const char *name, const char *file) {
@@ -66,16 +67,6 @@ static void worst(const lithe_tensor *t, const golden *g, double *rel, double *a
         if (d > *abs_) *abs_ = d;
         if (fabs(g->v[i]) >= 1e-3 && d / fabs(g->v[i]) > *rel) *rel = d / fabs(g->v[i]);
     }
-}
-
-static double loss_of(lithe_model *m, lithe_value *X, const lithe_tensor *R) {
-    lithe_value *Y = NULL;
-    OK(lithe_model_predict(m, X, &Y));
-    const float *y = lithe_tensor_data(lithe_value_get_tensor(Y)), *r = lithe_tensor_data(R);
-    double s = 0;
-    for (int64_t i = 0; i < lithe_tensor_numel(R); i++) s += (double)y[i] * r[i];
-    lithe_value_release(Y);
-    return s;
 }
 
 /* Predictions within 1e-5 relative (plus 1e-6 absolute) of TF.js; gradients of sum(Y * R) with
@@ -153,63 +144,14 @@ static void test_finite_differences(void **state) {
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
         const char *name = names[k];
         lithe_model *m = load(name);
-        lithe_value *X = value_of(get("%s.x", name)), *Y = NULL, *dX = NULL, *R = value_of(get("%s.r", name));
-        lithe_tensor *Rt = lithe_value_get_tensor(R), *Xt = lithe_value_get_tensor(X);
-        lithe_backprop *bp = NULL;
-        OK(lithe_model_begin_update(m, X, &Y, &bp));
-        OK(lithe_backprop_run(bp, R, &dX));
-        const double h = 1e-3; /* float32 noise in the loss is ~1e-6: ~1e-3 in the estimate */
+        /* h: float32 noise in the loss is ~1e-6: ~1e-3 in the estimate */
+        const fd_opts o = {.test = "test_tfjs", .h = 1e-3, .atol = 3e-3, .rtol = 1e-2, .x_stride = 7, .w_parts = 5, .digits = 6};
         int checked = 0, bad = 0;
-        float *x = lithe_tensor_data(Xt);
-        const float *dx = lithe_tensor_data(lithe_value_get_tensor(dX));
-        for (int64_t i = 0; i < lithe_tensor_numel(Xt); i += 7) {
-            float keep = x[i];
-            x[i] = keep + (float)h;
-            double up = loss_of(m, X, Rt);
-            x[i] = keep - (float)h;
-            double down = loss_of(m, X, Rt);
-            x[i] = keep;
-            double fd = (up - down) / (2 * h);
-            checked++;
-            if (fabs(fd - dx[i]) > 3e-3 + 1e-2 * fabs(fd)) {
-                bad++;
-                printf("test_tfjs: %s dX[%lld]: finite difference %.6f, backprop %.6f\n", name, (long long)i, fd, dx[i]);
-            }
-        }
-        for (size_t p = 0; p < lithe_model_n_params(m); p++) {
-            const char *pn = lithe_model_param_name(m, p);
-            if (!lithe_model_has_grad(m, pn)) continue;
-            lithe_tensor *W = NULL, *G = NULL;
-            OK(lithe_model_get_param(m, pn, &W));
-            OK(lithe_model_get_grad(m, pn, &G));
-            float *w = lithe_tensor_data(W);
-            const float *gw = lithe_tensor_data(G);
-            int64_t step = lithe_tensor_numel(W) / 5 + 1;
-            for (int64_t i = 0; i < lithe_tensor_numel(W); i += step) {
-                float keep = w[i];
-                w[i] = keep + (float)h;
-                double up = loss_of(m, X, Rt);
-                w[i] = keep - (float)h;
-                double down = loss_of(m, X, Rt);
-                w[i] = keep;
-                double fd = (up - down) / (2 * h);
-                checked++;
-                if (fabs(fd - gw[i]) > 3e-3 + 1e-2 * fabs(fd)) {
-                    bad++;
-                    printf("test_tfjs: %s d%s[%lld]: finite difference %.6f, backprop %.6f\n", name, pn, (long long)i, fd,
-                           gw[i]);
-                }
-            }
-        }
+        fd_check(m, name, &o, &checked, &bad);
         printf("test_tfjs: %-9s %d finite-difference checks, %d off (a max-pool or ReLU kink inside the step)\n", name,
                checked, bad);
         assert_true(checked > 30);
         assert_true(bad <= checked / 20);
-        lithe_value_release(X);
-        lithe_value_release(Y);
-        lithe_value_release(dX);
-        lithe_value_release(R);
-        lithe_backprop_free(bp);
         lithe_model_free(m);
     }
 }

@@ -5,6 +5,7 @@
  * grain keeps small jobs (batch-1 inference) in the caller. */
 #include "simd/simd.h"
 #include "threadpool.h"
+#include "../common/rows.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -19,20 +20,7 @@ static void scalar_sum_rows(int64_t M, int64_t n, int64_t ld, const float *X, fl
 }
 static void scalar_layernorm_backward_dx(int64_t M, int64_t N, const float *dY, const float *X, const float *G,
                                          const float *mean, const float *inv_std, float *dX) {
-    for (int64_t i = 0; i < M; i++) {
-        const float *x = X + i * N, *dy = dY + i * N;
-        double mu = mean[i], is = inv_std[i], sum_g = 0.0, sum_gx = 0.0;
-        for (int64_t j = 0; j < N; j++) {
-            double xhat = ((double)x[j] - mu) * is, g = (double)dy[j] * G[j];
-            sum_g += g;
-            sum_gx += g * xhat;
-        }
-        double mg = sum_g / (double)N, mgx = sum_gx / (double)N;
-        for (int64_t j = 0; j < N; j++) {
-            double xhat = ((double)x[j] - mu) * is;
-            dX[i * N + j] = (float)(is * ((double)dy[j] * G[j] - mg - xhat * mgx));
-        }
-    }
+    for (int64_t i = 0; i < M; i++) lithe__layernorm_dx_row(N, X + i * N, dY + i * N, G, mean[i], inv_std[i], dX + i * N);
 }
 static void scalar_layernorm_backward_dgb(int64_t M, int64_t n, int64_t ld, const float *dY, const float *X,
                                           const float *mean, const float *inv_std, float *dG, float *db) {

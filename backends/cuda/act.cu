@@ -2,6 +2,7 @@
  * log-softmax and the imported graphs' unary maths. Elementwise: one thread per element; row
  * softmaxes: one thread per row, in the CPU's order (sums in double where the CPU's are). */
 #include "common.cuh"
+#include "../common/rows.h"
 
 static LC_HD inline float sigmoid_clipped(float x) {
     x = x < -20.0f ? -20.0f : (x > 20.0f ? 20.0f : x);
@@ -98,59 +99,17 @@ static lithe_status cu_act_backward(lithe_backend *be, const lithe__act *a, cons
 /* ---- softmax rows ---- */
 
 LC_KERNEL(k_softmax, (const lc_thread &t, int64_t M, int64_t N, const float *X, float temperature, float *Y)) {
-    LC_FOR(t, i, M) {
-        const float *x = X + i * N;
-        float *y = Y + i * N;
-        float mx = -INFINITY;
-        for (int64_t j = 0; j < N; j++) {
-            float v = temperature == 1.0f ? x[j] : x[j] / temperature;
-            if (v > mx) mx = v;
-        }
-        double sum = 0.0;
-        for (int64_t j = 0; j < N; j++) {
-            float v = temperature == 1.0f ? x[j] : x[j] / temperature;
-            y[j] = expf(v - mx);
-            sum += y[j];
-        }
-        float inv = (float)sum;
-        for (int64_t j = 0; j < N; j++) y[j] /= inv;
-    }
+    LC_FOR(t, i, M) lithe__softmax_row(N, X + i * N, temperature, Y + i * N);
 }
 LC_KERNEL(k_softmax_backward,
           (const lc_thread &t, int64_t M, int64_t N, const float *Y, const float *dY, float temperature, float *dX)) {
-    LC_FOR(t, i, M) {
-        const float *y = Y + i * N, *dy = dY + i * N;
-        float *dx = dX + i * N;
-        double s = 0.0;
-        for (int64_t j = 0; j < N; j++) {
-            float g = temperature == 1.0f ? dy[j] : dy[j] / temperature;
-            s += (double)y[j] * g;
-        }
-        for (int64_t j = 0; j < N; j++) {
-            float g = temperature == 1.0f ? dy[j] : dy[j] / temperature;
-            dx[j] = y[j] * g - y[j] * (float)s;
-        }
-    }
+    LC_FOR(t, i, M) lithe__softmax_backward_row(N, Y + i * N, dY + i * N, temperature, dX + i * N);
 }
 LC_KERNEL(k_log_softmax, (const lc_thread &t, int64_t M, int64_t N, const float *X, float *Y)) {
-    LC_FOR(t, r, M) {
-        const float *x = X + r * N;
-        float *y = Y + r * N;
-        float mx = -INFINITY;
-        for (int64_t j = 0; j < N; j++) mx = x[j] > mx ? x[j] : mx;
-        double s = 0.0;
-        for (int64_t j = 0; j < N; j++) s += exp((double)x[j] - mx);
-        float lse = mx + (float)log(s);
-        for (int64_t j = 0; j < N; j++) y[j] = x[j] - lse;
-    }
+    LC_FOR(t, r, M) lithe__log_softmax_row(N, X + r * N, Y + r * N);
 }
 LC_KERNEL(k_log_softmax_backward, (const lc_thread &t, int64_t M, int64_t N, const float *Y, const float *dY, float *dX)) {
-    LC_FOR(t, r, M) {
-        const float *y = Y + r * N, *g = dY + r * N;
-        double s = 0.0;
-        for (int64_t j = 0; j < N; j++) s += g[j];
-        for (int64_t j = 0; j < N; j++) dX[r * N + j] += g[j] - expf(y[j]) * (float)s;
-    }
+    LC_FOR(t, r, M) lithe__log_softmax_backward_row(N, Y + r * N, dY + r * N, dX + r * N);
 }
 
 static lithe_status cu_softmax(lithe_backend *be, const lithe_tensor *X, float temperature, lithe_tensor *Y) {
@@ -174,33 +133,11 @@ static lithe_status cu_log_softmax_backward(lithe_backend *be, const lithe_tenso
 /* ---- unary maths of imported graphs ---- */
 
 LC_KERNEL(k_unary, (const lc_thread &t, int op, int64_t n, const float *X, float *Y)) {
-    LC_FOR(t, k, n) {
-        float x = X[k];
-        switch (op) {
-        case LITHE__UN_EXP: Y[k] = expf(x); break;
-        case LITHE__UN_LOG: Y[k] = logf(x); break;
-        case LITHE__UN_SQRT: Y[k] = sqrtf(x); break;
-        case LITHE__UN_NEG: Y[k] = -x; break;
-        case LITHE__UN_ERF: Y[k] = erff(x); break;
-        case LITHE__UN_ABS: Y[k] = fabsf(x); break;
-        default: Y[k] = 1.0f / x; break;
-        }
-    }
+    LC_FOR(t, k, n) Y[k] = lithe__unary_fwd(op, X[k]);
 }
 LC_KERNEL(k_unary_backward,
           (const lc_thread &t, int op, int64_t n, const float *X, const float *Y, const float *dY, float *dX)) {
-    LC_FOR(t, k, n) {
-        float x = X[k], y = Y[k], g = dY[k];
-        switch (op) {
-        case LITHE__UN_EXP: dX[k] += g * y; break;
-        case LITHE__UN_LOG: dX[k] += g / x; break;
-        case LITHE__UN_SQRT: dX[k] += g * 0.5f / y; break;
-        case LITHE__UN_NEG: dX[k] -= g; break;
-        case LITHE__UN_ERF: dX[k] += g * 1.12837916709551257f * expf(-x * x); break;
-        case LITHE__UN_ABS: dX[k] += x > 0.0f ? g : x < 0.0f ? -g : 0.0f; break;
-        default: dX[k] -= g * y * y; break;
-        }
-    }
+    LC_FOR(t, k, n) lithe__unary_bwd(op, X[k], Y[k], dY[k], &dX[k]);
 }
 static lithe_status cu_unary(lithe_backend *be, int op, const lithe_tensor *X, lithe_tensor *Y) {
     return lc_launch<k_unary>(lc_of(be), X->numel, op, X->numel, (const float *)lc_f(X), lc_f(Y));

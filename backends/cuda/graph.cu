@@ -3,27 +3,15 @@
  * sum over broadcast axes, and every convolution / pooling gradient, give one thread each output
  * element, which walks its contributions in the CPU's order: bit-identical sums, no atomics. */
 #include "common.cuh"
+#include "../common/rows.h"
 
 /* ---- broadcasting ---- */
-
-static LC_HD inline float bin_fwd(int op, float a, float b) {
-    switch (op) {
-    case LITHE__BIN_ADD: return a + b;
-    case LITHE__BIN_SUB: return a - b;
-    case LITHE__BIN_MUL: return a * b;
-    case LITHE__BIN_DIV: return a / b;
-    case LITHE__BIN_LESS: return a < b ? 1.0f : 0.0f;
-    case LITHE__BIN_GREATER: return a > b ? 1.0f : 0.0f;
-    case LITHE__BIN_EQUAL: return a == b ? 1.0f : 0.0f;
-    default: return powf(a, b);
-    }
-}
 
 LC_KERNEL(k_bcast_binary, (const lc_thread &t, int op, lc_bcast g, int64_t n, const float *A, const float *B, float *Y)) {
     LC_FOR(t, k, n) {
         int64_t off[2];
         lc_bcast_offsets(g, 2, k, off);
-        Y[k] = bin_fwd(op, A[off[0]], B[off[1]]);
+        Y[k] = lithe__bin_fwd(op, A[off[0]], B[off[1]]);
     }
 }
 LC_KERNEL(k_bcast_where, (const lc_thread &t, lc_bcast g, int64_t n, const float *C, const float *A, const float *B, float *Y)) {

@@ -2,6 +2,7 @@
  * ids), murmurhash's hash_unicode of strings and SparseLinear's hashed scores and gradient
  * (backends/cpu/scalar/index.c, sparse.c). */
 #include "common.cuh"
+#include "../common/hash.h"
 
 static LC_HD inline uint64_t row_id(const int32_t *ids32, const uint64_t *ids64, int64_t i) {
     return ids32 ? (uint64_t)(int64_t)ids32[i] : ids64[i];
@@ -36,94 +37,20 @@ static lithe_status cu_scatter_add_rows(lithe_backend *be, lithe_tensor *table, 
                                          ids64(ids), (const float *)lc_f(X));
 }
 
-/* ---- MurmurHash3 ---- */
+/* ---- MurmurHash3 (backends/common/hash.h, shared with the CPU's scalar kernels) ---- */
 
-static LC_HD inline uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
-static LC_HD inline uint64_t fmix64(uint64_t k) {
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdULL;
-    k ^= k >> 33;
-    k *= 0xc4ceb9fe1a85ec53ULL;
-    k ^= k >> 33;
-    return k;
-}
 LC_KERNEL(k_hash_ids, (const lc_thread &t, int64_t B, const uint64_t *ids, uint32_t seed, uint32_t *out)) {
-    const uint64_t c1 = 0x87c37b91114253d5ULL, c2 = 0x4cf5ad432745937fULL;
-    LC_FOR(t, i, B) {
-        uint64_t k1 = ids[i];
-        k1 *= c1;
-        k1 = rotl64(k1, 31);
-        k1 *= c2;
-        uint64_t h1 = (uint64_t)seed ^ k1, h2 = (uint64_t)seed;
-        h1 ^= 8u;
-        h2 ^= 8u;
-        h1 += h2;
-        h2 += h1;
-        h1 = fmix64(h1);
-        h2 = fmix64(h2);
-        h1 += h2;
-        h2 += h1;
-        out[i * 4 + 0] = (uint32_t)h1;
-        out[i * 4 + 1] = (uint32_t)(h1 >> 32);
-        out[i * 4 + 2] = (uint32_t)h2;
-        out[i * 4 + 3] = (uint32_t)(h2 >> 32);
-    }
+    LC_FOR(t, i, B) lithe__murmur3_x64_128_u64(ids[i], seed, out + i * 4);
 }
 static lithe_status cu_hash_ids(lithe_backend *be, const lithe_tensor *ids, uint32_t seed, lithe_tensor *out) {
     return lc_launch<k_hash_ids>(lc_of(be), ids->numel, ids->numel, (const uint64_t *)lc_ptr(ids), seed,
                                  (uint32_t *)lc_ptr(out));
 }
 
-static LC_HD inline uint32_t rotl32(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
-static LC_HD inline uint32_t mix_k1(uint32_t k1) {
-    k1 *= 0xcc9e2d51u;
-    k1 = rotl32(k1, 15);
-    return k1 * 0x1b873593u;
-}
-static LC_HD inline uint32_t fmix32(uint32_t h) {
-    h ^= h >> 16;
-    h *= 0x85ebca6bu;
-    h ^= h >> 13;
-    h *= 0xc2b2ae35u;
-    h ^= h >> 16;
-    return h;
-}
-static LC_HD inline uint32_t murmur3_32(const uint8_t *data, int64_t len, uint32_t seed) {
-    uint32_t h1 = seed;
-    int64_t nblocks = len / 4;
-    for (int64_t i = 0; i < nblocks; i++) {
-        const uint8_t *p = data + 4 * i;
-        uint32_t k1 = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-        h1 ^= mix_k1(k1);
-        h1 = rotl32(h1, 13);
-        h1 = h1 * 5 + 0xe6546b64u;
-    }
-    const uint8_t *tail = data + 4 * nblocks;
-    uint32_t k1 = 0;
-    switch (len & 3) {
-    case 3: k1 ^= (uint32_t)tail[2] << 16; [[fallthrough]];
-    case 2: k1 ^= (uint32_t)tail[1] << 8; [[fallthrough]];
-    case 1:
-        k1 ^= tail[0];
-        h1 ^= mix_k1(k1);
-    }
-    h1 ^= (uint32_t)len;
-    return fmix32(h1);
-}
-static LC_HD inline uint32_t murmur3_u64(uint64_t key, uint32_t seed) {
-    uint32_t h1 = seed;
-    h1 ^= mix_k1((uint32_t)(key & 0xffffffffu));
-    h1 = rotl32(h1, 13) * 5 + 0xe6546b64u;
-    h1 ^= mix_k1((uint32_t)(key >> 32));
-    h1 = rotl32(h1, 13) * 5 + 0xe6546b64u;
-    h1 ^= 8u;
-    return fmix32(h1);
-}
-
 LC_KERNEL(k_hash_strings, (const lc_thread &t, int64_t n, const uint8_t *bytes, const int64_t *offsets, uint32_t seed,
                            uint64_t *out)) {
     LC_FOR(t, i, n) {
-        uint32_t h = murmur3_32(bytes + offsets[i], offsets[i + 1] - offsets[i] - 1, seed);
+        uint32_t h = lithe__murmur3_32(bytes + offsets[i], (size_t)(offsets[i + 1] - offsets[i] - 1), seed);
         out[i] = (uint64_t)(int64_t)(int32_t)h;
     }
 }
@@ -145,18 +72,6 @@ static lithe_status cu_hash_strings(lithe_backend *be, const lithe_tensor *bytes
 
 /* ---- SparseLinear ---- */
 
-static LC_HD inline void sparse_index(uint64_t key, int64_t length, bool v1, int64_t *i1, int64_t *i2, int64_t *step) {
-    uint32_t h1 = murmur3_u64(key, 0), h2 = murmur3_u64(key, 1);
-    if (v1) {
-        *i1 = (int64_t)(h1 & (uint32_t)(length - 1));
-        *i2 = (int64_t)(h2 & (uint32_t)(length - 1));
-        *step = 1;
-    } else {
-        *i1 = (int64_t)(h1 % (uint32_t)length);
-        *i2 = (int64_t)(h2 % (uint32_t)length);
-        *step = length;
-    }
-}
 /* one thread per (sequence, class): its keys in order, as the CPU's */
 LC_KERNEL(k_sparse_linear, (const lc_thread &t, int64_t B, int64_t nO, const int64_t *starts, const uint64_t *keys,
                             const float *values, const float *W, int64_t length, bool v1, float *Y)) {
@@ -165,7 +80,7 @@ LC_KERNEL(k_sparse_linear, (const lc_thread &t, int64_t B, int64_t nO, const int
         float y = Y[q];
         for (int64_t k = starts[b]; k < starts[b + 1]; k++) {
             int64_t i1, i2, step;
-            sparse_index(keys[k], length, v1, &i1, &i2, &step);
+            lithe__sparse_index(keys[k], length, v1, &i1, &i2, &step);
             float v = values[k];
             y += W[i1 + c * step] * v;
             y += W[i2 + c * step] * v;
@@ -180,7 +95,7 @@ LC_KERNEL(k_sparse_linear_backward, (const lc_thread &t, int64_t N, int64_t nO, 
     LC_FOR(t, q, N * nO) {
         int64_t k = q / nO, c = q % nO;
         int64_t i1, i2, step;
-        sparse_index(keys[k], length, v1, &i1, &i2, &step);
+        lithe__sparse_index(keys[k], length, v1, &i1, &i2, &step);
         float g = dY[(int64_t)row_seq[k] * nO + c] * values[k];
         lc_atomic_add(&dW[i1 + c * step], g);
         lc_atomic_add(&dW[i2 + c * step], g);

@@ -2,14 +2,12 @@
  * backends/cpu/scalar/norm.c): one thread per output unit, per row for the row statistics, and
  * per column for the parameter gradients, whose sums run down the rows in the CPU's order. */
 #include "common.cuh"
+#include "../common/rows.h"
 
 LC_KERNEL(k_maxout, (const lc_thread &t, int64_t R, int64_t P, const float *X, float *Y, int32_t *which)) {
     LC_FOR(t, r, R) {
-        const float *x = X + r * P;
-        int32_t best = 0;
-        for (int64_t p = 1; p < P; p++)
-            if (x[p] > x[best]) best = (int32_t)p;
-        Y[r] = x[best];
+        int32_t best = lithe__maxout_row(P, X + r * P);
+        Y[r] = X[r * P + best];
         which[r] = best;
     }
 }
@@ -33,36 +31,12 @@ static lithe_status cu_maxout_backward(lithe_backend *be, const lithe_tensor *dY
 /* Row statistics in double, as the CPU's. */
 LC_KERNEL(k_layernorm, (const lc_thread &t, int64_t M, int64_t N, const float *X, const float *G, const float *b,
                         float eps, float *Y, float *mean, float *inv_std)) {
-    LC_FOR(t, i, M) {
-        const float *x = X + i * N;
-        double mu = 0.0, var = 0.0;
-        for (int64_t j = 0; j < N; j++) mu += x[j];
-        mu /= (double)N;
-        for (int64_t j = 0; j < N; j++) var += ((double)x[j] - mu) * ((double)x[j] - mu);
-        var /= (double)N;
-        double is = 1.0 / sqrt(var + (double)eps);
-        mean[i] = (float)mu;
-        inv_std[i] = (float)is;
-        for (int64_t j = 0; j < N; j++) Y[i * N + j] = (float)(((double)x[j] - mu) * is) * G[j] + b[j];
-    }
+    LC_FOR(t, i, M) lithe__layernorm_row(N, X + i * N, G, b, eps, Y + i * N, &mean[i], &inv_std[i]);
 }
 /* dX per row (it may alias dY: each row reads its dY before writing) */
 LC_KERNEL(k_layernorm_dx, (const lc_thread &t, int64_t M, int64_t N, const float *dY, const float *X, const float *G,
                            const float *mean, const float *inv_std, float *dX)) {
-    LC_FOR(t, i, M) {
-        const float *x = X + i * N, *dy = dY + i * N;
-        double mu = mean[i], is = inv_std[i], sum_g = 0.0, sum_gx = 0.0;
-        for (int64_t j = 0; j < N; j++) {
-            double xhat = ((double)x[j] - mu) * is, g = (double)dy[j] * G[j];
-            sum_g += g;
-            sum_gx += g * xhat;
-        }
-        double mg = sum_g / (double)N, mgx = sum_gx / (double)N;
-        for (int64_t j = 0; j < N; j++) {
-            double xhat = ((double)x[j] - mu) * is;
-            dX[i * N + j] = (float)(is * ((double)dy[j] * G[j] - mg - xhat * mgx));
-        }
-    }
+    LC_FOR(t, i, M) lithe__layernorm_dx_row(N, X + i * N, dY + i * N, G, mean[i], inv_std[i], dX + i * N);
 }
 /* dG, db per column, rows in order */
 LC_KERNEL(k_layernorm_dg, (const lc_thread &t, int64_t M, int64_t N, const float *dY, const float *X, const float *mean,

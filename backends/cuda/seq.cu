@@ -4,6 +4,7 @@
  * row starts and row -> sequence maps, uploaded as scratch. Sums run in the CPU's order: one
  * thread owns each output and walks its inputs as the CPU's loop does. */
 #include "common.cuh"
+#include "../common/rows.h"
 
 /* Reads a host (or this device's) tensor's bytes into dst. */
 static lithe_status read_small(lc_ctx *c, const lithe_tensor *t, void *dst, size_t n) {
@@ -433,14 +434,8 @@ LC_KERNEL(k_lstm_dg, (const lc_thread &t, int64_t n, int64_t H, int64_t r0, int6
         bool has_p = p0 >= 0 && b < np;
         const float *g = G + r * 4 * H, *cp = has_p ? C + (p0 + b) * H : c0;
         float *dg = dG + r * 4 * H;
-        float f = g[h], i = g[H + h], o = g[2 * H + h], cc = g[3 * H + h];
-        float tc = tanhf(C[r * H + h]), dy = dY[r * H + h];
-        float dc = dC[r * H + h] + dy * o * (1.0f - tc * tc);
-        dg[h] = dc * cp[h] * f * (1.0f - f);
-        dg[H + h] = dc * cc * i * (1.0f - i);
-        dg[2 * H + h] = dy * tc * o * (1.0f - o);
-        dg[3 * H + h] = dc * i * (1.0f - cc * cc);
-        if (has_p) dC[(p0 + b) * H + h] = dc * f;
+        float dc = lithe__lstm_dgates(H, h, g, cp[h], C[r * H + h], dY[r * H + h], dC[r * H + h], dg);
+        if (has_p) dC[(p0 + b) * H + h] = dc * g[h];
     }
 }
 /* dY[p, h] += sum_j dg[j] Wh[j, h], j ascending (the CPU's order) */

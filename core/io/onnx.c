@@ -192,7 +192,7 @@ static bool type_is_float(int32_t t) {
     return t == LITHE__ONNX_FLOAT || t == LITHE__ONNX_DOUBLE || t == LITHE__ONNX_FLOAT16 || t == LITHE__ONNX_BFLOAT16;
 }
 
-static float half_to_f32(uint16_t h) {
+float lithe__half_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 31, man = h & 1023, u;
     if (exp == 0) {
         if (man == 0) u = sign;
@@ -225,7 +225,7 @@ static void decode_raw(int32_t t, const uint8_t *b, float *f, int64_t *i) {
         *f = (float)d;
         return;
     }
-    case LITHE__ONNX_FLOAT16: *f = half_to_f32((uint16_t)(b[0] | b[1] << 8)); return;
+    case LITHE__ONNX_FLOAT16: *f = lithe__half_to_f32((uint16_t)(b[0] | b[1] << 8)); return;
     case LITHE__ONNX_BFLOAT16: {
         uint32_t u = (uint32_t)(b[0] | b[1] << 8) << 16;
         memcpy(f, &u, 4);
@@ -396,7 +396,7 @@ static lithe_status parse_tensor_inner(const uint8_t *d, size_t n, lithe__onnx_t
             fo[k] = (float)dv;
             break;
         }
-        case LITHE__ONNX_FLOAT16: fo[k] = half_to_f32((uint16_t)((const uint64_t *)src->v)[k]); break;
+        case LITHE__ONNX_FLOAT16: fo[k] = lithe__half_to_f32((uint16_t)((const uint64_t *)src->v)[k]); break;
         case LITHE__ONNX_BFLOAT16: {
             uint32_t u = (uint32_t)(uint16_t)((const uint64_t *)src->v)[k] << 16;
             memcpy(&fo[k], &u, 4);

@@ -98,5 +98,8 @@ lithe_status lithe__onnx_inline_external(const uint8_t *data, size_t len, const 
                                          size_t *out_len);
 /* An attribute of a node by name, or NULL. */
 const lithe__onnx_attr *lithe__onnx_attr_get(const lithe__onnx_node *n, const char *name);
+/* An IEEE 754 half (binary16) as float32, exactly (subnormals, infinities and NaNs included): the
+ * ONNX reader's FLOAT16 tensors and the TF.js reader's float16-quantized weights. */
+float lithe__half_to_f32(uint16_t h);
 
 #endif

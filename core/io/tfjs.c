@@ -16,6 +16,7 @@
  * offset is checked, and a malformed model is LITHE_ERR_FORMAT (or LITHE_ERR_UNSUPPORTED for
  * layers lithe lacks: all of them listed at once) naming the layer and the numbers. */
 #include "json.h"
+#include "onnx.h" /* lithe__half_to_f32 */
 
 #include <math.h>
 #include <stdio.h>
@@ -161,28 +162,6 @@ typedef struct weight {
     bool emitted;
 } weight;
 
-static float half_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 31, man = h & 1023, u;
-    if (exp == 0) {
-        if (man == 0) u = sign;
-        else {
-            int e = -1;
-            do {
-                e++;
-                man <<= 1;
-            } while (!(man & 1024));
-            u = sign | (uint32_t)(127 - 15 - e) << 23 | (man & 1023) << 13;
-        }
-    } else if (exp == 31) {
-        u = sign | 0x7f800000u | man << 13;
-    } else {
-        u = sign | (exp + 127 - 15) << 23 | man << 13;
-    }
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
 static bool is_str(const js_val *v, const char *s) { return v && v->type == JS_STR && !strcmp(v->str, s); }
 
 /* A number as a finite double: JS_NUM only. */
@@ -294,7 +273,7 @@ static lithe_status read_weights(const js_val *manifest, const uint8_t *data, si
             for (int64_t k = 0; k < t->numel; k++) {
                 const uint8_t *p = b + (size_t)k * es;
                 float v;
-                if (qdt && !strcmp(qdt, "float16")) v = half_to_f32((uint16_t)(p[0] | p[1] << 8));
+                if (qdt && !strcmp(qdt, "float16")) v = lithe__half_to_f32((uint16_t)(p[0] | p[1] << 8));
                 else if (qdt) v = (float)((es == 1 ? p[0] : (p[0] | p[1] << 8)) * scale + qmin);
                 else if (es == 1) v = p[0] ? 1.0f : 0.0f;
                 else {
@@ -710,6 +689,44 @@ static lithe_status need_rank(lower *L, const ktensor *t, int rank) {
     return LITHE_OK;
 }
 
+/* BatchNormalization's and LayerNormalization's config: axis (an int, or the [axis] Keras writes as
+ * often), which must be x's last ("lithe normalizes the last<last> axis" otherwise), center, scale
+ * and a positive epsilon. */
+static lithe_status norm_config(lower *L, const js_val *cfg, const ktensor *x, const char *last, bool *center,
+                                bool *scale, double *eps) {
+    int64_t axis = -1;
+    const js_val *av = js_get(cfg, "axis");
+    if (av && av->type == JS_ARR && av->len == 1 && av->items[0].type == JS_NUM && av->items[0].is_int &&
+        av->items[0].i >= -LITHE_MAX_DIMS && av->items[0].i <= LITHE_MAX_DIMS)
+        axis = av->items[0].i;
+    else LITHE__TRY(cfg_int(L, cfg, "axis", -1, -LITHE_MAX_DIMS, LITHE_MAX_DIMS, &axis));
+    if (axis < 0) axis += x->rank;
+    if (x->rank < 2 || axis != x->rank - 1)
+        return lfail(L, LITHE_ERR_UNSUPPORTED, "axis %lld of a %d-D input (lithe normalizes the last%s axis)",
+                     (long long)axis, x->rank, last);
+    LITHE__TRY(cfg_bool(L, cfg, "center", true, center));
+    LITHE__TRY(cfg_bool(L, cfg, "scale", true, scale));
+    LITHE__TRY(cfg_float(L, cfg, "epsilon", 1e-3, eps));
+    if (!(*eps > 0)) return lfail(L, LITHE_ERR_FORMAT, "epsilon %g must be positive", *eps);
+    return LITHE_OK;
+}
+
+/* A normalization layer without gamma (scale: false) or beta (center: false): constants of C ones
+ * into g1 and of C zeros into b0 (cap bytes each) for the ones missing. */
+static lithe_status default_affine(lower *L, int64_t C, const weight *gamma, const weight *beta, char *g1, char *b0,
+                                   size_t cap) {
+    if (gamma && beta) return LITHE_OK;
+    if (C < 0) return lfail(L, LITHE_ERR_SHAPE, "without gamma or beta the feature count must be known");
+    float *v = lithe__malloc((size_t)(C ? C : 1) * sizeof(float));
+    if (!v) return lithe__oom(WHAT, (size_t)C * sizeof(float));
+    for (int64_t i = 0; i < C; i++) v[i] = 1.0f;
+    if (!gamma) constant(L, 1, &C, v, NULL, C, g1, cap);
+    for (int64_t i = 0; i < C; i++) v[i] = 0.0f;
+    if (!beta) constant(L, 1, &C, v, NULL, C, b0, cap);
+    lithe__free(v);
+    return LITHE_OK;
+}
+
 /* Lowers one call of a layer: ins (n_in tensors) -> *o. */
 static lithe_status lower_layer2d(lower *L, const char *cls, const js_val *cfg, ktensor **ins, size_t n_in, ktensor *o) {
     ktensor *x = ins[0];
@@ -854,22 +871,9 @@ static lithe_status lower_layer2d(lower *L, const char *cls, const js_val *cfg, 
         return LITHE_OK;
     }
     if (!strcmp(cls, "BatchNormalization")) {
-        int64_t axis = -1;
-        bool center = true, scale = true;
-        double eps = 1e-3;
-        const js_val *av = js_get(cfg, "axis"); /* Keras writes [3] as often as 3 */
-        if (av && av->type == JS_ARR && av->len == 1 && av->items[0].type == JS_NUM && av->items[0].is_int &&
-            av->items[0].i >= -LITHE_MAX_DIMS && av->items[0].i <= LITHE_MAX_DIMS)
-            axis = av->items[0].i;
-        else LITHE__TRY(cfg_int(L, cfg, "axis", -1, -LITHE_MAX_DIMS, LITHE_MAX_DIMS, &axis));
-        if (axis < 0) axis += x->rank;
-        if (x->rank < 2 || axis != x->rank - 1)
-            return lfail(L, LITHE_ERR_UNSUPPORTED, "axis %lld of a %d-D input (lithe normalizes the last, channels, axis)",
-                         (long long)axis, x->rank);
-        LITHE__TRY(cfg_bool(L, cfg, "center", true, &center));
-        LITHE__TRY(cfg_bool(L, cfg, "scale", true, &scale));
-        LITHE__TRY(cfg_float(L, cfg, "epsilon", 1e-3, &eps));
-        if (!(eps > 0)) return lfail(L, LITHE_ERR_FORMAT, "epsilon %g must be positive", eps);
+        bool center, scale;
+        double eps;
+        LITHE__TRY(norm_config(L, cfg, x, ", channels,", &center, &scale, &eps));
         int64_t C = x->shape[x->rank - 1];
         weight *gamma = NULL, *beta = NULL, *mean, *var;
         if (scale) LITHE__TRY(need_weight(L, "gamma", 1, (int64_t[]){C}, &gamma));
@@ -879,18 +883,8 @@ static lithe_status lower_layer2d(lower *L, const char *cls, const js_val *cfg, 
         if ((gamma && gamma->shape[0] != mean->shape[0]) || (beta && beta->shape[0] != mean->shape[0]))
             return lfail(L, LITHE_ERR_FORMAT, "gamma, beta and the moving statistics differ in length");
         C = mean->shape[0];
-        char g1[NAME_MAX_LEN + 48], b0[NAME_MAX_LEN + 48];
-        float *ones = lithe__malloc((size_t)(C ? C : 1) * sizeof(float));
-        if (!ones) return lithe__oom(WHAT, (size_t)C * sizeof(float));
-        if (!gamma) {
-            for (int64_t i = 0; i < C; i++) ones[i] = 1.0f;
-            constant(L, 1, &C, ones, NULL, C, g1, sizeof g1);
-        }
-        if (!beta) {
-            for (int64_t i = 0; i < C; i++) ones[i] = 0.0f;
-            constant(L, 1, &C, ones, NULL, C, b0, sizeof b0);
-        }
-        lithe__free(ones);
+        char g1[NAME_MAX_LEN + 48] = "", b0[NAME_MAX_LEN + 48] = "";
+        LITHE__TRY(default_affine(L, C, gamma, beta, g1, b0, sizeof g1));
         const char *src;
         int64_t perm[LITHE_MAX_DIMS];
         if (x->rank == 4) src = as_nchw(L, x);
@@ -953,37 +947,15 @@ static lithe_status lower_layer2d(lower *L, const char *cls, const js_val *cfg, 
         return LITHE_OK;
     }
     if (!strcmp(cls, "LayerNormalization")) {
-        int64_t axis = -1;
-        bool center = true, scale = true;
-        double eps = 1e-3;
-        const js_val *av = js_get(cfg, "axis");
-        if (av && av->type == JS_ARR && av->len == 1 && av->items[0].type == JS_NUM && av->items[0].is_int &&
-            av->items[0].i >= -LITHE_MAX_DIMS && av->items[0].i <= LITHE_MAX_DIMS)
-            axis = av->items[0].i;
-        else LITHE__TRY(cfg_int(L, cfg, "axis", -1, -LITHE_MAX_DIMS, LITHE_MAX_DIMS, &axis));
-        if (axis < 0) axis += x->rank;
-        if (x->rank < 2 || axis != x->rank - 1)
-            return lfail(L, LITHE_ERR_UNSUPPORTED, "axis %lld of a %d-D input (lithe normalizes the last axis)",
-                         (long long)axis, x->rank);
-        LITHE__TRY(cfg_bool(L, cfg, "center", true, &center));
-        LITHE__TRY(cfg_bool(L, cfg, "scale", true, &scale));
-        LITHE__TRY(cfg_float(L, cfg, "epsilon", 1e-3, &eps));
-        if (!(eps > 0)) return lfail(L, LITHE_ERR_FORMAT, "epsilon %g must be positive", eps);
+        bool center, scale;
+        double eps;
+        LITHE__TRY(norm_config(L, cfg, x, "", &center, &scale, &eps));
         int64_t C = x->shape[x->rank - 1];
         weight *gamma = NULL, *beta = NULL;
         if (scale) LITHE__TRY(need_weight(L, "gamma", 1, (int64_t[]){C}, &gamma));
         if (center) LITHE__TRY(need_weight(L, "beta", 1, (int64_t[]){gamma ? gamma->shape[0] : C}, &beta));
         char g1[NAME_MAX_LEN + 48] = "", b0[NAME_MAX_LEN + 48] = "";
-        if (!gamma || !beta) {
-            if (C < 0) return lfail(L, LITHE_ERR_SHAPE, "without gamma or beta the feature count must be known");
-            float *v = lithe__malloc((size_t)(C ? C : 1) * sizeof(float));
-            if (!v) return lithe__oom(WHAT, (size_t)C * sizeof(float));
-            for (int64_t i = 0; i < C; i++) v[i] = 1.0f;
-            if (!gamma) constant(L, 1, &C, v, NULL, C, g1, sizeof g1);
-            for (int64_t i = 0; i < C; i++) v[i] = 0.0f;
-            if (!beta) constant(L, 1, &C, v, NULL, C, b0, sizeof b0);
-            lithe__free(v);
-        }
+        LITHE__TRY(default_affine(L, C, gamma, beta, g1, b0, sizeof g1));
         wb attrs = {0};
         at_int(&attrs, "axis", -1);
         at_float(&attrs, "epsilon", (float)eps);

@@ -1,5 +1,6 @@
 /* Scalar elementwise and reduction kernels. */
 #include "../kernels.h"
+#include "../../common/rows.h"
 
 #include <math.h>
 
@@ -40,40 +41,12 @@ int lithe_f32_any_outside__scalar(int64_t n, const float *X, float lo, float hi)
 }
 
 void lithe_f32_softmax__scalar(int64_t M, int64_t N, const float *X, float temperature, float *Y) {
-    for (int64_t i = 0; i < M; i++) {
-        const float *x = X + i * N;
-        float *y = Y + i * N;
-        float mx = -INFINITY;
-        for (int64_t j = 0; j < N; j++) {
-            float v = temperature == 1.0f ? x[j] : x[j] / temperature;
-            if (v > mx) mx = v;
-        }
-        double sum = 0.0;
-        for (int64_t j = 0; j < N; j++) {
-            float v = temperature == 1.0f ? x[j] : x[j] / temperature;
-            y[j] = expf(v - mx);
-            sum += y[j];
-        }
-        float inv = (float)sum;
-        for (int64_t j = 0; j < N; j++) y[j] /= inv;
-    }
+    for (int64_t i = 0; i < M; i++) lithe__softmax_row(N, X + i * N, temperature, Y + i * N);
 }
 
 void lithe_f32_softmax_backward__scalar(int64_t M, int64_t N, const float *Y, const float *dY,
                                         float temperature, float *dX) {
-    for (int64_t i = 0; i < M; i++) {
-        const float *y = Y + i * N, *dy = dY + i * N;
-        float *dx = dX + i * N;
-        double s = 0.0;
-        for (int64_t j = 0; j < N; j++) {
-            float g = temperature == 1.0f ? dy[j] : dy[j] / temperature;
-            s += (double)y[j] * g;
-        }
-        for (int64_t j = 0; j < N; j++) {
-            float g = temperature == 1.0f ? dy[j] : dy[j] / temperature;
-            dx[j] = y[j] * g - y[j] * (float)s;
-        }
-    }
+    for (int64_t i = 0; i < M; i++) lithe__softmax_backward_row(N, Y + i * N, dY + i * N, temperature, dX + i * N);
 }
 
 void lithe_f32_dropout_mask__scalar(uint64_t key, uint64_t counter, float rate, int64_t n, float *Y) {

@@ -3,6 +3,7 @@
  * the output's index space (0 along a broadcast axis), computed by the backend wrapper, so one
  * odometer loop serves every rank up to LITHE_MAX_DIMS. Backward kernels accumulate (+=). */
 #include "../kernels.h"
+#include "../../common/rows.h"
 
 #include <math.h>
 
@@ -22,25 +23,12 @@ static inline int64_t numel_of(int nd, const int64_t *shape) {
     return n;
 }
 
-static inline float bin_fwd(int op, float a, float b) {
-    switch (op) {
-    case LITHE__BIN_ADD: return a + b;
-    case LITHE__BIN_SUB: return a - b;
-    case LITHE__BIN_MUL: return a * b;
-    case LITHE__BIN_DIV: return a / b;
-    case LITHE__BIN_LESS: return a < b ? 1.0f : 0.0f;
-    case LITHE__BIN_GREATER: return a > b ? 1.0f : 0.0f;
-    case LITHE__BIN_EQUAL: return a == b ? 1.0f : 0.0f;
-    default: return powf(a, b);
-    }
-}
-
 void lithe_f32_bcast_binary__scalar(int op, int nd, const int64_t *shape, const float *A, const int64_t *as,
                                     const float *B, const int64_t *bs, float *Y) {
     int64_t n = numel_of(nd, shape), i[LITHE_MAX_DIMS] = {0}, off[2] = {0, 0};
     const int64_t *str[2] = {as, bs};
     for (int64_t k = 0; k < n; k++) {
-        Y[k] = bin_fwd(op, A[off[0]], B[off[1]]);
+        Y[k] = lithe__bin_fwd(op, A[off[0]], B[off[1]]);
         odo_step(nd, shape, i, 2, off, str);
     }
 }
@@ -101,55 +89,19 @@ void lithe_f32_reduce_to__scalar(int nd, const int64_t *xshape, const float *X, 
 }
 
 void lithe_f32_unary__scalar(int op, int64_t n, const float *X, float *Y) {
-    for (int64_t k = 0; k < n; k++) {
-        float x = X[k];
-        switch (op) {
-        case LITHE__UN_EXP: Y[k] = expf(x); break;
-        case LITHE__UN_LOG: Y[k] = logf(x); break;
-        case LITHE__UN_SQRT: Y[k] = sqrtf(x); break;
-        case LITHE__UN_NEG: Y[k] = -x; break;
-        case LITHE__UN_ERF: Y[k] = erff(x); break;
-        case LITHE__UN_ABS: Y[k] = fabsf(x); break;
-        default: Y[k] = 1.0f / x; break;
-        }
-    }
+    for (int64_t k = 0; k < n; k++) Y[k] = lithe__unary_fwd(op, X[k]);
 }
 
 void lithe_f32_unary_backward__scalar(int op, int64_t n, const float *X, const float *Y, const float *dY, float *dX) {
-    for (int64_t k = 0; k < n; k++) {
-        float x = X[k], y = Y[k], g = dY[k];
-        switch (op) {
-        case LITHE__UN_EXP: dX[k] += g * y; break;
-        case LITHE__UN_LOG: dX[k] += g / x; break;
-        case LITHE__UN_SQRT: dX[k] += g * 0.5f / y; break;
-        case LITHE__UN_NEG: dX[k] -= g; break;
-        case LITHE__UN_ERF: dX[k] += g * 1.12837916709551257f * expf(-x * x); break; /* 2 / sqrt(pi) */
-        case LITHE__UN_ABS: dX[k] += x > 0.0f ? g : x < 0.0f ? -g : 0.0f; break;
-        default: dX[k] -= g * y * y; break;
-        }
-    }
+    for (int64_t k = 0; k < n; k++) lithe__unary_bwd(op, X[k], Y[k], dY[k], &dX[k]);
 }
 
 void lithe_f32_log_softmax__scalar(int64_t M, int64_t N, const float *X, float *Y) {
-    for (int64_t r = 0; r < M; r++) {
-        const float *x = X + r * N;
-        float *y = Y + r * N;
-        float mx = -INFINITY;
-        for (int64_t j = 0; j < N; j++) mx = x[j] > mx ? x[j] : mx;
-        double s = 0.0;
-        for (int64_t j = 0; j < N; j++) s += exp((double)x[j] - mx);
-        float lse = mx + (float)log(s);
-        for (int64_t j = 0; j < N; j++) y[j] = x[j] - lse;
-    }
+    for (int64_t r = 0; r < M; r++) lithe__log_softmax_row(N, X + r * N, Y + r * N);
 }
 
 void lithe_f32_log_softmax_backward__scalar(int64_t M, int64_t N, const float *Y, const float *dY, float *dX) {
-    for (int64_t r = 0; r < M; r++) {
-        const float *y = Y + r * N, *g = dY + r * N;
-        double s = 0.0;
-        for (int64_t j = 0; j < N; j++) s += g[j];
-        for (int64_t j = 0; j < N; j++) dX[r * N + j] += g[j] - expf(y[j]) * (float)s;
-    }
+    for (int64_t r = 0; r < M; r++) lithe__log_softmax_backward_row(N, Y + r * N, dY + r * N, dX + r * N);
 }
 
 /* Input row / column of output position o and kernel tap k, or outside [0, extent). */

@@ -8,6 +8,7 @@
  * gate-major within a row, (f, i, o, c) blocks of H each — the row order of Thinc's flat Wx / Wh,
  * so G = X · Wxᵀ needs no transposition. */
 #include "../kernels.h"
+#include "../../common/rows.h"
 
 #include <math.h>
 #include <string.h>
@@ -75,14 +76,8 @@ void lithe_f32_lstm_scan_backward__scalar(int64_t T, int64_t H, const int32_t *s
             const float *g = G + r * 4 * H, *cp = p >= 0 ? C + p * H : c0, *hp = p >= 0 ? Y + p * H : h0;
             float *dg = dG + r * 4 * H;
             for (int64_t h = 0; h < H; h++) {
-                float f = g[h], i = g[H + h], o = g[2 * H + h], cc = g[3 * H + h];
-                float tc = tanhf(C[r * H + h]), dy = dY[r * H + h];
-                float dc = dC[r * H + h] + dy * o * (1.0f - tc * tc);
-                dg[h] = dc * cp[h] * f * (1.0f - f);
-                dg[H + h] = dc * cc * i * (1.0f - i);
-                dg[2 * H + h] = dy * tc * o * (1.0f - o);
-                dg[3 * H + h] = dc * i * (1.0f - cc * cc);
-                if (p >= 0) dC[p * H + h] = dc * f;
+                float dc = lithe__lstm_dgates(H, h, g, cp[h], C[r * H + h], dY[r * H + h], dC[r * H + h], dg);
+                if (p >= 0) dC[p * H + h] = dc * g[h];
             }
             /* dh_prev (H) += dgᵀ · Wh; dWh (4H, H) += dg ⊗ h_prev */
             for (int64_t j = 0; j < 4 * H; j++) {

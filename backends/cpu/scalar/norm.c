@@ -1,5 +1,6 @@
 /* Scalar maxout and layer-normalisation kernels (Thinc's NumpyOps.maxout and LayerNorm). */
 #include "../kernels.h"
+#include "../../common/rows.h"
 
 #include <math.h>
 #include <string.h>
@@ -7,11 +8,8 @@
 void lithe_f32_maxout__scalar(int64_t B, int64_t O, int64_t P, const float *X, float *Y,
                               int32_t *which) {
     for (int64_t r = 0; r < B * O; r++) {
-        const float *x = X + r * P;
-        int32_t best = 0;
-        for (int64_t p = 1; p < P; p++)
-            if (x[p] > x[best]) best = (int32_t)p; /* first maximum wins, as argmax */
-        Y[r] = x[best];
+        int32_t best = lithe__maxout_row(P, X + r * P); /* first maximum wins, as argmax */
+        Y[r] = X[r * P + best];
         which[r] = best;
     }
 }
@@ -25,19 +23,7 @@ void lithe_f32_maxout_backward__scalar(int64_t B, int64_t O, int64_t P, const fl
 /* Row statistics in double, so rows of any width keep float32 accuracy. */
 void lithe_f32_layernorm__scalar(int64_t M, int64_t N, const float *X, const float *G, const float *b,
                                  float eps, float *Y, float *mean, float *inv_std) {
-    for (int64_t i = 0; i < M; i++) {
-        const float *x = X + i * N;
-        double mu = 0.0, var = 0.0;
-        for (int64_t j = 0; j < N; j++) mu += x[j];
-        mu /= (double)N;
-        for (int64_t j = 0; j < N; j++) var += ((double)x[j] - mu) * ((double)x[j] - mu);
-        var /= (double)N;
-        double is = 1.0 / sqrt(var + (double)eps);
-        mean[i] = (float)mu;
-        inv_std[i] = (float)is;
-        for (int64_t j = 0; j < N; j++)
-            Y[i * N + j] = (float)(((double)x[j] - mu) * is) * G[j] + b[j];
-    }
+    for (int64_t i = 0; i < M; i++) lithe__layernorm_row(N, X + i * N, G, b, eps, Y + i * N, &mean[i], &inv_std[i]);
 }
 
 /* With xhat = (X - mu) * inv_std and g = dY * G:
