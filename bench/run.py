@@ -409,8 +409,8 @@ def report():
          f"{' (with uncommitted changes)' if dirty else ''}; native build `{A.build}` (CMake preset "
          f"`{os.path.basename(A.build)}`: Release, gcc, kernels picked at run time).",
          f"- Machine: {machine()}.",
-         "- **The machine was shared**: other engineers were compiling and testing on its 2 cores while this ran, so "
-         "absolute times are noisy (compare medians, look at min–max, and rerun before trusting a ratio near a bar).",
+         "- The machine may be shared (the load average above includes this run's own processes): compare medians, "
+         "look at min–max, and rerun before trusting a ratio near a bar.",
          "- Threads: every runner is forced to the row's thread count: `OMP_NUM_THREADS`, `OPENBLAS_NUM_THREADS`, "
          "`BLIS_NUM_THREADS`, `MKL_NUM_THREADS`, `LITHE_NUM_THREADS` in the environment, plus onnxruntime's `intraOpNumThreads` / "
          "`interOpNumThreads=1` (node) and `env.wasm.numThreads` (web), `torch.set_num_threads`, "
@@ -576,8 +576,7 @@ def ratios(by):
             pr["median_ms"] / lr["median_ms"], 10.0, "ms")
     if len(L) == n0:
         return []
-    return L + ["", "A miss is expected while lithe's kernels are scalar (issue 10's SIMD GEMM, vectorized kernels and "
-                "thread pool land separately); the note on the issue gives the reason for each.", ""]
+    return L + ["", "bench/README.md and the note on issue 10 give the reason for each miss.", ""]
 
 
 def main():
