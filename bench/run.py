@@ -468,7 +468,7 @@ def report():
         L += ["", "Reference: PyTorch's output for the same input and weights (for `mlp.lithe` and Thinc, whose model "
               "ends in Softmax: softmax of PyTorch's logits).", ""]
     # training
-    tr = [r for r in RESULTS if r["group"] == "train" and "median_ms" in r]
+    tr = [r for (k, wl, g), r in by.items() if g == "train"]  # with --rounds: each row's best round
     if tr:
         L += ["## Training step: MLP 784-512-512-10, batch 64, Adam, cross-entropy", "",
               "One step = forward + loss + backward + optimizer update (+ reading the loss back). Same initial weights "
