@@ -435,6 +435,22 @@ static void test_lithe_file_from_path(void **state) {
     size_t lb = 0;
     OK(lithe_model_save_bytes(m, NULL, &before, &lb));
     OK(lithe_model_load(path, &a));
+    /* the data starts 64-byte aligned in the file, so the mapped first weight is cache-line aligned */
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | before[i];
+    assert_int_equal((8 + hlen) % 64, 0);
+    lithe_model *first = NULL;
+    lithe_model *walked[64];
+    size_t nwalk = 0;
+    OK(lithe_model_walk(a, walked, 64, &nwalk));
+    for (size_t i = 0; i < nwalk && !first; i++) {
+        lithe_tensor *W = NULL;
+        if (lithe_model_get_param(walked[i], "W", &W) == LITHE_OK && W) first = walked[i];
+    }
+    assert_non_null(first);
+    lithe_tensor *W0 = NULL;
+    OK(lithe_model_get_param(first, "W", &W0));
+    assert_int_equal((uintptr_t)lithe_tensor_data(W0) % 64, 0);
     setenv("LITHE_NO_MMAP", "1", 1);
     OK(lithe_model_load(path, &b));
     unsetenv("LITHE_NO_MMAP");

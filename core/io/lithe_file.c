@@ -213,7 +213,10 @@ lithe_status lithe_model_save_bytes(lithe_model *m, const lithe_optimizer *opt, 
             nt++;
         }
     }
-    /* the header: __metadata__ then the tensors in data order, padded to 8 bytes */
+    /* the header: __metadata__ then the tensors in data order, padded with spaces so that the data
+     * starts 64-byte aligned in the file: a memory-mapped load then hands the kernels aligned
+     * weights (at 8 bytes past a line, AVX-512 loads straddle cache lines: batch-1 predicts of
+     * the bench's MLP took 0.083 ms mapped against 0.060 ms read into aligned memory) */
     if (s == LITHE_OK) {
         js_raw(&head, "{\"__metadata__\":{\"format\":\"lithe\",\"lithe.format_version\":\"1\",\"lithe.architecture\":");
         js_str(&head, arch.p);
@@ -243,7 +246,7 @@ lithe_status lithe_model_save_bytes(lithe_model *m, const lithe_optimizer *opt, 
             off += ts[k].nbytes;
         }
         js_raw(&head, "}");
-        while (!head.oom && (8 + head.n) % 8) js_raw(&head, " ");
+        while (!head.oom && (8 + head.n) % 64) js_raw(&head, " ");
         if (head.oom) s = lithe__oom("save", head.n);
         size_t total = 8 + head.n + off;
         if (s == LITHE_OK) {
