@@ -38,6 +38,7 @@ with open(P("m.lithe"), "rb") as f:
 (n,) = struct.unpack("<Q", blob[:8])
 header = json.loads(blob[8:8 + n])
 data = blob[8 + n:]
+assert (8 + n) % 64 == 0, "the data must start 64-byte aligned (docs/format.md)"
 meta = header.pop("__metadata__")
 assert meta["format"] == "lithe" and meta["lithe.format_version"] == "1"
 arch = json.loads(meta["lithe.architecture"])

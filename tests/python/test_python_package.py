@@ -39,6 +39,9 @@ def test_export_load_predict(tmp_path, name):
     model, X = _initialized(name)
     path = tmp_path / f"{name}.lithe"
     lithe.export(model, str(path))
+    # the exporter pads the header as lithe_model_save does: the data starts 64-byte aligned
+    with open(path, "rb") as f:
+        assert (8 + int.from_bytes(f.read(8), "little")) % 64 == 0
     lm = lithe.load(path)
     assert lm.name == model.name
     Y = numpy.from_dlpack(lm.predict(X))

@@ -272,7 +272,8 @@ def export(model, path, X=None):
         header[name] = {"dtype": dtype, "shape": list(arr.shape), "data_offsets": [offset, offset + arr.nbytes]}
         offset += arr.nbytes
     head = json.dumps(header, separators=(",", ":")).encode()
-    head += b" " * ((8 - (8 + len(head)) % 8) % 8)
+    # padded so the data starts 64-byte aligned, as lithe_model_save does (docs/format.md)
+    head += b" " * ((64 - (8 + len(head)) % 64) % 64)
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".lithe-export-")
     try:
