@@ -66,10 +66,7 @@ static void test_every_item_once(void **state) {
         for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
             for (int64_t grain = 1; grain <= 64; grain *= 4) {
                 int64_t n = sizes[s];
-                int64_t ranges = n / grain;
-                if (ranges > threads) ranges = threads;
                 run_job(p, n, grain, n == 0 ? 0 : -1);
-                (void)ranges;
             }
         /* fewer items than one grain: a single call in the caller */
         run_job(p, 10, 16, 1);

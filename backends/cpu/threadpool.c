@@ -30,8 +30,7 @@ struct lithe__pool {
     /* the current job */
     lithe__range_fn fn;
     void *ctx;
-    int64_t items, chunk;
-    int nchunks;
+    int64_t items, chunk; /* the range count travels in gen */
 };
 
 typedef struct {
@@ -148,10 +147,10 @@ void lithe__pool_for(lithe__pool *p, int64_t n, int64_t grain, lithe__range_fn f
     p->ctx = ctx;
     p->items = n;
     p->chunk = chunk;
-    p->nchunks = (int)((n + chunk - 1) / chunk);
-    atomic_store(&p->pending, p->nchunks - 1);
+    int nchunks = (int)((n + chunk - 1) / chunk);
+    atomic_store(&p->pending, nchunks - 1);
     pthread_mutex_lock(&p->mu);
-    uint64_t next = ((atomic_load_explicit(&p->gen, memory_order_relaxed) >> 16) + 1) << 16 | (uint64_t)p->nchunks;
+    uint64_t next = ((atomic_load_explicit(&p->gen, memory_order_relaxed) >> 16) + 1) << 16 | (uint64_t)nchunks;
     atomic_store_explicit(&p->gen, next, memory_order_release);
     pthread_cond_broadcast(&p->work_cv);
     pthread_mutex_unlock(&p->mu);
