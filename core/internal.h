@@ -461,6 +461,33 @@ extern const lithe__layer_type *const lithe__lstm_types[], *const lithe__attenti
 extern const lithe__layer_type lithe__onnx_graph_type;
 extern const lithe__layer_type *const lithe__graph_types[];
 lithe_status lithe__onnx_attach(lithe_model *m);
+/* The npm package's modules (LITHE_IMPORTERS_SEPARATE) leave core/graph/, onnx.c and tfjs.c out
+ * of the core module: they are a second module (bindings/js/src/importers.c) that the JS loader
+ * links into the same memory and registers with lithe__importers_set. The core reaches the graph
+ * type and the importers through core/io/importers.c, which fails with LITHE_ERR_UNSUPPORTED
+ * (and raises lithe__importers_wanted) until then. */
+typedef struct lithe__importers {
+    const lithe__layer_type *onnx_graph_type;
+    const lithe__layer_type *const *graph_types;
+    lithe_status (*onnx_attach)(lithe_model *m);
+    lithe_status (*onnx_load_bytes)(const uint8_t *data, size_t len, lithe_model **out);
+    lithe_status (*onnx_load)(const char *path, lithe_model **out);
+    const char *const *(*onnx_op_names)(size_t *n);
+    lithe_status (*tfjs_load_bytes)(const char *model_json, size_t json_len, const uint8_t *weights,
+                                    size_t weights_len, lithe_model **out);
+    lithe_status (*tfjs_load)(const char *path, lithe_model **out);
+} lithe__importers;
+#ifdef LITHE_IMPORTERS_SEPARATE
+void lithe__importers_set(const lithe__importers *h);
+bool lithe__importers_wanted(void); /* a call since the last query needed the missing module */
+const lithe__layer_type *lithe__importers_graph_type(void);
+const lithe__layer_type *const *lithe__importers_graph_types(void);
+#define LITHE__ONNX_GRAPH_TYPE (lithe__importers_graph_type())
+#define LITHE__GRAPH_TYPES (lithe__importers_graph_types())
+#else
+#define LITHE__ONNX_GRAPH_TYPE (&lithe__onnx_graph_type)
+#define LITHE__GRAPH_TYPES lithe__graph_types
+#endif
 const lithe__layer_type *lithe__layer_type_by_name(const char *registered_name);
 
 /* chain(node, LayerNorm(nI=nO)) when o->normalize, then chain(.., Dropout) when o->dropout > 0,

@@ -71,7 +71,7 @@ static void arch_attr(js_buf *b, const lithe__attr *a) {
 /* An imported graph's `onnx` attr (core/graph/): saved as the byte tensor "<node>.attr.onnx" beside
  * the weights, not as hex in the JSON header. */
 static bool graph_bytes_attr(const lithe_model *m, const lithe__attr *at) {
-    return m->type == &lithe__onnx_graph_type && at->type == LITHE_ATTR_TENSOR && at->v.t->dtype == LITHE_U8 &&
+    return m->type == LITHE__ONNX_GRAPH_TYPE && at->type == LITHE_ATTR_TENSOR && at->v.t->dtype == LITHE_U8 &&
            !strcmp(at->name, "onnx");
 }
 
@@ -156,7 +156,7 @@ static lithe_status architecture(lithe_model **nodes, size_t n, js_buf *b) {
         js_double(b, m->cfg[1]);
         js_raw(b, "]}");
         /* an ONNX graph's shim is rebuilt from its `onnx` attr at load; other shims cannot be saved */
-        if (m->n_shims && m->type != &lithe__onnx_graph_type)
+        if (m->n_shims && m->type != LITHE__ONNX_GRAPH_TYPE)
             return lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: nodes with shims cannot be saved yet", m->name);
     }
     js_raw(b, "]}");
@@ -625,7 +625,7 @@ static lithe_status build(const parsed *p, mapping *map, lithe_model **out) {
     }
     /* imported graphs: parse each graph node's bytes now, so a broken graph fails the load */
     for (size_t i = 0; s == LITHE_OK && i < n; i++)
-        if (ms[i]->type == &lithe__onnx_graph_type) s = lithe__onnx_attach(ms[i]);
+        if (ms[i]->type == LITHE__ONNX_GRAPH_TYPE) s = lithe__onnx_attach(ms[i]);
     if (s == LITHE_OK) *out = lithe_model_retain(ms[0]);
     for (size_t i = 0; ms && i < n; i++) lithe_model_free(ms[i]);
     for (size_t i = 0; children && i < n; i++) lithe__free(children[i]);

@@ -27,7 +27,7 @@ const lithe__layer_type *lithe__layer_type_by_name(const char *registered_name) 
         lithe__softmax_types, lithe__maxout_types, lithe__dense_types, lithe__activation_types,
         lithe__transfer_types, lithe__with_types, lithe__reduce_types, lithe__window_types, lithe__getitem_types,
         lithe__sparse_types, lithe__remap_types, lithe__strings_types, lithe__static_vectors_types,
-        lithe__uniqued_types, lithe__graph_types, lithe__lstm_types, lithe__attention_types,
+        lithe__uniqued_types, LITHE__GRAPH_TYPES, lithe__lstm_types, lithe__attention_types,
     };
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
         for (const lithe__layer_type *const *t = families[f]; *t; t++)

@@ -25,3 +25,7 @@ for (const flavour of ['simd', 'scalar']) {
   fs.copyFileSync(built, path.join(pkg, 'dist', `lithe-${flavour}.wasm`));
   console.log(`dist/lithe-${flavour}.wasm: ${fs.statSync(built).size} bytes`);
 }
+// The importer module (ONNX, TF.js) holds no SIMD code: both builds make the same file and share it.
+const importers = path.join(root, 'build', 'wasm-simd', 'bindings', 'js', 'lithe-importers.wasm');
+fs.copyFileSync(importers, path.join(pkg, 'dist', 'lithe-importers.wasm'));
+console.log(`dist/lithe-importers.wasm: ${fs.statSync(importers).size} bytes`);

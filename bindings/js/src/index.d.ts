@@ -25,6 +25,10 @@ export interface InitOptions {
   wasm?: Uint8Array | ArrayBuffer | URL | string | WebAssembly.Module;
   /** Where C's stdout (fd 1) and stderr (fd 2) lines go; default: console.log / console.warn. */
   print?: (fd: number, line: string) => void;
+  /** The importer module (ONNX, TF.js: lithe-importers.wasm) as bytes, a URL, a path (Node) or a
+   *  compiled module, or true to link the package's own at init rather than when a model first
+   *  needs it; default: the package's file, linked then. */
+  importers?: true | Uint8Array | ArrayBuffer | URL | string | WebAssembly.Module;
 }
 export interface InitInfo {
   simd: boolean;
@@ -115,7 +119,10 @@ export type TfjsSource =
  *  trains; its weights must be inside the file, not in external data), a URL or (in Node) a file
  *  path, or a TF.js layers model; calls init() if needed. */
 export declare function load(source: Uint8Array | ArrayBuffer | URL | string | TfjsSource): Promise<Model>;
-/** A TF.js layers model (docs/tfjs.md), synchronously (after init()): one graph node that predicts, trains and saves. */
+/** A TF.js layers model (docs/tfjs.md), synchronously (after init()): one graph node that predicts, trains and saves.
+ *  ONNX and TF.js models (and .lithe files holding one) need the importer module: load() links it
+ *  when a model needs it; these synchronous calls link it themselves in Node, and elsewhere need it
+ *  linked already (an earlier load() of such a model, or init({ importers: true })). */
 export declare function loadTfjs(source: TfjsSource): Model;
 /** The same for bytes in hand, synchronously (after init()). */
 export declare function loadBytes(bytes: Uint8Array | ArrayBuffer): Model;

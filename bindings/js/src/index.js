@@ -1,22 +1,31 @@
 // lithe for JavaScript: the idiomatic layer over the C API (raw.js). Models and optimizers hold C
 // objects: call dispose() when done (a FinalizationRegistry frees forgotten ones eventually).
 // Tensors are plain JS: a TypedArray and a shape, copied into the module for each call.
-import { instantiate, simdSupported, readBytes } from './loader.js';
+import { instantiate, simdSupported, readBytes, compileImporters, compileImportersSync, linkImporters } from './loader.js';
 import { createRaw, LitheError, STATUS, DTYPE } from './raw.js';
 
 export { LitheError, STATUS, DTYPE, simdSupported };
 
 let raw = null;
 let initPromise = null;
+let loadedCore = null;
+let importersSource; // options.importers
+let importersPromise = null;
 
 // Loads and starts the WebAssembly module once (later calls return the same promise).
 // options.simd: true / false forces a build (default: feature detection); options.wasm: the .wasm
 // as bytes, URL, path or WebAssembly.Module (default: the package's own file for the build);
-// options.print(fd, line): where C's stdout/stderr lines go (default: console).
+// options.print(fd, line): where C's stdout/stderr lines go (default: console);
+// options.importers: the importer module (ONNX, TF.js: lithe-importers.wasm) as bytes, URL, path
+// or WebAssembly.Module, or true to link the package's own now rather than when a model first
+// needs it (default: the package's own, linked then).
 export function init(options = {}) {
   initPromise ??= instantiate(options).then(
-    (loaded) => {
+    async (loaded) => {
+      loadedCore = loaded;
       raw = createRaw(loaded);
+      importersSource = options.importers === true ? undefined : options.importers;
+      if (options.importers) await importers();
       return { simd: loaded.simd, version: raw.cstring(raw.lithe_version()) };
     },
     (err) => {
@@ -24,6 +33,39 @@ export function init(options = {}) {
       throw err;
     });
   return initPromise;
+}
+
+// ONNX and TF.js models (and .lithe files holding one) run code that lives in a second module,
+// lithe-importers.wasm, linked into the running one the first time a model needs it: load() does
+// that on its own; the synchronous loadBytes / loadTfjs do it in Node, and elsewhere need it linked
+// already (by an earlier load() or init({ importers: true })).
+function importers() {
+  importersPromise ??= compileImporters(importersSource).then(
+    (module) => {
+      if (!raw.importers) raw.importers = linkImporters(loadedCore, module);
+    },
+    (err) => {
+      importersPromise = null;
+      throw err;
+    });
+  return importersPromise;
+}
+
+// Runs call(), a loader returning a status. When it fails for want of the importer module: with
+// `sync`, links the module where that can be done synchronously and runs call() again; without,
+// returns MISSING (the caller awaits importers() and retries).
+const MISSING = Symbol('missing importers');
+function runLoader(call, sync) {
+  const r = need();
+  if (r.importers) return call();
+  r.lithe_js_importers_wanted(); // clears the flag
+  const status = call();
+  if (status === STATUS.OK || !r.lithe_js_importers_wanted()) return status;
+  if (!sync) return MISSING;
+  const module = compileImportersSync(importersSource);
+  if (!module) return status; // lithe's error says what is missing and that load() links it
+  r.importers = linkImporters(loadedCore, module);
+  return call();
 }
 
 function need() {
@@ -272,8 +314,14 @@ export class Model extends Handle {
 // over): see loadTfjs.
 export async function load(source) {
   await init();
-  if (isTfjs(source)) return loadTfjs(source);
+  if (isTfjs(source)) {
+    await importers();
+    return loadTfjs(source);
+  }
   const bytes = await readBytes(source);
+  const model = loadModel(bytes, false);
+  if (model !== MISSING) return model;
+  await importers();
   return loadBytes(bytes);
 }
 
@@ -310,20 +358,27 @@ export function loadTfjs(source) {
   let pw = 0;
   try {
     pw = r.allocBytes(all);
-    r.check(r.lithe_tfjs_load_bytes(pj, json.byteLength, pw, all.byteLength, r.outPtr(0)));
+    r.check(runLoader(() => r.lithe_tfjs_load_bytes(pj, json.byteLength, pw, all.byteLength, r.outPtr(0)), true));
   } finally {
     r.free(pj);
     if (pw) r.free(pw);
   }
   return new Model(r.readU32(r.outPtr(0)), 'lithe_model_free');
 }
-// The same, synchronously, for bytes already in hand (after init()).
+// The same, synchronously, for bytes already in hand (after init(); ONNX bytes, or a .lithe file
+// holding an imported graph, need the importer module: see importers()).
 export function loadBytes(bytes) {
+  return loadModel(bytes, true);
+}
+
+function loadModel(bytes, sync) {
   const r = need();
   const u8 = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
   const p = r.allocBytes(u8);
   try {
-    r.check(r.lithe_model_load_bytes(p, u8.byteLength, r.outPtr(0)));
+    const status = runLoader(() => r.lithe_model_load_bytes(p, u8.byteLength, r.outPtr(0)), sync);
+    if (status === MISSING) return MISSING;
+    r.check(status);
   } finally {
     r.free(p);
   }

@@ -117,3 +117,13 @@ LITHE_JS_API lithe_status lithe_js_resize_output(lithe_model *root, int32_t new_
     lithe_model_free(rz); /* the tree holds its own reference now */
     return s;
 }
+
+/* The importer module (lithe-importers.wasm: ONNX, TF.js and the graph executor, src/importers.c),
+ * which src/loader.js links into this module's memory when a model needs it: registering the table
+ * it hands over (core/io/importers.c), and whether a call since the last query failed for want of
+ * it (then loading it and retrying will help). */
+struct lithe__importers;
+void lithe__importers_set(const struct lithe__importers *h);
+_Bool lithe__importers_wanted(void);
+LITHE_JS_API void lithe_js_importers_set(const struct lithe__importers *h) { lithe__importers_set(h); }
+LITHE_JS_API int lithe_js_importers_wanted(void) { return lithe__importers_wanted(); }

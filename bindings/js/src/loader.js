@@ -107,3 +107,132 @@ export async function instantiate({ wasm, simd, print } = {}) {
   instance.exports._initialize?.();
   return { instance, exports: instance.exports, memory, simd: useSimd, module };
 }
+
+// ---- the importer module ----
+// lithe-importers.wasm holds the ONNX and TF.js importers and the graph executor (a model
+// imported from either is a graph node), kept out of the core module so that the core stays small
+// for the models most pages load. It is an Emscripten side module: position-independent code that
+// imports the core's memory, function table and stack pointer, and the core functions it calls;
+// linkImporters places its data in a block of the core's heap and its functions at the end of the
+// table, resolves its imports from the core's exports, runs its constructors and registers its
+// entry points with the core (lithe_js_importers_set). Both builds of the core share the one file.
+
+export function importersUrl() {
+  return new URL('../dist/lithe-importers.wasm', import.meta.url);
+}
+
+export async function compileImporters(source) {
+  if (source instanceof WebAssembly.Module) return source;
+  return compile(source === undefined || source === true ? importersUrl() : source);
+}
+
+// The same, synchronously: Node only (a browser's main thread may not compile a module this size
+// synchronously, and has no synchronous fetch). Returns null where it cannot.
+export function compileImportersSync(source) {
+  if (source instanceof WebAssembly.Module) return source;
+  if (source instanceof Uint8Array || source instanceof ArrayBuffer) return new WebAssembly.Module(source);
+  const builtin = isNode && typeof process.getBuiltinModule === 'function' ? process.getBuiltinModule : null;
+  if (!builtin) return null;
+  const { readFileSync } = builtin('fs');
+  const { fileURLToPath } = builtin('url');
+  let where = source === undefined || source === true ? importersUrl() : source;
+  if (!(where instanceof URL) && /^[a-z][a-z0-9+.-]+:/i.test(String(where))) where = new URL(String(where));
+  if (where instanceof URL && where.protocol !== 'file:') return null;
+  return new WebAssembly.Module(readFileSync(where instanceof URL ? fileURLToPath(where) : where));
+}
+
+// The dylink.0 section's memory info: the bytes and alignment (log2) of the module's data, and
+// how many table slots its functions take.
+function dylinkInfo(module) {
+  const [section] = WebAssembly.Module.customSections(module, 'dylink.0');
+  if (!section) throw new Error('lithe: the importer module has no dylink.0 section (not an Emscripten side module)');
+  const b = new Uint8Array(section);
+  let at = 0;
+  const leb = () => {
+    let v = 0, shift = 0, byte;
+    do {
+      byte = b[at++];
+      v += (byte & 0x7f) * 2 ** shift;
+      shift += 7;
+    } while (byte & 0x80);
+    return v;
+  };
+  const info = { memorySize: 0, memoryAlign: 0, tableSize: 0 };
+  while (at < b.length) {
+    const kind = b[at++], size = leb(), end = at + size;
+    if (kind === 1) { // WASM_DYLINK_MEM_INFO
+      info.memorySize = leb();
+      info.memoryAlign = leb();
+      info.tableSize = leb();
+    }
+    at = end;
+  }
+  return info;
+}
+
+// Links a compiled importer module into a loaded core (what instantiate returned).
+export function linkImporters(loaded, module) {
+  const core = loaded.exports;
+  const table = core.__indirect_function_table;
+  const info = dylinkInfo(module);
+  let memoryBase = 0;
+  if (info.memorySize) {
+    const align = 2 ** info.memoryAlign;
+    const block = core.malloc(info.memorySize + align); // never freed: the module stays for the instance's life
+    if (!block) throw new Error(`lithe: no memory for the importer module's ${info.memorySize} bytes of data`);
+    memoryBase = Math.ceil(block / align) * align;
+    new Uint8Array(core.memory.buffer, memoryBase, info.memorySize).fill(0);
+  }
+  const tableBase = table.length;
+  if (info.tableSize) table.grow(info.tableSize);
+  // A core function's table index (the address C code takes of it): its slot if it has one.
+  let slots = null;
+  const slotOf = (fn) => {
+    if (!slots) {
+      slots = new Map();
+      for (let i = 0; i < table.length; i++) {
+        const f = table.get(i);
+        if (f && !slots.has(f)) slots.set(f, i);
+      }
+    }
+    let i = slots.get(fn);
+    if (i === undefined) {
+      i = table.grow(1);
+      table.set(i, fn);
+      slots.set(fn, i);
+    }
+    return i;
+  };
+  const i32 = (value, mutable = false) => new WebAssembly.Global({ value: 'i32', mutable }, value);
+  const env = {
+    memory: core.memory, __indirect_function_table: table, __stack_pointer: core.__stack_pointer,
+    __memory_base: i32(memoryBase), __table_base: i32(tableBase),
+  };
+  const imports = { env, 'GOT.func': {}, 'GOT.mem': {} };
+  const got = []; // the addresses it takes (GOT.func: table slots; GOT.mem: data), set once it is instantiated
+  for (const imp of WebAssembly.Module.imports(module)) {
+    if (imp.module === 'env' && imp.kind === 'function') {
+      if (typeof core[imp.name] !== 'function') throw new Error(`lithe: the core module does not export ${imp.name}, which the importer module needs (mismatched builds?)`);
+      env[imp.name] = core[imp.name];
+    } else if (imp.module === 'GOT.func' || imp.module === 'GOT.mem') {
+      const g = i32(0, true);
+      imports[imp.module][imp.name] = g;
+      got.push([imp.module, imp.name, g]);
+    }
+  }
+  const instance = new WebAssembly.Instance(module, imports);
+  const side = instance.exports;
+  // A symbol both define resolves to the importer module's: the core's lithe_onnx_load & co. are
+  // the stubs that forward to it.
+  for (const [kind, name, g] of got) {
+    if (kind === 'GOT.func' && typeof side[name] === 'function') g.value = slotOf(side[name]);
+    else if (kind === 'GOT.func' && typeof core[name] === 'function') g.value = slotOf(core[name]);
+    else if (kind === 'GOT.mem' && side[name] instanceof WebAssembly.Global) g.value = memoryBase + side[name].value;
+    else if (kind === 'GOT.mem' && core[name] instanceof WebAssembly.Global) g.value = core[name].value;
+    else throw new Error(`lithe: the importer module's ${kind} import ${name} is defined nowhere`);
+  }
+  side.__wasm_apply_data_relocs?.();
+  side.__wasm_call_ctors?.();
+  core.lithe_js_importers_set(side.lithe_importers());
+  return instance;
+}

@@ -1,0 +1,25 @@
+// Build step (bindings/js/CMakeLists.txt): the core module's exports, as an emcc response file —
+// the package's own list (every LITHE_API and lithe_js_* function, given as the third argument),
+// plus whatever the importer module imports from it: functions (env.*, and GOT.func.* for the
+// addresses it takes), data addresses (GOT.mem.*) and the stack pointer it shares. Read from the
+// built lithe-importers.wasm, so the list cannot drift from the code.
+//   node core-exports.mjs lithe-importers.wasm out.rsp _malloc,_free,...
+import fs from 'node:fs';
+
+const [sidePath, outPath, base] = process.argv.slice(2);
+const side = new WebAssembly.Module(fs.readFileSync(sidePath));
+const funcs = new Set(base.split(',').filter(Boolean));
+const data = new Set();
+const provided = new Set(['__memory_base', '__table_base', '__stack_pointer', 'memory', '__indirect_function_table']);
+for (const imp of WebAssembly.Module.imports(side)) {
+  if (imp.module === 'env' && imp.kind === 'function') funcs.add(`_${imp.name}`);
+  else if (imp.module === 'GOT.func') funcs.add(`_${imp.name}`);
+  else if (imp.module === 'GOT.mem') data.add(imp.name);
+  else if (!(imp.module === 'env' && provided.has(imp.name))) {
+    console.error(`core-exports: the importer module imports ${imp.module}.${imp.name} (${imp.kind}), which the loader does not provide`);
+    process.exit(1);
+  }
+}
+const lines = [`-sEXPORTED_FUNCTIONS=${[...funcs].join(',')}`, '-Wl,--export=__stack_pointer',
+  ...[...data].map((d) => `-Wl,--export=${d}`)];
+fs.writeFileSync(outPath, lines.join('\n') + '\n');

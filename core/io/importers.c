@@ -1,0 +1,75 @@
+/* The npm package's core module (LITHE_IMPORTERS_SEPARATE, Emscripten builds only): the ONNX and
+ * TF.js importers and the graph executor (core/io/onnx.c, tfjs.c, core/graph/) are a second module,
+ * lithe-importers.wasm (bindings/js/src/importers.c), that the JS loader links into this module's
+ * memory and table when a model needs it, then registers here. Until then the public entry points
+ * and the .lithe loader's graph nodes fail with LITHE_ERR_UNSUPPORTED and raise a flag that the
+ * loader reads to know that loading the second module and retrying will help. */
+#include "../internal.h"
+
+static const lithe__importers *hooks;
+static bool wanted;
+
+static lithe_status absent(const char *fn) {
+    wanted = true;
+    return lithe__fail(LITHE_ERR_UNSUPPORTED,
+                       "%s: ONNX and TF.js models (and .lithe files holding one) need lithe's importer module, "
+                       "lithe-importers.wasm, which is not loaded (lithe.load() loads it when it meets such a model)",
+                       fn);
+}
+
+/* Stands for "onnx_graph.v1" in the layer registry until the module is registered, so that a .lithe
+ * file with a graph node gets as far as the loader's attach call, which then says what is missing. */
+static lithe_status placeholder_init(lithe_model *m, const lithe_value *X, const lithe_value *Y) {
+    (void)m, (void)X, (void)Y;
+    return absent("onnx_graph.v1");
+}
+static lithe_status placeholder_forward(lithe_model *m, const lithe_value *X, bool is_train, lithe_value **Y,
+                                        lithe_backprop **bp) {
+    (void)m, (void)X, (void)is_train, (void)Y, (void)bp;
+    return absent("onnx_graph.v1");
+}
+static const lithe__layer_type placeholder = {"onnx_graph.v1", placeholder_init, placeholder_forward, NULL, 0, 0};
+static const lithe__layer_type *const placeholder_types[] = {&placeholder, NULL};
+
+void lithe__importers_set(const lithe__importers *h) { hooks = h; }
+
+bool lithe__importers_wanted(void) {
+    bool w = wanted;
+    wanted = false;
+    return w;
+}
+
+const lithe__layer_type *lithe__importers_graph_type(void) { return hooks ? hooks->onnx_graph_type : &placeholder; }
+const lithe__layer_type *const *lithe__importers_graph_types(void) {
+    return hooks ? hooks->graph_types : placeholder_types;
+}
+
+lithe_status lithe__onnx_attach(lithe_model *m) { return hooks ? hooks->onnx_attach(m) : absent("lithe_model_load"); }
+
+lithe_status lithe_onnx_load_bytes(const uint8_t *data, size_t len, lithe_model **out) {
+    if (out) *out = NULL;
+    return hooks ? hooks->onnx_load_bytes(data, len, out) : absent("lithe_onnx_load_bytes");
+}
+
+lithe_status lithe_onnx_load(const char *path, lithe_model **out) {
+    if (out) *out = NULL;
+    return hooks ? hooks->onnx_load(path, out) : absent("lithe_onnx_load");
+}
+
+const char *const *lithe_onnx_op_names(size_t *n) {
+    static const char *const none[] = {NULL};
+    if (hooks) return hooks->onnx_op_names(n);
+    if (n) *n = 0;
+    return none;
+}
+
+lithe_status lithe_tfjs_load_bytes(const char *model_json, size_t json_len, const uint8_t *weights, size_t weights_len,
+                                   lithe_model **out) {
+    if (out) *out = NULL;
+    return hooks ? hooks->tfjs_load_bytes(model_json, json_len, weights, weights_len, out) : absent("lithe_tfjs_load_bytes");
+}
+
+lithe_status lithe_tfjs_load(const char *path, lithe_model **out) {
+    if (out) *out = NULL;
+    return hooks ? hooks->tfjs_load(path, out) : absent("lithe_tfjs_load");
+}
