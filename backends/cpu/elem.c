@@ -86,7 +86,11 @@ const lithe__simd_kernels lithe__simd_scalar = {
 
 int lithe__simd_available(const lithe__simd_kernels **out, int max) {
     int n = 0;
+#if !(defined(LITHE_SIMD_ONLY) && defined(__wasm_simd128__))
+    /* (left out of the npm package's SIMD128 module, LITHE_SIMD_ONLY: it has no environment to
+     * name it in, so the table and the twins only it calls would be dead code) */
     if (n < max) out[n++] = &lithe__simd_scalar;
+#endif
 #if defined(__x86_64__) && !defined(LITHE_NO_SIMD)
     __builtin_cpu_init();
     if (n < max) out[n++] = &lithe__simd_sse2; /* every x86-64 has SSE2 */

@@ -55,6 +55,14 @@ const lithe__sgemm_kernel *lithe__sgemm_kernel_avx512(void) { return NULL; }
 
 /* ---- choice of kernel ---- */
 
+#if defined(LITHE_SIMD_ONLY) && defined(__wasm_simd128__)
+/* The npm package's SIMD128 module (LITHE_SIMD_ONLY, bindings/js): no environment to name another
+ * kernel in, and the SIMD128 kernel takes every shape, so the scalar one is left out of it. */
+const lithe__sgemm_kernel *lithe__sgemm_kernel_named(const char *isa) {
+    return isa && strcmp(isa, "wasmsimd") == 0 ? lithe__sgemm_kernel_wasmsimd() : NULL;
+}
+static const lithe__sgemm_kernel *pick_kernel(void) { return lithe__sgemm_kernel_wasmsimd(); }
+#else
 const lithe__sgemm_kernel *lithe__sgemm_kernel_named(const char *isa) {
     if (!isa) return NULL;
     if (strcmp(isa, "scalar") == 0) return lithe__sgemm_kernel_scalar();
@@ -92,6 +100,7 @@ static const lithe__sgemm_kernel *pick_kernel(void) {
     }
     return &kernel_scalar;
 }
+#endif
 
 const lithe__sgemm_kernel *lithe__sgemm_kernel_best(void) {
     static _Atomic(const lithe__sgemm_kernel *) best;
