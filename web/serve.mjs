@@ -28,7 +28,7 @@ function run(cmd, argv, cwd) {
   const r = spawnSync(cmd, argv, { cwd, stdio: 'inherit' });
   if (r.status !== 0) process.exit(r.status ?? 1);
 }
-if (!['simd', 'scalar'].every((f) => fs.existsSync(path.join(pkgDir, `dist/lithe-${f}.wasm`)))) run('npm', ['run', 'build'], pkgDir);
+if (!['simd', 'scalar', 'importers'].every((f) => fs.existsSync(path.join(pkgDir, `dist/lithe-${f}.wasm`)))) run('npm', ['run', 'build'], pkgDir);
 if (!fs.existsSync(modelPath)) {
   let lithe = ['build/ci', 'build/default'].map((b) => path.join(repo, b, 'tools/lithe/lithe')).find(fs.existsSync);
   if (!lithe) {

@@ -126,3 +126,52 @@ test('the package in a Web Worker (module worker): its own instance predicts as 
   assert.deepEqual(res.data, res.mine);
   await page.close();
 });
+
+test('ONNX / TF.js in the browser: the importer module is fetched and linked when a model first needs it', async () => {
+  const page = await browser.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(url);
+  await page.waitForFunction(() => window.demo?.ready || window.demo?.error, null, { timeout: 60_000 });
+  const res = await page.evaluate(async () => {
+    const lithe = await import('lithe');
+    const linkedAtStart = !!lithe.c().importers; // the page has loaded its .lithe MLP
+    // a TF.js 1x1 Conv2D with an identity kernel, then Flatten: predicts its input
+    const tfjs = { modelTopology: { class_name: 'Sequential', config: { name: 's', layers: [
+      { class_name: 'Conv2D', config: { name: 'c', filters: 3, kernel_size: [1, 1], use_bias: false, batch_input_shape: [null, 2, 2, 3] } },
+      { class_name: 'Flatten', config: { name: 'f' } }] } },
+    weightSpecs: [{ name: 'c/kernel', shape: [1, 1, 3, 3], dtype: 'float32' }],
+    weightData: new Float32Array([1, 0, 0, 0, 1, 0, 0, 0, 1]).buffer };
+    const x = Array.from({ length: 12 }, (_, i) => i);
+    const model = await lithe.load(tfjs);
+    const y = Array.from(model.predict(Float32Array.from(x), [1, 2, 2, 3]).data);
+    const bytes = model.save(); // a .lithe file holding the graph
+    const again = Array.from(lithe.loadBytes(bytes).predict(Float32Array.from(x), [1, 2, 2, 3]).data);
+    // a fresh instance in a worker: the synchronous loadBytes cannot fetch the module and says so;
+    // load() fetches it
+    const src = `import * as lithe from '${location.origin}/lithe/src/index.js';
+      onmessage = async (e) => {
+        await lithe.init();
+        let syncError = null;
+        try { lithe.loadBytes(e.data); } catch (err) { syncError = err.message; }
+        const m = await lithe.load(e.data);
+        postMessage({ syncError, workerY: Array.from(m.predict(new Float32Array(12).map((_, i) => i), [1, 2, 2, 3]).data) });
+      };`;
+    const worker = new Worker(URL.createObjectURL(new Blob([src], { type: 'text/javascript' })), { type: 'module' });
+    const msg = await new Promise((resolve, reject) => {
+      worker.onmessage = (e) => resolve(e.data);
+      worker.onerror = (e) => reject(new Error(e.message));
+      worker.postMessage(bytes);
+    });
+    worker.terminate();
+    return { linkedAtStart, linked: !!lithe.c().importers, x, y, again, ...msg };
+  });
+  assert.equal(res.linkedAtStart, false, 'the .lithe MLP page linked the importer module');
+  assert.equal(res.linked, true);
+  assert.deepEqual(res.y, res.x);
+  assert.deepEqual(res.again, res.x);
+  assert.match(res.syncError, /lithe-importers\.wasm, which is not loaded/);
+  assert.deepEqual(res.workerY, res.x);
+  assert.deepEqual(errors, []);
+  await page.close();
+});

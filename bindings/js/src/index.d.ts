@@ -25,9 +25,9 @@ export interface InitOptions {
   wasm?: Uint8Array | ArrayBuffer | URL | string | WebAssembly.Module;
   /** Where C's stdout (fd 1) and stderr (fd 2) lines go; default: console.log / console.warn. */
   print?: (fd: number, line: string) => void;
-  /** The importer module (ONNX, TF.js: lithe-importers.wasm) as bytes, a URL, a path (Node) or a
-   *  compiled module, or true to link the package's own at init rather than when a model first
-   *  needs it; default: the package's file, linked then. */
+  /** Where the importer module (ONNX, TF.js: lithe-importers.wasm) is, as bytes, a URL, a path
+   *  (Node) or a compiled module, linked when a model first needs it (default: the package's
+   *  file); or true to link the package's own at init. */
   importers?: true | Uint8Array | ArrayBuffer | URL | string | WebAssembly.Module;
 }
 export interface InitInfo {

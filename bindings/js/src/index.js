@@ -16,16 +16,16 @@ let importersPromise = null;
 // options.simd: true / false forces a build (default: feature detection); options.wasm: the .wasm
 // as bytes, URL, path or WebAssembly.Module (default: the package's own file for the build);
 // options.print(fd, line): where C's stdout/stderr lines go (default: console);
-// options.importers: the importer module (ONNX, TF.js: lithe-importers.wasm) as bytes, URL, path
-// or WebAssembly.Module, or true to link the package's own now rather than when a model first
-// needs it (default: the package's own, linked then).
+// options.importers: where the importer module (ONNX, TF.js: lithe-importers.wasm) is, as bytes,
+// URL, path or WebAssembly.Module, linked when a model first needs it (default: the package's own
+// file); or true to link the package's own now.
 export function init(options = {}) {
   initPromise ??= instantiate(options).then(
     async (loaded) => {
       loadedCore = loaded;
       raw = createRaw(loaded);
       importersSource = options.importers === true ? undefined : options.importers;
-      if (options.importers) await importers();
+      if (options.importers === true) await importers();
       return { simd: loaded.simd, version: raw.cstring(raw.lithe_version()) };
     },
     (err) => {

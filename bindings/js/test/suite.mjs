@@ -33,6 +33,7 @@ export function suite({ simd }) {
     const model = lithe.loadBytes(fx.modelBytes);
     try {
       assert.equal(model.name, 'relu>>dropout>>relu>>dropout>>softmax');
+      assert.ok(!lithe.c().importers, 'a .lithe MLP linked the importer module (ONNX, TF.js), which it does not need');
       const y = model.predict(lithe.tensor(fx.x, [64, 784]));
       assert.deepEqual(y.shape, fx.golden.shape);
       assert.ok(y.data instanceof Float32Array);
