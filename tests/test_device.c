@@ -942,6 +942,9 @@ static void test_conv2d(void **state) {
          * and strided + padded through im2col */
         {2, 8, 12, 12, 16, 1, 1, 1, 1, 1, 0, 0, 1, 1}, {3, 4, 10, 9, 8, 3, 3, 1, 2, 1, 1, 1, 1, 1},
         {2, 4, 12, 12, 8, 3, 3, 2, 1, 1, 1, 1, 1, 1}, /* grouped, several images */
+        /* grouped, strided, padded and dilated at once, big enough for the GEMM paths (the CUDA
+         * backward's col2im finds each input's taps through all three) */
+        {3, 6, 21, 20, 12, 3, 2, 3, 2, 1, 2, 1, 2, 2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const int64_t *k = cases[i];
