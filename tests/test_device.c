@@ -460,6 +460,15 @@ static void test_rows_elementwise(void **state) {
         OK(lithe__op_any_outside(cpu, X.c, -1.0f, 1.0f, &oc));
         OK(lithe__op_any_outside(dev, X.v, -1.0f, 1.0f, &ov));
         assert_int_equal(oc, ov);
+        /* gradient clipping on the device: above the threshold X is scaled to it (|X| from the
+         * device's partial sums may differ from the CPU's in its last bit: so may the factor);
+         * below it X keeps its very bits */
+        OK(lithe__op_clip_gradient(cpu, X.c, 2.0 * sqrt(sc)));
+        OK(lithe__op_clip_gradient(dev, X.v, 2.0 * sqrt(sc)));
+        expect_pair("clip_gradient below the threshold", X, 0, 0);
+        OK(lithe__op_clip_gradient(cpu, X.c, 0.5 * sqrt(sc)));
+        OK(lithe__op_clip_gradient(dev, X.v, 0.5 * sqrt(sc)));
+        expect_pair("clip_gradient above the threshold", X, 0, 5e-7);
         pair_free(X);
         pair_free(Z);
         pair_free(W);

@@ -315,6 +315,27 @@ static lithe_status vk_sum_squares(lithe_backend *be, const lithe_tensor *X, dou
     return LITHE_OK;
 }
 
+/* Gradient clipping without a read-back: sum_squares' per-workgroup partials, one invocation's
+ * decision (factor, apply) from their compensated sum, then the scaling pass reading it. */
+static lithe_status vk_clip_gradient(lithe_backend *be, lithe_tensor *G, double threshold) {
+    LITHE__TRY(need_f32("clip_gradient", G));
+    if (!G->numel) return LITHE_OK;
+    uint32_t g = groups_for(G->numel);
+    if (g > 1024) g = 1024;
+    lithe_tensor *P = NULL, *F = NULL;
+    LITHE__TRY(lithe__vk_scratch(be, g * sizeof(float), &P));
+    lithe_status s = lithe__vk_scratch(be, 2 * sizeof(float), &F);
+    static const uint32_t SPEC3[LITHE__VK_SPEC] = {3};
+    lithe__vk_push p = {.u = {(uint32_t)G->numel}};
+    if (s == LITHE_OK) s = DISPATCH("clip_gradient", "reduce", SPEC0, &p, g, 1, P, G);
+    lithe__vk_push d = {.u = {g}, .f = {(float)threshold}};
+    if (s == LITHE_OK) s = DISPATCH("clip_gradient", "reduce", SPEC2, &d, 1, 1, F, P);
+    if (s == LITHE_OK) s = DISPATCH("clip_gradient", "reduce", SPEC3, &p, groups_for(G->numel), 1, G, F);
+    lithe_tensor_release(P); /* safe: later commands are ordered after these dispatches */
+    lithe_tensor_release(F);
+    return s;
+}
+
 static lithe_status vk_any_outside(lithe_backend *be, const lithe_tensor *X, float lo, float hi, int *out) {
     LITHE__TRY(need_f32("any_outside", X));
     *out = 0;
@@ -1090,6 +1111,7 @@ void lithe__vk_fill_ops(lithe_backend_ops *ops) {
     ops->axpby = vk_axpby;
     ops->mul = vk_mul;
     ops->sum_squares = vk_sum_squares;
+    ops->clip_gradient = vk_clip_gradient;
     ops->act = vk_act;
     ops->act_backward = vk_act_backward;
     ops->softmax = vk_softmax;
