@@ -273,6 +273,9 @@ static int64_t im2col_floats(void) {
     return v > 0 ? (int64_t)v : (int64_t)64 << 20;
 }
 
+LC_KERNEL(k_ones, (const lc_thread &t, int64_t n, float *Y)) {
+    LC_FOR(t, i, n) Y[i] = 1.0f;
+}
 /* dst (rows, nb P): row r holds images i = 0 .. nb - 1's (P) rows r, src image i at src + i stride */
 LC_KERNEL(k_gather_rows, (const lc_thread &t, int64_t rows, int64_t nb, int64_t P, const float *src, int64_t stride,
                           float *dst)) {
@@ -362,32 +365,36 @@ static lithe_status cu_conv2d(lithe_backend *be, const lithe__conv2d *g, const l
  *   dW_g (Mg, Kc)  += dYt · colᵀ                       (cuBLAS, beta 1),
  *   dcol (Kc, nb P) = W_gᵀ · dYt                        (cuBLAS, beta 0, into col's scratch),
  *   dX             += col2im(dcol)                      (k_col2im: per dX element, its taps
- *                                                        gathered in (kh, kw) order: no atomics);
- * db keeps its per-channel kernel. Tiny products take the direct kernels, as in the forward. */
+ *                                                        gathered in (kh, kw) order: no atomics),
+ *   db_g (Mg)      += dYt · ones (nb P)                 (cuBLAS, beta 1).
+ * Tiny products (and db alone) take the direct kernels, as in the forward. */
 static lithe_status cu_conv2d_backward(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X,
                                        const lithe_tensor *W, const lithe_tensor *dY, lithe_tensor *dX, lithe_tensor *dW,
                                        lithe_tensor *db) {
     lc_ctx *c = lc_of(be);
     int64_t Cg = g->C / g->group, Mg = g->M / g->group, Kc = Cg * g->KH * g->KW, P = g->OH * g->OW;
-    if (db) LITHE__TRY(lc_launch<k_conv2d_db>(c, g->M, *g, (const float *)lc_f(dY), lc_f(db)));
-    if ((!dX && !dW) || g->N * P == 0) return LITHE_OK;
-    if (Kc * Mg * P < 4096) {
+    if (g->N * P == 0) return LITHE_OK;
+    if ((!dX && !dW) || Kc * Mg * P < 4096) {
         if (dX) LITHE__TRY(lc_launch<k_conv2d_dx>(c, dX->numel, *g, (const float *)lc_f(W), (const float *)lc_f(dY), lc_f(dX)));
         if (dW) LITHE__TRY(lc_launch<k_conv2d_dw>(c, dW->numel, *g, (const float *)lc_f(X), (const float *)lc_f(dY), lc_f(dW)));
+        if (db) LITHE__TRY(lc_launch<k_conv2d_db>(c, g->M, *g, (const float *)lc_f(dY), lc_f(db)));
         return LITHE_OK;
     }
     const float *x = lc_f(X), *w = lc_f(W), *dy = lc_f(dY);
-    float *dx = dX ? lc_f(dX) : NULL, *dw = dW ? lc_f(dW) : NULL;
-    int64_t per_image = (Mg + Kc) * P, nb = im2col_floats() / per_image;
+    float *dx = dX ? lc_f(dX) : NULL, *dw = dW ? lc_f(dW) : NULL, *dbp = db ? lc_f(db) : NULL;
+    int64_t per_image = (Mg + Kc + 1) * P, nb = im2col_floats() / per_image;
     if (nb < 1) nb = 1;
     if (nb > g->N) nb = g->N;
     void *scratch = NULL;
     lithe_status s = lc_alloc(c, (size_t)(nb * per_image) * sizeof(float), &scratch);
-    float *dyt = (float *)scratch, *col = dyt + Mg * nb * P;
+    float *dyt = (float *)scratch, *col = dyt + Mg * nb * P, *ones = col + Kc * nb * P;
+    if (s == LITHE_OK && dbp) s = lc_launch<k_ones>(c, nb * P, nb * P, ones);
     for (int64_t gi = 0; s == LITHE_OK && gi < g->group; gi++)
         for (int64_t n0 = 0; s == LITHE_OK && n0 < g->N; n0 += nb) {
             int64_t cnt = g->N - n0 < nb ? g->N - n0 : nb, wide = cnt * P;
             s = lc_launch<k_gather_rows>(c, Mg * wide, Mg, cnt, P, dy + (n0 * g->M + gi * Mg) * P, g->M * P, dyt);
+            if (s == LITHE_OK && dbp)
+                s = lc_gemm_rm(c, false, false, Mg, 1, wide, 1.0f, dyt, wide, 0, ones, 1, 0, 1.0f, dbp + gi * Mg, 1, 0, 1);
             if (s == LITHE_OK && dw) {
                 s = lc_launch<k_im2col_wide>(c, Kc * wide, *g, gi, n0, cnt, x, col);
                 if (s == LITHE_OK)
