@@ -38,7 +38,8 @@ export function createRaw(loaded) {
       throw e;
     }
   };
-  for (const [name, fn] of Object.entries(exports)) if (typeof fn === 'function' && name.startsWith('lithe_')) raw[name] = guard(name, fn);
+  // (lithe__* exports are internals the importer module calls, not API)
+  for (const [name, fn] of Object.entries(exports)) if (typeof fn === 'function' && name.startsWith('lithe_') && !name.startsWith('lithe__')) raw[name] = guard(name, fn);
   raw.malloc = guard('malloc', exports.malloc);
   raw.free = guard('free', exports.free);
 
