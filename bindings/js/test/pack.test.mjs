@@ -10,6 +10,14 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { nativeFixture, pkgDir, maxAbsDiff } from './fixtures.mjs';
 
+// A TF.js model as source text: a 1x1 Conv2D with an identity kernel, then Flatten (predicts its
+// input); it needs the importer module.
+const TFJS = `{ modelTopology: { class_name: 'Sequential', config: { name: 's', layers: [
+  { class_name: 'Conv2D', config: { name: 'c', filters: 3, kernel_size: [1, 1], use_bias: false, batch_input_shape: [null, 2, 2, 3] } },
+  { class_name: 'Flatten', config: { name: 'f' } }] } },
+  weightSpecs: [{ name: 'c/kernel', shape: [1, 1, 3, 3], dtype: 'float32' }],
+  weightData: new Float32Array([1, 0, 0, 0, 1, 0, 0, 0, 1]).buffer }`;
+
 let fx, proj;
 before(() => {
   fx = nativeFixture();
@@ -25,7 +33,7 @@ test('npm pack yields a package that installs and works by name', () => {
   assert.equal(packed.status, 0, packed.stderr);
   const [info] = JSON.parse(packed.stdout);
   const files = info.files.map((f) => f.path).sort();
-  for (const f of ['README.md', 'dist/lithe-scalar.wasm', 'dist/lithe-simd.wasm', 'package.json', 'src/index.d.ts', 'src/index.js', 'src/loader.js', 'src/raw.js'])
+  for (const f of ['README.md', 'dist/lithe-importers.wasm', 'dist/lithe-scalar.wasm', 'dist/lithe-simd.wasm', 'package.json', 'src/index.d.ts', 'src/index.js', 'src/loader.js', 'src/raw.js'])
     assert.ok(files.includes(f), `${f} is in the package (${files})`);
   assert.ok(!files.some((f) => f.startsWith('test/') || f.endsWith('.c')), 'no tests or C sources in the package');
   fs.writeFileSync(path.join(proj, 'package.json'), JSON.stringify({ name: 'user-project', private: true, type: 'module' }));
@@ -42,7 +50,10 @@ const model = await lithe.load('model.lithe');
 const npy = fs.readFileSync('x.npy');
 const x = new Float32Array(npy.buffer.slice(npy.byteOffset + 128, npy.byteOffset + npy.length));
 const y = model.predict(x, [64, 784]);
-process.stdout.write(JSON.stringify({ shape: y.shape, data: Array.from(y.data) }));
+// a TF.js model: the importer module comes from the installed package too
+const tfjs = await lithe.load(${TFJS});
+const t = tfjs.predict(new Float32Array(12).map((_, i) => i), [1, 2, 2, 3]);
+process.stdout.write(JSON.stringify({ shape: y.shape, data: Array.from(y.data), tfjs: Array.from(t.data) }));
 model.dispose();
 `);
   const r = spawnSync(process.execPath, ['main.mjs'], { cwd: proj, encoding: 'utf8' });
@@ -50,6 +61,7 @@ model.dispose();
   const out = JSON.parse(r.stdout);
   assert.deepEqual(out.shape, [64, 10]);
   assert.ok(maxAbsDiff(out.data, fx.golden.data) <= 1e-6);
+  assert.deepEqual(out.tfjs, Array.from({ length: 12 }, (_, i) => i));
 });
 
 test('in a worker thread: its own instance, predictions as native', async () => {
@@ -81,7 +93,9 @@ test('a bundler (esbuild, for browsers) bundles the package, and the bundle runs
 import * as lithe from ${JSON.stringify(path.join(pkgDir, 'src/index.js'))};
 const info = await lithe.init();
 const model = lithe.loadBytes(globalThis.MODEL);
-globalThis.RESULT = { simd: info.simd, y: Array.from(model.predict(new Float32Array(784), [1, 784]).data) };
+const tfjs = await lithe.load(${TFJS}); // the importer module, found beside the bundle too
+globalThis.RESULT = { simd: info.simd, y: Array.from(model.predict(new Float32Array(784), [1, 784]).data),
+  tfjs: Array.from(tfjs.predict(new Float32Array(12).map((_, i) => i), [1, 2, 2, 3]).data) };
 `);
     // no errors: Node's modules, used only in Node, must not trip a browser build
     const res = await build({ entryPoints: [path.join(app, 'main.js')], bundle: true, format: 'esm', platform: 'browser',
@@ -93,6 +107,7 @@ globalThis.RESULT = { simd: info.simd, y: Array.from(model.predict(new Float32Ar
     await import(path.join(app, 'out/bundle.js'));
     assert.equal(globalThis.RESULT.y.length, 10);
     assert.equal(globalThis.RESULT.simd, true);
+    assert.deepEqual(globalThis.RESULT.tfjs, Array.from({ length: 12 }, (_, i) => i));
   } finally {
     fs.rmSync(app, { recursive: true, force: true });
   }
