@@ -277,6 +277,142 @@ static lithe_status parse_container(jreader *r, js_val *v, int depth, bool obj) 
     return s;
 }
 
+/* ---- numbers: the nearest double to a decimal, correctly rounded (ties to even) ----
+ * Own code rather than strtod: libc's works in long double, which WebAssembly keeps as 128-bit
+ * software floats (14 KB of the npm module). Digits d (no leading zeros) times 10^e: exactly by
+ * two exact doubles when they fit (Clinger's fast path), else with big integers: the value as
+ * N = d * 10^e, or the quotient Q = d * 2^t / 10^-e with t bits to spare and a remainder flag,
+ * rounded at the double's last bit (fewer bits for subnormals). */
+
+enum { BIG_LIMBS = 96 }; /* 3072 bits: 10^724 (the smallest exponent kept) times 2^70 fits */
+typedef struct big {
+    uint32_t w[BIG_LIMBS];
+    int n; /* limbs in use */
+} big;
+
+static void big_muladd(big *a, uint32_t m, uint32_t add) {
+    uint64_t carry = add;
+    for (int i = 0; i < a->n; i++) {
+        carry += (uint64_t)a->w[i] * m;
+        a->w[i] = (uint32_t)carry;
+        carry >>= 32;
+    }
+    if (carry && a->n < BIG_LIMBS) a->w[a->n++] = (uint32_t)carry;
+}
+static int big_bits(const big *a) {
+    int n = a->n;
+    while (n && !a->w[n - 1]) n--;
+    if (!n) return 0;
+    int b = 32;
+    while (!(a->w[n - 1] >> (b - 1))) b--;
+    return (n - 1) * 32 + b;
+}
+static int big_bit(const big *a, int i) { return i / 32 < a->n ? (int)(a->w[i / 32] >> (i % 32)) & 1 : 0; }
+static bool big_any_below(const big *a, int i) { /* any of bits [0, i) set */
+    for (int k = 0; k < i / 32 && k < a->n; k++)
+        if (a->w[k]) return true;
+    return i % 32 && i / 32 < a->n && (a->w[i / 32] & ((1u << (i % 32)) - 1));
+}
+static int big_cmp(const big *a, const big *b) {
+    for (int i = (a->n > b->n ? a->n : b->n) - 1; i >= 0; i--) {
+        uint32_t x = i < a->n ? a->w[i] : 0, y = i < b->n ? b->w[i] : 0;
+        if (x != y) return x < y ? -1 : 1;
+    }
+    return 0;
+}
+
+/* The nearest double to q * 2^scale, q's bits beyond the kept ones rounded with `sticky` (bits
+ * below q that are not zero). */
+static double big_round(const big *q, int scale, bool sticky) {
+    int bits = big_bits(q);
+    if (!bits) return 0.0;
+    int e = bits - 1 + scale; /* q * 2^scale lies in [2^e, 2^(e+1)) */
+    int keep = e >= -1022 ? 53 : 53 - (-1022 - e); /* subnormals keep fewer bits */
+    int drop = bits - keep;
+    uint64_t k = 0;
+    for (int i = bits - 1; i >= (drop > 0 ? drop : 0); i--) k = k << 1 | (uint64_t)big_bit(q, i);
+    if (drop > 0) {
+        bool half = big_bit(q, drop - 1), below = sticky || big_any_below(q, drop - 1);
+        if (half && (below || (k & 1))) k++;
+        return ldexp((double)k, drop + scale);
+    }
+    return ldexp((double)k, scale);
+}
+
+double js_number(const char *s, size_t len) {
+    size_t at = 0;
+    bool neg = at < len && s[at] == '-';
+    if (neg) at++;
+    char dig[410];
+    int n = 0;
+    long e = 0; /* the value: dig[0..n) as an integer, times 10^e */
+    bool frac = false;
+    for (; at < len && ((s[at] >= '0' && s[at] <= '9') || s[at] == '.'); at++) {
+        if (s[at] == '.') {
+            frac = true;
+            continue;
+        }
+        if (n == 0 && s[at] == '0') { /* a leading zero */
+            if (frac) e--;
+            continue;
+        }
+        if (n < (int)sizeof dig) dig[n++] = s[at];
+        else if (!frac) e++; /* (JSON numbers here are at most 400 characters) */
+        if (frac) e--;
+    }
+    if (at < len && (s[at] == 'e' || s[at] == 'E')) {
+        at++;
+        bool eneg = at < len && s[at] == '-';
+        if (at < len && (s[at] == '-' || s[at] == '+')) at++;
+        long x = 0;
+        for (; at < len && s[at] >= '0' && s[at] <= '9'; at++)
+            if (x < 100000) x = x * 10 + (s[at] - '0');
+        e += eneg ? -x : x;
+    }
+    while (n && dig[n - 1] == '0') n--, e++; /* trailing zeros */
+    double r;
+    if (!n || n + e <= -324) r = 0.0; /* below half the smallest subnormal */
+    else if (n + e > 310) r = HUGE_VAL;
+    else if (n <= 15 && e >= -22 && e <= 22) { /* d < 2^53 and 10^|e| are exact doubles */
+        double d = 0.0, p = 1.0;
+        for (int i = 0; i < n; i++) d = d * 10.0 + (dig[i] - '0');
+        for (long i = 0; i < (e < 0 ? -e : e); i++) p *= 10.0;
+        r = e < 0 ? d / p : d * p;
+    } else {
+        big num, den, quo, rem;
+        memset(&num, 0, sizeof num);
+        for (int i = 0; i < n; i++) big_muladd(&num, 10, (uint32_t)(dig[i] - '0'));
+        if (e >= 0) {
+            for (long i = 0; i < e; i++) big_muladd(&num, 10, 0);
+            r = big_round(&num, 0, false);
+        } else {
+            memset(&den, 0, sizeof den);
+            den.w[0] = 1, den.n = 1;
+            for (long i = 0; i < -e; i++) big_muladd(&den, 10, 0);
+            int t = big_bits(&den) - big_bits(&num) + 66; /* the quotient gets >= 66 bits */
+            if (t < 0) t = 0;
+            int nb = big_bits(&num) + t; /* long division of num * 2^t by den, a bit at a time */
+            memset(&quo, 0, sizeof quo);
+            memset(&rem, 0, sizeof rem);
+            quo.n = (nb + 31) / 32;
+            for (int i = nb - 1; i >= 0; i--) {
+                big_muladd(&rem, 2, (uint32_t)(i >= t ? big_bit(&num, i - t) : 0));
+                if (big_cmp(&rem, &den) >= 0) {
+                    uint64_t borrow = 0;
+                    for (int k = 0; k < rem.n; k++) {
+                        uint64_t y = (k < den.n ? den.w[k] : 0) + borrow;
+                        borrow = rem.w[k] < y;
+                        rem.w[k] = (uint32_t)(rem.w[k] - y);
+                    }
+                    quo.w[i / 32] |= 1u << (i % 32);
+                }
+            }
+            r = big_round(&quo, -t, big_bits(&rem) != 0);
+        }
+    }
+    return neg ? -r : r;
+}
+
 static lithe_status parse_number(jreader *r, js_val *v) {
     size_t start = r->at;
     bool integral = true;
@@ -303,7 +439,7 @@ static lithe_status parse_number(jreader *r, js_val *v) {
     memcpy(buf, r->p + start, len);
     buf[len] = '\0';
     v->type = JS_NUM;
-    v->num = strtod(buf, NULL);
+    v->num = js_number(buf, len);
     if (!isfinite(v->num)) return jbad(r, "a number out of range");
     if (integral && len <= 19) {
         char *end;

@@ -28,6 +28,9 @@ typedef struct js_doc {
 } js_doc;
 
 lithe_status js_parse(const char *text, size_t len, const char *what, js_doc *doc);
+/* The double nearest to a JSON number's text (correctly rounded, ties to even; HUGE_VAL beyond
+ * DBL_MAX); the reader has checked the syntax. */
+double js_number(const char *s, size_t len);
 void js_doc_free(js_doc *doc);
 const js_val *js_get(const js_val *obj, const char *key);
 

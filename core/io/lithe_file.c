@@ -12,6 +12,7 @@
 #endif
 #include "json.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -421,7 +422,7 @@ static lithe_status set_attr(lithe_model *m, size_t i, const char *name, const j
     if (!strcmp(kind, "float")) {
         if (x->type == JS_NUM) return lithe_model_set_attr_float(m, name, x->num);
         if (x->type == JS_STR && (!strcmp(x->str, "inf") || !strcmp(x->str, "-inf") || !strcmp(x->str, "nan")))
-            return lithe_model_set_attr_float(m, name, strtod(x->str, NULL));
+            return lithe_model_set_attr_float(m, name, x->str[0] == 'n' ? NAN : x->str[0] == '-' ? -INFINITY : INFINITY);
     }
     if (!strcmp(kind, "bool") && x->type == JS_BOOL) return lithe_model_set_attr_bool(m, name, x->b);
     if (!strcmp(kind, "str") && x->type == JS_STR) return lithe_model_set_attr_str(m, name, x->str);
