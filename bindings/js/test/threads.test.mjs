@@ -1,0 +1,115 @@
+// The threads module (lithe-simd-threads.wasm, two threads: the main one and a worker_threads
+// worker on the same shared memory): the whole package suite, then what threads add: results bit
+// for bit those of one thread and of the plain SIMD module (the pool splits work by output, never
+// inside a sum), and the workers did compute.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import * as lithe from '../src/index.js';
+import { suite } from './suite.mjs';
+import { nativeFixture, maxAbsDiff, fashion, pkgDir } from './fixtures.mjs';
+
+suite({ threads: 2 });
+
+let fx;
+before(() => {
+  fx = nativeFixture();
+});
+after(() => fx?.cleanup());
+
+// The CPU backend's thread count, through the C-mirror layer.
+function setThreads(n) {
+  const r = lithe.c();
+  const name = r.allocString('cpu');
+  try {
+    r.check(r.lithe_backend_get(name, r.outPtr(0)));
+  } finally {
+    r.free(name);
+  }
+  const cpu = r.readU32(r.outPtr(0));
+  const st = r.lithe_backend_set_threads(cpu, n);
+  return { st, threads: r.lithe_backend_threads(cpu) };
+}
+const workerRanges = () => lithe.c().lithe_js_thread_ranges();
+const bits = (f32) => new Uint32Array(f32.buffer, f32.byteOffset, f32.length);
+
+// B images through the model, on `threads` threads; checks the workers ran ranges when threads > 1.
+function predictOn(threads, model, x, B) {
+  assert.equal(setThreads(threads).st, 0);
+  const before = workerRanges();
+  const y = model.predict(x.slice(0, B * 784), [B, 784]).data;
+  if (threads > 1) assert.ok(workerRanges() > before, 'the worker thread computed part of the prediction');
+  else assert.equal(workerRanges(), before);
+  return y;
+}
+
+function trainOn(threads, B, steps) {
+  assert.equal(setThreads(threads).st, 0);
+  const { x, y } = fashion(B, 0, 'train');
+  const model = lithe.loadBytes(fx.modelBytes).setSeed(11);
+  const opt = lithe.adam({ learnRate: 0.002 });
+  const before = workerRanges();
+  try {
+    const losses = [];
+    for (let s = 0; s < steps; s++)
+      losses.push(model.trainStep({ x: lithe.tensor(x, [B, 784]), y: lithe.tensor(y, [B]), optimizer: opt }));
+    const after = model.predict(fx.x, [64, 784]).data;
+    return { losses: Float32Array.from(losses), after, bytes: model.save({ optimizer: opt }), ranges: workerRanges() - before };
+  } finally {
+    model.dispose();
+    opt.dispose();
+  }
+}
+
+test('threads: predict on 2 threads is bit for bit predict on 1 (batch 1, 7, 64, 256)', () => {
+  const model = lithe.loadBytes(fx.modelBytes);
+  try {
+    const { x } = fashion(256, 100);
+    for (const B of [1, 7, 64, 256]) {
+      const one = predictOn(1, model, x, B), two = predictOn(2, model, x, B);
+      assert.deepEqual(bits(two), bits(one), `batch ${B}`);
+    }
+    assert.ok(maxAbsDiff(predictOn(2, model, fx.x, 64), fx.golden.data) <= 1e-6, 'and the native predictions within 1e-6');
+  } finally {
+    setThreads(2);
+    model.dispose();
+  }
+});
+
+test('threads: training (Adam, dropout) on 2 threads is bit for bit training on 1', () => {
+  const one = trainOn(1, 128, 6), two = trainOn(2, 128, 6);
+  setThreads(2);
+  assert.ok(two.ranges > 0, 'the worker thread computed part of the steps');
+  assert.deepEqual(bits(two.losses), bits(one.losses));
+  assert.ok(two.losses[5] < two.losses[0], `the loss falls: ${two.losses}`);
+  assert.deepEqual(bits(two.after), bits(one.after), 'predictions after training');
+  assert.deepEqual(two.bytes, one.bytes, 'the saved model and optimizer state, byte for byte');
+});
+
+test('threads: the same bits as the plain SIMD module (another process, one thread)', () => {
+  const model = lithe.loadBytes(fx.modelBytes);
+  const mine = predictOn(2, model, fx.x, 64);
+  model.dispose();
+  const src = `import * as lithe from ${JSON.stringify(path.join(pkgDir, 'src/index.js'))};
+    import fs from 'node:fs';
+    const info = await lithe.init({ threads: 1 });
+    const m = lithe.loadBytes(new Uint8Array(fs.readFileSync(${JSON.stringify(path.join(fx.work, 'model.lithe'))})));
+    const x = new Float32Array(fs.readFileSync(0).buffer.slice(0));
+    const y = m.predict(x, [64, 784]).data;
+    process.stdout.write(JSON.stringify({ build: info.build, y: Buffer.from(y.buffer).toString('base64') }));`;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', src], { input: Buffer.from(fx.x.buffer), encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const out = JSON.parse(r.stdout);
+  assert.equal(out.build, 'simd');
+  const theirs = new Float32Array(new Uint8Array(Buffer.from(out.y, 'base64')).buffer);
+  assert.deepEqual(bits(mine), bits(theirs));
+});
+
+test('threads: more threads than workers started is LITHE_ERR_UNSUPPORTED, and 1..2 still work', () => {
+  const r = setThreads(3);
+  assert.equal(r.st, lithe.STATUS.UNSUPPORTED);
+  assert.match(lithe.c().cstring(lithe.c().lithe_last_error()), /thread 3 of 3.*started 1 Web Workers.*lithe\.init\(\{ threads \}\)/);
+  assert.equal(setThreads(1).threads, 1);
+  assert.equal(setThreads(0).threads, 2, 'the default: the workers started, plus the caller');
+});
