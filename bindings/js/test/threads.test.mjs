@@ -5,6 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import * as lithe from '../src/index.js';
 import { suite } from './suite.mjs';
@@ -112,4 +113,41 @@ test('threads: more threads than workers started is LITHE_ERR_UNSUPPORTED, and 1
   assert.match(lithe.c().cstring(lithe.c().lithe_last_error()), /thread 3 of 3.*started 1 Web Workers.*lithe\.init\(\{ threads \}\)/);
   assert.equal(setThreads(1).threads, 1);
   assert.equal(setThreads(0).threads, 2, 'the default: the workers started, plus the caller');
+});
+
+// Node 20's V8 (11.3) loses locals cached in registers across memory.atomic.wait in its baseline
+// compiler (Liftoff); threadpool.c keeps every wait in one out-of-line function because of it. A
+// child process that never tiers up to TurboFan re-runs what broke (pools remade over and over,
+// which failed within a few dozen rounds before) and a prediction on both thread counts.
+test('threads: under Liftoff only (no tier-up), pools remade 300 times and predictions still bit for bit', () => {
+  const src = `import * as lithe from ${JSON.stringify(path.join(pkgDir, 'src/index.js'))};
+    import fs from 'node:fs';
+    await lithe.init({ threads: 2 });
+    const r = lithe.c();
+    const name = r.allocString('cpu');
+    r.check(r.lithe_backend_get(name, r.outPtr(0)));
+    const cpu = r.readU32(r.outPtr(0));
+    const bad = [];
+    for (let i = 0; i < 300; i++) {
+      const n = [3, 2, 1, 2, 4][i % 5];
+      const st = r.lithe_backend_set_threads(cpu, n), t = r.lithe_backend_threads(cpu);
+      if (n <= 2 ? st !== 0 || t !== n : st !== 7 || t !== 2) bad.push([i, n, st, t]);
+    }
+    const m = lithe.loadBytes(new Uint8Array(fs.readFileSync(${JSON.stringify(path.join(fx.work, 'model.lithe'))})));
+    const x = new Float32Array(64 * 784).map((_, i) => ((i * 7919) % 255) / 255);
+    r.check(r.lithe_backend_set_threads(cpu, 1));
+    const one = m.predict(x, [64, 784]).data;
+    r.check(r.lithe_backend_set_threads(cpu, 2));
+    const two = m.predict(x, [64, 784]).data;
+    const same = one.every((v, i) => Object.is(v, two[i]));
+    process.stdout.write(JSON.stringify({ threads: lithe.threads(), bad, same, ranges: r.lithe_js_thread_ranges() }));`;
+  const script = path.join(fx.work, 'liftoff.mjs'); // a file, not -e: the worker threads inherit the flags
+  fs.writeFileSync(script, src);
+  const r = spawnSync(process.execPath, ['--liftoff', '--no-wasm-tier-up', script], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const out = JSON.parse(r.stdout);
+  assert.equal(out.threads, 2);
+  assert.deepEqual(out.bad, []);
+  assert.equal(out.same, true);
+  assert.ok(out.ranges > 0);
 });
