@@ -265,4 +265,6 @@ export function suite({ simd, threads = 1 }) {
     model.dispose();
     opt.dispose();
   });
+  // the fixture, for more tests in the same file (one native training per process)
+  return { fixture: () => fx };
 }

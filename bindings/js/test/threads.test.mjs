@@ -2,22 +2,20 @@
 // worker on the same shared memory): the whole package suite, then what threads add: results bit
 // for bit those of one thread and of the plain SIMD module (the pool splits work by output, never
 // inside a sum), and the workers did compute.
-import { test, before, after } from 'node:test';
+import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import * as lithe from '../src/index.js';
 import { suite } from './suite.mjs';
-import { nativeFixture, maxAbsDiff, fashion, pkgDir } from './fixtures.mjs';
-
-suite({ threads: 2 });
+import { maxAbsDiff, fashion, pkgDir } from './fixtures.mjs';
 
 let fx;
+const shared = suite({ threads: 2 });
 before(() => {
-  fx = nativeFixture();
+  fx = shared.fixture();
 });
-after(() => fx?.cleanup());
 
 // The CPU backend's thread count, through the C-mirror layer.
 function setThreads(n) {
