@@ -360,12 +360,13 @@ void lithe__pool_for(lithe__pool *p, int64_t n, int64_t grain, lithe__range_fn f
     uint64_t next = ((atomic_load_explicit(&p->gen, memory_order_relaxed) >> 16) + 1) << 16 | (uint64_t)nchunks;
 #if LITHE_WASM_WORKERS
     atomic_store_explicit(&p->gen, next, memory_order_release);
+    wake_workers(p);
 #else
     pthread_mutex_lock(&p->mu); /* a worker between its check and its wait must not miss the signal */
     atomic_store_explicit(&p->gen, next, memory_order_release);
+    pthread_cond_broadcast(&p->work_cv);
     pthread_mutex_unlock(&p->mu);
 #endif
-    wake_workers(p);
     run_range(p, 0);
     for (int s = 0; atomic_load_explicit(&p->pending, memory_order_acquire) > 0 && s < SPIN; s++) cpu_relax();
     if (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) wait_done(p);
