@@ -209,10 +209,20 @@ export async function instantiate({ wasm, simd, print, threads, threadUrl } = {}
     }
   }
   module ??= await compile(defaultUrl(build));
-  const shared = WebAssembly.Module.imports(module).some((imp) => imp.kind === 'memory');
-  if (shared) build = 'simd-threads';
-
-  let memory = shared ? new WebAssembly.Memory(THREADS_MEMORY) : null;
+  let shared = WebAssembly.Module.imports(module).some((imp) => imp.kind === 'memory');
+  let memory = null;
+  if (shared) {
+    try {
+      memory = new WebAssembly.Memory(THREADS_MEMORY);
+      build = 'simd-threads';
+    } catch (e) {
+      // no room to reserve a shared 4 GiB memory (a 32-bit or small device): one thread instead
+      if (wasm !== undefined) throw e;
+      module = await compile(defaultUrl('simd'));
+      shared = false;
+      build = 'simd';
+    }
+  }
   const imports = moduleImports(module, () => memory, print, memory);
   const instance = await WebAssembly.instantiate(module, imports);
   memory = instance.exports.memory ?? memory;
