@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as lithe from '../src/index.js';
 import { suite } from './suite.mjs';
-import { maxAbsDiff, fashion, pkgDir } from './fixtures.mjs';
+import { maxAbsDiff, fashion, npyRead, pkgDir } from './fixtures.mjs';
 
 let fx;
 const shared = suite({ threads: 2 });
@@ -168,4 +168,40 @@ test('threads: is the engine\'s Liftoff wait bug present? (reported only)', () =
     console.log(`# ${flags.join(' ')}: f(5) = ${r.stdout} (1032 is right)${r.stdout === '1032' ? '' : ': the engine loses locals across memory.atomic.wait'}`);
     if (flags[0] === '--no-liftoff') assert.equal(r.stdout, '1032', 'the optimizing compiler gets it right');
   }
+});
+
+// A convolution (the ONNX test's CNN from torch, test/onnx_golden.py): a batch's images go to the
+// workers (each image's GEMM and its workspace, allocated on the worker), so 2 threads must give
+// the bits of 1, and torch's numbers, for predictions and for one SGD step.
+test('threads: a CNN from torch (.onnx): predictions and an SGD step, 2 threads bit for bit 1, torch within 1e-5', (t) => {
+  const python = '/usr/bin/python3';
+  if (!fs.existsSync(python)) return t.skip('needs /usr/bin/python3 with python3-torch');
+  const work = fs.mkdtempSync(path.join(fx.work, 'onnx-'));
+  const g = spawnSync(python, [path.join(pkgDir, 'test/onnx_golden.py'), work], { encoding: 'utf8' });
+  assert.equal(g.status, 0, g.stderr);
+  const x = npyRead(path.join(work, 'x.npy')), target = npyRead(path.join(work, 't.npy'));
+  const golden = npyRead(path.join(work, 'y.npy')), after1 = npyRead(path.join(work, 'y_after.npy'));
+  const onnx = fs.readFileSync(path.join(work, 'cnn.onnx'));
+  const run = (threads) => {
+    assert.equal(setThreads(threads).st, 0);
+    const model = lithe.loadBytes(onnx), opt = lithe.sgd({ learnRate: 0.1, gradClip: 0 });
+    try {
+      const y = model.predict(x.data, x.shape).data;
+      const loss = model.trainStep({ x: lithe.tensor(x.data, x.shape), y: lithe.tensor(target.data, target.shape), loss: 'l2', optimizer: opt });
+      return { y, loss, after: model.predict(x.data, x.shape).data };
+    } finally {
+      model.dispose();
+      opt.dispose();
+    }
+  };
+  const before = workerRanges();
+  const two = run(2);
+  assert.ok(workerRanges() > before, 'the worker thread computed part of it');
+  const one = run(1);
+  setThreads(2);
+  assert.deepEqual(bits(two.y), bits(one.y));
+  assert.equal(two.loss, one.loss);
+  assert.deepEqual(bits(two.after), bits(one.after));
+  assert.ok(maxAbsDiff(two.y, golden.data) <= 1e-5);
+  assert.ok(maxAbsDiff(two.after, after1.data) <= 1e-5);
 });
