@@ -167,7 +167,7 @@ void lithe__wasm_worker_main(int slot) {
     size_t size = __builtin_wasm_tls_size(), align = __builtin_wasm_tls_align();
     extern void __wasm_init_tls(void *mem);
     void *tls = aligned_alloc(align < sizeof(void *) ? sizeof(void *) : align, (size + align - 1) / align * align);
-    if (!tls && size) __builtin_trap(); /* no memory for a thread at start-up: the loader reports the worker's error */
+    if (!tls && size) __builtin_trap(); /* no memory for 1 KiB at start-up: the worker dies with a trap */
     __wasm_init_tls(tls);
     worker_slot *w = &wslots[slot];
     for (;;) {
@@ -185,7 +185,8 @@ void lithe__wasm_worker_main(int slot) {
 __attribute__((constructor)) static void main_thread_tls(void) {
     size_t size = __builtin_wasm_tls_size(), align = __builtin_wasm_tls_align();
     extern void __wasm_init_tls(void *mem);
-    /* static, so it needs no allocator; 1 KiB of lithe_last_error and the little else */
+    /* static, so it needs no allocator: 1 KiB of lithe_last_error (a larger TLS traps at start-up,
+     * which every test of the threads module would show) */
     static alignas(64) char block[2048];
     if (size <= sizeof block && align <= 64) __wasm_init_tls(block);
     else __builtin_trap();
