@@ -169,6 +169,14 @@ static lithe_status cpu_update_averages(lithe_backend *be, lithe_tensor *ema, co
     lithe__cpu_update_averages(N(W), F(ema), F(W), decay);
     return LITHE_OK;
 }
+static lithe_status cpu_adam_step(lithe_backend *be, lithe_tensor *W, lithe_tensor *G, lithe_tensor *m1, lithe_tensor *m2,
+                                  lithe_tensor *avg, float gscale, float beta1, float beta2, float eps, float lr,
+                                  float wscale, float decay) {
+    (void)be;
+    lithe__cpu_adam_step(N(W), F(W), F(G), F(m1), F(m2), avg ? F(avg) : NULL, gscale, beta1, beta2, eps, lr, wscale,
+                         decay);
+    return LITHE_OK;
+}
 static lithe_status cpu_cce_labels(lithe_backend *be, const lithe_tensor *G, const lithe_tensor *labels,
                                    float smoothing, bool has_missing, int64_t missing, float divisor,
                                    lithe_tensor *D) {

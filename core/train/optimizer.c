@@ -201,11 +201,29 @@ lithe_status lithe_optimizer_step(lithe_optimizer *opt, const lithe_model *node,
 
     int64_t t = ++s->nr_update;
     if (o->L2 != 0.0 && !o->L2_is_weight_decay) LITHE__TRY(lithe__op_axpby(be, (float)o->L2, W, 1.0f, G));
+    /* Adam on a backend with the fused step: clipping's scale, the update, zeroing G, weight
+     * decay and the averages in one pass over the arrays (after the norm's pass over G) */
+    bool fused = !o->use_radam && adam && be->ops->adam_step;
+    float gscale = 1.0f;
     if (o->grad_clip != 0.0) {
         double ss;
         LITHE__TRY(lithe__op_sum_squares(be, G, &ss));
         float norm = (float)sqrt(ss);
-        if (norm >= (float)o->grad_clip) LITHE__TRY(lithe__op_axpby(be, 0.0f, G, (float)(o->grad_clip / norm), G));
+        if (norm >= (float)o->grad_clip) {
+            gscale = (float)(o->grad_clip / norm);
+            if (!fused) LITHE__TRY(lithe__op_axpby(be, 0.0f, G, gscale, G));
+        }
+    }
+    if (fused) {
+        double fix1 = 1.0 - pow(o->beta1, (double)t), fix2 = 1.0 - pow(o->beta2, (double)t);
+        double lr = o->learn_rate * sqrt(fix2) / fix1, decay = 1.0;
+        if (o->use_averages) {
+            decay = (1.0 + (double)t) / (10.0 + (double)t);
+            if (decay > 0.9999) decay = 0.9999;
+        }
+        float wscale = o->L2 != 0.0 && o->L2_is_weight_decay ? (float)(1.0 - o->learn_rate * o->L2) : 1.0f;
+        return lithe__op_adam_step(be, W, G, s->mom1, s->mom2, o->use_averages ? s->avg : NULL, gscale,
+                                   (float)o->beta1, (float)o->beta2, (float)o->eps, (float)lr, wscale, (float)decay);
     }
     if (o->use_radam) {
         /* Thinc's _radam: its step counter is nr_update + 1 (it increments the already-updated

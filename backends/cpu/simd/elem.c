@@ -411,6 +411,46 @@ static void K(update_averages)(int64_t n, float *ema, const float *W, float deca
     for (; i < n; i++) ema[i] -= omd * (ema[i] - W[i]);
 }
 
+static void K(adam_step)(int64_t n, float *W, float *G, float *m1, float *m2, float *avg, float gscale, float beta1,
+                         float beta2, float eps, float lr, float wscale, float decay) {
+    /* the scalar twin's order per element; a partial last vector goes through zero-padded buffers */
+    float omb1 = 1.0f - beta1, omb2 = 1.0f - beta2, omd = 1.0f - decay;
+    bool scale_g = gscale != 1.0f, scale_w = wscale != 1.0f;
+    for (int64_t i = 0; i < n; i += VW) {
+        int64_t m = n - i < VW ? n - i : VW;
+        bool full = m == VW;
+        vf g = full ? ld(G + i) : ld_part(G + i, m);
+        vf a = full ? ld(m1 + i) : ld_part(m1 + i, m);
+        vf b = full ? ld(m2 + i) : ld_part(m2 + i, m);
+        vf w = full ? ld(W + i) : ld_part(W + i, m);
+        if (scale_g) g = gscale * g;
+        a = a * beta1;
+        a = a + g * omb1;
+        b = b * beta2;
+        b = b + omb2 * (g * g);
+        vf step = a / (vsqrt(b) + eps);
+        w = w + -lr * step;
+        if (scale_w) w = wscale * w;
+        if (full) {
+            st(m1 + i, a);
+            st(m2 + i, b);
+            st(W + i, w);
+            st(G + i, splat(0.0f));
+        } else {
+            st_part(m1 + i, a, m);
+            st_part(m2 + i, b, m);
+            st_part(W + i, w, m);
+            st_part(G + i, splat(0.0f), m);
+        }
+        if (avg) {
+            vf e = full ? ld(avg + i) : ld_part(avg + i, m);
+            e = e - omd * (e - w);
+            if (full) st(avg + i, e);
+            else st_part(avg + i, e, m);
+        }
+    }
+}
+
 /* One row's maximum of x (scaled by 1 / temperature when t1 is false). */
 static inline float row_max(int64_t N, const float *x, bool t1, float temperature) {
     vf mv = splat(-INFINITY);
@@ -832,6 +872,7 @@ const lithe__simd_kernels TABLE = {
     .adam = K(adam),
     .radam = K(radam),
     .update_averages = K(update_averages),
+    .adam_step = K(adam_step),
     .softmax = K(softmax),
     .softmax_backward = K(softmax_backward),
     .log_softmax = K(log_softmax),
