@@ -213,25 +213,17 @@ lithe_status lithe_optimizer_step(lithe_optimizer *opt, const lithe_model *node,
 
     int64_t t = ++s->nr_update;
     if (o->L2 != 0.0 && !o->L2_is_weight_decay) LITHE__TRY(lithe__op_axpby(be, (float)o->L2, W, 1.0f, G));
-    /* Adam on a backend with the fused step: clipping's scale, the update, zeroing G, weight
-     * decay and the averages in one pass over the arrays (after the norm's pass over G) */
-    bool fused = !o->use_radam && adam && be->ops->adam_step;
-    float gscale = 1.0f;
-    if (o->grad_clip != 0.0) {
-        double ss;
-        LITHE__TRY(lithe__op_sum_squares(be, G, &ss));
-        float norm = (float)sqrt(ss);
-        if (norm >= (float)o->grad_clip) {
-            gscale = (float)(o->grad_clip / norm);
-            if (!fused) LITHE__TRY(lithe__op_axpby(be, 0.0f, G, gscale, G));
-        }
-    }
-    if (fused) {
+    /* Adam on a backend with the fused step: the clipping, the update, zeroing G, weight decay and
+     * the averages in one primitive (the CPU: the norm's pass over G, then one pass over the
+     * arrays; a GPU decides the clipping on the device, no read-back) */
+    if (!o->use_radam && adam && be->ops->adam_step) {
         float wscale = o->L2 != 0.0 && o->L2_is_weight_decay ? (float)(1.0 - o->learn_rate * o->L2) : 1.0f;
-        return lithe__op_adam_step(be, W, G, s->mom1, s->mom2, o->use_averages ? s->avg : NULL, gscale,
+        return lithe__op_adam_step(be, W, G, s->mom1, s->mom2, o->use_averages ? s->avg : NULL, o->grad_clip,
                                    (float)o->beta1, (float)o->beta2, (float)o->eps, (float)adam_lr(o, t), wscale,
                                    o->use_averages ? (float)avg_decay(t) : 1.0f);
     }
+    /* on the gradient's device: no read-back (a GPU step would otherwise wait here per parameter) */
+    if (o->grad_clip != 0.0) LITHE__TRY(lithe__op_clip_gradient(be, G, o->grad_clip));
     if (o->use_radam) {
         /* Thinc's _radam: its step counter is nr_update + 1 (it increments the already-updated
          * count), and it ignores lr_scale. Thinc caches (N_sma, step_size) per step % 10 in one
