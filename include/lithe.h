@@ -866,14 +866,17 @@ LITHE_API lithe_status lithe_model_begin_update(lithe_model *m, const lithe_valu
 LITHE_API lithe_status lithe_model_predict(lithe_model *m, const lithe_value *X, lithe_value **Y);
 
 /* backprop(dY) -> dX: accumulates into the grads of the tree; dX may be NULL when the caller
- * does not need it. On failure, layers after the failing one (in forward order) may already
+ * does not need it, and then no layer computes the input's gradient (chain and the other
+ * combinators pass the NULL on, so a dense first layer skips its dY·W GEMM; a training loop that
+ * discards dX should pass NULL). On failure, layers after the failing one (in forward order) may already
  * have accumulated their grads. Statuses: LITHE_ERR_SHAPE when dY's shape differs from Y's. */
 LITHE_API lithe_status lithe_backprop_run(lithe_backprop *bp, const lithe_value *dY,
                                           lithe_value **dX);
 LITHE_API void lithe_backprop_free(lithe_backprop *bp);
 
 /* Thinc's finish_update: for every node in walk order and every param with a grad, calls the
- * optimizer, which updates the param and zeroes the grad. All optimizer state is allocated
+ * optimizer, which updates the param and zeroes the grad (Adam: one fused pass per param after
+ * the gradient norm's, on backends with the adam_step primitive). All optimizer state is allocated
  * before the first param changes, so LITHE_ERR_OOM leaves the tree as it was. */
 LITHE_API lithe_status lithe_model_finish_update(lithe_model *m, lithe_optimizer *opt);
 
