@@ -22,29 +22,87 @@ static inline __attribute__((always_inline)) void store_row(__m512 acc, float *c
     _mm512_mask_storeu_ps(c, m, t);
 }
 
-#define UKERNEL_BODY(MR)                                                                                          \
-    __m512 c0[MR], c1[MR];                                                                                        \
-    for (int i = 0; i < MR; i++) c0[i] = c1[i] = _mm512_setzero_ps();                                             \
-    for (size_t k = 0; k < kc; k++) {                                                                             \
+/* The write rule for a partial tile (mr x nr of the accumulators acc[2 i], acc[2 i + 1]). */
+static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr, size_t nr, float *c, size_t ldc,
+                                                    const lithe__sgemm_ukparams *p) {
+    __m512 va = _mm512_set1_ps(p->alpha);
+    __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1);
+    __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF : nr <= 16 ? (__mmask16)0 : (__mmask16)((1u << (nr - 16)) - 1);
+    for (size_t i = 0; i < mr; i++) {
+        store_row(acc[2 * i], c + i * ldc, p->bias, va, p->beta, m0);
+        if (m1) store_row(acc[2 * i + 1], c + i * ldc + 16, p->bias ? p->bias + 16 : NULL, va, p->beta, m1);
+    }
+}
+
+/* The tile's rows as an X-macro, so that each accumulator is a named variable: gcc keeps arrays
+ * of them in memory between loops (a 1 KB zeroing and spills per call). */
+#define ROWS_2(X) X(0) X(1)
+#define ROWS_4(X) ROWS_2(X) X(2) X(3)
+#define ROWS_8(X) ROWS_4(X) X(4) X(5) X(6) X(7)
+#define ROWS_12(X) ROWS_8(X) X(8) X(9) X(10) X(11)
+#define ROWS_14(X) ROWS_12(X) X(12) X(13)
+
+#define UK_DECL(i) __m512 c0_##i = _mm512_setzero_ps(), c1_##i = _mm512_setzero_ps();
+#define UK_FMA(i)                                                                                                 \
+    {                                                                                                             \
+        __m512 x = _mm512_set1_ps(a[i]);                                                                          \
+        c0_##i = _mm512_fmadd_ps(x, b0, c0_##i);                                                                  \
+        c1_##i = _mm512_fmadd_ps(x, b1, c1_##i);                                                                  \
+    }
+/* One k step: two B vectors, MR broadcasts of A, 2 x MR FMAs. */
+#define UK_STEP(MR)                                                                                               \
+    do {                                                                                                          \
         __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);                                               \
-        for (int i = 0; i < MR; i++) {                                                                            \
-            __m512 x = _mm512_set1_ps(a[i]);                                                                      \
-            c0[i] = _mm512_fmadd_ps(x, b0, c0[i]);                                                                \
-            c1[i] = _mm512_fmadd_ps(x, b1, c1[i]);                                                                \
-        }                                                                                                         \
+        ROWS_##MR(UK_FMA)                                                                                         \
         a += MR;                                                                                                  \
         b += NR;                                                                                                  \
-    }                                                                                                             \
-    __m512 va = _mm512_set1_ps(p->alpha);                                                                         \
-    float beta = p->beta;                                                                                         \
-    const float *bias = p->bias;                                                                                  \
-    __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1);                                    \
-    __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF : nr <= 16 ? (__mmask16)0 : (__mmask16)((1u << (nr - 16)) - 1);   \
-    for (int i = 0; i < MR; i++) {                                                                                \
-        if ((size_t)i >= mr) break;                                                                               \
-        store_row(c0[i], c + (size_t)i * ldc, bias, va, beta, m0);                                                \
-        if (m1) store_row(c1[i], c + (size_t)i * ldc + 16, bias ? bias + 16 : NULL, va, beta, m1);               \
+    } while (0)
+#define UK_PREFETCH(i)                                                                                            \
+    if (i < mr) {                                                                                                 \
+        __builtin_prefetch(c + (size_t)(i) * ldc, 1, 3);                                                          \
+        __builtin_prefetch(c + (size_t)(i) * ldc + 31, 1, 3);                                                     \
     }
+#define UK_STORE(i)                                                                                               \
+    {                                                                                                             \
+        float *ci = c + (size_t)(i) * ldc;                                                                        \
+        __m512 t0 = _mm512_mul_ps(va, c0_##i), t1 = _mm512_mul_ps(va, c1_##i);                                    \
+        if (beta != 0.0f) {                                                                                       \
+            t0 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(ci), t0);                                                    \
+            t1 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(ci + 16), t1);                                               \
+        }                                                                                                         \
+        if (bias) {                                                                                               \
+            t0 = _mm512_add_ps(t0, z0);                                                                           \
+            t1 = _mm512_add_ps(t1, z1);                                                                           \
+        }                                                                                                         \
+        _mm512_storeu_ps(ci, t0);                                                                                 \
+        _mm512_storeu_ps(ci + 16, t1);                                                                            \
+    }
+#define UK_SPILL(i)                                                                                               \
+    tile[2 * (i)] = c0_##i;                                                                                       \
+    tile[2 * (i) + 1] = c1_##i;
+
+/* The C tile's lines are fetched (for writing) UK_PF_STEPS steps before the loop ends, so its
+ * read (beta != 0) or read-for-ownership (beta == 0) overlaps the last FMAs instead of stalling
+ * the stores; earlier, the streaming B sliver would evict them again. */
+#define UK_PF_STEPS 32
+#define UKERNEL_BODY(MR)                                                                                          \
+    ROWS_##MR(UK_DECL)                                                                                            \
+    size_t k1 = kc > UK_PF_STEPS ? kc - UK_PF_STEPS : 0;                                                          \
+    for (size_t k = 0; k < k1; k++) UK_STEP(MR);                                                                  \
+    ROWS_##MR(UK_PREFETCH)                                                                                        \
+    for (size_t k = k1; k < kc; k++) UK_STEP(MR);                                                                 \
+    if (mr == MR && nr == NR) { /* the full tile: unmasked, from registers */                                     \
+        __m512 va = _mm512_set1_ps(p->alpha), vb = _mm512_set1_ps(p->beta);                                       \
+        float beta = p->beta;                                                                                     \
+        const float *bias = p->bias;                                                                              \
+        __m512 z0 = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();                                           \
+        __m512 z1 = bias ? _mm512_loadu_ps(bias + 16) : _mm512_setzero_ps();                                      \
+        ROWS_##MR(UK_STORE)                                                                                       \
+        return;                                                                                                   \
+    }                                                                                                             \
+    __m512 tile[2 * MR]; /* a partial tile (the edges of C): masked, through memory */                            \
+    ROWS_##MR(UK_SPILL)                                                                                           \
+    store_partial(tile, mr, nr, c, ldc, p);
 
 #define DEFINE_UKERNEL(MR)                                                                                        \
     static void lithe_f32_gemm_ukernel_##MR##x32__avx512(size_t mr, size_t nr, size_t kc, const float *a, const float *b,       \
