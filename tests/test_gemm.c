@@ -109,7 +109,7 @@ static void each_kernel(void (*fn)(const lithe__sgemm_kernel *k, const char *nam
 }
 
 static void sizes_one(const lithe__sgemm_kernel *k, const char *name) {
-    /* tile edges of 4x8, 6x16, 8/12/14x32; M = 1 (GEMV); K past kc (256 / 384); M past mc */
+    /* tile edges of 4x8, 6x16, 8/12/14x32; M = 1 (GEMV); K past kc (256 / 512); M past mc */
     static const int64_t mnk[][3] = {{1, 1, 1},    {1, 37, 5},    {1, 70, 400},  {2, 3, 4},    {3, 16, 7},
                                      {5, 31, 9},   {7, 33, 17},   {8, 32, 16},   {13, 47, 3},  {14, 64, 2},
                                      {15, 65, 31}, {29, 97, 130}, {33, 17, 800}, {130, 20, 5}, {4, 4100, 3}};
