@@ -167,7 +167,7 @@ static void test_k_zero_and_empty(void **state) {
 /* A row alone (M = 1, the GEMV kernels) has the bits it has inside a batch (the packed path),
  * for both layouts of B, alpha / beta, and a K past the kc block. */
 static void rows_one(const lithe__sgemm_kernel *k, const char *name) {
-    static const int64_t nk[][2] = {{1, 1}, {17, 5}, {70, 33}, {200, 400}, {64, 800}, {100, 1000}};
+    static const int64_t nk[][2] = {{1, 1}, {17, 5}, {70, 33}, {200, 400}, {64, 800}, {100, 1000}, {40, 515}};
     for (size_t z = 0; z < sizeof nk / sizeof nk[0]; z++)
         for (int tB = 0; tB < 2; tB++)
             for (int tA = 0; tA < 2; tA++) {

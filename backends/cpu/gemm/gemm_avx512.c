@@ -2,7 +2,9 @@
  * the MR x 32 microkernel (two zmm columns, MR broadcasts of A per step, one FMA per step into
  * each accumulator), the 16 x 16 transposing packer, and the M = 1 GEMV kernels.
  * Zen 5 / Skylake-X: 2 FMA pipes x 4 cycles latency need >= 8 independent accumulators; 2 x MR
- * of them plus 2 B registers and one broadcast must fit the 32 zmm registers, so MR <= 14. */
+ * of them plus 2 B registers and one broadcast must fit the 32 zmm registers, so MR <= 14.
+ * Zen 4 runs each zmm op as two 256-bit halves (one zmm FMA per cycle: 4 accumulators cover the
+ * latency) and lane-crossing zmm shuffles at one per cycle; docs/performance.md has the figures. */
 #include "gemm.h"
 
 #if defined(__x86_64__) && defined(__AVX512F__) && defined(__FMA__)
@@ -255,12 +257,84 @@ static inline __attribute__((always_inline)) void gemv_t_groups(int G, size_t n,
     }
 }
 
+/* x · Wᵀ for 32 rows at a time, the kernel used for whole row blocks. Lanes are outputs as above,
+ * but the lane-crossing half of the 16 x 16 transpose (32 vshuff32x4 per block, which Zen 4 runs
+ * at one per cycle) is mostly left to the load unit: register q holds rows q and q + 8 over 8
+ * steps (a 256-bit load and a 256-bit insert from memory), so what remains is an 8 x 8 transpose
+ * inside each 256-bit half (two in-lane stages) and one lane shuffle per output vector: 8 lane
+ * moves per 128 floats against 16. The accumulator's lanes then hold rows 0-3, 8-11, 4-7, 12-15
+ * (gv_unpermute restores the order, a lane move that keeps the bits); each lane is still one FMA
+ * chain over k in order. Two groups of 16 rows give two chains: three were no faster, four
+ * slower; software prefetch of the 32 row streams slower. On Zen 4 at (1, 512, 784): 25.8 ->
+ * 29.2 GFLOP/s (min of batches, per-thread CPU time). */
+static inline __attribute__((always_inline)) __m512 gv_step8(const float *w, const float *w8, size_t L, __m512 acc,
+                                                             const float *x) {
+    /* w: row 0 at the first of the 8 steps, w8: row 8, L: the row stride */
+    __m512 r[8], t[8], u[8];
+    for (int q = 0; q < 8; q++)
+        r[q] = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(_mm256_loadu_ps(w + (size_t)q * L))),
+                                                   _mm256_castps_pd(_mm256_loadu_ps(w8 + (size_t)q * L)), 1));
+    for (int q = 0; q < 8; q += 2) {
+        t[q] = _mm512_unpacklo_ps(r[q], r[q + 1]);
+        t[q + 1] = _mm512_unpackhi_ps(r[q], r[q + 1]);
+    }
+    for (int h = 0; h < 8; h += 4) { /* rows h..h+3 (and h+8..h+11) */
+        u[h] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[h]), _mm512_castps_pd(t[h + 2])));
+        u[h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[h]), _mm512_castps_pd(t[h + 2])));
+        u[h + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[h + 1]), _mm512_castps_pd(t[h + 3])));
+        u[h + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[h + 1]), _mm512_castps_pd(t[h + 3])));
+    }
+    /* u[s]'s 128-bit lanes: rows 0-3 at steps s and s + 4, rows 8-11 at s and s + 4; u[4 + s]: rows
+     * 4-7 and 12-15 likewise. Lanes 0 and 2 of both make step s, lanes 1 and 3 step s + 4. */
+    for (int s = 0; s < 4; s++)
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(x[s]), _mm512_shuffle_f32x4(u[s], u[4 + s], 0x88), acc);
+    for (int s = 0; s < 4; s++)
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(x[4 + s]), _mm512_shuffle_f32x4(u[s], u[4 + s], 0xDD), acc);
+    return acc;
+}
+/* lanes rows 0-3, 8-11, 4-7, 12-15 -> rows 0-15 */
+static inline __attribute__((always_inline)) __m512 gv_unpermute(__m512 v) { return _mm512_shuffle_f32x4(v, v, 0xD8); }
+
+static void gemv_t_32(size_t K, size_t kc, float alpha, const float *x, const float *w, size_t L, float beta,
+                      float *y, const float *bias) {
+    __m512 c[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+    __m512 va = _mm512_set1_ps(alpha);
+    for (size_t p = 0; p < K; p += kc) {
+        size_t e = K - p < kc ? K : p + kc, k = p;
+        __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+        /* four moving row pointers (rows 0, 8, 16, 24) sharing the offsets q L: 32 row pointers
+         * would not fit the general registers (gcc reloaded them from the stack, 20 % slower) */
+        const float *w0 = w + k, *w8 = w + 8 * L + k, *w16 = w + 16 * L + k, *w24 = w + 24 * L + k;
+        for (; k + 8 <= e; k += 8, w0 += 8, w8 += 8, w16 += 8, w24 += 8) {
+            acc[0] = gv_step8(w0, w8, L, acc[0], x + k);
+            acc[1] = gv_step8(w16, w24, L, acc[1], x + k);
+        }
+        for (int g = 0; g < 2; g++) acc[g] = gv_unpermute(acc[g]);
+        for (; k < e; k++) /* the block's last steps (its length not a multiple of 8), in natural order */
+            for (int g = 0; g < 2; g++) {
+                float col[16];
+                for (size_t i = 0; i < 16; i++) col[i] = w[((size_t)g * 16 + i) * L + k];
+                acc[g] = _mm512_fmadd_ps(_mm512_set1_ps(x[k]), _mm512_loadu_ps(col), acc[g]);
+            }
+        float b = p == 0 ? beta : 1.0f;
+        for (int g = 0; g < 2; g++) {
+            __m512 t = _mm512_mul_ps(va, acc[g]);
+            if (b != 0.0f) t = _mm512_fmadd_ps(_mm512_set1_ps(b), p == 0 ? _mm512_loadu_ps(y + 16 * g) : c[g], t);
+            c[g] = t;
+        }
+    }
+    for (int g = 0; g < 2; g++) {
+        __m512 t = c[g];
+        if (bias) t = _mm512_add_ps(t, _mm512_loadu_ps(bias + 16 * g));
+        _mm512_storeu_ps(y + 16 * g, t);
+    }
+}
+
 static void gemv_t(size_t n, size_t K, size_t kc, float alpha, const float *x, const float *w, size_t ldw, float beta,
                    float *y, const float *bias) {
     size_t j = 0;
-    for (; j + 32 <= n; j += 32)
-        gemv_t_groups(2, 32, K, kc, alpha, x, w + j * ldw, ldw, beta, y + j, bias ? bias + j : NULL);
-    for (; j < n; j += 16)
+    for (; j + 32 <= n; j += 32) gemv_t_32(K, kc, alpha, x, w + j * ldw, ldw, beta, y + j, bias ? bias + j : NULL);
+    for (; j < n; j += 16) /* the last rows, 16 at a time, masked */
         gemv_t_groups(1, n - j, K, kc, alpha, x, w + j * ldw, ldw, beta, y + j, bias ? bias + j : NULL);
 }
 
