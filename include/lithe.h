@@ -138,7 +138,9 @@ LITHE_API lithe_status lithe_backend_get(const char *name, lithe_backend **out);
  * and n - 1 workers), or 0 for the default: the LITHE_NUM_THREADS environment variable when set,
  * else every core. Until this is called the default applies (its workers start at the first large
  * operation). Results are bit-identical for every thread count: work is split by output, never
- * inside a sum. Builds without threads (WebAssembly without pthreads) accept only 0 and 1.
+ * inside a sum. Builds without threads (the WASI command, the npm package's one-thread modules)
+ * accept only 0 and 1; the npm package's threads module has as many threads as the JavaScript
+ * loader started workers for, plus the caller (lithe.init({ threads })), and refuses more.
  * (The CPU backend picks its SIMD kernels by the CPU's features at run time; the environment
  * variable LITHE_CPU_ISA=scalar|avx2|avx512 forces one — results then differ from the default in
  * the last bits, as FMA and plain multiply-add do. docs/performance.md has the design.)
