@@ -176,6 +176,21 @@ static lithe_status cpu_update_averages(lithe_backend *be, lithe_tensor *ema, co
     lithe__cpu_update_averages(N(W), F(ema), F(W), decay);
     return LITHE_OK;
 }
+static lithe_status cpu_adam_step(lithe_backend *be, lithe_tensor *W, lithe_tensor *G, lithe_tensor *m1, lithe_tensor *m2,
+                                  lithe_tensor *avg, double grad_clip, float beta1, float beta2, float eps, float lr,
+                                  float wscale, float decay) {
+    (void)be;
+    /* clip_gradient's decision, its scale applied inside the one pass instead of scaling G first
+     * (0 g + s g = s g: the same bits) */
+    float gscale = 1.0f;
+    if (grad_clip > 0.0) {
+        float norm = (float)sqrt(lithe__cpu_sum_squares(N(G), F(G)));
+        if (norm >= (float)grad_clip) gscale = (float)(grad_clip / norm);
+    }
+    lithe__cpu_adam_step(N(W), F(W), F(G), F(m1), F(m2), avg ? F(avg) : NULL, gscale, beta1, beta2, eps, lr, wscale,
+                         decay);
+    return LITHE_OK;
+}
 static lithe_status cpu_cce_labels(lithe_backend *be, const lithe_tensor *G, const lithe_tensor *labels,
                                    float smoothing, bool has_missing, int64_t missing, float divisor,
                                    lithe_tensor *D) {

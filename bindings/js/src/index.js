@@ -1,10 +1,10 @@
 // lithe for JavaScript: the idiomatic layer over the C API (raw.js). Models and optimizers hold C
 // objects: call dispose() when done (a FinalizationRegistry frees forgotten ones eventually).
 // Tensors are plain JS: a TypedArray and a shape, copied into the module for each call.
-import { instantiate, simdSupported, readBytes, compileImporters, compileImportersSync, linkImporters } from './loader.js';
+import { instantiate, simdSupported, threadsSupported, readBytes, compileImporters, compileImportersSync, linkImporters } from './loader.js';
 import { createRaw, LitheError, STATUS, DTYPE } from './raw.js';
 
-export { LitheError, STATUS, DTYPE, simdSupported };
+export { LitheError, STATUS, DTYPE, simdSupported, threadsSupported };
 
 let raw = null;
 let initPromise = null;
@@ -15,18 +15,24 @@ let importersPromise = null;
 // Loads and starts the WebAssembly module once (later calls return the same promise).
 // options.simd: true / false forces a build (default: feature detection); options.wasm: the .wasm
 // as bytes, URL, path or WebAssembly.Module (default: the package's own file for the build);
-// options.print(fd, line): where C's stdout/stderr lines go (default: console);
+// options.print(fd, line): where C's stdout/stderr lines go (default: console).
+// options.threads: threads in all (default min(4, ceil(cores / 2))); more than one loads the threads
+// module and starts threads - 1 workers where shared memory is allowed (Node; a cross-origin
+// isolated page or worker), else one thread, silently. Resolves with { simd, threads, build,
+// version }: build is 'simd-threads', 'simd' or 'scalar', threads the number computing.
+// options.threadUrl: where src/thread.js (the workers' script) is served, if a bundler moved it.
 // options.importers: where the importer module (ONNX, TF.js: lithe-importers.wasm) is, as bytes,
 // URL, path or WebAssembly.Module, linked when a model first needs it (default: the package's own
-// file); or true to link the package's own now.
+// file); or true to link the package's own now. (The threads module has them built in.)
 export function init(options = {}) {
   initPromise ??= instantiate(options).then(
     async (loaded) => {
       loadedCore = loaded;
       raw = createRaw(loaded);
+      raw.importers = raw.lithe_js_importers_linked() ? 'built in' : null;
       importersSource = options.importers === true ? undefined : options.importers;
       if (options.importers === true) await importers();
-      return { simd: loaded.simd, version: raw.cstring(raw.lithe_version()) };
+      return { simd: loaded.simd, threads: loaded.threads, build: loaded.build, version: raw.cstring(raw.lithe_version()) };
     },
     (err) => {
       initPromise = null; // a failed start may be retried (another URL, say)
@@ -40,6 +46,7 @@ export function init(options = {}) {
 // that on its own; the synchronous loadBytes / loadTfjs do it in Node, and elsewhere need it linked
 // already (by an earlier load() or init({ importers: true })).
 function importers() {
+  if (raw.importers) return Promise.resolve();
   importersPromise ??= compileImporters(importersSource).then(
     (module) => {
       if (!raw.importers) raw.importers = linkImporters(loadedCore, module);
@@ -82,6 +89,10 @@ export function version() {
 }
 export function usingSimd() {
   return need().simd;
+}
+// Threads the CPU backend computes with (1 unless the threads module runs with workers).
+export function threads() {
+  return need().threads;
 }
 
 const ARRAY_OF_DTYPE = {
@@ -385,4 +396,4 @@ function loadModel(bytes, sync) {
   return new Model(r.readU32(r.outPtr(0)), 'lithe_model_free');
 }
 
-export default { init, load, loadBytes, loadTfjs, tensor, Tensor, adam, sgd, Model, Optimizer, LitheError, STATUS, DTYPE, c, version, usingSimd, simdSupported };
+export default { init, load, loadBytes, loadTfjs, tensor, Tensor, adam, sgd, Model, Optimizer, LitheError, STATUS, DTYPE, c, version, usingSimd, simdSupported, threads, threadsSupported };

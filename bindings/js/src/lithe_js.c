@@ -120,10 +120,61 @@ LITHE_JS_API lithe_status lithe_js_resize_output(lithe_model *root, int32_t new_
 
 /* The importer module (lithe-importers.wasm: ONNX, TF.js and the graph executor, src/importers.c),
  * which src/loader.js links into this module's memory when a model needs it: registering the table
- * it hands over (core/io/importers.c), and whether a call since the last query failed for want of
- * it (then loading it and retrying will help). */
+ * it hands over (core/io/importers.c), whether a call since the last query failed for want of it
+ * (then loading it and retrying will help), and whether the importers are there (linked, or built
+ * in: the threads module, LITHE_IMPORTERS_SEPARATE unset, has them built in). */
+#ifdef LITHE_IMPORTERS_SEPARATE
 struct lithe__importers;
 void lithe__importers_set(const struct lithe__importers *h);
 _Bool lithe__importers_wanted(void);
 LITHE_JS_API void lithe_js_importers_set(const struct lithe__importers *h) { lithe__importers_set(h); }
 LITHE_JS_API int lithe_js_importers_wanted(void) { return lithe__importers_wanted(); }
+#else
+LITHE_JS_API void lithe_js_importers_set(const void *h) { (void)h; }
+LITHE_JS_API int lithe_js_importers_wanted(void) { return 0; }
+#endif
+LITHE_JS_API int lithe_js_importers_linked(void) {
+    size_t n = 0;
+    lithe_onnx_op_names(&n); /* the core's stand-in lists none */
+    return n > 0;
+}
+
+/* The threads module's worker start-up (src/loader.js, src/thread.js): the thread pool's Web
+ * Worker backend in backends/cpu/threadpool.c. Every build exports these, so the loader needs no
+ * per-build list; builds without threads answer LITHE_ERR_UNSUPPORTED (and have no workers). */
+#include "../../../backends/cpu/threadpool.h"
+
+/* A worker's entry, on its own instance over the shared memory, after the loader set its stack:
+ * serves worker slot `slot` and never returns. */
+LITHE_JS_API void lithe_js_thread_main(int slot) {
+#if LITHE_WASM_WORKERS
+    lithe__wasm_worker_main(slot);
+#else
+    (void)slot;
+    __builtin_trap();
+#endif
+}
+
+/* On the main instance, once n workers wait in lithe_js_thread_main (slots 0..n-1): the CPU
+ * backend then computes with n + 1 threads. can_block: 0 on a browser's main thread (where
+ * memory.atomic.wait traps), which then spins while it waits for the workers. */
+LITHE_JS_API lithe_status lithe_js_threads_ready(int n, int can_block) {
+#if LITHE_WASM_WORKERS
+    return lithe__wasm_workers_ready(n, can_block != 0);
+#else
+    (void)can_block;
+    lithe_backend *cpu = NULL;
+    if (n == 0) return LITHE_OK;
+    lithe_status st = lithe_backend_get("cpu", &cpu);
+    return st != LITHE_OK ? st : lithe_backend_set_threads(cpu, n + 1); /* "this build has no threads" */
+#endif
+}
+
+/* Ranges of pool jobs the workers have run (a double: JS numbers, no BigInt). */
+LITHE_JS_API double lithe_js_thread_ranges(void) {
+#if LITHE_WASM_WORKERS
+    return (double)lithe__wasm_worker_ranges();
+#else
+    return 0;
+#endif
+}
