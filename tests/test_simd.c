@@ -233,6 +233,12 @@ static void compare_table(const lithe__simd_kernels *k) {
             s->mul(n, X, A, S0);
             k->mul(n, X, A, V0);
             same_bits(isa, "mul", n, S0, V0);
+            for (int op = LITHE__BIN_ADD; op <= LITHE__BIN_DIV; op++) /* a graph's binary ops, each operand a row or one value */
+                for (int bc = 0; bc < 3; bc++) {
+                    s->binary(op, n, X, bc == 1, B, bc == 2, S0);
+                    k->binary(op, n, X, bc == 1, B, bc == 2, V0);
+                    same_bits(isa, "binary", n, S0, V0);
+                }
             double ss = s->sum_squares(n, X), sv = k->sum_squares(n, X);
             assert_true(fabs(ss - sv) <= 1e-12 * ss + 1e-300);
             /* optimizers */
