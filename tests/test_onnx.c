@@ -22,7 +22,7 @@
 #include "golden/graph_check.h"
 #include "graph/graph.h" /* white-box: the plans' pool statistics */
 
-static const char *const models[] = {"mlp11", "mlp13", "mlp17", "lenet", "mixer13", "mixer17", "encoder", "resblock", "decoder", "masked", "nearmiss"};
+static const char *const models[] = {"mlp11", "mlp13", "mlp17", "lenet", "mixer13", "mixer17", "encoder", "resblock", "decoder", "masked", "nearmiss", "ffn"};
 #define N_MODELS (sizeof models / sizeof models[0])
 
 static lithe_model *load(const char *name, uint8_t **bytes_out, size_t *len_out) {
@@ -640,15 +640,16 @@ static size_t live_nodes(const lithe__graph *g) {
 }
 
 /* Load-time fusion (core/graph/fuse.c): the patterns torch.onnx decomposes run as one node each —
- * the encoder's LayerNorms and Linear (+ ReLU) layers, the mixer's LayerNorm, the MLP's Gemm + Relu
- * — and the outputs and gradients match the node-by-node run (LITHE_GRAPH_FUSE=0) as well as
+ * the encoder's LayerNorms and Linear (+ ReLU) layers, the mixer's LayerNorm and GELU, the MLP's
+ * Gemm + Relu, the feed-forward block's Linear + GELU — and the outputs and gradients match the node-by-node run (LITHE_GRAPH_FUSE=0) as well as
  * torch's (test_parity runs every model with fusion on). The near misses fuse nothing. */
 static void test_fusion(void **state) {
     (void)state;
     static const struct {
         const char *name;
-        size_t layernorm, linear, any;
-    } want[] = {{"encoder", 4, 8, 12}, {"mixer13", 1, 3, 4}, {"mixer17", 0, 3, 3}, {"mlp13", 0, 3, 3}, {"nearmiss", 0, 0, 0}};
+        size_t layernorm, linear, gelu, any;
+    } want[] = {{"encoder", 4, 8, 0, 12}, {"mixer13", 1, 3, 1, 5}, {"mixer17", 0, 3, 1, 4}, {"mlp13", 0, 3, 0, 3},
+                {"ffn", 0, 2, 0, 2},      {"nearmiss", 0, 0, 0, 0}};
     for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
         const char *name = want[k].name;
         lithe_value *X = value_of(get("%s.x", name)), *R = value_of(get("%s.r", name));
@@ -659,9 +660,16 @@ static void test_fusion(void **state) {
             m[unfused] = load(name, NULL, NULL);
             unsetenv("LITHE_GRAPH_FUSE");
             const lithe__graph *g = m[unfused]->shims[0]->state;
-            size_t ln = count_op(g, "fused:LayerNorm"), lin = count_op(g, "fused:Linear");
-            printf("test_onnx: %-8s %s: %zu fused nodes (%zu LayerNorm, %zu Linear), %zu of %zu nodes left\n", name,
-                   unfused ? "LITHE_GRAPH_FUSE=0" : "fused", g->n_fused, ln, lin, live_nodes(g), g->onnx.n_nodes);
+            size_t ln = count_op(g, "fused:LayerNorm"), lin = count_op(g, "fused:Linear"), ge = count_op(g, "fused:Gelu");
+            size_t lin_gelu = 0; /* Linears that took a GELU */
+            for (size_t i = 0; i < g->onnx.n_nodes; i++)
+                lin_gelu += !g->node_dead[i] && g->node_fuse[i].kind == LITHE__FUSE_LINEAR && g->node_fuse[i].has_act &&
+                            g->node_fuse[i].act.kind == LITHE__ACT_GELU;
+            printf("test_onnx: %-8s %s: %zu fused nodes (%zu LayerNorm, %zu Linear of which %zu with GELU, %zu GELU), "
+                   "%zu of %zu nodes left\n", name, unfused ? "LITHE_GRAPH_FUSE=0" : "fused", g->n_fused, ln, lin, lin_gelu,
+                   ge, live_nodes(g), g->onnx.n_nodes);
+            assert_int_equal(ge, unfused ? 0 : want[k].gelu);
+            if (!strcmp(name, "ffn")) assert_int_equal(lin_gelu, unfused ? 0 : 1);
             assert_int_equal(g->n_fused, unfused ? 0 : want[k].any);
             assert_int_equal(ln, unfused ? 0 : want[k].layernorm);
             assert_int_equal(lin, unfused ? 0 : want[k].linear);

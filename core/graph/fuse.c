@@ -7,6 +7,10 @@
  *   Linear      Y = [Relu](Add(MatMul(A, W), bias))  or  Y = [Relu](Gemm(A, W, bias)), W a weight or
  *               Transpose(weight)
  *               -> gemm_bias_act: bias and activation applied to each C tile as it is written
+ *   GELU        Y = Mul(Mul(X, Add(Erf(Div(X, sqrt 2)), 1)), 0.5)   (F.gelu's export)
+ *               or Mul(Mul(X, 0.5), Add(Erf(Div(X, sqrt 2)), 1))     (0.5 x (1 + erf(x / sqrt 2)))
+ *               -> the act primitive's GELU (Thinc's erf: within 1.5e-7 of erf), and into a
+ *               Linear just before it
  *
  * A pattern is taken only when it is exactly the decomposition: every intermediate value read by
  * the next node of the pattern alone (not by another node, not a graph output), the constants it
@@ -26,6 +30,31 @@ typedef struct fuser {
     int64_t *n_readers; /* per slot: live node inputs reading it, + 1 if a graph output */
     int64_t *reader;    /* per slot: the last live node reading it */
 } fuser;
+
+/* Who computes and who reads each slot, over the live nodes (again after each rewrite, which moves
+ * readers into the fused node). */
+static void index_readers(fuser *f) {
+    const lithe__graph *g = f->g;
+    for (size_t i = 0; i < g->n_slots + 1; i++) {
+        f->producer[i] = f->reader[i] = -1;
+        f->n_readers[i] = 0;
+    }
+    for (size_t i = 0; i < g->onnx.n_nodes; i++) {
+        bool folded = true; /* a node whose outputs were folded to constants never runs */
+        for (size_t k = 0; k < g->node_nout[i]; k++)
+            if (g->node_out[i][k] >= 0 && g->slot_kind[g->node_out[i][k]] != SLOT_CONST) folded = false;
+        if (folded || g->node_dead[i]) continue;
+        for (size_t k = 0; k < g->node_nout[i]; k++)
+            if (g->node_out[i][k] >= 0) f->producer[g->node_out[i][k]] = (int64_t)i;
+        for (size_t k = 0; k < g->node_nin[i]; k++) {
+            int64_t sl = g->node_in[i][k];
+            if (sl < 0) continue;
+            f->n_readers[sl]++;
+            f->reader[sl] = (int64_t)i;
+        }
+    }
+    for (size_t i = 0; i < g->n_out; i++) f->n_readers[g->out_slots[i]]++;
+}
 
 static bool is_op(const fuser *f, int64_t node, const char *op) {
     if (node < 0) return false;
@@ -119,6 +148,7 @@ static lithe_status rewrite(fuser *f, int64_t end, const lithe__graph_op *op, co
     g->node_fuse[end] = *fu;
     for (size_t k = 0; k < n_dead; k++) g->node_dead[dead[k]] = true;
     g->n_fused++;
+    index_readers(f);
     return LITHE_OK;
 }
 
@@ -165,6 +195,42 @@ static lithe_status try_layernorm(fuser *f, int64_t m1) {
     lithe__gfuse fu = {.kind = LITHE__FUSE_LAYERNORM, .eps = eps, .first = (size_t)m1};
     int64_t dead[] = {m1, sub, pw, m2, ae, sq, dv, ml};
     return rewrite(f, ad, &lithe__fused_layernorm_op, &fu, (int64_t[]){X, scale, bias}, 3, dead, 8);
+}
+
+static bool near(float v, double want) { return v >= want * (1 - 1e-6) && v <= want * (1 + 1e-6); }
+
+/* A Mul of s by the constant c (either side), or -1. */
+static int64_t mul_by(const fuser *f, int64_t node, int64_t s, double c) {
+    float v = 0.0f;
+    return is_op(f, node, "Mul") && const_scalar(f, other_input(f->g, node, s), &v) && near(v, c) ? node : -1;
+}
+
+static lithe_status try_gelu(fuser *f, int64_t dv) {
+    lithe__graph *g = f->g;
+    float c = 0.0f;
+    if (!is_op(f, dv, "Div") || g->node_nin[dv] != 2 || !const_scalar(f, g->node_in[dv][1], &c) ||
+        !near(c, 1.4142135623730951))
+        return LITHE_OK;
+    int64_t X = g->node_in[dv][0];
+    int64_t er = only_reader(f, g->node_out[dv][0]);
+    if (!is_op(f, er, "Erf")) return LITHE_OK;
+    int64_t e = g->node_out[er][0], ad = only_reader(f, e);
+    float one = 0.0f;
+    if (!is_op(f, ad, "Add") || !const_scalar(f, other_input(g, ad, e), &one) || one != 1.0f) return LITHE_OK;
+    int64_t a = g->node_out[ad][0], m1 = only_reader(f, a);
+    if (!is_op(f, m1, "Mul")) return LITHE_OK;
+    int64_t other = other_input(g, m1, a), end = -1, dead[5] = {dv, er, ad, m1, -1};
+    if (other == X) { /* Mul(Mul(X, a), 0.5) */
+        end = mul_by(f, only_reader(f, g->node_out[m1][0]), g->node_out[m1][0], 0.5);
+        dead[3] = m1;
+    } else if (other >= 0 && only_reader(f, other) == m1 && mul_by(f, f->producer[other], X, 0.5) >= 0) {
+        end = m1; /* Mul(Mul(X, 0.5), a) */
+        dead[3] = f->producer[other];
+    }
+    if (end < 0) return LITHE_OK;
+    lithe__gfuse fu = {.kind = LITHE__FUSE_ACT, .first = (size_t)dv};
+    fu.act.kind = LITHE__ACT_GELU;
+    return rewrite(f, end, &lithe__fused_act_op, &fu, (int64_t[]){X}, 1, dead, 4);
 }
 
 static lithe_status try_linear(fuser *f, int64_t mm) {
@@ -216,11 +282,16 @@ static lithe_status try_linear(fuser *f, int64_t mm) {
     if (bias >= 0 && (!static_shape(f, bias, &bn, bd) || bn != 1 || bd[0] != N)) return LITHE_OK;
     lithe__gfuse fu = {.kind = LITHE__FUSE_LINEAR, .transB = tB, .first = (size_t)mm};
     int64_t r = only_reader(f, y);
-    if (is_op(f, r, "Relu")) {
+    bool gelu = r >= 0 && !g->node_dead[r] && g->node_fuse[r].kind == LITHE__FUSE_ACT && g->node_in[r][0] == y;
+    if (is_op(f, r, "Relu") || gelu) {
         fu.has_act = true;
-        fu.act.kind = LITHE__ACT_RELU;
+        fu.act = gelu ? g->node_fuse[r].act : (lithe__act){.kind = LITHE__ACT_RELU};
         dead[n_dead++] = end;
         end = r;
+        if (gelu) { /* the fused GELU node becomes the Linear */
+            g->node_fuse[r].kind = LITHE__FUSE_NONE;
+            g->n_fused--;
+        }
     } else if (gemm && bias < 0 && !tW) { /* a Gemm alone gains from the bias epilogue only */
         return LITHE_OK;
     }
@@ -234,25 +305,9 @@ lithe_status lithe__graph_fuse(lithe__graph *g) {
     fuser f = {g, lithe__calloc(ns, sizeof(int64_t)), lithe__calloc(ns, sizeof(int64_t)),
                lithe__calloc(ns, sizeof(int64_t))};
     lithe_status s = f.producer && f.n_readers && f.reader ? LITHE_OK : lithe__oom("onnx_graph", ns * 24);
-    for (size_t i = 0; s == LITHE_OK && i < ns; i++) f.producer[i] = f.reader[i] = -1;
-    for (size_t i = 0; s == LITHE_OK && i < nn; i++) {
-        bool folded = true; /* a node whose outputs were folded to constants never runs */
-        for (size_t k = 0; k < g->node_nout[i]; k++)
-            if (g->node_out[i][k] >= 0 && g->slot_kind[g->node_out[i][k]] != SLOT_CONST) folded = false;
-        if (folded) continue;
-        for (size_t k = 0; k < g->node_nout[i]; k++)
-            if (g->node_out[i][k] >= 0) f.producer[g->node_out[i][k]] = (int64_t)i;
-        for (size_t k = 0; k < g->node_nin[i]; k++) {
-            int64_t sl = g->node_in[i][k];
-            if (sl < 0) continue;
-            f.n_readers[sl]++;
-            f.reader[sl] = (int64_t)i;
-        }
-    }
-    for (size_t i = 0; s == LITHE_OK && i < g->n_out; i++) f.n_readers[g->out_slots[i]]++;
-    /* the readers above stay valid: a rewrite only removes readers inside its own pattern, whose
-     * nodes are dead (is_op refuses them) */
+    if (s == LITHE_OK) index_readers(&f);
     for (size_t i = 0; s == LITHE_OK && i < nn; i++) s = try_layernorm(&f, (int64_t)i);
+    for (size_t i = 0; s == LITHE_OK && i < nn; i++) s = try_gelu(&f, (int64_t)i);
     for (size_t i = 0; s == LITHE_OK && i < nn; i++) s = try_linear(&f, (int64_t)i);
     lithe__free(f.producer);
     lithe__free(f.n_readers);

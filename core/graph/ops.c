@@ -1850,6 +1850,28 @@ BWD(b_fused_linear) {
 }
 const lithe__graph_op lithe__fused_linear_op = {"fused:Linear", f_fused_linear, b_fused_linear};
 
+/* An activation from its decomposition (GELU's Erf form): the act primitive with the fused node's
+ * act. */
+FWD(f_fused_act) {
+    UNUSED_FWD;
+    LITHE__TRY(need_inputs(x, node, in, n_in, 1));
+    LITHE__TRY(need_float(x, node, in[0], 0));
+    LITHE__TRY(lithe__gexec_like(x, in[0], false, &out[0]));
+    return lithe__op_act(x->be, &x->g->node_fuse[node].act, in[0], out[0]);
+}
+BWD(b_fused_act) {
+    UNUSED_BWD;
+    lithe_tensor *d = NULL, *t = NULL;
+    LITHE__TRY(lithe__gexec_grad(x, node, 0, &d));
+    if (!d) return LITHE_OK;
+    LITHE__TRY(lithe__gexec_like(x, d, false, &t));
+    lithe_status s = lithe__op_act_backward(x->be, &x->g->node_fuse[node].act, dout[0], in[0], out[0], t);
+    if (s == LITHE_OK) s = acc(x, d, t);
+    lithe_tensor_release(t);
+    return s;
+}
+const lithe__graph_op lithe__fused_act_op = {"fused:Gelu", f_fused_act, b_fused_act};
+
 /* ---- the table ---- */
 
 static const lithe__graph_op ops[] = {
