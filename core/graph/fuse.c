@@ -60,7 +60,9 @@ static bool is_op(const fuser *f, int64_t node, const char *op) {
     if (node < 0) return false;
     const lithe__onnx_node *n = &f->g->onnx.nodes[node];
     bool custom = n->domain && *n->domain && strcmp(n->domain, "ai.onnx");
+    /* every node of a pattern has inputs and exactly one output (a hostile file may give others) */
     return !custom && !f->g->node_dead[node] && f->g->node_fuse[node].kind == LITHE__FUSE_NONE &&
+           f->g->node_nin[node] >= 1 && f->g->node_nout[node] == 1 && f->g->node_out[node][0] >= 0 &&
            !strcmp(n->op_type, op);
 }
 
@@ -156,8 +158,10 @@ static lithe_status try_layernorm(fuser *f, int64_t m1) {
     lithe__graph *g = f->g;
     if (!is_op(f, m1, "ReduceMean") || !mean_last_axis(f, m1) || g->node_nout[m1] != 1) return LITHE_OK;
     int64_t X = g->node_in[m1][0], mu = g->node_out[m1][0];
+    if (X < 0) return LITHE_OK;
     int64_t sub = only_reader(f, mu);
-    if (!is_op(f, sub, "Sub") || g->node_in[sub][0] != X || g->node_in[sub][1] != mu) return LITHE_OK;
+    if (!is_op(f, sub, "Sub") || g->node_nin[sub] != 2 || g->node_in[sub][0] != X || g->node_in[sub][1] != mu)
+        return LITHE_OK;
     int64_t d = g->node_out[sub][0];
     if (f->n_readers[d] != 2) return LITHE_OK; /* Pow and the Div */
     int64_t pw = -1, dv = -1;
@@ -212,6 +216,7 @@ static lithe_status try_gelu(fuser *f, int64_t dv) {
         !near(c, 1.4142135623730951))
         return LITHE_OK;
     int64_t X = g->node_in[dv][0];
+    if (X < 0) return LITHE_OK;
     int64_t er = only_reader(f, g->node_out[dv][0]);
     if (!is_op(f, er, "Erf")) return LITHE_OK;
     int64_t e = g->node_out[er][0], ad = only_reader(f, e);
