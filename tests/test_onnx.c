@@ -20,6 +20,7 @@
 #include "lithe.h"
 #include "golden/golden.h"
 #include "golden/graph_check.h"
+#include "failing_alloc.h"
 #include "graph/graph.h" /* white-box: the plans' pool statistics */
 
 static const char *const models[] = {"mlp11", "mlp13", "mlp17", "lenet", "mixer13", "mixer17", "encoder", "resblock", "decoder", "masked", "nearmiss", "ffn"};
@@ -706,6 +707,43 @@ static void test_fusion(void **state) {
     }
 }
 
+/* Allocation failures while a graph is built, fused, run and backpropagated: every failure is
+ * LITHE_ERR_OOM and leaves nothing allocated (the ffn block: Linear + GELU fusion; the mixer at
+ * opset 13: LayerNorm, GELU and Linear fusions; the bytes and goldens are copied before the sweep). */
+static uint8_t *oom_bytes[2];
+static size_t oom_len[2];
+static lithe_value *oom_x[2], *oom_r[2];
+static lithe_status oom_scenario(int which) {
+    lithe_model *m = NULL;
+    lithe_value *Y = NULL, *dX = NULL;
+    lithe_backprop *bp = NULL;
+    lithe_status s = lithe_onnx_load_bytes(oom_bytes[which], oom_len[which], &m);
+    if (s == LITHE_OK) s = lithe_model_begin_update(m, oom_x[which], &Y, &bp);
+    if (s == LITHE_OK) s = lithe_backprop_run(bp, oom_r[which], &dX);
+    lithe_value_release(dX);
+    lithe_backprop_free(bp);
+    lithe_value_release(Y);
+    lithe_model_free(m);
+    return s;
+}
+static void test_fusion_allocation_failures(void **state) {
+    (void)state;
+    const char *names[2] = {"ffn", "mixer13"};
+    for (int k = 0; k < 2; k++) {
+        const golden *g = get("%s.onnx", names[k]);
+        oom_bytes[k] = bytes_of(g);
+        oom_len[k] = (size_t)g->n;
+        oom_x[k] = value_of(get("%s.x", names[k]));
+        oom_r[k] = value_of(get("%s.r", names[k]));
+    }
+    failing_alloc_sweep(2, oom_scenario);
+    for (int k = 0; k < 2; k++) {
+        free(oom_bytes[k]);
+        lithe_value_release(oom_x[k]);
+        lithe_value_release(oom_r[k]);
+    }
+}
+
 int main(int argc, char **argv) {
     golden_path = argc > 1 ? argv[1] : getenv("LITHE_THINC_GOLDENS");
     const struct CMUnitTest tests[] = {
@@ -713,7 +751,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_files),  cmocka_unit_test(test_bad_inputs),         cmocka_unit_test(test_hostile),
         cmocka_unit_test(test_plan),       cmocka_unit_test(test_plan_eviction),
         cmocka_unit_test(test_plan_vulkan),        cmocka_unit_test(test_external_data),
-        cmocka_unit_test(test_fusion),
+        cmocka_unit_test(test_fusion),             cmocka_unit_test(test_fusion_allocation_failures),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);
 }
