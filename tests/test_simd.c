@@ -189,9 +189,9 @@ static bool act_exact(lithe__act_kind k, bool backward) {
 /* Every kernel of table k against the scalar table on the same inputs. */
 static void compare_table(const lithe__simd_kernels *k) {
     const lithe__simd_kernels *s = &lithe__simd_scalar;
-    float *in[6], *os[4], *ov[4];
+    float *in[6], *os[10], *ov[10];
     for (int i = 0; i < 6; i++) in[i] = alloc_f();
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 10; i++) {
         os[i] = alloc_f();
         ov[i] = alloc_f();
     }
@@ -260,6 +260,39 @@ static void compare_table(const lithe__simd_kernels *k) {
                 same_bits(isa, "optimizer W", n, S0, V0);
                 same_bits(isa, "optimizer m1", n, S1, V1);
                 same_bits(isa, "optimizer m2", n, S2, V2);
+            }
+            /* the fused Adam step against the scalar passes lithe_optimizer_step ran before it
+             * (clip scale, adam, zeroing G, weight decay, averages), and the ISA's against both */
+            for (int v = 0; v < 4; v++) {
+                float gscale = v & 1 ? 0.37f : 1.0f, wscale = v & 2 ? 0.9995f : 1.0f, decay = 0.75f;
+                bool avg = v != 2;
+                float *SG = os[3] + mis, *VG = ov[3] + mis, *SA = os[4] + mis, *VA = ov[4] + mis;
+                float *RW = os[5] + mis, *RG = os[6] + mis, *R1 = os[7] + mis, *R2 = os[8] + mis, *RA = os[9] + mis;
+                memcpy(RW, C, sizeof(float) * (size_t)n), memcpy(R1, A, sizeof(float) * (size_t)n);
+                memcpy(R2, B, sizeof(float) * (size_t)n), memcpy(RG, X, sizeof(float) * (size_t)n);
+                for (int64_t i = 0; i < n; i++) RA[i] = C[i] * 0.5f;
+                memcpy(S0, RW, sizeof(float) * (size_t)n), memcpy(V0, RW, sizeof(float) * (size_t)n);
+                memcpy(S1, R1, sizeof(float) * (size_t)n), memcpy(V1, R1, sizeof(float) * (size_t)n);
+                memcpy(S2, R2, sizeof(float) * (size_t)n), memcpy(V2, R2, sizeof(float) * (size_t)n);
+                memcpy(SG, RG, sizeof(float) * (size_t)n), memcpy(VG, RG, sizeof(float) * (size_t)n);
+                memcpy(SA, RA, sizeof(float) * (size_t)n), memcpy(VA, RA, sizeof(float) * (size_t)n);
+                if (gscale != 1.0f) lithe_f32_axpby__scalar(n, 0.0f, RG, gscale, RG);
+                lithe_f32_adam__scalar(n, RW, RG, R1, R2, 0.9f, 0.999f, 1e-8f, 1e-3f);
+                for (int64_t i = 0; i < n; i++) RG[i] = 0.0f;
+                if (wscale != 1.0f) lithe_f32_axpby__scalar(n, 0.0f, RW, wscale, RW);
+                if (avg) lithe_f32_update_averages__scalar(n, RA, RW, decay);
+                s->adam_step(n, S0, SG, S1, S2, avg ? SA : NULL, gscale, 0.9f, 0.999f, 1e-8f, 1e-3f, wscale, decay);
+                k->adam_step(n, V0, VG, V1, V2, avg ? VA : NULL, gscale, 0.9f, 0.999f, 1e-8f, 1e-3f, wscale, decay);
+                same_bits(isa, "adam_step W (scalar vs passes)", n, RW, S0);
+                same_bits(isa, "adam_step m1 (scalar vs passes)", n, R1, S1);
+                same_bits(isa, "adam_step m2 (scalar vs passes)", n, R2, S2);
+                same_bits(isa, "adam_step G (scalar vs passes)", n, RG, SG);
+                same_bits(isa, "adam_step avg (scalar vs passes)", n, RA, SA);
+                same_bits(isa, "adam_step W", n, S0, V0);
+                same_bits(isa, "adam_step m1", n, S1, V1);
+                same_bits(isa, "adam_step m2", n, S2, V2);
+                same_bits(isa, "adam_step G", n, SG, VG);
+                same_bits(isa, "adam_step avg", n, SA, VA);
             }
             /* unary ops (imported graphs) and their backwards */
             for (int op = 0; op < LITHE__UN_COUNT; op++) {
@@ -339,7 +372,7 @@ static void compare_table(const lithe__simd_kernels *k) {
             }
         }
     for (int i = 0; i < 6; i++) free(in[i]);
-    for (int i = 0; i < 4; i++) free(os[i]), free(ov[i]);
+    for (int i = 0; i < 10; i++) free(os[i]), free(ov[i]);
 }
 
 static void test_every_table_matches_scalar(void **state) {
@@ -442,6 +475,9 @@ static void run_entries(const float *X, const float *A, const float *B, const fl
     lithe__cpu_axpby(TN, 0.5f, X, 0.25f, o3);
     lithe__cpu_mul(TN, o3, B, o3 + TN);
     lithe__cpu_unary(LITHE__UN_EXP, TN, A, o2 + TN);
+    memcpy(o0 + 2 * TN, A, sizeof(float) * TN); /* the fused Adam step: G (zeroed), avg */
+    memcpy(o2 + 2 * TN, X, sizeof(float) * TN);
+    lithe__cpu_adam_step(TN, o3, o0 + 2 * TN, o1, o2, o2 + 2 * TN, 0.5f, 0.9f, 0.999f, 1e-8f, 1e-3f, 0.999f, 0.8f);
     float *R = o1 + TN; /* row ops on (TM, TC) */
     lithe__cpu_softmax(TM, TC, RX, 1.0f, R);
     lithe__cpu_log_softmax(TM, TC, RX, R + TM * TC);
@@ -501,6 +537,59 @@ static void test_threads_bit_identical(void **state) {
     free(X), free(A), free(B), free(RX);
 }
 
+
+/* ---- the optimizer: lithe_optimizer_step's fused Adam (the adam_step primitive) against the same
+ * step taken by the separate primitives (a copy of the CPU backend whose table lacks adam_step),
+ * bit for bit, over three steps of each of Thinc's Adam configurations ---- */
+
+static void test_optimizer_fused_matches_passes(void **state) {
+    (void)state;
+    lithe_backend *cpu = lithe__backend_cpu();
+    lithe_backend_ops ops = *cpu->ops;
+    ops.adam_step = NULL;
+    lithe_backend plain = *cpu;
+    plain.ops = &ops;
+    lithe_model *node = NULL;
+    OK(lithe_linear(NULL, &node));
+    enum { NP = 1037 };
+    for (int c = 0; c < 6; c++) {
+        lithe_optimizer_opts o = lithe_adam_defaults();
+        if (c == 1) o.L2 = 0.01;                                      /* decoupled weight decay */
+        if (c == 2) o.L2 = 0.01, o.L2_is_weight_decay = false;       /* L2 into the gradient */
+        if (c == 3) o.grad_clip = 0.0, o.use_averages = false;
+        if (c == 4) o.grad_clip = 100.0;                              /* norms below the clip */
+        if (c == 5) o.learn_rate = 0.01, o.beta1 = 0.8, o.beta2 = 0.99, o.eps = 1e-6, o.grad_clip = 0.1;
+        lithe_optimizer *opt[2];
+        lithe_tensor *W[2], *G[2];
+        for (int b = 0; b < 2; b++) {
+            OK(lithe_optimizer_new(&o, &opt[b]));
+            OK(lithe__tensor_alloc(b ? &plain : cpu, LITHE_F32, 1, (int64_t[]){NP}, false, &W[b]));
+            OK(lithe__tensor_alloc(b ? &plain : cpu, LITHE_F32, 1, (int64_t[]){NP}, false, &G[b]));
+        }
+        rng_state = 99;
+        fill(lithe__f32(W[0]), NP, -1, 1);
+        memcpy(lithe__f32(W[1]), lithe__f32(W[0]), sizeof(float) * NP);
+        for (int step = 0; step < 3; step++) {
+            fill(lithe__f32(G[0]), NP, -0.2, 0.2);
+            memcpy(lithe__f32(G[1]), lithe__f32(G[0]), sizeof(float) * NP);
+            for (int b = 0; b < 2; b++) OK(lithe_optimizer_step(opt[b], node, "W", W[b], G[b]));
+            assert_memory_equal(lithe__f32(W[0]), lithe__f32(W[1]), sizeof(float) * NP);
+            assert_memory_equal(lithe__f32(G[0]), lithe__f32(G[1]), sizeof(float) * NP);
+            if (o.use_averages) {
+                lithe_tensor *a0 = NULL, *a1 = NULL;
+                OK(lithe_optimizer_get_average(opt[0], node, "W", &a0));
+                OK(lithe_optimizer_get_average(opt[1], node, "W", &a1));
+                assert_memory_equal(lithe__f32(a0), lithe__f32(a1), sizeof(float) * NP);
+            }
+        }
+        for (int b = 0; b < 2; b++) {
+            lithe_optimizer_free(opt[b]);
+            lithe_tensor_release(W[b]);
+            lithe_tensor_release(G[b]);
+        }
+    }
+    lithe_model_free(node);
+}
 
 /* ---- convolution (backends/cpu/conv.c) against the scalar twins ---- */
 
@@ -720,6 +809,7 @@ int main(void) {
         /* the tests that start worker threads last */
         cmocka_unit_test(test_pool2d_matches_scalar),
         cmocka_unit_test(test_threads_bit_identical),
+        cmocka_unit_test(test_optimizer_fused_matches_passes),
         cmocka_unit_test(test_conv2d_threads_bit_identical),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

@@ -72,6 +72,7 @@ const lithe__simd_kernels lithe__simd_scalar = {
     .adam = lithe_f32_adam__scalar,
     .radam = lithe_f32_radam__scalar,
     .update_averages = lithe_f32_update_averages__scalar,
+    .adam_step = lithe_f32_adam_step__scalar,
     .softmax = lithe_f32_softmax__scalar,
     .softmax_backward = lithe_f32_softmax_backward__scalar,
     .log_softmax = lithe_f32_log_softmax__scalar,
@@ -136,7 +137,7 @@ void lithe__simd_force(const lithe__simd_kernels *k) { atomic_store(&forced, k);
 enum { GRAIN_CHEAP = 1 << 14, GRAIN_EXP = 1 << 12, GRAIN_ROWS = 1 << 13 };
 
 typedef enum job_op {
-    J_ACT, J_ACT_BWD, J_ADD_ROW, J_SUM_ROWS, J_AXPBY, J_MUL, J_ADAM, J_RADAM, J_AVG, J_SOFTMAX, J_SOFTMAX_BWD,
+    J_ACT, J_ACT_BWD, J_ADD_ROW, J_SUM_ROWS, J_AXPBY, J_MUL, J_ADAM, J_RADAM, J_AVG, J_ADAM_STEP, J_SOFTMAX, J_SOFTMAX_BWD,
     J_LOGSM, J_LOGSM_BWD, J_LN, J_LN_DX, J_LN_DGB, J_SCATTER, J_GATHER, J_UNARY, J_UNARY_BWD, J_MAXOUT,
     J_DROPOUT, J_BINARY, J_BINARY_ROWS
 } job_op;
@@ -148,7 +149,7 @@ typedef struct job {
     int iop;
     int64_t N, P;
     const float *x0, *x1, *x2, *x3, *x4;
-    float *y0, *y1, *y2, *y3;
+    float *y0, *y1, *y2, *y3, *y4;
     float f0, f1, f2, f3, f4, f5, f6;
     bool flag, flag2;
     int64_t lda, ldb;
@@ -176,6 +177,10 @@ static void run_range(void *ctx, int64_t b, int64_t e) {
         k->radam(n, j->y0 + b, j->x0 + b, j->y1 + b, j->y2 + b, j->f0, j->f1, j->f2, j->f3, j->f4, j->f5, j->flag);
         break;
     case J_AVG: k->update_averages(n, j->y0 + b, j->x0 + b, j->f0); break;
+    case J_ADAM_STEP:
+        k->adam_step(n, j->y0 + b, j->y4 + b, j->y1 + b, j->y2 + b, OFF(j->y3, b), j->f0, j->f1, j->f2, j->f3, j->f4,
+                     j->f5, j->f6);
+        break;
     case J_SOFTMAX: k->softmax(n, N, j->x0 + rb, j->f0, j->y0 + rb); break;
     case J_SOFTMAX_BWD: k->softmax_backward(n, N, j->x0 + rb, j->x1 + rb, j->f0, j->y0 + rb); break;
     case J_LOGSM: k->log_softmax(n, N, j->x0 + rb, j->y0 + rb); break;
@@ -266,6 +271,12 @@ void lithe__cpu_radam(int64_t n, float *W, const float *G, float *m1, float *m2,
 void lithe__cpu_update_averages(int64_t n, float *ema, const float *W, float decay) {
     job j = {.op = J_AVG, .x0 = W, .y0 = ema, .f0 = decay};
     run(&j, n, GRAIN_CHEAP);
+}
+void lithe__cpu_adam_step(int64_t n, float *W, float *G, float *m1, float *m2, float *avg, float gscale, float beta1,
+                          float beta2, float eps, float lr, float wscale, float decay) {
+    job j = {.op = J_ADAM_STEP, .y0 = W, .y4 = G, .y1 = m1, .y2 = m2, .y3 = avg, .f0 = gscale, .f1 = beta1,
+             .f2 = beta2, .f3 = eps, .f4 = lr, .f5 = wscale, .f6 = decay};
+    run(&j, n, GRAIN_CHEAP / 2);
 }
 void lithe__cpu_softmax(int64_t M, int64_t N, const float *X, float temperature, float *Y) {
     job j = {.op = J_SOFTMAX, .N = N, .x0 = X, .y0 = Y, .f0 = temperature};

@@ -230,6 +230,46 @@ static lithe_status cu_sum_squares(lithe_backend *be, const lithe_tensor *X, dou
     return s;
 }
 
+/* Gradient clipping without a read-back: sum_squares' two stages, then one thread adds the FOLD
+ * partials in the order the host does (so |G| is the bits cu_sum_squares would give) and writes
+ * {factor, apply}; the scaling pass reads them (apply == 0: G untouched) and scales as k_axpby
+ * does with alpha 0, beta = factor. */
+LC_KERNEL(k_clip_factor, (const lc_thread &t, const double *part, double threshold, float *f)) {
+    LC_FOR(t, i, 1) {
+        double ss = 0.0;
+        for (int k = 0; k < FOLD; k++) ss += part[k];
+        float norm = (float)sqrt(ss);
+        bool apply = norm >= (float)threshold;
+        f[0] = apply ? (float)(threshold / norm) : 1.0f;
+        f[1] = apply ? 1.0f : 0.0f;
+    }
+}
+LC_KERNEL(k_clip_scale, (const lc_thread &t, int64_t n, const float *f, float *G)) {
+    float beta = f[0];
+    if (f[1] == 0.0f) return;
+    LC_FOR(t, i, n) {
+        if (beta == 1.0f) G[i] += 0.0f * G[i];
+        else if (beta == 0.0f) G[i] = 0.0f * G[i];
+        else G[i] = 0.0f * G[i] + beta * G[i];
+    }
+}
+
+static lithe_status cu_clip_gradient(lithe_backend *be, lithe_tensor *G, double threshold) {
+    lc_ctx *c = lc_of(be);
+    if (G->numel == 0) return LITHE_OK;
+    int64_t nt = n_threads(c, G->numel);
+    void *part = NULL;
+    lithe_status s = lc_alloc(c, (size_t)(nt + FOLD + 1) * sizeof(double), &part);
+    double *p1 = (double *)part, *p2 = p1 + nt;
+    float *f = (float *)(p2 + FOLD);
+    if (s == LITHE_OK) s = lc_launch<k_sum_squares>(c, G->numel, (const float *)lc_f(G), G->numel, p1);
+    if (s == LITHE_OK) s = lc_launch<k_fold_sum>(c, FOLD, (const double *)p1, nt, p2);
+    if (s == LITHE_OK) s = lc_launch<k_clip_factor>(c, 1, (const double *)p2, threshold, f);
+    if (s == LITHE_OK) s = lc_launch<k_clip_scale>(c, G->numel, G->numel, (const float *)f, lc_f(G));
+    lc_free(c, part); /* safe: a later kernel reusing it is queued after these on the stream */
+    return s;
+}
+
 static lithe_status cu_any_outside(lithe_backend *be, const lithe_tensor *X, float lo, float hi, int *out) {
     lc_ctx *c = lc_of(be);
     *out = 0;
@@ -280,6 +320,26 @@ LC_KERNEL(k_update_averages, (const lc_thread &t, int64_t n, float *ema, const f
     LC_FOR(t, i, n) ema[i] -= omd * (ema[i] - W[i]);
 }
 
+/* adam_step (primitives.def): Adam on gscale * G, G = 0, W *= wscale (unless 1), the averages */
+LC_KERNEL(k_adam_step, (const lc_thread &t, int64_t n, float *W, float *G, float *m1, float *m2, float *avg,
+                        float gscale, float beta1, float beta2, float eps, float lr, float wscale, float decay)) {
+    float omb1 = 1.0f - beta1, omb2 = 1.0f - beta2, omd = 1.0f - decay;
+    LC_FOR(t, i, n) {
+        float g = gscale == 1.0f ? G[i] : gscale * G[i];
+        float a = m1[i] * beta1, b = m2[i] * beta2;
+        a += g * omb1;
+        b += omb2 * (g * g);
+        m1[i] = a;
+        m2[i] = b;
+        float step = a / (sqrtf(b) + eps);
+        float w = W[i] + -lr * step;
+        G[i] = 0.0f;
+        if (wscale != 1.0f) w = wscale * w;
+        W[i] = w;
+        if (avg) avg[i] -= omd * (avg[i] - w);
+    }
+}
+
 static lithe_status cu_adam(lithe_backend *be, lithe_tensor *W, const lithe_tensor *G, lithe_tensor *m1,
                             lithe_tensor *m2, float beta1, float beta2, float eps, float lr) {
     return lc_launch<k_adam>(lc_of(be), W->numel, W->numel, lc_f(W), (const float *)lc_f(G), lc_f(m1), lc_f(m2), beta1,
@@ -290,6 +350,14 @@ static lithe_status cu_radam(lithe_backend *be, lithe_tensor *W, const lithe_ten
                              bool rectified) {
     return lc_launch<k_radam>(lc_of(be), W->numel, W->numel, lc_f(W), (const float *)lc_f(G), lc_f(m1), lc_f(m2),
                               beta1, omb1, beta2, omb2, eps, coef, rectified);
+}
+static lithe_status cu_adam_step(lithe_backend *be, lithe_tensor *W, lithe_tensor *G, lithe_tensor *m1, lithe_tensor *m2,
+                                 lithe_tensor *avg, double grad_clip, float beta1, float beta2, float eps, float lr,
+                                 float wscale, float decay) {
+    /* the clipping decided and applied on the device (clip_gradient), then the one pass */
+    if (grad_clip > 0.0) LITHE__TRY(cu_clip_gradient(be, G, grad_clip));
+    return lc_launch<k_adam_step>(lc_of(be), W->numel, W->numel, lc_f(W), lc_f(G), lc_f(m1), lc_f(m2),
+                                  avg ? lc_f(avg) : (float *)NULL, 1.0f, beta1, beta2, eps, lr, wscale, decay);
 }
 static lithe_status cu_update_averages(lithe_backend *be, lithe_tensor *ema, const lithe_tensor *W, float decay) {
     return lc_launch<k_update_averages>(lc_of(be), W->numel, W->numel, lc_f(ema), (const float *)lc_f(W), decay);
@@ -362,10 +430,12 @@ void lc_fill_ops_elementwise(lithe_backend_ops *ops) {
     ops->axpby = cu_axpby;
     ops->mul = cu_mul;
     ops->sum_squares = cu_sum_squares;
+    ops->clip_gradient = cu_clip_gradient;
     ops->any_outside = cu_any_outside;
     ops->adam = cu_adam;
     ops->radam = cu_radam;
     ops->update_averages = cu_update_averages;
+    ops->adam_step = cu_adam_step;
     ops->dropout_mask = cu_dropout_mask;
     ops->cce_labels = cu_cce_labels;
 }

@@ -8,7 +8,7 @@
  *   elsewhere:   the scalar twins (scalar/) behind the same table.
  *
  * Exactness against the scalar twins (tests/test_simd.c checks every variant this machine has):
- *   - bit-identical: binary (add, sub, mul, div), add_row, sum_rows, axpby, mul, adam, radam, update_averages, relu and the
+ *   - bit-identical: binary (add, sub, mul, div), add_row, sum_rows, axpby, mul, adam, radam, update_averages, adam_step, relu and the
  *     hard / clipped activations and every activation backward that reads only Y (relu, sigmoid,
  *     tanh), dish forward, maxout, gather / scatter-add, the exact unary ops (sqrt, neg, abs,
  *     reciprocal) and their backwards; layernorm_backward's dG / db; the depthwise-convolution row;
@@ -43,6 +43,8 @@ typedef struct lithe__simd_kernels {
     void (*radam)(int64_t n, float *W, const float *G, float *m1, float *m2, float beta1, float omb1, float beta2,
                   float omb2, float eps, float coef, bool rectified);
     void (*update_averages)(int64_t n, float *ema, const float *W, float decay);
+    void (*adam_step)(int64_t n, float *W, float *G, float *m1, float *m2, float *avg, float gscale, float beta1,
+                      float beta2, float eps, float lr, float wscale, float decay);
     void (*softmax)(int64_t M, int64_t N, const float *X, float temperature, float *Y);
     void (*softmax_backward)(int64_t M, int64_t N, const float *Y, const float *dY, float temperature, float *dX);
     void (*log_softmax)(int64_t M, int64_t N, const float *X, float *Y);
@@ -103,6 +105,8 @@ void lithe__cpu_adam(int64_t n, float *W, const float *G, float *m1, float *m2, 
 void lithe__cpu_radam(int64_t n, float *W, const float *G, float *m1, float *m2, float beta1, float omb1, float beta2,
                       float omb2, float eps, float coef, bool rectified);
 void lithe__cpu_update_averages(int64_t n, float *ema, const float *W, float decay);
+void lithe__cpu_adam_step(int64_t n, float *W, float *G, float *m1, float *m2, float *avg, float gscale, float beta1,
+                          float beta2, float eps, float lr, float wscale, float decay);
 void lithe__cpu_softmax(int64_t M, int64_t N, const float *X, float temperature, float *Y);
 void lithe__cpu_softmax_backward(int64_t M, int64_t N, const float *Y, const float *dY, float temperature,
                                  float *dX);
