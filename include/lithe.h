@@ -1026,7 +1026,12 @@ LITHE_API lithe_status lithe_optimizer_load_from_file_bytes(lithe_optimizer *opt
  * training step takes no fresh memory for them. A buffer the caller (an output Y, a dX) or a live
  * backprop record still holds is never handed out again; a predict without a backprop record
  * returns each value to the pool after its last reader. The pools go when the model is freed
- * and the tensors the caller holds are released. */
+ * and the tensors the caller holds are released.
+ * Fusion: at load, the patterns exporters decompose — LayerNorm below opset 17, MatMul / Gemm +
+ * bias (+ Relu or GELU), GELU's Erf form — run as one backend call each, forward and backward
+ * (docs/onnx.md lists them and their numerics). Environment, read at load: LITHE_GRAPH_FUSE=0
+ * runs every node as the file has it; LITHE_GRAPH_PROFILE=1 times each node's forward and prints
+ * the table to stderr when the graph is freed. */
 
 /* A graph node from ONNX ModelProto bytes (copied). Nothing is trusted: every length, offset and
  * element count is checked. Statuses: LITHE_ERR_FORMAT (malformed, naming the message and
