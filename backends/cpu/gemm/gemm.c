@@ -182,6 +182,7 @@ typedef struct job {
     int64_t M, N, K;
     float alpha, beta;
     const float *A, *B;
+    const lithe__sgemm_packed_b *Bpk; /* op(B) packed ahead (NULL: packed here) */
     int64_t lda, ldb, ldc;
     float *C;
     const lithe__sgemm_epilogue *epi;
@@ -192,11 +193,11 @@ typedef struct job {
 static size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
 
 /* Workspace for one range: an A block (mc x kc) and a B panel (kc x nc), padded to whole slivers. */
-static size_t ws_floats(const lithe__sgemm_kernel *k, int64_t M, int64_t N, int64_t K) {
+static size_t ws_floats(const lithe__sgemm_kernel *k, int64_t M, int64_t N, int64_t K, bool b_packed) {
     size_t kc = (size_t)(K < k->kc ? K : k->kc);
     size_t mc = round_up((size_t)(M < k->mc ? M : k->mc), (size_t)k->mr);
     size_t nc = round_up((size_t)(N < k->nc ? N : k->nc), (size_t)k->nr);
-    return round_up(kc * mc, 16) + kc * nc;
+    return round_up(kc * mc, 16) + (b_packed ? 0 : kc * nc);
 }
 
 static void epilogue_tile(const lithe__sgemm_epilogue *e, size_t mr, size_t nr, float *c, size_t ldc, int64_t i0,
@@ -221,7 +222,9 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
         for (int64_t pc = 0; pc < K; pc += k->kc) {
             size_t kb = (size_t)(K - pc < k->kc ? K - pc : k->kc);
             bool last = pc + (int64_t)kb == K;
-            for (size_t jr = 0; jr < nb; jr += NR) {
+            if (jb->Bpk) /* packed ahead: panel pc, from sliver jc on (gemm.h) */
+                Bp = jb->Bpk->data + (size_t)pc * round_up((size_t)jb->N, NR) + (size_t)jc * kb;
+            for (size_t jr = 0; !jb->Bpk && jr < nb; jr += NR) {
                 size_t lanes = nb - jr < NR ? nb - jr : NR;
                 const float *src = jb->tB ? jb->B + (jc + (int64_t)jr) * jb->ldb + pc
                                           : jb->B + pc * jb->ldb + jc + (int64_t)jr;
@@ -264,7 +267,7 @@ static void gemm_task(void *ctx, int64_t begin, int64_t end) {
         m0 = begin * jb->k->mr;
         m1 = end * jb->k->mr < jb->M ? end * jb->k->mr : jb->M;
     }
-    ws_slot priv, *s = ws_claim(ws_floats(jb->k, m1 - m0, n1 - n0, jb->K), &priv);
+    ws_slot priv, *s = ws_claim(ws_floats(jb->k, m1 - m0, n1 - n0, jb->K, jb->Bpk != NULL), &priv);
     if (!s) {
         atomic_store(&jb->failed, true);
         return;
@@ -360,6 +363,50 @@ static void k_zero(int64_t M, int64_t N, float beta, float *C, int64_t ldc, cons
 bool lithe__sgemm(const lithe__sgemm_kernel *k, bool use_threads, bool tA, bool tB, int64_t M, int64_t N, int64_t K,
                   float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
                   int64_t ldc, const lithe__sgemm_epilogue *epi) {
+    return lithe__sgemm_prepacked(k, use_threads, tA, tB, M, N, K, alpha, A, lda, B, ldb, NULL, beta, C, ldc, epi);
+}
+
+/* ---- op(B) packed ahead (gemm.h's lithe__sgemm_packed_b) ---- */
+
+lithe__sgemm_packed_b *lithe__sgemm_pack_b(const lithe__sgemm_kernel *k, bool tB, int64_t K, int64_t N, const float *B,
+                                           int64_t ldb) {
+    if (!k) k = lithe__sgemm_kernel_best();
+    if (K <= 0 || N <= 0) return NULL;
+    const size_t NR = (size_t)k->nr, KC = (size_t)k->kc, Npad = round_up((size_t)N, NR);
+    size_t floats;
+    if (!lithe__mul_size((size_t)K, Npad, &floats) || floats > SIZE_MAX / sizeof(float)) return NULL;
+    lithe__sgemm_packed_b *p = lithe__malloc(sizeof *p);
+    float *data = lithe__aligned_alloc(floats * sizeof(float));
+    if (!p || !data) {
+        lithe__free(p);
+        lithe__aligned_free(data);
+        return NULL;
+    }
+    *p = (lithe__sgemm_packed_b){.nr = k->nr, .kc = k->kc, .transB = tB, .K = K, .N = N, .floats = floats, .data = data};
+    /* the driver's packing loop, run once over every (pc, jr): the same slivers it would make */
+    for (int64_t pc = 0; pc < K; pc += (int64_t)KC) {
+        size_t kb = (size_t)(K - pc < (int64_t)KC ? K - pc : (int64_t)KC);
+        float *panel = data + (size_t)pc * Npad;
+        for (size_t jr = 0; jr < (size_t)N; jr += NR) {
+            size_t lanes = (size_t)N - jr < NR ? (size_t)N - jr : NR;
+            const float *src = tB ? B + (int64_t)jr * ldb + pc : B + pc * ldb + (int64_t)jr;
+            if (k->pack_b) k->pack_b(lanes, kb, src, (size_t)ldb, tB, panel + jr * kb);
+            else pack_portable(NR, lanes, kb, src, (size_t)ldb, tB, panel + jr * kb);
+        }
+    }
+    return p;
+}
+
+void lithe__sgemm_packed_b_free(lithe__sgemm_packed_b *p) {
+    if (!p) return;
+    lithe__aligned_free(p->data);
+    lithe__free(p);
+}
+
+bool lithe__sgemm_prepacked(const lithe__sgemm_kernel *k, bool use_threads, bool tA, bool tB, int64_t M, int64_t N,
+                            int64_t K, float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
+                            const lithe__sgemm_packed_b *Bpk, float beta, float *C, int64_t ldc,
+                            const lithe__sgemm_epilogue *epi) {
     if (M <= 0 || N <= 0) return true;
     if (!k) k = lithe__sgemm_kernel_best();
     if (K <= 0) {
@@ -370,7 +417,12 @@ bool lithe__sgemm(const lithe__sgemm_kernel *k, bool use_threads, bool tA, bool 
     lithe__pool *pool = use_threads && flops >= MIN_PARALLEL_FLOPS ? lithe__cpu_pool() : NULL;
     int T = lithe__pool_threads(pool);
 
-    if (M == 1 && (tB ? k->gemv_t : k->gemv_n)) {
+    const lithe__sgemm_kernel *kr = k->for_rows ? k->for_rows(M) : k;
+    if (Bpk && (Bpk->nr != kr->nr || Bpk->kc != kr->kc || Bpk->transB != tB || Bpk->K != K || Bpk->N != N))
+        Bpk = NULL; /* packed for another kernel (or another product): pack here */
+    /* M = 1: the GEMV reads W in place, unless W is packed ahead: then the microkernel streams the
+     * packed slivers (the same bits, gemm.h's rule; faster than the shuffle-bound GEMV) */
+    if (M == 1 && !Bpk && (tB ? k->gemv_t : k->gemv_n)) {
         gemv_job g = {tB ? k->gemv_t : k->gemv_n, (size_t)N, (size_t)K, (size_t)k->kc, alpha, beta, A, B, (size_t)ldb, tB, C, epi};
         ws_slot priv, *s = NULL;
         if (tA && K > 1 && lda != 1) { /* x strided: gather it (K floats) */
@@ -385,9 +437,9 @@ bool lithe__sgemm(const lithe__sgemm_kernel *k, bool use_threads, bool tA, bool 
         return true;
     }
 
-    if (k->for_rows) k = k->for_rows(M);
+    k = kr;
     job jb = {.k = k, .tA = tA, .tB = tB, .M = M, .N = N, .K = K, .alpha = alpha, .beta = beta, .A = A, .B = B,
-              .lda = lda, .ldb = ldb, .ldc = ldc, .C = C, .epi = epi};
+              .Bpk = Bpk, .lda = lda, .ldb = ldb, .ldc = ldc, .C = C, .epi = epi};
     atomic_init(&jb.failed, false);
     int64_t ns = (N + k->nr - 1) / k->nr, ms = (M + k->mr - 1) / k->mr;
     jb.split_n = ns >= 2 * T || ns >= ms;

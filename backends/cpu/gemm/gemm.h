@@ -119,4 +119,32 @@ bool lithe__sgemm(const lithe__sgemm_kernel *k, bool use_threads, bool transA, b
                   int64_t K, float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
                   float *C, int64_t ldc, const lithe__sgemm_epilogue *epi);
 
+/* op(B) packed once, for products that reuse one B many times (weights prepared for inference,
+ * lithe_model_prepare_inference): every K block's panel over all of N, in the B sliver layout
+ * above. Panel pc (pc = 0, kc, 2 kc, ...) starts at data + pc * round_up(N, nr); in it, the
+ * sliver of columns [j, j + nr) starts at j * kb (kb = that block's depth). So the driver reads
+ * a (jc, pc) panel at data + pc * Npad + jc * kb and skips its packing; the bits are those of the
+ * unpacked call (same kernel, same blocking, same order). Made for one kernel's nr and kc: a call
+ * whose kernel differs (another ISA) packs as usual. 64-byte aligned. */
+typedef struct lithe__sgemm_packed_b {
+    int nr, kc;
+    bool transB;
+    int64_t K, N;
+    size_t floats;
+    float *data;
+} lithe__sgemm_packed_b;
+
+/* Packs op(B) (K, N; B's row stride ldb) for kernel k (NULL: the best). NULL when out of memory
+ * (memory from lithe__aligned_alloc, the allocator hook). Free with lithe__sgemm_packed_b_free. */
+lithe__sgemm_packed_b *lithe__sgemm_pack_b(const lithe__sgemm_kernel *k, bool transB, int64_t K, int64_t N,
+                                           const float *B, int64_t ldb);
+void lithe__sgemm_packed_b_free(lithe__sgemm_packed_b *p);
+
+/* lithe__sgemm with op(B) already packed (Bp NULL, or one made from this B with this transB, K
+ * and N: then B is still read where the kernel reads it in place, the M = 1 GEMV). */
+bool lithe__sgemm_prepacked(const lithe__sgemm_kernel *k, bool use_threads, bool transA, bool transB, int64_t M,
+                            int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *B,
+                            int64_t ldb, const lithe__sgemm_packed_b *Bp, float beta, float *C, int64_t ldc,
+                            const lithe__sgemm_epilogue *epi);
+
 #endif
