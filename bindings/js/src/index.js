@@ -208,11 +208,15 @@ export class Model extends Handle {
     need().check(raw.lithe_model_set_seed(this.ptr, BigInt(seed)));
     return this;
   }
-  // predict(X) (forward with is_train = false): a Tensor, or a TypedArray and its shape.
+  // predict(X) (forward with is_train = false): a Tensor, or a TypedArray and its shape. The
+  // weights are prepared for inference first (lithe_model_prepare_inference: packed once for the
+  // GEMM, kept until trainStep or resizeOutput changes them; a no-op while still valid): this
+  // layer never hands out the weights' memory, so no write can get past lithe. Same bits.
   predict(x, shape) {
     const r = need();
     const xp = toC(asTensor(x, shape));
     try {
+      r.check(r.lithe_model_prepare_inference(this.ptr));
       r.check(r.lithe_model_predict_tensor(this.ptr, xp, r.outPtr(0)));
       const yp = r.readU32(r.outPtr(0));
       try {
