@@ -68,7 +68,8 @@ typedef void (*lithe__sgemm_pack_fn)(size_t lanes, size_t kc, const float *src, 
  * with the microkernel's multiply-add, then per block the write rule with beta for the first
  * block and 1 after it, and bias (NULL or n floats) after the last. (lithe promises that a
  * batch and its rows one at a time give the same bits; test_gemm and test_layers check it.)
- * Threads split j. NULL: M = 1 runs through the packed path. */
+ * Threads split j. NULL: M = 1 runs through the packed path; so does M = 1 with op(B) packed
+ * ahead (lithe__sgemm_prepacked), where streaming the packed slivers beats the GEMV. */
 typedef void (*lithe__sgemv_fn)(size_t n, size_t k, size_t kc, float alpha, const float *x, const float *w,
                                 size_t ldw, float beta, float *y, const float *bias);
 
