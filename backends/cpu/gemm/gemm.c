@@ -343,6 +343,33 @@ static void gemv_task(void *ctx, int64_t begin, int64_t end) {
     if (g->epi && (g->epi->Z || g->epi->act)) epilogue_tile(g->epi, 1, n, g->y + j0, 0, 0, (int64_t)j0);
 }
 
+/* ---- M = 1 against op(B) packed ahead: the one-row kernel over ranges of slivers ---- */
+
+typedef struct row_job {
+    const lithe__sgemm_kernel *k;
+    int64_t N, K;
+    float alpha, beta;
+    const float *x;
+    const lithe__sgemm_packed_b *Bpk;
+    float *C;
+    const lithe__sgemm_epilogue *epi;
+} row_job;
+
+static void row_task(void *ctx, int64_t begin, int64_t end) {
+    row_job *r = ctx;
+    const size_t NR = (size_t)r->k->nr, KC = (size_t)r->k->kc, Npad = round_up((size_t)r->N, NR);
+    size_t n0 = (size_t)begin * NR, n1 = (size_t)end * NR < (size_t)r->N ? (size_t)end * NR : (size_t)r->N;
+    size_t ns = (size_t)(end - begin), nr_last = n1 - (size_t)(end - 1) * NR;
+    const lithe__sgemm_epilogue *epi = r->epi;
+    for (size_t pc = 0; pc < (size_t)r->K; pc += KC) {
+        size_t kb = (size_t)r->K - pc < KC ? (size_t)r->K - pc : KC;
+        bool last = pc + kb == (size_t)r->K;
+        lithe__sgemm_ukparams p = {r->alpha, pc == 0 ? r->beta : 1.0f, last && epi && epi->bias ? epi->bias + n0 : NULL};
+        r->k->urow(ns, nr_last, kb, r->x + pc, r->Bpk->data + pc * Npad + n0 * kb, r->C + n0, &p);
+    }
+    if (epi && (epi->Z || epi->act)) epilogue_tile(epi, 1, n1 - n0, r->C + n0, 0, 0, (int64_t)n0);
+}
+
 /* ---- entry ---- */
 
 /* Work below which the pool's wake-up costs more than it saves (flops). */
@@ -438,6 +465,19 @@ bool lithe__sgemm_prepacked(const lithe__sgemm_kernel *k, bool use_threads, bool
     }
 
     k = kr;
+    if (M == 1 && Bpk && k->urow) {
+        row_job r = {k, N, K, alpha, beta, A, Bpk, C, epi};
+        ws_slot priv, *s = NULL;
+        if (tA && K > 1 && lda != 1) { /* x strided: gather it (K floats) */
+            s = ws_claim((size_t)K, &priv);
+            if (!s) return false;
+            for (int64_t kk = 0; kk < K; kk++) s->buf[kk] = A[kk * lda];
+            r.x = s->buf;
+        }
+        lithe__pool_for(pool, (N + k->nr - 1) / k->nr, 1, row_task, &r);
+        ws_release(s);
+        return true;
+    }
     job jb = {.k = k, .tA = tA, .tB = tB, .M = M, .N = N, .K = K, .alpha = alpha, .beta = beta, .A = A, .B = B,
               .Bpk = Bpk, .lda = lda, .ldb = ldb, .ldc = ldc, .C = C, .epi = epi};
     atomic_init(&jb.failed, false);
