@@ -41,9 +41,30 @@ static void gemv_t__scalar(size_t n, size_t K, size_t kc, float alpha, const flo
                            float beta, float *y, const float *bias);
 static void gemv_n__scalar(size_t n, size_t K, size_t kc, float alpha, const float *x, const float *w, size_t ldw,
                            float beta, float *y, const float *bias);
+/* One row against ns packed slivers (gemm.h's urow), with the 4 x 8 kernel's arithmetic. */
+static void lithe_f32_gemm_urow_1x8__scalar(size_t ns, size_t nr_last, size_t kc, const float *x, const float *b,
+                                            float *c, const lithe__sgemm_ukparams *p) {
+    for (size_t s = 0; s < ns; s++, b += kc * S_NR, c += S_NR) {
+        float acc[S_NR] = {0};
+        for (size_t k = 0; k < kc; k++) {
+            const float *bk = b + k * S_NR;
+            float xk = x[k];
+            for (int j = 0; j < S_NR; j++) acc[j] += xk * bk[j];
+        }
+        size_t nr = s + 1 == ns ? nr_last : S_NR;
+        const float *bias = p->bias ? p->bias + s * S_NR : NULL;
+        for (size_t j = 0; j < nr; j++) {
+            float t = p->alpha * acc[j];
+            if (p->beta != 0.0f) t += p->beta * c[j];
+            if (bias) t += bias[j];
+            c[j] = t;
+        }
+    }
+}
+
 static const lithe__sgemm_kernel kernel_scalar = {
     .isa = "scalar", .mr = S_MR, .nr = S_NR, .mc = 128, .kc = 256, .nc = 2048, .ukernel = lithe_f32_gemm_ukernel_4x8__scalar,
-    .gemv_t = gemv_t__scalar, .gemv_n = gemv_n__scalar,
+    .gemv_t = gemv_t__scalar, .gemv_n = gemv_n__scalar, .urow = lithe_f32_gemm_urow_1x8__scalar,
 };
 
 const lithe__sgemm_kernel *lithe__sgemm_kernel_scalar(void) { return &kernel_scalar; }
@@ -447,9 +468,22 @@ bool lithe__sgemm_prepacked(const lithe__sgemm_kernel *k, bool use_threads, bool
     const lithe__sgemm_kernel *kr = k->for_rows ? k->for_rows(M) : k;
     if (Bpk && (Bpk->nr != kr->nr || Bpk->kc != kr->kc || Bpk->transB != tB || Bpk->K != K || Bpk->N != N))
         Bpk = NULL; /* packed for another kernel (or another product): pack here */
-    /* M = 1: the GEMV reads W in place, unless W is packed ahead: then the microkernel streams the
-     * packed slivers (the same bits, gemm.h's rule; faster than the shuffle-bound GEMV) */
-    if (M == 1 && !Bpk && (tB ? k->gemv_t : k->gemv_n)) {
+    /* M = 1: with W packed ahead, the one-row kernel streams its slivers (the same bits, gemm.h's
+     * rule; faster than the shuffle-bound GEMV); else the GEMV reads W in place */
+    if (M == 1 && Bpk && kr->urow) {
+        row_job r = {kr, N, K, alpha, beta, A, Bpk, C, epi};
+        ws_slot priv, *s = NULL;
+        if (tA && K > 1 && lda != 1) { /* x strided: gather it (K floats) */
+            s = ws_claim((size_t)K, &priv);
+            if (!s) return false;
+            for (int64_t kk = 0; kk < K; kk++) s->buf[kk] = A[kk * lda];
+            r.x = s->buf;
+        }
+        lithe__pool_for(pool, (N + kr->nr - 1) / kr->nr, 1, row_task, &r);
+        ws_release(s);
+        return true;
+    }
+    if (M == 1 && (tB ? k->gemv_t : k->gemv_n)) {
         gemv_job g = {tB ? k->gemv_t : k->gemv_n, (size_t)N, (size_t)K, (size_t)k->kc, alpha, beta, A, B, (size_t)ldb, tB, C, epi};
         ws_slot priv, *s = NULL;
         if (tA && K > 1 && lda != 1) { /* x strided: gather it (K floats) */
@@ -465,19 +499,6 @@ bool lithe__sgemm_prepacked(const lithe__sgemm_kernel *k, bool use_threads, bool
     }
 
     k = kr;
-    if (M == 1 && Bpk && k->urow) {
-        row_job r = {k, N, K, alpha, beta, A, Bpk, C, epi};
-        ws_slot priv, *s = NULL;
-        if (tA && K > 1 && lda != 1) { /* x strided: gather it (K floats) */
-            s = ws_claim((size_t)K, &priv);
-            if (!s) return false;
-            for (int64_t kk = 0; kk < K; kk++) s->buf[kk] = A[kk * lda];
-            r.x = s->buf;
-        }
-        lithe__pool_for(pool, (N + k->nr - 1) / k->nr, 1, row_task, &r);
-        ws_release(s);
-        return true;
-    }
     job jb = {.k = k, .tA = tA, .tB = tB, .M = M, .N = N, .K = K, .alpha = alpha, .beta = beta, .A = A, .B = B,
               .Bpk = Bpk, .lda = lda, .ldb = ldb, .ldc = ldc, .C = C, .epi = epi};
     atomic_init(&jb.failed, false);
