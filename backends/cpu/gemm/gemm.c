@@ -465,9 +465,12 @@ bool lithe__sgemm_prepacked(const lithe__sgemm_kernel *k, bool use_threads, bool
     lithe__pool *pool = use_threads && flops >= MIN_PARALLEL_FLOPS ? lithe__cpu_pool() : NULL;
     int T = lithe__pool_threads(pool);
 
-    const lithe__sgemm_kernel *kr = k->for_rows ? k->for_rows(M) : k;
-    if (Bpk && (Bpk->nr != kr->nr || Bpk->kc != kr->kc || Bpk->transB != tB || Bpk->K != K || Bpk->N != N))
-        Bpk = NULL; /* packed for another kernel (or another product): pack here */
+    const lithe__sgemm_kernel *kr = NULL; /* the variant for M rows, found once when needed */
+    if (Bpk) {
+        kr = k->for_rows ? k->for_rows(M) : k;
+        if (Bpk->nr != kr->nr || Bpk->kc != kr->kc || Bpk->transB != tB || Bpk->K != K || Bpk->N != N)
+            Bpk = NULL; /* packed for another kernel (or another product): pack here */
+    }
     /* M = 1: with W packed ahead, the one-row kernel streams its slivers (the same bits, gemm.h's
      * rule; faster than the shuffle-bound GEMV); else the GEMV reads W in place */
     if (M == 1 && Bpk && kr->urow) {
@@ -498,7 +501,7 @@ bool lithe__sgemm_prepacked(const lithe__sgemm_kernel *k, bool use_threads, bool
         return true;
     }
 
-    k = kr;
+    k = kr ? kr : k->for_rows ? k->for_rows(M) : k;
     job jb = {.k = k, .tA = tA, .tB = tB, .M = M, .N = N, .K = K, .alpha = alpha, .beta = beta, .A = A, .B = B,
               .Bpk = Bpk, .lda = lda, .ldb = ldb, .ldc = ldc, .C = C, .epi = epi};
     atomic_init(&jb.failed, false);
