@@ -46,7 +46,15 @@ lithe_status lithe__prepare_b(lithe_tensor *B, bool transB, lithe_backend *be) {
     if (!be->ops->prepare_b || !be->ops->gemm_prepared || B->dtype != LITHE_F32 || B->ndim != 2 ||
         B->storage->backend != be || B->strides[1] != 1 || B->numel == 0)
         return LITHE_OK; /* nothing this backend (or this view) can use */
-    if (find(B, transB, be)) return LITHE_OK;
+    /* a fresh snapshot: the form of this view made before (valid or not) goes, since the values
+     * may have been written where lithe cannot see */
+    for (lithe__prepared **pp = &B->storage->prepared; *pp; pp = &(*pp)->next)
+        if (same_view(*pp, B, transB, be)) {
+            lithe__prepared *old = *pp;
+            *pp = old->next;
+            prepared_free(old);
+            break;
+        }
     lithe__prepared *p = lithe__calloc(1, sizeof *p);
     if (!p) return lithe__oom("lithe_model_prepare_inference", sizeof *p);
     lithe_status s = be->ops->prepare_b(be, transB, B, &p->data, &p->bytes);
