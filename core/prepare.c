@@ -149,11 +149,8 @@ static void release_tensor(lithe_tensor *t) {
 
 static void release_node(lithe_model *m) {
     for (size_t i = 0; i < m->n_params; i++) release_tensor(m->params[i].value);
-    if (m->type == &lithe__onnx_graph_type) {
-        lithe_tensor *consts[256];
-        size_t nc = lithe__graph_consts(m, consts, 256);
-        for (size_t i = 0; i < nc && i < 256; i++) release_tensor(consts[i]);
-    }
+    if (m->type == &lithe__onnx_graph_type)
+        for (size_t i = 0; lithe__graph_const(m, i); i++) release_tensor(lithe__graph_const(m, i));
 }
 
 void lithe_model_release_prepared(lithe_model *m) {
@@ -175,8 +172,8 @@ lithe_status lithe_model_prepare_inference(lithe_model *m) {
     LITHE__TRY(walk_all(m, &nodes, &n));
     lithe_status s = LITHE_OK;
     for (size_t i = 0; s == LITHE_OK && i < n; i++) s = prepare_node(nodes[i]);
+    for (size_t i = 0; s != LITHE_OK && i < n; i++) release_node(nodes[i]); /* all or nothing */
     lithe__free(nodes);
-    if (s != LITHE_OK) lithe_model_release_prepared(m); /* all or nothing */
     return s;
 }
 
@@ -199,11 +196,8 @@ static size_t tensor_bytes(const lithe_tensor *t, const lithe__storage **seen, s
 static size_t node_bytes(lithe_model *m, const lithe__storage **seen, size_t *n_seen, size_t cap) {
     size_t b = 0;
     for (size_t i = 0; i < m->n_params; i++) b += tensor_bytes(m->params[i].value, seen, n_seen, cap);
-    if (m->type == &lithe__onnx_graph_type) {
-        lithe_tensor *consts[256];
-        size_t nc = lithe__graph_consts(m, consts, 256);
-        for (size_t i = 0; i < nc && i < 256; i++) b += tensor_bytes(consts[i], seen, n_seen, cap);
-    }
+    if (m->type == &lithe__onnx_graph_type)
+        for (size_t i = 0; lithe__graph_const(m, i); i++) b += tensor_bytes(lithe__graph_const(m, i), seen, n_seen, cap);
     return b;
 }
 
