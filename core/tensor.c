@@ -147,6 +147,7 @@ lithe_status lithe__tensor_wrap_host(lithe_dtype dtype, int ndim, const int64_t 
 
 static void storage_release(lithe__storage *st) {
     if (!st || --st->refcount > 0) return;
+    if (st->prepared) lithe__storage_drop_prepared(st);
     if (st->release) {
         st->release(st->release_ctx);
     } else if (st->dl_managed) {
@@ -432,6 +433,7 @@ lithe_status lithe_tensor_write(lithe_tensor *t, const void *src, size_t nbytes)
         return lithe__fail(LITHE_ERR_VALUE, "lithe_tensor_write: %zu bytes given, tensor holds %zu", nbytes, need);
     lithe_backend *be = t->storage->backend;
     if (!nbytes) return LITHE_OK;
+    lithe__storage_touch(t->storage); /* prepared forms of the old values go */
     if (be->host_memory) {
         if (lithe_tensor_is_contiguous(t)) memcpy(lithe__tdata(t), src, nbytes);
         else strided_copy((char *)src, lithe__tdata(t), t, es, false);

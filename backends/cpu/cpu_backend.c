@@ -538,6 +538,33 @@ static lithe_status cpu_pool2d_backward(lithe_backend *be, const lithe__pool2d *
     return LITHE_OK;
 }
 
+/* Weights prepared for inference: op(B) packed once into the GEMM driver's panels (gemm.h), for
+ * the kernel this machine runs. */
+static lithe_status cpu_prepare_b(lithe_backend *be, bool tB, const lithe_tensor *B, void **out, size_t *bytes) {
+    (void)be;
+    int64_t K = tB ? B->shape[1] : B->shape[0], N = tB ? B->shape[0] : B->shape[1];
+    lithe__sgemm_packed_b *p = lithe__sgemm_pack_b(NULL, tB, K, N, F(B), B->strides[0]);
+    if (!p) return lithe__oom("packed weights", (size_t)K * (size_t)N * sizeof(float));
+    *out = p;
+    *bytes = p->floats * sizeof(float) + sizeof *p;
+    return LITHE_OK;
+}
+static void cpu_prepared_free(lithe_backend *be, void *p) {
+    (void)be;
+    lithe__sgemm_packed_b_free(p);
+}
+static lithe_status cpu_gemm_prepared(lithe_backend *be, bool tA, bool tB, float alpha, const lithe_tensor *A,
+                                      const lithe_tensor *B, const void *P, float beta, lithe_tensor *C,
+                                      const lithe_tensor *b, const lithe__act *a, lithe_tensor *Z) {
+    (void)be;
+    int64_t M = C->shape[0], N = C->shape[1], K = tA ? A->shape[0] : A->shape[1];
+    lithe__sgemm_epilogue e = {b ? F(b) : NULL, a, lithe__simd()->act, Z ? F(Z) : NULL, Z ? Z->strides[0] : 0};
+    if (!lithe__sgemm_prepacked(NULL, true, tA, tB, M, N, K, alpha, F(A), A->strides[0], F(B), B->strides[0], P, beta,
+                                F(C), C->strides[0], b || a || Z ? &e : NULL))
+        return lithe__oom("gemm packing workspace", (size_t)K * 4096 * sizeof(float));
+    return LITHE_OK;
+}
+
 static const lithe_backend_ops cpu_ops = {
     .alloc = cpu_alloc,
     .free = cpu_free,
@@ -547,6 +574,9 @@ static const lithe_backend_ops cpu_ops = {
 #define LITHE_PRIM(name, params, args) .name = cpu_##name,
 #include "../../core/primitives.def"
 #undef LITHE_PRIM
+    .prepare_b = cpu_prepare_b,
+    .prepared_free = cpu_prepared_free,
+    .gemm_prepared = cpu_gemm_prepared,
 };
 
 static lithe_backend cpu_backend = {"cpu", true, &cpu_ops, NULL, 1 /* kDLCPU */, 0};

@@ -730,7 +730,8 @@ static void release_after(lithe__gexec *x, size_t i) {
 
 static lithe_status graph_forward(lithe_model *m, const lithe_value *X, bool is_train, lithe_value **Yv,
                                   lithe_backprop **bp) {
-    (void)is_train; /* Dropout runs as at inference: exported graphs are traced in eval mode */
+    /* Dropout runs as at inference (exported graphs are traced in eval mode); is_train only says
+     * whether Gemm / MatMul may read prepared weights */
     LITHE__TRY(lithe__onnx_attach(m));
     lithe__graph *g = graph_of(m);
     /* the inputs: one tensor, or a tuple / list of them in the graph's input order */
@@ -759,6 +760,7 @@ static lithe_status graph_forward(lithe_model *m, const lithe_value *X, bool is_
     x->pool = plan->pool;
     x->tuple_in = tuple_in;
     x->keep_all = bp != NULL;
+    x->is_train = is_train;
     /* vals, grads (n_slots + 1 each), saved (2 per node + 1), needs (n_slots + 1): one block, the
      * previous run's when it is free */
     size_t nv = g->n_slots + 1, ns = 2 * g->onnx.n_nodes + 1;
@@ -871,6 +873,50 @@ static lithe_status graph_init(lithe_model *m, const lithe_value *X, const lithe
     (void)X; /* the weights come with the graph */
     (void)Y;
     return lithe__onnx_attach(m);
+}
+
+/* ---- weights prepared for inference (core/prepare.c) ---- */
+
+/* The initializer a node input reads (a param's or a constant's tensor), or NULL. */
+static lithe_tensor *init_tensor(lithe_model *m, const lithe__graph *g, int64_t slot) {
+    if (slot < 0) return NULL;
+    if (g->slot_kind[slot] == SLOT_PARAM) {
+        lithe__param *p = lithe__model_find_param(m, g->slot_name[slot]);
+        return p ? p->value : NULL;
+    }
+    if (g->slot_kind[slot] == SLOT_CONST && m->backend == lithe__backend_cpu()) return g->slot_const[slot];
+    return NULL; /* a constant is copied to another backend on every run: nothing to keep */
+}
+
+lithe_status lithe__graph_prepare(lithe_model *m) {
+    LITHE__TRY(lithe__onnx_attach(m));
+    lithe__graph *g = graph_of(m);
+    for (size_t i = 0; i < g->onnx.n_nodes; i++) {
+        const lithe__onnx_node *n = &g->onnx.nodes[i];
+        if (node_folded(g, i) || g->node_nin[i] < 2) continue;
+        /* a fused Linear (core/graph/fuse.c) reads its weight as the fused node says (a Transpose
+         * it absorbed flips transB); a plain Gemm / MatMul as the file says */
+        bool linear = g->node_fuse[i].kind == LITHE__FUSE_LINEAR;
+        bool gemm = !linear && g->node_fuse[i].kind == LITHE__FUSE_NONE && !strcmp(n->op_type, "Gemm");
+        bool matmul = !linear && g->node_fuse[i].kind == LITHE__FUSE_NONE && !strcmp(n->op_type, "MatMul");
+        if (!linear && !gemm && !matmul) continue;
+        lithe_tensor *B = init_tensor(m, g, g->node_in[i][1]);
+        if (!B || B->ndim != 2 || B->dtype != LITHE_F32 || !lithe_tensor_is_contiguous(B)) continue;
+        bool tB = linear && g->node_fuse[i].transB;
+        if (gemm)
+            for (size_t k = 0; k < n->n_attrs; k++)
+                if (!strcmp(n->attrs[k].name, "transB")) tB = n->attrs[k].i != 0;
+        LITHE__TRY(lithe__prepare_b(B, tB, m->backend));
+    }
+    return LITHE_OK;
+}
+
+lithe_tensor *lithe__graph_const(lithe_model *m, size_t i) {
+    lithe__graph *g = m->n_shims ? graph_of(m) : NULL;
+    size_t n = 0;
+    for (size_t s = 0; g && g->slot_const && s < g->n_slots; s++)
+        if (g->slot_const[s] && g->slot_const[s]->dtype == LITHE_F32 && n++ == i) return g->slot_const[s];
+    return NULL;
 }
 
 const lithe__layer_type lithe__onnx_graph_type = {"onnx_graph.v1", graph_init, graph_forward, NULL, 0, 0};

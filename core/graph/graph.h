@@ -97,6 +97,7 @@ struct lithe__gexec {
     lithe_tensor **vals, **grads, **saved; /* n_slots, n_slots, 2 per node */
     bool *needs; /* a slot a gradient flows to (float, reaching a param or an input) */
     bool tuple_in;
+    bool is_train; /* false: Gemm / MatMul read prepared initializers (lithe_model_prepare_inference) */
     lithe__gplan *plan; /* NULL while folding constants at load */
     bool keep_all; /* a backward may follow: fused ops keep what it needs */
     lithe__bufpool *pool;  /* the plan's: every tensor a run allocates comes from it (NULL: fresh memory) */

@@ -336,7 +336,8 @@ FWD(f_gemm) {
         if (nd != 2 || sh[0] != M || sh[1] != N) return fail(x, node, LITHE_ERR_SHAPE, "C does not broadcast to (%lld, %lld)", (long long)M, (long long)N);
         LITHE__TRY(lithe__op_broadcast_to(x->be, C, beta, 0.0f, out[0]));
     }
-    return lithe__op_gemm(x->be, tA, tB, alpha, A, B, C ? 1.0f : 0.0f, out[0]);
+    /* B's prepared form at inference (an initializer lithe_model_prepare_inference packed) */
+    return lithe__gemm_w(x->be, x->is_train, tA, tB, alpha, A, B, C ? 1.0f : 0.0f, out[0]);
 }
 BWD(b_gemm) {
     UNUSED_BWD;
@@ -397,17 +398,18 @@ static lithe_status mm_geometry(lithe__gexec *x, size_t node, const lithe_tensor
     return LITHE_OK;
 }
 
-/* C[p] (+)= op(A[p]) · op(B[p]) for every batch p; a 2-D operand (P == 1 side) is shared. */
+/* C[p] (+)= op(A[p]) · op(B[p]) for every batch p; a 2-D operand (P == 1 side) is shared.
+ * fwd: a forward product, which may read B's prepared form when the run is not training. */
 static lithe_status batched_gemm(lithe__gexec *x, int64_t P, bool tA, bool tB, lithe_tensor *A, int64_t ar, int64_t ac,
                                  bool a_shared, lithe_tensor *B, int64_t br, int64_t bc, bool b_shared, lithe_tensor *C,
-                                 int64_t cr, int64_t cc, float beta) {
+                                 int64_t cr, int64_t cc, float beta, bool fwd) {
     lithe_status s = LITHE_OK;
     for (int64_t p = 0; s == LITHE_OK && p < P; p++) {
         lithe_tensor *a = NULL, *b = NULL, *c = NULL;
         s = rows_view(A, a_shared ? 0 : p * ar, ar, ac, &a);
         if (s == LITHE_OK) s = rows_view(B, b_shared ? 0 : p * br, br, bc, &b);
         if (s == LITHE_OK) s = rows_view(C, p * cr, cr, cc, &c);
-        if (s == LITHE_OK) s = lithe__op_gemm(x->be, tA, tB, 1.0f, a, b, beta, c);
+        if (s == LITHE_OK) s = lithe__gemm_w(x->be, x->is_train || !fwd, tA, tB, 1.0f, a, b, beta, c);
         lithe_tensor_release(a);
         lithe_tensor_release(b);
         lithe_tensor_release(c);
@@ -426,8 +428,8 @@ FWD(f_matmul) {
     LITHE__TRY(new_f32(x, nd, shape, false, &out[0]));
     if (g.b2d) /* stack A's rows: one GEMM */
         return batched_gemm(x, 1, false, false, in[0], g.P * g.M, g.K, true, in[1], g.K, g.N, true, out[0], g.P * g.M, g.N,
-                            0.0f);
-    return batched_gemm(x, g.P, false, false, in[0], g.M, g.K, false, in[1], g.K, g.N, false, out[0], g.M, g.N, 0.0f);
+                            0.0f, true);
+    return batched_gemm(x, g.P, false, false, in[0], g.M, g.K, false, in[1], g.K, g.N, false, out[0], g.M, g.N, 0.0f, true);
 }
 BWD(b_matmul) {
     UNUSED_BWD;
@@ -440,12 +442,12 @@ BWD(b_matmul) {
     LITHE__TRY(lithe__gexec_grad(x, node, 1, &dB));
     if (g.b2d) {
         int64_t R = g.P * g.M;
-        if (dA) LITHE__TRY(batched_gemm(x, 1, false, true, dout[0], R, g.N, true, in[1], g.K, g.N, true, dA, R, g.K, 1.0f));
-        if (dB) LITHE__TRY(batched_gemm(x, 1, true, false, in[0], R, g.K, true, dout[0], R, g.N, true, dB, g.K, g.N, 1.0f));
+        if (dA) LITHE__TRY(batched_gemm(x, 1, false, true, dout[0], R, g.N, true, in[1], g.K, g.N, true, dA, R, g.K, 1.0f, false));
+        if (dB) LITHE__TRY(batched_gemm(x, 1, true, false, in[0], R, g.K, true, dout[0], R, g.N, true, dB, g.K, g.N, 1.0f, false));
         return LITHE_OK;
     }
-    if (dA) LITHE__TRY(batched_gemm(x, g.P, false, true, dout[0], g.M, g.N, false, in[1], g.K, g.N, false, dA, g.M, g.K, 1.0f));
-    if (dB) LITHE__TRY(batched_gemm(x, g.P, true, false, in[0], g.M, g.K, false, dout[0], g.M, g.N, false, dB, g.K, g.N, 1.0f));
+    if (dA) LITHE__TRY(batched_gemm(x, g.P, false, true, dout[0], g.M, g.N, false, in[1], g.K, g.N, false, dA, g.M, g.K, 1.0f, false));
+    if (dB) LITHE__TRY(batched_gemm(x, g.P, true, false, in[0], g.M, g.K, false, dout[0], g.M, g.N, false, dB, g.K, g.N, 1.0f, false));
     return LITHE_OK;
 }
 
@@ -1809,8 +1811,8 @@ FWD(f_fused_linear) {
     if (s == LITHE_OK) s = as_rows(out[0], g.R, g.N, &Y2);
     if (s == LITHE_OK && f->has_act && x->keep_all) s = new_f32(x, 2, (int64_t[]){g.R, g.N}, false, &saved[0]);
     if (s == LITHE_OK)
-        s = lithe__op_gemm_bias_act(x->be, false, f->transB, A2, in[1], n_in > 2 ? in[2] : NULL, f->has_act ? &f->act : NULL,
-                                    saved[0], Y2);
+        s = lithe__gemm_bias_act_w(x->be, x->is_train, false, f->transB, A2, in[1], n_in > 2 ? in[2] : NULL,
+                                   f->has_act ? &f->act : NULL, saved[0], Y2); /* W's prepared form at inference */
     lithe_tensor_release(A2);
     lithe_tensor_release(Y2);
     return s;
