@@ -23,11 +23,42 @@ bool lithe__backend_has_prim(const lithe_backend *be, size_t i) {
     return false;
 }
 
+/* Every tensor a primitive may write (a non-const lithe_tensor * parameter) is touched first:
+ * its storage's version moves on and prepared forms of its old values go (core/prepare.c), so a
+ * weight an optimizer, a copy or a fill writes is never read through a stale prepared form. */
+static inline void touch_arg(lithe_tensor *const *t) {
+    if (*t) lithe__storage_touch((*t)->storage);
+}
+static inline void touch_none(const void *p) { (void)p; }
+#define LITHE__TOUCH1(a) _Generic((a), lithe_tensor *: touch_arg, default: touch_none)(&(a));
+#define LITHE__T1(a) LITHE__TOUCH1(a)
+#define LITHE__T2(a, ...) LITHE__TOUCH1(a) LITHE__T1(__VA_ARGS__)
+#define LITHE__T3(a, ...) LITHE__TOUCH1(a) LITHE__T2(__VA_ARGS__)
+#define LITHE__T4(a, ...) LITHE__TOUCH1(a) LITHE__T3(__VA_ARGS__)
+#define LITHE__T5(a, ...) LITHE__TOUCH1(a) LITHE__T4(__VA_ARGS__)
+#define LITHE__T6(a, ...) LITHE__TOUCH1(a) LITHE__T5(__VA_ARGS__)
+#define LITHE__T7(a, ...) LITHE__TOUCH1(a) LITHE__T6(__VA_ARGS__)
+#define LITHE__T8(a, ...) LITHE__TOUCH1(a) LITHE__T7(__VA_ARGS__)
+#define LITHE__T9(a, ...) LITHE__TOUCH1(a) LITHE__T8(__VA_ARGS__)
+#define LITHE__T10(a, ...) LITHE__TOUCH1(a) LITHE__T9(__VA_ARGS__)
+#define LITHE__T11(a, ...) LITHE__TOUCH1(a) LITHE__T10(__VA_ARGS__)
+#define LITHE__T12(a, ...) LITHE__TOUCH1(a) LITHE__T11(__VA_ARGS__)
+#define LITHE__T13(a, ...) LITHE__TOUCH1(a) LITHE__T12(__VA_ARGS__)
+#define LITHE__T14(a, ...) LITHE__TOUCH1(a) LITHE__T13(__VA_ARGS__)
+#define LITHE__T15(a, ...) LITHE__TOUCH1(a) LITHE__T14(__VA_ARGS__)
+#define LITHE__T16(a, ...) LITHE__TOUCH1(a) LITHE__T15(__VA_ARGS__)
+#define LITHE__NARGS(...) LITHE__NARGS_(__VA_ARGS__, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define LITHE__NARGS_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, n, ...) n
+#define LITHE__CAT(a, b) LITHE__CAT_(a, b)
+#define LITHE__CAT_(a, b) a##b
+#define LITHE__TOUCH_ALL(...) LITHE__CAT(LITHE__T, LITHE__NARGS(__VA_ARGS__))(__VA_ARGS__)
+
 #define LITHE_PRIM(op, params, args)                                                               \
     lithe_status lithe__op_##op LITHE__PARAMS params {                                             \
         if (!be->ops->op)                                                                          \
             return lithe__fail(LITHE_ERR_UNSUPPORTED, "backend '%s' lacks primitive '%s'",       \
                                be->name, #op);                                                     \
+        LITHE__TOUCH_ALL args                                                                      \
         return be->ops->op(be, LITHE__UNPACK args);                                                \
     }
 #define LITHE__UNPACK(...) __VA_ARGS__

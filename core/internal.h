@@ -52,8 +52,15 @@ bool lithe__mul_size(size_t a, size_t b, size_t *out);
 /* ------------------------------------------------------------------------------------------
  * Tensors.
  * ---------------------------------------------------------------------------------------- */
+typedef struct lithe__prepared lithe__prepared;
+struct lithe__act;
 typedef struct lithe__storage {
     int refcount;
+    /* Counts the writes lithe performs itself (lithe__storage_touch); backends' prepared forms
+     * of views of this storage (weights prepared for inference, core/prepare.c) were made at a
+     * version and are dropped when it moves on. */
+    uint64_t version;
+    lithe__prepared *prepared;
     void *data; /* backend pointer (host pointer for "cpu") */
     size_t nbytes;
     lithe_backend *backend;
@@ -80,6 +87,38 @@ struct lithe_tensor {
     int64_t offset;                  /* elements from storage->data */
     int64_t numel;
 };
+
+/* Weights prepared for inference (core/prepare.c, lithe_model_prepare_inference): a backend's
+ * form of one view of a storage used as GEMM operand op(B) (the CPU: its packed panels). Found by
+ * the view (offset, 2-D shape and strides), transB and backend; valid while the storage's version
+ * is the one it was made at. */
+struct lithe__prepared {
+    lithe__prepared *next;
+    lithe_backend *backend;
+    uint64_t version;
+    bool transB;
+    int64_t offset, shape[2], strides[2];
+    void *data;   /* the backend's (its prepared_free releases it) */
+    size_t bytes; /* what it holds */
+};
+/* A write by lithe itself: bumps the version and drops the prepared forms (every dispatcher does
+ * it for the tensors a primitive may write; lithe_tensor_write too). */
+void lithe__storage_drop_prepared(lithe__storage *st);
+static inline void lithe__storage_touch(lithe__storage *st) {
+    st->version++;
+    if (st->prepared) lithe__storage_drop_prepared(st);
+}
+/* B's prepared form as op(B) (transB) for be, when one is valid; else NULL. */
+const void *lithe__prepared_find(const lithe_tensor *B, bool transB, const lithe_backend *be);
+/* Makes (or keeps, when valid) B's prepared form for be. LITHE_OK also when be has none to make. */
+lithe_status lithe__prepare_b(lithe_tensor *B, bool transB, lithe_backend *be);
+/* gemm / gemm_bias_act (primitives.def) through B's prepared form when is_train is false and one
+ * is valid (the same bits); otherwise the primitive itself. */
+lithe_status lithe__gemm_w(lithe_backend *be, bool is_train, bool transA, bool transB, float alpha,
+                           const lithe_tensor *A, const lithe_tensor *B, float beta, lithe_tensor *C);
+lithe_status lithe__gemm_bias_act_w(lithe_backend *be, bool is_train, bool transA, bool transB, const lithe_tensor *A,
+                                    const lithe_tensor *B, const lithe_tensor *b, const struct lithe__act *a,
+                                    lithe_tensor *Z, lithe_tensor *Y);
 
 /* Pointer to the first element, valid for host-memory backends. */
 static inline void *lithe__tdata(const lithe_tensor *t) {
@@ -245,6 +284,19 @@ struct lithe_backend_ops {
 #define LITHE_PRIM(name, params, args) lithe_status(*name) LITHE__PARAMS params;
 #include "primitives.def"
 #undef LITHE_PRIM
+    /* Optional (NULL: the backend prepares nothing, lithe_model_prepare_inference is a no-op on it):
+     * weights prepared for inference (core/prepare.c).
+     *   prepare_b: a private form of op(B) (B 2-D f32, unit column stride, transB as in gemm),
+     *     *out NULL when it has none for this B; *bytes what it holds.
+     *   prepared_free: releases one.
+     *   gemm_prepared: C = act(alpha op(A) · op(B) + beta C + b) with op(B) read from P, a form
+     *     prepare_b made from this B; b, a, Z as in gemm_bias_act (NULL: none). Bits equal to
+     *     gemm's (b, a, Z NULL) or gemm_bias_act's (alpha 1, beta 0). */
+    lithe_status (*prepare_b)(lithe_backend *be, bool transB, const lithe_tensor *B, void **out, size_t *bytes);
+    void (*prepared_free)(lithe_backend *be, void *p);
+    lithe_status (*gemm_prepared)(lithe_backend *be, bool transA, bool transB, float alpha, const lithe_tensor *A,
+                                  const lithe_tensor *B, const void *P, float beta, lithe_tensor *C,
+                                  const lithe_tensor *b, const struct lithe__act *a, lithe_tensor *Z);
 };
 
 struct lithe_backend {
@@ -418,10 +470,10 @@ lithe_status lithe__affine_dims(lithe_model *m, const lithe_value *X, const lith
 lithe_status lithe__affine_init(lithe_model *m, const lithe_value *X, const lithe_value *Y,
                                 lithe_init init_W, lithe_init init_b, bool strict);
 /* Y = X·Wᵀ + b, checking X against nI. */
-lithe_status lithe__affine_forward(lithe_model *m, lithe_tensor *X, lithe_tensor **Y);
+lithe_status lithe__affine_forward(lithe_model *m, lithe_tensor *X, bool is_train, lithe_tensor **Y);
 /* Y = act(X·Wᵀ + b) through the fused gemm_bias_act (a NULL: none); Z non-NULL: also returns the
- * pre-activation X·Wᵀ + b (a new tensor). */
-lithe_status lithe__affine_forward_act(lithe_model *m, lithe_tensor *X, const lithe__act *a, lithe_tensor **Z,
+ * pre-activation X·Wᵀ + b (a new tensor). is_train false: through W's prepared form when valid. */
+lithe_status lithe__affine_forward_act(lithe_model *m, lithe_tensor *X, bool is_train, const lithe__act *a, lithe_tensor **Z,
                                        lithe_tensor **Y);
 /* db += sum(dY), dW += dYᵀ·X, *dX = dY·W (dX NULL: skipped). */
 lithe_status lithe__affine_backward(lithe_model *m, lithe_tensor *X, const lithe_tensor *dY,
@@ -461,6 +513,10 @@ extern const lithe__layer_type *const lithe__lstm_types[], *const lithe__attenti
 extern const lithe__layer_type lithe__onnx_graph_type;
 extern const lithe__layer_type *const lithe__graph_types[];
 lithe_status lithe__onnx_attach(lithe_model *m);
+/* lithe_model_prepare_inference for a graph node: prepares the initializers its Gemm and MatMul
+ * nodes read as B (core/prepare.c); and the node's i-th float constant (NULL past the last). */
+lithe_status lithe__graph_prepare(lithe_model *m);
+lithe_tensor *lithe__graph_const(lithe_model *m, size_t i);
 /* The npm package's modules (LITHE_IMPORTERS_SEPARATE) leave core/graph/, onnx.c and tfjs.c out
  * of the core module: they are a second module (bindings/js/src/importers.c) that the JS loader
  * links into the same memory and registers with lithe__importers_set. The core reaches the graph
@@ -476,6 +532,8 @@ typedef struct lithe__importers {
     lithe_status (*tfjs_load_bytes)(const char *model_json, size_t json_len, const uint8_t *weights,
                                     size_t weights_len, lithe_model **out);
     lithe_status (*tfjs_load)(const char *path, lithe_model **out);
+    lithe_status (*graph_prepare)(lithe_model *m);
+    lithe_tensor *(*graph_const)(lithe_model *m, size_t i);
 } lithe__importers;
 #ifdef LITHE_IMPORTERS_SEPARATE
 void lithe__importers_set(const lithe__importers *h);

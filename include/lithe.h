@@ -884,6 +884,35 @@ LITHE_API lithe_status lithe_model_finish_update(lithe_model *m, lithe_optimizer
 LITHE_API lithe_status lithe_model_predict_tensor(lithe_model *m, lithe_tensor *X,
                                                   lithe_tensor **Y);
 
+/* Weights prepared for inference (opt-in). Prepares, once, a backend-private form of the weights
+ * m's tree multiplies by — on the CPU the packed Wᵀ panels its GEMM would otherwise build on
+ * every call: the W of the dense layers (Linear, Relu, Mish, ..., Softmax), Maxout's W, and an
+ * imported ONNX graph's Gemm / MatMul B when it is an initializer. A forward with is_train false
+ * (lithe_model_predict and friends) then reads the prepared form; results are bit-identical to the
+ * unprepared call (the same kernel, blocking and summation order), only faster at batch > 1
+ * (batch 1 reads W in place either way). A forward with is_train true never reads it.
+ *
+ * It is a SNAPSHOT of the weights' values. lithe drops a prepared form itself whenever it writes
+ * the weight's memory (a version counter on the storage): lithe_model_finish_update,
+ * lithe_optimizer_swap_averages (the swapped-in tensors have none), lithe_tensor_write,
+ * lithe_model_set_param, loading, resizing, lithe_model_set_backend, and any other write lithe
+ * performs — the forward then takes the normal path until the next prepare call. lithe cannot
+ * see writes made through a pointer from lithe_tensor_data or through a DLPack view
+ * (lithe_tensor_to_dlpack / lithe_tensor_from_dlpack): after such a write, call this again (or
+ * lithe_model_release_prepared), or predictions use the old weights.
+ *
+ * Each call takes a fresh snapshot (every form re-made from the current values). Backends without a
+ * prepared form (Vulkan, CUDA today) make nothing and return LITHE_OK. Memory: about one extra
+ * copy of each prepared weight (lithe_model_prepared_bytes), freed when the weight is written or
+ * freed, or by lithe_model_release_prepared. Statuses: LITHE_ERR_INVALID_ARG (m NULL),
+ * LITHE_ERR_OOM (then no weight of the tree keeps a prepared form: the model works as before).
+ * Not thread-safe: do not run it while the tree is in use on another thread. */
+LITHE_API lithe_status lithe_model_prepare_inference(lithe_model *m);
+/* Drops every prepared form of m's tree (its weights' memory is back to one copy). NULL: no-op. */
+LITHE_API void lithe_model_release_prepared(lithe_model *m);
+/* Bytes held by the valid prepared forms of m's tree (0: none, or all dropped by writes). */
+LITHE_API size_t lithe_model_prepared_bytes(lithe_model *m);
+
 /* ------------------------------------------------------------------------------------------
  * Training: Thinc's Optimizer and losses.
  * ---------------------------------------------------------------------------------------- */
@@ -1026,7 +1055,12 @@ LITHE_API lithe_status lithe_optimizer_load_from_file_bytes(lithe_optimizer *opt
  * training step takes no fresh memory for them. A buffer the caller (an output Y, a dX) or a live
  * backprop record still holds is never handed out again; a predict without a backprop record
  * returns each value to the pool after its last reader. The pools go when the model is freed
- * and the tensors the caller holds are released. */
+ * and the tensors the caller holds are released.
+ * Fusion: at load, the patterns exporters decompose — LayerNorm below opset 17, MatMul / Gemm +
+ * bias (+ Relu or GELU), GELU's Erf form — run as one backend call each, forward and backward
+ * (docs/onnx.md lists them and their numerics). Environment, read at load: LITHE_GRAPH_FUSE=0
+ * runs every node as the file has it; LITHE_GRAPH_PROFILE=1 times each node's forward and prints
+ * the table to stderr when the graph is freed. */
 
 /* A graph node from ONNX ModelProto bytes (copied). Nothing is trusted: every length, offset and
  * element count is checked. Statuses: LITHE_ERR_FORMAT (malformed, naming the message and

@@ -9,7 +9,8 @@
  * (mr = 1..MR, nr = 1..NR), kc from 1 up, with and without beta, bias and NaN in an unread C.
  * The whole GEMM is checked against double sums within 4 ulps of sum |a||b| per element,
  * for the four transposes, K across the kernel's kc block, bias, strided C; then 1 thread
- * against N threads and a batch against its rows one at a time, bit for bit.
+ * against N threads and a batch against its rows one at a time, bit for bit; and op(B) packed
+ * ahead (prepared weights: at M = 1 the one-row kernel urow) against packing as it goes, bit for bit.
  *
  * Plain C with its own CHECK (no cmocka), so the same file also builds for WASI (the wasi
  * preset: tests/wasm runs it under node:wasi with the SIMD128 kernel). Ends with
@@ -200,6 +201,48 @@ static void check_bits_stable(const lithe__sgemm_kernel *k, bool tB, int64_t M, 
     lithe__aligned_free(C3);
 }
 
+/* op(B) packed ahead (lithe__sgemm_pack_b, the weights prepared for inference) against the same
+ * call packing as it goes, bit for bit: M = 1 (the one-row kernel, or the microkernel, against
+ * the GEMV) and M > 1 at several tile heights; alpha, beta (NaN in an unread C), bias and an
+ * activation-free epilogue keeping Z; 1 and 2 threads. */
+static void check_prepacked(const lithe__sgemm_kernel *k, bool tB, int64_t M, int64_t N, int64_t K, float alpha,
+                            float beta, bool threads) {
+    int64_t ldb = tB ? K : N;
+    float *A = frand((size_t)(M * K)), *B = frand((size_t)((tB ? N : K) * ldb)), *bias = frand((size_t)N);
+    float *C0 = frand((size_t)(M * N)), *C1 = lithe__aligned_alloc((size_t)(M * N) * sizeof(float) + 64),
+          *C2 = lithe__aligned_alloc((size_t)(M * N) * sizeof(float) + 64),
+          *Z1 = lithe__aligned_alloc((size_t)(M * N) * sizeof(float) + 64),
+          *Z2 = lithe__aligned_alloc((size_t)(M * N) * sizeof(float) + 64);
+    if (beta == 0.0f)
+        for (int64_t i = 0; i < M * N; i++) C0[i] = NAN;
+    memcpy(C1, C0, (size_t)(M * N) * sizeof(float));
+    memcpy(C2, C0, (size_t)(M * N) * sizeof(float));
+    lithe__sgemm_packed_b *P = lithe__sgemm_pack_b(k, tB, K, N, B, ldb);
+    CHECK(P != NULL, "%s: pack_b failed", k->isa);
+    if (P) {
+        lithe__sgemm_epilogue e1 = {.bias = bias, .Z = Z1, .ldz = N}, e2 = {.bias = bias, .Z = Z2, .ldz = N};
+        lithe__sgemm(k, threads, false, tB, M, N, K, alpha, A, K, B, ldb, beta, C1, N, &e1);
+        lithe__sgemm_prepacked(k, threads, false, tB, M, N, K, alpha, A, K, B, ldb, P, beta, C2, N, &e2);
+        size_t bad = 0, first = 0;
+        for (size_t i = 0; i < (size_t)(M * N); i++)
+            if ((!same_bits(C1[i], C2[i]) || !same_bits(Z1[i], Z2[i])) && !bad++) first = i;
+        CHECK(bad == 0,
+              "%s gemm %lldx%lldx%lld tB=%d alpha=%g beta=%g threads=%d: packed ahead differs in %zu elements, first "
+              "C[%zu] = %.9g, packed as it goes %.9g",
+              k->isa, (long long)M, (long long)N, (long long)K, tB, alpha, beta, threads, bad, first, C2[first],
+              C1[first]);
+    }
+    lithe__sgemm_packed_b_free(P);
+    lithe__aligned_free(A);
+    lithe__aligned_free(B);
+    lithe__aligned_free(bias);
+    lithe__aligned_free(C0);
+    lithe__aligned_free(C1);
+    lithe__aligned_free(C2);
+    lithe__aligned_free(Z1);
+    lithe__aligned_free(Z2);
+}
+
 /* test_gemm_ukernels --bench M N K [ISA]: GFLOP/s of C = A·Bᵀ (a dense layer's forward), one
  * thread, the best of 30 timed runs after a warm-up, by the process's CPU time (on a shared
  * machine the wall clock also counts the time other processes hold the core). Not part of the
@@ -261,6 +304,14 @@ int main(int argc, char **argv) {
         check_gemm(k, false, true, 64, 100, 784, 1.0f, 0.0f, true); /* a dense layer's X·Wᵀ + b */
         check_bits_stable(k, true, 33, 2 * nr * 3 + 7, kc + 9);
         check_bits_stable(k, false, 7, 130, 2 * kc + 1);
+        const int64_t pm[] = {1, 2, mr, mr + 1, 2 * mr + 3, 64};
+        const int64_t pn[] = {1, nr - 1, 4 * nr, 4 * nr + 3, 9 * nr + 1, 130};
+        for (size_t i = 0; i < sizeof pm / sizeof pm[0]; i++)
+            for (size_t j = 0; j < sizeof pn / sizeof pn[0]; j++) {
+                int64_t N = pn[j] > 0 ? pn[j] : 1, K = j % 3 == 0 ? 5 : j % 3 == 1 ? kc : 2 * kc + 3;
+                check_prepacked(k, true, pm[i], N, K, 1.0f, 0.0f, (i + j) % 2 == 0);
+                check_prepacked(k, (i + j) % 2 == 1, pm[i], N, K + 1, -0.5f, 0.75f, (i + j) % 2 == 1);
+            }
     }
     CHECK(kernels >= 1, "no kernel at all");
 #if defined(__aarch64__)

@@ -233,6 +233,12 @@ static void compare_table(const lithe__simd_kernels *k) {
             s->mul(n, X, A, S0);
             k->mul(n, X, A, V0);
             same_bits(isa, "mul", n, S0, V0);
+            for (int op = LITHE__BIN_ADD; op <= LITHE__BIN_DIV; op++) /* a graph's binary ops, each operand a row or one value */
+                for (int bc = 0; bc < 3; bc++) {
+                    s->binary(op, n, X, bc == 1, B, bc == 2, S0);
+                    k->binary(op, n, X, bc == 1, B, bc == 2, V0);
+                    same_bits(isa, "binary", n, S0, V0);
+                }
             double ss = s->sum_squares(n, X), sv = k->sum_squares(n, X);
             assert_true(fabs(ss - sv) <= 1e-12 * ss + 1e-300);
             /* optimizers */
@@ -373,6 +379,59 @@ static void test_every_table_matches_scalar(void **state) {
     (void)state;
     for (int t = 1; t < ntables; t++) compare_table(tables[t]);
     fprintf(stderr, "test_simd: largest relative difference in the bounded kernels: %.3g\n", worst_rel);
+}
+
+/* The CPU backend's bcast_binary: the broadcasts its wrapper sends to the vector row kernel (same
+ * shapes, a bias row, a per-row statistic, a scalar, on either side, with unit axes) and the ones it
+ * leaves to the odometer loop give the scalar odometer's bits, on every op, 1 and 2 threads. */
+static void test_bcast_binary_rows(void **state) {
+    (void)state;
+    lithe_backend *cpu = NULL;
+    assert_int_equal(lithe_backend_get("cpu", &cpu), LITHE_OK);
+    static const int64_t cases[][2][5] = { /* {ndim, extents...} of A and B */
+        {{2, 64, 128}, {2, 64, 128}}, {{2, 64, 128}, {1, 128}}, {{2, 64, 128}, {2, 64, 1}}, {{2, 64, 128}, {1, 1}},
+        {{1, 1}, {3, 4, 64, 33}},     {{3, 1, 64, 33}, {1, 33}}, {{3, 4, 5, 7}, {3, 4, 1, 7}}, {{3, 4, 5, 7}, {2, 5, 1}},
+        {{3, 2, 1, 9}, {2, 1, 9}},     {{3, 1, 3, 17}, {3, 4, 3, 17}}, {{4, 2, 3, 4, 5}, {3, 3, 1, 5}},
+        {{2, 512, 130}, {1, 130}},    {{2, 300, 257}, {2, 300, 257}}, /* split over threads */
+    };
+    for (int threads = 1; threads <= 2; threads++) {
+        assert_int_equal(lithe_backend_set_threads(cpu, threads), LITHE_OK);
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            int na = (int)cases[c][0][0], nb = (int)cases[c][1][0], ny = na > nb ? na : nb;
+            int64_t ys[5], as[5], bs[5];
+            for (int d = 0; d < ny; d++) {
+                int ka = d - (ny - na), kb = d - (ny - nb);
+                int64_t ea = ka >= 0 ? cases[c][0][1 + ka] : 1, eb = kb >= 0 ? cases[c][1][1 + kb] : 1;
+                ys[d] = ea > eb ? ea : eb;
+            }
+            lithe_tensor *A = NULL, *B = NULL, *Y = NULL;
+            assert_int_equal(lithe_tensor_new(cpu, LITHE_F32, na, &cases[c][0][1], &A), LITHE_OK);
+            assert_int_equal(lithe_tensor_new(cpu, LITHE_F32, nb, &cases[c][1][1], &B), LITHE_OK);
+            assert_int_equal(lithe_tensor_new(cpu, LITHE_F32, ny, ys, &Y), LITHE_OK);
+            float *pa = lithe_tensor_data(A), *pb = lithe_tensor_data(B), *py = lithe_tensor_data(Y);
+            fill(pa, lithe_tensor_numel(A), -2, 2);
+            fill(pb, lithe_tensor_numel(B), 0.25, 2);
+            /* the reference: the scalar odometer with the backend's broadcast strides */
+            for (int side = 0; side < 2; side++) {
+                const lithe_tensor *t = side ? B : A;
+                int64_t *st = side ? bs : as, s = 1;
+                for (int d = ny - 1, k = t->ndim - 1; d >= 0; d--, k--) {
+                    st[d] = k < 0 || (t->shape[k] == 1 && ys[d] != 1) ? 0 : s;
+                    if (k >= 0) s *= t->shape[k];
+                }
+            }
+            int64_t n = lithe_tensor_numel(Y);
+            float *want = malloc((size_t)n * sizeof *want);
+            for (int op = 0; op < LITHE__BIN_COUNT; op++) {
+                lithe_f32_bcast_binary__scalar(op, ny, ys, pa, as, pb, bs, want);
+                assert_int_equal(lithe__op_bcast_binary(cpu, op, A, B, Y), LITHE_OK);
+                assert_memory_equal(want, py, (size_t)n * sizeof *want);
+            }
+            free(want);
+            lithe_tensor_release(A), lithe_tensor_release(B), lithe_tensor_release(Y);
+        }
+    }
+    assert_int_equal(lithe_backend_set_threads(cpu, 1), LITHE_OK);
 }
 
 /* The table's own twins: the scalar table must be the scalar kernels bit for bit (its adapters
@@ -744,6 +803,7 @@ int main(void) {
         cmocka_unit_test(test_vector_exp_tanh_accuracy),
         cmocka_unit_test(test_every_table_matches_scalar),
         cmocka_unit_test(test_scalar_adapters),
+        cmocka_unit_test(test_bcast_binary_rows),
         cmocka_unit_test(test_conv2d_matches_scalar),
         cmocka_unit_test(test_cache_reuses_and_bounds),
         /* the tests that start worker threads last */

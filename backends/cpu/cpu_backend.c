@@ -393,12 +393,53 @@ static void bcast_strides(const lithe_tensor *t, int nd, const int64_t *shape, i
     }
 }
 
+/* Whether strides st over axes [p, nd) of shape walk a contiguous block (1) or one value (0), or neither (-1). */
+static int block_kind(int p, int nd, const int64_t *shape, const int64_t *st) {
+    bool zero = true, contig = true;
+    int64_t want = 1;
+    for (int d = nd - 1; d >= p; d--) {
+        zero = zero && (st[d] == 0 || shape[d] == 1);
+        contig = contig && (st[d] == want || shape[d] == 1);
+        want *= shape[d];
+    }
+    return contig ? 1 : zero ? 0 : -1;
+}
+/* Whether axes [0, p) of shape step through an operand by one row stride (written to *ld). */
+static bool rows_collapse(int p, const int64_t *shape, const int64_t *st, int64_t *ld) {
+    *ld = 0;
+    int64_t want = -1; /* the stride of the next outer non-unit axis, once one is seen */
+    for (int d = p - 1; d >= 0; d--) {
+        if (shape[d] == 1) continue;
+        if (want < 0) *ld = st[d];
+        else if (st[d] != want) return false;
+        want = st[d] * shape[d];
+    }
+    return true;
+}
+/* The common broadcasts as rows of a vector kernel: Y (R, n) where each operand's inner block is
+ * a contiguous row or one value, and its rows one stride apart (same shapes, a bias row, a
+ * per-row statistic, a scalar). False: the odometer loop handles it. */
+static bool binary_rows(int op, const lithe_tensor *Y, const float *A, const int64_t *as, const float *B,
+                        const int64_t *bs) {
+    int nd = Y->ndim, p = nd;
+    while (p > 0 && block_kind(p - 1, nd, Y->shape, as) >= 0 && block_kind(p - 1, nd, Y->shape, bs) >= 0) p--;
+    if (p == nd) return false; /* no inner block (or a 0-D tensor): not worth a special case */
+    int64_t n = 1, R = 1, lda = 0, ldb = 0;
+    for (int d = p; d < nd; d++) n *= Y->shape[d];
+    for (int d = 0; d < p; d++) R *= Y->shape[d];
+    if (!rows_collapse(p, Y->shape, as, &lda) || !rows_collapse(p, Y->shape, bs, &ldb)) return false;
+    lithe__cpu_binary_rows(op, R, n, A, lda, block_kind(p, nd, Y->shape, as) == 0, B, ldb,
+                           block_kind(p, nd, Y->shape, bs) == 0, F(Y));
+    return true;
+}
+
 static lithe_status cpu_bcast_binary(lithe_backend *be, int op, const lithe_tensor *A, const lithe_tensor *B,
                                      lithe_tensor *Y) {
     (void)be;
     int64_t as[LITHE_MAX_DIMS], bs[LITHE_MAX_DIMS];
     bcast_strides(A, Y->ndim, Y->shape, as);
     bcast_strides(B, Y->ndim, Y->shape, bs);
+    if (op <= LITHE__BIN_DIV && binary_rows(op, Y, F(A), as, F(B), bs)) return LITHE_OK;
     lithe_f32_bcast_binary__scalar(op, Y->ndim, Y->shape, F(A), as, F(B), bs, F(Y));
     return LITHE_OK;
 }
@@ -497,6 +538,33 @@ static lithe_status cpu_pool2d_backward(lithe_backend *be, const lithe__pool2d *
     return LITHE_OK;
 }
 
+/* Weights prepared for inference: op(B) packed once into the GEMM driver's panels (gemm.h), for
+ * the kernel this machine runs. */
+static lithe_status cpu_prepare_b(lithe_backend *be, bool tB, const lithe_tensor *B, void **out, size_t *bytes) {
+    (void)be;
+    int64_t K = tB ? B->shape[1] : B->shape[0], N = tB ? B->shape[0] : B->shape[1];
+    lithe__sgemm_packed_b *p = lithe__sgemm_pack_b(NULL, tB, K, N, F(B), B->strides[0]);
+    if (!p) return lithe__oom("packed weights", (size_t)K * (size_t)N * sizeof(float));
+    *out = p;
+    *bytes = p->floats * sizeof(float) + sizeof *p;
+    return LITHE_OK;
+}
+static void cpu_prepared_free(lithe_backend *be, void *p) {
+    (void)be;
+    lithe__sgemm_packed_b_free(p);
+}
+static lithe_status cpu_gemm_prepared(lithe_backend *be, bool tA, bool tB, float alpha, const lithe_tensor *A,
+                                      const lithe_tensor *B, const void *P, float beta, lithe_tensor *C,
+                                      const lithe_tensor *b, const lithe__act *a, lithe_tensor *Z) {
+    (void)be;
+    int64_t M = C->shape[0], N = C->shape[1], K = tA ? A->shape[0] : A->shape[1];
+    lithe__sgemm_epilogue e = {b ? F(b) : NULL, a, lithe__simd()->act, Z ? F(Z) : NULL, Z ? Z->strides[0] : 0};
+    if (!lithe__sgemm_prepacked(NULL, true, tA, tB, M, N, K, alpha, F(A), A->strides[0], F(B), B->strides[0], P, beta,
+                                F(C), C->strides[0], b || a || Z ? &e : NULL))
+        return lithe__oom("gemm packing workspace", (size_t)K * 4096 * sizeof(float));
+    return LITHE_OK;
+}
+
 static const lithe_backend_ops cpu_ops = {
     .alloc = cpu_alloc,
     .free = cpu_free,
@@ -506,6 +574,9 @@ static const lithe_backend_ops cpu_ops = {
 #define LITHE_PRIM(name, params, args) .name = cpu_##name,
 #include "../../core/primitives.def"
 #undef LITHE_PRIM
+    .prepare_b = cpu_prepare_b,
+    .prepared_free = cpu_prepared_free,
+    .gemm_prepared = cpu_gemm_prepared,
 };
 
 static lithe_backend cpu_backend = {"cpu", true, &cpu_ops, NULL, 1 /* kDLCPU */, 0};

@@ -336,7 +336,8 @@ FWD(f_gemm) {
         if (nd != 2 || sh[0] != M || sh[1] != N) return fail(x, node, LITHE_ERR_SHAPE, "C does not broadcast to (%lld, %lld)", (long long)M, (long long)N);
         LITHE__TRY(lithe__op_broadcast_to(x->be, C, beta, 0.0f, out[0]));
     }
-    return lithe__op_gemm(x->be, tA, tB, alpha, A, B, C ? 1.0f : 0.0f, out[0]);
+    /* B's prepared form at inference (an initializer lithe_model_prepare_inference packed) */
+    return lithe__gemm_w(x->be, x->is_train, tA, tB, alpha, A, B, C ? 1.0f : 0.0f, out[0]);
 }
 BWD(b_gemm) {
     UNUSED_BWD;
@@ -397,17 +398,18 @@ static lithe_status mm_geometry(lithe__gexec *x, size_t node, const lithe_tensor
     return LITHE_OK;
 }
 
-/* C[p] (+)= op(A[p]) · op(B[p]) for every batch p; a 2-D operand (P == 1 side) is shared. */
+/* C[p] (+)= op(A[p]) · op(B[p]) for every batch p; a 2-D operand (P == 1 side) is shared.
+ * fwd: a forward product, which may read B's prepared form when the run is not training. */
 static lithe_status batched_gemm(lithe__gexec *x, int64_t P, bool tA, bool tB, lithe_tensor *A, int64_t ar, int64_t ac,
                                  bool a_shared, lithe_tensor *B, int64_t br, int64_t bc, bool b_shared, lithe_tensor *C,
-                                 int64_t cr, int64_t cc, float beta) {
+                                 int64_t cr, int64_t cc, float beta, bool fwd) {
     lithe_status s = LITHE_OK;
     for (int64_t p = 0; s == LITHE_OK && p < P; p++) {
         lithe_tensor *a = NULL, *b = NULL, *c = NULL;
         s = rows_view(A, a_shared ? 0 : p * ar, ar, ac, &a);
         if (s == LITHE_OK) s = rows_view(B, b_shared ? 0 : p * br, br, bc, &b);
         if (s == LITHE_OK) s = rows_view(C, p * cr, cr, cc, &c);
-        if (s == LITHE_OK) s = lithe__op_gemm(x->be, tA, tB, 1.0f, a, b, beta, c);
+        if (s == LITHE_OK) s = lithe__gemm_w(x->be, x->is_train || !fwd, tA, tB, 1.0f, a, b, beta, c);
         lithe_tensor_release(a);
         lithe_tensor_release(b);
         lithe_tensor_release(c);
@@ -426,8 +428,8 @@ FWD(f_matmul) {
     LITHE__TRY(new_f32(x, nd, shape, false, &out[0]));
     if (g.b2d) /* stack A's rows: one GEMM */
         return batched_gemm(x, 1, false, false, in[0], g.P * g.M, g.K, true, in[1], g.K, g.N, true, out[0], g.P * g.M, g.N,
-                            0.0f);
-    return batched_gemm(x, g.P, false, false, in[0], g.M, g.K, false, in[1], g.K, g.N, false, out[0], g.M, g.N, 0.0f);
+                            0.0f, true);
+    return batched_gemm(x, g.P, false, false, in[0], g.M, g.K, false, in[1], g.K, g.N, false, out[0], g.M, g.N, 0.0f, true);
 }
 BWD(b_matmul) {
     UNUSED_BWD;
@@ -440,12 +442,12 @@ BWD(b_matmul) {
     LITHE__TRY(lithe__gexec_grad(x, node, 1, &dB));
     if (g.b2d) {
         int64_t R = g.P * g.M;
-        if (dA) LITHE__TRY(batched_gemm(x, 1, false, true, dout[0], R, g.N, true, in[1], g.K, g.N, true, dA, R, g.K, 1.0f));
-        if (dB) LITHE__TRY(batched_gemm(x, 1, true, false, in[0], R, g.K, true, dout[0], R, g.N, true, dB, g.K, g.N, 1.0f));
+        if (dA) LITHE__TRY(batched_gemm(x, 1, false, true, dout[0], R, g.N, true, in[1], g.K, g.N, true, dA, R, g.K, 1.0f, false));
+        if (dB) LITHE__TRY(batched_gemm(x, 1, true, false, in[0], R, g.K, true, dout[0], R, g.N, true, dB, g.K, g.N, 1.0f, false));
         return LITHE_OK;
     }
-    if (dA) LITHE__TRY(batched_gemm(x, g.P, false, true, dout[0], g.M, g.N, false, in[1], g.K, g.N, false, dA, g.M, g.K, 1.0f));
-    if (dB) LITHE__TRY(batched_gemm(x, g.P, true, false, in[0], g.M, g.K, false, dout[0], g.M, g.N, false, dB, g.K, g.N, 1.0f));
+    if (dA) LITHE__TRY(batched_gemm(x, g.P, false, true, dout[0], g.M, g.N, false, in[1], g.K, g.N, false, dA, g.M, g.K, 1.0f, false));
+    if (dB) LITHE__TRY(batched_gemm(x, g.P, true, false, in[0], g.M, g.K, false, dout[0], g.M, g.N, false, dB, g.K, g.N, 1.0f, false));
     return LITHE_OK;
 }
 
@@ -1182,8 +1184,9 @@ BWD(b_reduce) {
 /* ---- LayerNormalization (last axis), BatchNormalization (inference) ---- */
 
 static lithe_status ln_rows(lithe__gexec *x, size_t node, const lithe_tensor *X, int64_t *M, int64_t *N) {
-    int64_t axis = 0;
-    LITHE__TRY(norm_axis(x, node, attr_i(NODE(x, node), "axis", -1), X->ndim, false, &axis));
+    int64_t axis = 0; /* a fused LayerNorm (fuse.c) normalises the last axis */
+    bool fused = x->g->node_fuse && x->g->node_fuse[node].kind == LITHE__FUSE_LAYERNORM;
+    LITHE__TRY(norm_axis(x, node, fused ? -1 : attr_i(NODE(x, node), "axis", -1), X->ndim, false, &axis));
     if (axis != X->ndim - 1)
         return fail(x, node, LITHE_ERR_UNSUPPORTED, "normalising from axis %lld of a rank-%d input (lithe takes the last axis)",
                     (long long)axis, X->ndim);
@@ -1209,9 +1212,9 @@ FWD(f_layernorm) {
     if (s == LITHE_OK) s = new_f32(x, 1, (int64_t[]){M}, false, &saved[1]);
     if (s == LITHE_OK) s = as_rows(in[0], M, N, &X2);
     if (s == LITHE_OK) s = as_rows(out[0], M, N, &Y2);
-    if (s == LITHE_OK)
-        s = lithe__op_layernorm(x->be, X2, in[1], bias ? bias : zero, attr_f(NODE(x, node), "epsilon", 1e-5f), Y2, saved[0],
-                                saved[1]);
+    bool fused = x->g->node_fuse && x->g->node_fuse[node].kind == LITHE__FUSE_LAYERNORM;
+    float eps = fused ? x->g->node_fuse[node].eps : attr_f(NODE(x, node), "epsilon", 1e-5f);
+    if (s == LITHE_OK) s = lithe__op_layernorm(x->be, X2, in[1], bias ? bias : zero, eps, Y2, saved[0], saved[1]);
     lithe_tensor_release(zero);
     lithe_tensor_release(X2);
     lithe_tensor_release(Y2);
@@ -1762,6 +1765,114 @@ FWD(f_constant_of_shape) {
     LITHE__TRY(new_f32(x, (int)in[0]->numel, shape, false, &out[0]));
     return lithe__op_fill(x->be, out[0], a && a->t ? ((const float *)a->t->data)[0] : 0.0f);
 }
+
+/* ---- fused nodes (fuse.c) ---- */
+
+/* LayerNorm from its decomposition: f_layernorm / b_layernorm with the fused node's eps. */
+const lithe__graph_op lithe__fused_layernorm_op = {"fused:LayerNorm", f_layernorm, b_layernorm};
+
+/* Linear: Y (..., N) = act(A (..., K) · op(W) + bias) by gemm_bias_act over A's stacked rows.
+ * saved[0] = the pre-activation Z when a backward may follow and there is an activation. */
+typedef struct lin_geo {
+    int64_t R, K, N;
+} lin_geo;
+
+static lithe_status lin_geometry(lithe__gexec *x, size_t node, lithe_tensor **in, size_t n_in, lin_geo *g) {
+    const lithe__gfuse *f = &x->g->node_fuse[node];
+    LITHE__TRY(need_inputs(x, node, in, n_in, 2));
+    for (size_t k = 0; k < n_in && k < 3; k++)
+        if (in[k]) LITHE__TRY(need_float(x, node, in[k], k));
+    const lithe_tensor *A = in[0], *W = in[1], *b = n_in > 2 ? in[2] : NULL;
+    char sa[LITHE__SHAPE_BUF], sw[LITHE__SHAPE_BUF];
+    if (W->ndim != 2) return fail(x, node, LITHE_ERR_SHAPE, "W must be 2-D, got %s", lithe__shape_str(W, sw, sizeof sw));
+    g->K = f->transB ? W->shape[1] : W->shape[0];
+    g->N = f->transB ? W->shape[0] : W->shape[1];
+    if (A->ndim < 2 || A->shape[A->ndim - 1] != g->K)
+        return fail(x, node, LITHE_ERR_SHAPE, "A %s does not match W %s (inner extent %lld)", lithe__shape_str(A, sa, sizeof sa),
+                    lithe__shape_str(W, sw, sizeof sw), (long long)g->K);
+    if (!strcmp(NODE(x, f->first)->op_type, "Gemm") && A->ndim != 2)
+        return fail(x, node, LITHE_ERR_SHAPE, "A and B must be 2-D, got %d-D and 2-D", A->ndim);
+    if (b && b->numel != g->N) return fail(x, node, LITHE_ERR_SHAPE, "the bias needs %lld values, has %lld", (long long)g->N, (long long)b->numel);
+    g->R = g->K ? A->numel / g->K : 0;
+    return LITHE_OK;
+}
+
+FWD(f_fused_linear) {
+    (void)n_out;
+    const lithe__gfuse *f = &x->g->node_fuse[node];
+    lin_geo g = {0};
+    LITHE__TRY(lin_geometry(x, node, in, n_in, &g));
+    int64_t shape[LITHE_MAX_DIMS];
+    for (int d = 0; d < in[0]->ndim; d++) shape[d] = in[0]->shape[d];
+    shape[in[0]->ndim - 1] = g.N;
+    LITHE__TRY(new_f32(x, in[0]->ndim, shape, false, &out[0]));
+    lithe_tensor *A2 = NULL, *Y2 = NULL;
+    lithe_status s = as_rows(in[0], g.R, g.K, &A2);
+    if (s == LITHE_OK) s = as_rows(out[0], g.R, g.N, &Y2);
+    if (s == LITHE_OK && f->has_act && x->keep_all) s = new_f32(x, 2, (int64_t[]){g.R, g.N}, false, &saved[0]);
+    if (s == LITHE_OK)
+        s = lithe__gemm_bias_act_w(x->be, x->is_train, false, f->transB, A2, in[1], n_in > 2 ? in[2] : NULL,
+                                   f->has_act ? &f->act : NULL, saved[0], Y2); /* W's prepared form at inference */
+    lithe_tensor_release(A2);
+    lithe_tensor_release(Y2);
+    return s;
+}
+BWD(b_fused_linear) {
+    const lithe__gfuse *f = &x->g->node_fuse[node];
+    lin_geo g = {0};
+    LITHE__TRY(lin_geometry(x, node, in, n_in, &g));
+    lithe_tensor *dA = NULL, *dW = NULL, *db = NULL;
+    LITHE__TRY(lithe__gexec_grad(x, node, 0, &dA));
+    LITHE__TRY(lithe__gexec_grad(x, node, 1, &dW));
+    if (n_in > 2 && in[2]) LITHE__TRY(lithe__gexec_grad(x, node, 2, &db));
+    lithe_tensor *A2 = NULL, *dZ = NULL, *Y2 = NULL, *dA2 = NULL;
+    lithe_status s = as_rows(in[0], g.R, g.K, &A2);
+    if (s == LITHE_OK && f->has_act) { /* dZ = dY act'(Z) */
+        if (!saved[0]) s = fail(x, node, LITHE_ERR_STATE, "the forward kept no pre-activation");
+        if (s == LITHE_OK) s = new_f32(x, 2, (int64_t[]){g.R, g.N}, false, &dZ);
+        if (s == LITHE_OK) s = as_rows(out[0], g.R, g.N, &Y2);
+        lithe_tensor *dY2 = NULL;
+        if (s == LITHE_OK) s = as_rows(dout[0], g.R, g.N, &dY2);
+        if (s == LITHE_OK) s = lithe__op_act_backward(x->be, &f->act, dY2, saved[0], Y2, dZ);
+        lithe_tensor_release(dY2);
+    } else if (s == LITHE_OK) {
+        s = as_rows(dout[0], g.R, g.N, &dZ);
+    }
+    /* !transB: W (K, N): dA += dZ Wᵀ, dW += Aᵀ dZ;  transB: W (N, K): dA += dZ W, dW += dZᵀ A */
+    if (s == LITHE_OK && dA) s = as_rows(dA, g.R, g.K, &dA2);
+    if (s == LITHE_OK && dA) s = lithe__op_gemm(x->be, false, !f->transB, 1.0f, dZ, in[1], 1.0f, dA2);
+    if (s == LITHE_OK && dW && !f->transB) s = lithe__op_gemm(x->be, true, false, 1.0f, A2, dZ, 1.0f, dW);
+    if (s == LITHE_OK && dW && f->transB) s = lithe__op_gemm(x->be, true, false, 1.0f, dZ, A2, 1.0f, dW);
+    if (s == LITHE_OK && db) s = lithe__op_sum_rows(x->be, dZ, 1.0f, db);
+    lithe_tensor_release(A2);
+    lithe_tensor_release(dZ);
+    lithe_tensor_release(Y2);
+    lithe_tensor_release(dA2);
+    return s;
+}
+const lithe__graph_op lithe__fused_linear_op = {"fused:Linear", f_fused_linear, b_fused_linear};
+
+/* An activation from its decomposition (GELU's Erf form): the act primitive with the fused node's
+ * act. */
+FWD(f_fused_act) {
+    UNUSED_FWD;
+    LITHE__TRY(need_inputs(x, node, in, n_in, 1));
+    LITHE__TRY(need_float(x, node, in[0], 0));
+    LITHE__TRY(lithe__gexec_like(x, in[0], false, &out[0]));
+    return lithe__op_act(x->be, &x->g->node_fuse[node].act, in[0], out[0]);
+}
+BWD(b_fused_act) {
+    UNUSED_BWD;
+    lithe_tensor *d = NULL, *t = NULL;
+    LITHE__TRY(lithe__gexec_grad(x, node, 0, &d));
+    if (!d) return LITHE_OK;
+    LITHE__TRY(lithe__gexec_like(x, d, false, &t));
+    lithe_status s = lithe__op_act_backward(x->be, &x->g->node_fuse[node].act, dout[0], in[0], out[0], t);
+    if (s == LITHE_OK) s = acc(x, d, t);
+    lithe_tensor_release(t);
+    return s;
+}
+const lithe__graph_op lithe__fused_act_op = {"fused:Gelu", f_fused_act, b_fused_act};
 
 /* ---- the table ---- */
 

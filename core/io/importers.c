@@ -45,6 +45,10 @@ const lithe__layer_type *const *lithe__importers_graph_types(void) {
 }
 
 lithe_status lithe__onnx_attach(lithe_model *m) { return hooks ? hooks->onnx_attach(m) : absent("lithe_model_load"); }
+lithe_status lithe__graph_prepare(lithe_model *m) {
+    return hooks ? hooks->graph_prepare(m) : absent("lithe_model_prepare_inference");
+}
+lithe_tensor *lithe__graph_const(lithe_model *m, size_t i) { return hooks ? hooks->graph_const(m, i) : NULL; }
 
 lithe_status lithe_onnx_load_bytes(const uint8_t *data, size_t len, lithe_model **out) {
     if (out) *out = NULL;

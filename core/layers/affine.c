@@ -35,7 +35,7 @@ lithe_status lithe__affine_init(lithe_model *m, const lithe_value *X, const lith
     return lithe__param_init(m, "b", init_b, 1, (int64_t[]){nO});
 }
 
-lithe_status lithe__affine_forward_act(lithe_model *m, lithe_tensor *X, const lithe__act *a, lithe_tensor **Z,
+lithe_status lithe__affine_forward_act(lithe_model *m, lithe_tensor *X, bool is_train, const lithe__act *a, lithe_tensor **Z,
                                        lithe_tensor **Y) {
     lithe_tensor *W = NULL, *b = NULL;
     LITHE__TRY(lithe__param_get(m, "W", &W));
@@ -54,8 +54,9 @@ lithe_status lithe__affine_forward_act(lithe_model *m, lithe_tensor *X, const li
     const int64_t shape[2] = {X->shape[0], nO};
     LITHE__TRY(lithe__tensor_alloc(m->backend, LITHE_F32, 2, shape, false, &out));
     lithe_status s = Z ? lithe__tensor_alloc(m->backend, LITHE_F32, 2, shape, false, &pre) : LITHE_OK;
-    /* Y = act(X·Wᵀ + b) in one pass over Y (Z: also the pre-activation) */
-    if (s == LITHE_OK) s = lithe__op_gemm_bias_act(m->backend, false, true, X, W, b, a, pre, out);
+    /* Y = act(X·Wᵀ + b) in one pass over Y (Z: also the pre-activation); at inference through
+     * W's prepared form when lithe_model_prepare_inference made one */
+    if (s == LITHE_OK) s = lithe__gemm_bias_act_w(m->backend, is_train, false, true, X, W, b, a, pre, out);
     if (s != LITHE_OK) {
         lithe_tensor_release(out);
         lithe_tensor_release(pre);
@@ -66,8 +67,8 @@ lithe_status lithe__affine_forward_act(lithe_model *m, lithe_tensor *X, const li
     return LITHE_OK;
 }
 
-lithe_status lithe__affine_forward(lithe_model *m, lithe_tensor *X, lithe_tensor **Y) {
-    return lithe__affine_forward_act(m, X, NULL, NULL, Y);
+lithe_status lithe__affine_forward(lithe_model *m, lithe_tensor *X, bool is_train, lithe_tensor **Y) {
+    return lithe__affine_forward_act(m, X, is_train, NULL, NULL, Y);
 }
 
 lithe_status lithe__affine_backward(lithe_model *m, lithe_tensor *X, const lithe_tensor *dY, lithe_tensor **dX) {

@@ -94,7 +94,6 @@ static lithe_status node_act(const lithe_model *m, const dense_kind *k, lithe__a
 
 static lithe_status dense_forward(lithe_model *m, const lithe_value *Xv, bool is_train, lithe_value **Yv,
                                   lithe_backprop **bp) {
-    (void)is_train;
     const dense_kind *k = m->type->info;
     lithe__act a;
     lithe_tensor *X = NULL, *Z = NULL, *Y = NULL;
@@ -102,7 +101,7 @@ static lithe_status dense_forward(lithe_model *m, const lithe_value *Xv, bool is
     LITHE__TRY(lithe__dense_input(m, Xv, &X));
     int needs = k->has_act ? lithe__act_needs(a.kind) : 0;
     /* one fused pass; the pre-activation Z is kept only when the backward reads it */
-    lithe_status s = lithe__affine_forward_act(m, X, k->has_act ? &a : NULL,
+    lithe_status s = lithe__affine_forward_act(m, X, is_train, k->has_act ? &a : NULL,
                                                needs & LITHE__ACT_NEEDS_X ? &Z : NULL, &Y);
     if (s != LITHE_OK) return s;
     if (s == LITHE_OK && bp) {

@@ -59,7 +59,6 @@ static void maxout_destroy(lithe_backprop *self) {
 
 static lithe_status maxout_forward(lithe_model *m, const lithe_value *Xv, bool is_train, lithe_value **Yv,
                                    lithe_backprop **bp) {
-    (void)is_train;
     lithe_tensor *X = NULL, *W2 = NULL, *b1 = NULL, *Z = NULL, *Z3 = NULL, *Y = NULL, *which = NULL;
     LITHE__TRY(lithe__dense_input(m, Xv, &X));
     LITHE__TRY(flat_params(m, &W2, &b1));
@@ -76,7 +75,7 @@ static lithe_status maxout_forward(lithe_model *m, const lithe_value *Xv, bool i
                         X->storage->backend->name, m->backend->name);
     if (s == LITHE_OK) s = lithe__tensor_alloc(m->backend, LITHE_F32, 2, (int64_t[]){B, nO * nP}, false, &Z);
     /* Z = X·W2ᵀ + b1, the bias added as each tile is written */
-    if (s == LITHE_OK) s = lithe__op_gemm_bias_act(m->backend, false, true, X, W2, b1, NULL, NULL, Z);
+    if (s == LITHE_OK) s = lithe__gemm_bias_act_w(m->backend, is_train, false, true, X, W2, b1, NULL, NULL, Z);
     if (s == LITHE_OK) s = lithe_tensor_reshape(Z, 3, (int64_t[]){B, nO, nP}, &Z3);
     if (s == LITHE_OK) s = lithe__tensor_alloc(m->backend, LITHE_F32, 2, (int64_t[]){B, nO}, false, &Y);
     if (s == LITHE_OK) s = lithe__tensor_alloc(m->backend, LITHE_I32, 2, (int64_t[]){B, nO}, false, &which);

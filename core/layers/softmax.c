@@ -53,7 +53,7 @@ static lithe_status softmax_forward(lithe_model *m, const lithe_value *Xv, bool 
     normalize = normalize || is_train;
     lithe_tensor *X = NULL, *Y = NULL;
     LITHE__TRY(lithe__dense_input(m, Xv, &X));
-    LITHE__TRY(lithe__affine_forward(m, X, &Y));
+    LITHE__TRY(lithe__affine_forward(m, X, is_train, &Y));
     lithe_status s = normalize ? lithe__op_softmax(m->backend, Y, temperature, Y) : LITHE_OK;
     if (s == LITHE_OK && bp) {
         s = lithe__backprop_new(m, sizeof(softmax_bp), softmax_backward, softmax_destroy, bp);
@@ -119,11 +119,10 @@ static lithe_status multisoftmax_backward(lithe_backprop *self, const lithe_valu
 
 static lithe_status multisoftmax_forward(lithe_model *m, const lithe_value *Xv, bool is_train, lithe_value **Yv,
                                          lithe_backprop **bp) {
-    (void)is_train;
     lithe_tensor *X = NULL, *Y = NULL, *nOs = NULL;
     LITHE__TRY(lithe_model_get_attr_tensor(m, "nOs", &nOs));
     LITHE__TRY(lithe__dense_input(m, Xv, &X));
-    LITHE__TRY(lithe__affine_forward(m, X, &Y));
+    LITHE__TRY(lithe__affine_forward(m, X, is_train, &Y));
     int64_t B = Y->shape[0], start = 0, n = nOs->numel, total = 0;
     const int64_t *sizes = lithe__tdata(nOs); /* a host int64 attr */
     lithe_status s = LITHE_OK;

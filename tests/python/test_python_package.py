@@ -296,3 +296,34 @@ def test_torch_cuda_dlpack_zero_copy(tmp_path):
     got = torch.from_dlpack(y)
     assert got.is_cuda
     numpy.testing.assert_allclose(got.cpu().numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_prepare_inference_same_bits_and_snapshot(tmp_path):
+    """Model.prepare_inference packs the weights once: predictions keep their bits; a write through a
+    param's DLPack view is not seen until the next prepare (the documented snapshot); a training
+    step drops the copies."""
+    model, X = _initialized("mlp")
+    lithe.export(model, str(tmp_path / "m.lithe"))
+    lm = lithe.load(tmp_path / "m.lithe")
+    Xb = numpy.tile(X, (9, 1))  # 63 rows: the packed GEMM path at several row-tile heights
+    plain = numpy.from_dlpack(lm.predict(Xb)).copy()
+    assert lm.prepare_inference() >= 4 * (8 * 6 + 5 * 8 + 4 * 5)
+    prepared = numpy.from_dlpack(lm.predict(Xb)).copy()
+    assert prepared.tobytes() == plain.tobytes()
+    import torch
+
+    W = torch.from_dlpack(next(n for n in lm.walk() if "W" in n.param_names).get_param("W"))
+    W.mul_(-1.0)  # lithe cannot see this write
+    assert numpy.from_dlpack(lm.predict(Xb)).tobytes() == plain.tobytes()
+    lm.release_prepared()
+    fresh = numpy.from_dlpack(lm.predict(Xb)).copy()
+    assert fresh.tobytes() != plain.tobytes()
+    lm.prepare_inference()
+    assert numpy.from_dlpack(lm.predict(Xb)).tobytes() == fresh.tobytes()
+    Y, bp = lm.begin_update(X)
+    bp(numpy.ones(numpy.from_dlpack(Y).shape, dtype="float32"))
+    lm.finish_update(lithe.SGD(0.1))
+    assert lithe._lib.model_prepared_bytes(lm._ptr) == 0
+    stepped = numpy.from_dlpack(lm.predict(Xb)).copy()
+    lm.release_prepared()
+    assert numpy.from_dlpack(lm.predict(Xb)).tobytes() == stepped.tobytes()

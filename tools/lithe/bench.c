@@ -25,7 +25,7 @@ typedef struct bench_opts {
     const char *model, *device, *input, *labels, *output, *loss;
     int64_t batch, gemm[3];
     int threads; /* -1: the backend's default */
-    bool train, gemm_mode;
+    bool train, gemm_mode, no_prepare;
     double warmup_s, min_s, max_s;
     long warmup_runs, min_runs, max_runs;
     uint64_t seed;
@@ -64,6 +64,8 @@ static void usage(FILE *f) {
             "  --input X.npy    use this input instead of a synthetic one (its first axis is the batch)\n"
             "  --labels Y.npy   with --train and cce: int32/int64 labels (B,) instead of random ones\n"
             "  --output Y.npy   write the last prediction (not with --train)\n"
+            "  --no-prepare     predictions without lithe_model_prepare_inference (by default the\n"
+            "                   weights are prepared once before timing: prepared=1 in the output)\n"
             "  --seed N         seed of the synthetic input and labels (default 0)\n"
             "  --warmup-s S     warm-up: at least S seconds (default 1.0) ...\n"
             "  --warmup-runs N  ... and at least N runs (default 5)\n"
@@ -423,9 +425,11 @@ static int bench_model(const bench_opts *o, lithe_backend *be, const char *threa
         printf(" last_loss=%.6g\n", c.loss);
     } else {
         c.keep_last = o->output != NULL;
+        /* inference as a deployment runs it: the weights prepared once (packed for the GEMM) */
+        if (!o->no_prepare && (s = lithe_model_prepare_inference(c.m)) != LITHE_OK) { fail("prepare", s); goto done; }
         if ((s = measure(o, predict_run, &c, &st)) != LITHE_OK) { fail("predict", s); goto done; }
-        printf("model=%s mode=predict batch=%lld device=%s threads=%s ", o->model, (long long)shape[0],
-               lithe_backend_name(be), threads);
+        printf("model=%s mode=predict batch=%lld device=%s threads=%s prepared=%d ", o->model, (long long)shape[0],
+               lithe_backend_name(be), threads, !o->no_prepare);
         print_stats(&st);
         printf("\n");
         if (o->output) {
@@ -494,6 +498,7 @@ int lithe_cmd_bench(int argc, char **argv) {
             return 0;
         }
         if (!strcmp(a, "--train")) { o.train = true; continue; }
+        if (!strcmp(a, "--no-prepare")) { o.no_prepare = true; continue; }
         if (!strcmp(a, "--quick")) {
             o.warmup_s = 0.0;
             o.warmup_runs = 1;

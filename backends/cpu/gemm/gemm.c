@@ -41,9 +41,30 @@ static void gemv_t__scalar(size_t n, size_t K, size_t kc, float alpha, const flo
                            float beta, float *y, const float *bias);
 static void gemv_n__scalar(size_t n, size_t K, size_t kc, float alpha, const float *x, const float *w, size_t ldw,
                            float beta, float *y, const float *bias);
+/* One row against ns packed slivers (gemm.h's urow), with the 4 x 8 kernel's arithmetic. */
+static void lithe_f32_gemm_urow_1x8__scalar(size_t ns, size_t nr_last, size_t kc, const float *x, const float *b,
+                                            float *c, const lithe__sgemm_ukparams *p) {
+    for (size_t s = 0; s < ns; s++, b += kc * S_NR, c += S_NR) {
+        float acc[S_NR] = {0};
+        for (size_t k = 0; k < kc; k++) {
+            const float *bk = b + k * S_NR;
+            float xk = x[k];
+            for (int j = 0; j < S_NR; j++) acc[j] += xk * bk[j];
+        }
+        size_t nr = s + 1 == ns ? nr_last : S_NR;
+        const float *bias = p->bias ? p->bias + s * S_NR : NULL;
+        for (size_t j = 0; j < nr; j++) {
+            float t = p->alpha * acc[j];
+            if (p->beta != 0.0f) t += p->beta * c[j];
+            if (bias) t += bias[j];
+            c[j] = t;
+        }
+    }
+}
+
 static const lithe__sgemm_kernel kernel_scalar = {
     .isa = "scalar", .mr = S_MR, .nr = S_NR, .mc = 128, .kc = 256, .nc = 2048, .ukernel = lithe_f32_gemm_ukernel_4x8__scalar,
-    .gemv_t = gemv_t__scalar, .gemv_n = gemv_n__scalar,
+    .gemv_t = gemv_t__scalar, .gemv_n = gemv_n__scalar, .urow = lithe_f32_gemm_urow_1x8__scalar,
 };
 
 const lithe__sgemm_kernel *lithe__sgemm_kernel_scalar(void) { return &kernel_scalar; }
@@ -191,6 +212,7 @@ typedef struct job {
     int64_t M, N, K;
     float alpha, beta;
     const float *A, *B;
+    const lithe__sgemm_packed_b *Bpk; /* op(B) packed ahead (NULL: packed here) */
     int64_t lda, ldb, ldc;
     float *C;
     const lithe__sgemm_epilogue *epi;
@@ -201,11 +223,11 @@ typedef struct job {
 static size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
 
 /* Workspace for one range: an A block (mc x kc) and a B panel (kc x nc), padded to whole slivers. */
-static size_t ws_floats(const lithe__sgemm_kernel *k, int64_t M, int64_t N, int64_t K) {
+static size_t ws_floats(const lithe__sgemm_kernel *k, int64_t M, int64_t N, int64_t K, bool b_packed) {
     size_t kc = (size_t)(K < k->kc ? K : k->kc);
     size_t mc = round_up((size_t)(M < k->mc ? M : k->mc), (size_t)k->mr);
     size_t nc = round_up((size_t)(N < k->nc ? N : k->nc), (size_t)k->nr);
-    return round_up(kc * mc, 16) + kc * nc;
+    return round_up(kc * mc, 16) + (b_packed ? 0 : kc * nc);
 }
 
 static void epilogue_tile(const lithe__sgemm_epilogue *e, size_t mr, size_t nr, float *c, size_t ldc, int64_t i0,
@@ -230,7 +252,9 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
         for (int64_t pc = 0; pc < K; pc += k->kc) {
             size_t kb = (size_t)(K - pc < k->kc ? K - pc : k->kc);
             bool last = pc + (int64_t)kb == K;
-            for (size_t jr = 0; jr < nb; jr += NR) {
+            if (jb->Bpk) /* packed ahead: panel pc, from sliver jc on (gemm.h) */
+                Bp = jb->Bpk->data + (size_t)pc * round_up((size_t)jb->N, NR) + (size_t)jc * kb;
+            for (size_t jr = 0; !jb->Bpk && jr < nb; jr += NR) {
                 size_t lanes = nb - jr < NR ? nb - jr : NR;
                 const float *src = jb->tB ? jb->B + (jc + (int64_t)jr) * jb->ldb + pc
                                           : jb->B + pc * jb->ldb + jc + (int64_t)jr;
@@ -273,7 +297,7 @@ static void gemm_task(void *ctx, int64_t begin, int64_t end) {
         m0 = begin * jb->k->mr;
         m1 = end * jb->k->mr < jb->M ? end * jb->k->mr : jb->M;
     }
-    ws_slot priv, *s = ws_claim(ws_floats(jb->k, m1 - m0, n1 - n0, jb->K), &priv);
+    ws_slot priv, *s = ws_claim(ws_floats(jb->k, m1 - m0, n1 - n0, jb->K, jb->Bpk != NULL), &priv);
     if (!s) {
         atomic_store(&jb->failed, true);
         return;
@@ -349,6 +373,33 @@ static void gemv_task(void *ctx, int64_t begin, int64_t end) {
     if (g->epi && (g->epi->Z || g->epi->act)) epilogue_tile(g->epi, 1, n, g->y + j0, 0, 0, (int64_t)j0);
 }
 
+/* ---- M = 1 against op(B) packed ahead: the one-row kernel over ranges of slivers ---- */
+
+typedef struct row_job {
+    const lithe__sgemm_kernel *k;
+    int64_t N, K;
+    float alpha, beta;
+    const float *x;
+    const lithe__sgemm_packed_b *Bpk;
+    float *C;
+    const lithe__sgemm_epilogue *epi;
+} row_job;
+
+static void row_task(void *ctx, int64_t begin, int64_t end) {
+    row_job *r = ctx;
+    const size_t NR = (size_t)r->k->nr, KC = (size_t)r->k->kc, Npad = round_up((size_t)r->N, NR);
+    size_t n0 = (size_t)begin * NR, n1 = (size_t)end * NR < (size_t)r->N ? (size_t)end * NR : (size_t)r->N;
+    size_t ns = (size_t)(end - begin), nr_last = n1 - (size_t)(end - 1) * NR;
+    const lithe__sgemm_epilogue *epi = r->epi;
+    for (size_t pc = 0; pc < (size_t)r->K; pc += KC) {
+        size_t kb = (size_t)r->K - pc < KC ? (size_t)r->K - pc : KC;
+        bool last = pc + kb == (size_t)r->K;
+        lithe__sgemm_ukparams p = {r->alpha, pc == 0 ? r->beta : 1.0f, last && epi && epi->bias ? epi->bias + n0 : NULL};
+        r->k->urow(ns, nr_last, kb, r->x + pc, r->Bpk->data + pc * Npad + n0 * kb, r->C + n0, &p);
+    }
+    if (epi && (epi->Z || epi->act)) epilogue_tile(epi, 1, n1 - n0, r->C + n0, 0, 0, (int64_t)n0);
+}
+
 /* ---- entry ---- */
 
 /* Work below which the pool's wake-up costs more than it saves (flops). */
@@ -369,6 +420,50 @@ static void k_zero(int64_t M, int64_t N, float beta, float *C, int64_t ldc, cons
 bool lithe__sgemm(const lithe__sgemm_kernel *k, bool use_threads, bool tA, bool tB, int64_t M, int64_t N, int64_t K,
                   float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
                   int64_t ldc, const lithe__sgemm_epilogue *epi) {
+    return lithe__sgemm_prepacked(k, use_threads, tA, tB, M, N, K, alpha, A, lda, B, ldb, NULL, beta, C, ldc, epi);
+}
+
+/* ---- op(B) packed ahead (gemm.h's lithe__sgemm_packed_b) ---- */
+
+lithe__sgemm_packed_b *lithe__sgemm_pack_b(const lithe__sgemm_kernel *k, bool tB, int64_t K, int64_t N, const float *B,
+                                           int64_t ldb) {
+    if (!k) k = lithe__sgemm_kernel_best();
+    if (K <= 0 || N <= 0) return NULL;
+    const size_t NR = (size_t)k->nr, KC = (size_t)k->kc, Npad = round_up((size_t)N, NR);
+    size_t floats;
+    if (!lithe__mul_size((size_t)K, Npad, &floats) || floats > SIZE_MAX / sizeof(float)) return NULL;
+    lithe__sgemm_packed_b *p = lithe__malloc(sizeof *p);
+    float *data = lithe__aligned_alloc(floats * sizeof(float));
+    if (!p || !data) {
+        lithe__free(p);
+        lithe__aligned_free(data);
+        return NULL;
+    }
+    *p = (lithe__sgemm_packed_b){.nr = k->nr, .kc = k->kc, .transB = tB, .K = K, .N = N, .floats = floats, .data = data};
+    /* the driver's packing loop, run once over every (pc, jr): the same slivers it would make */
+    for (int64_t pc = 0; pc < K; pc += (int64_t)KC) {
+        size_t kb = (size_t)(K - pc < (int64_t)KC ? K - pc : (int64_t)KC);
+        float *panel = data + (size_t)pc * Npad;
+        for (size_t jr = 0; jr < (size_t)N; jr += NR) {
+            size_t lanes = (size_t)N - jr < NR ? (size_t)N - jr : NR;
+            const float *src = tB ? B + (int64_t)jr * ldb + pc : B + pc * ldb + (int64_t)jr;
+            if (k->pack_b) k->pack_b(lanes, kb, src, (size_t)ldb, tB, panel + jr * kb);
+            else pack_portable(NR, lanes, kb, src, (size_t)ldb, tB, panel + jr * kb);
+        }
+    }
+    return p;
+}
+
+void lithe__sgemm_packed_b_free(lithe__sgemm_packed_b *p) {
+    if (!p) return;
+    lithe__aligned_free(p->data);
+    lithe__free(p);
+}
+
+bool lithe__sgemm_prepacked(const lithe__sgemm_kernel *k, bool use_threads, bool tA, bool tB, int64_t M, int64_t N,
+                            int64_t K, float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
+                            const lithe__sgemm_packed_b *Bpk, float beta, float *C, int64_t ldc,
+                            const lithe__sgemm_epilogue *epi) {
     if (M <= 0 || N <= 0) return true;
     if (!k) k = lithe__sgemm_kernel_best();
     if (K <= 0) {
@@ -379,6 +474,27 @@ bool lithe__sgemm(const lithe__sgemm_kernel *k, bool use_threads, bool tA, bool 
     lithe__pool *pool = use_threads && flops >= MIN_PARALLEL_FLOPS ? lithe__cpu_pool() : NULL;
     int T = lithe__pool_threads(pool);
 
+    const lithe__sgemm_kernel *kr = NULL; /* the variant for M rows, found once when needed */
+    if (Bpk) {
+        kr = k->for_rows ? k->for_rows(M) : k;
+        if (Bpk->nr != kr->nr || Bpk->kc != kr->kc || Bpk->transB != tB || Bpk->K != K || Bpk->N != N)
+            Bpk = NULL; /* packed for another kernel (or another product): pack here */
+    }
+    /* M = 1: with W packed ahead, the one-row kernel streams its slivers (the same bits, gemm.h's
+     * rule; faster than the shuffle-bound GEMV); else the GEMV reads W in place */
+    if (M == 1 && Bpk && kr->urow) {
+        row_job r = {kr, N, K, alpha, beta, A, Bpk, C, epi};
+        ws_slot priv, *s = NULL;
+        if (tA && K > 1 && lda != 1) { /* x strided: gather it (K floats) */
+            s = ws_claim((size_t)K, &priv);
+            if (!s) return false;
+            for (int64_t kk = 0; kk < K; kk++) s->buf[kk] = A[kk * lda];
+            r.x = s->buf;
+        }
+        lithe__pool_for(pool, (N + kr->nr - 1) / kr->nr, 1, row_task, &r);
+        ws_release(s);
+        return true;
+    }
     if (M == 1 && (tB ? k->gemv_t : k->gemv_n)) {
         gemv_job g = {tB ? k->gemv_t : k->gemv_n, (size_t)N, (size_t)K, (size_t)k->kc, alpha, beta, A, B, (size_t)ldb, tB, C, epi};
         ws_slot priv, *s = NULL;
@@ -394,9 +510,9 @@ bool lithe__sgemm(const lithe__sgemm_kernel *k, bool use_threads, bool tA, bool 
         return true;
     }
 
-    if (k->for_rows) k = k->for_rows(M);
+    k = kr ? kr : k->for_rows ? k->for_rows(M) : k;
     job jb = {.k = k, .tA = tA, .tB = tB, .M = M, .N = N, .K = K, .alpha = alpha, .beta = beta, .A = A, .B = B,
-              .lda = lda, .ldb = ldb, .ldc = ldc, .C = C, .epi = epi};
+              .Bpk = Bpk, .lda = lda, .ldb = ldb, .ldc = ldc, .C = C, .epi = epi};
     atomic_init(&jb.failed, false);
     int64_t ns = (N + k->nr - 1) / k->nr, ms = (M + k->mr - 1) / k->mr;
     jb.split_n = ns >= 2 * T || ns >= ms;

@@ -68,9 +68,21 @@ typedef void (*lithe__sgemm_pack_fn)(size_t lanes, size_t kc, const float *src, 
  * with the microkernel's multiply-add, then per block the write rule with beta for the first
  * block and 1 after it, and bias (NULL or n floats) after the last. (lithe promises that a
  * batch and its rows one at a time give the same bits; test_gemm and test_layers check it.)
- * Threads split j. NULL: M = 1 runs through the packed path. */
+ * Threads split j. NULL: M = 1 runs through the packed path. With op(B) packed ahead
+ * (lithe__sgemm_prepacked), M = 1 streams the packed slivers instead (urow, or the microkernel),
+ * which beats the shuffle-bound GEMV. */
 typedef void (*lithe__sgemv_fn)(size_t n, size_t k, size_t kc, float alpha, const float *x, const float *w,
                                 size_t ldw, float beta, float *y, const float *bias);
+
+/* Optional one-row microkernel for op(B) packed ahead (M = 1 of a prepared weight): x (kc
+ * contiguous floats: one row of op(A), one K block) against ns >= 1 consecutive packed B slivers
+ * (b: sliver s at b + s * kc * NR), writing ns * NR columns of C (c: one row; the last sliver
+ * nr_last <= NR wide; p->bias NULL or offset to c's first column). Each C element must have the
+ * bits the microkernel gives it in a row of a tile: accumulated from 0 over k in order with its
+ * multiply-add, then its write rule. It exists to keep enough accumulators busy with one row
+ * (the microkernel would compute MR rows for one). */
+typedef void (*lithe__sgemm_urow_fn)(size_t ns, size_t nr_last, size_t kc, const float *x, const float *b, float *c,
+                                     const lithe__sgemm_ukparams *p);
 
 /* A kernel: its tile, its cache blocking, the microkernel and the optional helpers. Blocking
  * must satisfy mc % mr == 0 and nc % nr == 0. */
@@ -84,6 +96,7 @@ typedef struct lithe__sgemm_kernel {
     /* Optional: the kernel of the same ISA and NR to run a product of M rows with (several MR
      * cut M's last sliver differently). Every variant must give the same bits per element. */
     const struct lithe__sgemm_kernel *(*for_rows)(int64_t M);
+    lithe__sgemm_urow_fn urow; /* optional: M = 1 with op(B) packed ahead (NULL: the microkernel) */
 } lithe__sgemm_kernel;
 
 /* The epilogue of a fused GEMM (gemm_bias_act): after the last K block of a tile,
@@ -118,5 +131,33 @@ const lithe__sgemm_kernel *lithe__sgemm_kernel_best(void);
 bool lithe__sgemm(const lithe__sgemm_kernel *k, bool use_threads, bool transA, bool transB, int64_t M, int64_t N,
                   int64_t K, float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
                   float *C, int64_t ldc, const lithe__sgemm_epilogue *epi);
+
+/* op(B) packed once, for products that reuse one B many times (weights prepared for inference,
+ * lithe_model_prepare_inference): every K block's panel over all of N, in the B sliver layout
+ * above. Panel pc (pc = 0, kc, 2 kc, ...) starts at data + pc * round_up(N, nr); in it, the
+ * sliver of columns [j, j + nr) starts at j * kb (kb = that block's depth). So the driver reads
+ * a (jc, pc) panel at data + pc * Npad + jc * kb and skips its packing; the bits are those of the
+ * unpacked call (same kernel, same blocking, same order). Made for one kernel's nr and kc: a call
+ * whose kernel differs (another ISA) packs as usual. 64-byte aligned. */
+typedef struct lithe__sgemm_packed_b {
+    int nr, kc;
+    bool transB;
+    int64_t K, N;
+    size_t floats;
+    float *data;
+} lithe__sgemm_packed_b;
+
+/* Packs op(B) (K, N; B's row stride ldb) for kernel k (NULL: the best). NULL when out of memory
+ * (memory from lithe__aligned_alloc, the allocator hook). Free with lithe__sgemm_packed_b_free. */
+lithe__sgemm_packed_b *lithe__sgemm_pack_b(const lithe__sgemm_kernel *k, bool transB, int64_t K, int64_t N,
+                                           const float *B, int64_t ldb);
+void lithe__sgemm_packed_b_free(lithe__sgemm_packed_b *p);
+
+/* lithe__sgemm with op(B) already packed (Bp NULL, or one made from this B with this transB, K
+ * and N: then B is still read where the kernel reads it in place, the M = 1 GEMV). */
+bool lithe__sgemm_prepacked(const lithe__sgemm_kernel *k, bool use_threads, bool transA, bool transB, int64_t M,
+                            int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *B,
+                            int64_t ldb, const lithe__sgemm_packed_b *Bp, float beta, float *C, int64_t ldc,
+                            const lithe__sgemm_epilogue *epi);
 
 #endif

@@ -61,6 +61,45 @@ static void lithe_f32_gemm_ukernel_6x16__avx2(size_t mr, size_t nr, size_t kc, c
 #undef ROW
 }
 
+/* One row against G packed slivers at once (gemm.h's urow): 2 G accumulators (8 at G = 4),
+ * each element accumulated and written exactly as the microkernel does a row of its tile. */
+static inline __attribute__((always_inline)) void urow_group(int G, size_t nr_last, size_t kc, const float *x,
+                                                             const float *b, float *c, const float *bias, __m256 va,
+                                                             float beta) {
+    const size_t sl = kc * NR;
+    __m256 acc[8];
+    for (int g = 0; g < 2 * G; g++) acc[g] = _mm256_setzero_ps();
+    for (size_t k = 0; k < kc; k++) {
+        __m256 xv = _mm256_broadcast_ss(x + k);
+        for (int g = 0; g < G; g++) {
+            acc[2 * g] = _mm256_fmadd_ps(xv, _mm256_load_ps(b + g * sl + k * NR), acc[2 * g]);
+            acc[2 * g + 1] = _mm256_fmadd_ps(xv, _mm256_load_ps(b + g * sl + k * NR + 8), acc[2 * g + 1]);
+        }
+    }
+    for (int g = 0; g < G; g++) {
+        size_t nr = g == G - 1 ? nr_last : NR;
+        store_row(acc[2 * g], c + g * NR, bias ? bias + g * NR : NULL, va, beta, nr);
+        if (nr > 8) store_row(acc[2 * g + 1], c + g * NR + 8, bias ? bias + g * NR + 8 : NULL, va, beta, nr - 8);
+    }
+}
+
+static void lithe_f32_gemm_urow_1x16__avx2(size_t ns, size_t nr_last, size_t kc, const float *x, const float *b,
+                                           float *c, const lithe__sgemm_ukparams *p) {
+    __m256 va = _mm256_set1_ps(p->alpha);
+    const size_t sl = kc * NR;
+    size_t s = 0;
+    for (; s + 4 <= ns; s += 4)
+        urow_group(4, s + 4 == ns ? nr_last : NR, kc, x, b + s * sl, c + s * NR, p->bias ? p->bias + s * NR : NULL, va,
+                   p->beta);
+    const float *bias = p->bias ? p->bias + s * NR : NULL;
+    switch (ns - s) {
+    case 3: urow_group(3, nr_last, kc, x, b + s * sl, c + s * NR, bias, va, p->beta); break;
+    case 2: urow_group(2, nr_last, kc, x, b + s * sl, c + s * NR, bias, va, p->beta); break;
+    case 1: urow_group(1, nr_last, kc, x, b + s * sl, c + s * NR, bias, va, p->beta); break;
+    default: break;
+    }
+}
+
 /* ---- M = 1 with the microkernel's arithmetic (gemm.h): lanes are outputs, k in order ---- */
 
 static inline __attribute__((always_inline)) void transpose8(__m256 r[8]) {
@@ -232,7 +271,7 @@ static void pack_b(size_t lanes, size_t kc, const float *src, size_t ld, bool ro
 
 static const lithe__sgemm_kernel kernel = {
     .isa = "avx2", .mr = MR, .nr = NR, .mc = 120, .kc = 256, .nc = 4096, .ukernel = lithe_f32_gemm_ukernel_6x16__avx2,
-    .pack_a = pack_a, .pack_b = pack_b, .gemv_t = gemv_t, .gemv_n = gemv_n,
+    .pack_a = pack_a, .pack_b = pack_b, .gemv_t = gemv_t, .gemv_n = gemv_n, .urow = lithe_f32_gemm_urow_1x16__avx2,
 };
 
 const lithe__sgemm_kernel *lithe__sgemm_kernel_avx2(void) {

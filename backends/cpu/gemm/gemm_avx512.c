@@ -119,6 +119,48 @@ DEFINE_UKERNEL(8)
 DEFINE_UKERNEL(12)
 DEFINE_UKERNEL(14)
 
+/* One row against G packed slivers at once (gemm.h's urow): 2 G accumulators (8 at G = 4, what
+ * 2 FMA pipes x 4 cycles need), each element accumulated and written exactly as the microkernel
+ * does a row of its tile. */
+static inline __attribute__((always_inline)) void urow_group(int G, size_t nr_last, size_t kc, const float *x,
+                                                             const float *b, float *c, const float *bias, __m512 va,
+                                                             float beta) {
+    const size_t sl = kc * NR;
+    __m512 acc[8];
+    for (int g = 0; g < 2 * G; g++) acc[g] = _mm512_setzero_ps();
+    for (size_t k = 0; k < kc; k++) {
+        __m512 xv = _mm512_set1_ps(x[k]);
+        for (int g = 0; g < G; g++) {
+            acc[2 * g] = _mm512_fmadd_ps(xv, _mm512_load_ps(b + g * sl + k * NR), acc[2 * g]);
+            acc[2 * g + 1] = _mm512_fmadd_ps(xv, _mm512_load_ps(b + g * sl + k * NR + 16), acc[2 * g + 1]);
+        }
+    }
+    for (int g = 0; g < G; g++) {
+        size_t nr = g == G - 1 ? nr_last : NR;
+        __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1);
+        __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF : nr <= 16 ? (__mmask16)0 : (__mmask16)((1u << (nr - 16)) - 1);
+        store_row(acc[2 * g], c + g * NR, bias ? bias + g * NR : NULL, va, beta, m0);
+        if (m1) store_row(acc[2 * g + 1], c + g * NR + 16, bias ? bias + g * NR + 16 : NULL, va, beta, m1);
+    }
+}
+
+static void lithe_f32_gemm_urow_1x32__avx512(size_t ns, size_t nr_last, size_t kc, const float *x, const float *b,
+                                             float *c, const lithe__sgemm_ukparams *p) {
+    __m512 va = _mm512_set1_ps(p->alpha);
+    const size_t sl = kc * NR;
+    size_t s = 0;
+    for (; s + 4 <= ns; s += 4)
+        urow_group(4, s + 4 == ns ? nr_last : NR, kc, x, b + s * sl, c + s * NR, p->bias ? p->bias + s * NR : NULL, va,
+                   p->beta);
+    const float *bias = p->bias ? p->bias + s * NR : NULL;
+    switch (ns - s) {
+    case 3: urow_group(3, nr_last, kc, x, b + s * sl, c + s * NR, bias, va, p->beta); break;
+    case 2: urow_group(2, nr_last, kc, x, b + s * sl, c + s * NR, bias, va, p->beta); break;
+    case 1: urow_group(1, nr_last, kc, x, b + s * sl, c + s * NR, bias, va, p->beta); break;
+    default: break;
+    }
+}
+
 /* 16 x 16 transpose of r[0..15] in place. */
 static inline __attribute__((always_inline)) void transpose16(__m512 r[16]) {
     __m512 t[16];
@@ -385,7 +427,7 @@ static const lithe__sgemm_kernel *for_rows(int64_t M);
 #define KERNEL(MR, MC)                                                                                            \
     {.isa = "avx512", .mr = MR, .nr = NR, .mc = MC, .kc = 512, .nc = 4096,                                        \
      .ukernel = lithe_f32_gemm_ukernel_##MR##x32__avx512, .pack_a = pack_a_##MR, .pack_b = pack_b_32,             \
-     .gemv_t = gemv_t, .gemv_n = gemv_n, .for_rows = for_rows}
+     .gemv_t = gemv_t, .gemv_n = gemv_n, .for_rows = for_rows, .urow = lithe_f32_gemm_urow_1x32__avx512}
 static const lithe__sgemm_kernel kernels[] = {KERNEL(14, 126), KERNEL(12, 120), KERNEL(8, 128), KERNEL(4, 128),
                                               KERNEL(2, 128)};
 #define N_KERNELS (sizeof kernels / sizeof kernels[0])

@@ -228,9 +228,47 @@ static void gemv_t__wasmsimd(size_t n, size_t K, size_t kc, float alpha, const f
     }
 }
 
+/* One row against G packed slivers at once (gemm.h's urow): 2 G accumulators, each element
+ * accumulated (rounded product, then rounded sum, k in order) and written as in the 4 x 8 tile. */
+static inline __attribute__((always_inline)) void urow_group(int G, size_t nr_last, size_t kc, const float *x,
+                                                             const float *b, float *c, const float *bias,
+                                                             v128_t valpha, float beta) {
+    const size_t sl = kc * NR;
+    v128_t acc[8];
+    for (int g = 0; g < 2 * G; g++) acc[g] = wasm_f32x4_splat(0.0f);
+    for (size_t k = 0; k < kc; k++) {
+        v128_t xv = wasm_v128_load32_splat(x + k);
+        for (int g = 0; g < G; g++) {
+            acc[2 * g] = wasm_f32x4_add(acc[2 * g], wasm_f32x4_mul(xv, wasm_v128_load(b + g * sl + k * NR)));
+            acc[2 * g + 1] = wasm_f32x4_add(acc[2 * g + 1], wasm_f32x4_mul(xv, wasm_v128_load(b + g * sl + k * NR + 4)));
+        }
+    }
+    for (int g = 0; g < G; g++)
+        store_row(acc[2 * g], acc[2 * g + 1], c + g * NR, bias ? bias + g * NR : NULL, valpha, beta,
+                  g == G - 1 ? nr_last : NR);
+}
+
+static void lithe_f32_gemm_urow_1x8__wasmsimd(size_t ns, size_t nr_last, size_t kc, const float *x, const float *b,
+                                              float *c, const lithe__sgemm_ukparams *p) {
+    v128_t valpha = wasm_f32x4_splat(p->alpha);
+    const size_t sl = kc * NR;
+    size_t s = 0;
+    for (; s + 4 <= ns; s += 4)
+        urow_group(4, s + 4 == ns ? nr_last : NR, kc, x, b + s * sl, c + s * NR, p->bias ? p->bias + s * NR : NULL,
+                   valpha, p->beta);
+    const float *bias = p->bias ? p->bias + s * NR : NULL;
+    switch (ns - s) {
+    case 3: urow_group(3, nr_last, kc, x, b + s * sl, c + s * NR, bias, valpha, p->beta); break;
+    case 2: urow_group(2, nr_last, kc, x, b + s * sl, c + s * NR, bias, valpha, p->beta); break;
+    case 1: urow_group(1, nr_last, kc, x, b + s * sl, c + s * NR, bias, valpha, p->beta); break;
+    default: break;
+    }
+}
+
 static const lithe__sgemm_kernel kernel = {
     .isa = "wasmsimd", .mr = MR, .nr = NR, .mc = 128, .kc = 256, .nc = 2048,
     .ukernel = lithe_f32_gemm_ukernel_4x8__wasmsimd, .gemv_t = gemv_t__wasmsimd, .gemv_n = gemv_n__wasmsimd,
+    .urow = lithe_f32_gemm_urow_1x8__wasmsimd,
 };
 
 const lithe__sgemm_kernel *lithe__sgemm_kernel_wasmsimd(void) { return &kernel; }

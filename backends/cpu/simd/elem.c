@@ -314,6 +314,36 @@ static void K(mul)(int64_t n, const float *A, const float *B, float *Y) {
     for (; i < n; i++) Y[i] = A[i] * B[i];
 }
 
+/* Whole vectors, then the tail through the zero-padded buffer (a division there runs on padding
+ * zeros too, harmlessly). */
+static inline __attribute__((always_inline)) vf bin1(int op, vf a, vf b) {
+    switch (op) {
+    case LITHE__BIN_ADD: return a + b;
+    case LITHE__BIN_SUB: return a - b;
+    case LITHE__BIN_MUL: return a * b;
+    default: return a / b;
+    }
+}
+static inline __attribute__((always_inline)) void bin_loop(int op, int64_t n, const float *A, bool a1, const float *B,
+                                                           bool b1, float *Y) {
+    vf sa = splat(A[0]), sb = splat(B[0]);
+    int64_t i = 0;
+    for (; i + VW <= n; i += VW) st(Y + i, bin1(op, a1 ? sa : ld(A + i), b1 ? sb : ld(B + i)));
+    if (i < n) {
+        int64_t m = n - i;
+        st_part(Y + i, bin1(op, a1 ? sa : ld_part(A + i, m), b1 ? sb : ld_part(B + i, m)), m);
+    }
+}
+static void K(binary)(int op, int64_t n, const float *A, bool a1, const float *B, bool b1, float *Y) {
+    if (n <= 0) return;
+    switch (op) { /* one loop per op, so the switch is not in the loop */
+    case LITHE__BIN_ADD: bin_loop(LITHE__BIN_ADD, n, A, a1, B, b1, Y); break;
+    case LITHE__BIN_SUB: bin_loop(LITHE__BIN_SUB, n, A, a1, B, b1, Y); break;
+    case LITHE__BIN_MUL: bin_loop(LITHE__BIN_MUL, n, A, a1, B, b1, Y); break;
+    default: bin_loop(LITHE__BIN_DIV, n, A, a1, B, b1, Y); break;
+    }
+}
+
 static inline float hmax(vf v) {
     float m = v[0];
     for (int l = 1; l < VW; l++) m = v[l] > m ? v[l] : m;
@@ -914,4 +944,5 @@ const lithe__simd_kernels TABLE = {
     .unary_backward = K(unary_backward),
     .maxout = K(maxout),
     .dwconv_row = K(dwconv_row),
+    .binary = K(binary),
 };

@@ -10,6 +10,7 @@ __attribute__((visibility("default"))) const lithe__importers *lithe_importers(v
     static const lithe__importers table = {
         &lithe__onnx_graph_type, lithe__graph_types,    lithe__onnx_attach,    lithe_onnx_load_bytes,
         lithe_onnx_load,         lithe_onnx_op_names,   lithe_tfjs_load_bytes, lithe_tfjs_load,
+        lithe__graph_prepare,    lithe__graph_const,
     };
     return &table;
 }

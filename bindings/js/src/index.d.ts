@@ -114,7 +114,7 @@ export declare class Model extends Handle {
   readonly name: string;
   /** Seeds the tree (dropout masks): training repeats exactly, as native lithe does with the same seed. */
   setSeed(seed: number | bigint): this;
-  /** forward with is_train = false. */
+  /** forward with is_train = false, the weights prepared for inference first (packed once; same bits, one extra copy of the weights' memory). */
   predict(x: TensorLike, shape?: readonly number[]): Tensor<Float32Array>;
   /** begin_update, loss, backprop, finish_update; returns the loss as lithe reports it (Thinc's sum of squared gradients). */
   trainStep(step: TrainStep): number;

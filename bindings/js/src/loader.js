@@ -343,8 +343,11 @@ export function linkImporters(loaded, module) {
   const got = []; // the addresses it takes (GOT.func: table slots; GOT.mem: data), set once it is instantiated
   for (const imp of WebAssembly.Module.imports(module)) {
     if (imp.module === 'env' && imp.kind === 'function') {
-      if (typeof core[imp.name] !== 'function') throw new Error(`lithe: the core module does not export ${imp.name}, which the importer module needs (mismatched builds?)`);
-      env[imp.name] = core[imp.name];
+      if (typeof core[imp.name] === 'function') env[imp.name] = core[imp.name];
+      // a host function (Emscripten implements a few libc calls in JavaScript): fails softly, as
+      // the core's own do (instantiate)
+      else if (!/^(lithe|js_)/.test(imp.name)) env[imp.name] = () => -ENOSYS;
+      else throw new Error(`lithe: the core module does not export ${imp.name}, which the importer module needs (mismatched builds?)`);
     } else if (imp.module === 'GOT.func' || imp.module === 'GOT.mem') {
       const g = i32(0, true);
       imports[imp.module][imp.name] = g;

@@ -264,6 +264,17 @@ class Model:
             _lib.value_release(v)
             _lib.value_release(y)
 
+    def prepare_inference(self):
+        """Packs the weights once for predict (lithe_model_prepare_inference; the same bits, faster
+        at batch > 1). A snapshot: lithe drops it on its own writes (finish_update, loading, ...),
+        but NOT on writes through a param's DLPack view (numpy / torch): call this again (or
+        release_prepared) after writing one. Returns the bytes the prepared copies hold."""
+        _lib.check(_lib.model_prepare_inference(self._ptr))
+        return _lib.model_prepared_bytes(self._ptr)
+
+    def release_prepared(self):
+        _lib.model_release_prepared(self._ptr)
+
     def begin_update(self, X):
         """(Y, backprop): backprop(dY) accumulates the gradients and returns dX."""
         v = _value_of(X)

@@ -1,0 +1,216 @@
+/* Weights prepared for inference (lithe_model_prepare_inference): a backend's private form of the
+ * weights a model's GEMMs read as op(B) — on the CPU the packed Wᵀ panels its driver would
+ * otherwise build on every call — kept on the weights' storage and dropped when lithe writes that
+ * storage (lithe__storage_touch: the version moves on). The forward of a layer reads the prepared
+ * form only when is_train is false and the version still matches; the bits are the unprepared
+ * call's (the same kernel, blocking and summation order).
+ *
+ * Which weights: the dense family (W of Linear, Relu, ... and Softmax, as X·Wᵀ), Maxout's W (as
+ * its (nO·nP, nI) view) and an imported graph's Gemm / MatMul B when it is an initializer (a
+ * param or a constant) of a 2-D float shape. */
+#include "internal.h"
+
+static bool same_view(const lithe__prepared *p, const lithe_tensor *B, bool transB, const lithe_backend *be) {
+    return p->backend == be && p->transB == transB && p->offset == B->offset && p->shape[0] == B->shape[0] &&
+           p->shape[1] == B->shape[1] && p->strides[0] == B->strides[0] && p->strides[1] == B->strides[1];
+}
+
+static void prepared_free(lithe__prepared *p) {
+    if (p->backend->ops->prepared_free) p->backend->ops->prepared_free(p->backend, p->data);
+    lithe__free(p);
+}
+
+void lithe__storage_drop_prepared(lithe__storage *st) {
+    lithe__prepared *p = st->prepared;
+    st->prepared = NULL;
+    while (p) {
+        lithe__prepared *next = p->next;
+        prepared_free(p);
+        p = next;
+    }
+}
+
+static lithe__prepared *find(const lithe_tensor *B, bool transB, const lithe_backend *be) {
+    if (!B || B->ndim != 2) return NULL;
+    for (lithe__prepared *p = B->storage->prepared; p; p = p->next)
+        if (p->version == B->storage->version && same_view(p, B, transB, be)) return p;
+    return NULL;
+}
+
+const void *lithe__prepared_find(const lithe_tensor *B, bool transB, const lithe_backend *be) {
+    const lithe__prepared *p = find(B, transB, be);
+    return p ? p->data : NULL;
+}
+
+lithe_status lithe__prepare_b(lithe_tensor *B, bool transB, lithe_backend *be) {
+    if (!be->ops->prepare_b || !be->ops->gemm_prepared || B->dtype != LITHE_F32 || B->ndim != 2 ||
+        B->storage->backend != be || B->strides[1] != 1 || B->numel == 0)
+        return LITHE_OK; /* nothing this backend (or this view) can use */
+    /* a fresh snapshot: the form of this view made before (valid or not) goes, since the values
+     * may have been written where lithe cannot see */
+    for (lithe__prepared **pp = &B->storage->prepared; *pp; pp = &(*pp)->next)
+        if (same_view(*pp, B, transB, be)) {
+            lithe__prepared *old = *pp;
+            *pp = old->next;
+            prepared_free(old);
+            break;
+        }
+    lithe__prepared *p = lithe__calloc(1, sizeof *p);
+    if (!p) return lithe__oom("lithe_model_prepare_inference", sizeof *p);
+    lithe_status s = be->ops->prepare_b(be, transB, B, &p->data, &p->bytes);
+    if (s != LITHE_OK || !p->data) {
+        lithe__free(p);
+        return s;
+    }
+    p->backend = be;
+    p->version = B->storage->version;
+    p->transB = transB;
+    p->offset = B->offset;
+    for (int d = 0; d < 2; d++) {
+        p->shape[d] = B->shape[d];
+        p->strides[d] = B->strides[d];
+    }
+    p->next = B->storage->prepared;
+    B->storage->prepared = p;
+    return LITHE_OK;
+}
+
+lithe_status lithe__gemm_w(lithe_backend *be, bool is_train, bool transA, bool transB, float alpha,
+                           const lithe_tensor *A, const lithe_tensor *B, float beta, lithe_tensor *C) {
+    const void *P = is_train ? NULL : lithe__prepared_find(B, transB, be);
+    if (!P) return lithe__op_gemm(be, transA, transB, alpha, A, B, beta, C);
+    lithe__storage_touch(C->storage);
+    return be->ops->gemm_prepared(be, transA, transB, alpha, A, B, P, beta, C, NULL, NULL, NULL);
+}
+
+lithe_status lithe__gemm_bias_act_w(lithe_backend *be, bool is_train, bool transA, bool transB, const lithe_tensor *A,
+                                    const lithe_tensor *B, const lithe_tensor *b, const lithe__act *a, lithe_tensor *Z,
+                                    lithe_tensor *Y) {
+    const void *P = is_train ? NULL : lithe__prepared_find(B, transB, be);
+    if (!P) return lithe__op_gemm_bias_act(be, transA, transB, A, B, b, a, Z, Y);
+    lithe__storage_touch(Y->storage);
+    if (Z) lithe__storage_touch(Z->storage);
+    return be->ops->gemm_prepared(be, transA, transB, 1.0f, A, B, P, 0.0f, Y, b, a, Z);
+}
+
+/* ---- the public calls ---- */
+
+static bool in_family(const lithe__layer_type *t, const lithe__layer_type *const *family) {
+    for (size_t i = 0; family[i]; i++)
+        if (family[i] == t) return true;
+    return false;
+}
+
+/* One node's weights. */
+static lithe_status prepare_node(lithe_model *m) {
+    lithe_backend *be = m->backend;
+    if (in_family(m->type, lithe__dense_types) || in_family(m->type, lithe__softmax_types)) {
+        lithe__param *p = lithe__model_find_param(m, "W");
+        if (p && p->value && p->value->ndim == 2) return lithe__prepare_b(p->value, true, be);
+        return LITHE_OK;
+    }
+    if (in_family(m->type, lithe__maxout_types)) { /* W (nO, nP, nI) read as (nO·nP, nI) */
+        lithe__param *p = lithe__model_find_param(m, "W");
+        if (!p || !p->value || p->value->ndim != 3) return LITHE_OK;
+        lithe_tensor *W = p->value, *W2 = NULL;
+        LITHE__TRY(lithe_tensor_reshape(W, 2, (int64_t[]){W->shape[0] * W->shape[1], W->shape[2]}, &W2));
+        lithe_status s = lithe__prepare_b(W2, true, be);
+        lithe_tensor_release(W2);
+        return s;
+    }
+    if (m->type == LITHE__ONNX_GRAPH_TYPE) return lithe__graph_prepare(m);
+    return LITHE_OK;
+}
+
+static lithe_status walk_all(lithe_model *m, lithe_model ***nodes, size_t *n) {
+    size_t cap = 64;
+    for (;;) {
+        lithe_model **buf = lithe__malloc(cap * sizeof *buf);
+        if (!buf) return lithe__oom("lithe_model_prepare_inference", cap * sizeof *buf);
+        size_t got = 0;
+        lithe_status s = lithe_model_walk(m, buf, cap, &got);
+        if (s != LITHE_OK) {
+            lithe__free(buf);
+            return s;
+        }
+        if (got <= cap) {
+            *nodes = buf;
+            *n = got;
+            return LITHE_OK;
+        }
+        lithe__free(buf);
+        cap = got;
+    }
+}
+
+static void release_tensor(lithe_tensor *t) {
+    if (t && t->storage->prepared) lithe__storage_drop_prepared(t->storage);
+}
+
+static void release_node(lithe_model *m) {
+    for (size_t i = 0; i < m->n_params; i++) release_tensor(m->params[i].value);
+    if (m->type == LITHE__ONNX_GRAPH_TYPE)
+        for (size_t i = 0; lithe__graph_const(m, i); i++) release_tensor(lithe__graph_const(m, i));
+}
+
+void lithe_model_release_prepared(lithe_model *m) {
+    if (!m) return;
+    lithe_model **nodes = NULL;
+    size_t n = 0;
+    if (walk_all(m, &nodes, &n) != LITHE_OK) { /* no memory for the walk: this node at least */
+        release_node(m);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) release_node(nodes[i]);
+    lithe__free(nodes);
+}
+
+lithe_status lithe_model_prepare_inference(lithe_model *m) {
+    LITHE__CHECK_ARG(m, "lithe_model_prepare_inference", "model is NULL");
+    lithe_model **nodes = NULL;
+    size_t n = 0;
+    LITHE__TRY(walk_all(m, &nodes, &n));
+    lithe_status s = LITHE_OK;
+    for (size_t i = 0; s == LITHE_OK && i < n; i++) s = prepare_node(nodes[i]);
+    for (size_t i = 0; s != LITHE_OK && i < n; i++) release_node(nodes[i]); /* all or nothing */
+    lithe__free(nodes);
+    return s;
+}
+
+static size_t storage_bytes(const lithe__storage *st) {
+    size_t b = 0;
+    for (const lithe__prepared *p = st->prepared; p; p = p->next)
+        if (p->version == st->version) b += p->bytes;
+    return b;
+}
+
+/* Each storage counted once (a storage shared by several params or nodes). */
+static size_t tensor_bytes(const lithe_tensor *t, const lithe__storage **seen, size_t *n_seen, size_t cap) {
+    if (!t || !t->storage->prepared) return 0;
+    for (size_t i = 0; i < *n_seen; i++)
+        if (seen[i] == t->storage) return 0;
+    if (*n_seen < cap) seen[(*n_seen)++] = t->storage;
+    return storage_bytes(t->storage);
+}
+
+static size_t node_bytes(lithe_model *m, const lithe__storage **seen, size_t *n_seen, size_t cap) {
+    size_t b = 0;
+    for (size_t i = 0; i < m->n_params; i++) b += tensor_bytes(m->params[i].value, seen, n_seen, cap);
+    if (m->type == LITHE__ONNX_GRAPH_TYPE)
+        for (size_t i = 0; lithe__graph_const(m, i); i++) b += tensor_bytes(lithe__graph_const(m, i), seen, n_seen, cap);
+    return b;
+}
+
+size_t lithe_model_prepared_bytes(lithe_model *m) {
+    if (!m) return 0;
+    lithe_model **nodes = NULL;
+    size_t n = 0;
+    if (walk_all(m, &nodes, &n) != LITHE_OK) return 0;
+    size_t cap = 1024, n_seen = 0, b = 0;
+    const lithe__storage **seen = lithe__malloc(cap * sizeof *seen);
+    if (!seen) cap = 0;
+    for (size_t i = 0; i < n; i++) b += node_bytes(nodes[i], seen, &n_seen, cap);
+    lithe__free(seen);
+    lithe__free(nodes);
+    return b;
+}
