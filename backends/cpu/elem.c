@@ -113,6 +113,9 @@ int lithe__simd_available(const lithe__simd_kernels **out, int max) {
 static _Atomic(const lithe__simd_kernels *) chosen, forced;
 
 static const lithe__simd_kernels *pick(void) {
+#if defined(LITHE_SIMD_ONLY) && defined(__wasm_simd128__)
+    return &lithe__simd_wasm_simd128; /* the one table (LITHE_SIMD_ONLY, above) */
+#endif
     const lithe__simd_kernels *all[8];
     int n = lithe__simd_available(all, 8);
     const char *want = getenv("LITHE_CPU_ISA");

@@ -12,8 +12,7 @@ static bool wanted;
 static lithe_status absent(const char *fn) {
     wanted = true;
     return lithe__fail(LITHE_ERR_UNSUPPORTED,
-                       "%s: ONNX and TF.js models (and .lithe files holding one) need lithe's importer module, "
-                       "lithe-importers.wasm, which is not loaded (lithe.load() loads it when it meets such a model)",
+                       "%s: ONNX / TF.js models need lithe-importers.wasm, which is not loaded (lithe.load() loads it)",
                        fn);
 }
 
