@@ -799,6 +799,16 @@ lithe_status lithe__graph_prepare(lithe_model *m) {
         const lithe__onnx_node *n = &g->onnx.nodes[i];
         if (n->n_inputs < 2 || node_folded(g, i)) continue;
         bool gemm = !strcmp(n->op_type, "Gemm"), matmul = !strcmp(n->op_type, "MatMul");
+        if (gemm || !strcmp(n->op_type, "Conv")) { /* a backend's own operator for W and its bias (LITHE_XNNPACK) */
+            lithe_tensor *W = init_tensor(m, g, g->node_in[i][1]), *bias = NULL;
+            bool ok = W && W->dtype == LITHE_F32;
+            if (ok && n->n_inputs > 2 && g->node_in[i][2] >= 0) {
+                bias = init_tensor(m, g, g->node_in[i][2]);
+                ok = bias && bias->dtype == LITHE_F32;
+            }
+            lithe__prep_op op;
+            if (ok && lithe__graph_prep_op(n, W, bias, &op)) LITHE__TRY(lithe__prepare_op(m->backend, &op, W, bias));
+        }
         if (!gemm && !matmul) continue;
         lithe_tensor *B = init_tensor(m, g, g->node_in[i][1]);
         if (!B || B->ndim != 2 || B->dtype != LITHE_F32 || !lithe_tensor_is_contiguous(B)) continue;
