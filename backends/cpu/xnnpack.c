@@ -21,13 +21,16 @@
  * Bits: XNNPACK sums in its own order, so its results differ from lithe's in the last bits (within
  * the tolerance of the PyTorch comparisons). Because the rule looks at the batch (M, N*OH*OW), a
  * batch and its rows one at a time may take different paths: they are not bit-identical under this
- * option. Threads: lithe's thread count, through a pthreadpool made at prepare time. */
+ * option. Threads: lithe's thread count, through a pthreadpool made at prepare time. The environment
+ * variable LITHE_XNNPACK=0 makes prepare create no XNNPACK operator (for measuring lithe alone in
+ * the same build: bench/xnnpack/ops.c --models). */
 #include "kernels.h"
 #include "threadpool.h"
 
 #include <math.h>
 #include <pthread.h>
 #include <pthreadpool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <xnnpack.h>
 
@@ -91,6 +94,8 @@ lithe_status lithe__xnn_prepare_op(lithe_backend *be, const lithe__prep_op *op, 
     (void)be;
     *out = NULL;
     *bytes = 0;
+    const char *env = getenv("LITHE_XNNPACK"); /* "0": prepare none (to measure lithe alone) */
+    if (env && !strcmp(env, "0")) return LITHE_OK;
     pthread_once(&init_once, init);
     if (init_status == xnn_status_unsupported_hardware) return LITHE_OK; /* lithe's kernels, then */
     if (init_status != xnn_status_success) return xnn_fail(init_status, "xnn_initialize");

@@ -5,7 +5,11 @@
  * the NCHW <-> NHWC transposes lithe's layout needs; NCHW convolutions where this XNNPACK has them).
  * The two are interleaved in one loop, so both see the same machine load; each figure is the
  * minimum over the runs of the thread's CPU time, in microseconds.
- *   bench_xnnpack_ops [--runs N]        (built with -DLITHE_XNNPACK=ON; 1 thread) */
+ * --models DIR: whole models as bench/run.sh exports them (DIR: build/bench), each predicted with
+ * the weights prepared with and without XNNPACK operators (LITHE_XNNPACK=0 at prepare time),
+ * interleaved the same way, with max |output - PyTorch| for both.
+ *   bench_xnnpack_ops [--runs N] [--models DIR]   (target bench_xnnpack_ops, built where
+ *                                                  libxnnpack-dev is found; 1 thread) */
 #define _POSIX_C_SOURCE 200809L
 #include "../../core/internal.h"
 
@@ -195,10 +199,90 @@ static void conv(const char *name, int count, int64_t N, int64_t C, int64_t H, i
     lithe_tensor_release(c.Y);
 }
 
+/* ---- whole models ---- */
+static lithe_tensor *npy(const char *dir, const char *name) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "cannot open %s\n", path);
+        exit(1);
+    }
+    static uint8_t buf[1 << 24];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    lithe_tensor *t = NULL;
+    if (lithe_npy_load(buf, n, &t) != LITHE_OK) exit(1);
+    return t;
+}
+typedef struct {
+    lithe_model *m;
+    lithe_value *X;
+} model_ctx;
+static void predict(void *p) {
+    model_ctx *c = p;
+    lithe_value *Y = NULL;
+    if (lithe_model_predict(c->m, c->X, &Y) != LITHE_OK) {
+        fprintf(stderr, "predict: %s\n", lithe_last_error());
+        exit(1);
+    }
+    lithe_value_release(Y);
+}
+static double err(model_ctx *c, const lithe_tensor *ref) {
+    lithe_value *Y = NULL;
+    if (lithe_model_predict(c->m, c->X, &Y) != LITHE_OK) exit(1);
+    const float *y = lithe_tensor_data(lithe_value_get_tensor(Y)), *r = lithe_tensor_data((lithe_tensor *)ref);
+    double e = 0;
+    for (int64_t i = 0; i < lithe_tensor_numel((lithe_tensor *)ref); i++) e = fmax(e, fabs((double)y[i] - r[i]));
+    lithe_value_release(Y);
+    return e;
+}
+static void model(const char *dir, const char *file, const char *workload) {
+    char path[1024], name[256];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    model_ctx a = {0}, b = {0};
+    if (lithe_model_load(path, &a.m) != LITHE_OK || lithe_model_load(path, &b.m) != LITHE_OK) {
+        fprintf(stderr, "%s: %s\n", path, lithe_last_error());
+        exit(1);
+    }
+    snprintf(name, sizeof name, "%s_x.npy", workload);
+    lithe_tensor *X = npy(dir, name);
+    snprintf(name, sizeof name, "%s_%sref.npy", workload, strstr(file, ".lithe") ? "softmax_" : "");
+    lithe_tensor *R = npy(dir, name);
+    if (lithe_value_tensor(X, &a.X) != LITHE_OK || lithe_value_tensor(X, &b.X) != LITHE_OK) exit(1);
+    setenv("LITHE_XNNPACK", "0", 1);
+    if (lithe_model_prepare_inference(a.m) != LITHE_OK) exit(1);
+    unsetenv("LITHE_XNNPACK");
+    if (lithe_model_prepare_inference(b.m) != LITHE_OK) exit(1);
+    double tl, tx;
+    race(predict, &a, predict, &b, &tl, &tx);
+    printf("| %s (%s) | %.0f | %.0f | %.2f | %.1e | %.1e |\n", workload, file, tl, tx, tl / tx, err(&a, R), err(&b, R));
+    lithe_value_release(a.X);
+    lithe_value_release(b.X);
+    lithe_tensor_release(X);
+    lithe_tensor_release(R);
+    lithe_model_free(a.m);
+    lithe_model_free(b.m);
+}
+
 int main(int argc, char **argv) {
     if (argc > 2 && !strcmp(argv[1], "--runs")) runs = atoi(argv[2]);
-    check(xnn_initialize(NULL), "xnn_initialize");
     if (lithe_backend_set_threads(lithe__backend_cpu(), 1) != LITHE_OK) return 1;
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--models")) {
+            const char *d = argv[i + 1];
+            printf("| workload | lithe prepared us | lithe + XNNPACK prepared us | ratio | max err lithe | max err XNNPACK |\n");
+            printf("|---|---|---|---|---|---|\n");
+            model(d, "mlp.onnx", "mlp_b1");
+            model(d, "mlp.onnx", "mlp_b64");
+            model(d, "mlp.lithe", "mlp_b1");
+            model(d, "mlp.lithe", "mlp_b64");
+            model(d, "cnn.onnx", "cnn_b1");
+            model(d, "cnn.onnx", "cnn_b32");
+            model(d, "mobilenet_v2.onnx", "mobilenet_v2_b1");
+            return 0;
+        }
+    check(xnn_initialize(NULL), "xnn_initialize");
     printf("| workload | op | lithe us | XNNPACK NHWC (+transposes) / FC us | XNNPACK NCHW us | lithe / best XNNPACK |\n");
     printf("|---|---|---|---|---|---|\n");
     fc("mlp_b1", 1, 512, 784, true);
