@@ -2,9 +2,10 @@
  * LITHE_XNNPACK=ON builds it). The oracle is lithe's own path (which the other tests check against
  * PyTorch and float64); XNNPACK sums in another order, so results agree within float tolerance:
  *   - convolutions: every kind the rule hands to XNNPACK (depthwise 3x3 s1 / s2 and 5x5 s2 through
- *     NCHW; dense 5x5 (the CNN's), 3x3 s2 on 3 channels and 1x1 on 7x7 through NHWC) with and
- *     without bias, at batch 1 and 3, must run through XNNPACK (done) and match lithe's conv2d; the
- *     kinds it declines (1x1 on 14x14, grouped non-depthwise, dilated) must run lithe's kernels;
+ *     NCHW; dense 5x5 (the CNN's, and on 1 channel), 3x3 s2 on 12 channels and 1x1 on 7x7 through
+ *     NHWC) with and without bias, at batch 1 and 3, must run through XNNPACK (done) and match
+ *     lithe's conv2d; the kinds it declines (1x1 on 14x14, 3x3 on 3 channels, grouped
+ *     non-depthwise, dilated) must run lithe's kernels;
  *   - fully connected: N = 10 at M = 32 / 64 with no clamp and relu through XNNPACK; M = 1 and
  *     N = 64 declined; a dense model (Relu(16) -> Linear(10)) predicted prepared and unprepared;
  *   - freshness: a write to the bias (or W) drops the operator (lithe's path again);
@@ -71,7 +72,9 @@ static const conv_case conv_cases[] = {
     {"depthwise 3x3 s2", 24, 14, 24, 3, 2, 1, 24, 1, true},
     {"depthwise 5x5 s2", 16, 11, 16, 5, 2, 2, 16, 1, true},
     {"dense 5x5 p2 (CNN)", 16, 14, 32, 5, 1, 2, 1, 1, true},
-    {"dense 3x3 s2, 3 channels", 3, 23, 8, 3, 2, 1, 1, 1, true},
+    {"dense 5x5, 1 channel", 1, 20, 16, 5, 1, 2, 1, 1, true},
+    {"dense 3x3 s2, 12 channels", 12, 23, 8, 3, 2, 1, 1, 1, true},
+    {"dense 3x3 s2, 3 channels (declined)", 3, 23, 8, 3, 2, 1, 1, 1, false},
     {"pointwise on 7x7", 40, 7, 24, 1, 1, 0, 1, 1, true},
     {"pointwise on 14x14 (declined)", 40, 14, 24, 1, 1, 0, 1, 1, false},
     {"grouped 3x3 (declined)", 16, 9, 16, 3, 1, 1, 4, 1, false},
@@ -119,7 +122,6 @@ static void test_conv(void **state) {
                     fail();
                 }
                 if (done) {
-                    print_message("%s N %lld bias %d\n", c->what, (long long)N, with_bias);
                     double worst = close_to(Y, R, (double)(c->C / c->group * c->k * c->k + 1));
                     print_message("%-30s N %lld bias %d: max |XNNPACK - lithe| %.2g\n", c->what, (long long)N,
                                   with_bias, worst);

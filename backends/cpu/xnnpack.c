@@ -9,8 +9,11 @@
  *   - Conv, depthwise (one channel per group) 3x3 or 5x5, stride 1 or 2, padding (k-1)/2 on every
  *     side, no dilation: XNNPACK's NCHW depthwise kernel, on lithe's own layout (1.3-4.3x faster on
  *     every mobilenet_v2 depthwise layer);
- *   - Conv, one group, kernel larger than 1x1: XNNPACK's NHWC convolution with the input and output
- *     transposed around it (the CNN's 5x5 16->32: 2.0x; 1->16 and mobilenet's 3->32 3x3 s2: 1.05x);
+ *   - Conv, one group, kernel larger than 1x1, with one input channel (no input transpose) or
+ *     C*KH*KW >= 100: XNNPACK's NHWC convolution with the input and output transposed around it
+ *     (the CNN's 5x5 16->32, K = 400: 2.0x; its 5x5 1->16: 1.08x). mobilenet_v2's 3x3 s2 3->32
+ *     (K = 27) is level (0.89-1.05x over runs; XNNPACK's NHWC-in/NCHW-out kernel for it: 0.35x) and
+ *     stays on lithe's; no shape between K = 27 and 400 was measured;
  *   - Conv 1x1 (one group): the same NHWC path only when N*OH*OW <= 64 pixels (mobilenet_v2's 7x7
  *     layers: 1.2-1.35x; at 14x14 and above lithe's GEMM is level or faster, up to 2.8x);
  *   - fully connected (dense layers with no activation or relu, ONNX Gemm A·Bᵀ + C): only when
@@ -54,7 +57,7 @@ static bool conv_pointwise(const lithe__conv2d *g) {
     return g->KH == 1 && g->KW == 1 && g->stride[0] == 1 && g->stride[1] == 1 && !g->pad[0] && !g->pad[1] &&
            !g->pad[2] && !g->pad[3];
 }
-enum { FC_MAX_N = 16, FC_MIN_M = 16, POINTWISE_MAX_PIXELS = 64 };
+enum { FC_MAX_N = 16, FC_MIN_M = 16, POINTWISE_MAX_PIXELS = 64, DENSE_MIN_K = 100 };
 
 /* XNNPACK allocates with the C library (xnn_initialize(NULL)): this build frees some blocks with
  * the plain deallocator that it took from the aligned one, so lithe's allocator hook (whose aligned
@@ -110,6 +113,7 @@ lithe_status lithe__xnn_prepare_op(lithe_backend *be, const lithe__prep_op *op, 
     } else if (op->kind == LITHE__PREP_CONV2D) {
         const lithe__conv2d *g = &op->conv;
         if (W->ndim != 4 || (g->group != 1 && !conv_depthwise(g)) || g->C != W->shape[1] * g->group) return LITHE_OK;
+        if (g->group == 1 && !conv_pointwise(g) && g->C != 1 && g->C * g->KH * g->KW < DENSE_MIN_K) return LITHE_OK;
         uint32_t pt = (uint32_t)g->pad[0], pl = (uint32_t)g->pad[1], pb = (uint32_t)g->pad[2], pr = (uint32_t)g->pad[3];
         uint32_t kh = (uint32_t)g->KH, kw = (uint32_t)g->KW, sh = (uint32_t)g->stride[0], sw = (uint32_t)g->stride[1];
         uint32_t dh = (uint32_t)g->dil[0], dw = (uint32_t)g->dil[1];
@@ -198,12 +202,13 @@ lithe_status lithe__xnn_run_prepared_op(lithe_backend *be, const void *P, const 
     }
     if (f->pointwise && N * OH * OW > POINTWISE_MAX_PIXELS) return LITHE_OK;
     (void)g;
-    size_t nx = (size_t)(N * C * H * W), ny = (size_t)(N * M * OH * OW);
+    size_t nx = C > 1 ? (size_t)(N * C * H * W) : 0, ny = (size_t)(N * M * OH * OW);
     float *xt = lithe__malloc((nx + ny) * sizeof(float));
     if (!xt) return lithe__oom("XNNPACK convolution: NHWC copies", (nx + ny) * sizeof(float));
     float *yt = xt + nx;
-    transpose_planes(x, xt, N, C, H * W); /* (N, C, HW) -> (N, HW, C) */
-    st = xnn_setup_convolution2d_nhwc_f32(f->op, (size_t)N, (size_t)H, (size_t)W, xt, yt, tp);
+    /* (N, C, HW) -> (N, HW, C); one channel: the same layout */
+    if (C > 1) transpose_planes(x, xt, N, C, H * W);
+    st = xnn_setup_convolution2d_nhwc_f32(f->op, (size_t)N, (size_t)H, (size_t)W, C > 1 ? xt : x, yt, tp);
     if (st == xnn_status_success) st = xnn_run_operator(f->op, tp);
     if (st == xnn_status_success) transpose_planes(yt, y, N, OH * OW, M); /* (N, OHW, M) -> (N, M, OHW) */
     lithe__free(xt);

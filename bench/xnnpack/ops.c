@@ -140,6 +140,14 @@ static void conv_xnn_nhwc(void *p) {
 static void conv_xnn_nchw(void *p) {
     conv_ctx *c = p;
     const lithe__conv2d *g = &c->g;
+    if (g->group == 1 && g->KH == 3) { /* the 3x3 s2 first-layer kernel reads NHWC and writes NCHW */
+        nchw_to_nhwc(lithe__tdata(c->X), c->xt, (size_t)g->N, (size_t)g->C, (size_t)(g->H * g->W));
+        check(xnn_setup_convolution2d_nchw_f32(c->nchw, (size_t)g->N, (size_t)g->H, (size_t)g->W, c->xt,
+                                               lithe__tdata(c->Y), NULL),
+              "setup nchw");
+        check(xnn_run_operator(c->nchw, NULL), "run nchw");
+        return;
+    }
     check(xnn_setup_convolution2d_nchw_f32(c->nchw, (size_t)g->N, (size_t)g->H, (size_t)g->W, lithe__tdata(c->X),
                                            lithe__tdata(c->Y), NULL),
           "setup nchw");
@@ -175,7 +183,7 @@ static void conv(const char *name, int count, int64_t N, int64_t C, int64_t H, i
     enum xnn_status sn = xnn_create_convolution2d_nchw_f32(
         (uint32_t)pad, (uint32_t)pad, (uint32_t)pad, (uint32_t)pad, (uint32_t)k, (uint32_t)k, (uint32_t)s, (uint32_t)s, 1,
         1, (uint32_t)group, (size_t)Cg, (size_t)Mg, (size_t)C, (size_t)M, dw ? W : w, lithe__tdata(c.b), -INFINITY,
-        INFINITY, 0, &c.nchw);
+        INFINITY, group == 1 && k == 3 ? XNN_FLAG_INPUT_NHWC : 0, &c.nchw);
     if (sn != xnn_status_success) c.nchw = NULL;
     double tl, tx, tl2, tn = NAN;
     race(conv_lithe, &c, conv_xnn_nhwc, &c, &tl, &tx);
