@@ -9,6 +9,11 @@
  *   - fully connected: N = 10 at M = 32 / 64 with no clamp and relu through XNNPACK; M = 1 and
  *     N = 64 declined; a dense model (Relu(16) -> Linear(10)) predicted prepared and unprepared;
  *   - freshness: a write to the bias (or W) drops the operator (lithe's path again);
+ *   - imported graphs (gen_onnx_goldens.py's mobile, lenet, mlp13, torch.onnx.export): prepared
+ *     predictions at batch 1x and 8x the golden's match the unprepared ones within float tolerance
+ *     and PyTorch's within test_onnx's 1e-4, with the number of ops XNNPACK ran checked (mobile:
+ *     every side of the rule: depthwise, pointwise on few / many pixels, dense 3x3 on 3 / 24
+ *     channels, Gemm at batch 2 / 16);
  *   - allocation failure: every allocation lithe makes while preparing an operator (its bookkeeping,
  *     the transposed weights) failed in turn: LITHE_ERR_OOM, no form, no leak (XNNPACK's own
  *     allocations use the C library, backends/cpu/xnnpack.c). */
@@ -25,15 +30,9 @@
 
 #include "internal.h"
 #include "failing_alloc.h"
+#include "golden/golden.h"
 
-#define OK(expr)                                                                                   \
-    do {                                                                                           \
-        lithe_status st_ = (expr);                                                                 \
-        if (st_ != LITHE_OK) {                                                                     \
-            print_error("%s: %s (%s)\n", #expr, lithe_status_str(st_), lithe_last_error());        \
-            fail();                                                                                \
-        }                                                                                          \
-    } while (0)
+extern size_t lithe__xnn_runs; /* backends/cpu/xnnpack.c */
 
 static lithe_tensor *rnd(int nd, const int64_t *shape, uint64_t seed) {
     lithe_tensor *t = NULL;
@@ -239,12 +238,78 @@ static void test_oom(void **state) {
     lithe_tensor_release(oomb);
 }
 
-int main(void) {
+static lithe_value *tiled(const golden *g, int times) {
+    lithe_tensor *t = tensor_of(g), *big = NULL;
+    int64_t shape[LITHE_MAX_DIMS];
+    int nd = lithe_tensor_ndim(t);
+    memcpy(shape, lithe_tensor_shape(t), sizeof(int64_t) * (size_t)nd);
+    shape[0] *= times;
+    OK(lithe_tensor_new(NULL, LITHE_F32, nd, shape, &big));
+    for (int r = 0; r < times; r++)
+        memcpy((float *)lithe_tensor_data(big) + r * lithe_tensor_numel(t), lithe_tensor_data(t),
+               sizeof(float) * (size_t)lithe_tensor_numel(t));
+    lithe_value *v = NULL;
+    OK(lithe_value_tensor(big, &v));
+    lithe_tensor_release(big);
+    lithe_tensor_release(t);
+    return v;
+}
+
+static void test_graphs(void **state) {
+    (void)state;
+    /* ops through XNNPACK at 1x / 8x the golden batch (mobile: 2 / 16 images; lenet 3 / 24; mlp13 7 / 56):
+     * mobile 1x: dw1, dw2, pw2 (2 x 16 pixels), conv (K 216); not stem (K 27), pw1 (128 pixels), fc (M 2)
+     * mobile 8x: dw1, dw2, conv, fc (M 16, N 10); not pw2 (256 pixels)
+     * lenet: conv1 (one channel); at 8x fc1 (N 10) and fc2 (N 3) too; conv2 is grouped
+     * mlp13: its 6 -> 16 -> 12 -> 5 Gemms at 8x (M 56); nothing at 7 rows */
+    static const struct { const char *name; size_t runs[2]; } cases[] = {
+        {"mobile", {4, 4}}, {"lenet", {1, 3}}, {"mlp13", {0, 3}}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+        for (int t = 0; t < 2; t++) {
+            const char *name = cases[k].name;
+            int times = t ? 8 : 1;
+            const golden *g = get("%s.onnx", name);
+            uint8_t *b = bytes_of(g);
+            lithe_model *m = NULL;
+            OK(lithe_onnx_load_bytes(b, (size_t)g->n, &m));
+            free(b);
+            lithe_value *X = tiled(get("%s.x", name), times), *Y0 = NULL, *Y1 = NULL;
+            OK(lithe_model_predict(m, X, &Y0));
+            OK(lithe_model_prepare_inference(m));
+            size_t before = lithe__xnn_runs;
+            OK(lithe_model_predict(m, X, &Y1));
+            size_t ran = lithe__xnn_runs - before;
+            lithe_tensor *y0 = lithe_value_get_tensor(Y0), *y1 = lithe_value_get_tensor(Y1);
+            double worst = close_to(y1, y0, 100.0);
+            const golden *ref = get("%s.y", name);
+            const float *p = lithe_tensor_data(y1);
+            double worst_torch = 0;
+            for (int64_t i = 0; i < lithe_tensor_numel(y1); i++) {
+                double r = ref->v[i % ref->n], d = fabs(p[i] - r);
+                if (d > worst_torch) worst_torch = d;
+                if (!(d <= 1e-4 + 1e-4 * fabs(r))) {
+                    print_error("%s x%d element %lld: %.9g vs PyTorch %.9g\n", name, times, (long long)i, p[i], r);
+                    fail();
+                }
+            }
+            printf("test_xnnpack: %-6s x%d: %zu ops through XNNPACK, max |prepared - unprepared| %.2g, "
+                   "max |prepared - PyTorch| %.2g\n", name, times, ran, worst, worst_torch);
+            assert_int_equal(ran, cases[k].runs[t]);
+            lithe_value_release(X);
+            lithe_value_release(Y0);
+            lithe_value_release(Y1);
+            lithe_model_free(m);
+        }
+}
+
+int main(int argc, char **argv) {
+    golden_path = argc > 1 ? argv[1] : getenv("LITHE_THINC_GOLDENS");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv),
         cmocka_unit_test(test_fc),
         cmocka_unit_test(test_dense_model),
         cmocka_unit_test(test_oom),
+        cmocka_unit_test(test_graphs),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, load_goldens, free_goldens);
 }

@@ -129,6 +129,8 @@ lithe_status lithe__xnn_prepare_op(lithe_backend *be, const lithe__prep_op *op, 
 void lithe__xnn_prepared_op_free(lithe_backend *be, void *p);
 lithe_status lithe__xnn_run_prepared_op(lithe_backend *be, const void *P, const lithe__prep_op *op, const lithe_tensor *X,
                                         lithe_tensor *Y, bool *done);
+/* Ops run through XNNPACK so far (not thread-safe; for tests). */
+extern size_t lithe__xnn_runs;
 #endif
 
 #endif

@@ -39,6 +39,8 @@
 
 enum { V_FC, V_CONV_NCHW, V_CONV_NHWC };
 
+size_t lithe__xnn_runs;
+
 typedef struct xnn_form {
     xnn_operator_t op;
     int variant;
@@ -187,6 +189,7 @@ lithe_status lithe__xnn_run_prepared_op(lithe_backend *be, const void *P, const 
         if (st == xnn_status_success) st = xnn_run_operator(f->op, tp);
         if (st != xnn_status_success) return xnn_fail(st, "fully connected");
         *done = true;
+        lithe__xnn_runs++;
         return LITHE_OK;
     }
     const lithe__conv2d *g = &op->conv;
@@ -198,6 +201,7 @@ lithe_status lithe__xnn_run_prepared_op(lithe_backend *be, const void *P, const 
         if (st == xnn_status_success) st = xnn_run_operator(f->op, tp);
         if (st != xnn_status_success) return xnn_fail(st, "convolution (NCHW)");
         *done = true;
+        lithe__xnn_runs++;
         return LITHE_OK;
     }
     if (f->pointwise && N * OH * OW > POINTWISE_MAX_PIXELS) return LITHE_OK;
@@ -214,5 +218,6 @@ lithe_status lithe__xnn_run_prepared_op(lithe_backend *be, const void *P, const 
     lithe__free(xt);
     if (st != xnn_status_success) return xnn_fail(st, "convolution (NHWC)");
     *done = true;
+    lithe__xnn_runs++;
     return LITHE_OK;
 }
