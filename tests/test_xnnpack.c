@@ -14,6 +14,7 @@
  *     and PyTorch's within test_onnx's 1e-4, with the number of ops XNNPACK ran checked (mobile:
  *     every side of the rule: depthwise, pointwise on few / many pixels, dense 3x3 on 3 / 24
  *     channels, Gemm at batch 2 / 16);
+ *   - threads: with 2, lithe's kernels run (none through XNNPACK), bit-identical to unprepared;
  *   - allocation failure: every allocation lithe makes while preparing an operator (its bookkeeping,
  *     the transposed weights) failed in turn: LITHE_ERR_OOM, no form, no leak (XNNPACK's own
  *     allocations use the C library, backends/cpu/xnnpack.c). */
@@ -302,14 +303,42 @@ static void test_graphs(void **state) {
         }
 }
 
+/* With 2 threads the CPU backend runs lithe's threaded kernels, never XNNPACK's: the prepared
+ * prediction is bit-identical to the unprepared one. */
+static void test_threads(void **state) {
+    (void)state;
+    OK(lithe_backend_set_threads(lithe__backend_cpu(), 2));
+    const golden *g = get("mobile.onnx");
+    uint8_t *b = bytes_of(g);
+    lithe_model *m = NULL;
+    OK(lithe_onnx_load_bytes(b, (size_t)g->n, &m));
+    free(b);
+    lithe_value *X = tiled(get("mobile.x"), 8), *Y0 = NULL, *Y1 = NULL;
+    OK(lithe_model_predict(m, X, &Y0));
+    OK(lithe_model_prepare_inference(m));
+    size_t before = lithe__xnn_runs;
+    OK(lithe_model_predict(m, X, &Y1));
+    assert_int_equal(lithe__xnn_runs, before);
+    lithe_tensor *y0 = lithe_value_get_tensor(Y0), *y1 = lithe_value_get_tensor(Y1);
+    assert_memory_equal(lithe_tensor_data(y0), lithe_tensor_data(y1), sizeof(float) * (size_t)lithe_tensor_numel(y0));
+    lithe_value_release(X);
+    lithe_value_release(Y0);
+    lithe_value_release(Y1);
+    lithe_model_free(m);
+    OK(lithe_backend_set_threads(lithe__backend_cpu(), 1));
+}
+
 int main(int argc, char **argv) {
     golden_path = argc > 1 ? argv[1] : getenv("LITHE_THINC_GOLDENS");
+    /* XNNPACK runs only on a 1-thread CPU backend (backends/cpu/xnnpack.c) */
+    if (lithe_backend_set_threads(lithe__backend_cpu(), 1) != LITHE_OK) return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv),
         cmocka_unit_test(test_fc),
         cmocka_unit_test(test_dense_model),
         cmocka_unit_test(test_oom),
         cmocka_unit_test(test_graphs),
+        cmocka_unit_test(test_threads),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);
 }

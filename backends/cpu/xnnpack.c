@@ -24,7 +24,12 @@
  * Bits: XNNPACK sums in its own order, so its results differ from lithe's in the last bits (within
  * the tolerance of the PyTorch comparisons). Because the rule looks at the batch (M, N*OH*OW), a
  * batch and its rows one at a time may take different paths: they are not bit-identical under this
- * option. Threads: lithe's thread count, through a pthreadpool made at prepare time. The environment
+ * option.
+ *
+ * Threads: only a 1-thread CPU backend runs XNNPACK's operators (the rule was measured at 1 thread);
+ * with more, lithe's own threaded kernels run. A pthreadpool of 2 beside lithe's pool of 2 measured
+ * 0.04-0.6x of lithe alone on the bench models on this shared 2-core machine: the two pools' workers
+ * spin against each other. The environment
  * variable LITHE_XNNPACK=0 makes prepare create no XNNPACK operator (for measuring lithe alone in
  * the same build: bench/xnnpack/ops.c --models). */
 #include "kernels.h"
@@ -32,7 +37,6 @@
 
 #include <math.h>
 #include <pthread.h>
-#include <pthreadpool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xnnpack.h>
@@ -77,21 +81,6 @@ static lithe_status xnn_fail(enum xnn_status st, const char *what) {
     case xnn_status_invalid_parameter: return lithe__fail(LITHE_ERR_VALUE, "XNNPACK %s: invalid parameters", what);
     default: return lithe__fail(LITHE_ERR_INTERNAL, "XNNPACK %s: status %d", what, (int)st);
     }
-}
-
-/* lithe's thread count as a pthreadpool (NULL for 1 thread): made at prepare time (not thread-safe,
- * like lithe_model_prepare_inference); a run with another count runs without one. */
-static pthreadpool_t pool;
-static lithe_status pool_prepare(void) {
-    size_t n = (size_t)lithe__cpu_threads();
-    if (n <= 1 || (pool && pthreadpool_get_threads_count(pool) == n)) return LITHE_OK;
-    if (pool) pthreadpool_destroy(pool); /* no run is in flight during a prepare */
-    pool = pthreadpool_create(n);
-    return pool ? LITHE_OK : lithe__oom("XNNPACK thread pool", 0);
-}
-static pthreadpool_t pool_for_run(void) {
-    size_t n = (size_t)lithe__cpu_threads();
-    return n > 1 && pool && pthreadpool_get_threads_count(pool) == n ? pool : NULL;
 }
 
 lithe_status lithe__xnn_prepare_op(lithe_backend *be, const lithe__prep_op *op, const lithe_tensor *W,
@@ -142,11 +131,10 @@ lithe_status lithe__xnn_prepare_op(lithe_backend *be, const lithe__prep_op *op, 
     }
     if (st == xnn_status_unsupported_parameter) return LITHE_OK; /* not a case this XNNPACK has */
     if (st != xnn_status_success) return xnn_fail(st, op->kind == LITHE__PREP_FC ? "fully connected" : "convolution");
-    lithe_status s = pool_prepare();
-    xnn_form *p = s == LITHE_OK ? lithe__malloc(sizeof *p) : NULL;
+    xnn_form *p = lithe__malloc(sizeof *p);
     if (!p) {
         xnn_delete_operator(f.op);
-        return s != LITHE_OK ? s : lithe__oom("XNNPACK operator", sizeof *p);
+        return lithe__oom("XNNPACK operator", sizeof *p);
     }
     *p = f;
     *out = p;
@@ -179,7 +167,8 @@ lithe_status lithe__xnn_run_prepared_op(lithe_backend *be, const void *P, const 
     const xnn_form *f = P;
     *done = false;
     if (!lithe_tensor_is_contiguous(X) || !lithe_tensor_is_contiguous(Y)) return LITHE_OK;
-    pthreadpool_t tp = pool_for_run();
+    if (lithe__cpu_threads() > 1) return LITHE_OK; /* lithe's threaded kernels (header comment) */
+    pthreadpool_t tp = NULL; /* one thread */
     const float *x = lithe__tdata(X);
     float *y = lithe__tdata(Y);
     enum xnn_status st;

@@ -4,12 +4,12 @@
  * Debian's XNNPACK (operators created once, untimed, as at prepare time; NHWC convolutions include
  * the NCHW <-> NHWC transposes lithe's layout needs; NCHW convolutions where this XNNPACK has them).
  * The two are interleaved in one loop, so both see the same machine load; each figure is the
- * minimum over the runs of the thread's CPU time, in microseconds.
+ * minimum over the runs of the thread's CPU time (wall time with --threads > 1), in microseconds.
  * --models DIR: whole models as bench/run.sh exports them (DIR: build/bench), each predicted with
  * the weights prepared with and without XNNPACK operators (LITHE_XNNPACK=0 at prepare time),
  * interleaved the same way, with max |output - PyTorch| for both.
- *   bench_xnnpack_ops [--runs N] [--models DIR]   (target bench_xnnpack_ops, built where
- *                                                  libxnnpack-dev is found; 1 thread) */
+ *   bench_xnnpack_ops [--runs N] [--models DIR [--threads N]]   (target bench_xnnpack_ops, built
+ *                                      where libxnnpack-dev is found; 1 thread unless --threads) */
 #define _POSIX_C_SOURCE 200809L
 #include "../../core/internal.h"
 
@@ -21,9 +21,10 @@
 #include <time.h>
 #include <xnnpack.h>
 
+static clockid_t clock_id = CLOCK_THREAD_CPUTIME_ID; /* wall time with --threads > 1 */
 static double cpu_now(void) {
     struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    clock_gettime(clock_id, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -275,7 +276,11 @@ static void model(const char *dir, const char *file, const char *workload) {
 
 int main(int argc, char **argv) {
     if (argc > 2 && !strcmp(argv[1], "--runs")) runs = atoi(argv[2]);
-    if (lithe_backend_set_threads(lithe__backend_cpu(), 1) != LITHE_OK) return 1;
+    int threads = 1;
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
+    if (lithe_backend_set_threads(lithe__backend_cpu(), threads) != LITHE_OK) return 1;
+    if (threads > 1) clock_id = CLOCK_MONOTONIC;
     for (int i = 1; i + 1 < argc; i++)
         if (!strcmp(argv[i], "--models")) {
             const char *d = argv[i + 1];
