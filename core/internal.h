@@ -558,9 +558,9 @@ extern const lithe__layer_type lithe__onnx_graph_type;
 extern const lithe__layer_type *const lithe__graph_types[];
 lithe_status lithe__onnx_attach(lithe_model *m);
 /* lithe_model_prepare_inference for a graph node: prepares the initializers its Gemm and MatMul
- * nodes read as B (core/prepare.c); and the node's float constants (up to cap; the count). */
+ * nodes read as B (core/prepare.c); and the node's i-th float constant (NULL past the last). */
 lithe_status lithe__graph_prepare(lithe_model *m);
-size_t lithe__graph_consts(lithe_model *m, lithe_tensor **out, size_t cap);
+lithe_tensor *lithe__graph_const(lithe_model *m, size_t i);
 /* The prepared-op key of a graph node whose weight W and bias (NULL: none) are initializers: a
  * Gemm as A · Wᵀ + bias or a Conv with pads fixed by its attributes; false for anything else. */
 struct lithe__onnx_node;

@@ -52,7 +52,15 @@ lithe_status lithe__prepare_b(lithe_tensor *B, bool transB, lithe_backend *be) {
     if (!be->ops->prepare_b || !be->ops->gemm_prepared || B->dtype != LITHE_F32 || B->ndim != 2 ||
         B->storage->backend != be || B->strides[1] != 1 || B->numel == 0)
         return LITHE_OK; /* nothing this backend (or this view) can use */
-    if (find(B, transB, be)) return LITHE_OK;
+    /* a fresh snapshot: the form of this view made before (valid or not) goes, since the values
+     * may have been written where lithe cannot see */
+    for (lithe__prepared **pp = &B->storage->prepared; *pp; pp = &(*pp)->next)
+        if (same_view(*pp, B, transB, be)) {
+            lithe__prepared *old = *pp;
+            *pp = old->next;
+            prepared_free(old);
+            break;
+        }
     lithe__prepared *p = lithe__calloc(1, sizeof *p);
     if (!p) return lithe__oom("lithe_model_prepare_inference", sizeof *p);
     lithe_status s = be->ops->prepare_b(be, transB, B, &p->data, &p->bytes);
@@ -231,11 +239,8 @@ static void release_tensor(lithe_tensor *t) {
 
 static void release_node(lithe_model *m) {
     for (size_t i = 0; i < m->n_params; i++) release_tensor(m->params[i].value);
-    if (m->type == &lithe__onnx_graph_type) {
-        lithe_tensor *consts[256];
-        size_t nc = lithe__graph_consts(m, consts, 256);
-        for (size_t i = 0; i < nc && i < 256; i++) release_tensor(consts[i]);
-    }
+    if (m->type == &lithe__onnx_graph_type)
+        for (size_t i = 0; lithe__graph_const(m, i); i++) release_tensor(lithe__graph_const(m, i));
 }
 
 void lithe_model_release_prepared(lithe_model *m) {
@@ -257,8 +262,8 @@ lithe_status lithe_model_prepare_inference(lithe_model *m) {
     LITHE__TRY(walk_all(m, &nodes, &n));
     lithe_status s = LITHE_OK;
     for (size_t i = 0; s == LITHE_OK && i < n; i++) s = prepare_node(nodes[i]);
+    for (size_t i = 0; s != LITHE_OK && i < n; i++) release_node(nodes[i]); /* all or nothing */
     lithe__free(nodes);
-    if (s != LITHE_OK) lithe_model_release_prepared(m); /* all or nothing */
     return s;
 }
 
@@ -281,11 +286,8 @@ static size_t tensor_bytes(const lithe_tensor *t, const lithe__storage **seen, s
 static size_t node_bytes(lithe_model *m, const lithe__storage **seen, size_t *n_seen, size_t cap) {
     size_t b = 0;
     for (size_t i = 0; i < m->n_params; i++) b += tensor_bytes(m->params[i].value, seen, n_seen, cap);
-    if (m->type == &lithe__onnx_graph_type) {
-        lithe_tensor *consts[256];
-        size_t nc = lithe__graph_consts(m, consts, 256);
-        for (size_t i = 0; i < nc && i < 256; i++) b += tensor_bytes(consts[i], seen, n_seen, cap);
-    }
+    if (m->type == &lithe__onnx_graph_type)
+        for (size_t i = 0; lithe__graph_const(m, i); i++) b += tensor_bytes(lithe__graph_const(m, i), seen, n_seen, cap);
     return b;
 }
 

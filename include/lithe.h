@@ -896,7 +896,7 @@ LITHE_API lithe_status lithe_model_predict_tensor(lithe_model *m, lithe_tensor *
  * (lithe_tensor_to_dlpack / lithe_tensor_from_dlpack): after such a write, call this again (or
  * lithe_model_release_prepared), or predictions use the old weights.
  *
- * Call it again at any time: forms still valid are kept, stale ones re-made. Backends without a
+ * Each call takes a fresh snapshot (every form re-made from the current values). Backends without a
  * prepared form (Vulkan, CUDA today) make nothing and return LITHE_OK. Memory: about one extra
  * copy of each prepared weight (lithe_model_prepared_bytes), freed when the weight is written or
  * freed, or by lithe_model_release_prepared. Statuses: LITHE_ERR_INVALID_ARG (m NULL),

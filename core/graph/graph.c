@@ -821,15 +821,12 @@ lithe_status lithe__graph_prepare(lithe_model *m) {
     return LITHE_OK;
 }
 
-size_t lithe__graph_consts(lithe_model *m, lithe_tensor **out, size_t cap) {
+lithe_tensor *lithe__graph_const(lithe_model *m, size_t i) {
     lithe__graph *g = m->n_shims ? graph_of(m) : NULL;
     size_t n = 0;
-    for (size_t i = 0; g && g->slot_const && i < g->n_slots; i++)
-        if (g->slot_const[i] && g->slot_const[i]->dtype == LITHE_F32) {
-            if (n < cap) out[n] = g->slot_const[i];
-            n++;
-        }
-    return n;
+    for (size_t s = 0; g && g->slot_const && s < g->n_slots; s++)
+        if (g->slot_const[s] && g->slot_const[s]->dtype == LITHE_F32 && n++ == i) return g->slot_const[s];
+    return NULL;
 }
 
 const lithe__layer_type lithe__onnx_graph_type = {"onnx_graph.v1", graph_init, graph_forward, NULL, 0, 0};

@@ -198,6 +198,7 @@ export function sgd(options) {
 const LOSSES = { categorical_crossentropy: 0, cce: 0, l2: 1, mse: 1 };
 
 export class Model extends Handle {
+  #prepared = false; // the weights' prepared copies are current (see predict)
   // Thinc's model.name ("relu>>dropout>>relu>>dropout>>softmax").
   get name() {
     return need().cstring(raw.lithe_model_name(this.ptr));
@@ -209,14 +210,18 @@ export class Model extends Handle {
     return this;
   }
   // predict(X) (forward with is_train = false): a Tensor, or a TypedArray and its shape. The
-  // weights are prepared for inference first (lithe_model_prepare_inference: packed once for the
-  // GEMM, kept until trainStep or resizeOutput changes them; a no-op while still valid): this
-  // layer never hands out the weights' memory, so no write can get past lithe. Same bits.
+  // weights are prepared for inference on the first call (lithe_model_prepare_inference: packed
+  // once for the GEMM) and again after trainStep / resizeOutput changed them (lithe drops the
+  // copies it would otherwise read stale); this layer never hands out the weights' memory, so no
+  // write can get past lithe. Same bits as unprepared.
   predict(x, shape) {
     const r = need();
     const xp = toC(asTensor(x, shape));
     try {
-      r.check(r.lithe_model_prepare_inference(this.ptr));
+      if (!this.#prepared) {
+        r.check(r.lithe_model_prepare_inference(this.ptr));
+        this.#prepared = true;
+      }
       r.check(r.lithe_model_predict_tensor(this.ptr, xp, r.outPtr(0)));
       const yp = r.readU32(r.outPtr(0));
       try {
@@ -243,6 +248,7 @@ export class Model extends Handle {
     let yp = 0;
     try {
       yp = toC(asTensor(ys));
+      this.#prepared = false; // the step writes the weights: lithe drops their prepared copies
       r.check(r.lithe_js_train_step(this.ptr, opt.ptr, xp, yp, kind, r.outPtr(1), 0));
       return r.readF32(r.outPtr(1));
     } finally {
@@ -255,6 +261,7 @@ export class Model extends Handle {
   // first time.
   resizeOutput(n) {
     if (!Number.isInteger(n)) throw new TypeError('lithe: resizeOutput(n) needs an integer');
+    this.#prepared = false;
     need().check(raw.lithe_js_resize_output(this.ptr, n));
     return this;
   }
