@@ -29,9 +29,11 @@
  * Threads: only a 1-thread CPU backend runs XNNPACK's operators (the rule was measured at 1 thread);
  * with more, lithe's own threaded kernels run. A pthreadpool of 2 beside lithe's pool of 2 measured
  * 0.04-0.6x of lithe alone on the bench models on this shared 2-core machine: the two pools' workers
- * spin against each other. The environment
- * variable LITHE_XNNPACK=0 makes prepare create no XNNPACK operator (for measuring lithe alone in
- * the same build: bench/xnnpack/ops.c --models). */
+ * spin against each other.
+ *
+ * The environment variable LITHE_XNNPACK=0 makes prepare create no XNNPACK operator (to measure
+ * lithe alone in the same build: bench/xnnpack/ops.c --models). A 1x1 convolution's operator is made
+ * at prepare time whatever its image size (unknown then), so large-image ones hold memory unused. */
 #include "kernels.h"
 #include "threadpool.h"
 
