@@ -12,6 +12,7 @@
  * GEMM paths sum in the GEMM's order, not the twin's: within the GEMM's rounding of the twin
  * (test_onnx and test_simd check). Images run in order (the backward accumulates over them); the
  * GEMM splits each product over the thread pool. */
+#include "gemm/gemm.h"
 #include "simd/simd.h"
 #include "threadpool.h"
 
@@ -211,6 +212,19 @@ static lithe_status workspace(lithe_backend *be, size_t n, float **out) {
     return LITHE_OK;
 }
 
+/* ---- the GEMM-path forward ----
+ * Stride 1 ("shifted rows"): the image-group is copied into a zero-bordered buffer xp (Cg, Hp, Wp)
+ * (padding included, so no tap needs a bounds test), and the GEMM's B row for tap (c, kh, kw) is xp
+ * itself from offset c·Hp·Wp + kh·d0·Wp + kw·d1, read over OH·Wp columns: output row oh, column
+ * ow sits at column oh·Wp + ow, and the Wp - OW columns past OW in each row are computed and dropped.
+ * The GEMM packs its B slivers straight from those rows (lithe__sgemm_rows): no im2col matrix, and
+ * each sliver row is one contiguous copy. The product lands in yext (Mg, OH·Wp); one pass copies
+ * its OW-wide rows into Y adding the bias. Chosen when the dropped columns are at most as many as
+ * the kept ones ((KW - 1)·d1 <= OW).
+ * Other strides: im2col into col (K, OH·OW), then the GEMM; pointwise (1x1, stride 1, no padding):
+ * the GEMM reads X itself. Both add the bias in the GEMM's epilogue (bias_row).
+ * W (Mg, K) is packed by the GEMM in each call (pre-packed weights would replace that step). */
+
 typedef struct gemm_job {
     lithe_backend *be;
     const lithe__conv2d *g;
@@ -219,26 +233,89 @@ typedef struct gemm_job {
     _Atomic int status; /* the first failure (LITHE_OK: none) */
 } gemm_job;
 
+static bool is_shifted(const lithe__conv2d *g) {
+    return g->stride[0] == 1 && g->stride[1] == 1 && !is_pointwise(g) && (g->KW - 1) * g->dil[1] <= g->OW;
+}
+
+/* The shifted-rows workspace of one range: the B row pointers, xp and yext. */
+typedef struct shifted_ws {
+    const float **rows; /* K */
+    float *xp;          /* Cg·Hp·Wp + (KW - 1)·d1 (the last rows' dropped columns read past the plane) */
+    float *yext;        /* Mg·OH·Wp */
+    int64_t Hp, Wp;
+} shifted_ws;
+
+static size_t shifted_floats(const lithe__conv2d *g, int64_t Cg, int64_t Mg, int64_t K) {
+    int64_t Hp = g->H + g->pad[0] + g->pad[2], Wp = g->W + g->pad[1] + g->pad[3];
+    size_t ptrs = ((size_t)K * sizeof(float *) + 63) / 64 * 16; /* in floats, 64-byte multiple */
+    size_t xp = ((size_t)(Cg * Hp * Wp + (g->KW - 1) * g->dil[1]) + 15) / 16 * 16;
+    return ptrs + xp + (size_t)(Mg * g->OH * Wp);
+}
+
+static void shifted_init(const lithe__conv2d *g, int64_t Cg, int64_t K, float *buf, shifted_ws *w) {
+    w->Hp = g->H + g->pad[0] + g->pad[2];
+    w->Wp = g->W + g->pad[1] + g->pad[3];
+    size_t ptrs = ((size_t)K * sizeof(float *) + 63) / 64 * 16;
+    size_t xp = ((size_t)(Cg * w->Hp * w->Wp + (g->KW - 1) * g->dil[1]) + 15) / 16 * 16;
+    w->rows = (const float **)(void *)buf;
+    w->xp = buf + ptrs;
+    w->yext = w->xp + xp;
+    memset(w->xp, 0, xp * sizeof(float)); /* the borders stay zero: images overwrite the interior only */
+    int64_t k = 0;
+    for (int64_t c = 0; c < Cg; c++)
+        for (int64_t kh = 0; kh < g->KH; kh++)
+            for (int64_t kw = 0; kw < g->KW; kw++)
+                w->rows[k++] = w->xp + (c * w->Hp + kh * g->dil[0]) * w->Wp + kw * g->dil[1];
+}
+
+static lithe_status shifted_forward(const lithe__conv2d *g, const shifted_ws *w, int64_t Cg, int64_t Mg, int64_t K,
+                                    const float *x, const float *Wg, const float *b, float *y) {
+    int64_t Hp = w->Hp, Wp = w->Wp, OH = g->OH, OW = g->OW, Q = OH * Wp;
+    for (int64_t c = 0; c < Cg; c++)
+        for (int64_t h = 0; h < g->H; h++)
+            memcpy(w->xp + (c * Hp + h + g->pad[0]) * Wp + g->pad[1], x + (c * g->H + h) * g->W,
+                   (size_t)g->W * sizeof(float));
+    if (!lithe__sgemm_rows(NULL, true, Mg, Q, K, Wg, K, w->rows, w->yext, Q, NULL)) return LITHE_ERR_OOM;
+    for (int64_t m = 0; m < Mg; m++) {
+        float bias = b ? b[m] : 0.0f;
+        for (int64_t oh = 0; oh < OH; oh++) {
+            const float *e = w->yext + m * Q + oh * Wp;
+            float *yr = y + (m * OH + oh) * OW;
+            if (b)
+                for (int64_t ow = 0; ow < OW; ow++) yr[ow] = e[ow] + bias;
+            else
+                memcpy(yr, e, (size_t)OW * sizeof(float));
+        }
+    }
+    return LITHE_OK;
+}
+
 /* Images [n0, n1) of a GEMM-path forward, with their own workspace: images run in parallel (each
  * output image belongs to one range); a GEMM started inside a range runs in its thread. */
 static void gemm_images(void *ctx, int64_t n0, int64_t n1) {
     gemm_job *j = ctx;
     const lithe__conv2d *g = j->g;
     int64_t Cg = g->C / g->group, Mg = g->M / g->group, K = Cg * g->KH * g->KW, P = g->OH * g->OW;
-    bool pw = is_pointwise(g);
-    float *col = NULL;
-    lithe_status s = pw ? LITHE_OK : workspace(j->be, (size_t)(K * P), &col);
+    bool pw = is_pointwise(g), sh = is_shifted(g);
+    float *ws = NULL;
+    shifted_ws sw = {0};
+    lithe_status s = pw ? LITHE_OK : workspace(j->be, sh ? shifted_floats(g, Cg, Mg, K) : (size_t)(K * P), &ws);
+    if (s == LITHE_OK && sh) shifted_init(g, Cg, K, ws, &sw);
     for (int64_t n = n0; n < n1 && s == LITHE_OK; n++)
         for (int64_t gi = 0; gi < g->group && s == LITHE_OK; gi++) {
-            const float *x = j->X + (n * g->C + gi * Cg) * g->H * g->W;
+            const float *x = j->X + (n * g->C + gi * Cg) * g->H * g->W, *Wg = j->W + gi * Mg * K;
+            const float *b = j->b ? j->b + gi * Mg : NULL;
             float *y = j->Y + (n * g->M + gi * Mg) * P;
-            if (j->b)
-                for (int64_t m = 0; m < Mg; m++)
-                    for (int64_t p = 0; p < P; p++) y[m * P + p] = j->b[gi * Mg + m];
-            if (!pw) im2col(g, x, Cg, col);
-            s = gemm(j->be, false, false, Mg, P, K, j->W + gi * Mg * K, pw ? x : col, j->b ? 1.0f : 0.0f, y);
+            if (sh) {
+                s = shifted_forward(g, &sw, Cg, Mg, K, x, Wg, b, y);
+                continue;
+            }
+            if (!pw) im2col(g, x, Cg, ws);
+            lithe__sgemm_epilogue e = {.bias_row = b};
+            if (!lithe__sgemm(NULL, true, false, false, Mg, P, K, 1.0f, Wg, K, pw ? x : ws, P, 0.0f, y, P, b ? &e : NULL))
+                s = LITHE_ERR_OOM;
         }
-    if (col) j->be->ops->free(j->be, col);
+    if (ws) j->be->ops->free(j->be, ws);
     if (s != LITHE_OK) {
         int ok = LITHE_OK;
         atomic_compare_exchange_strong(&j->status, &ok, (int)s);

@@ -174,6 +174,25 @@ static void pack_portable(size_t R, size_t lanes, size_t kc, const float *src, s
     }
 }
 
+/* A B sliver from row pointers (lithe__sgemm_rows): step k's lanes at rows[k] + col. Runs of rows
+ * evenly spaced in memory (a convolution's taps along a filter row: d1 floats apart) go to the
+ * kernel's packing as one strided block. */
+static void pack_b_rows(const lithe__sgemm_kernel *k, size_t lanes, size_t kc, const float *const *rows, int64_t col,
+                        float *dst) {
+    size_t NR = (size_t)k->nr;
+    for (size_t k0 = 0; k0 < kc;) {
+        size_t run = 1, ld = 0;
+        if (k0 + 1 < kc && rows[k0 + 1] > rows[k0]) {
+            ld = (size_t)(rows[k0 + 1] - rows[k0]);
+            for (run = 2; k0 + run < kc && rows[k0 + run] == rows[k0 + run - 1] + ld; run++) {
+            }
+        }
+        if (k->pack_b) k->pack_b(lanes, run, rows[k0] + col, ld, false, dst + k0 * NR);
+        else pack_portable(NR, lanes, run, rows[k0] + col, ld, false, dst + k0 * NR);
+        k0 += run;
+    }
+}
+
 /* ---- the blocked loop nest over one range of C ---- */
 
 typedef struct job {
@@ -182,6 +201,7 @@ typedef struct job {
     int64_t M, N, K;
     float alpha, beta;
     const float *A, *B;
+    const float *const *B_rows; /* lithe__sgemm_rows: op(B)'s rows (B unused) */
     int64_t lda, ldb, ldc;
     float *C;
     const lithe__sgemm_epilogue *epi;
@@ -199,10 +219,16 @@ static size_t ws_floats(const lithe__sgemm_kernel *k, int64_t M, int64_t N, int6
     return round_up(kc * mc, 16) + kc * nc;
 }
 
+static bool epilogue_after(const lithe__sgemm_epilogue *e) { return e && (e->Z || e->act || e->bias_row); }
+
 static void epilogue_tile(const lithe__sgemm_epilogue *e, size_t mr, size_t nr, float *c, size_t ldc, int64_t i0,
                           int64_t j0) {
     for (size_t i = 0; i < mr; i++) {
         float *ci = c + i * ldc;
+        if (e->bias_row) {
+            float b = e->bias_row[i0 + (int64_t)i];
+            for (size_t j = 0; j < nr; j++) ci[j] += b;
+        }
         if (e->Z) memcpy(e->Z + (i0 + (int64_t)i) * e->ldz + j0, ci, nr * sizeof(float));
         if (e->act) e->act_fn(e->act, (int64_t)nr, ci, ci);
     }
@@ -223,6 +249,10 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
             bool last = pc + (int64_t)kb == K;
             for (size_t jr = 0; jr < nb; jr += NR) {
                 size_t lanes = nb - jr < NR ? nb - jr : NR;
+                if (jb->B_rows) {
+                    pack_b_rows(k, lanes, kb, jb->B_rows + pc, jc + (int64_t)jr, Bp + jr * kb);
+                    continue;
+                }
                 const float *src = jb->tB ? jb->B + (jc + (int64_t)jr) * jb->ldb + pc
                                           : jb->B + pc * jb->ldb + jc + (int64_t)jr;
                 if (k->pack_b) k->pack_b(lanes, kb, src, (size_t)jb->ldb, jb->tB, Bp + jr * kb);
@@ -245,7 +275,7 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                         size_t mr = mb - ir < MR ? mb - ir : MR;
                         float *c = jb->C + (ic + (int64_t)ir) * jb->ldc + jc + (int64_t)jr;
                         k->ukernel(mr, nr, kb, Ap + ir * kb, Bp + jr * kb, c, (size_t)jb->ldc, &p);
-                        if (last && epi && (epi->Z || epi->act))
+                        if (last && epilogue_after(epi))
                             epilogue_tile(epi, mr, nr, c, (size_t)jb->ldc, ic + (int64_t)ir, jc + (int64_t)jr);
                     }
                 }
@@ -337,7 +367,7 @@ static void gemv_task(void *ctx, int64_t begin, int64_t end) {
     const float *w = g->trans ? g->w + j0 * g->ldw : g->w + j0;
     const float *bias = g->epi && g->epi->bias ? g->epi->bias + j0 : NULL;
     g->fn(n, g->K, g->kc, g->alpha, g->x, w, g->ldw, g->beta, g->y + j0, bias);
-    if (g->epi && (g->epi->Z || g->epi->act)) epilogue_tile(g->epi, 1, n, g->y + j0, 0, 0, (int64_t)j0);
+    if (epilogue_after(g->epi)) epilogue_tile(g->epi, 1, n, g->y + j0, 0, 0, (int64_t)j0);
 }
 
 /* ---- entry ---- */
@@ -353,9 +383,11 @@ static void k_zero(int64_t M, int64_t N, float beta, float *C, int64_t ldc, cons
             if (epi && epi->bias) t += epi->bias[j];
             c[j] = t;
         }
-        if (epi && (epi->Z || epi->act)) epilogue_tile(epi, 1, (size_t)N, c, 0, i, 0);
+        if (epilogue_after(epi)) epilogue_tile(epi, 1, (size_t)N, c, 0, i, 0);
     }
 }
+
+static bool run_packed(job *jb, lithe__pool *pool, int T);
 
 bool lithe__sgemm(const lithe__sgemm_kernel *k, bool use_threads, bool tA, bool tB, int64_t M, int64_t N, int64_t K,
                   float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
@@ -385,14 +417,36 @@ bool lithe__sgemm(const lithe__sgemm_kernel *k, bool use_threads, bool tA, bool 
         return true;
     }
 
-    if (k->for_rows) k = k->for_rows(M);
     job jb = {.k = k, .tA = tA, .tB = tB, .M = M, .N = N, .K = K, .alpha = alpha, .beta = beta, .A = A, .B = B,
               .lda = lda, .ldb = ldb, .ldc = ldc, .C = C, .epi = epi};
-    atomic_init(&jb.failed, false);
+    return run_packed(&jb, pool, T);
+}
+
+bool lithe__sgemm_rows(const lithe__sgemm_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K, const float *A,
+                       int64_t lda, const float *const *B_rows, float *C, int64_t ldc, const lithe__sgemm_epilogue *epi) {
+    if (M <= 0 || N <= 0) return true;
+    if (!k) k = lithe__sgemm_kernel_best();
+    if (K <= 0) {
+        k_zero(M, N, 0.0f, C, ldc, epi);
+        return true;
+    }
+    double flops = 2.0 * (double)M * (double)N * (double)K;
+    lithe__pool *pool = use_threads && flops >= MIN_PARALLEL_FLOPS ? lithe__cpu_pool() : NULL;
+    job jb = {.k = k, .M = M, .N = N, .K = K, .alpha = 1.0f, .beta = 0.0f, .A = A, .B_rows = B_rows, .lda = lda,
+              .ldc = ldc, .C = C, .epi = epi};
+    return run_packed(&jb, pool, lithe__pool_threads(pool));
+}
+
+/* The packed path of both entries: the kernel for M's rows, the thread split, the ranges. */
+static bool run_packed(job *jb, lithe__pool *pool, int T) {
+    const lithe__sgemm_kernel *k = jb->k;
+    int64_t M = jb->M, N = jb->N;
+    if (k->for_rows) k = jb->k = k->for_rows(M);
+    atomic_init(&jb->failed, false);
     int64_t ns = (N + k->nr - 1) / k->nr, ms = (M + k->mr - 1) / k->mr;
-    jb.split_n = ns >= 2 * T || ns >= ms;
-    int64_t items = jb.split_n ? ns : ms;
-    if (T > 1) lithe__pool_for(pool, items, 1, gemm_task, &jb);
-    else gemm_task(&jb, 0, items);
-    return !atomic_load(&jb.failed);
+    jb->split_n = ns >= 2 * T || ns >= ms;
+    int64_t items = jb->split_n ? ns : ms;
+    if (T > 1) lithe__pool_for(pool, items, 1, gemm_task, jb);
+    else gemm_task(jb, 0, items);
+    return !atomic_load(&jb->failed);
 }

@@ -97,6 +97,9 @@ typedef struct lithe__sgemm_epilogue {
     lithe__act_fn act_fn;   /* the backend's act kernel (required with act) */
     float *Z;               /* (M, N), row stride ldz, or NULL */
     int64_t ldz;
+    /* (M,) or NULL: bias_row[i] added to every element of row i (a convolution's per-filter bias),
+     * after the tile is stored and before Z and act; one rounded add per element. */
+    const float *bias_row;
 } lithe__sgemm_epilogue;
 
 /* Kernels, per ISA. Each returns NULL where the ISA is not compiled in or the CPU lacks it. */
@@ -118,5 +121,12 @@ const lithe__sgemm_kernel *lithe__sgemm_kernel_best(void);
 bool lithe__sgemm(const lithe__sgemm_kernel *k, bool use_threads, bool transA, bool transB, int64_t M, int64_t N,
                   int64_t K, float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
                   float *C, int64_t ldc, const lithe__sgemm_epilogue *epi);
+
+/* C = A · B with op(B) given row by row: B_rows[k] points at row k's N floats (K rows, anywhere:
+ * a convolution passes shifted views of its padded input and packs no im2col matrix), A (M, K)
+ * row-major, not transposed, and beta = 0. Packing, blocking, threads and the bits of every C
+ * element are lithe__sgemm's for the same op(B); A is packed per call like there. */
+bool lithe__sgemm_rows(const lithe__sgemm_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K, const float *A,
+                       int64_t lda, const float *const *B_rows, float *C, int64_t ldc, const lithe__sgemm_epilogue *epi);
 
 #endif
