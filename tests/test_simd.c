@@ -617,10 +617,14 @@ static void test_pool2d_matches_scalar(void **state) {
     typedef struct { int64_t N, C, H, W, K, s, p; bool max, cip; } pc;
     const pc cases[] = {{3, 5, 28, 28, 2, 2, 0, true, false}, {2, 3, 9, 11, 2, 2, 0, true, false},
                         {2, 4, 13, 10, 3, 2, 1, true, false}, {1, 6, 8, 9, 3, 1, 1, false, false},
-                        {2, 2, 7, 7, 3, 2, 1, false, true}};
+                        {2, 2, 7, 7, 3, 2, 1, false, true},
+                        {1, 3, 6, 39, 2, 2, 0, true, false}, /* 19 columns: the 8-, 4- and 1-wide blocks */
+                        {1, 2, 30, 30, 2, 2, 0, true, false}};
     lithe_backend *cpu;
     OK(lithe_backend_get("cpu", &cpu));
-    for (int th = 1; th <= 3; th += 2) {
+    for (int tt = 0; tt < 2 * ntables; tt++) { /* every table at 1 and 3 threads */
+        int th = tt % 2 ? 3 : 1;
+        lithe__simd_force(tables[tt / 2]);
         lithe_status st = lithe_backend_set_threads(cpu, th);
         if (st == LITHE_ERR_UNSUPPORTED) continue;
         OK(st);
@@ -637,6 +641,7 @@ static void test_pool2d_matches_scalar(void **state) {
             int32_t *ws = malloc(ny * 4), *wv = malloc(ny * 4);
             fill(X, (int64_t)nx, -1, 1), fill(dY, (int64_t)ny, -1, 1);
             X[0] = X[1]; /* a tie: the first maximum wins */
+            for (size_t q = 5; q < nx; q += 37) X[q] = (q / 37) % 3 ? X[q - 1] : NAN; /* ties and NaNs inside */
             lithe_f32_pool2d__scalar(&g, X, Ys, c->max ? ws : NULL);
             lithe__cpu_pool2d(&g, X, Yv, c->max ? wv : NULL);
             same_bits("pool", "pool2d", (int64_t)ny, Ys, Yv);
@@ -647,6 +652,7 @@ static void test_pool2d_matches_scalar(void **state) {
             free(X), free(Ys), free(Yv), free(dY), free(dXs), free(dXv), free(ws), free(wv);
         }
     }
+    lithe__simd_force(NULL);
     OK(lithe_backend_set_threads(cpu, 0));
 }
 

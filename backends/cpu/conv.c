@@ -405,22 +405,12 @@ static void pool_planes(void *ctx, int64_t p0, int64_t p1) {
         lithe_f32_pool2d__scalar(&sub, j->X + p0 * HW, j->Y + p0 * OP, j->which ? j->which + p0 * OP : NULL);
         return;
     }
+    const lithe__simd_kernels *k = lithe__simd();
     for (int64_t nc = p0; nc < p1; nc++) {
         const float *x = j->X + nc * HW;
-        float *y = j->Y + nc * OP;
-        int32_t *w = j->which + nc * OP;
-        for (int64_t oh = 0; oh < g->OH; oh++) {
-            const float *r0 = x + 2 * oh * g->W, *r1 = r0 + g->W;
-            for (int64_t ow = 0; ow < g->OW; ow++) {
-                float best = r0[2 * ow];
-                int32_t arg = (int32_t)(2 * oh * g->W + 2 * ow);
-                if (r0[2 * ow + 1] > best) best = r0[2 * ow + 1], arg = (int32_t)(2 * oh * g->W + 2 * ow + 1);
-                if (r1[2 * ow] > best) best = r1[2 * ow], arg = (int32_t)((2 * oh + 1) * g->W + 2 * ow);
-                if (r1[2 * ow + 1] > best) best = r1[2 * ow + 1], arg = (int32_t)((2 * oh + 1) * g->W + 2 * ow + 1);
-                y[oh * g->OW + ow] = best;
-                w[oh * g->OW + ow] = arg;
-            }
-        }
+        for (int64_t oh = 0; oh < g->OH; oh++)
+            k->maxpool2x2_row(g->OW, x + 2 * oh * g->W, x + (2 * oh + 1) * g->W, g->W, (int32_t)(2 * oh * g->W),
+                              j->Y + nc * OP + oh * g->OW, j->which + nc * OP + oh * g->OW);
     }
 }
 

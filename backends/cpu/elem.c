@@ -55,6 +55,19 @@ static void scalar_dwconv_row(int64_t n, float *y, const float *const *xr, const
     }
 }
 
+static void scalar_maxpool2x2_row(int64_t n, const float *r0, const float *r1, int64_t W, int32_t base, float *y,
+                                  int32_t *which) {
+    for (int64_t o = 0; o < n; o++) {
+        float best = r0[2 * o];
+        int32_t arg = base + (int32_t)(2 * o);
+        if (r0[2 * o + 1] > best) best = r0[2 * o + 1], arg = base + (int32_t)(2 * o + 1);
+        if (r1[2 * o] > best) best = r1[2 * o], arg = base + (int32_t)(W + 2 * o);
+        if (r1[2 * o + 1] > best) best = r1[2 * o + 1], arg = base + (int32_t)(W + 2 * o + 1);
+        y[o] = best;
+        which[o] = arg;
+    }
+}
+
 const lithe__simd_kernels lithe__simd_scalar = {
     .isa = "scalar",
     .lanes = 1,
@@ -80,6 +93,7 @@ const lithe__simd_kernels lithe__simd_scalar = {
     .unary_backward = lithe_f32_unary_backward__scalar,
     .maxout = scalar_maxout,
     .dwconv_row = scalar_dwconv_row,
+    .maxpool2x2_row = scalar_maxpool2x2_row,
 };
 
 /* ---- choosing a table ---- */

@@ -66,6 +66,11 @@ typedef struct lithe__simd_kernels {
      * y[o] += sum over r < nr, k < KW (in that order) of xr[r][o * s + k * dil] * w[r * KW + k]. */
     void (*dwconv_row)(int64_t n, float *y, const float *const *xr, const float *w, int64_t nr, int64_t KW,
                        int64_t dil, int64_t s);
+    /* One output row of 2x2 stride-2 max pooling (no padding) from input rows r0, r1 of a W-wide
+     * plane: y[o] = the first maximum of r0[2o], r0[2o+1], r1[2o], r1[2o+1] (`>`, the twin's order),
+     * which[o] = its index in the plane, base + 2o (+1, +W, +W+1). */
+    void (*maxpool2x2_row)(int64_t n, const float *r0, const float *r1, int64_t W, int32_t base, float *y,
+                           int32_t *which);
 } lithe__simd_kernels;
 
 extern const lithe__simd_kernels lithe__simd_scalar;
