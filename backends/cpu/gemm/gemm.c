@@ -221,11 +221,11 @@ static size_t ws_floats(const lithe__sgemm_kernel *k, int64_t M, int64_t N, int6
 
 static bool epilogue_after(const lithe__sgemm_epilogue *e) { return e && (e->Z || e->act || e->bias_row); }
 
-static void epilogue_tile(const lithe__sgemm_epilogue *e, size_t mr, size_t nr, float *c, size_t ldc, int64_t i0,
-                          int64_t j0) {
+static void epilogue_tile(const lithe__sgemm_epilogue *e, bool add_bias_row, size_t mr, size_t nr, float *c, size_t ldc,
+                          int64_t i0, int64_t j0) {
     for (size_t i = 0; i < mr; i++) {
         float *ci = c + i * ldc;
-        if (e->bias_row) {
+        if (add_bias_row && e->bias_row) {
             float b = e->bias_row[i0 + (int64_t)i];
             for (size_t j = 0; j < nr; j++) ci[j] += b;
         }
@@ -234,11 +234,16 @@ static void epilogue_tile(const lithe__sgemm_epilogue *e, size_t mr, size_t nr, 
     }
 }
 
+/* A row bias rides in the product as one more step k = K (bias_step): A's column K is bias_row,
+ * B's row K is ones, so the microkernel adds it with one multiply-add per element (bias_row[i] · 1,
+ * exact) instead of a pass over C. A block holding that step packs its real steps, then the extra. */
+static bool bias_step(const lithe__sgemm_epilogue *e) { return e && e->bias_row; }
+
 static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, float *ws) {
     const lithe__sgemm_kernel *k = jb->k;
     const size_t MR = (size_t)k->mr, NR = (size_t)k->nr;
-    const int64_t K = jb->K;
     const lithe__sgemm_epilogue *epi = jb->epi;
+    const int64_t K = jb->K + (bias_step(epi) ? 1 : 0), Kr = jb->K; /* steps in all, real steps */
     size_t kcmax = (size_t)(K < k->kc ? K : k->kc);
     size_t mcmax = round_up((size_t)(m1 - m0 < k->mc ? m1 - m0 : k->mc), MR);
     float *Ap = ws, *Bp = ws + round_up(kcmax * mcmax, 16); /* slivers 64-byte aligned */
@@ -247,26 +252,36 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
         for (int64_t pc = 0; pc < K; pc += k->kc) {
             size_t kb = (size_t)(K - pc < k->kc ? K - pc : k->kc);
             bool last = pc + (int64_t)kb == K;
+            size_t kr = last && K > Kr ? kb - 1 : kb; /* real steps in this block */
             for (size_t jr = 0; jr < nb; jr += NR) {
                 size_t lanes = nb - jr < NR ? nb - jr : NR;
+                float *dst = Bp + jr * kb;
+                if (kr < kb)
+                    for (size_t l = 0; l < NR; l++) dst[kr * NR + l] = l < lanes ? 1.0f : 0.0f;
+                if (!kr) continue;
                 if (jb->B_rows) {
-                    pack_b_rows(k, lanes, kb, jb->B_rows + pc, jc + (int64_t)jr, Bp + jr * kb);
+                    pack_b_rows(k, lanes, kr, jb->B_rows + pc, jc + (int64_t)jr, dst);
                     continue;
                 }
                 const float *src = jb->tB ? jb->B + (jc + (int64_t)jr) * jb->ldb + pc
                                           : jb->B + pc * jb->ldb + jc + (int64_t)jr;
-                if (k->pack_b) k->pack_b(lanes, kb, src, (size_t)jb->ldb, jb->tB, Bp + jr * kb);
-                else pack_portable(NR, lanes, kb, src, (size_t)jb->ldb, jb->tB, Bp + jr * kb);
+                if (k->pack_b) k->pack_b(lanes, kr, src, (size_t)jb->ldb, jb->tB, dst);
+                else pack_portable(NR, lanes, kr, src, (size_t)jb->ldb, jb->tB, dst);
             }
             lithe__sgemm_ukparams p = {jb->alpha, pc == 0 ? jb->beta : 1.0f, NULL};
             for (int64_t ic = m0; ic < m1; ic += k->mc) {
                 size_t mb = (size_t)(m1 - ic < k->mc ? m1 - ic : k->mc);
                 for (size_t ir = 0; ir < mb; ir += MR) {
                     size_t lanes = mb - ir < MR ? mb - ir : MR;
+                    float *dst = Ap + ir * kb;
+                    if (kr < kb)
+                        for (size_t l = 0; l < MR; l++)
+                            dst[kr * MR + l] = l < lanes ? epi->bias_row[ic + (int64_t)(ir + l)] : 0.0f;
+                    if (!kr) continue;
                     const float *src = jb->tA ? jb->A + pc * jb->lda + ic + (int64_t)ir
                                               : jb->A + (ic + (int64_t)ir) * jb->lda + pc;
-                    if (k->pack_a) k->pack_a(lanes, kb, src, (size_t)jb->lda, !jb->tA, Ap + ir * kb);
-                    else pack_portable(MR, lanes, kb, src, (size_t)jb->lda, !jb->tA, Ap + ir * kb);
+                    if (k->pack_a) k->pack_a(lanes, kr, src, (size_t)jb->lda, !jb->tA, dst);
+                    else pack_portable(MR, lanes, kr, src, (size_t)jb->lda, !jb->tA, dst);
                 }
                 for (size_t jr = 0; jr < nb; jr += NR) {
                     size_t nr = nb - jr < NR ? nb - jr : NR;
@@ -275,8 +290,8 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                         size_t mr = mb - ir < MR ? mb - ir : MR;
                         float *c = jb->C + (ic + (int64_t)ir) * jb->ldc + jc + (int64_t)jr;
                         k->ukernel(mr, nr, kb, Ap + ir * kb, Bp + jr * kb, c, (size_t)jb->ldc, &p);
-                        if (last && epilogue_after(epi))
-                            epilogue_tile(epi, mr, nr, c, (size_t)jb->ldc, ic + (int64_t)ir, jc + (int64_t)jr);
+                        if (last && epi && (epi->Z || epi->act))
+                            epilogue_tile(epi, false, mr, nr, c, (size_t)jb->ldc, ic + (int64_t)ir, jc + (int64_t)jr);
                     }
                 }
             }
@@ -294,7 +309,7 @@ static void gemm_task(void *ctx, int64_t begin, int64_t end) {
         m0 = begin * jb->k->mr;
         m1 = end * jb->k->mr < jb->M ? end * jb->k->mr : jb->M;
     }
-    ws_slot priv, *s = ws_claim(ws_floats(jb->k, m1 - m0, n1 - n0, jb->K), &priv);
+    ws_slot priv, *s = ws_claim(ws_floats(jb->k, m1 - m0, n1 - n0, jb->K + (bias_step(jb->epi) ? 1 : 0)), &priv);
     if (!s) {
         atomic_store(&jb->failed, true);
         return;
@@ -367,7 +382,7 @@ static void gemv_task(void *ctx, int64_t begin, int64_t end) {
     const float *w = g->trans ? g->w + j0 * g->ldw : g->w + j0;
     const float *bias = g->epi && g->epi->bias ? g->epi->bias + j0 : NULL;
     g->fn(n, g->K, g->kc, g->alpha, g->x, w, g->ldw, g->beta, g->y + j0, bias);
-    if (epilogue_after(g->epi)) epilogue_tile(g->epi, 1, n, g->y + j0, 0, 0, (int64_t)j0);
+    if (epilogue_after(g->epi)) epilogue_tile(g->epi, true, 1, n, g->y + j0, 0, 0, (int64_t)j0);
 }
 
 /* ---- entry ---- */
@@ -383,7 +398,7 @@ static void k_zero(int64_t M, int64_t N, float beta, float *C, int64_t ldc, cons
             if (epi && epi->bias) t += epi->bias[j];
             c[j] = t;
         }
-        if (epilogue_after(epi)) epilogue_tile(epi, 1, (size_t)N, c, 0, i, 0);
+        if (epilogue_after(epi)) epilogue_tile(epi, true, 1, (size_t)N, c, 0, i, 0);
     }
 }
 

@@ -97,8 +97,10 @@ typedef struct lithe__sgemm_epilogue {
     lithe__act_fn act_fn;   /* the backend's act kernel (required with act) */
     float *Z;               /* (M, N), row stride ldz, or NULL */
     int64_t ldz;
-    /* (M,) or NULL: bias_row[i] added to every element of row i (a convolution's per-filter bias),
-     * after the tile is stored and before Z and act; one rounded add per element. */
+    /* (M,) or NULL: bias_row[i] added to every element of row i (a convolution's per-filter bias)
+     * before Z and act: on the packed path as one more product step after the K real ones (A's
+     * column K = bias_row, B's row K = ones: one multiply-add per element in the microkernel);
+     * M = 1 (GEMV) and K = 0 add it after the store. Within the rounding of adding it once. */
     const float *bias_row;
 } lithe__sgemm_epilogue;
 
