@@ -460,6 +460,12 @@ static const conv_case conv_cases[] = {
     {1, 3, 12, 12, 4, 3, 3, 1, 1, 0, 0, 0, 0, 2, 2, 1},   /* dilated */
     {3, 8, 5, 7, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},     /* pointwise */
     {2, 1, 28, 28, 16, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1},  /* LeNet's first layer */
+    /* stride 1 reads shifted rows of a zero-bordered copy (conv.c), K past the GEMM's kc block */
+    {2, 20, 9, 13, 7, 5, 5, 1, 1, 2, 1, 2, 3, 1, 1, 1},   /* uneven padding, K = 500 */
+    {1, 6, 7, 11, 4, 3, 3, 1, 1, 0, 0, 0, 0, 1, 3, 2},    /* grouped; dilation 3 drops more than it keeps: im2col */
+    {2, 3, 6, 9, 5, 1, 1, 1, 1, 1, 2, 0, 1, 1, 1, 1},     /* 1x1 with padding */
+    {1, 4, 10, 12, 6, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 2},   /* stride 2 down, 1 across: im2col */
+    {1, 16, 14, 14, 32, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1}, /* LeNet's second layer */
 };
 
 static lithe__conv2d geom(const conv_case *c) {
@@ -534,26 +540,59 @@ static void test_conv2d_threads_bit_identical(void **state) {
     (void)state;
     lithe_backend *cpu;
     OK(lithe_backend_get("cpu", &cpu));
-    const conv_case cs[2] = {{4, 24, 20, 33, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 24},
-                             {6, 3, 14, 14, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}};
-    for (int i = 0; i < 2; i++) {
+    const conv_case cs[] = {{4, 24, 20, 33, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 24},
+                            {6, 3, 14, 14, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+                            {1, 16, 14, 14, 32, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1},  /* batch 1: the GEMM splits */
+                            {1, 24, 15, 17, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},  /* pointwise */
+                            {2, 6, 15, 17, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2}}; /* im2col */
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
         lithe__conv2d g = geom(&cs[i]);
         size_t nx = (size_t)(g.N * g.C * g.H * g.W), nw = (size_t)(g.M * (g.C / g.group) * g.KH * g.KW),
                ny = (size_t)(g.N * g.M * g.OH * g.OW);
-        float *X = malloc(nx * 4), *W = malloc(nw * 4), *Y1 = malloc(ny * 4), *Yn = malloc(ny * 4);
+        float *X = malloc(nx * 4), *W = malloc(nw * 4), *Y1 = malloc(ny * 4), *Yn = malloc(ny * 4),
+              *b = i % 2 ? malloc((size_t)g.M * 4) : NULL; /* with and without bias */
         fill(X, (int64_t)nx, -1, 1), fill(W, (int64_t)nw, -1, 1);
+        if (b) fill(b, g.M, -1, 1);
         lithe_status st = lithe_backend_set_threads(cpu, 1);
         OK(st);
-        OK(lithe__cpu_conv2d(cpu, &g, X, W, NULL, Y1));
+        OK(lithe__cpu_conv2d(cpu, &g, X, W, b, Y1));
         for (int th = 2; th <= 3; th++) {
             st = lithe_backend_set_threads(cpu, th);
             if (st == LITHE_ERR_UNSUPPORTED) break;
             OK(st);
-            OK(lithe__cpu_conv2d(cpu, &g, X, W, NULL, Yn));
+            OK(lithe__cpu_conv2d(cpu, &g, X, W, b, Yn));
             assert_memory_equal(Y1, Yn, ny * 4);
         }
         OK(lithe_backend_set_threads(cpu, 0));
-        free(X), free(W), free(Y1), free(Yn);
+        free(X), free(W), free(Y1), free(Yn), free(b);
+    }
+}
+
+/* An image's output does not depend on the batch around it: each image alone gives the bits it has
+ * in the batch, on every forward path (shifted rows, im2col, pointwise, depthwise). */
+static void test_conv2d_image_alone_equals_batch(void **state) {
+    (void)state;
+    lithe_backend *cpu;
+    OK(lithe_backend_get("cpu", &cpu));
+    const conv_case cs[] = {{4, 16, 14, 14, 32, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1},
+                            {3, 20, 9, 13, 7, 5, 5, 1, 1, 2, 1, 2, 3, 1, 1, 1},
+                            {3, 4, 9, 8, 6, 3, 2, 2, 1, 1, 0, 0, 1, 1, 1, 2},
+                            {3, 8, 5, 7, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},
+                            {3, 5, 9, 23, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 5}};
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        lithe__conv2d g = geom(&cs[i]), g1 = g;
+        g1.N = 1;
+        size_t xi = (size_t)(g.C * g.H * g.W), yi = (size_t)(g.M * g.OH * g.OW),
+               nw = (size_t)(g.M * (g.C / g.group) * g.KH * g.KW);
+        float *X = malloc(xi * (size_t)g.N * 4), *W = malloc(nw * 4), *b = malloc((size_t)g.M * 4),
+              *Y = malloc(yi * (size_t)g.N * 4), *Y1 = malloc(yi * 4);
+        fill(X, (int64_t)xi * g.N, -1, 1), fill(W, (int64_t)nw, -1, 1), fill(b, g.M, -1, 1);
+        OK(lithe__cpu_conv2d(cpu, &g, X, W, b, Y));
+        for (int64_t n = 0; n < g.N; n++) {
+            OK(lithe__cpu_conv2d(cpu, &g1, X + (size_t)n * xi, W, b, Y1));
+            assert_memory_equal(Y + (size_t)n * yi, Y1, yi * 4);
+        }
+        free(X), free(W), free(b), free(Y), free(Y1);
     }
 }
 
@@ -662,6 +701,7 @@ int main(void) {
         cmocka_unit_test(test_every_table_matches_scalar),
         cmocka_unit_test(test_scalar_adapters),
         cmocka_unit_test(test_conv2d_matches_scalar),
+        cmocka_unit_test(test_conv2d_image_alone_equals_batch),
         cmocka_unit_test(test_cache_reuses_and_bounds),
         /* the tests that start worker threads last */
         cmocka_unit_test(test_pool2d_matches_scalar),
