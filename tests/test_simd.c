@@ -568,6 +568,34 @@ static void test_conv2d_threads_bit_identical(void **state) {
     }
 }
 
+/* Depthwise planes run from a zero-bordered copy of the input when that cannot change a bit: the
+ * twin skips padding taps, the copy adds 0·w for them, so a -0 sum (a -0 bias, all taps -0) or a
+ * non-finite weight (0·inf = NaN) must take the edge loop. Each case differs from the twin when
+ * sent down the padded path (the fall-back checks removed, this test fails). */
+static void test_conv2d_depthwise_padding_exact(void **state) {
+    (void)state;
+    lithe_backend *cpu;
+    OK(lithe_backend_get("cpu", &cpu));
+    const conv_case c = {1, 4, 6, 9, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4};
+    lithe__conv2d g = geom(&c);
+    size_t nx = (size_t)(g.C * g.H * g.W), ny = (size_t)(g.M * g.OH * g.OW), nw = (size_t)(g.M * 9);
+    float *X = malloc(nx * 4), *W = malloc(nw * 4), *b = malloc((size_t)g.M * 4), *Ys = malloc(ny * 4),
+          *Yv = malloc(ny * 4);
+    fill(X, (int64_t)nx, -1, 1), fill(W, (int64_t)nw, 0.1, 1), fill(b, g.M, -1, 1);
+    for (size_t i = 0; i < (size_t)(g.H * g.W); i++) X[i] = -0.0f; /* plane 0: -0 inputs, w > 0, bias -0 */
+    b[0] = -0.0f;
+    W[9 + 0] = INFINITY;  /* plane 1: an infinite corner tap */
+    W[18 + 8] = NAN;      /* plane 2: a NaN corner tap */
+    for (int t = 0; t < ntables; t++) {
+        lithe__simd_force(tables[t]);
+        lithe_f32_conv2d__scalar(&g, X, W, b, Ys);
+        OK(lithe__cpu_conv2d(cpu, &g, X, W, b, Yv));
+        same_bits(tables[t]->isa, "depthwise conv2d, -0 and non-finite", (int64_t)ny, Ys, Yv);
+    }
+    lithe__simd_force(NULL);
+    free(X), free(W), free(b), free(Ys), free(Yv);
+}
+
 /* An image's output does not depend on the batch around it: each image alone gives the bits it has
  * in the batch, on every forward path (shifted rows, im2col, pointwise, depthwise). */
 static void test_conv2d_image_alone_equals_batch(void **state) {
@@ -702,6 +730,7 @@ int main(void) {
         cmocka_unit_test(test_scalar_adapters),
         cmocka_unit_test(test_conv2d_matches_scalar),
         cmocka_unit_test(test_conv2d_image_alone_equals_batch),
+        cmocka_unit_test(test_conv2d_depthwise_padding_exact),
         cmocka_unit_test(test_cache_reuses_and_bounds),
         /* the tests that start worker threads last */
         cmocka_unit_test(test_pool2d_matches_scalar),

@@ -16,6 +16,7 @@
 #include "simd/simd.h"
 #include "threadpool.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -65,17 +66,54 @@ static void valid_range(int64_t OW, int64_t W, int64_t s, int64_t p, int64_t k, 
 }
 
 typedef struct dw_job {
+    lithe_backend *be;
     const lithe__conv2d *g;
     const float *X, *W, *b;
     float *Y;
     const lithe__simd_kernels *k;
 } dw_job;
 
+/* Whether plane c may run from a zero-bordered copy: there every output column and tap row is
+ * inside, so whole rows go to dwconv_row, and the padding's taps add 0·w between the real ones.
+ * That leaves each sum's bits the twin's (which skips those taps) when w is finite (0·w is ±0,
+ * not NaN) and the sum is never -0 (acc + ±0 = acc for every other acc): a sum is -0 only when it
+ * starts at a -0 bias, so a -0 bias or a non-finite weight sends the plane to the edge loop. */
+static bool dw_plane_padded_ok(const lithe__conv2d *g, const float *w, const float *b, int64_t c) {
+    if (b && b[c] == 0.0f && signbit(b[c])) return false;
+    for (int64_t t = 0; t < g->KH * g->KW; t++)
+        if (!isfinite(w[t])) return false;
+    return true;
+}
+
+static void depthwise_plane_padded(const dw_job *j, int64_t nc, float *xp, int64_t Wp) {
+    const lithe__conv2d *g = j->g;
+    int64_t c = nc % g->C;
+    const float *x = j->X + nc * g->H * g->W, *w = j->W + c * g->KH * g->KW;
+    float *y = j->Y + nc * g->OH * g->OW;
+    float bias = j->b ? j->b[c] : 0.0f;
+    for (int64_t h = 0; h < g->H; h++)
+        memcpy(xp + (h + g->pad[0]) * Wp + g->pad[1], x + h * g->W, (size_t)g->W * sizeof(float));
+    const float *xr[16];
+    for (int64_t oh = 0; oh < g->OH; oh++) {
+        float *yr = y + oh * g->OW;
+        for (int64_t ow = 0; ow < g->OW; ow++) yr[ow] = bias;
+        for (int64_t kh = 0; kh < g->KH; kh++) xr[kh] = xp + (oh * g->stride[0] + kh * g->dil[0]) * Wp;
+        j->k->dwconv_row(g->OW, yr, xr, w, g->KH, g->KW, g->dil[1], g->stride[1]);
+    }
+}
+
 /* Planes (n, c) [p0, p1): each output row starts at the bias; its columns whose taps all lie inside
  * the input go to the table's dwconv_row, the edge columns to the same sum with bounds checks. */
 static void depthwise_planes(void *ctx, int64_t p0, int64_t p1) {
     const dw_job *j = ctx;
     const lithe__conv2d *g = j->g;
+    /* the zero-bordered copy (one per range; its border is written once) */
+    int64_t Hp = g->H + g->pad[0] + g->pad[2], Wp = g->W + g->pad[1] + g->pad[3];
+    void *xpv = NULL;
+    bool padded = g->KH <= 16 && (g->pad[0] || g->pad[1] || g->pad[2] || g->pad[3]) &&
+                  j->be->ops->alloc(j->be, (size_t)(Hp * Wp) * sizeof(float), &xpv) == LITHE_OK;
+    float *xp = xpv;
+    if (padded) memset(xp, 0, (size_t)(Hp * Wp) * sizeof(float));
     int64_t s0 = g->stride[0], s1 = g->stride[1], KW = g->KW, d1 = g->dil[1];
     int64_t lo, hi, lo2, hi2;
     valid_range(g->OW, g->W, s1, g->pad[1], 0, d1, &lo, &hi);
@@ -83,6 +121,10 @@ static void depthwise_planes(void *ctx, int64_t p0, int64_t p1) {
     int64_t in_lo = lo, in_hi = hi2 < lo ? lo : hi2; /* every tap inside: [in_lo, in_hi) */
     for (int64_t nc = p0; nc < p1; nc++) {
         int64_t c = nc % g->C;
+        if (padded && dw_plane_padded_ok(g, j->W + c * g->KH * KW, j->b, c)) {
+            depthwise_plane_padded(j, nc, xp, Wp);
+            continue;
+        }
         const float *x = j->X + nc * g->H * g->W, *w = j->W + c * g->KH * KW;
         float *y = j->Y + nc * g->OH * g->OW;
         float bias = j->b ? j->b[c] : 0.0f;
@@ -123,10 +165,12 @@ static void depthwise_planes(void *ctx, int64_t p0, int64_t p1) {
                 j->k->dwconv_row(in_hi - in_lo, yr + in_lo, xr, w + k0 * KW, k1 - k0, KW, d1, s1);
         }
     }
+    if (xp) j->be->ops->free(j->be, xp);
 }
 
-static void depthwise_forward(const lithe__conv2d *g, const float *X, const float *W, const float *b, float *Y) {
-    dw_job j = {g, X, W, b, Y, lithe__simd()};
+static void depthwise_forward(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                              const float *b, float *Y) {
+    dw_job j = {be, g, X, W, b, Y, lithe__simd()};
     int64_t per_plane = g->OH * g->OW * g->KH * g->KW;
     int64_t grain = per_plane > 0 ? (1 << 15) / per_plane + 1 : 1;
     lithe__pool_for(lithe__cpu_pool(), g->N * g->C, grain, depthwise_planes, &j);
@@ -325,7 +369,7 @@ static void gemm_images(void *ctx, int64_t n0, int64_t n1) {
 lithe_status lithe__cpu_conv2d(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
                                const float *b, float *Y) {
     if (is_depthwise(g)) {
-        depthwise_forward(g, X, W, b, Y);
+        depthwise_forward(be, g, X, W, b, Y);
         return LITHE_OK;
     }
     gemm_job j = {be, g, X, W, b, Y, LITHE_OK};
