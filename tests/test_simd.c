@@ -466,6 +466,8 @@ static const conv_case conv_cases[] = {
     {2, 3, 6, 9, 5, 1, 1, 1, 1, 1, 2, 0, 1, 1, 1, 1},     /* 1x1 with padding */
     {1, 4, 10, 12, 6, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 2},   /* stride 2 down, 1 across: im2col */
     {1, 16, 14, 14, 32, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1}, /* LeNet's second layer */
+    {2, 6, 11, 13, 4, 3, 3, 1, 1, 2, 0, 1, 1, 2, 1, 2},   /* dX as a convolution: dilation, uneven pads, groups */
+    {1, 2, 6, 7, 3, 3, 3, 1, 1, 3, 0, 0, 0, 1, 1, 1},     /* a pad past the kernel's reach: dX through col2im */
 };
 
 static lithe__conv2d geom(const conv_case *c) {
@@ -544,27 +546,38 @@ static void test_conv2d_threads_bit_identical(void **state) {
                             {6, 3, 14, 14, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},
                             {1, 16, 14, 14, 32, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1},  /* batch 1: the GEMM splits */
                             {1, 24, 15, 17, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},  /* pointwise */
-                            {2, 6, 15, 17, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2}}; /* im2col */
+                            {2, 6, 15, 17, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2},   /* im2col */
+                            {3, 6, 11, 13, 4, 3, 3, 1, 1, 2, 0, 1, 1, 2, 1, 2}};  /* dX as a convolution */
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
         lithe__conv2d g = geom(&cs[i]);
         size_t nx = (size_t)(g.N * g.C * g.H * g.W), nw = (size_t)(g.M * (g.C / g.group) * g.KH * g.KW),
-               ny = (size_t)(g.N * g.M * g.OH * g.OW);
-        float *X = malloc(nx * 4), *W = malloc(nw * 4), *Y1 = malloc(ny * 4), *Yn = malloc(ny * 4),
-              *b = i % 2 ? malloc((size_t)g.M * 4) : NULL; /* with and without bias */
-        fill(X, (int64_t)nx, -1, 1), fill(W, (int64_t)nw, -1, 1);
+               ny = (size_t)(g.N * g.M * g.OH * g.OW), nm = (size_t)g.M;
+        /* [0]: 1 thread, [1]: 2 or 3: Y, dX, dW, db */
+        float *X = malloc(nx * 4), *W = malloc(nw * 4), *dY = malloc(ny * 4), *Y[2], *dX[2], *dW[2], *db[2],
+              *b = i % 2 ? malloc(nm * 4) : NULL; /* with and without bias */
+        for (int r = 0; r < 2; r++)
+            Y[r] = malloc(ny * 4), dX[r] = calloc(nx, 4), dW[r] = calloc(nw, 4), db[r] = calloc(nm, 4);
+        fill(X, (int64_t)nx, -1, 1), fill(W, (int64_t)nw, -1, 1), fill(dY, (int64_t)ny, -1, 1);
         if (b) fill(b, g.M, -1, 1);
         lithe_status st = lithe_backend_set_threads(cpu, 1);
         OK(st);
-        OK(lithe__cpu_conv2d(cpu, &g, X, W, b, Y1));
+        OK(lithe__cpu_conv2d(cpu, &g, X, W, b, Y[0]));
+        OK(lithe__cpu_conv2d_backward(cpu, &g, X, W, dY, dX[0], dW[0], db[0]));
         for (int th = 2; th <= 3; th++) {
             st = lithe_backend_set_threads(cpu, th);
             if (st == LITHE_ERR_UNSUPPORTED) break;
             OK(st);
-            OK(lithe__cpu_conv2d(cpu, &g, X, W, b, Yn));
-            assert_memory_equal(Y1, Yn, ny * 4);
+            memset(dX[1], 0, nx * 4), memset(dW[1], 0, nw * 4), memset(db[1], 0, nm * 4);
+            OK(lithe__cpu_conv2d(cpu, &g, X, W, b, Y[1]));
+            OK(lithe__cpu_conv2d_backward(cpu, &g, X, W, dY, dX[1], dW[1], db[1]));
+            assert_memory_equal(Y[0], Y[1], ny * 4);
+            assert_memory_equal(dX[0], dX[1], nx * 4);
+            assert_memory_equal(dW[0], dW[1], nw * 4);
+            assert_memory_equal(db[0], db[1], nm * 4);
         }
         OK(lithe_backend_set_threads(cpu, 0));
-        free(X), free(W), free(Y1), free(Yn), free(b);
+        for (int r = 0; r < 2; r++) free(Y[r]), free(dX[r]), free(dW[r]), free(db[r]);
+        free(X), free(W), free(dY), free(b);
     }
 }
 

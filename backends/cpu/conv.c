@@ -2,16 +2,23 @@
  *
  *   - depthwise (one input and one output channel per group, mobilenet's 3x3): a direct kernel over
  *     output rows, taps outermost and the output row innermost (contiguous for stride 1, so it
- *     vectorises); it accumulates in the scalar twin's order (bias, then taps kh, kw), bit-identical;
- *   - everything else: per image and group, Y_g (Mg, OH·OW) = W_g (Mg, K) · col (K, OH·OW) with
- *     K = Cg·KH·KW, through the backend's own gemm (so the fast GEMM and its threads serve
- *     convolutions too). A pointwise convolution (1x1, stride 1, no padding) multiplies X itself;
- *     others unfold X into col first (im2col, one image-group at a time, in a workspace from the
- *     backend's allocator). The backward is the same GEMMs transposed: dW_g += dY_g · colᵀ,
- *     dcol = W_gᵀ · dY_g folded back into dX (col2im), db += row sums of dY.
+ *     vectorises); it accumulates in the scalar twin's order (bias, then taps kh, kw), bit-identical.
+ *     Padded planes are copied into a zero-bordered buffer so whole rows go to the vector kernel
+ *     (dw_plane_padded_ok says when that keeps the twin's bits; otherwise edge columns are summed
+ *     with bounds checks);
+ *   - everything else: per image and group, Y_g (Mg, OH·OW) = W_g (Mg, K) · B (K, OH·OW) with
+ *     K = Cg·KH·KW through the packed GEMM (gemm/gemm.h), the bias riding in the product as one
+ *     more k-step (bias_row) or added while copying out. B is, by geometry:
+ *       stride 1: shifted rows of a zero-bordered copy of X (no im2col matrix; see "shifted rows"
+ *         below), the GEMM packing its B slivers straight from row pointers (lithe__sgemm_rows);
+ *       pointwise (1x1, stride 1, no padding): X itself;
+ *       other strides: X unfolded into col (im2col) in a workspace from the backend's allocator.
+ *     The backward is the same GEMMs transposed: dW_g += dY_g · colᵀ, dcol = W_gᵀ · dY_g folded
+ *     back into dX (col2im), db += row sums of dY.
  * GEMM paths sum in the GEMM's order, not the twin's: within the GEMM's rounding of the twin
- * (test_onnx and test_simd check). Images run in order (the backward accumulates over them); the
- * GEMM splits each product over the thread pool. */
+ * (test_onnx and test_simd check), and an image's bits do not depend on the batch or the thread
+ * count. Forward images run in parallel ranges; the backward runs them in order (it accumulates
+ * over them) and the GEMM splits each product over the thread pool. */
 #include "gemm/gemm.h"
 #include "simd/simd.h"
 #include "threadpool.h"
