@@ -5,6 +5,7 @@
 #include "simd/simd.h"
 #include "gemm/gemm.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 static lithe_status cpu_alloc(lithe_backend *be, size_t nbytes, void **out) {
@@ -121,6 +122,12 @@ static lithe_status cpu_mul(lithe_backend *be, const lithe_tensor *A, const lith
 static lithe_status cpu_sum_squares(lithe_backend *be, const lithe_tensor *X, double *out) {
     (void)be;
     *out = lithe__cpu_sum_squares(N(X), F(X));
+    return LITHE_OK;
+}
+static lithe_status cpu_clip_gradient(lithe_backend *be, lithe_tensor *G, double threshold) {
+    (void)be;
+    float norm = (float)sqrt(lithe__cpu_sum_squares(N(G), F(G)));
+    if (norm >= (float)threshold) lithe__cpu_axpby(N(G), 0.0f, F(G), (float)(threshold / norm), F(G));
     return LITHE_OK;
 }
 static lithe_status cpu_act(lithe_backend *be, const lithe__act *a, const lithe_tensor *X, lithe_tensor *Y) {

@@ -230,6 +230,46 @@ static lithe_status cu_sum_squares(lithe_backend *be, const lithe_tensor *X, dou
     return s;
 }
 
+/* Gradient clipping without a read-back: sum_squares' two stages, then one thread adds the FOLD
+ * partials in the order the host does (so |G| is the bits cu_sum_squares would give) and writes
+ * {factor, apply}; the scaling pass reads them (apply == 0: G untouched) and scales as k_axpby
+ * does with alpha 0, beta = factor. */
+LC_KERNEL(k_clip_factor, (const lc_thread &t, const double *part, double threshold, float *f)) {
+    LC_FOR(t, i, 1) {
+        double ss = 0.0;
+        for (int k = 0; k < FOLD; k++) ss += part[k];
+        float norm = (float)sqrt(ss);
+        bool apply = norm >= (float)threshold;
+        f[0] = apply ? (float)(threshold / norm) : 1.0f;
+        f[1] = apply ? 1.0f : 0.0f;
+    }
+}
+LC_KERNEL(k_clip_scale, (const lc_thread &t, int64_t n, const float *f, float *G)) {
+    float beta = f[0];
+    if (f[1] == 0.0f) return;
+    LC_FOR(t, i, n) {
+        if (beta == 1.0f) G[i] += 0.0f * G[i];
+        else if (beta == 0.0f) G[i] = 0.0f * G[i];
+        else G[i] = 0.0f * G[i] + beta * G[i];
+    }
+}
+
+static lithe_status cu_clip_gradient(lithe_backend *be, lithe_tensor *G, double threshold) {
+    lc_ctx *c = lc_of(be);
+    if (G->numel == 0) return LITHE_OK;
+    int64_t nt = n_threads(c, G->numel);
+    void *part = NULL;
+    lithe_status s = lc_alloc(c, (size_t)(nt + FOLD + 1) * sizeof(double), &part);
+    double *p1 = (double *)part, *p2 = p1 + nt;
+    float *f = (float *)(p2 + FOLD);
+    if (s == LITHE_OK) s = lc_launch<k_sum_squares>(c, G->numel, (const float *)lc_f(G), G->numel, p1);
+    if (s == LITHE_OK) s = lc_launch<k_fold_sum>(c, FOLD, (const double *)p1, nt, p2);
+    if (s == LITHE_OK) s = lc_launch<k_clip_factor>(c, 1, (const double *)p2, threshold, f);
+    if (s == LITHE_OK) s = lc_launch<k_clip_scale>(c, G->numel, G->numel, (const float *)f, lc_f(G));
+    lc_free(c, part); /* safe: a later kernel reusing it is queued after these on the stream */
+    return s;
+}
+
 static lithe_status cu_any_outside(lithe_backend *be, const lithe_tensor *X, float lo, float hi, int *out) {
     lc_ctx *c = lc_of(be);
     *out = 0;
@@ -362,6 +402,7 @@ void lc_fill_ops_elementwise(lithe_backend_ops *ops) {
     ops->axpby = cu_axpby;
     ops->mul = cu_mul;
     ops->sum_squares = cu_sum_squares;
+    ops->clip_gradient = cu_clip_gradient;
     ops->any_outside = cu_any_outside;
     ops->adam = cu_adam;
     ops->radam = cu_radam;

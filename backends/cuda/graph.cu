@@ -265,6 +265,57 @@ LC_KERNEL(k_channel_bias, (const lc_thread &t, int64_t n, int64_t M, int64_t P, 
     LC_FOR(t, q, n) Y[q] += b[(q / P) % M];
 }
 
+/* The im2col scratch's budget in floats: 64 Mi (256 MiB), or $LITHE_CUDA_IM2COL_FLOATS (the tests
+ * set a small one so the batching over images takes several passes). */
+static int64_t im2col_floats(void) {
+    const char *e = getenv("LITHE_CUDA_IM2COL_FLOATS");
+    long long v = e ? atoll(e) : 0;
+    return v > 0 ? (int64_t)v : (int64_t)64 << 20;
+}
+
+LC_KERNEL(k_ones, (const lc_thread &t, int64_t n, float *Y)) {
+    LC_FOR(t, i, n) Y[i] = 1.0f;
+}
+/* dst (rows, nb P): row r holds images i = 0 .. nb - 1's (P) rows r, src image i at src + i stride */
+LC_KERNEL(k_gather_rows, (const lc_thread &t, int64_t rows, int64_t nb, int64_t P, const float *src, int64_t stride,
+                          float *dst)) {
+    LC_FOR(t, q, rows * nb * P) {
+        int64_t p = q % P, i = (q / P) % nb, r = q / (P * nb);
+        dst[q] = src[i * stride + r * P + p];
+    }
+}
+/* col (Kc, nb P) of group gi, images n0 ..: col[kc][i P + p], zero where the tap is padding */
+LC_KERNEL(k_im2col_wide, (const lc_thread &t, lithe__conv2d g, int64_t gi, int64_t n0, int64_t nb, const float *X,
+                          float *col)) {
+    int64_t Cg = g.C / g.group, KK = g.KH * g.KW, Kc = Cg * KK, P = g.OH * g.OW;
+    LC_FOR(t, q, Kc * nb * P) {
+        int64_t p = q % P, n = n0 + (q / P) % nb, kc = q / (P * nb);
+        int64_t c = kc / KK, kh = (kc % KK) / g.KW, kw = kc % g.KW, oh = p / g.OW, ow = p % g.OW;
+        int64_t h = src_at(oh, kh, g.stride[0], g.pad[0], g.dil[0]), w = src_at(ow, kw, g.stride[1], g.pad[1], g.dil[1]);
+        col[q] = h >= 0 && h < g.H && w >= 0 && w < g.W ? X[((n * g.C + gi * Cg + c) * g.H + h) * g.W + w] : 0.0f;
+    }
+}
+/* dX[n0 + i, group gi's channel c, h, w] += the sum, over taps (kh, kw) in order whose output
+ * position (oh, ow) reads (h, w), of dcol[(c, kh, kw)][i P + oh OW + ow]; dcol (Kc, nb P) */
+LC_KERNEL(k_col2im, (const lc_thread &t, lithe__conv2d g, int64_t gi, int64_t n0, int64_t nb, const float *dcol,
+                     float *dX)) {
+    int64_t Cg = g.C / g.group, KK = g.KH * g.KW, P = g.OH * g.OW, wide = nb * P;
+    LC_FOR(t, q, nb * Cg * g.H * g.W) {
+        int64_t w = q % g.W, h = (q / g.W) % g.H, c = (q / (g.W * g.H)) % Cg, i = q / (g.W * g.H * Cg);
+        float acc = 0.0f;
+        for (int64_t kh = 0; kh < g.KH; kh++) {
+            int64_t rh = h + g.pad[0] - kh * g.dil[0];
+            if (rh < 0 || rh % g.stride[0] || rh / g.stride[0] >= g.OH) continue;
+            for (int64_t kw = 0; kw < g.KW; kw++) {
+                int64_t rw = w + g.pad[1] - kw * g.dil[1];
+                if (rw < 0 || rw % g.stride[1] || rw / g.stride[1] >= g.OW) continue;
+                acc += dcol[((c * KK) + kh * g.KW + kw) * wide + i * P + (rh / g.stride[0]) * g.OW + rw / g.stride[1]];
+            }
+        }
+        dX[(((n0 + i) * g.C + gi * Cg + c) * g.H + h) * g.W + w] += acc;
+    }
+}
+
 /* Forward as GEMMs (cuBLAS), per group and batch of images: Y[n, group's M] (Mg, P) =
  * W_g (Mg, Kc) · col_n (Kc, P), col_n the image's im2col (a 1x1, stride-1, unpadded convolution reads
  * X itself), then + b. The direct kernel (k_conv2d, the CPU scalar twin's order) serves when the
@@ -281,7 +332,7 @@ static lithe_status cu_conv2d(lithe_backend *be, const lithe__conv2d *g, const l
     float *y = lc_f(Y);
     bool direct = g->KH == 1 && g->KW == 1 && g->stride[0] == 1 && g->stride[1] == 1 && g->pad[0] == 0 &&
                   g->pad[1] == 0 && g->pad[2] == 0 && g->pad[3] == 0;
-    int64_t per_image = Kc * P, nb = direct ? g->N : ((int64_t)64 << 20) / (per_image ? per_image : 1);
+    int64_t per_image = Kc * P, nb = direct ? g->N : im2col_floats() / (per_image ? per_image : 1);
     if (nb < 1) nb = 1;
     if (nb > g->N) nb = g->N;
     void *col = NULL;
@@ -307,14 +358,57 @@ static lithe_status cu_conv2d(lithe_backend *be, const lithe__conv2d *g, const l
     if (s == LITHE_OK && b) s = lc_launch<k_channel_bias>(c, Y->numel, Y->numel, g->M, P, (const float *)lc_f(b), y);
     return s;
 }
+/* Backward as GEMMs, per group and batch of nb images, with the images side by side along the
+ * GEMM's inner dimension (one product per batch, not one per image):
+ *   dYt (Mg, nb P)  = the batch's dY rows of the group's channels (k_gather_rows),
+ *   col (Kc, nb P)  = the batch's im2col (k_im2col_wide: col[kc][i P + p]),
+ *   dW_g (Mg, Kc)  += dYt · colᵀ                       (cuBLAS, beta 1),
+ *   dcol (Kc, nb P) = W_gᵀ · dYt                        (cuBLAS, beta 0, into col's scratch),
+ *   dX             += col2im(dcol)                      (k_col2im: per dX element, its taps
+ *                                                        gathered in (kh, kw) order: no atomics),
+ *   db_g (Mg)      += dYt · ones (nb P)                 (cuBLAS, beta 1).
+ * Tiny products (and db alone) take the direct kernels, as in the forward. */
 static lithe_status cu_conv2d_backward(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X,
                                        const lithe_tensor *W, const lithe_tensor *dY, lithe_tensor *dX, lithe_tensor *dW,
                                        lithe_tensor *db) {
     lc_ctx *c = lc_of(be);
-    if (dX) LITHE__TRY(lc_launch<k_conv2d_dx>(c, dX->numel, *g, (const float *)lc_f(W), (const float *)lc_f(dY), lc_f(dX)));
-    if (dW) LITHE__TRY(lc_launch<k_conv2d_dw>(c, dW->numel, *g, (const float *)lc_f(X), (const float *)lc_f(dY), lc_f(dW)));
-    if (db) LITHE__TRY(lc_launch<k_conv2d_db>(c, g->M, *g, (const float *)lc_f(dY), lc_f(db)));
-    return LITHE_OK;
+    int64_t Cg = g->C / g->group, Mg = g->M / g->group, Kc = Cg * g->KH * g->KW, P = g->OH * g->OW;
+    if (g->N * P == 0) return LITHE_OK;
+    if ((!dX && !dW) || Kc * Mg * P < 4096) {
+        if (dX) LITHE__TRY(lc_launch<k_conv2d_dx>(c, dX->numel, *g, (const float *)lc_f(W), (const float *)lc_f(dY), lc_f(dX)));
+        if (dW) LITHE__TRY(lc_launch<k_conv2d_dw>(c, dW->numel, *g, (const float *)lc_f(X), (const float *)lc_f(dY), lc_f(dW)));
+        if (db) LITHE__TRY(lc_launch<k_conv2d_db>(c, g->M, *g, (const float *)lc_f(dY), lc_f(db)));
+        return LITHE_OK;
+    }
+    const float *x = lc_f(X), *w = lc_f(W), *dy = lc_f(dY);
+    float *dx = dX ? lc_f(dX) : NULL, *dw = dW ? lc_f(dW) : NULL, *dbp = db ? lc_f(db) : NULL;
+    int64_t per_image = (Mg + Kc + 1) * P, nb = im2col_floats() / per_image;
+    if (nb < 1) nb = 1;
+    if (nb > g->N) nb = g->N;
+    void *scratch = NULL;
+    lithe_status s = lc_alloc(c, (size_t)(nb * per_image) * sizeof(float), &scratch);
+    float *dyt = (float *)scratch, *col = dyt + Mg * nb * P, *ones = col + Kc * nb * P;
+    if (s == LITHE_OK && dbp) s = lc_launch<k_ones>(c, nb * P, nb * P, ones);
+    for (int64_t gi = 0; s == LITHE_OK && gi < g->group; gi++)
+        for (int64_t n0 = 0; s == LITHE_OK && n0 < g->N; n0 += nb) {
+            int64_t cnt = g->N - n0 < nb ? g->N - n0 : nb, wide = cnt * P;
+            s = lc_launch<k_gather_rows>(c, Mg * wide, Mg, cnt, P, dy + (n0 * g->M + gi * Mg) * P, g->M * P, dyt);
+            if (s == LITHE_OK && dbp)
+                s = lc_gemm_rm(c, false, false, Mg, 1, wide, 1.0f, dyt, wide, 0, ones, 1, 0, 1.0f, dbp + gi * Mg, 1, 0, 1);
+            if (s == LITHE_OK && dw) {
+                s = lc_launch<k_im2col_wide>(c, Kc * wide, *g, gi, n0, cnt, x, col);
+                if (s == LITHE_OK)
+                    s = lc_gemm_rm(c, false, true, Mg, Kc, wide, 1.0f, dyt, wide, 0, col, wide, 0, 1.0f,
+                                   dw + gi * Mg * Kc, Kc, 0, 1);
+            }
+            if (s == LITHE_OK && dx) {
+                s = lc_gemm_rm(c, true, false, Kc, wide, Mg, 1.0f, w + gi * Mg * Kc, Kc, 0, dyt, wide, 0, 0.0f, col,
+                               wide, 0, 1);
+                if (s == LITHE_OK) s = lc_launch<k_col2im>(c, cnt * Cg * g->H * g->W, *g, gi, n0, cnt, (const float *)col, dx);
+            }
+        }
+    lc_free(c, scratch);
+    return s;
 }
 
 /* ---- pooling ---- */

@@ -17,7 +17,7 @@ endif()
 if(LITHE_VULKAN_ENABLED)
   message(STATUS "lithe: Vulkan backend on (${LITHE_GLSLC})")
   set(LITHE_VK_DIR ${CMAKE_CURRENT_SOURCE_DIR}/backends/vulkan)
-  set(LITHE_VK_SHADERS fill copy cast gemm gemm128 rows elementwise act softmax dropout optim cce reduce maxout
+  set(LITHE_VK_SHADERS fill copy cast gemm gemm_tiled gemm_subgroup rows elementwise act softmax dropout optim cce reduce maxout
       layernorm index hash seq sparse recur conv graph bcast)
   set(LITHE_VK_SPV_DIR ${CMAKE_CURRENT_BINARY_DIR}/spirv)
   file(GLOB LITHE_VK_GLSL ${LITHE_VK_DIR}/shaders/*.glsl) # included by the .comp files

@@ -141,6 +141,24 @@ static lithe_status pick_device(lithe__vk *vk, const char *sel) {
     vk->fn.vkGetPhysicalDeviceMemoryProperties(vk->phys, &vk->memprops);
     compute_family(vk, vk->phys, &vk->queue_family);
     snprintf(vk->device_name, sizeof vk->device_name, "%s", vk->props.deviceName);
+    /* subgroups (core in Vulkan 1.1): only what the compute stage supports counts */
+    if (vk->props.apiVersion >= VK_API_VERSION_1_1) {
+        VkPhysicalDeviceSubgroupProperties sg = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+        VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &sg};
+        vk->fn.vkGetPhysicalDeviceProperties2(vk->phys, &p2);
+        if (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) {
+            vk->subgroup_size = sg.subgroupSize;
+            vk->subgroup_ops = sg.supportedOperations;
+        }
+    }
+    uint32_t n_ext = 0;
+    if (vk->fn.vkEnumerateDeviceExtensionProperties(vk->phys, NULL, &n_ext, NULL) == VK_SUCCESS && n_ext) {
+        VkExtensionProperties *ext = lithe__malloc(n_ext * sizeof *ext);
+        if (ext && vk->fn.vkEnumerateDeviceExtensionProperties(vk->phys, NULL, &n_ext, ext) == VK_SUCCESS)
+            for (uint32_t i = 0; i < n_ext; i++)
+                if (!strcmp(ext[i].extensionName, "VK_KHR_cooperative_matrix")) vk->coopmat = true;
+        lithe__free(ext);
+    }
     return LITHE_OK;
 }
 
@@ -735,6 +753,21 @@ static lithe_status create_context(lithe__vk *vk, const char *sel) {
         if (r != VK_SUCCESS) return VKFAIL("vkCreateDescriptorPool", r);
     }
     return LITHE_OK;
+}
+
+void lithe__vk_describe(lithe_backend *be, char *buf, size_t cap) {
+    const lithe__vk *vk = lithe__vk_of(be);
+    static const char *const types[] = {"other", "integrated GPU", "discrete GPU", "virtual GPU", "CPU"};
+    static const char *const ops[] = {"basic", "vote", "arithmetic", "ballot", "shuffle", "shuffle_relative",
+                                      "clustered", "quad"};
+    int n = snprintf(buf, cap, "%s (%s, Vulkan %u.%u), compute subgroups: size %u, operations", vk->device_name,
+                     vk->props.deviceType < 5 ? types[vk->props.deviceType] : "other",
+                     VK_API_VERSION_MAJOR(vk->props.apiVersion), VK_API_VERSION_MINOR(vk->props.apiVersion),
+                     vk->subgroup_size);
+    for (unsigned i = 0; i < 8 && n > 0 && (size_t)n < cap; i++)
+        if (vk->subgroup_ops & (1u << i)) n += snprintf(buf + n, cap - (size_t)n, " %s", ops[i]);
+    if (n > 0 && (size_t)n < cap)
+        snprintf(buf + n, cap - (size_t)n, "; VK_KHR_cooperative_matrix: %s", vk->coopmat ? "exposed" : "absent");
 }
 
 static lithe_backend_ops vk_ops_storage;

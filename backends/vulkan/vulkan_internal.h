@@ -71,7 +71,7 @@ typedef struct lithe__vk_shader {
 extern const lithe__vk_shader lithe__vk_shaders[];
 extern const size_t lithe__vk_shader_count;
 
-#define LITHE__VK_SPEC 4 /* specialization constants 0..3 (uint) */
+#define LITHE__VK_SPEC 8 /* specialization constants 0..7 (uint) */
 typedef struct vk_pipeline {
     const char *shader;
     uint32_t spec[LITHE__VK_SPEC];
@@ -114,6 +114,12 @@ typedef struct lithe__vk {
     char name[32];      /* "vulkan" or "vulkan:<index>" */
     char device_name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
     uint64_t n_submits; /* statistics for the benchmark and tests */
+    /* What the GEMM variant choice reads (vulkan_ops.c, vk_gemm_plan): the compute stage's
+     * subgroup size and operations (VkPhysicalDeviceSubgroupProperties; 0 when the device is
+     * Vulkan 1.0 or its compute stage has none), and whether VK_KHR_cooperative_matrix is exposed. */
+    uint32_t subgroup_size;
+    VkSubgroupFeatureFlags subgroup_ops;
+    bool coopmat;
 } lithe__vk;
 
 /* The context of a Vulkan backend. */
@@ -147,6 +153,15 @@ lithe_status lithe__vk_finish(lithe_backend *be);
 /* A scratch allocation on the device (for reductions' partial results); free with
  * lithe__vk_free_scratch. */
 lithe_status lithe__vk_scratch(lithe_backend *be, size_t nbytes, lithe_tensor **out);
+
+/* The GEMM variant vk_gemm runs for C (M, N) = op(A) (M, K) · op(B) (K, N) with aligned
+ * untransposed operands on this backend, given $LITHE_VULKAN_GEMM and the device's subgroup
+ * properties: "basic-64", "basic-128", "tiled", "subgroup-<size>", or "none" when a forced variant
+ * is unavailable. For the benchmark's report; the string is static (not thread-safe). */
+const char *lithe__vk_gemm_variant(lithe_backend *be, int64_t M, int64_t N, int64_t K);
+/* One line on what the GEMM choice reads: device name and type, subgroup size and operations of the
+ * compute stage, VK_KHR_cooperative_matrix. For the benchmark. */
+void lithe__vk_describe(lithe_backend *be, char *buf, size_t cap);
 
 /* The table of primitives (vulkan_ops.c); memory ops come from vulkan_backend.c. */
 void lithe__vk_fill_ops(lithe_backend_ops *ops);

@@ -6,7 +6,13 @@
 #   test_kernels      Thinc goldens, float64 references, finite differences, on "cuda"
 #   lithe train-mnist --device cuda (when Debian's dataset-fashion-mnist is installed)
 #   pytest -k cuda    torch CUDA tensors through DLPack without a copy (needs a CUDA build of torch)
-# then the benchmark against PyTorch on the same GPU (bench/cuda/cuda_bench.sh).
+# then the benchmark against PyTorch on the same GPU (bench/cuda/cuda_bench.sh): fp32 GEMM GFLOP/s
+# at 1024^3 and 4096^3 next to torch's (cuBLAS), MLP training steps/s next to torch CUDA's.
+# Then, when the Vulkan loader offers a GPU (the NVIDIA driver's Vulkan ICD; lavapipe does not
+# count), the Vulkan backend on it: test_vulkan with the run-time GEMM choice and with each variant
+# forced (LITHE_VULKAN_GEMM=basic|tiled|subgroup), and bench/vulkan_bench.sh: every GEMM variant's
+# GFLOP/s at 1024^3 and 4096^3 (the line "variant=auto(<x>)" says which one the run-time choice
+# takes), MLP steps/s, torch's figures beside them.
 #   bench/cuda/gpu_check.sh [build dir (default build/ci; built here when missing)]
 # The build needs the CUDA 13 toolkit; a build dir carried from another machine needs the CUDA 13
 # runtime libraries (libcublas.so.13) and a driver for CUDA 13 here.
@@ -47,6 +53,18 @@ if "$py" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"
 else
   echo "SKIPPED the torch parts (pytest -k cuda, the PyTorch yardstick): torch does not see a GPU here"
   run "$b/bench/cuda/lithe_cuda_bench" --device cuda --gemm "${SIZES:-1024,4096}" --steps "${STEPS:-50}"
+fi
+# Vulkan on the same GPU, if the loader offers it (the benchmark's first line names the device)
+if [ -x "$b/bench/vulkan/lithe_vulkan_bench" ]; then
+  vkdev=$("$b/bench/vulkan/lithe_vulkan_bench" --device vulkan --gemm 0 --steps 0 2>&1 | head -1)
+  echo "=== $vkdev"
+  case "$vkdev" in
+    *"device: "*"GPU, "*)
+      run "$b/tests/test_vulkan"
+      for v in basic tiled subgroup; do run env LITHE_VULKAN_GEMM=$v "$b/tests/test_vulkan"; done
+      STEPS=${STEPS:-50} run bench/vulkan_bench.sh "$b" "${SIZES:-1024,4096}" ;;
+    *) echo "SKIPPED the Vulkan GPU checks: no Vulkan GPU here (${vkdev:-no Vulkan backend})" ;;
+  esac
 fi
 [ $fail = 0 ] && echo "=== gpu_check: all passed" || echo "=== gpu_check: FAILURES above"
 exit $fail

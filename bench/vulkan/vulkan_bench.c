@@ -7,9 +7,11 @@
  *         (64, 1, 28, 28)), imported as a graph layer, input already on the device.
  * Built as lithe_vulkan_bench (bench/vulkan_bench.sh) and lithe_cuda_bench (bench/cuda/cuda_bench.sh).
  * Usage: lithe_<x>_bench [--device vulkan|cuda|cpu|...] [--gemm 256,1024,4096] [--steps N] [--cnn m.onnx]
- * Prints one line per measurement: "<device> gemm n=<n> <GFLOP/s> GFLOP/s",
+ * Prints one line per measurement: "<device> gemm n=<n> <GFLOP/s> GFLOP/s" (Vulkan: first a line
+ * on the device's subgroups, then one per GEMM variant, "variant=auto(<the one it picks>)" first),
  * "<device> mlp batch=128 <steps/s> steps/s" and "<device> cnn batch=64 <passes/s> forward/s". */
-#define _POSIX_C_SOURCE 199309L /* clock_gettime */
+#define _POSIX_C_SOURCE 200112L /* clock_gettime, setenv */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,9 @@
 
 #include "internal.h"
 #include "lithe.h"
+#ifdef LITHE_HAVE_VULKAN
+#include "../../backends/vulkan/vulkan_internal.h"
+#endif
 
 static double now(void) {
     struct timespec ts;
@@ -47,7 +52,7 @@ static int rand_tensor(lithe_backend *be, int64_t r, int64_t c, uint64_t seed, l
     return s == LITHE_OK ? 0 : die("tensor", s);
 }
 
-static int bench_gemm(lithe_backend *be, int64_t n) {
+static int bench_gemm(lithe_backend *be, int64_t n, const char *variant) {
     lithe_tensor *A = NULL, *B = NULL, *C = NULL;
     if (rand_tensor(be, n, n, 1, &A) || rand_tensor(be, n, n, 2, &B) || rand_tensor(be, n, n, 3, &C)) return 1;
     TRY("gemm warm-up", lithe__op_gemm(be, false, false, 1.0f, A, B, 0.0f, C));
@@ -64,8 +69,9 @@ static int bench_gemm(lithe_backend *be, int64_t n) {
     for (int r = 0; r < reps; r++) TRY("gemm", lithe__op_gemm(be, false, false, 1.0f, A, B, 0.0f, C));
     TRY("sync", be->ops->sync(be));
     double t = now() - t0;
-    printf("%s gemm n=%lld %.2f GFLOP/s (%d reps, %.3f s)\n", lithe_backend_name(be), (long long)n,
-           2.0 * (double)n * (double)n * (double)n * reps / t * 1e-9, reps, t);
+    printf("%s gemm n=%lld%s%s %.2f GFLOP/s (%d reps, %.3f s)\n", lithe_backend_name(be), (long long)n,
+           variant ? " variant=" : "", variant ? variant : "", 2.0 * (double)n * (double)n * (double)n * reps / t * 1e-9,
+           reps, t);
     lithe_tensor_release(A);
     lithe_tensor_release(B);
     lithe_tensor_release(C);
@@ -101,10 +107,14 @@ static int bench_mlp(lithe_backend *be, int steps) {
     lithe_optimizer *opt = NULL;
     TRY("optimizer", lithe_optimizer_new(&oo, &opt));
     double t0 = 0;
+    uint64_t submits0 = 0;
     for (int step = -2; step < steps; step++) { /* two warm-up steps compile the pipelines */
         if (step == 0) {
             TRY("sync", be->ops->sync(be));
             t0 = now();
+#ifdef LITHE_HAVE_VULKAN
+            if (!strncmp(lithe_backend_name(be), "vulkan", 6)) submits0 = lithe__vk_of(be)->n_submits;
+#endif
         }
         lithe_value *G = NULL, *dv = NULL;
         lithe_backprop *bp = NULL;
@@ -121,8 +131,17 @@ static int bench_mlp(lithe_backend *be, int steps) {
     }
     TRY("sync", be->ops->sync(be));
     double t = now() - t0;
-    printf("%s mlp batch=%d 784-512-512-10 %.1f steps/s (%d steps, %.3f s)\n", lithe_backend_name(be), BATCH,
-           steps / t, steps, t);
+    char extra[64] = "";
+    (void)submits0;
+#ifdef LITHE_HAVE_VULKAN
+    /* queue submissions per step: each one is the host waiting for the device (a read-back) or
+     * a frame full of dispatches */
+    if (!strncmp(lithe_backend_name(be), "vulkan", 6))
+        snprintf(extra, sizeof extra, ", %.1f submits/step",
+                 (double)(lithe__vk_of(be)->n_submits - submits0 - 1) / (steps > 0 ? steps : 1));
+#endif
+    printf("%s mlp batch=%d 784-512-512-10 %.1f steps/s (%d steps, %.3f s%s)\n", lithe_backend_name(be), BATCH,
+           steps / t, steps, t, extra);
     lithe_optimizer_free(opt);
     lithe_value_release(Xv);
     lithe_value_release(Yv);
@@ -178,13 +197,48 @@ int main(int argc, char **argv) {
     }
     lithe_backend *be = NULL;
     TRY("--device", lithe_backend_get(device, &be));
+    bool vulkan = !strncmp(lithe_backend_name(be), "vulkan", 6);
+#ifdef LITHE_HAVE_VULKAN
+    /* Vulkan: what the GEMM variant choice reads, then every variant at every size (the run-time
+     * choice, "auto", first; LITHE_VULKAN_GEMM set: that one alone) */
+    if (vulkan) {
+        char desc[512];
+        lithe__vk_describe(be, desc, sizeof desc);
+        printf("%s device: %s\n", lithe_backend_name(be), desc);
+    }
+#endif
+    static const char *const variants[] = {"auto", "basic", "tiled", "subgroup"};
+    const char *forced = getenv("LITHE_VULKAN_GEMM");
+    size_t n_variants = vulkan && !forced ? sizeof variants / sizeof variants[0] : 1;
     for (const char *p = gemm; *p;) {
         int64_t n = strtoll(p, NULL, 10);
-        if (n > 0 && bench_gemm(be, n)) return 1;
+        for (size_t v = 0; n > 0 && v < n_variants; v++) {
+            const char *label = NULL;
+#ifdef LITHE_HAVE_VULKAN
+            if (vulkan) {
+                if (!forced) setenv("LITHE_VULKAN_GEMM", variants[v], 1);
+                label = lithe__vk_gemm_variant(be, n, n, n);
+                char both[64];
+                if (!strcmp(label, "none")) {
+                    printf("%s gemm n=%lld variant=%s: not available on this device\n", lithe_backend_name(be),
+                           (long long)n, forced ? forced : variants[v]);
+                    continue;
+                }
+                if (!forced && !v) { /* "auto": say what it picked */
+                    snprintf(both, sizeof both, "auto(%s)", label);
+                    label = both;
+                }
+                if (bench_gemm(be, n, label)) return 1;
+                continue;
+            }
+#endif
+            if (bench_gemm(be, n, label)) return 1;
+        }
         p = strchr(p, ',');
         if (!p) break;
         p++;
     }
+    if (vulkan && !forced) unsetenv("LITHE_VULKAN_GEMM");
     if (steps > 0 && bench_mlp(be, steps)) return 1;
     if (cnn && bench_cnn(be, cnn, steps > 0 ? steps : 20)) return 1;
     return 0;

@@ -201,12 +201,8 @@ lithe_status lithe_optimizer_step(lithe_optimizer *opt, const lithe_model *node,
 
     int64_t t = ++s->nr_update;
     if (o->L2 != 0.0 && !o->L2_is_weight_decay) LITHE__TRY(lithe__op_axpby(be, (float)o->L2, W, 1.0f, G));
-    if (o->grad_clip != 0.0) {
-        double ss;
-        LITHE__TRY(lithe__op_sum_squares(be, G, &ss));
-        float norm = (float)sqrt(ss);
-        if (norm >= (float)o->grad_clip) LITHE__TRY(lithe__op_axpby(be, 0.0f, G, (float)(o->grad_clip / norm), G));
-    }
+    /* on the gradient's device: no read-back (a GPU step would otherwise wait here per parameter) */
+    if (o->grad_clip != 0.0) LITHE__TRY(lithe__op_clip_gradient(be, G, o->grad_clip));
     if (o->use_radam) {
         /* Thinc's _radam: its step counter is nr_update + 1 (it increments the already-updated
          * count), and it ignores lr_scale. Thinc caches (N_sma, step_size) per step % 10 in one
