@@ -468,6 +468,11 @@ static const conv_case conv_cases[] = {
     {1, 16, 14, 14, 32, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1}, /* LeNet's second layer */
     {2, 6, 11, 13, 4, 3, 3, 1, 1, 2, 0, 1, 1, 2, 1, 2},   /* dX as a convolution: dilation, uneven pads, groups */
     {1, 2, 6, 7, 3, 3, 3, 1, 1, 3, 0, 0, 0, 1, 1, 1},     /* a pad past the kernel's reach: dX through col2im */
+    /* other strides read phase planes (conv.c) */
+    {2, 3, 17, 19, 5, 3, 3, 3, 3, 1, 2, 0, 1, 2, 2, 1},   /* stride 3, dilation 2, uneven padding */
+    {1, 4, 9, 21, 6, 3, 5, 1, 2, 1, 2, 1, 2, 1, 1, 2},    /* stride 1 down, 2 across, grouped */
+    {2, 8, 10, 11, 6, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1},   /* 1x1 stride 2 (a residual downsample) */
+    {1, 3, 32, 32, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},   /* mobilenet's first layer, smaller */
 };
 
 static lithe__conv2d geom(const conv_case *c) {
@@ -619,7 +624,8 @@ static void test_conv2d_image_alone_equals_batch(void **state) {
                             {3, 20, 9, 13, 7, 5, 5, 1, 1, 2, 1, 2, 3, 1, 1, 1},
                             {3, 4, 9, 8, 6, 3, 2, 2, 1, 1, 0, 0, 1, 1, 1, 2},
                             {3, 8, 5, 7, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},
-                            {3, 5, 9, 23, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 5}};
+                            {3, 5, 9, 23, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 5},
+                            {3, 3, 17, 19, 5, 3, 3, 3, 3, 1, 2, 0, 1, 2, 2, 1}};
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
         lithe__conv2d g = geom(&cs[i]), g1 = g;
         g1.N = 1;

@@ -9,10 +9,12 @@
  *   - everything else: per image and group, Y_g (Mg, OH·OW) = W_g (Mg, K) · B (K, OH·OW) with
  *     K = Cg·KH·KW through the packed GEMM (gemm/gemm.h), the bias riding in the product as one
  *     more k-step (bias_row) or added while copying out. B is, by geometry:
- *       stride 1: shifted rows of a zero-bordered copy of X (no im2col matrix; see "shifted rows"
- *         below), the GEMM packing its B slivers straight from row pointers (lithe__sgemm_rows);
- *       pointwise (1x1, stride 1, no padding): X itself;
- *       other strides: X unfolded into col (im2col) in a workspace from the backend's allocator.
+ *       shifted rows: a zero-bordered copy of X, split into stride0·stride1 phase planes, whose
+ *         contiguous runs are the taps' B rows (no im2col matrix; see phase_dims and "shifted
+ *         rows" below), the GEMM packing its B slivers straight from row pointers
+ *         (lithe__sgemm_rows); pointwise (1x1, stride 1, no padding): X itself;
+ *       im2col, X unfolded into col in a workspace from the backend's allocator, only where the
+ *         shifted rows would compute more dropped columns than kept ones.
  *     The backward is the same GEMMs transposed: dW_g += dY_g · colᵀ, dcol = W_gᵀ · dY_g folded
  *     back into dX (col2im), db += row sums of dY.
  * GEMM paths sum in the GEMM's order, not the twin's: within the GEMM's rounding of the twin
@@ -264,16 +266,16 @@ static lithe_status workspace(lithe_backend *be, size_t n, float **out) {
 }
 
 /* ---- the GEMM-path forward ----
- * Stride 1 ("shifted rows"): the image-group is copied into a zero-bordered buffer xp (Cg, Hp, Wp)
- * (padding included, so no tap needs a bounds test), and the GEMM's B row for tap (c, kh, kw) is xp
- * itself from offset c·Hp·Wp + kh·d0·Wp + kw·d1, read over OH·Wp columns: output row oh, column
- * ow sits at column oh·Wp + ow, and the Wp - OW columns past OW in each row are computed and dropped.
- * The GEMM packs its B slivers straight from those rows (lithe__sgemm_rows): no im2col matrix, and
- * each sliver row is one contiguous copy. The product lands in yext (Mg, OH·Wp); one pass copies
- * its OW-wide rows into Y adding the bias. Chosen when the dropped columns are at most as many as
- * the kept ones ((KW - 1)·d1 <= OW).
- * Other strides: im2col into col (K, OH·OW), then the GEMM; pointwise (1x1, stride 1, no padding):
- * the GEMM reads X itself. Both add the bias in the GEMM's epilogue (bias_row).
+ * Shifted rows: the image-group is copied into zero-bordered phase planes xq (Cg, s0·s1, Hq, Wq)
+ * (padding included, so no tap needs a bounds test; stride 1 is one plane, the padded image), and
+ * the GEMM's B row for tap (c, kh, kw) is a plane itself from the tap's offset, read over OH·Wq
+ * columns: output row oh, column ow sits at column oh·Wq + ow, and the Wq - OW columns past OW in
+ * each row are computed and dropped. The GEMM packs its B slivers straight from those rows
+ * (lithe__sgemm_rows): no im2col matrix, and each sliver row is one contiguous copy. The product
+ * lands in yext (Mg, OH·Wq); one pass copies its OW-wide rows into Y adding the bias. Chosen when
+ * the dropped columns are at most as many as the kept ones (Wq - OW <= OW).
+ * Otherwise im2col into col (K, OH·OW), then the GEMM; pointwise (1x1, stride 1, no padding): the
+ * GEMM reads X itself. Both add the bias in the GEMM (bias_row).
  * W (Mg, K) is packed by the GEMM in each call (pre-packed weights would replace that step). */
 
 typedef struct gemm_job {
@@ -284,53 +286,88 @@ typedef struct gemm_job {
     _Atomic int status; /* the first failure (LITHE_OK: none) */
 } gemm_job;
 
-static bool is_shifted(const lithe__conv2d *g) {
-    return g->stride[0] == 1 && g->stride[1] == 1 && !is_pointwise(g) && (g->KW - 1) * g->dil[1] <= g->OW;
+/* The phase planes of a zero-bordered image-group (Hp x Wp padded): stride (s0, s1) splits it
+ * into s0·s1 planes of Hq x Wq, plane (a, b) holding padded pixel (i·s0 + a, j·s1 + b) at (i, j).
+ * Tap (kh, kw) of output (oh, ow) reads padded pixel (oh·s0 + kh·d0, ow·s1 + kw·d1): plane
+ * (kh·d0 mod s0, kw·d1 mod s1) at (oh + kh·d0 div s0, ow + kw·d1 div s1), a stride-1 shift. With
+ * output (oh, ow) at column oh·Wq + ow, every tap's B row is one contiguous run of a plane. */
+static void phase_dims(const lithe__conv2d *g, int64_t *Hq, int64_t *Wq) {
+    int64_t Hp = g->H + g->pad[0] + g->pad[2], Wp = g->W + g->pad[1] + g->pad[3];
+    *Hq = (Hp + g->stride[0] - 1) / g->stride[0];
+    *Wq = (Wp + g->stride[1] - 1) / g->stride[1];
 }
 
-/* The shifted-rows workspace of one range: the B row pointers, xp and yext. */
+static bool is_shifted(const lithe__conv2d *g) {
+    int64_t Hq, Wq;
+    phase_dims(g, &Hq, &Wq);
+    return !is_pointwise(g) && Wq - g->OW <= g->OW;
+}
+
+/* The shifted-rows workspace of one range: the B row pointers, the phase planes xq and yext. */
 typedef struct shifted_ws {
     const float **rows; /* K */
-    float *xp;          /* Cg·Hp·Wp + (KW - 1)·d1 (the last rows' dropped columns read past the plane) */
-    float *yext;        /* Mg·OH·Wp */
-    int64_t Hp, Wp;
+    float *xq;          /* Cg·s0·s1·Hq·Wq, then slack: the last rows' dropped columns read past the planes */
+    float *yext;        /* Mg·OH·Wq */
+    int64_t Hq, Wq;
 } shifted_ws;
 
+static void shifted_sizes(const lithe__conv2d *g, int64_t Cg, int64_t K, size_t *ptrs, size_t *xq) {
+    int64_t Hq, Wq;
+    phase_dims(g, &Hq, &Wq);
+    *ptrs = ((size_t)K * sizeof(float *) + 63) / 64 * 16; /* in floats, 64-byte multiple */
+    int64_t slack = (g->KW - 1) * g->dil[1] / g->stride[1] + 1;
+    *xq = ((size_t)(Cg * g->stride[0] * g->stride[1] * Hq * Wq + slack) + 15) / 16 * 16;
+}
+
 static size_t shifted_floats(const lithe__conv2d *g, int64_t Cg, int64_t Mg, int64_t K) {
-    int64_t Hp = g->H + g->pad[0] + g->pad[2], Wp = g->W + g->pad[1] + g->pad[3];
-    size_t ptrs = ((size_t)K * sizeof(float *) + 63) / 64 * 16; /* in floats, 64-byte multiple */
-    size_t xp = ((size_t)(Cg * Hp * Wp + (g->KW - 1) * g->dil[1]) + 15) / 16 * 16;
-    return ptrs + xp + (size_t)(Mg * g->OH * Wp);
+    int64_t Hq, Wq;
+    size_t ptrs, xq;
+    phase_dims(g, &Hq, &Wq);
+    shifted_sizes(g, Cg, K, &ptrs, &xq);
+    return ptrs + xq + (size_t)(Mg * g->OH * Wq);
 }
 
 static void shifted_init(const lithe__conv2d *g, int64_t Cg, int64_t K, float *buf, shifted_ws *w) {
-    w->Hp = g->H + g->pad[0] + g->pad[2];
-    w->Wp = g->W + g->pad[1] + g->pad[3];
-    size_t ptrs = ((size_t)K * sizeof(float *) + 63) / 64 * 16;
-    size_t xp = ((size_t)(Cg * w->Hp * w->Wp + (g->KW - 1) * g->dil[1]) + 15) / 16 * 16;
+    int64_t s0 = g->stride[0], s1 = g->stride[1];
+    size_t ptrs, xq;
+    phase_dims(g, &w->Hq, &w->Wq);
+    shifted_sizes(g, Cg, K, &ptrs, &xq);
     w->rows = (const float **)(void *)buf;
-    w->xp = buf + ptrs;
-    w->yext = w->xp + xp;
-    memset(w->xp, 0, xp * sizeof(float)); /* the borders stay zero: images overwrite the interior only */
-    int64_t k = 0;
+    w->xq = buf + ptrs;
+    w->yext = w->xq + xq;
+    memset(w->xq, 0, xq * sizeof(float)); /* the borders stay zero: images overwrite the interior only */
+    int64_t k = 0, HWq = w->Hq * w->Wq;
     for (int64_t c = 0; c < Cg; c++)
         for (int64_t kh = 0; kh < g->KH; kh++)
-            for (int64_t kw = 0; kw < g->KW; kw++)
-                w->rows[k++] = w->xp + (c * w->Hp + kh * g->dil[0]) * w->Wp + kw * g->dil[1];
+            for (int64_t kw = 0; kw < g->KW; kw++) {
+                int64_t th = kh * g->dil[0], tw = kw * g->dil[1];
+                w->rows[k++] = w->xq + ((c * s0 + th % s0) * s1 + tw % s1) * HWq + th / s0 * w->Wq + tw / s1;
+            }
 }
 
 static lithe_status shifted_forward(const lithe__conv2d *g, const shifted_ws *w, int64_t Cg, int64_t Mg, int64_t K,
                                     const float *x, const float *Wg, const float *b, float *y) {
-    int64_t Hp = w->Hp, Wp = w->Wp, OH = g->OH, OW = g->OW, Q = OH * Wp;
+    int64_t s0 = g->stride[0], s1 = g->stride[1], Hq = w->Hq, Wq = w->Wq, OH = g->OH, OW = g->OW, Q = OH * Wq;
     for (int64_t c = 0; c < Cg; c++)
-        for (int64_t h = 0; h < g->H; h++)
-            memcpy(w->xp + (c * Hp + h + g->pad[0]) * Wp + g->pad[1], x + (c * g->H + h) * g->W,
-                   (size_t)g->W * sizeof(float));
+        for (int64_t h = 0; h < g->H; h++) {
+            int64_t hp = h + g->pad[0];
+            const float *xr = x + (c * g->H + h) * g->W;
+            float *plane = w->xq + (c * s0 + hp % s0) * s1 * Hq * Wq + hp / s0 * Wq; /* phase b = 0's row */
+            if (s1 == 1) {
+                memcpy(plane + g->pad[1], xr, (size_t)g->W * sizeof(float));
+                continue;
+            }
+            for (int64_t pb = 0; pb < s1; pb++) { /* the columns of phase pb: w + pad[1] = j·s1 + pb */
+                int64_t w0 = ((pb - g->pad[1]) % s1 + s1) % s1;
+                float *dst = plane + pb * Hq * Wq + (w0 + g->pad[1]) / s1;
+                for (int64_t ww = w0, j = 0; ww < g->W; ww += s1, j++) dst[j] = xr[ww];
+            }
+        }
     if (!lithe__sgemm_rows(NULL, true, Mg, Q, K, Wg, K, w->rows, w->yext, Q, NULL)) return LITHE_ERR_OOM;
-    for (int64_t m = 0; m < Mg; m++) {
+    for (int64_t m = 0; m < Mg; m++) { /* the kept columns into Y, the bias added on the way */
         float bias = b ? b[m] : 0.0f;
         for (int64_t oh = 0; oh < OH; oh++) {
-            const float *e = w->yext + m * Q + oh * Wp;
+            const float *e = w->yext + m * Q + oh * Wq;
             float *yr = y + (m * OH + oh) * OW;
             if (b)
                 for (int64_t ow = 0; ow < OW; ow++) yr[ow] = e[ow] + bias;
