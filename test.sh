@@ -26,7 +26,7 @@ LITHE_NATIVE=build/ci/tools/lithe/lithe LITHE_WASI=build/wasi/tools/lithe/lithe.
 # the benchmark harness, smoke only (bench/README.md): the GEMM rows of lithe (native, WASI) and
 # of OpenBLAS / XNNPACK, 3 timed runs each, into build/bench/results-quick.md; no time is checked
 bench/run.sh --quick --only gemm --build build/ci
-# the npm package: both .wasm builds (Emscripten), then node:test against the native build
+# the npm package: its three .wasm builds (Emscripten), then node:test against the native build
 (cd bindings/js && npm ci --no-audit --no-fund && npm run build && LITHE_NATIVE=build/ci/tools/lithe/lithe npm test)
 # the demo page end to end in Debian's Chromium (playwright-core); screenshot in build/web/demo.png
 (cd web && npm ci --no-audit --no-fund && LITHE_NATIVE=build/ci/tools/lithe/lithe npm test)

@@ -365,15 +365,37 @@ lithe_status lithe_tensor_cast(const lithe_tensor *t, lithe_dtype dtype, lithe_t
     return LITHE_OK;
 }
 
-/* Row-major element copy between a possibly strided tensor and a packed host buffer. */
+/* Row-major element copy between a possibly strided tensor and a packed host buffer, a row (the
+ * last axis) at a time: one memcpy when the row is contiguous (a Slice, most Transposes), a strided
+ * loop otherwise. */
 static void strided_copy(char *packed, char *base, const lithe_tensor *t, size_t es, bool to_packed) {
+    int nd = t->ndim;
+    if (nd == 0) {
+        if (to_packed) memcpy(packed, base, es);
+        else memcpy(base, packed, es);
+        return;
+    }
+    int64_t inner = t->shape[nd - 1], ist = t->strides[nd - 1], rows = inner ? t->numel / inner : 0;
     int64_t idx[LITHE_MAX_DIMS] = {0};
-    for (int64_t n = 0; n < t->numel; n++) {
+    for (int64_t r = 0; r < rows; r++) {
         int64_t off = 0;
-        for (int d = 0; d < t->ndim; d++) off += idx[d] * t->strides[d];
-        if (to_packed) memcpy(packed + (size_t)n * es, base + (size_t)off * es, es);
-        else memcpy(base + (size_t)off * es, packed + (size_t)n * es, es);
-        for (int d = t->ndim - 1; d >= 0; d--) {
+        for (int d = 0; d < nd - 1; d++) off += idx[d] * t->strides[d];
+        char *p = packed + (size_t)(r * inner) * es, *b = base + off * (int64_t)es;
+        if (ist == 1) {
+            if (to_packed) memcpy(p, b, (size_t)inner * es);
+            else memcpy(b, p, (size_t)inner * es);
+        } else if (es == 4) { /* float32 / int32: fixed-size copies (a buffer may be unaligned) */
+            if (to_packed)
+                for (int64_t j = 0; j < inner; j++) memcpy(p + 4 * j, b + 4 * j * ist, 4);
+            else
+                for (int64_t j = 0; j < inner; j++) memcpy(b + 4 * j * ist, p + 4 * j, 4);
+        } else {
+            for (int64_t j = 0; j < inner; j++) {
+                if (to_packed) memcpy(p + (size_t)j * es, b + j * ist * (int64_t)es, es);
+                else memcpy(b + j * ist * (int64_t)es, p + (size_t)j * es, es);
+            }
+        }
+        for (int d = nd - 2; d >= 0; d--) {
             if (++idx[d] < t->shape[d]) break;
             idx[d] = 0;
         }

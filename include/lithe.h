@@ -138,7 +138,9 @@ LITHE_API lithe_status lithe_backend_get(const char *name, lithe_backend **out);
  * and n - 1 workers), or 0 for the default: the LITHE_NUM_THREADS environment variable when set,
  * else every core. Until this is called the default applies (its workers start at the first large
  * operation). Results are bit-identical for every thread count: work is split by output, never
- * inside a sum. Builds without threads (WebAssembly without pthreads) accept only 0 and 1.
+ * inside a sum. Builds without threads (the WASI command, the npm package's one-thread modules)
+ * accept only 0 and 1; the npm package's threads module has as many threads as the JavaScript
+ * loader started workers for, plus the caller (lithe.init({ threads })), and refuses more.
  * (The CPU backend picks its SIMD kernels by the CPU's features at run time; the environment
  * variable LITHE_CPU_ISA=scalar|avx2|avx512 forces one — results then differ from the default in
  * the last bits, as FMA and plain multiply-add do. docs/performance.md has the design.)
@@ -864,14 +866,17 @@ LITHE_API lithe_status lithe_model_begin_update(lithe_model *m, const lithe_valu
 LITHE_API lithe_status lithe_model_predict(lithe_model *m, const lithe_value *X, lithe_value **Y);
 
 /* backprop(dY) -> dX: accumulates into the grads of the tree; dX may be NULL when the caller
- * does not need it. On failure, layers after the failing one (in forward order) may already
+ * does not need it, and then no layer computes the input's gradient (chain and the other
+ * combinators pass the NULL on, so a dense first layer skips its dY·W GEMM; a training loop that
+ * discards dX should pass NULL). On failure, layers after the failing one (in forward order) may already
  * have accumulated their grads. Statuses: LITHE_ERR_SHAPE when dY's shape differs from Y's. */
 LITHE_API lithe_status lithe_backprop_run(lithe_backprop *bp, const lithe_value *dY,
                                           lithe_value **dX);
 LITHE_API void lithe_backprop_free(lithe_backprop *bp);
 
 /* Thinc's finish_update: for every node in walk order and every param with a grad, calls the
- * optimizer, which updates the param and zeroes the grad. All optimizer state is allocated
+ * optimizer, which updates the param and zeroes the grad (Adam: one fused pass per param after
+ * the gradient norm's, on backends with the adam_step primitive). All optimizer state is allocated
  * before the first param changes, so LITHE_ERR_OOM leaves the tree as it was. */
 LITHE_API lithe_status lithe_model_finish_update(lithe_model *m, lithe_optimizer *opt);
 
@@ -1021,7 +1026,12 @@ LITHE_API lithe_status lithe_optimizer_load_from_file_bytes(lithe_optimizer *opt
  * training step takes no fresh memory for them. A buffer the caller (an output Y, a dX) or a live
  * backprop record still holds is never handed out again; a predict without a backprop record
  * returns each value to the pool after its last reader. The pools go when the model is freed
- * and the tensors the caller holds are released. */
+ * and the tensors the caller holds are released.
+ * Fusion: at load, the patterns exporters decompose — LayerNorm below opset 17, MatMul / Gemm +
+ * bias (+ Relu or GELU), GELU's Erf form — run as one backend call each, forward and backward
+ * (docs/onnx.md lists them and their numerics). Environment, read at load: LITHE_GRAPH_FUSE=0
+ * runs every node as the file has it; LITHE_GRAPH_PROFILE=1 times each node's forward and prints
+ * the table to stderr when the graph is freed. */
 
 /* A graph node from ONNX ModelProto bytes (copied). Nothing is trusted: every length, offset and
  * element count is checked. Statuses: LITHE_ERR_FORMAT (malformed, naming the message and

@@ -593,6 +593,27 @@ static void test_dropout_and_optimizers(void **state) {
         }
         expect_pair("radam W", W, 1e-7, 1e-6);
         expect_pair("radam m2", m2, 0, 0);
+        /* the fused step: clipping (off, active, not reached), Adam, G = 0, weight decay, averages
+         * (and none). The thresholds sit far from the norm, so both sides decide alike. */
+        pair A = pair_rand(1, &n, -1, 1);
+        for (int v = 0; v < 4; v++) {
+            pair G2 = pair_rand(1, &n, -0.1, 0.1);
+            double clip = v == 0 ? 0.0 : v == 2 ? 1e6 : 1e-6;
+            float wscale = v & 2 ? 0.999f : 1.0f;
+            OK(lithe__op_adam_step(cpu, W.c, G2.c, m1.c, m2.c, v == 3 ? NULL : A.c, clip, 0.9f, 0.999f, 1e-8f, 0.001f,
+                                   wscale, 0.8f));
+            OK(lithe__op_adam_step(dev, W.v, G2.v, m1.v, m2.v, v == 3 ? NULL : A.v, clip, 0.9f, 0.999f, 1e-8f, 0.001f,
+                                   wscale, 0.8f));
+            expect_pair("adam_step W", W, 1e-7, 1e-6);
+            /* from the first clipped step on, the moments carry the device's clip scale, whose norm is
+             * summed in another order: within an ulp or so */
+            expect_pair("adam_step m1", m1, v ? 1e-12 : 0, v ? 1e-6 : 0);
+            expect_pair("adam_step m2", m2, v ? 1e-15 : 0, v ? 1e-6 : 0);
+            expect_pair("adam_step G (zeroed)", G2, 0, 0);
+            expect_pair("adam_step avg", A, 1e-7, 1e-6);
+            pair_free(G2);
+        }
+        pair_free(A);
         pair_free(W);
         pair_free(G);
         pair_free(m1);

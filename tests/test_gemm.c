@@ -109,7 +109,7 @@ static void each_kernel(void (*fn)(const lithe__sgemm_kernel *k, const char *nam
 }
 
 static void sizes_one(const lithe__sgemm_kernel *k, const char *name) {
-    /* tile edges of 4x8, 6x16, 8/12/14x32; M = 1 (GEMV); K past kc (256 / 384); M past mc */
+    /* tile edges of 4x8, 6x16, 8/12/14x32; M = 1 (GEMV); K past kc (256 / 512); M past mc */
     static const int64_t mnk[][3] = {{1, 1, 1},    {1, 37, 5},    {1, 70, 400},  {2, 3, 4},    {3, 16, 7},
                                      {5, 31, 9},   {7, 33, 17},   {8, 32, 16},   {13, 47, 3},  {14, 64, 2},
                                      {15, 65, 31}, {29, 97, 130}, {33, 17, 800}, {130, 20, 5}, {4, 4100, 3}};
@@ -167,7 +167,7 @@ static void test_k_zero_and_empty(void **state) {
 /* A row alone (M = 1, the GEMV kernels) has the bits it has inside a batch (the packed path),
  * for both layouts of B, alpha / beta, and a K past the kc block. */
 static void rows_one(const lithe__sgemm_kernel *k, const char *name) {
-    static const int64_t nk[][2] = {{1, 1}, {17, 5}, {70, 33}, {200, 400}, {64, 800}, {100, 1000}};
+    static const int64_t nk[][2] = {{1, 1}, {17, 5}, {70, 33}, {200, 400}, {64, 800}, {100, 1000}, {40, 515}};
     for (size_t z = 0; z < sizeof nk / sizeof nk[0]; z++)
         for (int tB = 0; tB < 2; tB++)
             for (int tA = 0; tA < 2; tA++) {

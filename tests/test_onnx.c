@@ -20,9 +20,10 @@
 #include "lithe.h"
 #include "golden/golden.h"
 #include "golden/graph_check.h"
+#include "failing_alloc.h"
 #include "graph/graph.h" /* white-box: the plans' pool statistics */
 
-static const char *const models[] = {"mlp11", "mlp13", "mlp17", "lenet", "mixer13", "mixer17", "encoder", "resblock", "decoder", "masked"};
+static const char *const models[] = {"mlp11", "mlp13", "mlp17", "lenet", "mixer13", "mixer17", "encoder", "resblock", "decoder", "masked", "nearmiss", "ffn"};
 #define N_MODELS (sizeof models / sizeof models[0])
 
 static lithe_model *load(const char *name, uint8_t **bytes_out, size_t *len_out) {
@@ -625,6 +626,124 @@ static void test_external_data(void **state) {
     lithe_value_release(X);
 }
 
+/* How many live nodes of g run op (a fused op's name, "fused:LayerNorm", or an ONNX op type). */
+static size_t count_op(const lithe__graph *g, const char *op) {
+    size_t n = 0;
+    for (size_t i = 0; i < g->onnx.n_nodes; i++)
+        if (!g->node_dead[i] && !strcmp(g->node_op[i]->op_type, op)) n++;
+    return n;
+}
+
+static size_t live_nodes(const lithe__graph *g) {
+    size_t n = 0;
+    for (size_t i = 0; i < g->onnx.n_nodes; i++) n += !g->node_dead[i];
+    return n;
+}
+
+/* Load-time fusion (core/graph/fuse.c): the patterns torch.onnx decomposes run as one node each —
+ * the encoder's LayerNorms and Linear (+ ReLU) layers, the mixer's LayerNorm and GELU, the MLP's
+ * Gemm + Relu, the feed-forward block's Linear + GELU — and the outputs and gradients match the node-by-node run (LITHE_GRAPH_FUSE=0) as well as
+ * torch's (test_parity runs every model with fusion on). The near misses fuse nothing. */
+static void test_fusion(void **state) {
+    (void)state;
+    static const struct {
+        const char *name;
+        size_t layernorm, linear, gelu, any;
+    } want[] = {{"encoder", 4, 8, 0, 12}, {"mixer13", 1, 3, 1, 5}, {"mixer17", 0, 3, 1, 4}, {"mlp13", 0, 3, 0, 3},
+                {"ffn", 0, 2, 0, 2},      {"nearmiss", 0, 0, 0, 0}};
+    for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
+        const char *name = want[k].name;
+        lithe_value *X = value_of(get("%s.x", name)), *R = value_of(get("%s.r", name));
+        lithe_value *Y[2] = {NULL, NULL}, *dX[2] = {NULL, NULL};
+        lithe_model *m[2] = {NULL, NULL};
+        for (int unfused = 0; unfused < 2; unfused++) {
+            if (unfused) setenv("LITHE_GRAPH_FUSE", "0", 1);
+            m[unfused] = load(name, NULL, NULL);
+            unsetenv("LITHE_GRAPH_FUSE");
+            const lithe__graph *g = m[unfused]->shims[0]->state;
+            size_t ln = count_op(g, "fused:LayerNorm"), lin = count_op(g, "fused:Linear"), ge = count_op(g, "fused:Gelu");
+            size_t lin_gelu = 0; /* Linears that took a GELU */
+            for (size_t i = 0; i < g->onnx.n_nodes; i++)
+                lin_gelu += !g->node_dead[i] && g->node_fuse[i].kind == LITHE__FUSE_LINEAR && g->node_fuse[i].has_act &&
+                            g->node_fuse[i].act.kind == LITHE__ACT_GELU;
+            printf("test_onnx: %-8s %s: %zu fused nodes (%zu LayerNorm, %zu Linear of which %zu with GELU, %zu GELU), "
+                   "%zu of %zu nodes left\n", name, unfused ? "LITHE_GRAPH_FUSE=0" : "fused", g->n_fused, ln, lin, lin_gelu,
+                   ge, live_nodes(g), g->onnx.n_nodes);
+            assert_int_equal(ge, unfused ? 0 : want[k].gelu);
+            if (!strcmp(name, "ffn")) assert_int_equal(lin_gelu, unfused ? 0 : 1);
+            assert_int_equal(g->n_fused, unfused ? 0 : want[k].any);
+            assert_int_equal(ln, unfused ? 0 : want[k].layernorm);
+            assert_int_equal(lin, unfused ? 0 : want[k].linear);
+            lithe_backprop *bp = NULL;
+            OK(lithe_model_begin_update(m[unfused], X, &Y[unfused], &bp));
+            OK(lithe_backprop_run(bp, R, &dX[unfused]));
+            lithe_backprop_free(bp);
+            char what[160];
+            snprintf(what, sizeof what, "%s output (%s)", name, unfused ? "unfused" : "fused");
+            expect_close(what, lithe_value_get_tensor(Y[unfused]), get("%s.y", name), 1e-4, 1e-4);
+            snprintf(what, sizeof what, "%s dX (%s)", name, unfused ? "unfused" : "fused");
+            expect_close(what, lithe_value_get_tensor(dX[unfused]), get("%s.dx", name), 1e-4, 1e-4);
+        }
+        /* fused against unfused: the same values up to rounding (LayerNorm's statistics in double) */
+        for (int v = 0; v < 2; v++) {
+            const lithe_tensor *a = lithe_value_get_tensor(v ? dX[0] : Y[0]), *b = lithe_value_get_tensor(v ? dX[1] : Y[1]);
+            const float *pa = lithe_tensor_data(a), *pb = lithe_tensor_data(b);
+            double worst = 0;
+            for (int64_t i = 0; i < lithe_tensor_numel(a); i++) {
+                double d = fabs((double)pa[i] - pb[i]) / (1e-3 + fabs((double)pb[i]));
+                worst = d > worst ? d : worst;
+            }
+            printf("test_onnx: %-8s fused vs unfused %s: max relative difference %.2e\n", name, v ? "dX" : "output", worst);
+            assert_true(worst <= 1e-4); /* as close as each is to torch */
+            if (want[k].any == 0) assert_true(worst == 0); /* nothing fused: the very same run */
+        }
+        for (int u = 0; u < 2; u++) {
+            lithe_value_release(Y[u]);
+            lithe_value_release(dX[u]);
+            lithe_model_free(m[u]);
+        }
+        lithe_value_release(X);
+        lithe_value_release(R);
+    }
+}
+
+/* Allocation failures while a graph is built, fused, run and backpropagated: every failure is
+ * LITHE_ERR_OOM and leaves nothing allocated (the ffn block: Linear + GELU fusion; the mixer at
+ * opset 13: LayerNorm, GELU and Linear fusions; the bytes and goldens are copied before the sweep). */
+static uint8_t *oom_bytes[2];
+static size_t oom_len[2];
+static lithe_value *oom_x[2], *oom_r[2];
+static lithe_status oom_scenario(int which) {
+    lithe_model *m = NULL;
+    lithe_value *Y = NULL, *dX = NULL;
+    lithe_backprop *bp = NULL;
+    lithe_status s = lithe_onnx_load_bytes(oom_bytes[which], oom_len[which], &m);
+    if (s == LITHE_OK) s = lithe_model_begin_update(m, oom_x[which], &Y, &bp);
+    if (s == LITHE_OK) s = lithe_backprop_run(bp, oom_r[which], &dX);
+    lithe_value_release(dX);
+    lithe_backprop_free(bp);
+    lithe_value_release(Y);
+    lithe_model_free(m);
+    return s;
+}
+static void test_fusion_allocation_failures(void **state) {
+    (void)state;
+    const char *names[2] = {"ffn", "mixer13"};
+    for (int k = 0; k < 2; k++) {
+        const golden *g = get("%s.onnx", names[k]);
+        oom_bytes[k] = bytes_of(g);
+        oom_len[k] = (size_t)g->n;
+        oom_x[k] = value_of(get("%s.x", names[k]));
+        oom_r[k] = value_of(get("%s.r", names[k]));
+    }
+    failing_alloc_sweep(2, oom_scenario);
+    for (int k = 0; k < 2; k++) {
+        free(oom_bytes[k]);
+        lithe_value_release(oom_x[k]);
+        lithe_value_release(oom_r[k]);
+    }
+}
+
 int main(int argc, char **argv) {
     golden_path = argc > 1 ? argv[1] : getenv("LITHE_THINC_GOLDENS");
     const struct CMUnitTest tests[] = {
@@ -632,6 +751,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_files),  cmocka_unit_test(test_bad_inputs),         cmocka_unit_test(test_hostile),
         cmocka_unit_test(test_plan),       cmocka_unit_test(test_plan_eviction),
         cmocka_unit_test(test_plan_vulkan),        cmocka_unit_test(test_external_data),
+        cmocka_unit_test(test_fusion),             cmocka_unit_test(test_fusion_allocation_failures),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);
 }

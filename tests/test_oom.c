@@ -389,12 +389,53 @@ static void test_default_allocator_restored(void **state) {
     lithe_tensor_release(t);
 }
 
+/* backprop(dY, dX = NULL) must not compute the first layer's dX (the training step's dY·W GEMM
+ * for the input, which a caller that discards it does not pay for): the same record run with and
+ * without a dX makes fewer allocations without (the first layer's dX tensor and its value). */
+static void test_backprop_skips_unwanted_dX(void **state) {
+    (void)state;
+    failing_alloc_arm(0);
+    lithe_model *l1 = NULL, *l2 = NULL, *l3 = NULL, *m = NULL;
+    assert_int_equal(lithe_relu(&(lithe_dense_opts){.nO = 8, .nI = NI}, &l1), LITHE_OK);
+    assert_int_equal(lithe_relu(&(lithe_dense_opts){.nO = 8}, &l2), LITHE_OK);
+    assert_int_equal(lithe_dense("Linear.v1", &(lithe_dense_opts){.nO = NO}, &l3), LITHE_OK);
+    assert_int_equal(lithe_chain(3, (lithe_model *[]){l1, l2, l3}, &m), LITHE_OK);
+    lithe_tensor *X = NULL, *dY = NULL;
+    lithe_value *xv = NULL, *dv = NULL, *Y = NULL, *dX = NULL;
+    assert_int_equal(lithe_tensor_from_data(LITHE_F32, 2, (int64_t[]){B, NI}, X_DATA, &X), LITHE_OK);
+    assert_int_equal(lithe_tensor_from_data(LITHE_F32, 2, (int64_t[]){B, NO}, Y_DATA, &dY), LITHE_OK);
+    assert_int_equal(lithe_value_tensor(X, &xv), LITHE_OK);
+    assert_int_equal(lithe_value_tensor(dY, &dv), LITHE_OK);
+    assert_int_equal(lithe_model_initialize(m, xv, NULL), LITHE_OK);
+    lithe_backprop *bp = NULL;
+    assert_int_equal(lithe_model_begin_update(m, xv, &Y, &bp), LITHE_OK);
+    assert_int_equal(lithe_backprop_run(bp, dv, NULL), LITHE_OK); /* the grads are allocated here */
+    long c0 = FA.calls;
+    assert_int_equal(lithe_backprop_run(bp, dv, NULL), LITHE_OK);
+    long without = FA.calls - c0;
+    c0 = FA.calls;
+    assert_int_equal(lithe_backprop_run(bp, dv, &dX), LITHE_OK);
+    long with = FA.calls - c0;
+    assert_non_null(dX);
+    print_message("backprop allocations: %ld without dX, %ld with\n", without, with);
+    assert_true(without < with);
+    lithe_value_release(dX);
+    lithe_backprop_free(bp);
+    lithe_value_release(Y);
+    lithe_value_release(xv);
+    lithe_value_release(dv);
+    lithe_tensor_release(X);
+    lithe_tensor_release(dY);
+    lithe_model_free(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_allocator_counts),
         cmocka_unit_test(test_reference_run),
         cmocka_unit_test(test_every_allocation_failure),
         cmocka_unit_test(test_recovery_after_failure),
+        cmocka_unit_test(test_backprop_skips_unwanted_dX),
     };
     const struct CMUnitTest after[] = {
         cmocka_unit_test(test_default_allocator_restored),

@@ -189,9 +189,9 @@ static bool act_exact(lithe__act_kind k, bool backward) {
 /* Every kernel of table k against the scalar table on the same inputs. */
 static void compare_table(const lithe__simd_kernels *k) {
     const lithe__simd_kernels *s = &lithe__simd_scalar;
-    float *in[6], *os[4], *ov[4];
+    float *in[6], *os[10], *ov[10];
     for (int i = 0; i < 6; i++) in[i] = alloc_f();
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 10; i++) {
         os[i] = alloc_f();
         ov[i] = alloc_f();
     }
@@ -233,6 +233,12 @@ static void compare_table(const lithe__simd_kernels *k) {
             s->mul(n, X, A, S0);
             k->mul(n, X, A, V0);
             same_bits(isa, "mul", n, S0, V0);
+            for (int op = LITHE__BIN_ADD; op <= LITHE__BIN_DIV; op++) /* a graph's binary ops, each operand a row or one value */
+                for (int bc = 0; bc < 3; bc++) {
+                    s->binary(op, n, X, bc == 1, B, bc == 2, S0);
+                    k->binary(op, n, X, bc == 1, B, bc == 2, V0);
+                    same_bits(isa, "binary", n, S0, V0);
+                }
             double ss = s->sum_squares(n, X), sv = k->sum_squares(n, X);
             assert_true(fabs(ss - sv) <= 1e-12 * ss + 1e-300);
             /* optimizers */
@@ -254,6 +260,39 @@ static void compare_table(const lithe__simd_kernels *k) {
                 same_bits(isa, "optimizer W", n, S0, V0);
                 same_bits(isa, "optimizer m1", n, S1, V1);
                 same_bits(isa, "optimizer m2", n, S2, V2);
+            }
+            /* the fused Adam step against the scalar passes lithe_optimizer_step ran before it
+             * (clip scale, adam, zeroing G, weight decay, averages), and the ISA's against both */
+            for (int v = 0; v < 4; v++) {
+                float gscale = v & 1 ? 0.37f : 1.0f, wscale = v & 2 ? 0.9995f : 1.0f, decay = 0.75f;
+                bool avg = v != 2;
+                float *SG = os[3] + mis, *VG = ov[3] + mis, *SA = os[4] + mis, *VA = ov[4] + mis;
+                float *RW = os[5] + mis, *RG = os[6] + mis, *R1 = os[7] + mis, *R2 = os[8] + mis, *RA = os[9] + mis;
+                memcpy(RW, C, sizeof(float) * (size_t)n), memcpy(R1, A, sizeof(float) * (size_t)n);
+                memcpy(R2, B, sizeof(float) * (size_t)n), memcpy(RG, X, sizeof(float) * (size_t)n);
+                for (int64_t i = 0; i < n; i++) RA[i] = C[i] * 0.5f;
+                memcpy(S0, RW, sizeof(float) * (size_t)n), memcpy(V0, RW, sizeof(float) * (size_t)n);
+                memcpy(S1, R1, sizeof(float) * (size_t)n), memcpy(V1, R1, sizeof(float) * (size_t)n);
+                memcpy(S2, R2, sizeof(float) * (size_t)n), memcpy(V2, R2, sizeof(float) * (size_t)n);
+                memcpy(SG, RG, sizeof(float) * (size_t)n), memcpy(VG, RG, sizeof(float) * (size_t)n);
+                memcpy(SA, RA, sizeof(float) * (size_t)n), memcpy(VA, RA, sizeof(float) * (size_t)n);
+                if (gscale != 1.0f) lithe_f32_axpby__scalar(n, 0.0f, RG, gscale, RG);
+                lithe_f32_adam__scalar(n, RW, RG, R1, R2, 0.9f, 0.999f, 1e-8f, 1e-3f);
+                for (int64_t i = 0; i < n; i++) RG[i] = 0.0f;
+                if (wscale != 1.0f) lithe_f32_axpby__scalar(n, 0.0f, RW, wscale, RW);
+                if (avg) lithe_f32_update_averages__scalar(n, RA, RW, decay);
+                s->adam_step(n, S0, SG, S1, S2, avg ? SA : NULL, gscale, 0.9f, 0.999f, 1e-8f, 1e-3f, wscale, decay);
+                k->adam_step(n, V0, VG, V1, V2, avg ? VA : NULL, gscale, 0.9f, 0.999f, 1e-8f, 1e-3f, wscale, decay);
+                same_bits(isa, "adam_step W (scalar vs passes)", n, RW, S0);
+                same_bits(isa, "adam_step m1 (scalar vs passes)", n, R1, S1);
+                same_bits(isa, "adam_step m2 (scalar vs passes)", n, R2, S2);
+                same_bits(isa, "adam_step G (scalar vs passes)", n, RG, SG);
+                same_bits(isa, "adam_step avg (scalar vs passes)", n, RA, SA);
+                same_bits(isa, "adam_step W", n, S0, V0);
+                same_bits(isa, "adam_step m1", n, S1, V1);
+                same_bits(isa, "adam_step m2", n, S2, V2);
+                same_bits(isa, "adam_step G", n, SG, VG);
+                same_bits(isa, "adam_step avg", n, SA, VA);
             }
             /* unary ops (imported graphs) and their backwards */
             for (int op = 0; op < LITHE__UN_COUNT; op++) {
@@ -333,13 +372,66 @@ static void compare_table(const lithe__simd_kernels *k) {
             }
         }
     for (int i = 0; i < 6; i++) free(in[i]);
-    for (int i = 0; i < 4; i++) free(os[i]), free(ov[i]);
+    for (int i = 0; i < 10; i++) free(os[i]), free(ov[i]);
 }
 
 static void test_every_table_matches_scalar(void **state) {
     (void)state;
     for (int t = 1; t < ntables; t++) compare_table(tables[t]);
     fprintf(stderr, "test_simd: largest relative difference in the bounded kernels: %.3g\n", worst_rel);
+}
+
+/* The CPU backend's bcast_binary: the broadcasts its wrapper sends to the vector row kernel (same
+ * shapes, a bias row, a per-row statistic, a scalar, on either side, with unit axes) and the ones it
+ * leaves to the odometer loop give the scalar odometer's bits, on every op, 1 and 2 threads. */
+static void test_bcast_binary_rows(void **state) {
+    (void)state;
+    lithe_backend *cpu = NULL;
+    assert_int_equal(lithe_backend_get("cpu", &cpu), LITHE_OK);
+    static const int64_t cases[][2][5] = { /* {ndim, extents...} of A and B */
+        {{2, 64, 128}, {2, 64, 128}}, {{2, 64, 128}, {1, 128}}, {{2, 64, 128}, {2, 64, 1}}, {{2, 64, 128}, {1, 1}},
+        {{1, 1}, {3, 4, 64, 33}},     {{3, 1, 64, 33}, {1, 33}}, {{3, 4, 5, 7}, {3, 4, 1, 7}}, {{3, 4, 5, 7}, {2, 5, 1}},
+        {{3, 2, 1, 9}, {2, 1, 9}},     {{3, 1, 3, 17}, {3, 4, 3, 17}}, {{4, 2, 3, 4, 5}, {3, 3, 1, 5}},
+        {{2, 512, 130}, {1, 130}},    {{2, 300, 257}, {2, 300, 257}}, /* split over threads */
+    };
+    for (int threads = 1; threads <= 2; threads++) {
+        assert_int_equal(lithe_backend_set_threads(cpu, threads), LITHE_OK);
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            int na = (int)cases[c][0][0], nb = (int)cases[c][1][0], ny = na > nb ? na : nb;
+            int64_t ys[5], as[5], bs[5];
+            for (int d = 0; d < ny; d++) {
+                int ka = d - (ny - na), kb = d - (ny - nb);
+                int64_t ea = ka >= 0 ? cases[c][0][1 + ka] : 1, eb = kb >= 0 ? cases[c][1][1 + kb] : 1;
+                ys[d] = ea > eb ? ea : eb;
+            }
+            lithe_tensor *A = NULL, *B = NULL, *Y = NULL;
+            assert_int_equal(lithe_tensor_new(cpu, LITHE_F32, na, &cases[c][0][1], &A), LITHE_OK);
+            assert_int_equal(lithe_tensor_new(cpu, LITHE_F32, nb, &cases[c][1][1], &B), LITHE_OK);
+            assert_int_equal(lithe_tensor_new(cpu, LITHE_F32, ny, ys, &Y), LITHE_OK);
+            float *pa = lithe_tensor_data(A), *pb = lithe_tensor_data(B), *py = lithe_tensor_data(Y);
+            fill(pa, lithe_tensor_numel(A), -2, 2);
+            fill(pb, lithe_tensor_numel(B), 0.25, 2);
+            /* the reference: the scalar odometer with the backend's broadcast strides */
+            for (int side = 0; side < 2; side++) {
+                const lithe_tensor *t = side ? B : A;
+                int64_t *st = side ? bs : as, s = 1;
+                for (int d = ny - 1, k = t->ndim - 1; d >= 0; d--, k--) {
+                    st[d] = k < 0 || (t->shape[k] == 1 && ys[d] != 1) ? 0 : s;
+                    if (k >= 0) s *= t->shape[k];
+                }
+            }
+            int64_t n = lithe_tensor_numel(Y);
+            float *want = malloc((size_t)n * sizeof *want);
+            for (int op = 0; op < LITHE__BIN_COUNT; op++) {
+                lithe_f32_bcast_binary__scalar(op, ny, ys, pa, as, pb, bs, want);
+                assert_int_equal(lithe__op_bcast_binary(cpu, op, A, B, Y), LITHE_OK);
+                assert_memory_equal(want, py, (size_t)n * sizeof *want);
+            }
+            free(want);
+            lithe_tensor_release(A), lithe_tensor_release(B), lithe_tensor_release(Y);
+        }
+    }
+    assert_int_equal(lithe_backend_set_threads(cpu, 1), LITHE_OK);
 }
 
 /* The table's own twins: the scalar table must be the scalar kernels bit for bit (its adapters
@@ -383,6 +475,9 @@ static void run_entries(const float *X, const float *A, const float *B, const fl
     lithe__cpu_axpby(TN, 0.5f, X, 0.25f, o3);
     lithe__cpu_mul(TN, o3, B, o3 + TN);
     lithe__cpu_unary(LITHE__UN_EXP, TN, A, o2 + TN);
+    memcpy(o0 + 2 * TN, A, sizeof(float) * TN); /* the fused Adam step: G (zeroed), avg */
+    memcpy(o2 + 2 * TN, X, sizeof(float) * TN);
+    lithe__cpu_adam_step(TN, o3, o0 + 2 * TN, o1, o2, o2 + 2 * TN, 0.5f, 0.9f, 0.999f, 1e-8f, 1e-3f, 0.999f, 0.8f);
     float *R = o1 + TN; /* row ops on (TM, TC) */
     lithe__cpu_softmax(TM, TC, RX, 1.0f, R);
     lithe__cpu_log_softmax(TM, TC, RX, R + TM * TC);
@@ -442,6 +537,59 @@ static void test_threads_bit_identical(void **state) {
     free(X), free(A), free(B), free(RX);
 }
 
+
+/* ---- the optimizer: lithe_optimizer_step's fused Adam (the adam_step primitive) against the same
+ * step taken by the separate primitives (a copy of the CPU backend whose table lacks adam_step),
+ * bit for bit, over three steps of each of Thinc's Adam configurations ---- */
+
+static void test_optimizer_fused_matches_passes(void **state) {
+    (void)state;
+    lithe_backend *cpu = lithe__backend_cpu();
+    lithe_backend_ops ops = *cpu->ops;
+    ops.adam_step = NULL;
+    lithe_backend plain = *cpu;
+    plain.ops = &ops;
+    lithe_model *node = NULL;
+    OK(lithe_linear(NULL, &node));
+    enum { NP = 1037 };
+    for (int c = 0; c < 6; c++) {
+        lithe_optimizer_opts o = lithe_adam_defaults();
+        if (c == 1) o.L2 = 0.01;                                      /* decoupled weight decay */
+        if (c == 2) o.L2 = 0.01, o.L2_is_weight_decay = false;       /* L2 into the gradient */
+        if (c == 3) o.grad_clip = 0.0, o.use_averages = false;
+        if (c == 4) o.grad_clip = 100.0;                              /* norms below the clip */
+        if (c == 5) o.learn_rate = 0.01, o.beta1 = 0.8, o.beta2 = 0.99, o.eps = 1e-6, o.grad_clip = 0.1;
+        lithe_optimizer *opt[2];
+        lithe_tensor *W[2], *G[2];
+        for (int b = 0; b < 2; b++) {
+            OK(lithe_optimizer_new(&o, &opt[b]));
+            OK(lithe__tensor_alloc(b ? &plain : cpu, LITHE_F32, 1, (int64_t[]){NP}, false, &W[b]));
+            OK(lithe__tensor_alloc(b ? &plain : cpu, LITHE_F32, 1, (int64_t[]){NP}, false, &G[b]));
+        }
+        rng_state = 99;
+        fill(lithe__f32(W[0]), NP, -1, 1);
+        memcpy(lithe__f32(W[1]), lithe__f32(W[0]), sizeof(float) * NP);
+        for (int step = 0; step < 3; step++) {
+            fill(lithe__f32(G[0]), NP, -0.2, 0.2);
+            memcpy(lithe__f32(G[1]), lithe__f32(G[0]), sizeof(float) * NP);
+            for (int b = 0; b < 2; b++) OK(lithe_optimizer_step(opt[b], node, "W", W[b], G[b]));
+            assert_memory_equal(lithe__f32(W[0]), lithe__f32(W[1]), sizeof(float) * NP);
+            assert_memory_equal(lithe__f32(G[0]), lithe__f32(G[1]), sizeof(float) * NP);
+            if (o.use_averages) {
+                lithe_tensor *a0 = NULL, *a1 = NULL;
+                OK(lithe_optimizer_get_average(opt[0], node, "W", &a0));
+                OK(lithe_optimizer_get_average(opt[1], node, "W", &a1));
+                assert_memory_equal(lithe__f32(a0), lithe__f32(a1), sizeof(float) * NP);
+            }
+        }
+        for (int b = 0; b < 2; b++) {
+            lithe_optimizer_free(opt[b]);
+            lithe_tensor_release(W[b]);
+            lithe_tensor_release(G[b]);
+        }
+    }
+    lithe_model_free(node);
+}
 
 /* ---- convolution (backends/cpu/conv.c) against the scalar twins ---- */
 
@@ -747,6 +895,7 @@ int main(void) {
         cmocka_unit_test(test_vector_exp_tanh_accuracy),
         cmocka_unit_test(test_every_table_matches_scalar),
         cmocka_unit_test(test_scalar_adapters),
+        cmocka_unit_test(test_bcast_binary_rows),
         cmocka_unit_test(test_conv2d_matches_scalar),
         cmocka_unit_test(test_conv2d_image_alone_equals_batch),
         cmocka_unit_test(test_conv2d_depthwise_padding_exact),
@@ -754,6 +903,7 @@ int main(void) {
         /* the tests that start worker threads last */
         cmocka_unit_test(test_pool2d_matches_scalar),
         cmocka_unit_test(test_threads_bit_identical),
+        cmocka_unit_test(test_optimizer_fused_matches_passes),
         cmocka_unit_test(test_conv2d_threads_bit_identical),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

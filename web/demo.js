@@ -107,7 +107,11 @@ function plotLoss(losses, steps) {
 
 async function main() {
   const t0 = performance.now();
-  const info = await lithe.init();
+  // ?threads=N asks for N threads (the threads build, when the page is cross-origin isolated:
+  // node serve.mjs --isolate); without it the package's default applies. Elsewhere: one thread.
+  const threadsParam = new URLSearchParams(location.search).get('threads');
+  const threads = threadsParam ? Number(threadsParam) : undefined;
+  const info = await lithe.init(threads ? { threads } : {});
   let model = await lithe.load('/model/fashion9.lithe');
   const [images, labels] = await Promise.all([gunzip('/data/t10k-images-idx3-ubyte.gz'), gunzip('/data/t10k-labels-idx1-ubyte.gz')]);
   const probe = model.predict(batchOf(images, [0]));
@@ -115,8 +119,13 @@ async function main() {
   const startMs = performance.now() - t0;
   let names = NAMES.slice(0, nOld);
   demo.simd = info.simd;
+  demo.build = info.build;
+  demo.threads = info.threads;
+  demo.isolated = globalThis.crossOriginIsolated === true;
   demo.startMs = startMs;
-  $('status').textContent = `lithe ${info.version}, ${info.simd ? 'WebAssembly SIMD128' : 'scalar WebAssembly'} build; ` +
+  const buildName = info.build === 'simd-threads' ? `WebAssembly SIMD128 + threads (${info.threads})` :
+    info.simd ? 'WebAssembly SIMD128' : 'scalar WebAssembly';
+  $('status').textContent = `lithe ${info.version}, ${buildName} build; ` +
     `model ${model.name} with ${nOld} classes; ready in ${startMs.toFixed(0)} ms (init, model, data, first prediction)`;
 
   // t10k: 0..4999 to pick from and to replay, 5000..9999 held out for measuring.
@@ -179,12 +188,14 @@ async function main() {
           }
         };
         worker.postMessage({ model: model.save(), nOld, steps, picked: picked8, replay: replay8,
-          replayLabels: Int32Array.from(replay, lab) });
+          replayLabels: Int32Array.from(replay, lab), threads });
       });
       worker.terminate();
       demo.trainSeconds = result.seconds;
       demo.examplesPerSecond = (steps * 32) / result.seconds;
       demo.workerMs = performance.now() - tStart;
+      demo.workerBuild = result.build;
+      demo.workerThreads = result.threads;
       model.dispose();
       model = lithe.loadBytes(result.bytes);
       names = [...names, newName];

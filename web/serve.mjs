@@ -4,7 +4,9 @@
 // under /data/, and the model under /model/fashion9.lithe. What is missing is made first: the
 // package's .wasm files (npm run build: CMake + Emscripten) and the model, trained by the main job
 // on the first nine classes (lithe train-mnist --classes 9), so that the page can teach the tenth.
-// Options: --port N (0: any free port; the URL is printed), --model PATH, --epochs N.
+// Options: --port N (0: any free port; the URL is printed), --model PATH, --epochs N, --isolate
+// (send COOP and COEP headers, so the page is cross-origin isolated and may use the package's
+// threads build: open it with ?threads=N).
 import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -28,7 +30,8 @@ function run(cmd, argv, cwd) {
   const r = spawnSync(cmd, argv, { cwd, stdio: 'inherit' });
   if (r.status !== 0) process.exit(r.status ?? 1);
 }
-if (!['simd', 'scalar'].every((f) => fs.existsSync(path.join(pkgDir, `dist/lithe-${f}.wasm`)))) run('npm', ['run', 'build'], pkgDir);
+if (!['simd', 'simd-threads', 'scalar'].every((f) => fs.existsSync(path.join(pkgDir, `dist/lithe-${f}.wasm`)))) run('npm', ['run', 'build'], pkgDir);
+const isolate = args.includes('--isolate');
 if (!fs.existsSync(modelPath)) {
   let lithe = ['build/ci', 'build/default'].map((b) => path.join(repo, b, 'tools/lithe/lithe')).find(fs.existsSync);
   if (!lithe) {
@@ -64,9 +67,13 @@ const server = http.createServer((req, res) => {
     res.end('not found\n');
     return;
   }
-  res.writeHead(200, { 'content-type': TYPES[path.extname(file)] ?? 'application/octet-stream', 'cache-control': 'no-store' });
+  const headers = { 'content-type': TYPES[path.extname(file)] ?? 'application/octet-stream', 'cache-control': 'no-store' };
+  // cross-origin isolation: the page, its workers and everything they load come from here
+  if (isolate) Object.assign(headers, { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' });
+  res.writeHead(200, headers);
   fs.createReadStream(file).pipe(res);
 });
 server.listen(port, '127.0.0.1', () => {
-  console.log(`serve: the lithe demo at http://127.0.0.1:${server.address().port}/ (model ${modelPath})`);
+  console.log(`serve: the lithe demo at http://127.0.0.1:${server.address().port}/ (model ${modelPath})` +
+    (isolate ? '; cross-origin isolated (COOP + COEP): try ?threads=2' : ''));
 });

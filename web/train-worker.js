@@ -28,8 +28,9 @@ function shifted(pixels, k, dx, dy, out, off) {
 
 self.onmessage = async ({ data }) => {
   try {
-    // data: model (bytes), nOld, steps, picked (uint8 images), replay (uint8 images), replayLabels
-    const info = await lithe.init();
+    // data: model (bytes), nOld, steps, picked (uint8 images), replay (uint8 images), replayLabels,
+    // threads (the page's ?threads=, if any)
+    const info = await lithe.init(data.threads ? { threads: data.threads } : {});
     const model = lithe.loadBytes(data.model);
     model.resizeOutput(data.nOld + 1);
     model.setSeed(0);
@@ -56,7 +57,8 @@ self.onmessage = async ({ data }) => {
     const bytes = model.save();
     model.dispose();
     optimizer.dispose();
-    self.postMessage({ type: 'done', bytes, simd: info.simd, seconds: (performance.now() - t0) / 1000 }, [bytes.buffer]);
+    self.postMessage({ type: 'done', bytes, simd: info.simd, build: info.build, threads: info.threads,
+      seconds: (performance.now() - t0) / 1000 }, [bytes.buffer]);
   } catch (e) {
     self.postMessage({ type: 'error', message: String(e?.message ?? e) });
   }

@@ -176,6 +176,21 @@ static lithe_status cpu_update_averages(lithe_backend *be, lithe_tensor *ema, co
     lithe__cpu_update_averages(N(W), F(ema), F(W), decay);
     return LITHE_OK;
 }
+static lithe_status cpu_adam_step(lithe_backend *be, lithe_tensor *W, lithe_tensor *G, lithe_tensor *m1, lithe_tensor *m2,
+                                  lithe_tensor *avg, double grad_clip, float beta1, float beta2, float eps, float lr,
+                                  float wscale, float decay) {
+    (void)be;
+    /* clip_gradient's decision, its scale applied inside the one pass instead of scaling G first
+     * (0 g + s g = s g: the same bits) */
+    float gscale = 1.0f;
+    if (grad_clip > 0.0) {
+        float norm = (float)sqrt(lithe__cpu_sum_squares(N(G), F(G)));
+        if (norm >= (float)grad_clip) gscale = (float)(grad_clip / norm);
+    }
+    lithe__cpu_adam_step(N(W), F(W), F(G), F(m1), F(m2), avg ? F(avg) : NULL, gscale, beta1, beta2, eps, lr, wscale,
+                         decay);
+    return LITHE_OK;
+}
 static lithe_status cpu_cce_labels(lithe_backend *be, const lithe_tensor *G, const lithe_tensor *labels,
                                    float smoothing, bool has_missing, int64_t missing, float divisor,
                                    lithe_tensor *D) {
@@ -378,12 +393,53 @@ static void bcast_strides(const lithe_tensor *t, int nd, const int64_t *shape, i
     }
 }
 
+/* Whether strides st over axes [p, nd) of shape walk a contiguous block (1) or one value (0), or neither (-1). */
+static int block_kind(int p, int nd, const int64_t *shape, const int64_t *st) {
+    bool zero = true, contig = true;
+    int64_t want = 1;
+    for (int d = nd - 1; d >= p; d--) {
+        zero = zero && (st[d] == 0 || shape[d] == 1);
+        contig = contig && (st[d] == want || shape[d] == 1);
+        want *= shape[d];
+    }
+    return contig ? 1 : zero ? 0 : -1;
+}
+/* Whether axes [0, p) of shape step through an operand by one row stride (written to *ld). */
+static bool rows_collapse(int p, const int64_t *shape, const int64_t *st, int64_t *ld) {
+    *ld = 0;
+    int64_t want = -1; /* the stride of the next outer non-unit axis, once one is seen */
+    for (int d = p - 1; d >= 0; d--) {
+        if (shape[d] == 1) continue;
+        if (want < 0) *ld = st[d];
+        else if (st[d] != want) return false;
+        want = st[d] * shape[d];
+    }
+    return true;
+}
+/* The common broadcasts as rows of a vector kernel: Y (R, n) where each operand's inner block is
+ * a contiguous row or one value, and its rows one stride apart (same shapes, a bias row, a
+ * per-row statistic, a scalar). False: the odometer loop handles it. */
+static bool binary_rows(int op, const lithe_tensor *Y, const float *A, const int64_t *as, const float *B,
+                        const int64_t *bs) {
+    int nd = Y->ndim, p = nd;
+    while (p > 0 && block_kind(p - 1, nd, Y->shape, as) >= 0 && block_kind(p - 1, nd, Y->shape, bs) >= 0) p--;
+    if (p == nd) return false; /* no inner block (or a 0-D tensor): not worth a special case */
+    int64_t n = 1, R = 1, lda = 0, ldb = 0;
+    for (int d = p; d < nd; d++) n *= Y->shape[d];
+    for (int d = 0; d < p; d++) R *= Y->shape[d];
+    if (!rows_collapse(p, Y->shape, as, &lda) || !rows_collapse(p, Y->shape, bs, &ldb)) return false;
+    lithe__cpu_binary_rows(op, R, n, A, lda, block_kind(p, nd, Y->shape, as) == 0, B, ldb,
+                           block_kind(p, nd, Y->shape, bs) == 0, F(Y));
+    return true;
+}
+
 static lithe_status cpu_bcast_binary(lithe_backend *be, int op, const lithe_tensor *A, const lithe_tensor *B,
                                      lithe_tensor *Y) {
     (void)be;
     int64_t as[LITHE_MAX_DIMS], bs[LITHE_MAX_DIMS];
     bcast_strides(A, Y->ndim, Y->shape, as);
     bcast_strides(B, Y->ndim, Y->shape, bs);
+    if (op <= LITHE__BIN_DIV && binary_rows(op, Y, F(A), as, F(B), bs)) return LITHE_OK;
     lithe_f32_bcast_binary__scalar(op, Y->ndim, Y->shape, F(A), as, F(B), bs, F(Y));
     return LITHE_OK;
 }

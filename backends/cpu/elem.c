@@ -68,6 +68,10 @@ static void scalar_maxpool2x2_row(int64_t n, const float *r0, const float *r1, i
     }
 }
 
+static void scalar_binary(int op, int64_t n, const float *A, bool a1, const float *B, bool b1, float *Y) {
+    for (int64_t i = 0; i < n; i++) Y[i] = lithe__bin_fwd(op, A[a1 ? 0 : i], B[b1 ? 0 : i]);
+}
+
 const lithe__simd_kernels lithe__simd_scalar = {
     .isa = "scalar",
     .lanes = 1,
@@ -81,6 +85,7 @@ const lithe__simd_kernels lithe__simd_scalar = {
     .adam = lithe_f32_adam__scalar,
     .radam = lithe_f32_radam__scalar,
     .update_averages = lithe_f32_update_averages__scalar,
+    .adam_step = lithe_f32_adam_step__scalar,
     .softmax = lithe_f32_softmax__scalar,
     .softmax_backward = lithe_f32_softmax_backward__scalar,
     .log_softmax = lithe_f32_log_softmax__scalar,
@@ -94,6 +99,7 @@ const lithe__simd_kernels lithe__simd_scalar = {
     .maxout = scalar_maxout,
     .dwconv_row = scalar_dwconv_row,
     .maxpool2x2_row = scalar_maxpool2x2_row,
+    .binary = scalar_binary,
 };
 
 /* ---- choosing a table ---- */
@@ -145,9 +151,9 @@ void lithe__simd_force(const lithe__simd_kernels *k) { atomic_store(&forced, k);
 enum { GRAIN_CHEAP = 1 << 14, GRAIN_EXP = 1 << 12, GRAIN_ROWS = 1 << 13 };
 
 typedef enum job_op {
-    J_ACT, J_ACT_BWD, J_ADD_ROW, J_SUM_ROWS, J_AXPBY, J_MUL, J_ADAM, J_RADAM, J_AVG, J_SOFTMAX, J_SOFTMAX_BWD,
+    J_ACT, J_ACT_BWD, J_ADD_ROW, J_SUM_ROWS, J_AXPBY, J_MUL, J_ADAM, J_RADAM, J_AVG, J_ADAM_STEP, J_SOFTMAX, J_SOFTMAX_BWD,
     J_LOGSM, J_LOGSM_BWD, J_LN, J_LN_DX, J_LN_DGB, J_SCATTER, J_GATHER, J_UNARY, J_UNARY_BWD, J_MAXOUT,
-    J_DROPOUT
+    J_DROPOUT, J_BINARY, J_BINARY_ROWS
 } job_op;
 
 typedef struct job {
@@ -157,9 +163,10 @@ typedef struct job {
     int iop;
     int64_t N, P;
     const float *x0, *x1, *x2, *x3, *x4;
-    float *y0, *y1, *y2, *y3;
+    float *y0, *y1, *y2, *y3, *y4;
     float f0, f1, f2, f3, f4, f5, f6;
-    bool flag;
+    bool flag, flag2;
+    int64_t lda, ldb;
     const int32_t *i32;
     const uint64_t *u64;
     int32_t *w32;
@@ -184,6 +191,10 @@ static void run_range(void *ctx, int64_t b, int64_t e) {
         k->radam(n, j->y0 + b, j->x0 + b, j->y1 + b, j->y2 + b, j->f0, j->f1, j->f2, j->f3, j->f4, j->f5, j->flag);
         break;
     case J_AVG: k->update_averages(n, j->y0 + b, j->x0 + b, j->f0); break;
+    case J_ADAM_STEP:
+        k->adam_step(n, j->y0 + b, j->y4 + b, j->y1 + b, j->y2 + b, OFF(j->y3, b), j->f0, j->f1, j->f2, j->f3, j->f4,
+                     j->f5, j->f6);
+        break;
     case J_SOFTMAX: k->softmax(n, N, j->x0 + rb, j->f0, j->y0 + rb); break;
     case J_SOFTMAX_BWD: k->softmax_backward(n, N, j->x0 + rb, j->x1 + rb, j->f0, j->y0 + rb); break;
     case J_LOGSM: k->log_softmax(n, N, j->x0 + rb, j->y0 + rb); break;
@@ -203,6 +214,11 @@ static void run_range(void *ctx, int64_t b, int64_t e) {
     case J_UNARY: k->unary(j->iop, n, j->x0 + b, j->y0 + b); break;
     case J_UNARY_BWD: k->unary_backward(j->iop, n, j->x0 + b, j->x1 + b, j->x2 + b, j->y0 + b); break;
     case J_MAXOUT: k->maxout(n, j->P, j->x0 + b * j->P, j->y0 + b, j->w32 + b); break;
+    case J_BINARY: k->binary(j->iop, n, j->flag ? j->x0 : j->x0 + b, j->flag, j->flag2 ? j->x1 : j->x1 + b, j->flag2, j->y0 + b); break;
+    case J_BINARY_ROWS:
+        for (int64_t r = b; r < e; r++)
+            k->binary(j->iop, N, j->x0 + r * j->lda, j->flag, j->x1 + r * j->ldb, j->flag2, j->y0 + r * N);
+        break;
     case J_DROPOUT: /* ranges start at multiples of 4: the Philox block of element b is b / 4 */
         lithe_f32_dropout_mask__scalar(j->key, j->counter + (uint64_t)b / 4, j->f0, n, j->y0 + b);
         break;
@@ -270,6 +286,12 @@ void lithe__cpu_update_averages(int64_t n, float *ema, const float *W, float dec
     job j = {.op = J_AVG, .x0 = W, .y0 = ema, .f0 = decay};
     run(&j, n, GRAIN_CHEAP);
 }
+void lithe__cpu_adam_step(int64_t n, float *W, float *G, float *m1, float *m2, float *avg, float gscale, float beta1,
+                          float beta2, float eps, float lr, float wscale, float decay) {
+    job j = {.op = J_ADAM_STEP, .y0 = W, .y4 = G, .y1 = m1, .y2 = m2, .y3 = avg, .f0 = gscale, .f1 = beta1,
+             .f2 = beta2, .f3 = eps, .f4 = lr, .f5 = wscale, .f6 = decay};
+    run(&j, n, GRAIN_CHEAP / 2);
+}
 void lithe__cpu_softmax(int64_t M, int64_t N, const float *X, float temperature, float *Y) {
     job j = {.op = J_SOFTMAX, .N = N, .x0 = X, .y0 = Y, .f0 = temperature};
     run(&j, M, row_grain(N));
@@ -318,6 +340,13 @@ void lithe__cpu_unary(int op, int64_t n, const float *X, float *Y) {
 void lithe__cpu_unary_backward(int op, int64_t n, const float *X, const float *Y, const float *dY, float *dX) {
     job j = {.op = J_UNARY_BWD, .iop = op, .x0 = X, .x1 = Y, .x2 = dY, .y0 = dX};
     run(&j, n, op == LITHE__UN_ERF ? GRAIN_EXP : GRAIN_CHEAP);
+}
+void lithe__cpu_binary_rows(int op, int64_t R, int64_t n, const float *A, int64_t lda, bool a1, const float *B,
+                            int64_t ldb, bool b1, float *Y) {
+    job j = {.op = R == 1 ? J_BINARY : J_BINARY_ROWS, .iop = op, .N = n, .x0 = A, .x1 = B, .y0 = Y, .flag = a1,
+             .flag2 = b1, .lda = lda, .ldb = ldb};
+    if (R == 1) run(&j, n, op == LITHE__BIN_DIV ? GRAIN_EXP : GRAIN_CHEAP);
+    else run(&j, R, (op == LITHE__BIN_DIV ? GRAIN_EXP : GRAIN_CHEAP) / (n > 0 ? n : 1));
 }
 void lithe__cpu_maxout(int64_t B, int64_t O, int64_t P, const float *X, float *Y, int32_t *which) {
     job j = {.op = J_MAXOUT, .P = P, .x0 = X, .y0 = Y, .w32 = which};

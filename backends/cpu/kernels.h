@@ -32,6 +32,9 @@ void lithe_f32_adam__scalar(int64_t n, float *W, const float *G, float *m1, floa
 void lithe_f32_radam__scalar(int64_t n, float *W, const float *G, float *m1, float *m2, float beta1, float omb1,
                              float beta2, float omb2, float eps, float coef, bool rectified);
 void lithe_f32_update_averages__scalar(int64_t n, float *ema, const float *W, float decay);
+/* primitives.def's adam_step: avg NULL skips the averages. */
+void lithe_f32_adam_step__scalar(int64_t n, float *W, float *G, float *m1, float *m2, float *avg, float gscale,
+                                 float beta1, float beta2, float eps, float lr, float wscale, float decay);
 /* labels: int32 when labels64 is NULL, else int64. */
 void lithe_f32_cce_labels__scalar(int64_t B, int64_t C, const float *G, const int32_t *labels32,
                                   const int64_t *labels64, float smoothing, bool has_missing,

@@ -1,15 +1,24 @@
-/* The CPU backend's thread pool (threadpool.h): pthreads, a generation counter that workers wait
- * on (a short spin, then a condition variable), and a count of ranges still running. The pool is
- * the library's, like the backend that owns it, so it takes its memory from malloc, not from the
- * caller's allocator hook (a pool made lazily inside a caller's call must not count as theirs). */
+/* The CPU backend's thread pool (threadpool.h): a generation counter that workers wait on (a short
+ * spin, then a block), and a count of ranges still running. The pool is the library's, like the
+ * backend that owns it, so it takes its memory from malloc, not from the caller's allocator hook (a
+ * pool made lazily inside a caller's call must not count as theirs).
+ *
+ * Two ways to block and to have threads, one pool: pthreads (condition variables, pthread_create),
+ * and, in the npm package's WebAssembly threads module, memory.atomic.wait/notify on the counters
+ * themselves with workers that the JavaScript loader started (Web Workers or worker_threads on the
+ * same shared memory) and that wait in worker slots for a pool to claim them. */
 #include "threadpool.h"
 
 #include <stdlib.h>
 
 #if LITHE_HAVE_THREADS
-#include <pthread.h>
 #include <stdatomic.h>
+#if LITHE_WASM_WORKERS
+#include <stdalign.h>
+#else
+#include <pthread.h>
 #include <unistd.h>
+#endif
 
 /* Spin iterations before blocking: a worker woken within this window skips the futex wake-up
  * (tens of microseconds on a VM), which batch-1 layers would otherwise pay at every op. */
@@ -17,12 +26,18 @@
 
 struct lithe__pool {
     int n;
+#if LITHE_WASM_WORKERS
+    int *slots;       /* the worker slot each worker thread runs in */
+    atomic_int futex; /* bumped after each publication of gen: what workers block on */
+#else
     pthread_t *tids;
     pthread_mutex_t mu;
     pthread_cond_t work_cv, done_cv;
+#endif
     /* (job number << 16) | the job's range count, published in one store: a worker that left
      * one job out (its index >= that job's range count) must not read the next job's count
-     * before that job is published, or it runs the next job's range twice. */
+     * before that job is published, or it runs the next job's range twice. Stopping publishes a
+     * job of no ranges, so a worker about to block sees the change. */
     atomic_uint_fast64_t gen;
     atomic_int pending;       /* ranges of the current job not yet done */
     atomic_int busy;          /* a job is running */
@@ -33,16 +48,74 @@ struct lithe__pool {
     int64_t items, chunk; /* the range count travels in gen */
 };
 
-typedef struct {
-    lithe__pool *p;
-    int index;
-} worker_arg;
-
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
 }
+
+/* ---- blocking: pthreads, or WebAssembly's wait/notify ---- */
+
+#if LITHE_WASM_WORKERS
+/* Whether the thread that calls into the library may block (memory.atomic.wait traps on a
+ * browser's main thread): when not, it spins instead. Workers always may. */
+static atomic_bool caller_can_block = true;
+static atomic_int_fast64_t worker_ranges;
+
+/* Waits while *addr == expected (returns at once when it differs; spurious returns are fine).
+ * Every wait of the module goes through this one function, kept out of line (noinline, and
+ * called from several places so that binaryen does not inline it either), with nothing live
+ * after the wait: Node 20's V8 (11.3) compiles memory.atomic.wait32/wait64 in its baseline
+ * compiler (Liftoff) without saving the caller's locals cached in registers, so a local used
+ * after an inlined wait reads garbage (bindings/js/test/threads.test.mjs has the repro; TurboFan
+ * code and newer V8s are fine). A call is safe: Liftoff spills around calls. */
+__attribute__((noinline)) static int futex_wait(atomic_int *addr, int expected) {
+    return __builtin_wasm_memory_atomic_wait32((int *)addr, expected, -1);
+}
+static void wake(atomic_int *addr, unsigned count) { __builtin_wasm_memory_atomic_notify((int *)addr, count); }
+
+/* Workers block on p->futex, a 32-bit counter bumped after every publication of gen (a job or
+ * stop): read before gen is checked, it changes whenever gen may have. */
+static void wait_work(lithe__pool *p, uint64_t seen) {
+    for (;;) {
+        int f = atomic_load(&p->futex);
+        if (atomic_load(&p->gen) != seen || atomic_load(&p->stop)) return;
+        futex_wait(&p->futex, f);
+    }
+}
+static void wake_workers(lithe__pool *p) {
+    atomic_fetch_add(&p->futex, 1);
+    wake(&p->futex, 0x7fffffffu);
+}
+static void signal_done(lithe__pool *p) { wake(&p->pending, 1); }
+static void wait_done(lithe__pool *p) {
+    int v;
+    while ((v = atomic_load(&p->pending)) > 0) {
+        if (atomic_load_explicit(&caller_can_block, memory_order_relaxed)) futex_wait(&p->pending, v);
+    }
+}
+#else
+static void wait_work(lithe__pool *p, uint64_t seen) {
+    pthread_mutex_lock(&p->mu);
+    while (atomic_load(&p->gen) == seen && !atomic_load(&p->stop)) pthread_cond_wait(&p->work_cv, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+}
+static void wake_workers(lithe__pool *p) {
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_broadcast(&p->work_cv);
+    pthread_mutex_unlock(&p->mu);
+}
+static void signal_done(lithe__pool *p) {
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_signal(&p->done_cv);
+    pthread_mutex_unlock(&p->mu);
+}
+static void wait_done(lithe__pool *p) {
+    pthread_mutex_lock(&p->mu);
+    while (atomic_load(&p->pending) > 0) pthread_cond_wait(&p->done_cv, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+}
+#endif
 
 static void run_range(lithe__pool *p, int index) {
     int64_t b = (int64_t)index * p->chunk, e = b + p->chunk;
@@ -50,10 +123,8 @@ static void run_range(lithe__pool *p, int index) {
     if (b < e) p->fn(p->ctx, b, e);
 }
 
-static void *worker_main(void *argp) {
-    worker_arg a = *(worker_arg *)argp;
-    free(argp);
-    lithe__pool *p = a.p;
+/* A worker thread of pool p: runs its range of every job until the pool stops. */
+static void worker_loop(lithe__pool *p, int index) {
     uint64_t seen = 0;
     for (;;) {
         uint64_t g = atomic_load_explicit(&p->gen, memory_order_acquire);
@@ -62,22 +133,148 @@ static void *worker_main(void *argp) {
             g = atomic_load_explicit(&p->gen, memory_order_acquire);
         }
         if (g == seen) {
-            pthread_mutex_lock(&p->mu);
-            while ((g = atomic_load(&p->gen)) == seen && !atomic_load(&p->stop)) pthread_cond_wait(&p->work_cv, &p->mu);
-            pthread_mutex_unlock(&p->mu);
+            wait_work(p, seen);
+            g = atomic_load(&p->gen);
         }
-        if (atomic_load(&p->stop)) return NULL;
+        if (atomic_load(&p->stop)) return;
         seen = g;
-        if (a.index < (int)(g & 0xffff)) {
-            run_range(p, a.index);
-            if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) {
-                pthread_mutex_lock(&p->mu);
-                pthread_cond_signal(&p->done_cv);
-                pthread_mutex_unlock(&p->mu);
-            }
+        if (index < (int)(g & 0xffff)) {
+            run_range(p, index);
+#if LITHE_WASM_WORKERS
+            atomic_fetch_add_explicit(&worker_ranges, 1, memory_order_relaxed);
+#endif
+            if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) signal_done(p);
         }
     }
 }
+
+/* ---- starting and joining worker threads ---- */
+
+#if LITHE_WASM_WORKERS
+/* A worker slot: a Web Worker parked in lithe__wasm_worker_main. state: 0 free, 1 claimed by a
+ * pool (arguments being written), 2 running the pool's worker loop. */
+typedef struct {
+    atomic_int state;
+    lithe__pool *pool;
+    int index;
+} worker_slot;
+static worker_slot wslots[LITHE_WASM_MAX_WORKERS];
+static atomic_int wslots_ready; /* workers the loader started */
+
+void lithe__wasm_worker_main(int slot) {
+    /* this thread's TLS block (lithe_last_error's buffer): the main thread's is set up by the
+     * constructor below; a worker's lives as long as the worker */
+    size_t size = __builtin_wasm_tls_size(), align = __builtin_wasm_tls_align();
+    extern void __wasm_init_tls(void *mem);
+    void *tls = aligned_alloc(align < sizeof(void *) ? sizeof(void *) : align, (size + align - 1) / align * align);
+    if (!tls && size) __builtin_trap(); /* no memory for 1 KiB at start-up: the worker dies with a trap */
+    __wasm_init_tls(tls);
+    worker_slot *w = &wslots[slot];
+    for (;;) {
+        int st = atomic_load(&w->state);
+        if (st != 2) {
+            futex_wait(&w->state, st);
+            continue;
+        }
+        worker_loop(w->pool, w->index);
+        atomic_store(&w->state, 0);
+        wake(&w->state, 0x7fffffffu);
+    }
+}
+
+__attribute__((constructor)) static void main_thread_tls(void) {
+    size_t size = __builtin_wasm_tls_size(), align = __builtin_wasm_tls_align();
+    extern void __wasm_init_tls(void *mem);
+    /* static, so it needs no allocator: 1 KiB of lithe_last_error (a larger TLS traps at start-up,
+     * which every test of the threads module would show) */
+    static alignas(64) char block[2048];
+    if (size <= sizeof block && align <= 64) __wasm_init_tls(block);
+    else __builtin_trap();
+}
+
+lithe_status lithe__wasm_workers_ready(int n, bool can_block) {
+    if (n < 0 || n > LITHE_WASM_MAX_WORKERS)
+        return lithe__fail(LITHE_ERR_INVALID_ARG, "threads: %d Web Workers (0..%d)", n, LITHE_WASM_MAX_WORKERS);
+    atomic_store(&caller_can_block, can_block);
+    atomic_store(&wslots_ready, n);
+    return lithe__cpu_set_threads(0);
+}
+
+int64_t lithe__wasm_worker_ranges(void) { return atomic_load(&worker_ranges); }
+
+static int start_thread(lithe__pool *p, int index) {
+    int n = atomic_load(&wslots_ready);
+    for (int k = 0; k < n; k++) {
+        int free_ = 0;
+        if (atomic_compare_exchange_strong(&wslots[k].state, &free_, 1)) {
+            wslots[k].pool = p;
+            wslots[k].index = index;
+            p->slots[index - 1] = k;
+            atomic_store(&wslots[k].state, 2);
+            wake(&wslots[k].state, 0x7fffffffu);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static void join_thread(lithe__pool *p, int index) {
+    atomic_int *st = &wslots[p->slots[index - 1]].state;
+    int v;
+    while ((v = atomic_load(st)) != 0)
+        if (atomic_load_explicit(&caller_can_block, memory_order_relaxed)) futex_wait(st, v);
+}
+
+static int default_threads(void) { return atomic_load(&wslots_ready) + 1; }
+
+/* the CPU pool's lock: taken only by callers of the library, never for long */
+static atomic_flag cpu_pool_mu = ATOMIC_FLAG_INIT;
+static void cpu_lock(void) {
+    while (atomic_flag_test_and_set_explicit(&cpu_pool_mu, memory_order_acquire)) cpu_relax();
+}
+static void cpu_unlock(void) { atomic_flag_clear_explicit(&cpu_pool_mu, memory_order_release); }
+
+#else
+typedef struct {
+    lithe__pool *p;
+    int index;
+} worker_arg;
+
+static void *worker_main(void *argp) {
+    worker_arg a = *(worker_arg *)argp;
+    free(argp);
+    worker_loop(a.p, a.index);
+    return NULL;
+}
+
+static int start_thread(lithe__pool *p, int index) {
+    worker_arg *a = malloc(sizeof *a);
+    if (!a) return -1;
+    *a = (worker_arg){p, index};
+    int rc = pthread_create(&p->tids[index - 1], NULL, worker_main, a);
+    if (rc) free(a);
+    return rc;
+}
+
+static void join_thread(lithe__pool *p, int index) { pthread_join(p->tids[index - 1], NULL); }
+
+static int default_threads(void) {
+    const char *env = getenv("LITHE_NUM_THREADS");
+    if (env && *env) {
+        char *end;
+        long v = strtol(env, &end, 10);
+        if (*end == '\0' && v >= 1 && v <= 1024) return (int)v;
+    }
+    long c = sysconf(_SC_NPROCESSORS_ONLN);
+    return c >= 1 && c <= 1024 ? (int)c : 1;
+}
+
+static pthread_mutex_t cpu_pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static void cpu_lock(void) { pthread_mutex_lock(&cpu_pool_mu); }
+static void cpu_unlock(void) { pthread_mutex_unlock(&cpu_pool_mu); }
+#endif
+
+/* ---- the pool ---- */
 
 lithe_status lithe__pool_new(int nthreads, lithe__pool **out) {
     *out = NULL;
@@ -85,28 +282,37 @@ lithe_status lithe__pool_new(int nthreads, lithe__pool **out) {
     lithe__pool *p = calloc(1, sizeof *p);
     if (!p) return lithe__oom("thread pool", sizeof *p);
     p->n = 1;
+#if !LITHE_WASM_WORKERS
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->work_cv, NULL);
     pthread_cond_init(&p->done_cv, NULL);
+#endif
     if (nthreads > 1) {
+#if LITHE_WASM_WORKERS
+        p->slots = calloc((size_t)nthreads - 1, sizeof *p->slots);
+        bool ok = p->slots != NULL;
+#else
         p->tids = calloc((size_t)nthreads - 1, sizeof *p->tids);
-        if (!p->tids) {
+        bool ok = p->tids != NULL;
+#endif
+        if (!ok) {
             lithe__pool_free(p);
-            return lithe__oom("thread pool", (size_t)(nthreads - 1) * sizeof(pthread_t));
+            return lithe__oom("thread pool", (size_t)(nthreads - 1) * sizeof(void *));
         }
     }
     for (int i = 1; i < nthreads; i++) {
-        worker_arg *a = malloc(sizeof *a);
-        int rc = a ? 0 : -1;
-        if (a) {
-            *a = (worker_arg){p, i};
-            rc = pthread_create(&p->tids[i - 1], NULL, worker_main, a);
-            if (rc) free(a);
-        }
+        int rc = start_thread(p, i);
         if (rc) {
             lithe__pool_free(p);
+#if LITHE_WASM_WORKERS
+            return lithe__fail(LITHE_ERR_UNSUPPORTED,
+                               "thread pool: could not start thread %d of %d: the loader started %d Web Workers "
+                               "(lithe.init({ threads }) sets how many)",
+                               i + 1, nthreads, atomic_load(&wslots_ready));
+#else
             return lithe__fail(LITHE_ERR_UNSUPPORTED, "thread pool: could not start thread %d of %d (error %d)", i + 1,
                                nthreads, rc);
+#endif
         }
         p->n = i + 1;
     }
@@ -116,15 +322,18 @@ lithe_status lithe__pool_new(int nthreads, lithe__pool **out) {
 
 void lithe__pool_free(lithe__pool *p) {
     if (!p) return;
-    pthread_mutex_lock(&p->mu);
     atomic_store(&p->stop, true);
-    pthread_cond_broadcast(&p->work_cv);
-    pthread_mutex_unlock(&p->mu);
-    for (int i = 1; i < p->n; i++) pthread_join(p->tids[i - 1], NULL);
+    atomic_store(&p->gen, ((atomic_load(&p->gen) >> 16) + 1) << 16);
+    wake_workers(p);
+    for (int i = 1; i < p->n; i++) join_thread(p, i);
+#if LITHE_WASM_WORKERS
+    free(p->slots);
+#else
     pthread_cond_destroy(&p->work_cv);
     pthread_cond_destroy(&p->done_cv);
     pthread_mutex_destroy(&p->mu);
     free(p->tids);
+#endif
     free(p);
 }
 
@@ -149,42 +358,49 @@ void lithe__pool_for(lithe__pool *p, int64_t n, int64_t grain, lithe__range_fn f
     p->chunk = chunk;
     int nchunks = (int)((n + chunk - 1) / chunk);
     atomic_store(&p->pending, nchunks - 1);
-    pthread_mutex_lock(&p->mu);
     uint64_t next = ((atomic_load_explicit(&p->gen, memory_order_relaxed) >> 16) + 1) << 16 | (uint64_t)nchunks;
+#if LITHE_WASM_WORKERS
+    atomic_store_explicit(&p->gen, next, memory_order_release);
+    wake_workers(p);
+#else
+    pthread_mutex_lock(&p->mu); /* a worker between its check and its wait must not miss the signal */
     atomic_store_explicit(&p->gen, next, memory_order_release);
     pthread_cond_broadcast(&p->work_cv);
     pthread_mutex_unlock(&p->mu);
+#endif
     run_range(p, 0);
     for (int s = 0; atomic_load_explicit(&p->pending, memory_order_acquire) > 0 && s < SPIN; s++) cpu_relax();
-    if (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) {
-        pthread_mutex_lock(&p->mu);
-        while (atomic_load(&p->pending) > 0) pthread_cond_wait(&p->done_cv, &p->mu);
-        pthread_mutex_unlock(&p->mu);
-    }
+    if (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) wait_done(p);
     atomic_store(&p->busy, 0);
 }
 
-static int default_threads(void) {
-    const char *env = getenv("LITHE_NUM_THREADS");
-    if (env && *env) {
-        char *end;
-        long v = strtol(env, &end, 10);
-        if (*end == '\0' && v >= 1 && v <= 1024) return (int)v;
-    }
-    long c = sysconf(_SC_NPROCESSORS_ONLN);
-    return c >= 1 && c <= 1024 ? (int)c : 1;
-}
-
-static pthread_mutex_t cpu_pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(lithe__pool *) cpu_pool;
 static atomic_int cpu_threads; /* 0: not decided yet */
 
 static lithe_status cpu_pool_set(int n) {
     lithe__pool *np = NULL;
+#if LITHE_WASM_WORKERS
+    /* the Web Workers are a fixed set: the old pool gives its own back before the new one claims
+     * them (and when the new one cannot have enough, the old count is restored) */
+    int old_n = atomic_load(&cpu_threads);
+    lithe__pool_free(atomic_exchange(&cpu_pool, NULL));
+    atomic_store(&cpu_threads, 1);
+    if (n > 1) {
+        lithe_status st = lithe__pool_new(n, &np);
+        if (st != LITHE_OK) {
+            if (old_n > 1 && lithe__pool_new(old_n, &np) == LITHE_OK) {
+                atomic_store(&cpu_pool, np);
+                atomic_store(&cpu_threads, old_n);
+            }
+            return st;
+        }
+    }
+#else
     if (n > 1) {
         lithe_status st = lithe__pool_new(n, &np);
         if (st != LITHE_OK) return st;
     }
+#endif
     lithe__pool *old = atomic_exchange(&cpu_pool, np);
     atomic_store(&cpu_threads, n);
     lithe__pool_free(old);
@@ -193,10 +409,10 @@ static lithe_status cpu_pool_set(int n) {
 
 lithe__pool *lithe__cpu_pool(void) {
     if (atomic_load_explicit(&cpu_threads, memory_order_acquire) == 0) {
-        pthread_mutex_lock(&cpu_pool_mu);
+        cpu_lock();
         if (atomic_load(&cpu_threads) == 0 && cpu_pool_set(default_threads()) != LITHE_OK)
             atomic_store(&cpu_threads, 1); /* no workers to be had: compute in the caller */
-        pthread_mutex_unlock(&cpu_pool_mu);
+        cpu_unlock();
     }
     return atomic_load_explicit(&cpu_pool, memory_order_acquire);
 }
@@ -204,9 +420,9 @@ lithe__pool *lithe__cpu_pool(void) {
 lithe_status lithe__cpu_set_threads(int n) {
     if (n < 0 || n > 1024)
         return lithe__fail(LITHE_ERR_INVALID_ARG, "set_threads: %d threads for \"cpu\" (0 for every core, or 1..1024)", n);
-    pthread_mutex_lock(&cpu_pool_mu);
+    cpu_lock();
     lithe_status st = cpu_pool_set(n == 0 ? default_threads() : n);
-    pthread_mutex_unlock(&cpu_pool_mu);
+    cpu_unlock();
     return st;
 }
 

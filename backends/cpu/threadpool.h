@@ -11,10 +11,19 @@
 
 #include "../../core/internal.h"
 
+/* Threads come from pthreads natively (and in an Emscripten -pthread build), or, in the npm
+ * package's threads module (an Emscripten build with -matomics -mbulk-memory and shared memory, no
+ * pthreads runtime), from Web Workers / worker_threads that the JavaScript loader starts on the same
+ * memory and parks in lithe__wasm_worker_main (LITHE_WASM_WORKERS). */
 #if !defined(LITHE_NO_THREADS) && (!defined(__wasm__) || defined(__EMSCRIPTEN_PTHREADS__))
 #define LITHE_HAVE_THREADS 1
+#define LITHE_WASM_WORKERS 0
+#elif !defined(LITHE_NO_THREADS) && defined(__EMSCRIPTEN__) && defined(__wasm_atomics__)
+#define LITHE_HAVE_THREADS 1
+#define LITHE_WASM_WORKERS 1
 #else
 #define LITHE_HAVE_THREADS 0
+#define LITHE_WASM_WORKERS 0
 #endif
 
 typedef struct lithe__pool lithe__pool;
@@ -41,5 +50,20 @@ lithe__pool *lithe__cpu_pool(void);
 /* Sets the CPU backend's thread count (0: the default); used by lithe_backend_set_threads. */
 lithe_status lithe__cpu_set_threads(int n);
 int lithe__cpu_threads(void);
+
+#if LITHE_WASM_WORKERS
+/* The most Web Workers the module can use (a pool of up to 1 + this many threads). */
+#define LITHE_WASM_MAX_WORKERS 64
+/* A worker's life, on its own instance of the module (after the loader set its stack pointer):
+ * gives the thread its TLS block, then serves worker slot `slot` forever (it never returns; the
+ * loader ends the worker). */
+void lithe__wasm_worker_main(int slot);
+/* Called on the main instance once `n` workers have entered lithe__wasm_worker_main (slots 0..n-1):
+ * the CPU backend's default thread count becomes n + 1. `can_block`: whether the calling thread
+ * may block in memory.atomic.wait (not on a browser's main thread: it then spins). */
+lithe_status lithe__wasm_workers_ready(int n, bool can_block);
+/* Ranges run on workers so far (tests check that the workers did compute). */
+int64_t lithe__wasm_worker_ranges(void);
+#endif
 
 #endif

@@ -320,6 +320,26 @@ LC_KERNEL(k_update_averages, (const lc_thread &t, int64_t n, float *ema, const f
     LC_FOR(t, i, n) ema[i] -= omd * (ema[i] - W[i]);
 }
 
+/* adam_step (primitives.def): Adam on gscale * G, G = 0, W *= wscale (unless 1), the averages */
+LC_KERNEL(k_adam_step, (const lc_thread &t, int64_t n, float *W, float *G, float *m1, float *m2, float *avg,
+                        float gscale, float beta1, float beta2, float eps, float lr, float wscale, float decay)) {
+    float omb1 = 1.0f - beta1, omb2 = 1.0f - beta2, omd = 1.0f - decay;
+    LC_FOR(t, i, n) {
+        float g = gscale == 1.0f ? G[i] : gscale * G[i];
+        float a = m1[i] * beta1, b = m2[i] * beta2;
+        a += g * omb1;
+        b += omb2 * (g * g);
+        m1[i] = a;
+        m2[i] = b;
+        float step = a / (sqrtf(b) + eps);
+        float w = W[i] + -lr * step;
+        G[i] = 0.0f;
+        if (wscale != 1.0f) w = wscale * w;
+        W[i] = w;
+        if (avg) avg[i] -= omd * (avg[i] - w);
+    }
+}
+
 static lithe_status cu_adam(lithe_backend *be, lithe_tensor *W, const lithe_tensor *G, lithe_tensor *m1,
                             lithe_tensor *m2, float beta1, float beta2, float eps, float lr) {
     return lc_launch<k_adam>(lc_of(be), W->numel, W->numel, lc_f(W), (const float *)lc_f(G), lc_f(m1), lc_f(m2), beta1,
@@ -330,6 +350,14 @@ static lithe_status cu_radam(lithe_backend *be, lithe_tensor *W, const lithe_ten
                              bool rectified) {
     return lc_launch<k_radam>(lc_of(be), W->numel, W->numel, lc_f(W), (const float *)lc_f(G), lc_f(m1), lc_f(m2),
                               beta1, omb1, beta2, omb2, eps, coef, rectified);
+}
+static lithe_status cu_adam_step(lithe_backend *be, lithe_tensor *W, lithe_tensor *G, lithe_tensor *m1, lithe_tensor *m2,
+                                 lithe_tensor *avg, double grad_clip, float beta1, float beta2, float eps, float lr,
+                                 float wscale, float decay) {
+    /* the clipping decided and applied on the device (clip_gradient), then the one pass */
+    if (grad_clip > 0.0) LITHE__TRY(cu_clip_gradient(be, G, grad_clip));
+    return lc_launch<k_adam_step>(lc_of(be), W->numel, W->numel, lc_f(W), lc_f(G), lc_f(m1), lc_f(m2),
+                                  avg ? lc_f(avg) : (float *)NULL, 1.0f, beta1, beta2, eps, lr, wscale, decay);
 }
 static lithe_status cu_update_averages(lithe_backend *be, lithe_tensor *ema, const lithe_tensor *W, float decay) {
     return lc_launch<k_update_averages>(lc_of(be), W->numel, W->numel, lc_f(ema), (const float *)lc_f(W), decay);
@@ -407,6 +435,7 @@ void lc_fill_ops_elementwise(lithe_backend_ops *ops) {
     ops->adam = cu_adam;
     ops->radam = cu_radam;
     ops->update_averages = cu_update_averages;
+    ops->adam_step = cu_adam_step;
     ops->dropout_mask = cu_dropout_mask;
     ops->cce_labels = cu_cce_labels;
 }

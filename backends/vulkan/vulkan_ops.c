@@ -418,6 +418,18 @@ static lithe_status vk_adam(lithe_backend *be, lithe_tensor *W, const lithe_tens
     return DISPATCH("adam", "optim", SPEC0, &p, groups_for(W->numel), 1, W, G, m1, m2);
 }
 
+static lithe_status vk_clip_gradient(lithe_backend *be, lithe_tensor *G, double threshold);
+static lithe_status vk_adam_step(lithe_backend *be, lithe_tensor *W, lithe_tensor *G, lithe_tensor *m1, lithe_tensor *m2,
+                                 lithe_tensor *avg, double grad_clip, float beta1, float beta2, float eps, float lr,
+                                 float wscale, float decay) {
+    LITHE__TRY(need_f32("adam_step", W));
+    /* the clipping decided and applied on the device (clip_gradient), then the one pass */
+    if (grad_clip > 0.0) LITHE__TRY(vk_clip_gradient(be, G, grad_clip));
+    lithe__vk_push p = {.u = {(uint32_t)W->numel, avg != NULL}, .f = {1.0f, beta1, beta2, eps, lr, wscale, decay}};
+    /* avg NULL: binding 4 gets the dummy buffer, which the shader then never touches */
+    return DISPATCH("adam_step", "optim", SPEC2, &p, groups_for(W->numel), 1, W, G, m1, m2, avg);
+}
+
 static lithe_status vk_radam(lithe_backend *be, lithe_tensor *W, const lithe_tensor *G, lithe_tensor *m1,
                              lithe_tensor *m2, float beta1, float omb1, float beta2, float omb2, float eps, float coef,
                              bool rectified) {
@@ -1119,6 +1131,7 @@ void lithe__vk_fill_ops(lithe_backend_ops *ops) {
     ops->dropout_mask = vk_dropout_mask;
     ops->adam = vk_adam;
     ops->radam = vk_radam;
+    ops->adam_step = vk_adam_step;
     ops->update_averages = vk_update_averages;
     ops->cce_labels = vk_cce_labels;
     ops->any_outside = vk_any_outside;

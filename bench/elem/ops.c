@@ -17,7 +17,7 @@ static double now_us(void) {
 }
 
 enum { B = 64, NH = 512, NP = 784 * 512 + 512 };
-static float *X, *A, *Bv, *Y, *Z, *W;
+static float *X, *A, *Bv, *Y, *Z, *W, *G;
 
 #define TIME(label, expr)                                                                          \
     do {                                                                                           \
@@ -36,12 +36,12 @@ int main(int argc, char **argv) {
     int reps = argc > 1 ? atoi(argv[1]) : 50;
     size_t cap = NP + 64;
     X = malloc(cap * 4), A = malloc(cap * 4), Bv = malloc(cap * 4), Y = malloc(cap * 4), Z = malloc(cap * 4),
-    W = malloc(cap * 4);
+    W = malloc(cap * 4), G = malloc(cap * 4);
     for (size_t i = 0; i < cap; i++) {
         X[i] = (float)((i * 7919) % 1000) / 250.0f - 2.0f;
         A[i] = (float)((i * 104729) % 1000) / 1000.0f - 0.5f;
         Bv[i] = 0.5f + (float)(i % 100) / 100.0f;
-        W[i] = A[i];
+        W[i] = G[i] = A[i];
         Y[i] = Z[i] = 0.0f;
     }
     const lithe__simd_kernels *t[8];
@@ -69,6 +69,11 @@ int main(int argc, char **argv) {
         TIME("sum_squares 401920", (void)k->sum_squares(NP, X));
         TIME("adam 401920", k->adam(NP, W, A, Y, Bv, 0.9f, 0.999f, 1e-8f, 1e-3f));
         TIME("update_averages 401920", k->update_averages(NP, Z, W, 0.999f));
+        /* the optimizer's Adam step as separate passes, then fused (adam_step); G is zero after
+         * the first run, which changes no instruction's timing */
+        TIME("adam+zero G+avg 401920", (k->adam(NP, W, G, Y, Bv, 0.9f, 0.999f, 1e-8f, 1e-3f),
+                                        memset(G, 0, NP * sizeof(float)), k->update_averages(NP, Z, W, 0.999f)));
+        TIME("adam_step 401920", k->adam_step(NP, W, G, Y, Bv, Z, 1.0f, 0.9f, 0.999f, 1e-8f, 1e-3f, 1.0f, 0.999f));
         TIME("softmax 64x10", k->softmax(B, 10, X, 1.0f, Y));
         TIME("softmax 64x1000", k->softmax(B, 1000, X, 1.0f, Y));
         TIME("softmax bwd 64x1000", k->softmax_backward(B, 1000, Y, A, 1.0f, Z));

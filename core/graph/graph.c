@@ -7,9 +7,69 @@
 #include "graph.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define LAYER "onnx_graph"
+
+/* ---- the op-level profiler (LITHE_GRAPH_PROFILE) ---- */
+
+static double prof_now(void) {
+#ifdef TIME_UTC
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+#else
+    return 0.0;
+#endif
+}
+
+/* The table: one row per node that ran (sorted by total time), then the totals per op type. */
+static void prof_print(const lithe__graph *g) {
+    size_t n = g->onnx.n_nodes, *ord = lithe__calloc(n + 1, sizeof *ord);
+    if (!ord) return;
+    double total = 0.0;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (g->prof_n[i]) {
+            ord[k++] = i;
+            total += g->prof_sum[i];
+        }
+    for (size_t a = 1; a < k; a++) /* insertion sort, largest total first */
+        for (size_t b = a; b > 0 && g->prof_sum[ord[b]] > g->prof_sum[ord[b - 1]]; b--) {
+            size_t t = ord[b];
+            ord[b] = ord[b - 1];
+            ord[b - 1] = t;
+        }
+    uint64_t runs = 0;
+    for (size_t a = 0; a < k; a++) runs = g->prof_n[ord[a]] > runs ? g->prof_n[ord[a]] : runs;
+    fprintf(stderr, "lithe graph profile: %zu nodes ran (of %zu), %llu runs, %.1f us per run in the nodes\n", k, n,
+            (unsigned long long)runs, runs ? 1e6 * total / (double)runs : 0.0);
+    fprintf(stderr, "%6s %-22s %10s %10s %6s  %s\n", "node", "op", "mean_us", "min_us", "share", "name");
+    for (size_t a = 0; a < k; a++) {
+        size_t i = ord[a];
+        fprintf(stderr, "%6zu %-22s %10.2f %10.2f %5.1f%%  %s\n", i, g->node_op[i]->op_type,
+                1e6 * g->prof_sum[i] / (double)g->prof_n[i], 1e6 * g->prof_min[i], 100.0 * g->prof_sum[i] / total,
+                g->onnx.nodes[i].name ? g->onnx.nodes[i].name : "");
+    }
+    fprintf(stderr, "%-22s %6s %12s %6s\n", "op type", "nodes", "us_per_run", "share");
+    for (size_t a = 0; a < k; a++) { /* each op type once, at its first (largest) node */
+        const char *t = g->node_op[ord[a]]->op_type;
+        bool seen = false;
+        for (size_t b = 0; b < a && !seen; b++) seen = !strcmp(g->node_op[ord[b]]->op_type, t);
+        if (seen) continue;
+        double sum = 0.0;
+        size_t cnt = 0;
+        for (size_t b = a; b < k; b++)
+            if (!strcmp(g->node_op[ord[b]]->op_type, t)) {
+                sum += g->prof_sum[ord[b]];
+                cnt++;
+            }
+        fprintf(stderr, "%-22s %6zu %12.2f %5.1f%%\n", t, cnt, runs ? 1e6 * sum / (double)runs : 0.0, 100.0 * sum / total);
+    }
+    lithe__free(ord);
+}
 
 static void plan_unref(lithe__gplan *p) {
     if (!p || --p->refs > 0) return;
@@ -27,6 +87,10 @@ static void plan_unref(lithe__gplan *p) {
 
 static void graph_free(lithe__graph *g) {
     if (!g) return;
+    if (g->profile && g->prof_n) prof_print(g);
+    lithe__free(g->prof_sum);
+    lithe__free(g->prof_min);
+    lithe__free(g->prof_n);
     for (size_t i = 0; i < LITHE__GRAPH_PLANS; i++) plan_unref(g->plans[i]);
     lithe__free(g->last_use);
     for (size_t i = 0; i < g->onnx.n_nodes; i++) {
@@ -37,6 +101,10 @@ static void graph_free(lithe__graph *g) {
     lithe__free(g->node_in);
     lithe__free(g->node_out);
     lithe__free(g->node_op);
+    lithe__free(g->node_nin);
+    lithe__free(g->node_nout);
+    lithe__free(g->node_dead);
+    lithe__free(g->node_fuse);
     lithe__free(g->slot_name);
     lithe__free(g->slot_kind);
     lithe__free(g->slot_const);
@@ -76,6 +144,13 @@ static int64_t find_slot(const lithe__graph *g, size_t n, const char *name) {
 
 const char *lithe__gnode_str(const lithe__gexec *x, size_t node, char *buf, size_t cap) {
     const lithe__onnx_node *n = &x->g->onnx.nodes[node];
+    const lithe__gfuse *f = x->g->node_fuse ? &x->g->node_fuse[node] : NULL;
+    if (f && f->kind != LITHE__FUSE_NONE) {
+        const lithe__onnx_node *a = &x->g->onnx.nodes[f->first];
+        snprintf(buf, cap, "%s: %s fused from %s node '%s' (#%zu) to %s node '%s' (#%zu)", LAYER, x->g->node_op[node]->op_type,
+                 a->op_type, a->name ? a->name : "", f->first, n->op_type, n->name ? n->name : "", node);
+        return buf;
+    }
     snprintf(buf, cap, "%s: %s node '%s' (#%zu)", LAYER, n->op_type, n->name ? n->name : "", node);
     return buf;
 }
@@ -187,8 +262,12 @@ static lithe_status graph_build(const uint8_t *bytes, size_t len, lithe__graph *
         g->node_in = lithe__calloc(o->n_nodes + 1, sizeof *g->node_in);
         g->node_out = lithe__calloc(o->n_nodes + 1, sizeof *g->node_out);
         g->node_op = lithe__calloc(o->n_nodes + 1, sizeof *g->node_op);
+        g->node_nin = lithe__calloc(o->n_nodes + 1, sizeof *g->node_nin);
+        g->node_nout = lithe__calloc(o->n_nodes + 1, sizeof *g->node_nout);
+        g->node_dead = lithe__calloc(o->n_nodes + 1, sizeof *g->node_dead);
+        g->node_fuse = lithe__calloc(o->n_nodes + 1, sizeof *g->node_fuse);
         if (!g->slot_name || !g->slot_kind || !g->slot_const || !g->in_slots || !g->out_slots || !g->node_in ||
-            !g->node_out || !g->node_op)
+            !g->node_out || !g->node_op || !g->node_nin || !g->node_nout || !g->node_dead || !g->node_fuse)
             s = lithe__oom(LAYER, cap * 24);
     }
     for (size_t i = 0; s == LITHE_OK && i < o->n_inits; i++) {
@@ -220,6 +299,8 @@ static lithe_status graph_build(const uint8_t *bytes, size_t len, lithe__graph *
                             n->op_type);
             break;
         }
+        g->node_nin[i] = n->n_inputs;
+        g->node_nout[i] = n->n_outputs;
         g->node_in[i] = lithe__calloc(n->n_inputs + 1, sizeof **g->node_in);
         g->node_out[i] = lithe__calloc(n->n_outputs + 1, sizeof **g->node_out);
         if (!g->node_in[i] || !g->node_out[i]) {
@@ -256,16 +337,26 @@ static lithe_status graph_build(const uint8_t *bytes, size_t len, lithe__graph *
         else g->out_slots[g->n_out++] = (size_t)k;
     }
     if (s == LITHE_OK && g->n_out == 0) s = lithe__fail(LITHE_ERR_FORMAT, "%s: the graph has no output", LAYER);
+    /* fusion (fuse.c): what the exporters decompose (LayerNorm, Linear + bias + activation) as one node */
+    if (s == LITHE_OK) s = lithe__graph_fuse(g);
     /* liveness: a run that keeps nothing for backward drops each value after its last reader */
     if (s == LITHE_OK && !(g->last_use = lithe__calloc(g->n_slots + 1, sizeof *g->last_use)))
         s = lithe__oom(LAYER, g->n_slots * 8);
     for (size_t i = 0; s == LITHE_OK && i < o->n_nodes; i++) {
-        for (size_t k = 0; k < o->nodes[i].n_outputs; k++)
+        if (g->node_dead[i]) continue;
+        for (size_t k = 0; k < g->node_nout[i]; k++)
             if (g->node_out[i][k] >= 0) g->last_use[g->node_out[i][k]] = (int64_t)i;
-        for (size_t k = 0; k < o->nodes[i].n_inputs; k++)
+        for (size_t k = 0; k < g->node_nin[i]; k++)
             if (g->node_in[i][k] >= 0) g->last_use[g->node_in[i][k]] = (int64_t)i;
     }
     for (size_t i = 0; s == LITHE_OK && i < g->n_out; i++) g->last_use[g->out_slots[i]] = -1;
+    const char *prof = getenv("LITHE_GRAPH_PROFILE");
+    if (s == LITHE_OK && prof && *prof && strcmp(prof, "0")) {
+        g->prof_sum = lithe__calloc(o->n_nodes + 1, sizeof *g->prof_sum);
+        g->prof_min = lithe__calloc(o->n_nodes + 1, sizeof *g->prof_min);
+        g->prof_n = lithe__calloc(o->n_nodes + 1, sizeof *g->prof_n);
+        g->profile = g->prof_sum && g->prof_min && g->prof_n; /* no memory: no profile, the model still runs */
+    }
     if (s != LITHE_OK) {
         graph_free(g);
         return s;
@@ -361,9 +452,10 @@ static void exec_destroy(lithe_backprop *self) {
     plan_unref(x->plan);
 }
 
+/* Whether node i is skipped at run time: its outputs are constants, or a fused node took its work. */
 static bool node_folded(const lithe__graph *g, size_t i) {
-    const lithe__onnx_node *n = &g->onnx.nodes[i];
-    for (size_t k = 0; k < n->n_outputs; k++)
+    if (g->node_dead[i]) return true;
+    for (size_t k = 0; k < g->node_nout[i]; k++)
         if (g->node_out[i][k] >= 0 && g->slot_kind[g->node_out[i][k]] != SLOT_CONST) return false;
     return true;
 }
@@ -459,24 +551,23 @@ static lithe_status graph_backward(lithe_backprop *self, const lithe_value *dYv,
     }
     for (size_t i = g->onnx.n_nodes; i-- > 0;) {
         if (node_folded(g, i) || !g->node_op[i]->backward) continue;
-        const lithe__onnx_node *n = &g->onnx.nodes[i];
         lithe_tensor *in[64] = {0}, *out[16] = {0}, *dout[16] = {0};
-        if (n->n_inputs > 64 || n->n_outputs > 16) continue; /* refused by forward already */
+        if (g->node_nin[i] > 64 || g->node_nout[i] > 16) continue; /* refused by forward already */
         bool any = false;
-        for (size_t k = 0; k < n->n_outputs; k++) {
+        for (size_t k = 0; k < g->node_nout[i]; k++) {
             int64_t o = g->node_out[i][k];
             out[k] = o >= 0 ? x->vals[o] : NULL;
             dout[k] = o >= 0 ? x->grads[o] : NULL;
             any = any || dout[k];
         }
         bool wants = false;
-        for (size_t k = 0; k < n->n_inputs; k++) {
+        for (size_t k = 0; k < g->node_nin[i]; k++) {
             int64_t s = g->node_in[i][k];
             in[k] = s >= 0 ? x->vals[s] : NULL;
             wants = wants || (s >= 0 && x->needs[s]);
         }
         if (!any || !wants) continue;
-        LITHE__TRY(g->node_op[i]->backward(x, i, in, n->n_inputs, out, dout, &x->saved[2 * i]));
+        LITHE__TRY(g->node_op[i]->backward(x, i, in, g->node_nin[i], out, dout, &x->saved[2 * i]));
     }
     for (size_t i = 0; i < g->n_slots; i++) {
         if (g->slot_kind[i] != SLOT_PARAM || !x->grads[i]) continue;
@@ -563,8 +654,7 @@ static lithe_status plan_for(lithe__graph *g, lithe_backend *be, lithe_tensor *c
 /* Whether node i's outputs are all values the plan already holds. */
 static bool node_cached(const lithe__graph *g, const lithe__gplan *p, size_t i) {
     if (!p->recorded) return false;
-    const lithe__onnx_node *n = &g->onnx.nodes[i];
-    for (size_t k = 0; k < n->n_outputs; k++)
+    for (size_t k = 0; k < g->node_nout[i]; k++)
         if (g->node_out[i][k] >= 0 && !p->cached[g->node_out[i][k]]) return false;
     return true;
 }
@@ -578,20 +668,20 @@ static bool node_cached(const lithe__graph *g, const lithe__gplan *p, size_t i) 
 static lithe_status plan_record(lithe__gexec *x, lithe__gplan *p, size_t i) {
     const lithe__graph *g = x->g;
     const lithe__onnx_node *n = &g->onnx.nodes[i];
-    bool all_fixed = n->n_inputs > 0, varies = false;
-    for (size_t k = 0; k < n->n_inputs; k++) {
+    bool all_fixed = g->node_nin[i] > 0, varies = false;
+    for (size_t k = 0; k < g->node_nin[i]; k++) {
         int64_t sl = g->node_in[i][k];
         if (sl < 0) continue;
         bool fixed = g->slot_kind[sl] == SLOT_CONST || p->cached[sl];
         all_fixed = all_fixed && fixed;
         varies = varies || p->shape_varies[sl] || (x->vals[sl] && x->vals[sl]->dtype != LITHE_F32 && !fixed);
     }
-    bool keep = !strcmp(n->op_type, "Shape") ? n->n_inputs > 0 && g->node_in[i][0] >= 0 &&
+    bool keep = !strcmp(n->op_type, "Shape") ? g->node_nin[i] > 0 && g->node_in[i][0] >= 0 &&
                                                    !p->shape_varies[g->node_in[i][0]]
                                              : all_fixed;
-    for (size_t k = 0; k < n->n_outputs; k++)
+    for (size_t k = 0; k < g->node_nout[i]; k++)
         if (g->node_out[i][k] >= 0 && g->last_use[g->node_out[i][k]] < 0) keep = false;
-    for (size_t k = 0; k < n->n_outputs; k++) {
+    for (size_t k = 0; k < g->node_nout[i]; k++) {
         int64_t o = g->node_out[i][k];
         if (o < 0) continue;
         p->shape_varies[o] = varies;
@@ -625,13 +715,12 @@ static void plan_forget(lithe__gplan *p) {
  * values live at once, not all of them). */
 static void release_after(lithe__gexec *x, size_t i) {
     const lithe__graph *g = x->g;
-    const lithe__onnx_node *n = &g->onnx.nodes[i];
     for (size_t k = 0; k < 2; k++) {
         lithe_tensor_release(x->saved[2 * i + k]);
         x->saved[2 * i + k] = NULL;
     }
-    for (size_t k = 0; k < n->n_inputs + n->n_outputs; k++) { /* outputs: a value no node reads */
-        int64_t sl = k < n->n_inputs ? g->node_in[i][k] : g->node_out[i][k - n->n_inputs];
+    for (size_t k = 0; k < g->node_nin[i] + g->node_nout[i]; k++) { /* outputs: a value no node reads */
+        int64_t sl = k < g->node_nin[i] ? g->node_in[i][k] : g->node_out[i][k - g->node_nin[i]];
         if (sl >= 0 && g->last_use[sl] == (int64_t)i) {
             lithe_tensor_release(x->vals[sl]);
             x->vals[sl] = NULL;
@@ -669,6 +758,7 @@ static lithe_status graph_forward(lithe_model *m, const lithe_value *X, bool is_
     plan->refs++;
     x->pool = plan->pool;
     x->tuple_in = tuple_in;
+    x->keep_all = bp != NULL;
     /* vals, grads (n_slots + 1 each), saved (2 per node + 1), needs (n_slots + 1): one block, the
      * previous run's when it is free */
     size_t nv = g->n_slots + 1, ns = 2 * g->onnx.n_nodes + 1;
@@ -708,28 +798,34 @@ static lithe_status graph_forward(lithe_model *m, const lithe_value *X, bool is_
         if (node_folded(g, i)) continue;
         const lithe__onnx_node *n = &g->onnx.nodes[i];
         lithe_tensor *in[64] = {0}, *out[16] = {0};
-        if (n->n_inputs > 64 || n->n_outputs > 16) {
+        if (g->node_nin[i] > 64 || g->node_nout[i] > 16) {
             s = lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: %s node '%s' has %zu inputs and %zu outputs (at most 64, 16)",
-                            m->name, n->op_type, n->name ? n->name : "", n->n_inputs, n->n_outputs);
+                            m->name, n->op_type, n->name ? n->name : "", g->node_nin[i], g->node_nout[i]);
             break;
         }
         if (node_cached(g, plan, i)) { /* shape arithmetic this signature has computed before */
-            for (size_t k = 0; k < n->n_outputs; k++)
+            for (size_t k = 0; k < g->node_nout[i]; k++)
                 if (g->node_out[i][k] >= 0) x->vals[g->node_out[i][k]] = lithe_tensor_retain(plan->vals[g->node_out[i][k]]);
             if (!keep_all) release_after(x, i);
             continue;
         }
         bool needs = false;
-        for (size_t k = 0; k < n->n_inputs; k++) {
+        for (size_t k = 0; k < g->node_nin[i]; k++) {
             int64_t sl = g->node_in[i][k];
             in[k] = sl >= 0 ? x->vals[sl] : NULL;
             if (sl >= 0 && !in[k]) s = lithe__fail(LITHE_ERR_INTERNAL, "%s: slot %lld has no value", m->name, (long long)sl);
             needs = needs || (sl >= 0 && x->needs[sl]);
         }
         if (s != LITHE_OK) break;
-        s = g->node_op[i]->forward(x, i, in, n->n_inputs, out, n->n_outputs, &x->saved[2 * i]);
-        for (size_t k = n->n_outputs; k < 16; k++) lithe_tensor_release(out[k]); /* a node naming fewer outputs */
-        for (size_t k = 0; k < n->n_outputs; k++) {
+        double t0 = g->profile ? prof_now() : 0.0;
+        s = g->node_op[i]->forward(x, i, in, g->node_nin[i], out, g->node_nout[i], &x->saved[2 * i]);
+        if (g->profile) {
+            double dt = prof_now() - t0;
+            g->prof_sum[i] += dt;
+            g->prof_min[i] = g->prof_n[i]++ ? (dt < g->prof_min[i] ? dt : g->prof_min[i]) : dt;
+        }
+        for (size_t k = g->node_nout[i]; k < 16; k++) lithe_tensor_release(out[k]); /* a node naming fewer outputs */
+        for (size_t k = 0; k < g->node_nout[i]; k++) {
             int64_t o = g->node_out[i][k];
             if (o < 0 || s != LITHE_OK) {
                 lithe_tensor_release(out[k]);

@@ -46,6 +46,23 @@ typedef struct lithe__gplan {
     uint64_t last_used;
 } lithe__gplan;
 
+/* A fused node (fuse.c): the last node of a pattern the exporters decompose runs the whole
+ * pattern as one op; the pattern's other nodes are dead (never run). */
+typedef enum lithe__gfuse_kind {
+    LITHE__FUSE_NONE = 0,
+    LITHE__FUSE_LAYERNORM, /* in: X, scale (N,), bias (N,); over the last axis */
+    LITHE__FUSE_LINEAR,    /* in: A (..., K), W (K, N) or (N, K) when transB, bias (N,); then act */
+    LITHE__FUSE_ACT,       /* in: X; Y = act(X) (GELU from its Erf form) */
+} lithe__gfuse_kind;
+typedef struct lithe__gfuse {
+    lithe__gfuse_kind kind;
+    float eps;        /* LAYERNORM */
+    bool transB;      /* LINEAR */
+    bool has_act;     /* LINEAR: act applies */
+    lithe__act act;   /* LINEAR (when has_act), ACT */
+    size_t first;     /* the pattern's first node (for messages) */
+} lithe__gfuse;
+
 #define LITHE__GRAPH_PLANS 4 /* input signatures kept; the least recently used goes first */
 
 struct lithe__graph {
@@ -58,9 +75,18 @@ struct lithe__graph {
     size_t n_in, n_out;
     int64_t **node_in, **node_out; /* per node: slot of each input (-1: left out) / output */
     const lithe__graph_op **node_op;
+    size_t *node_nin, *node_nout; /* per node: its input / output counts (a fused node's own) */
+    bool *node_dead;              /* per node: its work moved into a fused node */
+    lithe__gfuse *node_fuse;      /* per node: LITHE__FUSE_NONE, or what the fused node runs */
+    size_t n_fused;               /* fused nodes made at load */
     int64_t *last_use; /* per slot: the last node reading it (its producer if none; -1: kept, a graph output) */
     lithe__gplan *plans[LITHE__GRAPH_PLANS];
     uint64_t tick;
+    /* LITHE_GRAPH_PROFILE set (non-empty, not "0") at load: each node's forward is timed; the table
+     * goes to stderr when the graph is freed (docs/onnx.md). */
+    bool profile;
+    double *prof_sum, *prof_min; /* per node, seconds */
+    uint64_t *prof_n;
 };
 
 struct lithe__gexec {
@@ -72,6 +98,7 @@ struct lithe__gexec {
     bool *needs; /* a slot a gradient flows to (float, reaching a param or an input) */
     bool tuple_in;
     lithe__gplan *plan; /* NULL while folding constants at load */
+    bool keep_all; /* a backward may follow: fused ops keep what it needs */
     lithe__bufpool *pool;  /* the plan's: every tensor a run allocates comes from it (NULL: fresh memory) */
     void *arrays;       /* vals, grads, saved and needs in one block */
 };
@@ -84,6 +111,13 @@ static inline lithe_status lithe__gexec_alloc(lithe__gexec *x, lithe_backend *be
 static inline lithe_status lithe__gexec_like(lithe__gexec *x, const lithe_tensor *t, bool zero, lithe_tensor **out) {
     return lithe__bufpool_tensor(x->pool, t->storage->backend, t->dtype, t->ndim, t->shape, zero, out);
 }
+
+/* Rewrites g's nodes at load (after constant folding, before liveness): each pattern found becomes
+ * one fused node (docs/onnx.md lists them). A pattern is fused only when its intermediate values
+ * have no other reader and are not graph outputs, and its weights have the shapes it needs. */
+lithe_status lithe__graph_fuse(lithe__graph *g);
+/* The fused ops (ops.c). */
+extern const lithe__graph_op lithe__fused_layernorm_op, lithe__fused_linear_op, lithe__fused_act_op;
 
 /* The op named op_type, or NULL. */
 const lithe__graph_op *lithe__graph_op_find(const char *op_type);

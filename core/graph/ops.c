@@ -1182,8 +1182,9 @@ BWD(b_reduce) {
 /* ---- LayerNormalization (last axis), BatchNormalization (inference) ---- */
 
 static lithe_status ln_rows(lithe__gexec *x, size_t node, const lithe_tensor *X, int64_t *M, int64_t *N) {
-    int64_t axis = 0;
-    LITHE__TRY(norm_axis(x, node, attr_i(NODE(x, node), "axis", -1), X->ndim, false, &axis));
+    int64_t axis = 0; /* a fused LayerNorm (fuse.c) normalises the last axis */
+    bool fused = x->g->node_fuse && x->g->node_fuse[node].kind == LITHE__FUSE_LAYERNORM;
+    LITHE__TRY(norm_axis(x, node, fused ? -1 : attr_i(NODE(x, node), "axis", -1), X->ndim, false, &axis));
     if (axis != X->ndim - 1)
         return fail(x, node, LITHE_ERR_UNSUPPORTED, "normalising from axis %lld of a rank-%d input (lithe takes the last axis)",
                     (long long)axis, X->ndim);
@@ -1209,9 +1210,9 @@ FWD(f_layernorm) {
     if (s == LITHE_OK) s = new_f32(x, 1, (int64_t[]){M}, false, &saved[1]);
     if (s == LITHE_OK) s = as_rows(in[0], M, N, &X2);
     if (s == LITHE_OK) s = as_rows(out[0], M, N, &Y2);
-    if (s == LITHE_OK)
-        s = lithe__op_layernorm(x->be, X2, in[1], bias ? bias : zero, attr_f(NODE(x, node), "epsilon", 1e-5f), Y2, saved[0],
-                                saved[1]);
+    bool fused = x->g->node_fuse && x->g->node_fuse[node].kind == LITHE__FUSE_LAYERNORM;
+    float eps = fused ? x->g->node_fuse[node].eps : attr_f(NODE(x, node), "epsilon", 1e-5f);
+    if (s == LITHE_OK) s = lithe__op_layernorm(x->be, X2, in[1], bias ? bias : zero, eps, Y2, saved[0], saved[1]);
     lithe_tensor_release(zero);
     lithe_tensor_release(X2);
     lithe_tensor_release(Y2);
@@ -1762,6 +1763,114 @@ FWD(f_constant_of_shape) {
     LITHE__TRY(new_f32(x, (int)in[0]->numel, shape, false, &out[0]));
     return lithe__op_fill(x->be, out[0], a && a->t ? ((const float *)a->t->data)[0] : 0.0f);
 }
+
+/* ---- fused nodes (fuse.c) ---- */
+
+/* LayerNorm from its decomposition: f_layernorm / b_layernorm with the fused node's eps. */
+const lithe__graph_op lithe__fused_layernorm_op = {"fused:LayerNorm", f_layernorm, b_layernorm};
+
+/* Linear: Y (..., N) = act(A (..., K) · op(W) + bias) by gemm_bias_act over A's stacked rows.
+ * saved[0] = the pre-activation Z when a backward may follow and there is an activation. */
+typedef struct lin_geo {
+    int64_t R, K, N;
+} lin_geo;
+
+static lithe_status lin_geometry(lithe__gexec *x, size_t node, lithe_tensor **in, size_t n_in, lin_geo *g) {
+    const lithe__gfuse *f = &x->g->node_fuse[node];
+    LITHE__TRY(need_inputs(x, node, in, n_in, 2));
+    for (size_t k = 0; k < n_in && k < 3; k++)
+        if (in[k]) LITHE__TRY(need_float(x, node, in[k], k));
+    const lithe_tensor *A = in[0], *W = in[1], *b = n_in > 2 ? in[2] : NULL;
+    char sa[LITHE__SHAPE_BUF], sw[LITHE__SHAPE_BUF];
+    if (W->ndim != 2) return fail(x, node, LITHE_ERR_SHAPE, "W must be 2-D, got %s", lithe__shape_str(W, sw, sizeof sw));
+    g->K = f->transB ? W->shape[1] : W->shape[0];
+    g->N = f->transB ? W->shape[0] : W->shape[1];
+    if (A->ndim < 2 || A->shape[A->ndim - 1] != g->K)
+        return fail(x, node, LITHE_ERR_SHAPE, "A %s does not match W %s (inner extent %lld)", lithe__shape_str(A, sa, sizeof sa),
+                    lithe__shape_str(W, sw, sizeof sw), (long long)g->K);
+    if (!strcmp(NODE(x, f->first)->op_type, "Gemm") && A->ndim != 2)
+        return fail(x, node, LITHE_ERR_SHAPE, "A and B must be 2-D, got %d-D and 2-D", A->ndim);
+    if (b && b->numel != g->N) return fail(x, node, LITHE_ERR_SHAPE, "the bias needs %lld values, has %lld", (long long)g->N, (long long)b->numel);
+    g->R = g->K ? A->numel / g->K : 0;
+    return LITHE_OK;
+}
+
+FWD(f_fused_linear) {
+    (void)n_out;
+    const lithe__gfuse *f = &x->g->node_fuse[node];
+    lin_geo g = {0};
+    LITHE__TRY(lin_geometry(x, node, in, n_in, &g));
+    int64_t shape[LITHE_MAX_DIMS];
+    for (int d = 0; d < in[0]->ndim; d++) shape[d] = in[0]->shape[d];
+    shape[in[0]->ndim - 1] = g.N;
+    LITHE__TRY(new_f32(x, in[0]->ndim, shape, false, &out[0]));
+    lithe_tensor *A2 = NULL, *Y2 = NULL;
+    lithe_status s = as_rows(in[0], g.R, g.K, &A2);
+    if (s == LITHE_OK) s = as_rows(out[0], g.R, g.N, &Y2);
+    if (s == LITHE_OK && f->has_act && x->keep_all) s = new_f32(x, 2, (int64_t[]){g.R, g.N}, false, &saved[0]);
+    if (s == LITHE_OK)
+        s = lithe__op_gemm_bias_act(x->be, false, f->transB, A2, in[1], n_in > 2 ? in[2] : NULL, f->has_act ? &f->act : NULL,
+                                    saved[0], Y2);
+    lithe_tensor_release(A2);
+    lithe_tensor_release(Y2);
+    return s;
+}
+BWD(b_fused_linear) {
+    const lithe__gfuse *f = &x->g->node_fuse[node];
+    lin_geo g = {0};
+    LITHE__TRY(lin_geometry(x, node, in, n_in, &g));
+    lithe_tensor *dA = NULL, *dW = NULL, *db = NULL;
+    LITHE__TRY(lithe__gexec_grad(x, node, 0, &dA));
+    LITHE__TRY(lithe__gexec_grad(x, node, 1, &dW));
+    if (n_in > 2 && in[2]) LITHE__TRY(lithe__gexec_grad(x, node, 2, &db));
+    lithe_tensor *A2 = NULL, *dZ = NULL, *Y2 = NULL, *dA2 = NULL;
+    lithe_status s = as_rows(in[0], g.R, g.K, &A2);
+    if (s == LITHE_OK && f->has_act) { /* dZ = dY act'(Z) */
+        if (!saved[0]) s = fail(x, node, LITHE_ERR_STATE, "the forward kept no pre-activation");
+        if (s == LITHE_OK) s = new_f32(x, 2, (int64_t[]){g.R, g.N}, false, &dZ);
+        if (s == LITHE_OK) s = as_rows(out[0], g.R, g.N, &Y2);
+        lithe_tensor *dY2 = NULL;
+        if (s == LITHE_OK) s = as_rows(dout[0], g.R, g.N, &dY2);
+        if (s == LITHE_OK) s = lithe__op_act_backward(x->be, &f->act, dY2, saved[0], Y2, dZ);
+        lithe_tensor_release(dY2);
+    } else if (s == LITHE_OK) {
+        s = as_rows(dout[0], g.R, g.N, &dZ);
+    }
+    /* !transB: W (K, N): dA += dZ Wᵀ, dW += Aᵀ dZ;  transB: W (N, K): dA += dZ W, dW += dZᵀ A */
+    if (s == LITHE_OK && dA) s = as_rows(dA, g.R, g.K, &dA2);
+    if (s == LITHE_OK && dA) s = lithe__op_gemm(x->be, false, !f->transB, 1.0f, dZ, in[1], 1.0f, dA2);
+    if (s == LITHE_OK && dW && !f->transB) s = lithe__op_gemm(x->be, true, false, 1.0f, A2, dZ, 1.0f, dW);
+    if (s == LITHE_OK && dW && f->transB) s = lithe__op_gemm(x->be, true, false, 1.0f, dZ, A2, 1.0f, dW);
+    if (s == LITHE_OK && db) s = lithe__op_sum_rows(x->be, dZ, 1.0f, db);
+    lithe_tensor_release(A2);
+    lithe_tensor_release(dZ);
+    lithe_tensor_release(Y2);
+    lithe_tensor_release(dA2);
+    return s;
+}
+const lithe__graph_op lithe__fused_linear_op = {"fused:Linear", f_fused_linear, b_fused_linear};
+
+/* An activation from its decomposition (GELU's Erf form): the act primitive with the fused node's
+ * act. */
+FWD(f_fused_act) {
+    UNUSED_FWD;
+    LITHE__TRY(need_inputs(x, node, in, n_in, 1));
+    LITHE__TRY(need_float(x, node, in[0], 0));
+    LITHE__TRY(lithe__gexec_like(x, in[0], false, &out[0]));
+    return lithe__op_act(x->be, &x->g->node_fuse[node].act, in[0], out[0]);
+}
+BWD(b_fused_act) {
+    UNUSED_BWD;
+    lithe_tensor *d = NULL, *t = NULL;
+    LITHE__TRY(lithe__gexec_grad(x, node, 0, &d));
+    if (!d) return LITHE_OK;
+    LITHE__TRY(lithe__gexec_like(x, d, false, &t));
+    lithe_status s = lithe__op_act_backward(x->be, &x->g->node_fuse[node].act, dout[0], in[0], out[0], t);
+    if (s == LITHE_OK) s = acc(x, d, t);
+    lithe_tensor_release(t);
+    return s;
+}
+const lithe__graph_op lithe__fused_act_op = {"fused:Gelu", f_fused_act, b_fused_act};
 
 /* ---- the table ---- */
 

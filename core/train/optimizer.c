@@ -181,6 +181,18 @@ lithe_status lithe__optimizer_prepare(lithe_optimizer *opt, const lithe_model *n
     return prepare(opt, node, name, W, &s);
 }
 
+/* Adam's bias-corrected step size at step t (Thinc: lr * sqrt(1 - b2^t) / (1 - b1^t)). */
+static double adam_lr(const lithe_optimizer_opts *o, int64_t t) {
+    double fix1 = 1.0 - pow(o->beta1, (double)t), fix2 = 1.0 - pow(o->beta2, (double)t);
+    return o->learn_rate * sqrt(fix2) / fix1;
+}
+
+/* Thinc's averages' decay at step t. */
+static double avg_decay(int64_t t) {
+    double decay = (1.0 + (double)t) / (10.0 + (double)t);
+    return decay > 0.9999 ? 0.9999 : decay;
+}
+
 lithe_status lithe_optimizer_step(lithe_optimizer *opt, const lithe_model *node, const char *name,
                                   lithe_tensor *W, lithe_tensor *G) {
     LITHE__CHECK_ARG(opt && node && name && W && G, "lithe_optimizer_step", "an argument is NULL");
@@ -201,6 +213,15 @@ lithe_status lithe_optimizer_step(lithe_optimizer *opt, const lithe_model *node,
 
     int64_t t = ++s->nr_update;
     if (o->L2 != 0.0 && !o->L2_is_weight_decay) LITHE__TRY(lithe__op_axpby(be, (float)o->L2, W, 1.0f, G));
+    /* Adam on a backend with the fused step: the clipping, the update, zeroing G, weight decay and
+     * the averages in one primitive (the CPU: the norm's pass over G, then one pass over the
+     * arrays; a GPU decides the clipping on the device, no read-back) */
+    if (!o->use_radam && adam && be->ops->adam_step) {
+        float wscale = o->L2 != 0.0 && o->L2_is_weight_decay ? (float)(1.0 - o->learn_rate * o->L2) : 1.0f;
+        return lithe__op_adam_step(be, W, G, s->mom1, s->mom2, o->use_averages ? s->avg : NULL, o->grad_clip,
+                                   (float)o->beta1, (float)o->beta2, (float)o->eps, (float)adam_lr(o, t), wscale,
+                                   o->use_averages ? (float)avg_decay(t) : 1.0f);
+    }
     /* on the gradient's device: no read-back (a GPU step would otherwise wait here per parameter) */
     if (o->grad_clip != 0.0) LITHE__TRY(lithe__op_clip_gradient(be, G, o->grad_clip));
     if (o->use_radam) {
@@ -221,20 +242,15 @@ lithe_status lithe_optimizer_step(lithe_optimizer *opt, const lithe_model *node,
                                    (float)(1.0 - b2), (float)o->eps, (float)(-step_size * o->learn_rate),
                                    n_sma >= 5.0));
     } else if (adam) {
-        double fix1 = 1.0 - pow(o->beta1, (double)t), fix2 = 1.0 - pow(o->beta2, (double)t);
-        double lr = o->learn_rate * sqrt(fix2) / fix1;
-        LITHE__TRY(lithe__op_adam(be, W, G, s->mom1, s->mom2, (float)o->beta1, (float)o->beta2, (float)o->eps, (float)lr));
+        LITHE__TRY(lithe__op_adam(be, W, G, s->mom1, s->mom2, (float)o->beta1, (float)o->beta2, (float)o->eps,
+                                  (float)adam_lr(o, t)));
     } else {
         LITHE__TRY(lithe__op_axpby(be, (float)(-o->learn_rate), G, 1.0f, W));
     }
     LITHE__TRY(lithe__op_fill(be, G, 0.0f));
     if (o->L2 != 0.0 && o->L2_is_weight_decay)
         LITHE__TRY(lithe__op_axpby(be, 0.0f, W, (float)(1.0 - o->learn_rate * o->L2), W));
-    if (o->use_averages) {
-        double decay = (1.0 + (double)t) / (10.0 + (double)t);
-        if (decay > 0.9999) decay = 0.9999;
-        LITHE__TRY(lithe__op_update_averages(be, s->avg, W, (float)decay));
-    }
+    if (o->use_averages) LITHE__TRY(lithe__op_update_averages(be, s->avg, W, (float)avg_decay(t)));
     return LITHE_OK;
 }
 

@@ -142,6 +142,42 @@ class Masked(nn.Module):
         return att.matmul(y).flatten(1) + (x[:, :, 1:2] == 0.5).float().sum(dim=1)  # Equal, Cast
 
 
+class NearMiss(nn.Module):
+    """Patterns one step away from what the graph layer fuses at load (core/graph/fuse.c), so none of
+    them may be fused: a MatMul + Add whose bias is 2-D, GELU's form with 1.5 for sqrt 2, a LayerNorm decomposition whose centred
+    value is read a third time, and one whose variance uses Pow 3. test_onnx checks nothing here is
+    fused and that the node-by-node run still matches torch."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(4, 8) * 0.5)
+        self.b2 = nn.Parameter(torch.randn(5, 8) * 0.1)      # (5, 8): not a bias row
+        self.g = nn.Parameter(1.0 + 0.1 * torch.randn(8))
+        self.b = nn.Parameter(0.1 * torch.randn(8))
+
+    def forward(self, x):                                       # x (N, 5, 4)
+        h = x.matmul(self.w) + self.b2
+        h = h * 0.5 * (1.0 + torch.erf(h / 1.5))                # erf(x / 1.5): not GELU
+        d = h - h.mean(-1, keepdim=True)
+        v = d.pow(2).mean(-1, keepdim=True)
+        h = d / torch.sqrt(v + 1e-5) * self.g + self.b + 0.5 * d   # d has a third reader
+        d = h - h.mean(-1, keepdim=True)
+        v = d.pow(3).mean(-1, keepdim=True)                     # Pow 3, not 2
+        return d / torch.sqrt(v.abs() + 1.0) * self.g + self.b
+
+
+class FFN(nn.Module):
+    """A transformer's feed-forward block on (N, 5, 8): Linear, F.gelu (its Erf form), Linear; the
+    graph layer fuses the first Linear with the GELU and the second Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(8, 16), nn.Linear(16, 8)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(x)))
+
+
 def export(name, model, x, opset, lr=0.1, steps=10):
     model.eval()
     buf = io.BytesIO()
@@ -221,6 +257,12 @@ export("decoder", Decoder(), randx(2, 2, 6, 6), 13, lr=0.1)
 
 torch.manual_seed(7)
 export("masked", Masked(), randx(3, 5, 4), 13, lr=0.01)
+
+torch.manual_seed(8)
+export("nearmiss", NearMiss(), randx(3, 5, 4), 13, lr=0.01)
+
+torch.manual_seed(9)
+export("ffn", FFN(), randx(3, 5, 8), 13, lr=0.01)
 
 
 

@@ -47,7 +47,8 @@ process.on('warning', (w) => { if (w.name !== 'ExperimentalWarning') process.std
 const wasi = new WASI({
   version: 'preview1',
   args: [path.basename(wasmPath, '.wasm'), ...args],
-  env: { LITHE_NO_MMAP: '1' },
+  // the graph layer's switches (LITHE_GRAPH_PROFILE, LITHE_GRAPH_FUSE: docs/onnx.md) pass through
+  env: { LITHE_NO_MMAP: '1', ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('LITHE_GRAPH_'))) },
   preopens,
   returnOnExit: true,
 });

@@ -18,7 +18,21 @@ const repo = path.resolve(webDir, '..');
 const shot = path.resolve(repo, process.env.LITHE_DEMO_SCREENSHOT ?? 'build/web/demo.png');
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'lithe-demo-'));
 const labels = zlib.gunzipSync(fs.readFileSync('/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz')).subarray(8);
-let server, browser, url;
+let server, isoServer, browser, url, isoUrl;
+
+// serve.mjs on a free port (extra: e.g. --isolate); resolves with the server and its URL
+function serve(model, extra = []) {
+  const proc = spawn(process.execPath, [path.join(webDir, 'serve.mjs'), '--port', '0', '--model', model, ...extra], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    proc.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/(http:\/\/127\.0\.0\.1:\d+\/)/);
+      if (m) resolve([proc, m[1]]);
+    });
+    proc.once('exit', (code) => reject(new Error(`serve.mjs exited with ${code}: ${out}`)));
+  });
+}
 
 before(async () => {
   // the model, by the main job's command on the first nine classes (small, to keep CI quick)
@@ -27,16 +41,8 @@ before(async () => {
   const r = spawnSync(native, ['train-mnist', '--classes', '9', '--epochs', '1', '--limit', '12000', '--save', model], { encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /Softmax|softmax/);
-  server = spawn(process.execPath, [path.join(webDir, 'serve.mjs'), '--port', '0', '--model', model], { stdio: ['ignore', 'pipe', 'inherit'] });
-  url = await new Promise((resolve, reject) => {
-    let out = '';
-    server.stdout.on('data', (d) => {
-      out += d;
-      const m = out.match(/(http:\/\/127\.0\.0\.1:\d+\/)/);
-      if (m) resolve(m[1]);
-    });
-    server.once('exit', (code) => reject(new Error(`serve.mjs exited with ${code}: ${out}`)));
-  });
+  [server, url] = await serve(model);
+  [isoServer, isoUrl] = await serve(model, ['--isolate']);
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
     args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update',
@@ -48,6 +54,7 @@ before(async () => {
 after(async () => {
   await browser?.close();
   server?.kill();
+  isoServer?.kill();
   fs.rmSync(work, { recursive: true, force: true });
 });
 
@@ -125,4 +132,58 @@ test('the package in a Web Worker (module worker): its own instance predicts as 
   assert.deepEqual(res.shape, [2, 9]);
   assert.deepEqual(res.data, res.mine);
   await page.close();
+});
+
+// Picks the ankle boots the gallery offers (by the dataset's labels), fine-tunes for `steps` steps
+// and returns window.demo afterwards.
+async function fineTune(page, steps) {
+  const cells = page.locator('#gallery .cell');
+  const indices = await cells.evaluateAll((els) => els.map((e) => Number(e.dataset.index)));
+  for (let i = 0; i < indices.length; i++) if (labels[indices[i]] === 9) await cells.nth(i).click();
+  await page.fill('#steps', String(steps));
+  await page.click('#train');
+  await page.waitForFunction(() => window.demo.done || window.demo.error, null, { timeout: 240_000 });
+  return page.evaluate(() => ({ ...window.demo }));
+}
+
+// The same 64 images through the page's own instance.
+const predict64 = (page) => page.evaluate(async () => {
+  const lithe = await import('lithe');
+  const model = await lithe.load('/model/fashion9.lithe');
+  const x = new Float32Array(784 * 64).map((_, i) => ((i * 7919) % 255) / 255);
+  return Array.from(new Uint32Array(model.predict(x, [64, 784]).data.buffer));
+});
+
+test('threads: a cross-origin isolated page (COOP + COEP) picks the threads build, in the page and in its worker; the same bits as one thread', async () => {
+  const errors = [];
+  const open = async (base) => {
+    const page = await browser.newPage({ viewport: { width: 1000, height: 1800 } });
+    page.on('pageerror', (e) => errors.push(String(e)));
+    page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+    await page.goto(`${base}?threads=2`);
+    await page.waitForFunction(() => window.demo?.ready || window.demo?.error, null, { timeout: 60_000 });
+    return page;
+  };
+  const iso = await open(isoUrl);
+  const info = await iso.evaluate(() => ({ error: window.demo.error, isolated: window.demo.isolated, build: window.demo.build, threads: window.demo.threads }));
+  assert.deepEqual(info, { error: null, isolated: true, build: 'simd-threads', threads: 2 });
+  // without the headers the same URL falls back, silently, to one thread on the SIMD build
+  const plain = await open(url);
+  const info1 = await plain.evaluate(() => ({ error: window.demo.error, isolated: window.demo.isolated, build: window.demo.build, threads: window.demo.threads }));
+  assert.deepEqual(info1, { error: null, isolated: false, build: 'simd', threads: 1 });
+  assert.deepEqual(await predict64(iso), await predict64(plain), 'predictions on 2 threads: the bits of 1 thread');
+
+  // fine-tuning in the page's Web Worker, which starts its own threads (nested workers)
+  const a = await fineTune(iso, 10), b = await fineTune(plain, 10);
+  assert.equal(a.error, null);
+  assert.equal(a.workerBuild, 'simd-threads');
+  assert.equal(a.workerThreads, 2);
+  assert.equal(b.workerBuild, 'simd');
+  assert.equal(a.losses.length, 10);
+  assert.deepEqual(a.picked, b.picked);
+  assert.deepEqual(a.losses, b.losses, 'the same ten losses on 2 threads as on 1');
+  assert.deepEqual(errors, []);
+  console.log(`# threads in Chromium: fine-tuning ${a.examplesPerSecond.toFixed(0)} examples/s on 2 threads, ${b.examplesPerSecond.toFixed(0)} on 1`);
+  await iso.close();
+  await plain.close();
 });

@@ -2,7 +2,9 @@
  * the MR x 32 microkernel (two zmm columns, MR broadcasts of A per step, one FMA per step into
  * each accumulator), the 16 x 16 transposing packer, and the M = 1 GEMV kernels.
  * Zen 5 / Skylake-X: 2 FMA pipes x 4 cycles latency need >= 8 independent accumulators; 2 x MR
- * of them plus 2 B registers and one broadcast must fit the 32 zmm registers, so MR <= 14. */
+ * of them plus 2 B registers and one broadcast must fit the 32 zmm registers, so MR <= 14.
+ * Zen 4 runs each zmm op as two 256-bit halves (one zmm FMA per cycle: 4 accumulators cover the
+ * latency) and lane-crossing zmm shuffles at one per cycle; docs/performance.md has the figures. */
 #include "gemm.h"
 
 #if defined(__x86_64__) && defined(__AVX512F__) && defined(__FMA__)
@@ -22,29 +24,88 @@ static inline __attribute__((always_inline)) void store_row(__m512 acc, float *c
     _mm512_mask_storeu_ps(c, m, t);
 }
 
-#define UKERNEL_BODY(MR)                                                                                          \
-    __m512 c0[MR], c1[MR];                                                                                        \
-    for (int i = 0; i < MR; i++) c0[i] = c1[i] = _mm512_setzero_ps();                                             \
-    for (size_t k = 0; k < kc; k++) {                                                                             \
+/* The write rule for a partial tile (mr x nr of the accumulators acc[2 i], acc[2 i + 1]). */
+static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr, size_t nr, float *c, size_t ldc,
+                                                    const lithe__sgemm_ukparams *p) {
+    __m512 va = _mm512_set1_ps(p->alpha);
+    __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1);
+    __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF : nr <= 16 ? (__mmask16)0 : (__mmask16)((1u << (nr - 16)) - 1);
+    for (size_t i = 0; i < mr; i++) {
+        store_row(acc[2 * i], c + i * ldc, p->bias, va, p->beta, m0);
+        if (m1) store_row(acc[2 * i + 1], c + i * ldc + 16, p->bias ? p->bias + 16 : NULL, va, p->beta, m1);
+    }
+}
+
+/* The tile's rows as an X-macro, so that each accumulator is a named variable: gcc keeps arrays
+ * of them in memory between loops (a 1 KB zeroing and spills per call). */
+#define ROWS_2(X) X(0) X(1)
+#define ROWS_4(X) ROWS_2(X) X(2) X(3)
+#define ROWS_8(X) ROWS_4(X) X(4) X(5) X(6) X(7)
+#define ROWS_12(X) ROWS_8(X) X(8) X(9) X(10) X(11)
+#define ROWS_14(X) ROWS_12(X) X(12) X(13)
+
+#define UK_DECL(i) __m512 c0_##i = _mm512_setzero_ps(), c1_##i = _mm512_setzero_ps();
+#define UK_FMA(i)                                                                                                 \
+    {                                                                                                             \
+        __m512 x = _mm512_set1_ps(a[i]);                                                                          \
+        c0_##i = _mm512_fmadd_ps(x, b0, c0_##i);                                                                  \
+        c1_##i = _mm512_fmadd_ps(x, b1, c1_##i);                                                                  \
+    }
+/* One k step: two B vectors, MR broadcasts of A, 2 x MR FMAs. */
+#define UK_STEP(MR)                                                                                               \
+    do {                                                                                                          \
         __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);                                               \
-        for (int i = 0; i < MR; i++) {                                                                            \
-            __m512 x = _mm512_set1_ps(a[i]);                                                                      \
-            c0[i] = _mm512_fmadd_ps(x, b0, c0[i]);                                                                \
-            c1[i] = _mm512_fmadd_ps(x, b1, c1[i]);                                                                \
-        }                                                                                                         \
+        ROWS_##MR(UK_FMA)                                                                                         \
         a += MR;                                                                                                  \
         b += NR;                                                                                                  \
-    }                                                                                                             \
-    __m512 va = _mm512_set1_ps(p->alpha);                                                                         \
-    float beta = p->beta;                                                                                         \
-    const float *bias = p->bias;                                                                                  \
-    __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1);                                    \
-    __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF : nr <= 16 ? (__mmask16)0 : (__mmask16)((1u << (nr - 16)) - 1);   \
-    for (int i = 0; i < MR; i++) {                                                                                \
-        if ((size_t)i >= mr) break;                                                                               \
-        store_row(c0[i], c + (size_t)i * ldc, bias, va, beta, m0);                                                \
-        if (m1) store_row(c1[i], c + (size_t)i * ldc + 16, bias ? bias + 16 : NULL, va, beta, m1);               \
+    } while (0)
+#define UK_PREFETCH(i)                                                                                            \
+    if (i < mr) {                                                                                                 \
+        __builtin_prefetch(c + (size_t)(i) * ldc, 1, 3);                                                          \
+        __builtin_prefetch(c + (size_t)(i) * ldc + 31, 1, 3);                                                     \
     }
+#define UK_STORE(i)                                                                                               \
+    {                                                                                                             \
+        float *ci = c + (size_t)(i) * ldc;                                                                        \
+        __m512 t0 = _mm512_mul_ps(va, c0_##i), t1 = _mm512_mul_ps(va, c1_##i);                                    \
+        if (beta != 0.0f) {                                                                                       \
+            t0 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(ci), t0);                                                    \
+            t1 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(ci + 16), t1);                                               \
+        }                                                                                                         \
+        if (bias) {                                                                                               \
+            t0 = _mm512_add_ps(t0, z0);                                                                           \
+            t1 = _mm512_add_ps(t1, z1);                                                                           \
+        }                                                                                                         \
+        _mm512_storeu_ps(ci, t0);                                                                                 \
+        _mm512_storeu_ps(ci + 16, t1);                                                                            \
+    }
+#define UK_SPILL(i)                                                                                               \
+    tile[2 * (i)] = c0_##i;                                                                                       \
+    tile[2 * (i) + 1] = c1_##i;
+
+/* The C tile's lines are fetched UK_PF_STEPS steps before the loop ends, so its read (beta != 0)
+ * or read-for-ownership (beta == 0) overlaps the last FMAs instead of stalling the stores; much
+ * earlier, the streaming B sliver would evict them again. At 1024^3 on Zen 4: no prefetch 106,
+ * 32 steps 108, 64 steps 109 GFLOP/s (prefetchw: the same). */
+#define UK_PF_STEPS 64
+#define UKERNEL_BODY(MR)                                                                                          \
+    ROWS_##MR(UK_DECL)                                                                                            \
+    size_t k1 = kc > UK_PF_STEPS ? kc - UK_PF_STEPS : 0;                                                          \
+    for (size_t k = 0; k < k1; k++) UK_STEP(MR);                                                                  \
+    ROWS_##MR(UK_PREFETCH)                                                                                        \
+    for (size_t k = k1; k < kc; k++) UK_STEP(MR);                                                                 \
+    if (mr == MR && nr == NR) { /* the full tile: unmasked, from registers */                                     \
+        __m512 va = _mm512_set1_ps(p->alpha), vb = _mm512_set1_ps(p->beta);                                       \
+        float beta = p->beta;                                                                                     \
+        const float *bias = p->bias;                                                                              \
+        __m512 z0 = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();                                           \
+        __m512 z1 = bias ? _mm512_loadu_ps(bias + 16) : _mm512_setzero_ps();                                      \
+        ROWS_##MR(UK_STORE)                                                                                       \
+        return;                                                                                                   \
+    }                                                                                                             \
+    __m512 tile[2 * MR]; /* a partial tile (the edges of C): masked, through memory */                            \
+    ROWS_##MR(UK_SPILL)                                                                                           \
+    store_partial(tile, mr, nr, c, ldc, p);
 
 #define DEFINE_UKERNEL(MR)                                                                                        \
     static void lithe_f32_gemm_ukernel_##MR##x32__avx512(size_t mr, size_t nr, size_t kc, const float *a, const float *b,       \
@@ -196,12 +257,84 @@ static inline __attribute__((always_inline)) void gemv_t_groups(int G, size_t n,
     }
 }
 
+/* x · Wᵀ for 32 rows at a time, the kernel used for whole row blocks. Lanes are outputs as above,
+ * but the lane-crossing half of the 16 x 16 transpose (32 vshuff32x4 per block, which Zen 4 runs
+ * at one per cycle) is mostly left to the load unit: register q holds rows q and q + 8 over 8
+ * steps (a 256-bit load and a 256-bit insert from memory), so what remains is an 8 x 8 transpose
+ * inside each 256-bit half (two in-lane stages) and one lane shuffle per output vector: 8 lane
+ * moves per 128 floats against 16. The accumulator's lanes then hold rows 0-3, 8-11, 4-7, 12-15
+ * (gv_unpermute restores the order, a lane move that keeps the bits); each lane is still one FMA
+ * chain over k in order. Two groups of 16 rows give two chains: three were no faster, four
+ * slower; software prefetch of the 32 row streams slower. On Zen 4 at (1, 512, 784): 25.8 ->
+ * 29.2 GFLOP/s (min of batches, per-thread CPU time). */
+static inline __attribute__((always_inline)) __m512 gv_step8(const float *w, const float *w8, size_t L, __m512 acc,
+                                                             const float *x) {
+    /* w: row 0 at the first of the 8 steps, w8: row 8, L: the row stride */
+    __m512 r[8], t[8], u[8];
+    for (int q = 0; q < 8; q++)
+        r[q] = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(_mm256_loadu_ps(w + (size_t)q * L))),
+                                                   _mm256_castps_pd(_mm256_loadu_ps(w8 + (size_t)q * L)), 1));
+    for (int q = 0; q < 8; q += 2) {
+        t[q] = _mm512_unpacklo_ps(r[q], r[q + 1]);
+        t[q + 1] = _mm512_unpackhi_ps(r[q], r[q + 1]);
+    }
+    for (int h = 0; h < 8; h += 4) { /* rows h..h+3 (and h+8..h+11) */
+        u[h] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[h]), _mm512_castps_pd(t[h + 2])));
+        u[h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[h]), _mm512_castps_pd(t[h + 2])));
+        u[h + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[h + 1]), _mm512_castps_pd(t[h + 3])));
+        u[h + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[h + 1]), _mm512_castps_pd(t[h + 3])));
+    }
+    /* u[s]'s 128-bit lanes: rows 0-3 at steps s and s + 4, rows 8-11 at s and s + 4; u[4 + s]: rows
+     * 4-7 and 12-15 likewise. Lanes 0 and 2 of both make step s, lanes 1 and 3 step s + 4. */
+    for (int s = 0; s < 4; s++)
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(x[s]), _mm512_shuffle_f32x4(u[s], u[4 + s], 0x88), acc);
+    for (int s = 0; s < 4; s++)
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(x[4 + s]), _mm512_shuffle_f32x4(u[s], u[4 + s], 0xDD), acc);
+    return acc;
+}
+/* lanes rows 0-3, 8-11, 4-7, 12-15 -> rows 0-15 */
+static inline __attribute__((always_inline)) __m512 gv_unpermute(__m512 v) { return _mm512_shuffle_f32x4(v, v, 0xD8); }
+
+static void gemv_t_32(size_t K, size_t kc, float alpha, const float *x, const float *w, size_t L, float beta,
+                      float *y, const float *bias) {
+    __m512 c[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+    __m512 va = _mm512_set1_ps(alpha);
+    for (size_t p = 0; p < K; p += kc) {
+        size_t e = K - p < kc ? K : p + kc, k = p;
+        __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+        /* four moving row pointers (rows 0, 8, 16, 24) sharing the offsets q L: 32 row pointers
+         * would not fit the general registers (gcc reloaded them from the stack, 20 % slower) */
+        const float *w0 = w + k, *w8 = w + 8 * L + k, *w16 = w + 16 * L + k, *w24 = w + 24 * L + k;
+        for (; k + 8 <= e; k += 8, w0 += 8, w8 += 8, w16 += 8, w24 += 8) {
+            acc[0] = gv_step8(w0, w8, L, acc[0], x + k);
+            acc[1] = gv_step8(w16, w24, L, acc[1], x + k);
+        }
+        for (int g = 0; g < 2; g++) acc[g] = gv_unpermute(acc[g]);
+        for (; k < e; k++) /* the block's last steps (its length not a multiple of 8), in natural order */
+            for (int g = 0; g < 2; g++) {
+                float col[16];
+                for (size_t i = 0; i < 16; i++) col[i] = w[((size_t)g * 16 + i) * L + k];
+                acc[g] = _mm512_fmadd_ps(_mm512_set1_ps(x[k]), _mm512_loadu_ps(col), acc[g]);
+            }
+        float b = p == 0 ? beta : 1.0f;
+        for (int g = 0; g < 2; g++) {
+            __m512 t = _mm512_mul_ps(va, acc[g]);
+            if (b != 0.0f) t = _mm512_fmadd_ps(_mm512_set1_ps(b), p == 0 ? _mm512_loadu_ps(y + 16 * g) : c[g], t);
+            c[g] = t;
+        }
+    }
+    for (int g = 0; g < 2; g++) {
+        __m512 t = c[g];
+        if (bias) t = _mm512_add_ps(t, _mm512_loadu_ps(bias + 16 * g));
+        _mm512_storeu_ps(y + 16 * g, t);
+    }
+}
+
 static void gemv_t(size_t n, size_t K, size_t kc, float alpha, const float *x, const float *w, size_t ldw, float beta,
                    float *y, const float *bias) {
     size_t j = 0;
-    for (; j + 32 <= n; j += 32)
-        gemv_t_groups(2, 32, K, kc, alpha, x, w + j * ldw, ldw, beta, y + j, bias ? bias + j : NULL);
-    for (; j < n; j += 16)
+    for (; j + 32 <= n; j += 32) gemv_t_32(K, kc, alpha, x, w + j * ldw, ldw, beta, y + j, bias ? bias + j : NULL);
+    for (; j < n; j += 16) /* the last rows, 16 at a time, masked */
         gemv_t_groups(1, n - j, K, kc, alpha, x, w + j * ldw, ldw, beta, y + j, bias ? bias + j : NULL);
 }
 
@@ -244,9 +377,13 @@ static void gemv_n(size_t n, size_t K, size_t kc, float alpha, const float *x, c
     }
 }
 
+/* Blocking, measured on Zen 4 (32 KB L1d, 1 MB L2; bench/gemm and min-of-N CPU time) at 1024^3:
+ * kc 256 / 384 / 512 / 640 -> 103 / 104 / 106 / 105 GFLOP/s (a longer k loop amortizes the tile's
+ * load and store; the B sliver, kc x 32, streams from L2 either way), mc 64 / 128 / 256 within
+ * 1 %. The A block (mc x kc, 256 KB) stays in L2; nc covers the usual N whole. */
 static const lithe__sgemm_kernel *for_rows(int64_t M);
 #define KERNEL(MR, MC)                                                                                            \
-    {.isa = "avx512", .mr = MR, .nr = NR, .mc = MC, .kc = 384, .nc = 4096,                                        \
+    {.isa = "avx512", .mr = MR, .nr = NR, .mc = MC, .kc = 512, .nc = 4096,                                        \
      .ukernel = lithe_f32_gemm_ukernel_##MR##x32__avx512, .pack_a = pack_a_##MR, .pack_b = pack_b_32,             \
      .gemv_t = gemv_t, .gemv_n = gemv_n, .for_rows = for_rows}
 static const lithe__sgemm_kernel kernels[] = {KERNEL(14, 126), KERNEL(12, 120), KERNEL(8, 128), KERNEL(4, 128),

@@ -94,6 +94,28 @@ void lithe_f32_update_averages__scalar(int64_t n, float *ema, const float *W, fl
     for (int64_t i = 0; i < n; i++) ema[i] -= omd * (ema[i] - W[i]);
 }
 
+void lithe_f32_adam_step__scalar(int64_t n, float *W, float *G, float *m1, float *m2, float *avg, float gscale,
+                                 float beta1, float beta2, float eps, float lr, float wscale, float decay) {
+    /* lithe_optimizer_step's passes, element by element in the same order: clip (the scale is
+     * applied as 0 * g + gscale * g is, which equals gscale * g), adam, G = 0, weight decay,
+     * averages */
+    float omb1 = 1.0f - beta1, omb2 = 1.0f - beta2, omd = 1.0f - decay;
+    for (int64_t i = 0; i < n; i++) {
+        float g = gscale == 1.0f ? G[i] : gscale * G[i];
+        float a = m1[i] * beta1, b = m2[i] * beta2;
+        a += g * omb1;
+        b += omb2 * (g * g);
+        m1[i] = a;
+        m2[i] = b;
+        float step = a / (sqrtf(b) + eps);
+        float w = W[i] + -lr * step;
+        G[i] = 0.0f;
+        if (wscale != 1.0f) w = wscale * w;
+        W[i] = w;
+        if (avg) avg[i] -= omd * (avg[i] - w);
+    }
+}
+
 void lithe_f32_cce_labels__scalar(int64_t B, int64_t C, const float *G, const int32_t *labels32,
                                   const int64_t *labels64, float smoothing, bool has_missing,
                                   int64_t missing, float divisor, float *D) {

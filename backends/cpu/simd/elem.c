@@ -314,6 +314,36 @@ static void K(mul)(int64_t n, const float *A, const float *B, float *Y) {
     for (; i < n; i++) Y[i] = A[i] * B[i];
 }
 
+/* Whole vectors, then the tail through the zero-padded buffer (a division there runs on padding
+ * zeros too, harmlessly). */
+static inline __attribute__((always_inline)) vf bin1(int op, vf a, vf b) {
+    switch (op) {
+    case LITHE__BIN_ADD: return a + b;
+    case LITHE__BIN_SUB: return a - b;
+    case LITHE__BIN_MUL: return a * b;
+    default: return a / b;
+    }
+}
+static inline __attribute__((always_inline)) void bin_loop(int op, int64_t n, const float *A, bool a1, const float *B,
+                                                           bool b1, float *Y) {
+    vf sa = splat(A[0]), sb = splat(B[0]);
+    int64_t i = 0;
+    for (; i + VW <= n; i += VW) st(Y + i, bin1(op, a1 ? sa : ld(A + i), b1 ? sb : ld(B + i)));
+    if (i < n) {
+        int64_t m = n - i;
+        st_part(Y + i, bin1(op, a1 ? sa : ld_part(A + i, m), b1 ? sb : ld_part(B + i, m)), m);
+    }
+}
+static void K(binary)(int op, int64_t n, const float *A, bool a1, const float *B, bool b1, float *Y) {
+    if (n <= 0) return;
+    switch (op) { /* one loop per op, so the switch is not in the loop */
+    case LITHE__BIN_ADD: bin_loop(LITHE__BIN_ADD, n, A, a1, B, b1, Y); break;
+    case LITHE__BIN_SUB: bin_loop(LITHE__BIN_SUB, n, A, a1, B, b1, Y); break;
+    case LITHE__BIN_MUL: bin_loop(LITHE__BIN_MUL, n, A, a1, B, b1, Y); break;
+    default: bin_loop(LITHE__BIN_DIV, n, A, a1, B, b1, Y); break;
+    }
+}
+
 static inline float hmax(vf v) {
     float m = v[0];
     for (int l = 1; l < VW; l++) m = v[l] > m ? v[l] : m;
@@ -339,16 +369,27 @@ static inline double hsum_dh(vdh v) {
     return s;
 }
 
+/* acc + x * x in double. A float's square is exact in double (48 significant bits), so a fused
+ * multiply-add rounds exactly where the multiply-then-add does: one instruction, the same bits. */
+static inline vdh acc_sq(vdh acc, vdh x) {
+#if VB == 64 && defined(__AVX512F__)
+    return (vdh)_mm512_fmadd_pd((__m512d)x, (__m512d)x, (__m512d)acc);
+#elif VB == 32 && defined(__FMA__)
+    return (vdh)_mm256_fmadd_pd((__m256d)x, (__m256d)x, (__m256d)acc);
+#else
+    return acc + x * x;
+#endif
+}
+
 static double K(sum_squares)(int64_t n, const float *X) {
     vdh a0 = (vdh){0}, a1 = (vdh){0}, a2 = (vdh){0}, a3 = (vdh){0}; /* four chains hide the add latency */
     int64_t i = 0;
     for (; i + 2 * VW <= n; i += 2 * VW) {
         vf x = ld(X + i), y = ld(X + i + VW);
-        vdh xl = widen_lo(x), xh = widen_hi(x), yl = widen_lo(y), yh = widen_hi(y);
-        a0 += xl * xl;
-        a1 += xh * xh;
-        a2 += yl * yl;
-        a3 += yh * yh;
+        a0 = acc_sq(a0, widen_lo(x));
+        a1 = acc_sq(a1, widen_hi(x));
+        a2 = acc_sq(a2, widen_lo(y));
+        a3 = acc_sq(a3, widen_hi(y));
     }
     double s = hsum_dh((a0 + a1) + (a2 + a3));
     for (; i < n; i++) s += (double)X[i] * X[i];
@@ -409,6 +450,64 @@ static void K(update_averages)(int64_t n, float *ema, const float *W, float deca
         st(ema + i, e - omd * (e - ld(W + i)));
     }
     for (; i < n; i++) ema[i] -= omd * (ema[i] - W[i]);
+}
+
+/* One vector of adam_step (the scalar twin's order per element); returns the new W. */
+static inline vf adam_step_vec(vf g, vf *a, vf *b, vf w, bool scale_g, float gscale, float beta1, float omb1,
+                               float beta2, float omb2, float eps, float lr, bool scale_w, float wscale) {
+    if (scale_g) g = gscale * g;
+    *a = *a * beta1;
+    *a = *a + g * omb1;
+    *b = *b * beta2;
+    *b = *b + omb2 * (g * g);
+    vf step = *a / (vsqrt(*b) + eps);
+    w = w + -lr * step;
+    return scale_w ? wscale * w : w;
+}
+
+static void K(adam_step)(int64_t n, float *W, float *G, float *m1, float *m2, float *avg, float gscale, float beta1,
+                         float beta2, float eps, float lr, float wscale, float decay) {
+    float omb1 = 1.0f - beta1, omb2 = 1.0f - beta2, omd = 1.0f - decay;
+    bool scale_g = gscale != 1.0f, scale_w = wscale != 1.0f;
+    int64_t i = 0;
+    /* whole vectors, the averages' branch outside the loop */
+    /* every load before any store: the arrays usually sit at equal offsets within their pages,
+     * and a load behind a store to the same page offset waits on it (4K aliasing) */
+    if (avg)
+        for (; i + VW <= n; i += VW) {
+            vf a = ld(m1 + i), b = ld(m2 + i), e = ld(avg + i);
+            vf w = adam_step_vec(ld(G + i), &a, &b, ld(W + i), scale_g, gscale, beta1, omb1, beta2, omb2, eps, lr,
+                                 scale_w, wscale);
+            st(m1 + i, a);
+            st(m2 + i, b);
+            st(W + i, w);
+            st(G + i, splat(0.0f));
+            st(avg + i, e - omd * (e - w));
+        }
+    else
+        for (; i + VW <= n; i += VW) {
+            vf a = ld(m1 + i), b = ld(m2 + i);
+            vf w = adam_step_vec(ld(G + i), &a, &b, ld(W + i), scale_g, gscale, beta1, omb1, beta2, omb2, eps, lr,
+                                 scale_w, wscale);
+            st(m1 + i, a);
+            st(m2 + i, b);
+            st(W + i, w);
+            st(G + i, splat(0.0f));
+        }
+    if (i < n) { /* the partial last vector through zero-padded buffers: the same code, the same bits */
+        int64_t m = n - i;
+        vf a = ld_part(m1 + i, m), b = ld_part(m2 + i, m);
+        vf w = adam_step_vec(ld_part(G + i, m), &a, &b, ld_part(W + i, m), scale_g, gscale, beta1, omb1, beta2, omb2,
+                             eps, lr, scale_w, wscale);
+        st_part(m1 + i, a, m);
+        st_part(m2 + i, b, m);
+        st_part(W + i, w, m);
+        st_part(G + i, splat(0.0f), m);
+        if (avg) {
+            vf e = ld_part(avg + i, m);
+            st_part(avg + i, e - omd * (e - w), m);
+        }
+    }
 }
 
 /* One row's maximum of x (scaled by 1 / temperature when t1 is false). */
@@ -887,6 +986,7 @@ const lithe__simd_kernels TABLE = {
     .adam = K(adam),
     .radam = K(radam),
     .update_averages = K(update_averages),
+    .adam_step = K(adam_step),
     .softmax = K(softmax),
     .softmax_backward = K(softmax_backward),
     .log_softmax = K(log_softmax),
@@ -900,4 +1000,5 @@ const lithe__simd_kernels TABLE = {
     .maxout = K(maxout),
     .dwconv_row = K(dwconv_row),
     .maxpool2x2_row = K(maxpool2x2_row),
+    .binary = K(binary),
 };

@@ -8,7 +8,7 @@
  *   elsewhere:   the scalar twins (scalar/) behind the same table.
  *
  * Exactness against the scalar twins (tests/test_simd.c checks every variant this machine has):
- *   - bit-identical: add_row, sum_rows, axpby, mul, adam, radam, update_averages, relu and the
+ *   - bit-identical: binary (add, sub, mul, div), add_row, sum_rows, axpby, mul, adam, radam, update_averages, adam_step, relu and the
  *     hard / clipped activations and every activation backward that reads only Y (relu, sigmoid,
  *     tanh), dish forward, maxout, gather / scatter-add, the exact unary ops (sqrt, neg, abs,
  *     reciprocal) and their backwards; layernorm_backward's dG / db; the depthwise-convolution row;
@@ -43,6 +43,8 @@ typedef struct lithe__simd_kernels {
     void (*radam)(int64_t n, float *W, const float *G, float *m1, float *m2, float beta1, float omb1, float beta2,
                   float omb2, float eps, float coef, bool rectified);
     void (*update_averages)(int64_t n, float *ema, const float *W, float decay);
+    void (*adam_step)(int64_t n, float *W, float *G, float *m1, float *m2, float *avg, float gscale, float beta1,
+                      float beta2, float eps, float lr, float wscale, float decay);
     void (*softmax)(int64_t M, int64_t N, const float *X, float temperature, float *Y);
     void (*softmax_backward)(int64_t M, int64_t N, const float *Y, const float *dY, float temperature, float *dX);
     void (*log_softmax)(int64_t M, int64_t N, const float *X, float *Y);
@@ -71,6 +73,9 @@ typedef struct lithe__simd_kernels {
      * which[o] = its index in the plane, base + 2o (+1, +W, +W+1). */
     void (*maxpool2x2_row)(int64_t n, const float *r0, const float *r1, int64_t W, int32_t base, float *y,
                            int32_t *which);
+    /* An imported graph's add / sub / mul / div (lithe__bin_op <= LITHE__BIN_DIV) over one row:
+     * Y[i] = A[a1 ? 0 : i] op B[b1 ? 0 : i] for i < n (a1 / b1: that operand is one value). */
+    void (*binary)(int op, int64_t n, const float *A, bool a1, const float *B, bool b1, float *Y);
 } lithe__simd_kernels;
 
 extern const lithe__simd_kernels lithe__simd_scalar;
@@ -105,6 +110,8 @@ void lithe__cpu_adam(int64_t n, float *W, const float *G, float *m1, float *m2, 
 void lithe__cpu_radam(int64_t n, float *W, const float *G, float *m1, float *m2, float beta1, float omb1, float beta2,
                       float omb2, float eps, float coef, bool rectified);
 void lithe__cpu_update_averages(int64_t n, float *ema, const float *W, float decay);
+void lithe__cpu_adam_step(int64_t n, float *W, float *G, float *m1, float *m2, float *avg, float gscale, float beta1,
+                          float beta2, float eps, float lr, float wscale, float decay);
 void lithe__cpu_softmax(int64_t M, int64_t N, const float *X, float temperature, float *Y);
 void lithe__cpu_softmax_backward(int64_t M, int64_t N, const float *Y, const float *dY, float temperature,
                                  float *dX);
@@ -119,6 +126,10 @@ void lithe__cpu_gather_rows(int64_t B, int64_t N, const float *table, const int3
 void lithe__cpu_scatter_add_rows(int64_t B, int64_t N, float *table, const int32_t *ids32, const uint64_t *ids64,
                                  const float *X);
 void lithe__cpu_unary(int op, int64_t n, const float *X, float *Y);
+/* Y (R, n) rows: Y[r, i] = A[r * lda + (a1 ? 0 : i)] op B[r * ldb + (b1 ? 0 : i)], op add / sub /
+ * mul / div; bit-identical to lithe__bin_fwd per element, split by rows (or elements when R = 1). */
+void lithe__cpu_binary_rows(int op, int64_t R, int64_t n, const float *A, int64_t lda, bool a1, const float *B,
+                            int64_t ldb, bool b1, float *Y);
 void lithe__cpu_unary_backward(int op, int64_t n, const float *X, const float *Y, const float *dY, float *dX);
 /* The caching allocator behind the CPU backend's alloc / free (cache.c): 64-byte aligned blocks,
  * reused by size class; lithe__cpu_cache_flush gives every waiting block back. */

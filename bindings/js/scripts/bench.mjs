@@ -1,7 +1,10 @@
 // Throughput of the package in Node: training examples/s (batch 128, Adam), batch-1 and batch-64
 // predict latency, for the build init() picks or, with --scalar, the scalar one. Compare with the native
 // command on the same machine: lithe train-mnist --limit 6400 --epochs 1 (its "examples/s").
-//   node scripts/bench.mjs MODEL.lithe [--scalar] [--steps N]
+// --threads N: threads in all (N > 1: the threads module with N - 1 worker threads; default 1 here,
+// so that figures compare with earlier ones). Wall-clock minima are printed too: on a shared
+// machine the minimum is the figure least disturbed by other processes.
+//   node scripts/bench.mjs MODEL.lithe [--scalar] [--steps N] [--threads N]
 import fs from 'node:fs';
 import zlib from 'node:zlib';
 import * as lithe from '../src/index.js';
@@ -14,7 +17,8 @@ if (!modelPath) {
 }
 const steps = Number(args[args.indexOf('--steps') + 1]) || 50;
 const t0 = performance.now();
-const info = await lithe.init(args.includes('--scalar') ? { simd: false } : {});
+const threads = args.includes('--threads') ? Number(args[args.indexOf('--threads') + 1]) : 1;
+const info = await lithe.init(args.includes('--scalar') ? { simd: false, threads } : { threads });
 const model = await lithe.load(modelPath);
 const first = model.predict(new Float32Array(784), [1, 784]);
 const startMs = performance.now() - t0;
@@ -49,7 +53,7 @@ cpu64.sort((a, b) => a - b);
 
 const opt = lithe.adam({ learnRate: 0.001 });
 const x = new Float32Array(B * D), y = new Int32Array(B);
-let t = 0;
+let t = 0, stepMin = Infinity;
 for (let s = 0; s < steps + 3; s++) {
   for (let r = 0; r < B; r++) {
     const k = (s * B + r) % 60000;
@@ -58,9 +62,10 @@ for (let s = 0; s < steps + 3; s++) {
   }
   const t1 = performance.now();
   model.trainStep({ x: lithe.tensor(x, [B, D]), y: lithe.tensor(y, [B]), optimizer: opt });
-  if (s >= 3) t += performance.now() - t1; // the first steps allocate the optimizer state
+  const dt = performance.now() - t1;
+  if (s >= 3) t += dt, stepMin = Math.min(stepMin, dt); // the first steps allocate the optimizer state
 }
-console.log(`${info.simd ? 'simd' : 'scalar'}: init+load+first prediction ${startMs.toFixed(1)} ms; ` +
-  `predict batch 1 median ${lat[100].toFixed(3)} ms, batch 64 median ${lat64[50].toFixed(3)} ms (min ${lat64[0].toFixed(3)}; CPU time median ${cpu64[50].toFixed(3)}); train ${((steps * B) / (t / 1000)).toFixed(0)} examples/s (batch ${B}, ${steps} steps)`);
+console.log(`${info.build}, ${info.threads} thread(s): init+load+first prediction ${startMs.toFixed(1)} ms; ` +
+  `predict batch 1 median ${lat[100].toFixed(3)} ms, batch 64 median ${lat64[50].toFixed(3)} ms (min ${lat64[0].toFixed(3)}; CPU time median ${cpu64[50].toFixed(3)}); train ${((steps * B) / (t / 1000)).toFixed(0)} examples/s (batch ${B}, ${steps} steps; step min ${stepMin.toFixed(2)} ms)`);
 model.dispose();
 opt.dispose();

@@ -1,5 +1,6 @@
-// `npm run build`: builds both .wasm files with CMake + Emscripten (presets wasm-simd and
-// wasm-scalar at the repository root) and copies them into dist/, where the package loads them.
+// `npm run build`: builds the three .wasm files with CMake + Emscripten (presets wasm-simd,
+// wasm-threads and wasm-scalar at the repository root) and copies them into dist/, where the
+// package loads them.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -18,10 +19,11 @@ function run(args) {
 }
 
 fs.mkdirSync(path.join(pkg, 'dist'), { recursive: true });
-for (const flavour of ['simd', 'scalar']) {
+for (const flavour of ['simd', 'threads', 'scalar']) {
   run(['cmake', '--preset', `wasm-${flavour}`]);
   run(['cmake', '--build', '--preset', `wasm-${flavour}`, '-j', jobs]);
-  const built = path.join(root, 'build', `wasm-${flavour}`, 'bindings', 'js', `lithe-${flavour}.wasm`);
-  fs.copyFileSync(built, path.join(pkg, 'dist', `lithe-${flavour}.wasm`));
-  console.log(`dist/lithe-${flavour}.wasm: ${fs.statSync(built).size} bytes`);
+  const name = flavour === 'threads' ? 'lithe-simd-threads' : `lithe-${flavour}`;
+  const built = path.join(root, 'build', `wasm-${flavour}`, 'bindings', 'js', `${name}.wasm`);
+  fs.copyFileSync(built, path.join(pkg, 'dist', `${name}.wasm`));
+  console.log(`dist/${name}.wasm: ${fs.statSync(built).size} bytes`);
 }

@@ -25,9 +25,19 @@ export interface InitOptions {
   wasm?: Uint8Array | ArrayBuffer | URL | string | WebAssembly.Module;
   /** Where C's stdout (fd 1) and stderr (fd 2) lines go; default: console.log / console.warn. */
   print?: (fd: number, line: string) => void;
+  /** Threads in all (default min(4, ceil(cores / 2))). More than one loads the threads build and
+   *  starts threads - 1 workers where shared memory is allowed (Node; a cross-origin isolated page
+   *  or worker); elsewhere one thread, silently. */
+  threads?: number;
+  /** Where src/thread.js (the workers' script) is served, if a bundler moved it. */
+  threadUrl?: URL | string;
 }
 export interface InitInfo {
   simd: boolean;
+  /** Threads the CPU backend computes with. */
+  threads: number;
+  /** The module running: the threads build, the SIMD128 build or the scalar one. */
+  build: 'simd-threads' | 'simd' | 'scalar';
   version: string;
 }
 
@@ -37,6 +47,10 @@ export declare function init(options?: InitOptions): Promise<InitInfo>;
 export declare function simdSupported(): boolean;
 /** Whether the running instance is the SIMD128 build (after init()). */
 export declare function usingSimd(): boolean;
+/** True where the threads build can run: shared WebAssembly memory and workers (Node; a cross-origin isolated page or worker). */
+export declare function threadsSupported(): boolean;
+/** Threads the CPU backend computes with (after init()). */
+export declare function threads(): number;
 /** The C library's version (after init()). */
 export declare function version(): string;
 /** The thin layer: every C function of include/lithe.h by its C name, plus memory helpers. */
@@ -124,6 +138,6 @@ declare const lithe: {
   init: typeof init; load: typeof load; loadBytes: typeof loadBytes; loadTfjs: typeof loadTfjs; tensor: typeof tensor; Tensor: typeof Tensor;
   adam: typeof adam; sgd: typeof sgd; Model: typeof Model; Optimizer: typeof Optimizer; LitheError: typeof LitheError;
   STATUS: typeof STATUS; DTYPE: typeof DTYPE; c: typeof c; version: typeof version; usingSimd: typeof usingSimd;
-  simdSupported: typeof simdSupported;
+  simdSupported: typeof simdSupported; threads: typeof threads; threadsSupported: typeof threadsSupported;
 };
 export default lithe;

@@ -1,10 +1,10 @@
 // lithe for JavaScript: the idiomatic layer over the C API (raw.js). Models and optimizers hold C
 // objects: call dispose() when done (a FinalizationRegistry frees forgotten ones eventually).
 // Tensors are plain JS: a TypedArray and a shape, copied into the module for each call.
-import { instantiate, simdSupported, readBytes } from './loader.js';
+import { instantiate, simdSupported, threadsSupported, readBytes } from './loader.js';
 import { createRaw, LitheError, STATUS, DTYPE } from './raw.js';
 
-export { LitheError, STATUS, DTYPE, simdSupported };
+export { LitheError, STATUS, DTYPE, simdSupported, threadsSupported };
 
 let raw = null;
 let initPromise = null;
@@ -13,11 +13,16 @@ let initPromise = null;
 // options.simd: true / false forces a build (default: feature detection); options.wasm: the .wasm
 // as bytes, URL, path or WebAssembly.Module (default: the package's own file for the build);
 // options.print(fd, line): where C's stdout/stderr lines go (default: console).
+// options.threads: threads in all (default min(4, ceil(cores / 2))); more than one loads the threads
+// module and starts threads - 1 workers where shared memory is allowed (Node; a cross-origin
+// isolated page or worker), else one thread, silently. Resolves with { simd, threads, build,
+// version }: build is 'simd-threads', 'simd' or 'scalar', threads the number computing.
+// options.threadUrl: where src/thread.js (the workers' script) is served, if a bundler moved it.
 export function init(options = {}) {
   initPromise ??= instantiate(options).then(
     (loaded) => {
       raw = createRaw(loaded);
-      return { simd: loaded.simd, version: raw.cstring(raw.lithe_version()) };
+      return { simd: loaded.simd, threads: loaded.threads, build: loaded.build, version: raw.cstring(raw.lithe_version()) };
     },
     (err) => {
       initPromise = null; // a failed start may be retried (another URL, say)
@@ -40,6 +45,10 @@ export function version() {
 }
 export function usingSimd() {
   return need().simd;
+}
+// Threads the CPU backend computes with (1 unless the threads module runs with workers).
+export function threads() {
+  return need().threads;
 }
 
 const ARRAY_OF_DTYPE = {
@@ -330,4 +339,4 @@ export function loadBytes(bytes) {
   return new Model(r.readU32(r.outPtr(0)), 'lithe_model_free');
 }
 
-export default { init, load, loadBytes, loadTfjs, tensor, Tensor, adam, sgd, Model, Optimizer, LitheError, STATUS, DTYPE, c, version, usingSimd, simdSupported };
+export default { init, load, loadBytes, loadTfjs, tensor, Tensor, adam, sgd, Model, Optimizer, LitheError, STATUS, DTYPE, c, version, usingSimd, simdSupported, threads, threadsSupported };

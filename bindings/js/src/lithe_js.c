@@ -117,3 +117,43 @@ LITHE_JS_API lithe_status lithe_js_resize_output(lithe_model *root, int32_t new_
     lithe_model_free(rz); /* the tree holds its own reference now */
     return s;
 }
+
+/* The threads module's worker start-up (src/loader.js, src/thread.js): the thread pool's Web
+ * Worker backend in backends/cpu/threadpool.c. Every build exports these, so the loader needs no
+ * per-build list; builds without threads answer LITHE_ERR_UNSUPPORTED (and have no workers). */
+#include "../../../backends/cpu/threadpool.h"
+
+/* A worker's entry, on its own instance over the shared memory, after the loader set its stack:
+ * serves worker slot `slot` and never returns. */
+LITHE_JS_API void lithe_js_thread_main(int slot) {
+#if LITHE_WASM_WORKERS
+    lithe__wasm_worker_main(slot);
+#else
+    (void)slot;
+    __builtin_trap();
+#endif
+}
+
+/* On the main instance, once n workers wait in lithe_js_thread_main (slots 0..n-1): the CPU
+ * backend then computes with n + 1 threads. can_block: 0 on a browser's main thread (where
+ * memory.atomic.wait traps), which then spins while it waits for the workers. */
+LITHE_JS_API lithe_status lithe_js_threads_ready(int n, int can_block) {
+#if LITHE_WASM_WORKERS
+    return lithe__wasm_workers_ready(n, can_block != 0);
+#else
+    (void)can_block;
+    lithe_backend *cpu = NULL;
+    if (n == 0) return LITHE_OK;
+    lithe_status st = lithe_backend_get("cpu", &cpu);
+    return st != LITHE_OK ? st : lithe_backend_set_threads(cpu, n + 1); /* "this build has no threads" */
+#endif
+}
+
+/* Ranges of pool jobs the workers have run (a double: JS numbers, no BigInt). */
+LITHE_JS_API double lithe_js_thread_ranges(void) {
+#if LITHE_WASM_WORKERS
+    return (double)lithe__wasm_worker_ranges();
+#else
+    return 0;
+#endif
+}

@@ -23,7 +23,7 @@ export class LitheError extends Error {
 
 export function createRaw(loaded) {
   const { exports, memory } = loaded;
-  const raw = { exports, memory, simd: loaded.simd };
+  const raw = { exports, memory, simd: loaded.simd, threads: loaded.threads ?? 1, build: loaded.build };
   // Every exported lithe_* / lithe_js_* function under its C name. lithe reports errors as
   // statuses, so a trap (an out-of-bounds access, unreachable) can only be a bug or a bad pointer
   // handed to this layer; memory may then be inconsistent, so the instance refuses further calls
@@ -53,7 +53,8 @@ export function createRaw(loaded) {
     const m = raw.u8();
     let end = ptr;
     while (m[end]) end++;
-    return decoder.decode(m.subarray(ptr, end));
+    // a copy: TextDecoder refuses views of shared memory (the threads module's)
+    return decoder.decode(m.buffer instanceof ArrayBuffer ? m.subarray(ptr, end) : m.slice(ptr, end));
   };
   // A NUL-terminated copy of a JS string in module memory; the caller frees it.
   raw.allocString = (s) => {

@@ -25,7 +25,8 @@ test('npm pack yields a package that installs and works by name', () => {
   assert.equal(packed.status, 0, packed.stderr);
   const [info] = JSON.parse(packed.stdout);
   const files = info.files.map((f) => f.path).sort();
-  for (const f of ['README.md', 'dist/lithe-scalar.wasm', 'dist/lithe-simd.wasm', 'package.json', 'src/index.d.ts', 'src/index.js', 'src/loader.js', 'src/raw.js'])
+  for (const f of ['README.md', 'dist/lithe-scalar.wasm', 'dist/lithe-simd.wasm', 'dist/lithe-simd-threads.wasm', 'package.json',
+    'src/index.d.ts', 'src/index.js', 'src/loader.js', 'src/raw.js', 'src/thread.js'])
     assert.ok(files.includes(f), `${f} is in the package (${files})`);
   assert.ok(!files.some((f) => f.startsWith('test/') || f.endsWith('.c')), 'no tests or C sources in the package');
   fs.writeFileSync(path.join(proj, 'package.json'), JSON.stringify({ name: 'user-project', private: true, type: 'module' }));
@@ -37,19 +38,24 @@ test('npm pack yields a package that installs and works by name', () => {
   fs.writeFileSync(path.join(proj, 'main.mjs'), `
 import fs from 'node:fs';
 import * as lithe from 'lithe';
-await lithe.init();
+const info = await lithe.init({ threads: Number(process.argv[2] ?? 1) });
 const model = await lithe.load('model.lithe');
 const npy = fs.readFileSync('x.npy');
 const x = new Float32Array(npy.buffer.slice(npy.byteOffset + 128, npy.byteOffset + npy.length));
 const y = model.predict(x, [64, 784]);
-process.stdout.write(JSON.stringify({ shape: y.shape, data: Array.from(y.data) }));
+process.stdout.write(JSON.stringify({ build: info.build, threads: info.threads, shape: y.shape, data: Array.from(y.data) }));
 model.dispose();
 `);
-  const r = spawnSync(process.execPath, ['main.mjs'], { cwd: proj, encoding: 'utf8' });
-  assert.equal(r.status, 0, r.stderr);
-  const out = JSON.parse(r.stdout);
-  assert.deepEqual(out.shape, [64, 10]);
-  assert.ok(maxAbsDiff(out.data, fx.golden.data) <= 1e-6);
+  // one thread (the SIMD module), then two (the threads module and its worker script, as installed)
+  for (const [threads, build] of [[1, 'simd'], [2, 'simd-threads']]) {
+    const r = spawnSync(process.execPath, ['main.mjs', String(threads)], { cwd: proj, encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const out = JSON.parse(r.stdout);
+    assert.equal(out.build, build);
+    assert.equal(out.threads, threads);
+    assert.deepEqual(out.shape, [64, 10]);
+    assert.ok(maxAbsDiff(out.data, fx.golden.data) <= 1e-6);
+  }
 });
 
 test('in a worker thread: its own instance, predictions as native', async () => {

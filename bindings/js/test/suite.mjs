@@ -1,5 +1,6 @@
 // The package's tests, run once per build (package.test.mjs: the build init() picks, which is
-// SIMD128 in Node 20; scalar.test.mjs: the scalar one). Goldens come from the native build.
+// SIMD128 in Node 20; scalar.test.mjs: the scalar one; threads.test.mjs: the threads module with
+// two threads). Goldens come from the native build.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -8,17 +9,17 @@ import path from 'node:path';
 import * as lithe from '../src/index.js';
 import { nativeFixture, npyRead, npyWrite, maxAbsDiff, fashion, repoDir } from './fixtures.mjs';
 
-export function suite({ simd }) {
+export function suite({ simd, threads = 1 }) {
   let fx;
   before(async () => {
     fx = nativeFixture();
     const t0 = performance.now();
-    const info = await lithe.init(simd === undefined ? {} : { simd });
+    const info = await lithe.init(simd === undefined ? { threads } : { simd, threads });
     const model = await lithe.load(path.join(fx.work, 'model.lithe'));
     model.predict(lithe.tensor(fx.x.slice(0, 784), [1, 784]));
     const ms = performance.now() - t0;
     model.dispose();
-    console.log(`# lithe ${info.version}, ${info.simd ? 'SIMD128' : 'scalar'} build: init() + load + first prediction ${ms.toFixed(1)} ms`);
+    console.log(`# lithe ${info.version}, ${info.build} build, ${info.threads} thread(s): init() + load + first prediction ${ms.toFixed(1)} ms`);
   });
   after(() => fx?.cleanup());
 
@@ -26,6 +27,9 @@ export function suite({ simd }) {
     const again = await lithe.init();
     assert.equal(again.simd, simd ?? lithe.simdSupported());
     assert.equal(lithe.usingSimd(), again.simd);
+    assert.equal(again.threads, threads);
+    assert.equal(lithe.threads(), threads);
+    assert.equal(again.build, threads > 1 ? 'simd-threads' : again.simd ? 'simd' : 'scalar');
     assert.match(lithe.version(), /^\d+\.\d+\.\d+/);
   });
 
@@ -261,4 +265,6 @@ export function suite({ simd }) {
     model.dispose();
     opt.dispose();
   });
+  // the fixture, for more tests in the same file (one native training per process)
+  return { fixture: () => fx };
 }

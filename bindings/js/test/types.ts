@@ -3,7 +3,9 @@ import * as lithe from '../src/index.js';
 import { LitheError, type Tensor } from '../src/index.js';
 
 async function main(bytes: Uint8Array): Promise<number> {
-  const info: lithe.InitInfo = await lithe.init({ simd: lithe.simdSupported() });
+  const info: lithe.InitInfo = await lithe.init({ simd: lithe.simdSupported(), threads: lithe.threadsSupported() ? 2 : 1 });
+  const build: 'simd-threads' | 'simd' | 'scalar' = info.build;
+  const nThreads: number = info.threads + lithe.threads() + build.length;
   const model: lithe.Model = await lithe.load(bytes);
   const x = lithe.tensor(new Float32Array(784 * 2), [2, 784]);
   const y: Tensor<Float32Array> = model.predict(x);
@@ -21,6 +23,6 @@ async function main(bytes: Uint8Array): Promise<number> {
   const status: number = raw.lithe_model_n_layers(0);
   model.dispose();
   opt.dispose();
-  return loss + classes[0] + status + (info.simd ? 1 : 0);
+  return loss + classes[0] + status + (info.simd ? 1 : 0) + nThreads;
 }
 void main;
