@@ -626,73 +626,6 @@ static void test_external_data(void **state) {
     lithe_value_release(X);
 }
 
-/* Weights prepared for inference (lithe_model_prepare_inference): the Gemm / MatMul initializers
- * packed once, every model's predictions the unprepared bits (batch as exported and 5 times it);
- * a training step drops the copies and the next predict uses the stepped weights. */
-static void test_prepared(void **state) {
-    (void)state;
-    for (size_t k = 0; k < N_MODELS; k++) {
-        const char *name = models[k];
-        lithe_model *m = load(name, NULL, NULL);
-        for (int times = 1; times <= 5; times += 4) {
-            lithe_value *X = tiled(get("%s.x", name), times), *Y0 = NULL, *Y1 = NULL;
-            OK(lithe_model_predict(m, X, &Y0));
-            OK(lithe_model_prepare_inference(m));
-            size_t bytes = lithe_model_prepared_bytes(m);
-            if (!strncmp(name, "mlp", 3) || !strncmp(name, "mixer", 5) || !strcmp(name, "encoder")) assert_true(bytes > 0);
-            OK(lithe_model_predict(m, X, &Y1));
-            expect_same(Y0, Y1);
-            if (times == 1) printf("test_onnx: %-8s prepared %zu bytes, predictions bit-identical\n", name, bytes);
-            lithe_value_release(X);
-            lithe_value_release(Y0);
-            lithe_value_release(Y1);
-        }
-        if (!strcmp(name, "mlp13")) { /* a step: the copies go, the forward sees the new weights */
-            lithe_value *X = value_of(get("%s.x", name)), *R = value_of(get("%s.r", name)), *Y = NULL, *P0 = NULL,
-                        *P1 = NULL, *P2 = NULL;
-            lithe_backprop *bp = NULL;
-            lithe_optimizer *opt = NULL;
-            OK(lithe_model_predict(m, X, &P0));
-            /* the prepared copies are what predict reads: a raw-pointer write (which lithe cannot
-             * see) to every 2-D weight leaves the prediction as it was (the documented snapshot) */
-            for (int pass = 0; pass < 2; pass++) {
-                for (size_t p = 0; p < lithe_model_n_params(m); p++) {
-                    lithe_tensor *W = NULL;
-                    OK(lithe_model_get_param(m, lithe_model_param_name(m, p), &W));
-                    float *w = lithe_tensor_data(W);
-                    for (int64_t i = 0; lithe_tensor_ndim(W) == 2 && i < lithe_tensor_numel(W); i++) w[i] = -w[i];
-                }
-                if (pass == 0) {
-                    lithe_value *Ps = NULL;
-                    OK(lithe_model_predict(m, X, &Ps));
-                    expect_same(P0, Ps);
-                    lithe_value_release(Ps);
-                }
-            }
-            OK(lithe_optimizer_new(&(lithe_optimizer_opts){.learn_rate = 0.1}, &opt));
-            OK(lithe_model_begin_update(m, X, &Y, &bp));
-            OK(lithe_backprop_run(bp, R, NULL));
-            OK(lithe_model_finish_update(m, opt));
-            assert_int_equal(lithe_model_prepared_bytes(m), 0);
-            OK(lithe_model_predict(m, X, &P1));
-            lithe_model_release_prepared(m);
-            OK(lithe_model_predict(m, X, &P2));
-            expect_same(P1, P2);
-            lithe_tensor *a = lithe_value_get_tensor(P0), *b = lithe_value_get_tensor(P1);
-            assert_true(memcmp(lithe_tensor_data(a), lithe_tensor_data(b), sizeof(float) * (size_t)lithe_tensor_numel(a)));
-            lithe_value_release(X);
-            lithe_value_release(R);
-            lithe_value_release(Y);
-            lithe_value_release(P0);
-            lithe_value_release(P1);
-            lithe_value_release(P2);
-            lithe_backprop_free(bp);
-            lithe_optimizer_free(opt);
-        }
-        lithe_model_free(m);
-    }
-}
-
 /* How many live nodes of g run op (a fused op's name, "fused:LayerNorm", or an ONNX op type). */
 static size_t count_op(const lithe__graph *g, const char *op) {
     size_t n = 0;
@@ -811,6 +744,73 @@ static void test_fusion_allocation_failures(void **state) {
     }
 }
 
+/* Weights prepared for inference (lithe_model_prepare_inference): the Gemm / MatMul initializers
+ * packed once, every model's predictions the unprepared bits (batch as exported and 5 times it);
+ * a training step drops the copies and the next predict uses the stepped weights. */
+static void test_prepared(void **state) {
+    (void)state;
+    for (size_t k = 0; k < N_MODELS; k++) {
+        const char *name = models[k];
+        lithe_model *m = load(name, NULL, NULL);
+        for (int times = 1; times <= 5; times += 4) {
+            lithe_value *X = tiled(get("%s.x", name), times), *Y0 = NULL, *Y1 = NULL;
+            OK(lithe_model_predict(m, X, &Y0));
+            OK(lithe_model_prepare_inference(m));
+            size_t bytes = lithe_model_prepared_bytes(m);
+            if (!strncmp(name, "mlp", 3) || !strncmp(name, "mixer", 5) || !strcmp(name, "encoder")) assert_true(bytes > 0);
+            OK(lithe_model_predict(m, X, &Y1));
+            expect_same(Y0, Y1);
+            if (times == 1) printf("test_onnx: %-8s prepared %zu bytes, predictions bit-identical\n", name, bytes);
+            lithe_value_release(X);
+            lithe_value_release(Y0);
+            lithe_value_release(Y1);
+        }
+        if (!strcmp(name, "mlp13")) { /* a step: the copies go, the forward sees the new weights */
+            lithe_value *X = value_of(get("%s.x", name)), *R = value_of(get("%s.r", name)), *Y = NULL, *P0 = NULL,
+                        *P1 = NULL, *P2 = NULL;
+            lithe_backprop *bp = NULL;
+            lithe_optimizer *opt = NULL;
+            OK(lithe_model_predict(m, X, &P0));
+            /* the prepared copies are what predict reads: a raw-pointer write (which lithe cannot
+             * see) to every 2-D weight leaves the prediction as it was (the documented snapshot) */
+            for (int pass = 0; pass < 2; pass++) {
+                for (size_t p = 0; p < lithe_model_n_params(m); p++) {
+                    lithe_tensor *W = NULL;
+                    OK(lithe_model_get_param(m, lithe_model_param_name(m, p), &W));
+                    float *w = lithe_tensor_data(W);
+                    for (int64_t i = 0; lithe_tensor_ndim(W) == 2 && i < lithe_tensor_numel(W); i++) w[i] = -w[i];
+                }
+                if (pass == 0) {
+                    lithe_value *Ps = NULL;
+                    OK(lithe_model_predict(m, X, &Ps));
+                    expect_same(P0, Ps);
+                    lithe_value_release(Ps);
+                }
+            }
+            OK(lithe_optimizer_new(&(lithe_optimizer_opts){.learn_rate = 0.1}, &opt));
+            OK(lithe_model_begin_update(m, X, &Y, &bp));
+            OK(lithe_backprop_run(bp, R, NULL));
+            OK(lithe_model_finish_update(m, opt));
+            assert_int_equal(lithe_model_prepared_bytes(m), 0);
+            OK(lithe_model_predict(m, X, &P1));
+            lithe_model_release_prepared(m);
+            OK(lithe_model_predict(m, X, &P2));
+            expect_same(P1, P2);
+            lithe_tensor *a = lithe_value_get_tensor(P0), *b = lithe_value_get_tensor(P1);
+            assert_true(memcmp(lithe_tensor_data(a), lithe_tensor_data(b), sizeof(float) * (size_t)lithe_tensor_numel(a)));
+            lithe_value_release(X);
+            lithe_value_release(R);
+            lithe_value_release(Y);
+            lithe_value_release(P0);
+            lithe_value_release(P1);
+            lithe_value_release(P2);
+            lithe_backprop_free(bp);
+            lithe_optimizer_free(opt);
+        }
+        lithe_model_free(m);
+    }
+}
+
 int main(int argc, char **argv) {
     golden_path = argc > 1 ? argv[1] : getenv("LITHE_THINC_GOLDENS");
     const struct CMUnitTest tests[] = {
@@ -818,8 +818,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_files),  cmocka_unit_test(test_bad_inputs),         cmocka_unit_test(test_hostile),
         cmocka_unit_test(test_plan),       cmocka_unit_test(test_plan_eviction),
         cmocka_unit_test(test_plan_vulkan),        cmocka_unit_test(test_external_data),
-        cmocka_unit_test(test_prepared),
         cmocka_unit_test(test_fusion),             cmocka_unit_test(test_fusion_allocation_failures),
+        cmocka_unit_test(test_prepared),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);
 }

@@ -759,8 +759,8 @@ static lithe_status graph_forward(lithe_model *m, const lithe_value *X, bool is_
     plan->refs++;
     x->pool = plan->pool;
     x->tuple_in = tuple_in;
-    x->is_train = is_train;
     x->keep_all = bp != NULL;
+    x->is_train = is_train;
     /* vals, grads (n_slots + 1 each), saved (2 per node + 1), needs (n_slots + 1): one block, the
      * previous run's when it is free */
     size_t nv = g->n_slots + 1, ns = 2 * g->onnx.n_nodes + 1;
@@ -893,38 +893,33 @@ lithe_status lithe__graph_prepare(lithe_model *m) {
     lithe__graph *g = graph_of(m);
     for (size_t i = 0; i < g->onnx.n_nodes; i++) {
         const lithe__onnx_node *n = &g->onnx.nodes[i];
-        if (node_folded(g, i)) continue;
-        if (g->node_fuse[i].kind == LITHE__FUSE_LINEAR) { /* a fused Gemm / MatMul + bias (+ act): (A, W, bias) */
-            const lithe__gfuse *f = &g->node_fuse[i];
+        if (node_folded(g, i) || g->node_nin[i] < 2) continue;
+        /* a fused Linear (core/graph/fuse.c) reads its weight as the fused node says (a Transpose
+         * it absorbed flips transB); a plain Gemm / MatMul as the file says */
+        bool linear = g->node_fuse[i].kind == LITHE__FUSE_LINEAR;
+        bool plain = g->node_fuse[i].kind == LITHE__FUSE_NONE;
+        bool gemm = !linear && plain && !strcmp(n->op_type, "Gemm");
+        bool matmul = !linear && plain && !strcmp(n->op_type, "MatMul");
+        if (linear || gemm || (plain && !strcmp(n->op_type, "Conv"))) {
+            /* a backend's own operator for W and its bias (LITHE_XNNPACK): a fused Linear as
+             * clamp(A·Wᵀ + bias) (no act or relu), a Gemm as A·Bᵀ + C, a Conv */
             lithe_tensor *W = init_tensor(m, g, g->node_in[i][1]), *bias = NULL;
-            if (!W || W->ndim != 2 || W->dtype != LITHE_F32 || !lithe_tensor_is_contiguous(W)) continue;
-            LITHE__TRY(lithe__prepare_b(W, f->transB, m->backend));
-            bool ok = f->transB;
+            bool ok = W && W->dtype == LITHE_F32 && lithe_tensor_is_contiguous(W);
             if (ok && g->node_nin[i] > 2 && g->node_in[i][2] >= 0) {
-                bias = init_tensor(m, g, g->node_in[i][2]);
-                ok = bias && bias->dtype == LITHE_F32 && bias->numel == W->shape[0];
-            }
-            lithe__prep_op op; /* and a backend's own operator for it (LITHE_XNNPACK) */
-            if (ok && lithe__affine_prep_op(f->has_act ? &f->act : NULL, &op))
-                LITHE__TRY(lithe__prepare_op(m->backend, &op, W, bias));
-            continue;
-        }
-        if (n->n_inputs < 2) continue;
-        bool gemm = !strcmp(n->op_type, "Gemm"), matmul = !strcmp(n->op_type, "MatMul");
-        if (gemm || !strcmp(n->op_type, "Conv")) { /* a backend's own operator for W and its bias (LITHE_XNNPACK) */
-            lithe_tensor *W = init_tensor(m, g, g->node_in[i][1]), *bias = NULL;
-            bool ok = W && W->dtype == LITHE_F32;
-            if (ok && n->n_inputs > 2 && g->node_in[i][2] >= 0) {
                 bias = init_tensor(m, g, g->node_in[i][2]);
                 ok = bias && bias->dtype == LITHE_F32;
             }
             lithe__prep_op op;
-            if (ok && lithe__graph_prep_op(n, W, bias, &op)) LITHE__TRY(lithe__prepare_op(m->backend, &op, W, bias));
+            const lithe__gfuse *f = &g->node_fuse[i];
+            if (linear) ok = ok && f->transB && W->ndim == 2 && (!bias || bias->numel == W->shape[0]) &&
+                             lithe__affine_prep_op(f->has_act ? &f->act : NULL, &op);
+            else ok = ok && lithe__graph_prep_op(n, W, bias, &op);
+            if (ok) LITHE__TRY(lithe__prepare_op(m->backend, &op, W, bias));
         }
-        if (!gemm && !matmul) continue;
+        if (!linear && !gemm && !matmul) continue;
         lithe_tensor *B = init_tensor(m, g, g->node_in[i][1]);
         if (!B || B->ndim != 2 || B->dtype != LITHE_F32 || !lithe_tensor_is_contiguous(B)) continue;
-        bool tB = false;
+        bool tB = linear && g->node_fuse[i].transB;
         if (gemm)
             for (size_t k = 0; k < n->n_attrs; k++)
                 if (!strcmp(n->attrs[k].name, "transB")) tB = n->attrs[k].i != 0;
