@@ -7,18 +7,19 @@
  *
  * The rule (measured min-of-N CPU time, lithe vs XNNPACK in the same loop):
  *   - Conv, depthwise (one channel per group) 3x3 or 5x5, stride 1 or 2, padding (k-1)/2 on every
- *     side, no dilation: XNNPACK's NCHW depthwise kernel, on lithe's own layout (1.3-4.3x faster on
+ *     side, no dilation: XNNPACK's NCHW depthwise kernel, on lithe's own layout (1.08-3.7x faster on
  *     every mobilenet_v2 depthwise layer);
- *   - Conv, one group, kernel larger than 1x1, with one input channel (no input transpose) or
- *     C*KH*KW >= 100: XNNPACK's NHWC convolution with the input and output transposed around it
- *     (the CNN's 5x5 16->32, K = 400: 2.0x; its 5x5 1->16: 1.08x). mobilenet_v2's 3x3 s2 3->32
- *     (K = 27) is level (0.89-1.05x over runs; XNNPACK's NHWC-in/NCHW-out kernel for it: 0.35x) and
- *     stays on lithe's; no shape between K = 27 and 400 was measured;
+ *   - Conv, one group, kernel larger than 1x1, C*KH*KW >= 100: XNNPACK's NHWC convolution with the
+ *     input and output transposed around it (the CNN's 5x5 16->32, K = 400: 1.5x). Below, lithe's
+ *     shifted-rows convolution wins: the CNN's 5x5 1->16 (K 25: 0.8x) and mobilenet_v2's 3x3 s2
+ *     3->32 (K 27: 0.77x; XNNPACK's NHWC-in/NCHW-out kernel for it: 0.29x); no shape between K = 27
+ *     and 400 was measured;
  *   - Conv 1x1 (one group): the same NHWC path only when N*OH*OW <= 64 pixels (mobilenet_v2's 7x7
- *     layers: 1.2-1.35x; at 14x14 and above lithe's GEMM is level or faster, up to 2.8x);
- *   - fully connected (dense layers with no activation or relu, ONNX Gemm A·Bᵀ + C): only when
- *     N <= 16 outputs and M >= 16 rows (the 10-way output layers at batch 32 / 64: 1.9-2.2x); at
- *     batch 1 and for wide layers lithe's prepared GEMM is faster (1.4-1.5x at batch 1, level at 64).
+ *     layers: 1.17-1.37x; at 14x14 and above lithe's GEMM is faster, up to 3.3x);
+ *   - fully connected (dense layers with no activation or relu, ONNX Gemm A·Bᵀ + C, a fused Linear):
+ *     only when N <= 16 outputs and M >= 16 rows (the 10-way output layers at batch 32 / 64:
+ *     1.8-2.1x); at batch 1 and for wide layers lithe's prepared GEMM is faster (1.5x at batch 1,
+ *     1.03-1.06x at 64).
  * Everything else, and every op this rule declines, stays on lithe's kernels.
  *
  * Bits: XNNPACK sums in its own order, so its results differ from lithe's in the last bits (within
@@ -106,7 +107,7 @@ lithe_status lithe__xnn_prepare_op(lithe_backend *be, const lithe__prep_op *op, 
     } else if (op->kind == LITHE__PREP_CONV2D) {
         const lithe__conv2d *g = &op->conv;
         if (W->ndim != 4 || (g->group != 1 && !conv_depthwise(g)) || g->C != W->shape[1] * g->group) return LITHE_OK;
-        if (g->group == 1 && !conv_pointwise(g) && g->C != 1 && g->C * g->KH * g->KW < DENSE_MIN_K) return LITHE_OK;
+        if (g->group == 1 && !conv_pointwise(g) && g->C * g->KH * g->KW < DENSE_MIN_K) return LITHE_OK;
         uint32_t pt = (uint32_t)g->pad[0], pl = (uint32_t)g->pad[1], pb = (uint32_t)g->pad[2], pr = (uint32_t)g->pad[3];
         uint32_t kh = (uint32_t)g->KH, kw = (uint32_t)g->KW, sh = (uint32_t)g->stride[0], sw = (uint32_t)g->stride[1];
         uint32_t dh = (uint32_t)g->dil[0], dw = (uint32_t)g->dil[1];
