@@ -64,6 +64,9 @@ LITHE = os.path.join(ROOT, A.build, "tools", "lithe", "lithe")
 WASI = {"scalar": os.path.join(ROOT, "build", "bench-wasi-scalar", "tools", "lithe", "lithe.wasm"),
         "SIMD128": os.path.join(ROOT, "build", "wasi", "tools", "lithe", "lithe.wasm")}
 JS_WASM = os.path.join(ROOT, "build", "wasm-simd", "bindings", "js", "lithe-simd.wasm")
+# the native CLI built with -DLITHE_XNNPACK=ON (where libxnnpack-dev is installed): inference rows only
+XNN_BUILD = os.path.join("build", "bench-xnnpack")
+XNN = os.path.join(ROOT, XNN_BUILD, "tools", "lithe", "lithe")
 RESULTS, STEPS, FAILURES = [], [], []
 ROUND = [1]  # the round being run (--rounds)
 
@@ -161,6 +164,11 @@ def build():
                                          "-DCMAKE_C_FLAGS="], env)
     step("build lithe.wasm (WASI, scalar)", ["cmake", "--build", "build/bench-wasi-scalar", "--target", "lithe_cli",
                                              "-j2"], env)
+    if any(g in A.only for g in ("mlp", "cnn", "mobilenet", "transformer")) and os.path.exists("/usr/include/xnnpack.h"):
+        # the same CLI with XNNPACK's operators for the prepared ops where they measured faster (off by default)
+        if not os.path.exists(os.path.join(ROOT, XNN_BUILD, "build.ninja")):
+            step("cmake LITHE_XNNPACK=ON", ["cmake", "--preset", preset, "-B", XNN_BUILD, "-DLITHE_XNNPACK=ON"], env)
+        step("build lithe (native, LITHE_XNNPACK=ON)", ["cmake", "--build", XNN_BUILD, "--target", "lithe_cli", "-j2"], env)
     if any(g in A.only for g in ("mlp", "cnn", "mobilenet", "transformer", "train")):
         # the npm package's SIMD build (Emscripten)
         if not os.path.exists(os.path.join(ROOT, "build/wasm-simd/build.ninja")):
@@ -187,12 +195,14 @@ def lithe_cmd(kind):
     """The lithe command line for a kind: native, or WASI (scalar / SIMD128) under Node."""
     if kind == "native":
         return [LITHE]
+    if kind == "xnnpack":
+        return [XNN]
     return ["node", os.path.join(ROOT, "tools/lithe/run-wasi.mjs"), WASI[kind]]
 
 
 def lithe_name(kind):
-    return {"native": "lithe (native CLI)", "scalar": "lithe (WASI, scalar wasm)",
-            "SIMD128": "lithe (WASI, SIMD128 wasm)"}[kind]
+    return {"native": "lithe (native CLI)", "xnnpack": "lithe (native CLI, LITHE_XNNPACK=ON)",
+            "scalar": "lithe (WASI, scalar wasm)", "SIMD128": "lithe (WASI, SIMD128 wasm)"}[kind]
 
 
 def lithe_kinds(threads):
@@ -215,8 +225,10 @@ def run_lithe_gemm(threads):
 
 
 def run_lithe_models(threads, groups):
-    for kind in lithe_kinds(threads):
-        impl = "native" if kind == "native" else "wasm"
+    # XNNPACK's operators serve 1-thread inference only (docs/performance.md): no row at 2 threads
+    xnn = ["xnnpack"] if threads == 1 and os.path.exists(XNN) else []
+    for kind in lithe_kinds(threads) + xnn:
+        impl = "native" if kind in ("native", "xnnpack") else "wasm"
         for wl in WORKLOADS:
             if WL_GROUP[wl] not in groups:
                 continue
@@ -237,7 +249,7 @@ def run_lithe_models(threads, groups):
                                     **err_vs(y, os.path.join(WORK, ref)),
                                     "ref": "torch output, same ONNX file" if file.endswith(".onnx")
                                     else "softmax(torch logits), same weights"})
-        if "train" in groups:
+        if "train" in groups and kind != "xnnpack":
             out = step(f"lithe {kind} train t{threads}", lithe_cmd(kind) + [
                 "bench", os.path.join(WORK, "mlp.lithe"), "--train", "--input", os.path.join(WORK, "train_x.npy"),
                 "--labels", os.path.join(WORK, "train_y.npy"), "--threads", str(threads)] + timing_flags(),
@@ -549,7 +561,8 @@ def ratios(by):
                 lr["gflops"] / (0.85 * peak()), 1.0, "GFLOP/s")
     for wl in WORKLOADS:
         for lname, lcfg, short in (("lithe (native CLI)", "graph layer", "native .onnx"),
-                                   ("lithe (native CLI)", "native layers", "native mlp.lithe")):
+                                   ("lithe (native CLI)", "native layers", "native mlp.lithe"),
+                                   ("lithe (native CLI, LITHE_XNNPACK=ON)", "graph layer", "native .onnx, XNNPACK")):
             lr = find("infer", wl, lname, lcfg)
             pr = peer("infer", wl, "onnxruntime-node")
             if lr and pr:

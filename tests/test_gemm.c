@@ -325,6 +325,87 @@ static void test_fused_equals_unfused(void **state) {
             }
 }
 
+/* lithe__sgemm_rows (B given by row pointers, as convolutions pass shifted views of their input)
+ * gives lithe__sgemm's bits for the same B; a row bias (bias_row: one more k-step on the packed
+ * path, a pass after the GEMV) is within the rounding of adding it once, agrees between the two
+ * entries, and between 1 and 3 threads. K around the kc blocks (256, 384): the bias step alone in
+ * the last block at K = kc. */
+static void rows_bias_one(const lithe__sgemm_kernel *k, const char *name) {
+    static const int64_t mnk[][3] = {{1, 45, 5},    {7, 3, 1},     {7, 45, 255},  {33, 100, 256}, {13, 70, 383},
+                                     {9, 33, 384},  {20, 31, 385}, {30, 64, 800}, {130, 20, 24}};
+    for (size_t z = 0; z < sizeof mnk / sizeof mnk[0]; z++) {
+        int64_t M = mnk[z][0], N = mnk[z][1], K = mnk[z][2];
+        mats m = make(false, false, M, N, K, 3);
+        size_t cn = (size_t)(M * m.ldc);
+        /* B's rows in a shuffled buffer: row k at rows[k], evenly spaced in runs of 5 and not between */
+        float *store = malloc(sizeof(float) * (size_t)(K * m.ldb + 1));
+        const float **rows = malloc(sizeof(float *) * (size_t)K);
+        float *bias = malloc(sizeof(float) * (size_t)M), *C0 = malloc(sizeof(float) * cn),
+              *C1 = malloc(sizeof(float) * cn), *C2 = malloc(sizeof(float) * cn);
+        assert_true(store && rows && bias && C0 && C1 && C2);
+        for (int64_t kk = 0; kk < K; kk++) {
+            int64_t slot = (kk / 5 * 5 * 7919 % K / 5 * 5 + kk % 5) % K; /* whole runs of 5 moved together */
+            if (K % 5) slot = (kk * 7919) % K;                            /* (a permutation: 7919 is prime) */
+            memcpy(store + slot * m.ldb, m.B + kk * m.ldb, sizeof(float) * (size_t)N);
+            rows[kk] = store + slot * m.ldb;
+        }
+        for (int64_t i = 0; i < M; i++) bias[i] = frand();
+        for (size_t i = 0; i < cn; i++) C0[i] = C1[i] = C2[i] = NAN; /* beta = 0: C is never read */
+        assert_true(lithe__sgemm(k, false, false, false, M, N, K, 1.0f, m.A, m.lda, m.B, m.ldb, 0.0f, C0, m.ldc, NULL));
+        assert_true(lithe__sgemm_rows(k, false, M, N, K, m.A, m.lda, rows, C1, m.ldc, NULL));
+        for (int64_t i = 0; i < M; i++)
+            if (memcmp(C0 + i * m.ldc, C1 + i * m.ldc, sizeof(float) * (size_t)N)) {
+                print_error("%s: M=%lld N=%lld K=%lld: sgemm_rows row %lld differs from sgemm\n", name, (long long)M,
+                            (long long)N, (long long)K, (long long)i);
+                fail();
+            }
+        lithe__sgemm_epilogue e = {.bias_row = bias};
+        assert_true(lithe__sgemm(k, false, false, false, M, N, K, 1.0f, m.A, m.lda, m.B, m.ldb, 0.0f, C0, m.ldc, &e));
+        assert_true(lithe__sgemm_rows(k, false, M, N, K, m.A, m.lda, rows, C1, m.ldc, &e));
+        OK(lithe_backend_set_threads(cpu, 3));
+        assert_true(lithe__sgemm_rows(k, true, M, N, K, m.A, m.lda, rows, C2, m.ldc, &e));
+        OK(lithe_backend_set_threads(cpu, 0));
+        for (int64_t i = 0; i < M; i++) {
+            if (M > 1 && memcmp(C0 + i * m.ldc, C1 + i * m.ldc, sizeof(float) * (size_t)N)) {
+                print_error("%s: M=%lld N=%lld K=%lld: with bias_row, sgemm_rows row %lld differs from sgemm\n", name,
+                            (long long)M, (long long)N, (long long)K, (long long)i);
+                fail();
+            }
+            assert_memory_equal(C1 + i * m.ldc, C2 + i * m.ldc, sizeof(float) * (size_t)N);
+            for (int64_t j = 0; j < N; j++) {
+                double acc = bias[i], mag = fabs(bias[i]);
+                for (int64_t kk = 0; kk < K; kk++) {
+                    double p = (double)m.A[i * m.lda + kk] * m.B[kk * m.ldb + j];
+                    acc += p;
+                    mag += fabs(p);
+                }
+                double tol = ((double)K + 3) * 6e-8 * mag + 1e-30;
+                for (int w = 0; w < 2; w++) {
+                    double g = (w ? C1 : C0)[i * m.ldc + j];
+                    if (!(fabs(g - acc) <= tol)) {
+                        print_error("%s: M=%lld N=%lld K=%lld bias_row (%s): C[%lld,%lld] = %.9g, want %.9g\n", name,
+                                    (long long)M, (long long)N, (long long)K, w ? "rows" : "sgemm", (long long)i,
+                                    (long long)j, g, acc);
+                        fail();
+                    }
+                }
+            }
+        }
+        free(store), free(rows), free(bias), free(C0), free(C1), free(C2);
+        drop(&m);
+    }
+}
+
+static void test_rows_and_row_bias(void **state) {
+    (void)state;
+    OK(lithe_backend_get("cpu", &cpu));
+    lithe_status st = lithe_backend_set_threads(cpu, 3);
+    if (st == LITHE_ERR_UNSUPPORTED) skip(); /* a build without threads */
+    OK(st);
+    each_kernel(rows_bias_one);
+    OK(lithe_backend_set_threads(cpu, 0));
+}
+
 /* LITHE_CPU_ISA names a kernel; unknown names fall back to the best one. */
 static void test_isa_names(void **state) {
     (void)state;
@@ -346,6 +427,7 @@ int main(void) {
         cmocka_unit_test(test_threads_bit_identical),
         cmocka_unit_test(test_avx512_heights_agree),
         cmocka_unit_test(test_fused_equals_unfused),
+        cmocka_unit_test(test_rows_and_row_bias),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

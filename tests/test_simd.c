@@ -608,6 +608,19 @@ static const conv_case conv_cases[] = {
     {1, 3, 12, 12, 4, 3, 3, 1, 1, 0, 0, 0, 0, 2, 2, 1},   /* dilated */
     {3, 8, 5, 7, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},     /* pointwise */
     {2, 1, 28, 28, 16, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1},  /* LeNet's first layer */
+    /* stride 1 reads shifted rows of a zero-bordered copy (conv.c), K past the GEMM's kc block */
+    {2, 20, 9, 13, 7, 5, 5, 1, 1, 2, 1, 2, 3, 1, 1, 1},   /* uneven padding, K = 500 */
+    {1, 6, 7, 11, 4, 3, 3, 1, 1, 0, 0, 0, 0, 1, 3, 2},    /* grouped; dilation 3 drops more than it keeps: im2col */
+    {2, 3, 6, 9, 5, 1, 1, 1, 1, 1, 2, 0, 1, 1, 1, 1},     /* 1x1 with padding */
+    {1, 4, 10, 12, 6, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 2},   /* stride 2 down, 1 across: im2col */
+    {1, 16, 14, 14, 32, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1}, /* LeNet's second layer */
+    {2, 6, 11, 13, 4, 3, 3, 1, 1, 2, 0, 1, 1, 2, 1, 2},   /* dX as a convolution: dilation, uneven pads, groups */
+    {1, 2, 6, 7, 3, 3, 3, 1, 1, 3, 0, 0, 0, 1, 1, 1},     /* a pad past the kernel's reach: dX through col2im */
+    /* other strides read phase planes (conv.c) */
+    {2, 3, 17, 19, 5, 3, 3, 3, 3, 1, 2, 0, 1, 2, 2, 1},   /* stride 3, dilation 2, uneven padding */
+    {1, 4, 9, 21, 6, 3, 5, 1, 2, 1, 2, 1, 2, 1, 1, 2},    /* stride 1 down, 2 across, grouped */
+    {2, 8, 10, 11, 6, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1},   /* 1x1 stride 2 (a residual downsample) */
+    {1, 3, 32, 32, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},   /* mobilenet's first layer, smaller */
 };
 
 static lithe__conv2d geom(const conv_case *c) {
@@ -682,26 +695,99 @@ static void test_conv2d_threads_bit_identical(void **state) {
     (void)state;
     lithe_backend *cpu;
     OK(lithe_backend_get("cpu", &cpu));
-    const conv_case cs[2] = {{4, 24, 20, 33, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 24},
-                             {6, 3, 14, 14, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}};
-    for (int i = 0; i < 2; i++) {
+    const conv_case cs[] = {{4, 24, 20, 33, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 24},
+                            {6, 3, 14, 14, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+                            {1, 16, 14, 14, 32, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1},  /* batch 1: the GEMM splits */
+                            {1, 24, 15, 17, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},  /* pointwise */
+                            {2, 6, 15, 17, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2},   /* im2col */
+                            {3, 6, 11, 13, 4, 3, 3, 1, 1, 2, 0, 1, 1, 2, 1, 2}};  /* dX as a convolution */
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
         lithe__conv2d g = geom(&cs[i]);
         size_t nx = (size_t)(g.N * g.C * g.H * g.W), nw = (size_t)(g.M * (g.C / g.group) * g.KH * g.KW),
-               ny = (size_t)(g.N * g.M * g.OH * g.OW);
-        float *X = malloc(nx * 4), *W = malloc(nw * 4), *Y1 = malloc(ny * 4), *Yn = malloc(ny * 4);
-        fill(X, (int64_t)nx, -1, 1), fill(W, (int64_t)nw, -1, 1);
+               ny = (size_t)(g.N * g.M * g.OH * g.OW), nm = (size_t)g.M;
+        /* [0]: 1 thread, [1]: 2 or 3: Y, dX, dW, db */
+        float *X = malloc(nx * 4), *W = malloc(nw * 4), *dY = malloc(ny * 4), *Y[2], *dX[2], *dW[2], *db[2],
+              *b = i % 2 ? malloc(nm * 4) : NULL; /* with and without bias */
+        for (int r = 0; r < 2; r++)
+            Y[r] = malloc(ny * 4), dX[r] = calloc(nx, 4), dW[r] = calloc(nw, 4), db[r] = calloc(nm, 4);
+        fill(X, (int64_t)nx, -1, 1), fill(W, (int64_t)nw, -1, 1), fill(dY, (int64_t)ny, -1, 1);
+        if (b) fill(b, g.M, -1, 1);
         lithe_status st = lithe_backend_set_threads(cpu, 1);
         OK(st);
-        OK(lithe__cpu_conv2d(cpu, &g, X, W, NULL, Y1));
+        OK(lithe__cpu_conv2d(cpu, &g, X, W, b, Y[0]));
+        OK(lithe__cpu_conv2d_backward(cpu, &g, X, W, dY, dX[0], dW[0], db[0]));
         for (int th = 2; th <= 3; th++) {
             st = lithe_backend_set_threads(cpu, th);
             if (st == LITHE_ERR_UNSUPPORTED) break;
             OK(st);
-            OK(lithe__cpu_conv2d(cpu, &g, X, W, NULL, Yn));
-            assert_memory_equal(Y1, Yn, ny * 4);
+            memset(dX[1], 0, nx * 4), memset(dW[1], 0, nw * 4), memset(db[1], 0, nm * 4);
+            OK(lithe__cpu_conv2d(cpu, &g, X, W, b, Y[1]));
+            OK(lithe__cpu_conv2d_backward(cpu, &g, X, W, dY, dX[1], dW[1], db[1]));
+            assert_memory_equal(Y[0], Y[1], ny * 4);
+            assert_memory_equal(dX[0], dX[1], nx * 4);
+            assert_memory_equal(dW[0], dW[1], nw * 4);
+            assert_memory_equal(db[0], db[1], nm * 4);
         }
         OK(lithe_backend_set_threads(cpu, 0));
-        free(X), free(W), free(Y1), free(Yn);
+        for (int r = 0; r < 2; r++) free(Y[r]), free(dX[r]), free(dW[r]), free(db[r]);
+        free(X), free(W), free(dY), free(b);
+    }
+}
+
+/* Depthwise planes run from a zero-bordered copy of the input when that cannot change a bit: the
+ * twin skips padding taps, the copy adds 0·w for them, so a -0 sum (a -0 bias, all taps -0) or a
+ * non-finite weight (0·inf = NaN) must take the edge loop. Each case differs from the twin when
+ * sent down the padded path (the fall-back checks removed, this test fails). */
+static void test_conv2d_depthwise_padding_exact(void **state) {
+    (void)state;
+    lithe_backend *cpu;
+    OK(lithe_backend_get("cpu", &cpu));
+    const conv_case c = {1, 4, 6, 9, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4};
+    lithe__conv2d g = geom(&c);
+    size_t nx = (size_t)(g.C * g.H * g.W), ny = (size_t)(g.M * g.OH * g.OW), nw = (size_t)(g.M * 9);
+    float *X = malloc(nx * 4), *W = malloc(nw * 4), *b = malloc((size_t)g.M * 4), *Ys = malloc(ny * 4),
+          *Yv = malloc(ny * 4);
+    fill(X, (int64_t)nx, -1, 1), fill(W, (int64_t)nw, 0.1, 1), fill(b, g.M, -1, 1);
+    for (size_t i = 0; i < (size_t)(g.H * g.W); i++) X[i] = -0.0f; /* plane 0: -0 inputs, w > 0, bias -0 */
+    b[0] = -0.0f;
+    W[9 + 0] = INFINITY;  /* plane 1: an infinite corner tap */
+    W[18 + 8] = NAN;      /* plane 2: a NaN corner tap */
+    for (int t = 0; t < ntables; t++) {
+        lithe__simd_force(tables[t]);
+        lithe_f32_conv2d__scalar(&g, X, W, b, Ys);
+        OK(lithe__cpu_conv2d(cpu, &g, X, W, b, Yv));
+        same_bits(tables[t]->isa, "depthwise conv2d, -0 and non-finite", (int64_t)ny, Ys, Yv);
+    }
+    lithe__simd_force(NULL);
+    free(X), free(W), free(b), free(Ys), free(Yv);
+}
+
+/* An image's output does not depend on the batch around it: each image alone gives the bits it has
+ * in the batch, on every forward path (shifted rows, im2col, pointwise, depthwise). */
+static void test_conv2d_image_alone_equals_batch(void **state) {
+    (void)state;
+    lithe_backend *cpu;
+    OK(lithe_backend_get("cpu", &cpu));
+    const conv_case cs[] = {{4, 16, 14, 14, 32, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1},
+                            {3, 20, 9, 13, 7, 5, 5, 1, 1, 2, 1, 2, 3, 1, 1, 1},
+                            {3, 4, 9, 8, 6, 3, 2, 2, 1, 1, 0, 0, 1, 1, 1, 2},
+                            {3, 8, 5, 7, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},
+                            {3, 5, 9, 23, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 5},
+                            {3, 3, 17, 19, 5, 3, 3, 3, 3, 1, 2, 0, 1, 2, 2, 1}};
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        lithe__conv2d g = geom(&cs[i]), g1 = g;
+        g1.N = 1;
+        size_t xi = (size_t)(g.C * g.H * g.W), yi = (size_t)(g.M * g.OH * g.OW),
+               nw = (size_t)(g.M * (g.C / g.group) * g.KH * g.KW);
+        float *X = malloc(xi * (size_t)g.N * 4), *W = malloc(nw * 4), *b = malloc((size_t)g.M * 4),
+              *Y = malloc(yi * (size_t)g.N * 4), *Y1 = malloc(yi * 4);
+        fill(X, (int64_t)xi * g.N, -1, 1), fill(W, (int64_t)nw, -1, 1), fill(b, g.M, -1, 1);
+        OK(lithe__cpu_conv2d(cpu, &g, X, W, b, Y));
+        for (int64_t n = 0; n < g.N; n++) {
+            OK(lithe__cpu_conv2d(cpu, &g1, X + (size_t)n * xi, W, b, Y1));
+            assert_memory_equal(Y + (size_t)n * yi, Y1, yi * 4);
+        }
+        free(X), free(W), free(b), free(Y), free(Y1);
     }
 }
 
@@ -765,10 +851,14 @@ static void test_pool2d_matches_scalar(void **state) {
     typedef struct { int64_t N, C, H, W, K, s, p; bool max, cip; } pc;
     const pc cases[] = {{3, 5, 28, 28, 2, 2, 0, true, false}, {2, 3, 9, 11, 2, 2, 0, true, false},
                         {2, 4, 13, 10, 3, 2, 1, true, false}, {1, 6, 8, 9, 3, 1, 1, false, false},
-                        {2, 2, 7, 7, 3, 2, 1, false, true}};
+                        {2, 2, 7, 7, 3, 2, 1, false, true},
+                        {1, 3, 6, 39, 2, 2, 0, true, false}, /* 19 columns: the 8-, 4- and 1-wide blocks */
+                        {1, 2, 30, 30, 2, 2, 0, true, false}};
     lithe_backend *cpu;
     OK(lithe_backend_get("cpu", &cpu));
-    for (int th = 1; th <= 3; th += 2) {
+    for (int tt = 0; tt < 2 * ntables; tt++) { /* every table at 1 and 3 threads */
+        int th = tt % 2 ? 3 : 1;
+        lithe__simd_force(tables[tt / 2]);
         lithe_status st = lithe_backend_set_threads(cpu, th);
         if (st == LITHE_ERR_UNSUPPORTED) continue;
         OK(st);
@@ -785,6 +875,7 @@ static void test_pool2d_matches_scalar(void **state) {
             int32_t *ws = malloc(ny * 4), *wv = malloc(ny * 4);
             fill(X, (int64_t)nx, -1, 1), fill(dY, (int64_t)ny, -1, 1);
             X[0] = X[1]; /* a tie: the first maximum wins */
+            for (size_t q = 5; q < nx; q += 37) X[q] = (q / 37) % 3 ? X[q - 1] : NAN; /* ties and NaNs inside */
             lithe_f32_pool2d__scalar(&g, X, Ys, c->max ? ws : NULL);
             lithe__cpu_pool2d(&g, X, Yv, c->max ? wv : NULL);
             same_bits("pool", "pool2d", (int64_t)ny, Ys, Yv);
@@ -795,6 +886,7 @@ static void test_pool2d_matches_scalar(void **state) {
             free(X), free(Ys), free(Yv), free(dY), free(dXs), free(dXv), free(ws), free(wv);
         }
     }
+    lithe__simd_force(NULL);
     OK(lithe_backend_set_threads(cpu, 0));
 }
 
@@ -805,6 +897,8 @@ int main(void) {
         cmocka_unit_test(test_scalar_adapters),
         cmocka_unit_test(test_bcast_binary_rows),
         cmocka_unit_test(test_conv2d_matches_scalar),
+        cmocka_unit_test(test_conv2d_image_alone_equals_batch),
+        cmocka_unit_test(test_conv2d_depthwise_padding_exact),
         cmocka_unit_test(test_cache_reuses_and_bounds),
         /* the tests that start worker threads last */
         cmocka_unit_test(test_pool2d_matches_scalar),

@@ -2,19 +2,30 @@
  *
  *   - depthwise (one input and one output channel per group, mobilenet's 3x3): a direct kernel over
  *     output rows, taps outermost and the output row innermost (contiguous for stride 1, so it
- *     vectorises); it accumulates in the scalar twin's order (bias, then taps kh, kw), bit-identical;
- *   - everything else: per image and group, Y_g (Mg, OH·OW) = W_g (Mg, K) · col (K, OH·OW) with
- *     K = Cg·KH·KW, through the backend's own gemm (so the fast GEMM and its threads serve
- *     convolutions too). A pointwise convolution (1x1, stride 1, no padding) multiplies X itself;
- *     others unfold X into col first (im2col, one image-group at a time, in a workspace from the
- *     backend's allocator). The backward is the same GEMMs transposed: dW_g += dY_g · colᵀ,
- *     dcol = W_gᵀ · dY_g folded back into dX (col2im), db += row sums of dY.
+ *     vectorises); it accumulates in the scalar twin's order (bias, then taps kh, kw), bit-identical.
+ *     Padded planes are copied into a zero-bordered buffer so whole rows go to the vector kernel
+ *     (dw_plane_padded_ok says when that keeps the twin's bits; otherwise edge columns are summed
+ *     with bounds checks);
+ *   - everything else: per image and group, Y_g (Mg, OH·OW) = W_g (Mg, K) · B (K, OH·OW) with
+ *     K = Cg·KH·KW through the packed GEMM (gemm/gemm.h), the bias riding in the product as one
+ *     more k-step (bias_row) or added while copying out. B is, by geometry:
+ *       shifted rows: a zero-bordered copy of X, split into stride0·stride1 phase planes, whose
+ *         contiguous runs are the taps' B rows (no im2col matrix; see phase_dims and "shifted
+ *         rows" below), the GEMM packing its B slivers straight from row pointers
+ *         (lithe__sgemm_rows); pointwise (1x1, stride 1, no padding): X itself;
+ *       im2col, X unfolded into col in a workspace from the backend's allocator, only where the
+ *         shifted rows would compute more dropped columns than kept ones.
+ *     The backward is the same GEMMs transposed: dW_g += dY_g · colᵀ, dcol = W_gᵀ · dY_g folded
+ *     back into dX (col2im), db += row sums of dY.
  * GEMM paths sum in the GEMM's order, not the twin's: within the GEMM's rounding of the twin
- * (test_onnx and test_simd check). Images run in order (the backward accumulates over them); the
- * GEMM splits each product over the thread pool. */
+ * (test_onnx and test_simd check), and an image's bits do not depend on the batch or the thread
+ * count. Forward images run in parallel ranges; the backward runs them in order (it accumulates
+ * over them) and the GEMM splits each product over the thread pool. */
+#include "gemm/gemm.h"
 #include "simd/simd.h"
 #include "threadpool.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -64,17 +75,54 @@ static void valid_range(int64_t OW, int64_t W, int64_t s, int64_t p, int64_t k, 
 }
 
 typedef struct dw_job {
+    lithe_backend *be;
     const lithe__conv2d *g;
     const float *X, *W, *b;
     float *Y;
     const lithe__simd_kernels *k;
 } dw_job;
 
+/* Whether plane c may run from a zero-bordered copy: there every output column and tap row is
+ * inside, so whole rows go to dwconv_row, and the padding's taps add 0·w between the real ones.
+ * That leaves each sum's bits the twin's (which skips those taps) when w is finite (0·w is ±0,
+ * not NaN) and the sum is never -0 (acc + ±0 = acc for every other acc): a sum is -0 only when it
+ * starts at a -0 bias, so a -0 bias or a non-finite weight sends the plane to the edge loop. */
+static bool dw_plane_padded_ok(const lithe__conv2d *g, const float *w, const float *b, int64_t c) {
+    if (b && b[c] == 0.0f && signbit(b[c])) return false;
+    for (int64_t t = 0; t < g->KH * g->KW; t++)
+        if (!isfinite(w[t])) return false;
+    return true;
+}
+
+static void depthwise_plane_padded(const dw_job *j, int64_t nc, float *xp, int64_t Wp) {
+    const lithe__conv2d *g = j->g;
+    int64_t c = nc % g->C;
+    const float *x = j->X + nc * g->H * g->W, *w = j->W + c * g->KH * g->KW;
+    float *y = j->Y + nc * g->OH * g->OW;
+    float bias = j->b ? j->b[c] : 0.0f;
+    for (int64_t h = 0; h < g->H; h++)
+        memcpy(xp + (h + g->pad[0]) * Wp + g->pad[1], x + h * g->W, (size_t)g->W * sizeof(float));
+    const float *xr[16];
+    for (int64_t oh = 0; oh < g->OH; oh++) {
+        float *yr = y + oh * g->OW;
+        for (int64_t ow = 0; ow < g->OW; ow++) yr[ow] = bias;
+        for (int64_t kh = 0; kh < g->KH; kh++) xr[kh] = xp + (oh * g->stride[0] + kh * g->dil[0]) * Wp;
+        j->k->dwconv_row(g->OW, yr, xr, w, g->KH, g->KW, g->dil[1], g->stride[1]);
+    }
+}
+
 /* Planes (n, c) [p0, p1): each output row starts at the bias; its columns whose taps all lie inside
  * the input go to the table's dwconv_row, the edge columns to the same sum with bounds checks. */
 static void depthwise_planes(void *ctx, int64_t p0, int64_t p1) {
     const dw_job *j = ctx;
     const lithe__conv2d *g = j->g;
+    /* the zero-bordered copy (one per range; its border is written once) */
+    int64_t Hp = g->H + g->pad[0] + g->pad[2], Wp = g->W + g->pad[1] + g->pad[3];
+    void *xpv = NULL;
+    bool padded = g->KH <= 16 && (g->pad[0] || g->pad[1] || g->pad[2] || g->pad[3]) &&
+                  j->be->ops->alloc(j->be, (size_t)(Hp * Wp) * sizeof(float), &xpv) == LITHE_OK;
+    float *xp = xpv;
+    if (padded) memset(xp, 0, (size_t)(Hp * Wp) * sizeof(float));
     int64_t s0 = g->stride[0], s1 = g->stride[1], KW = g->KW, d1 = g->dil[1];
     int64_t lo, hi, lo2, hi2;
     valid_range(g->OW, g->W, s1, g->pad[1], 0, d1, &lo, &hi);
@@ -82,6 +130,10 @@ static void depthwise_planes(void *ctx, int64_t p0, int64_t p1) {
     int64_t in_lo = lo, in_hi = hi2 < lo ? lo : hi2; /* every tap inside: [in_lo, in_hi) */
     for (int64_t nc = p0; nc < p1; nc++) {
         int64_t c = nc % g->C;
+        if (padded && dw_plane_padded_ok(g, j->W + c * g->KH * KW, j->b, c)) {
+            depthwise_plane_padded(j, nc, xp, Wp);
+            continue;
+        }
         const float *x = j->X + nc * g->H * g->W, *w = j->W + c * g->KH * KW;
         float *y = j->Y + nc * g->OH * g->OW;
         float bias = j->b ? j->b[c] : 0.0f;
@@ -122,10 +174,12 @@ static void depthwise_planes(void *ctx, int64_t p0, int64_t p1) {
                 j->k->dwconv_row(in_hi - in_lo, yr + in_lo, xr, w + k0 * KW, k1 - k0, KW, d1, s1);
         }
     }
+    if (xp) j->be->ops->free(j->be, xp);
 }
 
-static void depthwise_forward(const lithe__conv2d *g, const float *X, const float *W, const float *b, float *Y) {
-    dw_job j = {g, X, W, b, Y, lithe__simd()};
+static void depthwise_forward(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                              const float *b, float *Y) {
+    dw_job j = {be, g, X, W, b, Y, lithe__simd()};
     int64_t per_plane = g->OH * g->OW * g->KH * g->KW;
     int64_t grain = per_plane > 0 ? (1 << 15) / per_plane + 1 : 1;
     lithe__pool_for(lithe__cpu_pool(), g->N * g->C, grain, depthwise_planes, &j);
@@ -211,6 +265,19 @@ static lithe_status workspace(lithe_backend *be, size_t n, float **out) {
     return LITHE_OK;
 }
 
+/* ---- the GEMM-path forward ----
+ * Shifted rows: the image-group is copied into zero-bordered phase planes xq (Cg, s0·s1, Hq, Wq)
+ * (padding included, so no tap needs a bounds test; stride 1 is one plane, the padded image), and
+ * the GEMM's B row for tap (c, kh, kw) is a plane itself from the tap's offset, read over OH·Wq
+ * columns: output row oh, column ow sits at column oh·Wq + ow, and the Wq - OW columns past OW in
+ * each row are computed and dropped. The GEMM packs its B slivers straight from those rows
+ * (lithe__sgemm_rows): no im2col matrix, and each sliver row is one contiguous copy. The product
+ * lands in yext (Mg, OH·Wq); one pass copies its OW-wide rows into Y adding the bias. Chosen when
+ * the dropped columns are at most as many as the kept ones (Wq - OW <= OW).
+ * Otherwise im2col into col (K, OH·OW), then the GEMM; pointwise (1x1, stride 1, no padding): the
+ * GEMM reads X itself. Both add the bias in the GEMM (bias_row).
+ * W (Mg, K) is packed by the GEMM in each call (pre-packed weights would replace that step). */
+
 typedef struct gemm_job {
     lithe_backend *be;
     const lithe__conv2d *g;
@@ -219,26 +286,124 @@ typedef struct gemm_job {
     _Atomic int status; /* the first failure (LITHE_OK: none) */
 } gemm_job;
 
+/* The phase planes of a zero-bordered image-group (Hp x Wp padded): stride (s0, s1) splits it
+ * into s0·s1 planes of Hq x Wq, plane (a, b) holding padded pixel (i·s0 + a, j·s1 + b) at (i, j).
+ * Tap (kh, kw) of output (oh, ow) reads padded pixel (oh·s0 + kh·d0, ow·s1 + kw·d1): plane
+ * (kh·d0 mod s0, kw·d1 mod s1) at (oh + kh·d0 div s0, ow + kw·d1 div s1), a stride-1 shift. With
+ * output (oh, ow) at column oh·Wq + ow, every tap's B row is one contiguous run of a plane. */
+static void phase_dims(const lithe__conv2d *g, int64_t *Hq, int64_t *Wq) {
+    int64_t Hp = g->H + g->pad[0] + g->pad[2], Wp = g->W + g->pad[1] + g->pad[3];
+    *Hq = (Hp + g->stride[0] - 1) / g->stride[0];
+    *Wq = (Wp + g->stride[1] - 1) / g->stride[1];
+}
+
+static bool is_shifted(const lithe__conv2d *g) {
+    int64_t Hq, Wq;
+    phase_dims(g, &Hq, &Wq);
+    return !is_pointwise(g) && Wq - g->OW <= g->OW;
+}
+
+/* The shifted-rows workspace of one range: the B row pointers, the phase planes xq and yext. */
+typedef struct shifted_ws {
+    const float **rows; /* K */
+    float *xq;          /* Cg·s0·s1·Hq·Wq, then slack: the last rows' dropped columns read past the planes */
+    float *yext;        /* Mg·OH·Wq */
+    int64_t Hq, Wq;
+} shifted_ws;
+
+static void shifted_sizes(const lithe__conv2d *g, int64_t Cg, int64_t K, size_t *ptrs, size_t *xq) {
+    int64_t Hq, Wq;
+    phase_dims(g, &Hq, &Wq);
+    *ptrs = ((size_t)K * sizeof(float *) + 63) / 64 * 16; /* in floats, 64-byte multiple */
+    int64_t slack = (g->KW - 1) * g->dil[1] / g->stride[1] + 1;
+    *xq = ((size_t)(Cg * g->stride[0] * g->stride[1] * Hq * Wq + slack) + 15) / 16 * 16;
+}
+
+static size_t shifted_floats(const lithe__conv2d *g, int64_t Cg, int64_t Mg, int64_t K) {
+    int64_t Hq, Wq;
+    size_t ptrs, xq;
+    phase_dims(g, &Hq, &Wq);
+    shifted_sizes(g, Cg, K, &ptrs, &xq);
+    return ptrs + xq + (size_t)(Mg * g->OH * Wq);
+}
+
+static void shifted_init(const lithe__conv2d *g, int64_t Cg, int64_t K, float *buf, shifted_ws *w) {
+    int64_t s0 = g->stride[0], s1 = g->stride[1];
+    size_t ptrs, xq;
+    phase_dims(g, &w->Hq, &w->Wq);
+    shifted_sizes(g, Cg, K, &ptrs, &xq);
+    w->rows = (const float **)(void *)buf;
+    w->xq = buf + ptrs;
+    w->yext = w->xq + xq;
+    memset(w->xq, 0, xq * sizeof(float)); /* the borders stay zero: images overwrite the interior only */
+    int64_t k = 0, HWq = w->Hq * w->Wq;
+    for (int64_t c = 0; c < Cg; c++)
+        for (int64_t kh = 0; kh < g->KH; kh++)
+            for (int64_t kw = 0; kw < g->KW; kw++) {
+                int64_t th = kh * g->dil[0], tw = kw * g->dil[1];
+                w->rows[k++] = w->xq + ((c * s0 + th % s0) * s1 + tw % s1) * HWq + th / s0 * w->Wq + tw / s1;
+            }
+}
+
+static lithe_status shifted_forward(const lithe__conv2d *g, const shifted_ws *w, int64_t Cg, int64_t Mg, int64_t K,
+                                    const float *x, const float *Wg, const float *b, float *y) {
+    int64_t s0 = g->stride[0], s1 = g->stride[1], Hq = w->Hq, Wq = w->Wq, OH = g->OH, OW = g->OW, Q = OH * Wq;
+    for (int64_t c = 0; c < Cg; c++)
+        for (int64_t h = 0; h < g->H; h++) {
+            int64_t hp = h + g->pad[0];
+            const float *xr = x + (c * g->H + h) * g->W;
+            float *plane = w->xq + (c * s0 + hp % s0) * s1 * Hq * Wq + hp / s0 * Wq; /* phase b = 0's row */
+            if (s1 == 1) {
+                memcpy(plane + g->pad[1], xr, (size_t)g->W * sizeof(float));
+                continue;
+            }
+            for (int64_t pb = 0; pb < s1; pb++) { /* the columns of phase pb: w + pad[1] = j·s1 + pb */
+                int64_t w0 = ((pb - g->pad[1]) % s1 + s1) % s1;
+                float *dst = plane + pb * Hq * Wq + (w0 + g->pad[1]) / s1;
+                for (int64_t ww = w0, j = 0; ww < g->W; ww += s1, j++) dst[j] = xr[ww];
+            }
+        }
+    if (!lithe__sgemm_rows(NULL, true, Mg, Q, K, Wg, K, w->rows, w->yext, Q, NULL)) return LITHE_ERR_OOM;
+    for (int64_t m = 0; m < Mg; m++) { /* the kept columns into Y, the bias added on the way */
+        float bias = b ? b[m] : 0.0f;
+        for (int64_t oh = 0; oh < OH; oh++) {
+            const float *e = w->yext + m * Q + oh * Wq;
+            float *yr = y + (m * OH + oh) * OW;
+            if (b)
+                for (int64_t ow = 0; ow < OW; ow++) yr[ow] = e[ow] + bias;
+            else
+                memcpy(yr, e, (size_t)OW * sizeof(float));
+        }
+    }
+    return LITHE_OK;
+}
+
 /* Images [n0, n1) of a GEMM-path forward, with their own workspace: images run in parallel (each
  * output image belongs to one range); a GEMM started inside a range runs in its thread. */
 static void gemm_images(void *ctx, int64_t n0, int64_t n1) {
     gemm_job *j = ctx;
     const lithe__conv2d *g = j->g;
     int64_t Cg = g->C / g->group, Mg = g->M / g->group, K = Cg * g->KH * g->KW, P = g->OH * g->OW;
-    bool pw = is_pointwise(g);
-    float *col = NULL;
-    lithe_status s = pw ? LITHE_OK : workspace(j->be, (size_t)(K * P), &col);
+    bool pw = is_pointwise(g), sh = is_shifted(g);
+    float *ws = NULL;
+    shifted_ws sw = {0};
+    lithe_status s = pw ? LITHE_OK : workspace(j->be, sh ? shifted_floats(g, Cg, Mg, K) : (size_t)(K * P), &ws);
+    if (s == LITHE_OK && sh) shifted_init(g, Cg, K, ws, &sw);
     for (int64_t n = n0; n < n1 && s == LITHE_OK; n++)
         for (int64_t gi = 0; gi < g->group && s == LITHE_OK; gi++) {
-            const float *x = j->X + (n * g->C + gi * Cg) * g->H * g->W;
+            const float *x = j->X + (n * g->C + gi * Cg) * g->H * g->W, *Wg = j->W + gi * Mg * K;
+            const float *b = j->b ? j->b + gi * Mg : NULL;
             float *y = j->Y + (n * g->M + gi * Mg) * P;
-            if (j->b)
-                for (int64_t m = 0; m < Mg; m++)
-                    for (int64_t p = 0; p < P; p++) y[m * P + p] = j->b[gi * Mg + m];
-            if (!pw) im2col(g, x, Cg, col);
-            s = gemm(j->be, false, false, Mg, P, K, j->W + gi * Mg * K, pw ? x : col, j->b ? 1.0f : 0.0f, y);
+            if (sh) {
+                s = shifted_forward(g, &sw, Cg, Mg, K, x, Wg, b, y);
+                continue;
+            }
+            if (!pw) im2col(g, x, Cg, ws);
+            lithe__sgemm_epilogue e = {.bias_row = b};
+            if (!lithe__sgemm(NULL, true, false, false, Mg, P, K, 1.0f, Wg, K, pw ? x : ws, P, 0.0f, y, P, b ? &e : NULL))
+                s = LITHE_ERR_OOM;
         }
-    if (col) j->be->ops->free(j->be, col);
+    if (ws) j->be->ops->free(j->be, ws);
     if (s != LITHE_OK) {
         int ok = LITHE_OK;
         atomic_compare_exchange_strong(&j->status, &ok, (int)s);
@@ -248,7 +413,7 @@ static void gemm_images(void *ctx, int64_t n0, int64_t n1) {
 lithe_status lithe__cpu_conv2d(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
                                const float *b, float *Y) {
     if (is_depthwise(g)) {
-        depthwise_forward(g, X, W, b, Y);
+        depthwise_forward(be, g, X, W, b, Y);
         return LITHE_OK;
     }
     gemm_job j = {be, g, X, W, b, Y, LITHE_OK};
@@ -328,22 +493,12 @@ static void pool_planes(void *ctx, int64_t p0, int64_t p1) {
         lithe_f32_pool2d__scalar(&sub, j->X + p0 * HW, j->Y + p0 * OP, j->which ? j->which + p0 * OP : NULL);
         return;
     }
+    const lithe__simd_kernels *k = lithe__simd();
     for (int64_t nc = p0; nc < p1; nc++) {
         const float *x = j->X + nc * HW;
-        float *y = j->Y + nc * OP;
-        int32_t *w = j->which + nc * OP;
-        for (int64_t oh = 0; oh < g->OH; oh++) {
-            const float *r0 = x + 2 * oh * g->W, *r1 = r0 + g->W;
-            for (int64_t ow = 0; ow < g->OW; ow++) {
-                float best = r0[2 * ow];
-                int32_t arg = (int32_t)(2 * oh * g->W + 2 * ow);
-                if (r0[2 * ow + 1] > best) best = r0[2 * ow + 1], arg = (int32_t)(2 * oh * g->W + 2 * ow + 1);
-                if (r1[2 * ow] > best) best = r1[2 * ow], arg = (int32_t)((2 * oh + 1) * g->W + 2 * ow);
-                if (r1[2 * ow + 1] > best) best = r1[2 * ow + 1], arg = (int32_t)((2 * oh + 1) * g->W + 2 * ow + 1);
-                y[oh * g->OW + ow] = best;
-                w[oh * g->OW + ow] = arg;
-            }
-        }
+        for (int64_t oh = 0; oh < g->OH; oh++)
+            k->maxpool2x2_row(g->OW, x + 2 * oh * g->W, x + (2 * oh + 1) * g->W, g->W, (int32_t)(2 * oh * g->W),
+                              j->Y + nc * OP + oh * g->OW, j->which + nc * OP + oh * g->OW);
     }
 }
 

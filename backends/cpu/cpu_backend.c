@@ -92,7 +92,7 @@ static lithe_status cpu_gemm_bias_act(lithe_backend *be, bool tA, bool tB, const
                                       lithe_tensor *Z, lithe_tensor *Y) {
     (void)be;
     int64_t M = Y->shape[0], N = Y->shape[1], K = tA ? A->shape[0] : A->shape[1];
-    lithe__sgemm_epilogue e = {b ? F(b) : NULL, a, lithe__simd()->act, Z ? F(Z) : NULL, Z ? Z->strides[0] : 0};
+    lithe__sgemm_epilogue e = {b ? F(b) : NULL, a, lithe__simd()->act, Z ? F(Z) : NULL, Z ? Z->strides[0] : 0, NULL};
     if (!lithe__sgemm(NULL, true, tA, tB, M, N, K, 1.0f, F(A), A->strides[0], F(B), B->strides[0], 0.0f, F(Y),
                       Y->strides[0], &e))
         return lithe__oom("gemm packing workspace", (size_t)K * 4096 * sizeof(float));
@@ -558,7 +558,7 @@ static lithe_status cpu_gemm_prepared(lithe_backend *be, bool tA, bool tB, float
                                       const lithe_tensor *b, const lithe__act *a, lithe_tensor *Z) {
     (void)be;
     int64_t M = C->shape[0], N = C->shape[1], K = tA ? A->shape[0] : A->shape[1];
-    lithe__sgemm_epilogue e = {b ? F(b) : NULL, a, lithe__simd()->act, Z ? F(Z) : NULL, Z ? Z->strides[0] : 0};
+    lithe__sgemm_epilogue e = {b ? F(b) : NULL, a, lithe__simd()->act, Z ? F(Z) : NULL, Z ? Z->strides[0] : 0, NULL};
     if (!lithe__sgemm_prepacked(NULL, true, tA, tB, M, N, K, alpha, F(A), A->strides[0], F(B), B->strides[0], P, beta,
                                 F(C), C->strides[0], b || a || Z ? &e : NULL))
         return lithe__oom("gemm packing workspace", (size_t)K * 4096 * sizeof(float));
@@ -577,6 +577,11 @@ static const lithe_backend_ops cpu_ops = {
     .prepare_b = cpu_prepare_b,
     .prepared_free = cpu_prepared_free,
     .gemm_prepared = cpu_gemm_prepared,
+#ifdef LITHE_XNNPACK /* XNNPACK's operators where they measured faster (backends/cpu/xnnpack.c) */
+    .prepare_op = lithe__xnn_prepare_op,
+    .prepared_op_free = lithe__xnn_prepared_op_free,
+    .run_prepared_op = lithe__xnn_run_prepared_op,
+#endif
 };
 
 static lithe_backend cpu_backend = {"cpu", true, &cpu_ops, NULL, 1 /* kDLCPU */, 0};

@@ -55,6 +55,19 @@ static void scalar_dwconv_row(int64_t n, float *y, const float *const *xr, const
     }
 }
 
+static void scalar_maxpool2x2_row(int64_t n, const float *r0, const float *r1, int64_t W, int32_t base, float *y,
+                                  int32_t *which) {
+    for (int64_t o = 0; o < n; o++) {
+        float best = r0[2 * o];
+        int32_t arg = base + (int32_t)(2 * o);
+        if (r0[2 * o + 1] > best) best = r0[2 * o + 1], arg = base + (int32_t)(2 * o + 1);
+        if (r1[2 * o] > best) best = r1[2 * o], arg = base + (int32_t)(W + 2 * o);
+        if (r1[2 * o + 1] > best) best = r1[2 * o + 1], arg = base + (int32_t)(W + 2 * o + 1);
+        y[o] = best;
+        which[o] = arg;
+    }
+}
+
 static void scalar_binary(int op, int64_t n, const float *A, bool a1, const float *B, bool b1, float *Y) {
     for (int64_t i = 0; i < n; i++) Y[i] = lithe__bin_fwd(op, A[a1 ? 0 : i], B[b1 ? 0 : i]);
 }
@@ -85,6 +98,7 @@ const lithe__simd_kernels lithe__simd_scalar = {
     .unary_backward = lithe_f32_unary_backward__scalar,
     .maxout = scalar_maxout,
     .dwconv_row = scalar_dwconv_row,
+    .maxpool2x2_row = scalar_maxpool2x2_row,
     .binary = scalar_binary,
 };
 

@@ -204,6 +204,25 @@ static void pack_portable(size_t R, size_t lanes, size_t kc, const float *src, s
     }
 }
 
+/* A B sliver from row pointers (lithe__sgemm_rows): step k's lanes at rows[k] + col. Runs of rows
+ * evenly spaced in memory (a convolution's taps along a filter row: d1 floats apart) go to the
+ * kernel's packing as one strided block. */
+static void pack_b_rows(const lithe__sgemm_kernel *k, size_t lanes, size_t kc, const float *const *rows, int64_t col,
+                        float *dst) {
+    size_t NR = (size_t)k->nr;
+    for (size_t k0 = 0; k0 < kc;) {
+        size_t run = 1, ld = 0;
+        if (k0 + 1 < kc && rows[k0 + 1] > rows[k0]) {
+            ld = (size_t)(rows[k0 + 1] - rows[k0]);
+            for (run = 2; k0 + run < kc && rows[k0 + run] == rows[k0 + run - 1] + ld; run++) {
+            }
+        }
+        if (k->pack_b) k->pack_b(lanes, run, rows[k0] + col, ld, false, dst + k0 * NR);
+        else pack_portable(NR, lanes, run, rows[k0] + col, ld, false, dst + k0 * NR);
+        k0 += run;
+    }
+}
+
 /* ---- the blocked loop nest over one range of C ---- */
 
 typedef struct job {
@@ -213,6 +232,7 @@ typedef struct job {
     float alpha, beta;
     const float *A, *B;
     const lithe__sgemm_packed_b *Bpk; /* op(B) packed ahead (NULL: packed here) */
+    const float *const *B_rows; /* lithe__sgemm_rows: op(B)'s rows (B unused) */
     int64_t lda, ldb, ldc;
     float *C;
     const lithe__sgemm_epilogue *epi;
@@ -230,20 +250,31 @@ static size_t ws_floats(const lithe__sgemm_kernel *k, int64_t M, int64_t N, int6
     return round_up(kc * mc, 16) + (b_packed ? 0 : kc * nc);
 }
 
-static void epilogue_tile(const lithe__sgemm_epilogue *e, size_t mr, size_t nr, float *c, size_t ldc, int64_t i0,
-                          int64_t j0) {
+static bool epilogue_after(const lithe__sgemm_epilogue *e) { return e && (e->Z || e->act || e->bias_row); }
+
+static void epilogue_tile(const lithe__sgemm_epilogue *e, bool add_bias_row, size_t mr, size_t nr, float *c, size_t ldc,
+                          int64_t i0, int64_t j0) {
     for (size_t i = 0; i < mr; i++) {
         float *ci = c + i * ldc;
+        if (add_bias_row && e->bias_row) {
+            float b = e->bias_row[i0 + (int64_t)i];
+            for (size_t j = 0; j < nr; j++) ci[j] += b;
+        }
         if (e->Z) memcpy(e->Z + (i0 + (int64_t)i) * e->ldz + j0, ci, nr * sizeof(float));
         if (e->act) e->act_fn(e->act, (int64_t)nr, ci, ci);
     }
 }
 
+/* A row bias rides in the product as one more step k = K (bias_step): A's column K is bias_row,
+ * B's row K is ones, so the microkernel adds it with one multiply-add per element (bias_row[i] · 1,
+ * exact) instead of a pass over C. A block holding that step packs its real steps, then the extra. */
+static bool bias_step(const lithe__sgemm_epilogue *e) { return e && e->bias_row; }
+
 static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, float *ws) {
     const lithe__sgemm_kernel *k = jb->k;
     const size_t MR = (size_t)k->mr, NR = (size_t)k->nr;
-    const int64_t K = jb->K;
     const lithe__sgemm_epilogue *epi = jb->epi;
+    const int64_t K = jb->K + (bias_step(epi) ? 1 : 0), Kr = jb->K; /* steps in all, real steps */
     size_t kcmax = (size_t)(K < k->kc ? K : k->kc);
     size_t mcmax = round_up((size_t)(m1 - m0 < k->mc ? m1 - m0 : k->mc), MR);
     float *Ap = ws, *Bp = ws + round_up(kcmax * mcmax, 16); /* slivers 64-byte aligned */
@@ -252,24 +283,38 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
         for (int64_t pc = 0; pc < K; pc += k->kc) {
             size_t kb = (size_t)(K - pc < k->kc ? K - pc : k->kc);
             bool last = pc + (int64_t)kb == K;
-            if (jb->Bpk) /* packed ahead: panel pc, from sliver jc on (gemm.h) */
+            size_t kr = last && K > Kr ? kb - 1 : kb; /* real steps in this block */
+            if (jb->Bpk) /* packed ahead: panel pc, from sliver jc on (gemm.h; never with a bias step) */
                 Bp = jb->Bpk->data + (size_t)pc * round_up((size_t)jb->N, NR) + (size_t)jc * kb;
             for (size_t jr = 0; !jb->Bpk && jr < nb; jr += NR) {
                 size_t lanes = nb - jr < NR ? nb - jr : NR;
+                float *dst = Bp + jr * kb;
+                if (kr < kb)
+                    for (size_t l = 0; l < NR; l++) dst[kr * NR + l] = l < lanes ? 1.0f : 0.0f;
+                if (!kr) continue;
+                if (jb->B_rows) {
+                    pack_b_rows(k, lanes, kr, jb->B_rows + pc, jc + (int64_t)jr, dst);
+                    continue;
+                }
                 const float *src = jb->tB ? jb->B + (jc + (int64_t)jr) * jb->ldb + pc
                                           : jb->B + pc * jb->ldb + jc + (int64_t)jr;
-                if (k->pack_b) k->pack_b(lanes, kb, src, (size_t)jb->ldb, jb->tB, Bp + jr * kb);
-                else pack_portable(NR, lanes, kb, src, (size_t)jb->ldb, jb->tB, Bp + jr * kb);
+                if (k->pack_b) k->pack_b(lanes, kr, src, (size_t)jb->ldb, jb->tB, dst);
+                else pack_portable(NR, lanes, kr, src, (size_t)jb->ldb, jb->tB, dst);
             }
             lithe__sgemm_ukparams p = {jb->alpha, pc == 0 ? jb->beta : 1.0f, NULL};
             for (int64_t ic = m0; ic < m1; ic += k->mc) {
                 size_t mb = (size_t)(m1 - ic < k->mc ? m1 - ic : k->mc);
                 for (size_t ir = 0; ir < mb; ir += MR) {
                     size_t lanes = mb - ir < MR ? mb - ir : MR;
+                    float *dst = Ap + ir * kb;
+                    if (kr < kb)
+                        for (size_t l = 0; l < MR; l++)
+                            dst[kr * MR + l] = l < lanes ? epi->bias_row[ic + (int64_t)(ir + l)] : 0.0f;
+                    if (!kr) continue;
                     const float *src = jb->tA ? jb->A + pc * jb->lda + ic + (int64_t)ir
                                               : jb->A + (ic + (int64_t)ir) * jb->lda + pc;
-                    if (k->pack_a) k->pack_a(lanes, kb, src, (size_t)jb->lda, !jb->tA, Ap + ir * kb);
-                    else pack_portable(MR, lanes, kb, src, (size_t)jb->lda, !jb->tA, Ap + ir * kb);
+                    if (k->pack_a) k->pack_a(lanes, kr, src, (size_t)jb->lda, !jb->tA, dst);
+                    else pack_portable(MR, lanes, kr, src, (size_t)jb->lda, !jb->tA, dst);
                 }
                 for (size_t jr = 0; jr < nb; jr += NR) {
                     size_t nr = nb - jr < NR ? nb - jr : NR;
@@ -279,7 +324,7 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                         float *c = jb->C + (ic + (int64_t)ir) * jb->ldc + jc + (int64_t)jr;
                         k->ukernel(mr, nr, kb, Ap + ir * kb, Bp + jr * kb, c, (size_t)jb->ldc, &p);
                         if (last && epi && (epi->Z || epi->act))
-                            epilogue_tile(epi, mr, nr, c, (size_t)jb->ldc, ic + (int64_t)ir, jc + (int64_t)jr);
+                            epilogue_tile(epi, false, mr, nr, c, (size_t)jb->ldc, ic + (int64_t)ir, jc + (int64_t)jr);
                     }
                 }
             }
@@ -297,7 +342,8 @@ static void gemm_task(void *ctx, int64_t begin, int64_t end) {
         m0 = begin * jb->k->mr;
         m1 = end * jb->k->mr < jb->M ? end * jb->k->mr : jb->M;
     }
-    ws_slot priv, *s = ws_claim(ws_floats(jb->k, m1 - m0, n1 - n0, jb->K, jb->Bpk != NULL), &priv);
+    ws_slot priv, *s = ws_claim(ws_floats(jb->k, m1 - m0, n1 - n0, jb->K + (bias_step(jb->epi) ? 1 : 0), jb->Bpk != NULL),
+                                &priv);
     if (!s) {
         atomic_store(&jb->failed, true);
         return;
@@ -370,7 +416,7 @@ static void gemv_task(void *ctx, int64_t begin, int64_t end) {
     const float *w = g->trans ? g->w + j0 * g->ldw : g->w + j0;
     const float *bias = g->epi && g->epi->bias ? g->epi->bias + j0 : NULL;
     g->fn(n, g->K, g->kc, g->alpha, g->x, w, g->ldw, g->beta, g->y + j0, bias);
-    if (g->epi && (g->epi->Z || g->epi->act)) epilogue_tile(g->epi, 1, n, g->y + j0, 0, 0, (int64_t)j0);
+    if (epilogue_after(g->epi)) epilogue_tile(g->epi, true, 1, n, g->y + j0, 0, 0, (int64_t)j0);
 }
 
 /* ---- M = 1 against op(B) packed ahead: the one-row kernel over ranges of slivers ---- */
@@ -397,7 +443,7 @@ static void row_task(void *ctx, int64_t begin, int64_t end) {
         lithe__sgemm_ukparams p = {r->alpha, pc == 0 ? r->beta : 1.0f, last && epi && epi->bias ? epi->bias + n0 : NULL};
         r->k->urow(ns, nr_last, kb, r->x + pc, r->Bpk->data + pc * Npad + n0 * kb, r->C + n0, &p);
     }
-    if (epi && (epi->Z || epi->act)) epilogue_tile(epi, 1, n1 - n0, r->C + n0, 0, 0, (int64_t)n0);
+    if (epilogue_after(epi)) epilogue_tile(epi, true, 1, n1 - n0, r->C + n0, 0, 0, (int64_t)n0);
 }
 
 /* ---- entry ---- */
@@ -413,9 +459,11 @@ static void k_zero(int64_t M, int64_t N, float beta, float *C, int64_t ldc, cons
             if (epi && epi->bias) t += epi->bias[j];
             c[j] = t;
         }
-        if (epi && (epi->Z || epi->act)) epilogue_tile(epi, 1, (size_t)N, c, 0, i, 0);
+        if (epilogue_after(epi)) epilogue_tile(epi, true, 1, (size_t)N, c, 0, i, 0);
     }
 }
+
+static bool run_packed(job *jb, lithe__pool *pool, int T);
 
 bool lithe__sgemm(const lithe__sgemm_kernel *k, bool use_threads, bool tA, bool tB, int64_t M, int64_t N, int64_t K,
                   float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
@@ -477,7 +525,8 @@ bool lithe__sgemm_prepacked(const lithe__sgemm_kernel *k, bool use_threads, bool
     const lithe__sgemm_kernel *kr = NULL; /* the variant for M rows, found once when needed */
     if (Bpk) {
         kr = k->for_rows ? k->for_rows(M) : k;
-        if (Bpk->nr != kr->nr || Bpk->kc != kr->kc || Bpk->transB != tB || Bpk->K != K || Bpk->N != N)
+        if (Bpk->nr != kr->nr || Bpk->kc != kr->kc || Bpk->transB != tB || Bpk->K != K || Bpk->N != N ||
+            bias_step(epi)) /* a row bias rides in B as a row of ones, which the packed panels lack */
             Bpk = NULL; /* packed for another kernel (or another product): pack here */
     }
     /* M = 1: with W packed ahead, the one-row kernel streams its slivers (the same bits, gemm.h's
@@ -510,14 +559,36 @@ bool lithe__sgemm_prepacked(const lithe__sgemm_kernel *k, bool use_threads, bool
         return true;
     }
 
-    k = kr ? kr : k->for_rows ? k->for_rows(M) : k;
     job jb = {.k = k, .tA = tA, .tB = tB, .M = M, .N = N, .K = K, .alpha = alpha, .beta = beta, .A = A, .B = B,
               .Bpk = Bpk, .lda = lda, .ldb = ldb, .ldc = ldc, .C = C, .epi = epi};
-    atomic_init(&jb.failed, false);
+    return run_packed(&jb, pool, T);
+}
+
+bool lithe__sgemm_rows(const lithe__sgemm_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K, const float *A,
+                       int64_t lda, const float *const *B_rows, float *C, int64_t ldc, const lithe__sgemm_epilogue *epi) {
+    if (M <= 0 || N <= 0) return true;
+    if (!k) k = lithe__sgemm_kernel_best();
+    if (K <= 0) {
+        k_zero(M, N, 0.0f, C, ldc, epi);
+        return true;
+    }
+    double flops = 2.0 * (double)M * (double)N * (double)K;
+    lithe__pool *pool = use_threads && flops >= MIN_PARALLEL_FLOPS ? lithe__cpu_pool() : NULL;
+    job jb = {.k = k, .M = M, .N = N, .K = K, .alpha = 1.0f, .beta = 0.0f, .A = A, .B_rows = B_rows, .lda = lda,
+              .ldc = ldc, .C = C, .epi = epi};
+    return run_packed(&jb, pool, lithe__pool_threads(pool));
+}
+
+/* The packed path of both entries: the kernel for M's rows, the thread split, the ranges. */
+static bool run_packed(job *jb, lithe__pool *pool, int T) {
+    const lithe__sgemm_kernel *k = jb->k;
+    int64_t M = jb->M, N = jb->N;
+    if (k->for_rows) k = jb->k = k->for_rows(M);
+    atomic_init(&jb->failed, false);
     int64_t ns = (N + k->nr - 1) / k->nr, ms = (M + k->mr - 1) / k->mr;
-    jb.split_n = ns >= 2 * T || ns >= ms;
-    int64_t items = jb.split_n ? ns : ms;
-    if (T > 1) lithe__pool_for(pool, items, 1, gemm_task, &jb);
-    else gemm_task(&jb, 0, items);
-    return !atomic_load(&jb.failed);
+    jb->split_n = ns >= 2 * T || ns >= ms;
+    int64_t items = jb->split_n ? ns : ms;
+    if (T > 1) lithe__pool_for(pool, items, 1, gemm_task, jb);
+    else gemm_task(jb, 0, items);
+    return !atomic_load(&jb->failed);
 }

@@ -110,6 +110,11 @@ typedef struct lithe__sgemm_epilogue {
     lithe__act_fn act_fn;   /* the backend's act kernel (required with act) */
     float *Z;               /* (M, N), row stride ldz, or NULL */
     int64_t ldz;
+    /* (M,) or NULL: bias_row[i] added to every element of row i (a convolution's per-filter bias)
+     * before Z and act: on the packed path as one more product step after the K real ones (A's
+     * column K = bias_row, B's row K = ones: one multiply-add per element in the microkernel);
+     * M = 1 (GEMV) and K = 0 add it after the store. Within the rounding of adding it once. */
+    const float *bias_row;
 } lithe__sgemm_epilogue;
 
 /* Kernels, per ISA. Each returns NULL where the ISA is not compiled in or the CPU lacks it. */
@@ -159,5 +164,12 @@ bool lithe__sgemm_prepacked(const lithe__sgemm_kernel *k, bool use_threads, bool
                             int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *B,
                             int64_t ldb, const lithe__sgemm_packed_b *Bp, float beta, float *C, int64_t ldc,
                             const lithe__sgemm_epilogue *epi);
+
+/* C = A · B with op(B) given row by row: B_rows[k] points at row k's N floats (K rows, anywhere:
+ * a convolution passes shifted views of its padded input and packs no im2col matrix), A (M, K)
+ * row-major, not transposed, and beta = 0. Packing, blocking, threads and the bits of every C
+ * element are lithe__sgemm's for the same op(B); A is packed per call like there. */
+bool lithe__sgemm_rows(const lithe__sgemm_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K, const float *A,
+                       int64_t lda, const float *const *B_rows, float *C, int64_t ldc, const lithe__sgemm_epilogue *epi);
 
 #endif

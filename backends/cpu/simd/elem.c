@@ -918,6 +918,61 @@ static void K(dwconv_row)(int64_t n, float *y, const float *const *xr, const flo
     else dw_impl(n, y, xr, w, nr, KW, dil, s);
 }
 
+/* One output row of 2x2 stride-2 max pooling without padding: y[o] = the first maximum of r0[2o],
+ * r0[2o + 1], r1[2o], r1[2o + 1] (the twin's tap order, `>` so the first wins and a NaN is never
+ * taken after the first tap), which[o] = its index in the plane, base (= 2·oh·W) + 2o + 0 | 1 | W | W + 1.
+ * Eight and then four columns at a time (pooled maps are narrow: 14, 7), deinterleaving pairs with
+ * shuffles, selecting without branches (random data mispredicts them); the last 1-3 columns run the
+ * four-wide block on zero-padded copies. Bit-identical to the twin. */
+#define MAXPOOL_BLOCK(NL, EVEN, ODD, R0, R1, O, Y, WHICH)                                                          \
+    do {                                                                                                          \
+        typedef float vfl __attribute__((vector_size(4 * (NL))));                                                  \
+        typedef int32_t vil __attribute__((vector_size(4 * (NL))));                                                \
+        vfl a0, a1, b0, b1;                                                                                       \
+        memcpy(&a0, (R0), sizeof a0), memcpy(&a1, (R0) + (NL), sizeof a1);                                        \
+        memcpy(&b0, (R1), sizeof b0), memcpy(&b1, (R1) + (NL), sizeof b1);                                        \
+        vfl t[4] = {__builtin_shufflevector(a0, a1, EVEN), __builtin_shufflevector(a0, a1, ODD),                  \
+                    __builtin_shufflevector(b0, b1, EVEN), __builtin_shufflevector(b0, b1, ODD)};                 \
+        int32_t d[4] = {0, 1, (int32_t)W, (int32_t)W + 1};                                                        \
+        vfl best = t[0];                                                                                          \
+        vil off = (vil){0};                                                                                       \
+        for (int q = 1; q < 4; q++) {                                                                             \
+            vil gt = t[q] > best;                                                                                 \
+            best = (vfl)((gt & (vil)t[q]) | (~gt & (vil)best));                                                   \
+            off = (gt & ((vil){0} + d[q])) | (~gt & off);                                                         \
+        }                                                                                                         \
+        vil idx;                                                                                                  \
+        for (int l = 0; l < (NL); l++) idx[l] = base + 2 * (int32_t)((O) + l);                                    \
+        idx += off;                                                                                               \
+        memcpy((Y), &best, sizeof best);                                                                          \
+        memcpy((WHICH), &idx, sizeof idx);                                                                        \
+    } while (0)
+#define EVEN8 0, 2, 4, 6, 8, 10, 12, 14
+#define ODD8 1, 3, 5, 7, 9, 11, 13, 15
+#define EVEN4 0, 2, 4, 6
+#define ODD4 1, 3, 5, 7
+static void K(maxpool2x2_row)(int64_t n, const float *r0, const float *r1, int64_t W, int32_t base, float *y,
+                              int32_t *which) {
+    int64_t o = 0;
+    for (; o + 8 <= n; o += 8) MAXPOOL_BLOCK(8, EVEN8, ODD8, r0 + 2 * o, r1 + 2 * o, o, y + o, which + o);
+    for (; o + 4 <= n; o += 4) MAXPOOL_BLOCK(4, EVEN4, ODD4, r0 + 2 * o, r1 + 2 * o, o, y + o, which + o);
+    if (o < n) {
+        int64_t m = n - o;
+        float p0[8] = {0}, p1[8] = {0}, py[4];
+        int32_t pw[4];
+        memcpy(p0, r0 + 2 * o, (size_t)(2 * m) * sizeof(float));
+        memcpy(p1, r1 + 2 * o, (size_t)(2 * m) * sizeof(float));
+        MAXPOOL_BLOCK(4, EVEN4, ODD4, p0, p1, o, py, pw);
+        memcpy(y + o, py, (size_t)m * sizeof(float));
+        memcpy(which + o, pw, (size_t)m * sizeof(int32_t));
+    }
+}
+#undef EVEN8
+#undef ODD8
+#undef EVEN4
+#undef ODD4
+#undef MAXPOOL_BLOCK
+
 const lithe__simd_kernels TABLE = {
     .isa = STR(LITHE_SIMD_ISA),
     .lanes = VW,
@@ -944,5 +999,6 @@ const lithe__simd_kernels TABLE = {
     .unary_backward = K(unary_backward),
     .maxout = K(maxout),
     .dwconv_row = K(dwconv_row),
+    .maxpool2x2_row = K(maxpool2x2_row),
     .binary = K(binary),
 };

@@ -68,6 +68,11 @@ typedef struct lithe__simd_kernels {
      * y[o] += sum over r < nr, k < KW (in that order) of xr[r][o * s + k * dil] * w[r * KW + k]. */
     void (*dwconv_row)(int64_t n, float *y, const float *const *xr, const float *w, int64_t nr, int64_t KW,
                        int64_t dil, int64_t s);
+    /* One output row of 2x2 stride-2 max pooling (no padding) from input rows r0, r1 of a W-wide
+     * plane: y[o] = the first maximum of r0[2o], r0[2o+1], r1[2o], r1[2o+1] (`>`, the twin's order),
+     * which[o] = its index in the plane, base + 2o (+1, +W, +W+1). */
+    void (*maxpool2x2_row)(int64_t n, const float *r0, const float *r1, int64_t W, int32_t base, float *y,
+                           int32_t *which);
     /* An imported graph's add / sub / mul / div (lithe__bin_op <= LITHE__BIN_DIV) over one row:
      * Y[i] = A[a1 ? 0 : i] op B[b1 ? 0 : i] for i < n (a1 / b1: that operand is one value). */
     void (*binary)(int op, int64_t n, const float *A, bool a1, const float *B, bool b1, float *Y);
