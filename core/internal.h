@@ -100,6 +100,14 @@ struct lithe__prepared {
     int64_t offset, shape[2], strides[2];
     void *data;   /* the backend's (its prepared_free releases it) */
     size_t bytes; /* what it holds */
+    /* A prepared op (kind != LITHE__PREP_GEMM_B; lithe__prepare_op): the op's key, and the bias it
+     * baked in (retained unless it lives in this storage; valid while its version holds). */
+    int kind;
+    struct lithe__prep_op *op;
+    lithe_tensor *bias; /* a reference, when not in this storage */
+    const lithe__storage *bias_storage;
+    int64_t bias_offset, bias_numel;
+    uint64_t bias_version;
 };
 /* A write by lithe itself: bumps the version and drops the prepared forms (every dispatcher does
  * it for the tensors a primitive may write; lithe_tensor_write too). */
@@ -296,8 +304,39 @@ struct lithe_backend_ops {
     void (*prepared_free)(lithe_backend *be, void *p);
     lithe_status (*gemm_prepared)(lithe_backend *be, bool transA, bool transB, float alpha, const lithe_tensor *A,
                                   const lithe_tensor *B, const void *P, float beta, lithe_tensor *C,
-                                  const lithe_tensor *b, const struct lithe__act *a, lithe_tensor *Z);
+                                  const lithe_tensor *b, const struct lithe__act *a, lithe_tensor *Z);    /* Optional (NULL: none): a backend's prepared form of a whole op (struct lithe__prep_op: a
+     * fully-connected layer or a Conv with its weight W and bias), for backends that bake weights
+     * into their own operators (LITHE_XNNPACK: backends/cpu/xnnpack.c).
+     *   prepare_op: *out NULL when the backend's rule keeps lithe's kernels for this op.
+     *   prepared_op_free: releases one.
+     *   run_prepared_op: Y = op(X) through P (a form prepare_op made for this op, W and bias);
+     *     *done false (nothing written) when the rule keeps lithe's kernels for this X. */
+    lithe_status (*prepare_op)(lithe_backend *be, const struct lithe__prep_op *op, const lithe_tensor *W,
+                               const lithe_tensor *bias, void **out, size_t *bytes);
+    void (*prepared_op_free)(lithe_backend *be, void *p);
+    lithe_status (*run_prepared_op)(lithe_backend *be, const void *P, const struct lithe__prep_op *op,
+                                    const lithe_tensor *X, lithe_tensor *Y, bool *done);
 };
+
+/* A prepared op (core/prepare.c, lithe__prepare_op): what the backend's form computes.
+ *   LITHE__PREP_FC: Y (M, N) = clamp(X (M, K) · Wᵀ + bias, out_min, out_max), W (N, K), bias (N,)
+ *     or NULL; a dense layer (Linear: no clamp, Relu: [0, inf)) or an ONNX Gemm.
+ *   LITHE__PREP_CONV2D: ONNX Conv, Y (N, M, OH, OW) = conv(X (N, C, H, W), W (M, C/group, KH, KW))
+ *     + bias (M,) or NULL, with conv's C, M, KH, KW, group, stride, pad, dil (N, H, W, OH, OW are
+ *     the run's, not part of the key). */
+enum { LITHE__PREP_GEMM_B = 0, LITHE__PREP_FC, LITHE__PREP_CONV2D };
+typedef struct lithe__prep_op {
+    int kind;
+    float out_min, out_max;
+    lithe__conv2d conv;
+} lithe__prep_op;
+/* Makes (or keeps, when valid) W's prepared form of op for be (bias: the op's, or NULL). LITHE_OK
+ * also when be makes none (no prepare_op, or its rule keeps lithe's kernels). */
+lithe_status lithe__prepare_op(lithe_backend *be, const lithe__prep_op *op, lithe_tensor *W, lithe_tensor *bias);
+/* Y = op(X) through W's valid prepared form of op with this bias when is_train is false: *done
+ * true when it ran (Y written), false when there is none or the backend's rule declines X. */
+lithe_status lithe__run_prepared_op(lithe_backend *be, bool is_train, const lithe__prep_op *op, const lithe_tensor *W,
+                                    const lithe_tensor *bias, const lithe_tensor *X, lithe_tensor *Y, bool *done);
 
 struct lithe_backend {
     const char *name;
@@ -475,6 +514,11 @@ lithe_status lithe__affine_forward(lithe_model *m, lithe_tensor *X, bool is_trai
  * pre-activation X·Wᵀ + b (a new tensor). is_train false: through W's prepared form when valid. */
 lithe_status lithe__affine_forward_act(lithe_model *m, lithe_tensor *X, bool is_train, const lithe__act *a, lithe_tensor **Z,
                                        lithe_tensor **Y);
+/* The prepared-op key (lithe__prepare_op) of Y = act(X·Wᵀ + b): false when act (NULL: none) has
+ * no backend operator form (only none and relu, a clamp, have one). */
+bool lithe__affine_prep_op(const lithe__act *a, lithe__prep_op *op);
+/* The same for a dense-family node (its type's activation). */
+bool lithe__dense_prep_op(lithe_model *m, lithe__prep_op *op);
 /* db += sum(dY), dW += dYᵀ·X, *dX = dY·W (dX NULL: skipped). */
 lithe_status lithe__affine_backward(lithe_model *m, lithe_tensor *X, const lithe_tensor *dY,
                                     lithe_tensor **dX);
@@ -517,6 +561,11 @@ lithe_status lithe__onnx_attach(lithe_model *m);
  * nodes read as B (core/prepare.c); and the node's i-th float constant (NULL past the last). */
 lithe_status lithe__graph_prepare(lithe_model *m);
 lithe_tensor *lithe__graph_const(lithe_model *m, size_t i);
+/* The prepared-op key of a graph node whose weight W and bias (NULL: none) are initializers: a
+ * Gemm as A · Wᵀ + bias or a Conv with pads fixed by its attributes; false for anything else. */
+struct lithe__onnx_node;
+bool lithe__graph_prep_op(const struct lithe__onnx_node *n, const lithe_tensor *W, const lithe_tensor *bias,
+                          lithe__prep_op *op);
 const lithe__layer_type *lithe__layer_type_by_name(const char *registered_name);
 
 /* chain(node, LayerNorm(nI=nO)) when o->normalize, then chain(.., Dropout) when o->dropout > 0,

@@ -16,7 +16,13 @@ static bool same_view(const lithe__prepared *p, const lithe_tensor *B, bool tran
 }
 
 static void prepared_free(lithe__prepared *p) {
-    if (p->backend->ops->prepared_free) p->backend->ops->prepared_free(p->backend, p->data);
+    if (p->kind == LITHE__PREP_GEMM_B) {
+        if (p->backend->ops->prepared_free) p->backend->ops->prepared_free(p->backend, p->data);
+    } else if (p->backend->ops->prepared_op_free) {
+        p->backend->ops->prepared_op_free(p->backend, p->data);
+    }
+    lithe_tensor_release(p->bias);
+    lithe__free(p->op);
     lithe__free(p);
 }
 
@@ -33,7 +39,7 @@ void lithe__storage_drop_prepared(lithe__storage *st) {
 static lithe__prepared *find(const lithe_tensor *B, bool transB, const lithe_backend *be) {
     if (!B || B->ndim != 2) return NULL;
     for (lithe__prepared *p = B->storage->prepared; p; p = p->next)
-        if (p->version == B->storage->version && same_view(p, B, transB, be)) return p;
+        if (p->kind == LITHE__PREP_GEMM_B && p->version == B->storage->version && same_view(p, B, transB, be)) return p;
     return NULL;
 }
 
@@ -93,6 +99,83 @@ lithe_status lithe__gemm_bias_act_w(lithe_backend *be, bool is_train, bool trans
     return be->ops->gemm_prepared(be, transA, transB, 1.0f, A, B, P, 0.0f, Y, b, a, Z);
 }
 
+/* ---- prepared ops (a backend's own operators with the weights baked in: LITHE_XNNPACK) ---- */
+
+static bool same_op(const lithe__prep_op *a, const lithe__prep_op *b) {
+    if (a->kind != b->kind || a->out_min != b->out_min || a->out_max != b->out_max) return false;
+    if (a->kind != LITHE__PREP_CONV2D) return true;
+    const lithe__conv2d *x = &a->conv, *y = &b->conv;
+    return x->C == y->C && x->M == y->M && x->KH == y->KH && x->KW == y->KW && x->group == y->group &&
+           !memcmp(x->stride, y->stride, sizeof x->stride) && !memcmp(x->pad, y->pad, sizeof x->pad) &&
+           !memcmp(x->dil, y->dil, sizeof x->dil);
+}
+
+static bool same_bias(const lithe__prepared *p, const lithe_tensor *b) {
+    if (!b) return !p->bias_storage;
+    return p->bias_storage == b->storage && p->bias_offset == b->offset && p->bias_numel == b->numel &&
+           p->bias_version == b->storage->version;
+}
+
+static lithe__prepared *find_op(const lithe__prep_op *op, const lithe_tensor *W, const lithe_tensor *bias,
+                                const lithe_backend *be) {
+    for (lithe__prepared *p = W->storage->prepared; p; p = p->next)
+        if (p->kind == op->kind && p->backend == be && p->version == W->storage->version && same_op(p->op, op) &&
+            p->offset == W->offset && p->shape[0] == W->shape[0] && p->strides[0] == W->strides[0] &&
+            same_bias(p, bias))
+            return p;
+    return NULL;
+}
+
+lithe_status lithe__prepare_op(lithe_backend *be, const lithe__prep_op *op, lithe_tensor *W, lithe_tensor *bias) {
+    if (!be->ops->prepare_op || !be->ops->run_prepared_op || W->dtype != LITHE_F32 || W->storage->backend != be ||
+        !lithe_tensor_is_contiguous(W) || W->numel == 0 ||
+        (bias && (bias->dtype != LITHE_F32 || bias->storage->backend != be || !lithe_tensor_is_contiguous(bias))))
+        return LITHE_OK;
+    if (find_op(op, W, bias, be)) return LITHE_OK;
+    lithe__prepared *p = lithe__calloc(1, sizeof *p);
+    lithe__prep_op *key = lithe__malloc(sizeof *key);
+    if (!p || !key) {
+        lithe__free(p);
+        lithe__free(key);
+        return lithe__oom("lithe_model_prepare_inference", sizeof *p + sizeof *key);
+    }
+    *key = *op;
+    lithe_status s = be->ops->prepare_op(be, op, W, bias, &p->data, &p->bytes);
+    if (s != LITHE_OK || !p->data) {
+        lithe__free(p);
+        lithe__free(key);
+        return s;
+    }
+    p->backend = be;
+    p->kind = op->kind;
+    p->op = key;
+    p->version = W->storage->version;
+    p->offset = W->offset;
+    p->shape[0] = W->shape[0];
+    p->strides[0] = W->strides[0];
+    if (bias) { /* the bias's storage must outlive the form (so no other storage takes its address);
+                 * no reference when it is W's own storage (a cycle) */
+        p->bias_storage = bias->storage;
+        p->bias_offset = bias->offset;
+        p->bias_numel = bias->numel;
+        p->bias_version = bias->storage->version;
+        if (bias->storage != W->storage) p->bias = lithe_tensor_retain(bias);
+    }
+    p->next = W->storage->prepared;
+    W->storage->prepared = p;
+    return LITHE_OK;
+}
+
+lithe_status lithe__run_prepared_op(lithe_backend *be, bool is_train, const lithe__prep_op *op, const lithe_tensor *W,
+                                    const lithe_tensor *bias, const lithe_tensor *X, lithe_tensor *Y, bool *done) {
+    *done = false;
+    if (is_train || !W->storage->prepared) return LITHE_OK;
+    const lithe__prepared *p = find_op(op, W, bias, be);
+    if (!p) return LITHE_OK;
+    lithe__storage_touch(Y->storage);
+    return be->ops->run_prepared_op(be, p->data, op, X, Y, done);
+}
+
 /* ---- the public calls ---- */
 
 static bool in_family(const lithe__layer_type *t, const lithe__layer_type *const *family) {
@@ -106,7 +189,14 @@ static lithe_status prepare_node(lithe_model *m) {
     lithe_backend *be = m->backend;
     if (in_family(m->type, lithe__dense_types) || in_family(m->type, lithe__softmax_types)) {
         lithe__param *p = lithe__model_find_param(m, "W");
-        if (p && p->value && p->value->ndim == 2) return lithe__prepare_b(p->value, true, be);
+        if (!p || !p->value || p->value->ndim != 2) return LITHE_OK;
+        LITHE__TRY(lithe__prepare_b(p->value, true, be));
+        /* and, where the backend has one (LITHE_XNNPACK), its own operator for Y = act(X·Wᵀ + b) */
+        lithe__param *b = lithe__model_find_param(m, "b");
+        lithe__prep_op op;
+        bool has = in_family(m->type, lithe__dense_types) ? lithe__dense_prep_op(m, &op) : lithe__affine_prep_op(NULL, &op);
+        if (has && b && b->value && b->value->ndim == 1 && b->value->shape[0] == p->value->shape[0])
+            return lithe__prepare_op(be, &op, p->value, b->value);
         return LITHE_OK;
     }
     if (in_family(m->type, lithe__maxout_types)) { /* W (nO, nP, nI) read as (nO·nP, nI) */

@@ -906,7 +906,18 @@ LITHE_API lithe_status lithe_model_predict_tensor(lithe_model *m, lithe_tensor *
  * copy of each prepared weight (lithe_model_prepared_bytes), freed when the weight is written or
  * freed, or by lithe_model_release_prepared. Statuses: LITHE_ERR_INVALID_ARG (m NULL),
  * LITHE_ERR_OOM (then no weight of the tree keeps a prepared form: the model works as before).
- * Not thread-safe: do not run it while the tree is in use on another thread. */
+ * Not thread-safe: do not run it while the tree is in use on another thread.
+ *
+ * Built with -DLITHE_XNNPACK=ON (off by default; docs/performance.md), prepare also creates
+ * XNNPACK operators (weights and bias packed in) for the ops where XNNPACK measured faster on the
+ * CPU: depthwise 3x3 / 5x5 convolutions, dense k x k convolutions with C·KH·KW >= 100, 1x1
+ * convolutions on at most 64 pixels, and fully-connected layers (no activation or relu, ONNX Gemm)
+ * of at most 16 outputs at 16 rows or more — and only while the CPU backend has one thread
+ * (lithe_backend_set_threads; with more, lithe's threaded kernels run). Such predictions are NOT
+ * bit-identical to the unprepared path (XNNPACK adds in its own order; within float tolerance, as
+ * close to PyTorch as lithe's own), and a batch and its rows one at a time may differ in the last
+ * bits. Writing the bias drops the operator as writing W does. XNNPACK failures are statuses with
+ * a message (LITHE_ERR_OOM for its out-of-memory). */
 LITHE_API lithe_status lithe_model_prepare_inference(lithe_model *m);
 /* Drops every prepared form of m's tree (its weights' memory is back to one copy). NULL: no-op. */
 LITHE_API void lithe_model_release_prepared(lithe_model *m);

@@ -576,6 +576,11 @@ static const lithe_backend_ops cpu_ops = {
     .prepare_b = cpu_prepare_b,
     .prepared_free = cpu_prepared_free,
     .gemm_prepared = cpu_gemm_prepared,
+#ifdef LITHE_XNNPACK /* XNNPACK's operators where they measured faster (backends/cpu/xnnpack.c) */
+    .prepare_op = lithe__xnn_prepare_op,
+    .prepared_op_free = lithe__xnn_prepared_op_free,
+    .run_prepared_op = lithe__xnn_run_prepared_op,
+#endif
 };
 
 static lithe_backend cpu_backend = {"cpu", true, &cpu_ops, NULL, 1 /* kDLCPU */, 0};

@@ -123,4 +123,17 @@ void lithe_f32_conv2d_backward__scalar(const lithe__conv2d *g, const float *X, c
 void lithe_f32_pool2d__scalar(const lithe__pool2d *g, const float *X, float *Y, int32_t *which);
 void lithe_f32_pool2d_backward__scalar(const lithe__pool2d *g, const float *dY, const int32_t *which, float *dX);
 
+/* LITHE_XNNPACK builds (backends/cpu/xnnpack.c): the CPU backend's prepared ops (internal.h's
+ * prepare_op, prepared_op_free, run_prepared_op) through XNNPACK's operators, where they measured
+ * faster than lithe's kernels. */
+#ifdef LITHE_XNNPACK
+lithe_status lithe__xnn_prepare_op(lithe_backend *be, const lithe__prep_op *op, const lithe_tensor *W,
+                                   const lithe_tensor *bias, void **out, size_t *bytes);
+void lithe__xnn_prepared_op_free(lithe_backend *be, void *p);
+lithe_status lithe__xnn_run_prepared_op(lithe_backend *be, const void *P, const lithe__prep_op *op, const lithe_tensor *X,
+                                        lithe_tensor *Y, bool *done);
+/* Ops run through XNNPACK so far (not thread-safe; for tests). */
+extern size_t lithe__xnn_runs;
+#endif
+
 #endif

@@ -897,8 +897,29 @@ lithe_status lithe__graph_prepare(lithe_model *m) {
         /* a fused Linear (core/graph/fuse.c) reads its weight as the fused node says (a Transpose
          * it absorbed flips transB); a plain Gemm / MatMul as the file says */
         bool linear = g->node_fuse[i].kind == LITHE__FUSE_LINEAR;
-        bool gemm = !linear && g->node_fuse[i].kind == LITHE__FUSE_NONE && !strcmp(n->op_type, "Gemm");
-        bool matmul = !linear && g->node_fuse[i].kind == LITHE__FUSE_NONE && !strcmp(n->op_type, "MatMul");
+        bool plain = g->node_fuse[i].kind == LITHE__FUSE_NONE;
+        bool gemm = !linear && plain && !strcmp(n->op_type, "Gemm");
+        bool matmul = !linear && plain && !strcmp(n->op_type, "MatMul");
+        bool conv_act = g->node_fuse[i].kind == LITHE__FUSE_CONV; /* Conv + Relu / Clip: the Conv's attrs */
+        if (conv_act) n = &g->onnx.nodes[g->node_fuse[i].first];
+        if (linear || gemm || (plain && !strcmp(n->op_type, "Conv")) ||
+            (conv_act && lithe__graph_act_clamp(&g->node_fuse[i].act, NULL, NULL))) {
+            /* a backend's own operator for W and its bias (LITHE_XNNPACK): a fused Linear as
+             * clamp(A·Wᵀ + bias) (no act or relu), a Gemm as A·Bᵀ + C, a Conv */
+            lithe_tensor *W = init_tensor(m, g, g->node_in[i][1]), *bias = NULL;
+            bool ok = W && W->dtype == LITHE_F32 && lithe_tensor_is_contiguous(W);
+            if (ok && g->node_nin[i] > 2 && g->node_in[i][2] >= 0) {
+                bias = init_tensor(m, g, g->node_in[i][2]);
+                ok = bias && bias->dtype == LITHE_F32;
+            }
+            lithe__prep_op op;
+            const lithe__gfuse *f = &g->node_fuse[i];
+            if (linear) ok = ok && f->transB && W->ndim == 2 && (!bias || bias->numel == W->shape[0]) &&
+                             lithe__affine_prep_op(f->has_act ? &f->act : NULL, &op);
+            else ok = ok && lithe__graph_prep_op(n, W, bias, &op);
+            if (ok && conv_act) lithe__graph_act_clamp(&g->node_fuse[i].act, &op.out_min, &op.out_max);
+            if (ok) LITHE__TRY(lithe__prepare_op(m->backend, &op, W, bias));
+        }
         if (!linear && !gemm && !matmul) continue;
         lithe_tensor *B = init_tensor(m, g, g->node_in[i][1]);
         if (!B || B->ndim != 2 || B->dtype != LITHE_F32 || !lithe_tensor_is_contiguous(B)) continue;

@@ -336,6 +336,13 @@ FWD(f_gemm) {
         if (nd != 2 || sh[0] != M || sh[1] != N) return fail(x, node, LITHE_ERR_SHAPE, "C does not broadcast to (%lld, %lld)", (long long)M, (long long)N);
         LITHE__TRY(lithe__op_broadcast_to(x->be, C, beta, 0.0f, out[0]));
     }
+    if (!x->is_train && !tA && tB && alpha == 1.0f && (!C || (beta == 1.0f && C->ndim == 1))) {
+        /* a backend's own operator, prepared for B and C (LITHE_XNNPACK): out written anew */
+        lithe__prep_op op = {.kind = LITHE__PREP_FC, .out_min = -INFINITY, .out_max = INFINITY};
+        bool done = false;
+        LITHE__TRY(lithe__run_prepared_op(x->be, x->is_train, &op, B, C, A, out[0], &done));
+        if (done) return LITHE_OK;
+    }
     /* B's prepared form at inference (an initializer lithe_model_prepare_inference packed) */
     return lithe__gemm_w(x->be, x->is_train, tA, tB, alpha, A, B, C ? 1.0f : 0.0f, out[0]);
 }
@@ -1398,11 +1405,66 @@ static lithe_status conv_forward(lithe__gexec *x, size_t node, lithe_tensor **in
     lithe_tensor *b = n_in > 2 ? in[2] : NULL;
     if (b && b->numel != g.M) return fail(x, node, LITHE_ERR_SHAPE, "bias has %lld values for %lld filters", (long long)b->numel, (long long)g.M);
     LITHE__TRY(new_f32(x, 4, (int64_t[]){g.N, g.M, g.OH, g.OW}, false, &out[0]));
+    if (!x->is_train && (!a || lithe__graph_act_clamp(a, NULL, NULL))) {
+        /* a backend's own operator, prepared for W and b (LITHE_XNNPACK), the activation as its clamp */
+        lithe__prep_op op = {.kind = LITHE__PREP_CONV2D, .out_min = -INFINITY, .out_max = INFINITY, .conv = g};
+        if (a) lithe__graph_act_clamp(a, &op.out_min, &op.out_max);
+        bool done = false;
+        LITHE__TRY(lithe__run_prepared_op(x->be, x->is_train, &op, in[1], b, in[0], out[0], &done));
+        if (done) return LITHE_OK;
+    }
     return lithe__op_conv2d(x->be, &g, in[0], in[1], b, a, out[0]);
 }
 FWD(f_conv) {
     UNUSED_FWD;
     return conv_forward(x, node, in, n_in, NULL, out);
+}
+
+bool lithe__graph_act_clamp(const lithe__act *a, float *lo, float *hi) {
+    float l = -INFINITY, h = INFINITY;
+    if (a->kind == LITHE__ACT_RELU) l = 0.0f;
+    else if (a->kind == LITHE__ACT_CLIPPED_LINEAR && a->slope == 1.0f && a->offset == 0.0f) l = a->min_val, h = a->max_val;
+    else return false;
+    if (lo) *lo = l;
+    if (hi) *hi = h;
+    return true;
+}
+
+bool lithe__graph_prep_op(const lithe__onnx_node *n, const lithe_tensor *W, const lithe_tensor *bias, lithe__prep_op *op) {
+    memset(op, 0, sizeof *op);
+    op->out_min = -INFINITY;
+    op->out_max = INFINITY;
+    if (!strcmp(n->op_type, "Gemm")) { /* Y = A · Bᵀ + C, C (N,) */
+        op->kind = LITHE__PREP_FC;
+        return W->ndim == 2 && !attr_i(n, "transA", 0) && attr_i(n, "transB", 0) && attr_f(n, "alpha", 1.0f) == 1.0f &&
+               (!bias || (attr_f(n, "beta", 1.0f) == 1.0f && bias->ndim == 1 && bias->shape[0] == W->shape[0]));
+    }
+    if (strcmp(n->op_type, "Conv") || W->ndim != 4) return false;
+    op->kind = LITHE__PREP_CONV2D;
+    lithe__conv2d *g = &op->conv;
+    const lithe__onnx_attr *ap = lithe__onnx_attr_get(n, "auto_pad");
+    if (ap && ap->s && strcmp(ap->s, "NOTSET")) return false; /* pads that depend on the input's size */
+    size_t k;
+    const int64_t *v;
+    g->stride[0] = g->stride[1] = g->dil[0] = g->dil[1] = 1;
+    if ((v = attr_ints(n, "strides", &k))) {
+        if (k != 2) return false;
+        g->stride[0] = v[0], g->stride[1] = v[1];
+    }
+    if ((v = attr_ints(n, "dilations", &k))) {
+        if (k != 2) return false;
+        g->dil[0] = v[0], g->dil[1] = v[1];
+    }
+    if ((v = attr_ints(n, "pads", &k))) {
+        if (k != 4) return false;
+        for (int i = 0; i < 4; i++) g->pad[i] = v[i];
+    }
+    g->group = attr_i(n, "group", 1);
+    g->M = W->shape[0];
+    g->C = W->shape[1] * g->group;
+    g->KH = W->shape[2];
+    g->KW = W->shape[3];
+    return g->group >= 1 && g->M % g->group == 0 && (!bias || bias->numel == g->M);
 }
 BWD(b_conv) {
     UNUSED_BWD;
@@ -1816,9 +1878,15 @@ FWD(f_fused_linear) {
     lithe_status s = as_rows(in[0], g.R, g.K, &A2);
     if (s == LITHE_OK) s = as_rows(out[0], g.R, g.N, &Y2);
     if (s == LITHE_OK && f->has_act && x->keep_all) s = new_f32(x, 2, (int64_t[]){g.R, g.N}, false, &saved[0]);
-    if (s == LITHE_OK)
-        s = lithe__gemm_bias_act_w(x->be, x->is_train, false, f->transB, A2, in[1], n_in > 2 ? in[2] : NULL,
-                                   f->has_act ? &f->act : NULL, saved[0], Y2); /* W's prepared form at inference */
+    const lithe__act *act = f->has_act ? &f->act : NULL;
+    lithe__prep_op op;
+    bool done = false;
+    if (s == LITHE_OK && !x->is_train && f->transB && !saved[0] && lithe__affine_prep_op(act, &op))
+        /* a backend's own operator, prepared for W and the bias (LITHE_XNNPACK) */
+        s = lithe__run_prepared_op(x->be, x->is_train, &op, in[1], n_in > 2 ? in[2] : NULL, A2, Y2, &done);
+    if (s == LITHE_OK && !done) /* W's prepared form at inference (lithe_model_prepare_inference) */
+        s = lithe__gemm_bias_act_w(x->be, x->is_train, false, f->transB, A2, in[1], n_in > 2 ? in[2] : NULL, act, saved[0],
+                                   Y2);
     lithe_tensor_release(A2);
     lithe_tensor_release(Y2);
     return s;

@@ -35,6 +35,14 @@ lithe_status lithe__affine_init(lithe_model *m, const lithe_value *X, const lith
     return lithe__param_init(m, "b", init_b, 1, (int64_t[]){nO});
 }
 
+bool lithe__affine_prep_op(const lithe__act *a, lithe__prep_op *op) {
+    memset(op, 0, sizeof *op);
+    op->kind = LITHE__PREP_FC;
+    op->out_min = a ? 0.0f : -INFINITY; /* relu: max(x, 0) as a clamp */
+    op->out_max = INFINITY;
+    return !a || a->kind == LITHE__ACT_RELU;
+}
+
 lithe_status lithe__affine_forward_act(lithe_model *m, lithe_tensor *X, bool is_train, const lithe__act *a, lithe_tensor **Z,
                                        lithe_tensor **Y) {
     lithe_tensor *W = NULL, *b = NULL;
@@ -53,6 +61,16 @@ lithe_status lithe__affine_forward_act(lithe_model *m, lithe_tensor *X, bool is_
     lithe_tensor *out = NULL, *pre = NULL;
     const int64_t shape[2] = {X->shape[0], nO};
     LITHE__TRY(lithe__tensor_alloc(m->backend, LITHE_F32, 2, shape, false, &out));
+    lithe__prep_op op;
+    if (!is_train && !Z && lithe__affine_prep_op(a, &op)) { /* a backend's own operator (LITHE_XNNPACK) */
+        bool done = false;
+        lithe_status s = lithe__run_prepared_op(m->backend, is_train, &op, W, b, X, out, &done);
+        if (s != LITHE_OK || done) {
+            if (s == LITHE_OK) *Y = out;
+            else lithe_tensor_release(out);
+            return s;
+        }
+    }
     lithe_status s = Z ? lithe__tensor_alloc(m->backend, LITHE_F32, 2, shape, false, &pre) : LITHE_OK;
     /* Y = act(X·Wᵀ + b) in one pass over Y (Z: also the pre-activation); at inference through
      * W's prepared form when lithe_model_prepare_inference made one */

@@ -92,6 +92,15 @@ static lithe_status node_act(const lithe_model *m, const dense_kind *k, lithe__a
     return LITHE_OK;
 }
 
+bool lithe__dense_prep_op(lithe_model *m, lithe__prep_op *op) {
+    const dense_kind *k = m->type->info;
+    lithe__act a;
+    if (node_act(m, k, &a) != LITHE_OK) {
+        return false;
+    }
+    return lithe__affine_prep_op(k->has_act ? &a : NULL, op);
+}
+
 static lithe_status dense_forward(lithe_model *m, const lithe_value *Xv, bool is_train, lithe_value **Yv,
                                   lithe_backprop **bp) {
     const dense_kind *k = m->type->info;

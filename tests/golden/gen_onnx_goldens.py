@@ -125,6 +125,29 @@ class Decoder(nn.Module):
         return torch.sigmoid(self.up2(F.leaky_relu(self.up(h), 0.2))).flatten(1)
 
 
+class Mobile(nn.Module):
+    """mobilenet-style pieces (test_xnnpack: each side of LITHE_XNNPACK's rule): a 3x3 s2 stem on 3
+    channels, depthwise 3x3 and 5x5 s2, pointwise 1x1 on 8x8 and 4x4, a dense 3x3 on 24 channels,
+    ReLU6 (Clip), GlobalAveragePool, Gemm to 10."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, stride=2, padding=1)
+        self.dw1 = nn.Conv2d(16, 16, 3, padding=1, groups=16)
+        self.pw1 = nn.Conv2d(16, 24, 1)
+        self.dw2 = nn.Conv2d(24, 24, 5, stride=2, padding=2, groups=24)
+        self.pw2 = nn.Conv2d(24, 24, 1)
+        self.conv = nn.Conv2d(24, 32, 3, padding=1)
+        self.fc = nn.Linear(32, 10)
+
+    def forward(self, x):                                       # x (N, 3, 16, 16)
+        h = F.relu6(self.stem(x))                               # (N, 16, 8, 8)
+        h = F.relu6(self.pw1(F.relu6(self.dw1(h))))             # (N, 24, 8, 8)
+        h = self.pw2(F.relu6(self.dw2(h)))                      # (N, 24, 4, 4)
+        h = F.relu6(self.conv(h))                               # (N, 32, 4, 4)
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(h, 1), 1))
+
+
 class Masked(nn.Module):
     """Attention with a padding mask as torch exports it: Less / Greater / Equal, Not, Where (a
     masked_fill with -inf, and a select between two float branches), Cast of a mask."""
@@ -287,6 +310,9 @@ torch.manual_seed(9)
 export("ffn", FFN(), randx(3, 5, 8), 13, lr=0.01)
 
 torch.manual_seed(10)
+export("mobile", Mobile(), randx(2, 3, 16, 16), 13, lr=0.01)
+
+torch.manual_seed(11)
 export("convact", ConvAct(), randx(2, 3, 7, 7), 13, lr=0.01)
 
 

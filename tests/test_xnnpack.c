@@ -1,0 +1,345 @@
+/* LITHE_XNNPACK's prepared ops (backends/cpu/xnnpack.c), built against lithe_xnn (the library as
+ * LITHE_XNNPACK=ON builds it). The oracle is lithe's own path (which the other tests check against
+ * PyTorch and float64); XNNPACK sums in another order, so results agree within float tolerance:
+ *   - convolutions: every kind the rule hands to XNNPACK (depthwise 3x3 s1 / s2 and 5x5 s2 through
+ *     NCHW; dense 5x5 (the CNN's), 11x11 s2 on 1 channel, 3x3 s2 on 12 channels and 1x1 on 7x7
+ *     through NHWC) with and without bias, at batch 1 and 3, must run through XNNPACK (done) and
+ *     match lithe's conv2d; the kinds it declines (1x1 on 14x14, 3x3 on 3 channels, 5x5 on 1,
+ *     grouped non-depthwise, dilated) must run lithe's kernels;
+ *   - fully connected: N = 10 at M = 32 / 64 with no clamp and relu through XNNPACK; M = 1 and
+ *     N = 64 declined; a dense model (Relu(16) -> Linear(10)) predicted prepared and unprepared;
+ *   - freshness: a write to the bias (or W) drops the operator (lithe's path again);
+ *   - imported graphs (gen_onnx_goldens.py's mobile, lenet, mlp13, torch.onnx.export): prepared
+ *     predictions at batch 1x and 8x the golden's match the unprepared ones within float tolerance
+ *     and PyTorch's within test_onnx's 1e-4, with the number of ops XNNPACK ran checked (mobile:
+ *     every side of the rule: depthwise, pointwise on few / many pixels, dense 3x3 on 3 / 24
+ *     channels, Gemm at batch 2 / 16);
+ *   - threads: with 2, lithe's kernels run (none through XNNPACK), bit-identical to unprepared;
+ *   - allocation failure: every allocation lithe makes while preparing an operator (its bookkeeping,
+ *     the transposed weights) failed in turn: LITHE_ERR_OOM, no form, no leak (XNNPACK's own
+ *     allocations use the C library, backends/cpu/xnnpack.c). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "internal.h"
+#include "failing_alloc.h"
+#include "golden/golden.h"
+
+extern size_t lithe__xnn_runs; /* backends/cpu/xnnpack.c */
+
+static lithe_tensor *rnd(int nd, const int64_t *shape, uint64_t seed) {
+    lithe_tensor *t = NULL;
+    OK(lithe_tensor_new(NULL, LITHE_F32, nd, shape, &t));
+    lithe_rng rng = {seed, 0};
+    float *d = lithe_tensor_data(t);
+    size_t n = (size_t)lithe_tensor_numel(t);
+    lithe_rng_uniform(&rng, d, n);
+    for (size_t i = 0; i < n; i++) d[i] = 2.0f * d[i] - 1.0f;
+    return t;
+}
+
+/* |a - b| <= 1e-5 * (scale of the sums) elementwise; returns the max difference */
+static double close_to(const lithe_tensor *a, const lithe_tensor *b, double scale) {
+    const float *x = lithe_tensor_data((lithe_tensor *)a), *y = lithe_tensor_data((lithe_tensor *)b);
+    double worst = 0;
+    for (int64_t i = 0; i < a->numel; i++) {
+        double d = x[i] > y[i] ? x[i] - y[i] : y[i] - x[i];
+        if (d > worst) worst = d;
+        if (!(d <= 1e-5 * scale)) {
+            print_error("element %lld of %lld: %.9g vs %.9g (tolerance %.3g)\n", (long long)i, (long long)a->numel, x[i], y[i], 1e-5 * scale);
+            fail();
+        }
+    }
+    return worst;
+}
+
+typedef struct conv_case {
+    const char *what;
+    int64_t C, H, M, k, s, p, group, dil;
+    bool xnn; /* the rule hands it to XNNPACK */
+} conv_case;
+
+static const conv_case conv_cases[] = {
+    {"depthwise 3x3 s1", 32, 13, 32, 3, 1, 1, 32, 1, true},
+    {"depthwise 3x3 s2", 24, 14, 24, 3, 2, 1, 24, 1, true},
+    {"depthwise 5x5 s2", 16, 11, 16, 5, 2, 2, 16, 1, true},
+    {"dense 5x5 p2 (CNN)", 16, 14, 32, 5, 1, 2, 1, 1, true},
+    {"dense 11x11, 1 channel", 1, 20, 4, 11, 2, 5, 1, 1, true},
+    {"dense 5x5, 1 channel (declined)", 1, 20, 16, 5, 1, 2, 1, 1, false},
+    {"dense 3x3 s2, 12 channels", 12, 23, 8, 3, 2, 1, 1, 1, true},
+    {"dense 3x3 s2, 3 channels (declined)", 3, 23, 8, 3, 2, 1, 1, 1, false},
+    {"pointwise on 7x7", 40, 7, 24, 1, 1, 0, 1, 1, true},
+    {"pointwise on 14x14 (declined)", 40, 14, 24, 1, 1, 0, 1, 1, false},
+    {"grouped 3x3 (declined)", 16, 9, 16, 3, 1, 1, 4, 1, false},
+    {"dilated depthwise (declined)", 8, 12, 8, 3, 1, 2, 8, 2, false},
+};
+
+static void conv_geom(const conv_case *c, int64_t N, lithe__prep_op *op) {
+    memset(op, 0, sizeof *op);
+    op->kind = LITHE__PREP_CONV2D;
+    op->out_min = -INFINITY;
+    op->out_max = INFINITY;
+    lithe__conv2d *g = &op->conv;
+    g->N = N, g->C = c->C, g->H = g->W = c->H, g->M = c->M, g->KH = g->KW = c->k, g->group = c->group;
+    g->stride[0] = g->stride[1] = c->s;
+    g->dil[0] = g->dil[1] = c->dil;
+    for (int i = 0; i < 4; i++) g->pad[i] = c->p;
+    g->OH = g->OW = (c->H + 2 * c->p - c->dil * (c->k - 1) - 1) / c->s + 1;
+}
+
+static void test_conv(void **state) {
+    (void)state;
+    lithe_backend *be = lithe__backend_cpu();
+    for (size_t i = 0; i < sizeof conv_cases / sizeof conv_cases[0]; i++)
+        for (int with_bias = 1; with_bias >= 0; with_bias--)
+            for (int64_t N = 1; N <= 3; N += 2) {
+                const conv_case *c = &conv_cases[i];
+                lithe__prep_op op;
+                conv_geom(c, N, &op);
+                const lithe__conv2d *g = &op.conv;
+                lithe_tensor *X = rnd(4, (int64_t[]){N, c->C, c->H, c->H}, 1 + i);
+                lithe_tensor *W = rnd(4, (int64_t[]){c->M, c->C / c->group, c->k, c->k}, 100 + i);
+                lithe_tensor *b = with_bias ? rnd(1, (int64_t[]){c->M}, 200 + i) : NULL;
+                lithe_tensor *Y = NULL, *R = NULL;
+                OK(lithe_tensor_new(NULL, LITHE_F32, 4, (int64_t[]){N, c->M, g->OH, g->OW}, &Y));
+                OK(lithe_tensor_new(NULL, LITHE_F32, 4, (int64_t[]){N, c->M, g->OH, g->OW}, &R));
+                OK(lithe__op_conv2d(be, g, X, W, b, NULL, R));
+                OK(lithe__prepare_op(be, &op, W, b));
+                /* pointwise at batch 3 on 7x7 is 147 pixels: past the rule's 64 */
+                bool expect = c->xnn && !(c->k == 1 && N * g->OH * g->OW > 64);
+                bool done = false;
+                OK(lithe__run_prepared_op(be, false, &op, W, b, X, Y, &done));
+                if (done != expect) {
+                    print_error("%s, N %lld, bias %d: XNNPACK %s\n", c->what, (long long)N, with_bias,
+                                done ? "ran" : "did not run");
+                    fail();
+                }
+                if (done) {
+                    double worst = close_to(Y, R, (double)(c->C / c->group * c->k * c->k + 1));
+                    print_message("%-30s N %lld bias %d: max |XNNPACK - lithe| %.2g\n", c->what, (long long)N,
+                                  with_bias, worst);
+                    bool again = false; /* a training forward never reads it */
+                    OK(lithe__run_prepared_op(be, true, &op, W, b, X, Y, &again));
+                    assert_false(again);
+                    if (b) { /* a write to the bias drops the operator */
+                        float z[1024] = {0};
+                        OK(lithe_tensor_write(b, z, (size_t)c->M * sizeof(float)));
+                        OK(lithe__run_prepared_op(be, false, &op, W, b, X, Y, &again));
+                        assert_false(again);
+                    }
+                }
+                lithe_tensor_release(X);
+                lithe_tensor_release(W);
+                lithe_tensor_release(b);
+                lithe_tensor_release(Y);
+                lithe_tensor_release(R);
+            }
+}
+
+static void test_fc(void **state) {
+    (void)state;
+    lithe_backend *be = lithe__backend_cpu();
+    static const int64_t shapes[][4] = {/* M, N, K, xnn */ {64, 10, 512, 1}, {32, 10, 128, 1}, {17, 16, 33, 1},
+                                        {1, 10, 512, 0},  {64, 64, 100, 0}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int relu = 0; relu < 2; relu++) {
+            int64_t M = shapes[i][0], N = shapes[i][1], K = shapes[i][2];
+            lithe_tensor *X = rnd(2, (int64_t[]){M, K}, 1), *W = rnd(2, (int64_t[]){N, K}, 2),
+                         *b = rnd(1, (int64_t[]){N}, 3), *Y = NULL, *R = NULL;
+            OK(lithe_tensor_new(NULL, LITHE_F32, 2, (int64_t[]){M, N}, &Y));
+            OK(lithe_tensor_new(NULL, LITHE_F32, 2, (int64_t[]){M, N}, &R));
+            lithe__act a = {.kind = LITHE__ACT_RELU};
+            OK(lithe__op_gemm_bias_act(be, false, true, X, W, b, relu ? &a : NULL, NULL, R));
+            lithe__prep_op op;
+            assert_true(lithe__affine_prep_op(relu ? &a : NULL, &op));
+            OK(lithe__prepare_op(be, &op, W, b));
+            bool done = false;
+            OK(lithe__run_prepared_op(be, false, &op, W, b, X, Y, &done));
+            assert_int_equal(done, shapes[i][3]);
+            if (done) close_to(Y, R, (double)K + 1);
+            lithe_tensor_release(X);
+            lithe_tensor_release(W);
+            lithe_tensor_release(b);
+            lithe_tensor_release(Y);
+            lithe_tensor_release(R);
+        }
+}
+
+/* chain(Relu(16), Linear(10)) over 300 inputs: the Relu layer's N = 16 and the Linear's N = 10 go to
+ * XNNPACK at batch 40, the prediction matches the unprepared one within tolerance; batch 1 is
+ * lithe's path (bit-identical to unprepared). */
+static void test_dense_model(void **state) {
+    (void)state;
+    lithe_model *l[2], *m = NULL;
+    OK(lithe_relu(&(lithe_dense_opts){.nO = 16, .nI = 300}, &l[0]));
+    OK(lithe_linear(&(lithe_dense_opts){.nO = 10, .nI = 16}, &l[1]));
+    OK(lithe_chain(2, l, &m));
+    OK(lithe_model_initialize(m, NULL, NULL));
+    for (int64_t B = 40; B >= 1; B -= 39) {
+        lithe_tensor *X = rnd(2, (int64_t[]){B, 300}, 7), *Y0 = NULL, *Y1 = NULL;
+        lithe_model_release_prepared(m);
+        OK(lithe_model_predict_tensor(m, X, &Y0));
+        OK(lithe_model_prepare_inference(m));
+        assert_true(lithe_model_prepared_bytes(m) > 0);
+        OK(lithe_model_predict_tensor(m, X, &Y1));
+        if (B == 1) assert_memory_equal(lithe_tensor_data(Y0), lithe_tensor_data(Y1), 10 * sizeof(float));
+        else close_to(Y1, Y0, 301.0);
+        lithe_tensor_release(X);
+        lithe_tensor_release(Y0);
+        lithe_tensor_release(Y1);
+    }
+    lithe_model_free(m);
+}
+
+/* Allocation failures while preparing an XNNPACK operator (lithe's bookkeeping, the transposed
+ * weights) */
+static lithe_tensor *oomW, *oomb;
+static lithe__prep_op oom_op;
+static lithe_status oom_scenario(int which) {
+    lithe_backend *be = lithe__backend_cpu();
+    if (which == 0) conv_geom(&conv_cases[3], 1, &oom_op); /* NHWC */
+    else if (which == 1) conv_geom(&conv_cases[0], 1, &oom_op); /* NCHW depthwise */
+    else lithe__affine_prep_op(NULL, &oom_op);
+    lithe_tensor *W = which == 2 ? oomW : NULL, *b = NULL;
+    if (which < 2) {
+        const conv_case *c = &conv_cases[which ? 0 : 3];
+        if (lithe_tensor_new(NULL, LITHE_F32, 4, (int64_t[]){c->M, c->C / c->group, c->k, c->k}, &W) != LITHE_OK)
+            return LITHE_ERR_OOM;
+        if (lithe_tensor_new(NULL, LITHE_F32, 1, (int64_t[]){c->M}, &b) != LITHE_OK) {
+            lithe_tensor_release(W);
+            return LITHE_ERR_OOM;
+        }
+    } else {
+        b = oomb;
+        lithe_model_release_prepared(NULL);
+    }
+    lithe_status s = lithe__prepare_op(be, &oom_op, W, b);
+    if (s != LITHE_OK) assert_null(W->storage->prepared);
+    else assert_non_null(W->storage->prepared);
+    if (W->storage->prepared) lithe__storage_drop_prepared(W->storage);
+    if (which < 2) {
+        lithe_tensor_release(W);
+        lithe_tensor_release(b);
+    }
+    return s;
+}
+static void test_oom(void **state) {
+    (void)state;
+    oomW = rnd(2, (int64_t[]){10, 64}, 5);
+    oomb = rnd(1, (int64_t[]){10}, 6);
+    failing_alloc_sweep(3, oom_scenario);
+    lithe_tensor_release(oomW);
+    lithe_tensor_release(oomb);
+}
+
+static lithe_value *tiled(const golden *g, int times) {
+    lithe_tensor *t = tensor_of(g), *big = NULL;
+    int64_t shape[LITHE_MAX_DIMS];
+    int nd = lithe_tensor_ndim(t);
+    memcpy(shape, lithe_tensor_shape(t), sizeof(int64_t) * (size_t)nd);
+    shape[0] *= times;
+    OK(lithe_tensor_new(NULL, LITHE_F32, nd, shape, &big));
+    for (int r = 0; r < times; r++)
+        memcpy((float *)lithe_tensor_data(big) + r * lithe_tensor_numel(t), lithe_tensor_data(t),
+               sizeof(float) * (size_t)lithe_tensor_numel(t));
+    lithe_value *v = NULL;
+    OK(lithe_value_tensor(big, &v));
+    lithe_tensor_release(big);
+    lithe_tensor_release(t);
+    return v;
+}
+
+static void test_graphs(void **state) {
+    (void)state;
+    /* ops through XNNPACK at 1x / 8x the golden batch (mobile: 2 / 16 images; lenet 3 / 24; mlp13 7 / 56):
+     * mobile 1x: dw1, dw2, pw2 (2 x 16 pixels), conv (K 216); not stem (K 27), pw1 (128 pixels), fc (M 2)
+     * mobile 8x: dw1, dw2, conv, fc (M 16, N 10); not pw2 (256 pixels)
+     * lenet: at 8x fc1 (N 10) and fc2 (N 3); conv1 (K 9) stays lithe's, conv2 is grouped
+     * mlp13: its 6 -> 16 -> 12 -> 5 Gemms at 8x (M 56); nothing at 7 rows */
+    static const struct { const char *name; size_t runs[2]; } cases[] = {
+        {"mobile", {4, 4}}, {"lenet", {0, 2}}, {"mlp13", {0, 3}}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+        for (int t = 0; t < 2; t++) {
+            const char *name = cases[k].name;
+            int times = t ? 8 : 1;
+            const golden *g = get("%s.onnx", name);
+            uint8_t *b = bytes_of(g);
+            lithe_model *m = NULL;
+            OK(lithe_onnx_load_bytes(b, (size_t)g->n, &m));
+            free(b);
+            lithe_value *X = tiled(get("%s.x", name), times), *Y0 = NULL, *Y1 = NULL;
+            OK(lithe_model_predict(m, X, &Y0));
+            OK(lithe_model_prepare_inference(m));
+            size_t before = lithe__xnn_runs;
+            OK(lithe_model_predict(m, X, &Y1));
+            size_t ran = lithe__xnn_runs - before;
+            lithe_tensor *y0 = lithe_value_get_tensor(Y0), *y1 = lithe_value_get_tensor(Y1);
+            double worst = close_to(y1, y0, 100.0);
+            const golden *ref = get("%s.y", name);
+            const float *p = lithe_tensor_data(y1);
+            double worst_torch = 0;
+            for (int64_t i = 0; i < lithe_tensor_numel(y1); i++) {
+                double r = ref->v[i % ref->n], d = fabs(p[i] - r);
+                if (d > worst_torch) worst_torch = d;
+                if (!(d <= 1e-4 + 1e-4 * fabs(r))) {
+                    print_error("%s x%d element %lld: %.9g vs PyTorch %.9g\n", name, times, (long long)i, p[i], r);
+                    fail();
+                }
+            }
+            printf("test_xnnpack: %-6s x%d: %zu ops through XNNPACK, max |prepared - unprepared| %.2g, "
+                   "max |prepared - PyTorch| %.2g\n", name, times, ran, worst, worst_torch);
+            assert_int_equal(ran, cases[k].runs[t]);
+            lithe_value_release(X);
+            lithe_value_release(Y0);
+            lithe_value_release(Y1);
+            lithe_model_free(m);
+        }
+}
+
+/* With 2 threads the CPU backend runs lithe's threaded kernels, never XNNPACK's: the prepared
+ * prediction is bit-identical to the unprepared one. */
+static void test_threads(void **state) {
+    (void)state;
+    OK(lithe_backend_set_threads(lithe__backend_cpu(), 2));
+    const golden *g = get("mobile.onnx");
+    uint8_t *b = bytes_of(g);
+    lithe_model *m = NULL;
+    OK(lithe_onnx_load_bytes(b, (size_t)g->n, &m));
+    free(b);
+    lithe_value *X = tiled(get("mobile.x"), 8), *Y0 = NULL, *Y1 = NULL;
+    OK(lithe_model_predict(m, X, &Y0));
+    OK(lithe_model_prepare_inference(m));
+    size_t before = lithe__xnn_runs;
+    OK(lithe_model_predict(m, X, &Y1));
+    assert_int_equal(lithe__xnn_runs, before);
+    lithe_tensor *y0 = lithe_value_get_tensor(Y0), *y1 = lithe_value_get_tensor(Y1);
+    assert_memory_equal(lithe_tensor_data(y0), lithe_tensor_data(y1), sizeof(float) * (size_t)lithe_tensor_numel(y0));
+    lithe_value_release(X);
+    lithe_value_release(Y0);
+    lithe_value_release(Y1);
+    lithe_model_free(m);
+    OK(lithe_backend_set_threads(lithe__backend_cpu(), 1));
+}
+
+int main(int argc, char **argv) {
+    golden_path = argc > 1 ? argv[1] : getenv("LITHE_THINC_GOLDENS");
+    /* XNNPACK runs only on a 1-thread CPU backend (backends/cpu/xnnpack.c) */
+    if (lithe_backend_set_threads(lithe__backend_cpu(), 1) != LITHE_OK) return 1;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_conv),
+        cmocka_unit_test(test_fc),
+        cmocka_unit_test(test_dense_model),
+        cmocka_unit_test(test_oom),
+        cmocka_unit_test(test_graphs),
+        cmocka_unit_test(test_threads),
+    };
+    return cmocka_run_group_tests(tests, load_goldens, free_goldens);
+}
