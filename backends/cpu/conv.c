@@ -279,9 +279,12 @@ static lithe_status workspace(lithe_backend *be, size_t n, float **out) {
  * the dropped columns are at most as many as the kept ones (Wq - OW <= OW).
  * Otherwise im2col into col (K, OH·OW), then the GEMM; pointwise (1x1, stride 1, no padding): the
  * GEMM reads X itself. Both add the bias in the GEMM (bias_row).
- * A fused activation (conv2d's a) is applied where the values are written: by the GEMM's epilogue
- * to each C tile (im2col, pointwise), to each kept row as it is copied out (shifted rows), to each
- * plane once summed (depthwise); the act kernel's bits, so equal to the act primitive after.
+ * A fused activation (conv2d's a) is applied by the act kernel in place, while the values are
+ * still in cache: per filter plane once copied out (shifted rows), per image-group after its GEMM
+ * (im2col, pointwise), per plane once summed (depthwise); the act kernel's bits, so equal to the
+ * act primitive after. (The GEMM's per-tile epilogue, one act call per tile row of nr floats, and
+ * per output row on the shifted path measured slower than a separate pass: call overhead on
+ * 16- and 24-float rows.)
  * W (Mg, K) is packed by the GEMM in each call (pre-packed weights would replace that step). */
 
 typedef struct gemm_job {
@@ -380,8 +383,8 @@ static lithe_status shifted_forward(const lithe__conv2d *g, const shifted_ws *w,
                 for (int64_t ow = 0; ow < OW; ow++) yr[ow] = e[ow] + bias;
             else
                 memcpy(yr, e, (size_t)OW * sizeof(float));
-            if (a) lithe__simd()->act(a, OW, yr, yr);
         }
+        if (a) lithe__simd()->act(a, OH * OW, y + m * OH * OW, y + m * OH * OW); /* the filter's plane, in cache */
     }
     return LITHE_OK;
 }
@@ -407,10 +410,13 @@ static void gemm_images(void *ctx, int64_t n0, int64_t n1) {
                 continue;
             }
             if (!pw) im2col(g, x, Cg, ws);
-            lithe__sgemm_epilogue e = {.bias_row = b, .act = j->a, .act_fn = lithe__simd()->act};
-            if (!lithe__sgemm(NULL, true, false, false, Mg, P, K, 1.0f, Wg, K, pw ? x : ws, P, 0.0f, y, P,
-                              b || j->a ? &e : NULL))
+            lithe__sgemm_epilogue e = {.bias_row = b};
+            if (!lithe__sgemm(NULL, true, false, false, Mg, P, K, 1.0f, Wg, K, pw ? x : ws, P, 0.0f, y, P, b ? &e : NULL))
                 s = LITHE_ERR_OOM;
+            /* the activation over the image-group's output in one call: the GEMM's per-tile epilogue
+             * calls it per tile row (nr floats), which measured slower than this pass */
+            else if (j->a)
+                lithe__simd()->act(j->a, Mg * P, y, y);
         }
     if (ws) j->be->ops->free(j->be, ws);
     if (s != LITHE_OK) {
