@@ -13,7 +13,7 @@
  *               Linear just before it
  *   Conv + act  Y = Relu(Conv(X, W, [b]))  or  Y = Clip(Conv(X, W, [b]), min, max) (ReLU6: 0, 6),
  *               min / max scalar constants (inputs, or attrs before opset 11) or absent (±inf)
- *               -> conv2d with the activation: applied to each output tile as it is written
+ *               -> conv2d with the activation (the CPU applies it while the output is in cache)
  *
  * A pattern is taken only when it is exactly the decomposition: every intermediate value read by
  * the next node of the pattern alone (not by another node, not a graph output), the constants it

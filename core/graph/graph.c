@@ -337,7 +337,8 @@ static lithe_status graph_build(const uint8_t *bytes, size_t len, lithe__graph *
         else g->out_slots[g->n_out++] = (size_t)k;
     }
     if (s == LITHE_OK && g->n_out == 0) s = lithe__fail(LITHE_ERR_FORMAT, "%s: the graph has no output", LAYER);
-    /* fusion (fuse.c): what the exporters decompose (LayerNorm, Linear + bias + activation) as one node */
+    /* fusion (fuse.c): what the exporters decompose (LayerNorm, Linear + bias + activation, Conv +
+     * Relu / Clip) as one node */
     if (s == LITHE_OK) s = lithe__graph_fuse(g);
     /* liveness: a run that keeps nothing for backward drops each value after its last reader */
     if (s == LITHE_OK && !(g->last_use = lithe__calloc(g->n_slots + 1, sizeof *g->last_use)))

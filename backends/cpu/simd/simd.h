@@ -138,7 +138,7 @@ void lithe__cpu_cache_free(void *p);
 size_t lithe__cpu_cache_bytes(void);
 
 /* Convolution (conv.c): depthwise directly, the rest as GEMMs through be's gemm; a (or NULL): the
- * activation applied to each output row or tile as it is written (the act kernel's bits). */
+ * activation, by the act kernel in place per plane or image-group (the act kernel's bits). */
 lithe_status lithe__cpu_conv2d(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
                                const float *b, const lithe__act *a, float *Y);
 lithe_status lithe__cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
