@@ -989,9 +989,15 @@ static void test_conv2d(void **state) {
              dY = pair_rand(4, (int64_t[]){g.N, g.M, g.OH, g.OW}, -1, 1),
              dX = pair_rand(4, (int64_t[]){g.N, g.C, g.H, g.W}, -1, 1),
              dW = pair_rand(4, (int64_t[]){g.M, g.C / g.group, g.KH, g.KW}, -1, 1), db = pair_rand(1, &g.M, -1, 1);
-        for (int bias = 0; bias < 2; bias++) {
-            OK(lithe__op_conv2d(cpu, &g, X.c, W.c, bias ? b.c : NULL, Y.c));
-            OK(lithe__op_conv2d(dev, &g, X.v, W.v, bias ? b.v : NULL, Y.v));
+        /* without and with a bias; then the fused activation (conv2d's a: the graph's Conv + Relu
+         * and Clip), the device's act after its convolution against the CPU's per-tile epilogue */
+        const lithe__act relu = {.kind = LITHE__ACT_RELU},
+                         clip = {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1.0f, .min_val = -0.5f, .max_val = 0.75f};
+        const lithe__act *acts[4] = {NULL, NULL, &relu, &clip};
+        for (int v = 0; v < 4; v++) {
+            bool bias = v == 1 || v == 2;
+            OK(lithe__op_conv2d(cpu, &g, X.c, W.c, bias ? b.c : NULL, acts[v], Y.c));
+            OK(lithe__op_conv2d(dev, &g, X.v, W.v, bias ? b.v : NULL, acts[v], Y.v));
             /* The CPU computes convolutions through its packed GEMM (FMA, blocked order), the
              * device one tap after another: the sums agree to rounding. Terms are products of
              * values in [-1, 1]; forward and dX sum at most C/group*KH*KW = 75 of them, dW and db

@@ -23,7 +23,7 @@
 #include "failing_alloc.h"
 #include "graph/graph.h" /* white-box: the plans' pool statistics */
 
-static const char *const models[] = {"mlp11", "mlp13", "mlp17", "lenet", "mixer13", "mixer17", "encoder", "resblock", "decoder", "masked", "nearmiss", "ffn"};
+static const char *const models[] = {"mlp11", "mlp13", "mlp17", "lenet", "mixer13", "mixer17", "encoder", "resblock", "decoder", "masked", "nearmiss", "ffn", "convact"};
 #define N_MODELS (sizeof models / sizeof models[0])
 
 static lithe_model *load(const char *name, uint8_t **bytes_out, size_t *len_out) {
@@ -642,15 +642,17 @@ static size_t live_nodes(const lithe__graph *g) {
 
 /* Load-time fusion (core/graph/fuse.c): the patterns torch.onnx decomposes run as one node each —
  * the encoder's LayerNorms and Linear (+ ReLU) layers, the mixer's LayerNorm and GELU, the MLP's
- * Gemm + Relu, the feed-forward block's Linear + GELU — and the outputs and gradients match the node-by-node run (LITHE_GRAPH_FUSE=0) as well as
+ * Gemm + Relu, the feed-forward block's Linear + GELU, Conv + Relu / Clip (lenet, resblock, convact:
+ * ReLU6, a depthwise conv, a Clip without max) — and the outputs and gradients match the node-by-node run (LITHE_GRAPH_FUSE=0) as well as
  * torch's (test_parity runs every model with fusion on). The near misses fuse nothing. */
 static void test_fusion(void **state) {
     (void)state;
     static const struct {
         const char *name;
-        size_t layernorm, linear, gelu, any;
-    } want[] = {{"encoder", 4, 8, 0, 12}, {"mixer13", 1, 3, 1, 5}, {"mixer17", 0, 3, 1, 4}, {"mlp13", 0, 3, 0, 3},
-                {"ffn", 0, 2, 0, 2},      {"nearmiss", 0, 0, 0, 0}};
+        size_t layernorm, linear, gelu, conv, any;
+    } want[] = {{"encoder", 4, 8, 0, 0, 12}, {"mixer13", 1, 3, 1, 0, 5}, {"mixer17", 0, 3, 1, 0, 4},
+                {"mlp13", 0, 3, 0, 0, 3},    {"ffn", 0, 2, 0, 0, 2},     {"nearmiss", 0, 0, 0, 0, 0},
+                {"lenet", 0, 2, 0, 1, 3},    {"resblock", 0, 1, 0, 1, 2}, {"convact", 0, 0, 0, 3, 3}};
     for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
         const char *name = want[k].name;
         lithe_value *X = value_of(get("%s.x", name)), *R = value_of(get("%s.r", name));
@@ -662,13 +664,15 @@ static void test_fusion(void **state) {
             unsetenv("LITHE_GRAPH_FUSE");
             const lithe__graph *g = m[unfused]->shims[0]->state;
             size_t ln = count_op(g, "fused:LayerNorm"), lin = count_op(g, "fused:Linear"), ge = count_op(g, "fused:Gelu");
+            size_t cv = count_op(g, "fused:Conv");
             size_t lin_gelu = 0; /* Linears that took a GELU */
             for (size_t i = 0; i < g->onnx.n_nodes; i++)
                 lin_gelu += !g->node_dead[i] && g->node_fuse[i].kind == LITHE__FUSE_LINEAR && g->node_fuse[i].has_act &&
                             g->node_fuse[i].act.kind == LITHE__ACT_GELU;
-            printf("test_onnx: %-8s %s: %zu fused nodes (%zu LayerNorm, %zu Linear of which %zu with GELU, %zu GELU), "
-                   "%zu of %zu nodes left\n", name, unfused ? "LITHE_GRAPH_FUSE=0" : "fused", g->n_fused, ln, lin, lin_gelu,
-                   ge, live_nodes(g), g->onnx.n_nodes);
+            printf("test_onnx: %-8s %s: %zu fused nodes (%zu LayerNorm, %zu Linear of which %zu with GELU, %zu GELU, "
+                   "%zu Conv + act), %zu of %zu nodes left\n", name, unfused ? "LITHE_GRAPH_FUSE=0" : "fused", g->n_fused, ln,
+                   lin, lin_gelu, ge, cv, live_nodes(g), g->onnx.n_nodes);
+            assert_int_equal(cv, unfused ? 0 : want[k].conv);
             assert_int_equal(ge, unfused ? 0 : want[k].gelu);
             if (!strcmp(name, "ffn")) assert_int_equal(lin_gelu, unfused ? 0 : 1);
             assert_int_equal(g->n_fused, unfused ? 0 : want[k].any);

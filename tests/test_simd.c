@@ -652,7 +652,7 @@ static void conv_check(const conv_case *c, lithe_backend *cpu, const char *isa) 
     lithe_f32_conv2d_backward__scalar(&g, aX, aW, adY, mdX, mdW, mdb);
     lithe_f32_conv2d_backward__scalar(&g, aX, aW, adY, NULL, mdW0, NULL);
     lithe_f32_conv2d__scalar(&g, X, W, b, Ys);
-    OK(lithe__cpu_conv2d(cpu, &g, X, W, b, Yv));
+    OK(lithe__cpu_conv2d(cpu, &g, X, W, b, NULL, Yv));
     lithe_f32_conv2d_backward__scalar(&g, X, W, dY, dXs, dWs, dbs);
     OK(lithe__cpu_conv2d_backward(cpu, &g, X, W, dY, dXv, dWv, dbv));
     if (dw) { /* the twin's order: bit for bit */
@@ -668,7 +668,7 @@ static void conv_check(const conv_case *c, lithe_backend *cpu, const char *isa) 
     }
     /* without bias, and with only some gradients wanted */
     lithe_f32_conv2d__scalar(&g, X, W, NULL, Ys);
-    OK(lithe__cpu_conv2d(cpu, &g, X, W, NULL, Yv));
+    OK(lithe__cpu_conv2d(cpu, &g, X, W, NULL, NULL, Yv));
     close_mag(isa, "conv2d without bias", (int64_t)ny, Ys, Yv, mY0);
     lithe_f32_conv2d_backward__scalar(&g, X, W, dY, NULL, dWs, NULL);
     OK(lithe__cpu_conv2d_backward(cpu, &g, X, W, dY, NULL, dWv, NULL));
@@ -714,14 +714,14 @@ static void test_conv2d_threads_bit_identical(void **state) {
         if (b) fill(b, g.M, -1, 1);
         lithe_status st = lithe_backend_set_threads(cpu, 1);
         OK(st);
-        OK(lithe__cpu_conv2d(cpu, &g, X, W, b, Y[0]));
+        OK(lithe__cpu_conv2d(cpu, &g, X, W, b, NULL, Y[0]));
         OK(lithe__cpu_conv2d_backward(cpu, &g, X, W, dY, dX[0], dW[0], db[0]));
         for (int th = 2; th <= 3; th++) {
             st = lithe_backend_set_threads(cpu, th);
             if (st == LITHE_ERR_UNSUPPORTED) break;
             OK(st);
             memset(dX[1], 0, nx * 4), memset(dW[1], 0, nw * 4), memset(db[1], 0, nm * 4);
-            OK(lithe__cpu_conv2d(cpu, &g, X, W, b, Y[1]));
+            OK(lithe__cpu_conv2d(cpu, &g, X, W, b, NULL, Y[1]));
             OK(lithe__cpu_conv2d_backward(cpu, &g, X, W, dY, dX[1], dW[1], db[1]));
             assert_memory_equal(Y[0], Y[1], ny * 4);
             assert_memory_equal(dX[0], dX[1], nx * 4);
@@ -755,7 +755,7 @@ static void test_conv2d_depthwise_padding_exact(void **state) {
     for (int t = 0; t < ntables; t++) {
         lithe__simd_force(tables[t]);
         lithe_f32_conv2d__scalar(&g, X, W, b, Ys);
-        OK(lithe__cpu_conv2d(cpu, &g, X, W, b, Yv));
+        OK(lithe__cpu_conv2d(cpu, &g, X, W, b, NULL, Yv));
         same_bits(tables[t]->isa, "depthwise conv2d, -0 and non-finite", (int64_t)ny, Ys, Yv);
     }
     lithe__simd_force(NULL);
@@ -782,9 +782,9 @@ static void test_conv2d_image_alone_equals_batch(void **state) {
         float *X = malloc(xi * (size_t)g.N * 4), *W = malloc(nw * 4), *b = malloc((size_t)g.M * 4),
               *Y = malloc(yi * (size_t)g.N * 4), *Y1 = malloc(yi * 4);
         fill(X, (int64_t)xi * g.N, -1, 1), fill(W, (int64_t)nw, -1, 1), fill(b, g.M, -1, 1);
-        OK(lithe__cpu_conv2d(cpu, &g, X, W, b, Y));
+        OK(lithe__cpu_conv2d(cpu, &g, X, W, b, NULL, Y));
         for (int64_t n = 0; n < g.N; n++) {
-            OK(lithe__cpu_conv2d(cpu, &g1, X + (size_t)n * xi, W, b, Y1));
+            OK(lithe__cpu_conv2d(cpu, &g1, X + (size_t)n * xi, W, b, NULL, Y1));
             assert_memory_equal(Y + (size_t)n * yi, Y1, yi * 4);
         }
         free(X), free(W), free(b), free(Y), free(Y1);

@@ -111,7 +111,7 @@ static void test_conv(void **state) {
                 lithe_tensor *Y = NULL, *R = NULL;
                 OK(lithe_tensor_new(NULL, LITHE_F32, 4, (int64_t[]){N, c->M, g->OH, g->OW}, &Y));
                 OK(lithe_tensor_new(NULL, LITHE_F32, 4, (int64_t[]){N, c->M, g->OH, g->OW}, &R));
-                OK(lithe__op_conv2d(be, g, X, W, b, R));
+                OK(lithe__op_conv2d(be, g, X, W, b, NULL, R));
                 OK(lithe__prepare_op(be, &op, W, b));
                 /* pointwise at batch 3 on 7x7 is 147 pixels: past the rule's 64 */
                 bool expect = c->xnn && !(c->k == 1 && N * g->OH * g->OW > 64);

@@ -78,6 +78,7 @@ typedef struct dw_job {
     lithe_backend *be;
     const lithe__conv2d *g;
     const float *X, *W, *b;
+    const lithe__act *a; /* or NULL: applied to each plane once it is summed */
     float *Y;
     const lithe__simd_kernels *k;
 } dw_job;
@@ -132,6 +133,7 @@ static void depthwise_planes(void *ctx, int64_t p0, int64_t p1) {
         int64_t c = nc % g->C;
         if (padded && dw_plane_padded_ok(g, j->W + c * g->KH * KW, j->b, c)) {
             depthwise_plane_padded(j, nc, xp, Wp);
+            if (j->a) j->k->act(j->a, g->OH * g->OW, j->Y + nc * g->OH * g->OW, j->Y + nc * g->OH * g->OW);
             continue;
         }
         const float *x = j->X + nc * g->H * g->W, *w = j->W + c * g->KH * KW;
@@ -173,13 +175,14 @@ static void depthwise_planes(void *ctx, int64_t p0, int64_t p1) {
             if (edge_hi == in_lo && in_hi > in_lo)
                 j->k->dwconv_row(in_hi - in_lo, yr + in_lo, xr, w + k0 * KW, k1 - k0, KW, d1, s1);
         }
+        if (j->a) j->k->act(j->a, g->OH * g->OW, y, y); /* the plane, while it is in cache */
     }
     if (xp) j->be->ops->free(j->be, xp);
 }
 
 static void depthwise_forward(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
-                              const float *b, float *Y) {
-    dw_job j = {be, g, X, W, b, Y, lithe__simd()};
+                              const float *b, const lithe__act *a, float *Y) {
+    dw_job j = {be, g, X, W, b, a, Y, lithe__simd()};
     int64_t per_plane = g->OH * g->OW * g->KH * g->KW;
     int64_t grain = per_plane > 0 ? (1 << 15) / per_plane + 1 : 1;
     lithe__pool_for(lithe__cpu_pool(), g->N * g->C, grain, depthwise_planes, &j);
@@ -276,12 +279,19 @@ static lithe_status workspace(lithe_backend *be, size_t n, float **out) {
  * the dropped columns are at most as many as the kept ones (Wq - OW <= OW).
  * Otherwise im2col into col (K, OH·OW), then the GEMM; pointwise (1x1, stride 1, no padding): the
  * GEMM reads X itself. Both add the bias in the GEMM (bias_row).
+ * A fused activation (conv2d's a) is applied by the act kernel in place, while the values are
+ * still in cache: per filter plane once copied out (shifted rows), per image-group after its GEMM
+ * (im2col, pointwise), per plane once summed (depthwise); the act kernel's bits, so equal to the
+ * act primitive after. (The GEMM's per-tile epilogue, one act call per tile row of nr floats, and
+ * per output row on the shifted path measured slower than a separate pass: call overhead on
+ * 16- and 24-float rows.)
  * W (Mg, K) is packed by the GEMM in each call (pre-packed weights would replace that step). */
 
 typedef struct gemm_job {
     lithe_backend *be;
     const lithe__conv2d *g;
     const float *X, *W, *b;
+    const lithe__act *a;
     float *Y;
     _Atomic int status; /* the first failure (LITHE_OK: none) */
 } gemm_job;
@@ -346,7 +356,7 @@ static void shifted_init(const lithe__conv2d *g, int64_t Cg, int64_t K, float *b
 }
 
 static lithe_status shifted_forward(const lithe__conv2d *g, const shifted_ws *w, int64_t Cg, int64_t Mg, int64_t K,
-                                    const float *x, const float *Wg, const float *b, float *y) {
+                                    const float *x, const float *Wg, const float *b, const lithe__act *a, float *y) {
     int64_t s0 = g->stride[0], s1 = g->stride[1], Hq = w->Hq, Wq = w->Wq, OH = g->OH, OW = g->OW, Q = OH * Wq;
     for (int64_t c = 0; c < Cg; c++)
         for (int64_t h = 0; h < g->H; h++) {
@@ -374,6 +384,7 @@ static lithe_status shifted_forward(const lithe__conv2d *g, const shifted_ws *w,
             else
                 memcpy(yr, e, (size_t)OW * sizeof(float));
         }
+        if (a) lithe__simd()->act(a, OH * OW, y + m * OH * OW, y + m * OH * OW); /* the filter's plane, in cache */
     }
     return LITHE_OK;
 }
@@ -395,13 +406,17 @@ static void gemm_images(void *ctx, int64_t n0, int64_t n1) {
             const float *b = j->b ? j->b + gi * Mg : NULL;
             float *y = j->Y + (n * g->M + gi * Mg) * P;
             if (sh) {
-                s = shifted_forward(g, &sw, Cg, Mg, K, x, Wg, b, y);
+                s = shifted_forward(g, &sw, Cg, Mg, K, x, Wg, b, j->a, y);
                 continue;
             }
             if (!pw) im2col(g, x, Cg, ws);
             lithe__sgemm_epilogue e = {.bias_row = b};
             if (!lithe__sgemm(NULL, true, false, false, Mg, P, K, 1.0f, Wg, K, pw ? x : ws, P, 0.0f, y, P, b ? &e : NULL))
                 s = LITHE_ERR_OOM;
+            /* the activation over the image-group's output in one call: the GEMM's per-tile epilogue
+             * calls it per tile row (nr floats), which measured slower than this pass */
+            else if (j->a)
+                lithe__simd()->act(j->a, Mg * P, y, y);
         }
     if (ws) j->be->ops->free(j->be, ws);
     if (s != LITHE_OK) {
@@ -411,12 +426,12 @@ static void gemm_images(void *ctx, int64_t n0, int64_t n1) {
 }
 
 lithe_status lithe__cpu_conv2d(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
-                               const float *b, float *Y) {
+                               const float *b, const lithe__act *a, float *Y) {
     if (is_depthwise(g)) {
-        depthwise_forward(be, g, X, W, b, Y);
+        depthwise_forward(be, g, X, W, b, a, Y);
         return LITHE_OK;
     }
-    gemm_job j = {be, g, X, W, b, Y, LITHE_OK};
+    gemm_job j = {be, g, X, W, b, a, Y, LITHE_OK};
     /* one image per range when there are several (batch 1: the GEMM splits its own work) */
     lithe__pool_for(g->N > 1 ? lithe__cpu_pool() : NULL, g->N, 1, gemm_images, &j);
     lithe_status s = (lithe_status)atomic_load(&j.status);

@@ -511,9 +511,8 @@ static lithe_status cpu_log_softmax_backward(lithe_backend *be, const lithe_tens
 }
 
 static lithe_status cpu_conv2d(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X, const lithe_tensor *W,
-                               const lithe_tensor *b, lithe_tensor *Y) {
-    (void)be;
-    return lithe__cpu_conv2d(be, g, F(X), F(W), b ? F(b) : NULL, F(Y));
+                               const lithe_tensor *b, const lithe__act *a, lithe_tensor *Y) {
+    return lithe__cpu_conv2d(be, g, F(X), F(W), b ? F(b) : NULL, a, F(Y));
 }
 
 static lithe_status cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X,

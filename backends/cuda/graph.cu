@@ -320,8 +320,8 @@ LC_KERNEL(k_col2im, (const lc_thread &t, lithe__conv2d g, int64_t gi, int64_t n0
  * W_g (Mg, Kc) · col_n (Kc, P), col_n the image's im2col (a 1x1, stride-1, unpadded convolution reads
  * X itself), then + b. The direct kernel (k_conv2d, the CPU scalar twin's order) serves when the
  * product would be tiny. */
-static lithe_status cu_conv2d(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X, const lithe_tensor *W,
-                              const lithe_tensor *b, lithe_tensor *Y) {
+static lithe_status conv2d_plain(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X, const lithe_tensor *W,
+                                 const lithe_tensor *b, lithe_tensor *Y) {
     lc_ctx *c = lc_of(be);
     int64_t Cg = g->C / g->group, Mg = g->M / g->group, Kc = Cg * g->KH * g->KW, P = g->OH * g->OW;
     if (Y->numel == 0) return LITHE_OK;
@@ -482,6 +482,15 @@ static lithe_status cu_pool2d_backward(lithe_backend *be, const lithe__pool2d *g
                                        const lithe_tensor *which, lithe_tensor *dX) {
     return lc_launch<k_pool2d_backward>(lc_of(be), dX->numel, *g, (const float *)lc_f(dY),
                                         (const int32_t *)lc_ptr(which), lc_f(dX));
+}
+
+
+/* The fused activation (primitives.def: conv2d's a) runs as the backend's act primitive over Y in
+ * place, after the convolution: the same bits as Conv then Relu / Clip as two nodes. */
+static lithe_status cu_conv2d(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X, const lithe_tensor *W,
+                              const lithe_tensor *b, const lithe__act *a, lithe_tensor *Y) {
+    LITHE__TRY(conv2d_plain(be, g, X, W, b, Y));
+    return a && Y->numel ? be->ops->act(be, a, Y, Y) : LITHE_OK;
 }
 
 void lc_fill_ops_graph(lithe_backend_ops *ops) {

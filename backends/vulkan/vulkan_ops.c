@@ -878,7 +878,7 @@ static lithe_status conv_push(const char *op, const lithe__conv2d *g, bool bias,
 }
 
 static lithe_status vk_conv2d(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X, const lithe_tensor *W,
-                              const lithe_tensor *b, lithe_tensor *Y) {
+                              const lithe_tensor *b, const lithe__act *a, lithe_tensor *Y) {
     LITHE__TRY(need_f32("conv2d", X));
     LITHE__TRY(need_f32("conv2d", W));
     LITHE__TRY(need_f32("conv2d", Y));
@@ -886,7 +886,9 @@ static lithe_status vk_conv2d(lithe_backend *be, const lithe__conv2d *g, const l
     if (!Y->numel) return LITHE_OK;
     lithe__vk_push p;
     LITHE__TRY(conv_push("conv2d", g, b != NULL, &p));
-    return DISPATCH("conv2d", "conv", SPEC0, &p, groups_for(Y->numel), 1, Y, X, W, b);
+    LITHE__TRY(DISPATCH("conv2d", "conv", SPEC0, &p, groups_for(Y->numel), 1, Y, X, W, b));
+    /* the fused activation: the act primitive over Y in place (Conv then Relu / Clip's bits) */
+    return a ? vk_act(be, a, Y, Y) : LITHE_OK;
 }
 
 static lithe_status vk_conv2d_backward(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X,

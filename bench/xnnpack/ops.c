@@ -127,7 +127,7 @@ typedef struct {
 } conv_ctx;
 static void conv_lithe(void *p) {
     conv_ctx *c = p;
-    if (lithe__op_conv2d(lithe__backend_cpu(), &c->g, c->X, c->W, c->b, c->Y) != LITHE_OK) exit(1);
+    if (lithe__op_conv2d(lithe__backend_cpu(), &c->g, c->X, c->W, c->b, NULL, c->Y) != LITHE_OK) exit(1);
 }
 static void conv_xnn_nhwc(void *p) {
     conv_ctx *c = p;

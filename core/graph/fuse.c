@@ -11,6 +11,9 @@
  *               or Mul(Mul(X, 0.5), Add(Erf(Div(X, sqrt 2)), 1))     (0.5 x (1 + erf(x / sqrt 2)))
  *               -> the act primitive's GELU (Thinc's erf: within 1.5e-7 of erf), and into a
  *               Linear just before it
+ *   Conv + act  Y = Relu(Conv(X, W, [b]))  or  Y = Clip(Conv(X, W, [b]), min, max) (ReLU6: 0, 6),
+ *               min / max scalar constants (inputs, or attrs before opset 11) or absent (±inf)
+ *               -> conv2d with the activation (the CPU applies it while the output is in cache)
  *
  * A pattern is taken only when it is exactly the decomposition: every intermediate value read by
  * the next node of the pattern alone (not by another node, not a graph output), the constants it
@@ -21,6 +24,7 @@
  * earlier); the others are marked dead and never run. Backward runs through the fused ops too. */
 #include "graph.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -303,6 +307,35 @@ static lithe_status try_linear(fuser *f, int64_t mm) {
     return rewrite(f, end, &lithe__fused_linear_op, &fu, (int64_t[]){A, W, bias}, bias >= 0 ? 3 : 2, dead, n_dead);
 }
 
+/* Conv followed by Relu or a constant Clip, the Conv's output read by that node alone. */
+static lithe_status try_conv_act(fuser *f, int64_t cv) {
+    lithe__graph *g = f->g;
+    if (!is_op(f, cv, "Conv") || g->node_nin[cv] < 2 || g->node_nin[cv] > 3) return LITHE_OK;
+    int64_t y = g->node_out[cv][0], r = only_reader(f, y);
+    lithe__gfuse fu = {.kind = LITHE__FUSE_CONV, .first = (size_t)cv};
+    if (is_op(f, r, "Relu") && g->node_nin[r] == 1) {
+        fu.act.kind = LITHE__ACT_RELU;
+    } else if (is_op(f, r, "Clip") && g->node_nin[r] <= 3 && g->node_in[r][0] == y) {
+        const lithe__onnx_node *n = &g->onnx.nodes[r];
+        const lithe__onnx_attr *mn = lithe__onnx_attr_get(n, "min"), *mx = lithe__onnx_attr_get(n, "max");
+        fu.act = (lithe__act){.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1.0f, .offset = 0.0f,
+                              .min_val = mn ? mn->f : -INFINITY, .max_val = mx ? mx->f : INFINITY};
+        for (size_t k = 1; k < g->node_nin[r]; k++) { /* opset 11+: min, max as inputs ("" absent) */
+            int64_t sl = g->node_in[r][k];
+            float v = 0.0f;
+            if (sl < 0) continue;
+            if (!const_scalar(f, sl, &v)) return LITHE_OK; /* computed at run time: left as is */
+            if (k == 1) fu.act.min_val = v;
+            else fu.act.max_val = v;
+        }
+    } else {
+        return LITHE_OK;
+    }
+    int64_t in[3] = {g->node_in[cv][0], g->node_in[cv][1], g->node_nin[cv] > 2 ? g->node_in[cv][2] : -1};
+    if (in[0] < 0 || in[1] < 0) return LITHE_OK;
+    return rewrite(f, r, &lithe__fused_conv_op, &fu, in, in[2] >= 0 ? 3 : 2, (int64_t[]){cv}, 1);
+}
+
 lithe_status lithe__graph_fuse(lithe__graph *g) {
     const char *off = getenv("LITHE_GRAPH_FUSE"); /* "0": run every node as the file has it (to compare) */
     if (off && !strcmp(off, "0")) return LITHE_OK;
@@ -314,6 +347,7 @@ lithe_status lithe__graph_fuse(lithe__graph *g) {
     for (size_t i = 0; s == LITHE_OK && i < nn; i++) s = try_layernorm(&f, (int64_t)i);
     for (size_t i = 0; s == LITHE_OK && i < nn; i++) s = try_gelu(&f, (int64_t)i);
     for (size_t i = 0; s == LITHE_OK && i < nn; i++) s = try_linear(&f, (int64_t)i);
+    for (size_t i = 0; s == LITHE_OK && i < nn; i++) s = try_conv_act(&f, (int64_t)i);
     lithe__free(f.producer);
     lithe__free(f.n_readers);
     lithe__free(f.reader);

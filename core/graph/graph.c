@@ -337,7 +337,8 @@ static lithe_status graph_build(const uint8_t *bytes, size_t len, lithe__graph *
         else g->out_slots[g->n_out++] = (size_t)k;
     }
     if (s == LITHE_OK && g->n_out == 0) s = lithe__fail(LITHE_ERR_FORMAT, "%s: the graph has no output", LAYER);
-    /* fusion (fuse.c): what the exporters decompose (LayerNorm, Linear + bias + activation) as one node */
+    /* fusion (fuse.c): what the exporters decompose (LayerNorm, Linear + bias + activation, Conv +
+     * Relu / Clip) as one node */
     if (s == LITHE_OK) s = lithe__graph_fuse(g);
     /* liveness: a run that keeps nothing for backward drops each value after its last reader */
     if (s == LITHE_OK && !(g->last_use = lithe__calloc(g->n_slots + 1, sizeof *g->last_use)))
@@ -900,7 +901,10 @@ lithe_status lithe__graph_prepare(lithe_model *m) {
         bool plain = g->node_fuse[i].kind == LITHE__FUSE_NONE;
         bool gemm = !linear && plain && !strcmp(n->op_type, "Gemm");
         bool matmul = !linear && plain && !strcmp(n->op_type, "MatMul");
-        if (linear || gemm || (plain && !strcmp(n->op_type, "Conv"))) {
+        bool conv_act = g->node_fuse[i].kind == LITHE__FUSE_CONV; /* Conv + Relu / Clip: the Conv's attrs */
+        if (conv_act) n = &g->onnx.nodes[g->node_fuse[i].first];
+        if (linear || gemm || (plain && !strcmp(n->op_type, "Conv")) ||
+            (conv_act && lithe__graph_act_clamp(&g->node_fuse[i].act, NULL, NULL))) {
             /* a backend's own operator for W and its bias (LITHE_XNNPACK): a fused Linear as
              * clamp(A·Wᵀ + bias) (no act or relu), a Gemm as A·Bᵀ + C, a Conv */
             lithe_tensor *W = init_tensor(m, g, g->node_in[i][1]), *bias = NULL;
@@ -914,6 +918,7 @@ lithe_status lithe__graph_prepare(lithe_model *m) {
             if (linear) ok = ok && f->transB && W->ndim == 2 && (!bias || bias->numel == W->shape[0]) &&
                              lithe__affine_prep_op(f->has_act ? &f->act : NULL, &op);
             else ok = ok && lithe__graph_prep_op(n, W, bias, &op);
+            if (ok && conv_act) lithe__graph_act_clamp(&g->node_fuse[i].act, &op.out_min, &op.out_max);
             if (ok) LITHE__TRY(lithe__prepare_op(m->backend, &op, W, bias));
         }
         if (!linear && !gemm && !matmul) continue;

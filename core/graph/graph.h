@@ -53,14 +53,15 @@ typedef enum lithe__gfuse_kind {
     LITHE__FUSE_LAYERNORM, /* in: X, scale (N,), bias (N,); over the last axis */
     LITHE__FUSE_LINEAR,    /* in: A (..., K), W (K, N) or (N, K) when transB, bias (N,); then act */
     LITHE__FUSE_ACT,       /* in: X; Y = act(X) (GELU from its Erf form) */
+    LITHE__FUSE_CONV,      /* in: the Conv's X, W, [b]; Y = act(conv) (Relu, Clip); attrs: node first's */
 } lithe__gfuse_kind;
 typedef struct lithe__gfuse {
     lithe__gfuse_kind kind;
     float eps;        /* LAYERNORM */
     bool transB;      /* LINEAR */
     bool has_act;     /* LINEAR: act applies */
-    lithe__act act;   /* LINEAR (when has_act), ACT */
-    size_t first;     /* the pattern's first node (for messages) */
+    lithe__act act;   /* LINEAR (when has_act), ACT, CONV */
+    size_t first;     /* the pattern's first node (for messages; CONV: its attributes) */
 } lithe__gfuse;
 
 #define LITHE__GRAPH_PLANS 4 /* input signatures kept; the least recently used goes first */
@@ -119,6 +120,10 @@ static inline lithe_status lithe__gexec_like(lithe__gexec *x, const lithe_tensor
 lithe_status lithe__graph_fuse(lithe__graph *g);
 /* The fused ops (ops.c). */
 extern const lithe__graph_op lithe__fused_layernorm_op, lithe__fused_linear_op, lithe__fused_act_op;
+extern const lithe__graph_op lithe__fused_conv_op;
+/* Whether activation a is a clamp to [lo, hi] (Relu, or Clip as a CLIPPED_LINEAR of slope 1 and
+ * offset 0), as a prepared op's out_min / out_max; lo, hi may be NULL (ops.c). */
+bool lithe__graph_act_clamp(const lithe__act *a, float *lo, float *hi);
 
 /* The op named op_type, or NULL. */
 const lithe__graph_op *lithe__graph_op_find(const char *op_type);

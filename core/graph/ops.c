@@ -1376,6 +1376,7 @@ static lithe_status window_attrs(lithe__gexec *x, size_t node, int64_t H, int64_
 
 static lithe_status conv_geometry(lithe__gexec *x, size_t node, lithe_tensor **in, lithe__conv2d *g) {
     const lithe_tensor *X = in[0], *W = in[1];
+    if (x->g->node_fuse[node].kind == LITHE__FUSE_CONV) node = x->g->node_fuse[node].first; /* the Conv's attrs */
     if (X->ndim != 4 || W->ndim != 4)
         return fail(x, node, LITHE_ERR_UNSUPPORTED, "lithe runs 2-D convolutions: X and W must be 4-D, got %d-D and %d-D",
                     X->ndim, W->ndim);
@@ -1393,8 +1394,9 @@ static lithe_status conv_geometry(lithe__gexec *x, size_t node, lithe_tensor **i
     return window_attrs(x, node, g->H, g->W, g->KH, g->KW, g->stride, g->pad, g->dil, &g->OH, &g->OW, false);
 }
 
-FWD(f_conv) {
-    UNUSED_FWD;
+/* Y = act(conv) (a NULL: Conv alone). */
+static lithe_status conv_forward(lithe__gexec *x, size_t node, lithe_tensor **in, size_t n_in, const lithe__act *a,
+                                 lithe_tensor **out) {
     LITHE__TRY(need_inputs(x, node, in, n_in, 2));
     for (size_t k = 0; k < n_in && k < 3; k++)
         if (in[k]) LITHE__TRY(need_float(x, node, in[k], k));
@@ -1403,13 +1405,29 @@ FWD(f_conv) {
     lithe_tensor *b = n_in > 2 ? in[2] : NULL;
     if (b && b->numel != g.M) return fail(x, node, LITHE_ERR_SHAPE, "bias has %lld values for %lld filters", (long long)b->numel, (long long)g.M);
     LITHE__TRY(new_f32(x, 4, (int64_t[]){g.N, g.M, g.OH, g.OW}, false, &out[0]));
-    if (!x->is_train) { /* a backend's own operator, prepared for W and b (LITHE_XNNPACK) */
+    if (!x->is_train && (!a || lithe__graph_act_clamp(a, NULL, NULL))) {
+        /* a backend's own operator, prepared for W and b (LITHE_XNNPACK), the activation as its clamp */
         lithe__prep_op op = {.kind = LITHE__PREP_CONV2D, .out_min = -INFINITY, .out_max = INFINITY, .conv = g};
+        if (a) lithe__graph_act_clamp(a, &op.out_min, &op.out_max);
         bool done = false;
         LITHE__TRY(lithe__run_prepared_op(x->be, x->is_train, &op, in[1], b, in[0], out[0], &done));
         if (done) return LITHE_OK;
     }
-    return lithe__op_conv2d(x->be, &g, in[0], in[1], b, out[0]);
+    return lithe__op_conv2d(x->be, &g, in[0], in[1], b, a, out[0]);
+}
+FWD(f_conv) {
+    UNUSED_FWD;
+    return conv_forward(x, node, in, n_in, NULL, out);
+}
+
+bool lithe__graph_act_clamp(const lithe__act *a, float *lo, float *hi) {
+    float l = -INFINITY, h = INFINITY;
+    if (a->kind == LITHE__ACT_RELU) l = 0.0f;
+    else if (a->kind == LITHE__ACT_CLIPPED_LINEAR && a->slope == 1.0f && a->offset == 0.0f) l = a->min_val, h = a->max_val;
+    else return false;
+    if (lo) *lo = l;
+    if (hi) *hi = h;
+    return true;
 }
 
 bool lithe__graph_prep_op(const lithe__onnx_node *n, const lithe_tensor *W, const lithe_tensor *bias, lithe__prep_op *op) {
@@ -1589,7 +1607,7 @@ BWD(b_convt) {
     if (dX) { /* dX += conv2d(dY, W) */
         lithe_tensor *t = NULL;
         LITHE__TRY(lithe__gexec_like(x, dX, false, &t));
-        lithe_status s = lithe__op_conv2d(x->be, &g, dout[0], in[1], NULL, t);
+        lithe_status s = lithe__op_conv2d(x->be, &g, dout[0], in[1], NULL, NULL, t);
         if (s == LITHE_OK) s = acc(x, dX, t);
         lithe_tensor_release(t);
         LITHE__TRY(s);
@@ -1930,6 +1948,29 @@ BWD(b_fused_act) {
 }
 const lithe__graph_op lithe__fused_act_op = {"fused:Gelu", f_fused_act, b_fused_act};
 
+/* Conv + Relu / Clip (fuse.c): conv2d with the activation applied as each output is written. A
+ * forward that a backward may follow (keep_all) keeps the pre-activation Z in saved[0]: Z = conv,
+ * then Y = act(Z) (the same bits); the backward is dZ = dY act'(Z, Y), then Conv's. Inputs and
+ * attributes are the Conv node's (f->first). */
+FWD(f_fused_conv) {
+    (void)n_out;
+    const lithe__act *a = &x->g->node_fuse[node].act;
+    if (!x->keep_all) return conv_forward(x, node, in, n_in, a, out);
+    LITHE__TRY(conv_forward(x, node, in, n_in, NULL, saved));
+    LITHE__TRY(lithe__gexec_like(x, saved[0], false, &out[0]));
+    return lithe__op_act(x->be, a, saved[0], out[0]);
+}
+BWD(b_fused_conv) {
+    (void)n_in;
+    if (!saved[0]) return fail(x, node, LITHE_ERR_STATE, "the forward kept no pre-activation");
+    lithe_tensor *dZ = NULL;
+    LITHE__TRY(lithe__gexec_like(x, saved[0], false, &dZ));
+    lithe_status s = lithe__op_act_backward(x->be, &x->g->node_fuse[node].act, dout[0], saved[0], out[0], dZ);
+    if (s == LITHE_OK) s = b_conv(x, node, in, n_in, out, &dZ, saved);
+    lithe_tensor_release(dZ);
+    return s;
+}
+const lithe__graph_op lithe__fused_conv_op = {"fused:Conv", f_fused_conv, b_fused_conv};
 /* ---- the table ---- */
 
 static const lithe__graph_op ops[] = {

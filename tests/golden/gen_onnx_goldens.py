@@ -189,6 +189,28 @@ class NearMiss(nn.Module):
         return d / torch.sqrt(v.abs() + 1.0) * self.g + self.b
 
 
+class ConvAct(nn.Module):
+    """Conv + activation as the graph layer fuses it (core/graph/fuse.c): Conv + ReLU6 (Clip 0, 6;
+    mobilenet's), a depthwise Conv + ReLU6, a 1x1 Conv + clamp(min) (Clip without max), and near
+    misses (not fused): a Mul between the Conv and its Clip, a strided Conv whose output the Relu
+    and an Add both read."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.c2 = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.c3 = nn.Conv2d(8, 6, 1)
+        self.c4 = nn.Conv2d(6, 4, 3, stride=2)
+
+    def forward(self, x):                                       # x (N, 3, 7, 7)
+        h = F.relu6(self.c1(x))
+        h = F.relu6(self.c2(h) * 0.5)                           # near miss: a Mul between Conv and Clip
+        h = F.relu6(self.c2(h))                                 # the depthwise weights again, fused
+        h = torch.clamp(self.c3(h), min=-0.5)
+        c = self.c4(h)
+        return torch.relu(c) + 0.5 * c                         # c has a second reader
+
+
 class FFN(nn.Module):
     """A transformer's feed-forward block on (N, 5, 8): Linear, F.gelu (its Erf form), Linear; the
     graph layer fuses the first Linear with the GELU and the second Linear."""
@@ -289,6 +311,9 @@ export("ffn", FFN(), randx(3, 5, 8), 13, lr=0.01)
 
 torch.manual_seed(10)
 export("mobile", Mobile(), randx(2, 3, 16, 16), 13, lr=0.01)
+
+torch.manual_seed(11)
+export("convact", ConvAct(), randx(2, 3, 7, 7), 13, lr=0.01)
 
 
 

@@ -137,9 +137,10 @@ void *lithe__cpu_cache_alloc(size_t nbytes);
 void lithe__cpu_cache_free(void *p);
 size_t lithe__cpu_cache_bytes(void);
 
-/* Convolution (conv.c): depthwise directly, the rest as GEMMs through be's gemm. */
+/* Convolution (conv.c): depthwise directly, the rest as GEMMs through be's gemm; a (or NULL): the
+ * activation, by the act kernel in place per plane or image-group (the act kernel's bits). */
 lithe_status lithe__cpu_conv2d(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
-                               const float *b, float *Y);
+                               const float *b, const lithe__act *a, float *Y);
 lithe_status lithe__cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
                                         const float *dY, float *dX, float *dW, float *db);
 /* Pooling (conv.c): the twins over (image, channel) planes split by the pool, 2x2/2 max pooling
