@@ -149,4 +149,26 @@ static LITHE_HD inline float lithe__lstm_dgates(int64_t H, int64_t h, const floa
     return dc;
 }
 
+
+/* One element of adam_step (primitives.def), shared by the CPU's scalar twin and the CUDA kernel:
+ * lithe_optimizer_step's passes in their order — the clip scale (gscale, applied as 0 * g +
+ * gscale * g is, which equals gscale * g), Adam's moments and step, G = 0, weight decay (wscale,
+ * unless 1) and the parameter average. omb1 = 1 - beta1, omb2 = 1 - beta2, omd = 1 - decay. */
+static inline LITHE_HD void lithe__adam_elem(int64_t i, float *W, float *G, float *m1, float *m2, float *avg,
+                                             float gscale, float beta1, float beta2, float eps, float lr,
+                                             float wscale, float omb1, float omb2, float omd) {
+    float g = gscale == 1.0f ? G[i] : gscale * G[i];
+    float a = m1[i] * beta1, b = m2[i] * beta2;
+    a += g * omb1;
+    b += omb2 * (g * g);
+    m1[i] = a;
+    m2[i] = b;
+    float step = a / (sqrtf(b) + eps);
+    float w = W[i] + -lr * step;
+    G[i] = 0.0f;
+    if (wscale != 1.0f) w = wscale * w;
+    W[i] = w;
+    if (avg) avg[i] -= omd * (avg[i] - w);
+}
+
 #endif

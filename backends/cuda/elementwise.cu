@@ -3,6 +3,7 @@
  * updates, dropout masks (Philox, the CPU's stream) and the categorical cross-entropy gradient.
  * One thread per element (or per column where a sum runs down the rows, in the CPU's order). */
 #include "common.cuh"
+#include "../common/rows.h"
 
 /* ---- fill, copy, cast ---- */
 
@@ -325,18 +326,7 @@ LC_KERNEL(k_adam_step, (const lc_thread &t, int64_t n, float *W, float *G, float
                         float gscale, float beta1, float beta2, float eps, float lr, float wscale, float decay)) {
     float omb1 = 1.0f - beta1, omb2 = 1.0f - beta2, omd = 1.0f - decay;
     LC_FOR(t, i, n) {
-        float g = gscale == 1.0f ? G[i] : gscale * G[i];
-        float a = m1[i] * beta1, b = m2[i] * beta2;
-        a += g * omb1;
-        b += omb2 * (g * g);
-        m1[i] = a;
-        m2[i] = b;
-        float step = a / (sqrtf(b) + eps);
-        float w = W[i] + -lr * step;
-        G[i] = 0.0f;
-        if (wscale != 1.0f) w = wscale * w;
-        W[i] = w;
-        if (avg) avg[i] -= omd * (avg[i] - w);
+        lithe__adam_elem(i, W, G, m1, m2, avg, gscale, beta1, beta2, eps, lr, wscale, omb1, omb2, omd);
     }
 }
 

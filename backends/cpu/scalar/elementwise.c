@@ -101,18 +101,7 @@ void lithe_f32_adam_step__scalar(int64_t n, float *W, float *G, float *m1, float
      * averages */
     float omb1 = 1.0f - beta1, omb2 = 1.0f - beta2, omd = 1.0f - decay;
     for (int64_t i = 0; i < n; i++) {
-        float g = gscale == 1.0f ? G[i] : gscale * G[i];
-        float a = m1[i] * beta1, b = m2[i] * beta2;
-        a += g * omb1;
-        b += omb2 * (g * g);
-        m1[i] = a;
-        m2[i] = b;
-        float step = a / (sqrtf(b) + eps);
-        float w = W[i] + -lr * step;
-        G[i] = 0.0f;
-        if (wscale != 1.0f) w = wscale * w;
-        W[i] = w;
-        if (avg) avg[i] -= omd * (avg[i] - w);
+        lithe__adam_elem(i, W, G, m1, m2, avg, gscale, beta1, beta2, eps, lr, wscale, omb1, omb2, omd);
     }
 }
 
