@@ -345,23 +345,6 @@ static void count_free(void *u, void *p) {
 }
 static void count_reset(void) { memset(&counted, 0, sizeof counted); }
 
-/* X with its leading (batch) axis repeated `times` times. */
-static lithe_value *tiled(const golden *g, int times) {
-    lithe_tensor *t = tensor_of(g), *big = NULL;
-    int64_t shape[LITHE_MAX_DIMS];
-    int nd = lithe_tensor_ndim(t);
-    memcpy(shape, lithe_tensor_shape(t), sizeof(int64_t) * (size_t)nd);
-    shape[0] *= times;
-    OK(lithe_tensor_new(NULL, LITHE_F32, nd, shape, &big));
-    for (int r = 0; r < times; r++)
-        memcpy((float *)lithe_tensor_data(big) + r * lithe_tensor_numel(t), lithe_tensor_data(t),
-               sizeof(float) * (size_t)lithe_tensor_numel(t));
-    lithe_value *v = NULL;
-    OK(lithe_value_tensor(big, &v));
-    lithe_tensor_release(big);
-    lithe_tensor_release(t);
-    return v;
-}
 
 static void expect_same(const lithe_value *a, const lithe_value *b) {
     lithe_tensor *ta = lithe_value_get_tensor(a), *tb = lithe_value_get_tensor(b);

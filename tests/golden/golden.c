@@ -155,6 +155,23 @@ lithe_value *value_of(const golden *g) {
     return v;
 }
 
+lithe_value *tiled(const golden *g, int times) {
+    lithe_tensor *t = tensor_of(g), *big = NULL;
+    int64_t shape[LITHE_MAX_DIMS];
+    int nd = lithe_tensor_ndim(t);
+    memcpy(shape, lithe_tensor_shape(t), sizeof(int64_t) * (size_t)nd);
+    shape[0] *= times;
+    OK(lithe_tensor_new(NULL, LITHE_F32, nd, shape, &big));
+    for (int r = 0; r < times; r++)
+        memcpy((float *)lithe_tensor_data(big) + r * lithe_tensor_numel(t), lithe_tensor_data(t),
+               sizeof(float) * (size_t)lithe_tensor_numel(t));
+    lithe_value *v = NULL;
+    OK(lithe_value_tensor(big, &v));
+    lithe_tensor_release(big);
+    lithe_tensor_release(t);
+    return v;
+}
+
 void expect_close(const char *what, const lithe_tensor *t, const golden *g, double atol, double rtol) {
     assert_non_null(t);
     if (lithe_tensor_ndim(t) != g->ndim) {

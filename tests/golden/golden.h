@@ -39,6 +39,8 @@ const golden *get(const char *fmt, ...);
 /* A new host tensor holding a golden array: float32 for f/d, int32 for i. */
 lithe_tensor *tensor_of(const golden *g);
 lithe_value *value_of(const golden *g);
+/* A float32 golden array (as value_of) with its leading (batch) axis repeated `times` times. */
+lithe_value *tiled(const golden *g, int times);
 /* A float32 tensor equals a golden array: same shape, |lithe - thinc| <= atol + rtol |thinc|. */
 void expect_close(const char *what, const lithe_tensor *t, const golden *g, double atol, double rtol);
 /* A malloc'd copy of an integer golden as bytes (Thinc's bytes, .npy files, msgpack). */
