@@ -1,7 +1,7 @@
 /* libFuzzer target: the ONNX reader and the graph layer. Whatever loads is run forward on inputs
  * shaped as the graph declares (unknown extents 2, each at most 16), backward with ones, and saved
  * as .lithe and loaded back: hostile graphs must fail with a status, never crash. Allocations
- * above 64 MiB are refused (a graph may ask for huge constants), so they exercise the OOM paths
+ * above 16 MiB are refused (a graph may ask for huge constants), so they exercise the OOM paths
  * rather than libFuzzer's memory limit. The harness is shared with fuzz_tfjs.c (graph_harness.c). */
 #include "graph_harness.h"
 

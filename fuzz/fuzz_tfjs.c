@@ -2,7 +2,7 @@
  * is model.json's text, a NUL byte, then the weight shards' bytes (fuzz/make_tfjs_seeds.mjs writes
  * the seeds so). Whatever loads runs forward on an input shaped as the graph declares (unknown
  * extents 2, each at most 16), backward with ones, and is saved as .lithe and loaded back: hostile
- * files must fail with a status, never crash. Allocations above 64 MiB are refused. The harness is
+ * files must fail with a status, never crash. Allocations above 16 MiB are refused. The harness is
  * shared with fuzz_onnx.c (graph_harness.c). */
 #include "graph_harness.h"
 

@@ -1,5 +1,5 @@
 /* What the graph fuzz targets (fuzz_onnx.c, fuzz_tfjs.c) share: the allocator that refuses more
- * than 64 MiB at once (a graph may ask for huge constants: they exercise the OOM paths rather than
+ * than 16 MiB at once (a graph may ask for huge constants: they exercise the OOM paths rather than
  * libFuzzer's memory limit), an input tensor shaped as the graph declares, forward and backward
  * with ones, and the .lithe round trip. */
 #ifndef LITHE_FUZZ_GRAPH_HARNESS_H
