@@ -278,7 +278,8 @@ static lithe_status workspace(lithe_backend *be, size_t n, float **out) {
  * lands in yext (Mg, OH·Wq); one pass copies its OW-wide rows into Y adding the bias. Chosen when
  * the dropped columns are at most as many as the kept ones (Wq - OW <= OW).
  * Otherwise im2col into col (K, OH·OW), then the GEMM; pointwise (1x1, stride 1, no padding): the
- * GEMM reads X itself. Both add the bias in the GEMM (bias_row).
+ * GEMM reads X itself. These two add the bias in the GEMM (bias_row); the shifted-rows path adds
+ * it while copying out, as said above.
  * A fused activation (conv2d's a) is applied by the act kernel in place, while the values are
  * still in cache: per filter plane once copied out (shifted rows), per image-group after its GEMM
  * (im2col, pointwise), per plane once summed (depthwise); the act kernel's bits, so equal to the

@@ -124,10 +124,15 @@ static lithe_status cpu_sum_squares(lithe_backend *be, const lithe_tensor *X, do
     *out = lithe__cpu_sum_squares(N(X), F(X));
     return LITHE_OK;
 }
+/* Thinc's per-parameter clip decision: the factor G is scaled by (1: left as it is). */
+static float clip_scale(const lithe_tensor *G, double threshold) {
+    float norm = (float)sqrt(lithe__cpu_sum_squares(N(G), F(G)));
+    return norm >= (float)threshold ? (float)(threshold / norm) : 1.0f;
+}
 static lithe_status cpu_clip_gradient(lithe_backend *be, lithe_tensor *G, double threshold) {
     (void)be;
-    float norm = (float)sqrt(lithe__cpu_sum_squares(N(G), F(G)));
-    if (norm >= (float)threshold) lithe__cpu_axpby(N(G), 0.0f, F(G), (float)(threshold / norm), F(G));
+    float s = clip_scale(G, threshold);
+    if (s != 1.0f) lithe__cpu_axpby(N(G), 0.0f, F(G), s, F(G));
     return LITHE_OK;
 }
 static lithe_status cpu_act(lithe_backend *be, const lithe__act *a, const lithe_tensor *X, lithe_tensor *Y) {
@@ -182,11 +187,7 @@ static lithe_status cpu_adam_step(lithe_backend *be, lithe_tensor *W, lithe_tens
     (void)be;
     /* clip_gradient's decision, its scale applied inside the one pass instead of scaling G first
      * (0 g + s g = s g: the same bits) */
-    float gscale = 1.0f;
-    if (grad_clip > 0.0) {
-        float norm = (float)sqrt(lithe__cpu_sum_squares(N(G), F(G)));
-        if (norm >= (float)grad_clip) gscale = (float)(grad_clip / norm);
-    }
+    float gscale = grad_clip > 0.0 ? clip_scale(G, grad_clip) : 1.0f;
     lithe__cpu_adam_step(N(W), F(W), F(G), F(m1), F(m2), avg ? F(avg) : NULL, gscale, beta1, beta2, eps, lr, wscale,
                          decay);
     return LITHE_OK;

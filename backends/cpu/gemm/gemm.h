@@ -69,8 +69,9 @@ typedef void (*lithe__sgemm_pack_fn)(size_t lanes, size_t kc, const float *src, 
  * block and 1 after it, and bias (NULL or n floats) after the last. (lithe promises that a
  * batch and its rows one at a time give the same bits; test_gemm and test_layers check it.)
  * Threads split j. NULL: M = 1 runs through the packed path. With op(B) packed ahead
- * (lithe__sgemm_prepacked), M = 1 streams the packed slivers instead (urow, or the microkernel),
- * which beats the shuffle-bound GEMV. */
+ * (lithe__sgemm_prepacked), M = 1 streams the packed slivers instead (the kernel's urow; a
+ * kernel without one keeps this GEMV, reading B where it lies), which beats the shuffle-bound
+ * GEMV. */
 typedef void (*lithe__sgemv_fn)(size_t n, size_t k, size_t kc, float alpha, const float *x, const float *w,
                                 size_t ldw, float beta, float *y, const float *bias);
 
@@ -113,7 +114,9 @@ typedef struct lithe__sgemm_epilogue {
     /* (M,) or NULL: bias_row[i] added to every element of row i (a convolution's per-filter bias)
      * before Z and act: on the packed path as one more product step after the K real ones (A's
      * column K = bias_row, B's row K = ones: one multiply-add per element in the microkernel);
-     * M = 1 (GEMV) and K = 0 add it after the store. Within the rounding of adding it once. */
+     * M = 1 (GEMV) and K = 0 add it after the store. Within the rounding of adding it once. Only
+     * with alpha = 1 and beta = 0 (as convolutions call it): the product step would scale it by
+     * alpha where the after-store paths do not. */
     const float *bias_row;
 } lithe__sgemm_epilogue;
 
