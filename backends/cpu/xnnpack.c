@@ -184,7 +184,6 @@ lithe_status lithe__xnn_run_prepared_op(lithe_backend *be, const void *P, const 
         lithe__xnn_runs++;
         return LITHE_OK;
     }
-    const lithe__conv2d *g = &op->conv;
     if (X->ndim != 4 || Y->ndim != 4) return LITHE_OK;
     int64_t N = X->shape[0], C = X->shape[1], H = X->shape[2], W = X->shape[3];
     int64_t M = Y->shape[1], OH = Y->shape[2], OW = Y->shape[3];
@@ -197,7 +196,6 @@ lithe_status lithe__xnn_run_prepared_op(lithe_backend *be, const void *P, const 
         return LITHE_OK;
     }
     if (f->pointwise && N * OH * OW > POINTWISE_MAX_PIXELS) return LITHE_OK;
-    (void)g;
     size_t nx = C > 1 ? (size_t)(N * C * H * W) : 0, ny = (size_t)(N * M * OH * OW);
     float *xt = lithe__malloc((nx + ny) * sizeof(float));
     if (!xt) return lithe__oom("XNNPACK convolution: NHWC copies", (nx + ny) * sizeof(float));

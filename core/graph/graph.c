@@ -796,7 +796,7 @@ static lithe_status graph_forward(lithe_model *m, const lithe_value *X, bool is_
             else x->vals[i] = lithe_tensor_retain(g->slot_const[i]);
         }
     }
-    bool recording = !plan->recorded, keep_all = bp != NULL;
+    bool recording = !plan->recorded;
     for (size_t i = 0; s == LITHE_OK && i < g->onnx.n_nodes; i++) {
         if (node_folded(g, i)) continue;
         const lithe__onnx_node *n = &g->onnx.nodes[i];
@@ -809,7 +809,7 @@ static lithe_status graph_forward(lithe_model *m, const lithe_value *X, bool is_
         if (node_cached(g, plan, i)) { /* shape arithmetic this signature has computed before */
             for (size_t k = 0; k < g->node_nout[i]; k++)
                 if (g->node_out[i][k] >= 0) x->vals[g->node_out[i][k]] = lithe_tensor_retain(plan->vals[g->node_out[i][k]]);
-            if (!keep_all) release_after(x, i);
+            if (!x->keep_all) release_after(x, i);
             continue;
         }
         bool needs = false;
@@ -843,7 +843,7 @@ static lithe_status graph_forward(lithe_model *m, const lithe_value *X, bool is_
             x->needs[o] = needs && out[k]->dtype == LITHE_F32;
         }
         if (s == LITHE_OK && recording) s = plan_record(x, plan, i);
-        if (s == LITHE_OK && !keep_all) release_after(x, i);
+        if (s == LITHE_OK && !x->keep_all) release_after(x, i);
     }
     if (recording) {
         if (s == LITHE_OK) plan->recorded = true;
@@ -899,8 +899,8 @@ lithe_status lithe__graph_prepare(lithe_model *m) {
          * it absorbed flips transB); a plain Gemm / MatMul as the file says */
         bool linear = g->node_fuse[i].kind == LITHE__FUSE_LINEAR;
         bool plain = g->node_fuse[i].kind == LITHE__FUSE_NONE;
-        bool gemm = !linear && plain && !strcmp(n->op_type, "Gemm");
-        bool matmul = !linear && plain && !strcmp(n->op_type, "MatMul");
+        bool gemm = plain && !strcmp(n->op_type, "Gemm");
+        bool matmul = plain && !strcmp(n->op_type, "MatMul");
         bool conv_act = g->node_fuse[i].kind == LITHE__FUSE_CONV; /* Conv + Relu / Clip: the Conv's attrs */
         if (conv_act) n = &g->onnx.nodes[g->node_fuse[i].first];
         if (linear || gemm || (plain && !strcmp(n->op_type, "Conv")) ||
