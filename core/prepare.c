@@ -131,7 +131,20 @@ lithe_status lithe__prepare_op(lithe_backend *be, const lithe__prep_op *op, lith
         !lithe_tensor_is_contiguous(W) || W->numel == 0 ||
         (bias && (bias->dtype != LITHE_F32 || bias->storage->backend != be || !lithe_tensor_is_contiguous(bias))))
         return LITHE_OK;
-    if (find_op(op, W, bias, be)) return LITHE_OK;
+    /* a fresh snapshot, as lithe__prepare_b: the operator made before for this op, W view and
+     * bias (valid or not: written through raw pointers, or its bias since) goes */
+    for (lithe__prepared **pp = &W->storage->prepared; *pp; pp = &(*pp)->next) {
+        const lithe__prepared *q = *pp;
+        if (q->kind == op->kind && q->backend == be && same_op(q->op, op) && q->offset == W->offset &&
+            q->shape[0] == W->shape[0] && q->strides[0] == W->strides[0] &&
+            (bias ? q->bias_storage == bias->storage && q->bias_offset == bias->offset && q->bias_numel == bias->numel
+                  : !q->bias_storage)) {
+            lithe__prepared *old = *pp;
+            *pp = old->next;
+            prepared_free(old);
+            break;
+        }
+    }
     lithe__prepared *p = lithe__calloc(1, sizeof *p);
     lithe__prep_op *key = lithe__malloc(sizeof *key);
     if (!p || !key) {

@@ -189,9 +189,38 @@ static void test_dense_model(void **state) {
         OK(lithe_model_predict_tensor(m, X, &Y0));
         OK(lithe_model_prepare_inference(m));
         assert_true(lithe_model_prepared_bytes(m) > 0);
+        size_t before = lithe__xnn_runs;
         OK(lithe_model_predict_tensor(m, X, &Y1));
+        assert_int_equal(lithe__xnn_runs - before, B == 40 ? 2 : 0); /* both layers at 40 rows, none at 1 */
         if (B == 1) assert_memory_equal(lithe_tensor_data(Y0), lithe_tensor_data(Y1), 10 * sizeof(float));
         else close_to(Y1, Y0, 301.0);
+        if (B == 40) { /* a raw write, then prepare again: the operators are re-made from the new W
+                        * (the call is a fresh snapshot), so predict matches the unprepared one */
+            OK(lithe_model_prepare_inference(m));
+            for (size_t p = 0; p < lithe_model_n_params(m); p++) {
+                lithe_tensor *P = NULL;
+                OK(lithe_model_get_param(m, lithe_model_param_name(m, p), &P));
+                float *w = lithe_tensor_data(P);
+                for (int64_t i = 0; lithe_tensor_ndim(P) == 2 && i < lithe_tensor_numel(P); i++) w[i] = -w[i];
+            }
+            lithe_tensor *Y2 = NULL, *Y3 = NULL;
+            OK(lithe_model_predict_tensor(m, X, &Y2)); /* the snapshot: the old weights */
+            close_to(Y2, Y0, 301.0);
+            OK(lithe_model_prepare_inference(m));
+            OK(lithe_model_predict_tensor(m, X, &Y3));
+            lithe_model_release_prepared(m);
+            lithe_tensor_release(Y2);
+            OK(lithe_model_predict_tensor(m, X, &Y2)); /* unprepared, the new weights */
+            close_to(Y3, Y2, 301.0);
+            lithe_tensor_release(Y2);
+            lithe_tensor_release(Y3);
+            for (size_t p = 0; p < lithe_model_n_params(m); p++) { /* the weights back */
+                lithe_tensor *P = NULL;
+                OK(lithe_model_get_param(m, lithe_model_param_name(m, p), &P));
+                float *w = lithe_tensor_data(P);
+                for (int64_t i = 0; lithe_tensor_ndim(P) == 2 && i < lithe_tensor_numel(P); i++) w[i] = -w[i];
+            }
+        }
         lithe_tensor_release(X);
         lithe_tensor_release(Y0);
         lithe_tensor_release(Y1);
@@ -219,7 +248,6 @@ static lithe_status oom_scenario(int which) {
         }
     } else {
         b = oomb;
-        lithe_model_release_prepared(NULL);
     }
     lithe_status s = lithe__prepare_op(be, &oom_op, W, b);
     if (s != LITHE_OK) assert_null(W->storage->prepared);
