@@ -25,19 +25,20 @@ let importersPromise = null;
 // URL, path or WebAssembly.Module, linked when a model first needs it (default: the package's own
 // file); or true to link the package's own now. (The threads module has them built in.)
 export function init(options = {}) {
-  initPromise ??= instantiate(options).then(
-    async (loaded) => {
-      loadedCore = loaded;
-      raw = createRaw(loaded);
-      raw.importers = raw.lithe_js_importers_linked() ? 'built in' : null;
-      importersSource = options.importers === true ? undefined : options.importers;
-      if (options.importers === true) await importers();
-      return { simd: loaded.simd, threads: loaded.threads, build: loaded.build, version: raw.cstring(raw.lithe_version()) };
-    },
-    (err) => {
-      initPromise = null; // a failed start may be retried (another URL, say)
-      throw err;
-    });
+  initPromise ??= instantiate(options).then(async (loaded) => {
+    loadedCore = loaded;
+    raw = createRaw(loaded);
+    raw.importers = raw.lithe_js_importers_linked() ? 'built in' : null;
+    importersSource = options.importers === true ? undefined : options.importers;
+    if (options.importers === true) await importers();
+    return { simd: loaded.simd, threads: loaded.threads, build: loaded.build, version: raw.cstring(raw.lithe_version()) };
+  }).catch((err) => {
+    // a failed start (the module, or the importer module asked for) may be retried: another URL, say
+    initPromise = null;
+    raw = null;
+    loadedCore = null;
+    throw err;
+  });
   return initPromise;
 }
 
@@ -272,8 +273,11 @@ export class Model extends Handle {
     const xp = toC(asTensor(x, shape));
     try {
       if (!this.#prepared) {
-        r.check(r.lithe_model_prepare_inference(this.ptr));
-        this.#prepared = true;
+        // out of memory leaves the model working unprepared (lithe.h): predict goes on without
+        // the packed copies and tries again next time
+        const s = r.lithe_model_prepare_inference(this.ptr);
+        if (s !== STATUS.OOM) r.check(s);
+        this.#prepared = s === STATUS.OK;
       }
       r.check(r.lithe_model_predict_tensor(this.ptr, xp, r.outPtr(0)));
       const yp = r.readU32(r.outPtr(0));
