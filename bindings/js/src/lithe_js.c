@@ -124,10 +124,8 @@ LITHE_JS_API lithe_status lithe_js_resize_output(lithe_model *root, int32_t new_
  * (then loading it and retrying will help), and whether the importers are there (linked, or built
  * in: the threads module, LITHE_IMPORTERS_SEPARATE unset, has them built in). */
 #ifdef LITHE_IMPORTERS_SEPARATE
-struct lithe__importers;
-void lithe__importers_set(const struct lithe__importers *h);
-_Bool lithe__importers_wanted(void);
-LITHE_JS_API void lithe_js_importers_set(const struct lithe__importers *h) { lithe__importers_set(h); }
+#include "../../../core/internal.h" /* lithe__importers_set, lithe__importers_wanted */
+LITHE_JS_API void lithe_js_importers_set(const lithe__importers *h) { lithe__importers_set(h); }
 LITHE_JS_API int lithe_js_importers_wanted(void) { return lithe__importers_wanted(); }
 #else
 LITHE_JS_API void lithe_js_importers_set(const void *h) { (void)h; }
