@@ -514,8 +514,12 @@ lithe_status lithe__affine_forward(lithe_model *m, lithe_tensor *X, bool is_trai
  * pre-activation X·Wᵀ + b (a new tensor). is_train false: through W's prepared form when valid. */
 lithe_status lithe__affine_forward_act(lithe_model *m, lithe_tensor *X, bool is_train, const lithe__act *a, lithe_tensor **Z,
                                        lithe_tensor **Y);
+/* Whether activation a is a clamp to [lo, hi] (Relu: [0, inf); a CLIPPED_LINEAR of slope 1 and
+ * offset 0: [min_val, max_val], which is ClippedLinear's, HardTanh's, ReluK's and an ONNX Clip's),
+ * as a prepared op's out_min / out_max; lo, hi may be NULL. */
+bool lithe__act_clamp(const lithe__act *a, float *lo, float *hi);
 /* The prepared-op key (lithe__prepare_op) of Y = act(X·Wᵀ + b): false when act (NULL: none) has
- * no backend operator form (only none and relu, a clamp, have one). */
+ * no backend operator form (only none and a clamp, lithe__act_clamp, have one). */
 bool lithe__affine_prep_op(const lithe__act *a, lithe__prep_op *op);
 /* The same for a dense-family node (its type's activation). */
 bool lithe__dense_prep_op(lithe_model *m, lithe__prep_op *op);

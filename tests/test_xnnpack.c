@@ -8,6 +8,7 @@
  *     grouped non-depthwise, dilated) must run lithe's kernels;
  *   - fully connected: N = 10 at M = 32 / 64 with no clamp and relu through XNNPACK; M = 1 and
  *     N = 64 declined; a dense model (Relu(16) -> Linear(10)) predicted prepared and unprepared;
+ *     HardTanh, ReluK and ClippedLinear (clamps) through XNNPACK, HardSigmoid not;
  *   - freshness: a write to the bias (or W) drops the operator (lithe's path again);
  *   - imported graphs (gen_onnx_goldens.py's mobile, lenet, mlp13, torch.onnx.export): prepared
  *     predictions at batch 1x and 8x the golden's match the unprepared ones within float tolerance
@@ -228,6 +229,44 @@ static void test_dense_model(void **state) {
     lithe_model_free(m);
 }
 
+/* The clipped_linear family: a slope of 1 and offset of 0 is a clamp (lithe__act_clamp), so
+ * HardTanh ([-1, 1]), ReluK ([0, 6]) and ClippedLinear ([0, 1]) go to XNNPACK at 40 rows with the
+ * clip as the operator's output clamp; HardSigmoid (slope 0.2, offset 0.5) has no operator form
+ * and stays lithe's (bit-identical to unprepared). The inputs are scaled so that every clamp bites. */
+static void test_clipped_dense(void **state) {
+    (void)state;
+    static const struct { const char *layer; size_t runs; } cases[] = {
+        {"HardTanh.v1", 1}, {"ReluK.v1", 1}, {"ClippedLinear.v1", 1}, {"HardSigmoid.v1", 0}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        lithe_model *m = NULL;
+        OK(lithe_dense(cases[k].layer, &(lithe_dense_opts){.nO = 12, .nI = 64}, &m));
+        OK(lithe_model_initialize(m, NULL, NULL));
+        lithe_tensor *X = rnd(2, (int64_t[]){40, 64}, 11), *Y0 = NULL, *Y1 = NULL;
+        float *x = lithe_tensor_data(X);
+        for (int64_t i = 0; i < lithe_tensor_numel(X); i++) x[i] *= 8.0f;
+        OK(lithe_model_predict_tensor(m, X, &Y0));
+        OK(lithe_model_prepare_inference(m));
+        size_t before = lithe__xnn_runs;
+        OK(lithe_model_predict_tensor(m, X, &Y1));
+        assert_int_equal(lithe__xnn_runs - before, cases[k].runs);
+        const float *y = lithe_tensor_data(Y0);
+        float lo = INFINITY, hi = -INFINITY;
+        for (int64_t i = 0; i < lithe_tensor_numel(Y0); i++) {
+            lo = y[i] < lo ? y[i] : lo;
+            hi = y[i] > hi ? y[i] : hi;
+        }
+        printf("test_xnnpack: %-16s %zu op through XNNPACK, outputs in [%g, %g]\n", cases[k].layer,
+               lithe__xnn_runs - before, lo, hi);
+        assert_true(lo == (k == 0 ? -1.0f : 0.0f) && hi == (k == 1 ? 6.0f : 1.0f)); /* both ends clamped */
+        if (cases[k].runs) close_to(Y1, Y0, 8.0 * 65.0);
+        else assert_memory_equal(lithe_tensor_data(Y0), lithe_tensor_data(Y1), 40 * 12 * sizeof(float));
+        lithe_tensor_release(X);
+        lithe_tensor_release(Y0);
+        lithe_tensor_release(Y1);
+        lithe_model_free(m);
+    }
+}
+
 /* Allocation failures while preparing an XNNPACK operator (lithe's bookkeeping, the transposed
  * weights) */
 static lithe_tensor *oomW, *oomb;
@@ -349,6 +388,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_conv),
         cmocka_unit_test(test_fc),
         cmocka_unit_test(test_dense_model),
+        cmocka_unit_test(test_clipped_dense),
         cmocka_unit_test(test_oom),
         cmocka_unit_test(test_graphs),
         cmocka_unit_test(test_threads),

@@ -16,7 +16,8 @@
  *     and 400 was measured;
  *   - Conv 1x1 (one group): the same NHWC path only when N*OH*OW <= 64 pixels (mobilenet_v2's 7x7
  *     layers: 1.17-1.37x; at 14x14 and above lithe's GEMM is faster, up to 3.3x);
- *   - fully connected (dense layers with no activation or relu, ONNX Gemm A·Bᵀ + C, a fused Linear):
+ *   - fully connected (dense layers with no activation or a clamp, lithe__act_clamp; ONNX Gemm
+ *     A·Bᵀ + C; a fused Linear):
  *     only when N <= 16 outputs and M >= 16 rows (the 10-way output layers at batch 32 / 64:
  *     1.8-2.1x); at batch 1 and for wide layers lithe's prepared GEMM is faster (1.5x at batch 1,
  *     1.03-1.06x at 64).

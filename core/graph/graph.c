@@ -904,7 +904,7 @@ lithe_status lithe__graph_prepare(lithe_model *m) {
         bool conv_act = g->node_fuse[i].kind == LITHE__FUSE_CONV; /* Conv + Relu / Clip: the Conv's attrs */
         if (conv_act) n = &g->onnx.nodes[g->node_fuse[i].first];
         if (linear || gemm || (plain && !strcmp(n->op_type, "Conv")) ||
-            (conv_act && lithe__graph_act_clamp(&g->node_fuse[i].act, NULL, NULL))) {
+            (conv_act && lithe__act_clamp(&g->node_fuse[i].act, NULL, NULL))) {
             /* a backend's own operator for W and its bias (LITHE_XNNPACK): a fused Linear as
              * clamp(A·Wᵀ + bias) (no act or relu), a Gemm as A·Bᵀ + C, a Conv */
             lithe_tensor *W = init_tensor(m, g, g->node_in[i][1]), *bias = NULL;
@@ -918,7 +918,7 @@ lithe_status lithe__graph_prepare(lithe_model *m) {
             if (linear) ok = ok && f->transB && W->ndim == 2 && (!bias || bias->numel == W->shape[0]) &&
                              lithe__affine_prep_op(f->has_act ? &f->act : NULL, &op);
             else ok = ok && lithe__graph_prep_op(n, W, bias, &op);
-            if (ok && conv_act) lithe__graph_act_clamp(&g->node_fuse[i].act, &op.out_min, &op.out_max);
+            if (ok && conv_act) lithe__act_clamp(&g->node_fuse[i].act, &op.out_min, &op.out_max);
             if (ok) LITHE__TRY(lithe__prepare_op(m->backend, &op, W, bias));
         }
         if (!linear && !gemm && !matmul) continue;

@@ -121,9 +121,6 @@ lithe_status lithe__graph_fuse(lithe__graph *g);
 /* The fused ops (ops.c). */
 extern const lithe__graph_op lithe__fused_layernorm_op, lithe__fused_linear_op, lithe__fused_act_op;
 extern const lithe__graph_op lithe__fused_conv_op;
-/* Whether activation a is a clamp to [lo, hi] (Relu, or Clip as a CLIPPED_LINEAR of slope 1 and
- * offset 0), as a prepared op's out_min / out_max; lo, hi may be NULL (ops.c). */
-bool lithe__graph_act_clamp(const lithe__act *a, float *lo, float *hi);
 
 /* The op named op_type, or NULL. */
 const lithe__graph_op *lithe__graph_op_find(const char *op_type);

@@ -1405,10 +1405,10 @@ static lithe_status conv_forward(lithe__gexec *x, size_t node, lithe_tensor **in
     lithe_tensor *b = n_in > 2 ? in[2] : NULL;
     if (b && b->numel != g.M) return fail(x, node, LITHE_ERR_SHAPE, "bias has %lld values for %lld filters", (long long)b->numel, (long long)g.M);
     LITHE__TRY(new_f32(x, 4, (int64_t[]){g.N, g.M, g.OH, g.OW}, false, &out[0]));
-    if (!x->is_train && (!a || lithe__graph_act_clamp(a, NULL, NULL))) {
+    if (!x->is_train && (!a || lithe__act_clamp(a, NULL, NULL))) {
         /* a backend's own operator, prepared for W and b (LITHE_XNNPACK), the activation as its clamp */
         lithe__prep_op op = {.kind = LITHE__PREP_CONV2D, .out_min = -INFINITY, .out_max = INFINITY, .conv = g};
-        if (a) lithe__graph_act_clamp(a, &op.out_min, &op.out_max);
+        if (a) lithe__act_clamp(a, &op.out_min, &op.out_max);
         bool done = false;
         LITHE__TRY(lithe__run_prepared_op(x->be, x->is_train, &op, in[1], b, in[0], out[0], &done));
         if (done) return LITHE_OK;
@@ -1418,16 +1418,6 @@ static lithe_status conv_forward(lithe__gexec *x, size_t node, lithe_tensor **in
 FWD(f_conv) {
     UNUSED_FWD;
     return conv_forward(x, node, in, n_in, NULL, out);
-}
-
-bool lithe__graph_act_clamp(const lithe__act *a, float *lo, float *hi) {
-    float l = -INFINITY, h = INFINITY;
-    if (a->kind == LITHE__ACT_RELU) l = 0.0f;
-    else if (a->kind == LITHE__ACT_CLIPPED_LINEAR && a->slope == 1.0f && a->offset == 0.0f) l = a->min_val, h = a->max_val;
-    else return false;
-    if (lo) *lo = l;
-    if (hi) *hi = h;
-    return true;
 }
 
 bool lithe__graph_prep_op(const lithe__onnx_node *n, const lithe_tensor *W, const lithe_tensor *bias, lithe__prep_op *op) {
