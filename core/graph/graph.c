@@ -453,14 +453,6 @@ static void exec_destroy(lithe_backprop *self) {
     plan_unref(x->plan);
 }
 
-/* Whether node i is skipped at run time: its outputs are constants, or a fused node took its work. */
-static bool node_folded(const lithe__graph *g, size_t i) {
-    if (g->node_dead[i]) return true;
-    for (size_t k = 0; k < g->node_nout[i]; k++)
-        if (g->node_out[i][k] >= 0 && g->slot_kind[g->node_out[i][k]] != SLOT_CONST) return false;
-    return true;
-}
-
 static lithe_status take_input(lithe__gexec *x, size_t k, lithe_tensor *t) {
     const lithe__graph *g = x->g;
     size_t slot = g->in_slots[k];
@@ -551,7 +543,7 @@ static lithe_status graph_backward(lithe_backprop *self, const lithe_value *dYv,
         }
     }
     for (size_t i = g->onnx.n_nodes; i-- > 0;) {
-        if (node_folded(g, i) || !g->node_op[i]->backward) continue;
+        if (lithe__gnode_skipped(g, i) || !g->node_op[i]->backward) continue;
         lithe_tensor *in[64] = {0}, *out[16] = {0}, *dout[16] = {0};
         if (g->node_nin[i] > 64 || g->node_nout[i] > 16) continue; /* refused by forward already */
         bool any = false;
@@ -798,7 +790,7 @@ static lithe_status graph_forward(lithe_model *m, const lithe_value *X, bool is_
     }
     bool recording = !plan->recorded;
     for (size_t i = 0; s == LITHE_OK && i < g->onnx.n_nodes; i++) {
-        if (node_folded(g, i)) continue;
+        if (lithe__gnode_skipped(g, i)) continue;
         const lithe__onnx_node *n = &g->onnx.nodes[i];
         lithe_tensor *in[64] = {0}, *out[16] = {0};
         if (g->node_nin[i] > 64 || g->node_nout[i] > 16) {
@@ -894,7 +886,7 @@ lithe_status lithe__graph_prepare(lithe_model *m) {
     lithe__graph *g = graph_of(m);
     for (size_t i = 0; i < g->onnx.n_nodes; i++) {
         const lithe__onnx_node *n = &g->onnx.nodes[i];
-        if (node_folded(g, i) || g->node_nin[i] < 2) continue;
+        if (lithe__gnode_skipped(g, i) || g->node_nin[i] < 2) continue;
         /* a fused Linear (core/graph/fuse.c) reads its weight as the fused node says (a Transpose
          * it absorbed flips transB); a plain Gemm / MatMul as the file says */
         bool linear = g->node_fuse[i].kind == LITHE__FUSE_LINEAR;

@@ -90,6 +90,15 @@ struct lithe__graph {
     uint64_t *prof_n;
 };
 
+/* Whether node i is skipped at run time: its outputs were folded to constants at load, or a fused
+ * node took its work. */
+static inline bool lithe__gnode_skipped(const lithe__graph *g, size_t i) {
+    if (g->node_dead[i]) return true;
+    for (size_t k = 0; k < g->node_nout[i]; k++)
+        if (g->node_out[i][k] >= 0 && g->slot_kind[g->node_out[i][k]] != SLOT_CONST) return false;
+    return true;
+}
+
 struct lithe__gexec {
     lithe_backprop base;
     lithe__graph *g;
