@@ -57,8 +57,8 @@ struct lithe__act;
 typedef struct lithe__storage {
     int refcount;
     /* Counts the writes lithe performs itself (lithe__storage_touch); backends' prepared forms
-     * of views of this storage (weights prepared for inference, core/prepare.c) were made at a
-     * version and are dropped when it moves on. */
+     * of views of this storage (weights prepared for inference, core/prepare.c) are dropped when
+     * it moves on, and a prepared op whose bias lives here records it (bias_version). */
     uint64_t version;
     lithe__prepared *prepared;
     void *data; /* backend pointer (host pointer for "cpu") */
@@ -90,12 +90,12 @@ struct lithe_tensor {
 
 /* Weights prepared for inference (core/prepare.c, lithe_model_prepare_inference): a backend's
  * form of one view of a storage used as GEMM operand op(B) (the CPU: its packed panels). Found by
- * the view (offset, 2-D shape and strides), transB and backend; valid while the storage's version
- * is the one it was made at. */
+ * the view (offset, 2-D shape and strides), transB and backend. Every form on a storage's list is
+ * of its current version: the one write that moves the version on (lithe__storage_touch) drops
+ * the list. */
 struct lithe__prepared {
     lithe__prepared *next;
     lithe_backend *backend;
-    uint64_t version;
     bool transB;
     int64_t offset, shape[2], strides[2];
     void *data;   /* the backend's (its prepared_free releases it) */
