@@ -15,6 +15,8 @@
  *     and PyTorch's within test_onnx's 1e-4, with the number of ops XNNPACK ran checked (mobile:
  *     every side of the rule: depthwise, pointwise on few / many pixels, dense 3x3 on 3 / 24
  *     channels, Gemm at batch 2 / 16);
+ *   - a Conv with window attributes the graph refuses (stride 0, negative pads, 2 pads) gets no
+ *     operator when prepared; predict then fails naming the node, as unprepared;
  *   - threads: with 2, lithe's kernels run (none through XNNPACK), bit-identical to unprepared;
  *   - allocation failure: every allocation lithe makes while preparing an operator (its bookkeeping,
  *     the transposed weights) failed in turn: LITHE_ERR_OOM, no form, no leak (XNNPACK's own
@@ -31,6 +33,7 @@
 #include <cmocka.h>
 
 #include "internal.h"
+#include "graph/graph.h"
 #include "failing_alloc.h"
 #include "golden/golden.h"
 
@@ -355,6 +358,52 @@ static void test_graphs(void **state) {
         }
 }
 
+/* A Conv whose window attributes the graph refuses when it runs (a stride of 0, negative pads, 2
+ * pads) gets no XNNPACK operator when prepared: the operator's key reads the attributes through
+ * the same checks (window_params in core/graph/ops.c), so prepare succeeds (it used to hand them
+ * to XNNPACK, which refuses a stride of 0: prepare failed) and predict fails naming the node, as
+ * unprepared, after the three operators before it ran. The attributes are edited in the parsed
+ * graph (mobile's "conv", 3x3 on 24 channels: an XNNPACK NHWC operator when valid). */
+static void test_bad_conv_attrs(void **state) {
+    (void)state;
+    static const int64_t stride0[2] = {0, 1}, neg_pads[4] = {1, -1, 1, 1};
+    static const struct { const char *attr; const int64_t *v; size_t n; lithe_status st; const char *says; } cases[] = {
+        {"strides", stride0, 2, LITHE_ERR_VALUE, "strides and dilations must be 1 .. 2^20"},
+        {"pads", neg_pads, 4, LITHE_ERR_VALUE, "pads must be 0 .. 2^20"},
+        {"pads", neg_pads, 2, LITHE_ERR_UNSUPPORTED, "2 pads"}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const golden *gm = get("mobile.onnx");
+        uint8_t *b = bytes_of(gm);
+        lithe_model *m = NULL;
+        OK(lithe_onnx_load_bytes(b, (size_t)gm->n, &m));
+        free(b);
+        assert_int_equal(m->n_shims, 1);
+        lithe__graph *g = m->shims[0]->state;
+        lithe__onnx_attr *a = NULL;
+        for (size_t i = 0; i < g->onnx.n_nodes && !a; i++) {
+            lithe__onnx_node *n = &g->onnx.nodes[i];
+            if (strcmp(n->op_type, "Conv") || n->n_inputs < 2 || strcmp(n->inputs[1], "conv.weight")) continue;
+            for (size_t j = 0; j < n->n_attrs; j++)
+                if (!strcmp(n->attrs[j].name, cases[k].attr) && n->attrs[j].n_ints >= cases[k].n) a = &n->attrs[j];
+        }
+        assert_non_null(a);
+        memcpy(a->ints, cases[k].v, cases[k].n * sizeof *a->ints);
+        a->n_ints = cases[k].n;
+        OK(lithe_model_prepare_inference(m));
+        lithe_value *X = tiled(get("mobile.x"), 1), *Y = NULL;
+        size_t before = lithe__xnn_runs;
+        assert_int_equal(lithe_model_predict(m, X, &Y), cases[k].st);
+        printf("test_xnnpack: conv with bad %s: %zu ops through XNNPACK before it, refused: %s\n", cases[k].attr,
+               lithe__xnn_runs - before, lithe_last_error());
+        assert_int_equal(lithe__xnn_runs - before, 3); /* dw1, dw2, pw2 */
+        assert_non_null(strstr(lithe_last_error(), cases[k].says));
+        assert_non_null(strstr(lithe_last_error(), "Conv"));
+        assert_null(Y);
+        lithe_value_release(X);
+        lithe_model_free(m);
+    }
+}
+
 /* With 2 threads the CPU backend runs lithe's threaded kernels, never XNNPACK's: the prepared
  * prediction is bit-identical to the unprepared one. */
 static void test_threads(void **state) {
@@ -391,6 +440,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_clipped_dense),
         cmocka_unit_test(test_oom),
         cmocka_unit_test(test_graphs),
+        cmocka_unit_test(test_bad_conv_attrs),
         cmocka_unit_test(test_threads),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);
