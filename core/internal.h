@@ -49,6 +49,22 @@ void lithe__cpu_cache_flush(void);
 /* a * b without overflow; false on overflow. */
 bool lithe__mul_size(size_t a, size_t b, size_t *out);
 
+/* A name -> index table (core/names.c), for lookups by name that would otherwise scan a list
+ * inside a loop over it (a graph's slots, a node's params: thousands in an imported model). It
+ * holds the key pointers it is given (they must outlive it); a zeroed struct is an empty table.
+ * put replaces the value of a key already there (LITHE_ERR_OOM: the table as it was). */
+typedef struct lithe__names_entry {
+    const char *key; /* NULL: empty */
+    size_t val;
+} lithe__names_entry;
+typedef struct lithe__names {
+    size_t cap, n; /* cap: a power of two (0: none yet), at least 2 n */
+    lithe__names_entry *e;
+} lithe__names;
+lithe_status lithe__names_put(lithe__names *t, const char *key, size_t val);
+bool lithe__names_get(const lithe__names *t, const char *key, size_t *val);
+void lithe__names_free(lithe__names *t);
+
 /* ------------------------------------------------------------------------------------------
  * Tensors.
  * ---------------------------------------------------------------------------------------- */
@@ -444,6 +460,7 @@ struct lithe_model {
     size_t n_dims, n_params, n_refs, n_attrs, n_layers;
     lithe__dim *dims;
     lithe__param *params;
+    lithe__names param_index; /* name -> params[] index, kept once there are many (core/model.c) */
     lithe__ref *refs;
     lithe__attr *attrs;
     lithe_model **layers; /* owned references */
