@@ -33,9 +33,10 @@
 #include <cmocka.h>
 
 #include "internal.h"
-#include "graph/graph.h"
+#include "io/onnx.h"
 #include "failing_alloc.h"
 #include "golden/golden.h"
+#include "golden/graph_check.h"
 
 extern size_t lithe__xnn_runs; /* backends/cpu/xnnpack.c */
 
@@ -377,16 +378,7 @@ static void test_bad_conv_attrs(void **state) {
         lithe_model *m = NULL;
         OK(lithe_onnx_load_bytes(b, (size_t)gm->n, &m));
         free(b);
-        assert_int_equal(m->n_shims, 1);
-        lithe__graph *g = m->shims[0]->state;
-        lithe__onnx_attr *a = NULL;
-        for (size_t i = 0; i < g->onnx.n_nodes && !a; i++) {
-            lithe__onnx_node *n = &g->onnx.nodes[i];
-            if (strcmp(n->op_type, "Conv") || n->n_inputs < 2 || strcmp(n->inputs[1], "conv.weight")) continue;
-            for (size_t j = 0; j < n->n_attrs; j++)
-                if (!strcmp(n->attrs[j].name, cases[k].attr) && n->attrs[j].n_ints >= cases[k].n) a = &n->attrs[j];
-        }
-        assert_non_null(a);
+        lithe__onnx_attr *a = graph_weight_attr(m, "Conv", "conv.weight", cases[k].attr, cases[k].n);
         memcpy(a->ints, cases[k].v, cases[k].n * sizeof *a->ints);
         a->n_ints = cases[k].n;
         OK(lithe_model_prepare_inference(m));

@@ -1553,19 +1553,20 @@ static lithe_status convt_geometry(lithe__gexec *x, size_t node, lithe_tensor **
                     (long long)W->shape[0], (long long)W->shape[1], (long long)X->shape[1], (long long)group);
     size_t k = 0;
     const int64_t *v;
-    int64_t stride[2] = {1, 1}, dil[2] = {1, 1}, pad[4] = {0, 0, 0, 0}, opad[2] = {0, 0};
-    if ((v = attr_ints(n, "strides", &k)) && k == 2) stride[0] = v[0], stride[1] = v[1];
-    if ((v = attr_ints(n, "dilations", &k)) && k == 2) dil[0] = v[0], dil[1] = v[1];
-    if ((v = attr_ints(n, "pads", &k)) && k == 4) memcpy(pad, v, sizeof pad);
-    if ((v = attr_ints(n, "output_padding", &k)) && k == 2) opad[0] = v[0], opad[1] = v[1];
-    if (attr_ints(n, "output_shape", &k) || (lithe__onnx_attr_get(n, "auto_pad") && lithe__onnx_attr_get(n, "auto_pad")->s &&
-                                             strcmp(lithe__onnx_attr_get(n, "auto_pad")->s, "NOTSET")))
-        return fail(x, node, LITHE_ERR_UNSUPPORTED, "output_shape / auto_pad (give pads and output_padding)");
+    int64_t stride[2], dil[2], pad[4], opad[2] = {0, 0};
+    pad_mode mode;
+    char why[128];
+    lithe_status st = window_params(n, stride, pad, dil, &mode, why, sizeof why); /* Conv's checks */
+    if (st != LITHE_OK) return fail(x, node, st, "%s", why);
+    if (mode != PADS_GIVEN || attr_ints(n, "output_shape", &k))
+        return fail(x, node, LITHE_ERR_UNSUPPORTED, "output_shape / SAME auto_pad (give pads and output_padding)");
+    if ((v = attr_ints(n, "output_padding", &k))) {
+        if (k != 2) return fail(x, node, LITHE_ERR_UNSUPPORTED, "%zu output_padding (lithe runs 2-D windows)", k);
+        opad[0] = v[0], opad[1] = v[1];
+    }
     for (int i = 0; i < 2; i++)
-        if (stride[i] < 1 || dil[i] < 1 || stride[i] > (1 << 20) || dil[i] > (1 << 20) || opad[i] < 0 || opad[i] >= stride[i])
-            return fail(x, node, LITHE_ERR_VALUE, "strides, dilations or output_padding out of range");
-    for (int i = 0; i < 4; i++)
-        if (pad[i] < 0 || pad[i] > (1 << 20)) return fail(x, node, LITHE_ERR_VALUE, "pads must be 0 .. 2^20");
+        if (opad[i] < 0 || opad[i] >= stride[i])
+            return fail(x, node, LITHE_ERR_VALUE, "output_padding must be 0 .. stride - 1");
     memset(g, 0, sizeof *g);
     g->N = X->shape[0];
     g->M = X->shape[1]; /* the adjoint conv's filters: X's channels */
