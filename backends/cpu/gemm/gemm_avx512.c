@@ -223,6 +223,10 @@ static void pack_cols(size_t R, size_t lanes, size_t kc, const float *src, size_
         m[g] = v == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << v) - 1);
     }
     size_t groups = (R + 15) / 16;
+    if (R == 8 && lanes == 8) { /* whole 8-row A slivers (the dW GEMMs' dYᵀ): unmasked 256-bit moves */
+        for (size_t k = 0; k < kc; k++) _mm256_storeu_ps(dst + k * 8, _mm256_loadu_ps(src + k * ld));
+        return;
+    }
     for (size_t k = 0; k < kc; k++) {
         const float *s = src + k * ld;
         float *d = dst + k * R;
