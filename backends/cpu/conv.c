@@ -1,11 +1,10 @@
 /* The CPU backend's 2-D convolution for imported graphs (primitives.def: conv2d, conv2d_backward):
  *
- *   - depthwise (one input and one output channel per group, mobilenet's 3x3): a direct kernel over
- *     output rows, taps outermost and the output row innermost (contiguous for stride 1, so it
- *     vectorises); it accumulates in the scalar twin's order (bias, then taps kh, kw), bit-identical.
- *     Padded planes are copied into a zero-bordered buffer so whole rows go to the vector kernel
- *     (dw_plane_padded_ok says when that keeps the twin's bits; otherwise edge columns are summed
- *     with bounds checks);
+ *   - depthwise (one input and one output channel per group, mobilenet's 3x3): each plane as one
+ *     long row (a zero-bordered, row-phase-split copy where it is padded or strided; see dw_layout),
+ *     every tap a shift of it, whole vectors across row ends (dwconv_taps), the fused activation in
+ *     registers; it accumulates in the scalar twin's order (bias, then taps kh, kw), bit-identical.
+ *     Planes where the padding's 0·w taps could change a bit (dw_plane_padded_ok) run the twin;
  *   - everything else: per image and group, Y_g (Mg, OH·OW) = W_g (Mg, K) · B (K, OH·OW) with
  *     K = Cg·KH·KW through the packed GEMM (gemm/gemm.h), the bias riding in the product as one
  *     more k-step (bias_row) or added while copying out. B is, by geometry:
@@ -74,20 +73,79 @@ static void valid_range(int64_t OW, int64_t W, int64_t s, int64_t p, int64_t k, 
     if (*hi < *lo) *hi = *lo;
 }
 
+/* The depthwise forward's layout: a plane as one long row. Output (oh, ow) sits at q = oh·Pq + ow of
+ * a run with Pq - OW dropped columns per row; tap (kh, kw) reads the source at q + off[tap], so each
+ * output is the twin's sum, bias + taps in (kh, kw) order (dwconv_taps), and whole vectors run
+ * across row ends (7- and 14-wide rows fill them). The source is
+ *   direct (stride 1, no padding): the plane itself, Pq = W;
+ *   else the phase planes of the GEMM's shifted rows (phase_dims): the plane copied into a
+ *     zero-bordered buffer split into s0·s1 planes of Hq x Wq, plane (a, b) holding padded pixel
+ *     (i·s0 + a, j·s1 + b) at (i, j), so tap (kh, kw) is plane (kh·d0 mod s0, kw·d1 mod s1) from
+ *     (kh·d0 div s0, kw·d1 div s1), a stride-1 shift; Pq = Wq. The copy de-interleaves (copy_rows).
+ * A run of R output rows at a time goes into ext (L1-sized) and its OW-wide rows are copied into Y
+ * (where Pq = OW it goes into Y itself). The dropped columns of a row read the next row's start,
+ * never past the source: a run ends at its last row's OW. */
+typedef struct dw_layout {
+    bool ok;     /* the long-row path applies: KH·KW <= LITHE__DWCONV_MAX_TAPS */
+    bool direct; /* reads X itself */
+    int64_t Hq, Pq, R, T;
+    size_t src, ext; /* workspace floats: phase planes, the run buffer */
+    int64_t off[LITHE__DWCONV_MAX_TAPS];
+    int ncopy;       /* the copies into the phase planes: R rows of n, to src + dst from x + from */
+    struct {
+        int64_t R, n, dst, from;
+    } copy[LITHE__DWCONV_MAX_TAPS];
+} dw_layout;
+
 typedef struct dw_job {
     lithe_backend *be;
     const lithe__conv2d *g;
     const float *X, *W, *b;
-    const lithe__act *a; /* or NULL: applied to each plane once it is summed */
+    const lithe__act *a; /* or NULL: applied while the plane is summed (dwconv_taps) */
     float *Y;
     const lithe__simd_kernels *k;
+    const dw_layout *L;
 } dw_job;
 
-/* Whether plane c may run from a zero-bordered copy: there every output column and tap row is
- * inside, so whole rows go to dwconv_row, and the padding's taps add 0·w between the real ones.
- * That leaves each sum's bits the twin's (which skips those taps) when w is finite (0·w is ±0,
- * not NaN) and the sum is never -0 (acc + ±0 = acc for every other acc): a sum is -0 only when it
- * starts at a -0 bias, so a -0 bias or a non-finite weight sends the plane to the edge loop. */
+static bool dw_padded(const lithe__conv2d *g) { return g->pad[0] || g->pad[1] || g->pad[2] || g->pad[3]; }
+
+static void phase_dims(const lithe__conv2d *g, int64_t *Hq, int64_t *Wq);
+
+static void dw_layout_init(const lithe__conv2d *g, dw_layout *L) {
+    memset(L, 0, sizeof *L);
+    int64_t s0 = g->stride[0], s1 = g->stride[1];
+    L->T = g->KH * g->KW;
+    L->ok = L->T <= LITHE__DWCONV_MAX_TAPS && s0 * s1 <= LITHE__DWCONV_MAX_TAPS && g->OH > 0 && g->OW > 0;
+    if (!L->ok) return;
+    L->direct = !dw_padded(g) && s0 == 1 && s1 == 1;
+    if (L->direct) L->Hq = g->H, L->Pq = g->W;
+    else phase_dims(g, &L->Hq, &L->Pq);
+    int64_t HWq = L->Hq * L->Pq;
+    for (int64_t kh = 0, t = 0; kh < g->KH; kh++)
+        for (int64_t kw = 0; kw < g->KW; kw++, t++) {
+            int64_t th = kh * g->dil[0], tw = kw * g->dil[1];
+            L->off[t] = (th % s0 * s1 + tw % s1) * HWq + th / s0 * L->Pq + tw / s1;
+        }
+    L->src = L->direct ? 0 : (size_t)(s0 * s1 * HWq);
+    /* plane (a, b)'s interior: input rows h ≡ a - pad0 (mod s0), columns w ≡ b - pad1 (mod s1) */
+    for (int64_t pa = 0; pa < s0 && !L->direct; pa++)
+        for (int64_t pb = 0; pb < s1; pb++) {
+            int64_t h0 = ((pa - g->pad[0]) % s0 + s0) % s0, w0 = ((pb - g->pad[1]) % s1 + s1) % s1;
+            if (h0 >= g->H || w0 >= g->W) continue;
+            L->copy[L->ncopy].R = (g->H - h0 + s0 - 1) / s0;
+            L->copy[L->ncopy].n = (g->W - w0 + s1 - 1) / s1;
+            L->copy[L->ncopy].dst = (pa * s1 + pb) * HWq + (h0 + g->pad[0]) / s0 * L->Pq + (w0 + g->pad[1]) / s1;
+            L->copy[L->ncopy++].from = h0 * g->W + w0;
+        }
+    L->R = L->Pq >= 2048 ? 1 : 2048 / L->Pq;
+    if (L->R > g->OH) L->R = g->OH;
+    L->ext = L->Pq == g->OW ? 0 : (size_t)(L->R * L->Pq);
+}
+
+/* Whether plane c may run from a zero-bordered copy: there the padding's taps add 0·w between the
+ * real ones. That leaves each sum's bits the twin's (which skips those taps) when w is finite (0·w
+ * is ±0, not NaN) and the sum is never -0 (acc + ±0 = acc for every other acc): a sum is -0 only
+ * when it starts at a -0 bias, so a -0 bias or a non-finite weight sends the plane to the twin. */
 static bool dw_plane_padded_ok(const lithe__conv2d *g, const float *w, const float *b, int64_t c) {
     if (b && b[c] == 0.0f && signbit(b[c])) return false;
     for (int64_t t = 0; t < g->KH * g->KW; t++)
@@ -95,94 +153,59 @@ static bool dw_plane_padded_ok(const lithe__conv2d *g, const float *w, const flo
     return true;
 }
 
-static void depthwise_plane_padded(const dw_job *j, int64_t nc, float *xp, int64_t Wp) {
+static void depthwise_plane_long(const dw_job *j, int64_t nc, float *src, float *ext) {
     const lithe__conv2d *g = j->g;
-    int64_t c = nc % g->C;
-    const float *x = j->X + nc * g->H * g->W, *w = j->W + c * g->KH * g->KW;
-    float *y = j->Y + nc * g->OH * g->OW;
+    const dw_layout *L = j->L;
+    int64_t c = nc % g->C, s0 = g->stride[0], s1 = g->stride[1], OH = g->OH, OW = g->OW, Pq = L->Pq;
+    const float *x = j->X + nc * g->H * g->W, *w = j->W + c * L->T;
+    float *y = j->Y + nc * OH * OW;
+    if (L->direct) {
+        src = (float *)x; /* read only */
+    } else {
+        for (int i = 0; i < L->ncopy; i++) /* the interiors; the borders stay zero */
+            j->k->copy_rows(L->copy[i].R, L->copy[i].n, src + L->copy[i].dst, Pq, x + L->copy[i].from, s0 * g->W, s1);
+    }
     float bias = j->b ? j->b[c] : 0.0f;
-    for (int64_t h = 0; h < g->H; h++)
-        memcpy(xp + (h + g->pad[0]) * Wp + g->pad[1], x + h * g->W, (size_t)g->W * sizeof(float));
-    const float *xr[16];
-    for (int64_t oh = 0; oh < g->OH; oh++) {
-        float *yr = y + oh * g->OW;
-        for (int64_t ow = 0; ow < g->OW; ow++) yr[ow] = bias;
-        for (int64_t kh = 0; kh < g->KH; kh++) xr[kh] = xp + (oh * g->stride[0] + kh * g->dil[0]) * Wp;
-        j->k->dwconv_row(g->OW, yr, xr, w, g->KH, g->KW, g->dil[1], g->stride[1]);
+    for (int64_t r0 = 0; r0 < OH; r0 += L->R) {
+        int64_t r1 = r0 + L->R < OH ? r0 + L->R : OH;
+        float *e = L->ext ? ext : y + r0 * OW;
+        j->k->dwconv_taps((r1 - r0 - 1) * Pq + OW, e, src + r0 * Pq, L->off, w, L->T, bias, j->a);
+        if (L->ext) j->k->copy_rows(r1 - r0, OW, y + r0 * OW, OW, ext, Pq, 1);
     }
 }
 
-/* Planes (n, c) [p0, p1): each output row starts at the bias; its columns whose taps all lie inside
- * the input go to the table's dwconv_row, the edge columns to the same sum with bounds checks. */
+/* Planes (n, c) [p0, p1): the long rows above, or the twin itself where they would change a bit
+ * (dw_plane_padded_ok), where the layout does not apply, or without workspace. */
 static void depthwise_planes(void *ctx, int64_t p0, int64_t p1) {
     const dw_job *j = ctx;
     const lithe__conv2d *g = j->g;
-    /* the zero-bordered copy (one per range; its border is written once) */
-    int64_t Hp = g->H + g->pad[0] + g->pad[2], Wp = g->W + g->pad[1] + g->pad[3];
-    void *xpv = NULL;
-    bool padded = g->KH <= 16 && (g->pad[0] || g->pad[1] || g->pad[2] || g->pad[3]) &&
-                  j->be->ops->alloc(j->be, (size_t)(Hp * Wp) * sizeof(float), &xpv) == LITHE_OK;
-    float *xp = xpv;
-    if (padded) memset(xp, 0, (size_t)(Hp * Wp) * sizeof(float));
-    int64_t s0 = g->stride[0], s1 = g->stride[1], KW = g->KW, d1 = g->dil[1];
-    int64_t lo, hi, lo2, hi2;
-    valid_range(g->OW, g->W, s1, g->pad[1], 0, d1, &lo, &hi);
-    valid_range(g->OW, g->W, s1, g->pad[1], KW - 1, d1, &lo2, &hi2);
-    int64_t in_lo = lo, in_hi = hi2 < lo ? lo : hi2; /* every tap inside: [in_lo, in_hi) */
+    const dw_layout *L = j->L;
+    void *ws = NULL;
+    bool lng = L->ok && (L->src + L->ext == 0 ||
+                         j->be->ops->alloc(j->be, (L->src + L->ext) * sizeof(float), &ws) == LITHE_OK);
+    float *src = ws, *ext = src ? src + L->src : NULL;
+    if (src && L->src) memset(src, 0, L->src * sizeof(float)); /* the borders: written once per range */
+    bool padded = dw_padded(g);
     for (int64_t nc = p0; nc < p1; nc++) {
         int64_t c = nc % g->C;
-        if (padded && dw_plane_padded_ok(g, j->W + c * g->KH * KW, j->b, c)) {
-            depthwise_plane_padded(j, nc, xp, Wp);
-            if (j->a) j->k->act(j->a, g->OH * g->OW, j->Y + nc * g->OH * g->OW, j->Y + nc * g->OH * g->OW);
+        if (lng && (!padded || dw_plane_padded_ok(g, j->W + c * L->T, j->b, c))) {
+            depthwise_plane_long(j, nc, src, ext);
             continue;
         }
-        const float *x = j->X + nc * g->H * g->W, *w = j->W + c * g->KH * KW;
+        lithe__conv2d one = *g;
+        one.N = one.C = one.M = one.group = 1;
         float *y = j->Y + nc * g->OH * g->OW;
-        float bias = j->b ? j->b[c] : 0.0f;
-        for (int64_t oh = 0; oh < g->OH; oh++) {
-            float *yr = y + oh * g->OW;
-            for (int64_t ow = 0; ow < g->OW; ow++) yr[ow] = bias;
-            /* the rows of taps inside the input: kh in [k0, k1) */
-            int64_t k0 = g->KH, k1 = 0;
-            const float *xr[16];
-            for (int64_t kh = 0; kh < g->KH; kh++) {
-                int64_t h = oh * s0 - g->pad[0] + kh * g->dil[0];
-                if (h < 0 || h >= g->H) continue;
-                if (kh < k0) k0 = kh;
-                k1 = kh + 1;
-            }
-            if (k1 <= k0) continue;
-            bool rows_ok = k1 - k0 <= 16;
-            for (int64_t kh = k0; kh < k1 && rows_ok; kh++) {
-                int64_t h = oh * s0 - g->pad[0] + kh * g->dil[0];
-                xr[kh - k0] = x + h * g->W + in_lo * s1 - g->pad[1];
-            }
-            int64_t edge_hi = rows_ok && in_hi > in_lo ? in_lo : g->OW; /* columns done with checks */
-            for (int64_t ow = 0; ow < g->OW; ow++) {
-                if (ow == edge_hi) ow = in_hi; /* skip the interior */
-                if (ow >= g->OW) break;
-                float acc = yr[ow];
-                for (int64_t kh = k0; kh < k1; kh++) {
-                    int64_t h = oh * s0 - g->pad[0] + kh * g->dil[0];
-                    for (int64_t kw = 0; kw < KW; kw++) {
-                        int64_t ww = ow * s1 - g->pad[1] + kw * d1;
-                        if (ww < 0 || ww >= g->W) continue;
-                        acc += x[h * g->W + ww] * w[kh * KW + kw];
-                    }
-                }
-                yr[ow] = acc;
-            }
-            if (edge_hi == in_lo && in_hi > in_lo)
-                j->k->dwconv_row(in_hi - in_lo, yr + in_lo, xr, w + k0 * KW, k1 - k0, KW, d1, s1);
-        }
+        lithe_f32_conv2d__scalar(&one, j->X + nc * g->H * g->W, j->W + c * g->KH * g->KW, j->b ? j->b + c : NULL, y);
         if (j->a) j->k->act(j->a, g->OH * g->OW, y, y); /* the plane, while it is in cache */
     }
-    if (xp) j->be->ops->free(j->be, xp);
+    if (ws) j->be->ops->free(j->be, ws);
 }
 
 static void depthwise_forward(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
                               const float *b, const lithe__act *a, float *Y) {
-    dw_job j = {be, g, X, W, b, a, Y, lithe__simd()};
+    dw_layout L;
+    dw_layout_init(g, &L);
+    dw_job j = {be, g, X, W, b, a, Y, lithe__simd(), &L};
     int64_t per_plane = g->OH * g->OW * g->KH * g->KW;
     int64_t grain = per_plane > 0 ? (1 << 15) / per_plane + 1 : 1;
     lithe__pool_for(lithe__cpu_pool(), g->N * g->C, grain, depthwise_planes, &j);

@@ -843,79 +843,147 @@ static void K(maxout)(int64_t R, int64_t P, const float *X, float *Y, int32_t *w
     }
 }
 
-/* The even lanes of the pair (a, b): a stride-2 load from two plain ones. */
-static inline vf even_lanes(vf a, vf b) {
+/* A depthwise plane as one long row (conv.c lays the plane out so that every tap is a shift of it):
+ * y[q] = act(bias + sum over taps t < T, in order, of x[q + off[t]] · w[t]) for q < n — the scalar
+ * twin's order and multiply-add per lane, so bit-identical to it. Two vectors of outputs per step
+ * (their chains of T adds overlap); the last partial vector is computed again from n - VW (the same
+ * bits, the same stores) when n >= VW, else gathered lane by lane: it never reads past the last
+ * tap's x[n - 1 + off[t]]. A relu or clipped-linear act runs in registers (act1: the act kernel's
+ * bits), any other kind by the act kernel over y after. */
+static inline __attribute__((always_inline)) void dwt_impl(int64_t n, float *y, const float *x, const int64_t *off,
+                                                           const float *w, int64_t T, float bias,
+                                                           const lithe__act *a, lithe__act_kind kind, bool act_in) {
+    const float *xp[LITHE__DWCONV_MAX_TAPS];
+    vf wv[LITHE__DWCONV_MAX_TAPS];
+    for (int64_t t = 0; t < T; t++) xp[t] = x + off[t], wv[t] = splat(w[t]);
+    lithe__act c = {0};
+    if (act_in) c = *a, c.kind = kind;
+    if (n < VW) {
+        vf acc = splat(bias);
+        for (int64_t t = 0; t < T; t++) acc = acc + ld_part(xp[t], n) * wv[t];
+        if (act_in) acc = act1(&c, acc);
+        st_part(y, acc, n);
+        return;
+    }
+    int64_t q = 0;
+    for (; q + 2 * VW <= n; q += 2 * VW) {
+        vf a0 = splat(bias), a1 = a0;
+        for (int64_t t = 0; t < T; t++) {
+            a0 = a0 + ld(xp[t] + q) * wv[t];
+            a1 = a1 + ld(xp[t] + q + VW) * wv[t];
+        }
+        if (act_in) a0 = act1(&c, a0), a1 = act1(&c, a1);
+        st(y + q, a0);
+        st(y + q + VW, a1);
+    }
+    for (; q < n; q += VW) {
+        int64_t qq = q + VW <= n ? q : n - VW;
+        vf acc = splat(bias);
+        for (int64_t t = 0; t < T; t++) acc = acc + ld(xp[t] + qq) * wv[t];
+        if (act_in) acc = act1(&c, acc);
+        st(y + qq, acc);
+    }
+}
+
+/* The 3x3: taps and weights in named registers (arrays of them spill), the same sums as dwt_impl. */
+#define DW9(P, Q)                                                                                                  \
+    (((((((((splat(bias) + ld(P##0 + (Q)) * w0) + ld(P##1 + (Q)) * w1) + ld(P##2 + (Q)) * w2) +                \
+           ld(P##3 + (Q)) * w3) + ld(P##4 + (Q)) * w4) + ld(P##5 + (Q)) * w5) + ld(P##6 + (Q)) * w6) +           \
+      ld(P##7 + (Q)) * w7) + ld(P##8 + (Q)) * w8)
+static inline __attribute__((always_inline)) void dw9_impl(int64_t n, float *y, const float *x, const int64_t *off,
+                                                           const float *w, float bias, const lithe__act *a,
+                                                           lithe__act_kind kind, bool act_in) {
+    if (n < VW) {
+        dwt_impl(n, y, x, off, w, 9, bias, a, kind, act_in);
+        return;
+    }
+    const float *p0 = x + off[0], *p1 = x + off[1], *p2 = x + off[2], *p3 = x + off[3], *p4 = x + off[4],
+                *p5 = x + off[5], *p6 = x + off[6], *p7 = x + off[7], *p8 = x + off[8];
+    vf w0 = splat(w[0]), w1 = splat(w[1]), w2 = splat(w[2]), w3 = splat(w[3]), w4 = splat(w[4]), w5 = splat(w[5]),
+       w6 = splat(w[6]), w7 = splat(w[7]), w8 = splat(w[8]);
+    lithe__act c = {0};
+    if (act_in) c = *a, c.kind = kind;
+    int64_t q = 0;
+    for (; q + 2 * VW <= n; q += 2 * VW) {
+        vf a0 = DW9(p, q), a1 = DW9(p, q + VW);
+        if (act_in) a0 = act1(&c, a0), a1 = act1(&c, a1);
+        st(y + q, a0);
+        st(y + q + VW, a1);
+    }
+    for (; q < n; q += VW) {
+        int64_t qq = q + VW <= n ? q : n - VW;
+        vf acc = DW9(p, qq);
+        if (act_in) acc = act1(&c, acc);
+        st(y + qq, acc);
+    }
+}
+#undef DW9
+
+static void K(dwconv_taps)(int64_t n, float *y, const float *x, const int64_t *off, const float *w, int64_t T,
+                           float bias, const lithe__act *a) {
+    /* the 3x3 with its taps unrolled into registers, with the acts that mobilenet and most CNNs fuse
+     * (relu, clip) inside */
+    lithe__act_kind kind = a ? a->kind : LITHE__ACT_RELU;
+    bool post = a && kind != LITHE__ACT_RELU && kind != LITHE__ACT_CLIPPED_LINEAR, in = a && !post;
+    if (T == 9) {
+        if (!in) dw9_impl(n, y, x, off, w, bias, a, kind, false);
+        else if (kind == LITHE__ACT_RELU) dw9_impl(n, y, x, off, w, bias, a, LITHE__ACT_RELU, true);
+        else dw9_impl(n, y, x, off, w, bias, a, LITHE__ACT_CLIPPED_LINEAR, true);
+    } else {
+        dwt_impl(n, y, x, off, w, T, bias, a, kind, false);
+        post = a != NULL;
+    }
+    if (post) K(act)(a, n, y, y);
+}
+
+/* dst[r·ldd + i] = src[r·lds + i·s] for r < R, i < n: the depthwise layout's copies (conv.c), rows
+ * into its phase planes (s: the stride across) and runs out into Y (s = 1). Whole vectors, the last
+ * one overlapping, then four lanes; stride 2 takes the even lanes of p[0, VW) and the odd ones of
+ * p[VW - 1, 2·VW - 1), so it never reads past src[(n - 1)·2]; other strides one by one. */
+typedef float v4f __attribute__((vector_size(16)));
+static inline vf even_of(const float *p) {
+    vf a = ld(p), b = ld(p + VW - 1);
 #if VW == 16
-    return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 17, 19, 21, 23, 25, 27, 29, 31);
 #elif VW == 8
-    return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+    return __builtin_shufflevector(a, b, 0, 2, 4, 6, 9, 11, 13, 15);
 #else
-    return __builtin_shufflevector(a, b, 0, 2, 4, 6);
+    return __builtin_shufflevector(a, b, 0, 2, 5, 7);
 #endif
 }
-
-/* One output row of a depthwise convolution, the columns where every tap is inside the input:
- * y[o] += sum over rows r < nr and taps k < KW, in that order, of xr[r][o * s + k * dil] * w[r * KW + k]
- * (the scalar twin's order, so bit-identical to it). Stride 2 loads two vectors and keeps the even
- * lanes; it stops one column early so that the odd lane past the last tap is never read. */
-static inline __attribute__((always_inline)) void dw_impl(int64_t n, float *y, const float *const *xr,
-                                                          const float *w, int64_t nr, int64_t KW, int64_t dil,
-                                                          int64_t s) {
-    int64_t o = 0;
-    if (s == 1) {
-        for (; o + VW <= n; o += VW) {
-            vf acc = ld(y + o);
-            for (int64_t r = 0; r < nr; r++)
-                for (int64_t k = 0; k < KW; k++) acc = acc + ld(xr[r] + o + k * dil) * w[r * KW + k];
-            st(y + o, acc);
+static inline v4f even_of4(const float *p) {
+    v4f a, b;
+    memcpy(&a, p, sizeof a);
+    memcpy(&b, p + 3, sizeof b);
+    return __builtin_shufflevector(a, b, 0, 2, 5, 7);
+}
+static inline __attribute__((always_inline)) void copy_row_s(float *d, const float *p, int64_t n, int64_t s) {
+    if (n >= VW) {
+        for (int64_t i = 0; i < n; i += VW) {
+            int64_t ii = i + VW <= n ? i : n - VW;
+            st(d + ii, s == 1 ? ld(p + ii) : even_of(p + 2 * ii));
         }
-    } else if (s == 2) {
-        for (; o + VW < n; o += VW) {
-            vf acc = ld(y + o);
-            for (int64_t r = 0; r < nr; r++)
-                for (int64_t k = 0; k < KW; k++) {
-                    const float *p = xr[r] + 2 * o + k * dil;
-                    acc = acc + even_lanes(ld(p), ld(p + VW)) * w[r * KW + k];
-                }
-            st(y + o, acc);
+    } else if (n >= 4) {
+        for (int64_t i = 0; i < n; i += 4) {
+            int64_t ii = i + 4 <= n ? i : n - 4;
+            v4f v;
+            if (s == 1) memcpy(&v, p + ii, sizeof v);
+            else v = even_of4(p + 2 * ii);
+            memcpy(d + ii, &v, sizeof v);
         }
-    }
-    /* the rest four columns at a time (7- and 14-wide rows are common), then one by one */
-    typedef float v4 __attribute__((vector_size(16)));
-    for (; o + 4 <= n - (s == 1 ? 0 : 1); o += 4) {
-        v4 acc;
-        memcpy(&acc, y + o, sizeof acc);
-        for (int64_t r = 0; r < nr; r++)
-            for (int64_t k = 0; k < KW; k++) {
-                v4 v;
-                if (s == 1) {
-                    memcpy(&v, xr[r] + o + k * dil, sizeof v);
-                } else if (s == 2) {
-                    v4 a, b2;
-                    memcpy(&a, xr[r] + 2 * o + k * dil, sizeof a);
-                    memcpy(&b2, xr[r] + 2 * o + k * dil + 4, sizeof b2);
-                    v = __builtin_shufflevector(a, b2, 0, 2, 4, 6);
-                } else {
-                    for (int l = 0; l < 4; l++) v[l] = xr[r][(o + l) * s + k * dil];
-                }
-                acc = acc + v * w[r * KW + k];
-            }
-        memcpy(y + o, &acc, sizeof acc);
-    }
-    for (; o < n; o++) {
-        float acc = y[o];
-        for (int64_t r = 0; r < nr; r++)
-            for (int64_t k = 0; k < KW; k++) acc += xr[r][o * s + k * dil] * w[r * KW + k];
-        y[o] = acc;
+    } else {
+        for (int64_t i = 0; i < n; i++) d[i] = p[i * s];
     }
 }
-
-static void K(dwconv_row)(int64_t n, float *y, const float *const *xr, const float *w, int64_t nr, int64_t KW,
-                          int64_t dil, int64_t s) {
-    /* the 3x3 of mobilenet and most CNNs with constant trip counts, so the taps unroll */
-    if (nr == 3 && KW == 3 && s == 1) dw_impl(n, y, xr, w, 3, 3, dil, 1);
-    else if (nr == 3 && KW == 3 && s == 2) dw_impl(n, y, xr, w, 3, 3, dil, 2);
-    else dw_impl(n, y, xr, w, nr, KW, dil, s);
+static void K(copy_rows)(int64_t R, int64_t n, float *dst, int64_t ldd, const float *src, int64_t lds, int64_t s) {
+    for (int64_t r = 0; r < R; r++) {
+        float *d = dst + r * ldd;
+        const float *p = src + r * lds;
+        if (s == 1) copy_row_s(d, p, n, 1);
+        else if (s == 2) copy_row_s(d, p, n, 2);
+        else
+            for (int64_t i = 0; i < n; i++) d[i] = p[i * s];
+    }
 }
 
 /* One output row of 2x2 stride-2 max pooling without padding: y[o] = the first maximum of r0[2o],
@@ -998,7 +1066,8 @@ const lithe__simd_kernels TABLE = {
     .unary = K(unary),
     .unary_backward = K(unary_backward),
     .maxout = K(maxout),
-    .dwconv_row = K(dwconv_row),
+    .dwconv_taps = K(dwconv_taps),
+    .copy_rows = K(copy_rows),
     .maxpool2x2_row = K(maxpool2x2_row),
     .binary = K(binary),
 };
