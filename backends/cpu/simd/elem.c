@@ -850,16 +850,23 @@ static void K(maxout)(int64_t R, int64_t P, const float *X, float *Y, int32_t *w
  * bits, the same stores) when n >= VW, else gathered lane by lane: it never reads past the last
  * tap's x[n - 1 + off[t]]. A relu or clipped-linear act runs in registers (act1: the act kernel's
  * bits), any other kind by the act kernel over y after. */
+/* x in every lane, its sign kept (splat adds it to +0, which turns -0 into +0) */
+static inline vf bcast(float x) {
+    vf v;
+    for (int l = 0; l < VW; l++) v[l] = x;
+    return v;
+}
+
 static inline __attribute__((always_inline)) void dwt_impl(int64_t n, float *y, const float *x, const int64_t *off,
                                                            const float *w, int64_t T, float bias,
                                                            const lithe__act *a, lithe__act_kind kind, bool act_in) {
     const float *xp[LITHE__DWCONV_MAX_TAPS];
     vf wv[LITHE__DWCONV_MAX_TAPS];
-    for (int64_t t = 0; t < T; t++) xp[t] = x + off[t], wv[t] = splat(w[t]);
+    for (int64_t t = 0; t < T; t++) xp[t] = x + off[t], wv[t] = bcast(w[t]);
     lithe__act c = {0};
     if (act_in) c = *a, c.kind = kind;
     if (n < VW) {
-        vf acc = splat(bias);
+        vf acc = bcast(bias);
         for (int64_t t = 0; t < T; t++) acc = acc + ld_part(xp[t], n) * wv[t];
         if (act_in) acc = act1(&c, acc);
         st_part(y, acc, n);
@@ -867,7 +874,7 @@ static inline __attribute__((always_inline)) void dwt_impl(int64_t n, float *y, 
     }
     int64_t q = 0;
     for (; q + 2 * VW <= n; q += 2 * VW) {
-        vf a0 = splat(bias), a1 = a0;
+        vf a0 = bcast(bias), a1 = a0;
         for (int64_t t = 0; t < T; t++) {
             a0 = a0 + ld(xp[t] + q) * wv[t];
             a1 = a1 + ld(xp[t] + q + VW) * wv[t];
@@ -878,7 +885,7 @@ static inline __attribute__((always_inline)) void dwt_impl(int64_t n, float *y, 
     }
     for (; q < n; q += VW) {
         int64_t qq = q + VW <= n ? q : n - VW;
-        vf acc = splat(bias);
+        vf acc = bcast(bias);
         for (int64_t t = 0; t < T; t++) acc = acc + ld(xp[t] + qq) * wv[t];
         if (act_in) acc = act1(&c, acc);
         st(y + qq, acc);
@@ -887,7 +894,7 @@ static inline __attribute__((always_inline)) void dwt_impl(int64_t n, float *y, 
 
 /* The 3x3: taps and weights in named registers (arrays of them spill), the same sums as dwt_impl. */
 #define DW9(P, Q)                                                                                                  \
-    (((((((((splat(bias) + ld(P##0 + (Q)) * w0) + ld(P##1 + (Q)) * w1) + ld(P##2 + (Q)) * w2) +                \
+    (((((((((bcast(bias) + ld(P##0 + (Q)) * w0) + ld(P##1 + (Q)) * w1) + ld(P##2 + (Q)) * w2) +                \
            ld(P##3 + (Q)) * w3) + ld(P##4 + (Q)) * w4) + ld(P##5 + (Q)) * w5) + ld(P##6 + (Q)) * w6) +           \
       ld(P##7 + (Q)) * w7) + ld(P##8 + (Q)) * w8)
 static inline __attribute__((always_inline)) void dw9_impl(int64_t n, float *y, const float *x, const int64_t *off,
@@ -899,8 +906,8 @@ static inline __attribute__((always_inline)) void dw9_impl(int64_t n, float *y, 
     }
     const float *p0 = x + off[0], *p1 = x + off[1], *p2 = x + off[2], *p3 = x + off[3], *p4 = x + off[4],
                 *p5 = x + off[5], *p6 = x + off[6], *p7 = x + off[7], *p8 = x + off[8];
-    vf w0 = splat(w[0]), w1 = splat(w[1]), w2 = splat(w[2]), w3 = splat(w[3]), w4 = splat(w[4]), w5 = splat(w[5]),
-       w6 = splat(w[6]), w7 = splat(w[7]), w8 = splat(w[8]);
+    vf w0 = bcast(w[0]), w1 = bcast(w[1]), w2 = bcast(w[2]), w3 = bcast(w[3]), w4 = bcast(w[4]), w5 = bcast(w[5]),
+       w6 = bcast(w[6]), w7 = bcast(w[7]), w8 = bcast(w[8]);
     lithe__act c = {0};
     if (act_in) c = *a, c.kind = kind;
     int64_t q = 0;
@@ -938,7 +945,7 @@ static void K(dwconv_taps)(int64_t n, float *y, const float *x, const int64_t *o
 
 /* dst[r·ldd + i] = src[r·lds + i·s] for r < R, i < n: the depthwise layout's copies (conv.c), rows
  * into its phase planes (s: the stride across) and runs out into Y (s = 1). Whole vectors, the last
- * one overlapping, then four lanes; stride 2 takes the even lanes of p[0, VW) and the odd ones of
+ * one overlapping, then eight or four lanes; stride 2 takes the even lanes of p[0, VW) and the odd ones of
  * p[VW - 1, 2·VW - 1), so it never reads past src[(n - 1)·2]; other strides one by one. */
 typedef float v4f __attribute__((vector_size(16)));
 static inline vf even_of(const float *p) {
@@ -963,6 +970,23 @@ static inline __attribute__((always_inline)) void copy_row_s(float *d, const flo
             int64_t ii = i + VW <= n ? i : n - VW;
             st(d + ii, s == 1 ? ld(p + ii) : even_of(p + 2 * ii));
         }
+#if VW > 8
+    } else if (n >= 8) { /* 14-wide rows in two overlapping halves */
+        typedef float v8f __attribute__((vector_size(32)));
+        for (int64_t i = 0; i < n; i += 8) {
+            int64_t ii = i + 8 <= n ? i : n - 8;
+            v8f v;
+            if (s == 1) {
+                memcpy(&v, p + ii, sizeof v);
+            } else {
+                v8f a, b;
+                memcpy(&a, p + 2 * ii, sizeof a);
+                memcpy(&b, p + 2 * ii + 7, sizeof b);
+                v = __builtin_shufflevector(a, b, 0, 2, 4, 6, 9, 11, 13, 15);
+            }
+            memcpy(d + ii, &v, sizeof v);
+        }
+#endif
     } else if (n >= 4) {
         for (int64_t i = 0; i < n; i += 4) {
             int64_t ii = i + 4 <= n ? i : n - 4;
