@@ -852,9 +852,9 @@ static void K(maxout)(int64_t R, int64_t P, const float *X, float *Y, int32_t *w
  * bits), any other kind by the act kernel over y after. */
 /* x in every lane, its sign kept (splat adds it to +0, which turns -0 into +0) */
 static inline vf bcast(float x) {
-    vf v;
-    for (int l = 0; l < VW; l++) v[l] = x;
-    return v;
+    int32_t b;
+    memcpy(&b, &x, sizeof b);
+    return (vf)splati(b);
 }
 
 static inline __attribute__((always_inline)) void dwt_impl(int64_t n, float *y, const float *x, const int64_t *off,
