@@ -823,7 +823,8 @@ static void test_conv2d_depthwise_fused_act(void **state) {
 }
 
 /* The depthwise kernels themselves against the scalar table: dwconv_taps on runs of every length
- * around the vector widths (3x3 and a 2x2, with and without an act), copy_rows at strides 1, 2, 3. */
+ * around the vector widths, as one run and as rows (3x3 and a 2x2, with and without an act), and
+ * copy_rows at strides 1, 2, 3. */
 static void test_dwconv_kernels_match_scalar(void **state) {
     (void)state;
     enum { PQ = 21, ROWS = 8 };
@@ -839,9 +840,15 @@ static void test_dwconv_kernels_match_scalar(void **state) {
                 const int64_t *off = v & 2 ? off4 : off9;
                 int64_t T = v & 2 ? 4 : 9;
                 memset(ys, 0x7f, sizeof ys), memset(yv, 0x7f, sizeof yv);
-                lithe__simd_scalar.dwconv_taps(n, ys, x, off, w, T, 0.5f, a);
-                tables[t]->dwconv_taps(n, yv, x, off, w, T, 0.5f, a);
+                lithe__simd_scalar.dwconv_taps(1, n, 0, ys, 0, x, off, w, T, 0.5f, a);
+                tables[t]->dwconv_taps(1, n, 0, yv, 0, x, off, w, T, 0.5f, a);
                 same_bits(tables[t]->isa, "dwconv_taps", PQ * ROWS, ys, yv); /* nothing past n written */
+                if (n > PQ - 2) continue;
+                /* rows: n of each PQ-wide row into rows n + 1 apart (the gap never written) */
+                memset(ys, 0x7f, sizeof ys), memset(yv, 0x7f, sizeof yv);
+                lithe__simd_scalar.dwconv_taps(ROWS, n, PQ, ys, n + 1, x, off, w, T, -0.5f, a);
+                tables[t]->dwconv_taps(ROWS, n, PQ, yv, n + 1, x, off, w, T, -0.5f, a);
+                same_bits(tables[t]->isa, "dwconv_taps rows", PQ * ROWS, ys, yv);
             }
     float dst_s[64 * 3], dst_v[64 * 3];
     for (int t = 0; t < ntables; t++)

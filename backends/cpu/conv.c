@@ -82,9 +82,10 @@ static void valid_range(int64_t OW, int64_t W, int64_t s, int64_t p, int64_t k, 
  *     zero-bordered buffer split into s0·s1 planes of Hq x Wq, plane (a, b) holding padded pixel
  *     (i·s0 + a, j·s1 + b) at (i, j), so tap (kh, kw) is plane (kh·d0 mod s0, kw·d1 mod s1) from
  *     (kh·d0 div s0, kw·d1 div s1), a stride-1 shift; Pq = Wq. The copy de-interleaves (copy_rows).
- * A run of R output rows at a time goes into ext (L1-sized) and its OW-wide rows are copied into Y
- * (where Pq = OW it goes into Y itself). The dropped columns of a row read the next row's start,
- * never past the source: a run ends at its last row's OW. */
+ * Rows at least a vector wide run one by one straight into Y (the kernel overlaps a row's last
+ * vector with the one before); narrower ones (14, 7: most lanes would idle) as runs of R output rows
+ * at a time into ext (L1-sized), whose OW-wide rows are then copied into Y. The dropped columns of a
+ * run's row read the next row's start, never past the source: a run ends at its last row's OW. */
 typedef struct dw_layout {
     bool ok;     /* the long-row path applies: KH·KW <= LITHE__DWCONV_MAX_TAPS */
     bool direct; /* reads X itself */
@@ -111,7 +112,7 @@ static bool dw_padded(const lithe__conv2d *g) { return g->pad[0] || g->pad[1] ||
 
 static void phase_dims(const lithe__conv2d *g, int64_t *Hq, int64_t *Wq);
 
-static void dw_layout_init(const lithe__conv2d *g, dw_layout *L) {
+static void dw_layout_init(const lithe__conv2d *g, int lanes, dw_layout *L) {
     memset(L, 0, sizeof *L);
     int64_t s0 = g->stride[0], s1 = g->stride[1];
     L->T = g->KH * g->KW;
@@ -139,7 +140,7 @@ static void dw_layout_init(const lithe__conv2d *g, dw_layout *L) {
         }
     L->R = L->Pq >= 2048 ? 1 : 2048 / L->Pq;
     if (L->R > g->OH) L->R = g->OH;
-    L->ext = L->Pq == g->OW ? 0 : (size_t)(L->R * L->Pq);
+    L->ext = L->Pq == g->OW || g->OW >= lanes ? 0 : (size_t)(L->R * L->Pq);
 }
 
 /* Whether plane c may run from a zero-bordered copy: there the padding's taps add 0·w between the
@@ -166,11 +167,14 @@ static void depthwise_plane_long(const dw_job *j, int64_t nc, float *src, float 
             j->k->copy_rows(L->copy[i].R, L->copy[i].n, src + L->copy[i].dst, Pq, x + L->copy[i].from, s0 * g->W, s1);
     }
     float bias = j->b ? j->b[c] : 0.0f;
+    if (!L->ext) { /* rows at least a vector wide (or no dropped columns): straight into Y */
+        j->k->dwconv_taps(OH, OW, Pq, y, OW, src, L->off, w, L->T, bias, j->a);
+        return;
+    }
     for (int64_t r0 = 0; r0 < OH; r0 += L->R) {
         int64_t r1 = r0 + L->R < OH ? r0 + L->R : OH;
-        float *e = L->ext ? ext : y + r0 * OW;
-        j->k->dwconv_taps((r1 - r0 - 1) * Pq + OW, e, src + r0 * Pq, L->off, w, L->T, bias, j->a);
-        if (L->ext) j->k->copy_rows(r1 - r0, OW, y + r0 * OW, OW, ext, Pq, 1);
+        j->k->dwconv_taps(1, (r1 - r0 - 1) * Pq + OW, 0, ext, 0, src + r0 * Pq, L->off, w, L->T, bias, j->a);
+        j->k->copy_rows(r1 - r0, OW, y + r0 * OW, OW, ext, Pq, 1);
     }
 }
 
@@ -204,8 +208,9 @@ static void depthwise_planes(void *ctx, int64_t p0, int64_t p1) {
 static void depthwise_forward(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
                               const float *b, const lithe__act *a, float *Y) {
     dw_layout L;
-    dw_layout_init(g, &L);
-    dw_job j = {be, g, X, W, b, a, Y, lithe__simd(), &L};
+    const lithe__simd_kernels *k = lithe__simd();
+    dw_layout_init(g, k->lanes, &L);
+    dw_job j = {be, g, X, W, b, a, Y, k, &L};
     int64_t per_plane = g->OH * g->OW * g->KH * g->KW;
     int64_t grain = per_plane > 0 ? (1 << 15) / per_plane + 1 : 1;
     lithe__pool_for(lithe__cpu_pool(), g->N * g->C, grain, depthwise_planes, &j);

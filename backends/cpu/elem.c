@@ -45,14 +45,16 @@ static void scalar_maxout(int64_t R, int64_t P, const float *X, float *Y, int32_
     lithe_f32_maxout__scalar(R, 1, P, X, Y, which);
 }
 
-static void scalar_dwconv_taps(int64_t n, float *y, const float *x, const int64_t *off, const float *w, int64_t T,
-                               float bias, const lithe__act *a) {
-    for (int64_t q = 0; q < n; q++) {
-        float acc = bias;
-        for (int64_t t = 0; t < T; t++) acc += x[q + off[t]] * w[t];
-        y[q] = acc;
+static void scalar_dwconv_taps(int64_t R, int64_t n, int64_t ldx, float *y, int64_t ldy, const float *x,
+                               const int64_t *off, const float *w, int64_t T, float bias, const lithe__act *a) {
+    for (int64_t r = 0; r < R; r++) {
+        for (int64_t q = 0; q < n; q++) {
+            float acc = bias;
+            for (int64_t t = 0; t < T; t++) acc += x[r * ldx + q + off[t]] * w[t];
+            y[r * ldy + q] = acc;
+        }
+        if (a) lithe_f32_act__scalar(a, n, y + r * ldy, y + r * ldy);
     }
-    if (a) lithe_f32_act__scalar(a, n, y, y);
 }
 
 static void scalar_copy_rows(int64_t R, int64_t n, float *dst, int64_t ldd, const float *src, int64_t lds, int64_t s) {

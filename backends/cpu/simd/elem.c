@@ -843,13 +843,15 @@ static void K(maxout)(int64_t R, int64_t P, const float *X, float *Y, int32_t *w
     }
 }
 
-/* A depthwise plane as one long row (conv.c lays the plane out so that every tap is a shift of it):
- * y[q] = act(bias + sum over taps t < T, in order, of x[q + off[t]] · w[t]) for q < n — the scalar
- * twin's order and multiply-add per lane, so bit-identical to it. Two vectors of outputs per step
- * (their chains of T adds overlap); the last partial vector is computed again from n - VW (the same
- * bits, the same stores) when n >= VW, else gathered lane by lane: it never reads past the last
- * tap's x[n - 1 + off[t]]. A relu or clipped-linear act runs in registers (act1: the act kernel's
- * bits), any other kind by the act kernel over y after. */
+/* A depthwise plane as long rows (conv.c lays the plane out so that every tap is a shift of it): for
+ * rows r < R, y[r·ldy + q] = act(bias + sum over taps t < T, in order, of x[r·ldx + q + off[t]] · w[t])
+ * for q < n — the scalar twin's order and multiply-add per lane, so bit-identical to it. Two
+ * vectors of outputs per step (their chains of T adds overlap); a row's last partial vector is
+ * computed again from n - VW (the same bits, the same stores) when n >= VW, else gathered lane by
+ * lane: it never reads past the last tap's x[... + n - 1 + off[t]] nor writes past y[... + n - 1].
+ * A relu or clipped-linear act runs in registers (act1: the act kernel's bits), any other kind by
+ * the act kernel over each row after. */
+
 /* x in every lane, its sign kept (splat adds it to +0, which turns -0 into +0) */
 static inline vf bcast(float x) {
     int32_t b;
@@ -857,90 +859,98 @@ static inline vf bcast(float x) {
     return (vf)splati(b);
 }
 
-static inline __attribute__((always_inline)) void dwt_impl(int64_t n, float *y, const float *x, const int64_t *off,
-                                                           const float *w, int64_t T, float bias,
-                                                           const lithe__act *a, lithe__act_kind kind, bool act_in) {
+static inline __attribute__((always_inline)) void dwt_impl(int64_t R, int64_t n, int64_t ldx, float *y, int64_t ldy,
+                                                           const float *x, const int64_t *off, const float *w,
+                                                           int64_t T, float bias, const lithe__act *a,
+                                                           lithe__act_kind kind, bool act_in) {
     const float *xp[LITHE__DWCONV_MAX_TAPS];
     vf wv[LITHE__DWCONV_MAX_TAPS];
     for (int64_t t = 0; t < T; t++) xp[t] = x + off[t], wv[t] = bcast(w[t]);
     lithe__act c = {0};
     if (act_in) c = *a, c.kind = kind;
-    if (n < VW) {
-        vf acc = bcast(bias);
-        for (int64_t t = 0; t < T; t++) acc = acc + ld_part(xp[t], n) * wv[t];
-        if (act_in) acc = act1(&c, acc);
-        st_part(y, acc, n);
-        return;
-    }
-    int64_t q = 0;
-    for (; q + 2 * VW <= n; q += 2 * VW) {
-        vf a0 = bcast(bias), a1 = a0;
-        for (int64_t t = 0; t < T; t++) {
-            a0 = a0 + ld(xp[t] + q) * wv[t];
-            a1 = a1 + ld(xp[t] + q + VW) * wv[t];
+    for (int64_t r = 0; r < R; r++, y += ldy) {
+        int64_t xo = r * ldx;
+        if (n < VW) {
+            vf acc = bcast(bias);
+            for (int64_t t = 0; t < T; t++) acc = acc + ld_part(xp[t] + xo, n) * wv[t];
+            if (act_in) acc = act1(&c, acc);
+            st_part(y, acc, n);
+            continue;
         }
-        if (act_in) a0 = act1(&c, a0), a1 = act1(&c, a1);
-        st(y + q, a0);
-        st(y + q + VW, a1);
-    }
-    for (; q < n; q += VW) {
-        int64_t qq = q + VW <= n ? q : n - VW;
-        vf acc = bcast(bias);
-        for (int64_t t = 0; t < T; t++) acc = acc + ld(xp[t] + qq) * wv[t];
-        if (act_in) acc = act1(&c, acc);
-        st(y + qq, acc);
+        int64_t q = 0;
+        for (; q + 2 * VW <= n; q += 2 * VW) {
+            vf a0 = bcast(bias), a1 = a0;
+            for (int64_t t = 0; t < T; t++) {
+                a0 = a0 + ld(xp[t] + xo + q) * wv[t];
+                a1 = a1 + ld(xp[t] + xo + q + VW) * wv[t];
+            }
+            if (act_in) a0 = act1(&c, a0), a1 = act1(&c, a1);
+            st(y + q, a0);
+            st(y + q + VW, a1);
+        }
+        for (; q < n; q += VW) {
+            int64_t qq = q + VW <= n ? q : n - VW;
+            vf acc = bcast(bias);
+            for (int64_t t = 0; t < T; t++) acc = acc + ld(xp[t] + xo + qq) * wv[t];
+            if (act_in) acc = act1(&c, acc);
+            st(y + qq, acc);
+        }
     }
 }
 
 /* The 3x3: taps and weights in named registers (arrays of them spill), the same sums as dwt_impl. */
 #define DW9(P, Q)                                                                                                  \
-    (((((((((bcast(bias) + ld(P##0 + (Q)) * w0) + ld(P##1 + (Q)) * w1) + ld(P##2 + (Q)) * w2) +                \
-           ld(P##3 + (Q)) * w3) + ld(P##4 + (Q)) * w4) + ld(P##5 + (Q)) * w5) + ld(P##6 + (Q)) * w6) +           \
-      ld(P##7 + (Q)) * w7) + ld(P##8 + (Q)) * w8)
-static inline __attribute__((always_inline)) void dw9_impl(int64_t n, float *y, const float *x, const int64_t *off,
-                                                           const float *w, float bias, const lithe__act *a,
-                                                           lithe__act_kind kind, bool act_in) {
+    (((((((((b0 + ld(P##0 + (Q)) * w0) + ld(P##1 + (Q)) * w1) + ld(P##2 + (Q)) * w2) + ld(P##3 + (Q)) * w3) +     \
+          ld(P##4 + (Q)) * w4) + ld(P##5 + (Q)) * w5) + ld(P##6 + (Q)) * w6) + ld(P##7 + (Q)) * w7) +             \
+     ld(P##8 + (Q)) * w8)
+static inline __attribute__((always_inline)) void dw9_impl(int64_t R, int64_t n, int64_t ldx, float *y, int64_t ldy,
+                                                           const float *x, const int64_t *off, const float *w,
+                                                           float bias, const lithe__act *a, lithe__act_kind kind,
+                                                           bool act_in) {
     if (n < VW) {
-        dwt_impl(n, y, x, off, w, 9, bias, a, kind, act_in);
+        dwt_impl(R, n, ldx, y, ldy, x, off, w, 9, bias, a, kind, act_in);
         return;
     }
     const float *p0 = x + off[0], *p1 = x + off[1], *p2 = x + off[2], *p3 = x + off[3], *p4 = x + off[4],
                 *p5 = x + off[5], *p6 = x + off[6], *p7 = x + off[7], *p8 = x + off[8];
     vf w0 = bcast(w[0]), w1 = bcast(w[1]), w2 = bcast(w[2]), w3 = bcast(w[3]), w4 = bcast(w[4]), w5 = bcast(w[5]),
-       w6 = bcast(w[6]), w7 = bcast(w[7]), w8 = bcast(w[8]);
+       w6 = bcast(w[6]), w7 = bcast(w[7]), w8 = bcast(w[8]), b0 = bcast(bias);
     lithe__act c = {0};
     if (act_in) c = *a, c.kind = kind;
-    int64_t q = 0;
-    for (; q + 2 * VW <= n; q += 2 * VW) {
-        vf a0 = DW9(p, q), a1 = DW9(p, q + VW);
-        if (act_in) a0 = act1(&c, a0), a1 = act1(&c, a1);
-        st(y + q, a0);
-        st(y + q + VW, a1);
-    }
-    for (; q < n; q += VW) {
-        int64_t qq = q + VW <= n ? q : n - VW;
-        vf acc = DW9(p, qq);
-        if (act_in) acc = act1(&c, acc);
-        st(y + qq, acc);
+    for (int64_t r = 0; r < R; r++, y += ldy) {
+        int64_t xo = r * ldx, q = 0;
+        for (; q + 2 * VW <= n; q += 2 * VW) {
+            vf a0 = DW9(p, xo + q), a1 = DW9(p, xo + q + VW);
+            if (act_in) a0 = act1(&c, a0), a1 = act1(&c, a1);
+            st(y + q, a0);
+            st(y + q + VW, a1);
+        }
+        for (; q < n; q += VW) {
+            int64_t qq = q + VW <= n ? q : n - VW;
+            vf acc = DW9(p, xo + qq);
+            if (act_in) acc = act1(&c, acc);
+            st(y + qq, acc);
+        }
     }
 }
 #undef DW9
 
-static void K(dwconv_taps)(int64_t n, float *y, const float *x, const int64_t *off, const float *w, int64_t T,
-                           float bias, const lithe__act *a) {
+static void K(dwconv_taps)(int64_t R, int64_t n, int64_t ldx, float *y, int64_t ldy, const float *x,
+                           const int64_t *off, const float *w, int64_t T, float bias, const lithe__act *a) {
     /* the 3x3 with its taps unrolled into registers, with the acts that mobilenet and most CNNs fuse
      * (relu, clip) inside */
     lithe__act_kind kind = a ? a->kind : LITHE__ACT_RELU;
     bool post = a && kind != LITHE__ACT_RELU && kind != LITHE__ACT_CLIPPED_LINEAR, in = a && !post;
     if (T == 9) {
-        if (!in) dw9_impl(n, y, x, off, w, bias, a, kind, false);
-        else if (kind == LITHE__ACT_RELU) dw9_impl(n, y, x, off, w, bias, a, LITHE__ACT_RELU, true);
-        else dw9_impl(n, y, x, off, w, bias, a, LITHE__ACT_CLIPPED_LINEAR, true);
+        if (!in) dw9_impl(R, n, ldx, y, ldy, x, off, w, bias, a, kind, false);
+        else if (kind == LITHE__ACT_RELU) dw9_impl(R, n, ldx, y, ldy, x, off, w, bias, a, LITHE__ACT_RELU, true);
+        else dw9_impl(R, n, ldx, y, ldy, x, off, w, bias, a, LITHE__ACT_CLIPPED_LINEAR, true);
     } else {
-        dwt_impl(n, y, x, off, w, T, bias, a, kind, false);
+        dwt_impl(R, n, ldx, y, ldy, x, off, w, T, bias, a, kind, false);
         post = a != NULL;
     }
-    if (post) K(act)(a, n, y, y);
+    if (post)
+        for (int64_t r = 0; r < R; r++) K(act)(a, n, y + r * ldy, y + r * ldy);
 }
 
 /* dst[r·ldd + i] = src[r·lds + i·s] for r < R, i < n: the depthwise layout's copies (conv.c), rows

@@ -66,11 +66,12 @@ typedef struct lithe__simd_kernels {
     void (*unary)(int op, int64_t n, const float *X, float *Y);
     void (*unary_backward)(int op, int64_t n, const float *X, const float *Y, const float *dY, float *dX);
     void (*maxout)(int64_t R, int64_t P, const float *X, float *Y, int32_t *which);
-    /* A depthwise-convolution plane laid out as one long row (conv.c): y[q] = act(bias + sum over
-     * t < T (in that order) of x[q + off[t]] * w[t]) for q < n, T at most LITHE__DWCONV_MAX_TAPS;
-     * a NULL: no activation (else the act kernel's bits). Reads no x past x[n - 1 + off[t]]. */
-    void (*dwconv_taps)(int64_t n, float *y, const float *x, const int64_t *off, const float *w, int64_t T,
-                        float bias, const lithe__act *a);
+    /* A depthwise-convolution plane laid out as long rows (conv.c): for r < R, q < n,
+     * y[r * ldy + q] = act(bias + sum over t < T (in that order) of x[r * ldx + q + off[t]] * w[t]),
+     * T at most LITHE__DWCONV_MAX_TAPS; a NULL: no activation (else the act kernel's bits). Reads no
+     * x past a row's x[r * ldx + n - 1 + off[t]], writes no y past y[r * ldy + n - 1]. */
+    void (*dwconv_taps)(int64_t R, int64_t n, int64_t ldx, float *y, int64_t ldy, const float *x,
+                        const int64_t *off, const float *w, int64_t T, float bias, const lithe__act *a);
     /* dst[r * ldd + i] = src[r * lds + i * s] for r < R, i < n (reads nothing past src[(R-1) * lds +
      * (n-1) * s]). */
     void (*copy_rows)(int64_t R, int64_t n, float *dst, int64_t ldd, const float *src, int64_t lds, int64_t s);
