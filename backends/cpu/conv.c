@@ -216,31 +216,74 @@ static void depthwise_forward(lithe_backend *be, const lithe__conv2d *g, const f
     lithe__pool_for(lithe__cpu_pool(), g->N * g->C, grain, depthwise_planes, &j);
 }
 
-/* The twin's loop order per output element (taps in order), so dX and dW match it bit for bit. */
-static void depthwise_backward(const lithe__conv2d *g, const float *X, const float *W, const float *dY, float *dX,
-                               float *dW, float *db) {
-    int64_t s0 = g->stride[0], s1 = g->stride[1];
-    for (int64_t n = 0; n < g->N; n++)
-        for (int64_t c = 0; c < g->C; c++) {
+/* The depthwise backward in each accumulator's twin order, so dX, dW and db match it bit for bit.
+ * The twin walks outputs (oh, ow) and, per output, taps (kh, kw) in bounds: db is one chain over the
+ * outputs, dW[tap] one chain per tap (kept scalar: reordering them would change bits), and a dX
+ * element receives at most one term per output, in (oh, ow) order — so, per output row oh and tap
+ * row kh, the taps kw from last to first each add gy[oh, ow]·w over the row's in-bounds columns
+ * ow ascending: every dX element sees its terms in the twin's order. At stride 1 across, a tap's
+ * terms are one contiguous run of dX (the table's axpby with beta 1: Y + alpha·X, the twin's
+ * dx + gv·w; w·gv for gv·w, the same bits unless both are NaN). Channels run in parallel ranges:
+ * each owns its dW, db and dX planes and walks the images in order. */
+typedef struct dwb_job {
+    const lithe__conv2d *g;
+    const float *X, *W, *dY;
+    float *dX, *dW, *db;
+    const lithe__simd_kernels *k;
+} dwb_job;
+
+static void depthwise_backward_channels(void *ctx, int64_t c0, int64_t c1) {
+    const dwb_job *j = ctx;
+    const lithe__conv2d *g = j->g;
+    int64_t s0 = g->stride[0], s1 = g->stride[1], KH = g->KH, KW = g->KW, OW = g->OW;
+    for (int64_t c = c0; c < c1; c++)
+        for (int64_t n = 0; n < g->N; n++) {
             int64_t nc = n * g->C + c;
-            const float *x = X + nc * g->H * g->W, *w = W + c * g->KH * g->KW, *gy = dY + nc * g->OH * g->OW;
-            float *dx = dX ? dX + nc * g->H * g->W : NULL, *dw = dW ? dW + c * g->KH * g->KW : NULL;
+            const float *x = j->X + nc * g->H * g->W, *w = j->W + c * KH * KW, *gy = j->dY + nc * g->OH * OW;
+            float *dx = j->dX ? j->dX + nc * g->H * g->W : NULL, *dw = j->dW ? j->dW + c * KH * KW : NULL;
+            if (j->db) {
+                float acc = j->db[c];
+                for (int64_t p = 0; p < g->OH * OW; p++) acc += gy[p];
+                j->db[c] = acc;
+            }
+            for (int64_t oh = 0; oh < g->OH && dx; oh++)
+                for (int64_t kh = 0; kh < KH; kh++) {
+                    int64_t h = oh * s0 - g->pad[0] + kh * g->dil[0];
+                    if (h < 0 || h >= g->H) continue;
+                    const float *gr = gy + oh * OW;
+                    for (int64_t kw = KW - 1; kw >= 0; kw--) {
+                        int64_t lo, hi, off = kw * g->dil[1] - g->pad[1];
+                        valid_range(OW, g->W, s1, g->pad[1], kw, g->dil[1], &lo, &hi);
+                        float wt = w[kh * KW + kw], *xr = dx + h * g->W + off;
+                        if (s1 == 1 && hi - lo >= 8)
+                            j->k->axpby(hi - lo, wt, gr + lo, 1.0f, xr + lo);
+                        else
+                            for (int64_t ow = lo; ow < hi; ow++) xr[ow * s1] += gr[ow] * wt;
+                    }
+                }
+            if (!dw) continue;
+            /* dW: the twin's loop (outputs in order, taps in order), its chains side by side */
             for (int64_t oh = 0; oh < g->OH; oh++)
-                for (int64_t ow = 0; ow < g->OW; ow++) {
-                    float gv = gy[oh * g->OW + ow];
-                    if (db) db[c] += gv;
-                    for (int64_t kh = 0; kh < g->KH; kh++) {
+                for (int64_t ow = 0; ow < OW; ow++) {
+                    float gv = gy[oh * OW + ow];
+                    for (int64_t kh = 0; kh < KH; kh++) {
                         int64_t h = oh * s0 - g->pad[0] + kh * g->dil[0];
                         if (h < 0 || h >= g->H) continue;
-                        for (int64_t kw = 0; kw < g->KW; kw++) {
+                        for (int64_t kw = 0; kw < KW; kw++) {
                             int64_t ww = ow * s1 - g->pad[1] + kw * g->dil[1];
                             if (ww < 0 || ww >= g->W) continue;
-                            if (dx) dx[h * g->W + ww] += gv * w[kh * g->KW + kw];
-                            if (dw) dw[kh * g->KW + kw] += gv * x[h * g->W + ww];
+                            dw[kh * KW + kw] += gv * x[h * g->W + ww];
                         }
                     }
                 }
         }
+}
+
+static void depthwise_backward(const lithe__conv2d *g, const float *X, const float *W, const float *dY, float *dX,
+                               float *dW, float *db) {
+    dwb_job j = {g, X, W, dY, dX, dW, db, lithe__simd()};
+    int64_t per = g->N * g->OH * g->OW * g->KH * g->KW;
+    lithe__pool_for(lithe__cpu_pool(), g->C, per > 0 ? (1 << 15) / per + 1 : 1, depthwise_backward_channels, &j);
 }
 
 /* col (Cg·KH·KW, OH·OW) of one image-group: row (c, kh, kw) holds x[c] at the tap's positions, 0
