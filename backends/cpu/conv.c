@@ -232,6 +232,56 @@ typedef struct dwb_job {
     const lithe__simd_kernels *k;
 } dwb_job;
 
+/* dW (and db, or NULL) of a 3x3 plane: the ten chains (outputs in order) in registers, side by side
+ * (each add waits on the last one of its own chain only), the taps of outputs whose window lies
+ * inside the input without bounds tests; the same adds in the same order as the twin. */
+static void dw_chains_3x3(const lithe__conv2d *g, const float *x, const float *gy, float *dw, float *db) {
+    int64_t s0 = g->stride[0], s1 = g->stride[1], d0 = g->dil[0], d1 = g->dil[1], W = g->W, OW = g->OW;
+    int64_t lo, hi, lo2, hi2;
+    valid_range(OW, W, s1, g->pad[1], 0, d1, &lo, &hi);
+    valid_range(OW, W, s1, g->pad[1], 2, d1, &lo2, &hi2);
+    int64_t in_lo = lo2 > lo ? lo2 : lo, in_hi = hi < hi2 ? hi : hi2; /* every tap's column inside */
+    if (in_hi < in_lo) in_hi = in_lo;
+    float a0 = dw[0], a1 = dw[1], a2 = dw[2], a3 = dw[3], a4 = dw[4], a5 = dw[5], a6 = dw[6], a7 = dw[7], a8 = dw[8];
+    float ab = db ? *db : 0.0f;
+    for (int64_t oh = 0; oh < g->OH; oh++) {
+        int64_t h0 = oh * s0 - g->pad[0];
+        bool r0 = h0 >= 0 && h0 < g->H, r1 = h0 + d0 >= 0 && h0 + d0 < g->H, r2 = h0 + 2 * d0 >= 0 && h0 + 2 * d0 < g->H;
+        /* the tap rows' offsets in x (only read where their row is inside) */
+        int64_t i0 = h0 * W, i1 = i0 + d0 * W, i2 = i1 + d0 * W;
+        const float *gr = gy + oh * OW;
+        for (int64_t ow = 0; ow < OW; ow++) {
+            float gv = gr[ow];
+            int64_t w0 = ow * s1 - g->pad[1];
+            ab += gv;
+            if (r0 && r1 && r2 && ow >= in_lo && ow < in_hi) {
+                a0 += gv * x[i0 + w0], a1 += gv * x[i0 + w0 + d1], a2 += gv * x[i0 + w0 + 2 * d1];
+                a3 += gv * x[i1 + w0], a4 += gv * x[i1 + w0 + d1], a5 += gv * x[i1 + w0 + 2 * d1];
+                a6 += gv * x[i2 + w0], a7 += gv * x[i2 + w0 + d1], a8 += gv * x[i2 + w0 + 2 * d1];
+                continue;
+            }
+            bool c0 = w0 >= 0 && w0 < W, c1 = w0 + d1 >= 0 && w0 + d1 < W, c2 = w0 + 2 * d1 >= 0 && w0 + 2 * d1 < W;
+            if (r0) {
+                if (c0) a0 += gv * x[i0 + w0];
+                if (c1) a1 += gv * x[i0 + w0 + d1];
+                if (c2) a2 += gv * x[i0 + w0 + 2 * d1];
+            }
+            if (r1) {
+                if (c0) a3 += gv * x[i1 + w0];
+                if (c1) a4 += gv * x[i1 + w0 + d1];
+                if (c2) a5 += gv * x[i1 + w0 + 2 * d1];
+            }
+            if (r2) {
+                if (c0) a6 += gv * x[i2 + w0];
+                if (c1) a7 += gv * x[i2 + w0 + d1];
+                if (c2) a8 += gv * x[i2 + w0 + 2 * d1];
+            }
+        }
+    }
+    if (db) *db = ab;
+    dw[0] = a0, dw[1] = a1, dw[2] = a2, dw[3] = a3, dw[4] = a4, dw[5] = a5, dw[6] = a6, dw[7] = a7, dw[8] = a8;
+}
+
 static void depthwise_backward_channels(void *ctx, int64_t c0, int64_t c1) {
     const dwb_job *j = ctx;
     const lithe__conv2d *g = j->g;
@@ -241,7 +291,8 @@ static void depthwise_backward_channels(void *ctx, int64_t c0, int64_t c1) {
             int64_t nc = n * g->C + c;
             const float *x = j->X + nc * g->H * g->W, *w = j->W + c * KH * KW, *gy = j->dY + nc * g->OH * OW;
             float *dx = j->dX ? j->dX + nc * g->H * g->W : NULL, *dw = j->dW ? j->dW + c * KH * KW : NULL;
-            if (j->db) {
+            bool db_with_dw = dw && KH == 3 && KW == 3;
+            if (j->db && !db_with_dw) {
                 float acc = j->db[c];
                 for (int64_t p = 0; p < g->OH * OW; p++) acc += gy[p];
                 j->db[c] = acc;
@@ -262,6 +313,10 @@ static void depthwise_backward_channels(void *ctx, int64_t c0, int64_t c1) {
                     }
                 }
             if (!dw) continue;
+            if (db_with_dw) {
+                dw_chains_3x3(g, x, gy, dw, j->db ? j->db + c : NULL);
+                continue;
+            }
             /* dW: the twin's loop (outputs in order, taps in order), its chains side by side */
             for (int64_t oh = 0; oh < g->OH; oh++)
                 for (int64_t ow = 0; ow < OW; ow++) {
