@@ -823,8 +823,8 @@ static void test_conv2d_depthwise_fused_act(void **state) {
 }
 
 /* The depthwise kernels themselves against the scalar table: dwconv_taps on runs of every length
- * around the vector widths, as one run and as rows (3x3 and a 2x2, with and without an act), and
- * copy_rows at strides 1, 2, 3. */
+ * around the vector widths, as one run and as rows (3x3 and a 2x2, with and without an act),
+ * copy_rows at strides 1, 2, 3, and split_rows on odd and even widths. */
 static void test_dwconv_kernels_match_scalar(void **state) {
     (void)state;
     enum { PQ = 21, ROWS = 8 };
@@ -861,6 +861,16 @@ static void test_dwconv_kernels_match_scalar(void **state) {
                 tables[t]->copy_rows(3, n, dst_v, 64, x, lds, s);
                 same_bits(tables[t]->isa, "copy_rows", 64 * 3, dst_s, dst_v);
             }
+    /* split_rows: rows of m packed back to back (nothing past them to read), even and odd halves
+     * into rows 40 apart, the untouched floats compared too */
+    for (int t = 0; t < ntables; t++)
+        for (int64_t m = 0; m <= 70; m++) {
+            if (3 * m > PQ * (ROWS + 3)) break;
+            float sp_s[240] = {0}, sp_v[240] = {0}; /* e rows at 0, 40, 80; o rows at 120, 160, 200 */
+            lithe__simd_scalar.split_rows(3, m, sp_s, sp_s + 120, 40, x, m);
+            tables[t]->split_rows(3, m, sp_v, sp_v + 120, 40, x, m);
+            same_bits(tables[t]->isa, "split_rows", 240, sp_s, sp_v);
+        }
 }
 
 /* An image's output does not depend on the batch around it: each image alone gives the bits it has

@@ -92,9 +92,9 @@ typedef struct dw_layout {
     int64_t Hq, Pq, R, T;
     size_t src, ext; /* workspace floats: phase planes, the run buffer */
     int64_t off[LITHE__DWCONV_MAX_TAPS];
-    int ncopy;       /* the copies into the phase planes: R rows of n, to src + dst from x + from */
-    struct {
-        int64_t R, n, dst, from;
+    int ncopy;       /* the copies into the phase planes: R rows of n, to src + dst from x + from; */
+    struct {         /* at stride 2 across, whole rows of n split to src + dst (even) and + dst2 (odd) */
+        int64_t R, n, dst, dst2, from;
     } copy[LITHE__DWCONV_MAX_TAPS];
 } dw_layout;
 
@@ -133,9 +133,13 @@ static void dw_layout_init(const lithe__conv2d *g, int lanes, dw_layout *L) {
         for (int64_t pb = 0; pb < s1; pb++) {
             int64_t h0 = ((pa - g->pad[0]) % s0 + s0) % s0, w0 = ((pb - g->pad[1]) % s1 + s1) % s1;
             if (h0 >= g->H || w0 >= g->W) continue;
+            int64_t row = (h0 + g->pad[0]) / s0 * L->Pq;
+            if (s1 == 2 && w0 == 1) continue; /* with the even columns, by split_rows */
             L->copy[L->ncopy].R = (g->H - h0 + s0 - 1) / s0;
-            L->copy[L->ncopy].n = (g->W - w0 + s1 - 1) / s1;
-            L->copy[L->ncopy].dst = (pa * s1 + pb) * HWq + (h0 + g->pad[0]) / s0 * L->Pq + (w0 + g->pad[1]) / s1;
+            L->copy[L->ncopy].n = s1 == 2 ? g->W : (g->W - w0 + s1 - 1) / s1;
+            L->copy[L->ncopy].dst = (pa * s1 + pb) * HWq + row + (w0 + g->pad[1]) / s1;
+            /* at stride 2, column 1 (and every odd one) lands in plane (1 + pad1) mod 2 */
+            L->copy[L->ncopy].dst2 = s1 == 2 ? (pa * s1 + (1 + g->pad[1]) % 2) * HWq + row + (1 + g->pad[1]) / 2 : -1;
             L->copy[L->ncopy++].from = h0 * g->W + w0;
         }
     L->R = L->Pq >= 2048 ? 1 : 2048 / L->Pq;
@@ -164,7 +168,12 @@ static void depthwise_plane_long(const dw_job *j, int64_t nc, float *src, float 
         src = (float *)x; /* read only */
     } else {
         for (int i = 0; i < L->ncopy; i++) /* the interiors; the borders stay zero */
-            j->k->copy_rows(L->copy[i].R, L->copy[i].n, src + L->copy[i].dst, Pq, x + L->copy[i].from, s0 * g->W, s1);
+            if (L->copy[i].dst2 >= 0)
+                j->k->split_rows(L->copy[i].R, L->copy[i].n, src + L->copy[i].dst, src + L->copy[i].dst2, Pq,
+                                 x + L->copy[i].from, s0 * g->W);
+            else
+                j->k->copy_rows(L->copy[i].R, L->copy[i].n, src + L->copy[i].dst, Pq, x + L->copy[i].from, s0 * g->W,
+                                s1);
     }
     float bias = j->b ? j->b[c] : 0.0f;
     if (!L->ext) { /* rows at least a vector wide (or no dropped columns): straight into Y */

@@ -62,6 +62,14 @@ static void scalar_copy_rows(int64_t R, int64_t n, float *dst, int64_t ldd, cons
         for (int64_t i = 0; i < n; i++) dst[r * ldd + i] = src[r * lds + i * s];
 }
 
+static void scalar_split_rows(int64_t R, int64_t m, float *e, float *o, int64_t ldd, const float *src, int64_t lds) {
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t i = 0; i < m; i++) {
+            if (i % 2) o[r * ldd + i / 2] = src[r * lds + i];
+            else e[r * ldd + i / 2] = src[r * lds + i];
+        }
+}
+
 static void scalar_maxpool2x2_row(int64_t n, const float *r0, const float *r1, int64_t W, int32_t base, float *y,
                                   int32_t *which) {
     for (int64_t o = 0; o < n; o++) {
@@ -106,6 +114,7 @@ const lithe__simd_kernels lithe__simd_scalar = {
     .maxout = scalar_maxout,
     .dwconv_taps = scalar_dwconv_taps,
     .copy_rows = scalar_copy_rows,
+    .split_rows = scalar_split_rows,
     .maxpool2x2_row = scalar_maxpool2x2_row,
     .binary = scalar_binary,
 };

@@ -1020,6 +1020,62 @@ static void K(copy_rows)(int64_t R, int64_t n, float *dst, int64_t ldd, const fl
     }
 }
 
+/* Rows split into their even and odd columns (conv.c's stride-2 phase planes, one pass over the
+ * input): e[r·ldd + i] = src[r·lds + 2i] for i < ceil(m / 2), o[r·ldd + i] = src[r·lds + 2i + 1]
+ * for i < m / 2. Pairs of vectors, the last pair overlapping, then eight- and four-lane pairs; an odd
+ * last column alone. Reads nothing past src[r·lds + m - 1]. */
+#if VW == 16
+#define EVENS 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30
+#define ODDS 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31
+#elif VW == 8
+#define EVENS 0, 2, 4, 6, 8, 10, 12, 14
+#define ODDS 1, 3, 5, 7, 9, 11, 13, 15
+#else
+#define EVENS 0, 2, 4, 6
+#define ODDS 1, 3, 5, 7
+#endif
+#define EVENS8 0, 2, 4, 6, 8, 10, 12, 14
+#define ODDS8 1, 3, 5, 7, 9, 11, 13, 15
+#define EVENS4 0, 2, 4, 6
+#define ODDS4 1, 3, 5, 7
+#define SPLIT_PAIRS(T, L, EV, OD)                                                                                  \
+    for (int64_t i = 0; i < m2; i += 2 * (L)) {                                                                   \
+        int64_t ii = i + 2 * (L) <= m2 ? i : m2 - 2 * (L);                                                        \
+        T va, vb, ve, vo;                                                                                         \
+        memcpy(&va, p + ii, sizeof va), memcpy(&vb, p + ii + (L), sizeof vb);                                     \
+        ve = __builtin_shufflevector(va, vb, EV), vo = __builtin_shufflevector(va, vb, OD);                      \
+        memcpy(e + ii / 2, &ve, sizeof ve), memcpy(o + ii / 2, &vo, sizeof vo);                                   \
+    }
+static void K(split_rows)(int64_t R, int64_t m, float *e0, float *o0, int64_t ldd, const float *src, int64_t lds) {
+    int64_t m2 = m & ~(int64_t)1; /* whole pairs */
+    for (int64_t r = 0; r < R; r++) {
+        float *e = e0 + r * ldd, *o = o0 + r * ldd;
+        const float *p = src + r * lds;
+        if (m2 >= 2 * VW) {
+            SPLIT_PAIRS(vf, VW, EVENS, ODDS)
+#if VW > 8
+        } else if (m2 >= 16) {
+            typedef float v8f __attribute__((vector_size(32)));
+            SPLIT_PAIRS(v8f, 8, EVENS8, ODDS8)
+#endif
+#if VW > 4
+        } else if (m2 >= 8) {
+            SPLIT_PAIRS(v4f, 4, EVENS4, ODDS4)
+#endif
+        } else {
+            for (int64_t i = 0; i < m2; i += 2) e[i / 2] = p[i], o[i / 2] = p[i + 1];
+        }
+        if (m & 1) e[m / 2] = p[m - 1];
+    }
+}
+#undef SPLIT_PAIRS
+#undef EVENS
+#undef ODDS
+#undef EVENS8
+#undef ODDS8
+#undef EVENS4
+#undef ODDS4
+
 /* One output row of 2x2 stride-2 max pooling without padding: y[o] = the first maximum of r0[2o],
  * r0[2o + 1], r1[2o], r1[2o + 1] (the twin's tap order, `>` so the first wins and a NaN is never
  * taken after the first tap), which[o] = its index in the plane, base (= 2·oh·W) + 2o + 0 | 1 | W | W + 1.
@@ -1102,6 +1158,7 @@ const lithe__simd_kernels TABLE = {
     .maxout = K(maxout),
     .dwconv_taps = K(dwconv_taps),
     .copy_rows = K(copy_rows),
+    .split_rows = K(split_rows),
     .maxpool2x2_row = K(maxpool2x2_row),
     .binary = K(binary),
 };
