@@ -845,12 +845,13 @@ static void K(maxout)(int64_t R, int64_t P, const float *X, float *Y, int32_t *w
 
 /* A depthwise plane as long rows (conv.c lays the plane out so that every tap is a shift of it): for
  * rows r < R, y[r·ldy + q] = act(bias + sum over taps t < T, in order, of x[r·ldx + q + off[t]] · w[t])
- * for q < n — the scalar twin's order and multiply-add per lane, so bit-identical to it. Two
- * vectors of outputs per step (their chains of T adds overlap); a row's last partial vector is
- * computed again from n - VW (the same bits, the same stores) when n >= VW, else gathered lane by
- * lane: it never reads past the last tap's x[... + n - 1 + off[t]] nor writes past y[... + n - 1].
- * A relu or clipped-linear act runs in registers (act1: the act kernel's bits), any other kind by
- * the act kernel over each row after. */
+ * for q < n — the scalar twin's order and multiply-add per lane, so bit-identical to it. A row's
+ * last partial vector is computed again from n - VW (the same bits, the same stores) when n >= VW,
+ * else loaded from a zero-padded copy: it never reads past the last tap's x[... + n - 1 + off[t]]
+ * nor writes past y[... + n - 1]. The 3x3 (two vectors per step, so their chains of adds overlap;
+ * taps and weights in registers) runs a relu or clipped-linear act in registers (act1: the act
+ * kernel's bits); other kinds, other tap counts and rows narrower than a vector (dwt_impl, one
+ * vector per step) take it from the act kernel over each row after. */
 
 /* x in every lane, its sign kept (splat adds it to +0, which turns -0 into +0) */
 static inline vf bcast(float x) {
@@ -877,18 +878,7 @@ static inline __attribute__((always_inline)) void dwt_impl(int64_t R, int64_t n,
             st_part(y, acc, n);
             continue;
         }
-        int64_t q = 0;
-        for (; q + 2 * VW <= n; q += 2 * VW) {
-            vf a0 = bcast(bias), a1 = a0;
-            for (int64_t t = 0; t < T; t++) {
-                a0 = a0 + ld(xp[t] + xo + q) * wv[t];
-                a1 = a1 + ld(xp[t] + xo + q + VW) * wv[t];
-            }
-            if (act_in) a0 = act1(&c, a0), a1 = act1(&c, a1);
-            st(y + q, a0);
-            st(y + q + VW, a1);
-        }
-        for (; q < n; q += VW) {
+        for (int64_t q = 0; q < n; q += VW) {
             int64_t qq = q + VW <= n ? q : n - VW;
             vf acc = bcast(bias);
             for (int64_t t = 0; t < T; t++) acc = acc + ld(xp[t] + xo + qq) * wv[t];
@@ -907,10 +897,6 @@ static inline __attribute__((always_inline)) void dw9_impl(int64_t R, int64_t n,
                                                            const float *x, const int64_t *off, const float *w,
                                                            float bias, const lithe__act *a, lithe__act_kind kind,
                                                            bool act_in) {
-    if (n < VW) {
-        dwt_impl(R, n, ldx, y, ldy, x, off, w, 9, bias, a, kind, act_in);
-        return;
-    }
     const float *p0 = x + off[0], *p1 = x + off[1], *p2 = x + off[2], *p3 = x + off[3], *p4 = x + off[4],
                 *p5 = x + off[5], *p6 = x + off[6], *p7 = x + off[7], *p8 = x + off[8];
     vf w0 = bcast(w[0]), w1 = bcast(w[1]), w2 = bcast(w[2]), w3 = bcast(w[3]), w4 = bcast(w[4]), w5 = bcast(w[5]),
@@ -941,7 +927,7 @@ static void K(dwconv_taps)(int64_t R, int64_t n, int64_t ldx, float *y, int64_t 
      * (relu, clip) inside */
     lithe__act_kind kind = a ? a->kind : LITHE__ACT_RELU;
     bool post = a && kind != LITHE__ACT_RELU && kind != LITHE__ACT_CLIPPED_LINEAR, in = a && !post;
-    if (T == 9) {
+    if (T == 9 && n >= VW) {
         if (!in) dw9_impl(R, n, ldx, y, ldy, x, off, w, bias, a, kind, false);
         else if (kind == LITHE__ACT_RELU) dw9_impl(R, n, ldx, y, ldy, x, off, w, bias, a, LITHE__ACT_RELU, true);
         else dw9_impl(R, n, ldx, y, ldy, x, off, w, bias, a, LITHE__ACT_CLIPPED_LINEAR, true);
