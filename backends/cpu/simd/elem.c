@@ -848,7 +848,7 @@ static void K(maxout)(int64_t R, int64_t P, const float *X, float *Y, int32_t *w
  * for q < n — the scalar twin's order and multiply-add per lane, so bit-identical to it. A row's
  * last partial vector is computed again from n - VW (the same bits, the same stores) when n >= VW,
  * else loaded from a zero-padded copy: it never reads past the last tap's x[... + n - 1 + off[t]]
- * nor writes past y[... + n - 1]. The 3x3 (two vectors per step, so their chains of adds overlap;
+ * nor writes past y[... + n - 1]. The 3x3 (two vectors per step past 4 lanes, so their chains overlap;
  * taps and weights in registers) runs a relu or clipped-linear act in registers (act1: the act
  * kernel's bits); other kinds, other tap counts and rows narrower than a vector (dwt_impl, one
  * vector per step) take it from the act kernel over each row after. */
@@ -905,7 +905,8 @@ static inline __attribute__((always_inline)) void dw9_impl(int64_t R, int64_t n,
     if (act_in) c = *a, c.kind = kind;
     for (int64_t r = 0; r < R; r++, y += ldy) {
         int64_t xo = r * ldx, q = 0;
-        for (; q + 2 * VW <= n; q += 2 * VW) {
+        /* (four-lane vectors: one at a time measured faster under Node, its 16 registers) */
+        for (; q + 2 * VW <= n && VW > 4; q += 2 * VW) {
             vf a0 = DW9(p, xo + q), a1 = DW9(p, xo + q + VW);
             if (act_in) a0 = act1(&c, a0), a1 = act1(&c, a1);
             st(y + q, a0);
