@@ -941,69 +941,38 @@ static void K(dwconv_taps)(int64_t R, int64_t n, int64_t ldx, float *y, int64_t 
 }
 
 /* dst[r·ldd + i] = src[r·lds + i·s] for r < R, i < n: the depthwise layout's copies (conv.c), rows
- * into its phase planes (s: the stride across) and runs out into Y (s = 1). Whole vectors, the last
- * one overlapping, then eight or four lanes; stride 2 takes the even lanes of p[0, VW) and the odd ones of
- * p[VW - 1, 2·VW - 1), so it never reads past src[(n - 1)·2]; other strides one by one. */
+ * into its phase planes and runs out into Y. Stride 1: whole vectors, the last one overlapping, then
+ * eight or four lanes; other strides one by one (stride 2 goes through split_rows). */
 typedef float v4f __attribute__((vector_size(16)));
-static inline vf even_of(const float *p) {
-    vf a = ld(p), b = ld(p + VW - 1);
-#if VW == 16
-    return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 17, 19, 21, 23, 25, 27, 29, 31);
-#elif VW == 8
-    return __builtin_shufflevector(a, b, 0, 2, 4, 6, 9, 11, 13, 15);
-#else
-    return __builtin_shufflevector(a, b, 0, 2, 5, 7);
-#endif
-}
-static inline v4f even_of4(const float *p) {
-    v4f a, b;
-    memcpy(&a, p, sizeof a);
-    memcpy(&b, p + 3, sizeof b);
-    return __builtin_shufflevector(a, b, 0, 2, 5, 7);
-}
-static inline __attribute__((always_inline)) void copy_row_s(float *d, const float *p, int64_t n, int64_t s) {
-    if (n >= VW) {
-        for (int64_t i = 0; i < n; i += VW) {
-            int64_t ii = i + VW <= n ? i : n - VW;
-            st(d + ii, s == 1 ? ld(p + ii) : even_of(p + 2 * ii));
-        }
-#if VW > 8
-    } else if (n >= 8) { /* 14-wide rows in two overlapping halves */
-        typedef float v8f __attribute__((vector_size(32)));
-        for (int64_t i = 0; i < n; i += 8) {
-            int64_t ii = i + 8 <= n ? i : n - 8;
-            v8f v;
-            if (s == 1) {
-                memcpy(&v, p + ii, sizeof v);
-            } else {
-                v8f a, b;
-                memcpy(&a, p + 2 * ii, sizeof a);
-                memcpy(&b, p + 2 * ii + 7, sizeof b);
-                v = __builtin_shufflevector(a, b, 0, 2, 4, 6, 9, 11, 13, 15);
-            }
-            memcpy(d + ii, &v, sizeof v);
-        }
-#endif
-    } else if (n >= 4) {
-        for (int64_t i = 0; i < n; i += 4) {
-            int64_t ii = i + 4 <= n ? i : n - 4;
-            v4f v;
-            if (s == 1) memcpy(&v, p + ii, sizeof v);
-            else v = even_of4(p + 2 * ii);
-            memcpy(d + ii, &v, sizeof v);
-        }
-    } else {
-        for (int64_t i = 0; i < n; i++) d[i] = p[i * s];
-    }
-}
 static void K(copy_rows)(int64_t R, int64_t n, float *dst, int64_t ldd, const float *src, int64_t lds, int64_t s) {
     for (int64_t r = 0; r < R; r++) {
         float *d = dst + r * ldd;
         const float *p = src + r * lds;
-        if (s == 1) copy_row_s(d, p, n, 1);
-        else if (s == 2) copy_row_s(d, p, n, 2);
-        else
+        if (s != 1 || n < 4) {
             for (int64_t i = 0; i < n; i++) d[i] = p[i * s];
+        } else if (n >= VW) {
+            for (int64_t i = 0; i < n; i += VW) {
+                int64_t ii = i + VW <= n ? i : n - VW;
+                st(d + ii, ld(p + ii));
+            }
+#if VW > 8
+        } else if (n >= 8) { /* 14-wide rows in two overlapping halves */
+            typedef float v8f __attribute__((vector_size(32)));
+            for (int64_t i = 0; i < n; i += 8) {
+                int64_t ii = i + 8 <= n ? i : n - 8;
+                v8f v;
+                memcpy(&v, p + ii, sizeof v);
+                memcpy(d + ii, &v, sizeof v);
+            }
+#endif
+        } else {
+            for (int64_t i = 0; i < n; i += 4) {
+                int64_t ii = i + 4 <= n ? i : n - 4;
+                v4f v;
+                memcpy(&v, p + ii, sizeof v);
+                memcpy(d + ii, &v, sizeof v);
+            }
+        }
     }
 }
 
