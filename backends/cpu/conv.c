@@ -205,10 +205,23 @@ static void depthwise_planes(void *ctx, int64_t p0, int64_t p1) {
             depthwise_plane_long(j, nc, src, ext);
             continue;
         }
-        lithe__conv2d one = *g;
-        one.N = one.C = one.M = one.group = 1;
+        /* the twin's sum for one plane (its own loop: the twin itself would link the whole scalar
+         * convolution into the WebAssembly core) */
+        const float *x = j->X + nc * g->H * g->W, *w = j->W + c * g->KH * g->KW;
         float *y = j->Y + nc * g->OH * g->OW;
-        lithe_f32_conv2d__scalar(&one, j->X + nc * g->H * g->W, j->W + c * g->KH * g->KW, j->b ? j->b + c : NULL, y);
+        for (int64_t oh = 0; oh < g->OH; oh++)
+            for (int64_t ow = 0; ow < g->OW; ow++) {
+                float acc = j->b ? j->b[c] : 0.0f;
+                for (int64_t kh = 0; kh < g->KH; kh++) {
+                    int64_t h = oh * g->stride[0] - g->pad[0] + kh * g->dil[0];
+                    if (h < 0 || h >= g->H) continue;
+                    for (int64_t kw = 0; kw < g->KW; kw++) {
+                        int64_t ww = ow * g->stride[1] - g->pad[1] + kw * g->dil[1];
+                        if (ww >= 0 && ww < g->W) acc += x[h * g->W + ww] * w[kh * g->KW + kw];
+                    }
+                }
+                y[oh * g->OW + ow] = acc;
+            }
         if (j->a) j->k->act(j->a, g->OH * g->OW, y, y); /* the plane, while it is in cache */
     }
     if (ws) j->be->ops->free(j->be, ws);
