@@ -1,10 +1,11 @@
 /* The CPU backend's 2-D convolution for imported graphs (primitives.def: conv2d, conv2d_backward):
  *
- *   - depthwise (one input and one output channel per group, mobilenet's 3x3): each plane as one
- *     long row (a zero-bordered, row-phase-split copy where it is padded or strided; see dw_layout),
- *     every tap a shift of it, whole vectors across row ends (dwconv_taps), the fused activation in
+ *   - depthwise (one input and one output channel per group, mobilenet's 3x3): each plane as long
+ *     rows (a zero-bordered copy split into phase planes where it is padded or strided; see
+ *     dw_layout), every tap a shift of them, whole vectors (dwconv_taps), the fused relu / clip in
  *     registers; it accumulates in the scalar twin's order (bias, then taps kh, kw), bit-identical.
- *     Planes where the padding's 0·w taps could change a bit (dw_plane_padded_ok) run the twin;
+ *     Planes where the padding's 0·w taps could change a bit (dw_plane_padded_ok) run the twin's
+ *     loop. Its backward keeps each accumulator's twin order too (depthwise_backward_channels);
  *   - everything else: per image and group, Y_g (Mg, OH·OW) = W_g (Mg, K) · B (K, OH·OW) with
  *     K = Cg·KH·KW through the packed GEMM (gemm/gemm.h), the bias riding in the product as one
  *     more k-step (bias_row) or added while copying out. B is, by geometry:
