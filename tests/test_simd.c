@@ -786,8 +786,9 @@ static void test_conv2d_depthwise_padding_exact(void **state) {
 }
 
 /* A fused activation (conv2d's a) on the depthwise path: relu and clip (ReLU6) run in the kernel's
- * registers, other kinds by the act kernel after; either way the twin's sum then that table's act
- * kernel, bit for bit (inputs include -0 and values past the clip). */
+ * registers (by max / min where the ISA's operand order allows), other kinds and a clip whose
+ * bounds cross by the act kernel after; either way the twin's sum then that table's act kernel,
+ * bit for bit (inputs include -0, NaN, ±inf and values past the clip). */
 static void test_conv2d_depthwise_fused_act(void **state) {
     (void)state;
     lithe_backend *cpu;
@@ -800,6 +801,8 @@ static void test_conv2d_depthwise_fused_act(void **state) {
     const lithe__act acts[] = {{.kind = LITHE__ACT_RELU},
                                {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = 0, .max_val = 6},
                                {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 0.5f, .offset = 0.25f, .min_val = -1, .max_val = 1},
+                               {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = 1, .max_val = -1},
+                               {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = -2, .offset = 0, .min_val = -0.0f, .max_val = 0.5f},
                                {.kind = LITHE__ACT_HARD_SWISH_MOBILENET},
                                {.kind = LITHE__ACT_SIGMOID}};
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
@@ -809,6 +812,7 @@ static void test_conv2d_depthwise_fused_act(void **state) {
               *Yv = malloc(ny * 4);
         fill(X, (int64_t)nx, -4, 4), fill(W, (int64_t)nw, -1, 1), fill(b, g.M, -1, 1);
         for (size_t k = 0; k < nx; k += 7) X[k] = -0.0f;
+        X[nx / 3] = NAN, X[nx / 2] = INFINITY, X[nx - 5] = -INFINITY; /* NaN sums: relu 0, clip NaN */
         for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++)
             for (int t = 0; t < ntables; t++) {
                 lithe__simd_force(tables[t]);

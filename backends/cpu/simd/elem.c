@@ -888,6 +888,48 @@ static inline __attribute__((always_inline)) void dwt_impl(int64_t R, int64_t n,
     }
 }
 
+/* The 3x3's fused relu / clip with the ISA's max and min where their operand order gives act1's
+ * exact selections (x86 maxps(a, b) = a > b ? a : b, minps(a, b) = a < b ? a : b; WebAssembly's
+ * pmax(a, b) = a < b ? b : a, pmin(a, b) = b < a ? b : a): relu = x > 0 ? x : 0, NaN and -0 to +0;
+ * clip = x < lo ? lo : (x > hi ? hi : x) of x·slope + offset, which max(lo, min(hi, ·)) equals
+ * when lo <= hi (K(dwconv_taps) sends other bounds to the act kernel). Elsewhere act1 itself. */
+#if (VB == 64 && defined(__AVX512F__)) || (VB == 32 && defined(__AVX__)) || (VB == 16 && defined(__SSE2__)) || \
+    (VB == 16 && defined(__wasm_simd128__))
+#define DW_MINMAX 1
+static inline vf dw_max(vf a, vf b) { /* a > b ? a : b, b when either is NaN */
+#if VB == 64
+    return (vf)_mm512_max_ps((__m512)a, (__m512)b);
+#elif VB == 32
+    return (vf)_mm256_max_ps((__m256)a, (__m256)b);
+#elif defined(__SSE2__)
+    return (vf)_mm_max_ps((__m128)a, (__m128)b);
+#else
+    return (vf)wasm_f32x4_pmax((v128_t)b, (v128_t)a);
+#endif
+}
+static inline vf dw_min(vf a, vf b) { /* a < b ? a : b, b when either is NaN */
+#if VB == 64
+    return (vf)_mm512_min_ps((__m512)a, (__m512)b);
+#elif VB == 32
+    return (vf)_mm256_min_ps((__m256)a, (__m256)b);
+#elif defined(__SSE2__)
+    return (vf)_mm_min_ps((__m128)a, (__m128)b);
+#else
+    return (vf)wasm_f32x4_pmin((v128_t)b, (v128_t)a);
+#endif
+}
+#else
+#define DW_MINMAX 0
+#endif
+static inline vf dw_act(const lithe__act *c, vf x) {
+#if DW_MINMAX
+    if (c->kind == LITHE__ACT_RELU) return dw_max(x, splat(0.0f));
+    return dw_max(splat(c->min_val), dw_min(splat(c->max_val), x * c->slope + c->offset));
+#else
+    return act1(c, x);
+#endif
+}
+
 /* The 3x3: taps and weights in named registers (arrays of them spill), the same sums as dwt_impl. */
 #define DW9(P, Q)                                                                                                  \
     (((((((((b0 + ld(P##0 + (Q)) * w0) + ld(P##1 + (Q)) * w1) + ld(P##2 + (Q)) * w2) + ld(P##3 + (Q)) * w3) +     \
@@ -908,14 +950,14 @@ static inline __attribute__((always_inline)) void dw9_impl(int64_t R, int64_t n,
         /* (four-lane vectors: one at a time measured faster under Node, its 16 registers) */
         for (; q + 2 * VW <= n && VW > 4; q += 2 * VW) {
             vf a0 = DW9(p, xo + q), a1 = DW9(p, xo + q + VW);
-            if (act_in) a0 = act1(&c, a0), a1 = act1(&c, a1);
+            if (act_in) a0 = dw_act(&c, a0), a1 = dw_act(&c, a1);
             st(y + q, a0);
             st(y + q + VW, a1);
         }
         for (; q < n; q += VW) {
             int64_t qq = q + VW <= n ? q : n - VW;
             vf acc = DW9(p, xo + qq);
-            if (act_in) acc = act1(&c, acc);
+            if (act_in) acc = dw_act(&c, acc);
             st(y + qq, acc);
         }
     }
@@ -927,7 +969,8 @@ static void K(dwconv_taps)(int64_t R, int64_t n, int64_t ldx, float *y, int64_t 
     /* the 3x3 with its taps unrolled into registers, with the acts that mobilenet and most CNNs fuse
      * (relu, clip) inside */
     lithe__act_kind kind = a ? a->kind : LITHE__ACT_RELU;
-    bool post = a && kind != LITHE__ACT_RELU && kind != LITHE__ACT_CLIPPED_LINEAR, in = a && !post;
+    bool clip_ok = kind == LITHE__ACT_CLIPPED_LINEAR && a->min_val <= a->max_val; /* (dw_act) */
+    bool post = a && kind != LITHE__ACT_RELU && !clip_ok, in = a && !post;
     if (T == 9 && n >= VW) {
         if (!in) dw9_impl(R, n, ldx, y, ldy, x, off, w, bias, a, kind, false);
         else if (kind == LITHE__ACT_RELU) dw9_impl(R, n, ldx, y, ldy, x, off, w, bias, a, LITHE__ACT_RELU, true);
