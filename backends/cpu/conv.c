@@ -83,9 +83,10 @@ static void valid_range(int64_t OW, int64_t W, int64_t s, int64_t p, int64_t k, 
  *     zero-bordered buffer split into s0·s1 planes of Hq x Wq, plane (a, b) holding padded pixel
  *     (i·s0 + a, j·s1 + b) at (i, j), so tap (kh, kw) is plane (kh·d0 mod s0, kw·d1 mod s1) from
  *     (kh·d0 div s0, kw·d1 div s1), a stride-1 shift; Pq = Wq. The copy de-interleaves (copy_rows).
- * Rows at least a vector wide run one by one straight into Y (the kernel overlaps a row's last
- * vector with the one before); narrower ones (14, 7: most lanes would idle) as runs of R output rows
- * at a time into ext (L1-sized), whose OW-wide rows are then copied into Y. The dropped columns of a
+ * Rows a whole number of vectors wide (112 on AVX-512) run one by one straight into Y; others (56,
+ * 28, 14, 7: a row's last vector would overlap the one before or idle lanes, which measured slower
+ * than copying out) as runs of R output rows at a time into ext (L1-sized), whose OW-wide rows are
+ * then copied into Y. The dropped columns of a
  * run's row read the next row's start, never past the source: a run ends at its last row's OW. */
 typedef struct dw_layout {
     bool ok;     /* the long-row path applies: KH·KW <= LITHE__DWCONV_MAX_TAPS */
@@ -145,7 +146,7 @@ static void dw_layout_init(const lithe__conv2d *g, int lanes, dw_layout *L) {
         }
     L->R = L->Pq >= 2048 ? 1 : 2048 / L->Pq;
     if (L->R > g->OH) L->R = g->OH;
-    L->ext = L->Pq == g->OW || g->OW >= lanes ? 0 : (size_t)(L->R * L->Pq);
+    L->ext = L->Pq == g->OW || (g->OW >= lanes && g->OW % lanes == 0) ? 0 : (size_t)(L->R * L->Pq);
 }
 
 /* Whether plane c may run from a zero-bordered copy: there the padding's taps add 0·w between the
