@@ -616,6 +616,7 @@ static const conv_case conv_cases[] = {
     {1, 2, 41, 70, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2},   /* several runs, stride 2 */
     {1, 1, 3, 2100, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},  /* a row wider than a run: one row per run */
     {1, 2, 12, 11, 2, 9, 8, 1, 1, 4, 4, 4, 3, 1, 1, 2},   /* 72 taps, past the long rows' limit: the twin */
+    {1, 2, 6, 32, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},    /* rows a whole number of vectors wide: straight into Y */
     {2, 3, 10, 10, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},   /* plain 3x3 */
     {2, 4, 9, 8, 6, 3, 2, 2, 1, 1, 0, 0, 1, 1, 1, 2},     /* grouped, strided, uneven padding */
     {1, 3, 12, 12, 4, 3, 3, 1, 1, 0, 0, 0, 0, 2, 2, 1},   /* dilated */
@@ -797,7 +798,8 @@ static void test_conv2d_depthwise_fused_act(void **state) {
                             {1, 3, 15, 13, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 3},
                             {1, 2, 7, 7, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},
                             {1, 2, 11, 12, 2, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 2},
-                            {1, 2, 9, 10, 2, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, 2}};
+                            {1, 2, 9, 10, 2, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, 2},
+                            {1, 2, 5, 32, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2}}; /* rows straight into Y */
     const lithe__act acts[] = {{.kind = LITHE__ACT_RELU},
                                {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = 0, .max_val = 6},
                                {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 0.5f, .offset = 0.25f, .min_val = -1, .max_val = 1},
