@@ -83,10 +83,11 @@ static void valid_range(int64_t OW, int64_t W, int64_t s, int64_t p, int64_t k, 
  *     zero-bordered buffer split into s0·s1 planes of Hq x Wq, plane (a, b) holding padded pixel
  *     (i·s0 + a, j·s1 + b) at (i, j), so tap (kh, kw) is plane (kh·d0 mod s0, kw·d1 mod s1) from
  *     (kh·d0 div s0, kw·d1 div s1), a stride-1 shift; Pq = Wq. The copy de-interleaves (copy_rows).
- * Rows a whole number of vectors wide (112 on AVX-512) run one by one straight into Y; others (56,
- * 28, 14, 7: a row's last vector would overlap the one before or idle lanes, which measured slower
- * than copying out) as runs of R output rows at a time into ext (L1-sized), whose OW-wide rows are
- * then copied into Y. The dropped columns of a
+ * Rows at least two vectors wide (56, 112 on AVX-512) run one by one straight into Y, a row's last
+ * vector overlapping the one before; narrower ones (28, 14, 7: the overlap or idle lanes would be a
+ * larger share) as runs of R output rows at a time into ext (L1-sized), whose OW-wide rows are then
+ * copied into Y. (In mobilenet_v2, 56-wide rows measured faster straight into Y, 28-wide ones as
+ * runs; a kernel loop on data already in cache prefers runs for both.) The dropped columns of a
  * run's row read the next row's start, never past the source: a run ends at its last row's OW. */
 typedef struct dw_layout {
     bool ok;     /* the long-row path applies: KH·KW <= LITHE__DWCONV_MAX_TAPS */
@@ -146,7 +147,7 @@ static void dw_layout_init(const lithe__conv2d *g, int lanes, dw_layout *L) {
         }
     L->R = L->Pq >= 2048 ? 1 : 2048 / L->Pq;
     if (L->R > g->OH) L->R = g->OH;
-    L->ext = L->Pq == g->OW || (g->OW >= lanes && g->OW % lanes == 0) ? 0 : (size_t)(L->R * L->Pq);
+    L->ext = L->Pq == g->OW || g->OW >= 2 * lanes ? 0 : (size_t)(L->R * L->Pq);
 }
 
 /* Whether plane c may run from a zero-bordered copy: there the padding's taps add 0·w between the
