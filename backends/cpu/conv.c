@@ -179,7 +179,7 @@ static void depthwise_plane_long(const dw_job *j, int64_t nc, float *src, float 
                                 s1);
     }
     float bias = j->b ? j->b[c] : 0.0f;
-    if (!L->ext) { /* rows at least a vector wide (or no dropped columns): straight into Y */
+    if (!L->ext) { /* rows at least two vectors wide (or no dropped columns): straight into Y */
         j->k->dwconv_taps(OH, OW, Pq, y, OW, src, L->off, w, L->T, bias, j->a);
         return;
     }
