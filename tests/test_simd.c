@@ -621,6 +621,10 @@ static const conv_case conv_cases[] = {
     {1, 4, 9, 21, 6, 3, 5, 1, 2, 1, 2, 1, 2, 1, 1, 2},    /* stride 1 down, 2 across, grouped */
     {2, 8, 10, 11, 6, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1},   /* 1x1 stride 2 (a residual downsample) */
     {1, 3, 32, 32, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},   /* mobilenet's first layer, smaller */
+    /* pixel rows (conv.c's orientation: the GEMM's tiles transposed into Y) */
+    {1, 600, 7, 7, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},  /* pointwise, K = 600: a second K block reads Y back */
+    {2, 40, 7, 9, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},   /* shifted rows, 9-wide: slivers across output rows */
+    {1, 24, 9, 9, 33, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},   /* phase planes; 33 filters: a partial column tile */
 };
 
 static lithe__conv2d geom(const conv_case *c) {

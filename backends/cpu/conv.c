@@ -26,6 +26,7 @@
 #include "threadpool.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -294,6 +295,7 @@ typedef struct gemm_job {
     const float *X, *W, *b;
     const lithe__act *a;
     float *Y;
+    const lithe__sgemm_packed_b *Wp; /* W (M, K) packed ahead as op(B) = Wᵀ (group 1), or NULL */
     _Atomic int status; /* the first failure (LITHE_OK: none) */
 } gemm_job;
 
@@ -330,12 +332,12 @@ static void shifted_sizes(const lithe__conv2d *g, int64_t Cg, int64_t K, size_t 
     *xq = ((size_t)(Cg * g->stride[0] * g->stride[1] * Hq * Wq + slack) + 15) / 16 * 16;
 }
 
-static size_t shifted_floats(const lithe__conv2d *g, int64_t Cg, int64_t Mg, int64_t K) {
+static size_t shifted_floats(const lithe__conv2d *g, int64_t Cg, int64_t Mg, int64_t K, bool yext) {
     int64_t Hq, Wq;
     size_t ptrs, xq;
     phase_dims(g, &Hq, &Wq);
     shifted_sizes(g, Cg, K, &ptrs, &xq);
-    return ptrs + xq + (size_t)(Mg * g->OH * Wq);
+    return ptrs + xq + (yext ? (size_t)(Mg * g->OH * Wq) : 0);
 }
 
 static void shifted_init(const lithe__conv2d *g, int64_t Cg, int64_t K, float *buf, shifted_ws *w) {
@@ -356,9 +358,9 @@ static void shifted_init(const lithe__conv2d *g, int64_t Cg, int64_t K, float *b
             }
 }
 
-static lithe_status shifted_forward(const lithe__conv2d *g, const shifted_ws *w, int64_t Cg, int64_t Mg, int64_t K,
-                                    const float *x, const float *Wg, const float *b, const lithe__act *a, float *y) {
-    int64_t s0 = g->stride[0], s1 = g->stride[1], Hq = w->Hq, Wq = w->Wq, OH = g->OH, OW = g->OW, Q = OH * Wq;
+/* The image-group x into the interior of the phase planes. */
+static void shifted_fill(const lithe__conv2d *g, const shifted_ws *w, int64_t Cg, const float *x) {
+    int64_t s0 = g->stride[0], s1 = g->stride[1], Hq = w->Hq, Wq = w->Wq;
     for (int64_t c = 0; c < Cg; c++)
         for (int64_t h = 0; h < g->H; h++) {
             int64_t hp = h + g->pad[0];
@@ -374,6 +376,12 @@ static lithe_status shifted_forward(const lithe__conv2d *g, const shifted_ws *w,
                 for (int64_t ww = w0, j = 0; ww < g->W; ww += s1, j++) dst[j] = xr[ww];
             }
         }
+}
+
+static lithe_status shifted_forward(const lithe__conv2d *g, const shifted_ws *w, int64_t Cg, int64_t Mg, int64_t K,
+                                    const float *x, const float *Wg, const float *b, const lithe__act *a, float *y) {
+    int64_t Wq = w->Wq, OH = g->OH, OW = g->OW, Q = OH * Wq;
+    shifted_fill(g, w, Cg, x);
     if (!lithe__sgemm_rows(NULL, true, Mg, Q, K, Wg, K, w->rows, w->yext, Q, NULL)) return LITHE_ERR_OOM;
     for (int64_t m = 0; m < Mg; m++) { /* the kept columns into Y, the bias added on the way */
         float bias = b ? b[m] : 0.0f;
@@ -390,22 +398,75 @@ static lithe_status shifted_forward(const lithe__conv2d *g, const shifted_ws *w,
     return LITHE_OK;
 }
 
+/* ---- orientation: filter rows, Y_g (Mg, P) = W_g · col, or pixel rows, Y_gᵀ (P, Mg) = colᵀ · W_gᵀ
+ * (lithe__sgemm_pixels: the GEMM gathers each A sliver of MR pixels from the taps' rows and writes
+ * its tiles transposed into Y; W_g is op(B), so weights prepared for inference are the dense
+ * layers' packed Wᵀ). The one whose padded tile grid does less, in multiply-adds per lane, counting
+ * what each adds: filter rows pack W in every call and, on the shifted rows, compute Wq - OW
+ * dropped columns per row and copy the kept ones out; pixel rows transpose every output through
+ * the tile buffer. Decided by the per-image geometry and the kernel alone, never by the batch, the
+ * threads or whether W is prepared, so an image's bits do not depend on them. LeNet's first layer
+ * (16 filters, K = 25) and mobilenet's pointwise convolutions to 16 or 24 channels run filter
+ * rows; LeNet's second (32 filters, K = 400) and mobilenet's wide pointwise ones pixel rows.
+ * LITHE_CONV_ROWS=filters|pixels forces one (tests, tuning). */
+static double kernel_speed(int mr) { return mr <= 2 ? 0.5 : mr <= 4 ? 0.9 : 1.0; }
+static double rup(int64_t x, int64_t m) { return (double)((x + m - 1) / m * m); }
+
+static bool pixel_rows(const lithe__conv2d *g, int64_t Mg, int64_t K, bool shifted) {
+    const char *v = getenv("LITHE_CONV_ROWS");
+    if (v && !strcmp(v, "filters")) return false;
+    if (v && !strcmp(v, "pixels")) return true;
+    const lithe__sgemm_kernel *k = lithe__sgemm_kernel_best();
+    const lithe__sgemm_kernel *kf = k->for_rows ? k->for_rows(Mg) : k, *kp = k->for_rows ? k->for_rows(g->OH * g->OW) : k;
+    int64_t Hq, Wq, P = g->OH * g->OW;
+    phase_dims(g, &Hq, &Wq);
+    int64_t cols = shifted ? g->OH * Wq : P;
+    double per_out = k->nr / 2.0; /* a scalar move of one output, in lane multiply-adds */
+    double filters = rup(Mg, kf->mr) * rup(cols, kf->nr) * (double)K / kernel_speed(kf->mr) + 2.0 * (double)(Mg * K) +
+                     (shifted ? per_out / 2 * (double)(Mg * P) : 0.0);
+    double pixels = rup(P, kp->mr) * rup(Mg, kp->nr) * (double)K / kernel_speed(kp->mr) + per_out * (double)(Mg * P);
+    return pixels < filters;
+}
+
 /* Images [n0, n1) of a GEMM-path forward, with their own workspace: images run in parallel (each
  * output image belongs to one range); a GEMM started inside a range runs in its thread. */
 static void gemm_images(void *ctx, int64_t n0, int64_t n1) {
     gemm_job *j = ctx;
     const lithe__conv2d *g = j->g;
     int64_t Cg = g->C / g->group, Mg = g->M / g->group, K = Cg * g->KH * g->KW, P = g->OH * g->OW;
-    bool pw = is_pointwise(g), sh = is_shifted(g);
+    bool pw = is_pointwise(g), sh = is_shifted(g), pr = pixel_rows(g, Mg, K, sh);
+    size_t ptrs = ((size_t)K * sizeof(float *) + 63) / 64 * 16; /* pixel rows' row pointers, in floats */
+    size_t need = sh ? shifted_floats(g, Cg, Mg, K, !pr) : pw ? 0 : (size_t)(K * P);
+    if (pr && !sh) need += ptrs;
     float *ws = NULL;
     shifted_ws sw = {0};
-    lithe_status s = pw ? LITHE_OK : workspace(j->be, sh ? shifted_floats(g, Cg, Mg, K) : (size_t)(K * P), &ws);
+    lithe_status s = need ? workspace(j->be, need, &ws) : LITHE_OK;
     if (s == LITHE_OK && sh) shifted_init(g, Cg, K, ws, &sw);
+    float *col = pr && !sh ? ws + ptrs : ws;
+    const float **rows = sh ? sw.rows : (const float **)(void *)ws;
+    lithe__sgemm_epilogue pe = {.act = j->a, .act_fn = lithe__simd()->act};
     for (int64_t n = n0; n < n1 && s == LITHE_OK; n++)
         for (int64_t gi = 0; gi < g->group && s == LITHE_OK; gi++) {
             const float *x = j->X + (n * g->C + gi * Cg) * g->H * g->W, *Wg = j->W + gi * Mg * K;
             const float *b = j->b ? j->b + gi * Mg : NULL;
             float *y = j->Y + (n * g->M + gi * Mg) * P;
+            if (pr) { /* Y_gᵀ = colᵀ · W_gᵀ, bias and activation in the GEMM's store */
+                int64_t ow = P, a_row = 0;
+                if (sh) {
+                    shifted_fill(g, &sw, Cg, x);
+                    ow = g->OW;
+                    a_row = sw.Wq;
+                } else {
+                    const float *src = pw ? x : col;
+                    if (!pw) im2col(g, x, Cg, col);
+                    for (int64_t k = 0; k < K; k++) rows[k] = src + k * P;
+                }
+                pe.bias = b;
+                if (!lithe__sgemm_pixels(NULL, true, P, Mg, K, rows, ow, a_row, true, Wg, K, j->Wp, y, P,
+                                         b || j->a ? &pe : NULL))
+                    s = LITHE_ERR_OOM;
+                continue;
+            }
             if (sh) {
                 s = shifted_forward(g, &sw, Cg, Mg, K, x, Wg, b, j->a, y);
                 continue;
@@ -428,11 +489,16 @@ static void gemm_images(void *ctx, int64_t n0, int64_t n1) {
 
 lithe_status lithe__cpu_conv2d(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
                                const float *b, const lithe__act *a, float *Y) {
+    return lithe__cpu_conv2d_packed(be, g, X, W, NULL, b, a, Y);
+}
+
+lithe_status lithe__cpu_conv2d_packed(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                                      const lithe__sgemm_packed_b *Wp, const float *b, const lithe__act *a, float *Y) {
     if (is_depthwise(g)) {
         depthwise_forward(be, g, X, W, b, a, Y);
         return LITHE_OK;
     }
-    gemm_job j = {be, g, X, W, b, a, Y, LITHE_OK};
+    gemm_job j = {be, g, X, W, b, a, Y, g->group == 1 ? Wp : NULL, LITHE_OK};
     /* one image per range when there are several (batch 1: the GEMM splits its own work) */
     lithe__pool_for(g->N > 1 ? lithe__cpu_pool() : NULL, g->N, 1, gemm_images, &j);
     lithe_status s = (lithe_status)atomic_load(&j.status);
