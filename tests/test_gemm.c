@@ -352,7 +352,7 @@ static void rows_bias_one(const lithe__sgemm_kernel *k, const char *name) {
         for (int64_t i = 0; i < M; i++) bias[i] = frand();
         for (size_t i = 0; i < cn; i++) C0[i] = C1[i] = C2[i] = NAN; /* beta = 0: C is never read */
         assert_true(lithe__sgemm(k, false, false, false, M, N, K, 1.0f, m.A, m.lda, m.B, m.ldb, 0.0f, C0, m.ldc, NULL));
-        assert_true(lithe__sgemm_rows(k, false, M, N, K, m.A, m.lda, rows, C1, m.ldc, NULL));
+        assert_true(lithe__sgemm_rows(k, false, M, N, K, m.A, m.lda, rows, N, 0, C1, m.ldc, NULL));
         for (int64_t i = 0; i < M; i++)
             if (memcmp(C0 + i * m.ldc, C1 + i * m.ldc, sizeof(float) * (size_t)N)) {
                 print_error("%s: M=%lld N=%lld K=%lld: sgemm_rows row %lld differs from sgemm\n", name, (long long)M,
@@ -361,9 +361,9 @@ static void rows_bias_one(const lithe__sgemm_kernel *k, const char *name) {
             }
         lithe__sgemm_epilogue e = {.bias_row = bias};
         assert_true(lithe__sgemm(k, false, false, false, M, N, K, 1.0f, m.A, m.lda, m.B, m.ldb, 0.0f, C0, m.ldc, &e));
-        assert_true(lithe__sgemm_rows(k, false, M, N, K, m.A, m.lda, rows, C1, m.ldc, &e));
+        assert_true(lithe__sgemm_rows(k, false, M, N, K, m.A, m.lda, rows, N, 0, C1, m.ldc, &e));
         OK(lithe_backend_set_threads(cpu, 3));
-        assert_true(lithe__sgemm_rows(k, true, M, N, K, m.A, m.lda, rows, C2, m.ldc, &e));
+        assert_true(lithe__sgemm_rows(k, true, M, N, K, m.A, m.lda, rows, N, 0, C2, m.ldc, &e));
         OK(lithe_backend_set_threads(cpu, 0));
         for (int64_t i = 0; i < M; i++) {
             if (M > 1 && memcmp(C0 + i * m.ldc, C1 + i * m.ldc, sizeof(float) * (size_t)N)) {
@@ -417,8 +417,9 @@ static void leaky(const lithe__act *a, int64_t n, const float *X, float *Y) {
 }
 
 static void pixels_one(const lithe__sgemm_kernel *k, const char *name) {
-    static const int64_t mnko[][4] = {{196, 32, 400, 14}, {49, 70, 320, 49}, {63, 33, 27, 9},
-                                      {7, 5, 600, 7},     {30, 40, 600, 6},  {1, 3, 5, 1}, {100, 64, 16, 25}};
+    static const int64_t mnko[][4] = {{196, 32, 400, 14}, {49, 70, 320, 49}, {63, 33, 27, 9},  {7, 5, 600, 7},
+                                      {30, 40, 600, 6},   {1, 3, 5, 1},      {100, 64, 16, 25}, {80, 16, 25, 28},
+                                      {70, 20, 9, 2},     {60, 20, 9, 40}};
     for (size_t z = 0; z < sizeof mnko / sizeof mnko[0]; z++) {
         int64_t M = mnko[z][0], N = mnko[z][1], K = mnko[z][2], ow = mnko[z][3], a_row = ow + 3;
         int64_t oh = (M + ow - 1) / ow;
@@ -464,6 +465,23 @@ static void pixels_one(const lithe__sgemm_kernel *k, const char *name) {
                         }
             }
         }
+        /* the same gathered pixels as lithe__sgemm_rows' B (filters as rows): W · op(B), its slivers
+         * across output rows packed in chunks */
+        float *At = malloc(sizeof(float) * (size_t)(M * K));
+        assert_non_null(At);
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t kk = 0; kk < K; kk++) At[kk * M + i] = A[i * K + kk];
+        lithe__sgemm_epilogue e = {.bias_row = bias};
+        for (int v = 0; v < 2; v++) {
+            assert_true(lithe__sgemm(k, false, false, false, N, M, K, 1.0f, W, K, At, M, 0.0f, C0, M, v ? &e : NULL));
+            assert_true(lithe__sgemm_rows(k, false, N, M, K, W, K, rows, ow, a_row, C1, M, v ? &e : NULL));
+            if (memcmp(C0, C1, sizeof(float) * (size_t)(M * N))) {
+                print_error("%s: M=%lld N=%lld K=%lld ow=%lld: sgemm_rows with pixel rows differs from sgemm\n", name,
+                            (long long)N, (long long)M, (long long)K, (long long)ow);
+                fail();
+            }
+        }
+        free(At);
         lithe__sgemm_packed_b_free(Wp);
         free(store), free(A), free(W), free(bias), free(C0), free(C1), free(C2), free(rows);
     }

@@ -316,11 +316,10 @@ static bool is_shifted(const lithe__conv2d *g) {
     return !is_pointwise(g) && Wq - g->OW <= g->OW;
 }
 
-/* The shifted-rows workspace of one range: the B row pointers, the phase planes xq and yext. */
+/* The shifted-rows workspace of one range: the taps' row pointers and the phase planes xq. */
 typedef struct shifted_ws {
     const float **rows; /* K */
-    float *xq;          /* Cg·s0·s1·Hq·Wq, then slack: the last rows' dropped columns read past the planes */
-    float *yext;        /* Mg·OH·Wq */
+    float *xq;          /* Cg·s0·s1·Hq·Wq */
     int64_t Hq, Wq;
 } shifted_ws;
 
@@ -328,16 +327,13 @@ static void shifted_sizes(const lithe__conv2d *g, int64_t Cg, int64_t K, size_t 
     int64_t Hq, Wq;
     phase_dims(g, &Hq, &Wq);
     *ptrs = ((size_t)K * sizeof(float *) + 63) / 64 * 16; /* in floats, 64-byte multiple */
-    int64_t slack = (g->KW - 1) * g->dil[1] / g->stride[1] + 1;
-    *xq = ((size_t)(Cg * g->stride[0] * g->stride[1] * Hq * Wq + slack) + 15) / 16 * 16;
+    *xq = ((size_t)(Cg * g->stride[0] * g->stride[1] * Hq * Wq) + 15) / 16 * 16;
 }
 
-static size_t shifted_floats(const lithe__conv2d *g, int64_t Cg, int64_t Mg, int64_t K, bool yext) {
-    int64_t Hq, Wq;
+static size_t shifted_floats(const lithe__conv2d *g, int64_t Cg, int64_t K) {
     size_t ptrs, xq;
-    phase_dims(g, &Hq, &Wq);
     shifted_sizes(g, Cg, K, &ptrs, &xq);
-    return ptrs + xq + (yext ? (size_t)(Mg * g->OH * Wq) : 0);
+    return ptrs + xq;
 }
 
 static void shifted_init(const lithe__conv2d *g, int64_t Cg, int64_t K, float *buf, shifted_ws *w) {
@@ -347,7 +343,6 @@ static void shifted_init(const lithe__conv2d *g, int64_t Cg, int64_t K, float *b
     shifted_sizes(g, Cg, K, &ptrs, &xq);
     w->rows = (const float **)(void *)buf;
     w->xq = buf + ptrs;
-    w->yext = w->xq + xq;
     memset(w->xq, 0, xq * sizeof(float)); /* the borders stay zero: images overwrite the interior only */
     int64_t k = 0, HWq = w->Hq * w->Wq;
     for (int64_t c = 0; c < Cg; c++)
@@ -380,21 +375,12 @@ static void shifted_fill(const lithe__conv2d *g, const shifted_ws *w, int64_t Cg
 
 static lithe_status shifted_forward(const lithe__conv2d *g, const shifted_ws *w, int64_t Cg, int64_t Mg, int64_t K,
                                     const float *x, const float *Wg, const float *b, const lithe__act *a, float *y) {
-    int64_t Wq = w->Wq, OH = g->OH, OW = g->OW, Q = OH * Wq;
     shifted_fill(g, w, Cg, x);
-    if (!lithe__sgemm_rows(NULL, true, Mg, Q, K, Wg, K, w->rows, w->yext, Q, NULL)) return LITHE_ERR_OOM;
-    for (int64_t m = 0; m < Mg; m++) { /* the kept columns into Y, the bias added on the way */
-        float bias = b ? b[m] : 0.0f;
-        for (int64_t oh = 0; oh < OH; oh++) {
-            const float *e = w->yext + m * Q + oh * Wq;
-            float *yr = y + (m * OH + oh) * OW;
-            if (b)
-                for (int64_t ow = 0; ow < OW; ow++) yr[ow] = e[ow] + bias;
-            else
-                memcpy(yr, e, (size_t)OW * sizeof(float));
-        }
-        if (a) lithe__simd()->act(a, OH * OW, y + m * OH * OW, y + m * OH * OW); /* the filter's plane, in cache */
-    }
+    lithe__sgemm_epilogue e = {.bias_row = b};
+    if (!lithe__sgemm_rows(NULL, true, Mg, g->OH * g->OW, K, Wg, K, w->rows, g->OW, w->Wq, y, g->OH * g->OW,
+                           b ? &e : NULL))
+        return LITHE_ERR_OOM;
+    if (a) lithe__simd()->act(a, Mg * g->OH * g->OW, y, y); /* as the im2col path */
     return LITHE_OK;
 }
 
@@ -436,7 +422,7 @@ static void gemm_images(void *ctx, int64_t n0, int64_t n1) {
     int64_t Cg = g->C / g->group, Mg = g->M / g->group, K = Cg * g->KH * g->KW, P = g->OH * g->OW;
     bool pw = is_pointwise(g), sh = is_shifted(g), pr = pixel_rows(g, Mg, K, sh);
     size_t ptrs = ((size_t)K * sizeof(float *) + 63) / 64 * 16; /* pixel rows' row pointers, in floats */
-    size_t need = sh ? shifted_floats(g, Cg, Mg, K, !pr) : pw ? 0 : (size_t)(K * P);
+    size_t need = sh ? shifted_floats(g, Cg, K) : pw ? 0 : (size_t)(K * P);
     if (pr && !sh) need += ptrs;
     float *ws = NULL;
     shifted_ws sw = {0};

@@ -204,35 +204,19 @@ static void pack_portable(size_t R, size_t lanes, size_t kc, const float *src, s
     }
 }
 
-/* A B sliver from row pointers (lithe__sgemm_rows): step k's lanes at rows[k] + col. Runs of rows
- * evenly spaced in memory (a convolution's taps along a filter row: d1 floats apart) go to the
- * kernel's packing as one strided block. */
-static void pack_b_rows(const lithe__sgemm_kernel *k, size_t lanes, size_t kc, const float *const *rows, int64_t col,
-                        float *dst) {
-    size_t NR = (size_t)k->nr;
-    for (size_t k0 = 0; k0 < kc;) {
-        size_t run = 1, ld = 0;
-        if (k0 + 1 < kc && rows[k0 + 1] > rows[k0]) {
-            ld = (size_t)(rows[k0 + 1] - rows[k0]);
-            for (run = 2; k0 + run < kc && rows[k0 + run] == rows[k0 + run - 1] + ld; run++) {
-            }
-        }
-        if (k->pack_b) k->pack_b(lanes, run, rows[k0] + col, ld, false, dst + k0 * NR);
-        else pack_portable(NR, lanes, run, rows[k0] + col, ld, false, dst + k0 * NR);
-        k0 += run;
-    }
-}
-
-/* An A sliver of lithe__sgemm_pixels: lanes are pixels i0, i0 + 1, ...; step k's pixel i at
- * rows[k][(i / ow) * a_row + i % ow]. A sliver inside one output row is a contiguous run of every
- * step's row: runs of evenly spaced rows go to the kernel's packing as one strided block, as in
- * pack_b_rows. A sliver across output rows gathers lane by lane. */
-static void pack_a_pixels(const lithe__sgemm_kernel *k, size_t lanes, size_t kc, const float *const *rows, int64_t i0,
-                          int64_t ow, int64_t a_row, float *dst) {
-    size_t MR = (size_t)k->mr;
-    if (i0 % ow + (int64_t)lanes <= ow) {
-        int64_t off = i0 / ow * a_row + i0 % ow;
-        if (k->pack_a_ptrs) { /* one call for the sliver: the runs below are short for taps (KW steps) */
+/* A sliver (R = MR lanes of A, or NR of B) of pixels p0, p0 + 1, ... from row pointers
+ * (lithe__sgemm_rows' B, lithe__sgemm_pixels' A): step k's pixel p at rows[k][(p / ow) * row + p % ow].
+ * A sliver inside one output row is a contiguous run of every step's row: runs of evenly spaced
+ * rows (a convolution's taps along a filter row: d1 floats apart) go to the kernel's packing as
+ * one strided block (A: its pack_a_ptrs in one call, when it has one). A sliver across output rows
+ * is cut into chunks, one per row it touches and 16-lane group of the sliver (the kernel's pack_segs). */
+static void pack_pixels(const lithe__sgemm_kernel *k, bool is_a, size_t lanes, size_t kc, const float *const *rows,
+                        int64_t p0, int64_t ow, int64_t row, float *dst) {
+    const size_t R = (size_t)(is_a ? k->mr : k->nr);
+    lithe__sgemm_pack_fn pack = is_a ? k->pack_a : k->pack_b;
+    if (p0 % ow + (int64_t)lanes <= ow) {
+        int64_t off = p0 / ow * row + p0 % ow;
+        if (is_a && k->pack_a_ptrs) { /* one call for the sliver: taps' runs are short (KW steps) */
             k->pack_a_ptrs(lanes, kc, rows, off, dst);
             return;
         }
@@ -243,19 +227,40 @@ static void pack_a_pixels(const lithe__sgemm_kernel *k, size_t lanes, size_t kc,
                 for (run = 2; k0 + run < kc && rows[k0 + run] == rows[k0 + run - 1] + ld; run++) {
                 }
             }
-            if (k->pack_a) k->pack_a(lanes, run, rows[k0] + off, ld, false, dst + k0 * MR);
-            else pack_portable(MR, lanes, run, rows[k0] + off, ld, false, dst + k0 * MR);
+            if (pack) pack(lanes, run, rows[k0] + off, ld, false, dst + k0 * R);
+            else pack_portable(R, lanes, run, rows[k0] + off, ld, false, dst + k0 * R);
             k0 += run;
         }
         return;
     }
-    int64_t off[64]; /* MR <= 64 */
-    for (size_t l = 0; l < lanes; l++) off[l] = (i0 + (int64_t)l) / ow * a_row + (i0 + (int64_t)l) % ow;
-    for (size_t kk = 0; kk < kc; kk++) {
+    enum { MAXSEG = 8 };
+    int64_t off[MAXSEG];
+    size_t lane[MAXSEG], len[MAXSEG], ns = 0;
+    for (size_t l = 0; l < lanes && ns <= MAXSEG;) {
+        int64_t p = p0 + (int64_t)l, c = p % ow;
+        size_t n = lanes - l;
+        if ((int64_t)n > ow - c) n = (size_t)(ow - c);
+        if (n > 16 - l % 16) n = 16 - l % 16; /* inside one 16-lane group of dst */
+        if (ns < MAXSEG) {
+            off[ns] = p / ow * row + c;
+            lane[ns] = l;
+            len[ns] = n;
+        }
+        ns++;
+        l += n;
+    }
+    if (ns <= MAXSEG && k->pack_segs) {
+        k->pack_segs(R, kc, rows, ns, off, lane, len, dst);
+        return;
+    }
+    for (size_t kk = 0; kk < kc; kk++) { /* lane by lane */
         const float *r = rows[kk];
-        float *d = dst + kk * MR;
-        for (size_t l = 0; l < lanes; l++) d[l] = r[off[l]];
-        for (size_t l = lanes; l < MR; l++) d[l] = 0.0f;
+        float *d = dst + kk * R;
+        for (size_t l = 0; l < lanes; l++) {
+            int64_t p = p0 + (int64_t)l;
+            d[l] = r[p / ow * row + p % ow];
+        }
+        for (size_t l = lanes; l < R; l++) d[l] = 0.0f;
     }
 }
 
@@ -268,7 +273,8 @@ typedef struct job {
     float alpha, beta;
     const float *A, *B;
     const lithe__sgemm_packed_b *Bpk; /* op(B) packed ahead (NULL: packed here) */
-    const float *const *B_rows; /* lithe__sgemm_rows: op(B)'s rows (B unused) */
+    const float *const *B_rows; /* lithe__sgemm_rows: op(B)'s rows (B unused), pixels b_ow per row */
+    int64_t b_ow, b_row;
     const float *const *A_rows; /* lithe__sgemm_pixels: op(A)'s rows (A unused), pixels a_ow per row */
     int64_t a_ow, a_row;
     bool c_trans; /* C(i, j) at C[j * ldc + i], through the range's tile buffer */
@@ -364,7 +370,7 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                     for (size_t l = 0; l < NR; l++) dst[kr * NR + l] = l < lanes ? 1.0f : 0.0f;
                 if (!kr) continue;
                 if (jb->B_rows) {
-                    pack_b_rows(k, lanes, kr, jb->B_rows + pc, jc + (int64_t)jr, dst);
+                    pack_pixels(k, false, lanes, kr, jb->B_rows + pc, jc + (int64_t)jr, jb->b_ow, jb->b_row, dst);
                     continue;
                 }
                 const float *src = jb->tB ? jb->B + (jc + (int64_t)jr) * jb->ldb + pc
@@ -383,7 +389,7 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                             dst[kr * MR + l] = l < lanes ? epi->bias_row[ic + (int64_t)(ir + l)] : 0.0f;
                     if (!kr) continue;
                     if (jb->A_rows) {
-                        pack_a_pixels(k, lanes, kr, jb->A_rows + pc, ic + (int64_t)ir, jb->a_ow, jb->a_row, dst);
+                        pack_pixels(k, true, lanes, kr, jb->A_rows + pc, ic + (int64_t)ir, jb->a_ow, jb->a_row, dst);
                         continue;
                     }
                     const float *src = jb->tA ? jb->A + pc * jb->lda + ic + (int64_t)ir
@@ -645,7 +651,8 @@ bool lithe__sgemm_prepacked(const lithe__sgemm_kernel *k, bool use_threads, bool
 }
 
 bool lithe__sgemm_rows(const lithe__sgemm_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K, const float *A,
-                       int64_t lda, const float *const *B_rows, float *C, int64_t ldc, const lithe__sgemm_epilogue *epi) {
+                       int64_t lda, const float *const *B_rows, int64_t ow, int64_t b_row, float *C, int64_t ldc,
+                       const lithe__sgemm_epilogue *epi) {
     if (M <= 0 || N <= 0) return true;
     if (!k) k = lithe__sgemm_kernel_best();
     if (K <= 0) {
@@ -654,8 +661,8 @@ bool lithe__sgemm_rows(const lithe__sgemm_kernel *k, bool use_threads, int64_t M
     }
     double flops = 2.0 * (double)M * (double)N * (double)K;
     lithe__pool *pool = use_threads && flops >= MIN_PARALLEL_FLOPS ? lithe__cpu_pool() : NULL;
-    job jb = {.k = k, .M = M, .N = N, .K = K, .alpha = 1.0f, .beta = 0.0f, .A = A, .B_rows = B_rows, .lda = lda,
-              .ldc = ldc, .C = C, .epi = epi};
+    job jb = {.k = k, .M = M, .N = N, .K = K, .alpha = 1.0f, .beta = 0.0f, .A = A, .B_rows = B_rows, .b_ow = ow,
+              .b_row = b_row, .lda = lda, .ldc = ldc, .C = C, .epi = epi};
     return run_packed(&jb, pool, lithe__pool_threads(pool));
 }
 
