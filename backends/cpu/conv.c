@@ -404,12 +404,12 @@ static bool pixel_rows(const lithe__conv2d *g, int64_t Mg, int64_t K, bool shift
     if (v && !strcmp(v, "pixels")) return true;
     const lithe__sgemm_kernel *k = lithe__sgemm_kernel_best();
     const lithe__sgemm_kernel *kf = k->for_rows ? k->for_rows(Mg) : k, *kp = k->for_rows ? k->for_rows(g->OH * g->OW) : k;
-    int64_t Hq, Wq, P = g->OH * g->OW;
-    phase_dims(g, &Hq, &Wq);
-    int64_t cols = shifted ? g->OH * Wq : P;
-    double per_out = k->nr / 2.0; /* a scalar move of one output, in lane multiply-adds */
-    double filters = rup(Mg, kf->mr) * rup(cols, kf->nr) * (double)K / kernel_speed(kf->mr) + 2.0 * (double)(Mg * K) +
-                     (shifted ? per_out / 2 * (double)(Mg * P) : 0.0);
+    (void)shifted;
+    int64_t P = g->OH * g->OW;
+    /* moving one output through the tile buffer, in lane multiply-adds: a scalar move about half a
+     * cycle of the kernel's NR / 2 lanes, the kernel's own transpose (16 x 16 blocks) a quarter of that */
+    double per_out = k->transpose ? k->nr / 8.0 : k->nr / 2.0;
+    double filters = rup(Mg, kf->mr) * rup(P, kf->nr) * (double)K / kernel_speed(kf->mr) + 2.0 * (double)(Mg * K);
     double pixels = rup(P, kp->mr) * rup(Mg, kp->nr) * (double)K / kernel_speed(kp->mr) + per_out * (double)(Mg * P);
     return pixels < filters;
 }
