@@ -6,15 +6,18 @@
  *     Padded planes are copied into a zero-bordered buffer so whole rows go to the vector kernel
  *     (dw_plane_padded_ok says when that keeps the twin's bits; otherwise edge columns are summed
  *     with bounds checks);
- *   - everything else: per image and group, Y_g (Mg, OH·OW) = W_g (Mg, K) · B (K, OH·OW) with
- *     K = Cg·KH·KW through the packed GEMM (gemm/gemm.h), the bias riding in the product as one
- *     more k-step (bias_row) or added while copying out. B is, by geometry:
+ *   - everything else: per image and group, a GEMM over K = Cg·KH·KW, in one of two orientations
+ *     chosen per geometry (pixel_rows): filter rows, Y_g (Mg, P) = W_g (Mg, K) · col (K, P), the
+ *     bias riding in the product as one more k-step (bias_row); or pixel rows, Y_gᵀ (P, Mg) =
+ *     colᵀ · W_gᵀ (lithe__sgemm_pixels), W_g being the GEMM's B (so prepared weights are the dense
+ *     layers' packed Wᵀ), the bias and activation in the GEMM's transposed store. col is never
+ *     built where it can be read in place; by geometry it is:
  *       shifted rows: a zero-bordered copy of X, split into stride0·stride1 phase planes, whose
- *         contiguous runs are the taps' B rows (no im2col matrix; see phase_dims and "shifted
- *         rows" below), the GEMM packing its B slivers straight from row pointers
- *         (lithe__sgemm_rows); pointwise (1x1, stride 1, no padding): X itself;
+ *         runs are the taps' rows (see phase_dims and "shifted rows" below); the GEMM packs its
+ *         slivers of output pixels straight from those row pointers, only the kept columns;
+ *       pointwise (1x1, stride 1, no padding): X itself;
  *       im2col, X unfolded into col in a workspace from the backend's allocator, only where the
- *         shifted rows would compute more dropped columns than kept ones.
+ *         phase planes' rows would be more than twice the output rows.
  *     The backward is the same GEMMs transposed: dW_g += dY_g · colᵀ, dcol = W_gᵀ · dY_g folded
  *     back into dX (col2im), db += row sums of dY.
  * GEMM paths sum in the GEMM's order, not the twin's: within the GEMM's rounding of the twin
@@ -272,22 +275,20 @@ static lithe_status workspace(lithe_backend *be, size_t n, float **out) {
 /* ---- the GEMM-path forward ----
  * Shifted rows: the image-group is copied into zero-bordered phase planes xq (Cg, s0·s1, Hq, Wq)
  * (padding included, so no tap needs a bounds test; stride 1 is one plane, the padded image), and
- * the GEMM's B row for tap (c, kh, kw) is a plane itself from the tap's offset, read over OH·Wq
- * columns: output row oh, column ow sits at column oh·Wq + ow, and the Wq - OW columns past OW in
- * each row are computed and dropped. The GEMM packs its B slivers straight from those rows
- * (lithe__sgemm_rows): no im2col matrix, and each sliver row is one contiguous copy. The product
- * lands in yext (Mg, OH·Wq); one pass copies its OW-wide rows into Y adding the bias. Chosen when
- * the dropped columns are at most as many as the kept ones (Wq - OW <= OW).
- * Otherwise im2col into col (K, OH·OW), then the GEMM; pointwise (1x1, stride 1, no padding): the
- * GEMM reads X itself. These two add the bias in the GEMM (bias_row); the shifted-rows path adds
- * it while copying out, as said above.
- * A fused activation (conv2d's a) is applied by the act kernel in place, while the values are
- * still in cache: per filter plane once copied out (shifted rows), per image-group after its GEMM
- * (im2col, pointwise), per plane once summed (depthwise); the act kernel's bits, so equal to the
- * act primitive after. (The GEMM's per-tile epilogue, one act call per tile row of nr floats, and
- * per output row on the shifted path measured slower than a separate pass: call overhead on
- * 16- and 24-float rows.)
- * W (Mg, K) is packed by the GEMM in each call (pre-packed weights would replace that step). */
+ * tap (c, kh, kw)'s values for output row oh are a contiguous run of a plane: from the tap's
+ * offset, output pixel (oh, ow) at oh·Wq + ow. The GEMM gets the K tap pointers, the output row
+ * width OW and the row stride Wq (lithe__sgemm_rows' B, lithe__sgemm_pixels' A) and packs each
+ * sliver of output pixels from them (one run per output row it touches): no im2col matrix, no
+ * column computed and dropped, the product written into Y. Used unless the phase planes' rows are
+ * more than twice the output rows (Wq - OW > OW: many short runs per sliver); then im2col into
+ * col (K, OH·OW). Pointwise (1x1, stride 1, no padding): the GEMM reads X itself.
+ * A fused activation (conv2d's a) costs no pass of its own with pixel rows (each tile, in the
+ * GEMM's buffer before its transposed store); with filter rows the act kernel runs in place over
+ * the image-group's output after its GEMM, the act kernel's bits either way, so equal to the act
+ * primitive after. (The GEMM's per-tile epilogue, one act call per tile row of nr floats, and
+ * column blocks of the product that fit L2, each activated after its GEMM, measured slower than
+ * one pass after: call overhead on 32-float rows; mobilenet_v2's 1x1 convolutions at 112x112
+ * and 56x56 +4-9 %.) */
 
 typedef struct gemm_job {
     lithe_backend *be;
