@@ -249,17 +249,26 @@ static void pack_pixels(const lithe__sgemm_kernel *k, bool is_a, size_t lanes, s
         ns++;
         l += n;
     }
-    if (ns <= MAXSEG && k->pack_segs) {
-        k->pack_segs(R, kc, rows, ns, off, lane, len, dst);
+    if (ns <= MAXSEG) {
+        if (k->pack_segs) {
+            k->pack_segs(R, kc, rows, ns, off, lane, len, dst);
+            return;
+        }
+        for (size_t kk = 0; kk < kc; kk++) { /* chunk by chunk */
+            const float *r = rows[kk];
+            float *d = dst + kk * R;
+            for (size_t c = 0; c < ns; c++)
+                for (size_t l = 0; l < len[c]; l++) d[lane[c] + l] = r[off[c] + l];
+            for (size_t l = lanes; l < R; l++) d[l] = 0.0f;
+        }
         return;
     }
-    for (size_t kk = 0; kk < kc; kk++) { /* lane by lane */
+    int64_t offs[64]; /* R <= 64: lane by lane */
+    for (size_t l = 0; l < lanes; l++) offs[l] = (p0 + (int64_t)l) / ow * row + (p0 + (int64_t)l) % ow;
+    for (size_t kk = 0; kk < kc; kk++) {
         const float *r = rows[kk];
         float *d = dst + kk * R;
-        for (size_t l = 0; l < lanes; l++) {
-            int64_t p = p0 + (int64_t)l;
-            d[l] = r[p / ow * row + p % ow];
-        }
+        for (size_t l = 0; l < lanes; l++) d[l] = r[offs[l]];
         for (size_t l = lanes; l < R; l++) d[l] = 0.0f;
     }
 }
