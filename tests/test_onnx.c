@@ -731,6 +731,34 @@ static void test_fusion_allocation_failures(void **state) {
     }
 }
 
+/* Allocation failures while Conv weights are prepared and read (resblock, pixel rows forced so
+ * that every Conv reads its packed W): each is LITHE_ERR_OOM and leaves nothing allocated. */
+static lithe_status prep_oom_scenario(int which) {
+    (void)which;
+    lithe_model *m = NULL;
+    lithe_value *Y = NULL;
+    lithe_status s = lithe_onnx_load_bytes(oom_bytes[0], oom_len[0], &m);
+    if (s == LITHE_OK) s = lithe_model_prepare_inference(m);
+    if (s == LITHE_OK) s = lithe_model_predict(m, oom_x[0], &Y);
+    lithe_value_release(Y);
+    lithe_model_free(m);
+    return s;
+}
+static void test_prepared_allocation_failures(void **state) {
+    (void)state;
+    const char *was = getenv("LITHE_CONV_ROWS");
+    setenv("LITHE_CONV_ROWS", "pixels", 1);
+    const golden *g = get("resblock.onnx");
+    oom_bytes[0] = bytes_of(g);
+    oom_len[0] = (size_t)g->n;
+    oom_x[0] = value_of(get("resblock.x"));
+    failing_alloc_sweep(1, prep_oom_scenario);
+    free(oom_bytes[0]);
+    lithe_value_release(oom_x[0]);
+    if (was) setenv("LITHE_CONV_ROWS", was, 1);
+    else unsetenv("LITHE_CONV_ROWS");
+}
+
 /* Weights prepared for inference (lithe_model_prepare_inference): the Gemm / MatMul initializers
  * packed once, every model's predictions the unprepared bits (batch as exported and 5 times it);
  * a training step drops the copies and the next predict uses the stepped weights. */
@@ -844,6 +872,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_plan_vulkan),        cmocka_unit_test(test_external_data),
         cmocka_unit_test(test_fusion),             cmocka_unit_test(test_fusion_allocation_failures),
         cmocka_unit_test(test_prepared),
+        cmocka_unit_test(test_prepared_allocation_failures),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);
 }
