@@ -363,7 +363,7 @@ static void shifted_fill(const lithe__conv2d *g, const shifted_ws *w, int64_t Cg
             const float *xr = x + (c * g->H + h) * g->W;
             float *plane = w->xq + (c * s0 + hp % s0) * s1 * Hq * Wq + hp / s0 * Wq; /* phase b = 0's row */
             if (s1 == 1) {
-                memcpy(plane + g->pad[1], xr, (size_t)g->W * sizeof(float));
+                for (int64_t ww = 0; ww < g->W; ww++) plane[g->pad[1] + ww] = xr[ww]; /* short rows: no call */
                 continue;
             }
             for (int64_t pb = 0; pb < s1; pb++) { /* the columns of phase pb: w + pad[1] = j·s1 + pb */
