@@ -389,23 +389,22 @@ static lithe_status shifted_forward(const lithe__conv2d *g, const shifted_ws *w,
  * (lithe__sgemm_pixels: the GEMM gathers each A sliver of MR pixels from the taps' rows and writes
  * its tiles transposed into Y; W_g is op(B), so weights prepared for inference are the dense
  * layers' packed Wᵀ). The one whose padded tile grid does less, in multiply-adds per lane, counting
- * what each adds: filter rows pack W in every call and, on the shifted rows, compute Wq - OW
- * dropped columns per row and copy the kept ones out; pixel rows transpose every output through
- * the tile buffer. Decided by the per-image geometry and the kernel alone, never by the batch, the
- * threads or whether W is prepared, so an image's bits do not depend on them. LeNet's first layer
- * (16 filters, K = 25) and mobilenet's pointwise convolutions to 16 or 24 channels run filter
- * rows; LeNet's second (32 filters, K = 400) and mobilenet's wide pointwise ones pixel rows.
+ * what each adds: filter rows pack W in every call; pixel rows move every output through the tile
+ * buffer (once per K block, twice more per later block). Decided by the per-image geometry and the
+ * kernel alone, never by the batch, the threads or whether W is prepared, so an image's bits do
+ * not depend on them. With AVX-512's 14 x 32 tile, LeNet's first layer (16 filters, K = 25) and
+ * mobilenet's pointwise convolutions at 56x56 and up run filter rows; LeNet's second (32 filters,
+ * K = 400) and mobilenet's pointwise ones at 14x14 and 7x7 pixel rows (mostly; docs/performance.md).
  * LITHE_CONV_ROWS=filters|pixels forces one (tests, tuning). */
 static double kernel_speed(int mr) { return mr <= 2 ? 0.5 : mr <= 4 ? 0.9 : 1.0; }
 static double rup(int64_t x, int64_t m) { return (double)((x + m - 1) / m * m); }
 
-static bool pixel_rows(const lithe__conv2d *g, int64_t Mg, int64_t K, bool shifted) {
+static bool pixel_rows(const lithe__conv2d *g, int64_t Mg, int64_t K) {
     const char *v = getenv("LITHE_CONV_ROWS");
     if (v && !strcmp(v, "filters")) return false;
     if (v && !strcmp(v, "pixels")) return true;
     const lithe__sgemm_kernel *k = lithe__sgemm_kernel_best();
     const lithe__sgemm_kernel *kf = k->for_rows ? k->for_rows(Mg) : k, *kp = k->for_rows ? k->for_rows(g->OH * g->OW) : k;
-    (void)shifted;
     int64_t P = g->OH * g->OW;
     /* moving one output through the tile buffer, in lane multiply-adds: with the kernel's own
      * transpose (AVX-512's 16 x 16 blocks) about an eighth of NR; the driver's scalar loops cost
@@ -424,7 +423,7 @@ static void gemm_images(void *ctx, int64_t n0, int64_t n1) {
     gemm_job *j = ctx;
     const lithe__conv2d *g = j->g;
     int64_t Cg = g->C / g->group, Mg = g->M / g->group, K = Cg * g->KH * g->KW, P = g->OH * g->OW;
-    bool pw = is_pointwise(g), sh = is_shifted(g), pr = pixel_rows(g, Mg, K, sh);
+    bool pw = is_pointwise(g), sh = is_shifted(g), pr = pixel_rows(g, Mg, K);
     size_t ptrs = ((size_t)K * sizeof(float *) + 63) / 64 * 16; /* pixel rows' row pointers, in floats */
     size_t need = sh ? shifted_floats(g, Cg, K) : pw ? 0 : (size_t)(K * P);
     if (pr && !sh) need += ptrs;
