@@ -320,7 +320,12 @@ struct lithe_backend_ops {
     void (*prepared_free)(lithe_backend *be, void *p);
     lithe_status (*gemm_prepared)(lithe_backend *be, bool transA, bool transB, float alpha, const lithe_tensor *A,
                                   const lithe_tensor *B, const void *P, float beta, lithe_tensor *C,
-                                  const lithe_tensor *b, const struct lithe__act *a, lithe_tensor *Z);    /* Optional (NULL: none): a backend's prepared form of a whole op (struct lithe__prep_op: a
+                                  const lithe_tensor *b, const struct lithe__act *a, lithe_tensor *Z);
+    /* Optional: conv2d (primitives.def) with W's prepared form P (prepare_b of W's (M, K) view,
+     * transB; core/prepare.c, lithe__prepare_conv_w). Bits equal to conv2d's. */
+    lithe_status (*conv2d_prepared)(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X,
+                                    const lithe_tensor *W, const void *P, const lithe_tensor *b,
+                                    const struct lithe__act *a, lithe_tensor *Y);    /* Optional (NULL: none): a backend's prepared form of a whole op (struct lithe__prep_op: a
      * fully-connected layer or a Conv with its weight W and bias), for backends that bake weights
      * into their own operators (LITHE_XNNPACK: backends/cpu/xnnpack.c).
      *   prepare_op: *out NULL when the backend's rule keeps lithe's kernels for this op.
@@ -353,6 +358,14 @@ lithe_status lithe__prepare_op(lithe_backend *be, const lithe__prep_op *op, lith
  * true when it ran (Y written), false when there is none or the backend's rule declines X. */
 lithe_status lithe__run_prepared_op(lithe_backend *be, bool is_train, const lithe__prep_op *op, const lithe_tensor *W,
                                     const lithe_tensor *bias, const lithe_tensor *X, lithe_tensor *Y, bool *done);
+/* A convolution's weight W (M, C/group, KH, KW) prepared as the GEMM operand Wᵀ: its (M, K) view
+ * (K = C/group·KH·KW) through lithe__prepare_b with transB, when group is 1 and be has
+ * conv2d_prepared. LITHE_OK also when nothing is made. */
+lithe_status lithe__prepare_conv_w(lithe_tensor *W, int64_t group, lithe_backend *be);
+/* conv2d (primitives.def) through W's prepared form when is_train is false and one is valid (the
+ * same bits); otherwise the primitive itself. */
+lithe_status lithe__conv2d_w(lithe_backend *be, bool is_train, const lithe__conv2d *g, const lithe_tensor *X,
+                             const lithe_tensor *W, const lithe_tensor *b, const struct lithe__act *a, lithe_tensor *Y);
 
 struct lithe_backend {
     const char *name;

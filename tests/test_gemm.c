@@ -399,7 +399,7 @@ static void rows_bias_one(const lithe__sgemm_kernel *k, const char *name) {
         for (int64_t i = 0; i < M; i++) bias[i] = frand();
         for (size_t i = 0; i < cn; i++) C0[i] = C1[i] = C2[i] = NAN; /* beta = 0: C is never read */
         assert_true(lithe__sgemm(k, false, false, false, M, N, K, 1.0f, m.A, m.lda, m.B, m.ldb, 0.0f, C0, m.ldc, NULL));
-        assert_true(lithe__sgemm_rows(k, false, M, N, K, m.A, m.lda, rows, C1, m.ldc, NULL));
+        assert_true(lithe__sgemm_rows(k, false, M, N, K, m.A, m.lda, rows, N, 0, C1, m.ldc, NULL));
         for (int64_t i = 0; i < M; i++)
             if (memcmp(C0 + i * m.ldc, C1 + i * m.ldc, sizeof(float) * (size_t)N)) {
                 print_error("%s: M=%lld N=%lld K=%lld: sgemm_rows row %lld differs from sgemm\n", name, (long long)M,
@@ -408,9 +408,9 @@ static void rows_bias_one(const lithe__sgemm_kernel *k, const char *name) {
             }
         lithe__sgemm_epilogue e = {.bias_row = bias};
         assert_true(lithe__sgemm(k, false, false, false, M, N, K, 1.0f, m.A, m.lda, m.B, m.ldb, 0.0f, C0, m.ldc, &e));
-        assert_true(lithe__sgemm_rows(k, false, M, N, K, m.A, m.lda, rows, C1, m.ldc, &e));
+        assert_true(lithe__sgemm_rows(k, false, M, N, K, m.A, m.lda, rows, N, 0, C1, m.ldc, &e));
         OK(lithe_backend_set_threads(cpu, 3));
-        assert_true(lithe__sgemm_rows(k, true, M, N, K, m.A, m.lda, rows, C2, m.ldc, &e));
+        assert_true(lithe__sgemm_rows(k, true, M, N, K, m.A, m.lda, rows, N, 0, C2, m.ldc, &e));
         OK(lithe_backend_set_threads(cpu, 0));
         for (int64_t i = 0; i < M; i++) {
             if (M > 1 && memcmp(C0 + i * m.ldc, C1 + i * m.ldc, sizeof(float) * (size_t)N)) {
@@ -453,6 +453,97 @@ static void test_rows_and_row_bias(void **state) {
     OK(lithe_backend_set_threads(cpu, 0));
 }
 
+/* lithe__sgemm_pixels (a convolution's pixels as rows: A gathered from row pointers with an output
+ * row width ow, C stored transposed, bias per column and act in the store) gives lithe__sgemm's
+ * bits for the same A, Wᵀ and epilogue, packing W in the call or ahead, with 1 or 3 threads. Shapes
+ * around the tiles (partial slivers, rows across output rows: ow not a multiple of MR) and the kc
+ * blocks (K = 600: a later block reads the transposed C back). */
+static void leaky(const lithe__act *a, int64_t n, const float *X, float *Y) {
+    (void)a;
+    for (int64_t i = 0; i < n; i++) Y[i] = X[i] > 0.0f ? X[i] : 0.25f * X[i];
+}
+
+static void pixels_one(const lithe__sgemm_kernel *k, const char *name) {
+    static const int64_t mnko[][4] = {{196, 32, 400, 14}, {49, 70, 320, 49}, {63, 33, 27, 9},  {7, 5, 600, 7},
+                                      {30, 40, 600, 6},   {1, 3, 5, 1},      {100, 64, 16, 25}, {80, 16, 25, 28},
+                                      {70, 20, 9, 2},     {60, 20, 9, 40}};
+    for (size_t z = 0; z < sizeof mnko / sizeof mnko[0]; z++) {
+        int64_t M = mnko[z][0], N = mnko[z][1], K = mnko[z][2], ow = mnko[z][3], a_row = ow + 3;
+        int64_t oh = (M + ow - 1) / ow;
+        /* the taps' rows in one buffer, each an (oh, a_row) plane read at (i / ow, i % ow) */
+        float *store = malloc(sizeof(float) * (size_t)(K * oh * a_row)), *A = malloc(sizeof(float) * (size_t)(M * K));
+        float *W = malloc(sizeof(float) * (size_t)(N * K)), *bias = malloc(sizeof(float) * (size_t)N);
+        float *C0 = malloc(sizeof(float) * (size_t)(M * N)), *C1 = malloc(sizeof(float) * (size_t)(M * N)),
+              *C2 = malloc(sizeof(float) * (size_t)(M * N));
+        const float **rows = malloc(sizeof(float *) * (size_t)K);
+        assert_true(store && A && W && bias && C0 && C1 && C2 && rows);
+        for (int64_t i = 0; i < K * oh * a_row; i++) store[i] = frand();
+        for (int64_t i = 0; i < N * K; i++) W[i] = frand();
+        for (int64_t j = 0; j < N; j++) bias[j] = frand();
+        for (int64_t kk = 0; kk < K; kk++) { /* shuffled, in runs of 3 evenly spaced rows */
+            int64_t slot = K % 3 ? (kk * 7919) % K : (kk / 3 * 7919 % (K / 3)) * 3 + kk % 3;
+            rows[kk] = store + slot * oh * a_row;
+            for (int64_t i = 0; i < M; i++) A[i * K + kk] = rows[kk][i / ow * a_row + i % ow];
+        }
+        lithe__act act = {.kind = LITHE__ACT_RELU};
+        lithe__sgemm_packed_b *Wp = lithe__sgemm_pack_b(k, true, K, N, W, K);
+        assert_non_null(Wp);
+        for (int v = 0; v < 4; v++) { /* bias and act, bias, act, neither */
+            lithe__sgemm_epilogue e = {.bias = v == 0 || v == 1 ? bias : NULL, .act = v == 0 || v == 2 ? &act : NULL,
+                                       .act_fn = leaky};
+            const lithe__sgemm_epilogue *ep = e.bias || e.act ? &e : NULL;
+            assert_true(lithe__sgemm(k, false, false, true, M, N, K, 1.0f, A, K, W, K, 0.0f, C0, N, ep));
+            for (int pre = 0; pre < 2; pre++) {
+                for (int64_t i = 0; i < M * N; i++) C1[i] = C2[i] = NAN;
+                assert_true(lithe__sgemm_pixels(k, false, M, N, K, rows, ow, a_row, true, W, K, pre ? Wp : NULL, C1, M, ep));
+                OK(lithe_backend_set_threads(cpu, 3));
+                assert_true(lithe__sgemm_pixels(k, true, M, N, K, rows, ow, a_row, true, W, K, pre ? Wp : NULL, C2, M, ep));
+                OK(lithe_backend_set_threads(cpu, 0));
+                for (int64_t i = 0; i < M; i++)
+                    for (int64_t j = 0; j < N; j++)
+                        if (memcmp(&C0[i * N + j], &C1[j * M + i], sizeof(float)) ||
+                            memcmp(&C0[i * N + j], &C2[j * M + i], sizeof(float))) {
+                            print_error("%s: M=%lld N=%lld K=%lld ow=%lld epilogue %d packed %d: C[%lld,%lld] = %.9g "
+                                        "(1 thread) %.9g (3), sgemm %.9g\n",
+                                        name, (long long)M, (long long)N, (long long)K, (long long)ow, v, pre,
+                                        (long long)i, (long long)j, (double)C1[j * M + i], (double)C2[j * M + i],
+                                        (double)C0[i * N + j]);
+                            fail();
+                        }
+            }
+        }
+        /* the same gathered pixels as lithe__sgemm_rows' B (filters as rows): W · op(B), its slivers
+         * across output rows packed in chunks */
+        float *At = malloc(sizeof(float) * (size_t)(M * K));
+        assert_non_null(At);
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t kk = 0; kk < K; kk++) At[kk * M + i] = A[i * K + kk];
+        lithe__sgemm_epilogue e = {.bias_row = bias};
+        for (int v = 0; v < 2; v++) {
+            assert_true(lithe__sgemm(k, false, false, false, N, M, K, 1.0f, W, K, At, M, 0.0f, C0, M, v ? &e : NULL));
+            assert_true(lithe__sgemm_rows(k, false, N, M, K, W, K, rows, ow, a_row, C1, M, v ? &e : NULL));
+            if (memcmp(C0, C1, sizeof(float) * (size_t)(M * N))) {
+                print_error("%s: M=%lld N=%lld K=%lld ow=%lld: sgemm_rows with pixel rows differs from sgemm\n", name,
+                            (long long)N, (long long)M, (long long)K, (long long)ow);
+                fail();
+            }
+        }
+        free(At);
+        lithe__sgemm_packed_b_free(Wp);
+        free(store), free(A), free(W), free(bias), free(C0), free(C1), free(C2), free(rows);
+    }
+}
+
+static void test_pixels(void **state) {
+    (void)state;
+    OK(lithe_backend_get("cpu", &cpu));
+    lithe_status st = lithe_backend_set_threads(cpu, 3);
+    if (st == LITHE_ERR_UNSUPPORTED) skip(); /* a build without threads */
+    OK(st);
+    each_kernel(pixels_one);
+    OK(lithe_backend_set_threads(cpu, 0));
+}
+
 /* LITHE_CPU_ISA names a kernel; unknown names fall back to the best one. */
 static void test_isa_names(void **state) {
     (void)state;
@@ -476,6 +567,7 @@ int main(void) {
         cmocka_unit_test(test_avx512_heights_agree),
         cmocka_unit_test(test_fused_equals_unfused),
         cmocka_unit_test(test_rows_and_row_bias),
+        cmocka_unit_test(test_pixels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,6 +24,7 @@
 
 #include "lithe.h"
 #include "../backends/cpu/simd/simd.h"
+#include "../backends/cpu/gemm/gemm.h"
 
 #define OK(expr) assert_int_equal((expr), LITHE_OK)
 
@@ -635,6 +636,10 @@ static const conv_case conv_cases[] = {
     {1, 4, 9, 21, 6, 3, 5, 1, 2, 1, 2, 1, 2, 1, 1, 2},    /* stride 1 down, 2 across, grouped */
     {2, 8, 10, 11, 6, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1},   /* 1x1 stride 2 (a residual downsample) */
     {1, 3, 32, 32, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},   /* mobilenet's first layer, smaller */
+    /* pixel rows (conv.c's orientation: the GEMM's tiles transposed into Y) */
+    {1, 600, 7, 7, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},  /* pointwise, K = 600: a second K block reads Y back */
+    {2, 40, 7, 9, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},   /* shifted rows, 9-wide: slivers across output rows */
+    {1, 24, 9, 9, 33, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},   /* phase planes; 33 filters: a partial column tile */
 };
 
 static lithe__conv2d geom(const conv_case *c) {
@@ -714,7 +719,8 @@ static void test_conv2d_threads_bit_identical(void **state) {
                             {1, 16, 14, 14, 32, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1},  /* batch 1: the GEMM splits */
                             {1, 24, 15, 17, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},  /* pointwise */
                             {2, 6, 15, 17, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2},   /* im2col */
-                            {3, 6, 11, 13, 4, 3, 3, 1, 1, 2, 0, 1, 1, 2, 1, 2}};  /* dX as a convolution */
+                            {3, 6, 11, 13, 4, 3, 3, 1, 1, 2, 0, 1, 1, 2, 1, 2},   /* dX as a convolution */
+                            {1, 160, 7, 7, 96, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1}};  /* pixel rows at batch 1 */
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
         lithe__conv2d g = geom(&cs[i]);
         size_t nx = (size_t)(g.N * g.C * g.H * g.W), nw = (size_t)(g.M * (g.C / g.group) * g.KH * g.KW),
@@ -890,7 +896,8 @@ static void test_conv2d_image_alone_equals_batch(void **state) {
                             {3, 4, 9, 8, 6, 3, 2, 2, 1, 1, 0, 0, 1, 1, 1, 2},
                             {3, 8, 5, 7, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},
                             {3, 5, 9, 23, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 5},
-                            {3, 3, 17, 19, 5, 3, 3, 3, 3, 1, 2, 0, 1, 2, 2, 1}};
+                            {3, 3, 17, 19, 5, 3, 3, 3, 3, 1, 2, 0, 1, 2, 2, 1},
+                            {3, 160, 7, 7, 96, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1}}; /* pixel rows, 7x7 */
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
         lithe__conv2d g = geom(&cs[i]), g1 = g;
         g1.N = 1;
@@ -904,6 +911,17 @@ static void test_conv2d_image_alone_equals_batch(void **state) {
             OK(lithe__cpu_conv2d(cpu, &g1, X + (size_t)n * xi, W, b, NULL, Y1));
             assert_memory_equal(Y + (size_t)n * yi, Y1, yi * 4);
         }
+        /* with W packed ahead (prepared weights, group 1): the same bits, alone and in the batch */
+        int64_t K = (g.C / g.group) * g.KH * g.KW;
+        lithe__sgemm_packed_b *Wp = g.group == 1 ? lithe__sgemm_pack_b(NULL, true, K, g.M, W, K) : NULL;
+        if (g.group == 1) assert_non_null(Wp);
+        float *Yp = malloc(yi * (size_t)g.N * 4);
+        OK(lithe__cpu_conv2d_packed(cpu, &g, X, W, Wp, b, NULL, Yp));
+        assert_memory_equal(Y, Yp, yi * (size_t)g.N * 4);
+        OK(lithe__cpu_conv2d_packed(cpu, &g1, X, W, Wp, b, NULL, Y1));
+        assert_memory_equal(Y, Y1, yi * 4);
+        lithe__sgemm_packed_b_free(Wp);
+        free(Yp);
         free(X), free(W), free(b), free(Y), free(Y1);
     }
 }

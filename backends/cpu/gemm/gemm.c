@@ -204,22 +204,72 @@ static void pack_portable(size_t R, size_t lanes, size_t kc, const float *src, s
     }
 }
 
-/* A B sliver from row pointers (lithe__sgemm_rows): step k's lanes at rows[k] + col. Runs of rows
- * evenly spaced in memory (a convolution's taps along a filter row: d1 floats apart) go to the
- * kernel's packing as one strided block. */
-static void pack_b_rows(const lithe__sgemm_kernel *k, size_t lanes, size_t kc, const float *const *rows, int64_t col,
-                        float *dst) {
-    size_t NR = (size_t)k->nr;
-    for (size_t k0 = 0; k0 < kc;) {
-        size_t run = 1, ld = 0;
-        if (k0 + 1 < kc && rows[k0 + 1] > rows[k0]) {
-            ld = (size_t)(rows[k0 + 1] - rows[k0]);
-            for (run = 2; k0 + run < kc && rows[k0 + run] == rows[k0 + run - 1] + ld; run++) {
-            }
+/* A sliver (R = MR lanes of A, or NR of B) of pixels p0, p0 + 1, ... from row pointers
+ * (lithe__sgemm_rows' B, lithe__sgemm_pixels' A): step k's pixel p at rows[k][(p / ow) * row + p % ow].
+ * A sliver inside one output row is a contiguous run of every step's row: runs of evenly spaced
+ * rows (a convolution's taps along a filter row: d1 floats apart) go to the kernel's packing as
+ * one strided block (A: its pack_a_ptrs in one call, when it has one). A sliver across output rows
+ * is cut into chunks, one per row it touches and 16-lane group of the sliver (the kernel's pack_segs). */
+static void pack_pixels(const lithe__sgemm_kernel *k, bool is_a, size_t lanes, size_t kc, const float *const *rows,
+                        int64_t p0, int64_t ow, int64_t row, float *dst) {
+    const size_t R = (size_t)(is_a ? k->mr : k->nr);
+    lithe__sgemm_pack_fn pack = is_a ? k->pack_a : k->pack_b;
+    if (p0 % ow + (int64_t)lanes <= ow) {
+        int64_t off = p0 / ow * row + p0 % ow;
+        if (is_a && k->pack_a_ptrs) { /* one call for the sliver: taps' runs are short (KW steps) */
+            k->pack_a_ptrs(lanes, kc, rows, off, dst);
+            return;
         }
-        if (k->pack_b) k->pack_b(lanes, run, rows[k0] + col, ld, false, dst + k0 * NR);
-        else pack_portable(NR, lanes, run, rows[k0] + col, ld, false, dst + k0 * NR);
-        k0 += run;
+        for (size_t k0 = 0; k0 < kc;) {
+            size_t run = 1, ld = 0;
+            if (k0 + 1 < kc && rows[k0 + 1] > rows[k0]) {
+                ld = (size_t)(rows[k0 + 1] - rows[k0]);
+                for (run = 2; k0 + run < kc && rows[k0 + run] == rows[k0 + run - 1] + ld; run++) {
+                }
+            }
+            if (pack) pack(lanes, run, rows[k0] + off, ld, false, dst + k0 * R);
+            else pack_portable(R, lanes, run, rows[k0] + off, ld, false, dst + k0 * R);
+            k0 += run;
+        }
+        return;
+    }
+    enum { MAXSEG = 8 };
+    int64_t off[MAXSEG];
+    size_t lane[MAXSEG], len[MAXSEG], ns = 0;
+    for (size_t l = 0; l < lanes && ns <= MAXSEG;) {
+        int64_t p = p0 + (int64_t)l, c = p % ow;
+        size_t n = lanes - l;
+        if ((int64_t)n > ow - c) n = (size_t)(ow - c);
+        if (n > 16 - l % 16) n = 16 - l % 16; /* inside one 16-lane group of dst */
+        if (ns < MAXSEG) {
+            off[ns] = p / ow * row + c;
+            lane[ns] = l;
+            len[ns] = n;
+        }
+        ns++;
+        l += n;
+    }
+    if (ns <= MAXSEG) {
+        if (k->pack_segs) {
+            k->pack_segs(R, kc, rows, ns, off, lane, len, dst);
+            return;
+        }
+        for (size_t kk = 0; kk < kc; kk++) { /* chunk by chunk */
+            const float *r = rows[kk];
+            float *d = dst + kk * R;
+            for (size_t c = 0; c < ns; c++)
+                for (size_t l = 0; l < len[c]; l++) d[lane[c] + l] = r[off[c] + l];
+            for (size_t l = lanes; l < R; l++) d[l] = 0.0f;
+        }
+        return;
+    }
+    int64_t offs[64]; /* R <= 64: lane by lane */
+    for (size_t l = 0; l < lanes; l++) offs[l] = (p0 + (int64_t)l) / ow * row + (p0 + (int64_t)l) % ow;
+    for (size_t kk = 0; kk < kc; kk++) {
+        const float *r = rows[kk];
+        float *d = dst + kk * R;
+        for (size_t l = 0; l < lanes; l++) d[l] = r[offs[l]];
+        for (size_t l = lanes; l < R; l++) d[l] = 0.0f;
     }
 }
 
@@ -232,7 +282,11 @@ typedef struct job {
     float alpha, beta;
     const float *A, *B;
     const lithe__sgemm_packed_b *Bpk; /* op(B) packed ahead (NULL: packed here) */
-    const float *const *B_rows; /* lithe__sgemm_rows: op(B)'s rows (B unused) */
+    const float *const *B_rows; /* lithe__sgemm_rows: op(B)'s rows (B unused), pixels b_ow per row */
+    int64_t b_ow, b_row;
+    const float *const *A_rows; /* lithe__sgemm_pixels: op(A)'s rows (A unused), pixels a_ow per row */
+    int64_t a_ow, a_row;
+    bool c_trans; /* C(i, j) at C[j * ldc + i], through the range's tile buffer */
     int64_t lda, ldb, ldc;
     float *C;
     const lithe__sgemm_epilogue *epi;
@@ -247,7 +301,7 @@ static size_t ws_floats(const lithe__sgemm_kernel *k, int64_t M, int64_t N, int6
     size_t kc = (size_t)(K < k->kc ? K : k->kc);
     size_t mc = round_up((size_t)(M < k->mc ? M : k->mc), (size_t)k->mr);
     size_t nc = round_up((size_t)(N < k->nc ? N : k->nc), (size_t)k->nr);
-    return round_up(kc * mc, 16) + (b_packed ? 0 : kc * nc);
+    return round_up(kc * mc, 16) + (b_packed ? 0 : kc * nc) + (size_t)(k->mr * k->nr);
 }
 
 static bool epilogue_after(const lithe__sgemm_epilogue *e) { return e && (e->Z || e->act || e->bias_row); }
@@ -270,6 +324,37 @@ static void epilogue_tile(const lithe__sgemm_epilogue *e, bool add_bias_row, siz
  * exact) instead of a pass over C. A block holding that step packs its real steps, then the extra. */
 static bool bias_step(const lithe__sgemm_epilogue *e) { return e && e->bias_row; }
 
+/* One tile of a transposed C (lithe__sgemm_pixels): the microkernel writes it into the range's
+ * buffer (mr x NR), which holds C's values first when this K block adds to them; the activation
+ * runs there after the last block; then it goes to C[j * ldc + i]. The same arithmetic as a tile
+ * written in place. */
+static void store_trans(const job *jb, const lithe__sgemm_kernel *k, size_t mr, size_t nr, size_t kb, const float *a,
+                        const float *b, int64_t i0, int64_t j0, const lithe__sgemm_ukparams *p, bool last, float *tile) {
+    const size_t NR = (size_t)k->nr, ldc = (size_t)jb->ldc;
+    float *c = jb->C + j0 * jb->ldc + i0;
+    if (p->beta != 0.0f) {
+        if (k->transpose) k->transpose(nr, mr, c, ldc, tile, NR);
+        else
+            for (size_t j = 0; j < nr; j++)
+                for (size_t i = 0; i < mr; i++) tile[i * NR + j] = c[j * ldc + i];
+    }
+    k->ukernel(mr, nr, kb, a, b, tile, NR, p);
+    const lithe__sgemm_epilogue *e = jb->epi;
+    if (last && e && e->act) {
+        if (nr == NR) e->act_fn(e->act, (int64_t)(mr * NR), tile, tile);
+        else
+            for (size_t i = 0; i < mr; i++) e->act_fn(e->act, (int64_t)nr, tile + i * NR, tile + i * NR);
+    }
+    if (k->transpose) {
+        k->transpose(mr, nr, tile, NR, c, ldc);
+        return;
+    }
+    for (size_t j = 0; j < nr; j++) {
+        float *cj = c + j * ldc;
+        for (size_t i = 0; i < mr; i++) cj[i] = tile[i * NR + j];
+    }
+}
+
 static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, float *ws) {
     const lithe__sgemm_kernel *k = jb->k;
     const size_t MR = (size_t)k->mr, NR = (size_t)k->nr;
@@ -278,6 +363,7 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
     size_t kcmax = (size_t)(K < k->kc ? K : k->kc);
     size_t mcmax = round_up((size_t)(m1 - m0 < k->mc ? m1 - m0 : k->mc), MR);
     float *Ap = ws, *Bp = ws + round_up(kcmax * mcmax, 16); /* slivers 64-byte aligned */
+    float *tile = jb->Bpk ? Bp : Bp + kcmax * round_up((size_t)(n1 - n0 < k->nc ? n1 - n0 : k->nc), NR);
     for (int64_t jc = n0; jc < n1; jc += k->nc) {
         size_t nb = (size_t)(n1 - jc < k->nc ? n1 - jc : k->nc);
         for (int64_t pc = 0; pc < K; pc += k->kc) {
@@ -292,7 +378,7 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
              * and are not a multiple of 4 KB apart (those share L2 sets: a sliver's 512 rows would
              * overflow their 8 ways, where a packed sliver is contiguous). The dense layers' dX =
              * dY·W at batch 64, 512 wide: 313 -> 290 us on Zen 4. */
-            const bool in_place = k->ukernel_b && !jb->tB && !jb->Bpk && !jb->B_rows && kr == kb &&
+            const bool in_place = k->ukernel_b && !jb->tB && !jb->Bpk && !jb->B_rows && !jb->c_trans && kr == kb &&
                                   m1 - m0 <= k->mc && (uintptr_t)jb->B % 64 == 0 && jb->ldb % 16 == 0 &&
                                   jb->ldb % 1024 != 0;
             for (size_t jr = 0; !jb->Bpk && jr < nb; jr += NR) {
@@ -303,7 +389,7 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                     for (size_t l = 0; l < NR; l++) dst[kr * NR + l] = l < lanes ? 1.0f : 0.0f;
                 if (!kr) continue;
                 if (jb->B_rows) {
-                    pack_b_rows(k, lanes, kr, jb->B_rows + pc, jc + (int64_t)jr, dst);
+                    pack_pixels(k, false, lanes, kr, jb->B_rows + pc, jc + (int64_t)jr, jb->b_ow, jb->b_row, dst);
                     continue;
                 }
                 const float *src = jb->tB ? jb->B + (jc + (int64_t)jr) * jb->ldb + pc
@@ -321,6 +407,10 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                         for (size_t l = 0; l < MR; l++)
                             dst[kr * MR + l] = l < lanes ? epi->bias_row[ic + (int64_t)(ir + l)] : 0.0f;
                     if (!kr) continue;
+                    if (jb->A_rows) {
+                        pack_pixels(k, true, lanes, kr, jb->A_rows + pc, ic + (int64_t)ir, jb->a_ow, jb->a_row, dst);
+                        continue;
+                    }
                     const float *src = jb->tA ? jb->A + pc * jb->lda + ic + (int64_t)ir
                                               : jb->A + (ic + (int64_t)ir) * jb->lda + pc;
                     if (k->pack_a) k->pack_a(lanes, kr, src, (size_t)jb->lda, !jb->tA, dst);
@@ -331,13 +421,18 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                     p.bias = last && epi && epi->bias ? epi->bias + jc + (int64_t)jr : NULL;
                     for (size_t ir = 0; ir < mb; ir += MR) {
                         size_t mr = mb - ir < MR ? mb - ir : MR;
+                        if (jb->c_trans) {
+                            store_trans(jb, k, mr, nr, kb, Ap + ir * kb, Bp + jr * kb, ic + (int64_t)ir,
+                                        jc + (int64_t)jr, &p, last, tile);
+                            continue;
+                        }
                         float *c = jb->C + (ic + (int64_t)ir) * jb->ldc + jc + (int64_t)jr;
                         if (in_place && nr == NR)
                             k->ukernel_b(mr, nr, kb, Ap + ir * kb, jb->B + pc * jb->ldb + jc + (int64_t)jr,
                                          (size_t)jb->ldb, c, (size_t)jb->ldc, &p);
                         else
                             k->ukernel(mr, nr, kb, Ap + ir * kb, Bp + jr * kb, c, (size_t)jb->ldc, &p);
-                        if (last && epi && (epi->Z || epi->act))
+                        if (last && epi && (epi->Z || epi->act)) /* not with c_trans (store_trans) */
                             epilogue_tile(epi, false, mr, nr, c, (size_t)jb->ldc, ic + (int64_t)ir, jc + (int64_t)jr);
                     }
                 }
@@ -579,7 +674,8 @@ bool lithe__sgemm_prepacked(const lithe__sgemm_kernel *k, bool use_threads, bool
 }
 
 bool lithe__sgemm_rows(const lithe__sgemm_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K, const float *A,
-                       int64_t lda, const float *const *B_rows, float *C, int64_t ldc, const lithe__sgemm_epilogue *epi) {
+                       int64_t lda, const float *const *B_rows, int64_t ow, int64_t b_row, float *C, int64_t ldc,
+                       const lithe__sgemm_epilogue *epi) {
     if (M <= 0 || N <= 0) return true;
     if (!k) k = lithe__sgemm_kernel_best();
     if (K <= 0) {
@@ -588,8 +684,8 @@ bool lithe__sgemm_rows(const lithe__sgemm_kernel *k, bool use_threads, int64_t M
     }
     double flops = 2.0 * (double)M * (double)N * (double)K;
     lithe__pool *pool = use_threads && flops >= MIN_PARALLEL_FLOPS ? lithe__cpu_pool() : NULL;
-    job jb = {.k = k, .M = M, .N = N, .K = K, .alpha = 1.0f, .beta = 0.0f, .A = A, .B_rows = B_rows, .lda = lda,
-              .ldc = ldc, .C = C, .epi = epi};
+    job jb = {.k = k, .M = M, .N = N, .K = K, .alpha = 1.0f, .beta = 0.0f, .A = A, .B_rows = B_rows, .b_ow = ow,
+              .b_row = b_row, .lda = lda, .ldc = ldc, .C = C, .epi = epi};
     return run_packed(&jb, pool, lithe__pool_threads(pool));
 }
 
@@ -605,4 +701,34 @@ static bool run_packed(job *jb, lithe__pool *pool, int T) {
     if (T > 1) lithe__pool_for(pool, items, 1, gemm_task, jb);
     else gemm_task(jb, 0, items);
     return !atomic_load(&jb->failed);
+}
+
+bool lithe__sgemm_pixels(const lithe__sgemm_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K,
+                         const float *const *A_rows, int64_t ow, int64_t a_row, bool tB, const float *B, int64_t ldb,
+                         const lithe__sgemm_packed_b *Bpk, float *C, int64_t ldc, const lithe__sgemm_epilogue *epi) {
+    if (M <= 0 || N <= 0) return true;
+    if (!k) k = lithe__sgemm_kernel_best();
+    lithe__sgemm_epilogue e = {0}; /* bias and act only */
+    if (epi) {
+        e.bias = epi->bias;
+        e.act = epi->act;
+        e.act_fn = epi->act_fn;
+    }
+    if (K <= 0) { /* C = bias, then act, column by column */
+        for (int64_t j = 0; j < N; j++) {
+            float *c = C + j * ldc;
+            for (int64_t i = 0; i < M; i++) c[i] = e.bias ? e.bias[j] : 0.0f;
+            if (e.act) e.act_fn(e.act, M, c, c);
+        }
+        return true;
+    }
+    double flops = 2.0 * (double)M * (double)N * (double)K;
+    lithe__pool *pool = use_threads && flops >= MIN_PARALLEL_FLOPS ? lithe__cpu_pool() : NULL;
+    const lithe__sgemm_kernel *kr = k->for_rows ? k->for_rows(M) : k;
+    if (Bpk && (Bpk->nr != kr->nr || Bpk->kc != kr->kc || Bpk->transB != tB || Bpk->K != K || Bpk->N != N))
+        Bpk = NULL; /* packed for another kernel: pack here */
+    job jb = {.k = k, .tB = tB, .M = M, .N = N, .K = K, .alpha = 1.0f, .beta = 0.0f, .B = B, .Bpk = Bpk,
+              .A_rows = A_rows, .a_ow = ow, .a_row = a_row, .c_trans = true, .ldb = ldb, .ldc = ldc, .C = C,
+              .epi = e.bias || e.act ? &e : NULL};
+    return run_packed(&jb, pool, lithe__pool_threads(pool));
 }

@@ -287,6 +287,70 @@ DEFINE_PACK_A(8)
 DEFINE_PACK_A(12)
 DEFINE_PACK_A(14)
 
+/* lithe__sgemm_pixels' A slivers: step k's lanes contiguous at rows[k] + off (a tap's pixels along
+ * an output row), one masked load and store per step. */
+#define DEFINE_PACK_A_PTRS(MR)                                                                                    \
+    static void pack_a_ptrs_##MR(size_t lanes, size_t kc, const float *const *rows, int64_t off, float *dst) {   \
+        __mmask16 lm = (__mmask16)((1u << lanes) - 1), sm = (__mmask16)((1u << MR) - 1);                          \
+        size_t k = 0;                                                                                             \
+        for (; k + 4 <= kc; k += 4) {                                                                             \
+            __m512 v0 = _mm512_maskz_loadu_ps(lm, rows[k] + off), v1 = _mm512_maskz_loadu_ps(lm, rows[k + 1] + off);      \
+            __m512 v2 = _mm512_maskz_loadu_ps(lm, rows[k + 2] + off), v3 = _mm512_maskz_loadu_ps(lm, rows[k + 3] + off);  \
+            _mm512_mask_storeu_ps(dst + k * MR, sm, v0);                                                          \
+            _mm512_mask_storeu_ps(dst + (k + 1) * MR, sm, v1);                                                    \
+            _mm512_mask_storeu_ps(dst + (k + 2) * MR, sm, v2);                                                    \
+            _mm512_mask_storeu_ps(dst + (k + 3) * MR, sm, v3);                                                    \
+        }                                                                                                         \
+        for (; k < kc; k++) _mm512_mask_storeu_ps(dst + k * MR, sm, _mm512_maskz_loadu_ps(lm, rows[k] + off));     \
+    }
+DEFINE_PACK_A_PTRS(2)
+DEFINE_PACK_A_PTRS(4)
+DEFINE_PACK_A_PTRS(8)
+DEFINE_PACK_A_PTRS(12)
+DEFINE_PACK_A_PTRS(14)
+
+/* A sliver of pixels across output rows (gemm.h's pack_segs): per step and group of 16 lanes, one
+ * register merges its chunks by masked loads (each from the chunk's source moved back by its lane
+ * in the group: masked-off lanes are not read), then one store. */
+static void pack_segs(size_t R, size_t kc, const float *const *rows, size_t nseg, const int64_t *off, const size_t *lane,
+                      const size_t *len, float *dst) {
+    __mmask16 m[8], z0 = R >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << R) - 1);
+    __mmask16 z1 = R >= 32 ? (__mmask16)0xFFFF : R <= 16 ? (__mmask16)0 : (__mmask16)((1u << (R - 16)) - 1);
+    int64_t back[8];
+    for (size_t s = 0; s < nseg; s++) {
+        m[s] = (__mmask16)(((1u << len[s]) - 1) << (lane[s] % 16));
+        back[s] = off[s] - (int64_t)(lane[s] % 16);
+    }
+    for (size_t k = 0; k < kc; k++) {
+        __m512 v0 = _mm512_setzero_ps(), v1 = _mm512_setzero_ps();
+        uintptr_t r = (uintptr_t)rows[k];
+        for (size_t s = 0; s < nseg; s++) {
+            const float *src = (const float *)(r + (uintptr_t)(back[s] * (int64_t)sizeof(float)));
+            if (lane[s] < 16) v0 = _mm512_mask_loadu_ps(v0, m[s], src);
+            else v1 = _mm512_mask_loadu_ps(v1, m[s], src);
+        }
+        _mm512_mask_storeu_ps(dst + k * R, z0, v0);
+        if (z1) _mm512_mask_storeu_ps(dst + k * R + 16, z1, v1);
+    }
+}
+
+/* dst[j * ldd + i] = src[i * lds + j] (i < rows, j < cols) in 16 x 16 blocks through transpose16. */
+static void transpose_tile(size_t rows, size_t cols, const float *src, size_t lds, float *dst, size_t ldd) {
+    for (size_t i0 = 0; i0 < rows; i0 += 16) {
+        size_t ri = rows - i0 < 16 ? rows - i0 : 16;
+        __mmask16 im = ri == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << ri) - 1);
+        for (size_t j0 = 0; j0 < cols; j0 += 16) {
+            size_t cj = cols - j0 < 16 ? cols - j0 : 16;
+            __mmask16 jm = cj == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << cj) - 1);
+            __m512 r[16];
+            for (size_t i = 0; i < 16; i++)
+                r[i] = i < ri ? _mm512_maskz_loadu_ps(jm, src + (i0 + i) * lds + j0) : _mm512_setzero_ps();
+            transpose16(r);
+            for (size_t j = 0; j < cj; j++) _mm512_mask_storeu_ps(dst + (j0 + j) * ldd + i0, im, r[j]);
+        }
+    }
+}
+
 /* M = 1 with the microkernel's arithmetic: each y[j] accumulates k in order with one FMA per step,
  * so lanes must be outputs. x · Wᵀ reads 16 rows of W x 16 steps of k and transposes them in
  * registers; G groups of 16 rows run side by side to hide the FMA latency. */
@@ -476,7 +540,8 @@ static const lithe__sgemm_kernel *for_rows(int64_t M);
     {.isa = "avx512", .mr = MR, .nr = NR, .mc = MC, .kc = 512, .nc = 4096,                                        \
      .ukernel = lithe_f32_gemm_ukernel_##MR##x32__avx512, .pack_a = pack_a_##MR, .pack_b = pack_b_32,             \
      .gemv_t = gemv_t, .gemv_n = gemv_n, .for_rows = for_rows, .urow = lithe_f32_gemm_urow_1x32__avx512,         \
-     .ukernel_b = lithe_f32_gemm_ukernel_b_##MR##x32__avx512}
+     .ukernel_b = lithe_f32_gemm_ukernel_b_##MR##x32__avx512,                   \
+     .pack_a_ptrs = pack_a_ptrs_##MR, .transpose = transpose_tile, .pack_segs = pack_segs}
 static const lithe__sgemm_kernel kernels[] = {KERNEL(14, 126), KERNEL(12, 120), KERNEL(8, 128), KERNEL(4, 128),
                                               KERNEL(2, 128)};
 #define N_KERNELS (sizeof kernels / sizeof kernels[0])
