@@ -302,6 +302,7 @@ int main(int argc, char **argv) {
             seen[n_seen++] = v;
             CHECK(v->nr == k->nr && v->kc == k->kc && v->mc % v->mr == 0, "%s: the %dx%d variant's nr, kc or mc",
                   k->isa, v->mr, v->nr);
+            printf("gemm_ukernels: %s %dx%d (mc %d) for some row counts\n", v->isa, v->mr, v->nr, v->mc);
             check_ukernel(v, isas[s].fused);
         }
         int64_t mr = k->mr, nr = k->nr, kc = k->kc;
