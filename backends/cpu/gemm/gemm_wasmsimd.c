@@ -232,38 +232,49 @@ static void gemv_n__wasmsimd(size_t n, size_t K, size_t kc, float alpha, const f
     }
 
 /* ---- packing (gemm.h's pack_fn) ----
- * rows (op(A) = A, op(B) = Bᵀ: the dense layers' X·Wᵀ) and a whole sliver (lanes = R): lane l,
- * step k at src[l * ld + k], a transpose: 4 x 4 blocks in registers, a lane left over (R = 5) and
- * steps past a multiple of 4 one float at a time; otherwise a copy of R floats per step. The last
- * sliver of M or N (lanes < R) goes one float at a time.
+ * rows (op(A) = A, op(B) = Bᵀ: the dense layers' X·Wᵀ): lane l, step k at src[l * ld + k], a
+ * transpose: 4 x 4 blocks in registers (lanes past `lanes` zeros), a lane left over (R = 5) and
+ * steps past a multiple of 4 one float at a time. Otherwise a copy of R floats per step, or for
+ * the last sliver of N (lanes < R) one float at a time.
  * Reads nothing past the lanes and steps asked for. 64 x 512 x 784 (X·Wᵀ, W packed in every
  * call): the portable loops' packing took ~0.2 of its 1.5 ms under Node. */
-/* Steps [k, kc) of lanes [l0, R) one float at a time (small: it runs on the edges). */
+/* Steps [k, kc) of lanes [l0, R) one float at a time (small: it runs on the edges). The 5-row
+ * sliver's fifth lane went through here too at first: 5 % of the transformer's time under Node. */
 static __attribute__((noinline, minsize)) void pack_floats(size_t R, size_t lanes, size_t l0, size_t k, size_t kc,
                                                            const float *src, size_t ld, bool rows, float *dst) {
     for (; k < kc; k++)
         for (size_t l = l0; l < R; l++) dst[k * R + l] = l >= lanes ? 0.0f : rows ? src[l * ld + k] : src[k * ld + l];
 }
 
-static void pack(size_t R, size_t lanes, size_t kc, const float *src, size_t ld, bool rows, float *dst) {
+static __attribute__((noinline)) void pack(size_t R, size_t lanes, size_t kc, const float *src, size_t ld, bool rows,
+                                          float *dst) {
+    v128_t z = wasm_f32x4_splat(0.0f);
     size_t k = 0;
-    for (; rows && lanes == R && k + 4 <= kc; k += 4) {
+    for (; rows && k + 4 <= kc; k += 4) {
         for (size_t l = 0; l + 4 <= R; l += 4) {
             const float *s0 = src + l * ld + k;
+            v128_t r0 = l < lanes ? wasm_v128_load(s0) : z, r1 = l + 1 < lanes ? wasm_v128_load(s0 + ld) : z;
+            v128_t r2 = l + 2 < lanes ? wasm_v128_load(s0 + 2 * ld) : z;
+            v128_t r3 = l + 3 < lanes ? wasm_v128_load(s0 + 3 * ld) : z;
             v128_t k0, k1, k2, k3;
-            TRANSPOSE4(wasm_v128_load(s0), wasm_v128_load(s0 + ld), wasm_v128_load(s0 + 2 * ld),
-                       wasm_v128_load(s0 + 3 * ld), k0, k1, k2, k3)
+            TRANSPOSE4(r0, r1, r2, r3, k0, k1, k2, k3)
             float *d = dst + k * R + l;
             wasm_v128_store(d, k0);
             wasm_v128_store(d + R, k1);
             wasm_v128_store(d + 2 * R, k2);
             wasm_v128_store(d + 3 * R, k3);
         }
-        if (R % 4) pack_floats(R, lanes, R / 4 * 4, k, k + 4, src, ld, rows, dst); /* R = 5: lane 4 */
+        if (R % 4) { /* R = 5: lane 4 */
+            const float *s4 = src + 4 * ld + k;
+            float *d = dst + k * R + 4;
+            bool in = lanes > 4;
+            d[0] = in ? s4[0] : 0.0f, d[R] = in ? s4[1] : 0.0f, d[2 * R] = in ? s4[2] : 0.0f;
+            d[3 * R] = in ? s4[3] : 0.0f;
+        }
     }
     for (; !rows && lanes == R && k < kc; k++) {
         for (size_t l = 0; l + 4 <= R; l += 4) wasm_v128_store(dst + k * R + l, wasm_v128_load(src + k * ld + l));
-        for (size_t l = R / 4 * 4; l < R; l++) dst[k * R + l] = src[k * ld + l];
+        if (R % 4) dst[k * R + 4] = src[k * ld + 4];
     }
     pack_floats(R, lanes, 0, k, kc, src, ld, rows, dst);
 }
