@@ -291,30 +291,48 @@ static void pack_b8(size_t lanes, size_t kc, const float *src, size_t ld, bool r
 /* Sixteen rows' dot products with x over [p, e): four accumulators (rows 4g..4g+3), independent
  * chains, each k in order. */
 static inline __attribute__((always_inline)) void dot16(const float *x, const float *w, size_t ldw, size_t p, size_t e,
-                                                        v128_t acc[4]) {
-    for (int g = 0; g < 4; g++) acc[g] = wasm_f32x4_splat(0.0f);
+                                                        v128_t acc[4], float *fence) {
+    v128_t z = wasm_f32x4_splat(0.0f), a0 = z, a1 = z, a2 = z, a3 = z;
+    const float *r = w + p, *xk = x + p;
     size_t k = p;
+/* Rows 4g..4g+3, steps k..k+3, then the group's sum stored to `fence` (y, written for good after
+ * the loop): V8 loaded all 16 rows first and spilled; the store keeps each group's loads after
+ * the previous group (V8 does not move loads across stores). */
+#define GROUP(g, a)                                                                                    \
+    {                                                                                                  \
+        const float *rg = r + (size_t)(4 * (g)) * ldw;                                                 \
+        v128_t k0, k1, k2, k3;                                                                         \
+        TRANSPOSE4(wasm_v128_load(rg), wasm_v128_load(rg + ldw), wasm_v128_load(rg + 2 * ldw),         \
+                   wasm_v128_load(rg + 3 * ldw), k0, k1, k2, k3)                                       \
+        MADD(a, wasm_v128_load32_splat(xk), k0);                                                       \
+        MADD(a, wasm_v128_load32_splat(xk + 1), k1);                                                   \
+        MADD(a, wasm_v128_load32_splat(xk + 2), k2);                                                   \
+        MADD(a, wasm_v128_load32_splat(xk + 3), k3);                                                   \
+        wasm_v128_store(fence + 4 * (g), a);                                                           \
+        __asm__ volatile("" ::: "memory");                                                             \
+    }
     for (; k + 4 <= e; k += 4) {
-        v128_t x0 = wasm_v128_load32_splat(x + k), x1 = wasm_v128_load32_splat(x + k + 1);
-        v128_t x2 = wasm_v128_load32_splat(x + k + 2), x3 = wasm_v128_load32_splat(x + k + 3);
-        for (int g = 0; g < 4; g++) {
-            const float *r = w + (size_t)(4 * g) * ldw + k;
-            v128_t k0, k1, k2, k3;
-            TRANSPOSE4(wasm_v128_load(r), wasm_v128_load(r + ldw), wasm_v128_load(r + 2 * ldw),
-                       wasm_v128_load(r + 3 * ldw), k0, k1, k2, k3)
-            acc[g] = wasm_f32x4_add(acc[g], wasm_f32x4_mul(x0, k0));
-            acc[g] = wasm_f32x4_add(acc[g], wasm_f32x4_mul(x1, k1));
-            acc[g] = wasm_f32x4_add(acc[g], wasm_f32x4_mul(x2, k2));
-            acc[g] = wasm_f32x4_add(acc[g], wasm_f32x4_mul(x3, k3));
-        }
+        GROUP(0, a0)
+        GROUP(1, a1)
+        GROUP(2, a2)
+        GROUP(3, a3)
+        r += 4;
+        xk += 4;
+        OPAQUE(r);
+        OPAQUE(xk);
     }
+#undef GROUP
     for (; k < e; k++) {
-        v128_t xk = wasm_v128_load32_splat(x + k);
-        for (int g = 0; g < 4; g++) {
-            const float *r = w + (size_t)(4 * g) * ldw + k;
-            acc[g] = wasm_f32x4_add(acc[g], wasm_f32x4_mul(xk, wasm_f32x4_make(r[0], r[ldw], r[2 * ldw], r[3 * ldw])));
-        }
+        v128_t xs = wasm_v128_load32_splat(x + k);
+        const float *c0 = w + k;
+#define COL(i) wasm_f32x4_make(c0[(i)*ldw], c0[((i) + 1) * ldw], c0[((i) + 2) * ldw], c0[((i) + 3) * ldw])
+        MADD(a0, xs, COL(0));
+        MADD(a1, xs, COL(4));
+        MADD(a2, xs, COL(8));
+        MADD(a3, xs, COL(12));
+#undef COL
     }
+    acc[0] = a0, acc[1] = a1, acc[2] = a2, acc[3] = a3;
 }
 
 /* y[j] = x · W[j, :], w[j * ldw + k] (the dense layers' forward at batch 1): 16 rows per pass,
@@ -327,7 +345,7 @@ static void gemv_t__wasmsimd(size_t n, size_t K, size_t kc, float alpha, const f
         for (int g = 0; g < 4; g++) c[g] = beta != 0.0f ? wasm_v128_load(y + j + 4 * g) : wasm_f32x4_splat(0.0f);
         for (size_t p = 0; p < K; p += kc) {
             size_t e = K - p < kc ? K : p + kc;
-            dot16(x, w + j * ldw, ldw, p, e, acc);
+            dot16(x, w + j * ldw, ldw, p, e, acc, y + j);
             for (int g = 0; g < 4; g++) c[g] = block_write(acc[g], c[g], alpha, p == 0 ? beta : 1.0f);
         }
         for (int g = 0; g < 4; g++) {
