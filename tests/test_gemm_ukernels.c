@@ -308,6 +308,20 @@ int main(int argc, char **argv) {
         CHECK(strcmp(k->isa, isas[s].isa) == 0 && k->mc % k->mr == 0 && k->nc % k->nr == 0,
               "%s: blocking mc %d / nc %d not multiples of the tile %dx%d", isas[s].isa, k->mc, k->nc, k->mr, k->nr);
         check_ukernel(k, isas[s].fused);
+        /* the other tile heights a kernel runs for some row counts (for_rows), each once */
+        const lithe__sgemm_kernel *seen[16] = {k};
+        size_t n_seen = 1;
+        for (int64_t M = 1; k->for_rows && M <= 64; M++) {
+            const lithe__sgemm_kernel *v = k->for_rows(M);
+            bool is_new = true;
+            for (size_t i = 0; i < n_seen; i++) is_new = is_new && seen[i] != v;
+            if (!is_new || n_seen == 16) continue;
+            seen[n_seen++] = v;
+            CHECK(v->nr == k->nr && v->kc == k->kc && v->mc % v->mr == 0, "%s: the %dx%d variant's nr, kc or mc",
+                  k->isa, v->mr, v->nr);
+            printf("gemm_ukernels: %s %dx%d (mc %d) for some row counts\n", v->isa, v->mr, v->nr, v->mc);
+            check_ukernel(v, isas[s].fused);
+        }
         int64_t mr = k->mr, nr = k->nr, kc = k->kc;
         const int64_t shapes[][3] = {{1, 1, 1},          {mr, nr, 1},         {mr - 1, nr + 1, 5},
                                      {mr + 1, nr - 1, kc}, {2 * mr + 3, 3 * nr + 1, kc + 1}, {1, 2 * nr + 5, 2 * kc + 3},
