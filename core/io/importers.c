@@ -1,9 +1,9 @@
 /* The npm package's core module (LITHE_IMPORTERS_SEPARATE, Emscripten builds only): the ONNX and
  * TF.js importers and the graph executor (core/io/onnx.c, tfjs.c, core/graph/), with the CPU
  * backend's convolution and pooling that only imported graphs run (backends/cpu/conv.c), are a
- * second module,
- * lithe-importers.wasm (bindings/js/src/importers.c), that the JS loader links into this module's
- * memory and table when a model needs it, then registers here. Until then the public entry points
+ * second module, lithe-importers.wasm (lithe-importers-simd.wasm beside the SIMD128 core;
+ * bindings/js/src/importers.c), that the JS loader links into this module's memory and table when
+ * a model needs it, then registers here. Until then the public entry points
  * and the .lithe loader's graph nodes fail with LITHE_ERR_UNSUPPORTED and raise a flag that the
  * loader reads to know that loading the second module and retrying will help. */
 #include "../internal.h"
