@@ -49,6 +49,22 @@ void lithe__cpu_cache_flush(void);
 /* a * b without overflow; false on overflow. */
 bool lithe__mul_size(size_t a, size_t b, size_t *out);
 
+/* A name -> index table (core/names.c), for lookups by name that would otherwise scan a list
+ * inside a loop over it (a graph's slots, a node's params: thousands in an imported model). It
+ * holds the key pointers it is given (they must outlive it); a zeroed struct is an empty table.
+ * put replaces the value of a key already there (LITHE_ERR_OOM: the table as it was). */
+typedef struct lithe__names_entry {
+    const char *key; /* NULL: empty */
+    size_t val;
+} lithe__names_entry;
+typedef struct lithe__names {
+    size_t cap, n; /* cap: a power of two (0: none yet), at least 2 n */
+    lithe__names_entry *e;
+} lithe__names;
+lithe_status lithe__names_put(lithe__names *t, const char *key, size_t val);
+bool lithe__names_get(const lithe__names *t, const char *key, size_t *val);
+void lithe__names_free(lithe__names *t);
+
 /* ------------------------------------------------------------------------------------------
  * Tensors.
  * ---------------------------------------------------------------------------------------- */
@@ -57,8 +73,8 @@ struct lithe__act;
 typedef struct lithe__storage {
     int refcount;
     /* Counts the writes lithe performs itself (lithe__storage_touch); backends' prepared forms
-     * of views of this storage (weights prepared for inference, core/prepare.c) were made at a
-     * version and are dropped when it moves on. */
+     * of views of this storage (weights prepared for inference, core/prepare.c) are dropped when
+     * it moves on, and a prepared op whose bias lives here records it (bias_version). */
     uint64_t version;
     lithe__prepared *prepared;
     void *data; /* backend pointer (host pointer for "cpu") */
@@ -90,12 +106,12 @@ struct lithe_tensor {
 
 /* Weights prepared for inference (core/prepare.c, lithe_model_prepare_inference): a backend's
  * form of one view of a storage used as GEMM operand op(B) (the CPU: its packed panels). Found by
- * the view (offset, 2-D shape and strides), transB and backend; valid while the storage's version
- * is the one it was made at. */
+ * the view (offset, 2-D shape and strides), transB and backend. Every form on a storage's list is
+ * of its current version: the one write that moves the version on (lithe__storage_touch) drops
+ * the list. */
 struct lithe__prepared {
     lithe__prepared *next;
     lithe_backend *backend;
-    uint64_t version;
     bool transB;
     int64_t offset, shape[2], strides[2];
     void *data;   /* the backend's (its prepared_free releases it) */
@@ -444,6 +460,7 @@ struct lithe_model {
     size_t n_dims, n_params, n_refs, n_attrs, n_layers;
     lithe__dim *dims;
     lithe__param *params;
+    lithe__names param_index; /* name -> params[] index, kept once there are many (core/model.c) */
     lithe__ref *refs;
     lithe__attr *attrs;
     lithe_model **layers; /* owned references */
@@ -514,8 +531,12 @@ lithe_status lithe__affine_forward(lithe_model *m, lithe_tensor *X, bool is_trai
  * pre-activation X·Wᵀ + b (a new tensor). is_train false: through W's prepared form when valid. */
 lithe_status lithe__affine_forward_act(lithe_model *m, lithe_tensor *X, bool is_train, const lithe__act *a, lithe_tensor **Z,
                                        lithe_tensor **Y);
+/* Whether activation a is a clamp to [lo, hi] (Relu: [0, inf); a CLIPPED_LINEAR of slope 1 and
+ * offset 0: [min_val, max_val], which is ClippedLinear's, HardTanh's, ReluK's and an ONNX Clip's),
+ * as a prepared op's out_min / out_max; lo, hi may be NULL. */
+bool lithe__act_clamp(const lithe__act *a, float *lo, float *hi);
 /* The prepared-op key (lithe__prepare_op) of Y = act(X·Wᵀ + b): false when act (NULL: none) has
- * no backend operator form (only none and relu, a clamp, have one). */
+ * no backend operator form (only none and a clamp, lithe__act_clamp, have one). */
 bool lithe__affine_prep_op(const lithe__act *a, lithe__prep_op *op);
 /* The same for a dense-family node (its type's activation). */
 bool lithe__dense_prep_op(lithe_model *m, lithe__prep_op *op);

@@ -13,6 +13,19 @@ static uint64_t take_id(void) {
 #endif
 }
 
+/* The params' name index (lithe__model_find_param), once a node has enough params for a scan to
+ * cost (an imported graph's thousands): brought up to date after params were added. Without
+ * memory for it the node goes on without one (find_param scans), and a later call tries again. */
+enum { PARAM_INDEX_MIN = 16 };
+static void index_params(lithe_model *m) {
+    if (m->n_params < PARAM_INDEX_MIN) return;
+    for (size_t i = m->param_index.n; i < m->n_params; i++)
+        if (lithe__names_put(&m->param_index, m->params[i].name, i) != LITHE_OK) {
+            lithe__names_free(&m->param_index);
+            return;
+        }
+}
+
 lithe_status lithe__model_new(const lithe__layer_type *type, const char *name,
                               const char *const *dim_names, const char *const *param_names,
                               lithe_model **out) {
@@ -36,6 +49,7 @@ lithe_status lithe__model_new(const lithe__layer_type *type, const char *name,
         if (!(m->dims[m->n_dims].name = lithe__strdup(dim_names[m->n_dims]))) goto oom;
     for (; m->n_params < np; m->n_params++)
         if (!(m->params[m->n_params].name = lithe__strdup(param_names[m->n_params]))) goto oom;
+    index_params(m);
     *out = m;
     return LITHE_OK;
 oom:
@@ -84,6 +98,7 @@ void lithe_model_free(lithe_model *m) {
     lithe__free(m->shims);
     lithe__free(m->dims);
     lithe__free(m->params);
+    lithe__names_free(&m->param_index);
     lithe__free(m->refs);
     lithe__free(m->attrs);
     lithe__free(m->layers);
@@ -223,6 +238,9 @@ lithe_status lithe__infer_dim(lithe_model *m, const char *name, int64_t value, c
 /* ---- params and grads ---- */
 
 lithe__param *lithe__model_find_param(const lithe_model *m, const char *name) {
+    size_t k;
+    if (m->param_index.n == m->n_params && m->n_params) /* indexed (params are only ever added) */
+        return lithe__names_get(&m->param_index, name, &k) ? &m->params[k] : NULL;
     for (size_t i = 0; i < m->n_params; i++)
         if (!strcmp(m->params[i].name, name)) return &m->params[i];
     return NULL;
@@ -259,6 +277,7 @@ static lithe_status add_param(lithe_model *m, const char *name, lithe__param **o
     memset(p, 0, sizeof *p);
     if (!(p->name = lithe__strdup(name))) return lithe__oom(m->name, strlen(name) + 1);
     m->n_params++;
+    index_params(m);
     *out = p;
     return LITHE_OK;
 }

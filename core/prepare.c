@@ -2,7 +2,7 @@
  * weights a model's GEMMs read as op(B) — on the CPU the packed Wᵀ panels its driver would
  * otherwise build on every call — kept on the weights' storage and dropped when lithe writes that
  * storage (lithe__storage_touch: the version moves on). The forward of a layer reads the prepared
- * form only when is_train is false and the version still matches; the bits are the unprepared
+ * form only when is_train is false and the form is still there; the bits are the unprepared
  * call's (the same kernel, blocking and summation order).
  *
  * Which weights: the dense family (W of Linear, Relu, ... and Softmax, as X·Wᵀ), Maxout's W (as
@@ -39,7 +39,7 @@ void lithe__storage_drop_prepared(lithe__storage *st) {
 static lithe__prepared *find(const lithe_tensor *B, bool transB, const lithe_backend *be) {
     if (!B || B->ndim != 2) return NULL;
     for (lithe__prepared *p = B->storage->prepared; p; p = p->next)
-        if (p->kind == LITHE__PREP_GEMM_B && p->version == B->storage->version && same_view(p, B, transB, be)) return p;
+        if (p->kind == LITHE__PREP_GEMM_B && same_view(p, B, transB, be)) return p;
     return NULL;
 }
 
@@ -69,7 +69,6 @@ lithe_status lithe__prepare_b(lithe_tensor *B, bool transB, lithe_backend *be) {
         return s;
     }
     p->backend = be;
-    p->version = B->storage->version;
     p->transB = transB;
     p->offset = B->offset;
     for (int d = 0; d < 2; d++) {
@@ -119,7 +118,7 @@ static bool same_bias(const lithe__prepared *p, const lithe_tensor *b) {
 static lithe__prepared *find_op(const lithe__prep_op *op, const lithe_tensor *W, const lithe_tensor *bias,
                                 const lithe_backend *be) {
     for (lithe__prepared *p = W->storage->prepared; p; p = p->next)
-        if (p->kind == op->kind && p->backend == be && p->version == W->storage->version && same_op(p->op, op) &&
+        if (p->kind == op->kind && p->backend == be && same_op(p->op, op) &&
             p->offset == W->offset && p->shape[0] == W->shape[0] && p->strides[0] == W->strides[0] &&
             same_bias(p, bias))
             return p;
@@ -162,7 +161,6 @@ lithe_status lithe__prepare_op(lithe_backend *be, const lithe__prep_op *op, lith
     p->backend = be;
     p->kind = op->kind;
     p->op = key;
-    p->version = W->storage->version;
     p->offset = W->offset;
     p->shape[0] = W->shape[0];
     p->strides[0] = W->strides[0];
@@ -282,8 +280,7 @@ lithe_status lithe_model_prepare_inference(lithe_model *m) {
 
 static size_t storage_bytes(const lithe__storage *st) {
     size_t b = 0;
-    for (const lithe__prepared *p = st->prepared; p; p = p->next)
-        if (p->version == st->version) b += p->bytes;
+    for (const lithe__prepared *p = st->prepared; p; p = p->next) b += p->bytes;
     return b;
 }
 

@@ -241,6 +241,53 @@ static void test_threads_bit_identical(void **state) {
     each_kernel(threads_one);
 }
 
+/* A kernel that reads an untransposed B in place (gemm.h's ukernel_b: B 64-byte aligned, rows a
+ * multiple of 16 floats apart, M within one A block) gives the bits of the packed path, which the
+ * same product takes when B sits one float off a line; against float64 too, and with 2 threads. */
+static void b_in_place_one(const lithe__sgemm_kernel *k, const char *name) {
+    if (!k->ukernel_b) return;
+    static const int64_t mnk[][4] = {/* M, N, K, ldb */ {64, 512, 78, 512}, {7, 96, 600, 112},
+                                     {64, 100, 33, 112}, {130, 64, 20, 80}, {1, 64, 9, 64}, {20, 40, 1100, 48}};
+    for (size_t z = 0; z < sizeof mnk / sizeof mnk[0]; z++) {
+        int64_t M = mnk[z][0], N = mnk[z][1], K = mnk[z][2], ldb = mnk[z][3];
+        mats m = make(false, false, M, N, K, 0);
+        size_t bn = (size_t)(K * ldb), cn = (size_t)(M * m.ldc);
+        /* Ba: B 64-byte aligned (read in place); Bx + 1: the same values one float off (packed) */
+        float *Ba = lithe__aligned_alloc(sizeof(float) * (bn + 16)), *Bx = lithe__aligned_alloc(sizeof(float) * (bn + 16));
+        float *ref = malloc(sizeof(float) * cn), *got = malloc(sizeof(float) * cn);
+        assert_true(Ba && Bx && ref && got);
+        for (int64_t r = 0; r < K; r++)
+            for (int64_t j = 0; j < ldb; j++) Ba[r * ldb + j] = Bx[1 + r * ldb + j] = j < N ? m.B[r * N + j] : NAN;
+        float alpha = z % 2 ? 1.0f : -0.5f, beta = z % 3 ? 1.0f : 0.0f;
+        for (int nt = 1; nt <= (LITHE_HAVE_THREADS ? 2 : 1); nt++) {
+            OK(lithe__cpu_set_threads(nt));
+            memcpy(ref, m.C, sizeof(float) * cn);
+            memcpy(got, m.C, sizeof(float) * cn);
+            assert_true(lithe__sgemm(k, true, false, false, M, N, K, alpha, m.A, m.lda, Bx + 1, ldb, beta, ref, m.ldc,
+                                     NULL));
+            assert_true(lithe__sgemm(k, true, false, false, M, N, K, alpha, m.A, m.lda, Ba, ldb, beta, got, m.ldc,
+                                     NULL));
+            if (memcmp(ref, got, sizeof(float) * cn) != 0) {
+                print_error("%s: M=%lld N=%lld K=%lld ldb=%lld, %d threads: B read in place differs from packed\n",
+                            name, (long long)M, (long long)N, (long long)K, (long long)ldb, nt);
+                fail();
+            }
+            check(name, &m, alpha, beta, m.C, got);
+        }
+        OK(lithe__cpu_set_threads(0));
+        lithe__aligned_free(Ba);
+        lithe__aligned_free(Bx);
+        free(ref);
+        free(got);
+        drop(&m);
+    }
+}
+
+static void test_b_in_place(void **state) {
+    (void)state;
+    each_kernel(b_in_place_one);
+}
+
 /* Every AVX-512 tile height computes each element the same way. */
 static void test_avx512_heights_agree(void **state) {
     (void)state;
@@ -425,6 +472,7 @@ int main(void) {
         cmocka_unit_test(test_k_zero_and_empty),
         cmocka_unit_test(test_row_alone_equals_batch),
         cmocka_unit_test(test_threads_bit_identical),
+        cmocka_unit_test(test_b_in_place),
         cmocka_unit_test(test_avx512_heights_agree),
         cmocka_unit_test(test_fused_equals_unfused),
         cmocka_unit_test(test_rows_and_row_bias),

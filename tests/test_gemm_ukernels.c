@@ -101,6 +101,8 @@ static void check_ukernel(const lithe__sgemm_kernel *k, bool fused) {
     for (size_t ki = 0; ki < sizeof kcs / sizeof kcs[0]; ki++) {
         size_t kc = kcs[ki];
         float *a = frand(kc * MR), *b = frand(kc * NR), *bias = frand(NR), *c0 = frand(MR * ldc);
+        float *bs = frand(kc * (NR + 16)); /* b's rows (NR + 16) floats apart, for ukernel_b */
+        for (size_t kk = 0; kk < kc; kk++) memcpy(bs + kk * (NR + 16), b + kk * NR, NR * sizeof(float));
         float *c1 = lithe__aligned_alloc(MR * ldc * sizeof(float)), *c2 = lithe__aligned_alloc(MR * ldc * sizeof(float));
         for (size_t ai = 0; ai < 2; ai++)
             for (size_t bi = 0; bi < 3; bi++)
@@ -114,6 +116,20 @@ static void check_ukernel(const lithe__sgemm_kernel *k, bool fused) {
                             memcpy(c2, c1, MR * ldc * sizeof(float));
                             k->ukernel(mr, nr, kc, a, b, c1, ldc, &p);
                             twin(fused, MR, NR, mr, nr, kc, a, b, c2, ldc, &p);
+                            if (k->ukernel_b) { /* B in place, rows ldb apart: the same bits as packed */
+                                float *c3 = lithe__aligned_alloc(MR * ldc * sizeof(float));
+                                memcpy(c3, c0, MR * ldc * sizeof(float));
+                                if (p.beta == 0.0f)
+                                    for (size_t i = 0; i < MR * ldc; i++) c3[i] = NAN;
+                                k->ukernel_b(mr, nr, kc, a, bs, NR + 16, c3, ldc, &p);
+                                size_t nb = 0, at = 0;
+                                for (size_t i = 0; i < MR * ldc; i++)
+                                    if (!same_bits(c1[i], c3[i]) && !(isnan(c1[i]) && isnan(c3[i])) && !nb++) at = i;
+                                CHECK(nb == 0, "%s ukernel_b %zux%zu: tile %zux%zu kc=%zu: %zu elements differ from "
+                                      "the packed call, first C[%zu][%zu] = %.9g, packed %.9g",
+                                      k->isa, MR, NR, mr, nr, kc, nb, at / ldc, at % ldc, c3[at], c1[at]);
+                                lithe__aligned_free(c3);
+                            }
                             size_t bad = 0, first = 0;
                             for (size_t i = 0; i < MR * ldc; i++)
                                 if (!same_bits(c1[i], c2[i]) && !(isnan(c1[i]) && isnan(c2[i])) && !bad++) first = i;
@@ -125,6 +141,7 @@ static void check_ukernel(const lithe__sgemm_kernel *k, bool fused) {
                         }
         lithe__aligned_free(a);
         lithe__aligned_free(b);
+        lithe__aligned_free(bs);
         lithe__aligned_free(bias);
         lithe__aligned_free(c0);
         lithe__aligned_free(c1);

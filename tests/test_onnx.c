@@ -260,6 +260,31 @@ static void test_bad_inputs(void **state) {
     lithe_model_free(m);
 }
 
+/* Window attributes of the wrong length are errors naming the node, never read in part: the
+ * decoder's stride-2 ConvTranspose with one stride, or one output_padding (they were skipped, so
+ * the node ran as stride 1 / no output padding and gave another shape), and a stride of 0; the
+ * attributes are edited in the parsed graph. ConvTranspose checks them as Conv does. */
+static void test_bad_window_attrs(void **state) {
+    (void)state;
+    static const struct { const char *attr; int64_t v0; size_t n; lithe_status st; const char *says; } cases[] = {
+        {"strides", 2, 1, LITHE_ERR_UNSUPPORTED, "1 strides (lithe runs 2-D windows)"},
+        {"output_padding", 1, 1, LITHE_ERR_UNSUPPORTED, "1 output_padding"},
+        {"strides", 0, 2, LITHE_ERR_VALUE, "strides and dilations must be 1 .. 2^20"}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        lithe_model *m = load("decoder", NULL, NULL);
+        lithe__onnx_attr *a = graph_weight_attr(m, "ConvTranspose", "up.weight", cases[k].attr, cases[k].n);
+        a->ints[0] = cases[k].v0;
+        a->n_ints = cases[k].n;
+        lithe_value *X = tiled(get("decoder.x"), 1), *Y = NULL;
+        assert_int_equal(lithe_model_predict(m, X, &Y), cases[k].st);
+        printf("test_onnx: ConvTranspose with %zu %s refused: %s\n", cases[k].n, cases[k].attr, lithe_last_error());
+        assert_non_null(strstr(lithe_last_error(), cases[k].says));
+        assert_non_null(strstr(lithe_last_error(), "ConvTranspose"));
+        lithe_value_release(X);
+        lithe_model_free(m);
+    }
+}
+
 /* Every truncation and a thousand random byte changes: an error or a model, never a crash (the
  * sanitizer builds check the "never"). Unknown operators are all listed at load. */
 static void test_hostile(void **state) {
@@ -807,6 +832,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_plan_vulkan),        cmocka_unit_test(test_external_data),
         cmocka_unit_test(test_fusion),             cmocka_unit_test(test_fusion_allocation_failures),
         cmocka_unit_test(test_prepared),
+        cmocka_unit_test(test_bad_window_attrs),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);
 }

@@ -603,6 +603,20 @@ static const conv_case conv_cases[] = {
     {2, 4, 11, 40, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 4},   /* depthwise stride 2 */
     {1, 2, 12, 30, 2, 5, 5, 1, 1, 4, 4, 4, 4, 2, 2, 2},   /* depthwise 5x5, dilation 2 */
     {1, 2, 10, 37, 2, 3, 3, 2, 1, 0, 2, 1, 0, 1, 1, 2},   /* depthwise, uneven padding and strides */
+    /* the depthwise long rows (conv.c dw_layout): phase planes, runs across row ends, the twin's
+     * fall-backs */
+    {1, 3, 7, 7, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 3},     /* depthwise stride 2 on an odd 7x7 plane */
+    {2, 5, 14, 14, 5, 3, 3, 2, 2, 0, 0, 1, 1, 1, 1, 5},   /* stride 2, padding at the end only (TF's SAME) */
+    {1, 4, 13, 11, 4, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, 4},   /* no padding, stride 1: reads X itself */
+    {1, 3, 15, 17, 3, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, 3},   /* no padding, stride 2 */
+    {1, 3, 16, 19, 3, 3, 3, 3, 2, 2, 1, 0, 2, 2, 3, 3},   /* stride 3 down, 2 across, dilations 2, 3, uneven pads */
+    {2, 3, 4, 5, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3},     /* a plane shorter than a vector */
+    {1, 2, 9, 9, 2, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 2},     /* 1x1 depthwise, padded */
+    {1, 2, 50, 61, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},   /* several runs per plane (ext's rows) */
+    {1, 2, 41, 70, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2},   /* several runs, stride 2 */
+    {1, 1, 3, 2100, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},  /* a row wider than a run: one row per run */
+    {1, 2, 12, 11, 2, 9, 8, 1, 1, 4, 4, 4, 3, 1, 1, 2},   /* 72 taps, past the long rows' limit: the twin */
+    {1, 2, 6, 32, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},    /* rows a whole number of vectors wide: straight into Y */
     {2, 3, 10, 10, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},   /* plain 3x3 */
     {2, 4, 9, 8, 6, 3, 2, 2, 1, 1, 0, 0, 1, 1, 1, 2},     /* grouped, strided, uneven padding */
     {1, 3, 12, 12, 4, 3, 3, 1, 1, 0, 0, 0, 0, 2, 2, 1},   /* dilated */
@@ -742,24 +756,127 @@ static void test_conv2d_depthwise_padding_exact(void **state) {
     (void)state;
     lithe_backend *cpu;
     OK(lithe_backend_get("cpu", &cpu));
-    const conv_case c = {1, 4, 6, 9, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4};
-    lithe__conv2d g = geom(&c);
-    size_t nx = (size_t)(g.C * g.H * g.W), ny = (size_t)(g.M * g.OH * g.OW), nw = (size_t)(g.M * 9);
-    float *X = malloc(nx * 4), *W = malloc(nw * 4), *b = malloc((size_t)g.M * 4), *Ys = malloc(ny * 4),
-          *Yv = malloc(ny * 4);
-    fill(X, (int64_t)nx, -1, 1), fill(W, (int64_t)nw, 0.1, 1), fill(b, g.M, -1, 1);
-    for (size_t i = 0; i < (size_t)(g.H * g.W); i++) X[i] = -0.0f; /* plane 0: -0 inputs, w > 0, bias -0 */
-    b[0] = -0.0f;
-    W[9 + 0] = INFINITY;  /* plane 1: an infinite corner tap */
-    W[18 + 8] = NAN;      /* plane 2: a NaN corner tap */
-    for (int t = 0; t < ntables; t++) {
-        lithe__simd_force(tables[t]);
-        lithe_f32_conv2d__scalar(&g, X, W, b, Ys);
-        OK(lithe__cpu_conv2d(cpu, &g, X, W, b, NULL, Yv));
-        same_bits(tables[t]->isa, "depthwise conv2d, -0 and non-finite", (int64_t)ny, Ys, Yv);
+    const conv_case cs[] = {{1, 4, 6, 9, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4},
+                            {1, 4, 9, 9, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 4},  /* stride 2 */
+                            {1, 4, 7, 10, 4, 3, 3, 1, 1, 0, 2, 1, 0, 1, 1, 4}, /* uneven padding */
+                            /* no padding: the long rows add no padding tap, so they take these planes */
+                            {1, 4, 6, 9, 4, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, 4},
+                            {1, 4, 9, 9, 4, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, 4}};
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        lithe__conv2d g = geom(&cs[i]);
+        size_t nx = (size_t)(g.C * g.H * g.W), ny = (size_t)(g.M * g.OH * g.OW), nw = (size_t)(g.M * 9);
+        float *X = malloc(nx * 4), *W = malloc(nw * 4), *b = malloc((size_t)g.M * 4), *Ys = malloc(ny * 4),
+              *Yv = malloc(ny * 4);
+        fill(X, (int64_t)nx, -1, 1), fill(W, (int64_t)nw, 0.1, 1), fill(b, g.M, -1, 1);
+        for (size_t k = 0; k < (size_t)(g.H * g.W); k++) X[k] = -0.0f; /* plane 0: -0 inputs, w > 0, bias -0 */
+        b[0] = -0.0f;
+        W[9 + 0] = INFINITY; /* plane 1: an infinite corner tap */
+        W[18 + 8] = NAN;     /* plane 2: a NaN corner tap */
+        b[3] = -0.0f;        /* plane 3: -0 weights and bias (their signs decide the sum's) */
+        for (int k = 0; k < 9; k++) W[27 + k] = -0.0f;
+        for (size_t k = 3 * (size_t)(g.H * g.W); k < nx; k++) X[k] = fabsf(X[k]);
+        for (int t = 0; t < ntables; t++) {
+            lithe__simd_force(tables[t]);
+            lithe_f32_conv2d__scalar(&g, X, W, b, Ys);
+            OK(lithe__cpu_conv2d(cpu, &g, X, W, b, NULL, Yv));
+            same_bits(tables[t]->isa, "depthwise conv2d, -0 and non-finite", (int64_t)ny, Ys, Yv);
+        }
+        free(X), free(W), free(b), free(Ys), free(Yv);
     }
     lithe__simd_force(NULL);
-    free(X), free(W), free(b), free(Ys), free(Yv);
+}
+
+/* A fused activation (conv2d's a) on the depthwise path: relu and clip (ReLU6) run in the kernel's
+ * registers (by max / min where the ISA's operand order allows), other kinds and a clip whose
+ * bounds cross by the act kernel after; either way the twin's sum then that table's act kernel,
+ * bit for bit (inputs include -0, NaN, ±inf and values past the clip). */
+static void test_conv2d_depthwise_fused_act(void **state) {
+    (void)state;
+    lithe_backend *cpu;
+    OK(lithe_backend_get("cpu", &cpu));
+    const conv_case cs[] = {{1, 3, 14, 14, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3},
+                            {1, 3, 15, 13, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 3},
+                            {1, 2, 7, 7, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},
+                            {1, 2, 11, 12, 2, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 2},
+                            {1, 2, 9, 10, 2, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, 2},
+                            {1, 2, 5, 32, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2}}; /* rows straight into Y */
+    const lithe__act acts[] = {{.kind = LITHE__ACT_RELU},
+                               {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = 0, .max_val = 6},
+                               {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 0.5f, .offset = 0.25f, .min_val = -1, .max_val = 1},
+                               {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = 1, .max_val = -1},
+                               {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = -2, .offset = 0, .min_val = -0.0f, .max_val = 0.5f},
+                               {.kind = LITHE__ACT_HARD_SWISH_MOBILENET},
+                               {.kind = LITHE__ACT_SIGMOID}};
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        lithe__conv2d g = geom(&cs[i]);
+        size_t nx = (size_t)(g.C * g.H * g.W), ny = (size_t)(g.M * g.OH * g.OW), nw = (size_t)(g.M * g.KH * g.KW);
+        float *X = malloc(nx * 4), *W = malloc(nw * 4), *b = malloc((size_t)g.M * 4), *Ys = malloc(ny * 4),
+              *Yv = malloc(ny * 4);
+        fill(X, (int64_t)nx, -4, 4), fill(W, (int64_t)nw, -1, 1), fill(b, g.M, -1, 1);
+        for (size_t k = 0; k < nx; k += 7) X[k] = -0.0f;
+        X[nx / 3] = NAN, X[nx / 2] = INFINITY, X[nx - 5] = -INFINITY; /* NaN sums: relu 0, clip NaN */
+        for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++)
+            for (int t = 0; t < ntables; t++) {
+                lithe__simd_force(tables[t]);
+                lithe_f32_conv2d__scalar(&g, X, W, b, Ys);
+                tables[t]->act(&acts[a], (int64_t)ny, Ys, Ys);
+                OK(lithe__cpu_conv2d(cpu, &g, X, W, b, &acts[a], Yv));
+                same_bits(tables[t]->isa, "depthwise conv2d with a fused act", (int64_t)ny, Ys, Yv);
+            }
+        free(X), free(W), free(b), free(Ys), free(Yv);
+    }
+    lithe__simd_force(NULL);
+}
+
+/* The depthwise kernels themselves against the scalar table: dwconv_taps on runs of every length
+ * around the vector widths, as one run and as rows (3x3 and a 2x2, with and without an act),
+ * copy_rows at strides 1, 2, 3, and split_rows on odd and even widths. */
+static void test_dwconv_kernels_match_scalar(void **state) {
+    (void)state;
+    enum { PQ = 21, ROWS = 8 };
+    float x[PQ * (ROWS + 3)], w[9], ys[PQ * ROWS], yv[PQ * ROWS];
+    fill(x, PQ * (ROWS + 3), -2, 2), fill(w, 9, -1, 1);
+    int64_t off9[9], off4[4] = {0, 1, PQ, PQ + 1};
+    for (int t = 0; t < 9; t++) off9[t] = t / 3 * PQ + t % 3;
+    const lithe__act clip = {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = 0, .max_val = 1};
+    for (int t = 0; t < ntables; t++)
+        for (int64_t n = 1; n <= PQ * ROWS; n++)
+            for (int v = 0; v < 4; v++) {
+                const lithe__act *a = v & 1 ? &clip : NULL;
+                const int64_t *off = v & 2 ? off4 : off9;
+                int64_t T = v & 2 ? 4 : 9;
+                memset(ys, 0x7f, sizeof ys), memset(yv, 0x7f, sizeof yv);
+                lithe__simd_scalar.dwconv_taps(1, n, 0, ys, 0, x, off, w, T, 0.5f, a);
+                tables[t]->dwconv_taps(1, n, 0, yv, 0, x, off, w, T, 0.5f, a);
+                same_bits(tables[t]->isa, "dwconv_taps", PQ * ROWS, ys, yv); /* nothing past n written */
+                if (n > PQ - 2) continue;
+                /* rows: n of each PQ-wide row into rows n + 1 apart (the gap never written) */
+                memset(ys, 0x7f, sizeof ys), memset(yv, 0x7f, sizeof yv);
+                lithe__simd_scalar.dwconv_taps(ROWS, n, PQ, ys, n + 1, x, off, w, T, -0.5f, a);
+                tables[t]->dwconv_taps(ROWS, n, PQ, yv, n + 1, x, off, w, T, -0.5f, a);
+                same_bits(tables[t]->isa, "dwconv_taps rows", PQ * ROWS, ys, yv);
+            }
+    float dst_s[64 * 3], dst_v[64 * 3];
+    for (int t = 0; t < ntables; t++)
+        for (int64_t s = 1; s <= 3; s++)
+            for (int64_t n = 0; n <= 40; n++) {
+                memset(dst_s, 0, sizeof dst_s), memset(dst_v, 0, sizeof dst_v);
+                int64_t lds = (n - 1) * s + 1 > 0 ? (n - 1) * s + 1 : 1; /* rows packed: no slack to read */
+                if (3 * lds > PQ * (ROWS + 3)) continue;
+                lithe__simd_scalar.copy_rows(3, n, dst_s, 64, x, lds, s);
+                tables[t]->copy_rows(3, n, dst_v, 64, x, lds, s);
+                same_bits(tables[t]->isa, "copy_rows", 64 * 3, dst_s, dst_v);
+            }
+    /* split_rows: rows of m packed back to back (nothing past them to read), even and odd halves
+     * into rows 40 apart, the untouched floats compared too */
+    for (int t = 0; t < ntables; t++)
+        for (int64_t m = 0; m <= 70; m++) {
+            if (3 * m > PQ * (ROWS + 3)) break;
+            float sp_s[240] = {0}, sp_v[240] = {0}; /* e rows at 0, 40, 80; o rows at 120, 160, 200 */
+            lithe__simd_scalar.split_rows(3, m, sp_s, sp_s + 120, 40, x, m);
+            tables[t]->split_rows(3, m, sp_v, sp_v + 120, 40, x, m);
+            same_bits(tables[t]->isa, "split_rows", 240, sp_s, sp_v);
+        }
 }
 
 /* An image's output does not depend on the batch around it: each image alone gives the bits it has
@@ -899,6 +1016,8 @@ int main(void) {
         cmocka_unit_test(test_conv2d_matches_scalar),
         cmocka_unit_test(test_conv2d_image_alone_equals_batch),
         cmocka_unit_test(test_conv2d_depthwise_padding_exact),
+        cmocka_unit_test(test_conv2d_depthwise_fused_act),
+        cmocka_unit_test(test_dwconv_kernels_match_scalar),
         cmocka_unit_test(test_cache_reuses_and_bounds),
         /* the tests that start worker threads last */
         cmocka_unit_test(test_pool2d_matches_scalar),

@@ -8,12 +8,15 @@
  *     grouped non-depthwise, dilated) must run lithe's kernels;
  *   - fully connected: N = 10 at M = 32 / 64 with no clamp and relu through XNNPACK; M = 1 and
  *     N = 64 declined; a dense model (Relu(16) -> Linear(10)) predicted prepared and unprepared;
+ *     HardTanh, ReluK and ClippedLinear (clamps) through XNNPACK, HardSigmoid not;
  *   - freshness: a write to the bias (or W) drops the operator (lithe's path again);
  *   - imported graphs (gen_onnx_goldens.py's mobile, lenet, mlp13, torch.onnx.export): prepared
  *     predictions at batch 1x and 8x the golden's match the unprepared ones within float tolerance
  *     and PyTorch's within test_onnx's 1e-4, with the number of ops XNNPACK ran checked (mobile:
  *     every side of the rule: depthwise, pointwise on few / many pixels, dense 3x3 on 3 / 24
  *     channels, Gemm at batch 2 / 16);
+ *   - a Conv with window attributes the graph refuses (stride 0, negative pads, 2 pads) gets no
+ *     operator when prepared; predict then fails naming the node, as unprepared;
  *   - threads: with 2, lithe's kernels run (none through XNNPACK), bit-identical to unprepared;
  *   - allocation failure: every allocation lithe makes while preparing an operator (its bookkeeping,
  *     the transposed weights) failed in turn: LITHE_ERR_OOM, no form, no leak (XNNPACK's own
@@ -30,8 +33,10 @@
 #include <cmocka.h>
 
 #include "internal.h"
+#include "io/onnx.h"
 #include "failing_alloc.h"
 #include "golden/golden.h"
+#include "golden/graph_check.h"
 
 extern size_t lithe__xnn_runs; /* backends/cpu/xnnpack.c */
 
@@ -228,6 +233,44 @@ static void test_dense_model(void **state) {
     lithe_model_free(m);
 }
 
+/* The clipped_linear family: a slope of 1 and offset of 0 is a clamp (lithe__act_clamp), so
+ * HardTanh ([-1, 1]), ReluK ([0, 6]) and ClippedLinear ([0, 1]) go to XNNPACK at 40 rows with the
+ * clip as the operator's output clamp; HardSigmoid (slope 0.2, offset 0.5) has no operator form
+ * and stays lithe's (bit-identical to unprepared). The inputs are scaled so that every clamp bites. */
+static void test_clipped_dense(void **state) {
+    (void)state;
+    static const struct { const char *layer; size_t runs; } cases[] = {
+        {"HardTanh.v1", 1}, {"ReluK.v1", 1}, {"ClippedLinear.v1", 1}, {"HardSigmoid.v1", 0}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        lithe_model *m = NULL;
+        OK(lithe_dense(cases[k].layer, &(lithe_dense_opts){.nO = 12, .nI = 64}, &m));
+        OK(lithe_model_initialize(m, NULL, NULL));
+        lithe_tensor *X = rnd(2, (int64_t[]){40, 64}, 11), *Y0 = NULL, *Y1 = NULL;
+        float *x = lithe_tensor_data(X);
+        for (int64_t i = 0; i < lithe_tensor_numel(X); i++) x[i] *= 8.0f;
+        OK(lithe_model_predict_tensor(m, X, &Y0));
+        OK(lithe_model_prepare_inference(m));
+        size_t before = lithe__xnn_runs;
+        OK(lithe_model_predict_tensor(m, X, &Y1));
+        assert_int_equal(lithe__xnn_runs - before, cases[k].runs);
+        const float *y = lithe_tensor_data(Y0);
+        float lo = INFINITY, hi = -INFINITY;
+        for (int64_t i = 0; i < lithe_tensor_numel(Y0); i++) {
+            lo = y[i] < lo ? y[i] : lo;
+            hi = y[i] > hi ? y[i] : hi;
+        }
+        printf("test_xnnpack: %-16s %zu op through XNNPACK, outputs in [%g, %g]\n", cases[k].layer,
+               lithe__xnn_runs - before, lo, hi);
+        assert_true(lo == (k == 0 ? -1.0f : 0.0f) && hi == (k == 1 ? 6.0f : 1.0f)); /* both ends clamped */
+        if (cases[k].runs) close_to(Y1, Y0, 8.0 * 65.0);
+        else assert_memory_equal(lithe_tensor_data(Y0), lithe_tensor_data(Y1), 40 * 12 * sizeof(float));
+        lithe_tensor_release(X);
+        lithe_tensor_release(Y0);
+        lithe_tensor_release(Y1);
+        lithe_model_free(m);
+    }
+}
+
 /* Allocation failures while preparing an XNNPACK operator (lithe's bookkeeping, the transposed
  * weights) */
 static lithe_tensor *oomW, *oomb;
@@ -316,6 +359,43 @@ static void test_graphs(void **state) {
         }
 }
 
+/* A Conv whose window attributes the graph refuses when it runs (a stride of 0, negative pads, 2
+ * pads) gets no XNNPACK operator when prepared: the operator's key reads the attributes through
+ * the same checks (window_params in core/graph/ops.c), so prepare succeeds (it used to hand them
+ * to XNNPACK, which refuses a stride of 0: prepare failed) and predict fails naming the node, as
+ * unprepared, after the three operators before it ran. The attributes are edited in the parsed
+ * graph (mobile's "conv", 3x3 on 24 channels: an XNNPACK NHWC operator when valid). */
+static void test_bad_conv_attrs(void **state) {
+    (void)state;
+    static const int64_t stride0[2] = {0, 1}, neg_pads[4] = {1, -1, 1, 1};
+    static const struct { const char *attr; const int64_t *v; size_t n; lithe_status st; const char *says; } cases[] = {
+        {"strides", stride0, 2, LITHE_ERR_VALUE, "strides and dilations must be 1 .. 2^20"},
+        {"pads", neg_pads, 4, LITHE_ERR_VALUE, "pads must be 0 .. 2^20"},
+        {"pads", neg_pads, 2, LITHE_ERR_UNSUPPORTED, "2 pads"}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const golden *gm = get("mobile.onnx");
+        uint8_t *b = bytes_of(gm);
+        lithe_model *m = NULL;
+        OK(lithe_onnx_load_bytes(b, (size_t)gm->n, &m));
+        free(b);
+        lithe__onnx_attr *a = graph_weight_attr(m, "Conv", "conv.weight", cases[k].attr, cases[k].n);
+        memcpy(a->ints, cases[k].v, cases[k].n * sizeof *a->ints);
+        a->n_ints = cases[k].n;
+        OK(lithe_model_prepare_inference(m));
+        lithe_value *X = tiled(get("mobile.x"), 1), *Y = NULL;
+        size_t before = lithe__xnn_runs;
+        assert_int_equal(lithe_model_predict(m, X, &Y), cases[k].st);
+        printf("test_xnnpack: conv with bad %s: %zu ops through XNNPACK before it, refused: %s\n", cases[k].attr,
+               lithe__xnn_runs - before, lithe_last_error());
+        assert_int_equal(lithe__xnn_runs - before, 3); /* dw1, dw2, pw2 */
+        assert_non_null(strstr(lithe_last_error(), cases[k].says));
+        assert_non_null(strstr(lithe_last_error(), "Conv"));
+        assert_null(Y);
+        lithe_value_release(X);
+        lithe_model_free(m);
+    }
+}
+
 /* With 2 threads the CPU backend runs lithe's threaded kernels, never XNNPACK's: the prepared
  * prediction is bit-identical to the unprepared one. */
 static void test_threads(void **state) {
@@ -349,8 +429,10 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_conv),
         cmocka_unit_test(test_fc),
         cmocka_unit_test(test_dense_model),
+        cmocka_unit_test(test_clipped_dense),
         cmocka_unit_test(test_oom),
         cmocka_unit_test(test_graphs),
+        cmocka_unit_test(test_bad_conv_attrs),
         cmocka_unit_test(test_threads),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);

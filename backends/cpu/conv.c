@@ -1,11 +1,11 @@
 /* The CPU backend's 2-D convolution for imported graphs (primitives.def: conv2d, conv2d_backward):
  *
- *   - depthwise (one input and one output channel per group, mobilenet's 3x3): a direct kernel over
- *     output rows, taps outermost and the output row innermost (contiguous for stride 1, so it
- *     vectorises); it accumulates in the scalar twin's order (bias, then taps kh, kw), bit-identical.
- *     Padded planes are copied into a zero-bordered buffer so whole rows go to the vector kernel
- *     (dw_plane_padded_ok says when that keeps the twin's bits; otherwise edge columns are summed
- *     with bounds checks);
+ *   - depthwise (one input and one output channel per group, mobilenet's 3x3): each plane as long
+ *     rows (a zero-bordered copy split into phase planes where it is padded or strided; see
+ *     dw_layout), every tap a shift of them, whole vectors (dwconv_taps), the fused relu / clip in
+ *     registers; it accumulates in the scalar twin's order (bias, then taps kh, kw), bit-identical.
+ *     Planes where the padding's 0·w taps could change a bit (dw_plane_padded_ok) run the twin's
+ *     loop. Its backward keeps each accumulator's twin order too (depthwise_backward_channels);
  *   - everything else: per image and group, Y_g (Mg, OH·OW) = W_g (Mg, K) · B (K, OH·OW) with
  *     K = Cg·KH·KW through the packed GEMM (gemm/gemm.h), the bias riding in the product as one
  *     more k-step (bias_row) or added while copying out. B is, by geometry:
@@ -74,20 +74,86 @@ static void valid_range(int64_t OW, int64_t W, int64_t s, int64_t p, int64_t k, 
     if (*hi < *lo) *hi = *lo;
 }
 
+/* The depthwise forward's layout: a plane as one long row. Output (oh, ow) sits at q = oh·Pq + ow of
+ * a run with Pq - OW dropped columns per row; tap (kh, kw) reads the source at q + off[tap], so each
+ * output is the twin's sum, bias + taps in (kh, kw) order (dwconv_taps), and whole vectors run
+ * across row ends (7- and 14-wide rows fill them). The source is
+ *   direct (stride 1, no padding): the plane itself, Pq = W;
+ *   else the phase planes of the GEMM's shifted rows (phase_dims): the plane copied into a
+ *     zero-bordered buffer split into s0·s1 planes of Hq x Wq, plane (a, b) holding padded pixel
+ *     (i·s0 + a, j·s1 + b) at (i, j), so tap (kh, kw) is plane (kh·d0 mod s0, kw·d1 mod s1) from
+ *     (kh·d0 div s0, kw·d1 div s1), a stride-1 shift; Pq = Wq. The copy de-interleaves (copy_rows).
+ * Rows at least two vectors wide (56, 112 on AVX-512) run one by one straight into Y, a row's last
+ * vector overlapping the one before; narrower ones (28, 14, 7: the overlap or idle lanes would be a
+ * larger share) as runs of R output rows at a time into ext (L1-sized), whose OW-wide rows are then
+ * copied into Y. (In mobilenet_v2, 56-wide rows measured faster straight into Y, 28-wide ones as
+ * runs; a kernel loop on data already in cache prefers runs for both.) The dropped columns of a
+ * run's row read the next row's start, never past the source: a run ends at its last row's OW. */
+typedef struct dw_layout {
+    bool ok;     /* the long-row path applies: KH·KW <= LITHE__DWCONV_MAX_TAPS */
+    bool direct; /* reads X itself */
+    int64_t Hq, Pq, R, T;
+    size_t src, ext; /* workspace floats: phase planes, the run buffer */
+    int64_t off[LITHE__DWCONV_MAX_TAPS];
+    int ncopy;       /* the copies into the phase planes: R rows of n, to src + dst from x + from; */
+    struct {         /* at stride 2 across, whole rows of n split to src + dst (even) and + dst2 (odd) */
+        int64_t R, n, dst, dst2, from;
+    } copy[LITHE__DWCONV_MAX_TAPS];
+} dw_layout;
+
 typedef struct dw_job {
     lithe_backend *be;
     const lithe__conv2d *g;
     const float *X, *W, *b;
-    const lithe__act *a; /* or NULL: applied to each plane once it is summed */
+    const lithe__act *a; /* or NULL: applied while the plane is summed (dwconv_taps) */
     float *Y;
     const lithe__simd_kernels *k;
+    const dw_layout *L;
 } dw_job;
 
-/* Whether plane c may run from a zero-bordered copy: there every output column and tap row is
- * inside, so whole rows go to dwconv_row, and the padding's taps add 0·w between the real ones.
- * That leaves each sum's bits the twin's (which skips those taps) when w is finite (0·w is ±0,
- * not NaN) and the sum is never -0 (acc + ±0 = acc for every other acc): a sum is -0 only when it
- * starts at a -0 bias, so a -0 bias or a non-finite weight sends the plane to the edge loop. */
+static bool dw_padded(const lithe__conv2d *g) { return g->pad[0] || g->pad[1] || g->pad[2] || g->pad[3]; }
+
+static void phase_dims(const lithe__conv2d *g, int64_t *Hq, int64_t *Wq);
+
+static void dw_layout_init(const lithe__conv2d *g, int lanes, dw_layout *L) {
+    memset(L, 0, sizeof *L);
+    int64_t s0 = g->stride[0], s1 = g->stride[1];
+    L->T = g->KH * g->KW;
+    L->ok = L->T <= LITHE__DWCONV_MAX_TAPS && s0 * s1 <= LITHE__DWCONV_MAX_TAPS && g->OH > 0 && g->OW > 0;
+    if (!L->ok) return;
+    L->direct = !dw_padded(g) && s0 == 1 && s1 == 1;
+    if (L->direct) L->Hq = g->H, L->Pq = g->W;
+    else phase_dims(g, &L->Hq, &L->Pq);
+    int64_t HWq = L->Hq * L->Pq;
+    for (int64_t kh = 0, t = 0; kh < g->KH; kh++)
+        for (int64_t kw = 0; kw < g->KW; kw++, t++) {
+            int64_t th = kh * g->dil[0], tw = kw * g->dil[1];
+            L->off[t] = (th % s0 * s1 + tw % s1) * HWq + th / s0 * L->Pq + tw / s1;
+        }
+    L->src = L->direct ? 0 : (size_t)(s0 * s1 * HWq);
+    /* plane (a, b)'s interior: input rows h ≡ a - pad0 (mod s0), columns w ≡ b - pad1 (mod s1) */
+    for (int64_t pa = 0; pa < s0 && !L->direct; pa++)
+        for (int64_t pb = 0; pb < s1; pb++) {
+            int64_t h0 = ((pa - g->pad[0]) % s0 + s0) % s0, w0 = ((pb - g->pad[1]) % s1 + s1) % s1;
+            if (h0 >= g->H || w0 >= g->W) continue;
+            int64_t row = (h0 + g->pad[0]) / s0 * L->Pq;
+            if (s1 == 2 && w0 == 1) continue; /* with the even columns, by split_rows */
+            L->copy[L->ncopy].R = (g->H - h0 + s0 - 1) / s0;
+            L->copy[L->ncopy].n = s1 == 2 ? g->W : (g->W - w0 + s1 - 1) / s1;
+            L->copy[L->ncopy].dst = (pa * s1 + pb) * HWq + row + (w0 + g->pad[1]) / s1;
+            /* at stride 2, column 1 (and every odd one) lands in plane (1 + pad1) mod 2 */
+            L->copy[L->ncopy].dst2 = s1 == 2 ? (pa * s1 + (1 + g->pad[1]) % 2) * HWq + row + (1 + g->pad[1]) / 2 : -1;
+            L->copy[L->ncopy++].from = h0 * g->W + w0;
+        }
+    L->R = L->Pq >= 2048 ? 1 : 2048 / L->Pq;
+    if (L->R > g->OH) L->R = g->OH;
+    L->ext = L->Pq == g->OW || g->OW >= 2 * lanes ? 0 : (size_t)(L->R * L->Pq);
+}
+
+/* Whether plane c may run from a zero-bordered copy: there the padding's taps add 0·w between the
+ * real ones. That leaves each sum's bits the twin's (which skips those taps) when w is finite (0·w
+ * is ±0, not NaN) and the sum is never -0 (acc + ±0 = acc for every other acc): a sum is -0 only
+ * when it starts at a -0 bias, so a -0 bias or a non-finite weight sends the plane to the twin. */
 static bool dw_plane_padded_ok(const lithe__conv2d *g, const float *w, const float *b, int64_t c) {
     if (b && b[c] == 0.0f && signbit(b[c])) return false;
     for (int64_t t = 0; t < g->KH * g->KW; t++)
@@ -95,124 +161,209 @@ static bool dw_plane_padded_ok(const lithe__conv2d *g, const float *w, const flo
     return true;
 }
 
-static void depthwise_plane_padded(const dw_job *j, int64_t nc, float *xp, int64_t Wp) {
+static void depthwise_plane_long(const dw_job *j, int64_t nc, float *src, float *ext) {
     const lithe__conv2d *g = j->g;
-    int64_t c = nc % g->C;
-    const float *x = j->X + nc * g->H * g->W, *w = j->W + c * g->KH * g->KW;
-    float *y = j->Y + nc * g->OH * g->OW;
+    const dw_layout *L = j->L;
+    int64_t c = nc % g->C, s0 = g->stride[0], s1 = g->stride[1], OH = g->OH, OW = g->OW, Pq = L->Pq;
+    const float *x = j->X + nc * g->H * g->W, *w = j->W + c * L->T;
+    float *y = j->Y + nc * OH * OW;
+    if (L->direct) {
+        src = (float *)x; /* read only */
+    } else {
+        for (int i = 0; i < L->ncopy; i++) /* the interiors; the borders stay zero */
+            if (L->copy[i].dst2 >= 0)
+                j->k->split_rows(L->copy[i].R, L->copy[i].n, src + L->copy[i].dst, src + L->copy[i].dst2, Pq,
+                                 x + L->copy[i].from, s0 * g->W);
+            else
+                j->k->copy_rows(L->copy[i].R, L->copy[i].n, src + L->copy[i].dst, Pq, x + L->copy[i].from, s0 * g->W,
+                                s1);
+    }
     float bias = j->b ? j->b[c] : 0.0f;
-    for (int64_t h = 0; h < g->H; h++)
-        memcpy(xp + (h + g->pad[0]) * Wp + g->pad[1], x + h * g->W, (size_t)g->W * sizeof(float));
-    const float *xr[16];
-    for (int64_t oh = 0; oh < g->OH; oh++) {
-        float *yr = y + oh * g->OW;
-        for (int64_t ow = 0; ow < g->OW; ow++) yr[ow] = bias;
-        for (int64_t kh = 0; kh < g->KH; kh++) xr[kh] = xp + (oh * g->stride[0] + kh * g->dil[0]) * Wp;
-        j->k->dwconv_row(g->OW, yr, xr, w, g->KH, g->KW, g->dil[1], g->stride[1]);
+    if (!L->ext) { /* rows at least two vectors wide (or no dropped columns): straight into Y */
+        j->k->dwconv_taps(OH, OW, Pq, y, OW, src, L->off, w, L->T, bias, j->a);
+        return;
+    }
+    for (int64_t r0 = 0; r0 < OH; r0 += L->R) {
+        int64_t r1 = r0 + L->R < OH ? r0 + L->R : OH;
+        j->k->dwconv_taps(1, (r1 - r0 - 1) * Pq + OW, 0, ext, 0, src + r0 * Pq, L->off, w, L->T, bias, j->a);
+        j->k->copy_rows(r1 - r0, OW, y + r0 * OW, OW, ext, Pq, 1);
     }
 }
 
-/* Planes (n, c) [p0, p1): each output row starts at the bias; its columns whose taps all lie inside
- * the input go to the table's dwconv_row, the edge columns to the same sum with bounds checks. */
+/* Planes (n, c) [p0, p1): the long rows above, or the twin itself where they would change a bit
+ * (dw_plane_padded_ok), where the layout does not apply, or without workspace. */
 static void depthwise_planes(void *ctx, int64_t p0, int64_t p1) {
     const dw_job *j = ctx;
     const lithe__conv2d *g = j->g;
-    /* the zero-bordered copy (one per range; its border is written once) */
-    int64_t Hp = g->H + g->pad[0] + g->pad[2], Wp = g->W + g->pad[1] + g->pad[3];
-    void *xpv = NULL;
-    bool padded = g->KH <= 16 && (g->pad[0] || g->pad[1] || g->pad[2] || g->pad[3]) &&
-                  j->be->ops->alloc(j->be, (size_t)(Hp * Wp) * sizeof(float), &xpv) == LITHE_OK;
-    float *xp = xpv;
-    if (padded) memset(xp, 0, (size_t)(Hp * Wp) * sizeof(float));
-    int64_t s0 = g->stride[0], s1 = g->stride[1], KW = g->KW, d1 = g->dil[1];
-    int64_t lo, hi, lo2, hi2;
-    valid_range(g->OW, g->W, s1, g->pad[1], 0, d1, &lo, &hi);
-    valid_range(g->OW, g->W, s1, g->pad[1], KW - 1, d1, &lo2, &hi2);
-    int64_t in_lo = lo, in_hi = hi2 < lo ? lo : hi2; /* every tap inside: [in_lo, in_hi) */
+    const dw_layout *L = j->L;
+    void *ws = NULL;
+    bool lng = L->ok && (L->src + L->ext == 0 ||
+                         j->be->ops->alloc(j->be, (L->src + L->ext) * sizeof(float), &ws) == LITHE_OK);
+    float *src = ws, *ext = src ? src + L->src : NULL;
+    if (src && L->src) memset(src, 0, L->src * sizeof(float)); /* the borders: written once per range */
+    bool padded = dw_padded(g);
     for (int64_t nc = p0; nc < p1; nc++) {
         int64_t c = nc % g->C;
-        if (padded && dw_plane_padded_ok(g, j->W + c * g->KH * KW, j->b, c)) {
-            depthwise_plane_padded(j, nc, xp, Wp);
-            if (j->a) j->k->act(j->a, g->OH * g->OW, j->Y + nc * g->OH * g->OW, j->Y + nc * g->OH * g->OW);
+        if (lng && (!padded || dw_plane_padded_ok(g, j->W + c * L->T, j->b, c))) {
+            depthwise_plane_long(j, nc, src, ext);
             continue;
         }
-        const float *x = j->X + nc * g->H * g->W, *w = j->W + c * g->KH * KW;
+        /* the twin's sum for one plane (its own loop: the twin itself would link the whole scalar
+         * convolution into the WebAssembly core) */
+        const float *x = j->X + nc * g->H * g->W, *w = j->W + c * g->KH * g->KW;
         float *y = j->Y + nc * g->OH * g->OW;
-        float bias = j->b ? j->b[c] : 0.0f;
-        for (int64_t oh = 0; oh < g->OH; oh++) {
-            float *yr = y + oh * g->OW;
-            for (int64_t ow = 0; ow < g->OW; ow++) yr[ow] = bias;
-            /* the rows of taps inside the input: kh in [k0, k1) */
-            int64_t k0 = g->KH, k1 = 0;
-            const float *xr[16];
-            for (int64_t kh = 0; kh < g->KH; kh++) {
-                int64_t h = oh * s0 - g->pad[0] + kh * g->dil[0];
-                if (h < 0 || h >= g->H) continue;
-                if (kh < k0) k0 = kh;
-                k1 = kh + 1;
-            }
-            if (k1 <= k0) continue;
-            bool rows_ok = k1 - k0 <= 16;
-            for (int64_t kh = k0; kh < k1 && rows_ok; kh++) {
-                int64_t h = oh * s0 - g->pad[0] + kh * g->dil[0];
-                xr[kh - k0] = x + h * g->W + in_lo * s1 - g->pad[1];
-            }
-            int64_t edge_hi = rows_ok && in_hi > in_lo ? in_lo : g->OW; /* columns done with checks */
+        for (int64_t oh = 0; oh < g->OH; oh++)
             for (int64_t ow = 0; ow < g->OW; ow++) {
-                if (ow == edge_hi) ow = in_hi; /* skip the interior */
-                if (ow >= g->OW) break;
-                float acc = yr[ow];
-                for (int64_t kh = k0; kh < k1; kh++) {
-                    int64_t h = oh * s0 - g->pad[0] + kh * g->dil[0];
-                    for (int64_t kw = 0; kw < KW; kw++) {
-                        int64_t ww = ow * s1 - g->pad[1] + kw * d1;
-                        if (ww < 0 || ww >= g->W) continue;
-                        acc += x[h * g->W + ww] * w[kh * KW + kw];
+                float acc = j->b ? j->b[c] : 0.0f;
+                for (int64_t kh = 0; kh < g->KH; kh++) {
+                    int64_t h = oh * g->stride[0] - g->pad[0] + kh * g->dil[0];
+                    if (h < 0 || h >= g->H) continue;
+                    for (int64_t kw = 0; kw < g->KW; kw++) {
+                        int64_t ww = ow * g->stride[1] - g->pad[1] + kw * g->dil[1];
+                        if (ww >= 0 && ww < g->W) acc += x[h * g->W + ww] * w[kh * g->KW + kw];
                     }
                 }
-                yr[ow] = acc;
+                y[oh * g->OW + ow] = acc;
             }
-            if (edge_hi == in_lo && in_hi > in_lo)
-                j->k->dwconv_row(in_hi - in_lo, yr + in_lo, xr, w + k0 * KW, k1 - k0, KW, d1, s1);
-        }
         if (j->a) j->k->act(j->a, g->OH * g->OW, y, y); /* the plane, while it is in cache */
     }
-    if (xp) j->be->ops->free(j->be, xp);
+    if (ws) j->be->ops->free(j->be, ws);
 }
 
 static void depthwise_forward(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
                               const float *b, const lithe__act *a, float *Y) {
-    dw_job j = {be, g, X, W, b, a, Y, lithe__simd()};
+    dw_layout L;
+    const lithe__simd_kernels *k = lithe__simd();
+    dw_layout_init(g, k->lanes, &L);
+    dw_job j = {be, g, X, W, b, a, Y, k, &L};
     int64_t per_plane = g->OH * g->OW * g->KH * g->KW;
     int64_t grain = per_plane > 0 ? (1 << 15) / per_plane + 1 : 1;
     lithe__pool_for(lithe__cpu_pool(), g->N * g->C, grain, depthwise_planes, &j);
 }
 
-/* The twin's loop order per output element (taps in order), so dX and dW match it bit for bit. */
-static void depthwise_backward(const lithe__conv2d *g, const float *X, const float *W, const float *dY, float *dX,
-                               float *dW, float *db) {
-    int64_t s0 = g->stride[0], s1 = g->stride[1];
-    for (int64_t n = 0; n < g->N; n++)
-        for (int64_t c = 0; c < g->C; c++) {
+/* The depthwise backward in each accumulator's twin order, so dX, dW and db match it bit for bit.
+ * The twin walks outputs (oh, ow) and, per output, taps (kh, kw) in bounds: db is one chain over the
+ * outputs, dW[tap] one chain per tap (kept scalar: reordering them would change bits), and a dX
+ * element receives at most one term per output, in (oh, ow) order — so, per output row oh and tap
+ * row kh, the taps kw from last to first each add gy[oh, ow]·w over the row's in-bounds columns
+ * ow ascending: every dX element sees its terms in the twin's order. At stride 1 across, a tap's
+ * terms are one contiguous run of dX (the table's axpby with beta 1: Y + alpha·X, the twin's
+ * dx + gv·w; w·gv for gv·w, the same bits unless both are NaN). Channels run in parallel ranges:
+ * each owns its dW, db and dX planes and walks the images in order. */
+typedef struct dwb_job {
+    const lithe__conv2d *g;
+    const float *X, *W, *dY;
+    float *dX, *dW, *db;
+    const lithe__simd_kernels *k;
+} dwb_job;
+
+/* dW (and db, or NULL) of a 3x3 plane: the ten chains (outputs in order) in registers, side by side
+ * (each add waits on the last one of its own chain only), the taps of outputs whose window lies
+ * inside the input without bounds tests; the same adds in the same order as the twin. */
+static void dw_chains_3x3(const lithe__conv2d *g, const float *x, const float *gy, float *dw, float *db) {
+    int64_t s0 = g->stride[0], s1 = g->stride[1], d0 = g->dil[0], d1 = g->dil[1], W = g->W, OW = g->OW;
+    int64_t lo, hi, lo2, hi2;
+    valid_range(OW, W, s1, g->pad[1], 0, d1, &lo, &hi);
+    valid_range(OW, W, s1, g->pad[1], 2, d1, &lo2, &hi2);
+    int64_t in_lo = lo2 > lo ? lo2 : lo, in_hi = hi < hi2 ? hi : hi2; /* every tap's column inside */
+    if (in_hi < in_lo) in_hi = in_lo;
+    float a0 = dw[0], a1 = dw[1], a2 = dw[2], a3 = dw[3], a4 = dw[4], a5 = dw[5], a6 = dw[6], a7 = dw[7], a8 = dw[8];
+    float ab = db ? *db : 0.0f;
+    for (int64_t oh = 0; oh < g->OH; oh++) {
+        int64_t h0 = oh * s0 - g->pad[0];
+        bool r0 = h0 >= 0 && h0 < g->H, r1 = h0 + d0 >= 0 && h0 + d0 < g->H, r2 = h0 + 2 * d0 >= 0 && h0 + 2 * d0 < g->H;
+        /* the tap rows' offsets in x (only read where their row is inside) */
+        int64_t i0 = h0 * W, i1 = i0 + d0 * W, i2 = i1 + d0 * W;
+        const float *gr = gy + oh * OW;
+        for (int64_t ow = 0; ow < OW; ow++) {
+            float gv = gr[ow];
+            int64_t w0 = ow * s1 - g->pad[1];
+            ab += gv;
+            if (r0 && r1 && r2 && ow >= in_lo && ow < in_hi) {
+                a0 += gv * x[i0 + w0], a1 += gv * x[i0 + w0 + d1], a2 += gv * x[i0 + w0 + 2 * d1];
+                a3 += gv * x[i1 + w0], a4 += gv * x[i1 + w0 + d1], a5 += gv * x[i1 + w0 + 2 * d1];
+                a6 += gv * x[i2 + w0], a7 += gv * x[i2 + w0 + d1], a8 += gv * x[i2 + w0 + 2 * d1];
+                continue;
+            }
+            bool c0 = w0 >= 0 && w0 < W, c1 = w0 + d1 >= 0 && w0 + d1 < W, c2 = w0 + 2 * d1 >= 0 && w0 + 2 * d1 < W;
+            if (r0) {
+                if (c0) a0 += gv * x[i0 + w0];
+                if (c1) a1 += gv * x[i0 + w0 + d1];
+                if (c2) a2 += gv * x[i0 + w0 + 2 * d1];
+            }
+            if (r1) {
+                if (c0) a3 += gv * x[i1 + w0];
+                if (c1) a4 += gv * x[i1 + w0 + d1];
+                if (c2) a5 += gv * x[i1 + w0 + 2 * d1];
+            }
+            if (r2) {
+                if (c0) a6 += gv * x[i2 + w0];
+                if (c1) a7 += gv * x[i2 + w0 + d1];
+                if (c2) a8 += gv * x[i2 + w0 + 2 * d1];
+            }
+        }
+    }
+    if (db) *db = ab;
+    dw[0] = a0, dw[1] = a1, dw[2] = a2, dw[3] = a3, dw[4] = a4, dw[5] = a5, dw[6] = a6, dw[7] = a7, dw[8] = a8;
+}
+
+static void depthwise_backward_channels(void *ctx, int64_t c0, int64_t c1) {
+    const dwb_job *j = ctx;
+    const lithe__conv2d *g = j->g;
+    int64_t s0 = g->stride[0], s1 = g->stride[1], KH = g->KH, KW = g->KW, OW = g->OW;
+    for (int64_t c = c0; c < c1; c++)
+        for (int64_t n = 0; n < g->N; n++) {
             int64_t nc = n * g->C + c;
-            const float *x = X + nc * g->H * g->W, *w = W + c * g->KH * g->KW, *gy = dY + nc * g->OH * g->OW;
-            float *dx = dX ? dX + nc * g->H * g->W : NULL, *dw = dW ? dW + c * g->KH * g->KW : NULL;
+            const float *x = j->X + nc * g->H * g->W, *w = j->W + c * KH * KW, *gy = j->dY + nc * g->OH * OW;
+            float *dx = j->dX ? j->dX + nc * g->H * g->W : NULL, *dw = j->dW ? j->dW + c * KH * KW : NULL;
+            bool db_with_dw = dw && KH == 3 && KW == 3;
+            if (j->db && !db_with_dw) {
+                float acc = j->db[c];
+                for (int64_t p = 0; p < g->OH * OW; p++) acc += gy[p];
+                j->db[c] = acc;
+            }
+            for (int64_t oh = 0; oh < g->OH && dx; oh++)
+                for (int64_t kh = 0; kh < KH; kh++) {
+                    int64_t h = oh * s0 - g->pad[0] + kh * g->dil[0];
+                    if (h < 0 || h >= g->H) continue;
+                    const float *gr = gy + oh * OW;
+                    for (int64_t kw = KW - 1; kw >= 0; kw--) {
+                        int64_t lo, hi, off = kw * g->dil[1] - g->pad[1];
+                        valid_range(OW, g->W, s1, g->pad[1], kw, g->dil[1], &lo, &hi);
+                        float wt = w[kh * KW + kw], *xr = dx + h * g->W + off;
+                        if (s1 == 1 && hi - lo >= 8)
+                            j->k->axpby(hi - lo, wt, gr + lo, 1.0f, xr + lo);
+                        else
+                            for (int64_t ow = lo; ow < hi; ow++) xr[ow * s1] += gr[ow] * wt;
+                    }
+                }
+            if (!dw) continue;
+            if (db_with_dw) {
+                dw_chains_3x3(g, x, gy, dw, j->db ? j->db + c : NULL);
+                continue;
+            }
+            /* dW: the twin's loop (outputs in order, taps in order), its chains side by side */
             for (int64_t oh = 0; oh < g->OH; oh++)
-                for (int64_t ow = 0; ow < g->OW; ow++) {
-                    float gv = gy[oh * g->OW + ow];
-                    if (db) db[c] += gv;
-                    for (int64_t kh = 0; kh < g->KH; kh++) {
+                for (int64_t ow = 0; ow < OW; ow++) {
+                    float gv = gy[oh * OW + ow];
+                    for (int64_t kh = 0; kh < KH; kh++) {
                         int64_t h = oh * s0 - g->pad[0] + kh * g->dil[0];
                         if (h < 0 || h >= g->H) continue;
-                        for (int64_t kw = 0; kw < g->KW; kw++) {
+                        for (int64_t kw = 0; kw < KW; kw++) {
                             int64_t ww = ow * s1 - g->pad[1] + kw * g->dil[1];
                             if (ww < 0 || ww >= g->W) continue;
-                            if (dx) dx[h * g->W + ww] += gv * w[kh * g->KW + kw];
-                            if (dw) dw[kh * g->KW + kw] += gv * x[h * g->W + ww];
+                            dw[kh * KW + kw] += gv * x[h * g->W + ww];
                         }
                     }
                 }
         }
+}
+
+static void depthwise_backward(const lithe__conv2d *g, const float *X, const float *W, const float *dY, float *dX,
+                               float *dW, float *db) {
+    dwb_job j = {g, X, W, dY, dX, dW, db, lithe__simd()};
+    int64_t per = g->N * g->OH * g->OW * g->KH * g->KW;
+    lithe__pool_for(lithe__cpu_pool(), g->C, per > 0 ? (1 << 15) / per + 1 : 1, depthwise_backward_channels, &j);
 }
 
 /* col (Cg·KH·KW, OH·OW) of one image-group: row (c, kh, kw) holds x[c] at the tap's positions, 0

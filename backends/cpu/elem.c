@@ -45,14 +45,29 @@ static void scalar_maxout(int64_t R, int64_t P, const float *X, float *Y, int32_
     lithe_f32_maxout__scalar(R, 1, P, X, Y, which);
 }
 
-static void scalar_dwconv_row(int64_t n, float *y, const float *const *xr, const float *w, int64_t nr, int64_t KW,
-                              int64_t dil, int64_t s) {
-    for (int64_t o = 0; o < n; o++) {
-        float acc = y[o];
-        for (int64_t r = 0; r < nr; r++)
-            for (int64_t k = 0; k < KW; k++) acc += xr[r][o * s + k * dil] * w[r * KW + k];
-        y[o] = acc;
+static void scalar_dwconv_taps(int64_t R, int64_t n, int64_t ldx, float *y, int64_t ldy, const float *x,
+                               const int64_t *off, const float *w, int64_t T, float bias, const lithe__act *a) {
+    for (int64_t r = 0; r < R; r++) {
+        for (int64_t q = 0; q < n; q++) {
+            float acc = bias;
+            for (int64_t t = 0; t < T; t++) acc += x[r * ldx + q + off[t]] * w[t];
+            y[r * ldy + q] = acc;
+        }
+        if (a) lithe_f32_act__scalar(a, n, y + r * ldy, y + r * ldy);
     }
+}
+
+static void scalar_copy_rows(int64_t R, int64_t n, float *dst, int64_t ldd, const float *src, int64_t lds, int64_t s) {
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t i = 0; i < n; i++) dst[r * ldd + i] = src[r * lds + i * s];
+}
+
+static void scalar_split_rows(int64_t R, int64_t m, float *e, float *o, int64_t ldd, const float *src, int64_t lds) {
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t i = 0; i < m; i++) {
+            if (i % 2) o[r * ldd + i / 2] = src[r * lds + i];
+            else e[r * ldd + i / 2] = src[r * lds + i];
+        }
 }
 
 static void scalar_maxpool2x2_row(int64_t n, const float *r0, const float *r1, int64_t W, int32_t base, float *y,
@@ -97,7 +112,9 @@ const lithe__simd_kernels lithe__simd_scalar = {
     .unary = lithe_f32_unary__scalar,
     .unary_backward = lithe_f32_unary_backward__scalar,
     .maxout = scalar_maxout,
-    .dwconv_row = scalar_dwconv_row,
+    .dwconv_taps = scalar_dwconv_taps,
+    .copy_rows = scalar_copy_rows,
+    .split_rows = scalar_split_rows,
     .maxpool2x2_row = scalar_maxpool2x2_row,
     .binary = scalar_binary,
 };

@@ -134,6 +134,9 @@ lithe_status lithe__xnn_run_prepared_op(lithe_backend *be, const void *P, const 
                                         lithe_tensor *Y, bool *done);
 /* Ops run through XNNPACK so far (not thread-safe; for tests). */
 extern size_t lithe__xnn_runs;
+/* x (N, R, Cc) -> y (N, Cc, R), in 16x16 tiles: lithe's NCHW to XNNPACK's NHWC (R = C, Cc = H·W)
+ * and back (R = H·W, Cc = C) around an NHWC operator; bench/xnnpack/ops.c times the same. */
+void lithe__xnn_transpose_planes(const float *x, float *y, int64_t N, int64_t R, int64_t Cc);
 #endif
 
 #endif

@@ -16,7 +16,8 @@
  *     and 400 was measured;
  *   - Conv 1x1 (one group): the same NHWC path only when N*OH*OW <= 64 pixels (mobilenet_v2's 7x7
  *     layers: 1.17-1.37x; at 14x14 and above lithe's GEMM is faster, up to 3.3x);
- *   - fully connected (dense layers with no activation or relu, ONNX Gemm A·Bᵀ + C, a fused Linear):
+ *   - fully connected (dense layers with no activation or a clamp, lithe__act_clamp; ONNX Gemm
+ *     A·Bᵀ + C; a fused Linear):
  *     only when N <= 16 outputs and M >= 16 rows (the 10-way output layers at batch 32 / 64:
  *     1.8-2.1x); at batch 1 and for wide layers lithe's prepared GEMM is faster (1.5x at batch 1,
  *     1.03-1.06x at 64).
@@ -153,8 +154,7 @@ void lithe__xnn_prepared_op_free(lithe_backend *be, void *p) {
     lithe__free(f);
 }
 
-/* (N, C, P) <-> (N, P, C), in 16x16 tiles */
-static void transpose_planes(const float *x, float *y, int64_t N, int64_t R, int64_t Cc) {
+void lithe__xnn_transpose_planes(const float *x, float *y, int64_t N, int64_t R, int64_t Cc) {
     for (int64_t n = 0; n < N; n++, x += R * Cc, y += R * Cc)
         for (int64_t r0 = 0; r0 < R; r0 += 16)
             for (int64_t c0 = 0; c0 < Cc; c0 += 16) {
@@ -201,10 +201,10 @@ lithe_status lithe__xnn_run_prepared_op(lithe_backend *be, const void *P, const 
     if (!xt) return lithe__oom("XNNPACK convolution: NHWC copies", (nx + ny) * sizeof(float));
     float *yt = xt + nx;
     /* (N, C, HW) -> (N, HW, C); one channel: the same layout */
-    if (C > 1) transpose_planes(x, xt, N, C, H * W);
+    if (C > 1) lithe__xnn_transpose_planes(x, xt, N, C, H * W);
     st = xnn_setup_convolution2d_nhwc_f32(f->op, (size_t)N, (size_t)H, (size_t)W, C > 1 ? xt : x, yt, tp);
     if (st == xnn_status_success) st = xnn_run_operator(f->op, tp);
-    if (st == xnn_status_success) transpose_planes(yt, y, N, OH * OW, M); /* (N, OHW, M) -> (N, M, OHW) */
+    if (st == xnn_status_success) lithe__xnn_transpose_planes(yt, y, N, OH * OW, M); /* (N, OHW, M) -> (N, M, OHW) */
     lithe__free(xt);
     if (st != xnn_status_success) return xnn_fail(st, "convolution (NHWC)");
     *done = true;

@@ -255,19 +255,30 @@ LC_KERNEL(k_clip_scale, (const lc_thread &t, int64_t n, const float *f, float *G
     }
 }
 
-static lithe_status cu_clip_gradient(lithe_backend *be, lithe_tensor *G, double threshold) {
+/* clip_gradient's decision on the device: {factor, apply} at *f, in *part (the caller frees it
+ * with lc_free once the kernels reading *f are queued). */
+static lithe_status cu_clip_factor(lithe_backend *be, const lithe_tensor *G, double threshold, void **part,
+                                   float **f) {
     lc_ctx *c = lc_of(be);
-    if (G->numel == 0) return LITHE_OK;
     int64_t nt = n_threads(c, G->numel);
-    void *part = NULL;
-    lithe_status s = lc_alloc(c, (size_t)(nt + FOLD + 1) * sizeof(double), &part);
-    double *p1 = (double *)part, *p2 = p1 + nt;
-    float *f = (float *)(p2 + FOLD);
-    if (s == LITHE_OK) s = lc_launch<k_sum_squares>(c, G->numel, (const float *)lc_f(G), G->numel, p1);
+    *part = NULL;
+    lithe_status s = lc_alloc(c, (size_t)(nt + FOLD + 1) * sizeof(double), part);
+    if (s != LITHE_OK) return s;
+    double *p1 = (double *)*part, *p2 = p1 + nt;
+    *f = (float *)(p2 + FOLD);
+    s = lc_launch<k_sum_squares>(c, G->numel, (const float *)lc_f(G), G->numel, p1);
     if (s == LITHE_OK) s = lc_launch<k_fold_sum>(c, FOLD, (const double *)p1, nt, p2);
-    if (s == LITHE_OK) s = lc_launch<k_clip_factor>(c, 1, (const double *)p2, threshold, f);
-    if (s == LITHE_OK) s = lc_launch<k_clip_scale>(c, G->numel, G->numel, (const float *)f, lc_f(G));
-    lc_free(c, part); /* safe: a later kernel reusing it is queued after these on the stream */
+    if (s == LITHE_OK) s = lc_launch<k_clip_factor>(c, 1, (const double *)p2, threshold, *f);
+    return s;
+}
+
+static lithe_status cu_clip_gradient(lithe_backend *be, lithe_tensor *G, double threshold) {
+    if (G->numel == 0) return LITHE_OK;
+    void *part = NULL;
+    float *f = NULL;
+    lithe_status s = cu_clip_factor(be, G, threshold, &part, &f);
+    if (s == LITHE_OK) s = lc_launch<k_clip_scale>(lc_of(be), G->numel, G->numel, (const float *)f, lc_f(G));
+    lc_free(lc_of(be), part); /* safe: a later kernel reusing it is queued after these on the stream */
     return s;
 }
 
@@ -321,10 +332,12 @@ LC_KERNEL(k_update_averages, (const lc_thread &t, int64_t n, float *ema, const f
     LC_FOR(t, i, n) ema[i] -= omd * (ema[i] - W[i]);
 }
 
-/* adam_step (primitives.def): Adam on gscale * G, G = 0, W *= wscale (unless 1), the averages */
+/* adam_step (primitives.def): Adam on gscale * G, G = 0, W *= wscale (unless 1), the averages;
+ * clip (NULL: none) is clip_gradient's decision {factor, apply}: gscale is the factor when applied */
 LC_KERNEL(k_adam_step, (const lc_thread &t, int64_t n, float *W, float *G, float *m1, float *m2, float *avg,
-                        float gscale, float beta1, float beta2, float eps, float lr, float wscale, float decay)) {
+                        const float *clip, float beta1, float beta2, float eps, float lr, float wscale, float decay)) {
     float omb1 = 1.0f - beta1, omb2 = 1.0f - beta2, omd = 1.0f - decay;
+    float gscale = clip && clip[1] != 0.0f ? clip[0] : 1.0f;
     LC_FOR(t, i, n) {
         lithe__adam_elem(i, W, G, m1, m2, avg, gscale, beta1, beta2, eps, lr, wscale, omb1, omb2, omd);
     }
@@ -344,10 +357,17 @@ static lithe_status cu_radam(lithe_backend *be, lithe_tensor *W, const lithe_ten
 static lithe_status cu_adam_step(lithe_backend *be, lithe_tensor *W, lithe_tensor *G, lithe_tensor *m1, lithe_tensor *m2,
                                  lithe_tensor *avg, double grad_clip, float beta1, float beta2, float eps, float lr,
                                  float wscale, float decay) {
-    /* the clipping decided and applied on the device (clip_gradient), then the one pass */
-    if (grad_clip > 0.0) LITHE__TRY(cu_clip_gradient(be, G, grad_clip));
-    return lc_launch<k_adam_step>(lc_of(be), W->numel, W->numel, lc_f(W), lc_f(G), lc_f(m1), lc_f(m2),
-                                  avg ? lc_f(avg) : (float *)NULL, 1.0f, beta1, beta2, eps, lr, wscale, decay);
+    /* the clipping decided on the device (clip_gradient's decision), its factor read by the one
+     * pass as the CPU applies its own: no separate pass scaling G */
+    void *part = NULL;
+    float *f = NULL;
+    lithe_status s = grad_clip > 0.0 && W->numel ? cu_clip_factor(be, G, grad_clip, &part, &f) : LITHE_OK;
+    if (s == LITHE_OK)
+        s = lc_launch<k_adam_step>(lc_of(be), W->numel, W->numel, lc_f(W), lc_f(G), lc_f(m1), lc_f(m2),
+                                   avg ? lc_f(avg) : (float *)NULL, (const float *)f, beta1, beta2, eps, lr, wscale,
+                                   decay);
+    lc_free(lc_of(be), part); /* safe: a later kernel reusing it is queued after this one on the stream */
+    return s;
 }
 static lithe_status cu_update_averages(lithe_backend *be, lithe_tensor *ema, const lithe_tensor *W, float decay) {
     return lc_launch<k_update_averages>(lc_of(be), W->numel, W->numel, lc_f(ema), (const float *)lc_f(W), decay);

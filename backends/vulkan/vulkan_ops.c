@@ -315,23 +315,35 @@ static lithe_status vk_sum_squares(lithe_backend *be, const lithe_tensor *X, dou
     return LITHE_OK;
 }
 
-/* Gradient clipping without a read-back: sum_squares' per-workgroup partials, one invocation's
- * decision (factor, apply) from their compensated sum, then the scaling pass reading it. */
-static lithe_status vk_clip_gradient(lithe_backend *be, lithe_tensor *G, double threshold) {
-    LITHE__TRY(need_f32("clip_gradient", G));
-    if (!G->numel) return LITHE_OK;
+/* Gradient clipping without a read-back: sum_squares' per-workgroup partials, then one
+ * invocation's decision (factor, apply) from their compensated sum, into *F (2 floats, the
+ * caller's reference): the scaling pass (clip_gradient) or adam_step reads it. */
+static lithe_status vk_clip_factor(lithe_backend *be, const lithe_tensor *G, double threshold, lithe_tensor **F) {
     uint32_t g = groups_for(G->numel);
     if (g > 1024) g = 1024;
-    lithe_tensor *P = NULL, *F = NULL;
+    lithe_tensor *P = NULL;
     LITHE__TRY(lithe__vk_scratch(be, g * sizeof(float), &P));
-    lithe_status s = lithe__vk_scratch(be, 2 * sizeof(float), &F);
-    static const uint32_t SPEC3[LITHE__VK_SPEC] = {3};
+    lithe_status s = lithe__vk_scratch(be, 2 * sizeof(float), F);
     lithe__vk_push p = {.u = {(uint32_t)G->numel}};
     if (s == LITHE_OK) s = DISPATCH("clip_gradient", "reduce", SPEC0, &p, g, 1, P, G);
     lithe__vk_push d = {.u = {g}, .f = {(float)threshold}};
-    if (s == LITHE_OK) s = DISPATCH("clip_gradient", "reduce", SPEC2, &d, 1, 1, F, P);
-    if (s == LITHE_OK) s = DISPATCH("clip_gradient", "reduce", SPEC3, &p, groups_for(G->numel), 1, G, F);
+    if (s == LITHE_OK) s = DISPATCH("clip_gradient", "reduce", SPEC2, &d, 1, 1, *F, P);
     lithe_tensor_release(P); /* safe: later commands are ordered after these dispatches */
+    if (s != LITHE_OK) {
+        lithe_tensor_release(*F);
+        *F = NULL;
+    }
+    return s;
+}
+
+static lithe_status vk_clip_gradient(lithe_backend *be, lithe_tensor *G, double threshold) {
+    LITHE__TRY(need_f32("clip_gradient", G));
+    if (!G->numel) return LITHE_OK;
+    lithe_tensor *F = NULL;
+    LITHE__TRY(vk_clip_factor(be, G, threshold, &F));
+    static const uint32_t SPEC3[LITHE__VK_SPEC] = {3};
+    lithe__vk_push p = {.u = {(uint32_t)G->numel}};
+    lithe_status s = DISPATCH("clip_gradient", "reduce", SPEC3, &p, groups_for(G->numel), 1, G, F);
     lithe_tensor_release(F);
     return s;
 }
@@ -418,16 +430,20 @@ static lithe_status vk_adam(lithe_backend *be, lithe_tensor *W, const lithe_tens
     return DISPATCH("adam", "optim", SPEC0, &p, groups_for(W->numel), 1, W, G, m1, m2);
 }
 
-static lithe_status vk_clip_gradient(lithe_backend *be, lithe_tensor *G, double threshold);
 static lithe_status vk_adam_step(lithe_backend *be, lithe_tensor *W, lithe_tensor *G, lithe_tensor *m1, lithe_tensor *m2,
                                  lithe_tensor *avg, double grad_clip, float beta1, float beta2, float eps, float lr,
                                  float wscale, float decay) {
     LITHE__TRY(need_f32("adam_step", W));
-    /* the clipping decided and applied on the device (clip_gradient), then the one pass */
-    if (grad_clip > 0.0) LITHE__TRY(vk_clip_gradient(be, G, grad_clip));
-    lithe__vk_push p = {.u = {(uint32_t)W->numel, avg != NULL}, .f = {1.0f, beta1, beta2, eps, lr, wscale, decay}};
-    /* avg NULL: binding 4 gets the dummy buffer, which the shader then never touches */
-    return DISPATCH("adam_step", "optim", SPEC2, &p, groups_for(W->numel), 1, W, G, m1, m2, avg);
+    /* the clipping decided on the device (clip_gradient's decision), its factor read by the one
+     * pass as the CPU applies its own: no separate pass scaling G */
+    lithe_tensor *F = NULL;
+    if (grad_clip > 0.0 && W->numel) LITHE__TRY(vk_clip_factor(be, G, grad_clip, &F));
+    lithe__vk_push p = {.u = {(uint32_t)W->numel, avg != NULL, F != NULL},
+                        .f = {1.0f, beta1, beta2, eps, lr, wscale, decay}};
+    /* avg or F NULL: binding 4 or 5 gets the dummy buffer, which the shader then never touches */
+    lithe_status s = DISPATCH("adam_step", "optim", SPEC2, &p, groups_for(W->numel), 1, W, G, m1, m2, avg, F);
+    lithe_tensor_release(F); /* safe: later commands are ordered after this dispatch */
+    return s;
 }
 
 static lithe_status vk_radam(lithe_backend *be, lithe_tensor *W, const lithe_tensor *G, lithe_tensor *m1,

@@ -12,6 +12,7 @@
  *                                      where libxnnpack-dev is found; 1 thread unless --threads) */
 #define _POSIX_C_SOURCE 200809L
 #include "../../core/internal.h"
+#include "../../backends/cpu/kernels.h" /* lithe__xnn_transpose_planes: the transposes the NHWC path runs */
 
 #include <math.h>
 #include <pthreadpool.h>
@@ -40,17 +41,6 @@ static lithe_tensor *tensor(int nd, const int64_t *shape, unsigned seed) {
     if (lithe__tensor_alloc(lithe__backend_cpu(), LITHE_F32, nd, shape, false, &t) != LITHE_OK) exit(1);
     fill(lithe__tdata(t), (size_t)t->numel, seed);
     return t;
-}
-
-static void nchw_to_nhwc(const float *x, float *y, size_t N, size_t C, size_t HW) {
-    for (size_t n = 0; n < N; n++)
-        for (size_t c = 0; c < C; c++)
-            for (size_t p = 0; p < HW; p++) y[(n * HW + p) * C + c] = x[(n * C + c) * HW + p];
-}
-static void nhwc_to_nchw(const float *x, float *y, size_t N, size_t C, size_t HW) {
-    for (size_t n = 0; n < N; n++)
-        for (size_t p = 0; p < HW; p++)
-            for (size_t c = 0; c < C; c++) y[(n * C + c) * HW + p] = x[(n * HW + p) * C + c];
 }
 
 static int runs = 200;
@@ -132,17 +122,17 @@ static void conv_lithe(void *p) {
 static void conv_xnn_nhwc(void *p) {
     conv_ctx *c = p;
     const lithe__conv2d *g = &c->g;
-    nchw_to_nhwc(lithe__tdata(c->X), c->xt, (size_t)g->N, (size_t)g->C, (size_t)(g->H * g->W));
+    lithe__xnn_transpose_planes(lithe__tdata(c->X), c->xt, g->N, g->C, g->H * g->W);
     check(xnn_setup_convolution2d_nhwc_f32(c->nhwc, (size_t)g->N, (size_t)g->H, (size_t)g->W, c->xt, c->yt, NULL),
           "setup nhwc");
     check(xnn_run_operator(c->nhwc, NULL), "run nhwc");
-    nhwc_to_nchw(c->yt, lithe__tdata(c->Y), (size_t)g->N, (size_t)g->M, (size_t)(g->OH * g->OW));
+    lithe__xnn_transpose_planes(c->yt, lithe__tdata(c->Y), g->N, g->OH * g->OW, g->M);
 }
 static void conv_xnn_nchw(void *p) {
     conv_ctx *c = p;
     const lithe__conv2d *g = &c->g;
     if (g->group == 1 && g->KH == 3) { /* the 3x3 s2 first-layer kernel reads NHWC and writes NCHW */
-        nchw_to_nhwc(lithe__tdata(c->X), c->xt, (size_t)g->N, (size_t)g->C, (size_t)(g->H * g->W));
+        lithe__xnn_transpose_planes(lithe__tdata(c->X), c->xt, g->N, g->C, g->H * g->W);
         check(xnn_setup_convolution2d_nchw_f32(c->nchw, (size_t)g->N, (size_t)g->H, (size_t)g->W, c->xt,
                                                lithe__tdata(c->Y), NULL),
               "setup nchw");

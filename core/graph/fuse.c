@@ -44,10 +44,7 @@ static void index_readers(fuser *f) {
         f->n_readers[i] = 0;
     }
     for (size_t i = 0; i < g->onnx.n_nodes; i++) {
-        bool folded = true; /* a node whose outputs were folded to constants never runs */
-        for (size_t k = 0; k < g->node_nout[i]; k++)
-            if (g->node_out[i][k] >= 0 && g->slot_kind[g->node_out[i][k]] != SLOT_CONST) folded = false;
-        if (folded || g->node_dead[i]) continue;
+        if (lithe__gnode_skipped(g, i)) continue;
         for (size_t k = 0; k < g->node_nout[i]; k++)
             if (g->node_out[i][k] >= 0) f->producer[g->node_out[i][k]] = (int64_t)i;
         for (size_t k = 0; k < g->node_nin[i]; k++) {

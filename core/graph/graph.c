@@ -136,10 +136,17 @@ static lithe__graph *graph_of(const lithe_model *m) {
 
 /* ---- binding names to slots ---- */
 
-static int64_t find_slot(const lithe__graph *g, size_t n, const char *name) {
-    for (size_t i = n; i-- > 0;) /* the latest definition (names are unique in a valid graph) */
-        if (!strcmp(g->slot_name[i], name)) return (int64_t)i;
-    return -1;
+/* A new slot named name of kind, indexed by name (the latest definition wins: names are unique in
+ * a valid graph). */
+static lithe_status add_slot(lithe__graph *g, lithe__names *index, const char *name, int kind) {
+    g->slot_name[g->n_slots] = name;
+    g->slot_kind[g->n_slots] = kind;
+    return lithe__names_put(index, name, g->n_slots++);
+}
+/* The slot named name among the first n, or -1. */
+static int64_t find_slot(const lithe__names *index, size_t n, const char *name) {
+    size_t k;
+    return lithe__names_get(index, name, &k) && k < n ? (int64_t)k : -1;
 }
 
 const char *lithe__gnode_str(const lithe__gexec *x, size_t node, char *buf, size_t cap) {
@@ -270,15 +277,16 @@ static lithe_status graph_build(const uint8_t *bytes, size_t len, lithe__graph *
             !g->node_out || !g->node_op || !g->node_nin || !g->node_nout || !g->node_dead || !g->node_fuse)
             s = lithe__oom(LAYER, cap * 24);
     }
+    /* the slots by name while they are bound (a scan per node input was quadratic: an imported
+     * model can have thousands of initializers) */
+    lithe__names index = {0};
     for (size_t i = 0; s == LITHE_OK && i < o->n_inits; i++) {
         const lithe__onnx_tensor *t = &o->inits[i];
-        g->slot_name[g->n_slots] = t->name;
-        g->slot_kind[g->n_slots] = trainable(t) ? SLOT_PARAM : SLOT_CONST;
-        if (g->slot_kind[g->n_slots] == SLOT_CONST) s = const_tensor(t, &g->slot_const[g->n_slots]);
-        g->n_slots++;
+        if (!trainable(t)) s = const_tensor(t, &g->slot_const[g->n_slots]);
+        if (s == LITHE_OK) s = add_slot(g, &index, t->name, trainable(t) ? SLOT_PARAM : SLOT_CONST);
     }
     for (size_t i = 0; s == LITHE_OK && i < o->n_inputs; i++) {
-        if (find_slot(g, o->n_inits, o->inputs[i].name) >= 0) continue; /* an initializer listed as input (IR < 4) */
+        if (find_slot(&index, o->n_inits, o->inputs[i].name) >= 0) continue; /* an initializer listed as input (IR < 4) */
         if (o->inputs[i].elem_type != LITHE__ONNX_FLOAT && o->inputs[i].elem_type != LITHE__ONNX_INT64 &&
             o->inputs[i].elem_type != LITHE__ONNX_INT32) {
             s = lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: graph input '%s' has element type %d; lithe takes float, int32 "
@@ -287,8 +295,7 @@ static lithe_status graph_build(const uint8_t *bytes, size_t len, lithe__graph *
             break;
         }
         g->in_slots[g->n_in++] = g->n_slots;
-        g->slot_name[g->n_slots] = o->inputs[i].name;
-        g->slot_kind[g->n_slots++] = SLOT_INPUT;
+        s = add_slot(g, &index, o->inputs[i].name, SLOT_INPUT);
     }
     if (s == LITHE_OK && g->n_in == 0) s = lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: the graph has no input", LAYER);
     for (size_t i = 0; s == LITHE_OK && i < o->n_nodes; i++) {
@@ -308,7 +315,7 @@ static lithe_status graph_build(const uint8_t *bytes, size_t len, lithe__graph *
             break;
         }
         for (size_t k = 0; s == LITHE_OK && k < n->n_inputs; k++) {
-            g->node_in[i][k] = *n->inputs[k] ? find_slot(g, g->n_slots, n->inputs[k]) : -1;
+            g->node_in[i][k] = *n->inputs[k] ? find_slot(&index, g->n_slots, n->inputs[k]) : -1;
             if (*n->inputs[k] && g->node_in[i][k] < 0)
                 s = lithe__fail(LITHE_ERR_FORMAT, "%s: %s node '%s' (#%zu) reads '%s', which no earlier node, input or "
                                                   "initializer defines (ONNX graphs are topologically sorted)",
@@ -320,8 +327,7 @@ static lithe_status graph_build(const uint8_t *bytes, size_t len, lithe__graph *
                 continue;
             }
             g->node_out[i][k] = (int64_t)g->n_slots;
-            g->slot_name[g->n_slots] = n->outputs[k];
-            g->slot_kind[g->n_slots++] = SLOT_COMPUTED;
+            s = add_slot(g, &index, n->outputs[k], SLOT_COMPUTED);
         }
         bool folded;
         if (s == LITHE_OK) s = fold(g, i, &folded);
@@ -332,10 +338,11 @@ static lithe_status graph_build(const uint8_t *bytes, size_t len, lithe__graph *
         }
     }
     for (size_t i = 0; s == LITHE_OK && i < o->n_outputs; i++) {
-        int64_t k = find_slot(g, g->n_slots, o->outputs[i].name);
+        int64_t k = find_slot(&index, g->n_slots, o->outputs[i].name);
         if (k < 0) s = lithe__fail(LITHE_ERR_FORMAT, "%s: graph output '%s' is never computed", LAYER, o->outputs[i].name);
         else g->out_slots[g->n_out++] = (size_t)k;
     }
+    lithe__names_free(&index);
     if (s == LITHE_OK && g->n_out == 0) s = lithe__fail(LITHE_ERR_FORMAT, "%s: the graph has no output", LAYER);
     /* fusion (fuse.c): what the exporters decompose (LayerNorm, Linear + bias + activation, Conv +
      * Relu / Clip) as one node */
@@ -453,14 +460,6 @@ static void exec_destroy(lithe_backprop *self) {
     plan_unref(x->plan);
 }
 
-/* Whether node i is skipped at run time: its outputs are constants, or a fused node took its work. */
-static bool node_folded(const lithe__graph *g, size_t i) {
-    if (g->node_dead[i]) return true;
-    for (size_t k = 0; k < g->node_nout[i]; k++)
-        if (g->node_out[i][k] >= 0 && g->slot_kind[g->node_out[i][k]] != SLOT_CONST) return false;
-    return true;
-}
-
 static lithe_status take_input(lithe__gexec *x, size_t k, lithe_tensor *t) {
     const lithe__graph *g = x->g;
     size_t slot = g->in_slots[k];
@@ -551,7 +550,7 @@ static lithe_status graph_backward(lithe_backprop *self, const lithe_value *dYv,
         }
     }
     for (size_t i = g->onnx.n_nodes; i-- > 0;) {
-        if (node_folded(g, i) || !g->node_op[i]->backward) continue;
+        if (lithe__gnode_skipped(g, i) || !g->node_op[i]->backward) continue;
         lithe_tensor *in[64] = {0}, *out[16] = {0}, *dout[16] = {0};
         if (g->node_nin[i] > 64 || g->node_nout[i] > 16) continue; /* refused by forward already */
         bool any = false;
@@ -798,7 +797,7 @@ static lithe_status graph_forward(lithe_model *m, const lithe_value *X, bool is_
     }
     bool recording = !plan->recorded;
     for (size_t i = 0; s == LITHE_OK && i < g->onnx.n_nodes; i++) {
-        if (node_folded(g, i)) continue;
+        if (lithe__gnode_skipped(g, i)) continue;
         const lithe__onnx_node *n = &g->onnx.nodes[i];
         lithe_tensor *in[64] = {0}, *out[16] = {0};
         if (g->node_nin[i] > 64 || g->node_nout[i] > 16) {
@@ -894,7 +893,7 @@ lithe_status lithe__graph_prepare(lithe_model *m) {
     lithe__graph *g = graph_of(m);
     for (size_t i = 0; i < g->onnx.n_nodes; i++) {
         const lithe__onnx_node *n = &g->onnx.nodes[i];
-        if (node_folded(g, i) || g->node_nin[i] < 2) continue;
+        if (lithe__gnode_skipped(g, i) || g->node_nin[i] < 2) continue;
         /* a fused Linear (core/graph/fuse.c) reads its weight as the fused node says (a Transpose
          * it absorbed flips transB); a plain Gemm / MatMul as the file says */
         bool linear = g->node_fuse[i].kind == LITHE__FUSE_LINEAR;
@@ -904,7 +903,7 @@ lithe_status lithe__graph_prepare(lithe_model *m) {
         bool conv_act = g->node_fuse[i].kind == LITHE__FUSE_CONV; /* Conv + Relu / Clip: the Conv's attrs */
         if (conv_act) n = &g->onnx.nodes[g->node_fuse[i].first];
         if (linear || gemm || (plain && !strcmp(n->op_type, "Conv")) ||
-            (conv_act && lithe__graph_act_clamp(&g->node_fuse[i].act, NULL, NULL))) {
+            (conv_act && lithe__act_clamp(&g->node_fuse[i].act, NULL, NULL))) {
             /* a backend's own operator for W and its bias (LITHE_XNNPACK): a fused Linear as
              * clamp(A·Wᵀ + bias) (no act or relu), a Gemm as A·Bᵀ + C, a Conv */
             lithe_tensor *W = init_tensor(m, g, g->node_in[i][1]), *bias = NULL;
@@ -918,7 +917,7 @@ lithe_status lithe__graph_prepare(lithe_model *m) {
             if (linear) ok = ok && f->transB && W->ndim == 2 && (!bias || bias->numel == W->shape[0]) &&
                              lithe__affine_prep_op(f->has_act ? &f->act : NULL, &op);
             else ok = ok && lithe__graph_prep_op(n, W, bias, &op);
-            if (ok && conv_act) lithe__graph_act_clamp(&g->node_fuse[i].act, &op.out_min, &op.out_max);
+            if (ok && conv_act) lithe__act_clamp(&g->node_fuse[i].act, &op.out_min, &op.out_max);
             if (ok) LITHE__TRY(lithe__prepare_op(m->backend, &op, W, bias));
         }
         if (!linear && !gemm && !matmul) continue;

@@ -90,6 +90,15 @@ struct lithe__graph {
     uint64_t *prof_n;
 };
 
+/* Whether node i is skipped at run time: its outputs were folded to constants at load, or a fused
+ * node took its work. */
+static inline bool lithe__gnode_skipped(const lithe__graph *g, size_t i) {
+    if (g->node_dead[i]) return true;
+    for (size_t k = 0; k < g->node_nout[i]; k++)
+        if (g->node_out[i][k] >= 0 && g->slot_kind[g->node_out[i][k]] != SLOT_CONST) return false;
+    return true;
+}
+
 struct lithe__gexec {
     lithe_backprop base;
     lithe__graph *g;
@@ -121,9 +130,6 @@ lithe_status lithe__graph_fuse(lithe__graph *g);
 /* The fused ops (ops.c). */
 extern const lithe__graph_op lithe__fused_layernorm_op, lithe__fused_linear_op, lithe__fused_act_op;
 extern const lithe__graph_op lithe__fused_conv_op;
-/* Whether activation a is a clamp to [lo, hi] (Relu, or Clip as a CLIPPED_LINEAR of slope 1 and
- * offset 0), as a prepared op's out_min / out_max; lo, hi may be NULL (ops.c). */
-bool lithe__graph_act_clamp(const lithe__act *a, float *lo, float *hi);
 
 /* The op named op_type, or NULL. */
 const lithe__graph_op *lithe__graph_op_find(const char *op_type);

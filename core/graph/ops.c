@@ -1321,36 +1321,63 @@ BWD(b_batchnorm) {
 
 /* ---- Conv, pooling ---- */
 
-static lithe_status window_attrs(lithe__gexec *x, size_t node, int64_t H, int64_t W, int64_t KH, int64_t KW,
-                                 int64_t *stride, int64_t *pad, int64_t *dil, int64_t *OH, int64_t *OW, bool pool) {
-    const lithe__onnx_node *n = NODE(x, node);
+/* How a windowed node's pads are given (its auto_pad). */
+typedef enum { PADS_GIVEN, PADS_SAME_UPPER, PADS_SAME_LOWER } pad_mode;
+
+static lithe_status refuse(char *why, size_t cap, lithe_status st, const char *fmt, ...) LITHE__PRINTF(4, 5);
+static lithe_status refuse(char *why, size_t cap, lithe_status st, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, cap, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+/* A windowed node's (Conv, the pools) strides, dilations, pads and auto_pad, parsed and checked:
+ * LITHE_OK, or what is wrong written to why. Needs no input shape, so the prepared Conv operator's
+ * key (lithe__graph_prep_op, at prepare time) reads them through here too. */
+static lithe_status window_params(const lithe__onnx_node *n, int64_t *stride, int64_t *pad, int64_t *dil,
+                                  pad_mode *mode, char *why, size_t cap) {
     size_t k;
     const int64_t *v;
     stride[0] = stride[1] = dil[0] = dil[1] = 1;
     pad[0] = pad[1] = pad[2] = pad[3] = 0;
     if ((v = attr_ints(n, "strides", &k))) {
-        if (k != 2) return fail(x, node, LITHE_ERR_UNSUPPORTED, "%zu strides (lithe runs 2-D windows)", k);
+        if (k != 2) return refuse(why, cap, LITHE_ERR_UNSUPPORTED, "%zu strides (lithe runs 2-D windows)", k);
         stride[0] = v[0];
         stride[1] = v[1];
     }
     if ((v = attr_ints(n, "dilations", &k))) {
-        if (k != 2) return fail(x, node, LITHE_ERR_UNSUPPORTED, "%zu dilations (lithe runs 2-D windows)", k);
+        if (k != 2) return refuse(why, cap, LITHE_ERR_UNSUPPORTED, "%zu dilations (lithe runs 2-D windows)", k);
         dil[0] = v[0];
         dil[1] = v[1];
     }
     if ((v = attr_ints(n, "pads", &k))) {
-        if (k != 4) return fail(x, node, LITHE_ERR_UNSUPPORTED, "%zu pads (lithe runs 2-D windows)", k);
+        if (k != 4) return refuse(why, cap, LITHE_ERR_UNSUPPORTED, "%zu pads (lithe runs 2-D windows)", k);
         for (int i = 0; i < 4; i++) pad[i] = v[i];
     }
     for (int i = 0; i < 2; i++)
         if (stride[i] < 1 || dil[i] < 1 || stride[i] > (1 << 20) || dil[i] > (1 << 20))
-            return fail(x, node, LITHE_ERR_VALUE, "strides and dilations must be 1 .. 2^20");
+            return refuse(why, cap, LITHE_ERR_VALUE, "strides and dilations must be 1 .. 2^20");
     for (int i = 0; i < 4; i++)
-        if (pad[i] < 0 || pad[i] > (1 << 20)) return fail(x, node, LITHE_ERR_VALUE, "pads must be 0 .. 2^20");
+        if (pad[i] < 0 || pad[i] > (1 << 20)) return refuse(why, cap, LITHE_ERR_VALUE, "pads must be 0 .. 2^20");
     const lithe__onnx_attr *ap = lithe__onnx_attr_get(n, "auto_pad");
-    bool same = ap && ap->s && (!strcmp(ap->s, "SAME_UPPER") || !strcmp(ap->s, "SAME_LOWER"));
-    if (ap && ap->s && !same && strcmp(ap->s, "NOTSET") && strcmp(ap->s, "VALID"))
-        return fail(x, node, LITHE_ERR_UNSUPPORTED, "auto_pad '%s'", ap->s);
+    *mode = PADS_GIVEN;
+    if (ap && ap->s && !strcmp(ap->s, "SAME_UPPER")) *mode = PADS_SAME_UPPER;
+    else if (ap && ap->s && !strcmp(ap->s, "SAME_LOWER")) *mode = PADS_SAME_LOWER;
+    else if (ap && ap->s && strcmp(ap->s, "NOTSET") && strcmp(ap->s, "VALID"))
+        return refuse(why, cap, LITHE_ERR_UNSUPPORTED, "auto_pad '%s'", ap->s);
+    return LITHE_OK;
+}
+
+static lithe_status window_attrs(lithe__gexec *x, size_t node, int64_t H, int64_t W, int64_t KH, int64_t KW,
+                                 int64_t *stride, int64_t *pad, int64_t *dil, int64_t *OH, int64_t *OW, bool pool) {
+    const lithe__onnx_node *n = NODE(x, node);
+    pad_mode mode;
+    char why[128];
+    lithe_status st = window_params(n, stride, pad, dil, &mode, why, sizeof why);
+    if (st != LITHE_OK) return fail(x, node, st, "%s", why);
+    bool same = mode != PADS_GIVEN;
     bool ceil_mode = pool && attr_i(n, "ceil_mode", 0);
     int64_t in[2] = {H, W}, ks[2] = {KH, KW}, o[2];
     for (int i = 0; i < 2; i++) {
@@ -1359,7 +1386,7 @@ static lithe_status window_attrs(lithe__gexec *x, size_t node, int64_t H, int64_
             o[i] = (in[i] + stride[i] - 1) / stride[i];
             int64_t total = (o[i] - 1) * stride[i] + span - in[i];
             if (total < 0) total = 0;
-            bool upper = !strcmp(ap->s, "SAME_UPPER");
+            bool upper = mode == PADS_SAME_UPPER;
             pad[i] = upper ? total / 2 : total - total / 2;
             pad[i + 2] = total - pad[i];
             continue;
@@ -1405,10 +1432,10 @@ static lithe_status conv_forward(lithe__gexec *x, size_t node, lithe_tensor **in
     lithe_tensor *b = n_in > 2 ? in[2] : NULL;
     if (b && b->numel != g.M) return fail(x, node, LITHE_ERR_SHAPE, "bias has %lld values for %lld filters", (long long)b->numel, (long long)g.M);
     LITHE__TRY(new_f32(x, 4, (int64_t[]){g.N, g.M, g.OH, g.OW}, false, &out[0]));
-    if (!x->is_train && (!a || lithe__graph_act_clamp(a, NULL, NULL))) {
+    if (!x->is_train && (!a || lithe__act_clamp(a, NULL, NULL))) {
         /* a backend's own operator, prepared for W and b (LITHE_XNNPACK), the activation as its clamp */
         lithe__prep_op op = {.kind = LITHE__PREP_CONV2D, .out_min = -INFINITY, .out_max = INFINITY, .conv = g};
-        if (a) lithe__graph_act_clamp(a, &op.out_min, &op.out_max);
+        if (a) lithe__act_clamp(a, &op.out_min, &op.out_max);
         bool done = false;
         LITHE__TRY(lithe__run_prepared_op(x->be, x->is_train, &op, in[1], b, in[0], out[0], &done));
         if (done) return LITHE_OK;
@@ -1418,16 +1445,6 @@ static lithe_status conv_forward(lithe__gexec *x, size_t node, lithe_tensor **in
 FWD(f_conv) {
     UNUSED_FWD;
     return conv_forward(x, node, in, n_in, NULL, out);
-}
-
-bool lithe__graph_act_clamp(const lithe__act *a, float *lo, float *hi) {
-    float l = -INFINITY, h = INFINITY;
-    if (a->kind == LITHE__ACT_RELU) l = 0.0f;
-    else if (a->kind == LITHE__ACT_CLIPPED_LINEAR && a->slope == 1.0f && a->offset == 0.0f) l = a->min_val, h = a->max_val;
-    else return false;
-    if (lo) *lo = l;
-    if (hi) *hi = h;
-    return true;
 }
 
 bool lithe__graph_prep_op(const lithe__onnx_node *n, const lithe_tensor *W, const lithe_tensor *bias, lithe__prep_op *op) {
@@ -1442,29 +1459,19 @@ bool lithe__graph_prep_op(const lithe__onnx_node *n, const lithe_tensor *W, cons
     if (strcmp(n->op_type, "Conv") || W->ndim != 4) return false;
     op->kind = LITHE__PREP_CONV2D;
     lithe__conv2d *g = &op->conv;
-    const lithe__onnx_attr *ap = lithe__onnx_attr_get(n, "auto_pad");
-    if (ap && ap->s && strcmp(ap->s, "NOTSET")) return false; /* pads that depend on the input's size */
-    size_t k;
-    const int64_t *v;
-    g->stride[0] = g->stride[1] = g->dil[0] = g->dil[1] = 1;
-    if ((v = attr_ints(n, "strides", &k))) {
-        if (k != 2) return false;
-        g->stride[0] = v[0], g->stride[1] = v[1];
-    }
-    if ((v = attr_ints(n, "dilations", &k))) {
-        if (k != 2) return false;
-        g->dil[0] = v[0], g->dil[1] = v[1];
-    }
-    if ((v = attr_ints(n, "pads", &k))) {
-        if (k != 4) return false;
-        for (int i = 0; i < 4; i++) g->pad[i] = v[i];
-    }
+    /* the attributes as conv_geometry will read them when the node runs (window_params' checks):
+     * a node it refuses gets no operator; pads that depend on the input's size (SAME) none either */
+    pad_mode mode;
+    char why[128];
+    if (window_params(n, g->stride, g->pad, g->dil, &mode, why, sizeof why) != LITHE_OK || mode != PADS_GIVEN)
+        return false;
     g->group = attr_i(n, "group", 1);
     g->M = W->shape[0];
+    if (g->group < 1 || g->M < g->group || g->M % g->group) return false; /* group <= M: C below fits */
     g->C = W->shape[1] * g->group;
     g->KH = W->shape[2];
     g->KW = W->shape[3];
-    return g->group >= 1 && g->M % g->group == 0 && (!bias || bias->numel == g->M);
+    return !bias || bias->numel == g->M;
 }
 BWD(b_conv) {
     UNUSED_BWD;
@@ -1546,19 +1553,20 @@ static lithe_status convt_geometry(lithe__gexec *x, size_t node, lithe_tensor **
                     (long long)W->shape[0], (long long)W->shape[1], (long long)X->shape[1], (long long)group);
     size_t k = 0;
     const int64_t *v;
-    int64_t stride[2] = {1, 1}, dil[2] = {1, 1}, pad[4] = {0, 0, 0, 0}, opad[2] = {0, 0};
-    if ((v = attr_ints(n, "strides", &k)) && k == 2) stride[0] = v[0], stride[1] = v[1];
-    if ((v = attr_ints(n, "dilations", &k)) && k == 2) dil[0] = v[0], dil[1] = v[1];
-    if ((v = attr_ints(n, "pads", &k)) && k == 4) memcpy(pad, v, sizeof pad);
-    if ((v = attr_ints(n, "output_padding", &k)) && k == 2) opad[0] = v[0], opad[1] = v[1];
-    if (attr_ints(n, "output_shape", &k) || (lithe__onnx_attr_get(n, "auto_pad") && lithe__onnx_attr_get(n, "auto_pad")->s &&
-                                             strcmp(lithe__onnx_attr_get(n, "auto_pad")->s, "NOTSET")))
-        return fail(x, node, LITHE_ERR_UNSUPPORTED, "output_shape / auto_pad (give pads and output_padding)");
+    int64_t stride[2], dil[2], pad[4], opad[2] = {0, 0};
+    pad_mode mode;
+    char why[128];
+    lithe_status st = window_params(n, stride, pad, dil, &mode, why, sizeof why); /* Conv's checks */
+    if (st != LITHE_OK) return fail(x, node, st, "%s", why);
+    if (mode != PADS_GIVEN || attr_ints(n, "output_shape", &k))
+        return fail(x, node, LITHE_ERR_UNSUPPORTED, "output_shape / SAME auto_pad (give pads and output_padding)");
+    if ((v = attr_ints(n, "output_padding", &k))) {
+        if (k != 2) return fail(x, node, LITHE_ERR_UNSUPPORTED, "%zu output_padding (lithe runs 2-D windows)", k);
+        opad[0] = v[0], opad[1] = v[1];
+    }
     for (int i = 0; i < 2; i++)
-        if (stride[i] < 1 || dil[i] < 1 || stride[i] > (1 << 20) || dil[i] > (1 << 20) || opad[i] < 0 || opad[i] >= stride[i])
-            return fail(x, node, LITHE_ERR_VALUE, "strides, dilations or output_padding out of range");
-    for (int i = 0; i < 4; i++)
-        if (pad[i] < 0 || pad[i] > (1 << 20)) return fail(x, node, LITHE_ERR_VALUE, "pads must be 0 .. 2^20");
+        if (opad[i] < 0 || opad[i] >= stride[i])
+            return fail(x, node, LITHE_ERR_VALUE, "output_padding must be 0 .. stride - 1");
     memset(g, 0, sizeof *g);
     g->N = X->shape[0];
     g->M = X->shape[1]; /* the adjoint conv's filters: X's channels */

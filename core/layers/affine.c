@@ -35,12 +35,22 @@ lithe_status lithe__affine_init(lithe_model *m, const lithe_value *X, const lith
     return lithe__param_init(m, "b", init_b, 1, (int64_t[]){nO});
 }
 
+bool lithe__act_clamp(const lithe__act *a, float *lo, float *hi) {
+    float l = -INFINITY, h = INFINITY;
+    if (a->kind == LITHE__ACT_RELU) l = 0.0f; /* max(x, 0) */
+    else if (a->kind == LITHE__ACT_CLIPPED_LINEAR && a->slope == 1.0f && a->offset == 0.0f) l = a->min_val, h = a->max_val;
+    else return false;
+    if (lo) *lo = l;
+    if (hi) *hi = h;
+    return true;
+}
+
 bool lithe__affine_prep_op(const lithe__act *a, lithe__prep_op *op) {
     memset(op, 0, sizeof *op);
     op->kind = LITHE__PREP_FC;
-    op->out_min = a ? 0.0f : -INFINITY; /* relu: max(x, 0) as a clamp */
+    op->out_min = -INFINITY;
     op->out_max = INFINITY;
-    return !a || a->kind == LITHE__ACT_RELU;
+    return !a || lithe__act_clamp(a, &op->out_min, &op->out_max);
 }
 
 lithe_status lithe__affine_forward_act(lithe_model *m, lithe_tensor *X, bool is_train, const lithe__act *a, lithe_tensor **Z,

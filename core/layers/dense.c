@@ -108,8 +108,10 @@ static lithe_status dense_forward(lithe_model *m, const lithe_value *Xv, bool is
     lithe_tensor *X = NULL, *Z = NULL, *Y = NULL;
     LITHE__TRY(node_act(m, k, &a));
     LITHE__TRY(lithe__dense_input(m, Xv, &X));
-    int needs = k->has_act ? lithe__act_needs(a.kind) : 0;
-    /* one fused pass; the pre-activation Z is kept only when the backward reads it */
+    /* what a backward would read (none without a backprop record: predict) */
+    int needs = k->has_act && bp ? lithe__act_needs(a.kind) : 0;
+    /* one fused pass; the pre-activation Z is kept only when the backward reads it (without it,
+     * an activation that is a clamp can run as the backend's prepared operator, LITHE_XNNPACK) */
     lithe_status s = lithe__affine_forward_act(m, X, is_train, k->has_act ? &a : NULL,
                                                needs & LITHE__ACT_NEEDS_X ? &Z : NULL, &Y);
     if (s != LITHE_OK) return s;

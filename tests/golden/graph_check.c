@@ -5,12 +5,15 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <cmocka.h>
 
 #include "lithe.h"
 #include "golden.h"
 #include "graph_check.h"
+#include "internal.h"
+#include "graph/graph.h" /* graph_weight_attr: the parsed graph */
 
 double loss_of(lithe_model *m, lithe_value *X, const lithe_tensor *R) {
     lithe_value *Y = NULL;
@@ -69,4 +72,18 @@ void fd_check(lithe_model *m, const char *name, const fd_opts *o, int *checked, 
     lithe_value_release(dX);
     lithe_value_release(R);
     lithe_backprop_free(bp);
+}
+
+struct lithe__onnx_attr *graph_weight_attr(lithe_model *m, const char *op_type, const char *weight, const char *attr,
+                                           size_t n) {
+    assert_int_equal(m->n_shims, 1);
+    lithe__graph *g = m->shims[0]->state;
+    for (size_t i = 0; i < g->onnx.n_nodes; i++) {
+        lithe__onnx_node *nd = &g->onnx.nodes[i];
+        if (strcmp(nd->op_type, op_type) || nd->n_inputs < 2 || strcmp(nd->inputs[1], weight)) continue;
+        for (size_t j = 0; j < nd->n_attrs; j++)
+            if (!strcmp(nd->attrs[j].name, attr) && nd->attrs[j].n_ints >= n) return &nd->attrs[j];
+    }
+    fail_msg("no %s node with weight '%s' and %zu ints of '%s'", op_type, weight, n, attr);
+    return NULL;
 }

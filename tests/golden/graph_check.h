@@ -1,8 +1,10 @@
-/* Checks the graph-importer tests (test_onnx.c, test_tfjs.c) share: the loss sum(Y * R) and central
- * differences of it against lithe's gradients. Include after <cmocka.h>, "lithe.h" and "golden.h". */
+/* Checks the graph-importer tests (test_onnx.c, test_tfjs.c, test_xnnpack.c) share: the loss
+ * sum(Y * R), central differences of it against lithe's gradients, and the white-box tests' way
+ * into a parsed graph's attributes. Include after <cmocka.h>, "lithe.h" and "golden.h". */
 #ifndef LITHE_TEST_GRAPH_CHECK_H
 #define LITHE_TEST_GRAPH_CHECK_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* loss = sum(Y * R) of m's prediction on X, computed in double. */
@@ -22,5 +24,12 @@ typedef struct fd_opts {
  * differences of sum(Y * R) (loss_of, entries perturbed in place and restored) against the
  * gradient w.r.t. X and m's weight gradients; adds to *checked and *bad. */
 void fd_check(lithe_model *m, const char *name, const fd_opts *o, int *checked, int *bad);
+
+/* The attribute attr, with at least n ints, of the op_type node of m's parsed graph (an imported
+ * graph node) whose weight (input 1) is the initializer named weight; fails the test if none.
+ * White-box tests edit it to give the node attributes an exporter would not write. */
+struct lithe__onnx_attr;
+struct lithe__onnx_attr *graph_weight_attr(lithe_model *m, const char *op_type, const char *weight, const char *attr,
+                                           size_t n);
 
 #endif

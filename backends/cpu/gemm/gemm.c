@@ -286,8 +286,18 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
             size_t kr = last && K > Kr ? kb - 1 : kb; /* real steps in this block */
             if (jb->Bpk) /* packed ahead: panel pc, from sliver jc on (gemm.h; never with a bias step) */
                 Bp = jb->Bpk->data + (size_t)pc * round_up((size_t)jb->N, NR) + (size_t)jc * kb;
+            /* B untransposed and the kernel can read it in place: whole slivers are not packed when
+             * one A block meets them (M within mc: each sliver is read from memory once either way),
+             * B's rows start on 64-byte lines (else every row of a sliver splits loads across lines)
+             * and are not a multiple of 4 KB apart (those share L2 sets: a sliver's 512 rows would
+             * overflow their 8 ways, where a packed sliver is contiguous). The dense layers' dX =
+             * dY·W at batch 64, 512 wide: 313 -> 290 us on Zen 4. */
+            const bool in_place = k->ukernel_b && !jb->tB && !jb->Bpk && !jb->B_rows && kr == kb &&
+                                  m1 - m0 <= k->mc && (uintptr_t)jb->B % 64 == 0 && jb->ldb % 16 == 0 &&
+                                  jb->ldb % 1024 != 0;
             for (size_t jr = 0; !jb->Bpk && jr < nb; jr += NR) {
                 size_t lanes = nb - jr < NR ? nb - jr : NR;
+                if (in_place && lanes == NR) continue;
                 float *dst = Bp + jr * kb;
                 if (kr < kb)
                     for (size_t l = 0; l < NR; l++) dst[kr * NR + l] = l < lanes ? 1.0f : 0.0f;
@@ -322,7 +332,11 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                     for (size_t ir = 0; ir < mb; ir += MR) {
                         size_t mr = mb - ir < MR ? mb - ir : MR;
                         float *c = jb->C + (ic + (int64_t)ir) * jb->ldc + jc + (int64_t)jr;
-                        k->ukernel(mr, nr, kb, Ap + ir * kb, Bp + jr * kb, c, (size_t)jb->ldc, &p);
+                        if (in_place && nr == NR)
+                            k->ukernel_b(mr, nr, kb, Ap + ir * kb, jb->B + pc * jb->ldb + jc + (int64_t)jr,
+                                         (size_t)jb->ldb, c, (size_t)jb->ldc, &p);
+                        else
+                            k->ukernel(mr, nr, kb, Ap + ir * kb, Bp + jr * kb, c, (size_t)jb->ldc, &p);
                         if (last && epi && (epi->Z || epi->act))
                             epilogue_tile(epi, false, mr, nr, c, (size_t)jb->ldc, ic + (int64_t)ir, jc + (int64_t)jr);
                     }

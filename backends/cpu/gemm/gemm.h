@@ -53,6 +53,13 @@ typedef struct lithe__sgemm_ukparams {
 typedef void (*lithe__sgemm_ukernel_fn)(size_t mr, size_t nr, size_t kc, const float *a, const float *b, float *c,
                                         size_t ldc, const lithe__sgemm_ukparams *p);
 
+/* Optional: the microkernel reading its B sliver where it lies in an untransposed op(B) instead of
+ * packed: step k's NR floats at b + k * ldb (B's row stride; unaligned), otherwise ukernel's
+ * contract and bits exactly. The driver uses it for whole slivers (nr = NR) of every K block that
+ * has no bias step, so such a product packs only A. */
+typedef void (*lithe__sgemm_ukernel_b_fn)(size_t mr, size_t nr, size_t kc, const float *a, const float *b, size_t ldb,
+                                          float *c, size_t ldc, const lithe__sgemm_ukparams *p);
+
 /* Optional packing of one sliver (NULL: the driver's portable loops). lanes <= R valid lanes
  * (R = MR for A, NR for B; the rest zero-filled), kc steps:
  *   rows: lane l, step k at src[l * ld + k]  (op(A) not transposed, op(B) transposed)
@@ -98,6 +105,7 @@ typedef struct lithe__sgemm_kernel {
      * cut M's last sliver differently). Every variant must give the same bits per element. */
     const struct lithe__sgemm_kernel *(*for_rows)(int64_t M);
     lithe__sgemm_urow_fn urow; /* optional: M = 1 with op(B) packed ahead (NULL: the microkernel) */
+    lithe__sgemm_ukernel_b_fn ukernel_b; /* optional: op(B) untransposed, read in place (NULL: packed) */
 } lithe__sgemm_kernel;
 
 /* The epilogue of a fused GEMM (gemm_bias_act): after the last K block of a tile,

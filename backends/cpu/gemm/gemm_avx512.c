@@ -54,10 +54,10 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
 /* One k step: two B vectors, MR broadcasts of A, 2 x MR FMAs. */
 #define UK_STEP(MR)                                                                                               \
     do {                                                                                                          \
-        __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);                                               \
+        __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);                                             \
         ROWS_##MR(UK_FMA)                                                                                         \
         a += MR;                                                                                                  \
-        b += NR;                                                                                                  \
+        b += bs;                                                                                                  \
     } while (0)
 #define UK_PREFETCH(i)                                                                                            \
     if (i < mr) {                                                                                                 \
@@ -67,10 +67,17 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
 #define UK_STORE(i)                                                                                               \
     {                                                                                                             \
         float *ci = c + (size_t)(i) * ldc;                                                                        \
-        __m512 t0 = _mm512_mul_ps(va, c0_##i), t1 = _mm512_mul_ps(va, c1_##i);                                    \
-        if (beta != 0.0f) {                                                                                       \
-            t0 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(ci), t0);                                                    \
-            t1 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(ci + 16), t1);                                               \
+        __m512 t0 = c0_##i, t1 = c1_##i;                                                                          \
+        if (!unit) {                                                                                              \
+            t0 = _mm512_mul_ps(va, t0);                                                                           \
+            t1 = _mm512_mul_ps(va, t1);                                                                           \
+            if (beta != 0.0f) {                                                                                   \
+                t0 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(ci), t0);                                                \
+                t1 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(ci + 16), t1);                                           \
+            }                                                                                                     \
+        } else if (beta != 0.0f) {                                                                                \
+            t0 = _mm512_add_ps(_mm512_loadu_ps(ci), t0);                                                          \
+            t1 = _mm512_add_ps(_mm512_loadu_ps(ci + 16), t1);                                                     \
         }                                                                                                         \
         if (bias) {                                                                                               \
             t0 = _mm512_add_ps(t0, z0);                                                                           \
@@ -88,7 +95,27 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
  * earlier, the streaming B sliver would evict them again. At 1024^3 on Zen 4: no prefetch 106,
  * 32 steps 108, 64 steps 109 GFLOP/s (prefetchw: the same). */
 #define UK_PF_STEPS 64
+/* A tile at most 16 columns wide (a narrow output layer: N = 10) runs only its first zmm column:
+ * half the FMAs, each element the same chain as in the full tile. */
+#define UK_DECL_H(i) __m512 h_##i = _mm512_setzero_ps();
+#define UK_FMA_H(i) h_##i = _mm512_fmadd_ps(_mm512_set1_ps(a[i]), b0, h_##i);
+#define UK_SPILL_H(i)                                                                                             \
+    tile[2 * (i)] = h_##i;                                                                                        \
+    tile[2 * (i) + 1] = _mm512_setzero_ps();
+#define UKERNEL_HALF(MR)                                                                                          \
+    if (nr <= 16) {                                                                                               \
+        ROWS_##MR(UK_DECL_H)                                                                                      \
+        for (size_t k = 0; k < kc; k++, a += MR, b += bs) {                                                       \
+            __m512 b0 = _mm512_loadu_ps(b);                                                                       \
+            ROWS_##MR(UK_FMA_H)                                                                                   \
+        }                                                                                                         \
+        __m512 tile[2 * MR];                                                                                      \
+        ROWS_##MR(UK_SPILL_H)                                                                                     \
+        store_partial(tile, mr, nr, c, ldc, p);                                                                   \
+        return;                                                                                                   \
+    }
 #define UKERNEL_BODY(MR)                                                                                          \
+    UKERNEL_HALF(MR)                                                                                              \
     ROWS_##MR(UK_DECL)                                                                                            \
     size_t k1 = kc > UK_PF_STEPS ? kc - UK_PF_STEPS : 0;                                                          \
     for (size_t k = 0; k < k1; k++) UK_STEP(MR);                                                                  \
@@ -97,6 +124,9 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
     if (mr == MR && nr == NR) { /* the full tile: unmasked, from registers */                                     \
         __m512 va = _mm512_set1_ps(p->alpha), vb = _mm512_set1_ps(p->beta);                                       \
         float beta = p->beta;                                                                                     \
+        /* alpha 1 with beta 0 or 1 (the layers' calls): 1 a = a and fma(1, c, t) = c + t exactly, so  \
+         * the same bits without the multiplies, and off the FMA pipes (Zen 4 adds on its own pipes) */ \
+        bool unit = p->alpha == 1.0f && (beta == 0.0f || beta == 1.0f);                                           \
         const float *bias = p->bias;                                                                              \
         __m512 z0 = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();                                           \
         __m512 z1 = bias ? _mm512_loadu_ps(bias + 16) : _mm512_setzero_ps();                                      \
@@ -107,10 +137,24 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
     ROWS_##MR(UK_SPILL)                                                                                           \
     store_partial(tile, mr, nr, c, ldc, p);
 
+/* The body once per height, B's step bs a parameter: NR for a packed sliver (a constant once
+ * inlined; unaligned loads cost nothing on aligned data), B's row stride for a sliver read where it
+ * lies (gemm.h's ukernel_b): the same instructions on the same values, so the same bits. */
 #define DEFINE_UKERNEL(MR)                                                                                        \
-    static void lithe_f32_gemm_ukernel_##MR##x32__avx512(size_t mr, size_t nr, size_t kc, const float *a, const float *b,       \
-                                          float *c, size_t ldc, const lithe__sgemm_ukparams *p) {                 \
+    static inline __attribute__((always_inline)) void uk_##MR(size_t mr, size_t nr, size_t kc, const float *a,    \
+                                                              const float *b, size_t bs, float *c, size_t ldc,    \
+                                                              const lithe__sgemm_ukparams *p) {                   \
         UKERNEL_BODY(MR)                                                                                          \
+    }                                                                                                             \
+    static void lithe_f32_gemm_ukernel_##MR##x32__avx512(size_t mr, size_t nr, size_t kc, const float *a,         \
+                                                         const float *b, float *c, size_t ldc,                    \
+                                                         const lithe__sgemm_ukparams *p) {                        \
+        uk_##MR(mr, nr, kc, a, b, NR, c, ldc, p);                                                                 \
+    }                                                                                                             \
+    static void lithe_f32_gemm_ukernel_b_##MR##x32__avx512(size_t mr, size_t nr, size_t kc, const float *a,       \
+                                                           const float *b, size_t ldb, float *c, size_t ldc,      \
+                                                           const lithe__sgemm_ukparams *p) {                      \
+        uk_##MR(mr, nr, kc, a, b, ldb, c, ldc, p);                                                                \
     }
 
 DEFINE_UKERNEL(2)
@@ -213,6 +257,10 @@ static void pack_cols(size_t R, size_t lanes, size_t kc, const float *src, size_
         m[g] = v == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << v) - 1);
     }
     size_t groups = (R + 15) / 16;
+    if (R == 8 && lanes == 8) { /* whole 8-row A slivers (the dW GEMMs' dYᵀ): unmasked 256-bit moves */
+        for (size_t k = 0; k < kc; k++) _mm256_storeu_ps(dst + k * 8, _mm256_loadu_ps(src + k * ld));
+        return;
+    }
     for (size_t k = 0; k < kc; k++) {
         const float *s = src + k * ld;
         float *d = dst + k * R;
@@ -427,7 +475,8 @@ static const lithe__sgemm_kernel *for_rows(int64_t M);
 #define KERNEL(MR, MC)                                                                                            \
     {.isa = "avx512", .mr = MR, .nr = NR, .mc = MC, .kc = 512, .nc = 4096,                                        \
      .ukernel = lithe_f32_gemm_ukernel_##MR##x32__avx512, .pack_a = pack_a_##MR, .pack_b = pack_b_32,             \
-     .gemv_t = gemv_t, .gemv_n = gemv_n, .for_rows = for_rows, .urow = lithe_f32_gemm_urow_1x32__avx512}
+     .gemv_t = gemv_t, .gemv_n = gemv_n, .for_rows = for_rows, .urow = lithe_f32_gemm_urow_1x32__avx512,         \
+     .ukernel_b = lithe_f32_gemm_ukernel_b_##MR##x32__avx512}
 static const lithe__sgemm_kernel kernels[] = {KERNEL(14, 126), KERNEL(12, 120), KERNEL(8, 128), KERNEL(4, 128),
                                               KERNEL(2, 128)};
 #define N_KERNELS (sizeof kernels / sizeof kernels[0])

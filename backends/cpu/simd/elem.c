@@ -382,6 +382,29 @@ static inline vdh acc_sq(vdh acc, vdh x) {
 }
 
 static double K(sum_squares)(int64_t n, const float *X) {
+#if VB == 64 && defined(__AVX512F__)
+    /* 256-bit halves, eight chains: Zen 4 widens a whole zmm of floats slowly (vcvtps2pd zmm, and
+     * the extract of the upper half), so four float-to-double zmm chains ran at 0.078 ns per
+     * element and these at 0.044 (in L1 or from L3 alike: the conversion was the bound) */
+    __m256d s0 = _mm256_setzero_pd(), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
+    int64_t i = 0;
+#define SQ(acc, j)                                                                                 \
+    {                                                                                              \
+        __m256d x = _mm256_cvtps_pd(_mm_loadu_ps(X + i + 4 * (j)));                                \
+        acc = _mm256_fmadd_pd(x, x, acc);                                                          \
+    }
+    for (; i + 32 <= n; i += 32) {
+        SQ(s0, 0) SQ(s1, 1) SQ(s2, 2) SQ(s3, 3) SQ(s4, 4) SQ(s5, 5) SQ(s6, 6) SQ(s7, 7)
+    }
+#undef SQ
+    __m256d t = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(s0, s1), _mm256_add_pd(s2, s3)),
+                              _mm256_add_pd(_mm256_add_pd(s4, s5), _mm256_add_pd(s6, s7)));
+    double h[4];
+    _mm256_storeu_pd(h, t);
+    double s = ((h[0] + h[1]) + h[2]) + h[3];
+    for (; i < n; i++) s += (double)X[i] * X[i];
+    return s;
+#else
     vdh a0 = (vdh){0}, a1 = (vdh){0}, a2 = (vdh){0}, a3 = (vdh){0}; /* four chains hide the add latency */
     int64_t i = 0;
     for (; i + 2 * VW <= n; i += 2 * VW) {
@@ -394,6 +417,7 @@ static double K(sum_squares)(int64_t n, const float *X) {
     double s = hsum_dh((a0 + a1) + (a2 + a3));
     for (; i < n; i++) s += (double)X[i] * X[i];
     return s;
+#endif
 }
 
 static void K(adam)(int64_t n, float *W, const float *G, float *m1, float *m2, float beta1, float beta2,
@@ -843,80 +867,237 @@ static void K(maxout)(int64_t R, int64_t P, const float *X, float *Y, int32_t *w
     }
 }
 
-/* The even lanes of the pair (a, b): a stride-2 load from two plain ones. */
-static inline vf even_lanes(vf a, vf b) {
-#if VW == 16
-    return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-#elif VW == 8
-    return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+/* A depthwise plane as long rows (conv.c lays the plane out so that every tap is a shift of it): for
+ * rows r < R, y[r·ldy + q] = act(bias + sum over taps t < T, in order, of x[r·ldx + q + off[t]] · w[t])
+ * for q < n — the scalar twin's order and multiply-add per lane, so bit-identical to it. A row's
+ * last partial vector is computed again from n - VW (the same bits, the same stores) when n >= VW,
+ * else loaded from a zero-padded copy: it never reads past the last tap's x[... + n - 1 + off[t]]
+ * nor writes past y[... + n - 1]. The 3x3 (two vectors per step past 4 lanes, so their chains overlap;
+ * taps and weights in registers) runs a relu or clipped-linear act in registers (act1: the act
+ * kernel's bits); other kinds, other tap counts and rows narrower than a vector (dwt_impl, one
+ * vector per step) take it from the act kernel over each row after. */
+
+/* x in every lane, its sign kept (splat adds it to +0, which turns -0 into +0) */
+static inline vf bcast(float x) {
+    int32_t b;
+    memcpy(&b, &x, sizeof b);
+    return (vf)splati(b);
+}
+
+static inline __attribute__((always_inline)) void dwt_impl(int64_t R, int64_t n, int64_t ldx, float *y, int64_t ldy,
+                                                           const float *x, const int64_t *off, const float *w,
+                                                           int64_t T, float bias, const lithe__act *a,
+                                                           lithe__act_kind kind, bool act_in) {
+    const float *xp[LITHE__DWCONV_MAX_TAPS];
+    vf wv[LITHE__DWCONV_MAX_TAPS];
+    for (int64_t t = 0; t < T; t++) xp[t] = x + off[t], wv[t] = bcast(w[t]);
+    lithe__act c = {0};
+    if (act_in) c = *a, c.kind = kind;
+    for (int64_t r = 0; r < R; r++, y += ldy) {
+        int64_t xo = r * ldx;
+        if (n < VW) {
+            vf acc = bcast(bias);
+            for (int64_t t = 0; t < T; t++) acc = acc + ld_part(xp[t] + xo, n) * wv[t];
+            if (act_in) acc = act1(&c, acc);
+            st_part(y, acc, n);
+            continue;
+        }
+        for (int64_t q = 0; q < n; q += VW) {
+            int64_t qq = q + VW <= n ? q : n - VW;
+            vf acc = bcast(bias);
+            for (int64_t t = 0; t < T; t++) acc = acc + ld(xp[t] + xo + qq) * wv[t];
+            if (act_in) acc = act1(&c, acc);
+            st(y + qq, acc);
+        }
+    }
+}
+
+/* The 3x3's fused relu / clip with the ISA's max and min where their operand order gives act1's
+ * exact selections (x86 maxps(a, b) = a > b ? a : b, minps(a, b) = a < b ? a : b; WebAssembly's
+ * pmax(a, b) = a < b ? b : a, pmin(a, b) = b < a ? b : a): relu = x > 0 ? x : 0, NaN and -0 to +0;
+ * clip = x < lo ? lo : (x > hi ? hi : x) of x·slope + offset, which max(lo, min(hi, ·)) equals
+ * when lo <= hi (K(dwconv_taps) sends other bounds to the act kernel). Elsewhere act1 itself. */
+#if (VB == 64 && defined(__AVX512F__)) || (VB == 32 && defined(__AVX__)) || (VB == 16 && defined(__SSE2__)) || \
+    (VB == 16 && defined(__wasm_simd128__))
+#define DW_MINMAX 1
+static inline vf dw_max(vf a, vf b) { /* a > b ? a : b, b when either is NaN */
+#if VB == 64
+    return (vf)_mm512_max_ps((__m512)a, (__m512)b);
+#elif VB == 32
+    return (vf)_mm256_max_ps((__m256)a, (__m256)b);
+#elif defined(__SSE2__)
+    return (vf)_mm_max_ps((__m128)a, (__m128)b);
 #else
-    return __builtin_shufflevector(a, b, 0, 2, 4, 6);
+    return (vf)wasm_f32x4_pmax((v128_t)b, (v128_t)a);
+#endif
+}
+static inline vf dw_min(vf a, vf b) { /* a < b ? a : b, b when either is NaN */
+#if VB == 64
+    return (vf)_mm512_min_ps((__m512)a, (__m512)b);
+#elif VB == 32
+    return (vf)_mm256_min_ps((__m256)a, (__m256)b);
+#elif defined(__SSE2__)
+    return (vf)_mm_min_ps((__m128)a, (__m128)b);
+#else
+    return (vf)wasm_f32x4_pmin((v128_t)b, (v128_t)a);
+#endif
+}
+#else
+#define DW_MINMAX 0
+#endif
+static inline vf dw_act(const lithe__act *c, vf x) {
+#if DW_MINMAX
+    if (c->kind == LITHE__ACT_RELU) return dw_max(x, splat(0.0f));
+    return dw_max(splat(c->min_val), dw_min(splat(c->max_val), x * c->slope + c->offset));
+#else
+    return act1(c, x);
 #endif
 }
 
-/* One output row of a depthwise convolution, the columns where every tap is inside the input:
- * y[o] += sum over rows r < nr and taps k < KW, in that order, of xr[r][o * s + k * dil] * w[r * KW + k]
- * (the scalar twin's order, so bit-identical to it). Stride 2 loads two vectors and keeps the even
- * lanes; it stops one column early so that the odd lane past the last tap is never read. */
-static inline __attribute__((always_inline)) void dw_impl(int64_t n, float *y, const float *const *xr,
-                                                          const float *w, int64_t nr, int64_t KW, int64_t dil,
-                                                          int64_t s) {
-    int64_t o = 0;
-    if (s == 1) {
-        for (; o + VW <= n; o += VW) {
-            vf acc = ld(y + o);
-            for (int64_t r = 0; r < nr; r++)
-                for (int64_t k = 0; k < KW; k++) acc = acc + ld(xr[r] + o + k * dil) * w[r * KW + k];
-            st(y + o, acc);
+/* The 3x3: taps and weights in named registers (arrays of them spill), the same sums as dwt_impl. */
+#define DW9(P, Q)                                                                                                  \
+    (((((((((b0 + ld(P##0 + (Q)) * w0) + ld(P##1 + (Q)) * w1) + ld(P##2 + (Q)) * w2) + ld(P##3 + (Q)) * w3) +     \
+          ld(P##4 + (Q)) * w4) + ld(P##5 + (Q)) * w5) + ld(P##6 + (Q)) * w6) + ld(P##7 + (Q)) * w7) +             \
+     ld(P##8 + (Q)) * w8)
+static inline __attribute__((always_inline)) void dw9_impl(int64_t R, int64_t n, int64_t ldx, float *y, int64_t ldy,
+                                                           const float *x, const int64_t *off, const float *w,
+                                                           float bias, const lithe__act *a, lithe__act_kind kind,
+                                                           bool act_in) {
+    const float *p0 = x + off[0], *p1 = x + off[1], *p2 = x + off[2], *p3 = x + off[3], *p4 = x + off[4],
+                *p5 = x + off[5], *p6 = x + off[6], *p7 = x + off[7], *p8 = x + off[8];
+    vf w0 = bcast(w[0]), w1 = bcast(w[1]), w2 = bcast(w[2]), w3 = bcast(w[3]), w4 = bcast(w[4]), w5 = bcast(w[5]),
+       w6 = bcast(w[6]), w7 = bcast(w[7]), w8 = bcast(w[8]), b0 = bcast(bias);
+    lithe__act c = {0};
+    if (act_in) c = *a, c.kind = kind;
+    for (int64_t r = 0; r < R; r++, y += ldy) {
+        int64_t xo = r * ldx, q = 0;
+        /* (four-lane vectors: one at a time measured faster under Node, its 16 registers) */
+        for (; q + 2 * VW <= n && VW > 4; q += 2 * VW) {
+            vf a0 = DW9(p, xo + q), a1 = DW9(p, xo + q + VW);
+            if (act_in) a0 = dw_act(&c, a0), a1 = dw_act(&c, a1);
+            st(y + q, a0);
+            st(y + q + VW, a1);
         }
-    } else if (s == 2) {
-        for (; o + VW < n; o += VW) {
-            vf acc = ld(y + o);
-            for (int64_t r = 0; r < nr; r++)
-                for (int64_t k = 0; k < KW; k++) {
-                    const float *p = xr[r] + 2 * o + k * dil;
-                    acc = acc + even_lanes(ld(p), ld(p + VW)) * w[r * KW + k];
-                }
-            st(y + o, acc);
+        for (; q < n; q += VW) {
+            int64_t qq = q + VW <= n ? q : n - VW;
+            vf acc = DW9(p, xo + qq);
+            if (act_in) acc = dw_act(&c, acc);
+            st(y + qq, acc);
         }
     }
-    /* the rest four columns at a time (7- and 14-wide rows are common), then one by one */
-    typedef float v4 __attribute__((vector_size(16)));
-    for (; o + 4 <= n - (s == 1 ? 0 : 1); o += 4) {
-        v4 acc;
-        memcpy(&acc, y + o, sizeof acc);
-        for (int64_t r = 0; r < nr; r++)
-            for (int64_t k = 0; k < KW; k++) {
-                v4 v;
-                if (s == 1) {
-                    memcpy(&v, xr[r] + o + k * dil, sizeof v);
-                } else if (s == 2) {
-                    v4 a, b2;
-                    memcpy(&a, xr[r] + 2 * o + k * dil, sizeof a);
-                    memcpy(&b2, xr[r] + 2 * o + k * dil + 4, sizeof b2);
-                    v = __builtin_shufflevector(a, b2, 0, 2, 4, 6);
-                } else {
-                    for (int l = 0; l < 4; l++) v[l] = xr[r][(o + l) * s + k * dil];
-                }
-                acc = acc + v * w[r * KW + k];
+}
+#undef DW9
+
+static void K(dwconv_taps)(int64_t R, int64_t n, int64_t ldx, float *y, int64_t ldy, const float *x,
+                           const int64_t *off, const float *w, int64_t T, float bias, const lithe__act *a) {
+    /* the 3x3 with its taps unrolled into registers, with the acts that mobilenet and most CNNs fuse
+     * (relu, clip) inside */
+    lithe__act_kind kind = a ? a->kind : LITHE__ACT_RELU;
+    bool clip_ok = kind == LITHE__ACT_CLIPPED_LINEAR && a->min_val <= a->max_val; /* (dw_act) */
+    bool post = a && kind != LITHE__ACT_RELU && !clip_ok, in = a && !post;
+    if (T == 9 && n >= VW) {
+        if (!in) dw9_impl(R, n, ldx, y, ldy, x, off, w, bias, a, kind, false);
+        else if (kind == LITHE__ACT_RELU) dw9_impl(R, n, ldx, y, ldy, x, off, w, bias, a, LITHE__ACT_RELU, true);
+        else dw9_impl(R, n, ldx, y, ldy, x, off, w, bias, a, LITHE__ACT_CLIPPED_LINEAR, true);
+    } else {
+        dwt_impl(R, n, ldx, y, ldy, x, off, w, T, bias, a, kind, false);
+        post = a != NULL;
+    }
+    if (post)
+        for (int64_t r = 0; r < R; r++) K(act)(a, n, y + r * ldy, y + r * ldy);
+}
+
+/* dst[r·ldd + i] = src[r·lds + i·s] for r < R, i < n: the depthwise layout's copies (conv.c), rows
+ * into its phase planes and runs out into Y. Stride 1: whole vectors, the last one overlapping, then
+ * eight or four lanes; other strides one by one (stride 2 goes through split_rows). */
+typedef float v4f __attribute__((vector_size(16)));
+static void K(copy_rows)(int64_t R, int64_t n, float *dst, int64_t ldd, const float *src, int64_t lds, int64_t s) {
+    for (int64_t r = 0; r < R; r++) {
+        float *d = dst + r * ldd;
+        const float *p = src + r * lds;
+        if (s != 1 || n < 4) {
+            for (int64_t i = 0; i < n; i++) d[i] = p[i * s];
+        } else if (n >= VW) {
+            for (int64_t i = 0; i < n; i += VW) {
+                int64_t ii = i + VW <= n ? i : n - VW;
+                st(d + ii, ld(p + ii));
             }
-        memcpy(y + o, &acc, sizeof acc);
-    }
-    for (; o < n; o++) {
-        float acc = y[o];
-        for (int64_t r = 0; r < nr; r++)
-            for (int64_t k = 0; k < KW; k++) acc += xr[r][o * s + k * dil] * w[r * KW + k];
-        y[o] = acc;
+#if VW > 8
+        } else if (n >= 8) { /* 14-wide rows in two overlapping halves */
+            typedef float v8f __attribute__((vector_size(32)));
+            for (int64_t i = 0; i < n; i += 8) {
+                int64_t ii = i + 8 <= n ? i : n - 8;
+                v8f v;
+                memcpy(&v, p + ii, sizeof v);
+                memcpy(d + ii, &v, sizeof v);
+            }
+#endif
+        } else {
+            for (int64_t i = 0; i < n; i += 4) {
+                int64_t ii = i + 4 <= n ? i : n - 4;
+                v4f v;
+                memcpy(&v, p + ii, sizeof v);
+                memcpy(d + ii, &v, sizeof v);
+            }
+        }
     }
 }
 
-static void K(dwconv_row)(int64_t n, float *y, const float *const *xr, const float *w, int64_t nr, int64_t KW,
-                          int64_t dil, int64_t s) {
-    /* the 3x3 of mobilenet and most CNNs with constant trip counts, so the taps unroll */
-    if (nr == 3 && KW == 3 && s == 1) dw_impl(n, y, xr, w, 3, 3, dil, 1);
-    else if (nr == 3 && KW == 3 && s == 2) dw_impl(n, y, xr, w, 3, 3, dil, 2);
-    else dw_impl(n, y, xr, w, nr, KW, dil, s);
+/* Rows split into their even and odd columns (conv.c's stride-2 phase planes, one pass over the
+ * input): e[r·ldd + i] = src[r·lds + 2i] for i < ceil(m / 2), o[r·ldd + i] = src[r·lds + 2i + 1]
+ * for i < m / 2. Pairs of vectors, the last pair overlapping, then eight- and four-lane pairs; an odd
+ * last column alone. Reads nothing past src[r·lds + m - 1]. */
+#if VW == 16
+#define EVENS 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30
+#define ODDS 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31
+#elif VW == 8
+#define EVENS 0, 2, 4, 6, 8, 10, 12, 14
+#define ODDS 1, 3, 5, 7, 9, 11, 13, 15
+#else
+#define EVENS 0, 2, 4, 6
+#define ODDS 1, 3, 5, 7
+#endif
+#define EVENS8 0, 2, 4, 6, 8, 10, 12, 14
+#define ODDS8 1, 3, 5, 7, 9, 11, 13, 15
+#define EVENS4 0, 2, 4, 6
+#define ODDS4 1, 3, 5, 7
+#define SPLIT_PAIRS(T, L, EV, OD)                                                                                  \
+    for (int64_t i = 0; i < m2; i += 2 * (L)) {                                                                   \
+        int64_t ii = i + 2 * (L) <= m2 ? i : m2 - 2 * (L);                                                        \
+        T va, vb, ve, vo;                                                                                         \
+        memcpy(&va, p + ii, sizeof va), memcpy(&vb, p + ii + (L), sizeof vb);                                     \
+        ve = __builtin_shufflevector(va, vb, EV), vo = __builtin_shufflevector(va, vb, OD);                      \
+        memcpy(e + ii / 2, &ve, sizeof ve), memcpy(o + ii / 2, &vo, sizeof vo);                                   \
+    }
+static void K(split_rows)(int64_t R, int64_t m, float *e0, float *o0, int64_t ldd, const float *src, int64_t lds) {
+    int64_t m2 = m & ~(int64_t)1; /* whole pairs */
+    for (int64_t r = 0; r < R; r++) {
+        float *e = e0 + r * ldd, *o = o0 + r * ldd;
+        const float *p = src + r * lds;
+        if (m2 >= 2 * VW) {
+            SPLIT_PAIRS(vf, VW, EVENS, ODDS)
+#if VW > 8
+        } else if (m2 >= 16) {
+            typedef float v8f __attribute__((vector_size(32)));
+            SPLIT_PAIRS(v8f, 8, EVENS8, ODDS8)
+#endif
+#if VW > 4
+        } else if (m2 >= 8) {
+            SPLIT_PAIRS(v4f, 4, EVENS4, ODDS4)
+#endif
+        } else {
+            for (int64_t i = 0; i < m2; i += 2) e[i / 2] = p[i], o[i / 2] = p[i + 1];
+        }
+        if (m & 1) e[m / 2] = p[m - 1];
+    }
 }
+#undef SPLIT_PAIRS
+#undef EVENS
+#undef ODDS
+#undef EVENS8
+#undef ODDS8
+#undef EVENS4
+#undef ODDS4
 
 /* One output row of 2x2 stride-2 max pooling without padding: y[o] = the first maximum of r0[2o],
  * r0[2o + 1], r1[2o], r1[2o + 1] (the twin's tap order, `>` so the first wins and a NaN is never
@@ -998,7 +1179,9 @@ const lithe__simd_kernels TABLE = {
     .unary = K(unary),
     .unary_backward = K(unary_backward),
     .maxout = K(maxout),
-    .dwconv_row = K(dwconv_row),
+    .dwconv_taps = K(dwconv_taps),
+    .copy_rows = K(copy_rows),
+    .split_rows = K(split_rows),
     .maxpool2x2_row = K(maxpool2x2_row),
     .binary = K(binary),
 };

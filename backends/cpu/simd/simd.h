@@ -11,7 +11,7 @@
  *   - bit-identical: binary (add, sub, mul, div), add_row, sum_rows, axpby, mul, adam, radam, update_averages, adam_step, relu and the
  *     hard / clipped activations and every activation backward that reads only Y (relu, sigmoid,
  *     tanh), dish forward, maxout, gather / scatter-add, the exact unary ops (sqrt, neg, abs,
- *     reciprocal) and their backwards; layernorm_backward's dG / db; the depthwise-convolution row;
+ *     reciprocal) and their backwards; layernorm_backward's dG / db; the depthwise-convolution plane (dwconv_taps), copy_rows and split_rows;
  *   - within a bound: kernels that call exp. The vector exp (lithe__vexp) is within 2 ulp of the
  *     correctly rounded expf over [-87.3, 88.7] (normal results; subnormal results within 1e-45
  *     absolute), its tanh within 8 ulp or 1e-9 absolute; sigmoid, swish, gelu (and backwards),
@@ -26,6 +26,8 @@
 #define LITHE_CPU_SIMD_H
 
 #include "../kernels.h"
+
+#define LITHE__DWCONV_MAX_TAPS 64
 
 typedef struct lithe__simd_kernels {
     const char *isa; /* "scalar", "sse2", "avx2", "avx512", "neon", "wasm_simd128" */
@@ -64,10 +66,18 @@ typedef struct lithe__simd_kernels {
     void (*unary)(int op, int64_t n, const float *X, float *Y);
     void (*unary_backward)(int op, int64_t n, const float *X, const float *Y, const float *dY, float *dX);
     void (*maxout)(int64_t R, int64_t P, const float *X, float *Y, int32_t *which);
-    /* One depthwise-convolution output row over columns whose taps are all inside the input:
-     * y[o] += sum over r < nr, k < KW (in that order) of xr[r][o * s + k * dil] * w[r * KW + k]. */
-    void (*dwconv_row)(int64_t n, float *y, const float *const *xr, const float *w, int64_t nr, int64_t KW,
-                       int64_t dil, int64_t s);
+    /* A depthwise-convolution plane laid out as long rows (conv.c): for r < R, q < n,
+     * y[r * ldy + q] = act(bias + sum over t < T (in that order) of x[r * ldx + q + off[t]] * w[t]),
+     * T at most LITHE__DWCONV_MAX_TAPS; a NULL: no activation (else the act kernel's bits). Reads no
+     * x past a row's x[r * ldx + n - 1 + off[t]], writes no y past y[r * ldy + n - 1]. */
+    void (*dwconv_taps)(int64_t R, int64_t n, int64_t ldx, float *y, int64_t ldy, const float *x,
+                        const int64_t *off, const float *w, int64_t T, float bias, const lithe__act *a);
+    /* dst[r * ldd + i] = src[r * lds + i * s] for r < R, i < n (reads nothing past src[(R-1) * lds +
+     * (n-1) * s]). */
+    void (*copy_rows)(int64_t R, int64_t n, float *dst, int64_t ldd, const float *src, int64_t lds, int64_t s);
+    /* Rows split into even and odd columns: e[r * ldd + i] = src[r * lds + 2i] for i < ceil(m / 2),
+     * o[r * ldd + i] = src[r * lds + 2i + 1] for i < m / 2 (reads nothing past a row's m floats). */
+    void (*split_rows)(int64_t R, int64_t m, float *e, float *o, int64_t ldd, const float *src, int64_t lds);
     /* One output row of 2x2 stride-2 max pooling (no padding) from input rows r0, r1 of a W-wide
      * plane: y[o] = the first maximum of r0[2o], r0[2o+1], r1[2o], r1[2o+1] (`>`, the twin's order),
      * which[o] = its index in the plane, base + 2o (+1, +W, +W+1). */

@@ -4,7 +4,9 @@
 //   spec 0 = 0: Thinc's fused Adam. f0..f3 = beta1, beta2, eps, lr.
 //   spec 0 = 1: Thinc's RAdam. f0..f6 = beta1, omb1, beta2, omb2, eps, coef; u1 = rectified.
 //   spec 0 = 2: adam_step (primitives.def): Adam on gscale * G, then G = 0, W *= wscale (unless
-//     1) and, when u1 != 0, the averages. f0..f6 = gscale, beta1, beta2, eps, lr, wscale, decay.
+//     1) and, when u1 != 0, the averages. f0..f6 = gscale, beta1, beta2, eps, lr, wscale, decay;
+//     when u2 != 0, binding 5 holds clip_gradient's decision {factor, apply} (reduce.comp, spec
+//     2), and gscale is the factor where apply is set.
 #include "common.glsl"
 layout(local_size_x = WG) in;
 layout(constant_id = 0) const uint OP = 0u;
@@ -13,6 +15,7 @@ layout(std430, binding = 1) buffer Gb { float gr[]; };
 layout(std430, binding = 2) buffer M1 { float m1[]; };
 layout(std430, binding = 3) buffer M2 { float m2[]; };
 layout(std430, binding = 4) buffer AV { float av[]; };
+layout(std430, binding = 5) readonly buffer CF { float cf[]; };
 void main() {
     uint n = pc.u[0];
     for (uint i = FIRST; i < n; i += STRIDE) {
@@ -28,7 +31,7 @@ void main() {
             precise float step = a / (sqrt(b) + eps);
             wv += -lr * step;
         } else if (OP == 2u) {
-            float gscale = pc.f[0], beta1 = pc.f[1], beta2 = pc.f[2], eps = pc.f[3], lr = pc.f[4], wscale = pc.f[5];
+            float gscale = pc.u[2] != 0u && cf[OFF(5) + 1u] != 0.0 ? cf[OFF(5)] : pc.f[0], beta1 = pc.f[1], beta2 = pc.f[2], eps = pc.f[3], lr = pc.f[4], wscale = pc.f[5];
             float omb1 = 1.0 - beta1, omb2 = 1.0 - beta2, omd = 1.0 - pc.f[6];
             precise float gg = gscale == 1.0 ? g : gscale * g;
             a *= beta1;
