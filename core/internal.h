@@ -600,11 +600,12 @@ lithe_tensor *lithe__graph_const(lithe_model *m, size_t i);
 struct lithe__onnx_node;
 bool lithe__graph_prep_op(const struct lithe__onnx_node *n, const lithe_tensor *W, const lithe_tensor *bias,
                           lithe__prep_op *op);
-/* The npm package's modules (LITHE_IMPORTERS_SEPARATE) leave core/graph/, onnx.c and tfjs.c out
- * of the core module: they are a second module (bindings/js/src/importers.c) that the JS loader
- * links into the same memory and registers with lithe__importers_set. The core reaches the graph
- * type and the importers through core/io/importers.c, which fails with LITHE_ERR_UNSUPPORTED
- * (and raises lithe__importers_wanted) until then. */
+/* The npm package's modules (LITHE_IMPORTERS_SEPARATE) leave core/graph/, onnx.c, tfjs.c and the
+ * CPU backend's convolution and pooling (backends/cpu/conv.c) out of the core module: they are a
+ * second module (bindings/js/src/importers.c) that the JS loader links into the same memory and
+ * registers with lithe__importers_set. The core reaches the graph type, the importers and the
+ * conv / pool kernels through core/io/importers.c, which fails with LITHE_ERR_UNSUPPORTED (and
+ * raises lithe__importers_wanted) until then. */
 typedef struct lithe__importers {
     const lithe__layer_type *onnx_graph_type;
     const lithe__layer_type *const *graph_types;
@@ -617,6 +618,15 @@ typedef struct lithe__importers {
     lithe_status (*tfjs_load)(const char *path, lithe_model **out);
     lithe_status (*graph_prepare)(lithe_model *m);
     lithe_tensor *(*graph_const)(lithe_model *m, size_t i);
+    /* The CPU backend's convolution and pooling (backends/cpu/conv.c, declared in
+     * backends/cpu/simd/simd.h): only imported graphs run them, so they live in the same module
+     * as the graph executor, and the core's conv2d / pool2d primitives reach them through here. */
+    lithe_status (*cpu_conv2d)(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                               const float *b, const lithe__act *a, float *Y);
+    lithe_status (*cpu_conv2d_backward)(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                                        const float *dY, float *dX, float *dW, float *db);
+    void (*cpu_pool2d)(const lithe__pool2d *g, const float *X, float *Y, int32_t *which);
+    void (*cpu_pool2d_backward)(const lithe__pool2d *g, const float *dY, const int32_t *which, float *dX);
 } lithe__importers;
 #ifdef LITHE_IMPORTERS_SEPARATE
 void lithe__importers_set(const lithe__importers *h);
