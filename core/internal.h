@@ -606,6 +606,7 @@ bool lithe__graph_prep_op(const struct lithe__onnx_node *n, const lithe_tensor *
  * registers with lithe__importers_set. The core reaches the graph type, the importers and the
  * conv / pool kernels through core/io/importers.c, which fails with LITHE_ERR_UNSUPPORTED (and
  * raises lithe__importers_wanted) until then. */
+struct lithe__sgemm_packed_b; /* (backends/cpu/gemm/gemm.h) */
 typedef struct lithe__importers {
     const lithe__layer_type *onnx_graph_type;
     const lithe__layer_type *const *graph_types;
@@ -625,6 +626,9 @@ typedef struct lithe__importers {
                                const float *b, const lithe__act *a, float *Y);
     lithe_status (*cpu_conv2d_backward)(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
                                         const float *dY, float *dX, float *dW, float *db);
+    lithe_status (*cpu_conv2d_packed)(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                                      const struct lithe__sgemm_packed_b *Wp, const float *b, const lithe__act *a,
+                                      float *Y);
     void (*cpu_pool2d)(const lithe__pool2d *g, const float *X, float *Y, int32_t *which);
     void (*cpu_pool2d_backward)(const lithe__pool2d *g, const float *dY, const int32_t *which, float *dX);
 } lithe__importers;

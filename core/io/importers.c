@@ -93,6 +93,12 @@ lithe_status lithe__cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *
     return hooks ? hooks->cpu_conv2d_backward(be, g, X, W, dY, dX, dW, db) : absent("conv2d_backward");
 }
 
+lithe_status lithe__cpu_conv2d_packed(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                                      const struct lithe__sgemm_packed_b *Wp, const float *b, const lithe__act *a,
+                                      float *Y) {
+    return hooks ? hooks->cpu_conv2d_packed(be, g, X, W, Wp, b, a, Y) : absent("conv2d_prepared");
+}
+
 void lithe__cpu_pool2d(const lithe__pool2d *g, const float *X, float *Y, int32_t *which) {
     if (hooks)
         hooks->cpu_pool2d(g, X, Y, which);
