@@ -109,7 +109,7 @@ static void check_ukernel(const lithe__sgemm_kernel *k, bool fused) {
                 for (int with_bias = 0; with_bias < 2; with_bias++)
                     for (size_t mr = 1; mr <= MR; mr++)
                         for (size_t nr = 1; nr <= NR; nr++) {
-                            lithe__sgemm_ukparams p = {alphas[ai], betas[bi], with_bias ? bias : NULL};
+                            lithe__sgemm_ukparams p = {.alpha = alphas[ai], .beta = betas[bi], .bias = with_bias ? bias : NULL};
                             memcpy(c1, c0, MR * ldc * sizeof(float));
                             if (p.beta == 0.0f) /* C is not read: NaN there must not leak */
                                 for (size_t i = 0; i < MR * ldc; i++) c1[i] = NAN;
