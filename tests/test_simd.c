@@ -11,6 +11,7 @@
  *     the GEMM's rounding otherwise), forward and backward, on every table;
  *   - the caching allocator: reuse within a size class, the bound, the flush, and no caching under
  *     a user's allocator (which sees every block come back). */
+#define _POSIX_C_SOURCE 200809L /* setenv: LITHE_CONV_ROWS */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -834,6 +835,52 @@ static void test_conv2d_depthwise_fused_act(void **state) {
     lithe__simd_force(NULL);
 }
 
+/* A fused activation on the GEMM paths (pointwise, shifted rows, im2col; filter rows and pixel rows
+ * forced by LITHE_CONV_ROWS): relu and clip (ReLU6) in the microkernel's store where the kernel
+ * clamps (gemm.h's clamp_ok), other kinds after; either way the unfused conv then that table's act
+ * kernel, bit for bit (inputs with -0, NaN, ±inf). */
+static void test_conv2d_gemm_fused_act(void **state) {
+    (void)state;
+    lithe_backend *cpu;
+    OK(lithe_backend_get("cpu", &cpu));
+    const conv_case cs[] = {{2, 16, 12, 12, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},  /* pointwise */
+                            {1, 6, 14, 14, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},   /* shifted rows */
+                            {1, 4, 9, 23, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},     /* im2col */
+                            {1, 8, 10, 10, 12, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2}}; /* groups */
+    const lithe__act acts[] = {{.kind = LITHE__ACT_RELU},
+                               {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = 0, .max_val = 6},
+                               {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = -0.5f, .max_val = 0.5f},
+                               {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = 1, .max_val = -1},
+                               {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = -0.0f, .max_val = 0.5f},
+                               {.kind = LITHE__ACT_HARD_SWISH_MOBILENET}};
+    static const char *rows[] = {"filters", "pixels"};
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        lithe__conv2d g = geom(&cs[i]);
+        size_t nx = (size_t)(g.N * g.C * g.H * g.W), ny = (size_t)(g.N * g.M * g.OH * g.OW),
+               nw = (size_t)(g.M * g.C / g.group * g.KH * g.KW);
+        float *X = malloc(nx * 4), *W = malloc(nw * 4), *b = malloc((size_t)g.M * 4), *Ys = malloc(ny * 4),
+              *Yv = malloc(ny * 4);
+        fill(X, (int64_t)nx, -4, 4), fill(W, (int64_t)nw, -1, 1), fill(b, g.M, -1, 1);
+        for (size_t k = 0; k < nw; k += 5) W[k] = 0.0f; /* -0 sums where the input is -0 */
+        for (size_t k = 0; k < nx; k += 7) X[k] = -0.0f;
+        X[nx / 3] = NAN, X[nx / 2] = INFINITY, X[nx - 5] = -INFINITY;
+        for (int r = 0; r < 2; r++) {
+            setenv("LITHE_CONV_ROWS", rows[r], 1);
+            for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++)
+                for (int t = 0; t < ntables; t++) {
+                    lithe__simd_force(tables[t]);
+                    OK(lithe__cpu_conv2d(cpu, &g, X, W, b, NULL, Ys));
+                    tables[t]->act(&acts[a], (int64_t)ny, Ys, Ys);
+                    OK(lithe__cpu_conv2d(cpu, &g, X, W, b, &acts[a], Yv));
+                    same_bits(tables[t]->isa, rows[r], (int64_t)ny, Ys, Yv);
+                }
+        }
+        unsetenv("LITHE_CONV_ROWS");
+        free(X), free(W), free(b), free(Ys), free(Yv);
+    }
+    lithe__simd_force(NULL);
+}
+
 /* The depthwise kernels themselves against the scalar table: dwconv_taps on runs of every length
  * around the vector widths, as one run and as rows (3x3 and a 2x2, with and without an act),
  * copy_rows at strides 1, 2, 3, and split_rows on odd and even widths. */
@@ -1035,6 +1082,7 @@ int main(void) {
         cmocka_unit_test(test_conv2d_image_alone_equals_batch),
         cmocka_unit_test(test_conv2d_depthwise_padding_exact),
         cmocka_unit_test(test_conv2d_depthwise_fused_act),
+        cmocka_unit_test(test_conv2d_gemm_fused_act),
         cmocka_unit_test(test_dwconv_kernels_match_scalar),
         cmocka_unit_test(test_cache_reuses_and_bounds),
         /* the tests that start worker threads last */

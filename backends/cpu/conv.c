@@ -434,9 +434,10 @@ static lithe_status workspace(lithe_backend *be, size_t n, float **out) {
  * more than twice the output rows (Wq - OW > OW: many short runs per sliver); then im2col into
  * col (K, OH·OW). Pointwise (1x1, stride 1, no padding): the GEMM reads X itself.
  * A fused activation (conv2d's a) costs no pass of its own with pixel rows (each tile, in the
- * GEMM's buffer before its transposed store); with filter rows the act kernel runs in place over
- * the image-group's output after its GEMM, the act kernel's bits either way, so equal to the act
- * primitive after. (The GEMM's per-tile epilogue, one act call per tile row of nr floats, and
+ * GEMM's buffer before its transposed store); with filter rows a relu or clamp goes into the
+ * microkernel's store when the kernel has one (gemm.h's clamp_ok: AVX-512, scalar), other acts
+ * (and every act with other kernels) run the act kernel in place over the image-group's output
+ * after its GEMM; the act kernel's bits either way, so equal to the act primitive after. (The GEMM's per-tile epilogue, one act call per tile row of nr floats, and
  * column blocks of the product that fit L2, each activated after its GEMM, measured slower than
  * one pass after: call overhead on 32-float rows; mobilenet_v2's 1x1 convolutions at 112x112
  * and 56x56 +4-9 %.) */
@@ -525,14 +526,22 @@ static void shifted_fill(const lithe__conv2d *g, const shifted_ws *w, int64_t Cg
         }
 }
 
+/* Filter rows: a relu or clamp goes into the microkernel's store when the kernel clamps there
+ * (gemm.h's clamp_ok: C written once, the act kernel's bits); other acts run after the GEMM. */
+static bool act_in_store(const lithe__act *a) {
+    return a && lithe__sgemm_kernel_best()->clamp_ok && lithe__sgemm_act_clamp(a, NULL, NULL, NULL);
+}
+
 static lithe_status shifted_forward(const lithe__conv2d *g, const shifted_ws *w, int64_t Cg, int64_t Mg, int64_t K,
                                     const float *x, const float *Wg, const float *b, const lithe__act *a, float *y) {
     shifted_fill(g, w, Cg, x);
     lithe__sgemm_epilogue e = {.bias_row = b};
+    bool in_store = act_in_store(a);
+    if (in_store) e.act = a, e.act_fn = lithe__simd()->act;
     if (!lithe__sgemm_rows(NULL, true, Mg, g->OH * g->OW, K, Wg, K, w->rows, g->OW, w->Wq, y, g->OH * g->OW,
-                           b ? &e : NULL))
+                           b || in_store ? &e : NULL))
         return LITHE_ERR_OOM;
-    if (a) lithe__simd()->act(a, Mg * g->OH * g->OW, y, y); /* as the im2col path */
+    if (a && !in_store) lithe__simd()->act(a, Mg * g->OH * g->OW, y, y); /* as the im2col path */
     return LITHE_OK;
 }
 
@@ -613,11 +622,14 @@ static void gemm_images(void *ctx, int64_t n0, int64_t n1) {
             }
             if (!pw) im2col(g, x, Cg, ws);
             lithe__sgemm_epilogue e = {.bias_row = b};
-            if (!lithe__sgemm(NULL, true, false, false, Mg, P, K, 1.0f, Wg, K, pw ? x : ws, P, 0.0f, y, P, b ? &e : NULL))
+            bool in_store = act_in_store(j->a);
+            if (in_store) e.act = j->a, e.act_fn = lithe__simd()->act;
+            if (!lithe__sgemm(NULL, true, false, false, Mg, P, K, 1.0f, Wg, K, pw ? x : ws, P, 0.0f, y, P,
+                              b || in_store ? &e : NULL))
                 s = LITHE_ERR_OOM;
-            /* the activation over the image-group's output in one call: the GEMM's per-tile epilogue
-             * calls it per tile row (nr floats), which measured slower than this pass */
-            else if (j->a)
+            /* other activations over the image-group's output in one call: the GEMM's per-tile
+             * epilogue calls the act kernel per tile row (nr floats), which measured slower */
+            else if (j->a && !in_store)
                 lithe__simd()->act(j->a, Mg * P, y, y);
         }
     if (ws) j->be->ops->free(j->be, ws);
