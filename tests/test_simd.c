@@ -179,6 +179,9 @@ static const lithe__act act_kinds[] = {
     {.kind = LITHE__ACT_HARD_SWISH},
     {.kind = LITHE__ACT_HARD_SWISH_MOBILENET},
     {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1.5f, .offset = 0.25f, .min_val = -0.5f, .max_val = 2.0f},
+    /* -0 bounds: a clipped element gets the bound's bits, its sign included (the twin returns it) */
+    {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = -0.0f, .max_val = 0.5f},
+    {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = -1.0f, .max_val = -0.0f},
 };
 static bool act_exact(lithe__act_kind k, bool backward) {
     switch (k) {

@@ -133,7 +133,15 @@ static inline vf vtanh(vf x) {
     return (vf)((vi)t | ((vi)x & splati((int32_t)0x80000000u)));
 }
 
-static inline vf vclip(vf x, float lo, float hi) { return sel(x < lo, splat(lo), sel(x > hi, splat(hi), x)); }
+/* x in every lane, its sign kept (splat adds it to +0, which turns -0 into +0) */
+static inline vf bcast(float x) {
+    int32_t b;
+    memcpy(&b, &x, sizeof b);
+    return (vf)splati(b);
+}
+
+/* A clipped element gets the bound's bits (a -0 bound stays -0, as in the twin). */
+static inline vf vclip(vf x, float lo, float hi) { return sel(x < lo, bcast(lo), sel(x > hi, bcast(hi), x)); }
 
 /* Thinc's sigmoid: the input clipped to [-20, 20] first. */
 static inline vf vsigmoid(vf x) {
@@ -877,13 +885,6 @@ static void K(maxout)(int64_t R, int64_t P, const float *X, float *Y, int32_t *w
  * kernel's bits); other kinds, other tap counts and rows narrower than a vector (dwt_impl, one
  * vector per step) take it from the act kernel over each row after. */
 
-/* x in every lane, its sign kept (splat adds it to +0, which turns -0 into +0) */
-static inline vf bcast(float x) {
-    int32_t b;
-    memcpy(&b, &x, sizeof b);
-    return (vf)splati(b);
-}
-
 static inline __attribute__((always_inline)) void dwt_impl(int64_t R, int64_t n, int64_t ldx, float *y, int64_t ldy,
                                                            const float *x, const int64_t *off, const float *w,
                                                            int64_t T, float bias, const lithe__act *a,
@@ -948,7 +949,7 @@ static inline vf dw_min(vf a, vf b) { /* a < b ? a : b, b when either is NaN */
 static inline vf dw_act(const lithe__act *c, vf x) {
 #if DW_MINMAX
     if (c->kind == LITHE__ACT_RELU) return dw_max(x, splat(0.0f));
-    return dw_max(splat(c->min_val), dw_min(splat(c->max_val), x * c->slope + c->offset));
+    return dw_max(bcast(c->min_val), dw_min(bcast(c->max_val), x * c->slope + c->offset)); /* bounds' signs kept */
 #else
     return act1(c, x);
 #endif
