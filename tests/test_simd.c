@@ -967,20 +967,23 @@ static void test_cache_reuses_and_bounds(void **state) {
 static void test_pool2d_matches_scalar(void **state) {
     (void)state;
     typedef struct { int64_t N, C, H, W, K, s, p; bool max, cip; int64_t KW, d; } pc; /* KW, d 0: K, 1 */
-    const pc cases[] = {{3, 5, 28, 28, 2, 2, 0, true, false}, {2, 3, 9, 11, 2, 2, 0, true, false},
-                        {2, 4, 13, 10, 3, 2, 1, true, false}, {1, 6, 8, 9, 3, 1, 1, false, false},
-                        {2, 2, 7, 7, 3, 2, 1, false, true},
-                        {1, 3, 6, 39, 2, 2, 0, true, false}, /* 19 columns: the 8-, 4- and 1-wide blocks */
-                        {1, 2, 30, 30, 2, 2, 0, true, false},
+    const pc cases[] = {{3, 5, 28, 28, 2, 2, 0, true, false, 0, 0}, {2, 3, 9, 11, 2, 2, 0, true, false, 0, 0},
+                        {2, 4, 13, 10, 3, 2, 1, true, false, 0, 0}, {1, 6, 8, 9, 3, 1, 1, false, false, 0, 0},
+                        {2, 2, 7, 7, 3, 2, 1, false, true, 0, 0},
+                        {1, 3, 6, 39, 2, 2, 0, true, false, 0, 0}, /* 19 columns: the 8-, 4- and 1-wide blocks */
+                        {1, 2, 30, 30, 2, 2, 0, true, false, 0, 0},
+                        {2, 3, 6, 7, 2, 2, 0, true, false, 0, 0},   /* 3 columns: one at a time */
+                        {1, 2, 4, 3, 2, 2, 0, true, false, 0, 0},   /* 1 column */
+                        {1, 2, 4, 24, 2, 2, 0, true, false, 0, 0},  /* 12 columns: 8 + 4 */
                         /* windows inside the plane: eight planes at a time, then the twin for the rest */
-                        {3, 7, 7, 7, 7, 1, 0, false, false},      /* GlobalAveragePool, 21 planes */
-                        {2, 9, 5, 9, 5, 1, 0, false, false, 9},   /* global, not square, 18 planes */
-                        {2, 9, 5, 9, 5, 1, 0, true, false, 9},    /* GlobalMaxPool */
-                        {1, 17, 11, 10, 3, 2, 0, false, true},    /* AveragePool 3x3 / 2 */
-                        {1, 17, 11, 10, 3, 2, 0, true, false},    /* MaxPool 3x3 / 2 */
+                        {3, 7, 7, 7, 7, 1, 0, false, false, 0, 0},      /* GlobalAveragePool, 21 planes */
+                        {2, 9, 5, 9, 5, 1, 0, false, false, 9, 0},   /* global, not square, 18 planes */
+                        {2, 9, 5, 9, 5, 1, 0, true, false, 9, 0},    /* GlobalMaxPool */
+                        {1, 17, 11, 10, 3, 2, 0, false, true, 0, 0},    /* AveragePool 3x3 / 2 */
+                        {1, 17, 11, 10, 3, 2, 0, true, false, 0, 0},    /* MaxPool 3x3 / 2 */
                         {2, 5, 12, 13, 3, 1, 0, true, false, 2, 2}, /* dilated 3x2 */
                         {2, 5, 12, 13, 2, 3, 0, false, false, 3, 2},
-                        {1, 8, 1, 1, 1, 1, 0, false, false}};     /* 1x1 planes */
+                        {1, 8, 1, 1, 1, 1, 0, false, false, 0, 0}};     /* 1x1 planes */
     lithe_backend *cpu;
     OK(lithe_backend_get("cpu", &cpu));
     for (int tt = 0; tt < 2 * ntables; tt++) { /* every table at 1 and 3 threads */
