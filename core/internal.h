@@ -320,7 +320,12 @@ struct lithe_backend_ops {
     void (*prepared_free)(lithe_backend *be, void *p);
     lithe_status (*gemm_prepared)(lithe_backend *be, bool transA, bool transB, float alpha, const lithe_tensor *A,
                                   const lithe_tensor *B, const void *P, float beta, lithe_tensor *C,
-                                  const lithe_tensor *b, const struct lithe__act *a, lithe_tensor *Z);    /* Optional (NULL: none): a backend's prepared form of a whole op (struct lithe__prep_op: a
+                                  const lithe_tensor *b, const struct lithe__act *a, lithe_tensor *Z);
+    /* Optional: conv2d (primitives.def) with W's prepared form P (prepare_b of W's (M, K) view,
+     * transB; core/prepare.c, lithe__prepare_conv_w). Bits equal to conv2d's. */
+    lithe_status (*conv2d_prepared)(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X,
+                                    const lithe_tensor *W, const void *P, const lithe_tensor *b,
+                                    const struct lithe__act *a, lithe_tensor *Y);    /* Optional (NULL: none): a backend's prepared form of a whole op (struct lithe__prep_op: a
      * fully-connected layer or a Conv with its weight W and bias), for backends that bake weights
      * into their own operators (LITHE_XNNPACK: backends/cpu/xnnpack.c).
      *   prepare_op: *out NULL when the backend's rule keeps lithe's kernels for this op.
@@ -353,6 +358,14 @@ lithe_status lithe__prepare_op(lithe_backend *be, const lithe__prep_op *op, lith
  * true when it ran (Y written), false when there is none or the backend's rule declines X. */
 lithe_status lithe__run_prepared_op(lithe_backend *be, bool is_train, const lithe__prep_op *op, const lithe_tensor *W,
                                     const lithe_tensor *bias, const lithe_tensor *X, lithe_tensor *Y, bool *done);
+/* A convolution's weight W (M, C/group, KH, KW) prepared as the GEMM operand Wᵀ: its (M, K) view
+ * (K = C/group·KH·KW) through lithe__prepare_b with transB, when group is 1 and be has
+ * conv2d_prepared. LITHE_OK also when nothing is made. */
+lithe_status lithe__prepare_conv_w(lithe_tensor *W, int64_t group, lithe_backend *be);
+/* conv2d (primitives.def) through W's prepared form when is_train is false and one is valid (the
+ * same bits); otherwise the primitive itself. */
+lithe_status lithe__conv2d_w(lithe_backend *be, bool is_train, const lithe__conv2d *g, const lithe_tensor *X,
+                             const lithe_tensor *W, const lithe_tensor *b, const struct lithe__act *a, lithe_tensor *Y);
 
 struct lithe_backend {
     const char *name;
@@ -587,11 +600,13 @@ lithe_tensor *lithe__graph_const(lithe_model *m, size_t i);
 struct lithe__onnx_node;
 bool lithe__graph_prep_op(const struct lithe__onnx_node *n, const lithe_tensor *W, const lithe_tensor *bias,
                           lithe__prep_op *op);
-/* The npm package's modules (LITHE_IMPORTERS_SEPARATE) leave core/graph/, onnx.c and tfjs.c out
- * of the core module: they are a second module (bindings/js/src/importers.c) that the JS loader
- * links into the same memory and registers with lithe__importers_set. The core reaches the graph
- * type and the importers through core/io/importers.c, which fails with LITHE_ERR_UNSUPPORTED
- * (and raises lithe__importers_wanted) until then. */
+/* The npm package's modules (LITHE_IMPORTERS_SEPARATE) leave core/graph/, onnx.c, tfjs.c and the
+ * CPU backend's convolution and pooling (backends/cpu/conv.c) out of the core module: they are a
+ * second module (bindings/js/src/importers.c) that the JS loader links into the same memory and
+ * registers with lithe__importers_set. The core reaches the graph type, the importers and the
+ * conv / pool kernels through core/io/importers.c, which fails with LITHE_ERR_UNSUPPORTED (and
+ * raises lithe__importers_wanted) until then. */
+struct lithe__sgemm_packed_b; /* (backends/cpu/gemm/gemm.h) */
 typedef struct lithe__importers {
     const lithe__layer_type *onnx_graph_type;
     const lithe__layer_type *const *graph_types;
@@ -604,6 +619,18 @@ typedef struct lithe__importers {
     lithe_status (*tfjs_load)(const char *path, lithe_model **out);
     lithe_status (*graph_prepare)(lithe_model *m);
     lithe_tensor *(*graph_const)(lithe_model *m, size_t i);
+    /* The CPU backend's convolution and pooling (backends/cpu/conv.c, declared in
+     * backends/cpu/simd/simd.h): only imported graphs run them, so they live in the same module
+     * as the graph executor, and the core's conv2d / pool2d primitives reach them through here. */
+    lithe_status (*cpu_conv2d)(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                               const float *b, const lithe__act *a, float *Y);
+    lithe_status (*cpu_conv2d_backward)(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                                        const float *dY, float *dX, float *dW, float *db);
+    lithe_status (*cpu_conv2d_packed)(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                                      const struct lithe__sgemm_packed_b *Wp, const float *b, const lithe__act *a,
+                                      float *Y);
+    void (*cpu_pool2d)(const lithe__pool2d *g, const float *X, float *Y, int32_t *which);
+    void (*cpu_pool2d_backward)(const lithe__pool2d *g, const float *dY, const int32_t *which, float *dX);
 } lithe__importers;
 #ifdef LITHE_IMPORTERS_SEPARATE
 void lithe__importers_set(const lithe__importers *h);

@@ -7,7 +7,8 @@
  *
  * Which weights: the dense family (W of Linear, Relu, ... and Softmax, as X·Wᵀ), Maxout's W (as
  * its (nO·nP, nI) view) and an imported graph's Gemm / MatMul B when it is an initializer (a
- * param or a constant) of a 2-D float shape. */
+ * param or a constant) of a 2-D float shape; an imported Conv's W at group 1, as the (M, K) matrix
+ * its GEMM reads as Wᵀ (lithe__prepare_conv_w). */
 #include "internal.h"
 
 static bool same_view(const lithe__prepared *p, const lithe_tensor *B, bool transB, const lithe_backend *be) {
@@ -40,6 +41,16 @@ static lithe__prepared *find(const lithe_tensor *B, bool transB, const lithe_bac
     if (!B || B->ndim != 2) return NULL;
     for (lithe__prepared *p = B->storage->prepared; p; p = p->next)
         if (p->kind == LITHE__PREP_GEMM_B && same_view(p, B, transB, be)) return p;
+    return NULL;
+}
+
+/* The valid prepared form of the contiguous (r, c) view at offset of st, as op(B) with transB. */
+static lithe__prepared *find_2d(const lithe__storage *st, int64_t offset, int64_t r, int64_t c, bool transB,
+                                const lithe_backend *be) {
+    for (lithe__prepared *p = st->prepared; p; p = p->next)
+        if (p->kind == LITHE__PREP_GEMM_B && p->backend == be && p->transB == transB &&
+            p->offset == offset && p->shape[0] == r && p->shape[1] == c && p->strides[0] == c && p->strides[1] == 1)
+            return p;
     return NULL;
 }
 
@@ -96,6 +107,30 @@ lithe_status lithe__gemm_bias_act_w(lithe_backend *be, bool is_train, bool trans
     lithe__storage_touch(Y->storage);
     if (Z) lithe__storage_touch(Z->storage);
     return be->ops->gemm_prepared(be, transA, transB, 1.0f, A, B, P, 0.0f, Y, b, a, Z);
+}
+
+/* ---- convolution weights: W (M, C/group, KH, KW) as the (M, K) matrix the GEMM reads as Wᵀ ---- */
+
+lithe_status lithe__prepare_conv_w(lithe_tensor *W, int64_t group, lithe_backend *be) {
+    if (group != 1 || !be->ops->conv2d_prepared || W->ndim != 4 || W->dtype != LITHE_F32 ||
+        !lithe_tensor_is_contiguous(W) || W->numel == 0)
+        return LITHE_OK;
+    lithe_tensor *W2 = NULL;
+    LITHE__TRY(lithe_tensor_reshape(W, 2, (int64_t[]){W->shape[0], W->numel / W->shape[0]}, &W2));
+    lithe_status s = lithe__prepare_b(W2, true, be); /* kept on W's storage, found by the view */
+    lithe_tensor_release(W2);
+    return s;
+}
+
+lithe_status lithe__conv2d_w(lithe_backend *be, bool is_train, const lithe__conv2d *g, const lithe_tensor *X,
+                             const lithe_tensor *W, const lithe_tensor *b, const lithe__act *a, lithe_tensor *Y) {
+    const lithe__prepared *p = NULL;
+    if (!is_train && W->storage->prepared && be->ops->conv2d_prepared && g->group == 1 && W->ndim == 4 &&
+        W->shape[0] > 0 && lithe_tensor_is_contiguous(W))
+        p = find_2d(W->storage, W->offset, W->shape[0], W->numel / W->shape[0], true, be);
+    if (!p) return lithe__op_conv2d(be, g, X, W, b, a, Y);
+    lithe__storage_touch(Y->storage);
+    return be->ops->conv2d_prepared(be, g, X, W, p->data, b, a, Y);
 }
 
 /* ---- prepared ops (a backend's own operators with the weights baked in: LITHE_XNNPACK) ---- */

@@ -886,8 +886,9 @@ LITHE_API lithe_status lithe_model_predict_tensor(lithe_model *m, lithe_tensor *
 
 /* Weights prepared for inference (opt-in). Prepares, once, a backend-private form of the weights
  * m's tree multiplies by — on the CPU the packed Wᵀ panels its GEMM would otherwise build on
- * every call: the W of the dense layers (Linear, Relu, Mish, ..., Softmax), Maxout's W, and an
- * imported ONNX graph's Gemm / MatMul B when it is an initializer. A forward with is_train false
+ * every call: the W of the dense layers (Linear, Relu, Mish, ..., Softmax), Maxout's W, an
+ * imported ONNX graph's Gemm / MatMul B when it is an initializer, and its Conv W (one group) when
+ * it is one (as the Wᵀ its GEMM reads with the output pixels as rows). A forward with is_train false
  * (lithe_model_predict and friends) then reads the prepared form; results are bit-identical to the
  * unprepared call (the same kernel, blocking and summation order), only faster at batch > 1
  * (batch 1 reads W in place either way). A forward with is_train true never reads it.

@@ -763,6 +763,34 @@ static void test_fusion_allocation_failures(void **state) {
     }
 }
 
+/* Allocation failures while Conv weights are prepared and read (resblock, pixel rows forced so
+ * that every Conv reads its packed W): each is LITHE_ERR_OOM and leaves nothing allocated. */
+static lithe_status prep_oom_scenario(int which) {
+    (void)which;
+    lithe_model *m = NULL;
+    lithe_value *Y = NULL;
+    lithe_status s = lithe_onnx_load_bytes(oom_bytes[0], oom_len[0], &m);
+    if (s == LITHE_OK) s = lithe_model_prepare_inference(m);
+    if (s == LITHE_OK) s = lithe_model_predict(m, oom_x[0], &Y);
+    lithe_value_release(Y);
+    lithe_model_free(m);
+    return s;
+}
+static void test_prepared_allocation_failures(void **state) {
+    (void)state;
+    const char *was = getenv("LITHE_CONV_ROWS");
+    setenv("LITHE_CONV_ROWS", "pixels", 1);
+    const golden *g = get("resblock.onnx");
+    oom_bytes[0] = bytes_of(g);
+    oom_len[0] = (size_t)g->n;
+    oom_x[0] = value_of(get("resblock.x"));
+    failing_alloc_sweep(1, prep_oom_scenario);
+    free(oom_bytes[0]);
+    lithe_value_release(oom_x[0]);
+    if (was) setenv("LITHE_CONV_ROWS", was, 1);
+    else unsetenv("LITHE_CONV_ROWS");
+}
+
 /* Weights prepared for inference (lithe_model_prepare_inference): the Gemm / MatMul initializers
  * packed once, every model's predictions the unprepared bits (batch as exported and 5 times it);
  * a training step drops the copies and the next predict uses the stepped weights. */
@@ -777,12 +805,49 @@ static void test_prepared(void **state) {
             OK(lithe_model_prepare_inference(m));
             size_t bytes = lithe_model_prepared_bytes(m);
             if (!strncmp(name, "mlp", 3) || !strncmp(name, "mixer", 5) || !strcmp(name, "encoder")) assert_true(bytes > 0);
+            /* Conv weights at group 1 too (their GEMM's Wᵀ: conv.c's pixel rows read it) */
+            if (!strcmp(name, "lenet") || !strcmp(name, "resblock") || !strcmp(name, "convact")) assert_true(bytes > 0);
             OK(lithe_model_predict(m, X, &Y1));
             expect_same(Y0, Y1);
             if (times == 1) printf("test_onnx: %-8s prepared %zu bytes, predictions bit-identical\n", name, bytes);
             lithe_value_release(X);
             lithe_value_release(Y0);
             lithe_value_release(Y1);
+        }
+        if (!strcmp(name, "resblock")) { /* the Conv weights' copies are what predict reads (pixel rows, forced
+                                        * for every Conv so that each reads its copy): a raw write
+                                        * to them leaves the prediction as it was; releasing them,
+                                        * the prediction sees the write */
+            const char *was = getenv("LITHE_CONV_ROWS");
+            setenv("LITHE_CONV_ROWS", "pixels", 1);
+            lithe_value *X = value_of(get("%s.x", name)), *P0 = NULL, *P1 = NULL, *P2 = NULL;
+            lithe_model_release_prepared(m);
+            OK(lithe_model_predict(m, X, &P0));
+            OK(lithe_model_prepare_inference(m));
+            OK(lithe_model_predict(m, X, &P1));
+            expect_same(P0, P1);
+            lithe_value_release(P1);
+            int convs = 0;
+            for (size_t p = 0; p < lithe_model_n_params(m); p++) {
+                lithe_tensor *W = NULL;
+                OK(lithe_model_get_param(m, lithe_model_param_name(m, p), &W));
+                float *w = lithe_tensor_data(W);
+                convs += lithe_tensor_ndim(W) == 4;
+                for (int64_t i = 0; lithe_tensor_ndim(W) == 4 && i < lithe_tensor_numel(W); i++) w[i] = -w[i];
+            }
+            assert_true(convs > 0);
+            OK(lithe_model_predict(m, X, &P1));
+            expect_same(P0, P1);
+            lithe_model_release_prepared(m);
+            OK(lithe_model_predict(m, X, &P2));
+            lithe_tensor *a = lithe_value_get_tensor(P0), *b = lithe_value_get_tensor(P2);
+            assert_true(memcmp(lithe_tensor_data(a), lithe_tensor_data(b), sizeof(float) * (size_t)lithe_tensor_numel(a)));
+            if (was) setenv("LITHE_CONV_ROWS", was, 1);
+            else unsetenv("LITHE_CONV_ROWS");
+            lithe_value_release(X);
+            lithe_value_release(P0);
+            lithe_value_release(P1);
+            lithe_value_release(P2);
         }
         if (!strcmp(name, "mlp13")) { /* a step: the copies go, the forward sees the new weights */
             lithe_value *X = value_of(get("%s.x", name)), *R = value_of(get("%s.r", name)), *Y = NULL, *P0 = NULL,
@@ -840,6 +905,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_fusion),             cmocka_unit_test(test_fusion_allocation_failures),
         cmocka_unit_test(test_prepared),
         cmocka_unit_test(test_bad_window_attrs),
+        cmocka_unit_test(test_prepared_allocation_failures),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);
 }

@@ -11,6 +11,7 @@
  *     the GEMM's rounding otherwise), forward and backward, on every table;
  *   - the caching allocator: reuse within a size class, the bound, the flush, and no caching under
  *     a user's allocator (which sees every block come back). */
+#define _POSIX_C_SOURCE 200809L /* setenv: LITHE_CONV_ROWS */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,6 +25,7 @@
 
 #include "lithe.h"
 #include "../backends/cpu/simd/simd.h"
+#include "../backends/cpu/gemm/gemm.h"
 
 #define OK(expr) assert_int_equal((expr), LITHE_OK)
 
@@ -635,6 +637,10 @@ static const conv_case conv_cases[] = {
     {1, 4, 9, 21, 6, 3, 5, 1, 2, 1, 2, 1, 2, 1, 1, 2},    /* stride 1 down, 2 across, grouped */
     {2, 8, 10, 11, 6, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1},   /* 1x1 stride 2 (a residual downsample) */
     {1, 3, 32, 32, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},   /* mobilenet's first layer, smaller */
+    /* pixel rows (conv.c's orientation: the GEMM's tiles transposed into Y) */
+    {1, 600, 7, 7, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},  /* pointwise, K = 600: a second K block reads Y back */
+    {2, 40, 7, 9, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},   /* shifted rows, 9-wide: slivers across output rows */
+    {1, 24, 9, 9, 33, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},   /* phase planes; 33 filters: a partial column tile */
 };
 
 static lithe__conv2d geom(const conv_case *c) {
@@ -714,7 +720,8 @@ static void test_conv2d_threads_bit_identical(void **state) {
                             {1, 16, 14, 14, 32, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1},  /* batch 1: the GEMM splits */
                             {1, 24, 15, 17, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},  /* pointwise */
                             {2, 6, 15, 17, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2},   /* im2col */
-                            {3, 6, 11, 13, 4, 3, 3, 1, 1, 2, 0, 1, 1, 2, 1, 2}};  /* dX as a convolution */
+                            {3, 6, 11, 13, 4, 3, 3, 1, 1, 2, 0, 1, 1, 2, 1, 2},   /* dX as a convolution */
+                            {1, 160, 7, 7, 96, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1}};  /* pixel rows at batch 1 */
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
         lithe__conv2d g = geom(&cs[i]);
         size_t nx = (size_t)(g.N * g.C * g.H * g.W), nw = (size_t)(g.M * (g.C / g.group) * g.KH * g.KW),
@@ -828,6 +835,52 @@ static void test_conv2d_depthwise_fused_act(void **state) {
     lithe__simd_force(NULL);
 }
 
+/* A fused activation on the GEMM paths (pointwise, shifted rows, im2col; filter rows and pixel rows
+ * forced by LITHE_CONV_ROWS): relu and clip (ReLU6) in the microkernel's store where the kernel
+ * clamps (gemm.h's clamp_ok), other kinds after; either way the unfused conv then that table's act
+ * kernel, bit for bit (inputs with -0, NaN, ±inf). */
+static void test_conv2d_gemm_fused_act(void **state) {
+    (void)state;
+    lithe_backend *cpu;
+    OK(lithe_backend_get("cpu", &cpu));
+    const conv_case cs[] = {{2, 16, 12, 12, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},  /* pointwise */
+                            {1, 6, 14, 14, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},   /* shifted rows */
+                            {1, 4, 9, 23, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},     /* im2col */
+                            {1, 8, 10, 10, 12, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2}}; /* groups */
+    const lithe__act acts[] = {{.kind = LITHE__ACT_RELU},
+                               {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = 0, .max_val = 6},
+                               {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = -0.5f, .max_val = 0.5f},
+                               {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = 1, .max_val = -1},
+                               {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = -0.0f, .max_val = 0.5f},
+                               {.kind = LITHE__ACT_HARD_SWISH_MOBILENET}};
+    static const char *rows[] = {"filters", "pixels"};
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        lithe__conv2d g = geom(&cs[i]);
+        size_t nx = (size_t)(g.N * g.C * g.H * g.W), ny = (size_t)(g.N * g.M * g.OH * g.OW),
+               nw = (size_t)(g.M * g.C / g.group * g.KH * g.KW);
+        float *X = malloc(nx * 4), *W = malloc(nw * 4), *b = malloc((size_t)g.M * 4), *Ys = malloc(ny * 4),
+              *Yv = malloc(ny * 4);
+        fill(X, (int64_t)nx, -4, 4), fill(W, (int64_t)nw, -1, 1), fill(b, g.M, -1, 1);
+        for (size_t k = 0; k < nw; k += 5) W[k] = 0.0f; /* -0 sums where the input is -0 */
+        for (size_t k = 0; k < nx; k += 7) X[k] = -0.0f;
+        X[nx / 3] = NAN, X[nx / 2] = INFINITY, X[nx - 5] = -INFINITY;
+        for (int r = 0; r < 2; r++) {
+            setenv("LITHE_CONV_ROWS", rows[r], 1);
+            for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++)
+                for (int t = 0; t < ntables; t++) {
+                    lithe__simd_force(tables[t]);
+                    OK(lithe__cpu_conv2d(cpu, &g, X, W, b, NULL, Ys));
+                    tables[t]->act(&acts[a], (int64_t)ny, Ys, Ys);
+                    OK(lithe__cpu_conv2d(cpu, &g, X, W, b, &acts[a], Yv));
+                    same_bits(tables[t]->isa, rows[r], (int64_t)ny, Ys, Yv);
+                }
+        }
+        unsetenv("LITHE_CONV_ROWS");
+        free(X), free(W), free(b), free(Ys), free(Yv);
+    }
+    lithe__simd_force(NULL);
+}
+
 /* The depthwise kernels themselves against the scalar table: dwconv_taps on runs of every length
  * around the vector widths, as one run and as rows (3x3 and a 2x2, with and without an act),
  * copy_rows at strides 1, 2, 3, and split_rows on odd and even widths. */
@@ -890,7 +943,8 @@ static void test_conv2d_image_alone_equals_batch(void **state) {
                             {3, 4, 9, 8, 6, 3, 2, 2, 1, 1, 0, 0, 1, 1, 1, 2},
                             {3, 8, 5, 7, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},
                             {3, 5, 9, 23, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 5},
-                            {3, 3, 17, 19, 5, 3, 3, 3, 3, 1, 2, 0, 1, 2, 2, 1}};
+                            {3, 3, 17, 19, 5, 3, 3, 3, 3, 1, 2, 0, 1, 2, 2, 1},
+                            {3, 160, 7, 7, 96, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1}}; /* pixel rows, 7x7 */
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
         lithe__conv2d g = geom(&cs[i]), g1 = g;
         g1.N = 1;
@@ -904,6 +958,17 @@ static void test_conv2d_image_alone_equals_batch(void **state) {
             OK(lithe__cpu_conv2d(cpu, &g1, X + (size_t)n * xi, W, b, NULL, Y1));
             assert_memory_equal(Y + (size_t)n * yi, Y1, yi * 4);
         }
+        /* with W packed ahead (prepared weights, group 1): the same bits, alone and in the batch */
+        int64_t K = (g.C / g.group) * g.KH * g.KW;
+        lithe__sgemm_packed_b *Wp = g.group == 1 ? lithe__sgemm_pack_b(NULL, true, K, g.M, W, K) : NULL;
+        if (g.group == 1) assert_non_null(Wp);
+        float *Yp = malloc(yi * (size_t)g.N * 4);
+        OK(lithe__cpu_conv2d_packed(cpu, &g, X, W, Wp, b, NULL, Yp));
+        assert_memory_equal(Y, Yp, yi * (size_t)g.N * 4);
+        OK(lithe__cpu_conv2d_packed(cpu, &g1, X, W, Wp, b, NULL, Y1));
+        assert_memory_equal(Y, Y1, yi * 4);
+        lithe__sgemm_packed_b_free(Wp);
+        free(Yp);
         free(X), free(W), free(b), free(Y), free(Y1);
     }
 }
@@ -1056,6 +1121,7 @@ int main(void) {
         cmocka_unit_test(test_conv2d_image_alone_equals_batch),
         cmocka_unit_test(test_conv2d_depthwise_padding_exact),
         cmocka_unit_test(test_conv2d_depthwise_fused_act),
+        cmocka_unit_test(test_conv2d_gemm_fused_act),
         cmocka_unit_test(test_dwconv_kernels_match_scalar),
         cmocka_unit_test(test_cache_reuses_and_bounds),
         /* the tests that start worker threads last */

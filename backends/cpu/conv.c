@@ -6,15 +6,18 @@
  *     registers; it accumulates in the scalar twin's order (bias, then taps kh, kw), bit-identical.
  *     Planes where the padding's 0·w taps could change a bit (dw_plane_padded_ok) run the twin's
  *     loop. Its backward keeps each accumulator's twin order too (depthwise_backward_channels);
- *   - everything else: per image and group, Y_g (Mg, OH·OW) = W_g (Mg, K) · B (K, OH·OW) with
- *     K = Cg·KH·KW through the packed GEMM (gemm/gemm.h), the bias riding in the product as one
- *     more k-step (bias_row) or added while copying out. B is, by geometry:
+ *   - everything else: per image and group, a GEMM over K = Cg·KH·KW, in one of two orientations
+ *     chosen per geometry (pixel_rows): filter rows, Y_g (Mg, P) = W_g (Mg, K) · col (K, P), the
+ *     bias riding in the product as one more k-step (bias_row); or pixel rows, Y_gᵀ (P, Mg) =
+ *     colᵀ · W_gᵀ (lithe__sgemm_pixels), W_g being the GEMM's B (so prepared weights are the dense
+ *     layers' packed Wᵀ), the bias and activation in the GEMM's transposed store. col is never
+ *     built where it can be read in place; by geometry it is:
  *       shifted rows: a zero-bordered copy of X, split into stride0·stride1 phase planes, whose
- *         contiguous runs are the taps' B rows (no im2col matrix; see phase_dims and "shifted
- *         rows" below), the GEMM packing its B slivers straight from row pointers
- *         (lithe__sgemm_rows); pointwise (1x1, stride 1, no padding): X itself;
+ *         runs are the taps' rows (see phase_dims and "shifted rows" below); the GEMM packs its
+ *         slivers of output pixels straight from those row pointers, only the kept columns;
+ *       pointwise (1x1, stride 1, no padding): X itself;
  *       im2col, X unfolded into col in a workspace from the backend's allocator, only where the
- *         shifted rows would compute more dropped columns than kept ones.
+ *         phase planes' rows would be more than twice the output rows.
  *     The backward is the same GEMMs transposed: dW_g += dY_g · colᵀ, dcol = W_gᵀ · dY_g folded
  *     back into dX (col2im), db += row sums of dY.
  * GEMM paths sum in the GEMM's order, not the twin's: within the GEMM's rounding of the twin
@@ -26,6 +29,7 @@
 #include "threadpool.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -422,22 +426,21 @@ static lithe_status workspace(lithe_backend *be, size_t n, float **out) {
 /* ---- the GEMM-path forward ----
  * Shifted rows: the image-group is copied into zero-bordered phase planes xq (Cg, s0·s1, Hq, Wq)
  * (padding included, so no tap needs a bounds test; stride 1 is one plane, the padded image), and
- * the GEMM's B row for tap (c, kh, kw) is a plane itself from the tap's offset, read over OH·Wq
- * columns: output row oh, column ow sits at column oh·Wq + ow, and the Wq - OW columns past OW in
- * each row are computed and dropped. The GEMM packs its B slivers straight from those rows
- * (lithe__sgemm_rows): no im2col matrix, and each sliver row is one contiguous copy. The product
- * lands in yext (Mg, OH·Wq); one pass copies its OW-wide rows into Y adding the bias. Chosen when
- * the dropped columns are at most as many as the kept ones (Wq - OW <= OW).
- * Otherwise im2col into col (K, OH·OW), then the GEMM; pointwise (1x1, stride 1, no padding): the
- * GEMM reads X itself. These two add the bias in the GEMM (bias_row); the shifted-rows path adds
- * it while copying out, as said above.
- * A fused activation (conv2d's a) is applied by the act kernel in place, while the values are
- * still in cache: per filter plane once copied out (shifted rows), per image-group after its GEMM
- * (im2col, pointwise), per plane once summed (depthwise); the act kernel's bits, so equal to the
- * act primitive after. (The GEMM's per-tile epilogue, one act call per tile row of nr floats, and
- * per output row on the shifted path measured slower than a separate pass: call overhead on
- * 16- and 24-float rows.)
- * W (Mg, K) is packed by the GEMM in each call (pre-packed weights would replace that step). */
+ * tap (c, kh, kw)'s values for output row oh are a contiguous run of a plane: from the tap's
+ * offset, output pixel (oh, ow) at oh·Wq + ow. The GEMM gets the K tap pointers, the output row
+ * width OW and the row stride Wq (lithe__sgemm_rows' B, lithe__sgemm_pixels' A) and packs each
+ * sliver of output pixels from them (one run per output row it touches): no im2col matrix, no
+ * column computed and dropped, the product written into Y. Used unless the phase planes' rows are
+ * more than twice the output rows (Wq - OW > OW: many short runs per sliver); then im2col into
+ * col (K, OH·OW). Pointwise (1x1, stride 1, no padding): the GEMM reads X itself.
+ * A fused activation (conv2d's a) costs no pass of its own with pixel rows (each tile, in the
+ * GEMM's buffer before its transposed store); with filter rows a relu or clamp goes into the
+ * microkernel's store when the kernel has one (gemm.h's clamp_ok: AVX-512, scalar), other acts
+ * (and every act with other kernels) run the act kernel in place over the image-group's output
+ * after its GEMM; the act kernel's bits either way, so equal to the act primitive after. (The GEMM's per-tile epilogue, one act call per tile row of nr floats, and
+ * column blocks of the product that fit L2, each activated after its GEMM, measured slower than
+ * one pass after: call overhead on 32-float rows; mobilenet_v2's 1x1 convolutions at 112x112
+ * and 56x56 +4-9 %.) */
 
 typedef struct gemm_job {
     lithe_backend *be;
@@ -445,6 +448,7 @@ typedef struct gemm_job {
     const float *X, *W, *b;
     const lithe__act *a;
     float *Y;
+    const lithe__sgemm_packed_b *Wp; /* W (M, K) packed ahead as op(B) = Wᵀ (group 1), or NULL */
     _Atomic int status; /* the first failure (LITHE_OK: none) */
 } gemm_job;
 
@@ -465,11 +469,10 @@ static bool is_shifted(const lithe__conv2d *g) {
     return !is_pointwise(g) && Wq - g->OW <= g->OW;
 }
 
-/* The shifted-rows workspace of one range: the B row pointers, the phase planes xq and yext. */
+/* The shifted-rows workspace of one range: the taps' row pointers and the phase planes xq. */
 typedef struct shifted_ws {
     const float **rows; /* K */
-    float *xq;          /* Cg·s0·s1·Hq·Wq, then slack: the last rows' dropped columns read past the planes */
-    float *yext;        /* Mg·OH·Wq */
+    float *xq;          /* Cg·s0·s1·Hq·Wq */
     int64_t Hq, Wq;
 } shifted_ws;
 
@@ -477,16 +480,13 @@ static void shifted_sizes(const lithe__conv2d *g, int64_t Cg, int64_t K, size_t 
     int64_t Hq, Wq;
     phase_dims(g, &Hq, &Wq);
     *ptrs = ((size_t)K * sizeof(float *) + 63) / 64 * 16; /* in floats, 64-byte multiple */
-    int64_t slack = (g->KW - 1) * g->dil[1] / g->stride[1] + 1;
-    *xq = ((size_t)(Cg * g->stride[0] * g->stride[1] * Hq * Wq + slack) + 15) / 16 * 16;
+    *xq = ((size_t)(Cg * g->stride[0] * g->stride[1] * Hq * Wq) + 15) / 16 * 16;
 }
 
-static size_t shifted_floats(const lithe__conv2d *g, int64_t Cg, int64_t Mg, int64_t K) {
-    int64_t Hq, Wq;
+static size_t shifted_floats(const lithe__conv2d *g, int64_t Cg, int64_t K) {
     size_t ptrs, xq;
-    phase_dims(g, &Hq, &Wq);
     shifted_sizes(g, Cg, K, &ptrs, &xq);
-    return ptrs + xq + (size_t)(Mg * g->OH * Wq);
+    return ptrs + xq;
 }
 
 static void shifted_init(const lithe__conv2d *g, int64_t Cg, int64_t K, float *buf, shifted_ws *w) {
@@ -496,7 +496,6 @@ static void shifted_init(const lithe__conv2d *g, int64_t Cg, int64_t K, float *b
     shifted_sizes(g, Cg, K, &ptrs, &xq);
     w->rows = (const float **)(void *)buf;
     w->xq = buf + ptrs;
-    w->yext = w->xq + xq;
     memset(w->xq, 0, xq * sizeof(float)); /* the borders stay zero: images overwrite the interior only */
     int64_t k = 0, HWq = w->Hq * w->Wq;
     for (int64_t c = 0; c < Cg; c++)
@@ -507,16 +506,16 @@ static void shifted_init(const lithe__conv2d *g, int64_t Cg, int64_t K, float *b
             }
 }
 
-static lithe_status shifted_forward(const lithe__conv2d *g, const shifted_ws *w, int64_t Cg, int64_t Mg, int64_t K,
-                                    const float *x, const float *Wg, const float *b, const lithe__act *a, float *y) {
-    int64_t s0 = g->stride[0], s1 = g->stride[1], Hq = w->Hq, Wq = w->Wq, OH = g->OH, OW = g->OW, Q = OH * Wq;
+/* The image-group x into the interior of the phase planes. */
+static void shifted_fill(const lithe__conv2d *g, const shifted_ws *w, int64_t Cg, const float *x) {
+    int64_t s0 = g->stride[0], s1 = g->stride[1], Hq = w->Hq, Wq = w->Wq;
     for (int64_t c = 0; c < Cg; c++)
         for (int64_t h = 0; h < g->H; h++) {
             int64_t hp = h + g->pad[0];
             const float *xr = x + (c * g->H + h) * g->W;
             float *plane = w->xq + (c * s0 + hp % s0) * s1 * Hq * Wq + hp / s0 * Wq; /* phase b = 0's row */
             if (s1 == 1) {
-                memcpy(plane + g->pad[1], xr, (size_t)g->W * sizeof(float));
+                for (int64_t ww = 0; ww < g->W; ww++) plane[g->pad[1] + ww] = xr[ww]; /* short rows: no call */
                 continue;
             }
             for (int64_t pb = 0; pb < s1; pb++) { /* the columns of phase pb: w + pad[1] = j·s1 + pb */
@@ -525,20 +524,57 @@ static lithe_status shifted_forward(const lithe__conv2d *g, const shifted_ws *w,
                 for (int64_t ww = w0, j = 0; ww < g->W; ww += s1, j++) dst[j] = xr[ww];
             }
         }
-    if (!lithe__sgemm_rows(NULL, true, Mg, Q, K, Wg, K, w->rows, w->yext, Q, NULL)) return LITHE_ERR_OOM;
-    for (int64_t m = 0; m < Mg; m++) { /* the kept columns into Y, the bias added on the way */
-        float bias = b ? b[m] : 0.0f;
-        for (int64_t oh = 0; oh < OH; oh++) {
-            const float *e = w->yext + m * Q + oh * Wq;
-            float *yr = y + (m * OH + oh) * OW;
-            if (b)
-                for (int64_t ow = 0; ow < OW; ow++) yr[ow] = e[ow] + bias;
-            else
-                memcpy(yr, e, (size_t)OW * sizeof(float));
-        }
-        if (a) lithe__simd()->act(a, OH * OW, y + m * OH * OW, y + m * OH * OW); /* the filter's plane, in cache */
-    }
+}
+
+/* Filter rows: a relu or clamp goes into the microkernel's store when the kernel clamps there
+ * (gemm.h's clamp_ok: C written once, the act kernel's bits); other acts run after the GEMM. */
+static bool act_in_store(const lithe__act *a) {
+    return a && lithe__sgemm_kernel_best()->clamp_ok && lithe__sgemm_act_clamp(a, NULL, NULL, NULL);
+}
+
+static lithe_status shifted_forward(const lithe__conv2d *g, const shifted_ws *w, int64_t Cg, int64_t Mg, int64_t K,
+                                    const float *x, const float *Wg, const float *b, const lithe__act *a, float *y) {
+    shifted_fill(g, w, Cg, x);
+    lithe__sgemm_epilogue e = {.bias_row = b};
+    bool in_store = act_in_store(a);
+    if (in_store) e.act = a, e.act_fn = lithe__simd()->act;
+    if (!lithe__sgemm_rows(NULL, true, Mg, g->OH * g->OW, K, Wg, K, w->rows, g->OW, w->Wq, y, g->OH * g->OW,
+                           b || in_store ? &e : NULL))
+        return LITHE_ERR_OOM;
+    if (a && !in_store) lithe__simd()->act(a, Mg * g->OH * g->OW, y, y); /* as the im2col path */
     return LITHE_OK;
+}
+
+/* ---- orientation: filter rows, Y_g (Mg, P) = W_g · col, or pixel rows, Y_gᵀ (P, Mg) = colᵀ · W_gᵀ
+ * (lithe__sgemm_pixels: the GEMM gathers each A sliver of MR pixels from the taps' rows and writes
+ * its tiles transposed into Y; W_g is op(B), so weights prepared for inference are the dense
+ * layers' packed Wᵀ). The one whose padded tile grid does less, in multiply-adds per lane, counting
+ * what each adds: filter rows pack W in every call; pixel rows move every output through the tile
+ * buffer (once per K block, twice more per later block). Decided by the per-image geometry and the
+ * kernel alone, never by the batch, the threads or whether W is prepared, so an image's bits do
+ * not depend on them. With AVX-512's 14 x 32 tile, LeNet's first layer (16 filters, K = 25) and
+ * mobilenet's pointwise convolutions at 56x56 and up run filter rows; LeNet's second (32 filters,
+ * K = 400) and mobilenet's pointwise ones at 14x14 and 7x7 pixel rows (mostly; docs/performance.md).
+ * LITHE_CONV_ROWS=filters|pixels forces one (tests, tuning). */
+static double kernel_speed(int mr) { return mr <= 2 ? 0.5 : mr <= 4 ? 0.9 : 1.0; }
+static double rup(int64_t x, int64_t m) { return (double)((x + m - 1) / m * m); }
+
+static bool pixel_rows(const lithe__conv2d *g, int64_t Mg, int64_t K) {
+    const char *v = getenv("LITHE_CONV_ROWS");
+    if (v && !strcmp(v, "filters")) return false;
+    if (v && !strcmp(v, "pixels")) return true;
+    const lithe__sgemm_kernel *k = lithe__sgemm_kernel_best();
+    const lithe__sgemm_kernel *kf = k->for_rows ? k->for_rows(Mg) : k, *kp = k->for_rows ? k->for_rows(g->OH * g->OW) : k;
+    int64_t P = g->OH * g->OW;
+    /* moving one output through the tile buffer, in lane multiply-adds: with the kernel's own
+     * transpose (AVX-512's 16 x 16 blocks) about an eighth of NR; the driver's scalar loops cost
+     * about 2 NR (WebAssembly SIMD128: pixel rows measured 12-16 % slower than filter rows on
+     * mobilenet_v2's 14x14 layers at 1/8 NR, 3-10 % faster at 7x7) */
+    double per_out = k->transpose ? k->nr / 8.0 : 2.0 * k->nr;
+    double filters = rup(Mg, kf->mr) * rup(P, kf->nr) * (double)K / kernel_speed(kf->mr) + 2.0 * (double)(Mg * K);
+    double moves = 2.0 * (double)((K + kp->kc - 1) / kp->kc) - 1.0; /* a later K block reads the tile back */
+    double pixels = rup(P, kp->mr) * rup(Mg, kp->nr) * (double)K / kernel_speed(kp->mr) + per_out * moves * (double)(Mg * P);
+    return pixels < filters;
 }
 
 /* Images [n0, n1) of a GEMM-path forward, with their own workspace: images run in parallel (each
@@ -547,27 +583,53 @@ static void gemm_images(void *ctx, int64_t n0, int64_t n1) {
     gemm_job *j = ctx;
     const lithe__conv2d *g = j->g;
     int64_t Cg = g->C / g->group, Mg = g->M / g->group, K = Cg * g->KH * g->KW, P = g->OH * g->OW;
-    bool pw = is_pointwise(g), sh = is_shifted(g);
+    bool pw = is_pointwise(g), sh = is_shifted(g), pr = pixel_rows(g, Mg, K);
+    size_t ptrs = ((size_t)K * sizeof(float *) + 63) / 64 * 16; /* pixel rows' row pointers, in floats */
+    size_t need = sh ? shifted_floats(g, Cg, K) : pw ? 0 : (size_t)(K * P);
+    if (pr && !sh) need += ptrs;
     float *ws = NULL;
     shifted_ws sw = {0};
-    lithe_status s = pw ? LITHE_OK : workspace(j->be, sh ? shifted_floats(g, Cg, Mg, K) : (size_t)(K * P), &ws);
+    lithe_status s = need ? workspace(j->be, need, &ws) : LITHE_OK;
     if (s == LITHE_OK && sh) shifted_init(g, Cg, K, ws, &sw);
+    float *col = pr && !sh ? ws + ptrs : ws;
+    const float **rows = sh ? sw.rows : (const float **)(void *)ws;
+    lithe__sgemm_epilogue pe = {.act = j->a, .act_fn = lithe__simd()->act};
     for (int64_t n = n0; n < n1 && s == LITHE_OK; n++)
         for (int64_t gi = 0; gi < g->group && s == LITHE_OK; gi++) {
             const float *x = j->X + (n * g->C + gi * Cg) * g->H * g->W, *Wg = j->W + gi * Mg * K;
             const float *b = j->b ? j->b + gi * Mg : NULL;
             float *y = j->Y + (n * g->M + gi * Mg) * P;
+            if (pr) { /* Y_gᵀ = colᵀ · W_gᵀ, bias and activation in the GEMM's store */
+                int64_t ow = P, a_row = 0;
+                if (sh) {
+                    shifted_fill(g, &sw, Cg, x);
+                    ow = g->OW;
+                    a_row = sw.Wq;
+                } else {
+                    const float *src = pw ? x : col;
+                    if (!pw) im2col(g, x, Cg, col);
+                    for (int64_t k = 0; k < K; k++) rows[k] = src + k * P;
+                }
+                pe.bias = b;
+                if (!lithe__sgemm_pixels(NULL, true, P, Mg, K, rows, ow, a_row, true, Wg, K, j->Wp, y, P,
+                                         b || j->a ? &pe : NULL))
+                    s = LITHE_ERR_OOM;
+                continue;
+            }
             if (sh) {
                 s = shifted_forward(g, &sw, Cg, Mg, K, x, Wg, b, j->a, y);
                 continue;
             }
             if (!pw) im2col(g, x, Cg, ws);
             lithe__sgemm_epilogue e = {.bias_row = b};
-            if (!lithe__sgemm(NULL, true, false, false, Mg, P, K, 1.0f, Wg, K, pw ? x : ws, P, 0.0f, y, P, b ? &e : NULL))
+            bool in_store = act_in_store(j->a);
+            if (in_store) e.act = j->a, e.act_fn = lithe__simd()->act;
+            if (!lithe__sgemm(NULL, true, false, false, Mg, P, K, 1.0f, Wg, K, pw ? x : ws, P, 0.0f, y, P,
+                              b || in_store ? &e : NULL))
                 s = LITHE_ERR_OOM;
-            /* the activation over the image-group's output in one call: the GEMM's per-tile epilogue
-             * calls it per tile row (nr floats), which measured slower than this pass */
-            else if (j->a)
+            /* other activations over the image-group's output in one call: the GEMM's per-tile
+             * epilogue calls the act kernel per tile row (nr floats), which measured slower */
+            else if (j->a && !in_store)
                 lithe__simd()->act(j->a, Mg * P, y, y);
         }
     if (ws) j->be->ops->free(j->be, ws);
@@ -579,11 +641,16 @@ static void gemm_images(void *ctx, int64_t n0, int64_t n1) {
 
 lithe_status lithe__cpu_conv2d(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
                                const float *b, const lithe__act *a, float *Y) {
+    return lithe__cpu_conv2d_packed(be, g, X, W, NULL, b, a, Y);
+}
+
+lithe_status lithe__cpu_conv2d_packed(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                                      const lithe__sgemm_packed_b *Wp, const float *b, const lithe__act *a, float *Y) {
     if (is_depthwise(g)) {
         depthwise_forward(be, g, X, W, b, a, Y);
         return LITHE_OK;
     }
-    gemm_job j = {be, g, X, W, b, a, Y, LITHE_OK};
+    gemm_job j = {be, g, X, W, b, a, Y, g->group == 1 ? Wp : NULL, LITHE_OK};
     /* one image per range when there are several (batch 1: the GEMM splits its own work) */
     lithe__pool_for(g->N > 1 ? lithe__cpu_pool() : NULL, g->N, 1, gemm_images, &j);
     lithe_status s = (lithe_status)atomic_load(&j.status);

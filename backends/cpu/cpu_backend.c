@@ -565,6 +565,13 @@ static lithe_status cpu_gemm_prepared(lithe_backend *be, bool tA, bool tB, float
     return LITHE_OK;
 }
 
+/* conv2d with W packed ahead as the GEMM's Wᵀ (conv.c's pixel rows read it; the same bits). */
+static lithe_status cpu_conv2d_prepared(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X,
+                                        const lithe_tensor *W, const void *P, const lithe_tensor *b, const lithe__act *a,
+                                        lithe_tensor *Y) {
+    return lithe__cpu_conv2d_packed(be, g, F(X), F(W), P, b ? F(b) : NULL, a, F(Y));
+}
+
 static const lithe_backend_ops cpu_ops = {
     .alloc = cpu_alloc,
     .free = cpu_free,
@@ -577,6 +584,7 @@ static const lithe_backend_ops cpu_ops = {
     .prepare_b = cpu_prepare_b,
     .prepared_free = cpu_prepared_free,
     .gemm_prepared = cpu_gemm_prepared,
+    .conv2d_prepared = cpu_conv2d_prepared,
 #ifdef LITHE_XNNPACK /* XNNPACK's operators where they measured faster (backends/cpu/xnnpack.c) */
     .prepare_op = lithe__xnn_prepare_op,
     .prepared_op_free = lithe__xnn_prepared_op_free,

@@ -15,7 +15,7 @@ const wasm = wasmAt >= 0 ? argv.splice(wasmAt, 2)[1] : undefined;
 const { parseArgs, WORKLOADS } = await import('./common.mjs');
 const o = parseArgs(argv);
 // the importer module (ONNX, TF.js) beside the core it was built with (bindings/js/src/loader.js)
-const importersAt = wasm ? path.join(path.dirname(wasm), 'lithe-importers.wasm') : undefined;
+const importersAt = wasm ? path.join(path.dirname(wasm), wasm.includes('scalar') ? 'lithe-importers.wasm' : 'lithe-importers-simd.wasm') : undefined;
 const info = await lithe.init(wasm ? { wasm: fs.readFileSync(wasm), simd: !wasm.includes('scalar'),
   ...(fs.existsSync(importersAt) ? { importers: fs.readFileSync(importersAt) } : {}) } : {});
 const name = `lithe ${lithe.version()} (npm, ${lithe.usingSimd() ? 'SIMD128' : 'scalar'} wasm)`;

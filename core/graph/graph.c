@@ -920,6 +920,13 @@ lithe_status lithe__graph_prepare(lithe_model *m) {
             if (ok && conv_act) lithe__act_clamp(&g->node_fuse[i].act, &op.out_min, &op.out_max);
             if (ok) LITHE__TRY(lithe__prepare_op(m->backend, &op, W, bias));
         }
+        if ((plain && !strcmp(n->op_type, "Conv")) || conv_act) { /* W as the GEMM's Wᵀ (group 1) */
+            lithe_tensor *W = init_tensor(m, g, g->node_in[i][1]);
+            int64_t group = 1;
+            for (size_t k = 0; k < n->n_attrs; k++)
+                if (!strcmp(n->attrs[k].name, "group")) group = n->attrs[k].i;
+            if (W) LITHE__TRY(lithe__prepare_conv_w(W, group, m->backend));
+        }
         if (!linear && !gemm && !matmul) continue;
         lithe_tensor *B = init_tensor(m, g, g->node_in[i][1]);
         if (!B || B->ndim != 2 || B->dtype != LITHE_F32 || !lithe_tensor_is_contiguous(B)) continue;

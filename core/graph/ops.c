@@ -1440,7 +1440,7 @@ static lithe_status conv_forward(lithe__gexec *x, size_t node, lithe_tensor **in
         LITHE__TRY(lithe__run_prepared_op(x->be, x->is_train, &op, in[1], b, in[0], out[0], &done));
         if (done) return LITHE_OK;
     }
-    return lithe__op_conv2d(x->be, &g, in[0], in[1], b, a, out[0]);
+    return lithe__conv2d_w(x->be, x->is_train, &g, in[0], in[1], b, a, out[0]); /* W prepared at inference */
 }
 FWD(f_conv) {
     UNUSED_FWD;

@@ -1,10 +1,13 @@
 /* The npm package's core module (LITHE_IMPORTERS_SEPARATE, Emscripten builds only): the ONNX and
- * TF.js importers and the graph executor (core/io/onnx.c, tfjs.c, core/graph/) are a second module,
- * lithe-importers.wasm (bindings/js/src/importers.c), that the JS loader links into this module's
- * memory and table when a model needs it, then registers here. Until then the public entry points
+ * TF.js importers and the graph executor (core/io/onnx.c, tfjs.c, core/graph/), with the CPU
+ * backend's convolution and pooling that only imported graphs run (backends/cpu/conv.c), are a
+ * second module, lithe-importers.wasm (lithe-importers-simd.wasm beside the SIMD128 core;
+ * bindings/js/src/importers.c), that the JS loader links into this module's memory and table when
+ * a model needs it, then registers here. Until then the public entry points
  * and the .lithe loader's graph nodes fail with LITHE_ERR_UNSUPPORTED and raise a flag that the
  * loader reads to know that loading the second module and retrying will help. */
 #include "../internal.h"
+#include "../../backends/cpu/simd/simd.h"
 
 static const lithe__importers *hooks;
 static bool wanted;
@@ -75,4 +78,37 @@ lithe_status lithe_tfjs_load_bytes(const char *model_json, size_t json_len, cons
 lithe_status lithe_tfjs_load(const char *path, lithe_model **out) {
     if (out) *out = NULL;
     return hooks ? hooks->tfjs_load(path, out) : absent("lithe_tfjs_load");
+}
+
+/* The CPU backend's conv2d / pool2d primitives (backends/cpu/cpu_backend.c) call these. Their only
+ * callers are graph ops, which run in the importer module, so the hooks are set whenever they are
+ * reached; without them the conv calls fail and pooling writes nothing, both with the error. */
+lithe_status lithe__cpu_conv2d(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                               const float *b, const lithe__act *a, float *Y) {
+    return hooks ? hooks->cpu_conv2d(be, g, X, W, b, a, Y) : absent("conv2d");
+}
+
+lithe_status lithe__cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                                        const float *dY, float *dX, float *dW, float *db) {
+    return hooks ? hooks->cpu_conv2d_backward(be, g, X, W, dY, dX, dW, db) : absent("conv2d_backward");
+}
+
+lithe_status lithe__cpu_conv2d_packed(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                                      const struct lithe__sgemm_packed_b *Wp, const float *b, const lithe__act *a,
+                                      float *Y) {
+    return hooks ? hooks->cpu_conv2d_packed(be, g, X, W, Wp, b, a, Y) : absent("conv2d_prepared");
+}
+
+void lithe__cpu_pool2d(const lithe__pool2d *g, const float *X, float *Y, int32_t *which) {
+    if (hooks)
+        hooks->cpu_pool2d(g, X, Y, which);
+    else
+        absent("pool2d");
+}
+
+void lithe__cpu_pool2d_backward(const lithe__pool2d *g, const float *dY, const int32_t *which, float *dX) {
+    if (hooks)
+        hooks->cpu_pool2d_backward(g, dY, which, dX);
+    else
+        absent("pool2d_backward");
 }

@@ -4,6 +4,7 @@
 #include "gemm.h"
 #include "../threadpool.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,13 @@
 
 #define S_MR 4
 #define S_NR 8
+
+/* gemm.h's clamp, written as the act kernel writes relu and clip (backends/cpu/scalar/act.c). */
+static inline float clamp1(const lithe__sgemm_ukparams *p, float t) {
+    if (p->clamp == LITHE__SGEMM_CLAMP_RELU) return t > 0.0f ? t : 0.0f;
+    float y = t * 1.0f + 0.0f;
+    return y < p->lo ? p->lo : (y > p->hi ? p->hi : y);
+}
 
 static void lithe_f32_gemm_ukernel_4x8__scalar(size_t mr, size_t nr, size_t kc, const float *a, const float *b, float *c,
                                  size_t ldc, const lithe__sgemm_ukparams *p) {
@@ -32,7 +40,7 @@ static void lithe_f32_gemm_ukernel_4x8__scalar(size_t mr, size_t nr, size_t kc, 
             float t = p->alpha * acc[i][j];
             if (p->beta != 0.0f) t += p->beta * ci[j];
             if (p->bias) t += p->bias[j];
-            ci[j] = t;
+            ci[j] = p->clamp ? clamp1(p, t) : t;
         }
     }
 }
@@ -57,15 +65,41 @@ static void lithe_f32_gemm_urow_1x8__scalar(size_t ns, size_t nr_last, size_t kc
             float t = p->alpha * acc[j];
             if (p->beta != 0.0f) t += p->beta * c[j];
             if (bias) t += bias[j];
-            c[j] = t;
+            c[j] = p->clamp ? clamp1(p, t) : t;
         }
     }
 }
 
 static const lithe__sgemm_kernel kernel_scalar = {
     .isa = "scalar", .mr = S_MR, .nr = S_NR, .mc = 128, .kc = 256, .nc = 2048, .ukernel = lithe_f32_gemm_ukernel_4x8__scalar,
-    .gemv_t = gemv_t__scalar, .gemv_n = gemv_n__scalar, .urow = lithe_f32_gemm_urow_1x8__scalar,
+    .gemv_t = gemv_t__scalar, .gemv_n = gemv_n__scalar, .urow = lithe_f32_gemm_urow_1x8__scalar, .clamp_ok = true,
 };
+
+bool lithe__sgemm_act_clamp(const lithe__act *a, int *clamp, float *lo, float *hi) {
+    int c = LITHE__SGEMM_CLAMP_NONE;
+    float l = 0.0f, h = 0.0f;
+    if (!a) return false;
+    if (a->kind == LITHE__ACT_RELU) c = LITHE__SGEMM_CLAMP_RELU;
+    /* crossed or NaN bounds, and -0 ones (the SIMD act kernel's splat turns a -0 bound into +0 where
+     * its scalar twin returns -0): the act kernel after the store */
+    else if (a->kind == LITHE__ACT_CLIPPED_LINEAR && a->slope == 1.0f && a->offset == 0.0f &&
+             a->min_val <= a->max_val && !(a->min_val == 0.0f && signbit(a->min_val)) &&
+             !(a->max_val == 0.0f && signbit(a->max_val)))
+        c = LITHE__SGEMM_CLAMP_CLIP, l = a->min_val, h = a->max_val;
+    else return false;
+    if (clamp) *clamp = c;
+    if (lo) *lo = l;
+    if (hi) *hi = h;
+    return true;
+}
+
+/* The clamp for an epilogue's act when kernel k applies it in its store: an act there, no Z (which
+ * keeps the pre-activation) and no row bias added after the store (M = 1, K = 0). */
+static bool epi_clamp(const lithe__sgemm_kernel *k, const lithe__sgemm_epilogue *e, bool bias_row_after,
+                      lithe__sgemm_ukparams *p) {
+    if (!k->clamp_ok || !e || !e->act || e->Z || (bias_row_after && e->bias_row)) return false;
+    return lithe__sgemm_act_clamp(e->act, &p->clamp, &p->lo, &p->hi);
+}
 
 const lithe__sgemm_kernel *lithe__sgemm_kernel_scalar(void) { return &kernel_scalar; }
 
@@ -204,22 +238,72 @@ static void pack_portable(size_t R, size_t lanes, size_t kc, const float *src, s
     }
 }
 
-/* A B sliver from row pointers (lithe__sgemm_rows): step k's lanes at rows[k] + col. Runs of rows
- * evenly spaced in memory (a convolution's taps along a filter row: d1 floats apart) go to the
- * kernel's packing as one strided block. */
-static void pack_b_rows(const lithe__sgemm_kernel *k, size_t lanes, size_t kc, const float *const *rows, int64_t col,
-                        float *dst) {
-    size_t NR = (size_t)k->nr;
-    for (size_t k0 = 0; k0 < kc;) {
-        size_t run = 1, ld = 0;
-        if (k0 + 1 < kc && rows[k0 + 1] > rows[k0]) {
-            ld = (size_t)(rows[k0 + 1] - rows[k0]);
-            for (run = 2; k0 + run < kc && rows[k0 + run] == rows[k0 + run - 1] + ld; run++) {
-            }
+/* A sliver (R = MR lanes of A, or NR of B) of pixels p0, p0 + 1, ... from row pointers
+ * (lithe__sgemm_rows' B, lithe__sgemm_pixels' A): step k's pixel p at rows[k][(p / ow) * row + p % ow].
+ * A sliver inside one output row is a contiguous run of every step's row: runs of evenly spaced
+ * rows (a convolution's taps along a filter row: d1 floats apart) go to the kernel's packing as
+ * one strided block (A: its pack_a_ptrs in one call, when it has one). A sliver across output rows
+ * is cut into chunks, one per row it touches and 16-lane group of the sliver (the kernel's pack_segs). */
+static void pack_pixels(const lithe__sgemm_kernel *k, bool is_a, size_t lanes, size_t kc, const float *const *rows,
+                        int64_t p0, int64_t ow, int64_t row, float *dst) {
+    const size_t R = (size_t)(is_a ? k->mr : k->nr);
+    lithe__sgemm_pack_fn pack = is_a ? k->pack_a : k->pack_b;
+    if (p0 % ow + (int64_t)lanes <= ow) {
+        int64_t off = p0 / ow * row + p0 % ow;
+        if (is_a && k->pack_a_ptrs) { /* one call for the sliver: taps' runs are short (KW steps) */
+            k->pack_a_ptrs(lanes, kc, rows, off, dst);
+            return;
         }
-        if (k->pack_b) k->pack_b(lanes, run, rows[k0] + col, ld, false, dst + k0 * NR);
-        else pack_portable(NR, lanes, run, rows[k0] + col, ld, false, dst + k0 * NR);
-        k0 += run;
+        for (size_t k0 = 0; k0 < kc;) {
+            size_t run = 1, ld = 0;
+            if (k0 + 1 < kc && rows[k0 + 1] > rows[k0]) {
+                ld = (size_t)(rows[k0 + 1] - rows[k0]);
+                for (run = 2; k0 + run < kc && rows[k0 + run] == rows[k0 + run - 1] + ld; run++) {
+                }
+            }
+            if (pack) pack(lanes, run, rows[k0] + off, ld, false, dst + k0 * R);
+            else pack_portable(R, lanes, run, rows[k0] + off, ld, false, dst + k0 * R);
+            k0 += run;
+        }
+        return;
+    }
+    enum { MAXSEG = 8 };
+    int64_t off[MAXSEG];
+    size_t lane[MAXSEG], len[MAXSEG], ns = 0;
+    for (size_t l = 0; l < lanes && ns <= MAXSEG;) {
+        int64_t p = p0 + (int64_t)l, c = p % ow;
+        size_t n = lanes - l;
+        if ((int64_t)n > ow - c) n = (size_t)(ow - c);
+        if (n > 16 - l % 16) n = 16 - l % 16; /* inside one 16-lane group of dst */
+        if (ns < MAXSEG) {
+            off[ns] = p / ow * row + c;
+            lane[ns] = l;
+            len[ns] = n;
+        }
+        ns++;
+        l += n;
+    }
+    if (ns <= MAXSEG) {
+        if (k->pack_segs) {
+            k->pack_segs(R, kc, rows, ns, off, lane, len, dst);
+            return;
+        }
+        for (size_t kk = 0; kk < kc; kk++) { /* chunk by chunk */
+            const float *r = rows[kk];
+            float *d = dst + kk * R;
+            for (size_t c = 0; c < ns; c++)
+                for (size_t l = 0; l < len[c]; l++) d[lane[c] + l] = r[off[c] + l];
+            for (size_t l = lanes; l < R; l++) d[l] = 0.0f;
+        }
+        return;
+    }
+    int64_t offs[64]; /* R <= 64: lane by lane */
+    for (size_t l = 0; l < lanes; l++) offs[l] = (p0 + (int64_t)l) / ow * row + (p0 + (int64_t)l) % ow;
+    for (size_t kk = 0; kk < kc; kk++) {
+        const float *r = rows[kk];
+        float *d = dst + kk * R;
+        for (size_t l = 0; l < lanes; l++) d[l] = r[offs[l]];
+        for (size_t l = lanes; l < R; l++) d[l] = 0.0f;
     }
 }
 
@@ -232,7 +316,11 @@ typedef struct job {
     float alpha, beta;
     const float *A, *B;
     const lithe__sgemm_packed_b *Bpk; /* op(B) packed ahead (NULL: packed here) */
-    const float *const *B_rows; /* lithe__sgemm_rows: op(B)'s rows (B unused) */
+    const float *const *B_rows; /* lithe__sgemm_rows: op(B)'s rows (B unused), pixels b_ow per row */
+    int64_t b_ow, b_row;
+    const float *const *A_rows; /* lithe__sgemm_pixels: op(A)'s rows (A unused), pixels a_ow per row */
+    int64_t a_ow, a_row;
+    bool c_trans; /* C(i, j) at C[j * ldc + i], through the range's tile buffer */
     int64_t lda, ldb, ldc;
     float *C;
     const lithe__sgemm_epilogue *epi;
@@ -247,13 +335,13 @@ static size_t ws_floats(const lithe__sgemm_kernel *k, int64_t M, int64_t N, int6
     size_t kc = (size_t)(K < k->kc ? K : k->kc);
     size_t mc = round_up((size_t)(M < k->mc ? M : k->mc), (size_t)k->mr);
     size_t nc = round_up((size_t)(N < k->nc ? N : k->nc), (size_t)k->nr);
-    return round_up(kc * mc, 16) + (b_packed ? 0 : kc * nc);
+    return round_up(kc * mc, 16) + (b_packed ? 0 : kc * nc) + (size_t)(k->mr * k->nr);
 }
 
 static bool epilogue_after(const lithe__sgemm_epilogue *e) { return e && (e->Z || e->act || e->bias_row); }
 
-static void epilogue_tile(const lithe__sgemm_epilogue *e, bool add_bias_row, size_t mr, size_t nr, float *c, size_t ldc,
-                          int64_t i0, int64_t j0) {
+static void epilogue_tile(const lithe__sgemm_epilogue *e, bool add_bias_row, bool act, size_t mr, size_t nr, float *c,
+                          size_t ldc, int64_t i0, int64_t j0) {
     for (size_t i = 0; i < mr; i++) {
         float *ci = c + i * ldc;
         if (add_bias_row && e->bias_row) {
@@ -261,7 +349,7 @@ static void epilogue_tile(const lithe__sgemm_epilogue *e, bool add_bias_row, siz
             for (size_t j = 0; j < nr; j++) ci[j] += b;
         }
         if (e->Z) memcpy(e->Z + (i0 + (int64_t)i) * e->ldz + j0, ci, nr * sizeof(float));
-        if (e->act) e->act_fn(e->act, (int64_t)nr, ci, ci);
+        if (act && e->act) e->act_fn(e->act, (int64_t)nr, ci, ci);
     }
 }
 
@@ -269,6 +357,37 @@ static void epilogue_tile(const lithe__sgemm_epilogue *e, bool add_bias_row, siz
  * B's row K is ones, so the microkernel adds it with one multiply-add per element (bias_row[i] · 1,
  * exact) instead of a pass over C. A block holding that step packs its real steps, then the extra. */
 static bool bias_step(const lithe__sgemm_epilogue *e) { return e && e->bias_row; }
+
+/* One tile of a transposed C (lithe__sgemm_pixels): the microkernel writes it into the range's
+ * buffer (mr x NR), which holds C's values first when this K block adds to them; the activation
+ * runs there after the last block; then it goes to C[j * ldc + i]. The same arithmetic as a tile
+ * written in place. */
+static void store_trans(const job *jb, const lithe__sgemm_kernel *k, size_t mr, size_t nr, size_t kb, const float *a,
+                        const float *b, int64_t i0, int64_t j0, const lithe__sgemm_ukparams *p, bool last, float *tile) {
+    const size_t NR = (size_t)k->nr, ldc = (size_t)jb->ldc;
+    float *c = jb->C + j0 * jb->ldc + i0;
+    if (p->beta != 0.0f) {
+        if (k->transpose) k->transpose(nr, mr, c, ldc, tile, NR);
+        else
+            for (size_t j = 0; j < nr; j++)
+                for (size_t i = 0; i < mr; i++) tile[i * NR + j] = c[j * ldc + i];
+    }
+    k->ukernel(mr, nr, kb, a, b, tile, NR, p);
+    const lithe__sgemm_epilogue *e = jb->epi;
+    if (last && e && e->act && !p->clamp) {
+        if (nr == NR) e->act_fn(e->act, (int64_t)(mr * NR), tile, tile);
+        else
+            for (size_t i = 0; i < mr; i++) e->act_fn(e->act, (int64_t)nr, tile + i * NR, tile + i * NR);
+    }
+    if (k->transpose) {
+        k->transpose(mr, nr, tile, NR, c, ldc);
+        return;
+    }
+    for (size_t j = 0; j < nr; j++) {
+        float *cj = c + j * ldc;
+        for (size_t i = 0; i < mr; i++) cj[i] = tile[i * NR + j];
+    }
+}
 
 static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, float *ws) {
     const lithe__sgemm_kernel *k = jb->k;
@@ -278,6 +397,9 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
     size_t kcmax = (size_t)(K < k->kc ? K : k->kc);
     size_t mcmax = round_up((size_t)(m1 - m0 < k->mc ? m1 - m0 : k->mc), MR);
     float *Ap = ws, *Bp = ws + round_up(kcmax * mcmax, 16); /* slivers 64-byte aligned */
+    float *tile = jb->Bpk ? Bp : Bp + kcmax * round_up((size_t)(n1 - n0 < k->nc ? n1 - n0 : k->nc), NR);
+    lithe__sgemm_ukparams cl = {0};
+    const bool clamped = epi_clamp(k, epi, false, &cl); /* a row bias rides in the product here */
     for (int64_t jc = n0; jc < n1; jc += k->nc) {
         size_t nb = (size_t)(n1 - jc < k->nc ? n1 - jc : k->nc);
         for (int64_t pc = 0; pc < K; pc += k->kc) {
@@ -292,7 +414,7 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
              * and are not a multiple of 4 KB apart (those share L2 sets: a sliver's 512 rows would
              * overflow their 8 ways, where a packed sliver is contiguous). The dense layers' dX =
              * dY·W at batch 64, 512 wide: 313 -> 290 us on Zen 4. */
-            const bool in_place = k->ukernel_b && !jb->tB && !jb->Bpk && !jb->B_rows && kr == kb &&
+            const bool in_place = k->ukernel_b && !jb->tB && !jb->Bpk && !jb->B_rows && !jb->c_trans && kr == kb &&
                                   m1 - m0 <= k->mc && (uintptr_t)jb->B % 64 == 0 && jb->ldb % 16 == 0 &&
                                   jb->ldb % 1024 != 0;
             for (size_t jr = 0; !jb->Bpk && jr < nb; jr += NR) {
@@ -303,7 +425,7 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                     for (size_t l = 0; l < NR; l++) dst[kr * NR + l] = l < lanes ? 1.0f : 0.0f;
                 if (!kr) continue;
                 if (jb->B_rows) {
-                    pack_b_rows(k, lanes, kr, jb->B_rows + pc, jc + (int64_t)jr, dst);
+                    pack_pixels(k, false, lanes, kr, jb->B_rows + pc, jc + (int64_t)jr, jb->b_ow, jb->b_row, dst);
                     continue;
                 }
                 const float *src = jb->tB ? jb->B + (jc + (int64_t)jr) * jb->ldb + pc
@@ -311,7 +433,8 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                 if (k->pack_b) k->pack_b(lanes, kr, src, (size_t)jb->ldb, jb->tB, dst);
                 else pack_portable(NR, lanes, kr, src, (size_t)jb->ldb, jb->tB, dst);
             }
-            lithe__sgemm_ukparams p = {jb->alpha, pc == 0 ? jb->beta : 1.0f, NULL};
+            lithe__sgemm_ukparams p = {.alpha = jb->alpha, .beta = pc == 0 ? jb->beta : 1.0f};
+            if (last && clamped) p.clamp = cl.clamp, p.lo = cl.lo, p.hi = cl.hi; /* the act in the store */
             for (int64_t ic = m0; ic < m1; ic += k->mc) {
                 size_t mb = (size_t)(m1 - ic < k->mc ? m1 - ic : k->mc);
                 for (size_t ir = 0; ir < mb; ir += MR) {
@@ -321,6 +444,10 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                         for (size_t l = 0; l < MR; l++)
                             dst[kr * MR + l] = l < lanes ? epi->bias_row[ic + (int64_t)(ir + l)] : 0.0f;
                     if (!kr) continue;
+                    if (jb->A_rows) {
+                        pack_pixels(k, true, lanes, kr, jb->A_rows + pc, ic + (int64_t)ir, jb->a_ow, jb->a_row, dst);
+                        continue;
+                    }
                     const float *src = jb->tA ? jb->A + pc * jb->lda + ic + (int64_t)ir
                                               : jb->A + (ic + (int64_t)ir) * jb->lda + pc;
                     if (k->pack_a) k->pack_a(lanes, kr, src, (size_t)jb->lda, !jb->tA, dst);
@@ -331,14 +458,20 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                     p.bias = last && epi && epi->bias ? epi->bias + jc + (int64_t)jr : NULL;
                     for (size_t ir = 0; ir < mb; ir += MR) {
                         size_t mr = mb - ir < MR ? mb - ir : MR;
+                        if (jb->c_trans) {
+                            store_trans(jb, k, mr, nr, kb, Ap + ir * kb, Bp + jr * kb, ic + (int64_t)ir,
+                                        jc + (int64_t)jr, &p, last, tile);
+                            continue;
+                        }
                         float *c = jb->C + (ic + (int64_t)ir) * jb->ldc + jc + (int64_t)jr;
                         if (in_place && nr == NR)
                             k->ukernel_b(mr, nr, kb, Ap + ir * kb, jb->B + pc * jb->ldb + jc + (int64_t)jr,
                                          (size_t)jb->ldb, c, (size_t)jb->ldc, &p);
                         else
                             k->ukernel(mr, nr, kb, Ap + ir * kb, Bp + jr * kb, c, (size_t)jb->ldc, &p);
-                        if (last && epi && (epi->Z || epi->act))
-                            epilogue_tile(epi, false, mr, nr, c, (size_t)jb->ldc, ic + (int64_t)ir, jc + (int64_t)jr);
+                        if (last && epi && (epi->Z || (epi->act && !clamped))) /* not with c_trans (store_trans) */
+                            epilogue_tile(epi, false, !clamped, mr, nr, c, (size_t)jb->ldc, ic + (int64_t)ir,
+                                          jc + (int64_t)jr);
                     }
                 }
             }
@@ -430,7 +563,7 @@ static void gemv_task(void *ctx, int64_t begin, int64_t end) {
     const float *w = g->trans ? g->w + j0 * g->ldw : g->w + j0;
     const float *bias = g->epi && g->epi->bias ? g->epi->bias + j0 : NULL;
     g->fn(n, g->K, g->kc, g->alpha, g->x, w, g->ldw, g->beta, g->y + j0, bias);
-    if (epilogue_after(g->epi)) epilogue_tile(g->epi, true, 1, n, g->y + j0, 0, 0, (int64_t)j0);
+    if (epilogue_after(g->epi)) epilogue_tile(g->epi, true, true, 1, n, g->y + j0, 0, 0, (int64_t)j0);
 }
 
 /* ---- M = 1 against op(B) packed ahead: the one-row kernel over ranges of slivers ---- */
@@ -451,13 +584,17 @@ static void row_task(void *ctx, int64_t begin, int64_t end) {
     size_t n0 = (size_t)begin * NR, n1 = (size_t)end * NR < (size_t)r->N ? (size_t)end * NR : (size_t)r->N;
     size_t ns = (size_t)(end - begin), nr_last = n1 - (size_t)(end - 1) * NR;
     const lithe__sgemm_epilogue *epi = r->epi;
+    lithe__sgemm_ukparams cl = {0};
+    bool clamped = epi_clamp(r->k, epi, true, &cl);
     for (size_t pc = 0; pc < (size_t)r->K; pc += KC) {
         size_t kb = (size_t)r->K - pc < KC ? (size_t)r->K - pc : KC;
         bool last = pc + kb == (size_t)r->K;
-        lithe__sgemm_ukparams p = {r->alpha, pc == 0 ? r->beta : 1.0f, last && epi && epi->bias ? epi->bias + n0 : NULL};
+        lithe__sgemm_ukparams p = {.alpha = r->alpha, .beta = pc == 0 ? r->beta : 1.0f,
+                                   .bias = last && epi && epi->bias ? epi->bias + n0 : NULL};
+        if (last && clamped) p.clamp = cl.clamp, p.lo = cl.lo, p.hi = cl.hi;
         r->k->urow(ns, nr_last, kb, r->x + pc, r->Bpk->data + pc * Npad + n0 * kb, r->C + n0, &p);
     }
-    if (epilogue_after(epi)) epilogue_tile(epi, true, 1, n1 - n0, r->C + n0, 0, 0, (int64_t)n0);
+    if (epilogue_after(epi)) epilogue_tile(epi, true, !clamped, 1, n1 - n0, r->C + n0, 0, 0, (int64_t)n0);
 }
 
 /* ---- entry ---- */
@@ -473,7 +610,7 @@ static void k_zero(int64_t M, int64_t N, float beta, float *C, int64_t ldc, cons
             if (epi && epi->bias) t += epi->bias[j];
             c[j] = t;
         }
-        if (epilogue_after(epi)) epilogue_tile(epi, true, 1, (size_t)N, c, 0, i, 0);
+        if (epilogue_after(epi)) epilogue_tile(epi, true, true, 1, (size_t)N, c, 0, i, 0);
     }
 }
 
@@ -579,7 +716,8 @@ bool lithe__sgemm_prepacked(const lithe__sgemm_kernel *k, bool use_threads, bool
 }
 
 bool lithe__sgemm_rows(const lithe__sgemm_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K, const float *A,
-                       int64_t lda, const float *const *B_rows, float *C, int64_t ldc, const lithe__sgemm_epilogue *epi) {
+                       int64_t lda, const float *const *B_rows, int64_t ow, int64_t b_row, float *C, int64_t ldc,
+                       const lithe__sgemm_epilogue *epi) {
     if (M <= 0 || N <= 0) return true;
     if (!k) k = lithe__sgemm_kernel_best();
     if (K <= 0) {
@@ -588,8 +726,8 @@ bool lithe__sgemm_rows(const lithe__sgemm_kernel *k, bool use_threads, int64_t M
     }
     double flops = 2.0 * (double)M * (double)N * (double)K;
     lithe__pool *pool = use_threads && flops >= MIN_PARALLEL_FLOPS ? lithe__cpu_pool() : NULL;
-    job jb = {.k = k, .M = M, .N = N, .K = K, .alpha = 1.0f, .beta = 0.0f, .A = A, .B_rows = B_rows, .lda = lda,
-              .ldc = ldc, .C = C, .epi = epi};
+    job jb = {.k = k, .M = M, .N = N, .K = K, .alpha = 1.0f, .beta = 0.0f, .A = A, .B_rows = B_rows, .b_ow = ow,
+              .b_row = b_row, .lda = lda, .ldc = ldc, .C = C, .epi = epi};
     return run_packed(&jb, pool, lithe__pool_threads(pool));
 }
 
@@ -605,4 +743,34 @@ static bool run_packed(job *jb, lithe__pool *pool, int T) {
     if (T > 1) lithe__pool_for(pool, items, 1, gemm_task, jb);
     else gemm_task(jb, 0, items);
     return !atomic_load(&jb->failed);
+}
+
+bool lithe__sgemm_pixels(const lithe__sgemm_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K,
+                         const float *const *A_rows, int64_t ow, int64_t a_row, bool tB, const float *B, int64_t ldb,
+                         const lithe__sgemm_packed_b *Bpk, float *C, int64_t ldc, const lithe__sgemm_epilogue *epi) {
+    if (M <= 0 || N <= 0) return true;
+    if (!k) k = lithe__sgemm_kernel_best();
+    lithe__sgemm_epilogue e = {0}; /* bias and act only */
+    if (epi) {
+        e.bias = epi->bias;
+        e.act = epi->act;
+        e.act_fn = epi->act_fn;
+    }
+    if (K <= 0) { /* C = bias, then act, column by column */
+        for (int64_t j = 0; j < N; j++) {
+            float *c = C + j * ldc;
+            for (int64_t i = 0; i < M; i++) c[i] = e.bias ? e.bias[j] : 0.0f;
+            if (e.act) e.act_fn(e.act, M, c, c);
+        }
+        return true;
+    }
+    double flops = 2.0 * (double)M * (double)N * (double)K;
+    lithe__pool *pool = use_threads && flops >= MIN_PARALLEL_FLOPS ? lithe__cpu_pool() : NULL;
+    const lithe__sgemm_kernel *kr = k->for_rows ? k->for_rows(M) : k;
+    if (Bpk && (Bpk->nr != kr->nr || Bpk->kc != kr->kc || Bpk->transB != tB || Bpk->K != K || Bpk->N != N))
+        Bpk = NULL; /* packed for another kernel: pack here */
+    job jb = {.k = k, .tB = tB, .M = M, .N = N, .K = K, .alpha = 1.0f, .beta = 0.0f, .B = B, .Bpk = Bpk,
+              .A_rows = A_rows, .a_ow = ow, .a_row = a_row, .c_trans = true, .ldb = ldb, .ldc = ldc, .C = C,
+              .epi = e.bias || e.act ? &e : NULL};
+    return run_packed(&jb, pool, lithe__pool_threads(pool));
 }

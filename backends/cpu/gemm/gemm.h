@@ -42,7 +42,16 @@ typedef struct lithe__sgemm_ukparams {
     float alpha;
     float beta;
     const float *bias; /* NULL, or nr floats (already offset to the tile's first column) */
+    /* Optional (kernels with clamp_ok only; 0 elsewhere): the value t of the write rule is clamped
+     * before the store, with the act kernel's exact bits (relu and a clipped linear of slope 1 and
+     * offset 0, backends/cpu/scalar/act.c), so that a fused relu / ReLU6 costs no pass over C:
+     *   LITHE__SGEMM_CLAMP_RELU:  c = t > 0 ? t : 0              (NaN and -0 -> +0)
+     *   LITHE__SGEMM_CLAMP_CLIP:  y = t * 1 + 0 (-0 -> +0);  c = y < lo ? lo : (y > hi ? hi : y)
+     *                             only with lo <= hi (neither NaN): then max(lo, min(hi, y)). */
+    int clamp;
+    float lo, hi;
 } lithe__sgemm_ukparams;
+enum { LITHE__SGEMM_CLAMP_NONE = 0, LITHE__SGEMM_CLAMP_RELU, LITHE__SGEMM_CLAMP_CLIP };
 
 /* The microkernel: C tile (mr x nr, row stride ldc) from kc >= 1 steps of a packed A sliver and
  * a packed B sliver. 1 <= mr <= MR, 1 <= nr <= NR; a partial tile (mr < MR or nr < NR) must
@@ -106,11 +115,29 @@ typedef struct lithe__sgemm_kernel {
     const struct lithe__sgemm_kernel *(*for_rows)(int64_t M);
     lithe__sgemm_urow_fn urow; /* optional: M = 1 with op(B) packed ahead (NULL: the microkernel) */
     lithe__sgemm_ukernel_b_fn ukernel_b; /* optional: op(B) untransposed, read in place (NULL: packed) */
+    /* Optional helpers of lithe__sgemm_pixels (NULL: the driver's portable loops):
+     *   pack_a_ptrs: an A sliver whose step k's lanes are contiguous at rows[k] + off:
+     *     dst[k * MR + l] = rows[k][off + l] for l < lanes, 0 for lanes <= l < MR;
+     *   transpose: dst[j * ldd + i] = src[i * lds + j] for i < rows, j < cols (a C tile into a
+     *     transposed C and back; rows, cols <= 64). */
+    void (*pack_a_ptrs)(size_t lanes, size_t kc, const float *const *rows, int64_t off, float *dst);
+    /*   pack_segs: a sliver (R = MR or NR lanes) of pixels across output rows, in nseg chunks, each
+     *     inside one group of 16 lanes (lane[s] / 16 == (lane[s] + len[s] - 1) / 16):
+     *     dst[k * R + lane[s] + l] = rows[k][off[s] + l] for l < len[s], every lane no chunk covers 0; */
+    void (*pack_segs)(size_t R, size_t kc, const float *const *rows, size_t nseg, const int64_t *off,
+                      const size_t *lane, const size_t *len, float *dst);
+    void (*transpose)(size_t rows, size_t cols, const float *src, size_t lds, float *dst, size_t ldd);
+    /* ukernel, ukernel_b and urow apply lithe__sgemm_ukparams' clamp: the driver then passes a
+     * relu / clip epilogue act in the last K block instead of the act kernel over each stored tile
+     * row (false: they ignore it and the act runs after the store, the same bits). */
+    bool clamp_ok;
 } lithe__sgemm_kernel;
 
 /* The epilogue of a fused GEMM (gemm_bias_act): after the last K block of a tile,
  *   Z = tile + bias (through the microkernel's bias), stored in Z when Z is not C;
- *   C = act(Z) when act is set (act_fn over each tile row, in L1).
+ *   C = act(Z) when act is set (act_fn over each tile row, in L1; or, when the kernel has
+ *       clamp_ok, Z is NULL and act is a relu or a clamp (lithe__sgemm_act_clamp), inside the
+ *       microkernel's store of the last K block: the same bits, C written once).
  * bias NULL: none; act NULL: none; Z NULL: the pre-activation is not kept. */
 typedef void (*lithe__act_fn)(const lithe__act *a, int64_t n, const float *X, float *Y);
 typedef struct lithe__sgemm_epilogue {
@@ -127,6 +154,11 @@ typedef struct lithe__sgemm_epilogue {
      * alpha where the after-store paths do not. */
     const float *bias_row;
 } lithe__sgemm_epilogue;
+
+/* The microkernel clamp (ukparams' clamp, lo, hi) giving act's bits, when it has one: relu, and a
+ * clipped linear of slope 1, offset 0 and min <= max, neither bound -0 (ReLU6, ONNX Clip). False
+ * otherwise (NULL outputs: not written). */
+bool lithe__sgemm_act_clamp(const lithe__act *act, int *clamp, float *lo, float *hi);
 
 /* Kernels, per ISA. Each returns NULL where the ISA is not compiled in or the CPU lacks it. */
 const lithe__sgemm_kernel *lithe__sgemm_kernel_scalar(void);
@@ -176,11 +208,29 @@ bool lithe__sgemm_prepacked(const lithe__sgemm_kernel *k, bool use_threads, bool
                             int64_t ldb, const lithe__sgemm_packed_b *Bp, float beta, float *C, int64_t ldc,
                             const lithe__sgemm_epilogue *epi);
 
-/* C = A · B with op(B) given row by row: B_rows[k] points at row k's N floats (K rows, anywhere:
- * a convolution passes shifted views of its padded input and packs no im2col matrix), A (M, K)
- * row-major, not transposed, and beta = 0. Packing, blocking, threads and the bits of every C
- * element are lithe__sgemm's for the same op(B); A is packed per call like there. */
+/* C = A · B with op(B) given row by row: element (k, j) at B_rows[k][(j / ow) · b_row + j % ow]
+ * (K rows, anywhere: a convolution passes its taps' shifted views of its padded input, and ow,
+ * b_row its output rows' width and their stride there, so that only the kept columns are packed;
+ * ow = N: row k's N floats at B_rows[k]). A (M, K) row-major, not transposed, and beta = 0.
+ * Packing, blocking, threads and the bits of every C element are lithe__sgemm's for the same op(B);
+ * A is packed per call like there. */
 bool lithe__sgemm_rows(const lithe__sgemm_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K, const float *A,
-                       int64_t lda, const float *const *B_rows, float *C, int64_t ldc, const lithe__sgemm_epilogue *epi);
+                       int64_t lda, const float *const *B_rows, int64_t ow, int64_t b_row, float *C, int64_t ldc,
+                       const lithe__sgemm_epilogue *epi);
+
+/* A convolution's output pixels as the product's rows (conv.c's "pixel rows" orientation):
+ *   Cᵀ (M pixels, N filters) = op(A) (M, K) · op(B) (K, N) [+ bias (N)] [act],  beta = 0
+ * op(A) is gathered from row pointers with the pixels' 2-D layout: element (i, k) at
+ *   A_rows[k][(i / ow) · a_row + i % ow]
+ * (output row i / ow, column i % ow of the tap's shifted view; pointwise: ow = M, A_rows[k] the
+ * input's channel k). C is written transposed, element (i, j) at C[j · ldc + i] (NCHW: filter j's
+ * plane): each microkernel tile goes to a small per-thread buffer (its rows being pixels), gets
+ * the activation there while it is in L1, and is transposed into C (a later K block reads it back
+ * first). op(B) may be packed ahead (Bp: lithe__sgemm_pack_b of this B, transB, K, N). epi: bias
+ * and act only (Z and bias_row unsupported). Blocking, threads and the bits of each element are
+ * lithe__sgemm's for the same operands. */
+bool lithe__sgemm_pixels(const lithe__sgemm_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K,
+                         const float *const *A_rows, int64_t ow, int64_t a_row, bool transB, const float *B, int64_t ldb,
+                         const lithe__sgemm_packed_b *Bp, float *C, int64_t ldc, const lithe__sgemm_epilogue *epi);
 
 #endif

@@ -14,25 +14,38 @@
 
 #define NR 32
 
+/* gemm.h's clamp with the act kernel's bits, by the operand order of maxps / minps (a > b ? a : b
+ * and a < b ? a : b: the second operand when either is NaN or both are zeros), as dwconv_taps'
+ * dw_act: relu = max(t, +0) = t > 0 ? t : 0; clip = max(lo, min(hi, y)) of y = t + 0 (t * 1 is t,
+ * the + 0 turns -0 into +0 as the act kernel's offset does), which equals
+ * y < lo ? lo : (y > hi ? hi : y) when lo <= hi (NaN y: y itself, from both). */
+static inline __attribute__((always_inline)) __m512 clamp_v(__m512 t, int cl, __m512 vlo, __m512 vhi) {
+    if (cl == LITHE__SGEMM_CLAMP_RELU) return _mm512_max_ps(t, _mm512_setzero_ps());
+    return _mm512_max_ps(vlo, _mm512_min_ps(vhi, _mm512_add_ps(t, _mm512_setzero_ps())));
+}
+
 /* acc (mr x 32) -> C tile with the write rule of gemm.h; partial tiles through masks, with the
  * same arithmetic as full ones. */
 static inline __attribute__((always_inline)) void store_row(__m512 acc, float *c, const float *bias, __m512 valpha,
-                                                            float beta, __mmask16 m) {
+                                                            float beta, __mmask16 m, int cl, __m512 vlo, __m512 vhi) {
     __m512 t = _mm512_mul_ps(valpha, acc);
     if (beta != 0.0f) t = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(m, c), t);
     if (bias) t = _mm512_add_ps(t, _mm512_maskz_loadu_ps(m, bias));
+    if (cl) t = clamp_v(t, cl, vlo, vhi);
     _mm512_mask_storeu_ps(c, m, t);
 }
 
 /* The write rule for a partial tile (mr x nr of the accumulators acc[2 i], acc[2 i + 1]). */
 static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr, size_t nr, float *c, size_t ldc,
                                                     const lithe__sgemm_ukparams *p) {
-    __m512 va = _mm512_set1_ps(p->alpha);
+    __m512 va = _mm512_set1_ps(p->alpha), vlo = _mm512_set1_ps(p->lo), vhi = _mm512_set1_ps(p->hi);
     __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1);
     __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF : nr <= 16 ? (__mmask16)0 : (__mmask16)((1u << (nr - 16)) - 1);
     for (size_t i = 0; i < mr; i++) {
-        store_row(acc[2 * i], c + i * ldc, p->bias, va, p->beta, m0);
-        if (m1) store_row(acc[2 * i + 1], c + i * ldc + 16, p->bias ? p->bias + 16 : NULL, va, p->beta, m1);
+        store_row(acc[2 * i], c + i * ldc, p->bias, va, p->beta, m0, p->clamp, vlo, vhi);
+        if (m1)
+            store_row(acc[2 * i + 1], c + i * ldc + 16, p->bias ? p->bias + 16 : NULL, va, p->beta, m1, p->clamp, vlo,
+                      vhi);
     }
 }
 
@@ -83,6 +96,10 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
             t0 = _mm512_add_ps(t0, z0);                                                                           \
             t1 = _mm512_add_ps(t1, z1);                                                                           \
         }                                                                                                         \
+        if (cl) {                                                                                                 \
+            t0 = clamp_v(t0, cl, vlo, vhi);                                                                       \
+            t1 = clamp_v(t1, cl, vlo, vhi);                                                                       \
+        }                                                                                                         \
         _mm512_storeu_ps(ci, t0);                                                                                 \
         _mm512_storeu_ps(ci + 16, t1);                                                                            \
     }
@@ -130,6 +147,8 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
         const float *bias = p->bias;                                                                              \
         __m512 z0 = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();                                           \
         __m512 z1 = bias ? _mm512_loadu_ps(bias + 16) : _mm512_setzero_ps();                                      \
+        const int cl = p->clamp;                                                                                  \
+        __m512 vlo = _mm512_set1_ps(p->lo), vhi = _mm512_set1_ps(p->hi);                                          \
         ROWS_##MR(UK_STORE)                                                                                       \
         return;                                                                                                   \
     }                                                                                                             \
@@ -168,7 +187,9 @@ DEFINE_UKERNEL(14)
  * does a row of its tile. */
 static inline __attribute__((always_inline)) void urow_group(int G, size_t nr_last, size_t kc, const float *x,
                                                              const float *b, float *c, const float *bias, __m512 va,
-                                                             float beta) {
+                                                             float beta, const lithe__sgemm_ukparams *p) {
+    const int cl = p->clamp;
+    const __m512 vlo = _mm512_set1_ps(p->lo), vhi = _mm512_set1_ps(p->hi);
     const size_t sl = kc * NR;
     __m512 acc[8];
     for (int g = 0; g < 2 * G; g++) acc[g] = _mm512_setzero_ps();
@@ -183,8 +204,8 @@ static inline __attribute__((always_inline)) void urow_group(int G, size_t nr_la
         size_t nr = g == G - 1 ? nr_last : NR;
         __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1);
         __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF : nr <= 16 ? (__mmask16)0 : (__mmask16)((1u << (nr - 16)) - 1);
-        store_row(acc[2 * g], c + g * NR, bias ? bias + g * NR : NULL, va, beta, m0);
-        if (m1) store_row(acc[2 * g + 1], c + g * NR + 16, bias ? bias + g * NR + 16 : NULL, va, beta, m1);
+        store_row(acc[2 * g], c + g * NR, bias ? bias + g * NR : NULL, va, beta, m0, cl, vlo, vhi);
+        if (m1) store_row(acc[2 * g + 1], c + g * NR + 16, bias ? bias + g * NR + 16 : NULL, va, beta, m1, cl, vlo, vhi);
     }
 }
 
@@ -195,12 +216,12 @@ static void lithe_f32_gemm_urow_1x32__avx512(size_t ns, size_t nr_last, size_t k
     size_t s = 0;
     for (; s + 4 <= ns; s += 4)
         urow_group(4, s + 4 == ns ? nr_last : NR, kc, x, b + s * sl, c + s * NR, p->bias ? p->bias + s * NR : NULL, va,
-                   p->beta);
+                   p->beta, p);
     const float *bias = p->bias ? p->bias + s * NR : NULL;
     switch (ns - s) {
-    case 3: urow_group(3, nr_last, kc, x, b + s * sl, c + s * NR, bias, va, p->beta); break;
-    case 2: urow_group(2, nr_last, kc, x, b + s * sl, c + s * NR, bias, va, p->beta); break;
-    case 1: urow_group(1, nr_last, kc, x, b + s * sl, c + s * NR, bias, va, p->beta); break;
+    case 3: urow_group(3, nr_last, kc, x, b + s * sl, c + s * NR, bias, va, p->beta, p); break;
+    case 2: urow_group(2, nr_last, kc, x, b + s * sl, c + s * NR, bias, va, p->beta, p); break;
+    case 1: urow_group(1, nr_last, kc, x, b + s * sl, c + s * NR, bias, va, p->beta, p); break;
     default: break;
     }
 }
@@ -286,6 +307,70 @@ DEFINE_PACK_A(4)
 DEFINE_PACK_A(8)
 DEFINE_PACK_A(12)
 DEFINE_PACK_A(14)
+
+/* lithe__sgemm_pixels' A slivers: step k's lanes contiguous at rows[k] + off (a tap's pixels along
+ * an output row), one masked load and store per step. */
+#define DEFINE_PACK_A_PTRS(MR)                                                                                    \
+    static void pack_a_ptrs_##MR(size_t lanes, size_t kc, const float *const *rows, int64_t off, float *dst) {   \
+        __mmask16 lm = (__mmask16)((1u << lanes) - 1), sm = (__mmask16)((1u << MR) - 1);                          \
+        size_t k = 0;                                                                                             \
+        for (; k + 4 <= kc; k += 4) {                                                                             \
+            __m512 v0 = _mm512_maskz_loadu_ps(lm, rows[k] + off), v1 = _mm512_maskz_loadu_ps(lm, rows[k + 1] + off);      \
+            __m512 v2 = _mm512_maskz_loadu_ps(lm, rows[k + 2] + off), v3 = _mm512_maskz_loadu_ps(lm, rows[k + 3] + off);  \
+            _mm512_mask_storeu_ps(dst + k * MR, sm, v0);                                                          \
+            _mm512_mask_storeu_ps(dst + (k + 1) * MR, sm, v1);                                                    \
+            _mm512_mask_storeu_ps(dst + (k + 2) * MR, sm, v2);                                                    \
+            _mm512_mask_storeu_ps(dst + (k + 3) * MR, sm, v3);                                                    \
+        }                                                                                                         \
+        for (; k < kc; k++) _mm512_mask_storeu_ps(dst + k * MR, sm, _mm512_maskz_loadu_ps(lm, rows[k] + off));     \
+    }
+DEFINE_PACK_A_PTRS(2)
+DEFINE_PACK_A_PTRS(4)
+DEFINE_PACK_A_PTRS(8)
+DEFINE_PACK_A_PTRS(12)
+DEFINE_PACK_A_PTRS(14)
+
+/* A sliver of pixels across output rows (gemm.h's pack_segs): per step and group of 16 lanes, one
+ * register merges its chunks by masked loads (each from the chunk's source moved back by its lane
+ * in the group: masked-off lanes are not read), then one store. */
+static void pack_segs(size_t R, size_t kc, const float *const *rows, size_t nseg, const int64_t *off, const size_t *lane,
+                      const size_t *len, float *dst) {
+    __mmask16 m[8], z0 = R >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << R) - 1);
+    __mmask16 z1 = R >= 32 ? (__mmask16)0xFFFF : R <= 16 ? (__mmask16)0 : (__mmask16)((1u << (R - 16)) - 1);
+    int64_t back[8];
+    for (size_t s = 0; s < nseg; s++) {
+        m[s] = (__mmask16)(((1u << len[s]) - 1) << (lane[s] % 16));
+        back[s] = off[s] - (int64_t)(lane[s] % 16);
+    }
+    for (size_t k = 0; k < kc; k++) {
+        __m512 v0 = _mm512_setzero_ps(), v1 = _mm512_setzero_ps();
+        uintptr_t r = (uintptr_t)rows[k];
+        for (size_t s = 0; s < nseg; s++) {
+            const float *src = (const float *)(r + (uintptr_t)(back[s] * (int64_t)sizeof(float)));
+            if (lane[s] < 16) v0 = _mm512_mask_loadu_ps(v0, m[s], src);
+            else v1 = _mm512_mask_loadu_ps(v1, m[s], src);
+        }
+        _mm512_mask_storeu_ps(dst + k * R, z0, v0);
+        if (z1) _mm512_mask_storeu_ps(dst + k * R + 16, z1, v1);
+    }
+}
+
+/* dst[j * ldd + i] = src[i * lds + j] (i < rows, j < cols) in 16 x 16 blocks through transpose16. */
+static void transpose_tile(size_t rows, size_t cols, const float *src, size_t lds, float *dst, size_t ldd) {
+    for (size_t i0 = 0; i0 < rows; i0 += 16) {
+        size_t ri = rows - i0 < 16 ? rows - i0 : 16;
+        __mmask16 im = ri == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << ri) - 1);
+        for (size_t j0 = 0; j0 < cols; j0 += 16) {
+            size_t cj = cols - j0 < 16 ? cols - j0 : 16;
+            __mmask16 jm = cj == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << cj) - 1);
+            __m512 r[16];
+            for (size_t i = 0; i < 16; i++)
+                r[i] = i < ri ? _mm512_maskz_loadu_ps(jm, src + (i0 + i) * lds + j0) : _mm512_setzero_ps();
+            transpose16(r);
+            for (size_t j = 0; j < cj; j++) _mm512_mask_storeu_ps(dst + (j0 + j) * ldd + i0, im, r[j]);
+        }
+    }
+}
 
 /* M = 1 with the microkernel's arithmetic: each y[j] accumulates k in order with one FMA per step,
  * so lanes must be outputs. x · Wᵀ reads 16 rows of W x 16 steps of k and transposes them in
@@ -476,7 +561,8 @@ static const lithe__sgemm_kernel *for_rows(int64_t M);
     {.isa = "avx512", .mr = MR, .nr = NR, .mc = MC, .kc = 512, .nc = 4096,                                        \
      .ukernel = lithe_f32_gemm_ukernel_##MR##x32__avx512, .pack_a = pack_a_##MR, .pack_b = pack_b_32,             \
      .gemv_t = gemv_t, .gemv_n = gemv_n, .for_rows = for_rows, .urow = lithe_f32_gemm_urow_1x32__avx512,         \
-     .ukernel_b = lithe_f32_gemm_ukernel_b_##MR##x32__avx512}
+     .ukernel_b = lithe_f32_gemm_ukernel_b_##MR##x32__avx512,                   \
+     .pack_a_ptrs = pack_a_ptrs_##MR, .transpose = transpose_tile, .pack_segs = pack_segs, .clamp_ok = true}
 static const lithe__sgemm_kernel kernels[] = {KERNEL(14, 126), KERNEL(12, 120), KERNEL(8, 128), KERNEL(4, 128),
                                               KERNEL(2, 128)};
 #define N_KERNELS (sizeof kernels / sizeof kernels[0])

@@ -151,6 +151,12 @@ size_t lithe__cpu_cache_bytes(void);
  * activation, by the act kernel in place per plane or image-group (the act kernel's bits). */
 lithe_status lithe__cpu_conv2d(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
                                const float *b, const lithe__act *a, float *Y);
+/* The same with W packed ahead (Wp: lithe__sgemm_pack_b of W read as (M, C·KH·KW), transB; NULL:
+ * none; used by the pixel-rows orientation at group 1): the same bits as without it. */
+struct lithe__sgemm_packed_b;
+lithe_status lithe__cpu_conv2d_packed(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                                      const struct lithe__sgemm_packed_b *Wp, const float *b, const lithe__act *a,
+                                      float *Y);
 lithe_status lithe__cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
                                         const float *dY, float *dX, float *dW, float *db);
 /* Pooling (conv.c): the twins over (image, channel) planes split by the pool, 2x2/2 max pooling

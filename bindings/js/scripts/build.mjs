@@ -27,7 +27,9 @@ for (const flavour of ['simd', 'threads', 'scalar']) {
   fs.copyFileSync(built, path.join(pkg, 'dist', `${name}.wasm`));
   console.log(`dist/${name}.wasm: ${fs.statSync(built).size} bytes`);
 }
-// The importer module (ONNX, TF.js) holds no SIMD code: both builds make the same file and share it.
-const importers = path.join(root, 'build', 'wasm-simd', 'bindings', 'js', 'lithe-importers.wasm');
-fs.copyFileSync(importers, path.join(pkg, 'dist', 'lithe-importers.wasm'));
-console.log(`dist/lithe-importers.wasm: ${fs.statSync(importers).size} bytes`);
+// The importer module (ONNX, TF.js, the graph executor and its convolutions), one per core build.
+for (const [flavour, name] of [['simd', 'lithe-importers-simd'], ['scalar', 'lithe-importers']]) {
+  const built = path.join(root, 'build', `wasm-${flavour}`, 'bindings', 'js', `${name}.wasm`);
+  fs.copyFileSync(built, path.join(pkg, 'dist', `${name}.wasm`));
+  console.log(`dist/${name}.wasm: ${fs.statSync(built).size} bytes`);
+}

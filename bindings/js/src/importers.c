@@ -1,16 +1,19 @@
 /* The npm package's second module, lithe-importers.wasm: the ONNX and TF.js importers and the graph
- * executor (core/io/onnx.c, tfjs.c, core/graph/), built as an Emscripten side module (position-
+ * executor (core/io/onnx.c, tfjs.c, core/graph/), with the CPU backend's convolution and pooling
+ * that only graphs run (backends/cpu/conv.c), built as an Emscripten side module (position-
  * independent, importing the core module's memory, table, stack pointer and the functions it
  * calls). src/loader.js links it into a running core module when a model needs it and hands this
  * table to lithe_js_importers_set; the core then reaches the importers through it
  * (core/io/importers.c). Nothing here is new behaviour: the same functions native builds link. */
 #include "../../../core/internal.h"
+#include "../../../backends/cpu/simd/simd.h"
 
 __attribute__((visibility("default"))) const lithe__importers *lithe_importers(void) {
     static const lithe__importers table = {
         &lithe__onnx_graph_type, lithe__graph_types,    lithe__onnx_attach,    lithe_onnx_load_bytes,
         lithe_onnx_load,         lithe_onnx_op_names,   lithe_tfjs_load_bytes, lithe_tfjs_load,
-        lithe__graph_prepare,    lithe__graph_const,
+        lithe__graph_prepare,    lithe__graph_const,    lithe__cpu_conv2d,     lithe__cpu_conv2d_backward,
+        lithe__cpu_conv2d_packed, lithe__cpu_pool2d,   lithe__cpu_pool2d_backward,
     };
     return &table;
 }

@@ -31,9 +31,10 @@ export interface InitOptions {
   threads?: number;
   /** Where src/thread.js (the workers' script) is served, if a bundler moved it. */
   threadUrl?: URL | string;
-  /** Where the importer module (ONNX, TF.js: lithe-importers.wasm) is, as bytes, a URL, a path
-   *  (Node) or a compiled module, linked when a model first needs it (default: the package's
-   *  file); or true to link the package's own at init. */
+  /** Where the importer module (ONNX, TF.js: lithe-importers.wasm, or lithe-importers-simd.wasm
+   *  for the SIMD128 build) is, as bytes, a URL, a path (Node) or a compiled module, linked when a
+   *  model first needs it (default: the package's file for the build); or true to link the
+   *  package's own at init. */
   importers?: true | Uint8Array | ArrayBuffer | URL | string | WebAssembly.Module;
 }
 export interface InitInfo {

@@ -21,9 +21,10 @@ let importersPromise = null;
 // isolated page or worker), else one thread, silently. Resolves with { simd, threads, build,
 // version }: build is 'simd-threads', 'simd' or 'scalar', threads the number computing.
 // options.threadUrl: where src/thread.js (the workers' script) is served, if a bundler moved it.
-// options.importers: where the importer module (ONNX, TF.js: lithe-importers.wasm) is, as bytes,
-// URL, path or WebAssembly.Module, linked when a model first needs it (default: the package's own
-// file); or true to link the package's own now. (The threads module has them built in.)
+// options.importers: where the importer module (ONNX, TF.js: lithe-importers.wasm, or
+// lithe-importers-simd.wasm for the SIMD128 build) is, as bytes, URL, path or WebAssembly.Module,
+// linked when a model first needs it (default: the package's own file for the build); or true to
+// link the package's own now. (The threads module has them built in.)
 export function init(options = {}) {
   initPromise ??= instantiate(options).then(async (loaded) => {
     loadedCore = loaded;
@@ -48,7 +49,7 @@ export function init(options = {}) {
 // already (by an earlier load() or init({ importers: true })).
 function importers() {
   if (raw.importers) return Promise.resolve();
-  importersPromise ??= compileImporters(importersSource).then(
+  importersPromise ??= compileImporters(importersSource, loadedCore.simd).then(
     (module) => {
       if (!raw.importers) raw.importers = linkImporters(loadedCore, module);
     },
@@ -70,7 +71,7 @@ function runLoader(call, sync) {
   const status = call();
   if (status === STATUS.OK || !r.lithe_js_importers_wanted()) return status;
   if (!sync) return MISSING;
-  const module = compileImportersSync(importersSource);
+  const module = compileImportersSync(importersSource, loadedCore.simd);
   if (!module) return status; // lithe's error says what is missing and that load() links it
   r.importers = linkImporters(loadedCore, module);
   return call();

@@ -246,27 +246,30 @@ export async function instantiate({ wasm, simd, print, threads, threadUrl } = {}
 // imports the core's memory, function table and stack pointer, and the core functions it calls;
 // linkImporters places its data in a block of the core's heap and its functions at the end of the
 // table, resolves its imports from the core's exports, runs its constructors and registers its
-// entry points with the core (lithe_js_importers_set). Both builds of the core share the one file.
+// entry points with the core (lithe_js_importers_set). It also holds the CPU backend's convolution
+// and pooling, so each core build has its own: lithe-importers-simd.wasm for the SIMD128 core,
+// lithe-importers.wasm for the scalar one (which a SIMD128 core can link too, with slower
+// convolutions).
 
-export function importersUrl() {
-  return new URL('../dist/lithe-importers.wasm', import.meta.url);
+export function importersUrl(simd = false) {
+  return new URL(simd ? '../dist/lithe-importers-simd.wasm' : '../dist/lithe-importers.wasm', import.meta.url);
 }
 
-export async function compileImporters(source) {
+export async function compileImporters(source, simd = false) {
   if (source instanceof WebAssembly.Module) return source;
-  return compile(source === undefined || source === true ? importersUrl() : source);
+  return compile(source === undefined || source === true ? importersUrl(simd) : source);
 }
 
 // The same, synchronously: Node only (a browser's main thread may not compile a module this size
 // synchronously, and has no synchronous fetch). Returns null where it cannot.
-export function compileImportersSync(source) {
+export function compileImportersSync(source, simd = false) {
   if (source instanceof WebAssembly.Module) return source;
   if (source instanceof Uint8Array || source instanceof ArrayBuffer) return new WebAssembly.Module(source);
   const builtin = isNode && typeof process.getBuiltinModule === 'function' ? process.getBuiltinModule : null;
   if (!builtin) return null;
   const { readFileSync } = builtin('fs');
   const { fileURLToPath } = builtin('url');
-  let where = source === undefined || source === true ? importersUrl() : source;
+  let where = source === undefined || source === true ? importersUrl(simd) : source;
   if (!(where instanceof URL) && /^[a-z][a-z0-9+.-]+:/i.test(String(where))) where = new URL(String(where));
   if (where instanceof URL && where.protocol !== 'file:') return null;
   return new WebAssembly.Module(readFileSync(where instanceof URL ? fileURLToPath(where) : where));

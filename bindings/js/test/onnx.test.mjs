@@ -2,6 +2,7 @@
 // test/onnx_golden.py): predictions within 1e-5 of torch, and one SGD step (trainStep with the l2
 // loss) giving torch's model after the same step.
 import { test, before, after } from 'node:test';
+import { Worker } from 'node:worker_threads';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -62,4 +63,24 @@ test('trainStep on an .onnx graph: torch after one SGD step', async (t) => {
     model.dispose();
     opt.dispose();
   }
+});
+
+// The convolutions run in the importer module, which each core build has its own of
+// (lithe-importers-simd.wasm, lithe-importers.wasm; docs/wasm.md): the scalar build, in a fresh
+// instance, links its own and predicts the same CNN within 1e-5 of torch.
+test('the scalar build links its own importer module: the CNN within 1e-5 of torch', async (t) => {
+  if (skip) return t.skip(skip);
+  const x = npyRead(path.join(work, 'x.npy')), golden = npyRead(path.join(work, 'y.npy'));
+  const got = await new Promise((resolve, reject) => {
+    const w = new Worker(new URL('./importers-worker.mjs', import.meta.url), {
+      workerData: { how: 'load', bytes: fs.readFileSync(path.join(work, 'cnn.onnx')), x: x.data, shape: x.shape, simd: false } });
+    w.once('message', resolve);
+    w.once('error', reject);
+  });
+  assert.equal(got.error, undefined);
+  assert.equal(got.build, 'scalar');
+  assert.ok(!got.linkedBefore && got.linkedAfter, 'linked by load()');
+  const worst = maxAbsDiff(got.y, golden.data);
+  console.log(`# .onnx in the scalar build: max |lithe - torch| ${worst.toExponential(2)}`);
+  assert.ok(worst <= 1e-5, `largest difference from torch: ${worst}`);
 });
