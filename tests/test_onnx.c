@@ -62,6 +62,13 @@ static void test_parity(void **state) {
         snprintf(what, sizeof what, "%s output", name);
         expect_close(what, lithe_value_get_tensor(Y), get("%s.y", name), 1e-4, 1e-4);
         double worst_y = max_abs_diff(lithe_value_get_tensor(Y), get("%s.y", name));
+        { /* a predict (no backward: MaxPool keeps no argmax, prepared weights) gives torch's output too */
+            lithe_value *P = NULL;
+            OK(lithe_model_predict(m, X, &P));
+            snprintf(what, sizeof what, "%s predict output", name);
+            expect_close(what, lithe_value_get_tensor(P), get("%s.y", name), 1e-4, 1e-4);
+            lithe_value_release(P);
+        }
         OK(lithe_backprop_run(bp, R, &dX));
         snprintf(what, sizeof what, "%s dX", name);
         expect_close(what, lithe_value_get_tensor(dX), get("%s.dx", name), 1e-4, 1e-4);

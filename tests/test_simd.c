@@ -1030,15 +1030,28 @@ static void test_cache_reuses_and_bounds(void **state) {
     OK(lithe_set_allocator(NULL));
 }
 
-/* ---- pooling (conv.c) against the scalar twins, bit for bit ---- */
+/* ---- pooling (conv.c) against the scalar twins, bit for bit; max pooling without which (inference)
+ * gives the same Y; average pooling also against a float64 mean ---- */
 static void test_pool2d_matches_scalar(void **state) {
     (void)state;
-    typedef struct { int64_t N, C, H, W, K, s, p; bool max, cip; } pc;
-    const pc cases[] = {{3, 5, 28, 28, 2, 2, 0, true, false}, {2, 3, 9, 11, 2, 2, 0, true, false},
-                        {2, 4, 13, 10, 3, 2, 1, true, false}, {1, 6, 8, 9, 3, 1, 1, false, false},
-                        {2, 2, 7, 7, 3, 2, 1, false, true},
-                        {1, 3, 6, 39, 2, 2, 0, true, false}, /* 19 columns: the 8-, 4- and 1-wide blocks */
-                        {1, 2, 30, 30, 2, 2, 0, true, false}};
+    typedef struct { int64_t N, C, H, W, K, s, p; bool max, cip; int64_t KW, d; } pc; /* KW, d 0: K, 1 */
+    const pc cases[] = {{3, 5, 28, 28, 2, 2, 0, true, false, 0, 0}, {2, 3, 9, 11, 2, 2, 0, true, false, 0, 0},
+                        {2, 4, 13, 10, 3, 2, 1, true, false, 0, 0}, {1, 6, 8, 9, 3, 1, 1, false, false, 0, 0},
+                        {2, 2, 7, 7, 3, 2, 1, false, true, 0, 0},
+                        {1, 3, 6, 39, 2, 2, 0, true, false, 0, 0}, /* 19 columns: the 8-, 4- and 1-wide blocks */
+                        {1, 2, 30, 30, 2, 2, 0, true, false, 0, 0},
+                        {2, 3, 6, 7, 2, 2, 0, true, false, 0, 0},   /* 3 columns: one at a time */
+                        {1, 2, 4, 3, 2, 2, 0, true, false, 0, 0},   /* 1 column */
+                        {1, 2, 4, 24, 2, 2, 0, true, false, 0, 0},  /* 12 columns: 8 + 4 */
+                        /* windows inside the plane: eight planes at a time, then the twin for the rest */
+                        {3, 7, 7, 7, 7, 1, 0, false, false, 0, 0},      /* GlobalAveragePool, 21 planes */
+                        {2, 9, 5, 9, 5, 1, 0, false, false, 9, 0},   /* global, not square, 18 planes */
+                        {2, 9, 5, 9, 5, 1, 0, true, false, 9, 0},    /* GlobalMaxPool */
+                        {1, 17, 11, 10, 3, 2, 0, false, true, 0, 0},    /* AveragePool 3x3 / 2 */
+                        {1, 17, 11, 10, 3, 2, 0, true, false, 0, 0},    /* MaxPool 3x3 / 2 */
+                        {2, 5, 12, 13, 3, 1, 0, true, false, 2, 2}, /* dilated 3x2 */
+                        {2, 5, 12, 13, 2, 3, 0, false, false, 3, 2},
+                        {1, 8, 1, 1, 1, 1, 0, false, false, 0, 0}};     /* 1x1 planes */
     lithe_backend *cpu;
     OK(lithe_backend_get("cpu", &cpu));
     for (int tt = 0; tt < 2 * ntables; tt++) { /* every table at 1 and 3 threads */
@@ -1049,26 +1062,52 @@ static void test_pool2d_matches_scalar(void **state) {
         OK(st);
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
             const pc *c = &cases[i];
-            lithe__pool2d g = {.N = c->N, .C = c->C, .H = c->H, .W = c->W, .KH = c->K, .KW = c->K,
-                               .stride = {c->s, c->s}, .pad = {c->p, c->p, c->p, c->p}, .dil = {1, 1},
+            int64_t d = c->d ? c->d : 1;
+            lithe__pool2d g = {.N = c->N, .C = c->C, .H = c->H, .W = c->W, .KH = c->K, .KW = c->KW ? c->KW : c->K,
+                               .stride = {c->s, c->s}, .pad = {c->p, c->p, c->p, c->p}, .dil = {d, d},
                                .max = c->max, .count_include_pad = c->cip};
-            g.OH = (c->H + 2 * c->p - c->K) / c->s + 1;
-            g.OW = (c->W + 2 * c->p - c->K) / c->s + 1;
+            g.OH = (c->H + 2 * c->p - d * (g.KH - 1) - 1) / c->s + 1;
+            g.OW = (c->W + 2 * c->p - d * (g.KW - 1) - 1) / c->s + 1;
             size_t nx = (size_t)(g.N * g.C * g.H * g.W), ny = (size_t)(g.N * g.C * g.OH * g.OW);
-            float *X = malloc(nx * 4), *Ys = malloc(ny * 4), *Yv = malloc(ny * 4), *dY = malloc(ny * 4),
-                  *dXs = calloc(nx, 4), *dXv = calloc(nx, 4);
+            float *X = malloc(nx * 4), *Ys = malloc(ny * 4), *Yv = malloc(ny * 4), *Yn = malloc(ny * 4),
+                  *dY = malloc(ny * 4), *dXs = calloc(nx, 4), *dXv = calloc(nx, 4);
             int32_t *ws = malloc(ny * 4), *wv = malloc(ny * 4);
             fill(X, (int64_t)nx, -1, 1), fill(dY, (int64_t)ny, -1, 1);
+            if (!c->max) { /* the float64 mean first, on finite data */
+                lithe__cpu_pool2d(&g, X, Yv, NULL);
+                for (int64_t nc = 0; nc < g.N * g.C; nc++)
+                    for (int64_t oh = 0; oh < g.OH; oh++)
+                        for (int64_t ow = 0; ow < g.OW; ow++) {
+                            double sum = 0.0;
+                            int64_t cnt = 0;
+                            for (int64_t kh = 0; kh < g.KH; kh++)
+                                for (int64_t kw = 0; kw < g.KW; kw++) {
+                                    int64_t h = oh * c->s - c->p + kh * d, w = ow * c->s - c->p + kw * d;
+                                    if (h < 0 || h >= g.H || w < 0 || w >= g.W) continue;
+                                    sum += X[(nc * g.H + h) * g.W + w], cnt++;
+                                }
+                            double ref = sum / (double)(c->cip ? g.KH * g.KW : cnt);
+                            /* |x| <= 1: the float sum of cnt terms is within (cnt - 1) u cnt, its mean
+                             * within (cnt - 1) u, u = 2^-24, plus the division's rounding */
+                            assert_true(fabs(Yv[(nc * g.OH + oh) * g.OW + ow] - ref) <= (double)cnt * 0x1p-24);
+                        }
+            }
             X[0] = X[1]; /* a tie: the first maximum wins */
             for (size_t q = 5; q < nx; q += 37) X[q] = (q / 37) % 3 ? X[q - 1] : NAN; /* ties and NaNs inside */
             lithe_f32_pool2d__scalar(&g, X, Ys, c->max ? ws : NULL);
             lithe__cpu_pool2d(&g, X, Yv, c->max ? wv : NULL);
             same_bits("pool", "pool2d", (int64_t)ny, Ys, Yv);
             if (c->max) assert_memory_equal(ws, wv, ny * 4);
+            if (c->max) { /* inference: no which, the same Y from the twin and the backend */
+                lithe__cpu_pool2d(&g, X, Yn, NULL);
+                same_bits("pool", "maxpool2d without which", (int64_t)ny, Ys, Yn);
+                lithe_f32_pool2d__scalar(&g, X, Yn, NULL);
+                same_bits("pool", "maxpool2d twin without which", (int64_t)ny, Ys, Yn);
+            }
             lithe_f32_pool2d_backward__scalar(&g, dY, c->max ? ws : NULL, dXs);
             lithe__cpu_pool2d_backward(&g, dY, c->max ? wv : NULL, dXv);
             same_bits("pool", "pool2d backward", (int64_t)nx, dXs, dXv);
-            free(X), free(Ys), free(Yv), free(dY), free(dXs), free(dXv), free(ws), free(wv);
+            free(X), free(Ys), free(Yv), free(Yn), free(dY), free(dXs), free(dXv), free(ws), free(wv);
         }
     }
     lithe__simd_force(NULL);

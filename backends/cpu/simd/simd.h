@@ -80,7 +80,7 @@ typedef struct lithe__simd_kernels {
     void (*split_rows)(int64_t R, int64_t m, float *e, float *o, int64_t ldd, const float *src, int64_t lds);
     /* One output row of 2x2 stride-2 max pooling (no padding) from input rows r0, r1 of a W-wide
      * plane: y[o] = the first maximum of r0[2o], r0[2o+1], r1[2o], r1[2o+1] (`>`, the twin's order),
-     * which[o] = its index in the plane, base + 2o (+1, +W, +W+1). */
+     * which[o] = its index in the plane, base + 2o (+1, +W, +W+1); which NULL: y only (inference). */
     void (*maxpool2x2_row)(int64_t n, const float *r0, const float *r1, int64_t W, int32_t base, float *y,
                            int32_t *which);
     /* An imported graph's add / sub / mul / div (lithe__bin_op <= LITHE__BIN_DIV) over one row:
