@@ -80,8 +80,8 @@ bool lithe__sgemm_act_clamp(const lithe__act *a, int *clamp, float *lo, float *h
     float l = 0.0f, h = 0.0f;
     if (!a) return false;
     if (a->kind == LITHE__ACT_RELU) c = LITHE__SGEMM_CLAMP_RELU;
-    /* crossed or NaN bounds, and -0 ones (the SIMD act kernel's splat turns a -0 bound into +0 where
-     * its scalar twin returns -0): the act kernel after the store */
+    /* crossed or NaN bounds, and -0 ones (kept out of the store's clamp; test_gemm_ukernels checks
+     * that they are refused): the act kernel after the store */
     else if (a->kind == LITHE__ACT_CLIPPED_LINEAR && a->slope == 1.0f && a->offset == 0.0f &&
              a->min_val <= a->max_val && !(a->min_val == 0.0f && signbit(a->min_val)) &&
              !(a->max_val == 0.0f && signbit(a->max_val)))

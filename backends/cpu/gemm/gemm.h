@@ -64,8 +64,10 @@ typedef void (*lithe__sgemm_ukernel_fn)(size_t mr, size_t nr, size_t kc, const f
 
 /* Optional: the microkernel reading its B sliver where it lies in an untransposed op(B) instead of
  * packed: step k's NR floats at b + k * ldb (B's row stride; unaligned), otherwise ukernel's
- * contract and bits exactly. The driver uses it for whole slivers (nr = NR) of every K block that
- * has no bias step, so such a product packs only A. */
+ * contract and bits exactly. The driver uses it (run_range's in_place) for whole slivers (nr = NR)
+ * of every K block without a bias step when op(B) = B is read as given (no packed-ahead panels, no
+ * row pointers, no transposed store), one A block meets each sliver (M within mc), B is 64-byte
+ * aligned and its row stride a multiple of 16 floats but not of 1024; such a product packs only A. */
 typedef void (*lithe__sgemm_ukernel_b_fn)(size_t mr, size_t nr, size_t kc, const float *a, const float *b, size_t ldb,
                                           float *c, size_t ldc, const lithe__sgemm_ukparams *p);
 

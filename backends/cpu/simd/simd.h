@@ -147,8 +147,9 @@ void *lithe__cpu_cache_alloc(size_t nbytes);
 void lithe__cpu_cache_free(void *p);
 size_t lithe__cpu_cache_bytes(void);
 
-/* Convolution (conv.c): depthwise directly, the rest as GEMMs through be's gemm; a (or NULL): the
- * activation, by the act kernel in place per plane or image-group (the act kernel's bits). */
+/* Convolution (conv.c): depthwise directly, the rest as GEMMs (lithe__sgemm, _rows, _pixels); a (or
+ * NULL): the activation, with the act kernel's bits — in registers (depthwise relu / clip), in the
+ * GEMM's store (a kernel with clamp_ok), in the pixel-rows tile buffer, or by the act kernel after. */
 lithe_status lithe__cpu_conv2d(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
                                const float *b, const lithe__act *a, float *Y);
 /* The same with W packed ahead (Wp: lithe__sgemm_pack_b of W read as (M, C·KH·KW), transB; NULL:
