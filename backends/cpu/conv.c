@@ -506,22 +506,30 @@ static void shifted_init(const lithe__conv2d *g, int64_t Cg, int64_t K, float *b
             }
 }
 
-/* The image-group x into the interior of the phase planes. */
+/* The image-group x into the interior of the phase planes: per channel and row phase a, the input
+ * rows h = h0, h0 + s0, ... (h + pad0 = i·s0 + a) as one strided block of the SIMD table's row
+ * copies (at stride 2 across, split_rows de-interleaves each row into the two column phases). */
 static void shifted_fill(const lithe__conv2d *g, const shifted_ws *w, int64_t Cg, const float *x) {
-    int64_t s0 = g->stride[0], s1 = g->stride[1], Hq = w->Hq, Wq = w->Wq;
+    const lithe__simd_kernels *k = lithe__simd();
+    int64_t s0 = g->stride[0], s1 = g->stride[1], Wq = w->Wq, HWq = w->Hq * Wq, W = g->W;
     for (int64_t c = 0; c < Cg; c++)
-        for (int64_t h = 0; h < g->H; h++) {
-            int64_t hp = h + g->pad[0];
-            const float *xr = x + (c * g->H + h) * g->W;
-            float *plane = w->xq + (c * s0 + hp % s0) * s1 * Hq * Wq + hp / s0 * Wq; /* phase b = 0's row */
-            if (s1 == 1) {
-                for (int64_t ww = 0; ww < g->W; ww++) plane[g->pad[1] + ww] = xr[ww]; /* short rows: no call */
+        for (int64_t pa = 0; pa < s0; pa++) {
+            int64_t h0 = ((pa - g->pad[0]) % s0 + s0) % s0;
+            if (h0 >= g->H) continue;
+            int64_t R = (g->H - h0 + s0 - 1) / s0;
+            const float *src = x + (c * g->H + h0) * W;
+            float *plane = w->xq + (c * s0 + pa) * s1 * HWq + (h0 + g->pad[0]) / s0 * Wq; /* phase b = 0's row */
+            if (s1 == 2) { /* column 0 to phase pad1 mod 2, column 1 to the other */
+                int64_t p1 = g->pad[1];
+                k->split_rows(R, W, plane + p1 % 2 * HWq + p1 / 2, plane + (1 + p1) % 2 * HWq + (1 + p1) / 2, Wq,
+                              src, s0 * W);
                 continue;
             }
             for (int64_t pb = 0; pb < s1; pb++) { /* the columns of phase pb: w + pad[1] = j·s1 + pb */
                 int64_t w0 = ((pb - g->pad[1]) % s1 + s1) % s1;
-                float *dst = plane + pb * Hq * Wq + (w0 + g->pad[1]) / s1;
-                for (int64_t ww = w0, j = 0; ww < g->W; ww += s1, j++) dst[j] = xr[ww];
+                if (w0 >= W) continue;
+                k->copy_rows(R, (W - w0 + s1 - 1) / s1, plane + pb * HWq + (w0 + g->pad[1]) / s1, Wq, src + w0,
+                             s0 * W, s1);
             }
         }
 }
