@@ -632,6 +632,9 @@ static const conv_case conv_cases[] = {
     {1, 6, 7, 11, 4, 3, 3, 1, 1, 0, 0, 0, 0, 1, 3, 2},    /* grouped; dilation 3 drops more than it keeps: im2col */
     {2, 3, 6, 9, 5, 1, 1, 1, 1, 1, 2, 0, 1, 1, 1, 1},     /* 1x1 with padding */
     {1, 4, 10, 12, 6, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 2},   /* stride 2 down, 1 across: im2col */
+    {2, 3, 16, 16, 6, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},   /* the stem's shape: shifted rows, stride 2 (split_rows) */
+    {1, 3, 15, 17, 8, 3, 3, 2, 2, 1, 0, 1, 1, 1, 1, 1},   /* stride 2, odd width, no left padding: phases swap */
+    {1, 2, 13, 20, 5, 3, 3, 2, 3, 1, 2, 0, 1, 1, 1, 1},   /* stride 3 across: copy_rows with a stride */
     {1, 16, 14, 14, 32, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1}, /* LeNet's second layer */
     {2, 6, 11, 13, 4, 3, 3, 1, 1, 2, 0, 1, 1, 2, 1, 2},   /* dX as a convolution: dilation, uneven pads, groups */
     {1, 2, 6, 7, 3, 3, 3, 1, 1, 3, 0, 0, 0, 1, 1, 1},     /* a pad past the kernel's reach: dX through col2im */
