@@ -12,6 +12,8 @@
  *         pack op(A)[ic:ic+mc, pc:pc+kc]    into MR-tall slivers, zero-padded to MR
  *         for jr over nc in steps of NR     B sliver kc x NR                             (L1)
  *           for ir over mc in steps of MR   ukernel(mr, nr, kc, A sliver, B sliver, C tile)
+ *   (the jr and ir loops swap where the B panel is small, kc x nc <= 512 KB: short K, as in
+ *   convolutions; C is then written MR rows at a time, run_range's rows_outer)
  * The first K block applies the caller's beta, later ones beta = 1; the last applies the
  * epilogue (bias, activation). Transposes are absorbed by the packing: no operand is copied
  * whole. Packed panels live in per-thread workspaces the backend keeps across calls.
