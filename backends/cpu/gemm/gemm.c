@@ -254,6 +254,17 @@ static void pack_pixels(const lithe__sgemm_kernel *k, bool is_a, size_t lanes, s
             k->pack_a_ptrs(lanes, kc, rows, off, dst);
             return;
         }
+        if (!is_a && k->pack_segs && lanes <= 64) { /* B: one call too, the sliver's 16-lane groups as chunks */
+            int64_t offs[4];
+            size_t lane[4], len[4], ns = 0;
+            for (size_t l = 0; l < lanes; l += 16, ns++) {
+                offs[ns] = off + (int64_t)l;
+                lane[ns] = l;
+                len[ns] = lanes - l < 16 ? lanes - l : 16;
+            }
+            k->pack_segs(R, kc, rows, ns, offs, lane, len, dst);
+            return;
+        }
         for (size_t k0 = 0; k0 < kc;) {
             size_t run = 1, ld = 0;
             if (k0 + 1 < kc && rows[k0 + 1] > rows[k0]) {
