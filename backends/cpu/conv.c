@@ -496,8 +496,23 @@ static void shifted_init(const lithe__conv2d *g, int64_t Cg, int64_t K, float *b
     shifted_sizes(g, Cg, K, &ptrs, &xq);
     w->rows = (const float **)(void *)buf;
     w->xq = buf + ptrs;
-    memset(w->xq, 0, xq * sizeof(float)); /* the borders stay zero: images overwrite the interior only */
-    int64_t k = 0, HWq = w->Hq * w->Wq;
+    int64_t k = 0, HWq = w->Hq * w->Wq, Wq = w->Wq;
+    /* the borders, zero for good: images overwrite the interiors only (shifted_fill's rows h0, h0 +
+     * s0, ... and columns w0, w0 + s1, ... of each plane), so only what lies around them is cleared */
+    for (int64_t pl = 0; pl < Cg * s0 * s1; pl++) {
+        int64_t pa = pl / s1 % s0, pb = pl % s1;
+        int64_t h0 = ((pa - g->pad[0]) % s0 + s0) % s0, w0 = ((pb - g->pad[1]) % s1 + s1) % s1;
+        int64_t R = h0 < g->H ? (g->H - h0 + s0 - 1) / s0 : 0, n = w0 < g->W ? (g->W - w0 + s1 - 1) / s1 : 0;
+        int64_t r0 = (h0 + g->pad[0]) / s0, c0 = (w0 + g->pad[1]) / s1;
+        float *q = w->xq + pl * HWq;
+        if (!R || !n) R = 0, r0 = w->Hq; /* nothing of the image lands here */
+        memset(q, 0, (size_t)(r0 * Wq) * sizeof(float));
+        for (int64_t r = r0; r < r0 + R; r++) {
+            for (int64_t j = 0; j < c0; j++) q[r * Wq + j] = 0.0f;
+            for (int64_t j = c0 + n; j < Wq; j++) q[r * Wq + j] = 0.0f;
+        }
+        if (r0 + R < w->Hq) memset(q + (r0 + R) * Wq, 0, (size_t)((w->Hq - r0 - R) * Wq) * sizeof(float));
+    }
     for (int64_t c = 0; c < Cg; c++)
         for (int64_t kh = 0; kh < g->KH; kh++)
             for (int64_t kw = 0; kw < g->KW; kw++) {
