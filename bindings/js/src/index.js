@@ -152,15 +152,22 @@ function asTensor(x, shape) {
   throw new TypeError('lithe: expected a lithe.Tensor, {data, shape} or a TypedArray');
 }
 
+// A tensor's extents (and, read back, its dtype and rank) pass through the scratch block's slots
+// 16 and on (raw.js), not a malloc'd block: a predict at batch 1 is some tens of microseconds, and
+// each malloc / free is a call into the module.
+const DESC_SLOT = 16, SHAPE_SLOTS = 40;
+
 // A new C tensor holding a copy of t (release with lithe_tensor_release).
 function toC(t) {
   const r = need();
-  const shapePtr = r.malloc(4 * Math.max(1, t.shape.length));
+  const nd = t.shape.length;
+  const inScratch = nd <= SHAPE_SLOTS;
+  const shapePtr = inScratch ? r.outPtr(DESC_SLOT) : r.malloc(4 * nd);
   try {
-    new Int32Array(r.memory.buffer, shapePtr, t.shape.length).set(t.shape);
-    r.check(r.lithe_js_tensor_new(t.dtype, t.shape.length, shapePtr, r.outPtr(0)));
+    r.i32().set(t.shape, shapePtr >>> 2);
+    r.check(r.lithe_js_tensor_new(t.dtype, nd, shapePtr, r.outPtr(0)));
   } finally {
-    r.free(shapePtr);
+    if (!inScratch) r.free(shapePtr);
   }
   const ptr = r.readU32(r.outPtr(0));
   if (t.data.byteLength) {
@@ -170,32 +177,30 @@ function toC(t) {
   return ptr;
 }
 
-// A JS copy of a C tensor.
+// A JS copy of a C tensor: its dtype, extents and (when contiguous on the host) data address in one
+// call (lithe_js_tensor_desc), the data copied straight out of the module's memory.
 function fromC(ptr) {
   const r = need();
-  const ndim = r.lithe_tensor_ndim(ptr);
-  const sp = r.malloc(4 * Math.max(1, ndim));
-  let shape;
-  try {
-    r.lithe_js_tensor_shape(ptr, sp);
-    shape = Array.from(new Int32Array(r.memory.buffer, sp, ndim));
-  } finally {
-    r.free(sp);
-  }
-  const dtype = r.lithe_tensor_dtype(ptr);
+  const d = r.outPtr(DESC_SLOT);
+  const at = r.lithe_js_tensor_desc(ptr, d);
+  const i32 = r.i32(), w = d >>> 2;
+  const dtype = i32[w], ndim = i32[w + 1];
+  const shape = new Array(ndim);
+  let n = 1;
+  for (let i = 0; i < ndim; i++) n *= shape[i] = i32[w + 2 + i];
   const Ctor = ARRAY_OF_DTYPE[dtype];
   if (!Ctor) throw new LitheError(STATUS.DTYPE, 'LITHE_ERR_DTYPE', `no TypedArray for dtype ${dtype}`);
-  const n = shape.reduce((a, b) => a * b, 1);
-  const out = new Ctor(n);
   const nbytes = n * Ctor.BYTES_PER_ELEMENT;
-  if (nbytes) {
-    const tmp = r.malloc(nbytes);
-    try {
-      r.check(r.lithe_tensor_read(ptr, tmp, nbytes));
-      new Uint8Array(out.buffer).set(r.u8().subarray(tmp, tmp + nbytes));
-    } finally {
-      r.free(tmp);
-    }
+  if (!nbytes) return new Tensor(new Ctor(0), shape);
+  if (at) return new Tensor(new Ctor(r.u8().slice(at, at + nbytes).buffer), shape); // slice: a fresh, unshared copy
+  const out = new Ctor(n);
+  const tmp = r.malloc(nbytes);
+  if (!tmp) throw new LitheError(STATUS.OOM, 'LITHE_ERR_OOM', `malloc(${nbytes}) failed`);
+  try {
+    r.check(r.lithe_tensor_read(ptr, tmp, nbytes));
+    new Uint8Array(out.buffer).set(r.u8().subarray(tmp, tmp + nbytes));
+  } finally {
+    r.free(tmp);
   }
   return new Tensor(out, shape);
 }

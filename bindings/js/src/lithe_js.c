@@ -34,6 +34,16 @@ LITHE_JS_API int lithe_js_tensor_shape(const lithe_tensor *t, int32_t *out) {
     return n;
 }
 
+/* What JS needs to copy a tensor out, in one call (a predict's output, bindings/js/src/index.js):
+ * out[0] = dtype, out[1] = ndim, out[2 .. 2 + ndim) = extents as int32 (LITHE_MAX_DIMS + 2 slots).
+ * Returns the data's address when the tensor is contiguous in host memory (JS copies straight from
+ * it), else 0 (JS reads it through lithe_tensor_read). */
+LITHE_JS_API const void *lithe_js_tensor_desc(const lithe_tensor *t, int32_t *out) {
+    out[0] = (int32_t)lithe_tensor_dtype(t);
+    out[1] = lithe_js_tensor_shape(t, out + 2);
+    return lithe_tensor_is_contiguous(t) ? lithe_tensor_data(t) : NULL;
+}
+
 /* Adam (Thinc's defaults for what is not given) or SGD. */
 LITHE_JS_API lithe_status lithe_js_optimizer_new(int adam, double learn_rate, double beta1, double beta2, double eps,
                                                  double L2, double grad_clip, int use_averages,
