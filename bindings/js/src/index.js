@@ -112,9 +112,18 @@ function dtypeOf(data) {
 }
 
 // An n-dimensional array: `data` (a TypedArray, row-major) and `shape` (extents).
+// (a copy out of the module passes FROM_C: its data, extents and dtype are lithe's own, so the checks
+// are skipped; the symbol is private to this file)
+const FROM_C = Symbol('lithe: from C');
 export class Tensor {
-  constructor(data, shape = [data.length]) {
-    const dtype = dtypeOf(data);
+  constructor(data, shape = [data.length], dtype = undefined, from = undefined) {
+    if (from === FROM_C) {
+      this.data = data;
+      this.shape = shape;
+      this.dtype = dtype;
+      return;
+    }
+    dtype = dtypeOf(data);
     shape = Array.from(shape, Number);
     if (shape.some((d) => !Number.isInteger(d) || d < 0)) throw new RangeError(`lithe: bad shape [${shape}]`);
     const n = shape.reduce((a, b) => a * b, 1);
@@ -178,7 +187,8 @@ function toC(t) {
 }
 
 // A JS copy of a C tensor: its dtype, extents and (when contiguous on the host) data address in one
-// call (lithe_js_tensor_desc), the data copied straight out of the module's memory.
+// call (lithe_js_tensor_desc), the data copied straight out of the module's memory into a new
+// TypedArray (small ones live on V8's heap: no ArrayBuffer is made unless .buffer is asked for).
 function fromC(ptr) {
   const r = need();
   const d = r.outPtr(DESC_SLOT);
@@ -190,19 +200,21 @@ function fromC(ptr) {
   for (let i = 0; i < ndim; i++) n *= shape[i] = i32[w + 2 + i];
   const Ctor = ARRAY_OF_DTYPE[dtype];
   if (!Ctor) throw new LitheError(STATUS.DTYPE, 'LITHE_ERR_DTYPE', `no TypedArray for dtype ${dtype}`);
-  const nbytes = n * Ctor.BYTES_PER_ELEMENT;
-  if (!nbytes) return new Tensor(new Ctor(0), shape);
-  if (at) return new Tensor(new Ctor(r.u8().slice(at, at + nbytes).buffer), shape); // slice: a fresh, unshared copy
   const out = new Ctor(n);
-  const tmp = r.malloc(nbytes);
-  if (!tmp) throw new LitheError(STATUS.OOM, 'LITHE_ERR_OOM', `malloc(${nbytes}) failed`);
-  try {
-    r.check(r.lithe_tensor_read(ptr, tmp, nbytes));
-    new Uint8Array(out.buffer).set(r.u8().subarray(tmp, tmp + nbytes));
-  } finally {
-    r.free(tmp);
+  const nbytes = n * Ctor.BYTES_PER_ELEMENT;
+  if (nbytes && at && at % Ctor.BYTES_PER_ELEMENT === 0) {
+    out.set(new Ctor(r.memory.buffer, at, n));
+  } else if (nbytes) {
+    const tmp = r.malloc(nbytes);
+    if (!tmp) throw new LitheError(STATUS.OOM, 'LITHE_ERR_OOM', `malloc(${nbytes}) failed`);
+    try {
+      r.check(r.lithe_tensor_read(ptr, tmp, nbytes));
+      new Uint8Array(out.buffer).set(r.u8().subarray(tmp, tmp + nbytes));
+    } finally {
+      r.free(tmp);
+    }
   }
-  return new Tensor(out, shape);
+  return new Tensor(out, shape, dtype, FROM_C);
 }
 
 const registry = new FinalizationRegistry(({ free, ptr }) => {
