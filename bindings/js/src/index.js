@@ -173,7 +173,8 @@ function toC(t) {
   const inScratch = nd <= SHAPE_SLOTS;
   const shapePtr = inScratch ? r.outPtr(DESC_SLOT) : r.malloc(4 * nd);
   try {
-    r.i32().set(t.shape, shapePtr >>> 2);
+    const i32 = r.i32(), w = shapePtr >>> 2;
+    for (let i = 0; i < nd; i++) i32[w + i] = t.shape[i];
     r.check(r.lithe_js_tensor_new(t.dtype, nd, shapePtr, r.outPtr(0)));
   } finally {
     if (!inScratch) r.free(shapePtr);
@@ -181,7 +182,8 @@ function toC(t) {
   const ptr = r.readU32(r.outPtr(0));
   if (t.data.byteLength) {
     const dst = r.lithe_tensor_data(ptr);
-    r.u8().set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength), dst);
+    if (t.dtype === DTYPE.F32 && dst % 4 === 0) r.f32().set(t.data, dst >>> 2); // (no view to make)
+    else r.u8().set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength), dst);
   }
   return ptr;
 }
@@ -202,7 +204,10 @@ function fromC(ptr) {
   if (!Ctor) throw new LitheError(STATUS.DTYPE, 'LITHE_ERR_DTYPE', `no TypedArray for dtype ${dtype}`);
   const out = new Ctor(n);
   const nbytes = n * Ctor.BYTES_PER_ELEMENT;
-  if (nbytes && at && at % Ctor.BYTES_PER_ELEMENT === 0) {
+  if (nbytes && at && dtype === DTYPE.F32 && n <= 64 && at % 4 === 0) {
+    const f32 = r.f32(), w0 = at >>> 2; // a few scores: a loop, no view to make
+    for (let i = 0; i < n; i++) out[i] = f32[w0 + i];
+  } else if (nbytes && at && at % Ctor.BYTES_PER_ELEMENT === 0) {
     out.set(new Ctor(r.memory.buffer, at, n));
   } else if (nbytes) {
     const tmp = r.malloc(nbytes);

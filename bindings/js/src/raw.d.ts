@@ -24,6 +24,8 @@ export interface Raw {
   dv(): DataView;
   /** An Int32Array over the current memory (remade after growth). */
   i32(): Int32Array;
+  /** A Float32Array over the current memory (remade after growth). */
+  f32(): Float32Array;
   cstring(ptr: number): string | null;
   allocString(s: string): number;
   allocBytes(bytes: Uint8Array | ArrayBuffer): number;

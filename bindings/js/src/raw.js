@@ -86,10 +86,7 @@ export function createRaw(loaded) {
   let i32 = null, f32 = null;
   raw.i32 = () => (i32 && i32.buffer === memory.buffer && i32.byteLength ? i32 : (i32 = new Int32Array(memory.buffer)));
   raw.readU32 = (p) => (p & 3 ? raw.dv().getUint32(p, true) : raw.i32()[p >>> 2] >>> 0);
-  raw.readF32 = (p) => {
-    if (p & 3) return raw.dv().getFloat32(p, true);
-    if (!(f32 && f32.buffer === memory.buffer && f32.byteLength)) f32 = new Float32Array(memory.buffer);
-    return f32[p >>> 2];
-  };
+  raw.f32 = () => (f32 && f32.buffer === memory.buffer && f32.byteLength ? f32 : (f32 = new Float32Array(memory.buffer)));
+  raw.readF32 = (p) => (p & 3 ? raw.dv().getFloat32(p, true) : raw.f32()[p >>> 2]);
   return raw;
 }
