@@ -4,6 +4,7 @@
  * loss or a kernel: each helper only calls lithe_* functions, and every failure is a status whose
  * message is lithe_last_error(), which the JS layer turns into an Error. */
 #include "lithe.h"
+#include "../../../core/internal.h" /* lithe__tensor_alloc; lithe__importers_set, lithe__importers_wanted */
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -16,13 +17,15 @@
 #define LITHE_JS_API
 #endif
 
-/* A new CPU tensor of dtype with ndim extents given as int32 (JS numbers, no BigInt), zeroed;
- * JS then writes the data into lithe_tensor_data(*out) directly — one copy from the TypedArray. */
+/* A new CPU tensor of dtype with ndim extents given as int32 (JS numbers, no BigInt), not zeroed
+ * (lithe__tensor_alloc: lithe_tensor_new's checks and messages): JS then writes every byte of the
+ * data into lithe_tensor_data(*out) directly — one copy from the TypedArray. */
 LITHE_JS_API lithe_status lithe_js_tensor_new(int dtype, int ndim, const int32_t *shape, lithe_tensor **out) {
     int64_t s64[16];
-    if (ndim < 0 || ndim > 16) return lithe_tensor_new(NULL, (lithe_dtype)dtype, ndim, NULL, out); /* its error */
+    if (ndim < 0 || ndim > 16 || !out) return lithe_tensor_new(NULL, (lithe_dtype)dtype, ndim, NULL, out); /* its error */
     for (int i = 0; i < ndim; i++) s64[i] = shape[i];
-    return lithe_tensor_new(NULL, (lithe_dtype)dtype, ndim, s64, out);
+    *out = NULL;
+    return lithe__tensor_alloc(NULL, (lithe_dtype)dtype, ndim, s64, false, out);
 }
 
 /* The tensor's extents as int32 into out (ndim slots); extents beyond 2^31 do not occur in a
@@ -134,7 +137,6 @@ LITHE_JS_API lithe_status lithe_js_resize_output(lithe_model *root, int32_t new_
  * (then loading it and retrying will help), and whether the importers are there (linked, or built
  * in: the threads module, LITHE_IMPORTERS_SEPARATE unset, has them built in). */
 #ifdef LITHE_IMPORTERS_SEPARATE
-#include "../../../core/internal.h" /* lithe__importers_set, lithe__importers_wanted */
 LITHE_JS_API void lithe_js_importers_set(const lithe__importers *h) { lithe__importers_set(h); }
 LITHE_JS_API int lithe_js_importers_wanted(void) { return lithe__importers_wanted(); }
 #else
