@@ -546,7 +546,8 @@ lithe_status lithe__affine_forward_act(lithe_model *m, lithe_tensor *X, bool is_
                                        lithe_tensor **Y);
 /* Whether activation a is a clamp to [lo, hi] (Relu: [0, inf); a CLIPPED_LINEAR of slope 1 and
  * offset 0: [min_val, max_val], which is ClippedLinear's, HardTanh's, ReluK's and an ONNX Clip's),
- * as a prepared op's out_min / out_max; lo, hi may be NULL. */
+ * as a prepared op's out_min / out_max, and lo < hi (XNNPACK refuses min >= max; crossed, equal and
+ * NaN bounds run the act kernel after the product); lo, hi may be NULL. */
 bool lithe__act_clamp(const lithe__act *a, float *lo, float *hi);
 /* The prepared-op key (lithe__prepare_op) of Y = act(X·Wᵀ + b): false when act (NULL: none) has
  * no backend operator form (only none and a clamp, lithe__act_clamp, have one). */

@@ -890,8 +890,11 @@ LITHE_API lithe_status lithe_model_predict_tensor(lithe_model *m, lithe_tensor *
  * imported ONNX graph's Gemm / MatMul B when it is an initializer, and its Conv W (one group) when
  * it is one (as the Wᵀ its GEMM reads with the output pixels as rows). A forward with is_train false
  * (lithe_model_predict and friends) then reads the prepared form; results are bit-identical to the
- * unprepared call (the same kernel, blocking and summation order), only faster at batch > 1
- * (batch 1 reads W in place either way). A forward with is_train true never reads it.
+ * unprepared call (the same kernel, blocking and summation order), and faster (at batch 1 a
+ * one-row kernel streams the packed panels). A Conv's packed Wᵀ is read by the convolutions that
+ * run with output pixels as the GEMM's rows, an orientation chosen by the layer's geometry; the
+ * others (filters as rows) read W where it lies, so the copy costs memory without use there, and
+ * they see a raw write to W that the former do not. A forward with is_train true never reads it.
  *
  * It is a SNAPSHOT of the weights' values. lithe drops a prepared form itself whenever it writes
  * the weight's memory (a version counter on the storage): lithe_model_finish_update,

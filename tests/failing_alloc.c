@@ -14,7 +14,7 @@ failing_alloc FA;
 
 static void *fa_malloc(void *u, size_t n) {
     failing_alloc *c = u;
-    if (++c->calls == c->fail_at) {
+    if (atomic_fetch_add(&c->calls, 1) + 1 == c->fail_at) {
         c->failed = true;
         return NULL;
     }
@@ -24,7 +24,7 @@ static void *fa_malloc(void *u, size_t n) {
 }
 static void *fa_realloc(void *u, void *p, size_t n) {
     failing_alloc *c = u;
-    if (++c->calls == c->fail_at) {
+    if (atomic_fetch_add(&c->calls, 1) + 1 == c->fail_at) {
         c->failed = true;
         return NULL;
     }
@@ -40,7 +40,10 @@ static void fa_free(void *u, void *p) {
 }
 
 lithe_status failing_alloc_install(void) {
-    memset(&FA, 0, sizeof FA);
+    FA.calls = 0;
+    FA.fail_at = 0;
+    FA.live = 0;
+    FA.failed = false;
     return lithe_set_allocator(&(lithe_allocator){fa_malloc, fa_realloc, fa_free, &FA});
 }
 lithe_status failing_alloc_uninstall(void) { return lithe_set_allocator(NULL); }

@@ -3,13 +3,15 @@
 #ifndef LITHE_TEST_FAILING_ALLOC_H
 #define LITHE_TEST_FAILING_ALLOC_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 
+/* Atomic: the CPU backend's pool threads allocate too (a convolution's per-range workspaces). */
 typedef struct failing_alloc {
-    long calls;   /* allocation attempts since the last arm */
-    long fail_at; /* the attempt that fails; 0: none */
-    long live;    /* blocks handed out and not yet freed */
-    bool failed;  /* the failure was injected */
+    _Atomic long calls;  /* allocation attempts since the last arm */
+    long fail_at;        /* the attempt that fails; 0: none */
+    _Atomic long live;   /* blocks handed out and not yet freed */
+    _Atomic bool failed; /* the failure was injected */
 } failing_alloc;
 
 extern failing_alloc FA;

@@ -1051,6 +1051,10 @@ static void test_pool2d(void **state) {
             if (max) {
                 expect_pair("maxpool2d", Y, 0, 0);
                 expect_pair("maxpool2d which", Wh, 0, 0);
+                /* inference: no which, the same Y (the device's Y refilled first) */
+                OK(lithe__op_fill(dev, Y.v, 7.0f));
+                OK(lithe__op_pool2d(dev, &g, X.v, Y.v, NULL));
+                expect_pair("maxpool2d without which", Y, 0, 0);
             } else {
                 expect_pair("avgpool2d", Y, 1e-7, 1e-6); /* GLSL division */
                 max_diff("avgpool2d", Y);

@@ -20,6 +20,8 @@
 #include "internal.h"
 #include "../backends/cpu/gemm/gemm.h"
 #include "../backends/cpu/threadpool.h"
+#include "../backends/cpu/simd/simd.h"
+#include "../backends/cpu/kernels.h"
 
 #define OK(expr) assert_int_equal((expr), LITHE_OK)
 
@@ -485,7 +487,8 @@ static void pixels_one(const lithe__sgemm_kernel *k, const char *name) {
             rows[kk] = store + slot * oh * a_row;
             for (int64_t i = 0; i < M; i++) A[i * K + kk] = rows[kk][i / ow * a_row + i % ow];
         }
-        lithe__act act = {.kind = LITHE__ACT_RELU};
+        /* a kind the microkernels do not clamp (gemm.h's clamp_ok), so leaky runs as act_fn everywhere */
+        lithe__act act = {.kind = LITHE__ACT_DISH};
         lithe__sgemm_packed_b *Wp = lithe__sgemm_pack_b(k, true, K, N, W, K);
         assert_non_null(Wp);
         for (int v = 0; v < 4; v++) { /* bias and act, bias, act, neither */
@@ -544,6 +547,107 @@ static void test_pixels(void **state) {
     OK(lithe_backend_set_threads(cpu, 0));
 }
 
+/* A relu or clamp epilogue act (inside the microkernel's store where the kernel has clamp_ok) gives
+ * the bits of the product without it followed by the act kernel (the SIMD one and its scalar
+ * twin), for every entry: lithe__sgemm (packed, B in place, M = 1's GEMV), op(B) packed ahead (M = 1:
+ * urow), lithe__sgemm_rows with a row bias, lithe__sgemm_pixels (the transposed store). Inputs
+ * carry NaN, +-inf and zero rows under alpha = -1 (t = -0); bounds include lo = -0, lo = hi,
+ * infinite ones and crossed ones (lo > hi: the act kernel's answer, not a clamp). K = 600 crosses
+ * the kc blocks (the clamp only in the last). */
+static void clamp_one(const lithe__sgemm_kernel *k, const char *name) {
+    static const int64_t mnk[][3] = {{37, 70, 19}, {1, 45, 33}, {16, 32, 600}, {5, 9, 3}, {3, 100, 1}};
+    static const float bounds[][2] = {{0.0f, 6.0f}, {-0.0f, 0.0f}, {-0.5f, 0.25f}, {0.1f, 0.1f},
+                                      {-INFINITY, INFINITY}, {0.5f, -0.5f}, {-0.0f, -0.0f}};
+    const lithe__simd_kernels *sk = lithe__simd();
+    for (size_t z = 0; z < sizeof mnk / sizeof mnk[0]; z++) {
+        int64_t M = mnk[z][0], N = mnk[z][1], K = mnk[z][2];
+        float *A = malloc(sizeof(float) * (size_t)(M * K)), *B = malloc(sizeof(float) * (size_t)(K * N));
+        float *bias = malloc(sizeof(float) * (size_t)N), *brow = malloc(sizeof(float) * (size_t)M);
+        float *C0 = malloc(sizeof(float) * (size_t)(M * N)), *C1 = malloc(sizeof(float) * (size_t)(M * N));
+        float *C2 = malloc(sizeof(float) * (size_t)(M * N)), *Bt = malloc(sizeof(float) * (size_t)(K * N));
+        const float **rows = malloc(sizeof(float *) * (size_t)K), **arows = malloc(sizeof(float *) * (size_t)K);
+        float *At = malloc(sizeof(float) * (size_t)(M * K));
+        assert_true(A && B && bias && brow && C0 && C1 && C2 && Bt && rows && arows && At);
+        for (int64_t i = 0; i < M * K; i++) A[i] = frand() * 4.0f;
+        for (int64_t i = 0; i < K * N; i++) B[i] = frand();
+        for (int64_t j = 0; j < N; j++) bias[j] = frand();
+        for (int64_t i = 0; i < M; i++) brow[i] = frand();
+        if (M > 1) { /* row 0 zeros (t = -0 under alpha -1), row 1 a NaN, row 2 an inf */
+            for (int64_t kk = 0; kk < K; kk++) A[kk] = 0.0f;
+            A[K] = NAN;
+            if (M > 2) A[2 * K + K / 2] = INFINITY;
+        } else {
+            A[K / 2] = INFINITY; /* half the columns +inf, half -inf */
+        }
+        for (int64_t kk = 0; kk < K; kk++)
+            for (int64_t j = 0; j < N; j++) Bt[j * K + kk] = B[kk * N + j];
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t kk = 0; kk < K; kk++) At[kk * M + i] = A[i * K + kk];
+        for (int64_t kk = 0; kk < K; kk++) rows[kk] = B + kk * N, arows[kk] = At + kk * M;
+        lithe__sgemm_packed_b *Bp = lithe__sgemm_pack_b(k, true, K, N, Bt, K);
+        assert_non_null(Bp);
+        for (size_t bi = 0; bi <= sizeof bounds / sizeof bounds[0]; bi++) {
+            lithe__act act = {.kind = LITHE__ACT_RELU};
+            if (bi) act = (lithe__act){.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1.0f, .offset = 0.0f,
+                                       .min_val = bounds[bi - 1][0], .max_val = bounds[bi - 1][1]};
+            for (int fn = 0; fn < 2; fn++) {
+                lithe__act_fn act_fn = fn ? lithe_f32_act__scalar : sk->act;
+                for (int v = 0; v < 5; v++) {
+                    /* 0: sgemm alpha -1 with bias; 1: alpha 1 no bias, B transposed; 2: op(B) packed ahead;
+                     * 3: sgemm_rows with a row bias; 4: sgemm_pixels with bias (transposed C) */
+                    float alpha = v == 0 ? -1.0f : 1.0f;
+                    lithe__sgemm_epilogue e0 = {.bias = v == 0 || v == 2 || v == 4 ? bias : NULL,
+                                                .bias_row = v == 3 ? brow : NULL};
+                    lithe__sgemm_epilogue e1 = e0;
+                    e1.act = &act;
+                    e1.act_fn = act_fn;
+                    bool ok0, ok1;
+                    if (v == 3) {
+                        ok0 = lithe__sgemm_rows(k, false, M, N, K, A, K, rows, N, 0, C0, N, &e0);
+                        ok1 = lithe__sgemm_rows(k, true, M, N, K, A, K, rows, N, 0, C1, N, &e1);
+                    } else if (v == 4) {
+                        ok0 = lithe__sgemm(k, false, false, false, M, N, K, 1.0f, A, K, B, N, 0.0f, C0, N, &e0);
+                        ok1 = lithe__sgemm_pixels(k, true, M, N, K, arows, M, 0, true, Bt, K, NULL, C2, M, &e1);
+                        for (int64_t i = 0; i < M; i++)
+                            for (int64_t j = 0; j < N; j++) C1[i * N + j] = C2[j * M + i];
+                    } else {
+                        bool tB = v != 0;
+                        const float *Bop = tB ? Bt : B;
+                        int64_t ldb = tB ? K : N;
+                        ok0 = lithe__sgemm(k, false, false, tB, M, N, K, alpha, A, K, Bop, ldb, 0.0f, C0, N, &e0);
+                        ok1 = lithe__sgemm_prepacked(k, true, false, tB, M, N, K, alpha, A, K, Bop, ldb,
+                                                     v == 2 ? Bp : NULL, 0.0f, C1, N, &e1);
+                    }
+                    assert_true(ok0 && ok1);
+                    act_fn(&act, M * N, C0, C0);
+                    size_t bad = 0, first = 0;
+                    for (int64_t i = 0; i < M * N; i++)
+                        if (memcmp(&C0[i], &C1[i], sizeof(float)) && !bad++) first = (size_t)i;
+                    if (bad) {
+                        print_error("%s: M=%lld N=%lld K=%lld act %zu (%s) entry %d: %zu elements differ from the "
+                                    "act after, first C[%zu] = %.9g, after %.9g\n",
+                                    name, (long long)M, (long long)N, (long long)K, bi, fn ? "scalar" : "simd", v,
+                                    bad, first, (double)C1[first], (double)C0[first]);
+                        fail();
+                    }
+                }
+            }
+        }
+        lithe__sgemm_packed_b_free(Bp);
+        free(A), free(B), free(bias), free(brow), free(C0), free(C1), free(C2), free(Bt), free(rows), free(arows), free(At);
+    }
+}
+
+static void test_clamp(void **state) {
+    (void)state;
+    OK(lithe_backend_get("cpu", &cpu));
+    lithe_status st = lithe_backend_set_threads(cpu, 3);
+    if (st == LITHE_ERR_UNSUPPORTED) skip();
+    OK(st);
+    each_kernel(clamp_one);
+    OK(lithe_backend_set_threads(cpu, 0));
+}
+
 /* LITHE_CPU_ISA names a kernel; unknown names fall back to the best one. */
 static void test_isa_names(void **state) {
     (void)state;
@@ -568,6 +672,7 @@ int main(void) {
         cmocka_unit_test(test_fused_equals_unfused),
         cmocka_unit_test(test_rows_and_row_bias),
         cmocka_unit_test(test_pixels),
+        cmocka_unit_test(test_clamp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,6 +25,8 @@
 
 #include "lithe.h"
 #include "../backends/cpu/gemm/gemm.h"
+#include "../backends/cpu/kernels.h"
+#include "../backends/cpu/simd/simd.h"
 
 static int passed, failed;
 #define CHECK(cond, ...)                                                                                         \
@@ -109,7 +111,7 @@ static void check_ukernel(const lithe__sgemm_kernel *k, bool fused) {
                 for (int with_bias = 0; with_bias < 2; with_bias++)
                     for (size_t mr = 1; mr <= MR; mr++)
                         for (size_t nr = 1; nr <= NR; nr++) {
-                            lithe__sgemm_ukparams p = {alphas[ai], betas[bi], with_bias ? bias : NULL};
+                            lithe__sgemm_ukparams p = {.alpha = alphas[ai], .beta = betas[bi], .bias = with_bias ? bias : NULL};
                             memcpy(c1, c0, MR * ldc * sizeof(float));
                             if (p.beta == 0.0f) /* C is not read: NaN there must not leak */
                                 for (size_t i = 0; i < MR * ldc; i++) c1[i] = NAN;
@@ -147,6 +149,107 @@ static void check_ukernel(const lithe__sgemm_kernel *k, bool fused) {
         lithe__aligned_free(c1);
         lithe__aligned_free(c2);
     }
+}
+
+/* A kernel with clamp_ok (gemm.h): its tile with ukparams' clamp against the twin's tile followed by
+ * the act kernel (the scalar one, the oracle, and the SIMD one that runs today: bits), relu and
+ * clip bounds (lithe__sgemm_act_clamp's) at every partial tile, the B-in-place variant and the
+ * one-row kernel (urow) too. A's row 0 is zeros (t = -0 under alpha < 0, beta 0, no bias), row 1
+ * holds a NaN, row 2 an inf, B's column 3 an inf (inf - inf: NaN where they meet). */
+static void check_clamp(const lithe__sgemm_kernel *k, bool fused) {
+    if (!k->clamp_ok) return;
+    const size_t MR = (size_t)k->mr, NR = (size_t)k->nr, ldc = NR + 3;
+    static const size_t kcs[] = {1, 70};
+    static const float alphas[] = {1.0f, -0.75f}, betas[] = {0.0f, 0.3f};
+    static const float bounds[][2] = {{0.0f, 6.0f}, {-0.25f, 0.25f}, {0.1f, 0.1f}, {-INFINITY, INFINITY},
+                                      {0.0f, 0.0f}, {-INFINITY, 0.0f}};
+    const size_t n_acts = 1 + sizeof bounds / sizeof bounds[0];
+    for (size_t ki = 0; ki < sizeof kcs / sizeof kcs[0]; ki++) {
+        size_t kc = kcs[ki];
+        float *a = frand(kc * MR), *b = frand(kc * NR), *bias = frand(NR), *c0 = frand(MR * ldc);
+        for (size_t kk = 0; kk < kc; kk++) a[kk * MR] = 0.0f;
+        if (MR > 1) a[MR + 1 < kc * MR ? MR + 1 : 1] = NAN;
+        if (MR > 2) a[(kc - 1) * MR + 2] = INFINITY;
+        if (NR > 3) b[(kc / 2) * NR + 3] = -INFINITY;
+        float *bs = frand(kc * (NR + 16));
+        for (size_t kk = 0; kk < kc; kk++) memcpy(bs + kk * (NR + 16), b + kk * NR, NR * sizeof(float));
+        float *c1 = lithe__aligned_alloc(MR * ldc * sizeof(float)), *c2 = lithe__aligned_alloc(MR * ldc * sizeof(float));
+        float *c3 = lithe__aligned_alloc(MR * ldc * sizeof(float)), *c4 = lithe__aligned_alloc(MR * ldc * sizeof(float));
+        for (size_t ai = 0; ai < 2; ai++)
+            for (size_t bi = 0; bi < 2; bi++)
+                for (int with_bias = 0; with_bias < 2; with_bias++)
+                    for (size_t ci = 0; ci < n_acts; ci++) {
+                        lithe__act act = {.kind = LITHE__ACT_RELU};
+                        if (ci) act = (lithe__act){.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1.0f,
+                                                   .min_val = bounds[ci - 1][0], .max_val = bounds[ci - 1][1]};
+                        lithe__sgemm_ukparams p = {.alpha = alphas[ai], .beta = betas[bi], .bias = with_bias ? bias : NULL};
+                        CHECK(lithe__sgemm_act_clamp(&act, &p.clamp, &p.lo, &p.hi), "act %zu has a clamp", ci);
+                        lithe__sgemm_ukparams p0 = p;
+                        p0.clamp = 0;
+                        for (size_t mr = 1; mr <= MR; mr++)
+                            for (size_t nr = 1; nr <= NR; nr++) {
+                                memcpy(c1, c0, MR * ldc * sizeof(float));
+                                if (p.beta == 0.0f)
+                                    for (size_t i = 0; i < MR * ldc; i++) c1[i] = NAN;
+                                memcpy(c2, c1, MR * ldc * sizeof(float));
+                                memcpy(c3, c1, MR * ldc * sizeof(float));
+                                k->ukernel(mr, nr, kc, a, b, c1, ldc, &p);
+                                twin(fused, MR, NR, mr, nr, kc, a, b, c2, ldc, &p0);
+                                memcpy(c4, c2, MR * ldc * sizeof(float));
+                                for (size_t i = 0; i < mr; i++) {
+                                    lithe_f32_act__scalar(&act, (int64_t)nr, c2 + i * ldc, c2 + i * ldc);
+                                    lithe__simd()->act(&act, (int64_t)nr, c4 + i * ldc, c4 + i * ldc);
+                                }
+                                if (k->ukernel_b) k->ukernel_b(mr, nr, kc, a, bs, NR + 16, c3, ldc, &p);
+                                else memcpy(c3, c1, MR * ldc * sizeof(float));
+                                size_t bad = 0, first = 0;
+                                for (size_t i = 0; i < MR * ldc; i++) {
+                                    bool nan = isnan(c1[i]) && isnan(c2[i]) && isnan(c3[i]) && isnan(c4[i]);
+                                    if (!nan && (!same_bits(c1[i], c2[i]) || !same_bits(c1[i], c3[i]) ||
+                                                 !same_bits(c1[i], c4[i])) && !bad++)
+                                        first = i;
+                                }
+                                CHECK(bad == 0,
+                                      "%s ukernel %zux%zu clamp %d [%g, %g]: tile %zux%zu kc=%zu alpha=%g beta=%g "
+                                      "bias=%d: %zu elements differ from the twin + act, first C[%zu][%zu] = %.9g "
+                                      "(in place %.9g), twin + act %.9g (SIMD act %.9g)",
+                                      k->isa, MR, NR, p.clamp, p.lo, p.hi, mr, nr, kc, p.alpha, p.beta, with_bias, bad,
+                                      first / ldc, first % ldc, c1[first], c3[first], c2[first], c4[first]);
+                            }
+                        if (k->urow) /* one row (a's row 0 or 1 as x) against one sliver of each width */
+                            for (size_t row = 0; row < 2 && row < MR; row++)
+                                for (size_t nr = 1; nr <= NR; nr++) {
+                                    float x[70], want[64], got[64];
+                                    for (size_t kk = 0; kk < kc; kk++) x[kk] = a[kk * MR + row];
+                                    for (size_t j = 0; j < NR; j++) want[j] = got[j] = c0[j];
+                                    k->urow(1, nr, kc, x, b, got, &p);
+                                    k->urow(1, nr, kc, x, b, want, &p0);
+                                    lithe_f32_act__scalar(&act, (int64_t)nr, want, want);
+                                    size_t bad = 0;
+                                    for (size_t j = 0; j < NR; j++)
+                                        bad += !same_bits(got[j], want[j]) && !(isnan(got[j]) && isnan(want[j]));
+                                    CHECK(bad == 0, "%s urow clamp %d [%g, %g]: row %zu nr=%zu kc=%zu: %zu differ",
+                                          k->isa, p.clamp, p.lo, p.hi, row, nr, kc, bad);
+                                }
+                    }
+        lithe__aligned_free(a);
+        lithe__aligned_free(b);
+        lithe__aligned_free(bs);
+        lithe__aligned_free(bias);
+        lithe__aligned_free(c0);
+        lithe__aligned_free(c1);
+        lithe__aligned_free(c2);
+        lithe__aligned_free(c3);
+        lithe__aligned_free(c4);
+    }
+    /* bounds the clamp leaves to the act kernel: crossed, NaN, -0 */
+    static const float no[][2] = {{0.5f, -0.5f}, {NAN, 1.0f}, {0.0f, NAN}, {-0.0f, 6.0f}, {-1.0f, -0.0f}};
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
+        lithe__act act = {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1.0f, .min_val = no[i][0], .max_val = no[i][1]};
+        CHECK(!lithe__sgemm_act_clamp(&act, NULL, NULL, NULL), "bounds [%g, %g] must not clamp", no[i][0], no[i][1]);
+    }
+    lithe__act other = {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 2.0f, .min_val = 0.0f, .max_val = 6.0f};
+    CHECK(!lithe__sgemm_act_clamp(&other, NULL, NULL, NULL), "slope 2 must not clamp");
 }
 
 /* C = alpha op(A) op(B) + beta C + bias, with kernel k, against float64 sums. */
@@ -308,6 +411,7 @@ int main(int argc, char **argv) {
         CHECK(strcmp(k->isa, isas[s].isa) == 0 && k->mc % k->mr == 0 && k->nc % k->nr == 0,
               "%s: blocking mc %d / nc %d not multiples of the tile %dx%d", isas[s].isa, k->mc, k->nc, k->mr, k->nr);
         check_ukernel(k, isas[s].fused);
+        check_clamp(k, isas[s].fused);
         /* the other tile heights a kernel runs for some row counts (for_rows), each once */
         const lithe__sgemm_kernel *seen[16] = {k};
         size_t n_seen = 1;
@@ -321,6 +425,7 @@ int main(int argc, char **argv) {
                   k->isa, v->mr, v->nr);
             printf("gemm_ukernels: %s %dx%d (mc %d) for some row counts\n", v->isa, v->mr, v->nr, v->mc);
             check_ukernel(v, isas[s].fused);
+            check_clamp(v, isas[s].fused);
         }
         int64_t mr = k->mr, nr = k->nr, kc = k->kc;
         const int64_t shapes[][3] = {{1, 1, 1},          {mr, nr, 1},         {mr - 1, nr + 1, 5},

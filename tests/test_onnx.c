@@ -62,6 +62,13 @@ static void test_parity(void **state) {
         snprintf(what, sizeof what, "%s output", name);
         expect_close(what, lithe_value_get_tensor(Y), get("%s.y", name), 1e-4, 1e-4);
         double worst_y = max_abs_diff(lithe_value_get_tensor(Y), get("%s.y", name));
+        { /* a predict (no backward: MaxPool keeps no argmax, prepared weights) gives torch's output too */
+            lithe_value *P = NULL;
+            OK(lithe_model_predict(m, X, &P));
+            snprintf(what, sizeof what, "%s predict output", name);
+            expect_close(what, lithe_value_get_tensor(P), get("%s.y", name), 1e-4, 1e-4);
+            lithe_value_release(P);
+        }
         OK(lithe_backprop_run(bp, R, &dX));
         snprintf(what, sizeof what, "%s dX", name);
         expect_close(what, lithe_value_get_tensor(dX), get("%s.dx", name), 1e-4, 1e-4);
@@ -771,7 +778,7 @@ static lithe_status prep_oom_scenario(int which) {
 }
 static void test_prepared_allocation_failures(void **state) {
     (void)state;
-    const char *was = getenv("LITHE_CONV_ROWS");
+    char *was = getenv("LITHE_CONV_ROWS") ? strdup(getenv("LITHE_CONV_ROWS")) : NULL; /* setenv may invalidate getenv's pointer */
     setenv("LITHE_CONV_ROWS", "pixels", 1);
     const golden *g = get("resblock.onnx");
     oom_bytes[0] = bytes_of(g);
@@ -782,6 +789,7 @@ static void test_prepared_allocation_failures(void **state) {
     lithe_value_release(oom_x[0]);
     if (was) setenv("LITHE_CONV_ROWS", was, 1);
     else unsetenv("LITHE_CONV_ROWS");
+    free(was);
 }
 
 /* Weights prepared for inference (lithe_model_prepare_inference): the Gemm / MatMul initializers
@@ -811,7 +819,7 @@ static void test_prepared(void **state) {
                                         * for every Conv so that each reads its copy): a raw write
                                         * to them leaves the prediction as it was; releasing them,
                                         * the prediction sees the write */
-            const char *was = getenv("LITHE_CONV_ROWS");
+            char *was = getenv("LITHE_CONV_ROWS") ? strdup(getenv("LITHE_CONV_ROWS")) : NULL; /* setenv may invalidate getenv's pointer */
             setenv("LITHE_CONV_ROWS", "pixels", 1);
             lithe_value *X = value_of(get("%s.x", name)), *P0 = NULL, *P1 = NULL, *P2 = NULL;
             lithe_model_release_prepared(m);
@@ -837,6 +845,7 @@ static void test_prepared(void **state) {
             assert_true(memcmp(lithe_tensor_data(a), lithe_tensor_data(b), sizeof(float) * (size_t)lithe_tensor_numel(a)));
             if (was) setenv("LITHE_CONV_ROWS", was, 1);
             else unsetenv("LITHE_CONV_ROWS");
+            free(was);
             lithe_value_release(X);
             lithe_value_release(P0);
             lithe_value_release(P1);

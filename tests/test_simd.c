@@ -11,6 +11,7 @@
  *     the GEMM's rounding otherwise), forward and backward, on every table;
  *   - the caching allocator: reuse within a size class, the bound, the flush, and no caching under
  *     a user's allocator (which sees every block come back). */
+#define _POSIX_C_SOURCE 200809L /* setenv: LITHE_CONV_ROWS */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -178,6 +179,9 @@ static const lithe__act act_kinds[] = {
     {.kind = LITHE__ACT_HARD_SWISH},
     {.kind = LITHE__ACT_HARD_SWISH_MOBILENET},
     {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1.5f, .offset = 0.25f, .min_val = -0.5f, .max_val = 2.0f},
+    /* -0 bounds: a clipped element gets the bound's bits, its sign included (the twin returns it) */
+    {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = -0.0f, .max_val = 0.5f},
+    {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = -1.0f, .max_val = -0.0f},
 };
 static bool act_exact(lithe__act_kind k, bool backward) {
     switch (k) {
@@ -834,6 +838,52 @@ static void test_conv2d_depthwise_fused_act(void **state) {
     lithe__simd_force(NULL);
 }
 
+/* A fused activation on the GEMM paths (pointwise, shifted rows, im2col; filter rows and pixel rows
+ * forced by LITHE_CONV_ROWS): relu and clip (ReLU6) in the microkernel's store where the kernel
+ * clamps (gemm.h's clamp_ok), other kinds after; either way the unfused conv then that table's act
+ * kernel, bit for bit (inputs with -0, NaN, ±inf). */
+static void test_conv2d_gemm_fused_act(void **state) {
+    (void)state;
+    lithe_backend *cpu;
+    OK(lithe_backend_get("cpu", &cpu));
+    const conv_case cs[] = {{2, 16, 12, 12, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},  /* pointwise */
+                            {1, 6, 14, 14, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},   /* shifted rows */
+                            {1, 4, 9, 23, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},     /* im2col */
+                            {1, 8, 10, 10, 12, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2}}; /* groups */
+    const lithe__act acts[] = {{.kind = LITHE__ACT_RELU},
+                               {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = 0, .max_val = 6},
+                               {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = -0.5f, .max_val = 0.5f},
+                               {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = 1, .max_val = -1},
+                               {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = -0.0f, .max_val = 0.5f},
+                               {.kind = LITHE__ACT_HARD_SWISH_MOBILENET}};
+    static const char *rows[] = {"filters", "pixels"};
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        lithe__conv2d g = geom(&cs[i]);
+        size_t nx = (size_t)(g.N * g.C * g.H * g.W), ny = (size_t)(g.N * g.M * g.OH * g.OW),
+               nw = (size_t)(g.M * g.C / g.group * g.KH * g.KW);
+        float *X = malloc(nx * 4), *W = malloc(nw * 4), *b = malloc((size_t)g.M * 4), *Ys = malloc(ny * 4),
+              *Yv = malloc(ny * 4);
+        fill(X, (int64_t)nx, -4, 4), fill(W, (int64_t)nw, -1, 1), fill(b, g.M, -1, 1);
+        for (size_t k = 0; k < nw; k += 5) W[k] = 0.0f; /* -0 sums where the input is -0 */
+        for (size_t k = 0; k < nx; k += 7) X[k] = -0.0f;
+        X[nx / 3] = NAN, X[nx / 2] = INFINITY, X[nx - 5] = -INFINITY;
+        for (int r = 0; r < 2; r++) {
+            setenv("LITHE_CONV_ROWS", rows[r], 1);
+            for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++)
+                for (int t = 0; t < ntables; t++) {
+                    lithe__simd_force(tables[t]);
+                    OK(lithe__cpu_conv2d(cpu, &g, X, W, b, NULL, Ys));
+                    tables[t]->act(&acts[a], (int64_t)ny, Ys, Ys);
+                    OK(lithe__cpu_conv2d(cpu, &g, X, W, b, &acts[a], Yv));
+                    same_bits(tables[t]->isa, rows[r], (int64_t)ny, Ys, Yv);
+                }
+        }
+        unsetenv("LITHE_CONV_ROWS");
+        free(X), free(W), free(b), free(Ys), free(Yv);
+    }
+    lithe__simd_force(NULL);
+}
+
 /* The depthwise kernels themselves against the scalar table: dwconv_taps on runs of every length
  * around the vector widths, as one run and as rows (3x3 and a 2x2, with and without an act),
  * copy_rows at strides 1, 2, 3, and split_rows on odd and even widths. */
@@ -980,15 +1030,28 @@ static void test_cache_reuses_and_bounds(void **state) {
     OK(lithe_set_allocator(NULL));
 }
 
-/* ---- pooling (conv.c) against the scalar twins, bit for bit ---- */
+/* ---- pooling (conv.c) against the scalar twins, bit for bit; max pooling without which (inference)
+ * gives the same Y; average pooling also against a float64 mean ---- */
 static void test_pool2d_matches_scalar(void **state) {
     (void)state;
-    typedef struct { int64_t N, C, H, W, K, s, p; bool max, cip; } pc;
-    const pc cases[] = {{3, 5, 28, 28, 2, 2, 0, true, false}, {2, 3, 9, 11, 2, 2, 0, true, false},
-                        {2, 4, 13, 10, 3, 2, 1, true, false}, {1, 6, 8, 9, 3, 1, 1, false, false},
-                        {2, 2, 7, 7, 3, 2, 1, false, true},
-                        {1, 3, 6, 39, 2, 2, 0, true, false}, /* 19 columns: the 8-, 4- and 1-wide blocks */
-                        {1, 2, 30, 30, 2, 2, 0, true, false}};
+    typedef struct { int64_t N, C, H, W, K, s, p; bool max, cip; int64_t KW, d; } pc; /* KW, d 0: K, 1 */
+    const pc cases[] = {{3, 5, 28, 28, 2, 2, 0, true, false, 0, 0}, {2, 3, 9, 11, 2, 2, 0, true, false, 0, 0},
+                        {2, 4, 13, 10, 3, 2, 1, true, false, 0, 0}, {1, 6, 8, 9, 3, 1, 1, false, false, 0, 0},
+                        {2, 2, 7, 7, 3, 2, 1, false, true, 0, 0},
+                        {1, 3, 6, 39, 2, 2, 0, true, false, 0, 0}, /* 19 columns: the 8-, 4- and 1-wide blocks */
+                        {1, 2, 30, 30, 2, 2, 0, true, false, 0, 0},
+                        {2, 3, 6, 7, 2, 2, 0, true, false, 0, 0},   /* 3 columns: one at a time */
+                        {1, 2, 4, 3, 2, 2, 0, true, false, 0, 0},   /* 1 column */
+                        {1, 2, 4, 24, 2, 2, 0, true, false, 0, 0},  /* 12 columns: 8 + 4 */
+                        /* windows inside the plane: eight planes at a time, then the twin for the rest */
+                        {3, 7, 7, 7, 7, 1, 0, false, false, 0, 0},      /* GlobalAveragePool, 21 planes */
+                        {2, 9, 5, 9, 5, 1, 0, false, false, 9, 0},   /* global, not square, 18 planes */
+                        {2, 9, 5, 9, 5, 1, 0, true, false, 9, 0},    /* GlobalMaxPool */
+                        {1, 17, 11, 10, 3, 2, 0, false, true, 0, 0},    /* AveragePool 3x3 / 2 */
+                        {1, 17, 11, 10, 3, 2, 0, true, false, 0, 0},    /* MaxPool 3x3 / 2 */
+                        {2, 5, 12, 13, 3, 1, 0, true, false, 2, 2}, /* dilated 3x2 */
+                        {2, 5, 12, 13, 2, 3, 0, false, false, 3, 2},
+                        {1, 8, 1, 1, 1, 1, 0, false, false, 0, 0}};     /* 1x1 planes */
     lithe_backend *cpu;
     OK(lithe_backend_get("cpu", &cpu));
     for (int tt = 0; tt < 2 * ntables; tt++) { /* every table at 1 and 3 threads */
@@ -999,26 +1062,52 @@ static void test_pool2d_matches_scalar(void **state) {
         OK(st);
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
             const pc *c = &cases[i];
-            lithe__pool2d g = {.N = c->N, .C = c->C, .H = c->H, .W = c->W, .KH = c->K, .KW = c->K,
-                               .stride = {c->s, c->s}, .pad = {c->p, c->p, c->p, c->p}, .dil = {1, 1},
+            int64_t d = c->d ? c->d : 1;
+            lithe__pool2d g = {.N = c->N, .C = c->C, .H = c->H, .W = c->W, .KH = c->K, .KW = c->KW ? c->KW : c->K,
+                               .stride = {c->s, c->s}, .pad = {c->p, c->p, c->p, c->p}, .dil = {d, d},
                                .max = c->max, .count_include_pad = c->cip};
-            g.OH = (c->H + 2 * c->p - c->K) / c->s + 1;
-            g.OW = (c->W + 2 * c->p - c->K) / c->s + 1;
+            g.OH = (c->H + 2 * c->p - d * (g.KH - 1) - 1) / c->s + 1;
+            g.OW = (c->W + 2 * c->p - d * (g.KW - 1) - 1) / c->s + 1;
             size_t nx = (size_t)(g.N * g.C * g.H * g.W), ny = (size_t)(g.N * g.C * g.OH * g.OW);
-            float *X = malloc(nx * 4), *Ys = malloc(ny * 4), *Yv = malloc(ny * 4), *dY = malloc(ny * 4),
-                  *dXs = calloc(nx, 4), *dXv = calloc(nx, 4);
+            float *X = malloc(nx * 4), *Ys = malloc(ny * 4), *Yv = malloc(ny * 4), *Yn = malloc(ny * 4),
+                  *dY = malloc(ny * 4), *dXs = calloc(nx, 4), *dXv = calloc(nx, 4);
             int32_t *ws = malloc(ny * 4), *wv = malloc(ny * 4);
             fill(X, (int64_t)nx, -1, 1), fill(dY, (int64_t)ny, -1, 1);
+            if (!c->max) { /* the float64 mean first, on finite data */
+                lithe__cpu_pool2d(&g, X, Yv, NULL);
+                for (int64_t nc = 0; nc < g.N * g.C; nc++)
+                    for (int64_t oh = 0; oh < g.OH; oh++)
+                        for (int64_t ow = 0; ow < g.OW; ow++) {
+                            double sum = 0.0;
+                            int64_t cnt = 0;
+                            for (int64_t kh = 0; kh < g.KH; kh++)
+                                for (int64_t kw = 0; kw < g.KW; kw++) {
+                                    int64_t h = oh * c->s - c->p + kh * d, w = ow * c->s - c->p + kw * d;
+                                    if (h < 0 || h >= g.H || w < 0 || w >= g.W) continue;
+                                    sum += X[(nc * g.H + h) * g.W + w], cnt++;
+                                }
+                            double ref = sum / (double)(c->cip ? g.KH * g.KW : cnt);
+                            /* |x| <= 1: the float sum of cnt terms is within (cnt - 1) u cnt, its mean
+                             * within (cnt - 1) u, u = 2^-24, plus the division's rounding */
+                            assert_true(fabs(Yv[(nc * g.OH + oh) * g.OW + ow] - ref) <= (double)cnt * 0x1p-24);
+                        }
+            }
             X[0] = X[1]; /* a tie: the first maximum wins */
             for (size_t q = 5; q < nx; q += 37) X[q] = (q / 37) % 3 ? X[q - 1] : NAN; /* ties and NaNs inside */
             lithe_f32_pool2d__scalar(&g, X, Ys, c->max ? ws : NULL);
             lithe__cpu_pool2d(&g, X, Yv, c->max ? wv : NULL);
             same_bits("pool", "pool2d", (int64_t)ny, Ys, Yv);
             if (c->max) assert_memory_equal(ws, wv, ny * 4);
+            if (c->max) { /* inference: no which, the same Y from the twin and the backend */
+                lithe__cpu_pool2d(&g, X, Yn, NULL);
+                same_bits("pool", "maxpool2d without which", (int64_t)ny, Ys, Yn);
+                lithe_f32_pool2d__scalar(&g, X, Yn, NULL);
+                same_bits("pool", "maxpool2d twin without which", (int64_t)ny, Ys, Yn);
+            }
             lithe_f32_pool2d_backward__scalar(&g, dY, c->max ? ws : NULL, dXs);
             lithe__cpu_pool2d_backward(&g, dY, c->max ? wv : NULL, dXv);
             same_bits("pool", "pool2d backward", (int64_t)nx, dXs, dXv);
-            free(X), free(Ys), free(Yv), free(dY), free(dXs), free(dXv), free(ws), free(wv);
+            free(X), free(Ys), free(Yv), free(Yn), free(dY), free(dXs), free(dXv), free(ws), free(wv);
         }
     }
     lithe__simd_force(NULL);
@@ -1035,6 +1124,7 @@ int main(void) {
         cmocka_unit_test(test_conv2d_image_alone_equals_batch),
         cmocka_unit_test(test_conv2d_depthwise_padding_exact),
         cmocka_unit_test(test_conv2d_depthwise_fused_act),
+        cmocka_unit_test(test_conv2d_gemm_fused_act),
         cmocka_unit_test(test_dwconv_kernels_match_scalar),
         cmocka_unit_test(test_cache_reuses_and_bounds),
         /* the tests that start worker threads last */

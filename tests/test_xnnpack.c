@@ -271,6 +271,26 @@ static void test_clipped_dense(void **state) {
     }
 }
 
+/* A clip with equal bounds (ClippedLinear accepts min == max) has no XNNPACK form (XNNPACK refuses
+ * min >= max): prepare succeeds without an operator and predict keeps the unprepared bits. */
+static void test_clip_equal_bounds(void **state) {
+    (void)state;
+    lithe_model *m = NULL;
+    OK(lithe_clipped_linear(&(lithe_dense_opts){.nO = 10, .nI = 8}, 1.0f, 0.0f, 0.5f, 0.5f, &m));
+    OK(lithe_model_initialize(m, NULL, NULL));
+    lithe_tensor *X = rnd(2, (int64_t[]){40, 8}, 5), *Y0 = NULL, *Y1 = NULL;
+    OK(lithe_model_predict_tensor(m, X, &Y0));
+    OK(lithe_model_prepare_inference(m));
+    size_t before = lithe__xnn_runs;
+    OK(lithe_model_predict_tensor(m, X, &Y1));
+    assert_int_equal(lithe__xnn_runs - before, 0);
+    assert_memory_equal(lithe_tensor_data(Y0), lithe_tensor_data(Y1), 40 * 10 * sizeof(float));
+    lithe_tensor_release(X);
+    lithe_tensor_release(Y0);
+    lithe_tensor_release(Y1);
+    lithe_model_free(m);
+}
+
 /* Allocation failures while preparing an XNNPACK operator (lithe's bookkeeping, the transposed
  * weights) */
 static lithe_tensor *oomW, *oomb;
@@ -430,6 +450,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_fc),
         cmocka_unit_test(test_dense_model),
         cmocka_unit_test(test_clipped_dense),
+        cmocka_unit_test(test_clip_equal_bounds),
         cmocka_unit_test(test_oom),
         cmocka_unit_test(test_graphs),
         cmocka_unit_test(test_bad_conv_attrs),

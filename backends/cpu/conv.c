@@ -434,9 +434,10 @@ static lithe_status workspace(lithe_backend *be, size_t n, float **out) {
  * more than twice the output rows (Wq - OW > OW: many short runs per sliver); then im2col into
  * col (K, OH·OW). Pointwise (1x1, stride 1, no padding): the GEMM reads X itself.
  * A fused activation (conv2d's a) costs no pass of its own with pixel rows (each tile, in the
- * GEMM's buffer before its transposed store); with filter rows the act kernel runs in place over
- * the image-group's output after its GEMM, the act kernel's bits either way, so equal to the act
- * primitive after. (The GEMM's per-tile epilogue, one act call per tile row of nr floats, and
+ * GEMM's buffer before its transposed store); with filter rows a relu or clamp goes into the
+ * microkernel's store when the kernel has one (gemm.h's clamp_ok: AVX-512, scalar), other acts
+ * (and every act with other kernels) run the act kernel in place over the image-group's output
+ * after its GEMM; the act kernel's bits either way, so equal to the act primitive after. (The GEMM's per-tile epilogue, one act call per tile row of nr floats, and
  * column blocks of the product that fit L2, each activated after its GEMM, measured slower than
  * one pass after: call overhead on 32-float rows; mobilenet_v2's 1x1 convolutions at 112x112
  * and 56x56 +4-9 %.) */
@@ -525,14 +526,22 @@ static void shifted_fill(const lithe__conv2d *g, const shifted_ws *w, int64_t Cg
         }
 }
 
+/* Filter rows: a relu or clamp goes into the microkernel's store when the kernel clamps there
+ * (gemm.h's clamp_ok: C written once, the act kernel's bits); other acts run after the GEMM. */
+static bool act_in_store(const lithe__act *a) {
+    return a && lithe__sgemm_kernel_best()->clamp_ok && lithe__sgemm_act_clamp(a, NULL, NULL, NULL);
+}
+
 static lithe_status shifted_forward(const lithe__conv2d *g, const shifted_ws *w, int64_t Cg, int64_t Mg, int64_t K,
                                     const float *x, const float *Wg, const float *b, const lithe__act *a, float *y) {
     shifted_fill(g, w, Cg, x);
     lithe__sgemm_epilogue e = {.bias_row = b};
+    bool in_store = act_in_store(a);
+    if (in_store) e.act = a, e.act_fn = lithe__simd()->act;
     if (!lithe__sgemm_rows(NULL, true, Mg, g->OH * g->OW, K, Wg, K, w->rows, g->OW, w->Wq, y, g->OH * g->OW,
-                           b ? &e : NULL))
+                           b || in_store ? &e : NULL))
         return LITHE_ERR_OOM;
-    if (a) lithe__simd()->act(a, Mg * g->OH * g->OW, y, y); /* as the im2col path */
+    if (a && !in_store) lithe__simd()->act(a, Mg * g->OH * g->OW, y, y); /* as the im2col path */
     return LITHE_OK;
 }
 
@@ -613,11 +622,14 @@ static void gemm_images(void *ctx, int64_t n0, int64_t n1) {
             }
             if (!pw) im2col(g, x, Cg, ws);
             lithe__sgemm_epilogue e = {.bias_row = b};
-            if (!lithe__sgemm(NULL, true, false, false, Mg, P, K, 1.0f, Wg, K, pw ? x : ws, P, 0.0f, y, P, b ? &e : NULL))
+            bool in_store = act_in_store(j->a);
+            if (in_store) e.act = j->a, e.act_fn = lithe__simd()->act;
+            if (!lithe__sgemm(NULL, true, false, false, Mg, P, K, 1.0f, Wg, K, pw ? x : ws, P, 0.0f, y, P,
+                              b || in_store ? &e : NULL))
                 s = LITHE_ERR_OOM;
-            /* the activation over the image-group's output in one call: the GEMM's per-tile epilogue
-             * calls it per tile row (nr floats), which measured slower than this pass */
-            else if (j->a)
+            /* other activations over the image-group's output in one call: the GEMM's per-tile
+             * epilogue calls the act kernel per tile row (nr floats), which measured slower */
+            else if (j->a && !in_store)
                 lithe__simd()->act(j->a, Mg * P, y, y);
         }
     if (ws) j->be->ops->free(j->be, ws);
@@ -689,7 +701,10 @@ lithe_status lithe__cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *
 
 /* ---- pooling: the scalar twins' loops, split over (image, channel) planes; 2x2 stride-2 max
  * pooling without padding (LeNet's) has its own loop with the twin's tap order and first-maximum
- * rule. Selections and per-window sums in the twin's order: bit-identical. ---- */
+ * rule; other pooling whose windows all lie inside the plane (no padding: GlobalAveragePool, most
+ * AveragePools) runs eight planes side by side, each plane's window summed or maxed in the twin's
+ * tap order, so eight independent chains run where the twin has one. Selections and per-window
+ * sums in the twin's order: bit-identical. which NULL (inference): no indices are written. ---- */
 
 typedef struct pool_job {
     const lithe__pool2d *g;
@@ -704,11 +719,61 @@ static bool is_max2x2(const lithe__pool2d *g) {
            !g->pad[1] && g->dil[0] == 1 && g->dil[1] == 1 && 2 * g->OH <= g->H && 2 * g->OW <= g->W;
 }
 
+/* Every window's taps inside the plane (no padding, ceil_mode not reaching past the edge). */
+static bool pool_inbounds(const lithe__pool2d *g) {
+    return !g->pad[0] && !g->pad[1] && g->OH > 0 && g->OW > 0 &&
+           (g->OH - 1) * g->stride[0] + (g->KH - 1) * g->dil[0] < g->H &&
+           (g->OW - 1) * g->stride[1] + (g->KW - 1) * g->dil[1] < g->W;
+}
+
+/* Eight planes of an in-bounds pooling: the twin's sum from 0.0f over taps kh, kw ascending, or its
+ * first maximum (the first tap taken as it is, then `>`), divided by KH·KW (every tap counts). */
+enum { POOL_PLANES = 8 };
+static void pool_planes8(const lithe__pool2d *g, const float *x, float *y, int32_t *which) {
+    const int64_t HW = g->H * g->W, OP = g->OH * g->OW;
+    const float div = (float)(g->KH * g->KW);
+    for (int64_t oh = 0; oh < g->OH; oh++)
+        for (int64_t ow = 0; ow < g->OW; ow++) {
+            const int64_t o = oh * g->OW + ow, base = oh * g->stride[0] * g->W + ow * g->stride[1];
+            float acc[POOL_PLANES];
+            int32_t arg[POOL_PLANES];
+            for (int l = 0; l < POOL_PLANES; l++) {
+                acc[l] = g->max ? x[l * HW + base] : 0.0f;
+                arg[l] = (int32_t)base;
+            }
+            for (int64_t kh = 0; kh < g->KH; kh++) {
+                const float *row = x + base + kh * g->dil[0] * g->W;
+                for (int64_t kw = 0; kw < g->KW; kw++) {
+                    const int64_t t = kw * g->dil[1];
+                    if (g->max) {
+                        const int32_t at = (int32_t)(row - x + t);
+                        for (int l = 0; l < POOL_PLANES; l++) {
+                            const float v = row[l * HW + t];
+                            const bool gt = v > acc[l];
+                            acc[l] = gt ? v : acc[l];
+                            arg[l] = gt ? at : arg[l];
+                        }
+                    } else {
+                        for (int l = 0; l < POOL_PLANES; l++) acc[l] += row[l * HW + t];
+                    }
+                }
+            }
+            for (int l = 0; l < POOL_PLANES; l++) {
+                y[l * OP + o] = g->max ? acc[l] : acc[l] / div;
+                if (which) which[l * OP + o] = arg[l];
+            }
+        }
+}
+
 static void pool_planes(void *ctx, int64_t p0, int64_t p1) {
     const pool_job *j = ctx;
     const lithe__pool2d *g = j->g;
     int64_t HW = g->H * g->W, OP = g->OH * g->OW;
     if (!is_max2x2(g)) {
+        if (pool_inbounds(g))
+            for (; p0 + POOL_PLANES <= p1; p0 += POOL_PLANES)
+                pool_planes8(g, j->X + p0 * HW, j->Y + p0 * OP, j->which ? j->which + p0 * OP : NULL);
+        if (p0 == p1) return;
         lithe__pool2d sub = *g;
         sub.N = 1;
         sub.C = p1 - p0;
@@ -720,7 +785,7 @@ static void pool_planes(void *ctx, int64_t p0, int64_t p1) {
         const float *x = j->X + nc * HW;
         for (int64_t oh = 0; oh < g->OH; oh++)
             k->maxpool2x2_row(g->OW, x + 2 * oh * g->W, x + (2 * oh + 1) * g->W, g->W, (int32_t)(2 * oh * g->W),
-                              j->Y + nc * OP + oh * g->OW, j->which + nc * OP + oh * g->OW);
+                              j->Y + nc * OP + oh * g->OW, j->which ? j->which + nc * OP + oh * g->OW : NULL);
     }
 }
 

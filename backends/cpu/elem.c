@@ -79,7 +79,7 @@ static void scalar_maxpool2x2_row(int64_t n, const float *r0, const float *r1, i
         if (r1[2 * o] > best) best = r1[2 * o], arg = base + (int32_t)(W + 2 * o);
         if (r1[2 * o + 1] > best) best = r1[2 * o + 1], arg = base + (int32_t)(W + 2 * o + 1);
         y[o] = best;
-        which[o] = arg;
+        if (which) which[o] = arg;
     }
 }
 

@@ -435,7 +435,7 @@ LC_KERNEL(k_pool2d, (const lc_thread &t, lithe__pool2d g, const float *X, float 
         }
         if (g.max) {
             Y[o] = best;
-            which[o] = (int32_t)arg;
+            if (which) which[o] = (int32_t)arg; /* NULL: inference, no backward reads it */
         } else {
             int64_t div = g.count_include_pad ? g.KH * g.KW : count;
             Y[o] = div ? sum / (float)div : 0.0f;

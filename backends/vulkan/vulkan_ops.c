@@ -946,11 +946,13 @@ static lithe_status vk_pool2d(lithe_backend *be, const lithe__pool2d *g, const l
                               lithe_tensor *which) {
     LITHE__TRY(need_f32("pool2d", X));
     LITHE__TRY(need_f32("pool2d", Y));
-    if (g->max && (!which || which->dtype != LITHE_I32))
-        return lithe__fail(LITHE_ERR_DTYPE, "vulkan pool2d: max pooling needs an int32 which");
+    if (g->max && which && which->dtype != LITHE_I32)
+        return lithe__fail(LITHE_ERR_DTYPE, "vulkan pool2d: max pooling's which must be int32, got %s",
+                           lithe_dtype_name(which->dtype));
     if (!Y->numel) return LITHE_OK;
     lithe__vk_push p;
     LITHE__TRY(pool_push("pool2d", g, &p));
+    if (g->max && !which) p.u[9] |= 4u; /* inference: the shader writes Y only */
     return DISPATCH("pool2d", "conv", SPEC4, &p, groups_for(Y->numel), 1, Y, X, NULL, NULL, g->max ? which : NULL);
 }
 

@@ -1530,7 +1530,8 @@ FWD(f_pool) {
     LITHE__TRY(pool_geometry(x, node, in[0], &g));
     int64_t shape[4] = {g.N, g.C, g.OH, g.OW};
     LITHE__TRY(new_f32(x, 4, shape, false, &out[0]));
-    if (g.max) LITHE__TRY(lithe__gexec_alloc(x, x->be, LITHE_I32, 4, shape, false, &saved[0]));
+    /* the argmax indices only when a backward may read them (inference skips writing them) */
+    if (g.max && x->keep_all) LITHE__TRY(lithe__gexec_alloc(x, x->be, LITHE_I32, 4, shape, false, &saved[0]));
     if (n_out > 1) return fail(x, node, LITHE_ERR_UNSUPPORTED, "MaxPool's Indices output");
     return lithe__op_pool2d(x->be, &g, in[0], out[0], saved[0]);
 }

@@ -40,6 +40,7 @@ bool lithe__act_clamp(const lithe__act *a, float *lo, float *hi) {
     if (a->kind == LITHE__ACT_RELU) l = 0.0f; /* max(x, 0) */
     else if (a->kind == LITHE__ACT_CLIPPED_LINEAR && a->slope == 1.0f && a->offset == 0.0f) l = a->min_val, h = a->max_val;
     else return false;
+    if (!(l < h)) return false; /* crossed, equal or NaN bounds: XNNPACK refuses min >= max */
     if (lo) *lo = l;
     if (hi) *hi = h;
     return true;

@@ -4,6 +4,7 @@
 #include "gemm.h"
 #include "../threadpool.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,13 @@
 
 #define S_MR 4
 #define S_NR 8
+
+/* gemm.h's clamp, written as the act kernel writes relu and clip (backends/cpu/scalar/act.c). */
+static inline float clamp1(const lithe__sgemm_ukparams *p, float t) {
+    if (p->clamp == LITHE__SGEMM_CLAMP_RELU) return t > 0.0f ? t : 0.0f;
+    float y = t * 1.0f + 0.0f;
+    return y < p->lo ? p->lo : (y > p->hi ? p->hi : y);
+}
 
 static void lithe_f32_gemm_ukernel_4x8__scalar(size_t mr, size_t nr, size_t kc, const float *a, const float *b, float *c,
                                  size_t ldc, const lithe__sgemm_ukparams *p) {
@@ -32,7 +40,7 @@ static void lithe_f32_gemm_ukernel_4x8__scalar(size_t mr, size_t nr, size_t kc, 
             float t = p->alpha * acc[i][j];
             if (p->beta != 0.0f) t += p->beta * ci[j];
             if (p->bias) t += p->bias[j];
-            ci[j] = t;
+            ci[j] = p->clamp ? clamp1(p, t) : t;
         }
     }
 }
@@ -57,15 +65,41 @@ static void lithe_f32_gemm_urow_1x8__scalar(size_t ns, size_t nr_last, size_t kc
             float t = p->alpha * acc[j];
             if (p->beta != 0.0f) t += p->beta * c[j];
             if (bias) t += bias[j];
-            c[j] = t;
+            c[j] = p->clamp ? clamp1(p, t) : t;
         }
     }
 }
 
 static const lithe__sgemm_kernel kernel_scalar = {
     .isa = "scalar", .mr = S_MR, .nr = S_NR, .mc = 128, .kc = 256, .nc = 2048, .ukernel = lithe_f32_gemm_ukernel_4x8__scalar,
-    .gemv_t = gemv_t__scalar, .gemv_n = gemv_n__scalar, .urow = lithe_f32_gemm_urow_1x8__scalar,
+    .gemv_t = gemv_t__scalar, .gemv_n = gemv_n__scalar, .urow = lithe_f32_gemm_urow_1x8__scalar, .clamp_ok = true,
 };
+
+bool lithe__sgemm_act_clamp(const lithe__act *a, int *clamp, float *lo, float *hi) {
+    int c = LITHE__SGEMM_CLAMP_NONE;
+    float l = 0.0f, h = 0.0f;
+    if (!a) return false;
+    if (a->kind == LITHE__ACT_RELU) c = LITHE__SGEMM_CLAMP_RELU;
+    /* crossed or NaN bounds, and -0 ones (kept out of the store's clamp; test_gemm_ukernels checks
+     * that they are refused): the act kernel after the store */
+    else if (a->kind == LITHE__ACT_CLIPPED_LINEAR && a->slope == 1.0f && a->offset == 0.0f &&
+             a->min_val <= a->max_val && !(a->min_val == 0.0f && signbit(a->min_val)) &&
+             !(a->max_val == 0.0f && signbit(a->max_val)))
+        c = LITHE__SGEMM_CLAMP_CLIP, l = a->min_val, h = a->max_val;
+    else return false;
+    if (clamp) *clamp = c;
+    if (lo) *lo = l;
+    if (hi) *hi = h;
+    return true;
+}
+
+/* The clamp for an epilogue's act when kernel k applies it in its store: an act there, no Z (which
+ * keeps the pre-activation) and no row bias added after the store (M = 1, K = 0). */
+static bool epi_clamp(const lithe__sgemm_kernel *k, const lithe__sgemm_epilogue *e, bool bias_row_after,
+                      lithe__sgemm_ukparams *p) {
+    if (!k->clamp_ok || !e || !e->act || e->Z || (bias_row_after && e->bias_row)) return false;
+    return lithe__sgemm_act_clamp(e->act, &p->clamp, &p->lo, &p->hi);
+}
 
 const lithe__sgemm_kernel *lithe__sgemm_kernel_scalar(void) { return &kernel_scalar; }
 
@@ -306,8 +340,8 @@ static size_t ws_floats(const lithe__sgemm_kernel *k, int64_t M, int64_t N, int6
 
 static bool epilogue_after(const lithe__sgemm_epilogue *e) { return e && (e->Z || e->act || e->bias_row); }
 
-static void epilogue_tile(const lithe__sgemm_epilogue *e, bool add_bias_row, size_t mr, size_t nr, float *c, size_t ldc,
-                          int64_t i0, int64_t j0) {
+static void epilogue_tile(const lithe__sgemm_epilogue *e, bool add_bias_row, bool act, size_t mr, size_t nr, float *c,
+                          size_t ldc, int64_t i0, int64_t j0) {
     for (size_t i = 0; i < mr; i++) {
         float *ci = c + i * ldc;
         if (add_bias_row && e->bias_row) {
@@ -315,7 +349,7 @@ static void epilogue_tile(const lithe__sgemm_epilogue *e, bool add_bias_row, siz
             for (size_t j = 0; j < nr; j++) ci[j] += b;
         }
         if (e->Z) memcpy(e->Z + (i0 + (int64_t)i) * e->ldz + j0, ci, nr * sizeof(float));
-        if (e->act) e->act_fn(e->act, (int64_t)nr, ci, ci);
+        if (act && e->act) e->act_fn(e->act, (int64_t)nr, ci, ci);
     }
 }
 
@@ -340,7 +374,7 @@ static void store_trans(const job *jb, const lithe__sgemm_kernel *k, size_t mr, 
     }
     k->ukernel(mr, nr, kb, a, b, tile, NR, p);
     const lithe__sgemm_epilogue *e = jb->epi;
-    if (last && e && e->act) {
+    if (last && e && e->act && !p->clamp) {
         if (nr == NR) e->act_fn(e->act, (int64_t)(mr * NR), tile, tile);
         else
             for (size_t i = 0; i < mr; i++) e->act_fn(e->act, (int64_t)nr, tile + i * NR, tile + i * NR);
@@ -364,6 +398,8 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
     size_t mcmax = round_up((size_t)(m1 - m0 < k->mc ? m1 - m0 : k->mc), MR);
     float *Ap = ws, *Bp = ws + round_up(kcmax * mcmax, 16); /* slivers 64-byte aligned */
     float *tile = jb->Bpk ? Bp : Bp + kcmax * round_up((size_t)(n1 - n0 < k->nc ? n1 - n0 : k->nc), NR);
+    lithe__sgemm_ukparams cl = {0};
+    const bool clamped = epi_clamp(k, epi, false, &cl); /* a row bias rides in the product here */
     for (int64_t jc = n0; jc < n1; jc += k->nc) {
         size_t nb = (size_t)(n1 - jc < k->nc ? n1 - jc : k->nc);
         for (int64_t pc = 0; pc < K; pc += k->kc) {
@@ -397,7 +433,8 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                 if (k->pack_b) k->pack_b(lanes, kr, src, (size_t)jb->ldb, jb->tB, dst);
                 else pack_portable(NR, lanes, kr, src, (size_t)jb->ldb, jb->tB, dst);
             }
-            lithe__sgemm_ukparams p = {jb->alpha, pc == 0 ? jb->beta : 1.0f, NULL};
+            lithe__sgemm_ukparams p = {.alpha = jb->alpha, .beta = pc == 0 ? jb->beta : 1.0f};
+            if (last && clamped) p.clamp = cl.clamp, p.lo = cl.lo, p.hi = cl.hi; /* the act in the store */
             for (int64_t ic = m0; ic < m1; ic += k->mc) {
                 size_t mb = (size_t)(m1 - ic < k->mc ? m1 - ic : k->mc);
                 for (size_t ir = 0; ir < mb; ir += MR) {
@@ -432,8 +469,9 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                                          (size_t)jb->ldb, c, (size_t)jb->ldc, &p);
                         else
                             k->ukernel(mr, nr, kb, Ap + ir * kb, Bp + jr * kb, c, (size_t)jb->ldc, &p);
-                        if (last && epi && (epi->Z || epi->act)) /* not with c_trans (store_trans) */
-                            epilogue_tile(epi, false, mr, nr, c, (size_t)jb->ldc, ic + (int64_t)ir, jc + (int64_t)jr);
+                        if (last && epi && (epi->Z || (epi->act && !clamped))) /* not with c_trans (store_trans) */
+                            epilogue_tile(epi, false, !clamped, mr, nr, c, (size_t)jb->ldc, ic + (int64_t)ir,
+                                          jc + (int64_t)jr);
                     }
                 }
             }
@@ -525,7 +563,7 @@ static void gemv_task(void *ctx, int64_t begin, int64_t end) {
     const float *w = g->trans ? g->w + j0 * g->ldw : g->w + j0;
     const float *bias = g->epi && g->epi->bias ? g->epi->bias + j0 : NULL;
     g->fn(n, g->K, g->kc, g->alpha, g->x, w, g->ldw, g->beta, g->y + j0, bias);
-    if (epilogue_after(g->epi)) epilogue_tile(g->epi, true, 1, n, g->y + j0, 0, 0, (int64_t)j0);
+    if (epilogue_after(g->epi)) epilogue_tile(g->epi, true, true, 1, n, g->y + j0, 0, 0, (int64_t)j0);
 }
 
 /* ---- M = 1 against op(B) packed ahead: the one-row kernel over ranges of slivers ---- */
@@ -546,13 +584,17 @@ static void row_task(void *ctx, int64_t begin, int64_t end) {
     size_t n0 = (size_t)begin * NR, n1 = (size_t)end * NR < (size_t)r->N ? (size_t)end * NR : (size_t)r->N;
     size_t ns = (size_t)(end - begin), nr_last = n1 - (size_t)(end - 1) * NR;
     const lithe__sgemm_epilogue *epi = r->epi;
+    lithe__sgemm_ukparams cl = {0};
+    bool clamped = epi_clamp(r->k, epi, true, &cl);
     for (size_t pc = 0; pc < (size_t)r->K; pc += KC) {
         size_t kb = (size_t)r->K - pc < KC ? (size_t)r->K - pc : KC;
         bool last = pc + kb == (size_t)r->K;
-        lithe__sgemm_ukparams p = {r->alpha, pc == 0 ? r->beta : 1.0f, last && epi && epi->bias ? epi->bias + n0 : NULL};
+        lithe__sgemm_ukparams p = {.alpha = r->alpha, .beta = pc == 0 ? r->beta : 1.0f,
+                                   .bias = last && epi && epi->bias ? epi->bias + n0 : NULL};
+        if (last && clamped) p.clamp = cl.clamp, p.lo = cl.lo, p.hi = cl.hi;
         r->k->urow(ns, nr_last, kb, r->x + pc, r->Bpk->data + pc * Npad + n0 * kb, r->C + n0, &p);
     }
-    if (epilogue_after(epi)) epilogue_tile(epi, true, 1, n1 - n0, r->C + n0, 0, 0, (int64_t)n0);
+    if (epilogue_after(epi)) epilogue_tile(epi, true, !clamped, 1, n1 - n0, r->C + n0, 0, 0, (int64_t)n0);
 }
 
 /* ---- entry ---- */
@@ -568,7 +610,7 @@ static void k_zero(int64_t M, int64_t N, float beta, float *C, int64_t ldc, cons
             if (epi && epi->bias) t += epi->bias[j];
             c[j] = t;
         }
-        if (epilogue_after(epi)) epilogue_tile(epi, true, 1, (size_t)N, c, 0, i, 0);
+        if (epilogue_after(epi)) epilogue_tile(epi, true, true, 1, (size_t)N, c, 0, i, 0);
     }
 }
 

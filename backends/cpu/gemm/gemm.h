@@ -42,7 +42,16 @@ typedef struct lithe__sgemm_ukparams {
     float alpha;
     float beta;
     const float *bias; /* NULL, or nr floats (already offset to the tile's first column) */
+    /* Optional (kernels with clamp_ok only; 0 elsewhere): the value t of the write rule is clamped
+     * before the store, with the act kernel's exact bits (relu and a clipped linear of slope 1 and
+     * offset 0, backends/cpu/scalar/act.c), so that a fused relu / ReLU6 costs no pass over C:
+     *   LITHE__SGEMM_CLAMP_RELU:  c = t > 0 ? t : 0              (NaN and -0 -> +0)
+     *   LITHE__SGEMM_CLAMP_CLIP:  y = t * 1 + 0 (-0 -> +0);  c = y < lo ? lo : (y > hi ? hi : y)
+     *                             only with lo <= hi (neither NaN): then max(lo, min(hi, y)). */
+    int clamp;
+    float lo, hi;
 } lithe__sgemm_ukparams;
+enum { LITHE__SGEMM_CLAMP_NONE = 0, LITHE__SGEMM_CLAMP_RELU, LITHE__SGEMM_CLAMP_CLIP };
 
 /* The microkernel: C tile (mr x nr, row stride ldc) from kc >= 1 steps of a packed A sliver and
  * a packed B sliver. 1 <= mr <= MR, 1 <= nr <= NR; a partial tile (mr < MR or nr < NR) must
@@ -55,8 +64,10 @@ typedef void (*lithe__sgemm_ukernel_fn)(size_t mr, size_t nr, size_t kc, const f
 
 /* Optional: the microkernel reading its B sliver where it lies in an untransposed op(B) instead of
  * packed: step k's NR floats at b + k * ldb (B's row stride; unaligned), otherwise ukernel's
- * contract and bits exactly. The driver uses it for whole slivers (nr = NR) of every K block that
- * has no bias step, so such a product packs only A. */
+ * contract and bits exactly. The driver uses it (run_range's in_place) for whole slivers (nr = NR)
+ * of every K block without a bias step when op(B) = B is read as given (no packed-ahead panels, no
+ * row pointers, no transposed store), one A block meets each sliver (M within mc), B is 64-byte
+ * aligned and its row stride a multiple of 16 floats but not of 1024; such a product packs only A. */
 typedef void (*lithe__sgemm_ukernel_b_fn)(size_t mr, size_t nr, size_t kc, const float *a, const float *b, size_t ldb,
                                           float *c, size_t ldc, const lithe__sgemm_ukparams *p);
 
@@ -118,11 +129,17 @@ typedef struct lithe__sgemm_kernel {
     void (*pack_segs)(size_t R, size_t kc, const float *const *rows, size_t nseg, const int64_t *off,
                       const size_t *lane, const size_t *len, float *dst);
     void (*transpose)(size_t rows, size_t cols, const float *src, size_t lds, float *dst, size_t ldd);
+    /* ukernel, ukernel_b and urow apply lithe__sgemm_ukparams' clamp: the driver then passes a
+     * relu / clip epilogue act in the last K block instead of the act kernel over each stored tile
+     * row (false: they ignore it and the act runs after the store, the same bits). */
+    bool clamp_ok;
 } lithe__sgemm_kernel;
 
 /* The epilogue of a fused GEMM (gemm_bias_act): after the last K block of a tile,
  *   Z = tile + bias (through the microkernel's bias), stored in Z when Z is not C;
- *   C = act(Z) when act is set (act_fn over each tile row, in L1).
+ *   C = act(Z) when act is set (act_fn over each tile row, in L1; or, when the kernel has
+ *       clamp_ok, Z is NULL and act is a relu or a clamp (lithe__sgemm_act_clamp), inside the
+ *       microkernel's store of the last K block: the same bits, C written once).
  * bias NULL: none; act NULL: none; Z NULL: the pre-activation is not kept. */
 typedef void (*lithe__act_fn)(const lithe__act *a, int64_t n, const float *X, float *Y);
 typedef struct lithe__sgemm_epilogue {
@@ -139,6 +156,11 @@ typedef struct lithe__sgemm_epilogue {
      * alpha where the after-store paths do not. */
     const float *bias_row;
 } lithe__sgemm_epilogue;
+
+/* The microkernel clamp (ukparams' clamp, lo, hi) giving act's bits, when it has one: relu, and a
+ * clipped linear of slope 1, offset 0 and min <= max, neither bound -0 (ReLU6, ONNX Clip). False
+ * otherwise (NULL outputs: not written). */
+bool lithe__sgemm_act_clamp(const lithe__act *act, int *clamp, float *lo, float *hi);
 
 /* Kernels, per ISA. Each returns NULL where the ISA is not compiled in or the CPU lacks it. */
 const lithe__sgemm_kernel *lithe__sgemm_kernel_scalar(void);

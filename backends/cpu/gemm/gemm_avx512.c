@@ -14,25 +14,38 @@
 
 #define NR 32
 
+/* gemm.h's clamp with the act kernel's bits, by the operand order of maxps / minps (a > b ? a : b
+ * and a < b ? a : b: the second operand when either is NaN or both are zeros), as dwconv_taps'
+ * dw_act: relu = max(t, +0) = t > 0 ? t : 0; clip = max(lo, min(hi, y)) of y = t + 0 (t * 1 is t,
+ * the + 0 turns -0 into +0 as the act kernel's offset does), which equals
+ * y < lo ? lo : (y > hi ? hi : y) when lo <= hi (NaN y: y itself, from both). */
+static inline __attribute__((always_inline)) __m512 clamp_v(__m512 t, int cl, __m512 vlo, __m512 vhi) {
+    if (cl == LITHE__SGEMM_CLAMP_RELU) return _mm512_max_ps(t, _mm512_setzero_ps());
+    return _mm512_max_ps(vlo, _mm512_min_ps(vhi, _mm512_add_ps(t, _mm512_setzero_ps())));
+}
+
 /* acc (mr x 32) -> C tile with the write rule of gemm.h; partial tiles through masks, with the
  * same arithmetic as full ones. */
 static inline __attribute__((always_inline)) void store_row(__m512 acc, float *c, const float *bias, __m512 valpha,
-                                                            float beta, __mmask16 m) {
+                                                            float beta, __mmask16 m, int cl, __m512 vlo, __m512 vhi) {
     __m512 t = _mm512_mul_ps(valpha, acc);
     if (beta != 0.0f) t = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(m, c), t);
     if (bias) t = _mm512_add_ps(t, _mm512_maskz_loadu_ps(m, bias));
+    if (cl) t = clamp_v(t, cl, vlo, vhi);
     _mm512_mask_storeu_ps(c, m, t);
 }
 
 /* The write rule for a partial tile (mr x nr of the accumulators acc[2 i], acc[2 i + 1]). */
 static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr, size_t nr, float *c, size_t ldc,
                                                     const lithe__sgemm_ukparams *p) {
-    __m512 va = _mm512_set1_ps(p->alpha);
+    __m512 va = _mm512_set1_ps(p->alpha), vlo = _mm512_set1_ps(p->lo), vhi = _mm512_set1_ps(p->hi);
     __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1);
     __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF : nr <= 16 ? (__mmask16)0 : (__mmask16)((1u << (nr - 16)) - 1);
     for (size_t i = 0; i < mr; i++) {
-        store_row(acc[2 * i], c + i * ldc, p->bias, va, p->beta, m0);
-        if (m1) store_row(acc[2 * i + 1], c + i * ldc + 16, p->bias ? p->bias + 16 : NULL, va, p->beta, m1);
+        store_row(acc[2 * i], c + i * ldc, p->bias, va, p->beta, m0, p->clamp, vlo, vhi);
+        if (m1)
+            store_row(acc[2 * i + 1], c + i * ldc + 16, p->bias ? p->bias + 16 : NULL, va, p->beta, m1, p->clamp, vlo,
+                      vhi);
     }
 }
 
@@ -83,6 +96,10 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
             t0 = _mm512_add_ps(t0, z0);                                                                           \
             t1 = _mm512_add_ps(t1, z1);                                                                           \
         }                                                                                                         \
+        if (cl) {                                                                                                 \
+            t0 = clamp_v(t0, cl, vlo, vhi);                                                                       \
+            t1 = clamp_v(t1, cl, vlo, vhi);                                                                       \
+        }                                                                                                         \
         _mm512_storeu_ps(ci, t0);                                                                                 \
         _mm512_storeu_ps(ci + 16, t1);                                                                            \
     }
@@ -130,6 +147,8 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
         const float *bias = p->bias;                                                                              \
         __m512 z0 = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();                                           \
         __m512 z1 = bias ? _mm512_loadu_ps(bias + 16) : _mm512_setzero_ps();                                      \
+        const int cl = p->clamp;                                                                                  \
+        __m512 vlo = _mm512_set1_ps(p->lo), vhi = _mm512_set1_ps(p->hi);                                          \
         ROWS_##MR(UK_STORE)                                                                                       \
         return;                                                                                                   \
     }                                                                                                             \
@@ -168,7 +187,9 @@ DEFINE_UKERNEL(14)
  * does a row of its tile. */
 static inline __attribute__((always_inline)) void urow_group(int G, size_t nr_last, size_t kc, const float *x,
                                                              const float *b, float *c, const float *bias, __m512 va,
-                                                             float beta) {
+                                                             float beta, const lithe__sgemm_ukparams *p) {
+    const int cl = p->clamp;
+    const __m512 vlo = _mm512_set1_ps(p->lo), vhi = _mm512_set1_ps(p->hi);
     const size_t sl = kc * NR;
     __m512 acc[8];
     for (int g = 0; g < 2 * G; g++) acc[g] = _mm512_setzero_ps();
@@ -183,8 +204,8 @@ static inline __attribute__((always_inline)) void urow_group(int G, size_t nr_la
         size_t nr = g == G - 1 ? nr_last : NR;
         __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1);
         __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF : nr <= 16 ? (__mmask16)0 : (__mmask16)((1u << (nr - 16)) - 1);
-        store_row(acc[2 * g], c + g * NR, bias ? bias + g * NR : NULL, va, beta, m0);
-        if (m1) store_row(acc[2 * g + 1], c + g * NR + 16, bias ? bias + g * NR + 16 : NULL, va, beta, m1);
+        store_row(acc[2 * g], c + g * NR, bias ? bias + g * NR : NULL, va, beta, m0, cl, vlo, vhi);
+        if (m1) store_row(acc[2 * g + 1], c + g * NR + 16, bias ? bias + g * NR + 16 : NULL, va, beta, m1, cl, vlo, vhi);
     }
 }
 
@@ -195,12 +216,12 @@ static void lithe_f32_gemm_urow_1x32__avx512(size_t ns, size_t nr_last, size_t k
     size_t s = 0;
     for (; s + 4 <= ns; s += 4)
         urow_group(4, s + 4 == ns ? nr_last : NR, kc, x, b + s * sl, c + s * NR, p->bias ? p->bias + s * NR : NULL, va,
-                   p->beta);
+                   p->beta, p);
     const float *bias = p->bias ? p->bias + s * NR : NULL;
     switch (ns - s) {
-    case 3: urow_group(3, nr_last, kc, x, b + s * sl, c + s * NR, bias, va, p->beta); break;
-    case 2: urow_group(2, nr_last, kc, x, b + s * sl, c + s * NR, bias, va, p->beta); break;
-    case 1: urow_group(1, nr_last, kc, x, b + s * sl, c + s * NR, bias, va, p->beta); break;
+    case 3: urow_group(3, nr_last, kc, x, b + s * sl, c + s * NR, bias, va, p->beta, p); break;
+    case 2: urow_group(2, nr_last, kc, x, b + s * sl, c + s * NR, bias, va, p->beta, p); break;
+    case 1: urow_group(1, nr_last, kc, x, b + s * sl, c + s * NR, bias, va, p->beta, p); break;
     default: break;
     }
 }
@@ -541,7 +562,7 @@ static const lithe__sgemm_kernel *for_rows(int64_t M);
      .ukernel = lithe_f32_gemm_ukernel_##MR##x32__avx512, .pack_a = pack_a_##MR, .pack_b = pack_b_32,             \
      .gemv_t = gemv_t, .gemv_n = gemv_n, .for_rows = for_rows, .urow = lithe_f32_gemm_urow_1x32__avx512,         \
      .ukernel_b = lithe_f32_gemm_ukernel_b_##MR##x32__avx512,                   \
-     .pack_a_ptrs = pack_a_ptrs_##MR, .transpose = transpose_tile, .pack_segs = pack_segs}
+     .pack_a_ptrs = pack_a_ptrs_##MR, .transpose = transpose_tile, .pack_segs = pack_segs, .clamp_ok = true}
 static const lithe__sgemm_kernel kernels[] = {KERNEL(14, 126), KERNEL(12, 120), KERNEL(8, 128), KERNEL(4, 128),
                                               KERNEL(2, 128)};
 #define N_KERNELS (sizeof kernels / sizeof kernels[0])

@@ -100,52 +100,28 @@ static inline __attribute__((always_inline)) void store_row(v128_t a0, v128_t a1
     if (mr > i) store_row(c##i##0, c##i##1, c + i * ldc, p->bias, valpha, p->beta, nr);
 
 /* a: kc x MR packed A, b: kc x 8 packed B (gemm.h's layouts); c: the tile, row stride ldc. Rows
- * past mr are computed (the full tile) but not stored. */
-static void lithe_f32_gemm_ukernel_5x8__wasmsimd(size_t mr, size_t nr, size_t kc, const float *a, const float *b,
-                                                 float *c, size_t ldc, const lithe__sgemm_ukparams *p) {
-    v128_t z = wasm_f32x4_splat(0.0f);
-    v128_t c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z, c40 = z, c41 = z;
-    for (size_t k = 0; k < kc; k++) {
-        v128_t b0 = wasm_v128_load(b), b1 = wasm_v128_load(b + 4);
-        ROW(0)
-        ROW(1)
-        ROW(2)
-        ROW(3)
-        ROW(4)
-        a += 5;
-        b += NR;
-        OPAQUE(a);
-        OPAQUE(b);
+ * past mr are computed (the full tile) but not stored. One body for both heights (5x8, 4x8): the
+ * row macros above over ROWS4 / ROWS5. */
+#define ACC(i) v128_t c##i##0 = z, c##i##1 = z;
+#define ROWS4(M) M(0) M(1) M(2) M(3)
+#define ROWS5(M) ROWS4(M) M(4)
+#define UKERNEL(MR)                                                                                               \
+    static void lithe_f32_gemm_ukernel_##MR##x8__wasmsimd(size_t mr, size_t nr, size_t kc, const float *a,       \
+                                                          const float *b, float *c, size_t ldc,                   \
+                                                          const lithe__sgemm_ukparams *p) {                       \
+        v128_t z = wasm_f32x4_splat(0.0f);                                                                        \
+        ROWS##MR(ACC) for (size_t k = 0; k < kc; k++) {                                                           \
+            v128_t b0 = wasm_v128_load(b), b1 = wasm_v128_load(b + 4);                                            \
+            ROWS##MR(ROW) a += MR;                                                                                \
+            b += NR;                                                                                              \
+            OPAQUE(a);                                                                                            \
+            OPAQUE(b);                                                                                            \
+        }                                                                                                         \
+        v128_t valpha = wasm_f32x4_splat(p->alpha);                                                               \
+        ROWS##MR(STORE)                                                                                           \
     }
-    v128_t valpha = wasm_f32x4_splat(p->alpha);
-    STORE(0)
-    STORE(1)
-    STORE(2)
-    STORE(3)
-    STORE(4)
-}
-
-static void lithe_f32_gemm_ukernel_4x8__wasmsimd(size_t mr, size_t nr, size_t kc, const float *a, const float *b,
-                                                 float *c, size_t ldc, const lithe__sgemm_ukparams *p) {
-    v128_t z = wasm_f32x4_splat(0.0f);
-    v128_t c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z;
-    for (size_t k = 0; k < kc; k++) {
-        v128_t b0 = wasm_v128_load(b), b1 = wasm_v128_load(b + 4);
-        ROW(0)
-        ROW(1)
-        ROW(2)
-        ROW(3)
-        a += 4;
-        b += NR;
-        OPAQUE(a);
-        OPAQUE(b);
-    }
-    v128_t valpha = wasm_f32x4_splat(p->alpha);
-    STORE(0)
-    STORE(1)
-    STORE(2)
-    STORE(3)
-}
+UKERNEL(5)
+UKERNEL(4)
 
 /* ---- M = 1 (batch-1 inference and its backward): GEMV reading W where it lies ----
  * gemm.h: each y[j] gets the microkernel's bits for a one-row A: per kc block, acc = 0 then

@@ -188,7 +188,7 @@ void lithe_f32_pool2d__scalar(const lithe__pool2d *g, const float *X, float *Y, 
                 int64_t o = nc * g->OH * g->OW + oh * g->OW + ow;
                 if (g->max) {
                     Y[o] = best;
-                    which[o] = (int32_t)arg;
+                    if (which) which[o] = (int32_t)arg;
                 } else {
                     int64_t div = g->count_include_pad ? g->KH * g->KW : count;
                     Y[o] = div ? sum / (float)div : 0.0f;

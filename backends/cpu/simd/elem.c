@@ -133,7 +133,15 @@ static inline vf vtanh(vf x) {
     return (vf)((vi)t | ((vi)x & splati((int32_t)0x80000000u)));
 }
 
-static inline vf vclip(vf x, float lo, float hi) { return sel(x < lo, splat(lo), sel(x > hi, splat(hi), x)); }
+/* x in every lane, its sign kept (splat adds it to +0, which turns -0 into +0) */
+static inline vf bcast(float x) {
+    int32_t b;
+    memcpy(&b, &x, sizeof b);
+    return (vf)splati(b);
+}
+
+/* A clipped element gets the bound's bits (a -0 bound stays -0, as in the twin). */
+static inline vf vclip(vf x, float lo, float hi) { return sel(x < lo, bcast(lo), sel(x > hi, bcast(hi), x)); }
 
 /* Thinc's sigmoid: the input clipped to [-20, 20] first. */
 static inline vf vsigmoid(vf x) {
@@ -885,13 +893,6 @@ static void K(maxout)(int64_t R, int64_t P, const float *X, float *Y, int32_t *w
  * kernel's bits); other kinds, other tap counts and rows narrower than a vector (dwt_impl, one
  * vector per step) take it from the act kernel over each row after. */
 
-/* x in every lane, its sign kept (splat adds it to +0, which turns -0 into +0) */
-static inline vf bcast(float x) {
-    int32_t b;
-    memcpy(&b, &x, sizeof b);
-    return (vf)splati(b);
-}
-
 static inline __attribute__((always_inline)) void dwt_impl(int64_t R, int64_t n, int64_t ldx, float *y, int64_t ldy,
                                                            const float *x, const int64_t *off, const float *w,
                                                            int64_t T, float bias, const lithe__act *a,
@@ -956,7 +957,7 @@ static inline vf dw_min(vf a, vf b) { /* a < b ? a : b, b when either is NaN */
 static inline vf dw_act(const lithe__act *c, vf x) {
 #if DW_MINMAX
     if (c->kind == LITHE__ACT_RELU) return dw_max(x, splat(0.0f));
-    return dw_max(splat(c->min_val), dw_min(splat(c->max_val), x * c->slope + c->offset));
+    return dw_max(bcast(c->min_val), dw_min(bcast(c->max_val), x * c->slope + c->offset)); /* bounds' signs kept */
 #else
     return act1(c, x);
 #endif
@@ -1109,11 +1110,13 @@ static void K(split_rows)(int64_t R, int64_t m, float *e0, float *o0, int64_t ld
 
 /* One output row of 2x2 stride-2 max pooling without padding: y[o] = the first maximum of r0[2o],
  * r0[2o + 1], r1[2o], r1[2o + 1] (the twin's tap order, `>` so the first wins and a NaN is never
- * taken after the first tap), which[o] = its index in the plane, base (= 2·oh·W) + 2o + 0 | 1 | W | W + 1.
- * Eight and then four columns at a time (pooled maps are narrow: 14, 7), deinterleaving pairs with
- * shuffles, selecting without branches (random data mispredicts them); the last 1-3 columns run the
- * four-wide block on zero-padded copies. Bit-identical to the twin. */
-#define MAXPOOL_BLOCK(NL, EVEN, ODD, R0, R1, O, Y, WHICH)                                                          \
+ * taken after the first tap), which[o] = its index in the plane, base (= 2·oh·W) + 2o + 0 | 1 | W | W + 1;
+ * which NULL (inference): y only, no index arithmetic. Eight and then four columns at a time (pooled
+ * maps are narrow: 14, 7), deinterleaving pairs with shuffles, selecting without branches (random
+ * data mispredicts them); the last columns rerun a block ending at the row's end (overlapping the
+ * one before it, writing the same values again: padded copies cost more than the pooling on 7- and
+ * 14-wide rows), rows under 4 wide one column at a time. Bit-identical to the twin. */
+#define MAXPOOL_BLOCK(NL, EVEN, ODD, R0, R1, O, Y, WHICH, KEEP)                                                    \
     do {                                                                                                          \
         typedef float vfl __attribute__((vector_size(4 * (NL))));                                                  \
         typedef int32_t vil __attribute__((vector_size(4 * (NL))));                                                \
@@ -1128,33 +1131,57 @@ static void K(split_rows)(int64_t R, int64_t m, float *e0, float *o0, int64_t ld
         for (int q = 1; q < 4; q++) {                                                                             \
             vil gt = t[q] > best;                                                                                 \
             best = (vfl)((gt & (vil)t[q]) | (~gt & (vil)best));                                                   \
-            off = (gt & ((vil){0} + d[q])) | (~gt & off);                                                         \
+            if (KEEP) off = (gt & ((vil){0} + d[q])) | (~gt & off);                                               \
         }                                                                                                         \
-        vil idx;                                                                                                  \
-        for (int l = 0; l < (NL); l++) idx[l] = base + 2 * (int32_t)((O) + l);                                    \
-        idx += off;                                                                                               \
         memcpy((Y), &best, sizeof best);                                                                          \
-        memcpy((WHICH), &idx, sizeof idx);                                                                        \
+        if (KEEP) {                                                                                               \
+            vil idx;                                                                                              \
+            for (int l = 0; l < (NL); l++) idx[l] = base + 2 * (int32_t)((O) + l);                                \
+            idx += off;                                                                                           \
+            memcpy((WHICH), &idx, sizeof idx);                                                                    \
+        }                                                                                                         \
     } while (0)
 #define EVEN8 0, 2, 4, 6, 8, 10, 12, 14
 #define ODD8 1, 3, 5, 7, 9, 11, 13, 15
 #define EVEN4 0, 2, 4, 6
 #define ODD4 1, 3, 5, 7
+static inline __attribute__((always_inline)) void maxpool_row_impl(int64_t n, const float *r0, const float *r1,
+                                                                   int64_t W, int32_t base, float *y,
+                                                                   int32_t *which, const bool keep) {
+    int64_t o = 0;
+    int32_t sink[8]; /* !keep: the blocks' index stores (dead code) go here, never through NULL */
+#define MP8(O) MAXPOOL_BLOCK(8, EVEN8, ODD8, r0 + 2 * (O), r1 + 2 * (O), (O), y + (O), keep ? which + (O) : sink, keep)
+#define MP4(O) MAXPOOL_BLOCK(4, EVEN4, ODD4, r0 + 2 * (O), r1 + 2 * (O), (O), y + (O), keep ? which + (O) : sink, keep)
+    for (; o + 8 <= n; o += 8) MP8(o);
+    if (o < n && n >= 8 && n - o > 4) { /* the last block overlaps the one before: same values again */
+        MP8(n - 8);
+        o = n;
+    }
+    for (; o + 4 <= n; o += 4) MP4(o);
+    if (o < n && n >= 4) {
+        MP4(n - 4);
+        o = n;
+    }
+#undef MP8
+#undef MP4
+    for (; o < n; o++) { /* rows narrower than 4 */
+        const float t[4] = {r0[2 * o], r0[2 * o + 1], r1[2 * o], r1[2 * o + 1]};
+        const int32_t d[4] = {0, 1, (int32_t)W, (int32_t)W + 1};
+        float best = t[0];
+        int32_t off = 0;
+        for (int q = 1; q < 4; q++) {
+            const bool gt = t[q] > best;
+            best = gt ? t[q] : best;
+            off = gt ? d[q] : off;
+        }
+        y[o] = best;
+        if (keep) which[o] = base + 2 * (int32_t)o + off;
+    }
+}
 static void K(maxpool2x2_row)(int64_t n, const float *r0, const float *r1, int64_t W, int32_t base, float *y,
                               int32_t *which) {
-    int64_t o = 0;
-    for (; o + 8 <= n; o += 8) MAXPOOL_BLOCK(8, EVEN8, ODD8, r0 + 2 * o, r1 + 2 * o, o, y + o, which + o);
-    for (; o + 4 <= n; o += 4) MAXPOOL_BLOCK(4, EVEN4, ODD4, r0 + 2 * o, r1 + 2 * o, o, y + o, which + o);
-    if (o < n) {
-        int64_t m = n - o;
-        float p0[8] = {0}, p1[8] = {0}, py[4];
-        int32_t pw[4];
-        memcpy(p0, r0 + 2 * o, (size_t)(2 * m) * sizeof(float));
-        memcpy(p1, r1 + 2 * o, (size_t)(2 * m) * sizeof(float));
-        MAXPOOL_BLOCK(4, EVEN4, ODD4, p0, p1, o, py, pw);
-        memcpy(y + o, py, (size_t)m * sizeof(float));
-        memcpy(which + o, pw, (size_t)m * sizeof(int32_t));
-    }
+    if (which) maxpool_row_impl(n, r0, r1, W, base, y, which, true);
+    else maxpool_row_impl(n, r0, r1, W, base, y, NULL, false);
 }
 #undef EVEN8
 #undef ODD8

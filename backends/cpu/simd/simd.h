@@ -80,7 +80,7 @@ typedef struct lithe__simd_kernels {
     void (*split_rows)(int64_t R, int64_t m, float *e, float *o, int64_t ldd, const float *src, int64_t lds);
     /* One output row of 2x2 stride-2 max pooling (no padding) from input rows r0, r1 of a W-wide
      * plane: y[o] = the first maximum of r0[2o], r0[2o+1], r1[2o], r1[2o+1] (`>`, the twin's order),
-     * which[o] = its index in the plane, base + 2o (+1, +W, +W+1). */
+     * which[o] = its index in the plane, base + 2o (+1, +W, +W+1); which NULL: y only (inference). */
     void (*maxpool2x2_row)(int64_t n, const float *r0, const float *r1, int64_t W, int32_t base, float *y,
                            int32_t *which);
     /* An imported graph's add / sub / mul / div (lithe__bin_op <= LITHE__BIN_DIV) over one row:
@@ -147,8 +147,9 @@ void *lithe__cpu_cache_alloc(size_t nbytes);
 void lithe__cpu_cache_free(void *p);
 size_t lithe__cpu_cache_bytes(void);
 
-/* Convolution (conv.c): depthwise directly, the rest as GEMMs through be's gemm; a (or NULL): the
- * activation, by the act kernel in place per plane or image-group (the act kernel's bits). */
+/* Convolution (conv.c): depthwise directly, the rest as GEMMs (lithe__sgemm, _rows, _pixels); a (or
+ * NULL): the activation, with the act kernel's bits — in registers (depthwise relu / clip), in the
+ * GEMM's store (a kernel with clamp_ok), in the pixel-rows tile buffer, or by the act kernel after. */
 lithe_status lithe__cpu_conv2d(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
                                const float *b, const lithe__act *a, float *Y);
 /* The same with W packed ahead (Wp: lithe__sgemm_pack_b of W read as (M, C·KH·KW), transB; NULL:

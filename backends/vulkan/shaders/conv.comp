@@ -9,7 +9,8 @@
 //   spec 0 = 2: dW (M, C/g, KH, KW) += X ⋆ dY          (0 = dW, 1 = dY, 2 = X)
 //   spec 0 = 3: db (M,) += dY summed                   (0 = db, 1 = dY)
 // Pooling (lithe__pool2d): u0..u8 as above with M unused; u9 = 1 for max, 2 | for
-// count_include_pad. Max pooling is bit-exact; average divides on the device (GLSL division).
+// count_include_pad, 4 | when no which is bound (inference max pooling: Y only). Max pooling is
+// bit-exact; average divides on the device (GLSL division).
 //   spec 0 = 4: Y (N, C, OH, OW), which (max)          (0 = Y, 1 = X, 4 = which)
 //   spec 0 = 5: dX (N, C, H, W) += routed dY           (0 = dX, 1 = dY, 4 = which)
 #include "common.glsl"
@@ -36,8 +37,8 @@ int window_count(int H, int W, int KH, int KW, int oh, int ow, int sh, int sw, i
     return count;
 }
 
-void pool(int N, int C, int H, int W, int KH, int KW, int OH, int OW, bool is_max, bool cip, int sh, int sw, int ph,
-          int pw, int dh, int dw) {
+void pool(int N, int C, int H, int W, int KH, int KW, int OH, int OW, bool is_max, bool cip, bool keep, int sh,
+          int sw, int ph, int pw, int dh, int dw) {
     if (OP == 4u) {
         uint total = uint(N * C * OH * OW);
         for (uint e = FIRST; e < total; e += STRIDE) {
@@ -59,7 +60,7 @@ void pool(int N, int C, int H, int W, int KH, int KW, int OH, int OW, bool is_ma
             }
             if (is_max) {
                 b0[OFF(0) + e] = best;
-                which[OFF(4) + e] = arg;
+                if (keep) which[OFF(4) + e] = arg;
             } else {
                 int div = cip ? KH * KW : count;
                 b0[OFF(0) + e] = div != 0 ? sum / float(div) : 0.0;
@@ -99,7 +100,8 @@ void main() {
         KH = int(pc.u[5]), KW = int(pc.u[6]), OH = int(pc.u[7]), OW = int(pc.u[8]), G = int(pc.u[9]);
     int sh = gi(0u), sw = gi(1u), ph = gi(2u), pw = gi(3u), dh = gi(4u), dw = gi(5u);
     if (OP == 4u || OP == 5u) {
-        pool(N, C, H, W, KH, KW, OH, OW, (pc.u[9] & 1u) != 0u, (pc.u[9] & 2u) != 0u, sh, sw, ph, pw, dh, dw);
+        pool(N, C, H, W, KH, KW, OH, OW, (pc.u[9] & 1u) != 0u, (pc.u[9] & 2u) != 0u, (pc.u[9] & 4u) == 0u, sh, sw,
+             ph, pw, dh, dw);
         return;
     }
     int Cg = C / G, Mg = M / G;
