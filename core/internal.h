@@ -630,8 +630,8 @@ typedef struct lithe__importers {
     lithe_status (*cpu_conv2d_packed)(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
                                       const struct lithe__sgemm_packed_b *Wp, const float *b, const lithe__act *a,
                                       float *Y);
-    void (*cpu_pool2d)(const lithe__pool2d *g, const float *X, float *Y, int32_t *which);
-    void (*cpu_pool2d_backward)(const lithe__pool2d *g, const float *dY, const int32_t *which, float *dX);
+    lithe_status (*cpu_pool2d)(const lithe__pool2d *g, const float *X, float *Y, int32_t *which);
+    lithe_status (*cpu_pool2d_backward)(const lithe__pool2d *g, const float *dY, const int32_t *which, float *dX);
 } lithe__importers;
 #ifdef LITHE_IMPORTERS_SEPARATE
 void lithe__importers_set(const lithe__importers *h);

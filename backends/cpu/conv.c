@@ -812,10 +812,11 @@ static void pool_planes(void *ctx, int64_t p0, int64_t p1) {
     }
 }
 
-void lithe__cpu_pool2d(const lithe__pool2d *g, const float *X, float *Y, int32_t *which) {
+lithe_status lithe__cpu_pool2d(const lithe__pool2d *g, const float *X, float *Y, int32_t *which) {
     pool_job j = {.g = g, .X = X, .Y = Y, .which = which};
     int64_t per = g->OH * g->OW * g->KH * g->KW;
     lithe__pool_for(lithe__cpu_pool(), g->N * g->C, per > 0 ? (1 << 15) / per + 1 : 1, pool_planes, &j);
+    return LITHE_OK;
 }
 
 static void pool_back_planes(void *ctx, int64_t p0, int64_t p1) {
@@ -827,8 +828,9 @@ static void pool_back_planes(void *ctx, int64_t p0, int64_t p1) {
     lithe_f32_pool2d_backward__scalar(&sub, j->dY + p0 * OP, j->cwhich ? j->cwhich + p0 * OP : NULL, j->dX + p0 * HW);
 }
 
-void lithe__cpu_pool2d_backward(const lithe__pool2d *g, const float *dY, const int32_t *which, float *dX) {
+lithe_status lithe__cpu_pool2d_backward(const lithe__pool2d *g, const float *dY, const int32_t *which, float *dX) {
     pool_job j = {.g = g, .dY = dY, .dX = dX, .cwhich = which};
     int64_t per = g->OH * g->OW * g->KH * g->KW;
     lithe__pool_for(lithe__cpu_pool(), g->N * g->C, per > 0 ? (1 << 15) / per + 1 : 1, pool_back_planes, &j);
+    return LITHE_OK;
 }

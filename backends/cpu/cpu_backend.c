@@ -527,15 +527,13 @@ static lithe_status cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *
 static lithe_status cpu_pool2d(lithe_backend *be, const lithe__pool2d *g, const lithe_tensor *X, lithe_tensor *Y,
                                lithe_tensor *which) {
     (void)be;
-    lithe__cpu_pool2d(g, F(X), F(Y), which ? (int32_t *)lithe__tdata(which) : NULL);
-    return LITHE_OK;
+    return lithe__cpu_pool2d(g, F(X), F(Y), which ? (int32_t *)lithe__tdata(which) : NULL);
 }
 
 static lithe_status cpu_pool2d_backward(lithe_backend *be, const lithe__pool2d *g, const lithe_tensor *dY,
                                         const lithe_tensor *which, lithe_tensor *dX) {
     (void)be;
-    lithe__cpu_pool2d_backward(g, F(dY), which ? (const int32_t *)lithe__tdata(which) : NULL, F(dX));
-    return LITHE_OK;
+    return lithe__cpu_pool2d_backward(g, F(dY), which ? (const int32_t *)lithe__tdata(which) : NULL, F(dX));
 }
 
 /* Weights prepared for inference: op(B) packed once into the GEMM driver's panels (gemm.h), for

@@ -718,6 +718,12 @@ static lithe_status softmax_rows(lithe__gexec *x, size_t node, const lithe_tenso
 }
 
 static lithe_status as_rows(lithe_tensor *t, int64_t M, int64_t N, lithe_tensor **out) {
+    /* already (M, N) and contiguous (a Linear's 2-D input and output): the tensor itself, not a
+     * view made and freed per call */
+    if (t->ndim == 2 && t->shape[0] == M && t->shape[1] == N && lithe_tensor_is_contiguous(t)) {
+        *out = lithe_tensor_retain(t);
+        return LITHE_OK;
+    }
     return lithe_tensor_reshape(t, 2, (int64_t[]){M, N}, out);
 }
 

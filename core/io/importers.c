@@ -82,7 +82,7 @@ lithe_status lithe_tfjs_load(const char *path, lithe_model **out) {
 
 /* The CPU backend's conv2d / pool2d primitives (backends/cpu/cpu_backend.c) call these. Their only
  * callers are graph ops, which run in the importer module, so the hooks are set whenever they are
- * reached; without them the conv calls fail and pooling writes nothing, both with the error. */
+ * reached; without them every call fails with the error (LITHE_ERR_UNSUPPORTED). */
 lithe_status lithe__cpu_conv2d(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
                                const float *b, const lithe__act *a, float *Y) {
     return hooks ? hooks->cpu_conv2d(be, g, X, W, b, a, Y) : absent("conv2d");
@@ -99,16 +99,10 @@ lithe_status lithe__cpu_conv2d_packed(lithe_backend *be, const lithe__conv2d *g,
     return hooks ? hooks->cpu_conv2d_packed(be, g, X, W, Wp, b, a, Y) : absent("conv2d_prepared");
 }
 
-void lithe__cpu_pool2d(const lithe__pool2d *g, const float *X, float *Y, int32_t *which) {
-    if (hooks)
-        hooks->cpu_pool2d(g, X, Y, which);
-    else
-        absent("pool2d");
+lithe_status lithe__cpu_pool2d(const lithe__pool2d *g, const float *X, float *Y, int32_t *which) {
+    return hooks ? hooks->cpu_pool2d(g, X, Y, which) : absent("pool2d");
 }
 
-void lithe__cpu_pool2d_backward(const lithe__pool2d *g, const float *dY, const int32_t *which, float *dX) {
-    if (hooks)
-        hooks->cpu_pool2d_backward(g, dY, which, dX);
-    else
-        absent("pool2d_backward");
+lithe_status lithe__cpu_pool2d_backward(const lithe__pool2d *g, const float *dY, const int32_t *which, float *dX) {
+    return hooks ? hooks->cpu_pool2d_backward(g, dY, which, dX) : absent("pool2d_backward");
 }

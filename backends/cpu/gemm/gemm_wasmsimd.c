@@ -43,10 +43,20 @@
 /* An advanced pointer, hidden from clang's loop strength reduction (see the top): no instruction. */
 #define OPAQUE(p) __asm__("" : "+r"(p))
 
+/* gemm.h's clamp with the act kernel's selections (backends/cpu/simd/elem.c act1): relu
+ * x > 0 ? x : 0 is pmax(0, x) (0 < x ? x : 0: NaN and -0 to +0); clip x < lo ? lo : (x > hi ? hi : x)
+ * of x = t + 0 (the act kernel's x·1 + 0: -0 to +0) is pmax(pmin(x, hi), lo) for lo <= hi, the
+ * bounds neither NaN nor -0 (lithe__sgemm_act_clamp). */
+static inline v128_t clampv(int clamp, float lo, float hi, v128_t t) {
+    if (clamp == LITHE__SGEMM_CLAMP_RELU) return wasm_f32x4_pmax(wasm_f32x4_splat(0.0f), t);
+    v128_t x = wasm_f32x4_add(t, wasm_f32x4_splat(0.0f));
+    return wasm_f32x4_pmax(wasm_f32x4_pmin(x, wasm_f32x4_splat(hi)), wasm_f32x4_splat(lo));
+}
+
 /* A partial row (n < NR) of the write rule: the same operations as a full row, on copies
  * (kept out of line: one copy for every kernel's every row). */
 static __attribute__((noinline)) void store_part(v128_t t0, v128_t t1, float *c, const float *bias, float beta,
-                                                 size_t n) {
+                                                 const lithe__sgemm_ukparams *p, size_t n) {
     v128_t vbeta = wasm_f32x4_splat(beta);
     float cb[NR] = {0}, bb[NR] = {0}, out[NR];
     if (beta != 0.0f)
@@ -61,17 +71,19 @@ static __attribute__((noinline)) void store_part(v128_t t0, v128_t t1, float *c,
         t0 = wasm_f32x4_add(t0, wasm_v128_load(bb));
         t1 = wasm_f32x4_add(t1, wasm_v128_load(bb + 4));
     }
+    if (p->clamp) t0 = clampv(p->clamp, p->lo, p->hi, t0), t1 = clampv(p->clamp, p->lo, p->hi, t1);
     wasm_v128_store(out, t0);
     wasm_v128_store(out + 4, t1);
     for (size_t j = 0; j < n; j++) c[j] = out[j];
 }
 
-/* One row of the tile with the write rule of gemm.h: t = alpha * acc, then beta and bias. */
+/* One row of the tile with the write rule of gemm.h: t = alpha * acc, then beta, bias and p's clamp. */
 static inline __attribute__((always_inline)) void store_row(v128_t a0, v128_t a1, float *c, const float *bias,
-                                                            v128_t valpha, float beta, size_t n) {
+                                                            v128_t valpha, float beta, const lithe__sgemm_ukparams *p,
+                                                            size_t n) {
     v128_t t0 = wasm_f32x4_mul(valpha, a0), t1 = wasm_f32x4_mul(valpha, a1);
     if (n != NR) {
-        store_part(t0, t1, c, bias, beta, n);
+        store_part(t0, t1, c, bias, beta, p, n);
         return;
     }
     if (beta != 0.0f) {
@@ -83,6 +95,7 @@ static inline __attribute__((always_inline)) void store_row(v128_t a0, v128_t a1
         t0 = wasm_f32x4_add(t0, wasm_v128_load(bias));
         t1 = wasm_f32x4_add(t1, wasm_v128_load(bias + 4));
     }
+    if (p->clamp) t0 = clampv(p->clamp, p->lo, p->hi, t0), t1 = clampv(p->clamp, p->lo, p->hi, t1);
     wasm_v128_store(c, t0);
     wasm_v128_store(c + 4, t1);
 }
@@ -97,7 +110,7 @@ static inline __attribute__((always_inline)) void store_row(v128_t a0, v128_t a1
         MADD(c##i##1, x, b1);                           \
     }
 #define STORE(i) \
-    if (mr > i) store_row(c##i##0, c##i##1, c + i * ldc, p->bias, valpha, p->beta, nr);
+    if (mr > i) store_row(c##i##0, c##i##1, c + i * ldc, p->bias, valpha, p->beta, p, nr);
 
 /* a: kc x MR packed A, b: kc x 8 packed B (gemm.h's layouts); c: the tile, row stride ldc. Rows
  * past mr are computed (the full tile) but not stored. One body for both heights (5x8, 4x8): the
@@ -362,7 +375,8 @@ static void gemv_t__wasmsimd(size_t n, size_t K, size_t kc, float alpha, const f
 /* G (1..4; 4 only with fixed) slivers from b, the last of them nr_last wide; fixed: kc == KC. */
 static inline __attribute__((always_inline)) void urow_group(const int G, const bool fixed, size_t nr_last, size_t kc,
                                                              const float *x, const float *b, float *c,
-                                                             const float *bias, v128_t valpha, float beta) {
+                                                             const float *bias, v128_t valpha, float beta,
+                                                             const lithe__sgemm_ukparams *p) {
     const size_t sl = kc * NR;
     const float *q1 = b + sl, *q2 = b + 2 * sl; /* the slivers' own pointers when not fixed */
 #define Q(g) ((g) == 0 ? b : fixed ? b + (g) * (KC * NR) : (g) == 1 ? q1 : q2)
@@ -387,10 +401,10 @@ static inline __attribute__((always_inline)) void urow_group(const int G, const 
     }
     if (k < kc) USTEP(wasm_v128_load32_splat(x), 0)
 #undef Q
-    store_row(c00, c01, c, bias, valpha, beta, G == 1 ? nr_last : NR);
-    if (G > 1) store_row(c10, c11, c + NR, bias ? bias + NR : NULL, valpha, beta, G == 2 ? nr_last : NR);
-    if (G > 2) store_row(c20, c21, c + 2 * NR, bias ? bias + 2 * NR : NULL, valpha, beta, G == 3 ? nr_last : NR);
-    if (G > 3) store_row(c30, c31, c + 3 * NR, bias ? bias + 3 * NR : NULL, valpha, beta, nr_last);
+    store_row(c00, c01, c, bias, valpha, beta, p, G == 1 ? nr_last : NR);
+    if (G > 1) store_row(c10, c11, c + NR, bias ? bias + NR : NULL, valpha, beta, p, G == 2 ? nr_last : NR);
+    if (G > 2) store_row(c20, c21, c + 2 * NR, bias ? bias + 2 * NR : NULL, valpha, beta, p, G == 3 ? nr_last : NR);
+    if (G > 3) store_row(c30, c31, c + 3 * NR, bias ? bias + 3 * NR : NULL, valpha, beta, p, nr_last);
 }
 
 static void lithe_f32_gemm_urow_1x8__wasmsimd(size_t ns, size_t nr_last, size_t kc, const float *x, const float *b,
@@ -398,7 +412,7 @@ static void lithe_f32_gemm_urow_1x8__wasmsimd(size_t ns, size_t nr_last, size_t 
     v128_t valpha = wasm_f32x4_splat(p->alpha);
     const size_t sl = kc * NR;
     size_t s = 0;
-#define AT(s) (s) * sl, c + (s) * NR, p->bias ? p->bias + (s) * NR : NULL, valpha, p->beta
+#define AT(s) (s) * sl, c + (s) * NR, p->bias ? p->bias + (s) * NR : NULL, valpha, p->beta, p
     if (kc == KC)
         for (; s + 4 <= ns; s += 4) urow_group(4, true, s + 4 == ns ? nr_last : NR, kc, x, b + AT(s));
     else
@@ -412,7 +426,7 @@ static const lithe__sgemm_kernel *for_rows(int64_t M);
     {.isa = "wasmsimd", .mr = MR, .nr = NR, .mc = MC, .kc = KC, .nc = 2048,                                       \
      .ukernel = lithe_f32_gemm_ukernel_##MR##x8__wasmsimd, .pack_a = pack_a##MR, .pack_b = pack_b8,                \
      .gemv_t = gemv_t__wasmsimd, .gemv_n = gemv_n__wasmsimd,                                                      \
-     .for_rows = for_rows, .urow = lithe_f32_gemm_urow_1x8__wasmsimd}
+     .for_rows = for_rows, .urow = lithe_f32_gemm_urow_1x8__wasmsimd, .clamp_ok = true}
 static const lithe__sgemm_kernel kernels[] = {KERNEL(5, 120), KERNEL(4, 128)};
 
 /* The height with the least work per useful row: ceil(M / MR) * MR / speed, the 4 x 8 tile

@@ -161,7 +161,10 @@ static inline vf verf_thinc(vf x) {
 static inline vf vgauss_cdf(vf x) { return 0.5f * (1.0f + verf_thinc(x * 0.70710678118654752f)); }
 static inline vf vgauss_pdf(vf x) { return 0.3989422804014327f * vexp(-0.5f * x * x); }
 
-static inline vf act1(const lithe__act *a, vf x) {
+/* act1's body, inlined where the kind is a constant (act_loop, for the kinds without exp: one case
+ * is left; left to the inliner, wasm's relu loop called act1 once per vector, some 2 % of an MLP's
+ * batch-1 predict). */
+static inline __attribute__((always_inline)) vf act1_inl(const lithe__act *a, vf x) {
     switch (a->kind) {
     case LITHE__ACT_RELU: return sel(x > 0.0f, x, splat(0.0f));
     case LITHE__ACT_SIGMOID: return vsigmoid(x);
@@ -177,14 +180,19 @@ static inline vf act1(const lithe__act *a, vf x) {
     }
 }
 
-/* One loop per kind (the switch hoisted out of it): act1 inlines with a constant kind. */
+static inline vf act1(const lithe__act *a, vf x) { return act1_inl(a, x); }
+
+/* One loop per kind (the switch hoisted out of it): act1_inl inlines with a constant kind. */
 static inline __attribute__((always_inline)) void act_loop(const lithe__act *a, lithe__act_kind kind, int64_t n,
                                                            const float *X, float *Y) {
     lithe__act c = *a;
     c.kind = kind;
     int64_t i = 0;
-    for (; i + VW <= n; i += VW) st(Y + i, act1(&c, ld(X + i)));
-    if (i < n) st_part(Y + i, act1(&c, ld_part(X + i, n - i)), n - i);
+    /* (the exp kinds keep the call: inlining their polynomials would grow the module ~4 KB) */
+    const bool inl = kind != LITHE__ACT_SIGMOID && kind != LITHE__ACT_TANH && kind != LITHE__ACT_SWISH &&
+                     kind != LITHE__ACT_GELU;
+    for (; i + VW <= n; i += VW) st(Y + i, inl ? act1_inl(&c, ld(X + i)) : act1(&c, ld(X + i)));
+    if (i < n) st_part(Y + i, inl ? act1_inl(&c, ld_part(X + i, n - i)) : act1(&c, ld_part(X + i, n - i)), n - i);
 }
 
 static void K(act)(const lithe__act *a, int64_t n, const float *X, float *Y) {

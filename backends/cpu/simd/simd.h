@@ -161,9 +161,10 @@ lithe_status lithe__cpu_conv2d_packed(lithe_backend *be, const lithe__conv2d *g,
 lithe_status lithe__cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
                                         const float *dY, float *dX, float *dW, float *db);
 /* Pooling (conv.c): the twins over (image, channel) planes split by the pool, 2x2/2 max pooling
- * by its own loop; bit-identical to the twins. */
-void lithe__cpu_pool2d(const lithe__pool2d *g, const float *X, float *Y, int32_t *which);
-void lithe__cpu_pool2d_backward(const lithe__pool2d *g, const float *dY, const int32_t *which, float *dX);
+ * by its own loop; bit-identical to the twins. LITHE_OK (the npm core without the importer module:
+ * LITHE_ERR_UNSUPPORTED, core/io/importers.c). */
+lithe_status lithe__cpu_pool2d(const lithe__pool2d *g, const float *X, float *Y, int32_t *which);
+lithe_status lithe__cpu_pool2d_backward(const lithe__pool2d *g, const float *dY, const int32_t *which, float *dX);
 /* The dropout mask (the scalar kernel: Philox), split in ranges that start at multiples of 4, so the
  * stream is the same for any thread count. */
 void lithe__cpu_dropout_mask(uint64_t key, uint64_t counter, float rate, int64_t n, float *Y);

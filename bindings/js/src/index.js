@@ -112,9 +112,18 @@ function dtypeOf(data) {
 }
 
 // An n-dimensional array: `data` (a TypedArray, row-major) and `shape` (extents).
+// (a copy out of the module passes FROM_C: its data, extents and dtype are lithe's own, so the checks
+// are skipped; the symbol is private to this file)
+const FROM_C = Symbol('lithe: from C');
 export class Tensor {
-  constructor(data, shape = [data.length]) {
-    const dtype = dtypeOf(data);
+  constructor(data, shape = [data.length], dtype = undefined, from = undefined) {
+    if (from === FROM_C) {
+      this.data = data;
+      this.shape = shape;
+      this.dtype = dtype;
+      return;
+    }
+    dtype = dtypeOf(data);
     shape = Array.from(shape, Number);
     if (shape.some((d) => !Number.isInteger(d) || d < 0)) throw new RangeError(`lithe: bad shape [${shape}]`);
     const n = shape.reduce((a, b) => a * b, 1);
@@ -152,44 +161,57 @@ function asTensor(x, shape) {
   throw new TypeError('lithe: expected a lithe.Tensor, {data, shape} or a TypedArray');
 }
 
+// A tensor's extents (and, read back, its dtype and rank) pass through the scratch block's slots
+// 16 and on (raw.js), not a malloc'd block: a predict at batch 1 is some tens of microseconds, and
+// each malloc / free is a call into the module.
+const DESC_SLOT = 16, SHAPE_SLOTS = 40;
+
 // A new C tensor holding a copy of t (release with lithe_tensor_release).
 function toC(t) {
   const r = need();
-  const shapePtr = r.malloc(4 * Math.max(1, t.shape.length));
+  const nd = t.shape.length;
+  const inScratch = nd <= SHAPE_SLOTS;
+  const shapePtr = inScratch ? r.outPtr(DESC_SLOT) : r.malloc(4 * nd);
   try {
-    new Int32Array(r.memory.buffer, shapePtr, t.shape.length).set(t.shape);
-    r.check(r.lithe_js_tensor_new(t.dtype, t.shape.length, shapePtr, r.outPtr(0)));
+    const i32 = r.i32(), w = shapePtr >>> 2;
+    for (let i = 0; i < nd; i++) i32[w + i] = t.shape[i];
+    r.check(r.lithe_js_tensor_new(t.dtype, nd, shapePtr, r.outPtr(0)));
   } finally {
-    r.free(shapePtr);
+    if (!inScratch) r.free(shapePtr);
   }
   const ptr = r.readU32(r.outPtr(0));
   if (t.data.byteLength) {
     const dst = r.lithe_tensor_data(ptr);
-    r.u8().set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength), dst);
+    if (t.dtype === DTYPE.F32 && dst % 4 === 0) r.f32().set(t.data, dst >>> 2); // (no view to make)
+    else r.u8().set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength), dst);
   }
   return ptr;
 }
 
-// A JS copy of a C tensor.
+// A JS copy of a C tensor: its dtype, extents and (when contiguous on the host) data address in one
+// call (lithe_js_tensor_desc), the data copied straight out of the module's memory into a new
+// TypedArray (small ones live on V8's heap: no ArrayBuffer is made unless .buffer is asked for).
 function fromC(ptr) {
   const r = need();
-  const ndim = r.lithe_tensor_ndim(ptr);
-  const sp = r.malloc(4 * Math.max(1, ndim));
-  let shape;
-  try {
-    r.lithe_js_tensor_shape(ptr, sp);
-    shape = Array.from(new Int32Array(r.memory.buffer, sp, ndim));
-  } finally {
-    r.free(sp);
-  }
-  const dtype = r.lithe_tensor_dtype(ptr);
+  const d = r.outPtr(DESC_SLOT);
+  const at = r.lithe_js_tensor_desc(ptr, d);
+  const i32 = r.i32(), w = d >>> 2;
+  const dtype = i32[w], ndim = i32[w + 1];
+  const shape = new Array(ndim);
+  let n = 1;
+  for (let i = 0; i < ndim; i++) n *= shape[i] = i32[w + 2 + i];
   const Ctor = ARRAY_OF_DTYPE[dtype];
   if (!Ctor) throw new LitheError(STATUS.DTYPE, 'LITHE_ERR_DTYPE', `no TypedArray for dtype ${dtype}`);
-  const n = shape.reduce((a, b) => a * b, 1);
   const out = new Ctor(n);
   const nbytes = n * Ctor.BYTES_PER_ELEMENT;
-  if (nbytes) {
+  if (nbytes && at && dtype === DTYPE.F32 && n <= 64 && at % 4 === 0) {
+    const f32 = r.f32(), w0 = at >>> 2; // a few scores: a loop, no view to make
+    for (let i = 0; i < n; i++) out[i] = f32[w0 + i];
+  } else if (nbytes && at && at % Ctor.BYTES_PER_ELEMENT === 0) {
+    out.set(new Ctor(r.memory.buffer, at, n));
+  } else if (nbytes) {
     const tmp = r.malloc(nbytes);
+    if (!tmp) throw new LitheError(STATUS.OOM, 'LITHE_ERR_OOM', `malloc(${nbytes}) failed`);
     try {
       r.check(r.lithe_tensor_read(ptr, tmp, nbytes));
       new Uint8Array(out.buffer).set(r.u8().subarray(tmp, tmp + nbytes));
@@ -197,7 +219,7 @@ function fromC(ptr) {
       r.free(tmp);
     }
   }
-  return new Tensor(out, shape);
+  return new Tensor(out, shape, dtype, FROM_C);
 }
 
 const registry = new FinalizationRegistry(({ free, ptr }) => {

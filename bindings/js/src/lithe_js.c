@@ -4,6 +4,7 @@
  * loss or a kernel: each helper only calls lithe_* functions, and every failure is a status whose
  * message is lithe_last_error(), which the JS layer turns into an Error. */
 #include "lithe.h"
+#include "../../../core/internal.h" /* lithe__tensor_alloc; lithe__importers_set, lithe__importers_wanted */
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -16,13 +17,15 @@
 #define LITHE_JS_API
 #endif
 
-/* A new CPU tensor of dtype with ndim extents given as int32 (JS numbers, no BigInt), zeroed;
- * JS then writes the data into lithe_tensor_data(*out) directly — one copy from the TypedArray. */
+/* A new CPU tensor of dtype with ndim extents given as int32 (JS numbers, no BigInt), not zeroed
+ * (lithe__tensor_alloc: lithe_tensor_new's checks and messages): JS then writes every byte of the
+ * data into lithe_tensor_data(*out) directly — one copy from the TypedArray. */
 LITHE_JS_API lithe_status lithe_js_tensor_new(int dtype, int ndim, const int32_t *shape, lithe_tensor **out) {
     int64_t s64[16];
-    if (ndim < 0 || ndim > 16) return lithe_tensor_new(NULL, (lithe_dtype)dtype, ndim, NULL, out); /* its error */
+    if (ndim < 0 || ndim > 16 || !out) return lithe_tensor_new(NULL, (lithe_dtype)dtype, ndim, NULL, out); /* its error */
     for (int i = 0; i < ndim; i++) s64[i] = shape[i];
-    return lithe_tensor_new(NULL, (lithe_dtype)dtype, ndim, s64, out);
+    *out = NULL;
+    return lithe__tensor_alloc(NULL, (lithe_dtype)dtype, ndim, s64, false, out);
 }
 
 /* The tensor's extents as int32 into out (ndim slots); extents beyond 2^31 do not occur in a
@@ -32,6 +35,16 @@ LITHE_JS_API int lithe_js_tensor_shape(const lithe_tensor *t, int32_t *out) {
     const int64_t *s = lithe_tensor_shape(t);
     for (int i = 0; i < n; i++) out[i] = (int32_t)s[i];
     return n;
+}
+
+/* What JS needs to copy a tensor out, in one call (a predict's output, bindings/js/src/index.js):
+ * out[0] = dtype, out[1] = ndim, out[2 .. 2 + ndim) = extents as int32 (LITHE_MAX_DIMS + 2 slots).
+ * Returns the data's address when the tensor is contiguous in host memory (JS copies straight from
+ * it), else 0 (JS reads it through lithe_tensor_read). */
+LITHE_JS_API const void *lithe_js_tensor_desc(const lithe_tensor *t, int32_t *out) {
+    out[0] = (int32_t)lithe_tensor_dtype(t);
+    out[1] = lithe_js_tensor_shape(t, out + 2);
+    return lithe_tensor_is_contiguous(t) ? lithe_tensor_data(t) : NULL;
 }
 
 /* Adam (Thinc's defaults for what is not given) or SGD. */
@@ -124,7 +137,6 @@ LITHE_JS_API lithe_status lithe_js_resize_output(lithe_model *root, int32_t new_
  * (then loading it and retrying will help), and whether the importers are there (linked, or built
  * in: the threads module, LITHE_IMPORTERS_SEPARATE unset, has them built in). */
 #ifdef LITHE_IMPORTERS_SEPARATE
-#include "../../../core/internal.h" /* lithe__importers_set, lithe__importers_wanted */
 LITHE_JS_API void lithe_js_importers_set(const lithe__importers *h) { lithe__importers_set(h); }
 LITHE_JS_API int lithe_js_importers_wanted(void) { return lithe__importers_wanted(); }
 #else

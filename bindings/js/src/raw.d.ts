@@ -22,6 +22,10 @@ export interface Raw {
   /** A Uint8Array over the current memory (remade after growth). */
   u8(): Uint8Array;
   dv(): DataView;
+  /** An Int32Array over the current memory (remade after growth). */
+  i32(): Int32Array;
+  /** A Float32Array over the current memory (remade after growth). */
+  f32(): Float32Array;
   cstring(ptr: number): string | null;
   allocString(s: string): number;
   allocBytes(bytes: Uint8Array | ArrayBuffer): number;

@@ -78,10 +78,15 @@ export function createRaw(loaded) {
     throw new LitheError(status, raw.cstring(exports.lithe_status_str(status)), raw.cstring(exports.lithe_last_error()));
   };
   // Scratch space for out-parameters (pointer and size slots); the API is synchronous, so one
-  // block serves every call.
-  raw.scratch = raw.malloc(64);
+  // block serves every call. Slots 0..15 are outPtr's; slots 16..63 are index.js's (a tensor's
+  // dtype, rank and extents, passed without a malloc per call).
+  raw.scratch = raw.malloc(256);
   raw.outPtr = (i = 0) => raw.scratch + 4 * i;
-  raw.readU32 = (p) => raw.dv().getUint32(p, true);
-  raw.readF32 = (p) => raw.dv().getFloat32(p, true);
+  // (views cached like u8: a predict reads several slots, and a DataView per read showed in profiles)
+  let i32 = null, f32 = null;
+  raw.i32 = () => (i32 && i32.buffer === memory.buffer && i32.byteLength ? i32 : (i32 = new Int32Array(memory.buffer)));
+  raw.readU32 = (p) => (p & 3 ? raw.dv().getUint32(p, true) : raw.i32()[p >>> 2] >>> 0);
+  raw.f32 = () => (f32 && f32.buffer === memory.buffer && f32.byteLength ? f32 : (f32 = new Float32Array(memory.buffer)));
+  raw.readF32 = (p) => (p & 3 ? raw.dv().getFloat32(p, true) : raw.f32()[p >>> 2]);
   return raw;
 }
