@@ -56,7 +56,7 @@ static inline v128_t clampv(int clamp, float lo, float hi, v128_t t) {
 /* A partial row (n < NR) of the write rule: the same operations as a full row, on copies
  * (kept out of line: one copy for every kernel's every row). */
 static __attribute__((noinline)) void store_part(v128_t t0, v128_t t1, float *c, const float *bias, float beta,
-                                                 const lithe__sgemm_ukparams *p, size_t n) {
+                                                 int clamp, float lo, float hi, size_t n) {
     v128_t vbeta = wasm_f32x4_splat(beta);
     float cb[NR] = {0}, bb[NR] = {0}, out[NR];
     if (beta != 0.0f)
@@ -71,19 +71,20 @@ static __attribute__((noinline)) void store_part(v128_t t0, v128_t t1, float *c,
         t0 = wasm_f32x4_add(t0, wasm_v128_load(bb));
         t1 = wasm_f32x4_add(t1, wasm_v128_load(bb + 4));
     }
-    if (p->clamp) t0 = clampv(p->clamp, p->lo, p->hi, t0), t1 = clampv(p->clamp, p->lo, p->hi, t1);
+    if (clamp) t0 = clampv(clamp, lo, hi, t0), t1 = clampv(clamp, lo, hi, t1);
     wasm_v128_store(out, t0);
     wasm_v128_store(out + 4, t1);
     for (size_t j = 0; j < n; j++) c[j] = out[j];
 }
 
-/* One row of the tile with the write rule of gemm.h: t = alpha * acc, then beta, bias and p's clamp. */
+/* One row of the tile with the write rule of gemm.h: t = alpha * acc, then beta, bias and the clamp
+ * (0: none). */
 static inline __attribute__((always_inline)) void store_row(v128_t a0, v128_t a1, float *c, const float *bias,
-                                                            v128_t valpha, float beta, const lithe__sgemm_ukparams *p,
+                                                            v128_t valpha, float beta, int clamp, float lo, float hi,
                                                             size_t n) {
     v128_t t0 = wasm_f32x4_mul(valpha, a0), t1 = wasm_f32x4_mul(valpha, a1);
     if (n != NR) {
-        store_part(t0, t1, c, bias, beta, p, n);
+        store_part(t0, t1, c, bias, beta, clamp, lo, hi, n);
         return;
     }
     if (beta != 0.0f) {
@@ -95,9 +96,22 @@ static inline __attribute__((always_inline)) void store_row(v128_t a0, v128_t a1
         t0 = wasm_f32x4_add(t0, wasm_v128_load(bias));
         t1 = wasm_f32x4_add(t1, wasm_v128_load(bias + 4));
     }
-    if (p->clamp) t0 = clampv(p->clamp, p->lo, p->hi, t0), t1 = clampv(p->clamp, p->lo, p->hi, t1);
+    if (clamp) t0 = clampv(clamp, lo, hi, t0), t1 = clampv(clamp, lo, hi, t1);
     wasm_v128_store(c, t0);
     wasm_v128_store(c + 4, t1);
+}
+
+/* The clamp over n floats of C just written (urow's: passing it into the row loop cost the batch-1
+ * MLP ~20 %, V8 keeping the extra operands live across it). */
+static __attribute__((noinline)) void clamp_row(float *c, size_t n, int clamp, float lo, float hi) {
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4) wasm_v128_store(c + j, clampv(clamp, lo, hi, wasm_v128_load(c + j)));
+    if (j < n) {
+        float t[4] = {0};
+        for (size_t l = 0; l < n - j; l++) t[l] = c[j + l];
+        wasm_v128_store(t, clampv(clamp, lo, hi, wasm_v128_load(t)));
+        for (size_t l = 0; l < n - j; l++) c[j + l] = t[l];
+    }
 }
 
 #define MADD(acc, x, b) acc = wasm_f32x4_add(acc, wasm_f32x4_mul(x, b))
@@ -110,7 +124,7 @@ static inline __attribute__((always_inline)) void store_row(v128_t a0, v128_t a1
         MADD(c##i##1, x, b1);                           \
     }
 #define STORE(i) \
-    if (mr > i) store_row(c##i##0, c##i##1, c + i * ldc, p->bias, valpha, p->beta, p, nr);
+    if (mr > i) store_row(c##i##0, c##i##1, c + i * ldc, p->bias, valpha, p->beta, p->clamp, p->lo, p->hi, nr);
 
 /* a: kc x MR packed A, b: kc x 8 packed B (gemm.h's layouts); c: the tile, row stride ldc. Rows
  * past mr are computed (the full tile) but not stored. One body for both heights (5x8, 4x8): the
@@ -375,8 +389,7 @@ static void gemv_t__wasmsimd(size_t n, size_t K, size_t kc, float alpha, const f
 /* G (1..4; 4 only with fixed) slivers from b, the last of them nr_last wide; fixed: kc == KC. */
 static inline __attribute__((always_inline)) void urow_group(const int G, const bool fixed, size_t nr_last, size_t kc,
                                                              const float *x, const float *b, float *c,
-                                                             const float *bias, v128_t valpha, float beta,
-                                                             const lithe__sgemm_ukparams *p) {
+                                                             const float *bias, v128_t valpha, float beta) {
     const size_t sl = kc * NR;
     const float *q1 = b + sl, *q2 = b + 2 * sl; /* the slivers' own pointers when not fixed */
 #define Q(g) ((g) == 0 ? b : fixed ? b + (g) * (KC * NR) : (g) == 1 ? q1 : q2)
@@ -401,10 +414,10 @@ static inline __attribute__((always_inline)) void urow_group(const int G, const 
     }
     if (k < kc) USTEP(wasm_v128_load32_splat(x), 0)
 #undef Q
-    store_row(c00, c01, c, bias, valpha, beta, p, G == 1 ? nr_last : NR);
-    if (G > 1) store_row(c10, c11, c + NR, bias ? bias + NR : NULL, valpha, beta, p, G == 2 ? nr_last : NR);
-    if (G > 2) store_row(c20, c21, c + 2 * NR, bias ? bias + 2 * NR : NULL, valpha, beta, p, G == 3 ? nr_last : NR);
-    if (G > 3) store_row(c30, c31, c + 3 * NR, bias ? bias + 3 * NR : NULL, valpha, beta, p, nr_last);
+    store_row(c00, c01, c, bias, valpha, beta, 0, 0.0f, 0.0f, G == 1 ? nr_last : NR);
+    if (G > 1) store_row(c10, c11, c + NR, bias ? bias + NR : NULL, valpha, beta, 0, 0.0f, 0.0f, G == 2 ? nr_last : NR);
+    if (G > 2) store_row(c20, c21, c + 2 * NR, bias ? bias + 2 * NR : NULL, valpha, beta, 0, 0.0f, 0.0f, G == 3 ? nr_last : NR);
+    if (G > 3) store_row(c30, c31, c + 3 * NR, bias ? bias + 3 * NR : NULL, valpha, beta, 0, 0.0f, 0.0f, nr_last);
 }
 
 static void lithe_f32_gemm_urow_1x8__wasmsimd(size_t ns, size_t nr_last, size_t kc, const float *x, const float *b,
@@ -412,13 +425,14 @@ static void lithe_f32_gemm_urow_1x8__wasmsimd(size_t ns, size_t nr_last, size_t 
     v128_t valpha = wasm_f32x4_splat(p->alpha);
     const size_t sl = kc * NR;
     size_t s = 0;
-#define AT(s) (s) * sl, c + (s) * NR, p->bias ? p->bias + (s) * NR : NULL, valpha, p->beta, p
+#define AT(s) (s) * sl, c + (s) * NR, p->bias ? p->bias + (s) * NR : NULL, valpha, p->beta
     if (kc == KC)
         for (; s + 4 <= ns; s += 4) urow_group(4, true, s + 4 == ns ? nr_last : NR, kc, x, b + AT(s));
     else
         for (; s + 3 <= ns; s += 3) urow_group(3, false, s + 3 == ns ? nr_last : NR, kc, x, b + AT(s));
     for (; s < ns; s++) urow_group(1, false, s + 1 == ns ? nr_last : NR, kc, x, b + AT(s));
 #undef AT
+    if (p->clamp) clamp_row(c, (ns - 1) * NR + nr_last, p->clamp, p->lo, p->hi);
 }
 
 static const lithe__sgemm_kernel *for_rows(int64_t M);
