@@ -704,30 +704,22 @@ bool lithe__sgemm_prepacked(const lithe__sgemm_kernel *k, bool use_threads, bool
     }
     /* M = 1: with W packed ahead, the one-row kernel streams its slivers (the same bits, gemm.h's
      * rule; faster than the shuffle-bound GEMV); else the GEMV reads W in place */
-    if (M == 1 && Bpk && kr->urow) {
-        row_job r = {kr, N, K, alpha, beta, A, Bpk, C, epi};
+    if (M == 1 && ((Bpk && kr->urow) || (tB ? k->gemv_t : k->gemv_n))) {
         ws_slot priv, *s = NULL;
+        const float *x = A;
         if (tA && K > 1 && lda != 1) { /* x strided: gather it (K floats) */
             s = ws_claim((size_t)K, &priv);
             if (!s) return false;
             for (int64_t kk = 0; kk < K; kk++) s->buf[kk] = A[kk * lda];
-            r.x = s->buf;
+            x = s->buf;
         }
-        lithe__pool_for(pool, (N + kr->nr - 1) / kr->nr, 1, row_task, &r);
-        ws_release(s);
-        return true;
-    }
-    if (M == 1 && (tB ? k->gemv_t : k->gemv_n)) {
-        gemv_job g = {tB ? k->gemv_t : k->gemv_n, (size_t)N, (size_t)K, (size_t)k->kc, alpha, beta, A, B, (size_t)ldb, tB, C, epi};
-        ws_slot priv, *s = NULL;
-        if (tA && K > 1 && lda != 1) { /* x strided: gather it (K floats) */
-            s = ws_claim((size_t)K, &priv);
-            if (!s) return false;
-            for (int64_t kk = 0; kk < K; kk++) s->buf[kk] = A[kk * lda];
-            g.x = s->buf;
+        if (Bpk && kr->urow) {
+            row_job r = {kr, N, K, alpha, beta, x, Bpk, C, epi};
+            lithe__pool_for(pool, (N + kr->nr - 1) / kr->nr, 1, row_task, &r);
+        } else { /* outputs in ranges of GEMV_GRAIN, the last one clipped to N */
+            gemv_job g = {tB ? k->gemv_t : k->gemv_n, (size_t)N, (size_t)K, (size_t)k->kc, alpha, beta, x, B, (size_t)ldb, tB, C, epi};
+            lithe__pool_for(pool, (N + GEMV_GRAIN - 1) / GEMV_GRAIN, 1, gemv_task, &g);
         }
-        /* outputs in ranges of GEMV_GRAIN, the last one clipped to N */
-        lithe__pool_for(pool, (N + GEMV_GRAIN - 1) / GEMV_GRAIN, 1, gemv_task, &g);
         ws_release(s);
         return true;
     }

@@ -53,25 +53,32 @@ static inline v128_t clampv(int clamp, float lo, float hi, v128_t t) {
     return wasm_f32x4_pmax(wasm_f32x4_pmin(x, wasm_f32x4_splat(hi)), wasm_f32x4_splat(lo));
 }
 
-/* A partial row (n < NR) of the write rule: the same operations as a full row, on copies
- * (kept out of line: one copy for every kernel's every row). */
+/* The write rule of gemm.h on a row's two vectors t = alpha * acc: beta * c (8 floats at c), bias
+ * (8 floats, or NULL) and the clamp (0: none). */
+static inline __attribute__((always_inline)) void write_rule(v128_t *t0, v128_t *t1, const float *c, const float *bias,
+                                                             float beta, int clamp, float lo, float hi) {
+    if (beta != 0.0f) {
+        v128_t vbeta = wasm_f32x4_splat(beta);
+        *t0 = wasm_f32x4_add(*t0, wasm_f32x4_mul(vbeta, wasm_v128_load(c)));
+        *t1 = wasm_f32x4_add(*t1, wasm_f32x4_mul(vbeta, wasm_v128_load(c + 4)));
+    }
+    if (bias) {
+        *t0 = wasm_f32x4_add(*t0, wasm_v128_load(bias));
+        *t1 = wasm_f32x4_add(*t1, wasm_v128_load(bias + 4));
+    }
+    if (clamp) *t0 = clampv(clamp, lo, hi, *t0), *t1 = clampv(clamp, lo, hi, *t1);
+}
+
+/* A partial row (n < NR): the full row's rule on copies (kept out of line: one copy for every
+ * kernel's every row). */
 static __attribute__((noinline)) void store_part(v128_t t0, v128_t t1, float *c, const float *bias, float beta,
                                                  int clamp, float lo, float hi, size_t n) {
-    v128_t vbeta = wasm_f32x4_splat(beta);
     float cb[NR] = {0}, bb[NR] = {0}, out[NR];
     if (beta != 0.0f)
         for (size_t j = 0; j < n; j++) cb[j] = c[j];
     if (bias)
         for (size_t j = 0; j < n; j++) bb[j] = bias[j];
-    if (beta != 0.0f) {
-        t0 = wasm_f32x4_add(t0, wasm_f32x4_mul(vbeta, wasm_v128_load(cb)));
-        t1 = wasm_f32x4_add(t1, wasm_f32x4_mul(vbeta, wasm_v128_load(cb + 4)));
-    }
-    if (bias) {
-        t0 = wasm_f32x4_add(t0, wasm_v128_load(bb));
-        t1 = wasm_f32x4_add(t1, wasm_v128_load(bb + 4));
-    }
-    if (clamp) t0 = clampv(clamp, lo, hi, t0), t1 = clampv(clamp, lo, hi, t1);
+    write_rule(&t0, &t1, cb, bias ? bb : NULL, beta, clamp, lo, hi);
     wasm_v128_store(out, t0);
     wasm_v128_store(out + 4, t1);
     for (size_t j = 0; j < n; j++) c[j] = out[j];
@@ -87,16 +94,7 @@ static inline __attribute__((always_inline)) void store_row(v128_t a0, v128_t a1
         store_part(t0, t1, c, bias, beta, clamp, lo, hi, n);
         return;
     }
-    if (beta != 0.0f) {
-        v128_t vbeta = wasm_f32x4_splat(beta);
-        t0 = wasm_f32x4_add(t0, wasm_f32x4_mul(vbeta, wasm_v128_load(c)));
-        t1 = wasm_f32x4_add(t1, wasm_f32x4_mul(vbeta, wasm_v128_load(c + 4)));
-    }
-    if (bias) {
-        t0 = wasm_f32x4_add(t0, wasm_v128_load(bias));
-        t1 = wasm_f32x4_add(t1, wasm_v128_load(bias + 4));
-    }
-    if (clamp) t0 = clampv(clamp, lo, hi, t0), t1 = clampv(clamp, lo, hi, t1);
+    write_rule(&t0, &t1, c, bias, beta, clamp, lo, hi);
     wasm_v128_store(c, t0);
     wasm_v128_store(c + 4, t1);
 }
