@@ -744,7 +744,9 @@ static void wdc_tiles(void *ctx, int64_t t0, int64_t t1) {
 }
 
 static bool wdc_applies(const lithe__conv2d *g) {
-    return is_shifted(g) && lithe__sgemm_kernel_best() == lithe__sgemm_kernel_wasmsimd() && g->OH > 0 && g->OW > 0;
+    return is_shifted(g) && lithe__sgemm_kernel_best() == lithe__sgemm_kernel_wasmsimd() && g->OH > 0 && g->OW > 0 &&
+           g->M / g->group > 0 && g->C / g->group * g->KH * g->KW > 0 && /* else the GEMM path's empty cases */
+           shifted_floats(g, g->C / g->group, g->C / g->group * g->KH * g->KW) < ((size_t)1 << 29); /* int32 bytes */
 }
 
 /* Wg (Mg, K) into the packed Wᵀ layout (lithe__sgemm_pack_b's for an 8-wide kernel with kc 256). */
