@@ -73,6 +73,15 @@ typedef void (*lithe__sgemm_ukernel_fn)(size_t mr, size_t nr, size_t kc, const f
 typedef void (*lithe__sgemm_ukernel_b_fn)(size_t mr, size_t nr, size_t kc, const float *a, const float *b, size_t ldb,
                                           float *c, size_t ldc, const lithe__sgemm_ukparams *p);
 
+/* Optional: the microkernel reading its A sliver where it lies instead of packed: step k's MR
+ * values at rows[k] + off (contiguous; all MR of them must be readable, also where mr < MR),
+ * otherwise ukernel's contract and bits exactly. lithe__sgemm_pixels uses it for whole A slivers
+ * (MR pixels inside one output row) of a product whose N fits one B sliver (N <= NR: each A
+ * sliver is read once either way), so a convolution's taps are broadcast straight from its padded
+ * input: such a product packs no A (LeNet's second convolution, 196 x 32 x 400 per image). */
+typedef void (*lithe__sgemm_ukernel_ap_fn)(size_t mr, size_t nr, size_t kc, const float *const *rows, int64_t off,
+                                           const float *b, float *c, size_t ldc, const lithe__sgemm_ukparams *p);
+
 /* Optional packing of one sliver (NULL: the driver's portable loops). lanes <= R valid lanes
  * (R = MR for A, NR for B; the rest zero-filled), kc steps:
  *   rows: lane l, step k at src[l * ld + k]  (op(A) not transposed, op(B) transposed)
@@ -119,6 +128,7 @@ typedef struct lithe__sgemm_kernel {
     const struct lithe__sgemm_kernel *(*for_rows)(int64_t M);
     lithe__sgemm_urow_fn urow; /* optional: M = 1 with op(B) packed ahead (NULL: the microkernel) */
     lithe__sgemm_ukernel_b_fn ukernel_b; /* optional: op(B) untransposed, read in place (NULL: packed) */
+    lithe__sgemm_ukernel_ap_fn ukernel_ap; /* optional: lithe__sgemm_pixels' A read in place (NULL: packed) */
     /* Optional helpers of lithe__sgemm_pixels (NULL: the driver's portable loops):
      *   pack_a_ptrs: an A sliver whose step k's lanes are contiguous at rows[k] + off:
      *     dst[k * MR + l] = rows[k][off + l] for l < lanes, 0 for lanes <= l < MR;

@@ -60,7 +60,7 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
 #define UK_DECL(i) __m512 c0_##i = _mm512_setzero_ps(), c1_##i = _mm512_setzero_ps();
 #define UK_FMA(i)                                                                                                 \
     {                                                                                                             \
-        __m512 x = _mm512_set1_ps(a[i]);                                                                          \
+        __m512 x = _mm512_set1_ps(ak[i]);                                                                         \
         c0_##i = _mm512_fmadd_ps(x, b0, c0_##i);                                                                  \
         c1_##i = _mm512_fmadd_ps(x, b1, c1_##i);                                                                  \
     }
@@ -68,8 +68,8 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
 #define UK_STEP(MR)                                                                                               \
     do {                                                                                                          \
         __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);                                             \
+        const float *ak = A_STEP(MR);                                                                             \
         ROWS_##MR(UK_FMA)                                                                                         \
-        a += MR;                                                                                                  \
         b += bs;                                                                                                  \
     } while (0)
 #define UK_PREFETCH(i)                                                                                            \
@@ -115,15 +115,16 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
 /* A tile at most 16 columns wide (a narrow output layer: N = 10) runs only its first zmm column:
  * half the FMAs, each element the same chain as in the full tile. */
 #define UK_DECL_H(i) __m512 h_##i = _mm512_setzero_ps();
-#define UK_FMA_H(i) h_##i = _mm512_fmadd_ps(_mm512_set1_ps(a[i]), b0, h_##i);
+#define UK_FMA_H(i) h_##i = _mm512_fmadd_ps(_mm512_set1_ps(ak[i]), b0, h_##i);
 #define UK_SPILL_H(i)                                                                                             \
     tile[2 * (i)] = h_##i;                                                                                        \
     tile[2 * (i) + 1] = _mm512_setzero_ps();
 #define UKERNEL_HALF(MR)                                                                                          \
     if (nr <= 16) {                                                                                               \
         ROWS_##MR(UK_DECL_H)                                                                                      \
-        for (size_t k = 0; k < kc; k++, a += MR, b += bs) {                                                       \
+        for (size_t k = 0; k < kc; k++, b += bs) {                                                                \
             __m512 b0 = _mm512_loadu_ps(b);                                                                       \
+            const float *ak = A_STEP(MR);                                                                         \
             ROWS_##MR(UK_FMA_H)                                                                                   \
         }                                                                                                         \
         __m512 tile[2 * MR];                                                                                      \
@@ -156,11 +157,17 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
     ROWS_##MR(UK_SPILL)                                                                                           \
     store_partial(tile, mr, nr, c, ldc, p);
 
+/* Step k's MR values of A: a packed sliver (a + k MR), or, for ukernel_ap, MR contiguous floats of
+ * a row pointer (rows[k] + off); a null rows folds away where the body is inlined. */
+#define A_STEP(MR) (arows ? arows[k] + aoff : a + k * (MR))
+
 /* The body once per height, B's step bs a parameter: NR for a packed sliver (a constant once
  * inlined; unaligned loads cost nothing on aligned data), B's row stride for a sliver read where it
- * lies (gemm.h's ukernel_b): the same instructions on the same values, so the same bits. */
+ * lies (gemm.h's ukernel_b); A packed or read where it lies (gemm.h's ukernel_ap): the same
+ * instructions on the same values, so the same bits. */
 #define DEFINE_UKERNEL(MR)                                                                                        \
     static inline __attribute__((always_inline)) void uk_##MR(size_t mr, size_t nr, size_t kc, const float *a,    \
+                                                              const float *const *arows, int64_t aoff,            \
                                                               const float *b, size_t bs, float *c, size_t ldc,    \
                                                               const lithe__sgemm_ukparams *p) {                   \
         UKERNEL_BODY(MR)                                                                                          \
@@ -168,12 +175,17 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
     static void lithe_f32_gemm_ukernel_##MR##x32__avx512(size_t mr, size_t nr, size_t kc, const float *a,         \
                                                          const float *b, float *c, size_t ldc,                    \
                                                          const lithe__sgemm_ukparams *p) {                        \
-        uk_##MR(mr, nr, kc, a, b, NR, c, ldc, p);                                                                 \
+        uk_##MR(mr, nr, kc, a, NULL, 0, b, NR, c, ldc, p);                                                        \
     }                                                                                                             \
     static void lithe_f32_gemm_ukernel_b_##MR##x32__avx512(size_t mr, size_t nr, size_t kc, const float *a,       \
                                                            const float *b, size_t ldb, float *c, size_t ldc,      \
                                                            const lithe__sgemm_ukparams *p) {                      \
-        uk_##MR(mr, nr, kc, a, b, ldb, c, ldc, p);                                                                \
+        uk_##MR(mr, nr, kc, a, NULL, 0, b, ldb, c, ldc, p);                                                       \
+    }                                                                                                             \
+    static void lithe_f32_gemm_ukernel_ap_##MR##x32__avx512(size_t mr, size_t nr, size_t kc,                      \
+                                                            const float *const *rows, int64_t off, const float *b, \
+                                                            float *c, size_t ldc, const lithe__sgemm_ukparams *p) { \
+        uk_##MR(mr, nr, kc, NULL, rows, off, b, NR, c, ldc, p);                                                   \
     }
 
 DEFINE_UKERNEL(2)
@@ -561,7 +573,7 @@ static const lithe__sgemm_kernel *for_rows(int64_t M);
     {.isa = "avx512", .mr = MR, .nr = NR, .mc = MC, .kc = 512, .nc = 4096,                                        \
      .ukernel = lithe_f32_gemm_ukernel_##MR##x32__avx512, .pack_a = pack_a_##MR, .pack_b = pack_b_32,             \
      .gemv_t = gemv_t, .gemv_n = gemv_n, .for_rows = for_rows, .urow = lithe_f32_gemm_urow_1x32__avx512,         \
-     .ukernel_b = lithe_f32_gemm_ukernel_b_##MR##x32__avx512,                   \
+     .ukernel_b = lithe_f32_gemm_ukernel_b_##MR##x32__avx512, .ukernel_ap = lithe_f32_gemm_ukernel_ap_##MR##x32__avx512, \
      .pack_a_ptrs = pack_a_ptrs_##MR, .transpose = transpose_tile, .pack_segs = pack_segs, .clamp_ok = true}
 static const lithe__sgemm_kernel kernels[] = {KERNEL(14, 126), KERNEL(12, 120), KERNEL(8, 128), KERNEL(4, 128),
                                               KERNEL(2, 128)};
