@@ -724,7 +724,8 @@ lithe_status lithe__cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *
 
 /* ---- pooling: the scalar twins' loops, split over (image, channel) planes; 2x2 stride-2 max
  * pooling without padding (LeNet's) has its own loop with the twin's tap order and first-maximum
- * rule; other pooling whose windows all lie inside the plane (no padding: GlobalAveragePool, most
+ * rule (the SIMD table's maxpool2x2_row, or at inference maxpool2x2_rows over a whole range of
+ * planes when their heights are even, several short rows per vector); other pooling whose windows all lie inside the plane (no padding: GlobalAveragePool, most
  * AveragePools) runs eight planes side by side, each plane's window summed or maxed in the twin's
  * tap order, so eight independent chains run where the twin has one. Selections and per-window
  * sums in the twin's order: bit-identical. which NULL (inference): no indices are written. ---- */
@@ -804,6 +805,12 @@ static void pool_planes(void *ctx, int64_t p0, int64_t p1) {
         return;
     }
     const lithe__simd_kernels *k = lithe__simd();
+    if (!j->which) { /* inference: whole planes, or the range at once when its planes' row pairs follow */
+        if (g->H == 2 * g->OH) k->maxpool2x2_rows((p1 - p0) * g->OH, g->OW, j->X + p0 * HW, g->W, j->Y + p0 * OP);
+        else
+            for (int64_t nc = p0; nc < p1; nc++) k->maxpool2x2_rows(g->OH, g->OW, j->X + nc * HW, g->W, j->Y + nc * OP);
+        return;
+    }
     for (int64_t nc = p0; nc < p1; nc++) {
         const float *x = j->X + nc * HW;
         for (int64_t oh = 0; oh < g->OH; oh++)
