@@ -469,33 +469,46 @@ static bool is_shifted(const lithe__conv2d *g) {
     return !is_pointwise(g) && Wq - g->OW <= g->OW;
 }
 
-/* The shifted-rows workspace of one range: the taps' row pointers and the phase planes xq. */
+/* The shifted-rows workspace of one range: the taps' row pointers and the phase planes xq; for
+ * filter rows read in place (lithe__sgemm_rows_direct, `direct`), DIRECT_SLACK zeros after xq (a
+ * sliver's dropped lanes read up to NR - 1 floats past a tap's last pixel) and rows[K] = ones, a
+ * plane of 1s as wide as any sliver reads (the bias step's B row). */
 typedef struct shifted_ws {
-    const float **rows; /* K */
+    const float **rows; /* K (+ 1: ones) */
     float *xq;          /* Cg·s0·s1·Hq·Wq */
+    float *ones;        /* direct: Hq·Wq + DIRECT_SLACK */
     int64_t Hq, Wq;
 } shifted_ws;
+enum { DIRECT_SLACK = 64 }; /* >= NR - 1 of every kernel */
 
-static void shifted_sizes(const lithe__conv2d *g, int64_t Cg, int64_t K, size_t *ptrs, size_t *xq) {
+static void shifted_sizes(const lithe__conv2d *g, int64_t Cg, int64_t K, bool direct, size_t *ptrs, size_t *xq,
+                          size_t *ones) {
     int64_t Hq, Wq;
     phase_dims(g, &Hq, &Wq);
-    *ptrs = ((size_t)K * sizeof(float *) + 63) / 64 * 16; /* in floats, 64-byte multiple */
-    *xq = ((size_t)(Cg * g->stride[0] * g->stride[1] * Hq * Wq) + 15) / 16 * 16;
+    *ptrs = ((size_t)(K + 1) * sizeof(float *) + 63) / 64 * 16; /* in floats, 64-byte multiple */
+    *xq = ((size_t)(Cg * g->stride[0] * g->stride[1] * Hq * Wq) + (direct ? DIRECT_SLACK : 0) + 15) / 16 * 16;
+    *ones = direct ? ((size_t)(Hq * Wq) + DIRECT_SLACK + 15) / 16 * 16 : 0;
 }
 
-static size_t shifted_floats(const lithe__conv2d *g, int64_t Cg, int64_t K) {
-    size_t ptrs, xq;
-    shifted_sizes(g, Cg, K, &ptrs, &xq);
-    return ptrs + xq;
+static size_t shifted_floats(const lithe__conv2d *g, int64_t Cg, int64_t K, bool direct) {
+    size_t ptrs, xq, ones;
+    shifted_sizes(g, Cg, K, direct, &ptrs, &xq, &ones);
+    return ptrs + xq + ones;
 }
 
-static void shifted_init(const lithe__conv2d *g, int64_t Cg, int64_t K, float *buf, shifted_ws *w) {
+static void shifted_init(const lithe__conv2d *g, int64_t Cg, int64_t K, bool direct, float *buf, shifted_ws *w) {
     int64_t s0 = g->stride[0], s1 = g->stride[1];
-    size_t ptrs, xq;
+    size_t ptrs, xq, ones;
     phase_dims(g, &w->Hq, &w->Wq);
-    shifted_sizes(g, Cg, K, &ptrs, &xq);
+    shifted_sizes(g, Cg, K, direct, &ptrs, &xq, &ones);
     w->rows = (const float **)(void *)buf;
     w->xq = buf + ptrs;
+    w->ones = direct ? w->xq + xq : NULL;
+    if (direct) {
+        size_t planes = (size_t)(Cg * s0 * s1 * w->Hq * w->Wq);
+        memset(w->xq + planes, 0, (xq - planes) * sizeof(float));
+        for (size_t i = 0; i < ones; i++) w->ones[i] = 1.0f;
+    }
     int64_t k = 0, HWq = w->Hq * w->Wq, Wq = w->Wq;
     /* the borders, zero for good: images overwrite the interiors only (shifted_fill's rows h0, h0 +
      * s0, ... and columns w0, w0 + s1, ... of each plane), so only what lies around them is cleared */
@@ -519,6 +532,7 @@ static void shifted_init(const lithe__conv2d *g, int64_t Cg, int64_t K, float *b
                 int64_t th = kh * g->dil[0], tw = kw * g->dil[1];
                 w->rows[k++] = w->xq + ((c * s0 + th % s0) * s1 + tw % s1) * HWq + th / s0 * w->Wq + tw / s1;
             }
+    w->rows[K] = w->ones;
 }
 
 /* The image-group x into the interior of the phase planes: per channel and row phase a, the input
@@ -561,8 +575,12 @@ static lithe_status shifted_forward(const lithe__conv2d *g, const shifted_ws *w,
     lithe__sgemm_epilogue e = {.bias_row = b};
     bool in_store = act_in_store(a);
     if (in_store) e.act = a, e.act_fn = lithe__simd()->act;
-    if (!lithe__sgemm_rows(NULL, true, Mg, g->OH * g->OW, K, Wg, K, w->rows, g->OW, w->Wq, y, g->OH * g->OW,
-                           b || in_store ? &e : NULL))
+    const lithe__sgemm_epilogue *ep = b || in_store ? &e : NULL;
+    if (w->ones && lithe__sgemm_rows_direct(NULL, Mg, g->OH, g->OW, K, Wg, K, w->rows, w->Wq, y, g->OH * g->OW, ep)) {
+        if (a && !in_store) lithe__simd()->act(a, Mg * g->OH * g->OW, y, y);
+        return LITHE_OK;
+    }
+    if (!lithe__sgemm_rows(NULL, true, Mg, g->OH * g->OW, K, Wg, K, w->rows, g->OW, w->Wq, y, g->OH * g->OW, ep))
         return LITHE_ERR_OOM;
     if (a && !in_store) lithe__simd()->act(a, Mg * g->OH * g->OW, y, y); /* as the im2col path */
     return LITHE_OK;
@@ -607,13 +625,17 @@ static void gemm_images(void *ctx, int64_t n0, int64_t n1) {
     const lithe__conv2d *g = j->g;
     int64_t Cg = g->C / g->group, Mg = g->M / g->group, K = Cg * g->KH * g->KW, P = g->OH * g->OW;
     bool pw = is_pointwise(g), sh = is_shifted(g), pr = pixel_rows(g, Mg, K);
+    /* filter rows on the shifted rows read in place (lithe__sgemm_rows_direct, single-threaded: where
+     * images run in parallel or the pool has one thread; the same bits as the packed product) */
+    bool direct = sh && !pr && lithe__sgemm_kernel_best()->ukernel_bp &&
+                  (g->N > 1 || lithe__pool_threads(lithe__cpu_pool()) <= 1);
     size_t ptrs = ((size_t)K * sizeof(float *) + 63) / 64 * 16; /* pixel rows' row pointers, in floats */
-    size_t need = sh ? shifted_floats(g, Cg, K) : pw ? 0 : (size_t)(K * P);
+    size_t need = sh ? shifted_floats(g, Cg, K, direct) : pw ? 0 : (size_t)(K * P);
     if (pr && !sh) need += ptrs;
     float *ws = NULL;
     shifted_ws sw = {0};
     lithe_status s = need ? workspace(j->be, need, &ws) : LITHE_OK;
-    if (s == LITHE_OK && sh) shifted_init(g, Cg, K, ws, &sw);
+    if (s == LITHE_OK && sh) shifted_init(g, Cg, K, direct, ws, &sw);
     float *col = pr && !sh ? ws + ptrs : ws;
     const float **rows = sh ? sw.rows : (const float **)(void *)ws;
     lithe__sgemm_epilogue pe = {.act = j->a, .act_fn = lithe__simd()->act};

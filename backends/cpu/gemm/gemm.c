@@ -804,3 +804,41 @@ bool lithe__sgemm_pixels(const lithe__sgemm_kernel *k, bool use_threads, int64_t
               .epi = e.bias || e.act ? &e : NULL};
     return run_packed(&jb, pool, lithe__pool_threads(pool));
 }
+
+bool lithe__sgemm_rows_direct(const lithe__sgemm_kernel *k, int64_t M, int64_t OH, int64_t ow, int64_t K,
+                              const float *A, int64_t lda, const float *const *B_rows, int64_t b_row, float *C,
+                              int64_t ldc, const lithe__sgemm_epilogue *epi) {
+    if (!k) k = lithe__sgemm_kernel_best();
+    if (k->for_rows) k = k->for_rows(M);
+    const bool bias = epi && epi->bias_row;
+    const int64_t Kt = K + (bias ? 1 : 0);
+    lithe__sgemm_ukparams p = {.alpha = 1.0f};
+    if (!k->ukernel_bp || M <= 0 || OH <= 0 || ow <= 0 || K <= 0 || Kt > k->kc || M > k->mc || (epi && (epi->Z || epi->bias)) ||
+        (epi && epi->act && !epi_clamp(k, epi, false, &p)))
+        return false;
+    const size_t MR = (size_t)k->mr, NR = (size_t)k->nr, kt = (size_t)Kt;
+    ws_slot priv, *s = ws_claim(round_up((size_t)M, MR) * kt, &priv);
+    if (!s) return false;
+    float *Ap = s->buf;
+    for (size_t ir = 0; ir < (size_t)M; ir += MR) { /* A's slivers as run_range packs them, bias step last */
+        size_t lanes = (size_t)M - ir < MR ? (size_t)M - ir : MR;
+        float *dst = Ap + ir * kt;
+        if (k->pack_a) k->pack_a(lanes, (size_t)K, A + (int64_t)ir * lda, (size_t)lda, true, dst);
+        else pack_portable(MR, lanes, (size_t)K, A + (int64_t)ir * lda, (size_t)lda, true, dst);
+        if (bias)
+            for (size_t l = 0; l < MR; l++) dst[(size_t)K * MR + l] = l < lanes ? epi->bias_row[ir + l] : 0.0f;
+    }
+    /* per output row, its NR-wide slivers (the last one nr = the rest), every MR rows of A against each:
+     * B's step k read at B_rows[k] + r b_row + c0 (its row K: ones, for the bias step) */
+    for (int64_t r = 0; r < OH; r++)
+        for (int64_t c0 = 0; c0 < ow; c0 += (int64_t)NR) {
+            size_t nr = ow - c0 < (int64_t)NR ? (size_t)(ow - c0) : NR;
+            for (size_t ir = 0; ir < (size_t)M; ir += MR) {
+                size_t mr = (size_t)M - ir < MR ? (size_t)M - ir : MR;
+                k->ukernel_bp(mr, nr, kt, Ap + ir * kt, B_rows, r * b_row + c0, C + (int64_t)ir * ldc + r * ow + c0,
+                              (size_t)ldc, &p);
+            }
+        }
+    ws_release(s);
+    return true;
+}

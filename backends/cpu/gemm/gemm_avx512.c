@@ -67,10 +67,10 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
 /* One k step: two B vectors, MR broadcasts of A, 2 x MR FMAs. */
 #define UK_STEP(MR)                                                                                               \
     do {                                                                                                          \
-        __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);                                             \
+        const float *bk = B_STEP;                                                                                 \
+        __m512 b0 = _mm512_loadu_ps(bk), b1 = _mm512_loadu_ps(bk + 16);                                           \
         const float *ak = A_STEP(MR);                                                                             \
         ROWS_##MR(UK_FMA)                                                                                         \
-        b += bs;                                                                                                  \
     } while (0)
 #define UK_PREFETCH(i)                                                                                            \
     if (i < mr) {                                                                                                 \
@@ -86,11 +86,11 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
             t1 = _mm512_mul_ps(va, t1);                                                                           \
             if (beta != 0.0f) {                                                                                   \
                 t0 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(ci), t0);                                                \
-                t1 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(ci + 16), t1);                                           \
+                t1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, ci + 16), t1);                                  \
             }                                                                                                     \
         } else if (beta != 0.0f) {                                                                                \
             t0 = _mm512_add_ps(_mm512_loadu_ps(ci), t0);                                                          \
-            t1 = _mm512_add_ps(_mm512_loadu_ps(ci + 16), t1);                                                     \
+            t1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, ci + 16), t1);                                           \
         }                                                                                                         \
         if (bias) {                                                                                               \
             t0 = _mm512_add_ps(t0, z0);                                                                           \
@@ -101,7 +101,7 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
             t1 = clamp_v(t1, cl, vlo, vhi);                                                                       \
         }                                                                                                         \
         _mm512_storeu_ps(ci, t0);                                                                                 \
-        _mm512_storeu_ps(ci + 16, t1);                                                                            \
+        _mm512_mask_storeu_ps(ci + 16, m1, t1);                                                                   \
     }
 #define UK_SPILL(i)                                                                                               \
     tile[2 * (i)] = c0_##i;                                                                                       \
@@ -122,8 +122,8 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
 #define UKERNEL_HALF(MR)                                                                                          \
     if (nr <= 16) {                                                                                               \
         ROWS_##MR(UK_DECL_H)                                                                                      \
-        for (size_t k = 0; k < kc; k++, b += bs) {                                                                \
-            __m512 b0 = _mm512_loadu_ps(b);                                                                       \
+        for (size_t k = 0; k < kc; k++) {                                                                         \
+            __m512 b0 = _mm512_loadu_ps(B_STEP);                                                                  \
             const float *ak = A_STEP(MR);                                                                         \
             ROWS_##MR(UK_FMA_H)                                                                                   \
         }                                                                                                         \
@@ -139,7 +139,8 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
     for (size_t k = 0; k < k1; k++) UK_STEP(MR);                                                                  \
     ROWS_##MR(UK_PREFETCH)                                                                                        \
     for (size_t k = k1; k < kc; k++) UK_STEP(MR);                                                                 \
-    if (mr == MR && nr == NR) { /* the full tile: unmasked, from registers */                                     \
+    if (mr == MR && nr > 16) { /* all rows, from registers (the second column masked to nr) */                    \
+        const __mmask16 m1 = (__mmask16)(0xFFFFu >> (NR - nr));                                                   \
         __m512 va = _mm512_set1_ps(p->alpha), vb = _mm512_set1_ps(p->beta);                                       \
         float beta = p->beta;                                                                                     \
         /* alpha 1 with beta 0 or 1 (the layers' calls): 1 a = a and fma(1, c, t) = c + t exactly, so  \
@@ -147,7 +148,7 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
         bool unit = p->alpha == 1.0f && (beta == 0.0f || beta == 1.0f);                                           \
         const float *bias = p->bias;                                                                              \
         __m512 z0 = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();                                           \
-        __m512 z1 = bias ? _mm512_loadu_ps(bias + 16) : _mm512_setzero_ps();                                      \
+        __m512 z1 = bias ? _mm512_maskz_loadu_ps(m1, bias + 16) : _mm512_setzero_ps();                            \
         const int cl = p->clamp;                                                                                  \
         __m512 vlo = _mm512_set1_ps(p->lo), vhi = _mm512_set1_ps(p->hi);                                          \
         ROWS_##MR(UK_STORE)                                                                                       \
@@ -160,6 +161,9 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
 /* Step k's MR values of A: a packed sliver (a + k MR), or, for ukernel_ap, MR contiguous floats of
  * a row pointer (rows[k] + off); a null rows folds away where the body is inlined. */
 #define A_STEP(MR) (arows ? arows[k] + aoff : a + k * (MR))
+/* Step k's NR values of B: a packed sliver or one read in place (b + k bs), or, for ukernel_bp, NR
+ * contiguous floats of a row pointer (brows[k] + boff). */
+#define B_STEP (brows ? brows[k] + boff : b + k * bs)
 
 /* The body once per height, B's step bs a parameter: NR for a packed sliver (a constant once
  * inlined; unaligned loads cost nothing on aligned data), B's row stride for a sliver read where it
@@ -168,24 +172,30 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
 #define DEFINE_UKERNEL(MR)                                                                                        \
     static inline __attribute__((always_inline)) void uk_##MR(size_t mr, size_t nr, size_t kc, const float *a,    \
                                                               const float *const *arows, int64_t aoff,            \
-                                                              const float *b, size_t bs, float *c, size_t ldc,    \
+                                                              const float *b, const float *const *brows,          \
+                                                              int64_t boff, size_t bs, float *c, size_t ldc,      \
                                                               const lithe__sgemm_ukparams *p) {                   \
         UKERNEL_BODY(MR)                                                                                          \
     }                                                                                                             \
     static void lithe_f32_gemm_ukernel_##MR##x32__avx512(size_t mr, size_t nr, size_t kc, const float *a,         \
                                                          const float *b, float *c, size_t ldc,                    \
                                                          const lithe__sgemm_ukparams *p) {                        \
-        uk_##MR(mr, nr, kc, a, NULL, 0, b, NR, c, ldc, p);                                                        \
+        uk_##MR(mr, nr, kc, a, NULL, 0, b, NULL, 0, NR, c, ldc, p);                                               \
     }                                                                                                             \
     static void lithe_f32_gemm_ukernel_b_##MR##x32__avx512(size_t mr, size_t nr, size_t kc, const float *a,       \
                                                            const float *b, size_t ldb, float *c, size_t ldc,      \
                                                            const lithe__sgemm_ukparams *p) {                      \
-        uk_##MR(mr, nr, kc, a, NULL, 0, b, ldb, c, ldc, p);                                                       \
+        uk_##MR(mr, nr, kc, a, NULL, 0, b, NULL, 0, ldb, c, ldc, p);                                              \
     }                                                                                                             \
     static void lithe_f32_gemm_ukernel_ap_##MR##x32__avx512(size_t mr, size_t nr, size_t kc,                      \
                                                             const float *const *rows, int64_t off, const float *b, \
                                                             float *c, size_t ldc, const lithe__sgemm_ukparams *p) { \
-        uk_##MR(mr, nr, kc, NULL, rows, off, b, NR, c, ldc, p);                                                   \
+        uk_##MR(mr, nr, kc, NULL, rows, off, b, NULL, 0, NR, c, ldc, p);                                          \
+    }                                                                                                             \
+    static void lithe_f32_gemm_ukernel_bp_##MR##x32__avx512(size_t mr, size_t nr, size_t kc, const float *a,      \
+                                                            const float *const *rows, int64_t off, float *c,      \
+                                                            size_t ldc, const lithe__sgemm_ukparams *p) {         \
+        uk_##MR(mr, nr, kc, a, NULL, 0, NULL, rows, off, 0, c, ldc, p);                                           \
     }
 
 DEFINE_UKERNEL(2)
@@ -574,6 +584,7 @@ static const lithe__sgemm_kernel *for_rows(int64_t M);
      .ukernel = lithe_f32_gemm_ukernel_##MR##x32__avx512, .pack_a = pack_a_##MR, .pack_b = pack_b_32,             \
      .gemv_t = gemv_t, .gemv_n = gemv_n, .for_rows = for_rows, .urow = lithe_f32_gemm_urow_1x32__avx512,         \
      .ukernel_b = lithe_f32_gemm_ukernel_b_##MR##x32__avx512, .ukernel_ap = lithe_f32_gemm_ukernel_ap_##MR##x32__avx512, \
+     .ukernel_bp = lithe_f32_gemm_ukernel_bp_##MR##x32__avx512,                                                   \
      .pack_a_ptrs = pack_a_ptrs_##MR, .transpose = transpose_tile, .pack_segs = pack_segs, .clamp_ok = true}
 static const lithe__sgemm_kernel kernels[] = {KERNEL(14, 126), KERNEL(12, 120), KERNEL(8, 128), KERNEL(4, 128),
                                               KERNEL(2, 128)};
