@@ -618,6 +618,20 @@ static bool pixel_rows(const lithe__conv2d *g, int64_t Mg, int64_t K) {
     return pixels < filters;
 }
 
+/* Whether filter rows read the shifted rows in place (lithe__sgemm_rows_direct) rather than pack
+ * them: its slivers run per output row, so each row's last one leaves lanes idle (OW = 28 in
+ * slivers of 32: 1/8), which costs more than the packing it saves where more filter tiles share
+ * each packed sliver. Measured on Zen 4: LeNet's first layer (16 filters) 279 -> 235 us at batch 32;
+ * mobilenet_v2's stem (32 filters, 112 wide: slivers 32, 32, 32, 16) 355 -> 370 us. Idle lanes x
+ * padded filters against about 3.5 per output pixel: 2.3 there, 4.6 here. The same bits either way. */
+static bool direct_pays(const lithe__conv2d *g, int64_t Mg) {
+    const lithe__sgemm_kernel *k = lithe__sgemm_kernel_best();
+    if (!k->ukernel_bp) return false;
+    if (k->for_rows) k = k->for_rows(Mg);
+    double P = (double)(g->OH * g->OW), idle = (double)g->OH * rup(g->OW, k->nr) - P;
+    return idle * rup(Mg, k->mr) < 3.5 * P;
+}
+
 /* Images [n0, n1) of a GEMM-path forward, with their own workspace: images run in parallel (each
  * output image belongs to one range); a GEMM started inside a range runs in its thread. */
 static void gemm_images(void *ctx, int64_t n0, int64_t n1) {
@@ -627,8 +641,7 @@ static void gemm_images(void *ctx, int64_t n0, int64_t n1) {
     bool pw = is_pointwise(g), sh = is_shifted(g), pr = pixel_rows(g, Mg, K);
     /* filter rows on the shifted rows read in place (lithe__sgemm_rows_direct, single-threaded: where
      * images run in parallel or the pool has one thread; the same bits as the packed product) */
-    bool direct = sh && !pr && lithe__sgemm_kernel_best()->ukernel_bp &&
-                  (g->N > 1 || lithe__pool_threads(lithe__cpu_pool()) <= 1);
+    bool direct = sh && !pr && direct_pays(g, Mg) && (g->N > 1 || lithe__pool_threads(lithe__cpu_pool()) <= 1);
     size_t ptrs = ((size_t)K * sizeof(float *) + 63) / 64 * 16; /* pixel rows' row pointers, in floats */
     size_t need = sh ? shifted_floats(g, Cg, K, direct) : pw ? 0 : (size_t)(K * P);
     if (pr && !sh) need += ptrs;
