@@ -450,6 +450,7 @@ typedef struct gemm_job {
     float *Y;
     const lithe__sgemm_packed_b *Wp; /* W (M, K) packed ahead as op(B) = Wᵀ (group 1), or NULL */
     _Atomic int status; /* the first failure (LITHE_OK: none) */
+    bool pr;            /* pixel rows (pixel_rows, decided once per call: it reads the environment) */
 } gemm_job;
 
 /* The phase planes of a zero-bordered image-group (Hp x Wp padded): stride (s0, s1) splits it
@@ -638,7 +639,7 @@ static void gemm_images(void *ctx, int64_t n0, int64_t n1) {
     gemm_job *j = ctx;
     const lithe__conv2d *g = j->g;
     int64_t Cg = g->C / g->group, Mg = g->M / g->group, K = Cg * g->KH * g->KW, P = g->OH * g->OW;
-    bool pw = is_pointwise(g), sh = is_shifted(g), pr = pixel_rows(g, Mg, K);
+    bool pw = is_pointwise(g), sh = is_shifted(g), pr = j->pr;
     /* filter rows on the shifted rows read in place (lithe__sgemm_rows_direct, single-threaded: where
      * images run in parallel or the pool has one thread; the same bits as the packed product) */
     bool direct = sh && !pr && direct_pays(g, Mg) && (g->N > 1 || lithe__pool_threads(lithe__cpu_pool()) <= 1);
@@ -708,7 +709,8 @@ lithe_status lithe__cpu_conv2d_packed(lithe_backend *be, const lithe__conv2d *g,
         depthwise_forward(be, g, X, W, b, a, Y);
         return LITHE_OK;
     }
-    gemm_job j = {be, g, X, W, b, a, Y, g->group == 1 ? Wp : NULL, LITHE_OK};
+    gemm_job j = {be, g, X, W, b, a, Y, g->group == 1 ? Wp : NULL, LITHE_OK,
+                  pixel_rows(g, g->M / g->group, g->C / g->group * g->KH * g->KW)};
     /* one image per range when there are several (batch 1: the GEMM splits its own work) */
     lithe__pool_for(g->N > 1 ? lithe__cpu_pool() : NULL, g->N, 1, gemm_images, &j);
     lithe_status s = (lithe_status)atomic_load(&j.status);
