@@ -1183,7 +1183,8 @@ static inline __attribute__((always_inline)) void maxpool_row_impl(int64_t n, co
  * masked-off lanes are not read), deinterleaved by two-source permutes, the four taps selected in
  * the twin's order (maxps(v, best) = v > best ? v : best: best kept on ties and NaN; with which,
  * the same selection by a `>` compare mask) and m columns stored: one block for LeNet's 14- and
- * 7-wide rows, where the 8- and 4-wide blocks above ran two overlapping ones. */
+ * 7-wide rows, where the 8- and 4-wide blocks above ran two overlapping ones (training, with
+ * which; inference pools whole ranges through maxpool2x2_rows below). */
 static inline __attribute__((always_inline)) void maxpool_row16(int64_t n, const float *r0, const float *r1,
                                                                 int64_t W, int32_t base, float *y, int32_t *which) {
     const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
