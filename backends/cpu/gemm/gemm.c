@@ -813,8 +813,8 @@ bool lithe__sgemm_rows_direct(const lithe__sgemm_kernel *k, int64_t M, int64_t O
     const bool bias = epi && epi->bias_row;
     const int64_t Kt = K + (bias ? 1 : 0);
     lithe__sgemm_ukparams p = {.alpha = 1.0f};
-    if (!k->ukernel_bp || M <= 0 || OH <= 0 || ow <= 0 || K <= 0 || Kt > k->kc || M > k->mc || (epi && (epi->Z || epi->bias)) ||
-        (epi && epi->act && !epi_clamp(k, epi, false, &p)))
+    if (!k->ukernel_bp || M <= 0 || OH <= 0 || ow <= 0 || K <= 0 || Kt > k->kc || M > k->mc ||
+        (epi && (epi->Z || epi->bias)) || (epi && epi->act && !epi_clamp(k, epi, false, &p)))
         return false;
     const size_t MR = (size_t)k->mr, NR = (size_t)k->nr, kt = (size_t)Kt;
     ws_slot priv, *s = ws_claim(round_up((size_t)M, MR) * kt, &priv);
