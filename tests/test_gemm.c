@@ -473,13 +473,14 @@ static void pixels_one(const lithe__sgemm_kernel *k, const char *name) {
         int64_t M = mnko[z][0], N = mnko[z][1], K = mnko[z][2], ow = mnko[z][3], a_row = ow + 3;
         int64_t oh = (M + ow - 1) / ow;
         /* the taps' rows in one buffer, each an (oh, a_row) plane read at (i / ow, i % ow) */
-        float *store = malloc(sizeof(float) * (size_t)(K * oh * a_row)), *A = malloc(sizeof(float) * (size_t)(M * K));
+        /* 64 floats of slack: lithe__sgemm_rows_direct's dropped lanes read past a tap's last pixel */
+        float *store = malloc(sizeof(float) * (size_t)(K * oh * a_row + 64)), *A = malloc(sizeof(float) * (size_t)(M * K));
         float *W = malloc(sizeof(float) * (size_t)(N * K)), *bias = malloc(sizeof(float) * (size_t)N);
         float *C0 = malloc(sizeof(float) * (size_t)(M * N)), *C1 = malloc(sizeof(float) * (size_t)(M * N)),
               *C2 = malloc(sizeof(float) * (size_t)(M * N));
         const float **rows = malloc(sizeof(float *) * (size_t)K);
         assert_true(store && A && W && bias && C0 && C1 && C2 && rows);
-        for (int64_t i = 0; i < K * oh * a_row; i++) store[i] = frand();
+        for (int64_t i = 0; i < K * oh * a_row + 64; i++) store[i] = frand();
         for (int64_t i = 0; i < N * K; i++) W[i] = frand();
         for (int64_t j = 0; j < N; j++) bias[j] = frand();
         for (int64_t kk = 0; kk < K; kk++) { /* shuffled, in runs of 3 evenly spaced rows */
@@ -530,6 +531,34 @@ static void pixels_one(const lithe__sgemm_kernel *k, const char *name) {
                             (long long)N, (long long)M, (long long)K, (long long)ow);
                 fail();
             }
+            /* B read in place (whole output rows only; the bias step's B row: ones as wide as read),
+             * with a relu in the store too: sgemm_rows' bits, or false where it does not apply */
+            if (M % ow) continue;
+            float *ones = malloc(sizeof(float) * (size_t)(oh * a_row + 64));
+            const float **rows1 = malloc(sizeof(float *) * (size_t)(K + 1));
+            assert_true(ones && rows1);
+            for (int64_t i = 0; i < oh * a_row + 64; i++) ones[i] = 1.0f;
+            memcpy(rows1, rows, sizeof(float *) * (size_t)K);
+            rows1[K] = ones;
+            lithe__act relu = {.kind = LITHE__ACT_RELU};
+            for (int r = 0; r < 2; r++) {
+                lithe__sgemm_epilogue er = {.bias_row = v ? bias : NULL, .act = r ? &relu : NULL, .act_fn = lithe__simd()->act};
+                const lithe__sgemm_epilogue *ep = v || r ? &er : NULL;
+                assert_true(lithe__sgemm_rows(k, false, N, M, K, W, K, rows, ow, a_row, C1, M, ep));
+                for (int64_t i = 0; i < M * N; i++) C2[i] = NAN;
+                if (!lithe__sgemm_rows_direct(k, N, M / ow, ow, K, W, K, rows1, a_row, C2, M, ep)) {
+                    /* where it applies: the kernel has ukernel_bp, K + 1 <= kc, N <= mc, the relu clamps */
+                    const lithe__sgemm_kernel *kk = k->for_rows ? k->for_rows(N) : k;
+                    assert_false(kk->ukernel_bp && K + 1 <= kk->kc && N <= kk->mc && kk->clamp_ok);
+                    continue;
+                }
+                if (memcmp(C1, C2, sizeof(float) * (size_t)(M * N))) {
+                    print_error("%s: M=%lld N=%lld K=%lld ow=%lld bias %d relu %d: sgemm_rows_direct differs from "
+                                "sgemm_rows\n", name, (long long)N, (long long)M, (long long)K, (long long)ow, v, r);
+                    fail();
+                }
+            }
+            free(ones), free(rows1);
         }
         free(At);
         lithe__sgemm_packed_b_free(Wp);

@@ -105,6 +105,20 @@ static void check_ukernel(const lithe__sgemm_kernel *k, bool fused) {
         float *a = frand(kc * MR), *b = frand(kc * NR), *bias = frand(NR), *c0 = frand(MR * ldc);
         float *bs = frand(kc * (NR + 16)); /* b's rows (NR + 16) floats apart, for ukernel_b */
         for (size_t kk = 0; kk < kc; kk++) memcpy(bs + kk * (NR + 16), b + kk * NR, NR * sizeof(float));
+        /* a's steps as rows of their own, in reverse order, each at offset 5 of it (for ukernel_ap) */
+        float *as = frand(kc * (MR + 7));
+        const float **arows = malloc(kc * sizeof *arows);
+        for (size_t kk = 0; kk < kc; kk++) {
+            arows[kk] = as + (kc - 1 - kk) * (MR + 7);
+            memcpy(as + (kc - 1 - kk) * (MR + 7) + 5, a + kk * MR, MR * sizeof(float));
+        }
+        /* b's steps likewise (for ukernel_bp), at offset 3 */
+        float *bsr = frand(kc * (NR + 5));
+        const float **brows = malloc(kc * sizeof *brows);
+        for (size_t kk = 0; kk < kc; kk++) {
+            brows[kk] = bsr + (kc - 1 - kk) * (NR + 5);
+            memcpy(bsr + (kc - 1 - kk) * (NR + 5) + 3, b + kk * NR, NR * sizeof(float));
+        }
         float *c1 = lithe__aligned_alloc(MR * ldc * sizeof(float)), *c2 = lithe__aligned_alloc(MR * ldc * sizeof(float));
         for (size_t ai = 0; ai < 2; ai++)
             for (size_t bi = 0; bi < 3; bi++)
@@ -132,6 +146,34 @@ static void check_ukernel(const lithe__sgemm_kernel *k, bool fused) {
                                       k->isa, MR, NR, mr, nr, kc, nb, at / ldc, at % ldc, c3[at], c1[at]);
                                 lithe__aligned_free(c3);
                             }
+                            if (k->ukernel_bp) { /* B from row pointers, step k's NR lanes at rows[k] + off */
+                                float *c5 = lithe__aligned_alloc(MR * ldc * sizeof(float));
+                                memcpy(c5, c0, MR * ldc * sizeof(float));
+                                if (p.beta == 0.0f)
+                                    for (size_t i = 0; i < MR * ldc; i++) c5[i] = NAN;
+                                k->ukernel_bp(mr, nr, kc, a, brows, 3, c5, ldc, &p);
+                                size_t nb = 0, at = 0;
+                                for (size_t i = 0; i < MR * ldc; i++)
+                                    if (!same_bits(c1[i], c5[i]) && !(isnan(c1[i]) && isnan(c5[i])) && !nb++) at = i;
+                                CHECK(nb == 0, "%s ukernel_bp %zux%zu: tile %zux%zu kc=%zu: %zu elements differ from "
+                                      "the packed call, first C[%zu][%zu] = %.9g, packed %.9g",
+                                      k->isa, MR, NR, mr, nr, kc, nb, at / ldc, at % ldc, c5[at], c1[at]);
+                                lithe__aligned_free(c5);
+                            }
+                            if (k->ukernel_ap) { /* A from row pointers, step k's MR lanes at rows[k] + off */
+                                float *c4 = lithe__aligned_alloc(MR * ldc * sizeof(float));
+                                memcpy(c4, c0, MR * ldc * sizeof(float));
+                                if (p.beta == 0.0f)
+                                    for (size_t i = 0; i < MR * ldc; i++) c4[i] = NAN;
+                                k->ukernel_ap(mr, nr, kc, arows, 5, b, c4, ldc, &p);
+                                size_t nb = 0, at = 0;
+                                for (size_t i = 0; i < MR * ldc; i++)
+                                    if (!same_bits(c1[i], c4[i]) && !(isnan(c1[i]) && isnan(c4[i])) && !nb++) at = i;
+                                CHECK(nb == 0, "%s ukernel_ap %zux%zu: tile %zux%zu kc=%zu: %zu elements differ from "
+                                      "the packed call, first C[%zu][%zu] = %.9g, packed %.9g",
+                                      k->isa, MR, NR, mr, nr, kc, nb, at / ldc, at % ldc, c4[at], c1[at]);
+                                lithe__aligned_free(c4);
+                            }
                             size_t bad = 0, first = 0;
                             for (size_t i = 0; i < MR * ldc; i++)
                                 if (!same_bits(c1[i], c2[i]) && !(isnan(c1[i]) && isnan(c2[i])) && !bad++) first = i;
@@ -143,6 +185,10 @@ static void check_ukernel(const lithe__sgemm_kernel *k, bool fused) {
                         }
         lithe__aligned_free(a);
         lithe__aligned_free(b);
+        lithe__aligned_free(as);
+        free(arows);
+        lithe__aligned_free(bsr);
+        free(brows);
         lithe__aligned_free(bs);
         lithe__aligned_free(bias);
         lithe__aligned_free(c0);

@@ -852,7 +852,8 @@ static void test_conv2d_gemm_fused_act(void **state) {
     const conv_case cs[] = {{2, 16, 12, 12, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},  /* pointwise */
                             {1, 6, 14, 14, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},   /* shifted rows */
                             {1, 4, 9, 23, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},     /* im2col */
-                            {1, 8, 10, 10, 12, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2}}; /* groups */
+                            {1, 8, 10, 10, 12, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2},  /* groups */
+                            {2, 1, 28, 28, 16, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1}}; /* filter rows in place */
     const lithe__act acts[] = {{.kind = LITHE__ACT_RELU},
                                {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = 0, .max_val = 6},
                                {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = -0.5f, .max_val = 0.5f},
@@ -950,7 +951,10 @@ static void test_conv2d_image_alone_equals_batch(void **state) {
                             {3, 8, 5, 7, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},
                             {3, 5, 9, 23, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 5},
                             {3, 3, 17, 19, 5, 3, 3, 3, 3, 1, 2, 0, 1, 2, 2, 1},
-                            {3, 160, 7, 7, 96, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1}}; /* pixel rows, 7x7 */
+                            {3, 160, 7, 7, 96, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},  /* pixel rows, 7x7 */
+                            /* LeNet's first layer: filter rows read in place in the batch, packed for an
+                             * image alone on 3 threads (conv.c's direct) */
+                            {3, 1, 28, 28, 16, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1}};
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
         lithe__conv2d g = geom(&cs[i]), g1 = g;
         g1.N = 1;
@@ -961,9 +965,13 @@ static void test_conv2d_image_alone_equals_batch(void **state) {
         fill(X, (int64_t)xi * g.N, -1, 1), fill(W, (int64_t)nw, -1, 1), fill(b, g.M, -1, 1);
         OK(lithe__cpu_conv2d(cpu, &g, X, W, b, NULL, Y));
         for (int64_t n = 0; n < g.N; n++) {
+            lithe_status st = lithe_backend_set_threads(cpu, n == 1 ? 3 : 1); /* one image: the GEMM splits */
+            assert_true(st == LITHE_OK || st == LITHE_ERR_UNSUPPORTED);
             OK(lithe__cpu_conv2d(cpu, &g1, X + (size_t)n * xi, W, b, NULL, Y1));
             assert_memory_equal(Y + (size_t)n * yi, Y1, yi * 4);
         }
+        lithe_status st = lithe_backend_set_threads(cpu, 0);
+        assert_true(st == LITHE_OK || st == LITHE_ERR_UNSUPPORTED);
         /* with W packed ahead (prepared weights, group 1): the same bits, alone and in the batch */
         int64_t K = (g.C / g.group) * g.KH * g.KW;
         lithe__sgemm_packed_b *Wp = g.group == 1 ? lithe__sgemm_pack_b(NULL, true, K, g.M, W, K) : NULL;

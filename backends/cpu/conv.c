@@ -450,6 +450,7 @@ typedef struct gemm_job {
     float *Y;
     const lithe__sgemm_packed_b *Wp; /* W (M, K) packed ahead as op(B) = Wᵀ (group 1), or NULL */
     _Atomic int status; /* the first failure (LITHE_OK: none) */
+    bool pr;            /* pixel rows (pixel_rows, decided once per call: it reads the environment) */
 } gemm_job;
 
 /* The phase planes of a zero-bordered image-group (Hp x Wp padded): stride (s0, s1) splits it
@@ -469,33 +470,46 @@ static bool is_shifted(const lithe__conv2d *g) {
     return !is_pointwise(g) && Wq - g->OW <= g->OW;
 }
 
-/* The shifted-rows workspace of one range: the taps' row pointers and the phase planes xq. */
+/* The shifted-rows workspace of one range: the taps' row pointers and the phase planes xq; for
+ * filter rows read in place (lithe__sgemm_rows_direct, `direct`), DIRECT_SLACK zeros after xq (a
+ * sliver's dropped lanes read up to NR - 1 floats past a tap's last pixel) and rows[K] = ones, a
+ * plane of 1s as wide as any sliver reads (the bias step's B row). */
 typedef struct shifted_ws {
-    const float **rows; /* K */
+    const float **rows; /* K (+ 1: ones) */
     float *xq;          /* Cg·s0·s1·Hq·Wq */
+    float *ones;        /* direct: Hq·Wq + DIRECT_SLACK */
     int64_t Hq, Wq;
 } shifted_ws;
+enum { DIRECT_SLACK = 64 }; /* >= NR - 1 of every kernel */
 
-static void shifted_sizes(const lithe__conv2d *g, int64_t Cg, int64_t K, size_t *ptrs, size_t *xq) {
+static void shifted_sizes(const lithe__conv2d *g, int64_t Cg, int64_t K, bool direct, size_t *ptrs, size_t *xq,
+                          size_t *ones) {
     int64_t Hq, Wq;
     phase_dims(g, &Hq, &Wq);
-    *ptrs = ((size_t)K * sizeof(float *) + 63) / 64 * 16; /* in floats, 64-byte multiple */
-    *xq = ((size_t)(Cg * g->stride[0] * g->stride[1] * Hq * Wq) + 15) / 16 * 16;
+    *ptrs = ((size_t)(K + 1) * sizeof(float *) + 63) / 64 * 16; /* in floats, 64-byte multiple */
+    *xq = ((size_t)(Cg * g->stride[0] * g->stride[1] * Hq * Wq) + (direct ? DIRECT_SLACK : 0) + 15) / 16 * 16;
+    *ones = direct ? ((size_t)(Hq * Wq) + DIRECT_SLACK + 15) / 16 * 16 : 0;
 }
 
-static size_t shifted_floats(const lithe__conv2d *g, int64_t Cg, int64_t K) {
-    size_t ptrs, xq;
-    shifted_sizes(g, Cg, K, &ptrs, &xq);
-    return ptrs + xq;
+static size_t shifted_floats(const lithe__conv2d *g, int64_t Cg, int64_t K, bool direct) {
+    size_t ptrs, xq, ones;
+    shifted_sizes(g, Cg, K, direct, &ptrs, &xq, &ones);
+    return ptrs + xq + ones;
 }
 
-static void shifted_init(const lithe__conv2d *g, int64_t Cg, int64_t K, float *buf, shifted_ws *w) {
+static void shifted_init(const lithe__conv2d *g, int64_t Cg, int64_t K, bool direct, float *buf, shifted_ws *w) {
     int64_t s0 = g->stride[0], s1 = g->stride[1];
-    size_t ptrs, xq;
+    size_t ptrs, xq, ones;
     phase_dims(g, &w->Hq, &w->Wq);
-    shifted_sizes(g, Cg, K, &ptrs, &xq);
+    shifted_sizes(g, Cg, K, direct, &ptrs, &xq, &ones);
     w->rows = (const float **)(void *)buf;
     w->xq = buf + ptrs;
+    w->ones = direct ? w->xq + xq : NULL;
+    if (direct) {
+        size_t planes = (size_t)(Cg * s0 * s1 * w->Hq * w->Wq);
+        memset(w->xq + planes, 0, (xq - planes) * sizeof(float));
+        for (size_t i = 0; i < ones; i++) w->ones[i] = 1.0f;
+    }
     int64_t k = 0, HWq = w->Hq * w->Wq, Wq = w->Wq;
     /* the borders, zero for good: images overwrite the interiors only (shifted_fill's rows h0, h0 +
      * s0, ... and columns w0, w0 + s1, ... of each plane), so only what lies around them is cleared */
@@ -519,6 +533,7 @@ static void shifted_init(const lithe__conv2d *g, int64_t Cg, int64_t K, float *b
                 int64_t th = kh * g->dil[0], tw = kw * g->dil[1];
                 w->rows[k++] = w->xq + ((c * s0 + th % s0) * s1 + tw % s1) * HWq + th / s0 * w->Wq + tw / s1;
             }
+    w->rows[K] = w->ones;
 }
 
 /* The image-group x into the interior of the phase planes: per channel and row phase a, the input
@@ -561,8 +576,12 @@ static lithe_status shifted_forward(const lithe__conv2d *g, const shifted_ws *w,
     lithe__sgemm_epilogue e = {.bias_row = b};
     bool in_store = act_in_store(a);
     if (in_store) e.act = a, e.act_fn = lithe__simd()->act;
-    if (!lithe__sgemm_rows(NULL, true, Mg, g->OH * g->OW, K, Wg, K, w->rows, g->OW, w->Wq, y, g->OH * g->OW,
-                           b || in_store ? &e : NULL))
+    const lithe__sgemm_epilogue *ep = b || in_store ? &e : NULL;
+    if (w->ones && lithe__sgemm_rows_direct(NULL, Mg, g->OH, g->OW, K, Wg, K, w->rows, w->Wq, y, g->OH * g->OW, ep)) {
+        if (a && !in_store) lithe__simd()->act(a, Mg * g->OH * g->OW, y, y);
+        return LITHE_OK;
+    }
+    if (!lithe__sgemm_rows(NULL, true, Mg, g->OH * g->OW, K, Wg, K, w->rows, g->OW, w->Wq, y, g->OH * g->OW, ep))
         return LITHE_ERR_OOM;
     if (a && !in_store) lithe__simd()->act(a, Mg * g->OH * g->OW, y, y); /* as the im2col path */
     return LITHE_OK;
@@ -598,6 +617,20 @@ static bool pixel_rows(const lithe__conv2d *g, int64_t Mg, int64_t K) {
     double moves = 2.0 * (double)((K + kp->kc - 1) / kp->kc) - 1.0; /* a later K block reads the tile back */
     double pixels = rup(P, kp->mr) * rup(Mg, kp->nr) * (double)K / kernel_speed(kp->mr) + per_out * moves * (double)(Mg * P);
     return pixels < filters;
+}
+
+/* Whether filter rows read the shifted rows in place (lithe__sgemm_rows_direct) rather than pack
+ * them: its slivers run per output row, so each row's last one leaves lanes idle (OW = 28 in
+ * slivers of 32: 1/8), which costs more than the packing it saves where more filter tiles share
+ * each packed sliver. Measured on Zen 4: LeNet's first layer (16 filters) 279 -> 235 us at batch 32;
+ * mobilenet_v2's stem (32 filters, 112 wide: slivers 32, 32, 32, 16) 355 -> 370 us. Idle lanes x
+ * padded filters against about 3.5 per output pixel: 2.3 there, 4.6 here. The same bits either way. */
+static bool direct_pays(const lithe__conv2d *g, int64_t Mg) {
+    const lithe__sgemm_kernel *k = lithe__sgemm_kernel_best();
+    if (!k->ukernel_bp) return false;
+    if (k->for_rows) k = k->for_rows(Mg);
+    double P = (double)(g->OH * g->OW), idle = (double)g->OH * rup(g->OW, k->nr) - P;
+    return idle * rup(Mg, k->mr) < 3.5 * P;
 }
 
 /* ---- WebAssembly SIMD128: direct convolution (shifted rows without packing) ----
@@ -746,7 +779,7 @@ static void wdc_tiles(void *ctx, int64_t t0, int64_t t1) {
 static bool wdc_applies(const lithe__conv2d *g) {
     return is_shifted(g) && lithe__sgemm_kernel_best() == lithe__sgemm_kernel_wasmsimd() && g->OH > 0 && g->OW > 0 &&
            g->M / g->group > 0 && g->C / g->group * g->KH * g->KW > 0 && /* else the GEMM path's empty cases */
-           shifted_floats(g, g->C / g->group, g->C / g->group * g->KH * g->KW) < ((size_t)1 << 29); /* int32 bytes */
+           shifted_floats(g, g->C / g->group, g->C / g->group * g->KH * g->KW, false) < ((size_t)1 << 29); /* int32 bytes */
 }
 
 /* Wg (Mg, K) into the packed Wᵀ layout (lithe__sgemm_pack_b's for an 8-wide kernel with kc 256). */
@@ -767,7 +800,7 @@ static void wdc_images(gemm_job *j, int64_t n0, int64_t n1) {
     int64_t npad = (Mg + WDC_NR - 1) / WDC_NR * WDC_NR;
     const lithe__sgemm_packed_b *Wp = j->Wp;
     bool prepared = Wp && Wp->nr == WDC_NR && Wp->kc == WDC_KC && Wp->transB && Wp->K == K && Wp->N == Mg;
-    size_t sh = shifted_floats(g, Cg, K), ints = ((size_t)(K + P) + 15) / 16 * 16;
+    size_t sh = shifted_floats(g, Cg, K, false), ints = ((size_t)(K + P) + 15) / 16 * 16;
     size_t wts = prepared ? 0 : (size_t)(g->group * K * npad);
     float *ws = NULL;
     lithe_status s = workspace(j->be, sh + ints + wts, &ws);
@@ -777,7 +810,7 @@ static void wdc_images(gemm_job *j, int64_t n0, int64_t n1) {
         return;
     }
     shifted_ws sw;
-    shifted_init(g, Cg, K, ws, &sw);
+    shifted_init(g, Cg, K, false, ws, &sw);
     int32_t *toff = (int32_t *)(void *)(ws + sh), *pix = toff + K;
     for (int64_t k = 0; k < K; k++) toff[k] = (int32_t)((sw.rows[k] - sw.xq) * (int64_t)sizeof(float));
     for (int64_t p = 0; p < P; p++) pix[p] = (int32_t)(p / g->OW * sw.Wq + p % g->OW);
@@ -812,14 +845,17 @@ static void gemm_images(void *ctx, int64_t n0, int64_t n1) {
     }
 #endif
     int64_t Cg = g->C / g->group, Mg = g->M / g->group, K = Cg * g->KH * g->KW, P = g->OH * g->OW;
-    bool pw = is_pointwise(g), sh = is_shifted(g), pr = pixel_rows(g, Mg, K);
+    bool pw = is_pointwise(g), sh = is_shifted(g), pr = j->pr;
+    /* filter rows on the shifted rows read in place (lithe__sgemm_rows_direct, single-threaded: where
+     * images run in parallel or the pool has one thread; the same bits as the packed product) */
+    bool direct = sh && !pr && direct_pays(g, Mg) && (g->N > 1 || lithe__pool_threads(lithe__cpu_pool()) <= 1);
     size_t ptrs = ((size_t)K * sizeof(float *) + 63) / 64 * 16; /* pixel rows' row pointers, in floats */
-    size_t need = sh ? shifted_floats(g, Cg, K) : pw ? 0 : (size_t)(K * P);
+    size_t need = sh ? shifted_floats(g, Cg, K, direct) : pw ? 0 : (size_t)(K * P);
     if (pr && !sh) need += ptrs;
     float *ws = NULL;
     shifted_ws sw = {0};
     lithe_status s = need ? workspace(j->be, need, &ws) : LITHE_OK;
-    if (s == LITHE_OK && sh) shifted_init(g, Cg, K, ws, &sw);
+    if (s == LITHE_OK && sh) shifted_init(g, Cg, K, direct, ws, &sw);
     float *col = pr && !sh ? ws + ptrs : ws;
     const float **rows = sh ? sw.rows : (const float **)(void *)ws;
     lithe__sgemm_epilogue pe = {.act = j->a, .act_fn = lithe__simd()->act};
@@ -879,7 +915,8 @@ lithe_status lithe__cpu_conv2d_packed(lithe_backend *be, const lithe__conv2d *g,
         depthwise_forward(be, g, X, W, b, a, Y);
         return LITHE_OK;
     }
-    gemm_job j = {be, g, X, W, b, a, Y, g->group == 1 ? Wp : NULL, LITHE_OK};
+    gemm_job j = {be, g, X, W, b, a, Y, g->group == 1 ? Wp : NULL, LITHE_OK,
+                  pixel_rows(g, g->M / g->group, g->C / g->group * g->KH * g->KW)};
     /* one image per range when there are several (batch 1: the GEMM splits its own work) */
     lithe__pool_for(g->N > 1 ? lithe__cpu_pool() : NULL, g->N, 1, gemm_images, &j);
     lithe_status s = (lithe_status)atomic_load(&j.status);
@@ -930,7 +967,8 @@ lithe_status lithe__cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *
 
 /* ---- pooling: the scalar twins' loops, split over (image, channel) planes; 2x2 stride-2 max
  * pooling without padding (LeNet's) has its own loop with the twin's tap order and first-maximum
- * rule; other pooling whose windows all lie inside the plane (no padding: GlobalAveragePool, most
+ * rule (the SIMD table's maxpool2x2_row, or at inference maxpool2x2_rows over a whole range of
+ * planes when their heights are even, several short rows per vector); other pooling whose windows all lie inside the plane (no padding: GlobalAveragePool, most
  * AveragePools) runs eight planes side by side, each plane's window summed or maxed in the twin's
  * tap order, so eight independent chains run where the twin has one. Selections and per-window
  * sums in the twin's order: bit-identical. which NULL (inference): no indices are written. ---- */
@@ -1010,6 +1048,12 @@ static void pool_planes(void *ctx, int64_t p0, int64_t p1) {
         return;
     }
     const lithe__simd_kernels *k = lithe__simd();
+    if (!j->which) { /* inference: whole planes, or the range at once when its planes' row pairs follow */
+        if (g->H == 2 * g->OH) k->maxpool2x2_rows((p1 - p0) * g->OH, g->OW, j->X + p0 * HW, g->W, j->Y + p0 * OP);
+        else
+            for (int64_t nc = p0; nc < p1; nc++) k->maxpool2x2_rows(g->OH, g->OW, j->X + nc * HW, g->W, j->Y + nc * OP);
+        return;
+    }
     for (int64_t nc = p0; nc < p1; nc++) {
         const float *x = j->X + nc * HW;
         for (int64_t oh = 0; oh < g->OH; oh++)

@@ -83,6 +83,10 @@ static void scalar_maxpool2x2_row(int64_t n, const float *r0, const float *r1, i
     }
 }
 
+static void scalar_maxpool2x2_rows(int64_t R, int64_t n, const float *x, int64_t W, float *y) {
+    for (int64_t r = 0; r < R; r++) scalar_maxpool2x2_row(n, x + 2 * r * W, x + (2 * r + 1) * W, W, 0, y + r * n, NULL);
+}
+
 static void scalar_binary(int op, int64_t n, const float *A, bool a1, const float *B, bool b1, float *Y) {
     for (int64_t i = 0; i < n; i++) Y[i] = lithe__bin_fwd(op, A[a1 ? 0 : i], B[b1 ? 0 : i]);
 }
@@ -116,6 +120,7 @@ const lithe__simd_kernels lithe__simd_scalar = {
     .copy_rows = scalar_copy_rows,
     .split_rows = scalar_split_rows,
     .maxpool2x2_row = scalar_maxpool2x2_row,
+    .maxpool2x2_rows = scalar_maxpool2x2_rows,
     .binary = scalar_binary,
 };
 

@@ -73,6 +73,21 @@ typedef void (*lithe__sgemm_ukernel_fn)(size_t mr, size_t nr, size_t kc, const f
 typedef void (*lithe__sgemm_ukernel_b_fn)(size_t mr, size_t nr, size_t kc, const float *a, const float *b, size_t ldb,
                                           float *c, size_t ldc, const lithe__sgemm_ukparams *p);
 
+/* Optional: the microkernel reading its A sliver where it lies instead of packed: step k's MR
+ * values at rows[k] + off (contiguous; all MR of them must be readable, also where mr < MR),
+ * otherwise ukernel's contract and bits exactly. lithe__sgemm_pixels uses it for whole A slivers
+ * (MR pixels inside one output row) of a product whose N fits one B sliver (N <= NR: each A
+ * sliver is read once either way), so a convolution's taps are broadcast straight from its padded
+ * input: such a product packs no A (LeNet's second convolution, 196 x 32 x 400 per image). */
+typedef void (*lithe__sgemm_ukernel_ap_fn)(size_t mr, size_t nr, size_t kc, const float *const *rows, int64_t off,
+                                           const float *b, float *c, size_t ldc, const lithe__sgemm_ukparams *p);
+
+/* Optional: the microkernel reading its B sliver where it lies: step k's NR values at rows[k] + off
+ * (contiguous; all NR of them must be readable, also where nr < NR), otherwise ukernel's contract
+ * and bits exactly (lithe__sgemm_rows_direct). */
+typedef void (*lithe__sgemm_ukernel_bp_fn)(size_t mr, size_t nr, size_t kc, const float *a, const float *const *rows,
+                                           int64_t off, float *c, size_t ldc, const lithe__sgemm_ukparams *p);
+
 /* Optional packing of one sliver (NULL: the driver's portable loops). lanes <= R valid lanes
  * (R = MR for A, NR for B; the rest zero-filled), kc steps:
  *   rows: lane l, step k at src[l * ld + k]  (op(A) not transposed, op(B) transposed)
@@ -119,6 +134,8 @@ typedef struct lithe__sgemm_kernel {
     const struct lithe__sgemm_kernel *(*for_rows)(int64_t M);
     lithe__sgemm_urow_fn urow; /* optional: M = 1 with op(B) packed ahead (NULL: the microkernel) */
     lithe__sgemm_ukernel_b_fn ukernel_b; /* optional: op(B) untransposed, read in place (NULL: packed) */
+    lithe__sgemm_ukernel_ap_fn ukernel_ap; /* optional: lithe__sgemm_pixels' A read in place (NULL: packed) */
+    lithe__sgemm_ukernel_bp_fn ukernel_bp; /* optional: lithe__sgemm_rows_direct's B read in place */
     /* Optional helpers of lithe__sgemm_pixels (NULL: the driver's portable loops):
      *   pack_a_ptrs: an A sliver whose step k's lanes are contiguous at rows[k] + off:
      *     dst[k * MR + l] = rows[k][off + l] for l < lanes, 0 for lanes <= l < MR;
@@ -221,6 +238,19 @@ bool lithe__sgemm_prepacked(const lithe__sgemm_kernel *k, bool use_threads, bool
 bool lithe__sgemm_rows(const lithe__sgemm_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K, const float *A,
                        int64_t lda, const float *const *B_rows, int64_t ow, int64_t b_row, float *C, int64_t ldc,
                        const lithe__sgemm_epilogue *epi);
+
+/* lithe__sgemm_rows (N = OH·ow: OH output rows of ow pixels, b_row apart in B's rows) with op(B) read
+ * where it lies by the kernel's ukernel_bp, nothing of it packed: per output row, slivers of NR
+ * pixels (the last one nr = what is left), B's step k at B_rows[k] + r·b_row + c0. The caller makes
+ * NR - 1 floats past every pixel a tap reads readable (their lanes are computed and dropped), and
+ * with epi->bias_row passes K + 1 row pointers, the last one ones wherever a pixel is read (the
+ * bias step: A's column K = bias_row). Single-threaded. The bits of lithe__sgemm_rows for the same
+ * operands. false (nothing written) where it does not apply: no ukernel_bp, K + 1 past the
+ * kernel's kc or M past its mc, an epilogue other than bias_row and a clamp act the kernel applies
+ * in its store, or no workspace. */
+bool lithe__sgemm_rows_direct(const lithe__sgemm_kernel *k, int64_t M, int64_t OH, int64_t ow, int64_t K,
+                              const float *A, int64_t lda, const float *const *B_rows, int64_t b_row, float *C,
+                              int64_t ldc, const lithe__sgemm_epilogue *epi);
 
 /* A convolution's output pixels as the product's rows (conv.c's "pixel rows" orientation):
  *   Cᵀ (M pixels, N filters) = op(A) (M, K) · op(B) (K, N) [+ bias (N)] [act],  beta = 0

@@ -60,17 +60,17 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
 #define UK_DECL(i) __m512 c0_##i = _mm512_setzero_ps(), c1_##i = _mm512_setzero_ps();
 #define UK_FMA(i)                                                                                                 \
     {                                                                                                             \
-        __m512 x = _mm512_set1_ps(a[i]);                                                                          \
+        __m512 x = _mm512_set1_ps(ak[i]);                                                                         \
         c0_##i = _mm512_fmadd_ps(x, b0, c0_##i);                                                                  \
         c1_##i = _mm512_fmadd_ps(x, b1, c1_##i);                                                                  \
     }
 /* One k step: two B vectors, MR broadcasts of A, 2 x MR FMAs. */
 #define UK_STEP(MR)                                                                                               \
     do {                                                                                                          \
-        __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);                                             \
+        const float *bk = B_STEP;                                                                                 \
+        __m512 b0 = _mm512_loadu_ps(bk), b1 = _mm512_loadu_ps(bk + 16);                                           \
+        const float *ak = A_STEP(MR);                                                                             \
         ROWS_##MR(UK_FMA)                                                                                         \
-        a += MR;                                                                                                  \
-        b += bs;                                                                                                  \
     } while (0)
 #define UK_PREFETCH(i)                                                                                            \
     if (i < mr) {                                                                                                 \
@@ -86,11 +86,11 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
             t1 = _mm512_mul_ps(va, t1);                                                                           \
             if (beta != 0.0f) {                                                                                   \
                 t0 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(ci), t0);                                                \
-                t1 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(ci + 16), t1);                                           \
+                t1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, ci + 16), t1);                                  \
             }                                                                                                     \
         } else if (beta != 0.0f) {                                                                                \
             t0 = _mm512_add_ps(_mm512_loadu_ps(ci), t0);                                                          \
-            t1 = _mm512_add_ps(_mm512_loadu_ps(ci + 16), t1);                                                     \
+            t1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, ci + 16), t1);                                           \
         }                                                                                                         \
         if (bias) {                                                                                               \
             t0 = _mm512_add_ps(t0, z0);                                                                           \
@@ -101,7 +101,7 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
             t1 = clamp_v(t1, cl, vlo, vhi);                                                                       \
         }                                                                                                         \
         _mm512_storeu_ps(ci, t0);                                                                                 \
-        _mm512_storeu_ps(ci + 16, t1);                                                                            \
+        _mm512_mask_storeu_ps(ci + 16, m1, t1);                                                                   \
     }
 #define UK_SPILL(i)                                                                                               \
     tile[2 * (i)] = c0_##i;                                                                                       \
@@ -115,15 +115,16 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
 /* A tile at most 16 columns wide (a narrow output layer: N = 10) runs only its first zmm column:
  * half the FMAs, each element the same chain as in the full tile. */
 #define UK_DECL_H(i) __m512 h_##i = _mm512_setzero_ps();
-#define UK_FMA_H(i) h_##i = _mm512_fmadd_ps(_mm512_set1_ps(a[i]), b0, h_##i);
+#define UK_FMA_H(i) h_##i = _mm512_fmadd_ps(_mm512_set1_ps(ak[i]), b0, h_##i);
 #define UK_SPILL_H(i)                                                                                             \
     tile[2 * (i)] = h_##i;                                                                                        \
     tile[2 * (i) + 1] = _mm512_setzero_ps();
 #define UKERNEL_HALF(MR)                                                                                          \
     if (nr <= 16) {                                                                                               \
         ROWS_##MR(UK_DECL_H)                                                                                      \
-        for (size_t k = 0; k < kc; k++, a += MR, b += bs) {                                                       \
-            __m512 b0 = _mm512_loadu_ps(b);                                                                       \
+        for (size_t k = 0; k < kc; k++) {                                                                         \
+            __m512 b0 = _mm512_loadu_ps(B_STEP);                                                                  \
+            const float *ak = A_STEP(MR);                                                                         \
             ROWS_##MR(UK_FMA_H)                                                                                   \
         }                                                                                                         \
         __m512 tile[2 * MR];                                                                                      \
@@ -138,7 +139,8 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
     for (size_t k = 0; k < k1; k++) UK_STEP(MR);                                                                  \
     ROWS_##MR(UK_PREFETCH)                                                                                        \
     for (size_t k = k1; k < kc; k++) UK_STEP(MR);                                                                 \
-    if (mr == MR && nr == NR) { /* the full tile: unmasked, from registers */                                     \
+    if (mr == MR && nr > 16) { /* all rows, from registers (the second column masked to nr) */                    \
+        const __mmask16 m1 = (__mmask16)(0xFFFFu >> (NR - nr));                                                   \
         __m512 va = _mm512_set1_ps(p->alpha), vb = _mm512_set1_ps(p->beta);                                       \
         float beta = p->beta;                                                                                     \
         /* alpha 1 with beta 0 or 1 (the layers' calls): 1 a = a and fma(1, c, t) = c + t exactly, so  \
@@ -146,7 +148,7 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
         bool unit = p->alpha == 1.0f && (beta == 0.0f || beta == 1.0f);                                           \
         const float *bias = p->bias;                                                                              \
         __m512 z0 = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();                                           \
-        __m512 z1 = bias ? _mm512_loadu_ps(bias + 16) : _mm512_setzero_ps();                                      \
+        __m512 z1 = bias ? _mm512_maskz_loadu_ps(m1, bias + 16) : _mm512_setzero_ps();                            \
         const int cl = p->clamp;                                                                                  \
         __m512 vlo = _mm512_set1_ps(p->lo), vhi = _mm512_set1_ps(p->hi);                                          \
         ROWS_##MR(UK_STORE)                                                                                       \
@@ -156,24 +158,44 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
     ROWS_##MR(UK_SPILL)                                                                                           \
     store_partial(tile, mr, nr, c, ldc, p);
 
+/* Step k's MR values of A: a packed sliver (a + k MR), or, for ukernel_ap, MR contiguous floats of
+ * a row pointer (rows[k] + off); a null rows folds away where the body is inlined. */
+#define A_STEP(MR) (arows ? arows[k] + aoff : a + k * (MR))
+/* Step k's NR values of B: a packed sliver or one read in place (b + k bs), or, for ukernel_bp, NR
+ * contiguous floats of a row pointer (brows[k] + boff). */
+#define B_STEP (brows ? brows[k] + boff : b + k * bs)
+
 /* The body once per height, B's step bs a parameter: NR for a packed sliver (a constant once
  * inlined; unaligned loads cost nothing on aligned data), B's row stride for a sliver read where it
- * lies (gemm.h's ukernel_b): the same instructions on the same values, so the same bits. */
+ * lies (gemm.h's ukernel_b); A packed or read where it lies (gemm.h's ukernel_ap): the same
+ * instructions on the same values, so the same bits. */
 #define DEFINE_UKERNEL(MR)                                                                                        \
     static inline __attribute__((always_inline)) void uk_##MR(size_t mr, size_t nr, size_t kc, const float *a,    \
-                                                              const float *b, size_t bs, float *c, size_t ldc,    \
+                                                              const float *const *arows, int64_t aoff,            \
+                                                              const float *b, const float *const *brows,          \
+                                                              int64_t boff, size_t bs, float *c, size_t ldc,      \
                                                               const lithe__sgemm_ukparams *p) {                   \
         UKERNEL_BODY(MR)                                                                                          \
     }                                                                                                             \
     static void lithe_f32_gemm_ukernel_##MR##x32__avx512(size_t mr, size_t nr, size_t kc, const float *a,         \
                                                          const float *b, float *c, size_t ldc,                    \
                                                          const lithe__sgemm_ukparams *p) {                        \
-        uk_##MR(mr, nr, kc, a, b, NR, c, ldc, p);                                                                 \
+        uk_##MR(mr, nr, kc, a, NULL, 0, b, NULL, 0, NR, c, ldc, p);                                               \
     }                                                                                                             \
     static void lithe_f32_gemm_ukernel_b_##MR##x32__avx512(size_t mr, size_t nr, size_t kc, const float *a,       \
                                                            const float *b, size_t ldb, float *c, size_t ldc,      \
                                                            const lithe__sgemm_ukparams *p) {                      \
-        uk_##MR(mr, nr, kc, a, b, ldb, c, ldc, p);                                                                \
+        uk_##MR(mr, nr, kc, a, NULL, 0, b, NULL, 0, ldb, c, ldc, p);                                              \
+    }                                                                                                             \
+    static void lithe_f32_gemm_ukernel_ap_##MR##x32__avx512(size_t mr, size_t nr, size_t kc,                      \
+                                                            const float *const *rows, int64_t off, const float *b, \
+                                                            float *c, size_t ldc, const lithe__sgemm_ukparams *p) { \
+        uk_##MR(mr, nr, kc, NULL, rows, off, b, NULL, 0, NR, c, ldc, p);                                          \
+    }                                                                                                             \
+    static void lithe_f32_gemm_ukernel_bp_##MR##x32__avx512(size_t mr, size_t nr, size_t kc, const float *a,      \
+                                                            const float *const *rows, int64_t off, float *c,      \
+                                                            size_t ldc, const lithe__sgemm_ukparams *p) {         \
+        uk_##MR(mr, nr, kc, a, NULL, 0, NULL, rows, off, 0, c, ldc, p);                                           \
     }
 
 DEFINE_UKERNEL(2)
@@ -561,7 +583,8 @@ static const lithe__sgemm_kernel *for_rows(int64_t M);
     {.isa = "avx512", .mr = MR, .nr = NR, .mc = MC, .kc = 512, .nc = 4096,                                        \
      .ukernel = lithe_f32_gemm_ukernel_##MR##x32__avx512, .pack_a = pack_a_##MR, .pack_b = pack_b_32,             \
      .gemv_t = gemv_t, .gemv_n = gemv_n, .for_rows = for_rows, .urow = lithe_f32_gemm_urow_1x32__avx512,         \
-     .ukernel_b = lithe_f32_gemm_ukernel_b_##MR##x32__avx512,                   \
+     .ukernel_b = lithe_f32_gemm_ukernel_b_##MR##x32__avx512, .ukernel_ap = lithe_f32_gemm_ukernel_ap_##MR##x32__avx512, \
+     .ukernel_bp = lithe_f32_gemm_ukernel_bp_##MR##x32__avx512,                                                   \
      .pack_a_ptrs = pack_a_ptrs_##MR, .transpose = transpose_tile, .pack_segs = pack_segs, .clamp_ok = true}
 static const lithe__sgemm_kernel kernels[] = {KERNEL(14, 126), KERNEL(12, 120), KERNEL(8, 128), KERNEL(4, 128),
                                               KERNEL(2, 128)};

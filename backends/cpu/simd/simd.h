@@ -83,6 +83,10 @@ typedef struct lithe__simd_kernels {
      * which[o] = its index in the plane, base + 2o (+1, +W, +W+1); which NULL: y only (inference). */
     void (*maxpool2x2_row)(int64_t n, const float *r0, const float *r1, int64_t W, int32_t base, float *y,
                            int32_t *which);
+    /* R output rows of it at once, no which (inference): y[r * n + o] = the first maximum of
+     * x[2rW + 2o], x[2rW + 2o + 1], x[(2r+1)W + 2o], x[(2r+1)W + 2o + 1] (a plane's rows, or the
+     * rows of consecutive planes whose height is even: their row pairs follow each other). */
+    void (*maxpool2x2_rows)(int64_t R, int64_t n, const float *x, int64_t W, float *y);
     /* An imported graph's add / sub / mul / div (lithe__bin_op <= LITHE__BIN_DIV) over one row:
      * Y[i] = A[a1 ? 0 : i] op B[b1 ? 0 : i] for i < n (a1 / b1: that operand is one value). */
     void (*binary)(int op, int64_t n, const float *A, bool a1, const float *B, bool b1, float *Y);
