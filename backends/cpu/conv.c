@@ -165,6 +165,23 @@ static bool dw_plane_padded_ok(const lithe__conv2d *g, const float *w, const flo
     return true;
 }
 
+/* dw_plane_padded_ok for n planes at once (bias b[0 .. n), taps w[0 .. n·T)), by the bits: no
+ * exponent all ones among the taps, no -0 among the biases; a loop the compiler vectorises. */
+static bool dw_block_padded_ok(const float *w, const float *b, int64_t n, int64_t T) {
+    uint32_t bad = 0;
+    for (int64_t i = 0; i < n * T; i++) {
+        uint32_t u;
+        memcpy(&u, w + i, sizeof u);
+        bad |= (u & 0x7f800000u) == 0x7f800000u;
+    }
+    for (int64_t i = 0; b && i < n; i++) {
+        uint32_t u;
+        memcpy(&u, b + i, sizeof u);
+        bad |= u == 0x80000000u;
+    }
+    return !bad;
+}
+
 static void depthwise_plane_long(const dw_job *j, int64_t nc, float *src, float *ext) {
     const lithe__conv2d *g = j->g;
     const dw_layout *L = j->L;
@@ -194,6 +211,29 @@ static void depthwise_plane_long(const dw_job *j, int64_t nc, float *src, float 
     }
 }
 
+/* The twin's sum for plane nc (its own loop: the twin itself would link the whole scalar
+ * convolution into the WebAssembly core), then the act kernel over it while it is in cache. */
+static void dw_plane_twin(const dw_job *j, int64_t nc) {
+    const lithe__conv2d *g = j->g;
+    int64_t c = nc % g->C;
+    const float *x = j->X + nc * g->H * g->W, *w = j->W + c * g->KH * g->KW;
+    float *y = j->Y + nc * g->OH * g->OW;
+    for (int64_t oh = 0; oh < g->OH; oh++)
+        for (int64_t ow = 0; ow < g->OW; ow++) {
+            float acc = j->b ? j->b[c] : 0.0f;
+            for (int64_t kh = 0; kh < g->KH; kh++) {
+                int64_t h = oh * g->stride[0] - g->pad[0] + kh * g->dil[0];
+                if (h < 0 || h >= g->H) continue;
+                for (int64_t kw = 0; kw < g->KW; kw++) {
+                    int64_t ww = ow * g->stride[1] - g->pad[1] + kw * g->dil[1];
+                    if (ww >= 0 && ww < g->W) acc += x[h * g->W + ww] * w[kh * g->KW + kw];
+                }
+            }
+            y[oh * g->OW + ow] = acc;
+        }
+    if (j->a) j->k->act(j->a, g->OH * g->OW, y, y);
+}
+
 /* Planes (n, c) [p0, p1): the long rows above, or the twin itself where they would change a bit
  * (dw_plane_padded_ok), where the layout does not apply, or without workspace. */
 static void depthwise_planes(void *ctx, int64_t p0, int64_t p1) {
@@ -208,36 +248,54 @@ static void depthwise_planes(void *ctx, int64_t p0, int64_t p1) {
     bool padded = dw_padded(g);
     for (int64_t nc = p0; nc < p1; nc++) {
         int64_t c = nc % g->C;
-        if (lng && (!padded || dw_plane_padded_ok(g, j->W + c * L->T, j->b, c))) {
-            depthwise_plane_long(j, nc, src, ext);
-            continue;
-        }
-        /* the twin's sum for one plane (its own loop: the twin itself would link the whole scalar
-         * convolution into the WebAssembly core) */
-        const float *x = j->X + nc * g->H * g->W, *w = j->W + c * g->KH * g->KW;
-        float *y = j->Y + nc * g->OH * g->OW;
-        for (int64_t oh = 0; oh < g->OH; oh++)
-            for (int64_t ow = 0; ow < g->OW; ow++) {
-                float acc = j->b ? j->b[c] : 0.0f;
-                for (int64_t kh = 0; kh < g->KH; kh++) {
-                    int64_t h = oh * g->stride[0] - g->pad[0] + kh * g->dil[0];
-                    if (h < 0 || h >= g->H) continue;
-                    for (int64_t kw = 0; kw < g->KW; kw++) {
-                        int64_t ww = ow * g->stride[1] - g->pad[1] + kw * g->dil[1];
-                        if (ww >= 0 && ww < g->W) acc += x[h * g->W + ww] * w[kh * g->KW + kw];
-                    }
-                }
-                y[oh * g->OW + ow] = acc;
-            }
-        if (j->a) j->k->act(j->a, g->OH * g->OW, y, y); /* the plane, while it is in cache */
+        if (lng && (!padded || dw_plane_padded_ok(g, j->W + c * L->T, j->b, c))) depthwise_plane_long(j, nc, src, ext);
+        else dw_plane_twin(j, nc);
     }
     if (ws) j->be->ops->free(j->be, ws);
+}
+
+/* Blocks [u0, u1) of `lanes` channels of one image (block u: image u / nblk, channels from
+ * (u mod nblk)·lanes) through dwconv_lanes, then the twin for its planes where the padding's taps
+ * could change a bit (dw_plane_padded_ok), or for all of them without workspace. */
+static void depthwise_lane_blocks(void *ctx, int64_t u0, int64_t u1) {
+    const dw_job *j = ctx;
+    const lithe__conv2d *g = j->g;
+    int64_t lanes = j->k->lanes, nblk = (g->C + lanes - 1) / lanes, T = g->KH * g->KW;
+    void *ws = NULL;
+    size_t nws = lithe__dw_lanes_ws(g, j->k->lanes);
+    bool ok = j->be->ops->alloc(j->be, nws * sizeof(float), &ws) == LITHE_OK;
+    if (ok) memset(ws, 0, nws * sizeof(float));
+    bool padded = dw_padded(g);
+    for (int64_t u = u0; u < u1; u++) {
+        int64_t n = u / nblk, c0 = u % nblk * lanes, nch = g->C - c0 < lanes ? g->C - c0 : lanes, nc = n * g->C + c0;
+        if (ok)
+            j->k->dwconv_lanes(g, nch, j->X + nc * g->H * g->W, j->W + c0 * T, j->b ? j->b + c0 : NULL, j->a,
+                               j->Y + nc * g->OH * g->OW, ws);
+        if (ok && (!padded || dw_block_padded_ok(j->W + c0 * T, j->b ? j->b + c0 : NULL, nch, T))) continue;
+        for (int64_t l = 0; l < nch; l++)
+            if (!ok || !dw_plane_padded_ok(g, j->W + (c0 + l) * T, j->b, c0 + l)) dw_plane_twin(j, nc + l);
+    }
+    if (ws) j->be->ops->free(j->be, ws);
+}
+
+/* Whether the channels-in-lanes kernel runs g: TEMP everything it can (measured below). */
+static bool dw_use_lanes(const lithe__conv2d *g, const lithe__simd_kernels *k) {
+    if (!k->dwconv_lanes || g->KH * g->KW > LITHE__DWCONV_MAX_TAPS || g->OH <= 0 || g->OW <= 0) return false;
+    const char *e = getenv("LITHE_DW_LANES");
+    if (e) return atoi(e) != 0;
+    return true;
 }
 
 static void depthwise_forward(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
                               const float *b, const lithe__act *a, float *Y) {
     dw_layout L;
     const lithe__simd_kernels *k = lithe__simd();
+    if (dw_use_lanes(g, k)) {
+        dw_job j = {be, g, X, W, b, a, Y, k, NULL};
+        int64_t nblk = (g->C + k->lanes - 1) / k->lanes, per = k->lanes * g->OH * g->OW * g->KH * g->KW;
+        lithe__pool_for(lithe__cpu_pool(), g->N * nblk, (1 << 15) / per + 1, depthwise_lane_blocks, &j);
+        return;
+    }
     dw_layout_init(g, k->lanes, &L);
     dw_job j = {be, g, X, W, b, a, Y, k, &L};
     int64_t per_plane = g->OH * g->OW * g->KH * g->KW;
