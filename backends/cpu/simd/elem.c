@@ -1239,8 +1239,9 @@ typedef struct dwl_k {
 } dwl_k;
 
 /* Output pixels i < m into ob + i·VW: pixel i's tap (kh, kw) at p[i] + dk[kh] + kw·cs. mode: 0 no
- * act, 1 relu, 2 clip, 3 clip with slope 1 (x·1 is x: no multiply), all three by dw_act's max /
- * min; 4 act1 (the act kernel's bits for any kind). */
+ * act, 1 relu, 2 clip, 3 clip with slope 1 (x·1 is x: no multiply), 5 clip with slope 1 and offset
+ * +0 where no bias is -0 (no sum is -0 then, and x + 0 is x: no add), all by dw_act's max / min; 4
+ * act1 (the act kernel's bits for any kind). */
 static inline __attribute__((always_inline)) void dwl_px_impl(int64_t m, const float *const *p, const int64_t *dk,
                                                               const dwl_k *k, float *ob, int mode, bool nine) {
     vf bv = k->bv;
@@ -1253,6 +1254,7 @@ static inline __attribute__((always_inline)) void dwl_px_impl(int64_t m, const f
      : mode == 2 ? dw_max(lo, dw_min(hi, (X) * c.slope + c.offset))                                               \
      : mode == 3 ? dw_max(lo, dw_min(hi, (X) + c.offset))                                                          \
      : mode == 4 ? act1(&c, X)                                                                                     \
+     : mode == 5 ? dw_max(lo, dw_min(hi, X))                                                                       \
                  : (X))
 #else
 #define DWL_ACT(X) (mode ? act1(&c, X) : (X))
@@ -1318,7 +1320,16 @@ DWL_PX(3, 0)
 DWL_PX(3, 1)
 DWL_PX(4, 0)
 DWL_PX(4, 1)
+DWL_PX(5, 0)
+DWL_PX(5, 1)
 #undef DWL_PX
+
+/* Whether a bias among b[0 .. n) is -0 (a sum from it may be -0, where x + 0 differs from x). */
+static bool dwl_neg_zero(const float *b, int64_t n) {
+    for (int64_t i = 0; b && i < n; i++)
+        if (b[i] == 0.0f && signbit(b[i])) return true;
+    return false;
+}
 
 static void K(dwconv_lanes)(const lithe__conv2d *g, int64_t nch, const float *X, const float *w, const float *b,
                             const lithe__act *a, float *Y, float *ws) {
@@ -1340,26 +1351,35 @@ static void K(dwconv_lanes)(const lithe__conv2d *g, int64_t nch, const float *X,
     for (int64_t t = 0; t < T; t++) k.wv[t] = ld(tw[t]);
     k.bv = ld(tw[T]);
     lithe__act_kind kind = a ? a->kind : LITHE__ACT_RELU;
-    int mode = !a ? 0 : kind == LITHE__ACT_RELU ? 1 : kind != LITHE__ACT_CLIPPED_LINEAR || !(a->min_val <= a->max_val) ? 4 : a->slope == 1.0f ? 3 : 2;
+    int mode = !a                                                                          ? 0
+               : kind == LITHE__ACT_RELU                                                   ? 1
+               : kind != LITHE__ACT_CLIPPED_LINEAR || !(a->min_val <= a->max_val)          ? 4
+               : a->slope != 1.0f                                                          ? 2
+               : !(a->offset == 0.0f && !signbit(a->offset)) || dwl_neg_zero(b, nch) ? 3
+                                                                                           : 5;
     k.c = a ? *a : (lithe__act){0};
     bool nine = KH == 3 && g->KW == 3;
-    static const dwl_px_fn fns[5][2] = {{dwl_px_0_0, dwl_px_0_1}, {dwl_px_1_0, dwl_px_1_1}, {dwl_px_2_0, dwl_px_2_1},
-                                        {dwl_px_3_0, dwl_px_3_1}, {dwl_px_4_0, dwl_px_4_1}};
+    static const dwl_px_fn fns[6][2] = {{dwl_px_0_0, dwl_px_0_1}, {dwl_px_1_0, dwl_px_1_1}, {dwl_px_2_0, dwl_px_2_1},
+                                        {dwl_px_3_0, dwl_px_3_1}, {dwl_px_4_0, dwl_px_4_1}, {dwl_px_5_0, dwl_px_5_1}};
     dwl_px_fn px = fns[mode][nine];
     const float *p[VW];
     int64_t dk[LITHE__DWCONV_MAX_TAPS]; /* tap row kh from row 0 (KH <= T) */
+    /* every output pixel once into ob (the plane's, or the row's), then VW of them at a time out to Y,
+     * the last VW overlapping the ones before */
     if (nr == Hb) { /* the whole plane (its border zero from the caller, never written here) */
         dwl_pack(X, P, nch, H, W, xb + pt * rs, rs, pl);
         for (int64_t kh = 0; kh < KH; kh++) dk[kh] = kh * d0 * rs;
-        for (int64_t p0 = 0; p0 < OP; p0 += VW) {
-            int64_t pp = p0 + VW <= OP ? p0 : (OP >= VW ? OP - VW : 0), m = OP < VW ? OP : VW;
-            int64_t oh = pp / OW, ow = pp % OW;
+        for (int64_t p0 = 0, oh = 0, ow = 0; p0 < OP; p0 += VW) {
+            int64_t m = OP - p0 < VW ? OP - p0 : VW;
             for (int64_t i = 0; i < m; i++) {
                 p[i] = xb + oh * s0 * rs + ow * ss;
                 if (++ow == OW) ow = 0, oh++;
             }
-            px(m, p, dk, &k, ob);
-            dwl_unpack(ob, Y + pp, OP, nch, m);
+            px(m, p, dk, &k, ob + p0 * VW);
+        }
+        for (int64_t p0 = 0; p0 < OP; p0 += VW) {
+            int64_t pp = p0 + VW <= OP ? p0 : (OP >= VW ? OP - VW : 0), m = OP < VW ? OP : VW;
+            dwl_unpack(ob + pp * VW, Y + pp, OP, nch, m);
         }
         return;
     }
@@ -1376,10 +1396,13 @@ static void K(dwconv_lanes)(const lithe__conv2d *g, int64_t nch, const float *X,
         const float *r0 = xb + oh * s0 % nr * rs;
         for (int64_t kh = 0; kh < KH; kh++) dk[kh] = (oh * s0 + kh * d0) % nr * rs - oh * s0 % nr * rs;
         for (int64_t p0 = 0; p0 < OW; p0 += VW) {
+            int64_t m = OW - p0 < VW ? OW - p0 : VW;
+            for (int64_t i = 0; i < m; i++) p[i] = r0 + (p0 + i) * ss;
+            px(m, p, dk, &k, ob + p0 * VW);
+        }
+        for (int64_t p0 = 0; p0 < OW; p0 += VW) {
             int64_t pp = p0 + VW <= OW ? p0 : (OW >= VW ? OW - VW : 0), m = OW < VW ? OW : VW;
-            for (int64_t i = 0; i < m; i++) p[i] = r0 + (pp + i) * ss;
-            px(m, p, dk, &k, ob);
-            dwl_unpack(ob, Y + oh * OW + pp, OP, nch, m);
+            dwl_unpack(ob + pp * VW, Y + oh * OW + pp, OP, nch, m);
         }
     }
 }

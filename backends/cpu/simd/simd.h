@@ -30,22 +30,24 @@
 #define LITHE__DWCONV_MAX_TAPS 64
 
 /* dwconv_lanes' buffer: Hb x Wb padded pixels of `lanes` floats (every pixel a tap reads and every
- * input pixel; padded (i, j) = input (i - pad[0], j - pad[1])), all Hb rows where that takes at
- * most LITHE__DW_LANES_FLAT_BYTES, else a ring of nr = (KH - 1)·dil[0] + 1 rows (one output row's
- * taps); then lanes x lanes floats for the output pixels on their way back. */
-#define LITHE__DW_LANES_FLAT_BYTES (64 * 1024)
+ * input pixel; padded (i, j) = input (i - pad[0], j - pad[1])) and the plane's OH·OW output pixels
+ * of `lanes` floats, where both take at most LITHE__DW_LANES_FLAT_BYTES; else a ring of
+ * nr = (KH - 1)·dil[0] + 1 padded rows (one output row's taps) and one output row. */
+#define LITHE__DW_LANES_FLAT_BYTES (96 * 1024)
 static inline void lithe__dw_lanes_dims(const lithe__conv2d *g, int lanes, int64_t *Hb, int64_t *Wb, int64_t *nr) {
     int64_t hr = (g->OH - 1) * g->stride[0] + (g->KH - 1) * g->dil[0] + 1, h = g->pad[0] + g->H;
     int64_t wr = (g->OW - 1) * g->stride[1] + (g->KW - 1) * g->dil[1] + 1, w = g->pad[1] + g->W;
     *Hb = hr > h ? hr : h;
     *Wb = wr > w ? wr : w;
     int64_t ring = (g->KH - 1) * g->dil[0] + 1;
-    *nr = *Hb * *Wb * lanes * (int64_t)sizeof(float) <= LITHE__DW_LANES_FLAT_BYTES || ring > *Hb ? *Hb : ring;
+    bool flat = (*Hb * *Wb + g->OH * g->OW) * lanes * (int64_t)sizeof(float) <= LITHE__DW_LANES_FLAT_BYTES;
+    *nr = flat || ring >= *Hb ? *Hb : ring;
 }
 static inline size_t lithe__dw_lanes_ws(const lithe__conv2d *g, int lanes) {
     int64_t Hb, Wb, nr;
     lithe__dw_lanes_dims(g, lanes, &Hb, &Wb, &nr);
-    return (size_t)(nr * Wb * lanes + lanes * lanes);
+    int64_t out = nr == Hb ? g->OH * g->OW : g->OW;
+    return (size_t)((nr * Wb + (out > lanes ? out : lanes)) * lanes);
 }
 
 typedef struct lithe__simd_kernels {
