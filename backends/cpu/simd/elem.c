@@ -1150,13 +1150,46 @@ static void K(split_rows)(int64_t R, int64_t m, float *e0, float *o0, int64_t ld
         }
 static inline __attribute__((always_inline)) void dwl_transpose(vf *r) {
 #if VW == 16
-    TR_STAGE(8, TRL8, TRH8)
-#endif
+    /* 16 lanes: two in-lane stages (unpack, then pairs of pairs: cheap shuffles on x86) leave
+     * v[4j + k] holding, in 128-bit lane L, rows 4j .. 4j + 3 of column 4L + k; two stages of
+     * 128-bit-lane shuffles gather column c = 4L + k from lane L of v[k], v[4 + k], v[8 + k],
+     * v[12 + k] (measured faster than the bit stages below, whose first one is a two-source
+     * permute each) */
+    vf u[16], v[16];
+    for (int i = 0; i < 8; i++) {
+        u[2 * i] = __builtin_shufflevector(r[2 * i], r[2 * i + 1], 0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28,
+                                           13, 29);
+        u[2 * i + 1] = __builtin_shufflevector(r[2 * i], r[2 * i + 1], 2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14,
+                                               30, 15, 31);
+    }
+    for (int j = 0; j < 4; j++)
+        for (int h = 0; h < 2; h++) {
+            vf a_ = u[4 * j + h], b_ = u[4 * j + h + 2];
+            v[4 * j + 2 * h] = __builtin_shufflevector(a_, b_, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29);
+            v[4 * j + 2 * h + 1] =
+                __builtin_shufflevector(a_, b_, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
+        }
+#define F88 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27
+#define FDD 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31
+    for (int k = 0; k < 4; k++) {
+        u[k] = __builtin_shufflevector(v[k], v[4 + k], F88), u[4 + k] = __builtin_shufflevector(v[k], v[4 + k], FDD);
+        u[8 + k] = __builtin_shufflevector(v[8 + k], v[12 + k], F88);
+        u[12 + k] = __builtin_shufflevector(v[8 + k], v[12 + k], FDD);
+    }
+    for (int k = 0; k < 4; k++) {
+        r[k] = __builtin_shufflevector(u[k], u[8 + k], F88), r[8 + k] = __builtin_shufflevector(u[k], u[8 + k], FDD);
+        r[4 + k] = __builtin_shufflevector(u[4 + k], u[12 + k], F88);
+        r[12 + k] = __builtin_shufflevector(u[4 + k], u[12 + k], FDD);
+    }
+#undef F88
+#undef FDD
+#else
 #if VW >= 8
     TR_STAGE(4, TRL4, TRH4)
 #endif
     TR_STAGE(2, TRL2, TRH2)
     TR_STAGE(1, TRL1, TRH1)
+#endif
 }
 #undef TR_STAGE
 
