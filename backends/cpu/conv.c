@@ -278,12 +278,21 @@ static void depthwise_lane_blocks(void *ctx, int64_t u0, int64_t u1) {
     if (ws) j->be->ops->free(j->be, ws);
 }
 
-/* Whether the channels-in-lanes kernel runs g: TEMP everything it can (measured below). */
+/* Whether the channels-in-lanes kernel runs g rather than the long rows: measured in mobilenet_v2
+ * (batch 1, 1 thread, AVX-512 and AVX2 on Zen 4) it wins on planes under 16 wide (14x14, 7x7 at
+ * stride 1, 14 -> 7 at stride 2: 50 -> 36, 61 -> 31, 49 -> 37 us), whose long rows waste lanes at
+ * every row end and pay the per-plane copies, and at stride 2 where the phase planes outgrow L1
+ * (96 x 112x112 -> 56: 340 -> 295 us); the long rows win on wider planes at stride 1 (56x56:
+ * 230 vs 280 us; 112x112: 200 vs 250) and 28 -> 14 at stride 2 (39 vs 44), where the transposes
+ * in and out cost more than the waste they save. Four-lane ISAs (SSE2, NEON, WebAssembly) keep
+ * the long rows: not measured there. */
 static bool dw_use_lanes(const lithe__conv2d *g, const lithe__simd_kernels *k) {
-    if (!k->dwconv_lanes || g->KH * g->KW > LITHE__DWCONV_MAX_TAPS || g->OH <= 0 || g->OW <= 0) return false;
-    const char *e = getenv("LITHE_DW_LANES");
-    if (e) return atoi(e) != 0;
-    return true;
+    if (!k->dwconv_lanes || k->lanes < 8 || g->KH * g->KW > LITHE__DWCONV_MAX_TAPS || g->OH <= 0 || g->OW <= 0)
+        return false;
+    if (g->W < 16) return true;
+    int64_t Hq, Wq;
+    phase_dims(g, &Hq, &Wq);
+    return g->stride[0] * g->stride[1] > 1 && g->stride[0] * g->stride[1] * Hq * Wq * (int64_t)sizeof(float) > 32 * 1024;
 }
 
 static void depthwise_forward(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
