@@ -284,15 +284,17 @@ static void depthwise_lane_blocks(void *ctx, int64_t u0, int64_t u1) {
  * every row end and pay the per-plane copies, and at stride 2 where the phase planes outgrow L1
  * (96 x 112x112 -> 56: 340 -> 295 us); the long rows win on wider planes at stride 1 (56x56:
  * 230 vs 280 us; 112x112: 200 vs 250) and 28 -> 14 at stride 2 (39 vs 44), where the transposes
- * in and out cost more than the waste they save. Four-lane ISAs (SSE2, NEON, WebAssembly) keep
- * the long rows: not measured there. */
+ * in and out cost more than the waste they save. The big stride-2 planes on AVX-512 only (AVX2's
+ * eight lanes measured 245 vs 238 us there); four-lane ISAs (SSE2, NEON, WebAssembly) keep the long
+ * rows: not measured there. */
 static bool dw_use_lanes(const lithe__conv2d *g, const lithe__simd_kernels *k) {
     if (!k->dwconv_lanes || k->lanes < 8 || g->KH * g->KW > LITHE__DWCONV_MAX_TAPS || g->OH <= 0 || g->OW <= 0)
         return false;
     if (g->W < 16) return true;
     int64_t Hq, Wq;
     phase_dims(g, &Hq, &Wq);
-    return g->stride[0] * g->stride[1] > 1 && g->stride[0] * g->stride[1] * Hq * Wq * (int64_t)sizeof(float) > 32 * 1024;
+    return k->lanes >= 16 && g->stride[0] * g->stride[1] > 1 &&
+           g->stride[0] * g->stride[1] * Hq * Wq * (int64_t)sizeof(float) > 32 * 1024;
 }
 
 static void depthwise_forward(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
