@@ -384,6 +384,10 @@ static void depthwise_backward_channels(void *ctx, int64_t c0, int64_t c1) {
     const dwb_job *j = ctx;
     const lithe__conv2d *g = j->g;
     int64_t s0 = g->stride[0], s1 = g->stride[1], KH = g->KH, KW = g->KW, OW = g->OW;
+    /* each tap column's in-bounds outputs, once (they depend on kw only) */
+    int64_t lo_[LITHE__DWCONV_MAX_TAPS], hi_[LITHE__DWCONV_MAX_TAPS];
+    for (int64_t kw = 0; kw < KW && KW <= LITHE__DWCONV_MAX_TAPS; kw++)
+        valid_range(OW, g->W, s1, g->pad[1], kw, g->dil[1], &lo_[kw], &hi_[kw]);
     for (int64_t c = c0; c < c1; c++)
         for (int64_t n = 0; n < g->N; n++) {
             int64_t nc = n * g->C + c;
@@ -402,7 +406,8 @@ static void depthwise_backward_channels(void *ctx, int64_t c0, int64_t c1) {
                     const float *gr = gy + oh * OW;
                     for (int64_t kw = KW - 1; kw >= 0; kw--) {
                         int64_t lo, hi, off = kw * g->dil[1] - g->pad[1];
-                        valid_range(OW, g->W, s1, g->pad[1], kw, g->dil[1], &lo, &hi);
+                        if (KW <= LITHE__DWCONV_MAX_TAPS) lo = lo_[kw], hi = hi_[kw];
+                        else valid_range(OW, g->W, s1, g->pad[1], kw, g->dil[1], &lo, &hi);
                         float wt = w[kh * KW + kw], *xr = dx + h * g->W + off;
                         if (s1 == 1 && hi - lo >= 8)
                             j->k->axpby(hi - lo, wt, gr + lo, 1.0f, xr + lo);
