@@ -5,7 +5,9 @@
  *     dw_layout), every tap a shift of them, whole vectors (dwconv_taps), the fused relu / clip in
  *     registers; it accumulates in the scalar twin's order (bias, then taps kh, kw), bit-identical.
  *     Planes where the padding's 0·w taps could change a bit (dw_plane_padded_ok) run the twin's
- *     loop. Its backward keeps each accumulator's twin order too (depthwise_backward_channels);
+ *     loop. Planes under 16 wide and big stride-2 ones instead go `lanes` channels at a time through
+ *     the table's dwconv_lanes (channels in the vector lanes; dw_use_lanes), with the same rule.
+ *     Its backward keeps each accumulator's twin order too (depthwise_backward_channels);
  *   - everything else: per image and group, a GEMM over K = Cg·KH·KW, in one of two orientations
  *     chosen per geometry (pixel_rows): filter rows, Y_g (Mg, P) = W_g (Mg, K) · col (K, P), the
  *     bias riding in the product as one more k-step (bias_row); or pixel rows, Y_gᵀ (P, Mg) =
