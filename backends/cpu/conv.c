@@ -287,10 +287,10 @@ static void depthwise_lane_blocks(void *ctx, int64_t u0, int64_t u1) {
  * (96 x 112x112 -> 56: 340 -> 295 us); the long rows win on wider planes at stride 1 (56x56:
  * 230 vs 280 us; 112x112: 200 vs 250) and 28 -> 14 at stride 2 (39 vs 44), where the transposes
  * in and out cost more than the waste they save. The big stride-2 planes on AVX-512 only (AVX2's
- * eight lanes measured 245 vs 238 us there); four-lane ISAs (SSE2, NEON, WebAssembly) keep the long
- * rows: not measured there. */
+ * eight lanes measured 245 vs 238 us there); four-lane ISAs (SSE2, NEON, WebAssembly) have no
+ * dwconv_lanes and keep the long rows (not measured there; the WebAssembly module stays as it was). */
 static bool dw_use_lanes(const lithe__conv2d *g, const lithe__simd_kernels *k) {
-    if (!k->dwconv_lanes || k->lanes < 8 || g->KH * g->KW > LITHE__DWCONV_MAX_TAPS || g->OH <= 0 || g->OW <= 0)
+    if (!k->dwconv_lanes || g->KH * g->KW > LITHE__DWCONV_MAX_TAPS || g->OH <= 0 || g->OW <= 0)
         return false;
     if (g->W < 16) return true;
     int64_t Hq, Wq;

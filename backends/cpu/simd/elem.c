@@ -1108,37 +1108,24 @@ static void K(split_rows)(int64_t R, int64_t m, float *e0, float *o0, int64_t ld
 #undef EVENS4
 #undef ODDS4
 
-/* Depthwise with channels in the lanes (conv.c's choice for planes where the long rows lose: small
- * ones, and strided or wide ones): nch <= VW channel planes go through a zero-bordered, pixel-major
+#if VW >= 8 /* (conv.c takes the lanes on 8 or 16 only: none in the four-lane builds, WebAssembly's among them) */
+/* Depthwise with channels in the lanes (conv.c's choice where the long rows lose: planes under 16
+ * wide, big stride-2 ones): nch <= VW channel planes go through a zero-bordered, pixel-major
  * buffer in ws holding one vector of VW channels per padded pixel (lithe__dw_lanes_dims: the whole
- * plane, or a ring of the last few rows for large planes), filled by VW x VW transposes of 16 (8,
- * 4) consecutive pixels of the VW planes; each output pixel is then one vector, bias + the taps in
- * (kh, kw) order (the twin's sum per lane, aligned loads at any stride or dilation), the relu / clip
- * in registers (dw_act) or act1 for other kinds (the act kernel's bits); VW output pixels at a time
- * are transposed back into the nch planes of Y (the last block of a plane or row overlapping the
- * one before it). Like the long rows it adds the padding's 0·w taps (conv.c sends the planes where
- * that could change a bit to the twin). */
-#if VW == 16
-#define TRL8 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23
-#define TRH8 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31
-#define TRL4 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27
-#define TRH4 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31
-#define TRL2 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29
-#define TRH2 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31
-#define TRL1 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30
-#define TRH1 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31
-#elif VW == 8
+ * plane, or a ring of the last few rows for large planes), filled by VW x VW register transposes
+ * of VW consecutive pixels of the VW planes; each output pixel is then one vector, bias + the taps
+ * in (kh, kw) order (the twin's sum per lane, aligned loads at any stride or dilation), the relu /
+ * clip in registers (dw_act's max / min) or act1 for other kinds (the act kernel's bits). Every
+ * output is computed once into ws; VW of them at a time are transposed back into the nch planes of
+ * Y (the plane's or row's last VW overlapping the ones before). Like the long rows it adds the
+ * padding's 0·w taps (conv.c sends the planes where that could change a bit to the twin). */
+#if VW == 8
 #define TRL4 0, 1, 2, 3, 8, 9, 10, 11
 #define TRH4 4, 5, 6, 7, 12, 13, 14, 15
 #define TRL2 0, 1, 8, 9, 4, 5, 12, 13
 #define TRH2 2, 3, 10, 11, 6, 7, 14, 15
 #define TRL1 0, 8, 2, 10, 4, 12, 6, 14
 #define TRH1 1, 9, 3, 11, 5, 13, 7, 15
-#else
-#define TRL2 0, 1, 4, 5
-#define TRH2 2, 3, 6, 7
-#define TRL1 0, 4, 2, 6
-#define TRH1 1, 5, 3, 7
 #endif
 /* stage d swaps bit d of the row index with bit d of the column index: after every stage, r[i][j]
  * holds the old r[j][i] */
@@ -1184,9 +1171,7 @@ static inline __attribute__((always_inline)) void dwl_transpose(vf *r) {
 #undef F88
 #undef FDD
 #else
-#if VW >= 8
     TR_STAGE(4, TRL4, TRH4)
-#endif
     TR_STAGE(2, TRL2, TRH2)
     TR_STAGE(1, TRL1, TRH1)
 #endif
@@ -1445,8 +1430,7 @@ static void K(dwconv_lanes)(const lithe__conv2d *g, int64_t nch, const float *X,
 #undef TRH2
 #undef TRL4
 #undef TRH4
-#undef TRL8
-#undef TRH8
+#endif /* VW >= 8 */
 
 /* One output row of 2x2 stride-2 max pooling without padding: y[o] = the first maximum of r0[2o],
  * r0[2o + 1], r1[2o], r1[2o + 1] (the twin's tap order, `>` so the first wins and a NaN is never
@@ -1557,7 +1541,9 @@ const lithe__simd_kernels TABLE = {
     .dwconv_taps = K(dwconv_taps),
     .copy_rows = K(copy_rows),
     .split_rows = K(split_rows),
+#if VW >= 8
     .dwconv_lanes = K(dwconv_lanes),
+#endif
     .maxpool2x2_row = K(maxpool2x2_row),
     .binary = K(binary),
 };

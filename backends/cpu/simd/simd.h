@@ -105,7 +105,7 @@ typedef struct lithe__simd_kernels {
      * padding's taps added as 0·w (so the twin's bits where dw_plane_padded_ok holds, conv.c);
      * KH·KW <= LITHE__DWCONV_MAX_TAPS. ws: lithe__dw_lanes_ws(g, lanes) floats, zero before the first
      * call for g (the kernel writes only the buffer's interior and leaves the padding zero, so calls
-     * for further blocks of g reuse it as it is). NULL in tables without it (scalar). */
+     * for further blocks of g reuse it as it is). NULL in tables without it (scalar and the four-lane ones). */
     void (*dwconv_lanes)(const lithe__conv2d *g, int64_t nch, const float *X, const float *w, const float *b,
                          const lithe__act *a, float *Y, float *ws);
     /* One output row of 2x2 stride-2 max pooling (no padding) from input rows r0, r1 of a W-wide
