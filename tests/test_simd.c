@@ -647,6 +647,10 @@ static const conv_case conv_cases[] = {
     {1, 600, 7, 7, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},  /* pointwise, K = 600: a second K block reads Y back */
     {2, 40, 7, 9, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},   /* shifted rows, 9-wide: slivers across output rows */
     {1, 24, 9, 9, 33, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},   /* phase planes; 33 filters: a partial column tile */
+    /* the depthwise channels in lanes (conv.c dw_use_lanes): planes under 16 wide, big stride-2 planes */
+    {3, 37, 7, 7, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 37},  /* batch 3, 37 channels: blocks of fewer */
+    {2, 19, 13, 11, 19, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 19}, /* stride 2, odd sizes */
+    {1, 17, 100, 98, 17, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 17}, /* phase planes past L1: a ring of rows */
 };
 
 static lithe__conv2d geom(const conv_case *c) {
@@ -727,7 +731,8 @@ static void test_conv2d_threads_bit_identical(void **state) {
                             {1, 24, 15, 17, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},  /* pointwise */
                             {2, 6, 15, 17, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2},   /* im2col */
                             {3, 6, 11, 13, 4, 3, 3, 1, 1, 2, 0, 1, 1, 2, 1, 2},   /* dX as a convolution */
-                            {1, 160, 7, 7, 96, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1}};  /* pixel rows at batch 1 */
+                            {1, 160, 7, 7, 96, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},   /* pixel rows at batch 1 */
+                            {3, 40, 14, 14, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 40}}; /* depthwise, lanes */
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
         lithe__conv2d g = geom(&cs[i]);
         size_t nx = (size_t)(g.N * g.C * g.H * g.W), nw = (size_t)(g.M * (g.C / g.group) * g.KH * g.KW),
@@ -839,6 +844,83 @@ static void test_conv2d_depthwise_fused_act(void **state) {
         free(X), free(W), free(b), free(Ys), free(Yv);
     }
     lithe__simd_force(NULL);
+}
+
+/* The channels-in-lanes kernel (dwconv_lanes) called directly, on every table that has one, against
+ * the twin's sum then that table's act kernel, bit for bit: tiny planes (fewer pixels than lanes),
+ * channel counts past a multiple of the lanes (blocks of fewer channels), odd sizes at stride 2,
+ * uneven and TF-style paddings, dilations and 5x5, planes past the whole-plane buffer (a ring of
+ * rows), every act kind class (relu, clip in registers with and without the slope, a clip whose
+ * bounds cross, others by act1), and a -0 bias on an unpadded plane whose sum is -0 (relu6 may not
+ * drop its + 0 there). Inputs with -0, NaN and ±inf. */
+static void test_conv2d_depthwise_lanes(void **state) {
+    (void)state;
+    const conv_case cs[] = {{1, 16, 7, 7, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 16},
+                            {1, 21, 7, 7, 21, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 21},    /* a block of 5 (AVX-512) */
+                            {1, 19, 14, 14, 19, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 19},  /* 14 -> 7 at stride 2 */
+                            {1, 9, 13, 11, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 9},     /* odd sizes, stride 2 */
+                            {1, 5, 3, 2, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 5},       /* 6 pixels */
+                            {1, 3, 1, 1, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3},       /* one pixel */
+                            {1, 10, 14, 14, 10, 3, 3, 2, 2, 0, 0, 1, 1, 1, 1, 10},  /* TF's SAME at stride 2 */
+                            {1, 6, 12, 9, 6, 3, 3, 1, 1, 0, 2, 1, 0, 1, 1, 6},      /* uneven padding */
+                            {1, 8, 10, 11, 8, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, 8},     /* no padding */
+                            {1, 7, 16, 19, 7, 5, 5, 3, 2, 2, 1, 0, 2, 2, 3, 7},     /* 5x5, strides 3, 2, dilations */
+                            {1, 3, 70, 90, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3},     /* a ring of rows */
+                            {1, 17, 61, 37, 17, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 17},  /* a ring, stride 2, odd */
+                            {1, 5, 40, 33, 5, 3, 3, 1, 1, 2, 0, 0, 1, 2, 2, 5}};    /* a ring, dilated */
+    const lithe__act acts[] = {{.kind = LITHE__ACT_RELU},
+                               {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = 0, .max_val = 6},
+                               {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0.25f, .min_val = -1, .max_val = 1},
+                               {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 0.5f, .offset = 0, .min_val = -1, .max_val = 1},
+                               {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = 1, .max_val = -1},
+                               {.kind = LITHE__ACT_HARD_SWISH_MOBILENET},
+                               {.kind = LITHE__ACT_SIGMOID}};
+    int tested = 0;
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        lithe__conv2d g = geom(&cs[i]);
+        int64_t T = g.KH * g.KW, P = g.H * g.W, OP = g.OH * g.OW;
+        size_t nx = (size_t)(g.C * P), ny = (size_t)(g.C * OP), nw = (size_t)(g.C * T);
+        float *X = malloc(nx * 4), *W = malloc(nw * 4), *b = malloc((size_t)g.C * 4), *Ys = malloc(ny * 4),
+              *Yv = malloc(ny * 4);
+        fill(X, (int64_t)nx, -4, 4), fill(W, (int64_t)nw, -1, 1), fill(b, g.C, -1, 1);
+        for (size_t k = 0; k < nx; k += 7) X[k] = -0.0f;
+        bool padded = g.pad[0] || g.pad[1] || g.pad[2] || g.pad[3];
+        if (!padded) { /* channel 1: -0 inputs, positive taps, a -0 bias: a -0 sum */
+            for (int64_t k = 0; k < P; k++) X[P + k] = -0.0f;
+            for (int64_t t = 0; t < T; t++) W[T + t] = 0.5f;
+            b[1] = -0.0f;
+        }
+        X[nx / 3] = NAN, X[nx / 2] = INFINITY, X[nx - 1] = -INFINITY;
+        for (size_t a = 0; a <= sizeof acts / sizeof acts[0]; a++) {
+            const lithe__act *act = a ? &acts[a - 1] : NULL;
+            for (int t = 0; t < ntables; t++) {
+                const lithe__simd_kernels *k = tables[t];
+                if (!k->dwconv_lanes) continue;
+                lithe_f32_conv2d__scalar(&g, X, W, b, Ys);
+                if (act) k->act(act, (int64_t)ny, Ys, Ys);
+                size_t nws = lithe__dw_lanes_ws(&g, k->lanes);
+                float *ws = calloc(nws, sizeof(float));
+                memset(Yv, 0x7f, ny * 4);
+                for (int64_t c0 = 0; c0 < g.C; c0 += k->lanes) /* one ws for every block, zeroed once */
+                    k->dwconv_lanes(&g, g.C - c0 < k->lanes ? g.C - c0 : k->lanes, X + c0 * P, W + c0 * T, b + c0,
+                                    act, Yv + c0 * OP, ws);
+                same_bits(k->isa, "dwconv_lanes", (int64_t)ny, Ys, Yv);
+                /* without bias */
+                lithe_f32_conv2d__scalar(&g, X, W, NULL, Ys);
+                if (act) k->act(act, (int64_t)ny, Ys, Ys);
+                for (int64_t c0 = 0; c0 < g.C; c0 += k->lanes)
+                    k->dwconv_lanes(&g, g.C - c0 < k->lanes ? g.C - c0 : k->lanes, X + c0 * P, W + c0 * T, NULL, act,
+                                    Yv + c0 * OP, ws);
+                same_bits(k->isa, "dwconv_lanes without bias", (int64_t)ny, Ys, Yv);
+                free(ws);
+                tested++;
+            }
+        }
+        free(X), free(W), free(b), free(Ys), free(Yv);
+    }
+#if defined(__x86_64__) && !defined(LITHE_NO_SIMD)
+    assert_true(tested > 0);
+#endif
 }
 
 /* A fused activation on the GEMM paths (pointwise, shifted rows, im2col; filter rows and pixel rows
@@ -1135,6 +1217,7 @@ int main(void) {
         cmocka_unit_test(test_conv2d_image_alone_equals_batch),
         cmocka_unit_test(test_conv2d_depthwise_padding_exact),
         cmocka_unit_test(test_conv2d_depthwise_fused_act),
+        cmocka_unit_test(test_conv2d_depthwise_lanes),
         cmocka_unit_test(test_conv2d_gemm_fused_act),
         cmocka_unit_test(test_dwconv_kernels_match_scalar),
         cmocka_unit_test(test_cache_reuses_and_bounds),

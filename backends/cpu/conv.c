@@ -5,7 +5,9 @@
  *     dw_layout), every tap a shift of them, whole vectors (dwconv_taps), the fused relu / clip in
  *     registers; it accumulates in the scalar twin's order (bias, then taps kh, kw), bit-identical.
  *     Planes where the padding's 0·w taps could change a bit (dw_plane_padded_ok) run the twin's
- *     loop. Its backward keeps each accumulator's twin order too (depthwise_backward_channels);
+ *     loop. Planes under 16 wide and big stride-2 ones instead go `lanes` channels at a time through
+ *     the table's dwconv_lanes (channels in the vector lanes; dw_use_lanes), with the same rule.
+ *     Its backward keeps each accumulator's twin order too (depthwise_backward_channels);
  *   - everything else: per image and group, a GEMM over K = Cg·KH·KW, in one of two orientations
  *     chosen per geometry (pixel_rows): filter rows, Y_g (Mg, P) = W_g (Mg, K) · col (K, P), the
  *     bias riding in the product as one more k-step (bias_row); or pixel rows, Y_gᵀ (P, Mg) =
@@ -165,6 +167,23 @@ static bool dw_plane_padded_ok(const lithe__conv2d *g, const float *w, const flo
     return true;
 }
 
+/* dw_plane_padded_ok for n planes at once (bias b[0 .. n), taps w[0 .. n·T)), by the bits: no
+ * exponent all ones among the taps, no -0 among the biases; a loop the compiler vectorises. */
+static bool dw_block_padded_ok(const float *w, const float *b, int64_t n, int64_t T) {
+    uint32_t bad = 0;
+    for (int64_t i = 0; i < n * T; i++) {
+        uint32_t u;
+        memcpy(&u, w + i, sizeof u);
+        bad |= (u & 0x7f800000u) == 0x7f800000u;
+    }
+    for (int64_t i = 0; b && i < n; i++) {
+        uint32_t u;
+        memcpy(&u, b + i, sizeof u);
+        bad |= u == 0x80000000u;
+    }
+    return !bad;
+}
+
 static void depthwise_plane_long(const dw_job *j, int64_t nc, float *src, float *ext) {
     const lithe__conv2d *g = j->g;
     const dw_layout *L = j->L;
@@ -194,6 +213,29 @@ static void depthwise_plane_long(const dw_job *j, int64_t nc, float *src, float 
     }
 }
 
+/* The twin's sum for plane nc (its own loop: the twin itself would link the whole scalar
+ * convolution into the WebAssembly core), then the act kernel over it while it is in cache. */
+static void dw_plane_twin(const dw_job *j, int64_t nc) {
+    const lithe__conv2d *g = j->g;
+    int64_t c = nc % g->C;
+    const float *x = j->X + nc * g->H * g->W, *w = j->W + c * g->KH * g->KW;
+    float *y = j->Y + nc * g->OH * g->OW;
+    for (int64_t oh = 0; oh < g->OH; oh++)
+        for (int64_t ow = 0; ow < g->OW; ow++) {
+            float acc = j->b ? j->b[c] : 0.0f;
+            for (int64_t kh = 0; kh < g->KH; kh++) {
+                int64_t h = oh * g->stride[0] - g->pad[0] + kh * g->dil[0];
+                if (h < 0 || h >= g->H) continue;
+                for (int64_t kw = 0; kw < g->KW; kw++) {
+                    int64_t ww = ow * g->stride[1] - g->pad[1] + kw * g->dil[1];
+                    if (ww >= 0 && ww < g->W) acc += x[h * g->W + ww] * w[kh * g->KW + kw];
+                }
+            }
+            y[oh * g->OW + ow] = acc;
+        }
+    if (j->a) j->k->act(j->a, g->OH * g->OW, y, y);
+}
+
 /* Planes (n, c) [p0, p1): the long rows above, or the twin itself where they would change a bit
  * (dw_plane_padded_ok), where the layout does not apply, or without workspace. */
 static void depthwise_planes(void *ctx, int64_t p0, int64_t p1) {
@@ -208,36 +250,65 @@ static void depthwise_planes(void *ctx, int64_t p0, int64_t p1) {
     bool padded = dw_padded(g);
     for (int64_t nc = p0; nc < p1; nc++) {
         int64_t c = nc % g->C;
-        if (lng && (!padded || dw_plane_padded_ok(g, j->W + c * L->T, j->b, c))) {
-            depthwise_plane_long(j, nc, src, ext);
-            continue;
-        }
-        /* the twin's sum for one plane (its own loop: the twin itself would link the whole scalar
-         * convolution into the WebAssembly core) */
-        const float *x = j->X + nc * g->H * g->W, *w = j->W + c * g->KH * g->KW;
-        float *y = j->Y + nc * g->OH * g->OW;
-        for (int64_t oh = 0; oh < g->OH; oh++)
-            for (int64_t ow = 0; ow < g->OW; ow++) {
-                float acc = j->b ? j->b[c] : 0.0f;
-                for (int64_t kh = 0; kh < g->KH; kh++) {
-                    int64_t h = oh * g->stride[0] - g->pad[0] + kh * g->dil[0];
-                    if (h < 0 || h >= g->H) continue;
-                    for (int64_t kw = 0; kw < g->KW; kw++) {
-                        int64_t ww = ow * g->stride[1] - g->pad[1] + kw * g->dil[1];
-                        if (ww >= 0 && ww < g->W) acc += x[h * g->W + ww] * w[kh * g->KW + kw];
-                    }
-                }
-                y[oh * g->OW + ow] = acc;
-            }
-        if (j->a) j->k->act(j->a, g->OH * g->OW, y, y); /* the plane, while it is in cache */
+        if (lng && (!padded || dw_plane_padded_ok(g, j->W + c * L->T, j->b, c))) depthwise_plane_long(j, nc, src, ext);
+        else dw_plane_twin(j, nc);
     }
     if (ws) j->be->ops->free(j->be, ws);
+}
+
+/* Blocks [u0, u1) of `lanes` channels of one image (block u: image u / nblk, channels from
+ * (u mod nblk)·lanes) through dwconv_lanes, then the twin for its planes where the padding's taps
+ * could change a bit (dw_plane_padded_ok), or for all of them without workspace. */
+static void depthwise_lane_blocks(void *ctx, int64_t u0, int64_t u1) {
+    const dw_job *j = ctx;
+    const lithe__conv2d *g = j->g;
+    int64_t lanes = j->k->lanes, nblk = (g->C + lanes - 1) / lanes, T = g->KH * g->KW;
+    void *ws = NULL;
+    size_t nws = lithe__dw_lanes_ws(g, j->k->lanes);
+    bool ok = j->be->ops->alloc(j->be, nws * sizeof(float), &ws) == LITHE_OK;
+    if (ok) memset(ws, 0, nws * sizeof(float));
+    bool padded = dw_padded(g);
+    for (int64_t u = u0; u < u1; u++) {
+        int64_t n = u / nblk, c0 = u % nblk * lanes, nch = g->C - c0 < lanes ? g->C - c0 : lanes, nc = n * g->C + c0;
+        if (ok)
+            j->k->dwconv_lanes(g, nch, j->X + nc * g->H * g->W, j->W + c0 * T, j->b ? j->b + c0 : NULL, j->a,
+                               j->Y + nc * g->OH * g->OW, ws);
+        if (ok && (!padded || dw_block_padded_ok(j->W + c0 * T, j->b ? j->b + c0 : NULL, nch, T))) continue;
+        for (int64_t l = 0; l < nch; l++)
+            if (!ok || !dw_plane_padded_ok(g, j->W + (c0 + l) * T, j->b, c0 + l)) dw_plane_twin(j, nc + l);
+    }
+    if (ws) j->be->ops->free(j->be, ws);
+}
+
+/* Whether the channels-in-lanes kernel runs g rather than the long rows: measured in mobilenet_v2
+ * (batch 1, 1 thread, AVX-512 and AVX2 on Zen 4) it wins on planes under 16 wide (14x14, 7x7 at
+ * stride 1, 14 -> 7 at stride 2: 50 -> 36, 61 -> 31, 49 -> 37 us), whose long rows waste lanes at
+ * every row end and pay the per-plane copies, and at stride 2 where the phase planes outgrow L1
+ * (96 x 112x112 -> 56: 340 -> 295 us); the long rows win on wider planes at stride 1 (56x56:
+ * 230 vs 280 us; 112x112: 200 vs 250) and 28 -> 14 at stride 2 (39 vs 44), where the transposes
+ * in and out cost more than the waste they save. The big stride-2 planes on AVX-512 only (AVX2's
+ * eight lanes measured 245 vs 238 us there); four-lane ISAs (SSE2, NEON, WebAssembly) have no
+ * dwconv_lanes and keep the long rows (not measured there; the WebAssembly module stays as it was). */
+static bool dw_use_lanes(const lithe__conv2d *g, const lithe__simd_kernels *k) {
+    if (!k->dwconv_lanes || g->KH * g->KW > LITHE__DWCONV_MAX_TAPS || g->OH <= 0 || g->OW <= 0)
+        return false;
+    if (g->W < 16) return true;
+    int64_t Hq, Wq;
+    phase_dims(g, &Hq, &Wq);
+    return k->lanes >= 16 && g->stride[0] * g->stride[1] > 1 &&
+           g->stride[0] * g->stride[1] * Hq * Wq * (int64_t)sizeof(float) > 32 * 1024;
 }
 
 static void depthwise_forward(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
                               const float *b, const lithe__act *a, float *Y) {
     dw_layout L;
     const lithe__simd_kernels *k = lithe__simd();
+    if (dw_use_lanes(g, k)) {
+        dw_job j = {be, g, X, W, b, a, Y, k, NULL};
+        int64_t nblk = (g->C + k->lanes - 1) / k->lanes, per = k->lanes * g->OH * g->OW * g->KH * g->KW;
+        lithe__pool_for(lithe__cpu_pool(), g->N * nblk, (1 << 15) / per + 1, depthwise_lane_blocks, &j);
+        return;
+    }
     dw_layout_init(g, k->lanes, &L);
     dw_job j = {be, g, X, W, b, a, Y, k, &L};
     int64_t per_plane = g->OH * g->OW * g->KH * g->KW;
@@ -315,6 +386,10 @@ static void depthwise_backward_channels(void *ctx, int64_t c0, int64_t c1) {
     const dwb_job *j = ctx;
     const lithe__conv2d *g = j->g;
     int64_t s0 = g->stride[0], s1 = g->stride[1], KH = g->KH, KW = g->KW, OW = g->OW;
+    /* each tap column's in-bounds outputs, once (they depend on kw only) */
+    int64_t lo_[LITHE__DWCONV_MAX_TAPS], hi_[LITHE__DWCONV_MAX_TAPS];
+    for (int64_t kw = 0; kw < KW && KW <= LITHE__DWCONV_MAX_TAPS; kw++)
+        valid_range(OW, g->W, s1, g->pad[1], kw, g->dil[1], &lo_[kw], &hi_[kw]);
     for (int64_t c = c0; c < c1; c++)
         for (int64_t n = 0; n < g->N; n++) {
             int64_t nc = n * g->C + c;
@@ -333,7 +408,8 @@ static void depthwise_backward_channels(void *ctx, int64_t c0, int64_t c1) {
                     const float *gr = gy + oh * OW;
                     for (int64_t kw = KW - 1; kw >= 0; kw--) {
                         int64_t lo, hi, off = kw * g->dil[1] - g->pad[1];
-                        valid_range(OW, g->W, s1, g->pad[1], kw, g->dil[1], &lo, &hi);
+                        if (KW <= LITHE__DWCONV_MAX_TAPS) lo = lo_[kw], hi = hi_[kw];
+                        else valid_range(OW, g->W, s1, g->pad[1], kw, g->dil[1], &lo, &hi);
                         float wt = w[kh * KW + kw], *xr = dx + h * g->W + off;
                         if (s1 == 1 && hi - lo >= 8)
                             j->k->axpby(hi - lo, wt, gr + lo, 1.0f, xr + lo);

@@ -11,7 +11,7 @@
  *   - bit-identical: binary (add, sub, mul, div), add_row, sum_rows, axpby, mul, adam, radam, update_averages, adam_step, relu and the
  *     hard / clipped activations and every activation backward that reads only Y (relu, sigmoid,
  *     tanh), dish forward, maxout, gather / scatter-add, the exact unary ops (sqrt, neg, abs,
- *     reciprocal) and their backwards; layernorm_backward's dG / db; the depthwise-convolution plane (dwconv_taps), copy_rows and split_rows;
+ *     reciprocal) and their backwards; layernorm_backward's dG / db; the depthwise-convolution plane (dwconv_taps), its channels-in-lanes blocks (dwconv_lanes), copy_rows and split_rows;
  *   - within a bound: kernels that call exp. The vector exp (lithe__vexp) is within 2 ulp of the
  *     correctly rounded expf over [-87.3, 88.7] (normal results; subnormal results within 1e-45
  *     absolute), its tanh within 8 ulp or 1e-9 absolute; sigmoid, swish, gelu (and backwards),
@@ -28,6 +28,27 @@
 #include "../kernels.h"
 
 #define LITHE__DWCONV_MAX_TAPS 64
+
+/* dwconv_lanes' buffer: Hb x Wb padded pixels of `lanes` floats (every pixel a tap reads and every
+ * input pixel; padded (i, j) = input (i - pad[0], j - pad[1])) and the plane's OH·OW output pixels
+ * of `lanes` floats, where both take at most LITHE__DW_LANES_FLAT_BYTES; else a ring of
+ * nr = (KH - 1)·dil[0] + 1 padded rows (one output row's taps) and one output row. */
+#define LITHE__DW_LANES_FLAT_BYTES (96 * 1024)
+static inline void lithe__dw_lanes_dims(const lithe__conv2d *g, int lanes, int64_t *Hb, int64_t *Wb, int64_t *nr) {
+    int64_t hr = (g->OH - 1) * g->stride[0] + (g->KH - 1) * g->dil[0] + 1, h = g->pad[0] + g->H;
+    int64_t wr = (g->OW - 1) * g->stride[1] + (g->KW - 1) * g->dil[1] + 1, w = g->pad[1] + g->W;
+    *Hb = hr > h ? hr : h;
+    *Wb = wr > w ? wr : w;
+    int64_t ring = (g->KH - 1) * g->dil[0] + 1;
+    bool flat = (*Hb * *Wb + g->OH * g->OW) * lanes * (int64_t)sizeof(float) <= LITHE__DW_LANES_FLAT_BYTES;
+    *nr = flat || ring >= *Hb ? *Hb : ring;
+}
+static inline size_t lithe__dw_lanes_ws(const lithe__conv2d *g, int lanes) {
+    int64_t Hb, Wb, nr;
+    lithe__dw_lanes_dims(g, lanes, &Hb, &Wb, &nr);
+    int64_t out = nr == Hb ? g->OH * g->OW : g->OW;
+    return (size_t)((nr * Wb + (out > lanes ? out : lanes)) * lanes);
+}
 
 typedef struct lithe__simd_kernels {
     const char *isa; /* "scalar", "sse2", "avx2", "avx512", "neon", "wasm_simd128" */
@@ -78,6 +99,15 @@ typedef struct lithe__simd_kernels {
     /* Rows split into even and odd columns: e[r * ldd + i] = src[r * lds + 2i] for i < ceil(m / 2),
      * o[r * ldd + i] = src[r * lds + 2i + 1] for i < m / 2 (reads nothing past a row's m floats). */
     void (*split_rows)(int64_t R, int64_t m, float *e, float *o, int64_t ldd, const float *src, int64_t lds);
+    /* Depthwise planes with channels in the lanes: Y's planes l < nch (<= lanes, at Y + l·OH·OW) of
+     * the depthwise g (C = M = group) from X's planes (X + l·H·W), taps w + l·KH·KW, bias b[l] (b
+     * NULL: 0), act a (NULL: none; else the act kernel's bits), each the scalar twin's sum with the
+     * padding's taps added as 0·w (so the twin's bits where dw_plane_padded_ok holds, conv.c);
+     * KH·KW <= LITHE__DWCONV_MAX_TAPS. ws: lithe__dw_lanes_ws(g, lanes) floats, zero before the first
+     * call for g (the kernel writes only the buffer's interior and leaves the padding zero, so calls
+     * for further blocks of g reuse it as it is). NULL in tables without it (scalar and the four-lane ones). */
+    void (*dwconv_lanes)(const lithe__conv2d *g, int64_t nch, const float *X, const float *w, const float *b,
+                         const lithe__act *a, float *Y, float *ws);
     /* One output row of 2x2 stride-2 max pooling (no padding) from input rows r0, r1 of a W-wide
      * plane: y[o] = the first maximum of r0[2o], r0[2o+1], r1[2o], r1[2o+1] (`>`, the twin's order),
      * which[o] = its index in the plane, base + 2o (+1, +W, +W+1); which NULL: y only (inference). */
