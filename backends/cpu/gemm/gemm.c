@@ -332,6 +332,7 @@ typedef struct job {
     const float *const *A_rows; /* lithe__sgemm_pixels: op(A)'s rows (A unused), pixels a_ow per row */
     int64_t a_ow, a_row;
     bool c_trans; /* C(i, j) at C[j * ldc + i], through the range's tile buffer */
+    bool swapped; /* run_swapped: op(A) = A read in place by ukernel_a, C transposed, bias per row */
     int64_t lda, ldb, ldc;
     float *C;
     const lithe__sgemm_epilogue *epi;
@@ -501,6 +502,74 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
     }
 }
 
+/* ---- the swapped product (lithe__sgemm's X·Wᵀ with few rows X): P = W · Xᵀ, C = Pᵀ ----
+ * The job's A is W (M' x K, untransposed, read in place by the kernel's ukernel_a), its B is X
+ * (op(B) = Xᵀ, packed: every K block's panel up front, as lithe__sgemm_pack_b lays them out), its
+ * C the caller's C, where P(i, j) lands at C[j * ldc + i]. A range's P rows are done mc at a time:
+ * all K blocks into a buffer P (mc x N' floats, L2), then the epilogue per P row (the bias, one
+ * per row of P, then the act) and one transpose of the buffer into C. Each element gets the packed
+ * path's operations: the K blocks accumulated from zero in k order by the same microkernel, the
+ * write rule (beta for the first block, then 1: P holds C's values, transposed in first, when
+ * beta != 0), the bias added after the last block's write rule as the microkernel adds it, then the
+ * act kernel; so the bits are lithe__sgemm's unswapped ones. */
+static size_t ws_floats_swapped(const lithe__sgemm_kernel *k, int64_t N, int64_t K) {
+    size_t nbp = round_up((size_t)N, (size_t)k->nr);
+    return (size_t)K * nbp + (size_t)k->mc * nbp + 16;
+}
+
+static void run_swapped(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, float *ws) {
+    const lithe__sgemm_kernel *k = jb->k;
+    const size_t MR = (size_t)k->mr, NR = (size_t)k->nr, KC = (size_t)k->kc, K = (size_t)jb->K;
+    const size_t nb = (size_t)(n1 - n0), nbp = round_up(nb, NR);
+    const lithe__sgemm_epilogue *epi = jb->epi;
+    float *Bw = ws, *P = ws + round_up(K * nbp, 16);
+    for (size_t pc = 0; pc < K; pc += KC) { /* Xᵀ's panels: panel pc at Bw + pc * nbp, sliver jr at + jr * kb */
+        size_t kb = K - pc < KC ? K - pc : KC;
+        for (size_t jr = 0; jr < nb; jr += NR) {
+            size_t lanes = nb - jr < NR ? nb - jr : NR;
+            const float *src = jb->B + (n0 + (int64_t)jr) * jb->ldb + (int64_t)pc;
+            float *dst = Bw + pc * nbp + jr * kb;
+            if (k->pack_b) k->pack_b(lanes, kb, src, (size_t)jb->ldb, true, dst);
+            else pack_portable(NR, lanes, kb, src, (size_t)jb->ldb, true, dst);
+        }
+    }
+    float *Cn = jb->C + n0 * jb->ldc; /* C's rows n0.. hold P's columns n0.. */
+    for (int64_t ic = m0; ic < m1; ic += k->mc) {
+        size_t mb = (size_t)(m1 - ic < k->mc ? m1 - ic : k->mc);
+        if (jb->beta != 0.0f) /* P = C's block, transposed: the first block's write rule reads it */
+            for (size_t j = 0; j < nb; j++)
+                for (size_t i = 0; i < mb; i++) P[i * nbp + j] = Cn[(int64_t)j * jb->ldc + ic + (int64_t)i];
+        for (size_t pc = 0; pc < K; pc += KC) {
+            size_t kb = K - pc < KC ? K - pc : KC;
+            lithe__sgemm_ukparams p = {.alpha = jb->alpha, .beta = pc == 0 ? jb->beta : 1.0f};
+            /* MR rows of W across the panel: they stay in L1 for the panel's few slivers */
+            for (size_t ir = 0; ir < mb; ir += MR) {
+                size_t mr = mb - ir < MR ? mb - ir : MR;
+                const float *a = jb->A + (ic + (int64_t)ir) * jb->lda + (int64_t)pc;
+                for (size_t jr = 0; jr < nb; jr += NR)
+                    k->ukernel_a(mr, nb - jr < NR ? nb - jr : NR, kb, a, (size_t)jb->lda, Bw + pc * nbp + jr * kb,
+                                 P + ir * nbp + jr, nbp, &p);
+            }
+        }
+        for (size_t i = 0; epi && (epi->bias || epi->act) && i < mb; i++) {
+            float *r = P + i * nbp;
+            if (epi->bias) {
+                float bi = epi->bias[ic + (int64_t)i];
+                for (size_t j = 0; j < nb; j++) r[j] = r[j] + bi;
+            }
+            if (epi->act) epi->act_fn(epi->act, (int64_t)nb, r, r);
+        }
+        if (k->transpose)
+            for (size_t i0 = 0; i0 < mb; i0 += 64) /* the helper's blocks: at most 64 x 64 */
+                for (size_t j0 = 0; j0 < nb; j0 += 64)
+                    k->transpose(mb - i0 < 64 ? mb - i0 : 64, nb - j0 < 64 ? nb - j0 : 64, P + i0 * nbp + j0, nbp,
+                                 Cn + (int64_t)j0 * jb->ldc + ic + (int64_t)i0, (size_t)jb->ldc);
+        else
+            for (size_t j = 0; j < nb; j++)
+                for (size_t i = 0; i < mb; i++) Cn[(int64_t)j * jb->ldc + ic + (int64_t)i] = P[i * nbp + j];
+    }
+}
+
 static void gemm_task(void *ctx, int64_t begin, int64_t end) {
     job *jb = ctx;
     int64_t m0 = 0, m1 = jb->M, n0 = 0, n1 = jb->N;
@@ -511,13 +580,15 @@ static void gemm_task(void *ctx, int64_t begin, int64_t end) {
         m0 = begin * jb->k->mr;
         m1 = end * jb->k->mr < jb->M ? end * jb->k->mr : jb->M;
     }
-    ws_slot priv, *s = ws_claim(ws_floats(jb->k, m1 - m0, n1 - n0, jb->K + (bias_step(jb->epi) ? 1 : 0), jb->Bpk != NULL),
-                                &priv);
+    size_t floats = jb->swapped ? ws_floats_swapped(jb->k, n1 - n0, jb->K)
+                                : ws_floats(jb->k, m1 - m0, n1 - n0, jb->K + (bias_step(jb->epi) ? 1 : 0), jb->Bpk != NULL);
+    ws_slot priv, *s = ws_claim(floats, &priv);
     if (!s) {
         atomic_store(&jb->failed, true);
         return;
     }
-    run_range(jb, m0, m1, n0, n1, s->buf);
+    if (jb->swapped) run_swapped(jb, m0, m1, n0, n1, s->buf);
+    else run_range(jb, m0, m1, n0, n1, s->buf);
     ws_release(s);
 }
 
@@ -638,6 +709,21 @@ static void k_zero(int64_t M, int64_t N, float beta, float *C, int64_t ldc, cons
 
 static bool run_packed(job *jb, lithe__pool *pool, int T);
 
+/* X·Wᵀ (op(A) = A untransposed, op(B) = Bᵀ, not packed ahead) runs swapped (run_swapped) when X
+ * has few rows and W many and the kernel reads A in place: packing Wᵀ (a transpose of every float
+ * of W in every training step's forward, since W changes every step) then outweighs packing Xᵀ and
+ * one transpose of C. X's rows become the tiles' NR columns, so M must about fill them (a
+ * remainder up to NR / 2 wide runs the kernel's half tile): at most 1/8 computed in vain. Not with
+ * Z or a row bias (no transposed forms of those). */
+static bool swap_pays(const lithe__sgemm_kernel *k, int64_t M, int64_t N, const lithe__sgemm_epilogue *epi) {
+    if (epi && (epi->Z || epi->bias_row)) return false;
+    if (M < 16 || M > 256 || N < 2 * M) return false;
+    const lithe__sgemm_kernel *kr = k->for_rows ? k->for_rows(N) : k;
+    if (!kr->ukernel_a) return false;
+    int64_t NR = kr->nr, rem = M % NR, computed = M - rem + (rem == 0 ? 0 : rem <= NR / 2 ? NR / 2 : NR);
+    return computed * 8 <= M * 9;
+}
+
 bool lithe__sgemm(const lithe__sgemm_kernel *k, bool use_threads, bool tA, bool tB, int64_t M, int64_t N, int64_t K,
                   float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
                   int64_t ldc, const lithe__sgemm_epilogue *epi) {
@@ -724,6 +810,11 @@ bool lithe__sgemm_prepacked(const lithe__sgemm_kernel *k, bool use_threads, bool
         return true;
     }
 
+    if (!Bpk && tB && !tA && swap_pays(k, M, N, epi)) {
+        job sw = {.k = k, .M = N, .N = M, .K = K, .alpha = alpha, .beta = beta, .A = B, .B = A, .lda = ldb,
+                  .ldb = lda, .ldc = ldc, .C = C, .epi = epi, .swapped = true};
+        return run_packed(&sw, pool, T);
+    }
     job jb = {.k = k, .tA = tA, .tB = tB, .M = M, .N = N, .K = K, .alpha = alpha, .beta = beta, .A = A, .B = B,
               .Bpk = Bpk, .lda = lda, .ldb = ldb, .ldc = ldc, .C = C, .epi = epi};
     return run_packed(&jb, pool, T);

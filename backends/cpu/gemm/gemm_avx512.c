@@ -119,25 +119,26 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
 #define UK_SPILL_H(i)                                                                                             \
     tile[2 * (i)] = h_##i;                                                                                        \
     tile[2 * (i) + 1] = _mm512_setzero_ps();
-#define UKERNEL_HALF(MR)                                                                                          \
+#define UKERNEL_HALF(MR, FMA_H, ASTEP)                                                                             \
     if (nr <= 16) {                                                                                               \
         ROWS_##MR(UK_DECL_H)                                                                                      \
-        for (size_t k = 0; k < kc; k++, a += MR, b += bs) {                                                       \
+        for (size_t k = 0; k < kc; k++, a += ASTEP, b += bs) {                                                    \
             __m512 b0 = _mm512_loadu_ps(b);                                                                       \
-            ROWS_##MR(UK_FMA_H)                                                                                   \
+            ROWS_##MR(FMA_H)                                                                                      \
         }                                                                                                         \
         __m512 tile[2 * MR];                                                                                      \
         ROWS_##MR(UK_SPILL_H)                                                                                     \
         store_partial(tile, mr, nr, c, ldc, p);                                                                   \
         return;                                                                                                   \
     }
-#define UKERNEL_BODY(MR)                                                                                          \
-    UKERNEL_HALF(MR)                                                                                              \
+/* STEP, FMA_H and ASTEP: how A is read (packed: UK_STEP, UK_FMA_H, MR; in place: UKA_*, 1). */
+#define UKERNEL_BODY_A(MR, STEP, FMA_H, ASTEP)                                                                    \
+    UKERNEL_HALF(MR, FMA_H, ASTEP)                                                                                \
     ROWS_##MR(UK_DECL)                                                                                            \
     size_t k1 = kc > UK_PF_STEPS ? kc - UK_PF_STEPS : 0;                                                          \
-    for (size_t k = 0; k < k1; k++) UK_STEP(MR);                                                                  \
+    for (size_t k = 0; k < k1; k++) STEP(MR);                                                                     \
     ROWS_##MR(UK_PREFETCH)                                                                                        \
-    for (size_t k = k1; k < kc; k++) UK_STEP(MR);                                                                 \
+    for (size_t k = k1; k < kc; k++) STEP(MR);                                                                    \
     if (mr == MR && nr == NR) { /* the full tile: unmasked, from registers */                                     \
         __m512 va = _mm512_set1_ps(p->alpha), vb = _mm512_set1_ps(p->beta);                                       \
         float beta = p->beta;                                                                                     \
@@ -155,6 +156,27 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
     __m512 tile[2 * MR]; /* a partial tile (the edges of C): masked, through memory */                            \
     ROWS_##MR(UK_SPILL)                                                                                           \
     store_partial(tile, mr, nr, c, ldc, p);
+
+#define UKERNEL_BODY(MR) UKERNEL_BODY_A(MR, UK_STEP, UK_FMA_H, MR)
+
+/* A read where it lies (gemm.h's ukernel_a): row i's step k at a[ao_i + k], ao_i = i * lda for the
+ * tile's rows and 0 (row 0 again: valid memory, a result never stored) past mr. The broadcasts
+ * read MR rows' streams instead of one packed sliver; the FMAs are the packed kernel's. */
+#define UKA_DECL_O(i) const size_t ao_##i = ((i) < mr ? (size_t)(i) : 0) * lda;
+#define UKA_FMA(i)                                                                                                \
+    {                                                                                                             \
+        __m512 x = _mm512_set1_ps(a[ao_##i]);                                                                     \
+        c0_##i = _mm512_fmadd_ps(x, b0, c0_##i);                                                                  \
+        c1_##i = _mm512_fmadd_ps(x, b1, c1_##i);                                                                  \
+    }
+#define UKA_STEP(MR)                                                                                              \
+    do {                                                                                                          \
+        __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);                                             \
+        ROWS_##MR(UKA_FMA)                                                                                        \
+        a += 1;                                                                                                   \
+        b += bs;                                                                                                  \
+    } while (0)
+#define UKA_FMA_H(i) h_##i = _mm512_fmadd_ps(_mm512_set1_ps(a[ao_##i]), b0, h_##i);
 
 /* The body once per height, B's step bs a parameter: NR for a packed sliver (a constant once
  * inlined; unaligned loads cost nothing on aligned data), B's row stride for a sliver read where it
@@ -174,6 +196,13 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
                                                            const float *b, size_t ldb, float *c, size_t ldc,      \
                                                            const lithe__sgemm_ukparams *p) {                      \
         uk_##MR(mr, nr, kc, a, b, ldb, c, ldc, p);                                                                \
+    }                                                                                                             \
+    static void lithe_f32_gemm_ukernel_a_##MR##x32__avx512(size_t mr, size_t nr, size_t kc, const float *a,       \
+                                                           size_t lda, const float *b, float *c, size_t ldc,      \
+                                                           const lithe__sgemm_ukparams *p) {                      \
+        const size_t bs = NR;                                                                                     \
+        ROWS_##MR(UKA_DECL_O)                                                                                     \
+        UKERNEL_BODY_A(MR, UKA_STEP, UKA_FMA_H, 1)                                                                \
     }
 
 DEFINE_UKERNEL(2)
@@ -561,7 +590,7 @@ static const lithe__sgemm_kernel *for_rows(int64_t M);
     {.isa = "avx512", .mr = MR, .nr = NR, .mc = MC, .kc = 512, .nc = 4096,                                        \
      .ukernel = lithe_f32_gemm_ukernel_##MR##x32__avx512, .pack_a = pack_a_##MR, .pack_b = pack_b_32,             \
      .gemv_t = gemv_t, .gemv_n = gemv_n, .for_rows = for_rows, .urow = lithe_f32_gemm_urow_1x32__avx512,         \
-     .ukernel_b = lithe_f32_gemm_ukernel_b_##MR##x32__avx512,                   \
+     .ukernel_b = lithe_f32_gemm_ukernel_b_##MR##x32__avx512, .ukernel_a = lithe_f32_gemm_ukernel_a_##MR##x32__avx512, \
      .pack_a_ptrs = pack_a_ptrs_##MR, .transpose = transpose_tile, .pack_segs = pack_segs, .clamp_ok = true}
 static const lithe__sgemm_kernel kernels[] = {KERNEL(14, 126), KERNEL(12, 120), KERNEL(8, 128), KERNEL(4, 128),
                                               KERNEL(2, 128)};
