@@ -424,13 +424,14 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
             if (jb->Bpk) /* packed ahead: panel pc, from sliver jc on (gemm.h; never with a bias step) */
                 Bp = jb->Bpk->data + (size_t)pc * round_up((size_t)jb->N, NR) + (size_t)jc * kb;
             /* B untransposed and the kernel can read it in place: whole slivers are not packed when
-             * one A block meets them (M within mc: each sliver is read from memory once either way),
+             * one A block meets them (M within mc: each sliver is read from memory once either way)
+             * or the block is small enough to stay in L2 for the A blocks (dW = dYᵀ·X at K = 64),
              * B's rows start on 64-byte lines (else every row of a sliver splits loads across lines)
              * and are not a multiple of 4 KB apart (those share L2 sets: a sliver's 512 rows would
              * overflow their 8 ways, where a packed sliver is contiguous). The dense layers' dX =
              * dY·W at batch 64, 512 wide: 313 -> 290 us on Zen 4. */
             const bool in_place = k->ukernel_b && !jb->tB && !jb->Bpk && !jb->B_rows && !jb->c_trans && kr == kb &&
-                                  m1 - m0 <= k->mc && (uintptr_t)jb->B % 64 == 0 && jb->ldb % 16 == 0 &&
+                                  (m1 - m0 <= k->mc || kb * nb <= ROWS_OUTER_FLOATS) && (uintptr_t)jb->B % 64 == 0 && jb->ldb % 16 == 0 &&
                                   jb->ldb % 1024 != 0;
             for (size_t jr = 0; !jb->Bpk && jr < nb; jr += NR) {
                 size_t lanes = nb - jr < NR ? nb - jr : NR;
@@ -463,11 +464,23 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                         pack_pixels(k, true, lanes, kr, jb->A_rows + pc, ic + (int64_t)ir, jb->a_ow, jb->a_row, dst);
                         continue;
                     }
-                    const float *src = jb->tA ? jb->A + pc * jb->lda + ic + (int64_t)ir
-                                              : jb->A + (ic + (int64_t)ir) * jb->lda + pc;
-                    if (k->pack_a) k->pack_a(lanes, kr, src, (size_t)jb->lda, !jb->tA, dst);
-                    else pack_portable(MR, lanes, kr, src, (size_t)jb->lda, !jb->tA, dst);
+                    if (jb->tA) continue; /* below, step-major */
+                    const float *src = jb->A + (ic + (int64_t)ir) * jb->lda + pc;
+                    if (k->pack_a) k->pack_a(lanes, kr, src, (size_t)jb->lda, true, dst);
+                    else pack_portable(MR, lanes, kr, src, (size_t)jb->lda, true, dst);
                 }
+                /* op(A) transposed (dW = dYᵀ·X): each step's MR lanes are a piece of one row of A,
+                 * so the block is packed 16 steps at a time across all its slivers, the 16 rows it
+                 * reads staying in L1 (sliver by sliver, a 2 KB row stride put all 64 rows of a
+                 * sliver into two L1 sets, and every other sliver read them again from L2) */
+                for (size_t k0 = 0; jb->tA && !jb->A_rows && k0 < kr; k0 += 16)
+                    for (size_t ir = 0; ir < mb; ir += MR) {
+                        size_t lanes = mb - ir < MR ? mb - ir : MR, kn = kr - k0 < 16 ? kr - k0 : 16;
+                        const float *src = jb->A + (pc + (int64_t)k0) * jb->lda + ic + (int64_t)ir;
+                        float *dst = Ap + ir * kb + k0 * MR;
+                        if (k->pack_a) k->pack_a(lanes, kn, src, (size_t)jb->lda, false, dst);
+                        else pack_portable(MR, lanes, kn, src, (size_t)jb->lda, false, dst);
+                    }
                 /* The tiles of the block, slivers of B across rows of A (each B sliver stays in L1
                  * while the A block streams from L2), or, when the B panel fits L2 with room to
                  * spare (short K: a convolution's), rows of A across the B panel: then C is written
