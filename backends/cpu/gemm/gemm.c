@@ -728,13 +728,15 @@ static bool run_packed(job *jb, lithe__pool *pool, int T);
  * one transpose of C. X's rows become the tiles' NR columns, so M must about fill them (a
  * remainder up to NR / 2 wide runs the kernel's half tile): at most 1/8 computed in vain. Not with
  * Z or a row bias (no transposed forms of those). */
-static bool swap_pays(const lithe__sgemm_kernel *k, int64_t M, int64_t N, const lithe__sgemm_epilogue *epi) {
+static bool swap_pays(const lithe__sgemm_kernel *k, int64_t M, int64_t N, int64_t K,
+                      const lithe__sgemm_epilogue *epi) {
     if (epi && (epi->Z || epi->bias_row)) return false;
     if (M < 16 || M > 256 || N < 2 * M) return false;
     const lithe__sgemm_kernel *kr = k->for_rows ? k->for_rows(N) : k;
     if (!kr->ukernel_a) return false;
     int64_t NR = kr->nr, rem = M % NR, computed = M - rem + (rem == 0 ? 0 : rem <= NR / 2 ? NR / 2 : NR);
-    return computed * 8 <= M * 9;
+    /* all of Xᵀ is packed up front into the range's workspace: at most 4 MB of it */
+    return computed * 8 <= M * 9 && K * (M + NR) <= ((int64_t)1 << 20);
 }
 
 bool lithe__sgemm(const lithe__sgemm_kernel *k, bool use_threads, bool tA, bool tB, int64_t M, int64_t N, int64_t K,
@@ -823,7 +825,7 @@ bool lithe__sgemm_prepacked(const lithe__sgemm_kernel *k, bool use_threads, bool
         return true;
     }
 
-    if (!Bpk && tB && !tA && swap_pays(k, M, N, epi)) {
+    if (!Bpk && tB && !tA && swap_pays(k, M, N, K, epi)) {
         job sw = {.k = k, .M = N, .N = M, .K = K, .alpha = alpha, .beta = beta, .A = B, .B = A, .lda = ldb,
                   .ldb = lda, .ldc = ldc, .C = C, .epi = epi, .swapped = true};
         return run_packed(&sw, pool, T);
