@@ -590,7 +590,8 @@ static const lithe__sgemm_kernel *for_rows(int64_t M);
     {.isa = "avx512", .mr = MR, .nr = NR, .mc = MC, .kc = 512, .nc = 4096,                                        \
      .ukernel = lithe_f32_gemm_ukernel_##MR##x32__avx512, .pack_a = pack_a_##MR, .pack_b = pack_b_32,             \
      .gemv_t = gemv_t, .gemv_n = gemv_n, .for_rows = for_rows, .urow = lithe_f32_gemm_urow_1x32__avx512,         \
-     .ukernel_b = lithe_f32_gemm_ukernel_b_##MR##x32__avx512, .ukernel_a = lithe_f32_gemm_ukernel_a_##MR##x32__avx512, \
+     .ukernel_b = lithe_f32_gemm_ukernel_b_##MR##x32__avx512,                                                   \
+     .ukernel_a = lithe_f32_gemm_ukernel_a_##MR##x32__avx512,                                                   \
      .pack_a_ptrs = pack_a_ptrs_##MR, .transpose = transpose_tile, .pack_segs = pack_segs, .clamp_ok = true}
 static const lithe__sgemm_kernel kernels[] = {KERNEL(14, 126), KERNEL(12, 120), KERNEL(8, 128), KERNEL(4, 128),
                                               KERNEL(2, 128)};
