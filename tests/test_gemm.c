@@ -2,8 +2,9 @@
  * AVX-512 tile height, and whatever an ISA port adds to lithe__sgemm_kernel_named) against a
  * float64 reference at tile edges and odd sizes, all four transposes, strided rows, alpha / beta
  * (beta = 0 ignores NaN in C), M = 1 (the GEMV kernels), K = 0 and K past the kc block; the GEMV
- * giving a batched row's bits exactly; 1, 2 and 3 threads giving the same bits; and the fused
- * gemm_bias_act against gemm, add_row and act on the backend. */
+ * giving a batched row's bits exactly; 1, 2 and 3 threads giving the same bits; X·Wᵀ run swapped
+ * (W read in place) giving the unswapped bits; and the fused gemm_bias_act against gemm, add_row
+ * and act on the backend. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <setjmp.h>
@@ -288,6 +289,60 @@ static void b_in_place_one(const lithe__sgemm_kernel *k, const char *name) {
 static void test_b_in_place(void **state) {
     (void)state;
     each_kernel(b_in_place_one);
+}
+
+/* X·Wᵀ with few rows X runs swapped where the kernel reads A in place (gemm.c's run_swapped: W·Xᵀ
+ * with W unpacked, C stored transposed, the bias per row of the swapped product): the bits of the
+ * unswapped product, which the same values take as X·(Wᵀ materialized) with B untransposed; with
+ * bias and relu, beta 0 and 1, alpha -0.5, K past kc, partial tiles, rows past mc, 1 and 3 threads
+ * (split by W's rows, or by X's when it is wide), and against float64. */
+static void swapped_one(const lithe__sgemm_kernel *k, const char *name) {
+    static const int64_t mnk[][3] = {{64, 512, 784}, {16, 40, 9}, {48, 301, 520}, {100, 260, 33}, {256, 600, 70},
+                                     {32, 64, 1}};
+    const lithe__simd_kernels *sk = lithe__simd();
+    lithe__act relu = {.kind = LITHE__ACT_RELU};
+    for (size_t z = 0; z < sizeof mnk / sizeof mnk[0]; z++) {
+        int64_t M = mnk[z][0], N = mnk[z][1], K = mnk[z][2];
+        mats m = make(false, true, M, N, K, z % 2 ? 3 : 0);
+        size_t cn = (size_t)(M * m.ldc);
+        float *Bt = malloc(sizeof(float) * (size_t)(K * N)), *bias = malloc(sizeof(float) * (size_t)N);
+        float *ref = malloc(sizeof(float) * cn), *got = malloc(sizeof(float) * cn);
+        assert_true(Bt && bias && ref && got);
+        for (int64_t kk = 0; kk < K; kk++)
+            for (int64_t j = 0; j < N; j++) Bt[kk * N + j] = m.B[j * m.ldb + kk];
+        for (int64_t j = 0; j < N; j++) bias[j] = frand();
+        for (int v = 0; v < 4; v++) {
+            /* 0: plain, alpha 1 beta 0; 1: alpha -0.5, beta 1; 2: bias + relu; 3: bias, beta 1 */
+            float alpha = v == 1 ? -0.5f : 1.0f, beta = v == 1 || v == 3 ? 1.0f : 0.0f;
+            lithe__sgemm_epilogue e = {.bias = v >= 2 ? bias : NULL, .act = v == 2 ? &relu : NULL, .act_fn = sk->act};
+            for (int nt = 1; nt <= (LITHE_HAVE_THREADS ? 3 : 1); nt += 2) {
+                OK(lithe__cpu_set_threads(nt));
+                memcpy(ref, m.C, sizeof(float) * cn);
+                memcpy(got, m.C, sizeof(float) * cn);
+                assert_true(lithe__sgemm(k, true, false, false, M, N, K, alpha, m.A, m.lda, Bt, N, beta, ref, m.ldc,
+                                         v ? &e : NULL));
+                assert_true(lithe__sgemm(k, true, false, true, M, N, K, alpha, m.A, m.lda, m.B, m.ldb, beta, got,
+                                         m.ldc, v ? &e : NULL));
+                if (memcmp(ref, got, sizeof(float) * cn) != 0) {
+                    size_t at = 0;
+                    while (!memcmp(&ref[at], &got[at], sizeof(float))) at++;
+                    print_error("%s: M=%lld N=%lld K=%lld case %d, %d threads: X·Wᵀ differs from X·(Wᵀ) at %zu: %.9g, "
+                                "want %.9g\n", name, (long long)M, (long long)N, (long long)K, v, nt, at,
+                                (double)got[at], (double)ref[at]);
+                    fail();
+                }
+                if (v < 2) check(name, &m, alpha, beta, m.C, got);
+            }
+        }
+        OK(lithe__cpu_set_threads(0));
+        free(Bt), free(bias), free(ref), free(got);
+        drop(&m);
+    }
+}
+
+static void test_swapped(void **state) {
+    (void)state;
+    each_kernel(swapped_one);
 }
 
 /* Every AVX-512 tile height computes each element the same way. */
@@ -697,6 +752,7 @@ int main(void) {
         cmocka_unit_test(test_row_alone_equals_batch),
         cmocka_unit_test(test_threads_bit_identical),
         cmocka_unit_test(test_b_in_place),
+        cmocka_unit_test(test_swapped),
         cmocka_unit_test(test_avx512_heights_agree),
         cmocka_unit_test(test_fused_equals_unfused),
         cmocka_unit_test(test_rows_and_row_bias),

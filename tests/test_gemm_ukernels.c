@@ -174,6 +174,26 @@ static void check_ukernel(const lithe__sgemm_kernel *k, bool fused) {
                                       k->isa, MR, NR, mr, nr, kc, nb, at / ldc, at % ldc, c4[at], c1[at]);
                                 lithe__aligned_free(c4);
                             }
+                            if (k->ukernel_a) { /* A in place, rows lda apart (NaN past mr: never stored) */
+                                const size_t lda = kc + 5;
+                                float *ar = lithe__aligned_alloc(MR * lda * sizeof(float));
+                                float *c4 = lithe__aligned_alloc(MR * ldc * sizeof(float));
+                                for (size_t i = 0; i < MR; i++)
+                                    for (size_t kk = 0; kk < lda; kk++)
+                                        ar[i * lda + kk] = i < mr && kk < kc ? a[kk * MR + i] : NAN;
+                                memcpy(c4, c0, MR * ldc * sizeof(float));
+                                if (p.beta == 0.0f)
+                                    for (size_t i = 0; i < MR * ldc; i++) c4[i] = NAN;
+                                k->ukernel_a(mr, nr, kc, ar, lda, b, c4, ldc, &p);
+                                size_t nb = 0, at = 0;
+                                for (size_t i = 0; i < MR * ldc; i++)
+                                    if (!same_bits(c1[i], c4[i]) && !(isnan(c1[i]) && isnan(c4[i])) && !nb++) at = i;
+                                CHECK(nb == 0, "%s ukernel_a %zux%zu: tile %zux%zu kc=%zu: %zu elements differ from "
+                                      "the packed call, first C[%zu][%zu] = %.9g, packed %.9g",
+                                      k->isa, MR, NR, mr, nr, kc, nb, at / ldc, at % ldc, c4[at], c1[at]);
+                                lithe__aligned_free(ar);
+                                lithe__aligned_free(c4);
+                            }
                             size_t bad = 0, first = 0;
                             for (size_t i = 0; i < MR * ldc; i++)
                                 if (!same_bits(c1[i], c2[i]) && !(isnan(c1[i]) && isnan(c2[i])) && !bad++) first = i;

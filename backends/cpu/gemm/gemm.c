@@ -332,6 +332,7 @@ typedef struct job {
     const float *const *A_rows; /* lithe__sgemm_pixels: op(A)'s rows (A unused), pixels a_ow per row */
     int64_t a_ow, a_row;
     bool c_trans; /* C(i, j) at C[j * ldc + i], through the range's tile buffer */
+    bool swapped; /* run_swapped: op(A) = A read in place by ukernel_a, C transposed, bias per row */
     int64_t lda, ldb, ldc;
     float *C;
     const lithe__sgemm_epilogue *epi;
@@ -430,14 +431,15 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
             if (jb->Bpk) /* packed ahead: panel pc, from sliver jc on (gemm.h; never with a bias step) */
                 Bp = jb->Bpk->data + (size_t)pc * round_up((size_t)jb->N, NR) + (size_t)jc * kb;
             /* B untransposed and the kernel can read it in place: whole slivers are not packed when
-             * one A block meets them (M within mc: each sliver is read from memory once either way),
+             * one A block meets them (M within mc: each sliver is read from memory once either way)
+             * or the block is small enough to stay in L2 for the A blocks (dW = dYᵀ·X at K = 64),
              * B's rows start on 64-byte lines (else every row of a sliver splits loads across lines)
              * and are not a multiple of 4 KB apart (those share L2 sets: a sliver's 512 rows would
              * overflow their 8 ways, where a packed sliver is contiguous). The dense layers' dX =
              * dY·W at batch 64, 512 wide: 313 -> 290 us on Zen 4. */
             const bool in_place = k->ukernel_b && !jb->tB && !jb->Bpk && !jb->B_rows && !jb->c_trans && kr == kb &&
-                                  m1 - m0 <= k->mc && (uintptr_t)jb->B % 64 == 0 && jb->ldb % 16 == 0 &&
-                                  jb->ldb % 1024 != 0;
+                                  (m1 - m0 <= k->mc || kb * nb <= ROWS_OUTER_FLOATS) && (uintptr_t)jb->B % 64 == 0 &&
+                                  jb->ldb % 16 == 0 && jb->ldb % 1024 != 0;
             for (size_t jr = 0; !jb->Bpk && jr < nb; jr += NR) {
                 size_t lanes = nb - jr < NR ? nb - jr : NR;
                 if (in_place && lanes == NR) continue;
@@ -475,11 +477,23 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                         pack_pixels(k, true, lanes, kr, jb->A_rows + pc, ic + (int64_t)ir, jb->a_ow, jb->a_row, dst);
                         continue;
                     }
-                    const float *src = jb->tA ? jb->A + pc * jb->lda + ic + (int64_t)ir
-                                              : jb->A + (ic + (int64_t)ir) * jb->lda + pc;
-                    if (k->pack_a) k->pack_a(lanes, kr, src, (size_t)jb->lda, !jb->tA, dst);
-                    else pack_portable(MR, lanes, kr, src, (size_t)jb->lda, !jb->tA, dst);
+                    if (jb->tA) continue; /* below, step-major */
+                    const float *src = jb->A + (ic + (int64_t)ir) * jb->lda + pc;
+                    if (k->pack_a) k->pack_a(lanes, kr, src, (size_t)jb->lda, true, dst);
+                    else pack_portable(MR, lanes, kr, src, (size_t)jb->lda, true, dst);
                 }
+                /* op(A) transposed (dW = dYᵀ·X): each step's MR lanes are a piece of one row of A,
+                 * so the block is packed 16 steps at a time across all its slivers, the 16 rows it
+                 * reads staying in L1 (sliver by sliver, a 2 KB row stride put all 64 rows of a
+                 * sliver into two L1 sets, and every other sliver read them again from L2) */
+                for (size_t k0 = 0; jb->tA && !jb->A_rows && k0 < kr; k0 += 16)
+                    for (size_t ir = 0; ir < mb; ir += MR) {
+                        size_t lanes = mb - ir < MR ? mb - ir : MR, kn = kr - k0 < 16 ? kr - k0 : 16;
+                        const float *src = jb->A + (pc + (int64_t)k0) * jb->lda + ic + (int64_t)ir;
+                        float *dst = Ap + ir * kb + k0 * MR;
+                        if (k->pack_a) k->pack_a(lanes, kn, src, (size_t)jb->lda, false, dst);
+                        else pack_portable(MR, lanes, kn, src, (size_t)jb->lda, false, dst);
+                    }
                 /* The tiles of the block, slivers of B across rows of A (each B sliver stays in L1
                  * while the A block streams from L2), or, when the B panel fits L2 with room to
                  * spare (short K: a convolution's), rows of A across the B panel: then C is written
@@ -517,6 +531,74 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
     }
 }
 
+/* ---- the swapped product (lithe__sgemm's X·Wᵀ with few rows X): P = W · Xᵀ, C = Pᵀ ----
+ * The job's A is W (M' x K, untransposed, read in place by the kernel's ukernel_a), its B is X
+ * (op(B) = Xᵀ, packed: every K block's panel up front, as lithe__sgemm_pack_b lays them out), its
+ * C the caller's C, where P(i, j) lands at C[j * ldc + i]. A range's P rows are done mc at a time:
+ * all K blocks into a buffer P (mc x N' floats, L2), then the epilogue per P row (the bias, one
+ * per row of P, then the act) and one transpose of the buffer into C. Each element gets the packed
+ * path's operations: the K blocks accumulated from zero in k order by the same microkernel, the
+ * write rule (beta for the first block, then 1: P holds C's values, transposed in first, when
+ * beta != 0), the bias added after the last block's write rule as the microkernel adds it, then the
+ * act kernel; so the bits are lithe__sgemm's unswapped ones. */
+static size_t ws_floats_swapped(const lithe__sgemm_kernel *k, int64_t N, int64_t K) {
+    size_t nbp = round_up((size_t)N, (size_t)k->nr);
+    return (size_t)K * nbp + (size_t)k->mc * nbp + 16;
+}
+
+static void run_swapped(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, float *ws) {
+    const lithe__sgemm_kernel *k = jb->k;
+    const size_t MR = (size_t)k->mr, NR = (size_t)k->nr, KC = (size_t)k->kc, K = (size_t)jb->K;
+    const size_t nb = (size_t)(n1 - n0), nbp = round_up(nb, NR);
+    const lithe__sgemm_epilogue *epi = jb->epi;
+    float *Bw = ws, *P = ws + round_up(K * nbp, 16);
+    for (size_t pc = 0; pc < K; pc += KC) { /* Xᵀ's panels: panel pc at Bw + pc * nbp, sliver jr at + jr * kb */
+        size_t kb = K - pc < KC ? K - pc : KC;
+        for (size_t jr = 0; jr < nb; jr += NR) {
+            size_t lanes = nb - jr < NR ? nb - jr : NR;
+            const float *src = jb->B + (n0 + (int64_t)jr) * jb->ldb + (int64_t)pc;
+            float *dst = Bw + pc * nbp + jr * kb;
+            if (k->pack_b) k->pack_b(lanes, kb, src, (size_t)jb->ldb, true, dst);
+            else pack_portable(NR, lanes, kb, src, (size_t)jb->ldb, true, dst);
+        }
+    }
+    float *Cn = jb->C + n0 * jb->ldc; /* C's rows n0.. hold P's columns n0.. */
+    for (int64_t ic = m0; ic < m1; ic += k->mc) {
+        size_t mb = (size_t)(m1 - ic < k->mc ? m1 - ic : k->mc);
+        if (jb->beta != 0.0f) /* P = C's block, transposed: the first block's write rule reads it */
+            for (size_t j = 0; j < nb; j++)
+                for (size_t i = 0; i < mb; i++) P[i * nbp + j] = Cn[(int64_t)j * jb->ldc + ic + (int64_t)i];
+        for (size_t pc = 0; pc < K; pc += KC) {
+            size_t kb = K - pc < KC ? K - pc : KC;
+            lithe__sgemm_ukparams p = {.alpha = jb->alpha, .beta = pc == 0 ? jb->beta : 1.0f};
+            /* MR rows of W across the panel: they stay in L1 for the panel's few slivers */
+            for (size_t ir = 0; ir < mb; ir += MR) {
+                size_t mr = mb - ir < MR ? mb - ir : MR;
+                const float *a = jb->A + (ic + (int64_t)ir) * jb->lda + (int64_t)pc;
+                for (size_t jr = 0; jr < nb; jr += NR)
+                    k->ukernel_a(mr, nb - jr < NR ? nb - jr : NR, kb, a, (size_t)jb->lda, Bw + pc * nbp + jr * kb,
+                                 P + ir * nbp + jr, nbp, &p);
+            }
+        }
+        for (size_t i = 0; epi && (epi->bias || epi->act) && i < mb; i++) {
+            float *r = P + i * nbp;
+            if (epi->bias) {
+                float bi = epi->bias[ic + (int64_t)i];
+                for (size_t j = 0; j < nb; j++) r[j] = r[j] + bi;
+            }
+            if (epi->act) epi->act_fn(epi->act, (int64_t)nb, r, r);
+        }
+        if (k->transpose)
+            for (size_t i0 = 0; i0 < mb; i0 += 64) /* the helper's blocks: at most 64 x 64 */
+                for (size_t j0 = 0; j0 < nb; j0 += 64)
+                    k->transpose(mb - i0 < 64 ? mb - i0 : 64, nb - j0 < 64 ? nb - j0 : 64, P + i0 * nbp + j0, nbp,
+                                 Cn + (int64_t)j0 * jb->ldc + ic + (int64_t)i0, (size_t)jb->ldc);
+        else
+            for (size_t j = 0; j < nb; j++)
+                for (size_t i = 0; i < mb; i++) Cn[(int64_t)j * jb->ldc + ic + (int64_t)i] = P[i * nbp + j];
+    }
+}
+
 static void gemm_task(void *ctx, int64_t begin, int64_t end) {
     job *jb = ctx;
     int64_t m0 = 0, m1 = jb->M, n0 = 0, n1 = jb->N;
@@ -527,13 +609,16 @@ static void gemm_task(void *ctx, int64_t begin, int64_t end) {
         m0 = begin * jb->k->mr;
         m1 = end * jb->k->mr < jb->M ? end * jb->k->mr : jb->M;
     }
-    ws_slot priv, *s = ws_claim(ws_floats(jb->k, m1 - m0, n1 - n0, jb->K + (bias_step(jb->epi) ? 1 : 0), jb->Bpk != NULL),
-                                &priv);
+    size_t floats = jb->swapped ? ws_floats_swapped(jb->k, n1 - n0, jb->K)
+                                : ws_floats(jb->k, m1 - m0, n1 - n0, jb->K + (bias_step(jb->epi) ? 1 : 0),
+                                            jb->Bpk != NULL);
+    ws_slot priv, *s = ws_claim(floats, &priv);
     if (!s) {
         atomic_store(&jb->failed, true);
         return;
     }
-    run_range(jb, m0, m1, n0, n1, s->buf);
+    if (jb->swapped) run_swapped(jb, m0, m1, n0, n1, s->buf);
+    else run_range(jb, m0, m1, n0, n1, s->buf);
     ws_release(s);
 }
 
@@ -654,6 +739,23 @@ static void k_zero(int64_t M, int64_t N, float beta, float *C, int64_t ldc, cons
 
 static bool run_packed(job *jb, lithe__pool *pool, int T);
 
+/* X·Wᵀ (op(A) = A untransposed, op(B) = Bᵀ, not packed ahead) runs swapped (run_swapped) when X
+ * has few rows and W many and the kernel reads A in place: packing Wᵀ (a transpose of every float
+ * of W in every training step's forward, since W changes every step) then outweighs packing Xᵀ and
+ * one transpose of C. X's rows become the tiles' NR columns, so M must about fill them (a
+ * remainder up to NR / 2 wide runs the kernel's half tile): at most 1/8 computed in vain. Not with
+ * Z or a row bias (no transposed forms of those). */
+static bool swap_pays(const lithe__sgemm_kernel *k, int64_t M, int64_t N, int64_t K,
+                      const lithe__sgemm_epilogue *epi) {
+    if (epi && (epi->Z || epi->bias_row)) return false;
+    if (M < 16 || M > 256 || N < 2 * M) return false;
+    const lithe__sgemm_kernel *kr = k->for_rows ? k->for_rows(N) : k;
+    if (!kr->ukernel_a) return false;
+    int64_t NR = kr->nr, rem = M % NR, computed = M - rem + (rem == 0 ? 0 : rem <= NR / 2 ? NR / 2 : NR);
+    /* all of Xᵀ is packed up front into the range's workspace: at most 4 MB of it */
+    return computed * 8 <= M * 9 && K * (M + NR) <= ((int64_t)1 << 20);
+}
+
 bool lithe__sgemm(const lithe__sgemm_kernel *k, bool use_threads, bool tA, bool tB, int64_t M, int64_t N, int64_t K,
                   float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
                   int64_t ldc, const lithe__sgemm_epilogue *epi) {
@@ -740,6 +842,11 @@ bool lithe__sgemm_prepacked(const lithe__sgemm_kernel *k, bool use_threads, bool
         return true;
     }
 
+    if (!Bpk && tB && !tA && swap_pays(k, M, N, K, epi)) {
+        job sw = {.k = k, .M = N, .N = M, .K = K, .alpha = alpha, .beta = beta, .A = B, .B = A, .lda = ldb,
+                  .ldb = lda, .ldc = ldc, .C = C, .epi = epi, .swapped = true};
+        return run_packed(&sw, pool, T);
+    }
     job jb = {.k = k, .tA = tA, .tB = tB, .M = M, .N = N, .K = K, .alpha = alpha, .beta = beta, .A = A, .B = B,
               .Bpk = Bpk, .lda = lda, .ldb = ldb, .ldc = ldc, .C = C, .epi = epi};
     return run_packed(&jb, pool, T);

@@ -87,6 +87,15 @@ typedef void (*lithe__sgemm_ukernel_ap_fn)(size_t mr, size_t nr, size_t kc, cons
  * and bits exactly (lithe__sgemm_rows_direct). */
 typedef void (*lithe__sgemm_ukernel_bp_fn)(size_t mr, size_t nr, size_t kc, const float *a, const float *const *rows,
                                            int64_t off, float *c, size_t ldc, const lithe__sgemm_ukparams *p);
+/* Optional: the microkernel reading its A sliver where it lies in an untransposed op(A) instead of
+ * packed: step k of the tile's row i at a[i * lda + k], only rows i < mr read (the missing rows of
+ * a partial tile repeat row 0: computed, never stored), otherwise ukernel's contract and bits
+ * exactly. The driver uses it for X·Wᵀ with few rows X (a dense layer's forward at a training
+ * batch, where W changes every step): it computes the product's transpose W·Xᵀ with W as this A,
+ * read where it lies, Xᵀ packed as B and C stored transposed (lithe__sgemm's "swapped" path), so
+ * Wᵀ is never packed. */
+typedef void (*lithe__sgemm_ukernel_a_fn)(size_t mr, size_t nr, size_t kc, const float *a, size_t lda, const float *b,
+                                          float *c, size_t ldc, const lithe__sgemm_ukparams *p);
 
 /* Optional packing of one sliver (NULL: the driver's portable loops). lanes <= R valid lanes
  * (R = MR for A, NR for B; the rest zero-filled), kc steps:
@@ -136,6 +145,7 @@ typedef struct lithe__sgemm_kernel {
     lithe__sgemm_ukernel_b_fn ukernel_b; /* optional: op(B) untransposed, read in place (NULL: packed) */
     lithe__sgemm_ukernel_ap_fn ukernel_ap; /* optional: lithe__sgemm_pixels' A read in place (NULL: packed) */
     lithe__sgemm_ukernel_bp_fn ukernel_bp; /* optional: lithe__sgemm_rows_direct's B read in place */
+    lithe__sgemm_ukernel_a_fn ukernel_a; /* optional: op(A) untransposed, read in place (NULL: packed) */
     /* Optional helpers of lithe__sgemm_pixels (NULL: the driver's portable loops):
      *   pack_a_ptrs: an A sliver whose step k's lanes are contiguous at rows[k] + off:
      *     dst[k * MR + l] = rows[k][off + l] for l < lanes, 0 for lanes <= l < MR;

@@ -61,6 +61,36 @@ static void lithe_f32_gemm_ukernel_6x16__avx2(size_t mr, size_t nr, size_t kc, c
 #undef ROW
 }
 
+/* The microkernel reading A where it lies (gemm.h's ukernel_a): row i's step k at a[ao_i + k]
+ * (ao_i = i * lda for the tile's rows, 0 past mr: row 0 again, never stored); the same FMAs. */
+static void lithe_f32_gemm_ukernel_a_6x16__avx2(size_t mr, size_t nr, size_t kc, const float *a, size_t lda,
+                                                const float *b, float *c, size_t ldc, const lithe__sgemm_ukparams *p) {
+    const size_t ao0 = 0, ao1 = (mr > 1 ? 1 : 0) * lda, ao2 = (mr > 2 ? 2 : 0) * lda, ao3 = (mr > 3 ? 3 : 0) * lda,
+                 ao4 = (mr > 4 ? 4 : 0) * lda, ao5 = (mr > 5 ? 5 : 0) * lda;
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
+           c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+    for (size_t k = 0; k < kc; k++) {
+        __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8), x;
+#define STEP(i)                                                                                                   \
+    x = _mm256_broadcast_ss(a + ao##i);                                                                           \
+    c##i##0 = _mm256_fmadd_ps(x, b0, c##i##0);                                                                    \
+    c##i##1 = _mm256_fmadd_ps(x, b1, c##i##1);
+        STEP(0) STEP(1) STEP(2) STEP(3) STEP(4) STEP(5)
+#undef STEP
+        a += 1;
+        b += NR;
+    }
+    __m256 va = _mm256_set1_ps(p->alpha);
+    const float *bias = p->bias;
+#define ROW(i)                                                                                                    \
+    if (mr > i) {                                                                                                 \
+        store_row(c##i##0, c + (size_t)i * ldc, bias, va, p->beta, nr);                                           \
+        if (nr > 8) store_row(c##i##1, c + (size_t)i * ldc + 8, bias ? bias + 8 : NULL, va, p->beta, nr - 8);     \
+    }
+    ROW(0) ROW(1) ROW(2) ROW(3) ROW(4) ROW(5)
+#undef ROW
+}
+
 /* One row against G packed slivers at once (gemm.h's urow): 2 G accumulators (8 at G = 4),
  * each element accumulated and written exactly as the microkernel does a row of its tile. */
 static inline __attribute__((always_inline)) void urow_group(int G, size_t nr_last, size_t kc, const float *x,
@@ -269,9 +299,35 @@ static void pack_b(size_t lanes, size_t kc, const float *src, size_t ld, bool ro
     else pack_cols(NR, lanes, kc, src, ld, dst);
 }
 
+/* dst[j * ldd + i] = src[i * lds + j] (i < rows, j < cols) in 8 x 8 blocks through transpose8 (gemm.h's
+ * transpose; edge blocks through a zeroed buffer). */
+static void transpose_tile(size_t rows, size_t cols, const float *src, size_t lds, float *dst, size_t ldd) {
+    for (size_t i0 = 0; i0 < rows; i0 += 8)
+        for (size_t j0 = 0; j0 < cols; j0 += 8) {
+            size_t ri = rows - i0 < 8 ? rows - i0 : 8, cj = cols - j0 < 8 ? cols - j0 : 8;
+            __m256 r[8];
+            if (ri == 8 && cj == 8) {
+                for (size_t i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(src + (i0 + i) * lds + j0);
+                transpose8(r);
+                for (size_t j = 0; j < 8; j++) _mm256_storeu_ps(dst + (j0 + j) * ldd + i0, r[j]);
+                continue;
+            }
+            float buf[8][8] = {{0}};
+            for (size_t i = 0; i < ri; i++)
+                for (size_t j = 0; j < cj; j++) buf[i][j] = src[(i0 + i) * lds + j0 + j];
+            for (size_t i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(buf[i]);
+            transpose8(r);
+            for (size_t j = 0; j < cj; j++) {
+                _mm256_storeu_ps(buf[j], r[j]);
+                for (size_t i = 0; i < ri; i++) dst[(j0 + j) * ldd + i0 + i] = buf[j][i];
+            }
+        }
+}
+
 static const lithe__sgemm_kernel kernel = {
     .isa = "avx2", .mr = MR, .nr = NR, .mc = 120, .kc = 256, .nc = 4096, .ukernel = lithe_f32_gemm_ukernel_6x16__avx2,
     .pack_a = pack_a, .pack_b = pack_b, .gemv_t = gemv_t, .gemv_n = gemv_n, .urow = lithe_f32_gemm_urow_1x16__avx2,
+    .ukernel_a = lithe_f32_gemm_ukernel_a_6x16__avx2, .transpose = transpose_tile,
 };
 
 const lithe__sgemm_kernel *lithe__sgemm_kernel_avx2(void) {

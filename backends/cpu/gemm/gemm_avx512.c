@@ -60,7 +60,7 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
 #define UK_DECL(i) __m512 c0_##i = _mm512_setzero_ps(), c1_##i = _mm512_setzero_ps();
 #define UK_FMA(i)                                                                                                 \
     {                                                                                                             \
-        __m512 x = _mm512_set1_ps(ak[i]);                                                                         \
+        __m512 x = _mm512_set1_ps(A_VAL(i));                                                                         \
         c0_##i = _mm512_fmadd_ps(x, b0, c0_##i);                                                                  \
         c1_##i = _mm512_fmadd_ps(x, b1, c1_##i);                                                                  \
     }
@@ -115,7 +115,7 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
 /* A tile at most 16 columns wide (a narrow output layer: N = 10) runs only its first zmm column:
  * half the FMAs, each element the same chain as in the full tile. */
 #define UK_DECL_H(i) __m512 h_##i = _mm512_setzero_ps();
-#define UK_FMA_H(i) h_##i = _mm512_fmadd_ps(_mm512_set1_ps(ak[i]), b0, h_##i);
+#define UK_FMA_H(i) h_##i = _mm512_fmadd_ps(_mm512_set1_ps(A_VAL(i)), b0, h_##i);
 #define UK_SPILL_H(i)                                                                                             \
     tile[2 * (i)] = h_##i;                                                                                        \
     tile[2 * (i) + 1] = _mm512_setzero_ps();
@@ -164,6 +164,12 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
 /* Step k's NR values of B: a packed sliver or one read in place (b + k bs), or, for ukernel_bp, NR
  * contiguous floats of a row pointer (brows[k] + boff). */
 #define B_STEP (brows ? brows[k] + boff : b + k * bs)
+/* Row i's step k of A: ak[i] (packed, or ukernel_ap's row pointer), or, for ukernel_a (A untransposed
+ * where it lies), a[ao_i + k] with ao_i = i lda for the tile's rows and 0 past mr (row 0 again: valid
+ * memory, a result never stored). The broadcasts read MR rows' streams instead of one packed sliver;
+ * the FMAs are the packed kernel's, so the same bits. */
+#define A_VAL(i) (arow ? a[ao_##i + k] : ak[i])
+#define UKA_DECL_O(i) const size_t ao_##i = ((i) < mr ? (size_t)(i) : 0) * lda;
 
 /* The body once per height, B's step bs a parameter: NR for a packed sliver (a constant once
  * inlined; unaligned loads cost nothing on aligned data), B's row stride for a sliver read where it
@@ -171,31 +177,37 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
  * instructions on the same values, so the same bits. */
 #define DEFINE_UKERNEL(MR)                                                                                        \
     static inline __attribute__((always_inline)) void uk_##MR(size_t mr, size_t nr, size_t kc, const float *a,    \
-                                                              const float *const *arows, int64_t aoff,            \
-                                                              const float *b, const float *const *brows,          \
-                                                              int64_t boff, size_t bs, float *c, size_t ldc,      \
-                                                              const lithe__sgemm_ukparams *p) {                   \
+                                                              bool arow, size_t lda, const float *const *arows,   \
+                                                              int64_t aoff, const float *b,                       \
+                                                              const float *const *brows, int64_t boff, size_t bs, \
+                                                              float *c, size_t ldc, const lithe__sgemm_ukparams *p) { \
+        ROWS_##MR(UKA_DECL_O)                                                                                     \
         UKERNEL_BODY(MR)                                                                                          \
     }                                                                                                             \
     static void lithe_f32_gemm_ukernel_##MR##x32__avx512(size_t mr, size_t nr, size_t kc, const float *a,         \
                                                          const float *b, float *c, size_t ldc,                    \
                                                          const lithe__sgemm_ukparams *p) {                        \
-        uk_##MR(mr, nr, kc, a, NULL, 0, b, NULL, 0, NR, c, ldc, p);                                               \
+        uk_##MR(mr, nr, kc, a, false, 0, NULL, 0, b, NULL, 0, NR, c, ldc, p);                                               \
     }                                                                                                             \
     static void lithe_f32_gemm_ukernel_b_##MR##x32__avx512(size_t mr, size_t nr, size_t kc, const float *a,       \
                                                            const float *b, size_t ldb, float *c, size_t ldc,      \
                                                            const lithe__sgemm_ukparams *p) {                      \
-        uk_##MR(mr, nr, kc, a, NULL, 0, b, NULL, 0, ldb, c, ldc, p);                                              \
+        uk_##MR(mr, nr, kc, a, false, 0, NULL, 0, b, NULL, 0, ldb, c, ldc, p);                                              \
     }                                                                                                             \
     static void lithe_f32_gemm_ukernel_ap_##MR##x32__avx512(size_t mr, size_t nr, size_t kc,                      \
                                                             const float *const *rows, int64_t off, const float *b, \
                                                             float *c, size_t ldc, const lithe__sgemm_ukparams *p) { \
-        uk_##MR(mr, nr, kc, NULL, rows, off, b, NULL, 0, NR, c, ldc, p);                                          \
+        uk_##MR(mr, nr, kc, NULL, false, 0, rows, off, b, NULL, 0, NR, c, ldc, p);                                          \
     }                                                                                                             \
     static void lithe_f32_gemm_ukernel_bp_##MR##x32__avx512(size_t mr, size_t nr, size_t kc, const float *a,      \
                                                             const float *const *rows, int64_t off, float *c,      \
                                                             size_t ldc, const lithe__sgemm_ukparams *p) {         \
-        uk_##MR(mr, nr, kc, a, NULL, 0, NULL, rows, off, 0, c, ldc, p);                                           \
+        uk_##MR(mr, nr, kc, a, false, 0, NULL, 0, NULL, rows, off, 0, c, ldc, p);                                        \
+    }                                                                                                             \
+    static void lithe_f32_gemm_ukernel_a_##MR##x32__avx512(size_t mr, size_t nr, size_t kc, const float *a,       \
+                                                           size_t lda, const float *b, float *c, size_t ldc,      \
+                                                           const lithe__sgemm_ukparams *p) {                      \
+        uk_##MR(mr, nr, kc, a, true, lda, NULL, 0, b, NULL, 0, NR, c, ldc, p);                                          \
     }
 
 DEFINE_UKERNEL(2)
@@ -584,7 +596,7 @@ static const lithe__sgemm_kernel *for_rows(int64_t M);
      .ukernel = lithe_f32_gemm_ukernel_##MR##x32__avx512, .pack_a = pack_a_##MR, .pack_b = pack_b_32,             \
      .gemv_t = gemv_t, .gemv_n = gemv_n, .for_rows = for_rows, .urow = lithe_f32_gemm_urow_1x32__avx512,         \
      .ukernel_b = lithe_f32_gemm_ukernel_b_##MR##x32__avx512, .ukernel_ap = lithe_f32_gemm_ukernel_ap_##MR##x32__avx512, \
-     .ukernel_bp = lithe_f32_gemm_ukernel_bp_##MR##x32__avx512,                                                   \
+     .ukernel_bp = lithe_f32_gemm_ukernel_bp_##MR##x32__avx512, .ukernel_a = lithe_f32_gemm_ukernel_a_##MR##x32__avx512, \
      .pack_a_ptrs = pack_a_ptrs_##MR, .transpose = transpose_tile, .pack_segs = pack_segs, .clamp_ok = true}
 static const lithe__sgemm_kernel kernels[] = {KERNEL(14, 126), KERNEL(12, 120), KERNEL(8, 128), KERNEL(4, 128),
                                               KERNEL(2, 128)};
