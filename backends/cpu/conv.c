@@ -450,6 +450,8 @@ typedef struct gemm_job {
     float *Y;
     const lithe__sgemm_packed_b *Wp; /* W (M, K) packed ahead as op(B) = Wᵀ (group 1), or NULL */
     _Atomic int status; /* the first failure (LITHE_OK: none) */
+    const float *R;     /* lithe__cpu_conv2d_add's residual (Y's shape), or NULL */
+    bool res_first;     /* R + conv (else conv + R) */
 } gemm_job;
 
 /* The phase planes of a zero-bordered image-group (Hp x Wp padded): stride (s0, s1) splits it
@@ -600,6 +602,15 @@ static bool pixel_rows(const lithe__conv2d *g, int64_t Mg, int64_t K) {
     return pixels < filters;
 }
 
+/* y = r + y (first) or y + r over n floats: lithe__cpu_conv2d_add's residual where it is not in the
+ * GEMM's store (shifted rows, depthwise), the graph's Add as a second pass, the same bits. */
+static void add_residual(float *y, const float *r, int64_t n, bool first) {
+    if (first)
+        for (int64_t i = 0; i < n; i++) y[i] = r[i] + y[i];
+    else
+        for (int64_t i = 0; i < n; i++) y[i] = y[i] + r[i];
+}
+
 /* Images [n0, n1) of a GEMM-path forward, with their own workspace: images run in parallel (each
  * output image belongs to one range); a GEMM started inside a range runs in its thread. */
 static void gemm_images(void *ctx, int64_t n0, int64_t n1) {
@@ -634,21 +645,24 @@ static void gemm_images(void *ctx, int64_t n0, int64_t n1) {
                     for (int64_t k = 0; k < K; k++) rows[k] = src + k * P;
                 }
                 pe.bias = b;
+                if (j->R) pe.res = j->R + (n * g->M + gi * Mg) * P, pe.ldr = P, pe.res_first = j->res_first;
                 if (!lithe__sgemm_pixels(NULL, true, P, Mg, K, rows, ow, a_row, true, Wg, K, j->Wp, y, P,
-                                         b || j->a ? &pe : NULL))
+                                         b || j->a || j->R ? &pe : NULL))
                     s = LITHE_ERR_OOM;
                 continue;
             }
             if (sh) {
                 s = shifted_forward(g, &sw, Cg, Mg, K, x, Wg, b, j->a, y);
+                if (j->R && s == LITHE_OK) add_residual(y, j->R + (n * g->M + gi * Mg) * P, Mg * P, j->res_first);
                 continue;
             }
             if (!pw) im2col(g, x, Cg, ws);
             lithe__sgemm_epilogue e = {.bias_row = b};
             bool in_store = act_in_store(j->a);
             if (in_store) e.act = j->a, e.act_fn = lithe__simd()->act;
+            if (j->R) e.res = j->R + (n * g->M + gi * Mg) * P, e.ldr = P, e.res_first = j->res_first;
             if (!lithe__sgemm(NULL, true, false, false, Mg, P, K, 1.0f, Wg, K, pw ? x : ws, P, 0.0f, y, P,
-                              b || in_store ? &e : NULL))
+                              b || in_store || j->R ? &e : NULL))
                 s = LITHE_ERR_OOM;
             /* other activations over the image-group's output in one call: the GEMM's per-tile
              * epilogue calls the act kernel per tile row (nr floats), which measured slower */
@@ -673,11 +687,28 @@ lithe_status lithe__cpu_conv2d_packed(lithe_backend *be, const lithe__conv2d *g,
         depthwise_forward(be, g, X, W, b, a, Y);
         return LITHE_OK;
     }
-    gemm_job j = {be, g, X, W, b, a, Y, g->group == 1 ? Wp : NULL, LITHE_OK};
+    gemm_job j = {be, g, X, W, b, a, Y, g->group == 1 ? Wp : NULL, LITHE_OK, NULL, false};
     /* one image per range when there are several (batch 1: the GEMM splits its own work) */
     lithe__pool_for(g->N > 1 ? lithe__cpu_pool() : NULL, g->N, 1, gemm_images, &j);
     lithe_status s = (lithe_status)atomic_load(&j.status);
     if (s == LITHE_ERR_OOM) /* the message may have been set on a worker thread: set it here too */
+        return lithe__oom("conv2d workspace", (size_t)(g->C / g->group * g->KH * g->KW * g->OH * g->OW) * sizeof(float));
+    if (s != LITHE_OK) return lithe__fail(s, "conv2d: the GEMM of an image failed");
+    return LITHE_OK;
+}
+
+lithe_status lithe__cpu_conv2d_add(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                                   const lithe__sgemm_packed_b *Wp, const float *b, const float *R, bool res_first,
+                                   float *Y) {
+    if (is_depthwise(g)) {
+        depthwise_forward(be, g, X, W, b, NULL, Y);
+        add_residual(Y, R, g->N * g->M * g->OH * g->OW, res_first);
+        return LITHE_OK;
+    }
+    gemm_job j = {be, g, X, W, b, NULL, Y, g->group == 1 ? Wp : NULL, LITHE_OK, R, res_first};
+    lithe__pool_for(g->N > 1 ? lithe__cpu_pool() : NULL, g->N, 1, gemm_images, &j);
+    lithe_status s = (lithe_status)atomic_load(&j.status);
+    if (s == LITHE_ERR_OOM)
         return lithe__oom("conv2d workspace", (size_t)(g->C / g->group * g->KH * g->KW * g->OH * g->OW) * sizeof(float));
     if (s != LITHE_OK) return lithe__fail(s, "conv2d: the GEMM of an image failed");
     return LITHE_OK;

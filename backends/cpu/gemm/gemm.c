@@ -369,6 +369,20 @@ static void epilogue_tile(const lithe__sgemm_epilogue *e, bool add_bias_row, boo
  * exact) instead of a pass over C. A block holding that step packs its real steps, then the extra. */
 static bool bias_step(const lithe__sgemm_epilogue *e) { return e && e->bias_row; }
 
+/* The epilogue's residual over a stored block of C (rows x cols, row stride ldc; r its residual,
+ * row stride ldr): one rounded add per element, in the Add's operand order (gemm.h). */
+static void add_res(size_t rows, size_t cols, float *c, size_t ldc, const float *r, size_t ldr, bool first) {
+    for (size_t i = 0; i < rows; i++) {
+        float *ci = c + i * ldc;
+        const float *ri = r + i * ldr;
+        if (first)
+            for (size_t j = 0; j < cols; j++) ci[j] = ri[j] + ci[j];
+        else
+            for (size_t j = 0; j < cols; j++) ci[j] = ci[j] + ri[j];
+    }
+}
+static bool has_res(const lithe__sgemm_epilogue *e) { return e && e->res; }
+
 /* One tile of a transposed C (lithe__sgemm_pixels): the microkernel writes it into the range's
  * buffer (mr x NR), which holds C's values first when this K block adds to them; the activation
  * runs there after the last block; then it goes to C[j * ldc + i]. The same arithmetic as a tile
@@ -392,12 +406,14 @@ static void store_trans(const job *jb, const lithe__sgemm_kernel *k, size_t mr, 
     }
     if (k->transpose) {
         k->transpose(mr, nr, tile, NR, c, ldc);
-        return;
+    } else {
+        for (size_t j = 0; j < nr; j++) {
+            float *cj = c + j * ldc;
+            for (size_t i = 0; i < mr; i++) cj[i] = tile[i * NR + j];
+        }
     }
-    for (size_t j = 0; j < nr; j++) {
-        float *cj = c + j * ldc;
-        for (size_t i = 0; i < mr; i++) cj[i] = tile[i * NR + j];
-    }
+    if (last && has_res(e)) /* the stored tile, back from L1, plus its residual */
+        add_res(nr, mr, c, ldc, e->res + j0 * e->ldr + i0, (size_t)e->ldr, e->res_first);
 }
 
 /* A B panel (kb x nb) this small (512 KB) is walked once per MR rows of A (run_range's rows_outer). */
@@ -495,6 +511,9 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                     if (last && epi && (epi->Z || (epi->act && !clamped))) /* not with c_trans (store_trans) */
                         epilogue_tile(epi, false, !clamped, mr, nr, c, (size_t)jb->ldc, ic + (int64_t)ir,
                                       jc + (int64_t)jr);
+                    if (last && has_res(epi))
+                        add_res(mr, nr, c, (size_t)jb->ldc, epi->res + (ic + (int64_t)ir) * epi->ldr + jc + (int64_t)jr,
+                                (size_t)epi->ldr, epi->res_first);
                 }
             }
         }
@@ -633,6 +652,7 @@ static void k_zero(int64_t M, int64_t N, float beta, float *C, int64_t ldc, cons
             c[j] = t;
         }
         if (epilogue_after(epi)) epilogue_tile(epi, true, true, 1, (size_t)N, c, 0, i, 0);
+        if (has_res(epi)) add_res(1, (size_t)N, c, 0, epi->res + i * epi->ldr, 0, epi->res_first);
     }
 }
 
@@ -721,6 +741,7 @@ bool lithe__sgemm_prepacked(const lithe__sgemm_kernel *k, bool use_threads, bool
             lithe__pool_for(pool, (N + GEMV_GRAIN - 1) / GEMV_GRAIN, 1, gemv_task, &g);
         }
         ws_release(s);
+        if (has_res(epi)) add_res(1, (size_t)N, C, 0, epi->res, 0, epi->res_first); /* after the row's store */
         return true;
     }
 
@@ -764,17 +785,21 @@ bool lithe__sgemm_pixels(const lithe__sgemm_kernel *k, bool use_threads, int64_t
                          const lithe__sgemm_packed_b *Bpk, float *C, int64_t ldc, const lithe__sgemm_epilogue *epi) {
     if (M <= 0 || N <= 0) return true;
     if (!k) k = lithe__sgemm_kernel_best();
-    lithe__sgemm_epilogue e = {0}; /* bias and act only */
+    lithe__sgemm_epilogue e = {0}; /* bias, act and res only */
     if (epi) {
         e.bias = epi->bias;
         e.act = epi->act;
         e.act_fn = epi->act_fn;
+        e.res = epi->res;
+        e.ldr = epi->ldr;
+        e.res_first = epi->res_first;
     }
     if (K <= 0) { /* C = bias, then act, column by column */
         for (int64_t j = 0; j < N; j++) {
             float *c = C + j * ldc;
             for (int64_t i = 0; i < M; i++) c[i] = e.bias ? e.bias[j] : 0.0f;
             if (e.act) e.act_fn(e.act, M, c, c);
+            if (e.res) add_res(1, (size_t)M, c, 0, e.res + j * e.ldr, 0, e.res_first);
         }
         return true;
     }
@@ -785,6 +810,6 @@ bool lithe__sgemm_pixels(const lithe__sgemm_kernel *k, bool use_threads, int64_t
         Bpk = NULL; /* packed for another kernel: pack here */
     job jb = {.k = k, .tB = tB, .M = M, .N = N, .K = K, .alpha = 1.0f, .beta = 0.0f, .B = B, .Bpk = Bpk,
               .A_rows = A_rows, .a_ow = ow, .a_row = a_row, .c_trans = true, .ldb = ldb, .ldc = ldc, .C = C,
-              .epi = e.bias || e.act ? &e : NULL};
+              .epi = e.bias || e.act || e.res ? &e : NULL};
     return run_packed(&jb, pool, lithe__pool_threads(pool));
 }

@@ -157,6 +157,14 @@ typedef struct lithe__sgemm_epilogue {
      * with alpha = 1 and beta = 0 (as convolutions call it): the product step would scale it by
      * alpha where the after-store paths do not. */
     const float *bias_row;
+    /* Optional residual (NULL: none; not with act or Z): after everything above, each element of C
+     * gets one more rounded add, c = res_first ? r + c : c + r, r at res with C's layout and row
+     * stride ldr (lithe__sgemm_pixels: transposed like its C, r of element (i, j) at res[j · ldr + i]),
+     * while the tile is in L1: the bits of storing C and then adding the residual in a separate pass
+     * (a graph's Conv then Add, fused; core/graph/fuse.c). */
+    const float *res;
+    int64_t ldr;
+    bool res_first;
 } lithe__sgemm_epilogue;
 
 /* The microkernel clamp (ukparams' clamp, lo, hi) giving act's bits, when it has one: relu, and a
@@ -230,8 +238,8 @@ bool lithe__sgemm_rows(const lithe__sgemm_kernel *k, bool use_threads, int64_t M
  * input's channel k). C is written transposed, element (i, j) at C[j · ldc + i] (NCHW: filter j's
  * plane): each microkernel tile goes to a small per-thread buffer (its rows being pixels), gets
  * the activation there while it is in L1, and is transposed into C (a later K block reads it back
- * first). op(B) may be packed ahead (Bp: lithe__sgemm_pack_b of this B, transB, K, N). epi: bias
- * and act only (Z and bias_row unsupported). Blocking, threads and the bits of each element are
+ * first). op(B) may be packed ahead (Bp: lithe__sgemm_pack_b of this B, transB, K, N). epi: bias,
+ * act and res only (Z and bias_row unsupported). Blocking, threads and the bits of each element are
  * lithe__sgemm's for the same operands. */
 bool lithe__sgemm_pixels(const lithe__sgemm_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K,
                          const float *const *A_rows, int64_t ow, int64_t a_row, bool transB, const float *B, int64_t ldb,
