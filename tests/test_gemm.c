@@ -29,7 +29,7 @@ static const char *const isas[] = {"scalar", "avx2", "avx512", "neon", "wasmsimd
 #define N_ISAS (sizeof isas / sizeof isas[0])
 
 /* AVX-512 tile heights selectable through LITHE_GEMM_AVX512_MR (all must agree bit for bit). */
-static const char *const avx512_mr[] = {"14", "12", "8", "4", "2"};
+static const char *const avx512_mr[] = {"14", "12", "8", "4", "2", "7"};
 
 static uint64_t rng = 12345;
 static float frand(void) { /* uniform in [-1, 1) */

@@ -56,6 +56,7 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
 #define ROWS_8(X) ROWS_4(X) X(4) X(5) X(6) X(7)
 #define ROWS_12(X) ROWS_8(X) X(8) X(9) X(10) X(11)
 #define ROWS_14(X) ROWS_12(X) X(12) X(13)
+#define ROWS_7(X) ROWS_4(X) X(4) X(5) X(6)
 
 #define UK_DECL(i) __m512 c0_##i = _mm512_setzero_ps(), c1_##i = _mm512_setzero_ps();
 #define UK_FMA(i)                                                                                                 \
@@ -181,6 +182,7 @@ DEFINE_UKERNEL(4)
 DEFINE_UKERNEL(8)
 DEFINE_UKERNEL(12)
 DEFINE_UKERNEL(14)
+DEFINE_UKERNEL(7)
 
 /* One row against G packed slivers at once (gemm.h's urow): 2 G accumulators (8 at G = 4, what
  * 2 FMA pipes x 4 cycles need), each element accumulated and written exactly as the microkernel
@@ -307,6 +309,7 @@ DEFINE_PACK_A(4)
 DEFINE_PACK_A(8)
 DEFINE_PACK_A(12)
 DEFINE_PACK_A(14)
+DEFINE_PACK_A(7)
 
 /* lithe__sgemm_pixels' A slivers: step k's lanes contiguous at rows[k] + off (a tap's pixels along
  * an output row), one masked load and store per step. */
@@ -329,6 +332,7 @@ DEFINE_PACK_A_PTRS(4)
 DEFINE_PACK_A_PTRS(8)
 DEFINE_PACK_A_PTRS(12)
 DEFINE_PACK_A_PTRS(14)
+DEFINE_PACK_A_PTRS(7)
 
 /* A sliver of pixels across output rows (gemm.h's pack_segs): per step and group of 16 lanes, one
  * register merges its chunks by masked loads (each from the chunk's source moved back by its lane
@@ -564,14 +568,16 @@ static const lithe__sgemm_kernel *for_rows(int64_t M);
      .ukernel_b = lithe_f32_gemm_ukernel_b_##MR##x32__avx512,                   \
      .pack_a_ptrs = pack_a_ptrs_##MR, .transpose = transpose_tile, .pack_segs = pack_segs, .clamp_ok = true}
 static const lithe__sgemm_kernel kernels[] = {KERNEL(14, 126), KERNEL(12, 120), KERNEL(8, 128), KERNEL(4, 128),
-                                              KERNEL(2, 128)};
+                                              KERNEL(2, 128), KERNEL(7, 126)};
 #define N_KERNELS (sizeof kernels / sizeof kernels[0])
 /* Relative FMA throughput of each height: 2 x MR accumulators, 8 needed to cover 2 pipes x 4
  * cycles of latency (4 rows: just enough; 2 rows: half). */
-static const double speed[N_KERNELS] = {1.0, 1.0, 1.0, 0.9, 0.5};
+static const double speed[N_KERNELS] = {1.0, 1.0, 1.0, 0.9, 0.5, 1.0};
 
 /* The height with the least work per useful row, ceil(M / MR) * MR / speed (ties: the taller,
- * fewer B reloads): 64 rows -> 8 x 32, 56 -> 14 x 32, 2 -> 2 x 32, 6 -> 8 x 32. Every height
+ * fewer B reloads): 64 rows -> 8 x 32, 56 -> 14 x 32, 2 -> 2 x 32, 6 -> 8 x 32, 49 -> 7 x 32 (a
+ * 7x7 plane's pixels in conv.c's pixel rows: mobilenet_v2's 1x1 convolutions there ran 14 x 32
+ * tiles an eighth empty; 7 x 32 still has 14 accumulators, and 320 -> 1280 went 458 -> 426 us). Every height
  * gives the same bits. LITHE_GEMM_AVX512_MR=14|12|8|4|2 forces one (tests, tuning). */
 static const lithe__sgemm_kernel *for_rows(int64_t M) {
     const char *v = getenv("LITHE_GEMM_AVX512_MR");
