@@ -738,6 +738,59 @@ static void test_residual(void **state) {
     OK(lithe_backend_set_threads(cpu, 0));
 }
 
+/* A row bias (a pointwise convolution's) with B read in place (64-byte aligned, row stride a
+ * multiple of 16 floats, one K block: the bias added to the stored tile, gemm.c's bias_after) gives
+ * the bits of the packed path (the same B one float off alignment), which adds it as the product's
+ * last step; with the residual epilogue too, with 1 and 3 threads. Bias and B carry -0, NaN and inf. */
+static void row_bias_in_place_one(const lithe__sgemm_kernel *k, const char *name) {
+    static const int64_t mnk[][3] = {{16, 96, 32}, {24, 80, 96}, {37, 64, 7}, {5, 48, 1}, {64, 160, 500}, {30, 32, 700}};
+    for (size_t z = 0; z < sizeof mnk / sizeof mnk[0]; z++) {
+        int64_t M = mnk[z][0], N = mnk[z][1], K = mnk[z][2];
+        float *A = malloc(sizeof(float) * (size_t)(M * K)), *bias = malloc(sizeof(float) * (size_t)M);
+        float *Ba = aligned_alloc(64, sizeof(float) * (size_t)(K * N + 16)), *Bu = malloc(sizeof(float) * (size_t)(K * N + 1));
+        float *C0 = malloc(sizeof(float) * (size_t)(M * N)), *C1 = malloc(sizeof(float) * (size_t)(M * N));
+        float *R = malloc(sizeof(float) * (size_t)(M * N));
+        assert_true(A && bias && Ba && Bu && C0 && C1 && R);
+        for (int64_t i = 0; i < M * K; i++) A[i] = frand();
+        for (int64_t i = 0; i < M; i++) bias[i] = frand();
+        for (int64_t i = 0; i < K * N; i++) Ba[i] = frand();
+        for (int64_t i = 0; i < M * N; i++) R[i] = frand();
+        bias[0] = -0.0f;
+        if (M > 2) bias[2] = NAN;
+        Ba[1] = INFINITY;
+        if (K > 1) { /* row 0 of A zero: column sums of -0 * 0 and the -0 bias */
+            for (int64_t kk = 0; kk < K; kk++) A[kk] = -0.0f;
+        }
+        const float *B = Ba, *Boff = Bu + 1; /* Bu + 1: never 64-byte aligned with Bu from malloc (16-aligned) */
+        memcpy(Bu + 1, Ba, sizeof(float) * (size_t)(K * N));
+        for (int r = 0; r < 2; r++)
+            for (int t = 0; t < 2; t++) {
+                lithe__sgemm_epilogue e = {.bias_row = bias};
+                if (r) e.res = R, e.ldr = N, e.res_first = true;
+                OK(lithe_backend_set_threads(cpu, t ? 3 : 0));
+                assert_true(lithe__sgemm(k, t, false, false, M, N, K, 1.0f, A, K, B, N, 0.0f, C0, N, &e));
+                assert_true(lithe__sgemm(k, t, false, false, M, N, K, 1.0f, A, K, Boff, N, 0.0f, C1, N, &e));
+                if (memcmp(C0, C1, sizeof(float) * (size_t)(M * N))) {
+                    print_error("%s: M=%lld N=%lld K=%lld res %d threads %d: the row bias with B in place differs "
+                                "from B packed\n", name, (long long)M, (long long)N, (long long)K, r, t ? 3 : 1);
+                    fail();
+                }
+            }
+        OK(lithe_backend_set_threads(cpu, 0));
+        free(A), free(bias), free(Ba), free(Bu), free(C0), free(C1), free(R);
+    }
+}
+
+static void test_row_bias_in_place(void **state) {
+    (void)state;
+    OK(lithe_backend_get("cpu", &cpu));
+    lithe_status st = lithe_backend_set_threads(cpu, 3);
+    if (st == LITHE_ERR_UNSUPPORTED) skip();
+    OK(st);
+    each_kernel(row_bias_in_place_one);
+    OK(lithe_backend_set_threads(cpu, 0));
+}
+
 /* LITHE_CPU_ISA names a kernel; unknown names fall back to the best one. */
 static void test_isa_names(void **state) {
     (void)state;
@@ -764,6 +817,7 @@ int main(void) {
         cmocka_unit_test(test_pixels),
         cmocka_unit_test(test_clamp),
         cmocka_unit_test(test_residual),
+        cmocka_unit_test(test_row_bias_in_place),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -444,9 +444,19 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
              * and are not a multiple of 4 KB apart (those share L2 sets: a sliver's 512 rows would
              * overflow their 8 ways, where a packed sliver is contiguous). The dense layers' dX =
              * dY·W at batch 64, 512 wide: 313 -> 290 us on Zen 4. */
-            const bool in_place = k->ukernel_b && !jb->tB && !jb->Bpk && !jb->B_rows && !jb->c_trans && kr == kb &&
-                                  m1 - m0 <= k->mc && (uintptr_t)jb->B % 64 == 0 && jb->ldb % 16 == 0 &&
-                                  jb->ldb % 1024 != 0;
+            /* A row bias in the product's only K block (a pointwise convolution's, K < kc) need not
+             * keep B packed for its row of ones (bias_after): its step adds bias_row[i] · 1 last, one
+             * rounding of acc + bias_row[i], which with alpha 1, beta 0 and no column bias is the
+             * rounding of adding it to the stored tile (epilogue_tile, in L1). Not with an act: the
+             * act kernel per tile row after it measured twice as slow as packing with the clamp in
+             * the store (16 -> 96 + ReLU6 at 112x112: 438 -> 941 us). mobilenet_v2's projections
+             * (no act) spent a quarter packing: 32 -> 16 at 112x112 158 -> 150 us, 144 -> 24 at 56x56
+             * 234 -> 199 us. */
+            const bool bias_after = kr + 1 == kb && pc == 0 && last && jb->alpha == 1.0f && jb->beta == 0.0f &&
+                                    !epi->bias && !epi->Z && !epi->act;
+            const bool in_place = k->ukernel_b && !jb->tB && !jb->Bpk && !jb->B_rows && !jb->c_trans &&
+                                  (kr == kb || bias_after) && m1 - m0 <= k->mc && (uintptr_t)jb->B % 64 == 0 &&
+                                  jb->ldb % 16 == 0 && jb->ldb % 1024 != 0;
             for (size_t jr = 0; !jb->Bpk && jr < nb; jr += NR) {
                 size_t lanes = nb - jr < NR ? nb - jr : NR;
                 if (in_place && lanes == NR) continue;
@@ -503,12 +513,18 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                         continue;
                     }
                     float *c = jb->C + (ic + (int64_t)ir) * jb->ldc + jc + (int64_t)jr;
-                    if (in_place && nr == NR)
+                    const bool after = in_place && nr == NR && kr < kb;
+                    if (after) { /* bias_after: the real steps, then the row bias */
+                        lithe__sgemm_ukparams pb = {.alpha = 1.0f, .beta = 0.0f};
+                        k->ukernel_b(mr, nr, kr, Ap + ir * kb, jb->B + pc * jb->ldb + jc + (int64_t)jr,
+                                     (size_t)jb->ldb, c, (size_t)jb->ldc, &pb);
+                        epilogue_tile(epi, true, true, mr, nr, c, (size_t)jb->ldc, ic + (int64_t)ir, jc + (int64_t)jr);
+                    } else if (in_place && nr == NR)
                         k->ukernel_b(mr, nr, kb, Ap + ir * kb, jb->B + pc * jb->ldb + jc + (int64_t)jr,
                                      (size_t)jb->ldb, c, (size_t)jb->ldc, &p);
                     else
                         k->ukernel(mr, nr, kb, Ap + ir * kb, Bp + jr * kb, c, (size_t)jb->ldc, &p);
-                    if (last && epi && (epi->Z || (epi->act && !clamped))) /* not with c_trans (store_trans) */
+                    if (!after && last && epi && (epi->Z || (epi->act && !clamped))) /* not with c_trans (store_trans) */
                         epilogue_tile(epi, false, !clamped, mr, nr, c, (size_t)jb->ldc, ic + (int64_t)ir,
                                       jc + (int64_t)jr);
                     if (last && has_res(epi))
