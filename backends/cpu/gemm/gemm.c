@@ -371,7 +371,12 @@ static bool bias_step(const lithe__sgemm_epilogue *e) { return e && e->bias_row;
 
 /* The epilogue's residual over a stored block of C (rows x cols, row stride ldc; r its residual,
  * row stride ldr): one rounded add per element, in the Add's operand order (gemm.h). */
-static void add_res(size_t rows, size_t cols, float *c, size_t ldc, const float *r, size_t ldr, bool first) {
+static void add_res(const lithe__sgemm_kernel *k, size_t rows, size_t cols, float *c, size_t ldc, const float *r,
+                    size_t ldr, bool first) {
+    if (k && k->add_tile) { /* k NULL: the portable loop */
+        k->add_tile(rows, cols, c, ldc, r, ldr, 1, first);
+        return;
+    }
     for (size_t i = 0; i < rows; i++) {
         float *ci = c + i * ldc;
         const float *ri = r + i * ldr;
@@ -413,7 +418,7 @@ static void store_trans(const job *jb, const lithe__sgemm_kernel *k, size_t mr, 
         }
     }
     if (last && has_res(e)) /* the stored tile, back from L1, plus its residual */
-        add_res(nr, mr, c, ldc, e->res + j0 * e->ldr + i0, (size_t)e->ldr, e->res_first);
+        add_res(k, nr, mr, c, ldc, e->res + j0 * e->ldr + i0, (size_t)e->ldr, e->res_first);
 }
 
 /* A B panel (kb x nb) this small (512 KB) is walked once per MR rows of A (run_range's rows_outer). */
@@ -518,7 +523,11 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                         lithe__sgemm_ukparams pb = {.alpha = 1.0f, .beta = 0.0f};
                         k->ukernel_b(mr, nr, kr, Ap + ir * kb, jb->B + pc * jb->ldb + jc + (int64_t)jr,
                                      (size_t)jb->ldb, c, (size_t)jb->ldc, &pb);
-                        epilogue_tile(epi, true, true, mr, nr, c, (size_t)jb->ldc, ic + (int64_t)ir, jc + (int64_t)jr);
+                        if (k->add_tile)
+                            k->add_tile(mr, nr, c, (size_t)jb->ldc, epi->bias_row + ic + (int64_t)ir, 1, 0, false);
+                        else
+                            epilogue_tile(epi, true, true, mr, nr, c, (size_t)jb->ldc, ic + (int64_t)ir,
+                                          jc + (int64_t)jr);
                     } else if (in_place && nr == NR)
                         k->ukernel_b(mr, nr, kb, Ap + ir * kb, jb->B + pc * jb->ldb + jc + (int64_t)jr,
                                      (size_t)jb->ldb, c, (size_t)jb->ldc, &p);
@@ -528,7 +537,7 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                         epilogue_tile(epi, false, !clamped, mr, nr, c, (size_t)jb->ldc, ic + (int64_t)ir,
                                       jc + (int64_t)jr);
                     if (last && has_res(epi))
-                        add_res(mr, nr, c, (size_t)jb->ldc, epi->res + (ic + (int64_t)ir) * epi->ldr + jc + (int64_t)jr,
+                        add_res(k, mr, nr, c, (size_t)jb->ldc, epi->res + (ic + (int64_t)ir) * epi->ldr + jc + (int64_t)jr,
                                 (size_t)epi->ldr, epi->res_first);
                 }
             }
@@ -668,7 +677,7 @@ static void k_zero(int64_t M, int64_t N, float beta, float *C, int64_t ldc, cons
             c[j] = t;
         }
         if (epilogue_after(epi)) epilogue_tile(epi, true, true, 1, (size_t)N, c, 0, i, 0);
-        if (has_res(epi)) add_res(1, (size_t)N, c, 0, epi->res + i * epi->ldr, 0, epi->res_first);
+        if (has_res(epi)) add_res(NULL, 1, (size_t)N, c, 0, epi->res + i * epi->ldr, 0, epi->res_first);
     }
 }
 
@@ -757,7 +766,7 @@ bool lithe__sgemm_prepacked(const lithe__sgemm_kernel *k, bool use_threads, bool
             lithe__pool_for(pool, (N + GEMV_GRAIN - 1) / GEMV_GRAIN, 1, gemv_task, &g);
         }
         ws_release(s);
-        if (has_res(epi)) add_res(1, (size_t)N, C, 0, epi->res, 0, epi->res_first); /* after the row's store */
+        if (has_res(epi)) add_res(k, 1, (size_t)N, C, 0, epi->res, 0, epi->res_first); /* after the row's store */
         return true;
     }
 
@@ -815,7 +824,7 @@ bool lithe__sgemm_pixels(const lithe__sgemm_kernel *k, bool use_threads, int64_t
             float *c = C + j * ldc;
             for (int64_t i = 0; i < M; i++) c[i] = e.bias ? e.bias[j] : 0.0f;
             if (e.act) e.act_fn(e.act, M, c, c);
-            if (e.res) add_res(1, (size_t)M, c, 0, e.res + j * e.ldr, 0, e.res_first);
+            if (e.res) add_res(k, 1, (size_t)M, c, 0, e.res + j * e.ldr, 0, e.res_first);
         }
         return true;
     }

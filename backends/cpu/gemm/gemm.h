@@ -135,6 +135,11 @@ typedef struct lithe__sgemm_kernel {
      * relu / clip epilogue act in the last K block instead of the act kernel over each stored tile
      * row (false: they ignore it and the act runs after the store, the same bits). */
     bool clamp_ok;
+    /* Optional (NULL: the driver's portable loop): one rounded add into a stored C block in L1,
+     *   c[i * ldc + j] = first ? r + c : c + r,  r = rv[i * rs + j * cs]  (i < rows, j < cols)
+     * (cs 1: a residual block, lithe__sgemm_epilogue's res; cs 0: one value per row, a row bias
+     * added after the store). */
+    void (*add_tile)(size_t rows, size_t cols, float *c, size_t ldc, const float *rv, size_t rs, size_t cs, bool first);
 } lithe__sgemm_kernel;
 
 /* The epilogue of a fused GEMM (gemm_bias_act): after the last K block of a tile,

@@ -376,6 +376,23 @@ static void transpose_tile(size_t rows, size_t cols, const float *src, size_t ld
     }
 }
 
+/* gemm.h's add_tile: a stored C block plus a residual block (cs 1) or one value per row (cs 0),
+ * 16 columns a vector, the last one masked; _mm512_add_ps(a, b) is a + b, one rounding. */
+static void add_tile(size_t rows, size_t cols, float *c, size_t ldc, const float *rv, size_t rs, size_t cs,
+                     bool first) {
+    for (size_t i = 0; i < rows; i++) {
+        float *ci = c + i * ldc;
+        const float *ri = rv + i * rs;
+        const __m512 rb = _mm512_set1_ps(*ri);
+        for (size_t j = 0; j < cols; j += 16) {
+            size_t w = cols - j < 16 ? cols - j : 16;
+            __mmask16 m = w == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << w) - 1);
+            __m512 x = _mm512_maskz_loadu_ps(m, ci + j), r = cs ? _mm512_maskz_loadu_ps(m, ri + j) : rb;
+            _mm512_mask_storeu_ps(ci + j, m, first ? _mm512_add_ps(r, x) : _mm512_add_ps(x, r));
+        }
+    }
+}
+
 /* M = 1 with the microkernel's arithmetic: each y[j] accumulates k in order with one FMA per step,
  * so lanes must be outputs. x · Wᵀ reads 16 rows of W x 16 steps of k and transposes them in
  * registers; G groups of 16 rows run side by side to hide the FMA latency. */
@@ -566,7 +583,8 @@ static const lithe__sgemm_kernel *for_rows(int64_t M);
      .ukernel = lithe_f32_gemm_ukernel_##MR##x32__avx512, .pack_a = pack_a_##MR, .pack_b = pack_b_32,             \
      .gemv_t = gemv_t, .gemv_n = gemv_n, .for_rows = for_rows, .urow = lithe_f32_gemm_urow_1x32__avx512,         \
      .ukernel_b = lithe_f32_gemm_ukernel_b_##MR##x32__avx512,                   \
-     .pack_a_ptrs = pack_a_ptrs_##MR, .transpose = transpose_tile, .pack_segs = pack_segs, .clamp_ok = true}
+     .pack_a_ptrs = pack_a_ptrs_##MR, .transpose = transpose_tile, .pack_segs = pack_segs, .clamp_ok = true,      \
+     .add_tile = add_tile}
 static const lithe__sgemm_kernel kernels[] = {KERNEL(14, 126), KERNEL(12, 120), KERNEL(8, 128), KERNEL(4, 128),
                                               KERNEL(2, 128), KERNEL(7, 126)};
 #define N_KERNELS (sizeof kernels / sizeof kernels[0])
