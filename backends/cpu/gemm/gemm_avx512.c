@@ -361,6 +361,20 @@ static void pack_segs(size_t R, size_t kc, const float *const *rows, size_t nseg
 
 /* dst[j * ldd + i] = src[i * lds + j] (i < rows, j < cols) in 16 x 16 blocks through transpose16. */
 static void transpose_tile(size_t rows, size_t cols, const float *src, size_t lds, float *dst, size_t ldd) {
+    if (rows <= 8 && cols > 16 && cols <= 32) { /* a short tile (7 x 32: a 7x7 plane's pixel rows): both
+                                                 * column halves in one 16 x 16 transpose, the second
+                                                 * half's rows in registers 8.. (lanes 8.. after it) */
+        __mmask16 lo = (__mmask16)((1u << rows) - 1), hm = (__mmask16)((1u << (cols - 16)) - 1);
+        __m512 r[16];
+        for (size_t i = 0; i < 8; i++) {
+            r[i] = i < rows ? _mm512_loadu_ps(src + i * lds) : _mm512_setzero_ps();
+            r[8 + i] = i < rows ? _mm512_maskz_loadu_ps(hm, src + i * lds + 16) : _mm512_setzero_ps();
+        }
+        transpose16(r);
+        for (size_t j = 0; j < 16; j++) _mm512_mask_storeu_ps(dst + j * ldd, lo, r[j]);
+        for (size_t j = 0; j < cols - 16; j++) _mm512_mask_storeu_ps(dst + (j + 16) * ldd - 8, (__mmask16)(lo << 8), r[j]);
+        return;
+    }
     for (size_t i0 = 0; i0 < rows; i0 += 16) {
         size_t ri = rows - i0 < 16 ? rows - i0 : 16;
         __mmask16 im = ri == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << ri) - 1);
