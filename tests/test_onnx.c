@@ -732,7 +732,9 @@ static void test_fusion(void **state) {
  * GEMM's store (conv2d_add), which must give the node-by-node run's bits (LITHE_GRAPH_FUSE=0) — in
  * both orientations of the convolution's GEMM (LITHE_CONV_ROWS), at the exported batch and 3 times
  * it, with the Conv weights prepared and not. convadd: residual first and second, no bias, a
- * depthwise Conv, a broadcast residual (Conv then Add), near misses; resblock: its Conv + BN + Add. */
+ * depthwise Conv, a broadcast residual (Conv then Add), near misses; resblock: its Conv + BN + Add.
+ * On Vulkan (lavapipe, where there is one) the fused nodes run Conv then Add: predict and a
+ * backward against torch. */
 static void test_conv_add_bits(void **state) {
     (void)state;
     static const char *const names[] = {"convadd", "resblock"}, *const rows[] = {NULL, "filters", "pixels"};
@@ -770,6 +772,45 @@ static void test_conv_add_bits(void **state) {
     if (was) setenv("LITHE_CONV_ROWS", was, 1);
     else unsetenv("LITHE_CONV_ROWS");
     free(was);
+    /* Vulkan has no conv2d_add: the fused node runs its Conv, then the Add (predict and a step) */
+    lithe_backend *vk = NULL;
+    if (lithe_backend_get("vulkan", &vk) != LITHE_OK) {
+        print_message("test_conv_add_bits: no Vulkan device here (%s)\n", lithe_last_error());
+        return;
+    }
+    for (size_t k = 0; k < 2; k++) {
+        lithe_model *m = load(names[k], NULL, NULL);
+        OK(lithe_model_set_backend(m, vk));
+        lithe_tensor *xh = tensor_of(get("%s.x", names[k])), *rh = tensor_of(get("%s.r", names[k])), *xd = NULL,
+                     *rd = NULL, *yh = NULL, *dxh = NULL;
+        OK(lithe_tensor_to_backend(xh, vk, &xd));
+        OK(lithe_tensor_to_backend(rh, vk, &rd));
+        lithe_value *X = NULL, *R = NULL, *Y = NULL, *dX = NULL;
+        OK(lithe_value_tensor(xd, &X));
+        OK(lithe_value_tensor(rd, &R));
+        OK(lithe_model_predict(m, X, &Y));
+        OK(lithe_tensor_to_backend(lithe_value_get_tensor(Y), NULL, &yh));
+        expect_close("vulkan predict", yh, get("%s.y", names[k]), 1e-4, 1e-4);
+        lithe_tensor_release(yh);
+        lithe_value_release(Y);
+        lithe_backprop *bp = NULL;
+        OK(lithe_model_begin_update(m, X, &Y, &bp));
+        OK(lithe_backprop_run(bp, R, &dX));
+        OK(lithe_tensor_to_backend(lithe_value_get_tensor(dX), NULL, &dxh));
+        expect_close("vulkan dX", dxh, get("%s.dx", names[k]), 1e-4, 1e-4);
+        printf("test_onnx: %-8s on vulkan: Conv + Add fused, predict and dX agree with torch\n", names[k]);
+        lithe_tensor_release(dxh);
+        lithe_backprop_free(bp);
+        lithe_value_release(Y);
+        lithe_value_release(dX);
+        lithe_value_release(X);
+        lithe_value_release(R);
+        lithe_tensor_release(xh);
+        lithe_tensor_release(rh);
+        lithe_tensor_release(xd);
+        lithe_tensor_release(rd);
+        lithe_model_free(m);
+    }
 }
 
 /* Allocation failures while a graph is built, fused, run and backpropagated: every failure is
