@@ -791,6 +791,72 @@ static void test_row_bias_in_place(void **state) {
     OK(lithe_backend_set_threads(cpu, 0));
 }
 
+/* lithe__sgemm_pixels with op(A)'s rows evenly spaced planes of one output row each (a pointwise
+ * convolution's input channels: whole A slivers read where they lie, the kernel's ukernel_a) gives
+ * lithe__sgemm's bits for the same A, with bias, act and residual epilogues, W packed in the call
+ * or ahead, 1 and 3 threads; M around the tile heights (partial slivers stay packed), K across the
+ * kc blocks. */
+static void pixels_in_place_one(const lithe__sgemm_kernel *k, const char *name) {
+    static const int64_t mnk[][3] = {{196, 96, 64}, {49, 40, 600}, {63, 33, 27}, {30, 5, 3}, {14, 70, 520}, {2, 32, 9}};
+    for (size_t z = 0; z < sizeof mnk / sizeof mnk[0]; z++) {
+        int64_t M = mnk[z][0], N = mnk[z][1], K = mnk[z][2], ld = M + 5;
+        float *X = malloc(sizeof(float) * (size_t)(K * ld)), *A = malloc(sizeof(float) * (size_t)(M * K));
+        float *W = malloc(sizeof(float) * (size_t)(N * K)), *bias = malloc(sizeof(float) * (size_t)N);
+        float *R = malloc(sizeof(float) * (size_t)(M * N)), *C0 = malloc(sizeof(float) * (size_t)(M * N));
+        float *C1 = malloc(sizeof(float) * (size_t)(M * N));
+        const float **rows = malloc(sizeof(float *) * (size_t)K);
+        assert_true(X && A && W && bias && R && C0 && C1 && rows);
+        for (int64_t i = 0; i < K * ld; i++) X[i] = frand();
+        for (int64_t i = 0; i < N * K; i++) W[i] = frand();
+        for (int64_t j = 0; j < N; j++) bias[j] = frand();
+        for (int64_t i = 0; i < M * N; i++) R[i] = frand();
+        X[3] = NAN;
+        for (int64_t kk = 0; kk < K; kk++) {
+            rows[kk] = X + kk * ld;
+            for (int64_t i = 0; i < M; i++) A[i * K + kk] = rows[kk][i];
+        }
+        lithe__act act = {.kind = LITHE__ACT_DISH};
+        lithe__sgemm_packed_b *Wp = lithe__sgemm_pack_b(k, true, K, N, W, K);
+        assert_non_null(Wp);
+        for (int v = 0; v < 4; v++) { /* bias and act, bias, residual, nothing */
+            lithe__sgemm_epilogue e = {.bias = v < 3 ? bias : NULL, .act = v == 0 ? &act : NULL, .act_fn = leaky};
+            const lithe__sgemm_epilogue *ep = v < 3 ? &e : NULL;
+            assert_true(lithe__sgemm(k, false, false, true, M, N, K, 1.0f, A, K, W, K, 0.0f, C0, N, ep));
+            if (v == 2) { /* the residual: C0 + R after, against the epilogue's (transposed C and R) */
+                for (int64_t i = 0; i < M; i++)
+                    for (int64_t j = 0; j < N; j++) C0[i * N + j] = C0[i * N + j] + R[j * M + i];
+                e.res = R, e.ldr = M;
+            }
+            for (int t = 0; t < 4; t++) { /* threads 1 / 3, W packed here / ahead */
+                OK(lithe_backend_set_threads(cpu, t & 1 ? 3 : 0));
+                for (int64_t i = 0; i < M * N; i++) C1[i] = NAN;
+                assert_true(lithe__sgemm_pixels(k, t & 1, M, N, K, rows, M, 0, true, W, K, t & 2 ? Wp : NULL, C1, M, ep));
+                for (int64_t i = 0; i < M; i++)
+                    for (int64_t j = 0; j < N; j++)
+                        if (memcmp(&C0[i * N + j], &C1[j * M + i], sizeof(float))) {
+                            print_error("%s: M=%lld N=%lld K=%lld epilogue %d run %d: A in place C[%lld,%lld] = %.9g, "
+                                        "sgemm %.9g\n", name, (long long)M, (long long)N, (long long)K, v, t,
+                                        (long long)i, (long long)j, (double)C1[j * M + i], (double)C0[i * N + j]);
+                            fail();
+                        }
+            }
+        }
+        OK(lithe_backend_set_threads(cpu, 0));
+        lithe__sgemm_packed_b_free(Wp);
+        free(X), free(A), free(W), free(bias), free(R), free(C0), free(C1), free(rows);
+    }
+}
+
+static void test_pixels_in_place(void **state) {
+    (void)state;
+    OK(lithe_backend_get("cpu", &cpu));
+    lithe_status st = lithe_backend_set_threads(cpu, 3);
+    if (st == LITHE_ERR_UNSUPPORTED) skip();
+    OK(st);
+    each_kernel(pixels_in_place_one);
+    OK(lithe_backend_set_threads(cpu, 0));
+}
+
 /* LITHE_CPU_ISA names a kernel; unknown names fall back to the best one. */
 static void test_isa_names(void **state) {
     (void)state;
@@ -818,6 +884,7 @@ int main(void) {
         cmocka_unit_test(test_clamp),
         cmocka_unit_test(test_residual),
         cmocka_unit_test(test_row_bias_in_place),
+        cmocka_unit_test(test_pixels_in_place),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -140,6 +140,12 @@ typedef struct lithe__sgemm_kernel {
      * (cs 1: a residual block, lithe__sgemm_epilogue's res; cs 0: one value per row, a row bias
      * added after the store). */
     void (*add_tile)(size_t rows, size_t cols, float *c, size_t ldc, const float *rv, size_t rs, size_t cs, bool first);
+    /* Optional: the microkernel reading its A sliver where it lies instead of packed: step k's MR
+     * values at a + k * lda (unaligned), whole tiles only (mr = MR: it reads all MR), otherwise
+     * ukernel's contract and bits exactly. lithe__sgemm_pixels uses it when op(A)'s rows are one
+     * plane each, evenly spaced (a pointwise convolution's input channels): no A packing. */
+    void (*ukernel_a)(size_t mr, size_t nr, size_t kc, const float *a, size_t lda, const float *b, float *c,
+                      size_t ldc, const lithe__sgemm_ukparams *p);
 } lithe__sgemm_kernel;
 
 /* The epilogue of a fused GEMM (gemm_bias_act): after the last K block of a tile,

@@ -70,7 +70,7 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
     do {                                                                                                          \
         __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);                                             \
         ROWS_##MR(UK_FMA)                                                                                         \
-        a += MR;                                                                                                  \
+        a += as;                                                                                                  \
         b += bs;                                                                                                  \
     } while (0)
 #define UK_PREFETCH(i)                                                                                            \
@@ -123,7 +123,7 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
 #define UKERNEL_HALF(MR)                                                                                          \
     if (nr <= 16) {                                                                                               \
         ROWS_##MR(UK_DECL_H)                                                                                      \
-        for (size_t k = 0; k < kc; k++, a += MR, b += bs) {                                                       \
+        for (size_t k = 0; k < kc; k++, a += as, b += bs) {                                                       \
             __m512 b0 = _mm512_loadu_ps(b);                                                                       \
             ROWS_##MR(UK_FMA_H)                                                                                   \
         }                                                                                                         \
@@ -157,24 +157,30 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
     ROWS_##MR(UK_SPILL)                                                                                           \
     store_partial(tile, mr, nr, c, ldc, p);
 
-/* The body once per height, B's step bs a parameter: NR for a packed sliver (a constant once
- * inlined; unaligned loads cost nothing on aligned data), B's row stride for a sliver read where it
- * lies (gemm.h's ukernel_b): the same instructions on the same values, so the same bits. */
+/* The body once per height, A's step as and B's step bs parameters: MR and NR for packed slivers
+ * (constants once inlined; unaligned loads cost nothing on aligned data), B's row stride for a
+ * sliver read where it lies (gemm.h's ukernel_b), A's for one read where it lies (ukernel_a): the
+ * same instructions on the same values, so the same bits. */
 #define DEFINE_UKERNEL(MR)                                                                                        \
     static inline __attribute__((always_inline)) void uk_##MR(size_t mr, size_t nr, size_t kc, const float *a,    \
-                                                              const float *b, size_t bs, float *c, size_t ldc,    \
-                                                              const lithe__sgemm_ukparams *p) {                   \
+                                                              size_t as, const float *b, size_t bs, float *c,     \
+                                                              size_t ldc, const lithe__sgemm_ukparams *p) {       \
         UKERNEL_BODY(MR)                                                                                          \
     }                                                                                                             \
     static void lithe_f32_gemm_ukernel_##MR##x32__avx512(size_t mr, size_t nr, size_t kc, const float *a,         \
                                                          const float *b, float *c, size_t ldc,                    \
                                                          const lithe__sgemm_ukparams *p) {                        \
-        uk_##MR(mr, nr, kc, a, b, NR, c, ldc, p);                                                                 \
+        uk_##MR(mr, nr, kc, a, MR, b, NR, c, ldc, p);                                                             \
     }                                                                                                             \
     static void lithe_f32_gemm_ukernel_b_##MR##x32__avx512(size_t mr, size_t nr, size_t kc, const float *a,       \
                                                            const float *b, size_t ldb, float *c, size_t ldc,      \
                                                            const lithe__sgemm_ukparams *p) {                      \
-        uk_##MR(mr, nr, kc, a, b, ldb, c, ldc, p);                                                                \
+        uk_##MR(mr, nr, kc, a, MR, b, ldb, c, ldc, p);                                                            \
+    }                                                                                                             \
+    static void lithe_f32_gemm_ukernel_a_##MR##x32__avx512(size_t mr, size_t nr, size_t kc, const float *a,       \
+                                                           size_t lda, const float *b, float *c, size_t ldc,      \
+                                                           const lithe__sgemm_ukparams *p) {                      \
+        uk_##MR(mr, nr, kc, a, lda, b, NR, c, ldc, p);                                                            \
     }
 
 DEFINE_UKERNEL(2)
@@ -598,7 +604,7 @@ static const lithe__sgemm_kernel *for_rows(int64_t M);
      .gemv_t = gemv_t, .gemv_n = gemv_n, .for_rows = for_rows, .urow = lithe_f32_gemm_urow_1x32__avx512,         \
      .ukernel_b = lithe_f32_gemm_ukernel_b_##MR##x32__avx512,                   \
      .pack_a_ptrs = pack_a_ptrs_##MR, .transpose = transpose_tile, .pack_segs = pack_segs, .clamp_ok = true,      \
-     .add_tile = add_tile}
+     .add_tile = add_tile, .ukernel_a = lithe_f32_gemm_ukernel_a_##MR##x32__avx512}
 static const lithe__sgemm_kernel kernels[] = {KERNEL(14, 126), KERNEL(12, 120), KERNEL(8, 128), KERNEL(4, 128),
                                               KERNEL(2, 128), KERNEL(7, 126)};
 #define N_KERNELS (sizeof kernels / sizeof kernels[0])
