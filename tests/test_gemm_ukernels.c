@@ -367,6 +367,128 @@ static void check_prepacked(const lithe__sgemm_kernel *k, bool tB, int64_t M, in
  * thread, the best of 30 timed runs after a warm-up, by the process's CPU time (on a shared
  * machine the wall clock also counts the time other processes hold the core). Not part of the
  * checks: a figure for docs/. */
+/* ---- the convolution forward (backends/cpu/conv.c) on this build's path: with -msimd128 the
+ * SIMD128 direct kernel (4 x 8 tiles of output pixels x filters) for every shifted-rows geometry.
+ * Against float64 within the rounding of a K-term float sum; in SIMD128 builds also bit for bit
+ * against the kernel's order written out (acc from 0 over every tap k in (c, kh, kw) order, the
+ * padding's taps included as 0·w, a rounded product and a rounded add each, then + bias, then the
+ * clamp); and everywhere an image alone against the batch and W prepared (packed ahead) against
+ * not, bit for bit. Geometries: LeNet's two layers, filters not a multiple of 8, output rows
+ * narrower than a tile (tiles across rows), stride 2 with uneven padding, dilation and groups,
+ * K across the 256 block. */
+typedef struct conv_geom {
+    int64_t N, C, H, W, M, KH, KW, s0, s1, p0, p1, p2, p3, d0, d1, group;
+} conv_geom;
+
+static double act_ref(const lithe__act *a, double v) {
+    if (!a) return v;
+    if (a->kind == LITHE__ACT_RELU) return v > 0 ? v : 0;
+    if (a->kind == LITHE__ACT_CLIPPED_LINEAR) return v < a->min_val ? a->min_val : v > a->max_val ? a->max_val : v;
+    return tanh(v);
+}
+
+static void check_conv(const conv_geom *cg, const lithe__act *a) {
+    lithe_backend *cpu = NULL;
+    if (lithe_backend_get("cpu", &cpu) != LITHE_OK) {
+        CHECK(false, "no cpu backend");
+        return;
+    }
+    lithe__conv2d g = {.N = cg->N, .C = cg->C, .H = cg->H, .W = cg->W, .M = cg->M, .KH = cg->KH, .KW = cg->KW,
+                       .group = cg->group, .stride = {cg->s0, cg->s1}, .pad = {cg->p0, cg->p1, cg->p2, cg->p3},
+                       .dil = {cg->d0, cg->d1}};
+    g.OH = (g.H + g.pad[0] + g.pad[2] - g.dil[0] * (g.KH - 1) - 1) / g.stride[0] + 1;
+    g.OW = (g.W + g.pad[1] + g.pad[3] - g.dil[1] * (g.KW - 1) - 1) / g.stride[1] + 1;
+    int64_t Cg = g.C / g.group, Mg = g.M / g.group, K = Cg * g.KH * g.KW, P = g.OH * g.OW;
+    size_t xi = (size_t)(g.C * g.H * g.W), yi = (size_t)(g.M * P);
+    float *X = frand(xi * (size_t)g.N), *W = frand((size_t)(g.M * K)), *b = frand((size_t)g.M);
+    float *Y = frand(yi * (size_t)g.N), *Y1 = frand(yi), *Yp = frand(yi * (size_t)g.N);
+    CHECK(lithe__cpu_conv2d(cpu, &g, X, W, b, a, Y) == LITHE_OK, "conv2d failed");
+    double worst = 0;
+    bool twin_ok = true;
+    for (int64_t n = 0; n < g.N; n++)
+        for (int64_t m = 0; m < g.M; m++)
+            for (int64_t oh = 0; oh < g.OH; oh++)
+                for (int64_t ow = 0; ow < g.OW; ow++) {
+                    int64_t gi = m / Mg;
+                    double s = b[m], mag = fabs(b[m]);
+                    float acc = 0.0f;
+                    for (int64_t c = 0; c < Cg; c++)
+                        for (int64_t kh = 0; kh < g.KH; kh++)
+                            for (int64_t kw = 0; kw < g.KW; kw++) {
+                                int64_t h = oh * g.stride[0] - g.pad[0] + kh * g.dil[0];
+                                int64_t w = ow * g.stride[1] - g.pad[1] + kw * g.dil[1];
+                                float wt = W[(m * Cg + c) * g.KH * g.KW + kh * g.KW + kw];
+                                float x = h >= 0 && h < g.H && w >= 0 && w < g.W
+                                              ? X[((n * g.C + gi * Cg + c) * g.H + h) * g.W + w]
+                                              : 0.0f;
+                                float prod = x * wt;
+                                acc = acc + prod;
+                                s += (double)x * wt;
+                                mag += fabs((double)x * wt);
+                            }
+                    float got = Y[((n * g.M + m) * g.OH + oh) * g.OW + ow];
+                    double err = fabs(got - act_ref(a, s)) / (mag + (a && a->kind == LITHE__ACT_TANH ? 1.0 : 1e-30));
+                    if (!(err <= worst)) worst = err;
+#if defined(__wasm_simd128__)
+                    float t = acc + b[m];
+                    if (a && a->kind == LITHE__ACT_RELU) t = t > 0.0f ? t : 0.0f;
+                    if (a && a->kind == LITHE__ACT_CLIPPED_LINEAR) {
+                        t = t + 0.0f;
+                        t = t < a->min_val ? a->min_val : t > a->max_val ? a->max_val : t;
+                    }
+                    if (!a || a->kind == LITHE__ACT_RELU || a->kind == LITHE__ACT_CLIPPED_LINEAR)
+                        twin_ok = twin_ok && same_bits(t, got);
+#endif
+                }
+    (void)twin_ok;
+    CHECK(worst <= 4 * 1.2e-7 * sqrt((double)K + 1) + 1e-7,
+          "conv2d C=%lld M=%lld %lldx%lld k%lldx%lld s%lld p%lld d%lld g%lld act=%d: off by %.3g of the magnitude",
+          (long long)g.C, (long long)g.M, (long long)g.H, (long long)g.W, (long long)g.KH, (long long)g.KW,
+          (long long)g.stride[0], (long long)g.pad[0], (long long)g.dil[0], (long long)g.group, a ? (int)a->kind : -1,
+          worst);
+#if defined(__wasm_simd128__)
+    CHECK(twin_ok, "conv2d C=%lld M=%lld %lldx%lld k%lldx%lld: not the direct kernel's order bit for bit",
+          (long long)g.C, (long long)g.M, (long long)g.H, (long long)g.W, (long long)g.KH, (long long)g.KW);
+#endif
+    /* an image alone: its bits in the batch; W packed ahead (group 1): the same bits */
+    lithe__conv2d g1 = g;
+    g1.N = 1;
+    bool alone = true;
+    for (int64_t n = 0; n < g.N; n++) {
+        CHECK(lithe__cpu_conv2d(cpu, &g1, X + (size_t)n * xi, W, b, a, Y1) == LITHE_OK, "conv2d failed");
+        alone = alone && memcmp(Y1, Y + (size_t)n * yi, yi * sizeof(float)) == 0;
+    }
+    CHECK(alone, "conv2d C=%lld M=%lld: an image alone differs from the batch", (long long)g.C, (long long)g.M);
+    if (g.group == 1) {
+        lithe__sgemm_packed_b *Wp = lithe__sgemm_pack_b(NULL, true, K, g.M, W, K);
+        CHECK(Wp && lithe__cpu_conv2d_packed(cpu, &g, X, W, Wp, b, a, Yp) == LITHE_OK, "prepared conv2d failed");
+        CHECK(memcmp(Yp, Y, yi * (size_t)g.N * sizeof(float)) == 0,
+              "conv2d C=%lld M=%lld: W prepared gives other bits", (long long)g.C, (long long)g.M);
+        lithe__sgemm_packed_b_free(Wp);
+    }
+    lithe__aligned_free(X), lithe__aligned_free(W), lithe__aligned_free(b);
+    lithe__aligned_free(Y), lithe__aligned_free(Y1), lithe__aligned_free(Yp);
+}
+
+static void check_convs(void) {
+    const conv_geom cs[] = {
+        {2, 1, 28, 28, 16, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1},  /* LeNet conv1 */
+        {2, 16, 14, 14, 32, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1}, /* LeNet conv2 */
+        {3, 3, 5, 3, 13, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},    /* 3-wide rows: tiles across rows; 13 filters */
+        {2, 4, 9, 11, 6, 3, 3, 2, 2, 1, 0, 1, 1, 1, 1, 2},    /* stride 2, uneven padding, 2 groups */
+        {2, 3, 12, 10, 9, 3, 2, 1, 1, 2, 1, 0, 2, 2, 1, 1},   /* dilation 2 down, 3x2 kernel */
+        {2, 30, 7, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},    /* K = 270: two K blocks */
+        {1, 2, 1, 1, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},     /* one output pixel */
+    };
+    lithe__act relu = {.kind = LITHE__ACT_RELU};
+    lithe__act clip = {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1.0f, .min_val = -0.25f, .max_val = 0.5f};
+    lithe__act th = {.kind = LITHE__ACT_TANH};
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        check_conv(&cs[i], NULL);
+        check_conv(&cs[i], i % 3 == 0 ? &relu : i % 3 == 1 ? &clip : &th);
+    }
+}
+
 static int bench(int64_t M, int64_t N, int64_t K, const char *isa) {
     const lithe__sgemm_kernel *k = isa ? lithe__sgemm_kernel_named(isa) : lithe__sgemm_kernel_best();
     if (!k || M < 1 || N < 1 || K < 1) {
@@ -450,6 +572,7 @@ int main(int argc, char **argv) {
             }
     }
     CHECK(kernels >= 1, "no kernel at all");
+    check_convs();
 #if defined(__aarch64__)
     CHECK(strcmp(lithe__sgemm_kernel_best()->isa, "neon") == 0, "aarch64 build: the default kernel is %s, not neon",
           lithe__sgemm_kernel_best()->isa);
