@@ -797,7 +797,8 @@ static void test_row_bias_in_place(void **state) {
  * or ahead, 1 and 3 threads; M around the tile heights (partial slivers stay packed), K across the
  * kc blocks. */
 static void pixels_in_place_one(const lithe__sgemm_kernel *k, const char *name) {
-    static const int64_t mnk[][3] = {{196, 96, 64}, {49, 40, 600}, {63, 33, 27}, {30, 5, 3}, {14, 70, 520}, {2, 32, 9}};
+    static const int64_t mnk[][3] = {{196, 96, 64}, {49, 40, 600}, {63, 33, 27}, {30, 5, 3}, {14, 70, 520}, {2, 32, 9},
+                                     {168, 40, 600}, {36, 33, 27}};
     for (size_t z = 0; z < sizeof mnk / sizeof mnk[0]; z++) {
         int64_t M = mnk[z][0], N = mnk[z][1], K = mnk[z][2], ld = M + 5;
         float *X = malloc(sizeof(float) * (size_t)(K * ld)), *A = malloc(sizeof(float) * (size_t)(M * K));

@@ -848,8 +848,11 @@ bool lithe__sgemm_pixels(const lithe__sgemm_kernel *k, bool use_threads, int64_t
               .epi = e.bias || e.act || e.res ? &e : NULL};
     /* each of op(A)'s K rows one output row (ow >= M), evenly spaced (a pointwise convolution's
      * input planes): the kernel reads whole A slivers where they lie (ukernel_a) instead of packing
-     * them, the same bits. 576 -> 96 at 14x14: the packing was 8 % of the time. */
-    if (kr->ukernel_a && ow >= M && K > 1 && A_rows[1] > A_rows[0]) {
+     * them, the same bits. 576 -> 96 at 14x14: the packing was 8 % of the time (in mobilenet_v2
+     * 223 -> 208 us with its Add). Only for slivers of at least 12 rows, most of a cache line per
+     * step: 7-row ones (7x7 planes) read each line for 7 floats where the packed block is dense,
+     * and lost in the model (320 -> 1280 416 -> 444 us) what they gained in isolation. */
+    if (kr->ukernel_a && kr->mr >= 12 && ow >= M && K > 1 && A_rows[1] > A_rows[0]) {
         size_t ld = (size_t)(A_rows[1] - A_rows[0]);
         bool even = ld >= (size_t)M;
         for (int64_t kk = 2; even && kk < K; kk++) even = A_rows[kk] == A_rows[0] + (size_t)kk * ld;
