@@ -337,6 +337,14 @@ struct lithe_backend_ops {
     void (*prepared_op_free)(lithe_backend *be, void *p);
     lithe_status (*run_prepared_op)(lithe_backend *be, const void *P, const struct lithe__prep_op *op,
                                     const lithe_tensor *X, lithe_tensor *Y, bool *done);
+    /* Optional (NULL: the graph runs conv2d, then bcast_binary's add): a graph's Conv (no
+     * activation) and the residual Add after it in one pass (core/graph/fuse.c): Y = R + conv2d(X,
+     * W, b) when res_first, else conv2d(X, W, b) + R; R contiguous, shaped as Y. P: W's prepared
+     * form (as conv2d_prepared) or NULL. Bits equal to conv2d, then bcast_binary(LITHE__BIN_ADD)
+     * with the operands in that order. */
+    lithe_status (*conv2d_add)(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X, const lithe_tensor *W,
+                               const void *P, const lithe_tensor *b, const lithe_tensor *R, bool res_first,
+                               lithe_tensor *Y);
 };
 
 /* A prepared op (core/prepare.c, lithe__prepare_op): what the backend's form computes.
@@ -366,6 +374,10 @@ lithe_status lithe__prepare_conv_w(lithe_tensor *W, int64_t group, lithe_backend
  * same bits); otherwise the primitive itself. */
 lithe_status lithe__conv2d_w(lithe_backend *be, bool is_train, const lithe__conv2d *g, const lithe_tensor *X,
                              const lithe_tensor *W, const lithe_tensor *b, const struct lithe__act *a, lithe_tensor *Y);
+/* be's conv2d_add (which it must have), through W's prepared form as lithe__conv2d_w finds it. */
+lithe_status lithe__conv2d_add_w(lithe_backend *be, bool is_train, const lithe__conv2d *g, const lithe_tensor *X,
+                                 const lithe_tensor *W, const lithe_tensor *b, const lithe_tensor *R, bool res_first,
+                                 lithe_tensor *Y);
 
 struct lithe_backend {
     const char *name;
@@ -632,6 +644,9 @@ typedef struct lithe__importers {
                                       float *Y);
     lithe_status (*cpu_pool2d)(const lithe__pool2d *g, const float *X, float *Y, int32_t *which);
     lithe_status (*cpu_pool2d_backward)(const lithe__pool2d *g, const float *dY, const int32_t *which, float *dX);
+    lithe_status (*cpu_conv2d_add)(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                                   const struct lithe__sgemm_packed_b *Wp, const float *b, const float *R,
+                                   bool res_first, float *Y);
 } lithe__importers;
 #ifdef LITHE_IMPORTERS_SEPARATE
 void lithe__importers_set(const lithe__importers *h);

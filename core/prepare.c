@@ -133,6 +133,17 @@ lithe_status lithe__conv2d_w(lithe_backend *be, bool is_train, const lithe__conv
     return be->ops->conv2d_prepared(be, g, X, W, p->data, b, a, Y);
 }
 
+lithe_status lithe__conv2d_add_w(lithe_backend *be, bool is_train, const lithe__conv2d *g, const lithe_tensor *X,
+                                 const lithe_tensor *W, const lithe_tensor *b, const lithe_tensor *R, bool res_first,
+                                 lithe_tensor *Y) {
+    const lithe__prepared *p = NULL;
+    if (!is_train && W->storage->prepared && be->ops->conv2d_prepared && g->group == 1 && W->ndim == 4 &&
+        W->shape[0] > 0 && lithe_tensor_is_contiguous(W))
+        p = find_2d(W->storage, W->offset, W->shape[0], W->numel / W->shape[0], true, be);
+    lithe__storage_touch(Y->storage);
+    return be->ops->conv2d_add(be, g, X, W, p ? p->data : NULL, b, R, res_first, Y);
+}
+
 /* ---- prepared ops (a backend's own operators with the weights baked in: LITHE_XNNPACK) ---- */
 
 static bool same_op(const lithe__prep_op *a, const lithe__prep_op *b) {

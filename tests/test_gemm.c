@@ -30,7 +30,7 @@ static const char *const isas[] = {"scalar", "avx2", "avx512", "neon", "wasmsimd
 #define N_ISAS (sizeof isas / sizeof isas[0])
 
 /* AVX-512 tile heights selectable through LITHE_GEMM_AVX512_MR (all must agree bit for bit). */
-static const char *const avx512_mr[] = {"14", "12", "8", "4", "2"};
+static const char *const avx512_mr[] = {"14", "12", "8", "4", "2", "7"};
 
 static uint64_t rng = 12345;
 static float frand(void) { /* uniform in [-1, 1) */
@@ -732,6 +732,216 @@ static void test_clamp(void **state) {
     OK(lithe_backend_set_threads(cpu, 0));
 }
 
+/* The epilogue's residual (gemm.h: res, ldr, res_first) gives the bits of the product stored
+ * without it and the residual added after, in either operand order, for every entry: lithe__sgemm
+ * (packed, B in place, M = 1's GEMV), op(B) packed ahead (M = 1: urow), lithe__sgemm_rows with a
+ * row bias, lithe__sgemm_pixels (the transposed store, the residual transposed too), K = 0; the
+ * residual's row stride wider than C's. The residual carries NaN, inf and -0, the product a NaN
+ * row; K = 600 crosses the kc blocks (the residual in the last only). */
+static void res_one(const lithe__sgemm_kernel *k, const char *name) {
+    static const int64_t mnk[][3] = {{37, 70, 19}, {1, 45, 33}, {16, 32, 600}, {5, 9, 3}, {3, 100, 1}, {50, 21, 0}};
+    for (size_t z = 0; z < sizeof mnk / sizeof mnk[0]; z++) {
+        int64_t M = mnk[z][0], N = mnk[z][1], K = mnk[z][2], Kc = K ? K : 1, ldr = (M > N ? M : N) + 3;
+        float *A = malloc(sizeof(float) * (size_t)(M * Kc)), *B = malloc(sizeof(float) * (size_t)(Kc * N));
+        float *bias = malloc(sizeof(float) * (size_t)N), *brow = malloc(sizeof(float) * (size_t)M);
+        float *C0 = malloc(sizeof(float) * (size_t)(M * N)), *C1 = malloc(sizeof(float) * (size_t)(M * N));
+        float *Bt = malloc(sizeof(float) * (size_t)(Kc * N)), *At = malloc(sizeof(float) * (size_t)(M * Kc));
+        float *Rs = malloc(sizeof(float) * (size_t)(ldr * ldr));
+        const float **rows = malloc(sizeof(float *) * (size_t)Kc), **arows = malloc(sizeof(float *) * (size_t)Kc);
+        assert_true(A && B && bias && brow && C0 && C1 && Bt && At && Rs && rows && arows);
+        for (int64_t i = 0; i < M * Kc; i++) A[i] = frand() * 4.0f;
+        for (int64_t i = 0; i < Kc * N; i++) B[i] = frand();
+        for (int64_t j = 0; j < N; j++) bias[j] = frand();
+        for (int64_t i = 0; i < M; i++) brow[i] = frand();
+        for (int64_t i = 0; i < ldr * ldr; i++) Rs[i] = frand() * 8.0f;
+        Rs[2 * ldr + 3] = NAN; /* never meets the product's NaN: which payload a NaN + NaN keeps is
+                                * the compiler's choice (C's + commutes), in the Add as here */
+        Rs[ldr + 2] = INFINITY;
+        Rs[2 * ldr + 1] = -0.0f;
+        if (M > 1 && K) A[K] = NAN; /* row 1 of the product a NaN (the default one) */
+        for (int64_t kk = 0; kk < K; kk++)
+            for (int64_t j = 0; j < N; j++) Bt[j * K + kk] = B[kk * N + j];
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t kk = 0; kk < K; kk++) At[kk * M + i] = A[i * K + kk];
+        for (int64_t kk = 0; kk < K; kk++) rows[kk] = B + kk * N, arows[kk] = At + kk * M;
+        lithe__sgemm_packed_b *Bp = K ? lithe__sgemm_pack_b(k, true, K, N, Bt, K) : NULL;
+        assert_true(Bp || !K);
+        for (int first = 0; first < 2; first++)
+            for (int v = 0; v < 4; v++) {
+                /* 0: sgemm with bias; 1: op(B) packed ahead, bias; 2: sgemm_rows with a row bias;
+                 * 3: sgemm_pixels with bias (C and the residual transposed) */
+                lithe__sgemm_epilogue e0 = {.bias = v != 2 ? bias : NULL, .bias_row = v == 2 ? brow : NULL};
+                lithe__sgemm_epilogue e1 = e0;
+                e1.res = Rs;
+                e1.ldr = ldr;
+                e1.res_first = first;
+                bool ok0, ok1;
+                if (v == 2) {
+                    ok0 = lithe__sgemm_rows(k, false, M, N, K, A, K, rows, N, 0, C0, N, &e0);
+                    ok1 = lithe__sgemm_rows(k, true, M, N, K, A, K, rows, N, 0, C1, N, &e1);
+                } else if (v == 3) {
+                    ok0 = lithe__sgemm_pixels(k, false, M, N, K, arows, M, 0, true, Bt, K, NULL, C0, M, &e0);
+                    ok1 = lithe__sgemm_pixels(k, true, M, N, K, arows, M, 0, true, Bt, K, Bp, C1, M, &e1);
+                } else {
+                    ok0 = lithe__sgemm(k, false, false, false, M, N, K, 1.0f, A, K, B, N, 0.0f, C0, N, &e0);
+                    ok1 = lithe__sgemm_prepacked(k, true, false, v == 1, M, N, K, 1.0f, A, K, v == 1 ? Bt : B,
+                                                 v == 1 ? K : N, v == 1 ? Bp : NULL, 0.0f, C1, N, &e1);
+                }
+                assert_true(ok0 && ok1);
+                /* the separate pass: C (M x N, or N x M transposed) + its residual */
+                int64_t rws = v == 3 ? N : M, cols = v == 3 ? M : N;
+                for (int64_t i = 0; i < rws; i++)
+                    for (int64_t j = 0; j < cols; j++) {
+                        float c = C0[i * cols + j], r = Rs[i * ldr + j];
+                        C0[i * cols + j] = first ? r + c : c + r;
+                    }
+                size_t bad = 0, at = 0;
+                for (int64_t i = 0; i < M * N; i++)
+                    if (memcmp(&C0[i], &C1[i], sizeof(float)) && !bad++) at = (size_t)i;
+                if (bad) {
+                    print_error("%s: M=%lld N=%lld K=%lld entry %d res_first %d: %zu elements differ from the add "
+                                "after, first C[%zu] = %.9g, after %.9g\n",
+                                name, (long long)M, (long long)N, (long long)K, v, first, bad, at, (double)C1[at],
+                                (double)C0[at]);
+                    fail();
+                }
+            }
+        lithe__sgemm_packed_b_free(Bp);
+        free(A), free(B), free(bias), free(brow), free(C0), free(C1), free(Bt), free(At), free(Rs), free(rows),
+            free(arows);
+    }
+}
+
+static void test_residual(void **state) {
+    (void)state;
+    OK(lithe_backend_get("cpu", &cpu));
+    lithe_status st = lithe_backend_set_threads(cpu, 3);
+    if (st == LITHE_ERR_UNSUPPORTED) skip();
+    OK(st);
+    each_kernel(res_one);
+    OK(lithe_backend_set_threads(cpu, 0));
+}
+
+/* A row bias (a pointwise convolution's) with B read in place (64-byte aligned, row stride a
+ * multiple of 16 floats, one K block: the bias added to the stored tile, gemm.c's bias_after) gives
+ * the bits of the packed path (the same B one float off alignment), which adds it as the product's
+ * last step; with the residual epilogue too, with 1 and 3 threads. Bias and B carry -0, NaN and inf. */
+static void row_bias_in_place_one(const lithe__sgemm_kernel *k, const char *name) {
+    static const int64_t mnk[][3] = {{16, 96, 32}, {24, 80, 96}, {37, 64, 7}, {5, 48, 1}, {64, 160, 500}, {30, 32, 700}};
+    for (size_t z = 0; z < sizeof mnk / sizeof mnk[0]; z++) {
+        int64_t M = mnk[z][0], N = mnk[z][1], K = mnk[z][2];
+        float *A = malloc(sizeof(float) * (size_t)(M * K)), *bias = malloc(sizeof(float) * (size_t)M);
+        float *Ba = aligned_alloc(64, sizeof(float) * (size_t)(K * N + 16)), *Bu = malloc(sizeof(float) * (size_t)(K * N + 1));
+        float *C0 = malloc(sizeof(float) * (size_t)(M * N)), *C1 = malloc(sizeof(float) * (size_t)(M * N));
+        float *R = malloc(sizeof(float) * (size_t)(M * N));
+        assert_true(A && bias && Ba && Bu && C0 && C1 && R);
+        for (int64_t i = 0; i < M * K; i++) A[i] = frand();
+        for (int64_t i = 0; i < M; i++) bias[i] = frand();
+        for (int64_t i = 0; i < K * N; i++) Ba[i] = frand();
+        for (int64_t i = 0; i < M * N; i++) R[i] = frand();
+        bias[0] = -0.0f;
+        if (M > 2) bias[2] = NAN;
+        Ba[1] = INFINITY;
+        if (K > 1) { /* row 0 of A zero: column sums of -0 * 0 and the -0 bias */
+            for (int64_t kk = 0; kk < K; kk++) A[kk] = -0.0f;
+        }
+        const float *B = Ba, *Boff = Bu + 1; /* Bu + 1: never 64-byte aligned with Bu from malloc (16-aligned) */
+        memcpy(Bu + 1, Ba, sizeof(float) * (size_t)(K * N));
+        for (int r = 0; r < 2; r++)
+            for (int t = 0; t < 2; t++) {
+                lithe__sgemm_epilogue e = {.bias_row = bias};
+                if (r) e.res = R, e.ldr = N, e.res_first = true;
+                OK(lithe_backend_set_threads(cpu, t ? 3 : 0));
+                assert_true(lithe__sgemm(k, t, false, false, M, N, K, 1.0f, A, K, B, N, 0.0f, C0, N, &e));
+                assert_true(lithe__sgemm(k, t, false, false, M, N, K, 1.0f, A, K, Boff, N, 0.0f, C1, N, &e));
+                if (memcmp(C0, C1, sizeof(float) * (size_t)(M * N))) {
+                    print_error("%s: M=%lld N=%lld K=%lld res %d threads %d: the row bias with B in place differs "
+                                "from B packed\n", name, (long long)M, (long long)N, (long long)K, r, t ? 3 : 1);
+                    fail();
+                }
+            }
+        OK(lithe_backend_set_threads(cpu, 0));
+        free(A), free(bias), free(Ba), free(Bu), free(C0), free(C1), free(R);
+    }
+}
+
+static void test_row_bias_in_place(void **state) {
+    (void)state;
+    OK(lithe_backend_get("cpu", &cpu));
+    lithe_status st = lithe_backend_set_threads(cpu, 3);
+    if (st == LITHE_ERR_UNSUPPORTED) skip();
+    OK(st);
+    each_kernel(row_bias_in_place_one);
+    OK(lithe_backend_set_threads(cpu, 0));
+}
+
+/* lithe__sgemm_pixels with op(A)'s rows evenly spaced planes of one output row each (a pointwise
+ * convolution's input channels: whole A slivers read where they lie, the kernel's ukernel_ap) gives
+ * lithe__sgemm's bits for the same A, with bias, act and residual epilogues, W packed in the call
+ * or ahead, 1 and 3 threads; M around the tile heights (partial slivers stay packed), K across the
+ * kc blocks. */
+static void pixels_in_place_one(const lithe__sgemm_kernel *k, const char *name) {
+    static const int64_t mnk[][3] = {{196, 96, 64}, {49, 40, 600}, {63, 33, 27}, {30, 5, 3}, {14, 70, 520}, {2, 32, 9},
+                                     {168, 40, 600}, {36, 33, 27}};
+    for (size_t z = 0; z < sizeof mnk / sizeof mnk[0]; z++) {
+        int64_t M = mnk[z][0], N = mnk[z][1], K = mnk[z][2], ld = M + 5;
+        float *X = malloc(sizeof(float) * (size_t)(K * ld)), *A = malloc(sizeof(float) * (size_t)(M * K));
+        float *W = malloc(sizeof(float) * (size_t)(N * K)), *bias = malloc(sizeof(float) * (size_t)N);
+        float *R = malloc(sizeof(float) * (size_t)(M * N)), *C0 = malloc(sizeof(float) * (size_t)(M * N));
+        float *C1 = malloc(sizeof(float) * (size_t)(M * N));
+        const float **rows = malloc(sizeof(float *) * (size_t)K);
+        assert_true(X && A && W && bias && R && C0 && C1 && rows);
+        for (int64_t i = 0; i < K * ld; i++) X[i] = frand();
+        for (int64_t i = 0; i < N * K; i++) W[i] = frand();
+        for (int64_t j = 0; j < N; j++) bias[j] = frand();
+        for (int64_t i = 0; i < M * N; i++) R[i] = frand();
+        X[3] = NAN;
+        for (int64_t kk = 0; kk < K; kk++) {
+            rows[kk] = X + kk * ld;
+            for (int64_t i = 0; i < M; i++) A[i * K + kk] = rows[kk][i];
+        }
+        lithe__act act = {.kind = LITHE__ACT_DISH};
+        lithe__sgemm_packed_b *Wp = lithe__sgemm_pack_b(k, true, K, N, W, K);
+        assert_non_null(Wp);
+        for (int v = 0; v < 4; v++) { /* bias and act, bias, residual, nothing */
+            lithe__sgemm_epilogue e = {.bias = v < 3 ? bias : NULL, .act = v == 0 ? &act : NULL, .act_fn = leaky};
+            const lithe__sgemm_epilogue *ep = v < 3 ? &e : NULL;
+            assert_true(lithe__sgemm(k, false, false, true, M, N, K, 1.0f, A, K, W, K, 0.0f, C0, N, ep));
+            if (v == 2) { /* the residual: C0 + R after, against the epilogue's (transposed C and R) */
+                for (int64_t i = 0; i < M; i++)
+                    for (int64_t j = 0; j < N; j++) C0[i * N + j] = C0[i * N + j] + R[j * M + i];
+                e.res = R, e.ldr = M;
+            }
+            for (int t = 0; t < 4; t++) { /* threads 1 / 3, W packed here / ahead */
+                OK(lithe_backend_set_threads(cpu, t & 1 ? 3 : 0));
+                for (int64_t i = 0; i < M * N; i++) C1[i] = NAN;
+                assert_true(lithe__sgemm_pixels(k, t & 1, M, N, K, rows, M, 0, true, W, K, t & 2 ? Wp : NULL, C1, M, ep));
+                for (int64_t i = 0; i < M; i++)
+                    for (int64_t j = 0; j < N; j++)
+                        if (memcmp(&C0[i * N + j], &C1[j * M + i], sizeof(float))) {
+                            print_error("%s: M=%lld N=%lld K=%lld epilogue %d run %d: A in place C[%lld,%lld] = %.9g, "
+                                        "sgemm %.9g\n", name, (long long)M, (long long)N, (long long)K, v, t,
+                                        (long long)i, (long long)j, (double)C1[j * M + i], (double)C0[i * N + j]);
+                            fail();
+                        }
+            }
+        }
+        OK(lithe_backend_set_threads(cpu, 0));
+        lithe__sgemm_packed_b_free(Wp);
+        free(X), free(A), free(W), free(bias), free(R), free(C0), free(C1), free(rows);
+    }
+}
+
+static void test_pixels_in_place(void **state) {
+    (void)state;
+    OK(lithe_backend_get("cpu", &cpu));
+    lithe_status st = lithe_backend_set_threads(cpu, 3);
+    if (st == LITHE_ERR_UNSUPPORTED) skip();
+    OK(st);
+    each_kernel(pixels_in_place_one);
+    OK(lithe_backend_set_threads(cpu, 0));
+}
+
 /* LITHE_CPU_ISA names a kernel; unknown names fall back to the best one. */
 static void test_isa_names(void **state) {
     (void)state;
@@ -758,6 +968,9 @@ int main(void) {
         cmocka_unit_test(test_rows_and_row_bias),
         cmocka_unit_test(test_pixels),
         cmocka_unit_test(test_clamp),
+        cmocka_unit_test(test_residual),
+        cmocka_unit_test(test_row_bias_in_place),
+        cmocka_unit_test(test_pixels_in_place),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

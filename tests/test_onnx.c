@@ -23,7 +23,7 @@
 #include "failing_alloc.h"
 #include "graph/graph.h" /* white-box: the plans' pool statistics */
 
-static const char *const models[] = {"mlp11", "mlp13", "mlp17", "lenet", "mixer13", "mixer17", "encoder", "resblock", "decoder", "masked", "nearmiss", "ffn", "convact"};
+static const char *const models[] = {"mlp11", "mlp13", "mlp17", "lenet", "mixer13", "mixer17", "encoder", "resblock", "decoder", "masked", "nearmiss", "ffn", "convact", "convadd"};
 #define N_MODELS (sizeof models / sizeof models[0])
 
 static lithe_model *load(const char *name, uint8_t **bytes_out, size_t *len_out) {
@@ -664,10 +664,11 @@ static void test_fusion(void **state) {
     (void)state;
     static const struct {
         const char *name;
-        size_t layernorm, linear, gelu, conv, any;
-    } want[] = {{"encoder", 4, 8, 0, 0, 12}, {"mixer13", 1, 3, 1, 0, 5}, {"mixer17", 0, 3, 1, 0, 4},
-                {"mlp13", 0, 3, 0, 0, 3},    {"ffn", 0, 2, 0, 0, 2},     {"nearmiss", 0, 0, 0, 0, 0},
-                {"lenet", 0, 2, 0, 1, 3},    {"resblock", 0, 1, 0, 1, 2}, {"convact", 0, 0, 0, 3, 3}};
+        size_t layernorm, linear, gelu, conv, any, conv_add;
+    } want[] = {{"encoder", 4, 8, 0, 0, 12, 0}, {"mixer13", 1, 3, 1, 0, 5, 0}, {"mixer17", 0, 3, 1, 0, 4, 0},
+                {"mlp13", 0, 3, 0, 0, 3, 0},    {"ffn", 0, 2, 0, 0, 2, 0},     {"nearmiss", 0, 0, 0, 0, 0, 0},
+                {"lenet", 0, 2, 0, 1, 3, 0},    {"resblock", 0, 1, 0, 1, 3, 1}, {"convact", 0, 0, 0, 3, 3, 0},
+                {"convadd", 0, 0, 0, 1, 6, 5}};
     for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
         const char *name = want[k].name;
         lithe_value *X = value_of(get("%s.x", name)), *R = value_of(get("%s.r", name));
@@ -679,15 +680,16 @@ static void test_fusion(void **state) {
             unsetenv("LITHE_GRAPH_FUSE");
             const lithe__graph *g = m[unfused]->shims[0]->state;
             size_t ln = count_op(g, "fused:LayerNorm"), lin = count_op(g, "fused:Linear"), ge = count_op(g, "fused:Gelu");
-            size_t cv = count_op(g, "fused:Conv");
+            size_t cv = count_op(g, "fused:Conv"), ca = count_op(g, "fused:ConvAdd");
             size_t lin_gelu = 0; /* Linears that took a GELU */
             for (size_t i = 0; i < g->onnx.n_nodes; i++)
                 lin_gelu += !g->node_dead[i] && g->node_fuse[i].kind == LITHE__FUSE_LINEAR && g->node_fuse[i].has_act &&
                             g->node_fuse[i].act.kind == LITHE__ACT_GELU;
             printf("test_onnx: %-8s %s: %zu fused nodes (%zu LayerNorm, %zu Linear of which %zu with GELU, %zu GELU, "
-                   "%zu Conv + act), %zu of %zu nodes left\n", name, unfused ? "LITHE_GRAPH_FUSE=0" : "fused", g->n_fused, ln,
-                   lin, lin_gelu, ge, cv, live_nodes(g), g->onnx.n_nodes);
+                   "%zu Conv + act, %zu Conv + Add), %zu of %zu nodes left\n", name, unfused ? "LITHE_GRAPH_FUSE=0" : "fused",
+                   g->n_fused, ln, lin, lin_gelu, ge, cv, ca, live_nodes(g), g->onnx.n_nodes);
             assert_int_equal(cv, unfused ? 0 : want[k].conv);
+            assert_int_equal(ca, unfused ? 0 : want[k].conv_add);
             assert_int_equal(ge, unfused ? 0 : want[k].gelu);
             if (!strcmp(name, "ffn")) assert_int_equal(lin_gelu, unfused ? 0 : 1);
             assert_int_equal(g->n_fused, unfused ? 0 : want[k].any);
@@ -723,6 +725,91 @@ static void test_fusion(void **state) {
         }
         lithe_value_release(X);
         lithe_value_release(R);
+    }
+}
+
+/* Conv + residual Add (fuse.c's fused:ConvAdd): at inference the CPU adds the residual in the
+ * GEMM's store (conv2d_add), which must give the node-by-node run's bits (LITHE_GRAPH_FUSE=0) — in
+ * both orientations of the convolution's GEMM (LITHE_CONV_ROWS), at the exported batch and 3 times
+ * it, with the Conv weights prepared and not. convadd: residual first and second, no bias, a
+ * depthwise Conv, a broadcast residual (Conv then Add), near misses; resblock: its Conv + BN + Add.
+ * On Vulkan (lavapipe, where there is one) the fused nodes run Conv then Add: predict and a
+ * backward against torch. */
+static void test_conv_add_bits(void **state) {
+    (void)state;
+    static const char *const names[] = {"convadd", "resblock"}, *const rows[] = {NULL, "filters", "pixels"};
+    char *was = getenv("LITHE_CONV_ROWS") ? strdup(getenv("LITHE_CONV_ROWS")) : NULL;
+    for (size_t k = 0; k < 2; k++)
+        for (size_t r = 0; r < 3; r++) {
+            if (rows[r]) setenv("LITHE_CONV_ROWS", rows[r], 1);
+            else unsetenv("LITHE_CONV_ROWS");
+            lithe_model *m[2];
+            for (int unfused = 0; unfused < 2; unfused++) {
+                if (unfused) setenv("LITHE_GRAPH_FUSE", "0", 1);
+                m[unfused] = load(names[k], NULL, NULL);
+                unsetenv("LITHE_GRAPH_FUSE");
+                const lithe__graph *g = m[unfused]->shims[0]->state;
+                assert_int_equal(count_op(g, "fused:ConvAdd"), unfused ? 0 : k == 0 ? 5 : 1);
+            }
+            for (int prep = 0; prep < 2; prep++)
+                for (int times = 1; times <= 3; times += 2) {
+                    if (prep) OK(lithe_model_prepare_inference(m[0]));
+                    if (prep) OK(lithe_model_prepare_inference(m[1]));
+                    lithe_value *X = tiled(get("%s.x", names[k]), times), *Y[2] = {NULL, NULL};
+                    for (int u = 0; u < 2; u++) OK(lithe_model_predict(m[u], X, &Y[u]));
+                    expect_same(Y[0], Y[1]);
+                    if (times == 1 && !prep)
+                        expect_close(names[k], lithe_value_get_tensor(Y[0]), get("%s.y", names[k]), 1e-4, 1e-4);
+                    lithe_value_release(X);
+                    lithe_value_release(Y[0]);
+                    lithe_value_release(Y[1]);
+                }
+            printf("test_onnx: %-8s Conv + Add fused, LITHE_CONV_ROWS=%s: predictions bit-identical to the unfused run\n",
+                   names[k], rows[r] ? rows[r] : "(unset)");
+            lithe_model_free(m[0]);
+            lithe_model_free(m[1]);
+        }
+    if (was) setenv("LITHE_CONV_ROWS", was, 1);
+    else unsetenv("LITHE_CONV_ROWS");
+    free(was);
+    /* Vulkan has no conv2d_add: the fused node runs its Conv, then the Add (predict and a step) */
+    lithe_backend *vk = NULL;
+    if (lithe_backend_get("vulkan", &vk) != LITHE_OK) {
+        print_message("test_conv_add_bits: no Vulkan device here (%s)\n", lithe_last_error());
+        return;
+    }
+    for (size_t k = 0; k < 2; k++) {
+        lithe_model *m = load(names[k], NULL, NULL);
+        OK(lithe_model_set_backend(m, vk));
+        lithe_tensor *xh = tensor_of(get("%s.x", names[k])), *rh = tensor_of(get("%s.r", names[k])), *xd = NULL,
+                     *rd = NULL, *yh = NULL, *dxh = NULL;
+        OK(lithe_tensor_to_backend(xh, vk, &xd));
+        OK(lithe_tensor_to_backend(rh, vk, &rd));
+        lithe_value *X = NULL, *R = NULL, *Y = NULL, *dX = NULL;
+        OK(lithe_value_tensor(xd, &X));
+        OK(lithe_value_tensor(rd, &R));
+        OK(lithe_model_predict(m, X, &Y));
+        OK(lithe_tensor_to_backend(lithe_value_get_tensor(Y), NULL, &yh));
+        expect_close("vulkan predict", yh, get("%s.y", names[k]), 1e-4, 1e-4);
+        lithe_tensor_release(yh);
+        lithe_value_release(Y);
+        lithe_backprop *bp = NULL;
+        OK(lithe_model_begin_update(m, X, &Y, &bp));
+        OK(lithe_backprop_run(bp, R, &dX));
+        OK(lithe_tensor_to_backend(lithe_value_get_tensor(dX), NULL, &dxh));
+        expect_close("vulkan dX", dxh, get("%s.dx", names[k]), 1e-4, 1e-4);
+        printf("test_onnx: %-8s on vulkan: Conv + Add fused, predict and dX agree with torch\n", names[k]);
+        lithe_tensor_release(dxh);
+        lithe_backprop_free(bp);
+        lithe_value_release(Y);
+        lithe_value_release(dX);
+        lithe_value_release(X);
+        lithe_value_release(R);
+        lithe_tensor_release(xh);
+        lithe_tensor_release(rh);
+        lithe_tensor_release(xd);
+        lithe_tensor_release(rd);
+        lithe_model_free(m);
     }
 }
 
@@ -905,6 +992,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_plan),       cmocka_unit_test(test_plan_eviction),
         cmocka_unit_test(test_plan_vulkan),        cmocka_unit_test(test_external_data),
         cmocka_unit_test(test_fusion),             cmocka_unit_test(test_fusion_allocation_failures),
+        cmocka_unit_test(test_conv_add_bits),
         cmocka_unit_test(test_prepared),
         cmocka_unit_test(test_bad_window_attrs),
         cmocka_unit_test(test_prepared_allocation_failures),

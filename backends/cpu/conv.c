@@ -527,6 +527,8 @@ typedef struct gemm_job {
     const lithe__sgemm_packed_b *Wp; /* W (M, K) packed ahead as op(B) = Wᵀ (group 1), or NULL */
     _Atomic int status; /* the first failure (LITHE_OK: none) */
     bool pr;            /* pixel rows (pixel_rows, decided once per call: it reads the environment) */
+    const float *R;     /* lithe__cpu_conv2d_add's residual (Y's shape), or NULL */
+    bool res_first;     /* R + conv (else conv + R) */
 } gemm_job;
 
 /* The phase planes of a zero-bordered image-group (Hp x Wp padded): stride (s0, s1) splits it
@@ -690,6 +692,13 @@ static bool pixel_rows(const lithe__conv2d *g, int64_t Mg, int64_t K) {
      * mobilenet_v2's 14x14 layers at 1/8 NR, 3-10 % faster at 7x7) */
     double per_out = k->transpose ? k->nr / 8.0 : 2.0 * k->nr;
     double filters = rup(Mg, kf->mr) * rup(P, kf->nr) * (double)K / kernel_speed(kf->mr) + 2.0 * (double)(Mg * K);
+    /* pointwise filter rows read X in place where the GEMM can (gemm.c's in_place, with the row
+     * bias after the store: one K block of at least 64 steps, X's rows 16-float multiples not of
+     * 1024, the filters in one A block), where pixel rows pack every pixel: about 2 lane
+     * multiply-adds per element (mobilenet_v2's 192 -> 32 at 28x28: pixel rows 104 us, filter rows
+     * 87 us in place; with AVX-512's ukernel_ap pixel rows read it in place too, 88 us) */
+    if (is_pointwise(g) && K >= 64 && K < kf->kc && P % 16 == 0 && P % 1024 != 0 && Mg <= kf->mc)
+        filters -= 2.0 * (double)(P * K);
     double moves = 2.0 * (double)((K + kp->kc - 1) / kp->kc) - 1.0; /* a later K block reads the tile back */
     double pixels = rup(P, kp->mr) * rup(Mg, kp->nr) * (double)K / kernel_speed(kp->mr) + per_out * moves * (double)(Mg * P);
     return pixels < filters;
@@ -707,6 +716,15 @@ static bool direct_pays(const lithe__conv2d *g, int64_t Mg) {
     if (k->for_rows) k = k->for_rows(Mg);
     double P = (double)(g->OH * g->OW), idle = (double)g->OH * rup(g->OW, k->nr) - P;
     return idle * rup(Mg, k->mr) < 3.5 * P;
+}
+
+/* y = r + y (first) or y + r over n floats: lithe__cpu_conv2d_add's residual where it is not in the
+ * GEMM's store (shifted rows, depthwise), the graph's Add as a second pass, the same bits. */
+static void add_residual(float *y, const float *r, int64_t n, bool first) {
+    if (first)
+        for (int64_t i = 0; i < n; i++) y[i] = r[i] + y[i];
+    else
+        for (int64_t i = 0; i < n; i++) y[i] = y[i] + r[i];
 }
 
 /* ---- WebAssembly SIMD128: direct convolution (shifted rows without packing) ----
@@ -917,6 +935,9 @@ static void gemm_images(void *ctx, int64_t n0, int64_t n1) {
 #if defined(__wasm_simd128__)
     if (wdc_applies(g)) {
         wdc_images(j, n0, n1);
+        int64_t per = g->M * g->OH * g->OW; /* lithe__cpu_conv2d_add's residual, after the images */
+        if (j->R && atomic_load(&j->status) == LITHE_OK)
+            add_residual(j->Y + n0 * per, j->R + n0 * per, (n1 - n0) * per, j->res_first);
         return;
     }
 #endif
@@ -952,21 +973,24 @@ static void gemm_images(void *ctx, int64_t n0, int64_t n1) {
                     for (int64_t k = 0; k < K; k++) rows[k] = src + k * P;
                 }
                 pe.bias = b;
+                if (j->R) pe.res = j->R + (n * g->M + gi * Mg) * P, pe.ldr = P, pe.res_first = j->res_first;
                 if (!lithe__sgemm_pixels(NULL, true, P, Mg, K, rows, ow, a_row, true, Wg, K, j->Wp, y, P,
-                                         b || j->a ? &pe : NULL))
+                                         b || j->a || j->R ? &pe : NULL))
                     s = LITHE_ERR_OOM;
                 continue;
             }
             if (sh) {
                 s = shifted_forward(g, &sw, Cg, Mg, K, x, Wg, b, j->a, y);
+                if (j->R && s == LITHE_OK) add_residual(y, j->R + (n * g->M + gi * Mg) * P, Mg * P, j->res_first);
                 continue;
             }
             if (!pw) im2col(g, x, Cg, ws);
             lithe__sgemm_epilogue e = {.bias_row = b};
             bool in_store = act_in_store(j->a);
             if (in_store) e.act = j->a, e.act_fn = lithe__simd()->act;
+            if (j->R) e.res = j->R + (n * g->M + gi * Mg) * P, e.ldr = P, e.res_first = j->res_first;
             if (!lithe__sgemm(NULL, true, false, false, Mg, P, K, 1.0f, Wg, K, pw ? x : ws, P, 0.0f, y, P,
-                              b || in_store ? &e : NULL))
+                              b || in_store || j->R ? &e : NULL))
                 s = LITHE_ERR_OOM;
             /* other activations over the image-group's output in one call: the GEMM's per-tile
              * epilogue calls the act kernel per tile row (nr floats), which measured slower */
@@ -980,6 +1004,21 @@ static void gemm_images(void *ctx, int64_t n0, int64_t n1) {
     }
 }
 
+/* Every image's GEMM (one image per range when there are several; batch 1: the GEMM splits its own
+ * work), R added in the store where given (lithe__cpu_conv2d_add). */
+static lithe_status gemm_all_images(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                                    const lithe__sgemm_packed_b *Wp, const float *b, const lithe__act *a,
+                                    const float *R, bool res_first, float *Y) {
+    gemm_job j = {be, g, X, W, b, a, Y, g->group == 1 ? Wp : NULL, LITHE_OK,
+                  pixel_rows(g, g->M / g->group, g->C / g->group * g->KH * g->KW), R, res_first};
+    lithe__pool_for(g->N > 1 ? lithe__cpu_pool() : NULL, g->N, 1, gemm_images, &j);
+    lithe_status s = (lithe_status)atomic_load(&j.status);
+    if (s == LITHE_ERR_OOM) /* the message may have been set on a worker thread: set it here too */
+        return lithe__oom("conv2d workspace", (size_t)(g->C / g->group * g->KH * g->KW * g->OH * g->OW) * sizeof(float));
+    if (s != LITHE_OK) return lithe__fail(s, "conv2d: the GEMM of an image failed");
+    return LITHE_OK;
+}
+
 lithe_status lithe__cpu_conv2d(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
                                const float *b, const lithe__act *a, float *Y) {
     return lithe__cpu_conv2d_packed(be, g, X, W, NULL, b, a, Y);
@@ -991,15 +1030,18 @@ lithe_status lithe__cpu_conv2d_packed(lithe_backend *be, const lithe__conv2d *g,
         depthwise_forward(be, g, X, W, b, a, Y);
         return LITHE_OK;
     }
-    gemm_job j = {be, g, X, W, b, a, Y, g->group == 1 ? Wp : NULL, LITHE_OK,
-                  pixel_rows(g, g->M / g->group, g->C / g->group * g->KH * g->KW)};
-    /* one image per range when there are several (batch 1: the GEMM splits its own work) */
-    lithe__pool_for(g->N > 1 ? lithe__cpu_pool() : NULL, g->N, 1, gemm_images, &j);
-    lithe_status s = (lithe_status)atomic_load(&j.status);
-    if (s == LITHE_ERR_OOM) /* the message may have been set on a worker thread: set it here too */
-        return lithe__oom("conv2d workspace", (size_t)(g->C / g->group * g->KH * g->KW * g->OH * g->OW) * sizeof(float));
-    if (s != LITHE_OK) return lithe__fail(s, "conv2d: the GEMM of an image failed");
-    return LITHE_OK;
+    return gemm_all_images(be, g, X, W, Wp, b, a, NULL, false, Y);
+}
+
+lithe_status lithe__cpu_conv2d_add(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                                   const lithe__sgemm_packed_b *Wp, const float *b, const float *R, bool res_first,
+                                   float *Y) {
+    if (is_depthwise(g)) {
+        depthwise_forward(be, g, X, W, b, NULL, Y);
+        add_residual(Y, R, g->N * g->M * g->OH * g->OW, res_first);
+        return LITHE_OK;
+    }
+    return gemm_all_images(be, g, X, W, Wp, b, NULL, R, res_first, Y);
 }
 
 lithe_status lithe__cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,

@@ -92,7 +92,8 @@ static lithe_status cpu_gemm_bias_act(lithe_backend *be, bool tA, bool tB, const
                                       lithe_tensor *Z, lithe_tensor *Y) {
     (void)be;
     int64_t M = Y->shape[0], N = Y->shape[1], K = tA ? A->shape[0] : A->shape[1];
-    lithe__sgemm_epilogue e = {b ? F(b) : NULL, a, lithe__simd()->act, Z ? F(Z) : NULL, Z ? Z->strides[0] : 0, NULL};
+    lithe__sgemm_epilogue e = {.bias = b ? F(b) : NULL, .act = a, .act_fn = lithe__simd()->act, .Z = Z ? F(Z) : NULL,
+                               .ldz = Z ? Z->strides[0] : 0};
     if (!lithe__sgemm(NULL, true, tA, tB, M, N, K, 1.0f, F(A), A->strides[0], F(B), B->strides[0], 0.0f, F(Y),
                       Y->strides[0], &e))
         return lithe__oom("gemm packing workspace", (size_t)K * 4096 * sizeof(float));
@@ -556,7 +557,8 @@ static lithe_status cpu_gemm_prepared(lithe_backend *be, bool tA, bool tB, float
                                       const lithe_tensor *b, const lithe__act *a, lithe_tensor *Z) {
     (void)be;
     int64_t M = C->shape[0], N = C->shape[1], K = tA ? A->shape[0] : A->shape[1];
-    lithe__sgemm_epilogue e = {b ? F(b) : NULL, a, lithe__simd()->act, Z ? F(Z) : NULL, Z ? Z->strides[0] : 0, NULL};
+    lithe__sgemm_epilogue e = {.bias = b ? F(b) : NULL, .act = a, .act_fn = lithe__simd()->act, .Z = Z ? F(Z) : NULL,
+                               .ldz = Z ? Z->strides[0] : 0};
     if (!lithe__sgemm_prepacked(NULL, true, tA, tB, M, N, K, alpha, F(A), A->strides[0], F(B), B->strides[0], P, beta,
                                 F(C), C->strides[0], b || a || Z ? &e : NULL))
         return lithe__oom("gemm packing workspace", (size_t)K * 4096 * sizeof(float));
@@ -568,6 +570,13 @@ static lithe_status cpu_conv2d_prepared(lithe_backend *be, const lithe__conv2d *
                                         const lithe_tensor *W, const void *P, const lithe_tensor *b, const lithe__act *a,
                                         lithe_tensor *Y) {
     return lithe__cpu_conv2d_packed(be, g, F(X), F(W), P, b ? F(b) : NULL, a, F(Y));
+}
+
+/* A graph's Conv + residual Add (core/graph/fuse.c): the residual in the GEMM's store. */
+static lithe_status cpu_conv2d_add(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X,
+                                   const lithe_tensor *W, const void *P, const lithe_tensor *b, const lithe_tensor *R,
+                                   bool res_first, lithe_tensor *Y) {
+    return lithe__cpu_conv2d_add(be, g, F(X), F(W), P, b ? F(b) : NULL, F(R), res_first, F(Y));
 }
 
 static const lithe_backend_ops cpu_ops = {
@@ -583,6 +592,7 @@ static const lithe_backend_ops cpu_ops = {
     .prepared_free = cpu_prepared_free,
     .gemm_prepared = cpu_gemm_prepared,
     .conv2d_prepared = cpu_conv2d_prepared,
+    .conv2d_add = cpu_conv2d_add,
 #ifdef LITHE_XNNPACK /* XNNPACK's operators where they measured faster (backends/cpu/xnnpack.c) */
     .prepare_op = lithe__xnn_prepare_op,
     .prepared_op_free = lithe__xnn_prepared_op_free,

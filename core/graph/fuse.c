@@ -15,6 +15,11 @@
  *               min / max scalar constants (inputs, or attrs before opset 11) or absent (±inf)
  *               -> conv2d with the activation (the CPU applies it while the output is in cache)
  *
+ *   Conv + Add  Y = Add(Conv(X, W, [b]), R)  or  Add(R, Conv(...))  (a residual block's projection,
+ *               mobilenet_v2's), the Conv not fused with an activation
+ *               -> conv2d with the residual added as each output is stored (backends with
+ *               conv2d_add; the others, and a residual that broadcasts, run Conv then Add)
+ *
  * A pattern is taken only when it is exactly the decomposition: every intermediate value read by
  * the next node of the pattern alone (not by another node, not a graph output), the constants it
  * needs (Pow's 2, a scalar eps, axes [-1], Gemm's alpha = beta = 1 and no transA), and weights
@@ -333,6 +338,19 @@ static lithe_status try_conv_act(fuser *f, int64_t cv) {
     return rewrite(f, r, &lithe__fused_conv_op, &fu, in, in[2] >= 0 ? 3 : 2, (int64_t[]){cv}, 1);
 }
 
+/* A Conv whose output only an Add reads (after try_conv_act: a Conv + Relu / Clip stays that). */
+static lithe_status try_conv_add(fuser *f, int64_t cv) {
+    lithe__graph *g = f->g;
+    if (!is_op(f, cv, "Conv") || g->node_nin[cv] < 2 || g->node_nin[cv] > 3) return LITHE_OK;
+    int64_t y = g->node_out[cv][0], ad = only_reader(f, y);
+    if (!is_op(f, ad, "Add")) return LITHE_OK;
+    int64_t R = other_input(g, ad, y);
+    int64_t in[4] = {g->node_in[cv][0], g->node_in[cv][1], g->node_nin[cv] > 2 ? g->node_in[cv][2] : -1, R};
+    if (in[0] < 0 || in[1] < 0 || R < 0) return LITHE_OK;
+    lithe__gfuse fu = {.kind = LITHE__FUSE_CONV_ADD, .first = (size_t)cv, .res_first = g->node_in[ad][0] == R};
+    return rewrite(f, ad, &lithe__fused_conv_add_op, &fu, in, 4, (int64_t[]){cv}, 1);
+}
+
 lithe_status lithe__graph_fuse(lithe__graph *g) {
     const char *off = getenv("LITHE_GRAPH_FUSE"); /* "0": run every node as the file has it (to compare) */
     if (off && !strcmp(off, "0")) return LITHE_OK;
@@ -345,6 +363,7 @@ lithe_status lithe__graph_fuse(lithe__graph *g) {
     for (size_t i = 0; s == LITHE_OK && i < nn; i++) s = try_gelu(&f, (int64_t)i);
     for (size_t i = 0; s == LITHE_OK && i < nn; i++) s = try_linear(&f, (int64_t)i);
     for (size_t i = 0; s == LITHE_OK && i < nn; i++) s = try_conv_act(&f, (int64_t)i);
+    for (size_t i = 0; s == LITHE_OK && i < nn; i++) s = try_conv_add(&f, (int64_t)i);
     lithe__free(f.producer);
     lithe__free(f.n_readers);
     lithe__free(f.reader);

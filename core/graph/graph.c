@@ -901,8 +901,9 @@ lithe_status lithe__graph_prepare(lithe_model *m) {
         bool gemm = plain && !strcmp(n->op_type, "Gemm");
         bool matmul = plain && !strcmp(n->op_type, "MatMul");
         bool conv_act = g->node_fuse[i].kind == LITHE__FUSE_CONV; /* Conv + Relu / Clip: the Conv's attrs */
-        if (conv_act) n = &g->onnx.nodes[g->node_fuse[i].first];
-        if (linear || gemm || (plain && !strcmp(n->op_type, "Conv")) ||
+        bool conv_add = g->node_fuse[i].kind == LITHE__FUSE_CONV_ADD; /* Conv + Add: the Conv's too */
+        if (conv_act || conv_add) n = &g->onnx.nodes[g->node_fuse[i].first];
+        if (linear || gemm || (plain && !strcmp(n->op_type, "Conv")) || conv_add ||
             (conv_act && lithe__act_clamp(&g->node_fuse[i].act, NULL, NULL))) {
             /* a backend's own operator for W and its bias (LITHE_XNNPACK): a fused Linear as
              * clamp(A·Wᵀ + bias) (no act or relu), a Gemm as A·Bᵀ + C, a Conv */
@@ -920,7 +921,7 @@ lithe_status lithe__graph_prepare(lithe_model *m) {
             if (ok && conv_act) lithe__act_clamp(&g->node_fuse[i].act, &op.out_min, &op.out_max);
             if (ok) LITHE__TRY(lithe__prepare_op(m->backend, &op, W, bias));
         }
-        if ((plain && !strcmp(n->op_type, "Conv")) || conv_act) { /* W as the GEMM's Wᵀ (group 1) */
+        if ((plain && !strcmp(n->op_type, "Conv")) || conv_act || conv_add) { /* W as the GEMM's Wᵀ (group 1) */
             lithe_tensor *W = init_tensor(m, g, g->node_in[i][1]);
             int64_t group = 1;
             for (size_t k = 0; k < n->n_attrs; k++)

@@ -54,6 +54,8 @@ typedef enum lithe__gfuse_kind {
     LITHE__FUSE_LINEAR,    /* in: A (..., K), W (K, N) or (N, K) when transB, bias (N,); then act */
     LITHE__FUSE_ACT,       /* in: X; Y = act(X) (GELU from its Erf form) */
     LITHE__FUSE_CONV,      /* in: the Conv's X, W, [b]; Y = act(conv) (Relu, Clip); attrs: node first's */
+    LITHE__FUSE_CONV_ADD,  /* in: the Conv's X, W, b (slot -1: none), then R; Y = Add(conv, R) or Add(R, conv)
+                            * (res_first); attrs: node first's */
 } lithe__gfuse_kind;
 typedef struct lithe__gfuse {
     lithe__gfuse_kind kind;
@@ -62,6 +64,7 @@ typedef struct lithe__gfuse {
     bool has_act;     /* LINEAR: act applies */
     lithe__act act;   /* LINEAR (when has_act), ACT, CONV */
     size_t first;     /* the pattern's first node (for messages; CONV: its attributes) */
+    bool res_first;   /* CONV_ADD: the Add reads the residual first */
 } lithe__gfuse;
 
 #define LITHE__GRAPH_PLANS 4 /* input signatures kept; the least recently used goes first */
@@ -129,7 +132,7 @@ static inline lithe_status lithe__gexec_like(lithe__gexec *x, const lithe_tensor
 lithe_status lithe__graph_fuse(lithe__graph *g);
 /* The fused ops (ops.c). */
 extern const lithe__graph_op lithe__fused_layernorm_op, lithe__fused_linear_op, lithe__fused_act_op;
-extern const lithe__graph_op lithe__fused_conv_op;
+extern const lithe__graph_op lithe__fused_conv_op, lithe__fused_conv_add_op;
 
 /* The op named op_type, or NULL. */
 const lithe__graph_op *lithe__graph_op_find(const char *op_type);

@@ -1409,7 +1409,8 @@ static lithe_status window_attrs(lithe__gexec *x, size_t node, int64_t H, int64_
 
 static lithe_status conv_geometry(lithe__gexec *x, size_t node, lithe_tensor **in, lithe__conv2d *g) {
     const lithe_tensor *X = in[0], *W = in[1];
-    if (x->g->node_fuse[node].kind == LITHE__FUSE_CONV) node = x->g->node_fuse[node].first; /* the Conv's attrs */
+    if (x->g->node_fuse[node].kind == LITHE__FUSE_CONV || x->g->node_fuse[node].kind == LITHE__FUSE_CONV_ADD)
+        node = x->g->node_fuse[node].first; /* the Conv's attrs */
     if (X->ndim != 4 || W->ndim != 4)
         return fail(x, node, LITHE_ERR_UNSUPPORTED, "lithe runs 2-D convolutions: X and W must be 4-D, got %d-D and %d-D",
                     X->ndim, W->ndim);
@@ -1986,6 +1987,62 @@ BWD(b_fused_conv) {
     return s;
 }
 const lithe__graph_op lithe__fused_conv_op = {"fused:Conv", f_fused_conv, b_fused_conv};
+
+/* Conv + residual Add (fuse.c): inputs X, W, b (NULL: none), R. At inference, when the backend has
+ * conv2d_add and R is contiguous and shaped as the Conv's output, one call adds R as each output is
+ * stored; otherwise (training keeps the Conv's output Z in saved[0]; a broadcast residual; Vulkan,
+ * CUDA) Z = Conv, then the Add's bcast_binary in the file's operand order. The same bits either way;
+ * the backward is the Add's (dZ, dR from dY), then Conv's on dZ. */
+FWD(f_fused_conv_add) {
+    (void)n_out;
+    const lithe__gfuse *f = &x->g->node_fuse[node];
+    LITHE__TRY(need_inputs(x, node, in, n_in, 2));
+    if (n_in < 4 || !in[3]) return fail(x, node, LITHE_ERR_VALUE, "the residual input is missing");
+    LITHE__TRY(need_float(x, node, in[3], 3));
+    lithe_tensor *R = in[3];
+    /* (a backend with its own prepared operators, LITHE_XNNPACK, runs them: Conv, then Add) */
+    if (!x->keep_all && x->be->ops->conv2d_add && !x->be->ops->run_prepared_op && R->storage->backend == x->be &&
+        lithe_tensor_is_contiguous(R) &&
+        R->ndim == 4 && in[0]->ndim == 4 && in[1]->ndim == 4) {
+        for (size_t k = 0; k < 3; k++)
+            if (in[k]) LITHE__TRY(need_float(x, node, in[k], k));
+        lithe__conv2d g = {0};
+        LITHE__TRY(conv_geometry(x, node, in, &g));
+        const int64_t shape[4] = {g.N, g.M, g.OH, g.OW};
+        if (!memcmp(R->shape, shape, sizeof shape)) {
+            lithe_tensor *b = in[2];
+            if (b && b->numel != g.M)
+                return fail(x, node, LITHE_ERR_SHAPE, "bias has %lld values for %lld filters", (long long)b->numel, (long long)g.M);
+            LITHE__TRY(new_f32(x, 4, shape, false, &out[0]));
+            return lithe__conv2d_add_w(x->be, x->is_train, &g, in[0], in[1], b, R, f->res_first, out[0]);
+        }
+    }
+    lithe_tensor *Z = NULL;
+    LITHE__TRY(conv_forward(x, node, in, 3, NULL, &Z));
+    int nd = 0;
+    int64_t shape[LITHE_MAX_DIMS];
+    const lithe_tensor *A = f->res_first ? R : Z, *B = f->res_first ? Z : R;
+    lithe_status s = bcast_shape(x, node, A, B, &nd, shape);
+    if (s == LITHE_OK) s = new_f32(x, nd, shape, false, &out[0]);
+    if (s == LITHE_OK) s = lithe__op_bcast_binary(x->be, LITHE__BIN_ADD, A, B, out[0]);
+    if (s == LITHE_OK && x->keep_all) saved[0] = Z;
+    else lithe_tensor_release(Z);
+    return s;
+}
+BWD(b_fused_conv_add) {
+    if (!saved[0]) return fail(x, node, LITHE_ERR_STATE, "the forward kept no convolution output");
+    const lithe__gfuse *f = &x->g->node_fuse[node];
+    lithe_tensor *dZ = NULL, *dR = NULL;
+    LITHE__TRY(lithe__gexec_grad(x, node, 3, &dR));
+    LITHE__TRY(lithe__gexec_like(x, saved[0], true, &dZ));
+    const lithe_tensor *A = f->res_first ? in[3] : saved[0], *B = f->res_first ? saved[0] : in[3];
+    lithe_status s = lithe__op_bcast_binary_backward(x->be, LITHE__BIN_ADD, A, B, out[0], dout[0],
+                                                     f->res_first ? dR : dZ, f->res_first ? dZ : dR);
+    if (s == LITHE_OK) s = b_conv(x, node, in, 3, out, &dZ, saved);
+    lithe_tensor_release(dZ);
+    return s;
+}
+const lithe__graph_op lithe__fused_conv_add_op = {"fused:ConvAdd", f_fused_conv_add, b_fused_conv_add};
 /* ---- the table ---- */
 
 static const lithe__graph_op ops[] = {

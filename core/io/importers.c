@@ -99,6 +99,12 @@ lithe_status lithe__cpu_conv2d_packed(lithe_backend *be, const lithe__conv2d *g,
     return hooks ? hooks->cpu_conv2d_packed(be, g, X, W, Wp, b, a, Y) : absent("conv2d_prepared");
 }
 
+lithe_status lithe__cpu_conv2d_add(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                                   const struct lithe__sgemm_packed_b *Wp, const float *b, const float *R,
+                                   bool res_first, float *Y) {
+    return hooks ? hooks->cpu_conv2d_add(be, g, X, W, Wp, b, R, res_first, Y) : absent("conv2d_add");
+}
+
 lithe_status lithe__cpu_pool2d(const lithe__pool2d *g, const float *X, float *Y, int32_t *which) {
     return hooks ? hooks->cpu_pool2d(g, X, Y, which) : absent("pool2d");
 }

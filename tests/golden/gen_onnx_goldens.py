@@ -211,6 +211,38 @@ class ConvAct(nn.Module):
         return torch.relu(c) + 0.5 * c                         # c has a second reader
 
 
+class ConvAdd(nn.Module):
+    """Conv + residual Add as the graph layer fuses it (core/graph/fuse.c): mobilenet_v2's inverted
+    residual (x + pointwise conv, the residual first, torchvision's order), conv + x (the residual
+    second) for a padded 3x3, a bias-free 1x1 and a depthwise 3x3, a residual that broadcasts (a
+    (4, 1, 1) parameter: fused, run as Conv then Add); near misses (not fused): a Conv whose output
+    the Add and a Mul both read, a Conv + ReLU (fused as that) before an Add."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(4, 16, 1)
+        self.c2 = nn.Conv2d(16, 16, 3, padding=1, groups=16)
+        self.c3 = nn.Conv2d(16, 4, 1)
+        self.c4 = nn.Conv2d(4, 4, 3, padding=1)
+        self.c5 = nn.Conv2d(4, 4, 1, bias=False)
+        self.c6 = nn.Conv2d(4, 4, 3, padding=1, groups=4)
+        self.c7 = nn.Conv2d(4, 4, 1)
+        self.c8 = nn.Conv2d(4, 4, 1)
+        self.c9 = nn.Conv2d(4, 4, 1)
+        self.p = nn.Parameter(torch.tensor(rng.standard_normal((4, 1, 1)).astype("float32")))
+
+    def forward(self, x):                                       # x (N, 4, 7, 7)
+        h = self.c2(self.c1(x))                                 # (no ReLU6: its kinks would move SGD off torch's)
+        x = x + self.c3(h)                                      # fused, residual first
+        x = self.c4(x) + x                                      # fused, residual second
+        x = self.c5(x) + x                                      # fused, no bias
+        x = self.c6(x) + x                                      # fused, depthwise
+        x = self.c7(x) + self.p                                 # fused, the residual broadcasts
+        c = self.c8(x)
+        x = c + x + 0.5 * c                                     # near miss: c has a second reader
+        return torch.relu(self.c9(x)) + x                       # near miss: Conv + Relu, then Add
+
+
 class FFN(nn.Module):
     """A transformer's feed-forward block on (N, 5, 8): Linear, F.gelu (its Erf form), Linear; the
     graph layer fuses the first Linear with the GELU and the second Linear."""
@@ -314,6 +346,9 @@ export("mobile", Mobile(), randx(2, 3, 16, 16), 13, lr=0.01)
 
 torch.manual_seed(11)
 export("convact", ConvAct(), randx(2, 3, 7, 7), 13, lr=0.01)
+
+torch.manual_seed(12)
+export("convadd", ConvAdd(), randx(2, 4, 7, 7), 13, lr=0.0002)
 
 
 

@@ -331,6 +331,7 @@ typedef struct job {
     int64_t b_ow, b_row;
     const float *const *A_rows; /* lithe__sgemm_pixels: op(A)'s rows (A unused), pixels a_ow per row */
     int64_t a_ow, a_row;
+    bool a_place; /* lithe__sgemm_pixels: whole A slivers read in place (ukernel_ap) whatever N */
     bool c_trans; /* C(i, j) at C[j * ldc + i], through the range's tile buffer */
     bool swapped; /* run_swapped: op(A) = A read in place by ukernel_a, C transposed, bias per row */
     int64_t lda, ldb, ldc;
@@ -370,6 +371,25 @@ static void epilogue_tile(const lithe__sgemm_epilogue *e, bool add_bias_row, boo
  * exact) instead of a pass over C. A block holding that step packs its real steps, then the extra. */
 static bool bias_step(const lithe__sgemm_epilogue *e) { return e && e->bias_row; }
 
+/* The epilogue's residual over a stored block of C (rows x cols, row stride ldc; r its residual,
+ * row stride ldr): one rounded add per element, in the Add's operand order (gemm.h). */
+static void add_res(const lithe__sgemm_kernel *k, size_t rows, size_t cols, float *c, size_t ldc, const float *r,
+                    size_t ldr, bool first) {
+    if (k && k->add_tile) { /* k NULL: the portable loop */
+        k->add_tile(rows, cols, c, ldc, r, ldr, 1, first);
+        return;
+    }
+    for (size_t i = 0; i < rows; i++) {
+        float *ci = c + i * ldc;
+        const float *ri = r + i * ldr;
+        if (first)
+            for (size_t j = 0; j < cols; j++) ci[j] = ri[j] + ci[j];
+        else
+            for (size_t j = 0; j < cols; j++) ci[j] = ci[j] + ri[j];
+    }
+}
+static bool has_res(const lithe__sgemm_epilogue *e) { return e && e->res; }
+
 /* One tile of a transposed C (lithe__sgemm_pixels): the microkernel writes it into the range's
  * buffer (mr x NR), which holds C's values first when this K block adds to them; the activation
  * runs there after the last block; then it goes to C[j * ldc + i]. The same arithmetic as a tile
@@ -395,12 +415,14 @@ static void store_trans(const job *jb, const lithe__sgemm_kernel *k, size_t mr, 
     }
     if (k->transpose) {
         k->transpose(mr, nr, tile, NR, c, ldc);
-        return;
+    } else {
+        for (size_t j = 0; j < nr; j++) {
+            float *cj = c + j * ldc;
+            for (size_t i = 0; i < mr; i++) cj[i] = tile[i * NR + j];
+        }
     }
-    for (size_t j = 0; j < nr; j++) {
-        float *cj = c + j * ldc;
-        for (size_t i = 0; i < mr; i++) cj[i] = tile[i * NR + j];
-    }
+    if (last && has_res(e)) /* the stored tile, back from L1, plus its residual */
+        add_res(k, nr, mr, c, ldc, e->res + j0 * e->ldr + i0, (size_t)e->ldr, e->res_first);
 }
 
 /* An A sliver of MR pixels from i0 inside one output row (lithe__sgemm_pixels): ukernel_ap reads it. */
@@ -437,8 +459,20 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
              * and are not a multiple of 4 KB apart (those share L2 sets: a sliver's 512 rows would
              * overflow their 8 ways, where a packed sliver is contiguous). The dense layers' dX =
              * dY·W at batch 64, 512 wide: 313 -> 290 us on Zen 4. */
-            const bool in_place = k->ukernel_b && !jb->tB && !jb->Bpk && !jb->B_rows && !jb->c_trans && kr == kb &&
-                                  (m1 - m0 <= k->mc || kb * nb <= ROWS_OUTER_FLOATS) && (uintptr_t)jb->B % 64 == 0 &&
+            /* A row bias in the product's only K block (a pointwise convolution's, K < kc) need not
+             * keep B packed for its row of ones (bias_after): its step adds bias_row[i] · 1 last, one
+             * rounding of acc + bias_row[i], which with alpha 1, beta 0 and no column bias is the
+             * rounding of adding it to the stored tile (epilogue_tile, in L1). Not with an act: the
+             * act kernel per tile row after it measured twice as slow as packing with the clamp in
+             * the store (16 -> 96 + ReLU6 at 112x112: 438 -> 941 us). Nor below 64 steps: 32 -> 16 at
+             * 112x112 (32 rows, each its own stream) gained in isolation (158 -> 150 us) but lost in
+             * mobilenet_v2 (166 -> 172-182 us min), where its input is cold. mobilenet_v2's other
+             * projections (no act) spent a quarter packing: 144 -> 24 at 56x56 234 -> 199 us. */
+            const bool bias_after = kr + 1 == kb && kr >= 64 && pc == 0 && last && jb->alpha == 1.0f && jb->beta == 0.0f &&
+                                    !epi->bias && !epi->Z && !epi->act;
+            const bool in_place = k->ukernel_b && !jb->tB && !jb->Bpk && !jb->B_rows && !jb->c_trans &&
+                                  (kr == kb || bias_after) && (m1 - m0 <= k->mc || kb * nb <= ROWS_OUTER_FLOATS) &&
+                                  (uintptr_t)jb->B % 64 == 0 &&
                                   jb->ldb % 16 == 0 && jb->ldb % 1024 != 0;
             for (size_t jr = 0; !jb->Bpk && jr < nb; jr += NR) {
                 size_t lanes = nb - jr < NR ? nb - jr : NR;
@@ -460,7 +494,7 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
              * sliver covers N: each A sliver meets one B sliver, so packing it would only copy it
              * once more; whole slivers inside one output row (a_whole). LeNet's second convolution
              * (196 x 32 x 400 per image) 1600 -> 1420 us min at batch 32 (1 thread, Zen 4). */
-            const bool a_in_place = k->ukernel_ap && jb->A_rows && kr == kb && jb->N <= (int64_t)NR;
+            const bool a_in_place = k->ukernel_ap && jb->A_rows && kr == kb && (jb->N <= (int64_t)NR || jb->a_place);
             lithe__sgemm_ukparams p = {.alpha = jb->alpha, .beta = pc == 0 ? jb->beta : 1.0f};
             if (last && clamped) p.clamp = cl.clamp, p.lo = cl.lo, p.hi = cl.hi; /* the act in the store */
             for (int64_t ic = m0; ic < m1; ic += k->mc) {
@@ -517,14 +551,27 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                         continue;
                     }
                     float *c = jb->C + (ic + (int64_t)ir) * jb->ldc + jc + (int64_t)jr;
-                    if (in_place && nr == NR)
+                    const bool after = in_place && nr == NR && kr < kb;
+                    if (after) { /* bias_after: the real steps, then the row bias */
+                        lithe__sgemm_ukparams pb = {.alpha = 1.0f, .beta = 0.0f};
+                        k->ukernel_b(mr, nr, kr, Ap + ir * kb, jb->B + pc * jb->ldb + jc + (int64_t)jr,
+                                     (size_t)jb->ldb, c, (size_t)jb->ldc, &pb);
+                        if (k->add_tile)
+                            k->add_tile(mr, nr, c, (size_t)jb->ldc, epi->bias_row + ic + (int64_t)ir, 1, 0, false);
+                        else
+                            epilogue_tile(epi, true, true, mr, nr, c, (size_t)jb->ldc, ic + (int64_t)ir,
+                                          jc + (int64_t)jr);
+                    } else if (in_place && nr == NR)
                         k->ukernel_b(mr, nr, kb, Ap + ir * kb, jb->B + pc * jb->ldb + jc + (int64_t)jr,
                                      (size_t)jb->ldb, c, (size_t)jb->ldc, &p);
                     else
                         k->ukernel(mr, nr, kb, Ap + ir * kb, Bp + jr * kb, c, (size_t)jb->ldc, &p);
-                    if (last && epi && (epi->Z || (epi->act && !clamped))) /* not with c_trans (store_trans) */
+                    if (!after && last && epi && (epi->Z || (epi->act && !clamped))) /* not with c_trans (store_trans) */
                         epilogue_tile(epi, false, !clamped, mr, nr, c, (size_t)jb->ldc, ic + (int64_t)ir,
                                       jc + (int64_t)jr);
+                    if (last && has_res(epi))
+                        add_res(k, mr, nr, c, (size_t)jb->ldc, epi->res + (ic + (int64_t)ir) * epi->ldr + jc + (int64_t)jr,
+                                (size_t)epi->ldr, epi->res_first);
                 }
             }
         }
@@ -734,6 +781,7 @@ static void k_zero(int64_t M, int64_t N, float beta, float *C, int64_t ldc, cons
             c[j] = t;
         }
         if (epilogue_after(epi)) epilogue_tile(epi, true, true, 1, (size_t)N, c, 0, i, 0);
+        if (has_res(epi)) add_res(NULL, 1, (size_t)N, c, 0, epi->res + i * epi->ldr, 0, epi->res_first);
     }
 }
 
@@ -839,6 +887,7 @@ bool lithe__sgemm_prepacked(const lithe__sgemm_kernel *k, bool use_threads, bool
             lithe__pool_for(pool, (N + GEMV_GRAIN - 1) / GEMV_GRAIN, 1, gemv_task, &g);
         }
         ws_release(s);
+        if (has_res(epi)) add_res(k, 1, (size_t)N, C, 0, epi->res, 0, epi->res_first); /* after the row's store */
         return true;
     }
 
@@ -887,17 +936,21 @@ bool lithe__sgemm_pixels(const lithe__sgemm_kernel *k, bool use_threads, int64_t
                          const lithe__sgemm_packed_b *Bpk, float *C, int64_t ldc, const lithe__sgemm_epilogue *epi) {
     if (M <= 0 || N <= 0) return true;
     if (!k) k = lithe__sgemm_kernel_best();
-    lithe__sgemm_epilogue e = {0}; /* bias and act only */
+    lithe__sgemm_epilogue e = {0}; /* bias, act and res only */
     if (epi) {
         e.bias = epi->bias;
         e.act = epi->act;
         e.act_fn = epi->act_fn;
+        e.res = epi->res;
+        e.ldr = epi->ldr;
+        e.res_first = epi->res_first;
     }
     if (K <= 0) { /* C = bias, then act, column by column */
         for (int64_t j = 0; j < N; j++) {
             float *c = C + j * ldc;
             for (int64_t i = 0; i < M; i++) c[i] = e.bias ? e.bias[j] : 0.0f;
             if (e.act) e.act_fn(e.act, M, c, c);
+            if (e.res) add_res(k, 1, (size_t)M, c, 0, e.res + j * e.ldr, 0, e.res_first);
         }
         return true;
     }
@@ -908,7 +961,14 @@ bool lithe__sgemm_pixels(const lithe__sgemm_kernel *k, bool use_threads, int64_t
         Bpk = NULL; /* packed for another kernel: pack here */
     job jb = {.k = k, .tB = tB, .M = M, .N = N, .K = K, .alpha = 1.0f, .beta = 0.0f, .B = B, .Bpk = Bpk,
               .A_rows = A_rows, .a_ow = ow, .a_row = a_row, .c_trans = true, .ldb = ldb, .ldc = ldc, .C = C,
-              .epi = e.bias || e.act ? &e : NULL};
+              .epi = e.bias || e.act || e.res ? &e : NULL};
+    /* all of op(A)'s pixels in one output row (ow >= M: a pointwise convolution's input planes): the
+     * kernel reads whole A slivers where they lie (ukernel_ap) whatever N, instead of packing them,
+     * the same bits. 576 -> 96 at 14x14: the packing was 8 % of the time (in mobilenet_v2
+     * 223 -> 208 us with its Add). Only for slivers of at least 12 rows, most of a cache line per
+     * step: 7-row ones (7x7 planes) read each line for 7 floats where the packed block is dense,
+     * and lost in the model (320 -> 1280 416 -> 444 us) what they gained in isolation. */
+    jb.a_place = kr->ukernel_ap && kr->mr >= 12 && ow >= M;
     return run_packed(&jb, pool, lithe__pool_threads(pool));
 }
 

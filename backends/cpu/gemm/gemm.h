@@ -77,7 +77,8 @@ typedef void (*lithe__sgemm_ukernel_b_fn)(size_t mr, size_t nr, size_t kc, const
  * values at rows[k] + off (contiguous; all MR of them must be readable, also where mr < MR),
  * otherwise ukernel's contract and bits exactly. lithe__sgemm_pixels uses it for whole A slivers
  * (MR pixels inside one output row) of a product whose N fits one B sliver (N <= NR: each A
- * sliver is read once either way), so a convolution's taps are broadcast straight from its padded
+ * sliver is read once either way) or whose pixels are all one row (a pointwise convolution's input
+ * planes, slivers of 12 rows or more), so a convolution's taps are broadcast straight from its padded
  * input: such a product packs no A (LeNet's second convolution, 196 x 32 x 400 per image). */
 typedef void (*lithe__sgemm_ukernel_ap_fn)(size_t mr, size_t nr, size_t kc, const float *const *rows, int64_t off,
                                            const float *b, float *c, size_t ldc, const lithe__sgemm_ukparams *p);
@@ -87,6 +88,7 @@ typedef void (*lithe__sgemm_ukernel_ap_fn)(size_t mr, size_t nr, size_t kc, cons
  * and bits exactly (lithe__sgemm_rows_direct). */
 typedef void (*lithe__sgemm_ukernel_bp_fn)(size_t mr, size_t nr, size_t kc, const float *a, const float *const *rows,
                                            int64_t off, float *c, size_t ldc, const lithe__sgemm_ukparams *p);
+
 /* Optional: the microkernel reading its A sliver where it lies in an untransposed op(A) instead of
  * packed: step k of the tile's row i at a[i * lda + k], only rows i < mr read (the missing rows of
  * a partial tile repeat row 0: computed, never stored), otherwise ukernel's contract and bits
@@ -162,6 +164,11 @@ typedef struct lithe__sgemm_kernel {
      * relu / clip epilogue act in the last K block instead of the act kernel over each stored tile
      * row (false: they ignore it and the act runs after the store, the same bits). */
     bool clamp_ok;
+    /* Optional (NULL: the driver's portable loop): one rounded add into a stored C block in L1,
+     *   c[i * ldc + j] = first ? r + c : c + r,  r = rv[i * rs + j * cs]  (i < rows, j < cols)
+     * (cs 1: a residual block, lithe__sgemm_epilogue's res; cs 0: one value per row, a row bias
+     * added after the store). */
+    void (*add_tile)(size_t rows, size_t cols, float *c, size_t ldc, const float *rv, size_t rs, size_t cs, bool first);
 } lithe__sgemm_kernel;
 
 /* The epilogue of a fused GEMM (gemm_bias_act): after the last K block of a tile,
@@ -184,6 +191,14 @@ typedef struct lithe__sgemm_epilogue {
      * with alpha = 1 and beta = 0 (as convolutions call it): the product step would scale it by
      * alpha where the after-store paths do not. */
     const float *bias_row;
+    /* Optional residual (NULL: none; not with act or Z): after everything above, each element of C
+     * gets one more rounded add, c = res_first ? r + c : c + r, r at res with C's layout and row
+     * stride ldr (lithe__sgemm_pixels: transposed like its C, r of element (i, j) at res[j · ldr + i]),
+     * while the tile is in L1: the bits of storing C and then adding the residual in a separate pass
+     * (a graph's Conv then Add, fused; core/graph/fuse.c). */
+    const float *res;
+    int64_t ldr;
+    bool res_first;
 } lithe__sgemm_epilogue;
 
 /* The microkernel clamp (ukparams' clamp, lo, hi) giving act's bits, when it has one: relu, and a
@@ -270,8 +285,8 @@ bool lithe__sgemm_rows_direct(const lithe__sgemm_kernel *k, int64_t M, int64_t O
  * input's channel k). C is written transposed, element (i, j) at C[j · ldc + i] (NCHW: filter j's
  * plane): each microkernel tile goes to a small per-thread buffer (its rows being pixels), gets
  * the activation there while it is in L1, and is transposed into C (a later K block reads it back
- * first). op(B) may be packed ahead (Bp: lithe__sgemm_pack_b of this B, transB, K, N). epi: bias
- * and act only (Z and bias_row unsupported). Blocking, threads and the bits of each element are
+ * first). op(B) may be packed ahead (Bp: lithe__sgemm_pack_b of this B, transB, K, N). epi: bias,
+ * act and res only (Z and bias_row unsupported). Blocking, threads and the bits of each element are
  * lithe__sgemm's for the same operands. */
 bool lithe__sgemm_pixels(const lithe__sgemm_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K,
                          const float *const *A_rows, int64_t ow, int64_t a_row, bool transB, const float *B, int64_t ldb,

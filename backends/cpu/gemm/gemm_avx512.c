@@ -56,6 +56,7 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
 #define ROWS_8(X) ROWS_4(X) X(4) X(5) X(6) X(7)
 #define ROWS_12(X) ROWS_8(X) X(8) X(9) X(10) X(11)
 #define ROWS_14(X) ROWS_12(X) X(12) X(13)
+#define ROWS_7(X) ROWS_4(X) X(4) X(5) X(6)
 
 #define UK_DECL(i) __m512 c0_##i = _mm512_setzero_ps(), c1_##i = _mm512_setzero_ps();
 #define UK_FMA(i)                                                                                                 \
@@ -215,6 +216,7 @@ DEFINE_UKERNEL(4)
 DEFINE_UKERNEL(8)
 DEFINE_UKERNEL(12)
 DEFINE_UKERNEL(14)
+DEFINE_UKERNEL(7)
 
 /* One row against G packed slivers at once (gemm.h's urow): 2 G accumulators (8 at G = 4, what
  * 2 FMA pipes x 4 cycles need), each element accumulated and written exactly as the microkernel
@@ -341,6 +343,7 @@ DEFINE_PACK_A(4)
 DEFINE_PACK_A(8)
 DEFINE_PACK_A(12)
 DEFINE_PACK_A(14)
+DEFINE_PACK_A(7)
 
 /* lithe__sgemm_pixels' A slivers: step k's lanes contiguous at rows[k] + off (a tap's pixels along
  * an output row), one masked load and store per step. */
@@ -363,6 +366,7 @@ DEFINE_PACK_A_PTRS(4)
 DEFINE_PACK_A_PTRS(8)
 DEFINE_PACK_A_PTRS(12)
 DEFINE_PACK_A_PTRS(14)
+DEFINE_PACK_A_PTRS(7)
 
 /* A sliver of pixels across output rows (gemm.h's pack_segs): per step and group of 16 lanes, one
  * register merges its chunks by masked loads (each from the chunk's source moved back by its lane
@@ -391,6 +395,20 @@ static void pack_segs(size_t R, size_t kc, const float *const *rows, size_t nseg
 
 /* dst[j * ldd + i] = src[i * lds + j] (i < rows, j < cols) in 16 x 16 blocks through transpose16. */
 static void transpose_tile(size_t rows, size_t cols, const float *src, size_t lds, float *dst, size_t ldd) {
+    if (rows <= 8 && cols > 16 && cols <= 32) { /* a short tile (7 x 32: a 7x7 plane's pixel rows): both
+                                                 * column halves in one 16 x 16 transpose, the second
+                                                 * half's rows in registers 8.. (lanes 8.. after it) */
+        __mmask16 lo = (__mmask16)((1u << rows) - 1), hm = (__mmask16)((1u << (cols - 16)) - 1);
+        __m512 r[16];
+        for (size_t i = 0; i < 8; i++) {
+            r[i] = i < rows ? _mm512_loadu_ps(src + i * lds) : _mm512_setzero_ps();
+            r[8 + i] = i < rows ? _mm512_maskz_loadu_ps(hm, src + i * lds + 16) : _mm512_setzero_ps();
+        }
+        transpose16(r);
+        for (size_t j = 0; j < 16; j++) _mm512_mask_storeu_ps(dst + j * ldd, lo, r[j]);
+        for (size_t j = 0; j < cols - 16; j++) _mm512_mask_storeu_ps(dst + (j + 16) * ldd - 8, (__mmask16)(lo << 8), r[j]);
+        return;
+    }
     for (size_t i0 = 0; i0 < rows; i0 += 16) {
         size_t ri = rows - i0 < 16 ? rows - i0 : 16;
         __mmask16 im = ri == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << ri) - 1);
@@ -402,6 +420,23 @@ static void transpose_tile(size_t rows, size_t cols, const float *src, size_t ld
                 r[i] = i < ri ? _mm512_maskz_loadu_ps(jm, src + (i0 + i) * lds + j0) : _mm512_setzero_ps();
             transpose16(r);
             for (size_t j = 0; j < cj; j++) _mm512_mask_storeu_ps(dst + (j0 + j) * ldd + i0, im, r[j]);
+        }
+    }
+}
+
+/* gemm.h's add_tile: a stored C block plus a residual block (cs 1) or one value per row (cs 0),
+ * 16 columns a vector, the last one masked; _mm512_add_ps(a, b) is a + b, one rounding. */
+static void add_tile(size_t rows, size_t cols, float *c, size_t ldc, const float *rv, size_t rs, size_t cs,
+                     bool first) {
+    for (size_t i = 0; i < rows; i++) {
+        float *ci = c + i * ldc;
+        const float *ri = rv + i * rs;
+        const __m512 rb = _mm512_set1_ps(*ri);
+        for (size_t j = 0; j < cols; j += 16) {
+            size_t w = cols - j < 16 ? cols - j : 16;
+            __mmask16 m = w == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << w) - 1);
+            __m512 x = _mm512_maskz_loadu_ps(m, ci + j), r = cs ? _mm512_maskz_loadu_ps(m, ri + j) : rb;
+            _mm512_mask_storeu_ps(ci + j, m, first ? _mm512_add_ps(r, x) : _mm512_add_ps(x, r));
         }
     }
 }
@@ -597,16 +632,19 @@ static const lithe__sgemm_kernel *for_rows(int64_t M);
      .gemv_t = gemv_t, .gemv_n = gemv_n, .for_rows = for_rows, .urow = lithe_f32_gemm_urow_1x32__avx512,         \
      .ukernel_b = lithe_f32_gemm_ukernel_b_##MR##x32__avx512, .ukernel_ap = lithe_f32_gemm_ukernel_ap_##MR##x32__avx512, \
      .ukernel_bp = lithe_f32_gemm_ukernel_bp_##MR##x32__avx512, .ukernel_a = lithe_f32_gemm_ukernel_a_##MR##x32__avx512, \
-     .pack_a_ptrs = pack_a_ptrs_##MR, .transpose = transpose_tile, .pack_segs = pack_segs, .clamp_ok = true}
+     .pack_a_ptrs = pack_a_ptrs_##MR, .transpose = transpose_tile, .pack_segs = pack_segs, .clamp_ok = true,      \
+     .add_tile = add_tile}
 static const lithe__sgemm_kernel kernels[] = {KERNEL(14, 126), KERNEL(12, 120), KERNEL(8, 128), KERNEL(4, 128),
-                                              KERNEL(2, 128)};
+                                              KERNEL(2, 128), KERNEL(7, 126)};
 #define N_KERNELS (sizeof kernels / sizeof kernels[0])
 /* Relative FMA throughput of each height: 2 x MR accumulators, 8 needed to cover 2 pipes x 4
  * cycles of latency (4 rows: just enough; 2 rows: half). */
-static const double speed[N_KERNELS] = {1.0, 1.0, 1.0, 0.9, 0.5};
+static const double speed[N_KERNELS] = {1.0, 1.0, 1.0, 0.9, 0.5, 1.0};
 
 /* The height with the least work per useful row, ceil(M / MR) * MR / speed (ties: the taller,
- * fewer B reloads): 64 rows -> 8 x 32, 56 -> 14 x 32, 2 -> 2 x 32, 6 -> 8 x 32. Every height
+ * fewer B reloads): 64 rows -> 8 x 32, 56 -> 14 x 32, 2 -> 2 x 32, 6 -> 8 x 32, 49 -> 7 x 32 (a
+ * 7x7 plane's pixels in conv.c's pixel rows: mobilenet_v2's 1x1 convolutions there ran 14 x 32
+ * tiles an eighth empty; 7 x 32 still has 14 accumulators, and 320 -> 1280 went 458 -> 426 us). Every height
  * gives the same bits. LITHE_GEMM_AVX512_MR=14|12|8|4|2 forces one (tests, tuning). */
 static const lithe__sgemm_kernel *for_rows(int64_t M) {
     const char *v = getenv("LITHE_GEMM_AVX512_MR");

@@ -194,6 +194,12 @@ lithe_status lithe__cpu_conv2d_packed(lithe_backend *be, const lithe__conv2d *g,
                                       float *Y);
 lithe_status lithe__cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
                                         const float *dY, float *dX, float *dW, float *db);
+/* Y = conv2d_packed(X, W, Wp, b) (no activation), then Y = R + Y (res_first) or Y + R, R contiguous
+ * and shaped as Y: the residual added in the GEMM's store while each tile is in L1 (pointwise and
+ * im2col filter rows, pixel rows), after the convolution elsewhere; the bits of the two passes. */
+lithe_status lithe__cpu_conv2d_add(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                                   const struct lithe__sgemm_packed_b *Wp, const float *b, const float *R,
+                                   bool res_first, float *Y);
 /* Pooling (conv.c): the twins over (image, channel) planes split by the pool, 2x2/2 max pooling
  * by its own loop; bit-identical to the twins. LITHE_OK (the npm core without the importer module:
  * LITHE_ERR_UNSUPPORTED, core/io/importers.c). */
