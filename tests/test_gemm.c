@@ -735,11 +735,12 @@ static void test_clamp(void **state) {
 /* The epilogue's residual (gemm.h: res, ldr, res_first) gives the bits of the product stored
  * without it and the residual added after, in either operand order, for every entry: lithe__sgemm
  * (packed, B in place, M = 1's GEMV), op(B) packed ahead (M = 1: urow), lithe__sgemm_rows with a
- * row bias, lithe__sgemm_pixels (the transposed store, the residual transposed too), K = 0; the
+ * row bias, lithe__sgemm_pixels (the transposed store, the residual transposed too), X·Wᵀ at a
+ * shape the driver would run swapped, K = 0; the
  * residual's row stride wider than C's. The residual carries NaN, inf and -0, the product a NaN
  * row; K = 600 crosses the kc blocks (the residual in the last only). */
 static void res_one(const lithe__sgemm_kernel *k, const char *name) {
-    static const int64_t mnk[][3] = {{37, 70, 19}, {1, 45, 33}, {16, 32, 600}, {5, 9, 3}, {3, 100, 1}, {50, 21, 0}};
+    static const int64_t mnk[][3] = {{37, 70, 19}, {1, 45, 33}, {16, 32, 600}, {5, 9, 3}, {3, 100, 1}, {50, 21, 0}, {32, 512, 64}};
     for (size_t z = 0; z < sizeof mnk / sizeof mnk[0]; z++) {
         int64_t M = mnk[z][0], N = mnk[z][1], K = mnk[z][2], Kc = K ? K : 1, ldr = (M > N ? M : N) + 3;
         float *A = malloc(sizeof(float) * (size_t)(M * Kc)), *B = malloc(sizeof(float) * (size_t)(Kc * N));
@@ -767,9 +768,10 @@ static void res_one(const lithe__sgemm_kernel *k, const char *name) {
         lithe__sgemm_packed_b *Bp = K ? lithe__sgemm_pack_b(k, true, K, N, Bt, K) : NULL;
         assert_true(Bp || !K);
         for (int first = 0; first < 2; first++)
-            for (int v = 0; v < 4; v++) {
+            for (int v = 0; v < 5; v++) {
                 /* 0: sgemm with bias; 1: op(B) packed ahead, bias; 2: sgemm_rows with a row bias;
-                 * 3: sgemm_pixels with bias (C and the residual transposed) */
+                 * 3: sgemm_pixels with bias (C and the residual transposed); 4: sgemm X·Wᵀ with bias
+                 * (32 x 512 x 64: a shape gemm.c would run swapped, which has no residual form) */
                 lithe__sgemm_epilogue e0 = {.bias = v != 2 ? bias : NULL, .bias_row = v == 2 ? brow : NULL};
                 lithe__sgemm_epilogue e1 = e0;
                 e1.res = Rs;
@@ -782,6 +784,9 @@ static void res_one(const lithe__sgemm_kernel *k, const char *name) {
                 } else if (v == 3) {
                     ok0 = lithe__sgemm_pixels(k, false, M, N, K, arows, M, 0, true, Bt, K, NULL, C0, M, &e0);
                     ok1 = lithe__sgemm_pixels(k, true, M, N, K, arows, M, 0, true, Bt, K, Bp, C1, M, &e1);
+                } else if (v == 4) {
+                    ok0 = lithe__sgemm(k, false, false, true, M, N, K, 1.0f, A, K, Bt, Kc, 0.0f, C0, N, &e0);
+                    ok1 = lithe__sgemm(k, true, false, true, M, N, K, 1.0f, A, K, Bt, Kc, 0.0f, C1, N, &e1);
                 } else {
                     ok0 = lithe__sgemm(k, false, false, false, M, N, K, 1.0f, A, K, B, N, 0.0f, C0, N, &e0);
                     ok1 = lithe__sgemm_prepacked(k, true, false, v == 1, M, N, K, 1.0f, A, K, v == 1 ? Bt : B,

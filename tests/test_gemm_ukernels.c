@@ -429,10 +429,6 @@ static void check_prepacked(const lithe__sgemm_kernel *k, bool tB, int64_t M, in
     lithe__aligned_free(Z2);
 }
 
-/* test_gemm_ukernels --bench M N K [ISA]: GFLOP/s of C = A·Bᵀ (a dense layer's forward), one
- * thread, the best of 30 timed runs after a warm-up, by the process's CPU time (on a shared
- * machine the wall clock also counts the time other processes hold the core). Not part of the
- * checks: a figure for docs/. */
 /* ---- the convolution forward (backends/cpu/conv.c) on this build's path: with -msimd128 the
  * SIMD128 direct kernel (4 x 8 tiles of output pixels x filters) for every shifted-rows geometry.
  * Against float64 within the rounding of a K-term float sum; in SIMD128 builds also bit for bit
@@ -555,6 +551,10 @@ static void check_convs(void) {
     }
 }
 
+/* test_gemm_ukernels --bench M N K [ISA]: GFLOP/s of C = A·Bᵀ (a dense layer's forward), one
+ * thread, the best of 30 timed runs after a warm-up, by the process's CPU time (on a shared
+ * machine the wall clock also counts the time other processes hold the core). Not part of the
+ * checks: a figure for docs/. */
 static int bench(int64_t M, int64_t N, int64_t K, const char *isa) {
     const lithe__sgemm_kernel *k = isa ? lithe__sgemm_kernel_named(isa) : lithe__sgemm_kernel_best();
     if (!k || M < 1 || N < 1 || K < 1) {

@@ -697,7 +697,7 @@ static bool pixel_rows(const lithe__conv2d *g, int64_t Mg, int64_t K) {
      * 1024, the filters in one A block), where pixel rows pack every pixel: about 2 lane
      * multiply-adds per element (mobilenet_v2's 192 -> 32 at 28x28: pixel rows 104 us, filter rows
      * 87 us in place; with AVX-512's ukernel_ap pixel rows read it in place too, 88 us) */
-    if (is_pointwise(g) && K >= 64 && K < kf->kc && P % 16 == 0 && P % 1024 != 0 && Mg <= kf->mc)
+    if (kf->ukernel_b && is_pointwise(g) && K >= 64 && K < kf->kc && P % 16 == 0 && P % 1024 != 0 && Mg <= kf->mc)
         filters -= 2.0 * (double)(P * K);
     double moves = 2.0 * (double)((K + kp->kc - 1) / kp->kc) - 1.0; /* a later K block reads the tile back */
     double pixels = rup(P, kp->mr) * rup(Mg, kp->nr) * (double)K / kernel_speed(kp->mr) + per_out * moves * (double)(Mg * P);
@@ -731,12 +731,12 @@ static void add_residual(float *y, const float *r, int64_t n, bool first) {
  * Builds with -msimd128 run every shifted-rows convolution (is_shifted) whose GEMM kernel is the
  * SIMD128 one (LITHE_CPU_ISA may name the scalar one in WASI) through a kernel of its own instead
  * of the GEMM: output pixels as rows, filters as lanes (the pixel-rows orientation), reading the
- * zero-bordered phase planes in place. Tile: 5 output pixels x 8 filters, 10 f32x4 accumulators;
- * per tap k one i32 load (the tap's byte offset into the planes), five splat loads (each pixel's
+ * zero-bordered phase planes in place. Tile: 4 output pixels x 8 filters, 8 f32x4 accumulators;
+ * per tap k one i32 load (the tap's byte offset into the planes), four splat loads (each pixel's
  * value at base + offset: the tile's pixels may span output rows, each has its own base), two
  * vector loads of the filters' weights (the dense layers' packed Wᵀ layout, lithe__sgemm_pack_b's
- * slivers of 8; prepared weights are read as they are), 10 mul + 10 add: 14 live v128s, no
- * spill, nothing packed per call but the weights when they are not prepared. K is not blocked
+ * slivers of 8; prepared weights are read as they are), 8 mul + 8 add, no spill (5 x 8 spilled:
+ * V8 loads every pixel's splat before the multiplies, docs/wasm.md), nothing packed per call but the weights when they are not prepared. K is not blocked
  * (a sliver's K x 8 weights stay in L1: 12.5 KiB for LeNet's K = 400); the tile goes to Y
  * (NCHW, pixels consecutive) after bias and the clamp, as two 4 x 4 transposes. The GEMM's tiles
  * (5 x 8 or 4 x 8 through the packing and, with pixel rows, a tile buffer and its transposed

@@ -792,10 +792,10 @@ static bool run_packed(job *jb, lithe__pool *pool, int T);
  * of W in every training step's forward, since W changes every step) then outweighs packing Xᵀ and
  * one transpose of C. X's rows become the tiles' NR columns, so M must about fill them (a
  * remainder up to NR / 2 wide runs the kernel's half tile): at most 1/8 computed in vain. Not with
- * Z or a row bias (no transposed forms of those). */
+ * Z, a row bias or a residual (no transposed forms of those). */
 static bool swap_pays(const lithe__sgemm_kernel *k, int64_t M, int64_t N, int64_t K,
                       const lithe__sgemm_epilogue *epi) {
-    if (epi && (epi->Z || epi->bias_row)) return false;
+    if (epi && (epi->Z || epi->bias_row || epi->res)) return false;
     if (M < 16 || M > 256 || N < 2 * M) return false;
     const lithe__sgemm_kernel *kr = k->for_rows ? k->for_rows(N) : k;
     if (!kr->ukernel_a) return false;
@@ -981,7 +981,7 @@ bool lithe__sgemm_rows_direct(const lithe__sgemm_kernel *k, int64_t M, int64_t O
     const int64_t Kt = K + (bias ? 1 : 0);
     lithe__sgemm_ukparams p = {.alpha = 1.0f};
     if (!k->ukernel_bp || M <= 0 || OH <= 0 || ow <= 0 || K <= 0 || Kt > k->kc || M > k->mc ||
-        (epi && (epi->Z || epi->bias)) || (epi && epi->act && !epi_clamp(k, epi, false, &p)))
+        (epi && (epi->Z || epi->bias || epi->res)) || (epi && epi->act && !epi_clamp(k, epi, false, &p)))
         return false;
     const size_t MR = (size_t)k->mr, NR = (size_t)k->nr, kt = (size_t)Kt;
     ws_slot priv, *s = ws_claim(round_up((size_t)M, MR) * kt, &priv);

@@ -67,8 +67,10 @@ typedef void (*lithe__sgemm_ukernel_fn)(size_t mr, size_t nr, size_t kc, const f
 /* Optional: the microkernel reading its B sliver where it lies in an untransposed op(B) instead of
  * packed: step k's NR floats at b + k * ldb (B's row stride; unaligned), otherwise ukernel's
  * contract and bits exactly. The driver uses it (run_range's in_place) for whole slivers (nr = NR)
- * of every K block without a bias step when op(B) = B is read as given (no packed-ahead panels, no
- * row pointers, no transposed store), one A block meets each sliver (M within mc), B is 64-byte
+ * of every K block without a bias step (or whose row bias can be added after the store: gemm.c's
+ * bias_after) when op(B) = B is read as given (no packed-ahead panels, no row pointers, no
+ * transposed store), one A block meets each sliver (M within mc) or the B panel stays in L2
+ * (gemm.c's ROWS_OUTER_FLOATS), B is 64-byte
  * aligned and its row stride a multiple of 16 floats but not of 1024; such a product packs only A. */
 typedef void (*lithe__sgemm_ukernel_b_fn)(size_t mr, size_t nr, size_t kc, const float *a, const float *b, size_t ldb,
                                           float *c, size_t ldc, const lithe__sgemm_ukparams *p);
@@ -271,7 +273,7 @@ bool lithe__sgemm_rows(const lithe__sgemm_kernel *k, bool use_threads, int64_t M
  * with epi->bias_row passes K + 1 row pointers, the last one ones wherever a pixel is read (the
  * bias step: A's column K = bias_row). Single-threaded. The bits of lithe__sgemm_rows for the same
  * operands. false (nothing written) where it does not apply: no ukernel_bp, K + 1 past the
- * kernel's kc or M past its mc, an epilogue other than bias_row and a clamp act the kernel applies
+ * kernel's kc or M past its mc, an epilogue other than bias_row and a clamp act (no Z, bias or res) the kernel applies
  * in its store, or no workspace. */
 bool lithe__sgemm_rows_direct(const lithe__sgemm_kernel *k, int64_t M, int64_t OH, int64_t ow, int64_t K,
                               const float *A, int64_t lda, const float *const *B_rows, int64_t b_row, float *C,

@@ -1575,6 +1575,7 @@ static void maxpool_rows16(int64_t R, int64_t n, const float *x, int64_t W, floa
         }
         return;
     }
+    if (n <= 0) return;
     const int64_t G = 16 / n;
     __mmask16 m0[16], m1[16];
     for (int64_t i = 0; i < G; i++) { /* row i's lanes [2n i, 2n (i + 1)) of the 32 */
