@@ -34,20 +34,26 @@ static inline __attribute__((always_inline)) void store_row(__m256 acc, float *c
     }
 }
 
-static void lithe_f32_gemm_ukernel_6x16__avx2(size_t mr, size_t nr, size_t kc, const float *a, const float *b, float *c,
-                                              size_t ldc, const lithe__sgemm_ukparams *p) {
+/* The 6 x 16 tile's body: row i's step k at a[ao_i + k as], ao_i = i lda for i < ar, 0 past it.
+ * Packed (ukernel): ar = MR, lda = 1, as = MR; A where it lies (gemm.h's ukernel_a): ar = mr (rows
+ * past mr read row 0 again, never stored), as = 1. The same FMAs on the same values either way, so the same bits. */
+static inline __attribute__((always_inline)) void uk_6x16(size_t mr, size_t nr, size_t kc, const float *a,
+                                                          size_t ar, size_t lda, size_t as, const float *b, float *c,
+                                                          size_t ldc, const lithe__sgemm_ukparams *p) {
+    const size_t ao0 = 0, ao1 = (ar > 1 ? 1 : 0) * lda, ao2 = (ar > 2 ? 2 : 0) * lda, ao3 = (ar > 3 ? 3 : 0) * lda,
+                 ao4 = (ar > 4 ? 4 : 0) * lda, ao5 = (ar > 5 ? 5 : 0) * lda;
     /* named accumulators: GCC keeps an array of them in memory */
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
            c40 = c00, c41 = c00, c50 = c00, c51 = c00;
     for (size_t k = 0; k < kc; k++) {
         __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8), x;
 #define STEP(i)                                                                                                   \
-    x = _mm256_broadcast_ss(a + i);                                                                               \
+    x = _mm256_broadcast_ss(a + ao##i);                                                                           \
     c##i##0 = _mm256_fmadd_ps(x, b0, c##i##0);                                                                    \
     c##i##1 = _mm256_fmadd_ps(x, b1, c##i##1);
         STEP(0) STEP(1) STEP(2) STEP(3) STEP(4) STEP(5)
 #undef STEP
-        a += MR;
+        a += as;
         b += NR;
     }
     __m256 va = _mm256_set1_ps(p->alpha);
@@ -61,34 +67,14 @@ static void lithe_f32_gemm_ukernel_6x16__avx2(size_t mr, size_t nr, size_t kc, c
 #undef ROW
 }
 
-/* The microkernel reading A where it lies (gemm.h's ukernel_a): row i's step k at a[ao_i + k]
- * (ao_i = i * lda for the tile's rows, 0 past mr: row 0 again, never stored); the same FMAs. */
+static void lithe_f32_gemm_ukernel_6x16__avx2(size_t mr, size_t nr, size_t kc, const float *a, const float *b, float *c,
+                                              size_t ldc, const lithe__sgemm_ukparams *p) {
+    uk_6x16(mr, nr, kc, a, MR, 1, MR, b, c, ldc, p);
+}
+
 static void lithe_f32_gemm_ukernel_a_6x16__avx2(size_t mr, size_t nr, size_t kc, const float *a, size_t lda,
                                                 const float *b, float *c, size_t ldc, const lithe__sgemm_ukparams *p) {
-    const size_t ao0 = 0, ao1 = (mr > 1 ? 1 : 0) * lda, ao2 = (mr > 2 ? 2 : 0) * lda, ao3 = (mr > 3 ? 3 : 0) * lda,
-                 ao4 = (mr > 4 ? 4 : 0) * lda, ao5 = (mr > 5 ? 5 : 0) * lda;
-    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
-           c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-    for (size_t k = 0; k < kc; k++) {
-        __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8), x;
-#define STEP(i)                                                                                                   \
-    x = _mm256_broadcast_ss(a + ao##i);                                                                           \
-    c##i##0 = _mm256_fmadd_ps(x, b0, c##i##0);                                                                    \
-    c##i##1 = _mm256_fmadd_ps(x, b1, c##i##1);
-        STEP(0) STEP(1) STEP(2) STEP(3) STEP(4) STEP(5)
-#undef STEP
-        a += 1;
-        b += NR;
-    }
-    __m256 va = _mm256_set1_ps(p->alpha);
-    const float *bias = p->bias;
-#define ROW(i)                                                                                                    \
-    if (mr > i) {                                                                                                 \
-        store_row(c##i##0, c + (size_t)i * ldc, bias, va, p->beta, nr);                                           \
-        if (nr > 8) store_row(c##i##1, c + (size_t)i * ldc + 8, bias ? bias + 8 : NULL, va, p->beta, nr - 8);     \
-    }
-    ROW(0) ROW(1) ROW(2) ROW(3) ROW(4) ROW(5)
-#undef ROW
+    uk_6x16(mr, nr, kc, a, mr, lda, 1, b, c, ldc, p);
 }
 
 /* One row against G packed slivers at once (gemm.h's urow): 2 G accumulators (8 at G = 4),
