@@ -719,12 +719,10 @@ static bool direct_pays(const lithe__conv2d *g, int64_t Mg) {
 }
 
 /* y = r + y (first) or y + r over n floats: lithe__cpu_conv2d_add's residual where it is not in the
- * GEMM's store (shifted rows, depthwise), the graph's Add as a second pass, the same bits. */
+ * GEMM's store (shifted rows, depthwise), through the SIMD table's binary add, the kernel the
+ * graph's Add runs: the same bits as the unfused pair. */
 static void add_residual(float *y, const float *r, int64_t n, bool first) {
-    if (first)
-        for (int64_t i = 0; i < n; i++) y[i] = r[i] + y[i];
-    else
-        for (int64_t i = 0; i < n; i++) y[i] = y[i] + r[i];
+    lithe__simd()->binary(LITHE__BIN_ADD, n, first ? r : y, false, first ? y : r, false, y);
 }
 
 /* ---- WebAssembly SIMD128: direct convolution (shifted rows without packing) ----
