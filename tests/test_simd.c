@@ -651,6 +651,11 @@ static const conv_case conv_cases[] = {
     {3, 37, 7, 7, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 37},  /* batch 3, 37 channels: blocks of fewer */
     {2, 19, 13, 11, 19, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 19}, /* stride 2, odd sizes */
     {1, 17, 100, 98, 17, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 17}, /* phase planes past L1: a ring of rows */
+    /* the in-place 3x3 (conv.c dw_use_3x3) */
+    {2, 3, 6, 37, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3},    /* stride 1, odd width, several strips */
+    {1, 3, 10, 16, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3},   /* rows exactly 16 wide */
+    {2, 3, 8, 40, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 3},    /* stride 2, even sizes: no bottom / right padding read */
+    {1, 3, 10, 66, 3, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 3},   /* stride 2, no bottom / right padding */
 };
 
 static lithe__conv2d geom(const conv_case *c) {
@@ -817,7 +822,9 @@ static void test_conv2d_depthwise_fused_act(void **state) {
                             {1, 2, 7, 7, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},
                             {1, 2, 11, 12, 2, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 2},
                             {1, 2, 9, 10, 2, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, 2},
-                            {1, 2, 5, 32, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2}}; /* rows straight into Y */
+                            {1, 2, 5, 32, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},  /* rows straight into Y */
+                            {1, 2, 5, 35, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},  /* in place (dwconv3x3) */
+                            {1, 2, 8, 36, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2}}; /* in place, stride 2 */
     const lithe__act acts[] = {{.kind = LITHE__ACT_RELU},
                                {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = 0, .max_val = 6},
                                {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 0.5f, .offset = 0.25f, .min_val = -1, .max_val = 1},
@@ -968,6 +975,61 @@ static void test_conv2d_gemm_fused_act(void **state) {
         free(X), free(W), free(b), free(Ys), free(Yv);
     }
     lithe__simd_force(NULL);
+}
+
+/* The in-place 3x3 kernel (dwconv3x3) called directly, on every table that has one, against the
+ * twin's sum then that table's act kernel, bit for bit: stride 1 on rows exactly a vector wide (both
+ * edges in one vector), odd widths (the last strip overlapping), more strips than one pass holds,
+ * one- and two-row planes; stride 2 with and without the bottom / right padding, output rows exactly
+ * a vector wide and odd; every act class (none, relu, ReLU6 by min / max, a clip with slope and
+ * offset, bounds that cross, others after the sum); with and without bias. Inputs with -0, NaN, ±inf. */
+static void test_dwconv3x3_matches_twin(void **state) {
+    (void)state;
+    const conv_case cs[] = {{1, 2, 1, 16, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},  {1, 2, 2, 8, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},
+                            {1, 2, 5, 16, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},  {1, 2, 4, 17, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},
+                            {1, 2, 3, 33, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},  {1, 2, 6, 70, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},
+                            {1, 2, 7, 9, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},   {1, 2, 3, 130, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},
+                            {1, 2, 2, 32, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2},  {1, 2, 4, 34, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2},
+                            {1, 2, 12, 16, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2}, {1, 2, 6, 64, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2},
+                            {1, 2, 8, 130, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2}, {1, 2, 4, 18, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2},
+                            {1, 2, 6, 36, 2, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 2},  {1, 2, 7, 33, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2}};
+    const lithe__act acts[] = {{.kind = LITHE__ACT_RELU},
+                               {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = 0, .max_val = 6},
+                               {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 0.5f, .offset = 0.25f, .min_val = -1, .max_val = 1},
+                               {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = 1, .max_val = -1},
+                               {.kind = LITHE__ACT_HARD_SWISH_MOBILENET},
+                               {.kind = LITHE__ACT_SIGMOID}};
+    int tested = 0;
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        lithe__conv2d g = geom(&cs[i]);
+        int64_t P = g.H * g.W, OP = g.OH * g.OW, s = g.stride[0];
+        size_t nx = (size_t)(g.C * P), ny = (size_t)(g.C * OP);
+        float *X = malloc(nx * 4), *W = malloc((size_t)g.C * 9 * 4), *b = malloc((size_t)g.C * 4), *Ys = malloc(ny * 4),
+              *Yv = malloc(ny * 4);
+        fill(X, (int64_t)nx, -4, 4), fill(W, g.C * 9, -1, 1), fill(b, g.C, -1, 1);
+        for (size_t k = 0; k < nx; k += 7) X[k] = -0.0f;
+        X[nx / 3] = NAN, X[nx / 2] = INFINITY, X[nx - 1] = -INFINITY;
+        for (size_t a = 0; a <= sizeof acts / sizeof acts[0]; a++)
+            for (int bias = 0; bias < 2; bias++)
+                for (int t = 0; t < ntables; t++) {
+                    const lithe__simd_kernels *k = tables[t];
+                    const lithe__act *act = a ? &acts[a - 1] : NULL;
+                    bool fits = s == 1 ? g.W >= k->lanes : 2 * g.OH <= g.H && 2 * g.OW <= g.W && g.OW >= k->lanes;
+                    if (!k->dwconv3x3 || !fits) continue;
+                    lithe_f32_conv2d__scalar(&g, X, W, bias ? b : NULL, Ys);
+                    if (act) k->act(act, (int64_t)ny, Ys, Ys);
+                    memset(Yv, 0x7f, ny * 4);
+                    for (int64_t c = 0; c < g.C; c++)
+                        k->dwconv3x3(g.H, g.W, s, g.OH, g.OW, X + c * P, Yv + c * OP, W + c * 9, bias ? b[c] : 0.0f,
+                                     act);
+                    same_bits(k->isa, "dwconv3x3", (int64_t)ny, Ys, Yv);
+                    tested++;
+                }
+        free(X), free(W), free(b), free(Ys), free(Yv);
+    }
+    bool any = false;
+    for (int t = 0; t < ntables; t++) any |= tables[t]->dwconv3x3 != NULL;
+    if (any) assert_true(tested > 0);
 }
 
 /* The depthwise kernels themselves against the scalar table: dwconv_taps on runs of every length
@@ -1216,6 +1278,7 @@ int main(void) {
         cmocka_unit_test(test_conv2d_matches_scalar),
         cmocka_unit_test(test_conv2d_image_alone_equals_batch),
         cmocka_unit_test(test_conv2d_depthwise_padding_exact),
+        cmocka_unit_test(test_dwconv3x3_matches_twin),
         cmocka_unit_test(test_conv2d_depthwise_fused_act),
         cmocka_unit_test(test_conv2d_depthwise_lanes),
         cmocka_unit_test(test_conv2d_gemm_fused_act),

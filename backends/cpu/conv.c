@@ -299,10 +299,41 @@ static bool dw_use_lanes(const lithe__conv2d *g, const lithe__simd_kernels *k) {
            g->stride[0] * g->stride[1] * Hq * Wq * (int64_t)sizeof(float) > 32 * 1024;
 }
 
+/* Whether the table's dwconv3x3 (a 3x3 plane read in place, input rows shared by the output rows
+ * that read them; simd.h has its conditions) runs g: padding 1 at the top and left, stride 1 with
+ * padding 1 all round and rows at least a vector wide, or stride 2 reading no bottom or right
+ * padding with output rows at least a vector wide (mobilenet's 112, 56, 28 at stride 1, 112 -> 56
+ * and 56 -> 28 at stride 2 on AVX-512; AVX2 also 14 and 28 -> 14). */
+static bool dw_use_3x3(const lithe__conv2d *g, const lithe__simd_kernels *k) {
+    if (!k->dwconv3x3 || g->KH != 3 || g->KW != 3 || g->dil[0] != 1 || g->dil[1] != 1 || g->pad[0] != 1 ||
+        g->pad[1] != 1 || g->stride[0] != g->stride[1] || g->OH <= 0 || g->OW <= 0)
+        return false;
+    if (g->stride[0] == 1) return g->pad[2] == 1 && g->pad[3] == 1 && g->W >= k->lanes;
+    return g->stride[0] == 2 && 2 * g->OH <= g->H && 2 * g->OW <= g->W && g->OW >= k->lanes;
+}
+
+/* Planes (n, c) [p0, p1) through dwconv3x3, or the twin where the padding's 0·w could change a bit */
+static void depthwise_planes_3x3(void *ctx, int64_t p0, int64_t p1) {
+    const dw_job *j = ctx;
+    const lithe__conv2d *g = j->g;
+    for (int64_t nc = p0; nc < p1; nc++) {
+        int64_t c = nc % g->C;
+        if (dw_plane_padded_ok(g, j->W + c * 9, j->b, c))
+            j->k->dwconv3x3(g->H, g->W, g->stride[0], g->OH, g->OW, j->X + nc * g->H * g->W, j->Y + nc * g->OH * g->OW,
+                            j->W + c * 9, j->b ? j->b[c] : 0.0f, j->a);
+        else dw_plane_twin(j, nc);
+    }
+}
+
 static void depthwise_forward(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
                               const float *b, const lithe__act *a, float *Y) {
     dw_layout L;
     const lithe__simd_kernels *k = lithe__simd();
+    if (dw_use_3x3(g, k)) {
+        dw_job j = {be, g, X, W, b, a, Y, k, NULL};
+        lithe__pool_for(lithe__cpu_pool(), g->N * g->C, (1 << 15) / (g->OH * g->OW * 9) + 1, depthwise_planes_3x3, &j);
+        return;
+    }
     if (dw_use_lanes(g, k)) {
         dw_job j = {be, g, X, W, b, a, Y, k, NULL};
         int64_t nblk = (g->C + k->lanes - 1) / k->lanes, per = k->lanes * g->OH * g->OW * g->KH * g->KW;

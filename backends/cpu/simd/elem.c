@@ -1432,6 +1432,162 @@ static void K(dwconv_lanes)(const lithe__conv2d *g, int64_t nch, const float *X,
 #undef TRH4
 #endif /* VW >= 8 */
 
+#if VW >= 8 /* (the 8- and 16-lane tables: conv.c takes it where the table has it) */
+/* A 3x3 depthwise plane read in place (conv.c's dw3_rows): padding 1 at the top and left, stride s
+ * (1: OH = H, OW = W, padding 1 all round; 2: 2·OH <= H, 2·OW <= W, so no bottom or right padding is
+ * ever read), W >= VW at stride 1, OW >= VW at stride 2. Each output row's sum is the twin's, bias +
+ * taps in (kh, kw) order, the padding rows' taps skipped (as the twin skips them) and the padding
+ * columns' lanes added as 0·w (conv.c's dw_plane_padded_ok rule, as the long rows). Input rows are
+ * read once per column strip, top to bottom: a row's three shifted vectors feed every output row that
+ * reads it (stride 1: rows r + 1, r, r - 1 with tap rows 0, 1, 2; stride 2: row 2o + 1 is tap row 2 of
+ * output o and tap row 0 of o + 1), so each output's taps still arrive in order while the loads drop
+ * from nine per output vector to three (stride 1) or four and three shuffles per input row (stride
+ * 2: even / odd columns split in registers), and no padded copy is made. Up to four strips of VW
+ * output columns side by side (their chains overlap; the last strip overlaps the one before). */
+#if VW == 16
+#define D3_SHR 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30
+#define D3_SHL 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16
+#define D3_EV 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30
+#define D3_OD 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31
+#define D3_NS 4
+#else
+#define D3_SHR 7, 8, 9, 10, 11, 12, 13, 14
+#define D3_SHL 1, 2, 3, 4, 5, 6, 7, 8
+#define D3_EV 0, 2, 4, 6, 8, 10, 12, 14
+#define D3_OD 1, 3, 5, 7, 9, 11, 13, 15
+#define D3_NS 2 /* (16 registers) */
+#endif
+typedef struct d3_k {
+    vf w[9], bv;
+    lithe__act c;
+} d3_k;
+
+/* row xr's taps kw = 0, 1, 2 for outputs qq .. qq + VW - 1 (input columns (qq + i)·s - 1 + kw) */
+static inline __attribute__((always_inline)) void d3_taps(const float *xr, int64_t qq, int64_t W, int s, vf *t) {
+    vf z = splat(0.0f);
+    if (s == 1) {
+        vf v = ld(xr + qq);
+        t[1] = v;
+        t[0] = qq ? ld(xr + qq - 1) : __builtin_shufflevector(z, v, D3_SHR);
+        t[2] = qq + VW < W ? ld(xr + qq + 1) : __builtin_shufflevector(v, z, D3_SHL);
+    } else {
+        vf a = ld(xr + 2 * qq), b = ld(xr + 2 * qq + VW);
+        t[1] = __builtin_shufflevector(a, b, D3_EV);
+        t[2] = __builtin_shufflevector(a, b, D3_OD);
+        if (qq) {
+            vf a1 = ld(xr + 2 * qq - 1), b1 = ld(xr + 2 * qq - 1 + VW);
+            t[0] = __builtin_shufflevector(a1, b1, D3_EV);
+        } else {
+            t[0] = __builtin_shufflevector(z, t[2], D3_SHR);
+        }
+    }
+}
+#define D3_ROW(ACC, T, K0) ((((ACC) + (T)[0] * w[K0]) + (T)[1] * w[(K0) + 1]) + (T)[2] * w[(K0) + 2])
+
+/* NS strips from output columns qs[0 .. NS) down the whole plane. mode: 0 no act, 1 relu, 2 clip
+ * (dw_act), 3 clip with slope 1 and offset +0 (x·1 + 0 is x: no sum
+ * is -0 without a -0 bias, which takes mode 2) */
+static inline __attribute__((always_inline)) void d3_strips(int NS, int s, int64_t H, int64_t W, int64_t OH,
+                                                            int64_t OW, const float *x, float *y, const int64_t *qs,
+                                                            const d3_k *k, int mode) {
+    vf A[D3_NS], B[D3_NS], t[D3_NS][3], w[9], bv = k->bv; /* (locals: y's stores cannot alias them) */
+    for (int i = 0; i < 9; i++) w[i] = k->w[i];
+    lithe__act c = k->c;
+    c.kind = mode == 1 ? LITHE__ACT_RELU : LITHE__ACT_CLIPPED_LINEAR;
+    vf lo = bcast(c.min_val), hi = bcast(c.max_val), zero = splat(0.0f);
+#define D3_OUT(V)                                                                                                 \
+    (mode == 1 ? dw_max(V, zero) : mode == 2 ? dw_act(&c, V) : mode == 3 ? dw_max(lo, dw_min(hi, V)) : (V))
+    if (s == 1) {
+        for (int j = 0; j < NS; j++) { /* output 0: bias, then row 0's tap row 1 (row -1 is padding) */
+            d3_taps(x, qs[j], W, 1, t[j]);
+            A[j] = D3_ROW(bv, t[j], 3);
+            B[j] = D3_ROW(bv, t[j], 0);
+        }
+        for (int64_t r = 1; r < H; r++) { /* A: output r - 1 (tap row 2 from row r), B: output r */
+            const float *xr = x + r * W;
+            for (int j = 0; j < NS; j++) {
+                d3_taps(xr, qs[j], W, 1, t[j]);
+                vf done = D3_ROW(A[j], t[j], 6);
+                A[j] = D3_ROW(B[j], t[j], 3);
+                B[j] = D3_ROW(bv, t[j], 0);
+                st(y + (r - 1) * OW + qs[j], D3_OUT(done));
+            }
+        }
+        for (int j = 0; j < NS; j++) st(y + (H - 1) * OW + qs[j], D3_OUT(A[j])); /* row H is padding */
+    } else {
+        for (int j = 0; j < NS; j++) B[j] = bv; /* output 0: row -1 is padding */
+        for (int64_t o = 0; o < OH; o++) {         /* B: output o, from rows 2o - 1 (done), 2o, 2o + 1 */
+            const float *xr = x + 2 * o * W;
+            for (int j = 0; j < NS; j++) {
+                d3_taps(xr, qs[j], W, 2, t[j]);
+                A[j] = D3_ROW(B[j], t[j], 3);
+            }
+            for (int j = 0; j < NS; j++) {
+                d3_taps(xr + W, qs[j], W, 2, t[j]);
+                vf done = D3_ROW(A[j], t[j], 6);
+                B[j] = D3_ROW(bv, t[j], 0);
+                st(y + o * OW + qs[j], D3_OUT(done));
+            }
+        }
+    }
+#undef D3_OUT
+}
+#undef D3_ROW
+
+static inline __attribute__((always_inline)) void d3_plane(int s, int64_t H, int64_t W, int64_t OH, int64_t OW,
+                                                           const float *x, float *y, const d3_k *k, int mode) {
+    int64_t qs[D3_NS];
+    for (int64_t q0 = 0; q0 < OW; q0 += D3_NS * VW) {
+        int ns = 0;
+        for (int64_t q = q0; q < OW && ns < D3_NS; q += VW) qs[ns++] = q + VW <= OW ? q : OW - VW;
+#if D3_NS == 4
+        if (ns == 4) d3_strips(4, s, H, W, OH, OW, x, y, qs, k, mode);
+        else if (ns == 3) d3_strips(3, s, H, W, OH, OW, x, y, qs, k, mode);
+        else
+#endif
+            if (ns == 2) d3_strips(2, s, H, W, OH, OW, x, y, qs, k, mode);
+        else d3_strips(1, s, H, W, OH, OW, x, y, qs, k, mode);
+    }
+}
+#define D3_FN(S, MODE)                                                                                            \
+    static void d3_##S##_##MODE(int64_t H, int64_t W, int64_t OH, int64_t OW, const float *x, float *y,          \
+                                const d3_k *k) {                                                               \
+        d3_plane(S, H, W, OH, OW, x, y, k, MODE);                                                                \
+    }
+D3_FN(1, 0)
+D3_FN(1, 1)
+D3_FN(1, 2)
+D3_FN(1, 3)
+D3_FN(2, 0)
+D3_FN(2, 1)
+D3_FN(2, 2)
+D3_FN(2, 3)
+#undef D3_FN
+
+static void K(dwconv3x3)(int64_t H, int64_t W, int64_t s, int64_t OH, int64_t OW, const float *x, float *y,
+                         const float *w, float bias, const lithe__act *a) {
+    typedef void (*fn)(int64_t, int64_t, int64_t, int64_t, const float *, float *, const d3_k *);
+    static const fn fns[2][4] = {{d3_1_0, d3_1_1, d3_1_2, d3_1_3}, {d3_2_0, d3_2_1, d3_2_2, d3_2_3}};
+    d3_k k;
+    for (int t = 0; t < 9; t++) k.w[t] = bcast(w[t]);
+    k.bv = bcast(bias);
+    k.c = a ? *a : (lithe__act){0};
+    lithe__act_kind kind = a ? a->kind : LITHE__ACT_RELU;
+    int mode = !a                                                                      ? 0
+               : kind == LITHE__ACT_RELU                                               ? 1
+               : kind != LITHE__ACT_CLIPPED_LINEAR || !(a->min_val <= a->max_val)      ? -1 /* the act kernel after */
+               : a->slope == 1.0f && a->offset == 0.0f && !signbit(a->offset) && !(bias == 0.0f && signbit(bias)) ? 3
+                                                                                       : 2;
+    fns[s == 2][mode < 0 ? 0 : mode](H, W, OH, OW, x, y, &k);
+    if (mode < 0) K(act)(a, OH * OW, y, y);
+}
+#undef D3_SHR
+#undef D3_SHL
+#undef D3_EV
+#undef D3_OD
+#undef D3_NS
+#endif /* VW >= 8 */
+
 /* One output row of 2x2 stride-2 max pooling without padding: y[o] = the first maximum of r0[2o],
  * r0[2o + 1], r1[2o], r1[2o + 1] (the twin's tap order, `>` so the first wins and a NaN is never
  * taken after the first tap), which[o] = its index in the plane, base (= 2·oh·W) + 2o + 0 | 1 | W | W + 1;
@@ -1656,6 +1812,7 @@ const lithe__simd_kernels TABLE = {
     .split_rows = K(split_rows),
 #if VW >= 8
     .dwconv_lanes = K(dwconv_lanes),
+    .dwconv3x3 = K(dwconv3x3),
 #endif
     .maxpool2x2_row = K(maxpool2x2_row),
     .maxpool2x2_rows = K(maxpool2x2_rows),
