@@ -1014,7 +1014,8 @@ static void test_dwconv3x3_matches_twin(void **state) {
                 for (int t = 0; t < ntables; t++) {
                     const lithe__simd_kernels *k = tables[t];
                     const lithe__act *act = a ? &acts[a - 1] : NULL;
-                    bool fits = s == 1 ? g.W >= k->lanes : 2 * g.OH <= g.H && 2 * g.OW <= g.W && g.OW >= k->lanes;
+                    bool fits = s == 1 ? g.W >= LITHE__DW3_MIN_WIDTH
+                                       : 2 * g.OH <= g.H && 2 * g.OW <= g.W && g.OW >= LITHE__DW3_MIN_WIDTH;
                     if (!k->dwconv3x3 || !fits) continue;
                     lithe_f32_conv2d__scalar(&g, X, W, bias ? b : NULL, Ys);
                     if (act) k->act(act, (int64_t)ny, Ys, Ys);

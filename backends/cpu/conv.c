@@ -303,13 +303,13 @@ static bool dw_use_lanes(const lithe__conv2d *g, const lithe__simd_kernels *k) {
  * that read them; simd.h has its conditions) runs g: padding 1 at the top and left, stride 1 with
  * padding 1 all round and rows at least a vector wide, or stride 2 reading no bottom or right
  * padding with output rows at least a vector wide (mobilenet's 112, 56, 28 at stride 1, 112 -> 56
- * and 56 -> 28 at stride 2 on AVX-512; AVX2 also 14 and 28 -> 14). */
+ * and 56 -> 28 at stride 2, 14 and 28 -> 14 as well). */
 static bool dw_use_3x3(const lithe__conv2d *g, const lithe__simd_kernels *k) {
     if (!k->dwconv3x3 || g->KH != 3 || g->KW != 3 || g->dil[0] != 1 || g->dil[1] != 1 || g->pad[0] != 1 ||
         g->pad[1] != 1 || g->stride[0] != g->stride[1] || g->OH <= 0 || g->OW <= 0)
         return false;
-    if (g->stride[0] == 1) return g->pad[2] == 1 && g->pad[3] == 1 && g->W >= k->lanes;
-    return g->stride[0] == 2 && 2 * g->OH <= g->H && 2 * g->OW <= g->W && g->OW >= k->lanes;
+    if (g->stride[0] == 1) return g->pad[2] == 1 && g->pad[3] == 1 && g->W >= LITHE__DW3_MIN_WIDTH;
+    return g->stride[0] == 2 && 2 * g->OH <= g->H && 2 * g->OW <= g->W && g->OW >= LITHE__DW3_MIN_WIDTH;
 }
 
 /* Planes (n, c) [p0, p1) through dwconv3x3, or the twin where the padding's 0·w could change a bit */

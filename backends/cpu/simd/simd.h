@@ -28,6 +28,7 @@
 #include "../kernels.h"
 
 #define LITHE__DWCONV_MAX_TAPS 64
+#define LITHE__DW3_MIN_WIDTH 8 /* dwconv3x3's narrowest output rows */
 
 /* dwconv_lanes' buffer: Hb x Wb padded pixels of `lanes` floats (every pixel a tap reads and every
  * input pixel; padded (i, j) = input (i - pad[0], j - pad[1])) and the plane's OH·OW output pixels
@@ -110,8 +111,9 @@ typedef struct lithe__simd_kernels {
                          const lithe__act *a, float *Y, float *ws);
     /* One 3x3 depthwise plane read in place (no copy): y (OH x OW) from x (H x W), taps w[0 .. 9),
      * bias, act a as dwconv_taps; padding 1 at the top and left, stride s both ways: s = 1 with
-     * OH = H, OW = W (padding 1 all round) and W >= lanes; s = 2 with 2·OH <= H, 2·OW <= W (no bottom
-     * or right padding read) and OW >= lanes. The twin's sum with the padding rows' taps skipped and
+     * OH = H, OW = W (padding 1 all round) and W >= LITHE__DW3_MIN_WIDTH; s = 2 with 2·OH <= H,
+     * 2·OW <= W (no bottom or right padding read) and OW >= LITHE__DW3_MIN_WIDTH (the 16-lane table
+     * runs rows under 16 wide through the 8-lane one's). The twin's sum with the padding rows' taps skipped and
      * the padding columns' added as 0·w (conv.c's dw_plane_padded_ok rule). NULL in tables without it
      * (scalar and the four-lane ones). */
     void (*dwconv3x3)(int64_t H, int64_t W, int64_t s, int64_t OH, int64_t OW, const float *x, float *y,
