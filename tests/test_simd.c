@@ -981,7 +981,8 @@ static void test_conv2d_gemm_fused_act(void **state) {
  * twin's sum then that table's act kernel, bit for bit: stride 1 on rows exactly a vector wide (both
  * edges in one vector), odd widths (the last strip overlapping), more strips than one pass holds,
  * one- and two-row planes; stride 2 with and without the bottom / right padding, output rows exactly
- * a vector wide and odd; every act class (none, relu, ReLU6 by min / max, a clip with slope and
+ * a vector wide and odd; planes under 8 wide (AVX-512 pairs them), odd plane counts; all planes in
+ * one call and one by one; every act class (none, relu, ReLU6 by min / max, a clip with slope and
  * offset, bounds that cross, others after the sum); with and without bias. Inputs with -0, NaN, ±inf. */
 static void test_dwconv3x3_matches_twin(void **state) {
     (void)state;
@@ -992,7 +993,12 @@ static void test_dwconv3x3_matches_twin(void **state) {
                             {1, 2, 2, 32, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2},  {1, 2, 4, 34, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2},
                             {1, 2, 12, 16, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2}, {1, 2, 6, 64, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2},
                             {1, 2, 8, 130, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2}, {1, 2, 4, 18, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2},
-                            {1, 2, 6, 36, 2, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 2},  {1, 2, 7, 33, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2}};
+                            {1, 2, 6, 36, 2, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 2},  {1, 2, 7, 33, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2},
+                            /* planes under 8 wide (AVX-512: two planes per vector), odd plane counts */
+                            {1, 3, 7, 7, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3},   {1, 4, 3, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4},
+                            {1, 3, 1, 1, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3},   {1, 5, 14, 14, 5, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 5},
+                            {1, 3, 4, 6, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 3},   {1, 3, 2, 2, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 3},
+                            {1, 3, 15, 15, 3, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 3}, {1, 2, 9, 8, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2}};
     const lithe__act acts[] = {{.kind = LITHE__ACT_RELU},
                                {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = 0, .max_val = 6},
                                {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 0.5f, .offset = 0.25f, .min_val = -1, .max_val = 1},
@@ -1014,16 +1020,19 @@ static void test_dwconv3x3_matches_twin(void **state) {
                 for (int t = 0; t < ntables; t++) {
                     const lithe__simd_kernels *k = tables[t];
                     const lithe__act *act = a ? &acts[a - 1] : NULL;
-                    bool fits = s == 1 ? g.W >= LITHE__DW3_MIN_WIDTH
-                                       : 2 * g.OH <= g.H && 2 * g.OW <= g.W && g.OW >= LITHE__DW3_MIN_WIDTH;
-                    if (!k->dwconv3x3 || !fits) continue;
+                    if (!k->dwconv3x3 || (s == 2 && (2 * g.OH > g.H || 2 * g.OW > g.W)) ||
+                        g.OW < k->dwconv3x3_min_width)
+                        continue;
                     lithe_f32_conv2d__scalar(&g, X, W, bias ? b : NULL, Ys);
                     if (act) k->act(act, (int64_t)ny, Ys, Ys);
                     memset(Yv, 0x7f, ny * 4);
-                    for (int64_t c = 0; c < g.C; c++)
-                        k->dwconv3x3(g.H, g.W, s, g.OH, g.OW, X + c * P, Yv + c * OP, W + c * 9, bias ? b[c] : 0.0f,
-                                     act);
+                    k->dwconv3x3(g.C, g.H, g.W, s, g.OH, g.OW, X, Yv, W, bias ? b : NULL, act); /* all at once */
                     same_bits(k->isa, "dwconv3x3", (int64_t)ny, Ys, Yv);
+                    memset(Yv, 0x7f, ny * 4);
+                    for (int64_t c = 0; c < g.C; c++) /* one plane at a time */
+                        k->dwconv3x3(1, g.H, g.W, s, g.OH, g.OW, X + c * P, Yv + c * OP, W + c * 9, bias ? b + c : NULL,
+                                     act);
+                    same_bits(k->isa, "dwconv3x3 plane by plane", (int64_t)ny, Ys, Yv);
                     tested++;
                 }
         free(X), free(W), free(b), free(Ys), free(Yv);

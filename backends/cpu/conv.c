@@ -308,20 +308,23 @@ static bool dw_use_3x3(const lithe__conv2d *g, const lithe__simd_kernels *k) {
     if (!k->dwconv3x3 || g->KH != 3 || g->KW != 3 || g->dil[0] != 1 || g->dil[1] != 1 || g->pad[0] != 1 ||
         g->pad[1] != 1 || g->stride[0] != g->stride[1] || g->OH <= 0 || g->OW <= 0)
         return false;
-    if (g->stride[0] == 1) return g->pad[2] == 1 && g->pad[3] == 1 && g->W >= LITHE__DW3_MIN_WIDTH;
-    return g->stride[0] == 2 && 2 * g->OH <= g->H && 2 * g->OW <= g->W && g->OW >= LITHE__DW3_MIN_WIDTH;
+    if (g->stride[0] == 1) return g->pad[2] == 1 && g->pad[3] == 1 && g->W >= k->dwconv3x3_min_width;
+    return g->stride[0] == 2 && 2 * g->OH <= g->H && 2 * g->OW <= g->W && g->OW >= k->dwconv3x3_min_width;
 }
 
-/* Planes (n, c) [p0, p1) through dwconv3x3, or the twin where the padding's 0·w could change a bit */
+/* Planes (n, c) [p0, p1) through dwconv3x3, runs of them within an image at a time, or the twin
+ * where the padding's 0·w could change a bit */
 static void depthwise_planes_3x3(void *ctx, int64_t p0, int64_t p1) {
     const dw_job *j = ctx;
     const lithe__conv2d *g = j->g;
-    for (int64_t nc = p0; nc < p1; nc++) {
-        int64_t c = nc % g->C;
-        if (dw_plane_padded_ok(g, j->W + c * 9, j->b, c))
-            j->k->dwconv3x3(g->H, g->W, g->stride[0], g->OH, g->OW, j->X + nc * g->H * g->W, j->Y + nc * g->OH * g->OW,
-                            j->W + c * 9, j->b ? j->b[c] : 0.0f, j->a);
-        else dw_plane_twin(j, nc);
+    for (int64_t nc = p0; nc < p1;) {
+        int64_t c = nc % g->C, e = nc;
+        while (e < p1 && (e == nc || e % g->C) && dw_plane_padded_ok(g, j->W + e % g->C * 9, j->b, e % g->C)) e++;
+        if (e > nc)
+            j->k->dwconv3x3(e - nc, g->H, g->W, g->stride[0], g->OH, g->OW, j->X + nc * g->H * g->W,
+                            j->Y + nc * g->OH * g->OW, j->W + c * 9, j->b ? j->b + c : NULL, j->a);
+        else dw_plane_twin(j, e++);
+        nc = e;
     }
 }
 

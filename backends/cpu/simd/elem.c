@@ -1564,31 +1564,145 @@ D3_FN(2, 2)
 D3_FN(2, 3)
 #undef D3_FN
 
-static void K(dwconv3x3)(int64_t H, int64_t W, int64_t s, int64_t OH, int64_t OW, const float *x, float *y,
-                         const float *w, float bias, const lithe__act *a) {
-#if VW == 16 && defined(__x86_64__)
-    /* rows under 16 wide (mobilenet's 14 and 28 -> 14) by the eight-lane kernel: two strips of 8 use
-     * 14 of 16 lanes, and on Zen 4 a 256-bit multiply or add does half a 512-bit one's work at twice
-     * the rate (384 x 14x14: 28 us against the lanes' 34) */
+#if VW == 16 && defined(__AVX512F__)
+/* Planes under 8 wide (mobilenet's 7x7 and 14 -> 7 at stride 2), two at a time: plane p's row in
+ * lanes 0-7 and plane p + 1's in lanes 8-15 (masked loads; lanes past a row are 0, so the shifts by
+ * one lane bring in 0 at both planes' edges), each plane's taps and bias in its half, then the same
+ * rolling rows as d3_strips (the twin's order per lane). Stride 2: a row's even and odd columns
+ * gathered from both planes' rows by one two-source permute each (lanes past OW zeroed). */
+#define D3P_SHR 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30
+#define D3P_SHL 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16
+static inline __attribute__((always_inline)) void d3p_taps(const float *x0, const float *x1, int64_t W, int64_t OW,
+                                                           int s, vf *t) {
+    vf z = splat(0.0f);
+    if (s == 1) {
+        __mmask16 m = (__mmask16)((1u << W) - 1);
+        __m512 v0 = _mm512_maskz_loadu_ps(m, x0), v1 = _mm512_maskz_loadu_ps(m, x1);
+        vf v = (vf)_mm512_shuffle_f32x4(v0, v1, 0x44); /* v0's lanes 0-7, v1's 0-7 */
+        t[0] = __builtin_shufflevector(z, v, D3P_SHR);
+        t[1] = v;
+        t[2] = __builtin_shufflevector(v, z, D3P_SHL);
+    } else {
+        __mmask16 m = (__mmask16)((1u << W) - 1), mo = (__mmask16)(((1u << OW) - 1) * 0x101u);
+        __m512 a = _mm512_maskz_loadu_ps(m, x0), b = _mm512_maskz_loadu_ps(m, x1);
+        const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        const __m512i od = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+        t[1] = (vf)_mm512_maskz_permutex2var_ps(mo, a, ev, b);
+        t[2] = (vf)_mm512_maskz_permutex2var_ps(mo, a, od, b);
+        t[0] = __builtin_shufflevector(z, t[2], D3P_SHR);
+    }
+}
+/* (index vectors above: lanes 8-15 read b from its lane 0 as 16 + 2i, 16 + 2i + 1) */
+static inline __attribute__((always_inline)) void d3p_st(float *y0, float *y1, int64_t OW, vf v) {
+    __mmask16 m = (__mmask16)((1u << OW) - 1);
+    _mm512_mask_storeu_ps(y0, m, (__m512)v);
+    if (y1) _mm512_mask_storeu_ps(y1, m, _mm512_shuffle_f32x4((__m512)v, (__m512)v, 0xee)); /* lanes 8-15 down */
+}
+#define D3_ROW(ACC, T, K0) ((((ACC) + (T)[0] * w[K0]) + (T)[1] * w[(K0) + 1]) + (T)[2] * w[(K0) + 2])
+static inline __attribute__((always_inline)) void d3p_pair(int s, int64_t H, int64_t W, int64_t OH, int64_t OW,
+                                                           const float *x0, const float *x1, float *y0, float *y1,
+                                                           const float *w0, const float *w1, float b0, float b1,
+                                                           const lithe__act *a, int mode) {
+    vf w[9], t[3], A, B, zero = splat(0.0f);
+    for (int i = 0; i < 9; i++) w[i] = (vf)_mm512_mask_blend_ps(0xff00, (__m512)bcast(w0[i]), (__m512)bcast(w1[i]));
+    vf bv = (vf)_mm512_mask_blend_ps(0xff00, (__m512)bcast(b0), (__m512)bcast(b1));
+    lithe__act c = mode ? *a : (lithe__act){0};
+    c.kind = mode == 1 ? LITHE__ACT_RELU : LITHE__ACT_CLIPPED_LINEAR;
+    vf lo = bcast(c.min_val), hi = bcast(c.max_val);
+#define D3_OUT(V)                                                                                                 \
+    (mode == 1 ? dw_max(V, zero) : mode == 2 ? dw_act(&c, V) : mode == 3 ? dw_max(lo, dw_min(hi, V)) : (V))
+    if (s == 1) {
+        d3p_taps(x0, x1, W, OW, 1, t);
+        A = D3_ROW(bv, t, 3);
+        B = D3_ROW(bv, t, 0);
+        for (int64_t r = 1; r < H; r++) {
+            d3p_taps(x0 + r * W, x1 + r * W, W, OW, 1, t);
+            vf done = D3_ROW(A, t, 6);
+            A = D3_ROW(B, t, 3);
+            B = D3_ROW(bv, t, 0);
+            d3p_st(y0 + (r - 1) * OW, y1 ? y1 + (r - 1) * OW : NULL, OW, D3_OUT(done));
+        }
+        d3p_st(y0 + (H - 1) * OW, y1 ? y1 + (H - 1) * OW : NULL, OW, D3_OUT(A));
+    } else {
+        B = bv;
+        for (int64_t o = 0; o < OH; o++) {
+            d3p_taps(x0 + 2 * o * W, x1 + 2 * o * W, W, OW, 2, t);
+            A = D3_ROW(B, t, 3);
+            d3p_taps(x0 + (2 * o + 1) * W, x1 + (2 * o + 1) * W, W, OW, 2, t);
+            vf done = D3_ROW(A, t, 6);
+            B = D3_ROW(bv, t, 0);
+            d3p_st(y0 + o * OW, y1 ? y1 + o * OW : NULL, OW, D3_OUT(done));
+        }
+    }
+#undef D3_OUT
+}
+#undef D3_ROW
+/* n planes in pairs (an odd last one paired with itself, its copy not stored) */
+static inline __attribute__((always_inline)) void d3p_planes(int s, int64_t n, int64_t H, int64_t W, int64_t OH,
+                                                             int64_t OW, const float *x, float *y, const float *w,
+                                                             const float *b, const lithe__act *a, int mode) {
+    for (int64_t i = 0; i < n; i += 2) {
+        int64_t j = i + 1 < n ? i + 1 : i;
+        d3p_pair(s, H, W, OH, OW, x + i * H * W, x + j * H * W, y + i * OH * OW, j > i ? y + j * OH * OW : NULL,
+                 w + 9 * i, w + 9 * j, b ? b[i] : 0.0f, b ? b[j] : 0.0f, a, mode);
+    }
+}
+#define D3P_FN(S, MODE)                                                                                           \
+    static void d3p_##S##_##MODE(int64_t n, int64_t H, int64_t W, int64_t OH, int64_t OW, const float *x,       \
+                                 float *y, const float *w, const float *b, const lithe__act *a) {              \
+        d3p_planes(S, n, H, W, OH, OW, x, y, w, b, a, MODE);                                                     \
+    }
+D3P_FN(1, 0)
+D3P_FN(1, 1)
+D3P_FN(1, 2)
+D3P_FN(1, 3)
+D3P_FN(2, 0)
+D3P_FN(2, 1)
+D3P_FN(2, 2)
+D3P_FN(2, 3)
+#undef D3P_FN
+#undef D3P_SHR
+#undef D3P_SHL
+#endif
+
+/* n planes: x + i·H·W into y + i·OH·OW, taps w + 9i, bias b[i] (b NULL: 0) */
+static void K(dwconv3x3)(int64_t n, int64_t H, int64_t W, int64_t s, int64_t OH, int64_t OW, const float *x,
+                         float *y, const float *w, const float *b, const lithe__act *a) {
+    lithe__act_kind kind = a ? a->kind : LITHE__ACT_RELU;
+    int mode = !a                                                                                  ? 0
+               : kind == LITHE__ACT_RELU                                                           ? 1
+               : kind != LITHE__ACT_CLIPPED_LINEAR || !(a->min_val <= a->max_val)                  ? -1 /* act after */
+               : a->slope == 1.0f && a->offset == 0.0f && !signbit(a->offset) && !dwl_neg_zero(b, n) ? 3
+                                                                                                   : 2;
+    int m = mode < 0 ? 0 : mode;
+#if VW == 16 && defined(__AVX512F__)
+    /* planes under 8 wide two at a time (960 x 7x7: 28 -> 23 us, 576 x 14 -> 7: 24 -> 17 against the
+     * lanes, kernel loop); rows under 16 wide (14 and 28 -> 14) by the eight-lane kernel: two strips of 8 use 14 of
+     * 16 lanes, and on Zen 4 a 256-bit multiply or add does half a 512-bit one's work at twice the
+     * rate (384 x 14x14: 28 us against the lanes' 34) */
+    if (s == 1 ? W < 8 : OW < 8 && W <= 16) {
+        typedef void (*pfn)(int64_t, int64_t, int64_t, int64_t, int64_t, const float *, float *, const float *,
+                            const float *, const lithe__act *);
+        static const pfn pfns[2][4] = {{d3p_1_0, d3p_1_1, d3p_1_2, d3p_1_3}, {d3p_2_0, d3p_2_1, d3p_2_2, d3p_2_3}};
+        pfns[s == 2][m](n, H, W, OH, OW, x, y, w, b, a);
+        if (mode < 0) K(act)(a, n * OH * OW, y, y);
+        return;
+    }
     if ((s == 1 ? W : OW) < VW) {
-        lithe__simd_avx2.dwconv3x3(H, W, s, OH, OW, x, y, w, bias, a);
+        lithe__simd_avx2.dwconv3x3(n, H, W, s, OH, OW, x, y, w, b, a);
         return;
     }
 #endif
     typedef void (*fn)(int64_t, int64_t, int64_t, int64_t, const float *, float *, const d3_k *);
     static const fn fns[2][4] = {{d3_1_0, d3_1_1, d3_1_2, d3_1_3}, {d3_2_0, d3_2_1, d3_2_2, d3_2_3}};
     d3_k k;
-    for (int t = 0; t < 9; t++) k.w[t] = bcast(w[t]);
-    k.bv = bcast(bias);
     k.c = a ? *a : (lithe__act){0};
-    lithe__act_kind kind = a ? a->kind : LITHE__ACT_RELU;
-    int mode = !a                                                                      ? 0
-               : kind == LITHE__ACT_RELU                                               ? 1
-               : kind != LITHE__ACT_CLIPPED_LINEAR || !(a->min_val <= a->max_val)      ? -1 /* the act kernel after */
-               : a->slope == 1.0f && a->offset == 0.0f && !signbit(a->offset) && !(bias == 0.0f && signbit(bias)) ? 3
-                                                                                       : 2;
-    fns[s == 2][mode < 0 ? 0 : mode](H, W, OH, OW, x, y, &k);
-    if (mode < 0) K(act)(a, OH * OW, y, y);
+    for (int64_t i = 0; i < n; i++) {
+        for (int t = 0; t < 9; t++) k.w[t] = bcast(w[9 * i + t]);
+        k.bv = bcast(b ? b[i] : 0.0f);
+        fns[s == 2][m](H, W, OH, OW, x + i * H * W, y + i * OH * OW, &k);
+    }
+    if (mode < 0) K(act)(a, n * OH * OW, y, y);
 }
 #undef D3_SHR
 #undef D3_SHL
@@ -1822,6 +1936,11 @@ const lithe__simd_kernels TABLE = {
 #if VW >= 8
     .dwconv_lanes = K(dwconv_lanes),
     .dwconv3x3 = K(dwconv3x3),
+#if VW == 16 && defined(__AVX512F__)
+    .dwconv3x3_min_width = 1,
+#else
+    .dwconv3x3_min_width = 8,
+#endif
 #endif
     .maxpool2x2_row = K(maxpool2x2_row),
     .maxpool2x2_rows = K(maxpool2x2_rows),

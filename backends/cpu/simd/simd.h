@@ -28,7 +28,6 @@
 #include "../kernels.h"
 
 #define LITHE__DWCONV_MAX_TAPS 64
-#define LITHE__DW3_MIN_WIDTH 8 /* dwconv3x3's narrowest output rows */
 
 /* dwconv_lanes' buffer: Hb x Wb padded pixels of `lanes` floats (every pixel a tap reads and every
  * input pixel; padded (i, j) = input (i - pad[0], j - pad[1])) and the plane's OH·OW output pixels
@@ -109,15 +108,15 @@ typedef struct lithe__simd_kernels {
      * for further blocks of g reuse it as it is). NULL in tables without it (scalar and the four-lane ones). */
     void (*dwconv_lanes)(const lithe__conv2d *g, int64_t nch, const float *X, const float *w, const float *b,
                          const lithe__act *a, float *Y, float *ws);
-    /* One 3x3 depthwise plane read in place (no copy): y (OH x OW) from x (H x W), taps w[0 .. 9),
-     * bias, act a as dwconv_taps; padding 1 at the top and left, stride s both ways: s = 1 with
-     * OH = H, OW = W (padding 1 all round) and W >= LITHE__DW3_MIN_WIDTH; s = 2 with 2·OH <= H,
-     * 2·OW <= W (no bottom or right padding read) and OW >= LITHE__DW3_MIN_WIDTH (the 16-lane table
-     * runs rows under 16 wide through the 8-lane one's). The twin's sum with the padding rows' taps skipped and
-     * the padding columns' added as 0·w (conv.c's dw_plane_padded_ok rule). NULL in tables without it
-     * (scalar and the four-lane ones). */
-    void (*dwconv3x3)(int64_t H, int64_t W, int64_t s, int64_t OH, int64_t OW, const float *x, float *y,
-                      const float *w, float bias, const lithe__act *a);
+    /* n 3x3 depthwise planes read in place (no copy): y + i·OH·OW (OH x OW) from x + i·H·W (H x W),
+     * taps w + 9i, bias b[i] (b NULL: 0), act a as dwconv_taps; padding 1 at the top and left, stride
+     * s both ways: s = 1 with OH = H, OW = W (padding 1 all round); s = 2 with 2·OH <= H, 2·OW <= W (no
+     * bottom or right padding read); OW >= dwconv3x3_min_width. The twin's sum with the padding rows'
+     * taps skipped and the padding columns' added as 0·w (conv.c's dw_plane_padded_ok rule). NULL in
+     * tables without it (scalar and the four-lane ones). */
+    void (*dwconv3x3)(int64_t n, int64_t H, int64_t W, int64_t s, int64_t OH, int64_t OW, const float *x, float *y,
+                      const float *w, const float *b, const lithe__act *a);
+    int dwconv3x3_min_width;
     /* One output row of 2x2 stride-2 max pooling (no padding) from input rows r0, r1 of a W-wide
      * plane: y[o] = the first maximum of r0[2o], r0[2o+1], r1[2o], r1[2o+1] (`>`, the twin's order),
      * which[o] = its index in the plane, base + 2o (+1, +W, +W+1); which NULL: y only (inference). */
