@@ -312,18 +312,24 @@ static bool dw_use_3x3(const lithe__conv2d *g, const lithe__simd_kernels *k) {
     return g->stride[0] == 2 && 2 * g->OH <= g->H && 2 * g->OW <= g->W && g->OW >= k->dwconv3x3_min_width;
 }
 
-/* Planes (n, c) [p0, p1) through dwconv3x3, runs of them within an image at a time, or the twin
- * where the padding's 0·w could change a bit */
+/* Planes (n, c) [p0, p1) through dwconv3x3, an image's run of them per call (their weights and
+ * biases checked at once, dw_block_padded_ok), or plane by plane with the twin for those where the
+ * padding's 0·w could change a bit */
 static void depthwise_planes_3x3(void *ctx, int64_t p0, int64_t p1) {
     const dw_job *j = ctx;
     const lithe__conv2d *g = j->g;
+    int64_t HW = g->H * g->W, OP = g->OH * g->OW;
     for (int64_t nc = p0; nc < p1;) {
-        int64_t c = nc % g->C, e = nc;
-        while (e < p1 && (e == nc || e % g->C) && dw_plane_padded_ok(g, j->W + e % g->C * 9, j->b, e % g->C)) e++;
-        if (e > nc)
-            j->k->dwconv3x3(e - nc, g->H, g->W, g->stride[0], g->OH, g->OW, j->X + nc * g->H * g->W,
-                            j->Y + nc * g->OH * g->OW, j->W + c * 9, j->b ? j->b + c : NULL, j->a);
-        else dw_plane_twin(j, e++);
+        int64_t c = nc % g->C, e = nc - c + g->C < p1 ? nc - c + g->C : p1; /* to the image's end */
+        if (dw_block_padded_ok(j->W + c * 9, j->b ? j->b + c : NULL, e - nc, 9))
+            j->k->dwconv3x3(e - nc, g->H, g->W, g->stride[0], g->OH, g->OW, j->X + nc * HW, j->Y + nc * OP,
+                            j->W + c * 9, j->b ? j->b + c : NULL, j->a);
+        else
+            for (int64_t q = nc; q < e; q++)
+                if (dw_plane_padded_ok(g, j->W + (c + q - nc) * 9, j->b, c + q - nc))
+                    j->k->dwconv3x3(1, g->H, g->W, g->stride[0], g->OH, g->OW, j->X + q * HW, j->Y + q * OP,
+                                    j->W + (c + q - nc) * 9, j->b ? j->b + c + q - nc : NULL, j->a);
+                else dw_plane_twin(j, q);
         nc = e;
     }
 }
