@@ -784,7 +784,12 @@ static void test_conv2d_depthwise_padding_exact(void **state) {
                             {1, 4, 7, 10, 4, 3, 3, 1, 1, 0, 2, 1, 0, 1, 1, 4}, /* uneven padding */
                             /* no padding: the long rows add no padding tap, so they take these planes */
                             {1, 4, 6, 9, 4, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, 4},
-                            {1, 4, 9, 9, 4, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, 4}};
+                            {1, 4, 9, 9, 4, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, 4},
+                            /* the in-place 3x3 (dwconv3x3): bad planes among good ones in a run */
+                            {1, 7, 6, 9, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 7},
+                            {1, 7, 7, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 7},
+                            {1, 6, 8, 16, 6, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 6},
+                            {1, 6, 14, 14, 6, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 6}};
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
         lithe__conv2d g = geom(&cs[i]);
         size_t nx = (size_t)(g.C * g.H * g.W), ny = (size_t)(g.M * g.OH * g.OW), nw = (size_t)(g.M * 9);
