@@ -986,8 +986,8 @@ static void test_conv2d_gemm_fused_act(void **state) {
  * twin's sum then that table's act kernel, bit for bit: stride 1 on rows exactly a vector wide (both
  * edges in one vector), odd widths (the last strip overlapping), more strips than one pass holds,
  * one- and two-row planes; stride 2 with and without the bottom / right padding, output rows exactly
- * a vector wide and odd; planes under 8 wide (AVX-512 pairs them), odd plane counts; all planes in
- * one call and one by one; every act class (none, relu, ReLU6 by min / max, a clip with slope and
+ * a vector wide and odd; planes under 8 wide (AVX-512 pairs them), odd plane counts; bands of rows
+ * (stride 1 and 2, the last band short); all planes in one call and one by one; every act class (none, relu, ReLU6 by min / max, a clip with slope and
  * offset, bounds that cross, others after the sum); with and without bias. Inputs with -0, NaN, ±inf. */
 static void test_dwconv3x3_matches_twin(void **state) {
     (void)state;
@@ -1003,7 +1003,10 @@ static void test_dwconv3x3_matches_twin(void **state) {
                             {1, 3, 7, 7, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3},   {1, 4, 3, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4},
                             {1, 3, 1, 1, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3},   {1, 5, 14, 14, 5, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 5},
                             {1, 3, 4, 6, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 3},   {1, 3, 2, 2, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 3},
-                            {1, 3, 15, 15, 3, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 3}, {1, 2, 9, 8, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2}};
+                            {1, 3, 15, 15, 3, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 3}, {1, 2, 9, 8, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},
+                            /* bands of rows (more than two strip groups across) */
+                            {1, 2, 30, 40, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2}, {1, 2, 50, 80, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2},
+                            {1, 1, 26, 150, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, {1, 1, 24, 300, 1, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 1}};
     const lithe__act acts[] = {{.kind = LITHE__ACT_RELU},
                                {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = 0, .max_val = 6},
                                {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 0.5f, .offset = 0.25f, .min_val = -1, .max_val = 1},

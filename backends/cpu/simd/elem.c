@@ -1487,9 +1487,9 @@ static inline __attribute__((always_inline)) void d3_taps(const float *xr, int64
 /* NS strips from output columns qs[0 .. NS) down the whole plane. mode: 0 no act, 1 relu, 2 clip
  * (dw_act), 3 clip with slope 1 and offset +0 (x·1 + 0 is x: no sum
  * is -0 without a -0 bias, which takes mode 2) */
-static inline __attribute__((always_inline)) void d3_strips(int NS, int s, int64_t H, int64_t W, int64_t OH,
-                                                            int64_t OW, const float *x, float *y, const int64_t *qs,
-                                                            const d3_k *k, int mode) {
+static inline __attribute__((always_inline)) void d3_strips(int NS, int s, int64_t H, int64_t W, int64_t o0,
+                                                            int64_t o1, int64_t OW, const float *x, float *y,
+                                                            const int64_t *qs, const d3_k *k, int mode) {
     vf A[D3_NS], B[D3_NS], t[D3_NS][3], w[9], bv = k->bv; /* (locals: y's stores cannot alias them) */
     for (int i = 0; i < 9; i++) w[i] = k->w[i];
     lithe__act c = k->c;
@@ -1497,13 +1497,21 @@ static inline __attribute__((always_inline)) void d3_strips(int NS, int s, int64
     vf lo = bcast(c.min_val), hi = bcast(c.max_val), zero = splat(0.0f);
 #define D3_OUT(V)                                                                                                 \
     (mode == 1 ? dw_max(V, zero) : mode == 2 ? dw_act(&c, V) : mode == 3 ? dw_max(lo, dw_min(hi, V)) : (V))
-    if (s == 1) {
-        for (int j = 0; j < NS; j++) { /* output 0: bias, then row 0's tap row 1 (row -1 is padding) */
-            d3_taps(x, qs[j], W, 1, t[j]);
-            A[j] = D3_ROW(bv, t[j], 3);
+    if (s == 1) { /* output rows [o0, o1) */
+        for (int j = 0; j < NS; j++) {
+            if (o0) { /* output o0: bias, row o0 - 1's tap row 0, then row o0's tap row 1 */
+                d3_taps(x + (o0 - 1) * W, qs[j], W, 1, t[j]);
+                A[j] = D3_ROW(bv, t[j], 0);
+                d3_taps(x + o0 * W, qs[j], W, 1, t[j]);
+                A[j] = D3_ROW(A[j], t[j], 3);
+            } else { /* output 0: bias, then row 0's tap row 1 (row -1 is padding) */
+                d3_taps(x, qs[j], W, 1, t[j]);
+                A[j] = D3_ROW(bv, t[j], 3);
+            }
             B[j] = D3_ROW(bv, t[j], 0);
         }
-        for (int64_t r = 1; r < H; r++) { /* A: output r - 1 (tap row 2 from row r), B: output r */
+        int64_t r = o0 + 1, last = o1 < H - 1 ? o1 : H - 1;
+        for (; r <= last; r++) { /* A: output r - 1 (tap row 2 from row r), B: output r */
             const float *xr = x + r * W;
             for (int j = 0; j < NS; j++) {
                 d3_taps(xr, qs[j], W, 1, t[j]);
@@ -1513,10 +1521,17 @@ static inline __attribute__((always_inline)) void d3_strips(int NS, int s, int64
                 st(y + (r - 1) * OW + qs[j], D3_OUT(done));
             }
         }
-        for (int j = 0; j < NS; j++) st(y + (H - 1) * OW + qs[j], D3_OUT(A[j])); /* row H is padding */
+        if (o1 == H) /* row H is padding */
+            for (int j = 0; j < NS; j++) st(y + (H - 1) * OW + qs[j], D3_OUT(A[j]));
     } else {
-        for (int j = 0; j < NS; j++) B[j] = bv; /* output 0: row -1 is padding */
-        for (int64_t o = 0; o < OH; o++) {         /* B: output o, from rows 2o - 1 (done), 2o, 2o + 1 */
+        for (int j = 0; j < NS; j++) { /* output o0's tap row 0: row 2·o0 - 1 (padding for o0 = 0) */
+            B[j] = bv;
+            if (o0) {
+                d3_taps(x + (2 * o0 - 1) * W, qs[j], W, 2, t[j]);
+                B[j] = D3_ROW(bv, t[j], 0);
+            }
+        }
+        for (int64_t o = o0; o < o1; o++) { /* B: output o, from rows 2o - 1 (done), 2o, 2o + 1 */
             const float *xr = x + 2 * o * W;
             for (int j = 0; j < NS; j++) {
                 d3_taps(xr, qs[j], W, 2, t[j]);
@@ -1534,19 +1549,26 @@ static inline __attribute__((always_inline)) void d3_strips(int NS, int s, int64
 }
 #undef D3_ROW
 
+/* Rows more than two strip groups wide in bands of 12 output rows, each band's groups in turn (so
+ * a group's pass reads the band's input rows from L1 after the one before: mobilenet_v2 on AVX2,
+ * 8 lanes, 7 groups across 112: 32 x 112x112 227 -> 186-201 us, 96 x 112 -> 56 238 -> 193-201,
+ * 144 x 56x56 188 -> 140-149; two groups, AVX-512's 112, measured no better banded) */
 static inline __attribute__((always_inline)) void d3_plane(int s, int64_t H, int64_t W, int64_t OH, int64_t OW,
                                                            const float *x, float *y, const d3_k *k, int mode) {
-    int64_t qs[D3_NS];
-    for (int64_t q0 = 0; q0 < OW; q0 += D3_NS * VW) {
-        int ns = 0;
-        for (int64_t q = q0; q < OW && ns < D3_NS; q += VW) qs[ns++] = q + VW <= OW ? q : OW - VW;
+    int64_t qs[D3_NS], R = OW > 2 * D3_NS * VW ? 12 : OH;
+    for (int64_t o0 = 0; o0 < OH; o0 += R) {
+        int64_t o1 = o0 + R < OH ? o0 + R : OH;
+        for (int64_t q0 = 0; q0 < OW; q0 += D3_NS * VW) {
+            int ns = 0;
+            for (int64_t q = q0; q < OW && ns < D3_NS; q += VW) qs[ns++] = q + VW <= OW ? q : OW - VW;
 #if D3_NS == 4
-        if (ns == 4) d3_strips(4, s, H, W, OH, OW, x, y, qs, k, mode);
-        else if (ns == 3) d3_strips(3, s, H, W, OH, OW, x, y, qs, k, mode);
-        else
+            if (ns == 4) d3_strips(4, s, H, W, o0, o1, OW, x, y, qs, k, mode);
+            else if (ns == 3) d3_strips(3, s, H, W, o0, o1, OW, x, y, qs, k, mode);
+            else
 #endif
-            if (ns == 2) d3_strips(2, s, H, W, OH, OW, x, y, qs, k, mode);
-        else d3_strips(1, s, H, W, OH, OW, x, y, qs, k, mode);
+                if (ns == 2) d3_strips(2, s, H, W, o0, o1, OW, x, y, qs, k, mode);
+            else d3_strips(1, s, H, W, o0, o1, OW, x, y, qs, k, mode);
+        }
     }
 }
 #define D3_FN(S, MODE)                                                                                            \
