@@ -7,6 +7,8 @@
  *     Planes where the padding's 0·w taps could change a bit (dw_plane_padded_ok) run the twin's
  *     loop. Planes under 16 wide and big stride-2 ones instead go `lanes` channels at a time through
  *     the table's dwconv_lanes (channels in the vector lanes; dw_use_lanes), with the same rule.
+ *     Before both, where the table has it, a 3x3 with padding 1 at stride 1 (or stride 2 reading no
+ *     bottom / right padding) reads X in place through dwconv3x3 (dw_use_3x3), same order, same rule.
  *     Its backward keeps each accumulator's twin order too (depthwise_backward_channels);
  *   - everything else: per image and group, a GEMM over K = Cg·KH·KW, in one of two orientations
  *     chosen per geometry (pixel_rows): filter rows, Y_g (Mg, P) = W_g (Mg, K) · col (K, P), the

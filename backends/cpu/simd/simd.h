@@ -11,7 +11,7 @@
  *   - bit-identical: binary (add, sub, mul, div), add_row, sum_rows, axpby, mul, adam, radam, update_averages, adam_step, relu and the
  *     hard / clipped activations and every activation backward that reads only Y (relu, sigmoid,
  *     tanh), dish forward, maxout, gather / scatter-add, the exact unary ops (sqrt, neg, abs,
- *     reciprocal) and their backwards; layernorm_backward's dG / db; the depthwise-convolution plane (dwconv_taps), its channels-in-lanes blocks (dwconv_lanes), copy_rows and split_rows;
+ *     reciprocal) and their backwards; layernorm_backward's dG / db; the depthwise-convolution plane (dwconv_taps), its channels-in-lanes blocks (dwconv_lanes), the 3x3 read in place (dwconv3x3), copy_rows and split_rows;
  *   - within a bound: kernels that call exp. The vector exp (lithe__vexp) is within 2 ulp of the
  *     correctly rounded expf over [-87.3, 88.7] (normal results; subnormal results within 1e-45
  *     absolute), its tanh within 8 ulp or 1e-9 absolute; sigmoid, swish, gelu (and backwards),
