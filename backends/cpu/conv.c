@@ -303,9 +303,10 @@ static bool dw_use_lanes(const lithe__conv2d *g, const lithe__simd_kernels *k) {
 
 /* Whether the table's dwconv3x3 (a 3x3 plane read in place, input rows shared by the output rows
  * that read them; simd.h has its conditions) runs g: padding 1 at the top and left, stride 1 with
- * padding 1 all round and rows at least a vector wide, or stride 2 reading no bottom or right
- * padding with output rows at least a vector wide (mobilenet's 112, 56, 28 at stride 1, 112 -> 56
- * and 56 -> 28 at stride 2, 14 and 28 -> 14 as well). */
+ * padding 1 all round, or stride 2 reading no bottom or right padding, output rows at least the
+ * table's dwconv3x3_min_width (AVX-512: 1, every depthwise node of mobilenet_v2; AVX2: 8, all but
+ * the 7x7 and 14 -> 7 ones). Measured faster than the long rows and the lanes on every one of them
+ * (docs/performance.md, "Depthwise 3x3 in place"). */
 static bool dw_use_3x3(const lithe__conv2d *g, const lithe__simd_kernels *k) {
     if (!k->dwconv3x3 || g->KH != 3 || g->KW != 3 || g->dil[0] != 1 || g->dil[1] != 1 || g->pad[0] != 1 ||
         g->pad[1] != 1 || g->stride[0] != g->stride[1] || g->OH <= 0 || g->OW <= 0)
