@@ -758,6 +758,7 @@ static lithe_status graph_forward(lithe_model *m, const lithe_value *X, bool is_
     x->plan = plan;
     plan->refs++;
     x->pool = plan->pool;
+    lithe__bufpool_epoch(x->pool);
     x->tuple_in = tuple_in;
     x->keep_all = bp != NULL;
     x->is_train = is_train;
