@@ -161,7 +161,8 @@ bool lithe__same_shape(const lithe_tensor *a, const lithe_tensor *b);
  * view goes, so repeated work of the same shapes (an imported graph's forward and backward, run
  * again for the same input shape) takes the same blocks again instead of fresh memory — on these
  * machines the first touch of a new page costs ~10 us. A block is reused only for the same
- * backend and byte size, and only once nothing refers to it: a tensor kept by a backprop record
+ * backend and byte size (or a request down to a quarter of its size when it came back in the
+ * current epoch, below), and only once nothing refers to it: a tensor kept by a backprop record
  * or by the caller keeps its block. The pool lives until it is closed and its last block has
  * come back. Not thread-safe (one pool per model, like the model). */
 typedef struct lithe__bufpool lithe__bufpool;
@@ -178,6 +179,10 @@ void lithe__bufpool_close(lithe__bufpool *p);
 lithe_status lithe__bufpool_tensor(lithe__bufpool *p, lithe_backend *be, lithe_dtype dtype, int ndim,
                                    const int64_t *shape, bool zero, lithe_tensor **out);
 lithe__bufpool_stats lithe__bufpool_get_stats(const lithe__bufpool *p);
+/* A run begins (an imported graph's forward): blocks that come back from now on may serve
+ * requests down to a quarter of their size (warm in cache); earlier ones only their own size.
+ * NULL: no-op. */
+void lithe__bufpool_epoch(lithe__bufpool *p);
 /* "(64, 784)" into buf. */
 const char *lithe__shape_str(const lithe_tensor *t, char *buf, size_t cap);
 #define LITHE__SHAPE_BUF 96

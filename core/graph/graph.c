@@ -105,6 +105,9 @@ static void graph_free(lithe__graph *g) {
     lithe__free(g->node_nout);
     lithe__free(g->node_dead);
     lithe__free(g->node_fuse);
+    lithe__free(g->node_win);
+    lithe__free(g->slot_param);
+    lithe__free(g->slot_pname);
     lithe__free(g->slot_name);
     lithe__free(g->slot_kind);
     lithe__free(g->slot_const);
@@ -273,8 +276,12 @@ static lithe_status graph_build(const uint8_t *bytes, size_t len, lithe__graph *
         g->node_nout = lithe__calloc(o->n_nodes + 1, sizeof *g->node_nout);
         g->node_dead = lithe__calloc(o->n_nodes + 1, sizeof *g->node_dead);
         g->node_fuse = lithe__calloc(o->n_nodes + 1, sizeof *g->node_fuse);
+        g->node_win = lithe__calloc(o->n_nodes + 1, sizeof *g->node_win);
+        g->slot_param = lithe__calloc(cap + 1, sizeof *g->slot_param);
+        g->slot_pname = lithe__calloc(cap + 1, sizeof *g->slot_pname);
         if (!g->slot_name || !g->slot_kind || !g->slot_const || !g->in_slots || !g->out_slots || !g->node_in ||
-            !g->node_out || !g->node_op || !g->node_nin || !g->node_nout || !g->node_dead || !g->node_fuse)
+            !g->node_out || !g->node_op || !g->node_nin || !g->node_nout || !g->node_dead || !g->node_fuse ||
+            !g->node_win || !g->slot_param || !g->slot_pname)
             s = lithe__oom(LAYER, cap * 24);
     }
     /* the slots by name while they are bound (a scan per node input was quadratic: an imported
@@ -758,6 +765,7 @@ static lithe_status graph_forward(lithe_model *m, const lithe_value *X, bool is_
     x->plan = plan;
     plan->refs++;
     x->pool = plan->pool;
+    lithe__bufpool_epoch(x->pool);
     x->tuple_in = tuple_in;
     x->keep_all = bp != NULL;
     x->is_train = is_train;
@@ -782,7 +790,14 @@ static lithe_status graph_forward(lithe_model *m, const lithe_value *X, bool is_
     for (size_t k = 0; s == LITHE_OK && k < g->n_in; k++) s = take_input(x, k, ts[k]);
     for (size_t i = 0; s == LITHE_OK && i < g->n_slots; i++) {
         if (g->slot_kind[i] == SLOT_PARAM) {
-            lithe__param *p = lithe__model_find_param(m, g->slot_name[i]);
+            /* at the index found in an earlier run (a model's params are only ever added, and their
+             * names live as long as the model: the same name pointer there is the same param), else
+             * looked up by name: mobilenet_v2's ~100 lookups read ~100 names, out of cache after the
+             * weights went through, per run */
+            size_t k = g->slot_param[i];
+            lithe__param *p = k && k <= m->n_params && m->params[k - 1].name == g->slot_pname[i]
+                                  ? &m->params[k - 1] : lithe__model_find_param(m, g->slot_name[i]);
+            if (p) g->slot_param[i] = (size_t)(p - m->params) + 1, g->slot_pname[i] = p->name;
             if (!p || !p->value) {
                 s = lithe__fail(LITHE_ERR_STATE, "%s: param '%s' is not set", m->name, g->slot_name[i]);
                 break;

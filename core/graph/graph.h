@@ -67,6 +67,16 @@ typedef struct lithe__gfuse {
     bool res_first;   /* CONV_ADD: the Add reads the residual first */
 } lithe__gfuse;
 
+/* A windowed node's (Conv, the pools) strides, pads as given, dilations, auto_pad and Conv's group,
+ * parsed and checked once (ops.c's window_attrs, conv_geometry): a run reads them here instead of
+ * scanning the node's attributes, whose names are out of cache by then (mobilenet_v2: ~40 us). */
+typedef struct lithe__gwin {
+    bool ok, group_ok;
+    int mode; /* ops.c's pad_mode */
+    int64_t group; /* Conv's (conv_geometry) */
+    int64_t stride[2], pad[4], dil[2];
+} lithe__gwin;
+
 #define LITHE__GRAPH_PLANS 4 /* input signatures kept; the least recently used goes first */
 
 struct lithe__graph {
@@ -83,6 +93,9 @@ struct lithe__graph {
     bool *node_dead;              /* per node: its work moved into a fused node */
     lithe__gfuse *node_fuse;      /* per node: LITHE__FUSE_NONE, or what the fused node runs */
     size_t n_fused;               /* fused nodes made at load */
+    lithe__gwin *node_win;        /* per node: its window attributes once parsed (ops.c's window_attrs) */
+    size_t *slot_param;           /* per slot: SLOT_PARAM's index in the model's params + 1 once found (0: not yet) */
+    const char **slot_pname;      /* per slot: that param's name pointer */
     int64_t *last_use; /* per slot: the last node reading it (its producer if none; -1: kept, a graph output) */
     lithe__gplan *plans[LITHE__GRAPH_PLANS];
     uint64_t tick;

@@ -1380,9 +1380,22 @@ static lithe_status window_attrs(lithe__gexec *x, size_t node, int64_t H, int64_
                                  int64_t *stride, int64_t *pad, int64_t *dil, int64_t *OH, int64_t *OW, bool pool) {
     const lithe__onnx_node *n = NODE(x, node);
     pad_mode mode;
-    char why[128];
-    lithe_status st = window_params(n, stride, pad, dil, &mode, why, sizeof why);
-    if (st != LITHE_OK) return fail(x, node, st, "%s", why);
+    lithe__gwin *wc = &x->g->node_win[node]; /* parsed in an earlier run (the attributes never change) */
+    if (wc->ok) {
+        memcpy(stride, wc->stride, sizeof wc->stride);
+        memcpy(pad, wc->pad, sizeof wc->pad);
+        memcpy(dil, wc->dil, sizeof wc->dil);
+        mode = (pad_mode)wc->mode;
+    } else {
+        char why[128];
+        lithe_status st = window_params(n, stride, pad, dil, &mode, why, sizeof why);
+        if (st != LITHE_OK) return fail(x, node, st, "%s", why);
+        memcpy(wc->stride, stride, sizeof wc->stride);
+        memcpy(wc->pad, pad, sizeof wc->pad);
+        memcpy(wc->dil, dil, sizeof wc->dil);
+        wc->mode = (int)mode;
+        wc->ok = true;
+    }
     bool same = mode != PADS_GIVEN;
     bool ceil_mode = pool && attr_i(n, "ceil_mode", 0);
     int64_t in[2] = {H, W}, ks[2] = {KH, KW}, o[2];
@@ -1421,7 +1434,9 @@ static lithe_status conv_geometry(lithe__gexec *x, size_t node, lithe_tensor **i
     g->M = W->shape[0];
     g->KH = W->shape[2];
     g->KW = W->shape[3];
-    g->group = attr_i(NODE(x, node), "group", 1);
+    lithe__gwin *wc = &x->g->node_win[node];
+    if (!wc->group_ok) wc->group = attr_i(NODE(x, node), "group", 1), wc->group_ok = true;
+    g->group = wc->group;
     if (g->group < 1 || g->C % g->group || g->M % g->group || W->shape[1] != g->C / g->group)
         return fail(x, node, LITHE_ERR_SHAPE, "group %lld does not fit %lld input channels, %lld filters of %lld channels",
                     (long long)g->group, (long long)g->C, (long long)g->M, (long long)W->shape[1]);

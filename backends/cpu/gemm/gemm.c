@@ -464,11 +464,13 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
              * rounding of acc + bias_row[i], which with alpha 1, beta 0 and no column bias is the
              * rounding of adding it to the stored tile (epilogue_tile, in L1). Not with an act: the
              * act kernel per tile row after it measured twice as slow as packing with the clamp in
-             * the store (16 -> 96 + ReLU6 at 112x112: 438 -> 941 us). Nor below 64 steps: 32 -> 16 at
-             * 112x112 (32 rows, each its own stream) gained in isolation (158 -> 150 us) but lost in
-             * mobilenet_v2 (166 -> 172-182 us min), where its input is cold. mobilenet_v2's other
-             * projections (no act) spent a quarter packing: 144 -> 24 at 56x56 234 -> 199 us. */
-            const bool bias_after = kr + 1 == kb && kr >= 64 && pc == 0 && last && jb->alpha == 1.0f && jb->beta == 0.0f &&
+             * the store (16 -> 96 + ReLU6 at 112x112: 438 -> 941 us). Nor below 32 steps. 32 -> 16 at
+             * 112x112 (32 rows, each its own stream) gained in isolation (158 -> 150 us) but first
+             * lost in mobilenet_v2 (166 -> 172-182 us min), while its output went to a cold block;
+             * with the buffer pool handing it a warm one (core/tensor.c) it gains there too (170-174
+             * -> 147-155 us min). mobilenet_v2's other projections (no act) spent a quarter packing:
+             * 144 -> 24 at 56x56 234 -> 199 us. */
+            const bool bias_after = kr + 1 == kb && kr >= 32 && pc == 0 && last && jb->alpha == 1.0f && jb->beta == 0.0f &&
                                     !epi->bias && !epi->Z && !epi->act;
             const bool in_place = k->ukernel_b && !jb->tB && !jb->Bpk && !jb->B_rows && !jb->c_trans &&
                                   (kr == kb || bias_after) && (m1 - m0 <= k->mc || kb * nb <= ROWS_OUTER_FLOATS) &&
