@@ -318,6 +318,59 @@ static void check_clamp(const lithe__sgemm_kernel *k, bool fused) {
     CHECK(!lithe__sgemm_act_clamp(&other, NULL, NULL, NULL), "slope 2 must not clamp");
 }
 
+/* ukernel_b's bias_rows (gemm.h): each row's value added in the store, after the column bias and
+ * before the clamp, must give the bits of the plain kernel's tile plus the row's value, one rounding
+ * per element (what gemm.c's bias_after added after the store before), then the act kernel; every
+ * tile shape, so partial tiles (the masked store) are covered as well as whole ones. */
+static void check_bias_rows(const lithe__sgemm_kernel *k) {
+    if (!k->ukernel_b) return;
+    const size_t MR = (size_t)k->mr, NR = (size_t)k->nr, ldc = NR + 3;
+    static const size_t kcs[] = {1, 33};
+    for (size_t ki = 0; ki < sizeof kcs / sizeof kcs[0]; ki++) {
+        size_t kc = kcs[ki];
+        float *a = frand(kc * MR), *bs = frand(kc * (NR + 16)), *bias = frand(NR), *rows = frand(MR);
+        float *b = lithe__aligned_alloc(kc * NR * sizeof(float));
+        for (size_t kk = 0; kk < kc; kk++) memcpy(b + kk * NR, bs + kk * (NR + 16), NR * sizeof(float));
+        rows[0] = -0.0f;
+        if (MR > 2) rows[2] = INFINITY;
+        float *got = lithe__aligned_alloc(MR * ldc * sizeof(float)), *want = lithe__aligned_alloc(MR * ldc * sizeof(float));
+        for (int with_bias = 0; with_bias < 2; with_bias++)
+            for (int relu6 = 0; relu6 < 2 && (relu6 == 0 || k->clamp_ok); relu6++) {
+                lithe__act act = {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1.0f, .min_val = 0.0f, .max_val = 6.0f};
+                lithe__sgemm_ukparams p = {.alpha = 1.0f, .beta = 0.0f, .bias = with_bias ? bias : NULL};
+                if (relu6) CHECK(lithe__sgemm_act_clamp(&act, &p.clamp, &p.lo, &p.hi), "relu6 clamps");
+                lithe__sgemm_ukparams pr = p;
+                pr.bias_rows = rows;
+                p.clamp = 0;
+                for (size_t mr = 1; mr <= MR; mr++)
+                    for (size_t nr = 1; nr <= NR; nr++) {
+                        for (size_t i = 0; i < MR * ldc; i++) got[i] = want[i] = (float)i;
+                        k->ukernel(mr, nr, kc, a, b, want, ldc, &p);
+                        for (size_t i = 0; i < mr; i++) {
+                            for (size_t j = 0; j < nr; j++) want[i * ldc + j] = want[i * ldc + j] + rows[i];
+                            if (relu6) lithe_f32_act__scalar(&act, (int64_t)nr, want + i * ldc, want + i * ldc);
+                        }
+                        k->ukernel_b(mr, nr, kc, a, bs, NR + 16, got, ldc, &pr);
+                        size_t bad = 0, first = 0;
+                        for (size_t i = 0; i < MR * ldc; i++)
+                            if (!same_bits(got[i], want[i]) && !(isnan(got[i]) && isnan(want[i])) && !bad++) first = i;
+                        CHECK(bad == 0,
+                              "%s ukernel_b %zux%zu bias_rows: tile %zux%zu kc=%zu bias=%d relu6=%d: %zu elements "
+                              "differ, first C[%zu][%zu] = %.9g, kernel + row %.9g",
+                              k->isa, MR, NR, mr, nr, kc, with_bias, relu6, bad, first / ldc, first % ldc, got[first],
+                              want[first]);
+                    }
+            }
+        lithe__aligned_free(a);
+        lithe__aligned_free(b);
+        lithe__aligned_free(bs);
+        lithe__aligned_free(bias);
+        lithe__aligned_free(rows);
+        lithe__aligned_free(got);
+        lithe__aligned_free(want);
+    }
+}
+
 /* C = alpha op(A) op(B) + beta C + bias, with kernel k, against float64 sums. */
 static void check_gemm(const lithe__sgemm_kernel *k, bool tA, bool tB, int64_t M, int64_t N, int64_t K, float alpha,
                        float beta, bool with_bias) {
@@ -600,6 +653,7 @@ int main(int argc, char **argv) {
               "%s: blocking mc %d / nc %d not multiples of the tile %dx%d", isas[s].isa, k->mc, k->nc, k->mr, k->nr);
         check_ukernel(k, isas[s].fused);
         check_clamp(k, isas[s].fused);
+        check_bias_rows(k);
         /* the other tile heights a kernel runs for some row counts (for_rows), each once */
         const lithe__sgemm_kernel *seen[16] = {k};
         size_t n_seen = 1;
@@ -614,6 +668,7 @@ int main(int argc, char **argv) {
             printf("gemm_ukernels: %s %dx%d (mc %d) for some row counts\n", v->isa, v->mr, v->nr, v->mc);
             check_ukernel(v, isas[s].fused);
             check_clamp(v, isas[s].fused);
+            check_bias_rows(v);
         }
         int64_t mr = k->mr, nr = k->nr, kc = k->kc;
         const int64_t shapes[][3] = {{1, 1, 1},          {mr, nr, 1},         {mr - 1, nr + 1, 5},

@@ -52,6 +52,10 @@ typedef struct lithe__sgemm_ukparams {
      *                             only with lo <= hi (neither NaN): then max(lo, min(hi, y)). */
     int clamp;
     float lo, hi;
+    /* Optional (ukernel_b only; NULL elsewhere): mr floats, row i's added to the row's values
+     * after the column bias and before the clamp, one rounding each (t + bias_rows[i]): gemm.c's
+     * bias_after in the store instead of add_tile's pass over the stored tile, the same bits. */
+    const float *bias_rows;
 } lithe__sgemm_ukparams;
 enum { LITHE__SGEMM_CLAMP_NONE = 0, LITHE__SGEMM_CLAMP_RELU, LITHE__SGEMM_CLAMP_CLIP };
 
@@ -71,7 +75,8 @@ typedef void (*lithe__sgemm_ukernel_fn)(size_t mr, size_t nr, size_t kc, const f
  * bias_after) when op(B) = B is read as given (no packed-ahead panels, no row pointers, no
  * transposed store), one A block meets each sliver (M within mc) or the B panel stays in L2
  * (gemm.c's ROWS_OUTER_FLOATS), B is 64-byte
- * aligned and its row stride a multiple of 16 floats but not of 1024; such a product packs only A. */
+ * aligned and its row stride a multiple of 16 floats but not of 1024; such a product packs only A.
+ * It also adds p->bias_rows where given (the bias_after row bias, in its store). */
 typedef void (*lithe__sgemm_ukernel_b_fn)(size_t mr, size_t nr, size_t kc, const float *a, const float *b, size_t ldb,
                                           float *c, size_t ldc, const lithe__sgemm_ukparams *p);
 

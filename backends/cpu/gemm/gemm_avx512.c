@@ -26,11 +26,13 @@ static inline __attribute__((always_inline)) __m512 clamp_v(__m512 t, int cl, __
 
 /* acc (mr x 32) -> C tile with the write rule of gemm.h; partial tiles through masks, with the
  * same arithmetic as full ones. */
-static inline __attribute__((always_inline)) void store_row(__m512 acc, float *c, const float *bias, __m512 valpha,
-                                                            float beta, __mmask16 m, int cl, __m512 vlo, __m512 vhi) {
+static inline __attribute__((always_inline)) void store_row(__m512 acc, float *c, const float *bias, const float *rb,
+                                                            __m512 valpha, float beta, __mmask16 m, int cl, __m512 vlo,
+                                                            __m512 vhi) {
     __m512 t = _mm512_mul_ps(valpha, acc);
     if (beta != 0.0f) t = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(m, c), t);
     if (bias) t = _mm512_add_ps(t, _mm512_maskz_loadu_ps(m, bias));
+    if (rb) t = _mm512_add_ps(t, _mm512_set1_ps(*rb));
     if (cl) t = clamp_v(t, cl, vlo, vhi);
     _mm512_mask_storeu_ps(c, m, t);
 }
@@ -42,10 +44,11 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
     __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1);
     __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF : nr <= 16 ? (__mmask16)0 : (__mmask16)((1u << (nr - 16)) - 1);
     for (size_t i = 0; i < mr; i++) {
-        store_row(acc[2 * i], c + i * ldc, p->bias, va, p->beta, m0, p->clamp, vlo, vhi);
+        const float *rb = p->bias_rows ? p->bias_rows + i : NULL;
+        store_row(acc[2 * i], c + i * ldc, p->bias, rb, va, p->beta, m0, p->clamp, vlo, vhi);
         if (m1)
-            store_row(acc[2 * i + 1], c + i * ldc + 16, p->bias ? p->bias + 16 : NULL, va, p->beta, m1, p->clamp, vlo,
-                      vhi);
+            store_row(acc[2 * i + 1], c + i * ldc + 16, p->bias ? p->bias + 16 : NULL, rb, va, p->beta, m1, p->clamp,
+                      vlo, vhi);
     }
 }
 
@@ -96,6 +99,11 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
         if (bias) {                                                                                               \
             t0 = _mm512_add_ps(t0, z0);                                                                           \
             t1 = _mm512_add_ps(t1, z1);                                                                           \
+        }                                                                                                         \
+        if (rbias) {                                                                                              \
+            __m512 r = _mm512_set1_ps(rbias[i]);                                                                  \
+            t0 = _mm512_add_ps(t0, r);                                                                            \
+            t1 = _mm512_add_ps(t1, r);                                                                            \
         }                                                                                                         \
         if (cl) {                                                                                                 \
             t0 = clamp_v(t0, cl, vlo, vhi);                                                                       \
@@ -150,6 +158,7 @@ static __attribute__((noinline)) void store_partial(const __m512 *acc, size_t mr
         const float *bias = p->bias;                                                                              \
         __m512 z0 = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();                                           \
         __m512 z1 = bias ? _mm512_maskz_loadu_ps(m1, bias + 16) : _mm512_setzero_ps();                            \
+        const float *rbias = p->bias_rows;                                                                        \
         const int cl = p->clamp;                                                                                  \
         __m512 vlo = _mm512_set1_ps(p->lo), vhi = _mm512_set1_ps(p->hi);                                          \
         ROWS_##MR(UK_STORE)                                                                                       \
@@ -240,8 +249,8 @@ static inline __attribute__((always_inline)) void urow_group(int G, size_t nr_la
         size_t nr = g == G - 1 ? nr_last : NR;
         __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1);
         __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF : nr <= 16 ? (__mmask16)0 : (__mmask16)((1u << (nr - 16)) - 1);
-        store_row(acc[2 * g], c + g * NR, bias ? bias + g * NR : NULL, va, beta, m0, cl, vlo, vhi);
-        if (m1) store_row(acc[2 * g + 1], c + g * NR + 16, bias ? bias + g * NR + 16 : NULL, va, beta, m1, cl, vlo, vhi);
+        store_row(acc[2 * g], c + g * NR, bias ? bias + g * NR : NULL, NULL, va, beta, m0, cl, vlo, vhi);
+        if (m1) store_row(acc[2 * g + 1], c + g * NR + 16, bias ? bias + g * NR + 16 : NULL, NULL, va, beta, m1, cl, vlo, vhi);
     }
 }
 
