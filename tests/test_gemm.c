@@ -463,9 +463,28 @@ static void rows_bias_one(const lithe__sgemm_kernel *k, const char *name) {
                             (long long)N, (long long)K, (long long)i);
                 fail();
             }
+        /* one K block (the bias step in it, or in the kernel's store: bias_rows_ok): each element is
+         * the product without the bias plus the row's value, one rounding, whichever path runs */
+        float *N0 = malloc(sizeof(float) * cn), *N1 = malloc(sizeof(float) * cn);
+        assert_true(N0 && N1);
+        memcpy(N0, C0, sizeof(float) * cn);
+        memcpy(N1, C1, sizeof(float) * cn);
         lithe__sgemm_epilogue e = {.bias_row = bias};
         assert_true(lithe__sgemm(k, false, false, false, M, N, K, 1.0f, m.A, m.lda, m.B, m.ldb, 0.0f, C0, m.ldc, &e));
         assert_true(lithe__sgemm_rows(k, false, M, N, K, m.A, m.lda, rows, N, 0, C1, m.ldc, &e));
+        const lithe__sgemm_kernel *kn = k ? k : lithe__sgemm_kernel_best();
+        for (int64_t i = 0; K + 1 <= kn->kc && i < M; i++)
+            for (int64_t j = 0; j < N; j++)
+                for (int w = 0; w < 2; w++) {
+                    float want = (w ? N1 : N0)[i * m.ldc + j] + bias[i], got = (w ? C1 : C0)[i * m.ldc + j];
+                    if (memcmp(&want, &got, sizeof want)) {
+                        print_error("%s: M=%lld N=%lld K=%lld: bias_row (%s) C[%lld,%lld] = %.9g, not the product "
+                                    "plus the bias, %.9g\n", name, (long long)M, (long long)N, (long long)K,
+                                    w ? "rows" : "sgemm", (long long)i, (long long)j, got, want);
+                        fail();
+                    }
+                }
+        free(N0), free(N1);
         OK(lithe_backend_set_threads(cpu, 3));
         assert_true(lithe__sgemm_rows(k, true, M, N, K, m.A, m.lda, rows, N, 0, C2, m.ldc, &e));
         OK(lithe_backend_set_threads(cpu, 0));

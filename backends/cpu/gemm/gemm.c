@@ -470,8 +470,15 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
              * with the buffer pool handing it a warm one (core/tensor.c) it gains there too (170-174
              * -> 147-155 us min). mobilenet_v2's other projections (no act) spent a quarter packing:
              * 144 -> 24 at 56x56 234 -> 199 us. */
+            /* With the kernel adding the row bias in its store (bias_rows_ok), an act it clamps in the
+             * store follows it there, so a clamped act no longer keeps B packed. */
             const bool bias_after = kr + 1 == kb && kr >= 32 && pc == 0 && last && jb->alpha == 1.0f && jb->beta == 0.0f &&
-                                    !epi->bias && !epi->Z && !epi->act;
+                                    !epi->bias && !epi->Z && k->bias_rows_ok && (!epi->act || clamped);
+            /* The bias step of a single K block (a row bias, alpha 1, beta 0, no column bias: the
+             * filter-rows convolutions') in the kernel's store instead (gemm.h's bias_rows_ok: the
+             * same bits): one step fewer per tile. mobilenet_v2's stem (K = 27): 28 -> 27 steps. */
+            const bool rb_store = k->bias_rows_ok && kr + 1 == kb && pc == 0 && last && jb->alpha == 1.0f &&
+                                  jb->beta == 0.0f && !epi->bias && !jb->c_trans;
             const bool in_place = k->ukernel_b && !jb->tB && !jb->Bpk && !jb->B_rows && !jb->c_trans &&
                                   (kr == kb || bias_after) && (m1 - m0 <= k->mc || kb * nb <= ROWS_OUTER_FLOATS) &&
                                   (uintptr_t)jb->B % 64 == 0 &&
@@ -557,14 +564,18 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                     if (after) { /* bias_after: the real steps, then the row bias, in the kernel's store
                                   * (gemm.h's bias_rows: add_tile's pass over the stored tile was 8 % of
                                   * mobilenet_v2's 32 -> 16 at 112x112; the same bits) */
-                        lithe__sgemm_ukparams pb = {.alpha = 1.0f, .beta = 0.0f,
-                                                    .bias_rows = epi->bias_row + ic + (int64_t)ir};
+                        lithe__sgemm_ukparams pb = p;
+                        pb.bias_rows = epi->bias_row + ic + (int64_t)ir;
                         k->ukernel_b(mr, nr, kr, Ap + ir * kb, jb->B + pc * jb->ldb + jc + (int64_t)jr,
                                      (size_t)jb->ldb, c, (size_t)jb->ldc, &pb);
                     } else if (in_place && nr == NR)
                         k->ukernel_b(mr, nr, kb, Ap + ir * kb, jb->B + pc * jb->ldb + jc + (int64_t)jr,
                                      (size_t)jb->ldb, c, (size_t)jb->ldc, &p);
-                    else
+                    else if (rb_store) {
+                        lithe__sgemm_ukparams pb = p;
+                        pb.bias_rows = epi->bias_row + ic + (int64_t)ir;
+                        k->ukernel(mr, nr, kr, Ap + ir * kb, Bp + jr * kb, c, (size_t)jb->ldc, &pb);
+                    } else
                         k->ukernel(mr, nr, kb, Ap + ir * kb, Bp + jr * kb, c, (size_t)jb->ldc, &p);
                     if (!after && last && epi && (epi->Z || (epi->act && !clamped))) /* not with c_trans (store_trans) */
                         epilogue_tile(epi, false, !clamped, mr, nr, c, (size_t)jb->ldc, ic + (int64_t)ir,

@@ -52,7 +52,7 @@ typedef struct lithe__sgemm_ukparams {
      *                             only with lo <= hi (neither NaN): then max(lo, min(hi, y)). */
     int clamp;
     float lo, hi;
-    /* Optional (ukernel_b only; NULL elsewhere): mr floats, row i's added to the row's values
+    /* Optional (kernels with bias_rows_ok only; NULL elsewhere): mr floats, row i's added to the row's values
      * after the column bias and before the clamp, one rounding each (t + bias_rows[i]): gemm.c's
      * bias_after in the store instead of add_tile's pass over the stored tile, the same bits. */
     const float *bias_rows;
@@ -76,7 +76,7 @@ typedef void (*lithe__sgemm_ukernel_fn)(size_t mr, size_t nr, size_t kc, const f
  * transposed store), one A block meets each sliver (M within mc) or the B panel stays in L2
  * (gemm.c's ROWS_OUTER_FLOATS), B is 64-byte
  * aligned and its row stride a multiple of 16 floats but not of 1024; such a product packs only A.
- * It also adds p->bias_rows where given (the bias_after row bias, in its store). */
+ * It also adds p->bias_rows where given (bias_rows_ok: the bias_after row bias, in its store). */
 typedef void (*lithe__sgemm_ukernel_b_fn)(size_t mr, size_t nr, size_t kc, const float *a, const float *b, size_t ldb,
                                           float *c, size_t ldc, const lithe__sgemm_ukparams *p);
 
@@ -171,6 +171,10 @@ typedef struct lithe__sgemm_kernel {
      * relu / clip epilogue act in the last K block instead of the act kernel over each stored tile
      * row (false: they ignore it and the act runs after the store, the same bits). */
     bool clamp_ok;
+    /* ukernel and ukernel_b add lithe__sgemm_ukparams' bias_rows in their store: the driver then
+     * drops a single K block's bias step (a row bias with alpha 1, beta 0, no column bias: the bias
+     * step's fma(b, 1, acc) is acc + b, one rounding, the store's add); false: they ignore it. */
+    bool bias_rows_ok;
     /* Optional (NULL: the driver's portable loop): one rounded add into a stored C block in L1,
      *   c[i * ldc + j] = first ? r + c : c + r,  r = rv[i * rs + j * cs]  (i < rows, j < cols)
      * (cs 1: a residual block, lithe__sgemm_epilogue's res; cs 0: one value per row, a row bias

@@ -642,7 +642,7 @@ static const lithe__sgemm_kernel *for_rows(int64_t M);
      .ukernel_b = lithe_f32_gemm_ukernel_b_##MR##x32__avx512, .ukernel_ap = lithe_f32_gemm_ukernel_ap_##MR##x32__avx512, \
      .ukernel_bp = lithe_f32_gemm_ukernel_bp_##MR##x32__avx512, .ukernel_a = lithe_f32_gemm_ukernel_a_##MR##x32__avx512, \
      .pack_a_ptrs = pack_a_ptrs_##MR, .transpose = transpose_tile, .pack_segs = pack_segs, .clamp_ok = true,      \
-     .add_tile = add_tile}
+     .bias_rows_ok = true, .add_tile = add_tile}
 static const lithe__sgemm_kernel kernels[] = {KERNEL(14, 126), KERNEL(12, 120), KERNEL(8, 128), KERNEL(4, 128),
                                               KERNEL(2, 128), KERNEL(7, 126)};
 #define N_KERNELS (sizeof kernels / sizeof kernels[0])
