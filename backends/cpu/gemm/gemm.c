@@ -462,16 +462,16 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
             /* A row bias in the product's only K block (a pointwise convolution's, K < kc) need not
              * keep B packed for its row of ones (bias_after): its step adds bias_row[i] · 1 last, one
              * rounding of acc + bias_row[i], which with alpha 1, beta 0 and no column bias is the
-             * rounding of adding it to the stored tile (epilogue_tile, in L1). Not with an act: the
-             * act kernel per tile row after it measured twice as slow as packing with the clamp in
-             * the store (16 -> 96 + ReLU6 at 112x112: 438 -> 941 us). Nor below 32 steps. 32 -> 16 at
+             * rounding of adding it in the kernel's store (bias_rows_ok: ukparams.bias_rows; it was
+             * add_tile's pass over the stored tile, 8 % of 32 -> 16 at 112x112). An act only where the
+             * kernel clamps it in the store, after that add (the act kernel per tile row after the
+             * store had measured twice as slow as packing: 16 -> 96 + ReLU6 at 112x112, 438 -> 941
+             * us). Nor below 32 steps. 32 -> 16 at
              * 112x112 (32 rows, each its own stream) gained in isolation (158 -> 150 us) but first
              * lost in mobilenet_v2 (166 -> 172-182 us min), while its output went to a cold block;
              * with the buffer pool handing it a warm one (core/tensor.c) it gains there too (170-174
              * -> 147-155 us min). mobilenet_v2's other projections (no act) spent a quarter packing:
              * 144 -> 24 at 56x56 234 -> 199 us. */
-            /* With the kernel adding the row bias in its store (bias_rows_ok), an act it clamps in the
-             * store follows it there, so a clamped act no longer keeps B packed. */
             const bool bias_after = kr + 1 == kb && kr >= 32 && pc == 0 && last && jb->alpha == 1.0f && jb->beta == 0.0f &&
                                     !epi->bias && !epi->Z && k->bias_rows_ok && (!epi->act || clamped);
             /* The bias step of a single K block (a row bias, alpha 1, beta 0, no column bias: the
