@@ -964,14 +964,16 @@ static bool run_packed(job *jb, lithe__pool *pool, int T) {
     /* A column split where every chunk would pack all of op(A) again (M x K floats for each chunk's
      * 2·M·K·NR·slivers flops): op(A) is packed once, in parallel, into one buffer that every chunk
      * reads, so chunks can be single slivers, a faster thread taking more of them (the same
-     * slivers, the same kernel calls: the same bits). Not for pixel rows (mostly read in place) or
-     * the swapped product; when the buffer cannot be had, each chunk packs its own, and then a
-     * chunk gets at least 256 / NR slivers (512 flops per packed float) or a T-th of them. */
+     * slivers, the same kernel calls: the same bits). Not for pixel rows or the swapped product, nor
+     * when op(A) is over 16 MB packed or the buffer cannot be had: there each chunk packs its own
+     * (pixel rows: those not read in place), and a chunk gets at least 256 / NR slivers (512 flops
+     * per packed float: single slivers cost the MLP's batch-64 layers 7 % at 2 threads) or a T-th
+     * of them. */
     ws_slot priv, *sh = NULL;
     int64_t grain = 1;
-    if (jb->split_n && !jb->A_rows && !jb->swapped) {
-        size_t Kt = (size_t)(jb->K + (bias_step(jb->epi) ? 1 : 0));
-        sh = ws_claim(round_up((size_t)M, (size_t)k->mr) * Kt, &priv);
+    size_t Kt = (size_t)(jb->K + (bias_step(jb->epi) ? 1 : 0)), a_floats = round_up((size_t)M, (size_t)k->mr) * Kt;
+    if (jb->split_n) {
+        if (!jb->A_rows && !jb->swapped && a_floats <= ((size_t)1 << 22)) sh = ws_claim(a_floats, &priv);
         if (sh) {
             jb->a_shared = sh->buf;
             int64_t per = (int64_t)k->mr * (int64_t)Kt; /* floats per sliver */
