@@ -338,9 +338,6 @@ typedef struct job {
     float *C;
     const lithe__sgemm_epilogue *epi;
     bool split_n; /* ranges are NR-slivers of N (else MR-slivers of M) */
-    /* op(A) packed once for every chunk of a column split (pack_a_shared), or NULL: each range packs
-     * its own. Block (pc, ic) at a_shared + pc·round_up(M, MR) + ic·kb, slivers as run_range's. */
-    const float *a_shared;
     atomic_bool failed;
 } job;
 
@@ -433,45 +430,6 @@ static bool a_whole(const job *jb, size_t lanes, int64_t i0) {
     return lanes == (size_t)jb->k->mr && i0 % jb->a_ow + (int64_t)lanes <= jb->a_ow;
 }
 
-/* The A block of rows [ic, ic + mb) and steps [pc, pc + kb) (kr of them real: a row bias step
- * last when kr < kb) into Ap as MR-row slivers (sliver ir at Ap + ir·kb), but slivers the kernel
- * reads in place (a_in_place). */
-static void pack_a_block(const job *jb, int64_t ic, size_t mb, int64_t pc, size_t kb, size_t kr, bool a_in_place,
-                         float *Ap) {
-    const lithe__sgemm_kernel *k = jb->k;
-    const size_t MR = (size_t)k->mr;
-    const lithe__sgemm_epilogue *epi = jb->epi;
-    for (size_t ir = 0; ir < mb; ir += MR) {
-        size_t lanes = mb - ir < MR ? mb - ir : MR;
-        float *dst = Ap + ir * kb;
-        if (kr < kb)
-            for (size_t l = 0; l < MR; l++)
-                dst[kr * MR + l] = l < lanes ? epi->bias_row[ic + (int64_t)(ir + l)] : 0.0f;
-        if (!kr) continue;
-        if (jb->A_rows) {
-            if (a_in_place && a_whole(jb, lanes, ic + (int64_t)ir)) continue;
-            pack_pixels(k, true, lanes, kr, jb->A_rows + pc, ic + (int64_t)ir, jb->a_ow, jb->a_row, dst);
-            continue;
-        }
-        if (jb->tA) continue; /* below, step-major */
-        const float *src = jb->A + (ic + (int64_t)ir) * jb->lda + pc;
-        if (k->pack_a) k->pack_a(lanes, kr, src, (size_t)jb->lda, true, dst);
-        else pack_portable(MR, lanes, kr, src, (size_t)jb->lda, true, dst);
-    }
-    /* op(A) transposed (dW = dYᵀ·X): each step's MR lanes are a piece of one row of A,
-     * so the block is packed 16 steps at a time across all its slivers, the 16 rows it
-     * reads staying in L1 (sliver by sliver, a 2 KB row stride put all 64 rows of a
-     * sliver into two L1 sets, and every other sliver read them again from L2) */
-    for (size_t k0 = 0; jb->tA && !jb->A_rows && k0 < kr; k0 += 16)
-        for (size_t ir = 0; ir < mb; ir += MR) {
-            size_t lanes = mb - ir < MR ? mb - ir : MR, kn = kr - k0 < 16 ? kr - k0 : 16;
-            const float *src = jb->A + (pc + (int64_t)k0) * jb->lda + ic + (int64_t)ir;
-            float *dst = Ap + ir * kb + k0 * MR;
-            if (k->pack_a) k->pack_a(lanes, kn, src, (size_t)jb->lda, false, dst);
-            else pack_portable(MR, lanes, kn, src, (size_t)jb->lda, false, dst);
-        }
-}
-
 /* A B panel (kb x nb) this small (512 KB) is walked once per MR rows of A (run_range's rows_outer). */
 #define ROWS_OUTER_FLOATS ((size_t)1 << 17)
 
@@ -541,9 +499,35 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
             if (last && clamped) p.clamp = cl.clamp, p.lo = cl.lo, p.hi = cl.hi; /* the act in the store */
             for (int64_t ic = m0; ic < m1; ic += k->mc) {
                 size_t mb = (size_t)(m1 - ic < k->mc ? m1 - ic : k->mc);
-                float *Ab = Ap; /* the block's A slivers */
-                if (jb->a_shared) Ab = (float *)jb->a_shared + (size_t)pc * round_up((size_t)jb->M, MR) + (size_t)ic * kb;
-                else pack_a_block(jb, ic, mb, pc, kb, kr, a_in_place, Ap);
+                for (size_t ir = 0; ir < mb; ir += MR) {
+                    size_t lanes = mb - ir < MR ? mb - ir : MR;
+                    float *dst = Ap + ir * kb;
+                    if (kr < kb)
+                        for (size_t l = 0; l < MR; l++)
+                            dst[kr * MR + l] = l < lanes ? epi->bias_row[ic + (int64_t)(ir + l)] : 0.0f;
+                    if (!kr) continue;
+                    if (jb->A_rows) {
+                        if (a_in_place && a_whole(jb, lanes, ic + (int64_t)ir)) continue;
+                        pack_pixels(k, true, lanes, kr, jb->A_rows + pc, ic + (int64_t)ir, jb->a_ow, jb->a_row, dst);
+                        continue;
+                    }
+                    if (jb->tA) continue; /* below, step-major */
+                    const float *src = jb->A + (ic + (int64_t)ir) * jb->lda + pc;
+                    if (k->pack_a) k->pack_a(lanes, kr, src, (size_t)jb->lda, true, dst);
+                    else pack_portable(MR, lanes, kr, src, (size_t)jb->lda, true, dst);
+                }
+                /* op(A) transposed (dW = dYᵀ·X): each step's MR lanes are a piece of one row of A,
+                 * so the block is packed 16 steps at a time across all its slivers, the 16 rows it
+                 * reads staying in L1 (sliver by sliver, a 2 KB row stride put all 64 rows of a
+                 * sliver into two L1 sets, and every other sliver read them again from L2) */
+                for (size_t k0 = 0; jb->tA && !jb->A_rows && k0 < kr; k0 += 16)
+                    for (size_t ir = 0; ir < mb; ir += MR) {
+                        size_t lanes = mb - ir < MR ? mb - ir : MR, kn = kr - k0 < 16 ? kr - k0 : 16;
+                        const float *src = jb->A + (pc + (int64_t)k0) * jb->lda + ic + (int64_t)ir;
+                        float *dst = Ap + ir * kb + k0 * MR;
+                        if (k->pack_a) k->pack_a(lanes, kn, src, (size_t)jb->lda, false, dst);
+                        else pack_portable(MR, lanes, kn, src, (size_t)jb->lda, false, dst);
+                    }
                 /* The tiles of the block, slivers of B across rows of A (each B sliver stays in L1
                  * while the A block streams from L2), or, when the B panel fits L2 with room to
                  * spare (short K: a convolution's), rows of A across the B panel: then C is written
@@ -561,7 +545,7 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                     if (jb->c_trans) {
                         int64_t i0 = ic + (int64_t)ir;
                         bool ap = a_in_place && a_whole(jb, mr, i0);
-                        store_trans(jb, k, mr, nr, kb, Ab + ir * kb, ap ? jb->A_rows + pc : NULL,
+                        store_trans(jb, k, mr, nr, kb, Ap + ir * kb, ap ? jb->A_rows + pc : NULL,
                                     i0 / jb->a_ow * jb->a_row + i0 % jb->a_ow, Bp + jr * kb, i0, jc + (int64_t)jr, &p,
                                     last, tile);
                         continue;
@@ -570,7 +554,7 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                     const bool after = in_place && nr == NR && kr < kb;
                     if (after) { /* bias_after: the real steps, then the row bias */
                         lithe__sgemm_ukparams pb = {.alpha = 1.0f, .beta = 0.0f};
-                        k->ukernel_b(mr, nr, kr, Ab + ir * kb, jb->B + pc * jb->ldb + jc + (int64_t)jr,
+                        k->ukernel_b(mr, nr, kr, Ap + ir * kb, jb->B + pc * jb->ldb + jc + (int64_t)jr,
                                      (size_t)jb->ldb, c, (size_t)jb->ldc, &pb);
                         if (k->add_tile)
                             k->add_tile(mr, nr, c, (size_t)jb->ldc, epi->bias_row + ic + (int64_t)ir, 1, 0, false);
@@ -578,10 +562,10 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                             epilogue_tile(epi, true, true, mr, nr, c, (size_t)jb->ldc, ic + (int64_t)ir,
                                           jc + (int64_t)jr);
                     } else if (in_place && nr == NR)
-                        k->ukernel_b(mr, nr, kb, Ab + ir * kb, jb->B + pc * jb->ldb + jc + (int64_t)jr,
+                        k->ukernel_b(mr, nr, kb, Ap + ir * kb, jb->B + pc * jb->ldb + jc + (int64_t)jr,
                                      (size_t)jb->ldb, c, (size_t)jb->ldc, &p);
                     else
-                        k->ukernel(mr, nr, kb, Ab + ir * kb, Bp + jr * kb, c, (size_t)jb->ldc, &p);
+                        k->ukernel(mr, nr, kb, Ap + ir * kb, Bp + jr * kb, c, (size_t)jb->ldc, &p);
                     if (!after && last && epi && (epi->Z || (epi->act && !clamped))) /* not with c_trans (store_trans) */
                         epilogue_tile(epi, false, !clamped, mr, nr, c, (size_t)jb->ldc, ic + (int64_t)ir,
                                       jc + (int64_t)jr);
@@ -934,21 +918,6 @@ bool lithe__sgemm_rows(const lithe__sgemm_kernel *k, bool use_threads, int64_t M
 }
 
 /* The packed path of both entries: the kernel for M's rows, the thread split, the ranges. */
-/* pack_a_shared's range: MR-row slivers [s0, s1) of op(A), every K block. */
-static void pack_a_task(void *ctx, int64_t s0, int64_t s1) {
-    job *jb = ctx;
-    const size_t MR = (size_t)jb->k->mr, Mpad = round_up((size_t)jb->M, MR);
-    const int64_t K = jb->K + (bias_step(jb->epi) ? 1 : 0), i0 = s0 * (int64_t)MR;
-    const int64_t i1 = s1 * (int64_t)MR < jb->M ? s1 * (int64_t)MR : jb->M;
-    for (int64_t pc = 0; pc < K; pc += jb->k->kc) {
-        size_t kb = (size_t)(K - pc < jb->k->kc ? K - pc : jb->k->kc);
-        size_t kr = pc + (int64_t)kb == K && K > jb->K ? kb - 1 : kb;
-        pack_a_block(jb, i0, (size_t)(i1 - i0), pc, kb, kr, false,
-                     (float *)jb->a_shared + (size_t)pc * Mpad + (size_t)i0 * kb);
-    }
-}
-
-/* The packed path of both entries: the kernel for M's rows, the thread split, the ranges. */
 static bool run_packed(job *jb, lithe__pool *pool, int T) {
     const lithe__sgemm_kernel *k = jb->k;
     int64_t M = jb->M, N = jb->N;
@@ -957,34 +926,18 @@ static bool run_packed(job *jb, lithe__pool *pool, int T) {
     int64_t ns = (N + k->nr - 1) / k->nr, ms = (M + k->mr - 1) / k->mr;
     jb->split_n = ns >= 2 * T || ns >= ms;
     int64_t items = jb->split_n ? ns : ms;
-    if (T <= 1) {
-        gemm_task(jb, 0, items);
-        return !atomic_load(&jb->failed);
-    }
-    /* A column split where every chunk would pack all of op(A) again (M x K floats for each chunk's
-     * 2·M·K·NR·slivers flops): op(A) is packed once, in parallel, into one buffer that every chunk
-     * reads, so chunks can be single slivers, a faster thread taking more of them (the same
-     * slivers, the same kernel calls: the same bits). Not for pixel rows or the swapped product, nor
-     * when op(A) is over 16 MB packed or the buffer cannot be had: there each chunk packs its own
-     * (pixel rows: those not read in place), and a chunk gets at least 256 / NR slivers (512 flops
-     * per packed float: single slivers cost the MLP's batch-64 layers 7 % at 2 threads) or a T-th
-     * of them. */
-    ws_slot priv, *sh = NULL;
+    /* Each chunk of a column split packs all of op(A)'s rows again (M x K floats for its 2·M·K·NR
+     * flops per sliver): a chunk gets at least 256 / NR slivers (512 flops per packed float), or a
+     * T-th of them, whichever is less, so a job still splits (the MLP's batch-64 layers: 2 chunks;
+     * single slivers cost them 7 % at 2 threads, and packing op(A) once into a buffer that every
+     * chunk read, 4 %). Row chunks read B packed ahead or pack only their own columns' B. */
     int64_t grain = 1;
-    size_t Kt = (size_t)(jb->K + (bias_step(jb->epi) ? 1 : 0)), a_floats = round_up((size_t)M, (size_t)k->mr) * Kt;
-    if (jb->split_n) {
-        if (!jb->A_rows && !jb->swapped && a_floats <= ((size_t)1 << 22)) sh = ws_claim(a_floats, &priv);
-        if (sh) {
-            jb->a_shared = sh->buf;
-            int64_t per = (int64_t)k->mr * (int64_t)Kt; /* floats per sliver */
-            lithe__pool_for(pool, ms, per >= 16384 ? 1 : 16384 / per + 1, pack_a_task, jb);
-        } else {
-            grain = 256 / k->nr > 1 ? 256 / k->nr : 1;
-            if (grain > (items + T - 1) / T) grain = (items + T - 1) / T;
-        }
+    if (jb->split_n && T > 1) {
+        grain = 256 / k->nr > 1 ? 256 / k->nr : 1;
+        if (grain > (items + T - 1) / T) grain = (items + T - 1) / T;
     }
-    lithe__pool_for(pool, items, grain, gemm_task, jb);
-    ws_release(sh);
+    if (T > 1) lithe__pool_for(pool, items, grain, gemm_task, jb);
+    else gemm_task(jb, 0, items);
     return !atomic_load(&jb->failed);
 }
 
