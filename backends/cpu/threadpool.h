@@ -5,10 +5,10 @@
  * cache when the next op reads it), while a thread that runs faster (this machine's second vCPU
  * runs 10-30 % slower or faster than the first, in streaks) or starts sooner (a worker may be
  * asleep, or its core busy with another program) takes over the end of a slower one's share, and
- * the job waits only for chunks already claimed. Kernels that use it must give
- * every output element to one chunk only and never split a reduction across chunks, and a chunk's
- * computation must not depend on which thread runs it or on how many chunks there are, so that
- * results are bit-identical for any number of threads (the tests compare 1 and N threads exactly).
+ * the job waits only for chunks already claimed. Kernels that use it must give every output
+ * element to one chunk only and never split a reduction across chunks, and a chunk's computation
+ * must not depend on which thread runs it or on how many chunks there are, so that results are
+ * bit-identical for any number of threads (the tests compare 1 and N threads exactly).
  *
  * Builds without threads (WebAssembly without pthreads, LITHE_NO_THREADS) have a pool of one: every
  * job runs in the caller. A pool that is busy (another thread's job, or a job started from inside a
