@@ -121,7 +121,9 @@ static void *concurrent_user(void *pp) {
 /* A worker that stalls in its first chunks (asleep, or its core taken by another program): the
  * caller runs its own share, then takes the worker's unclaimed chunks from the back, and the job
  * ends once the stalled chunks are done. 16 chunks, 8 per thread; the worker's first claim is half
- * its share (4), so the caller runs at least its 8 and the worker's other 4. */
+ * its share (4), so the caller runs at least its 8 and the worker's other 4. The caller's chunks
+ * take 2 ms each, so that the worker wakes in time to claim (a round where it did not is run
+ * again). */
 typedef struct {
     pthread_t caller;
     atomic_int by_caller, stalled;
@@ -133,6 +135,8 @@ static void stall(void *ctxp, int64_t b, int64_t e) {
     for (int64_t i = b; i < e; i++) c->hits[i]++;
     if (pthread_equal(pthread_self(), c->caller)) {
         atomic_fetch_add(&c->by_caller, (int)(e - b));
+        struct timespec ts = {0, (long)(e - b) * 2 * 1000 * 1000};
+        nanosleep(&ts, NULL);
     } else if (atomic_fetch_add(&c->stalled, 1) == 0) {
         struct timespec ts = {0, 200 * 1000 * 1000};
         nanosleep(&ts, NULL);
@@ -143,13 +147,16 @@ static void test_late_worker(void **state) {
     (void)state;
     lithe__pool *p = NULL;
     OK(lithe__pool_new(2, &p));
-    for (int r = 0; r < 3; r++) {
+    int stalls = 0;
+    for (int r = 0; r < 20 && stalls < 2; r++) {
         int hits[16] = {0};
         stall_ctx c = {.caller = pthread_self(), .hits = hits};
         lithe__pool_for(p, 16, 1, stall, &c);
         for (int i = 0; i < 16; i++) assert_int_equal(hits[i], 1);
         assert_true(atomic_load(&c.by_caller) >= 12); /* all 16 when the worker came too late for any */
+        stalls += atomic_load(&c.stalled) > 0;
     }
+    assert_int_equal(stalls, 2);
     lithe__pool_free(p);
 }
 
