@@ -1,7 +1,9 @@
 /* The CPU backend's thread pool (backends/cpu/threadpool.h) and lithe_backend_set_threads: every
- * item of a job runs exactly once, ranges respect the grain, nested and concurrent jobs run (in the
- * caller), pools start and stop repeatedly, and the public thread count is checked. The kernels'
+ * item of a job runs exactly once, chunks respect the grain and their most per thread, a thread
+ * takes over the chunks a late one left, nested and concurrent jobs run (in the caller), pools start
+ * and stop repeatedly, and the public thread count is checked. The kernels'
  * own "1 thread == N threads, bit for bit" checks live beside them (test_kernels, test_gemm). */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +20,7 @@
 #if LITHE_HAVE_THREADS
 #include <pthread.h>
 #include <stdatomic.h>
+#include <time.h>
 #endif
 
 #define OK(expr) assert_int_equal((expr), LITHE_OK)
@@ -41,6 +44,8 @@ static void mark(void *ctxp, int64_t b, int64_t e) {
     j->calls++;
 }
 
+/* expect_calls: how many calls of fn, -1 for any count the pool may make (at most one per chunk:
+ * n / grain, and LITHE_POOL_CHUNKS_PER_THREAD per thread) */
 static void run_job(lithe__pool *p, int64_t n, int64_t grain, int expect_calls) {
     job j = {.grain = grain, .hits = calloc((size_t)(n ? n : 1), sizeof(int)), .bad_start = -1};
     assert_non_null(j.hits);
@@ -48,6 +53,9 @@ static void run_job(lithe__pool *p, int64_t n, int64_t grain, int expect_calls) 
     for (int64_t i = 0; i < n; i++) assert_int_equal(j.hits[i], 1);
     assert_int_equal(j.bad_start, -1);
     if (expect_calls >= 0) assert_int_equal((int)j.calls, expect_calls);
+    int64_t most = (int64_t)lithe__pool_threads(p) * LITHE_POOL_CHUNKS_PER_THREAD;
+    if (n / grain < most) most = n / grain > 1 ? n / grain : 1;
+    if (n > 0) assert_in_range((int)j.calls, 1, most);
     free(j.hits);
 }
 
@@ -101,13 +109,55 @@ static void test_nested_jobs(void **state) {
     OK(lithe__pool_new(2, &p));
     nest_ctx c = {p, 0};
     lithe__pool_for(p, 8, 1, outer, &c);
-    run_job(p, 100, 1, 2);
+    run_job(p, 100, 1, -1);
     lithe__pool_free(p);
 }
 
 static void *concurrent_user(void *pp) {
     for (int r = 0; r < 500; r++) run_job(pp, 257, 3, -1);
     return NULL;
+}
+
+/* A worker that stalls in its first chunks (asleep, or its core taken by another program): the
+ * caller runs its own share, then takes the worker's unclaimed chunks from the back, and the job
+ * ends once the stalled chunks are done. 16 chunks, 8 per thread; the worker's first claim is half
+ * its share (4), so the caller runs at least its 8 and the worker's other 4. The caller's chunks
+ * take 2 ms each, so that the worker wakes in time to claim (a round where it did not is run
+ * again). */
+typedef struct {
+    pthread_t caller;
+    atomic_int by_caller, stalled;
+    int *hits;
+} stall_ctx;
+
+static void stall(void *ctxp, int64_t b, int64_t e) {
+    stall_ctx *c = ctxp;
+    for (int64_t i = b; i < e; i++) c->hits[i]++;
+    if (pthread_equal(pthread_self(), c->caller)) {
+        atomic_fetch_add(&c->by_caller, (int)(e - b));
+        struct timespec ts = {0, (long)(e - b) * 2 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    } else if (atomic_fetch_add(&c->stalled, 1) == 0) {
+        struct timespec ts = {0, 200 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void test_late_worker(void **state) {
+    (void)state;
+    lithe__pool *p = NULL;
+    OK(lithe__pool_new(2, &p));
+    int stalls = 0;
+    for (int r = 0; r < 20 && stalls < 2; r++) {
+        int hits[16] = {0};
+        stall_ctx c = {.caller = pthread_self(), .hits = hits};
+        lithe__pool_for(p, 16, 1, stall, &c);
+        for (int i = 0; i < 16; i++) assert_int_equal(hits[i], 1);
+        assert_true(atomic_load(&c.by_caller) >= 12); /* all 16 when the worker came too late for any */
+        stalls += atomic_load(&c.stalled) > 0;
+    }
+    assert_int_equal(stalls, 2);
+    lithe__pool_free(p);
 }
 
 static void test_concurrent_callers(void **state) {
@@ -137,7 +187,7 @@ static void test_public_thread_count(void **state) {
     OK(lithe_backend_set_threads(cpu, 3));
     assert_int_equal(lithe_backend_threads(cpu), 3);
     assert_int_equal(lithe__pool_threads(lithe__cpu_pool()), 3);
-    run_job(lithe__cpu_pool(), 1000, 1, 3);
+    run_job(lithe__cpu_pool(), 1000, 1, -1);
     OK(lithe_backend_set_threads(cpu, 2));
     assert_int_equal(lithe_backend_threads(cpu), 2);
 #else
@@ -152,6 +202,7 @@ int main(void) {
         cmocka_unit_test(test_every_item_once),
 #if LITHE_HAVE_THREADS
         cmocka_unit_test(test_nested_jobs),
+        cmocka_unit_test(test_late_worker),
         cmocka_unit_test(test_concurrent_callers),
 #endif
         cmocka_unit_test(test_public_thread_count),
