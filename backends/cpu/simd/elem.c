@@ -192,13 +192,16 @@ static inline __attribute__((always_inline)) void act_loop(const lithe__act *a, 
     const bool inl = kind != LITHE__ACT_SIGMOID && kind != LITHE__ACT_TANH && kind != LITHE__ACT_SWISH &&
                      kind != LITHE__ACT_GELU;
     for (; i + VW <= n; i += VW) st(Y + i, inl ? act1_inl(&c, ld(X + i)) : act1(&c, ld(X + i)));
-    if (i < n) st_part(Y + i, inl ? act1_inl(&c, ld_part(X + i, n - i)) : act1(&c, ld_part(X + i, n - i)), n - i);
 }
 
-static void K(act)(const lithe__act *a, int64_t n, const float *X, float *Y) {
+/* act and act_backward run n - n % VW floats through their kind's loop, then a partial last vector
+ * through the same loop again, zero-padded (ld_part's padding: the same bits), instead of a second
+ * copy of every kind's body for the tail (half of their code: 11 KB of the npm SIMD core). false:
+ * the kind has no loop here (the caller runs the scalar twin). */
+static __attribute__((noinline)) bool act_vec(const lithe__act *a, int64_t n, const float *X, float *Y) {
     switch (a->kind) {
 #define ACT_CASE(k)                                                                                \
-    case k: act_loop(a, k, n, X, Y); return;
+    case k: act_loop(a, k, n, X, Y); return true;
         ACT_CASE(LITHE__ACT_RELU)
         ACT_CASE(LITHE__ACT_SIGMOID)
         ACT_CASE(LITHE__ACT_TANH)
@@ -211,7 +214,21 @@ static void K(act)(const lithe__act *a, int64_t n, const float *X, float *Y) {
         ACT_CASE(LITHE__ACT_HARD_SWISH_MOBILENET)
         ACT_CASE(LITHE__ACT_CLIPPED_LINEAR)
 #undef ACT_CASE
-    default: lithe_f32_act__scalar(a, n, X, Y); /* mish: the twin */
+    default: return false;
+    }
+}
+
+static void K(act)(const lithe__act *a, int64_t n, const float *X, float *Y) {
+    const int64_t nv = n - n % VW;
+    if (!act_vec(a, nv, X, Y)) {
+        lithe_f32_act__scalar(a, n, X, Y); /* mish: the twin */
+        return;
+    }
+    if (nv < n) {
+        float t[VW] = {0};
+        memcpy(t, X + nv, (size_t)(n - nv) * sizeof(float));
+        act_vec(a, VW, t, t);
+        memcpy(Y + nv, t, (size_t)(n - nv) * sizeof(float));
     }
 }
 
@@ -250,19 +267,13 @@ static inline __attribute__((always_inline)) void act_bwd_loop(const lithe__act 
         vf x = needs & LITHE__ACT_NEEDS_X ? ld(X + i) : zero, y = needs & LITHE__ACT_NEEDS_Y ? ld(Y + i) : zero;
         st(dX + i, act_bwd1(&c, low, high, ld(dY + i), x, y));
     }
-    if (i < n) {
-        int64_t m = n - i;
-        vf x = needs & LITHE__ACT_NEEDS_X ? ld_part(X + i, m) : zero,
-           y = needs & LITHE__ACT_NEEDS_Y ? ld_part(Y + i, m) : zero;
-        st_part(dX + i, act_bwd1(&c, low, high, ld_part(dY + i, m), x, y), m);
-    }
 }
 
-static void K(act_backward)(const lithe__act *a, int64_t n, const float *dY, const float *X, const float *Y,
-                            float *dX) {
+static __attribute__((noinline)) bool act_bwd_vec(const lithe__act *a, int64_t n, const float *dY, const float *X,
+                                                  const float *Y, float *dX) {
     switch (a->kind) {
 #define ACT_CASE(k)                                                                                \
-    case k: act_bwd_loop(a, k, n, dY, X, Y, dX); return;
+    case k: act_bwd_loop(a, k, n, dY, X, Y, dX); return true;
         ACT_CASE(LITHE__ACT_RELU)
         ACT_CASE(LITHE__ACT_SIGMOID)
         ACT_CASE(LITHE__ACT_TANH)
@@ -274,7 +285,26 @@ static void K(act_backward)(const lithe__act *a, int64_t n, const float *dY, con
         ACT_CASE(LITHE__ACT_HARD_SWISH_MOBILENET)
         ACT_CASE(LITHE__ACT_CLIPPED_LINEAR)
 #undef ACT_CASE
-    default: lithe_f32_act_backward__scalar(a, n, dY, X, Y, dX); /* mish, dish: the twins */
+    default: return false;
+    }
+}
+
+static void K(act_backward)(const lithe__act *a, int64_t n, const float *dY, const float *X, const float *Y,
+                            float *dX) {
+    const int64_t nv = n - n % VW;
+    if (!act_bwd_vec(a, nv, dY, X, Y, dX)) {
+        lithe_f32_act_backward__scalar(a, n, dY, X, Y, dX); /* mish, dish: the twins */
+        return;
+    }
+    if (nv < n) { /* X and Y only where the kind reads them (either may be NULL otherwise) */
+        const size_t m = (size_t)(n - nv) * sizeof(float);
+        const int needs = lithe__act_needs(a->kind);
+        float g[VW] = {0}, x[VW] = {0}, y[VW] = {0};
+        memcpy(g, dY + nv, m);
+        if (needs & LITHE__ACT_NEEDS_X) memcpy(x, X + nv, m);
+        if (needs & LITHE__ACT_NEEDS_Y) memcpy(y, Y + nv, m);
+        act_bwd_vec(a, VW, g, x, y, g);
+        memcpy(dX + nv, g, m);
     }
 }
 
