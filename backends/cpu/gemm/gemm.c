@@ -490,7 +490,10 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                 }
                 const float *src = jb->tB ? jb->B + (jc + (int64_t)jr) * jb->ldb + pc
                                           : jb->B + pc * jb->ldb + jc + (int64_t)jr;
-                if (LITHE__SGEMM_HAS(k, pack_b)) k->pack_b(lanes, kr, src, (size_t)jb->ldb, jb->tB, dst);
+                /* (here and for A below the pointer alone, not LITHE__SGEMM_HAS: with the portable
+                 * loops left out of this function, V8 ran the npm SIMD module's batch-64 MLP and
+                 * training step 8-10 % slower, in interleaved runs; docs/wasm.md) */
+                if (k->pack_b) k->pack_b(lanes, kr, src, (size_t)jb->ldb, jb->tB, dst);
                 else pack_portable(NR, lanes, kr, src, (size_t)jb->ldb, jb->tB, dst);
             }
             /* lithe__sgemm_pixels' A read where it lies by the kernel (gemm.h's ukernel_ap) when one B
@@ -517,7 +520,7 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                     }
                     if (jb->tA) continue; /* below, step-major */
                     const float *src = jb->A + (ic + (int64_t)ir) * jb->lda + pc;
-                    if (LITHE__SGEMM_HAS(k, pack_a)) k->pack_a(lanes, kr, src, (size_t)jb->lda, true, dst);
+                    if (k->pack_a) k->pack_a(lanes, kr, src, (size_t)jb->lda, true, dst);
                     else pack_portable(MR, lanes, kr, src, (size_t)jb->lda, true, dst);
                 }
                 /* op(A) transposed (dW = dYᵀ·X): each step's MR lanes are a piece of one row of A,
@@ -529,7 +532,7 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                         size_t lanes = mb - ir < MR ? mb - ir : MR, kn = kr - k0 < 16 ? kr - k0 : 16;
                         const float *src = jb->A + (pc + (int64_t)k0) * jb->lda + ic + (int64_t)ir;
                         float *dst = Ap + ir * kb + k0 * MR;
-                        if (LITHE__SGEMM_HAS(k, pack_a)) k->pack_a(lanes, kn, src, (size_t)jb->lda, false, dst);
+                        if (k->pack_a) k->pack_a(lanes, kn, src, (size_t)jb->lda, false, dst);
                         else pack_portable(MR, lanes, kn, src, (size_t)jb->lda, false, dst);
                     }
                 /* The tiles of the block, slivers of B across rows of A (each B sliver stays in L1

@@ -212,10 +212,10 @@ bool lithe__sgemm_act_clamp(const lithe__act *act, int *clamp, float *lo, float 
  * kernel of the build sets the member, 1 where some may, 2 where every one does. The driver tests
  * LITHE__SGEMM_HAS(k, member) rather than the pointer alone, so that its paths for a form no kernel
  * has, and its portable fall-backs for a helper every kernel has, compile away: WebAssembly's
- * SIMD128 and scalar kernels (and NEON) have none of the operand forms read in place, and the npm
- * package's SIMD128 module (LITHE_SIMD_ONLY: that kernel alone, which packs its own slivers) needs
- * no portable packing; together 15 KB of that module (docs/wasm.md). An ISA port that fills one in
- * sets it here too (test_gemm_ukernels fails a kernel whose members the build's values deny). */
+ * SIMD128 and scalar kernels (and NEON) have none of the operand forms read in place (7.2 KB of the
+ * npm package's SIMD128 module), and that module (LITHE_SIMD_ONLY: the SIMD128 kernel alone, which
+ * packs its own slivers) needs no portable packing (3.2 KB; docs/wasm.md). An ISA port that fills
+ * one in sets it here too (test_gemm_ukernels fails a kernel whose members the build's values deny). */
 #if defined(__x86_64__) || defined(_M_X64) /* gemm_avx2.c: ukernel_a, transpose; gemm_avx512.c: all */
 #define LITHE__SGEMM_FORM_ukernel_b 1
 #define LITHE__SGEMM_FORM_ukernel_ap 1
