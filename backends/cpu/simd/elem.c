@@ -196,7 +196,7 @@ static inline __attribute__((always_inline)) void act_loop(const lithe__act *a, 
 
 /* act and act_backward run n - n % VW floats through their kind's loop, then a partial last vector
  * through the same loop again, zero-padded (ld_part's padding: the same bits), instead of a second
- * copy of every kind's body for the tail (half of their code: 11 KB of the npm SIMD core). false:
+ * copy of every kind's body for the tail (7 KB of the npm SIMD core). false:
  * the kind has no loop here (the caller runs the scalar twin). */
 static __attribute__((noinline)) bool act_vec(const lithe__act *a, int64_t n, const float *X, float *Y) {
     switch (a->kind) {
