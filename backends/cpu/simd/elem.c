@@ -851,14 +851,24 @@ static inline vf unary1(int op, vf x) {
     }
 }
 
+static __attribute__((noinline)) void unary_vec(int op, int64_t n, const float *X, float *Y) {
+    for (int64_t i = 0; i + VW <= n; i += VW) st(Y + i, unary1(op, ld(X + i)));
+}
+
+/* unary and unary_backward: the partial last vector through the same loop, zero-padded (as act) */
 static void K(unary)(int op, int64_t n, const float *X, float *Y) {
     if (op == LITHE__UN_LOG || op == LITHE__UN_ERF) {
         lithe_f32_unary__scalar(op, n, X, Y);
         return;
     }
-    int64_t i = 0;
-    for (; i + VW <= n; i += VW) st(Y + i, unary1(op, ld(X + i)));
-    if (i < n) st_part(Y + i, unary1(op, ld_part(X + i, n - i)), n - i);
+    const int64_t nv = n - n % VW;
+    unary_vec(op, nv, X, Y);
+    if (nv < n) {
+        float t[VW] = {0};
+        memcpy(t, X + nv, (size_t)(n - nv) * sizeof(float));
+        unary_vec(op, VW, t, t);
+        memcpy(Y + nv, t, (size_t)(n - nv) * sizeof(float));
+    }
 }
 
 static inline vf unary_bwd1(int op, vf x, vf y, vf g, vf d) {
@@ -873,14 +883,24 @@ static inline vf unary_bwd1(int op, vf x, vf y, vf g, vf d) {
     }
 }
 
-static void K(unary_backward)(int op, int64_t n, const float *X, const float *Y, const float *dY, float *dX) {
-    int64_t i = 0;
-    for (; i + VW <= n; i += VW)
+static __attribute__((noinline)) void unary_bwd_vec(int op, int64_t n, const float *X, const float *Y,
+                                                    const float *dY, float *dX) {
+    for (int64_t i = 0; i + VW <= n; i += VW)
         st(dX + i, unary_bwd1(op, ld(X + i), ld(Y + i), ld(dY + i), ld(dX + i)));
-    if (i < n) {
-        int64_t m = n - i;
-        st_part(dX + i, unary_bwd1(op, ld_part(X + i, m), ld_part(Y + i, m), ld_part(dY + i, m), ld_part(dX + i, m)),
-                m);
+}
+
+static void K(unary_backward)(int op, int64_t n, const float *X, const float *Y, const float *dY, float *dX) {
+    const int64_t nv = n - n % VW;
+    unary_bwd_vec(op, nv, X, Y, dY, dX);
+    if (nv < n) {
+        const size_t m = (size_t)(n - nv) * sizeof(float);
+        float x[VW] = {0}, y[VW] = {0}, g[VW] = {0}, d[VW] = {0};
+        memcpy(x, X + nv, m);
+        memcpy(y, Y + nv, m);
+        memcpy(g, dY + nv, m);
+        memcpy(d, dX + nv, m);
+        unary_bwd_vec(op, VW, x, y, g, d);
+        memcpy(dX + nv, d, m);
     }
 }
 
