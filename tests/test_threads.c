@@ -87,6 +87,39 @@ static void test_every_item_once(void **state) {
     run_job(NULL, 100, 1, 1);
 }
 
+/* lithe__pool_for_chunks: chunks of ceil(n / chunks) items however n divides, so a job of 7, 15,
+ * 17 or 19 items still splits into as many chunks as asked (a grain of ceil(n / T) with
+ * lithe__pool_for would have made one: the GEMM's column split ran whole in the caller) */
+static void test_given_chunks(void **state) {
+    (void)state;
+    for (int threads = 1; threads <= (LITHE_HAVE_THREADS ? 4 : 1); threads++) {
+        lithe__pool *p = NULL;
+        OK(lithe__pool_new(threads, &p));
+        int64_t sizes[] = {1, 2, 3, 7, 15, 17, 19, 1000};
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+            for (int64_t want = 1; want <= 100; want = want * 3 + 1) {
+                int64_t n = sizes[s], chunks = want < n ? want : n, most = (int64_t)threads * LITHE_POOL_CHUNKS_PER_THREAD;
+                if (chunks > most) chunks = most;
+                if (threads == 1) chunks = 1;
+                int64_t len = (n + chunks - 1) / chunks;
+                job j = {.grain = len, .hits = calloc((size_t)n, sizeof(int)), .bad_start = -1};
+                assert_non_null(j.hits);
+                lithe__pool_for_chunks(p, n, want, mark, &j);
+                for (int64_t i = 0; i < n; i++) assert_int_equal(j.hits[i], 1);
+                assert_int_equal(j.bad_start, -1); /* every call starts on a chunk's first item */
+                /* one chunk per thread: every share is one chunk and stolen chunks go one at a time */
+                if (threads > 1 && chunks == threads) assert_int_equal((int)j.calls, (int)((n + len - 1) / len));
+                free(j.hits);
+            }
+        lithe__pool_free(p);
+    }
+    job j = {.grain = 17, .hits = calloc(17, sizeof(int)), .bad_start = -1};
+    assert_non_null(j.hits);
+    lithe__pool_for_chunks(NULL, 17, 2, mark, &j); /* no pool: one call */
+    assert_int_equal((int)j.calls, 1);
+    free(j.hits);
+}
+
 #if LITHE_HAVE_THREADS
 typedef struct {
     lithe__pool *p;
@@ -138,8 +171,10 @@ static void stall(void *ctxp, int64_t b, int64_t e) {
         struct timespec ts = {0, (long)(e - b) * 2 * 1000 * 1000};
         nanosleep(&ts, NULL);
     } else if (atomic_fetch_add(&c->stalled, 1) == 0) {
-        struct timespec ts = {0, 200 * 1000 * 1000};
-        nanosleep(&ts, NULL);
+        /* stalled until the caller has done the rest (not a fixed sleep, which a descheduled caller
+         * on a loaded machine could outlast), 10 s at most */
+        struct timespec ts = {0, 1000 * 1000};
+        for (int i = 0; i < 10000 && atomic_load(&c->by_caller) < 12; i++) nanosleep(&ts, NULL);
     }
 }
 
@@ -200,6 +235,7 @@ static void test_public_thread_count(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_item_once),
+        cmocka_unit_test(test_given_chunks),
 #if LITHE_HAVE_THREADS
         cmocka_unit_test(test_nested_jobs),
         cmocka_unit_test(test_late_worker),

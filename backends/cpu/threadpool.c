@@ -391,10 +391,22 @@ void lithe__pool_free(lithe__pool *p) {
 
 int lithe__pool_threads(const lithe__pool *p) { return p ? p->n : 1; }
 
+static void pool_run(lithe__pool *p, int64_t n, int64_t chunks, int64_t grain, lithe__range_fn fn, void *ctx);
+
 void lithe__pool_for(lithe__pool *p, int64_t n, int64_t grain, lithe__range_fn fn, void *ctx) {
     if (n <= 0) return;
     if (grain < 1) grain = 1;
-    int64_t most = p && p->n > 1 ? (int64_t)p->n * LITHE_POOL_CHUNKS_PER_THREAD : 1, chunks = n / grain;
+    pool_run(p, n, n / grain, grain, fn, ctx);
+}
+
+void lithe__pool_for_chunks(lithe__pool *p, int64_t n, int64_t chunks, lithe__range_fn fn, void *ctx) {
+    if (n <= 0) return;
+    pool_run(p, n, chunks < n ? chunks : n, 1, fn, ctx);
+}
+
+/* n > 0 items in at most `chunks` chunks (capped at the pool's most), each a multiple of grain */
+static void pool_run(lithe__pool *p, int64_t n, int64_t chunks, int64_t grain, lithe__range_fn fn, void *ctx) {
+    int64_t most = p && p->n > 1 ? (int64_t)p->n * LITHE_POOL_CHUNKS_PER_THREAD : 1;
     if (most > INT32_MAX) most = INT32_MAX;
     if (chunks > most) chunks = most;
     int expect = 0;

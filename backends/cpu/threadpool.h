@@ -56,8 +56,15 @@ int lithe__pool_threads(const lithe__pool *p);
  * lithe__pool_threads(p) contiguous chunks whose lengths are multiples of `grain` (but the last),
  * and only into as many as give each chunk at least `grain` items; one chunk: fn(ctx, 0, n) in the
  * caller. fn gets one or more whole consecutive chunks per call, from any thread, in any order.
+ * Which consecutive chunks one call gets depends on timing, even at a fixed thread count, so fn's
+ * results must not depend on its [begin, end) either (only on each item).
  * Returns when every chunk is done. p NULL: fn(ctx, 0, n) in the caller. */
 void lithe__pool_for(lithe__pool *p, int64_t n, int64_t grain, lithe__range_fn fn, void *ctx);
+/* The same with the chunk count given (at most LITHE_POOL_CHUNKS_PER_THREAD per thread and n):
+ * chunks of ceil(n / chunks) items, the last one shorter. For callers whose grain is a minimum of
+ * work, not a multiple (the GEMM's slivers: 7 of them at 2 threads are 4 + 3, where a grain of 4
+ * would leave one chunk). */
+void lithe__pool_for_chunks(lithe__pool *p, int64_t n, int64_t chunks, lithe__range_fn fn, void *ctx);
 
 /* The CPU backend's pool (NULL when it has one thread), created at first use with
  * lithe_backend_set_threads's count, or the LITHE_NUM_THREADS environment variable, or every core. */

@@ -936,18 +936,20 @@ static bool run_packed(job *jb, lithe__pool *pool, int T) {
     int64_t ns = (N + k->nr - 1) / k->nr, ms = (M + k->mr - 1) / k->mr;
     jb->split_n = ns >= 2 * T || ns >= ms;
     int64_t items = jb->split_n ? ns : ms;
-    /* Each chunk of a column split packs all of op(A)'s rows again (M x K floats for its 2·M·K·NR
-     * flops per sliver): a chunk gets at least 256 / NR slivers (512 flops per packed float), or a
-     * T-th of them, whichever is less, so a job still splits (the MLP's batch-64 layers: 2 chunks;
-     * single slivers cost them 7 % at 2 threads, and packing op(A) once into a buffer that every
-     * chunk read, 4 %). Row chunks read B packed ahead or pack only their own columns' B. */
-    int64_t grain = 1;
-    if (jb->split_n && T > 1) {
-        grain = 256 / k->nr > 1 ? 256 / k->nr : 1;
-        if (grain > (items + T - 1) / T) grain = (items + T - 1) / T;
+    /* Each call of a column split packs all of op(A)'s rows again (M x K floats for its 2·M·K·NR
+     * flops per sliver): a chunk gets at least 256 / NR slivers (512 flops per packed float), but
+     * the job still makes T chunks (the MLP's batch-64 layers: 2 chunks; single slivers cost them
+     * 7 % at 2 threads, and packing op(A) once into a buffer that every chunk read, 4 %). Row
+     * chunks read B packed ahead or pack all of B's columns per call (rows split only when there
+     * are fewer than 2T slivers). */
+    if (T > 1 && jb->split_n) {
+        int64_t least = 256 / k->nr > 1 ? 256 / k->nr : 1, chunks = items / least;
+        lithe__pool_for_chunks(pool, items, chunks > T ? chunks : T, gemm_task, jb);
+    } else if (T > 1) {
+        lithe__pool_for(pool, items, 1, gemm_task, jb);
+    } else {
+        gemm_task(jb, 0, items);
     }
-    if (T > 1) lithe__pool_for(pool, items, grain, gemm_task, jb);
-    else gemm_task(jb, 0, items);
     return !atomic_load(&jb->failed);
 }
 
