@@ -18,9 +18,12 @@
 #include <sanitizer/asan_interface.h>
 #define POOL_POISON(b) do { if ((b)->be->host_memory) ASAN_POISON_MEMORY_REGION((b)->data, (b)->nbytes); } while (0)
 #define POOL_UNPOISON(b) do { if ((b)->be->host_memory) ASAN_UNPOISON_MEMORY_REGION((b)->data, (b)->nbytes); } while (0)
+#define POOL_POISON_TAIL(b, n) \
+    do { if ((b)->be->host_memory && (b)->nbytes > (n)) ASAN_POISON_MEMORY_REGION((char *)(b)->data + (n), (b)->nbytes - (n)); } while (0)
 #else
 #define POOL_POISON(b) ((void)(b))
 #define POOL_UNPOISON(b) ((void)(b))
+#define POOL_POISON_TAIL(b, n) ((void)(b), (void)(n))
 #endif
 
 size_t lithe_dtype_size(lithe_dtype dtype) {
@@ -658,7 +661,8 @@ lithe_status lithe_tensor_to_dlpack(lithe_tensor *t, bool versioned, void **mana
 
 /* ------------------------------------------------------------------------------------------
  * Buffer pools: storages whose memory goes back to the pool, not to the backend, when the last
- * view goes; the next request of the same backend and byte size takes it again.
+ * view goes; a later request of the same backend takes it again: at its own byte size, or, while
+ * it came back during the current run (lithe__bufpool_epoch), at down to a quarter of it.
  * ---------------------------------------------------------------------------------------- */
 
 typedef struct pool_block {
@@ -776,6 +780,8 @@ lithe_status lithe__bufpool_tensor(lithe__bufpool *p, lithe_backend *be, lithe_d
         b = *link;
         *link = b->next;
         POOL_UNPOISON(b);
+        /* a block larger than the request: its tail stays poisoned, so an overrun is still caught */
+        POOL_POISON_TAIL(b, nbytes);
         p->stats.reused++;
     } else {
         b = lithe__calloc(1, sizeof *b);

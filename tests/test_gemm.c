@@ -207,9 +207,11 @@ static void test_row_alone_equals_batch(void **state) {
     each_kernel(rows_one);
 }
 
-/* 1, 2 and 3 threads (and each AVX-512 tile height) give the same bits. */
+/* 1, 2 and 3 threads (and each AVX-512 tile height) give the same bits; 150 x 200 x 1030: a column
+ * split with rows past mc and K past kc. */
 static void threads_one(const lithe__sgemm_kernel *k, const char *name) {
-    static const int64_t mnk[][3] = {{64, 512, 78}, {300, 40, 50}, {1, 700, 300}, {33, 95, 200}, {200, 10, 400}};
+    static const int64_t mnk[][3] = {{64, 512, 78}, {300, 40, 50},  {1, 700, 300},
+                                     {33, 95, 200}, {200, 10, 400}, {150, 200, 1030}};
     for (size_t z = 0; z < sizeof mnk / sizeof mnk[0]; z++)
         for (int t = 0; t < 4; t++) {
             bool tA = t & 1, tB = t & 2;

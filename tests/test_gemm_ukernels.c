@@ -633,6 +633,19 @@ static int bench(int64_t M, int64_t N, int64_t K, const char *isa) {
     return 0;
 }
 
+/* The build's gemm.h constants (LITHE__SGEMM_FORM_*) agree with the kernel: a member no kernel of
+ * the build is said to have is NULL (else the driver would ignore it), one every kernel is said to
+ * have is set (else the driver would call NULL). */
+static void check_forms(const lithe__sgemm_kernel *k) {
+#define FORM(m)                                                                                                   \
+    CHECK((LITHE__SGEMM_FORM_##m || !k->m) && (LITHE__SGEMM_FORM_##m != 2 || k->m),                              \
+          "%s %dx%d: has %s = %s, but gemm.h's LITHE__SGEMM_FORM_%s is %d", k->isa, k->mr, k->nr, #m,             \
+          k->m ? "set" : "NULL", #m, LITHE__SGEMM_FORM_##m);
+    FORM(pack_a) FORM(pack_b) FORM(ukernel_b) FORM(ukernel_ap) FORM(ukernel_bp) FORM(ukernel_a) FORM(pack_a_ptrs)
+    FORM(pack_segs) FORM(transpose) FORM(add_tile)
+#undef FORM
+}
+
 int main(int argc, char **argv) {
     if (argc >= 5 && strcmp(argv[1], "--bench") == 0)
         return bench(atoll(argv[2]), atoll(argv[3]), atoll(argv[4]), argc > 5 ? argv[5] : NULL);
@@ -651,6 +664,7 @@ int main(int argc, char **argv) {
                k == lithe__sgemm_kernel_best() ? ", the default" : "");
         CHECK(strcmp(k->isa, isas[s].isa) == 0 && k->mc % k->mr == 0 && k->nc % k->nr == 0,
               "%s: blocking mc %d / nc %d not multiples of the tile %dx%d", isas[s].isa, k->mc, k->nc, k->mr, k->nr);
+        check_forms(k);
         check_ukernel(k, isas[s].fused);
         check_clamp(k, isas[s].fused);
         check_bias_rows(k);
@@ -666,6 +680,7 @@ int main(int argc, char **argv) {
             CHECK(v->nr == k->nr && v->kc == k->kc && v->mc % v->mr == 0, "%s: the %dx%d variant's nr, kc or mc",
                   k->isa, v->mr, v->nr);
             printf("gemm_ukernels: %s %dx%d (mc %d) for some row counts\n", v->isa, v->mr, v->nr, v->mc);
+            check_forms(v);
             check_ukernel(v, isas[s].fused);
             check_clamp(v, isas[s].fused);
             check_bias_rows(v);

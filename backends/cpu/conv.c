@@ -733,14 +733,15 @@ static bool pixel_rows(const lithe__conv2d *g, int64_t Mg, int64_t K) {
      * transpose (AVX-512's 16 x 16 blocks) about an eighth of NR; the driver's scalar loops cost
      * about 2 NR (WebAssembly SIMD128: pixel rows measured 12-16 % slower than filter rows on
      * mobilenet_v2's 14x14 layers at 1/8 NR, 3-10 % faster at 7x7) */
-    double per_out = k->transpose ? k->nr / 8.0 : 2.0 * k->nr;
+    double per_out = LITHE__SGEMM_HAS(k, transpose) ? k->nr / 8.0 : 2.0 * k->nr;
     double filters = rup(Mg, kf->mr) * rup(P, kf->nr) * (double)K / kernel_speed(kf->mr) + 2.0 * (double)(Mg * K);
     /* pointwise filter rows read X in place where the GEMM can (gemm.c's in_place, with the row
      * bias after the store: one K block of at least 32 steps, X's rows 16-float multiples not of
      * 1024, the filters in one A block), where pixel rows pack every pixel: about 2 lane
      * multiply-adds per element (mobilenet_v2's 192 -> 32 at 28x28: pixel rows 104 us, filter rows
      * 87 us in place; with AVX-512's ukernel_ap pixel rows read it in place too, 88 us) */
-    if (kf->ukernel_b && is_pointwise(g) && K >= 32 && K < kf->kc && P % 16 == 0 && P % 1024 != 0 && Mg <= kf->mc)
+    if (LITHE__SGEMM_HAS(kf, ukernel_b) && is_pointwise(g) && K >= 32 && K < kf->kc && P % 16 == 0 && P % 1024 != 0 &&
+        Mg <= kf->mc)
         filters -= 2.0 * (double)(P * K);
     double moves = 2.0 * (double)((K + kp->kc - 1) / kp->kc) - 1.0; /* a later K block reads the tile back */
     double pixels = rup(P, kp->mr) * rup(Mg, kp->nr) * (double)K / kernel_speed(kp->mr) + per_out * moves * (double)(Mg * P);
@@ -755,7 +756,7 @@ static bool pixel_rows(const lithe__conv2d *g, int64_t Mg, int64_t K) {
  * padded filters against about 3.5 per output pixel: 2.3 there, 4.6 here. The same bits either way. */
 static bool direct_pays(const lithe__conv2d *g, int64_t Mg) {
     const lithe__sgemm_kernel *k = lithe__sgemm_kernel_best();
-    if (!k->ukernel_bp) return false;
+    if (!LITHE__SGEMM_HAS(k, ukernel_bp)) return false;
     if (k->for_rows) k = k->for_rows(Mg);
     double P = (double)(g->OH * g->OW), idle = (double)g->OH * rup(g->OW, k->nr) - P;
     return idle * rup(Mg, k->mr) < 3.5 * P;

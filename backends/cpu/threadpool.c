@@ -1,5 +1,6 @@
-/* The CPU backend's thread pool (threadpool.h): a generation counter that workers wait on (a short
- * spin, then a block), and a count of ranges still running. The pool is the library's, like the
+/* The CPU backend's thread pool (threadpool.h): a job counter that workers wait on (a short spin,
+ * then a block), each thread's share of the job's chunks in one word that threads claim from by
+ * compare-and-swap, and a count of chunks still running. The pool is the library's, like the
  * backend that owns it, so it takes its memory from malloc, not from the caller's allocator hook (a
  * pool made lazily inside a caller's call must not count as theirs).
  *
@@ -13,9 +14,8 @@
 
 #if LITHE_HAVE_THREADS
 #include <stdatomic.h>
-#if LITHE_WASM_WORKERS
 #include <stdalign.h>
-#else
+#if !LITHE_WASM_WORKERS
 #include <pthread.h>
 #include <unistd.h>
 #endif
@@ -23,6 +23,10 @@
 /* Spin iterations before blocking: a worker woken within this window skips the futex wake-up
  * (tens of microseconds on a VM), which batch-1 layers would otherwise pay at every op. */
 #define SPIN 4000
+
+typedef struct {
+    alignas(64) atomic_uint_fast64_t w; /* CLAIMS(front, back) */
+} lithe__pool_claims;
 
 struct lithe__pool {
     int n;
@@ -34,19 +38,31 @@ struct lithe__pool {
     pthread_mutex_t mu;
     pthread_cond_t work_cv, done_cv;
 #endif
-    /* (job number << 16) | the job's range count, published in one store: a worker that left
-     * one job out (its index >= that job's range count) must not read the next job's count
-     * before that job is published, or it runs the next job's range twice. Stopping publishes a
-     * job of no ranges, so a worker about to block sees the change. */
-    atomic_uint_fast64_t gen;
-    atomic_int pending;       /* ranges of the current job not yet done */
+    /* The job number, bumped to publish a job (or to stop: then with no chunks left anywhere, so a
+     * worker about to block sees the change). */
+    atomic_uint gen;
+    atomic_int pending;       /* chunks of the current job not yet done */
     atomic_int busy;          /* a job is running */
     atomic_bool stop;
-    /* the current job */
+    /* The chunks still unclaimed, thread by thread (claims[t], its own cache line): thread t owns
+     * the chunks [front, back), the t-th contiguous share of the job, the same share of the items
+     * in every job of the same size, so an op's output stays in the cache of the thread that made
+     * it when the next op reads it. Each thread claims its own chunks from the front (half of what
+     * is left at a time), and a thread whose share is done takes other threads' chunks from the
+     * back, one at a time, so a slower or later thread gives up its share's end. A claim is a
+     * compare-and-swap of the whole word, so it is valid for whatever job the word belongs to: a
+     * worker late for one job that claims in the next runs a chunk of the next (it reads the job's
+     * fields after its claim, and the job cannot end before that chunk is done). */
+    lithe__pool_claims *claims;
+    /* the current job: its fields are written before its claims are published */
     lithe__range_fn fn;
     void *ctx;
-    int64_t items, chunk; /* the range count travels in gen */
+    int64_t items, chunk;
 };
+
+#define FRONT(w) ((uint32_t)(w))
+#define BACK(w) ((uint32_t)((w) >> 32))
+#define CLAIMS(front, back) ((uint64_t)(back) << 32 | (uint32_t)(front))
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -76,7 +92,7 @@ static void wake(atomic_int *addr, unsigned count) { __builtin_wasm_memory_atomi
 
 /* Workers block on p->futex, a 32-bit counter bumped after every publication of gen (a job or
  * stop): read before gen is checked, it changes whenever gen may have. */
-static void wait_work(lithe__pool *p, uint64_t seen) {
+static void wait_work(lithe__pool *p, unsigned seen) {
     for (;;) {
         int f = atomic_load(&p->futex);
         if (atomic_load(&p->gen) != seen || atomic_load(&p->stop)) return;
@@ -95,7 +111,7 @@ static void wait_done(lithe__pool *p) {
     }
 }
 #else
-static void wait_work(lithe__pool *p, uint64_t seen) {
+static void wait_work(lithe__pool *p, unsigned seen) {
     pthread_mutex_lock(&p->mu);
     while (atomic_load(&p->gen) == seen && !atomic_load(&p->stop)) pthread_cond_wait(&p->work_cv, &p->mu);
     pthread_mutex_unlock(&p->mu);
@@ -117,34 +133,63 @@ static void wait_done(lithe__pool *p) {
 }
 #endif
 
-static void run_range(lithe__pool *p, int index) {
-    int64_t b = (int64_t)index * p->chunk, e = b + p->chunk;
-    if (e > p->items) e = p->items;
-    if (b < e) p->fn(p->ctx, b, e);
+/* Chunks from claims word c: the owner's claim (own) takes half of what is left from the front (at
+ * least one chunk: few calls while the share is large, single chunks at its end), a thief's the
+ * last chunk. Returns the first chunk and sets *count, or returns -1 when the word has none left. */
+static int64_t claim(atomic_uint_fast64_t *c, bool own, int64_t *count) {
+    uint64_t w = atomic_load_explicit(c, memory_order_acquire);
+    while (FRONT(w) < BACK(w)) {
+        uint32_t k = own ? (BACK(w) - FRONT(w) + 1) / 2 : 1;
+        uint64_t to = own ? CLAIMS(FRONT(w) + k, BACK(w)) : CLAIMS(FRONT(w), BACK(w) - 1);
+        if (atomic_compare_exchange_weak_explicit(c, &w, to, memory_order_acq_rel, memory_order_acquire)) {
+            *count = k;
+            return own ? FRONT(w) : BACK(w) - 1;
+        }
+    }
+    return -1;
 }
 
-/* A worker thread of pool p: runs its range of every job until the pool stops. */
-static void worker_loop(lithe__pool *p, int index) {
-    uint64_t seen = 0;
+/* Thread t's part of the current job: its own chunks, then the others' from the back, until none
+ * is left anywhere. Returns the chunks it ran. */
+static int run_chunks(lithe__pool *p, int t) {
+    int ran = 0;
+    for (int k = 0; k < p->n; k++) {
+        int v = (t + k) % p->n;
+        int64_t c, cnt;
+        while ((c = claim(&p->claims[v].w, k == 0, &cnt)) >= 0) {
+            int64_t b = c * p->chunk, e = b + cnt * p->chunk;
+            p->fn(p->ctx, b, e < p->items ? e : p->items);
+            ran++;
+            if (atomic_fetch_sub_explicit(&p->pending, (int)cnt, memory_order_acq_rel) == cnt) {
+                signal_done(p);
+                return ran; /* the job is over: the caller may publish the next */
+            }
+        }
+    }
+    return ran;
+}
+
+/* Worker t of pool p: takes part in every job until the pool stops. */
+static void worker_loop(lithe__pool *p, int t) {
+    unsigned seen = 0;
     for (;;) {
-        uint64_t g = atomic_load_explicit(&p->gen, memory_order_acquire);
+        unsigned g = atomic_load_explicit(&p->gen, memory_order_acquire);
         for (int s = 0; g == seen && s < SPIN && !atomic_load(&p->stop); s++) {
             cpu_relax();
             g = atomic_load_explicit(&p->gen, memory_order_acquire);
         }
         if (g == seen) {
             wait_work(p, seen);
-            g = atomic_load(&p->gen);
+            g = atomic_load_explicit(&p->gen, memory_order_acquire);
         }
         if (atomic_load(&p->stop)) return;
         seen = g;
-        if (index < (int)(g & 0xffff)) {
-            run_range(p, index);
 #if LITHE_WASM_WORKERS
-            atomic_fetch_add_explicit(&worker_ranges, 1, memory_order_relaxed);
+        int ran = run_chunks(p, t);
+        if (ran) atomic_fetch_add_explicit(&worker_ranges, ran, memory_order_relaxed);
+#else
+        (void)run_chunks(p, t);
 #endif
-            if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) signal_done(p);
-        }
     }
 }
 
@@ -282,6 +327,12 @@ lithe_status lithe__pool_new(int nthreads, lithe__pool **out) {
     lithe__pool *p = calloc(1, sizeof *p);
     if (!p) return lithe__oom("thread pool", sizeof *p);
     p->n = 1;
+    p->claims = aligned_alloc(alignof(lithe__pool_claims), (size_t)nthreads * sizeof *p->claims);
+    if (!p->claims) {
+        free(p);
+        return lithe__oom("thread pool", (size_t)nthreads * sizeof *p->claims);
+    }
+    for (int t = 0; t < nthreads; t++) atomic_init(&p->claims[t].w, 0);
 #if !LITHE_WASM_WORKERS
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->work_cv, NULL);
@@ -323,7 +374,7 @@ lithe_status lithe__pool_new(int nthreads, lithe__pool **out) {
 void lithe__pool_free(lithe__pool *p) {
     if (!p) return;
     atomic_store(&p->stop, true);
-    atomic_store(&p->gen, ((atomic_load(&p->gen) >> 16) + 1) << 16);
+    atomic_fetch_add(&p->gen, 1u);
     wake_workers(p);
     for (int i = 1; i < p->n; i++) join_thread(p, i);
 #if LITHE_WASM_WORKERS
@@ -334,41 +385,59 @@ void lithe__pool_free(lithe__pool *p) {
     pthread_mutex_destroy(&p->mu);
     free(p->tids);
 #endif
+    free(p->claims);
     free(p);
 }
 
 int lithe__pool_threads(const lithe__pool *p) { return p ? p->n : 1; }
 
+static void pool_run(lithe__pool *p, int64_t n, int64_t chunks, int64_t grain, lithe__range_fn fn, void *ctx);
+
 void lithe__pool_for(lithe__pool *p, int64_t n, int64_t grain, lithe__range_fn fn, void *ctx) {
     if (n <= 0) return;
     if (grain < 1) grain = 1;
-    int64_t ranges = n / grain;
-    if (!p || ranges > p->n) ranges = p ? p->n : 1;
+    pool_run(p, n, n / grain, grain, fn, ctx);
+}
+
+void lithe__pool_for_chunks(lithe__pool *p, int64_t n, int64_t chunks, lithe__range_fn fn, void *ctx) {
+    if (n <= 0) return;
+    pool_run(p, n, chunks < n ? chunks : n, 1, fn, ctx);
+}
+
+/* n > 0 items in at most `chunks` chunks (capped at the pool's most), each a multiple of grain */
+static void pool_run(lithe__pool *p, int64_t n, int64_t chunks, int64_t grain, lithe__range_fn fn, void *ctx) {
+    int64_t most = p && p->n > 1 ? (int64_t)p->n * LITHE_POOL_CHUNKS_PER_THREAD : 1;
+    if (most > INT32_MAX) most = INT32_MAX;
+    if (chunks > most) chunks = most;
     int expect = 0;
-    if (ranges <= 1 || !atomic_compare_exchange_strong(&p->busy, &expect, 1)) {
+    if (chunks <= 1 || !atomic_compare_exchange_strong(&p->busy, &expect, 1)) {
         fn(ctx, 0, n);
         return;
     }
-    /* chunk: ceil(n / ranges) rounded up to a multiple of grain */
-    int64_t chunk = (n + ranges - 1) / ranges;
+    /* chunk: ceil(n / chunks) rounded up to a multiple of grain */
+    int64_t chunk = (n + chunks - 1) / chunks;
     chunk = (chunk + grain - 1) / grain * grain;
     p->fn = fn;
     p->ctx = ctx;
     p->items = n;
     p->chunk = chunk;
-    int nchunks = (int)((n + chunk - 1) / chunk);
-    atomic_store(&p->pending, nchunks - 1);
-    uint64_t next = ((atomic_load_explicit(&p->gen, memory_order_relaxed) >> 16) + 1) << 16 | (uint64_t)nchunks;
+    int64_t nchunks = (n + chunk - 1) / chunk, T = p->n;
+    atomic_store_explicit(&p->pending, (int)nchunks, memory_order_relaxed);
+    for (int64_t t = 0; t < T; t++) /* thread t's share: chunks [t·nchunks / T, (t + 1)·nchunks / T) */
+        atomic_store_explicit(&p->claims[t].w, CLAIMS(t * nchunks / T, (t + 1) * nchunks / T), memory_order_release);
+    unsigned job = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1u;
 #if LITHE_WASM_WORKERS
-    atomic_store_explicit(&p->gen, next, memory_order_release);
+    atomic_store_explicit(&p->gen, job, memory_order_release);
     wake_workers(p);
 #else
     pthread_mutex_lock(&p->mu); /* a worker between its check and its wait must not miss the signal */
-    atomic_store_explicit(&p->gen, next, memory_order_release);
+    atomic_store_explicit(&p->gen, job, memory_order_release);
     pthread_cond_broadcast(&p->work_cv);
     pthread_mutex_unlock(&p->mu);
 #endif
-    run_range(p, 0);
+    /* the caller is thread 0: its own share, then what the workers have not claimed (a worker may
+     * be asleep, or its core busy with another program); it waits only for chunks already claimed */
+    run_chunks(p, 0);
     for (int s = 0; atomic_load_explicit(&p->pending, memory_order_acquire) > 0 && s < SPIN; s++) cpu_relax();
     if (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) wait_done(p);
     atomic_store(&p->busy, 0);

@@ -1,7 +1,14 @@
-/* The CPU backend's thread pool: one job at a time, split into contiguous ranges, the calling
- * thread working on the first range. Kernels that use it must give every output element to one
- * range only and never split a reduction across ranges, so that results are bit-identical for any
- * number of threads (the tests compare 1 and N threads exactly).
+/* The CPU backend's thread pool: one job at a time, split into contiguous chunks. Thread t (the
+ * caller is thread 0) owns the t-th contiguous share of them and works through it from the front;
+ * a thread done with its share takes the others' remaining chunks from the back. So a job of the
+ * same size gives each thread the same items every time (an op's output is still in that core's
+ * cache when the next op reads it), while a thread that runs faster (this machine's second vCPU
+ * runs 10-30 % slower or faster than the first, in streaks) or starts sooner (a worker may be
+ * asleep, or its core busy with another program) takes over the end of a slower one's share, and
+ * the job waits only for chunks already claimed. Kernels that use it must give every output
+ * element to one chunk only and never split a reduction across chunks, and a chunk's computation
+ * must not depend on which thread runs it or on how many chunks there are, so that results are
+ * bit-identical for any number of threads (the tests compare 1 and N threads exactly).
  *
  * Builds without threads (WebAssembly without pthreads, LITHE_NO_THREADS) have a pool of one: every
  * job runs in the caller. A pool that is busy (another thread's job, or a job started from inside a
@@ -39,10 +46,25 @@ void lithe__pool_free(lithe__pool *p);
 /* Threads in the pool (1 for NULL). */
 int lithe__pool_threads(const lithe__pool *p);
 
-/* Runs fn over the items [0, n): split into at most lithe__pool_threads(p) contiguous ranges whose
- * lengths are multiples of `grain` (but the last), and only into as many as give each range at least
- * `grain` items. Returns when every range is done. p NULL: fn(ctx, 0, n) in the caller. */
+/* Chunks per thread a job is split into at most: enough that a thread 10-30 % slower than the other,
+ * or late, costs little at the end of a job; few enough that per-chunk set-up (a workspace, a packed
+ * block) stays small, since a thread claims its own chunks half of what is left at a time (8 chunks:
+ * 4 calls). Callers whose chunks carry set-up pass a grain that amortizes it. */
+#define LITHE_POOL_CHUNKS_PER_THREAD 8
+
+/* Runs fn over the items [0, n): split into at most LITHE_POOL_CHUNKS_PER_THREAD *
+ * lithe__pool_threads(p) contiguous chunks whose lengths are multiples of `grain` (but the last),
+ * and only into as many as give each chunk at least `grain` items; one chunk: fn(ctx, 0, n) in the
+ * caller. fn gets one or more whole consecutive chunks per call, from any thread, in any order.
+ * Which consecutive chunks one call gets depends on timing, even at a fixed thread count, so fn's
+ * results must not depend on its [begin, end) either (only on each item).
+ * Returns when every chunk is done. p NULL: fn(ctx, 0, n) in the caller. */
 void lithe__pool_for(lithe__pool *p, int64_t n, int64_t grain, lithe__range_fn fn, void *ctx);
+/* The same with the chunk count given (at most LITHE_POOL_CHUNKS_PER_THREAD per thread and n):
+ * chunks of ceil(n / chunks) items, the last one shorter. For callers whose grain is a minimum of
+ * work, not a multiple (the GEMM's slivers: 7 of them at 2 threads are 4 + 3, where a grain of 4
+ * would leave one chunk). */
+void lithe__pool_for_chunks(lithe__pool *p, int64_t n, int64_t chunks, lithe__range_fn fn, void *ctx);
 
 /* The CPU backend's pool (NULL when it has one thread), created at first use with
  * lithe_backend_set_threads's count, or the LITHE_NUM_THREADS environment variable, or every core. */

@@ -248,13 +248,14 @@ static void pack_pixels(const lithe__sgemm_kernel *k, bool is_a, size_t lanes, s
                         int64_t p0, int64_t ow, int64_t row, float *dst) {
     const size_t R = (size_t)(is_a ? k->mr : k->nr);
     lithe__sgemm_pack_fn pack = is_a ? k->pack_a : k->pack_b;
+    const bool own = is_a ? LITHE__SGEMM_HAS(k, pack_a) : LITHE__SGEMM_HAS(k, pack_b); /* pack is set */
     if (p0 % ow + (int64_t)lanes <= ow) {
         int64_t off = p0 / ow * row + p0 % ow;
-        if (is_a && k->pack_a_ptrs) { /* one call for the sliver: taps' runs are short (KW steps) */
+        if (is_a && LITHE__SGEMM_HAS(k, pack_a_ptrs)) { /* one call for the sliver: taps' runs are short (KW steps) */
             k->pack_a_ptrs(lanes, kc, rows, off, dst);
             return;
         }
-        if (!is_a && k->pack_segs && lanes <= 64) { /* B: one call too, the sliver's 16-lane groups as chunks */
+        if (!is_a && LITHE__SGEMM_HAS(k, pack_segs) && lanes <= 64) { /* B: one call, 16-lane groups as chunks */
             int64_t offs[4];
             size_t lane[4], len[4], ns = 0;
             for (size_t l = 0; l < lanes; l += 16, ns++) {
@@ -272,7 +273,7 @@ static void pack_pixels(const lithe__sgemm_kernel *k, bool is_a, size_t lanes, s
                 for (run = 2; k0 + run < kc && rows[k0 + run] == rows[k0 + run - 1] + ld; run++) {
                 }
             }
-            if (pack) pack(lanes, run, rows[k0] + off, ld, false, dst + k0 * R);
+            if (own) pack(lanes, run, rows[k0] + off, ld, false, dst + k0 * R);
             else pack_portable(R, lanes, run, rows[k0] + off, ld, false, dst + k0 * R);
             k0 += run;
         }
@@ -295,7 +296,7 @@ static void pack_pixels(const lithe__sgemm_kernel *k, bool is_a, size_t lanes, s
         l += n;
     }
     if (ns <= MAXSEG) {
-        if (k->pack_segs) {
+        if (LITHE__SGEMM_HAS(k, pack_segs)) {
             k->pack_segs(R, kc, rows, ns, off, lane, len, dst);
             return;
         }
@@ -375,7 +376,7 @@ static bool bias_step(const lithe__sgemm_epilogue *e) { return e && e->bias_row;
  * row stride ldr): one rounded add per element, in the Add's operand order (gemm.h). */
 static void add_res(const lithe__sgemm_kernel *k, size_t rows, size_t cols, float *c, size_t ldc, const float *r,
                     size_t ldr, bool first) {
-    if (k && k->add_tile) { /* k NULL: the portable loop */
+    if (k && LITHE__SGEMM_HAS(k, add_tile)) { /* k NULL: the portable loop */
         k->add_tile(rows, cols, c, ldc, r, ldr, 1, first);
         return;
     }
@@ -400,12 +401,13 @@ static void store_trans(const job *jb, const lithe__sgemm_kernel *k, size_t mr, 
     const size_t NR = (size_t)k->nr, ldc = (size_t)jb->ldc;
     float *c = jb->C + j0 * jb->ldc + i0;
     if (p->beta != 0.0f) {
-        if (k->transpose) k->transpose(nr, mr, c, ldc, tile, NR);
+        if (LITHE__SGEMM_HAS(k, transpose)) k->transpose(nr, mr, c, ldc, tile, NR);
         else
             for (size_t j = 0; j < nr; j++)
                 for (size_t i = 0; i < mr; i++) tile[i * NR + j] = c[j * ldc + i];
     }
-    if (arows) k->ukernel_ap(mr, nr, kb, arows, aoff, b, tile, NR, p); /* A where it lies (a_in_place) */
+    if (LITHE__SGEMM_FORM_ukernel_ap && arows) /* A where it lies (a_in_place) */
+        k->ukernel_ap(mr, nr, kb, arows, aoff, b, tile, NR, p);
     else k->ukernel(mr, nr, kb, a, b, tile, NR, p);
     const lithe__sgemm_epilogue *e = jb->epi;
     if (last && e && e->act && !p->clamp) {
@@ -413,7 +415,7 @@ static void store_trans(const job *jb, const lithe__sgemm_kernel *k, size_t mr, 
         else
             for (size_t i = 0; i < mr; i++) e->act_fn(e->act, (int64_t)nr, tile + i * NR, tile + i * NR);
     }
-    if (k->transpose) {
+    if (LITHE__SGEMM_HAS(k, transpose)) {
         k->transpose(mr, nr, tile, NR, c, ldc);
     } else {
         for (size_t j = 0; j < nr; j++) {
@@ -444,6 +446,8 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
     float *tile = jb->Bpk ? Bp : Bp + kcmax * round_up((size_t)(n1 - n0 < k->nc ? n1 - n0 : k->nc), NR);
     lithe__sgemm_ukparams cl = {0};
     const bool clamped = epi_clamp(k, epi, false, &cl); /* a row bias rides in the product here */
+    /* bias_rows_ok: only AVX-512's kernels, which also have ukernel_b (compiled away where no kernel does) */
+    const bool rows_ok = LITHE__SGEMM_FORM_ukernel_b && k->bias_rows_ok;
     for (int64_t jc = n0; jc < n1; jc += k->nc) {
         size_t nb = (size_t)(n1 - jc < k->nc ? n1 - jc : k->nc);
         for (int64_t pc = 0; pc < K; pc += k->kc) {
@@ -473,14 +477,15 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
              * -> 147-155 us min). mobilenet_v2's other projections (no act) spent a quarter packing:
              * 144 -> 24 at 56x56 234 -> 199 us. */
             const bool bias_after = kr + 1 == kb && kr >= 32 && pc == 0 && last && jb->alpha == 1.0f && jb->beta == 0.0f &&
-                                    !epi->bias && !epi->Z && k->bias_rows_ok && (!epi->act || clamped);
+                                    !epi->bias && !epi->Z && rows_ok && (!epi->act || clamped);
             /* The bias step of a single K block (a row bias, alpha 1, beta 0, no column bias: the
              * filter-rows convolutions') in the kernel's store instead (gemm.h's bias_rows_ok: the
              * same bits): one step fewer per tile. mobilenet_v2's stem (K = 27): 28 -> 27 steps. */
-            const bool rb_store = k->bias_rows_ok && kr + 1 == kb && pc == 0 && last && jb->alpha == 1.0f &&
+            const bool rb_store = rows_ok && kr + 1 == kb && pc == 0 && last && jb->alpha == 1.0f &&
                                   jb->beta == 0.0f && !epi->bias && !jb->c_trans;
-            const bool in_place = k->ukernel_b && !jb->tB && !jb->Bpk && !jb->B_rows && !jb->c_trans &&
-                                  (kr == kb || bias_after) && (m1 - m0 <= k->mc || kb * nb <= ROWS_OUTER_FLOATS) &&
+            const bool in_place = LITHE__SGEMM_HAS(k, ukernel_b) && !jb->tB && !jb->Bpk && !jb->B_rows &&
+                                  !jb->c_trans && (kr == kb || bias_after) &&
+                                  (m1 - m0 <= k->mc || kb * nb <= ROWS_OUTER_FLOATS) &&
                                   (uintptr_t)jb->B % 64 == 0 &&
                                   jb->ldb % 16 == 0 && jb->ldb % 1024 != 0;
             for (size_t jr = 0; !jb->Bpk && jr < nb; jr += NR) {
@@ -496,6 +501,9 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                 }
                 const float *src = jb->tB ? jb->B + (jc + (int64_t)jr) * jb->ldb + pc
                                           : jb->B + pc * jb->ldb + jc + (int64_t)jr;
+                /* (here and for A below the pointer alone, not LITHE__SGEMM_HAS: with the portable
+                 * loops left out of this function, V8 ran the npm SIMD module's batch-64 MLP and
+                 * training step 8-10 % slower, in interleaved runs; docs/wasm.md) */
                 if (k->pack_b) k->pack_b(lanes, kr, src, (size_t)jb->ldb, jb->tB, dst);
                 else pack_portable(NR, lanes, kr, src, (size_t)jb->ldb, jb->tB, dst);
             }
@@ -503,7 +511,8 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
              * sliver covers N: each A sliver meets one B sliver, so packing it would only copy it
              * once more; whole slivers inside one output row (a_whole). LeNet's second convolution
              * (196 x 32 x 400 per image) 1600 -> 1420 us min at batch 32 (1 thread, Zen 4). */
-            const bool a_in_place = k->ukernel_ap && jb->A_rows && kr == kb && (jb->N <= (int64_t)NR || jb->a_place);
+            const bool a_in_place = LITHE__SGEMM_HAS(k, ukernel_ap) && jb->A_rows && kr == kb &&
+                                    (jb->N <= (int64_t)NR || jb->a_place);
             lithe__sgemm_ukparams p = {.alpha = jb->alpha, .beta = pc == 0 ? jb->beta : 1.0f};
             if (last && clamped) p.clamp = cl.clamp, p.lo = cl.lo, p.hi = cl.hi; /* the act in the store */
             for (int64_t ic = m0; ic < m1; ic += k->mc) {
@@ -616,7 +625,7 @@ static void run_swapped(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
             size_t lanes = nb - jr < NR ? nb - jr : NR;
             const float *src = jb->B + (n0 + (int64_t)jr) * jb->ldb + (int64_t)pc;
             float *dst = Bw + pc * nbp + jr * kb;
-            if (k->pack_b) k->pack_b(lanes, kb, src, (size_t)jb->ldb, true, dst);
+            if (LITHE__SGEMM_HAS(k, pack_b)) k->pack_b(lanes, kb, src, (size_t)jb->ldb, true, dst);
             else pack_portable(NR, lanes, kb, src, (size_t)jb->ldb, true, dst);
         }
     }
@@ -646,7 +655,7 @@ static void run_swapped(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
             }
             if (epi->act) epi->act_fn(epi->act, (int64_t)nb, r, r);
         }
-        if (k->transpose)
+        if (LITHE__SGEMM_HAS(k, transpose))
             for (size_t i0 = 0; i0 < mb; i0 += 64) /* the helper's blocks: at most 64 x 64 */
                 for (size_t j0 = 0; j0 < nb; j0 += 64)
                     k->transpose(mb - i0 < 64 ? mb - i0 : 64, nb - j0 < 64 ? nb - j0 : 64, P + i0 * nbp + j0, nbp,
@@ -667,7 +676,8 @@ static void gemm_task(void *ctx, int64_t begin, int64_t end) {
         m0 = begin * jb->k->mr;
         m1 = end * jb->k->mr < jb->M ? end * jb->k->mr : jb->M;
     }
-    size_t floats = jb->swapped ? ws_floats_swapped(jb->k, n1 - n0, jb->K)
+    const bool swapped = LITHE__SGEMM_FORM_ukernel_a && jb->swapped; /* (only with ukernel_a: swap_pays) */
+    size_t floats = swapped ? ws_floats_swapped(jb->k, n1 - n0, jb->K)
                                 : ws_floats(jb->k, m1 - m0, n1 - n0, jb->K + (bias_step(jb->epi) ? 1 : 0),
                                             jb->Bpk != NULL);
     ws_slot priv, *s = ws_claim(floats, &priv);
@@ -675,7 +685,7 @@ static void gemm_task(void *ctx, int64_t begin, int64_t end) {
         atomic_store(&jb->failed, true);
         return;
     }
-    if (jb->swapped) run_swapped(jb, m0, m1, n0, n1, s->buf);
+    if (swapped) run_swapped(jb, m0, m1, n0, n1, s->buf);
     else run_range(jb, m0, m1, n0, n1, s->buf);
     ws_release(s);
 }
@@ -809,7 +819,7 @@ static bool swap_pays(const lithe__sgemm_kernel *k, int64_t M, int64_t N, int64_
     if (epi && (epi->Z || epi->bias_row || epi->res)) return false;
     if (M < 16 || M > 256 || N < 2 * M) return false;
     const lithe__sgemm_kernel *kr = k->for_rows ? k->for_rows(N) : k;
-    if (!kr->ukernel_a) return false;
+    if (!LITHE__SGEMM_HAS(kr, ukernel_a)) return false;
     int64_t NR = kr->nr, rem = M % NR, computed = M - rem + (rem == 0 ? 0 : rem <= NR / 2 ? NR / 2 : NR);
     /* all of Xᵀ is packed up front into the range's workspace: at most 4 MB of it */
     return computed * 8 <= M * 9 && K * (M + NR) <= ((int64_t)1 << 20);
@@ -845,7 +855,7 @@ lithe__sgemm_packed_b *lithe__sgemm_pack_b(const lithe__sgemm_kernel *k, bool tB
         for (size_t jr = 0; jr < (size_t)N; jr += NR) {
             size_t lanes = (size_t)N - jr < NR ? (size_t)N - jr : NR;
             const float *src = tB ? B + (int64_t)jr * ldb + pc : B + pc * ldb + (int64_t)jr;
-            if (k->pack_b) k->pack_b(lanes, kb, src, (size_t)ldb, tB, panel + jr * kb);
+            if (LITHE__SGEMM_HAS(k, pack_b)) k->pack_b(lanes, kb, src, (size_t)ldb, tB, panel + jr * kb);
             else pack_portable(NR, lanes, kb, src, (size_t)ldb, tB, panel + jr * kb);
         }
     }
@@ -937,8 +947,20 @@ static bool run_packed(job *jb, lithe__pool *pool, int T) {
     int64_t ns = (N + k->nr - 1) / k->nr, ms = (M + k->mr - 1) / k->mr;
     jb->split_n = ns >= 2 * T || ns >= ms;
     int64_t items = jb->split_n ? ns : ms;
-    if (T > 1) lithe__pool_for(pool, items, 1, gemm_task, jb);
-    else gemm_task(jb, 0, items);
+    /* Each call of a column split packs all of op(A)'s rows again (M x K floats for its 2·M·K·NR
+     * flops per sliver): a chunk gets at least 256 / NR slivers (512 flops per packed float), but
+     * the job still makes T chunks (the MLP's batch-64 layers: 2 chunks; single slivers cost them
+     * 7 % at 2 threads, and packing op(A) once into a buffer that every chunk read, 4 %). Row
+     * chunks read B packed ahead or pack all of B's columns per call (rows split only when there
+     * are fewer than 2T slivers). */
+    if (T > 1 && jb->split_n) {
+        int64_t least = 256 / k->nr > 1 ? 256 / k->nr : 1, chunks = items / least;
+        lithe__pool_for_chunks(pool, items, chunks > T ? chunks : T, gemm_task, jb);
+    } else if (T > 1) {
+        lithe__pool_for(pool, items, 1, gemm_task, jb);
+    } else {
+        gemm_task(jb, 0, items);
+    }
     return !atomic_load(&jb->failed);
 }
 
@@ -979,7 +1001,7 @@ bool lithe__sgemm_pixels(const lithe__sgemm_kernel *k, bool use_threads, int64_t
      * 223 -> 208 us with its Add). Only for slivers of at least 12 rows, most of a cache line per
      * step: 7-row ones (7x7 planes) read each line for 7 floats where the packed block is dense,
      * and lost in the model (320 -> 1280 416 -> 444 us) what they gained in isolation. */
-    jb.a_place = kr->ukernel_ap && kr->mr >= 12 && ow >= M;
+    jb.a_place = LITHE__SGEMM_HAS(kr, ukernel_ap) && kr->mr >= 12 && ow >= M;
     return run_packed(&jb, pool, lithe__pool_threads(pool));
 }
 
@@ -991,7 +1013,7 @@ bool lithe__sgemm_rows_direct(const lithe__sgemm_kernel *k, int64_t M, int64_t O
     const bool bias = epi && epi->bias_row;
     const int64_t Kt = K + (bias ? 1 : 0);
     lithe__sgemm_ukparams p = {.alpha = 1.0f};
-    if (!k->ukernel_bp || M <= 0 || OH <= 0 || ow <= 0 || K <= 0 || Kt > k->kc || M > k->mc ||
+    if (!LITHE__SGEMM_HAS(k, ukernel_bp) || M <= 0 || OH <= 0 || ow <= 0 || K <= 0 || Kt > k->kc || M > k->mc ||
         (epi && (epi->Z || epi->bias || epi->res)) || (epi && epi->act && !epi_clamp(k, epi, false, &p)))
         return false;
     const size_t MR = (size_t)k->mr, NR = (size_t)k->nr, kt = (size_t)Kt;
@@ -1001,7 +1023,7 @@ bool lithe__sgemm_rows_direct(const lithe__sgemm_kernel *k, int64_t M, int64_t O
     for (size_t ir = 0; ir < (size_t)M; ir += MR) { /* A's slivers as run_range packs them, bias step last */
         size_t lanes = (size_t)M - ir < MR ? (size_t)M - ir : MR;
         float *dst = Ap + ir * kt;
-        if (k->pack_a) k->pack_a(lanes, (size_t)K, A + (int64_t)ir * lda, (size_t)lda, true, dst);
+        if (LITHE__SGEMM_HAS(k, pack_a)) k->pack_a(lanes, (size_t)K, A + (int64_t)ir * lda, (size_t)lda, true, dst);
         else pack_portable(MR, lanes, (size_t)K, A + (int64_t)ir * lda, (size_t)lda, true, dst);
         if (bias)
             for (size_t l = 0; l < MR; l++) dst[(size_t)K * MR + l] = l < lanes ? epi->bias_row[ir + l] : 0.0f;

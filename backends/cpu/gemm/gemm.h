@@ -217,6 +217,43 @@ typedef struct lithe__sgemm_epilogue {
  * otherwise (NULL outputs: not written). */
 bool lithe__sgemm_act_clamp(const lithe__act *act, int *clamp, float *lo, float *hi);
 
+/* Which optional members the kernels compiled into this build have, as constants: 0 where no
+ * kernel of the build sets the member, 1 where some may, 2 where every one does. The driver tests
+ * LITHE__SGEMM_HAS(k, member) rather than the pointer alone, so that its paths for a form no kernel
+ * has, and its portable fall-backs for a helper every kernel has, compile away: WebAssembly's
+ * SIMD128 and scalar kernels (and NEON) have none of the operand forms read in place (7.2 KB of the
+ * npm package's SIMD128 module), and that module (LITHE_SIMD_ONLY: the SIMD128 kernel alone, which
+ * packs its own slivers) needs no portable packing (3.2 KB; docs/wasm.md). An ISA port that fills
+ * one in sets it here too (test_gemm_ukernels fails a kernel whose members the build's values deny). */
+#if defined(__x86_64__) || defined(_M_X64) /* gemm_avx2.c: ukernel_a, transpose; gemm_avx512.c: all */
+#define LITHE__SGEMM_FORM_ukernel_b 1
+#define LITHE__SGEMM_FORM_ukernel_ap 1
+#define LITHE__SGEMM_FORM_ukernel_bp 1
+#define LITHE__SGEMM_FORM_ukernel_a 1
+#define LITHE__SGEMM_FORM_pack_a_ptrs 1
+#define LITHE__SGEMM_FORM_pack_segs 1
+#define LITHE__SGEMM_FORM_transpose 1
+#define LITHE__SGEMM_FORM_add_tile 1
+#else /* scalar, NEON, WebAssembly SIMD128 */
+#define LITHE__SGEMM_FORM_ukernel_b 0
+#define LITHE__SGEMM_FORM_ukernel_ap 0
+#define LITHE__SGEMM_FORM_ukernel_bp 0
+#define LITHE__SGEMM_FORM_ukernel_a 0
+#define LITHE__SGEMM_FORM_pack_a_ptrs 0
+#define LITHE__SGEMM_FORM_pack_segs 0
+#define LITHE__SGEMM_FORM_transpose 0
+#define LITHE__SGEMM_FORM_add_tile 0
+#endif
+#if defined(LITHE_SIMD_ONLY) && defined(__wasm_simd128__) /* gemm_wasmsimd.c's kernels alone (gemm.c) */
+#define LITHE__SGEMM_FORM_pack_a 2
+#define LITHE__SGEMM_FORM_pack_b 2
+#else /* the scalar and NEON kernels pack through the driver's loops */
+#define LITHE__SGEMM_FORM_pack_a 1
+#define LITHE__SGEMM_FORM_pack_b 1
+#endif
+#define LITHE__SGEMM_HAS(k, member)                                                                               \
+    (LITHE__SGEMM_FORM_##member == 2 || (LITHE__SGEMM_FORM_##member && (k)->member != NULL))
+
 /* Kernels, per ISA. Each returns NULL where the ISA is not compiled in or the CPU lacks it. */
 const lithe__sgemm_kernel *lithe__sgemm_kernel_scalar(void);
 const lithe__sgemm_kernel *lithe__sgemm_kernel_avx2(void);   /* gemm_avx2.c, x86-64 */

@@ -192,13 +192,16 @@ static inline __attribute__((always_inline)) void act_loop(const lithe__act *a, 
     const bool inl = kind != LITHE__ACT_SIGMOID && kind != LITHE__ACT_TANH && kind != LITHE__ACT_SWISH &&
                      kind != LITHE__ACT_GELU;
     for (; i + VW <= n; i += VW) st(Y + i, inl ? act1_inl(&c, ld(X + i)) : act1(&c, ld(X + i)));
-    if (i < n) st_part(Y + i, inl ? act1_inl(&c, ld_part(X + i, n - i)) : act1(&c, ld_part(X + i, n - i)), n - i);
 }
 
-static void K(act)(const lithe__act *a, int64_t n, const float *X, float *Y) {
+/* act and act_backward run n - n % VW floats through their kind's loop, then a partial last vector
+ * through the same loop again, zero-padded (ld_part's padding: the same bits), instead of a second
+ * copy of every kind's body for the tail (7 KB of the npm SIMD core). false:
+ * the kind has no loop here (the caller runs the scalar twin). */
+static __attribute__((noinline)) bool act_vec(const lithe__act *a, int64_t n, const float *X, float *Y) {
     switch (a->kind) {
 #define ACT_CASE(k)                                                                                \
-    case k: act_loop(a, k, n, X, Y); return;
+    case k: act_loop(a, k, n, X, Y); return true;
         ACT_CASE(LITHE__ACT_RELU)
         ACT_CASE(LITHE__ACT_SIGMOID)
         ACT_CASE(LITHE__ACT_TANH)
@@ -211,7 +214,21 @@ static void K(act)(const lithe__act *a, int64_t n, const float *X, float *Y) {
         ACT_CASE(LITHE__ACT_HARD_SWISH_MOBILENET)
         ACT_CASE(LITHE__ACT_CLIPPED_LINEAR)
 #undef ACT_CASE
-    default: lithe_f32_act__scalar(a, n, X, Y); /* mish: the twin */
+    default: return false;
+    }
+}
+
+static void K(act)(const lithe__act *a, int64_t n, const float *X, float *Y) {
+    const int64_t nv = n - n % VW;
+    if (!act_vec(a, nv, X, Y)) {
+        lithe_f32_act__scalar(a, n, X, Y); /* mish: the twin */
+        return;
+    }
+    if (nv < n) {
+        float t[VW] = {0};
+        memcpy(t, X + nv, (size_t)(n - nv) * sizeof(float));
+        act_vec(a, VW, t, t);
+        memcpy(Y + nv, t, (size_t)(n - nv) * sizeof(float));
     }
 }
 
@@ -250,19 +267,13 @@ static inline __attribute__((always_inline)) void act_bwd_loop(const lithe__act 
         vf x = needs & LITHE__ACT_NEEDS_X ? ld(X + i) : zero, y = needs & LITHE__ACT_NEEDS_Y ? ld(Y + i) : zero;
         st(dX + i, act_bwd1(&c, low, high, ld(dY + i), x, y));
     }
-    if (i < n) {
-        int64_t m = n - i;
-        vf x = needs & LITHE__ACT_NEEDS_X ? ld_part(X + i, m) : zero,
-           y = needs & LITHE__ACT_NEEDS_Y ? ld_part(Y + i, m) : zero;
-        st_part(dX + i, act_bwd1(&c, low, high, ld_part(dY + i, m), x, y), m);
-    }
 }
 
-static void K(act_backward)(const lithe__act *a, int64_t n, const float *dY, const float *X, const float *Y,
-                            float *dX) {
+static __attribute__((noinline)) bool act_bwd_vec(const lithe__act *a, int64_t n, const float *dY, const float *X,
+                                                  const float *Y, float *dX) {
     switch (a->kind) {
 #define ACT_CASE(k)                                                                                \
-    case k: act_bwd_loop(a, k, n, dY, X, Y, dX); return;
+    case k: act_bwd_loop(a, k, n, dY, X, Y, dX); return true;
         ACT_CASE(LITHE__ACT_RELU)
         ACT_CASE(LITHE__ACT_SIGMOID)
         ACT_CASE(LITHE__ACT_TANH)
@@ -274,7 +285,26 @@ static void K(act_backward)(const lithe__act *a, int64_t n, const float *dY, con
         ACT_CASE(LITHE__ACT_HARD_SWISH_MOBILENET)
         ACT_CASE(LITHE__ACT_CLIPPED_LINEAR)
 #undef ACT_CASE
-    default: lithe_f32_act_backward__scalar(a, n, dY, X, Y, dX); /* mish, dish: the twins */
+    default: return false;
+    }
+}
+
+static void K(act_backward)(const lithe__act *a, int64_t n, const float *dY, const float *X, const float *Y,
+                            float *dX) {
+    const int64_t nv = n - n % VW;
+    if (!act_bwd_vec(a, nv, dY, X, Y, dX)) {
+        lithe_f32_act_backward__scalar(a, n, dY, X, Y, dX); /* mish, dish: the twins */
+        return;
+    }
+    if (nv < n) { /* X and Y only where the kind reads them (either may be NULL otherwise) */
+        const size_t m = (size_t)(n - nv) * sizeof(float);
+        const int needs = lithe__act_needs(a->kind);
+        float g[VW] = {0}, x[VW] = {0}, y[VW] = {0};
+        memcpy(g, dY + nv, m);
+        if (needs & LITHE__ACT_NEEDS_X) memcpy(x, X + nv, m);
+        if (needs & LITHE__ACT_NEEDS_Y) memcpy(y, Y + nv, m);
+        act_bwd_vec(a, VW, g, x, y, g);
+        memcpy(dX + nv, g, m);
     }
 }
 
@@ -821,14 +851,24 @@ static inline vf unary1(int op, vf x) {
     }
 }
 
+static __attribute__((noinline)) void unary_vec(int op, int64_t n, const float *X, float *Y) {
+    for (int64_t i = 0; i + VW <= n; i += VW) st(Y + i, unary1(op, ld(X + i)));
+}
+
+/* unary and unary_backward: the partial last vector through the same loop, zero-padded (as act) */
 static void K(unary)(int op, int64_t n, const float *X, float *Y) {
     if (op == LITHE__UN_LOG || op == LITHE__UN_ERF) {
         lithe_f32_unary__scalar(op, n, X, Y);
         return;
     }
-    int64_t i = 0;
-    for (; i + VW <= n; i += VW) st(Y + i, unary1(op, ld(X + i)));
-    if (i < n) st_part(Y + i, unary1(op, ld_part(X + i, n - i)), n - i);
+    const int64_t nv = n - n % VW;
+    unary_vec(op, nv, X, Y);
+    if (nv < n) {
+        float t[VW] = {0};
+        memcpy(t, X + nv, (size_t)(n - nv) * sizeof(float));
+        unary_vec(op, VW, t, t);
+        memcpy(Y + nv, t, (size_t)(n - nv) * sizeof(float));
+    }
 }
 
 static inline vf unary_bwd1(int op, vf x, vf y, vf g, vf d) {
@@ -843,14 +883,24 @@ static inline vf unary_bwd1(int op, vf x, vf y, vf g, vf d) {
     }
 }
 
-static void K(unary_backward)(int op, int64_t n, const float *X, const float *Y, const float *dY, float *dX) {
-    int64_t i = 0;
-    for (; i + VW <= n; i += VW)
+static __attribute__((noinline)) void unary_bwd_vec(int op, int64_t n, const float *X, const float *Y,
+                                                    const float *dY, float *dX) {
+    for (int64_t i = 0; i + VW <= n; i += VW)
         st(dX + i, unary_bwd1(op, ld(X + i), ld(Y + i), ld(dY + i), ld(dX + i)));
-    if (i < n) {
-        int64_t m = n - i;
-        st_part(dX + i, unary_bwd1(op, ld_part(X + i, m), ld_part(Y + i, m), ld_part(dY + i, m), ld_part(dX + i, m)),
-                m);
+}
+
+static void K(unary_backward)(int op, int64_t n, const float *X, const float *Y, const float *dY, float *dX) {
+    const int64_t nv = n - n % VW;
+    unary_bwd_vec(op, nv, X, Y, dY, dX);
+    if (nv < n) {
+        const size_t m = (size_t)(n - nv) * sizeof(float);
+        float x[VW] = {0}, y[VW] = {0}, g[VW] = {0}, d[VW] = {0};
+        memcpy(x, X + nv, m);
+        memcpy(y, Y + nv, m);
+        memcpy(g, dY + nv, m);
+        memcpy(d, dX + nv, m);
+        unary_bwd_vec(op, VW, x, y, g, d);
+        memcpy(dX + nv, d, m);
     }
 }
 
