@@ -885,6 +885,26 @@ static void row_bias_in_place_one(const lithe__sgemm_kernel *k, const char *name
                                 "from B packed\n", name, (long long)M, (long long)N, (long long)K, r, t ? 3 : 1);
                     fail();
                 }
+                /* one K block: both are the product without the bias, plus the bias once (since the
+                 * AVX-512 kernel adds it in its store on the packed path too, the comparison above
+                 * alone would not see a bias added twice or dropped) */
+                if (!r && K <= (int64_t)k->kc) {
+                    float *C2 = malloc(sizeof(float) * (size_t)(M * N));
+                    assert_non_null(C2);
+                    lithe__sgemm_epilogue e0 = {0};
+                    assert_true(lithe__sgemm(k, t, false, false, M, N, K, 1.0f, A, K, Boff, N, 0.0f, C2, N, &e0));
+                    for (int64_t i = 0; i < M; i++)
+                        for (int64_t j = 0; j < N; j++) {
+                            float want = C2[i * N + j] + bias[i], got0 = C0[i * N + j];
+                            if (memcmp(&want, &got0, sizeof want) && !(isnan(want) && isnan(got0))) {
+                                print_error("%s: M=%lld N=%lld K=%lld threads %d: C[%lld][%lld] = %.9g, the product "
+                                            "plus the row bias once is %.9g\n", name, (long long)M, (long long)N,
+                                            (long long)K, t ? 3 : 1, (long long)i, (long long)j, (double)got0, (double)want);
+                                fail();
+                            }
+                        }
+                    free(C2);
+                }
             }
         OK(lithe_backend_set_threads(cpu, 0));
         free(A), free(bias), free(Ba), free(Bu), free(C0), free(C1), free(R);

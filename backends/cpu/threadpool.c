@@ -518,6 +518,11 @@ void lithe__pool_for(lithe__pool *p, int64_t n, int64_t grain, lithe__range_fn f
     (void)grain;
     if (n > 0) fn(ctx, 0, n);
 }
+void lithe__pool_for_chunks(lithe__pool *p, int64_t n, int64_t chunks, lithe__range_fn fn, void *ctx) {
+    (void)p;
+    (void)chunks;
+    if (n > 0) fn(ctx, 0, n);
+}
 lithe__pool *lithe__cpu_pool(void) { return NULL; }
 lithe_status lithe__cpu_set_threads(int n) {
     if (n == 0 || n == 1) return LITHE_OK;

@@ -173,7 +173,8 @@ typedef struct lithe__sgemm_kernel {
     bool clamp_ok;
     /* ukernel and ukernel_b add lithe__sgemm_ukparams' bias_rows in their store: the driver then
      * drops a single K block's bias step (a row bias with alpha 1, beta 0, no column bias: the bias
-     * step's fma(b, 1, acc) is acc + b, one rounding, the store's add); false: they ignore it. */
+     * step's fma(b, 1, acc) is acc + b, one rounding, the store's add); false: they ignore it. The
+     * driver uses it only in builds whose LITHE__SGEMM_FORM_ukernel_b is nonzero (x86-64). */
     bool bias_rows_ok;
     /* Optional (NULL: the driver's portable loop): one rounded add into a stored C block in L1,
      *   c[i * ldc + j] = first ? r + c : c + r,  r = rv[i * rs + j * cs]  (i < rows, j < cols)
@@ -197,7 +198,8 @@ typedef struct lithe__sgemm_epilogue {
     int64_t ldz;
     /* (M,) or NULL: bias_row[i] added to every element of row i (a convolution's per-filter bias)
      * before Z and act: on the packed path as one more product step after the K real ones (A's
-     * column K = bias_row, B's row K = ones: one multiply-add per element in the microkernel);
+     * column K = bias_row, B's row K = ones: one multiply-add per element in the microkernel), or,
+     * with one K block and a kernel with bias_rows_ok, added in the kernel's store (the same bits);
      * M = 1 (GEMV) and K = 0 add it after the store. Within the rounding of adding it once. Only
      * with alpha = 1 and beta = 0 (as convolutions call it): the product step would scale it by
      * alpha where the after-store paths do not. */
