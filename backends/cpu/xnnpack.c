@@ -8,7 +8,8 @@
  * The rule (measured min-of-N CPU time, lithe vs XNNPACK in the same loop):
  *   - Conv, depthwise (one channel per group) 3x3 or 5x5, stride 1 or 2, padding (k-1)/2 on every
  *     side, no dilation: XNNPACK's NCHW depthwise kernel, on lithe's own layout (1.08-3.7x faster on
- *     every mobilenet_v2 depthwise layer);
+ *     every mobilenet_v2 depthwise layer than lithe's kernels of the time; stale since lithe's
+ *     in-place dwconv3x3, which is faster where it runs: docs/performance.md);
  *   - Conv, one group, kernel larger than 1x1, C*KH*KW >= 100: XNNPACK's NHWC convolution with the
  *     input and output transposed around it (the CNN's 5x5 16->32, K = 400: 1.5x). Below, lithe's
  *     shifted-rows convolution wins: the CNN's 5x5 1->16 (K 25: 0.8x) and mobilenet_v2's 3x3 s2
