@@ -377,7 +377,7 @@ static bool bias_step(const lithe__sgemm_epilogue *e) { return e && e->bias_row;
 static void add_res(const lithe__sgemm_kernel *k, size_t rows, size_t cols, float *c, size_t ldc, const float *r,
                     size_t ldr, bool first) {
     if (k && LITHE__SGEMM_HAS(k, add_tile)) { /* k NULL: the portable loop */
-        k->add_tile(rows, cols, c, ldc, r, ldr, 1, first);
+        k->add_tile(rows, cols, c, ldc, r, ldr, first);
         return;
     }
     for (size_t i = 0; i < rows; i++) {

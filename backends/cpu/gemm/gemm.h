@@ -176,11 +176,10 @@ typedef struct lithe__sgemm_kernel {
      * step's fma(b, 1, acc) is acc + b, one rounding, the store's add); false: they ignore it. The
      * driver uses it only in builds whose LITHE__SGEMM_FORM_ukernel_b is nonzero (x86-64). */
     bool bias_rows_ok;
-    /* Optional (NULL: the driver's portable loop): one rounded add into a stored C block in L1,
-     *   c[i * ldc + j] = first ? r + c : c + r,  r = rv[i * rs + j * cs]  (i < rows, j < cols)
-     * (cs 1: a residual block, lithe__sgemm_epilogue's res; cs 0: one value per row, a row bias
-     * added after the store). */
-    void (*add_tile)(size_t rows, size_t cols, float *c, size_t ldc, const float *rv, size_t rs, size_t cs, bool first);
+    /* Optional (NULL: the driver's portable loop): one rounded add of a residual block
+     * (lithe__sgemm_epilogue's res) into a stored C block in L1,
+     *   c[i * ldc + j] = first ? r + c : c + r,  r = rv[i * ldr + j]  (i < rows, j < cols). */
+    void (*add_tile)(size_t rows, size_t cols, float *c, size_t ldc, const float *rv, size_t ldr, bool first);
 } lithe__sgemm_kernel;
 
 /* The epilogue of a fused GEMM (gemm_bias_act): after the last K block of a tile,

@@ -433,18 +433,16 @@ static void transpose_tile(size_t rows, size_t cols, const float *src, size_t ld
     }
 }
 
-/* gemm.h's add_tile: a stored C block plus a residual block (cs 1) or one value per row (cs 0),
- * 16 columns a vector, the last one masked; _mm512_add_ps(a, b) is a + b, one rounding. */
-static void add_tile(size_t rows, size_t cols, float *c, size_t ldc, const float *rv, size_t rs, size_t cs,
-                     bool first) {
+/* gemm.h's add_tile: a stored C block plus a residual block, 16 columns a vector, the last one
+ * masked; _mm512_add_ps(a, b) is a + b, one rounding. */
+static void add_tile(size_t rows, size_t cols, float *c, size_t ldc, const float *rv, size_t ldr, bool first) {
     for (size_t i = 0; i < rows; i++) {
         float *ci = c + i * ldc;
-        const float *ri = rv + i * rs;
-        const __m512 rb = _mm512_set1_ps(*ri);
+        const float *ri = rv + i * ldr;
         for (size_t j = 0; j < cols; j += 16) {
             size_t w = cols - j < 16 ? cols - j : 16;
             __mmask16 m = w == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << w) - 1);
-            __m512 x = _mm512_maskz_loadu_ps(m, ci + j), r = cs ? _mm512_maskz_loadu_ps(m, ri + j) : rb;
+            __m512 x = _mm512_maskz_loadu_ps(m, ci + j), r = _mm512_maskz_loadu_ps(m, ri + j);
             _mm512_mask_storeu_ps(ci + j, m, first ? _mm512_add_ps(r, x) : _mm512_add_ps(x, r));
         }
     }

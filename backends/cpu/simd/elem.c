@@ -1483,7 +1483,7 @@ static void K(dwconv_lanes)(const lithe__conv2d *g, int64_t nch, const float *X,
 #endif /* VW >= 8 */
 
 #if VW >= 8 /* (the 8- and 16-lane tables: conv.c takes it where the table has it) */
-/* A 3x3 depthwise plane read in place (conv.c's dw3_rows): padding 1 at the top and left, stride s
+/* A 3x3 depthwise plane read in place (conv.c's depthwise_planes_3x3): padding 1 at the top and left, stride s
  * (1: OH = H, OW = W, padding 1 all round; 2: 2·OH <= H, 2·OW <= W, so no bottom or right padding is
  * ever read), W >= VW at stride 1, OW >= VW at stride 2. Each output row's sum is the twin's, bias +
  * taps in (kh, kw) order, the padding rows' taps skipped (as the twin skips them) and the padding
@@ -1533,6 +1533,9 @@ static inline __attribute__((always_inline)) void d3_taps(const float *xr, int64
     }
 }
 #define D3_ROW(ACC, T, K0) ((((ACC) + (T)[0] * w[K0]) + (T)[1] * w[(K0) + 1]) + (T)[2] * w[(K0) + 2])
+/* the output's act (mode as d3_strips'; c, lo, hi and zero are the caller's locals) */
+#define D3_OUT(V)                                                                                                 \
+    (mode == 1 ? dw_max(V, zero) : mode == 2 ? dw_act(&c, V) : mode == 3 ? dw_max(lo, dw_min(hi, V)) : (V))
 
 /* NS strips from output columns qs[0 .. NS) down the whole plane. mode: 0 no act, 1 relu, 2 clip
  * (dw_act), 3 clip with slope 1 and offset +0 (x·1 + 0 is x: no sum
@@ -1545,8 +1548,6 @@ static inline __attribute__((always_inline)) void d3_strips(int NS, int s, int64
     lithe__act c = k->c;
     c.kind = mode == 1 ? LITHE__ACT_RELU : LITHE__ACT_CLIPPED_LINEAR;
     vf lo = bcast(c.min_val), hi = bcast(c.max_val), zero = splat(0.0f);
-#define D3_OUT(V)                                                                                                 \
-    (mode == 1 ? dw_max(V, zero) : mode == 2 ? dw_act(&c, V) : mode == 3 ? dw_max(lo, dw_min(hi, V)) : (V))
     if (s == 1) { /* output rows [o0, o1) */
         for (int j = 0; j < NS; j++) {
             if (o0) { /* output o0: bias, row o0 - 1's tap row 0, then row o0's tap row 1 */
@@ -1595,9 +1596,7 @@ static inline __attribute__((always_inline)) void d3_strips(int NS, int s, int64
             }
         }
     }
-#undef D3_OUT
 }
-#undef D3_ROW
 
 /* Rows more than two strip groups wide in bands of 12 output rows, each band's groups in turn (so
  * a group's pass reads the band's input rows from L1 after the one before: mobilenet_v2 on AVX2,
@@ -1670,7 +1669,6 @@ static inline __attribute__((always_inline)) void d3p_st(float *y0, float *y1, i
     _mm512_mask_storeu_ps(y0, m, (__m512)v);
     if (y1) _mm512_mask_storeu_ps(y1, m, _mm512_shuffle_f32x4((__m512)v, (__m512)v, 0xee)); /* lanes 8-15 down */
 }
-#define D3_ROW(ACC, T, K0) ((((ACC) + (T)[0] * w[K0]) + (T)[1] * w[(K0) + 1]) + (T)[2] * w[(K0) + 2])
 static inline __attribute__((always_inline)) void d3p_pair(int s, int64_t H, int64_t W, int64_t OH, int64_t OW,
                                                            const float *x0, const float *x1, float *y0, float *y1,
                                                            const float *w0, const float *w1, float b0, float b1,
@@ -1681,8 +1679,6 @@ static inline __attribute__((always_inline)) void d3p_pair(int s, int64_t H, int
     lithe__act c = mode ? *a : (lithe__act){0};
     c.kind = mode == 1 ? LITHE__ACT_RELU : LITHE__ACT_CLIPPED_LINEAR;
     vf lo = bcast(c.min_val), hi = bcast(c.max_val);
-#define D3_OUT(V)                                                                                                 \
-    (mode == 1 ? dw_max(V, zero) : mode == 2 ? dw_act(&c, V) : mode == 3 ? dw_max(lo, dw_min(hi, V)) : (V))
     if (s == 1) {
         d3p_taps(x0, x1, W, OW, 1, t);
         A = D3_ROW(bv, t, 3);
@@ -1706,9 +1702,7 @@ static inline __attribute__((always_inline)) void d3p_pair(int s, int64_t H, int
             d3p_st(y0 + o * OW, y1 ? y1 + o * OW : NULL, OW, D3_OUT(done));
         }
     }
-#undef D3_OUT
 }
-#undef D3_ROW
 /* n planes in pairs (an odd last one paired with itself, its copy not stored) */
 static inline __attribute__((always_inline)) void d3p_planes(int s, int64_t n, int64_t H, int64_t W, int64_t OH,
                                                              int64_t OW, const float *x, float *y, const float *w,
@@ -1776,6 +1770,8 @@ static void K(dwconv3x3)(int64_t n, int64_t H, int64_t W, int64_t s, int64_t OH,
     }
     if (mode < 0) K(act)(a, n * OH * OW, y, y);
 }
+#undef D3_ROW
+#undef D3_OUT
 #undef D3_SHR
 #undef D3_SHL
 #undef D3_EV
