@@ -914,9 +914,11 @@ LITHE_API lithe_status lithe_model_predict_tensor(lithe_model *m, lithe_tensor *
  *
  * Built with -DLITHE_XNNPACK=ON (off by default; docs/performance.md), prepare also creates
  * XNNPACK operators (weights and bias packed in) for the ops where XNNPACK measured faster on the
- * CPU: depthwise 3x3 / 5x5 convolutions, dense k x k convolutions with C·KH·KW >= 100, 1x1
- * convolutions on at most 64 pixels, and fully-connected layers (no activation or relu, ONNX Gemm)
- * of at most 16 outputs at 16 rows or more — and only while the CPU backend has one thread
+ * CPU: depthwise 3x3 / 5x5 convolutions only where lithe would run them on its four-lane or scalar
+ * kernels (a CPU without AVX2, aarch64, or LITHE_CPU_ISA=sse2 / scalar), dense k x k
+ * convolutions with C·KH·KW >= 100, 1x1 convolutions on at most 64 pixels, and fully-connected
+ * layers (no activation or relu, ONNX Gemm) of at most 16 outputs at 16 rows or more — and only
+ * while the CPU backend has one thread
  * (lithe_backend_set_threads; with more, lithe's threaded kernels run). Such predictions are NOT
  * bit-identical to the unprepared path (XNNPACK adds in its own order; within float tolerance, as
  * close to PyTorch as lithe's own), and a batch and its rows one at a time may differ in the last
