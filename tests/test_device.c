@@ -1346,6 +1346,80 @@ static void test_model_maxout_layernorm_dropout(void **state) {
     run_model_case("Maxout+LayerNorm+Dropout, Mish+LayerNorm", build_maxout_ln_dropout, 29, 7);
 }
 
+/* CUDA's caching allocator (backends/cuda/device.cu), through its statistics: a freed block waits
+ * in the cache and the next request of the same rounded size takes it back (no device allocation;
+ * cached bytes up at the free, down at the reuse); another size allocates; and when the device is
+ * out of memory, the cache goes back to the driver and the request is retried once. The last part
+ * needs a failing cudaMalloc: the emulation's LITHE_CUDA_EMU_MEMORY gives its device a size. */
+static void test_cuda_caching_allocator(void **state) {
+    (void)state;
+    NEED_DEV();
+#ifndef LITHE_HAVE_CUDA
+    skip(); /* test_vulkan: its allocator has its own tests */
+#else
+    bool emulated = !strcmp(lithe__cuda_module_kind(), "host emulation");
+    /* the documented rounding: 512-byte granules below 1 MiB (none in the emulation, whose exact
+     * blocks let AddressSanitizer see a kernel's stray index) */
+    const size_t S = 10852, S2 = S + 4096;
+    const size_t want = emulated ? S : (S + 511) / 512 * 512, want2 = emulated ? S2 : (S2 + 511) / 512 * 512;
+    size_t used0, cached0, n0, used, cached, n;
+    lithe__cuda_memory_stats(dev, &used0, &cached0, &n0);
+    void *p = NULL, *q = NULL, *r = NULL;
+    OK(dev->ops->alloc(dev, S, &p));
+    lithe__cuda_memory_stats(dev, &used, &cached, &n);
+    assert_int_equal(n, n0 + 1); /* no block of this size waited: a device allocation */
+    assert_int_equal(used, used0 + want);
+    assert_int_equal(cached, cached0);
+    dev->ops->free(dev, p);
+    lithe__cuda_memory_stats(dev, &used, &cached, &n);
+    assert_int_equal(used, used0);
+    assert_int_equal(cached, cached0 + want); /* kept for reuse, not given back */
+    assert_int_equal(n, n0 + 1);
+    OK(dev->ops->alloc(dev, S, &q));
+    lithe__cuda_memory_stats(dev, &used, &cached, &n);
+    assert_ptr_equal(q, p); /* the cached block again */
+    assert_int_equal(n, n0 + 1);
+    assert_int_equal(used, used0 + want);
+    assert_int_equal(cached, cached0);
+    OK(dev->ops->alloc(dev, S2, &r)); /* another rounded size: a new block */
+    lithe__cuda_memory_stats(dev, &used, &cached, &n);
+    assert_int_equal(n, n0 + 2);
+    assert_int_equal(used, used0 + want + want2);
+    dev->ops->free(dev, q);
+    dev->ops->free(dev, r);
+    lithe__cuda_memory_stats(dev, &used, &cached, &n);
+    assert_int_equal(used, used0);
+    assert_int_equal(cached, cached0 + want + want2);
+    if (!emulated) return; /* a real GPU's memory cannot be made to run out here */
+
+    /* a device with room for what the allocator holds, plus a 20000-byte request, minus one byte:
+     * the request fails until the cache (which holds at least the two blocks above) is released */
+    const size_t T = 20000;
+    char cap[32];
+    snprintf(cap, sizeof cap, "%zu", used + cached + T - 1);
+    setenv("LITHE_CUDA_EMU_MEMORY", cap, 1);
+    size_t n1 = n;
+    void *t = NULL, *u = NULL;
+    lithe_status st = dev->ops->alloc(dev, T, &t);
+    if (st != LITHE_OK) unsetenv("LITHE_CUDA_EMU_MEMORY");
+    OK(st);
+    lithe__cuda_memory_stats(dev, &used, &cached, &n);
+    assert_int_equal(cached, 0); /* given back to the driver */
+    assert_int_equal(used, used0 + T);
+    assert_int_equal(n, n1 + 1);
+    /* more than the device has even without a cache: LITHE_ERR_OOM saying so, nothing allocated */
+    st = dev->ops->alloc(dev, (size_t)strtoull(cap, NULL, 10), &u);
+    unsetenv("LITHE_CUDA_EMU_MEMORY");
+    assert_int_equal(st, LITHE_ERR_OOM);
+    assert_null(u);
+    assert_non_null(strstr(lithe_last_error(), "out of device memory"));
+    lithe__cuda_memory_stats(dev, &used, &cached, &n);
+    assert_int_equal(n, n1 + 1);
+    assert_int_equal(used, used0 + T);
+    dev->ops->free(dev, t);
+#endif
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_primitive_present),
@@ -1367,6 +1441,7 @@ int main(void) {
         cmocka_unit_test(test_model_relu_mlp),
         cmocka_unit_test(test_model_maxout_layernorm_dropout),
         cmocka_unit_test(test_model_hash_embed),
+        cmocka_unit_test(test_cuda_caching_allocator),
     };
     setup(NULL);
     if (dev && getenv("LITHE_VULKAN_GEMM") && !gemm_variant_runs()) dev = NULL; /* a forced variant this device lacks */
