@@ -717,8 +717,7 @@ LITHE_API lithe_model *lithe_model_layer(const lithe_model *m, size_t i);
 LITHE_API lithe_status lithe_model_walk(lithe_model *m, lithe_model **nodes, size_t cap,
                                         size_t *n);
 
-/* The backend the tree computes on; lithe_model_set_backend moves the whole tree (params and
- * grads are copied to the new backend's memory). */
+/* The backend the tree computes on (lithe_model_set_backend below moves it). */
 LITHE_API lithe_backend *lithe_model_backend(const lithe_model *m);
 /* The node's shims, in order (Thinc's model.shims): a count, the i-th (borrowed; NULL when i is
  * out of range or m is NULL) and a shim's name. finish_update updates every shim of the tree
@@ -726,7 +725,17 @@ LITHE_API lithe_backend *lithe_model_backend(const lithe_model *m);
 LITHE_API size_t lithe_model_n_shims(const lithe_model *m);
 LITHE_API lithe_shim *lithe_model_shim(const lithe_model *m, size_t i);
 LITHE_API const char *lithe_shim_name(const lithe_shim *shim);
+/* Moves the whole tree to `backend`: every node's params and grads are copied into the backend's
+ * memory and the nodes compute there from then on (inputs must then live there too:
+ * lithe_tensor_to_backend); the subtree under a with_cpu node stays on the CPU. Moving to the
+ * backend the tree is on is a no-op. lithe_model_to_backend is the same function under a second
+ * name (read as PyTorch's module.to(device)): the two names are interchangeable, and a message
+ * names the one called. Not thread-safe: no other thread may use the model meanwhile.
+ * Statuses: LITHE_ERR_INVALID_ARG (m or backend NULL), LITHE_ERR_OOM and the backends' errors; on
+ * failure the nodes already moved stay on `backend` (each node whole) and the rest where they
+ * were, so a second call can finish the move. */
 LITHE_API lithe_status lithe_model_set_backend(lithe_model *m, lithe_backend *backend);
+LITHE_API lithe_status lithe_model_to_backend(lithe_model *m, lithe_backend *backend);
 
 /* Seeds every node of the tree: node k in walk order gets key seed + k and counter 0, so
  * initialization and dropout masks are the same on every platform for the same seed.

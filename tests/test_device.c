@@ -1243,7 +1243,7 @@ static void run_model_case(const char *name, build_fn build, int64_t nI, int64_t
                 *Yc = value_on(cpu, LITHE_F32, 2, (int64_t[]){B, nC}, onehot);
     OK(lithe_model_initialize(mc, Xc, Yc));
     OK(lithe_model_initialize(mv, Xc, Yc)); /* initialized on the CPU, then moved */
-    OK(lithe_model_set_backend(mv, dev));
+    OK(lithe_model_to_backend(mv, dev)); /* lithe_model_set_backend under its second name */
     assert_ptr_equal(lithe_model_backend(mv), dev);
     lithe_value *Xv = value_on(dev, xdt, xnd, xshape, xdata);
     lithe_value *Lc = value_on(cpu, LITHE_I32, 1, (int64_t[]){B}, y), *Lv = value_on(dev, LITHE_I32, 1, (int64_t[]){B}, y);

@@ -679,6 +679,10 @@ static void test_model_null_accessors(void **state) {
     OK(lithe_backend_get("cpu", &cpu));
     FAILS(LITHE_ERR_INVALID_ARG, lithe_model_set_backend(NULL, cpu));
     FAILS(LITHE_ERR_INVALID_ARG, lithe_model_set_backend(m, NULL));
+    FAILS(LITHE_ERR_INVALID_ARG, lithe_model_to_backend(NULL, cpu));
+    assert_non_null(strstr(lithe_last_error(), "lithe_model_to_backend"));
+    FAILS(LITHE_ERR_INVALID_ARG, lithe_model_to_backend(m, NULL));
+    OK(lithe_model_to_backend(m, cpu)); /* already there: a no-op */
     assert_ptr_equal(lithe_model_backend(m), cpu);
     lithe_model_free(m);
 }
