@@ -276,6 +276,13 @@ LITHE_API lithe_status lithe_tensor_to_backend(const lithe_tensor *t, lithe_back
  * (lithe_tensor_to_backend(t, NULL, &copy)). */
 LITHE_API lithe_status lithe_tensor_from_dlpack(void *managed, bool versioned, lithe_tensor **out);
 LITHE_API lithe_status lithe_tensor_to_dlpack(lithe_tensor *t, bool versioned, void **managed_out);
+/* The DLPack device of t's memory (DLDeviceType, device id), what Python's __dlpack_device__
+ * reports: (kDLCPU = 1, 0) for host memory, (kDLCUDA = 2, the device index) for "cuda",
+ * (kDLVulkan = 7, the device's index in the Vulkan loader's order, as "vulkan:<index>" names it)
+ * for "vulkan" -- also where lithe_tensor_to_dlpack refuses the memory (Vulkan's). Both outputs are
+ * 0 on failure. Statuses: LITHE_ERR_INVALID_ARG (NULLs), LITHE_ERR_UNSUPPORTED (a backend without
+ * a DLPack device type). Thread-safe. */
+LITHE_API lithe_status lithe_tensor_dlpack_device(const lithe_tensor *t, int32_t *device_type, int32_t *device_id);
 
 /* ------------------------------------------------------------------------------------------
  * Values: what flows between layers.

@@ -170,7 +170,7 @@ static void test_every_primitive_present(void **state) {
     float v[4] = {1.5f, -2.0f, 3.25f, 0.0f};
     OK(lithe_tensor_write(t, v, sizeof v));
     void *managed = (void *)1;
-    if (dev->dl_device_type) {
+    if (dev->dl_device_type == kDLCUDA) {
         /* CUDA: exported zero-copy as kDLCUDA, and imported back onto the same backend, same memory */
         void *stream = NULL;
         OK(lithe_backend_stream(dev, &stream));
@@ -1420,6 +1420,42 @@ static void test_cuda_caching_allocator(void **state) {
 #endif
 }
 
+/* The DLPack device each tensor reports (lithe_tensor_dlpack_device, Python's __dlpack_device__):
+ * kDLCPU for host memory, kDLCUDA or kDLVulkan with the device's index for device memory, the index
+ * the explicit backend name "cuda:<i>" / "vulkan:<i>" selects; Vulkan memory is still not exported. */
+static void test_dlpack_device(void **state) {
+    (void)state;
+    NEED_DEV();
+    lithe_tensor *h = NULL, *t = NULL, *t2 = NULL;
+    int32_t type = -1, id = -1, type2 = -1, id2 = -1;
+    OK(lithe_tensor_new(cpu, LITHE_F32, 1, (int64_t[]){3}, &h));
+    OK(lithe_tensor_dlpack_device(h, &type, &id));
+    assert_int_equal(type, kDLCPU);
+    assert_int_equal(id, 0);
+    OK(lithe_tensor_new(dev, LITHE_F32, 1, (int64_t[]){3}, &t));
+    OK(lithe_tensor_dlpack_device(t, &type, &id));
+    bool cuda = !strncmp(DEV, "cuda", 4);
+    assert_int_equal(type, cuda ? kDLCUDA : kDLVulkan);
+    assert_in_range(id, 0, 15);
+    char name[32];
+    snprintf(name, sizeof name, "%s:%d", DEV, (int)id);
+    lithe_backend *same = NULL;
+    OK(lithe_backend_get(name, &same));
+    OK(lithe_tensor_new(same, LITHE_F32, 1, (int64_t[]){3}, &t2));
+    OK(lithe_tensor_dlpack_device(t2, &type2, &id2));
+    assert_int_equal(type2, type);
+    assert_int_equal(id2, id);
+    if (!cuda) {
+        void *managed = (void *)1;
+        assert_int_equal(lithe_tensor_to_dlpack(t2, true, &managed), LITHE_ERR_UNSUPPORTED);
+        assert_null(managed);
+        assert_non_null(strstr(lithe_last_error(), "vulkan"));
+    }
+    lithe_tensor_release(h);
+    lithe_tensor_release(t);
+    lithe_tensor_release(t2);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_primitive_present),
@@ -1442,6 +1478,7 @@ int main(void) {
         cmocka_unit_test(test_model_maxout_layernorm_dropout),
         cmocka_unit_test(test_model_hash_embed),
         cmocka_unit_test(test_cuda_caching_allocator),
+        cmocka_unit_test(test_dlpack_device),
     };
     setup(NULL);
     if (dev && getenv("LITHE_VULKAN_GEMM") && !gemm_variant_runs()) dev = NULL; /* a forced variant this device lacks */

@@ -392,6 +392,12 @@ static void test_dlpack_errors(void **state) {
     OUT_NULL(m, "lithe_tensor_to_dlpack(NULL)");
     FAILS(LITHE_ERR_INVALID_ARG, lithe_tensor_to_dlpack(t, false, NULL));
     FAILS(LITHE_ERR_INVALID_ARG, lithe_tensor_to_dlpack(t, true, NULL));
+    int32_t dl_type = -1, dl_id = -1;
+    FAILS(LITHE_ERR_INVALID_ARG, lithe_tensor_dlpack_device(NULL, &dl_type, &dl_id));
+    assert_int_equal(dl_type, 0);
+    assert_int_equal(dl_id, 0);
+    FAILS(LITHE_ERR_INVALID_ARG, lithe_tensor_dlpack_device(t, NULL, &dl_id));
+    FAILS(LITHE_ERR_INVALID_ARG, lithe_tensor_dlpack_device(t, &dl_type, NULL));
 
     /* float64, a negative extent, ndim 9, an unknown device: refused, and the caller keeps it */
     double dd[4] = {0};

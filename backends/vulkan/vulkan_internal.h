@@ -113,6 +113,7 @@ typedef struct lithe__vk {
     lithe__vk_alloc *dummy;
     char name[32];      /* "vulkan" or "vulkan:<index>" */
     char device_name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
+    int phys_index;     /* the device's index in the loader's order (DLPack's device id) */
     uint64_t n_submits; /* statistics for the benchmark and tests */
     /* What the GEMM variant choice reads (vulkan_ops.c, vk_gemm_plan): the compute stage's
      * subgroup size and operations (VkPhysicalDeviceSubgroupProperties; 0 when the device is
