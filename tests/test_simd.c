@@ -299,6 +299,62 @@ static void test_threads_bit_identical(void **state) {
 }
 
 
+/* The CPU backend's Ragged reduce_sum / reduce_mean and their backprops (run on each table's sum_rows
+ * and axpby, 1 and 3 threads) give the scalar twins' bits: zero-length sequences, long ones, odd
+ * widths, -0, NaN and inf in X. */
+static void test_seq_reduce_matches_scalar(void **state) {
+    (void)state;
+    lithe_backend *cpu;
+    OK(lithe_backend_get("cpu", &cpu));
+    static const int32_t lens[] = {3, 0, 1, 70, 2, 0, 300, 5};
+    enum { B = sizeof lens / sizeof lens[0] };
+    static const int64_t widths[] = {1, 5, 33, 130};
+    for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++) {
+        int64_t O = widths[wi], Nr = 0;
+        for (int b = 0; b < B; b++) Nr += lens[b];
+        float *X = malloc(sizeof(float) * (size_t)(Nr * O)), *dY = malloc(sizeof(float) * (size_t)(B * O));
+        float *want = malloc(sizeof(float) * (size_t)(Nr * O));
+        assert_true(X && dY && want);
+        fill(X, Nr * O, -3, 3), fill(dY, B * O, -1, 1);
+        X[0] = -0.0f, X[O] = NAN, X[2 * O] = INFINITY, dY[0] = -0.0f;
+        int64_t lshape = B, yshape[2] = {B, O}, xshape[2] = {Nr, O};
+        lithe_tensor *L = NULL, *tX = NULL, *tdY = NULL, *Y = NULL, *dX = NULL;
+        OK(lithe_tensor_from_data(LITHE_I32, 1, &lshape, lens, &L));
+        OK(lithe_tensor_from_data(LITHE_F32, 2, xshape, X, &tX));
+        OK(lithe_tensor_from_data(LITHE_F32, 2, yshape, dY, &tdY));
+        OK(lithe_tensor_from_data(LITHE_F32, 2, yshape, dY, &Y));
+        OK(lithe_tensor_from_data(LITHE_F32, 2, xshape, X, &dX));
+        for (int t = 0; t < ntables; t++)
+            for (int th = 0; th < 2; th++) {
+                lithe__simd_force(tables[t]);
+                lithe_status st = lithe_backend_set_threads(cpu, th ? 3 : 1);
+                if (st == LITHE_ERR_UNSUPPORTED) continue; /* a build without threads */
+                OK(st);
+                for (int mean = 0; mean < 2; mean++) {
+                    OK(lithe__op_reduce_sum(cpu, tX, L, mean, Y));
+                    lithe_f32_reduce_sum__scalar(B, O, lens, X, mean, want);
+                    if (memcmp(want, lithe_tensor_data(Y), sizeof(float) * (size_t)(B * O))) {
+                        print_error("%s, %d threads, O=%lld: reduce_%s differs from the scalar twin\n", tables[t]->isa,
+                                    th ? 3 : 1, (long long)O, mean ? "mean" : "sum");
+                        fail();
+                    }
+                    OK(lithe__op_reduce_sum_backward(cpu, tdY, L, mean, dX));
+                    lithe_f32_reduce_sum_backward__scalar(B, O, lens, dY, mean, want);
+                    if (memcmp(want, lithe_tensor_data(dX), sizeof(float) * (size_t)(Nr * O))) {
+                        print_error("%s, %d threads, O=%lld: reduce_%s backward differs from the scalar twin\n",
+                                    tables[t]->isa, th ? 3 : 1, (long long)O, mean ? "mean" : "sum");
+                        fail();
+                    }
+                }
+            }
+        lithe__simd_force(NULL);
+        OK(lithe_backend_set_threads(cpu, 0));
+        lithe_tensor_release(L), lithe_tensor_release(tX), lithe_tensor_release(tdY), lithe_tensor_release(Y);
+        lithe_tensor_release(dX);
+        free(X), free(dY), free(want);
+    }
+}
+
 /* ---- the optimizer: lithe_optimizer_step's fused Adam (the adam_step primitive) against the same
  * step taken by the separate primitives (a copy of the CPU backend whose table lacks adam_step),
  * bit for bit, over three steps of each of Thinc's Adam configurations ---- */
@@ -1019,6 +1075,7 @@ int main(void) {
         /* the tests that start worker threads last */
         cmocka_unit_test(test_pool2d_matches_scalar),
         cmocka_unit_test(test_threads_bit_identical),
+        cmocka_unit_test(test_seq_reduce_matches_scalar),
         cmocka_unit_test(test_optimizer_fused_matches_passes),
         cmocka_unit_test(test_conv2d_threads_bit_identical),
     };
