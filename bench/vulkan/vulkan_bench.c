@@ -185,6 +185,7 @@ static int bench_cnn(lithe_backend *be, const char *path, int reps, int batch) {
     double t = now() - t0;
     printf("%s cnn batch=%d %.1f forward/s (%d passes, %.3f s)\n", lithe_backend_name(be), batch, reps / t, reps, t);
     lithe_value_release(Xv);
+    lithe_tensor_release(X4);
     lithe_tensor_release(X);
     lithe_model_free(m);
     return 0;
