@@ -371,6 +371,10 @@ lithe_status lithe__prepare_op(lithe_backend *be, const lithe__prep_op *op, lith
  * true when it ran (Y written), false when there is none or the backend's rule declines X. */
 lithe_status lithe__run_prepared_op(lithe_backend *be, bool is_train, const lithe__prep_op *op, const lithe_tensor *W,
                                     const lithe_tensor *bias, const lithe_tensor *X, lithe_tensor *Y, bool *done);
+/* Whether W has a valid prepared form of op with this bias for be (one lithe__run_prepared_op may
+ * run): a fused node whose own path has no such form to offer (Conv + Add) keeps it otherwise. */
+bool lithe__has_prepared_op(const lithe_backend *be, const lithe__prep_op *op, const lithe_tensor *W,
+                            const lithe_tensor *bias);
 /* A convolution's weight W (M, C/group, KH, KW) prepared as the GEMM operand Wᵀ: its (M, K) view
  * (K = C/group·KH·KW) through lithe__prepare_b with transB, when group is 1 and be has
  * conv2d_prepared. LITHE_OK also when nothing is made. */

@@ -233,6 +233,11 @@ lithe_status lithe__run_prepared_op(lithe_backend *be, bool is_train, const lith
     return be->ops->run_prepared_op(be, p->data, op, X, Y, done);
 }
 
+bool lithe__has_prepared_op(const lithe_backend *be, const lithe__prep_op *op, const lithe_tensor *W,
+                            const lithe_tensor *bias) {
+    return W->storage->prepared && find_op(op, W, bias, be);
+}
+
 /* ---- the public calls ---- */
 
 static bool in_family(const lithe__layer_type *t, const lithe__layer_type *const *family) {

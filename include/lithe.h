@@ -931,10 +931,11 @@ LITHE_API lithe_status lithe_model_predict_tensor(lithe_model *m, lithe_tensor *
  *
  * Built with -DLITHE_XNNPACK=ON (off by default; docs/performance.md), prepare also creates
  * XNNPACK operators (weights and bias packed in) for the ops where XNNPACK measured faster on the
- * CPU: depthwise 3x3 / 5x5 convolutions only where lithe would run them on its four-lane or scalar
- * kernels (a CPU without AVX2, aarch64, or LITHE_CPU_ISA=sse2 / scalar), dense k x k
- * convolutions with C·KH·KW >= 100, 1x1 convolutions on at most 64 pixels, and fully-connected
- * layers (no activation or relu, ONNX Gemm) of at most 16 outputs at 16 rows or more — and only
+ * CPU, by lithe's kernel table (the CPU's, or LITHE_CPU_ISA): where lithe would run four-lane or
+ * scalar kernels (a CPU without AVX2, aarch64, or LITHE_CPU_ISA=sse2 / scalar) depthwise 3x3 / 5x5
+ * convolutions and every one-group convolution; under AVX2 one-group convolutions with a kernel
+ * larger than 1x1 and C·KH·KW < 100; under AVX-512 none; and everywhere fully-connected layers (no
+ * activation or relu, ONNX Gemm) of at most 16 outputs at 16 rows or more — and only
  * while the CPU backend has one thread
  * (lithe_backend_set_threads; with more, lithe's threaded kernels run). Such predictions are NOT
  * bit-identical to the unprepared path (XNNPACK adds in its own order; within float tolerance, as

@@ -2,12 +2,14 @@
  * LITHE_XNNPACK=ON builds it). The oracle is lithe's own path (which the other tests check against
  * PyTorch and float64); XNNPACK sums in another order, so results agree within float tolerance:
  *   - convolutions, under every ISA table this machine runs (lithe__simd_force): every kind the rule
- *     hands to XNNPACK (depthwise 3x3 s1 / s2 and 5x5 s1 / s2 through NCHW where the table lacks
- *     lithe's 8- / 16-lane depthwise kernels; dense 5x5 (the CNN's), 11x11 s2 on 1 channel, 3x3 s2
- *     on 12 channels and 1x1 on 7x7 through NHWC) with and without bias, at batch 1 and 3, must run
- *     through XNNPACK (done) and match lithe's conv2d; the kinds it declines (depthwise on AVX2 /
- *     AVX-512: no operator made, and a depthwise one made under another table declined at run; 1x1
- *     on 14x14, 3x3 on 3 channels, 5x5 on 1, grouped non-depthwise, dilated) must run lithe's kernels;
+ *     hands to XNNPACK under that table (depthwise 3x3 s1 / s2 and 5x5 s1 / s2 through NCHW where the
+ *     table lacks lithe's 8- / 16-lane depthwise kernels; one-group convolutions through NHWC by the
+ *     table, xnn_dense: none on AVX-512, kernels larger than 1x1 on few channels (C·KH·KW < 100) on
+ *     AVX2, all on SSE2 / scalar) with and without bias, at batch 1 and 3, must run through XNNPACK
+ *     (done) and match lithe's conv2d; the kinds it declines (no operator made: depthwise on AVX2 /
+ *     AVX-512, the one-group ones xnn_dense declines, grouped non-depthwise, dilated depthwise) run
+ *     lithe's kernels, and an operator made under one table is declined at run under a table whose
+ *     rule keeps lithe's kernels;
  *   - fully connected: N = 10 at M = 32 / 64 with no clamp and relu through XNNPACK; M = 1 and
  *     N = 64 declined; a dense model (Relu(16) -> Linear(10)) predicted prepared and unprepared;
  *     HardTanh, ReluK and ClippedLinear (clamps) through XNNPACK, HardSigmoid not;
@@ -73,8 +75,9 @@ static double close_to(const lithe_tensor *a, const lithe_tensor *b, double scal
 typedef struct conv_case {
     const char *what;
     int64_t C, H, M, k, s, p, group, dil;
-    bool xnn; /* the rule hands it to XNNPACK (a depthwise one: only on a table without lithe's
-               * 8- / 16-lane depthwise kernels, xnn_depthwise) */
+    bool xnn; /* a kind the rule may hand to XNNPACK, by the table: depthwise 3x3 / 5x5 (only on a
+               * table without lithe's 8- / 16-lane depthwise kernels, xnn_depthwise) or one group
+               * (xnn_dense) */
 } conv_case;
 
 /* The depthwise cases cover each of lithe's depthwise paths on AVX-512 and AVX2 (the in-place 3x3,
@@ -87,13 +90,15 @@ static const conv_case conv_cases[] = {
     {"depthwise 3x3 s2 on 15x15", 16, 15, 16, 3, 2, 1, 16, 1, true},
     {"depthwise 5x5 s1", 16, 12, 16, 5, 1, 2, 16, 1, true},
     {"depthwise 5x5 s2", 16, 11, 16, 5, 2, 2, 16, 1, true},
-    {"dense 5x5 p2 (CNN)", 16, 14, 32, 5, 1, 2, 1, 1, true},
-    {"dense 11x11, 1 channel", 1, 20, 4, 11, 2, 5, 1, 1, true},
-    {"dense 5x5, 1 channel (declined)", 1, 20, 16, 5, 1, 2, 1, 1, false},
-    {"dense 3x3 s2, 12 channels", 12, 23, 8, 3, 2, 1, 1, 1, true},
-    {"dense 3x3 s2, 3 channels (declined)", 3, 23, 8, 3, 2, 1, 1, 1, false},
+    {"dense 5x5 p2 (CNN, K 400)", 16, 14, 32, 5, 1, 2, 1, 1, true},
+    {"dense 11x11, 1 channel (K 121)", 1, 20, 4, 11, 2, 5, 1, 1, true},
+    {"dense 5x5, 1 channel (K 25)", 1, 20, 16, 5, 1, 2, 1, 1, true},
+    {"dense 3x3 s2, 12 channels (K 108)", 12, 23, 8, 3, 2, 1, 1, 1, true},
+    {"dense 3x3 s2, 3 channels (K 27)", 3, 23, 8, 3, 2, 1, 1, 1, true},
+    {"dense 3x3 s1, 11 channels (K 99)", 11, 9, 8, 3, 1, 1, 1, 1, true},
     {"pointwise on 7x7", 40, 7, 24, 1, 1, 0, 1, 1, true},
-    {"pointwise on 14x14 (declined)", 40, 14, 24, 1, 1, 0, 1, 1, false},
+    {"pointwise on 14x14", 40, 14, 24, 1, 1, 0, 1, 1, true},
+    {"pointwise, 3 channels", 3, 9, 16, 1, 1, 0, 1, 1, true},
     {"grouped 3x3 (declined)", 16, 9, 16, 3, 1, 1, 4, 1, false},
     {"dilated depthwise (declined)", 8, 12, 8, 3, 1, 2, 8, 2, false},
 };
@@ -110,7 +115,26 @@ static bool xnn_depthwise(const lithe__simd_kernels *t) {
     return t->dwconv3x3 == NULL;
 }
 
-enum { OOM_NHWC = 6 }; /* conv_cases' "dense 5x5 p2 (CNN)" */
+/* Whether the rule hands a one-group convolution (a k x k kernel on C channels) to XNNPACK's NHWC
+ * operator under table t, by the table's name (measured inside the models, docs/performance.md):
+ * never on AVX-512; on AVX2 only a kernel larger than 1x1 with C·k·k < 100 (a first layer); on the
+ * narrower tables (SSE2, scalar, NEON) always. */
+static bool xnn_dense(const lithe__simd_kernels *t, int64_t C, int64_t k) {
+    if (!strcmp(t->isa, "avx512")) return false;
+    if (!strcmp(t->isa, "avx2")) return k > 1 && C * k * k < 100;
+    assert_true(!strcmp(t->isa, "sse2") || !strcmp(t->isa, "scalar") || !strcmp(t->isa, "neon"));
+    return true;
+}
+
+/* The rule's answer for conv_cases[i] under table t */
+static bool conv_expect(size_t i, const lithe__simd_kernels *t) {
+    const conv_case *c = &conv_cases[i];
+    if (!c->xnn) return false;
+    if (c->group == 1) return xnn_dense(t, c->C, c->k);
+    return xnn_depthwise(t);
+}
+
+enum { OOM_NHWC = 6 }; /* conv_cases' "dense 5x5 p2 (CNN, K 400)" */
 
 static void conv_geom(const conv_case *c, int64_t N, lithe__prep_op *op) {
     memset(op, 0, sizeof *op);
@@ -132,7 +156,6 @@ static void conv_case_run(lithe_backend *be, int t, size_t i, int with_bias, int
     lithe__prep_op op;
     conv_geom(c, N, &op);
     const lithe__conv2d *g = &op.conv;
-    bool depthwise = c->group > 1 && c->group == c->C && c->group == c->M;
     lithe_tensor *X = rnd(4, (int64_t[]){N, c->C, c->H, c->H}, 1 + i);
     lithe_tensor *W = rnd(4, (int64_t[]){c->M, c->C / c->group, c->k, c->k}, 100 + i);
     lithe_tensor *b = with_bias ? rnd(1, (int64_t[]){c->M}, 200 + i) : NULL;
@@ -141,11 +164,9 @@ static void conv_case_run(lithe_backend *be, int t, size_t i, int with_bias, int
     OK(lithe_tensor_new(NULL, LITHE_F32, 4, (int64_t[]){N, c->M, g->OH, g->OW}, &R));
     OK(lithe__op_conv2d(be, g, X, W, b, NULL, R));
     OK(lithe__prepare_op(be, &op, W, b));
-    /* pointwise at batch 3 on 7x7 is 147 pixels: past the rule's 64 */
-    bool expect = c->xnn && !(c->k == 1 && N * g->OH * g->OW > 64) &&
-                  !(depthwise && !xnn_depthwise(tables[t]));
-    /* a depthwise one the rule keeps gets no operator at all */
-    if (depthwise && c->xnn) assert_int_equal(W->storage->prepared != NULL, expect);
+    bool expect = conv_expect(i, tables[t]);
+    /* one the rule keeps gets no operator at all (the rule reads no image size or batch) */
+    assert_int_equal(W->storage->prepared != NULL, expect);
     bool done = false;
     OK(lithe__run_prepared_op(be, false, &op, W, b, X, Y, &done));
     if (done != expect) {
@@ -160,8 +181,8 @@ static void conv_case_run(lithe_backend *be, int t, size_t i, int with_bias, int
         bool again = false; /* a training forward never reads it */
         OK(lithe__run_prepared_op(be, true, &op, W, b, X, Y, &again));
         assert_false(again);
-        for (int u = 0; depthwise && u < ntables; u++)
-            if (!xnn_depthwise(tables[u])) { /* run under a table the rule keeps: lithe's */
+        for (int u = 0; u < ntables; u++)
+            if (!conv_expect(i, tables[u])) { /* run under a table the rule keeps: lithe's */
                 lithe__simd_force(tables[u]);
                 OK(lithe__run_prepared_op(be, false, &op, W, b, X, Y, &again));
                 assert_false(again);
@@ -338,7 +359,7 @@ static lithe_tensor *oomW, *oomb;
 static lithe__prep_op oom_op;
 static lithe_status oom_scenario(int which) {
     lithe_backend *be = lithe__backend_cpu();
-    lithe__simd_force(which == 1 ? tables[0] : NULL); /* depthwise: the scalar table, where it is XNNPACK's */
+    lithe__simd_force(which < 2 ? tables[0] : NULL); /* the convolutions: the scalar table, where they are XNNPACK's */
     const conv_case *c = &conv_cases[which == 0 ? OOM_NHWC : 0]; /* the CNN's 5x5 / depthwise 3x3 s1 */
     if (which < 2) conv_geom(c, 1, &oom_op);
     else lithe__affine_prep_op(NULL, &oom_op);
@@ -366,7 +387,8 @@ static lithe_status oom_scenario(int which) {
 }
 static void test_oom(void **state) {
     (void)state;
-    assert_string_equal(conv_cases[OOM_NHWC].what, "dense 5x5 p2 (CNN)");
+    assert_string_equal(conv_cases[OOM_NHWC].what, "dense 5x5 p2 (CNN, K 400)");
+    assert_string_equal(tables[0]->isa, "scalar");
     oomW = rnd(2, (int64_t[]){10, 64}, 5);
     oomb = rnd(1, (int64_t[]){10}, 6);
     failing_alloc_sweep(3, oom_scenario);
@@ -379,19 +401,27 @@ static void test_graphs(void **state) {
     (void)state;
     /* ops through XNNPACK at 1x / 8x the golden batch (mobile: 2 / 16 images; lenet 3 / 24; mlp13 7 / 56),
      * under each ISA table:
-     * mobile 1x: pw2 (2 x 16 pixels), conv (K 216); not stem (K 27), pw1 (128 pixels), fc (M 2)
-     * mobile 8x: conv, fc (M 16, N 10); not pw2 (256 pixels)
-     * mobile, both: dw1 (3x3) and dw2 (5x5 s2) too where the table lacks lithe's 8- / 16-lane
+     * FC: mobile's fc (N 10) at 8x (M 16; not M 2); lenet's fc1 (N 10) and fc2 (N 3) at 8x; mlp13's
+     *   6 -> 16 -> 12 -> 5 Gemms at 8x (M 56), nothing at 7 rows
+     * depthwise: mobile's dw1 (3x3) and dw2 (5x5 s2) where the table lacks lithe's 8- / 16-lane
      *   depthwise kernels (xnn_depthwise: SSE2, scalar)
-     * lenet: at 8x fc1 (N 10) and fc2 (N 3); conv1 (K 9) stays lithe's, conv2 is grouped
-     * mlp13: its 6 -> 16 -> 12 -> 5 Gemms at 8x (M 56); nothing at 7 rows */
-    static const struct { const char *name; size_t runs[2], depthwise; } cases[] = {
-        {"mobile", {2, 2}, 2}, {"lenet", {0, 2}, 0}, {"mlp13", {0, 3}, 0}};
+     * one group, by the table (xnn_dense, whatever the batch): mobile's stem (3x3 on 3, K 27), pw1
+     *   and pw2 (1x1 on 16 / 24), conv (3x3 on 24, K 216); lenet's conv1 (3x3 on 1, K 9; conv2 is
+     *   grouped); convadd's c1 .. c9 (1x1 on 4 / 16, 3x3 on 4, K 36), where a Conv + Add node whose
+     *   Conv has an operator runs it, then the Add (core/graph/ops.c), and one without keeps the
+     *   residual in the store (its depthwise c2, c6 too) */
+    static const struct { const char *name; size_t fc[2], depthwise, nconv; int64_t conv[8][2]; } cases[] = {
+        {"mobile", {0, 1}, 2, 4, {{3, 3}, {16, 1}, {24, 1}, {24, 3}}},
+        {"lenet", {0, 2}, 0, 1, {{1, 3}}},
+        {"mlp13", {0, 3}, 0, 0, {{0, 0}}},
+        {"convadd", {0, 0}, 2, 7, {{4, 1}, {16, 1}, {4, 3}, {4, 1}, {4, 1}, {4, 1}, {4, 1}}}};
     for (int isa = 0; isa < ntables; isa++) {
         for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
             for (int t = 0; t < 2; t++) {
                 lithe__simd_force(tables[isa]);
-                size_t want = cases[k].runs[t] + (xnn_depthwise(tables[isa]) ? cases[k].depthwise : 0);
+                size_t want = cases[k].fc[t] + (xnn_depthwise(tables[isa]) ? cases[k].depthwise : 0);
+                for (size_t c = 0; c < cases[k].nconv; c++)
+                    want += xnn_dense(tables[isa], cases[k].conv[c][0], cases[k].conv[c][1]);
                 const char *name = cases[k].name;
                 int times = t ? 8 : 1;
                 const golden *g = get("%s.onnx", name);
@@ -435,9 +465,10 @@ static void test_graphs(void **state) {
  * pads) gets no XNNPACK operator when prepared: the operator's key reads the attributes through
  * the same checks (window_params in core/graph/ops.c), so prepare succeeds (it used to hand them
  * to XNNPACK, which refuses a stride of 0: prepare failed) and predict fails naming the node, as
- * unprepared, after the operators before it ran (pw2, and dw1, dw2 where the table lacks lithe's
- * 8- / 16-lane depthwise kernels). The attributes are edited in the parsed
- * graph (mobile's "conv", 3x3 on 24 channels: an XNNPACK NHWC operator when valid). */
+ * unprepared, after the operators before it ran (those the table's rule takes: dw1, dw2 where the
+ * table lacks lithe's 8- / 16-lane depthwise kernels; stem, pw1, pw2 by xnn_dense), under every
+ * table. The attributes are edited in the parsed graph (mobile's "conv", 3x3 on 24 channels: an
+ * XNNPACK NHWC operator when valid under SSE2 / scalar). */
 static void test_bad_conv_attrs(void **state) {
     (void)state;
     static const int64_t stride0[2] = {0, 1}, neg_pads[4] = {1, -1, 1, 1};
@@ -445,34 +476,41 @@ static void test_bad_conv_attrs(void **state) {
         {"strides", stride0, 2, LITHE_ERR_VALUE, "strides and dilations must be 1 .. 2^20"},
         {"pads", neg_pads, 4, LITHE_ERR_VALUE, "pads must be 0 .. 2^20"},
         {"pads", neg_pads, 2, LITHE_ERR_UNSUPPORTED, "2 pads"}};
-    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        const golden *gm = get("mobile.onnx");
-        uint8_t *b = bytes_of(gm);
-        lithe_model *m = NULL;
-        OK(lithe_onnx_load_bytes(b, (size_t)gm->n, &m));
-        free(b);
-        lithe__onnx_attr *a = graph_weight_attr(m, "Conv", "conv.weight", cases[k].attr, cases[k].n);
-        memcpy(a->ints, cases[k].v, cases[k].n * sizeof *a->ints);
-        a->n_ints = cases[k].n;
-        OK(lithe_model_prepare_inference(m));
-        lithe_value *X = tiled(get("mobile.x"), 1), *Y = NULL;
-        size_t before = lithe__xnn_runs;
-        assert_int_equal(lithe_model_predict(m, X, &Y), cases[k].st);
-        printf("test_xnnpack: conv with bad %s: %zu ops through XNNPACK before it, refused: %s\n", cases[k].attr,
-               lithe__xnn_runs - before, lithe_last_error());
-        assert_int_equal(lithe__xnn_runs - before, xnn_depthwise(lithe__simd()) ? 3 : 1); /* pw2 (dw1, dw2) */
-        assert_non_null(strstr(lithe_last_error(), cases[k].says));
-        assert_non_null(strstr(lithe_last_error(), "Conv"));
-        assert_null(Y);
-        lithe_value_release(X);
-        lithe_model_free(m);
+    for (int isa = 0; isa < ntables; isa++) {
+        for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+            lithe__simd_force(tables[isa]);
+            const lithe__simd_kernels *tb = tables[isa];
+            const golden *gm = get("mobile.onnx");
+            uint8_t *b = bytes_of(gm);
+            lithe_model *m = NULL;
+            OK(lithe_onnx_load_bytes(b, (size_t)gm->n, &m));
+            free(b);
+            lithe__onnx_attr *a = graph_weight_attr(m, "Conv", "conv.weight", cases[k].attr, cases[k].n);
+            memcpy(a->ints, cases[k].v, cases[k].n * sizeof *a->ints);
+            a->n_ints = cases[k].n;
+            OK(lithe_model_prepare_inference(m));
+            lithe_value *X = tiled(get("mobile.x"), 1), *Y = NULL;
+            size_t before = lithe__xnn_runs;
+            assert_int_equal(lithe_model_predict(m, X, &Y), cases[k].st);
+            printf("test_xnnpack: conv with bad %s, %-6s table: %zu ops through XNNPACK before it, refused: %s\n",
+                   cases[k].attr, tb->isa, lithe__xnn_runs - before, lithe_last_error());
+            size_t want = (xnn_depthwise(tb) ? 2 : 0) + xnn_dense(tb, 3, 3) + xnn_dense(tb, 16, 1) + xnn_dense(tb, 24, 1);
+            assert_int_equal(lithe__xnn_runs - before, want); /* dw1, dw2; stem, pw1, pw2 */
+            assert_non_null(strstr(lithe_last_error(), cases[k].says));
+            assert_non_null(strstr(lithe_last_error(), "Conv"));
+            assert_null(Y);
+            lithe_value_release(X);
+            lithe_model_free(m);
+        }
     }
+    lithe__simd_force(NULL);
 }
 
 /* With 2 threads the CPU backend runs lithe's threaded kernels, never XNNPACK's: the prepared
  * prediction is bit-identical to the unprepared one. */
 static void test_threads(void **state) {
     (void)state;
+    lithe__simd_force(tables[0]); /* scalar: every Conv of mobile is the rule's at 1 thread */
     OK(lithe_backend_set_threads(lithe__backend_cpu(), 2));
     const golden *g = get("mobile.onnx");
     uint8_t *b = bytes_of(g);
@@ -492,6 +530,7 @@ static void test_threads(void **state) {
     lithe_value_release(Y1);
     lithe_model_free(m);
     OK(lithe_backend_set_threads(lithe__backend_cpu(), 1));
+    lithe__simd_force(NULL);
 }
 
 int main(int argc, char **argv) {

@@ -5,7 +5,8 @@
  * operator is a prepared form: made by lithe_model_prepare_inference, kept on the weight's storage,
  * dropped with the other prepared forms when lithe writes the weight or its bias.
  *
- * The rule (measured min-of-N CPU time, lithe vs XNNPACK in the same loop):
+ * The rule (depthwise: min-of-N CPU time of the op alone, lithe vs XNNPACK in the same loop; the
+ * others: inside the models):
  *   - Conv, depthwise (one channel per group) 3x3 or 5x5, stride 1 or 2, padding (k-1)/2 on every
  *     side, no dilation: XNNPACK's NCHW depthwise kernel, on lithe's own layout, only where lithe's
  *     kernel table (lithe__simd(), so LITHE_CPU_ISA too) lacks its 8- and 16-lane depthwise kernels
@@ -18,23 +19,29 @@
  *     picks lithe's table only: XNNPACK ran its own AVX-512 kernels in every one of these.) The
  *     table is chosen once per process, so prepare and run agree; run checks again for a table
  *     forced since (lithe__simd_force, tests);
- *   - Conv, one group, kernel larger than 1x1, C*KH*KW >= 100: XNNPACK's NHWC convolution with the
- *     input and output transposed around it (the CNN's 5x5 16->32, K = 400: 1.5x). Below, lithe's
- *     shifted-rows convolution wins: the CNN's 5x5 1->16 (K 25: 0.8x) and mobilenet_v2's 3x3 s2
- *     3->32 (K 27: 0.77x; XNNPACK's NHWC-in/NCHW-out kernel for it: 0.29x); no shape between K = 27
- *     and 400 was measured;
- *   - Conv 1x1 (one group): the same NHWC path only when N*OH*OW <= 64 pixels (mobilenet_v2's 7x7
- *     layers: 1.17-1.37x; at 14x14 and above lithe's GEMM is faster, up to 3.3x);
+ *   - Conv, one group (1x1 included): XNNPACK's NHWC convolution with the input and output
+ *     transposed around it, by lithe's table (conv_dense_xnn), measured inside the models
+ *     (LITHE_GRAPH_PROFILE per node and whole-model runs, LITHE_XNNPACK=0 against 1 in one build,
+ *     XNNPACK held to the ISA of lithe's table through cpuinfo's flags, bench/xnnpack/isa_shim.c;
+ *     docs/performance.md): AVX-512 never (mobilenet_v2's 1x1 on 7x7 0.82-0.98x of lithe's speed,
+ *     where alone they measured 1.07-1.12x faster: the transposes cost 3-43 us in and 3-24 out,
+ *     and XNNPACK's GEMM alone is no faster than lithe's whole op with the weights cold; the CNN's
+ *     5x5 16->32 0.98-1.01x, its 5x5 1->16 0.92-0.99x, mobilenet_v2's 3x3 3->32 0.99x); AVX2 only
+ *     a kernel larger than 1x1 with C*KH*KW < 100, a first layer on few channels (5x5 1->16
+ *     1.8-1.9x, 3x3 3->32 1.4x; the 5x5 16->32 0.93-0.96x and the 1x1 layers 0.83-1.01x, one
+ *     1.27x, stay lithe's); SSE2 always (1x1 0.98-4.8x, the CNN's 5x5 1.3-2.6x), and so scalar
+ *     and NEON (unmeasured: no wider kernels either);
  *   - fully connected (dense layers with no activation or a clamp, lithe__act_clamp; ONNX Gemm
  *     A·Bᵀ + C; a fused Linear):
  *     only when N <= 16 outputs and M >= 16 rows (the 10-way output layers at batch 32 / 64:
- *     1.8-2.1x); at batch 1 and for wide layers lithe's prepared GEMM is faster (1.5x at batch 1,
- *     1.03-1.06x at 64).
+ *     1.8-2.1x alone; in the models 1.3x under AVX-512 and AVX2, 1.5x under SSE2, a few us); at
+ *     batch 1 and for wide layers lithe's prepared GEMM is faster (1.5x at batch 1, 1.03-1.06x at
+ *     64).
  * Everything else, and every op this rule declines, stays on lithe's kernels.
  *
  * Bits: XNNPACK sums in its own order, so its results differ from lithe's in the last bits (within
- * the tolerance of the PyTorch comparisons). Because the rule looks at the batch (M, N*OH*OW), a
- * batch and its rows one at a time may take different paths: they are not bit-identical under this
+ * the tolerance of the PyTorch comparisons). Because the FC rule looks at the batch (M), a batch
+ * and its rows one at a time may take different paths: they are not bit-identical under this
  * option.
  *
  * Threads: only a 1-thread CPU backend runs XNNPACK's operators (the rule was measured at 1 thread);
@@ -43,8 +50,7 @@
  * spin against each other.
  *
  * The environment variable LITHE_XNNPACK=0 makes prepare create no XNNPACK operator (to measure
- * lithe alone in the same build: bench/xnnpack/ops.c --models). A 1x1 convolution's operator is made
- * at prepare time whatever its image size (unknown then), so large-image ones hold memory unused. */
+ * lithe alone in the same build: bench/xnnpack/ops.c --models). */
 #include "kernels.h"
 #include "simd/simd.h" /* lithe__conv_dw_own */
 #include "threadpool.h"
@@ -62,7 +68,6 @@ size_t lithe__xnn_runs;
 typedef struct xnn_form {
     xnn_operator_t op;
     int variant;
-    bool pointwise;
 } xnn_form;
 
 /* ---- the rule (the header comment gives the measurements) ---- */
@@ -73,11 +78,20 @@ static bool conv_depthwise(const lithe__conv2d *g) {
            (s == 1 || s == 2) && g->pad[0] == p && g->pad[1] == p && g->pad[2] == p && g->pad[3] == p &&
            g->dil[0] == 1 && g->dil[1] == 1;
 }
-static bool conv_pointwise(const lithe__conv2d *g) {
-    return g->KH == 1 && g->KW == 1 && g->stride[0] == 1 && g->stride[1] == 1 && !g->pad[0] && !g->pad[1] &&
-           !g->pad[2] && !g->pad[3];
+enum { FC_MAX_N = 16, FC_MIN_M = 16, DENSE_MIN_K = 100 };
+
+/* Whether the rule hands the one-group convolution g (1x1 included) to XNNPACK's NHWC operator
+ * under the running kernel table (lithe__simd(), LITHE_CPU_ISA included; measured inside the
+ * models, the header comment): AVX-512 (16 lanes) never; AVX2 (8) only a kernel larger than 1x1 on
+ * few input channels, C·KH·KW < DENSE_MIN_K (a first layer); narrower tables (SSE2, scalar, NEON)
+ * always. Reads only the op's key (no image size), so prepare and run agree; the table is chosen
+ * once per process, and run asks again for one forced since (lithe__simd_force, tests). */
+static bool conv_dense_xnn(const lithe__conv2d *g) {
+    int lanes = lithe__simd()->lanes;
+    if (lanes >= 16) return false;
+    if (lanes >= 8) return g->KH * g->KW > 1 && g->C * g->KH * g->KW < DENSE_MIN_K;
+    return true;
 }
-enum { FC_MAX_N = 16, FC_MIN_M = 16, POINTWISE_MAX_PIXELS = 64, DENSE_MIN_K = 100 };
 
 /* XNNPACK allocates with the C library (xnn_initialize(NULL)): this build frees some blocks with
  * the plain deallocator that it took from the aligned one, so lithe's allocator hook (whose aligned
@@ -108,7 +122,7 @@ lithe_status lithe__xnn_prepare_op(lithe_backend *be, const lithe__prep_op *op, 
     if (init_status == xnn_status_unsupported_hardware) return LITHE_OK; /* lithe's kernels, then */
     if (init_status != xnn_status_success) return xnn_fail(init_status, "xnn_initialize");
     const float *w = lithe__tdata(W), *b = bias ? lithe__tdata(bias) : NULL;
-    xnn_form f = {NULL, V_FC, false};
+    xnn_form f = {NULL, V_FC};
     enum xnn_status st;
     size_t wbytes = (size_t)W->numel * sizeof(float);
     if (op->kind == LITHE__PREP_FC) {
@@ -119,7 +133,7 @@ lithe_status lithe__xnn_prepare_op(lithe_backend *be, const lithe__prep_op *op, 
         const lithe__conv2d *g = &op->conv;
         if (W->ndim != 4 || (g->group != 1 && !conv_depthwise(g)) || g->C != W->shape[1] * g->group) return LITHE_OK;
         if (conv_depthwise(g) && lithe__conv_dw_own(g)) return LITHE_OK; /* lithe's 8- / 16-lane kernels */
-        if (g->group == 1 && !conv_pointwise(g) && g->C * g->KH * g->KW < DENSE_MIN_K) return LITHE_OK;
+        if (g->group == 1 && !conv_dense_xnn(g)) return LITHE_OK; /* lithe's GEMM / shifted rows */
         uint32_t pt = (uint32_t)g->pad[0], pl = (uint32_t)g->pad[1], pb = (uint32_t)g->pad[2], pr = (uint32_t)g->pad[3];
         uint32_t kh = (uint32_t)g->KH, kw = (uint32_t)g->KW, sh = (uint32_t)g->stride[0], sw = (uint32_t)g->stride[1];
         uint32_t dh = (uint32_t)g->dil[0], dw = (uint32_t)g->dil[1];
@@ -130,7 +144,6 @@ lithe_status lithe__xnn_prepare_op(lithe_backend *be, const lithe__prep_op *op, 
                                                    0, &f.op);
         } else { /* one group: NHWC, W (M, C, KH, KW) -> (M, KH, KW, C) */
             f.variant = V_CONV_NHWC;
-            f.pointwise = conv_pointwise(g);
             float *t = lithe__malloc(wbytes);
             if (!t) return lithe__oom("XNNPACK convolution weights", wbytes);
             int64_t C = g->C, KK = g->KH * g->KW;
@@ -207,7 +220,7 @@ lithe_status lithe__xnn_run_prepared_op(lithe_backend *be, const void *P, const 
         lithe__xnn_runs++;
         return LITHE_OK;
     }
-    if (f->pointwise && N * OH * OW > POINTWISE_MAX_PIXELS) return LITHE_OK;
+    if (!conv_dense_xnn(&op->conv)) return LITHE_OK; /* a table forced since prepare (tests) */
     size_t nx = C > 1 ? (size_t)(N * C * H * W) : 0, ny = (size_t)(N * M * OH * OW);
     float *xt = lithe__malloc((nx + ny) * sizeof(float));
     if (!xt) return lithe__oom("XNNPACK convolution: NHWC copies", (nx + ny) * sizeof(float));

@@ -2006,7 +2006,8 @@ const lithe__graph_op lithe__fused_conv_op = {"fused:Conv", f_fused_conv, b_fuse
 /* Conv + residual Add (fuse.c): inputs X, W, b (NULL: none), R. At inference, when the backend has
  * conv2d_add and R is contiguous and shaped as the Conv's output, one call adds R as each output is
  * stored; otherwise (training keeps the Conv's output Z in saved[0]; a broadcast residual; Vulkan,
- * CUDA) Z = Conv, then the Add's bcast_binary in the file's operand order. The same bits either way;
+ * CUDA; a Conv with a backend operator prepared for it, LITHE_XNNPACK, which runs it) Z = Conv, then
+ * the Add's bcast_binary in the file's operand order. The same bits either way;
  * the backward is the Add's (dZ, dR from dY), then Conv's on dZ. */
 FWD(f_fused_conv_add) {
     (void)n_out;
@@ -2015,8 +2016,7 @@ FWD(f_fused_conv_add) {
     if (n_in < 4 || !in[3]) return fail(x, node, LITHE_ERR_VALUE, "the residual input is missing");
     LITHE__TRY(need_float(x, node, in[3], 3));
     lithe_tensor *R = in[3];
-    /* (a backend with its own prepared operators, LITHE_XNNPACK, runs them: Conv, then Add) */
-    if (!x->keep_all && x->be->ops->conv2d_add && !x->be->ops->run_prepared_op && R->storage->backend == x->be &&
+    if (!x->keep_all && x->be->ops->conv2d_add && R->storage->backend == x->be &&
         lithe_tensor_is_contiguous(R) &&
         R->ndim == 4 && in[0]->ndim == 4 && in[1]->ndim == 4) {
         for (size_t k = 0; k < 3; k++)
@@ -2024,7 +2024,9 @@ FWD(f_fused_conv_add) {
         lithe__conv2d g = {0};
         LITHE__TRY(conv_geometry(x, node, in, &g));
         const int64_t shape[4] = {g.N, g.M, g.OH, g.OW};
-        if (!memcmp(R->shape, shape, sizeof shape)) {
+        lithe__prep_op op = {.kind = LITHE__PREP_CONV2D, .out_min = -INFINITY, .out_max = INFINITY, .conv = g};
+        /* a backend's own operator prepared for this Conv (LITHE_XNNPACK) runs it: Conv, then Add */
+        if (!memcmp(R->shape, shape, sizeof shape) && !lithe__has_prepared_op(x->be, &op, in[1], in[2])) {
             lithe_tensor *b = in[2];
             if (b && b->numel != g.M)
                 return fail(x, node, LITHE_ERR_SHAPE, "bias has %lld values for %lld filters", (long long)b->numel, (long long)g.M);
