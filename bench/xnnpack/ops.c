@@ -6,6 +6,9 @@
  * transposes lithe's layout needs; NCHW convolutions where this XNNPACK has them).
  * The two are interleaved in one loop, so both see the same machine load; each figure is the
  * minimum over the runs of the thread's CPU time (wall time with --threads > 1), in microseconds.
+ * Alone an op has its input, buffers and weights hot: the one-group convolution and FC rules are
+ * decided inside the models instead (docs/performance.md; there the 1x1 layers that win here lose).
+ * LITHE_CPU_ISA picks lithe's table only; isa_shim.c holds XNNPACK to the same ISA.
  * --models DIR: whole models as bench/run.sh exports them (DIR: build/bench), each predicted with
  * the weights prepared with and without XNNPACK operators (LITHE_XNNPACK=0 at prepare time),
  * interleaved the same way, with max |output - PyTorch| for both.
