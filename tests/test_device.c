@@ -594,15 +594,17 @@ static void test_dropout_and_optimizers(void **state) {
         expect_pair("radam W", W, 1e-7, 1e-6);
         expect_pair("radam m2", m2, 0, 0);
         /* the fused step: clipping (off, active, not reached), Adam, G = 0, weight decay, averages
-         * (and none). The thresholds sit far from the norm, so both sides decide alike. */
+         * (and none); v = 4: none of them, torch.optim.Adam's work (lithe bench --adam torch). The
+         * thresholds sit far from the norm, so both sides decide alike. */
         pair A = pair_rand(1, &n, -1, 1);
-        for (int v = 0; v < 4; v++) {
+        for (int v = 0; v < 5; v++) {
             pair G2 = pair_rand(1, &n, -0.1, 0.1);
-            double clip = v == 0 ? 0.0 : v == 2 ? 1e6 : 1e-6;
-            float wscale = v & 2 ? 0.999f : 1.0f;
-            OK(lithe__op_adam_step(cpu, W.c, G2.c, m1.c, m2.c, v == 3 ? NULL : A.c, clip, 0.9f, 0.999f, 1e-8f, 0.001f,
+            double clip = v == 0 || v == 4 ? 0.0 : v == 2 ? 1e6 : 1e-6;
+            float wscale = v == 2 || v == 3 ? 0.999f : 1.0f;
+            bool avg = v < 3;
+            OK(lithe__op_adam_step(cpu, W.c, G2.c, m1.c, m2.c, avg ? A.c : NULL, clip, 0.9f, 0.999f, 1e-8f, 0.001f,
                                    wscale, 0.8f));
-            OK(lithe__op_adam_step(dev, W.v, G2.v, m1.v, m2.v, v == 3 ? NULL : A.v, clip, 0.9f, 0.999f, 1e-8f, 0.001f,
+            OK(lithe__op_adam_step(dev, W.v, G2.v, m1.v, m2.v, avg ? A.v : NULL, clip, 0.9f, 0.999f, 1e-8f, 0.001f,
                                    wscale, 0.8f));
             expect_pair("adam_step W", W, 1e-7, 1e-6);
             /* from the first clipped step on, the moments carry the device's clip scale, whose norm is

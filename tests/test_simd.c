@@ -267,10 +267,12 @@ static void compare_table(const lithe__simd_kernels *k) {
                 same_bits(isa, "optimizer m2", n, S2, V2);
             }
             /* the fused Adam step against the scalar passes lithe_optimizer_step ran before it
-             * (clip scale, adam, zeroing G, weight decay, averages), and the ISA's against both */
-            for (int v = 0; v < 4; v++) {
+             * (clip scale, adam, zeroing G, weight decay, averages), and the ISA's against both, in
+             * every combination; v = 4 is torch.optim.Adam's work (lithe bench --adam torch: no clip
+             * scale, no weight decay, no averages) */
+            for (int v = 0; v < 8; v++) {
                 float gscale = v & 1 ? 0.37f : 1.0f, wscale = v & 2 ? 0.9995f : 1.0f, decay = 0.75f;
-                bool avg = v != 2;
+                bool avg = !(v & 4);
                 float *SG = os[3] + mis, *VG = ov[3] + mis, *SA = os[4] + mis, *VA = ov[4] + mis;
                 float *RW = os[5] + mis, *RG = os[6] + mis, *R1 = os[7] + mis, *R2 = os[8] + mis, *RA = os[9] + mis;
                 memcpy(RW, C, sizeof(float) * (size_t)n), memcpy(R1, A, sizeof(float) * (size_t)n);
@@ -561,7 +563,7 @@ static void test_optimizer_fused_matches_passes(void **state) {
         lithe_optimizer_opts o = lithe_adam_defaults();
         if (c == 1) o.L2 = 0.01;                                      /* decoupled weight decay */
         if (c == 2) o.L2 = 0.01, o.L2_is_weight_decay = false;       /* L2 into the gradient */
-        if (c == 3) o.grad_clip = 0.0, o.use_averages = false;
+        if (c == 3) o.grad_clip = 0.0, o.use_averages = false; /* torch.optim.Adam's work (bench --adam torch) */
         if (c == 4) o.grad_clip = 100.0;                              /* norms below the clip */
         if (c == 5) o.learn_rate = 0.01, o.beta1 = 0.8, o.beta2 = 0.99, o.eps = 1e-6, o.grad_clip = 0.1;
         lithe_optimizer *opt[2];
