@@ -545,11 +545,12 @@ def ratios(by):
             if g == group and w == wl and key[0].startswith(prefix) and key[1].startswith(config_start) and key[2] == 1:
                 return r
         return None
-    L = ["## Ratios against the issue's bars (single thread)", ""] + (
+    L = ["## Ratios against the issue's bars (single thread, and lithe's own 2-thread speed-up)", ""] + (
         ["**--quick: these are smoke-test timings (1 warm-up, 3 runs), not measurements; the ratios mean nothing.**",
          ""] if A.quick else []) + [
          "ratio = peer median / lithe median, i.e. how many times faster lithe is (for GEMM: lithe GFLOP/s / peer "
-         "GFLOP/s). The bar is issue 10's \"Done when\".", "",
+         "GFLOP/s). The bar is issue 10's \"Done when\". Rows \"2 threads\" (with --threads 2): the peer is lithe's own "
+         "1-thread row of the same model, so the ratio is its 1-thread median / its 2-thread median.", "",
          "| workload | lithe row | peer row | lithe | peer | ratio | bar | met |", "|---|---|---|---|---|---|---|---|"]
     n0 = len(L)
 
@@ -585,6 +586,13 @@ def ratios(by):
                 pr = peer("infer", wl, pprefix)
                 if lr and pr:
                     add(wl, short, pprefix, lr["median_ms"], pr["median_ms"], pr["median_ms"] / lr["median_ms"], 1.3, "ms")
+        # 2 threads: lithe's own 1-thread median / its 2-thread median (only in a run with --threads 2)
+        for lcfg, short in (("graph layer", "native .onnx"), ("native layers", "native mlp.lithe")):
+            l2 = find("infer", wl, "lithe (native CLI)", lcfg, threads=2)
+            l1 = find("infer", wl, "lithe (native CLI)", lcfg)
+            if wl in ("mlp_b64", "cnn_b32") and l1 and l2:
+                add(wl, f"{short}, 2 threads", "itself, 1 thread", l2["median_ms"], l1["median_ms"],
+                    l1["median_ms"] / l2["median_ms"], 1.7, "ms")
     # the training step: lithe with Thinc's Adam defaults (more work than the peers' Adam: the
     # gradient norm's pass and the averages' stream), and with Adam doing the peers' work
     for adam, short in (("thinc", "Thinc's Adam defaults"), ("torch", "Adam as PyTorch's work")):

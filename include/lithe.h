@@ -115,8 +115,9 @@ typedef struct lithe_backend lithe_backend;
  * "vulkan" is the device named by the environment variable LITHE_VULKAN_DEVICE (an index in the
  * loader's order, or part of the device's name), else the first discrete GPU, then integrated,
  * virtual and CPU devices (Mesa's lavapipe); "vulkan:<index>" or "vulkan:<name part>" picks one
- * explicitly. No Vulkan loader, no device, or a device lacking what lithe needs is
- * LITHE_ERR_UNSUPPORTED saying which. Tensors on a Vulkan backend live in device memory:
+ * explicitly. The Vulkan loader is libvulkan.so.1 (or the platform's usual name), or the file
+ * named by the environment variable LITHE_VULKAN_LOADER when set. No Vulkan loader, no device, or
+ * a device lacking what lithe needs is LITHE_ERR_UNSUPPORTED saying which. Tensors on a Vulkan backend live in device memory:
  * lithe_tensor_data gives NULL and DLPack export refuses them; lithe_tensor_read / write copy
  * (and synchronise). Its work is recorded and submitted at reads and syncs, so one thread at a
  * time may use a Vulkan backend's tensors and models.

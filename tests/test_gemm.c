@@ -26,7 +26,7 @@
 
 #define OK(expr) assert_int_equal((expr), LITHE_OK)
 
-static const char *const isas[] = {"scalar", "avx2", "avx512", "neon", "wasmsimd", "wasmrelaxed"};
+static const char *const isas[] = {"scalar", "avx2", "avx512", "neon", "wasmsimd"};
 #define N_ISAS (sizeof isas / sizeof isas[0])
 
 /* AVX-512 tile heights selectable through LITHE_GEMM_AVX512_MR (all must agree bit for bit). */

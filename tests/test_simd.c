@@ -3,8 +3,10 @@
  *
  * Oracles, never the code under test:
  *   - the scalar twins (backends/cpu/scalar): bit for bit where simd.h says exact (lengths 0, 1, 3, 15, 16,
- *     17, 31, 32, 33, 63, 64, 65, 100, 257, 1000, at aligned and misaligned addresses);
- *     |simd - twin| <= 4e-6 |twin| + atol for the kernels that call exp;
+ *     17, 31, 32, 33, 63, 64, 65, 100, 257, 1000, at aligned and misaligned addresses, and again with
+ *     -0, ±inf and NaN among the inputs); |simd - twin| <= 4e-6 |twin| + atol for the kernels that call
+ *     exp. These table checks live in simd_tables.h, shared with test_simd_tables.c (plain C, which
+ *     the WASI build runs on the WebAssembly SIMD128 table);
  *   - exp, tanh and erf in double (libm) for the vector exp and tanh: the ulp bounds simd.h states;
  *   - 1 thread's output for 2 and 3 threads, bit for bit;
  *   - convolution: the scalar twins (bit for bit for depthwise, which keeps their order; within
@@ -29,48 +31,10 @@
 
 #define OK(expr) assert_int_equal((expr), LITHE_OK)
 
-static const int64_t lengths[] = {0, 1, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 257, 1000};
-#define NLEN (sizeof lengths / sizeof lengths[0])
-#define CAP 4096
-
-static uint64_t rng_state = 12345;
-static double urand(void) { return (double)(lithe__splitmix64(&rng_state) >> 11) * 0x1p-53; }
-static void fill(float *p, int64_t n, double lo, double hi) {
-    for (int64_t i = 0; i < n; i++) p[i] = (float)(lo + (hi - lo) * urand());
-}
-
-/* Buffers with one float of slack in front, so the kernels also see misaligned pointers. */
-typedef struct bufs {
-    float *in[6], *out_s[4], *out_v[4];
-} bufs;
-static float *alloc_f(void) {
-    float *p = malloc(sizeof(float) * (CAP + 64));
-    assert_non_null(p);
-    return p;
-}
-
-static void same_bits(const char *isa, const char *what, int64_t n, const float *want, const float *got) {
-    if (n && memcmp(want, got, (size_t)n * sizeof(float)) != 0) {
-        for (int64_t i = 0; i < n; i++)
-            if (memcmp(&want[i], &got[i], sizeof(float)))
-                print_error("%s %s n=%lld: [%lld] got %.9g, want %.9g (bit-identical expected)\n", isa, what,
-                            (long long)n, (long long)i, got[i], want[i]);
-        fail();
-    }
-}
-static double worst_rel; /* reported: the largest relative difference seen in the bounded checks */
-static void close_to(const char *isa, const char *what, int64_t n, const float *want, const float *got, double rtol,
-                     double atol) {
-    for (int64_t i = 0; i < n; i++) {
-        double d = fabs((double)got[i] - want[i]);
-        if (!(d <= rtol * fabs(want[i]) + atol) && !(isnan(want[i]) && isnan(got[i]))) {
-            print_error("%s %s n=%lld: [%lld] got %.9g, want %.9g (rtol %g atol %g)\n", isa, what, (long long)n,
-                        (long long)i, got[i], want[i], rtol, atol);
-            fail();
-        }
-        if (fabs(want[i]) > 1e-6 && d / fabs(want[i]) > worst_rel) worst_rel = d / fabs(want[i]);
-    }
-}
+#define SIMD_CMP_PRINT(...) print_error(__VA_ARGS__)
+#define SIMD_CMP_FAIL() fail()
+#define SIMD_CMP_PASS() ((void)0)
+#include "simd_tables.h"
 
 /* close_to with an allowance for the sum's size: mag[i] is the same sum over |terms| (the scalar
  * kernel on absolute values), so a GEMM that sums in another order (and with FMA, as AVX2,
@@ -166,225 +130,15 @@ static void test_vector_exp_tanh_accuracy(void **state) {
     free(y);
 }
 
-static const lithe__act act_kinds[] = {
-    {.kind = LITHE__ACT_RELU},
-    {.kind = LITHE__ACT_SIGMOID},
-    {.kind = LITHE__ACT_TANH},
-    {.kind = LITHE__ACT_SWISH},
-    {.kind = LITHE__ACT_GELU},
-    {.kind = LITHE__ACT_MISH, .threshold = 20.0f},
-    {.kind = LITHE__ACT_DISH},
-    {.kind = LITHE__ACT_HARD_SIGMOID},
-    {.kind = LITHE__ACT_HARD_TANH},
-    {.kind = LITHE__ACT_HARD_SWISH},
-    {.kind = LITHE__ACT_HARD_SWISH_MOBILENET},
-    {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1.5f, .offset = 0.25f, .min_val = -0.5f, .max_val = 2.0f},
-    /* -0 bounds: a clipped element gets the bound's bits, its sign included (the twin returns it) */
-    {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = -0.0f, .max_val = 0.5f},
-    {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = -1.0f, .max_val = -0.0f},
-};
-static bool act_exact(lithe__act_kind k, bool backward) {
-    switch (k) {
-    case LITHE__ACT_SIGMOID: case LITHE__ACT_TANH: return backward;
-    case LITHE__ACT_SWISH: case LITHE__ACT_GELU: return false;
-    default: return true; /* mish and dish's backward are the twins themselves */
-    }
-}
-
-/* Every kernel of table k against the scalar table on the same inputs. */
-static void compare_table(const lithe__simd_kernels *k) {
-    const lithe__simd_kernels *s = &lithe__simd_scalar;
-    float *in[6], *os[10], *ov[10];
-    for (int i = 0; i < 6; i++) in[i] = alloc_f();
-    for (int i = 0; i < 10; i++) {
-        os[i] = alloc_f();
-        ov[i] = alloc_f();
-    }
-    const char *isa = k->isa;
-    for (int mis = 0; mis < 2; mis++)
-        for (size_t li = 0; li < NLEN; li++) {
-            int64_t n = lengths[li];
-            float *X = in[0] + mis, *A = in[1] + mis, *B = in[2] + mis, *C = in[3] + mis;
-            float *S0 = os[0] + mis, *S1 = os[1] + mis, *S2 = os[2] + mis, *V0 = ov[0] + mis, *V1 = ov[1] + mis,
-                  *V2 = ov[2] + mis;
-            fill(X, n, -6, 6);
-            fill(A, n, -2, 2);
-            fill(B, n, 0.1, 3);
-            fill(C, n, -1, 1);
-            if (n > 4) {
-                X[0] = 0.0f, X[1] = -0.0f, X[2] = 2.5f, X[3] = -3.0f; /* kinks and thresholds */
-            }
-            /* activations and backprops */
-            for (size_t ai = 0; ai < sizeof act_kinds / sizeof act_kinds[0]; ai++) {
-                const lithe__act *a = &act_kinds[ai];
-                s->act(a, n, X, S0);
-                k->act(a, n, X, V0);
-                if (act_exact(a->kind, false)) same_bits(isa, "act", n, S0, V0);
-                else close_to(isa, "act", n, S0, V0, 4e-6, a->kind == LITHE__ACT_GELU ? 5e-7 : 1e-30);
-                s->act_backward(a, n, A, X, S0, S1);
-                k->act_backward(a, n, A, X, S0, V1);
-                if (act_exact(a->kind, true)) same_bits(isa, "act_backward", n, S1, V1);
-                else close_to(isa, "act_backward", n, S1, V1, 4e-6, 2e-6);
-            }
-            /* elementwise */
-            float betas[3] = {1.0f, 0.0f, 0.7f};
-            for (int bi = 0; bi < 3; bi++) {
-                memcpy(S0, C, sizeof(float) * (size_t)n);
-                memcpy(V0, C, sizeof(float) * (size_t)n);
-                s->axpby(n, 0.3f, X, betas[bi], S0);
-                k->axpby(n, 0.3f, X, betas[bi], V0);
-                same_bits(isa, "axpby", n, S0, V0);
-            }
-            s->mul(n, X, A, S0);
-            k->mul(n, X, A, V0);
-            same_bits(isa, "mul", n, S0, V0);
-            for (int op = LITHE__BIN_ADD; op <= LITHE__BIN_DIV; op++) /* a graph's binary ops, each operand a row or one value */
-                for (int bc = 0; bc < 3; bc++) {
-                    s->binary(op, n, X, bc == 1, B, bc == 2, S0);
-                    k->binary(op, n, X, bc == 1, B, bc == 2, V0);
-                    same_bits(isa, "binary", n, S0, V0);
-                }
-            double ss = s->sum_squares(n, X), sv = k->sum_squares(n, X);
-            assert_true(fabs(ss - sv) <= 1e-12 * ss + 1e-300);
-            /* optimizers */
-            for (int v = 0; v < 4; v++) {
-                memcpy(S0, C, sizeof(float) * (size_t)n), memcpy(V0, C, sizeof(float) * (size_t)n);
-                memcpy(S1, A, sizeof(float) * (size_t)n), memcpy(V1, A, sizeof(float) * (size_t)n);
-                memcpy(S2, B, sizeof(float) * (size_t)n), memcpy(V2, B, sizeof(float) * (size_t)n);
-                if (v == 0) {
-                    s->adam(n, S0, X, S1, S2, 0.9f, 0.999f, 1e-8f, 1e-3f);
-                    k->adam(n, V0, X, V1, V2, 0.9f, 0.999f, 1e-8f, 1e-3f);
-                } else if (v == 3) {
-                    s->update_averages(n, S0, X, 0.999f);
-                    k->update_averages(n, V0, X, 0.999f);
-                } else {
-                    float coef = v == 1 ? -1e-3f : 0.0f;
-                    s->radam(n, S0, X, S1, S2, 0.9f, 0.1f, 0.999f, 0.001f, 1e-8f, coef, v == 1);
-                    k->radam(n, V0, X, V1, V2, 0.9f, 0.1f, 0.999f, 0.001f, 1e-8f, coef, v == 1);
-                }
-                same_bits(isa, "optimizer W", n, S0, V0);
-                same_bits(isa, "optimizer m1", n, S1, V1);
-                same_bits(isa, "optimizer m2", n, S2, V2);
-            }
-            /* the fused Adam step against the scalar passes lithe_optimizer_step ran before it
-             * (clip scale, adam, zeroing G, weight decay, averages), and the ISA's against both, in
-             * every combination; v = 4 is torch.optim.Adam's work (lithe bench --adam torch: no clip
-             * scale, no weight decay, no averages) */
-            for (int v = 0; v < 8; v++) {
-                float gscale = v & 1 ? 0.37f : 1.0f, wscale = v & 2 ? 0.9995f : 1.0f, decay = 0.75f;
-                bool avg = !(v & 4);
-                float *SG = os[3] + mis, *VG = ov[3] + mis, *SA = os[4] + mis, *VA = ov[4] + mis;
-                float *RW = os[5] + mis, *RG = os[6] + mis, *R1 = os[7] + mis, *R2 = os[8] + mis, *RA = os[9] + mis;
-                memcpy(RW, C, sizeof(float) * (size_t)n), memcpy(R1, A, sizeof(float) * (size_t)n);
-                memcpy(R2, B, sizeof(float) * (size_t)n), memcpy(RG, X, sizeof(float) * (size_t)n);
-                for (int64_t i = 0; i < n; i++) RA[i] = C[i] * 0.5f;
-                memcpy(S0, RW, sizeof(float) * (size_t)n), memcpy(V0, RW, sizeof(float) * (size_t)n);
-                memcpy(S1, R1, sizeof(float) * (size_t)n), memcpy(V1, R1, sizeof(float) * (size_t)n);
-                memcpy(S2, R2, sizeof(float) * (size_t)n), memcpy(V2, R2, sizeof(float) * (size_t)n);
-                memcpy(SG, RG, sizeof(float) * (size_t)n), memcpy(VG, RG, sizeof(float) * (size_t)n);
-                memcpy(SA, RA, sizeof(float) * (size_t)n), memcpy(VA, RA, sizeof(float) * (size_t)n);
-                if (gscale != 1.0f) lithe_f32_axpby__scalar(n, 0.0f, RG, gscale, RG);
-                lithe_f32_adam__scalar(n, RW, RG, R1, R2, 0.9f, 0.999f, 1e-8f, 1e-3f);
-                for (int64_t i = 0; i < n; i++) RG[i] = 0.0f;
-                if (wscale != 1.0f) lithe_f32_axpby__scalar(n, 0.0f, RW, wscale, RW);
-                if (avg) lithe_f32_update_averages__scalar(n, RA, RW, decay);
-                s->adam_step(n, S0, SG, S1, S2, avg ? SA : NULL, gscale, 0.9f, 0.999f, 1e-8f, 1e-3f, wscale, decay);
-                k->adam_step(n, V0, VG, V1, V2, avg ? VA : NULL, gscale, 0.9f, 0.999f, 1e-8f, 1e-3f, wscale, decay);
-                same_bits(isa, "adam_step W (scalar vs passes)", n, RW, S0);
-                same_bits(isa, "adam_step m1 (scalar vs passes)", n, R1, S1);
-                same_bits(isa, "adam_step m2 (scalar vs passes)", n, R2, S2);
-                same_bits(isa, "adam_step G (scalar vs passes)", n, RG, SG);
-                same_bits(isa, "adam_step avg (scalar vs passes)", n, RA, SA);
-                same_bits(isa, "adam_step W", n, S0, V0);
-                same_bits(isa, "adam_step m1", n, S1, V1);
-                same_bits(isa, "adam_step m2", n, S2, V2);
-                same_bits(isa, "adam_step G", n, SG, VG);
-                same_bits(isa, "adam_step avg", n, SA, VA);
-            }
-            /* unary ops (imported graphs) and their backwards */
-            for (int op = 0; op < LITHE__UN_COUNT; op++) {
-                const float *in_x = op == LITHE__UN_LOG || op == LITHE__UN_SQRT || op == LITHE__UN_RECIPROCAL ? B : X;
-                s->unary(op, n, in_x, S0);
-                k->unary(op, n, in_x, V0);
-                if (op == LITHE__UN_EXP) close_to(isa, "unary exp", n, S0, V0, 4e-6, 1e-37);
-                else same_bits(isa, "unary", n, S0, V0);
-                memcpy(S1, C, sizeof(float) * (size_t)n), memcpy(V1, C, sizeof(float) * (size_t)n);
-                s->unary_backward(op, n, in_x, S0, A, S1);
-                k->unary_backward(op, n, in_x, S0, A, V1);
-                if (op == LITHE__UN_ERF) close_to(isa, "unary_backward erf", n, S1, V1, 4e-6, 2e-6);
-                else same_bits(isa, "unary_backward", n, S1, V1);
-            }
-            /* maxout, P pieces of rows */
-            for (int64_t P = 1; P <= 5; P++) {
-                int64_t R = n / P;
-                int32_t ws[CAP], wv[CAP];
-                s->maxout(R, P, X, S0, ws);
-                k->maxout(R, P, X, V0, wv);
-                same_bits(isa, "maxout", R, S0, V0);
-                assert_memory_equal(ws, wv, sizeof(int32_t) * (size_t)R);
-            }
-            /* row-wise: rows of n columns (M rows as fits) */
-            int64_t N = n ? n : 1, M = n ? (CAP - 64) / N : 0;
-            if (M > 5) M = 5;
-            fill(in[4], M * N, -4, 4);
-            fill(in[5], M * N, -1, 1);
-            const float *RX = in[4], *RG = in[5];
-            s->add_row(M, n, memcpy(S0, RX, sizeof(float) * (size_t)(M * n)), A);
-            k->add_row(M, n, memcpy(V0, RX, sizeof(float) * (size_t)(M * n)), A);
-            same_bits(isa, "add_row", M * n, S0, V0);
-            for (int bi = 0; bi < 3; bi++) {
-                memcpy(S1, C, sizeof(float) * (size_t)n), memcpy(V1, C, sizeof(float) * (size_t)n);
-                s->sum_rows(M, n, n, RX, betas[bi], S1);
-                k->sum_rows(M, n, n, RX, betas[bi], V1);
-                same_bits(isa, "sum_rows", n, S1, V1);
-            }
-            float temps[2] = {1.0f, 0.7f};
-            for (int ti = 0; ti < 2; ti++) {
-                s->softmax(M, n, RX, temps[ti], S0);
-                k->softmax(M, n, RX, temps[ti], V0);
-                close_to(isa, "softmax", M * n, S0, V0, 4e-6, 1e-37);
-                s->softmax_backward(M, n, S0, RG, temps[ti], S1);
-                k->softmax_backward(M, n, S0, RG, temps[ti], V1);
-                close_to(isa, "softmax_backward", M * n, S1, V1, 4e-6, 1e-7);
-            }
-            s->log_softmax(M, n, RX, S0);
-            k->log_softmax(M, n, RX, V0);
-            close_to(isa, "log_softmax", M * n, S0, V0, 4e-6, 4e-6);
-            memcpy(S1, RX, sizeof(float) * (size_t)(M * n)), memcpy(V1, RX, sizeof(float) * (size_t)(M * n));
-            s->log_softmax_backward(M, n, S0, RG, S1);
-            k->log_softmax_backward(M, n, S0, RG, V1);
-            close_to(isa, "log_softmax_backward", M * n, S1, V1, 4e-6, 4e-6);
-            float ms[8], is[8], mv[8], iv[8];
-            s->layernorm(M, n, RX, A, B, 1e-5f, S0, ms, is);
-            k->layernorm(M, n, RX, A, B, 1e-5f, V0, mv, iv);
-            close_to(isa, "layernorm", M * n, S0, V0, 4e-6, 1e-6);
-            close_to(isa, "layernorm mean", M, ms, mv, 4e-7, 1e-7);
-            close_to(isa, "layernorm inv_std", M, is, iv, 4e-7, 0);
-            s->layernorm_backward_dx(M, n, RG, RX, A, ms, is, S1);
-            k->layernorm_backward_dx(M, n, RG, RX, A, ms, is, V1);
-            close_to(isa, "layernorm_backward dX", M * n, S1, V1, 4e-6, 1e-6);
-            memcpy(S1, C, sizeof(float) * (size_t)n), memcpy(V1, C, sizeof(float) * (size_t)n);
-            memcpy(S2, A, sizeof(float) * (size_t)n), memcpy(V2, A, sizeof(float) * (size_t)n);
-            s->layernorm_backward_dgb(M, n, n, RG, RX, ms, is, S1, S2);
-            k->layernorm_backward_dgb(M, n, n, RG, RX, ms, is, V1, V2);
-            same_bits(isa, "layernorm_backward dG", n, S1, V1);
-            same_bits(isa, "layernorm_backward db", n, S2, V2);
-            /* scatter-add with duplicate ids into a table of 3 rows */
-            int32_t ids[5] = {2, 0, 2, 1, 2};
-            memcpy(S0, RX, sizeof(float) * (size_t)(3 * n)), memcpy(V0, RX, sizeof(float) * (size_t)(3 * n));
-            if (M >= 5) {
-                s->scatter_add_rows(5, n, n, S0, ids, NULL, RG);
-                k->scatter_add_rows(5, n, n, V0, ids, NULL, RG);
-                same_bits(isa, "scatter_add_rows", 3 * n, S0, V0);
-            }
-        }
-    for (int i = 0; i < 6; i++) free(in[i]);
-    for (int i = 0; i < 10; i++) free(os[i]), free(ov[i]);
-}
-
+/* The checks shared with test_simd_tables (simd_tables.h, which the WASI build runs on SIMD128). */
 static void test_every_table_matches_scalar(void **state) {
     (void)state;
-    for (int t = 1; t < ntables; t++) compare_table(tables[t]);
+    for (int t = 1; t < ntables; t++)
+        for (int sp = 0; sp < 2; sp++) {
+            compare_table(tables[t], sp);
+            compare_maxpool(tables[t], sp);
+        }
+    for (int t = 1; t < ntables; t++) compare_entries(tables[t]);
     fprintf(stderr, "test_simd: largest relative difference in the bounded kernels: %.3g\n", worst_rel);
 }
 
@@ -544,6 +298,62 @@ static void test_threads_bit_identical(void **state) {
     free(X), free(A), free(B), free(RX);
 }
 
+
+/* The CPU backend's Ragged reduce_sum / reduce_mean and their backprops (run on each table's sum_rows
+ * and axpby, 1 and 3 threads) give the scalar twins' bits: zero-length sequences, long ones, odd
+ * widths, -0, NaN and inf in X. */
+static void test_seq_reduce_matches_scalar(void **state) {
+    (void)state;
+    lithe_backend *cpu;
+    OK(lithe_backend_get("cpu", &cpu));
+    static const int32_t lens[] = {3, 0, 1, 70, 2, 0, 300, 5};
+    enum { B = sizeof lens / sizeof lens[0] };
+    static const int64_t widths[] = {1, 5, 33, 130};
+    for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++) {
+        int64_t O = widths[wi], Nr = 0;
+        for (int b = 0; b < B; b++) Nr += lens[b];
+        float *X = malloc(sizeof(float) * (size_t)(Nr * O)), *dY = malloc(sizeof(float) * (size_t)(B * O));
+        float *want = malloc(sizeof(float) * (size_t)(Nr * O));
+        assert_true(X && dY && want);
+        fill(X, Nr * O, -3, 3), fill(dY, B * O, -1, 1);
+        X[0] = -0.0f, X[O] = NAN, X[2 * O] = INFINITY, dY[0] = -0.0f;
+        int64_t lshape = B, yshape[2] = {B, O}, xshape[2] = {Nr, O};
+        lithe_tensor *L = NULL, *tX = NULL, *tdY = NULL, *Y = NULL, *dX = NULL;
+        OK(lithe_tensor_from_data(LITHE_I32, 1, &lshape, lens, &L));
+        OK(lithe_tensor_from_data(LITHE_F32, 2, xshape, X, &tX));
+        OK(lithe_tensor_from_data(LITHE_F32, 2, yshape, dY, &tdY));
+        OK(lithe_tensor_from_data(LITHE_F32, 2, yshape, dY, &Y));
+        OK(lithe_tensor_from_data(LITHE_F32, 2, xshape, X, &dX));
+        for (int t = 0; t < ntables; t++)
+            for (int th = 0; th < 2; th++) {
+                lithe__simd_force(tables[t]);
+                lithe_status st = lithe_backend_set_threads(cpu, th ? 3 : 1);
+                if (st == LITHE_ERR_UNSUPPORTED) continue; /* a build without threads */
+                OK(st);
+                for (int mean = 0; mean < 2; mean++) {
+                    OK(lithe__op_reduce_sum(cpu, tX, L, mean, Y));
+                    lithe_f32_reduce_sum__scalar(B, O, lens, X, mean, want);
+                    if (memcmp(want, lithe_tensor_data(Y), sizeof(float) * (size_t)(B * O))) {
+                        print_error("%s, %d threads, O=%lld: reduce_%s differs from the scalar twin\n", tables[t]->isa,
+                                    th ? 3 : 1, (long long)O, mean ? "mean" : "sum");
+                        fail();
+                    }
+                    OK(lithe__op_reduce_sum_backward(cpu, tdY, L, mean, dX));
+                    lithe_f32_reduce_sum_backward__scalar(B, O, lens, dY, mean, want);
+                    if (memcmp(want, lithe_tensor_data(dX), sizeof(float) * (size_t)(Nr * O))) {
+                        print_error("%s, %d threads, O=%lld: reduce_%s backward differs from the scalar twin\n",
+                                    tables[t]->isa, th ? 3 : 1, (long long)O, mean ? "mean" : "sum");
+                        fail();
+                    }
+                }
+            }
+        lithe__simd_force(NULL);
+        OK(lithe_backend_set_threads(cpu, 0));
+        lithe_tensor_release(L), lithe_tensor_release(tX), lithe_tensor_release(tdY), lithe_tensor_release(Y);
+        lithe_tensor_release(dX);
+        free(X), free(dY), free(want);
+    }
+}
 
 /* ---- the optimizer: lithe_optimizer_step's fused Adam (the adam_step primitive) against the same
  * step taken by the separate primitives (a copy of the CPU backend whose table lacks adam_step),
@@ -1052,56 +862,6 @@ static void test_dwconv3x3_matches_twin(void **state) {
     if (any) assert_true(tested > 0);
 }
 
-/* The depthwise kernels themselves against the scalar table: dwconv_taps on runs of every length
- * around the vector widths, as one run and as rows (3x3 and a 2x2, with and without an act),
- * copy_rows at strides 1, 2, 3, and split_rows on odd and even widths. */
-static void test_dwconv_kernels_match_scalar(void **state) {
-    (void)state;
-    enum { PQ = 21, ROWS = 8 };
-    float x[PQ * (ROWS + 3)], w[9], ys[PQ * ROWS], yv[PQ * ROWS];
-    fill(x, PQ * (ROWS + 3), -2, 2), fill(w, 9, -1, 1);
-    int64_t off9[9], off4[4] = {0, 1, PQ, PQ + 1};
-    for (int t = 0; t < 9; t++) off9[t] = t / 3 * PQ + t % 3;
-    const lithe__act clip = {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = 0, .max_val = 1};
-    for (int t = 0; t < ntables; t++)
-        for (int64_t n = 1; n <= PQ * ROWS; n++)
-            for (int v = 0; v < 4; v++) {
-                const lithe__act *a = v & 1 ? &clip : NULL;
-                const int64_t *off = v & 2 ? off4 : off9;
-                int64_t T = v & 2 ? 4 : 9;
-                memset(ys, 0x7f, sizeof ys), memset(yv, 0x7f, sizeof yv);
-                lithe__simd_scalar.dwconv_taps(1, n, 0, ys, 0, x, off, w, T, 0.5f, a);
-                tables[t]->dwconv_taps(1, n, 0, yv, 0, x, off, w, T, 0.5f, a);
-                same_bits(tables[t]->isa, "dwconv_taps", PQ * ROWS, ys, yv); /* nothing past n written */
-                if (n > PQ - 2) continue;
-                /* rows: n of each PQ-wide row into rows n + 1 apart (the gap never written) */
-                memset(ys, 0x7f, sizeof ys), memset(yv, 0x7f, sizeof yv);
-                lithe__simd_scalar.dwconv_taps(ROWS, n, PQ, ys, n + 1, x, off, w, T, -0.5f, a);
-                tables[t]->dwconv_taps(ROWS, n, PQ, yv, n + 1, x, off, w, T, -0.5f, a);
-                same_bits(tables[t]->isa, "dwconv_taps rows", PQ * ROWS, ys, yv);
-            }
-    float dst_s[64 * 3], dst_v[64 * 3];
-    for (int t = 0; t < ntables; t++)
-        for (int64_t s = 1; s <= 3; s++)
-            for (int64_t n = 0; n <= 40; n++) {
-                memset(dst_s, 0, sizeof dst_s), memset(dst_v, 0, sizeof dst_v);
-                int64_t lds = (n - 1) * s + 1 > 0 ? (n - 1) * s + 1 : 1; /* rows packed: no slack to read */
-                if (3 * lds > PQ * (ROWS + 3)) continue;
-                lithe__simd_scalar.copy_rows(3, n, dst_s, 64, x, lds, s);
-                tables[t]->copy_rows(3, n, dst_v, 64, x, lds, s);
-                same_bits(tables[t]->isa, "copy_rows", 64 * 3, dst_s, dst_v);
-            }
-    /* split_rows: rows of m packed back to back (nothing past them to read), even and odd halves
-     * into rows 40 apart, the untouched floats compared too */
-    for (int t = 0; t < ntables; t++)
-        for (int64_t m = 0; m <= 70; m++) {
-            if (3 * m > PQ * (ROWS + 3)) break;
-            float sp_s[240] = {0}, sp_v[240] = {0}; /* e rows at 0, 40, 80; o rows at 120, 160, 200 */
-            lithe__simd_scalar.split_rows(3, m, sp_s, sp_s + 120, 40, x, m);
-            tables[t]->split_rows(3, m, sp_v, sp_v + 120, 40, x, m);
-            same_bits(tables[t]->isa, "split_rows", 240, sp_s, sp_v);
-        }
-}
 
 /* An image's output does not depend on the batch around it: each image alone gives the bits it has
  * in the batch, on every forward path (shifted rows, im2col, pointwise, depthwise). */
@@ -1149,6 +909,14 @@ static void test_conv2d_image_alone_equals_batch(void **state) {
         free(Yp);
         free(X), free(W), free(b), free(Y), free(Y1);
     }
+}
+
+/* The depthwise kernels themselves against the scalar table (simd_tables.h's compare_dwconv), with
+ * and without -0, ±inf and NaN among the inputs. */
+static void test_dwconv_kernels_match_scalar(void **state) {
+    (void)state;
+    for (int t = 0; t < ntables; t++)
+        for (int sp = 0; sp < 2; sp++) compare_dwconv(tables[t], sp);
 }
 
 /* ---- the caching allocator (backends/cpu/cache.c) ---- */
@@ -1307,6 +1075,7 @@ int main(void) {
         /* the tests that start worker threads last */
         cmocka_unit_test(test_pool2d_matches_scalar),
         cmocka_unit_test(test_threads_bit_identical),
+        cmocka_unit_test(test_seq_reduce_matches_scalar),
         cmocka_unit_test(test_optimizer_fused_matches_passes),
         cmocka_unit_test(test_conv2d_threads_bit_identical),
     };

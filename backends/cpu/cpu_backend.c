@@ -261,16 +261,42 @@ static lithe_status cpu_hash_ids(lithe_backend *be, const lithe_tensor *ids, uin
 }
 
 #define I32(t) ((const int32_t *)lithe__tdata(t))
+/* reduce_sum / reduce_mean and their backprops on the SIMD table, through its bit-identical entries
+ * (sum_rows; axpby with beta 1 is y += scale * x, with beta 0 y = scale * x): the scalar twins' bits
+ * (lithe_f32_reduce_sum__scalar adds each row in order, the mean's scaled), for any table and thread
+ * count. */
 static lithe_status cpu_reduce_sum(lithe_backend *be, const lithe_tensor *X, const lithe_tensor *lengths, bool mean,
                                    lithe_tensor *Y) {
     (void)be;
-    lithe_f32_reduce_sum__scalar(Y->shape[0], Y->shape[1], I32(lengths), F(X), mean, F(Y));
+    int64_t B = Y->shape[0], O = Y->shape[1];
+    const int32_t *len = I32(lengths);
+    const float *x = F(X);
+    float *y = F(Y);
+    for (int64_t b = 0; b < B; b++, y += O) {
+        if (!mean) lithe__cpu_sum_rows(len[b], O, x, 0.0f, y);
+        else {
+            float scale = len[b] ? (float)(1.0 / len[b]) : 0.0f; /* Thinc multiplies by 1/length */
+            memset(y, 0, (size_t)O * sizeof *y);
+            for (int32_t i = 0; i < len[b]; i++) lithe__cpu_axpby(O, scale, x + i * O, 1.0f, y);
+        }
+        x += len[b] * O;
+    }
     return LITHE_OK;
 }
 static lithe_status cpu_reduce_sum_backward(lithe_backend *be, const lithe_tensor *dY, const lithe_tensor *lengths,
                                             bool mean, lithe_tensor *dX) {
     (void)be;
-    lithe_f32_reduce_sum_backward__scalar(dY->shape[0], dY->shape[1], I32(lengths), F(dY), mean, F(dX));
+    int64_t B = dY->shape[0], O = dY->shape[1];
+    const int32_t *len = I32(lengths);
+    const float *dy = F(dY);
+    float *dx = F(dX);
+    for (int64_t b = 0; b < B; b++, dy += O) {
+        float scale = len[b] ? (float)(1.0 / len[b]) : 0.0f;
+        for (int32_t i = 0; i < len[b]; i++, dx += O) {
+            if (mean) lithe__cpu_axpby(O, scale, dy, 0.0f, dx);
+            else memcpy(dx, dy, (size_t)O * sizeof *dx);
+        }
+    }
     return LITHE_OK;
 }
 static lithe_status cpu_reduce_max(lithe_backend *be, const lithe_tensor *X, const lithe_tensor *lengths,

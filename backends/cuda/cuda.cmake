@@ -9,7 +9,9 @@
 set(LITHE_CUDA_ENABLED OFF)
 if(LITHE_CUDA STREQUAL "ON" OR LITHE_CUDA STREQUAL "AUTO")
   if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
-    find_program(LITHE_NVCC nvcc) # on PATH, else the toolkit's usual home
+    # on the PATH (not CMake's system folders: a wrapper script there, as /usr/local/bin/nvcc can
+    # be, fails CMake's compiler detection when the toolkit is not on the PATH), else its usual home
+    find_program(LITHE_NVCC nvcc NO_CMAKE_SYSTEM_PATH)
     if(NOT LITHE_NVCC)
       set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
     endif()
@@ -19,7 +21,9 @@ if(LITHE_CUDA STREQUAL "ON" OR LITHE_CUDA STREQUAL "AUTO")
   if(CMAKE_CUDA_COMPILER)
     set(LITHE_CUDA_ENABLED ON)
   elseif(LITHE_CUDA STREQUAL "ON")
-    message(FATAL_ERROR "LITHE_CUDA=ON needs nvcc (the CUDA toolkit)")
+    message(FATAL_ERROR "LITHE_CUDA=ON needs nvcc (the CUDA toolkit: on the PATH, in /usr/local/cuda/bin, or "
+                        "CUDACXX). The ci, clang and asan presets set ON, so CI cannot pass without CUDA built; "
+                        "elsewhere configure with -DLITHE_CUDA=AUTO (or the default preset) to build without it.")
   else()
     message(STATUS "lithe: CUDA backend off (no nvcc)")
   endif()

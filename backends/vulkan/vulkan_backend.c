@@ -20,17 +20,26 @@
     (((r) == VK_ERROR_OUT_OF_HOST_MEMORY || (r) == VK_ERROR_OUT_OF_DEVICE_MEMORY) ? LITHE_ERR_OOM \
                                                                                    : LITHE_ERR_UNSUPPORTED)
 
-/* A frame holds at most this many dispatches before it is submitted (without waiting), so the
- * descriptor pool is bounded and the device starts work early on long chains. */
-#define FRAME_DISPATCHES 512
 #define STAGE_CHUNK ((VkDeviceSize)16 << 20)
 
 /* ---------------------------------------------------------------------------------------------
  * Loading and device selection
  * ------------------------------------------------------------------------------------------- */
 
+/* The loader: $LITHE_VULKAN_LOADER (a file name or path for dlopen) when set and not empty, the
+ * only one tried then (a loader outside the library path, or a missing one, as the tests do to see
+ * the no-loader error); else the usual names. */
 static lithe_status load_loader(lithe__vk *vk) {
     const char *names[] = {"libvulkan.so.1", "libvulkan.so", "libvulkan.1.dylib", "libMoltenVK.dylib"};
+    const char *env = getenv("LITHE_VULKAN_LOADER");
+    if (env && *env) {
+        vk->lib = dlopen(env, RTLD_NOW | RTLD_LOCAL);
+        if (!vk->lib) {
+            const char *why = dlerror();
+            return lithe__fail(LITHE_ERR_UNSUPPORTED, "vulkan: no Vulkan loader at LITHE_VULKAN_LOADER=%s (%s)", env,
+                               why ? why : "dlopen failed");
+        }
+    }
     for (size_t i = 0; i < sizeof names / sizeof names[0] && !vk->lib; i++) vk->lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
     if (!vk->lib)
         return lithe__fail(LITHE_ERR_UNSUPPORTED, "vulkan: no Vulkan loader (libvulkan.so.1) on this machine; "
@@ -626,7 +635,7 @@ lithe_status lithe__vk_dispatch(lithe_backend *be, const char *op, const char *s
                            gx, gy, maxg);
     VkPipeline pipe = VK_NULL_HANDLE;
     LITHE__TRY(get_pipeline(vk, shader, spec, &pipe));
-    if (vk->frames[vk->frame].recording && vk->frames[vk->frame].n_dispatches >= FRAME_DISPATCHES)
+    if (vk->frames[vk->frame].recording && vk->frames[vk->frame].n_dispatches >= LITHE__VK_FRAME_DISPATCHES)
         LITHE__TRY(submit(vk));
     VkCommandBuffer cmd = VK_NULL_HANDLE;
     LITHE__TRY(current_cmd(vk, &cmd));
@@ -664,6 +673,7 @@ lithe_status lithe__vk_dispatch(lithe_backend *be, const char *op, const char *s
     vk->fn.vkCmdPushConstants(cmd, vk->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof *push, push);
     vk->fn.vkCmdDispatch(cmd, gx, gy, 1);
     f->n_dispatches++;
+    vk->n_dispatches++;
     return LITHE_OK;
 }
 
@@ -744,9 +754,9 @@ static lithe_status create_context(lithe__vk *vk, const char *sel) {
         VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
         r = vk->fn.vkCreateFence(vk->device, &fi, NULL, &f->fence);
         if (r != VK_SUCCESS) return VKFAIL("vkCreateFence", r);
-        VkDescriptorPoolSize ps = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, FRAME_DISPATCHES * LITHE__VK_BINDINGS};
+        VkDescriptorPoolSize ps = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, LITHE__VK_FRAME_DISPATCHES * LITHE__VK_BINDINGS};
         VkDescriptorPoolCreateInfo dpi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
-                                          .maxSets = FRAME_DISPATCHES,
+                                          .maxSets = LITHE__VK_FRAME_DISPATCHES,
                                           .poolSizeCount = 1,
                                           .pPoolSizes = &ps};
         r = vk->fn.vkCreateDescriptorPool(vk->device, &dpi, NULL, &f->pool);

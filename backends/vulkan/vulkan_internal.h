@@ -52,6 +52,9 @@ typedef struct vk_stage_chunk {
 /* A frame: a command buffer with its fence, descriptor pool and staging arena. Frames are used
  * round-robin, so the host records frame k+1 while the device runs frame k. */
 #define LITHE__VK_FRAMES 3
+/* A frame holds at most this many dispatches before it is submitted (without waiting), so the
+ * descriptor pool is bounded and the device starts work early on long chains. */
+#define LITHE__VK_FRAME_DISPATCHES 512
 typedef struct vk_frame {
     VkCommandBuffer cmd;
     VkFence fence;
@@ -113,7 +116,10 @@ typedef struct lithe__vk {
     lithe__vk_alloc *dummy;
     char name[32];      /* "vulkan" or "vulkan:<index>" */
     char device_name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
-    uint64_t n_submits; /* statistics for the benchmark and tests */
+    /* Statistics for the benchmark and tests (tests/test_device.c asserts on them with n_blocks
+     * and n_pipes): queue submissions (each a synchronisation point or a full frame) and
+     * dispatches recorded, since creation. */
+    uint64_t n_submits, n_dispatches;
     /* What the GEMM variant choice reads (vulkan_ops.c, vk_gemm_plan): the compute stage's
      * subgroup size and operations (VkPhysicalDeviceSubgroupProperties; 0 when the device is
      * Vulkan 1.0 or its compute stage has none), and whether VK_KHR_cooperative_matrix is exposed. */

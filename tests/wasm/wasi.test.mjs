@@ -71,6 +71,18 @@ test('gemm microkernels: SIMD128 against its scalar twin and float64', () => {
   assert.match(r.stdout, /wasmsimd 4x8 .*for some row counts/);
 });
 
+// The elementwise / row-wise kernel table of this WASI build (SIMD128, the preset's -msimd128)
+// against the scalar table entry by entry, with -0, ±inf and NaN among the inputs too
+// (tests/test_simd_tables.c and simd_tables.h, the checks test_simd runs natively).
+test('SIMD128 elementwise kernel table: against the scalar twins', () => {
+  const simdTest = path.resolve(root, process.env.LITHE_WASI_SIMD_TEST ?? path.join(path.dirname(wasm), '../../test_simd_tables.wasm'));
+  const r = spawnSync(process.execPath, [runner, simdTest], { cwd: work, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  assert.match(r.stdout, /simd_tables: tables: scalar wasm_simd128\n/);
+  assert.match(r.stdout, /simd_tables: wasm_simd128 \(4 lanes\) against scalar: ok/);
+  assert.match(r.stdout, /simd_tables: [1-9]\d* passed, 0 failed/);
+});
+
 test('layers and version: the same lines', () => {
   for (const cmd of [['layers'], ['version']]) {
     const a = nat(cmd), b = wasi(cmd);

@@ -7,7 +7,8 @@
  *   aarch64:     neon (16 bytes); WebAssembly with -msimd128: wasm_simd128 (16), at build time;
  *   elsewhere:   the scalar twins (scalar/) behind the same table.
  *
- * Exactness against the scalar twins (tests/test_simd.c checks every variant this machine has):
+ * Exactness against the scalar twins (tests/simd_tables.h, run by test_simd and, as plain C natively
+ * and under WASI for wasm_simd128, test_simd_tables, checks every variant the build has):
  *   - bit-identical: binary (add, sub, mul, div), add_row, sum_rows, axpby, mul, adam, radam, update_averages, adam_step, relu and the
  *     hard / clipped activations and every activation backward that reads only Y (relu, sigmoid,
  *     tanh), dish forward, maxout, gather / scatter-add, the exact unary ops (sqrt, neg, abs,
