@@ -27,9 +27,11 @@ echo "=== wasm ==="
 cmake --preset wasi >/dev/null
 cmake --build --preset wasi -j "$jobs"
 LITHE_NATIVE=build/ci/tools/lithe/lithe LITHE_WASI=build/wasi/tools/lithe/lithe.wasm node --test tests/wasm/
-# the benchmark harness, smoke only (bench/README.md): the GEMM rows of lithe (native, WASI) and
-# of OpenBLAS / XNNPACK, 3 timed runs each, into build/bench/results-quick.md; no time is checked
-bench/run.sh --quick --only gemm --build build/ci
+# the benchmark harness, smoke only (bench/README.md): the GEMM, MLP and training rows of lithe
+# (native, WASI, npm) and of every peer runner (OpenBLAS, XNNPACK, onnxruntime-node/-web, tfjs-wasm,
+# PyTorch, Thinc), 3 timed runs each, into build/bench/results-quick.md; a runner that fails fails
+# the run (bench/README.md); no time is checked
+bench/run.sh --quick --only gemm,mlp,train --build build/ci
 # the npm package: its three .wasm builds (Emscripten), then node:test against the native build
 (cd bindings/js && npm ci --no-audit --no-fund && npm run build && LITHE_NATIVE=build/ci/tools/lithe/lithe npm test)
 # the demo page end to end in Debian's Chromium (playwright-core); screenshot in build/web/demo.png

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# GEMM GFLOP/s and MLP training steps/s on the Vulkan backend and, for comparison, the CPU
-# backend and PyTorch (CUDA when it sees a GPU). Runs on any Vulkan device
+# GEMM GFLOP/s, MLP training steps/s and a small CNN's forward passes/s on the Vulkan backend and,
+# for comparison, the CPU backend and PyTorch (CUDA when it sees a GPU). Runs on any Vulkan device
 # (LITHE_VULKAN_DEVICE=<index or name part> picks one; without a GPU, Mesa's lavapipe emulates one
-# on the CPU — label such numbers as CPU-emulated).
+# on the CPU — label such numbers as CPU-emulated). The CNN is the one bench/vulkan/torch_ref.py
+# exports to ONNX (--onnx) and times itself, so lithe and torch run the same network; without torch
+# there is no CNN row.
 #   bench/vulkan_bench.sh [build dir (default build/ci)] [gemm sizes (default 256,1024,4096)]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,9 +14,18 @@ sizes=${2:-256,1024,4096}
 cmake --build "$build" --target lithe_vulkan_bench >/dev/null
 bin="$build/bench/vulkan/lithe_vulkan_bench"
 command -v vulkaninfo >/dev/null && vulkaninfo --summary 2>/dev/null | grep -E "deviceName|deviceType|driverName" || true
-"$bin" --device vulkan --gemm "$sizes" --steps "${STEPS:-20}"
-"$bin" --device cpu --gemm "${CPU_SIZES:-256,1024}" --steps "${STEPS:-20}"
-# PyTorch on the same machine (cuBLAS when it sees a CUDA GPU): the issue's yardstick
+# PyTorch on the same machine first (cuBLAS when it sees a CUDA GPU): the issue's yardstick; it
+# also exports the CNN
 py=/usr/bin/python3
 [ -x "$py" ] || py=python3
-"$py" -c "import torch" 2>/dev/null && "$py" bench/vulkan/torch_ref.py "$sizes" "${STEPS:-20}" || echo "torch: not installed"
+onnx=$(mktemp --suffix=.onnx)
+trap 'rm -f "$onnx"' EXIT
+cnn=()
+if "$py" -c "import torch" 2>/dev/null; then
+  "$py" bench/vulkan/torch_ref.py "$sizes" "${STEPS:-20}" --onnx "$onnx"
+  cnn=(--cnn "$onnx")
+else
+  echo "torch: not installed (no CNN: torch_ref.py exports it)"
+fi
+"$bin" --device vulkan --gemm "$sizes" --steps "${STEPS:-20}" "${cnn[@]}"
+"$bin" --device cpu --gemm "${CPU_SIZES:-256,1024}" --steps "${STEPS:-20}" "${cnn[@]}"

@@ -389,7 +389,8 @@ struct lithe_backend {
     bool host_memory; /* tensors' data pointers are host pointers */
     const lithe_backend_ops *ops;
     void *ctx;
-    /* DLPack device of non-host memory (kDLCUDA = 2 for "cuda"; 0: not exportable) and its id */
+    /* DLPack device of non-host memory (kDLCUDA = 2 for "cuda", kDLVulkan = 7 for "vulkan") and
+     * its id (lithe_tensor_dlpack_device); only kDLCUDA memory is exported zero-copy */
     int dl_device_type, dl_device_id;
 };
 

@@ -611,8 +611,8 @@ static lithe_status move_tensor(lithe_tensor **t, lithe_backend *be) {
     return LITHE_OK;
 }
 
-lithe_status lithe_model_set_backend(lithe_model *m, lithe_backend *backend) {
-    LITHE__CHECK_ARG(m && backend, "lithe_model_set_backend", "model or backend is NULL");
+static lithe_status move_model(lithe_model *m, lithe_backend *backend, const char *fn) {
+    LITHE__CHECK_ARG(m && backend, fn, "model or backend is NULL");
     walk_buf w;
     LITHE__TRY(walk_collect(m, &w));
     /* Thinc's with_cpu keeps its layer on the CPU whatever the rest runs on: its subtree stays. */
@@ -625,7 +625,7 @@ lithe_status lithe_model_set_backend(lithe_model *m, lithe_backend *backend) {
             s = w.v[i]->n_layers ? walk_collect(w.v[i]->layers[0], &sub) : LITHE_OK;
             if (s != LITHE_OK || !w.v[i]->n_layers) continue;
             lithe_model **more = lithe__realloc(pinned, (n_pinned + sub.n) * sizeof *more);
-            if (!more) s = lithe__oom("lithe_model_set_backend", (n_pinned + sub.n) * sizeof *more);
+            if (!more) s = lithe__oom(fn, (n_pinned + sub.n) * sizeof *more);
             else {
                 pinned = more;
                 memcpy(pinned + n_pinned, sub.v, sub.n * sizeof *sub.v);
@@ -647,6 +647,15 @@ lithe_status lithe_model_set_backend(lithe_model *m, lithe_backend *backend) {
     lithe__free(pinned);
     lithe__free(w.v);
     return s;
+}
+
+lithe_status lithe_model_set_backend(lithe_model *m, lithe_backend *backend) {
+    return move_model(m, backend, "lithe_model_set_backend");
+}
+
+/* the same move under its second name (include/lithe.h) */
+lithe_status lithe_model_to_backend(lithe_model *m, lithe_backend *backend) {
+    return move_model(m, backend, "lithe_model_to_backend");
 }
 
 /* ---- running ---- */

@@ -588,6 +588,22 @@ lithe_status lithe_tensor_from_dlpack(void *managed, bool versioned, lithe_tenso
     return LITHE_OK;
 }
 
+lithe_status lithe_tensor_dlpack_device(const lithe_tensor *t, int32_t *device_type, int32_t *device_id) {
+    LITHE__CHECK_ARG(device_type && device_id, "lithe_tensor_dlpack_device", "an out pointer is NULL");
+    *device_type = 0;
+    *device_id = 0;
+    LITHE__CHECK_ARG(t, "lithe_tensor_dlpack_device", "tensor is NULL");
+    const lithe_backend *be = t->storage->backend;
+    if (be->host_memory) *device_type = kDLCPU;
+    else if (be->dl_device_type) {
+        *device_type = be->dl_device_type;
+        *device_id = be->dl_device_id;
+    } else
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "lithe_tensor_dlpack_device: backend '%s' has no DLPack device type",
+                           be->name);
+    return LITHE_OK;
+}
+
 /* What a managed tensor made by lithe carries: the retained tensor and copies of its shape
  * and strides (DLPack borrows these arrays for the managed tensor's lifetime). */
 typedef struct dl_ctx {
@@ -615,7 +631,7 @@ lithe_status lithe_tensor_to_dlpack(lithe_tensor *t, bool versioned, void **mana
     *managed_out = NULL;
     LITHE__CHECK_ARG(t, "lithe_tensor_to_dlpack", "tensor is NULL");
     const lithe_backend *be = t->storage->backend;
-    if (!be->host_memory && !be->dl_device_type)
+    if (!be->host_memory && be->dl_device_type != kDLCUDA)
         return lithe__fail(LITHE_ERR_UNSUPPORTED,
                            "lithe_tensor_to_dlpack: tensor lives in the device memory of backend '%s'; export a host "
                            "copy instead (lithe_tensor_to_backend(t, NULL, &copy))",

@@ -277,6 +277,13 @@ LITHE_API lithe_status lithe_tensor_to_backend(const lithe_tensor *t, lithe_back
  * (lithe_tensor_to_backend(t, NULL, &copy)). */
 LITHE_API lithe_status lithe_tensor_from_dlpack(void *managed, bool versioned, lithe_tensor **out);
 LITHE_API lithe_status lithe_tensor_to_dlpack(lithe_tensor *t, bool versioned, void **managed_out);
+/* The DLPack device of t's memory (DLDeviceType, device id), what Python's __dlpack_device__
+ * reports: (kDLCPU = 1, 0) for host memory, (kDLCUDA = 2, the device index) for "cuda",
+ * (kDLVulkan = 7, the device's index in the Vulkan loader's order, as "vulkan:<index>" names it)
+ * for "vulkan" -- also where lithe_tensor_to_dlpack refuses the memory (Vulkan's). Both outputs are
+ * 0 on failure. Statuses: LITHE_ERR_INVALID_ARG (NULLs), LITHE_ERR_UNSUPPORTED (a backend without
+ * a DLPack device type). Thread-safe. */
+LITHE_API lithe_status lithe_tensor_dlpack_device(const lithe_tensor *t, int32_t *device_type, int32_t *device_id);
 
 /* ------------------------------------------------------------------------------------------
  * Values: what flows between layers.
@@ -718,8 +725,7 @@ LITHE_API lithe_model *lithe_model_layer(const lithe_model *m, size_t i);
 LITHE_API lithe_status lithe_model_walk(lithe_model *m, lithe_model **nodes, size_t cap,
                                         size_t *n);
 
-/* The backend the tree computes on; lithe_model_set_backend moves the whole tree (params and
- * grads are copied to the new backend's memory). */
+/* The backend the tree computes on (lithe_model_set_backend below moves it). */
 LITHE_API lithe_backend *lithe_model_backend(const lithe_model *m);
 /* The node's shims, in order (Thinc's model.shims): a count, the i-th (borrowed; NULL when i is
  * out of range or m is NULL) and a shim's name. finish_update updates every shim of the tree
@@ -727,7 +733,17 @@ LITHE_API lithe_backend *lithe_model_backend(const lithe_model *m);
 LITHE_API size_t lithe_model_n_shims(const lithe_model *m);
 LITHE_API lithe_shim *lithe_model_shim(const lithe_model *m, size_t i);
 LITHE_API const char *lithe_shim_name(const lithe_shim *shim);
+/* Moves the whole tree to `backend`: every node's params and grads are copied into the backend's
+ * memory and the nodes compute there from then on (inputs must then live there too:
+ * lithe_tensor_to_backend); the subtree under a with_cpu node stays on the CPU. Moving to the
+ * backend the tree is on is a no-op. lithe_model_to_backend is the same function under a second
+ * name (read as PyTorch's module.to(device)): the two names are interchangeable, and a message
+ * names the one called. Not thread-safe: no other thread may use the model meanwhile.
+ * Statuses: LITHE_ERR_INVALID_ARG (m or backend NULL), LITHE_ERR_OOM and the backends' errors; on
+ * failure the nodes already moved stay on `backend` (each node whole) and the rest where they
+ * were, so a second call can finish the move. */
 LITHE_API lithe_status lithe_model_set_backend(lithe_model *m, lithe_backend *backend);
+LITHE_API lithe_status lithe_model_to_backend(lithe_model *m, lithe_backend *backend);
 
 /* Seeds every node of the tree: node k in walk order gets key seed + k and counter 0, so
  * initialization and dropout masks are the same on every platform for the same seed.
@@ -915,9 +931,11 @@ LITHE_API lithe_status lithe_model_predict_tensor(lithe_model *m, lithe_tensor *
  *
  * Built with -DLITHE_XNNPACK=ON (off by default; docs/performance.md), prepare also creates
  * XNNPACK operators (weights and bias packed in) for the ops where XNNPACK measured faster on the
- * CPU: depthwise 3x3 / 5x5 convolutions, dense k x k convolutions with C·KH·KW >= 100, 1x1
- * convolutions on at most 64 pixels, and fully-connected layers (no activation or relu, ONNX Gemm)
- * of at most 16 outputs at 16 rows or more — and only while the CPU backend has one thread
+ * CPU: depthwise 3x3 / 5x5 convolutions only where lithe would run them on its four-lane or scalar
+ * kernels (a CPU without AVX2, aarch64, or LITHE_CPU_ISA=sse2 / scalar), dense k x k
+ * convolutions with C·KH·KW >= 100, 1x1 convolutions on at most 64 pixels, and fully-connected
+ * layers (no activation or relu, ONNX Gemm) of at most 16 outputs at 16 rows or more — and only
+ * while the CPU backend has one thread
  * (lithe_backend_set_threads; with more, lithe's threaded kernels run). Such predictions are NOT
  * bit-identical to the unprepared path (XNNPACK adds in its own order; within float tolerance, as
  * close to PyTorch as lithe's own), and a batch and its rows one at a time may differ in the last

@@ -171,7 +171,7 @@ static void test_every_primitive_present(void **state) {
     float v[4] = {1.5f, -2.0f, 3.25f, 0.0f};
     OK(lithe_tensor_write(t, v, sizeof v));
     void *managed = (void *)1;
-    if (dev->dl_device_type) {
+    if (dev->dl_device_type == kDLCUDA) {
         /* CUDA: exported zero-copy as kDLCUDA, and imported back onto the same backend, same memory */
         void *stream = NULL;
         OK(lithe_backend_stream(dev, &stream));
@@ -1246,7 +1246,7 @@ static void run_model_case(const char *name, build_fn build, int64_t nI, int64_t
                 *Yc = value_on(cpu, LITHE_F32, 2, (int64_t[]){B, nC}, onehot);
     OK(lithe_model_initialize(mc, Xc, Yc));
     OK(lithe_model_initialize(mv, Xc, Yc)); /* initialized on the CPU, then moved */
-    OK(lithe_model_set_backend(mv, dev));
+    OK(lithe_model_to_backend(mv, dev)); /* lithe_model_set_backend under its second name */
     assert_ptr_equal(lithe_model_backend(mv), dev);
     lithe_value *Xv = value_on(dev, xdt, xnd, xshape, xdata);
     lithe_value *Lc = value_on(cpu, LITHE_I32, 1, (int64_t[]){B}, y), *Lv = value_on(dev, LITHE_I32, 1, (int64_t[]){B}, y);
@@ -1349,6 +1349,115 @@ static void test_model_maxout_layernorm_dropout(void **state) {
     run_model_case("Maxout+LayerNorm+Dropout, Mish+LayerNorm", build_maxout_ln_dropout, 29, 7);
 }
 
+/* CUDA's caching allocator (backends/cuda/device.cu), through its statistics: a freed block waits
+ * in the cache and the next request of the same rounded size takes it back (no device allocation;
+ * cached bytes up at the free, down at the reuse); another size allocates; and when the device is
+ * out of memory, the cache goes back to the driver and the request is retried once. The last part
+ * needs a failing cudaMalloc: the emulation's LITHE_CUDA_EMU_MEMORY gives its device a size. */
+static void test_cuda_caching_allocator(void **state) {
+    (void)state;
+    NEED_DEV();
+#ifndef LITHE_HAVE_CUDA
+    skip(); /* test_vulkan: its allocator has its own tests */
+#else
+    bool emulated = !strcmp(lithe__cuda_module_kind(), "host emulation");
+    /* the documented rounding: 512-byte granules below 1 MiB (none in the emulation, whose exact
+     * blocks let AddressSanitizer see a kernel's stray index) */
+    const size_t S = 10852, S2 = S + 4096;
+    const size_t want = emulated ? S : (S + 511) / 512 * 512, want2 = emulated ? S2 : (S2 + 511) / 512 * 512;
+    size_t used0, cached0, n0, used, cached, n;
+    lithe__cuda_memory_stats(dev, &used0, &cached0, &n0);
+    void *p = NULL, *q = NULL, *r = NULL;
+    OK(dev->ops->alloc(dev, S, &p));
+    lithe__cuda_memory_stats(dev, &used, &cached, &n);
+    assert_int_equal(n, n0 + 1); /* no block of this size waited: a device allocation */
+    assert_int_equal(used, used0 + want);
+    assert_int_equal(cached, cached0);
+    dev->ops->free(dev, p);
+    lithe__cuda_memory_stats(dev, &used, &cached, &n);
+    assert_int_equal(used, used0);
+    assert_int_equal(cached, cached0 + want); /* kept for reuse, not given back */
+    assert_int_equal(n, n0 + 1);
+    OK(dev->ops->alloc(dev, S, &q));
+    lithe__cuda_memory_stats(dev, &used, &cached, &n);
+    assert_ptr_equal(q, p); /* the cached block again */
+    assert_int_equal(n, n0 + 1);
+    assert_int_equal(used, used0 + want);
+    assert_int_equal(cached, cached0);
+    OK(dev->ops->alloc(dev, S2, &r)); /* another rounded size: a new block */
+    lithe__cuda_memory_stats(dev, &used, &cached, &n);
+    assert_int_equal(n, n0 + 2);
+    assert_int_equal(used, used0 + want + want2);
+    dev->ops->free(dev, q);
+    dev->ops->free(dev, r);
+    lithe__cuda_memory_stats(dev, &used, &cached, &n);
+    assert_int_equal(used, used0);
+    assert_int_equal(cached, cached0 + want + want2);
+    if (!emulated) return; /* a real GPU's memory cannot be made to run out here */
+
+    /* a device with room for what the allocator holds, plus a 20000-byte request, minus one byte:
+     * the request fails until the cache (which holds at least the two blocks above) is released */
+    const size_t T = 20000;
+    char cap[32];
+    snprintf(cap, sizeof cap, "%zu", used + cached + T - 1);
+    setenv("LITHE_CUDA_EMU_MEMORY", cap, 1);
+    size_t n1 = n;
+    void *t = NULL, *u = NULL;
+    lithe_status st = dev->ops->alloc(dev, T, &t);
+    if (st != LITHE_OK) unsetenv("LITHE_CUDA_EMU_MEMORY");
+    OK(st);
+    lithe__cuda_memory_stats(dev, &used, &cached, &n);
+    assert_int_equal(cached, 0); /* given back to the driver */
+    assert_int_equal(used, used0 + T);
+    assert_int_equal(n, n1 + 1);
+    /* more than the device has even without a cache: LITHE_ERR_OOM saying so, nothing allocated */
+    st = dev->ops->alloc(dev, (size_t)strtoull(cap, NULL, 10), &u);
+    unsetenv("LITHE_CUDA_EMU_MEMORY");
+    assert_int_equal(st, LITHE_ERR_OOM);
+    assert_null(u);
+    assert_non_null(strstr(lithe_last_error(), "out of device memory"));
+    lithe__cuda_memory_stats(dev, &used, &cached, &n);
+    assert_int_equal(n, n1 + 1);
+    assert_int_equal(used, used0 + T);
+    dev->ops->free(dev, t);
+#endif
+}
+
+/* The DLPack device each tensor reports (lithe_tensor_dlpack_device, Python's __dlpack_device__):
+ * kDLCPU for host memory, kDLCUDA or kDLVulkan with the device's index for device memory, the index
+ * the explicit backend name "cuda:<i>" / "vulkan:<i>" selects; Vulkan memory is still not exported. */
+static void test_dlpack_device(void **state) {
+    (void)state;
+    NEED_DEV();
+    lithe_tensor *h = NULL, *t = NULL, *t2 = NULL;
+    int32_t type = -1, id = -1, type2 = -1, id2 = -1;
+    OK(lithe_tensor_new(cpu, LITHE_F32, 1, (int64_t[]){3}, &h));
+    OK(lithe_tensor_dlpack_device(h, &type, &id));
+    assert_int_equal(type, kDLCPU);
+    assert_int_equal(id, 0);
+    OK(lithe_tensor_new(dev, LITHE_F32, 1, (int64_t[]){3}, &t));
+    OK(lithe_tensor_dlpack_device(t, &type, &id));
+    bool cuda = !strncmp(DEV, "cuda", 4);
+    assert_int_equal(type, cuda ? kDLCUDA : kDLVulkan);
+    assert_in_range(id, 0, 15);
+    char name[32];
+    snprintf(name, sizeof name, "%s:%d", DEV, (int)id);
+    lithe_backend *same = NULL;
+    OK(lithe_backend_get(name, &same));
+    OK(lithe_tensor_new(same, LITHE_F32, 1, (int64_t[]){3}, &t2));
+    OK(lithe_tensor_dlpack_device(t2, &type2, &id2));
+    assert_int_equal(type2, type);
+    assert_int_equal(id2, id);
+    if (!cuda) {
+        void *managed = (void *)1;
+        assert_int_equal(lithe_tensor_to_dlpack(t2, true, &managed), LITHE_ERR_UNSUPPORTED);
+        assert_null(managed);
+        assert_non_null(strstr(lithe_last_error(), "vulkan"));
+    }
+    lithe_tensor_release(h);
+    lithe_tensor_release(t);
+    lithe_tensor_release(t2);
+}
 /* ---- the Vulkan backend's machinery: command batching, the memory pool, the pipeline cache ----
  * White-box checks on the context's counters (backends/vulkan/vulkan_internal.h): n_submits and
  * n_dispatches (since creation), n_blocks (the pool's device buffers) and n_pipes (pipelines). */
@@ -1600,6 +1709,8 @@ int main(void) {
         cmocka_unit_test(test_model_relu_mlp),
         cmocka_unit_test(test_model_maxout_layernorm_dropout),
         cmocka_unit_test(test_model_hash_embed),
+        cmocka_unit_test(test_cuda_caching_allocator),
+        cmocka_unit_test(test_dlpack_device),
 #ifdef LITHE_HAVE_VULKAN
         cmocka_unit_test(test_vk_batched_submission),
         cmocka_unit_test(test_vk_training_step_submits_pipes_blocks),

@@ -392,6 +392,12 @@ static void test_dlpack_errors(void **state) {
     OUT_NULL(m, "lithe_tensor_to_dlpack(NULL)");
     FAILS(LITHE_ERR_INVALID_ARG, lithe_tensor_to_dlpack(t, false, NULL));
     FAILS(LITHE_ERR_INVALID_ARG, lithe_tensor_to_dlpack(t, true, NULL));
+    int32_t dl_type = -1, dl_id = -1;
+    FAILS(LITHE_ERR_INVALID_ARG, lithe_tensor_dlpack_device(NULL, &dl_type, &dl_id));
+    assert_int_equal(dl_type, 0);
+    assert_int_equal(dl_id, 0);
+    FAILS(LITHE_ERR_INVALID_ARG, lithe_tensor_dlpack_device(t, NULL, &dl_id));
+    FAILS(LITHE_ERR_INVALID_ARG, lithe_tensor_dlpack_device(t, &dl_type, NULL));
 
     /* float64, a negative extent, ndim 9, an unknown device: refused, and the caller keeps it */
     double dd[4] = {0};
@@ -679,6 +685,10 @@ static void test_model_null_accessors(void **state) {
     OK(lithe_backend_get("cpu", &cpu));
     FAILS(LITHE_ERR_INVALID_ARG, lithe_model_set_backend(NULL, cpu));
     FAILS(LITHE_ERR_INVALID_ARG, lithe_model_set_backend(m, NULL));
+    FAILS(LITHE_ERR_INVALID_ARG, lithe_model_to_backend(NULL, cpu));
+    assert_non_null(strstr(lithe_last_error(), "lithe_model_to_backend"));
+    FAILS(LITHE_ERR_INVALID_ARG, lithe_model_to_backend(m, NULL));
+    OK(lithe_model_to_backend(m, cpu)); /* already there: a no-op */
     assert_ptr_equal(lithe_model_backend(m), cpu);
     lithe_model_free(m);
 }

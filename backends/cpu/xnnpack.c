@@ -7,9 +7,17 @@
  *
  * The rule (measured min-of-N CPU time, lithe vs XNNPACK in the same loop):
  *   - Conv, depthwise (one channel per group) 3x3 or 5x5, stride 1 or 2, padding (k-1)/2 on every
- *     side, no dilation: XNNPACK's NCHW depthwise kernel, on lithe's own layout (1.08-3.7x faster on
- *     every mobilenet_v2 depthwise layer than lithe's kernels of the time; stale since lithe's
- *     in-place dwconv3x3, which is faster where it runs: docs/performance.md);
+ *     side, no dilation: XNNPACK's NCHW depthwise kernel, on lithe's own layout, only where lithe's
+ *     kernel table (lithe__simd(), so LITHE_CPU_ISA too) lacks its 8- and 16-lane depthwise kernels
+ *     (lithe__conv_dw_own: SSE2, scalar; NEON, unmeasured). On AVX-512 and AVX2 lithe's in-place 3x3,
+ *     channels-in-lanes and long-rows kernels measured faster on every depthwise shape tried: the
+ *     mobilenet_v2 layers at 0.31-0.61x of XNNPACK's time (AVX2: 0.40-0.87x, its planes under 8
+ *     wide included), 3x3 stride 2 on odd sizes 0.76-0.97x, 5x5 0.38-0.70x (docs/performance.md);
+ *     so there prepare makes no operator. Under the SSE2 table XNNPACK's was 1.2-1.6x faster on 3x3
+ *     (about even on 5x5), as it was against lithe's kernels before the wide ones. (LITHE_CPU_ISA
+ *     picks lithe's table only: XNNPACK ran its own AVX-512 kernels in every one of these.) The
+ *     table is chosen once per process, so prepare and run agree; run checks again for a table
+ *     forced since (lithe__simd_force, tests);
  *   - Conv, one group, kernel larger than 1x1, C*KH*KW >= 100: XNNPACK's NHWC convolution with the
  *     input and output transposed around it (the CNN's 5x5 16->32, K = 400: 1.5x). Below, lithe's
  *     shifted-rows convolution wins: the CNN's 5x5 1->16 (K 25: 0.8x) and mobilenet_v2's 3x3 s2
@@ -38,6 +46,7 @@
  * lithe alone in the same build: bench/xnnpack/ops.c --models). A 1x1 convolution's operator is made
  * at prepare time whatever its image size (unknown then), so large-image ones hold memory unused. */
 #include "kernels.h"
+#include "simd/simd.h" /* lithe__conv_dw_own */
 #include "threadpool.h"
 
 #include <math.h>
@@ -109,6 +118,7 @@ lithe_status lithe__xnn_prepare_op(lithe_backend *be, const lithe__prep_op *op, 
     } else if (op->kind == LITHE__PREP_CONV2D) {
         const lithe__conv2d *g = &op->conv;
         if (W->ndim != 4 || (g->group != 1 && !conv_depthwise(g)) || g->C != W->shape[1] * g->group) return LITHE_OK;
+        if (conv_depthwise(g) && lithe__conv_dw_own(g)) return LITHE_OK; /* lithe's 8- / 16-lane kernels */
         if (g->group == 1 && !conv_pointwise(g) && g->C * g->KH * g->KW < DENSE_MIN_K) return LITHE_OK;
         uint32_t pt = (uint32_t)g->pad[0], pl = (uint32_t)g->pad[1], pb = (uint32_t)g->pad[2], pr = (uint32_t)g->pad[3];
         uint32_t kh = (uint32_t)g->KH, kw = (uint32_t)g->KW, sh = (uint32_t)g->stride[0], sw = (uint32_t)g->stride[1];
@@ -189,6 +199,7 @@ lithe_status lithe__xnn_run_prepared_op(lithe_backend *be, const void *P, const 
     int64_t N = X->shape[0], C = X->shape[1], H = X->shape[2], W = X->shape[3];
     int64_t M = Y->shape[1], OH = Y->shape[2], OW = Y->shape[3];
     if (f->variant == V_CONV_NCHW) {
+        if (lithe__conv_dw_own(&op->conv)) return LITHE_OK; /* a table forced since prepare (tests) */
         st = xnn_setup_convolution2d_nchw_f32(f->op, (size_t)N, (size_t)H, (size_t)W, x, y, tp);
         if (st == xnn_status_success) st = xnn_run_operator(f->op, tp);
         if (st != xnn_status_success) return xnn_fail(st, "convolution (NCHW)");

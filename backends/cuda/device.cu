@@ -111,7 +111,11 @@ static size_t live_take(lc_ctx *c, void *p) {
 
 static void *raw_alloc(lc_ctx *c, size_t size) {
 #ifdef LITHE_CUDA_EMULATE
-    (void)c;
+    /* LITHE_CUDA_EMU_MEMORY=<bytes>: the emulated device's memory size. A request that would take
+     * the bytes the allocator holds (in use + cached) past it fails as cudaMalloc would, so the
+     * out-of-memory path (the cache returned to the driver, then one retry) runs in CI. */
+    const char *cap = getenv("LITHE_CUDA_EMU_MEMORY");
+    if (cap && *cap && c->bytes_in_use + c->bytes_cached + size > strtoull(cap, NULL, 10)) return NULL;
     void *p = NULL;
     if (posix_memalign(&p, 256, size)) return NULL;
     /* device memory starts with garbage: so does the emulation's (lithe zero-fills explicitly) */

@@ -146,6 +146,7 @@ static lithe_status pick_device(lithe__vk *vk, const char *sel) {
         return lithe__fail(LITHE_ERR_UNSUPPORTED, "vulkan: no device with a compute queue matches '%s' (%u devices)",
                            sel && *sel ? sel : "(any)", n);
     vk->phys = pds[best];
+    vk->phys_index = best;
     vk->fn.vkGetPhysicalDeviceProperties(vk->phys, &vk->props);
     vk->fn.vkGetPhysicalDeviceMemoryProperties(vk->phys, &vk->memprops);
     compute_family(vk, vk->phys, &vk->queue_family);
@@ -871,6 +872,8 @@ lithe_status lithe__backend_vulkan(const char *name, lithe_backend **out) {
     else snprintf(vk->name, sizeof vk->name, "vulkan");
     be->name = vk->name;
     be->host_memory = false;
+    be->dl_device_type = 7; /* kDLVulkan: what __dlpack_device__ reports; export refuses it */
+    be->dl_device_id = vk->phys_index;
     be->ops = vk_ops_table();
     be->ctx = vk;
     s = vk_alloc(be, 256, (void **)&vk->dummy);

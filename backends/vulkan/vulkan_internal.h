@@ -116,6 +116,7 @@ typedef struct lithe__vk {
     lithe__vk_alloc *dummy;
     char name[32];      /* "vulkan" or "vulkan:<index>" */
     char device_name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
+    int phys_index;     /* the device's index in the loader's order (DLPack's device id) */
     /* Statistics for the benchmark and tests (tests/test_device.c asserts on them with n_blocks
      * and n_pipes): queue submissions (each a synchronisation point or a full frame) and
      * dispatches recorded, since creation. */

@@ -64,7 +64,9 @@ if onnx_out:
                               torch.nn.Conv2d(32, 64, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
                               torch.nn.Flatten(), torch.nn.Linear(64 * 7 * 7, 10)).eval()
     x = torch.rand(64, 1, 28, 28)
-    torch.onnx.export(cnn, x, onnx_out, opset_version=13, input_names=["x"], output_names=["y"])
+    # the batch axis dynamic: lithe's benchmark runs it at --batch N too (its ctest smokes, tiny)
+    torch.onnx.export(cnn, x, onnx_out, opset_version=13, input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
     cnn, x = cnn.to(dev), x.to(dev)
     with torch.no_grad():
         for r in range(-2, steps):

@@ -4,12 +4,14 @@
  *   MLP   training steps/s of Relu(784 -> 512) >> Relu(512) >> Softmax(10), batch 128, Adam,
  *         cross-entropy from int labels (Thinc's MNIST example), data already on the device;
  *   CNN   forward passes/s of an ONNX CNN (bench/vulkan/torch_ref.py --onnx exports it: input
- *         (64, 1, 28, 28)), imported as a graph layer, input already on the device.
+ *         (batch, 1, 28, 28), batch 64), imported as a graph layer, input already on the device.
+ * --batch N replaces both batches (the ctest smokes run tiny ones: output lines only, never a time).
  * Built as lithe_vulkan_bench (bench/vulkan_bench.sh) and lithe_cuda_bench (bench/cuda/cuda_bench.sh).
  * Usage: lithe_<x>_bench [--device vulkan|cuda|cpu|...] [--gemm 256,1024,4096] [--steps N] [--cnn m.onnx]
+ *                        [--batch N]
  * Prints one line per measurement: "<device> gemm n=<n> <GFLOP/s> GFLOP/s" (Vulkan: first a line
  * on the device's subgroups, then one per GEMM variant, "variant=auto(<the one it picks>)" first),
- * "<device> mlp batch=128 <steps/s> steps/s" and "<device> cnn batch=64 <passes/s> forward/s". */
+ * "<device> mlp batch=128 784-512-512-10 <steps/s> steps/s" and "<device> cnn batch=64 <passes/s> forward/s". */
 #define _POSIX_C_SOURCE 200112L /* clock_gettime, setenv */
 #include <stdbool.h>
 #include <stdio.h>
@@ -78,8 +80,8 @@ static int bench_gemm(lithe_backend *be, int64_t n, const char *variant) {
     return 0;
 }
 
-static int bench_mlp(lithe_backend *be, int steps) {
-    enum { BATCH = 128, NI = 784, NC = 10 };
+static int bench_mlp(lithe_backend *be, int steps, int batch) {
+    enum { NI = 784, NC = 10 };
     lithe_model *l[3], *m = NULL;
     TRY("relu", lithe_relu(&(lithe_dense_opts){.nO = 512}, &l[0]));
     TRY("relu", lithe_relu(&(lithe_dense_opts){.nO = 512}, &l[1]));
@@ -87,17 +89,24 @@ static int bench_mlp(lithe_backend *be, int steps) {
     TRY("chain", lithe_chain(3, l, &m));
     TRY("seed", lithe_model_set_seed(m, 0));
     lithe_tensor *X = NULL, *Y = NULL, *L = NULL;
-    if (rand_tensor(be, BATCH, NI, 4, &X)) return 1;
-    int32_t labels[BATCH];
-    float onehot[BATCH * NC] = {0};
-    for (int i = 0; i < BATCH; i++) {
+    if (rand_tensor(be, batch, NI, 4, &X)) return 1;
+    int32_t *labels = calloc((size_t)batch, sizeof *labels);
+    float *onehot = calloc((size_t)batch * NC, sizeof *onehot);
+    if (!labels || !onehot) {
+        free(labels);
+        free(onehot);
+        return die("malloc", LITHE_ERR_OOM);
+    }
+    for (int i = 0; i < batch; i++) {
         labels[i] = i % NC;
         onehot[i * NC + labels[i]] = 1.0f;
     }
-    TRY("labels", lithe_tensor_new(be, LITHE_I32, 1, (int64_t[]){BATCH}, &L));
-    TRY("labels", lithe_tensor_write(L, labels, sizeof labels));
-    TRY("targets", lithe_tensor_new(be, LITHE_F32, 2, (int64_t[]){BATCH, NC}, &Y));
-    TRY("targets", lithe_tensor_write(Y, onehot, sizeof onehot));
+    TRY("labels", lithe_tensor_new(be, LITHE_I32, 1, (int64_t[]){batch}, &L));
+    TRY("labels", lithe_tensor_write(L, labels, sizeof *labels * (size_t)batch));
+    TRY("targets", lithe_tensor_new(be, LITHE_F32, 2, (int64_t[]){batch, NC}, &Y));
+    TRY("targets", lithe_tensor_write(Y, onehot, sizeof *onehot * (size_t)batch * NC));
+    free(labels);
+    free(onehot);
     lithe_value *Xv = NULL, *Yv = NULL;
     TRY("value", lithe_value_tensor(X, &Xv));
     TRY("value", lithe_value_tensor(Y, &Yv));
@@ -140,7 +149,7 @@ static int bench_mlp(lithe_backend *be, int steps) {
         snprintf(extra, sizeof extra, ", %.1f submits/step",
                  (double)(lithe__vk_of(be)->n_submits - submits0 - 1) / (steps > 0 ? steps : 1));
 #endif
-    printf("%s mlp batch=%d 784-512-512-10 %.1f steps/s (%d steps, %.3f s%s)\n", lithe_backend_name(be), BATCH,
+    printf("%s mlp batch=%d 784-512-512-10 %.1f steps/s (%d steps, %.3f s%s)\n", lithe_backend_name(be), batch,
            steps / t, steps, t, extra);
     lithe_optimizer_free(opt);
     lithe_value_release(Xv);
@@ -152,15 +161,14 @@ static int bench_mlp(lithe_backend *be, int steps) {
     return 0;
 }
 
-static int bench_cnn(lithe_backend *be, const char *path, int reps) {
-    enum { BATCH = 64 };
+static int bench_cnn(lithe_backend *be, const char *path, int reps, int batch) {
     lithe_model *m = NULL;
     TRY("--cnn", lithe_onnx_load(path, &m));
     TRY("set_backend", lithe_model_set_backend(m, be));
     lithe_tensor *X = NULL;
-    if (rand_tensor(be, BATCH, 28 * 28, 5, &X)) return 1;
+    if (rand_tensor(be, batch, 28 * 28, 5, &X)) return 1;
     lithe_tensor *X4 = NULL;
-    TRY("reshape", lithe_tensor_reshape(X, 4, (int64_t[]){BATCH, 1, 28, 28}, &X4));
+    TRY("reshape", lithe_tensor_reshape(X, 4, (int64_t[]){batch, 1, 28, 28}, &X4));
     lithe_value *Xv = NULL;
     TRY("value", lithe_value_tensor(X4, &Xv));
     double t0 = 0;
@@ -175,8 +183,9 @@ static int bench_cnn(lithe_backend *be, const char *path, int reps) {
     }
     TRY("sync", be->ops->sync(be));
     double t = now() - t0;
-    printf("%s cnn batch=%d %.1f forward/s (%d passes, %.3f s)\n", lithe_backend_name(be), BATCH, reps / t, reps, t);
+    printf("%s cnn batch=%d %.1f forward/s (%d passes, %.3f s)\n", lithe_backend_name(be), batch, reps / t, reps, t);
     lithe_value_release(Xv);
+    lithe_tensor_release(X4);
     lithe_tensor_release(X);
     lithe_model_free(m);
     return 0;
@@ -184,14 +193,17 @@ static int bench_cnn(lithe_backend *be, const char *path, int reps) {
 
 int main(int argc, char **argv) {
     const char *device = "vulkan", *gemm = "256,1024", *cnn = NULL;
-    int steps = 20;
+    int steps = 20, mlp_batch = 128, cnn_batch = 64;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--device")) device = argv[i + 1];
         else if (!strcmp(argv[i], "--gemm")) gemm = argv[i + 1];
         else if (!strcmp(argv[i], "--steps")) steps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--cnn")) cnn = argv[i + 1];
+        else if (!strcmp(argv[i], "--batch") && atoi(argv[i + 1]) >= 1 && atoi(argv[i + 1]) <= 4096)
+            mlp_batch = cnn_batch = atoi(argv[i + 1]);
         else {
-            fprintf(stderr, "usage: %s [--device NAME] [--gemm n,n,...] [--steps N] [--cnn model.onnx]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--device NAME] [--gemm n,n,...] [--steps N] [--cnn model.onnx] [--batch 1..4096]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -239,7 +251,7 @@ int main(int argc, char **argv) {
         p++;
     }
     if (vulkan && !forced) unsetenv("LITHE_VULKAN_GEMM");
-    if (steps > 0 && bench_mlp(be, steps)) return 1;
-    if (cnn && bench_cnn(be, cnn, steps > 0 ? steps : 20)) return 1;
+    if (steps > 0 && bench_mlp(be, steps, mlp_batch)) return 1;
+    if (cnn && bench_cnn(be, cnn, steps > 0 ? steps : 20, cnn_batch)) return 1;
     return 0;
 }

@@ -1,8 +1,9 @@
 /* Per-op timings behind LITHE_XNNPACK's rule (backends/cpu/xnnpack.c, docs/performance.md): each
  * fully-connected and convolution shape of the bench workloads (MLP b1/b64, CNN b1/b32, mobilenet_v2
- * b1), run by lithe's own kernels (the prepared GEMM for FC, the conv2d primitive for Conv) and by
- * Debian's XNNPACK (operators created once, untimed, as at prepare time; NHWC convolutions include
- * the NCHW <-> NHWC transposes lithe's layout needs; NCHW convolutions where this XNNPACK has them).
+ * b1; then depthwise shapes beyond them: 5x5, 3x3 stride 2 on odd sizes), run by lithe's own
+ * kernels (the prepared GEMM for FC, the conv2d primitive for Conv) and by Debian's XNNPACK
+ * (operators created once, untimed, as at prepare time; NHWC convolutions include the NCHW <-> NHWC
+ * transposes lithe's layout needs; NCHW convolutions where this XNNPACK has them).
  * The two are interleaved in one loop, so both see the same machine load; each figure is the
  * minimum over the runs of the thread's CPU time (wall time with --threads > 1), in microseconds.
  * --models DIR: whole models as bench/run.sh exports them (DIR: build/bench), each predicted with
@@ -323,5 +324,16 @@ int main(int argc, char **argv) {
         conv("mobilenet_v2_b1", mb[i][0], 1, mb[i][1], mb[i][2], mb[i][3], mb[i][4], mb[i][5], mb[i][4] / 2, mb[i][6],
              &l, &x);
     printf("\nmobilenet_v2_b1 convolutions in all: lithe %.0f us, best XNNPACK per op %.0f us\n", l, x);
+    /* depthwise shapes outside mobilenet_v2, for the depthwise rule: 5x5 (EfficientNet-B0's and
+     * MnasNet's, stride 1 and 2) and 3x3 at stride 2 on odd sizes (padding 1 all round reads the
+     * bottom / right padding, which lithe's in-place 3x3 does not take) */
+    static const int dw[][5] = {/* C, H, k, s, pad */
+                                {144, 56, 5, 2, 2}, {240, 28, 5, 1, 2}, {240, 28, 5, 2, 2}, {480, 14, 5, 1, 2},
+                                {672, 14, 5, 1, 2}, {672, 14, 5, 2, 2}, {1152, 7, 5, 1, 2}, {96, 113, 3, 2, 1},
+                                {144, 57, 3, 2, 1}, {192, 29, 3, 2, 1}, {576, 15, 3, 2, 1}, {960, 7, 3, 2, 1}};
+    l = x = 0;
+    printf("\n");
+    for (size_t i = 0; i < sizeof dw / sizeof dw[0]; i++)
+        conv("depthwise", 1, 1, dw[i][0], dw[i][1], dw[i][0], dw[i][2], dw[i][3], dw[i][4], dw[i][0], &l, &x);
     return 0;
 }

@@ -276,6 +276,60 @@ def test_cuda_tensor_dlpack_protocol(tmp_path):
     numpy.testing.assert_allclose(numpy.from_dlpack(again.to("cpu")), expected, rtol=1e-5, atol=1e-6)
 
 
+def test_vulkan_tensor_dlpack(tmp_path):
+    """A Vulkan tensor reports its DLPack device (kDLVulkan = 7, the device's index), refuses a
+    zero-copy export with a BufferError naming vulkan (numpy's and torch 1.13's from_dlpack call
+    __dlpack__() bare), and exports a host copy when asked for one (dl_device=(1, 0), copy=True) or
+    after t.to("cpu"). Runs on lavapipe in CI."""
+    if "vulkan" not in lithe.backends():
+        pytest.skip("this liblithe was built without the Vulkan backend")
+    try:
+        lithe._backend("vulkan")
+    except lithe.LitheError as e:
+        pytest.skip(f"lithe's Vulkan backend is unavailable: {e}")
+    import torch
+
+    X = rng.standard_normal((3, 5)).astype("float32")
+    host0 = lithe.tensor(X)
+    assert host0.__dlpack_device__() == (1, 0)
+    t = host0.to("vulkan")
+    assert t.device == "vulkan"
+    kind, index = t.__dlpack_device__()
+    assert kind == 7 and index >= 0
+    assert host0.to(f"vulkan:{index}").__dlpack_device__() == (7, index)  # the device that index names
+    for consume in (numpy.from_dlpack, torch.from_dlpack, lambda x: x.__dlpack__(),
+                    lambda x: x.__dlpack__(copy=False), lambda x: x.__dlpack__(dl_device=(7, index))):
+        with pytest.raises(BufferError, match="vulkan"):
+            consume(t)
+    with pytest.raises(BufferError, match="copy=False"):
+        t.__dlpack__(dl_device=(1, 0), copy=False)
+    with pytest.raises(BufferError, match=r"not to DLPack device \(2, 0\)"):
+        t.__dlpack__(dl_device=(2, 0))
+    for kw in ({"dl_device": (1, 0)}, {"copy": True}, {"dl_device": (1, 0), "copy": True}, {"max_version": (1, 0),
+                                                                                           "dl_device": (1, 0)}):
+        got = torch.utils.dlpack.from_dlpack(t.__dlpack__(**kw))  # torch 1.13 takes the capsule itself
+        assert got.device.type == "cpu"
+        numpy.testing.assert_array_equal(got.numpy(), X)
+    host = t.to("cpu")
+    numpy.testing.assert_array_equal(numpy.from_dlpack(host), X)
+    numpy.testing.assert_array_equal(torch.from_dlpack(host).numpy(), X)
+    # host tensors: zero-copy by default, a fresh copy with copy=True
+    assert torch.utils.dlpack.from_dlpack(host.__dlpack__()).data_ptr() == host.data_ptr
+    copied = torch.utils.dlpack.from_dlpack(host.__dlpack__(copy=True))
+    assert copied.data_ptr() != host.data_ptr and (copied.numpy() == X).all()
+    # a model moved there: its predictions are Vulkan tensors, which come home the same way
+    model, X6_ = _initialized("mlp")
+    lithe.export(model, str(tmp_path / "m.lithe"))
+    lm = lithe.load(tmp_path / "m.lithe")
+    expected = numpy.from_dlpack(lm.predict(X6_))
+    y = lm.to("vulkan").predict(lithe.tensor(X6_).to("vulkan"))
+    assert y.__dlpack_device__() == (7, index)
+    with pytest.raises(BufferError, match="vulkan"):
+        numpy.from_dlpack(y)
+    numpy.testing.assert_allclose(torch.utils.dlpack.from_dlpack(y.__dlpack__(dl_device=(1, 0))).numpy(), expected,
+                                  rtol=1e-5, atol=1e-6)
+
+
 def test_torch_cuda_dlpack_zero_copy(tmp_path):
     """torch CUDA tensors in and out of lithe without a copy, and a model predicting on the GPU from
     them, against the same model on the CPU."""

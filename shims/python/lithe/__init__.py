@@ -9,6 +9,7 @@ export Thinc models, and exchange arrays with numpy / torch by DLPack without co
 import ctypes
 
 from . import _lib
+from ._dlpack import KDL_CPU as _KDL_CPU, KDL_CUDA as _KDL_CUDA, KDL_VULKAN as _KDL_VULKAN
 from ._dlpack import backend as _backend, from_dlpack as _from_dlpack, to_capsule as _to_capsule
 from ._export import export, ExportError  # noqa: F401
 from ._lib import LitheError  # noqa: F401
@@ -27,7 +28,8 @@ _DTYPES = {0: "float32", 1: "float16", 2: "bfloat16", 3: "int32", 4: "int64", 5:
 
 class Tensor:
     """A lithe tensor. Implements __dlpack__ / __dlpack_device__: numpy.from_dlpack(t) and
-    torch.from_dlpack(t) view its memory without a copy."""
+    torch.from_dlpack(t) view its memory without a copy (host and CUDA memory; a Vulkan tensor's
+    memory cannot travel by DLPack: export a host copy, t.to("cpu") or __dlpack__(dl_device=(1, 0)))."""
 
     def __init__(self, ptr):
         self._ptr = ptr  # a reference owned by this object
@@ -51,19 +53,46 @@ class Tensor:
         """The backend's name: "cpu", "cuda:0", "vulkan"."""
         return _lib.backend_name(_lib.tensor_backend(self._ptr)).decode()
 
-    def __dlpack__(self, stream=None):
+    def __dlpack__(self, stream=None, *, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule (legacy "dltensor", whatever max_version asks) of this tensor's memory,
+        the array API's protocol: host and CUDA tensors without a copy; dl_device=(1, 0) (kDLCPU)
+        asks for host memory, copying a device tensor there; copy=True always copies (to the
+        host for a Vulkan tensor, the only copy DLPack can carry), copy=False never (BufferError
+        when one is needed). A Vulkan tensor without either raises BufferError naming the backend:
+        DLPack has no way to share Vulkan buffers. Other devices in dl_device: BufferError."""
+        here = self.__dlpack_device__()
+        want = here if dl_device is None else (int(dl_device[0]), int(dl_device[1]))
+        if want != here and want != (_KDL_CPU, 0):
+            raise BufferError(f"lithe.Tensor.__dlpack__: a tensor on '{self.device}' (DLPack device {here}) exports "
+                              f"to its own device or the host (1, 0), not to DLPack device {want}")
+        to_host = want != here or (copy and here[0] == _KDL_VULKAN)
+        if to_host or copy:
+            if copy is False:
+                raise BufferError(f"lithe.Tensor.__dlpack__: a tensor on '{self.device}' reaches DLPack device "
+                                  f"{want} only by a copy, and copy=False forbids one")
+            # a contiguous copy (lithe_tensor_to_backend waits for the device's work first); held
+            # here until the capsule's managed tensor has taken its own reference
+            copied = self.to("cpu" if to_host else self.device)
+            return _to_capsule(copied._ptr)
         # DLPack's stream protocol: the consumer names the stream it will use (None / -1: none);
         # lithe's work on this tensor must be done before that stream reads it. lithe waits for
         # its own stream, which is always enough (and cheap next to a host round trip).
-        if self.__dlpack_device__()[0] == 2 and stream != -1:
+        if here[0] == _KDL_CUDA and stream != -1:
             _lib.check(_lib.backend_sync(_lib.tensor_backend(self._ptr)))
-        return _to_capsule(self._ptr)
+        try:
+            return _to_capsule(self._ptr)
+        except LitheError as e:
+            if here[0] != _KDL_VULKAN:
+                raise
+            raise BufferError(f"{e} -- from Python: t.__dlpack__(dl_device=(1, 0)) or copy=True exports a host "
+                              f"copy, as does t.to('cpu')") from e
 
     def __dlpack_device__(self):
-        dev = self.device
-        if dev.startswith("cuda:"):
-            return (2, int(dev[5:]))  # kDLCUDA, the device index
-        return (1, 0)  # kDLCPU
+        """(DLDeviceType, device id): (1, 0) host memory (kDLCPU), (2, i) "cuda:i" (kDLCUDA),
+        (7, i) Vulkan device i in the loader's order (kDLVulkan) -- lithe_tensor_dlpack_device."""
+        kind, index = ctypes.c_int32(), ctypes.c_int32()
+        _lib.check(_lib.tensor_dlpack_device(self._ptr, ctypes.byref(kind), ctypes.byref(index)))
+        return (kind.value, index.value)
 
     def to(self, device):
         """A contiguous copy on another backend ("cpu", "cuda", "vulkan")."""

@@ -28,7 +28,7 @@ class _DLManagedTensorHead(ctypes.Structure):
                 ("deleter", ctypes.CFUNCTYPE(None, ctypes.c_void_p))]
 
 
-KDL_CPU, KDL_CUDA = 1, 2
+KDL_CPU, KDL_CUDA, KDL_VULKAN = 1, 2, 7
 
 
 def backend(name):

@@ -45,6 +45,8 @@ version = _sig("lithe_version", ctypes.c_char_p)
 tensor_release = _sig("lithe_tensor_release", None, c_p)
 tensor_from_dlpack = _sig("lithe_tensor_from_dlpack", ctypes.c_int, c_p, ctypes.c_bool, PP)
 tensor_to_dlpack = _sig("lithe_tensor_to_dlpack", ctypes.c_int, c_p, ctypes.c_bool, PP)
+tensor_dlpack_device = _sig("lithe_tensor_dlpack_device", ctypes.c_int, c_p, ctypes.POINTER(ctypes.c_int32),
+                            ctypes.POINTER(ctypes.c_int32))
 tensor_ndim = _sig("lithe_tensor_ndim", ctypes.c_int, c_p)
 tensor_shape = _sig("lithe_tensor_shape", ctypes.POINTER(ctypes.c_int64), c_p)
 tensor_strides = _sig("lithe_tensor_strides", ctypes.POINTER(ctypes.c_int64), c_p)
