@@ -170,7 +170,8 @@ def build():
     if any(g in A.only for g in ("mlp", "cnn", "mobilenet", "transformer")) and os.path.exists("/usr/include/xnnpack.h"):
         # the same CLI with XNNPACK's operators for the prepared ops where they measured faster (off by default)
         if not os.path.exists(os.path.join(ROOT, XNN_BUILD, "build.ninja")):
-            step("cmake LITHE_XNNPACK=ON", ["cmake", "--preset", preset, "-B", XNN_BUILD, "-DLITHE_XNNPACK=ON"], env)
+            step("cmake LITHE_XNNPACK=ON", ["cmake", "--preset", preset, "-B", XNN_BUILD, "-DLITHE_XNNPACK=ON",
+                                               "-DLITHE_CUDA=OFF", "-DLITHE_VULKAN=OFF"], env)  # the CPU CLI only
         step("build lithe (native, LITHE_XNNPACK=ON)", ["cmake", "--build", XNN_BUILD, "--target", "lithe_cli", "-j2"], env)
     if any(g in A.only for g in ("mlp", "cnn", "mobilenet", "transformer", "train")):
         # the npm package's SIMD build (Emscripten)
@@ -181,7 +182,9 @@ def build():
             # onnxruntime-node's install script fetches optional CUDA files; its CPU binaries are in the package
             step("npm ci (bench)", ["npm", "ci", "--no-audit", "--no-fund"], dict(env, ONNXRUNTIME_NODE_INSTALL="skip"),
                  cwd=BENCH)
-        step("make_models.py", [PY, os.path.join(BENCH, "make_models.py"), WORK], env)
+        # only the models the asked-for groups run (make_models.py merges models.json)
+        models = sorted({{"mobilenet": "mobilenet_v2", "train": "mlp"}.get(g, g) for g in A.only if g != "gemm"})
+        step("make_models.py", [PY, os.path.join(BENCH, "make_models.py"), WORK, "--only", ",".join(models)], env)
     if "gemm" in A.only:
         os.makedirs(BIN, exist_ok=True)
         flags = ["gcc", "-O2", "-std=c11", "-Wall", "-Wextra", "-I/usr/include/x86_64-linux-gnu/openblas-pthread"]
