@@ -593,22 +593,52 @@ lithe_status lithe_model_set_dropout_rate(lithe_model *m, float rate) {
 
 /* ---- moving between backends ---- */
 
-static lithe_status move_tensor(lithe_tensor **t, lithe_backend *be) {
-    if (!*t || (*t)->storage->backend == be) return LITHE_OK;
+/* A copy of t in be's memory in *out, or NULL in *out when there is nothing to move (t NULL or
+ * already there). */
+static lithe_status copy_to_backend(const lithe_tensor *t, lithe_backend *be, const char *fn, lithe_tensor **out) {
+    *out = NULL;
+    if (!t || t->storage->backend == be) return LITHE_OK;
     lithe_tensor *n = NULL;
-    LITHE__TRY(lithe__tensor_alloc(be, (*t)->dtype, (*t)->ndim, (*t)->shape, false, &n));
-    size_t bytes = (size_t)(*t)->numel * lithe_dtype_size((*t)->dtype);
+    LITHE__TRY(lithe__tensor_alloc(be, t->dtype, t->ndim, t->shape, false, &n));
+    size_t bytes = (size_t)t->numel * lithe_dtype_size(t->dtype);
     void *host = lithe__malloc(bytes);
-    lithe_status s = host ? lithe_tensor_read(*t, host, bytes) : lithe__oom("lithe_model_set_backend", bytes);
+    lithe_status s = host ? lithe_tensor_read(t, host, bytes) : lithe__oom(fn, bytes);
     if (s == LITHE_OK) s = lithe_tensor_write(n, host, bytes);
     lithe__free(host);
     if (s != LITHE_OK) {
         lithe_tensor_release(n);
         return s;
     }
-    lithe_tensor_release(*t);
-    *t = n;
+    *out = n;
     return LITHE_OK;
+}
+
+/* Moves one node's params and grads, all or none: the copies are made first and swapped in only
+ * when every one succeeded. */
+static lithe_status move_node(lithe_model *node, lithe_backend *to, const char *fn) {
+    size_t k = 2 * node->n_params;
+    lithe_tensor **fresh = k ? lithe__calloc(k, sizeof *fresh) : NULL;
+    if (k && !fresh) return lithe__oom(fn, k * sizeof *fresh);
+    lithe_status s = LITHE_OK;
+    for (size_t p = 0; p < node->n_params && s == LITHE_OK; p++) {
+        s = copy_to_backend(node->params[p].value, to, fn, &fresh[2 * p]);
+        if (s == LITHE_OK) s = copy_to_backend(node->params[p].grad, to, fn, &fresh[2 * p + 1]);
+    }
+    for (size_t p = 0; p < node->n_params; p++) {
+        lithe_tensor **slot[2] = {&node->params[p].value, &node->params[p].grad};
+        for (int j = 0; j < 2; j++) {
+            lithe_tensor *f = fresh[2 * p + (size_t)j];
+            if (!f) continue;
+            if (s != LITHE_OK) lithe_tensor_release(f);
+            else {
+                lithe_tensor_release(*slot[j]);
+                *slot[j] = f;
+            }
+        }
+    }
+    lithe__free(fresh);
+    if (s == LITHE_OK) node->backend = to;
+    return s;
 }
 
 static lithe_status move_model(lithe_model *m, lithe_backend *backend, const char *fn) {
@@ -638,11 +668,7 @@ static lithe_status move_model(lithe_model *m, lithe_backend *backend, const cha
         lithe_backend *to = backend;
         for (size_t k = 0; k < n_pinned; k++)
             if (pinned[k] == node) to = lithe__backend_cpu();
-        for (size_t p = 0; p < node->n_params && s == LITHE_OK; p++) {
-            s = move_tensor(&node->params[p].value, to);
-            if (s == LITHE_OK) s = move_tensor(&node->params[p].grad, to);
-        }
-        if (s == LITHE_OK) node->backend = to;
+        s = move_node(node, to, fn);
     }
     lithe__free(pinned);
     lithe__free(w.v);

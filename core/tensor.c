@@ -589,9 +589,9 @@ lithe_status lithe_tensor_from_dlpack(void *managed, bool versioned, lithe_tenso
 }
 
 lithe_status lithe_tensor_dlpack_device(const lithe_tensor *t, int32_t *device_type, int32_t *device_id) {
+    if (device_type) *device_type = 0;
+    if (device_id) *device_id = 0;
     LITHE__CHECK_ARG(device_type && device_id, "lithe_tensor_dlpack_device", "an out pointer is NULL");
-    *device_type = 0;
-    *device_id = 0;
     LITHE__CHECK_ARG(t, "lithe_tensor_dlpack_device", "tensor is NULL");
     const lithe_backend *be = t->storage->backend;
     if (be->host_memory) *device_type = kDLCPU;

@@ -189,10 +189,12 @@ static void compare_table(const lithe__simd_kernels *k, bool specials) {
                 same_bits(isa, "optimizer m2", n, S2, V2);
             }
             /* the fused Adam step against the scalar passes lithe_optimizer_step ran before it
-             * (clip scale, adam, zeroing G, weight decay, averages), and the ISA's against both */
-            for (int v = 0; v < 4; v++) {
+             * (clip scale, adam, zeroing G, weight decay, averages), and the ISA's against both, in
+             * every combination; v = 4 is torch.optim.Adam's work (lithe bench --adam torch: no clip
+             * scale, no weight decay, no averages) */
+            for (int v = 0; v < 8; v++) {
                 float gscale = v & 1 ? 0.37f : 1.0f, wscale = v & 2 ? 0.9995f : 1.0f, decay = 0.75f;
-                bool avg = v != 2;
+                bool avg = !(v & 4);
                 float *SG = os[3] + mis, *VG = ov[3] + mis, *SA = os[4] + mis, *VA = ov[4] + mis;
                 float *RW = os[5] + mis, *RG = os[6] + mis, *R1 = os[7] + mis, *R2 = os[8] + mis, *RA = os[9] + mis;
                 memcpy(RW, C, sizeof(float) * (size_t)n), memcpy(R1, A, sizeof(float) * (size_t)n);

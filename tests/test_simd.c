@@ -373,7 +373,7 @@ static void test_optimizer_fused_matches_passes(void **state) {
         lithe_optimizer_opts o = lithe_adam_defaults();
         if (c == 1) o.L2 = 0.01;                                      /* decoupled weight decay */
         if (c == 2) o.L2 = 0.01, o.L2_is_weight_decay = false;       /* L2 into the gradient */
-        if (c == 3) o.grad_clip = 0.0, o.use_averages = false;
+        if (c == 3) o.grad_clip = 0.0, o.use_averages = false; /* torch.optim.Adam's work (bench --adam torch) */
         if (c == 4) o.grad_clip = 100.0;                              /* norms below the clip */
         if (c == 5) o.learn_rate = 0.01, o.beta1 = 0.8, o.beta2 = 0.99, o.eps = 1e-6, o.grad_clip = 0.1;
         lithe_optimizer *opt[2];

@@ -110,16 +110,27 @@ static void test_softmax(void **state) {
     }
 }
 
-/* ---- chain(Relu(nO=6), Relu(nO=5), Softmax()): shape inference, CCE, two Adam updates ---- */
+/* ---- chain(Relu(nO=6), Relu(nO=5), Softmax()): shape inference, CCE, Adam updates: Thinc's
+ * defaults (prefix "chain", two updates) and Adam doing torch.optim.Adam's work ("chaintorch",
+ * three updates from the same weights on 10 X, where the defaults would clip: what lithe bench
+ * --train --adam torch times) ---- */
 
-static void test_chain_trains_like_thinc(void **state) {
-    (void)state;
+static lithe_optimizer_opts adam_as_torch(void) {
+    /* tools/lithe/bench.c's --adam torch: Thinc's Adam defaults less clipping, averages and L2 */
+    lithe_optimizer_opts o = lithe_adam_defaults();
+    o.grad_clip = 0.0;
+    o.use_averages = false;
+    o.L2 = 0.0;
+    return o;
+}
+
+static void chain_trains_like_thinc(const char *prefix, lithe_optimizer_opts oo, int steps) {
     lithe_model *layers[3] = {NULL, NULL, NULL}, *m = NULL;
     OK(lithe_relu(&(lithe_dense_opts){.nO = 6}, &layers[0]));
     OK(lithe_relu(&(lithe_dense_opts){.nO = 5}, &layers[1]));
     OK(lithe_softmax(&(lithe_softmax_opts){0}, &layers[2]));
     OK(lithe_chain(3, layers, &m)); /* takes ownership; layers[i] stay valid while m lives */
-    lithe_value *X = value_of(get("chain.X")), *Y1 = value_of(get("chain.Y1hot"));
+    lithe_value *X = value_of(get("%s.X", prefix)), *Y1 = value_of(get("chain.Y1hot"));
     lithe_tensor *labels = tensor_of(get("chain.labels"));
     OK(lithe_model_initialize(m, X, Y1));
     char what[128];
@@ -136,38 +147,41 @@ static void test_chain_trains_like_thinc(void **state) {
         set_param(layers[i], "W", get("chain.%d.W0", i));
         set_param(layers[i], "b", get("chain.%d.b0", i));
     }
-    lithe_optimizer_opts oo = lithe_adam_defaults();
     lithe_optimizer *opt = NULL;
     OK(lithe_optimizer_new(&oo, &opt));
-    for (int step = 1; step <= 2; step++) {
+    for (int step = 1; step <= steps; step++) {
         lithe_value *Y = NULL, *dX = NULL, *dv = NULL;
         lithe_backprop *bp = NULL;
         lithe_tensor *d = NULL;
         float loss = NAN;
         OK(lithe_model_begin_update(m, X, &Y, &bp));
-        snprintf(what, sizeof what, "chain step %d: Y", step);
-        expect_close(what, lithe_value_get_tensor(Y), get("chain.step%d.Y", step), TOL_LAYER);
+        snprintf(what, sizeof what, "%s step %d: Y", prefix, step);
+        expect_close(what, lithe_value_get_tensor(Y), get("%s.step%d.Y", prefix, step), TOL_LAYER);
         OK(lithe_categorical_crossentropy(NULL, lithe_value_get_tensor(Y), labels, &d, &loss));
-        snprintf(what, sizeof what, "chain step %d: d_guesses", step);
-        expect_close(what, d, get("chain.step%d.d", step), TOL_LAYER);
-        snprintf(what, sizeof what, "chain step %d: loss", step);
-        expect_scalar(what, loss, get("chain.step%d.loss", step), TOL_LAYER);
+        snprintf(what, sizeof what, "%s step %d: d_guesses", prefix, step);
+        expect_close(what, d, get("%s.step%d.d", prefix, step), TOL_LAYER);
+        snprintf(what, sizeof what, "%s step %d: loss", prefix, step);
+        expect_scalar(what, loss, get("%s.step%d.loss", prefix, step), TOL_LAYER);
         OK(lithe_value_tensor(d, &dv));
         OK(lithe_backprop_run(bp, dv, &dX));
-        snprintf(what, sizeof what, "chain step %d: dX", step);
-        expect_close(what, lithe_value_get_tensor(dX), get("chain.step%d.dX", step), TOL_LAYER);
+        snprintf(what, sizeof what, "%s step %d: dX", prefix, step);
+        expect_close(what, lithe_value_get_tensor(dX), get("%s.step%d.dX", prefix, step), TOL_LAYER);
         for (int i = 0; i < 3; i++) {
-            snprintf(what, sizeof what, "chain step %d: layer %d dW", step, i);
-            expect_close(what, grad(layers[i], "W"), get("chain.step%d.%d.dW", step, i), TOL_LAYER);
-            snprintf(what, sizeof what, "chain step %d: layer %d db", step, i);
-            expect_close(what, grad(layers[i], "b"), get("chain.step%d.%d.db", step, i), TOL_LAYER);
+            snprintf(what, sizeof what, "%s step %d: layer %d dW", prefix, step, i);
+            expect_close(what, grad(layers[i], "W"), get("%s.step%d.%d.dW", prefix, step, i), TOL_LAYER);
+            snprintf(what, sizeof what, "%s step %d: layer %d db", prefix, step, i);
+            expect_close(what, grad(layers[i], "b"), get("%s.step%d.%d.db", prefix, step, i), TOL_LAYER);
         }
         OK(lithe_model_finish_update(m, opt));
         for (int i = 0; i < 3; i++) {
-            snprintf(what, sizeof what, "chain after update %d: layer %d W", step, i);
-            expect_close(what, param(layers[i], "W"), get("chain.step%d.%d.W", step, i), TOL_LAYER);
-            snprintf(what, sizeof what, "chain after update %d: layer %d b", step, i);
-            expect_close(what, param(layers[i], "b"), get("chain.step%d.%d.b", step, i), TOL_LAYER);
+            snprintf(what, sizeof what, "%s after update %d: layer %d W", prefix, step, i);
+            expect_close(what, param(layers[i], "W"), get("%s.step%d.%d.W", prefix, step, i), TOL_LAYER);
+            snprintf(what, sizeof what, "%s after update %d: layer %d b", prefix, step, i);
+            expect_close(what, param(layers[i], "b"), get("%s.step%d.%d.b", prefix, step, i), TOL_LAYER);
+            /* averages kept exactly when asked for (Thinc's optimizer.averages) */
+            lithe_tensor *avg = NULL;
+            assert_int_equal(lithe_optimizer_get_average(opt, layers[i], "W", &avg),
+                             oo.use_averages ? LITHE_OK : LITHE_ERR_NOT_FOUND);
         }
         lithe_backprop_free(bp);
         lithe_tensor_release(d);
@@ -177,13 +191,24 @@ static void test_chain_trains_like_thinc(void **state) {
     }
     lithe_value *P = NULL;
     OK(lithe_model_predict(m, X, &P));
-    expect_close("chain predict after two updates", lithe_value_get_tensor(P), get("chain.predict"), TOL_LAYER);
+    snprintf(what, sizeof what, "%s predict after %d updates", prefix, steps);
+    expect_close(what, lithe_value_get_tensor(P), get("%s.predict", prefix), TOL_LAYER);
     lithe_value_release(P);
     lithe_optimizer_free(opt);
     lithe_value_release(X);
     lithe_value_release(Y1);
     lithe_tensor_release(labels);
     lithe_model_free(m); /* the chain owns its layers */
+}
+
+static void test_chain_trains_like_thinc(void **state) {
+    (void)state;
+    chain_trains_like_thinc("chain", lithe_adam_defaults(), 2);
+}
+
+static void test_chain_trains_like_thinc_adam_as_torch(void **state) {
+    (void)state;
+    chain_trains_like_thinc("chaintorch", adam_as_torch(), 3);
 }
 
 /* ---- optimizers ---- */
@@ -212,12 +237,15 @@ static void test_optimizer_defaults_match_thinc(void **state) {
     (void)state;
     expect_same_opts("lithe_adam_defaults() vs thinc Adam()", lithe_adam_defaults(), opts_of(get("adam_default.opts")));
     expect_same_opts("lithe_sgd_defaults(0.1) vs thinc SGD(0.1)", lithe_sgd_defaults(0.1), opts_of(get("sgd.opts")));
+    expect_same_opts("lithe bench --adam torch vs thinc Adam(grad_clip=0.0, L2=0.0, use_averages=False)",
+                     adam_as_torch(), opts_of(get("adam_torch.opts")));
 }
 
 static void test_optimizer_steps(void **state) {
     (void)state;
     static const char *cases[] = {"adam_default", "adam_small", "adam_wd",    "adam_l2grad", "adam_clip",
-                                  "adam_noavg",   "sgd",        "sgd_l2grad", "radam",       "radam_b2"};
+                                  "adam_noavg",   "sgd",        "sgd_l2grad", "radam",       "radam_b2",
+                                  "adam_torch"};
     lithe_model *node = NULL;
     OK(lithe_linear(&(lithe_dense_opts){.nO = 4, .nI = 3}, &node));
     char what[128];
@@ -474,6 +502,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_relu),
         cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_chain_trains_like_thinc),
+        cmocka_unit_test(test_chain_trains_like_thinc_adam_as_torch),
         cmocka_unit_test(test_optimizer_defaults_match_thinc),
         cmocka_unit_test(test_optimizer_steps),
         cmocka_unit_test(test_cce),

@@ -9,8 +9,10 @@
 set(LITHE_CUDA_ENABLED OFF)
 if(LITHE_CUDA STREQUAL "ON" OR LITHE_CUDA STREQUAL "AUTO")
   if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
-    # on the PATH (not CMake's system folders: a wrapper script there, as /usr/local/bin/nvcc can
-    # be, fails CMake's compiler detection when the toolkit is not on the PATH), else its usual home
+    # nvcc on the PATH, else the toolkit's usual home. NO_CMAKE_SYSTEM_PATH: CMake's own system
+    # folders include /usr/local/bin, where these machines have a two-line wrapper script for nvcc;
+    # found that way with a PATH of /usr/bin:/bin, the wrapper failed CMake's compiler detection
+    # (with /usr/local/bin on the PATH, as usual, it is found and works)
     find_program(LITHE_NVCC nvcc NO_CMAKE_SYSTEM_PATH)
     if(NOT LITHE_NVCC)
       set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)

@@ -2,7 +2,8 @@
 // unless --scalar. Inference on the suite's ONNX files (the graph layer) and on mlp.lithe (the
 // MLP as lithe's own chain(Relu, Relu, Softmax)); latency = model.predict(x) including the copy
 // of x in and of the output back (results are JS copies). Training: mlp.lithe, trainStep with
-// categorical cross-entropy and Adam with Thinc's defaults (gradClip 1.0, averages), as natively.
+// categorical cross-entropy and Adam, as natively: Thinc's defaults (gradClip 1.0, averages), and
+// Adam doing torch.optim.Adam's (and tfjs's) work: no clipping, no averages, no L2.
 //   node lithe_js.mjs --dir BUILD/bench --wasm lithe-simd.wasm [--quick] [--workloads a,b] [--only infer,train]
 import fs from 'node:fs';
 import path from 'node:path';
@@ -45,9 +46,12 @@ if (groups.includes('infer')) {
     }
   }
 }
-if (groups.includes('train')) {
+// the configs' names as bench/run.py's TRAIN_ADAM gives them
+const ADAM = [['Adam (Thinc defaults: grad_clip 1, averages)', {}],
+              ["Adam as PyTorch's work (no clip, no averages, no L2)", { gradClip: 0, useAverages: false, L2: 0 }]];
+for (const [adamName, adamOpts] of groups.includes('train') ? ADAM : []) {
   const rec = { group: 'train', workload: 'mlp_train_b64', runner: name, impl: 'wasm', threads: 1,
-                config: 'mlp.lithe, categorical cross-entropy, Adam (Thinc defaults: gradClip 1, averages)' };
+                config: `mlp.lithe, categorical cross-entropy, ${adamName}` };
   try {
     const model = lithe.loadBytes(fs.readFileSync(path.join(o.dir, 'mlp.lithe')));
     const x = npyRead(path.join(o.dir, 'train_x.npy'));
@@ -56,10 +60,12 @@ if (groups.includes('train')) {
     const p = model.predict(xt).data;
     let first = 0;
     for (let r = 0; r < y.shape[0]; r++) first -= Math.log(p[r * 10 + y.data[r]]) / y.shape[0];
-    const optimizer = lithe.adam({ learnRate: 0.001 });
+    const optimizer = lithe.adam({ learnRate: 0.001, ...adamOpts });
     let last;
     const st = await measure(() => { last = model.trainStep({ x: xt, y: yt, loss: 'categorical_crossentropy', optimizer }); }, o);
     emit({ ...rec, ...st, first_loss: first, last_loss: last });
+    optimizer.dispose();
+    model.dispose();
   } catch (e) {
     emit({ ...rec, error: String(e.message ?? e).split('\n')[0] });
   }

@@ -292,24 +292,39 @@ for i, layer in enumerate(layers):
     rec(f"chain.{i}.dims", numpy.array([layer.get_dim("nO"), layer.get_dim("nI")], dtype="int64"))
     rec(f"chain.{i}.W0", layer.get_param("W"))
     rec(f"chain.{i}.b0", layer.get_param("b"))
-optimizer = Adam()
+W0s = [(layer.get_param("W").copy(), layer.get_param("b").copy()) for layer in layers]
 loss_fn = CategoricalCrossentropy()
-for step in (1, 2):
-    Y, backprop = model.begin_update(X)
-    d, loss = loss_fn(Y, labels)
-    dX = backprop(d)
-    rec(f"chain.step{step}.Y", Y)
-    rec(f"chain.step{step}.d", d)
-    rec(f"chain.step{step}.loss", numpy.array(loss, dtype="float32"))
-    rec(f"chain.step{step}.dX", dX)
-    for i, layer in enumerate(layers):
-        rec(f"chain.step{step}.{i}.dW", layer.get_grad("W"))
-        rec(f"chain.step{step}.{i}.db", layer.get_grad("b"))
-    model.finish_update(optimizer)
-    for i, layer in enumerate(layers):
-        rec(f"chain.step{step}.{i}.W", layer.get_param("W"))
-        rec(f"chain.step{step}.{i}.b", layer.get_param("b"))
-rec("chain.predict", model.predict(X))
+
+
+def chain_train(prefix, optimizer, steps, X):
+    """`steps` updates of the chain on X from its initial weights, recorded under prefix."""
+    for layer, (W0, b0) in zip(layers, W0s):
+        layer.set_param("W", W0.copy())
+        layer.set_param("b", b0.copy())
+    for step in range(1, steps + 1):
+        Y, backprop = model.begin_update(X)
+        d, loss = loss_fn(Y, labels)
+        dX = backprop(d)
+        rec(f"{prefix}.step{step}.Y", Y)
+        rec(f"{prefix}.step{step}.d", d)
+        rec(f"{prefix}.step{step}.loss", numpy.array(loss, dtype="float32"))
+        rec(f"{prefix}.step{step}.dX", dX)
+        for i, layer in enumerate(layers):
+            rec(f"{prefix}.step{step}.{i}.dW", layer.get_grad("W"))
+            rec(f"{prefix}.step{step}.{i}.db", layer.get_grad("b"))
+        model.finish_update(optimizer)
+        for i, layer in enumerate(layers):
+            rec(f"{prefix}.step{step}.{i}.W", layer.get_param("W"))
+            rec(f"{prefix}.step{step}.{i}.b", layer.get_param("b"))
+    rec(f"{prefix}.predict", model.predict(X))
+
+
+chain_train("chain", Adam(), 2, X)
+# Adam doing torch.optim.Adam(lr=1e-3)'s work (lithe bench --train --adam torch): no clipping, no
+# averages, no L2; three updates from the same weights on 10 X, whose first layer's gradient norm
+# (~4.5) the defaults' grad_clip 1.0 would scale down
+rec("chaintorch.X", 10 * X)
+chain_train("chaintorch", Adam(grad_clip=0.0, L2=0.0, use_averages=False), 3, 10 * X)
 
 
 # --- Optimizers on one parameter: three steps, weights and averages after each ------------------
@@ -361,6 +376,9 @@ opt_case("sgd_l2grad", SGD(0.1, L2=0.01, L2_is_weight_decay=False, grad_clip=0.5
 # RAdam: unrectified (SGD with momentum) for the first steps, rectified from N_sma >= 5 on
 opt_case("radam", RAdam(0.01), 1.0, steps=6)
 opt_case("radam_b2", RAdam(0.01, beta2=0.9, L2=0.01), 0.5, steps=8)
+# torch.optim.Adam(lr=1e-3)'s work in Thinc's Adam (lithe bench --adam torch), norms ~3.5: the
+# defaults would clip, this must not
+opt_case("adam_torch", Adam(grad_clip=0.0, L2=0.0, use_averages=False), 1.0)
 
 # --- L2Distance and CosineDistance ----------------------------------------------------------------
 from thinc.api import CosineDistance, L2Distance  # noqa: E402

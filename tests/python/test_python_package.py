@@ -298,7 +298,8 @@ def test_vulkan_tensor_dlpack(tmp_path):
     assert kind == 7 and index >= 0
     assert host0.to(f"vulkan:{index}").__dlpack_device__() == (7, index)  # the device that index names
     for consume in (numpy.from_dlpack, torch.from_dlpack, lambda x: x.__dlpack__(),
-                    lambda x: x.__dlpack__(copy=False), lambda x: x.__dlpack__(dl_device=(7, index))):
+                    lambda x: x.__dlpack__(copy=False), lambda x: x.__dlpack__(dl_device=(7, index)),
+                    lambda x: x.__dlpack__(dl_device=(7, index), copy=True)):
         with pytest.raises(BufferError, match="vulkan"):
             consume(t)
     with pytest.raises(BufferError, match="copy=False"):

@@ -156,7 +156,8 @@ test('bench: the same report format natively and in WASI, and the same predictio
   const cases = [
     // a .lithe model: the input shape (batch, nI) comes from its first layer
     [['bench', 'native.lithe', '--batch', '7', '--quick', '--threads', '1', '--output', 'bench_NAME.npy'], /mode=predict batch=7 device=cpu threads=1 /],
-    [['bench', 'native.lithe', '--batch', '4', '--train', '--quick', '--threads', '1'], /mode=train batch=4 device=cpu threads=1 loss=cce /],
+    [['bench', 'native.lithe', '--batch', '4', '--train', '--quick', '--threads', '1'], /mode=train batch=4 device=cpu threads=1 adam=thinc loss=cce /],
+    [['bench', 'native.lithe', '--batch', '4', '--train', '--adam', 'torch', '--quick', '--threads', '1'], /mode=train batch=4 device=cpu threads=1 adam=torch loss=cce /],
     [['bench', '--gemm', '5x6x7', '--quick', '--threads', '1'], /gemm=5x6x7 layout=NT device=cpu threads=1 /],
   ];
   for (const [args, re] of cases) {

@@ -3,7 +3,7 @@
  * until at least 5 runs and 1 s, then timed runs until at least 30 runs and 1.5 s (at most 2000),
  * each run timed alone; the median, min, max and mean are printed as key=value pairs on one line
  * that bench/run.sh parses:
- *   lithe bench MODEL [--batch N] [--threads N] [--device D] [--train] [--input X.npy] ...
+ *   lithe bench MODEL [--batch N] [--threads N] [--device D] [--train [--adam thinc|torch]] ...
  *   lithe bench --gemm MxNxK [--threads N] [--device D]
  * A white-box tool like bench/vulkan: it includes core/internal.h for the GEMM primitive
  * (lithe__op_gemm, which no public call exposes alone) and core/io/onnx.h for an imported graph's
@@ -22,7 +22,7 @@
 #include <time.h>
 
 typedef struct bench_opts {
-    const char *model, *device, *input, *labels, *output, *loss;
+    const char *model, *device, *input, *labels, *output, *loss, *adam; /* adam NULL: thinc */
     int64_t batch, gemm[3];
     int threads; /* -1: the backend's default */
     bool train, gemm_mode, no_prepare;
@@ -57,7 +57,11 @@ static void usage(FILE *f) {
             "  --threads N      threads of the CPU backend (0: all cores; default: the backend's)\n"
             "  --device NAME    backend: cpu (default), vulkan, cuda, vulkan:<index|name>\n"
             "  --train          time a training step: forward, loss, backprop and finish_update with\n"
-            "                   Thinc's Adam defaults (lithe_adam_defaults)\n"
+            "                   Adam (adam=... in the output says which)\n"
+            "  --adam KIND      with --train: thinc (default): Thinc's Adam defaults\n"
+            "                   (lithe_adam_defaults: gradient clipping at 1.0, parameter averages);\n"
+            "                   torch: the work of torch.optim.Adam(lr=1e-3): the same Adam (lr 1e-3,\n"
+            "                   betas 0.9/0.999, eps 1e-8) with grad_clip 0, no averages, L2 0\n"
             "  --loss KIND      with --train: cce (int labels; outputs must be probabilities), l2 (a\n"
             "                   random target), auto (default: cce when every output row is a\n"
             "                   probability distribution, else l2)\n"
@@ -416,10 +420,20 @@ static int bench_model(const bench_opts *o, lithe_backend *be, const char *threa
 
     if (o->train) {
         lithe_optimizer_opts oo = lithe_adam_defaults();
+        const char *adam = o->adam ? o->adam : "thinc";
+        if (!strcmp(adam, "torch")) {
+            /* torch.optim.Adam's defaults do neither clipping nor averages nor weight decay: with
+             * these off, lithe_optimizer_step's adam_step skips the norm's pass over G and the
+             * averages' stream (Thinc's eps sits before the bias correction, torch's after: the
+             * same work, values apart by eps only) */
+            oo.grad_clip = 0.0;
+            oo.use_averages = false;
+            oo.L2 = 0.0;
+        }
         if ((s = lithe_optimizer_new(&oo, &c.opt)) != LITHE_OK) { fail("optimizer", s); goto done; }
         if ((s = measure(o, train_run, &c, &st)) != LITHE_OK) { fail("training step", s); goto done; }
-        printf("model=%s mode=train batch=%lld device=%s threads=%s loss=%s ", o->model, (long long)shape[0],
-               lithe_backend_name(be), threads, c.cce ? "cce" : "l2");
+        printf("model=%s mode=train batch=%lld device=%s threads=%s adam=%s loss=%s ", o->model, (long long)shape[0],
+               lithe_backend_name(be), threads, adam, c.cce ? "cce" : "l2");
         print_stats(&st);
         if (c.cce) printf(" first_cross_entropy=%.6f", first_ce);
         printf(" last_loss=%.6g\n", c.loss);
@@ -522,6 +536,7 @@ int lithe_cmd_bench(int argc, char **argv) {
         else if (!strcmp(a, "--labels")) o.labels = v;
         else if (!strcmp(a, "--output")) o.output = v;
         else if (!strcmp(a, "--loss")) { o.loss = v; bad = strcmp(v, "auto") && strcmp(v, "cce") && strcmp(v, "l2"); }
+        else if (!strcmp(a, "--adam")) { o.adam = v; bad = strcmp(v, "thinc") && strcmp(v, "torch"); }
         else if (!strcmp(a, "--seed")) { bad = parse_i64(v, 0, INT64_MAX, &n); o.seed = (uint64_t)n; }
         else if (!strcmp(a, "--warmup-s")) bad = parse_f(v, &o.warmup_s);
         else if (!strcmp(a, "--min-s")) bad = parse_f(v, &o.min_s);
@@ -544,6 +559,7 @@ int lithe_cmd_bench(int argc, char **argv) {
     }
     if (o.min_runs > o.max_runs) o.max_runs = o.min_runs;
     if (o.output && o.train) { fprintf(stderr, "lithe bench: --output is for predictions, not --train\n"); return 2; }
+    if (o.adam && !o.train) { fprintf(stderr, "lithe bench: --adam is for --train\n"); return 2; }
     lithe_backend *be;
     lithe_status s = lithe_backend_get(o.device, &be);
     if (s != LITHE_OK) return fail("--device", s);

@@ -40,7 +40,7 @@ static void usage(FILE *f) {
             "                predict with a .lithe model on .npy inputs\n"
             "  convert MODEL.lithe --to-thinc OUT.bin | ARCH.lithe --from-thinc IN.bin --output OUT.lithe\n"
             "                between Thinc's bytes (weights only) and .lithe files\n"
-            "  bench MODEL [--batch N] [--threads N] [--device D] [--train]\n"
+            "  bench MODEL [--batch N] [--threads N] [--device D] [--train [--adam thinc|torch]]\n"
             "                time predictions (or training steps) of a .lithe/.onnx model after a\n"
             "                warm-up: median_ms=... min_ms=... max_ms=... runs=... (lithe bench -h)\n"
             "  bench --gemm MxNxK   GFLOP/s of the backend's GEMM primitive: gflops=...\n"

@@ -65,22 +65,27 @@ class Tensor:
         if want != here and want != (_KDL_CPU, 0):
             raise BufferError(f"lithe.Tensor.__dlpack__: a tensor on '{self.device}' (DLPack device {here}) exports "
                               f"to its own device or the host (1, 0), not to DLPack device {want}")
+        if dl_device is not None and want == here and here[0] == _KDL_VULKAN:
+            raise BufferError(f"lithe.Tensor.__dlpack__: DLPack cannot carry the memory of a tensor on "
+                              f"'{self.device}' (asked for DLPack device {want}, with or without a copy); "
+                              f"dl_device=(1, 0) exports a host copy")
         to_host = want != here or (copy and here[0] == _KDL_VULKAN)
+        t = self
         if to_host or copy:
             if copy is False:
                 raise BufferError(f"lithe.Tensor.__dlpack__: a tensor on '{self.device}' reaches DLPack device "
                                   f"{want} only by a copy, and copy=False forbids one")
             # a contiguous copy (lithe_tensor_to_backend waits for the device's work first); held
             # here until the capsule's managed tensor has taken its own reference
-            copied = self.to("cpu" if to_host else self.device)
-            return _to_capsule(copied._ptr)
+            t = self.to("cpu" if to_host else self.device)
         # DLPack's stream protocol: the consumer names the stream it will use (None / -1: none);
-        # lithe's work on this tensor must be done before that stream reads it. lithe waits for
-        # its own stream, which is always enough (and cheap next to a host round trip).
-        if here[0] == _KDL_CUDA and stream != -1:
-            _lib.check(_lib.backend_sync(_lib.tensor_backend(self._ptr)))
+        # lithe's work on the exported tensor (a CUDA copy's included) must be done before that
+        # stream reads it. lithe waits for its own stream, which is always enough (and cheap next to
+        # a host round trip).
+        if t.__dlpack_device__()[0] == _KDL_CUDA and stream != -1:
+            _lib.check(_lib.backend_sync(_lib.tensor_backend(t._ptr)))
         try:
-            return _to_capsule(self._ptr)
+            return _to_capsule(t._ptr)
         except LitheError as e:
             if here[0] != _KDL_VULKAN:
                 raise
