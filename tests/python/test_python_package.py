@@ -248,13 +248,18 @@ def _cuda_or_skip():
     return torch
 
 
-def _lithe_cuda_or_skip():
-    if "cuda" not in lithe.backends():
-        pytest.skip("this liblithe was built without the CUDA backend (no nvcc)")
+def _backend_or_skip(kind, device, label, why_unbuilt):
+    """Skips (visibly) unless liblithe has backend `kind` and `device` opens."""
+    if kind not in lithe.backends():
+        pytest.skip(f"this liblithe was built without the {label} backend{why_unbuilt}")
     try:
-        lithe._backend("cuda:0")
+        lithe._backend(device)
     except lithe.LitheError as e:
-        pytest.skip(f"lithe's CUDA backend is unavailable: {e}")
+        pytest.skip(f"lithe's {label} backend is unavailable: {e}")
+
+
+def _lithe_cuda_or_skip():
+    _backend_or_skip("cuda", "cuda:0", "CUDA", " (no nvcc)")
 
 
 def test_cuda_tensor_dlpack_protocol(tmp_path):
@@ -281,12 +286,7 @@ def test_vulkan_tensor_dlpack(tmp_path):
     zero-copy export with a BufferError naming vulkan (numpy's and torch 1.13's from_dlpack call
     __dlpack__() bare), and exports a host copy when asked for one (dl_device=(1, 0), copy=True) or
     after t.to("cpu"). Runs on lavapipe in CI."""
-    if "vulkan" not in lithe.backends():
-        pytest.skip("this liblithe was built without the Vulkan backend")
-    try:
-        lithe._backend("vulkan")
-    except lithe.LitheError as e:
-        pytest.skip(f"lithe's Vulkan backend is unavailable: {e}")
+    _backend_or_skip("vulkan", "vulkan", "Vulkan", "")
     import torch
 
     X = rng.standard_normal((3, 5)).astype("float32")
