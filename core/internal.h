@@ -540,6 +540,17 @@ lithe_status lithe__param_get(const lithe_model *m, const char *name, lithe_tens
 /* grad += value, allocating a zeroed grad on first use; accumulating with alpha scale. */
 lithe_status lithe__grad_acc(lithe_model *m, const char *name, lithe_tensor **grad_out);
 
+/* Thinc's Adam doing the work torch.optim.Adam's defaults do: lithe_adam_defaults() less gradient
+ * clipping, parameter averages and L2 (lithe bench --train --adam torch; test_thinc_golden checks
+ * it against Thinc's Adam(grad_clip=0, L2=0, use_averages=False)). Thinc's eps placement stays. */
+static inline lithe_optimizer_opts lithe__adam_as_torch(void) {
+    lithe_optimizer_opts o = lithe_adam_defaults();
+    o.grad_clip = 0.0;
+    o.use_averages = false;
+    o.L2 = 0.0;
+    return o;
+}
+
 /* Allocates the optimizer's state for (node, name) ahead of a step (finish_update does this for
  * the whole tree first, so an OOM changes no param). */
 lithe_status lithe__optimizer_prepare(lithe_optimizer *opt, const lithe_model *node, const char *name,

@@ -593,24 +593,12 @@ lithe_status lithe_model_set_dropout_rate(lithe_model *m, float rate) {
 
 /* ---- moving between backends ---- */
 
-/* A copy of t in be's memory in *out, or NULL in *out when there is nothing to move (t NULL or
- * already there). */
-static lithe_status copy_to_backend(const lithe_tensor *t, lithe_backend *be, const char *fn, lithe_tensor **out) {
+/* A copy of t in be's memory in *out (lithe_tensor_to_backend), or NULL in *out when there is
+ * nothing to move (t NULL or already there). */
+static lithe_status copy_to_backend(const lithe_tensor *t, lithe_backend *be, lithe_tensor **out) {
     *out = NULL;
     if (!t || t->storage->backend == be) return LITHE_OK;
-    lithe_tensor *n = NULL;
-    LITHE__TRY(lithe__tensor_alloc(be, t->dtype, t->ndim, t->shape, false, &n));
-    size_t bytes = (size_t)t->numel * lithe_dtype_size(t->dtype);
-    void *host = lithe__malloc(bytes);
-    lithe_status s = host ? lithe_tensor_read(t, host, bytes) : lithe__oom(fn, bytes);
-    if (s == LITHE_OK) s = lithe_tensor_write(n, host, bytes);
-    lithe__free(host);
-    if (s != LITHE_OK) {
-        lithe_tensor_release(n);
-        return s;
-    }
-    *out = n;
-    return LITHE_OK;
+    return lithe_tensor_to_backend(t, be, out);
 }
 
 /* Moves one node's params and grads, all or none: the copies are made first and swapped in only
@@ -621,8 +609,8 @@ static lithe_status move_node(lithe_model *node, lithe_backend *to, const char *
     if (k && !fresh) return lithe__oom(fn, k * sizeof *fresh);
     lithe_status s = LITHE_OK;
     for (size_t p = 0; p < node->n_params && s == LITHE_OK; p++) {
-        s = copy_to_backend(node->params[p].value, to, fn, &fresh[2 * p]);
-        if (s == LITHE_OK) s = copy_to_backend(node->params[p].grad, to, fn, &fresh[2 * p + 1]);
+        s = copy_to_backend(node->params[p].value, to, &fresh[2 * p]);
+        if (s == LITHE_OK) s = copy_to_backend(node->params[p].grad, to, &fresh[2 * p + 1]);
     }
     for (size_t p = 0; p < node->n_params; p++) {
         lithe_tensor **slot[2] = {&node->params[p].value, &node->params[p].grad};

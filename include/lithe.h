@@ -738,7 +738,7 @@ LITHE_API const char *lithe_shim_name(const lithe_shim *shim);
  * lithe_tensor_to_backend); the subtree under a with_cpu node stays on the CPU. Moving to the
  * backend the tree is on is a no-op. lithe_model_to_backend is the same function under a second
  * name (read as PyTorch's module.to(device)): the two names are interchangeable, and a message
- * names the one called. Not thread-safe: no other thread may use the model meanwhile.
+ * about the arguments names the one called (each tensor moves by lithe_tensor_to_backend). Not thread-safe: no other thread may use the model meanwhile.
  * Statuses: LITHE_ERR_INVALID_ARG (m or backend NULL), LITHE_ERR_OOM and the backends' errors; on
  * failure the nodes already moved stay on `backend` (each node whole) and the rest where they
  * were, so a second call can finish the move. */

@@ -1349,11 +1349,6 @@ static void test_model_maxout_layernorm_dropout(void **state) {
     run_model_case("Maxout+LayerNorm+Dropout, Mish+LayerNorm", build_maxout_ln_dropout, 29, 7);
 }
 
-/* CUDA's caching allocator (backends/cuda/device.cu), through its statistics: a freed block waits
- * in the cache and the next request of the same rounded size takes it back (no device allocation;
- * cached bytes up at the free, down at the reuse); another size allocates; and when the device is
- * out of memory, the cache goes back to the driver and the request is retried once. The last part
- * needs a failing cudaMalloc: the emulation's LITHE_CUDA_EMU_MEMORY gives its device a size. */
 /* A move that runs out of device memory midway (the emulation's LITHE_CUDA_EMU_MEMORY) leaves
  * every node whole: the first Relu on the device, the second (whose W fits but whose b does not)
  * entirely on the CPU; a second call, with room, finishes the move (include/lithe.h). */
@@ -1404,6 +1399,11 @@ static void test_move_out_of_device_memory(void **state) {
 #endif
 }
 
+/* CUDA's caching allocator (backends/cuda/device.cu), through its statistics: a freed block waits
+ * in the cache and the next request of the same rounded size takes it back (no device allocation;
+ * cached bytes up at the free, down at the reuse); another size allocates; and when the device is
+ * out of memory, the cache goes back to the driver and the request is retried once. The last part
+ * needs a failing cudaMalloc: the emulation's LITHE_CUDA_EMU_MEMORY gives its device a size. */
 static void test_cuda_caching_allocator(void **state) {
     (void)state;
     NEED_DEV();

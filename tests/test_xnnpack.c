@@ -18,8 +18,8 @@
  *     predictions at batch 1x and 8x the golden's match the unprepared ones within float tolerance
  *     and PyTorch's within test_onnx's 1e-4, under every ISA table, with the number of ops XNNPACK
  *     ran checked (mobile:
- *     every side of the rule: depthwise, pointwise on few / many pixels, dense 3x3 on 3 / 24
- *     channels, Gemm at batch 2 / 16);
+ *     every side of the rule, per table: depthwise, one-group convolutions (1x1, first layers
+ *     of small C·KH·KW and larger ones), Gemm at batch 2 / 16);
  *   - a Conv with window attributes the graph refuses (stride 0, negative pads, 2 pads) gets no
  *     operator when prepared; predict then fails naming the node, as unprepared;
  *   - threads: with 2, lithe's kernels run (none through XNNPACK), bit-identical to unprepared;

@@ -315,11 +315,6 @@ static bool dw_use_3x3(const lithe__conv2d *g, const lithe__simd_kernels *k) {
     return g->stride[0] == 2 && 2 * g->OH <= g->H && 2 * g->OW <= g->W && g->OW >= k->dwconv3x3_min_width;
 }
 
-/* simd.h. The table's dwconv3x3 stands for its 8- and 16-lane depthwise kernels (dwconv3x3 and
- * dwconv_lanes come together, VW >= 8); the geometry beyond depthwise does not matter, so prepare
- * (which knows no image size) and run agree. */
-bool lithe__conv_dw_own(const lithe__conv2d *g) { return is_depthwise(g) && lithe__simd()->dwconv3x3 != NULL; }
-
 /* Planes (n, c) [p0, p1) through dwconv3x3, an image's run of them per call (their weights and
  * biases checked at once, dw_block_padded_ok), or plane by plane with the twin for those where the
  * padding's 0·w could change a bit */

@@ -10,7 +10,7 @@
  *   - Conv, depthwise (one channel per group) 3x3 or 5x5, stride 1 or 2, padding (k-1)/2 on every
  *     side, no dilation: XNNPACK's NCHW depthwise kernel, on lithe's own layout, only where lithe's
  *     kernel table (lithe__simd(), so LITHE_CPU_ISA too) lacks its 8- and 16-lane depthwise kernels
- *     (lithe__conv_dw_own: SSE2, scalar; NEON, unmeasured). On AVX-512 and AVX2 lithe's in-place 3x3,
+ *     (dw_lithe_own: SSE2, scalar; NEON, unmeasured). On AVX-512 and AVX2 lithe's in-place 3x3,
  *     channels-in-lanes and long-rows kernels measured faster on every depthwise shape tried: the
  *     mobilenet_v2 layers at 0.31-0.61x of XNNPACK's time (AVX2: 0.40-0.87x, its planes under 8
  *     wide included), 3x3 stride 2 on odd sizes 0.76-0.97x, 5x5 0.38-0.70x (docs/performance.md);
@@ -52,7 +52,7 @@
  * The environment variable LITHE_XNNPACK=0 makes prepare create no XNNPACK operator (to measure
  * lithe alone in the same build: bench/xnnpack/ops.c --models). */
 #include "kernels.h"
-#include "simd/simd.h" /* lithe__conv_dw_own */
+#include "simd/simd.h" /* lithe__simd: the running kernel table */
 #include "threadpool.h"
 
 #include <math.h>
@@ -79,6 +79,12 @@ static bool conv_depthwise(const lithe__conv2d *g) {
            g->dil[0] == 1 && g->dil[1] == 1;
 }
 enum { FC_MAX_N = 16, FC_MIN_M = 16, DENSE_MIN_K = 100 };
+
+/* Whether lithe's own 8- and 16-lane depthwise kernels run on the running table (dwconv3x3 and
+ * dwconv_lanes come together: AVX2, AVX-512): they measured faster than XNNPACK's NCHW depthwise
+ * operator on every depthwise shape tried, so LITHE_XNNPACK then leaves depthwise convolutions to
+ * them. Reads no image size, so prepare and run agree (run asks again for a table forced since). */
+static bool dw_lithe_own(void) { return lithe__simd()->dwconv3x3 != NULL; }
 
 /* Whether the rule hands the one-group convolution g (1x1 included) to XNNPACK's NHWC operator
  * under the running kernel table (lithe__simd(), LITHE_CPU_ISA included; measured inside the
@@ -132,7 +138,7 @@ lithe_status lithe__xnn_prepare_op(lithe_backend *be, const lithe__prep_op *op, 
     } else if (op->kind == LITHE__PREP_CONV2D) {
         const lithe__conv2d *g = &op->conv;
         if (W->ndim != 4 || (g->group != 1 && !conv_depthwise(g)) || g->C != W->shape[1] * g->group) return LITHE_OK;
-        if (conv_depthwise(g) && lithe__conv_dw_own(g)) return LITHE_OK; /* lithe's 8- / 16-lane kernels */
+        if (conv_depthwise(g) && dw_lithe_own()) return LITHE_OK; /* lithe's 8- / 16-lane kernels */
         if (g->group == 1 && !conv_dense_xnn(g)) return LITHE_OK; /* lithe's GEMM / shifted rows */
         uint32_t pt = (uint32_t)g->pad[0], pl = (uint32_t)g->pad[1], pb = (uint32_t)g->pad[2], pr = (uint32_t)g->pad[3];
         uint32_t kh = (uint32_t)g->KH, kw = (uint32_t)g->KW, sh = (uint32_t)g->stride[0], sw = (uint32_t)g->stride[1];
@@ -212,7 +218,7 @@ lithe_status lithe__xnn_run_prepared_op(lithe_backend *be, const void *P, const 
     int64_t N = X->shape[0], C = X->shape[1], H = X->shape[2], W = X->shape[3];
     int64_t M = Y->shape[1], OH = Y->shape[2], OW = Y->shape[3];
     if (f->variant == V_CONV_NCHW) {
-        if (lithe__conv_dw_own(&op->conv)) return LITHE_OK; /* a table forced since prepare (tests) */
+        if (dw_lithe_own()) return LITHE_OK; /* a table forced since prepare (tests) */
         st = xnn_setup_convolution2d_nchw_f32(f->op, (size_t)N, (size_t)H, (size_t)W, x, y, tp);
         if (st == xnn_status_success) st = xnn_run_operator(f->op, tp);
         if (st != xnn_status_success) return xnn_fail(st, "convolution (NCHW)");

@@ -426,9 +426,7 @@ static int bench_model(const bench_opts *o, lithe_backend *be, const char *threa
              * these off, lithe_optimizer_step's adam_step skips the norm's pass over G and the
              * averages' stream (Thinc's eps sits before the bias correction, torch's after: the
              * same work, values apart by eps only) */
-            oo.grad_clip = 0.0;
-            oo.use_averages = false;
-            oo.L2 = 0.0;
+            oo = lithe__adam_as_torch();
         }
         if ((s = lithe_optimizer_new(&oo, &c.opt)) != LITHE_OK) { fail("optimizer", s); goto done; }
         if ((s = measure(o, train_run, &c, &st)) != LITHE_OK) { fail("training step", s); goto done; }

@@ -204,12 +204,6 @@ lithe_status lithe__cpu_conv2d_packed(lithe_backend *be, const lithe__conv2d *g,
                                       float *Y);
 lithe_status lithe__cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
                                         const float *dY, float *dX, float *dW, float *db);
-/* Whether g is depthwise and the running table (lithe__simd()) has lithe's 8- and 16-lane
- * depthwise kernels (dwconv3x3, dwconv_lanes: AVX2 and AVX-512), which measured faster than
- * XNNPACK's NCHW depthwise operator on every depthwise shape tried: LITHE_XNNPACK's rule then keeps
- * lithe's kernels (xnnpack.c). Reads only g's group, C and M (a prepared op's key has no image
- * size). */
-bool lithe__conv_dw_own(const lithe__conv2d *g);
 /* Y = conv2d_packed(X, W, Wp, b) (no activation), then Y = R + Y (res_first) or Y + R, R contiguous
  * and shaped as Y: the residual added in the GEMM's store while each tile is in L1 (pointwise and
  * im2col filter rows, pixel rows), after the convolution elsewhere; the bits of the two passes. */
