@@ -15,6 +15,12 @@ for preset in ci clang asan; do
   cmake --build --preset "$preset" -j "$jobs"
   ctest --preset "$preset" -j "$jobs"
 done
+# ThreadSanitizer: the concurrency tests only (the preset builds test_concurrency and test_threads:
+# the library once, no tools, no GPU backends); any data race report fails the run.
+echo "=== tsan ==="
+cmake --preset tsan >/dev/null
+cmake --build --preset tsan -j "$jobs"
+ctest --preset tsan -j "$jobs"
 # Arm: the library and its C tests cross-compiled for aarch64 (NEON kernels), every test run under
 # qemu-aarch64 by ctest (the preset's toolchain names the emulator); goldens come from the same
 # Python fixtures as natively. No Vulkan, tools or Python package in this build.
