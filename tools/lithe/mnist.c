@@ -66,7 +66,7 @@ int idx_read(const char *path, uint32_t magic, idx_data *out, char *err, size_t 
     }
     if (r_open(&r, used) != 0) {
         snprintf(err, errcap, "cannot open %s: %s", used, strerror(errno));
-        return -1;
+        return IDX_MISSING;
     }
     uint8_t hdr[16];
     int ndim = magic == 0x803 ? 3 : 1;

@@ -1,6 +1,12 @@
 // lithe for JavaScript: the idiomatic layer over the C API (raw.js). Models and optimizers hold C
-// objects: call dispose() when done (a FinalizationRegistry frees forgotten ones eventually).
-// Tensors are plain JS: a TypedArray and a shape, copied into the module for each call.
+// objects: call dispose() when done (a FinalizationRegistry frees forgotten ones eventually);
+// a handle used after dispose() throws a LitheError (LITHE_ERR_STATE), never reaches C.
+// Tensors are plain JS: a TypedArray and a shape, copied into the module for each call, so no JS
+// object points into a model's memory. Threads: every call runs on the thread that called it, to
+// completion (the API is synchronous); the threads module's workers only run kernels inside a
+// call, never calls of their own, so two calls on one model cannot overlap.
+// Integer arguments are checked here (a LitheError, LITHE_ERR_INVALID_ARG) before they reach
+// WebAssembly, where a number is cut to 32 or 64 bits without a word.
 import { instantiate, simdSupported, threadsSupported, readBytes, compileImporters, compileImportersSync, linkImporters } from './loader.js';
 import { createRaw, LitheError, STATUS, DTYPE } from './raw.js';
 
@@ -97,6 +103,20 @@ export function threads() {
   return need().threads;
 }
 
+const INT32_MAX = 2 ** 31 - 1;
+
+// An integer argument in [min, max] (a number; a BigInt too where max is one), else a
+// LitheError naming the function and the argument.
+function intArg(fn, name, v, min, max) {
+  const ok = typeof v === 'bigint' ? typeof max === 'bigint' && v >= BigInt(min) && v <= max
+    : Number.isSafeInteger(v) && v >= min && v <= max;
+  if (!ok) {
+    throw new LitheError(STATUS.INVALID_ARG, 'LITHE_ERR_INVALID_ARG',
+      `${fn}: ${name} must be an integer in [${min}, ${max}], got ${typeof v === 'bigint' ? `${v}n` : String(v)}`);
+  }
+  return v;
+}
+
 const ARRAY_OF_DTYPE = {
   [DTYPE.F32]: Float32Array, [DTYPE.I32]: Int32Array, [DTYPE.I64]: BigInt64Array, [DTYPE.U64]: BigUint64Array,
   [DTYPE.U8]: Uint8Array, [DTYPE.U32]: Uint32Array,
@@ -125,7 +145,8 @@ export class Tensor {
     }
     dtype = dtypeOf(data);
     shape = Array.from(shape, Number);
-    if (shape.some((d) => !Number.isInteger(d) || d < 0)) throw new RangeError(`lithe: bad shape [${shape}]`);
+    // extents travel to C as int32: a larger one would arrive cut to its low bits
+    if (shape.some((d) => !Number.isInteger(d) || d < 0 || d > INT32_MAX)) throw new RangeError(`lithe: bad shape [${shape}] (extents are integers in [0, ${INT32_MAX}])`);
     const n = shape.reduce((a, b) => a * b, 1);
     if (n !== data.length) throw new RangeError(`lithe: shape [${shape}] holds ${n} elements but data has ${data.length}`);
     this.data = data;
@@ -235,7 +256,7 @@ class Handle {
     registry.register(this, { free, ptr }, this);
   }
   get ptr() {
-    if (!this.#ptr) throw new Error(`lithe: ${this.constructor.name} used after dispose()`);
+    if (!this.#ptr) throw new LitheError(STATUS.STATE, 'LITHE_ERR_STATE', `lithe: ${this.constructor.name} used after dispose()`);
     return this.#ptr;
   }
   get disposed() {
@@ -283,7 +304,8 @@ export class Model extends Handle {
   // Seeds the tree (node k in walk order gets seed + k): dropout masks, and so training, repeat
   // exactly — the same as native lithe with the same seed.
   setSeed(seed) {
-    need().check(raw.lithe_model_set_seed(this.ptr, BigInt(seed)));
+    intArg('setSeed', 'seed', seed, 0, 2n ** 64n - 1n);
+    need().check(raw.lithe_model_set_seed(this.ptr, BigInt.asIntN(64, BigInt(seed))));
     return this;
   }
   // predict(X) (forward with is_train = false): a Tensor, or a TypedArray and its shape. The
@@ -323,7 +345,10 @@ export class Model extends Handle {
     if (kind === undefined) throw new RangeError(`lithe: unknown loss '${loss}' (categorical_crossentropy or l2)`);
     const xs = asTensor(x);
     let ys = y;
-    if (Array.isArray(y)) ys = new Tensor(Int32Array.from(y));
+    if (Array.isArray(y)) {
+      y.forEach((v, i) => intArg('trainStep', `y[${i}]`, v, -(2 ** 31), INT32_MAX)); // labels: int32
+      ys = new Tensor(Int32Array.from(y));
+    }
     const xp = toC(xs);
     let yp = 0;
     try {
@@ -340,7 +365,7 @@ export class Model extends Handle {
   // resize_model: new rows start at zero). The output layer is wrapped in a resizable node the
   // first time.
   resizeOutput(n) {
-    if (!Number.isInteger(n)) throw new TypeError('lithe: resizeOutput(n) needs an integer');
+    intArg('resizeOutput', 'n', n, 1, INT32_MAX); // (2 ** 32 + 5 would arrive in C as 5)
     this.#prepared = false;
     need().check(raw.lithe_js_resize_output(this.ptr, n));
     return this;

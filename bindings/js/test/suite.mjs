@@ -224,6 +224,13 @@ export function suite({ simd, threads = 1 }) {
       assert.throws(() => model.trainStep({ x, y: [0, 1], loss: 'hinge', optimizer: opt }), RangeError);
       assert.throws(() => model.trainStep({ x, y: [0, 1] }), TypeError);
       assert.throws(() => lithe.tensor(new Float32Array(5), [2, 3]), RangeError);
+      // integers are checked before WebAssembly cuts them to 32 / 64 bits (2 ** 32 + 5 was 5)
+      const badInt = (e) => e instanceof lithe.LitheError && e.statusName === 'LITHE_ERR_INVALID_ARG';
+      for (const n of [2 ** 32 + 5, 2 ** 31, 0, -1, 1.5, NaN, '12', 10n]) assert.throws(() => model.resizeOutput(n), badInt);
+      for (const s of [-1, 2 ** 64, 1.5, 2n ** 64n, -1n]) assert.throws(() => model.setSeed(s), badInt);
+      model.setSeed(2n ** 64n - 1n).setSeed(2 ** 53 - 1);
+      assert.throws(() => model.trainStep({ x, y: [0, 2 ** 32 + 1], optimizer: opt }), badInt);
+      assert.throws(() => lithe.tensor(new Float32Array(0), [2 ** 32, 0]), RangeError);
       assert.throws(() => lithe.adam({ learnRate: -1 }), (e) => e.statusName === 'LITHE_ERR_VALUE');
       await assert.rejects(lithe.load('/nonexistent/model.lithe'), /ENOENT/);
       // still usable: the same prediction as before the errors
@@ -233,7 +240,8 @@ export function suite({ simd, threads = 1 }) {
       model.dispose();
       model.dispose();
       assert.equal(model.disposed, true);
-      assert.throws(() => model.predict(x), /used after dispose/);
+      assert.throws(() => model.predict(x), (e) => e instanceof lithe.LitheError && e.statusName === 'LITHE_ERR_STATE' &&
+        /used after dispose/.test(e.message));
     } finally {
       model.dispose();
       opt.dispose();
