@@ -15,6 +15,11 @@ for preset in ci clang asan; do
   cmake --build --preset "$preset" -j "$jobs"
   ctest --preset "$preset" -j "$jobs"
 done
+# lithe as a user gets it: `cmake --install` of the ci build into a temporary prefix, then
+# examples/c built by an outside project with find_package(lithe) (shared and static) and with
+# pkg-config, each run; the installed command; add_subdirectory's defaults (docs/install.md)
+echo "=== install ==="
+tests/install/run.sh build/ci
 # Arm: the library and its C tests cross-compiled for aarch64 (NEON kernels), every test run under
 # qemu-aarch64 by ctest (the preset's toolchain names the emulator); goldens come from the same
 # Python fixtures as natively. No Vulkan, tools or Python package in this build.
