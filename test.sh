@@ -32,6 +32,9 @@ echo "=== wasm ==="
 cmake --preset wasi >/dev/null
 cmake --build --preset wasi -j "$jobs"
 LITHE_NATIVE=build/ci/tools/lithe/lithe LITHE_WASI=build/wasi/tools/lithe/lithe.wasm node --test tests/wasm/
+# README.md's command-line and WASI quickstart as written (examples/wasi/quickstart.sh), with the ci
+# build's lithe on PATH; its two model files are removed after
+(trap 'rm -f fashion.lithe wasi.lithe' EXIT; PATH="$PWD/build/ci/tools/lithe:$PATH" examples/wasi/quickstart.sh >/dev/null)
 # the benchmark harness, smoke only (bench/README.md): the GEMM, MLP and training rows of lithe
 # (native, WASI, npm) and of every peer runner (OpenBLAS, XNNPACK, onnxruntime-node/-web, tfjs-wasm,
 # PyTorch, Thinc), 3 timed runs each, into build/bench/results-quick.md; a runner that fails fails

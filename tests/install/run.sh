@@ -42,7 +42,7 @@ for kind in shared static; do
     ! ldd "$work/cmake-static/lithe_example" | grep -q liblithe ||
       { echo "install: the static example loads liblithe.so" >&2; exit 1; }
   fi
-  say "find_package(lithe) + lithe::lithe$([[ $kind == static ]] && echo _static): $(head -1 "$work/$kind.out")"
+  say "find_package(lithe) + lithe::lithe$([[ $kind == static ]] && echo _static): $(grep accuracy "$work/$kind.out")"
 done
 
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
