@@ -148,7 +148,8 @@ static int codes(inflater *s, const huff *lit, const huff *dist) {
             if (back > s->len) return fail(s, "a distance of %zu bytes back, at byte %zu", back, s->len);
             if (len > s->cap - s->len) return fail(s, "more data than the gzip trailer states (%zu bytes)", s->cap);
             uint8_t *o = s->out + s->len;
-            for (size_t i = 0; i < len; i++) o[i] = o[i - back]; /* may overlap: byte by byte */
+            const uint8_t *from = o - back;
+            for (size_t i = 0; i < len; i++) o[i] = from[i]; /* may overlap: byte by byte */
             s->len += len;
         }
         if (past_end(s)) return fail(s, "truncated deflate data");

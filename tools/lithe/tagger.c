@@ -285,7 +285,15 @@ static void tagger_usage(FILE *f) {
                "\n" CLI_EXIT_HELP);
 }
 
-int lithe_cmd_train_tagger(int argc, char **argv) {
+typedef struct tagger_opts {
+    int epochs, batch_size;
+    uint64_t seed;
+    double lr;
+    const char *dir, *save, *device;
+} tagger_opts;
+
+/* Fills o from the arguments; returns -1 to go on, else the exit status (--help, a usage error). */
+static int parse_args(int argc, char **argv, tagger_opts *o) {
     static const struct option opts[] = {
         {"epochs", required_argument, NULL, 'e'}, {"batch-size", required_argument, NULL, 'b'},
         {"seed", required_argument, NULL, 's'},   {"learn-rate", required_argument, NULL, 'r'},
@@ -293,28 +301,35 @@ int lithe_cmd_train_tagger(int argc, char **argv) {
         {"device", required_argument, NULL, 'd'}, {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *cmd = "train-tagger";
-    int epochs = 6, batch_size = 16, ch, bad = 0;
-    uint64_t seed64 = 0;
+    int ch, bad = 0;
     long n;
-    double lr = 0.002;
-    const char *dir = DEFAULT_TEXT_DIR, *save = NULL, *device = "cpu";
     cli_begin();
     while (!bad && (ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (ch) {
         case 'h': tagger_usage(stdout); return CLI_OK;
-        case 'e': bad = cli_long(cmd, "epochs", optarg, 0, 100000, &n); epochs = (int)n; break;
-        case 'b': bad = cli_long(cmd, "batch-size", optarg, 1, 64, &n); batch_size = (int)n; break;
-        case 's': bad = cli_u64(cmd, "seed", optarg, &seed64); break;
-        case 'r': bad = cli_double(cmd, "learn-rate", optarg, 1e-12, 1e6, &lr); break;
-        case 'D': dir = optarg; break;
-        case 'o': save = optarg; break;
-        case 'd': device = optarg; break;
+        case 'e': bad = cli_long(cmd, "epochs", optarg, 0, 100000, &n); o->epochs = (int)n; break;
+        case 'b': bad = cli_long(cmd, "batch-size", optarg, 1, 64, &n); o->batch_size = (int)n; break;
+        case 's': bad = cli_u64(cmd, "seed", optarg, &o->seed); break;
+        case 'r': bad = cli_double(cmd, "learn-rate", optarg, 1e-12, 1e6, &o->lr); break;
+        case 'D': o->dir = optarg; break;
+        case 'o': o->save = optarg; break;
+        case 'd': o->device = optarg; break;
         default: return cli_bad_option(cmd, argv, ch);
         }
     }
     if (bad) return CLI_USAGE;
     if (optind < argc) return cli_usage_error(cmd, "unexpected argument %s", argv[optind]);
-    unsigned long long seed = seed64;
+    return -1;
+}
+
+int lithe_cmd_train_tagger(int argc, char **argv) {
+    tagger_opts o = {.epochs = 6, .batch_size = 16, .seed = 0, .lr = 0.002, .dir = DEFAULT_TEXT_DIR, .device = "cpu"};
+    int parsed = parse_args(argc, argv, &o);
+    if (parsed >= 0) return parsed;
+    const int epochs = o.epochs, batch_size = o.batch_size;
+    const unsigned long long seed = o.seed;
+    const double lr = o.lr;
+    const char *dir = o.dir, *save = o.save, *device = o.device;
     lithe_backend *be = NULL;
     lithe_status s = lithe_backend_get(device, &be);
     if (s != LITHE_OK) return fail("--device", s);

@@ -149,6 +149,47 @@ static lithe_status evaluate(lithe_model *model, lithe_backend *be, int K, const
     return s;
 }
 
+/* One update on the batch X (b, D), labels y: forward, CategoricalCrossentropy's gradient, backprop,
+ * Adam. Adds the batch's correct guesses and negative log-likelihood to *correct and *nll. */
+static lithe_status train_step(lithe_model *model, lithe_backend *be, lithe_optimizer *opt, const float *X,
+                               const int32_t *y, int64_t b, int64_t D, int K, float *P, int64_t *correct,
+                               double *nll) {
+    lithe_status s;
+    lithe_tensor *xt = NULL, *yt = NULL, *gt = NULL, *dt = NULL;
+    lithe_value *xv = NULL, *gv = NULL, *dv = NULL;
+    lithe_backprop *bp = NULL;
+    s = lithe_tensor_new(be, LITHE_F32, 2, (int64_t[]){b, D}, &xt);
+    if (s == LITHE_OK) s = lithe_tensor_write(xt, X, (size_t)(b * D) * sizeof *X);
+    /* labels on the model's backend, beside the guesses */
+    if (s == LITHE_OK) s = lithe_tensor_new(be, LITHE_I32, 1, (int64_t[]){b}, &yt);
+    if (s == LITHE_OK) s = lithe_tensor_write(yt, y, (size_t)b * sizeof *y);
+    if (s == LITHE_OK) s = lithe_value_tensor(xt, &xv);
+    if (s == LITHE_OK) s = lithe_model_begin_update(model, xv, &gv, &bp);
+    if (s == LITHE_OK) {
+        gt = lithe_value_get_tensor(gv);
+        s = lithe_categorical_crossentropy(NULL, gt, yt, &dt, NULL);
+    }
+    if (s == LITHE_OK) s = lithe_value_tensor(dt, &dv);
+    if (s == LITHE_OK) s = lithe_backprop_run(bp, dv, NULL);
+    if (s == LITHE_OK) s = lithe_model_finish_update(model, opt);
+    if (s == LITHE_OK) s = lithe_tensor_read(gt, P, (size_t)(b * K) * sizeof *P);
+    for (int64_t i = 0; s == LITHE_OK && i < b; i++) {
+        int best = 0;
+        for (int c = 1; c < K; c++)
+            if (P[i * K + c] > P[i * K + best]) best = c;
+        *correct += best == y[i];
+        *nll -= log((double)P[i * K + y[i]] + 1e-9);
+    }
+    lithe_backprop_free(bp);
+    lithe_value_release(xv);
+    lithe_value_release(gv);
+    lithe_value_release(dv);
+    lithe_tensor_release(xt);
+    lithe_tensor_release(yt);
+    lithe_tensor_release(dt);
+    return s;
+}
+
 static int train_mnist(const mnist_opts *o) {
     lithe_backend *be;
     lithe_status s = lithe_backend_get(o->device, &be);
@@ -235,39 +276,8 @@ static int train_mnist(const mnist_opts *o) {
         for (int64_t start = 0; start < N; start += B) {
             int64_t b = N - start < B ? N - start : B;
             fill_batch(&tri, &trl, order, start, b, X, y);
-            lithe_tensor *xt = NULL, *yt = NULL, *gt = NULL, *dt = NULL;
-            lithe_value *xv = NULL, *gv = NULL, *dv = NULL;
-            lithe_backprop *bp = NULL;
-            s = lithe_tensor_new(be, LITHE_F32, 2, (int64_t[]){b, D}, &xt);
-            if (s == LITHE_OK) s = lithe_tensor_write(xt, X, (size_t)(b * D) * sizeof *X);
-            /* labels on the model's backend, beside the guesses */
-            if (s == LITHE_OK) s = lithe_tensor_new(be, LITHE_I32, 1, (int64_t[]){b}, &yt);
-            if (s == LITHE_OK) s = lithe_tensor_write(yt, y, (size_t)b * sizeof *y);
-            if (s == LITHE_OK) s = lithe_value_tensor(xt, &xv);
-            if (s == LITHE_OK) s = lithe_model_begin_update(model, xv, &gv, &bp);
-            if (s == LITHE_OK) {
-                gt = lithe_value_get_tensor(gv);
-                s = lithe_categorical_crossentropy(NULL, gt, yt, &dt, NULL);
-            }
-            if (s == LITHE_OK) s = lithe_value_tensor(dt, &dv);
-            if (s == LITHE_OK) s = lithe_backprop_run(bp, dv, NULL);
-            if (s == LITHE_OK) s = lithe_model_finish_update(model, opt);
-            if (s == LITHE_OK) s = lithe_tensor_read(gt, P, (size_t)(b * K) * sizeof *P);
-            for (int64_t i = 0; s == LITHE_OK && i < b; i++) {
-                int best = 0;
-                for (int c = 1; c < K; c++)
-                    if (P[i * K + c] > P[i * K + best]) best = c;
-                correct += best == y[i];
-                nll -= log((double)P[i * K + y[i]] + 1e-9);
-            }
+            s = train_step(model, be, opt, X, y, b, D, K, P, &correct, &nll);
             seen += b;
-            lithe_backprop_free(bp);
-            lithe_value_release(xv);
-            lithe_value_release(gv);
-            lithe_value_release(dv);
-            lithe_tensor_release(xt);
-            lithe_tensor_release(yt);
-            lithe_tensor_release(dt);
             if (s != LITHE_OK) { cli_progress_end(&progress); fail("training step", s); goto done; }
             snprintf(extra, sizeof extra, "loss %.4f", nll / (double)seen);
             cli_progress_update(&progress, seen, extra);
