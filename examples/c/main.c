@@ -1,5 +1,5 @@
 /* lithe from C: build Thinc's chain(Relu, Softmax), train it with Adam, predict, save it as a
- * .lithe file and load it back. README.md's C quickstart is this file (tests/readme_excerpts.py);
+ * .lithe file and load it back. README.md's C quickstart is this file (tests/readme_c_cli.py);
  * tests/install/run.sh builds it against an installed lithe and runs it (examples/c/README.md):
  *   cmake -S examples/c -B build-example -DCMAKE_PREFIX_PATH=PREFIX && cmake --build build-example
  *   cc examples/c/main.c $(pkg-config --cflags --libs lithe) -lm -o example */

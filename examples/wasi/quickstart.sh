@@ -1,6 +1,6 @@
 #!/bin/sh
 # The command line, natively and as a WASI module: README.md's "Command line and WASI" block is
-# this file's body (tests/readme_excerpts.py keeps them equal) and test.sh runs it from the
+# this file (tests/readme_c_cli.py keeps them equal) and test.sh runs it from the
 # repository root with the built `lithe` on PATH. Debian's dataset-fashion-mnist is the data.
 set -eu
 lithe --version
