@@ -1,6 +1,6 @@
 /* Part of simd/elem.c, compiled once per ISA with it (no standalone header): the depthwise plane as long rows (dwconv_taps), copy_rows, split_rows. */
 
-/* A depthwise plane as long rows (conv.c lays the plane out so that every tap is a shift of it): for
+/* A depthwise plane as long rows (conv/depthwise.c lays the plane out so that every tap is a shift of it): for
  * rows r < R, y[r·ldy + q] = act(bias + sum over taps t < T, in order, of x[r·ldx + q + off[t]] · w[t])
  * for q < n — the scalar twin's order and multiply-add per lane, so bit-identical to it. A row's
  * last partial vector is computed again from n - VW (the same bits, the same stores) when n >= VW,
@@ -133,7 +133,7 @@ static void K(dwconv_taps)(int64_t R, int64_t n, int64_t ldx, float *y, int64_t 
         for (int64_t r = 0; r < R; r++) K(act)(a, n, y + r * ldy, y + r * ldy);
 }
 
-/* dst[r·ldd + i] = src[r·lds + i·s] for r < R, i < n: the depthwise layout's copies (conv.c), rows
+/* dst[r·ldd + i] = src[r·lds + i·s] for r < R, i < n: the depthwise layout's copies (conv/depthwise.c), rows
  * into its phase planes and runs out into Y. Stride 1: whole vectors, the last one overlapping, then
  * eight or four lanes; other strides one by one (stride 2 goes through split_rows). */
 typedef float v4f __attribute__((vector_size(16)));
@@ -169,7 +169,7 @@ static void K(copy_rows)(int64_t R, int64_t n, float *dst, int64_t ldd, const fl
     }
 }
 
-/* Rows split into their even and odd columns (conv.c's stride-2 phase planes, one pass over the
+/* Rows split into their even and odd columns (conv/depthwise.c's stride-2 phase planes, one pass over the
  * input): e[r·ldd + i] = src[r·lds + 2i] for i < ceil(m / 2), o[r·ldd + i] = src[r·lds + 2i + 1]
  * for i < m / 2. Pairs of vectors, the last pair overlapping, then eight- and four-lane pairs; an odd
  * last column alone. Reads nothing past src[r·lds + m - 1]. */

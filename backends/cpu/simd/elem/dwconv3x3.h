@@ -1,11 +1,11 @@
 /* Part of simd/elem.c, compiled once per ISA with it (no standalone header): the 3x3 depthwise plane read in place (dwconv3x3). */
 
-#if VW >= 8 /* (the 8- and 16-lane tables: conv.c takes it where the table has it) */
-/* A 3x3 depthwise plane read in place (conv.c's depthwise_planes_3x3): padding 1 at the top and left, stride s
+#if VW >= 8 /* (the 8- and 16-lane tables: conv/depthwise.c takes it where the table has it) */
+/* A 3x3 depthwise plane read in place (conv/depthwise.c's depthwise_planes_3x3): padding 1 at the top and left, stride s
  * (1: OH = H, OW = W, padding 1 all round; 2: 2·OH <= H, 2·OW <= W, so no bottom or right padding is
  * ever read), W >= VW at stride 1, OW >= VW at stride 2. Each output row's sum is the twin's, bias +
  * taps in (kh, kw) order, the padding rows' taps skipped (as the twin skips them) and the padding
- * columns' lanes added as 0·w (conv.c's dw_plane_padded_ok rule, as the long rows). Input rows are
+ * columns' lanes added as 0·w (conv/depthwise.c's dw_plane_padded_ok rule, as the long rows). Input rows are
  * read once per column strip, top to bottom: a row's three shifted vectors feed every output row that
  * reads it (stride 1: rows r + 1, r, r - 1 with tap rows 0, 1, 2; stride 2: row 2o + 1 is tap row 2 of
  * output o and tap row 0 of o + 1), so each output's taps still arrive in order while the loads drop

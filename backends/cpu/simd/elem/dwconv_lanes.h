@@ -1,7 +1,7 @@
 /* Part of simd/elem.c, compiled once per ISA with it (no standalone header): depthwise with channels in the lanes (dwconv_lanes). */
 
-#if VW >= 8 /* (conv.c takes the lanes on 8 or 16 only: none in the four-lane builds, WebAssembly's among them) */
-/* Depthwise with channels in the lanes (conv.c's choice where the long rows lose: planes under 16
+#if VW >= 8 /* (conv/depthwise.c takes the lanes on 8 or 16 only: none in the four-lane builds, WebAssembly's among them) */
+/* Depthwise with channels in the lanes (conv/depthwise.c's choice where the long rows lose: planes under 16
  * wide, big stride-2 ones): nch <= VW channel planes go through a zero-bordered, pixel-major
  * buffer in ws holding one vector of VW channels per padded pixel (lithe__dw_lanes_dims: the whole
  * plane, or a ring of the last few rows for large planes), filled by VW x VW register transposes
@@ -10,7 +10,7 @@
  * clip in registers (dw_act's max / min) or act1 for other kinds (the act kernel's bits). Every
  * output is computed once into ws; VW of them at a time are transposed back into the nch planes of
  * Y (the plane's or row's last VW overlapping the ones before). Like the long rows it adds the
- * padding's 0·w taps (conv.c sends the planes where that could change a bit to the twin). */
+ * padding's 0·w taps (conv/depthwise.c sends the planes where that could change a bit to the twin). */
 #if VW == 8
 #define TRL4 0, 1, 2, 3, 8, 9, 10, 11
 #define TRH4 4, 5, 6, 7, 12, 13, 14, 15
