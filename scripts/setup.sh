@@ -4,6 +4,9 @@ set -euo pipefail
 pkgs=(build-essential cmake ninja-build clang libclang-rt-14-dev pkg-config
       libcmocka-dev libdlpack-dev zlib1g-dev
       python3-thinc python3-numpy python3-pytest python3-torch dataset-fashion-mnist
+      # the Python wheel (shims/python, tests/python_wheel.py): built without PyPI by Debian's
+      # setuptools and wheel, installed with its pip into a venv
+      python3-setuptools python3-wheel python3-venv python3-pip
       # ONNX: torchvision models for the parity test, the onnx package for external-data files
       python3-torchvision python3-onnx
       # the Vulkan backend: headers, the shader compiler, and lavapipe (a Vulkan driver on the CPU)
