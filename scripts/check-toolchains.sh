@@ -58,8 +58,6 @@ for stage in "$@"; do
     check main "ninja" "ninja-build" ninja --version
     check main "dlpack/dlpack.h" "libdlpack-dev" \
       sh -c 'printf "#include <dlpack/dlpack.h>\nint main(void){DLTensor t; (void)t; return 0;}\n" > d.c && gcc d.c -o d'
-    check main "zlib links (gzipped IDX files)" "zlib1g-dev" \
-      sh -c 'printf "#include <zlib.h>\nint main(void){return zlibVersion()[0]==0;}\n" > z.c && gcc z.c -lz -o z && ./z'
     check main "Fashion-MNIST in /usr/share/datasets" "dataset-fashion-mnist" \
       sh -c 'ls /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte* >/dev/null'
     ;;
@@ -97,9 +95,12 @@ gcc vk.c -lvulkan -o vk && ./vk'
     ;;
   python)
     for m in thinc:python3-thinc numpy:python3-numpy pytest:python3-pytest torch:python3-torch \
-             torchvision:python3-torchvision onnx:python3-onnx; do
+             torchvision:python3-torchvision onnx:python3-onnx setuptools:python3-setuptools wheel:python3-wheel \
+             pip:python3-pip; do
       check python "/usr/bin/python3 imports ${m%%:*}" "${m#*:}" /usr/bin/python3 -c "import ${m%%:*}"
     done
+    # the wheel test's venv (tests/python_wheel.py)
+    check python "/usr/bin/python3 -m venv --system-site-packages" "python3-venv" /usr/bin/python3 -m venv --system-site-packages --without-pip venv
     ;;
   aarch64)
     check aarch64 "aarch64-linux-gnu-gcc links (crt1.o, libc)" "gcc-aarch64-linux-gnu libc6-dev-arm64-cross" \

@@ -11,7 +11,7 @@ typedef struct idx_data {
 
 /* Reads `path`, or `path` + ".gz" when `path` is missing. Returns 0 on success; on failure
  * writes a message into err and returns IDX_MISSING (neither file opens) or -1 (a file that is
- * there but unreadable: malformed, truncated, or no memory for its data). The expected magic is
+ * there but unreadable: malformed, truncated, or no memory for it). The expected magic is
  * 0x00000803 (images) or 0x00000801 (labels). */
 #define IDX_MISSING (-2)
 int idx_read(const char *path, uint32_t magic, idx_data *out, char *err, size_t errcap);
@@ -19,4 +19,7 @@ void idx_free(idx_data *d);
 /* Keeps only the examples whose label is below n_classes (in order, in place): train-mnist
  * --classes trains a model that has never seen the other classes. */
 void idx_keep_classes(idx_data *img, idx_data *lab, int n_classes);
+
+/* lithe train-mnist (train_mnist.c): argv[0] is "train-mnist"; returns the exit status. */
+int lithe_cmd_train_mnist(int argc, char **argv);
 #endif

@@ -8,7 +8,7 @@
 // Integer arguments are checked here (a LitheError, LITHE_ERR_INVALID_ARG) before they reach
 // WebAssembly, where a number is cut to 32 or 64 bits without a word.
 import { instantiate, simdSupported, threadsSupported, readBytes, compileImporters, compileImportersSync, linkImporters } from './loader.js';
-import { createRaw, LitheError, STATUS, DTYPE } from './raw.js';
+import { createRaw, LitheError, litheError, STATUS, DTYPE } from './raw.js';
 
 export { LitheError, STATUS, DTYPE, simdSupported, threadsSupported };
 
@@ -44,7 +44,7 @@ export function init(options = {}) {
     initPromise = null;
     raw = null;
     loadedCore = null;
-    throw err;
+    throw asLitheError(err, 'cannot start the WebAssembly module');
   });
   return initPromise;
 }
@@ -61,7 +61,7 @@ function importers() {
     },
     (err) => {
       importersPromise = null;
-      throw err;
+      throw asLitheError(err, 'cannot load the importer module (ONNX, TF.js)');
     });
   return importersPromise;
 }
@@ -77,15 +77,28 @@ function runLoader(call, sync) {
   const status = call();
   if (status === STATUS.OK || !r.lithe_js_importers_wanted()) return status;
   if (!sync) return MISSING;
-  const module = compileImportersSync(importersSource, loadedCore.simd);
-  if (!module) return status; // lithe's error says what is missing and that load() links it
-  r.importers = linkImporters(loadedCore, module);
+  try {
+    const module = compileImportersSync(importersSource, loadedCore.simd);
+    if (!module) return status; // lithe's error says what is missing and that load() links it
+    r.importers = linkImporters(loadedCore, module);
+  } catch (err) {
+    throw asLitheError(err, 'cannot load the importer module (ONNX, TF.js)');
+  }
   return call();
 }
 
 function need() {
-  if (!raw) throw new Error('lithe: call `await lithe.init()` first');
+  if (!raw) throw litheError(STATUS.STATE, 'call `await lithe.init()` first');
   return raw;
+}
+
+// Errors from below this layer (the file system, fetch, WebAssembly compilation) as LitheErrors:
+// IO for files and the network, FORMAT for a module that does not compile, else INTERNAL.
+function asLitheError(err, what) {
+  if (err instanceof LitheError) return err;
+  const io = typeof err?.code === 'string' || err instanceof TypeError; // Node's ENOENT & co.; fetch's network failure
+  const status = io ? STATUS.IO : err instanceof WebAssembly.CompileError ? STATUS.FORMAT : STATUS.INTERNAL;
+  return litheError(status, `${what}: ${err?.message ?? err}`, err);
 }
 
 // The C-mirror layer (every lithe_* function by its C name, memory helpers, check()).
@@ -111,7 +124,7 @@ function intArg(fn, name, v, min, max) {
   const ok = typeof v === 'bigint' ? typeof max === 'bigint' && v >= BigInt(min) && v <= max
     : Number.isSafeInteger(v) && v >= min && v <= max;
   if (!ok) {
-    throw new LitheError(STATUS.INVALID_ARG, 'LITHE_ERR_INVALID_ARG',
+    throw litheError(STATUS.INVALID_ARG,
       `${fn}: ${name} must be an integer in [${min}, ${max}], got ${typeof v === 'bigint' ? `${v}n` : String(v)}`);
   }
   return v;
@@ -128,7 +141,7 @@ function dtypeOf(data) {
   if (data instanceof BigUint64Array) return DTYPE.U64;
   if (data instanceof Uint8Array) return DTYPE.U8;
   if (data instanceof Uint32Array) return DTYPE.U32;
-  throw new TypeError('lithe: tensor data must be a Float32Array, Int32Array, BigInt64Array, BigUint64Array, Uint8Array or Uint32Array');
+  throw litheError(STATUS.DTYPE, 'tensor data must be a Float32Array, Int32Array, BigInt64Array, BigUint64Array, Uint8Array or Uint32Array');
 }
 
 // An n-dimensional array: `data` (a TypedArray, row-major) and `shape` (extents).
@@ -146,9 +159,9 @@ export class Tensor {
     dtype = dtypeOf(data);
     shape = Array.from(shape, Number);
     // extents travel to C as int32: a larger one would arrive cut to its low bits
-    if (shape.some((d) => !Number.isInteger(d) || d < 0 || d > INT32_MAX)) throw new RangeError(`lithe: bad shape [${shape}] (extents are integers in [0, ${INT32_MAX}])`);
+    if (shape.some((d) => !Number.isInteger(d) || d < 0 || d > INT32_MAX)) throw litheError(STATUS.SHAPE, `bad shape [${shape}] (extents are integers in [0, ${INT32_MAX}])`);
     const n = shape.reduce((a, b) => a * b, 1);
-    if (n !== data.length) throw new RangeError(`lithe: shape [${shape}] holds ${n} elements but data has ${data.length}`);
+    if (n !== data.length) throw litheError(STATUS.SHAPE, `shape [${shape}] holds ${n} elements but data has ${data.length}`);
     this.data = data;
     this.shape = shape;
     this.dtype = dtype;
@@ -179,7 +192,7 @@ function asTensor(x, shape) {
   if (x && ArrayBuffer.isView(x.data) && x.shape) return new Tensor(x.data, x.shape);
   if (ArrayBuffer.isView(x)) return new Tensor(x, shape ?? [x.length]);
   if (Array.isArray(x)) return tensor(x, shape);
-  throw new TypeError('lithe: expected a lithe.Tensor, {data, shape} or a TypedArray');
+  throw litheError(STATUS.INVALID_ARG, 'expected a lithe.Tensor, {data, shape} or a TypedArray');
 }
 
 // A tensor's extents (and, read back, its dtype and rank) pass through the scratch block's slots
@@ -222,7 +235,7 @@ function fromC(ptr) {
   let n = 1;
   for (let i = 0; i < ndim; i++) n *= shape[i] = i32[w + 2 + i];
   const Ctor = ARRAY_OF_DTYPE[dtype];
-  if (!Ctor) throw new LitheError(STATUS.DTYPE, 'LITHE_ERR_DTYPE', `no TypedArray for dtype ${dtype}`);
+  if (!Ctor) throw litheError(STATUS.DTYPE, `no TypedArray for dtype ${dtype}`);
   const out = new Ctor(n);
   const nbytes = n * Ctor.BYTES_PER_ELEMENT;
   if (nbytes && at && dtype === DTYPE.F32 && n <= 64 && at % 4 === 0) {
@@ -232,7 +245,7 @@ function fromC(ptr) {
     out.set(new Ctor(r.memory.buffer, at, n));
   } else if (nbytes) {
     const tmp = r.malloc(nbytes);
-    if (!tmp) throw new LitheError(STATUS.OOM, 'LITHE_ERR_OOM', `malloc(${nbytes}) failed`);
+    if (!tmp) throw litheError(STATUS.OOM, `malloc(${nbytes}) failed`);
     try {
       r.check(r.lithe_tensor_read(ptr, tmp, nbytes));
       new Uint8Array(out.buffer).set(r.u8().subarray(tmp, tmp + nbytes));
@@ -256,7 +269,7 @@ class Handle {
     registry.register(this, { free, ptr }, this);
   }
   get ptr() {
-    if (!this.#ptr) throw new LitheError(STATUS.STATE, 'LITHE_ERR_STATE', `lithe: ${this.constructor.name} used after dispose()`);
+    if (!this.#ptr) throw litheError(STATUS.STATE, `${this.constructor.name} used after dispose()`);
     return this.#ptr;
   }
   get disposed() {
@@ -289,7 +302,7 @@ function optimizer(adam, o) {
 export const adam = (options = {}) => optimizer(true, options);
 // SGD; options: learnRate (required), L2, gradClip (1.0), useAverages (false).
 export function sgd(options) {
-  if (!options || typeof options.learnRate !== 'number') throw new TypeError('lithe.sgd: options.learnRate is required');
+  if (!options || typeof options.learnRate !== 'number') throw litheError(STATUS.INVALID_ARG, 'sgd: options.learnRate is required');
   return optimizer(false, options);
 }
 
@@ -335,14 +348,18 @@ export class Model extends Handle {
       r.lithe_tensor_release(xp);
     }
   }
-  // One update: begin_update(x), the loss against y, backprop, finish_update(optimizer). Returns
-  // the loss as the C loss reports it (Thinc's: the sum of the squared gradient). loss:
-  // 'categorical_crossentropy' (y: Int32Array labels (B,) or Float32Array targets (B, C)) or 'l2'.
-  trainStep({ x, y, loss = 'categorical_crossentropy', optimizer: opt }) {
+  // One update: begin_update(x), the loss against y, backprop, finish_update(optimizer). loss:
+  // 'categorical_crossentropy' (y: Int32Array labels (B,) or Float32Array targets (B, C)) or 'l2'
+  // (Thinc's L2Distance: targets of the output's shape, sequences (B, T, N) too). Returns the loss
+  // of the output before the update, as PyTorch and tfjs report it: the mean cross-entropy, or the
+  // mean squared error; with report: 'thinc', Thinc 8.1's figure (the sum of the squared gradient).
+  // Computed by the C library (lithe_cross_entropy, lithe_mean_squared_error).
+  trainStep({ x, y, loss = 'categorical_crossentropy', optimizer: opt, report = 'loss' }) {
     const r = need();
-    if (!(opt instanceof Optimizer)) throw new TypeError('lithe: trainStep needs an optimizer (lithe.adam() or lithe.sgd())');
+    if (!(opt instanceof Optimizer)) throw litheError(STATUS.INVALID_ARG, 'trainStep needs an optimizer (lithe.adam() or lithe.sgd())');
     const kind = LOSSES[loss];
-    if (kind === undefined) throw new RangeError(`lithe: unknown loss '${loss}' (categorical_crossentropy or l2)`);
+    if (kind === undefined) throw litheError(STATUS.VALUE, `unknown loss '${loss}' (categorical_crossentropy or l2)`);
+    if (report !== 'loss' && report !== 'thinc') throw litheError(STATUS.VALUE, `unknown report '${report}' ('loss' or 'thinc')`);
     const xs = asTensor(x);
     let ys = y;
     if (Array.isArray(y)) {
@@ -354,7 +371,7 @@ export class Model extends Handle {
     try {
       yp = toC(asTensor(ys));
       this.#prepared = false; // the step writes the weights: lithe drops their prepared copies
-      r.check(r.lithe_js_train_step(this.ptr, opt.ptr, xp, yp, kind, r.outPtr(1), 0));
+      r.check(r.lithe_js_train_step(this.ptr, opt.ptr, xp, yp, kind, report === 'thinc' ? 1 : 0, r.outPtr(1), 0));
       return r.readF32(r.outPtr(1));
     } finally {
       r.lithe_tensor_release(xp);
@@ -392,7 +409,12 @@ export async function load(source) {
     await importers();
     return loadTfjs(source);
   }
-  const bytes = await readBytes(source);
+  let bytes;
+  try {
+    bytes = await readBytes(source);
+  } catch (err) {
+    throw asLitheError(err, `cannot read the model ${source instanceof URL ? source.href : typeof source === 'string' ? `'${source}'` : ''}`.trimEnd());
+  }
   const model = loadModel(bytes, false);
   if (model !== MISSING) return model;
   await importers();
