@@ -166,7 +166,7 @@ static inline vf vgauss_pdf(vf x) { return 0.3989422804014327f * vexp(-0.5f * x 
  * batch-1 predict). */
 static inline __attribute__((always_inline)) vf act1_inl(const lithe__act *a, vf x) {
     switch (a->kind) {
-    case LITHE__ACT_RELU: return sel(x > 0.0f, x, splat(0.0f));
+    case LITHE__ACT_RELU: return sel(x <= 0.0f, splat(0.0f), x); /* Thinc's cpu_relu: NaN stays NaN */
     case LITHE__ACT_SIGMOID: return vsigmoid(x);
     case LITHE__ACT_TANH: return vtanh(x);
     case LITHE__ACT_SWISH: return x * vsigmoid(x);
@@ -973,7 +973,8 @@ static inline __attribute__((always_inline)) void dwt_impl(int64_t R, int64_t n,
 
 /* The 3x3's fused relu / clip with the ISA's max and min where their operand order gives act1's
  * exact selections (x86 maxps(a, b) = a > b ? a : b, minps(a, b) = a < b ? a : b; WebAssembly's
- * pmax(a, b) = a < b ? b : a, pmin(a, b) = b < a ? b : a): relu = x > 0 ? x : 0, NaN and -0 to +0;
+ * pmax(a, b) = a < b ? b : a, pmin(a, b) = b < a ? b : a): relu = x <= 0 ? 0 : x (Thinc's cpu_relu: NaN
+ * stays NaN, -0 to +0) is max(0, x) + 0, the + 0 turning -0 into +0 (dw_relu);
  * clip = x < lo ? lo : (x > hi ? hi : x) of x·slope + offset, which max(lo, min(hi, ·)) equals
  * when lo <= hi (K(dwconv_taps) sends other bounds to the act kernel). Elsewhere act1 itself. */
 #if (VB == 64 && defined(__AVX512F__)) || (VB == 32 && defined(__AVX__)) || (VB == 16 && defined(__SSE2__)) || \
@@ -1001,12 +1002,13 @@ static inline vf dw_min(vf a, vf b) { /* a < b ? a : b, b when either is NaN */
     return (vf)wasm_f32x4_pmin((v128_t)b, (v128_t)a);
 #endif
 }
+static inline vf dw_relu(vf x) { return dw_max(splat(0.0f), x) + splat(0.0f); } /* NaN: x; -0: +0 */
 #else
 #define DW_MINMAX 0
 #endif
 static inline vf dw_act(const lithe__act *c, vf x) {
 #if DW_MINMAX
-    if (c->kind == LITHE__ACT_RELU) return dw_max(x, splat(0.0f));
+    if (c->kind == LITHE__ACT_RELU) return dw_relu(x);
     return dw_max(bcast(c->min_val), dw_min(bcast(c->max_val), x * c->slope + c->offset)); /* bounds' signs kept */
 #else
     return act1(c, x);
@@ -1316,9 +1318,9 @@ static inline __attribute__((always_inline)) void dwl_px_impl(int64_t m, const f
     lithe__act c = k->c;
     int64_t cs = k->cs;
 #if DW_MINMAX
-    vf lo = bcast(c.min_val), hi = bcast(c.max_val), zero = splat(0.0f);
+    vf lo = bcast(c.min_val), hi = bcast(c.max_val);
 #define DWL_ACT(X)                                                                                                \
-    (mode == 1   ? dw_max(X, zero)                                                                                \
+    (mode == 1   ? dw_relu(X)                                                                                     \
      : mode == 2 ? dw_max(lo, dw_min(hi, (X) * c.slope + c.offset))                                               \
      : mode == 3 ? dw_max(lo, dw_min(hi, (X) + c.offset))                                                          \
      : mode == 4 ? act1(&c, X)                                                                                     \
@@ -1535,7 +1537,7 @@ static inline __attribute__((always_inline)) void d3_taps(const float *xr, int64
 #define D3_ROW(ACC, T, K0) ((((ACC) + (T)[0] * w[K0]) + (T)[1] * w[(K0) + 1]) + (T)[2] * w[(K0) + 2])
 /* the output's act (mode as d3_strips'; c, lo, hi and zero are the caller's locals) */
 #define D3_OUT(V)                                                                                                 \
-    (mode == 1 ? dw_max(V, zero) : mode == 2 ? dw_act(&c, V) : mode == 3 ? dw_max(lo, dw_min(hi, V)) : (V))
+    (mode == 1 ? dw_relu(V) : mode == 2 ? dw_act(&c, V) : mode == 3 ? dw_max(lo, dw_min(hi, V)) : (V))
 
 /* NS strips from output columns qs[0 .. NS) down the whole plane. mode: 0 no act, 1 relu, 2 clip
  * (dw_act), 3 clip with slope 1 and offset +0 (x·1 + 0 is x: no sum
@@ -1547,7 +1549,7 @@ static inline __attribute__((always_inline)) void d3_strips(int NS, int s, int64
     for (int i = 0; i < 9; i++) w[i] = k->w[i];
     lithe__act c = k->c;
     c.kind = mode == 1 ? LITHE__ACT_RELU : LITHE__ACT_CLIPPED_LINEAR;
-    vf lo = bcast(c.min_val), hi = bcast(c.max_val), zero = splat(0.0f);
+    vf lo = bcast(c.min_val), hi = bcast(c.max_val);
     if (s == 1) { /* output rows [o0, o1) */
         for (int j = 0; j < NS; j++) {
             if (o0) { /* output o0: bias, row o0 - 1's tap row 0, then row o0's tap row 1 */
@@ -1673,7 +1675,7 @@ static inline __attribute__((always_inline)) void d3p_pair(int s, int64_t H, int
                                                            const float *x0, const float *x1, float *y0, float *y1,
                                                            const float *w0, const float *w1, float b0, float b1,
                                                            const lithe__act *a, int mode) {
-    vf w[9], t[3], A, B, zero = splat(0.0f);
+    vf w[9], t[3], A, B;
     for (int i = 0; i < 9; i++) w[i] = (vf)_mm512_mask_blend_ps(0xff00, (__m512)bcast(w0[i]), (__m512)bcast(w1[i]));
     vf bv = (vf)_mm512_mask_blend_ps(0xff00, (__m512)bcast(b0), (__m512)bcast(b1));
     lithe__act c = mode ? *a : (lithe__act){0};
