@@ -91,13 +91,25 @@ int idx_read(const char *path, uint32_t magic, idx_data *out, char *err, size_t 
         return -1;
     }
     size_t bytes = (size_t)out->n * (size_t)out->rows * (size_t)out->cols;
-    out->data = malloc(bytes);
-    if (!out->data) {
-        snprintf(err, errcap, "%s: out of memory for %zu bytes", used, bytes);
-        r_close(&r);
-        return -1;
+    /* the buffer grows with the bytes that arrive (at most 64 MiB ahead of them), so a header
+     * declaring 10^7 x 4096 x 4096 over a short (or gzip-bombed) file is "truncated", not a
+     * 160 TB allocation */
+    size_t got = 0, cap = 0;
+    while (got < bytes) {
+        size_t want = cap ? (cap * 2 < bytes ? cap * 2 : bytes) : (bytes < ((size_t)1 << 26) ? bytes : (size_t)1 << 26);
+        uint8_t *grown = realloc(out->data, want);
+        if (!grown) {
+            snprintf(err, errcap, "%s: out of memory for %zu bytes", used, want);
+            idx_free(out);
+            r_close(&r);
+            return -1;
+        }
+        out->data = grown;
+        cap = want;
+        size_t n = r_read(&r, out->data + got, cap - got);
+        got += n;
+        if (got < cap) break; /* the end of the data */
     }
-    size_t got = r_read(&r, out->data, bytes);
     r_close(&r);
     if (got != bytes) {
         snprintf(err, errcap, "%s: truncated: %zu of %zu data bytes", used, got, bytes);
