@@ -344,6 +344,52 @@ static void test_maxout_softmax_reduce_nonfinite(void **state) {
     lithe_tensor_release(RW);
 }
 
+/* ---- the optimizers on the backend under test: Thinc's steps (the goldens test_thinc_golden
+ * checks on the CPU), with W and G on this backend, so a fused adam_step is checked too ---- */
+
+static lithe_optimizer_opts opts_of(const golden *g) {
+    assert_int_equal(g->n, 9);
+    return (lithe_optimizer_opts){.learn_rate = g->v[0], .L2 = g->v[1], .beta1 = g->v[2], .beta2 = g->v[3],
+                                  .eps = g->v[4], .grad_clip = g->v[5], .L2_is_weight_decay = g->v[6] != 0.0,
+                                  .use_averages = g->v[7] != 0.0, .use_radam = g->v[8] != 0.0};
+}
+
+static void test_optimizer_steps_match_thinc(void **state) {
+    (void)state;
+    NEED_BACKEND();
+    static const char *cases[] = {"adam_default", "adam_small", "adam_wd", "adam_l2grad", "adam_clip", "adam_noavg",
+                                  "adam_eps",     "sgd",        "sgd_l2grad", "radam",   "radam_b2",  "adam_torch"};
+    lithe_model *node = NULL;
+    OK(lithe_linear(&(lithe_dense_opts){.nO = 4, .nI = 3}, &node));
+    char what[128];
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const char *p = cases[c];
+        lithe_optimizer_opts oo = opts_of(get("%s.opts", p));
+        lithe_optimizer *opt = NULL;
+        OK(lithe_optimizer_new(&oo, &opt));
+        lithe_tensor *W = on_be(get("%s.W0", p));
+        int steps = strncmp(p, "radam", 5) ? 3 : !strcmp(p, "radam") ? 6 : 8;
+        for (int step = 1; step <= steps; step++) {
+            lithe_tensor *G = on_be(get("%s.G%d", p, step));
+            OK(lithe_optimizer_step(opt, node, "W", W, G));
+            snprintf(what, sizeof what, "%s step %d: weights", p, step);
+            expect_close(what, W, get("%s.W%d", p, step), 1e-6, 1e-5);
+            snprintf(what, sizeof what, "%s step %d: gradient after the step", p, step);
+            expect_close(what, G, get("%s.Gafter%d", p, step), 1e-6, 1e-5);
+            if (oo.use_averages) {
+                lithe_tensor *avg = NULL;
+                OK(lithe_optimizer_get_average(opt, node, "W", &avg));
+                snprintf(what, sizeof what, "%s step %d: average", p, step);
+                expect_close(what, avg, get("%s.avg%d", p, step), 1e-6, 1e-5);
+            }
+            lithe_tensor_release(G);
+        }
+        lithe_tensor_release(W);
+        lithe_optimizer_free(opt);
+    }
+    lithe_model_free(node);
+}
+
 /* ---- layer normalisation ---- */
 
 static void test_layernorm_matches_thinc(void **state) {
@@ -603,6 +649,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_act_finite_differences),
         cmocka_unit_test(test_maxout_matches_thinc),
         cmocka_unit_test(test_act_nonfinite_matches_thinc),
+        cmocka_unit_test(test_optimizer_steps_match_thinc),
         cmocka_unit_test(test_maxout_softmax_reduce_nonfinite),
         cmocka_unit_test(test_layernorm_matches_thinc),
         cmocka_unit_test(test_layernorm_finite_differences),

@@ -374,6 +374,8 @@ opt_case("adam_noavg", Adam(0.01, grad_clip=0.0, L2=0.0, use_averages=False), 1.
 opt_case("sgd", SGD(0.1), 1.0)
 opt_case("sgd_l2grad", SGD(0.1, L2=0.01, L2_is_weight_decay=False, grad_clip=0.5), 1.0)
 # RAdam: unrectified (SGD with momentum) for the first steps, rectified from N_sma >= 5 on
+# eps large enough to move every step: a backend's fused Adam with the wrong epsilon fails here
+opt_case("adam_eps", Adam(0.01, eps=0.1, grad_clip=0.0, beta1=0.8), 0.05)
 opt_case("radam", RAdam(0.01), 1.0, steps=6)
 opt_case("radam_b2", RAdam(0.01, beta2=0.9, L2=0.01), 0.5, steps=8)
 # torch.optim.Adam(lr=1e-3)'s work in Thinc's Adam (lithe bench --adam torch), norms ~3.5: the

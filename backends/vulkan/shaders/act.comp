@@ -70,7 +70,7 @@ float backward(uint kind, float dy, float x, float y) {
     case SWISH: return dy * (y + sigmoid_clipped(x) * (1.0 - y));
     case GELU: return dy * (cdf(x) + x * pdf(x));
     case MISH: {
-        if (x >= pc.f[4]) return dy;
+        if (!(x < pc.f[4])) return dy; // NaN too, as Thinc's x < threshold
         float e1 = exp(x), e2 = exp(2.0 * x), e3 = exp(3.0 * x);
         float omega = 4.0 * (x + 1.0) + 4.0 * e2 + e3 + e1 * (4.0 * x + 6.0);
         float delta = 2.0 * e1 + e2 + 2.0;
