@@ -65,3 +65,15 @@ d["params"][0]["W"] = {b"nd": True, b"type": "<f4", b"kind": b"", b"shape": [2 *
 with open(os.path.join(here, "thinc_shape_wraps.bin"), "wb") as f:
     f.write(packb(d, use_bin_type=True))
 print("wrote thinc_shape_wraps.bin")
+
+# TF.js: the fuzz seed mlp (Dense, Dropout, Dense) with its second Dense renamed to the first's
+# name, and with its Dropout rate 5.0; each model.json beside its own weights file.
+seed = open(os.path.join(here, "..", "corpus", "tfjs", "mlp.bin"), "rb").read()
+js, weights = seed.split(b"\0", 1)
+for name, old, new in (("tfjs_duplicate_names", b'"name":"dense_Dense2"', b'"name":"dense_Dense1"'),
+                       ("tfjs_dropout_5", b'"rate":0.5', b'"rate":5.0')):
+    assert old in js
+    bad = js.replace(old, new).replace(b'"paths":["w.bin"]', b'"paths":["%s.weights.bin"]' % name.encode())
+    open(os.path.join(here, name + ".json"), "wb").write(bad)
+    open(os.path.join(here, name + ".weights.bin"), "wb").write(weights)
+print("wrote the TF.js cases")
