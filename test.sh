@@ -4,6 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 scripts/setup.sh
+# Before anything is built: every toolchain of every stage compiles, links and runs a one-line
+# program, and a missing package is named (scripts/check-toolchains.sh).
+scripts/setup.sh --check
 jobs=$(nproc)
 # setup.sh installed lavapipe, so the Vulkan device tests must run here: test_vulkan fails, rather
 # than skips, when it finds no Vulkan loader or device. (CUDA: the ci, clang and asan presets set
