@@ -1059,7 +1059,9 @@ LITHE_API lithe_status lithe_optimizer_get_average(const lithe_optimizer *opt,
  * Statuses: LITHE_ERR_UNSUPPORTED (other shims, other tensor attrs), LITHE_ERR_VALUE (a
  * ref outside the tree), LITHE_ERR_OOM. */
 LITHE_API lithe_status lithe_model_save_bytes(lithe_model *m, const lithe_optimizer *opt, uint8_t **out, size_t *len);
-/* The same into a file, atomically (temporary file, fsync, rename): never a half-written model. */
+/* The same into a file, atomically (temporary file "<path>.tmp-<pid>", fsync, rename): never a
+ * half-written model. A save that was killed leaves its temporary file; the next successful save
+ * of the same path removes those whose process no longer exists. */
 LITHE_API lithe_status lithe_model_save(lithe_model *m, const lithe_optimizer *opt, const char *path);
 /* A new model from .lithe bytes or a file, on the CPU backend. Nothing in the bytes is trusted:
  * lengths, offsets, shape products, dtypes, indices, acyclicity and walk order are checked.
