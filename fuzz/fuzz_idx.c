@@ -1,6 +1,7 @@
 /* libFuzzer target: the CLI's IDX reader (tools/lithe/mnist.c: Fashion-MNIST, gzip or plain). The
  * bytes are written as a file and read as images (magic 0x803) and as labels (0x801); a gzip
- * stream (1f 8b) is written as "<path>.gz" with <path> absent, as the dataset ships. Allocations
+ * stream (1f 8b) is written as "<path>.gz" with <path> absent, as the dataset ships (the reader
+ * gunzips with tools/lithe/gunzip.c). Allocations
  * over 64 MiB abort (libFuzzer's -malloc_limit_mb): a header's sizes must be checked against the
  * bytes present before they size a buffer. */
 #define _POSIX_C_SOURCE 200809L

@@ -10,7 +10,7 @@ cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz
 mkdir -p build/fuzz/artifacts
 status=0
-for t in msgpack thinc_bytes npy lithe_file onnx tfjs optimizer_state json paths idx; do
+for t in msgpack thinc_bytes npy lithe_file onnx tfjs gunzip optimizer_state json paths idx; do
   work=$(mktemp -d)
   case $t in
     lithe_file) build/fuzz/fuzz/make_lithe_seeds "$work" ;;

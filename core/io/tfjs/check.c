@@ -1,12 +1,11 @@
 /* Load-time checks of a TF.js layers model's layer list (issue 30), beside the lowering in tfjs.c:
  * layer names are unique (Keras requires it, and weights and inbound nodes are found by name, so
  * a duplicate would silently pick one of two layers), and a Dropout's rate lies in [0, 1). */
-#include "json.h"
+#include "tfjs.h"
 
 #include <math.h>
 #include <string.h>
 
-#define WHAT "tfjs"
 
 static const char *layer_name_of(const js_val *layer) {
     const js_val *n = js_get(layer, "name");
