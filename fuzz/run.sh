@@ -29,6 +29,7 @@ for t in msgpack thinc_bytes npy lithe_file onnx tfjs gunzip optimizer_state jso
     onnx) cp fuzz/hostile/*.onnx "$work"/ ;;
     lithe_file) cp fuzz/hostile/*.lithe "$work"/ ;;
     thinc_bytes) cp fuzz/hostile/thinc_*.bin "$work"/ ;;
+    optimizer_state) cp fuzz/hostile/*.state "$work"/ ;;
   esac
   if [ -d fuzz/regressions/$t ]; then  # inputs that once crashed must now pass
     build/fuzz/fuzz/fuzz_$t fuzz/regressions/$t/* >build/fuzz/regress_$t.log 2>&1 || { tail -30 build/fuzz/regress_$t.log; status=1; }

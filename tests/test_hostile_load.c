@@ -83,6 +83,28 @@ static lithe_status load_thinc(const char *path) {
     return s;
 }
 
+/* Optimizer-state cases load into Adam for relu(4) >> softmax(2) on nI = 3 (fuzz_optimizer_state's
+ * tree). */
+static lithe_status load_state(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return LITHE_ERR_IO;
+    uint8_t buf[8192];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    lithe_model *a = NULL, *b = NULL, *m = NULL;
+    lithe_optimizer *opt = NULL;
+    lithe_optimizer_opts o = lithe_adam_defaults();
+    lithe_status s = lithe_dense("Relu.v1", &(lithe_dense_opts){.nO = 4, .nI = 3}, &a);
+    if (s == LITHE_OK) s = lithe_softmax(&(lithe_softmax_opts){.nO = 2, .nI = 4}, &b);
+    if (s == LITHE_OK) s = lithe_chain(2, (lithe_model *[]){a, b}, &m);
+    if (s == LITHE_OK) s = lithe_model_initialize(m, NULL, NULL);
+    if (s == LITHE_OK) s = lithe_optimizer_new(&o, &opt);
+    if (s == LITHE_OK) s = lithe_optimizer_load_state(opt, m, buf, n);
+    lithe_optimizer_free(opt);
+    lithe_model_free(m);
+    return s;
+}
+
 void test_hostile_corpus(void **state) {
     (void)state;
     FILE *mf = fopen(HOSTILE_DIR "/MANIFEST", "r");
@@ -100,7 +122,9 @@ void test_hostile_corpus(void **state) {
         lithe_clear_error();
         lithe_model *m = NULL;
         size_t fl = strlen(file);
-        lithe_status s = fl > 4 && !strcmp(file + fl - 4, ".bin") ? load_thinc(path) : lithe_model_load(path, &m);
+        lithe_status s = fl > 4 && !strcmp(file + fl - 4, ".bin")     ? load_thinc(path)
+                         : fl > 6 && !strcmp(file + fl - 6, ".state") ? load_state(path)
+                                                                      : lithe_model_load(path, &m);
         lithe_model_free(m);
         cases++;
         const char *msg = lithe_last_error();

@@ -490,6 +490,11 @@ lithe_status lithe_optimizer_load_state(lithe_optimizer *opt, lithe_model *m, co
                             nodes[k]->name, name, (long long)numel, (long long)p->value->numel);
             break;
         }
+        if (find_slot(tmp, nodes[k]->id, name)) { /* a second entry would leak the first's tensors */
+            s = lithe__fail(LITHE_ERR_FORMAT, "optimizer state: entry %u repeats %s.%s (node %u): one entry per param",
+                            c, nodes[k]->name, name, k);
+            break;
+        }
         opt_slot *sl = NULL;
         s = get_slot(tmp, nodes[k]->id, name, &sl);
         if (s != LITHE_OK) break;
