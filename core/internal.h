@@ -572,6 +572,12 @@ static inline lithe_optimizer_opts lithe__adam_as_torch(void) {
  * the whole tree first, so an OOM changes no param). */
 lithe_status lithe__optimizer_prepare(lithe_optimizer *opt, const lithe_model *node, const char *name,
                                       const lithe_tensor *W);
+/* lithe_optimizer_set_check_finite's flag, and its check of one gradient (LITHE_ERR_VALUE). */
+bool lithe__optimizer_checks_finite(const lithe_optimizer *opt);
+/* A node read from a file against itself (core/io/load_check.c): each param's shape against the
+ * dims naming its axes, attrs in their ranges (dropout_rate in [0, 1]); `what` starts messages. */
+lithe_status lithe__check_loaded_node(const lithe_model *m, const char *what);
+lithe_status lithe__grad_check_finite(const char *who, const lithe_model *node, const char *name, const lithe_tensor *G);
 
 /* Files (core/io/): a whole file into a new buffer (lithe__free), and an atomic write (temp file,
  * fsync, rename). */

@@ -860,6 +860,14 @@ static lithe_status finish_update(lithe_model *m, lithe_optimizer *opt) {
     walk_buf w;
     LITHE__TRY(walk_collect(m, &w));
     lithe_status s = LITHE_OK;
+    /* the optional non-finite check: every gradient before anything changes */
+    if (lithe__optimizer_checks_finite(opt))
+        for (size_t i = 0; i < w.n && s == LITHE_OK; i++)
+            for (size_t p = 0; p < w.v[i]->n_params && s == LITHE_OK; p++) {
+                lithe__param *pr = &w.v[i]->params[p];
+                if (pr->value && pr->grad && !pr->frozen)
+                    s = lithe__grad_check_finite("finish_update", w.v[i], pr->name, pr->grad);
+            }
     /* Thinc updates every shim of the tree first, then the params */
     for (size_t i = 0; i < w.n && s == LITHE_OK; i++)
         for (size_t k = 0; k < w.v[i]->n_shims && s == LITHE_OK; k++)

@@ -1052,6 +1052,15 @@ LITHE_API lithe_status lithe_optimizer_set_schedule(lithe_optimizer *opt, const 
 /* Thinc's optimizer.step_schedules(): every schedule yields its next value. */
 LITHE_API lithe_status lithe_optimizer_step_schedules(lithe_optimizer *opt);
 
+/* The non-finite check (off by default; Thinc has none and trains on through NaN): with it on,
+ * lithe_model_finish_update first reads every gradient of the tree, and lithe_optimizer_step its
+ * one, and a NaN or infinity in any answers LITHE_ERR_VALUE ("finish_update: gradient of
+ * relu1.W has 3 non-finite values (first NaN at [7]); nothing was updated") before any param,
+ * optimizer state or gradient changes. A non-finite loss reaches the gradients through its
+ * d_scores, so this catches it too. Costs one read of each gradient (a device-to-host copy on a
+ * GPU) per update. Statuses: LITHE_ERR_INVALID_ARG for a NULL optimizer. */
+LITHE_API lithe_status lithe_optimizer_set_check_finite(lithe_optimizer *opt, bool on);
+
 /* Thinc's Optimizer.__call__ for one parameter, keyed by (node, name): L2 (added to the
  * gradient, or decoupled weight decay after the step), clipping by the gradient's L2 norm,
  * Adam with bias correction (or SGD), grad zeroed, averages updated with Thinc's decay.
@@ -1081,7 +1090,9 @@ LITHE_API lithe_status lithe_optimizer_get_average(const lithe_optimizer *opt,
  * Statuses: LITHE_ERR_UNSUPPORTED (other shims, other tensor attrs), LITHE_ERR_VALUE (a
  * ref outside the tree), LITHE_ERR_OOM. */
 LITHE_API lithe_status lithe_model_save_bytes(lithe_model *m, const lithe_optimizer *opt, uint8_t **out, size_t *len);
-/* The same into a file, atomically (temporary file, fsync, rename): never a half-written model. */
+/* The same into a file, atomically (temporary file "<path>.tmp-<pid>", fsync, rename): never a
+ * half-written model. A save that was killed leaves its temporary file; the next successful save
+ * of the same path removes those whose process no longer exists. */
 LITHE_API lithe_status lithe_model_save(lithe_model *m, const lithe_optimizer *opt, const char *path);
 /* A new model from .lithe bytes or a file, on the CPU backend. Nothing in the bytes is trusted:
  * lengths, offsets, shape products, dtypes, indices, acyclicity and walk order are checked.

@@ -234,9 +234,11 @@ static lithe_status decode_param(const mp_obj *v, size_t node, const char *pname
         if (e->type != MP_INT || e->is_unsigned || e->v.i < 0 || e->v.i > (int64_t)1 << 40)
             return lithe__fail(LITHE_ERR_FORMAT, "%s: node %zu: param '%s' has a bad extent", WHAT, node, pname);
         shape[d] = e->v.i;
-        if (shape[d] && count > ((uint64_t)1 << 62) / (uint64_t)shape[d])
-            return lithe__fail(LITHE_ERR_FORMAT, "%s: node %zu: param '%s' is too large", WHAT, node, pname);
-        count *= (uint64_t)shape[d];
+        /* overflow-checked, and small enough that its byte count (x 4) cannot wrap either: a
+         * product of 2^62 once wrapped to "its shape needs 0" */
+        if (__builtin_mul_overflow(count, (uint64_t)shape[d], &count) || count > ((uint64_t)1 << 60))
+            return lithe__fail(LITHE_ERR_FORMAT, "%s: node %zu: param '%s' is too large (more than 2^60 elements)", WHAT,
+                               node, pname);
     }
     if ((uint64_t)dat->len != count * 4)
         return lithe__fail(LITHE_ERR_FORMAT, "%s: node %zu: param '%s' holds %u bytes, its shape needs %llu", WHAT, node,

@@ -255,6 +255,30 @@ class FFN(nn.Module):
         return self.fc2(F.gelu(self.fc1(x)))
 
 
+class Tied(nn.Module):
+    """One parameter feeding two consumers (one initializer, two nodes in the graph), as torch's
+    exporter writes tied or equal-valued weights: the graph layer must accumulate both
+    consumers' gradients into it (issue 30's surviving mutant overwrote the first with the second).
+    kind: "mm" 2-D MatMul, "gemm" Linear (Gemm), "bmm" batched MatMul, "conv" Conv."""
+
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
+        if kind in ("mm", "bmm"):
+            self.W = nn.Parameter(torch.randn(4, 4) * 0.5)
+        elif kind == "gemm":
+            self.fc = nn.Linear(6, 6)
+        else:
+            self.c = nn.Conv2d(3, 3, 3, padding=1)
+
+    def forward(self, x):
+        if self.kind in ("mm", "bmm"):
+            return torch.tanh(x @ self.W) @ self.W
+        if self.kind == "gemm":
+            return self.fc(torch.tanh(self.fc(x)))
+        return self.c(torch.relu(self.c(x)))
+
+
 def export(name, model, x, opset, lr=0.1, steps=10):
     model.eval()
     buf = io.BytesIO()
@@ -349,6 +373,11 @@ export("convact", ConvAct(), randx(2, 3, 7, 7), 13, lr=0.01)
 
 torch.manual_seed(12)
 export("convadd", ConvAdd(), randx(2, 4, 7, 7), 13, lr=0.0002)
+
+# tied weights: one initializer, two consumers (MatMul, Gemm, batched MatMul, Conv)
+for i, (kind, shape) in enumerate((("mm", (5, 4)), ("gemm", (5, 6)), ("bmm", (3, 5, 4)), ("conv", (2, 3, 6, 6)))):
+    torch.manual_seed(20 + i)
+    export(f"tied_{kind}", Tied(kind), randx(*shape), 13, lr=0.05)
 
 
 
