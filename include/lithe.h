@@ -476,9 +476,16 @@ LITHE_API lithe_status lithe_multisoftmax(size_t n, const int64_t *nOs, int64_t 
  * zeros; nO = nI (inferred from the sample X). nI 0 means unset. */
 LITHE_API lithe_status lithe_layernorm(int64_t nI, lithe_model **out);
 /* Parameter-free activations by registered name: "sigmoid_activation.v1", "Logistic.v1"
- * (node "logistic"; Thinc's deprecated alias), "softmax_activation.v1". Any float32 array for the
- * sigmoids, (B, N) for the softmax. Statuses: LITHE_ERR_VALUE for an unknown name. */
+ * (node "logistic"; Thinc's deprecated alias), "softmax_activation.v1", and any other layer
+ * lithe_layer_new builds without arguments ("tanh_activation.v1"). Any float32 array for the
+ * sigmoids and tanh, (B, N) for the softmax. Statuses: LITHE_ERR_VALUE for an unknown name. */
 LITHE_API lithe_status lithe_activation(const char *layer, lithe_model **out);
+/* "tanh_activation.v1" (node "tanh_activation"; lithe's, Thinc 8.1.7 registers no tanh layer: the
+ * native twin of an ONNX Tanh): Y = tanh(X) on any float32 array; build it with lithe_layer_new. */
+/* A layer that takes no arguments, by registered name (the parameter-free activations). Statuses:
+ * LITHE_ERR_NOT_FOUND (no such layer), LITHE_ERR_UNSUPPORTED (the layer takes arguments: use its
+ * constructor above). */
+LITHE_API lithe_status lithe_layer_new(const char *layer, lithe_model **out);
 
 typedef struct lithe_embed_opts {
     int64_t nO, nV;     /* 0: unset (Embed's nO may come from a sample Y); HashEmbed needs both */
@@ -704,6 +711,11 @@ LITHE_API lithe_status lithe_resize_model(lithe_model *resizable, int64_t new_nO
 /* Every registered layer name, versioned as Thinc registers it ("Relu.v1", ...), in a fixed
  * order. *n receives the count; the array is static and immutable. Thread-safe. */
 LITHE_API const char *const *lithe_layer_names(size_t *n);
+/* The layer name lithe gives a Thinc node whose forward is `thinc_forward` (its function's
+ * module and name, "thinc.layers.relu.forward"): what the Python exporter writes for the node
+ * (the same list as lithe_layer_names, core/layers/layers.def); may be a node type Thinc does not
+ * register ("map_list"). NULL: lithe has no such layer. Static; thread-safe. */
+LITHE_API const char *lithe_layer_for_thinc(const char *thinc_forward);
 
 /* Adds a reference to a model node (shared layers) / drops one. The last reference frees the
  * node, its params and grads, and drops its references to its children. Accepts NULL. */
