@@ -974,6 +974,13 @@ typedef struct lithe_optimizer_opts {
     bool use_radam; /* Thinc's RAdam (its step counter and all), in place of Adam/SGD */
 } lithe_optimizer_opts;
 
+/* The layout of a public option struct ("lithe_optimizer_opts"), for bindings that mirror it (the
+ * Python package builds its ctypes struct from this): sizeof (0: unknown struct), and the i-th
+ * field's name (NULL past the last), offset and kind ('d' double, 'f' float, '?' bool,
+ * 'q' int64_t, 'i' int, 'z' size_t). */
+LITHE_API size_t lithe_struct_size(const char *type);
+LITHE_API const char *lithe_struct_field(const char *type, size_t i, size_t *offset, char *kind);
+
 /* Thinc's ADAM_DEFAULTS: learn_rate 0.001, beta1 0.9, beta2 0.999, eps 1e-8, L2 0,
  * grad_clip 1.0, L2_is_weight_decay true, use_averages true. */
 LITHE_API lithe_optimizer_opts lithe_adam_defaults(void);
@@ -1071,6 +1078,16 @@ LITHE_API lithe_status lithe_model_save(lithe_model *m, const lithe_optimizer *o
  * that are an ONNX model (they start with ir_version's tag, 0x08, where a .lithe file has its
  * header length) load as one graph node (lithe_onnx_load_bytes). */
 LITHE_API lithe_status lithe_model_load_bytes(const uint8_t *data, size_t len, lithe_model **out);
+/* A model from its description, as the .lithe loader builds it (no file involved): the
+ * architecture JSON (docs/format.md, "lithe.architecture": nodes in walk order with their
+ * registered layer names, dims, attrs, param names, children and refs) and the named tensors it
+ * refers to ("<node>.<param>": float32; "<node>.attr.<name>": a uint8 bytes attr), contiguous host
+ * tensors that are copied. Every check of lithe_model_load applies. The Python exporter builds a
+ * Thinc model's description and saves it with lithe_model_save. Statuses: LITHE_ERR_FORMAT,
+ * LITHE_ERR_UNSUPPORTED (an unknown layer), LITHE_ERR_INVALID_ARG, LITHE_ERR_OOM. */
+LITHE_API lithe_status lithe_model_from_architecture(const char *architecture, size_t len, size_t n,
+                                                     const char *const *names, lithe_tensor *const *tensors,
+                                                     lithe_model **out);
 /* From a file: memory-mapped copy-on-write where the platform allows (POSIX; not WASI or the
  * browser), the params viewing the mapping — no copy at load, pages private once written by
  * training; unmapped when the last param goes. Set LITHE_NO_MMAP=1 to read the file instead (a
