@@ -420,6 +420,16 @@ void lithe__cuda_memory_stats(const lithe_backend *be, size_t *in_use, size_t *c
 /* Whether the backend's table has primitive number i (primitives.def order). */
 bool lithe__backend_has_prim(const lithe_backend *be, size_t i);
 
+/* The tuning knobs (core/options.c): the environment variable when set, else lithe_set_options's
+ * value, else NULL (the built-in choice). */
+typedef enum lithe__knob_id {
+#define LITHE_KNOB(field, env) LITHE__KNOB_##field,
+#include "options.def"
+#undef LITHE_KNOB
+    LITHE__KNOB_COUNT
+} lithe__knob_id;
+const char *lithe__knob(lithe__knob_id k);
+
 /* ------------------------------------------------------------------------------------------
  * RNG.
  * ---------------------------------------------------------------------------------------- */

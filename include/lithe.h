@@ -84,7 +84,9 @@ LITHE_API const char *lithe_last_error(void);
 LITHE_API void lithe_clear_error(void);
 
 /* ------------------------------------------------------------------------------------------
- * Memory: one allocator hook for every byte lithe allocates on the host.
+ * Memory: one allocator hook for every byte lithe allocates on the host, with two exceptions:
+ * the CPU thread pool's bookkeeping (made once, when the pool is built; its threads' stacks come
+ * from the C library in any case) and the CUDA module's host code (docs/options.md, "State").
  * ---------------------------------------------------------------------------------------- */
 
 typedef struct lithe_allocator {
@@ -97,11 +99,37 @@ typedef struct lithe_allocator {
 /* Installs `alloc` (copied) or, with NULL, restores the C library's allocator. Call it while no
  * lithe object exists: memory must be freed by the allocator that made it.
  * With the C library's allocator the CPU backend keeps freed tensor blocks (bounded, 256 MiB
- * natively, 32 MiB in WebAssembly) for reuse by later tensors of their size; with an allocator
- * installed here it keeps none, so that allocator sees every allocation and free. This call
- * first gives the kept blocks back to the allocator that made them.
+ * natively, 32 MiB in WebAssembly) for reuse by later tensors of their size, and the GEMM keeps
+ * its packing workspaces; with an allocator installed here it keeps neither, so that allocator
+ * sees every allocation and free (tests/test_alloc_hook.c). This call first gives the kept blocks
+ * back to the allocator that made them.
  * Returns LITHE_ERR_INVALID_ARG if one of the three functions is NULL. Not thread-safe. */
 LITHE_API lithe_status lithe_set_allocator(const lithe_allocator *alloc);
+
+/* ------------------------------------------------------------------------------------------
+ * Tuning knobs: options of the runtime and its backends, each also an environment variable that
+ * overrides it (docs/options.md has the one table of variables, their values and what they are
+ * for). NULL or "": the built-in choice. Values are copied (at most 31 characters).
+ * ---------------------------------------------------------------------------------------- */
+typedef struct lithe_options {
+    size_t size;                /* sizeof(lithe_options): lithe_options_defaults() sets it       */
+    const char *cpu_isa;        /* LITHE_CPU_ISA: the CPU kernels' ISA, "scalar", "sse2", "avx2",
+                                 * "avx512" (x86-64); read at the first operation                 */
+    const char *graph_fuse;     /* LITHE_GRAPH_FUSE: "0" runs imported graphs node by node        */
+    const char *graph_profile;  /* LITHE_GRAPH_PROFILE: "1" times every graph node (at load)     */
+    const char *conv_rows;      /* LITHE_CONV_ROWS: "filters" | "pixels", the CPU conv's GEMM rows */
+    const char *gemm_avx512_mr; /* LITHE_GEMM_AVX512_MR: "14" | "12" | "8" | "7" | "4" | "2"      */
+    const char *vulkan_gemm;    /* LITHE_VULKAN_GEMM: "auto", "basic", "basic-64", "basic-128",
+                                 * "tiled", "subgroup[:N]"                                        */
+    const char *xnnpack;        /* LITHE_XNNPACK: "0" prepares no XNNPACK operator               */
+    const char *no_mmap;        /* LITHE_NO_MMAP: set: lithe_model_load reads instead of mapping */
+} lithe_options;
+
+LITHE_API lithe_options lithe_options_defaults(void);
+/* Sets every knob (copied). Call it before anything else, as lithe_set_allocator. Statuses:
+ * LITHE_ERR_INVALID_ARG (NULL, or a size this lithe does not know), LITHE_ERR_VALUE (a value too
+ * long). Not thread-safe. */
+LITHE_API lithe_status lithe_set_options(const lithe_options *options);
 
 /* ------------------------------------------------------------------------------------------
  * Backends ("Ops"): a table of primitives plus its context, found by name.
@@ -142,15 +170,13 @@ LITHE_API lithe_status lithe_backend_get(const char *name, lithe_backend **out);
  * inside a sum. Builds without threads (the WASI command, the npm package's one-thread modules)
  * accept only 0 and 1; the npm package's threads module has as many threads as the JavaScript
  * loader started workers for, plus the caller (lithe.init({ threads })), and refuses more.
- * (The CPU backend picks its SIMD kernels by the CPU's features at run time; the environment
- * variable LITHE_CPU_ISA=scalar|avx2|avx512 forces one — results then differ from the default in
- * the last bits, as FMA and plain multiply-add do. docs/performance.md has the design.)
  * Call it while no other thread computes on the CPU backend. Statuses: LITHE_ERR_INVALID_ARG (n < 0
  * or > 1024), LITHE_ERR_UNSUPPORTED (another backend, or threads this build lacks; a worker that
  * could not start), LITHE_ERR_OOM. The CPU backend's kernels use this CPU's widest vector
- * instructions (x86-64: AVX-512, AVX2 or SSE2, chosen at the first operation); the environment
- * variable LITHE_CPU_ISA=scalar|sse2|avx2|avx512 forces one, e.g. to compare with the scalar
- * kernels (which activations and reductions then match bit for bit is in docs/performance.md). */
+ * instructions (x86-64: AVX-512, AVX2 or SSE2, chosen at the first operation); lithe_options'
+ * cpu_isa (LITHE_CPU_ISA=scalar|sse2|avx2|avx512) forces one, e.g. to compare with the scalar
+ * kernels: results then differ from the default in the last bits, as FMA and plain multiply-add
+ * do (which activations and reductions then match bit for bit is in docs/performance.md). */
 LITHE_API lithe_status lithe_backend_set_threads(lithe_backend *backend, int n);
 
 /* The number of threads the backend computes with (1 for backends without a thread count). */
@@ -480,9 +506,9 @@ LITHE_API lithe_status lithe_layernorm(int64_t nI, lithe_model **out);
  * lithe_layer_new builds without arguments ("tanh_activation.v1"). Any float32 array for the
  * sigmoids and tanh, (B, N) for the softmax. Statuses: LITHE_ERR_VALUE for an unknown name. */
 LITHE_API lithe_status lithe_activation(const char *layer, lithe_model **out);
-/* "tanh_activation.v1" (node "tanh_activation"; lithe's, Thinc 8.1.7 registers no tanh layer: the
- * native twin of an ONNX Tanh): Y = tanh(X) on any float32 array; build it with lithe_layer_new. */
-/* A layer that takes no arguments, by registered name (the parameter-free activations). Statuses:
+/* A layer that takes no arguments, by registered name: the parameter-free activations, among them
+ * "tanh_activation.v1" (node "tanh_activation"; Y = tanh(X) on any float32 array: lithe's own,
+ * the native twin of ONNX's Tanh, as Thinc 8.1.7 registers no tanh layer). Statuses:
  * LITHE_ERR_NOT_FOUND (no such layer), LITHE_ERR_UNSUPPORTED (the layer takes arguments: use its
  * constructor above). */
 LITHE_API lithe_status lithe_layer_new(const char *layer, lithe_model **out);

@@ -730,7 +730,7 @@ lithe_status lithe_model_load(const char *path, lithe_model **out) {
     if (plen >= 5 && !strcmp(path + plen - 5, ".json")) return lithe_tfjs_load(path, out); /* TF.js's model.json */
     lithe_status s = LITHE_ERR_UNSUPPORTED;
 #ifdef LITHE_HAVE_MMAP
-    if (!getenv("LITHE_NO_MMAP")) s = load_mapped(path, out);
+    if (!lithe__knob(LITHE__KNOB_no_mmap)) s = load_mapped(path, out);
 #endif
     if (s == LITHE_ERR_UNSUPPORTED && !*out) {
         uint8_t *b = NULL;
