@@ -83,3 +83,15 @@ def test_option_structs_come_from_the_library():
     assert fields == _header_fields("lithe_optimizer_opts")
     assert ctypes.sizeof(_lib.OptimizerOpts) == _lib.lib.lithe_struct_size(b"lithe_optimizer_opts")
     assert _lib.lib.lithe_struct_size(b"no_such_struct") == 0
+
+
+def test_the_package_writes_no_file_format():
+    """One writer of .lithe, in C: the Python package has no header packing, padding or atomic
+    rename of its own (lithe.export hands the description to lithe_model_from_architecture and
+    lithe_model_save)."""
+    folder = os.path.join(os.path.dirname(__file__), "..", "..", "shims", "python", "lithe")
+    for name in os.listdir(folder):
+        if name.endswith(".py"):
+            text = open(os.path.join(folder, name)).read()
+            for marker in ("struct.pack", "os.replace", "tempfile", "__metadata__", "data_offsets"):
+                assert marker not in text, f"{name} writes the file format itself ({marker})"
