@@ -86,7 +86,8 @@ LITHE_API void lithe_clear_error(void);
 /* ------------------------------------------------------------------------------------------
  * Memory: one allocator hook for every byte lithe allocates on the host, with two exceptions:
  * the CPU thread pool's bookkeeping (made once, when the pool is built; its threads' stacks come
- * from the C library in any case) and the CUDA module's host code (docs/options.md, "State").
+ * from the C library in any case) and the CUDA backend's per-device bookkeeping (its context and
+ * the index of its device-block cache, which live with the device; docs/options.md, "State").
  * ---------------------------------------------------------------------------------------- */
 
 typedef struct lithe_allocator {

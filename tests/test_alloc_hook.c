@@ -7,8 +7,8 @@
  * claiming packing workspaces) run with the N-th hook allocation failing for N = 1, 2, ...: each
  * run must fail with LITHE_ERR_OOM (or pass once N is past the last), leave no block live, and make
  * no bypass. The thread pool's bookkeeping (made once, when the pool is built; its threads' stacks
- * come from the C library anyway) and the CUDA module's host code are outside the promise
- * (include/lithe.h), so the pool is built before counting starts. */
+ * come from the C library anyway) and the CUDA backend's per-device bookkeeping are outside the
+ * promise (include/lithe.h), so the pool is built before counting starts. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
