@@ -164,7 +164,7 @@ static lithe_status architecture(lithe_model **nodes, size_t n, js_buf *b) {
     return LITHE_OK;
 }
 
-lithe_status lithe_model_save_bytes(lithe_model *m, const lithe_optimizer *opt, uint8_t **out, size_t *len) {
+static lithe_status model_save_bytes_body(lithe_model *m, const lithe_optimizer *opt, uint8_t **out, size_t *len) {
     LITHE__CHECK_ARG(out && len, "lithe_model_save_bytes", "out or len is NULL");
     *out = NULL;
     *len = 0;
@@ -276,6 +276,15 @@ lithe_status lithe_model_save_bytes(lithe_model *m, const lithe_optimizer *opt, 
     lithe__free(arch.p);
     lithe__free(head.p);
     lithe_buffer_free(state);
+    return s;
+}
+
+lithe_status lithe_model_save_bytes(lithe_model *m, const lithe_optimizer *opt, uint8_t **out, size_t *len) {
+    if (out) *out = NULL;
+    if (len) *len = 0;
+    if (m) LITHE__TRY(lithe__enter_tree(m, "lithe_model_save_bytes"));
+    lithe_status s = model_save_bytes_body(m, opt, out, len);
+    if (m) lithe__leave_tree(m);
     return s;
 }
 

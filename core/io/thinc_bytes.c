@@ -101,7 +101,7 @@ static lithe_status encode_param(const lithe_tensor *t, mp_buf *b) {
     return s;
 }
 
-lithe_status lithe_model_to_thinc_bytes(lithe_model *m, uint8_t **out, size_t *len) {
+static lithe_status model_to_thinc_bytes_body(lithe_model *m, uint8_t **out, size_t *len) {
     LITHE__CHECK_ARG(out && len, "lithe_model_to_thinc_bytes", "out or len is NULL");
     *out = NULL;
     *len = 0;
@@ -185,6 +185,15 @@ lithe_status lithe_model_to_thinc_bytes(lithe_model *m, uint8_t **out, size_t *l
     *out = b.p;
     *len = b.n;
     return LITHE_OK;
+}
+
+lithe_status lithe_model_to_thinc_bytes(lithe_model *m, uint8_t **out, size_t *len) {
+    if (out) *out = NULL;
+    if (len) *len = 0;
+    if (m) LITHE__TRY(lithe__enter_tree(m, "lithe_model_to_thinc_bytes"));
+    lithe_status s = model_to_thinc_bytes_body(m, out, len);
+    if (m) lithe__leave_tree(m);
+    return s;
 }
 
 /* ---- reading ---- */
@@ -410,7 +419,7 @@ static lithe_status apply_node(const node_list *nl, size_t i, const mp_obj *info
     return LITHE_OK;
 }
 
-lithe_status lithe_model_from_thinc_bytes(lithe_model *m, const uint8_t *data, size_t len) {
+static lithe_status model_from_thinc_bytes_body(lithe_model *m, const uint8_t *data, size_t len) {
     LITHE__CHECK_ARG(m && (data || !len), "lithe_model_from_thinc_bytes", "model or data is NULL");
     mp_doc doc;
     LITHE__TRY(mp_parse(data, len, WHAT, &doc));
@@ -438,5 +447,12 @@ lithe_status lithe_model_from_thinc_bytes(lithe_model *m, const uint8_t *data, s
         s = apply_node(&nl, i, &nodes->items[i], &attrs->items[i], &params->items[i]);
     lithe__free(nl.v);
     mp_doc_free(&doc);
+    return s;
+}
+
+lithe_status lithe_model_from_thinc_bytes(lithe_model *m, const uint8_t *data, size_t len) {
+    if (m) LITHE__TRY(lithe__enter_tree(m, "lithe_model_from_thinc_bytes"));
+    lithe_status s = model_from_thinc_bytes_body(m, data, len);
+    if (m) lithe__leave_tree(m);
     return s;
 }

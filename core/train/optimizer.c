@@ -272,7 +272,7 @@ lithe_status lithe_optimizer_get_average(const lithe_optimizer *opt, const lithe
     return LITHE_OK;
 }
 
-lithe_status lithe_optimizer_swap_averages(lithe_optimizer *opt, lithe_model *m) {
+static lithe_status optimizer_swap_averages_body(lithe_optimizer *opt, lithe_model *m) {
     LITHE__CHECK_ARG(opt && m, "lithe_optimizer_swap_averages", "optimizer or model is NULL");
     size_t n = 0;
     LITHE__TRY(lithe_model_walk(m, NULL, 0, &n));
@@ -290,6 +290,13 @@ lithe_status lithe_optimizer_swap_averages(lithe_optimizer *opt, lithe_model *m)
         }
     }
     lithe__free(nodes);
+    return s;
+}
+
+lithe_status lithe_optimizer_swap_averages(lithe_optimizer *opt, lithe_model *m) {
+    if (m) LITHE__TRY(lithe__enter_tree(m, "lithe_optimizer_swap_averages"));
+    lithe_status s = optimizer_swap_averages_body(opt, m);
+    if (m) lithe__leave_tree(m);
     return s;
 }
 
