@@ -420,6 +420,16 @@ void lithe__cuda_memory_stats(const lithe_backend *be, size_t *in_use, size_t *c
 /* Whether the backend's table has primitive number i (primitives.def order). */
 bool lithe__backend_has_prim(const lithe_backend *be, size_t i);
 
+/* The tuning knobs (core/options.c): the environment variable when set, else lithe_set_options's
+ * value, else NULL (the built-in choice). */
+typedef enum lithe__knob_id {
+#define LITHE_KNOB(field, env) LITHE__KNOB_##field,
+#include "options.def"
+#undef LITHE_KNOB
+    LITHE__KNOB_COUNT
+} lithe__knob_id;
+const char *lithe__knob(lithe__knob_id k);
+
 /* ------------------------------------------------------------------------------------------
  * RNG.
  * ---------------------------------------------------------------------------------------- */
@@ -622,31 +632,25 @@ extern const lithe__layer_type lithe__chain_type;
 /* Checks dense opts for `layer`; norm_dropout: whether Thinc's layer takes those arguments. */
 lithe_status lithe__dense_check_opts(const char *layer, const lithe_dense_opts *o, bool norm_dropout);
 lithe_status lithe__maxout_new(const lithe_dense_opts *o, lithe_model **out);
-const char *lithe__dense_type_name(size_t i);
 
-/* Every layer type, by family (NULL-terminated), and the lookup by registered name. */
-extern const lithe__layer_type *const lithe__combine_types[], *const lithe__resizable_types[],
-    *const lithe__embed_types[], *const lithe__layernorm_types[], *const lithe__softmax_types[],
-    *const lithe__maxout_types[], *const lithe__dense_types[], *const lithe__activation_types[];
-/* Sparse, hashed and string inputs (core/layers/sparselinear.c, remap_ids.c, strings2arrays.c,
- * staticvectors.c, core/combinators/uniqued.c). */
-extern const lithe__layer_type *const lithe__sparse_types[], *const lithe__remap_types[],
-    *const lithe__strings_types[], *const lithe__static_vectors_types[], *const lithe__uniqued_types[];
-/* The sequence layers (issue 5): transfers, with_* combinators, reductions, expand_window. */
-extern const lithe__layer_type *const lithe__transfer_types[], *const lithe__with_types[], *const lithe__reduce_types[],
-    *const lithe__window_types[], *const lithe__getitem_types[];
+/* Every layer type, by family (NULL-terminated arrays each layer's file defines), declared from
+ * the one list core/layers/layers.def; the lookup by registered name is lithe__layer_type_by_name. */
+#define LITHE_LAYER(name, family, thinc, create)                                                                  \
+    extern const lithe__layer_type *const family[];                                                               \
+    lithe_status create(const lithe__layer_type *type, lithe_model **out);
+#define LITHE_NODE_TYPE LITHE_LAYER
+#include "layers/layers.def"
+#undef LITHE_LAYER
+#undef LITHE_NODE_TYPE
 /* One dropout mask over nO columns (the node's dropout_rate attr, its Philox stream), repeated
  * for B rows: Thinc's Embed / HashEmbed and spaCy's StaticVectors; NULL when no dropout applies. */
 lithe_status lithe__dropout_rows(lithe_model *m, int64_t B, int64_t nO, lithe_tensor **mask);
 /* Y = X[index] for the getitem layers (core/layers/getitem.c): the node's `index` string attr. */
 lithe_status lithe__getitem_forward(lithe_model *m, const lithe_value *X, bool is_train, lithe_value **Y,
                                     lithe_backprop **bp);
-/* Recurrent, attention and similarity layers (core/layers/lstm.c, attention.c). */
-extern const lithe__layer_type *const lithe__lstm_types[], *const lithe__attention_types[];
 /* Imported graphs (core/graph/): the "onnx_graph.v1" layer, and the call that parses a node's
  * `onnx` attr into its shim (the .lithe loader runs it for every graph node it builds). */
 extern const lithe__layer_type lithe__onnx_graph_type;
-extern const lithe__layer_type *const lithe__graph_types[];
 lithe_status lithe__onnx_attach(lithe_model *m);
 /* lithe_model_prepare_inference for a graph node: prepares the initializers its Gemm and MatMul
  * nodes read as B (core/prepare.c); and the node's i-th float constant (NULL past the last). */

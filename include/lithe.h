@@ -111,7 +111,10 @@ LITHE_API const char *lithe_last_error(void);
 LITHE_API void lithe_clear_error(void);
 
 /* ------------------------------------------------------------------------------------------
- * Memory: one allocator hook for every byte lithe allocates on the host.
+ * Memory: one allocator hook for every byte lithe allocates on the host, with two exceptions:
+ * the CPU thread pool's bookkeeping (made once, when the pool is built; its threads' stacks come
+ * from the C library in any case) and the CUDA backend's per-device bookkeeping (its context and
+ * the index of its device-block cache, which live with the device; docs/options.md, "State").
  * ---------------------------------------------------------------------------------------- */
 
 typedef struct lithe_allocator {
@@ -124,11 +127,37 @@ typedef struct lithe_allocator {
 /* Installs `alloc` (copied) or, with NULL, restores the C library's allocator. Call it while no
  * lithe object exists: memory must be freed by the allocator that made it.
  * With the C library's allocator the CPU backend keeps freed tensor blocks (bounded, 256 MiB
- * natively, 32 MiB in WebAssembly) for reuse by later tensors of their size; with an allocator
- * installed here it keeps none, so that allocator sees every allocation and free. This call
- * first gives the kept blocks back to the allocator that made them.
+ * natively, 32 MiB in WebAssembly) for reuse by later tensors of their size, and the GEMM keeps
+ * its packing workspaces; with an allocator installed here it keeps neither, so that allocator
+ * sees every allocation and free (tests/test_alloc_hook.c). This call first gives the kept blocks
+ * back to the allocator that made them.
  * Returns LITHE_ERR_INVALID_ARG if one of the three functions is NULL. Not thread-safe. */
 LITHE_API lithe_status lithe_set_allocator(const lithe_allocator *alloc);
+
+/* ------------------------------------------------------------------------------------------
+ * Tuning knobs: options of the runtime and its backends, each also an environment variable that
+ * overrides it (docs/options.md has the one table of variables, their values and what they are
+ * for). NULL or "": the built-in choice. Values are copied (at most 31 characters).
+ * ---------------------------------------------------------------------------------------- */
+typedef struct lithe_options {
+    size_t size;                /* sizeof(lithe_options): lithe_options_defaults() sets it       */
+    const char *cpu_isa;        /* LITHE_CPU_ISA: the CPU kernels' ISA, "scalar", "sse2", "avx2",
+                                 * "avx512" (x86-64); read at the first operation                 */
+    const char *graph_fuse;     /* LITHE_GRAPH_FUSE: "0" runs imported graphs node by node        */
+    const char *graph_profile;  /* LITHE_GRAPH_PROFILE: "1" times every graph node (at load)     */
+    const char *conv_rows;      /* LITHE_CONV_ROWS: "filters" | "pixels", the CPU conv's GEMM rows */
+    const char *gemm_avx512_mr; /* LITHE_GEMM_AVX512_MR: "14" | "12" | "8" | "7" | "4" | "2"      */
+    const char *vulkan_gemm;    /* LITHE_VULKAN_GEMM: "auto", "basic", "basic-64", "basic-128",
+                                 * "tiled", "subgroup[:N]"                                        */
+    const char *xnnpack;        /* LITHE_XNNPACK: "0" prepares no XNNPACK operator               */
+    const char *no_mmap;        /* LITHE_NO_MMAP: set: lithe_model_load reads instead of mapping */
+} lithe_options;
+
+LITHE_API lithe_options lithe_options_defaults(void);
+/* Sets every knob (copied). Call it before anything else, as lithe_set_allocator. Statuses:
+ * LITHE_ERR_INVALID_ARG (NULL, or a size this lithe does not know), LITHE_ERR_VALUE (a value too
+ * long). Not thread-safe. */
+LITHE_API lithe_status lithe_set_options(const lithe_options *options);
 
 /* ------------------------------------------------------------------------------------------
  * Backends ("Ops"): a table of primitives plus its context, found by name.
@@ -169,15 +198,13 @@ LITHE_API lithe_status lithe_backend_get(const char *name, lithe_backend **out);
  * inside a sum. Builds without threads (the WASI command, the npm package's one-thread modules)
  * accept only 0 and 1; the npm package's threads module has as many threads as the JavaScript
  * loader started workers for, plus the caller (lithe.init({ threads })), and refuses more.
- * (The CPU backend picks its SIMD kernels by the CPU's features at run time; the environment
- * variable LITHE_CPU_ISA=scalar|avx2|avx512 forces one — results then differ from the default in
- * the last bits, as FMA and plain multiply-add do. docs/performance.md has the design.)
  * Call it while no other thread computes on the CPU backend. Statuses: LITHE_ERR_INVALID_ARG (n < 0
  * or > 1024), LITHE_ERR_UNSUPPORTED (another backend, or threads this build lacks; a worker that
  * could not start), LITHE_ERR_OOM. The CPU backend's kernels use this CPU's widest vector
- * instructions (x86-64: AVX-512, AVX2 or SSE2, chosen at the first operation); the environment
- * variable LITHE_CPU_ISA=scalar|sse2|avx2|avx512 forces one, e.g. to compare with the scalar
- * kernels (which activations and reductions then match bit for bit is in docs/performance.md). */
+ * instructions (x86-64: AVX-512, AVX2 or SSE2, chosen at the first operation); lithe_options'
+ * cpu_isa (LITHE_CPU_ISA=scalar|sse2|avx2|avx512) forces one, e.g. to compare with the scalar
+ * kernels: results then differ from the default in the last bits, as FMA and plain multiply-add
+ * do (which activations and reductions then match bit for bit is in docs/performance.md). */
 LITHE_API lithe_status lithe_backend_set_threads(lithe_backend *backend, int n);
 
 /* The number of threads the backend computes with (1 for backends without a thread count). */
@@ -505,9 +532,16 @@ LITHE_API lithe_status lithe_multisoftmax(size_t n, const int64_t *nOs, int64_t 
  * zeros; nO = nI (inferred from the sample X). nI 0 means unset. */
 LITHE_API lithe_status lithe_layernorm(int64_t nI, lithe_model **out);
 /* Parameter-free activations by registered name: "sigmoid_activation.v1", "Logistic.v1"
- * (node "logistic"; Thinc's deprecated alias), "softmax_activation.v1". Any float32 array for the
- * sigmoids, (B, N) for the softmax. Statuses: LITHE_ERR_VALUE for an unknown name. */
+ * (node "logistic"; Thinc's deprecated alias), "softmax_activation.v1", and any other layer
+ * lithe_layer_new builds without arguments ("tanh_activation.v1"). Any float32 array for the
+ * sigmoids and tanh, (B, N) for the softmax. Statuses: LITHE_ERR_VALUE for an unknown name. */
 LITHE_API lithe_status lithe_activation(const char *layer, lithe_model **out);
+/* A layer that takes no arguments, by registered name: the parameter-free activations, among them
+ * "tanh_activation.v1" (node "tanh_activation"; Y = tanh(X) on any float32 array: lithe's own,
+ * the native twin of ONNX's Tanh, as Thinc 8.1.7 registers no tanh layer). Statuses:
+ * LITHE_ERR_NOT_FOUND (no such layer), LITHE_ERR_UNSUPPORTED (the layer takes arguments: use its
+ * constructor above). */
+LITHE_API lithe_status lithe_layer_new(const char *layer, lithe_model **out);
 
 typedef struct lithe_embed_opts {
     int64_t nO, nV;     /* 0: unset (Embed's nO may come from a sample Y); HashEmbed needs both */
@@ -733,6 +767,11 @@ LITHE_API lithe_status lithe_resize_model(lithe_model *resizable, int64_t new_nO
 /* Every registered layer name, versioned as Thinc registers it ("Relu.v1", ...), in a fixed
  * order. *n receives the count; the array is static and immutable. Thread-safe. */
 LITHE_API const char *const *lithe_layer_names(size_t *n);
+/* The layer name lithe gives a Thinc node whose forward is `thinc_forward` (its function's
+ * module and name, "thinc.layers.relu.forward"): what the Python exporter writes for the node
+ * (the same list as lithe_layer_names, core/layers/layers.def); may be a node type Thinc does not
+ * register ("map_list"). NULL: lithe has no such layer. Static; thread-safe. */
+LITHE_API const char *lithe_layer_for_thinc(const char *thinc_forward);
 
 /* Adds a reference to a model node (shared layers) / drops one. The last reference frees the
  * node, its params and grads, and drops its references to its children. Accepts NULL. */
@@ -993,6 +1032,13 @@ typedef struct lithe_optimizer_opts {
     bool use_radam; /* Thinc's RAdam (its step counter and all), in place of Adam/SGD */
 } lithe_optimizer_opts;
 
+/* The layout of a public option struct ("lithe_optimizer_opts"), for bindings that mirror it (the
+ * Python package builds its ctypes struct from this): sizeof (0: unknown struct), and the i-th
+ * field's name (NULL past the last), offset and kind ('d' double, 'f' float, '?' bool,
+ * 'q' int64_t, 'i' int, 'z' size_t). */
+LITHE_API size_t lithe_struct_size(const char *type);
+LITHE_API const char *lithe_struct_field(const char *type, size_t i, size_t *offset, char *kind);
+
 /* Thinc's ADAM_DEFAULTS: learn_rate 0.001, beta1 0.9, beta2 0.999, eps 1e-8, L2 0,
  * grad_clip 1.0, L2_is_weight_decay true, use_averages true. */
 LITHE_API lithe_optimizer_opts lithe_adam_defaults(void);
@@ -1101,6 +1147,16 @@ LITHE_API lithe_status lithe_model_save(lithe_model *m, const lithe_optimizer *o
  * that are an ONNX model (they start with ir_version's tag, 0x08, where a .lithe file has its
  * header length) load as one graph node (lithe_onnx_load_bytes). */
 LITHE_API lithe_status lithe_model_load_bytes(const uint8_t *data, size_t len, lithe_model **out);
+/* A model from its description, as the .lithe loader builds it (no file involved): the
+ * architecture JSON (docs/format.md, "lithe.architecture": nodes in walk order with their
+ * registered layer names, dims, attrs, param names, children and refs) and the named tensors it
+ * refers to ("<node>.<param>": float32; "<node>.attr.<name>": a uint8 bytes attr), contiguous host
+ * tensors that are copied. Every check of lithe_model_load applies. The Python exporter builds a
+ * Thinc model's description and saves it with lithe_model_save. Statuses: LITHE_ERR_FORMAT,
+ * LITHE_ERR_UNSUPPORTED (an unknown layer), LITHE_ERR_INVALID_ARG, LITHE_ERR_OOM. */
+LITHE_API lithe_status lithe_model_from_architecture(const char *architecture, size_t len, size_t n,
+                                                     const char *const *names, lithe_tensor *const *tensors,
+                                                     lithe_model **out);
 /* From a file: memory-mapped copy-on-write where the platform allows (POSIX; not WASI or the
  * browser), the params viewing the mapping — no copy at load, pages private once written by
  * training; unmapped when the last param goes. Set LITHE_NO_MMAP=1 to read the file instead (a

@@ -173,6 +173,57 @@ static void test_npy_matches_numpy(void **state) {
     assert_non_null(strstr(lithe_last_error(), "/nonexistent/x.npy"));
 }
 
+/* lithe_model_from_architecture: the loader's build from an in-memory description (what the Python
+ * exporter hands over), then lithe_model_save's bytes load back to the same model; bad
+ * descriptions are errors with messages. */
+static void test_model_from_architecture(void **state) {
+    (void)state;
+    static const char arch[] = "{\"root\":0,\"nodes\":[{\"layer\":\"Linear.v1\",\"name\":\"linear\","
+                               "\"dims\":{\"nO\":2,\"nI\":3},\"attrs\":{},\"params\":[\"W\",\"b\"],\"frozen\":[],"
+                               "\"layers\":[],\"refs\":{},\"init_W\":0,\"init_b\":0,\"cfg\":[0,0]}]}";
+    static const float w[6] = {1, 2, 3, 4, 5, 6}, bias[2] = {0.5f, -0.5f}, x[3] = {1, 0, -1};
+    lithe_tensor *W = NULL, *b = NULL, *X = NULL, *ids = NULL, *Y = NULL;
+    assert_int_equal(lithe_tensor_from_data(LITHE_F32, 2, (int64_t[]){2, 3}, w, &W), LITHE_OK);
+    assert_int_equal(lithe_tensor_from_data(LITHE_F32, 1, (int64_t[]){2}, bias, &b), LITHE_OK);
+    assert_int_equal(lithe_tensor_from_data(LITHE_F32, 2, (int64_t[]){1, 3}, x, &X), LITHE_OK);
+    assert_int_equal(lithe_tensor_from_data(LITHE_I64, 1, (int64_t[]){2}, (int64_t[]){1, 2}, &ids), LITHE_OK);
+    const char *names[2] = {"0.W", "0.b"};
+    lithe_tensor *ts[2] = {W, b};
+    lithe_model *m = NULL, *back = NULL;
+    assert_int_equal(lithe_model_from_architecture(arch, strlen(arch), 2, names, ts, &m), LITHE_OK);
+    assert_int_equal(lithe_model_predict_tensor(m, X, &Y), LITHE_OK);
+    const float *y = lithe_tensor_data(Y);
+    assert_true(y[0] == 1 - 3 + 0.5f && y[1] == 4 - 6 - 0.5f);
+    uint8_t *bytes = NULL;
+    size_t n = 0;
+    assert_int_equal(lithe_model_save_bytes(m, NULL, &bytes, &n), LITHE_OK);
+    assert_int_equal(lithe_model_load_bytes(bytes, n, &back), LITHE_OK);
+    assert_string_equal(lithe_model_layer_type(back), "Linear.v1");
+    lithe_buffer_free(bytes);
+    lithe_model_free(back);
+    lithe_model_free(m);
+    lithe_model *junk = (lithe_model *)&junk;
+    assert_int_equal(lithe_model_from_architecture(arch, strlen(arch), 2, NULL, ts, &junk), LITHE_ERR_INVALID_ARG);
+    assert_null(junk);
+    assert_int_equal(lithe_model_from_architecture(NULL, 0, 0, NULL, NULL, &junk), LITHE_ERR_INVALID_ARG);
+    assert_int_equal(lithe_model_from_architecture(arch, strlen(arch), 0, NULL, NULL, NULL), LITHE_ERR_INVALID_ARG);
+    lithe_tensor *bad[2] = {W, ids}; /* an int64 param */
+    assert_int_equal(lithe_model_from_architecture(arch, strlen(arch), 2, names, bad, &junk), LITHE_ERR_INVALID_ARG);
+    const char *twice[2] = {"0.W", "0.W"};
+    assert_int_equal(lithe_model_from_architecture(arch, strlen(arch), 2, twice, ts, &junk), LITHE_ERR_FORMAT);
+    assert_int_equal(lithe_model_from_architecture(arch, strlen(arch) - 3, 2, names, ts, &junk), LITHE_ERR_FORMAT);
+    static const char unknown[] = "{\"root\":0,\"nodes\":[{\"layer\":\"Nope.v1\",\"name\":\"x\",\"dims\":{},"
+                                  "\"attrs\":{},\"params\":[],\"layers\":[],\"refs\":{}}]}";
+    assert_int_equal(lithe_model_from_architecture(unknown, strlen(unknown), 0, NULL, NULL, &junk), LITHE_ERR_UNSUPPORTED);
+    assert_non_null(strstr(lithe_last_error(), "Nope.v1"));
+    assert_null(junk);
+    lithe_tensor_release(W);
+    lithe_tensor_release(b);
+    lithe_tensor_release(X);
+    lithe_tensor_release(ids);
+    lithe_tensor_release(Y);
+}
+
 static void test_npy_files(void **state) {
     (void)state;
     float v[6] = {1, 2, 3, 4, 5, 6};
@@ -199,6 +250,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_msgpack_matches_srsly),
         cmocka_unit_test(test_npy_matches_numpy),
         cmocka_unit_test(test_npy_files),
+        cmocka_unit_test(test_model_from_architecture),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);
 }

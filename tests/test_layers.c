@@ -451,7 +451,8 @@ static void test_bad_arguments(void **state) {
     FAILS(LITHE_ERR_INVALID_ARG, lithe_clipped_linear(NULL, 1.0f, 0, 0, 1, NULL));
     FAILS(LITHE_ERR_VALUE, lithe_layernorm(-1, &m));
     FAILS(LITHE_ERR_INVALID_ARG, lithe_layernorm(3, NULL));
-    FAILS(LITHE_ERR_VALUE, lithe_activation("tanh_activation.v1", &m));
+    FAILS(LITHE_ERR_VALUE, lithe_activation("relu_activation.v1", &m));
+    FAILS(LITHE_ERR_VALUE, lithe_activation("Relu.v1", &m)); /* takes arguments: lithe_dense */
     FAILS(LITHE_ERR_INVALID_ARG, lithe_activation(NULL, &m));
     FAILS(LITHE_ERR_INVALID_ARG, lithe_activation("Logistic.v1", NULL));
 

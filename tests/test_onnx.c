@@ -461,13 +461,16 @@ static void test_plan(void **state) {
         assert_int_equal(big_again.fresh, 0);
         assert_int_equal(back.fresh, 0);
         assert_int_equal(step2.fresh, 0);
-        /* the MLP: GEMMs only (one packing panel each, whatever the batch), so nothing a repeated run
-         * allocates scales with the batch; the others also allocate kernel workspace per image or
-         * batch entry (the convolution's, batched MatMul's), which the CPU backend's block cache
-         * serves under lithe's own allocator (this test installs a counting one) */
+        /* the MLP: GEMMs only, so a repeated run makes as many allocations whatever the batch: the
+         * executor's buffers come from its plan, and each GEMM takes one packing workspace (kept
+         * between calls under lithe's own allocator; this test installs a counting one, under which
+         * the GEMM allocates it per call, sized by the call's rows: the only bytes that grow, well
+         * under the 4x of the batch). The others also allocate kernel workspace per image or batch
+         * entry (the convolution's, batched MatMul's), which the CPU backend's block cache serves
+         * under lithe's own allocator. */
         if (k == 0) {
             assert_int_equal(again.calls, big_again.calls);
-            assert_int_equal(again.bytes, big_again.bytes);
+            assert_true(big_again.bytes < 2 * again.bytes);
         }
         /* training: a live backprop record keeps its buffers while other runs go on */
         lithe_backprop *bp = NULL, *bp2 = NULL;

@@ -13,6 +13,7 @@
  *     cached block is always returned to the allocator that made it;
  *   - thread-safe: one spin lock around list operations (a few instructions). */
 #include "simd/simd.h"
+#include "gemm/gemm.h"
 
 #include <stdatomic.h>
 
@@ -102,6 +103,7 @@ void lithe__cpu_cache_free(void *p) {
 }
 
 void lithe__cpu_cache_flush(void) {
+    lithe__sgemm_release_workspaces(); /* the GEMM's packing workspaces are kept memory too */
     block *all[NCLASS];
     acquire();
     for (int c = 0; c < NCLASS; c++) {

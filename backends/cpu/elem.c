@@ -154,7 +154,7 @@ static const lithe__simd_kernels *pick(void) {
 #endif
     const lithe__simd_kernels *all[8];
     int n = lithe__simd_available(all, 8);
-    const char *want = getenv("LITHE_CPU_ISA");
+    const char *want = lithe__knob(LITHE__KNOB_cpu_isa);
     if (want && *want)
         for (int i = 0; i < n; i++)
             if (!strcmp(all[i]->isa, want)) return all[i];

@@ -122,7 +122,7 @@ lithe_status lithe__xnn_prepare_op(lithe_backend *be, const lithe__prep_op *op, 
     (void)be;
     *out = NULL;
     *bytes = 0;
-    const char *env = getenv("LITHE_XNNPACK"); /* "0": prepare none (to measure lithe alone) */
+    const char *env = lithe__knob(LITHE__KNOB_xnnpack); /* "0": prepare none (to measure lithe alone) */
     if (env && !strcmp(env, "0")) return LITHE_OK;
     pthread_once(&init_once, init);
     if (init_status == xnn_status_unsupported_hardware) return LITHE_OK; /* lithe's kernels, then */

@@ -42,6 +42,9 @@ struct lc_thread {
 
 extern const lithe__cuda_host *lc_host;
 #define LC_FAIL(...) lc_host->fail(__VA_ARGS__)
+/* per-call host memory through liblithe's allocator hook */
+#define LC_MALLOC(n) lc_host->malloc_fn(n)
+#define LC_FREE(p) lc_host->free_fn(p)
 
 /* ---- the caching allocator: exact-size reuse of rounded blocks ---- */
 struct lc_cached {

@@ -28,6 +28,7 @@ static char names[MAX_CUDA_DEVICES][16];
 
 static const lithe__cuda_host host = {
     LITHE__CUDA_ABI, sizeof(lithe_backend_ops), sizeof(lithe_tensor), sizeof(lithe__storage), 0, lithe__fail,
+    lithe__malloc, lithe__free,
 };
 
 /* glibc keeps the last dlerror string until the next dlerror call: asking twice frees it (else

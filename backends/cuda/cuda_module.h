@@ -16,13 +16,16 @@
 extern "C" {
 #endif
 
-#define LITHE__CUDA_ABI 1
+#define LITHE__CUDA_ABI 2
 
 /* What liblithe lends the module. */
 typedef struct lithe__cuda_host {
     uint32_t abi;
     size_t sizeof_ops, sizeof_tensor, sizeof_storage, prim_count;
     lithe_status (*fail)(lithe_status status, const char *fmt, ...) LITHE__PRINTF(2, 3);
+    /* the allocator hook (lithe_set_allocator), for the module's per-call host memory */
+    void *(*malloc_fn)(size_t size);
+    void (*free_fn)(void *ptr);
 } lithe__cuda_host;
 
 /* What the module offers. */

@@ -20,8 +20,8 @@ lithe_status lc_seq_index(lc_ctx *c, const lithe_tensor *lengths, int64_t **star
     *starts = NULL;
     if (row_seq) *row_seq = NULL;
     int64_t B = lengths->numel;
-    int32_t *len = (int32_t *)malloc((size_t)(B ? B : 1) * 4);
-    int64_t *st = (int64_t *)malloc((size_t)(B + 1) * 8);
+    int32_t *len = (int32_t *)LC_MALLOC((size_t)(B ? B : 1) * 4);
+    int64_t *st = (int64_t *)LC_MALLOC((size_t)(B + 1) * 8);
     int32_t *rs = NULL;
     lithe_status s = !len || !st ? LC_FAIL(LITHE_ERR_OOM, "cuda: sequence index of %lld lengths", (long long)B)
                                  : read_small(c, lengths, len, (size_t)B * 4);
@@ -34,7 +34,7 @@ lithe_status lc_seq_index(lc_ctx *c, const lithe_tensor *lengths, int64_t **star
         st[B] = n;
         *N = n;
         if (row_seq) {
-            rs = (int32_t *)malloc((size_t)(n ? n : 1) * 4);
+            rs = (int32_t *)LC_MALLOC((size_t)(n ? n : 1) * 4);
             if (!rs) s = LC_FAIL(LITHE_ERR_OOM, "cuda: row map of %lld rows", (long long)n);
             for (int64_t b = 0; s == LITHE_OK && b < B; b++)
                 for (int64_t r = st[b]; r < st[b + 1]; r++) rs[r] = (int32_t)b;
@@ -48,9 +48,9 @@ lithe_status lc_seq_index(lc_ctx *c, const lithe_tensor *lengths, int64_t **star
             *starts = NULL;
         }
     }
-    free(len);
-    free(st);
-    free(rs);
+    LC_FREE(len);
+    LC_FREE(st);
+    LC_FREE(rs);
     return s;
 }
 
@@ -392,8 +392,8 @@ static void prev_of(int64_t T, const int32_t *sz, const int64_t *start, bool rev
 
 static lithe_status lstm_steps(lc_ctx *c, const lithe_tensor *size_at_t, int32_t **sz, int64_t **start, int64_t *T) {
     *T = size_at_t->numel;
-    *sz = (int32_t *)malloc((size_t)(*T ? *T : 1) * 4);
-    *start = (int64_t *)malloc((size_t)(*T ? *T : 1) * 8);
+    *sz = (int32_t *)LC_MALLOC((size_t)(*T ? *T : 1) * 4);
+    *start = (int64_t *)LC_MALLOC((size_t)(*T ? *T : 1) * 8);
     if (!*sz || !*start) return LC_FAIL(LITHE_ERR_OOM, "cuda lstm: %lld steps", (long long)*T);
     lithe_status s = read_small(c, size_at_t, *sz, (size_t)*T * 4);
     int64_t acc = 0;
@@ -421,8 +421,8 @@ static lithe_status cu_lstm_scan(lithe_backend *be, const lithe_tensor *Wh, cons
             s = lc_launch<k_lstm_gates>(c, (int64_t)sz[t] * H, (int64_t)sz[t], H, start[t], p0, np,
                                         (const float *)lc_f(c0), lc_f(G), lc_f(C), lc_f(Y));
     }
-    free(sz);
-    free(start);
+    LC_FREE(sz);
+    LC_FREE(start);
     return s;
 }
 
@@ -485,8 +485,8 @@ static lithe_status cu_lstm_scan_backward(lithe_backend *be, const lithe_tensor 
             s = lc_launch<k_lstm_dwh>(c, 4 * H * H, n, H, start[t], p0, np, (const float *)lc_f(h0),
                                       (const float *)lc_f(Y), (const float *)lc_f(dG), lc_f(dWh));
     }
-    free(sz);
-    free(start);
+    LC_FREE(sz);
+    LC_FREE(start);
     return s;
 }
 

@@ -174,7 +174,7 @@ static lithe_status gemm_plan_for(const lithe__vk *vk, int64_t M, int64_t N, int
     p->spec[0] = tA;
     p->spec[1] = tB;
     bool big = M >= 256 && N >= 256 && K >= 32;
-    const char *force = getenv("LITHE_VULKAN_GEMM");
+    const char *force = lithe__knob(LITHE__KNOB_vulkan_gemm);
     if (!force || !*force || !strcmp(force, "auto")) {
         /* Small and thin products: 64 x 64 tiles keep more of the device busy. Big ones: the
          * vec4 register tiling, whose k step costs TM / 4 + TN / 4 = 4 shared vec4 reads per 64

@@ -93,6 +93,7 @@ static lithe_status chain_init(lithe_model *m, const lithe_value *X, const lithe
 }
 
 const lithe__layer_type lithe__chain_type = {"chain.v1", chain_init, chain_forward, NULL, 1, SIZE_MAX};
+const lithe__layer_type *const lithe__chain_types[] = {&lithe__chain_type, NULL};
 
 lithe_status lithe_chain(size_t n, lithe_model *const *layers, lithe_model **out) {
     if (out) *out = NULL;

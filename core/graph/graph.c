@@ -367,7 +367,7 @@ static lithe_status graph_build(const uint8_t *bytes, size_t len, lithe__graph *
             if (g->node_in[i][k] >= 0) g->last_use[g->node_in[i][k]] = (int64_t)i;
     }
     for (size_t i = 0; s == LITHE_OK && i < g->n_out; i++) g->last_use[g->out_slots[i]] = -1;
-    const char *prof = getenv("LITHE_GRAPH_PROFILE");
+    const char *prof = lithe__knob(LITHE__KNOB_graph_profile);
     if (s == LITHE_OK && prof && *prof && strcmp(prof, "0")) {
         g->prof_sum = lithe__calloc(o->n_nodes + 1, sizeof *g->prof_sum);
         g->prof_min = lithe__calloc(o->n_nodes + 1, sizeof *g->prof_min);

@@ -309,6 +309,7 @@ typedef struct in_tensor {
     int ndim;
     int64_t shape[LITHE_MAX_DIMS];
     uint64_t begin, end;
+    const uint8_t *src; /* its end - begin bytes */
 } in_tensor;
 
 typedef struct parsed {
@@ -385,6 +386,7 @@ static lithe_status parse_file(const uint8_t *data, size_t len, parsed *p) {
                                k->str, (unsigned long long)p->data_len);
         t->begin = (uint64_t)b0->i;
         t->end = (uint64_t)b1->i;
+        t->src = p->data + t->begin;
         if (t->end - t->begin != count * lithe_dtype_size(t->dtype))
             return lithe__fail(LITHE_ERR_FORMAT, "%s: tensor '%s' spans %llu bytes, its shape and dtype need %llu", WHAT,
                                k->str, (unsigned long long)(t->end - t->begin),
@@ -546,7 +548,7 @@ static lithe_status build(const parsed *p, mapping *map, lithe_model **out) {
                 }
                 lithe_tensor *bt = NULL;
                 s = lithe__tensor_alloc(lithe__backend_cpu(), LITHE_U8, 1, t->shape, false, &bt);
-                if (s == LITHE_OK && t->end > t->begin) memcpy(lithe__tdata(bt), p->data + t->begin, (size_t)(t->end - t->begin));
+                if (s == LITHE_OK && t->end > t->begin) memcpy(lithe__tdata(bt), t->src, (size_t)(t->end - t->begin));
                 if (s == LITHE_OK) s = lithe_model_set_attr_tensor(m, attrs->items[2 * a].str, bt);
                 lithe_tensor_release(bt);
                 continue;
@@ -580,7 +582,7 @@ static lithe_status build(const parsed *p, mapping *map, lithe_model **out) {
                 break;
             }
             lithe_tensor *v = NULL;
-            const uint8_t *src = p->data + t->begin;
+            const uint8_t *src = t->src;
             if (map && ((uintptr_t)src % sizeof(float)) == 0 && m->backend->host_memory) {
                 /* a view of the mapped file (copy-on-write pages): no copy at load */
                 __atomic_add_fetch(&map->refcount, 1, __ATOMIC_ACQ_REL);
@@ -665,6 +667,44 @@ lithe_status lithe_model_load_bytes(const uint8_t *data, size_t len, lithe_model
     return s;
 }
 
+lithe_status lithe_model_from_architecture(const char *architecture, size_t len, size_t n, const char *const *names,
+                                           lithe_tensor *const *tensors, lithe_model **out) {
+    LITHE__CHECK_ARG(out, "lithe_model_from_architecture", "out is NULL");
+    *out = NULL;
+    LITHE__CHECK_ARG(architecture, "lithe_model_from_architecture", "architecture is NULL");
+    LITHE__CHECK_ARG((names && tensors) || !n, "lithe_model_from_architecture", "names or tensors is NULL");
+    parsed p;
+    memset(&p, 0, sizeof p);
+    p.ts = lithe__calloc(n ? n : 1, sizeof *p.ts);
+    lithe_status s = p.ts ? LITHE_OK : lithe__oom("lithe_model_from_architecture", n * sizeof *p.ts);
+    for (size_t i = 0; s == LITHE_OK && i < n; i++) {
+        const lithe_tensor *t = tensors[i];
+        if (!names[i] || !t) {
+            s = lithe__fail(LITHE_ERR_INVALID_ARG, "lithe_model_from_architecture: tensor %zu or its name is NULL", i);
+            break;
+        }
+        if ((t->dtype != LITHE_F32 && t->dtype != LITHE_U8) || !lithe_tensor_is_contiguous(t) ||
+            !t->storage->backend->host_memory) {
+            s = lithe__fail(LITHE_ERR_INVALID_ARG, "lithe_model_from_architecture: tensor '%s' must be a contiguous "
+                                                   "float32 (param) or uint8 (bytes attr) array in host memory", names[i]);
+            break;
+        }
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(names[j], names[i])) s = fmt("%s: tensor '%s' appears twice%s", names[i], NULL);
+        in_tensor *d = &p.ts[p.nt++];
+        d->name = names[i];
+        d->dtype = t->dtype;
+        d->ndim = t->ndim;
+        memcpy(d->shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+        d->end = (uint64_t)t->numel * lithe_dtype_size(t->dtype);
+        d->src = lithe__tdata(t);
+    }
+    if (s == LITHE_OK) s = js_parse(architecture, len, "lithe_model_from_architecture", &p.arch);
+    if (s == LITHE_OK) s = build(&p, NULL, out);
+    parsed_free(&p);
+    return s;
+}
+
 #ifdef LITHE_HAVE_MMAP
 /* Maps the file copy-on-write and loads it with the params viewing the mapping. Returns
  * LITHE_ERR_UNSUPPORTED (quietly) when the file cannot be mapped, so the caller reads it. */
@@ -711,7 +751,7 @@ lithe_status lithe_model_load(const char *path, lithe_model **out) {
     if (plen >= 5 && !strcmp(path + plen - 5, ".json")) return lithe_tfjs_load(path, out); /* TF.js's model.json */
     lithe_status s = LITHE_ERR_UNSUPPORTED;
 #ifdef LITHE_HAVE_MMAP
-    if (!getenv("LITHE_NO_MMAP")) s = load_mapped(path, out);
+    if (!lithe__knob(LITHE__KNOB_no_mmap)) s = load_mapped(path, out);
 #endif
     if (s == LITHE_ERR_UNSUPPORTED && !*out) {
         uint8_t *b = NULL;

@@ -82,8 +82,10 @@ lithe_status lithe_activation(const char *layer, lithe_model **out) {
     for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++)
         if (strcmp(acts[i].type.registered_name, layer) == 0)
             return lithe__model_new(&acts[i].type, acts[i].node, NULL, NULL, out);
+    /* one in its own file (tanh_activation.v1) */
+    if (lithe__layer_type_by_name(layer) && lithe_layer_new(layer, out) == LITHE_OK) return LITHE_OK;
     return lithe__fail(LITHE_ERR_VALUE,
                        "lithe_activation: unknown layer '%s' (known: sigmoid_activation.v1, Logistic.v1, "
-                       "softmax_activation.v1)",
+                       "softmax_activation.v1, and those lithe_layer_new builds)",
                        layer);
 }

@@ -274,7 +274,3 @@ lithe_status lithe_relu(const lithe_dense_opts *opts, lithe_model **out) {
     return lithe_dense("Relu.v1", opts, out);
 }
 
-/* The registered names of this family, for lithe_layer_names. */
-const char *lithe__dense_type_name(size_t i) {
-    return i < K_COUNT ? types[i].registered_name : NULL;
-}

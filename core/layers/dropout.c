@@ -81,6 +81,7 @@ static lithe_status dropout_forward(lithe_model *m, const lithe_value *X, bool i
 }
 
 const lithe__layer_type lithe__dropout_type = {"Dropout.v1", NULL, dropout_forward, NULL, 0, 0};
+const lithe__layer_type *const lithe__dropout_types[] = {&lithe__dropout_type, NULL};
 
 lithe_status lithe_dropout(float rate, lithe_model **out) {
     LITHE__CHECK_ARG(out, "lithe_dropout", "out is NULL");

@@ -1,18 +1,37 @@
-/* The registered layer names, versioned as Thinc registers them. */
+/* The layer registry, generated from core/layers/layers.def (the one list of layer types): the
+ * lookup by name the loader uses, the public name list and the Thinc-forward map. */
 #include "../internal.h"
 
 #include <string.h>
 
+/* A registered name whose constructor builds other layers' nodes (clone.v1: a chain). */
+const lithe__layer_type *const lithe__builds_others[] = {NULL};
+
+lithe_status lithe__no_create(const lithe__layer_type *type, lithe_model **out) {
+    (void)out;
+    return lithe__fail(LITHE_ERR_UNSUPPORTED, "lithe_layer_new: '%s' takes arguments: build it with its own "
+                                              "constructor (include/lithe.h)", type->registered_name);
+}
+
+typedef struct entry {
+    const char *name, *thinc_forward;
+    lithe_status (*create)(const lithe__layer_type *type, lithe_model **out);
+} entry;
+
+static const entry entries[] = {
+#define LITHE_LAYER(name, family, thinc, create) {name, thinc, create},
+#define LITHE_NODE_TYPE LITHE_LAYER
+#include "layers.def"
+#undef LITHE_LAYER
+#undef LITHE_NODE_TYPE
+};
+
 static const char *const names[] = {
-    "CauchySimilarity.v1", "ClippedLinear.v1", "Dish.v1", "Dropout.v1", "Embed.v1", "Gelu.v1", "HardSigmoid.v1", "HardSwish.v1",
-    "HardSwishMobilenet.v1", "HardTanh.v1", "HashEmbed.v1", "LSTM.v1", "LayerNorm.v1", "Linear.v1", "Logistic.v1",
-    "Maxout.v1", "Mish.v1", "MultiSoftmax.v1", "ParametricAttention.v1", "Relu.v1", "ReluK.v1", "Sigmoid.v1", "Softmax.v1", "Softmax.v2", "SparseLinear.v1", "SparseLinear.v2", "StaticVectors.v2",
-    "Swish.v1", "add.v1", "bidirectional.v1", "chain.v1", "clone.v1", "concatenate.v1", "expand_window.v1", "list2array.v1",
-    "list2padded.v1", "list2ragged.v1", "noop.v1", "onnx_graph.v1", "padded2list.v1", "ragged2list.v1", "reduce_first.v1",
-    "reduce_last.v1", "reduce_max.v1", "reduce_mean.v1", "reduce_sum.v1", "remap_ids.v1", "remap_ids.v2", "residual.v1", "resizable.v1", "siamese.v1",
-    "sigmoid_activation.v1", "softmax_activation.v1", "strings2arrays.v1", "tuplify.v1", "uniqued.v1", "with_array.v1", "with_array2d.v1", "with_cpu.v1",
-    "with_flatten.v1", "with_flatten.v2", "with_getitem.v1", "with_list.v1", "with_padded.v1", "with_ragged.v1",
-    "with_reshape.v1",
+#define LITHE_LAYER(name, family, thinc, create) name,
+#define LITHE_NODE_TYPE(name, family, thinc, create) /* not listed */
+#include "layers.def"
+#undef LITHE_LAYER
+#undef LITHE_NODE_TYPE
 };
 
 const char *const *lithe_layer_names(size_t *n) {
@@ -20,17 +39,52 @@ const char *const *lithe_layer_names(size_t *n) {
     return names;
 }
 
-const lithe__layer_type *lithe__layer_type_by_name(const char *registered_name) {
-    static const lithe__layer_type *const single[] = {&lithe__chain_type, &lithe__dropout_type, NULL};
-    const lithe__layer_type *const *const families[] = {
-        single, lithe__combine_types, lithe__resizable_types, lithe__embed_types, lithe__layernorm_types,
-        lithe__softmax_types, lithe__maxout_types, lithe__dense_types, lithe__activation_types,
-        lithe__transfer_types, lithe__with_types, lithe__reduce_types, lithe__window_types, lithe__getitem_types,
-        lithe__sparse_types, lithe__remap_types, lithe__strings_types, lithe__static_vectors_types,
-        lithe__uniqued_types, LITHE__GRAPH_TYPES, lithe__lstm_types, lithe__attention_types,
-    };
-    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
-        for (const lithe__layer_type *const *t = families[f]; *t; t++)
-            if (!strcmp((*t)->registered_name, registered_name)) return *t;
+const char *lithe_layer_for_thinc(const char *thinc_forward) {
+    if (!thinc_forward) return NULL;
+    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
+        if (entries[i].thinc_forward && !strcmp(entries[i].thinc_forward, thinc_forward)) return entries[i].name;
     return NULL;
+}
+
+/* The npm package's separate importers module supplies the graph types at run time. */
+#ifdef LITHE_IMPORTERS_SEPARATE
+#undef lithe__graph_types
+#define lithe__graph_types LITHE__GRAPH_TYPES
+#endif
+
+/* The line of `name` and its type (NULL: a name whose constructor builds other nodes). */
+static const lithe__layer_type *lookup(const char *name, size_t *line) {
+    if (!name) return NULL;
+    /* each line's family, in the list's order (a family appears once per line naming it) */
+    const lithe__layer_type *const *const families[] = {
+#define LITHE_LAYER(name, family, thinc, create) family,
+#define LITHE_NODE_TYPE LITHE_LAYER
+#include "layers.def"
+#undef LITHE_LAYER
+#undef LITHE_NODE_TYPE
+    };
+    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
+        if (strcmp(entries[i].name, name)) continue;
+        *line = i;
+        for (const lithe__layer_type *const *t = families[i]; *t; t++)
+            if (!strcmp((*t)->registered_name, name)) return *t;
+        return NULL;
+    }
+    return NULL;
+}
+
+const lithe__layer_type *lithe__layer_type_by_name(const char *registered_name) {
+    size_t line = 0;
+    return lookup(registered_name, &line);
+}
+
+lithe_status lithe_layer_new(const char *layer, lithe_model **out) {
+    LITHE__CHECK_ARG(out, "lithe_layer_new", "out is NULL");
+    *out = NULL;
+    LITHE__CHECK_ARG(layer, "lithe_layer_new", "layer is NULL");
+    size_t line = 0;
+    const lithe__layer_type *type = lookup(layer, &line);
+    if (!type)
+        return lithe__fail(LITHE_ERR_NOT_FOUND, "lithe_layer_new: no layer type '%s' (lithe layers lists them)", layer);
+    return entries[line].create(type, out);
 }

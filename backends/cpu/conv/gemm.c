@@ -200,7 +200,7 @@ static double kernel_speed(int mr) { return mr <= 2 ? 0.5 : mr <= 4 ? 0.9 : 1.0;
 static double rup(int64_t x, int64_t m) { return (double)((x + m - 1) / m * m); }
 
 static bool pixel_rows(const lithe__conv2d *g, int64_t Mg, int64_t K) {
-    const char *v = getenv("LITHE_CONV_ROWS");
+    const char *v = lithe__knob(LITHE__KNOB_conv_rows);
     if (v && !strcmp(v, "filters")) return false;
     if (v && !strcmp(v, "pixels")) return true;
     const lithe__sgemm_kernel *k = lithe__sgemm_kernel_best();

@@ -139,7 +139,7 @@ static const lithe__sgemm_kernel *(*const by_preference[])(void) = {
 #define N_PREF (sizeof by_preference / sizeof by_preference[0])
 
 static const lithe__sgemm_kernel *pick_kernel(void) {
-    const char *want = getenv("LITHE_CPU_ISA");
+    const char *want = lithe__knob(LITHE__KNOB_cpu_isa);
     size_t start = 0;
     if (want && *want) /* the named ISA, or the best one below it on this CPU */
         for (size_t i = 0; i < N_PREF; i++) {
@@ -168,10 +168,13 @@ const lithe__sgemm_kernel *lithe__sgemm_kernel_best(void) {
 }
 
 /* ---- per-thread packing workspaces ----
- * The backend's, kept for the library's lifetime and grown on demand: a call claims a free slot
- * (one per concurrent task) and gives it back. They come from malloc, not the caller's allocator
- * hook, like the thread pool: memory that outlives a call is not the caller's. When every slot is
- * taken (many concurrent callers), the task allocates a private one for the call. */
+ * The backend's, kept between calls and grown on demand: a call claims a free slot (one per
+ * concurrent task) and gives it back. Through the allocator hook (lithe__malloc), like every
+ * allocation: kept only with the C library's allocator (lithe_set_allocator gives them back
+ * first, through lithe__cpu_cache_flush); with a user's allocator installed each task allocates a
+ * private one for the call, as the CPU cache keeps no blocks then, so that allocator sees every
+ * allocation and free. When every slot is taken (many concurrent callers), the task allocates a
+ * private one for the call too. */
 
 #define N_SLOTS 16
 typedef struct ws_slot {
@@ -189,9 +192,9 @@ static ws_slot slots[N_SLOTS] = {
 static bool ws_grow(ws_slot *s, size_t floats) {
     if (s->cap >= floats) return true;
     if (floats > (SIZE_MAX - 64) / sizeof(float)) return false;
-    void *raw = malloc(floats * sizeof(float) + 64);
+    void *raw = lithe__malloc(floats * sizeof(float) + 64);
     if (!raw) return false;
-    free(s->raw);
+    lithe__free(s->raw);
     s->raw = raw;
     s->buf = (float *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
     s->cap = floats;
@@ -200,7 +203,7 @@ static bool ws_grow(ws_slot *s, size_t floats) {
 
 /* A slot with room for `floats`, or NULL (out of memory). Release with ws_release. */
 static ws_slot *ws_claim(size_t floats, ws_slot *priv) {
-    for (int i = 0; i < N_SLOTS; i++)
+    for (int i = 0; i < N_SLOTS && lithe__default_allocator(); i++)
         if (!atomic_flag_test_and_set_explicit(&slots[i].busy, memory_order_acquire)) {
             if (ws_grow(&slots[i], floats)) return &slots[i];
             atomic_flag_clear_explicit(&slots[i].busy, memory_order_release);
@@ -214,8 +217,19 @@ static void ws_release(ws_slot *s) {
     if (s >= slots && s < slots + N_SLOTS) {
         atomic_flag_clear_explicit(&s->busy, memory_order_release);
     } else if (s) {
-        free(s->raw);
+        lithe__free(s->raw);
     }
+}
+
+void lithe__sgemm_release_workspaces(void) {
+    for (int i = 0; i < N_SLOTS; i++)
+        if (!atomic_flag_test_and_set_explicit(&slots[i].busy, memory_order_acquire)) { /* busy: a call's */
+            lithe__free(slots[i].raw);
+            slots[i].raw = NULL;
+            slots[i].buf = NULL;
+            slots[i].cap = 0;
+            atomic_flag_clear_explicit(&slots[i].busy, memory_order_release);
+        }
 }
 
 /* ---- portable packing ---- */

@@ -295,6 +295,10 @@ typedef struct lithe__sgemm_packed_b {
 lithe__sgemm_packed_b *lithe__sgemm_pack_b(const lithe__sgemm_kernel *k, bool transB, int64_t K, int64_t N,
                                            const float *B, int64_t ldb);
 void lithe__sgemm_packed_b_free(lithe__sgemm_packed_b *p);
+/* Gives the packing workspaces the GEMM keeps between calls back to the allocator (those no call
+ * holds now); lithe__cpu_cache_flush runs it, so lithe_set_allocator returns them to the allocator
+ * that made them. */
+void lithe__sgemm_release_workspaces(void);
 
 /* lithe__sgemm with op(B) already packed (Bp NULL, or one made from this B with this transB, K
  * and N: then B is still read where the kernel reads it in place, the M = 1 GEMV). */

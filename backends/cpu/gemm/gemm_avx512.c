@@ -655,7 +655,7 @@ static const double speed[N_KERNELS] = {1.0, 1.0, 1.0, 0.9, 0.5, 1.0};
  * tiles an eighth empty; 7 x 32 still has 14 accumulators, and 320 -> 1280 went 458 -> 426 us). Every height
  * gives the same bits. LITHE_GEMM_AVX512_MR=14|12|8|7|4|2 forces one (tests, tuning). */
 static const lithe__sgemm_kernel *for_rows(int64_t M) {
-    const char *v = getenv("LITHE_GEMM_AVX512_MR");
+    const char *v = lithe__knob(LITHE__KNOB_gemm_avx512_mr);
     if (v && *v)
         for (size_t i = 0; i < N_KERNELS; i++)
             if (atoi(v) == kernels[i].mr) return &kernels[i];

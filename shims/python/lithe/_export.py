@@ -1,77 +1,19 @@
-"""lithe.export: an initialized Thinc 8.1 model to a .lithe file (docs/format.md), written from
-Python with numpy alone, so exporting needs no compiled code."""
+"""lithe.export: an initialized Thinc 8.1 model to a .lithe file (docs/format.md). Python only
+describes the Thinc tree (the architecture JSON and the named weights); the C library builds the
+model from that description (lithe_model_from_architecture, every check of its loader) and
+writes the file (lithe_model_save: the safetensors header, alignment, the atomic rename)."""
+import ctypes
 import json
-import os
-import struct
-import tempfile
 
 import numpy
 
-# Thinc's forward functions, by module and function name, to lithe's registered layer types.
-_LAYERS = {
-    ("thinc.layers.chain", "forward"): "chain.v1",
-    ("thinc.layers.concatenate", "forward"): "concatenate.v1",
-    ("thinc.layers.add", "forward"): "add.v1",
-    ("thinc.layers.residual", "forward"): "residual.v1",
-    ("thinc.layers.noop", "forward"): "noop.v1",
-    ("thinc.layers.tuplify", "tuplify_forward"): "tuplify.v1",
-    ("thinc.layers.map_list", "forward"): "map_list",
-    ("thinc.layers.resizable", "forward"): "resizable.v1",
-    ("thinc.layers.linear", "forward"): "Linear.v1",
-    ("thinc.layers.relu", "forward"): "Relu.v1",
-    ("thinc.layers.mish", "forward"): "Mish.v1",
-    ("thinc.layers.swish", "forward"): "Swish.v1",
-    ("thinc.layers.gelu", "forward"): "Gelu.v1",
-    ("thinc.layers.dish", "forward"): "Dish.v1",
-    ("thinc.layers.hard_swish", "forward"): "HardSwish.v1",
-    ("thinc.layers.hard_swish_mobilenet", "forward"): "HardSwishMobilenet.v1",
-    ("thinc.layers.clipped_linear", "forward"): "ClippedLinear.v1",  # also HardSigmoid, HardTanh, ReluK
-    ("thinc.layers.sigmoid", "forward"): "Sigmoid.v1",
-    ("thinc.layers.maxout", "forward"): "Maxout.v1",
-    ("thinc.layers.layernorm", "forward"): "LayerNorm.v1",
-    ("thinc.layers.softmax", "forward"): "Softmax.v2",  # v1 is the same node with fixed attrs
-    ("thinc.layers.multisoftmax", "forward"): "MultiSoftmax.v1",
-    ("thinc.layers.dropout", "forward"): "Dropout.v1",
-    ("thinc.layers.embed", "forward"): "Embed.v1",
-    ("thinc.layers.hashembed", "forward"): "HashEmbed.v1",
-    ("thinc.layers.array_getitem", "forward"): "ints-getitem",
-    ("thinc.layers.logistic", "forward"): "Logistic.v1",
-    ("thinc.layers.sigmoid_activation", "forward"): "sigmoid_activation.v1",
-    ("thinc.layers.softmax_activation", "forward"): "softmax_activation.v1",
-    ("thinc.layers.list2ragged", "forward"): "list2ragged.v1",
-    ("thinc.layers.ragged2list", "forward"): "ragged2list.v1",
-    ("thinc.layers.list2padded", "forward"): "list2padded.v1",
-    ("thinc.layers.padded2list", "forward"): "padded2list.v1",
-    ("thinc.layers.list2array", "forward"): "list2array.v1",
-    ("thinc.layers.with_array", "forward"): "with_array.v1",
-    ("thinc.layers.with_array2d", "forward"): "with_array2d.v1",
-    ("thinc.layers.with_ragged", "forward"): "with_ragged.v1",
-    ("thinc.layers.with_padded", "forward"): "with_padded.v1",
-    ("thinc.layers.with_list", "forward"): "with_list.v1",
-    ("thinc.layers.with_flatten", "forward"): "with_flatten.v1",
-    ("thinc.layers.with_flatten_v2", "forward"): "with_flatten.v2",
-    ("thinc.layers.with_getitem", "forward"): "with_getitem.v1",
-    ("thinc.layers.with_reshape", "forward"): "with_reshape.v1",
-    ("thinc.layers.with_cpu", "forward"): "with_cpu.v1",
-    ("thinc.layers.reduce_sum", "forward"): "reduce_sum.v1",
-    ("thinc.layers.reduce_mean", "forward"): "reduce_mean.v1",
-    ("thinc.layers.reduce_max", "forward"): "reduce_max.v1",
-    ("thinc.layers.reduce_first", "forward"): "reduce_first.v1",
-    ("thinc.layers.reduce_last", "forward"): "reduce_last.v1",
-    ("thinc.layers.expand_window", "forward"): "expand_window.v1",
-    # sparse, hashed and string inputs (SparseLinear.v1 is chosen by its v1_indexing attr below)
-    ("thinc.layers.sparselinear", "forward"): "SparseLinear.v2",
-    ("thinc.layers.remap_ids", "forward"): "remap_ids.v1",
-    ("thinc.layers.remap_ids", "forward_v2"): "remap_ids.v2",
-    ("thinc.layers.strings2arrays", "forward"): "strings2arrays.v1",
-    ("thinc.layers.uniqued", "forward"): "uniqued.v1",
-    # recurrent, attention and similarity
-    ("thinc.layers.lstm", "forward"): "LSTM.v1",
-    ("thinc.layers.bidirectional", "forward"): "bidirectional.v1",
-    ("thinc.layers.parametricattention", "forward"): "ParametricAttention.v1",
-    ("thinc.layers.cauchysimilarity", "forward"): "CauchySimilarity.v1",
-    ("thinc.layers.siamese", "forward"): "siamese.v1",
-}
+from . import _lib
+
+def _layer_of(key):
+    """lithe's layer name for a Thinc node whose forward is key = (module, function): the one
+    layer list in C (core/layers/layers.def), through lithe_layer_for_thinc. None: lithe lacks it."""
+    name = _lib.layer_for_thinc(f"{key[0]}.{key[1]}".encode())
+    return None if name is None else name.decode()
 
 
 def _index_text(index):
@@ -213,7 +155,7 @@ def export(model, path, X=None):
                 "init_W": 0, "init_b": 0, "cfg": [0.0, 0.0],
             })
             continue
-        layer = _LAYERS.get(key)
+        layer = _layer_of(key)
         if layer == "ints-getitem":  # one forward, three node names
             layer = node.name if node.name in ("array-getitem", "floats-getitem", "ints-getitem") else layer
         if layer == "SparseLinear.v2" and node.attrs.get("v1_indexing"):
@@ -264,28 +206,27 @@ def export(model, path, X=None):
             "layers": [index[id(c)] for c in node.layers], "refs": refs,
             "init_W": 0, "init_b": 0, "cfg": cfg,
         })
-    arch = json.dumps({"root": 0, "nodes": arch_nodes}, separators=(",", ":"))
-    header = {"__metadata__": {"format": "lithe", "lithe.format_version": "1", "lithe.architecture": arch}}
-    offset = 0
-    for name, arr in tensors:
-        dtype = "U8" if arr.dtype == numpy.uint8 else "F32"
-        header[name] = {"dtype": dtype, "shape": list(arr.shape), "data_offsets": [offset, offset + arr.nbytes]}
-        offset += arr.nbytes
-    head = json.dumps(header, separators=(",", ":")).encode()
-    # padded so the data starts 64-byte aligned, as lithe_model_save does (docs/format.md)
-    head += b" " * ((64 - (8 + len(head)) % 64) % 64)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".lithe-export-")
+    arch = json.dumps({"root": 0, "nodes": arch_nodes}, separators=(",", ":")).encode()
+    _save(arch, tensors, path)
+
+
+def _save(arch, tensors, path):
+    """The model the C library builds from the description, saved by the C library."""
+    handles = []
+    model = ctypes.c_void_p()
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(struct.pack("<Q", len(head)))
-            f.write(head)
-            for _, arr in tensors:
-                f.write(arr.tobytes())
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+        for _, arr in tensors:
+            t = ctypes.c_void_p()
+            dtype = 6 if arr.dtype == numpy.uint8 else 0  # LITHE_U8 (a bytes attr), LITHE_F32
+            shape = (ctypes.c_int64 * max(arr.ndim, 1))(*arr.shape)
+            _lib.check(_lib.tensor_from_data(dtype, arr.ndim, shape, arr.ctypes.data_as(ctypes.c_void_p),
+                                             ctypes.byref(t)))
+            handles.append(t)
+        names = (ctypes.c_char_p * max(len(tensors), 1))(*[n.encode() for n, _ in tensors])
+        ptrs = (ctypes.c_void_p * max(len(tensors), 1))(*[h.value for h in handles])
+        _lib.check(_lib.model_from_architecture(arch, len(arch), len(tensors), names, ptrs, ctypes.byref(model)))
+        _lib.check(_lib.model_save(model, None, str(path).encode()))
+    finally:
+        _lib.model_free(model)
+        for h in handles:
+            _lib.tensor_release(h)

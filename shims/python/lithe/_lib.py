@@ -25,10 +25,34 @@ def _find():
 lib = ctypes.CDLL(_find())
 
 
-class OptimizerOpts(ctypes.Structure):
-    _fields_ = [("learn_rate", ctypes.c_double), ("L2", ctypes.c_double), ("beta1", ctypes.c_double),
-                ("beta2", ctypes.c_double), ("eps", ctypes.c_double), ("grad_clip", ctypes.c_double),
-                ("L2_is_weight_decay", ctypes.c_bool), ("use_averages", ctypes.c_bool), ("use_radam", ctypes.c_bool)]
+_KINDS = {b"d": ctypes.c_double, b"f": ctypes.c_float, b"?": ctypes.c_bool, b"q": ctypes.c_int64, b"i": ctypes.c_int,
+          b"z": ctypes.c_size_t}
+
+
+def c_struct(name):
+    """The ctypes mirror of a public option struct, built from the layout the C library reports
+    (lithe_struct_size / lithe_struct_field): no hand copy; a mismatch is an ImportError."""
+    size_of = lib.lithe_struct_size
+    size_of.restype, size_of.argtypes = ctypes.c_size_t, [ctypes.c_char_p]
+    field = lib.lithe_struct_field
+    field.restype = ctypes.c_char_p
+    field.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t), ctypes.c_char_p]
+    fields, offsets = [], []
+    off, kind = ctypes.c_size_t(), ctypes.create_string_buffer(1)
+    while True:
+        fname = field(name.encode(), len(fields), ctypes.byref(off), kind)
+        if fname is None:
+            break
+        fields.append((fname.decode(), _KINDS[kind.raw]))
+        offsets.append(off.value)
+    cls = type(name, (ctypes.Structure,), {"_fields_": fields})
+    if not fields or ctypes.sizeof(cls) != size_of(name.encode()) or any(
+            getattr(cls, f).offset != o for (f, _), o in zip(fields, offsets)):
+        raise ImportError(f"lithe: {name}'s layout from the library does not match its ctypes mirror")
+    return cls
+
+
+OptimizerOpts = c_struct("lithe_optimizer_opts")
 
 
 def _sig(name, restype, *argtypes):
@@ -106,6 +130,12 @@ model_is_frozen = _sig("lithe_model_is_frozen", ctypes.c_bool, c_p, ctypes.c_cha
 model_save_bytes = _sig("lithe_model_save_bytes", ctypes.c_int, c_p, c_p, ctypes.POINTER(ctypes.POINTER(ctypes.c_uint8)),
                         ctypes.POINTER(ctypes.c_size_t))
 model_load_bytes = _sig("lithe_model_load_bytes", ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t, PP)
+model_from_architecture = _sig("lithe_model_from_architecture", ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t,
+                               ctypes.c_size_t, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(c_p), PP)
+tensor_from_data = _sig("lithe_tensor_from_data", ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                        ctypes.POINTER(ctypes.c_int64), c_p, PP)
+layer_names = _sig("lithe_layer_names", ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_size_t))
+layer_for_thinc = _sig("lithe_layer_for_thinc", ctypes.c_char_p, ctypes.c_char_p)
 
 
 class LitheError(RuntimeError):
