@@ -7,8 +7,6 @@
 #include <math.h>
 #include <string.h>
 
-const char *lithe__dense_type_name(size_t i);
-
 /* A param's shape as dims of its node, in axis order; "" ends the list. */
 typedef struct shape_rule {
     const char *param;
@@ -22,9 +20,10 @@ static const shape_rule embed_rules[] = {{"E", {"nV", "nO", ""}}, {NULL, {""}}};
 static const shape_rule attention_rules[] = {{"Q", {"nO", ""}}, {NULL, {""}}};
 static const shape_rule static_rules[] = {{"W", {"nO", "nM", ""}}, {NULL, {""}}};
 
-static const shape_rule *rules_for(const char *layer) {
-    for (size_t i = 0; lithe__dense_type_name(i); i++)
-        if (!strcmp(lithe__dense_type_name(i), layer)) return dense_rules;
+static const shape_rule *rules_for(const lithe__layer_type *type) {
+    const char *layer = type->registered_name;
+    for (size_t i = 0; lithe__dense_types[i]; i++) /* the dense family (core/layers/dense.c) */
+        if (lithe__dense_types[i] == type) return dense_rules;
     if (!strcmp(layer, "Softmax.v1") || !strcmp(layer, "Softmax.v2") || !strcmp(layer, "MultiSoftmax.v1"))
         return dense_rules;
     if (!strcmp(layer, "Maxout.v1")) return maxout_rules;
@@ -42,7 +41,7 @@ static const lithe__dim *find_dim(const lithe_model *m, const char *name) {
 }
 
 static lithe_status check_shapes(const lithe_model *m, const char *what) {
-    const shape_rule *r = rules_for(m->type->registered_name);
+    const shape_rule *r = rules_for(m->type);
     for (; r && r->param; r++) {
         const lithe__param *pr = NULL;
         for (size_t p = 0; p < m->n_params; p++)
