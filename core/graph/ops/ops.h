@@ -170,9 +170,11 @@ FWD(f_binary); BWD(b_binary); FWD(f_not); FWD(f_where); BWD(b_where);
 #define b_act lithe__gop_b_act
 #define f_unary lithe__gop_f_unary
 #define b_unary lithe__gop_b_unary
+#define f_softplus lithe__gop_f_softplus
+#define b_softplus lithe__gop_b_softplus
 #define f_softmax lithe__gop_f_softmax
 #define b_softmax lithe__gop_b_softmax
-FWD(f_act); BWD(b_act); FWD(f_unary); BWD(b_unary); FWD(f_softmax); BWD(b_softmax);
+FWD(f_act); BWD(b_act); FWD(f_unary); BWD(b_unary); FWD(f_softmax); BWD(b_softmax); FWD(f_softplus); BWD(b_softplus);
 /* slice.c */
 #define f_concat lithe__gop_f_concat
 #define b_concat lithe__gop_b_concat

@@ -28,6 +28,10 @@ static const lithe__graph_op ops[] = {
     {"Tanh", f_act, b_act},
     {"Gelu", f_act, b_act},
     {"Clip", f_act, b_act},
+    {"HardSigmoid", f_act, b_act},
+    {"HardSwish", f_act, b_act},
+    {"Mish", f_act, b_act},
+    {"Softplus", f_softplus, b_softplus},
     {"Exp", f_unary, b_unary},
     {"Log", f_unary, b_unary},
     {"Sqrt", f_unary, b_unary},
@@ -63,7 +67,8 @@ static const lithe__graph_op ops[] = {
 
 const char *const lithe__graph_op_names[] = {
     "Identity", "Dropout", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Gemm", "MatMul", "Add", "Sub",
-    "Mul", "Div", "Pow", "Less", "Greater", "Equal", "Not", "Where", "Relu", "Sigmoid", "Tanh", "Gelu", "Clip", "Exp", "Log", "Sqrt", "Neg", "Erf", "Abs",
+    "Mul", "Div", "Pow", "Less", "Greater", "Equal", "Not", "Where", "Relu", "Sigmoid", "Tanh", "Gelu", "Clip", "HardSigmoid",
+    "HardSwish", "Mish", "Softplus", "Exp", "Log", "Sqrt", "Neg", "Erf", "Abs",
     "Reciprocal", "Softmax", "LogSoftmax", "Concat", "Split", "Slice", "Pad", "Expand", "ReduceMean", "ReduceSum",
     "LayerNormalization", "BatchNormalization", "Conv", "ConvTranspose", "LeakyRelu", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
     "Constant", "Shape", "Gather", "Cast", "ConstantOfShape", NULL,
