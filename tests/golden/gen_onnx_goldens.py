@@ -271,6 +271,28 @@ class Acts(nn.Module):
         return F.mish(self.fc3(h * g) * 3) + F.softplus(x * 8)
 
 
+class Pieces(nn.Module):
+    """The parametrised piecewise activations on (N, 4, 5): nn.PReLU(4) (its slope (4, 1) broadcast over
+    the last axis, a trainable param) and nn.PReLU() (one slope), F.elu (alpha 0.7), F.selu, F.celu
+    (alpha 0.6) and F.softsign (x / (1 + |x|) as torch exports it at 13; Softsign at opset 17 after
+    rewrite)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2, self.fc3, self.fc4 = nn.Linear(5, 8), nn.Linear(8, 8), nn.Linear(8, 8), nn.Linear(8, 8)
+        self.fc5 = nn.Linear(8, 5)
+        self.p4, self.p1 = nn.PReLU(4), nn.PReLU()
+        with torch.no_grad():
+            self.p4.weight.copy_(torch.tensor([0.1, -0.3, 0.7, 1.5]))
+
+    def forward(self, x):                                       # x (N, 4, 5)
+        a = self.p4(self.fc1(x) * 2)
+        b = F.elu(self.fc2(a) * 2, alpha=0.7)
+        c = F.selu(self.fc3(b) * 2)
+        d = F.celu(self.fc4(c) * 2, alpha=0.6)
+        return self.p1(self.fc5(d) * 2) + F.softsign(x * 3)
+
+
 def mish_node(data):
     """The model with torch's mish (Mul(a, Tanh(Softplus(a)))) as one ONNX Mish node (opset 18)."""
     import onnx
@@ -399,6 +421,8 @@ for opset in (13, 14):
     export(f"acts{opset}", Acts(), randx(5, 6), opset, lr=0.005)
 torch.manual_seed(13)
 export("mish18", Acts(), randx(5, 6), 17, lr=0.005, rewrite=mish_node)
+torch.manual_seed(14)
+export("pieces", Pieces(), randx(3, 4, 5), 13, lr=0.001)  # at 0.005 torch itself diverges
 
 
 
