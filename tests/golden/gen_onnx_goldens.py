@@ -274,8 +274,8 @@ class Acts(nn.Module):
 class Pieces(nn.Module):
     """The parametrised piecewise activations on (N, 4, 5): nn.PReLU(4) (its slope (4, 1) broadcast over
     the last axis, a trainable param) and nn.PReLU() (one slope), F.elu (alpha 0.7), F.selu, F.celu
-    (alpha 0.6) and F.softsign (x / (1 + |x|) as torch exports it at 13; Softsign at opset 17 after
-    rewrite)."""
+    (alpha 0.6) and F.softsign (x / (1 + |x|) as torch exports it; one Softsign node with
+    softsign_node)."""
 
     def __init__(self):
         super().__init__()
@@ -314,6 +314,26 @@ def mish_node(data):
         m.graph.node.insert(i - 2, mish)
     assert any(n.op_type == "Mish" for n in m.graph.node)
     m.opset_import[0].version = 18
+    return m.SerializeToString()
+
+
+def softsign_node(data):
+    """The model with torch's softsign (Div(a, Add(Abs(a), 1))) as one ONNX Softsign node."""
+    import onnx
+
+    m = onnx.load_from_string(data)
+    made = {o: n for n in m.graph.node for o in n.output}
+    for n in list(m.graph.node):
+        add = made.get(n.input[1]) if n.op_type == "Div" else None
+        ab = made.get(add.input[0]) if add is not None and add.op_type == "Add" else None
+        if ab is None or ab.op_type != "Abs" or ab.input[0] != n.input[0]:
+            continue
+        i = list(m.graph.node).index(n)
+        m.graph.node.insert(i, onnx.helper.make_node("Softsign", [n.input[0]], list(n.output), name=n.name + "_softsign"))
+        for dead in (n, add, ab):
+            m.graph.node.remove(dead)
+    assert any(n.op_type == "Softsign" for n in m.graph.node)
+    onnx.checker.check_model(m)
     return m.SerializeToString()
 
 
@@ -423,6 +443,8 @@ torch.manual_seed(13)
 export("mish18", Acts(), randx(5, 6), 17, lr=0.005, rewrite=mish_node)
 torch.manual_seed(14)
 export("pieces", Pieces(), randx(3, 4, 5), 13, lr=0.001)  # at 0.005 torch itself diverges
+torch.manual_seed(14)
+export("pieces17", Pieces(), randx(3, 4, 5), 17, lr=0.001, rewrite=softsign_node)
 
 
 
