@@ -317,6 +317,31 @@ def mish_node(data):
     return m.SerializeToString()
 
 
+class Thresh(nn.Module):
+    """F.threshold(h, 0.3, 0) (which torch cannot export: exported as F.relu, then rewritten to
+    ThresholdedRelu alpha 0.3 by thresholded_node) and torch.sign (Sign; no gradient)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(6, 8), nn.Linear(8, 6)
+
+    def forward(self, x):                                       # x (N, 6)
+        h = self.fc1(x) * 2
+        h = F.relu(h) if torch.onnx.is_in_onnx_export() else F.threshold(h, 0.3, 0.0)
+        return self.fc2(h) + torch.sign(x) * 0.5
+
+
+def thresholded_node(data):
+    import onnx
+
+    m = onnx.load_from_string(data)
+    (relu,) = [n for n in m.graph.node if n.op_type == "Relu"]
+    relu.op_type = "ThresholdedRelu"
+    relu.attribute.append(onnx.helper.make_attribute("alpha", 0.3))
+    onnx.checker.check_model(m)
+    return m.SerializeToString()
+
+
 def softsign_node(data):
     """The model with torch's softsign (Div(a, Add(Abs(a), 1))) as one ONNX Softsign node."""
     import onnx
@@ -445,6 +470,8 @@ torch.manual_seed(14)
 export("pieces", Pieces(), randx(3, 4, 5), 13, lr=0.001)  # at 0.005 torch itself diverges
 torch.manual_seed(14)
 export("pieces17", Pieces(), randx(3, 4, 5), 17, lr=0.001, rewrite=softsign_node)
+torch.manual_seed(15)
+export("thresh", Thresh(), randx(5, 6), 13, lr=0.01, rewrite=thresholded_node)
 
 
 

@@ -182,7 +182,11 @@ FWD(f_act); BWD(b_act); FWD(f_unary); BWD(b_unary); FWD(f_softmax); BWD(b_softma
 #define b_softsign lithe__gop_b_softsign
 #define f_prelu lithe__gop_f_prelu
 #define b_prelu lithe__gop_b_prelu
+#define f_thresholded_relu lithe__gop_f_thresholded_relu
+#define b_thresholded_relu lithe__gop_b_thresholded_relu
+#define f_sign lithe__gop_f_sign
 FWD(f_elu); BWD(b_elu); FWD(f_softsign); BWD(b_softsign); FWD(f_prelu); BWD(b_prelu);
+FWD(f_thresholded_relu); BWD(b_thresholded_relu); FWD(f_sign);
 /* slice.c */
 #define f_concat lithe__gop_f_concat
 #define b_concat lithe__gop_b_concat

@@ -180,3 +180,63 @@ BWD(b_prelu) {
     lithe_tensor_release(p);
     return s;
 }
+
+/* ---- ThresholdedRelu: x where x > alpha, else 0 (x * mask, mask = Greater(x, alpha)); backward
+ * dY * mask ---- */
+
+static lithe_status above(lithe__gexec *x, const lithe_tensor *X, float alpha, lithe_tensor **mask) {
+    lithe_tensor *a = NULL;
+    LITHE__TRY(scalar(x, alpha, &a));
+    lithe_status s = lithe__gexec_like(x, X, false, mask);
+    if (s == LITHE_OK) s = lithe__op_bcast_binary(x->be, LITHE__BIN_GREATER, X, a, *mask);
+    lithe_tensor_release(a);
+    return s;
+}
+
+FWD(f_thresholded_relu) {
+    UNUSED_FWD;
+    LITHE__TRY(need_inputs(x, node, in, n_in, 1));
+    LITHE__TRY(need_float(x, node, in[0], 0));
+    lithe_tensor *mask = NULL;
+    LITHE__TRY(above(x, in[0], attr_f(NODE(x, node), "alpha", 1.0f), &mask));
+    lithe_status s = lithe__gexec_like(x, in[0], false, &out[0]);
+    if (s == LITHE_OK) s = lithe__op_mul(x->be, in[0], mask, out[0]);
+    lithe_tensor_release(mask);
+    return s;
+}
+BWD(b_thresholded_relu) {
+    UNUSED_BWD;
+    lithe_tensor *d = NULL, *mask = NULL;
+    LITHE__TRY(lithe__gexec_grad(x, node, 0, &d));
+    if (!d) return LITHE_OK;
+    LITHE__TRY(above(x, in[0], attr_f(NODE(x, node), "alpha", 1.0f), &mask));
+    lithe_status s = lithe__op_mul(x->be, mask, dout[0], mask);
+    if (s == LITHE_OK) s = acc(x, d, mask);
+    lithe_tensor_release(mask);
+    return s;
+}
+
+/* ---- Sign: Greater(x, 0) - Less(x, 0) (a NaN gives 0, not NaN); no gradient (zero almost
+ * everywhere) ---- */
+
+FWD(f_sign) {
+    UNUSED_FWD;
+    LITHE__TRY(need_inputs(x, node, in, n_in, 1));
+    if (is_int(in[0])) {
+        LITHE__TRY(new_i64(x, in[0]->ndim, in[0]->shape, &out[0]));
+        for (int64_t i = 0; i < in[0]->numel; i++)
+            ((int64_t *)lithe__tdata(out[0]))[i] = (ints(in[0])[i] > 0) - (ints(in[0])[i] < 0);
+        return LITHE_OK;
+    }
+    LITHE__TRY(need_float(x, node, in[0], 0));
+    lithe_tensor *zero = NULL, *neg = NULL;
+    LITHE__TRY(scalar(x, 0.0f, &zero));
+    lithe_status s = lithe__gexec_like(x, in[0], false, &out[0]);
+    if (s == LITHE_OK) s = lithe__gexec_like(x, in[0], false, &neg);
+    if (s == LITHE_OK) s = lithe__op_bcast_binary(x->be, LITHE__BIN_GREATER, in[0], zero, out[0]);
+    if (s == LITHE_OK) s = lithe__op_bcast_binary(x->be, LITHE__BIN_LESS, in[0], zero, neg);
+    if (s == LITHE_OK) s = lithe__op_axpby(x->be, -1.0f, neg, 1.0f, out[0]);
+    lithe_tensor_release(zero);
+    lithe_tensor_release(neg);
+    return s;
+}

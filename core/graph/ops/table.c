@@ -37,6 +37,8 @@ static const lithe__graph_op ops[] = {
     {"Celu", f_elu, b_elu},
     {"Softsign", f_softsign, b_softsign},
     {"PRelu", f_prelu, b_prelu},
+    {"ThresholdedRelu", f_thresholded_relu, b_thresholded_relu},
+    {"Sign", f_sign, NULL},
     {"Exp", f_unary, b_unary},
     {"Log", f_unary, b_unary},
     {"Sqrt", f_unary, b_unary},
@@ -73,7 +75,8 @@ static const lithe__graph_op ops[] = {
 const char *const lithe__graph_op_names[] = {
     "Identity", "Dropout", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Gemm", "MatMul", "Add", "Sub",
     "Mul", "Div", "Pow", "Less", "Greater", "Equal", "Not", "Where", "Relu", "Sigmoid", "Tanh", "Gelu", "Clip", "HardSigmoid",
-    "HardSwish", "Mish", "Softplus", "Elu", "Selu", "Celu", "Softsign", "PRelu", "Exp", "Log", "Sqrt", "Neg", "Erf", "Abs",
+    "HardSwish", "Mish", "Softplus", "Elu", "Selu", "Celu", "Softsign", "PRelu", "ThresholdedRelu",
+    "Sign", "Exp", "Log", "Sqrt", "Neg", "Erf", "Abs",
     "Reciprocal", "Softmax", "LogSoftmax", "Concat", "Split", "Slice", "Pad", "Expand", "ReduceMean", "ReduceSum",
     "LayerNormalization", "BatchNormalization", "Conv", "ConvTranspose", "LeakyRelu", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
     "Constant", "Shape", "Gather", "Cast", "ConstantOfShape", NULL,
