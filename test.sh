@@ -45,6 +45,9 @@ LITHE_NATIVE=build/ci/tools/lithe/lithe LITHE_WASI=build/wasi/tools/lithe/lithe.
 bench/run.sh --quick --only gemm,mlp,train --build build/ci
 # the npm package: its three .wasm builds (Emscripten), then node:test against the native build
 (cd bindings/js && npm ci --no-audit --no-fund && npm run build && LITHE_NATIVE=build/ci/tools/lithe/lithe npm test)
+# bundler users: the packed package built into a page by Vite, webpack 5 and esbuild (its plugin),
+# each bundle predicting in Debian's Chromium (examples/browser/test.mjs)
+(cd examples/browser && npm ci --no-audit --no-fund && LITHE_NATIVE=build/ci/tools/lithe/lithe npm test)
 # the demo page end to end in Debian's Chromium (playwright-core); screenshot in build/web/demo.png
 (cd web && npm ci --no-audit --no-fund && LITHE_NATIVE=build/ci/tools/lithe/lithe npm test)
 # the libFuzzer targets (msgpack, Thinc bytes, .npy, .lithe): a reproducible smoke run each

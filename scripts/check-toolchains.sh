@@ -93,9 +93,12 @@ gcc vk.c -lvulkan -o vk && ./vk'
     ;;
   python)
     for m in thinc:python3-thinc numpy:python3-numpy pytest:python3-pytest torch:python3-torch \
-             torchvision:python3-torchvision onnx:python3-onnx; do
+             torchvision:python3-torchvision onnx:python3-onnx setuptools:python3-setuptools wheel:python3-wheel \
+             pip:python3-pip; do
       check python "/usr/bin/python3 imports ${m%%:*}" "${m#*:}" /usr/bin/python3 -c "import ${m%%:*}"
     done
+    # the wheel test's venv (tests/python_wheel.py)
+    check python "/usr/bin/python3 -m venv --system-site-packages" "python3-venv" /usr/bin/python3 -m venv --system-site-packages --without-pip venv
     ;;
   aarch64)
     check aarch64 "aarch64-linux-gnu-gcc links (crt1.o, libc)" "gcc-aarch64-linux-gnu libc6-dev-arm64-cross" \
