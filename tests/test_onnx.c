@@ -539,8 +539,10 @@ static void test_plan_vulkan(void **state) {
         print_message("test_plan_vulkan: no Vulkan device here (%s)\n", lithe_last_error());
         return;
     }
-    static const char *const planned[] = {"lenet", "encoder"};
-    for (size_t k = 0; k < 2; k++) {
+    /* and the activations composed from primitives (HardSigmoid, HardSwish, Mish, Softplus, Elu,
+     * Selu, Celu, Softsign, PRelu, ThresholdedRelu, Sign): the same compositions on Vulkan's kernels */
+    static const char *const planned[] = {"lenet", "encoder", "acts13", "acts14", "mish18", "pieces", "pieces17", "thresh"};
+    for (size_t k = 0; k < sizeof planned / sizeof *planned; k++) {
         const char *name = planned[k];
         lithe_model *m = load(name, NULL, NULL);
         OK(lithe_model_set_backend(m, vk));
