@@ -18,6 +18,12 @@ for preset in ci clang asan; do
   cmake --build --preset "$preset" -j "$jobs"
   ctest --preset "$preset" -j "$jobs"
 done
+# ThreadSanitizer: the concurrency tests only (the preset builds test_concurrency and test_threads:
+# the library once, no tools, no GPU backends); any data race report fails the run.
+echo "=== tsan ==="
+cmake --preset tsan >/dev/null
+cmake --build --preset tsan -j "$jobs"
+ctest --preset tsan -j "$jobs"
 # lithe as a user gets it: `cmake --install` of the ci build into a temporary prefix, then
 # examples/c built by an outside project with find_package(lithe) (shared and static) and with
 # pkg-config, each run; the installed command; add_subdirectory's defaults (docs/install.md)

@@ -14,6 +14,9 @@
 
 static LITHE__TLS char last_error[1024];
 
+/* the address of this thread's message buffer: distinct for every live thread, never 0 */
+uintptr_t lithe__thread_token(void) { return (uintptr_t)(void *)last_error; }
+
 const char *lithe_version(void) { return "0.1.0"; }
 
 const char *lithe_status_str(lithe_status status) {

@@ -486,7 +486,11 @@ typedef struct lithe__attr {
 } lithe__attr;
 
 struct lithe_model {
-    int refcount;
+    int refcount; /* atomic (__atomic builtins): a reference may be dropped on any thread */
+    /* Concurrent-use detection (core/guard.c): the token of the thread inside a call on this node
+     * (0: none), and how deeply that thread is nested in calls on it (only that thread touches it). */
+    uintptr_t owner;
+    int owner_depth;
     uint64_t id;
     char *name;
     const lithe__layer_type *type;
@@ -528,6 +532,19 @@ lithe_status lithe__model_new(const lithe__layer_type *type, const char *name,
 /* A new node (new id) of src's type, name, dims, attrs and private settings, with copies of its
  * params; no grads, children, refs or shims. */
 lithe_status lithe__node_clone(const lithe_model *src, lithe_model **out);
+/* One thread at a time per node (core/guard.c, include/lithe.h "Thread safety"): enter claims m for
+ * this thread (nested claims by the same thread count up), or fails with LITHE_ERR_STATE "model used
+ * from two threads at once" naming fn, when another thread is inside a call on m; leave drops one
+ * claim. enter_tree / leave_tree do the same for every node of m's tree (layers, recursively). */
+lithe_status lithe__enter(lithe_model *m, const char *fn);
+void lithe__leave(lithe_model *m);
+lithe_status lithe__enter_tree(lithe_model *m, const char *fn);
+void lithe__leave_tree(lithe_model *m);
+/* A number unique to the calling thread while it runs (core/error.c). */
+uintptr_t lithe__thread_token(void);
+/* Atomic reference counts: add one; drop one and say whether it was the last. */
+#define LITHE__REF_INC(rc) ((void)__atomic_add_fetch(&(rc), 1, __ATOMIC_RELAXED))
+#define LITHE__REF_DEC_LAST(rc) (__atomic_sub_fetch(&(rc), 1, __ATOMIC_ACQ_REL) == 0)
 /* Appends a child, taking over the caller's reference. */
 lithe_status lithe__model_add_layer(lithe_model *m, lithe_model *child);
 lithe__param *lithe__model_find_param(const lithe_model *m, const char *name);
@@ -555,6 +572,12 @@ static inline lithe_optimizer_opts lithe__adam_as_torch(void) {
  * the whole tree first, so an OOM changes no param). */
 lithe_status lithe__optimizer_prepare(lithe_optimizer *opt, const lithe_model *node, const char *name,
                                       const lithe_tensor *W);
+/* lithe_optimizer_set_check_finite's flag, and its check of one gradient (LITHE_ERR_VALUE). */
+bool lithe__optimizer_checks_finite(const lithe_optimizer *opt);
+/* A node read from a file against itself (core/io/load_check.c): each param's shape against the
+ * dims naming its axes, attrs in their ranges (dropout_rate in [0, 1]); `what` starts messages. */
+lithe_status lithe__check_loaded_node(const lithe_model *m, const char *what);
+lithe_status lithe__grad_check_finite(const char *who, const lithe_model *node, const char *name, const lithe_tensor *G);
 
 /* Files (core/io/): a whole file into a new buffer (lithe__free), and an atomic write (temp file,
  * fsync, rename). */

@@ -69,7 +69,7 @@ lithe_status lithe__model_add_layer(lithe_model *m, lithe_model *child) {
 }
 
 lithe_model *lithe_model_retain(lithe_model *m) {
-    if (m) m->refcount++;
+    if (m) LITHE__REF_INC(m->refcount);
     return m;
 }
 
@@ -80,7 +80,7 @@ static void attr_clear(lithe__attr *a) {
 }
 
 void lithe_model_free(lithe_model *m) {
-    if (!m || --m->refcount > 0) return;
+    if (!m || !LITHE__REF_DEC_LAST(m->refcount)) return;
     for (size_t i = 0; i < m->n_dims; i++) lithe__free(m->dims[i].name);
     for (size_t i = 0; i < m->n_params; i++) {
         lithe__free(m->params[i].name);
@@ -175,13 +175,21 @@ lithe_status lithe_model_walk(lithe_model *m, lithe_model **nodes, size_t cap, s
     return LITHE_OK;
 }
 
-lithe_status lithe_model_set_seed(lithe_model *m, uint64_t seed) {
+static lithe_status set_seed(lithe_model *m, uint64_t seed) {
     LITHE__CHECK_ARG(m, "lithe_model_set_seed", "model is NULL");
     walk_buf w;
     LITHE__TRY(walk_collect(m, &w)); /* on failure no node is reseeded */
     for (size_t i = 0; i < w.n; i++) w.v[i]->rng = (lithe_rng){seed + i, 0};
     lithe__free(w.v);
     return LITHE_OK;
+}
+
+lithe_status lithe_model_set_seed(lithe_model *m, uint64_t seed) {
+    LITHE__CHECK_ARG(m, "lithe_model_set_seed", "model is NULL");
+    LITHE__TRY(lithe__enter_tree(m, "lithe_model_set_seed"));
+    lithe_status s = set_seed(m, seed);
+    lithe__leave_tree(m);
+    return s;
 }
 
 /* ---- dims ---- */
@@ -295,7 +303,7 @@ static lithe_status check_param_tensor(const lithe_model *m, const char *fn, con
     return LITHE_OK;
 }
 
-lithe_status lithe_model_set_param(lithe_model *m, const char *name, lithe_tensor *value) {
+static lithe_status set_param(lithe_model *m, const char *name, lithe_tensor *value) {
     LITHE__CHECK_ARG(m && name, "lithe_model_set_param", "model or name is NULL");
     if (value) LITHE__TRY(check_param_tensor(m, "param", name, value));
     lithe__param *p = lithe__model_find_param(m, name);
@@ -308,6 +316,14 @@ lithe_status lithe_model_set_param(lithe_model *m, const char *name, lithe_tenso
         p->grad = NULL;
     }
     return LITHE_OK;
+}
+
+lithe_status lithe_model_set_param(lithe_model *m, const char *name, lithe_tensor *value) {
+    LITHE__CHECK_ARG(m && name, "lithe_model_set_param", "model or name is NULL");
+    LITHE__TRY(lithe__enter(m, "lithe_model_set_param"));
+    lithe_status s = set_param(m, name, value);
+    lithe__leave(m);
+    return s;
 }
 
 bool lithe_model_has_grad(const lithe_model *m, const char *name) {
@@ -573,7 +589,7 @@ lithe_status lithe_model_set_attr_tensor(lithe_model *m, const char *name, lithe
     return LITHE_OK;
 }
 
-lithe_status lithe_model_set_dropout_rate(lithe_model *m, float rate) {
+static lithe_status set_dropout_rate(lithe_model *m, float rate) {
     LITHE__CHECK_ARG(m, "lithe_model_set_dropout_rate", "model is NULL");
     if (!(rate >= 0.0f && rate <= 1.0f))
         return lithe__fail(LITHE_ERR_VALUE, "%s: dropout rate %g outside [0, 1]", m->name, (double)rate);
@@ -589,6 +605,14 @@ lithe_status lithe_model_set_dropout_rate(lithe_model *m, float rate) {
     }
     lithe__free(w.v);
     return LITHE_OK;
+}
+
+lithe_status lithe_model_set_dropout_rate(lithe_model *m, float rate) {
+    LITHE__CHECK_ARG(m, "lithe_model_set_dropout_rate", "model is NULL");
+    LITHE__TRY(lithe__enter_tree(m, "lithe_model_set_dropout_rate"));
+    lithe_status s = set_dropout_rate(m, rate);
+    lithe__leave_tree(m);
+    return s;
 }
 
 /* ---- moving between backends ---- */
@@ -629,7 +653,7 @@ static lithe_status move_node(lithe_model *node, lithe_backend *to, const char *
     return s;
 }
 
-static lithe_status move_model(lithe_model *m, lithe_backend *backend, const char *fn) {
+static lithe_status move_model_body(lithe_model *m, lithe_backend *backend, const char *fn) {
     LITHE__CHECK_ARG(m && backend, fn, "model or backend is NULL");
     walk_buf w;
     LITHE__TRY(walk_collect(m, &w));
@@ -660,6 +684,14 @@ static lithe_status move_model(lithe_model *m, lithe_backend *backend, const cha
     }
     lithe__free(pinned);
     lithe__free(w.v);
+    return s;
+}
+
+static lithe_status move_model(lithe_model *m, lithe_backend *backend, const char *fn) {
+    LITHE__CHECK_ARG(m && backend, fn, "model or backend is NULL");
+    LITHE__TRY(lithe__enter_tree(m, fn));
+    lithe_status s = move_model_body(m, backend, fn);
+    lithe__leave_tree(m);
     return s;
 }
 
@@ -703,17 +735,34 @@ void lithe_backprop_free(lithe_backprop *bp) {
     lithe__free(bp);
 }
 
-lithe_status lithe_backprop_run(lithe_backprop *bp, const lithe_value *dY, lithe_value **dX) {
+static lithe_status backprop_run(lithe_backprop *bp, const lithe_value *dY, lithe_value **dX) {
     if (dX) *dX = NULL;
     LITHE__CHECK_ARG(bp && dY, "lithe_backprop_run", "record or dY is NULL");
     return bp->run(bp, dY, dX);
 }
 
-lithe_status lithe_model_initialize(lithe_model *m, const lithe_value *X, const lithe_value *Y) {
+lithe_status lithe_backprop_run(lithe_backprop *bp, const lithe_value *dY, lithe_value **dX) {
+    if (dX) *dX = NULL;
+    LITHE__CHECK_ARG(bp && dY, "lithe_backprop_run", "record or dY is NULL");
+    LITHE__TRY(lithe__enter(bp->model, "lithe_backprop_run"));
+    lithe_status s = backprop_run(bp, dY, dX);
+    lithe__leave(bp->model);
+    return s;
+}
+
+static lithe_status initialize(lithe_model *m, const lithe_value *X, const lithe_value *Y) {
     LITHE__CHECK_ARG(m, "lithe_model_initialize", "model is NULL");
     if (m->debug && m->debug->on_init) m->debug->on_init(m->debug->user, m, X, Y);
     if (!m->type->init) return LITHE_OK;
     return m->type->init(m, X, Y);
+}
+
+lithe_status lithe_model_initialize(lithe_model *m, const lithe_value *X, const lithe_value *Y) {
+    LITHE__CHECK_ARG(m, "lithe_model_initialize", "model is NULL");
+    LITHE__TRY(lithe__enter(m, "lithe_model_initialize"));
+    lithe_status s = initialize(m, X, Y);
+    lithe__leave(m);
+    return s;
 }
 
 /* with_debug's backprop: the hook sees dY, then the layer's own record runs. */
@@ -730,7 +779,7 @@ static lithe_status debug_backward(lithe_backprop *self, const lithe_value *dY, 
 
 static void debug_destroy(lithe_backprop *self) { lithe_backprop_free(((debug_bp *)self)->inner); }
 
-lithe_status lithe_model_forward(lithe_model *m, const lithe_value *X, bool is_train, lithe_value **Y,
+static lithe_status forward(lithe_model *m, const lithe_value *X, bool is_train, lithe_value **Y,
                                  lithe_backprop **bp) {
     if (Y) *Y = NULL;
     if (bp) *bp = NULL;
@@ -749,6 +798,17 @@ lithe_status lithe_model_forward(lithe_model *m, const lithe_value *X, bool is_t
     }
     ((debug_bp *)*bp)->inner = inner;
     return LITHE_OK;
+}
+
+lithe_status lithe_model_forward(lithe_model *m, const lithe_value *X, bool is_train, lithe_value **Y,
+                                 lithe_backprop **bp) {
+    if (Y) *Y = NULL;
+    if (bp) *bp = NULL;
+    LITHE__CHECK_ARG(m && X && Y, "lithe_model_forward", "model, X or Y is NULL");
+    LITHE__TRY(lithe__enter(m, "lithe_model_forward"));
+    lithe_status s = forward(m, X, is_train, Y, bp);
+    lithe__leave(m);
+    return s;
 }
 
 lithe_status lithe_with_debug(lithe_model *layer, const lithe_debug_hooks *hooks, lithe_model **out) {
@@ -795,11 +855,19 @@ lithe_status lithe_model_predict_tensor(lithe_model *m, lithe_tensor *X, lithe_t
     return LITHE_OK;
 }
 
-lithe_status lithe_model_finish_update(lithe_model *m, lithe_optimizer *opt) {
+static lithe_status finish_update(lithe_model *m, lithe_optimizer *opt) {
     LITHE__CHECK_ARG(m && opt, "lithe_model_finish_update", "model or optimizer is NULL");
     walk_buf w;
     LITHE__TRY(walk_collect(m, &w));
     lithe_status s = LITHE_OK;
+    /* the optional non-finite check: every gradient before anything changes */
+    if (lithe__optimizer_checks_finite(opt))
+        for (size_t i = 0; i < w.n && s == LITHE_OK; i++)
+            for (size_t p = 0; p < w.v[i]->n_params && s == LITHE_OK; p++) {
+                lithe__param *pr = &w.v[i]->params[p];
+                if (pr->value && pr->grad && !pr->frozen)
+                    s = lithe__grad_check_finite("finish_update", w.v[i], pr->name, pr->grad);
+            }
     /* Thinc updates every shim of the tree first, then the params */
     for (size_t i = 0; i < w.n && s == LITHE_OK; i++)
         for (size_t k = 0; k < w.v[i]->n_shims && s == LITHE_OK; k++)
@@ -820,6 +888,14 @@ lithe_status lithe_model_finish_update(lithe_model *m, lithe_optimizer *opt) {
             }
         }
     lithe__free(w.v);
+    return s;
+}
+
+lithe_status lithe_model_finish_update(lithe_model *m, lithe_optimizer *opt) {
+    LITHE__CHECK_ARG(m && opt, "lithe_model_finish_update", "model or optimizer is NULL");
+    LITHE__TRY(lithe__enter_tree(m, "lithe_model_finish_update"));
+    lithe_status s = finish_update(m, opt);
+    lithe__leave_tree(m);
     return s;
 }
 

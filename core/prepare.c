@@ -305,7 +305,7 @@ static void release_node(lithe_model *m) {
         for (size_t i = 0; lithe__graph_const(m, i); i++) release_tensor(lithe__graph_const(m, i));
 }
 
-void lithe_model_release_prepared(lithe_model *m) {
+static void model_release_prepared_body(lithe_model *m) {
     if (!m) return;
     lithe_model **nodes = NULL;
     size_t n = 0;
@@ -317,7 +317,14 @@ void lithe_model_release_prepared(lithe_model *m) {
     lithe__free(nodes);
 }
 
-lithe_status lithe_model_prepare_inference(lithe_model *m) {
+void lithe_model_release_prepared(lithe_model *m) {
+    if (!m) return;
+    if (lithe__enter_tree(m, "lithe_model_release_prepared") != LITHE_OK) return; /* in use on another thread: lithe_last_error says so */
+    model_release_prepared_body(m);
+    lithe__leave_tree(m);
+}
+
+static lithe_status model_prepare_inference_body(lithe_model *m) {
     LITHE__CHECK_ARG(m, "lithe_model_prepare_inference", "model is NULL");
     lithe_model **nodes = NULL;
     size_t n = 0;
@@ -326,6 +333,13 @@ lithe_status lithe_model_prepare_inference(lithe_model *m) {
     for (size_t i = 0; s == LITHE_OK && i < n; i++) s = prepare_node(nodes[i]);
     for (size_t i = 0; s != LITHE_OK && i < n; i++) release_node(nodes[i]); /* all or nothing */
     lithe__free(nodes);
+    return s;
+}
+
+lithe_status lithe_model_prepare_inference(lithe_model *m) {
+    if (m) LITHE__TRY(lithe__enter_tree(m, "lithe_model_prepare_inference"));
+    lithe_status s = model_prepare_inference_body(m);
+    if (m) lithe__leave_tree(m);
     return s;
 }
 
@@ -352,7 +366,7 @@ static size_t node_bytes(lithe_model *m, const lithe__storage **seen, size_t *n_
     return b;
 }
 
-size_t lithe_model_prepared_bytes(lithe_model *m) {
+static size_t model_prepared_bytes_body(lithe_model *m) {
     if (!m) return 0;
     lithe_model **nodes = NULL;
     size_t n = 0;
@@ -363,5 +377,12 @@ size_t lithe_model_prepared_bytes(lithe_model *m) {
     for (size_t i = 0; i < n; i++) b += node_bytes(nodes[i], seen, &n_seen, cap);
     lithe__free(seen);
     lithe__free(nodes);
+    return b;
+}
+
+size_t lithe_model_prepared_bytes(lithe_model *m) {
+    if (!m || lithe__enter_tree(m, "lithe_model_prepared_bytes") != LITHE_OK) return 0;
+    size_t b = model_prepared_bytes_body(m);
+    lithe__leave_tree(m);
     return b;
 }

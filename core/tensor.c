@@ -149,7 +149,7 @@ lithe_status lithe__tensor_wrap_host(lithe_dtype dtype, int ndim, const int64_t 
 }
 
 static void storage_release(lithe__storage *st) {
-    if (!st || --st->refcount > 0) return;
+    if (!st || !LITHE__REF_DEC_LAST(st->refcount)) return;
     if (st->prepared) lithe__storage_drop_prepared(st);
     if (st->release) {
         st->release(st->release_ctx);
@@ -229,12 +229,12 @@ lithe_status lithe_tensor_from_data(lithe_dtype dtype, int ndim, const int64_t *
 }
 
 lithe_tensor *lithe_tensor_retain(lithe_tensor *t) {
-    if (t) t->refcount++;
+    if (t) LITHE__REF_INC(t->refcount);
     return t;
 }
 
 void lithe_tensor_release(lithe_tensor *t) {
-    if (!t || --t->refcount > 0) return;
+    if (!t || !LITHE__REF_DEC_LAST(t->refcount)) return;
     storage_release(t->storage);
     lithe__free(t);
 }
@@ -267,7 +267,7 @@ static lithe_status view_of(const lithe_tensor *t, lithe_tensor **out) {
     if (!v) return lithe__oom("tensor view", sizeof *v);
     *v = *t;
     v->refcount = 1;
-    v->storage->refcount++;
+    LITHE__REF_INC(v->storage->refcount);
     *out = v;
     return LITHE_OK;
 }

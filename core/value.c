@@ -199,12 +199,12 @@ const char *lithe_value_string(const lithe_value *v, size_t i, size_t *len) {
 }
 
 lithe_value *lithe_value_retain(lithe_value *v) {
-    if (v) v->refcount++;
+    if (v) LITHE__REF_INC(v->refcount);
     return v;
 }
 
 void lithe_value_release(lithe_value *v) {
-    if (!v || --v->refcount > 0) return;
+    if (!v || !LITHE__REF_DEC_LAST(v->refcount)) return;
     for (int i = 0; i < 4; i++) lithe_tensor_release(v->t[i]);
     for (size_t i = 0; i < v->n; i++) lithe_value_release(v->items[i]);
     lithe__free(v->items);

@@ -16,8 +16,35 @@
  *    Pointers returned directly ("borrowed") stay valid as long as their owner does.
  *  - Thread safety: distinct objects may be used from distinct threads at once. One object
  *    (a model and its tree, an optimizer, a tensor's data) must not be used from two threads
- *    at once. lithe_set_allocator is the one exception: call it before anything else.
- *    lithe_last_error() is per thread.
+ *    at once: serialise the calls (a mutex, one owning thread). lithe_set_allocator is the one
+ *    exception: call it before anything else. lithe_last_error() is per thread. References
+ *    count atomically: lithe_*_retain / _release / _free of a tensor, value, backprop record or
+ *    model may run on any thread while others use other references to the object (a tensor read
+ *    by several threads at once is fine; written while read is not).
+ *    lithe DETECTS two threads in one model where it is cheap: every node records, by an atomic
+ *    compare-and-swap, the thread inside a call on it; a second thread entering a call on that
+ *    node is refused with LITHE_ERR_STATE "model used from two threads at once" before anything is
+ *    read or written (the first call goes on undisturbed; nobody waits: retry later, or
+ *    serialise). The same thread nesting calls (a debug hook calling into its model) is no
+ *    conflict. The calls that check: lithe_model_forward and the calls made of it (predict,
+ *    begin_update, predict_tensor; each node as the forward reaches it), lithe_backprop_run (its
+ *    node), lithe_model_initialize and lithe_model_set_param (the node), and, over the whole tree
+ *    (the node and its layers, recursively), lithe_model_finish_update, prepare_inference,
+ *    release_prepared (void: refused, it does nothing and sets lithe_last_error), prepared_bytes
+ *    (0 when refused), set_backend / to_backend, set_seed, set_dropout_rate, save / save_bytes,
+ *    to_thinc_bytes / from_thinc_bytes, lithe_resize_model and lithe_optimizer_swap_averages.
+ *    Other calls (the getters, set_dim / set_attr_*, replace_node, an optimizer shared by two
+ *    models, a tensor's data) are not checked: using them from two threads at once is undefined.
+ *    Serialised use never sees the error (a release / acquire pair hands each node over).
+ *  - Lifetimes: a handle never keeps its owner alive unless its comment says it holds a
+ *    reference. Borrowed: the nodes of lithe_model_walk / lithe_model_layer / get_ref, a
+ *    lithe_model_get_param / get_grad / get_attr_tensor tensor (retain it to keep it), names and
+ *    strings — all dangle once the model is freed (lithe_model_free of the last reference frees
+ *    the tree). Owned references: a backprop record retains the nodes it will update (free the
+ *    model first and backprop_run still works), a value retains its tensors, a tensor its
+ *    storage (a param tensor retained outlives its model). The Python package and the npm package
+ *    enforce this: their handles keep what they point into alive, or fail cleanly after an
+ *    explicit free (Python's Model.close(), JavaScript's dispose()).
  *  - No function calls abort() or exit() on bad input; assertions guard internal invariants
  *    only.
  *
@@ -929,7 +956,8 @@ LITHE_API lithe_status lithe_model_predict_tensor(lithe_model *m, lithe_tensor *
  * copy of each prepared weight (lithe_model_prepared_bytes), freed when the weight is written or
  * freed, or by lithe_model_release_prepared. Statuses: LITHE_ERR_INVALID_ARG (m NULL),
  * LITHE_ERR_OOM (then no weight of the tree keeps a prepared form: the model works as before).
- * Not thread-safe: do not run it while the tree is in use on another thread.
+ * Not thread-safe: do not run it while the tree is in use on another thread (lithe refuses it
+ * then, LITHE_ERR_STATE "model used from two threads at once": see "Thread safety" at the top).
  *
  * Built with -DLITHE_XNNPACK=ON (off by default; docs/performance.md), prepare also creates
  * XNNPACK operators (weights and bias packed in) for the ops where XNNPACK measured faster on the
@@ -945,7 +973,8 @@ LITHE_API lithe_status lithe_model_predict_tensor(lithe_model *m, lithe_tensor *
  * bits. Writing the bias drops the operator as writing W does. XNNPACK failures are statuses with
  * a message (LITHE_ERR_OOM for its out-of-memory). */
 LITHE_API lithe_status lithe_model_prepare_inference(lithe_model *m);
-/* Drops every prepared form of m's tree (its weights' memory is back to one copy). NULL: no-op. */
+/* Drops every prepared form of m's tree (its weights' memory is back to one copy). NULL: no-op.
+ * While another thread is inside a call on the tree it does nothing and sets lithe_last_error. */
 LITHE_API void lithe_model_release_prepared(lithe_model *m);
 /* Bytes held by the valid prepared forms of m's tree (0: none, or all dropped by writes). */
 LITHE_API size_t lithe_model_prepared_bytes(lithe_model *m);
@@ -1023,6 +1052,15 @@ LITHE_API lithe_status lithe_optimizer_set_schedule(lithe_optimizer *opt, const 
 /* Thinc's optimizer.step_schedules(): every schedule yields its next value. */
 LITHE_API lithe_status lithe_optimizer_step_schedules(lithe_optimizer *opt);
 
+/* The non-finite check (off by default; Thinc has none and trains on through NaN): with it on,
+ * lithe_model_finish_update first reads every gradient of the tree, and lithe_optimizer_step its
+ * one, and a NaN or infinity in any answers LITHE_ERR_VALUE ("finish_update: gradient of
+ * relu1.W has 3 non-finite values (first NaN at [7]); nothing was updated") before any param,
+ * optimizer state or gradient changes. A non-finite loss reaches the gradients through its
+ * d_scores, so this catches it too. Costs one read of each gradient (a device-to-host copy on a
+ * GPU) per update. Statuses: LITHE_ERR_INVALID_ARG for a NULL optimizer. */
+LITHE_API lithe_status lithe_optimizer_set_check_finite(lithe_optimizer *opt, bool on);
+
 /* Thinc's Optimizer.__call__ for one parameter, keyed by (node, name): L2 (added to the
  * gradient, or decoupled weight decay after the step), clipping by the gradient's L2 norm,
  * Adam with bias correction (or SGD), grad zeroed, averages updated with Thinc's decay.
@@ -1052,7 +1090,9 @@ LITHE_API lithe_status lithe_optimizer_get_average(const lithe_optimizer *opt,
  * Statuses: LITHE_ERR_UNSUPPORTED (other shims, other tensor attrs), LITHE_ERR_VALUE (a
  * ref outside the tree), LITHE_ERR_OOM. */
 LITHE_API lithe_status lithe_model_save_bytes(lithe_model *m, const lithe_optimizer *opt, uint8_t **out, size_t *len);
-/* The same into a file, atomically (temporary file, fsync, rename): never a half-written model. */
+/* The same into a file, atomically (temporary file "<path>.tmp-<pid>", fsync, rename): never a
+ * half-written model. A save that was killed leaves its temporary file; the next successful save
+ * of the same path removes those whose process no longer exists. */
 LITHE_API lithe_status lithe_model_save(lithe_model *m, const lithe_optimizer *opt, const char *path);
 /* A new model from .lithe bytes or a file, on the CPU backend. Nothing in the bytes is trusted:
  * lengths, offsets, shape products, dtypes, indices, acyclicity and walk order are checked.

@@ -68,6 +68,8 @@ for stage in "$@"; do
       sh -c 'clang hello.c -o hc && ./hc | grep -qx lithe-check-ok'
     check native "clang -fsanitize=address,undefined (asan preset)" "libclang-rt-14-dev" \
       sh -c 'clang -fsanitize=address,undefined hello.c -o ha && ./ha | grep -qx lithe-check-ok'
+    check native "clang -fsanitize=thread (tsan preset)" "libclang-rt-14-dev" \
+      sh -c 'clang -fsanitize=thread hello.c -o ht && ./ht | grep -qx lithe-check-ok'
     check native "cmocka links and runs" "libcmocka-dev" \
       sh -c 'printf "#include <stdarg.h>\n#include <stddef.h>\n#include <setjmp.h>\n#include <stdint.h>\n#include <cmocka.h>\nstatic void t(void **s){(void)s; assert_int_equal(1,1);}\nint main(void){const struct CMUnitTest ts[]={cmocka_unit_test(t)}; return cmocka_run_group_tests(ts,NULL,NULL);}\n" > cm.c && gcc cm.c -lcmocka -o cm && ./cm'
     check native "pkg-config" "pkg-config" pkg-config --version

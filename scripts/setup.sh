@@ -22,7 +22,7 @@ declare -A STAGE_PKGS STAGE_WHAT
 STAGES=(main native vulkan python aarch64 wasi npm chromium bench fuzz)
 STAGE_WHAT[main]="the library and the lithe command (run.sh: preset 'main')"
 STAGE_PKGS[main]="gcc libc6-dev cmake ninja-build libdlpack-dev dataset-fashion-mnist"
-STAGE_WHAT[native]="the ci, clang and asan presets (gcc, clang, ASan+UBSan, cmocka; g++ is nvcc's host compiler)"
+STAGE_WHAT[native]="the ci, clang, asan and tsan presets (gcc, clang, ASan+UBSan, TSan, cmocka; g++ is nvcc's host compiler)"
 STAGE_PKGS[native]="gcc g++ libc6-dev make cmake ninja-build clang libclang-rt-14-dev pkg-config libcmocka-dev libdlpack-dev dataset-fashion-mnist"
 STAGE_WHAT[vulkan]="the Vulkan backend on lavapipe (headers, the shader compiler, the driver)"
 STAGE_PKGS[vulkan]="libvulkan-dev glslc mesa-vulkan-drivers"

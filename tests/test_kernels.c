@@ -11,6 +11,7 @@
  */
 #include <math.h>
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -248,6 +249,145 @@ static void test_maxout_matches_thinc(void **state) {
     lithe_tensor_release(which);
     lithe_tensor_release(dY);
     lithe_tensor_release(dX);
+}
+
+/* ---- non-finite inputs: NaN, +-inf and -0 as Thinc's NumpyOps treats them ---- */
+
+/* got equals want where both are NaN, or both the same infinity, or within atol + rtol |want|. */
+static void expect_nf(const char *what, const lithe_tensor *t, const golden *g, double atol, double rtol) {
+    assert_int_equal(lithe_tensor_numel(t), g->n);
+    float *v = read_f32(t);
+    int bad = 0;
+    for (int64_t i = 0; i < g->n; i++) {
+        double got = v[i], want = (float)g->v[i];
+        bool ok = isnan(want) ? isnan(got)
+                  : isinf(want) ? got == want
+                                : (!isnan(got) && fabs(got - want) <= atol + rtol * fabs(want));
+        if (!ok && bad++ < 8) print_error("%s[%lld]: got %.9g, want %.9g (Thinc)\n", what, (long long)i, got, want);
+    }
+    free(v);
+    if (bad) fail();
+}
+
+static void test_act_nonfinite_matches_thinc(void **state) {
+    (void)state;
+    NEED_BACKEND();
+    const golden *gX = get("act_nf.X"), *gdY = get("act_nf.dY");
+    char what[128];
+    for (size_t c = 0; c < N_ACTS; c++) {
+        const act_case *ac = &act_cases[c];
+        lithe_tensor *X = on_be(gX), *dY = on_be(gdY), *Y = new_f32(gX->ndim, gX->shape, NULL),
+                     *dX = new_f32(gX->ndim, gX->shape, NULL);
+        OK(lithe__op_act(be, &ac->act, X, Y));
+        snprintf(what, sizeof what, "%s forward, non-finite X", ac->name);
+        expect_nf(what, Y, get("act_nf.%s.Y", ac->name), TOL_THINC);
+        OK(lithe__op_act_backward(be, &ac->act, dY, X, Y, dX));
+        snprintf(what, sizeof what, "%s backward, non-finite X and dY", ac->name);
+        expect_nf(what, dX, get("act_nf.%s.dX", ac->name), TOL_THINC);
+        lithe_tensor_release(X);
+        lithe_tensor_release(dY);
+        lithe_tensor_release(Y);
+        lithe_tensor_release(dX);
+    }
+}
+
+static void test_maxout_softmax_reduce_nonfinite(void **state) {
+    (void)state;
+    NEED_BACKEND();
+    char what[64];
+    /* P = 2 and 5. Thinc's unrolled P = 3 argmax folds from the right, so a NaN in the middle
+     * candidate gives the first one there, unlike its own loop for P >= 4; lithe keeps the loop's
+     * rule for every P (the goldens keep maxout_nf3 for reference). */
+    for (int P = 2; P <= 5; P += 3) {
+        const golden *gX = get("maxout_nf%d.X", P), *gw = get("maxout_nf%d.which", P);
+        int64_t B = gX->shape[0], O = gX->shape[1];
+        lithe_tensor *X = on_be(gX), *Y = new_f32(2, (int64_t[]){B, O}, NULL), *which = NULL;
+        OK(lithe_tensor_new(be, LITHE_I32, 2, (int64_t[]){B, O}, &which));
+        OK(lithe__op_maxout(be, X, Y, which));
+        snprintf(what, sizeof what, "maxout P=%d, NaN candidates", P);
+        expect_nf(what, Y, get("maxout_nf%d.Y", P), 0, 0);
+        int32_t w[64];
+        assert_true(B * O <= 64);
+        OK(lithe_tensor_read(which, w, sizeof(int32_t) * (size_t)(B * O)));
+        for (int64_t i = 0; i < B * O; i++)
+            if ((uint64_t)w[i] != gw->u[i]) {
+                print_error("%s: which[%lld] = %d, Thinc's %llu\n", what, (long long)i, w[i],
+                            (unsigned long long)gw->u[i]);
+                fail();
+            }
+        lithe_tensor_release(X);
+        lithe_tensor_release(Y);
+        lithe_tensor_release(which);
+    }
+    const golden *gS = get("softmax_nf.X");
+    lithe_tensor *S = on_be(gS), *SY = new_f32(2, gS->shape, NULL);
+    OK(lithe__op_softmax(be, S, 1.0f, SY));
+    expect_nf("softmax, NaN and inf in rows", SY, get("softmax_nf.Y"), TOL_THINC);
+    lithe_tensor_release(S);
+    lithe_tensor_release(SY);
+
+    const golden *gR = get("reduce_nf.X"), *gl = get("reduce_nf.lengths"), *gm = get("reduce_nf.max");
+    lithe_tensor *R = on_be(gR), *L = NULL, *RY = new_f32(2, gm->shape, NULL), *RW = NULL;
+    int32_t lens[2] = {(int32_t)gl->u[0], (int32_t)gl->u[1]};
+    OK(lithe_tensor_new(be, LITHE_I32, 1, (int64_t[]){2}, &L));
+    OK(lithe_tensor_write(L, lens, sizeof lens));
+    OK(lithe_tensor_new(be, LITHE_I32, 2, gm->shape, &RW));
+    OK(lithe__op_reduce_max(be, R, L, RY, RW));
+    expect_nf("reduce_max, NaN in sequences", RY, gm, 0, 0);
+    OK(lithe__op_reduce_sum(be, R, L, true, RY));
+    expect_nf("reduce_mean, NaN and inf in sequences", RY, get("reduce_nf.mean"), TOL_THINC);
+    OK(lithe__op_reduce_sum(be, R, L, false, RY));
+    expect_nf("reduce_sum, NaN and inf in sequences", RY, get("reduce_nf.sum"), TOL_THINC);
+    lithe_tensor_release(R);
+    lithe_tensor_release(L);
+    lithe_tensor_release(RY);
+    lithe_tensor_release(RW);
+}
+
+/* ---- the optimizers on the backend under test: Thinc's steps (the goldens test_thinc_golden
+ * checks on the CPU), with W and G on this backend, so a fused adam_step is checked too ---- */
+
+static lithe_optimizer_opts opts_of(const golden *g) {
+    assert_int_equal(g->n, 9);
+    return (lithe_optimizer_opts){.learn_rate = g->v[0], .L2 = g->v[1], .beta1 = g->v[2], .beta2 = g->v[3],
+                                  .eps = g->v[4], .grad_clip = g->v[5], .L2_is_weight_decay = g->v[6] != 0.0,
+                                  .use_averages = g->v[7] != 0.0, .use_radam = g->v[8] != 0.0};
+}
+
+static void test_optimizer_steps_match_thinc(void **state) {
+    (void)state;
+    NEED_BACKEND();
+    static const char *cases[] = {"adam_default", "adam_small", "adam_wd", "adam_l2grad", "adam_clip", "adam_noavg",
+                                  "adam_eps",     "sgd",        "sgd_l2grad", "radam",   "radam_b2",  "adam_torch"};
+    lithe_model *node = NULL;
+    OK(lithe_linear(&(lithe_dense_opts){.nO = 4, .nI = 3}, &node));
+    char what[128];
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const char *p = cases[c];
+        lithe_optimizer_opts oo = opts_of(get("%s.opts", p));
+        lithe_optimizer *opt = NULL;
+        OK(lithe_optimizer_new(&oo, &opt));
+        lithe_tensor *W = on_be(get("%s.W0", p));
+        int steps = strncmp(p, "radam", 5) ? 3 : !strcmp(p, "radam") ? 6 : 8;
+        for (int step = 1; step <= steps; step++) {
+            lithe_tensor *G = on_be(get("%s.G%d", p, step));
+            OK(lithe_optimizer_step(opt, node, "W", W, G));
+            snprintf(what, sizeof what, "%s step %d: weights", p, step);
+            expect_close(what, W, get("%s.W%d", p, step), 1e-6, 1e-5);
+            snprintf(what, sizeof what, "%s step %d: gradient after the step", p, step);
+            expect_close(what, G, get("%s.Gafter%d", p, step), 1e-6, 1e-5);
+            if (oo.use_averages) {
+                lithe_tensor *avg = NULL;
+                OK(lithe_optimizer_get_average(opt, node, "W", &avg));
+                snprintf(what, sizeof what, "%s step %d: average", p, step);
+                expect_close(what, avg, get("%s.avg%d", p, step), 1e-6, 1e-5);
+            }
+            lithe_tensor_release(G);
+        }
+        lithe_tensor_release(W);
+        lithe_optimizer_free(opt);
+    }
+    lithe_model_free(node);
 }
 
 /* ---- layer normalisation ---- */
@@ -508,6 +648,9 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_act_matches_thinc),
         cmocka_unit_test(test_act_finite_differences),
         cmocka_unit_test(test_maxout_matches_thinc),
+        cmocka_unit_test(test_act_nonfinite_matches_thinc),
+        cmocka_unit_test(test_optimizer_steps_match_thinc),
+        cmocka_unit_test(test_maxout_softmax_reduce_nonfinite),
         cmocka_unit_test(test_layernorm_matches_thinc),
         cmocka_unit_test(test_layernorm_finite_differences),
         cmocka_unit_test(test_hash_matches_thinc),

@@ -24,7 +24,10 @@
 #include "graph/graph.h" /* white-box: the plans' pool statistics */
 
 static const char *const models[] = {"mlp11", "mlp13", "mlp17", "lenet", "mixer13", "mixer17", "encoder", "resblock", "decoder", "masked", "nearmiss", "ffn", "convact", "convadd",
-                                      "acts13", "acts14", "mish18", "pieces", "pieces17", "thresh"};
+                                     /* tied weights: one initializer read by two nodes (issue 30) */
+                                     "tied_mm", "tied_gemm", "tied_bmm", "tied_conv",
+                                     /* activations (issue 23) */
+                                     "acts13", "acts14", "mish18", "pieces", "pieces17", "thresh"};
 #define N_MODELS (sizeof models / sizeof models[0])
 
 static lithe_model *load(const char *name, uint8_t **bytes_out, size_t *len_out) {

@@ -24,7 +24,7 @@ static LC_HD inline float clipf(float x, float lo, float hi) { return x < lo ? l
 
 static LC_HD inline float act_fwd(const lithe__act &a, float x) {
     switch (a.kind) {
-    case LITHE__ACT_RELU: return x > 0.0f ? x : 0.0f;
+    case LITHE__ACT_RELU: return x <= 0.0f ? 0.0f : x; /* Thinc: NaN stays NaN */
     case LITHE__ACT_SIGMOID: return sigmoid_clipped(x);
     case LITHE__ACT_TANH: return tanhf(x);
     case LITHE__ACT_SWISH: return x * sigmoid_clipped(x);

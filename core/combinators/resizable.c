@@ -90,7 +90,7 @@ static lithe_status resized_copy(const lithe_model *old, int64_t new_nO, const d
     return LITHE_OK;
 }
 
-lithe_status lithe_resize_model(lithe_model *model, int64_t new_nO) {
+static lithe_status resize_model_body(lithe_model *model, int64_t new_nO) {
     LITHE__CHECK_ARG(model, "lithe_resize_model", "model is NULL");
     if (model->type != &resizable_type)
         return lithe__fail(LITHE_ERR_INVALID_ARG, "lithe_resize_model: %s is not a resizable node", model->name);
@@ -116,4 +116,11 @@ lithe_status lithe_resize_model(lithe_model *model, int64_t new_nO) {
     }
     /* the container's own dims stay as they were, as in Thinc (its bytes carry them so) */
     return LITHE_OK;
+}
+
+lithe_status lithe_resize_model(lithe_model *model, int64_t new_nO) {
+    if (model) LITHE__TRY(lithe__enter_tree(model, "lithe_resize_model"));
+    lithe_status s = resize_model_body(model, new_nO);
+    if (model) lithe__leave_tree(model);
+    return s;
 }

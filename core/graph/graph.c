@@ -313,6 +313,8 @@ static lithe_status graph_build(const uint8_t *bytes, size_t len, lithe__graph *
                             n->op_type);
             break;
         }
+        s = lithe__graph_check_node(o, i); /* attributes against their weights (check.c) */
+        if (s != LITHE_OK) break;
         g->node_nin[i] = n->n_inputs;
         g->node_nout[i] = n->n_outputs;
         g->node_in[i] = lithe__calloc(n->n_inputs + 1, sizeof **g->node_in);

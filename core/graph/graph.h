@@ -143,6 +143,8 @@ static inline lithe_status lithe__gexec_like(lithe__gexec *x, const lithe_tensor
  * one fused node (docs/onnx.md lists them). A pattern is fused only when its intermediate values
  * have no other reader and are not graph outputs, and its weights have the shapes it needs. */
 lithe_status lithe__graph_fuse(lithe__graph *g);
+/* A windowed node's attributes against their ranges and its weight initializer, at load (check.c). */
+lithe_status lithe__graph_check_node(const lithe__onnx_model *o, size_t i);
 /* The fused ops (ops/fused.c). */
 extern const lithe__graph_op lithe__fused_layernorm_op, lithe__fused_linear_op, lithe__fused_act_op;
 extern const lithe__graph_op lithe__fused_conv_op, lithe__fused_conv_add_op;

@@ -1,12 +1,61 @@
 /* Writing a file so that a crash or a full disk never leaves a half-written one: a temporary file
- * beside the target, written whole, flushed to disk, then renamed over it. */
+ * beside the target, written whole, flushed to disk, then renamed over it. A save that was killed
+ * leaves its "<path>.tmp-<pid>"; the next successful save of the same path removes those whose
+ * process is gone, so they do not accumulate. */
 #define _POSIX_C_SOURCE 200809L
 #include "../internal.h"
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#if !defined(__wasi__) && !defined(__EMSCRIPTEN__) && !defined(_WIN32)
+#define LITHE_CLEAN_STALE_TMP 1
+#include <dirent.h>
+#include <signal.h>
+#include <sys/types.h>
+#endif
+
+#ifdef LITHE_CLEAN_STALE_TMP
+/* Removes the temp files that killed saves of `path` left behind: "<name>.tmp-<pid>" beside it
+ * whose process no longer exists (kill(pid, 0) answers ESRCH). A live process's file, ours
+ * included, is left alone; so is anything not named exactly so. Failures are ignored: this is
+ * housekeeping, the save itself does not depend on it. */
+static void remove_stale_tmp(const char *path) {
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    size_t dlen = slash ? (size_t)(slash - path) : 0, blen = strlen(base);
+    char *dir = lithe__malloc(dlen + 2);
+    if (!dir) return;
+    if (slash) {
+        memcpy(dir, path, dlen ? dlen : 1); /* "/x": the root */
+        dir[dlen ? dlen : 1] = '\0';
+    } else {
+        strcpy(dir, ".");
+    }
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        const char *nm = e->d_name;
+        if (strncmp(nm, base, blen) != 0 || strncmp(nm + blen, ".tmp-", 5) != 0) continue;
+        const char *digits = nm + blen + 5;
+        char *end = NULL;
+        errno = 0;
+        long pid = strtol(digits, &end, 10);
+        if (!*digits || *end || errno || pid <= 0 || pid == (long)getpid()) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive (or not ours to judge) */
+        size_t fl = strlen(dir) + 1 + strlen(nm) + 1;
+        char *full = lithe__malloc(fl);
+        if (!full) break;
+        snprintf(full, fl, "%s/%s", dir, nm);
+        remove(full);
+        lithe__free(full);
+    }
+    if (d) closedir(d);
+    lithe__free(dir);
+}
+#endif
 
 lithe_status lithe__write_file_atomic(const char *path, const uint8_t *data, size_t len) {
     size_t n = strlen(path);
@@ -33,6 +82,9 @@ lithe_status lithe__write_file_atomic(const char *path, const uint8_t *data, siz
             s = lithe__fail(LITHE_ERR_IO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
         if (s != LITHE_OK) remove(tmp);
     }
+#ifdef LITHE_CLEAN_STALE_TMP
+    if (s == LITHE_OK) remove_stale_tmp(path);
+#endif
     lithe__free(tmp);
     return s;
 }

@@ -215,6 +215,39 @@ static lithe_status parse_string(jreader *r, js_val *v) {
 
 static lithe_status parse_value(jreader *r, js_val *v, int depth);
 
+/* A JSON object's keys must be distinct: readers disagree on which of two equal keys wins
+ * (Python's json and JavaScript's JSON.parse take the last, a first-match lookup the first), so one
+ * file would be two models. n keys at tmp[0], tmp[2], ... (offsets into the doc's chars): sorted by
+ * (length, bytes) when there are many (a hostile object cannot make this quadratic). */
+typedef struct jkey {
+    const char *s;
+    size_t len;
+} jkey;
+
+static int jkey_cmp(const void *a, const void *b) {
+    const jkey *x = a, *y = b;
+    if (x->len != y->len) return x->len < y->len ? -1 : 1;
+    return memcmp(x->s, y->s, x->len);
+}
+
+static lithe_status check_keys(jreader *r, const js_val *tmp, size_t n) {
+    if (n < 2) return LITHE_OK;
+    jkey small[16], *k = n <= 16 ? small : lithe__malloc(n * sizeof *k);
+    if (!k) return lithe__oom(r->what, n * sizeof *k);
+    for (size_t i = 0; i < n; i++) k[i] = (jkey){r->doc->chars + ((uintptr_t)tmp[2 * i].str - 1), tmp[2 * i].len};
+    qsort(k, n, sizeof *k, jkey_cmp);
+    const jkey *dup = NULL;
+    for (size_t i = 1; i < n && !dup; i++)
+        if (!jkey_cmp(&k[i - 1], &k[i])) dup = &k[i];
+    lithe_status s = LITHE_OK;
+    if (dup)
+        s = lithe__fail(LITHE_ERR_FORMAT, "%s: malformed JSON at byte %zu of %zu: the key \"%.*s\" appears twice in one object",
+                        r->what, r->at, r->n, (int)(dup->len < 80 ? dup->len : 80), dup->s);
+    if (k != small) lithe__free(k);
+    return s;
+}
+
+
 static lithe_status parse_container(jreader *r, js_val *v, int depth, bool obj) {
     if (depth >= JS_MAX_DEPTH) return jbad(r, "nested deeper than 64 levels");
     r->at++;
@@ -265,6 +298,7 @@ static lithe_status parse_container(jreader *r, js_val *v, int depth, bool obj) 
             break;
         }
     }
+    if (s == LITHE_OK && obj) s = check_keys(r, tmp, n / 2);
     size_t base = 0;
     if (s == LITHE_OK && n) s = new_vals(r, n, &base);
     if (s == LITHE_OK) {

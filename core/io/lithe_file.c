@@ -5,6 +5,7 @@
 #if !defined(_WIN32) && !defined(__wasi__) && !defined(__EMSCRIPTEN__)
 #define _POSIX_C_SOURCE 200809L
 #define LITHE_HAVE_MMAP 1
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -21,6 +22,8 @@
 #define MAX_HEADER ((uint64_t)100 << 20) /* 100 MiB of JSON is far beyond any real model */
 
 static const char *const WHAT = ".lithe";
+/* The largest file read whole when it cannot be mapped (load_mapped). */
+#define LITHE__READ_FALLBACK_MAX ((uint64_t)1 << 30)
 
 static const struct {
     const char *name;
@@ -164,7 +167,7 @@ static lithe_status architecture(lithe_model **nodes, size_t n, js_buf *b) {
     return LITHE_OK;
 }
 
-lithe_status lithe_model_save_bytes(lithe_model *m, const lithe_optimizer *opt, uint8_t **out, size_t *len) {
+static lithe_status model_save_bytes_body(lithe_model *m, const lithe_optimizer *opt, uint8_t **out, size_t *len) {
     LITHE__CHECK_ARG(out && len, "lithe_model_save_bytes", "out or len is NULL");
     *out = NULL;
     *len = 0;
@@ -276,6 +279,15 @@ lithe_status lithe_model_save_bytes(lithe_model *m, const lithe_optimizer *opt, 
     lithe__free(arch.p);
     lithe__free(head.p);
     lithe_buffer_free(state);
+    return s;
+}
+
+lithe_status lithe_model_save_bytes(lithe_model *m, const lithe_optimizer *opt, uint8_t **out, size_t *len) {
+    if (out) *out = NULL;
+    if (len) *len = 0;
+    if (m) LITHE__TRY(lithe__enter_tree(m, "lithe_model_save_bytes"));
+    lithe_status s = model_save_bytes_body(m, opt, out, len);
+    if (m) lithe__leave_tree(m);
     return s;
 }
 
@@ -581,6 +593,7 @@ static lithe_status build(const parsed *p, mapping *map, lithe_model **out) {
             if (s == LITHE_OK) s = lithe_model_set_param(m, params->items[q].str, v);
             lithe_tensor_release(v);
         }
+        if (s == LITHE_OK) s = lithe__check_loaded_node(m, WHAT);
         for (size_t q = 0; s == LITHE_OK && frozen && frozen->type == JS_ARR && q < frozen->len; q++) {
             if (frozen->items[q].type != JS_STR) s = bad_node(i, "a frozen name is not a string");
             else s = lithe_model_set_frozen(m, frozen->items[q].str, true);
@@ -662,7 +675,15 @@ static lithe_status load_mapped(const char *path, lithe_model **out) {
     void *addr = MAP_FAILED;
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
         addr = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    int map_errno = errno;
     close(fd);
+    /* a file too large to map is not read whole instead (a 100 GB sparse file would fill memory
+     * for minutes before the header's sizes were ever checked) */
+    if (addr == MAP_FAILED && S_ISREG(st.st_mode) && (uint64_t)st.st_size > LITHE__READ_FALLBACK_MAX)
+        return lithe__fail(LITHE_ERR_OOM, "%s: cannot map its %llu bytes (%s), and a file over %llu bytes is not read "
+                                          "whole instead",
+                           WHAT, (unsigned long long)st.st_size, strerror(map_errno),
+                           (unsigned long long)LITHE__READ_FALLBACK_MAX);
     if (addr == MAP_FAILED) return LITHE_ERR_UNSUPPORTED;
     mapping *map = lithe__calloc(1, sizeof *map);
     if (!map) {

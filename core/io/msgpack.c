@@ -1,6 +1,8 @@
 /* msgpack: see msgpack.h. */
 #include "msgpack.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MP_MAX_DEPTH 64
@@ -155,6 +157,55 @@ static lithe_status reserve(reader *r, uint64_t k, mp_obj **out) {
 
 static lithe_status parse(reader *r, mp_obj *o, int depth);
 
+/* A map's keys must be distinct: msgpack-python (srsly) keeps the last of two equal keys and
+ * lithe's lookups the first, so one file would be two models. Keys compare as Python would see
+ * them: a str and a bin are different keys, an int equals an int of the same value (whatever its
+ * encoding); nil, bool and float keys by value; a container key (unhashable in Python) is refused
+ * by the reader that looks it up. Many keys are sorted (a hostile map cannot make this quadratic). */
+static int key_cmp(const void *a, const void *b) {
+    const mp_obj *x = *(const mp_obj *const *)a, *y = *(const mp_obj *const *)b;
+    if (x->type != y->type) return x->type < y->type ? -1 : 1;
+    switch (x->type) {
+    case MP_INT:
+        if (x->is_unsigned != y->is_unsigned) return x->is_unsigned ? 1 : -1;
+        if (x->is_unsigned) return x->v.u < y->v.u ? -1 : x->v.u > y->v.u;
+        return x->v.i < y->v.i ? -1 : x->v.i > y->v.i;
+    case MP_BOOL: return (int)x->v.b - (int)y->v.b;
+    case MP_FLOAT: return memcmp(&x->v.f, &y->v.f, sizeof x->v.f); /* by bits: a total order, NaN too */
+    case MP_STR: case MP_BIN: case MP_EXT:
+        if (x->len != y->len) return x->len < y->len ? -1 : 1;
+        return x->len ? memcmp(x->data, y->data, x->len) : 0;
+    case MP_NIL: return 0;
+    default: return x < y ? -1 : x > y; /* containers: by identity (never equal) */
+    }
+}
+
+static lithe_status check_keys(reader *r, size_t base, uint64_t count) {
+    if (count < 2) return LITHE_OK;
+    const mp_obj *small[16], **k = count <= 16 ? small : lithe__malloc((size_t)count * sizeof *k);
+    if (!k) return lithe__oom(r->what, (size_t)count * sizeof *k);
+    for (uint64_t i = 0; i < count; i++) k[i] = &r->doc->arena[base + 2 * i];
+    qsort(k, (size_t)count, sizeof *k, key_cmp);
+    const mp_obj *dup = NULL;
+    for (uint64_t i = 1; i < count && !dup; i++)
+        if (!key_cmp(&k[i - 1], &k[i])) dup = k[i];
+    lithe_status s = LITHE_OK;
+    if (dup) {
+        char what[120];
+        if (dup->type == MP_STR || dup->type == MP_BIN)
+            snprintf(what, sizeof what, "the key \"%.*s\"", (int)(dup->len < 80 ? dup->len : 80), (const char *)dup->data);
+        else if (dup->type == MP_INT && !dup->is_unsigned)
+            snprintf(what, sizeof what, "the key %lld", (long long)dup->v.i);
+        else
+            snprintf(what, sizeof what, "a key");
+        s = lithe__fail(LITHE_ERR_FORMAT, "%s: malformed msgpack at byte %zu of %zu: %s appears twice in one map", r->what,
+                        r->at, r->n, what);
+    }
+    if (k != small) lithe__free((void *)k);
+    return s;
+}
+
+
 /* Items are parsed into the arena; while parsing, `items` holds the arena offset (cast), fixed
  * into pointers at the end (the arena may be reallocated meanwhile). */
 static lithe_status parse_seq(reader *r, mp_obj *o, uint64_t count, bool map, int depth) {
@@ -172,7 +223,7 @@ static lithe_status parse_seq(reader *r, mp_obj *o, uint64_t count, bool map, in
         LITHE__TRY(parse(r, &tmp, depth + 1));
         r->doc->arena[base + i] = tmp;
     }
-    return LITHE_OK;
+    return map ? check_keys(r, base, count) : LITHE_OK;
 }
 
 static lithe_status parse_bytes(reader *r, mp_obj *o, mp_type t, uint64_t len) {

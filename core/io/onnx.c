@@ -355,6 +355,23 @@ static lithe_status parse_tensor_inner(const uint8_t *d, size_t n, lithe__onnx_t
     if (numel > (uint64_t)SIZE_MAX / vs) /* 32-bit size_t (WebAssembly): the product would wrap */
         return lithe__fail(LITHE_ERR_FORMAT, "%s: tensor '%s' has %llu elements, more than this platform addresses", WHAT,
                            t->name ? t->name : "", (unsigned long long)numel);
+    /* the values present against the extents, before anything is allocated: a tensor declaring
+     * 25e9 floats over 288 raw bytes is refused here, not after a 100 GB malloc */
+    if (has_raw && ((uint64_t)raw_n / es != numel || raw_n % es))
+        return lithe__fail(LITHE_ERR_FORMAT, "%s: tensor '%s' has %zu raw bytes, its %llu elements of %zu bytes need %llu",
+                           WHAT, t->name ? t->name : "", raw_n, (unsigned long long)numel, es,
+                           (unsigned long long)(numel * es));
+    const vec *src;
+    switch (t->data_type) { /* typed fields: the one onnx.proto assigns to the type */
+    case LITHE__ONNX_FLOAT: src = fdata; break;
+    case LITHE__ONNX_DOUBLE: src = ddata; break;
+    case LITHE__ONNX_INT64: src = idata; break;
+    case LITHE__ONNX_UINT32: case LITHE__ONNX_UINT64: src = udata; break;
+    default: src = idata; break; /* int32_data holds every narrower type, float16 bits included */
+    }
+    if (!has_raw && src->n != numel)
+        return lithe__fail(LITHE_ERR_FORMAT, "%s: tensor '%s' holds %zu values for %llu elements", WHAT,
+                           t->name ? t->name : "", src->n, (unsigned long long)numel);
     if (numel) {
         t->data = lithe__malloc((size_t)numel * vs); /* fits size_t, checked above */
         if (!t->data) return lithe__oom(WHAT, (size_t)numel * vs);
@@ -362,10 +379,6 @@ static lithe_status parse_tensor_inner(const uint8_t *d, size_t n, lithe__onnx_t
     float *fo = t->data;
     int64_t *io = t->data;
     if (has_raw) {
-        if ((uint64_t)raw_n / es != numel || raw_n % es)
-            return lithe__fail(LITHE_ERR_FORMAT, "%s: tensor '%s' has %zu raw bytes, its %llu elements of %zu bytes need %llu",
-                               WHAT, t->name ? t->name : "", raw_n, (unsigned long long)numel, es,
-                               (unsigned long long)(numel * es));
         for (uint64_t k = 0; k < numel; k++) {
             float fv = 0;
             int64_t iv = 0;
@@ -375,18 +388,6 @@ static lithe_status parse_tensor_inner(const uint8_t *d, size_t n, lithe__onnx_t
         }
         return LITHE_OK;
     }
-    /* typed fields: the one onnx.proto assigns to the type */
-    const vec *src;
-    switch (t->data_type) {
-    case LITHE__ONNX_FLOAT: src = fdata; break;
-    case LITHE__ONNX_DOUBLE: src = ddata; break;
-    case LITHE__ONNX_INT64: src = idata; break;
-    case LITHE__ONNX_UINT32: case LITHE__ONNX_UINT64: src = udata; break;
-    default: src = idata; break; /* int32_data holds every narrower type, float16 bits included */
-    }
-    if (src->n != numel)
-        return lithe__fail(LITHE_ERR_FORMAT, "%s: tensor '%s' holds %zu values for %llu elements", WHAT,
-                           t->name ? t->name : "", src->n, (unsigned long long)numel);
     for (uint64_t k = 0; k < numel; k++) {
         switch (t->data_type) {
         case LITHE__ONNX_FLOAT: fo[k] = ((const float *)src->v)[k]; break;
@@ -575,7 +576,10 @@ static lithe_status parse_shape(const uint8_t *d, size_t n, lithe__onnx_value_in
             LITHE__TRY(rd_key(&dr, &df, &dwt));
             if (df == 1) {
                 LITHE__TRY(rd_int(&dr, dwt, "dim_value", &e));
-                if (e < 0) e = -1;
+                /* -1 is what some exporters (tf2onnx) write for a dynamic extent; below it is no shape */
+                if (e < -1)
+                    return lithe__fail(LITHE_ERR_FORMAT, "%s: value '%s' has dim_value %lld (extents are >= 0, or -1 "
+                                                         "for a dynamic one)", WHAT, vi->name ? vi->name : "", (long long)e);
             } else {
                 LITHE__TRY(skip(&dr, dwt)); /* dim_param: symbolic */
             }

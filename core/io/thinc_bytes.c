@@ -101,7 +101,7 @@ static lithe_status encode_param(const lithe_tensor *t, mp_buf *b) {
     return s;
 }
 
-lithe_status lithe_model_to_thinc_bytes(lithe_model *m, uint8_t **out, size_t *len) {
+static lithe_status model_to_thinc_bytes_body(lithe_model *m, uint8_t **out, size_t *len) {
     LITHE__CHECK_ARG(out && len, "lithe_model_to_thinc_bytes", "out or len is NULL");
     *out = NULL;
     *len = 0;
@@ -187,6 +187,15 @@ lithe_status lithe_model_to_thinc_bytes(lithe_model *m, uint8_t **out, size_t *l
     return LITHE_OK;
 }
 
+lithe_status lithe_model_to_thinc_bytes(lithe_model *m, uint8_t **out, size_t *len) {
+    if (out) *out = NULL;
+    if (len) *len = 0;
+    if (m) LITHE__TRY(lithe__enter_tree(m, "lithe_model_to_thinc_bytes"));
+    lithe_status s = model_to_thinc_bytes_body(m, out, len);
+    if (m) lithe__leave_tree(m);
+    return s;
+}
+
 /* ---- reading ---- */
 
 static const char *WHAT = "Thinc bytes";
@@ -225,9 +234,11 @@ static lithe_status decode_param(const mp_obj *v, size_t node, const char *pname
         if (e->type != MP_INT || e->is_unsigned || e->v.i < 0 || e->v.i > (int64_t)1 << 40)
             return lithe__fail(LITHE_ERR_FORMAT, "%s: node %zu: param '%s' has a bad extent", WHAT, node, pname);
         shape[d] = e->v.i;
-        if (shape[d] && count > ((uint64_t)1 << 62) / (uint64_t)shape[d])
-            return lithe__fail(LITHE_ERR_FORMAT, "%s: node %zu: param '%s' is too large", WHAT, node, pname);
-        count *= (uint64_t)shape[d];
+        /* overflow-checked, and small enough that its byte count (x 4) cannot wrap either: a
+         * product of 2^62 once wrapped to "its shape needs 0" */
+        if (__builtin_mul_overflow(count, (uint64_t)shape[d], &count) || count > ((uint64_t)1 << 60))
+            return lithe__fail(LITHE_ERR_FORMAT, "%s: node %zu: param '%s' is too large (more than 2^60 elements)", WHAT,
+                               node, pname);
     }
     if ((uint64_t)dat->len != count * 4)
         return lithe__fail(LITHE_ERR_FORMAT, "%s: node %zu: param '%s' holds %u bytes, its shape needs %llu", WHAT, node,
@@ -410,7 +421,7 @@ static lithe_status apply_node(const node_list *nl, size_t i, const mp_obj *info
     return LITHE_OK;
 }
 
-lithe_status lithe_model_from_thinc_bytes(lithe_model *m, const uint8_t *data, size_t len) {
+static lithe_status model_from_thinc_bytes_body(lithe_model *m, const uint8_t *data, size_t len) {
     LITHE__CHECK_ARG(m && (data || !len), "lithe_model_from_thinc_bytes", "model or data is NULL");
     mp_doc doc;
     LITHE__TRY(mp_parse(data, len, WHAT, &doc));
@@ -438,5 +449,12 @@ lithe_status lithe_model_from_thinc_bytes(lithe_model *m, const uint8_t *data, s
         s = apply_node(&nl, i, &nodes->items[i], &attrs->items[i], &params->items[i]);
     lithe__free(nl.v);
     mp_doc_free(&doc);
+    return s;
+}
+
+lithe_status lithe_model_from_thinc_bytes(lithe_model *m, const uint8_t *data, size_t len) {
+    if (m) LITHE__TRY(lithe__enter_tree(m, "lithe_model_from_thinc_bytes"));
+    lithe_status s = model_from_thinc_bytes_body(m, data, len);
+    if (m) lithe__leave_tree(m);
     return s;
 }

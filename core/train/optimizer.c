@@ -22,7 +22,37 @@ struct lithe_optimizer {
     lithe_schedule *schedules[N_HYPER]; /* Thinc's optimizer.schedules, by hyper-parameter */
     size_t n, cap;
     opt_slot *slots;
+    bool check_finite; /* lithe_optimizer_set_check_finite */
 };
+
+lithe_status lithe_optimizer_set_check_finite(lithe_optimizer *opt, bool on) {
+    LITHE__CHECK_ARG(opt, "lithe_optimizer_set_check_finite", "optimizer is NULL");
+    opt->check_finite = on;
+    return LITHE_OK;
+}
+
+bool lithe__optimizer_checks_finite(const lithe_optimizer *opt) { return opt && opt->check_finite; }
+
+/* LITHE_ERR_VALUE naming node.param when the float32 gradient G holds a NaN or an infinity. */
+lithe_status lithe__grad_check_finite(const char *who, const lithe_model *node, const char *name, const lithe_tensor *G) {
+    if (G->dtype != LITHE_F32 || G->numel < 1) return LITHE_OK;
+    size_t n = (size_t)G->numel;
+    float *h = lithe__malloc(n * sizeof *h);
+    if (!h) return lithe__oom(who, n * sizeof *h);
+    lithe_status s = lithe_tensor_read(G, h, n * sizeof *h);
+    if (s == LITHE_OK) {
+        size_t bad = 0, first = 0;
+        for (size_t i = 0; i < n; i++)
+            if (!isfinite(h[i]) && !bad++) first = i;
+        if (bad)
+            s = lithe__fail(LITHE_ERR_VALUE,
+                            "%s: gradient of %s.%s has %zu non-finite values (first %s at [%zu]); nothing was "
+                            "updated (lithe_optimizer_set_check_finite)",
+                            who, node->name, name, bad, isnan(h[first]) ? "NaN" : h[first] > 0 ? "inf" : "-inf", first);
+    }
+    lithe__free(h);
+    return s;
+}
 
 lithe_optimizer_opts lithe_adam_defaults(void) {
     return (lithe_optimizer_opts){.learn_rate = 0.001, .L2 = 0.0, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-08,
@@ -205,6 +235,7 @@ lithe_status lithe_optimizer_step(lithe_optimizer *opt, const lithe_model *node,
     if (!lithe_tensor_is_contiguous(W) || !lithe_tensor_is_contiguous(G))
         return lithe__fail(LITHE_ERR_SHAPE, "optimizer: %s.%s: weights and gradient must be contiguous", node->name, name);
     if (G->numel < 1) return LITHE_OK; /* Thinc: len(gradient) < 1 returns early */
+    if (opt->check_finite) LITHE__TRY(lithe__grad_check_finite("optimizer", node, name, G));
     lithe_backend *be = W->storage->backend;
     const lithe_optimizer_opts *o = &opt->o;
     opt_slot *s = NULL;
@@ -272,7 +303,7 @@ lithe_status lithe_optimizer_get_average(const lithe_optimizer *opt, const lithe
     return LITHE_OK;
 }
 
-lithe_status lithe_optimizer_swap_averages(lithe_optimizer *opt, lithe_model *m) {
+static lithe_status optimizer_swap_averages_body(lithe_optimizer *opt, lithe_model *m) {
     LITHE__CHECK_ARG(opt && m, "lithe_optimizer_swap_averages", "optimizer or model is NULL");
     size_t n = 0;
     LITHE__TRY(lithe_model_walk(m, NULL, 0, &n));
@@ -290,6 +321,13 @@ lithe_status lithe_optimizer_swap_averages(lithe_optimizer *opt, lithe_model *m)
         }
     }
     lithe__free(nodes);
+    return s;
+}
+
+lithe_status lithe_optimizer_swap_averages(lithe_optimizer *opt, lithe_model *m) {
+    if (m) LITHE__TRY(lithe__enter_tree(m, "lithe_optimizer_swap_averages"));
+    lithe_status s = optimizer_swap_averages_body(opt, m);
+    if (m) lithe__leave_tree(m);
     return s;
 }
 
@@ -457,6 +495,11 @@ lithe_status lithe_optimizer_load_state(lithe_optimizer *opt, lithe_model *m, co
         if (flags && numel != p->value->numel) {
             s = lithe__fail(LITHE_ERR_SHAPE, "optimizer state: %s.%s holds %lld values, the param has %lld",
                             nodes[k]->name, name, (long long)numel, (long long)p->value->numel);
+            break;
+        }
+        if (find_slot(tmp, nodes[k]->id, name)) { /* a second entry would leak the first's tensors */
+            s = lithe__fail(LITHE_ERR_FORMAT, "optimizer state: entry %u repeats %s.%s (node %u): one entry per param",
+                            c, nodes[k]->name, name, k);
             break;
         }
         opt_slot *sl = NULL;

@@ -374,6 +374,8 @@ opt_case("adam_noavg", Adam(0.01, grad_clip=0.0, L2=0.0, use_averages=False), 1.
 opt_case("sgd", SGD(0.1), 1.0)
 opt_case("sgd_l2grad", SGD(0.1, L2=0.01, L2_is_weight_decay=False, grad_clip=0.5), 1.0)
 # RAdam: unrectified (SGD with momentum) for the first steps, rectified from N_sma >= 5 on
+# eps large enough to move every step: a backend's fused Adam with the wrong epsilon fails here
+opt_case("adam_eps", Adam(0.01, eps=0.1, grad_clip=0.0, beta1=0.8), 0.05)
 opt_case("radam", RAdam(0.01), 1.0, steps=6)
 opt_case("radam_b2", RAdam(0.01, beta2=0.9, L2=0.01), 0.5, steps=8)
 # torch.optim.Adam(lr=1e-3)'s work in Thinc's Adam (lithe bench --adam torch), norms ~3.5: the
@@ -446,6 +448,61 @@ rec("maxout.Y", Ym)
 rec("maxout.which", which)
 rec("maxout.dY", dYm)
 rec("maxout.dX", ops.backprop_maxout(dYm, which, 5))
+
+# Non-finite inputs (NaN, +-inf, -0) for tests/test_kernels.c's nonfinite checks: what NumpyOps
+# gives for each, NaN included (relu(NaN) is NaN: cpu_relu zeroes only X <= 0). 3 rows of 37, so the
+# specials land in SIMD bodies and tails alike; dY carries NaN and inf too.
+with numpy.errstate(all="ignore"):
+    specials = numpy.array([numpy.nan, numpy.inf, -numpy.inf, -0.0, 0.0], dtype="float32")
+    Xn = randf(3, 37, scale=3.0)
+    for r, cols in enumerate([(0, 5, 16, 17, 31, 36), (1, 2, 8, 15, 32, 33), (3, 4, 7, 23, 34, 35)]):
+        for j, c in enumerate(cols):
+            Xn[r, c] = specials[(r + j) % 5]
+    dYn = randf(3, 37)
+    dYn[0, 9] = numpy.nan
+    dYn[1, 20] = numpy.inf
+    dYn[2, 36] = numpy.nan
+    rec("act_nf.X", Xn)
+    rec("act_nf.dY", dYn)
+    for aname, (fwd, bwd) in acts.items():
+        Yn = fwd(Xn.copy())
+        rec(f"act_nf.{aname}.Y", Yn)
+        rec(f"act_nf.{aname}.dX", bwd(dYn.copy(), Xn.copy(), Yn.copy()))
+    # Maxout (P = 2, 3: NumpyOps' unrolled argmax; P = 5: its loop) with NaN and inf candidates.
+    for P in (2, 3, 5):
+        Xmn = randf(4, 3, P)
+        Xmn[0, 0, 0] = numpy.nan
+        Xmn[0, 1, P - 1] = numpy.nan
+        Xmn[1, 0, 1] = numpy.inf
+        Xmn[1, 2, :] = numpy.nan
+        Xmn[2, 1, 0] = -numpy.inf
+        Xmn[3, 2, P // 2] = numpy.nan
+        Ymn, whichn = ops.maxout(Xmn)
+        rec(f"maxout_nf{P}.X", Xmn)
+        rec(f"maxout_nf{P}.Y", Ymn)
+        rec(f"maxout_nf{P}.which", whichn)
+    # Softmax rows with NaN, +inf and -inf (NumpyOps.softmax: x - max, exp, / sum).
+    Xs = randf(4, 7)
+    Xs[0, 3] = numpy.nan
+    Xs[1, 0] = numpy.inf
+    Xs[2, 6] = -numpy.inf
+    Xs[3, 2] = Xs[3, 5] = numpy.inf
+    rec("softmax_nf.X", Xs)
+    rec("softmax_nf.Y", ops.softmax(Xs))
+    # reduce_max / reduce_mean / reduce_sum over two sequences with NaN and inf in them.
+    Xr = randf(5, 4)
+    Xr[0, 0] = numpy.nan
+    Xr[2, 1] = numpy.nan
+    Xr[1, 2] = numpy.inf
+    Xr[4, 3] = -numpy.inf
+    lr = numpy.array([3, 2], dtype="int32")
+    rec("reduce_nf.X", Xr)
+    rec("reduce_nf.lengths", lr)
+    ymax, wmax = ops.reduce_max(Xr, lr)
+    rec("reduce_nf.max", ymax)
+    rec("reduce_nf.which", wmax)
+    rec("reduce_nf.mean", ops.reduce_mean(Xr, lr))
+    rec("reduce_nf.sum", ops.reduce_sum(Xr, lr))
 
 # LayerNorm.v1 as a layer: G and b set, forward, backprop into dX, dG and db.
 from thinc.api import LayerNorm  # noqa: E402

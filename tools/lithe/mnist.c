@@ -17,7 +17,7 @@ static int read_file(const char *path, uint8_t **out, size_t *len, char *err, si
     FILE *f = fopen(path, "rb");
     if (!f) {
         snprintf(err, errcap, "cannot open %s: %s", path, strerror(errno));
-        return -1;
+        return IDX_MISSING;
     }
     long size = -1;
     if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
@@ -62,7 +62,8 @@ int idx_read(const char *path, uint32_t magic, idx_data *out, char *err, size_t 
     }
     uint8_t *buf = NULL;
     size_t len = 0;
-    if (read_file(used, &buf, &len, err, errcap) != 0) return -1;
+    int rc_read = read_file(used, &buf, &len, err, errcap);
+    if (rc_read != 0) return rc_read;
     if (lithe_tool_is_gzip(buf, len)) { /* gzipped (Debian's files are): decompressed here, no zlib needed */
         uint8_t *raw = NULL;
         size_t rawlen = 0;

@@ -10,8 +10,10 @@ typedef struct idx_data {
 } idx_data;
 
 /* Reads `path`, or `path` + ".gz" when `path` is missing. Returns 0 on success; on failure
- * writes a message into err and returns -1. The expected magic is 0x00000803 (images) or
- * 0x00000801 (labels). */
+ * writes a message into err and returns IDX_MISSING (neither file opens) or -1 (a file that is
+ * there but unreadable: malformed, truncated, or no memory for it). The expected magic is
+ * 0x00000803 (images) or 0x00000801 (labels). */
+#define IDX_MISSING (-2)
 int idx_read(const char *path, uint32_t magic, idx_data *out, char *err, size_t errcap);
 void idx_free(idx_data *d);
 /* Keeps only the examples whose label is below n_classes (in order, in place): train-mnist

@@ -60,12 +60,13 @@ typedef struct mnist_opts {
 
 static int load_split(const char *dir, const char *prefix, long limit, idx_data *img, idx_data *lab) {
     char p[4096], err[512];
+    int st;
     snprintf(p, sizeof p, "%s/%s-images-idx3-ubyte", dir, prefix);
-    if (idx_read(p, 0x803, img, err, sizeof err) != 0) goto missing;
+    if ((st = idx_read(p, 0x803, img, err, sizeof err)) != 0) goto failed;
     snprintf(p, sizeof p, "%s/%s-labels-idx1-ubyte", dir, prefix);
-    if (idx_read(p, 0x801, lab, err, sizeof err) != 0) {
+    if ((st = idx_read(p, 0x801, lab, err, sizeof err)) != 0) {
         idx_free(img);
-        goto missing;
+        goto failed;
     }
     if (img->n != lab->n) {
         fprintf(stderr, "lithe: %s: %lld images but %lld labels\n", prefix, (long long)img->n, (long long)lab->n);
@@ -75,12 +76,11 @@ static int load_split(const char *dir, const char *prefix, long limit, idx_data 
     }
     if (limit > 0 && limit < img->n) img->n = lab->n = limit;
     return 0;
-missing:
-    fprintf(stderr,
-            "lithe: cannot read Fashion-MNIST: %s\n"
-            "lithe: install Debian's package dataset-fashion-mnist (apt-get install dataset-fashion-mnist)\n"
-            "lithe: or pass --data DIR with train-/t10k-{images-idx3,labels-idx1}-ubyte[.gz]\n",
-            err);
+failed:
+    fprintf(stderr, "lithe: cannot read Fashion-MNIST: %s\n", err);
+    if (st == IDX_MISSING) /* the install hint only where the files are not there (not for no memory) */
+        fprintf(stderr, "lithe: install Debian's package dataset-fashion-mnist (apt-get install dataset-fashion-mnist)\n"
+                        "lithe: or pass --data DIR with train-/t10k-{images-idx3,labels-idx1}-ubyte[.gz]\n");
     return -1;
 }
 

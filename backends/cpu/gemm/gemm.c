@@ -17,7 +17,7 @@
 
 /* gemm.h's clamp, written as the act kernel writes relu and clip (backends/cpu/scalar/act.c). */
 static inline float clamp1(const lithe__sgemm_ukparams *p, float t) {
-    if (p->clamp == LITHE__SGEMM_CLAMP_RELU) return t > 0.0f ? t : 0.0f;
+    if (p->clamp == LITHE__SGEMM_CLAMP_RELU) return t <= 0.0f ? 0.0f : t; /* NaN stays NaN */
     float y = t * 1.0f + 0.0f;
     return y < p->lo ? p->lo : (y > p->hi ? p->hi : y);
 }

@@ -47,7 +47,7 @@ typedef struct lithe__sgemm_ukparams {
     /* Optional (kernels with clamp_ok only; 0 elsewhere): the value t of the write rule is clamped
      * before the store, with the act kernel's exact bits (relu and a clipped linear of slope 1 and
      * offset 0, backends/cpu/scalar/act.c), so that a fused relu / ReLU6 costs no pass over C:
-     *   LITHE__SGEMM_CLAMP_RELU:  c = t > 0 ? t : 0              (NaN and -0 -> +0)
+     *   LITHE__SGEMM_CLAMP_RELU:  c = t <= 0 ? 0 : t             (Thinc's relu: NaN stays NaN, -0 -> +0)
      *   LITHE__SGEMM_CLAMP_CLIP:  y = t * 1 + 0 (-0 -> +0);  c = y < lo ? lo : (y > hi ? hi : y)
      *                             only with lo <= hi (neither NaN): then max(lo, min(hi, y)). */
     int clamp;

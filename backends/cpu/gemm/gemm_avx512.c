@@ -16,11 +16,12 @@
 
 /* gemm.h's clamp with the act kernel's bits, by the operand order of maxps / minps (a > b ? a : b
  * and a < b ? a : b: the second operand when either is NaN or both are zeros), as dwconv_taps'
- * dw_act: relu = max(t, +0) = t > 0 ? t : 0; clip = max(lo, min(hi, y)) of y = t + 0 (t * 1 is t,
+ * dw_act: relu = max(+0, t) + 0 = t <= 0 ? +0 : t (NaN t: t); clip = max(lo, min(hi, y)) of y = t + 0 (t * 1 is t,
  * the + 0 turns -0 into +0 as the act kernel's offset does), which equals
  * y < lo ? lo : (y > hi ? hi : y) when lo <= hi (NaN y: y itself, from both). */
 static inline __attribute__((always_inline)) __m512 clamp_v(__m512 t, int cl, __m512 vlo, __m512 vhi) {
-    if (cl == LITHE__SGEMM_CLAMP_RELU) return _mm512_max_ps(t, _mm512_setzero_ps());
+    if (cl == LITHE__SGEMM_CLAMP_RELU) /* max(0, t) is t for NaN t; + 0 turns -0 into +0 */
+        return _mm512_add_ps(_mm512_max_ps(_mm512_setzero_ps(), t), _mm512_setzero_ps());
     return _mm512_max_ps(vlo, _mm512_min_ps(vhi, _mm512_add_ps(t, _mm512_setzero_ps())));
 }
 

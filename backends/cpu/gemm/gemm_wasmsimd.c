@@ -44,11 +44,12 @@
 #define OPAQUE(p) __asm__("" : "+r"(p))
 
 /* gemm.h's clamp with the act kernel's selections (backends/cpu/simd/elem.c act1): relu
- * x > 0 ? x : 0 is pmax(0, x) (0 < x ? x : 0: NaN and -0 to +0); clip x < lo ? lo : (x > hi ? hi : x)
+ * x <= 0 ? 0 : x is pmax(x, 0) + 0 (NaN stays NaN, -0 to +0); clip x < lo ? lo : (x > hi ? hi : x)
  * of x = t + 0 (the act kernel's x·1 + 0: -0 to +0) is pmax(pmin(x, hi), lo) for lo <= hi, the
  * bounds neither NaN nor -0 (lithe__sgemm_act_clamp). */
 static inline v128_t clampv(int clamp, float lo, float hi, v128_t t) {
-    if (clamp == LITHE__SGEMM_CLAMP_RELU) return wasm_f32x4_pmax(wasm_f32x4_splat(0.0f), t);
+    if (clamp == LITHE__SGEMM_CLAMP_RELU) /* pmax(t, 0) = t < 0 ? 0 : t keeps NaN; + 0: -0 to +0 */
+        return wasm_f32x4_add(wasm_f32x4_pmax(t, wasm_f32x4_splat(0.0f)), wasm_f32x4_splat(0.0f));
     v128_t x = wasm_f32x4_add(t, wasm_f32x4_splat(0.0f));
     return wasm_f32x4_pmax(wasm_f32x4_pmin(x, wasm_f32x4_splat(hi)), wasm_f32x4_splat(lo));
 }

@@ -38,7 +38,8 @@ static inline float clip(float x, float lo, float hi) {
 void lithe_f32_act__scalar(const lithe__act *a, int64_t n, const float *X, float *Y) {
     switch (a->kind) {
     case LITHE__ACT_RELU:
-        for (int64_t i = 0; i < n; i++) Y[i] = X[i] > 0.0f ? X[i] : 0.0f;
+        /* Thinc's cpu_relu zeroes X <= 0 only: NaN stays NaN, -0 becomes +0 */
+        for (int64_t i = 0; i < n; i++) Y[i] = X[i] <= 0.0f ? 0.0f : X[i];
         return;
     case LITHE__ACT_SIGMOID:
         for (int64_t i = 0; i < n; i++) Y[i] = sigmoid_clipped(X[i]);

@@ -25,7 +25,10 @@ layout(std430, binding = 3) readonly buffer Yb { float ys[]; };
 #define HARD_SWISH_MOBILENET 10u
 #define CLIPPED_LINEAR 11u
 
-float sigmoid_clipped(float x) { return 1.0 / (1.0 + exp(-clamp(x, -20.0, 20.0))); }
+// GLSL's clamp, min and max leave NaN open (lavapipe returns a bound): clip by comparisons, as the
+// CPU's twin does, so a NaN input stays NaN (Thinc's np.clip)
+float clip(float x, float lo, float hi) { return x < lo ? lo : (x > hi ? hi : x); }
+float sigmoid_clipped(float x) { return 1.0 / (1.0 + exp(-clip(x, -20.0, 20.0))); }
 float safe_tanh(float x) { // GLSL's tanh may overflow for large |x| on some drivers
     float t = exp(-2.0 * abs(x));
     return sign(x) * (1.0 - t) / (1.0 + t);
@@ -44,18 +47,18 @@ float pdf(float x) { return 0.3989422804014327 * exp(-0.5 * x * x); }
 
 float forward(uint kind, float x) {
     switch (kind) {
-    case RELU: return x > 0.0 ? x : 0.0;
+    case RELU: return x <= 0.0 ? 0.0 : x; // Thinc's cpu_relu: NaN stays NaN
     case SIGMOID: return sigmoid_clipped(x);
     case TANH: return safe_tanh(x);
     case SWISH: return x * sigmoid_clipped(x);
     case GELU: return x * cdf(x);
     case MISH: return x < pc.f[4] ? x * safe_tanh(log(1.0 + exp(x))) : x;
     case DISH: return x * (0.5 * (x / sqrt(x * x + 1.0) + 1.0));
-    case HARD_SIGMOID: return clamp(x * 0.2 + 0.5, 0.0, 1.0);
-    case HARD_TANH: return clamp(x, -1.0, 1.0);
-    case HARD_SWISH: return x * clamp(x * 0.2 + 0.5, 0.0, 1.0);
-    case HARD_SWISH_MOBILENET: return x * (clamp(x + 3.0, 0.0, 6.0) / 6.0);
-    default: return clamp(x * pc.f[0] + pc.f[1], pc.f[2], pc.f[3]);
+    case HARD_SIGMOID: return clip(x * 0.2 + 0.5, 0.0, 1.0);
+    case HARD_TANH: return clip(x, -1.0, 1.0);
+    case HARD_SWISH: return x * clip(x * 0.2 + 0.5, 0.0, 1.0);
+    case HARD_SWISH_MOBILENET: return x * (clip(x + 3.0, 0.0, 6.0) / 6.0);
+    default: return clip(x * pc.f[0] + pc.f[1], pc.f[2], pc.f[3]);
     }
 }
 
@@ -67,7 +70,7 @@ float backward(uint kind, float dy, float x, float y) {
     case SWISH: return dy * (y + sigmoid_clipped(x) * (1.0 - y));
     case GELU: return dy * (cdf(x) + x * pdf(x));
     case MISH: {
-        if (x >= pc.f[4]) return dy;
+        if (!(x < pc.f[4])) return dy; // NaN too, as Thinc's x < threshold
         float e1 = exp(x), e2 = exp(2.0 * x), e3 = exp(3.0 * x);
         float omega = 4.0 * (x + 1.0) + 4.0 * e2 + e3 + e1 * (4.0 * x + 6.0);
         float delta = 2.0 * e1 + e2 + 2.0;

@@ -132,7 +132,7 @@ void main() {
                 precise float prod = b1[OFF(1) + r * O + j] * (OP == 5u ? b2[OFF(2) + j] : b3[OFF(3) + r * O + j]);
                 d += prod;
             }
-            b0[OFF(0) + r] = OP == 5u ? exp(clamp(d, -20.0, 20.0)) : d;
+            b0[OFF(0) + r] = OP == 5u ? exp(d < -20.0 ? -20.0 : (d > 20.0 ? 20.0 : d)) : d;
         }
     } else if (OP == 13u) {
         uint B = pc.u[0];

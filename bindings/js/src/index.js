@@ -1,6 +1,12 @@
 // lithe for JavaScript: the idiomatic layer over the C API (raw.js). Models and optimizers hold C
-// objects: call dispose() when done (a FinalizationRegistry frees forgotten ones eventually).
-// Tensors are plain JS: a TypedArray and a shape, copied into the module for each call.
+// objects: call dispose() when done (a FinalizationRegistry frees forgotten ones eventually);
+// a handle used after dispose() throws a LitheError (LITHE_ERR_STATE), never reaches C.
+// Tensors are plain JS: a TypedArray and a shape, copied into the module for each call, so no JS
+// object points into a model's memory. Threads: every call runs on the thread that called it, to
+// completion (the API is synchronous); the threads module's workers only run kernels inside a
+// call, never calls of their own, so two calls on one model cannot overlap.
+// Integer arguments are checked here (a LitheError, LITHE_ERR_INVALID_ARG) before they reach
+// WebAssembly, where a number is cut to 32 or 64 bits without a word.
 import { instantiate, simdSupported, threadsSupported, readBytes, compileImporters, compileImportersSync, linkImporters } from './loader.js';
 import { createRaw, LitheError, litheError, STATUS, DTYPE } from './raw.js';
 
@@ -110,6 +116,20 @@ export function threads() {
   return need().threads;
 }
 
+const INT32_MAX = 2 ** 31 - 1;
+
+// An integer argument in [min, max] (a number; a BigInt too where max is one), else a
+// LitheError naming the function and the argument.
+function intArg(fn, name, v, min, max) {
+  const ok = typeof v === 'bigint' ? typeof max === 'bigint' && v >= BigInt(min) && v <= max
+    : Number.isSafeInteger(v) && v >= min && v <= max;
+  if (!ok) {
+    throw litheError(STATUS.INVALID_ARG,
+      `${fn}: ${name} must be an integer in [${min}, ${max}], got ${typeof v === 'bigint' ? `${v}n` : String(v)}`);
+  }
+  return v;
+}
+
 const ARRAY_OF_DTYPE = {
   [DTYPE.F32]: Float32Array, [DTYPE.I32]: Int32Array, [DTYPE.I64]: BigInt64Array, [DTYPE.U64]: BigUint64Array,
   [DTYPE.U8]: Uint8Array, [DTYPE.U32]: Uint32Array,
@@ -138,7 +158,8 @@ export class Tensor {
     }
     dtype = dtypeOf(data);
     shape = Array.from(shape, Number);
-    if (shape.some((d) => !Number.isInteger(d) || d < 0)) throw litheError(STATUS.SHAPE, `bad shape [${shape}]`);
+    // extents travel to C as int32: a larger one would arrive cut to its low bits
+    if (shape.some((d) => !Number.isInteger(d) || d < 0 || d > INT32_MAX)) throw litheError(STATUS.SHAPE, `bad shape [${shape}] (extents are integers in [0, ${INT32_MAX}])`);
     const n = shape.reduce((a, b) => a * b, 1);
     if (n !== data.length) throw litheError(STATUS.SHAPE, `shape [${shape}] holds ${n} elements but data has ${data.length}`);
     this.data = data;
@@ -296,7 +317,8 @@ export class Model extends Handle {
   // Seeds the tree (node k in walk order gets seed + k): dropout masks, and so training, repeat
   // exactly — the same as native lithe with the same seed.
   setSeed(seed) {
-    need().check(raw.lithe_model_set_seed(this.ptr, BigInt(seed)));
+    intArg('setSeed', 'seed', seed, 0, 2n ** 64n - 1n);
+    need().check(raw.lithe_model_set_seed(this.ptr, BigInt.asIntN(64, BigInt(seed))));
     return this;
   }
   // predict(X) (forward with is_train = false): a Tensor, or a TypedArray and its shape. The
@@ -340,7 +362,10 @@ export class Model extends Handle {
     if (report !== 'loss' && report !== 'thinc') throw litheError(STATUS.VALUE, `unknown report '${report}' ('loss' or 'thinc')`);
     const xs = asTensor(x);
     let ys = y;
-    if (Array.isArray(y)) ys = new Tensor(Int32Array.from(y));
+    if (Array.isArray(y)) {
+      y.forEach((v, i) => intArg('trainStep', `y[${i}]`, v, -(2 ** 31), INT32_MAX)); // labels: int32
+      ys = new Tensor(Int32Array.from(y));
+    }
     const xp = toC(xs);
     let yp = 0;
     try {
@@ -357,7 +382,7 @@ export class Model extends Handle {
   // resize_model: new rows start at zero). The output layer is wrapped in a resizable node the
   // first time.
   resizeOutput(n) {
-    if (!Number.isInteger(n)) throw litheError(STATUS.INVALID_ARG, 'resizeOutput(n) needs an integer');
+    intArg('resizeOutput', 'n', n, 1, INT32_MAX); // (2 ** 32 + 5 would arrive in C as 5)
     this.#prepared = false;
     need().check(raw.lithe_js_resize_output(this.ptr, n));
     return this;

@@ -282,6 +282,13 @@ export function suite({ simd, threads = 1 }) {
       assert.throws(() => lithe.tensor(new Float64Array(6), [2, 3]), lerr('LITHE_ERR_DTYPE'));
       assert.throws(() => model.predict('x'), lerr('LITHE_ERR_INVALID_ARG'));
       assert.throws(() => lithe.sgd({}), lerr('LITHE_ERR_INVALID_ARG'));
+      // integers are checked before WebAssembly cuts them to 32 / 64 bits (2 ** 32 + 5 was 5)
+      const badInt = lerr('LITHE_ERR_INVALID_ARG', /must be an integer in/);
+      for (const n of [2 ** 32 + 5, 2 ** 31, 0, -1, 1.5, NaN, '12', 10n]) assert.throws(() => model.resizeOutput(n), badInt);
+      for (const s of [-1, 2 ** 64, 1.5, 2n ** 64n, -1n]) assert.throws(() => model.setSeed(s), badInt);
+      model.setSeed(2n ** 64n - 1n).setSeed(2 ** 53 - 1);
+      assert.throws(() => model.trainStep({ x, y: [0, 2 ** 32 + 1], optimizer: opt }), badInt);
+      assert.throws(() => lithe.tensor(new Float32Array(0), [2 ** 32, 0]), lerr('LITHE_ERR_SHAPE'));
       assert.throws(() => lithe.adam({ learnRate: -1 }), (e) => e.statusName === 'LITHE_ERR_VALUE');
       // a missing model file: LITHE_ERR_IO naming the file, Node's error as the cause
       await assert.rejects(lithe.load('/nonexistent/model.lithe'),

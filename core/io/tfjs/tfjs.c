@@ -114,6 +114,7 @@ static lithe_status layer_name(const js_val *layer, size_t i, const char **name,
 static lithe_status check_supported(const js_val *layers) {
     char missing[1024] = "", seen[32][NAME_MAX_LEN + 64];
     size_t nmiss = 0;
+    LITHE__TRY(lithe__tfjs_check_layers(layers)); /* names unique, rates in range (check.c) */
     for (size_t i = 0; i < layers->len; i++) {
         const char *name, *cls;
         const js_val *cfg;

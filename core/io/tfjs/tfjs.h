@@ -139,4 +139,6 @@ extern const char *const layer_names[];
 bool in_list(const char *const *l, const char *s);
 lithe_status lower_layer(lower *L, const char *cls, const js_val *cfg, ktensor **ins, size_t n_in, ktensor *o);
 
+/* Layer names unique and Dropout rates in [0, 1), before lowering (check.c). */
+lithe_status lithe__tfjs_check_layers(const js_val *layers);
 #endif

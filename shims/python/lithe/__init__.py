@@ -5,11 +5,24 @@ export Thinc models, and exchange arrays with numpy / torch by DLPack without co
     lithe.export(thinc_model, "model.lithe")       # an initialized Thinc 8.1 model
     model = lithe.load("model.lithe")
     Y = numpy.from_dlpack(model.predict(X))         # X: any DLPack producer (numpy >= 1.22, torch)
+
+Threads: a Model, the Nodes of its walk() and its backprop callbacks share one lock (a
+threading.RLock), taken around every call into the C library that touches the model; an Optimizer
+has its own. Any number of threads may use one model: their calls run one at a time (the C library
+itself refuses a second thread inside a model, include/lithe.h "Thread safety"); separate models
+run in parallel (the C calls release the GIL).
+
+Lifetimes: handles keep what they point into alive. A Node or a backprop callback keeps its model
+alive; a Tensor from get_param / get_grad / predict holds its own reference to the memory. After
+Model.close() (which frees the C model now instead of at garbage collection), every call on the
+model or on its Nodes raises LitheError (LITHE_ERR_STATE); the Tensors stay valid.
 """
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
+import threading
 from typing import Any, Callable, List, Optional, Tuple, Union
 
 from . import _lib
@@ -282,12 +295,41 @@ def _python_of(v):
     return tuple(items) if kind == _TUPLE else items
 
 
+def _locked(method):
+    """Runs the method under self._lock (the model's: see the module's doc on threads)."""
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+    return call
+
+
+def _path(path, fn):
+    """A file path as bytes for C: str, bytes or os.PathLike; anything else is a TypeError (None
+    would otherwise open a file named "None")."""
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError(f"{fn}: path must be a str, bytes or os.PathLike, not {type(path).__name__}")
+    return os.fsencode(path)
+
+
+class _NoLock:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+_NO_LOCK = _NoLock()
+
+
 class Optimizer:
     """Thinc's Optimizer on lithe's C core (made by lithe.Adam or lithe.SGD): it keeps the moments,
     step counts and parameter averages per model node and param, and applies them in
     Model.finish_update. Freed with the object."""
 
     def __init__(self, opts):
+        self._lock = threading.Lock()  # one thread at a time steps it (finish_update, save)
         self._ptr = ctypes.c_void_p()
         _lib.check(_lib.optimizer_new(ctypes.byref(opts), ctypes.byref(self._ptr)))
 
@@ -319,22 +361,48 @@ def SGD(learn_rate: float, *, L2: float = 0.0, grad_clip: float = 1.0, L2_is_wei
 
 class Model:
     """A lithe model: Thinc's predict / begin_update / finish_update on lithe's C core. Made by
-    lithe.load / lithe.load_bytes; the C model is freed with the object."""
+    lithe.load / lithe.load_bytes; the C model is freed with the object, or by close(). Thread-safe:
+    its calls (and those of its Nodes and backprop callbacks) run one at a time."""
 
     def __init__(self, ptr):
-        self._ptr = ptr
+        self._handle = ptr
+        self._lock = threading.RLock()
 
     @property
+    def _ptr(self):
+        if not self._handle:
+            raise LitheError("LITHE_ERR_STATE", "the model was freed (Model.close()); its Nodes and methods "
+                                                "cannot be used any more")
+        return self._handle
+
+    @_locked
+    def close(self) -> None:
+        """Frees the C model now (else at garbage collection). Calls on it or on its Nodes then raise
+        LitheError; Tensors taken from it stay valid. Calling it twice is harmless."""
+        if self._handle:
+            _lib.model_free(self._handle)
+            self._handle = None
+
+    def __enter__(self) -> "Model":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    @_locked
     def name(self) -> str:
         """Thinc's model.name ("relu>>relu>>softmax")."""
         return _lib.model_name(self._ptr).decode()
 
+    @_locked
     def to(self, device: str) -> "Model":
         """Moves the model (params, grads) to a backend: "cpu", "cuda", "cuda:1", "vulkan". Inputs may
         then be arrays on that device (torch CUDA tensors, zero-copy) and outputs live there."""
         _lib.check(_lib.model_set_backend(self._ptr, _backend(device)))
         return self
 
+    @_locked
     def predict(self, X: ArrayLike) -> Value:
         """Thinc's model.predict(X): the forward pass at inference (dropout off). X: float32 arrays
         (float64 is a LitheError saying how to convert), ids, Ragged, Padded, lists... as the model
@@ -348,6 +416,7 @@ class Model:
             _lib.value_release(v)
             _lib.value_release(y)
 
+    @_locked
     def prepare_inference(self) -> int:
         """Packs the weights once for predict (lithe_model_prepare_inference; the same bits, faster
         at batch > 1). A snapshot: lithe drops it on its own writes (finish_update, loading, ...),
@@ -356,10 +425,12 @@ class Model:
         _lib.check(_lib.model_prepare_inference(self._ptr))
         return _lib.model_prepared_bytes(self._ptr)
 
+    @_locked
     def release_prepared(self) -> None:
         """Frees the copies prepare_inference made (predict then reads the weights directly)."""
         _lib.model_release_prepared(self._ptr)
 
+    @_locked
     def begin_update(self, X: ArrayLike) -> Tuple[Value, Callable[[ArrayLike], Optional[Value]]]:
         """Thinc's model.begin_update(X), the training forward (dropout on): (Y, backprop), where
         backprop(dY) accumulates the gradients into the model's grads and returns dX. dY is the loss
@@ -372,27 +443,34 @@ class Model:
         finally:
             _lib.value_release(v)
             _lib.value_release(y)
-        record = _Backprop(bp)
+        record = _Backprop(bp, self)
 
         def backprop(dY):
             return record.run(dY)
 
         return Y, backprop
 
+    @_locked
     def finish_update(self, optimizer: Optimizer) -> None:
         """Thinc's model.finish_update(optimizer): applies the accumulated gradients to every
         param of the tree with the optimizer, then zeroes the gradients."""
-        _lib.check(_lib.model_finish_update(self._ptr, optimizer._ptr))
+        with optimizer._lock:
+            _lib.check(_lib.model_finish_update(self._ptr, optimizer._ptr))
 
+    @_locked
     def set_dropout_rate(self, rate: float) -> None:
         """Thinc's set_dropout_rate: the rate of every Dropout node in the tree (0 turns dropout off)."""
         _lib.check(_lib.model_set_dropout_rate(self._ptr, rate))
 
+    @_locked
     def save(self, path: Union[str, "os.PathLike[str]"], optimizer: Optional[Optimizer] = None) -> None:
         """Writes the model as a .lithe file (atomically: a temporary file, then a rename), with the
         optimizer's state when one is given, so training resumes where it stopped."""
-        _lib.check(_lib.model_save(self._ptr, optimizer._ptr if optimizer else None, str(path).encode()))
+        path = _path(path, "lithe.Model.save")
+        with optimizer._lock if optimizer else _NO_LOCK:
+            _lib.check(_lib.model_save(self._ptr, optimizer._ptr if optimizer else None, path))
 
+    @_locked
     def to_thinc_bytes(self) -> bytes:
         """The weights as Thinc's model.to_bytes() writes them (msgpack, byte for byte Thinc 8.1.7's):
         thinc_model.from_bytes(...) of the same architecture reads them."""
@@ -404,12 +482,14 @@ class Model:
         finally:
             _lib.buffer_free(buf)
 
+    @_locked
     def from_thinc_bytes(self, data: bytes) -> "Model":
         """Reads weights written by Thinc's model.to_bytes() into this model, whose tree must match
         (a mismatch is a LitheError naming the node). Returns self."""
         _lib.check(_lib.model_from_thinc_bytes(self._ptr, bytes(data), len(data)))
         return self
 
+    @_locked
     def walk(self) -> List["Node"]:
         """The tree's nodes in Thinc's walk order (breadth-first), as Node handles that borrow from
         this model (they keep it alive)."""
@@ -419,12 +499,14 @@ class Model:
         _lib.check(_lib.model_walk(self._ptr, arr, n.value, ctypes.byref(n)))
         return [Node(ctypes.c_void_p(arr[i]), self) for i in range(n.value)]
 
+    @_locked
     def to_bytes(self, optimizer: Optional[Optimizer] = None) -> bytes:
         """The model as .lithe bytes (lithe_model_save_bytes)."""
         buf = ctypes.POINTER(ctypes.c_uint8)()
         n = ctypes.c_size_t()
-        _lib.check(_lib.model_save_bytes(self._ptr, optimizer._ptr if optimizer else None, ctypes.byref(buf),
-                                         ctypes.byref(n)))
+        with optimizer._lock if optimizer else _NO_LOCK:
+            _lib.check(_lib.model_save_bytes(self._ptr, optimizer._ptr if optimizer else None, ctypes.byref(buf),
+                                             ctypes.byref(n)))
         try:
             return ctypes.string_at(buf, n.value)
         finally:
@@ -436,54 +518,70 @@ class Model:
         return load_bytes(self.to_bytes())
 
     def __del__(self):
-        if getattr(self, "_ptr", None):
-            _lib.model_free(self._ptr)
-            self._ptr = None
+        if getattr(self, "_handle", None):
+            _lib.model_free(self._handle)
+            self._handle = None
 
 
 class Node:
-    """One node of a lithe model's tree (borrowed; keeps the root alive): its params and grads as
-    lithe.Tensors sharing lithe's memory (numpy.from_dlpack(t) views them, writable, no copy)."""
+    """One node of a lithe model's tree (borrowed; keeps the root alive, shares its lock): its params
+    and grads as lithe.Tensors sharing lithe's memory (numpy.from_dlpack(t) views them, writable, no
+    copy). After the root's close(), every call raises LitheError."""
 
     def __init__(self, ptr, root):
-        self._ptr = ptr
+        self._node = ptr
         self._root = root
+        self._lock = root._lock
 
     @property
+    def _ptr(self):
+        self._root._ptr  # raises once the root is closed: the node's memory went with it
+        return self._node
+
+    @property
+    @_locked
     def name(self) -> str:
         """The node's name ("relu", "softmax", ...)."""
         return _lib.model_name(self._ptr).decode()
 
     @property
+    @_locked
     def param_names(self) -> List[str]:
         """The node's params, in Thinc's order ("W", "b", ...)."""
         return [_lib.model_param_name(self._ptr, i).decode() for i in range(_lib.model_n_params(self._ptr))]
 
+    @_locked
     def get_param(self, name: str) -> Tensor:
         """The param as a lithe.Tensor sharing lithe's memory (writes through a numpy view change it)."""
         t = ctypes.c_void_p()
         _lib.check(_lib.model_get_param(self._ptr, name.encode(), ctypes.byref(t)))
         return Tensor(ctypes.c_void_p(_lib.tensor_retain(t)))
 
+    @_locked
     def has_grad(self, name: str) -> bool:
         """Whether the param has a gradient (frozen params have none)."""
         return bool(_lib.model_has_grad(self._ptr, name.encode()))
 
+    @_locked
     def get_grad(self, name: str) -> Tensor:
         """The param's gradient as a lithe.Tensor sharing lithe's memory."""
         t = ctypes.c_void_p()
         _lib.check(_lib.model_get_grad(self._ptr, name.encode(), ctypes.byref(t)))
         return Tensor(ctypes.c_void_p(_lib.tensor_retain(t)))
 
+    @_locked
     def is_frozen(self, name: str) -> bool:
         """Whether the param is frozen (not updated by finish_update)."""
         return bool(_lib.model_is_frozen(self._ptr, name.encode()))
 
 
 class _Backprop:
-    def __init__(self, ptr):
+    def __init__(self, ptr, model):
         self._ptr = ptr
+        self._model = model  # its lock; the C record holds its own references to the nodes
+        self._lock = model._lock
 
+    @_locked
     def run(self, dY):
         v = _value_of(dY)
         dx = ctypes.c_void_p()
@@ -503,8 +601,9 @@ class _Backprop:
 def load(path: Union[str, "os.PathLike[str]"]) -> Model:
     """A Model from a .lithe file, or an .onnx file (one graph node). A missing or malformed file
     is a LitheError (LITHE_ERR_IO, LITHE_ERR_FORMAT) saying what is wrong."""
+    path = _path(path, "lithe.load")
     m = ctypes.c_void_p()
-    _lib.check(_lib.model_load(str(path).encode(), ctypes.byref(m)))
+    _lib.check(_lib.model_load(path, ctypes.byref(m)))
     return Model(m)
 
 

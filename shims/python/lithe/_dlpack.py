@@ -60,7 +60,8 @@ def _raise_friendly(code, head):
 def from_dlpack(obj):
     """A new lithe tensor (a ctypes pointer) viewing obj's memory through its __dlpack__. A CUDA
     producer (torch) is asked for its data on lithe's stream, as the DLPack protocol has the consumer
-    do: __dlpack__(stream=<lithe's cudaStream_t>) makes that stream wait for the producer's work."""
+    do: __dlpack__(stream=<lithe's cudaStream_t>) makes that stream wait for the producer's work.
+    A read-only numpy array (which numpy will not export) is copied first."""
     dev = obj.__dlpack_device__() if hasattr(obj, "__dlpack_device__") else (KDL_CPU, 0)
     if int(dev[0]) == KDL_CUDA:
         stream = ctypes.c_void_p()
@@ -68,7 +69,17 @@ def from_dlpack(obj):
         # 0 would mean the legacy default stream: lithe's is never it, but the emulation has none
         cap = obj.__dlpack__(stream=stream.value) if stream.value else obj.__dlpack__()
     else:
-        cap = obj.__dlpack__()
+        try:
+            cap = obj.__dlpack__()
+        except BufferError:
+            # numpy refuses to export a read-only array (DLPack cannot say "read-only"): lithe
+            # reads it, so a private copy serves (the capsule keeps the copy alive)
+            flags = getattr(obj, "flags", None)
+            if flags is None or getattr(flags, "writeable", True):
+                raise
+            import numpy
+
+            cap = numpy.array(obj, copy=True).__dlpack__()
     ptr = _py.PyCapsule_GetPointer(cap, DLPACK_NAME)
     out = ctypes.c_void_p()
     code = _lib.tensor_from_dlpack(ptr, False, ctypes.byref(out))

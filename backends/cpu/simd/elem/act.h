@@ -5,7 +5,7 @@
  * batch-1 predict). */
 static inline __attribute__((always_inline)) vf act1_inl(const lithe__act *a, vf x) {
     switch (a->kind) {
-    case LITHE__ACT_RELU: return sel(x > 0.0f, x, splat(0.0f));
+    case LITHE__ACT_RELU: return sel(x <= 0.0f, splat(0.0f), x); /* Thinc's cpu_relu: NaN stays NaN */
     case LITHE__ACT_SIGMOID: return vsigmoid(x);
     case LITHE__ACT_TANH: return vtanh(x);
     case LITHE__ACT_SWISH: return x * vsigmoid(x);

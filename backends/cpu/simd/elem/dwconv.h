@@ -40,7 +40,8 @@ static inline __attribute__((always_inline)) void dwt_impl(int64_t R, int64_t n,
 
 /* The 3x3's fused relu / clip with the ISA's max and min where their operand order gives act1's
  * exact selections (x86 maxps(a, b) = a > b ? a : b, minps(a, b) = a < b ? a : b; WebAssembly's
- * pmax(a, b) = a < b ? b : a, pmin(a, b) = b < a ? b : a): relu = x > 0 ? x : 0, NaN and -0 to +0;
+ * pmax(a, b) = a < b ? b : a, pmin(a, b) = b < a ? b : a): relu = x <= 0 ? 0 : x (Thinc's cpu_relu: NaN
+ * stays NaN, -0 to +0) is max(0, x) + 0, the + 0 turning -0 into +0 (dw_relu);
  * clip = x < lo ? lo : (x > hi ? hi : x) of x·slope + offset, which max(lo, min(hi, ·)) equals
  * when lo <= hi (K(dwconv_taps) sends other bounds to the act kernel). Elsewhere act1 itself. */
 #if (VB == 64 && defined(__AVX512F__)) || (VB == 32 && defined(__AVX__)) || (VB == 16 && defined(__SSE2__)) || \
@@ -68,12 +69,13 @@ static inline vf dw_min(vf a, vf b) { /* a < b ? a : b, b when either is NaN */
     return (vf)wasm_f32x4_pmin((v128_t)b, (v128_t)a);
 #endif
 }
+static inline vf dw_relu(vf x) { return dw_max(splat(0.0f), x) + splat(0.0f); } /* NaN: x; -0: +0 */
 #else
 #define DW_MINMAX 0
 #endif
 static inline vf dw_act(const lithe__act *c, vf x) {
 #if DW_MINMAX
-    if (c->kind == LITHE__ACT_RELU) return dw_max(x, splat(0.0f));
+    if (c->kind == LITHE__ACT_RELU) return dw_relu(x);
     return dw_max(bcast(c->min_val), dw_min(bcast(c->max_val), x * c->slope + c->offset)); /* bounds' signs kept */
 #else
     return act1(c, x);

@@ -51,9 +51,9 @@ static inline __attribute__((always_inline)) void d3_taps(const float *xr, int64
     }
 }
 #define D3_ROW(ACC, T, K0) ((((ACC) + (T)[0] * w[K0]) + (T)[1] * w[(K0) + 1]) + (T)[2] * w[(K0) + 2])
-/* the output's act (mode as d3_strips'; c, lo, hi and zero are the caller's locals) */
+/* the output's act (mode as d3_strips'; c, lo and hi are the caller's locals) */
 #define D3_OUT(V)                                                                                                 \
-    (mode == 1 ? dw_max(V, zero) : mode == 2 ? dw_act(&c, V) : mode == 3 ? dw_max(lo, dw_min(hi, V)) : (V))
+    (mode == 1 ? dw_relu(V) : mode == 2 ? dw_act(&c, V) : mode == 3 ? dw_max(lo, dw_min(hi, V)) : (V))
 
 /* NS strips from output columns qs[0 .. NS) down the whole plane. mode: 0 no act, 1 relu, 2 clip
  * (dw_act), 3 clip with slope 1 and offset +0 (x·1 + 0 is x: no sum
@@ -65,7 +65,7 @@ static inline __attribute__((always_inline)) void d3_strips(int NS, int s, int64
     for (int i = 0; i < 9; i++) w[i] = k->w[i];
     lithe__act c = k->c;
     c.kind = mode == 1 ? LITHE__ACT_RELU : LITHE__ACT_CLIPPED_LINEAR;
-    vf lo = bcast(c.min_val), hi = bcast(c.max_val), zero = splat(0.0f);
+    vf lo = bcast(c.min_val), hi = bcast(c.max_val);
     if (s == 1) { /* output rows [o0, o1) */
         for (int j = 0; j < NS; j++) {
             if (o0) { /* output o0: bias, row o0 - 1's tap row 0, then row o0's tap row 1 */
@@ -191,7 +191,7 @@ static inline __attribute__((always_inline)) void d3p_pair(int s, int64_t H, int
                                                            const float *x0, const float *x1, float *y0, float *y1,
                                                            const float *w0, const float *w1, float b0, float b1,
                                                            const lithe__act *a, int mode) {
-    vf w[9], t[3], A, B, zero = splat(0.0f);
+    vf w[9], t[3], A, B;
     for (int i = 0; i < 9; i++) w[i] = (vf)_mm512_mask_blend_ps(0xff00, (__m512)bcast(w0[i]), (__m512)bcast(w1[i]));
     vf bv = (vf)_mm512_mask_blend_ps(0xff00, (__m512)bcast(b0), (__m512)bcast(b1));
     lithe__act c = mode ? *a : (lithe__act){0};

@@ -158,9 +158,9 @@ static inline __attribute__((always_inline)) void dwl_px_impl(int64_t m, const f
     lithe__act c = k->c;
     int64_t cs = k->cs;
 #if DW_MINMAX
-    vf lo = bcast(c.min_val), hi = bcast(c.max_val), zero = splat(0.0f);
+    vf lo = bcast(c.min_val), hi = bcast(c.max_val);
 #define DWL_ACT(X)                                                                                                \
-    (mode == 1   ? dw_max(X, zero)                                                                                \
+    (mode == 1   ? dw_relu(X)                                                                                     \
      : mode == 2 ? dw_max(lo, dw_min(hi, (X) * c.slope + c.offset))                                               \
      : mode == 3 ? dw_max(lo, dw_min(hi, (X) + c.offset))                                                          \
      : mode == 4 ? act1(&c, X)                                                                                     \

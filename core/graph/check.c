@@ -1,0 +1,90 @@
+/* Load-time checks of an imported graph's windowed nodes (issue 30): Conv, ConvTranspose and the
+ * pools' kernel_shape, strides, dilations, pads and group, in their ranges and against the weight
+ * initializer they describe — so a model whose Conv says kernel_shape [0, 0] (or [2^31, 2^31]), or
+ * stride 0, is refused when loaded ("lithe info" included) rather than run as if valid or
+ * failing only at predict. The graph ops (ops.c) keep their own checks at run time. */
+#include "graph.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define LAYER "onnx_graph"
+#define WIN_MAX ((int64_t)1 << 20)
+
+static lithe_status refuse(const lithe__onnx_node *n, size_t i, lithe_status st, const char *why) {
+    return lithe__fail(st, "%s: %s node '%s' (#%zu): %s", LAYER, n->op_type, n->name ? n->name : "", i, why);
+}
+
+/* An ints attr, if given: exactly `want` entries in [lo, hi]. */
+static lithe_status ints_in(const lithe__onnx_node *n, size_t i, const char *name, size_t want, int64_t lo, int64_t hi,
+                            const int64_t **out) {
+    const lithe__onnx_attr *a = lithe__onnx_attr_get(n, name);
+    *out = NULL;
+    if (!a) return LITHE_OK;
+    char why[160];
+    if (a->n_ints != want) {
+        snprintf(why, sizeof why, "%s has %zu entries; a 2-D window takes %zu", name, a->n_ints, want);
+        return refuse(n, i, LITHE_ERR_UNSUPPORTED, why);
+    }
+    for (size_t k = 0; k < want; k++)
+        if (a->ints[k] < lo || a->ints[k] > hi) {
+            snprintf(why, sizeof why, "%s[%zu] = %lld is outside %lld .. %lld", name, k, (long long)a->ints[k],
+                     (long long)lo, (long long)hi);
+            return refuse(n, i, LITHE_ERR_VALUE, why);
+        }
+    *out = a->ints;
+    return LITHE_OK;
+}
+
+static const lithe__onnx_tensor *find_init(const lithe__onnx_model *o, const char *name) {
+    for (size_t k = 0; name && *name && k < o->n_inits; k++)
+        if (o->inits[k].name && !strcmp(o->inits[k].name, name)) return &o->inits[k];
+    return NULL;
+}
+
+lithe_status lithe__graph_check_node(const lithe__onnx_model *o, size_t i) {
+    const lithe__onnx_node *n = &o->nodes[i];
+    bool conv = !strcmp(n->op_type, "Conv"), convt = !strcmp(n->op_type, "ConvTranspose");
+    bool pool = !strcmp(n->op_type, "MaxPool") || !strcmp(n->op_type, "AveragePool");
+    if (!conv && !convt && !pool) return LITHE_OK;
+    const int64_t *ks, *v;
+    LITHE__TRY(ints_in(n, i, "kernel_shape", 2, 1, WIN_MAX, &ks));
+    LITHE__TRY(ints_in(n, i, "strides", 2, 1, WIN_MAX, &v));
+    LITHE__TRY(ints_in(n, i, "dilations", 2, 1, WIN_MAX, &v));
+    LITHE__TRY(ints_in(n, i, "pads", 4, 0, WIN_MAX, &v));
+    if (pool && !ks) return refuse(n, i, LITHE_ERR_FORMAT, "kernel_shape is required");
+    if (pool) return LITHE_OK;
+    const lithe__onnx_attr *ga = lithe__onnx_attr_get(n, "group");
+    int64_t group = ga ? ga->i : 1;
+    char why[200];
+    if (group < 1 || group > WIN_MAX) {
+        snprintf(why, sizeof why, "group %lld is outside 1 .. 2^20", (long long)group);
+        return refuse(n, i, LITHE_ERR_VALUE, why);
+    }
+    const lithe__onnx_tensor *W = n->n_inputs > 1 ? find_init(o, n->inputs[1]) : NULL;
+    if (!W) return LITHE_OK; /* a weight computed in the graph: checked when the node runs */
+    if (W->ndim != 4) {
+        snprintf(why, sizeof why, "its weight '%s' has %d axes; a 2-D convolution's has 4", W->name, W->ndim);
+        return refuse(n, i, LITHE_ERR_SHAPE, why);
+    }
+    if (ks && (ks[0] != W->dims[2] || ks[1] != W->dims[3])) {
+        snprintf(why, sizeof why, "kernel_shape [%lld, %lld] does not match its weight '%s' (%lld, %lld, %lld, %lld)",
+                 (long long)ks[0], (long long)ks[1], W->name, (long long)W->dims[0], (long long)W->dims[1],
+                 (long long)W->dims[2], (long long)W->dims[3]);
+        return refuse(n, i, LITHE_ERR_SHAPE, why);
+    }
+    /* Conv's W is (M, C / group, kH, kW): group divides M; ConvTranspose's (C, M / group, kH, kW) */
+    if (W->dims[0] % group) {
+        snprintf(why, sizeof why, "group %lld does not divide its weight '%s''s %lld %s", (long long)group, W->name,
+                 (long long)W->dims[0], conv ? "output channels" : "input channels");
+        return refuse(n, i, LITHE_ERR_SHAPE, why);
+    }
+    const lithe__onnx_tensor *B = n->n_inputs > 2 ? find_init(o, n->inputs[2]) : NULL;
+    int64_t M = conv ? W->dims[0] : W->dims[1] * group;
+    if (B && (B->ndim != 1 || B->dims[0] != M)) {
+        snprintf(why, sizeof why, "its bias '%s' has %lld values for %lld output channels", B->name,
+                 (long long)B->numel, (long long)M);
+        return refuse(n, i, LITHE_ERR_SHAPE, why);
+    }
+    return LITHE_OK;
+}

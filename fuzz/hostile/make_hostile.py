@@ -1,0 +1,79 @@
+#!/usr/bin/python3
+"""The hostile-input corpus's ONNX and Thinc-bytes cases (issue 30): each file is a regression input
+that tests/test_hostile.c loads, expecting the status and message fragment MANIFEST gives it; the
+fuzz targets replay them too (fuzz/run.sh). The .lithe cases are written by test_hostile itself
+(HOSTILE_DUMP=fuzz/hostile), from a model it saves and then damages.
+
+    /usr/bin/python3 fuzz/hostile/make_hostile.py   # writes fuzz/hostile/*.onnx, *.bin
+"""
+import os
+import struct
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+here = os.path.dirname(os.path.abspath(__file__))
+
+
+def conv_model(name, x_dims=(1, 3, 8, 8), **attrs):
+    W = numpy_helper.from_array(np.full((4, 3, 3, 3), 0.1, dtype=np.float32), "W")
+    B = numpy_helper.from_array(np.zeros(4, dtype=np.float32), "B")
+    node = helper.make_node("Conv", ["x", "W", "B"], ["y"], name="conv", **attrs)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_dims))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [W, B])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="hostile")
+    m.ir_version = 8
+    with open(os.path.join(here, name), "wb") as f:
+        f.write(m.SerializeToString())
+
+
+conv_model("conv_kernel_0.onnx", kernel_shape=[0, 0])
+conv_model("conv_kernel_neg3.onnx", kernel_shape=[-3, -3])
+conv_model("conv_kernel_2p31.onnx", kernel_shape=[2 ** 31, 2 ** 31])
+conv_model("conv_kernel_mismatch.onnx", kernel_shape=[5, 5])
+conv_model("conv_stride_0.onnx", strides=[0, 0])
+conv_model("conv_dilation_0.onnx", dilations=[0, 1])
+conv_model("conv_group_0.onnx", group=0)
+conv_model("conv_group_3.onnx", group=3)
+conv_model("conv_pads_neg.onnx", pads=[-1, 0, 0, 0])
+conv_model("input_dim_neg3.onnx", x_dims=(1, 3, -3, 8))
+
+# An initializer declaring 25e9 floats with 288 raw bytes: refused before any allocation.
+W = onnx.TensorProto()
+W.name, W.data_type = "W", TensorProto.FLOAT
+W.dims.extend([25000000000])
+W.raw_data = b"\0" * 288
+node = helper.make_node("MatMul", ["x", "W"], ["y"])
+g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [W])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 8
+with open(os.path.join(here, "init_25e9_floats.onnx"), "wb") as f:
+    f.write(m.SerializeToString())
+print("wrote the ONNX cases to", here)
+
+# Thinc bytes for Relu(nO=3, nI=2) whose W declares shape (2^31, 2^31) with no data: the element
+# count times 4 wrapped to 0 at 2^64 ("its shape needs 0") and matched the empty data.
+from srsly.msgpack import packb, unpackb  # noqa: E402
+from thinc.api import Relu  # noqa: E402
+
+relu = Relu(3, 2)
+relu.initialize(X=np.zeros((1, 2), dtype="f"))
+d = unpackb(relu.to_bytes(), raw=False)
+d["params"][0]["W"] = {b"nd": True, b"type": "<f4", b"kind": b"", b"shape": [2 ** 31, 2 ** 31], b"data": b""}
+with open(os.path.join(here, "thinc_shape_wraps.bin"), "wb") as f:
+    f.write(packb(d, use_bin_type=True))
+print("wrote thinc_shape_wraps.bin")
+
+# TF.js: the fuzz seed mlp (Dense, Dropout, Dense) with its second Dense renamed to the first's
+# name, and with its Dropout rate 5.0; each model.json beside its own weights file.
+seed = open(os.path.join(here, "..", "corpus", "tfjs", "mlp.bin"), "rb").read()
+js, weights = seed.split(b"\0", 1)
+for name, old, new in (("tfjs_duplicate_names", b'"name":"dense_Dense2"', b'"name":"dense_Dense1"'),
+                       ("tfjs_dropout_5", b'"rate":0.5', b'"rate":5.0')):
+    assert old in js
+    bad = js.replace(old, new).replace(b'"paths":["w.bin"]', b'"paths":["%s.weights.bin"]' % name.encode())
+    open(os.path.join(here, name + ".json"), "wb").write(bad)
+    open(os.path.join(here, name + ".weights.bin"), "wb").write(weights)
+print("wrote the TF.js cases")
