@@ -25,7 +25,9 @@
 
 static const char *const models[] = {"mlp11", "mlp13", "mlp17", "lenet", "mixer13", "mixer17", "encoder", "resblock", "decoder", "masked", "nearmiss", "ffn", "convact", "convadd",
                                      /* tied weights: one initializer read by two nodes (issue 30) */
-                                     "tied_mm", "tied_gemm", "tied_bmm", "tied_conv"};
+                                     "tied_mm", "tied_gemm", "tied_bmm", "tied_conv",
+                                     /* activations (issue 23) */
+                                     "acts13", "acts14", "mish18", "pieces", "pieces17", "thresh"};
 #define N_MODELS (sizeof models / sizeof models[0])
 
 static lithe_model *load(const char *name, uint8_t **bytes_out, size_t *len_out) {
@@ -294,6 +296,35 @@ static void test_bad_window_attrs(void **state) {
     }
 }
 
+/* Float attributes the composed activations cannot run: a clear error at the node, never a wrong
+ * answer (a HardSigmoid with alpha < 0 would turn clipped_linear's backward window around; a Celu
+ * with alpha 0 divides by it). */
+static void test_bad_act_attrs(void **state) {
+    (void)state;
+    static const struct { const char *model, *op, *says; float v; lithe_status st; } cases[] = {
+        {"acts14", "HardSigmoid", "alpha -0.5 < 0", -0.5f, LITHE_ERR_UNSUPPORTED},
+        {"pieces", "Celu", "Celu's alpha must be > 0", 0.0f, LITHE_ERR_VALUE}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        lithe_model *m = load(cases[k].model, NULL, NULL);
+        assert_int_equal(m->n_shims, 1);
+        lithe__graph *g = m->shims[0]->state;
+        lithe__onnx_attr *a = NULL;
+        for (size_t i = 0; i < g->onnx.n_nodes && !a; i++)
+            if (!strcmp(g->onnx.nodes[i].op_type, cases[k].op))
+                for (size_t j = 0; j < g->onnx.nodes[i].n_attrs; j++)
+                    if (!strcmp(g->onnx.nodes[i].attrs[j].name, "alpha")) a = &g->onnx.nodes[i].attrs[j];
+        assert_non_null(a);
+        a->f = cases[k].v;
+        lithe_value *X = value_of(get("%s.x", cases[k].model)), *Y = NULL;
+        assert_int_equal(lithe_model_predict(m, X, &Y), cases[k].st);
+        printf("test_onnx: %s with alpha %g refused: %s\n", cases[k].op, (double)cases[k].v, lithe_last_error());
+        assert_non_null(strstr(lithe_last_error(), cases[k].says));
+        assert_non_null(strstr(lithe_last_error(), cases[k].op));
+        lithe_value_release(X);
+        lithe_model_free(m);
+    }
+}
+
 /* Every truncation and a thousand random byte changes: an error or a model, never a crash (the
  * sanitizer builds check the "never"). Unknown operators are all listed at load. */
 static void test_hostile(void **state) {
@@ -543,8 +574,10 @@ static void test_plan_vulkan(void **state) {
         print_message("test_plan_vulkan: no Vulkan device here (%s)\n", lithe_last_error());
         return;
     }
-    static const char *const planned[] = {"lenet", "encoder"};
-    for (size_t k = 0; k < 2; k++) {
+    /* and the activations composed from primitives (HardSigmoid, HardSwish, Mish, Softplus, Elu,
+     * Selu, Celu, Softsign, PRelu, ThresholdedRelu, Sign): the same compositions on Vulkan's kernels */
+    static const char *const planned[] = {"lenet", "encoder", "acts13", "acts14", "mish18", "pieces", "pieces17", "thresh"};
+    for (size_t k = 0; k < sizeof planned / sizeof *planned; k++) {
         const char *name = planned[k];
         lithe_model *m = load(name, NULL, NULL);
         OK(lithe_model_set_backend(m, vk));
@@ -1000,6 +1033,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_conv_add_bits),
         cmocka_unit_test(test_prepared),
         cmocka_unit_test(test_bad_window_attrs),
+        cmocka_unit_test(test_bad_act_attrs),
         cmocka_unit_test(test_prepared_allocation_failures),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);

@@ -1,4 +1,5 @@
-/* torchvision's mobilenet_v2 and resnet18, exported by torch.onnx.export, against PyTorch 1.13
+/* torchvision's mobilenet_v2, resnet18 and mobilenet_v3_small (HardSwish at opset 14, HardSigmoid +
+ * Mul at 13), exported by torch.onnx.export, against PyTorch 1.13
  * (tests/golden/gen_torchvision_goldens.py, which writes NAME.onnx beside the golden file): the
  * output of one 224 x 224 and one 64 x 64 image within 1e-4 of torch relative to the output's scale,
  * the gradient of a linear loss with respect to the image against float64 torch autograd within
@@ -19,7 +20,7 @@
 #include "lithe.h"
 #include "golden/golden.h"
 
-static const char *const models[] = {"mobilenet_v2", "resnet18"};
+static const char *const models[] = {"mobilenet_v2", "resnet18", "mobilenet_v3_small", "mobilenet_v3_small13"};
 
 static double max_abs(const golden *g) {
     double m = 0;

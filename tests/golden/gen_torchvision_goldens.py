@@ -1,11 +1,13 @@
 #!/usr/bin/python3
-"""Golden values for tests/test_torchvision.c: torchvision's mobilenet_v2 and resnet18 (Debian's
+"""Golden values for tests/test_torchvision.c: torchvision's mobilenet_v2, resnet18 and
+mobilenet_v3_small (at opset 14, whose Hardswish is ONNX's HardSwish, and as mobilenet_v3_small13 at
+opset 13, HardSigmoid and Mul; its squeeze-excitation gates are HardSigmoid) (Debian's
 python3-torchvision, random weights from a fixed seed, eval mode) exported by torch.onnx.export
 (Debian's python3-torch 1.13), with PyTorch's outputs and input gradients.
 
     /usr/bin/python3 tests/golden/gen_torchvision_goldens.py OUT.txt
 
-The exported models are large (14 and 47 MB), so they are written as files beside OUT.txt
+The exported models are large (14, 47 and 10 MB), so they are written as files beside OUT.txt
 (NAME.onnx, batch, height and width dynamic) rather than as golden records; the records hold,
 for each NAME and SIZE (224, and 64 for the sanitizer builds): NAME.SIZE.x (the input, one
 SIZE x SIZE image), NAME.SIZE.y (torch's output), NAME.SIZE.r (the loss weights: loss =
@@ -54,7 +56,8 @@ def calibrate(model, size):
     model.eval()
 
 
-# An activation closer to a kink than float32 rounding can resolve (a ReLU / ReLU6 input within
+# An activation closer to a kink than float32 rounding can resolve (a ReLU / ReLU6 input, a
+# Hardswish / Hardsigmoid input near -3 or 3, within
 # KINK_EPS * max |input| of its kink, a max-pool window whose two largest entries are that close)
 # may land on either side in a float32 forward, and the gradient is then routed differently: dx
 # moves by g * dz/dx (g the gradient at the activation's output, z its input; for a max-pool window
@@ -63,8 +66,11 @@ def calibrate(model, size):
 KINK_EPS = 1e-5
 
 
+KINKED = (torch.nn.ReLU, torch.nn.ReLU6, torch.nn.Hardswish, torch.nn.Hardsigmoid, torch.nn.MaxPool2d)
+
+
 class Kinked(torch.nn.Module):
-    """An activation (ReLU, ReLU6 or the 3x3 stride-2 max pool) that records each call's input and
+    """An activation (ReLU, ReLU6, Hardswish, Hardsigmoid or the 3x3 stride-2 max pool) that records each call's input and
     output (the output keeps its gradient) so kink_envelope can find the near-ties."""
 
     def __init__(self, inner, calls):
@@ -76,7 +82,10 @@ class Kinked(torch.nn.Module):
             y, idx = torch.nn.functional.max_pool2d(z, self.inner.kernel_size, self.inner.stride,
                                                     self.inner.padding, return_indices=True)
         else:
-            y = torch.clamp(z, 0, 6) if isinstance(self.inner, torch.nn.ReLU6) else torch.relu(z)
+            # never in place (the modules are): z must survive for kink_envelope
+            f = {torch.nn.ReLU6: lambda t: torch.clamp(t, 0, 6), torch.nn.Hardswish: torch.nn.functional.hardswish,
+                 torch.nn.Hardsigmoid: torch.nn.functional.hardsigmoid}.get(type(self.inner), torch.relu)
+            y = f(z)
         y.retain_grad()
         self.calls.append((self.inner, z, y))
         return y
@@ -89,7 +98,7 @@ def kink_envelope(model, x, r):
     calls = []
     for parent in list(model.modules()):
         for child_name, child in list(parent.named_children()):
-            if isinstance(child, (torch.nn.ReLU, torch.nn.ReLU6, torch.nn.MaxPool2d)):
+            if isinstance(child, KINKED):
                 setattr(parent, child_name, Kinked(child, calls))
     x64 = x.double().requires_grad_(True)
     (model(x64) * r.double()).sum().backward(retain_graph=True)
@@ -118,6 +127,8 @@ def kink_envelope(model, x, r):
         dist = zd.abs()
         if isinstance(inner, torch.nn.ReLU6):
             dist = torch.minimum(dist, (zd - 6).abs())
+        if isinstance(inner, (torch.nn.Hardswish, torch.nn.Hardsigmoid)):  # kinks at -3 and 3 (not 0)
+            dist = torch.minimum((zd + 3).abs(), (zd - 3).abs())
         for i in torch.nonzero(dist.flatten() < tol).flatten().tolist():
             g = float(y.grad.flatten()[i])
             if g == 0:
@@ -130,9 +141,12 @@ def kink_envelope(model, x, r):
 
 # (name, seed, opset, constant folding): two of the exporter's configurations. Batch, height and
 # width are dynamic axes, so one file serves both image sizes.
-for name, seed, opset, folding in (("mobilenet_v2", 1, 13, True), ("resnet18", 2, 11, False)):
+for name, arch, seed, opset, folding in (("mobilenet_v2", "mobilenet_v2", 1, 13, True),
+                                         ("resnet18", "resnet18", 2, 11, False),
+                                         ("mobilenet_v3_small", "mobilenet_v3_small", 3, 14, True),
+                                         ("mobilenet_v3_small13", "mobilenet_v3_small", 3, 13, True)):
     torch.manual_seed(seed)
-    model = getattr(torchvision.models, name)(weights=None)
+    model = getattr(torchvision.models, arch)(weights=None)
     calibrate(model, 224)
     buf = io.BytesIO()
     torch.onnx.export(model, (torch.zeros(1, 3, 224, 224),), buf, opset_version=opset, input_names=["x"],

@@ -170,9 +170,23 @@ FWD(f_binary); BWD(b_binary); FWD(f_not); FWD(f_where); BWD(b_where);
 #define b_act lithe__gop_b_act
 #define f_unary lithe__gop_f_unary
 #define b_unary lithe__gop_b_unary
+#define f_softplus lithe__gop_f_softplus
+#define b_softplus lithe__gop_b_softplus
 #define f_softmax lithe__gop_f_softmax
 #define b_softmax lithe__gop_b_softmax
-FWD(f_act); BWD(b_act); FWD(f_unary); BWD(b_unary); FWD(f_softmax); BWD(b_softmax);
+FWD(f_act); BWD(b_act); FWD(f_unary); BWD(b_unary); FWD(f_softmax); BWD(b_softmax); FWD(f_softplus); BWD(b_softplus);
+/* piecewise.c */
+#define f_elu lithe__gop_f_elu
+#define b_elu lithe__gop_b_elu
+#define f_softsign lithe__gop_f_softsign
+#define b_softsign lithe__gop_b_softsign
+#define f_prelu lithe__gop_f_prelu
+#define b_prelu lithe__gop_b_prelu
+#define f_thresholded_relu lithe__gop_f_thresholded_relu
+#define b_thresholded_relu lithe__gop_b_thresholded_relu
+#define f_sign lithe__gop_f_sign
+FWD(f_elu); BWD(b_elu); FWD(f_softsign); BWD(b_softsign); FWD(f_prelu); BWD(b_prelu);
+FWD(f_thresholded_relu); BWD(b_thresholded_relu); FWD(f_sign);
 /* slice.c */
 #define f_concat lithe__gop_f_concat
 #define b_concat lithe__gop_b_concat

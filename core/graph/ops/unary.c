@@ -11,7 +11,20 @@ static bool act_of(lithe__gexec *x, size_t node, lithe_tensor **in, size_t n_in,
     else if (!strcmp(op, "Sigmoid")) a->kind = LITHE__ACT_SIGMOID;
     else if (!strcmp(op, "Tanh")) a->kind = LITHE__ACT_TANH;
     else if (!strcmp(op, "Gelu")) a->kind = LITHE__ACT_GELU;
-    else { /* Clip: min / max from the attrs (opset < 11) or inputs 1, 2 */
+    else if (!strcmp(op, "HardSwish")) a->kind = LITHE__ACT_HARD_SWISH_MOBILENET; /* x * clip(x / 6 + 1/2, 0, 1) */
+    else if (!strcmp(op, "Mish")) { /* x * tanh(softplus(x)); past 20 tanh(softplus(x)) is 1 in float32 */
+        a->kind = LITHE__ACT_MISH;
+        a->threshold = 20.0f;
+    } else if (!strcmp(op, "HardSigmoid")) { /* clip(alpha x + beta, 0, 1); torch's Hardsigmoid: alpha 1/6 */
+        a->kind = LITHE__ACT_CLIPPED_LINEAR;
+        a->slope = attr_f(n, "alpha", 0.2f);
+        a->offset = attr_f(n, "beta", 0.5f);
+        a->min_val = 0.0f;
+        a->max_val = 1.0f;
+        /* clipped_linear's backward finds the linear stretch as (min - offset) / slope .. (max -
+         * offset) / slope, which a negative slope turns around */
+        return a->slope >= 0.0f;
+    } else { /* Clip: min / max from the attrs (opset < 11) or inputs 1, 2 */
         a->kind = LITHE__ACT_CLIPPED_LINEAR;
         a->slope = 1.0f;
         a->min_val = attr_f(n, "min", -INFINITY);
@@ -31,7 +44,11 @@ FWD(f_act) {
     LITHE__TRY(need_inputs(x, node, in, n_in, 1));
     LITHE__TRY(need_float(x, node, in[0], 0));
     lithe__act a = {0};
-    if (!act_of(x, node, in, n_in, &a)) return fail(x, node, LITHE_ERR_UNSUPPORTED, "min and max must be scalars on the host");
+    if (!act_of(x, node, in, n_in, &a)) {
+        if (!strcmp(NODE(x, node)->op_type, "HardSigmoid"))
+            return fail(x, node, LITHE_ERR_UNSUPPORTED, "alpha %g < 0 (lithe runs HardSigmoid with alpha >= 0)", (double)a.slope);
+        return fail(x, node, LITHE_ERR_UNSUPPORTED, "min and max must be scalars on the host");
+    }
     LITHE__TRY(lithe__gexec_like(x, in[0], false, &out[0]));
     return lithe__op_act(x->be, &a, in[0], out[0]);
 }
@@ -81,6 +98,45 @@ BWD(b_unary) {
     LITHE__TRY(lithe__gexec_grad(x, node, 0, &d));
     if (!d) return LITHE_OK;
     return lithe__op_unary_backward(x->be, unary_of(NODE(x, node)->op_type), in[0], out[0], dout[0], d);
+}
+
+/* ---- Softplus: log(1 + exp(x)) as relu(x) + log(1 + exp(-|x|)) (no overflow: torch's threshold-20
+ * cut-off to x gives the same float32 values) from the backends' unary / act primitives;
+ * backward dY * sigmoid(x). ---- */
+
+FWD(f_softplus) {
+    UNUSED_FWD;
+    LITHE__TRY(need_inputs(x, node, in, n_in, 1));
+    LITHE__TRY(need_float(x, node, in[0], 0));
+    lithe_tensor *t = NULL, *one = NULL;
+    const lithe__act relu = {.kind = LITHE__ACT_RELU};
+    LITHE__TRY(lithe__gexec_like(x, in[0], false, &out[0]));
+    lithe_status s = lithe__gexec_like(x, in[0], false, &t);
+    if (s == LITHE_OK) s = new_f32(x, 1, (int64_t[]){1}, false, &one);
+    if (s == LITHE_OK) s = lithe__op_fill(x->be, one, 1.0f);
+    if (s == LITHE_OK) s = lithe__op_unary(x->be, LITHE__UN_ABS, in[0], t);
+    if (s == LITHE_OK) s = lithe__op_unary(x->be, LITHE__UN_NEG, t, t);
+    if (s == LITHE_OK) s = lithe__op_unary(x->be, LITHE__UN_EXP, t, t);
+    if (s == LITHE_OK) s = lithe__op_broadcast_to(x->be, one, 1.0f, 1.0f, t);
+    if (s == LITHE_OK) s = lithe__op_unary(x->be, LITHE__UN_LOG, t, t);
+    if (s == LITHE_OK) s = lithe__op_act(x->be, &relu, in[0], out[0]);
+    if (s == LITHE_OK) s = acc(x, out[0], t);
+    lithe_tensor_release(t);
+    lithe_tensor_release(one);
+    return s;
+}
+BWD(b_softplus) {
+    UNUSED_BWD;
+    lithe_tensor *d = NULL, *t = NULL;
+    LITHE__TRY(lithe__gexec_grad(x, node, 0, &d));
+    if (!d) return LITHE_OK;
+    const lithe__act sig = {.kind = LITHE__ACT_SIGMOID};
+    LITHE__TRY(lithe__gexec_like(x, d, false, &t));
+    lithe_status s = lithe__op_act(x->be, &sig, in[0], t);
+    if (s == LITHE_OK) s = lithe__op_mul(x->be, t, dout[0], t);
+    if (s == LITHE_OK) s = acc(x, d, t);
+    lithe_tensor_release(t);
+    return s;
 }
 
 /* ---- Softmax, LogSoftmax: rows of (outer, inner) ---- */
