@@ -7,7 +7,7 @@
 #define VK_NO_PROTOTYPES
 #include <vulkan/vulkan.h>
 
-#include "../../core/internal.h"
+#include "../../core/backend.h"
 
 /* ---- entry points, loaded at run time ---- */
 typedef struct lithe__vk_fns {
@@ -170,13 +170,15 @@ const char *lithe__vk_gemm_variant(lithe_backend *be, int64_t M, int64_t N, int6
  * compute stage, VK_KHR_cooperative_matrix. For the benchmark. */
 void lithe__vk_describe(lithe_backend *be, char *buf, size_t cap);
 
-/* The table of primitives (vulkan_ops.c); memory ops come from vulkan_backend.c. */
-void lithe__vk_fill_ops(lithe_backend_ops *ops);
+/* The primitives (elementwise.c, gemm.c, act.c, norm.c, index.c, seq.c, graph.c): vk_<name> for
+ * every line of core/primitives.def but those unsupported.h lists; the table (table.c) is
+ * generated from the same list, so a primitive neither written nor listed fails the build. */
+#include "unsupported.h"
+#define LITHE_PRIM(name, params, args) LITHE__PRIM_DECL(vk_, name, params)
+#include "../../core/primitives.def"
+#undef LITHE_PRIM
 
-/* Finds (creating on first use) the Vulkan backend for `name`: "vulkan" (the device chosen by
- * $LITHE_VULKAN_DEVICE, else the first discrete GPU, else integrated, virtual, then CPU
- * devices) or "vulkan:<index or name>". LITHE_ERR_UNSUPPORTED with the reason when there is no
- * loader, no device or a needed feature is missing. */
-lithe_status lithe__backend_vulkan(const char *name, lithe_backend **out);
+/* The table of primitives (table.c); memory ops come from vulkan_backend.c. */
+void lithe__vk_fill_ops(lithe_backend_ops *ops);
 
 #endif

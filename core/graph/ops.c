@@ -68,7 +68,7 @@ static lithe_status new_f32(lithe__gexec *x, int ndim, const int64_t *shape, boo
     return lithe__gexec_alloc(x, x->be, LITHE_F32, ndim, shape, zero, out);
 }
 static lithe_status new_i64(lithe__gexec *x, int ndim, const int64_t *shape, lithe_tensor **out) {
-    return lithe__gexec_alloc(x, lithe__backend_cpu(), LITHE_I64, ndim, shape, false, out);
+    return lithe__gexec_alloc(x, lithe__backend_host(), LITHE_I64, ndim, shape, false, out);
 }
 
 /* A new descriptor over t's storage with the given shape and strides (elements). */
@@ -266,9 +266,9 @@ static lithe_status permute_copy(lithe__gexec *x, lithe_tensor *X, const int64_t
     }
     lithe_tensor *v = NULL;
     LITHE__TRY(view(X, X->ndim, shape, vst, 0, &v));
-    lithe_status s = lithe__gexec_alloc(x, X->dtype == LITHE_F32 ? x->be : lithe__backend_cpu(), X->dtype, X->ndim, shape,
+    lithe_status s = lithe__gexec_alloc(x, X->dtype == LITHE_F32 ? x->be : lithe__backend_host(), X->dtype, X->ndim, shape,
                                          false, out);
-    if (s == LITHE_OK) s = lithe__op_copy(X->dtype == LITHE_F32 ? x->be : lithe__backend_cpu(), *out, v);
+    if (s == LITHE_OK) s = lithe__op_copy(X->dtype == LITHE_F32 ? x->be : lithe__backend_host(), *out, v);
     lithe_tensor_release(v);
     return s;
 }
@@ -560,7 +560,7 @@ static lithe_status mask_of(lithe__gexec *x, lithe_tensor *c, lithe_tensor **out
         return LITHE_OK;
     }
     lithe_tensor *h = NULL;
-    LITHE__TRY(lithe__gexec_alloc(x, lithe__backend_cpu(), LITHE_F32, c->ndim, c->shape, false, &h));
+    LITHE__TRY(lithe__gexec_alloc(x, lithe__backend_host(), LITHE_F32, c->ndim, c->shape, false, &h));
     for (int64_t i = 0; i < c->numel; i++) lithe__f32(h)[i] = ints(c)[i] != 0 ? 1.0f : 0.0f;
     lithe_status s = lithe_tensor_to_backend(h, x->be, out);
     lithe_tensor_release(h);
@@ -780,7 +780,7 @@ static lithe_status axis_view(lithe_tensor *t, int axis, int64_t start, int64_t 
 }
 
 static lithe_backend *be_of(lithe__gexec *x, const lithe_tensor *t) {
-    return t->dtype == LITHE_F32 ? x->be : lithe__backend_cpu();
+    return t->dtype == LITHE_F32 ? x->be : lithe__backend_host();
 }
 
 FWD(f_concat) {
@@ -1699,11 +1699,11 @@ FWD(f_constant) {
     const lithe__onnx_attr *a;
     if ((a = lithe__onnx_attr_get(n, "value")) && a->t) {
         if (a->t->ext_location) return fail(x, node, LITHE_ERR_UNSUPPORTED, "external data in a Constant");
-        LITHE__TRY(lithe__gexec_alloc(x, lithe__backend_cpu(), a->t->is_float ? LITHE_F32 : LITHE_I64, a->t->ndim, a->t->dims,
+        LITHE__TRY(lithe__gexec_alloc(x, lithe__backend_host(), a->t->is_float ? LITHE_F32 : LITHE_I64, a->t->ndim, a->t->dims,
                                        false, &out[0]));
         if (a->t->numel) memcpy(lithe__tdata(out[0]), a->t->data, (size_t)a->t->numel * (a->t->is_float ? 4 : 8));
     } else if ((a = lithe__onnx_attr_get(n, "value_float"))) {
-        LITHE__TRY(lithe__gexec_alloc(x, lithe__backend_cpu(), LITHE_F32, 0, NULL, false, &out[0]));
+        LITHE__TRY(lithe__gexec_alloc(x, lithe__backend_host(), LITHE_F32, 0, NULL, false, &out[0]));
         lithe__f32(out[0])[0] = a->f;
     } else if ((a = lithe__onnx_attr_get(n, "value_int"))) {
         LITHE__TRY(new_i64(x, 0, NULL, &out[0]));
@@ -1712,12 +1712,12 @@ FWD(f_constant) {
         LITHE__TRY(new_i64(x, 1, (int64_t[]){(int64_t)a->n_ints}, &out[0]));
         if (a->n_ints) memcpy(lithe__tdata(out[0]), a->ints, a->n_ints * 8);
     } else if ((a = lithe__onnx_attr_get(n, "value_floats"))) {
-        LITHE__TRY(lithe__gexec_alloc(x, lithe__backend_cpu(), LITHE_F32, 1, (int64_t[]){(int64_t)a->n_floats}, false, &out[0]));
+        LITHE__TRY(lithe__gexec_alloc(x, lithe__backend_host(), LITHE_F32, 1, (int64_t[]){(int64_t)a->n_floats}, false, &out[0]));
         if (a->n_floats) memcpy(lithe__tdata(out[0]), a->floats, a->n_floats * 4);
     } else {
         return fail(x, node, LITHE_ERR_UNSUPPORTED, "a Constant without a tensor, float(s) or int(s) value");
     }
-    if (out[0]->dtype == LITHE_F32 && x->be != lithe__backend_cpu()) {
+    if (out[0]->dtype == LITHE_F32 && x->be != lithe__backend_host()) {
         lithe_tensor *t = NULL;
         LITHE__TRY(lithe_tensor_to_backend(out[0], x->be, &t));
         lithe_tensor_release(out[0]);
@@ -1817,7 +1817,7 @@ FWD(f_cast) {
     }
     if (to_float) { /* host ints -> float on the backend: no gradient flows back */
         lithe_tensor *h = NULL;
-        LITHE__TRY(lithe__gexec_alloc(x, lithe__backend_cpu(), LITHE_F32, X->ndim, X->shape, false, &h));
+        LITHE__TRY(lithe__gexec_alloc(x, lithe__backend_host(), LITHE_F32, X->ndim, X->shape, false, &h));
         for (int64_t i = 0; i < X->numel; i++) lithe__f32(h)[i] = (float)ints(X)[i];
         lithe_status s = lithe_tensor_to_backend(h, x->be, &out[0]);
         lithe_tensor_release(h);
