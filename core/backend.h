@@ -235,8 +235,9 @@ void lithe__backends_cache_flush(void);
  * and its table entry is NULL (the dispatcher answers LITHE_ERR_UNSUPPORTED, "backend 'x' lacks
  * primitive 'y'"). A primitive neither implemented nor listed is a build error: an undeclared
  * identifier in the table (LITHE__PRIM_INIT, C designated initializers), or an undefined symbol
- * at link (LITHE__PRIM_DECL's declarations; C++ tables assign through LITHE__PRIM_ASSIGN); a
- * primitive listed and implemented is an unused static function (a warning, an error in CI). */
+ * at link (LITHE__PRIM_DECL's declarations, LITHE__PRIM_ASSIGN's table); a primitive listed and
+ * written anyway is an error too (a static function nothing uses under LITHE__PRIM_INIT; under
+ * LITHE__PRIM_DECL its name is a typedef). */
 #define LITHE__LACKS ~, 1
 #define LITHE__SECOND_(a, b, ...) b
 #define LITHE__SECOND(...) LITHE__SECOND_(__VA_ARGS__)
@@ -250,7 +251,10 @@ void lithe__backends_cache_flush(void);
 /* Inside `#define LITHE_PRIM(name, params, args)`: */
 #define LITHE__PRIM_INIT(prefix, name) .name = LITHE__IF_LACKS(prefix, name, NULL, prefix##name),
 #define LITHE__PRIM_ASSIGN(table, prefix, name) (table).name = LITHE__IF_LACKS(prefix, name, NULL, prefix##name);
-#define LITHE__PRIM_DECL(prefix, name, params) LITHE__IF_LACKS(prefix, name, , lithe_status prefix##name LITHE__PARAMS params;)
+/* (a listed primitive's name is taken by a typedef, so a function of that name is an error) */
+#define LITHE__PRIM_DECL(prefix, name, params)                                                     \
+    LITHE__IF_LACKS(prefix, name, typedef struct lithe__listed_unsupported prefix##name;,                \
+                    lithe_status prefix##name LITHE__PARAMS params;)
 /* Whether the backend's table has primitive number i (primitives.def order). */
 bool lithe__backend_has_prim(const lithe_backend *be, size_t i);
 
