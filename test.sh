@@ -4,6 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 scripts/setup.sh
+# Before anything is built: every toolchain of every stage compiles, links and runs a one-line
+# program, and a missing package is named (scripts/check-toolchains.sh).
+scripts/setup.sh --check
 jobs=$(nproc)
 # setup.sh installed lavapipe, so the Vulkan device tests must run here: test_vulkan fails, rather
 # than skips, when it finds no Vulkan loader or device. (CUDA: the ci, clang and asan presets set
@@ -15,6 +18,11 @@ for preset in ci clang asan; do
   cmake --build --preset "$preset" -j "$jobs"
   ctest --preset "$preset" -j "$jobs"
 done
+# lithe as a user gets it: `cmake --install` of the ci build into a temporary prefix, then
+# examples/c built by an outside project with find_package(lithe) (shared and static) and with
+# pkg-config, each run; the installed command; add_subdirectory's defaults (docs/install.md)
+echo "=== install ==="
+tests/install/run.sh build/ci
 # Arm: the library and its C tests cross-compiled for aarch64 (NEON kernels), every test run under
 # qemu-aarch64 by ctest (the preset's toolchain names the emulator); goldens come from the same
 # Python fixtures as natively. No Vulkan, tools or Python package in this build.
@@ -27,6 +35,9 @@ echo "=== wasm ==="
 cmake --preset wasi >/dev/null
 cmake --build --preset wasi -j "$jobs"
 LITHE_NATIVE=build/ci/tools/lithe/lithe LITHE_WASI=build/wasi/tools/lithe/lithe.wasm node --test tests/wasm/
+# README.md's command-line and WASI quickstart as written (examples/wasi/quickstart.sh), with the ci
+# build's lithe on PATH; its two model files are removed after
+(trap 'rm -f fashion.lithe wasi.lithe' EXIT; PATH="$PWD/build/ci/tools/lithe:$PATH" examples/wasi/quickstart.sh >/dev/null)
 # the benchmark harness, smoke only (bench/README.md): the GEMM, MLP and training rows of lithe
 # (native, WASI, npm) and of every peer runner (OpenBLAS, XNNPACK, onnxruntime-node/-web, tfjs-wasm,
 # PyTorch, Thinc), 3 timed runs each, into build/bench/results-quick.md; a runner that fails fails
@@ -34,6 +45,9 @@ LITHE_NATIVE=build/ci/tools/lithe/lithe LITHE_WASI=build/wasi/tools/lithe/lithe.
 bench/run.sh --quick --only gemm,mlp,train --build build/ci
 # the npm package: its three .wasm builds (Emscripten), then node:test against the native build
 (cd bindings/js && npm ci --no-audit --no-fund && npm run build && LITHE_NATIVE=build/ci/tools/lithe/lithe npm test)
+# bundler users: the packed package built into a page by Vite, webpack 5 and esbuild (its plugin),
+# each bundle predicting in Debian's Chromium (examples/browser/test.mjs)
+(cd examples/browser && npm ci --no-audit --no-fund && LITHE_NATIVE=build/ci/tools/lithe/lithe npm test)
 # the demo page end to end in Debian's Chromium (playwright-core); screenshot in build/web/demo.png
 (cd web && npm ci --no-audit --no-fund && LITHE_NATIVE=build/ci/tools/lithe/lithe npm test)
 # the libFuzzer targets (msgpack, Thinc bytes, .npy, .lithe): a reproducible smoke run each

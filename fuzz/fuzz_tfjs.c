@@ -1,4 +1,4 @@
-/* libFuzzer target: the TF.js layers reader (core/io/tfjs.c) and the graph it lowers to. An input
+/* libFuzzer target: the TF.js layers reader (core/io/tfjs/) and the graph it lowers to. An input
  * is model.json's text, a NUL byte, then the weight shards' bytes (fuzz/make_tfjs_seeds.mjs writes
  * the seeds so). Whatever loads runs forward on an input shaped as the graph declares (unknown
  * extents 2, each at most 16), backward with ones, and is saved as .lithe and loaded back: hostile

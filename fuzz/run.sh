@@ -10,7 +10,7 @@ cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz
 mkdir -p build/fuzz/artifacts
 status=0
-for t in msgpack thinc_bytes npy lithe_file onnx tfjs; do
+for t in msgpack thinc_bytes npy lithe_file onnx tfjs gunzip; do
   work=$(mktemp -d)
   if [ "$t" = lithe_file ]; then build/fuzz/fuzz/make_lithe_seeds "$work"; else cp fuzz/corpus/$t/* "$work"/; fi
   if [ -d fuzz/regressions/$t ]; then  # inputs that once crashed must now pass

@@ -466,11 +466,13 @@ LITHE_API lithe_status lithe_dense(const char *layer, const lithe_dense_opts *op
  * max_val). Statuses: as lithe_dense, and LITHE_ERR_VALUE for slope == 0 or min_val > max_val. */
 LITHE_API lithe_status lithe_clipped_linear(const lithe_dense_opts *opts, float slope, float offset, float min_val,
                                             float max_val, lithe_model **out);
-/* "MultiSoftmax.v1": one affine layer (W (sum nOs, nI), b zeros) and a softmax over each group
- * of nOs[i] columns; attr nOs (an int64 tensor: Thinc's tuple). Backprop, as Softmax's, takes dY
- * as the loss gradient wrt the logits. Thinc 8.1.7's MultiSoftmax returns the logits (its
- * ops.softmax ignores inplace=True, so the group softmax is lost); lithe applies the softmax the
- * layer documents, so its outputs are Thinc's passed through that softmax; gradients agree. */
+/* "MultiSoftmax.v1": one affine layer (W (sum nOs, nI), b zeros); attr nOs (an int64 tensor:
+ * Thinc's tuple). As Thinc 8.1.7 has it, Y is the LOGITS: Thinc's forward applies ops.softmax to
+ * each column slice with inplace=True, which 8.1.7 ignores, so the group softmax is lost and a
+ * Thinc model predicts logits; lithe keeps that, so Thinc's models predict the same here. The
+ * corrected form, a softmax over each group of nOs[i] columns, is the bool attr "softmax_groups"
+ * set to true (lithe_model_set_attr_bool; saved with the model; absent means false). Backprop, as
+ * Softmax's, takes dY as the loss gradient wrt the logits, either way (Thinc's). */
 LITHE_API lithe_status lithe_multisoftmax(size_t n, const int64_t *nOs, int64_t nI, lithe_model **out);
 /* "LayerNorm.v1": Y = G * (X - mean) / sqrt(var + 1e-8) + b over each row; G (nI,) ones, b (nI,)
  * zeros; nO = nI (inferred from the sample X). nI 0 means unset. */
@@ -1245,11 +1247,18 @@ LITHE_API lithe_status lithe_sequence_categorical_crossentropy(const lithe_cce_o
 LITHE_API lithe_status lithe_cross_entropy(const lithe_cce_opts *opts, const lithe_tensor *guesses,
                                            const lithe_tensor *truths, double *out);
 
-/* Thinc's L2Distance(normalize=): guesses and truths (B, N) float32; *d_guesses = (guesses -
- * truths) / B (or not divided), *loss = sum(d_guesses**2) (Thinc's get_loss). Either output may
- * be NULL. Statuses: LITHE_ERR_INVALID_ARG, LITHE_ERR_DTYPE, LITHE_ERR_SHAPE (names the shapes). */
+/* Thinc's L2Distance(normalize=): guesses and truths float32 of any equal shape (rank >= 1: (B, N),
+ * (B, T, N) sequences, ...), as Thinc; *d_guesses = (guesses - truths) / shape[0] (or not divided),
+ * *loss = sum(d_guesses**2) (Thinc's get_loss). Either output may be NULL. Statuses:
+ * LITHE_ERR_INVALID_ARG, LITHE_ERR_DTYPE, LITHE_ERR_SHAPE (names the shapes). */
 LITHE_API lithe_status lithe_l2_distance(bool normalize, const lithe_tensor *guesses, const lithe_tensor *truths,
                                          lithe_tensor **d_guesses, float *loss);
+/* The mean squared error, mean((guesses - truths)**2) over every element (computed in double):
+ * the figure PyTorch's MSELoss and tfjs's meanSquaredError report, where Thinc's L2Distance
+ * reports sum(d_guesses**2). The same shapes as lithe_l2_distance. Statuses: as
+ * lithe_l2_distance. */
+LITHE_API lithe_status lithe_mean_squared_error(const lithe_tensor *guesses, const lithe_tensor *truths,
+                                                double *out);
 /* Thinc's CosineDistance(normalize=, ignore_zeros=): per row, cosine of (guesses + 1e-8,
  * truths + 1e-8); *d_guesses = -(y / (|yh| |y|) - cos * yh / |yh|^2) (/ B), *loss = sum |cos - 1|
  * (/ B); with ignore_zeros, rows whose truth is all zeros count for nothing. Same statuses. */

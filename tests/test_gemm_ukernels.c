@@ -482,7 +482,7 @@ static void check_prepacked(const lithe__sgemm_kernel *k, bool tB, int64_t M, in
     lithe__aligned_free(Z2);
 }
 
-/* ---- the convolution forward (backends/cpu/conv.c) on this build's path: with -msimd128 the
+/* ---- the convolution forward (backends/cpu/conv/) on this build's path: with -msimd128 the
  * SIMD128 direct kernel (4 x 8 tiles of output pixels x filters) for every shifted-rows geometry.
  * Against float64 within the rounding of a K-term float sum; in SIMD128 builds also bit for bit
  * against the kernel's order written out (acc from 0 over every tap k in (c, kh, kw) order, the

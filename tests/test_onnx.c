@@ -893,7 +893,7 @@ static void test_prepared(void **state) {
             OK(lithe_model_prepare_inference(m));
             size_t bytes = lithe_model_prepared_bytes(m);
             if (!strncmp(name, "mlp", 3) || !strncmp(name, "mixer", 5) || !strcmp(name, "encoder")) assert_true(bytes > 0);
-            /* Conv weights at group 1 too (their GEMM's Wᵀ: conv.c's pixel rows read it) */
+            /* Conv weights at group 1 too (their GEMM's Wᵀ: conv/gemm.c's pixel rows read it) */
             if (!strcmp(name, "lenet") || !strcmp(name, "resblock") || !strcmp(name, "convact")) assert_true(bytes > 0);
             OK(lithe_model_predict(m, X, &Y1));
             expect_same(Y0, Y1);

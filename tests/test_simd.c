@@ -408,7 +408,7 @@ static void test_optimizer_fused_matches_passes(void **state) {
     lithe_model_free(node);
 }
 
-/* ---- convolution (backends/cpu/conv.c) against the scalar twins ---- */
+/* ---- convolution (backends/cpu/conv/) against the scalar twins ---- */
 
 typedef struct conv_case {
     int64_t N, C, H, W, M, KH, KW, s0, s1, p0, p1, p2, p3, d0, d1, group;
@@ -420,7 +420,7 @@ static const conv_case conv_cases[] = {
     {2, 4, 11, 40, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 4},   /* depthwise stride 2 */
     {1, 2, 12, 30, 2, 5, 5, 1, 1, 4, 4, 4, 4, 2, 2, 2},   /* depthwise 5x5, dilation 2 */
     {1, 2, 10, 37, 2, 3, 3, 2, 1, 0, 2, 1, 0, 1, 1, 2},   /* depthwise, uneven padding and strides */
-    /* the depthwise long rows (conv.c dw_layout): phase planes, runs across row ends, the twin's
+    /* the depthwise long rows (conv/depthwise.c dw_layout): phase planes, runs across row ends, the twin's
      * fall-backs */
     {1, 3, 7, 7, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 3},     /* depthwise stride 2 on an odd 7x7 plane */
     {2, 5, 14, 14, 5, 3, 3, 2, 2, 0, 0, 1, 1, 1, 1, 5},   /* stride 2, padding at the end only (TF's SAME) */
@@ -439,7 +439,7 @@ static const conv_case conv_cases[] = {
     {1, 3, 12, 12, 4, 3, 3, 1, 1, 0, 0, 0, 0, 2, 2, 1},   /* dilated */
     {3, 8, 5, 7, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},     /* pointwise */
     {2, 1, 28, 28, 16, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1},  /* LeNet's first layer */
-    /* stride 1 reads shifted rows of a zero-bordered copy (conv.c), K past the GEMM's kc block */
+    /* stride 1 reads shifted rows of a zero-bordered copy (conv/gemm.c), K past the GEMM's kc block */
     {2, 20, 9, 13, 7, 5, 5, 1, 1, 2, 1, 2, 3, 1, 1, 1},   /* uneven padding, K = 500 */
     {1, 6, 7, 11, 4, 3, 3, 1, 1, 0, 0, 0, 0, 1, 3, 2},    /* grouped; dilation 3 drops more than it keeps: im2col */
     {2, 3, 6, 9, 5, 1, 1, 1, 1, 1, 2, 0, 1, 1, 1, 1},     /* 1x1 with padding */
@@ -450,20 +450,20 @@ static const conv_case conv_cases[] = {
     {1, 16, 14, 14, 32, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1}, /* LeNet's second layer */
     {2, 6, 11, 13, 4, 3, 3, 1, 1, 2, 0, 1, 1, 2, 1, 2},   /* dX as a convolution: dilation, uneven pads, groups */
     {1, 2, 6, 7, 3, 3, 3, 1, 1, 3, 0, 0, 0, 1, 1, 1},     /* a pad past the kernel's reach: dX through col2im */
-    /* other strides read phase planes (conv.c) */
+    /* other strides read phase planes (conv/gemm.c) */
     {2, 3, 17, 19, 5, 3, 3, 3, 3, 1, 2, 0, 1, 2, 2, 1},   /* stride 3, dilation 2, uneven padding */
     {1, 4, 9, 21, 6, 3, 5, 1, 2, 1, 2, 1, 2, 1, 1, 2},    /* stride 1 down, 2 across, grouped */
     {2, 8, 10, 11, 6, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1},   /* 1x1 stride 2 (a residual downsample) */
     {1, 3, 32, 32, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},   /* mobilenet's first layer, smaller */
-    /* pixel rows (conv.c's orientation: the GEMM's tiles transposed into Y) */
+    /* pixel rows (conv/gemm.c's orientation: the GEMM's tiles transposed into Y) */
     {1, 600, 7, 7, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},  /* pointwise, K = 600: a second K block reads Y back */
     {2, 40, 7, 9, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},   /* shifted rows, 9-wide: slivers across output rows */
     {1, 24, 9, 9, 33, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},   /* phase planes; 33 filters: a partial column tile */
-    /* the depthwise channels in lanes (conv.c dw_use_lanes): planes under 16 wide, big stride-2 planes */
+    /* the depthwise channels in lanes (conv/depthwise.c dw_use_lanes): planes under 16 wide, big stride-2 planes */
     {3, 37, 7, 7, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 37},  /* batch 3, 37 channels: blocks of fewer */
     {2, 19, 13, 11, 19, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 19}, /* stride 2, odd sizes */
     {1, 17, 100, 98, 17, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 17}, /* phase planes past L1: a ring of rows */
-    /* the in-place 3x3 (conv.c dw_use_3x3) */
+    /* the in-place 3x3 (conv/depthwise.c dw_use_3x3) */
     {2, 3, 6, 37, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3},    /* stride 1, odd width, several strips */
     {1, 3, 10, 16, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3},   /* rows exactly 16 wide */
     {2, 3, 8, 40, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 3},    /* stride 2, even sizes: no bottom / right padding read */
@@ -877,7 +877,7 @@ static void test_conv2d_image_alone_equals_batch(void **state) {
                             {3, 3, 17, 19, 5, 3, 3, 3, 3, 1, 2, 0, 1, 2, 2, 1},
                             {3, 160, 7, 7, 96, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},  /* pixel rows, 7x7 */
                             /* LeNet's first layer: filter rows read in place in the batch, packed for an
-                             * image alone on 3 threads (conv.c's direct) */
+                             * image alone on 3 threads (conv/gemm.c's direct) */
                             {3, 1, 28, 28, 16, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1}};
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
         lithe__conv2d g = geom(&cs[i]), g1 = g;
@@ -973,7 +973,7 @@ static void test_cache_reuses_and_bounds(void **state) {
     OK(lithe_set_allocator(NULL));
 }
 
-/* ---- pooling (conv.c) against the scalar twins, bit for bit; max pooling without which (inference)
+/* ---- pooling (conv/pool.c) against the scalar twins, bit for bit; max pooling without which (inference)
  * gives the same Y; average pooling also against a float64 mean ---- */
 static void test_pool2d_matches_scalar(void **state) {
     (void)state;

@@ -1,4 +1,4 @@
-/* TF.js layers models (core/io/tfjs.c) against @tensorflow/tfjs itself (tests/tfjs/gen_tfjs_goldens.mjs
+/* TF.js layers models (core/io/tfjs/) against @tensorflow/tfjs itself (tests/tfjs/gen_tfjs_goldens.mjs
  * builds the models in Node, saves them as model.json + shards and writes its predictions and
  * gradients): predictions, gradients w.r.t. the input and every weight, finite differences, the
  * flatten order, a uint8-quantized model, .lithe round trips and training; then hostile files

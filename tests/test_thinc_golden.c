@@ -420,10 +420,37 @@ static void test_distances(void **state) {
         expect_scalar(what, loss, get("dist.%s.loss", cases[c].name), TOL_LAYER);
         lithe_tensor_release(d);
     }
+    /* L2Distance takes any equal shapes, as Thinc: (3, 7, 4) sequences and 1-d arrays; the mean
+     * squared error against float64 */
+    for (size_t c = 0; c < 2; c++) {
+        const char *nm = c ? "l2_1d" : "l2_3d";
+        lithe_tensor *G3 = tensor_of(get("dist.%s.guesses", nm)), *T3 = tensor_of(get("dist.%s.truths", nm)), *d = NULL;
+        float loss = NAN;
+        double mse = NAN;
+        OK(lithe_l2_distance(true, G3, T3, &d, &loss));
+        snprintf(what, sizeof what, "%s: d_guesses", nm);
+        expect_close(what, d, get("dist.%s.d", nm), TOL_LAYER);
+        assert_int_equal(lithe_tensor_ndim(d), lithe_tensor_ndim(G3));
+        snprintf(what, sizeof what, "%s: loss", nm);
+        expect_scalar(what, loss, get("dist.%s.loss", nm), TOL_LAYER);
+        OK(lithe_mean_squared_error(G3, T3, &mse));
+        snprintf(what, sizeof what, "%s: mean squared error", nm);
+        expect_scalar(what, mse, get("dist.%s.mse", nm), 1e-12, 1e-6);
+        lithe_tensor_release(d);
+        lithe_tensor_release(G3);
+        lithe_tensor_release(T3);
+    }
     lithe_tensor *bad = NULL;
     OK(lithe_tensor_new(NULL, LITHE_F32, 2, (int64_t[]){5, 3}, &bad));
     assert_int_equal(lithe_l2_distance(true, G, bad, NULL, NULL), LITHE_ERR_SHAPE);
     assert_non_null(strstr(lithe_last_error(), "(5, 3)"));
+    double mse = 0;
+    assert_int_equal(lithe_mean_squared_error(G, bad, &mse), LITHE_ERR_SHAPE);
+    /* equal element counts are not equal shapes */
+    lithe_tensor *flat = NULL;
+    OK(lithe_tensor_new(NULL, LITHE_F32, 1, (int64_t[]){20}, &flat));
+    assert_int_equal(lithe_l2_distance(true, G, flat, NULL, NULL), LITHE_ERR_SHAPE);
+    lithe_tensor_release(flat);
     assert_int_equal(lithe_cosine_distance(true, false, NULL, T, NULL, NULL), LITHE_ERR_INVALID_ARG);
     lithe_tensor_release(bad);
     lithe_tensor_release(G);

@@ -408,7 +408,7 @@ static void test_graphs(void **state) {
      * one group, by the table (xnn_dense, whatever the batch): mobile's stem (3x3 on 3, K 27), pw1
      *   and pw2 (1x1 on 16 / 24), conv (3x3 on 24, K 216); lenet's conv1 (3x3 on 1, K 9; conv2 is
      *   grouped); convadd's c1 .. c9 (1x1 on 4 / 16, 3x3 on 4, K 36), where a Conv + Add node whose
-     *   Conv has an operator runs it, then the Add (core/graph/ops.c), and one without keeps the
+     *   Conv has an operator runs it, then the Add (core/graph/ops/fused.c), and one without keeps the
      *   residual in the store (its depthwise c2, c6 too) */
     static const struct { const char *name; size_t fc[2], depthwise, nconv; int64_t conv[8][2]; } cases[] = {
         {"mobile", {0, 1}, 2, 4, {{3, 3}, {16, 1}, {24, 1}, {24, 3}}},
@@ -463,7 +463,7 @@ static void test_graphs(void **state) {
 
 /* A Conv whose window attributes the graph refuses when it runs (a stride of 0, negative pads, 2
  * pads) gets no XNNPACK operator when prepared: the operator's key reads the attributes through
- * the same checks (window_params in core/graph/ops.c), so prepare succeeds (it used to hand them
+ * the same checks (window_params in core/graph/ops/window.c), so prepare succeeds (it used to hand them
  * to XNNPACK, which refuses a stride of 0: prepare failed) and predict fails naming the node, as
  * unprepared, after the operators before it ran (those the table's rule takes: dw1, dw2 where the
  * table lacks lithe's 8- / 16-lane depthwise kernels; stem, pw1, pw2 by xnn_dense), under every

@@ -1,7 +1,7 @@
 // The demo page: the npm package in a plain <script type="module"> (web/index.html maps the
-// name "lithe" to /lithe/src/index.js). Everything the model does here — predict, resize, the
+// name "lithe-wasm" to /lithe/src/index.js). Everything the model does here — predict, resize, the
 // training steps — is lithe's C code in WebAssembly; this file only moves pixels and draws.
-import * as lithe from 'lithe';
+import * as lithe from 'lithe-wasm';
 
 const NAMES = ['T-shirt/top', 'Trouser', 'Pullover', 'Dress', 'Coat', 'Sandal', 'Shirt', 'Sneaker', 'Bag', 'Ankle boot'];
 const NEW_CLASS = 9; // the class `train-mnist --classes 9` left out

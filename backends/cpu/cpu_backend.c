@@ -592,7 +592,7 @@ static lithe_status cpu_gemm_prepared(lithe_backend *be, bool tA, bool tB, float
     return LITHE_OK;
 }
 
-/* conv2d with W packed ahead as the GEMM's Wᵀ (conv.c's pixel rows read it; the same bits). */
+/* conv2d with W packed ahead as the GEMM's Wᵀ (conv/gemm.c's pixel rows read it; the same bits). */
 static lithe_status cpu_conv2d_prepared(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X,
                                         const lithe_tensor *W, const void *P, const lithe_tensor *b, const lithe__act *a,
                                         lithe_tensor *Y) {

@@ -1,7 +1,7 @@
 /* The Vulkan backend's machinery: the loader (dlopen'd, so lithe loads on machines without
  * Vulkan), instance and device selection, pooled device memory, staging for uploads and
  * downloads, the recorded command stream and the pipeline cache. The primitives themselves are
- * in vulkan_ops.c, one compute shader family per file in shaders/.
+ * in the family files (elementwise.c, gemm.c, act.c, ...; the table: table.c), one compute shader family per file in shaders/.
  *
  * Command stream: dispatches and copies are recorded into the current frame's command buffer,
  * each preceded by a global memory barrier (compute/transfer writes before -> reads and writes

@@ -1,6 +1,6 @@
 /* The Vulkan backend's shared declarations: the device context, the pooled buffer memory, the
  * command stream and the pipeline cache (vulkan_backend.c), used by the primitives
- * (vulkan_ops.c). Not installed. */
+ * (elementwise.c, gemm.c, act.c, norm.c, index.c, seq.c, graph.c; table.c). Not installed. */
 #ifndef LITHE_VULKAN_INTERNAL_H
 #define LITHE_VULKAN_INTERNAL_H
 
@@ -121,7 +121,7 @@ typedef struct lithe__vk {
      * and n_pipes): queue submissions (each a synchronisation point or a full frame) and
      * dispatches recorded, since creation. */
     uint64_t n_submits, n_dispatches;
-    /* What the GEMM variant choice reads (vulkan_ops.c, vk_gemm_plan): the compute stage's
+    /* What the GEMM variant choice reads (gemm.c, gemm_plan_for): the compute stage's
      * subgroup size and operations (VkPhysicalDeviceSubgroupProperties; 0 when the device is
      * Vulkan 1.0 or its compute stage has none), and whether VK_KHR_cooperative_matrix is exposed. */
     uint32_t subgroup_size;

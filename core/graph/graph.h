@@ -1,5 +1,5 @@
 /* The graph layer's internals (core/graph/): a parsed ONNX graph bound to value slots, and the
- * per-operator forward / backward table (ops.c) that graph.c's executor runs. */
+ * per-operator forward / backward table (ops/table.c) that graph.c's executor runs. */
 #ifndef LITHE_GRAPH_H
 #define LITHE_GRAPH_H
 
@@ -68,11 +68,11 @@ typedef struct lithe__gfuse {
 } lithe__gfuse;
 
 /* A windowed node's (Conv, the pools) strides, pads as given, dilations, auto_pad and Conv's group,
- * parsed and checked once (ops.c's window_attrs, conv_geometry): a run reads them here instead of
+ * parsed and checked once (ops/window.c's window_attrs, conv_geometry): a run reads them here instead of
  * scanning the node's attributes, whose names are out of cache by then (mobilenet_v2: ~40 us). */
 typedef struct lithe__gwin {
     bool ok, group_ok;
-    int mode; /* ops.c's pad_mode */
+    int mode; /* ops/window.c's pad_mode */
     int64_t group; /* Conv's (conv_geometry) */
     int64_t stride[2], pad[4], dil[2];
 } lithe__gwin;
@@ -93,7 +93,7 @@ struct lithe__graph {
     bool *node_dead;              /* per node: its work moved into a fused node */
     lithe__gfuse *node_fuse;      /* per node: LITHE__FUSE_NONE, or what the fused node runs */
     size_t n_fused;               /* fused nodes made at load */
-    lithe__gwin *node_win;        /* per node: its window attributes once parsed (ops.c's window_attrs) */
+    lithe__gwin *node_win;        /* per node: its window attributes once parsed (ops/window.c's window_attrs) */
     size_t *slot_param;           /* per slot: SLOT_PARAM's index in the model's params + 1 once found (0: not yet) */
     const char **slot_pname;      /* per slot: that param's name pointer */
     int64_t *last_use; /* per slot: the last node reading it (its producer if none; -1: kept, a graph output) */
@@ -143,13 +143,13 @@ static inline lithe_status lithe__gexec_like(lithe__gexec *x, const lithe_tensor
  * one fused node (docs/onnx.md lists them). A pattern is fused only when its intermediate values
  * have no other reader and are not graph outputs, and its weights have the shapes it needs. */
 lithe_status lithe__graph_fuse(lithe__graph *g);
-/* The fused ops (ops.c). */
+/* The fused ops (ops/fused.c). */
 extern const lithe__graph_op lithe__fused_layernorm_op, lithe__fused_linear_op, lithe__fused_act_op;
 extern const lithe__graph_op lithe__fused_conv_op, lithe__fused_conv_add_op;
 
 /* The op named op_type, or NULL. */
 const lithe__graph_op *lithe__graph_op_find(const char *op_type);
-/* The op types ops.c has, for errors and lithe_onnx_ops. */
+/* The op types ops/table.c has, for errors and lithe_onnx_ops. */
 extern const char *const lithe__graph_op_names[];
 
 /* The gradient accumulator of input k of `node`: a zeroed float32 tensor shaped as the value,

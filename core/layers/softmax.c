@@ -107,7 +107,9 @@ lithe_status lithe_softmax(const lithe_softmax_opts *o, lithe_model **out) {
     return LITHE_OK;
 }
 
-/* ---- MultiSoftmax.v1: one affine layer, a softmax over each group of nOs columns ---- */
+/* ---- MultiSoftmax.v1: one affine layer; a softmax over each group of nOs columns only with the
+ * attr softmax_groups = true (Thinc 8.1.7 returns the logits: its in-place softmax of a column
+ * slice is lost, and lithe keeps that by default, so Thinc's models predict the same) ---- */
 
 static lithe_status multisoftmax_backward(lithe_backprop *self, const lithe_value *dYv, lithe_value **dX) {
     softmax_bp *r = (softmax_bp *)self;
@@ -120,7 +122,10 @@ static lithe_status multisoftmax_backward(lithe_backprop *self, const lithe_valu
 static lithe_status multisoftmax_forward(lithe_model *m, const lithe_value *Xv, bool is_train, lithe_value **Yv,
                                          lithe_backprop **bp) {
     lithe_tensor *X = NULL, *Y = NULL, *nOs = NULL;
+    bool groups = false; /* Thinc 8.1.7: the logits (see lithe_multisoftmax in lithe.h) */
     LITHE__TRY(lithe_model_get_attr_tensor(m, "nOs", &nOs));
+    if (lithe_model_attr_type(m, "softmax_groups") != LITHE_ATTR_NONE)
+        LITHE__TRY(lithe_model_get_attr_bool(m, "softmax_groups", &groups));
     LITHE__TRY(lithe__dense_input(m, Xv, &X));
     LITHE__TRY(lithe__affine_forward(m, X, is_train, &Y));
     int64_t B = Y->shape[0], start = 0, n = nOs->numel, total = 0;
@@ -133,7 +138,7 @@ static lithe_status multisoftmax_forward(lithe_model *m, const lithe_value *Xv, 
     }
     if (!ok || total != Y->shape[1])
         s = lithe__fail(LITHE_ERR_SHAPE, "%s: attr nOs does not split the %lld outputs", m->name, (long long)Y->shape[1]);
-    for (int64_t g = 0; s == LITHE_OK && g < n; g++) {
+    for (int64_t g = 0; groups && s == LITHE_OK && g < n; g++) {
         lithe_tensor *view = NULL, *tmp = NULL;
         s = lithe_tensor_slice(Y, 1, start, start + sizes[g], &view);
         if (s == LITHE_OK) s = lithe__tensor_alloc(m->backend, LITHE_F32, 2, (int64_t[]){B, sizes[g]}, false, &tmp);

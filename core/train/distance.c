@@ -1,19 +1,26 @@
-/* Thinc's L2Distance and CosineDistance (thinc/loss.py): gradient and loss for (B, N) guesses
- * against (B, N) truths. Computed on the host (the arrays are the model's output: small), in
- * double, from and back to any backend. */
+/* Thinc's L2Distance and CosineDistance (thinc/loss.py): gradient and loss for guesses against
+ * truths of the same shape ((B, N) for CosineDistance; any equal shapes for L2Distance, as Thinc:
+ * (B, T, N) sequences too), and the mean squared error that PyTorch's MSELoss and tfjs report.
+ * Computed on the host (the arrays are the model's output: small), in double, from and back to any
+ * backend. */
 #include "../internal.h"
 
 #include <math.h>
 
-static lithe_status check_pair(const char *loss, const lithe_tensor *G, const lithe_tensor *T) {
+/* any_rank: Thinc's L2Distance takes any equal shapes (of rank >= 1: it divides by shape[0]);
+ * CosineDistance works on rows of (B, N). */
+static lithe_status check_pair(const char *loss, const lithe_tensor *G, const lithe_tensor *T, bool any_rank) {
     LITHE__CHECK_ARG(G && T, loss, "guesses or truths is NULL");
     if (G->dtype != LITHE_F32 || T->dtype != LITHE_F32)
         return lithe__fail(LITHE_ERR_DTYPE, "%s: guesses (%s) and truths (%s) must be float32", loss,
                            lithe_dtype_name(G->dtype), lithe_dtype_name(T->dtype));
-    if (G->ndim != 2 || T->ndim != 2 || G->shape[0] != T->shape[0] || G->shape[1] != T->shape[1]) {
+    bool same = G->ndim == T->ndim && (any_rank ? G->ndim >= 1 : G->ndim == 2);
+    for (int i = 0; same && i < G->ndim; i++) same = G->shape[i] == T->shape[i];
+    if (!same) {
         char a[96], b[96];
-        return lithe__fail(LITHE_ERR_SHAPE, "%s: mismatched shapes: guesses %s vs truths %s (both must be 2-D)", loss,
-                           lithe__shape_str(G, a, sizeof a), lithe__shape_str(T, b, sizeof b));
+        return lithe__fail(LITHE_ERR_SHAPE, "%s: mismatched shapes: guesses %s vs truths %s (%s)", loss,
+                           lithe__shape_str(G, a, sizeof a), lithe__shape_str(T, b, sizeof b),
+                           any_rank ? "they must be equal, of rank >= 1" : "both must be 2-D and equal");
     }
     return LITHE_OK;
 }
@@ -34,7 +41,7 @@ static lithe_status read_pair(const char *loss, const lithe_tensor *G, const lit
 
 static lithe_status emit_grad(const lithe_tensor *G, const float *d, lithe_tensor **out) {
     lithe_tensor *t = NULL;
-    LITHE__TRY(lithe__tensor_alloc(G->storage->backend, LITHE_F32, 2, G->shape, false, &t));
+    LITHE__TRY(lithe__tensor_alloc(G->storage->backend, LITHE_F32, G->ndim, G->shape, false, &t));
     lithe_status s = lithe_tensor_write(t, d, (size_t)G->numel * sizeof *d);
     if (s != LITHE_OK) {
         lithe_tensor_release(t);
@@ -47,7 +54,7 @@ static lithe_status emit_grad(const lithe_tensor *G, const float *d, lithe_tenso
 lithe_status lithe_l2_distance(bool normalize, const lithe_tensor *guesses, const lithe_tensor *truths,
                                lithe_tensor **d_guesses, float *loss) {
     if (d_guesses) *d_guesses = NULL;
-    LITHE__TRY(check_pair("L2Distance", guesses, truths));
+    LITHE__TRY(check_pair("L2Distance", guesses, truths, true));
     float *buf = NULL;
     LITHE__TRY(read_pair("L2Distance", guesses, truths, &buf));
     size_t n = (size_t)guesses->numel;
@@ -65,10 +72,26 @@ lithe_status lithe_l2_distance(bool normalize, const lithe_tensor *guesses, cons
     return s;
 }
 
+lithe_status lithe_mean_squared_error(const lithe_tensor *guesses, const lithe_tensor *truths, double *out) {
+    LITHE__CHECK_ARG(out, "mean_squared_error", "out is NULL");
+    LITHE__TRY(check_pair("mean_squared_error", guesses, truths, true));
+    float *buf = NULL;
+    LITHE__TRY(read_pair("mean_squared_error", guesses, truths, &buf));
+    size_t n = (size_t)guesses->numel;
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double diff = (double)buf[i] - (double)buf[n + i];
+        sum += diff * diff;
+    }
+    lithe__free(buf);
+    *out = n ? sum / (double)n : 0.0;
+    return LITHE_OK;
+}
+
 lithe_status lithe_cosine_distance(bool normalize, bool ignore_zeros, const lithe_tensor *guesses,
                                    const lithe_tensor *truths, lithe_tensor **d_guesses, float *loss) {
     if (d_guesses) *d_guesses = NULL;
-    LITHE__TRY(check_pair("CosineDistance", guesses, truths));
+    LITHE__TRY(check_pair("CosineDistance", guesses, truths, false));
     float *buf = NULL;
     LITHE__TRY(read_pair("CosineDistance", guesses, truths, &buf));
     int64_t B = guesses->shape[0], N = guesses->shape[1];

@@ -596,4 +596,15 @@ for nname, arr in npy_arrays.items():
     rec(f"npy.{nname}.bytes", numpy.frombuffer(buf.getvalue(), dtype="uint8"))
     rec(f"npy.{nname}.values", arr.astype("float64").ravel(), exact64=True)
 
+# --- L2Distance on any equal shapes (Thinc takes (B, T, N) sequences and 1-d arrays too), and the
+# mean squared error in float64 (PyTorch's MSELoss / tfjs's meanSquaredError figure) --------------
+for dname, shape in {"l2_3d": (3, 7, 4), "l2_1d": (6,)}.items():
+    Gs, Ts = randf(*shape), randf(*shape)
+    d, loss = L2Distance()(Gs, Ts)
+    rec(f"dist.{dname}.guesses", Gs)
+    rec(f"dist.{dname}.truths", Ts)
+    rec(f"dist.{dname}.d", d)
+    rec(f"dist.{dname}.loss", numpy.array(loss, dtype="float32"))
+    rec(f"dist.{dname}.mse", numpy.array([((Gs.astype("float64") - Ts) ** 2).mean()]), exact64=True)
+
 write("gen_thinc_goldens.py", "thinc_goldens.txt")

@@ -11,6 +11,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "adam_torch.h"
 #include "bench.h"
+#include "cli.h"
 
 #include "internal.h"
 #include "io/onnx.h"
@@ -20,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct bench_opts {
     const char *model, *device, *input, *labels, *output, *loss, *adam; /* adam NULL: thinc */
@@ -31,12 +31,6 @@ typedef struct bench_opts {
     long warmup_runs, min_runs, max_runs;
     uint64_t seed;
 } bench_opts;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int fail(const char *what, lithe_status s) {
     fprintf(stderr, "lithe bench: %s: %s: %s\n", what, lithe_status_str(s), lithe_last_error());
@@ -79,7 +73,11 @@ static void usage(FILE *f) {
             "  --max-runs N     ... and at most N runs (default 2000)\n"
             "  --max-s S        a slow model: warm-up stops after S seconds (and 1 run), timing after\n"
             "                   S seconds and 5 runs, so fewer than --min-runs (default: no limit)\n"
-            "  --quick          a smoke test: --warmup-s 0 --warmup-runs 1 --min-s 0 --min-runs 3\n");
+            "  --quick          a smoke test: --warmup-s 0 --warmup-runs 1 --min-s 0 --min-runs 3\n"
+            "  -h, --help       this text\n"
+            "\n"
+            "progress (stderr): a bar on a terminal when the runs take over a second\n"
+            "\n" CLI_EXIT_HELP);
 }
 
 /* ---- timing ---- */
@@ -97,9 +95,9 @@ typedef struct stats {
 } stats;
 
 static lithe_status measure(const bench_opts *o, run_fn fn, void *ctx, stats *st) {
-    double t0 = now_s();
+    double t0 = cli_now();
     long w = 0;
-    while ((w < o->warmup_runs || now_s() - t0 < o->warmup_s) && !(w >= 1 && now_s() - t0 >= o->max_s)) {
+    while ((w < o->warmup_runs || cli_now() - t0 < o->warmup_s) && !(w >= 1 && cli_now() - t0 >= o->max_s)) {
         lithe_status s = fn(ctx);
         if (s != LITHE_OK) return s;
         w++;
@@ -107,19 +105,24 @@ static lithe_status measure(const bench_opts *o, run_fn fn, void *ctx, stats *st
     double *t = malloc((size_t)o->max_runs * sizeof *t);
     if (!t) return LITHE_ERR_OOM;
     long n = 0;
-    double start = now_s(), sum = 0.0;
-    while (n < o->max_runs && (n < o->min_runs || now_s() - start < o->min_s) &&
-           !(n >= 5 && now_s() - start >= o->max_s)) {
-        double a = now_s();
+    double start = cli_now(), sum = 0.0;
+    cli_progress progress; /* of the timed runs: at least min_runs (and min_s) */
+    cli_progress_start(&progress, "timing", o->min_runs, "runs");
+    while (n < o->max_runs && (n < o->min_runs || cli_now() - start < o->min_s) &&
+           !(n >= 5 && cli_now() - start >= o->max_s)) {
+        cli_progress_update(&progress, n, NULL);
+        double a = cli_now();
         lithe_status s = fn(ctx);
-        double b = now_s();
+        double b = cli_now();
         if (s != LITHE_OK) {
+            cli_progress_end(&progress);
             free(t);
             return s;
         }
         t[n++] = b - a;
         sum += b - a;
     }
+    cli_progress_end(&progress);
     qsort(t, (size_t)n, sizeof *t, cmp_double);
     st->median = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
     st->min = t[0];
@@ -503,62 +506,69 @@ static int parse_mnk(const char *s, int64_t mnk[3]) {
 int lithe_cmd_bench(int argc, char **argv) {
     bench_opts o = {.device = "cpu", .loss = "auto", .batch = 1, .threads = -1, .warmup_s = 1.0, .min_s = 1.5, .max_s = 1e9,
                     .warmup_runs = 5, .min_runs = 30, .max_runs = 2000};
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int64_t n;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--train")) { o.train = true; continue; }
-        if (!strcmp(a, "--no-prepare")) { o.no_prepare = true; continue; }
-        if (!strcmp(a, "--quick")) {
+    enum { GEMM = 256, BATCH, THREADS, DEVICE, INPUT, LABELS, OUTPUT, LOSS, ADAM, SEED, WARMUP_S, MIN_S, MAX_S,
+           WARMUP_RUNS, MIN_RUNS, MAX_RUNS, TRAIN, NO_PREPARE, QUICK };
+    static const struct option opts[] = {
+        {"gemm", required_argument, NULL, GEMM},         {"batch", required_argument, NULL, BATCH},
+        {"threads", required_argument, NULL, THREADS},   {"device", required_argument, NULL, DEVICE},
+        {"input", required_argument, NULL, INPUT},       {"labels", required_argument, NULL, LABELS},
+        {"output", required_argument, NULL, OUTPUT},     {"loss", required_argument, NULL, LOSS},
+        {"adam", required_argument, NULL, ADAM},         {"seed", required_argument, NULL, SEED},
+        {"warmup-s", required_argument, NULL, WARMUP_S}, {"min-s", required_argument, NULL, MIN_S},
+        {"max-s", required_argument, NULL, MAX_S},       {"warmup-runs", required_argument, NULL, WARMUP_RUNS},
+        {"min-runs", required_argument, NULL, MIN_RUNS}, {"max-runs", required_argument, NULL, MAX_RUNS},
+        {"train", no_argument, NULL, TRAIN},             {"no-prepare", no_argument, NULL, NO_PREPARE},
+        {"quick", no_argument, NULL, QUICK},             {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    int c;
+    cli_begin();
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        const char *v = optarg;
+        int64_t n = 0;
+        int bad = 0;
+        switch (c) {
+        case 'h': usage(stdout); return CLI_OK;
+        case TRAIN: o.train = true; break;
+        case NO_PREPARE: o.no_prepare = true; break;
+        case QUICK:
             o.warmup_s = 0.0;
             o.warmup_runs = 1;
             o.min_s = 0.0;
             o.min_runs = 3;
-            continue;
-        }
-        if (a[0] != '-') {
-            if (o.model) { fprintf(stderr, "lithe bench: more than one model: %s\n", a); return 2; }
-            o.model = a;
-            continue;
-        }
-        if (!v) { fprintf(stderr, "lithe bench: option %s needs a value (lithe bench --help)\n", a); return 2; }
-        i++;
-        int bad = 0;
-        if (!strcmp(a, "--gemm")) { o.gemm_mode = true; bad = parse_mnk(v, o.gemm); }
-        else if (!strcmp(a, "--batch")) { bad = parse_i64(v, 1, 1 << 24, &o.batch); }
-        else if (!strcmp(a, "--threads")) { bad = parse_i64(v, 0, 1024, &n); o.threads = (int)n; }
-        else if (!strcmp(a, "--device")) o.device = v;
-        else if (!strcmp(a, "--input")) o.input = v;
-        else if (!strcmp(a, "--labels")) o.labels = v;
-        else if (!strcmp(a, "--output")) o.output = v;
-        else if (!strcmp(a, "--loss")) { o.loss = v; bad = strcmp(v, "auto") && strcmp(v, "cce") && strcmp(v, "l2"); }
-        else if (!strcmp(a, "--adam")) { o.adam = v; bad = strcmp(v, "thinc") && strcmp(v, "torch"); }
-        else if (!strcmp(a, "--seed")) { bad = parse_i64(v, 0, INT64_MAX, &n); o.seed = (uint64_t)n; }
-        else if (!strcmp(a, "--warmup-s")) bad = parse_f(v, &o.warmup_s);
-        else if (!strcmp(a, "--min-s")) bad = parse_f(v, &o.min_s);
-        else if (!strcmp(a, "--max-s")) bad = parse_f(v, &o.max_s);
-        else if (!strcmp(a, "--warmup-runs")) { bad = parse_i64(v, 0, 1000000, &n); o.warmup_runs = (long)n; }
-        else if (!strcmp(a, "--min-runs")) { bad = parse_i64(v, 1, 1000000, &n); o.min_runs = (long)n; }
-        else if (!strcmp(a, "--max-runs")) { bad = parse_i64(v, 1, 1000000, &n); o.max_runs = (long)n; }
-        else {
-            fprintf(stderr, "lithe bench: unknown option %s (lithe bench --help)\n", a);
-            return 2;
+            break;
+        case GEMM: o.gemm_mode = true; bad = parse_mnk(v, o.gemm); break;
+        case BATCH: bad = parse_i64(v, 1, 1 << 24, &o.batch); break;
+        case THREADS: bad = parse_i64(v, 0, 1024, &n); o.threads = (int)n; break;
+        case DEVICE: o.device = v; break;
+        case INPUT: o.input = v; break;
+        case LABELS: o.labels = v; break;
+        case OUTPUT: o.output = v; break;
+        case LOSS: o.loss = v; bad = strcmp(v, "auto") && strcmp(v, "cce") && strcmp(v, "l2"); break;
+        case ADAM: o.adam = v; bad = strcmp(v, "thinc") && strcmp(v, "torch"); break;
+        case SEED: bad = parse_i64(v, 0, INT64_MAX, &n); o.seed = (uint64_t)n; break;
+        case WARMUP_S: bad = parse_f(v, &o.warmup_s); break;
+        case MIN_S: bad = parse_f(v, &o.min_s); break;
+        case MAX_S: bad = parse_f(v, &o.max_s); break;
+        case WARMUP_RUNS: bad = parse_i64(v, 0, 1000000, &n); o.warmup_runs = (long)n; break;
+        case MIN_RUNS: bad = parse_i64(v, 1, 1000000, &n); o.min_runs = (long)n; break;
+        case MAX_RUNS: bad = parse_i64(v, 1, 1000000, &n); o.max_runs = (long)n; break;
+        default: return cli_bad_option("bench", argv, c);
         }
         if (bad) {
-            fprintf(stderr, "lithe bench: bad value for %s: %s\n", a, v);
-            return 2;
+            const char *name = "?";
+            for (const struct option *op = opts; op->name; op++)
+                if (op->val == c) name = op->name;
+            fprintf(stderr, "lithe bench: bad value for --%s: %s\n", name, v);
+            return CLI_USAGE;
         }
     }
-    if (o.gemm_mode == (o.model != NULL)) {
-        usage(stderr);
-        return 2;
-    }
+    if (argc - optind > 1) return cli_usage_error("bench", "more than one model: %s", argv[optind + 1]);
+    if (optind < argc) o.model = argv[optind];
+    if (o.gemm_mode == (o.model != NULL))
+        return cli_usage_error("bench", o.model ? "a MODEL or --gemm MxNxK, not both" : "needs a MODEL or --gemm MxNxK");
     if (o.min_runs > o.max_runs) o.max_runs = o.min_runs;
-    if (o.output && o.train) { fprintf(stderr, "lithe bench: --output is for predictions, not --train\n"); return 2; }
-    if (o.adam && !o.train) { fprintf(stderr, "lithe bench: --adam is for --train\n"); return 2; }
+    if (o.output && o.train) { fprintf(stderr, "lithe bench: --output is for predictions, not --train\n"); return CLI_USAGE; }
+    if (o.adam && !o.train) { fprintf(stderr, "lithe bench: --adam is for --train\n"); return CLI_USAGE; }
     lithe_backend *be;
     lithe_status s = lithe_backend_get(o.device, &be);
     if (s != LITHE_OK) return fail("--device", s);

@@ -1,5 +1,6 @@
 /* lithe info / run / convert: model files from the command line. */
 #include "lithe.h"
+#include "cli.h"
 #include "files.h"
 
 #include <stdio.h>
@@ -86,13 +87,28 @@ static void print_node(lithe_model *m, int depth, lithe_model **seen, size_t *ns
         print_node(lithe_model_layer(m, c), depth + 1, seen, nseen, count, bytes);
 }
 
+static void info_usage(FILE *f) {
+    fprintf(f, "usage: lithe info MODEL\n"
+               "  print the model's tree (each node's name, layer type, dims and parameter shapes) and its\n"
+               "  parameter count; MODEL is a .lithe file, an .onnx file or a TF.js model.json\n"
+               "\n" CLI_EXIT_HELP);
+}
+
 int lithe_cmd_info(int argc, char **argv) {
-    if (argc != 1) {
-        fprintf(stderr, "usage: lithe info MODEL.lithe|MODEL.onnx|model.json\n");
-        return 2;
+    static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    int c;
+    cli_begin();
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        if (c != 'h') return cli_bad_option("info", argv, c);
+        info_usage(stdout);
+        return CLI_OK;
     }
+    if (argc - optind != 1)
+        return cli_usage_error("info", argc == optind ? "which model? usage: lithe info MODEL" : "one model, please, not %d",
+                               argc - optind);
+    const char *path = argv[optind];
     lithe_model *m = NULL;
-    lithe_status s = lithe_model_load(argv[0], &m);
+    lithe_status s = lithe_model_load(path, &m);
     if (s != LITHE_OK) return fail("info", s);
     static lithe_model *seen[4096];
     size_t nseen = 0;
@@ -105,22 +121,41 @@ int lithe_cmd_info(int argc, char **argv) {
 
 /* ---- run ---- */
 
+static void run_usage(FILE *f) {
+    fprintf(f, "usage: lithe run MODEL --input X.npy [--input X2.npy ...] --output Y.npy\n"
+               "  predict with MODEL (.lithe, .onnx or a TF.js model.json) on .npy arrays; several inputs\n"
+               "  go to the model as a tuple, as Thinc passes them; the output must be one array\n"
+               "\n"
+               "options:\n"
+               "  -i, --input X.npy    an input array (up to 16)\n"
+               "  -o, --output Y.npy   where to write the prediction\n"
+               "  -h, --help           this text\n"
+               "\n" CLI_EXIT_HELP);
+}
+
 int lithe_cmd_run(int argc, char **argv) {
+    static const struct option opts[] = {{"input", required_argument, NULL, 'i'},
+                                         {"output", required_argument, NULL, 'o'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     const char *model = NULL, *output = NULL, *inputs[16];
-    int n_in = 0;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--input") && i + 1 < argc && n_in < 16) inputs[n_in++] = argv[++i];
-        else if (!strcmp(argv[i], "--output") && i + 1 < argc) output = argv[++i];
-        else if (argv[i][0] != '-' && !model) model = argv[i];
-        else {
-            fprintf(stderr, "lithe run: unexpected argument %s\n", argv[i]);
-            return 2;
+    int n_in = 0, c;
+    cli_begin();
+    while ((c = getopt_long(argc, argv, ":hi:o:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'h': run_usage(stdout); return CLI_OK;
+        case 'i':
+            if (n_in == 16) return cli_usage_error("run", "at most 16 --input arrays");
+            inputs[n_in++] = optarg;
+            break;
+        case 'o': output = optarg; break;
+        default: return cli_bad_option("run", argv, c);
         }
     }
-    if (!model || !n_in || !output) {
-        fprintf(stderr, "usage: lithe run MODEL.lithe|MODEL.onnx|model.json --input X.npy [--input X2.npy ...] --output Y.npy\n");
-        return 2;
-    }
+    if (argc - optind > 1) return cli_usage_error("run", "one model, please: unexpected argument %s", argv[optind + 1]);
+    if (optind < argc) model = argv[optind];
+    if (!model || !n_in || !output)
+        return cli_usage_error("run", "needs %s", !model ? "a MODEL" : !n_in ? "--input X.npy" : "--output Y.npy");
     lithe_model *m = NULL;
     lithe_status s = lithe_model_load(model, &m);
     if (s != LITHE_OK) return fail("run", s);
@@ -169,24 +204,42 @@ done:
 
 /* ---- convert ---- */
 
+static void convert_usage(FILE *f) {
+    fprintf(f, "usage: lithe convert MODEL.lithe --to-thinc OUT.bin\n"
+               "       lithe convert ARCH.lithe --from-thinc THINC.bin --output OUT.lithe\n"
+               "  between Thinc's bytes (model.to_bytes(), byte-identical with Thinc 8.1.7) and .lithe files;\n"
+               "  Thinc's bytes hold weights only, so the .lithe file gives the architecture\n"
+               "\n"
+               "options:\n"
+               "  --to-thinc OUT.bin     write the model's weights as Thinc's bytes\n"
+               "  --from-thinc IN.bin    read Thinc's bytes into ARCH's tree ...\n"
+               "  -o, --output OUT.lithe ... and save it here\n"
+               "  -h, --help             this text\n"
+               "\n" CLI_EXIT_HELP);
+}
+
 int lithe_cmd_convert(int argc, char **argv) {
+    static const struct option opts[] = {{"to-thinc", required_argument, NULL, 't'},
+                                         {"from-thinc", required_argument, NULL, 'f'},
+                                         {"output", required_argument, NULL, 'o'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     const char *model = NULL, *to_thinc = NULL, *from_thinc = NULL, *output = NULL;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--to-thinc") && i + 1 < argc) to_thinc = argv[++i];
-        else if (!strcmp(argv[i], "--from-thinc") && i + 1 < argc) from_thinc = argv[++i];
-        else if (!strcmp(argv[i], "--output") && i + 1 < argc) output = argv[++i];
-        else if (argv[i][0] != '-' && !model) model = argv[i];
-        else {
-            fprintf(stderr, "lithe convert: unexpected argument %s\n", argv[i]);
-            return 2;
+    int c;
+    cli_begin();
+    while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'h': convert_usage(stdout); return CLI_OK;
+        case 't': to_thinc = optarg; break;
+        case 'f': from_thinc = optarg; break;
+        case 'o': output = optarg; break;
+        default: return cli_bad_option("convert", argv, c);
         }
     }
-    if (!model || (!to_thinc && !(from_thinc && output))) {
-        fprintf(stderr, "usage: lithe convert MODEL.lithe --to-thinc OUT.bin\n"
-                        "       lithe convert ARCH.lithe --from-thinc THINC.bin --output OUT.lithe\n"
-                        "(Thinc's bytes hold weights only: the .lithe file gives the architecture)\n");
-        return 2;
-    }
+    if (argc - optind > 1) return cli_usage_error("convert", "one model, please: unexpected argument %s", argv[optind + 1]);
+    if (optind < argc) model = argv[optind];
+    if (!model || (!to_thinc && !(from_thinc && output)) || (to_thinc && from_thinc))
+        return cli_usage_error("convert", "needs MODEL.lithe --to-thinc OUT.bin, or ARCH.lithe --from-thinc IN.bin --output OUT.lithe");
     lithe_model *m = NULL;
     lithe_status s = lithe_model_load(model, &m);
     if (s != LITHE_OK) return fail("convert", s);

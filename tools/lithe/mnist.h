@@ -17,4 +17,7 @@ void idx_free(idx_data *d);
 /* Keeps only the examples whose label is below n_classes (in order, in place): train-mnist
  * --classes trains a model that has never seen the other classes. */
 void idx_keep_classes(idx_data *img, idx_data *lab, int n_classes);
+
+/* lithe train-mnist (train_mnist.c): argv[0] is "train-mnist"; returns the exit status. */
+int lithe_cmd_train_mnist(int argc, char **argv);
 #endif

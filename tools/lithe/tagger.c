@@ -7,6 +7,7 @@
  * paragraphs split into sequences of at most 48 tokens, every 10th paragraph held out. */
 #define _DEFAULT_SOURCE
 #include "lithe.h"
+#include "cli.h"
 #include "tagger.h"
 
 #include <dirent.h>
@@ -16,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #define DEFAULT_TEXT_DIR "/usr/share/common-licenses"
 #define MAX_SEQ 48
@@ -32,12 +32,6 @@ typedef struct corpus {
     bool *held_out;    /* per sequence */
     size_t n_tok, cap_tok, cap_seq;
 } corpus;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int fail(const char *what, lithe_status s) {
     fprintf(stderr, "lithe: %s: %s: %s\n", what, lithe_status_str(s), lithe_last_error());
@@ -274,49 +268,68 @@ static lithe_status evaluate(lithe_model *m, const corpus *c, bool held_out, dou
 }
 
 static void tagger_usage(FILE *f) {
-    fprintf(f, "usage: lithe train-tagger [--epochs N] [--batch-size N] [--seed N] [--learn-rate X]\n"
-               "                          [--data DIR] [--save PATH] [--device NAME]\n"
+    fprintf(f, "usage: lithe train-tagger [OPTIONS]\n"
                "  restores capitalisation: tags each lowercased token lower / Title / UPPER / other, from\n"
-               "  the licence texts in --data (default " DEFAULT_TEXT_DIR ", Debian's base-files)\n");
+               "  the licence texts in --data (default " DEFAULT_TEXT_DIR ", Debian's base-files);\n"
+               "  prints held-out accuracy per epoch (progress within an epoch on stderr)\n"
+               "\n"
+               "options:\n"
+               "  --epochs N        passes over the training sequences (default 6)\n"
+               "  --batch-size N    sequences per update, 1 to 64 (default 16)\n"
+               "  --seed N          seed for initialization, dropout and shuffling (default 0)\n"
+               "  --learn-rate X    Adam learning rate (default 0.002)\n"
+               "  --data DIR        the folder of text files (default " DEFAULT_TEXT_DIR ")\n"
+               "  --save PATH       write the trained tagger (averaged weights) as a .lithe file\n"
+               "  --device NAME     cpu (default), vulkan, cuda, ...\n"
+               "  -h, --help        this text\n"
+               "\n" CLI_EXIT_HELP);
+}
+
+typedef struct tagger_opts {
+    int epochs, batch_size;
+    uint64_t seed;
+    double lr;
+    const char *dir, *save, *device;
+} tagger_opts;
+
+/* Fills o from the arguments; returns -1 to go on, else the exit status (--help, a usage error). */
+static int parse_args(int argc, char **argv, tagger_opts *o) {
+    static const struct option opts[] = {
+        {"epochs", required_argument, NULL, 'e'}, {"batch-size", required_argument, NULL, 'b'},
+        {"seed", required_argument, NULL, 's'},   {"learn-rate", required_argument, NULL, 'r'},
+        {"data", required_argument, NULL, 'D'},   {"save", required_argument, NULL, 'o'},
+        {"device", required_argument, NULL, 'd'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    const char *cmd = "train-tagger";
+    int ch, bad = 0;
+    long n;
+    cli_begin();
+    while (!bad && (ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'h': tagger_usage(stdout); return CLI_OK;
+        case 'e': bad = cli_long(cmd, "epochs", optarg, 0, 100000, &n); o->epochs = (int)n; break;
+        case 'b': bad = cli_long(cmd, "batch-size", optarg, 1, 64, &n); o->batch_size = (int)n; break;
+        case 's': bad = cli_u64(cmd, "seed", optarg, &o->seed); break;
+        case 'r': bad = cli_double(cmd, "learn-rate", optarg, 1e-12, 1e6, &o->lr); break;
+        case 'D': o->dir = optarg; break;
+        case 'o': o->save = optarg; break;
+        case 'd': o->device = optarg; break;
+        default: return cli_bad_option(cmd, argv, ch);
+        }
+    }
+    if (bad) return CLI_USAGE;
+    if (optind < argc) return cli_usage_error(cmd, "unexpected argument %s", argv[optind]);
+    return -1;
 }
 
 int lithe_cmd_train_tagger(int argc, char **argv) {
-    int epochs = 6, batch_size = 16;
-    unsigned long long seed = 0;
-    double lr = 0.002;
-    const char *dir = DEFAULT_TEXT_DIR, *save = NULL, *device = "cpu";
-    for (int i = 0; i < argc; i += 2) { /* OPTION VALUE pairs */
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            tagger_usage(stdout);
-            return 0;
-        }
-        if (!v) {
-            fprintf(stderr, "lithe train-tagger: %s needs a value\n", a);
-            return 2;
-        }
-        char *end = NULL;
-        if (!strcmp(a, "--epochs")) epochs = (int)strtol(v, &end, 10);
-        else if (!strcmp(a, "--batch-size")) batch_size = (int)strtol(v, &end, 10);
-        else if (!strcmp(a, "--seed")) seed = strtoull(v, &end, 10);
-        else if (!strcmp(a, "--learn-rate")) lr = strtod(v, &end);
-        else if (!strcmp(a, "--data")) dir = v;
-        else if (!strcmp(a, "--save")) save = v;
-        else if (!strcmp(a, "--device")) device = v;
-        else {
-            fprintf(stderr, "lithe train-tagger: unknown option %s\n", a);
-            tagger_usage(stderr);
-            return 2;
-        }
-        if (end && *end) {
-            fprintf(stderr, "lithe train-tagger: %s: '%s' is not a number\n", a, v);
-            return 2;
-        }
-    }
-    if (epochs < 0 || batch_size < 1 || batch_size > 64 || !(lr > 0)) {
-        fprintf(stderr, "lithe train-tagger: --epochs >= 0, --batch-size 1..64 and --learn-rate > 0, please\n");
-        return 2;
-    }
+    tagger_opts o = {.epochs = 6, .batch_size = 16, .seed = 0, .lr = 0.002, .dir = DEFAULT_TEXT_DIR, .device = "cpu"};
+    int parsed = parse_args(argc, argv, &o);
+    if (parsed >= 0) return parsed;
+    const int epochs = o.epochs, batch_size = o.batch_size;
+    const unsigned long long seed = o.seed;
+    const double lr = o.lr;
+    const char *dir = o.dir, *save = o.save, *device = o.device;
     lithe_backend *be = NULL;
     lithe_status s = lithe_backend_get(device, &be);
     if (s != LITHE_OK) return fail("--device", s);
@@ -371,8 +384,12 @@ int lithe_cmd_train_tagger(int argc, char **argv) {
             train[i] = train[j];
             train[j] = t;
         }
-        double t0 = now_s(), loss_sum = 0.0;
+        double t0 = cli_now(), loss_sum = 0.0;
         size_t tokens = 0;
+        char label[32], extra[48];
+        snprintf(label, sizeof label, "epoch %d", epoch);
+        cli_progress progress;
+        cli_progress_start(&progress, label, (int64_t)n_train, "sequences");
         for (size_t b = 0; b < n_train; b += (size_t)batch_size) {
             size_t k = n_train - b < (size_t)batch_size ? n_train - b : (size_t)batch_size;
             lithe_value *X = NULL, *Y = NULL, *dY = NULL;
@@ -403,9 +420,12 @@ int lithe_cmd_train_tagger(int argc, char **argv) {
             lithe_value_release(X);
             lithe_value_release(Y);
             lithe_value_release(dY);
-            if (s != LITHE_OK) { fail("training step", s); goto done; }
+            if (s != LITHE_OK) { cli_progress_end(&progress); fail("training step", s); goto done; }
+            snprintf(extra, sizeof extra, "loss %.4f", loss_sum);
+            cli_progress_update(&progress, (int64_t)(b + k), extra);
         }
-        double dt = now_s() - t0;
+        cli_progress_end(&progress);
+        double dt = cli_now() - t0;
         total += dt;
         if ((s = lithe_optimizer_swap_averages(opt, model)) != LITHE_OK) { fail("swapping in averages", s); goto done; }
         s = evaluate(model, &c, true, &acc, &wacc);

@@ -110,7 +110,7 @@ test('the package in a Web Worker (module worker): its own instance predicts as 
   await page.goto(url);
   await page.waitForFunction(() => window.demo?.ready || window.demo?.error, null, { timeout: 60_000 });
   const res = await page.evaluate(async () => {
-    const lithe = await import('lithe');
+    const lithe = await import('lithe-wasm');
     const model = await lithe.load('/model/fashion9.lithe');
     const x = new Float32Array(784 * 2).map((_, i) => (i % 7) / 7);
     const mine = Array.from(model.predict(x, [2, 784]).data);
@@ -148,7 +148,7 @@ async function fineTune(page, steps) {
 
 // The same 64 images through the page's own instance.
 const predict64 = (page) => page.evaluate(async () => {
-  const lithe = await import('lithe');
+  const lithe = await import('lithe-wasm');
   const model = await lithe.load('/model/fashion9.lithe');
   const x = new Float32Array(784 * 64).map((_, i) => ((i * 7919) % 255) / 255);
   return Array.from(new Uint32Array(model.predict(x, [64, 784]).data.buffer));
@@ -195,7 +195,7 @@ test('ONNX / TF.js in the browser: the importer module is fetched and linked whe
   await page.goto(url);
   await page.waitForFunction(() => window.demo?.ready || window.demo?.error, null, { timeout: 60_000 });
   const res = await page.evaluate(async () => {
-    const lithe = await import('lithe');
+    const lithe = await import('lithe-wasm');
     const linkedAtStart = !!lithe.c().importers; // the page has loaded its .lithe MLP
     // a TF.js 1x1 Conv2D with an identity kernel, then Flatten: predicts its input
     const tfjs = { modelTopology: { class_name: 'Sequential', config: { name: 's', layers: [

@@ -326,7 +326,7 @@ bool lithe__sgemm_rows_direct(const lithe__sgemm_kernel *k, int64_t M, int64_t O
                               const float *A, int64_t lda, const float *const *B_rows, int64_t b_row, float *C,
                               int64_t ldc, const lithe__sgemm_epilogue *epi);
 
-/* A convolution's output pixels as the product's rows (conv.c's "pixel rows" orientation):
+/* A convolution's output pixels as the product's rows (conv/gemm.c's "pixel rows" orientation):
  *   Cᵀ (M pixels, N filters) = op(A) (M, K) · op(B) (K, N) [+ bias (N)] [act],  beta = 0
  * op(A) is gathered from row pointers with the pixels' 2-D layout: element (i, k) at
  *   A_rows[k][(i / ow) · a_row + i % ow]

@@ -650,7 +650,7 @@ static const double speed[N_KERNELS] = {1.0, 1.0, 1.0, 0.9, 0.5, 1.0};
 
 /* The height with the least work per useful row, ceil(M / MR) * MR / speed (ties: the taller,
  * fewer B reloads): 64 rows -> 8 x 32, 56 -> 14 x 32, 2 -> 2 x 32, 6 -> 8 x 32, 49 -> 7 x 32 (a
- * 7x7 plane's pixels in conv.c's pixel rows: mobilenet_v2's 1x1 convolutions there ran 14 x 32
+ * 7x7 plane's pixels in conv/gemm.c's pixel rows: mobilenet_v2's 1x1 convolutions there ran 14 x 32
  * tiles an eighth empty; 7 x 32 still has 14 accumulators, and 320 -> 1280 went 458 -> 426 us). Every height
  * gives the same bits. LITHE_GEMM_AVX512_MR=14|12|8|7|4|2 forces one (tests, tuning). */
 static const lithe__sgemm_kernel *for_rows(int64_t M) {

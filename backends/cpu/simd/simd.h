@@ -88,7 +88,7 @@ typedef struct lithe__simd_kernels {
     void (*unary)(int op, int64_t n, const float *X, float *Y);
     void (*unary_backward)(int op, int64_t n, const float *X, const float *Y, const float *dY, float *dX);
     void (*maxout)(int64_t R, int64_t P, const float *X, float *Y, int32_t *which);
-    /* A depthwise-convolution plane laid out as long rows (conv.c): for r < R, q < n,
+    /* A depthwise-convolution plane laid out as long rows (conv/depthwise.c): for r < R, q < n,
      * y[r * ldy + q] = act(bias + sum over t < T (in that order) of x[r * ldx + q + off[t]] * w[t]),
      * T at most LITHE__DWCONV_MAX_TAPS; a NULL: no activation (else the act kernel's bits). Reads no
      * x past a row's x[r * ldx + n - 1 + off[t]], writes no y past y[r * ldy + n - 1]. */
@@ -103,7 +103,7 @@ typedef struct lithe__simd_kernels {
     /* Depthwise planes with channels in the lanes: Y's planes l < nch (<= lanes, at Y + l·OH·OW) of
      * the depthwise g (C = M = group) from X's planes (X + l·H·W), taps w + l·KH·KW, bias b[l] (b
      * NULL: 0), act a (NULL: none; else the act kernel's bits), each the scalar twin's sum with the
-     * padding's taps added as 0·w (so the twin's bits where dw_plane_padded_ok holds, conv.c);
+     * padding's taps added as 0·w (so the twin's bits where dw_plane_padded_ok holds, conv/depthwise.c);
      * KH·KW <= LITHE__DWCONV_MAX_TAPS. ws: lithe__dw_lanes_ws(g, lanes) floats, zero before the first
      * call for g (the kernel writes only the buffer's interior and leaves the padding zero, so calls
      * for further blocks of g reuse it as it is). NULL in tables without it (scalar and the four-lane ones). */
@@ -113,7 +113,7 @@ typedef struct lithe__simd_kernels {
      * taps w + 9i, bias b[i] (b NULL: 0), act a as dwconv_taps; padding 1 at the top and left, stride
      * s both ways: s = 1 with OH = H, OW = W (padding 1 all round); s = 2 with 2·OH <= H, 2·OW <= W (no
      * bottom or right padding read); OW >= dwconv3x3_min_width. The twin's sum with the padding rows'
-     * taps skipped and the padding columns' added as 0·w (conv.c's dw_plane_padded_ok rule). NULL in
+     * taps skipped and the padding columns' added as 0·w (conv/depthwise.c's dw_plane_padded_ok rule). NULL in
      * tables without it (scalar and the four-lane ones). */
     void (*dwconv3x3)(int64_t n, int64_t H, int64_t W, int64_t s, int64_t OH, int64_t OW, const float *x, float *y,
                       const float *w, const float *b, const lithe__act *a);
@@ -191,7 +191,7 @@ void *lithe__cpu_cache_alloc(size_t nbytes);
 void lithe__cpu_cache_free(void *p);
 size_t lithe__cpu_cache_bytes(void);
 
-/* Convolution (conv.c): depthwise directly, the rest as GEMMs (lithe__sgemm, _rows, _pixels); a (or
+/* Convolution (conv/): depthwise directly, the rest as GEMMs (lithe__sgemm, _rows, _pixels); a (or
  * NULL): the activation, with the act kernel's bits — in registers (depthwise relu / clip), in the
  * GEMM's store (a kernel with clamp_ok), in the pixel-rows tile buffer, or by the act kernel after. */
 lithe_status lithe__cpu_conv2d(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
@@ -210,7 +210,7 @@ lithe_status lithe__cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *
 lithe_status lithe__cpu_conv2d_add(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
                                    const struct lithe__sgemm_packed_b *Wp, const float *b, const float *R,
                                    bool res_first, float *Y);
-/* Pooling (conv.c): the twins over (image, channel) planes split by the pool, 2x2/2 max pooling
+/* Pooling (conv/pool.c): the twins over (image, channel) planes split by the pool, 2x2/2 max pooling
  * by its own loop; bit-identical to the twins. LITHE_OK (the npm core without the importer module:
  * LITHE_ERR_UNSUPPORTED, bindings/js/src/importers_hooks.c). */
 lithe_status lithe__cpu_pool2d(const lithe__pool2d *g, const float *X, float *Y, int32_t *which);

@@ -1,6 +1,6 @@
 /* The npm package's second module, lithe-importers.wasm: the ONNX and TF.js importers and the graph
  * executor (core/io/onnx.c, tfjs.c, core/graph/), with the CPU backend's convolution and pooling
- * that only graphs run (backends/cpu/conv.c), built as an Emscripten side module (position-
+ * that only graphs run (backends/cpu/conv/), built as an Emscripten side module (position-
  * independent, importing the core module's memory, table, stack pointer and the functions it
  * calls). src/loader.js links it into a running core module when a model needs it and hands this
  * table to lithe_js_importers_set; the core then reaches the importers through it

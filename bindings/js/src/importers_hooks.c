@@ -1,6 +1,6 @@
 /* The npm package's core module (LITHE_IMPORTERS_SEPARATE, Emscripten builds only): the ONNX and
- * TF.js importers and the graph executor (core/io/onnx.c, tfjs.c, core/graph/), with the CPU
- * backend's convolution and pooling that only imported graphs run (backends/cpu/conv.c), are a
+ * TF.js importers and the graph executor (core/io/onnx.c, tfjs/, core/graph/), with the CPU
+ * backend's convolution and pooling that only imported graphs run (backends/cpu/conv/), are a
  * second module, lithe-importers.wasm (lithe-importers-simd.wasm beside the SIMD128 core;
  * bindings/js/src/importers.c), that the JS loader links into this module's memory and table when
  * a model needs it, then registers here. Until then the public entry points

@@ -1,4 +1,4 @@
-// Type declarations for the npm package `lithe` (src/index.js).
+// Type declarations for the npm package `lithe-wasm` (src/index.js).
 import type { Raw } from './raw.js';
 
 export type TensorData = Float32Array | Int32Array | BigInt64Array | BigUint64Array | Uint8Array | Uint32Array;
@@ -9,13 +9,18 @@ export declare const STATUS: Readonly<{
 }>;
 export declare const DTYPE: Readonly<{ F32: 0; F16: 1; BF16: 2; I32: 3; I64: 4; U64: 5; U8: 6; U32: 7 }>;
 
-/** A lithe error: a non-OK lithe_status with lithe_last_error()'s message. The instance stays usable. */
+/** Every error the package throws: a non-OK lithe_status with lithe_last_error()'s message, or
+ *  this layer's own check (arguments: LITHE_ERR_INVALID_ARG / _VALUE / _SHAPE / _DTYPE; a file or
+ *  fetch that fails: LITHE_ERR_IO, with the underlying error as `cause`). The instance stays usable
+ *  (after a trap, LITHE_ERR_INTERNAL, it refuses further calls). */
 export declare class LitheError extends Error {
   readonly status: number;
   /** "LITHE_ERR_SHAPE", ... */
   readonly statusName: string;
   /** lithe_last_error()'s text. */
   readonly detail: string;
+  /** The underlying error, where there is one (Node's ENOENT, a WebAssembly.RuntimeError, ...). */
+  readonly cause?: unknown;
 }
 
 export interface InitOptions {
@@ -103,10 +108,15 @@ export declare function sgd(options: { learnRate: number; L2?: number; gradClip?
 export type Loss = 'categorical_crossentropy' | 'cce' | 'l2' | 'mse';
 export interface TrainStep {
   x: TensorLike;
-  /** Int32Array labels (B,) or float32 targets (B, C) for categorical_crossentropy; targets for l2. */
+  /** Int32Array labels (B,) or float32 targets (B, C) for categorical_crossentropy; for l2, targets of
+   *  the output's shape (any rank: (B, T, N) sequences too). */
   y: TensorLike | number[];
   loss?: Loss;
   optimizer: Optimizer;
+  /** What trainStep returns: 'loss' (default) the loss as PyTorch and tfjs report it (the mean
+   *  cross-entropy, or the mean squared error for l2); 'thinc' Thinc 8.1's figure (the sum of the
+   *  squared gradient). */
+  report?: 'loss' | 'thinc';
 }
 
 /** A lithe model (Thinc's Model tree) living in the WebAssembly instance. */
@@ -117,7 +127,8 @@ export declare class Model extends Handle {
   setSeed(seed: number | bigint): this;
   /** forward with is_train = false, the weights prepared for inference first (packed once; same bits, one extra copy of the weights' memory). */
   predict(x: TensorLike, shape?: readonly number[]): Tensor<Float32Array>;
-  /** begin_update, loss, backprop, finish_update; returns the loss as lithe reports it (Thinc's sum of squared gradients). */
+  /** begin_update, loss, backprop, finish_update; returns the loss of the output before the update
+   *  (the mean cross-entropy or mean squared error; Thinc's sum of squared gradients with report: 'thinc'). */
   trainStep(step: TrainStep): number;
   /** Grows the output layer to n classes, keeping the old rows (new ones start at zero). */
   resizeOutput(n: number): this;

@@ -2,7 +2,7 @@
 // objects: call dispose() when done (a FinalizationRegistry frees forgotten ones eventually).
 // Tensors are plain JS: a TypedArray and a shape, copied into the module for each call.
 import { instantiate, simdSupported, threadsSupported, readBytes, compileImporters, compileImportersSync, linkImporters } from './loader.js';
-import { createRaw, LitheError, STATUS, DTYPE } from './raw.js';
+import { createRaw, LitheError, litheError, STATUS, DTYPE } from './raw.js';
 
 export { LitheError, STATUS, DTYPE, simdSupported, threadsSupported };
 
@@ -38,7 +38,7 @@ export function init(options = {}) {
     initPromise = null;
     raw = null;
     loadedCore = null;
-    throw err;
+    throw asLitheError(err, 'cannot start the WebAssembly module');
   });
   return initPromise;
 }
@@ -55,7 +55,7 @@ function importers() {
     },
     (err) => {
       importersPromise = null;
-      throw err;
+      throw asLitheError(err, 'cannot load the importer module (ONNX, TF.js)');
     });
   return importersPromise;
 }
@@ -71,15 +71,28 @@ function runLoader(call, sync) {
   const status = call();
   if (status === STATUS.OK || !r.lithe_js_importers_wanted()) return status;
   if (!sync) return MISSING;
-  const module = compileImportersSync(importersSource, loadedCore.simd);
-  if (!module) return status; // lithe's error says what is missing and that load() links it
-  r.importers = linkImporters(loadedCore, module);
+  try {
+    const module = compileImportersSync(importersSource, loadedCore.simd);
+    if (!module) return status; // lithe's error says what is missing and that load() links it
+    r.importers = linkImporters(loadedCore, module);
+  } catch (err) {
+    throw asLitheError(err, 'cannot load the importer module (ONNX, TF.js)');
+  }
   return call();
 }
 
 function need() {
-  if (!raw) throw new Error('lithe: call `await lithe.init()` first');
+  if (!raw) throw litheError(STATUS.STATE, 'call `await lithe.init()` first');
   return raw;
+}
+
+// Errors from below this layer (the file system, fetch, WebAssembly compilation) as LitheErrors:
+// IO for files and the network, FORMAT for a module that does not compile, else INTERNAL.
+function asLitheError(err, what) {
+  if (err instanceof LitheError) return err;
+  const io = typeof err?.code === 'string' || err instanceof TypeError; // Node's ENOENT & co.; fetch's network failure
+  const status = io ? STATUS.IO : err instanceof WebAssembly.CompileError ? STATUS.FORMAT : STATUS.INTERNAL;
+  return litheError(status, `${what}: ${err?.message ?? err}`, err);
 }
 
 // The C-mirror layer (every lithe_* function by its C name, memory helpers, check()).
@@ -108,7 +121,7 @@ function dtypeOf(data) {
   if (data instanceof BigUint64Array) return DTYPE.U64;
   if (data instanceof Uint8Array) return DTYPE.U8;
   if (data instanceof Uint32Array) return DTYPE.U32;
-  throw new TypeError('lithe: tensor data must be a Float32Array, Int32Array, BigInt64Array, BigUint64Array, Uint8Array or Uint32Array');
+  throw litheError(STATUS.DTYPE, 'tensor data must be a Float32Array, Int32Array, BigInt64Array, BigUint64Array, Uint8Array or Uint32Array');
 }
 
 // An n-dimensional array: `data` (a TypedArray, row-major) and `shape` (extents).
@@ -125,9 +138,9 @@ export class Tensor {
     }
     dtype = dtypeOf(data);
     shape = Array.from(shape, Number);
-    if (shape.some((d) => !Number.isInteger(d) || d < 0)) throw new RangeError(`lithe: bad shape [${shape}]`);
+    if (shape.some((d) => !Number.isInteger(d) || d < 0)) throw litheError(STATUS.SHAPE, `bad shape [${shape}]`);
     const n = shape.reduce((a, b) => a * b, 1);
-    if (n !== data.length) throw new RangeError(`lithe: shape [${shape}] holds ${n} elements but data has ${data.length}`);
+    if (n !== data.length) throw litheError(STATUS.SHAPE, `shape [${shape}] holds ${n} elements but data has ${data.length}`);
     this.data = data;
     this.shape = shape;
     this.dtype = dtype;
@@ -158,7 +171,7 @@ function asTensor(x, shape) {
   if (x && ArrayBuffer.isView(x.data) && x.shape) return new Tensor(x.data, x.shape);
   if (ArrayBuffer.isView(x)) return new Tensor(x, shape ?? [x.length]);
   if (Array.isArray(x)) return tensor(x, shape);
-  throw new TypeError('lithe: expected a lithe.Tensor, {data, shape} or a TypedArray');
+  throw litheError(STATUS.INVALID_ARG, 'expected a lithe.Tensor, {data, shape} or a TypedArray');
 }
 
 // A tensor's extents (and, read back, its dtype and rank) pass through the scratch block's slots
@@ -201,7 +214,7 @@ function fromC(ptr) {
   let n = 1;
   for (let i = 0; i < ndim; i++) n *= shape[i] = i32[w + 2 + i];
   const Ctor = ARRAY_OF_DTYPE[dtype];
-  if (!Ctor) throw new LitheError(STATUS.DTYPE, 'LITHE_ERR_DTYPE', `no TypedArray for dtype ${dtype}`);
+  if (!Ctor) throw litheError(STATUS.DTYPE, `no TypedArray for dtype ${dtype}`);
   const out = new Ctor(n);
   const nbytes = n * Ctor.BYTES_PER_ELEMENT;
   if (nbytes && at && dtype === DTYPE.F32 && n <= 64 && at % 4 === 0) {
@@ -211,7 +224,7 @@ function fromC(ptr) {
     out.set(new Ctor(r.memory.buffer, at, n));
   } else if (nbytes) {
     const tmp = r.malloc(nbytes);
-    if (!tmp) throw new LitheError(STATUS.OOM, 'LITHE_ERR_OOM', `malloc(${nbytes}) failed`);
+    if (!tmp) throw litheError(STATUS.OOM, `malloc(${nbytes}) failed`);
     try {
       r.check(r.lithe_tensor_read(ptr, tmp, nbytes));
       new Uint8Array(out.buffer).set(r.u8().subarray(tmp, tmp + nbytes));
@@ -235,7 +248,7 @@ class Handle {
     registry.register(this, { free, ptr }, this);
   }
   get ptr() {
-    if (!this.#ptr) throw new Error(`lithe: ${this.constructor.name} used after dispose()`);
+    if (!this.#ptr) throw litheError(STATUS.STATE, `${this.constructor.name} used after dispose()`);
     return this.#ptr;
   }
   get disposed() {
@@ -268,7 +281,7 @@ function optimizer(adam, o) {
 export const adam = (options = {}) => optimizer(true, options);
 // SGD; options: learnRate (required), L2, gradClip (1.0), useAverages (false).
 export function sgd(options) {
-  if (!options || typeof options.learnRate !== 'number') throw new TypeError('lithe.sgd: options.learnRate is required');
+  if (!options || typeof options.learnRate !== 'number') throw litheError(STATUS.INVALID_ARG, 'sgd: options.learnRate is required');
   return optimizer(false, options);
 }
 
@@ -313,14 +326,18 @@ export class Model extends Handle {
       r.lithe_tensor_release(xp);
     }
   }
-  // One update: begin_update(x), the loss against y, backprop, finish_update(optimizer). Returns
-  // the loss as the C loss reports it (Thinc's: the sum of the squared gradient). loss:
-  // 'categorical_crossentropy' (y: Int32Array labels (B,) or Float32Array targets (B, C)) or 'l2'.
-  trainStep({ x, y, loss = 'categorical_crossentropy', optimizer: opt }) {
+  // One update: begin_update(x), the loss against y, backprop, finish_update(optimizer). loss:
+  // 'categorical_crossentropy' (y: Int32Array labels (B,) or Float32Array targets (B, C)) or 'l2'
+  // (Thinc's L2Distance: targets of the output's shape, sequences (B, T, N) too). Returns the loss
+  // of the output before the update, as PyTorch and tfjs report it: the mean cross-entropy, or the
+  // mean squared error; with report: 'thinc', Thinc 8.1's figure (the sum of the squared gradient).
+  // Computed by the C library (lithe_cross_entropy, lithe_mean_squared_error).
+  trainStep({ x, y, loss = 'categorical_crossentropy', optimizer: opt, report = 'loss' }) {
     const r = need();
-    if (!(opt instanceof Optimizer)) throw new TypeError('lithe: trainStep needs an optimizer (lithe.adam() or lithe.sgd())');
+    if (!(opt instanceof Optimizer)) throw litheError(STATUS.INVALID_ARG, 'trainStep needs an optimizer (lithe.adam() or lithe.sgd())');
     const kind = LOSSES[loss];
-    if (kind === undefined) throw new RangeError(`lithe: unknown loss '${loss}' (categorical_crossentropy or l2)`);
+    if (kind === undefined) throw litheError(STATUS.VALUE, `unknown loss '${loss}' (categorical_crossentropy or l2)`);
+    if (report !== 'loss' && report !== 'thinc') throw litheError(STATUS.VALUE, `unknown report '${report}' ('loss' or 'thinc')`);
     const xs = asTensor(x);
     let ys = y;
     if (Array.isArray(y)) ys = new Tensor(Int32Array.from(y));
@@ -329,7 +346,7 @@ export class Model extends Handle {
     try {
       yp = toC(asTensor(ys));
       this.#prepared = false; // the step writes the weights: lithe drops their prepared copies
-      r.check(r.lithe_js_train_step(this.ptr, opt.ptr, xp, yp, kind, r.outPtr(1), 0));
+      r.check(r.lithe_js_train_step(this.ptr, opt.ptr, xp, yp, kind, report === 'thinc' ? 1 : 0, r.outPtr(1), 0));
       return r.readF32(r.outPtr(1));
     } finally {
       r.lithe_tensor_release(xp);
@@ -340,7 +357,7 @@ export class Model extends Handle {
   // resize_model: new rows start at zero). The output layer is wrapped in a resizable node the
   // first time.
   resizeOutput(n) {
-    if (!Number.isInteger(n)) throw new TypeError('lithe: resizeOutput(n) needs an integer');
+    if (!Number.isInteger(n)) throw litheError(STATUS.INVALID_ARG, 'resizeOutput(n) needs an integer');
     this.#prepared = false;
     need().check(raw.lithe_js_resize_output(this.ptr, n));
     return this;
@@ -367,7 +384,12 @@ export async function load(source) {
     await importers();
     return loadTfjs(source);
   }
-  const bytes = await readBytes(source);
+  let bytes;
+  try {
+    bytes = await readBytes(source);
+  } catch (err) {
+    throw asLitheError(err, `cannot read the model ${source instanceof URL ? source.href : typeof source === 'string' ? `'${source}'` : ''}`.trimEnd());
+  }
   const model = loadModel(bytes, false);
   if (model !== MISSING) return model;
   await importers();

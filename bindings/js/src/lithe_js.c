@@ -67,10 +67,12 @@ LITHE_JS_API lithe_status lithe_js_optimizer_new(int adam, double learn_rate, do
 enum { LITHE_JS_LOSS_CCE = 0, LITHE_JS_LOSS_L2 = 1 };
 
 /* One step of Thinc's training loop: Y, backprop = begin_update(X); dY, loss = loss(Y, truths);
- * backprop(dY); finish_update(opt). *loss is what the loss reports (Thinc's sum of squared
- * gradients for both). guesses_out (may be NULL) receives Y, so callers can track accuracy. */
+ * backprop(dY); finish_update(opt). *loss is the loss of Y before the update: with thinc_figure 0,
+ * what PyTorch and tfjs users read (lithe_cross_entropy: the mean cross-entropy; or
+ * lithe_mean_squared_error), with 1 what Thinc 8.1's losses report (the sum of squared
+ * gradients). guesses_out (may be NULL) receives Y, so callers can track accuracy. */
 LITHE_JS_API lithe_status lithe_js_train_step(lithe_model *m, lithe_optimizer *opt, lithe_tensor *X,
-                                              lithe_tensor *truths, int loss_kind, float *loss,
+                                              lithe_tensor *truths, int loss_kind, int thinc_figure, float *loss,
                                               lithe_tensor **guesses_out) {
     lithe_value *xv = NULL, *yv = NULL, *dv = NULL;
     lithe_backprop *bp = NULL;
@@ -79,10 +81,18 @@ LITHE_JS_API lithe_status lithe_js_train_step(lithe_model *m, lithe_optimizer *o
     lithe_status s = lithe_value_tensor(X, &xv);
     if (s == LITHE_OK) s = lithe_model_begin_update(m, xv, &yv, &bp);
     lithe_tensor *Y = s == LITHE_OK ? lithe_value_get_tensor(yv) : NULL;
+    double value = 0.0;
     if (s == LITHE_OK) {
-        if (loss_kind == LITHE_JS_LOSS_CCE) s = lithe_categorical_crossentropy(NULL, Y, truths, &dY, loss);
-        else if (loss_kind == LITHE_JS_LOSS_L2) s = lithe_l2_distance(true, Y, truths, &dY, loss);
-        else s = lithe_categorical_crossentropy(NULL, NULL, NULL, NULL, NULL); /* sets the error */
+        if (loss_kind == LITHE_JS_LOSS_CCE) {
+            s = lithe_categorical_crossentropy(NULL, Y, truths, &dY, loss);
+            if (s == LITHE_OK && !thinc_figure) s = lithe_cross_entropy(NULL, Y, truths, &value);
+        } else if (loss_kind == LITHE_JS_LOSS_L2) {
+            s = lithe_l2_distance(true, Y, truths, &dY, loss);
+            if (s == LITHE_OK && !thinc_figure) s = lithe_mean_squared_error(Y, truths, &value);
+        } else {
+            s = lithe_categorical_crossentropy(NULL, NULL, NULL, NULL, NULL); /* sets the error */
+        }
+        if (s == LITHE_OK && !thinc_figure) *loss = (float)value;
     }
     if (s == LITHE_OK) s = lithe_value_tensor(dY, &dv);
     if (s == LITHE_OK) s = lithe_backprop_run(bp, dv, NULL);

@@ -10,6 +10,8 @@
 // in Node; src/thread.js) that instantiate the same module on the same memory and wait in the
 // CPU backend's thread pool. Elsewhere it falls back silently to one thread.
 
+import { litheError, STATUS } from './raw.js';
+
 // (module (func (result v128) i32.const 0 i8x16.splat)): valid only where SIMD128 is supported.
 const SIMD_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 8, 1, 6, 0, 65, 0,
   253, 15, 11]);
@@ -72,7 +74,7 @@ export async function readBytes(source) {
     return fs.readFile(fileURLToPath(url));
   }
   const res = await fetch(url);
-  if (!res.ok) throw new Error(`lithe: cannot fetch ${url}: HTTP ${res.status}`);
+  if (!res.ok) throw litheError(STATUS.IO, `cannot fetch ${url}: HTTP ${res.status}`);
   return new Uint8Array(await res.arrayBuffer());
 }
 
@@ -83,7 +85,7 @@ async function compile(source) {
   if (remote && typeof WebAssembly.compileStreaming === 'function') {
     const url = source instanceof URL ? source : new URL(String(source), globalThis.location?.href);
     const res = await fetch(url);
-    if (!res.ok) throw new Error(`lithe: cannot fetch ${url}: HTTP ${res.status}`);
+    if (!res.ok) throw litheError(STATUS.IO, `cannot fetch ${url}: HTTP ${res.status}`);
     if ((res.headers.get('content-type') ?? '').startsWith('application/wasm')) return WebAssembly.compileStreaming(res);
     return WebAssembly.compile(await res.arrayBuffer());
   }
@@ -149,9 +151,10 @@ async function startWorkers(module, memory, exports, n, threadUrl) {
   const NodeWorker = isNode ? (await nodeModule('worker_threads')).Worker : null;
   const makeWorker = (slot) => {
     if (NodeWorker) return new NodeWorker(threadUrl ?? new URL('./thread.js', import.meta.url));
-    const options = { type: 'module', name: `lithe thread ${slot + 1}` };
-    // the literal form, which bundlers that handle workers (webpack 5, Vite) recognise
-    return threadUrl ? new Worker(threadUrl, options) : new Worker(new URL('./thread.js', import.meta.url), options);
+    if (threadUrl) return new Worker(threadUrl, { type: 'module', name: `lithe thread ${slot + 1}` });
+    // the literal form, options included, which bundlers that handle workers (webpack 5, Vite)
+    // recognise and compile (Vite refuses options it cannot read statically)
+    return new Worker(new URL('./thread.js', import.meta.url), { type: 'module' });
   };
   const workers = [];
   const started = [];
@@ -233,7 +236,7 @@ export async function instantiate({ wasm, simd, print, threads, threadUrl } = {}
     // a browser's main thread may not block in memory.atomic.wait: it spins while it waits
     const canBlock = isNode || typeof document === 'undefined';
     const st = instance.exports.lithe_js_threads_ready(workers, canBlock ? 1 : 0);
-    if (st !== 0) throw new Error(`lithe: the threads module refused ${workers} workers (status ${st})`);
+    if (st !== 0) throw litheError(st, `the threads module refused ${workers} workers`);
     nthreads = workers + 1;
   }
   return { instance, exports: instance.exports, memory, simd: useSimd || shared, module, threads: nthreads, build };
@@ -251,8 +254,9 @@ export async function instantiate({ wasm, simd, print, threads, threadUrl } = {}
 // lithe-importers.wasm for the scalar one (which a SIMD128 core can link too, with slower
 // convolutions).
 
+// (each URL a literal inside new URL(…, import.meta.url): the form Vite and webpack 5 emit assets for)
 export function importersUrl(simd = false) {
-  return new URL(simd ? '../dist/lithe-importers-simd.wasm' : '../dist/lithe-importers.wasm', import.meta.url);
+  return simd ? new URL('../dist/lithe-importers-simd.wasm', import.meta.url) : new URL('../dist/lithe-importers.wasm', import.meta.url);
 }
 
 export async function compileImporters(source, simd = false) {
@@ -279,7 +283,7 @@ export function compileImportersSync(source, simd = false) {
 // how many table slots its functions take.
 function dylinkInfo(module) {
   const [section] = WebAssembly.Module.customSections(module, 'dylink.0');
-  if (!section) throw new Error('lithe: the importer module has no dylink.0 section (not an Emscripten side module)');
+  if (!section) throw litheError(STATUS.FORMAT, 'the importer module has no dylink.0 section (not an Emscripten side module)');
   const b = new Uint8Array(section);
   let at = 0;
   const leb = () => {
@@ -313,7 +317,7 @@ export function linkImporters(loaded, module) {
   if (info.memorySize) {
     const align = 2 ** info.memoryAlign;
     const block = core.malloc(info.memorySize + align); // never freed: the module stays for the instance's life
-    if (!block) throw new Error(`lithe: no memory for the importer module's ${info.memorySize} bytes of data`);
+    if (!block) throw litheError(STATUS.OOM, `no memory for the importer module's ${info.memorySize} bytes of data`);
     memoryBase = Math.ceil(block / align) * align;
     new Uint8Array(core.memory.buffer, memoryBase, info.memorySize).fill(0);
   }
@@ -350,7 +354,7 @@ export function linkImporters(loaded, module) {
       // a host function (Emscripten implements a few libc calls in JavaScript): fails softly, as
       // the core's own do (instantiate)
       else if (!/^(lithe|js_)/.test(imp.name)) env[imp.name] = () => -ENOSYS;
-      else throw new Error(`lithe: the core module does not export ${imp.name}, which the importer module needs (mismatched builds?)`);
+      else throw litheError(STATUS.FORMAT, `the core module does not export ${imp.name}, which the importer module needs (mismatched builds?)`);
     } else if (imp.module === 'GOT.func' || imp.module === 'GOT.mem') {
       const g = i32(0, true);
       imports[imp.module][imp.name] = g;
@@ -366,7 +370,7 @@ export function linkImporters(loaded, module) {
     else if (kind === 'GOT.func' && typeof core[name] === 'function') g.value = slotOf(core[name]);
     else if (kind === 'GOT.mem' && side[name] instanceof WebAssembly.Global) g.value = memoryBase + side[name].value;
     else if (kind === 'GOT.mem' && core[name] instanceof WebAssembly.Global) g.value = core[name].value;
-    else throw new Error(`lithe: the importer module's ${kind} import ${name} is defined nowhere`);
+    else throw litheError(STATUS.FORMAT, `the importer module's ${kind} import ${name} is defined nowhere`);
   }
   side.__wasm_apply_data_relocs?.();
   side.__wasm_call_ctors?.();

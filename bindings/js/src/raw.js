@@ -10,15 +10,23 @@ export const STATUS = Object.freeze({
 export const DTYPE = Object.freeze({ F32: 0, F16: 1, BF16: 2, I32: 3, I64: 4, U64: 5, U8: 6, U32: 7 });
 
 // A lithe error: `status` is the lithe_status number, `statusName` its name ("LITHE_ERR_SHAPE"),
-// `message` lithe_last_error()'s text.
+// `detail` lithe_last_error()'s text (or this layer's, for what it checks itself: arguments, files,
+// fetches, the module); `cause` the underlying error where there is one (Node's ENOENT, a
+// WebAssembly.RuntimeError, ...). Every error the package throws is one.
 export class LitheError extends Error {
-  constructor(status, statusName, detail) {
-    super(`${statusName}: ${detail}`);
+  constructor(status, statusName, detail, options) {
+    super(`${statusName}: ${detail}`, options);
     this.name = 'LitheError';
     this.status = status;
     this.statusName = statusName;
     this.detail = detail;
   }
+}
+
+const STATUS_NAME = Object.fromEntries(Object.entries(STATUS).map(([k, v]) => [v, v === 0 ? 'LITHE_OK' : `LITHE_ERR_${k}`]));
+// A LitheError for a status this JS layer decides (the name as lithe_status_str has it).
+export function litheError(status, detail, cause) {
+  return new LitheError(status, STATUS_NAME[status], detail, cause === undefined ? undefined : { cause });
 }
 
 export function createRaw(loaded) {
@@ -30,12 +38,13 @@ export function createRaw(loaded) {
   // with an error that says so, rather than computing on corrupt state.
   raw.trapped = null;
   const guard = (name, fn) => (...args) => {
-    if (raw.trapped) throw new Error(`lithe: this WebAssembly instance trapped earlier (${raw.trapped.message}) and cannot be used; reload the page or restart the process`);
+    if (raw.trapped) throw litheError(STATUS.INTERNAL, `this WebAssembly instance trapped earlier (${raw.trapped.message}) and cannot be used; reload the page or restart the process`, raw.trapped);
     try {
       return fn(...args);
     } catch (e) {
-      if (e instanceof WebAssembly.RuntimeError) raw.trapped = e;
-      throw e;
+      if (!(e instanceof WebAssembly.RuntimeError)) throw e;
+      raw.trapped = e;
+      throw litheError(STATUS.INTERNAL, `the WebAssembly instance trapped in ${name} (${e.message}): a bug, or a bad pointer given to c()`, e);
     }
   };
   // (lithe__* exports are internals the importer module calls, not API)
@@ -61,14 +70,14 @@ export function createRaw(loaded) {
   raw.allocString = (s) => {
     const bytes = encoder.encode(s);
     const p = raw.malloc(bytes.length + 1);
-    if (!p) throw new LitheError(STATUS.OOM, 'LITHE_ERR_OOM', 'malloc failed');
+    if (!p) throw litheError(STATUS.OOM, 'malloc failed');
     raw.u8().set(bytes, p);
     raw.u8()[p + bytes.length] = 0;
     return p;
   };
   raw.allocBytes = (bytes) => {
     const p = raw.malloc(Math.max(1, bytes.byteLength));
-    if (!p) throw new LitheError(STATUS.OOM, 'LITHE_ERR_OOM', `malloc(${bytes.byteLength}) failed`);
+    if (!p) throw litheError(STATUS.OOM, `malloc(${bytes.byteLength}) failed`);
     raw.u8().set(bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes), p);
     return p;
   };

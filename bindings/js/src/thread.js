@@ -7,7 +7,9 @@
 // once, on the main instance, over this same memory. Self-contained (no imports), so that a bundler
 // or a copy step can place it anywhere (lithe.init({ threadUrl })).
 const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof self === 'undefined';
-const port = isNode ? (await import(/* webpackIgnore: true */ /* @vite-ignore */ `node:${'worker_threads'}`)).parentPort : self;
+// (no top-level await: bundlers' worker formats (Vite's iife, webpack's) need none; in a browser the
+// listener is added in this first task, before any message can arrive)
+let port = isNode ? null : self;
 
 // The module's imports: the shared memory, and for every function it imports an answer of "not
 // supported" (a worker thread only runs kernels; it never writes messages or opens files).
@@ -31,5 +33,11 @@ function start({ module, memory, slot, stackTop }) {
   exports.lithe_js_thread_main(slot);
 }
 
-if (isNode) port.once('message', start);
-else port.addEventListener('message', (e) => start(e.data), { once: true });
+if (isNode) {
+  import(/* webpackIgnore: true */ /* @vite-ignore */ `node:${'worker_threads'}`).then(({ parentPort }) => {
+    port = parentPort;
+    port.once('message', start);
+  });
+} else {
+  port.addEventListener('message', (e) => start(e.data), { once: true });
+}

@@ -3,8 +3,9 @@ Tanh) exported by torch.onnx.export (Debian's python3-torch 1.13), its output fo
 its output after one SGD step (lr 0.1, no clipping) on lithe's 'l2' loss, whose gradient is
 (y - t) / B (Thinc's L2Distance). Run by Debian's /usr/bin/python3:
     onnx_golden.py OUT_DIR
-Writes OUT_DIR/cnn.onnx, x.npy, t.npy, y.npy, y_after.npy and loss.json (the loss lithe reports:
-the sum of the squared gradient)."""
+Writes OUT_DIR/cnn.onnx, x.npy, t.npy, y.npy, y_after.npy and loss.json (the loss trainStep
+reports: torch's mean squared error before the step; and Thinc's figure, the sum of the squared
+gradient)."""
 import io
 import json
 import sys
@@ -48,4 +49,4 @@ np.save(f"{out}/t.npy", t.numpy())
 np.save(f"{out}/y.npy", y.detach().numpy())
 np.save(f"{out}/y_after.npy", model(x).detach().numpy())
 with open(f"{out}/loss.json", "w") as f:
-    json.dump(float((d * d).sum()), f)
+    json.dump({"mse": float(torch.nn.functional.mse_loss(y.detach(), t)), "thinc": float((d * d).sum())}, f)

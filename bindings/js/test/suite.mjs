@@ -31,6 +31,8 @@ export function suite({ simd, threads = 1 }) {
     assert.equal(lithe.threads(), threads);
     assert.equal(again.build, threads > 1 ? 'simd-threads' : again.simd ? 'simd' : 'scalar');
     assert.match(lithe.version(), /^\d+\.\d+\.\d+/);
+    // one version (CONTRIBUTING.md): the C library's is the package's
+    assert.equal(lithe.version(), JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version);
   });
 
   test('load + predict: the native predictions within 1e-6', async () => {
@@ -117,7 +119,7 @@ export function suite({ simd, threads = 1 }) {
       const x = lithe.tensor(fx.x.slice(0, B * 784), [B, 784]);
       const y = lithe.tensor(Int32Array.from(labels), [B]);
       const losses = [];
-      for (let i = 0; i < steps; i++) losses.push(model.trainStep({ x, y, loss: 'categorical_crossentropy', optimizer: opt }));
+      for (let i = 0; i < steps; i++) losses.push(model.trainStep({ x, y, loss: 'categorical_crossentropy', optimizer: opt, report: 'thinc' }));
       for (let i = 0; i < steps; i++)
         assert.ok(Math.abs(losses[i] - nativeLosses[i]) <= 1e-6 + 1e-5 * nativeLosses[i], `step ${i}: ${losses[i]} vs native ${nativeLosses[i]}`);
       assert.ok(losses[steps - 1] < losses[0], `the loss falls: ${losses}`);
@@ -148,6 +150,56 @@ export function suite({ simd, threads = 1 }) {
         model.dispose();
         opt.dispose();
       }
+    }
+  });
+
+  test('trainStep reports the loss PyTorch and tfjs report (cross-entropy, MSE), or Thinc\'s figure if asked', () => {
+    // dropout off: the training forward is then predict's, and the figures are checked against
+    // float64 sums of predict's output here
+    const B = 8, C = 10;
+    const x = lithe.tensor(fx.x.slice(0, B * 784), [B, 784]);
+    const labels = Int32Array.from(fx.labels.subarray(0, B));
+    const onehot = new Float32Array(B * C);
+    for (let i = 0; i < B; i++) onehot[i * C + labels[i]] = 1;
+    const model = lithe.loadBytes(fx.modelBytes);
+    const opt = lithe.sgd({ learnRate: 0.05 });
+    const near = (got, want, what) => assert.ok(Math.abs(got - want) <= 1e-6 + 2e-5 * Math.abs(want), `${what}: ${got} vs ${want}`);
+    try {
+      const c = lithe.c();
+      c.check(c.lithe_model_set_dropout_rate(model.ptr, 0));
+      for (const [loss, y, report, want] of [
+        ['categorical_crossentropy', labels, undefined, (p) => -p.reduce((s, _, k) => s + (k % C === labels[Math.floor(k / C)] ? Math.log(p[k]) : 0), 0) / B],
+        ['categorical_crossentropy', labels, 'thinc', (p) => p.reduce((s, v, k) => s + ((v - onehot[k]) / B) ** 2, 0)],
+        ['l2', lithe.tensor(onehot, [B, C]), undefined, (p) => p.reduce((s, v, k) => s + (v - onehot[k]) ** 2, 0) / (B * C)],
+        ['l2', lithe.tensor(onehot, [B, C]), 'thinc', (p) => p.reduce((s, v, k) => s + ((v - onehot[k]) / B) ** 2, 0)]]) {
+        const p = Array.from(model.predict(x).data, Number);
+        const got = model.trainStep({ x, y, loss, optimizer: opt, ...(report ? { report } : {}) });
+        near(got, want(p), `${loss} ${report ?? 'loss'}`);
+      }
+    } finally {
+      model.dispose();
+      opt.dispose();
+    }
+  });
+
+  test('trainStep with l2 fine-tunes a sequence model: (B, T, N) outputs', async () => {
+    // a TF.js Conv1D over (B, T=5, 3) -> (B, 5, 2): Thinc's L2Distance takes any equal shapes
+    const seq = await lithe.load({ modelTopology: { class_name: 'Sequential', config: { name: 's', layers: [
+      { class_name: 'Conv1D', config: { name: 'c', filters: 2, kernel_size: [1], use_bias: false, batch_input_shape: [null, 5, 3] } }] } },
+    weightSpecs: [{ name: 'c/kernel', shape: [1, 3, 2], dtype: 'float32' }],
+    weightData: new Float32Array([0.1, -0.2, 0.3, 0.05, -0.1, 0.2]).buffer });
+    const opt = lithe.sgd({ learnRate: 0.5 });
+    try {
+      const x = lithe.tensor(new Float32Array(4 * 5 * 3).map((_, i) => Math.sin(i)), [4, 5, 3]);
+      const y = lithe.tensor(new Float32Array(4 * 5 * 2).map((_, i) => Math.cos(i) / 2), [4, 5, 2]);
+      const losses = [];
+      for (let i = 0; i < 20; i++) losses.push(seq.trainStep({ x, y, loss: 'l2', optimizer: opt }));
+      assert.ok(losses[19] < 0.8 * losses[0], `the mean squared error falls: ${losses[0]} -> ${losses[19]}`);
+      assert.throws(() => seq.trainStep({ x, y: lithe.tensor(new Float32Array(40), [4, 10]), loss: 'l2', optimizer: opt }),
+        (e) => e instanceof lithe.LitheError && e.statusName === 'LITHE_ERR_SHAPE' && /\(4, 5, 2\) vs truths \(4, 10\)/.test(e.message));
+    } finally {
+      seq.dispose();
+      opt.dispose();
     }
   });
 
@@ -221,11 +273,20 @@ export function suite({ simd, threads = 1 }) {
         (e) => e.statusName === 'LITHE_ERR_VALUE');
       assert.throws(() => model.trainStep({ x, y: lithe.tensor(Int32Array.from([0, 1, 2]), [3]), optimizer: opt }),
         (e) => e instanceof lithe.LitheError);
-      assert.throws(() => model.trainStep({ x, y: [0, 1], loss: 'hinge', optimizer: opt }), RangeError);
-      assert.throws(() => model.trainStep({ x, y: [0, 1] }), TypeError);
-      assert.throws(() => lithe.tensor(new Float32Array(5), [2, 3]), RangeError);
+      // every error is a LitheError: the JS layer's own checks, files and fetches too
+      const lerr = (name, re = /./) => (e) => e instanceof lithe.LitheError && e.statusName === name && re.test(e.message);
+      assert.throws(() => model.trainStep({ x, y: [0, 1], loss: 'hinge', optimizer: opt }), lerr('LITHE_ERR_VALUE', /unknown loss 'hinge'/));
+      assert.throws(() => model.trainStep({ x, y: [0, 1], optimizer: opt, report: 'sum' }), lerr('LITHE_ERR_VALUE', /unknown report/));
+      assert.throws(() => model.trainStep({ x, y: [0, 1] }), lerr('LITHE_ERR_INVALID_ARG', /needs an optimizer/));
+      assert.throws(() => lithe.tensor(new Float32Array(5), [2, 3]), lerr('LITHE_ERR_SHAPE'));
+      assert.throws(() => lithe.tensor(new Float64Array(6), [2, 3]), lerr('LITHE_ERR_DTYPE'));
+      assert.throws(() => model.predict('x'), lerr('LITHE_ERR_INVALID_ARG'));
+      assert.throws(() => lithe.sgd({}), lerr('LITHE_ERR_INVALID_ARG'));
       assert.throws(() => lithe.adam({ learnRate: -1 }), (e) => e.statusName === 'LITHE_ERR_VALUE');
-      await assert.rejects(lithe.load('/nonexistent/model.lithe'), /ENOENT/);
+      // a missing model file: LITHE_ERR_IO naming the file, Node's error as the cause
+      await assert.rejects(lithe.load('/nonexistent/model.lithe'),
+        (e) => lerr('LITHE_ERR_IO', /'\/nonexistent\/model\.lithe'.*ENOENT/)(e) && e.cause?.code === 'ENOENT');
+      await assert.rejects(lithe.load(new URL('file:///nonexistent/m.lithe')), lerr('LITHE_ERR_IO', /ENOENT/));
       // still usable: the same prediction as before the errors
       const y = model.predict(lithe.tensor(fx.x, [64, 784]));
       assert.ok(maxAbsDiff(y.data, fx.golden.data) <= 1e-6);
@@ -233,7 +294,7 @@ export function suite({ simd, threads = 1 }) {
       model.dispose();
       model.dispose();
       assert.equal(model.disposed, true);
-      assert.throws(() => model.predict(x), /used after dispose/);
+      assert.throws(() => model.predict(x), lerr('LITHE_ERR_STATE', /used after dispose/));
     } finally {
       model.dispose();
       opt.dispose();

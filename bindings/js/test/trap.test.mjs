@@ -10,8 +10,10 @@ test('after a trap every call fails with an error naming it', async () => {
   const m = lithe.tensor(new Float32Array(4), [2, 2]); // still fine before
   assert.deepEqual(m.shape, [2, 2]);
   // a pointer far outside the module's memory: the access traps
-  assert.throws(() => lithe.c().lithe_tensor_release(0x7ffffff0), WebAssembly.RuntimeError);
+  assert.throws(() => lithe.c().lithe_tensor_release(0x7ffffff0),
+    (e) => e instanceof lithe.LitheError && e.statusName === 'LITHE_ERR_INTERNAL' && /trapped in lithe_tensor_release/.test(e.message) &&
+      e.cause instanceof WebAssembly.RuntimeError);
   assert.ok(lithe.c().trapped instanceof WebAssembly.RuntimeError);
-  assert.throws(() => lithe.adam(), /trapped earlier.*cannot be used/);
+  assert.throws(() => lithe.adam(), (e) => e instanceof lithe.LitheError && /trapped earlier.*cannot be used/.test(e.message));
   assert.throws(() => lithe.loadBytes(new Uint8Array(8)), /trapped earlier/);
 });

@@ -6,7 +6,11 @@ export Thinc models, and exchange arrays with numpy / torch by DLPack without co
     model = lithe.load("model.lithe")
     Y = numpy.from_dlpack(model.predict(X))         # X: any DLPack producer (numpy >= 1.22, torch)
 """
+from __future__ import annotations
+
 import ctypes
+import os
+from typing import Any, Callable, List, Optional, Tuple, Union
 
 from . import _lib
 from ._dlpack import KDL_CPU as _KDL_CPU, KDL_CUDA as _KDL_CUDA, KDL_VULKAN as _KDL_VULKAN
@@ -14,10 +18,17 @@ from ._dlpack import backend as _backend, from_dlpack as _from_dlpack, to_capsul
 from ._export import export, ExportError  # noqa: F401
 from ._lib import LitheError  # noqa: F401
 
-__version__ = _lib.version().decode()
+__version__: str = _lib.version().decode()
+
+#: What predict / begin_update take: a lithe.Tensor, any DLPack producer (numpy >= 1.22, torch; float32
+#: values, int32 / int64 / uint64 ids), Thinc's Ragged / Padded (or lithe's), a list of such arrays,
+#: a tuple, or a list of str (strings2arrays, remap_ids).
+ArrayLike = Any
+#: What they return: a lithe.Tensor, Ragged, Padded, list, tuple or list of str (no copies).
+Value = Any
 
 
-def backends():
+def backends() -> List[str]:
     """The backends compiled into the library (whether their device is present shows on use)."""
     buf = ctypes.create_string_buffer(128)
     _lib.backend_list(buf, 128)
@@ -35,25 +46,29 @@ class Tensor:
         self._ptr = ptr  # a reference owned by this object
 
     @property
-    def shape(self):
+    def shape(self) -> Tuple[int, ...]:
+        """The extents, as a tuple of ints."""
         n = _lib.tensor_ndim(self._ptr)
         s = _lib.tensor_shape(self._ptr)
         return tuple(s[i] for i in range(n))
 
     @property
-    def dtype(self):
+    def dtype(self) -> str:
+        """The dtype's numpy name: "float32", "float16", "bfloat16", "int32", "int64", "uint64", "uint8", "uint32"."""
         return _DTYPES.get(_lib.tensor_dtype(self._ptr), "?")
 
     @property
-    def data_ptr(self):
+    def data_ptr(self) -> Optional[int]:
+        """The data's address (host or device memory), or None for an empty tensor."""
         return _lib.tensor_data(self._ptr)
 
     @property
-    def device(self):
+    def device(self) -> str:
         """The backend's name: "cpu", "cuda:0", "vulkan"."""
         return _lib.backend_name(_lib.tensor_backend(self._ptr)).decode()
 
-    def __dlpack__(self, stream=None, *, max_version=None, dl_device=None, copy=None):
+    def __dlpack__(self, stream: Optional[int] = None, *, max_version: Optional[Tuple[int, int]] = None,
+                   dl_device: Optional[Tuple[int, int]] = None, copy: Optional[bool] = None) -> Any:
         """A DLPack capsule (legacy "dltensor", whatever max_version asks) of this tensor's memory,
         the array API's protocol: host and CUDA tensors without a copy; dl_device=(1, 0) (kDLCPU)
         asks for host memory, copying a device tensor there; copy=True always copies (to the
@@ -92,14 +107,14 @@ class Tensor:
             raise BufferError(f"{e} -- from Python: t.__dlpack__(dl_device=(1, 0)) or copy=True exports a host "
                               f"copy, as does t.to('cpu')") from e
 
-    def __dlpack_device__(self):
+    def __dlpack_device__(self) -> Tuple[int, int]:
         """(DLDeviceType, device id): (1, 0) host memory (kDLCPU), (2, i) "cuda:i" (kDLCUDA),
         (7, i) Vulkan device i in the loader's order (kDLVulkan) -- lithe_tensor_dlpack_device."""
         kind, index = ctypes.c_int32(), ctypes.c_int32()
         _lib.check(_lib.tensor_dlpack_device(self._ptr, ctypes.byref(kind), ctypes.byref(index)))
         return (kind.value, index.value)
 
-    def to(self, device):
+    def to(self, device: str) -> "Tensor":
         """A contiguous copy on another backend ("cpu", "cuda", "vulkan")."""
         out = ctypes.c_void_p()
         _lib.check(_lib.tensor_to_backend(self._ptr, _backend(device), ctypes.byref(out)))
@@ -131,7 +146,7 @@ class _ArrayView:
                                     "strides": tuple(strides[i] * itemsize for i in range(len(shape)))}
 
 
-def to_numpy(t):
+def to_numpy(t: Tensor) -> Any:
     """A writable numpy array over a lithe.Tensor's memory (host backends), no copy; it keeps the
     tensor alive. (numpy.from_dlpack gives the same view, read-only.)"""
     import numpy
@@ -141,7 +156,7 @@ def to_numpy(t):
     return numpy.asarray(_ArrayView(t))
 
 
-def tensor(obj):
+def tensor(obj: Any) -> Tensor:
     """A lithe.Tensor viewing obj's memory (any DLPack producer: numpy >= 1.22, torch), no copy."""
     return Tensor(_from_dlpack(obj))
 
@@ -153,8 +168,15 @@ class Ragged(tuple):
     def __new__(cls, data, lengths):
         return tuple.__new__(cls, (data, lengths))
 
-    data = property(lambda self: self[0])
-    lengths = property(lambda self: self[1])
+    @property
+    def data(self) -> Tensor:
+        """(N, ...) rows of every sequence, concatenated."""
+        return self[0]
+
+    @property
+    def lengths(self) -> Tensor:
+        """(B,) int32: each sequence's length."""
+        return self[1]
 
 
 class Padded(tuple):
@@ -164,10 +186,25 @@ class Padded(tuple):
     def __new__(cls, data, size_at_t, lengths, indices):
         return tuple.__new__(cls, (data, size_at_t, lengths, indices))
 
-    data = property(lambda self: self[0])
-    size_at_t = property(lambda self: self[1])
-    lengths = property(lambda self: self[2])
-    indices = property(lambda self: self[3])
+    @property
+    def data(self) -> Tensor:
+        """(T, B, ...) time-major data, sequences sorted longest first."""
+        return self[0]
+
+    @property
+    def size_at_t(self) -> Tensor:
+        """(T,) int32: how many sequences are still running at each step."""
+        return self[1]
+
+    @property
+    def lengths(self) -> Tensor:
+        """(B,) int32: each sequence's length, in the original order."""
+        return self[2]
+
+    @property
+    def indices(self) -> Tensor:
+        """(B,) int32: the original position of each sorted sequence."""
+        return self[3]
 
 
 def _tensor_ptr(X):
@@ -246,6 +283,10 @@ def _python_of(v):
 
 
 class Optimizer:
+    """Thinc's Optimizer on lithe's C core (made by lithe.Adam or lithe.SGD): it keeps the moments,
+    step counts and parameter averages per model node and param, and applies them in
+    Model.finish_update. Freed with the object."""
+
     def __init__(self, opts):
         self._ptr = ctypes.c_void_p()
         _lib.check(_lib.optimizer_new(ctypes.byref(opts), ctypes.byref(self._ptr)))
@@ -256,39 +297,48 @@ class Optimizer:
             self._ptr = None
 
 
-def Adam(learn_rate=0.001, *, L2=0.0, beta1=0.9, beta2=0.999, eps=1e-8, grad_clip=1.0, L2_is_weight_decay=True,
-         use_averages=True, use_radam=False):
-    """Thinc's Adam, with Thinc's defaults."""
+def Adam(learn_rate: float = 0.001, *, L2: float = 0.0, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8,
+         grad_clip: float = 1.0, L2_is_weight_decay: bool = True, use_averages: bool = True,
+         use_radam: bool = False) -> Optimizer:
+    """Thinc's Adam (thinc.api.Adam), with Thinc's defaults and meaning: L2 as weight decay unless
+    L2_is_weight_decay=False, gradients clipped to grad_clip (L2 norm; 0 disables), parameter
+    averages kept when use_averages, RAdam with use_radam."""
     o = _lib.adam_defaults()
     o.learn_rate, o.L2, o.beta1, o.beta2, o.eps, o.grad_clip = learn_rate, L2, beta1, beta2, eps, grad_clip
     o.L2_is_weight_decay, o.use_averages, o.use_radam = L2_is_weight_decay, use_averages, use_radam
     return Optimizer(o)
 
 
-def SGD(learn_rate, *, L2=0.0, grad_clip=1.0, L2_is_weight_decay=True, use_averages=True):
-    """Thinc's SGD, with Thinc's defaults."""
+def SGD(learn_rate: float, *, L2: float = 0.0, grad_clip: float = 1.0, L2_is_weight_decay: bool = True,
+        use_averages: bool = True) -> Optimizer:
+    """Thinc's SGD (thinc.api.SGD), with Thinc's defaults."""
     o = _lib.sgd_defaults(learn_rate)
     o.L2, o.grad_clip, o.L2_is_weight_decay, o.use_averages = L2, grad_clip, L2_is_weight_decay, use_averages
     return Optimizer(o)
 
 
 class Model:
-    """A lithe model: Thinc's predict / begin_update / finish_update on lithe's C core."""
+    """A lithe model: Thinc's predict / begin_update / finish_update on lithe's C core. Made by
+    lithe.load / lithe.load_bytes; the C model is freed with the object."""
 
     def __init__(self, ptr):
         self._ptr = ptr
 
     @property
-    def name(self):
+    def name(self) -> str:
+        """Thinc's model.name ("relu>>relu>>softmax")."""
         return _lib.model_name(self._ptr).decode()
 
-    def to(self, device):
+    def to(self, device: str) -> "Model":
         """Moves the model (params, grads) to a backend: "cpu", "cuda", "cuda:1", "vulkan". Inputs may
         then be arrays on that device (torch CUDA tensors, zero-copy) and outputs live there."""
         _lib.check(_lib.model_set_backend(self._ptr, _backend(device)))
         return self
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> Value:
+        """Thinc's model.predict(X): the forward pass at inference (dropout off). X: float32 arrays
+        (float64 is a LitheError saying how to convert), ids, Ragged, Padded, lists... as the model
+        takes them. Returns lithe.Tensors (numpy.from_dlpack / torch.from_dlpack view them, no copy)."""
         v = _value_of(X)
         y = ctypes.c_void_p()
         try:
@@ -298,7 +348,7 @@ class Model:
             _lib.value_release(v)
             _lib.value_release(y)
 
-    def prepare_inference(self):
+    def prepare_inference(self) -> int:
         """Packs the weights once for predict (lithe_model_prepare_inference; the same bits, faster
         at batch > 1). A snapshot: lithe drops it on its own writes (finish_update, loading, ...),
         but NOT on writes through a param's DLPack view (numpy / torch): call this again (or
@@ -306,11 +356,14 @@ class Model:
         _lib.check(_lib.model_prepare_inference(self._ptr))
         return _lib.model_prepared_bytes(self._ptr)
 
-    def release_prepared(self):
+    def release_prepared(self) -> None:
+        """Frees the copies prepare_inference made (predict then reads the weights directly)."""
         _lib.model_release_prepared(self._ptr)
 
-    def begin_update(self, X):
-        """(Y, backprop): backprop(dY) accumulates the gradients and returns dX."""
+    def begin_update(self, X: ArrayLike) -> Tuple[Value, Callable[[ArrayLike], Optional[Value]]]:
+        """Thinc's model.begin_update(X), the training forward (dropout on): (Y, backprop), where
+        backprop(dY) accumulates the gradients into the model's grads and returns dX. dY is the loss
+        gradient wrt Y (for Softmax: wrt the logits, Thinc's convention)."""
         v = _value_of(X)
         y, bp = ctypes.c_void_p(), ctypes.c_void_p()
         try:
@@ -326,16 +379,23 @@ class Model:
 
         return Y, backprop
 
-    def finish_update(self, optimizer):
+    def finish_update(self, optimizer: Optimizer) -> None:
+        """Thinc's model.finish_update(optimizer): applies the accumulated gradients to every
+        param of the tree with the optimizer, then zeroes the gradients."""
         _lib.check(_lib.model_finish_update(self._ptr, optimizer._ptr))
 
-    def set_dropout_rate(self, rate):
+    def set_dropout_rate(self, rate: float) -> None:
+        """Thinc's set_dropout_rate: the rate of every Dropout node in the tree (0 turns dropout off)."""
         _lib.check(_lib.model_set_dropout_rate(self._ptr, rate))
 
-    def save(self, path, optimizer=None):
+    def save(self, path: Union[str, "os.PathLike[str]"], optimizer: Optional[Optimizer] = None) -> None:
+        """Writes the model as a .lithe file (atomically: a temporary file, then a rename), with the
+        optimizer's state when one is given, so training resumes where it stopped."""
         _lib.check(_lib.model_save(self._ptr, optimizer._ptr if optimizer else None, str(path).encode()))
 
-    def to_thinc_bytes(self):
+    def to_thinc_bytes(self) -> bytes:
+        """The weights as Thinc's model.to_bytes() writes them (msgpack, byte for byte Thinc 8.1.7's):
+        thinc_model.from_bytes(...) of the same architecture reads them."""
         buf = ctypes.POINTER(ctypes.c_uint8)()
         n = ctypes.c_size_t()
         _lib.check(_lib.model_to_thinc_bytes(self._ptr, ctypes.byref(buf), ctypes.byref(n)))
@@ -344,11 +404,13 @@ class Model:
         finally:
             _lib.buffer_free(buf)
 
-    def from_thinc_bytes(self, data):
+    def from_thinc_bytes(self, data: bytes) -> "Model":
+        """Reads weights written by Thinc's model.to_bytes() into this model, whose tree must match
+        (a mismatch is a LitheError naming the node). Returns self."""
         _lib.check(_lib.model_from_thinc_bytes(self._ptr, bytes(data), len(data)))
         return self
 
-    def walk(self):
+    def walk(self) -> List["Node"]:
         """The tree's nodes in Thinc's walk order (breadth-first), as Node handles that borrow from
         this model (they keep it alive)."""
         n = ctypes.c_size_t()
@@ -357,7 +419,7 @@ class Model:
         _lib.check(_lib.model_walk(self._ptr, arr, n.value, ctypes.byref(n)))
         return [Node(ctypes.c_void_p(arr[i]), self) for i in range(n.value)]
 
-    def to_bytes(self, optimizer=None):
+    def to_bytes(self, optimizer: Optional[Optimizer] = None) -> bytes:
         """The model as .lithe bytes (lithe_model_save_bytes)."""
         buf = ctypes.POINTER(ctypes.c_uint8)()
         n = ctypes.c_size_t()
@@ -388,27 +450,33 @@ class Node:
         self._root = root
 
     @property
-    def name(self):
+    def name(self) -> str:
+        """The node's name ("relu", "softmax", ...)."""
         return _lib.model_name(self._ptr).decode()
 
     @property
-    def param_names(self):
+    def param_names(self) -> List[str]:
+        """The node's params, in Thinc's order ("W", "b", ...)."""
         return [_lib.model_param_name(self._ptr, i).decode() for i in range(_lib.model_n_params(self._ptr))]
 
-    def get_param(self, name):
+    def get_param(self, name: str) -> Tensor:
+        """The param as a lithe.Tensor sharing lithe's memory (writes through a numpy view change it)."""
         t = ctypes.c_void_p()
         _lib.check(_lib.model_get_param(self._ptr, name.encode(), ctypes.byref(t)))
         return Tensor(ctypes.c_void_p(_lib.tensor_retain(t)))
 
-    def has_grad(self, name):
+    def has_grad(self, name: str) -> bool:
+        """Whether the param has a gradient (frozen params have none)."""
         return bool(_lib.model_has_grad(self._ptr, name.encode()))
 
-    def get_grad(self, name):
+    def get_grad(self, name: str) -> Tensor:
+        """The param's gradient as a lithe.Tensor sharing lithe's memory."""
         t = ctypes.c_void_p()
         _lib.check(_lib.model_get_grad(self._ptr, name.encode(), ctypes.byref(t)))
         return Tensor(ctypes.c_void_p(_lib.tensor_retain(t)))
 
-    def is_frozen(self, name):
+    def is_frozen(self, name: str) -> bool:
+        """Whether the param is frozen (not updated by finish_update)."""
         return bool(_lib.model_is_frozen(self._ptr, name.encode()))
 
 
@@ -432,14 +500,15 @@ class _Backprop:
             self._ptr = None
 
 
-def load(path):
-    """A Model from a .lithe file, or an .onnx file (one graph node)."""
+def load(path: Union[str, "os.PathLike[str]"]) -> Model:
+    """A Model from a .lithe file, or an .onnx file (one graph node). A missing or malformed file
+    is a LitheError (LITHE_ERR_IO, LITHE_ERR_FORMAT) saying what is wrong."""
     m = ctypes.c_void_p()
     _lib.check(_lib.model_load(str(path).encode(), ctypes.byref(m)))
     return Model(m)
 
 
-def load_bytes(data):
+def load_bytes(data: bytes) -> Model:
     """A Model from .lithe or ONNX bytes."""
     m = ctypes.c_void_p()
     data = bytes(data)

@@ -38,6 +38,25 @@ def backend(name):
     return be
 
 
+_DL_KINDS = {0: "int", 1: "uint", 2: "float", 4: "bfloat", 5: "complex", 6: "bool"}
+_LITHE_DTYPES = {(2, 32): "float32", (2, 16): "float16", (4, 16): "bfloat16", (0, 32): "int32", (0, 64): "int64",
+                 (1, 64): "uint64", (1, 8): "uint8", (1, 32): "uint32"}
+
+
+def _raise_friendly(code, head):
+    """lithe_tensor_from_dlpack failed: a dtype lithe does not hold says which, and how to convert
+    (the C message names DLPack's codes); any other failure is lithe's own LitheError."""
+    if _lib.status_str(code) == b"LITHE_ERR_DTYPE" and (head.code, head.bits) not in _LITHE_DTYPES:
+        name = "bool" if head.code == 6 else f"{_DL_KINDS.get(head.code, f'dtype code {head.code} ')}{head.bits}"
+        if head.lanes != 1:
+            name += f"x{head.lanes}"
+        hint = (".astype(numpy.float32) (numpy) or .float() (torch)" if head.code in (2, 4, 5)
+                else ".astype(numpy.int64) for ids, .astype(numpy.float32) for values")
+        raise _lib.LitheError("LITHE_ERR_DTYPE", f"lithe computes in float32 (ids: int32, int64, uint64); got {name} "
+                                                 f"— convert with {hint}")
+    _lib.check(code)
+
+
 def from_dlpack(obj):
     """A new lithe tensor (a ctypes pointer) viewing obj's memory through its __dlpack__. A CUDA
     producer (torch) is asked for its data on lithe's stream, as the DLPack protocol has the consumer
@@ -52,7 +71,9 @@ def from_dlpack(obj):
         cap = obj.__dlpack__()
     ptr = _py.PyCapsule_GetPointer(cap, DLPACK_NAME)
     out = ctypes.c_void_p()
-    _lib.check(_lib.tensor_from_dlpack(ptr, False, ctypes.byref(out)))
+    code = _lib.tensor_from_dlpack(ptr, False, ctypes.byref(out))
+    if code != 0:
+        _raise_friendly(code, _DLManagedTensorHead.from_address(ptr))
     # lithe owns the managed tensor now: the capsule must not delete it
     _py.PyCapsule_SetName(cap, USED_NAME)
     return out

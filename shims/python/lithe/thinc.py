@@ -140,8 +140,10 @@ def _init(model, X=None, Y=None):
     return model
 
 
-def LitheWrapper(lithe_model):
-    """A Thinc Model running `lithe_model` (a lithe.Model) through a LitheShim."""
+def LitheWrapper(lithe_model: LitheModel) -> Model:
+    """A Thinc Model running `lithe_model` (a lithe.Model) through a LitheShim: its forward and
+    backward are lithe's, its params are updated in place by Thinc's optimizer (finish_update), and
+    it copies and serializes with the Thinc model around it."""
     if not isinstance(lithe_model, LitheModel):
         raise TypeError(f"LitheWrapper takes a lithe.Model, got {type(lithe_model).__name__}")
     return Model("lithe", _forward, init=_init, shims=[LitheShim(lithe_model)], dims={"nI": None, "nO": None})

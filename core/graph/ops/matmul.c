@@ -1,0 +1,149 @@
+/* ONNX operators of the graph layer (core/graph/ops/): Gemm, MatMul. */
+#include "ops.h"
+
+/* ---- Gemm, MatMul ---- */
+
+FWD(f_gemm) {
+    UNUSED_FWD;
+    const lithe__onnx_node *n = NODE(x, node);
+    LITHE__TRY(need_inputs(x, node, in, n_in, 2));
+    lithe_tensor *A = in[0], *B = in[1], *C = n_in > 2 ? in[2] : NULL;
+    for (size_t k = 0; k < 2; k++) LITHE__TRY(need_float(x, node, in[k], k));
+    if (A->ndim != 2 || B->ndim != 2) return fail(x, node, LITHE_ERR_SHAPE, "A and B must be 2-D, got %d-D and %d-D", A->ndim, B->ndim);
+    bool tA = attr_i(n, "transA", 0), tB = attr_i(n, "transB", 0);
+    float alpha = attr_f(n, "alpha", 1.0f), beta = attr_f(n, "beta", 1.0f);
+    int64_t M = tA ? A->shape[1] : A->shape[0], K = tA ? A->shape[0] : A->shape[1];
+    int64_t KB = tB ? B->shape[1] : B->shape[0], N = tB ? B->shape[0] : B->shape[1];
+    if (K != KB)
+        return fail(x, node, LITHE_ERR_SHAPE, "A gives (%lld, %lld), B gives (%lld, %lld): inner extents differ",
+                    (long long)M, (long long)K, (long long)KB, (long long)N);
+    LITHE__TRY(new_f32(x, 2, (int64_t[]){M, N}, C == NULL, &out[0]));
+    if (C) {
+        LITHE__TRY(need_float(x, node, C, 2));
+        int nd = 0;
+        int64_t sh[LITHE_MAX_DIMS];
+        LITHE__TRY(bcast_shape(x, node, C, out[0], &nd, sh));
+        if (nd != 2 || sh[0] != M || sh[1] != N) return fail(x, node, LITHE_ERR_SHAPE, "C does not broadcast to (%lld, %lld)", (long long)M, (long long)N);
+        LITHE__TRY(lithe__op_broadcast_to(x->be, C, beta, 0.0f, out[0]));
+    }
+    if (!x->is_train && !tA && tB && alpha == 1.0f && (!C || (beta == 1.0f && C->ndim == 1))) {
+        /* a backend's own operator, prepared for B and C (LITHE_XNNPACK): out written anew */
+        lithe__prep_op op = {.kind = LITHE__PREP_FC, .out_min = -INFINITY, .out_max = INFINITY};
+        bool done = false;
+        LITHE__TRY(lithe__run_prepared_op(x->be, x->is_train, &op, B, C, A, out[0], &done));
+        if (done) return LITHE_OK;
+    }
+    /* B's prepared form at inference (an initializer lithe_model_prepare_inference packed) */
+    return lithe__gemm_w(x->be, x->is_train, tA, tB, alpha, A, B, C ? 1.0f : 0.0f, out[0]);
+}
+BWD(b_gemm) {
+    UNUSED_BWD;
+    const lithe__onnx_node *n = NODE(x, node);
+    bool tA = attr_i(n, "transA", 0), tB = attr_i(n, "transB", 0);
+    float alpha = attr_f(n, "alpha", 1.0f), beta = attr_f(n, "beta", 1.0f);
+    lithe_tensor *dA = NULL, *dB = NULL, *dC = NULL, *dY = dout[0];
+    LITHE__TRY(lithe__gexec_grad(x, node, 0, &dA));
+    LITHE__TRY(lithe__gexec_grad(x, node, 1, &dB));
+    if (n_in > 2 && in[2]) LITHE__TRY(lithe__gexec_grad(x, node, 2, &dC));
+    /* Y = alpha op(A) op(B): d op(A) = dY op(B)ᵀ, d op(B) = op(A)ᵀ dY */
+    if (dA) {
+        if (!tA) LITHE__TRY(lithe__op_gemm(x->be, false, !tB, alpha, dY, in[1], 1.0f, dA));
+        else LITHE__TRY(lithe__op_gemm(x->be, tB, true, alpha, in[1], dY, 1.0f, dA));
+    }
+    if (dB) {
+        if (!tB) LITHE__TRY(lithe__op_gemm(x->be, !tA, false, alpha, in[0], dY, 1.0f, dB));
+        else LITHE__TRY(lithe__op_gemm(x->be, true, tA, alpha, dY, in[0], 1.0f, dB));
+    }
+    if (dC) LITHE__TRY(lithe__op_reduce_to(x->be, dY, beta, 1.0f, dC));
+    return LITHE_OK;
+}
+
+/* A 2-D view of rows [r0, r0 + rows) of a contiguous tensor read as (total_rows, cols). */
+static lithe_status rows_view(lithe_tensor *t, int64_t r0, int64_t rows, int64_t cols, lithe_tensor **out) {
+    return view(t, 2, (int64_t[]){rows, cols}, (int64_t[]){cols, 1}, r0 * cols, out);
+}
+
+/* MatMul: A (..., M, K) · B (K, N) as one GEMM over the stacked rows, or batched A (P..., M, K) ·
+ * B (P..., K, N) with equal leading extents, one GEMM per batch. */
+typedef struct mm_geo {
+    int64_t P, M, K, N;
+    bool b2d;
+} mm_geo;
+
+static lithe_status mm_geometry(lithe__gexec *x, size_t node, const lithe_tensor *A, const lithe_tensor *B,
+                                mm_geo *g, int *nd, int64_t *shape) {
+    if (A->ndim < 2 || B->ndim < 2)
+        return fail(x, node, LITHE_ERR_UNSUPPORTED, "1-D operands are not supported (got %d-D and %d-D)", A->ndim, B->ndim);
+    g->M = A->shape[A->ndim - 2];
+    g->K = A->shape[A->ndim - 1];
+    g->N = B->shape[B->ndim - 1];
+    if (B->shape[B->ndim - 2] != g->K)
+        return fail(x, node, LITHE_ERR_SHAPE, "A's last extent %lld does not match B's rows %lld", (long long)g->K,
+                    (long long)B->shape[B->ndim - 2]);
+    g->b2d = B->ndim == 2;
+    g->P = 1;
+    for (int d = 0; d < A->ndim - 2; d++) g->P *= A->shape[d];
+    if (!g->b2d) {
+        bool same = A->ndim == B->ndim;
+        for (int d = 0; same && d < A->ndim - 2; d++) same = A->shape[d] == B->shape[d];
+        if (!same) return fail(x, node, LITHE_ERR_UNSUPPORTED, "batched MatMul needs equal batch extents (no broadcasting)");
+    }
+    *nd = A->ndim;
+    for (int d = 0; d < A->ndim - 2; d++) shape[d] = A->shape[d];
+    shape[*nd - 2] = g->M;
+    shape[*nd - 1] = g->N;
+    return LITHE_OK;
+}
+
+/* C[p] (+)= op(A[p]) · op(B[p]) for every batch p; a 2-D operand (P == 1 side) is shared.
+ * fwd: a forward product, which may read B's prepared form when the run is not training. */
+static lithe_status batched_gemm(lithe__gexec *x, int64_t P, bool tA, bool tB, lithe_tensor *A, int64_t ar, int64_t ac,
+                                 bool a_shared, lithe_tensor *B, int64_t br, int64_t bc, bool b_shared, lithe_tensor *C,
+                                 int64_t cr, int64_t cc, float beta, bool fwd) {
+    lithe_status s = LITHE_OK;
+    for (int64_t p = 0; s == LITHE_OK && p < P; p++) {
+        lithe_tensor *a = NULL, *b = NULL, *c = NULL;
+        s = rows_view(A, a_shared ? 0 : p * ar, ar, ac, &a);
+        if (s == LITHE_OK) s = rows_view(B, b_shared ? 0 : p * br, br, bc, &b);
+        if (s == LITHE_OK) s = rows_view(C, p * cr, cr, cc, &c);
+        if (s == LITHE_OK) s = lithe__gemm_w(x->be, x->is_train || !fwd, tA, tB, 1.0f, a, b, beta, c);
+        lithe_tensor_release(a);
+        lithe_tensor_release(b);
+        lithe_tensor_release(c);
+    }
+    return s;
+}
+
+FWD(f_matmul) {
+    UNUSED_FWD;
+    LITHE__TRY(need_inputs(x, node, in, n_in, 2));
+    for (size_t k = 0; k < 2; k++) LITHE__TRY(need_float(x, node, in[k], k));
+    mm_geo g = {0};
+    int nd = 0;
+    int64_t shape[LITHE_MAX_DIMS];
+    LITHE__TRY(mm_geometry(x, node, in[0], in[1], &g, &nd, shape));
+    LITHE__TRY(new_f32(x, nd, shape, false, &out[0]));
+    if (g.b2d) /* stack A's rows: one GEMM */
+        return batched_gemm(x, 1, false, false, in[0], g.P * g.M, g.K, true, in[1], g.K, g.N, true, out[0], g.P * g.M, g.N,
+                            0.0f, true);
+    return batched_gemm(x, g.P, false, false, in[0], g.M, g.K, false, in[1], g.K, g.N, false, out[0], g.M, g.N, 0.0f, true);
+}
+BWD(b_matmul) {
+    UNUSED_BWD;
+    mm_geo g = {0};
+    int nd = 0;
+    int64_t shape[LITHE_MAX_DIMS];
+    LITHE__TRY(mm_geometry(x, node, in[0], in[1], &g, &nd, shape));
+    lithe_tensor *dA = NULL, *dB = NULL;
+    LITHE__TRY(lithe__gexec_grad(x, node, 0, &dA));
+    LITHE__TRY(lithe__gexec_grad(x, node, 1, &dB));
+    if (g.b2d) {
+        int64_t R = g.P * g.M;
+        if (dA) LITHE__TRY(batched_gemm(x, 1, false, true, dout[0], R, g.N, true, in[1], g.K, g.N, true, dA, R, g.K, 1.0f, false));
+        if (dB) LITHE__TRY(batched_gemm(x, 1, true, false, in[0], R, g.K, true, dout[0], R, g.N, true, dB, g.K, g.N, 1.0f, false));
+        return LITHE_OK;
+    }
+    if (dA) LITHE__TRY(batched_gemm(x, g.P, false, true, dout[0], g.M, g.N, false, in[1], g.K, g.N, false, dA, g.M, g.K, 1.0f, false));
+    if (dB) LITHE__TRY(batched_gemm(x, g.P, true, false, in[0], g.M, g.K, false, dout[0], g.M, g.N, false, dB, g.K, g.N, 1.0f, false));
+    return LITHE_OK;
+}

@@ -1,0 +1,233 @@
+/* The ONNX operators the graph layer runs: forward and backward for each, through the backend's
+ * primitives. Float values are contiguous float32 tensors on the model's backend; integer values
+ * (shapes, axes, indices) are host int64 tensors, computed eagerly so the shape arithmetic around
+ * Shape / Gather / Unsqueeze / Concat is plain C on the host. Every backward accumulates into the
+ * gradients lithe__gexec_grad hands out (a value may feed several nodes). */
+#ifndef LITHE_GRAPH_OPS_H
+#define LITHE_GRAPH_OPS_H
+
+#include "../graph.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define NODE(x, i) (&(x)->g->onnx.nodes[i])
+#define FWD(name) lithe_status name(lithe__gexec *x, size_t node, lithe_tensor **in, size_t n_in, \
+                                           lithe_tensor **out, size_t n_out, lithe_tensor **saved)
+#define BWD(name) lithe_status name(lithe__gexec *x, size_t node, lithe_tensor **in, size_t n_in, \
+                                           lithe_tensor **out, lithe_tensor **dout, lithe_tensor **saved)
+#define UNUSED_FWD (void)n_in; (void)n_out; (void)saved
+#define UNUSED_BWD (void)n_in; (void)out; (void)saved
+
+/* ---- helpers ---- */
+
+static inline lithe_status fail(lithe__gexec *x, size_t node, lithe_status st, const char *fmt, ...) LITHE__PRINTF(4, 5);
+static inline lithe_status fail(lithe__gexec *x, size_t node, lithe_status st, const char *fmt, ...) {
+    char head[256], msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return lithe__fail(st, "%s: %s", lithe__gnode_str(x, node, head, sizeof head), msg);
+}
+
+static inline int64_t attr_i(const lithe__onnx_node *n, const char *name, int64_t dflt) {
+    const lithe__onnx_attr *a = lithe__onnx_attr_get(n, name);
+    return a ? a->i : dflt;
+}
+static inline float attr_f(const lithe__onnx_node *n, const char *name, float dflt) {
+    const lithe__onnx_attr *a = lithe__onnx_attr_get(n, name);
+    return a ? a->f : dflt;
+}
+static inline const int64_t *attr_ints(const lithe__onnx_node *n, const char *name, size_t *count) {
+    const lithe__onnx_attr *a = lithe__onnx_attr_get(n, name);
+    *count = a ? a->n_ints : 0;
+    return a ? a->ints : NULL;
+}
+
+static inline bool is_int(const lithe_tensor *t) { return t && t->dtype == LITHE_I64; }
+static inline const int64_t *ints(const lithe_tensor *t) { return (const int64_t *)lithe__tdata(t); }
+
+static inline lithe_status need_inputs(lithe__gexec *x, size_t node, lithe_tensor **in, size_t n_in, size_t need) {
+    if (n_in < need) return fail(x, node, LITHE_ERR_FORMAT, "needs %zu inputs, has %zu", need, n_in);
+    for (size_t k = 0; k < need; k++)
+        if (!in[k]) return fail(x, node, LITHE_ERR_FORMAT, "input %zu is required but left out", k);
+    return LITHE_OK;
+}
+static inline lithe_status need_float(lithe__gexec *x, size_t node, const lithe_tensor *t, size_t k) {
+    if (t->dtype != LITHE_F32)
+        return fail(x, node, LITHE_ERR_DTYPE, "input %zu must be float, got %s", k, lithe_dtype_name(t->dtype));
+    return LITHE_OK;
+}
+static inline lithe_status need_ints(lithe__gexec *x, size_t node, const lithe_tensor *t, size_t k) {
+    if (!is_int(t))
+        return fail(x, node, LITHE_ERR_DTYPE, "input %zu must be an integer tensor (a shape, axes or indices), got %s",
+                    k, lithe_dtype_name(t->dtype));
+    return LITHE_OK;
+}
+
+static inline lithe_status new_f32(lithe__gexec *x, int ndim, const int64_t *shape, bool zero, lithe_tensor **out) {
+    return lithe__gexec_alloc(x, x->be, LITHE_F32, ndim, shape, zero, out);
+}
+static inline lithe_status new_i64(lithe__gexec *x, int ndim, const int64_t *shape, lithe_tensor **out) {
+    return lithe__gexec_alloc(x, lithe__backend_host(), LITHE_I64, ndim, shape, false, out);
+}
+
+/* A new descriptor over t's storage with the given shape and strides (elements). */
+static inline lithe_status view(lithe_tensor *t, int ndim, const int64_t *shape, const int64_t *strides, int64_t offset,
+                         lithe_tensor **out) {
+    LITHE__TRY(lithe_tensor_reshape(t, 1, (int64_t[]){t->numel}, out)); /* a fresh descriptor */
+    lithe_tensor *v = *out;
+    v->ndim = ndim;
+    v->numel = 1;
+    for (int d = 0; d < ndim; d++) {
+        v->shape[d] = shape[d];
+        v->strides[d] = strides[d];
+        v->numel *= shape[d];
+    }
+    v->offset += offset;
+    return LITHE_OK;
+}
+
+static inline void contiguous_strides(int ndim, const int64_t *shape, int64_t *st) {
+    int64_t s = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        st[d] = s;
+        s *= shape[d];
+    }
+}
+
+/* dst (a gradient accumulator) += src, equal element counts. */
+static inline lithe_status acc(lithe__gexec *x, lithe_tensor *dst, const lithe_tensor *src) {
+    if (!dst || !src) return LITHE_OK;
+    return lithe__op_axpby(x->be, 1.0f, src, 1.0f, dst);
+}
+
+static inline lithe_status norm_axis(lithe__gexec *x, size_t node, int64_t axis, int rank, bool allow_end, int64_t *out) {
+    int64_t hi = allow_end ? rank : rank - 1;
+    if (axis < -rank || axis > hi)
+        return fail(x, node, LITHE_ERR_VALUE, "axis %lld outside [-%d, %lld] for rank %d", (long long)axis, rank,
+                    (long long)hi, rank);
+    *out = axis < 0 ? axis + rank : axis;
+    return LITHE_OK;
+}
+
+/* numpy broadcast of two shapes. */
+static inline lithe_status bcast_shape(lithe__gexec *x, size_t node, const lithe_tensor *a, const lithe_tensor *b, int *nd,
+                                int64_t *shape) {
+    *nd = a->ndim > b->ndim ? a->ndim : b->ndim;
+    for (int d = 0; d < *nd; d++) {
+        int ka = d - (*nd - a->ndim), kb = d - (*nd - b->ndim);
+        int64_t ea = ka >= 0 ? a->shape[ka] : 1, eb = kb >= 0 ? b->shape[kb] : 1;
+        if (ea != eb && ea != 1 && eb != 1) {
+            char sa[LITHE__SHAPE_BUF], sb[LITHE__SHAPE_BUF];
+            return fail(x, node, LITHE_ERR_SHAPE, "shapes %s and %s do not broadcast", lithe__shape_str(a, sa, sizeof sa),
+                        lithe__shape_str(b, sb, sizeof sb));
+        }
+        shape[d] = ea == 1 ? eb : ea;
+    }
+    return LITHE_OK;
+}
+
+static inline lithe_status as_rows(lithe_tensor *t, int64_t M, int64_t N, lithe_tensor **out) {
+    /* already (M, N) and contiguous (a Linear's 2-D input and output): the tensor itself, not a
+     * view made and freed per call */
+    if (t->ndim == 2 && t->shape[0] == M && t->shape[1] == N && lithe_tensor_is_contiguous(t)) {
+        *out = lithe_tensor_retain(t);
+        return LITHE_OK;
+    }
+    return lithe_tensor_reshape(t, 2, (int64_t[]){M, N}, out);
+}
+
+/* Each family file's forward and backward functions, for the table (table.c) and the fused nodes
+ * (fused.c); external, so named lithe__gop_* in the library. */
+/* shape.c */
+#define f_identity lithe__gop_f_identity
+#define b_identity lithe__gop_b_identity
+#define f_reshape lithe__gop_f_reshape
+#define b_reshape lithe__gop_b_reshape
+#define f_transpose lithe__gop_f_transpose
+#define b_transpose lithe__gop_b_transpose
+FWD(f_identity); BWD(b_identity); FWD(f_reshape); BWD(b_reshape); FWD(f_transpose); BWD(b_transpose);
+/* matmul.c */
+#define f_gemm lithe__gop_f_gemm
+#define b_gemm lithe__gop_b_gemm
+#define f_matmul lithe__gop_f_matmul
+#define b_matmul lithe__gop_b_matmul
+FWD(f_gemm); BWD(b_gemm); FWD(f_matmul); BWD(b_matmul);
+/* binary.c */
+#define int_binary lithe__gop_int_binary
+lithe_status int_binary(lithe__gexec *x, size_t node, int op, lithe_tensor *A, lithe_tensor *B, lithe_tensor **out);
+#define f_binary lithe__gop_f_binary
+#define b_binary lithe__gop_b_binary
+#define f_not lithe__gop_f_not
+#define f_where lithe__gop_f_where
+#define b_where lithe__gop_b_where
+FWD(f_binary); BWD(b_binary); FWD(f_not); FWD(f_where); BWD(b_where);
+/* unary.c */
+#define f_act lithe__gop_f_act
+#define b_act lithe__gop_b_act
+#define f_unary lithe__gop_f_unary
+#define b_unary lithe__gop_b_unary
+#define f_softmax lithe__gop_f_softmax
+#define b_softmax lithe__gop_b_softmax
+FWD(f_act); BWD(b_act); FWD(f_unary); BWD(b_unary); FWD(f_softmax); BWD(b_softmax);
+/* slice.c */
+#define f_concat lithe__gop_f_concat
+#define b_concat lithe__gop_b_concat
+#define f_split lithe__gop_f_split
+#define b_split lithe__gop_b_split
+#define f_slice lithe__gop_f_slice
+#define b_slice lithe__gop_b_slice
+#define f_pad lithe__gop_f_pad
+#define b_pad lithe__gop_b_pad
+FWD(f_concat); BWD(b_concat); FWD(f_split); BWD(b_split); FWD(f_slice); BWD(b_slice); FWD(f_pad); BWD(b_pad);
+/* reduce.c */
+#define f_expand lithe__gop_f_expand
+#define b_expand lithe__gop_b_expand
+#define f_reduce lithe__gop_f_reduce
+#define b_reduce lithe__gop_b_reduce
+FWD(f_expand); BWD(b_expand); FWD(f_reduce); BWD(b_reduce);
+/* norm.c */
+#define f_layernorm lithe__gop_f_layernorm
+#define b_layernorm lithe__gop_b_layernorm
+#define f_batchnorm lithe__gop_f_batchnorm
+#define b_batchnorm lithe__gop_b_batchnorm
+FWD(f_layernorm); BWD(b_layernorm); FWD(f_batchnorm); BWD(b_batchnorm);
+/* window.c */
+#define conv_geometry lithe__gop_conv_geometry
+#define conv_forward lithe__gop_conv_forward
+lithe_status conv_geometry(lithe__gexec *x, size_t node, lithe_tensor **in, lithe__conv2d *g);
+lithe_status conv_forward(lithe__gexec *x, size_t node, lithe_tensor **in, size_t n_in, const lithe__act *a,
+                          lithe_tensor **out);
+#define f_conv lithe__gop_f_conv
+#define b_conv lithe__gop_b_conv
+#define f_pool lithe__gop_f_pool
+#define b_pool lithe__gop_b_pool
+#define f_convt lithe__gop_f_convt
+#define b_convt lithe__gop_b_convt
+#define f_leaky lithe__gop_f_leaky
+#define b_leaky lithe__gop_b_leaky
+FWD(f_conv); BWD(b_conv); FWD(f_pool); BWD(b_pool); FWD(f_convt); BWD(b_convt); FWD(f_leaky); BWD(b_leaky);
+/* host.c */
+#define f_constant lithe__gop_f_constant
+#define f_shape lithe__gop_f_shape
+#define f_gather lithe__gop_f_gather
+#define b_gather lithe__gop_b_gather
+#define f_cast lithe__gop_f_cast
+#define b_cast lithe__gop_b_cast
+#define f_constant_of_shape lithe__gop_f_constant_of_shape
+FWD(f_constant); FWD(f_shape); FWD(f_gather); BWD(b_gather); FWD(f_cast); BWD(b_cast); FWD(f_constant_of_shape);
+/* fused.c */
+#define f_fused_linear lithe__gop_f_fused_linear
+#define b_fused_linear lithe__gop_b_fused_linear
+#define f_fused_act lithe__gop_f_fused_act
+#define b_fused_act lithe__gop_b_fused_act
+#define f_fused_conv lithe__gop_f_fused_conv
+#define b_fused_conv lithe__gop_b_fused_conv
+#define f_fused_conv_add lithe__gop_f_fused_conv_add
+#define b_fused_conv_add lithe__gop_b_fused_conv_add
+FWD(f_fused_linear); BWD(b_fused_linear); FWD(f_fused_act); BWD(b_fused_act); FWD(f_fused_conv); BWD(b_fused_conv); FWD(f_fused_conv_add); BWD(b_fused_conv_add);
+
+#endif
