@@ -1,9 +1,5 @@
 /* The backend registry and the checked dispatchers generated from primitives.def. */
 #include "internal.h"
-#include "../backends/cpu/threadpool.h"
-#ifdef LITHE_HAVE_VULKAN
-lithe_status lithe__backend_vulkan(const char *name, lithe_backend **out); /* backends/vulkan */
-#endif
 
 #include <stdio.h>
 
@@ -65,67 +61,118 @@ static inline void touch_none(const void *p) { (void)p; }
 #include "primitives.def"
 #undef LITHE_PRIM
 
-/* Backends lithe knows of; those not compiled in answer UNSUPPORTED with the reason. */
+/* The registry: the backends this build has, in lithe_backends.def (written by
+ * backends/backends.cmake from the enabled options: LITHE_BACKEND(name) for each one built, the
+ * first the host backend, and LITHE_BACKEND_OFF(name, why) for each one left out). */
+#define LITHE_BACKEND(name) extern const lithe_backend_desc lithe__backend_##name##_desc;
+#define LITHE_BACKEND_OFF(name, why)
+#include "lithe_backends.def"
+#undef LITHE_BACKEND
+#undef LITHE_BACKEND_OFF
+
+static const lithe_backend_desc *const registry[] = {
+#define LITHE_BACKEND(name) &lithe__backend_##name##_desc,
+#define LITHE_BACKEND_OFF(name, why)
+#include "lithe_backends.def"
+#undef LITHE_BACKEND
+#undef LITHE_BACKEND_OFF
+};
+#define N_REGISTRY (sizeof registry / sizeof registry[0])
+
+/* Backends lithe knows of that this build left out: lithe_backend_get says why. */
 static const struct {
     const char *name;
     const char *why_missing;
-} known[] = {
-    {"vulkan", "this library was built without the Vulkan backend (LITHE_VULKAN=OFF, or no vulkan/vulkan.h "
-               "and glslc at build time)"},
-    {"cuda", "this library was built without the CUDA backend (LITHE_CUDA=OFF, or no nvcc at build time)"},
+} left_out[] = {
+#define LITHE_BACKEND(name)
+#define LITHE_BACKEND_OFF(name, why) {#name, why},
+#include "lithe_backends.def"
+#undef LITHE_BACKEND
+#undef LITHE_BACKEND_OFF
+    {NULL, NULL},
 };
+
+/* Whether `name` is `base` or `base:<selector>`. */
+static bool names_backend(const char *name, const char *base) {
+    size_t n = strlen(base);
+    return !strncmp(name, base, n) && (name[n] == '\0' || name[n] == ':');
+}
+
+const lithe_backend_desc *lithe__backend_desc(const char *name) {
+    for (size_t i = 0; i < N_REGISTRY; i++)
+        if (!strcmp(registry[i]->name, name)) return registry[i];
+    return NULL;
+}
+
+lithe_backend *lithe__backend_host(void) {
+    lithe_backend *be = NULL;
+    (void)registry[0]->get(NULL, &be); /* the host backend's default instance cannot fail */
+    return be;
+}
+
+/* A description of another API version is a build of another tree: refused by name. */
+static lithe_status check_desc(const lithe_backend_desc *d) {
+    if (d->api_version != LITHE_BACKEND_API_VERSION)
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "backend '%s' has backend API version %u (this lithe: %u)", d->name,
+                           (unsigned)d->api_version, (unsigned)LITHE_BACKEND_API_VERSION);
+    return LITHE_OK;
+}
 
 lithe_status lithe_backend_get(const char *name, lithe_backend **out) {
     LITHE__CHECK_ARG(out, "lithe_backend_get", "out is NULL");
     *out = NULL;
     LITHE__CHECK_ARG(name, "lithe_backend_get", "name is NULL");
-    if (!strcmp(name, "cpu")) {
-        *out = lithe__backend_cpu();
-        return LITHE_OK;
-    }
-#ifdef LITHE_HAVE_VULKAN
-    /* "vulkan" (device from $LITHE_VULKAN_DEVICE or the best by type) or "vulkan:<index|name>" */
-    if (!strncmp(name, "vulkan", 6) && (name[6] == '\0' || name[6] == ':')) return lithe__backend_vulkan(name, out);
-#endif
-#ifdef LITHE_HAVE_CUDA
-    /* "cuda" (device $LITHE_CUDA_DEVICE, else 0) or "cuda:<index>"; the module is loaded here */
-    if (!strncmp(name, "cuda", 4) && (name[4] == '\0' || name[4] == ':')) return lithe__backend_cuda(name, out);
-#endif
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-        if (!strncmp(name, known[i].name, strlen(known[i].name)) &&
-            (name[strlen(known[i].name)] == '\0' || name[strlen(known[i].name)] == ':'))
-            return lithe__fail(LITHE_ERR_UNSUPPORTED, "backend '%s' is unavailable: %s", name, known[i].why_missing);
+    for (size_t i = 0; i < N_REGISTRY; i++)
+        if (names_backend(name, registry[i]->name)) {
+            LITHE__TRY(check_desc(registry[i]));
+            return registry[i]->get(name, out);
+        }
+    for (size_t i = 0; left_out[i].name; i++)
+        if (names_backend(name, left_out[i].name))
+            return lithe__fail(LITHE_ERR_UNSUPPORTED, "backend '%s' is unavailable: %s", name, left_out[i].why_missing);
     char list[128];
     lithe_backend_list(list, sizeof list);
     return lithe__fail(LITHE_ERR_NOT_FOUND, "no backend named '%s' (available: %s)", name, list);
 }
 
+lithe_status lithe__backend_for_dl_device(int device_type, int device_id, lithe_backend **out) {
+    *out = NULL;
+    for (size_t i = 0; i < N_REGISTRY; i++)
+        if (registry[i]->dl_device_type == device_type && registry[i]->get_device) {
+            LITHE__TRY(check_desc(registry[i]));
+            return registry[i]->get_device(device_id, out);
+        }
+    return lithe__fail(LITHE_ERR_NOT_FOUND, "no backend of this build shares memory of DLPack device type %d",
+                       device_type);
+}
+
+void lithe__backends_cache_flush(void) {
+    for (size_t i = 0; i < N_REGISTRY; i++)
+        if (registry[i]->cache_flush) registry[i]->cache_flush();
+}
+
 lithe_status lithe_backend_set_threads(lithe_backend *backend, int n) {
     LITHE__CHECK_ARG(backend, "lithe_backend_set_threads", "backend is NULL");
-    if (backend != lithe__backend_cpu())
-        return lithe__fail(LITHE_ERR_UNSUPPORTED, "set_threads: backend '%s' has no thread count (only \"cpu\" does)",
-                           backend->name);
-    return lithe__cpu_set_threads(n);
+    if (!backend->desc->set_threads)
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "set_threads: backend '%s' has no thread count", backend->name);
+    return backend->desc->set_threads(backend, n);
 }
 
 int lithe_backend_threads(const lithe_backend *backend) {
-    return backend == lithe__backend_cpu() ? lithe__cpu_threads() : 1;
+    return backend && backend->desc->threads ? backend->desc->threads(backend) : 1;
 }
 
 const char *lithe_backend_name(const lithe_backend *backend) { return backend ? backend->name : "(null)"; }
 
 size_t lithe_backend_list(char *buf, size_t cap) {
     /* compiled in; whether a device is present shows at lithe_backend_get */
-    const char *s = "cpu"
-#ifdef LITHE_HAVE_VULKAN
-                    ",vulkan"
-#endif
-#ifdef LITHE_HAVE_CUDA
-                    ",cuda"
-#endif
-        ;
-    size_t n = strlen(s);
-    if (buf && cap) snprintf(buf, cap, "%s", s);
+    size_t n = 0;
+    if (buf && cap) buf[0] = '\0';
+    for (size_t i = 0; i < N_REGISTRY; i++) {
+        const char *sep = i ? "," : "";
+        if (buf && cap > n) snprintf(buf + n, cap - n, "%s%s", sep, registry[i]->name);
+        n += strlen(sep) + strlen(registry[i]->name);
+    }
     return n;
 }
 
@@ -138,11 +185,9 @@ lithe_status lithe_backend_stream(const lithe_backend *backend, void **stream) {
     LITHE__CHECK_ARG(stream, "lithe_backend_stream", "stream is NULL");
     *stream = NULL;
     LITHE__CHECK_ARG(backend, "lithe_backend_stream", "backend is NULL");
-#ifdef LITHE_HAVE_CUDA
-    if (backend->dl_device_type == 2) {
-        *stream = lithe__cuda_stream(backend);
+    if (backend->desc->stream) {
+        *stream = backend->desc->stream(backend);
         return LITHE_OK;
     }
-#endif
     return lithe__fail(LITHE_ERR_UNSUPPORTED, "lithe_backend_stream: backend '%s' has no stream", backend->name);
 }

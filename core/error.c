@@ -66,7 +66,7 @@ lithe_status lithe_set_allocator(const lithe_allocator *a) {
     if (a && (!a->malloc_fn || !a->realloc_fn || !a->free_fn))
         return lithe__fail(LITHE_ERR_INVALID_ARG,
                            "lithe_set_allocator: malloc_fn, realloc_fn and free_fn are all required");
-    lithe__cpu_cache_flush(); /* cached blocks go back to the allocator that made them */
+    lithe__backends_cache_flush(); /* cached blocks go back to the allocator that made them */
     if (!a) {
         allocator = (lithe_allocator){default_malloc, default_realloc, default_free, NULL};
         return LITHE_OK;

@@ -35,7 +35,7 @@ lithe_status lithe__model_new(const lithe__layer_type *type, const char *name,
     m->refcount = 1;
     m->id = take_id();
     m->type = type;
-    m->backend = lithe__backend_cpu();
+    m->backend = lithe__backend_host();
     uint64_t s = m->id;
     m->rng.key = lithe__splitmix64(&s);
     m->name = lithe__strdup(name);
@@ -679,7 +679,7 @@ static lithe_status move_model_body(lithe_model *m, lithe_backend *backend, cons
         lithe_model *node = w.v[i];
         lithe_backend *to = backend;
         for (size_t k = 0; k < n_pinned; k++)
-            if (pinned[k] == node) to = lithe__backend_cpu();
+            if (pinned[k] == node) to = lithe__backend_host();
         s = move_node(node, to, fn);
     }
     lithe__free(pinned);

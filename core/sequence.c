@@ -12,7 +12,7 @@
 static int32_t ival(const lithe_tensor *t, int64_t i) { return ((const int32_t *)lithe__tdata(t))[i * t->strides[0]]; }
 
 lithe_status lithe__host_i32(int64_t n, const int32_t *values, lithe_tensor **out) {
-    LITHE__TRY(lithe__tensor_alloc(lithe__backend_cpu(), LITHE_I32, 1, &n, true, out));
+    LITHE__TRY(lithe__tensor_alloc(lithe__backend_host(), LITHE_I32, 1, &n, true, out));
     if (n && values) memcpy(lithe__tdata(*out), values, (size_t)n * sizeof *values);
     return LITHE_OK;
 }

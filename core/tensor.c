@@ -134,7 +134,7 @@ lithe_status lithe__tensor_wrap_host(lithe_dtype dtype, int ndim, const int64_t 
     st->refcount = 1;
     st->data = data;
     st->nbytes = nbytes;
-    st->backend = lithe__backend_cpu();
+    st->backend = lithe__backend_host();
     st->release = release;
     st->release_ctx = ctx;
     t->refcount = 1;
@@ -172,7 +172,7 @@ lithe_status lithe__tensor_alloc(lithe_backend *be, lithe_dtype dtype, int ndim,
     int64_t numel;
     size_t nbytes;
     LITHE__TRY(check_shape("lithe_tensor_new", dtype, ndim, shape, &numel, &nbytes));
-    if (!be) be = lithe__backend_cpu();
+    if (!be) be = lithe__backend_host();
     lithe_tensor *t = lithe__calloc(1, sizeof *t);
     if (!t) return lithe__oom("tensor", sizeof *t);
     lithe_status s = storage_new(be, nbytes, &t->storage);
@@ -458,7 +458,7 @@ lithe_status lithe_tensor_to_backend(const lithe_tensor *t, lithe_backend *backe
     LITHE__CHECK_ARG(out, "lithe_tensor_to_backend", "out is NULL");
     *out = NULL;
     LITHE__CHECK_ARG(t, "lithe_tensor_to_backend", "tensor is NULL");
-    if (!backend) backend = lithe__backend_cpu();
+    if (!backend) backend = lithe__backend_host();
     lithe_tensor *n = NULL;
     LITHE__TRY(lithe__tensor_alloc(backend, t->dtype, t->ndim, t->shape, false, &n));
     size_t nbytes = (size_t)t->numel * lithe_dtype_size(t->dtype);
@@ -530,19 +530,20 @@ lithe_status lithe_tensor_from_dlpack(void *managed, bool versioned, lithe_tenso
     } else {
         dl = &((DLManagedTensor *)managed)->dl_tensor;
     }
-    lithe_backend *be = lithe__backend_cpu();
-    if (dl->device.device_type == kDLCUDA) {
-#ifdef LITHE_HAVE_CUDA
-        /* zero-copy on the "cuda:<device_id>" backend; the producer has made the data ready for
-         * that backend's stream (lithe_backend_stream) */
-        LITHE__TRY(lithe__backend_cuda_device(dl->device.device_id, &be));
-#else
-        return lithe__fail(LITHE_ERR_UNSUPPORTED,
-                           "lithe_tensor_from_dlpack: a CUDA tensor, but this library was built without the CUDA backend");
-#endif
-    } else if (dl->device.device_type != kDLCPU && dl->device.device_type != kDLCUDAHost) {
-        return lithe__fail(LITHE_ERR_UNSUPPORTED, "lithe_tensor_from_dlpack: device type %d (host memory and CUDA only)",
-                           (int)dl->device.device_type);
+    lithe_backend *be = lithe__backend_host();
+    if (dl->device.device_type != kDLCPU && dl->device.device_type != kDLCUDAHost) {
+        /* zero-copy on the backend that shares this device's memory ("cuda:<device_id>"); the
+         * producer has made the data ready for that backend's stream (lithe_backend_stream) */
+        lithe_status s = lithe__backend_for_dl_device((int)dl->device.device_type, (int)dl->device.device_id, &be);
+        if (s != LITHE_OK && s != LITHE_ERR_NOT_FOUND) return s;
+        if (s == LITHE_ERR_NOT_FOUND) {
+            if (dl->device.device_type == kDLCUDA)
+                return lithe__fail(LITHE_ERR_UNSUPPORTED, "lithe_tensor_from_dlpack: a CUDA tensor, but this library "
+                                                          "was built without the CUDA backend");
+            return lithe__fail(LITHE_ERR_UNSUPPORTED,
+                               "lithe_tensor_from_dlpack: device type %d (host memory and CUDA only)",
+                               (int)dl->device.device_type);
+        }
     }
     lithe_dtype dt;
     if (!dtype_from_dl(dl->dtype, &dt))
@@ -631,7 +632,7 @@ lithe_status lithe_tensor_to_dlpack(lithe_tensor *t, bool versioned, void **mana
     *managed_out = NULL;
     LITHE__CHECK_ARG(t, "lithe_tensor_to_dlpack", "tensor is NULL");
     const lithe_backend *be = t->storage->backend;
-    if (!be->host_memory && be->dl_device_type != kDLCUDA)
+    if (!be->host_memory && !be->desc->get_device)
         return lithe__fail(LITHE_ERR_UNSUPPORTED,
                            "lithe_tensor_to_dlpack: tensor lives in the device memory of backend '%s'; export a host "
                            "copy instead (lithe_tensor_to_backend(t, NULL, &copy))",
@@ -762,7 +763,7 @@ lithe__bufpool_stats lithe__bufpool_get_stats(const lithe__bufpool *p) {
 lithe_status lithe__bufpool_tensor(lithe__bufpool *p, lithe_backend *be, lithe_dtype dtype, int ndim,
                                    const int64_t *shape, bool zero, lithe_tensor **out) {
     *out = NULL;
-    if (!be) be = lithe__backend_cpu();
+    if (!be) be = lithe__backend_host();
     int64_t numel;
     size_t nbytes;
     LITHE__TRY(check_shape("lithe_tensor_new", dtype, ndim, shape, &numel, &nbytes));

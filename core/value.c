@@ -42,7 +42,7 @@ static lithe_status packed_ints(lithe_tensor *t, lithe_tensor **out) {
         *out = lithe_tensor_retain(t);
         return LITHE_OK;
     }
-    LITHE__TRY(lithe__tensor_alloc(lithe__backend_cpu(), LITHE_I32, 1, t->shape, false, out));
+    LITHE__TRY(lithe__tensor_alloc(lithe__backend_host(), LITHE_I32, 1, t->shape, false, out));
     int32_t *dst = lithe__tdata(*out);
     const int32_t *src = lithe__tdata(t);
     for (int64_t i = 0; i < t->shape[0]; i++) dst[i] = src[i * t->strides[0]];
@@ -168,7 +168,7 @@ lithe_status lithe_value_strings(size_t n, const char *const *s, lithe_value **o
         total += (int64_t)strlen(s[i]) + 1;
     }
     lithe_tensor *bytes = NULL, *offsets = NULL;
-    lithe_backend *cpu = lithe__backend_cpu();
+    lithe_backend *cpu = lithe__backend_host();
     lithe_status st = lithe__tensor_alloc(cpu, LITHE_U8, 1, &total, false, &bytes);
     if (st == LITHE_OK) st = lithe__tensor_alloc(cpu, LITHE_I64, 1, (int64_t[]){(int64_t)n + 1}, false, &offsets);
     if (st == LITHE_OK) st = value_alloc(LITHE_VALUE_STRINGS, out);

@@ -30,6 +30,9 @@
 #include "internal.h"
 #include "lithe.h"
 #include "lithe_dlpack.h"
+#ifdef LITHE_HAVE_CUDA
+#include "../backends/cuda/cuda_module.h" /* lithe__cuda_module_kind */
+#endif
 
 #ifndef LITHE_TEST_DEVICE
 #define LITHE_TEST_DEVICE "vulkan"
@@ -1367,7 +1370,7 @@ static void test_move_out_of_device_memory(void **state) {
     lithe_value *X = value_on(cpu, LITHE_F32, 2, (int64_t[]){2, 784}, x);
     OK(lithe_model_initialize(m, X, NULL));
     size_t used0, cached0, n0;
-    lithe__cuda_memory_stats(dev, &used0, &cached0, &n0);
+    dev->desc->memory_stats(dev, &used0, &cached0, &n0);
     /* room (once the cache is given back) for W1, b1 and W2, and 100 bytes: b2 (1 KiB) fails */
     char cap[32];
     snprintf(cap, sizeof cap, "%zu", used0 + sizeof(float) * (784 * 512 + 512 + 512 * 256) + 100);
@@ -1417,31 +1420,31 @@ static void test_cuda_caching_allocator(void **state) {
     const size_t S = (37u << 20) + 12345, S2 = S + (4u << 20), G = 2u << 20;
     const size_t want = emulated ? S : (S + G - 1) / G * G, want2 = emulated ? S2 : (S2 + G - 1) / G * G;
     size_t used0, cached0, n0, used, cached, n;
-    lithe__cuda_memory_stats(dev, &used0, &cached0, &n0);
+    dev->desc->memory_stats(dev, &used0, &cached0, &n0);
     void *p = NULL, *q = NULL, *r = NULL;
     OK(dev->ops->alloc(dev, S, &p));
-    lithe__cuda_memory_stats(dev, &used, &cached, &n);
+    dev->desc->memory_stats(dev, &used, &cached, &n);
     assert_int_equal(n, n0 + 1); /* no block of this size waited: a device allocation */
     assert_int_equal(used, used0 + want);
     assert_int_equal(cached, cached0);
     dev->ops->free(dev, p);
-    lithe__cuda_memory_stats(dev, &used, &cached, &n);
+    dev->desc->memory_stats(dev, &used, &cached, &n);
     assert_int_equal(used, used0);
     assert_int_equal(cached, cached0 + want); /* kept for reuse, not given back */
     assert_int_equal(n, n0 + 1);
     OK(dev->ops->alloc(dev, S, &q));
-    lithe__cuda_memory_stats(dev, &used, &cached, &n);
+    dev->desc->memory_stats(dev, &used, &cached, &n);
     assert_ptr_equal(q, p); /* the cached block again */
     assert_int_equal(n, n0 + 1);
     assert_int_equal(used, used0 + want);
     assert_int_equal(cached, cached0);
     OK(dev->ops->alloc(dev, S2, &r)); /* another rounded size: a new block */
-    lithe__cuda_memory_stats(dev, &used, &cached, &n);
+    dev->desc->memory_stats(dev, &used, &cached, &n);
     assert_int_equal(n, n0 + 2);
     assert_int_equal(used, used0 + want + want2);
     dev->ops->free(dev, q);
     dev->ops->free(dev, r);
-    lithe__cuda_memory_stats(dev, &used, &cached, &n);
+    dev->desc->memory_stats(dev, &used, &cached, &n);
     assert_int_equal(used, used0);
     assert_int_equal(cached, cached0 + want + want2);
     if (!emulated) return; /* a real GPU's memory cannot be made to run out here */
@@ -1457,7 +1460,7 @@ static void test_cuda_caching_allocator(void **state) {
     lithe_status st = dev->ops->alloc(dev, T, &t);
     if (st != LITHE_OK) unsetenv("LITHE_CUDA_EMU_MEMORY");
     OK(st);
-    lithe__cuda_memory_stats(dev, &used, &cached, &n);
+    dev->desc->memory_stats(dev, &used, &cached, &n);
     assert_int_equal(cached, 0); /* given back to the driver */
     assert_int_equal(used, used0 + T);
     assert_int_equal(n, n1 + 1);
@@ -1467,7 +1470,7 @@ static void test_cuda_caching_allocator(void **state) {
     assert_int_equal(st, LITHE_ERR_OOM);
     assert_null(u);
     assert_non_null(strstr(lithe_last_error(), "out of device memory"));
-    lithe__cuda_memory_stats(dev, &used, &cached, &n);
+    dev->desc->memory_stats(dev, &used, &cached, &n);
     assert_int_equal(n, n1 + 1);
     assert_int_equal(used, used0 + T);
     dev->ops->free(dev, t);

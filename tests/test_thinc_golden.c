@@ -21,7 +21,7 @@
 #include <cmocka.h>
 
 #include "lithe.h"
-#include "internal.h" /* lithe__adam_as_torch: what lithe bench --adam torch runs */
+#include "../tools/lithe/adam_torch.h" /* lithe_bench_adam_as_torch: what lithe bench --adam torch runs */
 #include "golden/golden.h"
 
 #define TOL_LAYER 1e-5, 1e-4
@@ -200,7 +200,7 @@ static void test_chain_trains_like_thinc(void **state) {
 
 static void test_chain_trains_like_thinc_adam_as_torch(void **state) {
     (void)state;
-    chain_trains_like_thinc("chaintorch", lithe__adam_as_torch(), 3);
+    chain_trains_like_thinc("chaintorch", lithe_bench_adam_as_torch(), 3);
 }
 
 /* ---- optimizers ---- */
@@ -230,7 +230,7 @@ static void test_optimizer_defaults_match_thinc(void **state) {
     expect_same_opts("lithe_adam_defaults() vs thinc Adam()", lithe_adam_defaults(), opts_of(get("adam_default.opts")));
     expect_same_opts("lithe_sgd_defaults(0.1) vs thinc SGD(0.1)", lithe_sgd_defaults(0.1), opts_of(get("sgd.opts")));
     expect_same_opts("lithe bench --adam torch vs thinc Adam(grad_clip=0.0, L2=0.0, use_averages=False)",
-                     lithe__adam_as_torch(), opts_of(get("adam_torch.opts")));
+                     lithe_bench_adam_as_torch(), opts_of(get("adam_torch.opts")));
 }
 
 static void test_optimizer_steps(void **state) {

@@ -4,6 +4,7 @@
 #include "kernels.h"
 #include "simd/simd.h"
 #include "gemm/gemm.h"
+#include "threadpool.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -626,6 +627,34 @@ static const lithe_backend_ops cpu_ops = {
 #endif
 };
 
-static lithe_backend cpu_backend = {"cpu", true, &cpu_ops, NULL, 1 /* kDLCPU */, 0};
+extern const lithe_backend_desc lithe__backend_cpu_desc;
+static lithe_backend cpu_backend = {"cpu", true, &cpu_ops, NULL, 1 /* kDLCPU */, 0, &lithe__backend_cpu_desc};
 
 lithe_backend *lithe__backend_cpu(void) { return &cpu_backend; }
+
+/* "cpu" (there is one instance; a selector is refused) */
+static lithe_status cpu_get(const char *name, lithe_backend **out) {
+    *out = NULL;
+    if (name && strcmp(name, "cpu"))
+        return lithe__fail(LITHE_ERR_NOT_FOUND, "no backend named '%s' (the CPU backend is \"cpu\")", name);
+    *out = &cpu_backend;
+    return LITHE_OK;
+}
+static lithe_status cpu_set_threads(lithe_backend *be, int n) {
+    (void)be;
+    return lithe__cpu_set_threads(n);
+}
+static int cpu_threads(const lithe_backend *be) {
+    (void)be;
+    return lithe__cpu_threads();
+}
+
+const lithe_backend_desc lithe__backend_cpu_desc = {
+    .api_version = LITHE_BACKEND_API_VERSION,
+    .name = "cpu",
+    .dl_device_type = 1, /* kDLCPU */
+    .get = cpu_get,
+    .set_threads = cpu_set_threads,
+    .threads = cpu_threads,
+    .cache_flush = lithe__cpu_cache_flush,
+};

@@ -5,7 +5,12 @@
 #ifndef LITHE_CPU_KERNELS_H
 #define LITHE_CPU_KERNELS_H
 
-#include "../../core/internal.h"
+#include "../../core/backend.h"
+
+/* The CPU backend's one instance (registered as lithe__backend_cpu_desc; core reaches it through
+ * the registry, lithe__backend_host) and its caching allocator's flush (cache.c). */
+lithe_backend *lithe__backend_cpu(void);
+void lithe__cpu_cache_flush(void);
 
 /* SGEMM (and the fused gemm_bias_act) lives in gemm/gemm.h: a packed, cache-blocked driver
  * around one register-tiled microkernel per ISA (lithe_f32_gemm_ukernel_MRxNR__<isa>: scalar

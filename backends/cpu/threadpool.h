@@ -16,7 +16,7 @@
 #ifndef LITHE_CPU_THREADPOOL_H
 #define LITHE_CPU_THREADPOOL_H
 
-#include "../../core/internal.h"
+#include "../../core/backend.h"
 
 /* Threads come from pthreads natively (and in an Emscripten -pthread build), or, in the npm
  * package's threads module (an Emscripten build with -matomics -mbulk-memory and shared memory, no

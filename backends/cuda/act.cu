@@ -87,10 +87,10 @@ LC_KERNEL(k_act_backward,
     LC_FOR(t, i, n) dX[i] = act_bwd(a, dY[i], X, Y, i);
 }
 
-static lithe_status cu_act(lithe_backend *be, const lithe__act *a, const lithe_tensor *X, lithe_tensor *Y) {
+lithe_status cu_act(lithe_backend *be, const lithe__act *a, const lithe_tensor *X, lithe_tensor *Y) {
     return lc_launch<k_act>(lc_of(be), Y->numel, *a, Y->numel, (const float *)lc_f(X), lc_f(Y));
 }
-static lithe_status cu_act_backward(lithe_backend *be, const lithe__act *a, const lithe_tensor *dY,
+lithe_status cu_act_backward(lithe_backend *be, const lithe__act *a, const lithe_tensor *dY,
                                     const lithe_tensor *X, const lithe_tensor *Y, lithe_tensor *dX) {
     return lc_launch<k_act_backward>(lc_of(be), dX->numel, *a, dX->numel, (const float *)lc_f(dY),
                                      (const float *)lc_f(X), (const float *)lc_f(Y), lc_f(dX));
@@ -112,19 +112,19 @@ LC_KERNEL(k_log_softmax_backward, (const lc_thread &t, int64_t M, int64_t N, con
     LC_FOR(t, r, M) lithe__log_softmax_backward_row(N, Y + r * N, dY + r * N, dX + r * N);
 }
 
-static lithe_status cu_softmax(lithe_backend *be, const lithe_tensor *X, float temperature, lithe_tensor *Y) {
+lithe_status cu_softmax(lithe_backend *be, const lithe_tensor *X, float temperature, lithe_tensor *Y) {
     return lc_launch<k_softmax>(lc_of(be), X->shape[0], X->shape[0], X->shape[1], (const float *)lc_f(X), temperature,
                                 lc_f(Y));
 }
-static lithe_status cu_softmax_backward(lithe_backend *be, const lithe_tensor *Y, const lithe_tensor *dY,
+lithe_status cu_softmax_backward(lithe_backend *be, const lithe_tensor *Y, const lithe_tensor *dY,
                                         float temperature, lithe_tensor *dX) {
     return lc_launch<k_softmax_backward>(lc_of(be), Y->shape[0], Y->shape[0], Y->shape[1], (const float *)lc_f(Y),
                                          (const float *)lc_f(dY), temperature, lc_f(dX));
 }
-static lithe_status cu_log_softmax(lithe_backend *be, const lithe_tensor *X, lithe_tensor *Y) {
+lithe_status cu_log_softmax(lithe_backend *be, const lithe_tensor *X, lithe_tensor *Y) {
     return lc_launch<k_log_softmax>(lc_of(be), X->shape[0], X->shape[0], X->shape[1], (const float *)lc_f(X), lc_f(Y));
 }
-static lithe_status cu_log_softmax_backward(lithe_backend *be, const lithe_tensor *Y, const lithe_tensor *dY,
+lithe_status cu_log_softmax_backward(lithe_backend *be, const lithe_tensor *Y, const lithe_tensor *dY,
                                             lithe_tensor *dX) {
     return lc_launch<k_log_softmax_backward>(lc_of(be), Y->shape[0], Y->shape[0], Y->shape[1], (const float *)lc_f(Y),
                                              (const float *)lc_f(dY), lc_f(dX));
@@ -139,10 +139,10 @@ LC_KERNEL(k_unary_backward,
           (const lc_thread &t, int op, int64_t n, const float *X, const float *Y, const float *dY, float *dX)) {
     LC_FOR(t, k, n) lithe__unary_bwd(op, X[k], Y[k], dY[k], &dX[k]);
 }
-static lithe_status cu_unary(lithe_backend *be, int op, const lithe_tensor *X, lithe_tensor *Y) {
+lithe_status cu_unary(lithe_backend *be, int op, const lithe_tensor *X, lithe_tensor *Y) {
     return lc_launch<k_unary>(lc_of(be), X->numel, op, X->numel, (const float *)lc_f(X), lc_f(Y));
 }
-static lithe_status cu_unary_backward(lithe_backend *be, int op, const lithe_tensor *X, const lithe_tensor *Y,
+lithe_status cu_unary_backward(lithe_backend *be, int op, const lithe_tensor *X, const lithe_tensor *Y,
                                       const lithe_tensor *dY, lithe_tensor *dX) {
     return lc_launch<k_unary_backward>(lc_of(be), X->numel, op, X->numel, (const float *)lc_f(X),
                                        (const float *)lc_f(Y), (const float *)lc_f(dY), lc_f(dX));
@@ -162,7 +162,7 @@ LC_KERNEL(k_bias_act, (const lc_thread &t, int64_t M, int64_t N, const float *pr
     }
 }
 
-static lithe_status cu_gemm_bias_act(lithe_backend *be, bool tA, bool tB, const lithe_tensor *A, const lithe_tensor *B,
+lithe_status cu_gemm_bias_act(lithe_backend *be, bool tA, bool tB, const lithe_tensor *A, const lithe_tensor *B,
                                      const lithe_tensor *b, const lithe__act *a, lithe_tensor *Z, lithe_tensor *Y) {
     lc_ctx *c = lc_of(be);
     int64_t M = Y->shape[0], N = Y->shape[1], K = tA ? A->shape[0] : A->shape[1];
@@ -181,14 +181,3 @@ static lithe_status cu_gemm_bias_act(lithe_backend *be, bool tA, bool tB, const 
                                  a ? *a : none, Z ? lc_f(Z) : (float *)NULL, ldz, lc_f(Y), ldy);
 }
 
-void lc_fill_ops_act(lithe_backend_ops *ops) {
-    ops->gemm_bias_act = cu_gemm_bias_act;
-    ops->act = cu_act;
-    ops->act_backward = cu_act_backward;
-    ops->softmax = cu_softmax;
-    ops->softmax_backward = cu_softmax_backward;
-    ops->log_softmax = cu_log_softmax;
-    ops->log_softmax_backward = cu_log_softmax_backward;
-    ops->unary = cu_unary;
-    ops->unary_backward = cu_unary_backward;
-}

@@ -220,13 +220,13 @@ static inline void lc_bcast_strides(const lithe_tensor *t, int nd, const int64_t
     }
 }
 
-/* ---- the table (each family's file fills its primitives) ---- */
-void lc_fill_ops_elementwise(lithe_backend_ops *ops);
-void lc_fill_ops_act(lithe_backend_ops *ops);
-void lc_fill_ops_norm(lithe_backend_ops *ops);
-void lc_fill_ops_index(lithe_backend_ops *ops);
-void lc_fill_ops_seq(lithe_backend_ops *ops);
-void lc_fill_ops_graph(lithe_backend_ops *ops);
+/* ---- the primitives: cu_<name> for every line of core/primitives.def but those unsupported.h
+ * lists, each in its family's file; device.cu's table is generated from the same list, so a
+ * primitive neither written nor listed is an undefined symbol when the module links ---- */
+#include "unsupported.h"
+#define LITHE_PRIM(name, params, args) LITHE__PRIM_DECL(cu_, name, params)
+#include "../../core/primitives.def"
+#undef LITHE_PRIM
 
 /* Host int32 lengths (B,) -> device arrays: starts (B + 1) int64 and, when `row_seq`, the
  * sequence of every row (N,) int32. Free both with lc_free. */

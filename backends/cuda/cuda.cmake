@@ -1,4 +1,4 @@
-# The CUDA backend (included by the top-level CMakeLists.txt). LITHE_CUDA: AUTO (built when nvcc is
+# The CUDA backend (registered in backends/backends.cmake). LITHE_CUDA: AUTO (built when nvcc is
 # found), ON (required) or OFF. liblithe only gains backends/cuda/cuda_backend.c, which dlopens the
 # module built here, so the library never links the CUDA runtime or cuBLAS:
 #   liblithe_cuda.so      nvcc, sm_90 SASS (H100 / H200) + compute_90 PTX (newer GPUs JIT it),
@@ -7,6 +7,7 @@
 #                         over its grid thread by thread on the CPU, cuBLAS replaced by a
 #                         column-major reference with cuBLAS's argument checks. Tests only.
 set(LITHE_CUDA_ENABLED OFF)
+set(LITHE_CUDA_WHY_OFF "this library was built without the CUDA backend (LITHE_CUDA=OFF, or no nvcc at build time)")
 if(LITHE_CUDA STREQUAL "ON" OR LITHE_CUDA STREQUAL "AUTO")
   if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
     # nvcc on the PATH, else the toolkit's usual home. NO_CMAKE_SYSTEM_PATH: CMake's own system

@@ -24,6 +24,7 @@ static const lithe__cuda_module *mod;
 static char mod_error[1024]; /* why the module could not be loaded (kept: every request says it) */
 static bool mod_tried;
 static lithe_backend *made[MAX_CUDA_DEVICES];
+extern const lithe_backend_desc lithe__backend_cuda_desc;
 static char names[MAX_CUDA_DEVICES][16];
 
 static const lithe__cuda_host host = {
@@ -131,14 +132,16 @@ static lithe_status device_backend(int index, lithe_backend **out) {
     be->host_memory = false;
     be->dl_device_type = 2; /* kDLCUDA */
     be->dl_device_id = index;
+    be->desc = &lithe__backend_cuda_desc;
     made[index] = be;
     *out = be;
     return LITHE_OK;
 }
 
-/* "cuda" (device $LITHE_CUDA_DEVICE, else 0) or "cuda:<index>". */
-lithe_status lithe__backend_cuda(const char *name, lithe_backend **out) {
+/* "cuda" (device $LITHE_CUDA_DEVICE, else 0; NULL too) or "cuda:<index>"; the module is loaded here. */
+static lithe_status cuda_get(const char *name, lithe_backend **out) {
     *out = NULL;
+    if (!name) name = "cuda";
     const char *sel = name[4] == ':' ? name + 5 : getenv("LITHE_CUDA_DEVICE");
     int index = 0;
     if (sel && *sel) {
@@ -153,7 +156,8 @@ lithe_status lithe__backend_cuda(const char *name, lithe_backend **out) {
     return s;
 }
 
-lithe_status lithe__backend_cuda_device(int index, lithe_backend **out) {
+/* The backend of a device index (DLPack import). */
+static lithe_status cuda_get_device(int index, lithe_backend **out) {
     *out = NULL;
     pthread_mutex_lock(&lock);
     lithe_status s = device_backend(index, out);
@@ -161,9 +165,20 @@ lithe_status lithe__backend_cuda_device(int index, lithe_backend **out) {
     return s;
 }
 
-void *lithe__cuda_stream(const lithe_backend *be) { return mod ? mod->stream(be) : NULL; }
-const char *lithe__cuda_device_name(const lithe_backend *be) { return mod ? mod->device_name(be) : "?"; }
+static void *cuda_stream(const lithe_backend *be) { return mod ? mod->stream(be) : NULL; }
+static const char *cuda_device_name(const lithe_backend *be) { return mod ? mod->device_name(be) : "?"; }
 const char *lithe__cuda_module_kind(void) { return mod ? mod->kind : "not loaded"; }
-void lithe__cuda_memory_stats(const lithe_backend *be, size_t *in_use, size_t *cached, size_t *n_allocs) {
+static void cuda_memory_stats(const lithe_backend *be, size_t *in_use, size_t *cached, size_t *n_allocs) {
     if (mod) mod->memory_stats(be, in_use, cached, n_allocs);
 }
+
+const lithe_backend_desc lithe__backend_cuda_desc = {
+    .api_version = LITHE_BACKEND_API_VERSION,
+    .name = "cuda",
+    .dl_device_type = 2, /* kDLCUDA: device pointers are shared through DLPack without a copy */
+    .get = cuda_get,
+    .get_device = cuda_get_device,
+    .stream = cuda_stream,
+    .memory_stats = cuda_memory_stats,
+    .device_name = cuda_device_name,
+};

@@ -10,7 +10,7 @@
 #ifndef LITHE_CUDA_MODULE_H
 #define LITHE_CUDA_MODULE_H
 
-#include "../../core/internal.h"
+#include "../../core/backend.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -48,6 +48,10 @@ typedef struct lithe__cuda_module {
     /* Statistics: bytes held by the caching allocator (in use, cached) and device allocations. */
     void (*memory_stats)(const lithe_backend *be, size_t *in_use, size_t *cached, size_t *n_device_allocs);
 } lithe__cuda_module;
+
+/* liblithe's side (cuda_backend.c): "device" or "host emulation" once loaded, else "not loaded"
+ * (for tests). Everything else core reaches through lithe__backend_cuda_desc. */
+const char *lithe__cuda_module_kind(void);
 
 /* The module's one exported symbol. */
 typedef lithe_status (*lithe__cuda_entry_fn)(const lithe__cuda_host *host, const lithe__cuda_module **out);

@@ -352,7 +352,7 @@ lithe_status lc_gemm_rm(lc_ctx *c, bool tA, bool tB, int64_t M, int64_t N, int64
     return LITHE_OK;
 }
 
-static lithe_status cu_gemm(lithe_backend *be, bool tA, bool tB, float alpha, const lithe_tensor *A,
+lithe_status cu_gemm(lithe_backend *be, bool tA, bool tB, float alpha, const lithe_tensor *A,
                             const lithe_tensor *B, float beta, lithe_tensor *C) {
     int64_t M = C->shape[0], N = C->shape[1], K = tA ? A->shape[0] : A->shape[1];
     /* a single row's stride is never used: cuBLAS still wants ld >= the row length */
@@ -486,13 +486,9 @@ extern "C" __attribute__((visibility("default"))) lithe_status lithe_cuda_module
     table.upload = cu_upload;
     table.download = cu_download;
     table.sync = cu_sync;
-    table.gemm = cu_gemm;
-    lc_fill_ops_elementwise(&table);
-    lc_fill_ops_act(&table);
-    lc_fill_ops_norm(&table);
-    lc_fill_ops_index(&table);
-    lc_fill_ops_seq(&table);
-    lc_fill_ops_graph(&table);
+#define LITHE_PRIM(name, params, args) LITHE__PRIM_ASSIGN(table, cu_, name)
+#include "../../core/primitives.def"
+#undef LITHE_PRIM
     *out = &module;
     return LITHE_OK;
 }

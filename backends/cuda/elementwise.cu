@@ -110,7 +110,7 @@ LC_KERNEL(k_cast, (const lc_thread &t, void *Y, int to, const void *X, int from,
     }
 }
 
-static lithe_status cu_fill(lithe_backend *be, lithe_tensor *Y, float value) {
+lithe_status cu_fill(lithe_backend *be, lithe_tensor *Y, float value) {
     lc_ctx *c = lc_of(be);
     /* contiguous, as the CPU's (a zero fill of any dtype is a memset) */
     if (value == 0.0f) return lc_memset0(c, lc_ptr(Y), (size_t)Y->numel * lc_dsize(Y->dtype));
@@ -118,7 +118,7 @@ static lithe_status cu_fill(lithe_backend *be, lithe_tensor *Y, float value) {
     return lc_launch<k_fill>(c, Y->numel, lc_f(Y), Y->numel, value);
 }
 
-static lithe_status cu_copy(lithe_backend *be, lithe_tensor *Y, const lithe_tensor *X) {
+lithe_status cu_copy(lithe_backend *be, lithe_tensor *Y, const lithe_tensor *X) {
     lc_ctx *c = lc_of(be);
     size_t es = lc_dsize(X->dtype);
     if (lc_contiguous(X) && lc_contiguous(Y)) return lc_d2d(c, lc_ptr(Y), lc_ptr(X), (size_t)X->numel * es);
@@ -131,7 +131,7 @@ static lithe_status cu_copy(lithe_backend *be, lithe_tensor *Y, const lithe_tens
     return lc_launch<k_copy_strided>(c, X->numel, (char *)lc_ptr(Y), (const char *)lc_ptr(X), X->numel, (int)es, g);
 }
 
-static lithe_status cu_cast(lithe_backend *be, lithe_tensor *Y, const lithe_tensor *X) {
+lithe_status cu_cast(lithe_backend *be, lithe_tensor *Y, const lithe_tensor *X) {
     if (X->dtype == Y->dtype) return lc_d2d(lc_of(be), lc_ptr(Y), lc_ptr(X), (size_t)X->numel * lc_dsize(X->dtype));
     return lc_launch<k_cast>(lc_of(be), X->numel, lc_ptr(Y), (int)Y->dtype, (const void *)lc_ptr(X), (int)X->dtype,
                              X->numel);
@@ -161,17 +161,17 @@ LC_KERNEL(k_mul, (const lc_thread &t, int64_t n, const float *A, const float *B,
     LC_FOR(t, i, n) Y[i] = A[i] * B[i];
 }
 
-static lithe_status cu_add_row(lithe_backend *be, lithe_tensor *Y, const lithe_tensor *b) {
+lithe_status cu_add_row(lithe_backend *be, lithe_tensor *Y, const lithe_tensor *b) {
     return lc_launch<k_add_row>(lc_of(be), Y->numel, lc_f(Y), (const float *)lc_f(b), Y->shape[0], Y->shape[1]);
 }
-static lithe_status cu_sum_rows(lithe_backend *be, const lithe_tensor *X, float beta, lithe_tensor *y) {
+lithe_status cu_sum_rows(lithe_backend *be, const lithe_tensor *X, float beta, lithe_tensor *y) {
     return lc_launch<k_sum_rows>(lc_of(be), X->shape[1], (const float *)lc_f(X), beta, lc_f(y), X->shape[0],
                                  X->shape[1]);
 }
-static lithe_status cu_axpby(lithe_backend *be, float alpha, const lithe_tensor *X, float beta, lithe_tensor *Y) {
+lithe_status cu_axpby(lithe_backend *be, float alpha, const lithe_tensor *X, float beta, lithe_tensor *Y) {
     return lc_launch<k_axpby>(lc_of(be), Y->numel, Y->numel, alpha, (const float *)lc_f(X), beta, lc_f(Y));
 }
-static lithe_status cu_mul(lithe_backend *be, const lithe_tensor *A, const lithe_tensor *B, lithe_tensor *Y) {
+lithe_status cu_mul(lithe_backend *be, const lithe_tensor *A, const lithe_tensor *B, lithe_tensor *Y) {
     return lc_launch<k_mul>(lc_of(be), Y->numel, Y->numel, (const float *)lc_f(A), (const float *)lc_f(B), lc_f(Y));
 }
 
@@ -213,7 +213,7 @@ static int64_t n_threads(lc_ctx *c, int64_t n) {
     return g * LC_BLOCK;
 }
 
-static lithe_status cu_sum_squares(lithe_backend *be, const lithe_tensor *X, double *out) {
+lithe_status cu_sum_squares(lithe_backend *be, const lithe_tensor *X, double *out) {
     lc_ctx *c = lc_of(be);
     *out = 0.0;
     if (X->numel == 0) return LITHE_OK;
@@ -272,7 +272,7 @@ static lithe_status cu_clip_factor(lithe_backend *be, const lithe_tensor *G, dou
     return s;
 }
 
-static lithe_status cu_clip_gradient(lithe_backend *be, lithe_tensor *G, double threshold) {
+lithe_status cu_clip_gradient(lithe_backend *be, lithe_tensor *G, double threshold) {
     if (G->numel == 0) return LITHE_OK;
     void *part = NULL;
     float *f = NULL;
@@ -282,7 +282,7 @@ static lithe_status cu_clip_gradient(lithe_backend *be, lithe_tensor *G, double 
     return s;
 }
 
-static lithe_status cu_any_outside(lithe_backend *be, const lithe_tensor *X, float lo, float hi, int *out) {
+lithe_status cu_any_outside(lithe_backend *be, const lithe_tensor *X, float lo, float hi, int *out) {
     lc_ctx *c = lc_of(be);
     *out = 0;
     if (X->numel == 0) return LITHE_OK;
@@ -343,18 +343,18 @@ LC_KERNEL(k_adam_step, (const lc_thread &t, int64_t n, float *W, float *G, float
     }
 }
 
-static lithe_status cu_adam(lithe_backend *be, lithe_tensor *W, const lithe_tensor *G, lithe_tensor *m1,
+lithe_status cu_adam(lithe_backend *be, lithe_tensor *W, const lithe_tensor *G, lithe_tensor *m1,
                             lithe_tensor *m2, float beta1, float beta2, float eps, float lr) {
     return lc_launch<k_adam>(lc_of(be), W->numel, W->numel, lc_f(W), (const float *)lc_f(G), lc_f(m1), lc_f(m2), beta1,
                              beta2, eps, lr);
 }
-static lithe_status cu_radam(lithe_backend *be, lithe_tensor *W, const lithe_tensor *G, lithe_tensor *m1,
+lithe_status cu_radam(lithe_backend *be, lithe_tensor *W, const lithe_tensor *G, lithe_tensor *m1,
                              lithe_tensor *m2, float beta1, float omb1, float beta2, float omb2, float eps, float coef,
                              bool rectified) {
     return lc_launch<k_radam>(lc_of(be), W->numel, W->numel, lc_f(W), (const float *)lc_f(G), lc_f(m1), lc_f(m2),
                               beta1, omb1, beta2, omb2, eps, coef, rectified);
 }
-static lithe_status cu_adam_step(lithe_backend *be, lithe_tensor *W, lithe_tensor *G, lithe_tensor *m1, lithe_tensor *m2,
+lithe_status cu_adam_step(lithe_backend *be, lithe_tensor *W, lithe_tensor *G, lithe_tensor *m1, lithe_tensor *m2,
                                  lithe_tensor *avg, double grad_clip, float beta1, float beta2, float eps, float lr,
                                  float wscale, float decay) {
     /* the clipping decided on the device (clip_gradient's decision), its factor read by the one
@@ -369,7 +369,7 @@ static lithe_status cu_adam_step(lithe_backend *be, lithe_tensor *W, lithe_tenso
     lc_free(lc_of(be), part); /* safe: a later kernel reusing it is queued after this one on the stream */
     return s;
 }
-static lithe_status cu_update_averages(lithe_backend *be, lithe_tensor *ema, const lithe_tensor *W, float decay) {
+lithe_status cu_update_averages(lithe_backend *be, lithe_tensor *ema, const lithe_tensor *W, float decay) {
     return lc_launch<k_update_averages>(lc_of(be), W->numel, W->numel, lc_f(ema), (const float *)lc_f(W), decay);
 }
 
@@ -404,7 +404,7 @@ LC_KERNEL(k_dropout, (const lc_thread &t, uint64_t key, uint64_t counter, float 
         }
     }
 }
-static lithe_status cu_dropout_mask(lithe_backend *be, uint64_t key, uint64_t counter, float rate, lithe_tensor *Y) {
+lithe_status cu_dropout_mask(lithe_backend *be, uint64_t key, uint64_t counter, float rate, lithe_tensor *Y) {
     return lc_launch<k_dropout>(lc_of(be), (Y->numel + 3) / 4, key, counter, rate, Y->numel, lc_f(Y));
 }
 
@@ -422,7 +422,7 @@ LC_KERNEL(k_cce, (const lc_thread &t, int64_t B, int64_t C, const float *G, cons
         D[k] = d / divisor;
     }
 }
-static lithe_status cu_cce_labels(lithe_backend *be, const lithe_tensor *G, const lithe_tensor *labels, float smoothing,
+lithe_status cu_cce_labels(lithe_backend *be, const lithe_tensor *G, const lithe_tensor *labels, float smoothing,
                                   bool has_missing, int64_t missing, float divisor, lithe_tensor *D) {
     bool i64 = labels->dtype == LITHE_I64;
     return lc_launch<k_cce>(lc_of(be), G->numel, G->shape[0], G->shape[1], (const float *)lc_f(G),
@@ -431,21 +431,3 @@ static lithe_status cu_cce_labels(lithe_backend *be, const lithe_tensor *G, cons
                             missing, divisor, lc_f(D));
 }
 
-void lc_fill_ops_elementwise(lithe_backend_ops *ops) {
-    ops->fill = cu_fill;
-    ops->copy = cu_copy;
-    ops->cast = cu_cast;
-    ops->add_row = cu_add_row;
-    ops->sum_rows = cu_sum_rows;
-    ops->axpby = cu_axpby;
-    ops->mul = cu_mul;
-    ops->sum_squares = cu_sum_squares;
-    ops->clip_gradient = cu_clip_gradient;
-    ops->any_outside = cu_any_outside;
-    ops->adam = cu_adam;
-    ops->radam = cu_radam;
-    ops->update_averages = cu_update_averages;
-    ops->adam_step = cu_adam_step;
-    ops->dropout_mask = cu_dropout_mask;
-    ops->cce_labels = cu_cce_labels;
-}

@@ -116,7 +116,7 @@ static lc_bcast space_of(const lithe_tensor *out) {
     return g;
 }
 
-static lithe_status cu_bcast_binary(lithe_backend *be, int op, const lithe_tensor *A, const lithe_tensor *B,
+lithe_status cu_bcast_binary(lithe_backend *be, int op, const lithe_tensor *A, const lithe_tensor *B,
                                     lithe_tensor *Y) {
     lc_bcast g = space_of(Y);
     lc_bcast_strides(A, g.nd, g.shape, g.s[0]);
@@ -124,7 +124,7 @@ static lithe_status cu_bcast_binary(lithe_backend *be, int op, const lithe_tenso
     return lc_launch<k_bcast_binary>(lc_of(be), Y->numel, op, g, Y->numel, (const float *)lc_f(A),
                                      (const float *)lc_f(B), lc_f(Y));
 }
-static lithe_status cu_bcast_binary_backward(lithe_backend *be, int op, const lithe_tensor *A, const lithe_tensor *B,
+lithe_status cu_bcast_binary_backward(lithe_backend *be, int op, const lithe_tensor *A, const lithe_tensor *B,
                                              const lithe_tensor *Y, const lithe_tensor *dY, lithe_tensor *dA,
                                              lithe_tensor *dB) {
     lc_ctx *c = lc_of(be);
@@ -141,7 +141,7 @@ static lithe_status cu_bcast_binary_backward(lithe_backend *be, int op, const li
                                                       (const float *)lc_f(dY), lc_f(dB)));
     return LITHE_OK;
 }
-static lithe_status cu_bcast_where(lithe_backend *be, const lithe_tensor *C, const lithe_tensor *A, const lithe_tensor *B,
+lithe_status cu_bcast_where(lithe_backend *be, const lithe_tensor *C, const lithe_tensor *A, const lithe_tensor *B,
                                    lithe_tensor *Y) {
     lc_bcast g = space_of(Y);
     lc_bcast_strides(C, g.nd, g.shape, g.s[0]);
@@ -150,12 +150,12 @@ static lithe_status cu_bcast_where(lithe_backend *be, const lithe_tensor *C, con
     return lc_launch<k_bcast_where>(lc_of(be), Y->numel, g, Y->numel, (const float *)lc_f(C), (const float *)lc_f(A),
                                     (const float *)lc_f(B), lc_f(Y));
 }
-static lithe_status cu_broadcast_to(lithe_backend *be, const lithe_tensor *X, float alpha, float beta, lithe_tensor *Y) {
+lithe_status cu_broadcast_to(lithe_backend *be, const lithe_tensor *X, float alpha, float beta, lithe_tensor *Y) {
     lc_bcast g = space_of(Y);
     lc_bcast_strides(X, g.nd, g.shape, g.s[0]);
     return lc_launch<k_broadcast_to>(lc_of(be), Y->numel, g, Y->numel, (const float *)lc_f(X), alpha, beta, lc_f(Y));
 }
-static lithe_status cu_reduce_to(lithe_backend *be, const lithe_tensor *X, float alpha, float beta, lithe_tensor *Y) {
+lithe_status cu_reduce_to(lithe_backend *be, const lithe_tensor *X, float alpha, float beta, lithe_tensor *Y) {
     lc_bcast g = space_of(X);
     lc_bcast_strides(Y, g.nd, g.shape, g.s[0]);
     return lc_launch<k_reduce_to>(lc_of(be), Y->numel, g, Y->numel, (const float *)lc_f(X), alpha, beta, lc_f(Y));
@@ -368,7 +368,7 @@ static lithe_status conv2d_plain(lithe_backend *be, const lithe__conv2d *g, cons
  *                                                        gathered in (kh, kw) order: no atomics),
  *   db_g (Mg)      += dYt · ones (nb P)                 (cuBLAS, beta 1).
  * Tiny products (and db alone) take the direct kernels, as in the forward. */
-static lithe_status cu_conv2d_backward(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X,
+lithe_status cu_conv2d_backward(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X,
                                        const lithe_tensor *W, const lithe_tensor *dY, lithe_tensor *dX, lithe_tensor *dW,
                                        lithe_tensor *db) {
     lc_ctx *c = lc_of(be);
@@ -474,11 +474,11 @@ LC_KERNEL(k_pool2d_backward, (const lc_thread &t, lithe__pool2d g, const float *
         dX[q] = acc;
     }
 }
-static lithe_status cu_pool2d(lithe_backend *be, const lithe__pool2d *g, const lithe_tensor *X, lithe_tensor *Y,
+lithe_status cu_pool2d(lithe_backend *be, const lithe__pool2d *g, const lithe_tensor *X, lithe_tensor *Y,
                               lithe_tensor *which) {
     return lc_launch<k_pool2d>(lc_of(be), Y->numel, *g, (const float *)lc_f(X), lc_f(Y), (int32_t *)lc_ptr(which));
 }
-static lithe_status cu_pool2d_backward(lithe_backend *be, const lithe__pool2d *g, const lithe_tensor *dY,
+lithe_status cu_pool2d_backward(lithe_backend *be, const lithe__pool2d *g, const lithe_tensor *dY,
                                        const lithe_tensor *which, lithe_tensor *dX) {
     return lc_launch<k_pool2d_backward>(lc_of(be), dX->numel, *g, (const float *)lc_f(dY),
                                         (const int32_t *)lc_ptr(which), lc_f(dX));
@@ -487,20 +487,9 @@ static lithe_status cu_pool2d_backward(lithe_backend *be, const lithe__pool2d *g
 
 /* The fused activation (primitives.def: conv2d's a) runs as the backend's act primitive over Y in
  * place, after the convolution: the same bits as Conv then Relu / Clip as two nodes. */
-static lithe_status cu_conv2d(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X, const lithe_tensor *W,
+lithe_status cu_conv2d(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X, const lithe_tensor *W,
                               const lithe_tensor *b, const lithe__act *a, lithe_tensor *Y) {
     LITHE__TRY(conv2d_plain(be, g, X, W, b, Y));
     return a && Y->numel ? be->ops->act(be, a, Y, Y) : LITHE_OK;
 }
 
-void lc_fill_ops_graph(lithe_backend_ops *ops) {
-    ops->bcast_binary = cu_bcast_binary;
-    ops->bcast_binary_backward = cu_bcast_binary_backward;
-    ops->bcast_where = cu_bcast_where;
-    ops->broadcast_to = cu_broadcast_to;
-    ops->reduce_to = cu_reduce_to;
-    ops->conv2d = cu_conv2d;
-    ops->conv2d_backward = cu_conv2d_backward;
-    ops->pool2d = cu_pool2d;
-    ops->pool2d_backward = cu_pool2d_backward;
-}

@@ -27,11 +27,11 @@ static const int32_t *ids32(const lithe_tensor *ids) {
 static const uint64_t *ids64(const lithe_tensor *ids) {
     return ids->dtype == LITHE_I32 ? (const uint64_t *)NULL : (const uint64_t *)lc_ptr(ids);
 }
-static lithe_status cu_gather_rows(lithe_backend *be, const lithe_tensor *table, const lithe_tensor *ids, lithe_tensor *Y) {
+lithe_status cu_gather_rows(lithe_backend *be, const lithe_tensor *table, const lithe_tensor *ids, lithe_tensor *Y) {
     return lc_launch<k_gather_rows>(lc_of(be), Y->numel, Y->shape[0], Y->shape[1], (const float *)lc_f(table), ids32(ids),
                                     ids64(ids), lc_f(Y));
 }
-static lithe_status cu_scatter_add_rows(lithe_backend *be, lithe_tensor *table, const lithe_tensor *ids,
+lithe_status cu_scatter_add_rows(lithe_backend *be, lithe_tensor *table, const lithe_tensor *ids,
                                         const lithe_tensor *X) {
     return lc_launch<k_scatter_add_rows>(lc_of(be), X->shape[1], X->shape[0], X->shape[1], lc_f(table), ids32(ids),
                                          ids64(ids), (const float *)lc_f(X));
@@ -42,7 +42,7 @@ static lithe_status cu_scatter_add_rows(lithe_backend *be, lithe_tensor *table, 
 LC_KERNEL(k_hash_ids, (const lc_thread &t, int64_t B, const uint64_t *ids, uint32_t seed, uint32_t *out)) {
     LC_FOR(t, i, B) lithe__murmur3_x64_128_u64(ids[i], seed, out + i * 4);
 }
-static lithe_status cu_hash_ids(lithe_backend *be, const lithe_tensor *ids, uint32_t seed, lithe_tensor *out) {
+lithe_status cu_hash_ids(lithe_backend *be, const lithe_tensor *ids, uint32_t seed, lithe_tensor *out) {
     return lc_launch<k_hash_ids>(lc_of(be), ids->numel, ids->numel, (const uint64_t *)lc_ptr(ids), seed,
                                  (uint32_t *)lc_ptr(out));
 }
@@ -55,7 +55,7 @@ LC_KERNEL(k_hash_strings, (const lc_thread &t, int64_t n, const uint8_t *bytes, 
     }
 }
 /* bytes and offsets live in host memory (a STRINGS value): uploaded, then hashed on the device */
-static lithe_status cu_hash_strings(lithe_backend *be, const lithe_tensor *bytes, const lithe_tensor *offsets,
+lithe_status cu_hash_strings(lithe_backend *be, const lithe_tensor *bytes, const lithe_tensor *offsets,
                                    uint32_t seed, lithe_tensor *out) {
     lc_ctx *c = lc_of(be);
     int64_t n = out->numel;
@@ -101,7 +101,7 @@ LC_KERNEL(k_sparse_linear_backward, (const lc_thread &t, int64_t N, int64_t nO, 
         lc_atomic_add(&dW[i2 + c * step], g);
     }
 }
-static lithe_status cu_sparse_linear(lithe_backend *be, const lithe_tensor *keys, const lithe_tensor *values,
+lithe_status cu_sparse_linear(lithe_backend *be, const lithe_tensor *keys, const lithe_tensor *values,
                                      const lithe_tensor *lengths, const lithe_tensor *W, int64_t length, bool v1,
                                      lithe_tensor *Y) {
     lc_ctx *c = lc_of(be);
@@ -113,7 +113,7 @@ static lithe_status cu_sparse_linear(lithe_backend *be, const lithe_tensor *keys
     lc_free(c, starts);
     return s;
 }
-static lithe_status cu_sparse_linear_backward(lithe_backend *be, const lithe_tensor *keys, const lithe_tensor *values,
+lithe_status cu_sparse_linear_backward(lithe_backend *be, const lithe_tensor *keys, const lithe_tensor *values,
                                               const lithe_tensor *lengths, const lithe_tensor *dY, int64_t length,
                                               bool v1, lithe_tensor *dW) {
     lc_ctx *c = lc_of(be);
@@ -129,11 +129,3 @@ static lithe_status cu_sparse_linear_backward(lithe_backend *be, const lithe_ten
     return s;
 }
 
-void lc_fill_ops_index(lithe_backend_ops *ops) {
-    ops->gather_rows = cu_gather_rows;
-    ops->scatter_add_rows = cu_scatter_add_rows;
-    ops->hash_ids = cu_hash_ids;
-    ops->hash_strings = cu_hash_strings;
-    ops->sparse_linear = cu_sparse_linear;
-    ops->sparse_linear_backward = cu_sparse_linear_backward;
-}

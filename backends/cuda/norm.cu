@@ -17,11 +17,11 @@ LC_KERNEL(k_maxout_backward, (const lc_thread &t, int64_t R, int64_t P, const fl
         dX[k] = which[r] == (int32_t)(k % P) ? dY[r] : 0.0f;
     }
 }
-static lithe_status cu_maxout(lithe_backend *be, const lithe_tensor *X, lithe_tensor *Y, lithe_tensor *which) {
+lithe_status cu_maxout(lithe_backend *be, const lithe_tensor *X, lithe_tensor *Y, lithe_tensor *which) {
     int64_t R = X->shape[0] * X->shape[1];
     return lc_launch<k_maxout>(lc_of(be), R, R, X->shape[2], (const float *)lc_f(X), lc_f(Y), (int32_t *)lc_ptr(which));
 }
-static lithe_status cu_maxout_backward(lithe_backend *be, const lithe_tensor *dY, const lithe_tensor *which,
+lithe_status cu_maxout_backward(lithe_backend *be, const lithe_tensor *dY, const lithe_tensor *which,
                                        lithe_tensor *dX) {
     int64_t R = dX->shape[0] * dX->shape[1];
     return lc_launch<k_maxout_backward>(lc_of(be), dX->numel, R, dX->shape[2], (const float *)lc_f(dY),
@@ -52,13 +52,13 @@ LC_KERNEL(k_layernorm_dg, (const lc_thread &t, int64_t M, int64_t N, const float
         db[j] = bb;
     }
 }
-static lithe_status cu_layernorm(lithe_backend *be, const lithe_tensor *X, const lithe_tensor *G, const lithe_tensor *b,
+lithe_status cu_layernorm(lithe_backend *be, const lithe_tensor *X, const lithe_tensor *G, const lithe_tensor *b,
                                  float eps, lithe_tensor *Y, lithe_tensor *mean, lithe_tensor *inv_std) {
     return lc_launch<k_layernorm>(lc_of(be), X->shape[0], X->shape[0], X->shape[1], (const float *)lc_f(X),
                                   (const float *)lc_f(G), (const float *)lc_f(b), eps, lc_f(Y), lc_f(mean),
                                   lc_f(inv_std));
 }
-static lithe_status cu_layernorm_backward(lithe_backend *be, const lithe_tensor *dY, const lithe_tensor *X,
+lithe_status cu_layernorm_backward(lithe_backend *be, const lithe_tensor *dY, const lithe_tensor *X,
                                           const lithe_tensor *G, const lithe_tensor *mean, const lithe_tensor *inv_std,
                                           lithe_tensor *dX, lithe_tensor *dG, lithe_tensor *db) {
     lc_ctx *c = lc_of(be);
@@ -70,9 +70,3 @@ static lithe_status cu_layernorm_backward(lithe_backend *be, const lithe_tensor 
                                      (const float *)lc_f(mean), (const float *)lc_f(inv_std), lc_f(dX));
 }
 
-void lc_fill_ops_norm(lithe_backend_ops *ops) {
-    ops->maxout = cu_maxout;
-    ops->maxout_backward = cu_maxout_backward;
-    ops->layernorm = cu_layernorm;
-    ops->layernorm_backward = cu_layernorm_backward;
-}

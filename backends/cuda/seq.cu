@@ -96,7 +96,7 @@ LC_KERNEL(k_reduce_max_backward, (const lc_thread &t, int64_t N, int64_t O, cons
     }
 }
 
-static lithe_status cu_reduce_sum(lithe_backend *be, const lithe_tensor *X, const lithe_tensor *lengths, bool mean,
+lithe_status cu_reduce_sum(lithe_backend *be, const lithe_tensor *X, const lithe_tensor *lengths, bool mean,
                                   lithe_tensor *Y) {
     lc_ctx *c = lc_of(be);
     int64_t *st = NULL, N = 0;
@@ -106,7 +106,7 @@ static lithe_status cu_reduce_sum(lithe_backend *be, const lithe_tensor *X, cons
     lc_free(c, st);
     return s;
 }
-static lithe_status cu_reduce_sum_backward(lithe_backend *be, const lithe_tensor *dY, const lithe_tensor *lengths,
+lithe_status cu_reduce_sum_backward(lithe_backend *be, const lithe_tensor *dY, const lithe_tensor *lengths,
                                            bool mean, lithe_tensor *dX) {
     lc_ctx *c = lc_of(be);
     int64_t *st = NULL, N = 0;
@@ -119,7 +119,7 @@ static lithe_status cu_reduce_sum_backward(lithe_backend *be, const lithe_tensor
     lc_free(c, rs);
     return s;
 }
-static lithe_status cu_reduce_max(lithe_backend *be, const lithe_tensor *X, const lithe_tensor *lengths, lithe_tensor *Y,
+lithe_status cu_reduce_max(lithe_backend *be, const lithe_tensor *X, const lithe_tensor *lengths, lithe_tensor *Y,
                                   lithe_tensor *which) {
     lc_ctx *c = lc_of(be);
     int64_t *st = NULL, N = 0;
@@ -129,7 +129,7 @@ static lithe_status cu_reduce_max(lithe_backend *be, const lithe_tensor *X, cons
     lc_free(c, st);
     return s;
 }
-static lithe_status cu_reduce_max_backward(lithe_backend *be, const lithe_tensor *dY, const lithe_tensor *which,
+lithe_status cu_reduce_max_backward(lithe_backend *be, const lithe_tensor *dY, const lithe_tensor *which,
                                            const lithe_tensor *lengths, lithe_tensor *dX) {
     lc_ctx *c = lc_of(be);
     int64_t *st = NULL, N = 0;
@@ -170,7 +170,7 @@ LC_KERNEL(k_seq2col_backward, (const lc_thread &t, int64_t N, int64_t I, int64_t
         dX[q] = acc;
     }
 }
-static lithe_status cu_seq2col(lithe_backend *be, const lithe_tensor *X, int64_t nW, const lithe_tensor *lengths,
+lithe_status cu_seq2col(lithe_backend *be, const lithe_tensor *X, int64_t nW, const lithe_tensor *lengths,
                                lithe_tensor *Y) {
     lc_ctx *c = lc_of(be);
     int64_t *st = NULL, N = 0;
@@ -183,7 +183,7 @@ static lithe_status cu_seq2col(lithe_backend *be, const lithe_tensor *X, int64_t
     lc_free(c, rs);
     return s;
 }
-static lithe_status cu_seq2col_backward(lithe_backend *be, const lithe_tensor *dY, int64_t nW,
+lithe_status cu_seq2col_backward(lithe_backend *be, const lithe_tensor *dY, int64_t nW,
                                         const lithe_tensor *lengths, lithe_tensor *dX) {
     lc_ctx *c = lc_of(be);
     int64_t *st = NULL, N = 0;
@@ -224,7 +224,7 @@ LC_KERNEL(k_att_apply, (const lc_thread &t, int64_t N, int64_t O, const int32_t 
         for (int64_t j = 0; j < O; j++) Y[r * O + j] = X[r * O + j] * a;
     }
 }
-static lithe_status cu_para_attention(lithe_backend *be, const lithe_tensor *X, const lithe_tensor *Q,
+lithe_status cu_para_attention(lithe_backend *be, const lithe_tensor *X, const lithe_tensor *Q,
                                       const lithe_tensor *lengths, lithe_tensor *A, lithe_tensor *Y) {
     lc_ctx *c = lc_of(be);
     int64_t *st = NULL, N = 0, B = lengths->numel, O = X->shape[1];
@@ -270,7 +270,7 @@ LC_KERNEL(k_att_dq, (const lc_thread &t, int64_t N, int64_t O, const float *X, c
         dQ[j] = acc;
     }
 }
-static lithe_status cu_para_attention_backward(lithe_backend *be, const lithe_tensor *X, const lithe_tensor *Q,
+lithe_status cu_para_attention_backward(lithe_backend *be, const lithe_tensor *X, const lithe_tensor *Q,
                                                const lithe_tensor *A, const lithe_tensor *lengths,
                                                const lithe_tensor *dY, lithe_tensor *dX, lithe_tensor *dQ) {
     lc_ctx *c = lc_of(be);
@@ -331,12 +331,12 @@ LC_KERNEL(k_cauchy_dw, (const lc_thread &t, int64_t B, int64_t I, const float *X
         dW[j] = acc;
     }
 }
-static lithe_status cu_cauchy_similarity(lithe_backend *be, const lithe_tensor *X1, const lithe_tensor *X2,
+lithe_status cu_cauchy_similarity(lithe_backend *be, const lithe_tensor *X1, const lithe_tensor *X2,
                                          const lithe_tensor *W, lithe_tensor *sim) {
     return lc_launch<k_cauchy>(lc_of(be), X1->shape[0], X1->shape[0], X1->shape[1], (const float *)lc_f(X1),
                                (const float *)lc_f(X2), (const float *)lc_f(W), lc_f(sim));
 }
-static lithe_status cu_cauchy_similarity_backward(lithe_backend *be, const lithe_tensor *X1, const lithe_tensor *X2,
+lithe_status cu_cauchy_similarity_backward(lithe_backend *be, const lithe_tensor *X1, const lithe_tensor *X2,
                                                   const lithe_tensor *W, const lithe_tensor *sim,
                                                   const lithe_tensor *dsim, lithe_tensor *dX1, lithe_tensor *dX2,
                                                   lithe_tensor *dW) {
@@ -404,7 +404,7 @@ static lithe_status lstm_steps(lc_ctx *c, const lithe_tensor *size_at_t, int32_t
     return s;
 }
 
-static lithe_status cu_lstm_scan(lithe_backend *be, const lithe_tensor *Wh, const lithe_tensor *bx, const lithe_tensor *bh,
+lithe_status cu_lstm_scan(lithe_backend *be, const lithe_tensor *Wh, const lithe_tensor *bx, const lithe_tensor *bh,
                                  const lithe_tensor *h0, const lithe_tensor *c0, const lithe_tensor *size_at_t,
                                  bool reverse, lithe_tensor *G, lithe_tensor *C, lithe_tensor *Y) {
     lc_ctx *c = lc_of(be);
@@ -463,7 +463,7 @@ LC_KERNEL(k_lstm_dwh, (const lc_thread &t, int64_t n, int64_t H, int64_t r0, int
     }
 }
 
-static lithe_status cu_lstm_scan_backward(lithe_backend *be, const lithe_tensor *Wh, const lithe_tensor *h0,
+lithe_status cu_lstm_scan_backward(lithe_backend *be, const lithe_tensor *Wh, const lithe_tensor *h0,
                                           const lithe_tensor *c0, const lithe_tensor *size_at_t, bool reverse,
                                           const lithe_tensor *G, const lithe_tensor *C, const lithe_tensor *Y,
                                           lithe_tensor *dY, lithe_tensor *dC, lithe_tensor *dG, lithe_tensor *dWh) {
@@ -490,17 +490,3 @@ static lithe_status cu_lstm_scan_backward(lithe_backend *be, const lithe_tensor 
     return s;
 }
 
-void lc_fill_ops_seq(lithe_backend_ops *ops) {
-    ops->reduce_sum = cu_reduce_sum;
-    ops->reduce_sum_backward = cu_reduce_sum_backward;
-    ops->reduce_max = cu_reduce_max;
-    ops->reduce_max_backward = cu_reduce_max_backward;
-    ops->seq2col = cu_seq2col;
-    ops->seq2col_backward = cu_seq2col_backward;
-    ops->para_attention = cu_para_attention;
-    ops->para_attention_backward = cu_para_attention_backward;
-    ops->cauchy_similarity = cu_cauchy_similarity;
-    ops->cauchy_similarity_backward = cu_cauchy_similarity_backward;
-    ops->lstm_scan = cu_lstm_scan;
-    ops->lstm_scan_backward = cu_lstm_scan_backward;
-}

@@ -1,9 +1,10 @@
-# The Vulkan backend (included by the top-level CMakeLists.txt). LITHE_VULKAN: AUTO (built when
+# The Vulkan backend (registered in backends/backends.cmake). LITHE_VULKAN: AUTO (built when
 # the Vulkan headers and glslc are found), ON (required) or OFF. The loader is dlopen'd at run
 # time, so the library never links libvulkan and loads on machines without it.
 find_path(LITHE_VULKAN_INCLUDE_DIR vulkan/vulkan.h)
 find_program(LITHE_GLSLC glslc)
 set(LITHE_VULKAN_ENABLED OFF)
+set(LITHE_VULKAN_WHY_OFF "this library was built without the Vulkan backend (LITHE_VULKAN=OFF, or no vulkan/vulkan.h and glslc at build time)")
 if(LITHE_VULKAN STREQUAL "ON" OR LITHE_VULKAN STREQUAL "AUTO")
   if(LITHE_VULKAN_INCLUDE_DIR AND LITHE_GLSLC)
     set(LITHE_VULKAN_ENABLED ON)
@@ -42,5 +43,7 @@ if(LITHE_VULKAN_ENABLED)
     COMMENT "embedding SPIR-V"
     VERBATIM)
   set_source_files_properties(${LITHE_VK_EMBED} PROPERTIES INCLUDE_DIRECTORIES ${LITHE_VK_DIR})
-  list(APPEND LITHE_SOURCES backends/vulkan/vulkan_backend.c backends/vulkan/vulkan_ops.c ${LITHE_VK_EMBED})
+  list(APPEND LITHE_SOURCES backends/vulkan/vulkan_backend.c backends/vulkan/table.c backends/vulkan/elementwise.c
+       backends/vulkan/gemm.c backends/vulkan/act.c backends/vulkan/norm.c backends/vulkan/index.c backends/vulkan/seq.c
+       backends/vulkan/graph.c ${LITHE_VK_EMBED})
 endif()

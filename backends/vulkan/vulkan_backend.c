@@ -1,7 +1,7 @@
 /* The Vulkan backend's machinery: the loader (dlopen'd, so lithe loads on machines without
  * Vulkan), instance and device selection, pooled device memory, staging for uploads and
  * downloads, the recorded command stream and the pipeline cache. The primitives themselves are
- * in vulkan_ops.c, one compute shader family per file in shaders/.
+ * in the family files (elementwise.c, gemm.c, act.c, ...; the table: table.c), one compute shader family per file in shaders/.
  *
  * Command stream: dispatches and copies are recorded into the current frame's command buffer,
  * each preceded by a global memory barrier (compute/transfer writes before -> reads and writes
@@ -837,8 +837,13 @@ static void destroy_context(lithe__vk *vk) {
     lithe__free(vk);
 }
 
-lithe_status lithe__backend_vulkan(const char *name, lithe_backend **out) {
+extern const lithe_backend_desc lithe__backend_vulkan_desc;
+
+/* "vulkan" (device from $LITHE_VULKAN_DEVICE or the best by type; NULL too) or
+ * "vulkan:<index|name>" */
+static lithe_status vk_get(const char *name, lithe_backend **out) {
     *out = NULL;
+    if (!name) name = "vulkan";
     const char *sel = NULL;
     if (name[6] == ':') sel = name + 7;
     else if (name[6] == '\0') sel = getenv("LITHE_VULKAN_DEVICE");
@@ -876,6 +881,7 @@ lithe_status lithe__backend_vulkan(const char *name, lithe_backend **out) {
     be->dl_device_id = vk->phys_index;
     be->ops = vk_ops_table();
     be->ctx = vk;
+    be->desc = &lithe__backend_vulkan_desc;
     s = vk_alloc(be, 256, (void **)&vk->dummy);
     if (s != LITHE_OK) goto done;
     vk->dummy_buf = vk->dummy->block->buf;
@@ -892,5 +898,12 @@ done:
     return s;
 }
 
-const char *lithe__vk_device_name(const lithe_backend *be);
-const char *lithe__vk_device_name(const lithe_backend *be) { return ((const lithe__vk *)be->ctx)->device_name; }
+static const char *vk_device_name(const lithe_backend *be) { return ((const lithe__vk *)be->ctx)->device_name; }
+
+const lithe_backend_desc lithe__backend_vulkan_desc = {
+    .api_version = LITHE_BACKEND_API_VERSION,
+    .name = "vulkan",
+    .dl_device_type = 7, /* kDLVulkan: what __dlpack_device__ reports; export refuses it (no get_device) */
+    .get = vk_get,
+    .device_name = vk_device_name,
+};

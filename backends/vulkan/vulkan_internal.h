@@ -1,13 +1,13 @@
 /* The Vulkan backend's shared declarations: the device context, the pooled buffer memory, the
  * command stream and the pipeline cache (vulkan_backend.c), used by the primitives
- * (vulkan_ops.c). Not installed. */
+ * (elementwise.c, gemm.c, act.c, norm.c, index.c, seq.c, graph.c; table.c). Not installed. */
 #ifndef LITHE_VULKAN_INTERNAL_H
 #define LITHE_VULKAN_INTERNAL_H
 
 #define VK_NO_PROTOTYPES
 #include <vulkan/vulkan.h>
 
-#include "../../core/internal.h"
+#include "../../core/backend.h"
 
 /* ---- entry points, loaded at run time ---- */
 typedef struct lithe__vk_fns {
@@ -121,7 +121,7 @@ typedef struct lithe__vk {
      * and n_pipes): queue submissions (each a synchronisation point or a full frame) and
      * dispatches recorded, since creation. */
     uint64_t n_submits, n_dispatches;
-    /* What the GEMM variant choice reads (vulkan_ops.c, vk_gemm_plan): the compute stage's
+    /* What the GEMM variant choice reads (gemm.c, gemm_plan_for): the compute stage's
      * subgroup size and operations (VkPhysicalDeviceSubgroupProperties; 0 when the device is
      * Vulkan 1.0 or its compute stage has none), and whether VK_KHR_cooperative_matrix is exposed. */
     uint32_t subgroup_size;
@@ -170,13 +170,15 @@ const char *lithe__vk_gemm_variant(lithe_backend *be, int64_t M, int64_t N, int6
  * compute stage, VK_KHR_cooperative_matrix. For the benchmark. */
 void lithe__vk_describe(lithe_backend *be, char *buf, size_t cap);
 
-/* The table of primitives (vulkan_ops.c); memory ops come from vulkan_backend.c. */
-void lithe__vk_fill_ops(lithe_backend_ops *ops);
+/* The primitives (elementwise.c, gemm.c, act.c, norm.c, index.c, seq.c, graph.c): vk_<name> for
+ * every line of core/primitives.def but those unsupported.h lists; the table (table.c) is
+ * generated from the same list, so a primitive neither written nor listed fails the build. */
+#include "unsupported.h"
+#define LITHE_PRIM(name, params, args) LITHE__PRIM_DECL(vk_, name, params)
+#include "../../core/primitives.def"
+#undef LITHE_PRIM
 
-/* Finds (creating on first use) the Vulkan backend for `name`: "vulkan" (the device chosen by
- * $LITHE_VULKAN_DEVICE, else the first discrete GPU, else integrated, virtual, then CPU
- * devices) or "vulkan:<index or name>". LITHE_ERR_UNSUPPORTED with the reason when there is no
- * loader, no device or a needed feature is missing. */
-lithe_status lithe__backend_vulkan(const char *name, lithe_backend **out);
+/* The table of primitives (table.c); memory ops come from vulkan_backend.c. */
+void lithe__vk_fill_ops(lithe_backend_ops *ops);
 
 #endif

@@ -156,7 +156,7 @@ static lithe_status to_inner(lithe_model *m, const lithe_value *v, int64_t pad, 
     case W_RAGGED: return lithe__seq_to_ragged(m->backend, m->name, v, out);
     case W_PADDED: return lithe__seq_to_padded(m->backend, m->name, v, out);
     case W_LIST: return lithe__seq_to_list(m->backend, m->name, v, out);
-    case W_CPU: return value_on(v, lithe__backend_cpu(), out);
+    case W_CPU: return value_on(v, lithe__backend_host(), out);
     default: return lithe__fail(LITHE_ERR_INVALID_ARG, "%s: not a container conversion", m->name);
     }
 }
@@ -664,7 +664,7 @@ lithe_status lithe_with_reshape(lithe_model *layer, lithe_model **out) {
 lithe_status lithe_with_cpu(lithe_model *layer, lithe_model **out) {
     LITHE__TRY(with_new(&with_cpu_type, "with_cpu", layer, true, NULL, out));
     lithe_model *m = *out;
-    lithe_status s = lithe_model_set_backend(m->layers[0], lithe__backend_cpu());
+    lithe_status s = lithe_model_set_backend(m->layers[0], lithe__backend_host());
     if (s != LITHE_OK) {
         lithe_model_free(m);
         *out = NULL;

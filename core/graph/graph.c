@@ -172,7 +172,7 @@ static lithe_status const_tensor(const lithe__onnx_tensor *t, lithe_tensor **out
                                                   "model from its file (lithe_onnx_load or lithe_model_load), which "
                                                   "reads the data from the model's folder",
                            LAYER, t->name ? t->name : "", t->ext_location);
-    LITHE__TRY(lithe__tensor_alloc(lithe__backend_cpu(), t->is_float ? LITHE_F32 : LITHE_I64, t->ndim, t->dims, false,
+    LITHE__TRY(lithe__tensor_alloc(lithe__backend_host(), t->is_float ? LITHE_F32 : LITHE_I64, t->ndim, t->dims, false,
                                    out));
     if (t->numel) memcpy(lithe__tdata(*out), t->data, (size_t)t->numel * (t->is_float ? 4 : 8));
     return LITHE_OK;
@@ -198,7 +198,7 @@ static lithe_status fold(lithe__graph *g, size_t i, bool *folded) {
     if (!strcmp(n->op_type, "Dropout") && n->n_outputs > 1) return LITHE_OK;
     lithe__gexec x = {0};
     x.g = g;
-    x.be = lithe__backend_cpu();
+    x.be = lithe__backend_host();
     lithe_tensor *in[16] = {0}, *out[16] = {0}, *saved[2] = {0};
     if (n->n_inputs > 16 || n->n_outputs > 16) return LITHE_OK;
     for (size_t k = 0; k < n->n_inputs; k++)
@@ -513,7 +513,7 @@ static lithe_status take_input(lithe__gexec *x, size_t k, lithe_tensor *t) {
                            g->slot_name[slot], lithe_dtype_name(t->dtype));
     lithe_tensor *h = NULL;
     LITHE__TRY(lithe_tensor_to_backend(t, NULL, &h));
-    lithe_status s = lithe__gexec_alloc(x, lithe__backend_cpu(), LITHE_I64, t->ndim, t->shape, false, &x->vals[slot]);
+    lithe_status s = lithe__gexec_alloc(x, lithe__backend_host(), LITHE_I64, t->ndim, t->shape, false, &x->vals[slot]);
     if (s == LITHE_OK) {
         int64_t *o = lithe__tdata(x->vals[slot]);
         for (int64_t i = 0; i < h->numel; i++)
@@ -807,7 +807,7 @@ static lithe_status graph_forward(lithe_model *m, const lithe_value *X, bool is_
             x->vals[i] = lithe_tensor_retain(p->value);
             x->needs[i] = !p->frozen;
         } else if (g->slot_kind[i] == SLOT_CONST && g->slot_const[i]) {
-            if (g->slot_const[i]->dtype == LITHE_F32 && x->be != lithe__backend_cpu())
+            if (g->slot_const[i]->dtype == LITHE_F32 && x->be != lithe__backend_host())
                 s = lithe_tensor_to_backend(g->slot_const[i], x->be, &x->vals[i]);
             else x->vals[i] = lithe_tensor_retain(g->slot_const[i]);
         }
@@ -901,7 +901,7 @@ static lithe_tensor *init_tensor(lithe_model *m, const lithe__graph *g, int64_t 
         lithe__param *p = lithe__model_find_param(m, g->slot_name[slot]);
         return p ? p->value : NULL;
     }
-    if (g->slot_kind[slot] == SLOT_CONST && m->backend == lithe__backend_cpu()) return g->slot_const[slot];
+    if (g->slot_kind[slot] == SLOT_CONST && m->backend == lithe__backend_host()) return g->slot_const[slot];
     return NULL; /* a constant is copied to another backend on every run: nothing to keep */
 }
 
@@ -978,7 +978,7 @@ lithe_status lithe_onnx_load_bytes(const uint8_t *data, size_t len, lithe_model 
     lithe_model *m = NULL;
     LITHE__TRY(lithe__model_new(&lithe__onnx_graph_type, LAYER, NULL, NULL, &m));
     lithe_tensor *b = NULL;
-    lithe_status s = lithe__tensor_alloc(lithe__backend_cpu(), LITHE_U8, 1, (int64_t[]){(int64_t)len}, false, &b);
+    lithe_status s = lithe__tensor_alloc(lithe__backend_host(), LITHE_U8, 1, (int64_t[]){(int64_t)len}, false, &b);
     if (s == LITHE_OK && len) memcpy(lithe__tdata(b), data, len);
     if (s == LITHE_OK) s = lithe_model_set_attr_tensor(m, "onnx", b);
     lithe_tensor_release(b);

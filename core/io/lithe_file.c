@@ -442,7 +442,7 @@ static lithe_status set_attr(lithe_model *m, size_t i, const char *name, const j
     if (!strcmp(kind, "str") && x->type == JS_STR) return lithe_model_set_attr_str(m, name, x->str);
     if (!strcmp(kind, "ints") && x->type == JS_ARR) {
         lithe_tensor *t = NULL;
-        LITHE__TRY(lithe__tensor_alloc(lithe__backend_cpu(), LITHE_I64, 1, (int64_t[]){(int64_t)x->len}, false, &t));
+        LITHE__TRY(lithe__tensor_alloc(lithe__backend_host(), LITHE_I64, 1, (int64_t[]){(int64_t)x->len}, false, &t));
         for (size_t e = 0; e < x->len; e++) {
             if (x->items[e].type != JS_NUM || !x->items[e].is_int) {
                 lithe_tensor_release(t);
@@ -458,7 +458,7 @@ static lithe_status set_attr(lithe_model *m, size_t i, const char *name, const j
         size_t n = strlen(x->str);
         if (n % 2) return bad_node(i, "a msgpack attr has an odd number of hex digits");
         lithe_tensor *t = NULL;
-        LITHE__TRY(lithe__tensor_alloc(lithe__backend_cpu(), LITHE_U8, 1, (int64_t[]){(int64_t)(n / 2)}, false, &t));
+        LITHE__TRY(lithe__tensor_alloc(lithe__backend_host(), LITHE_U8, 1, (int64_t[]){(int64_t)(n / 2)}, false, &t));
         uint8_t *o = lithe__tdata(t);
         for (size_t e = 0; e < n; e++) {
             char c = x->str[e];
@@ -547,7 +547,7 @@ static lithe_status build(const parsed *p, mapping *map, lithe_model **out) {
                     break;
                 }
                 lithe_tensor *bt = NULL;
-                s = lithe__tensor_alloc(lithe__backend_cpu(), LITHE_U8, 1, t->shape, false, &bt);
+                s = lithe__tensor_alloc(lithe__backend_host(), LITHE_U8, 1, t->shape, false, &bt);
                 if (s == LITHE_OK && t->end > t->begin) memcpy(lithe__tdata(bt), t->src, (size_t)(t->end - t->begin));
                 if (s == LITHE_OK) s = lithe_model_set_attr_tensor(m, attrs->items[2 * a].str, bt);
                 lithe_tensor_release(bt);

@@ -364,7 +364,7 @@ static lithe_status apply_attr(lithe_model *node, const char *name, const mp_obj
     }
     case MP_ARRAY: {
         lithe_tensor *t = NULL;
-        s = lithe__tensor_alloc(lithe__backend_cpu(), LITHE_I64, 1, (int64_t[]){v->len}, false, &t);
+        s = lithe__tensor_alloc(lithe__backend_host(), LITHE_I64, 1, (int64_t[]){v->len}, false, &t);
         for (uint32_t e = 0; s == LITHE_OK && e < v->len; e++) ((int64_t *)lithe__tdata(t))[e] = v->items[e].v.i;
         if (s == LITHE_OK) s = lithe_model_set_attr_tensor(node, name, t);
         lithe_tensor_release(t);
@@ -372,7 +372,7 @@ static lithe_status apply_attr(lithe_model *node, const char *name, const mp_obj
     }
     case MP_MAP: { /* a dict (remap_ids' mapping_table): its msgpack bytes as a uint8 tensor */
         lithe_tensor *t = NULL;
-        s = lithe__tensor_alloc(lithe__backend_cpu(), LITHE_U8, 1, (int64_t[]){(int64_t)bin->len}, false, &t);
+        s = lithe__tensor_alloc(lithe__backend_host(), LITHE_U8, 1, (int64_t[]){(int64_t)bin->len}, false, &t);
         if (s == LITHE_OK && bin->len) memcpy(lithe__tdata(t), bin->data, bin->len);
         if (s == LITHE_OK) s = lithe_model_set_attr_tensor(node, name, t);
         lithe_tensor_release(t);

@@ -225,7 +225,7 @@ static lithe_status getitem_backward(lithe_backprop *self, const lithe_value *dY
         return lithe__fail(LITHE_ERR_SHAPE, "%s: the gradient must be an array of %lld elements", m->name, (long long)r->count);
     if (!dX) return LITHE_OK;
     lithe_tensor *d = NULL;
-    LITHE__TRY(lithe__tensor_alloc(lithe__backend_cpu(), r->dtype, r->ndim, r->shape, true, &d));
+    LITHE__TRY(lithe__tensor_alloc(lithe__backend_host(), r->dtype, r->ndim, r->shape, true, &d));
     lithe_status s = LITHE_OK;
     if (r->dtype == LITHE_F32 && dYv->t[0]->dtype == LITHE_F32 && r->count) {
         float *g = lithe__malloc((size_t)r->count * sizeof *g);
@@ -235,7 +235,7 @@ static lithe_status getitem_backward(lithe_backprop *self, const lithe_value *dY
         lithe__free(g);
     } /* integer inputs: zeros, as Thinc returns for ids */
     lithe_tensor *out = NULL;
-    if (s == LITHE_OK && m->backend != lithe__backend_cpu()) {
+    if (s == LITHE_OK && m->backend != lithe__backend_host()) {
         s = lithe__tensor_alloc(m->backend, r->dtype, r->ndim, r->shape, false, &out);
         if (s == LITHE_OK) s = lithe_tensor_write(out, lithe__tdata(d), (size_t)r->numel * lithe_dtype_size(r->dtype));
         lithe_tensor_release(d);
@@ -273,7 +273,7 @@ lithe_status lithe__getitem_forward(lithe_model *m, const lithe_value *Xv, bool 
     lithe_tensor *host = NULL, *Y = NULL;
     int64_t *offsets = NULL, count = 0, shape[LITHE_MAX_DIMS];
     int nd = 0;
-    lithe_status s = lithe__tensor_alloc(lithe__backend_cpu(), X->dtype, X->ndim, X->shape, false, &host);
+    lithe_status s = lithe__tensor_alloc(lithe__backend_host(), X->dtype, X->ndim, X->shape, false, &host);
     if (s == LITHE_OK) s = lithe_tensor_read(X, lithe__tdata(host), (size_t)X->numel * lithe_dtype_size(X->dtype));
     if (s == LITHE_OK) s = plan(m, host, &spec, &nd, shape, &offsets, &count);
     spec_free(&spec);

@@ -252,7 +252,7 @@ static lithe_status table_blob(const lithe_remap_ids_opts *o, lithe_tensor **out
         mp_int(&b, o->values[i]);
     }
     lithe_status s = b.oom ? lithe__oom("remap_ids", b.n) : LITHE_OK;
-    if (s == LITHE_OK) s = lithe__tensor_alloc(lithe__backend_cpu(), LITHE_U8, 1, (int64_t[]){(int64_t)b.n}, false, out);
+    if (s == LITHE_OK) s = lithe__tensor_alloc(lithe__backend_host(), LITHE_U8, 1, (int64_t[]){(int64_t)b.n}, false, out);
     if (s == LITHE_OK) memcpy(lithe__tdata(*out), b.p, b.n);
     lithe__free(b.p);
     return s;

@@ -23,7 +23,7 @@ static void s2a_destroy(lithe_backprop *self) { (void)self; }
 static lithe_status hash_one(const lithe_model *m, const lithe_value *strs, lithe_tensor **out) {
     int64_t n = (int64_t)lithe_value_len(strs);
     lithe_tensor *h = NULL;
-    lithe_backend *cpu = lithe__backend_cpu();
+    lithe_backend *cpu = lithe__backend_host();
     LITHE__TRY(lithe__tensor_alloc(cpu, LITHE_U64, 2, (int64_t[]){n, 1}, false, &h));
     /* an empty LIST is a sequence of no strings (what bindings make of []) */
     lithe_status s = n ? lithe__op_hash_strings(cpu, strs->t[0], strs->t[1], 0, h) : LITHE_OK;

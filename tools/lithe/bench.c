@@ -9,6 +9,7 @@
  * (lithe__op_gemm, which no public call exposes alone) and core/io/onnx.h for an imported graph's
  * declared input shape. */
 #define _POSIX_C_SOURCE 200809L
+#include "adam_torch.h"
 #include "bench.h"
 #include "cli.h"
 
@@ -429,7 +430,7 @@ static int bench_model(const bench_opts *o, lithe_backend *be, const char *threa
              * these off, lithe_optimizer_step's adam_step skips the norm's pass over G and the
              * averages' stream (Thinc's eps sits before the bias correction, torch's after: the
              * same work, values apart by eps only) */
-            oo = lithe__adam_as_torch();
+            oo = lithe_bench_adam_as_torch();
         }
         if ((s = lithe_optimizer_new(&oo, &c.opt)) != LITHE_OK) { fail("optimizer", s); goto done; }
         if ((s = measure(o, train_run, &c, &st)) != LITHE_OK) { fail("training step", s); goto done; }

@@ -31,7 +31,7 @@
 #ifndef LITHE_CPU_GEMM_H
 #define LITHE_CPU_GEMM_H
 
-#include "../../../core/internal.h"
+#include "../../../core/backend.h"
 
 #include <stddef.h>
 

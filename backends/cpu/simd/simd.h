@@ -212,7 +212,7 @@ lithe_status lithe__cpu_conv2d_add(lithe_backend *be, const lithe__conv2d *g, co
                                    bool res_first, float *Y);
 /* Pooling (conv/pool.c): the twins over (image, channel) planes split by the pool, 2x2/2 max pooling
  * by its own loop; bit-identical to the twins. LITHE_OK (the npm core without the importer module:
- * LITHE_ERR_UNSUPPORTED, core/io/importers.c). */
+ * LITHE_ERR_UNSUPPORTED, bindings/js/src/importers_hooks.c). */
 lithe_status lithe__cpu_pool2d(const lithe__pool2d *g, const float *X, float *Y, int32_t *which);
 lithe_status lithe__cpu_pool2d_backward(const lithe__pool2d *g, const float *dY, const int32_t *which, float *dX);
 /* The dropout mask (the scalar kernel: Philox), split in ranges that start at multiples of 4, so the

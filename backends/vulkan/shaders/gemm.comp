@@ -6,7 +6,7 @@
 // shared reads), stepping K by BK through panels of A and B staged in shared memory with scalar
 // loads that follow each transpose case's layout. Any alignment, any stride. Edges are
 // bounds-checked (zeros padded in); beta == 0 never reads C.
-// Spec constants: 0 = transA, 1 = transB, 2 = TM, 3 = TN, 4 = BK (the tiling: vulkan_ops.c
+// Spec constants: 0 = transA, 1 = transB, 2 = TM, 3 = TN, 4 = BK (the tiling: gemm.c
 // builds 4 x 4 x 16 and 8 x 8 x 8; (16 TM) BK and (16 TN) BK must be multiples of 256).
 // u0..u5 = M, N, K, lda, ldb, ldc; f0 = alpha, f1 = beta.
 #extension GL_GOOGLE_include_directive : require

@@ -4,8 +4,8 @@
  * independent, importing the core module's memory, table, stack pointer and the functions it
  * calls). src/loader.js links it into a running core module when a model needs it and hands this
  * table to lithe_js_importers_set; the core then reaches the importers through it
- * (core/io/importers.c). Nothing here is new behaviour: the same functions native builds link. */
-#include "../../../core/internal.h"
+ * (importers_hooks.c). Nothing here is new behaviour: the same functions native builds link. */
+#include "importers.h"
 #include "../../../backends/cpu/simd/simd.h"
 
 __attribute__((visibility("default"))) const lithe__importers *lithe_importers(void) {

@@ -4,7 +4,7 @@
  * loss or a kernel: each helper only calls lithe_* functions, and every failure is a status whose
  * message is lithe_last_error(), which the JS layer turns into an Error. */
 #include "lithe.h"
-#include "../../../core/internal.h" /* lithe__tensor_alloc; lithe__importers_set, lithe__importers_wanted */
+#include "importers.h" /* core/internal.h: lithe__tensor_alloc; lithe__importers_set, lithe__importers_wanted */
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -143,7 +143,7 @@ LITHE_JS_API lithe_status lithe_js_resize_output(lithe_model *root, int32_t new_
 
 /* The importer module (lithe-importers.wasm: ONNX, TF.js and the graph executor, src/importers.c),
  * which src/loader.js links into this module's memory when a model needs it: registering the table
- * it hands over (core/io/importers.c), whether a call since the last query failed for want of it
+ * it hands over (bindings/js/src/importers_hooks.c), whether a call since the last query failed for want of it
  * (then loading it and retrying will help), and whether the importers are there (linked, or built
  * in: the threads module, LITHE_IMPORTERS_SEPARATE unset, has them built in). */
 #ifdef LITHE_IMPORTERS_SEPARATE

@@ -103,7 +103,7 @@ static lithe_status mask_of(lithe__gexec *x, lithe_tensor *c, lithe_tensor **out
         return LITHE_OK;
     }
     lithe_tensor *h = NULL;
-    LITHE__TRY(lithe__gexec_alloc(x, lithe__backend_cpu(), LITHE_F32, c->ndim, c->shape, false, &h));
+    LITHE__TRY(lithe__gexec_alloc(x, lithe__backend_host(), LITHE_F32, c->ndim, c->shape, false, &h));
     for (int64_t i = 0; i < c->numel; i++) lithe__f32(h)[i] = ints(c)[i] != 0 ? 1.0f : 0.0f;
     lithe_status s = lithe_tensor_to_backend(h, x->be, out);
     lithe_tensor_release(h);

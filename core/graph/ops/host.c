@@ -11,11 +11,11 @@ FWD(f_constant) {
     const lithe__onnx_attr *a;
     if ((a = lithe__onnx_attr_get(n, "value")) && a->t) {
         if (a->t->ext_location) return fail(x, node, LITHE_ERR_UNSUPPORTED, "external data in a Constant");
-        LITHE__TRY(lithe__gexec_alloc(x, lithe__backend_cpu(), a->t->is_float ? LITHE_F32 : LITHE_I64, a->t->ndim, a->t->dims,
+        LITHE__TRY(lithe__gexec_alloc(x, lithe__backend_host(), a->t->is_float ? LITHE_F32 : LITHE_I64, a->t->ndim, a->t->dims,
                                        false, &out[0]));
         if (a->t->numel) memcpy(lithe__tdata(out[0]), a->t->data, (size_t)a->t->numel * (a->t->is_float ? 4 : 8));
     } else if ((a = lithe__onnx_attr_get(n, "value_float"))) {
-        LITHE__TRY(lithe__gexec_alloc(x, lithe__backend_cpu(), LITHE_F32, 0, NULL, false, &out[0]));
+        LITHE__TRY(lithe__gexec_alloc(x, lithe__backend_host(), LITHE_F32, 0, NULL, false, &out[0]));
         lithe__f32(out[0])[0] = a->f;
     } else if ((a = lithe__onnx_attr_get(n, "value_int"))) {
         LITHE__TRY(new_i64(x, 0, NULL, &out[0]));
@@ -24,12 +24,12 @@ FWD(f_constant) {
         LITHE__TRY(new_i64(x, 1, (int64_t[]){(int64_t)a->n_ints}, &out[0]));
         if (a->n_ints) memcpy(lithe__tdata(out[0]), a->ints, a->n_ints * 8);
     } else if ((a = lithe__onnx_attr_get(n, "value_floats"))) {
-        LITHE__TRY(lithe__gexec_alloc(x, lithe__backend_cpu(), LITHE_F32, 1, (int64_t[]){(int64_t)a->n_floats}, false, &out[0]));
+        LITHE__TRY(lithe__gexec_alloc(x, lithe__backend_host(), LITHE_F32, 1, (int64_t[]){(int64_t)a->n_floats}, false, &out[0]));
         if (a->n_floats) memcpy(lithe__tdata(out[0]), a->floats, a->n_floats * 4);
     } else {
         return fail(x, node, LITHE_ERR_UNSUPPORTED, "a Constant without a tensor, float(s) or int(s) value");
     }
-    if (out[0]->dtype == LITHE_F32 && x->be != lithe__backend_cpu()) {
+    if (out[0]->dtype == LITHE_F32 && x->be != lithe__backend_host()) {
         lithe_tensor *t = NULL;
         LITHE__TRY(lithe_tensor_to_backend(out[0], x->be, &t));
         lithe_tensor_release(out[0]);
@@ -129,7 +129,7 @@ FWD(f_cast) {
     }
     if (to_float) { /* host ints -> float on the backend: no gradient flows back */
         lithe_tensor *h = NULL;
-        LITHE__TRY(lithe__gexec_alloc(x, lithe__backend_cpu(), LITHE_F32, X->ndim, X->shape, false, &h));
+        LITHE__TRY(lithe__gexec_alloc(x, lithe__backend_host(), LITHE_F32, X->ndim, X->shape, false, &h));
         for (int64_t i = 0; i < X->numel; i++) lithe__f32(h)[i] = (float)ints(X)[i];
         lithe_status s = lithe_tensor_to_backend(h, x->be, &out[0]);
         lithe_tensor_release(h);

@@ -71,7 +71,7 @@ static inline lithe_status new_f32(lithe__gexec *x, int ndim, const int64_t *sha
     return lithe__gexec_alloc(x, x->be, LITHE_F32, ndim, shape, zero, out);
 }
 static inline lithe_status new_i64(lithe__gexec *x, int ndim, const int64_t *shape, lithe_tensor **out) {
-    return lithe__gexec_alloc(x, lithe__backend_cpu(), LITHE_I64, ndim, shape, false, out);
+    return lithe__gexec_alloc(x, lithe__backend_host(), LITHE_I64, ndim, shape, false, out);
 }
 
 /* A new descriptor over t's storage with the given shape and strides (elements). */

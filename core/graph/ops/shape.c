@@ -140,9 +140,9 @@ static lithe_status permute_copy(lithe__gexec *x, lithe_tensor *X, const int64_t
     }
     lithe_tensor *v = NULL;
     LITHE__TRY(view(X, X->ndim, shape, vst, 0, &v));
-    lithe_status s = lithe__gexec_alloc(x, X->dtype == LITHE_F32 ? x->be : lithe__backend_cpu(), X->dtype, X->ndim, shape,
+    lithe_status s = lithe__gexec_alloc(x, X->dtype == LITHE_F32 ? x->be : lithe__backend_host(), X->dtype, X->ndim, shape,
                                          false, out);
-    if (s == LITHE_OK) s = lithe__op_copy(X->dtype == LITHE_F32 ? x->be : lithe__backend_cpu(), *out, v);
+    if (s == LITHE_OK) s = lithe__op_copy(X->dtype == LITHE_F32 ? x->be : lithe__backend_host(), *out, v);
     lithe_tensor_release(v);
     return s;
 }

@@ -15,7 +15,7 @@ static lithe_status axis_view(lithe_tensor *t, int axis, int64_t start, int64_t 
 }
 
 static lithe_backend *be_of(lithe__gexec *x, const lithe_tensor *t) {
-    return t->dtype == LITHE_F32 ? x->be : lithe__backend_cpu();
+    return t->dtype == LITHE_F32 ? x->be : lithe__backend_host();
 }
 
 FWD(f_concat) {

@@ -6,8 +6,8 @@
  * a model needs it, then registers here. Until then the public entry points
  * and the .lithe loader's graph nodes fail with LITHE_ERR_UNSUPPORTED and raise a flag that the
  * loader reads to know that loading the second module and retrying will help. */
-#include "../internal.h"
-#include "../../backends/cpu/simd/simd.h"
+#include "importers.h"
+#include "../../../backends/cpu/simd/simd.h"
 
 static const lithe__importers *hooks;
 static bool wanted;

@@ -1,0 +1,46 @@
+/* The npm package's two modules (Emscripten; docs/wasm.md): what the importer module
+ * (importers.c) hands the core module (importers_hooks.c, lithe_js.c). Not installed. */
+#ifndef LITHE_JS_IMPORTERS_H
+#define LITHE_JS_IMPORTERS_H
+
+#include "../../../core/internal.h"
+
+/* The npm package's modules (LITHE_IMPORTERS_SEPARATE) leave core/graph/, onnx.c, tfjs.c and the
+ * CPU backend's convolution and pooling (backends/cpu/conv.c) out of the core module: they are a
+ * second module (bindings/js/src/importers.c) that the JS loader links into the same memory and
+ * registers with lithe__importers_set. The core reaches the graph type, the importers and the
+ * conv / pool kernels through bindings/js/src/importers_hooks.c, which fails with LITHE_ERR_UNSUPPORTED (and
+ * raises lithe__importers_wanted) until then. */
+struct lithe__sgemm_packed_b; /* (backends/cpu/gemm/gemm.h) */
+typedef struct lithe__importers {
+    const lithe__layer_type *onnx_graph_type;
+    const lithe__layer_type *const *graph_types;
+    lithe_status (*onnx_attach)(lithe_model *m);
+    lithe_status (*onnx_load_bytes)(const uint8_t *data, size_t len, lithe_model **out);
+    lithe_status (*onnx_load)(const char *path, lithe_model **out);
+    const char *const *(*onnx_op_names)(size_t *n);
+    lithe_status (*tfjs_load_bytes)(const char *model_json, size_t json_len, const uint8_t *weights,
+                                    size_t weights_len, lithe_model **out);
+    lithe_status (*tfjs_load)(const char *path, lithe_model **out);
+    lithe_status (*graph_prepare)(lithe_model *m);
+    lithe_tensor *(*graph_const)(lithe_model *m, size_t i);
+    /* The CPU backend's convolution and pooling (backends/cpu/conv.c, declared in
+     * backends/cpu/simd/simd.h): only imported graphs run them, so they live in the same module
+     * as the graph executor, and the core's conv2d / pool2d primitives reach them through here. */
+    lithe_status (*cpu_conv2d)(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                               const float *b, const lithe__act *a, float *Y);
+    lithe_status (*cpu_conv2d_backward)(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                                        const float *dY, float *dX, float *dW, float *db);
+    lithe_status (*cpu_conv2d_packed)(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                                      const struct lithe__sgemm_packed_b *Wp, const float *b, const lithe__act *a,
+                                      float *Y);
+    lithe_status (*cpu_pool2d)(const lithe__pool2d *g, const float *X, float *Y, int32_t *which);
+    lithe_status (*cpu_pool2d_backward)(const lithe__pool2d *g, const float *dY, const int32_t *which, float *dX);
+    lithe_status (*cpu_conv2d_add)(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
+                                   const struct lithe__sgemm_packed_b *Wp, const float *b, const float *R,
+                                   bool res_first, float *Y);
+} lithe__importers;
+void lithe__importers_set(const lithe__importers *h);
+bool lithe__importers_wanted(void); /* a call since the last query needed the missing module */
+
+#endif

@@ -1,0 +1,25 @@
+# A CI check (ctest core_includes_no_backend): core/ includes nothing of backends/ and names no
+# backend's symbols or build switches; core reaches backends through the registry (core/backend.c,
+# docs/backends.md). Run: cmake -DROOT=<source dir> -P cmake/check_core_includes.cmake
+file(GLOB_RECURSE files ${ROOT}/core/*.c ${ROOT}/core/*.h ${ROOT}/core/*.def)
+set(bad "")
+foreach(f IN LISTS files)
+  file(STRINGS ${f} lines)
+  set(n 0)
+  foreach(line IN LISTS lines)
+    math(EXPR n "${n} + 1")
+    if(line MATCHES "^[ \t]*#[ \t]*include[ \t]*[\"<][^\">]*backends/" OR line MATCHES "lithe__(cpu|cuda|vk)_[a-z]"
+       OR line MATCHES "lithe__backend_(cpu|vulkan|cuda)[^_]" OR line MATCHES "LITHE_HAVE_(VULKAN|CUDA)")
+      file(RELATIVE_PATH rel ${ROOT} ${f})
+      string(APPEND bad "  ${rel}:${n}: ${line}\n")
+    endif()
+  endforeach()
+endforeach()
+list(LENGTH files count)
+if(count LESS 20)
+  message(FATAL_ERROR "check_core_includes: found only ${count} files under ${ROOT}/core")
+endif()
+if(bad)
+  message(FATAL_ERROR "core/ reaches into backends/ (use the registry, core/backend.c; docs/backends.md):\n${bad}")
+endif()
+message(STATUS "core/: ${count} files, no backends/ include or backend symbol")

@@ -1,0 +1,86 @@
+/* The layer families (core/layers, core/combinators, core/graph): shared dense machinery, the
+ * layer type lists the registry reads, imported graphs. Not installed */
+#ifndef LITHE_CORE_LAYERS_H
+#define LITHE_CORE_LAYERS_H
+
+#include "backend.h"
+#include "model.h"
+
+/* Shared dense machinery (core/layers/affine.c). */
+/* nI / nO from the samples: strict (Thinc's set_dim: a conflicting value is an error) or only
+ * where unset (Softmax, Sigmoid); then both must be known. */
+lithe_status lithe__affine_dims(lithe_model *m, const lithe_value *X, const lithe_value *Y, bool strict);
+/* affine_dims, then W (nO, nI) by init_W and b (nO,) by init_b. */
+lithe_status lithe__affine_init(lithe_model *m, const lithe_value *X, const lithe_value *Y,
+                                lithe_init init_W, lithe_init init_b, bool strict);
+/* Y = X·Wᵀ + b, checking X against nI. */
+lithe_status lithe__affine_forward(lithe_model *m, lithe_tensor *X, bool is_train, lithe_tensor **Y);
+/* Y = act(X·Wᵀ + b) through the fused gemm_bias_act (a NULL: none); Z non-NULL: also returns the
+ * pre-activation X·Wᵀ + b (a new tensor). is_train false: through W's prepared form when valid. */
+lithe_status lithe__affine_forward_act(lithe_model *m, lithe_tensor *X, bool is_train, const lithe__act *a, lithe_tensor **Z,
+                                       lithe_tensor **Y);
+/* The prepared-op key (lithe__prepare_op) of Y = act(X·Wᵀ + b): false when act (NULL: none) has
+ * no backend operator form (only none and a clamp, lithe__act_clamp, have one). */
+bool lithe__affine_prep_op(const lithe__act *a, lithe__prep_op *op);
+/* The same for a dense-family node (its type's activation). */
+bool lithe__dense_prep_op(lithe_model *m, lithe__prep_op *op);
+/* db += sum(dY), dW += dYᵀ·X, *dX = dY·W (dX NULL: skipped). */
+lithe_status lithe__affine_backward(lithe_model *m, lithe_tensor *X, const lithe_tensor *dY,
+                                    lithe_tensor **dX);
+
+/* Layer types (core/layers, core/combinators). */
+extern const lithe__layer_type lithe__softmax_type;
+extern const lithe__layer_type lithe__dropout_type;
+extern const lithe__layer_type lithe__chain_type;
+
+/* Checks dense opts for `layer`; norm_dropout: whether Thinc's layer takes those arguments. */
+lithe_status lithe__dense_check_opts(const char *layer, const lithe_dense_opts *o, bool norm_dropout);
+lithe_status lithe__maxout_new(const lithe_dense_opts *o, lithe_model **out);
+
+/* Every layer type, by family (NULL-terminated arrays each layer's file defines), declared from
+ * the one list core/layers/layers.def; the lookup by registered name is lithe__layer_type_by_name. */
+#define LITHE_LAYER(name, family, thinc, create)                                                                  \
+    extern const lithe__layer_type *const family[];                                                               \
+    lithe_status create(const lithe__layer_type *type, lithe_model **out);
+#define LITHE_NODE_TYPE LITHE_LAYER
+#include "layers/layers.def"
+#undef LITHE_LAYER
+#undef LITHE_NODE_TYPE
+/* One dropout mask over nO columns (the node's dropout_rate attr, its Philox stream), repeated
+ * for B rows: Thinc's Embed / HashEmbed and spaCy's StaticVectors; NULL when no dropout applies. */
+lithe_status lithe__dropout_rows(lithe_model *m, int64_t B, int64_t nO, lithe_tensor **mask);
+/* Y = X[index] for the getitem layers (core/layers/getitem.c): the node's `index` string attr. */
+lithe_status lithe__getitem_forward(lithe_model *m, const lithe_value *X, bool is_train, lithe_value **Y,
+                                    lithe_backprop **bp);
+/* Imported graphs (core/graph/): the "onnx_graph.v1" layer, and the call that parses a node's
+ * `onnx` attr into its shim (the .lithe loader runs it for every graph node it builds). */
+extern const lithe__layer_type lithe__onnx_graph_type;
+lithe_status lithe__onnx_attach(lithe_model *m);
+/* lithe_model_prepare_inference for a graph node: prepares the initializers its Gemm and MatMul
+ * nodes read as B (core/prepare.c); and the node's i-th float constant (NULL past the last). */
+lithe_status lithe__graph_prepare(lithe_model *m);
+lithe_tensor *lithe__graph_const(lithe_model *m, size_t i);
+/* The prepared-op key of a graph node whose weight W and bias (NULL: none) are initializers: a
+ * Gemm as A · Wᵀ + bias or a Conv with pads fixed by its attributes; false for anything else. */
+struct lithe__onnx_node;
+bool lithe__graph_prep_op(const struct lithe__onnx_node *n, const lithe_tensor *W, const lithe_tensor *bias,
+                          lithe__prep_op *op);
+/* The npm package's core module (LITHE_IMPORTERS_SEPARATE) leaves core/graph/, onnx.c and tfjs.c
+ * out: it reaches the graph layer type through bindings/js/src/importers_hooks.c (a stand-in until
+ * the importer module registers; bindings/js/src/importers.h). */
+#ifdef LITHE_IMPORTERS_SEPARATE
+const lithe__layer_type *lithe__importers_graph_type(void);
+const lithe__layer_type *const *lithe__importers_graph_types(void);
+#define LITHE__ONNX_GRAPH_TYPE (lithe__importers_graph_type())
+#define LITHE__GRAPH_TYPES (lithe__importers_graph_types())
+#else
+#define LITHE__ONNX_GRAPH_TYPE (&lithe__onnx_graph_type)
+#define LITHE__GRAPH_TYPES lithe__graph_types
+#endif
+const lithe__layer_type *lithe__layer_type_by_name(const char *registered_name);
+
+/* chain(node, LayerNorm(nI=nO)) when o->normalize, then chain(.., Dropout) when o->dropout > 0,
+ * as Thinc's layers build them. Takes over node, also on failure. */
+lithe_status lithe__norm_dropout(const char *layer, lithe_model *node, const lithe_dense_opts *o, lithe_model **out);
+
+#endif /* LITHE_CORE_LAYERS_H */
