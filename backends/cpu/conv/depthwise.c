@@ -223,7 +223,7 @@ static bool dw_use_lanes(const lithe__conv2d *g, const lithe__simd_kernels *k) {
  * padding 1 all round, or stride 2 reading no bottom or right padding, output rows at least the
  * table's dwconv3x3_min_width (AVX-512: 1, every depthwise node of mobilenet_v2; AVX2: 8, all but
  * the 7x7 and 14 -> 7 ones). Measured faster than the long rows and the lanes on each of them, AVX2
- * about even on 32 x 112x112 (docs/performance.md, "Depthwise 3x3 in place"). */
+ * about even on 32 x 112x112 (bench/history.md, "Depthwise 3x3 in place"). */
 static bool dw_use_3x3(const lithe__conv2d *g, const lithe__simd_kernels *k) {
     if (!k->dwconv3x3 || g->KH != 3 || g->KW != 3 || g->dil[0] != 1 || g->dil[1] != 1 || g->pad[0] != 1 ||
         g->pad[1] != 1 || g->stride[0] != g->stride[1] || g->OH <= 0 || g->OW <= 0)
