@@ -13,7 +13,6 @@ it with Debian's /usr/bin/python3: torch 1.13, torchvision 0.14, Thinc 8.1.7):
   <out>/train_x.npy, train_y.npy      the MLP training batch (64 rows, int labels)
 
 Usage: make_models.py OUT_DIR [--only mlp,cnn,...]"""
-import importlib.util
 import json
 import os
 import sys
@@ -115,13 +114,12 @@ def thinc_mlp(mlp):
 
 
 def export_lithe_mlp(mlp, path):
-    """thinc_mlp written as a .lithe file by shims/python's exporter (numpy only: loaded from its
-    file, so no compiled lithe is needed)."""
-    spec = importlib.util.spec_from_file_location("lithe_export", os.path.join(ROOT, "shims/python/lithe/_export.py"))
-    exp = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(exp)
+    """thinc_mlp written as a .lithe file by shims/python's exporter, which builds the model and saves
+    it through the C library (liblithe.so: LITHE_LIBRARY, or the package's search of build/)."""
+    sys.path.insert(0, os.path.join(ROOT, "shims/python"))
+    import lithe
     model = thinc_mlp(mlp)
-    exp.export(model, path)
+    lithe.export(model, path)
     return model
 
 

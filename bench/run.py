@@ -85,6 +85,29 @@ def base_env(threads):
     return env
 
 
+def has_avx512():
+    """Whether this CPU runs AVX-512F: the forced SkylakeX / skx kernels of OpenBLAS and blis need it
+    (on a CPU without it they stop with SIGILL, which is no measurement)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return any(line.startswith("flags") and " avx512f" in line for line in f)
+    except OSError:
+        return False
+
+
+def forced_kernel_skipped(name, env):
+    """True (and the row recorded as skipped, with the reason) when env forces an AVX-512 kernel on a
+    CPU without AVX-512."""
+    if ("OPENBLAS_CORETYPE" in env or "BLIS_ARCH_TYPE" in env) and not has_avx512():
+        if A.rounds > 1:
+            name = f"{name} (round {ROUND[0]})"
+        if ROUND[0] <= 1:
+            FAILURES.append(f"{name}: skipped: this CPU has no AVX-512, which the forced SkylakeX kernel needs")
+        print(f"[bench] {name}: skipped (no AVX-512 on this CPU)", flush=True)
+        return True
+    return False
+
+
 def step(name, cmd, env=None, timeout=1800, cwd=ROOT):
     """Runs one command, records its time, returns its stdout ('' on failure, recorded)."""
     t0 = time.time()
@@ -157,7 +180,8 @@ def build():
     preset = os.path.basename(A.build)
     if not os.path.exists(os.path.join(ROOT, A.build, "build.ninja")):
         step(f"cmake --preset {preset}", ["cmake", "--preset", preset], env)
-    step("build lithe (native)", ["cmake", "--build", A.build, "--target", "lithe_cli", "-j2"], env)
+    # the command, and liblithe.so for make_models.py's export (lithe's Python package)
+    step("build lithe (native)", ["cmake", "--build", A.build, "--target", "lithe_cli", "lithe", "-j2"], env)
     # WASI: the wasi preset (SIMD128) and the same without it (build/bench-wasi-scalar)
     if not os.path.exists(os.path.join(ROOT, "build/wasi/build.ninja")):
         step("cmake --preset wasi", ["cmake", "--preset", "wasi"], env)
@@ -184,7 +208,10 @@ def build():
                  cwd=BENCH)
         # only the models the asked-for groups run (make_models.py merges models.json)
         models = sorted({{"mobilenet": "mobilenet_v2", "train": "mlp"}.get(g, g) for g in A.only if g != "gemm"})
-        step("make_models.py", [PY, os.path.join(BENCH, "make_models.py"), WORK, "--only", ",".join(models)], env)
+        # (the .lithe export goes through lithe's Python package, so through this build's liblithe.so)
+        lib = os.path.join(ROOT, A.build, "liblithe.so")
+        step("make_models.py", [PY, os.path.join(BENCH, "make_models.py"), WORK, "--only", ",".join(models)],
+             dict(env, LITHE_LIBRARY=lib) if os.path.exists(lib) else env)
     if "gemm" in A.only:
         os.makedirs(BIN, exist_ok=True)
         flags = ["gcc", "-O2", "-std=c11", "-Wall", "-Wextra", "-I/usr/include/x86_64-linux-gnu/openblas-pthread"]
@@ -308,6 +335,8 @@ def run_peer_gemm(threads):
                  "cblas_sgemm NT, OPENBLAS_CORETYPE=SkylakeX"),
                 ("XNNPACK (Debian 2022-02-16)", "gemm_xnnpack", {}, "fully_connected_nc_f32, weights packed at creation")):
             env = base_env(threads) | extra_env
+            if forced_kernel_skipped(f"{exe} {wl} {cfg} t{threads}", extra_env):
+                continue
             out = step(f"{exe} {wl} {cfg} t{threads}", [os.path.join(BIN, exe), str(m), str(n), str(k), str(threads)] +
                        (["--quick"] if A.quick else []), env)
             d = kv(out)
@@ -335,6 +364,8 @@ def run_peer_models(threads, groups):
         results_from(step("tfjs wasm", ["node", os.path.join(BENCH, "runners/tfjs.mjs"), "--dir", WORK, "--only", only,
                                         "--workloads", ",".join(wls or ["mlp_b1"])] + tf, env))
     for label, extra in (("", {}), ("OPENBLAS_CORETYPE=SkylakeX", {"OPENBLAS_CORETYPE": "SkylakeX"})):
+        if forced_kernel_skipped(f"pytorch {label} t{threads}", extra):
+            continue
         results_from(step(f"pytorch {label} t{threads}", [
             PY, os.path.join(BENCH, "runners/torch_bench.py"), "--dir", WORK, "--threads", str(threads), "--only", only,
             "--workloads", ",".join(wls or ["mlp_b1"]), "--label", label] + tf, env | extra))
@@ -342,6 +373,8 @@ def run_peer_models(threads, groups):
     if threads == 1 and (mlp_wls or "train" in groups):
         # blis 0.9's arch ids: 0 is skx (SkylakeX, AVX-512)
         for label, extra in (("", {}), ("BLIS_ARCH_TYPE=0 (skx)", {"BLIS_ARCH_TYPE": "0"})):
+            if forced_kernel_skipped(f"thinc {label}", extra):
+                continue
             results_from(step(f"thinc {label}", [
                 PY, os.path.join(BENCH, "runners/thinc_bench.py"), "--dir", WORK, "--only",
                 ",".join(g for g, on in (("infer", bool(mlp_wls)), ("train", "train" in groups)) if on),
