@@ -1211,6 +1211,32 @@ LITHE_API lithe_status lithe_onnx_load(const char *path, lithe_model **out);
 /* The ONNX operator types the graph layer runs (NULL-terminated, static; *n the count). */
 LITHE_API const char *const *lithe_onnx_op_names(size_t *n);
 
+/* --- ONNX export (docs/onnx.md, "Export"; docs/scale-out.md) ----------------------------------
+ * The model as an ONNX ModelProto that onnxruntime (and Triton's onnxruntime backend) runs, with
+ * its current — fine-tuned — weights:
+ * - a graph node ("onnx_graph.v1": an imported ONNX or TF.js model, as the root) is written back
+ *   as the model it was loaded from: its original nodes (never the fused ones lithe runs), value and
+ *   node names, opset, attributes, inputs and outputs, with every initializer that is a param
+ *   holding the param's current value in the initializer's own data type (float32, float64,
+ *   float16, bfloat16); the other initializers (int64 shapes, constants) are copied unchanged.
+ *   lithe folds no BatchNorm, so nothing is unfolded.
+ * - a native tree is lowered to standard operators at opset 17 (ir_version 8), input "X" (float32
+ *   (batch, nI); int64 ids (batch,) for Embed, (batch, k) for its column getter), output "Y"
+ *   (batch, nO), the batch axis dynamic: Linear and the dense activations -> Gemm (transB) and the
+ *   activation's operators, Softmax -> Gemm, [Div by temperature,] Softmax (logits with
+ *   normalize_outputs false), MultiSoftmax -> Gemm [+ Split, Softmax, Concat], Maxout -> Gemm,
+ *   Reshape, ReduceMax, LayerNorm -> LayerNormalization (epsilon 1e-8), Embed -> Gather,
+ *   concatenate -> Concat, add / residual -> Add, noop and Dropout -> nothing (inference). A node
+ *   used twice (tied weights) writes its initializers once. Initializers are named
+ *   "<node name>_<node id>.<param>".
+ * Statuses: LITHE_ERR_UNSUPPORTED naming the first node with no standard ONNX equivalent
+ * (HashEmbed's MurmurHash, the ragged / padded / list sequence layers, a graph node inside a
+ * tree), LITHE_ERR_STATE (params unset: initialize first), LITHE_ERR_INVALID_ARG, LITHE_ERR_OOM;
+ * and LITHE_ERR_IO naming the path. The file is written atomically (temporary file, fsync, rename).
+ * *out: lithe_buffer_free. Not thread-safe for m: no other thread may use the model meanwhile. */
+LITHE_API lithe_status lithe_model_save_onnx_bytes(lithe_model *m, uint8_t **out, size_t *len);
+LITHE_API lithe_status lithe_model_save_onnx(lithe_model *m, const char *path);
+
 /* --- TensorFlow.js layers models (docs/tfjs.md) ------------------------------------------------
  * A model saved by TF.js (`model.save`, or tensorflowjs_converter from Keras): `model.json` with
  * format "layers-model" (the Keras topology under modelTopology, the shards' manifest under

@@ -1,4 +1,4 @@
-/* The TF.js layers-format importer's shared parts (core/io/tfjs/): its protobuf writer (pb.c), the
+/* The TF.js layers-format importer's shared parts (core/io/tfjs/): the
  * weights reader (weights.c), the lowering helpers (lower.c), the per-layer lowering table
  * (layers.c) and the topology and public entry points (tfjs.c). Names shared across these files
  * are lithe__tfjs_* in the library (the #defines below). */
@@ -7,6 +7,7 @@
 
 #include "../json.h"
 #include "../onnx.h" /* lithe__half_to_f32 */
+#include "../pb_write.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -18,16 +19,6 @@
 #define MAX_LAYERS 4096
 #define MAX_TENSORS 8192
 
-#define wb_put lithe__tfjs_wb_put
-#define wb_free lithe__tfjs_wb_free
-#define wb_int lithe__tfjs_wb_int
-#define wb_str lithe__tfjs_wb_str
-#define wb_sub lithe__tfjs_wb_sub
-#define at_int lithe__tfjs_at_int
-#define at_ints lithe__tfjs_at_ints
-#define at_float lithe__tfjs_at_float
-#define at_str lithe__tfjs_at_str
-#define tensor_proto lithe__tfjs_tensor_proto
 #define is_str lithe__tfjs_is_str
 #define num_of lithe__tfjs_num_of
 #define read_weights lithe__tfjs_read_weights
@@ -55,12 +46,6 @@
 #define layer_names lithe__tfjs_layer_names
 #define in_list lithe__tfjs_in_list
 #define lower_layer lithe__tfjs_lower_layer
-
-typedef struct wb {
-    uint8_t *p;
-    size_t n, cap;
-    bool oom;
-} wb;
 
 typedef struct weight {
     char name[NAME_MAX_LEN + 1];
@@ -94,18 +79,7 @@ typedef struct lower {
     wb frozen;               /* the names of its weights, each NUL-terminated: frozen after the load */
 } lower;
 
-/* pb.c: the protobuf writer */
-void wb_put(wb *b, const void *d, size_t n);
-void wb_free(wb *b);
-void wb_int(wb *b, unsigned field, int64_t v);
-void wb_str(wb *b, unsigned field, const char *s);
-void wb_sub(wb *b, unsigned field, wb *sub);
-void at_int(wb *attrs, const char *name, int64_t v);
-void at_ints(wb *attrs, const char *name, const int64_t *v, size_t n);
-void at_float(wb *attrs, const char *name, float f);
-void at_str(wb *attrs, const char *name, const char *s);
-void tensor_proto(wb *t, const char *name, int ndim, const int64_t *dims, const float *f, const int64_t *iv,
-                  int64_t numel);
+/* the protobuf writer (wb, at_*, tensor_proto): core/io/pb_write.h */
 /* weights.c: the weights */
 bool is_str(const js_val *v, const char *s);
 bool num_of(const js_val *v, double *out);

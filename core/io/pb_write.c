@@ -1,5 +1,9 @@
-/* The TF.js importer's protobuf writer: the ONNX ModelProto bytes its lowering emits. */
-#include "tfjs.h"
+/* The protobuf writer (wire format as onnx.c reads it): the ONNX ModelProto bytes the TF.js
+ * importer's lowering emits, and lithe_model_save_onnx's (core/io/onnx_write.c). In the core
+ * module (not the npm package's importer module), so a native tree exports without the importers. */
+#include "pb_write.h"
+
+#include <string.h>
 
 /* ---- a protobuf writer (the wire format onnx.c reads) ---- */
 
@@ -27,7 +31,7 @@ void wb_free(wb *b) {
     lithe__free(b->p);
     memset(b, 0, sizeof *b);
 }
-static void wb_varint(wb *b, uint64_t v) {
+void wb_varint(wb *b, uint64_t v) {
     uint8_t t[10];
     size_t k = 0;
     do {
@@ -43,7 +47,7 @@ void wb_int(wb *b, unsigned field, int64_t v) {
     wb_key(b, field, 0);
     wb_varint(b, (uint64_t)v);
 }
-static void wb_bytes(wb *b, unsigned field, const void *d, size_t n) {
+void wb_bytes(wb *b, unsigned field, const void *d, size_t n) {
     wb_key(b, field, 2);
     wb_varint(b, n);
     wb_put(b, d, n);
