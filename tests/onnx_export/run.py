@@ -130,11 +130,9 @@ def main():
         with open(os.path.join(work, "graphs.txt"), "w") as f:
             f.writelines(f"{n} {lr!r}\n" for n, lr in graphs)
         r = subprocess.run([cases_bin, work])
-        if r.returncode:
-            raise SystemExit(f"{cases_bin} failed ({r.returncode})")
+        failures = [f"{cases_bin} failed ({r.returncode}): above"] if r.returncode else []
         out = os.path.join(work, "out")
         cases = open(os.path.join(out, "cases.txt")).read().split()
-        failures = []
         graph_names = {n for n, _ in graphs}
         known = onnx.defs.onnx_opset_version()  # Debian's onnx 1.12 knows opsets up to 17
         for name in cases:
