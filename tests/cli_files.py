@@ -75,4 +75,12 @@ assert model.to_bytes() == open(P("m.bin"), "rb").read(), "Thinc's bytes differ 
 run("convert", P("m.lithe"), "--from-thinc", P("m.bin"), "--output", P("m2.lithe"))
 run("run", P("m2.lithe"), "--input", P("X.npy"), "--output", P("Y2.npy"))
 assert (numpy.load(P("Y2.npy")) == Y).all()
+# ONNX export: the checker accepts it, and lithe predicts the same from it (onnxruntime's side:
+# tests/onnx_export, docs/scale-out.md)
+run("convert", P("m.lithe"), "--to-onnx", P("m.onnx"))
+import onnx  # noqa: E402
+
+onnx.checker.check_model(onnx.load(P("m.onnx")), full_check=True)
+run("run", P("m.onnx"), "--input", P("X.npy"), "--output", P("Y3.npy"))
+assert numpy.allclose(numpy.load(P("Y3.npy")), Y, rtol=1e-5, atol=1e-7)
 print("cli_files: ok")

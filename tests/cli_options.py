@@ -59,6 +59,7 @@ usage_errors = [
     (["run", "model.lithe"], r"needs --input"),
     (["run", "model.lithe", "--input"], r"option --input needs a value"),
     (["convert", "model.lithe"], r"needs MODEL.lithe --to-thinc"),
+    (["convert", "model.lithe", "--to-onnx", "a.onnx", "--to-thinc", "a.bin"], r"needs MODEL.lithe --to-thinc"),
     (["bench"], r"needs a MODEL or --gemm"),
     (["bench", "--gemm", "3x17"], r"bad value for --gemm: 3x17"),
     (["bench", "--train=yes", "--gemm", "2x2x2"], r"unknown option --train, or it takes no value"),

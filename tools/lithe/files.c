@@ -207,11 +207,15 @@ done:
 static void convert_usage(FILE *f) {
     fprintf(f, "usage: lithe convert MODEL.lithe --to-thinc OUT.bin\n"
                "       lithe convert ARCH.lithe --from-thinc THINC.bin --output OUT.lithe\n"
+               "       lithe convert MODEL --to-onnx OUT.onnx\n"
                "  between Thinc's bytes (model.to_bytes(), byte-identical with Thinc 8.1.7) and .lithe files;\n"
-               "  Thinc's bytes hold weights only, so the .lithe file gives the architecture\n"
+               "  Thinc's bytes hold weights only, so the .lithe file gives the architecture;\n"
+               "  --to-onnx writes a model (.lithe, .onnx, TF.js model.json) as ONNX for onnxruntime with its\n"
+               "  current weights (lithe_model_save_onnx: docs/onnx.md, \"Export\")\n"
                "\n"
                "options:\n"
                "  --to-thinc OUT.bin     write the model's weights as Thinc's bytes\n"
+               "  --to-onnx OUT.onnx     write the model as ONNX (opset 17 for a native tree)\n"
                "  --from-thinc IN.bin    read Thinc's bytes into ARCH's tree ...\n"
                "  -o, --output OUT.lithe ... and save it here\n"
                "  -h, --help             this text\n"
@@ -220,17 +224,19 @@ static void convert_usage(FILE *f) {
 
 int lithe_cmd_convert(int argc, char **argv) {
     static const struct option opts[] = {{"to-thinc", required_argument, NULL, 't'},
+                                         {"to-onnx", required_argument, NULL, 'x'},
                                          {"from-thinc", required_argument, NULL, 'f'},
                                          {"output", required_argument, NULL, 'o'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    const char *model = NULL, *to_thinc = NULL, *from_thinc = NULL, *output = NULL;
+    const char *model = NULL, *to_thinc = NULL, *to_onnx = NULL, *from_thinc = NULL, *output = NULL;
     int c;
     cli_begin();
     while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
         switch (c) {
         case 'h': convert_usage(stdout); return CLI_OK;
         case 't': to_thinc = optarg; break;
+        case 'x': to_onnx = optarg; break;
         case 'f': from_thinc = optarg; break;
         case 'o': output = optarg; break;
         default: return cli_bad_option("convert", argv, c);
@@ -238,15 +244,19 @@ int lithe_cmd_convert(int argc, char **argv) {
     }
     if (argc - optind > 1) return cli_usage_error("convert", "one model, please: unexpected argument %s", argv[optind + 1]);
     if (optind < argc) model = argv[optind];
-    if (!model || (!to_thinc && !(from_thinc && output)) || (to_thinc && from_thinc))
-        return cli_usage_error("convert", "needs MODEL.lithe --to-thinc OUT.bin, or ARCH.lithe --from-thinc IN.bin --output OUT.lithe");
+    if (!model || (!to_thinc && !to_onnx && !(from_thinc && output)) || (!!to_thinc + !!to_onnx + !!from_thinc) > 1)
+        return cli_usage_error("convert", "needs MODEL.lithe --to-thinc OUT.bin, ARCH.lithe --from-thinc IN.bin --output "
+                                          "OUT.lithe, or MODEL --to-onnx OUT.onnx");
     lithe_model *m = NULL;
     lithe_status s = lithe_model_load(model, &m);
     if (s != LITHE_OK) return fail("convert", s);
     int rc = 1;
     uint8_t *b = NULL;
     size_t n = 0;
-    if (to_thinc) {
+    if (to_onnx) {
+        if ((s = lithe_model_save_onnx(m, to_onnx)) != LITHE_OK) fail("to ONNX", s);
+        else rc = 0;
+    } else if (to_thinc) {
         if ((s = lithe_model_to_thinc_bytes(m, &b, &n)) != LITHE_OK) fail("to Thinc bytes", s);
         else if (write_all(to_thinc, b, n) == 0) rc = 0;
         lithe_buffer_free(b);
