@@ -471,6 +471,27 @@ class Model:
             _lib.check(_lib.model_save(self._ptr, optimizer._ptr if optimizer else None, path))
 
     @_locked
+    def save_onnx(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        """Writes the model as an ONNX file for onnxruntime / Triton, with its current (fine-tuned)
+        weights, atomically (lithe_model_save_onnx): an imported graph as its own graph (names,
+        opset, attributes kept), a native tree lowered to opset-17 operators with input "X" and
+        output "Y". A layer without an ONNX equivalent (HashEmbed, sequence layers) is a LitheError
+        naming the node."""
+        _lib.check(_lib.model_save_onnx(self._ptr, _path(path, "lithe.Model.save_onnx")))
+
+    @_locked
+    def to_onnx_bytes(self) -> bytes:
+        """The model as ONNX ModelProto bytes (lithe_model_save_onnx_bytes; see save_onnx):
+        onnx.load_from_string or onnxruntime.InferenceSession take them."""
+        buf = ctypes.POINTER(ctypes.c_uint8)()
+        n = ctypes.c_size_t()
+        _lib.check(_lib.model_save_onnx_bytes(self._ptr, ctypes.byref(buf), ctypes.byref(n)))
+        try:
+            return ctypes.string_at(buf, n.value)
+        finally:
+            _lib.buffer_free(buf)
+
+    @_locked
     def to_thinc_bytes(self) -> bytes:
         """The weights as Thinc's model.to_bytes() writes them (msgpack, byte for byte Thinc 8.1.7's):
         thinc_model.from_bytes(...) of the same architecture reads them."""
