@@ -134,6 +134,8 @@ export declare class Model extends Handle {
   resizeOutput(n: number): this;
   /** The model as .lithe bytes (with the optimizer's state when one is given). */
   save(options?: { optimizer?: Optimizer }): Uint8Array;
+  /** The model as ONNX bytes with its current weights, for onnxruntime or Triton (lithe_model_save_onnx_bytes). */
+  saveOnnx(): Uint8Array;
 }
 
 /** A TF.js layers model: model.json (text or parsed) and the weight shards' bytes (every path of

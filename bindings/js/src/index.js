@@ -396,6 +396,18 @@ export class Model extends Handle {
     r.lithe_buffer_free(p);
     return bytes;
   }
+  // The model as ONNX bytes (lithe_model_save_onnx_bytes) with its current, fine-tuned weights,
+  // for onnxruntime-web / -node or Triton: an imported graph as its own graph (names, opset,
+  // attributes kept), a native tree lowered to opset-17 operators (input "X", output "Y").
+  // A layer without an ONNX equivalent (HashEmbed, the sequence layers) throws, naming the node.
+  saveOnnx() {
+    const r = need();
+    r.check(r.lithe_model_save_onnx_bytes(this.ptr, r.outPtr(0), r.outPtr(1)));
+    const p = r.readU32(r.outPtr(0)), n = r.readU32(r.outPtr(1));
+    const bytes = r.u8().slice(p, p + n);
+    r.lithe_buffer_free(p);
+    return bytes;
+  }
 }
 
 // A model from .lithe or ONNX bytes (Uint8Array / ArrayBuffer), a URL or (in Node) a file path;
