@@ -1228,7 +1228,8 @@ LITHE_API const char *const *lithe_onnx_op_names(size_t *n);
  *   Reshape, ReduceMax, LayerNorm -> LayerNormalization (epsilon 1e-8), Embed -> Gather,
  *   concatenate -> Concat, add / residual -> Add, noop and Dropout -> nothing (inference). A node
  *   used twice (tied weights) writes its initializers once. Initializers are named
- *   "<node name>_<node id>.<param>".
+ *   "<node name>_<walk index>.<param>" ("relu_1.W"; the index as in lithe_model_walk), so the same
+ *   tree always exports the same bytes.
  * Statuses: LITHE_ERR_UNSUPPORTED naming the first node with no standard ONNX equivalent
  * (HashEmbed's MurmurHash, the ragged / padded / list sequence layers, a graph node inside a
  * tree), LITHE_ERR_STATE (params unset: initialize first), LITHE_ERR_INVALID_ARG, LITHE_ERR_OOM;

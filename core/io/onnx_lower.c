@@ -73,11 +73,19 @@ static bool seen(lithe__ox *o, lithe_model *m, bool *oom) {
     return false;
 }
 
-/* The initializer "<node>_<id>.<param>" of m's param (its current value), written on m's first
+/* "<node name>_<walk index>.<param>": the index is the node's in lithe_model_walk (and in .lithe
+ * files' tensor names), so names are the same for every export of the same tree. */
+static void init_name(const lithe__ox *o, const lithe_model *m, const char *param, char *name) {
+    size_t k = 0;
+    while (k < o->n_walk && o->walk[k] != m) k++;
+    snprintf(name, VN, "%.60s_%zu.%s", m->name, k, param);
+}
+
+/* The initializer "<node>_<index>.<param>" of m's param (its current value), written on m's first
  * use with dims ndim/dims (the param's own when ndim is 0 and dims NULL); its name into name. */
 static lithe_status param_init(lithe__ox *o, lithe_model *m, const char *param, int ndim, const int64_t *dims,
                                char *name) {
-    snprintf(name, VN, "%.60s_%llu.%s", m->name, (unsigned long long)m->id, param);
+    init_name(o, m, param, name);
     lithe__param *p = lithe__model_find_param(m, param);
     if (!p || !p->value)
         return lithe__fail(LITHE_ERR_STATE, "%s: node '%s' (%s): param %s is unset (initialize the model first)", WHAT,
@@ -102,8 +110,8 @@ static lithe_status params2(lithe__ox *o, lithe_model *m, const char *a, const c
     bool again = seen(o, m, &oom);
     if (oom) return lithe__oom(WHAT, 0);
     if (again) {
-        snprintf(wa, VN, "%.60s_%llu.%s", m->name, (unsigned long long)m->id, a);
-        if (b) snprintf(wbn, VN, "%.60s_%llu.%s", m->name, (unsigned long long)m->id, b);
+        init_name(o, m, a, wa);
+        if (b) init_name(o, m, b, wbn);
         return LITHE_OK;
     }
     LITHE__TRY(param_init(o, m, a, na, da, wa));
@@ -437,6 +445,11 @@ static void value_info(wb *list, unsigned field, const char *name, int elem, int
 }
 
 lithe_status lithe__onnx_lower(lithe__ox *o, lithe_model *m) {
+    size_t n = 0;
+    LITHE__TRY(lithe_model_walk(m, NULL, 0, &n));
+    o->walk = lithe__calloc(n ? n : 1, sizeof *o->walk);
+    if (!o->walk) return lithe__oom(WHAT, n * sizeof *o->walk);
+    LITHE__TRY(lithe_model_walk(m, o->walk, n, &o->n_walk));
     lithe_model *first = first_leaf(m);
     const char *fl = first->type && first->type->registered_name ? first->type->registered_name : "";
     bool ids = !strcmp(fl, "Embed.v1") || !strcmp(fl, "ints-getitem");

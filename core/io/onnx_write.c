@@ -202,6 +202,7 @@ void lithe__ox_free(lithe__ox *o) {
     wb_free(&o->inputs);
     wb_free(&o->outputs);
     lithe__free(o->seen);
+    lithe__free(o->walk);
     memset(o, 0, sizeof *o);
 }
 

@@ -16,6 +16,8 @@ typedef struct lithe__ox {
     size_t counter;       /* fresh value names "v<n>" */
     lithe_model **seen;   /* nodes whose params were written (tied weights: written once) */
     size_t n_seen, cap_seen;
+    lithe_model **walk;   /* the tree in walk order: a node's index names its initializers */
+    size_t n_walk;
     bool int_input;       /* the tree's input is integer ids (Embed) */
     int in_rank;          /* 1 or 2 */
 } lithe__ox;
