@@ -12,7 +12,7 @@
 #include <string.h>
 
 #define WHAT "lithe_model_save_onnx"
-#define VN 96 /* a value name's room */
+#define VN LITHE__OX_VN
 
 static void fresh(lithe__ox *o, char *buf) { snprintf(buf, VN, "v%zu", o->counter++); }
 
@@ -397,9 +397,13 @@ static lithe_status lower(lithe__ox *o, lithe_model *m, const char *x, char *y) 
         emit(o, "Gather", (const char *const[]){x, c}, 2, y, &at);
         return LITHE_OK;
     }
-    if (!strcmp(l, "onnx_graph.v1"))
-        return lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: node '%s' (onnx_graph.v1) is an imported graph inside a tree: "
-                                                  "export the graph node on its own", WHAT, m->name);
+    if (!strcmp(l, "onnx_graph.v1")) { /* an imported graph inside the tree: its own nodes, inlined */
+        bool oom = false, again = seen(o, m, &oom);
+        if (oom) return lithe__oom(WHAT, 0);
+        size_t k = 0;
+        while (k < o->n_walk && o->walk[k] != m) k++;
+        return lithe__onnx_inline(o, m, k, !again, x, y);
+    }
     return lithe__fail(LITHE_ERR_UNSUPPORTED,
                        "%s: node '%s' (%s) has no standard ONNX equivalent that lithe lowers to (HashEmbed's "
                        "MurmurHash, the ragged / padded / list sequence layers, ...); export a tree of Linear, the "
@@ -425,7 +429,8 @@ static lithe_model *first_leaf(lithe_model *m) {
     }
 }
 
-/* ValueInfoProto: name, a tensor type of elem type, rank dims: "batch", then width (0: "<sym>"). */
+/* ValueInfoProto: name, a tensor type of elem type, rank dims: "batch", then width (0: "<sym>");
+ */
 static void value_info(wb *list, unsigned field, const char *name, int elem, int rank, int64_t width,
                        const char *sym) {
     wb vi = {0}, tp = {0}, tt = {0}, sh = {0};
@@ -458,8 +463,22 @@ lithe_status lithe__onnx_lower(lithe__ox *o, lithe_model *m) {
     char y[VN];
     LITHE__TRY(lower(o, m, "X", y));
     emit(o, "Identity", (const char *const[]){y}, 1, "Y", NULL);
-    value_info(&o->inputs, 11, "X", ids ? LITHE__ONNX_INT64 : LITHE__ONNX_FLOAT, rank, width, "nI");
-    value_info(&o->outputs, 12, "Y", LITHE__ONNX_FLOAT, 2, 0, "nO");
+    if (o->in_type.n) { /* the input of an inlined graph: its own type */
+        wb vi = {0};
+        wb_str(&vi, 1, "X");
+        wb_bytes(&vi, 2, o->in_type.p, o->in_type.n);
+        wb_sub(&o->inputs, 11, &vi);
+    } else {
+        value_info(&o->inputs, 11, "X", ids ? LITHE__ONNX_INT64 : LITHE__ONNX_FLOAT, rank, width, "nI");
+    }
+    if (o->out_type.n && !strcmp(y, o->out_name)) { /* an inlined graph's output is the tree's: its type */
+        wb vi = {0};
+        wb_str(&vi, 1, "Y");
+        wb_bytes(&vi, 2, o->out_type.p, o->out_type.n);
+        wb_sub(&o->outputs, 12, &vi);
+    } else {
+        value_info(&o->outputs, 12, "Y", LITHE__ONNX_FLOAT, 2, 0, "nO");
+    }
     o->int_input = ids;
     o->in_rank = rank;
     return LITHE_OK;

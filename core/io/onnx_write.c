@@ -17,10 +17,6 @@
 
 /* ---- a field walker over the node's own bytes (parsed at load, still checked here) ---- */
 
-typedef struct rd {
-    const uint8_t *p, *end;
-} rd;
-
 static bool rd_varint(rd *r, uint64_t *v) {
     *v = 0;
     for (int sh = 0; sh < 64 && r->p < r->end; sh += 7) {
@@ -33,7 +29,7 @@ static bool rd_varint(rd *r, uint64_t *v) {
 
 /* The next field: its number, wire type, where it starts (key included) and, for a
  * length-delimited one, its payload. */
-static lithe_status rd_field(rd *r, uint32_t *field, uint32_t *wt, const uint8_t **start, const uint8_t **d,
+lithe_status lithe__ox_field(rd *r, uint32_t *field, uint32_t *wt, const uint8_t **start, const uint8_t **d,
                              size_t *n) {
     *start = r->p;
     uint64_t key = 0, v = 0;
@@ -109,21 +105,17 @@ static void raw_values(wb *t, int64_t dt, const float *v, int64_t n) {
 
 /* ---- a graph node: its model bytes with the params' current values ---- */
 
-/* The TensorProto d[0..n): when it names a param of m, its fields but the data ones, then the
- * param's values as raw_data; else as it is. */
-static lithe_status rewrite_tensor(lithe_model *m, const uint8_t *d, size_t n, wb *out) {
-    char name[512] = "";
+lithe_status lithe__ox_tensor(lithe_model *m, const uint8_t *d, size_t n, const char *prefix, wb *out) {
+    const uint8_t *nm = NULL;
+    size_t nl = 0;
     int64_t dt = 0, numel = 1;
     rd r = {d, d + n};
     while (r.p < r.end) {
         uint32_t f = 0, wt = 0;
         const uint8_t *st = NULL, *pd = NULL;
         size_t pn = 0;
-        LITHE__TRY(rd_field(&r, &f, &wt, &st, &pd, &pn));
-        if (f == 8 && wt == 2 && pn < sizeof name) {
-            memcpy(name, pd, pn);
-            name[pn] = '\0';
-        }
+        LITHE__TRY(lithe__ox_field(&r, &f, &wt, &st, &pd, &pn));
+        if (f == 8 && wt == 2) nm = pd, nl = pn;
         rd v = {st, r.p};
         uint64_t x = 0;
         if ((f == 2 || f == 1) && wt == 0 && rd_varint(&v, &x) && rd_varint(&v, &x)) {
@@ -131,37 +123,50 @@ static lithe_status rewrite_tensor(lithe_model *m, const uint8_t *d, size_t n, w
             else numel *= (int64_t)x;
         }
     }
-    lithe__param *p = name[0] ? lithe__model_find_param(m, name) : NULL;
+    size_t pl = prefix ? strlen(prefix) : 0;
+    char *name = lithe__malloc(pl + nl + 1);
+    if (!name) return lithe__oom(WHAT, pl + nl + 1);
+    memcpy(name, prefix ? prefix : "", pl);
+    if (nl) memcpy(name + pl, nm, nl);
+    name[pl + nl] = '\0';
+    lithe__param *p = nl ? lithe__model_find_param(m, name + pl) : NULL;
     bool floaty = dt == LITHE__ONNX_FLOAT || dt == LITHE__ONNX_DOUBLE || dt == LITHE__ONNX_FLOAT16 ||
                   dt == LITHE__ONNX_BFLOAT16;
-    if (!p || !p->value || !floaty) {
-        wb_bytes(out, 5, d, n);
-        return LITHE_OK;
-    }
-    if (p->value->numel != numel || p->value->dtype != LITHE_F32)
-        return lithe__fail(LITHE_ERR_SHAPE, "%s: param '%s' of %s holds %lld values, its initializer %lld", WHAT, name,
-                           m->name, (long long)p->value->numel, (long long)numel);
+    bool fresh = p && p->value && floaty;
+    lithe_status s = LITHE_OK;
     lithe_tensor *h = NULL;
-    LITHE__TRY(lithe_tensor_to_backend(p->value, NULL, &h)); /* a contiguous host copy */
+    if (!fresh && !prefix) {
+        wb_bytes(out, 5, d, n);
+        goto done;
+    }
+    if (fresh && (p->value->numel != numel || p->value->dtype != LITHE_F32)) {
+        s = lithe__fail(LITHE_ERR_SHAPE, "%s: param '%s' of %s holds %lld values, its initializer %lld", WHAT, name + pl,
+                        m->name, (long long)p->value->numel, (long long)numel);
+        goto done;
+    }
+    if (fresh && (s = lithe_tensor_to_backend(p->value, NULL, &h)) != LITHE_OK) goto done; /* a host copy */
     wb t = {0};
-    for (rd q = {d, d + n}; q.p < q.end;) {
+    if (prefix) wb_str(&t, 8, name);
+    for (rd q = {d, d + n}; s == LITHE_OK && q.p < q.end;) {
         uint32_t f = 0, wt = 0;
         const uint8_t *st = NULL, *pd = NULL;
         size_t pn = 0;
-        lithe_status s = rd_field(&q, &f, &wt, &st, &pd, &pn);
-        if (s != LITHE_OK) {
-            lithe_tensor_release(h);
-            wb_free(&t);
-            return s;
-        }
-        /* keep dims 1, data_type 2, segment 3, name 8, doc_string 12; drop the data and external
-         * data fields (4-7, 9-11, 13, 14): the values go in raw_data */
-        if (f == 1 || f == 2 || f == 3 || f == 8 || f == 12) wb_put(&t, st, (size_t)(q.p - st));
+        s = lithe__ox_field(&q, &f, &wt, &st, &pd, &pn);
+        if (s != LITHE_OK || (f == 8 && prefix)) continue;
+        /* a param's values go in raw_data: keep dims 1, data_type 2, segment 3, name 8, doc_string
+         * 12; drop the data and external data fields (4-7, 9-11, 13, 14) */
+        if (!fresh || f == 1 || f == 2 || f == 3 || f == 8 || f == 12) wb_put(&t, st, (size_t)(q.p - st));
     }
-    raw_values(&t, dt, lithe_tensor_data(h), numel);
+    if (fresh) raw_values(&t, dt, lithe_tensor_data(h), numel);
+    if (s == LITHE_OK) wb_sub(out, 5, &t);
+    else wb_free(&t);
+done:
     lithe_tensor_release(h);
-    wb_sub(out, 5, &t);
-    return LITHE_OK;
+    lithe__free(name);
+    return s;
+}
+static lithe_status rewrite_tensor(lithe_model *m, const uint8_t *d, size_t n, wb *out) {
+    return lithe__ox_tensor(m, d, n, NULL, out);
 }
 
 /* Copies message d[0..n) into out, handing each length-delimited field `field` to fn. */
@@ -172,7 +177,7 @@ static lithe_status rewrite(lithe_model *m, const uint8_t *d, size_t n, uint32_t
         uint32_t f = 0, wt = 0;
         const uint8_t *st = NULL, *pd = NULL;
         size_t pn = 0;
-        LITHE__TRY(rd_field(&r, &f, &wt, &st, &pd, &pn));
+        LITHE__TRY(lithe__ox_field(&r, &f, &wt, &st, &pd, &pn));
         if (f == field && wt == 2) LITHE__TRY(fn(m, pd, pn, out));
         else wb_put(out, st, (size_t)(r.p - st));
     }
@@ -203,6 +208,8 @@ void lithe__ox_free(lithe__ox *o) {
     wb_free(&o->outputs);
     lithe__free(o->seen);
     lithe__free(o->walk);
+    wb_free(&o->in_type);
+    wb_free(&o->out_type);
     memset(o, 0, sizeof *o);
 }
 

@@ -280,6 +280,51 @@ done:
     lithe_value_release(v);
 }
 
+/* An imported graph inside a tree (the Python exporter's chain(PyTorchWrapper's graph, ...)):
+ * inlined, its weights trained with the rest; one at opset 11 is refused, naming it. */
+static lithe_model *graph_of(const char *name) {
+    char path[1024];
+    lithe_model *g = NULL;
+    snprintf(path, sizeof path, "%s/src/%s.onnx", dir, name);
+    return lithe_model_load(path, &g) == LITHE_OK ? g : NULL;
+}
+static void nested_cases(FILE *list) {
+    char path[1024];
+    lithe_tensor *X = NULL;
+    lithe_model *m = NULL, *sm = NULL, *g = NULL;
+    snprintf(path, sizeof path, "%s/src/mlp13.x.npy", dir);
+    OK(lithe_npy_read_file(path, &X));
+    OK(lithe_activation("softmax_activation.v1", &sm));
+    g = graph_of("mlp13");
+    CHECK(g, "mlp13: %s", lithe_last_error());
+    if (g && lithe_chain(2, (lithe_model *const[]){g, sm}, &m) == LITHE_OK) run_case(list, "nested.graph_softmax", m, X, 0.05, true);
+    lithe_model_free(m);
+    m = NULL;
+    g = graph_of("mlp13");
+    lithe_model *r = dense("Relu.v1", lithe_tensor_shape(X)[1], lithe_tensor_shape(X)[1], false, 0);
+    if (g && r && lithe_chain(2, (lithe_model *const[]){r, g}, &m) == LITHE_OK) {
+        lithe_value *Xv = NULL;
+        OK(lithe_value_tensor(X, &Xv));
+        lithe_status s = lithe_model_initialize(m, Xv, NULL);
+        lithe_value_release(Xv);
+        CHECK(s == LITHE_OK, "nested.relu_graph: %s", lithe_last_error());
+        if (s == LITHE_OK) run_case(list, "nested.relu_graph", m, X, 0.05, true);
+    }
+    lithe_model_free(m);
+    m = NULL;
+    snprintf(path, sizeof path, "%s/out/refused.onnx", dir);
+    OK(lithe_activation("softmax_activation.v1", &sm));
+    g = graph_of("mlp11");
+    if (g && lithe_chain(2, (lithe_model *const[]){g, sm}, &m) == LITHE_OK) {
+        lithe_status s = lithe_model_save_onnx(m, path);
+        CHECK(s == LITHE_ERR_UNSUPPORTED && strstr(lithe_last_error(), "onnx_graph") && strstr(lithe_last_error(), "opset 11"),
+              "nested opset 11: got %s: %s", lithe_status_str(s), lithe_last_error());
+    }
+done:
+    lithe_model_free(m);
+    lithe_tensor_release(X);
+}
+
 /* What has no ONNX equivalent is refused, naming the node; nothing is written. */
 static void refusals(void) {
     lithe_model *m = NULL, *h = NULL;
@@ -341,6 +386,7 @@ int main(int argc, char **argv) {
     fclose(g);
     native_cases(list);
     embed_cases(list);
+    nested_cases(list);
     refusals();
     fclose(list);
     fprintf(stderr, "%s (%d failures)\n", failures ? "FAILED" : "passed", failures);
