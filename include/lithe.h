@@ -1229,10 +1229,13 @@ LITHE_API const char *const *lithe_onnx_op_names(size_t *n);
  *   concatenate -> Concat, add / residual -> Add, noop and Dropout -> nothing (inference). A node
  *   used twice (tied weights) writes its initializers once. Initializers are named
  *   "<node name>_<walk index>.<param>" ("relu_1.W"; the index as in lithe_model_walk), so the same
- *   tree always exports the same bytes.
+ *   tree always exports the same bytes. A graph node inside the tree (chain(graph, Softmax), as the
+ *   Python exporter builds PyTorchWrapper models) is inlined: its nodes, attributes and
+ *   initializers (params at their current values) under the prefix "<node name>_<walk index>/",
+ *   from graphs of one input and one output at opsets 13-17 (whose operators mean the same at 17).
  * Statuses: LITHE_ERR_UNSUPPORTED naming the first node with no standard ONNX equivalent
- * (HashEmbed's MurmurHash, the ragged / padded / list sequence layers, a graph node inside a
- * tree), LITHE_ERR_STATE (params unset: initialize first), LITHE_ERR_INVALID_ARG, LITHE_ERR_OOM;
+ * (HashEmbed's MurmurHash, the ragged / padded / list sequence layers; a graph node inside a
+ * tree at another opset, with several inputs or outputs or another operator domain), LITHE_ERR_STATE (params unset: initialize first), LITHE_ERR_INVALID_ARG, LITHE_ERR_OOM;
  * and LITHE_ERR_IO naming the path. The file is written atomically (temporary file, fsync, rename).
  * *out: lithe_buffer_free. Not thread-safe for m: no other thread may use the model meanwhile. */
 LITHE_API lithe_status lithe_model_save_onnx_bytes(lithe_model *m, uint8_t **out, size_t *len);
