@@ -66,3 +66,30 @@ def test_save_onnx_refuses_hashembed(tmp_path):
     with pytest.raises(lithe.LitheError, match=r"hashembed.*HashEmbed\.v1"):
         lithe.load(tmp_path / "h.lithe").save_onnx(tmp_path / "h.onnx")
     assert not (tmp_path / "h.onnx").exists()
+
+
+def test_pytorch_wrapper_tree_exports_as_one_graph(tmp_path):
+    """chain(PyTorchWrapper(torch), Linear, Softmax) as lithe.export builds it (an onnx_graph.v1 node
+    inside a native tree) exports as one ONNX graph: the torch module's nodes inlined, Thinc's layers
+    lowered; the file predicts Thinc + torch's numbers when loaded back."""
+    torch = pytest.importorskip("torch")
+    from thinc.api import PyTorchWrapper
+
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.ReLU(), torch.nn.Linear(7, 6))
+    model = chain(PyTorchWrapper(module), Linear(4, 6), Softmax_v2(3, 4))
+    model.initialize(X=X)
+    for node in model.walk():
+        for p in node.param_names:
+            if node.has_param(p):
+                node.set_param(p, rng.standard_normal(node.get_param(p).shape).astype("float32") * 0.5)
+    lithe.export(model, str(tmp_path / "m.lithe"), X=X)
+    lm = lithe.load(tmp_path / "m.lithe")
+    lm.save_onnx(tmp_path / "m.onnx")
+    proto = onnx.load(str(tmp_path / "m.onnx"))
+    onnx.checker.check_model(proto, full_check=True)
+    ops = [n.op_type for n in proto.graph.node]
+    assert ops.count("Gemm") >= 2 and "Softmax" in ops, ops  # torch's Linears and Thinc's
+    assert any(t.name.startswith(("pytorch", "onnx_graph")) and "/" in t.name for t in proto.graph.initializer)
+    numpy.testing.assert_allclose(numpy.from_dlpack(lithe.load(tmp_path / "m.onnx").predict(X)), model.predict(X),
+                                  rtol=1e-5, atol=1e-6)
