@@ -1,8 +1,8 @@
 /* The models tests/onnx_export.py checks against the ONNX checker and onnxruntime-node: each one
  * fine-tuned for five SGD steps in lithe, then exported by lithe_model_save_onnx.
  *   onnx_export_cases DIR
- * reads DIR/graphs.txt ("<name> <lr>" per line: DIR/src/<name>.onnx and DIR/src/<name>.x.npy, the
- * ONNX parity models and the dtype model the script wrote), builds the native dense-catalogue trees
+ * reads DIR/graphs.txt ("<name> <lr> <model path> <input .npy>" per line: the ONNX parity models
+ * and the dtype model the script wrote, a TF.js model), builds the native dense-catalogue trees
  * itself, and writes for each case DIR/out/<name>.onnx, <name>.in.npy (the input) and
  * <name>.out.npy (lithe's prediction after training), listed in DIR/out/cases.txt. It also checks
  * here what needs no peer: training moved the prediction, the exported file loads back into lithe
@@ -369,16 +369,15 @@ int main(int argc, char **argv) {
         fprintf(stderr, "cannot open %s or %s/out/cases.txt\n", path, dir);
         return 2;
     }
-    while (fscanf(g, "%255s %lf", name, &lr) == 2) {
+    char mpath[1024], xpath[1024];
+    while (fscanf(g, "%255s %lf %1023s %1023s", name, &lr, mpath, xpath) == 4) {
         lithe_model *m = NULL;
         lithe_tensor *X = NULL;
-        snprintf(path, sizeof path, "%s/src/%s.onnx", dir, name);
-        if (lithe_model_load(path, &m) != LITHE_OK) {
-            CHECK(0, "%s: %s", path, lithe_last_error());
+        if (lithe_model_load(mpath, &m) != LITHE_OK) {
+            CHECK(0, "%s: %s", mpath, lithe_last_error());
             continue;
         }
-        snprintf(path, sizeof path, "%s/src/%s.x.npy", dir, name);
-        if (lithe_npy_read_file(path, &X) != LITHE_OK) CHECK(0, "%s: %s", path, lithe_last_error());
+        if (lithe_npy_read_file(xpath, &X) != LITHE_OK) CHECK(0, "%s: %s", xpath, lithe_last_error());
         else run_case(list, name, m, X, lr, true);
         lithe_tensor_release(X);
         lithe_model_free(m);

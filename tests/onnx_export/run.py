@@ -1,11 +1,12 @@
 """lithe_model_save_onnx against the peers (ctest: onnx_export; Debian's /usr/bin/python3):
 
-    run.py CASES_BINARY ONNX_GOLDENS [NODE]
+    run.py CASES_BINARY ONNX_GOLDENS [NODE [TFJS_DIR]]
 
 1. Writes the models of the ONNX parity tests (every "<name>.onnx" record of onnx_goldens.txt, made
    by torch.onnx.export in tests/golden/gen_onnx_goldens.py, with its input "<name>.x" and SGD rate
    "<name>.lr") and a model holding every initializer dtype (float64, float16, bfloat16 weights;
-   int64 and int32 constants) into a temporary folder.
+   int64 and int32 constants) into a temporary folder; with TFJS_DIR (tests/tfjs's fixture output),
+   its TF.js CNN (model.json + shards, lowered to a graph at load) too.
 2. tests/onnx_export/cases.c fine-tunes each one for five SGD steps in lithe, and the native
    dense-catalogue trees it builds, and exports them all with lithe_model_save_onnx.
 3. The onnx package's checker (full_check: shape inference too) accepts every exported file; a
@@ -106,6 +107,7 @@ def check_graph_export(name, src, out, failures):
 def main():
     cases_bin, goldens = sys.argv[1], sys.argv[2]
     node = sys.argv[3] if len(sys.argv) > 3 else "node"
+    tfjs = sys.argv[4] if len(sys.argv) > 4 else None
     here = os.path.dirname(os.path.abspath(__file__))
     work = tempfile.mkdtemp(prefix="lithe_onnx_export_")
     try:
@@ -127,8 +129,12 @@ def main():
         onnx.save(m, os.path.join(work, "src", "dtypes.onnx"))
         numpy.save(os.path.join(work, "src", "dtypes.x.npy"), x)
         graphs.append(("dtypes", 0.05))
+        src = os.path.join(work, "src")
+        lines = [f"{n} {lr!r} {src}/{n}.onnx {src}/{n}.x.npy\n" for n, lr in graphs]
+        if tfjs and os.path.exists(os.path.join(tfjs, "cnn", "model.json")):  # a TF.js model, lowered at load
+            lines.append(f"tfjs_cnn 0.01 {tfjs}/cnn/model.json {tfjs}/cnn/x.npy\n")
         with open(os.path.join(work, "graphs.txt"), "w") as f:
-            f.writelines(f"{n} {lr!r}\n" for n, lr in graphs)
+            f.writelines(lines)
         r = subprocess.run([cases_bin, work])
         failures = [f"{cases_bin} failed ({r.returncode}): above"] if r.returncode else []
         out = os.path.join(work, "out")
@@ -153,7 +159,7 @@ def main():
             failures.append("tree.tied: the shared W and b are not written once and read by both Gemms")
         missing = [n for n, _ in graphs if n not in cases] + \
             [n for n in ("tree.Linear", "tree.maxout", "tree.layernorm", "tree.nested", "tree.embed",
-                                 "nested.graph_softmax", "nested.relu_graph") if n not in cases]
+                                 "nested.graph_softmax", "nested.relu_graph") + (("tfjs_cnn",) if tfjs else ()) if n not in cases]
         if missing:
             failures.append(f"cases not exported: {missing}")
         print(f"onnx.checker: {len(cases)} exported files checked ({len(graphs)} graph nodes)")

@@ -86,8 +86,18 @@ static lithe_status make_output(lower *L, ktensor *t, size_t k) {
     const char *src = t->rank == 4 ? as_nhwc(L, t) : t->nhwc;
     L->layer = t->layer;
     node(L, "Identity", &src, 1, name, NULL);
-    wb vi = {0}, ty = {0}, tt = {0};
+    wb vi = {0}, ty = {0}, tt = {0}, shape = {0};
     wb_int(&tt, 1, 1);
+    /* its Keras shape (the ONNX checker requires one on graph outputs, so lithe_model_save_onnx's
+     * files pass it): known extents as values, the batch as "batch", others unnamed */
+    for (int d = 0; d < t->rank; d++) {
+        wb dim = {0};
+        if (t->shape[d] > 0) wb_int(&dim, 1, t->shape[d]);
+        else if (d == 0) wb_str(&dim, 2, "batch");
+        wb_sub(&shape, 1, &dim);
+    }
+    if (t->rank > 0) wb_sub(&tt, 2, &shape);
+    else wb_free(&shape);
     wb_sub(&ty, 1, &tt);
     wb_str(&vi, 1, name);
     wb_sub(&vi, 2, &ty);
