@@ -145,6 +145,9 @@ static inline lithe_status lithe__gexec_like(lithe__gexec *x, const lithe_tensor
 lithe_status lithe__graph_fuse(lithe__graph *g);
 /* A windowed node's attributes against their ranges and its weight initializer, at load (check.c). */
 lithe_status lithe__graph_check_node(const lithe__onnx_model *o, size_t i);
+/* An RNN / GRU / LSTM node's attributes (direction, hidden_size, layout, activations, clip, ...), at
+ * load (ops/recurrent.c); LITHE_OK for other nodes. */
+lithe_status lithe__graph_check_recurrent(const lithe__onnx_model *o, size_t i);
 /* The fused ops (ops/fused.c). */
 extern const lithe__graph_op lithe__fused_layernorm_op, lithe__fused_linear_op, lithe__fused_act_op;
 extern const lithe__graph_op lithe__fused_conv_op, lithe__fused_conv_add_op;

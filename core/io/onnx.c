@@ -436,6 +436,20 @@ static void attr_free(lithe__onnx_attr *a) {
     }
     lithe__free(a->floats);
     lithe__free(a->ints);
+    for (size_t k = 0; k < a->n_strings; k++) lithe__free(a->strings[k]);
+    lithe__free(a->strings);
+}
+
+/* One more entry of a STRINGS attribute. */
+static lithe_status rd_strings(pb *r, uint32_t wt, lithe__onnx_attr *a) {
+    if (a->n_strings >= 4096) return bad(r, "more than 4096 strings in one attribute");
+    char **ns = lithe__realloc(a->strings, (a->n_strings + 1) * sizeof *ns);
+    if (!ns) return lithe__oom(WHAT, (a->n_strings + 1) * sizeof *ns);
+    a->strings = ns;
+    a->strings[a->n_strings] = NULL;
+    LITHE__TRY(rd_str(r, wt, "strings", &a->strings[a->n_strings], NULL));
+    a->n_strings++;
+    return LITHE_OK;
 }
 
 static lithe_status parse_attr(const uint8_t *d, size_t n, lithe__onnx_attr *a) {
@@ -485,7 +499,8 @@ static lithe_status parse_attr(const uint8_t *d, size_t n, lithe__onnx_attr *a) 
         }
         case 7: s = rd_repeated(&r, wt, 1, "floats", &fl); break;
         case 8: s = rd_repeated(&r, wt, 0, "ints", &in); break;
-        default: s = skip(&r, wt); /* graphs, strings, tensors lists: no supported op reads them */
+        case 9: s = rd_strings(&r, wt, a); break;
+        default: s = skip(&r, wt); /* graphs, tensors lists: no supported op reads them */
         }
     }
     a->floats = fl.v;

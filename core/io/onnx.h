@@ -52,6 +52,8 @@ typedef struct lithe__onnx_attr {
     size_t n_floats;
     int64_t *ints;
     size_t n_ints;
+    char **strings; /* STRINGS (an RNN's activations): NUL-terminated copies */
+    size_t n_strings;
 } lithe__onnx_attr;
 
 typedef struct lithe__onnx_node {
