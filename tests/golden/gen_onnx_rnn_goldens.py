@@ -118,12 +118,12 @@ def randx(*shape):
 torch.manual_seed(23)
 export("lstm", Seq(nn.LSTM(3, 5)), randx(6, 2, 3), 13)
 export("lstm2bi", Seq(nn.LSTM(3, 4, num_layers=2, bidirectional=True, batch_first=True), learn_h0=True),
-       randx(2, 5, 3), 14)
+       randx(2, 5, 3), 14, lr=0.02)
 export("gru", Seq(nn.GRU(3, 5)), randx(6, 2, 3), 14)
 export("gru2bi", Seq(nn.GRU(3, 4, num_layers=2, bidirectional=True, batch_first=True), learn_h0=True),
        randx(2, 5, 3), 13)
 export("rnn_tanh", Seq(nn.RNN(3, 4, num_layers=2), learn_h0=True), randx(5, 2, 3), 13)
-export("rnn_relu", Seq(nn.RNN(3, 4, nonlinearity="relu", bidirectional=True, batch_first=True)), randx(2, 5, 3), 14)
+export("rnn_relu", Seq(nn.RNN(3, 4, nonlinearity="relu", bidirectional=True, batch_first=True)), randx(2, 5, 3), 14, lr=0.02)
 ids = torch.tensor(rng.randint(0, 20, size=(3, 7)), dtype=torch.int64)
 export("gru_clf", Classifier("gru"), ids, 13, lr=0.1)
 export("lstm_clf", Classifier("lstm"), ids, 14, lr=0.1)
