@@ -438,6 +438,7 @@ static void attr_free(lithe__onnx_attr *a) {
     lithe__free(a->ints);
     for (size_t k = 0; k < a->n_strings; k++) lithe__free(a->strings[k]);
     lithe__free(a->strings);
+    lithe__free(a->graph);
 }
 
 /* One more entry of a STRINGS attribute. */
@@ -500,7 +501,25 @@ static lithe_status parse_attr(const uint8_t *d, size_t n, lithe__onnx_attr *a) 
         case 7: s = rd_repeated(&r, wt, 1, "floats", &fl); break;
         case 8: s = rd_repeated(&r, wt, 0, "ints", &in); break;
         case 9: s = rd_strings(&r, wt, a); break;
-        default: s = skip(&r, wt); /* graphs, tensors lists: no supported op reads them */
+        case 6: { /* g: kept as bytes, parsed if the graph layer expands the node */
+            const uint8_t *gd = NULL;
+            size_t gn = 0;
+            s = want(&r, wt, WT_LEN, "g");
+            if (s == LITHE_OK) s = rd_len(&r, &gd, &gn);
+            if (s == LITHE_OK) {
+                uint8_t *c = lithe__malloc(gn ? gn : 1);
+                if (!c) {
+                    s = lithe__oom(WHAT, gn);
+                    break;
+                }
+                if (gn) memcpy(c, gd, gn);
+                lithe__free(a->graph);
+                a->graph = c;
+                a->graph_len = gn;
+            }
+            break;
+        }
+        default: s = skip(&r, wt); /* graph and tensor lists: no supported op reads them */
         }
     }
     a->floats = fl.v;
@@ -694,6 +713,16 @@ static lithe_status parse_graph(const uint8_t *d, size_t n, lithe__onnx_model *m
     }
     return LITHE_OK;
 }
+
+lithe_status lithe__onnx_parse_graph(const uint8_t *data, size_t len, lithe__onnx_model *out) {
+    memset(out, 0, sizeof *out);
+    static const uint8_t empty[1];
+    lithe_status s = parse_graph(data ? data : empty, data ? len : 0, out);
+    if (s != LITHE_OK) lithe__onnx_model_free(out);
+    return s;
+}
+void lithe__onnx_node_free(lithe__onnx_node *n) { node_free(n); }
+void lithe__onnx_tensor_free(lithe__onnx_tensor *t) { tensor_free(t); }
 
 void lithe__onnx_model_free(lithe__onnx_model *m) {
     if (!m) return;
