@@ -129,6 +129,9 @@ static lithe_status plan_loop(const lithe__graph *g, size_t i, lithe__gctl *c) {
     if (s == LITHE_OK && cond && M > 0 && !body_keeps_going(g, &b))
         s = refuse(n, i, LITHE_ERR_UNSUPPORTED, "its body computes its condition '%s' (a while loop); lithe unrolls loops "
                    "whose body keeps the condition true", b.outputs[0].name);
+    if (s == LITHE_OK && M * (int64_t)(b.n_nodes + b.n_outputs + 2) > LITHE__GRAPH_MAX_UNROLLED_NODES)
+        s = refuse(n, i, LITHE_ERR_UNSUPPORTED, "unrolled, its %zu-node body %lld times would exceed %d nodes", b.n_nodes,
+                   (long long)M, LITHE__GRAPH_MAX_UNROLLED_NODES);
     if (s == LITHE_OK && (cond == 0 || M == 0) && n->n_outputs > K)
         s = refuse(n, i, LITHE_ERR_UNSUPPORTED, "zero iterations with scan outputs (empty tensors) are not supported");
     lithe__onnx_model_free(&b);
@@ -186,6 +189,9 @@ static lithe_status plan_scan(const lithe__graph *g, size_t i, lithe__gctl *c) {
     lithe__onnx_model b;
     LITHE__TRY(lithe__onnx_parse_graph(body->graph, body->graph_len, &b));
     lithe_status s = flat_body(n, i, &b);
+    if (s == LITHE_OK && T * (int64_t)(b.n_nodes + b.n_outputs + b.n_inputs + 2) > LITHE__GRAPH_MAX_UNROLLED_NODES)
+        s = refuse(n, i, LITHE_ERR_UNSUPPORTED, "unrolled, its %zu-node body %lld times would exceed %d nodes", b.n_nodes,
+                   (long long)T, LITHE__GRAPH_MAX_UNROLLED_NODES);
     if (s == LITHE_OK && (b.n_inputs != n->n_inputs || b.n_outputs != n->n_outputs))
         s = refuse(n, i, LITHE_ERR_FORMAT, "its body takes %zu inputs and gives %zu outputs for the node's %zu and %zu",
                    b.n_inputs, b.n_outputs, n->n_inputs, n->n_outputs);

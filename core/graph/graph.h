@@ -155,6 +155,7 @@ lithe_status lithe__graph_check_recurrent(const lithe__onnx_model *o, size_t i);
  * model is bound afresh. */
 #define LITHE__GRAPH_MAX_EXPANSIONS 1024
 #define LITHE__GRAPH_MAX_UNROLL 4096 /* a Loop's / Scan's iterations, unrolled */
+#define LITHE__GRAPH_MAX_UNROLLED_NODES (1 << 20) /* the nodes one unrolled Loop / Scan may make */
 typedef struct lithe__gctl {
     size_t node;
     bool then_branch; /* If */
