@@ -191,6 +191,7 @@ static void test_refused_at_load(void **state) {
         {"h_alpha", "activation_alpha"},       {"h_peephole", "peephole"},
         {"h_direction", "direction 'sideways'"}, {"h_layout", "layout 2"},
         {"h_clip", "clip -1"},                 {"h_forget", "input_forget"},
+        {"h_wshape", "its W 'W' does not have the shape"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         const golden *g = get("%s.onnx", cases[k].name);

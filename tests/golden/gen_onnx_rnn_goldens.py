@@ -254,11 +254,11 @@ spec_case("s_rnn_nostate", "RNN", acts=["Relu"], states=False)
 
 
 
-def hostile(name, op, attrs, extra_inputs=()):
+def hostile(name, op, attrs, extra_inputs=(), H_w=4):
     """A node lithe must refuse at load, naming it: NAME.onnx only."""
     ng = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
     H, I = 4, 3
-    inits = [numpy_helper.from_array(numpy.zeros((1, ng * H, I), "float32"), "W"),
+    inits = [numpy_helper.from_array(numpy.zeros((1, ng * H_w, I), "float32"), "W"),
              numpy_helper.from_array(numpy.zeros((1, ng * H, H), "float32"), "R")]
     inputs = ["x", "W", "R"] + list(extra_inputs)
     if "P" in extra_inputs:
@@ -278,5 +278,6 @@ hostile("h_direction", "RNN", {"direction": "sideways"})
 hostile("h_layout", "GRU", {"layout": 2})
 hostile("h_clip", "RNN", {"clip": -1.0})
 hostile("h_forget", "LSTM", {"input_forget": 1})
+hostile("h_wshape", "GRU", {}, H_w=5)
 
 write(__file__, "onnx_rnn_goldens.txt")

@@ -136,6 +136,23 @@ lithe_status lithe__graph_check_recurrent(const lithe__onnx_model *o, size_t i) 
     rgeo g;
     char why[200];
     lithe_status st = rnn_attrs(n, &g, why, sizeof why);
+    /* W, R, B given as initializers: their shapes against hidden_size (computed ones: at run) */
+    static const char *const what[3] = {"W", "R", "B"};
+    for (size_t k = 1; st == LITHE_OK && k < 4 && k < n->n_inputs; k++) {
+        const lithe__onnx_tensor *t = NULL;
+        for (size_t j = 0; *n->inputs[k] && j < o->n_inits && !t; j++)
+            if (!strcmp(o->inits[j].name, n->inputs[k])) t = &o->inits[j];
+        if (!t) continue;
+        int64_t G = g.ng * g.H;
+        bool ok = k == 3 ? t->ndim == 2 && t->dims[0] == g.D && t->dims[1] == 2 * G
+                         : t->ndim == 3 && t->dims[0] == g.D && t->dims[1] == G && (k == 1 || t->dims[2] == g.H);
+        if (!ok) {
+            snprintf(why, sizeof why, "its %s '%.60s' does not have the shape %s with %lld direction(s) and hidden_size %lld "
+                     "takes (%s)", what[k - 1], t->name, n->op_type, (long long)g.D, (long long)g.H,
+                     k == 1 ? "D, gates * H, I" : k == 2 ? "D, gates * H, H" : "D, 2 * gates * H");
+            st = LITHE_ERR_SHAPE;
+        }
+    }
     if (st != LITHE_OK)
         return lithe__fail(st, "onnx_graph: %s node '%s' (#%zu): %s", n->op_type, n->name ? n->name : "", i, why);
     return LITHE_OK;
