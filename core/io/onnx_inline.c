@@ -26,6 +26,7 @@ typedef struct inl {
     span input, in_type, output, out_type;
     int n_in, n_out;
     const char *x, *ipre, *vpre; /* the value read; the initializers' and values' prefixes */
+    bool *written;               /* per param of the node: written */
 } inl;
 
 static bool span_is(span a, const uint8_t *p, size_t n) { return a.n == n && (!n || !memcmp(a.p, p, n)); }
@@ -154,7 +155,14 @@ static lithe_status graph_names(lithe_model *m, span g, inl *c) {
 }
 
 /* NodeProto d[0..n) renamed into o's nodes. */
-static lithe_status put_node(lithe__ox *o, const inl *c, const uint8_t *d, size_t n) {
+static lithe_status put_node(lithe__ox *o, lithe_model *m, const inl *c, const uint8_t *d, size_t n) {
+    span op;
+    LITHE__TRY(str_field(d, n, 4, &op));
+    if (span_is(op, (const uint8_t *)"If", 2) || span_is(op, (const uint8_t *)"Loop", 4) ||
+        span_is(op, (const uint8_t *)"Scan", 4))
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: node '%s' (onnx_graph.v1) has control flow (%.*s): its subgraphs "
+                                                  "do not inline into a tree; export the graph node on its own", WHAT,
+                           m->name, (int)op.n, (const char *)op.p);
     wb nd = {0};
     for (rd r = {d, d + n}; r.p < r.end;) {
         uint32_t f = 0, wt = 0;
@@ -201,9 +209,10 @@ static lithe_status inline_body(lithe__ox *o, lithe_model *m, bool first, inl *c
         const uint8_t *st = NULL, *pd = NULL;
         size_t pn = 0;
         LITHE__TRY(lithe__ox_field(&r, &f, &wt, &st, &pd, &pn));
-        if (f == 5 && wt == 2 && first) LITHE__TRY(lithe__ox_tensor(m, pd, pn, c->ipre, &o->inits));
-        if (f == 1 && wt == 2) LITHE__TRY(put_node(o, c, pd, pn));
+        if (f == 5 && wt == 2 && first) LITHE__TRY(lithe__ox_tensor(m, pd, pn, c->ipre, c->written, &o->inits));
+        if (f == 1 && wt == 2) LITHE__TRY(put_node(o, m, c, pd, pn));
     }
+    if (first) LITHE__TRY(lithe__ox_all_written(m, c->written));
     const span out = c->output;
     if (span_is(c->input, out.p, out.n)) snprintf(y, VN, "%s", c->x);
     else snprintf(y, VN, "%s%.*s", is_init(c, out.p, out.n) ? c->ipre : c->vpre, (int)out.n, (const char *)out.p);
@@ -222,10 +231,13 @@ lithe_status lithe__onnx_inline(lithe__ox *o, lithe_model *m, size_t index, bool
     if (first) snprintf(vpre, sizeof vpre, "%s", ipre);
     else snprintf(vpre, sizeof vpre, "%.60s_%zu/%zu/", m->name, index, o->counter++); /* a later use: own values */
     inl c = {0};
+    c.written = lithe__calloc(m->n_params ? m->n_params : 1, sizeof *c.written);
+    if (!c.written) return lithe__oom(WHAT, m->n_params);
     c.x = x;
     c.ipre = ipre;
     c.vpre = vpre;
     lithe_status s = inline_body(o, m, first, &c, y);
     lithe__free(c.inits);
+    lithe__free(c.written);
     return s;
 }

@@ -105,7 +105,7 @@ static void raw_values(wb *t, int64_t dt, const float *v, int64_t n) {
 
 /* ---- a graph node: its model bytes with the params' current values ---- */
 
-lithe_status lithe__ox_tensor(lithe_model *m, const uint8_t *d, size_t n, const char *prefix, wb *out) {
+lithe_status lithe__ox_tensor(lithe_model *m, const uint8_t *d, size_t n, const char *prefix, bool *written, wb *out) {
     const uint8_t *nm = NULL;
     size_t nl = 0;
     int64_t dt = 0, numel = 1;
@@ -145,6 +145,7 @@ lithe_status lithe__ox_tensor(lithe_model *m, const uint8_t *d, size_t n, const 
         goto done;
     }
     if (fresh && (s = lithe_tensor_to_backend(p->value, NULL, &h)) != LITHE_OK) goto done; /* a host copy */
+    if (fresh && written) written[p - m->params] = true;
     wb t = {0};
     if (prefix) wb_str(&t, 8, name);
     for (rd q = {d, d + n}; s == LITHE_OK && q.p < q.end;) {
@@ -165,30 +166,54 @@ done:
     lithe__free(name);
     return s;
 }
-static lithe_status rewrite_tensor(lithe_model *m, const uint8_t *d, size_t n, wb *out) {
-    return lithe__ox_tensor(m, d, n, NULL, out);
+/* Every param written? A param with no initializer of its name in the bytes (a Loop / Scan body
+ * that the load unrolled keeps one copy per iteration) would be left at its loaded value: refused. */
+lithe_status lithe__ox_all_written(const lithe_model *m, const bool *written) {
+    for (size_t i = 0; i < m->n_params; i++)
+        if (!written[i] && m->params[i].value)
+            return lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: %s: param '%s' has no initializer of that name in the graph's "
+                                                      "bytes (a Loop or Scan body unrolled at load keeps a copy per "
+                                                      "iteration): its trained value cannot be written back", WHAT,
+                               m->name, m->params[i].name);
+    return LITHE_OK;
 }
 
-/* Copies message d[0..n) into out, handing each length-delimited field `field` to fn. */
-static lithe_status rewrite(lithe_model *m, const uint8_t *d, size_t n, uint32_t field,
-                            lithe_status (*fn)(lithe_model *, const uint8_t *, size_t, wb *), wb *out) {
-    rd r = {d, d + n};
-    while (r.p < r.end) {
+/* ModelProto, GraphProto (subgraphs of If / Loop / Scan included), NodeProto, AttributeProto. */
+enum { K_MODEL, K_GRAPH, K_NODE, K_ATTR };
+
+/* Copies message d[0..n) of kind into out, every initializer of every graph in it through
+ * lithe__ox_tensor. */
+static lithe_status walk_msg(lithe_model *m, bool *written, int kind, int depth, const uint8_t *d, size_t n, wb *out) {
+    if (depth > 64) return lithe__fail(LITHE_ERR_FORMAT, "%s: %s: graphs nested over 64 deep", WHAT, m->name);
+    for (rd r = {d, d + n}; r.p < r.end;) {
         uint32_t f = 0, wt = 0;
         const uint8_t *st = NULL, *pd = NULL;
         size_t pn = 0;
         LITHE__TRY(lithe__ox_field(&r, &f, &wt, &st, &pd, &pn));
-        if (f == field && wt == 2) LITHE__TRY(fn(m, pd, pn, out));
-        else wb_put(out, st, (size_t)(r.p - st));
+        int sub = -1;
+        if (wt == 2 && kind == K_GRAPH && f == 5) { /* initializer */
+            LITHE__TRY(lithe__ox_tensor(m, pd, pn, NULL, written, out));
+            continue;
+        }
+        if (wt == 2) {
+            if (kind == K_MODEL && f == 7) sub = K_GRAPH;                   /* graph */
+            else if (kind == K_GRAPH && f == 1) sub = K_NODE;               /* node */
+            else if (kind == K_NODE && f == 5) sub = K_ATTR;                /* attribute */
+            else if (kind == K_ATTR && (f == 6 || f == 11)) sub = K_GRAPH;  /* g, graphs */
+        }
+        if (sub < 0) {
+            wb_put(out, st, (size_t)(r.p - st));
+            continue;
+        }
+        wb inner = {0};
+        lithe_status s = walk_msg(m, written, sub, depth + 1, pd, pn, &inner);
+        if (s != LITHE_OK) {
+            wb_free(&inner);
+            return s;
+        }
+        wb_sub(out, f, &inner);
     }
     return out->oom ? lithe__oom(WHAT, out->n) : LITHE_OK;
-}
-static lithe_status rewrite_graph(lithe_model *m, const uint8_t *d, size_t n, wb *out) {
-    wb g = {0};
-    lithe_status s = rewrite(m, d, n, 5, rewrite_tensor, &g); /* GraphProto.initializer */
-    if (s == LITHE_OK) wb_sub(out, 7, &g);                    /* ModelProto.graph */
-    else wb_free(&g);
-    return s;
 }
 
 static lithe_status graph_node_bytes(lithe_model *m, wb *out) {
@@ -196,7 +221,12 @@ static lithe_status graph_node_bytes(lithe_model *m, wb *out) {
     LITHE__TRY(lithe_model_get_attr_tensor(m, "onnx", &bytes));
     if (bytes->dtype != LITHE_U8 || bytes->ndim != 1 || !lithe_tensor_is_contiguous(bytes))
         return lithe__fail(LITHE_ERR_FORMAT, "%s: %s: the 'onnx' attr must be a 1-D uint8 tensor", WHAT, m->name);
-    return rewrite(m, lithe_tensor_data(bytes), (size_t)bytes->numel, 7, rewrite_graph, out);
+    bool *written = lithe__calloc(m->n_params ? m->n_params : 1, sizeof *written);
+    if (!written) return lithe__oom(WHAT, m->n_params);
+    lithe_status s = walk_msg(m, written, K_MODEL, 0, lithe_tensor_data(bytes), (size_t)bytes->numel, out);
+    if (s == LITHE_OK) s = lithe__ox_all_written(m, written);
+    lithe__free(written);
+    return s;
 }
 
 /* ---- a native tree: its lowered graph in a ModelProto ---- */

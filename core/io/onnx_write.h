@@ -35,8 +35,11 @@ typedef struct rd {
 lithe_status lithe__ox_field(rd *r, uint32_t *field, uint32_t *wt, const uint8_t **start, const uint8_t **d, size_t *n);
 /* The TensorProto d[0..n) as GraphProto.initializer (field 5) into out: when it names a param of
  * m, with the param's current values (raw_data, in the tensor's own float type); its name prefixed
- * with prefix (NULL: as it is; a tensor that is not a param and keeps its name is copied as it is). */
-lithe_status lithe__ox_tensor(lithe_model *m, const uint8_t *d, size_t n, const char *prefix, wb *out);
+ * with prefix (NULL: as it is; a tensor that is not a param and keeps its name is copied as it is);
+ * written (NULL: not kept): marks the param's index. */
+lithe_status lithe__ox_tensor(lithe_model *m, const uint8_t *d, size_t n, const char *prefix, bool *written, wb *out);
+/* LITHE_ERR_UNSUPPORTED naming a param of m whose written[] (set by lithe__ox_tensor) is false. */
+lithe_status lithe__ox_all_written(const lithe_model *m, const bool *written);
 /* An imported graph node inside a native tree, inlined (onnx_inline.c): its nodes and
  * initializers under the prefix "<node name>_<walk index>/", its one input read from x, its one
  * output's new name into y (LITHE__OX_VN bytes); first: its first use in the tree (a later use reads

@@ -5,7 +5,8 @@
 1. Writes the models of the ONNX parity tests (every "<name>.onnx" record of onnx_goldens.txt, made
    by torch.onnx.export in tests/golden/gen_onnx_goldens.py, with its input "<name>.x" and SGD rate
    "<name>.lr") and a model holding every initializer dtype (float64, float16, bfloat16 weights;
-   int64 and int32 constants) into a temporary folder; with TFJS_DIR (tests/tfjs's fixture output),
+   int64 and int32 constants) and a model whose trained weight lives in an If branch (a subgraph)
+   into a temporary folder; with TFJS_DIR (tests/tfjs's fixture output),
    its TF.js CNN (model.json + shards, lowered to a graph at load) too.
 2. tests/onnx_export/cases.c fine-tunes each one for five SGD steps in lithe, and the native
    dense-catalogue trees it builds, and exports them all with lithe_model_save_onnx.
@@ -66,8 +67,38 @@ def dtype_model():
     return m, rng.standard_normal((5, 4)).astype("float32")
 
 
+def if_model():
+    """y = If(true, then: x @ Wt, else: x @ We) + b: the trained branch weight lives in a subgraph."""
+    rng = numpy.random.default_rng(8)
+
+    def branch(name):
+        w = numpy_helper.from_array(rng.standard_normal((4, 3)).astype("float32"), f"W_{name}")
+        return helper.make_graph([helper.make_node("MatMul", ["x", f"W_{name}"], [f"y_{name}"], name=f"mm_{name}")],
+                                 name, [], [helper.make_tensor_value_info(f"y_{name}", TensorProto.FLOAT, ["batch", 3])],
+                                 [w])
+
+    nodes = [helper.make_node("If", ["cond"], ["h"], then_branch=branch("then"), else_branch=branch("else"), name="if"),
+             helper.make_node("Add", ["h", "b"], ["y"], name="bias")]
+    g = helper.make_graph(nodes, "ifgraph", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])],
+                          [numpy_helper.from_array(numpy.array(True), "cond"),
+                           numpy_helper.from_array(rng.standard_normal(3).astype("float32"), "b")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="onnx_export/run.py")
+    m.ir_version = 8
+    onnx.checker.check_model(m, full_check=True)
+    return m, rng.standard_normal((5, 4)).astype("float32")
+
+
 def attrs(node):
-    return sorted((a.name, a.SerializeToString()) for a in node.attribute)
+    """A node's attributes; a subgraph's without its initializers (they hold trained weights)."""
+    out = []
+    for a in node.attribute:
+        a2 = onnx.AttributeProto()
+        a2.CopyFrom(a)
+        for g in ([a2.g] if a2.HasField("g") else []) + list(a2.graphs):
+            del g.initializer[:]
+        out.append((a.name, a2.SerializeToString()))
+    return sorted(out)
 
 
 def check_graph_export(name, src, out, failures):
@@ -129,6 +160,10 @@ def main():
         onnx.save(m, os.path.join(work, "src", "dtypes.onnx"))
         numpy.save(os.path.join(work, "src", "dtypes.x.npy"), x)
         graphs.append(("dtypes", 0.05))
+        m, x = if_model()
+        onnx.save(m, os.path.join(work, "src", "ifgraph.onnx"))
+        numpy.save(os.path.join(work, "src", "ifgraph.x.npy"), x)
+        graphs.append(("ifgraph", 0.05))
         src = os.path.join(work, "src")
         lines = [f"{n} {lr!r} {src}/{n}.onnx {src}/{n}.x.npy\n" for n, lr in graphs]
         if tfjs and os.path.exists(os.path.join(tfjs, "cnn", "model.json")):  # a TF.js model, lowered at load
