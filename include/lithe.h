@@ -1221,7 +1221,9 @@ LITHE_API const char *const *lithe_onnx_op_names(size_t *n);
  *   as the model it was loaded from: its original nodes (never the fused ones lithe runs), value and
  *   node names, opset, attributes, inputs and outputs, with every initializer that is a param
  *   holding the param's current value in the initializer's own data type (float32, float64,
- *   float16, bfloat16); the other initializers (int64 shapes, constants) are copied unchanged.
+ *   float16, bfloat16), If / Loop / Scan subgraphs included; the other initializers (int64 shapes,
+ *   constants) are copied unchanged. A param with no initializer of its name (a Loop body that the
+ *   load unrolled keeps a copy per iteration) is LITHE_ERR_UNSUPPORTED, never written back stale.
  *   lithe folds no BatchNorm, so nothing is unfolded.
  * - a native tree is lowered to standard operators at opset 17 (ir_version 8), input "X" (float32
  *   (batch, nI); int64 ids (batch,) for Embed, (batch, k) for its column getter), output "Y"
