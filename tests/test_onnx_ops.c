@@ -98,11 +98,46 @@ static void test_finite_differences(void **state) {
     }
 }
 
+/* Hostile attributes: refused when loaded, naming the node and what is wrong. */
+static void test_bad_attrs(void **state) {
+    (void)state;
+    static const struct { const char *name, *node, *says; lithe_status st; } bad[] = {
+        {"redaxis", "'rm'", "axis 3 is outside [-3, 3)", LITHE_ERR_VALUE},
+        {"redtwice", "'rl2'", "axis -2 is given twice", LITHE_ERR_VALUE},
+        {"keepdims", "'rp'", "keepdims is 2; it must be 0 or 1", LITHE_ERR_VALUE},
+        {"axesdtype", "'rmin'", "its axes 'axes' has ONNX element type 1", LITHE_ERR_DTYPE},
+        {"argaxis", "'am'", "axis -4 is outside", LITHE_ERR_VALUE},
+        {"lastidx", "'an'", "select_last_index is 3", LITHE_ERR_VALUE},
+        {"cumaxis", "'cs'", "axis 5 is outside", LITHE_ERR_VALUE},
+        {"cumflag", "'cs2'", "exclusive is -1", LITHE_ERR_VALUE},
+        {"gatheridx", "'ge'", "index 5 is outside an axis of 5", LITHE_ERR_VALUE},
+        {"gatherdtype", "'ge2'", "its indices 'i' has ONNX element type 1", LITHE_ERR_DTYPE},
+        {"nddims", "'gnd'", "batch_dims 3", LITHE_ERR_VALUE},
+        {"tilereps", "'tl'", "one value per input axis", LITHE_ERR_SHAPE},
+        {"tileneg", "'tl2'", "a repeat is negative", LITHE_ERR_VALUE},
+        {"fmod", "'md'", "fmod is 2", LITHE_ERR_VALUE},
+        {"isinf", "'ii'", "detect_positive is 7", LITHE_ERR_VALUE},
+        {"hardmax", "'hm'", "axis 3 is outside", LITHE_ERR_VALUE}};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        const golden *g = get("bad_%s.onnx", bad[k].name);
+        uint8_t *b = bytes_of(g);
+        lithe_model *m = NULL;
+        lithe_status st = lithe_onnx_load_bytes(b, (size_t)g->n, &m);
+        free(b);
+        printf("test_onnx_ops: bad_%-12s refused at load: %s\n", bad[k].name, lithe_last_error());
+        assert_null(m);
+        assert_int_equal(st, bad[k].st);
+        assert_non_null(strstr(lithe_last_error(), bad[k].node));
+        assert_non_null(strstr(lithe_last_error(), bad[k].says));
+    }
+}
+
 int main(int argc, char **argv) {
     golden_path = argc > 1 ? argv[1] : getenv("LITHE_THINC_GOLDENS");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_goldens),
         cmocka_unit_test(test_finite_differences),
+        cmocka_unit_test(test_bad_attrs),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);
 }

@@ -181,4 +181,28 @@ case("hardmax13", [N("Hardmax", ["x"], ["h"], axis=1), N("Mul", ["h", "x"], ["y"
 case("hardmax11", [N("Hardmax", ["x"], ["h"], axis=1), N("Mul", ["h", "x"], ["y"])], [], x345,
      lambda x: hardmax(x.detach(), (3, 20)) * x, opset=11)
 
+# ---- hostile attributes, refused at load (test_onnx_ops.c lists what each error must say) ----
+
+
+def bad(name, nodes, inits, opset=13, shape=(3, 4, 5)):
+    rec(f"bad_{name}.onnx", numpy.frombuffer(model(nodes, inits, numpy.zeros(shape, "float32"), opset), dtype=numpy.uint8))
+
+
+bad("redaxis", [N("ReduceMax", ["x"], ["y"], axes=[3], name="rm")], [])
+bad("redtwice", [N("ReduceL2", ["x"], ["y"], axes=[1, -2], name="rl2")], [])
+bad("keepdims", [N("ReduceProd", ["x"], ["y"], keepdims=2, name="rp")], [])
+bad("axesdtype", [N("ReduceMin", ["x", "axes"], ["y"], name="rmin")], [f32("axes", [1.0])], opset=18)
+bad("argaxis", [N("ArgMax", ["x"], ["y"], axis=-4, name="am")], [])
+bad("lastidx", [N("ArgMin", ["x"], ["y"], select_last_index=3, name="an")], [])
+bad("cumaxis", [N("CumSum", ["x", "ax"], ["y"], name="cs")], [i64("ax", 5)])
+bad("cumflag", [N("CumSum", ["x", "ax"], ["y"], exclusive=-1, name="cs2")], [i64("ax", 0)])
+bad("gatheridx", [N("GatherElements", ["x", "i"], ["y"], axis=2, name="ge")], [i64("i", numpy.full((3, 4, 1), 5))])
+bad("gatherdtype", [N("GatherElements", ["x", "i"], ["y"], axis=2, name="ge2")], [f32("i", numpy.zeros((3, 4, 1)))])
+bad("nddims", [N("GatherND", ["x", "i"], ["y"], batch_dims=3, name="gnd")], [i64("i", numpy.zeros((3, 1)))])
+bad("tilereps", [N("Tile", ["x", "r"], ["y"], name="tl")], [i64("r", [1, 2])])
+bad("tileneg", [N("Tile", ["x", "r"], ["y"], name="tl2")], [i64("r", [1, -2, 1])])
+bad("fmod", [N("Mod", ["x", "x"], ["y"], fmod=2, name="md")], [])
+bad("isinf", [N("IsInf", ["x"], ["y"], detect_positive=7, name="ii")], [])
+bad("hardmax", [N("Hardmax", ["x"], ["y"], axis=3, name="hm")], [])
+
 write(sys.argv[0], "onnxops_goldens.txt")
