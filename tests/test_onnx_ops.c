@@ -21,7 +21,9 @@ static const char *const cases[] = {
     "redmax13", "redmax18", "redmax_nan", "redmin13", "redmin_all", "redprod", "redprod_perm", "redl1", "redl2",
     "redlse", "redsumsq", "redsum13", "rednoop18", "argmax", "argmax_last", "argmin_last", "cumsum", "cumsum_rev_excl",
     "tile", "range", "gather_elements", "gather_nd", "gather_nd_b1", "unary2", "round_half", "variadic", "max_nan",
-    "mod_fmod", "mod_floor", "logic", "isnaninf", "hardmax13", "hardmax11"};
+    "mod_fmod", "mod_floor", "logic", "isnaninf", "hardmax13", "hardmax11", "scatter_elements", "scatter_add", "scatter_nd",
+    "trilu_upper", "trilu_lower", "onehot", "topk", "topk_small_idx", "einsum_bmm", "einsum_attn", "einsum_nt", "einsum_outer",
+    "einsum_perm", "nonzero"};
 #define N_CASES (sizeof cases / sizeof cases[0])
 
 static lithe_model *load(const char *name) {
@@ -117,7 +119,16 @@ static void test_bad_attrs(void **state) {
         {"tileneg", "'tl2'", "a repeat is negative", LITHE_ERR_VALUE},
         {"fmod", "'md'", "fmod is 2", LITHE_ERR_VALUE},
         {"isinf", "'ii'", "detect_positive is 7", LITHE_ERR_VALUE},
-        {"hardmax", "'hm'", "axis 3 is outside", LITHE_ERR_VALUE}};
+        {"hardmax", "'hm'", "axis 3 is outside", LITHE_ERR_VALUE},
+        {"einsum_ellipsis", "'es'", "equation '...ij,...jk->...ik': ellipsis", LITHE_ERR_UNSUPPORTED},
+        {"einsum_diag", "'es2'", "equation 'iij->ij': letter 'i' twice in one term", LITHE_ERR_UNSUPPORTED},
+        {"einsum_sum", "'es3'", "equation 'abc,abd->ad': letter 'c' is summed within one operand", LITHE_ERR_UNSUPPORTED},
+        {"topk_k", "'tk'", "k 9 is outside 0 .. 5", LITHE_ERR_VALUE},
+        {"topk_dtype", "'tk2'", "its K 'k' has ONNX element type 1", LITHE_ERR_DTYPE},
+        {"scatter_mul", "'sc'", "reduction 'mul'", LITHE_ERR_UNSUPPORTED},
+        {"onehot_depth", "'oh'", "depth must be one value >= 1", LITHE_ERR_VALUE},
+        {"nonzero_input", "'nz'", "NonZero of a float graph input", LITHE_ERR_UNSUPPORTED},
+        {"trilu_rank", "'tr'", "rank >= 2", LITHE_ERR_SHAPE}};
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         const golden *g = get("bad_%s.onnx", bad[k].name);
         uint8_t *b = bytes_of(g);

@@ -151,7 +151,7 @@ static lithe_status check_issue23(const lithe__onnx_model *o, size_t i) {
     int rank = n->n_inputs ? rank_of(o, n->inputs[0]) : -1;
     const lithe__onnx_tensor *t = NULL;
     const lithe__onnx_attr *a;
-    char why[160];
+    char why[300];
     if (!strncmp(op, "Reduce", 6)) {
         LITHE__TRY(flag_ok(n, i, "keepdims"));
         LITHE__TRY(flag_ok(n, i, "noop_with_empty_axes"));
@@ -193,6 +193,46 @@ static lithe_status check_issue23(const lithe__onnx_model *o, size_t i) {
         if (t && rank >= 0 && t->numel != rank) return refuse(n, i, LITHE_ERR_SHAPE, "repeats must hold one value per input axis");
     } else if (!strcmp(op, "Mod")) {
         LITHE__TRY(flag_ok(n, i, "fmod"));
+    } else if (!strcmp(op, "Einsum")) {
+        a = lithe__onnx_attr_get(n, "equation");
+        char what[96];
+        if (!a || !a->s) return refuse(n, i, LITHE_ERR_FORMAT, "equation is required");
+        if (!lithe__einsum_supported(a->s, n->n_inputs, what, sizeof what)) {
+            snprintf(why, sizeof why, "equation '%.40s': %s (lithe runs transposes and batched matrix products)", a->s, what);
+            return refuse(n, i, LITHE_ERR_UNSUPPORTED, why);
+        }
+    } else if (!strcmp(op, "TopK")) {
+        LITHE__TRY(flag_ok(n, i, "largest"));
+        LITHE__TRY(flag_ok(n, i, "sorted"));
+        if ((a = lithe__onnx_attr_get(n, "axis"))) LITHE__TRY(axes_ok(n, i, "axis", &a->i, 1, rank));
+        LITHE__TRY(int_init(o, n, i, 1, "K", &t));
+        int64_t ax = a ? a->i : -1, ext = -1;
+        for (size_t k = 0; t && rank > 0 && k < o->n_inputs; k++)
+            if (o->inputs[k].name && !strcmp(o->inputs[k].name, n->inputs[0])) ext = o->inputs[k].dims[ax < 0 ? ax + rank : ax];
+        if (t && (t->numel != 1 || ((const int64_t *)t->data)[0] < 0 || (ext >= 0 && ((const int64_t *)t->data)[0] > ext))) {
+            snprintf(why, sizeof why, "k %lld is outside 0 .. %lld (the axis' length)", t->numel == 1 ? (long long)((const int64_t *)t->data)[0] : -1LL, (long long)ext);
+            return refuse(n, i, LITHE_ERR_VALUE, why);
+        }
+    } else if (!strcmp(op, "ScatterElements") || !strcmp(op, "ScatterND")) {
+        LITHE__TRY(int_init(o, n, i, 1, "indices", &t));
+        a = lithe__onnx_attr_get(n, "reduction");
+        if (a && a->s && strcmp(a->s, "none") && strcmp(a->s, "add")) {
+            snprintf(why, sizeof why, "reduction '%.20s' (lithe runs none and add)", a->s);
+            return refuse(n, i, LITHE_ERR_UNSUPPORTED, why);
+        }
+        if ((a = lithe__onnx_attr_get(n, "axis"))) LITHE__TRY(axes_ok(n, i, "axis", &a->i, 1, rank));
+    } else if (!strcmp(op, "NonZero")) { /* its output shape must fold at load: not a float graph input */
+        for (size_t k = 0; n->n_inputs && k < o->n_inputs; k++)
+            if (o->inputs[k].name && !strcmp(o->inputs[k].name, n->inputs[0]) && o->inputs[k].elem_type == LITHE__ONNX_FLOAT)
+                return refuse(n, i, LITHE_ERR_UNSUPPORTED,
+                              "NonZero of a float graph input (its output shape is known only at run time)");
+    } else if (!strcmp(op, "Trilu")) {
+        LITHE__TRY(flag_ok(n, i, "upper"));
+        if (rank >= 0 && rank < 2) return refuse(n, i, LITHE_ERR_SHAPE, "its input must have rank >= 2");
+    } else if (!strcmp(op, "OneHot")) {
+        LITHE__TRY(int_init(o, n, i, 1, "depth", &t));
+        if (t && (t->numel != 1 || ((const int64_t *)t->data)[0] < 1)) return refuse(n, i, LITHE_ERR_VALUE, "depth must be one value >= 1");
+        if ((a = lithe__onnx_attr_get(n, "axis")) && rank >= 0) LITHE__TRY(axes_ok(n, i, "axis", &a->i, 1, rank + 1));
     } else if (!strcmp(op, "IsInf")) {
         LITHE__TRY(flag_ok(n, i, "detect_positive"));
         LITHE__TRY(flag_ok(n, i, "detect_negative"));

@@ -181,6 +181,64 @@ case("hardmax13", [N("Hardmax", ["x"], ["h"], axis=1), N("Mul", ["h", "x"], ["y"
 case("hardmax11", [N("Hardmax", ["x"], ["h"], axis=1), N("Mul", ["h", "x"], ["y"])], [], x345,
      lambda x: hardmax(x.detach(), (3, 20)) * x, opset=11)
 
+
+# ---- ScatterElements, ScatterND (to data and updates: u is a trainable initializer), Trilu, OneHot ----
+si = numpy.stack([numpy.stack([rng.permutation(4)[:2] for _ in range(5)], 1) for _ in range(3)])  # (3, 2, 5), distinct rows
+u = rng.standard_normal((3, 2, 5))
+U = torch.tensor(u, dtype=T)
+case("scatter_elements", [N("ScatterElements", ["x", "i", "u"], ["y"], axis=1)], [i64("i", si), f32("u", u)], x345,
+     lambda x: torch.scatter(x, 1, torch.tensor(si), U))
+sa = rng.randint(0, 4, size=(3, 2, 5))  # repeats allowed: they add
+case("scatter_add", [N("ScatterElements", ["x", "i", "u"], ["y"], axis=1, reduction="add")], [i64("i", sa), f32("u", u)],
+     x345, lambda x: torch.scatter_add(x, 1, torch.tensor(sa), U), opset=16)
+un = rng.standard_normal((2, 5))
+UN = torch.tensor(un, dtype=T)
+
+
+def scatter_nd(x):
+    y = x.clone()
+    y[0, 1] = UN[0]
+    y[2, 3] = UN[1]
+    return y
+
+
+case("scatter_nd", [N("ScatterND", ["x", "i", "u"], ["y"])], [i64("i", [[0, 1], [2, 3]]), f32("u", un)], x345, scatter_nd)
+case("trilu_upper", [N("Trilu", ["x", "k"], ["y"])], [i64("k", 1)], x345, lambda x: torch.triu(x, 1), opset=14)
+case("trilu_lower", [N("Trilu", ["x", "k"], ["y"], upper=0)], [i64("k", -1)], x345, lambda x: torch.tril(x, -1), opset=14)
+oi = numpy.array([[0, 4, -1, 2], [3, -5, 1, 7], [2, 2, 0, -2]])  # 7: out of range, a row of "off"
+oh = numpy.zeros((3, 5, 4))
+for b in range(3):
+    for j in range(4):
+        v = oi[b, j] + (5 if oi[b, j] < 0 else 0)
+        oh[b, :, j] = 0.5
+        if 0 <= v < 5:
+            oh[b, v, j] = 2.0
+case("onehot", [N("OneHot", ["i", "d", "v"], ["o"], axis=1), N("Add", ["x", "o"], ["y"])],
+     [i64("i", oi), i64("d", 5), f32("v", [0.5, 2.0])], rng.standard_normal((3, 5, 4)),
+     lambda x: x + torch.tensor(oh, dtype=T))
+
+# ---- TopK (values to the selected elements; indices as the output), Einsum, NonZero ----
+case("topk", [N("TopK", ["x", "k"], ["y", "idx"], axis=1)], [i64("k", [3])], x345, lambda x: torch.topk(x, 3, 1)[0])
+case("topk_small_idx", [N("TopK", ["x", "k"], ["v", "y"], axis=-1, largest=0)], [i64("k", [2])], x345,
+     lambda x: torch.topk(x, 2, -1, largest=False)[1], grad=False, ints=True)
+w1 = rng.standard_normal((2, 4, 5))
+case("einsum_bmm", [N("Einsum", ["x", "w"], ["y"], equation="bij,bjk->bik")], [f32("w", w1)], rng.standard_normal((2, 3, 4)),
+     lambda x: torch.einsum("bij,bjk->bik", x, torch.tensor(w1, dtype=T)))
+w2 = rng.standard_normal((2, 2, 5, 4))
+case("einsum_attn", [N("Einsum", ["x", "w"], ["y"], equation="bhid,bhjd->bhij")], [f32("w", w2)],
+     rng.standard_normal((2, 2, 3, 4)), lambda x: torch.einsum("bhid,bhjd->bhij", x, torch.tensor(w2, dtype=T)))
+w3 = rng.standard_normal((6, 4))
+case("einsum_nt", [N("Einsum", ["x", "w"], ["y"], equation="ij,kj->ki")], [f32("w", w3)], rng.standard_normal((3, 4)),
+     lambda x: torch.einsum("ij,kj->ki", x, torch.tensor(w3, dtype=T)))
+w4 = rng.standard_normal(3)
+case("einsum_outer", [N("Einsum", ["w", "x"], ["y"], equation="i,j")], [f32("w", w4)], rng.standard_normal(5),
+     lambda x: torch.einsum("i,j", torch.tensor(w4, dtype=T), x))
+case("einsum_perm", [N("Einsum", ["x"], ["y"], equation="abc->cab")], [], x345, lambda x: torch.einsum("abc->cab", x))
+nzc = numpy.array([[0.0, 1.5, 0.0], [2.0, 0.0, -1.0]])
+nz = numpy.stack(numpy.nonzero(nzc))
+case("nonzero", [N("NonZero", ["c"], ["nz"]), N("Cast", ["nz"], ["nzf"], to=TensorProto.FLOAT), N("Add", ["x", "nzf"], ["y"])],
+     [f32("c", nzc)], rng.standard_normal(nz.shape), lambda x: x + torch.tensor(nz, dtype=T))
+
 # ---- hostile attributes, refused at load (test_onnx_ops.c lists what each error must say) ----
 
 
@@ -204,5 +262,15 @@ bad("tileneg", [N("Tile", ["x", "r"], ["y"], name="tl2")], [i64("r", [1, -2, 1])
 bad("fmod", [N("Mod", ["x", "x"], ["y"], fmod=2, name="md")], [])
 bad("isinf", [N("IsInf", ["x"], ["y"], detect_positive=7, name="ii")], [])
 bad("hardmax", [N("Hardmax", ["x"], ["y"], axis=3, name="hm")], [])
+bad("einsum_ellipsis", [N("Einsum", ["x", "x"], ["y"], equation="...ij,...jk->...ik", name="es")], [])
+bad("einsum_diag", [N("Einsum", ["x"], ["y"], equation="iij->ij", name="es2")], [])
+bad("einsum_sum", [N("Einsum", ["x", "x"], ["y"], equation="abc,abd->ad", name="es3")], [])
+bad("topk_k", [N("TopK", ["x", "k"], ["y", "i"], axis=2, name="tk")], [i64("k", [9])])
+bad("topk_dtype", [N("TopK", ["x", "k"], ["y", "i"], name="tk2")], [f32("k", [2.0])])
+bad("scatter_mul", [N("ScatterElements", ["x", "i", "x"], ["y"], reduction="mul", name="sc")], [i64("i", numpy.zeros((3, 4, 5)))],
+    opset=16)
+bad("onehot_depth", [N("OneHot", ["i", "d", "v"], ["y"], name="oh")], [i64("i", [1]), i64("d", 0), f32("v", [0.0, 1.0])])
+bad("nonzero_input", [N("NonZero", ["x"], ["y"], name="nz")], [])
+bad("trilu_rank", [N("Trilu", ["x"], ["y"], name="tr")], [], opset=14, shape=(5,))
 
 write(sys.argv[0], "onnxops_goldens.txt")

@@ -252,7 +252,9 @@ FWD(f_range) {
 
 /* ---- GatherElements, GatherND: the element ids into data's flat (numel, 1) rows ---- */
 
-static lithe_status gather_elements_ids(lithe__gexec *x, size_t node, lithe_tensor **in, size_t n_in, lithe_tensor **ids) {
+/* ids[i] = the flat offset into data (in[0]) of element i of the index tensor in[1] along axis (the
+ * other coordinates its own); shared with ScatterElements (scatter.c, updates shaped as indices). */
+lithe_status gather_elements_ids(lithe__gexec *x, size_t node, lithe_tensor **in, size_t n_in, lithe_tensor **ids) {
     LITHE__TRY(need_inputs(x, node, in, n_in, 2));
     LITHE__TRY(need_ints(x, node, in[1], 1));
     const lithe_tensor *D = in[0], *I = in[1];
@@ -285,8 +287,8 @@ static lithe_status gather_elements_ids(lithe__gexec *x, size_t node, lithe_tens
 
 /* GatherND (batch_dims b): indices (..., k) address data's axes b .. b + k; the output is
  * indices' leading shape then data's remaining axes. ids index rows of data as (numel / inner, inner). */
-static lithe_status gather_nd_ids(lithe__gexec *x, size_t node, lithe_tensor **in, size_t n_in, lithe_tensor **ids,
-                                  int *ond, int64_t *oshape, int64_t *inner) {
+lithe_status gather_nd_ids(lithe__gexec *x, size_t node, lithe_tensor **in, size_t n_in, lithe_tensor **ids, int *ond,
+                           int64_t *oshape, int64_t *inner) {
     LITHE__TRY(need_inputs(x, node, in, n_in, 2));
     LITHE__TRY(need_ints(x, node, in[1], 1));
     const lithe_tensor *D = in[0], *I = in[1];

@@ -267,5 +267,22 @@ FWD(f_fused_linear); BWD(b_fused_linear); FWD(f_fused_act); BWD(b_fused_act); FW
 FWD(f_reduce2); BWD(b_reduce2); FWD(f_argmax); FWD(f_cumsum); BWD(b_cumsum); FWD(f_tile); BWD(b_tile); FWD(f_range);
 FWD(f_gather_elements); BWD(b_gather_elements); FWD(f_unary2); BWD(b_unary2); FWD(f_variadic); BWD(b_variadic);
 FWD(f_mod); BWD(b_mod); FWD(f_logic); FWD(f_isnan); FWD(f_hardmax);
+#define gather_elements_ids lithe__gop_gather_elements_ids
+#define gather_nd_ids lithe__gop_gather_nd_ids
+lithe_status gather_elements_ids(lithe__gexec *x, size_t node, lithe_tensor **in, size_t n_in, lithe_tensor **ids);
+lithe_status gather_nd_ids(lithe__gexec *x, size_t node, lithe_tensor **in, size_t n_in, lithe_tensor **ids, int *ond,
+                           int64_t *oshape, int64_t *inner);
+#define f_scatter lithe__gop_f_scatter
+#define b_scatter lithe__gop_b_scatter
+#define f_trilu lithe__gop_f_trilu
+#define b_trilu lithe__gop_b_trilu
+#define f_one_hot lithe__gop_f_one_hot
+#define f_topk lithe__gop_f_topk
+#define b_topk lithe__gop_b_topk
+#define f_nonzero lithe__gop_f_nonzero
+#define f_einsum lithe__gop_f_einsum
+#define b_einsum lithe__gop_b_einsum
+FWD(f_scatter); BWD(b_scatter); FWD(f_trilu); BWD(b_trilu); FWD(f_one_hot); FWD(f_topk); BWD(b_topk); FWD(f_nonzero);
+FWD(f_einsum); BWD(b_einsum);
 
 #endif
