@@ -23,7 +23,7 @@ static const char *const cases[] = {
     "tile", "range", "gather_elements", "gather_nd", "gather_nd_b1", "unary2", "round_half", "variadic", "max_nan",
     "mod_fmod", "mod_floor", "logic", "isnaninf", "hardmax13", "hardmax11", "scatter_elements", "scatter_add", "scatter_nd",
     "trilu_upper", "trilu_lower", "onehot", "topk", "topk_small_idx", "einsum_bmm", "einsum_attn", "einsum_nt", "einsum_outer",
-    "einsum_perm", "nonzero"};
+    "einsum_perm", "nonzero", "exported14", "exported17"};
 #define N_CASES (sizeof cases / sizeof cases[0])
 
 static lithe_model *load(const char *name) {
@@ -71,6 +71,15 @@ static void test_goldens(void **state) {
             OK(lithe_backprop_run(bp, R, &dX));
             snprintf(what, sizeof what, "%s dX", name);
             expect_same(what, lithe_value_get_tensor(dX), get("%s.dx", name), 1e-5, 1e-4);
+            for (size_t p = 0; p < lithe_model_n_params(m); p++) { /* the exported models' torch parameters */
+                const char *pn = lithe_model_param_name(m, p);
+                const golden *g = find("%s.grad.%s", name, pn);
+                if (!g) continue;
+                lithe_tensor *G = NULL;
+                OK(lithe_model_get_grad(m, pn, &G));
+                snprintf(what, sizeof what, "%s grad %s", name, pn);
+                expect_same(what, G, g, 1e-4, 1e-4);
+            }
             lithe_value_release(R);
             lithe_value_release(dX);
             lithe_value_release(Y);
@@ -95,7 +104,9 @@ static void test_finite_differences(void **state) {
         fd_check(m, name, &o, &checked, &bad);
         printf("test_onnx_ops: %-16s %d finite-difference checks, %d off\n", name, checked, bad);
         assert_true(checked > 0);
-        assert_true(bad <= checked / 50); /* a Floor / Round step inside +-h may move one */
+        /* a Floor / Round step inside +-h may move one; the exported models' Floor and Mod jump (an
+         * estimate of jump / 2h) at a few of their 86 */
+        assert_true(bad <= (strncmp(name, "exported", 8) ? checked / 50 : checked / 20));
         lithe_model_free(m);
     }
 }

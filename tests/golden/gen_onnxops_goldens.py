@@ -239,6 +239,60 @@ nz = numpy.stack(numpy.nonzero(nzc))
 case("nonzero", [N("NonZero", ["c"], ["nz"]), N("Cast", ["nz"], ["nzf"], to=TensorProto.FLOAT), N("Add", ["x", "nzf"], ["y"])],
      [f32("c", nzc)], rng.standard_normal(nz.shape), lambda x: x + torch.tensor(nz, dtype=T))
 
+# ---- the torch calls behind these operators, as torch.onnx.export (1.13) writes them: output,
+# input gradient and every parameter's gradient from torch's float32 autograd ----
+import io  # noqa: E402
+
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+
+class Exported(nn.Module):
+    """The torch calls behind issue 23's operators, as torch.onnx.export writes them."""
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(6, 8), nn.Linear(288, 5)
+        self.register_buffer("idx", torch.tensor(numpy.random.RandomState(5).randint(0, 8, (1, 4, 8))))
+    def forward(self, x):                                   # x (N, 4, 6)
+        h = self.fc1(x)                                     # (N, 4, 8)
+        a = torch.amax(h, dim=1, keepdim=True)              # ReduceMax
+        b = torch.amin(h, dim=1, keepdim=True)              # ReduceMin
+        m = torch.maximum(h, a * 0.5) + torch.minimum(h, b * 0.5)   # Max, Min
+        c = torch.cumsum(h, dim=1)                          # CumSum
+        t = h.repeat(1, 1, 2)[:, :, 3:11]                   # Tile
+        g = torch.gather(h, 2, self.idx.expand(x.shape[0], 4, 8))   # GatherElements
+        r = h + torch.arange(h.shape[1], dtype=torch.float32).unsqueeze(-1)  # Range
+        oh = F.one_hot(torch.argmax(h, dim=2), 8).to(h.dtype) * h   # ArgMax, OneHot
+        s = torch.sin(h) + torch.cos(h) + torch.floor(h)    # Sin, Cos, Floor
+        e = torch.triu(torch.einsum("bij,bkj->bik", h, h))  # Einsum, Trilu (4, 4)
+        red = torch.stack([torch.norm(h, p=2, dim=2), torch.logsumexp(h, 2), torch.prod(h * 0.5, 2),
+                           torch.norm(h, p=1, dim=2), torch.topk(h, 3, dim=2).values.sum(2),
+                           torch.fmod(h, 1.3).sum(2), (h * h).sum(2), e.sum(2)], 2)   # (N, 4, 8)
+        z = torch.cat([m, c, t, g, r, oh, s, red], 2)       # (N, 4, 48)... flattened
+        return self.fc2(torch.cat([z.flatten(1), red.flatten(1)], 1))
+
+for opset in (14, 17):
+    torch.manual_seed(0)
+    mod = Exported().eval()
+    x = torch.tensor(numpy.random.RandomState(41).standard_normal((3, 4, 6)).astype("float32"))
+    buf = io.BytesIO()
+    torch.onnx.export(mod, (x,), buf, opset_version=opset, input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}, do_constant_folding=False)
+    name = f"exported{opset}"
+    rec(f"{name}.onnx", numpy.frombuffer(buf.getvalue(), dtype=numpy.uint8))
+    xr = x.clone().requires_grad_(True)
+    y = mod(xr)
+    r = torch.tensor(rng.standard_normal(tuple(y.shape)).astype("float32"))
+    (y * r).sum().backward()
+    rec(f"{name}.x", x.numpy())
+    rec(f"{name}.y", y.detach().numpy())
+    rec(f"{name}.r", r.numpy())
+    rec(f"{name}.dx", xr.grad.numpy())
+    rec(f"{name}.fd", numpy.array([1]))
+    for pname, p in mod.named_parameters():
+        rec(f"{name}.grad.{pname}", p.grad.numpy())
+
+
 # ---- hostile attributes, refused at load (test_onnx_ops.c lists what each error must say) ----
 
 
