@@ -111,6 +111,57 @@ static void test_finite_differences(void **state) {
     }
 }
 
+/* Every case on Vulkan (lavapipe in CI) where a device exists: the same compositions on its kernels,
+ * forward (and backward where the case has a gradient) against the same torch goldens. */
+static void test_vulkan(void **state) {
+    (void)state;
+    lithe_backend *vk = NULL;
+    if (lithe_backend_get("vulkan", &vk) != LITHE_OK) {
+        print_message("test_onnx_ops: no Vulkan device here (%s)\n", lithe_last_error());
+        return;
+    }
+    for (size_t k = 0; k < N_CASES; k++) {
+        const char *name = cases[k];
+        lithe_model *m = load(name);
+        OK(lithe_model_set_backend(m, vk));
+        lithe_tensor *xh = tensor_of(get("%s.x", name)), *xd = NULL, *yh = NULL;
+        OK(lithe_tensor_to_backend(xh, vk, &xd));
+        lithe_value *X = NULL, *Y = NULL;
+        OK(lithe_value_tensor(xd, &X));
+        char what[128];
+        OK(lithe_model_predict(m, X, &Y));
+        OK(lithe_tensor_to_backend(lithe_value_get_tensor(Y), NULL, &yh));
+        snprintf(what, sizeof what, "%s on vulkan", name);
+        expect_same(what, yh, get("%s.y", name), 1e-4, 1e-4);
+        lithe_tensor_release(yh);
+        lithe_value_release(Y);
+        if (find("%s.dx", name)) {
+            lithe_tensor *rh = tensor_of(get("%s.r", name)), *rd = NULL, *dxh = NULL;
+            lithe_value *R = NULL, *dX = NULL;
+            lithe_backprop *bp = NULL;
+            OK(lithe_tensor_to_backend(rh, vk, &rd));
+            OK(lithe_value_tensor(rd, &R));
+            OK(lithe_model_begin_update(m, X, &Y, &bp));
+            OK(lithe_backprop_run(bp, R, &dX));
+            OK(lithe_tensor_to_backend(lithe_value_get_tensor(dX), NULL, &dxh));
+            snprintf(what, sizeof what, "%s dX on vulkan", name);
+            expect_same(what, dxh, get("%s.dx", name), 1e-4, 1e-4);
+            lithe_tensor_release(dxh);
+            lithe_tensor_release(rh);
+            lithe_tensor_release(rd);
+            lithe_value_release(R);
+            lithe_value_release(dX);
+            lithe_value_release(Y);
+            lithe_backprop_free(bp);
+        }
+        lithe_tensor_release(xh);
+        lithe_tensor_release(xd);
+        lithe_value_release(X);
+        lithe_model_free(m);
+    }
+    printf("test_onnx_ops: %zu cases on vulkan agree with torch\n", N_CASES);
+}
+
 /* Hostile attributes: refused when loaded, naming the node and what is wrong. */
 static void test_bad_attrs(void **state) {
     (void)state;
@@ -160,6 +211,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_goldens),
         cmocka_unit_test(test_finite_differences),
         cmocka_unit_test(test_bad_attrs),
+        cmocka_unit_test(test_vulkan),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);
 }

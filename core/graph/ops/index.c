@@ -356,7 +356,7 @@ FWD(f_gather_elements) {
     if (s == LITHE_OK) s = new_f32(x, ond, oshape, false, &out[0]);
     if (s == LITHE_OK && inner) s = lithe_tensor_reshape(D, 2, (int64_t[]){D->numel / inner, inner}, &tab);
     if (s == LITHE_OK && inner) s = lithe_tensor_reshape(out[0], 2, (int64_t[]){ids->numel, inner}, &y2);
-    if (s == LITHE_OK && inner && ids->numel) s = lithe__op_gather_rows(x->be, tab, ids, y2);
+    if (s == LITHE_OK && inner && ids->numel) s = gather_by_ids(x, tab, ids, y2);
     lithe_tensor_release(tab);
     lithe_tensor_release(y2);
     if (s == LITHE_OK) saved[0] = ids;
@@ -371,7 +371,7 @@ BWD(b_gather_elements) {
     int64_t inner = dout[0]->numel / ids->numel;
     lithe_status s = lithe_tensor_reshape(d, 2, (int64_t[]){d->numel / inner, inner}, &t2);
     if (s == LITHE_OK) s = lithe_tensor_reshape(dout[0], 2, (int64_t[]){ids->numel, inner}, &g2);
-    if (s == LITHE_OK) s = lithe__op_scatter_add_rows(x->be, t2, ids, g2);
+    if (s == LITHE_OK) s = scatter_add_by_ids(x, t2, ids, g2);
     lithe_tensor_release(t2);
     lithe_tensor_release(g2);
     return s;

@@ -267,6 +267,28 @@ FWD(f_fused_linear); BWD(b_fused_linear); FWD(f_fused_act); BWD(b_fused_act); FW
 FWD(f_reduce2); BWD(b_reduce2); FWD(f_argmax); FWD(f_cumsum); BWD(b_cumsum); FWD(f_tile); BWD(b_tile); FWD(f_range);
 FWD(f_gather_elements); BWD(b_gather_elements); FWD(f_unary2); BWD(b_unary2); FWD(f_variadic); BWD(b_variadic);
 FWD(f_mod); BWD(b_mod); FWD(f_logic); FWD(f_isnan); FWD(f_hardmax);
+/* ids (host int64) where x's backend reads them: gather_rows / scatter_add_rows on a GPU take device ids. */
+static inline lithe_status ids_on_be(lithe__gexec *x, lithe_tensor *ids, lithe_tensor **out) {
+    if (x->be->host_memory) {
+        *out = lithe_tensor_retain(ids);
+        return LITHE_OK;
+    }
+    return lithe_tensor_to_backend(ids, x->be, out);
+}
+static inline lithe_status gather_by_ids(lithe__gexec *x, const lithe_tensor *table, lithe_tensor *ids, lithe_tensor *Y) {
+    lithe_tensor *d = NULL;
+    LITHE__TRY(ids_on_be(x, ids, &d));
+    lithe_status s = lithe__op_gather_rows(x->be, table, d, Y);
+    lithe_tensor_release(d);
+    return s;
+}
+static inline lithe_status scatter_add_by_ids(lithe__gexec *x, lithe_tensor *table, lithe_tensor *ids, const lithe_tensor *X) {
+    lithe_tensor *d = NULL;
+    LITHE__TRY(ids_on_be(x, ids, &d));
+    lithe_status s = lithe__op_scatter_add_rows(x->be, table, d, X);
+    lithe_tensor_release(d);
+    return s;
+}
 #define gather_elements_ids lithe__gop_gather_elements_ids
 #define gather_nd_ids lithe__gop_gather_nd_ids
 lithe_status gather_elements_ids(lithe__gexec *x, size_t node, lithe_tensor **in, size_t n_in, lithe_tensor **ids);

@@ -399,7 +399,7 @@ FWD(f_argmax) {
             for (int64_t r = 0; r < L.R; r++) ((int64_t *)lithe__tdata(ids))[b * L.R + r] = b * L.R + (L.R - 1 - r);
         if (s == LITHE_OK) s = lithe__gexec_like(x, X, false, &Xr);
         if (s == LITHE_OK) s = lithe_tensor_reshape(Xr, 2, (int64_t[]){L.B * L.R, L.O}, &Y2);
-        if (s == LITHE_OK && Y2->numel) s = lithe__op_gather_rows(x->be, tab, ids, Y2);
+        if (s == LITHE_OK && Y2->numel) s = gather_by_ids(x, tab, ids, Y2);
         lithe_tensor_release(Xg);
         lithe_tensor_release(tab);
         lithe_tensor_release(ids);

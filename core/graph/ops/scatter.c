@@ -90,7 +90,7 @@ FWD(f_scatter) {
         if (s == LITHE_OK) s = lithe_tensor_reshape(out[0], 2, (int64_t[]){rows, inner}, &Y2);
         if (s == LITHE_OK) s = lithe_tensor_reshape(U, 2, (int64_t[]){ids->numel, inner}, &U2);
         if (s == LITHE_OK) s = lithe__op_bcast_where(x->be, mask, D2, zero, Y2);
-        if (s == LITHE_OK && ids->numel) s = lithe__op_scatter_add_rows(x->be, Y2, ids, U2);
+        if (s == LITHE_OK && ids->numel) s = scatter_add_by_ids(x, Y2, ids, U2);
     }
     lithe_tensor_release(zero);
     lithe_tensor_release(D2);
@@ -123,7 +123,7 @@ BWD(b_scatter) {
     if (s == LITHE_OK && dU && ids->numel) { /* dY at the addressed rows */
         s = lithe_tensor_reshape(dU, 2, (int64_t[]){ids->numel, inner}, &u2);
         if (s == LITHE_OK) s = new_f32(x, 2, (int64_t[]){ids->numel, inner}, false, &d2);
-        if (s == LITHE_OK) s = lithe__op_gather_rows(x->be, g2, ids, d2);
+        if (s == LITHE_OK) s = gather_by_ids(x, g2, ids, d2);
         if (s == LITHE_OK) s = acc(x, u2, d2);
     }
     lithe_tensor_release(g2);

@@ -68,7 +68,7 @@ FWD(f_topk) {
     if (s == LITHE_OK && ids->numel) {
         s = lithe_tensor_reshape(X, 2, (int64_t[]){X->numel, 1}, &tab);
         if (s == LITHE_OK) s = lithe_tensor_reshape(out[0], 2, (int64_t[]){ids->numel, 1}, &y2);
-        if (s == LITHE_OK) s = lithe__op_gather_rows(x->be, tab, ids, y2);
+        if (s == LITHE_OK) s = gather_by_ids(x, tab, ids, y2);
     }
     (void)n_out;
     lithe_tensor_release(h);
@@ -85,7 +85,7 @@ BWD(b_topk) {
     if (!d || !ids || !ids->numel || !dout[0]) return LITHE_OK;
     lithe_status s = lithe_tensor_reshape(d, 2, (int64_t[]){d->numel, 1}, &t2);
     if (s == LITHE_OK) s = lithe_tensor_reshape(dout[0], 2, (int64_t[]){ids->numel, 1}, &g2);
-    if (s == LITHE_OK) s = lithe__op_scatter_add_rows(x->be, t2, ids, g2);
+    if (s == LITHE_OK) s = scatter_add_by_ids(x, t2, ids, g2);
     lithe_tensor_release(t2);
     lithe_tensor_release(g2);
     return s;
