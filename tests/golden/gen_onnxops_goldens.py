@@ -86,6 +86,10 @@ case("redsumsq", [N("ReduceSumSquare", ["x"], ["y"], keepdims=0)], [], x345, lam
 case("redsum13", [N("ReduceSum", ["x", "axes"], ["y"], keepdims=0)], [i64("axes", [-1])], x345, lambda x: x.sum(-1))
 case("rednoop18", [N("ReduceMax", ["x", "axes"], ["y"], noop_with_empty_axes=1)], [i64("axes", numpy.zeros(0))],
      x345, lambda x: x * 1.0, opset=18)
+# integer ReduceMax / ReduceMin / ReduceProd (shape arithmetic, on the host): of Shape(x) = (3, 4, 5)
+case("redint", [N("Shape", ["x"], ["s"]), N("ReduceMax", ["s"], ["a"], keepdims=1), N("ReduceMin", ["s"], ["b"], keepdims=1),
+                N("ReduceProd", ["s"], ["c"], keepdims=1), N("Concat", ["a", "b", "c"], ["y"], axis=0)], [], x345,
+     lambda x: torch.tensor([5, 3, 60]), grad=False, ints=True)
 
 # ---- ArgMax / ArgMin (ties: integers) ----
 xt = numpy.round(x345 * 1.5)

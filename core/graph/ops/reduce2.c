@@ -280,10 +280,47 @@ static lithe_status sum_of(lithe__gexec *x, int kind, lithe_tensor *X, const rge
     return s;
 }
 
+/* Max / Min / Prod of host integers (shape arithmetic), each output the fold of its group. */
+static lithe_status int_reduce(lithe__gexec *x, size_t node, int kind, lithe_tensor *X, const rgeom *g, lithe_tensor **out) {
+    if (kind != R_MAX && kind != R_MIN && kind != R_PROD)
+        return fail(x, node, LITHE_ERR_DTYPE, "input 0 must be float, got %s", lithe_dtype_name(X->dtype));
+    lithe_tensor *Y = NULL;
+    int64_t idx[LITHE_MAX_DIMS] = {0}, kst[LITHE_MAX_DIMS] = {0};
+    LITHE__TRY(new_i64(x, X->ndim, g->kshape, &Y));
+    contiguous_strides(X->ndim, g->kshape, kst);
+    int64_t *y = (int64_t *)lithe__tdata(Y);
+    bool *seen = lithe__malloc((size_t)(Y->numel ? Y->numel : 1));
+    if (!seen) {
+        lithe_tensor_release(Y);
+        return lithe__fail(LITHE_ERR_OOM, "ReduceMax");
+    }
+    memset(seen, 0, (size_t)(Y->numel ? Y->numel : 1));
+    for (int64_t i = 0; i < X->numel; i++) {
+        int64_t o = 0, v = ints(X)[i];
+        for (int d = 0; d < X->ndim; d++) o += (g->mark[d] ? 0 : idx[d]) * kst[d];
+        if (!seen[o]) y[o] = v;
+        else if (kind == R_MAX) y[o] = v > y[o] ? v : y[o];
+        else if (kind == R_MIN) y[o] = v < y[o] ? v : y[o];
+        else y[o] = (int64_t)((uint64_t)y[o] * (uint64_t)v);
+        seen[o] = true;
+        for (int d = X->ndim - 1; d >= 0 && ++idx[d] == X->shape[d]; d--) idx[d] = 0;
+    }
+    for (int64_t o = 0; o < Y->numel; o++)
+        if (!seen[o] && kind == R_PROD) y[o] = 1;
+        else if (!seen[o]) {
+            lithe__free(seen);
+            lithe_tensor_release(Y);
+            return fail(x, node, LITHE_ERR_SHAPE, "reduces an empty axis (no maximum)");
+        }
+    lithe__free(seen);
+    lithe_status s = lithe_tensor_reshape(Y, g->ond, g->oshape, out);
+    lithe_tensor_release(Y);
+    return s;
+}
+
 FWD(f_reduce2) {
     (void)n_out;
     LITHE__TRY(need_inputs(x, node, in, n_in, 1));
-    LITHE__TRY(need_float(x, node, in[0], 0));
     rgeom g;
     LITHE__TRY(rgeom_of(x, node, in, n_in, false, &g));
     if (g.noop) {
@@ -291,6 +328,8 @@ FWD(f_reduce2) {
         return LITHE_OK;
     }
     int kind = rkind(NODE(x, node)->op_type);
+    if (is_int(in[0])) return int_reduce(x, node, kind, in[0], &g, &out[0]);
+    LITHE__TRY(need_float(x, node, in[0], 0));
     lithe_tensor *X = in[0], *Y = NULL, *m = NULL, *which = NULL;
     rlay L;
     lithe_status s = LITHE_OK;
