@@ -78,7 +78,7 @@ static lithe_status permute(lithe__gexec *x, lithe_tensor *X, int nd, const int6
         vst[d] = st[perm[d]];
         ident = ident && perm[d] == d;
     }
-    if (ident) return lithe_tensor_reshape(X, nd ? nd : 1, nd ? ps : (int64_t[]){1}, out);
+    if (ident) return lithe_tensor_reshape(X, nd, nd ? ps : NULL, out); /* nd 0: a scalar result */
     lithe_tensor *v = NULL;
     LITHE__TRY(view(X, nd, ps, vst, 0, &v));
     lithe_status s = new_f32(x, nd, ps, false, out);
