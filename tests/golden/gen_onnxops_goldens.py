@@ -98,6 +98,11 @@ case("argmax_last", [N("ArgMax", ["x"], ["y"], axis=-1, keepdims=1, select_last_
      lambda x: (4 - torch.argmax(torch.flip(x, [2]), 2, keepdim=True)), grad=False, ints=True)
 case("argmin_last", [N("ArgMin", ["x"], ["y"], axis=0, keepdims=0, select_last_index=1)], [], xt,
      lambda x: (2 - torch.argmin(torch.flip(x, [0]), 0)), grad=False, ints=True)
+xtn = xt.copy()
+xtn[0, 2, 1] = xtn[1, 0, 3] = xtn[1, 3, 3] = numpy.nan
+case("argmax_nan", [N("ArgMax", ["x"], ["y"], axis=1, keepdims=0)], [], xtn, lambda x: torch.argmax(x, 1), grad=False, ints=True)
+case("argmin_nan_last", [N("ArgMin", ["x"], ["y"], axis=1, keepdims=0, select_last_index=1)], [], xtn,
+     lambda x: (3 - torch.argmin(torch.flip(x, [1]), 1)), grad=False, ints=True)
 
 # ---- CumSum, Tile, Range, GatherElements, GatherND ----
 case("cumsum", [N("CumSum", ["x", "ax"], ["y"])], [i64("ax", 1)], x345, lambda x: torch.cumsum(x, 1))

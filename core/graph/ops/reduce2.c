@@ -415,8 +415,19 @@ BWD(b_reduce2) {
     return s;
 }
 
+/* M = 1 where X is NaN, else 0. */
+static lithe_status nan_mask(lithe__gexec *x, lithe_tensor *X, lithe_tensor *M) {
+    lithe_tensor *one = NULL;
+    lithe_status s = scalar_f32(x, 1.0f, &one);
+    if (s == LITHE_OK) s = lithe__op_bcast_binary(x->be, LITHE__BIN_EQUAL, X, X, M);
+    if (s == LITHE_OK) s = lithe__op_bcast_binary(x->be, LITHE__BIN_SUB, one, M, M);
+    lithe_tensor_release(one);
+    return s;
+}
+
 /* ---- ArgMax / ArgMin: reduce_max's which, read back to host int64; select_last_index reverses
- * the axis first (a gather of rows). ---- */
+ * the axis first (a gather of rows). A NaN in a group is its result (the first NaN; the last with
+ * select_last_index), as torch.argmax / argmin and numpy give it. ---- */
 
 FWD(f_argmax) {
     UNUSED_FWD;
@@ -446,16 +457,29 @@ FWD(f_argmax) {
         lithe_tensor_release(X);
         X = Xr;
     }
+    lithe_tensor *nm = NULL, *nY = NULL, *nw = NULL, *nwh = NULL, *nYh = NULL;
     if (s == LITHE_OK) s = max_of(x, node, X, g.mark, g.kshape, neg, &Y, &which, &L);
     if (s == LITHE_OK) s = lithe_tensor_to_backend(which, NULL, &wh);
+    /* a NaN wins, as in torch and numpy: the first NaN's row, found as the maximum of the NaN mask */
+    if (s == LITHE_OK) s = lithe__gexec_like(x, X, false, &nm);
+    if (s == LITHE_OK) s = nan_mask(x, X, nm);
+    if (s == LITHE_OK) s = max_of(x, node, nm, g.mark, g.kshape, false, &nY, &nw, &L);
+    if (s == LITHE_OK) s = lithe_tensor_to_backend(nw, NULL, &nwh);
+    if (s == LITHE_OK) s = lithe_tensor_to_backend(nY, NULL, &nYh);
     if (s == LITHE_OK) s = new_i64(x, g.ond, g.oshape, &out[0]);
     for (int64_t i = 0; s == LITHE_OK && i < out[0]->numel; i++) {
-        int64_t w = ((const int32_t *)lithe__tdata(wh))[i];
+        bool nan = lithe__f32(nYh)[i] > 0.0f;
+        int64_t w = ((const int32_t *)lithe__tdata(nan ? nwh : wh))[i];
         ((int64_t *)lithe__tdata(out[0]))[i] = last ? L.R - 1 - w : w;
     }
     lithe_tensor_release(X);
     lithe_tensor_release(Y);
     lithe_tensor_release(which);
     lithe_tensor_release(wh);
+    lithe_tensor_release(nm);
+    lithe_tensor_release(nY);
+    lithe_tensor_release(nw);
+    lithe_tensor_release(nwh);
+    lithe_tensor_release(nYh);
     return s;
 }
