@@ -121,6 +121,7 @@ case("range", [N("Range", ["s", "l", "d"], ["rg"]), N("Add", ["x", "rg"], ["y"])
 gi = rng.randint(-4, 4, size=(3, 2, 5))
 case("gather_elements", [N("GatherElements", ["x", "i"], ["y"], axis=1)], [i64("i", gi)], x345,
      lambda x: torch.gather(x, 1, torch.tensor(numpy.where(gi < 0, gi + 4, gi))))
+case("gather_float", [N("Gather", ["x", "i"], ["y"], axis=0)], [i64("i", [2, 0, 2])], x345, lambda x: x[[2, 0, 2]])
 ndi = numpy.array([[0, 1], [2, -1], [0, 1]])
 case("gather_nd", [N("GatherND", ["x", "i"], ["y"])], [i64("i", ndi)], x345,
      lambda x: torch.stack([x[0, 1], x[2, 3], x[0, 1]]))

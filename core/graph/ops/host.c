@@ -93,7 +93,7 @@ FWD(f_gather) {
     LITHE__TRY(new_f32(x, nd, shape, false, &out[0]));
     lithe_status s = lithe_tensor_reshape(D, 2, (int64_t[]){ax, inner}, &table);
     if (s == LITHE_OK) s = lithe_tensor_reshape(out[0], 2, (int64_t[]){I->numel, inner}, &y2);
-    if (s == LITHE_OK && I->numel) s = lithe__op_gather_rows(x->be, table, I, y2);
+    if (s == LITHE_OK && I->numel) s = gather_by_ids(x, table, I, y2); /* ids moved to a GPU backend (issue 23) */
     lithe_tensor_release(table);
     lithe_tensor_release(y2);
     return s;
@@ -106,7 +106,7 @@ BWD(b_gather) {
     int64_t ax = in[0]->shape[0], inner = ax ? in[0]->numel / ax : 0;
     lithe_status s = lithe_tensor_reshape(d, 2, (int64_t[]){ax, inner}, &t2);
     if (s == LITHE_OK) s = lithe_tensor_reshape(dout[0], 2, (int64_t[]){in[1]->numel, inner}, &g2);
-    if (s == LITHE_OK) s = lithe__op_scatter_add_rows(x->be, t2, in[1], g2);
+    if (s == LITHE_OK) s = scatter_add_by_ids(x, t2, in[1], g2);
     lithe_tensor_release(t2);
     lithe_tensor_release(g2);
     return s;
