@@ -22,7 +22,7 @@ static const char *const cases[] = {
     "redlse", "redsumsq", "redsum13", "rednoop18", "redint", "argmax", "argmax_last", "argmin_last", "argmax_nan", "argmin_nan_last", "cumsum", "cumsum_rev_excl",
     "tile", "range", "gather_float", "gather_elements", "gather_nd", "gather_nd_b1", "unary2", "round_half", "variadic", "max_nan",
     "mod_fmod", "mod_floor", "logic", "isnaninf", "hardmax13", "hardmax11", "scatter_elements", "scatter_add", "scatter_nd",
-    "trilu_upper", "trilu_lower", "onehot", "topk", "topk_small_idx", "einsum_bmm", "einsum_attn", "einsum_nt", "einsum_outer", "einsum_dot",
+    "trilu_upper", "trilu_lower", "onehot", "topk", "topk_small_idx", "einsum_bmm", "einsum_attn", "einsum_nt", "einsum_outer", "einsum_dot", "einsum_ellipsis", "einsum_ellipsis_implicit",
     "einsum_perm", "nonzero", "exported14", "exported17"};
 #define N_CASES (sizeof cases / sizeof cases[0])
 
@@ -229,7 +229,7 @@ static void test_bad_attrs(void **state) {
         {"fmod", "'md'", "fmod is 2", LITHE_ERR_VALUE},
         {"isinf", "'ii'", "detect_positive is 7", LITHE_ERR_VALUE},
         {"hardmax", "'hm'", "axis 3 is outside", LITHE_ERR_VALUE},
-        {"einsum_ellipsis", "'es'", "equation '...ij,...jk->...ik': ellipsis", LITHE_ERR_UNSUPPORTED},
+        {"einsum_ellipsis", "'es'", "equation '...i...j,jk->ik': a malformed or repeated ellipsis", LITHE_ERR_UNSUPPORTED},
         {"einsum_diag", "'es2'", "equation 'iij->ij': letter 'i' twice in one term", LITHE_ERR_UNSUPPORTED},
         {"einsum_sum", "'es3'", "equation 'abc,abd->ad': letter 'c' is summed within one operand", LITHE_ERR_UNSUPPORTED},
         {"topk_k", "'tk'", "k 9 is outside 0 .. 5", LITHE_ERR_VALUE},

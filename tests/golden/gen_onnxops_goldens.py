@@ -246,6 +246,11 @@ case("einsum_outer", [N("Einsum", ["w", "x"], ["y"], equation="i,j")], [f32("w",
 w5 = rng.standard_normal((3, 4))
 case("einsum_dot", [N("Einsum", ["x", "w"], ["y"], equation="ij,ij->")], [f32("w", w5)], rng.standard_normal((3, 4)),
      lambda x: torch.einsum("ij,ij->", x, torch.tensor(w5, dtype=T)))
+w6 = rng.standard_normal((2, 4, 5))
+case("einsum_ellipsis", [N("Einsum", ["x", "w"], ["y"], equation="...ij,...jk->...ik")], [f32("w", w6)],
+     rng.standard_normal((2, 3, 4)), lambda x: torch.einsum("...ij,...jk->...ik", x, torch.tensor(w6, dtype=T)))
+case("einsum_ellipsis_implicit", [N("Einsum", ["x", "w"], ["y"], equation="...ij,jk")], [f32("w", w3.T.copy())],
+     rng.standard_normal((2, 3, 4)), lambda x: torch.einsum("...ij,jk", x, torch.tensor(w3.T.copy(), dtype=T)))
 case("einsum_perm", [N("Einsum", ["x"], ["y"], equation="abc->cab")], [], x345, lambda x: torch.einsum("abc->cab", x))
 nzc = numpy.array([[0.0, 1.5, 0.0], [2.0, 0.0, -1.0]])
 nz = numpy.stack(numpy.nonzero(nzc))
@@ -329,7 +334,7 @@ bad("tileneg", [N("Tile", ["x", "r"], ["y"], name="tl2")], [i64("r", [1, -2, 1])
 bad("fmod", [N("Mod", ["x", "x"], ["y"], fmod=2, name="md")], [])
 bad("isinf", [N("IsInf", ["x"], ["y"], detect_positive=7, name="ii")], [])
 bad("hardmax", [N("Hardmax", ["x"], ["y"], axis=3, name="hm")], [])
-bad("einsum_ellipsis", [N("Einsum", ["x", "x"], ["y"], equation="...ij,...jk->...ik", name="es")], [])
+bad("einsum_ellipsis", [N("Einsum", ["x", "x"], ["y"], equation="...i...j,jk->ik", name="es")], [])
 bad("einsum_diag", [N("Einsum", ["x"], ["y"], equation="iij->ij", name="es2")], [])
 bad("einsum_sum", [N("Einsum", ["x", "x"], ["y"], equation="abc,abd->ad", name="es3")], [])
 bad("topk_k", [N("TopK", ["x", "k"], ["y", "i"], axis=2, name="tk")], [i64("k", [9])])
