@@ -1262,8 +1262,19 @@ LITHE_API lithe_status lithe_npy_write_file(const lithe_tensor *t, const char *p
 /* m's tree as Thinc 8's to_bytes writes it (one msgpack map: nodes, attrs, params in srsly's numpy
  * encoding, shims), byte for byte, so Thinc's from_bytes loads it. *out is freed with
  * lithe_buffer_free. Statuses: LITHE_ERR_VALUE (a ref outside the tree), LITHE_ERR_UNSUPPORTED
- * (shims, an attr Thinc cannot hold), LITHE_ERR_OOM. */
+ * (shims: see lithe_model_to_thinc_bytes_shims; an attr Thinc cannot hold), LITHE_ERR_OOM. */
 LITHE_API lithe_status lithe_model_to_thinc_bytes(lithe_model *m, uint8_t **out, size_t *len);
+/* The same for a tree with wrapped-framework graphs (a Thinc PyTorchWrapper exported by
+ * lithe.export: an "onnx_graph.v1" node, whose weights Thinc keeps in the node's shim, not its
+ * params). shim_bytes[k] (shim_lens[k] bytes) is the Thinc shim bytes of the k-th node holding a
+ * shim in walk order (for PyTorchShim: msgpack {"config", "state": torch.save(state_dict)}, which
+ * the caller makes with torch from the node's params — lithe.Model.to_thinc_bytes(thinc_model)
+ * does); those nodes are written with no params and no attrs, and shims [shim_bytes[k]]. n_shim
+ * must equal the number of such nodes (else LITHE_ERR_VALUE); 0 with such nodes is
+ * LITHE_ERR_UNSUPPORTED, as from lithe_model_to_thinc_bytes. Other statuses as there. */
+LITHE_API lithe_status lithe_model_to_thinc_bytes_shims(lithe_model *m, size_t n_shim,
+                                                        const uint8_t *const *shim_bytes, const size_t *shim_lens,
+                                                        uint8_t **out, size_t *len);
 /* Loads bytes written by Thinc's to_bytes (or by lithe) into m, a tree built the same way (as
  * Thinc rebuilds the architecture from config, then calls from_bytes). The bytes are checked
  * whole before anything changes, as Thinc's can_from_bytes(strict=True) does: the node count,
