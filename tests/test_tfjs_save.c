@@ -150,11 +150,41 @@ static void test_refused(void **state) {
     lithe_model_free(m);
 }
 
+/* lithe_model_to_thinc_bytes_shims (include/lithe.h), on a graph node at hand: the shim bytes
+ * given land in the node's shims list, its params and attrs are written empty; counts checked. */
+static void test_thinc_bytes_with_shims(void **state) {
+    (void)state;
+    lithe_model *g = NULL, *m = NULL;
+    OK(lithe_tfjs_load(path_in(golden_dir(), "mlp", "model.json"), &g));
+    OK(lithe_chain(1, &g, &m));
+    uint8_t *out = NULL;
+    size_t n = 0;
+    assert_int_equal(lithe_model_to_thinc_bytes(m, &out, &n), LITHE_ERR_UNSUPPORTED);
+    assert_non_null(strstr(lithe_last_error(), "lithe_model_to_thinc_bytes_shims"));
+    const uint8_t *blobs[2] = {(const uint8_t *)"SHIM-BYTES", (const uint8_t *)"x"};
+    const size_t lens[2] = {10, 1};
+    assert_int_equal(lithe_model_to_thinc_bytes_shims(m, 2, blobs, lens, &out, &n), LITHE_ERR_VALUE);
+    assert_null(out);
+    OK(lithe_model_to_thinc_bytes_shims(m, 1, blobs, lens, &out, &n));
+    /* msgpack: "shims" [[], [bin8 10 "SHIM-BYTES"]]; no param of the graph node is written */
+    static const uint8_t tail[] = {0xa5, 's', 'h', 'i', 'm', 's', 0x92, 0x90, 0x91, 0xc4, 10,
+                                   'S', 'H', 'I', 'M', '-', 'B', 'Y', 'T', 'E', 'S'};
+    assert_true(n > sizeof tail && !memcmp(out + n - sizeof tail, tail, sizeof tail));
+    const char *p0 = lithe_model_param_name(g, 0);
+    bool found = false;
+    for (size_t i = 0; i + strlen(p0) <= n && !found; i++) found = !memcmp(out + i, p0, strlen(p0));
+    assert_false(found);
+    lithe_buffer_free(out);
+    lithe_model_free(m);
+    lithe_model_free(g);
+}
+
 int main(int argc, char **argv) {
     golden_path = argc > 1 ? argv[1] : getenv("LITHE_THINC_GOLDENS");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_save_after_fine_tuning),
         cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_thinc_bytes_with_shims),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);
 }
