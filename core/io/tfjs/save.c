@@ -7,13 +7,18 @@
  * original manifest's order (quantized weights are written dequantized) — with the params' current
  * (fine-tuned) values. Manifest weights that are not params of the node (lithe's lowering never
  * read them, e.g. saved optimizer state) are left out; TF.js then names any the model needs. */
-#include "tfjs.h"
+#include "../json.h"
 
 #include "../../model.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
+/* (in the core, not the importers: the npm package's core module saves without the importer module) */
+#define WHAT "tfjs"
 #define ATTR "tfjs_json"
 #define SHARD "group1-shard1of1.bin"
 
