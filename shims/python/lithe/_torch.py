@@ -10,6 +10,7 @@ import copy
 import ctypes
 import io
 import warnings
+from typing import Any
 
 import numpy
 
@@ -55,7 +56,7 @@ def _params(node):
     return out
 
 
-def to_torch_state_dict(model, module=None, *, strict=False):
+def to_torch_state_dict(model: Any, module: Any = None, *, strict: bool = False) -> TorchStateDict:
     """A graph layer's current weights under torch's parameter names: a TorchStateDict (see
     there) that module.load_state_dict takes. model: a lithe.Model with one graph node (an imported
     .onnx, or a PyTorchWrapper exported by lithe.export), or that Node. module (optional): the
@@ -111,7 +112,7 @@ def to_torch_state_dict(model, module=None, *, strict=False):
     return out
 
 
-def to_thinc_bytes(model, thinc_model):
+def to_thinc_bytes(model: Any, thinc_model: Any) -> bytes:
     """Thinc's to_bytes for a lithe model exported from thinc_model by lithe.export, after
     fine-tuning in lithe. The msgpack tree and every native layer's weights are written by the C
     library (lithe_model_to_thinc_bytes_shims); each PyTorchWrapper's shim bytes are made by
