@@ -147,6 +147,19 @@ static void test_refused(void **state) {
     OK(lithe_tfjs_load(path_in(golden_dir(), "mlp", "model.json"), &m));
     assert_int_equal(lithe_tfjs_save(m, "/proc/lithe-no/such"), LITHE_ERR_IO);
     assert_non_null(strstr(lithe_last_error(), "/proc/lithe-no/such"));
+    /* a damaged model.json kept on the node (a hostile .lithe file carries it): refused, no crash */
+    static const char *const bad[] = {"{", "[]", "{\"weightsManifest\":{}}", "{\"weightsManifest\":[{\"weights\":[{}]}]}",
+                                      "{\"weightsManifest\":[7]}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        lithe_tensor *t = NULL;
+        int64_t n = (int64_t)strlen(bad[i]);
+        OK(lithe_tensor_from_data(LITHE_U8, 1, &n, bad[i], &t));
+        OK(lithe_model_set_attr_tensor(m, "tfjs_json", t));
+        lithe_tensor_release(t);
+        assert_int_equal(lithe_tfjs_save_bytes(m, &j, &jn, &w, &wn), LITHE_ERR_FORMAT);
+        assert_null(j);
+        assert_null(w);
+    }
     lithe_model_free(m);
 }
 
@@ -175,8 +188,7 @@ static void test_thinc_bytes_with_shims(void **state) {
     for (size_t i = 0; i + strlen(p0) <= n && !found; i++) found = !memcmp(out + i, p0, strlen(p0));
     assert_false(found);
     lithe_buffer_free(out);
-    lithe_model_free(m);
-    lithe_model_free(g);
+    lithe_model_free(m); /* (the chain owns g) */
 }
 
 int main(int argc, char **argv) {
