@@ -77,3 +77,48 @@ def test_wrapped_model_needs_the_thinc_model(tmp_path):
     other.initialize(X=X)
     with pytest.raises(ValueError, match="nodes"):
         lm.to_thinc_bytes(other)
+
+
+def test_two_wrappers_with_conv_batchnorm(tmp_path):
+    """Two PyTorchWrapper nodes (a Conv2d + BatchNorm2d, which the export keeps apart, and a
+    Linear) around a native Thinc layer: each shim gets its own module's trained weights."""
+    from thinc.api import Relu
+
+    def build(seed):
+        torch.manual_seed(seed)
+        conv = torch.nn.Sequential(torch.nn.Conv2d(2, 3, 3, padding=1), torch.nn.BatchNorm2d(3), torch.nn.ReLU(),
+                                   torch.nn.Flatten())
+        with torch.no_grad():
+            conv[1].running_mean.uniform_(-0.5, 0.5)
+            conv[1].running_var.uniform_(0.5, 2.0)
+        head = torch.nn.Sequential(torch.nn.Linear(6, 4), torch.nn.Tanh())
+        model = chain(PyTorchWrapper(conv), Relu(6, 3 * 4 * 4), PyTorchWrapper(head), Softmax_v2(3, 4))
+        X = numpy.random.RandomState(5).standard_normal((4, 2, 4, 4)).astype("float32")
+        model.initialize(X=X)
+        rng = numpy.random.RandomState(seed)
+        for node in model.walk():
+            for p in node.param_names:
+                if node.has_param(p):
+                    node.set_param(p, rng.standard_normal(node.get_param(p).shape).astype("float32") * 0.3)
+        return model, X
+
+    model, X = build(0)
+    lithe.export(model, str(tmp_path / "m.lithe"), X=X)
+    lm = lithe.load(tmp_path / "m.lithe")
+    graphs = [n for n in lm.walk() if n.name == "pytorch"]
+    assert len(graphs) == 2 and "1.running_var" in graphs[0].param_names  # BatchNorm not folded
+    numpy.testing.assert_allclose(numpy.from_dlpack(lm.predict(X)), model.predict(X), rtol=1e-5, atol=1e-6)
+    T = numpy.random.RandomState(1).standard_normal((4, 3)).astype("float32")
+    opt = lithe.SGD(0.1, grad_clip=0.0, use_averages=False)
+    for _ in range(5):
+        Y, bp = lm.begin_update(X)
+        bp(numpy.ascontiguousarray((numpy.from_dlpack(Y) - T) / 4, dtype="float32"))
+        lm.finish_update(opt)
+    Yl = numpy.from_dlpack(lm.predict(X))
+    target = build(3)[0]
+    target.from_bytes(lm.to_thinc_bytes(model))
+    numpy.testing.assert_allclose(target.predict(X), Yl, rtol=1e-5, atol=1e-6)
+    conv_sd = target.layers[0].shims[0]._model.state_dict()
+    head_sd = target.layers[2].shims[0]._model.state_dict()
+    numpy.testing.assert_array_equal(conv_sd["0.weight"].numpy(), numpy.from_dlpack(graphs[0].get_param("0.weight")))
+    numpy.testing.assert_array_equal(head_sd["0.weight"].numpy(), numpy.from_dlpack(graphs[1].get_param("0.weight")))

@@ -129,3 +129,18 @@ def test_needs_one_graph_layer():
         lithe.export(model, os.path.join(d, "m.lithe"))
         with pytest.raises(ValueError, match="0 graph layers"):
             lithe.to_torch_state_dict(lithe.load(os.path.join(d, "m.lithe")))
+
+
+def test_deduplicated_initializers_are_reported():
+    """torch.onnx.export (1.13) merges initializers of equal value: a fresh BatchNorm's running_var
+    (ones) becomes an Identity of its weight (ones), its running_mean one of its bias (zeros). The
+    graph has no initializer under those names: reported as missing, never filled silently."""
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Conv2d(2, 3, 3, padding=1), torch.nn.BatchNorm2d(3)).eval()
+    X = numpy.random.RandomState(0).standard_normal((2, 2, 4, 4)).astype("float32")
+    lm = _export(m, torch.from_numpy(X), training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False)
+    with pytest.warns(lithe.FoldedWeightsWarning, match="running_mean"):
+        sd = lithe.to_torch_state_dict(lm, m)
+    assert sorted(sd.missing) == ["1.running_mean", "1.running_var"]
+    with pytest.raises(ValueError, match="running_var"):
+        lithe.to_torch_state_dict(lm, m, strict=True)

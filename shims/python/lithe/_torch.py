@@ -32,7 +32,8 @@ class TorchStateDict(dict):
         weight and bias and the BatchNorm's four tensors exist in the graph only as their fold).
         They are not in the mapping: torch has no parameter to receive them.
     missing: with module=, the module's state_dict keys lithe has no weight for (the folded
-        layers' parameters); load such a dict with load_state_dict(sd, strict=False).
+        layers' parameters; tensors torch's exporter merged with another of equal value, e.g. a
+        fresh BatchNorm's running_var with its weight); load with load_state_dict(sd, strict=False).
     kept: with module=, the module's integer buffers the ONNX graph never holds
         (BatchNorm's num_batches_tracked), copied unchanged from the module so strict loading works.
     """
@@ -105,7 +106,9 @@ def to_torch_state_dict(model: Any, module: Any = None, *, strict: bool = False)
         msg = (f"to_torch_state_dict: {len(out.folded)} weights have no torch name (folded by torch.onnx.export, "
                f"e.g. BatchNorm into Conv in eval-mode export): {sorted(out.folded)}"
                + (f"; the module's {out.missing} get no weights" if out.missing else "")
-               + ". Export with training=torch.onnx.TrainingMode.TRAINING to keep them apart.")
+               + ". Export with training=torch.onnx.TrainingMode.PRESERVE on a module in eval mode and "
+               "do_constant_folding=False to keep BatchNorm apart; torch also merges initializers of equal "
+               "value (a fresh BatchNorm's ones and zeros), which then have no name of their own.")
         if strict:
             raise ValueError(msg)
         warnings.warn(msg, FoldedWeightsWarning, stacklevel=2)
