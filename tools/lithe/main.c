@@ -30,6 +30,8 @@ static void usage(FILE *f) {
             "                between Thinc's bytes (weights only) and .lithe files\n"
             "  convert MODEL --to-onnx OUT.onnx\n"
             "                a model as ONNX, with its current weights, for onnxruntime\n"
+            "  convert MODEL --to-tfjs DIR\n"
+            "                a TF.js-loaded model back to model.json + weight shard\n"
             "  bench MODEL | bench --gemm MxNxK\n"
             "                time predictions, training steps or the GEMM primitive\n"
             "  layers        print every registered layer name, one per line\n"

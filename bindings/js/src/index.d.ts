@@ -136,6 +136,13 @@ export declare class Model extends Handle {
   save(options?: { optimizer?: Optimizer }): Uint8Array;
   /** The model as ONNX bytes with its current weights, for onnxruntime or Triton (lithe_model_save_onnx_bytes). */
   saveOnnx(): Uint8Array;
+  /** A model loaded from TF.js (loadTfjs, or a .lithe file made from one) written back as TF.js
+   * layers format: model.json's text (the original topology; one weights group naming the shard
+   * "group1-shard1of1.bin"), the shard's bytes (float32 weights, the current ones), and the same as
+   * TF.js ModelArtifacts for tf.loadLayersModel(tf.io.fromMemory(artifacts)). Throws LitheError
+   * (LITHE_ERR_UNSUPPORTED) for a model that did not come from TF.js. */
+  saveTfjs(): { modelJson: string; weights: Uint8Array; artifacts: { modelTopology: unknown; weightSpecs: unknown[];
+    weightData: ArrayBuffer; [key: string]: unknown } };
 }
 
 /** A TF.js layers model: model.json (text or parsed) and the weight shards' bytes (every path of
