@@ -244,4 +244,27 @@ FWD(f_constant); FWD(f_shape); FWD(f_gather); BWD(b_gather); FWD(f_cast); BWD(b_
 #define b_fused_conv_add lithe__gop_b_fused_conv_add
 FWD(f_fused_linear); BWD(b_fused_linear); FWD(f_fused_act); BWD(b_fused_act); FWD(f_fused_conv); BWD(b_fused_conv); FWD(f_fused_conv_add); BWD(b_fused_conv_add);
 
+/* ---- issue 23 items 3-5 (opsspatial): 1-D / 3-D windows, normalizations, resampling ---- */
+/* window.c: the window attributes for 1 .. 3 spatial axes, one axis's extent, 4-D views of 1-D tensors */
+#define window_nd lithe__gop_window_nd
+#define window_axis lithe__gop_window_axis
+#define view4 lithe__gop_view4
+lithe_status window_nd(const lithe__onnx_node *n, int rank, int64_t *stride, int64_t *pad, int64_t *dil, int *mode,
+                       char *why, size_t cap);
+lithe_status window_axis(lithe__gexec *x, size_t node, int mode, bool ceil_mode, int64_t in, int64_t k, int64_t stride,
+                         int64_t dil, int64_t *pb, int64_t *pe, int64_t *o);
+lithe_status view4(const lithe_tensor *t, lithe_tensor **v);
+/* spatial3d.c */
+#define conv3d_forward lithe__gop_conv3d_forward
+#define conv3d_backward lithe__gop_conv3d_backward
+#define pool3d_forward lithe__gop_pool3d_forward
+#define pool3d_backward lithe__gop_pool3d_backward
+lithe_status conv3d_forward(lithe__gexec *x, size_t node, lithe_tensor **in, size_t n_in, const lithe__act *a,
+                            lithe_tensor **out);
+lithe_status conv3d_backward(lithe__gexec *x, size_t node, lithe_tensor **in, size_t n_in, lithe_tensor *dY);
+lithe_status pool3d_forward(lithe__gexec *x, size_t node, lithe_tensor *X, lithe_tensor **out, lithe_tensor **saved);
+lithe_status pool3d_backward(lithe__gexec *x, size_t node, lithe_tensor *X, lithe_tensor *dY, lithe_tensor **saved,
+                             lithe_tensor *dX);
+/* ---- end of opsspatial's block ---- */
+
 #endif
