@@ -18,7 +18,18 @@
 #include "golden/golden.h"
 #include "golden/graph_check.h"
 
-static const char *const models[] = {"textcnn", "conv1d", "conv3d"};
+static const char *const models[] = {"textcnn", "conv1d", "conv3d",
+                                     /* Resize / Upsample against the ONNX reference (float64): every mode */
+                                     "rs_near_rpfloor_up", "rs_near_rpfloor_down", "rs_near_rpfloor_ac",
+                                     "rs_near_rpceil_up", "rs_near_rpceil_down", "rs_near_rpceil_ac",
+                                     "rs_near_floor_up", "rs_near_floor_down", "rs_near_floor_ac", "rs_near_ceil_up",
+                                     "rs_near_ceil_down", "rs_near_ceil_ac", "rs_lin_half_pixel_up",
+                                     "rs_lin_half_pixel_down", "rs_lin_pytorch_half_pixel_up",
+                                     "rs_lin_pytorch_half_pixel_down", "rs_lin_align_corners_up",
+                                     "rs_lin_align_corners_down", "rs_lin_asymmetric_up", "rs_lin_asymmetric_down",
+                                     "rs_lin_tfcrop", "rs_cub_half_pixel_up", "rs_cub_align_corners_up",
+                                     "rs_cub_asymmetric_up", "rs_cub_excl", "rs_cub_down", "rs_lin_3d", "rs_lin_1d",
+                                     "rs10_near", "rs10_lin", "up9_near"};
 #define N_MODELS (sizeof models / sizeof models[0])
 
 static lithe_model *load(const char *name) {

@@ -126,5 +126,108 @@ export("conv1d", Conv1d(), randx(3, 6, 20))
 torch.manual_seed(3)
 export("conv3d", Conv3d(), randx(2, 2, 6, 8, 8))
 
+
+# ---- Resize against the ONNX project's float64 reference (onnx.backend.test.case.node.resize,
+# the interpolation its backend tests are made from): one-node graphs, roi / scales / sizes as
+# Constant nodes (torch's way: not parameters). The gradient is the reference's Jacobian (Resize
+# is linear in X: column i is the reference applied to the i-th unit input) times r. ----
+import onnx  # noqa: E402
+from onnx import helper, TensorProto  # noqa: E402
+from onnx.backend.test.case.node import resize as onnx_resize  # noqa: E402
+
+
+def const(name, arr, dtype):
+    t = helper.make_tensor(name, dtype, arr.shape, arr.ravel().tolist())
+    return helper.make_node("Constant", [], [name], value=t)
+
+
+def one_node(op, x, y_shape, attrs, consts, opset):
+    nodes = [const(n, a, d) for n, a, d in consts if a is not None]
+    inputs = ["x"] + [n if a is not None else "" for n, a, _ in consts]
+    while inputs and inputs[-1] == "":
+        inputs.pop()
+    nodes.append(helper.make_node(op, inputs, ["y"], **attrs))
+    g = helper.make_graph(nodes, op.lower(), [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(y_shape))])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="gen_onnx_spatial_goldens")
+    return m.SerializeToString()
+
+
+def reference_case(name, x, ref, onnx_bytes):
+    """Goldens for a graph without parameters: y = ref(x) (float64), dx = J(ref)^T r."""
+    x64 = x.astype("float64")
+    y = ref(x64)
+    r = rng.standard_normal(y.shape).astype("float32")
+    dx = numpy.zeros(x.size)
+    for i in range(x.size):
+        e = numpy.zeros(x.size)
+        e[i] = 1
+        dx[i] = (ref(e.reshape(x.shape)) * r).sum()
+    rec(f"{name}.onnx", numpy.frombuffer(onnx_bytes, dtype=numpy.uint8))
+    rec(f"{name}.x", x)
+    rec(f"{name}.y", y)
+    rec(f"{name}.r", r)
+    rec(f"{name}.dx", dx.reshape(x.shape))
+    rec(f"{name}.n_params", numpy.array([0]))
+
+
+def resize_case(name, mode, coord="half_pixel", nearest="round_prefer_floor", scales=None, sizes=None, roi=None,
+                cubic_a=-0.75, exclude=0, opset=13, op="Resize", shape=(1, 1, 4, 5)):
+    x = rng.standard_normal(shape).astype("float32")
+    get = {"nearest": lambda r, s=None: onnx_resize.nearest_coeffs(r, mode=nearest),
+           "linear": lambda r, s=None: onnx_resize.linear_coeffs(r),
+           "cubic": lambda r, s=None: onnx_resize.cubic_coeffs(r, A=cubic_a)}[mode]
+    sc = None if scales is None else numpy.array(scales, dtype="float32")
+    sz = None if sizes is None else numpy.array(sizes, dtype="int64")
+    rz = None if roi is None else numpy.array(roi, dtype="float32")
+
+    def ref(d):
+        return onnx_resize.interpolate_nd(d, get, output_size=None if sz is None else sz.tolist(),
+                                          scale_factors=None if sc is None else sc.astype("float64"),
+                                          roi=rz, coordinate_transformation_mode=coord, exclude_outside=exclude)
+
+    y_shape = ref(x.astype("float64")).shape
+    attrs = {"mode": mode}
+    if op == "Resize" and opset >= 11:
+        attrs.update(coordinate_transformation_mode=coord, nearest_mode=nearest, cubic_coeff_a=cubic_a,
+                     exclude_outside=exclude)
+        consts = [("roi", rz if rz is not None else numpy.zeros(0, "float32"), TensorProto.FLOAT),
+                  ("scales", sc if sc is not None else numpy.zeros(0, "float32"), TensorProto.FLOAT),
+                  ("sizes", sz, TensorProto.INT64)]
+        if sz is None:
+            consts = consts[:2]
+    else:  # Resize-10 / Upsample-9: (X, scales)
+        consts = [("scales", sc, TensorProto.FLOAT)]
+    reference_case(name, x, ref, one_node(op, x, y_shape, attrs, consts, opset))
+
+
+RESIZE_CASES = []
+
+
+def resize(name, *a, **k):
+    RESIZE_CASES.append(name)
+    resize_case(name, *a, **k)
+
+
+for nm in ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil"):
+    short = nm.replace("round_prefer_", "rp")
+    resize(f"rs_near_{short}_up", "nearest", "half_pixel", nm, scales=[1, 1, 2, 1.5])
+    resize(f"rs_near_{short}_down", "nearest", "asymmetric", nm, scales=[1, 1, 0.6, 0.8])
+    resize(f"rs_near_{short}_ac", "nearest", "align_corners", nm, sizes=[1, 1, 7, 3])
+for c in ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"):
+    resize(f"rs_lin_{c}_up", "linear", c, scales=[1, 1, 2, 2.4])  # align_corners: scale x in integral (lithe, as onnxruntime, uses the output extent)
+    resize(f"rs_lin_{c}_down", "linear", c, sizes=[1, 1, 3, 1])
+resize("rs_lin_tfcrop", "linear", "tf_crop_and_resize", sizes=[1, 1, 5, 4], roi=[0, 0, 0.1, 0.2, 1, 1, 0.8, 1.2])
+for c in ("half_pixel", "align_corners", "asymmetric"):
+    resize(f"rs_cub_{c}_up", "cubic", c, scales=[1, 1, 2, 1.6])
+resize("rs_cub_excl", "cubic", "half_pixel", scales=[1, 1, 1.5, 0.8], cubic_a=-0.5, exclude=1)
+resize("rs_cub_down", "cubic", "pytorch_half_pixel", sizes=[1, 1, 3, 3])
+resize("rs_lin_3d", "linear", "half_pixel", scales=[1, 1, 2, 1.5, 0.5], shape=(1, 1, 2, 3, 4))
+resize("rs_lin_1d", "linear", "align_corners", sizes=[1, 2, 9], shape=(1, 2, 5))
+resize("rs10_near", "nearest", "asymmetric", "floor", scales=[1, 1, 2, 3], opset=10)
+resize("rs10_lin", "linear", "asymmetric", scales=[1, 1, 2, 1.5], opset=10)
+resize("up9_near", "nearest", "asymmetric", "floor", scales=[1, 1, 2, 2], opset=9, op="Upsample")
+rec("resize_cases", numpy.array([len(RESIZE_CASES)]))
+
 if __name__ == "__main__":
     write("gen_onnx_spatial_goldens.py", "onnx_spatial_goldens.txt")

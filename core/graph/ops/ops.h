@@ -265,6 +265,12 @@ lithe_status conv3d_backward(lithe__gexec *x, size_t node, lithe_tensor **in, si
 lithe_status pool3d_forward(lithe__gexec *x, size_t node, lithe_tensor *X, lithe_tensor **out, lithe_tensor **saved);
 lithe_status pool3d_backward(lithe__gexec *x, size_t node, lithe_tensor *X, lithe_tensor *dY, lithe_tensor **saved,
                              lithe_tensor *dX);
+/* resample.c */
+#define f_resize lithe__gop_f_resize
+#define b_resize lithe__gop_b_resize
+#define f_depth_space lithe__gop_f_depth_space
+#define b_depth_space lithe__gop_b_depth_space
+FWD(f_resize); BWD(b_resize); FWD(f_depth_space); BWD(b_depth_space);
 /* ---- end of opsspatial's block ---- */
 
 #endif
