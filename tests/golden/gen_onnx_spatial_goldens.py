@@ -35,6 +35,11 @@ def export(name, model, x, opset=13, lr=0.05, steps=10, rewrite=None):
     data = buf.getvalue()
     if rewrite:
         data = rewrite(data)
+    goldens(name, model, x, data, lr, steps)
+
+
+def goldens(name, model, x, data, lr=0.05, steps=10):
+    """The records of a model whose graph (bytes) computes what model does, parameters named alike."""
     rec(f"{name}.onnx", numpy.frombuffer(data, dtype=numpy.uint8))
     xr = x.clone().requires_grad_(True)
     y = model(xr)
@@ -228,6 +233,165 @@ resize("rs10_near", "nearest", "asymmetric", "floor", scales=[1, 1, 2, 3], opset
 resize("rs10_lin", "linear", "asymmetric", scales=[1, 1, 2, 1.5], opset=10)
 resize("up9_near", "nearest", "asymmetric", "floor", scales=[1, 1, 2, 2], opset=9, op="Upsample")
 rec("resize_cases", numpy.array([len(RESIZE_CASES)]))
+
+
+# ---- torch models: resampling and normalization layers as torch.onnx.export writes them ----
+
+
+class Resampling(nn.Module):
+    """nn.Upsample nearest (scale 2), bilinear with align_corners both ways (sizes from Shape /
+    Concat), bicubic downsampling; PixelShuffle (DepthToSpace) and PixelUnshuffle."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(2, 8, 3, padding=1)
+        self.up = nn.Upsample(scale_factor=2, mode="nearest")
+        self.c2 = nn.Conv2d(8, 4, 3, padding=1)
+        self.shuffle = nn.PixelShuffle(2)
+        self.unshuffle = nn.PixelUnshuffle(2)
+        self.fc = nn.Linear(4 * 3 * 3, 3)
+
+    def forward(self, x):
+        h = torch.tanh(self.up(self.c1(x)))                                    # (N, 8, 10, 12)
+        h = self.c2(h)                                                         # (N, 4, 10, 12)
+        h = F.interpolate(h, size=(7, 9), mode="bilinear", align_corners=False) + \
+            F.interpolate(h, size=(7, 9), mode="bilinear", align_corners=True)
+        h = torch.tanh(F.interpolate(h, scale_factor=2, mode="bilinear", align_corners=False))  # (N, 4, 14, 18)
+        h = self.unshuffle(self.shuffle(h[:, :, :12, :12]) * 1.5)              # (N, 4, 12, 12)
+        h = F.interpolate(h, size=(3, 3), mode="bicubic", align_corners=False)
+        return self.fc(h.flatten(1))
+
+
+class Norms(nn.Module):
+    """nn.InstanceNorm2d (affine and not), nn.GroupNorm (torch 1.13: Reshape, InstanceNormalization,
+    Reshape, Mul, Add), nn.InstanceNorm2d without affine. (nn.LocalResponseNorm exports as a
+    decomposition with an If: the LRN node is tested by the hand-built graph below.)"""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.inorm = nn.InstanceNorm2d(8, affine=True)
+        self.gnorm = nn.GroupNorm(4, 8)
+        self.plain = nn.InstanceNorm2d(8)
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, x):
+        h = torch.relu(self.inorm(self.c1(x)))
+        h = torch.tanh(self.gnorm(h))
+        h = self.plain(h * 2.0).flatten(2)                                    # (N, 8, H W)
+        return self.fc(h[:, :, ::3].mean(2))
+
+
+torch.manual_seed(4)
+res = Resampling()
+export("resampling", res, randx(2, 2, 5, 6), lr=0.01)
+torch.manual_seed(4)
+export("resampling11", Resampling(), randx(2, 2, 5, 6), opset=11, lr=0.01)
+torch.manual_seed(5)
+norms = Norms()
+with torch.no_grad():  # affine parameters that are not the identity
+    for p_ in (norms.inorm.weight, norms.inorm.bias, norms.gnorm.weight, norms.gnorm.bias):
+        p_.add_(0.3 * torch.randn(p_.shape))
+export("norms", norms, randx(2, 3, 6, 7), lr=0.02)
+
+
+class GroupNorm18(nn.Module):
+    """GroupNormalization-18 (scale and bias per group) and -21's per-channel form, hand-built:
+    Conv, GroupNormalization(num_groups 2), Tanh, GroupNormalization(num_groups 4, per channel)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(0.3 * torch.randn(8, 3, 3, 3))
+        self.gs = nn.Parameter(1 + 0.3 * torch.randn(2))
+        self.gb = nn.Parameter(0.3 * torch.randn(2))
+        self.cs = nn.Parameter(1 + 0.3 * torch.randn(8))
+        self.cb = nn.Parameter(0.3 * torch.randn(8))
+
+    def forward(self, x):
+        h = F.conv2d(x, self.w)
+        h = F.group_norm(h, 2, self.gs.repeat_interleave(4), self.gb.repeat_interleave(4), eps=1e-3)
+        return F.group_norm(torch.tanh(h), 4, self.cs, self.cb, eps=1e-5)
+
+    def onnx(self):
+        inits = [helper.make_tensor(n, TensorProto.FLOAT, p.shape, p.detach().numpy().ravel().tolist())
+                 for n, p in self.named_parameters()]
+        nodes = [helper.make_node("Conv", ["x", "w"], ["c"]),
+                 helper.make_node("GroupNormalization", ["c", "gs", "gb"], ["g"], num_groups=2, epsilon=1e-3),
+                 helper.make_node("Tanh", ["g"], ["t"]),
+                 helper.make_node("GroupNormalization", ["t", "cs", "cb"], ["y"], num_groups=4)]
+        g = helper.make_graph(nodes, "gn18", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 6, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 8, 4, 4])], inits)
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]).SerializeToString()
+
+
+class LpMvn(nn.Module):
+    """LpNormalization (p 2 over channels, p 1 over the last axis) and MeanVarianceNormalization
+    (axes [2, 3], and the default [0, 2, 3]), hand-built; torch computes ONNX's definitions."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(0.3 * torch.randn(4, 2, 3, 3))
+
+    def forward(self, x):
+        h = F.conv2d(x, self.w)
+        h = h / h.pow(2).sum(1, keepdim=True).sqrt()
+        m = h.mean((2, 3), keepdim=True)
+        h = (h - m) / ((h - m).pow(2).mean((2, 3), keepdim=True).sqrt() + 1e-9)
+        h = torch.tanh(h) + 0.5
+        h = h / h.abs().sum(-1, keepdim=True)
+        m = h.mean((0, 2, 3), keepdim=True)
+        return (h - m) / ((h - m).pow(2).mean((0, 2, 3), keepdim=True).sqrt() + 1e-9)
+
+    def onnx(self):
+        inits = [helper.make_tensor("w", TensorProto.FLOAT, self.w.shape, self.w.detach().numpy().ravel().tolist())]
+        nodes = [const("half", numpy.array(0.5, "float32"), TensorProto.FLOAT),
+                 helper.make_node("Conv", ["x", "w"], ["c"]),
+                 helper.make_node("LpNormalization", ["c"], ["l"], axis=1, p=2),
+                 helper.make_node("MeanVarianceNormalization", ["l"], ["m"], axes=[2, 3]),
+                 helper.make_node("Tanh", ["m"], ["t"]),
+                 helper.make_node("Add", ["t", "half"], ["a"]),
+                 helper.make_node("LpNormalization", ["a"], ["p1"], axis=-1, p=1),
+                 helper.make_node("MeanVarianceNormalization", ["p1"], ["y"])]
+        g = helper.make_graph(nodes, "lpmvn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 2, 6, 7])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4, 4, 5])], inits)
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+
+
+class Lrn(nn.Module):
+    """The LRN node itself (torch 1.13 exports nn.LocalResponseNorm as its decomposition), hand-built:
+    Conv, LRN(size 3, alpha 0.5, beta 0.75, bias 1.5), Tanh, LRN(size 5, alpha 0.3). Odd sizes: for an
+    even size torch centres the window one channel lower than ONNX's definition (and onnxruntime)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(0.5 * torch.randn(6, 2, 3, 3))
+
+    def forward(self, x):
+        h = F.local_response_norm(F.conv2d(x, self.w), 3, alpha=0.5, beta=0.75, k=1.5)
+        return F.local_response_norm(torch.tanh(h) * 3, 5, alpha=0.3)
+
+    def onnx(self):
+        inits = [helper.make_tensor("w", TensorProto.FLOAT, self.w.shape, self.w.detach().numpy().ravel().tolist())]
+        nodes = [const("three", numpy.array(3.0, "float32"), TensorProto.FLOAT),  # a Constant: not trained
+                 helper.make_node("Conv", ["x", "w"], ["c"]),
+                 helper.make_node("LRN", ["c"], ["l"], size=3, alpha=0.5, beta=0.75, bias=1.5),
+                 helper.make_node("Tanh", ["l"], ["t"]),
+                 helper.make_node("Mul", ["t", "three"], ["m"]),
+                 helper.make_node("LRN", ["m"], ["y"], size=5, alpha=0.3)]
+        g = helper.make_graph(nodes, "lrn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 2, 6, 7])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 6, 4, 5])], inits)
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+
+
+torch.manual_seed(8)
+lr_ = Lrn()
+goldens("lrn", lr_, randx(2, 2, 6, 7), lr_.onnx(), lr=0.02)
+torch.manual_seed(6)
+gn = GroupNorm18()
+goldens("groupnorm18", gn, randx(2, 3, 6, 6), gn.onnx(), lr=0.02)
+torch.manual_seed(7)
+lm = LpMvn()
+goldens("lpmvn", lm, randx(3, 2, 6, 7), lm.onnx(), lr=0.01)
 
 if __name__ == "__main__":
     write("gen_onnx_spatial_goldens.py", "onnx_spatial_goldens.txt")

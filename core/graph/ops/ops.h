@@ -271,6 +271,16 @@ lithe_status pool3d_backward(lithe__gexec *x, size_t node, lithe_tensor *X, lith
 #define f_depth_space lithe__gop_f_depth_space
 #define b_depth_space lithe__gop_b_depth_space
 FWD(f_resize); BWD(b_resize); FWD(f_depth_space); BWD(b_depth_space);
+/* norm2.c */
+#define f_groupnorm lithe__gop_f_groupnorm
+#define b_groupnorm lithe__gop_b_groupnorm
+#define f_lpnorm lithe__gop_f_lpnorm
+#define b_lpnorm lithe__gop_b_lpnorm
+#define f_mvn lithe__gop_f_mvn
+#define b_mvn lithe__gop_b_mvn
+#define f_lrn lithe__gop_f_lrn
+#define b_lrn lithe__gop_b_lrn
+FWD(f_groupnorm); BWD(b_groupnorm); FWD(f_lpnorm); BWD(b_lpnorm); FWD(f_mvn); BWD(b_mvn); FWD(f_lrn); BWD(b_lrn);
 /* ---- end of opsspatial's block ---- */
 
 #endif
