@@ -18,7 +18,7 @@
 #include "golden/golden.h"
 #include "golden/graph_check.h"
 
-static const char *const models[] = {"textcnn", "conv1d", "conv3d", "resampling", "resampling11", "norms", "lrn", "groupnorm18", "lpmvn",
+static const char *const models[] = {"textcnn", "conv1d", "conv3d", "resampling", "resampling11", "norms", "lrn", "groupnorm18", "lpmvn", "blocks",
                                      /* Resize / Upsample against the ONNX reference (float64): every mode */
                                      "rs_near_rpfloor_up", "rs_near_rpfloor_down", "rs_near_rpfloor_ac",
                                      "rs_near_rpceil_up", "rs_near_rpceil_down", "rs_near_rpceil_ac",

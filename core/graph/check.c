@@ -97,7 +97,7 @@ lithe_status lithe__graph_check_node(const lithe__onnx_model *o, size_t i) {
     LITHE__TRY(ints_in(n, i, "pads", 2 * (size_t)r, 0, WIN_MAX, &v));
     if (convt) LITHE__TRY(ints_in(n, i, "output_padding", (size_t)r, 0, WIN_MAX, &v));
     if (pool && !ks) return refuse(n, i, LITHE_ERR_FORMAT, "kernel_shape is required");
-    if (pool) return LITHE_OK;
+    if (pool) return lithe__graph_check_node_more(o, i); /* LpPool's p and rank */
     const lithe__onnx_attr *ga = lithe__onnx_attr_get(n, "group");
     int64_t group = ga ? ga->i : 1;
     char why[200];

@@ -65,6 +65,13 @@ lithe_status lithe__graph_check_node_more(const lithe__onnx_model *o, size_t i) 
         return IS("DepthToSpace") ? one_of(n, i, "mode", modes) : LITHE_OK;
     }
     if (IS("LRN")) return required(n, i, "size", 1, 1 << 16);
+    if (IS("LpPool")) {
+        const lithe__onnx_attr *ks = lithe__onnx_attr_get(n, "kernel_shape");
+        if (ks && ks->n_ints == 3) return refuse(n, i, LITHE_ERR_UNSUPPORTED, "a 3-D LpPool (lithe runs 1-D and 2-D ones)");
+        const lithe__onnx_attr *p = lithe__onnx_attr_get(n, "p");
+        if (p && p->i != 1 && p->i != 2) return refuse(n, i, LITHE_ERR_UNSUPPORTED, "p other than 1 and 2");
+        return LITHE_OK;
+    }
     if (IS("GroupNormalization")) return required(n, i, "num_groups", 1, 1 << 24);
     if (IS("LpNormalization")) return int_in(n, i, "p", 1, 2);
     return LITHE_OK;

@@ -386,6 +386,50 @@ class Lrn(nn.Module):
 torch.manual_seed(8)
 lr_ = Lrn()
 goldens("lrn", lr_, randx(2, 2, 6, 7), lr_.onnx(), lr=0.02)
+class Blocks(nn.Module):
+    """DepthToSpace in DCR mode (torch's PixelShuffle exports CRD), SpaceToDepth, LpPool (p 2 with
+    pads and strides, p 1, 1-D), hand-built; torch computes ONNX's definitions."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(0.4 * torch.randn(8, 2, 3, 3))
+        self.v = nn.Parameter(0.4 * torch.randn(4, 8, 1, 1))
+
+    def forward(self, x):
+        h = F.conv2d(x, self.w, padding=1)                                     # (N, 8, 6, 6)
+        n, c, hh, ww = h.shape
+        h = h.view(n, 2, 2, c // 4, hh, ww).permute(0, 3, 4, 1, 5, 2).reshape(n, c // 4, hh * 2, ww * 2)  # DCR
+        h = torch.tanh(h)                                                      # (N, 2, 12, 12)
+        n, c, hh, ww = h.shape
+        h = h.view(n, c, hh // 2, 2, ww // 2, 2).permute(0, 3, 5, 1, 2, 4).reshape(n, c * 4, hh // 2, ww // 2)
+        h = F.conv2d(h, self.v)                                                # (N, 4, 6, 6)
+        p2 = (F.avg_pool2d(h.abs() ** 2, 3, stride=2, padding=1, count_include_pad=True) * 9) ** 0.5  # (N, 4, 3, 3)
+        p1 = F.avg_pool2d(h.abs(), 2, stride=2, count_include_pad=True) * 4  # (N, 4, 3, 3)
+        q = (F.avg_pool1d((p1 + p2).flatten(2) ** 2, 3, stride=2) * 3) ** 0.5  # (N, 4, 4)
+        return q
+
+    def onnx(self):
+        inits = [helper.make_tensor(n, TensorProto.FLOAT, p.shape, p.detach().numpy().ravel().tolist())
+                 for n, p in self.named_parameters()]
+        nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+                 helper.make_node("DepthToSpace", ["c"], ["d"], blocksize=2, mode="DCR"),
+                 helper.make_node("Tanh", ["d"], ["t"]),
+                 helper.make_node("SpaceToDepth", ["t"], ["s"], blocksize=2),
+                 helper.make_node("Conv", ["s", "v"], ["h"]),
+                 helper.make_node("LpPool", ["h"], ["p2"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], p=2),
+                 helper.make_node("LpPool", ["h"], ["p1"], kernel_shape=[2, 2], strides=[2, 2], p=1),
+                 helper.make_node("Add", ["p1", "p2"], ["a"]),
+                 const("shape", numpy.array([0, 4, 9], "int64"), TensorProto.INT64),
+                 helper.make_node("Reshape", ["a", "shape"], ["f"]),
+                 helper.make_node("LpPool", ["f"], ["y"], kernel_shape=[3], strides=[2])]
+        g = helper.make_graph(nodes, "blocks", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 2, 6, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4, 4])], inits)
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+
+
+torch.manual_seed(9)
+bl = Blocks()
+goldens("blocks", bl, randx(2, 2, 6, 6), bl.onnx(), lr=0.01)
 torch.manual_seed(6)
 gn = GroupNorm18()
 goldens("groupnorm18", gn, randx(2, 3, 6, 6), gn.onnx(), lr=0.02)

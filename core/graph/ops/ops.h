@@ -249,6 +249,8 @@ FWD(f_fused_linear); BWD(b_fused_linear); FWD(f_fused_act); BWD(b_fused_act); FW
 #define window_nd lithe__gop_window_nd
 #define window_axis lithe__gop_window_axis
 #define view4 lithe__gop_view4
+#define pool_geometry lithe__gop_pool_geometry
+lithe_status pool_geometry(lithe__gexec *x, size_t node, const lithe_tensor *X, lithe__pool2d *g);
 lithe_status window_nd(const lithe__onnx_node *n, int rank, int64_t *stride, int64_t *pad, int64_t *dil, int *mode,
                        char *why, size_t cap);
 lithe_status window_axis(lithe__gexec *x, size_t node, int mode, bool ceil_mode, int64_t in, int64_t k, int64_t stride,
@@ -265,6 +267,9 @@ lithe_status conv3d_backward(lithe__gexec *x, size_t node, lithe_tensor **in, si
 lithe_status pool3d_forward(lithe__gexec *x, size_t node, lithe_tensor *X, lithe_tensor **out, lithe_tensor **saved);
 lithe_status pool3d_backward(lithe__gexec *x, size_t node, lithe_tensor *X, lithe_tensor *dY, lithe_tensor **saved,
                              lithe_tensor *dX);
+#define f_lppool lithe__gop_f_lppool
+#define b_lppool lithe__gop_b_lppool
+FWD(f_lppool); BWD(b_lppool);
 /* resample.c */
 #define f_resize lithe__gop_f_resize
 #define b_resize lithe__gop_b_resize

@@ -255,3 +255,61 @@ lithe_status pool3d_backward(lithe__gexec *x, size_t node, lithe_tensor *X, lith
     lithe_tensor_release(dX4), lithe_tensor_release(dY4), lithe_tensor_release(dT), lithe_tensor_release(dT4);
     return s;
 }
+
+/* ---- LpPool (1-D, 2-D; p 1 or 2): Y = (sum over the window of |X|^p)^(1/p), the sum an average
+ * pool that counts the padding, times the window's size; the backward routes dY through the
+ * same pool's adjoint. ---- */
+static lithe_status lppool_geometry(lithe__gexec *x, size_t node, const lithe_tensor *X, lithe__pool2d *g, int64_t *p) {
+    *p = attr_i(NODE(x, node), "p", 2);
+    if (*p != 1 && *p != 2) return fail(x, node, LITHE_ERR_UNSUPPORTED, "p %lld (lithe runs 1 and 2)", (long long)*p);
+    if (X->ndim == 5) return fail(x, node, LITHE_ERR_UNSUPPORTED, "a 3-D LpPool (lithe runs 1-D and 2-D ones)");
+    LITHE__TRY(pool_geometry(x, node, X, g));
+    g->max = false;
+    g->count_include_pad = true; /* the divisor is the whole window: times KH KW, the sum */
+    return LITHE_OK;
+}
+
+FWD(f_lppool) {
+    UNUSED_FWD;
+    LITHE__TRY(need_inputs(x, node, in, n_in, 1));
+    LITHE__TRY(need_float(x, node, in[0], 0));
+    lithe__pool2d g;
+    int64_t p;
+    LITHE__TRY(lppool_geometry(x, node, in[0], &g, &p));
+    int64_t y4[4] = {g.N, g.C, g.OH, g.OW}, y3[3] = {g.N, g.C, g.OW};
+    lithe_tensor *a = NULL, *a4 = NULL, *Y4 = NULL;
+    lithe_status s = in[0]->ndim == 3 ? new_f32(x, 3, y3, false, &out[0]) : new_f32(x, 4, y4, false, &out[0]);
+    if (s == LITHE_OK) s = lithe__gexec_like(x, in[0], false, &a);
+    if (s == LITHE_OK) s = p == 2 ? lithe__op_mul(x->be, in[0], in[0], a) : lithe__op_unary(x->be, LITHE__UN_ABS, in[0], a);
+    if (s == LITHE_OK) s = view4(a, &a4);
+    if (s == LITHE_OK) s = view4(out[0], &Y4);
+    if (s == LITHE_OK) s = lithe__op_pool2d(x->be, &g, a4, Y4, NULL);
+    if (s == LITHE_OK) s = lithe__op_axpby(x->be, 0.0f, out[0], (float)(g.KH * g.KW), out[0]);
+    if (s == LITHE_OK && p == 2) s = lithe__op_unary(x->be, LITHE__UN_SQRT, out[0], out[0]);
+    lithe_tensor_release(a), lithe_tensor_release(a4), lithe_tensor_release(Y4);
+    return s;
+}
+BWD(b_lppool) {
+    UNUSED_BWD;
+    lithe_tensor *dX = NULL;
+    LITHE__TRY(lithe__gexec_grad(x, node, 0, &dX));
+    if (!dX) return LITHE_OK;
+    lithe__pool2d g;
+    int64_t p;
+    LITHE__TRY(lppool_geometry(x, node, in[0], &g, &p));
+    lithe_tensor *dS = NULL, *dS4 = NULL, *da = NULL, *da4 = NULL;
+    lithe_status s = lithe__gexec_like(x, dout[0], true, &dS);
+    /* p 2: dS = dY / (2 Y); p 1: dS = dY; then the window's size, which the average's adjoint divides out */
+    if (s == LITHE_OK) s = p == 2 ? lithe__op_unary_backward(x->be, LITHE__UN_SQRT, out[0], out[0], dout[0], dS)
+                                  : lithe__op_copy(x->be, dS, dout[0]);
+    if (s == LITHE_OK) s = lithe__op_axpby(x->be, 0.0f, dS, (float)(g.KH * g.KW), dS);
+    if (s == LITHE_OK) s = lithe__gexec_like(x, in[0], true, &da);
+    if (s == LITHE_OK) s = view4(dS, &dS4);
+    if (s == LITHE_OK) s = view4(da, &da4);
+    if (s == LITHE_OK) s = lithe__op_pool2d_backward(x->be, &g, dS4, NULL, da4);
+    if (s == LITHE_OK && p == 2) s = lithe__op_mul(x->be, da, in[0], da);
+    if (s == LITHE_OK && p == 2) s = lithe__op_axpby(x->be, 2.0f, da, 1.0f, dX);
+    if (s == LITHE_OK && p == 1) s = lithe__op_unary_backward(x->be, LITHE__UN_ABS, in[0], in[0], da, dX);
+    lithe_tensor_release(dS), lithe_tensor_release(dS4), lithe_tensor_release(da), lithe_tensor_release(da4);
+    return s;
+}

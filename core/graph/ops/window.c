@@ -241,7 +241,7 @@ BWD(b_conv) {
     return s;
 }
 
-static lithe_status pool_geometry(lithe__gexec *x, size_t node, const lithe_tensor *X, lithe__pool2d *g) {
+lithe_status pool_geometry(lithe__gexec *x, size_t node, const lithe_tensor *X, lithe__pool2d *g) {
     const lithe__onnx_node *n = NODE(x, node);
     if (X->ndim != 4 && X->ndim != 3)
         return fail(x, node, LITHE_ERR_SHAPE, "lithe pools (N, C, L), (N, C, H, W) or (N, C, D, H, W) inputs, got %d-D", X->ndim);
