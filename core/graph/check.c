@@ -64,8 +64,6 @@ static lithe_status window_rank(const lithe__onnx_model *o, const lithe__onnx_no
         snprintf(why, sizeof why, "a %d-D window (lithe runs 1-D, 2-D and 3-D ones)", *rank);
         return refuse(n, i, LITHE_ERR_UNSUPPORTED, why);
     }
-    bool convt = !strcmp(n->op_type, "ConvTranspose");
-    if (convt && *rank == 3) return refuse(n, i, LITHE_ERR_UNSUPPORTED, "a 3-D ConvTranspose (lithe runs 1-D and 2-D ones)");
     const lithe__onnx_attr *ap = lithe__onnx_attr_get(n, "auto_pad");
     if (ap && ap->s && strcmp(ap->s, "NOTSET") && strcmp(ap->s, "VALID") && strcmp(ap->s, "SAME_UPPER") &&
         strcmp(ap->s, "SAME_LOWER")) {

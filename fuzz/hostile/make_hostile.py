@@ -55,7 +55,8 @@ def one_node(name, op, x_dims, inits=(), n_inputs=None, **attrs):
 w1 = [("W", np.full((4, 3, 3), 0.1, dtype=np.float32))]
 one_node("conv1d_kernel_mismatch.onnx", "Conv", (1, 3, 8), w1, kernel_shape=[5])
 one_node("conv_rank4.onnx", "Conv", (1, 3, 4, 4, 4, 4), kernel_shape=[1, 1, 1, 1])
-one_node("convt_3d.onnx", "ConvTranspose", (1, 3, 4, 4, 4), [("W", np.full((3, 2, 2, 2, 2), 0.1, dtype=np.float32))])
+one_node("convt1d_output_padding_2.onnx", "ConvTranspose", (1, 3, 8), [("W", np.full((3, 2, 3), 0.1, dtype=np.float32))],
+         strides=[2], output_padding=[1, 1])
 one_node("pool_auto_pad_bad.onnx", "MaxPool", (1, 3, 8, 8), kernel_shape=[2, 2], auto_pad="SAME_MIDDLE")
 one_node("pool_ceil_mode_2.onnx", "AveragePool", (1, 3, 8, 8), kernel_shape=[2, 2], ceil_mode=2)
 one_node("pool1d_pads_3.onnx", "MaxPool", (1, 3, 8), kernel_shape=[3], pads=[1, 1, 1])

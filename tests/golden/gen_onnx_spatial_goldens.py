@@ -106,18 +106,22 @@ class Conv1d(nn.Module):
 
 
 class Conv3d(nn.Module):
-    """3-D windows: Conv3d (padding, stride, groups, dilation), MaxPool3d, AvgPool3d (padding,
+    """3-D windows: Conv3d (padding, stride, groups, dilation), ConvTranspose3d (stride, padding,
+    output_padding, groups), MaxPool3d, AvgPool3d (padding,
     count_include_pad both ways), GlobalAveragePool / GlobalMaxPool on 5-D inputs."""
 
     def __init__(self):
         super().__init__()
         self.c1 = nn.Conv3d(2, 4, 3, padding=1)
         self.c2 = nn.Conv3d(4, 4, (2, 3, 3), stride=(1, 2, 1), groups=2, dilation=(1, 1, 2), padding=1)
+        self.up = nn.ConvTranspose3d(4, 4, (2, 3, 3), stride=(2, 1, 2), padding=(0, 1, 1), output_padding=(1, 0, 1),
+                                     groups=2)
         self.fc = nn.Linear(8, 3)
 
     def forward(self, x):
         h = F.max_pool3d(torch.tanh(self.c1(x)), 2)                         # (N, 4, 3, 4, 4)
         h = self.c2(h)                                                       # (N, 4, 4, 2, 2)
+        h = torch.tanh(self.up(h))                                           # (N, 4, 9, 2, 4)
         h = F.avg_pool3d(h, 2, stride=1, padding=1, count_include_pad=False) + \
             F.avg_pool3d(h, 2, stride=1, padding=1, count_include_pad=True)  # (N, 4, 5, 3, 3)
         h = torch.tanh(h)

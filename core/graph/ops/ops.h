@@ -267,6 +267,10 @@ lithe_status conv3d_backward(lithe__gexec *x, size_t node, lithe_tensor **in, si
 lithe_status pool3d_forward(lithe__gexec *x, size_t node, lithe_tensor *X, lithe_tensor **out, lithe_tensor **saved);
 lithe_status pool3d_backward(lithe__gexec *x, size_t node, lithe_tensor *X, lithe_tensor *dY, lithe_tensor **saved,
                              lithe_tensor *dX);
+#define convt3d_forward lithe__gop_convt3d_forward
+#define convt3d_backward lithe__gop_convt3d_backward
+lithe_status convt3d_forward(lithe__gexec *x, size_t node, lithe_tensor **in, size_t n_in, lithe_tensor **out);
+lithe_status convt3d_backward(lithe__gexec *x, size_t node, lithe_tensor **in, size_t n_in, lithe_tensor *dY);
 #define f_lppool lithe__gop_f_lppool
 #define b_lppool lithe__gop_b_lppool
 FWD(f_lppool); BWD(b_lppool);

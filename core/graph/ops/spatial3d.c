@@ -313,3 +313,119 @@ BWD(b_lppool) {
     lithe_tensor_release(dS), lithe_tensor_release(dS4), lithe_tensor_release(da), lithe_tensor_release(da4);
     return s;
 }
+
+/* ---- ConvTranspose 3-D: the adjoint of a 3-D Conv from Y's shape to X's, per depth pair: Y[od]
+ * += conv2d_backward's dX of X[d] with W[kd], od = d sd - pd + kd dd (the Conv's depth map read
+ * backwards); its backward dX[d] += conv2d(dY[od], W[kd]), dW[kd] += the correlation. ---- */
+typedef struct {
+    lithe__conv2d g; /* the adjoint 2-D conv: C = Y's channels, M = X's, (H, W) = Y's, (OH, OW) = X's */
+    win3 w;          /* the depth axis: w.k[0], w.s[0], w.d[0], w.p[0] */
+    int64_t D, OD;   /* X's depth, Y's depth */
+} convt3;
+
+static lithe_status convt3d_geometry(lithe__gexec *x, size_t node, lithe_tensor **in, convt3 *c) {
+    const lithe__onnx_node *n = NODE(x, node);
+    const lithe_tensor *X = in[0], *W = in[1];
+    if (W->ndim != 5) return fail(x, node, LITHE_ERR_SHAPE, "a 3-D ConvTranspose's X and W must be 5-D, W is %d-D", W->ndim);
+    int64_t group = attr_i(n, "group", 1);
+    if (group < 1 || X->shape[1] != W->shape[0] || W->shape[0] % group)
+        return fail(x, node, LITHE_ERR_SHAPE, "W (%lld, %lld, ...) does not fit %lld input channels in %lld groups",
+                    (long long)W->shape[0], (long long)W->shape[1], (long long)X->shape[1], (long long)group);
+    char why[128];
+    int mode = 0;
+    win3 *w = &c->w;
+    lithe_status st = window_nd(n, 3, w->s, w->p, w->d, &mode, why, sizeof why);
+    if (st != LITHE_OK) return fail(x, node, st, "%s", why);
+    size_t k = 0;
+    if ((mode != 0 && mode != 3) || attr_ints(n, "output_shape", &k)) /* PADS_GIVEN, PADS_VALID */
+        return fail(x, node, LITHE_ERR_UNSUPPORTED, "output_shape / SAME auto_pad (give pads and output_padding)");
+    int64_t opad[3] = {0, 0, 0}, out[3];
+    const int64_t *v = attr_ints(n, "output_padding", &k);
+    if (v && k != 3) return fail(x, node, LITHE_ERR_UNSUPPORTED, "%zu output_padding for a 3-D window", k);
+    for (int i = 0; i < 3; i++) {
+        if (v) opad[i] = v[i];
+        if (opad[i] < 0 || opad[i] >= w->s[i]) return fail(x, node, LITHE_ERR_VALUE, "output_padding must be 0 .. stride - 1");
+        w->k[i] = W->shape[2 + i];
+        out[i] = w->s[i] * (X->shape[2 + i] - 1) + opad[i] + w->d[i] * (w->k[i] - 1) + 1 - w->p[i] - w->p[i + 3];
+        if (out[i] < 1 || X->shape[2 + i] < 1) return fail(x, node, LITHE_ERR_SHAPE, "the output would be empty");
+    }
+    c->D = X->shape[2], c->OD = out[0];
+    c->g = (lithe__conv2d){.N = X->shape[0], .C = W->shape[1] * group, .H = out[1], .W = out[2], .M = X->shape[1],
+                           .KH = w->k[1], .KW = w->k[2], .OH = X->shape[3], .OW = X->shape[4], .group = group,
+                           .stride = {w->s[1], w->s[2]}, .pad = {w->p[1], w->p[2], w->p[4], w->p[5]},
+                           .dil = {w->d[1], w->d[2]}};
+    return LITHE_OK;
+}
+
+/* Y's depth that X's depth d feeds at kernel depth kd, or -1. */
+static int64_t depth_out(const convt3 *c, int64_t d, int64_t kd) {
+    int64_t od = d * c->w.s[0] - c->w.p[0] + kd * c->w.d[0];
+    return od >= 0 && od < c->OD ? od : -1;
+}
+
+lithe_status convt3d_forward(lithe__gexec *x, size_t node, lithe_tensor **in, size_t n_in, lithe_tensor **out) {
+    convt3 c;
+    LITHE__TRY(convt3d_geometry(x, node, in, &c));
+    lithe_tensor *b = n_in > 2 ? in[2] : NULL;
+    if (b && b->numel != c.g.C) return fail(x, node, LITHE_ERR_SHAPE, "bias has %lld values for %lld outputs", (long long)b->numel, (long long)c.g.C);
+    lithe_tensor *XT = NULL, *WT = NULL, *YT = NULL, *xs = NULL, *ws = NULL, *ys = NULL, *b5 = NULL;
+    lithe_status s = permuted(x, in[0], TO_DEPTH_FIRST, &XT);
+    if (s == LITHE_OK) s = permuted(x, in[1], TO_DEPTH_FIRST, &WT);
+    if (s == LITHE_OK) s = new_f32(x, 5, (int64_t[]){c.OD, c.g.N, c.g.C, c.g.H, c.g.W}, true, &YT);
+    for (int64_t d = 0; d < c.D && s == LITHE_OK; d++)
+        for (int64_t kd = 0; kd < c.w.k[0] && s == LITHE_OK; kd++) {
+            int64_t od = depth_out(&c, d, kd);
+            if (od < 0) continue;
+            s = slice4(XT, d, &xs);
+            if (s == LITHE_OK) s = slice4(WT, kd, &ws);
+            if (s == LITHE_OK) s = slice4(YT, od, &ys);
+            if (s == LITHE_OK) s = lithe__op_conv2d_backward(x->be, &c.g, ys, ws, xs, ys, NULL, NULL);
+            lithe_tensor_release(xs), lithe_tensor_release(ws), lithe_tensor_release(ys);
+            xs = ws = ys = NULL;
+        }
+    if (s == LITHE_OK) s = permuted(x, YT, FROM_DEPTH_FIRST, &out[0]);
+    if (s == LITHE_OK && b) s = lithe_tensor_reshape(b, 5, (int64_t[]){1, c.g.C, 1, 1, 1}, &b5);
+    if (s == LITHE_OK && b) s = lithe__op_broadcast_to(x->be, b5, 1.0f, 1.0f, out[0]);
+    lithe_tensor_release(XT), lithe_tensor_release(WT), lithe_tensor_release(YT), lithe_tensor_release(b5);
+    return s;
+}
+
+lithe_status convt3d_backward(lithe__gexec *x, size_t node, lithe_tensor **in, size_t n_in, lithe_tensor *dY) {
+    convt3 c;
+    LITHE__TRY(convt3d_geometry(x, node, in, &c));
+    lithe_tensor *dX = NULL, *dW = NULL, *db = NULL;
+    LITHE__TRY(lithe__gexec_grad(x, node, 0, &dX));
+    LITHE__TRY(lithe__gexec_grad(x, node, 1, &dW));
+    if (n_in > 2 && in[2]) LITHE__TRY(lithe__gexec_grad(x, node, 2, &db));
+    lithe_tensor *XT = NULL, *WT = NULL, *dYT = NULL, *dXT = NULL, *dWT = NULL, *tmp = NULL, *b5 = NULL;
+    lithe_tensor *xs = NULL, *ws = NULL, *ys = NULL, *dxs = NULL, *dws = NULL;
+    lithe_status s = permuted(x, in[0], TO_DEPTH_FIRST, &XT);
+    if (s == LITHE_OK) s = permuted(x, in[1], TO_DEPTH_FIRST, &WT);
+    if (s == LITHE_OK) s = permuted(x, dY, TO_DEPTH_FIRST, &dYT);
+    if (s == LITHE_OK && dX) s = lithe__gexec_like(x, XT, true, &dXT);
+    if (s == LITHE_OK && dW) s = lithe__gexec_like(x, WT, true, &dWT);
+    if (s == LITHE_OK && dX) s = new_f32(x, 4, (int64_t[]){c.g.N, c.g.M, c.g.OH, c.g.OW}, false, &tmp);
+    for (int64_t d = 0; d < c.D && s == LITHE_OK && (dX || dW); d++)
+        for (int64_t kd = 0; kd < c.w.k[0] && s == LITHE_OK; kd++) {
+            int64_t od = depth_out(&c, d, kd);
+            if (od < 0) continue;
+            s = slice4(XT, d, &xs);
+            if (s == LITHE_OK) s = slice4(WT, kd, &ws);
+            if (s == LITHE_OK) s = slice4(dYT, od, &ys);
+            if (s == LITHE_OK && dXT) s = slice4(dXT, d, &dxs);
+            if (s == LITHE_OK && dWT) s = slice4(dWT, kd, &dws);
+            if (s == LITHE_OK && dXT) s = lithe__op_conv2d(x->be, &c.g, ys, ws, NULL, NULL, tmp);
+            if (s == LITHE_OK && dXT) s = lithe__op_axpby(x->be, 1.0f, tmp, 1.0f, dxs);
+            if (s == LITHE_OK && dWT) s = lithe__op_conv2d_backward(x->be, &c.g, ys, ws, xs, NULL, dws, NULL);
+            lithe_tensor_release(xs), lithe_tensor_release(ws), lithe_tensor_release(ys);
+            lithe_tensor_release(dxs), lithe_tensor_release(dws);
+            xs = ws = ys = dxs = dws = NULL;
+        }
+    if (s == LITHE_OK) s = acc_from_depth_first(x, dX, dXT);
+    if (s == LITHE_OK) s = acc_from_depth_first(x, dW, dWT);
+    if (s == LITHE_OK && db) s = lithe_tensor_reshape(db, 5, (int64_t[]){1, c.g.C, 1, 1, 1}, &b5);
+    if (s == LITHE_OK && db) s = lithe__op_reduce_to(x->be, dY, 1.0f, 1.0f, b5);
+    lithe_tensor_release(XT), lithe_tensor_release(WT), lithe_tensor_release(dYT), lithe_tensor_release(dXT);
+    lithe_tensor_release(dWT), lithe_tensor_release(tmp), lithe_tensor_release(b5);
+    return s;
+}

@@ -369,6 +369,7 @@ FWD(f_convt) {
     LITHE__TRY(need_inputs(x, node, in, n_in, 2));
     for (size_t k = 0; k < n_in && k < 3; k++)
         if (in[k]) LITHE__TRY(need_float(x, node, in[k], k));
+    if (in[0]->ndim == 5) return convt3d_forward(x, node, in, n_in, out);
     lithe__conv2d g = {0};
     LITHE__TRY(convt_geometry(x, node, in, &g));
     lithe_tensor *b = n_in > 2 ? in[2] : NULL;
@@ -390,6 +391,7 @@ FWD(f_convt) {
 }
 BWD(b_convt) {
     UNUSED_BWD;
+    if (in[0]->ndim == 5) return convt3d_backward(x, node, in, n_in, dout[0]);
     lithe__conv2d g = {0};
     LITHE__TRY(convt_geometry(x, node, in, &g));
     lithe_tensor *dX = NULL, *dW = NULL, *db = NULL;
