@@ -392,7 +392,8 @@ lr_ = Lrn()
 goldens("lrn", lr_, randx(2, 2, 6, 7), lr_.onnx(), lr=0.02)
 class Blocks(nn.Module):
     """DepthToSpace in DCR mode (torch's PixelShuffle exports CRD), SpaceToDepth, LpPool (p 2 with
-    pads and strides, p 1, 1-D), hand-built; torch computes ONNX's definitions."""
+    pads and strides, p 1, 1-D), GlobalMaxPool on a 1-D input, hand-built; torch computes ONNX's
+    definitions."""
 
     def __init__(self):
         super().__init__()
@@ -409,8 +410,9 @@ class Blocks(nn.Module):
         h = F.conv2d(h, self.v)                                                # (N, 4, 6, 6)
         p2 = (F.avg_pool2d(h.abs() ** 2, 3, stride=2, padding=1, count_include_pad=True) * 9) ** 0.5  # (N, 4, 3, 3)
         p1 = F.avg_pool2d(h.abs(), 2, stride=2, count_include_pad=True) * 4  # (N, 4, 3, 3)
-        q = (F.avg_pool1d((p1 + p2).flatten(2) ** 2, 3, stride=2) * 3) ** 0.5  # (N, 4, 4)
-        return q
+        f = (p1 + p2).flatten(2)
+        q = (F.avg_pool1d(f ** 2, 3, stride=2) * 3) ** 0.5                    # (N, 4, 4)
+        return q + f.amax(-1, keepdim=True)                                    # GlobalMaxPool, 1-D
 
     def onnx(self):
         inits = [helper.make_tensor(n, TensorProto.FLOAT, p.shape, p.detach().numpy().ravel().tolist())
@@ -425,7 +427,9 @@ class Blocks(nn.Module):
                  helper.make_node("Add", ["p1", "p2"], ["a"]),
                  const("shape", numpy.array([0, 4, 9], "int64"), TensorProto.INT64),
                  helper.make_node("Reshape", ["a", "shape"], ["f"]),
-                 helper.make_node("LpPool", ["f"], ["y"], kernel_shape=[3], strides=[2])]
+                 helper.make_node("LpPool", ["f"], ["q"], kernel_shape=[3], strides=[2]),
+                 helper.make_node("GlobalMaxPool", ["f"], ["gm"]),
+                 helper.make_node("Add", ["q", "gm"], ["y"])]
         g = helper.make_graph(nodes, "blocks", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 2, 6, 6])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4, 4])], inits)
         return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
