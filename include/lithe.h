@@ -1246,6 +1246,22 @@ LITHE_API lithe_status lithe_tfjs_load_bytes(const char *model_json, size_t json
 /* From the path of model.json: the shards are read relative to its folder; absolute paths and
  * '..' in the manifest's paths are refused (lithe_model_load also takes a path ending in ".json"). */
 LITHE_API lithe_status lithe_tfjs_load(const char *path, lithe_model **out);
+/* TF.js out: a model loaded by lithe_tfjs_load / lithe_tfjs_load_bytes (and fine-tuned, saved to
+ * .lithe and loaded again: the graph node keeps model.json as its `tfjs_json` attr) written back
+ * as TF.js layers format that @tensorflow/tfjs's loadLayersModel reads: model.json with every
+ * member of the original (modelTopology, trainingConfig, ...) as it was and a new weightsManifest
+ * (one group, one shard "group1-shard1of1.bin", every weight float32 — quantized ones written
+ * dequantized — in the original order) holding the node's current params. Manifest weights that
+ * are not params (never read by lithe's lowering, e.g. optimizer state) are left out. m is the
+ * graph node or a tree holding exactly one. *json (not NUL-terminated; json_len bytes) and
+ * *weights are freed with lithe_buffer_free. Statuses: LITHE_ERR_UNSUPPORTED (not from TF.js),
+ * LITHE_ERR_FORMAT (a damaged tfjs_json attr), LITHE_ERR_OOM. */
+LITHE_API lithe_status lithe_tfjs_save_bytes(lithe_model *m, char **json, size_t *json_len, uint8_t **weights,
+                                             size_t *weights_len);
+/* The same into the folder dir (made if missing, one level): dir/group1-shard1of1.bin, then
+ * dir/model.json, each written atomically (a temporary file, then a rename), so an interrupted
+ * save never leaves a half-written file. LITHE_ERR_IO names the path and the system's reason. */
+LITHE_API lithe_status lithe_tfjs_save(lithe_model *m, const char *dir);
 
 /* --- NumPy .npy files (format 1.0-3.0; dtypes <f4 <f2 <i4 <i8 <u8 <u4 |u1, C order) -------- */
 
@@ -1265,8 +1281,19 @@ LITHE_API lithe_status lithe_npy_write_file(const lithe_tensor *t, const char *p
 /* m's tree as Thinc 8's to_bytes writes it (one msgpack map: nodes, attrs, params in srsly's numpy
  * encoding, shims), byte for byte, so Thinc's from_bytes loads it. *out is freed with
  * lithe_buffer_free. Statuses: LITHE_ERR_VALUE (a ref outside the tree), LITHE_ERR_UNSUPPORTED
- * (shims, an attr Thinc cannot hold), LITHE_ERR_OOM. */
+ * (shims: see lithe_model_to_thinc_bytes_shims; an attr Thinc cannot hold), LITHE_ERR_OOM. */
 LITHE_API lithe_status lithe_model_to_thinc_bytes(lithe_model *m, uint8_t **out, size_t *len);
+/* The same for a tree with wrapped-framework graphs (a Thinc PyTorchWrapper exported by
+ * lithe.export: an "onnx_graph.v1" node, whose weights Thinc keeps in the node's shim, not its
+ * params). shim_bytes[k] (shim_lens[k] bytes) is the Thinc shim bytes of the k-th node holding a
+ * shim in walk order (for PyTorchShim: msgpack {"config", "state": torch.save(state_dict)}, which
+ * the caller makes with torch from the node's params — lithe.Model.to_thinc_bytes(thinc_model)
+ * does); those nodes are written with no params and no attrs, and shims [shim_bytes[k]]. n_shim
+ * must equal the number of such nodes (else LITHE_ERR_VALUE); 0 with such nodes is
+ * LITHE_ERR_UNSUPPORTED, as from lithe_model_to_thinc_bytes. Other statuses as there. */
+LITHE_API lithe_status lithe_model_to_thinc_bytes_shims(lithe_model *m, size_t n_shim,
+                                                        const uint8_t *const *shim_bytes, const size_t *shim_lens,
+                                                        uint8_t **out, size_t *len);
 /* Loads bytes written by Thinc's to_bytes (or by lithe) into m, a tree built the same way (as
  * Thinc rebuilds the architecture from config, then calls from_bytes). The bytes are checked
  * whole before anything changes, as Thinc's can_from_bytes(strict=True) does: the node count,

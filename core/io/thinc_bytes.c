@@ -101,15 +101,29 @@ static lithe_status encode_param(const lithe_tensor *t, mp_buf *b) {
     return s;
 }
 
-static lithe_status model_to_thinc_bytes_body(lithe_model *m, uint8_t **out, size_t *len) {
+/* shim_bytes (n_shim of them, or none): the Thinc shim bytes of the nodes holding a shim, in walk
+ * order; those nodes' weights live in the shim on Thinc's side, so their params and attrs (the
+ * graph's bytes) are written empty. */
+static lithe_status model_to_thinc_bytes_body(lithe_model *m, size_t n_shim, const uint8_t *const *shim_bytes,
+                                              const size_t *shim_lens, uint8_t **out, size_t *len) {
     LITHE__CHECK_ARG(out && len, "lithe_model_to_thinc_bytes", "out or len is NULL");
     *out = NULL;
     *len = 0;
     LITHE__CHECK_ARG(m, "lithe_model_to_thinc_bytes", "model is NULL");
+    LITHE__CHECK_ARG(!n_shim || (shim_bytes && shim_lens), "lithe_model_to_thinc_bytes_shims",
+                     "shim_bytes or shim_lens is NULL");
     node_list nl;
     LITHE__TRY(walk(m, &nl));
     mp_buf b = {0};
     lithe_status s = LITHE_OK;
+    size_t holders = 0;
+    for (size_t i = 0; i < nl.n; i++) holders += nl.v[i]->n_shims ? 1 : 0;
+    if (holders && !n_shim)
+        s = lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: nodes with shims (wrapped-framework graphs) need their Thinc shim "
+                                               "bytes: lithe_model_to_thinc_bytes_shims", m->name);
+    else if (n_shim != holders)
+        s = lithe__fail(LITHE_ERR_VALUE, "lithe_model_to_thinc_bytes_shims: %zu shim bytes given, the tree has %zu "
+                                         "nodes holding a shim", n_shim, holders);
     mp_map(&b, 4);
     mp_str(&b, "nodes");
     mp_array(&b, nl.n);
@@ -146,8 +160,9 @@ static lithe_status model_to_thinc_bytes_body(lithe_model *m, uint8_t **out, siz
     mp_array(&b, nl.n);
     for (size_t i = 0; s == LITHE_OK && i < nl.n; i++) {
         const lithe_model *node = nl.v[i];
-        mp_map(&b, node->n_attrs);
-        for (size_t a = 0; s == LITHE_OK && a < node->n_attrs; a++) {
+        size_t n_attrs = node->n_shims ? 0 : node->n_attrs;
+        mp_map(&b, n_attrs);
+        for (size_t a = 0; s == LITHE_OK && a < n_attrs; a++) {
             mp_buf v = {0};
             s = encode_attr(node, &node->attrs[a], &v);
             if (s == LITHE_OK && v.oom) s = lithe__oom(node->name, v.n);
@@ -162,8 +177,9 @@ static lithe_status model_to_thinc_bytes_body(lithe_model *m, uint8_t **out, siz
     mp_array(&b, nl.n);
     for (size_t i = 0; s == LITHE_OK && i < nl.n; i++) {
         const lithe_model *node = nl.v[i];
-        mp_map(&b, node->n_params);
-        for (size_t p = 0; s == LITHE_OK && p < node->n_params; p++) {
+        size_t n_params = node->n_shims ? 0 : node->n_params;
+        mp_map(&b, n_params);
+        for (size_t p = 0; s == LITHE_OK && p < n_params; p++) {
             mp_str(&b, node->params[p].name);
             if (node->params[p].value) s = encode_param(node->params[p].value, &b);
             else mp_nil(&b);
@@ -171,10 +187,14 @@ static lithe_status model_to_thinc_bytes_body(lithe_model *m, uint8_t **out, siz
     }
     mp_str(&b, "shims");
     mp_array(&b, nl.n);
-    for (size_t i = 0; s == LITHE_OK && i < nl.n; i++) {
-        if (nl.v[i]->n_shims)
-            s = lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: nodes with shims cannot be saved as Thinc bytes yet", nl.v[i]->name);
-        mp_array(&b, 0);
+    for (size_t i = 0, k = 0; s == LITHE_OK && i < nl.n; i++) {
+        if (!nl.v[i]->n_shims) {
+            mp_array(&b, 0);
+            continue;
+        }
+        mp_array(&b, 1);
+        mp_bin(&b, shim_bytes[k], shim_lens[k]);
+        k++;
     }
     lithe__free(nl.v);
     if (s == LITHE_OK && b.oom) s = lithe__oom("to_thinc_bytes", b.n);
@@ -191,7 +211,17 @@ lithe_status lithe_model_to_thinc_bytes(lithe_model *m, uint8_t **out, size_t *l
     if (out) *out = NULL;
     if (len) *len = 0;
     if (m) LITHE__TRY(lithe__enter_tree(m, "lithe_model_to_thinc_bytes"));
-    lithe_status s = model_to_thinc_bytes_body(m, out, len);
+    lithe_status s = model_to_thinc_bytes_body(m, 0, NULL, NULL, out, len);
+    if (m) lithe__leave_tree(m);
+    return s;
+}
+
+lithe_status lithe_model_to_thinc_bytes_shims(lithe_model *m, size_t n_shim, const uint8_t *const *shim_bytes,
+                                              const size_t *shim_lens, uint8_t **out, size_t *len) {
+    if (out) *out = NULL;
+    if (len) *len = 0;
+    if (m) LITHE__TRY(lithe__enter_tree(m, "lithe_model_to_thinc_bytes_shims"));
+    lithe_status s = model_to_thinc_bytes_body(m, n_shim, shim_bytes, shim_lens, out, len);
     if (m) lithe__leave_tree(m);
     return s;
 }

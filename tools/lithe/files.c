@@ -136,6 +136,7 @@ static void run_usage(FILE *f) {
 int lithe_cmd_run(int argc, char **argv) {
     static const struct option opts[] = {{"input", required_argument, NULL, 'i'},
                                          {"output", required_argument, NULL, 'o'},
+                                         {"to-tfjs", required_argument, NULL, 'j'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *model = NULL, *output = NULL, *inputs[16];
@@ -207,6 +208,7 @@ done:
 static void convert_usage(FILE *f) {
     fprintf(f, "usage: lithe convert MODEL.lithe --to-thinc OUT.bin\n"
                "       lithe convert ARCH.lithe --from-thinc THINC.bin --output OUT.lithe\n"
+               "       lithe convert MODEL --to-tfjs DIR\n"
                "  between Thinc's bytes (model.to_bytes(), byte-identical with Thinc 8.1.7) and .lithe files;\n"
                "  Thinc's bytes hold weights only, so the .lithe file gives the architecture\n"
                "\n"
@@ -214,6 +216,8 @@ static void convert_usage(FILE *f) {
                "  --to-thinc OUT.bin     write the model's weights as Thinc's bytes\n"
                "  --from-thinc IN.bin    read Thinc's bytes into ARCH's tree ...\n"
                "  -o, --output OUT.lithe ... and save it here\n"
+               "  --to-tfjs DIR          a model loaded from TF.js (model.json, or a .lithe made from one):\n"
+               "                         DIR/model.json + DIR/group1-shard1of1.bin with its current weights\n"
                "  -h, --help             this text\n"
                "\n" CLI_EXIT_HELP);
 }
@@ -222,9 +226,10 @@ int lithe_cmd_convert(int argc, char **argv) {
     static const struct option opts[] = {{"to-thinc", required_argument, NULL, 't'},
                                          {"from-thinc", required_argument, NULL, 'f'},
                                          {"output", required_argument, NULL, 'o'},
+                                         {"to-tfjs", required_argument, NULL, 'j'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    const char *model = NULL, *to_thinc = NULL, *from_thinc = NULL, *output = NULL;
+    const char *model = NULL, *to_thinc = NULL, *from_thinc = NULL, *output = NULL, *to_tfjs = NULL;
     int c;
     cli_begin();
     while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
@@ -233,11 +238,20 @@ int lithe_cmd_convert(int argc, char **argv) {
         case 't': to_thinc = optarg; break;
         case 'f': from_thinc = optarg; break;
         case 'o': output = optarg; break;
+        case 'j': to_tfjs = optarg; break;
         default: return cli_bad_option("convert", argv, c);
         }
     }
     if (argc - optind > 1) return cli_usage_error("convert", "one model, please: unexpected argument %s", argv[optind + 1]);
     if (optind < argc) model = argv[optind];
+    if (model && to_tfjs && !to_thinc && !from_thinc) { /* TF.js out (lithe_tfjs_save) */
+        lithe_model *t = NULL;
+        lithe_status st = lithe_model_load(model, &t);
+        if (st == LITHE_OK && (st = lithe_tfjs_save(t, to_tfjs)) != LITHE_OK) fail("to TF.js", st);
+        else if (st != LITHE_OK) fail("convert", st);
+        lithe_model_free(t);
+        return st == LITHE_OK ? 0 : 1;
+    }
     if (!model || (!to_thinc && !(from_thinc && output)) || (to_thinc && from_thinc))
         return cli_usage_error("convert", "needs MODEL.lithe --to-thinc OUT.bin, or ARCH.lithe --from-thinc IN.bin --output OUT.lithe");
     lithe_model *m = NULL;

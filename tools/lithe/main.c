@@ -28,6 +28,8 @@ static void usage(FILE *f) {
             "                predict with a model on .npy inputs\n"
             "  convert MODEL.lithe --to-thinc OUT.bin | ARCH.lithe --from-thinc IN.bin --output OUT.lithe\n"
             "                between Thinc's bytes (weights only) and .lithe files\n"
+            "  convert MODEL --to-tfjs DIR\n"
+            "                a TF.js-loaded model back to model.json + weight shard\n"
             "  bench MODEL | bench --gemm MxNxK\n"
             "                time predictions, training steps or the GEMM primitive\n"
             "  layers        print every registered layer name, one per line\n"

@@ -134,6 +134,13 @@ export declare class Model extends Handle {
   resizeOutput(n: number): this;
   /** The model as .lithe bytes (with the optimizer's state when one is given). */
   save(options?: { optimizer?: Optimizer }): Uint8Array;
+  /** A model loaded from TF.js (loadTfjs, or a .lithe file made from one) written back as TF.js
+   * layers format: model.json's text (the original topology; one weights group naming the shard
+   * "group1-shard1of1.bin"), the shard's bytes (float32 weights, the current ones), and the same as
+   * TF.js ModelArtifacts for tf.loadLayersModel(tf.io.fromMemory(artifacts)). Throws LitheError
+   * (LITHE_ERR_UNSUPPORTED) for a model that did not come from TF.js. */
+  saveTfjs(): { modelJson: string; weights: Uint8Array; artifacts: { modelTopology: unknown; weightSpecs: unknown[];
+    weightData: ArrayBuffer; [key: string]: unknown } };
 }
 
 /** A TF.js layers model: model.json (text or parsed) and the weight shards' bytes (every path of

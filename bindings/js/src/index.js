@@ -387,6 +387,25 @@ export class Model extends Handle {
     need().check(raw.lithe_js_resize_output(this.ptr, n));
     return this;
   }
+  // A model loaded from TF.js (loadTfjs, or a .lithe file made from one), fine-tuned or not,
+  // written back as TF.js layers format (lithe_tfjs_save_bytes): { modelJson, weights } — model.json's
+  // text (the original topology, one weights group naming the shard 'group1-shard1of1.bin') and
+  // that shard's bytes (every weight float32) — and TF.js's artifacts { modelTopology,
+  // weightSpecs, weightData, ... } for tf.loadLayersModel(tf.io.fromMemory(artifacts)).
+  saveTfjs() {
+    const r = need();
+    r.check(r.lithe_tfjs_save_bytes(this.ptr, r.outPtr(0), r.outPtr(1), r.outPtr(2), r.outPtr(3)));
+    const pj = r.readU32(r.outPtr(0)), nj = r.readU32(r.outPtr(1));
+    const pw = r.readU32(r.outPtr(2)), nw = r.readU32(r.outPtr(3));
+    const modelJson = new TextDecoder().decode(r.u8().slice(pj, pj + nj));
+    const weights = r.u8().slice(pw, pw + nw);
+    r.lithe_buffer_free(pj);
+    r.lithe_buffer_free(pw);
+    const doc = JSON.parse(modelJson);
+    const { weightsManifest, ...rest } = doc;
+    const artifacts = { ...rest, weightSpecs: weightsManifest.flatMap((g) => g.weights), weightData: weights.buffer };
+    return { modelJson, weights, artifacts };
+  }
   // The model as .lithe bytes (with the optimizer's state when one is given).
   save({ optimizer: opt } = {}) {
     const r = need();

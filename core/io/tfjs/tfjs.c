@@ -360,6 +360,7 @@ static lithe_status load_lowered(const char *json, size_t json_len, const uint8_
     for (size_t at = 0; s == LITHE_OK && at < frozen.n; at += strlen((const char *)frozen.p + at) + 1)
         s = lithe_model_set_frozen(*out, (const char *)frozen.p + at, true);
     wb_free(&frozen);
+    if (s == LITHE_OK) s = lithe__tfjs_keep_json(*out, json, json_len); /* for lithe_tfjs_save */
     if (s != LITHE_OK && *out) {
         lithe_model_free(*out);
         *out = NULL;

@@ -139,6 +139,10 @@ extern const char *const layer_names[];
 bool in_list(const char *const *l, const char *s);
 lithe_status lower_layer(lower *L, const char *cls, const js_val *cfg, ktensor **ins, size_t n_in, ktensor *o);
 
+/* save.c (in the core library, not the importers): keeps model.json's text on the loaded graph
+ * node (its `tfjs_json` attr), which lithe_tfjs_save writes back with the node's current weights. */
+lithe_status lithe__tfjs_keep_json(lithe_model *m, const char *json, size_t len);
+
 /* Layer names unique and Dropout rates in [0, 1), before lowering (check.c). */
 lithe_status lithe__tfjs_check_layers(const js_val *layers);
 #endif

@@ -30,6 +30,7 @@ from ._dlpack import KDL_CPU as _KDL_CPU, KDL_CUDA as _KDL_CUDA, KDL_VULKAN as _
 from ._dlpack import backend as _backend, from_dlpack as _from_dlpack, to_capsule as _to_capsule
 from ._export import export, ExportError  # noqa: F401
 from ._lib import LitheError  # noqa: F401
+from ._torch import FoldedWeightsWarning, TorchStateDict, to_torch_state_dict  # noqa: F401
 
 __version__: str = _lib.version().decode()
 
@@ -471,9 +472,36 @@ class Model:
             _lib.check(_lib.model_save(self._ptr, optimizer._ptr if optimizer else None, path))
 
     @_locked
-    def to_thinc_bytes(self) -> bytes:
+    def save_tfjs(self, folder: Union[str, "os.PathLike[str]"]) -> None:
+        """A model loaded from the TF.js layers format (model.json), fine-tuned or not, written back
+        as folder/model.json + folder/group1-shard1of1.bin that @tensorflow/tfjs's loadLayersModel
+        reads (lithe_tfjs_save: the original topology, the current weights as float32; each file
+        atomic). Another model is a LitheError (LITHE_ERR_UNSUPPORTED)."""
+        _lib.check(_lib.tfjs_save(self._ptr, _path(folder, "lithe.Model.save_tfjs")))
+
+    @_locked
+    def to_tfjs_bytes(self) -> Tuple[str, bytes]:
+        """save_tfjs's two files in memory: (model.json's text, the shard's bytes), for
+        tf.io.fromMemory or an upload (lithe_tfjs_save_bytes)."""
+        j, w = ctypes.c_char_p(), ctypes.POINTER(ctypes.c_uint8)()
+        jn, wn = ctypes.c_size_t(), ctypes.c_size_t()
+        _lib.check(_lib.tfjs_save_bytes(self._ptr, ctypes.byref(j), ctypes.byref(jn), ctypes.byref(w), ctypes.byref(wn)))
+        try:
+            return ctypes.string_at(j, jn.value).decode(), ctypes.string_at(w, wn.value)
+        finally:
+            _lib.buffer_free(ctypes.cast(j, ctypes.c_void_p))
+            _lib.buffer_free(w)
+
+    @_locked
+    def to_thinc_bytes(self, thinc_model: Any = None) -> bytes:
         """The weights as Thinc's model.to_bytes() writes them (msgpack, byte for byte Thinc 8.1.7's):
-        thinc_model.from_bytes(...) of the same architecture reads them."""
+        thinc_model.from_bytes(...) of the same architecture reads them. A model with PyTorchWrapper
+        parts (exported by lithe.export) needs the Thinc model it came from: its torch modules
+        receive lithe's weights in the shim bytes (lithe._torch.to_thinc_bytes)."""
+        if thinc_model is not None:
+            from ._torch import to_thinc_bytes
+
+            return to_thinc_bytes(self, thinc_model)
         buf = ctypes.POINTER(ctypes.c_uint8)()
         n = ctypes.c_size_t()
         _lib.check(_lib.model_to_thinc_bytes(self._ptr, ctypes.byref(buf), ctypes.byref(n)))

@@ -99,7 +99,8 @@ def _torch_inputs(model, X, wrappers):
 
 def _onnx_of(node, x, path):
     """A PyTorchWrapper's torch module as ONNX bytes (torch.onnx.export in eval mode, a dynamic
-    batch axis, no constant folding, so every parameter keeps its torch name) and the names of
+    batch axis, no constant folding, and training=PRESERVE rather than EVAL, whose peephole pass
+    folds BatchNorm into the Conv before it: so every parameter keeps its torch name) and the names of
     its parameters (the graph's trainable initializers)."""
     import io
 
@@ -116,7 +117,8 @@ def _onnx_of(node, x, path):
     try:
         with torch.no_grad():
             torch.onnx.export(module, (xt,), buf, opset_version=13, input_names=["x"], output_names=["y"],
-                              dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}, do_constant_folding=False)
+                              dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}, do_constant_folding=False,
+                              training=torch.onnx.TrainingMode.PRESERVE)  # eval, BatchNorm not folded
     finally:
         module.train(was_training)
     params = [(n, p.detach().cpu().numpy()) for n, p in module.named_parameters()]

@@ -112,6 +112,14 @@ model_release_prepared = _sig("lithe_model_release_prepared", None, c_p)
 model_prepared_bytes = _sig("lithe_model_prepared_bytes", ctypes.c_size_t, c_p)
 model_to_thinc_bytes = _sig("lithe_model_to_thinc_bytes", ctypes.c_int, c_p, ctypes.POINTER(ctypes.POINTER(ctypes.c_uint8)),
                             ctypes.POINTER(ctypes.c_size_t))
+model_to_thinc_bytes_shims = _sig("lithe_model_to_thinc_bytes_shims", ctypes.c_int, c_p, ctypes.c_size_t,
+                                  ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_size_t),
+                                  ctypes.POINTER(ctypes.POINTER(ctypes.c_uint8)), ctypes.POINTER(ctypes.c_size_t))
+tfjs_save = _sig("lithe_tfjs_save", ctypes.c_int, c_p, ctypes.c_char_p)
+tfjs_save_bytes = _sig("lithe_tfjs_save_bytes", ctypes.c_int, c_p, ctypes.POINTER(ctypes.c_char_p),
+                       ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.POINTER(ctypes.c_uint8)),
+                       ctypes.POINTER(ctypes.c_size_t))
+model_layer_type = _sig("lithe_model_layer_type", ctypes.c_char_p, c_p)
 model_from_thinc_bytes = _sig("lithe_model_from_thinc_bytes", ctypes.c_int, c_p, ctypes.c_char_p, ctypes.c_size_t)
 buffer_free = _sig("lithe_buffer_free", None, c_p)
 adam_defaults = _sig("lithe_adam_defaults", OptimizerOpts)
