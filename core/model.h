@@ -151,4 +151,13 @@ lithe_status lithe__write_file_atomic(const char *path, const uint8_t *data, siz
 /* A new param tensor `name` of `shape`, filled by `kind` from the node's stream, set on m. */
 lithe_status lithe__param_init(lithe_model *m, const char *name, lithe_init kind, int ndim, const int64_t *shape);
 
+/* Shared by core/model*.c: the nodes of a tree breadth-first, each once (Thinc's _walk_bfs; the
+ * array owns no references, lithe__free it), and an attr slot emptied. */
+typedef struct lithe__walk_buf {
+    lithe_model **v;
+    size_t n, cap;
+} lithe__walk_buf;
+lithe_status lithe__walk_collect(lithe_model *root, lithe__walk_buf *w);
+void lithe__attr_clear(lithe__attr *a);
+
 #endif /* LITHE_CORE_MODEL_H */

@@ -2,7 +2,7 @@
  * - every line's name resolves to a type of its family, every type of every family has its line,
  *   lithe_layer_names lists exactly the registered lines, lithe_layer_for_thinc maps Thinc's
  *   forwards (the Thinc 8.1.7 comparison itself is tests/python/test_layer_registry.py);
- * - tanh_activation.v1 (core/layers/tanh_activation.c + its line): forward and backward against
+ * - tanh_activation.v1 (an entry of core/layers/activation.c + its line): forward and backward against
  *   PyTorch 1.13 (tests/golden/gen_tanh_activation_goldens.py), the gradient by finite
  *   differences, a save / load round trip through the .lithe file, and bad input.
  * Tolerances: |lithe - torch| <= 1e-6 + 1e-5 |torch|; finite differences (float32, h = 1e-2,

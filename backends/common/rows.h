@@ -95,8 +95,16 @@ static LITHE_HD inline void lithe__log_softmax_backward_row(int64_t N, const flo
     for (int64_t j = 0; j < N; j++) dx[j] += g[j] - expf(y[j]) * (float)s;
 }
 
-/* Maxout of one unit's P pieces: the first maximum wins (argmax); its index. */
+/* Maxout of one unit's P pieces: the first maximum wins (argmax); its index. Thinc's rule
+ * (NumpyOps.maxout, cpu_kernels.hh): a loop keeping x[p] when x[p] > the best so far, except for
+ * P = 3, where its unrolled argmax compares (x1, x2) first and the winner against x0. The two
+ * agree on every ordered input and differ only where a candidate is NaN: [a, NaN, c] gives a
+ * there, max(a, c) by the loop. */
 static LITHE_HD inline int32_t lithe__maxout_row(int64_t P, const float *x) {
+    if (P == 3) {
+        int32_t b = x[2] > x[1] ? 2 : 1;
+        return x[b] > x[0] ? b : 0;
+    }
     int32_t best = 0;
     for (int64_t p = 1; p < P; p++)
         if (x[p] > x[best]) best = (int32_t)p;

@@ -51,6 +51,40 @@ m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
 m.ir_version = 8
 with open(os.path.join(here, "init_25e9_floats.onnx"), "wb") as f:
     f.write(m.SerializeToString())
+
+
+# The same refusal for the sizes an allocator would still grant (6 and 12 GB: mapped lazily by a
+# malloc that succeeds under overcommit), for each way ONNX stores a tensor: raw bytes, float_data,
+# float16 raw bytes, int64_data, and external data (short file; a declared length past its end).
+def declared_big(name, dtype, dims, fill):
+    W = onnx.TensorProto()
+    W.name, W.data_type = "W", dtype
+    W.dims.extend(dims)
+    fill(W)
+    node = helper.make_node("MatMul", ["x", "W"], ["y"])
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, dims[0]])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [W])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    with open(os.path.join(here, name), "wb") as f:
+        f.write(m.SerializeToString())
+
+
+def external(W, length=None):
+    W.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", "init_external.data"),) + ((("length", str(length)),) if length else ()):
+        e = W.external_data.add()
+        e.key, e.value = k, v
+
+
+open(os.path.join(here, "init_external.data"), "wb").write(b"\0" * 288)
+declared_big("init_6GB_raw.onnx", TensorProto.FLOAT, [3, 500000000], lambda W: setattr(W, "raw_data", b"\0" * 288))
+declared_big("init_12GB_raw.onnx", TensorProto.FLOAT, [3, 1000000000], lambda W: setattr(W, "raw_data", b"\0" * 288))
+declared_big("init_12GB_float_data.onnx", TensorProto.FLOAT, [3, 1000000000], lambda W: W.float_data.extend([0.0] * 72))
+declared_big("init_6GB_f16_raw.onnx", TensorProto.FLOAT16, [3, 1000000000], lambda W: setattr(W, "raw_data", b"\0" * 288))
+declared_big("init_12GB_int64_data.onnx", TensorProto.INT64, [3, 500000000], lambda W: W.int64_data.extend([0] * 72))
+declared_big("init_12GB_external.onnx", TensorProto.FLOAT, [3, 1000000000], external)
+declared_big("init_12GB_external_length.onnx", TensorProto.FLOAT, [3, 1000000000], lambda W: external(W, 12000000000))
 print("wrote the ONNX cases to", here)
 
 # Thinc bytes for Relu(nO=3, nI=2) whose W declares shape (2^31, 2^31) with no data: the element

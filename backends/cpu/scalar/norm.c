@@ -8,7 +8,7 @@
 void lithe_f32_maxout__scalar(int64_t B, int64_t O, int64_t P, const float *X, float *Y,
                               int32_t *which) {
     for (int64_t r = 0; r < B * O; r++) {
-        int32_t best = lithe__maxout_row(P, X + r * P); /* first maximum wins, as argmax */
+        int32_t best = lithe__maxout_row(P, X + r * P); /* Thinc's argmax rule */
         Y[r] = X[r * P + best];
         which[r] = best;
     }

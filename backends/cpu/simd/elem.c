@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "vec.h"
+#include "../../common/rows.h"
 
 /* The kernels by family, in this order (later families use earlier ones: act1 in the depthwise
  * kernels). */

@@ -1,6 +1,6 @@
 #version 450
 // Maxout over P pieces, one invocation per (b, o) row of R = B * O:
-//   spec 0 = 0: forward   Y[r] = max_p X[r, p], which[r] = first argmax   (0 = Y, 1 = which, 2 = X)
+//   spec 0 = 0: forward   Y[r] = max_p X[r, p], which[r] = Thinc's argmax  (0 = Y, 1 = which, 2 = X)
 //   spec 0 = 1: backward  dX[r, p] = p == which[r] ? dY[r] : 0           (0 = dX, 1 = which, 2 = dY)
 // u0 = R, u1 = P.
 #include "common.glsl"
@@ -16,9 +16,16 @@ void main() {
             uint base = OFF(2) + r * P;
             int best = 0;
             float bv = inp[base];
-            for (uint p = 1u; p < P; p++) {
-                float v = inp[base + p];
-                if (v > bv) { bv = v; best = int(p); }
+            if (P == 3u) { // Thinc's unrolled argmax (backends/common/rows.h): (x1, x2), then x0
+                float v1 = inp[base + 1u], v2 = inp[base + 2u];
+                int b = v2 > v1 ? 2 : 1;
+                float m = b == 2 ? v2 : v1;
+                if (m > bv) { bv = m; best = b; }
+            } else {
+                for (uint p = 1u; p < P; p++) {
+                    float v = inp[base + p];
+                    if (v > bv) { bv = v; best = int(p); }
+                }
             }
             o[OFF(0) + r] = bv;
             which[OFF(1) + r] = best;

@@ -75,8 +75,8 @@ static void K(unary_backward)(int op, int64_t n, const float *X, const float *Y,
     }
 }
 
-/* Maxout rows of P pieces: the first maximum, as the twin; vectorised across rows for P <= 4 by
- * reading each piece with stride P. */
+/* Maxout rows of P pieces: Thinc's argmax rule (lithe__maxout_row, the twin's); vectorised across
+ * rows for P <= 4 by reading each piece with stride P. */
 static void K(maxout)(int64_t R, int64_t P, const float *X, float *Y, int32_t *which) {
     int64_t r = 0;
     if (P >= 2 && P <= 4) {
@@ -84,6 +84,18 @@ static void K(maxout)(int64_t R, int64_t P, const float *X, float *Y, int32_t *w
             vf best = splat(0.0f), v = splat(0.0f);
             vi arg = splati(0);
             for (int l = 0; l < VW; l++) best[l] = X[(r + l) * P];
+            if (P == 3) { /* Thinc's unrolled order, as lithe__maxout_row: (x1, x2), then x0 */
+                vf v1 = splat(0.0f);
+                for (int l = 0; l < VW; l++) v1[l] = X[(r + l) * P + 1], v[l] = X[(r + l) * P + 2];
+                vi gt = v > v1;
+                vf m = sel(gt, v, v1);
+                vi am = (gt & splati(2)) | (~gt & splati(1)), keep = m > best;
+                best = sel(keep, m, best);
+                arg = keep & am;
+                st(Y + r, best);
+                memcpy(which + r, &arg, sizeof arg);
+                continue;
+            }
             for (int64_t p = 1; p < P; p++) {
                 for (int l = 0; l < VW; l++) v[l] = X[(r + l) * P + p];
                 vi gt = v > best;
@@ -95,11 +107,8 @@ static void K(maxout)(int64_t R, int64_t P, const float *X, float *Y, int32_t *w
         }
     }
     for (; r < R; r++) {
-        const float *x = X + r * P;
-        int32_t b = 0;
-        for (int64_t p = 1; p < P; p++)
-            if (x[p] > x[b]) b = (int32_t)p;
-        Y[r] = x[b];
+        int32_t b = lithe__maxout_row(P, X + r * P);
+        Y[r] = X[r * P + b];
         which[r] = b;
     }
 }
