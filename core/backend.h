@@ -56,7 +56,10 @@ static inline int lithe__act_needs(lithe__act_kind k) {
 typedef enum lithe__bin_op { LITHE__BIN_ADD = 0, LITHE__BIN_SUB, LITHE__BIN_MUL, LITHE__BIN_DIV, LITHE__BIN_POW,
                              LITHE__BIN_LESS, LITHE__BIN_GREATER, LITHE__BIN_EQUAL, LITHE__BIN_COUNT } lithe__bin_op;
 typedef enum lithe__unary_op { LITHE__UN_EXP = 0, LITHE__UN_LOG, LITHE__UN_SQRT, LITHE__UN_NEG, LITHE__UN_ERF,
-                               LITHE__UN_ABS, LITHE__UN_RECIPROCAL, LITHE__UN_COUNT } lithe__unary_op;
+                               LITHE__UN_ABS, LITHE__UN_RECIPROCAL,
+                               /* issue 23: zero gradient for floor / ceil / round (half to even) */
+                               LITHE__UN_FLOOR, LITHE__UN_CEIL, LITHE__UN_ROUND, LITHE__UN_SIN, LITHE__UN_COS,
+                               LITHE__UN_COUNT } lithe__unary_op;
 /* 2-D convolution geometry, ONNX's Conv: X (N, C, H, W), W (M, C / group, KH, KW) -> Y (N, M, OH, OW),
  * OH = (H + pad[0] + pad[2] - dil[0] (KH - 1) - 1) / stride[0] + 1 (likewise OW with [1], [3]);
  * pad: top, left, bottom, right. */

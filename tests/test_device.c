@@ -1077,7 +1077,7 @@ static void test_pool2d(void **state) {
 static void test_unary_log_softmax(void **state) {
     (void)state;
     NEED_DEV();
-    static const char *names[] = {"exp", "log", "sqrt", "neg", "erf", "abs", "reciprocal"};
+    static const char *names[] = {"exp", "log", "sqrt", "neg", "erf", "abs", "reciprocal", "floor", "ceil", "round", "sin", "cos"};
     for (size_t i = 0; i < N_SIZES; i++) {
         int64_t n = sizes[i];
         for (int op = 0; op < LITHE__UN_COUNT; op++) {

@@ -34,6 +34,11 @@ static LITHE_HD inline float lithe__unary_fwd(int op, float x) {
     case LITHE__UN_NEG: return -x;
     case LITHE__UN_ERF: return erff(x);
     case LITHE__UN_ABS: return fabsf(x);
+    case LITHE__UN_FLOOR: return floorf(x);
+    case LITHE__UN_CEIL: return ceilf(x);
+    case LITHE__UN_ROUND: return rintf(x); /* the default rounding mode: half to even */
+    case LITHE__UN_SIN: return sinf(x);
+    case LITHE__UN_COS: return cosf(x);
     default: return 1.0f / x;
     }
 }
@@ -45,6 +50,9 @@ static LITHE_HD inline void lithe__unary_bwd(int op, float x, float y, float g, 
     case LITHE__UN_NEG: *dx -= g; break;
     case LITHE__UN_ERF: *dx += g * 1.12837916709551257f * expf(-x * x); break; /* 2 / sqrt(pi) */
     case LITHE__UN_ABS: *dx += x > 0.0f ? g : x < 0.0f ? -g : 0.0f; break;
+    case LITHE__UN_FLOOR: case LITHE__UN_CEIL: case LITHE__UN_ROUND: break; /* zero almost everywhere */
+    case LITHE__UN_SIN: *dx += g * cosf(x); break;
+    case LITHE__UN_COS: *dx -= g * sinf(x); break;
     default: *dx -= g * y * y; break;
     }
 }

@@ -42,8 +42,11 @@ static const lithe__onnx_tensor *find_init(const lithe__onnx_model *o, const cha
     return NULL;
 }
 
+static lithe_status check_issue23(const lithe__onnx_model *o, size_t i);
+
 lithe_status lithe__graph_check_node(const lithe__onnx_model *o, size_t i) {
     const lithe__onnx_node *n = &o->nodes[i];
+    LITHE__TRY(check_issue23(o, i)); /* issue 23 items 1-2: reductions, indexing, elementwise */
     bool conv = !strcmp(n->op_type, "Conv"), convt = !strcmp(n->op_type, "ConvTranspose");
     bool pool = !strcmp(n->op_type, "MaxPool") || !strcmp(n->op_type, "AveragePool");
     if (!conv && !convt && !pool) return LITHE_OK;
@@ -85,6 +88,154 @@ lithe_status lithe__graph_check_node(const lithe__onnx_model *o, size_t i) {
         snprintf(why, sizeof why, "its bias '%s' has %lld values for %lld output channels", B->name,
                  (long long)B->numel, (long long)M);
         return refuse(n, i, LITHE_ERR_SHAPE, why);
+    }
+    return LITHE_OK;
+}
+
+/* ---- issue 23 items 1-2 (ops/reduce2.c, index.c, elemwise2.c): flags in {0, 1}, axes within the
+ * rank where the input's rank is known at load (a graph input or an initializer), index /
+ * repeats / axis initializers of an integer type and in range. ---- */
+
+static int rank_of(const lithe__onnx_model *o, const char *name) {
+    const lithe__onnx_tensor *t = find_init(o, name);
+    if (t) return t->ndim;
+    for (size_t k = 0; name && k < o->n_inputs; k++)
+        if (o->inputs[k].name && !strcmp(o->inputs[k].name, name)) return o->inputs[k].ndim;
+    return -1;
+}
+
+static lithe_status flag_ok(const lithe__onnx_node *n, size_t i, const char *name) {
+    const lithe__onnx_attr *a = lithe__onnx_attr_get(n, name);
+    char why[120];
+    if (!a || a->i == 0 || a->i == 1) return LITHE_OK;
+    snprintf(why, sizeof why, "%s is %lld; it must be 0 or 1", name, (long long)a->i);
+    return refuse(n, i, LITHE_ERR_VALUE, why);
+}
+
+static lithe_status axes_ok(const lithe__onnx_node *n, size_t i, const char *what, const int64_t *ax, size_t na, int rank) {
+    char why[160];
+    for (size_t k = 0; k < na; k++) {
+        if (rank >= 0 && (ax[k] < -rank || ax[k] >= (rank ? rank : 1))) {
+            snprintf(why, sizeof why, "%s %lld is outside [-%d, %d) for its rank-%d input", what, (long long)ax[k], rank,
+                     rank, rank);
+            return refuse(n, i, LITHE_ERR_VALUE, why);
+        }
+        for (size_t j = 0; j < k; j++)
+            if (rank >= 0 && (ax[j] + (ax[j] < 0 ? rank : 0)) == (ax[k] + (ax[k] < 0 ? rank : 0))) {
+                snprintf(why, sizeof why, "%s %lld is given twice", what, (long long)ax[k]);
+                return refuse(n, i, LITHE_ERR_VALUE, why);
+            }
+    }
+    return LITHE_OK;
+}
+
+/* Input k, when an initializer, must be integer (an index, axes, repeats). */
+static lithe_status int_init(const lithe__onnx_model *o, const lithe__onnx_node *n, size_t i, size_t k, const char *what,
+                             const lithe__onnx_tensor **out) {
+    const lithe__onnx_tensor *t = n->n_inputs > k ? find_init(o, n->inputs[k]) : NULL;
+    char why[160];
+    *out = NULL;
+    if (!t) return LITHE_OK;
+    if (t->data_type != LITHE__ONNX_INT64 && t->data_type != LITHE__ONNX_INT32) {
+        snprintf(why, sizeof why, "its %s '%s' has ONNX element type %d; it must be int64 or int32", what, t->name,
+                 (int)t->data_type);
+        return refuse(n, i, LITHE_ERR_DTYPE, why);
+    }
+    *out = t;
+    return LITHE_OK;
+}
+
+static lithe_status check_issue23(const lithe__onnx_model *o, size_t i) {
+    const lithe__onnx_node *n = &o->nodes[i];
+    const char *op = n->op_type;
+    int rank = n->n_inputs ? rank_of(o, n->inputs[0]) : -1;
+    const lithe__onnx_tensor *t = NULL;
+    const lithe__onnx_attr *a;
+    char why[300];
+    if (!strncmp(op, "Reduce", 6)) {
+        LITHE__TRY(flag_ok(n, i, "keepdims"));
+        LITHE__TRY(flag_ok(n, i, "noop_with_empty_axes"));
+        if ((a = lithe__onnx_attr_get(n, "axes"))) LITHE__TRY(axes_ok(n, i, "axis", a->ints, a->n_ints, rank));
+        LITHE__TRY(int_init(o, n, i, 1, "axes", &t));
+        if (t) LITHE__TRY(axes_ok(n, i, "axis", (const int64_t *)t->data, (size_t)t->numel, rank));
+    } else if (!strcmp(op, "ArgMax") || !strcmp(op, "ArgMin") || !strcmp(op, "Hardmax") || !strcmp(op, "GatherElements")) {
+        LITHE__TRY(flag_ok(n, i, "keepdims"));
+        LITHE__TRY(flag_ok(n, i, "select_last_index"));
+        if ((a = lithe__onnx_attr_get(n, "axis"))) LITHE__TRY(axes_ok(n, i, "axis", &a->i, 1, rank));
+        if (!strcmp(op, "GatherElements")) LITHE__TRY(int_init(o, n, i, 1, "indices", &t));
+        int64_t ax = a ? a->i : 0, ext = -1; /* indices against a known extent of the data's axis */
+        for (size_t k = 0; t && rank > 0 && k < o->n_inputs; k++)
+            if (o->inputs[k].name && !strcmp(o->inputs[k].name, n->inputs[0])) ext = o->inputs[k].dims[ax < 0 ? ax + rank : ax];
+        for (int64_t k = 0; t && ext > 0 && k < t->numel; k++) {
+            int64_t v = ((const int64_t *)t->data)[k];
+            if (v < -ext || v >= ext) {
+                snprintf(why, sizeof why, "index %lld is outside an axis of %lld", (long long)v, (long long)ext);
+                return refuse(n, i, LITHE_ERR_VALUE, why);
+            }
+        }
+    } else if (!strcmp(op, "CumSum")) {
+        LITHE__TRY(flag_ok(n, i, "exclusive"));
+        LITHE__TRY(flag_ok(n, i, "reverse"));
+        LITHE__TRY(int_init(o, n, i, 1, "axis", &t));
+        if (t && t->numel != 1) return refuse(n, i, LITHE_ERR_SHAPE, "its axis must be one value");
+        if (t) LITHE__TRY(axes_ok(n, i, "axis", (const int64_t *)t->data, 1, rank));
+    } else if (!strcmp(op, "GatherND")) {
+        LITHE__TRY(int_init(o, n, i, 1, "indices", &t));
+        a = lithe__onnx_attr_get(n, "batch_dims");
+        if (a && (a->i < 0 || (rank >= 0 && a->i >= rank))) {
+            snprintf(why, sizeof why, "batch_dims %lld is outside 0 .. rank - 1", (long long)a->i);
+            return refuse(n, i, LITHE_ERR_VALUE, why);
+        }
+    } else if (!strcmp(op, "Tile")) {
+        LITHE__TRY(int_init(o, n, i, 1, "repeats", &t));
+        for (int64_t k = 0; t && k < t->numel; k++)
+            if (((const int64_t *)t->data)[k] < 0) return refuse(n, i, LITHE_ERR_VALUE, "a repeat is negative");
+        if (t && rank >= 0 && t->numel != rank) return refuse(n, i, LITHE_ERR_SHAPE, "repeats must hold one value per input axis");
+    } else if (!strcmp(op, "Mod")) {
+        LITHE__TRY(flag_ok(n, i, "fmod"));
+    } else if (!strcmp(op, "Einsum")) {
+        a = lithe__onnx_attr_get(n, "equation");
+        char what[96];
+        if (!a || !a->s) return refuse(n, i, LITHE_ERR_FORMAT, "equation is required");
+        if (!lithe__einsum_supported(a->s, n->n_inputs, what, sizeof what)) {
+            snprintf(why, sizeof why, "equation '%.40s': %s (lithe runs transposes and batched matrix products)", a->s, what);
+            return refuse(n, i, LITHE_ERR_UNSUPPORTED, why);
+        }
+    } else if (!strcmp(op, "TopK")) {
+        LITHE__TRY(flag_ok(n, i, "largest"));
+        LITHE__TRY(flag_ok(n, i, "sorted"));
+        if ((a = lithe__onnx_attr_get(n, "axis"))) LITHE__TRY(axes_ok(n, i, "axis", &a->i, 1, rank));
+        LITHE__TRY(int_init(o, n, i, 1, "K", &t));
+        int64_t ax = a ? a->i : -1, ext = -1;
+        for (size_t k = 0; t && rank > 0 && k < o->n_inputs; k++)
+            if (o->inputs[k].name && !strcmp(o->inputs[k].name, n->inputs[0])) ext = o->inputs[k].dims[ax < 0 ? ax + rank : ax];
+        if (t && (t->numel != 1 || ((const int64_t *)t->data)[0] < 0 || (ext >= 0 && ((const int64_t *)t->data)[0] > ext))) {
+            snprintf(why, sizeof why, "k %lld is outside 0 .. %lld (the axis' length)", t->numel == 1 ? (long long)((const int64_t *)t->data)[0] : -1LL, (long long)ext);
+            return refuse(n, i, LITHE_ERR_VALUE, why);
+        }
+    } else if (!strcmp(op, "ScatterElements") || !strcmp(op, "ScatterND")) {
+        LITHE__TRY(int_init(o, n, i, 1, "indices", &t));
+        a = lithe__onnx_attr_get(n, "reduction");
+        if (a && a->s && strcmp(a->s, "none") && strcmp(a->s, "add")) {
+            snprintf(why, sizeof why, "reduction '%.20s' (lithe runs none and add)", a->s);
+            return refuse(n, i, LITHE_ERR_UNSUPPORTED, why);
+        }
+        if ((a = lithe__onnx_attr_get(n, "axis"))) LITHE__TRY(axes_ok(n, i, "axis", &a->i, 1, rank));
+    } else if (!strcmp(op, "NonZero")) { /* its output shape must fold at load: not a float graph input */
+        for (size_t k = 0; n->n_inputs && k < o->n_inputs; k++)
+            if (o->inputs[k].name && !strcmp(o->inputs[k].name, n->inputs[0]) && o->inputs[k].elem_type == LITHE__ONNX_FLOAT)
+                return refuse(n, i, LITHE_ERR_UNSUPPORTED,
+                              "NonZero of a float graph input (its output shape is known only at run time)");
+    } else if (!strcmp(op, "Trilu")) {
+        LITHE__TRY(flag_ok(n, i, "upper"));
+        if (rank >= 0 && rank < 2) return refuse(n, i, LITHE_ERR_SHAPE, "its input must have rank >= 2");
+    } else if (!strcmp(op, "OneHot")) {
+        LITHE__TRY(int_init(o, n, i, 1, "depth", &t));
+        if (t && (t->numel != 1 || ((const int64_t *)t->data)[0] < 1)) return refuse(n, i, LITHE_ERR_VALUE, "depth must be one value >= 1");
+        if ((a = lithe__onnx_attr_get(n, "axis")) && rank >= 0) LITHE__TRY(axes_ok(n, i, "axis", &a->i, 1, rank + 1));
+    } else if (!strcmp(op, "IsInf")) {
+        LITHE__TRY(flag_ok(n, i, "detect_positive"));
+        LITHE__TRY(flag_ok(n, i, "detect_negative"));
     }
     return LITHE_OK;
 }

@@ -149,6 +149,8 @@ lithe_status lithe__graph_check_node(const lithe__onnx_model *o, size_t i);
 extern const lithe__graph_op lithe__fused_layernorm_op, lithe__fused_linear_op, lithe__fused_act_op;
 extern const lithe__graph_op lithe__fused_conv_op, lithe__fused_conv_add_op;
 
+/* Whether ops/einsum.c runs an Einsum equation with n_in operands; why says what is not (issue 23). */
+bool lithe__einsum_supported(const char *eq, size_t n_in, char *why, size_t cap);
 /* The op named op_type, or NULL. */
 const lithe__graph_op *lithe__graph_op_find(const char *op_type);
 /* The op types ops/table.c has, for errors and lithe_onnx_ops. */

@@ -22,6 +22,12 @@ layout(std430, binding = 3) readonly buffer B3 { float b3[]; };
 #define UN_NEG 3u
 #define UN_ERF 4u
 #define UN_ABS 5u
+#define UN_RECIPROCAL 6u
+#define UN_FLOOR 7u
+#define UN_CEIL 8u
+#define UN_ROUND 9u
+#define UN_SIN 10u
+#define UN_COS 11u
 
 float erf_as(float x) {
     const float a1 = 0.254829592, a2 = -0.284496736, a3 = 1.421413741, a4 = -1.453152027, a5 = 1.061405429,
@@ -44,6 +50,11 @@ void main() {
             else if (op == UN_NEG) y = -x;
             else if (op == UN_ERF) y = erf_as(x);
             else if (op == UN_ABS) y = abs(x);
+            else if (op == UN_FLOOR) y = floor(x);
+            else if (op == UN_CEIL) y = ceil(x);
+            else if (op == UN_ROUND) y = roundEven(x);
+            else if (op == UN_SIN) y = sin(x);
+            else if (op == UN_COS) y = cos(x);
             else y = 1.0 / x;
             b0[OFF(0) + k] = y;
         }
@@ -57,6 +68,9 @@ void main() {
             else if (op == UN_NEG) d = -g;
             else if (op == UN_ERF) d = g * 1.12837916709551257 * exp(-x * x);
             else if (op == UN_ABS) d = x > 0.0 ? g : x < 0.0 ? -g : 0.0;
+            else if (op == UN_FLOOR || op == UN_CEIL || op == UN_ROUND) d = 0.0;
+            else if (op == UN_SIN) d = g * cos(x);
+            else if (op == UN_COS) d = -(g * sin(x));
             else d = -(g * y * y);
             precise float v = b0[OFF(0) + k] + d;
             b0[OFF(0) + k] = v;

@@ -244,4 +244,67 @@ FWD(f_constant); FWD(f_shape); FWD(f_gather); BWD(b_gather); FWD(f_cast); BWD(b_
 #define b_fused_conv_add lithe__gop_b_fused_conv_add
 FWD(f_fused_linear); BWD(b_fused_linear); FWD(f_fused_act); BWD(b_fused_act); FWD(f_fused_conv); BWD(b_fused_conv); FWD(f_fused_conv_add); BWD(b_fused_conv_add);
 
+/* issue 23, items 1-2: reduce2.c, index.c, elemwise2.c */
+#define f_reduce2 lithe__gop_f_reduce2
+#define b_reduce2 lithe__gop_b_reduce2
+#define f_argmax lithe__gop_f_argmax
+#define f_cumsum lithe__gop_f_cumsum
+#define b_cumsum lithe__gop_b_cumsum
+#define f_tile lithe__gop_f_tile
+#define b_tile lithe__gop_b_tile
+#define f_range lithe__gop_f_range
+#define f_gather_elements lithe__gop_f_gather_elements
+#define b_gather_elements lithe__gop_b_gather_elements
+#define f_unary2 lithe__gop_f_unary2
+#define b_unary2 lithe__gop_b_unary2
+#define f_variadic lithe__gop_f_variadic
+#define b_variadic lithe__gop_b_variadic
+#define f_mod lithe__gop_f_mod
+#define b_mod lithe__gop_b_mod
+#define f_logic lithe__gop_f_logic
+#define f_isnan lithe__gop_f_isnan
+#define f_hardmax lithe__gop_f_hardmax
+FWD(f_reduce2); BWD(b_reduce2); FWD(f_argmax); FWD(f_cumsum); BWD(b_cumsum); FWD(f_tile); BWD(b_tile); FWD(f_range);
+FWD(f_gather_elements); BWD(b_gather_elements); FWD(f_unary2); BWD(b_unary2); FWD(f_variadic); BWD(b_variadic);
+FWD(f_mod); BWD(b_mod); FWD(f_logic); FWD(f_isnan); FWD(f_hardmax);
+/* ids (host int64) where x's backend reads them: gather_rows / scatter_add_rows on a GPU take device ids. */
+static inline lithe_status ids_on_be(lithe__gexec *x, lithe_tensor *ids, lithe_tensor **out) {
+    if (x->be->host_memory) {
+        *out = lithe_tensor_retain(ids);
+        return LITHE_OK;
+    }
+    return lithe_tensor_to_backend(ids, x->be, out);
+}
+static inline lithe_status gather_by_ids(lithe__gexec *x, const lithe_tensor *table, lithe_tensor *ids, lithe_tensor *Y) {
+    lithe_tensor *d = NULL;
+    LITHE__TRY(ids_on_be(x, ids, &d));
+    lithe_status s = lithe__op_gather_rows(x->be, table, d, Y);
+    lithe_tensor_release(d);
+    return s;
+}
+static inline lithe_status scatter_add_by_ids(lithe__gexec *x, lithe_tensor *table, lithe_tensor *ids, const lithe_tensor *X) {
+    lithe_tensor *d = NULL;
+    LITHE__TRY(ids_on_be(x, ids, &d));
+    lithe_status s = lithe__op_scatter_add_rows(x->be, table, d, X);
+    lithe_tensor_release(d);
+    return s;
+}
+#define gather_elements_ids lithe__gop_gather_elements_ids
+#define gather_nd_ids lithe__gop_gather_nd_ids
+lithe_status gather_elements_ids(lithe__gexec *x, size_t node, lithe_tensor **in, size_t n_in, lithe_tensor **ids);
+lithe_status gather_nd_ids(lithe__gexec *x, size_t node, lithe_tensor **in, size_t n_in, lithe_tensor **ids, int *ond,
+                           int64_t *oshape, int64_t *inner);
+#define f_scatter lithe__gop_f_scatter
+#define b_scatter lithe__gop_b_scatter
+#define f_trilu lithe__gop_f_trilu
+#define b_trilu lithe__gop_b_trilu
+#define f_one_hot lithe__gop_f_one_hot
+#define f_topk lithe__gop_f_topk
+#define b_topk lithe__gop_b_topk
+#define f_nonzero lithe__gop_f_nonzero
+#define f_einsum lithe__gop_f_einsum
+#define b_einsum lithe__gop_b_einsum
+FWD(f_scatter); BWD(b_scatter); FWD(f_trilu); BWD(b_trilu); FWD(f_one_hot); FWD(f_topk); BWD(b_topk); FWD(f_nonzero);
+FWD(f_einsum); BWD(b_einsum);
+
 #endif

@@ -28,7 +28,7 @@ static __attribute__((noinline)) void unary_vec(int op, int64_t n, const float *
 
 /* unary and unary_backward: the partial last vector through the same loop, zero-padded (as act) */
 static void K(unary)(int op, int64_t n, const float *X, float *Y) {
-    if (op == LITHE__UN_LOG || op == LITHE__UN_ERF) {
+    if (op == LITHE__UN_LOG || op == LITHE__UN_ERF || op >= LITHE__UN_FLOOR) { /* issue 23's ops: the twin */
         lithe_f32_unary__scalar(op, n, X, Y);
         return;
     }
@@ -61,6 +61,10 @@ static __attribute__((noinline)) void unary_bwd_vec(int op, int64_t n, const flo
 }
 
 static void K(unary_backward)(int op, int64_t n, const float *X, const float *Y, const float *dY, float *dX) {
+    if (op >= LITHE__UN_FLOOR) { /* issue 23's ops: the twin */
+        lithe_f32_unary_backward__scalar(op, n, X, Y, dY, dX);
+        return;
+    }
     const int64_t nv = n - n % VW;
     unary_bwd_vec(op, nv, X, Y, dY, dX);
     if (nv < n) {
