@@ -278,7 +278,7 @@ static void test_bad_inputs(void **state) {
 static void test_bad_window_attrs(void **state) {
     (void)state;
     static const struct { const char *attr; int64_t v0; size_t n; lithe_status st; const char *says; } cases[] = {
-        {"strides", 2, 1, LITHE_ERR_UNSUPPORTED, "1 strides (lithe runs 2-D windows)"},
+        {"strides", 2, 1, LITHE_ERR_UNSUPPORTED, "1 strides for a 2-D window"},
         {"output_padding", 1, 1, LITHE_ERR_UNSUPPORTED, "1 output_padding"},
         {"strides", 0, 2, LITHE_ERR_VALUE, "strides and dilations must be 1 .. 2^20"}};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {

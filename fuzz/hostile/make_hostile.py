@@ -39,6 +39,36 @@ conv_model("conv_group_3.onnx", group=3)
 conv_model("conv_pads_neg.onnx", pads=[-1, 0, 0, 0])
 conv_model("input_dim_neg3.onnx", x_dims=(1, 3, -3, 8))
 
+
+# Issue 23 (1-D / 3-D windows, resampling, normalizations): attributes refused at load.
+def one_node(name, op, x_dims, inits=(), n_inputs=None, **attrs):
+    tensors = [numpy_helper.from_array(a, n) for n, a in inits]
+    node = helper.make_node(op, ["x"] + [n for n, _ in inits], ["y"], name="n", **attrs)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_dims))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], tensors)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="hostile")
+    m.ir_version = 8
+    with open(os.path.join(here, name), "wb") as f:
+        f.write(m.SerializeToString())
+
+
+w1 = [("W", np.full((4, 3, 3), 0.1, dtype=np.float32))]
+one_node("conv1d_kernel_mismatch.onnx", "Conv", (1, 3, 8), w1, kernel_shape=[5])
+one_node("conv_rank4.onnx", "Conv", (1, 3, 4, 4, 4, 4), kernel_shape=[1, 1, 1, 1])
+one_node("convt1d_output_padding_2.onnx", "ConvTranspose", (1, 3, 8), [("W", np.full((3, 2, 3), 0.1, dtype=np.float32))],
+         strides=[2], output_padding=[1, 1])
+one_node("pool_auto_pad_bad.onnx", "MaxPool", (1, 3, 8, 8), kernel_shape=[2, 2], auto_pad="SAME_MIDDLE")
+one_node("pool_ceil_mode_2.onnx", "AveragePool", (1, 3, 8, 8), kernel_shape=[2, 2], ceil_mode=2)
+one_node("pool1d_pads_3.onnx", "MaxPool", (1, 3, 8), kernel_shape=[3], pads=[1, 1, 1])
+one_node("lppool_p3.onnx", "LpPool", (1, 3, 8, 8), kernel_shape=[2, 2], p=3)
+one_node("resize_mode_area.onnx", "Resize", (1, 3, 8, 8), mode="area")
+one_node("resize_nearest_mode_bad.onnx", "Resize", (1, 3, 8, 8), nearest_mode="round_half_even")
+one_node("resize_coord_bad.onnx", "Resize", (1, 3, 8, 8), coordinate_transformation_mode="center")
+one_node("depth_to_space_mode_bad.onnx", "DepthToSpace", (1, 8, 4, 4), blocksize=2, mode="RDC")
+one_node("space_to_depth_blocksize_0.onnx", "SpaceToDepth", (1, 8, 4, 4), blocksize=0)
+one_node("lrn_no_size.onnx", "LRN", (1, 8, 4, 4))
+one_node("groupnorm_groups_0.onnx", "GroupNormalization", (1, 8, 4, 4), num_groups=0)
+
 # An initializer declaring 25e9 floats with 288 raw bytes: refused before any allocation.
 W = onnx.TensorProto()
 W.name, W.data_type = "W", TensorProto.FLOAT

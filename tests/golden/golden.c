@@ -41,7 +41,7 @@ int load_goldens(void **state) {
         ungetc(c, f);
         golden g = {0};
         char kind[4];
-        if (fscanf(f, "%95s %3s %d", g.name, kind, &g.ndim) != 3 || g.ndim < 0 || g.ndim > 4) break;
+        if (fscanf(f, "%95s %3s %d", g.name, kind, &g.ndim) != 3 || g.ndim < 0 || g.ndim > 6) break;
         g.kind = kind[0];
         g.n = 1;
         for (int d = 0; d < g.ndim; d++) {

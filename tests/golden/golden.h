@@ -19,7 +19,7 @@ typedef struct golden {
     char name[96];
     char kind; /* f (float32), d (float64), i (integer) */
     int ndim;
-    int64_t shape[4];
+    int64_t shape[6]; /* up to 6-D (3-D windows: 5-D inputs) */
     int64_t n;
     double *v;   /* every kind, as doubles */
     uint64_t *u; /* kind i only: the exact integers (two's complement bits for negatives) */

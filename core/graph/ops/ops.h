@@ -306,5 +306,52 @@ lithe_status gather_nd_ids(lithe__gexec *x, size_t node, lithe_tensor **in, size
 #define b_einsum lithe__gop_b_einsum
 FWD(f_scatter); BWD(b_scatter); FWD(f_trilu); BWD(b_trilu); FWD(f_one_hot); FWD(f_topk); BWD(b_topk); FWD(f_nonzero);
 FWD(f_einsum); BWD(b_einsum);
+/* ---- issue 23 items 3-5 (opsspatial): 1-D / 3-D windows, normalizations, resampling ---- */
+/* window.c: the window attributes for 1 .. 3 spatial axes, one axis's extent, 4-D views of 1-D tensors */
+#define window_nd lithe__gop_window_nd
+#define window_axis lithe__gop_window_axis
+#define view4 lithe__gop_view4
+#define pool_geometry lithe__gop_pool_geometry
+lithe_status pool_geometry(lithe__gexec *x, size_t node, const lithe_tensor *X, lithe__pool2d *g);
+lithe_status window_nd(const lithe__onnx_node *n, int rank, int64_t *stride, int64_t *pad, int64_t *dil, int *mode,
+                       char *why, size_t cap);
+lithe_status window_axis(lithe__gexec *x, size_t node, int mode, bool ceil_mode, int64_t in, int64_t k, int64_t stride,
+                         int64_t dil, int64_t *pb, int64_t *pe, int64_t *o);
+lithe_status view4(const lithe_tensor *t, lithe_tensor **v);
+/* spatial3d.c */
+#define conv3d_forward lithe__gop_conv3d_forward
+#define conv3d_backward lithe__gop_conv3d_backward
+#define pool3d_forward lithe__gop_pool3d_forward
+#define pool3d_backward lithe__gop_pool3d_backward
+lithe_status conv3d_forward(lithe__gexec *x, size_t node, lithe_tensor **in, size_t n_in, const lithe__act *a,
+                            lithe_tensor **out);
+lithe_status conv3d_backward(lithe__gexec *x, size_t node, lithe_tensor **in, size_t n_in, lithe_tensor *dY);
+lithe_status pool3d_forward(lithe__gexec *x, size_t node, lithe_tensor *X, lithe_tensor **out, lithe_tensor **saved);
+lithe_status pool3d_backward(lithe__gexec *x, size_t node, lithe_tensor *X, lithe_tensor *dY, lithe_tensor **saved,
+                             lithe_tensor *dX);
+#define convt3d_forward lithe__gop_convt3d_forward
+#define convt3d_backward lithe__gop_convt3d_backward
+lithe_status convt3d_forward(lithe__gexec *x, size_t node, lithe_tensor **in, size_t n_in, lithe_tensor **out);
+lithe_status convt3d_backward(lithe__gexec *x, size_t node, lithe_tensor **in, size_t n_in, lithe_tensor *dY);
+#define f_lppool lithe__gop_f_lppool
+#define b_lppool lithe__gop_b_lppool
+FWD(f_lppool); BWD(b_lppool);
+/* resample.c */
+#define f_resize lithe__gop_f_resize
+#define b_resize lithe__gop_b_resize
+#define f_depth_space lithe__gop_f_depth_space
+#define b_depth_space lithe__gop_b_depth_space
+FWD(f_resize); BWD(b_resize); FWD(f_depth_space); BWD(b_depth_space);
+/* norm2.c */
+#define f_groupnorm lithe__gop_f_groupnorm
+#define b_groupnorm lithe__gop_b_groupnorm
+#define f_lpnorm lithe__gop_f_lpnorm
+#define b_lpnorm lithe__gop_b_lpnorm
+#define f_mvn lithe__gop_f_mvn
+#define b_mvn lithe__gop_b_mvn
+#define f_lrn lithe__gop_f_lrn
+#define b_lrn lithe__gop_b_lrn
+FWD(f_groupnorm); BWD(b_groupnorm); FWD(f_lpnorm); BWD(b_lpnorm); FWD(f_mvn); BWD(b_mvn); FWD(f_lrn); BWD(b_lrn);
+/* ---- end of opsspatial's block ---- */
 
 #endif
