@@ -1180,7 +1180,10 @@ LITHE_API lithe_status lithe_optimizer_load_from_file_bytes(lithe_optimizer *opt
  * tensor, or a tuple of tensors in the graph's input order; output likewise. Dropout runs as at
  * inference. The operators lithe runs, forward and backward: lithe_onnx_op_names. Shape arithmetic
  * (Shape, Gather, Unsqueeze, Concat, ... over integers) runs on the host; nodes over constants are
- * folded once at load. The node can sit inside any tree (chain(graph, Linear, Softmax)).
+ * folded once at load. Control flow (If on a condition that folds, Loop with a constant trip
+ * count, Scan over a length known at load) is expanded into plain nodes at load; other control
+ * flow is refused at load, naming the node (docs/onnx.md). The node can sit inside any tree
+ * (chain(graph, Linear, Softmax)).
  * Memory: the node plans once per input signature (each input's dtype and shape; the four most
  * recently used are kept): the first run computes the shape arithmetic, which later runs of that
  * signature reuse, and every buffer a run allocates (values, temporaries, gradients) comes from

@@ -85,8 +85,8 @@ static void plan_unref(lithe__gplan *p) {
     lithe__free(p);
 }
 
-static void graph_free(lithe__graph *g) {
-    if (!g) return;
+/* Everything g holds but its parsed model. */
+static void graph_unbind(lithe__graph *g) {
     if (g->profile && g->prof_n) prof_print(g);
     lithe__free(g->prof_sum);
     lithe__free(g->prof_min);
@@ -113,6 +113,10 @@ static void graph_free(lithe__graph *g) {
     lithe__free(g->slot_const);
     lithe__free(g->in_slots);
     lithe__free(g->out_slots);
+}
+static void graph_free(lithe__graph *g) {
+    if (!g) return;
+    graph_unbind(g);
     lithe__onnx_model_free(&g->onnx);
     lithe__free(g);
 }
@@ -224,11 +228,11 @@ static lithe_status fold(lithe__graph *g, size_t i, bool *folded) {
     return LITHE_OK;
 }
 
-static lithe_status graph_build(const uint8_t *bytes, size_t len, lithe__graph **out) {
-    *out = NULL;
-    lithe__graph *g = lithe__calloc(1, sizeof *g);
-    if (!g) return lithe__oom(LAYER, sizeof *g);
-    lithe_status s = lithe__onnx_parse(bytes, len, &g->onnx);
+/* Binds g's parsed model: slots, ops, constants folded, fusion, liveness. At a control-flow node
+ * (If, Loop, Scan) whose condition / trip count is known by then, it stops with *again set and
+ * *ctl saying how to expand it (control.c); graph_build expands and binds afresh. */
+static lithe_status graph_bind(lithe__graph *g, lithe__gctl *ctl, bool *again) {
+    lithe_status s = LITHE_OK;
     lithe__onnx_model *o = &g->onnx;
     if (s == LITHE_OK && o->opset && (o->opset < 7 || o->opset > 18))
         s = lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: the model imports opset %lld; lithe runs opsets 7 to 18 (tested: "
@@ -330,6 +334,11 @@ static lithe_status graph_build(const uint8_t *bytes, size_t len, lithe__graph *
                                                   "initializer defines (ONNX graphs are topologically sorted)",
                                 LAYER, n->op_type, n->name ? n->name : "", i, n->inputs[k]);
         }
+        if (s == LITHE_OK && lithe__graph_is_control(n->op_type)) { /* issue 23 item 7: expanded, bound afresh */
+            s = lithe__graph_control_plan(g, i, ctl);
+            *again = s == LITHE_OK;
+            return s;
+        }
         for (size_t k = 0; s == LITHE_OK && k < n->n_outputs; k++) {
             if (!*n->outputs[k]) {
                 g->node_out[i][k] = -1;
@@ -373,6 +382,32 @@ static lithe_status graph_build(const uint8_t *bytes, size_t len, lithe__graph *
         g->prof_min = lithe__calloc(o->n_nodes + 1, sizeof *g->prof_min);
         g->prof_n = lithe__calloc(o->n_nodes + 1, sizeof *g->prof_n);
         g->profile = g->prof_sum && g->prof_min && g->prof_n; /* no memory: no profile, the model still runs */
+    }
+    return s;
+}
+
+static lithe_status graph_build(const uint8_t *bytes, size_t len, lithe__graph **out) {
+    *out = NULL;
+    lithe__graph *g = lithe__calloc(1, sizeof *g);
+    if (!g) return lithe__oom(LAYER, sizeof *g);
+    lithe_status s = lithe__onnx_parse(bytes, len, &g->onnx);
+    /* each control-flow node is expanded into the model's node list once its condition or trip
+     * count is known (control.c), then the whole list is bound again */
+    for (size_t round = 0; s == LITHE_OK; round++) {
+        lithe__gctl ctl = {0};
+        bool again = false;
+        s = graph_bind(g, &ctl, &again);
+        if (s != LITHE_OK || !again) break;
+        if (round >= LITHE__GRAPH_MAX_EXPANSIONS) {
+            s = lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: more than %d control-flow nodes to expand", LAYER,
+                            LITHE__GRAPH_MAX_EXPANSIONS);
+            break;
+        }
+        graph_unbind(g); /* the model stays; the old binding goes */
+        lithe__onnx_model keep = g->onnx;
+        memset(g, 0, sizeof *g);
+        g->onnx = keep;
+        s = lithe__graph_control_apply(&g->onnx, &ctl);
     }
     if (s != LITHE_OK) {
         graph_free(g);

@@ -145,6 +145,25 @@ static inline lithe_status lithe__gexec_like(lithe__gexec *x, const lithe_tensor
 lithe_status lithe__graph_fuse(lithe__graph *g);
 /* A windowed node's attributes against their ranges and its weight initializer, at load (check.c). */
 lithe_status lithe__graph_check_node(const lithe__onnx_model *o, size_t i);
+/* An RNN / GRU / LSTM node's attributes (direction, hidden_size, layout, activations, clip, ...), at
+ * load (ops/recurrent.c); LITHE_OK for other nodes. */
+lithe_status lithe__graph_check_recurrent(const lithe__onnx_model *o, size_t i);
+/* Control flow (control.c, issue 23 item 7): If, Loop and Scan are expanded into the model's node
+ * list at load. While binding reaches one, its inputs bound and folded, lithe__graph_control_plan
+ * decides (the branch a constant condition picks, the trip count) or refuses naming the node;
+ * graph_build then drops the binding, lithe__graph_control_apply rewrites the model, and the
+ * model is bound afresh. */
+#define LITHE__GRAPH_MAX_EXPANSIONS 1024
+#define LITHE__GRAPH_MAX_UNROLL 4096 /* a Loop's / Scan's iterations, unrolled */
+#define LITHE__GRAPH_MAX_UNROLLED_NODES (1 << 20) /* the nodes one unrolled Loop / Scan may make */
+typedef struct lithe__gctl {
+    size_t node;
+    bool then_branch; /* If */
+    int64_t count;    /* Loop, Scan: iterations */
+} lithe__gctl;
+bool lithe__graph_is_control(const char *op_type);
+lithe_status lithe__graph_control_plan(const lithe__graph *g, size_t node, lithe__gctl *out);
+lithe_status lithe__graph_control_apply(lithe__onnx_model *o, const lithe__gctl *c);
 /* The fused ops (ops/fused.c). */
 extern const lithe__graph_op lithe__fused_layernorm_op, lithe__fused_linear_op, lithe__fused_act_op;
 extern const lithe__graph_op lithe__fused_conv_op, lithe__fused_conv_add_op;

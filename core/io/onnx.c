@@ -436,6 +436,21 @@ static void attr_free(lithe__onnx_attr *a) {
     }
     lithe__free(a->floats);
     lithe__free(a->ints);
+    for (size_t k = 0; k < a->n_strings; k++) lithe__free(a->strings[k]);
+    lithe__free(a->strings);
+    lithe__free(a->graph);
+}
+
+/* One more entry of a STRINGS attribute. */
+static lithe_status rd_strings(pb *r, uint32_t wt, lithe__onnx_attr *a) {
+    if (a->n_strings >= 4096) return bad(r, "more than 4096 strings in one attribute");
+    char **ns = lithe__realloc(a->strings, (a->n_strings + 1) * sizeof *ns);
+    if (!ns) return lithe__oom(WHAT, (a->n_strings + 1) * sizeof *ns);
+    a->strings = ns;
+    a->strings[a->n_strings] = NULL;
+    LITHE__TRY(rd_str(r, wt, "strings", &a->strings[a->n_strings], NULL));
+    a->n_strings++;
+    return LITHE_OK;
 }
 
 static lithe_status parse_attr(const uint8_t *d, size_t n, lithe__onnx_attr *a) {
@@ -485,7 +500,26 @@ static lithe_status parse_attr(const uint8_t *d, size_t n, lithe__onnx_attr *a) 
         }
         case 7: s = rd_repeated(&r, wt, 1, "floats", &fl); break;
         case 8: s = rd_repeated(&r, wt, 0, "ints", &in); break;
-        default: s = skip(&r, wt); /* graphs, strings, tensors lists: no supported op reads them */
+        case 9: s = rd_strings(&r, wt, a); break;
+        case 6: { /* g: kept as bytes, parsed if the graph layer expands the node */
+            const uint8_t *gd = NULL;
+            size_t gn = 0;
+            s = want(&r, wt, WT_LEN, "g");
+            if (s == LITHE_OK) s = rd_len(&r, &gd, &gn);
+            if (s == LITHE_OK) {
+                uint8_t *c = lithe__malloc(gn ? gn : 1);
+                if (!c) {
+                    s = lithe__oom(WHAT, gn);
+                    break;
+                }
+                if (gn) memcpy(c, gd, gn);
+                lithe__free(a->graph);
+                a->graph = c;
+                a->graph_len = gn;
+            }
+            break;
+        }
+        default: s = skip(&r, wt); /* graph and tensor lists: no supported op reads them */
         }
     }
     a->floats = fl.v;
@@ -679,6 +713,16 @@ static lithe_status parse_graph(const uint8_t *d, size_t n, lithe__onnx_model *m
     }
     return LITHE_OK;
 }
+
+lithe_status lithe__onnx_parse_graph(const uint8_t *data, size_t len, lithe__onnx_model *out) {
+    memset(out, 0, sizeof *out);
+    static const uint8_t empty[1];
+    lithe_status s = parse_graph(data ? data : empty, data ? len : 0, out);
+    if (s != LITHE_OK) lithe__onnx_model_free(out);
+    return s;
+}
+void lithe__onnx_node_free(lithe__onnx_node *n) { node_free(n); }
+void lithe__onnx_tensor_free(lithe__onnx_tensor *t) { tensor_free(t); }
 
 void lithe__onnx_model_free(lithe__onnx_model *m) {
     if (!m) return;

@@ -52,6 +52,11 @@ typedef struct lithe__onnx_attr {
     size_t n_floats;
     int64_t *ints;
     size_t n_ints;
+    char **strings; /* STRINGS (an RNN's activations): NUL-terminated copies */
+    size_t n_strings;
+    uint8_t *graph; /* GRAPH (If's branches, Loop's and Scan's body): the GraphProto's bytes, parsed when
+                     * the graph layer expands the node (lithe__onnx_parse_graph) */
+    size_t graph_len;
 } lithe__onnx_attr;
 
 typedef struct lithe__onnx_node {
@@ -88,6 +93,13 @@ typedef struct lithe__onnx_model {
  * *out is then zeroed and owns nothing. Free with lithe__onnx_model_free. */
 lithe_status lithe__onnx_parse(const uint8_t *data, size_t len, lithe__onnx_model *out);
 void lithe__onnx_model_free(lithe__onnx_model *m);
+/* Decodes a serialized GraphProto (a control-flow node's subgraph) into out's nodes, initializers,
+ * inputs and outputs (ir_version, opset 0). Errors as lithe__onnx_parse's. */
+lithe_status lithe__onnx_parse_graph(const uint8_t *data, size_t len, lithe__onnx_model *out);
+/* Frees what a node owns (not the node). */
+void lithe__onnx_node_free(lithe__onnx_node *n);
+/* Frees what a tensor owns (not the tensor). */
+void lithe__onnx_tensor_free(lithe__onnx_tensor *t);
 /* The model bytes with every initializer whose data lives in an external file (data_location
  * EXTERNAL) rewritten to hold it inline (raw_data), read from `dir` (the model file's folder):
  * location relative to it, offset and length in bytes (defaults: 0 and the rest of the file).

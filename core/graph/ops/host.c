@@ -54,6 +54,20 @@ FWD(f_shape) {
     return LITHE_OK;
 }
 
+/* I with ONNX's negative indices (counted from the end of an axis of ax) made non-negative: I
+ * itself (retained) when none is negative (the float path's rows primitives take 0 .. ax - 1). */
+static lithe_status wrapped_rows(lithe__gexec *x, lithe_tensor *I, int64_t ax, lithe_tensor **out) {
+    bool neg = false;
+    for (int64_t i = 0; i < I->numel; i++) neg = neg || ints(I)[i] < 0;
+    if (!neg) {
+        *out = lithe_tensor_retain(I);
+        return LITHE_OK;
+    }
+    LITHE__TRY(new_i64(x, I->ndim, I->shape, out));
+    for (int64_t i = 0; i < I->numel; i++) ((int64_t *)lithe__tdata(*out))[i] = ints(I)[i] < 0 ? ints(I)[i] + ax : ints(I)[i];
+    return LITHE_OK;
+}
+
 /* Gather: integer data on the host (shape arithmetic), or float rows (axis 0, an embedding). */
 FWD(f_gather) {
     UNUSED_FWD;
@@ -87,28 +101,30 @@ FWD(f_gather) {
     }
     LITHE__TRY(need_float(x, node, D, 0));
     if (axis != 0) return fail(x, node, LITHE_ERR_UNSUPPORTED, "float Gather along axis %lld (lithe gathers rows, axis 0)", (long long)axis);
-    for (int64_t i = 0; i < I->numel; i++)
-        if (ints(I)[i] < 0) return fail(x, node, LITHE_ERR_UNSUPPORTED, "negative row index %lld in a float Gather", (long long)ints(I)[i]);
-    lithe_tensor *table = NULL, *y2 = NULL;
+    lithe_tensor *table = NULL, *y2 = NULL, *Iw = NULL;
     LITHE__TRY(new_f32(x, nd, shape, false, &out[0]));
     lithe_status s = lithe_tensor_reshape(D, 2, (int64_t[]){ax, inner}, &table);
     if (s == LITHE_OK) s = lithe_tensor_reshape(out[0], 2, (int64_t[]){I->numel, inner}, &y2);
-    if (s == LITHE_OK && I->numel) s = lithe__op_gather_rows(x->be, table, I, y2);
+    if (s == LITHE_OK) s = wrapped_rows(x, I, ax, &Iw); /* h[-1]: a GRU's last state */
+    if (s == LITHE_OK && I->numel) s = lithe__op_gather_rows(x->be, table, Iw, y2);
     lithe_tensor_release(table);
     lithe_tensor_release(y2);
+    lithe_tensor_release(Iw);
     return s;
 }
 BWD(b_gather) {
     UNUSED_BWD;
-    lithe_tensor *d = NULL, *t2 = NULL, *g2 = NULL;
+    lithe_tensor *d = NULL, *t2 = NULL, *g2 = NULL, *Iw = NULL;
     LITHE__TRY(lithe__gexec_grad(x, node, 0, &d));
     if (!d || !in[1]->numel) return LITHE_OK;
     int64_t ax = in[0]->shape[0], inner = ax ? in[0]->numel / ax : 0;
     lithe_status s = lithe_tensor_reshape(d, 2, (int64_t[]){ax, inner}, &t2);
     if (s == LITHE_OK) s = lithe_tensor_reshape(dout[0], 2, (int64_t[]){in[1]->numel, inner}, &g2);
-    if (s == LITHE_OK) s = lithe__op_scatter_add_rows(x->be, t2, in[1], g2);
+    if (s == LITHE_OK) s = wrapped_rows(x, in[1], ax, &Iw);
+    if (s == LITHE_OK) s = lithe__op_scatter_add_rows(x->be, t2, Iw, g2);
     lithe_tensor_release(t2);
     lithe_tensor_release(g2);
+    lithe_tensor_release(Iw);
     return s;
 }
 

@@ -233,6 +233,13 @@ FWD(f_conv); BWD(b_conv); FWD(f_pool); BWD(b_pool); FWD(f_convt); BWD(b_convt); 
 #define b_cast lithe__gop_b_cast
 #define f_constant_of_shape lithe__gop_f_constant_of_shape
 FWD(f_constant); FWD(f_shape); FWD(f_gather); BWD(b_gather); FWD(f_cast); BWD(b_cast); FWD(f_constant_of_shape);
+/* recurrent.c (issue 23 item 6) */
+#define f_rnn lithe__gop_f_rnn
+#define b_rnn lithe__gop_b_rnn
+FWD(f_rnn); BWD(b_rnn);
+/* control.c (issue 23 item 7): If, Loop, Scan, expanded at load (core/graph/control.c) */
+#define f_control lithe__gop_f_control
+FWD(f_control);
 /* fused.c */
 #define f_fused_linear lithe__gop_f_fused_linear
 #define b_fused_linear lithe__gop_b_fused_linear
