@@ -38,6 +38,10 @@ WHY = [
 ]
 
 
+# Operators whose fwd-only status needs a word: lithe expands them at load into the nodes they hold.
+EXPANDED = {"If", "Loop", "Scan"}
+
+
 def lithe_ops():
     sys.path.insert(0, os.path.join(ROOT, "shims", "python"))
     from lithe import _lib  # finds the library as the package does
@@ -122,6 +126,8 @@ def table():
         if name in ours:
             st = "fwd + bwd" if ours[name] else "fwd"
             note = "" if ours[name] or not diff else "differentiable in the spec; lithe runs no backward"
+            if name in EXPANDED:
+                note = "expanded at load into the nodes it holds (a condition / trip count known then): those train"
         else:
             st, note = "refused", why(name)
         if dep:
