@@ -86,6 +86,10 @@ case("redsumsq", [N("ReduceSumSquare", ["x"], ["y"], keepdims=0)], [], x345, lam
 case("redsum13", [N("ReduceSum", ["x", "axes"], ["y"], keepdims=0)], [i64("axes", [-1])], x345, lambda x: x.sum(-1))
 case("rednoop18", [N("ReduceMax", ["x", "axes"], ["y"], noop_with_empty_axes=1)], [i64("axes", numpy.zeros(0))],
      x345, lambda x: x * 1.0, opset=18)
+# integer ReduceMax / ReduceMin / ReduceProd (shape arithmetic, on the host): of Shape(x) = (3, 4, 5)
+case("redint", [N("Shape", ["x"], ["s"]), N("ReduceMax", ["s"], ["a"], keepdims=1), N("ReduceMin", ["s"], ["b"], keepdims=1),
+                N("ReduceProd", ["s"], ["c"], keepdims=1), N("Concat", ["a", "b", "c"], ["y"], axis=0)], [], x345,
+     lambda x: torch.tensor([5, 3, 60]), grad=False, ints=True)
 
 # ---- ArgMax / ArgMin (ties: integers) ----
 xt = numpy.round(x345 * 1.5)
@@ -94,6 +98,11 @@ case("argmax_last", [N("ArgMax", ["x"], ["y"], axis=-1, keepdims=1, select_last_
      lambda x: (4 - torch.argmax(torch.flip(x, [2]), 2, keepdim=True)), grad=False, ints=True)
 case("argmin_last", [N("ArgMin", ["x"], ["y"], axis=0, keepdims=0, select_last_index=1)], [], xt,
      lambda x: (2 - torch.argmin(torch.flip(x, [0]), 0)), grad=False, ints=True)
+xtn = xt.copy()
+xtn[0, 2, 1] = xtn[1, 0, 3] = xtn[1, 3, 3] = numpy.nan
+case("argmax_nan", [N("ArgMax", ["x"], ["y"], axis=1, keepdims=0)], [], xtn, lambda x: torch.argmax(x, 1), grad=False, ints=True)
+case("argmin_nan_last", [N("ArgMin", ["x"], ["y"], axis=1, keepdims=0, select_last_index=1)], [], xtn,
+     lambda x: (3 - torch.argmin(torch.flip(x, [1]), 1)), grad=False, ints=True)
 
 # ---- CumSum, Tile, Range, GatherElements, GatherND ----
 case("cumsum", [N("CumSum", ["x", "ax"], ["y"])], [i64("ax", 1)], x345, lambda x: torch.cumsum(x, 1))
@@ -112,6 +121,7 @@ case("range", [N("Range", ["s", "l", "d"], ["rg"]), N("Add", ["x", "rg"], ["y"])
 gi = rng.randint(-4, 4, size=(3, 2, 5))
 case("gather_elements", [N("GatherElements", ["x", "i"], ["y"], axis=1)], [i64("i", gi)], x345,
      lambda x: torch.gather(x, 1, torch.tensor(numpy.where(gi < 0, gi + 4, gi))))
+case("gather_float", [N("Gather", ["x", "i"], ["y"], axis=0)], [i64("i", [2, 0, 2])], x345, lambda x: x[[2, 0, 2]])
 ndi = numpy.array([[0, 1], [2, -1], [0, 1]])
 case("gather_nd", [N("GatherND", ["x", "i"], ["y"])], [i64("i", ndi)], x345,
      lambda x: torch.stack([x[0, 1], x[2, 3], x[0, 1]]))
@@ -233,6 +243,14 @@ case("einsum_nt", [N("Einsum", ["x", "w"], ["y"], equation="ij,kj->ki")], [f32("
 w4 = rng.standard_normal(3)
 case("einsum_outer", [N("Einsum", ["w", "x"], ["y"], equation="i,j")], [f32("w", w4)], rng.standard_normal(5),
      lambda x: torch.einsum("i,j", torch.tensor(w4, dtype=T), x))
+w5 = rng.standard_normal((3, 4))
+case("einsum_dot", [N("Einsum", ["x", "w"], ["y"], equation="ij,ij->")], [f32("w", w5)], rng.standard_normal((3, 4)),
+     lambda x: torch.einsum("ij,ij->", x, torch.tensor(w5, dtype=T)))
+w6 = rng.standard_normal((2, 4, 5))
+case("einsum_ellipsis", [N("Einsum", ["x", "w"], ["y"], equation="...ij,...jk->...ik")], [f32("w", w6)],
+     rng.standard_normal((2, 3, 4)), lambda x: torch.einsum("...ij,...jk->...ik", x, torch.tensor(w6, dtype=T)))
+case("einsum_ellipsis_implicit", [N("Einsum", ["x", "w"], ["y"], equation="...ij,jk")], [f32("w", w3.T.copy())],
+     rng.standard_normal((2, 3, 4)), lambda x: torch.einsum("...ij,jk", x, torch.tensor(w3.T.copy(), dtype=T)))
 case("einsum_perm", [N("Einsum", ["x"], ["y"], equation="abc->cab")], [], x345, lambda x: torch.einsum("abc->cab", x))
 nzc = numpy.array([[0.0, 1.5, 0.0], [2.0, 0.0, -1.0]])
 nz = numpy.stack(numpy.nonzero(nzc))
@@ -316,7 +334,7 @@ bad("tileneg", [N("Tile", ["x", "r"], ["y"], name="tl2")], [i64("r", [1, -2, 1])
 bad("fmod", [N("Mod", ["x", "x"], ["y"], fmod=2, name="md")], [])
 bad("isinf", [N("IsInf", ["x"], ["y"], detect_positive=7, name="ii")], [])
 bad("hardmax", [N("Hardmax", ["x"], ["y"], axis=3, name="hm")], [])
-bad("einsum_ellipsis", [N("Einsum", ["x", "x"], ["y"], equation="...ij,...jk->...ik", name="es")], [])
+bad("einsum_ellipsis", [N("Einsum", ["x", "x"], ["y"], equation="...i...j,jk->ik", name="es")], [])
 bad("einsum_diag", [N("Einsum", ["x"], ["y"], equation="iij->ij", name="es2")], [])
 bad("einsum_sum", [N("Einsum", ["x", "x"], ["y"], equation="abc,abd->ad", name="es3")], [])
 bad("topk_k", [N("TopK", ["x", "k"], ["y", "i"], axis=2, name="tk")], [i64("k", [9])])

@@ -1,337 +1,13 @@
-/* The packed SGEMM driver (gemm.h has the loop nest and the packed layouts), the portable packing
- * and GEMV loops, the scalar microkernel (the oracle and the fall-back), the per-thread packing
- * workspaces, the thread split and the run-time choice of kernel. */
-#include "gemm.h"
+/* The packed SGEMM driver (gemm.h has the loop nest and the packed layouts): the blocked loop
+ * nest, the GEMV loops, the thread split and op(B) packed ahead. The scalar microkernel and the
+ * choice of kernel are in gemm_kernel.c, the workspaces and portable packing in gemm_pack.c. */
+#include "gemm_internal.h"
 #include "../threadpool.h"
 
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- the scalar microkernel: 4 x 8, plain C that compilers keep in registers ----
- * (4 x 16 spills SSE2's 16 registers: 6 against 30 GFLOP/s at (64, 512, 784) on x86-64) */
-
-#define S_MR 4
-#define S_NR 8
-
-/* gemm.h's clamp, written as the act kernel writes relu and clip (backends/cpu/scalar/act.c). */
-static inline float clamp1(const lithe__sgemm_ukparams *p, float t) {
-    if (p->clamp == LITHE__SGEMM_CLAMP_RELU) return t <= 0.0f ? 0.0f : t; /* NaN stays NaN */
-    float y = t * 1.0f + 0.0f;
-    return y < p->lo ? p->lo : (y > p->hi ? p->hi : y);
-}
-
-static void lithe_f32_gemm_ukernel_4x8__scalar(size_t mr, size_t nr, size_t kc, const float *a, const float *b, float *c,
-                                 size_t ldc, const lithe__sgemm_ukparams *p) {
-    float acc[S_MR][S_NR];
-    for (int i = 0; i < S_MR; i++)
-        for (int j = 0; j < S_NR; j++) acc[i][j] = 0.0f;
-    for (size_t k = 0; k < kc; k++) {
-        const float *bk = b + k * S_NR, *ak = a + k * S_MR;
-        for (int i = 0; i < S_MR; i++) {
-            float x = ak[i];
-            for (int j = 0; j < S_NR; j++) acc[i][j] += x * bk[j];
-        }
-    }
-    for (size_t i = 0; i < mr; i++) {
-        float *ci = c + i * ldc;
-        for (size_t j = 0; j < nr; j++) {
-            float t = p->alpha * acc[i][j];
-            if (p->beta != 0.0f) t += p->beta * ci[j];
-            if (p->bias) t += p->bias[j];
-            ci[j] = p->clamp ? clamp1(p, t) : t;
-        }
-    }
-}
-
-static void gemv_t__scalar(size_t n, size_t K, size_t kc, float alpha, const float *x, const float *w, size_t ldw,
-                           float beta, float *y, const float *bias);
-static void gemv_n__scalar(size_t n, size_t K, size_t kc, float alpha, const float *x, const float *w, size_t ldw,
-                           float beta, float *y, const float *bias);
-/* One row against ns packed slivers (gemm.h's urow), with the 4 x 8 kernel's arithmetic. */
-static void lithe_f32_gemm_urow_1x8__scalar(size_t ns, size_t nr_last, size_t kc, const float *x, const float *b,
-                                            float *c, const lithe__sgemm_ukparams *p) {
-    for (size_t s = 0; s < ns; s++, b += kc * S_NR, c += S_NR) {
-        float acc[S_NR] = {0};
-        for (size_t k = 0; k < kc; k++) {
-            const float *bk = b + k * S_NR;
-            float xk = x[k];
-            for (int j = 0; j < S_NR; j++) acc[j] += xk * bk[j];
-        }
-        size_t nr = s + 1 == ns ? nr_last : S_NR;
-        const float *bias = p->bias ? p->bias + s * S_NR : NULL;
-        for (size_t j = 0; j < nr; j++) {
-            float t = p->alpha * acc[j];
-            if (p->beta != 0.0f) t += p->beta * c[j];
-            if (bias) t += bias[j];
-            c[j] = p->clamp ? clamp1(p, t) : t;
-        }
-    }
-}
-
-static const lithe__sgemm_kernel kernel_scalar = {
-    .isa = "scalar", .mr = S_MR, .nr = S_NR, .mc = 128, .kc = 256, .nc = 2048, .ukernel = lithe_f32_gemm_ukernel_4x8__scalar,
-    .gemv_t = gemv_t__scalar, .gemv_n = gemv_n__scalar, .urow = lithe_f32_gemm_urow_1x8__scalar, .clamp_ok = true,
-};
-
-bool lithe__sgemm_act_clamp(const lithe__act *a, int *clamp, float *lo, float *hi) {
-    int c = LITHE__SGEMM_CLAMP_NONE;
-    float l = 0.0f, h = 0.0f;
-    if (!a) return false;
-    if (a->kind == LITHE__ACT_RELU) c = LITHE__SGEMM_CLAMP_RELU;
-    /* crossed or NaN bounds, and -0 ones (kept out of the store's clamp; test_gemm_ukernels checks
-     * that they are refused): the act kernel after the store */
-    else if (a->kind == LITHE__ACT_CLIPPED_LINEAR && a->slope == 1.0f && a->offset == 0.0f &&
-             a->min_val <= a->max_val && !(a->min_val == 0.0f && signbit(a->min_val)) &&
-             !(a->max_val == 0.0f && signbit(a->max_val)))
-        c = LITHE__SGEMM_CLAMP_CLIP, l = a->min_val, h = a->max_val;
-    else return false;
-    if (clamp) *clamp = c;
-    if (lo) *lo = l;
-    if (hi) *hi = h;
-    return true;
-}
-
-/* The clamp for an epilogue's act when kernel k applies it in its store: an act there, no Z (which
- * keeps the pre-activation) and no row bias added after the store (M = 1, K = 0). */
-static bool epi_clamp(const lithe__sgemm_kernel *k, const lithe__sgemm_epilogue *e, bool bias_row_after,
-                      lithe__sgemm_ukparams *p) {
-    if (!k->clamp_ok || !e || !e->act || e->Z || (bias_row_after && e->bias_row)) return false;
-    return lithe__sgemm_act_clamp(e->act, &p->clamp, &p->lo, &p->hi);
-}
-
-const lithe__sgemm_kernel *lithe__sgemm_kernel_scalar(void) { return &kernel_scalar; }
-
-#if !(defined(__x86_64__) || defined(_M_X64))
-const lithe__sgemm_kernel *lithe__sgemm_kernel_avx2(void) { return NULL; }
-const lithe__sgemm_kernel *lithe__sgemm_kernel_avx512(void) { return NULL; }
-#endif
-
-/* ---- choice of kernel ---- */
-
-#if defined(LITHE_SIMD_ONLY) && defined(__wasm_simd128__)
-/* The npm package's SIMD128 module (LITHE_SIMD_ONLY, bindings/js): no environment to name another
- * kernel in, and the SIMD128 kernel takes every shape, so the scalar one is left out of it. */
-const lithe__sgemm_kernel *lithe__sgemm_kernel_named(const char *isa) {
-    return isa && strcmp(isa, "wasmsimd") == 0 ? lithe__sgemm_kernel_wasmsimd() : NULL;
-}
-static const lithe__sgemm_kernel *pick_kernel(void) { return lithe__sgemm_kernel_wasmsimd(); }
-#else
-const lithe__sgemm_kernel *lithe__sgemm_kernel_named(const char *isa) {
-    if (!isa) return NULL;
-    if (strcmp(isa, "scalar") == 0) return lithe__sgemm_kernel_scalar();
-    if (strcmp(isa, "avx2") == 0) return lithe__sgemm_kernel_avx2();
-    if (strcmp(isa, "avx512") == 0) return lithe__sgemm_kernel_avx512();
-    if (strcmp(isa, "neon") == 0) return lithe__sgemm_kernel_neon();
-    if (strcmp(isa, "wasmsimd") == 0) return lithe__sgemm_kernel_wasmsimd();
-    return NULL;
-}
-
-/* Best first; an ISA port adds its kernel here. */
-static const lithe__sgemm_kernel *(*const by_preference[])(void) = {
-    lithe__sgemm_kernel_avx512,
-    lithe__sgemm_kernel_avx2,
-    lithe__sgemm_kernel_neon,
-    lithe__sgemm_kernel_wasmsimd,
-    lithe__sgemm_kernel_scalar,
-};
-#define N_PREF (sizeof by_preference / sizeof by_preference[0])
-
-static const lithe__sgemm_kernel *pick_kernel(void) {
-    const char *want = lithe__knob(LITHE__KNOB_cpu_isa);
-    size_t start = 0;
-    if (want && *want) /* the named ISA, or the best one below it on this CPU */
-        for (size_t i = 0; i < N_PREF; i++) {
-            const lithe__sgemm_kernel *k = by_preference[i]();
-            if (lithe__sgemm_kernel_named(want) == k || (k && strcmp(k->isa, want) == 0)) {
-                start = i;
-                break;
-            }
-        }
-    for (size_t i = start; i < N_PREF; i++) {
-        const lithe__sgemm_kernel *k = by_preference[i]();
-        if (k) return k;
-    }
-    return &kernel_scalar;
-}
-#endif
-
-const lithe__sgemm_kernel *lithe__sgemm_kernel_best(void) {
-    static _Atomic(const lithe__sgemm_kernel *) best;
-    const lithe__sgemm_kernel *k = atomic_load_explicit(&best, memory_order_acquire);
-    if (!k) { /* racing first calls compute the same answer */
-        k = pick_kernel();
-        atomic_store_explicit(&best, k, memory_order_release);
-    }
-    return k;
-}
-
-/* ---- per-thread packing workspaces ----
- * The backend's, kept between calls and grown on demand: a call claims a free slot (one per
- * concurrent task) and gives it back. Through the allocator hook (lithe__malloc), like every
- * allocation: kept only with the C library's allocator (lithe_set_allocator gives them back
- * first, through lithe__cpu_cache_flush); with a user's allocator installed each task allocates a
- * private one for the call, as the CPU cache keeps no blocks then, so that allocator sees every
- * allocation and free. When every slot is taken (many concurrent callers), the task allocates a
- * private one for the call too. */
-
-#define N_SLOTS 16
-typedef struct ws_slot {
-    atomic_flag busy;
-    float *buf; /* 64-byte aligned inside raw */
-    void *raw;
-    size_t cap; /* floats */
-} ws_slot;
-static ws_slot slots[N_SLOTS] = {
-#define F0 {ATOMIC_FLAG_INIT, NULL, NULL, 0}
-    F0, F0, F0, F0, F0, F0, F0, F0, F0, F0, F0, F0, F0, F0, F0, F0,
-#undef F0
-};
-
-static bool ws_grow(ws_slot *s, size_t floats) {
-    if (s->cap >= floats) return true;
-    if (floats > (SIZE_MAX - 64) / sizeof(float)) return false;
-    void *raw = lithe__malloc(floats * sizeof(float) + 64);
-    if (!raw) return false;
-    lithe__free(s->raw);
-    s->raw = raw;
-    s->buf = (float *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
-    s->cap = floats;
-    return true;
-}
-
-/* A slot with room for `floats`, or NULL (out of memory). Release with ws_release. */
-static ws_slot *ws_claim(size_t floats, ws_slot *priv) {
-    for (int i = 0; i < N_SLOTS && lithe__default_allocator(); i++)
-        if (!atomic_flag_test_and_set_explicit(&slots[i].busy, memory_order_acquire)) {
-            if (ws_grow(&slots[i], floats)) return &slots[i];
-            atomic_flag_clear_explicit(&slots[i].busy, memory_order_release);
-            return NULL;
-        }
-    memset(priv, 0, sizeof *priv);
-    return ws_grow(priv, floats) ? priv : NULL;
-}
-
-static void ws_release(ws_slot *s) {
-    if (s >= slots && s < slots + N_SLOTS) {
-        atomic_flag_clear_explicit(&s->busy, memory_order_release);
-    } else if (s) {
-        lithe__free(s->raw);
-    }
-}
-
-void lithe__sgemm_release_workspaces(void) {
-    for (int i = 0; i < N_SLOTS; i++)
-        if (!atomic_flag_test_and_set_explicit(&slots[i].busy, memory_order_acquire)) { /* busy: a call's */
-            lithe__free(slots[i].raw);
-            slots[i].raw = NULL;
-            slots[i].buf = NULL;
-            slots[i].cap = 0;
-            atomic_flag_clear_explicit(&slots[i].busy, memory_order_release);
-        }
-}
-
-/* ---- portable packing ---- */
-
-static void pack_portable(size_t R, size_t lanes, size_t kc, const float *src, size_t ld, bool rows, float *dst) {
-    if (rows) {
-        for (size_t l = 0; l < lanes; l++) {
-            const float *s = src + l * ld;
-            for (size_t k = 0; k < kc; k++) dst[k * R + l] = s[k];
-        }
-        for (size_t k = 0; k < kc; k++)
-            for (size_t l = lanes; l < R; l++) dst[k * R + l] = 0.0f;
-    } else {
-        for (size_t k = 0; k < kc; k++) {
-            const float *s = src + k * ld;
-            float *d = dst + k * R;
-            for (size_t l = 0; l < lanes; l++) d[l] = s[l];
-            for (size_t l = lanes; l < R; l++) d[l] = 0.0f;
-        }
-    }
-}
-
-/* A sliver (R = MR lanes of A, or NR of B) of pixels p0, p0 + 1, ... from row pointers
- * (lithe__sgemm_rows' B, lithe__sgemm_pixels' A): step k's pixel p at rows[k][(p / ow) * row + p % ow].
- * A sliver inside one output row is a contiguous run of every step's row: runs of evenly spaced
- * rows (a convolution's taps along a filter row: d1 floats apart) go to the kernel's packing as
- * one strided block (A: its pack_a_ptrs in one call, when it has one). A sliver across output rows
- * is cut into chunks, one per row it touches and 16-lane group of the sliver (the kernel's pack_segs). */
-static void pack_pixels(const lithe__sgemm_kernel *k, bool is_a, size_t lanes, size_t kc, const float *const *rows,
-                        int64_t p0, int64_t ow, int64_t row, float *dst) {
-    const size_t R = (size_t)(is_a ? k->mr : k->nr);
-    lithe__sgemm_pack_fn pack = is_a ? k->pack_a : k->pack_b;
-    const bool own = is_a ? LITHE__SGEMM_HAS(k, pack_a) : LITHE__SGEMM_HAS(k, pack_b); /* pack is set */
-    if (p0 % ow + (int64_t)lanes <= ow) {
-        int64_t off = p0 / ow * row + p0 % ow;
-        if (is_a && LITHE__SGEMM_HAS(k, pack_a_ptrs)) { /* one call for the sliver: taps' runs are short (KW steps) */
-            k->pack_a_ptrs(lanes, kc, rows, off, dst);
-            return;
-        }
-        if (!is_a && LITHE__SGEMM_HAS(k, pack_segs) && lanes <= 64) { /* B: one call, 16-lane groups as chunks */
-            int64_t offs[4];
-            size_t lane[4], len[4], ns = 0;
-            for (size_t l = 0; l < lanes; l += 16, ns++) {
-                offs[ns] = off + (int64_t)l;
-                lane[ns] = l;
-                len[ns] = lanes - l < 16 ? lanes - l : 16;
-            }
-            k->pack_segs(R, kc, rows, ns, offs, lane, len, dst);
-            return;
-        }
-        for (size_t k0 = 0; k0 < kc;) {
-            size_t run = 1, ld = 0;
-            if (k0 + 1 < kc && rows[k0 + 1] > rows[k0]) {
-                ld = (size_t)(rows[k0 + 1] - rows[k0]);
-                for (run = 2; k0 + run < kc && rows[k0 + run] == rows[k0 + run - 1] + ld; run++) {
-                }
-            }
-            if (own) pack(lanes, run, rows[k0] + off, ld, false, dst + k0 * R);
-            else pack_portable(R, lanes, run, rows[k0] + off, ld, false, dst + k0 * R);
-            k0 += run;
-        }
-        return;
-    }
-    enum { MAXSEG = 8 };
-    int64_t off[MAXSEG];
-    size_t lane[MAXSEG], len[MAXSEG], ns = 0;
-    for (size_t l = 0; l < lanes && ns <= MAXSEG;) {
-        int64_t p = p0 + (int64_t)l, c = p % ow;
-        size_t n = lanes - l;
-        if ((int64_t)n > ow - c) n = (size_t)(ow - c);
-        if (n > 16 - l % 16) n = 16 - l % 16; /* inside one 16-lane group of dst */
-        if (ns < MAXSEG) {
-            off[ns] = p / ow * row + c;
-            lane[ns] = l;
-            len[ns] = n;
-        }
-        ns++;
-        l += n;
-    }
-    if (ns <= MAXSEG) {
-        if (LITHE__SGEMM_HAS(k, pack_segs)) {
-            k->pack_segs(R, kc, rows, ns, off, lane, len, dst);
-            return;
-        }
-        for (size_t kk = 0; kk < kc; kk++) { /* chunk by chunk */
-            const float *r = rows[kk];
-            float *d = dst + kk * R;
-            for (size_t c = 0; c < ns; c++)
-                for (size_t l = 0; l < len[c]; l++) d[lane[c] + l] = r[off[c] + l];
-            for (size_t l = lanes; l < R; l++) d[l] = 0.0f;
-        }
-        return;
-    }
-    int64_t offs[64]; /* R <= 64: lane by lane */
-    for (size_t l = 0; l < lanes; l++) offs[l] = (p0 + (int64_t)l) / ow * row + (p0 + (int64_t)l) % ow;
-    for (size_t kk = 0; kk < kc; kk++) {
-        const float *r = rows[kk];
-        float *d = dst + kk * R;
-        for (size_t l = 0; l < lanes; l++) d[l] = r[offs[l]];
-        for (size_t l = lanes; l < R; l++) d[l] = 0.0f;
-    }
-}
 
 /* ---- the blocked loop nest over one range of C ---- */
 
@@ -459,7 +135,7 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
     float *Ap = ws, *Bp = ws + round_up(kcmax * mcmax, 16); /* slivers 64-byte aligned */
     float *tile = jb->Bpk ? Bp : Bp + kcmax * round_up((size_t)(n1 - n0 < k->nc ? n1 - n0 : k->nc), NR);
     lithe__sgemm_ukparams cl = {0};
-    const bool clamped = epi_clamp(k, epi, false, &cl); /* a row bias rides in the product here */
+    const bool clamped = lithe__sgemm_epi_clamp(k, epi, false, &cl); /* a row bias rides in the product here */
     /* bias_rows_ok: only AVX-512's kernels, which also have ukernel_b (compiled away where no kernel does) */
     const bool rows_ok = LITHE__SGEMM_FORM_ukernel_b && k->bias_rows_ok;
     for (int64_t jc = n0; jc < n1; jc += k->nc) {
@@ -510,7 +186,7 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                     for (size_t l = 0; l < NR; l++) dst[kr * NR + l] = l < lanes ? 1.0f : 0.0f;
                 if (!kr) continue;
                 if (jb->B_rows) {
-                    pack_pixels(k, false, lanes, kr, jb->B_rows + pc, jc + (int64_t)jr, jb->b_ow, jb->b_row, dst);
+                    lithe__sgemm_pack_pixels(k, false, lanes, kr, jb->B_rows + pc, jc + (int64_t)jr, jb->b_ow, jb->b_row, dst);
                     continue;
                 }
                 const float *src = jb->tB ? jb->B + (jc + (int64_t)jr) * jb->ldb + pc
@@ -519,7 +195,7 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                  * loops left out of this function, V8 ran the npm SIMD module's batch-64 MLP and
                  * training step 8-10 % slower, in interleaved runs; docs/wasm.md) */
                 if (k->pack_b) k->pack_b(lanes, kr, src, (size_t)jb->ldb, jb->tB, dst);
-                else pack_portable(NR, lanes, kr, src, (size_t)jb->ldb, jb->tB, dst);
+                else lithe__sgemm_pack_portable(NR, lanes, kr, src, (size_t)jb->ldb, jb->tB, dst);
             }
             /* lithe__sgemm_pixels' A read where it lies by the kernel (gemm.h's ukernel_ap) when one B
              * sliver covers N: each A sliver meets one B sliver, so packing it would only copy it
@@ -540,13 +216,13 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                     if (!kr) continue;
                     if (jb->A_rows) {
                         if (a_in_place && a_whole(jb, lanes, ic + (int64_t)ir)) continue;
-                        pack_pixels(k, true, lanes, kr, jb->A_rows + pc, ic + (int64_t)ir, jb->a_ow, jb->a_row, dst);
+                        lithe__sgemm_pack_pixels(k, true, lanes, kr, jb->A_rows + pc, ic + (int64_t)ir, jb->a_ow, jb->a_row, dst);
                         continue;
                     }
                     if (jb->tA) continue; /* below, step-major */
                     const float *src = jb->A + (ic + (int64_t)ir) * jb->lda + pc;
                     if (k->pack_a) k->pack_a(lanes, kr, src, (size_t)jb->lda, true, dst);
-                    else pack_portable(MR, lanes, kr, src, (size_t)jb->lda, true, dst);
+                    else lithe__sgemm_pack_portable(MR, lanes, kr, src, (size_t)jb->lda, true, dst);
                 }
                 /* op(A) transposed (dW = dYᵀ·X): each step's MR lanes are a piece of one row of A,
                  * so the block is packed 16 steps at a time across all its slivers, the 16 rows it
@@ -558,7 +234,7 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                         const float *src = jb->A + (pc + (int64_t)k0) * jb->lda + ic + (int64_t)ir;
                         float *dst = Ap + ir * kb + k0 * MR;
                         if (k->pack_a) k->pack_a(lanes, kn, src, (size_t)jb->lda, false, dst);
-                        else pack_portable(MR, lanes, kn, src, (size_t)jb->lda, false, dst);
+                        else lithe__sgemm_pack_portable(MR, lanes, kn, src, (size_t)jb->lda, false, dst);
                     }
                 /* The tiles of the block, slivers of B across rows of A (each B sliver stays in L1
                  * while the A block streams from L2), or, when the B panel fits L2 with room to
@@ -640,7 +316,7 @@ static void run_swapped(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
             const float *src = jb->B + (n0 + (int64_t)jr) * jb->ldb + (int64_t)pc;
             float *dst = Bw + pc * nbp + jr * kb;
             if (LITHE__SGEMM_HAS(k, pack_b)) k->pack_b(lanes, kb, src, (size_t)jb->ldb, true, dst);
-            else pack_portable(NR, lanes, kb, src, (size_t)jb->ldb, true, dst);
+            else lithe__sgemm_pack_portable(NR, lanes, kb, src, (size_t)jb->ldb, true, dst);
         }
     }
     float *Cn = jb->C + n0 * jb->ldc; /* C's rows n0.. hold P's columns n0.. */
@@ -694,59 +370,14 @@ static void gemm_task(void *ctx, int64_t begin, int64_t end) {
     size_t floats = swapped ? ws_floats_swapped(jb->k, n1 - n0, jb->K)
                                 : ws_floats(jb->k, m1 - m0, n1 - n0, jb->K + (bias_step(jb->epi) ? 1 : 0),
                                             jb->Bpk != NULL);
-    ws_slot priv, *s = ws_claim(floats, &priv);
+    lithe__sgemm_ws priv, *s = lithe__sgemm_ws_claim(floats, &priv);
     if (!s) {
         atomic_store(&jb->failed, true);
         return;
     }
     if (swapped) run_swapped(jb, m0, m1, n0, n1, s->buf);
     else run_range(jb, m0, m1, n0, n1, s->buf);
-    ws_release(s);
-}
-
-/* ---- M = 1 with the scalar kernel: its arithmetic, one element at a time ---- */
-
-static void gemv_t__scalar(size_t n, size_t K, size_t kc, float alpha, const float *x, const float *w, size_t ldw,
-                           float beta, float *y, const float *bias) {
-    for (size_t j = 0; j < n; j++) {
-        const float *wj = w + j * ldw;
-        float c = y[j];
-        for (size_t p = 0; p < K; p += kc) {
-            size_t e = K - p < kc ? K : p + kc;
-            float acc = 0.0f;
-            for (size_t k = p; k < e; k++) acc += x[k] * wj[k];
-            float t = alpha * acc, b = p == 0 ? beta : 1.0f;
-            if (b != 0.0f) t += b * c;
-            c = t;
-        }
-        y[j] = bias ? c + bias[j] : c;
-    }
-}
-
-static void gemv_n__scalar(size_t n, size_t K, size_t kc, float alpha, const float *x, const float *w, size_t ldw,
-                           float beta, float *y, const float *bias) {
-    enum { W = 64 };
-    for (size_t j0 = 0; j0 < n; j0 += W) {
-        size_t nb = n - j0 < W ? n - j0 : W;
-        float c[W];
-        for (size_t j = 0; j < nb; j++) c[j] = y[j0 + j];
-        for (size_t p = 0; p < K; p += kc) {
-            size_t e = K - p < kc ? K : p + kc;
-            float acc[W] = {0};
-            for (size_t k = p; k < e; k++) {
-                const float *wk = w + k * ldw + j0;
-                float xk = x[k];
-                for (size_t j = 0; j < nb; j++) acc[j] += xk * wk[j];
-            }
-            float b = p == 0 ? beta : 1.0f;
-            for (size_t j = 0; j < nb; j++) {
-                float t = alpha * acc[j];
-                if (b != 0.0f) t += b * c[j];
-                c[j] = t;
-            }
-        }
-        for (size_t j = 0; j < nb; j++) y[j0 + j] = bias ? c[j] + bias[j0 + j] : c[j];
-    }
+    lithe__sgemm_ws_release(s);
 }
 
 typedef struct gemv_job {
@@ -790,7 +421,7 @@ static void row_task(void *ctx, int64_t begin, int64_t end) {
     size_t ns = (size_t)(end - begin), nr_last = n1 - (size_t)(end - 1) * NR;
     const lithe__sgemm_epilogue *epi = r->epi;
     lithe__sgemm_ukparams cl = {0};
-    bool clamped = epi_clamp(r->k, epi, true, &cl);
+    bool clamped = lithe__sgemm_epi_clamp(r->k, epi, true, &cl);
     for (size_t pc = 0; pc < (size_t)r->K; pc += KC) {
         size_t kb = (size_t)r->K - pc < KC ? (size_t)r->K - pc : KC;
         bool last = pc + kb == (size_t)r->K;
@@ -870,7 +501,7 @@ lithe__sgemm_packed_b *lithe__sgemm_pack_b(const lithe__sgemm_kernel *k, bool tB
             size_t lanes = (size_t)N - jr < NR ? (size_t)N - jr : NR;
             const float *src = tB ? B + (int64_t)jr * ldb + pc : B + pc * ldb + (int64_t)jr;
             if (LITHE__SGEMM_HAS(k, pack_b)) k->pack_b(lanes, kb, src, (size_t)ldb, tB, panel + jr * kb);
-            else pack_portable(NR, lanes, kb, src, (size_t)ldb, tB, panel + jr * kb);
+            else lithe__sgemm_pack_portable(NR, lanes, kb, src, (size_t)ldb, tB, panel + jr * kb);
         }
     }
     return p;
@@ -906,10 +537,10 @@ bool lithe__sgemm_prepacked(const lithe__sgemm_kernel *k, bool use_threads, bool
     /* M = 1: with W packed ahead, the one-row kernel streams its slivers (the same bits, gemm.h's
      * rule; faster than the shuffle-bound GEMV); else the GEMV reads W in place */
     if (M == 1 && ((Bpk && kr->urow) || (tB ? k->gemv_t : k->gemv_n))) {
-        ws_slot priv, *s = NULL;
+        lithe__sgemm_ws priv, *s = NULL;
         const float *x = A;
         if (tA && K > 1 && lda != 1) { /* x strided: gather it (K floats) */
-            s = ws_claim((size_t)K, &priv);
+            s = lithe__sgemm_ws_claim((size_t)K, &priv);
             if (!s) return false;
             for (int64_t kk = 0; kk < K; kk++) s->buf[kk] = A[kk * lda];
             x = s->buf;
@@ -921,7 +552,7 @@ bool lithe__sgemm_prepacked(const lithe__sgemm_kernel *k, bool use_threads, bool
             gemv_job g = {tB ? k->gemv_t : k->gemv_n, (size_t)N, (size_t)K, (size_t)k->kc, alpha, beta, x, B, (size_t)ldb, tB, C, epi};
             lithe__pool_for(pool, (N + GEMV_GRAIN - 1) / GEMV_GRAIN, 1, gemv_task, &g);
         }
-        ws_release(s);
+        lithe__sgemm_ws_release(s);
         if (has_res(epi)) add_res(k, 1, (size_t)N, C, 0, epi->res, 0, epi->res_first); /* after the row's store */
         return true;
     }
@@ -1028,17 +659,17 @@ bool lithe__sgemm_rows_direct(const lithe__sgemm_kernel *k, int64_t M, int64_t O
     const int64_t Kt = K + (bias ? 1 : 0);
     lithe__sgemm_ukparams p = {.alpha = 1.0f};
     if (!LITHE__SGEMM_HAS(k, ukernel_bp) || M <= 0 || OH <= 0 || ow <= 0 || K <= 0 || Kt > k->kc || M > k->mc ||
-        (epi && (epi->Z || epi->bias || epi->res)) || (epi && epi->act && !epi_clamp(k, epi, false, &p)))
+        (epi && (epi->Z || epi->bias || epi->res)) || (epi && epi->act && !lithe__sgemm_epi_clamp(k, epi, false, &p)))
         return false;
     const size_t MR = (size_t)k->mr, NR = (size_t)k->nr, kt = (size_t)Kt;
-    ws_slot priv, *s = ws_claim(round_up((size_t)M, MR) * kt, &priv);
+    lithe__sgemm_ws priv, *s = lithe__sgemm_ws_claim(round_up((size_t)M, MR) * kt, &priv);
     if (!s) return false;
     float *Ap = s->buf;
     for (size_t ir = 0; ir < (size_t)M; ir += MR) { /* A's slivers as run_range packs them, bias step last */
         size_t lanes = (size_t)M - ir < MR ? (size_t)M - ir : MR;
         float *dst = Ap + ir * kt;
         if (LITHE__SGEMM_HAS(k, pack_a)) k->pack_a(lanes, (size_t)K, A + (int64_t)ir * lda, (size_t)lda, true, dst);
-        else pack_portable(MR, lanes, (size_t)K, A + (int64_t)ir * lda, (size_t)lda, true, dst);
+        else lithe__sgemm_pack_portable(MR, lanes, (size_t)K, A + (int64_t)ir * lda, (size_t)lda, true, dst);
         if (bias)
             for (size_t l = 0; l < MR; l++) dst[(size_t)K * MR + l] = l < lanes ? epi->bias_row[ir + l] : 0.0f;
     }
@@ -1053,6 +684,6 @@ bool lithe__sgemm_rows_direct(const lithe__sgemm_kernel *k, int64_t M, int64_t O
                               (size_t)ldc, &p);
             }
         }
-    ws_release(s);
+    lithe__sgemm_ws_release(s);
     return true;
 }

@@ -2,8 +2,9 @@
  * permuted view) and batched GEMM. Supported: one operand whose output is a permutation of its
  * axes ("ij->ji"), or two operands where every letter is a batch axis (in both and the output), a
  * contracted axis (in both, not the output) or a free axis of one operand kept in the output —
- * "bij,bjk->bik", "bhid,bhjd->bhij", "ij,kj->ik", "i,j->ij". Ellipses, repeated letters in one
- * operand (diagonals), and axes summed within one operand are refused at load, naming the equation. */
+ * "bij,bjk->bik", "bhid,bhjd->bhij", "ij,kj->ik", "i,j->ij"; an ellipsis stands for batch axes
+ * ("...ij,...jk->...ik", equal extents). Repeated letters in one operand (diagonals) and axes summed
+ * within one operand are refused at load, naming the equation. */
 #include "ops.h"
 
 typedef struct es {
@@ -19,7 +20,6 @@ static bool es_parse(const char *eq, size_t n_in, es *e, char *why, size_t cap) 
     for (const char *p = eq; *p; p++) {
         char c = *p;
         if (c == ' ') continue;
-        if (c == '.') return snprintf(why, cap, "ellipsis"), false;
         if (c == ',' && !arrow) {
             if (++part > 1) return snprintf(why, cap, "more than two operands"), false;
             k = 0;
@@ -63,9 +63,65 @@ static bool es_parse(const char *eq, size_t n_in, es *e, char *why, size_t cap) 
     return true;
 }
 
+static bool is_letter(int c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+/* The equation with each "..." written out as letters the equation does not use, right-aligned
+ * across the operands (numpy's rule) and leading the implicit output; ranks NULL (at load): each
+ * "..." stands for no axis, so only the letters are checked. */
+static bool es_expand(const char *eq, const int *ranks, size_t n_in, char *out, size_t cap, char *why, size_t wcap) {
+    int term = 0, letters[3] = {0};
+    bool ell[3] = {0}, arrow = false, used[128] = {0};
+    for (const char *p = eq; *p; p++) {
+        if (*p == ',' && !arrow && term < 1) term++;
+        else if (*p == '-' && p[1] == '>' && !arrow) arrow = true, term = 2, p++;
+        else if (*p == '.') {
+            if (strncmp(p, "...", 3) || ell[term]) return snprintf(why, wcap, "a malformed or repeated ellipsis"), false;
+            ell[term] = true;
+            p += 2;
+        } else if (is_letter((unsigned char)*p)) letters[term]++, used[(unsigned char)*p] = true;
+    }
+    int er[2] = {0, 0}, E = 0, n = 0;
+    for (int t = 0; t < 2 && (size_t)t < n_in; t++)
+        if (ell[t] && ranks) {
+            er[t] = ranks[t] - letters[t];
+            if (er[t] < 0) return snprintf(why, wcap, "term %d has more letters than its input's rank %d", t, ranks[t]), false;
+            if (er[t] > E) E = er[t];
+        }
+    char pool[LITHE_MAX_DIMS + 1] = {0};
+    for (int c = 'Z', k = 0; k < E && c >= 'A'; c--)
+        if (!used[c]) pool[k++] = (char)c;
+    if ((int)strlen(pool) < E) return snprintf(why, wcap, "too many axes"), false;
+    term = 0;
+    arrow = false;
+    for (const char *p = eq; *p && n + LITHE_MAX_DIMS + 2 < (int)cap; p++) {
+        if (*p == ',' && !arrow) term++;
+        if (*p == '-' && p[1] == '>') arrow = true, term = 2;
+        if (*p != '.') {
+            out[n++] = *p;
+            continue;
+        }
+        p += 2;
+        const char *src = term == 2 ? pool : pool + (E - er[term]);
+        for (int k = 0; src[k]; k++) out[n++] = src[k];
+    }
+    if (!arrow && (ell[0] || ell[1])) { /* the implicit output: the ellipsis' axes, then the letters seen once */
+        out[n++] = '-', out[n++] = '>';
+        for (int k = 0; k < E; k++) out[n++] = pool[k];
+        for (int c = 'A'; c <= 'z' && n + 1 < (int)cap; c++) {
+            int seen = 0;
+            for (const char *p = eq; *p; p++) seen += *p == c;
+            if (is_letter(c) && seen == 1) out[n++] = (char)c;
+        }
+    }
+    out[n] = 0;
+    return true;
+}
+
 bool lithe__einsum_supported(const char *eq, size_t n_in, char *why, size_t cap) {
     es e;
-    return es_parse(eq ? eq : "", n_in, &e, why, cap);
+    char full[256];
+    if (!es_expand(eq ? eq : "", NULL, n_in, full, sizeof full, why, cap)) return false;
+    return es_parse(full, n_in, &e, why, cap);
 }
 
 /* A contiguous copy of X with its axes in order perm (a reshape when perm is the identity). */
@@ -78,7 +134,7 @@ static lithe_status permute(lithe__gexec *x, lithe_tensor *X, int nd, const int6
         vst[d] = st[perm[d]];
         ident = ident && perm[d] == d;
     }
-    if (ident) return lithe_tensor_reshape(X, nd ? nd : 1, nd ? ps : (int64_t[]){1}, out);
+    if (ident) return lithe_tensor_reshape(X, nd, nd ? ps : NULL, out); /* nd 0: a scalar result */
     lithe_tensor *v = NULL;
     LITHE__TRY(view(X, nd, ps, vst, 0, &v));
     lithe_status s = new_f32(x, nd, ps, false, out);
@@ -167,9 +223,11 @@ static lithe_status bgemm(lithe__gexec *x, int64_t P, bool tA, bool tB, lithe_te
 
 static lithe_status setup(lithe__gexec *x, size_t node, lithe_tensor **in, size_t n_in, es *e, eplan *p) {
     const lithe__onnx_attr *a = lithe__onnx_attr_get(NODE(x, node), "equation");
-    char why[96];
+    char why[96], full[256];
+    int ranks[2] = {0, 0};
     if (!a || !a->s) return fail(x, node, LITHE_ERR_FORMAT, "equation is required");
-    if (!es_parse(a->s, n_in, e, why, sizeof why))
+    for (size_t t = 0; t < n_in && t < 2; t++) ranks[t] = in[t] ? in[t]->ndim : 0;
+    if (!es_expand(a->s, ranks, n_in, full, sizeof full, why, sizeof why) || !es_parse(full, n_in, e, why, sizeof why))
         return fail(x, node, LITHE_ERR_UNSUPPORTED, "equation '%s': %s (lithe runs transposes and batched matrix products)", a->s, why);
     LITHE__TRY(need_inputs(x, node, in, n_in, (size_t)e->n));
     for (int t = 0; t < e->n; t++) LITHE__TRY(need_float(x, node, in[t], (size_t)t));

@@ -106,7 +106,7 @@ FWD(f_gather) {
     lithe_status s = lithe_tensor_reshape(D, 2, (int64_t[]){ax, inner}, &table);
     if (s == LITHE_OK) s = lithe_tensor_reshape(out[0], 2, (int64_t[]){I->numel, inner}, &y2);
     if (s == LITHE_OK) s = wrapped_rows(x, I, ax, &Iw); /* h[-1]: a GRU's last state */
-    if (s == LITHE_OK && I->numel) s = lithe__op_gather_rows(x->be, table, Iw, y2);
+    if (s == LITHE_OK && I->numel) s = gather_by_ids(x, table, Iw, y2); /* ids moved to a GPU backend (issue 23) */
     lithe_tensor_release(table);
     lithe_tensor_release(y2);
     lithe_tensor_release(Iw);
@@ -121,7 +121,7 @@ BWD(b_gather) {
     lithe_status s = lithe_tensor_reshape(d, 2, (int64_t[]){ax, inner}, &t2);
     if (s == LITHE_OK) s = lithe_tensor_reshape(dout[0], 2, (int64_t[]){in[1]->numel, inner}, &g2);
     if (s == LITHE_OK) s = wrapped_rows(x, in[1], ax, &Iw);
-    if (s == LITHE_OK) s = lithe__op_scatter_add_rows(x->be, t2, Iw, g2);
+    if (s == LITHE_OK) s = scatter_add_by_ids(x, t2, Iw, g2);
     lithe_tensor_release(t2);
     lithe_tensor_release(g2);
     lithe_tensor_release(Iw);

@@ -280,10 +280,47 @@ static lithe_status sum_of(lithe__gexec *x, int kind, lithe_tensor *X, const rge
     return s;
 }
 
+/* Max / Min / Prod of host integers (shape arithmetic), each output the fold of its group. */
+static lithe_status int_reduce(lithe__gexec *x, size_t node, int kind, lithe_tensor *X, const rgeom *g, lithe_tensor **out) {
+    if (kind != R_MAX && kind != R_MIN && kind != R_PROD)
+        return fail(x, node, LITHE_ERR_DTYPE, "input 0 must be float, got %s", lithe_dtype_name(X->dtype));
+    lithe_tensor *Y = NULL;
+    int64_t idx[LITHE_MAX_DIMS] = {0}, kst[LITHE_MAX_DIMS] = {0};
+    LITHE__TRY(new_i64(x, X->ndim, g->kshape, &Y));
+    contiguous_strides(X->ndim, g->kshape, kst);
+    int64_t *y = (int64_t *)lithe__tdata(Y);
+    bool *seen = lithe__malloc((size_t)(Y->numel ? Y->numel : 1));
+    if (!seen) {
+        lithe_tensor_release(Y);
+        return lithe__fail(LITHE_ERR_OOM, "ReduceMax");
+    }
+    memset(seen, 0, (size_t)(Y->numel ? Y->numel : 1));
+    for (int64_t i = 0; i < X->numel; i++) {
+        int64_t o = 0, v = ints(X)[i];
+        for (int d = 0; d < X->ndim; d++) o += (g->mark[d] ? 0 : idx[d]) * kst[d];
+        if (!seen[o]) y[o] = v;
+        else if (kind == R_MAX) y[o] = v > y[o] ? v : y[o];
+        else if (kind == R_MIN) y[o] = v < y[o] ? v : y[o];
+        else y[o] = (int64_t)((uint64_t)y[o] * (uint64_t)v);
+        seen[o] = true;
+        for (int d = X->ndim - 1; d >= 0 && ++idx[d] == X->shape[d]; d--) idx[d] = 0;
+    }
+    for (int64_t o = 0; o < Y->numel; o++)
+        if (!seen[o] && kind == R_PROD) y[o] = 1;
+        else if (!seen[o]) {
+            lithe__free(seen);
+            lithe_tensor_release(Y);
+            return fail(x, node, LITHE_ERR_SHAPE, "reduces an empty axis (no maximum)");
+        }
+    lithe__free(seen);
+    lithe_status s = lithe_tensor_reshape(Y, g->ond, g->oshape, out);
+    lithe_tensor_release(Y);
+    return s;
+}
+
 FWD(f_reduce2) {
     (void)n_out;
     LITHE__TRY(need_inputs(x, node, in, n_in, 1));
-    LITHE__TRY(need_float(x, node, in[0], 0));
     rgeom g;
     LITHE__TRY(rgeom_of(x, node, in, n_in, false, &g));
     if (g.noop) {
@@ -291,6 +328,8 @@ FWD(f_reduce2) {
         return LITHE_OK;
     }
     int kind = rkind(NODE(x, node)->op_type);
+    if (is_int(in[0])) return int_reduce(x, node, kind, in[0], &g, &out[0]);
+    LITHE__TRY(need_float(x, node, in[0], 0));
     lithe_tensor *X = in[0], *Y = NULL, *m = NULL, *which = NULL;
     rlay L;
     lithe_status s = LITHE_OK;
@@ -376,8 +415,19 @@ BWD(b_reduce2) {
     return s;
 }
 
+/* M = 1 where X is NaN, else 0. */
+static lithe_status nan_mask(lithe__gexec *x, lithe_tensor *X, lithe_tensor *M) {
+    lithe_tensor *one = NULL;
+    lithe_status s = scalar_f32(x, 1.0f, &one);
+    if (s == LITHE_OK) s = lithe__op_bcast_binary(x->be, LITHE__BIN_EQUAL, X, X, M);
+    if (s == LITHE_OK) s = lithe__op_bcast_binary(x->be, LITHE__BIN_SUB, one, M, M);
+    lithe_tensor_release(one);
+    return s;
+}
+
 /* ---- ArgMax / ArgMin: reduce_max's which, read back to host int64; select_last_index reverses
- * the axis first (a gather of rows). ---- */
+ * the axis first (a gather of rows). A NaN in a group is its result (the first NaN; the last with
+ * select_last_index), as torch.argmax / argmin and numpy give it. ---- */
 
 FWD(f_argmax) {
     UNUSED_FWD;
@@ -407,16 +457,29 @@ FWD(f_argmax) {
         lithe_tensor_release(X);
         X = Xr;
     }
+    lithe_tensor *nm = NULL, *nY = NULL, *nw = NULL, *nwh = NULL, *nYh = NULL;
     if (s == LITHE_OK) s = max_of(x, node, X, g.mark, g.kshape, neg, &Y, &which, &L);
     if (s == LITHE_OK) s = lithe_tensor_to_backend(which, NULL, &wh);
+    /* a NaN wins, as in torch and numpy: the first NaN's row, found as the maximum of the NaN mask */
+    if (s == LITHE_OK) s = lithe__gexec_like(x, X, false, &nm);
+    if (s == LITHE_OK) s = nan_mask(x, X, nm);
+    if (s == LITHE_OK) s = max_of(x, node, nm, g.mark, g.kshape, false, &nY, &nw, &L);
+    if (s == LITHE_OK) s = lithe_tensor_to_backend(nw, NULL, &nwh);
+    if (s == LITHE_OK) s = lithe_tensor_to_backend(nY, NULL, &nYh);
     if (s == LITHE_OK) s = new_i64(x, g.ond, g.oshape, &out[0]);
     for (int64_t i = 0; s == LITHE_OK && i < out[0]->numel; i++) {
-        int64_t w = ((const int32_t *)lithe__tdata(wh))[i];
+        bool nan = lithe__f32(nYh)[i] > 0.0f;
+        int64_t w = ((const int32_t *)lithe__tdata(nan ? nwh : wh))[i];
         ((int64_t *)lithe__tdata(out[0]))[i] = last ? L.R - 1 - w : w;
     }
     lithe_tensor_release(X);
     lithe_tensor_release(Y);
     lithe_tensor_release(which);
     lithe_tensor_release(wh);
+    lithe_tensor_release(nm);
+    lithe_tensor_release(nY);
+    lithe_tensor_release(nw);
+    lithe_tensor_release(nwh);
+    lithe_tensor_release(nYh);
     return s;
 }
