@@ -75,3 +75,57 @@ for name, model, x, opsets in [("masked", Masked(), torch.randn(1, 3, 2), (13,))
         with open(path, "wb") as f:
             f.write(buf.getvalue())
         print(path, len(buf.getvalue()))
+
+
+# issue 23: recurrent layers (a torch GRU is 7 KB with its gate reordering: a nn.RNN from torch, and
+# a bidirectional LSTM with sequence_lens and a GRU written with onnx.helper) and control flow
+# torch.jit.script exports (a Loop over a buffer's trip count, an If on a buffer)
+class Rec(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.r = nn.RNN(2, 2)
+
+    def forward(self, x):
+        return self.r(x)[0]
+
+
+class Ctl(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("n", torch.tensor(2))
+        self.register_buffer("flag", torch.tensor(True))
+
+    def forward(self, x):
+        for i in range(int(self.n)):
+            x = torch.tanh(x) + i
+        if bool(self.flag):
+            x = x * 2.0
+        return x
+
+
+def save(name, data):
+    path = os.path.join(out, f"{name}.onnx")
+    with open(path, "wb") as f:
+        f.write(data)
+    print(path, len(data))
+
+
+for name, model, x in [("rnn", Rec(), torch.randn(3, 1, 2)), ("ctl", torch.jit.script(Ctl()), torch.randn(1, 2))]:
+    buf = io.BytesIO()
+    torch.onnx.export(model, (x,), buf, opset_version=13, input_names=["x"], output_names=["y"],
+                      do_constant_folding=False)
+    save(f"{name}13", buf.getvalue())
+
+import numpy  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+for op, ng, extra in [("LSTM", 4, {"direction": "bidirectional"}), ("GRU", 3, {"linear_before_reset": 0})]:
+    D = 2 if extra.get("direction") == "bidirectional" else 1
+    w = lambda *s: numpy_helper.from_array((numpy.arange(numpy.prod(s)) % 7 * 0.1 - 0.3).reshape(s).astype("float32"))
+    inits = [w(D, ng * 2, 2), w(D, ng * 2, 2), w(D, 4 * ng), numpy_helper.from_array(numpy.array([3, 1], "int32"))]
+    for t, n in zip(inits, ["W", "R", "B", "L"]):
+        t.name = n
+    node = helper.make_node(op, ["x", "W", "R", "B", "L"], ["y", "h"], hidden_size=2, **extra)
+    g = helper.make_graph([node], op.lower(), [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 2, 2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=inits)
+    save(f"{op.lower()}14", helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)]).SerializeToString())

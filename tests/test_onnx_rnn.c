@@ -181,6 +181,55 @@ static void test_sgd_steps(void **state) {
     }
 }
 
+/* The same nodes on Vulkan (lavapipe in CI), when a device is here: predict and dX of the float-input
+ * models against the goldens, so the per-step views and primitives hold on another backend. */
+static void test_vulkan(void **state) {
+    (void)state;
+    lithe_backend *vk = NULL;
+    if (lithe_backend_get("vulkan", &vk) != LITHE_OK) {
+        print_message("test_vulkan: no Vulkan device here (%s)\n", lithe_last_error());
+        return;
+    }
+    for (size_t k = 0; k < N_TORCH + N_SPEC; k++) {
+        const char *name = k < N_TORCH ? torch_models[k] : spec_models[k - N_TORCH];
+        if (k < N_TORCH && !find("%s.dx", name)) continue; /* the classifiers: ids */
+        lithe_model *m = load(name);
+        OK(lithe_model_set_backend(m, vk));
+        lithe_tensor *xh = tensor_of(get("%s.x", name)), *rh = tensor_of(get("%s.r", name)), *xd = NULL, *rd = NULL,
+                     *yh = NULL, *dxh = NULL;
+        OK(lithe_tensor_to_backend(xh, vk, &xd));
+        OK(lithe_tensor_to_backend(rh, vk, &rd));
+        lithe_value *X = NULL, *R = NULL, *Y = NULL, *dX = NULL;
+        OK(lithe_value_tensor(xd, &X));
+        OK(lithe_value_tensor(rd, &R));
+        lithe_backprop *bp = NULL;
+        OK(lithe_model_begin_update(m, X, &Y, &bp));
+        OK(lithe_tensor_to_backend(lithe_value_get_tensor(Y), NULL, &yh));
+        char what[160];
+        snprintf(what, sizeof what, "%s on vulkan: output", name);
+        expect_close(what, yh, get("%s.y", name), 1e-5, 1e-4);
+        OK(lithe_backprop_run(bp, R, &dX));
+        if (find("%s.dx", name)) {
+            OK(lithe_tensor_to_backend(lithe_value_get_tensor(dX), NULL, &dxh));
+            snprintf(what, sizeof what, "%s on vulkan: dX", name);
+            expect_close(what, dxh, get("%s.dx", name), 1e-5, 1e-4);
+        }
+        printf("test_onnx_rnn: %-13s on vulkan: output%s agree with the goldens\n", name, dxh ? " and dX" : "");
+        lithe_tensor_release(yh);
+        lithe_tensor_release(dxh);
+        lithe_backprop_free(bp);
+        lithe_value_release(Y);
+        lithe_value_release(dX);
+        lithe_value_release(X);
+        lithe_value_release(R);
+        lithe_tensor_release(xh);
+        lithe_tensor_release(rh);
+        lithe_tensor_release(xd);
+        lithe_tensor_release(rd);
+        lithe_model_free(m);
+    }
+}
+
 /* What lithe does not run is refused when loaded, with the node's name and the reason. */
 static void test_refused_at_load(void **state) {
     (void)state;
@@ -214,7 +263,7 @@ int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_torch_parity),       cmocka_unit_test(test_spec_reference),
         cmocka_unit_test(test_finite_differences), cmocka_unit_test(test_sgd_steps),
-        cmocka_unit_test(test_refused_at_load),
+        cmocka_unit_test(test_refused_at_load),    cmocka_unit_test(test_vulkan),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);
 }

@@ -237,6 +237,11 @@ static lithe_status grow_to(void **p, size_t *cap, size_t need, size_t size) {
     return LITHE_OK;
 }
 
+/* memcpy of n items; nothing when n is 0 (either pointer may then be NULL). */
+static void copy_items(void *dst, const void *src, size_t n, size_t size) {
+    if (n) memcpy(dst, src, n * size);
+}
+
 static void built_free(built *b) {
     for (size_t k = 0; k < b->n; k++) lithe__onnx_node_free(&b->nodes[k]);
     for (size_t k = 0; k < b->ni; k++) lithe__onnx_tensor_free(&b->inits[k]);
@@ -340,14 +345,24 @@ static lithe_status emit_body(built *b, const lithe__onnx_attr *body, const char
                               char **outs, size_t n_outs) {
     lithe__onnx_model m;
     LITHE__TRY(lithe__onnx_parse_graph(body->graph, body->graph_len, &m));
+    /* the names the body defines, indexed by copies (the index keeps its keys' pointers, and the
+     * originals are renamed below) */
     lithe__names defined = {0};
-    lithe_status s = LITHE_OK;
-    for (size_t j = 0; s == LITHE_OK && j < m.n_nodes; j++)
-        for (size_t k = 0; s == LITHE_OK && k < m.nodes[j].n_outputs; k++)
-            if (*m.nodes[j].outputs[k]) s = lithe__names_put(&defined, m.nodes[j].outputs[k], 0);
-    for (size_t j = 0; s == LITHE_OK && j < m.n_inits; j++) s = lithe__names_put(&defined, m.inits[j].name, 0);
+    size_t n_keys = m.n_inits;
+    for (size_t j = 0; j < m.n_nodes; j++) n_keys += m.nodes[j].n_outputs;
+    char **keys = lithe__calloc(n_keys + 1, sizeof *keys);
+    lithe_status s = keys ? LITHE_OK : lithe__oom(LAYER, n_keys * 8);
+    size_t nk = 0;
+    for (size_t j = 0; s == LITHE_OK && j < m.n_nodes + m.n_inits; j++) {
+        size_t cnt = j < m.n_nodes ? m.nodes[j].n_outputs : 1;
+        for (size_t k = 0; s == LITHE_OK && k < cnt; k++) {
+            const char *name = j < m.n_nodes ? m.nodes[j].outputs[k] : m.inits[j - m.n_nodes].name;
+            if (!*name) continue;
+            if (!(keys[nk] = lithe__strdup(name))) s = lithe__oom(LAYER, strlen(name));
+            else s = lithe__names_put(&defined, keys[nk++], 0);
+        }
+    }
     renamer r = {prefix, &defined, &m, sub_to};
-    /* the index's keys are the defining strings: every reader is renamed before they are */
     for (size_t j = 0; s == LITHE_OK && j < m.n_nodes; j++)
         for (size_t k = 0; s == LITHE_OK && k < m.nodes[j].n_inputs; k++) s = rename_one(&r, &m.nodes[j].inputs[k]);
     for (size_t k = 0; s == LITHE_OK && k < n_outs && k < m.n_outputs; k++) {
@@ -372,13 +387,15 @@ static lithe_status emit_body(built *b, const lithe__onnx_attr *body, const char
     if (s == LITHE_OK) s = grow_to((void **)&b->nodes, &b->cap, b->n + m.n_nodes, sizeof *b->nodes);
     if (s == LITHE_OK) s = grow_to((void **)&b->inits, &b->capi, b->ni + m.n_inits, sizeof *b->inits);
     if (s == LITHE_OK) {
-        memcpy(b->nodes + b->n, m.nodes, m.n_nodes * sizeof *m.nodes);
+        copy_items(b->nodes + b->n, m.nodes, m.n_nodes, sizeof *m.nodes);
         b->n += m.n_nodes;
-        memcpy(b->inits + b->ni, m.inits, m.n_inits * sizeof *m.inits);
+        copy_items(b->inits + b->ni, m.inits, m.n_inits, sizeof *m.inits);
         b->ni += m.n_inits;
         m.n_nodes = m.n_inits = 0;
     }
     lithe__names_free(&defined);
+    for (size_t k = 0; k < nk; k++) lithe__free(keys[k]);
+    lithe__free(keys);
     lithe__onnx_model_free(&m);
     return s;
 }
@@ -447,9 +464,9 @@ static lithe_status apply_if(const lithe__onnx_model *o, const lithe__gctl *c, b
     if (s == LITHE_OK) s = grow_to((void **)&b->nodes, &b->cap, m.n_nodes + m.n_outputs, sizeof *b->nodes);
     if (s == LITHE_OK) s = grow_to((void **)&b->inits, &b->capi, m.n_inits, sizeof *b->inits);
     if (s == LITHE_OK) {
-        memcpy(b->nodes, m.nodes, m.n_nodes * sizeof *m.nodes);
+        copy_items(b->nodes, m.nodes, m.n_nodes, sizeof *m.nodes);
         b->n = m.n_nodes;
-        memcpy(b->inits, m.inits, m.n_inits * sizeof *m.inits);
+        copy_items(b->inits, m.inits, m.n_inits, sizeof *m.inits);
         b->ni = m.n_inits;
         m.n_nodes = m.n_inits = 0;
     }
@@ -600,11 +617,11 @@ lithe_status lithe__graph_control_apply(lithe__onnx_model *o, const lithe__gctl 
         return s;
     }
     o->inits = inits;
-    memcpy(o->inits + o->n_inits, b.inits, b.ni * sizeof *b.inits);
+    copy_items(o->inits + o->n_inits, b.inits, b.ni, sizeof *b.inits);
     o->n_inits += b.ni;
-    memcpy(nodes, o->nodes, c->node * sizeof *nodes);
-    memcpy(nodes + c->node, b.nodes, b.n * sizeof *nodes);
-    memcpy(nodes + c->node + b.n, o->nodes + c->node + 1, (o->n_nodes - c->node - 1) * sizeof *nodes);
+    copy_items(nodes, o->nodes, c->node, sizeof *nodes);
+    copy_items(nodes + c->node, b.nodes, b.n, sizeof *nodes);
+    copy_items(nodes + c->node + b.n, o->nodes + c->node + 1, o->n_nodes - c->node - 1, sizeof *nodes);
     lithe__onnx_node_free(&o->nodes[c->node]);
     lithe__free(o->nodes);
     o->nodes = nodes;

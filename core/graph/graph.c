@@ -337,6 +337,7 @@ static lithe_status graph_bind(lithe__graph *g, lithe__gctl *ctl, bool *again) {
         if (s == LITHE_OK && lithe__graph_is_control(n->op_type)) { /* issue 23 item 7: expanded, bound afresh */
             s = lithe__graph_control_plan(g, i, ctl);
             *again = s == LITHE_OK;
+            lithe__names_free(&index);
             return s;
         }
         for (size_t k = 0; s == LITHE_OK && k < n->n_outputs; k++) {
