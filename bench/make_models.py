@@ -64,16 +64,31 @@ class Transformer(nn.Module):
         return self.enc(x)
 
 
+class SegOut(nn.Module):
+    """A torchvision segmentation model's "out" (its forward returns a dict)."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.m = inner
+
+    def forward(self, x):
+        return self.m(x)["out"]
+
+
 def build(name):
     """The module for a model name, initialized from a fixed seed (the same weights every time)."""
-    torch.manual_seed({"mlp": 1, "cnn": 2, "mobilenet_v2": 3, "transformer": 4}[name])
+    torch.manual_seed({"mlp": 1, "cnn": 2, "mobilenet_v2": 3, "transformer": 4, "mobilenet_v3_small": 5,
+                       "lraspp_mobilenet_v3_large": 6}[name])
     if name == "mlp":
         m = MLP()
     elif name == "cnn":
         m = LeNet()
-    elif name == "mobilenet_v2":
+    elif name in ("mobilenet_v2", "mobilenet_v3_small", "lraspp_mobilenet_v3_large"):
         import torchvision
-        m = torchvision.models.mobilenet_v2(weights=None)
+        if name == "lraspp_mobilenet_v3_large":  # segmentation (issue 23): the dict's "out", 21 classes
+            m = SegOut(torchvision.models.segmentation.lraspp_mobilenet_v3_large(weights=None, weights_backbone=None))
+        else:
+            m = getattr(torchvision.models, name)(weights=None)
         # random weights leave BatchNorm's running statistics at (0, 1), and the activations then
         # shrink layer after layer (outputs ~1e-9, which no error column can judge): calibrate the
         # statistics on one random batch in train mode, as a trained model's would be
@@ -98,6 +113,8 @@ WORKLOADS = {
     "cnn_b1": ("cnn", (1, 1, 28, 28)),
     "cnn_b32": ("cnn", (32, 1, 28, 28)),
     "mobilenet_v2_b1": ("mobilenet_v2", (1, 3, 224, 224)),
+    "mobilenet_v3_small_b1": ("mobilenet_v3_small", (1, 3, 224, 224)),
+    "lraspp_b1": ("lraspp_mobilenet_v3_large", (1, 3, 224, 224)),
     "transformer_b1": ("transformer", (1, 64, 128)),
 }
 
@@ -130,7 +147,8 @@ def main():
         only = set(sys.argv[sys.argv.index("--only") + 1].split(","))
     os.makedirs(os.path.join(out, "weights"), exist_ok=True)
     torch.set_num_threads(1)
-    names = [n for n in ("mlp", "cnn", "mobilenet_v2", "transformer") if only is None or n in only]
+    names = [n for n in ("mlp", "cnn", "mobilenet_v2", "mobilenet_v3_small", "lraspp_mobilenet_v3_large", "transformer")
+             if only is None or n in only]
     info = {}
     for name in names:
         m = build(name)

@@ -23,10 +23,13 @@ ROOT = os.path.dirname(BENCH)
 PY = "/usr/bin/python3"
 GROUPS = ("gemm", "mlp", "cnn", "mobilenet", "transformer", "train")
 GEMMS = [(1, 512, 784), (64, 512, 784), (256, 256, 256), (1024, 1024, 1024)]
-WORKLOADS = ["mlp_b1", "mlp_b64", "cnn_b1", "cnn_b32", "mobilenet_v2_b1", "transformer_b1"]
+WORKLOADS = ["mlp_b1", "mlp_b64", "cnn_b1", "cnn_b32", "mobilenet_v2_b1", "mobilenet_v3_small_b1", "lraspp_b1",
+             "transformer_b1"]
 WL_GROUP = {"mlp_b1": "mlp", "mlp_b64": "mlp", "cnn_b1": "cnn", "cnn_b32": "cnn", "mobilenet_v2_b1": "mobilenet",
+            "mobilenet_v3_small_b1": "mobilenet", "lraspp_b1": "mobilenet",
             "transformer_b1": "transformer"}
 WL_MODEL = {"mlp_b1": "mlp", "mlp_b64": "mlp", "cnn_b1": "cnn", "cnn_b32": "cnn", "mobilenet_v2_b1": "mobilenet_v2",
+            "mobilenet_v3_small_b1": "mobilenet_v3_small", "lraspp_b1": "lraspp_mobilenet_v3_large",
             "transformer_b1": "transformer"}
 # lithe's training rows (lithe bench --train --adam KIND; bench/runners/lithe_js.mjs writes the same)
 TRAIN_ADAM = {"thinc": "Adam (Thinc defaults: grad_clip 1, averages)",
@@ -207,7 +210,7 @@ def build():
             step("npm ci (bench)", ["npm", "ci", "--no-audit", "--no-fund"], dict(env, ONNXRUNTIME_NODE_INSTALL="skip"),
                  cwd=BENCH)
         # only the models the asked-for groups run (make_models.py merges models.json)
-        models = sorted({{"mobilenet": "mobilenet_v2", "train": "mlp"}.get(g, g) for g in A.only if g != "gemm"})
+        models = sorted({WL_MODEL[wl] for wl in WORKLOADS if WL_GROUP[wl] in A.only} | ({"mlp"} if "train" in A.only else set()))
         # (the .lithe export goes through lithe's Python package, so through this build's liblithe.so)
         lib = os.path.join(ROOT, A.build, "liblithe.so")
         step("make_models.py", [PY, os.path.join(BENCH, "make_models.py"), WORK, "--only", ",".join(models)],

@@ -1213,6 +1213,10 @@ LITHE_API lithe_status lithe_onnx_load_bytes(const uint8_t *data, size_t len, li
 LITHE_API lithe_status lithe_onnx_load(const char *path, lithe_model **out);
 /* The ONNX operator types the graph layer runs (NULL-terminated, static; *n the count). */
 LITHE_API const char *const *lithe_onnx_op_names(size_t *n);
+/* Whether the graph layer runs op_type's backward too: false for an operator without a gradient
+ * (integer or boolean results: Shape, Equal, ...) and for one lithe does not run (or NULL).
+ * scripts/onnx_coverage.py reads these two into docs/onnx.md's coverage table. */
+LITHE_API bool lithe_onnx_op_has_backward(const char *op_type);
 
 /* --- ONNX export (docs/onnx.md, "Export"; docs/scale-out.md) ----------------------------------
  * The model as an ONNX ModelProto that onnxruntime (and Triton's onnxruntime backend) runs, with

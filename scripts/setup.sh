@@ -28,8 +28,9 @@ STAGE_WHAT[vulkan]="the Vulkan backend on lavapipe (headers, the shader compiler
 STAGE_PKGS[vulkan]="libvulkan-dev glslc mesa-vulkan-drivers"
 STAGE_WHAT[python]="Thinc and PyTorch goldens, the Python package's tests, the ONNX parity tests"
 # the Python wheel (shims/python; ctest python_wheel): built without PyPI by Debian's setuptools and
-# wheel, installed by Debian's pip into a venv (python3-venv: venv with ensurepip for users' own)
-STAGE_PKGS[python]="python3-thinc python3-numpy python3-pytest python3-torch python3-torchvision python3-onnx python3-setuptools python3-wheel python3-venv python3-pip"
+# wheel, installed by Debian's pip into a venv (python3-venv: venv with ensurepip for users' own);
+# python3-torchaudio: the audio models (wav2vec2_base, ConvTasNet, Conformer) of tests/models/check_models.py
+STAGE_PKGS[python]="python3-thinc python3-numpy python3-pytest python3-torch python3-torchvision python3-torchaudio python3-onnx python3-setuptools python3-wheel python3-venv python3-pip"
 # gcc-aarch64-linux-gnu only *recommends* libc6-dev-arm64-cross (crt1.o, crti.o, libc's headers
 # and libraries for the target): without it nothing links.
 STAGE_WHAT[aarch64]="the aarch64 preset (cross gcc, the target libc, cmocka for arm64, qemu-aarch64)"

@@ -377,6 +377,12 @@ static void test_hostile(void **state) {
     const char *const *names = lithe_onnx_op_names(&n);
     assert_true(n >= 40);
     assert_null(names[n]);
+    /* backward presence (the coverage table's column): Conv trains, Shape has no gradient */
+    assert_true(lithe_onnx_op_has_backward("Conv"));
+    assert_true(lithe_onnx_op_has_backward("Softmax"));
+    assert_false(lithe_onnx_op_has_backward("Shape"));
+    assert_false(lithe_onnx_op_has_backward("Relx"));
+    assert_false(lithe_onnx_op_has_backward(NULL));
     lithe_value_release(X);
     free(copy);
     free(bytes);

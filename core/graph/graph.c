@@ -1064,3 +1064,8 @@ const char *const *lithe_onnx_op_names(size_t *n) {
     if (n) *n = k;
     return lithe__graph_op_names;
 }
+
+bool lithe_onnx_op_has_backward(const char *op_type) {
+    const lithe__graph_op *op = op_type ? lithe__graph_op_find(op_type) : NULL;
+    return op && op->backward;
+}

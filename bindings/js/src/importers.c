@@ -11,7 +11,7 @@
 __attribute__((visibility("default"))) const lithe__importers *lithe_importers(void) {
     static const lithe__importers table = {
         &lithe__onnx_graph_type, lithe__graph_types,    lithe__onnx_attach,    lithe_onnx_load_bytes,
-        lithe_onnx_load,         lithe_onnx_op_names,   lithe_tfjs_load_bytes, lithe_tfjs_load,
+        lithe_onnx_load,         lithe_onnx_op_names,   lithe_onnx_op_has_backward, lithe_tfjs_load_bytes, lithe_tfjs_load,
         lithe__graph_prepare,    lithe__graph_const,    lithe__cpu_conv2d,     lithe__cpu_conv2d_backward,
         lithe__cpu_conv2d_packed, lithe__cpu_pool2d,   lithe__cpu_pool2d_backward, lithe__cpu_conv2d_add,
     };

@@ -19,6 +19,7 @@ typedef struct lithe__importers {
     lithe_status (*onnx_load_bytes)(const uint8_t *data, size_t len, lithe_model **out);
     lithe_status (*onnx_load)(const char *path, lithe_model **out);
     const char *const *(*onnx_op_names)(size_t *n);
+    bool (*onnx_op_has_backward)(const char *op_type);
     lithe_status (*tfjs_load_bytes)(const char *model_json, size_t json_len, const uint8_t *weights,
                                     size_t weights_len, lithe_model **out);
     lithe_status (*tfjs_load)(const char *path, lithe_model **out);

@@ -69,6 +69,10 @@ const char *const *lithe_onnx_op_names(size_t *n) {
     return none;
 }
 
+bool lithe_onnx_op_has_backward(const char *op_type) {
+    return hooks ? hooks->onnx_op_has_backward(op_type) : false;
+}
+
 lithe_status lithe_tfjs_load_bytes(const char *model_json, size_t json_len, const uint8_t *weights, size_t weights_len,
                                    lithe_model **out) {
     if (out) *out = NULL;

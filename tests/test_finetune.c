@@ -1,0 +1,90 @@
+/* Fine-tuning an imported model as torch does: torchvision's mobilenet_v3_small (the mobile CNN
+ * family of issue 23; random weights, a 10-class head, every Conv + BatchNorm fused in torch before
+ * export so torch trains the very weights the graph holds) exported by torch.onnx.export at opset
+ * 14 (HardSwish, HardSigmoid gates, GlobalAveragePool, Gemm), five SGD steps of loss = sum(y * r)
+ * in lithe against five in PyTorch 1.13 (tests/golden/gen_finetune_goldens.py, which writes
+ * mobilenet_v3_small_ft.onnx beside the golden file): the loss before each step, and every
+ * parameter after the five, within 1e-4 of max |p| (or of how far torch's own float32 steps land
+ * from float64 ones, ft.drift64, if that is more). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "lithe.h"
+#include "golden/golden.h"
+
+#define STEPS 5
+
+static void test_sgd_mobilenet_v3_small(void **state) {
+    (void)state;
+    char path[600];
+    snprintf(path, sizeof path, "%s", golden_path);
+    char *slash = strrchr(path, '/');
+    snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0), "mobilenet_v3_small_ft.onnx");
+    lithe_model *m = NULL;
+    OK(lithe_model_load(path, &m));
+    lithe_value *X = value_of(get("ft.x")), *R = value_of(get("ft.r"));
+    lithe_optimizer_opts o = lithe_sgd_defaults(get("ft.lr")->v[0]);
+    o.grad_clip = 0.0; /* torch.optim.SGD: no clipping, no L2 */
+    o.L2 = 0.0;
+    lithe_optimizer *opt = NULL;
+    OK(lithe_optimizer_new(&o, &opt));
+    const golden *losses = get("ft.losses");
+    for (int step = 0; step < STEPS; step++) {
+        lithe_value *Y = NULL;
+        lithe_backprop *bp = NULL;
+        OK(lithe_model_begin_update(m, X, &Y, &bp));
+        const float *y = lithe_tensor_data(lithe_value_get_tensor(Y)), *r = lithe_tensor_data(lithe_value_get_tensor(R));
+        double loss = 0;
+        for (int64_t i = 0; i < lithe_tensor_numel(lithe_value_get_tensor(R)); i++) loss += (double)y[i] * r[i];
+        printf("test_finetune: step %d: loss %.7f, torch %.7f\n", step, loss, losses->v[step]);
+        assert_true(fabs(loss - losses->v[step]) <= 1e-4 + 1e-4 * fabs(losses->v[step]));
+        OK(lithe_backprop_run(bp, R, NULL));
+        OK(lithe_model_finish_update(m, opt));
+        lithe_backprop_free(bp);
+        lithe_value_release(Y);
+    }
+    /* every parameter of torch's model is a param of the graph, under its name */
+    size_t seen = 0;
+    double worst = 0, tol = fmax(1e-4, 4 * get("ft.drift64")->v[0]);
+    for (size_t p = 0; p < lithe_model_n_params(m); p++) {
+        const char *pn = lithe_model_param_name(m, p);
+        const golden *g = find("ft.sgd.%s", pn);
+        if (!g) continue;
+        seen++;
+        lithe_tensor *W = NULL;
+        OK(lithe_model_get_param(m, pn, &W));
+        assert_int_equal(lithe_tensor_numel(W), g->n);
+        const float *w = lithe_tensor_data(W);
+        double scale = 0, d = 0;
+        for (int64_t i = 0; i < g->n; i++) scale = fmax(scale, fabs(g->v[i]));
+        for (int64_t i = 0; i < g->n; i++) {
+            double e = fabs((double)w[i] - g->v[i]);
+            d = e != e ? INFINITY : fmax(d, e);
+        }
+        d /= fmax(scale, 1e-30);
+        if (d > tol) printf("test_finetune: %s after %d steps: %.3g of max |p| from torch\n", pn, STEPS, d);
+        assert_true(d <= tol);
+        worst = fmax(worst, d);
+    }
+    assert_int_equal(seen, (size_t)get("ft.n_params")->v[0]);
+    printf("test_finetune: mobilenet_v3_small, %d SGD steps: %zu params within %.2e of max |p| of torch's "
+           "(allowed %.1e)\n", STEPS, seen, worst, tol);
+    lithe_optimizer_free(opt);
+    lithe_value_release(X);
+    lithe_value_release(R);
+    lithe_model_free(m);
+}
+
+int main(int argc, char **argv) {
+    golden_path = argc > 1 ? argv[1] : getenv("LITHE_THINC_GOLDENS");
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_sgd_mobilenet_v3_small)};
+    return cmocka_run_group_tests(tests, load_goldens, free_goldens);
+}
