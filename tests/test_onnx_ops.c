@@ -20,8 +20,8 @@
 static const char *const cases[] = {
     "redmax13", "redmax18", "redmax_nan", "redmin13", "redmin_all", "redprod", "redprod_perm", "redl1", "redl2",
     "redlse", "redsumsq", "redsum13", "rednoop18", "redint", "argmax", "argmax_last", "argmin_last", "argmax_nan", "argmin_nan_last", "cumsum", "cumsum_rev_excl",
-    "tile", "range", "gather_float", "gather_elements", "gather_nd", "gather_nd_b1", "unary2", "round_half", "variadic", "max_nan",
-    "mod_fmod", "mod_floor", "logic", "isnaninf", "hardmax13", "hardmax11", "scatter_elements", "scatter_add", "scatter_nd",
+    "tile", "range", "gather_float", "gather_float_axis1", "gather_float_token", "gather_elements", "gather_nd", "gather_nd_b1", "unary2", "round_half", "variadic", "max_nan",
+    "mod_fmod", "mod_floor", "logic", "compare_eq", "isnaninf", "hardmax13", "hardmax11", "scatter_elements", "scatter_add", "scatter_nd",
     "trilu_upper", "trilu_lower", "onehot", "topk", "topk_small_idx", "einsum_bmm", "einsum_attn", "einsum_nt", "einsum_outer", "einsum_dot", "einsum_ellipsis", "einsum_ellipsis_implicit",
     "einsum_perm", "nonzero", "exported14", "exported17"};
 #define N_CASES (sizeof cases / sizeof cases[0])

@@ -122,6 +122,11 @@ gi = rng.randint(-4, 4, size=(3, 2, 5))
 case("gather_elements", [N("GatherElements", ["x", "i"], ["y"], axis=1)], [i64("i", gi)], x345,
      lambda x: torch.gather(x, 1, torch.tensor(numpy.where(gi < 0, gi + 4, gi))))
 case("gather_float", [N("Gather", ["x", "i"], ["y"], axis=0)], [i64("i", [2, 0, 2])], x345, lambda x: x[[2, 0, 2]])
+# along a later axis, with repeated and negative indices; and a scalar index (a vision transformer's
+# class token, x[:, 0])
+case("gather_float_axis1", [N("Gather", ["x", "i"], ["y"], axis=1)], [i64("i", [[3, -1], [0, 3]])], x345,
+     lambda x: x[:, [[3, -1], [0, 3]]])
+case("gather_float_token", [N("Gather", ["x", "i"], ["y"], axis=1)], [i64("i", 0)], x345, lambda x: x[:, 0])
 ndi = numpy.array([[0, 1], [2, -1], [0, 1]])
 case("gather_nd", [N("GatherND", ["x", "i"], ["y"])], [i64("i", ndi)], x345,
      lambda x: torch.stack([x[0, 1], x[2, 3], x[0, 1]]))
@@ -163,6 +168,17 @@ case("logic", [N("Greater", ["x", "zero"], ["g"]), N("Less", ["x", "half"], ["l"
                N("Where", ["xo", "nx", "x"], ["w3"]), N("Sum", ["w1", "w2", "w3"], ["y"])], [zero, half], x345,
      lambda x: torch.where((x > 0) & (x < 0.5), x, -x) + torch.where((x > 0) | (x < 0.5), x, torch.zeros_like(x))
      + torch.where((x > 0) ^ (x < 0.5), -x, x), fd=False)
+
+# ---- GreaterOrEqual / LessOrEqual: ties count, a NaN operand gives false (IEEE), broadcasting ----
+xq = xn.copy()
+xq[1, 1, :] = 0.25
+quarter = f32("quarter", numpy.full((5,), 0.25, dtype=numpy.float32))
+two = f32("two", 2.0)
+case("compare_eq", [N("GreaterOrEqual", ["x", "quarter"], ["ge"]), N("LessOrEqual", ["x", "quarter"], ["le"]),
+                    N("Where", ["ge", "x", "zero"], ["w1"]), N("Where", ["le", "two", "zero"], ["w2"]),
+                    N("Add", ["w1", "w2"], ["y"])], [quarter, zero, two], xq,
+     lambda x: torch.where(x >= 0.25, x, torch.zeros_like(x)) + torch.where(x <= 0.25, 2.0, 0.0),
+     opset=16, fd=False)
 
 # ---- IsNaN, IsInf (detect_positive / detect_negative) ----
 xi = x345.copy()

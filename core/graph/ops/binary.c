@@ -1,4 +1,5 @@
-/* ONNX operators of the graph layer (core/graph/ops/): the elementwise binary ops, Not, Where. */
+/* ONNX operators of the graph layer (core/graph/ops/): the elementwise binary ops and comparisons,
+ * Not, Where. */
 #include "ops.h"
 
 /* ---- elementwise binary ---- */
@@ -83,6 +84,33 @@ BWD(b_binary) {
 }
 
 /* Not: 1 - x on a float mask, !x on host booleans. */
+/* GreaterOrEqual / LessOrEqual: (a > b) + (a == b), each 0 or 1 and never both, so a NaN operand
+ * gives 0 as IEEE's >= does (Not(Less) would give 1). */
+FWD(f_compare_eq) {
+    UNUSED_FWD;
+    LITHE__TRY(need_inputs(x, node, in, n_in, 2));
+    int op = NODE(x, node)->op_type[0] == 'G' ? LITHE__BIN_GREATER : LITHE__BIN_LESS;
+    lithe_tensor *eq = NULL;
+    if (is_int(in[0]) && is_int(in[1])) {
+        LITHE__TRY(int_binary(x, node, op, in[0], in[1], &out[0]));
+        lithe_status s = int_binary(x, node, LITHE__BIN_EQUAL, in[0], in[1], &eq);
+        for (int64_t i = 0; s == LITHE_OK && i < eq->numel; i++) ((int64_t *)lithe__tdata(out[0]))[i] += ints(eq)[i];
+        lithe_tensor_release(eq);
+        return s;
+    }
+    for (size_t k = 0; k < 2; k++) LITHE__TRY(need_float(x, node, in[k], k));
+    int nd = 0;
+    int64_t shape[LITHE_MAX_DIMS];
+    LITHE__TRY(bcast_shape(x, node, in[0], in[1], &nd, shape));
+    LITHE__TRY(new_f32(x, nd, shape, false, &out[0]));
+    lithe_status s = new_f32(x, nd, shape, false, &eq);
+    if (s == LITHE_OK) s = lithe__op_bcast_binary(x->be, op, in[0], in[1], out[0]);
+    if (s == LITHE_OK) s = lithe__op_bcast_binary(x->be, LITHE__BIN_EQUAL, in[0], in[1], eq);
+    if (s == LITHE_OK) s = lithe__op_axpby(x->be, 1.0f, eq, 1.0f, out[0]);
+    lithe_tensor_release(eq);
+    return s;
+}
+
 FWD(f_not) {
     UNUSED_FWD;
     LITHE__TRY(need_inputs(x, node, in, n_in, 1));

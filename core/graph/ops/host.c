@@ -54,21 +54,30 @@ FWD(f_shape) {
     return LITHE_OK;
 }
 
-/* I with ONNX's negative indices (counted from the end of an axis of ax) made non-negative: I
- * itself (retained) when none is negative (the float path's rows primitives take 0 .. ax - 1). */
-static lithe_status wrapped_rows(lithe__gexec *x, lithe_tensor *I, int64_t ax, lithe_tensor **out) {
+/* The rows a float Gather reads from its data seen as a (outer * ax, inner) table: for each of the
+ * `outer` blocks before the axis, the block's start plus each index of I, ONNX's negative indices
+ * (counted from the end of the axis of ax) made non-negative. I itself (retained) for axis 0
+ * without negative indices. */
+static lithe_status gather_rows_of(lithe__gexec *x, lithe_tensor *I, int64_t outer, int64_t ax, lithe_tensor **out) {
     bool neg = false;
     for (int64_t i = 0; i < I->numel; i++) neg = neg || ints(I)[i] < 0;
-    if (!neg) {
+    if (!neg && outer == 1) {
         *out = lithe_tensor_retain(I);
         return LITHE_OK;
     }
-    LITHE__TRY(new_i64(x, I->ndim, I->shape, out));
-    for (int64_t i = 0; i < I->numel; i++) ((int64_t *)lithe__tdata(*out))[i] = ints(I)[i] < 0 ? ints(I)[i] + ax : ints(I)[i];
+    LITHE__TRY(new_i64(x, 1, (int64_t[]){outer * I->numel}, out));
+    int64_t *r = (int64_t *)lithe__tdata(*out);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < I->numel; i++) {
+            int64_t v = ints(I)[i];
+            r[o * I->numel + i] = o * ax + (v < 0 ? v + ax : v);
+        }
     return LITHE_OK;
 }
 
-/* Gather: integer data on the host (shape arithmetic), or float rows (axis 0, an embedding). */
+/* Gather: integer data on the host (shape arithmetic), or float rows on the backend (any axis:
+ * axis 0 is an embedding's rows; x[:, 0], a vision transformer's class token, reads one row of
+ * each block before the axis). */
 FWD(f_gather) {
     UNUSED_FWD;
     LITHE__TRY(need_inputs(x, node, in, n_in, 2));
@@ -100,12 +109,11 @@ FWD(f_gather) {
         return LITHE_OK;
     }
     LITHE__TRY(need_float(x, node, D, 0));
-    if (axis != 0) return fail(x, node, LITHE_ERR_UNSUPPORTED, "float Gather along axis %lld (lithe gathers rows, axis 0)", (long long)axis);
     lithe_tensor *table = NULL, *y2 = NULL, *Iw = NULL;
     LITHE__TRY(new_f32(x, nd, shape, false, &out[0]));
-    lithe_status s = lithe_tensor_reshape(D, 2, (int64_t[]){ax, inner}, &table);
-    if (s == LITHE_OK) s = lithe_tensor_reshape(out[0], 2, (int64_t[]){I->numel, inner}, &y2);
-    if (s == LITHE_OK) s = wrapped_rows(x, I, ax, &Iw); /* h[-1]: a GRU's last state */
+    lithe_status s = lithe_tensor_reshape(D, 2, (int64_t[]){outer * ax, inner}, &table);
+    if (s == LITHE_OK) s = lithe_tensor_reshape(out[0], 2, (int64_t[]){outer * I->numel, inner}, &y2);
+    if (s == LITHE_OK) s = gather_rows_of(x, I, outer, ax, &Iw); /* h[-1]: a GRU's last state */
     if (s == LITHE_OK && I->numel) s = gather_by_ids(x, table, Iw, y2); /* ids moved to a GPU backend */
     lithe_tensor_release(table);
     lithe_tensor_release(y2);
@@ -117,10 +125,13 @@ BWD(b_gather) {
     lithe_tensor *d = NULL, *t2 = NULL, *g2 = NULL, *Iw = NULL;
     LITHE__TRY(lithe__gexec_grad(x, node, 0, &d));
     if (!d || !in[1]->numel) return LITHE_OK;
-    int64_t ax = in[0]->shape[0], inner = ax ? in[0]->numel / ax : 0;
-    lithe_status s = lithe_tensor_reshape(d, 2, (int64_t[]){ax, inner}, &t2);
-    if (s == LITHE_OK) s = lithe_tensor_reshape(dout[0], 2, (int64_t[]){in[1]->numel, inner}, &g2);
-    if (s == LITHE_OK) s = wrapped_rows(x, in[1], ax, &Iw);
+    int64_t axis = 0, outer = 1;
+    LITHE__TRY(norm_axis(x, node, attr_i(NODE(x, node), "axis", 0), in[0]->ndim, false, &axis));
+    for (int a = 0; a < axis; a++) outer *= in[0]->shape[a];
+    int64_t ax = in[0]->shape[axis], rows = outer * ax, inner = rows ? in[0]->numel / rows : 0;
+    lithe_status s = lithe_tensor_reshape(d, 2, (int64_t[]){rows, inner}, &t2);
+    if (s == LITHE_OK) s = lithe_tensor_reshape(dout[0], 2, (int64_t[]){outer * in[1]->numel, inner}, &g2);
+    if (s == LITHE_OK) s = gather_rows_of(x, in[1], outer, ax, &Iw);
     if (s == LITHE_OK) s = scatter_add_by_ids(x, t2, Iw, g2);
     lithe_tensor_release(t2);
     lithe_tensor_release(g2);

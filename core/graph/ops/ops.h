@@ -162,9 +162,10 @@ lithe_status int_binary(lithe__gexec *x, size_t node, int op, lithe_tensor *A, l
 #define f_binary lithe__gop_f_binary
 #define b_binary lithe__gop_b_binary
 #define f_not lithe__gop_f_not
+#define f_compare_eq lithe__gop_f_compare_eq
 #define f_where lithe__gop_f_where
 #define b_where lithe__gop_b_where
-FWD(f_binary); BWD(b_binary); FWD(f_not); FWD(f_where); BWD(b_where);
+FWD(f_binary); BWD(b_binary); FWD(f_compare_eq); FWD(f_not); FWD(f_where); BWD(b_where);
 /* unary.c */
 #define f_act lithe__gop_f_act
 #define b_act lithe__gop_b_act
