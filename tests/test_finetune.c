@@ -1,11 +1,13 @@
-/* Fine-tuning an imported model as torch does: torchvision's mobilenet_v3_small (the mobile CNN
- * family of issue 23; random weights, a 10-class head, every Conv + BatchNorm fused in torch before
- * export so torch trains the very weights the graph holds) exported by torch.onnx.export at opset
- * 14 (HardSwish, HardSigmoid gates, GlobalAveragePool, Gemm), five SGD steps of loss = sum(y * r)
- * in lithe against five in PyTorch 1.13 (tests/golden/gen_finetune_goldens.py, which writes
- * mobilenet_v3_small_ft.onnx beside the golden file): the loss before each step, and every
+/* Fine-tuning imported models as torch does, one of each family of issue 23 (random weights; every
+ * Conv + BatchNorm fused in torch before export so torch trains the very weights the graph holds):
+ * torchvision's mobilenet_v3_small (mobile CNN, 10-class head, opset 14: HardSwish, HardSigmoid
+ * gates, GlobalAveragePool, Gemm), lraspp_mobilenet_v3_large (segmentation, 3 classes, its 'out':
+ * bilinear Resize, opset 17) and torchaudio's ConvTasNet (audio: Conv1d, PReLU, GroupNorm, dilated
+ * depthwise Conv1d, ConvTranspose1d, opset 17), each exported by torch.onnx.export: five SGD steps
+ * of loss = sum(y * r) in lithe against five in PyTorch 1.13 (tests/golden/gen_finetune_goldens.py,
+ * which writes <case>_ft.onnx beside the golden file): the loss before each step, and every
  * parameter after the five, within 1e-4 of max |p| (or of how far torch's own float32 steps land
- * from float64 ones, ft.drift64, if that is more). */
+ * from float64 ones, ft.<case>.drift64, if that is more). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,21 +24,20 @@
 
 #define STEPS 5
 
-static void test_sgd_mobilenet_v3_small(void **state) {
-    (void)state;
+static void sgd_case(const char *name, const char *label) {
     char path[600];
     snprintf(path, sizeof path, "%s", golden_path);
     char *slash = strrchr(path, '/');
-    snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0), "mobilenet_v3_small_ft.onnx");
+    snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0), "%s_ft.onnx", name);
     lithe_model *m = NULL;
     OK(lithe_model_load(path, &m));
-    lithe_value *X = value_of(get("ft.x")), *R = value_of(get("ft.r"));
-    lithe_optimizer_opts o = lithe_sgd_defaults(get("ft.lr")->v[0]);
+    lithe_value *X = value_of(get("ft.%s.x", name)), *R = value_of(get("ft.%s.r", name));
+    lithe_optimizer_opts o = lithe_sgd_defaults(get("ft.%s.lr", name)->v[0]);
     o.grad_clip = 0.0; /* torch.optim.SGD: no clipping, no L2 */
     o.L2 = 0.0;
     lithe_optimizer *opt = NULL;
     OK(lithe_optimizer_new(&o, &opt));
-    const golden *losses = get("ft.losses");
+    const golden *losses = get("ft.%s.losses", name);
     for (int step = 0; step < STEPS; step++) {
         lithe_value *Y = NULL;
         lithe_backprop *bp = NULL;
@@ -44,7 +45,7 @@ static void test_sgd_mobilenet_v3_small(void **state) {
         const float *y = lithe_tensor_data(lithe_value_get_tensor(Y)), *r = lithe_tensor_data(lithe_value_get_tensor(R));
         double loss = 0;
         for (int64_t i = 0; i < lithe_tensor_numel(lithe_value_get_tensor(R)); i++) loss += (double)y[i] * r[i];
-        printf("test_finetune: step %d: loss %.7f, torch %.7f\n", step, loss, losses->v[step]);
+        printf("test_finetune: %s step %d: loss %.7f, torch %.7f\n", label, step, loss, losses->v[step]);
         assert_true(fabs(loss - losses->v[step]) <= 1e-4 + 1e-4 * fabs(losses->v[step]));
         OK(lithe_backprop_run(bp, R, NULL));
         OK(lithe_model_finish_update(m, opt));
@@ -53,10 +54,10 @@ static void test_sgd_mobilenet_v3_small(void **state) {
     }
     /* every parameter of torch's model is a param of the graph, under its name */
     size_t seen = 0;
-    double worst = 0, tol = fmax(1e-4, 4 * get("ft.drift64")->v[0]);
+    double worst = 0, tol = fmax(1e-4, 4 * get("ft.%s.drift64", name)->v[0]);
     for (size_t p = 0; p < lithe_model_n_params(m); p++) {
         const char *pn = lithe_model_param_name(m, p);
-        const golden *g = find("ft.sgd.%s", pn);
+        const golden *g = find("ft.%s.sgd.%s", name, pn);
         if (!g) continue;
         seen++;
         lithe_tensor *W = NULL;
@@ -70,21 +71,38 @@ static void test_sgd_mobilenet_v3_small(void **state) {
             d = e != e ? INFINITY : fmax(d, e);
         }
         d /= fmax(scale, 1e-30);
-        if (d > tol) printf("test_finetune: %s after %d steps: %.3g of max |p| from torch\n", pn, STEPS, d);
+        if (d > tol) printf("test_finetune: %s: %s after %d steps: %.3g of max |p| from torch\n", label, pn, STEPS, d);
         assert_true(d <= tol);
         worst = fmax(worst, d);
     }
-    assert_int_equal(seen, (size_t)get("ft.n_params")->v[0]);
-    printf("test_finetune: mobilenet_v3_small, %d SGD steps: %zu params within %.2e of max |p| of torch's "
-           "(allowed %.1e)\n", STEPS, seen, worst, tol);
+    assert_int_equal(seen, (size_t)get("ft.%s.n_params", name)->v[0]);
+    printf("test_finetune: %s, %d SGD steps: %zu params within %.2e of max |p| of torch's "
+           "(allowed %.1e)\n", label, STEPS, seen, worst, tol);
     lithe_optimizer_free(opt);
     lithe_value_release(X);
     lithe_value_release(R);
     lithe_model_free(m);
 }
 
+static void test_sgd_mobilenet_v3_small(void **state) {
+    (void)state;
+    sgd_case("mnv3", "mobilenet_v3_small");
+}
+
+static void test_sgd_lraspp_mobilenet_v3_large(void **state) {
+    (void)state;
+    sgd_case("lraspp", "lraspp_mobilenet_v3_large");
+}
+
+static void test_sgd_convtasnet(void **state) {
+    (void)state;
+    sgd_case("convtasnet", "ConvTasNet");
+}
+
 int main(int argc, char **argv) {
     golden_path = argc > 1 ? argv[1] : getenv("LITHE_THINC_GOLDENS");
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_sgd_mobilenet_v3_small)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_sgd_mobilenet_v3_small),
+                                       cmocka_unit_test(test_sgd_lraspp_mobilenet_v3_large),
+                                       cmocka_unit_test(test_sgd_convtasnet)};
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);
 }
