@@ -95,7 +95,8 @@ gcc vk.c -lvulkan -o vk && ./vk'
     ;;
   python)
     for m in thinc:python3-thinc numpy:python3-numpy pytest:python3-pytest torch:python3-torch \
-             torchvision:python3-torchvision onnx:python3-onnx setuptools:python3-setuptools wheel:python3-wheel \
+             torchvision:python3-torchvision torchaudio:python3-torchaudio onnx:python3-onnx \
+             setuptools:python3-setuptools wheel:python3-wheel \
              pip:python3-pip; do
       check python "/usr/bin/python3 imports ${m%%:*}" "${m#*:}" /usr/bin/python3 -c "import ${m%%:*}"
     done
