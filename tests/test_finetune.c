@@ -21,6 +21,7 @@
 
 #include "lithe.h"
 #include "golden/golden.h"
+#include "golden/graph_check.h"
 
 #define STEPS 5
 
@@ -31,27 +32,9 @@ static void sgd_case(const char *name, const char *label) {
     snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0), "%s_ft.onnx", name);
     lithe_model *m = NULL;
     OK(lithe_model_load(path, &m));
-    lithe_value *X = value_of(get("ft.%s.x", name)), *R = value_of(get("ft.%s.r", name));
-    lithe_optimizer_opts o = lithe_sgd_defaults(get("ft.%s.lr", name)->v[0]);
-    o.grad_clip = 0.0; /* torch.optim.SGD: no clipping, no L2 */
-    o.L2 = 0.0;
-    lithe_optimizer *opt = NULL;
-    OK(lithe_optimizer_new(&o, &opt));
-    const golden *losses = get("ft.%s.losses", name);
-    for (int step = 0; step < STEPS; step++) {
-        lithe_value *Y = NULL;
-        lithe_backprop *bp = NULL;
-        OK(lithe_model_begin_update(m, X, &Y, &bp));
-        const float *y = lithe_tensor_data(lithe_value_get_tensor(Y)), *r = lithe_tensor_data(lithe_value_get_tensor(R));
-        double loss = 0;
-        for (int64_t i = 0; i < lithe_tensor_numel(lithe_value_get_tensor(R)); i++) loss += (double)y[i] * r[i];
-        printf("test_finetune: %s step %d: loss %.7f, torch %.7f\n", label, step, loss, losses->v[step]);
-        assert_true(fabs(loss - losses->v[step]) <= 1e-4 + 1e-4 * fabs(losses->v[step]));
-        OK(lithe_backprop_run(bp, R, NULL));
-        OK(lithe_model_finish_update(m, opt));
-        lithe_backprop_free(bp);
-        lithe_value_release(Y);
-    }
+    char key[80];
+    snprintf(key, sizeof key, "ft.%s", name);
+    graph_sgd_steps(m, key, STEPS, 1e-4, "test_finetune", label, true);
     /* every parameter of torch's model is a param of the graph, under its name */
     size_t seen = 0;
     double worst = 0, tol = fmax(1e-4, 4 * get("ft.%s.drift64", name)->v[0]);
@@ -78,9 +61,6 @@ static void sgd_case(const char *name, const char *label) {
     assert_int_equal(seen, (size_t)get("ft.%s.n_params", name)->v[0]);
     printf("test_finetune: %s, %d SGD steps: %zu params within %.2e of max |p| of torch's "
            "(allowed %.1e)\n", label, STEPS, seen, worst, tol);
-    lithe_optimizer_free(opt);
-    lithe_value_release(X);
-    lithe_value_release(R);
     lithe_model_free(m);
 }
 

@@ -30,77 +30,22 @@ static const char *const models[] = {"mlp11", "mlp13", "mlp17", "lenet", "mixer1
                                      "acts13", "acts14", "mish18", "pieces", "pieces17", "thresh"};
 #define N_MODELS (sizeof models / sizeof models[0])
 
+/* The golden model name; with bytes_out, its .onnx bytes too (the caller frees them). */
 static lithe_model *load(const char *name, uint8_t **bytes_out, size_t *len_out) {
+    if (!bytes_out) return graph_load_golden(name);
     const golden *g = get("%s.onnx", name);
     uint8_t *b = bytes_of(g);
     lithe_model *m = NULL;
     OK(lithe_onnx_load_bytes(b, (size_t)g->n, &m));
-    if (bytes_out) {
-        *bytes_out = b;
-        *len_out = (size_t)g->n;
-    } else {
-        free(b);
-    }
+    *bytes_out = b;
+    *len_out = (size_t)g->n;
     return m;
-}
-
-static double max_abs_diff(const lithe_tensor *t, const golden *g) {
-    const float *p = lithe_tensor_data(t);
-    double worst = 0;
-    for (int64_t i = 0; i < g->n && i < lithe_tensor_numel(t); i++) {
-        double d = fabs((double)p[i] - g->v[i]);
-        if (d > worst || d != d) worst = d != d ? INFINITY : d;
-    }
-    return worst;
 }
 
 static void test_parity(void **state) {
     (void)state;
-    for (size_t k = 0; k < N_MODELS; k++) {
-        const char *name = models[k];
-        lithe_model *m = load(name, NULL, NULL);
-        lithe_value *X = value_of(get("%s.x", name)), *Y = NULL, *dX = NULL, *R = value_of(get("%s.r", name));
-        lithe_backprop *bp = NULL;
-        OK(lithe_model_begin_update(m, X, &Y, &bp));
-        char what[160];
-        snprintf(what, sizeof what, "%s output", name);
-        expect_close(what, lithe_value_get_tensor(Y), get("%s.y", name), 1e-4, 1e-4);
-        double worst_y = max_abs_diff(lithe_value_get_tensor(Y), get("%s.y", name));
-        { /* a predict (no backward: MaxPool keeps no argmax, prepared weights) gives torch's output too */
-            lithe_value *P = NULL;
-            OK(lithe_model_predict(m, X, &P));
-            snprintf(what, sizeof what, "%s predict output", name);
-            expect_close(what, lithe_value_get_tensor(P), get("%s.y", name), 1e-4, 1e-4);
-            lithe_value_release(P);
-        }
-        OK(lithe_backprop_run(bp, R, &dX));
-        snprintf(what, sizeof what, "%s dX", name);
-        expect_close(what, lithe_value_get_tensor(dX), get("%s.dx", name), 1e-4, 1e-4);
-        double worst_g = max_abs_diff(lithe_value_get_tensor(dX), get("%s.dx", name));
-        /* every torch parameter is a lithe param with the same gradient */
-        size_t n_torch = 0;
-        for (size_t p = 0; p < lithe_model_n_params(m); p++) {
-            const char *pn = lithe_model_param_name(m, p);
-            const golden *g = find("%s.grad.%s", name, pn);
-            if (!g) continue; /* BatchNorm statistics (frozen), weights torch fused under new names */
-            n_torch++;
-            lithe_tensor *G = NULL;
-            OK(lithe_model_get_grad(m, pn, &G));
-            snprintf(what, sizeof what, "%s grad %s", name, pn);
-            expect_close(what, G, g, 1e-4, 1e-4);
-            double d = max_abs_diff(G, g);
-            if (d > worst_g) worst_g = d;
-        }
-        assert_int_equal(n_torch, (size_t)get("%s.n_params", name)->v[0]); /* none folded away */
-        printf("test_onnx: %-8s output max |lithe - torch| %.2e, gradients (input and %zu params) %.2e\n", name, worst_y,
-               n_torch, worst_g);
-        lithe_value_release(X);
-        lithe_value_release(Y);
-        lithe_value_release(dX);
-        lithe_value_release(R);
-        lithe_backprop_free(bp);
-        lithe_model_free(m);
-    }
+    const parity_opts o = {.test = "test_onnx", .width = 8, .atol = 1e-4, .rtol = 1e-4, .grads = true};
+    for (size_t k = 0; k < N_MODELS; k++) graph_parity(models[k], &o);
 }
 
 /* Central differences of the loss against lithe's own gradients, for input and weight entries. */
@@ -123,54 +68,9 @@ static void test_finite_differences(void **state) {
 /* Ten SGD steps (lithe's optimizer: plain SGD, no clipping, no L2) match torch.optim.SGD. */
 static void test_sgd_steps(void **state) {
     (void)state;
-    for (size_t k = 0; k < N_MODELS; k++) {
-        const char *name = models[k];
-        if (!find("%s.losses", name)) continue; /* fused weights: torch trains other ones */
-        lithe_model *m = load(name, NULL, NULL);
-        lithe_value *X = value_of(get("%s.x", name)), *R = value_of(get("%s.r", name));
-        lithe_optimizer_opts o = lithe_sgd_defaults(get("%s.lr", name)->v[0]);
-        o.grad_clip = 0.0;
-        o.L2 = 0.0;
-        lithe_optimizer *opt = NULL;
-        OK(lithe_optimizer_new(&o, &opt));
-        const golden *losses = get("%s.losses", name);
-        double worst_loss = 0;
-        for (int step = 0; step < 10; step++) {
-            lithe_value *Y = NULL;
-            lithe_backprop *bp = NULL;
-            OK(lithe_model_begin_update(m, X, &Y, &bp));
-            const float *y = lithe_tensor_data(lithe_value_get_tensor(Y)), *r = lithe_tensor_data(lithe_value_get_tensor(R));
-            double loss = 0;
-            for (int64_t i = 0; i < lithe_tensor_numel(lithe_value_get_tensor(R)); i++) loss += (double)y[i] * r[i];
-            double d = fabs(loss - losses->v[step]);
-            if (d > worst_loss) worst_loss = d;
-            if (d > 1e-4 + 1e-4 * fabs(losses->v[step]))
-                printf("test_onnx: %s step %d: loss %.7f, torch %.7f\n", name, step, loss, losses->v[step]);
-            assert_true(d <= 1e-4 + 1e-4 * fabs(losses->v[step]));
-            OK(lithe_backprop_run(bp, R, NULL));
-            OK(lithe_model_finish_update(m, opt));
-            lithe_backprop_free(bp);
-            lithe_value_release(Y);
-        }
-        double worst = 0;
-        for (size_t p = 0; p < lithe_model_n_params(m); p++) {
-            const char *pn = lithe_model_param_name(m, p);
-            const golden *g = find("%s.sgd.%s", name, pn);
-            if (!g) continue;
-            lithe_tensor *W = NULL;
-            OK(lithe_model_get_param(m, pn, &W));
-            char what[160];
-            snprintf(what, sizeof what, "%s after 10 SGD steps: %s", name, pn);
-            expect_close(what, W, g, 1e-4, 1e-4);
-            double d = max_abs_diff(W, g);
-            if (d > worst) worst = d;
-        }
-        printf("test_onnx: %-8s 10 SGD steps: losses within %.2e, params within %.2e of torch\n", name, worst_loss, worst);
-        lithe_optimizer_free(opt);
-        lithe_value_release(X);
-        lithe_value_release(R);
-        lithe_model_free(m);
-    }
+    const sgd_opts o = {.test = "test_onnx", .width = 8, .steps = 10, .loss_tol = 1e-4, .atol = 1e-4, .rtol = 1e-4, .loss_figure = true};
+    for (size_t k = 0; k < N_MODELS; k++)
+        if (find("%s.losses", models[k])) graph_sgd_check(models[k], &o); /* fused weights: torch trains other ones */
 }
 
 /* A graph inside a Thinc-style tree, trained a step, saved as .lithe and loaded back: same

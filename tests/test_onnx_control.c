@@ -24,73 +24,11 @@ static const char *const spec_models[] = {"scan_fwd", "scan_rev", "loop_scanout"
 #define N_TORCH (sizeof torch_models / sizeof torch_models[0])
 #define N_SPEC (sizeof spec_models / sizeof spec_models[0])
 
-static lithe_model *load(const char *name) {
-    const golden *g = get("%s.onnx", name);
-    uint8_t *b = bytes_of(g);
-    lithe_model *m = NULL;
-    OK(lithe_onnx_load_bytes(b, (size_t)g->n, &m));
-    free(b);
-    return m;
-}
-
-static double max_abs_diff(const lithe_tensor *t, const golden *g) {
-    const float *p = lithe_tensor_data(t);
-    double worst = 0;
-    for (int64_t i = 0; i < g->n && i < lithe_tensor_numel(t); i++) {
-        double d = fabs((double)p[i] - g->v[i]);
-        if (d > worst || d != d) worst = d != d ? INFINITY : d;
-    }
-    return worst;
-}
-
-/* The output (begin_update and predict) against the golden; then, for torch's models, dX and every
- * parameter's gradient against torch autograd. */
+/* The output (begin_update and predict) against the golden; then, for torch's models, dX (where the
+ * input is not ids) and every parameter's gradient against torch autograd. */
 static void check_model(const char *name, bool grads) {
-    lithe_model *m = load(name);
-    lithe_value *X = value_of(get("%s.x", name)), *Y = NULL, *dX = NULL, *R = value_of(get("%s.r", name)), *P = NULL;
-    lithe_backprop *bp = NULL;
-    OK(lithe_model_begin_update(m, X, &Y, &bp));
-    char what[160];
-    snprintf(what, sizeof what, "%s output", name);
-    assert_int_equal(lithe_tensor_numel(lithe_value_get_tensor(Y)), get("%s.y", name)->n);
-    expect_close(what, lithe_value_get_tensor(Y), get("%s.y", name), 1e-5, 1e-4);
-    double worst_y = max_abs_diff(lithe_value_get_tensor(Y), get("%s.y", name));
-    OK(lithe_model_predict(m, X, &P));
-    snprintf(what, sizeof what, "%s predict output", name);
-    expect_close(what, lithe_value_get_tensor(P), get("%s.y", name), 1e-5, 1e-4);
-    OK(lithe_backprop_run(bp, R, &dX));
-    double worst_g = 0;
-    size_t n_torch = 0;
-    if (grads) {
-        if (find("%s.dx", name)) {
-            snprintf(what, sizeof what, "%s dX", name);
-            expect_close(what, lithe_value_get_tensor(dX), get("%s.dx", name), 1e-5, 1e-4);
-            worst_g = max_abs_diff(lithe_value_get_tensor(dX), get("%s.dx", name));
-        }
-        for (size_t p = 0; p < lithe_model_n_params(m); p++) {
-            const char *pn = lithe_model_param_name(m, p);
-            const golden *g = find("%s.grad.%s", name, pn);
-            if (!g) continue;
-            n_torch++;
-            lithe_tensor *G = NULL;
-            OK(lithe_model_get_grad(m, pn, &G));
-            snprintf(what, sizeof what, "%s grad %s", name, pn);
-            expect_close(what, G, g, 1e-5, 1e-4);
-            double d = max_abs_diff(G, g);
-            if (d > worst_g) worst_g = d;
-        }
-        assert_int_equal(n_torch, (size_t)get("%s.n_params", name)->v[0]);
-    }
-    printf("test_onnx_control: %-13s output max |lithe - %s| %.2e", name, grads ? "torch" : "float64", worst_y);
-    if (grads) printf(", gradients (input and %zu params) %.2e", n_torch, worst_g);
-    printf("\n");
-    lithe_value_release(X);
-    lithe_value_release(Y);
-    lithe_value_release(P);
-    lithe_value_release(dX);
-    lithe_value_release(R);
-    lithe_backprop_free(bp);
-    lithe_model_free(m);
+    const parity_opts o = {.test = "test_onnx_control", .width = 13, .atol = 1e-5, .rtol = 1e-4, .grads = grads, .dx_optional = true};
+    graph_parity(name, &o);
 }
 
 static void test_torch_parity(void **state) {
@@ -109,7 +47,7 @@ static void test_finite_differences(void **state) {
     const fd_opts o = {.test = "test_onnx_control", .h = 1e-3, .atol = 2e-3, .rtol = 2e-2, .x_stride = 3, .w_parts = 7, .digits = 5};
     for (size_t k = 0; k < N_TORCH + N_SPEC; k++) {
         const char *name = k < N_TORCH ? torch_models[k] : spec_models[k - N_TORCH];
-        lithe_model *m = load(name);
+        lithe_model *m = graph_load_golden(name);
         int checked = 0, bad = 0;
         fd_check(m, name, &o, &checked, &bad);
         printf("test_onnx_control: %-13s %d finite-difference checks, %d off\n", name, checked, bad);
@@ -121,58 +59,8 @@ static void test_finite_differences(void **state) {
 /* Five SGD steps (plain SGD, no clipping, no L2) match torch.optim.SGD's, every parameter. */
 static void test_sgd_steps(void **state) {
     (void)state;
-    for (size_t k = 0; k < N_TORCH; k++) {
-        const char *name = torch_models[k];
-        lithe_model *m = load(name);
-        lithe_value *X = value_of(get("%s.x", name)), *R = value_of(get("%s.r", name));
-        lithe_optimizer_opts o = lithe_sgd_defaults(get("%s.lr", name)->v[0]);
-        o.grad_clip = 0.0;
-        o.L2 = 0.0;
-        lithe_optimizer *opt = NULL;
-        OK(lithe_optimizer_new(&o, &opt));
-        const golden *losses = get("%s.losses", name);
-        int steps = (int)get("%s.steps", name)->v[0];
-        double worst_loss = 0;
-        for (int step = 0; step < steps; step++) {
-            lithe_value *Y = NULL;
-            lithe_backprop *bp = NULL;
-            OK(lithe_model_begin_update(m, X, &Y, &bp));
-            const float *y = lithe_tensor_data(lithe_value_get_tensor(Y)), *r = lithe_tensor_data(lithe_value_get_tensor(R));
-            double loss = 0;
-            for (int64_t i = 0; i < lithe_tensor_numel(lithe_value_get_tensor(R)); i++) loss += (double)y[i] * r[i];
-            double d = fabs(loss - losses->v[step]);
-            if (d > worst_loss) worst_loss = d;
-            if (d > 1e-4 + 1e-4 * fabs(losses->v[step]))
-                printf("test_onnx_control: %s step %d: loss %.7f, torch %.7f\n", name, step, loss, losses->v[step]);
-            assert_true(d <= 1e-4 + 1e-4 * fabs(losses->v[step]));
-            OK(lithe_backprop_run(bp, R, NULL));
-            OK(lithe_model_finish_update(m, opt));
-            lithe_backprop_free(bp);
-            lithe_value_release(Y);
-        }
-        double worst = 0;
-        size_t n = 0;
-        for (size_t p = 0; p < lithe_model_n_params(m); p++) {
-            const char *pn = lithe_model_param_name(m, p);
-            const golden *g = find("%s.sgd.%s", name, pn);
-            if (!g) continue;
-            n++;
-            lithe_tensor *W = NULL;
-            OK(lithe_model_get_param(m, pn, &W));
-            char what[160];
-            snprintf(what, sizeof what, "%s after %d SGD steps: %s", name, steps, pn);
-            expect_close(what, W, g, 1e-5, 1e-4);
-            double d = max_abs_diff(W, g);
-            if (d > worst) worst = d;
-        }
-        assert_int_equal(n, (size_t)get("%s.n_params", name)->v[0]);
-        printf("test_onnx_control: %-13s %d SGD steps: losses within %.2e, %zu params within %.2e of torch\n", name, steps,
-               worst_loss, n, worst);
-        lithe_optimizer_free(opt);
-        lithe_value_release(X);
-        lithe_value_release(R);
-        lithe_model_free(m);
-    }
+    const sgd_opts o = {.test = "test_onnx_control", .width = 13, .loss_tol = 1e-4, .atol = 1e-5, .rtol = 1e-4, .count_params = true, .loss_figure = true};
+    for (size_t k = 0; k < N_TORCH; k++) graph_sgd_check(torch_models[k], &o);
 }
 
 /* What lithe does not run is refused when loaded, with the node's name and the reason. */
@@ -205,7 +93,7 @@ static void test_refused_at_load(void **state) {
  * never a silently shorter scan. */
 static void test_scan_length_checked(void **state) {
     (void)state;
-    lithe_model *m = load("scan_fwd");
+    lithe_model *m = graph_load_golden("scan_fwd");
     const golden *gx = get("scan_fwd.x");
     int64_t shape[2] = {gx->shape[0] + 1, gx->shape[1]};
     lithe_tensor *t = NULL;
