@@ -209,6 +209,16 @@ void fd_check(lithe_model *m, const char *name, const fd_opts *o, int *checked, 
     lithe_backprop_free(bp);
 }
 
+void graph_fd_model(const char *name, const fd_opts *o, int width, int bad_per) {
+    lithe_model *m = graph_load_golden(name);
+    int checked = 0, bad = 0;
+    fd_check(m, name, o, &checked, &bad);
+    printf("%s: %-*s %d finite-difference checks, %d off\n", o->test, width, name, checked, bad);
+    assert_true(checked > 0);
+    assert_true(bad <= (bad_per ? checked / bad_per : 0));
+    lithe_model_free(m);
+}
+
 struct lithe__onnx_attr *graph_weight_attr(lithe_model *m, const char *op_type, const char *weight, const char *attr,
                                            size_t n) {
     assert_int_equal(m->n_shims, 1);

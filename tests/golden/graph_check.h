@@ -76,6 +76,11 @@ void fd_check(lithe_model *m, const char *name, const fd_opts *o, int *checked, 
 /* The attribute attr, with at least n ints, of the op_type node of m's parsed graph (an imported
  * graph node) whose weight (input 1) is the initializer named weight; fails the test if none.
  * White-box tests edit it to give the node attributes an exporter would not write. */
+/* fd_check of the golden model name, printed as "<test>: <name, width wide> <n> finite-difference
+ * checks, <n> off"; at least one check, and at most checked / bad_per off (none if bad_per is 0: a
+ * ReLU / MaxPool / Clip kink inside the +-h step may move an estimate). */
+void graph_fd_model(const char *name, const fd_opts *o, int width, int bad_per);
+
 struct lithe__onnx_attr;
 struct lithe__onnx_attr *graph_weight_attr(lithe_model *m, const char *op_type, const char *weight, const char *attr,
                                            size_t n);
