@@ -37,8 +37,10 @@ static LITHE_HD inline float lithe__unary_fwd(int op, float x) {
     case LITHE__UN_FLOOR: return floorf(x);
     case LITHE__UN_CEIL: return ceilf(x);
     case LITHE__UN_ROUND: return rintf(x); /* the default rounding mode: half to even */
-    case LITHE__UN_SIN: return sinf(x);
-    case LITHE__UN_COS: return cosf(x);
+    /* through double sin / cos, rounded once (as accurate as sinf / cosf, and the WebAssembly core
+     * already links them for core/rng.c: sinf / cosf would add 1.3 KB) */
+    case LITHE__UN_SIN: return (float)sin((double)x);
+    case LITHE__UN_COS: return (float)cos((double)x);
     default: return 1.0f / x;
     }
 }
@@ -51,8 +53,8 @@ static LITHE_HD inline void lithe__unary_bwd(int op, float x, float y, float g, 
     case LITHE__UN_ERF: *dx += g * 1.12837916709551257f * expf(-x * x); break; /* 2 / sqrt(pi) */
     case LITHE__UN_ABS: *dx += x > 0.0f ? g : x < 0.0f ? -g : 0.0f; break;
     case LITHE__UN_FLOOR: case LITHE__UN_CEIL: case LITHE__UN_ROUND: break; /* zero almost everywhere */
-    case LITHE__UN_SIN: *dx += g * cosf(x); break;
-    case LITHE__UN_COS: *dx -= g * sinf(x); break;
+    case LITHE__UN_SIN: *dx += g * (float)cos((double)x); break;
+    case LITHE__UN_COS: *dx -= g * (float)sin((double)x); break;
     default: *dx -= g * y * y; break;
     }
 }

@@ -1,5 +1,5 @@
 /* The npm package's second module, lithe-importers.wasm: the ONNX and TF.js importers and the graph
- * executor (core/io/onnx.c, tfjs.c, core/graph/), with the CPU backend's convolution and pooling
+ * executor (core/io/onnx.c, tfjs.c, core/graph/) and the ONNX / TF.js writers, with the CPU backend's convolution and pooling
  * that only graphs run (backends/cpu/conv/), built as an Emscripten side module (position-
  * independent, importing the core module's memory, table, stack pointer and the functions it
  * calls). src/loader.js links it into a running core module when a model needs it and hands this
@@ -14,6 +14,7 @@ __attribute__((visibility("default"))) const lithe__importers *lithe_importers(v
         lithe_onnx_load,         lithe_onnx_op_names,   lithe_onnx_op_has_backward, lithe_tfjs_load_bytes, lithe_tfjs_load,
         lithe__graph_prepare,    lithe__graph_const,    lithe__cpu_conv2d,     lithe__cpu_conv2d_backward,
         lithe__cpu_conv2d_packed, lithe__cpu_pool2d,   lithe__cpu_pool2d_backward, lithe__cpu_conv2d_add,
+        lithe_model_save_onnx_bytes, lithe_model_save_onnx, lithe_tfjs_save_bytes, lithe_tfjs_save,
     };
     return &table;
 }

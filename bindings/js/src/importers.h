@@ -40,6 +40,13 @@ typedef struct lithe__importers {
     lithe_status (*cpu_conv2d_add)(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
                                    const struct lithe__sgemm_packed_b *Wp, const float *b, const float *R,
                                    bool res_first, float *Y);
+    /* The ONNX and TF.js writers (core/io/onnx_write.c, onnx_lower.c, tfjs/save.c): export is rare,
+     * so they live here too, and saving loads this module first. */
+    lithe_status (*save_onnx_bytes)(lithe_model *m, uint8_t **out, size_t *len);
+    lithe_status (*save_onnx)(lithe_model *m, const char *path);
+    lithe_status (*tfjs_save_bytes)(lithe_model *m, char **json, size_t *json_len, uint8_t **weights,
+                                    size_t *weights_len);
+    lithe_status (*tfjs_save)(lithe_model *m, const char *dir);
 } lithe__importers;
 void lithe__importers_set(const lithe__importers *h);
 bool lithe__importers_wanted(void); /* a call since the last query needed the missing module */

@@ -84,6 +84,25 @@ lithe_status lithe_tfjs_load(const char *path, lithe_model **out) {
     return hooks ? hooks->tfjs_load(path, out) : absent("lithe_tfjs_load");
 }
 
+/* The writers (export): a model saved before the module is linked says so, and the loader links it
+ * and retries (src/index.js's saveOnnx / saveTfjs). */
+lithe_status lithe_model_save_onnx_bytes(lithe_model *m, uint8_t **out, size_t *len) {
+    return hooks ? hooks->save_onnx_bytes(m, out, len) : absent("lithe_model_save_onnx_bytes");
+}
+
+lithe_status lithe_model_save_onnx(lithe_model *m, const char *path) {
+    return hooks ? hooks->save_onnx(m, path) : absent("lithe_model_save_onnx");
+}
+
+lithe_status lithe_tfjs_save_bytes(lithe_model *m, char **json, size_t *json_len, uint8_t **weights,
+                                   size_t *weights_len) {
+    return hooks ? hooks->tfjs_save_bytes(m, json, json_len, weights, weights_len) : absent("lithe_tfjs_save_bytes");
+}
+
+lithe_status lithe_tfjs_save(lithe_model *m, const char *dir) {
+    return hooks ? hooks->tfjs_save(m, dir) : absent("lithe_tfjs_save");
+}
+
 /* The CPU backend's conv2d / pool2d primitives (backends/cpu/cpu_backend.c) call these. Their only
  * callers are graph ops, which run in the importer module, so the hooks are set whenever they are
  * reached; without them every call fails with the error (LITHE_ERR_UNSUPPORTED). */

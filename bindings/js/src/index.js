@@ -394,7 +394,7 @@ export class Model extends Handle {
   // weightSpecs, weightData, ... } for tf.loadLayersModel(tf.io.fromMemory(artifacts)).
   saveTfjs() {
     const r = need();
-    r.check(r.lithe_tfjs_save_bytes(this.ptr, r.outPtr(0), r.outPtr(1), r.outPtr(2), r.outPtr(3)));
+    r.check(runLoader(() => r.lithe_tfjs_save_bytes(this.ptr, r.outPtr(0), r.outPtr(1), r.outPtr(2), r.outPtr(3)), true));
     const pj = r.readU32(r.outPtr(0)), nj = r.readU32(r.outPtr(1));
     const pw = r.readU32(r.outPtr(2)), nw = r.readU32(r.outPtr(3));
     const modelJson = new TextDecoder().decode(r.u8().slice(pj, pj + nj));
@@ -421,7 +421,8 @@ export class Model extends Handle {
   // A layer without an ONNX equivalent (HashEmbed, the sequence layers) throws, naming the node.
   saveOnnx() {
     const r = need();
-    r.check(r.lithe_model_save_onnx_bytes(this.ptr, r.outPtr(0), r.outPtr(1)));
+    // (the writers are in the importer module: linked here first if no load has linked it yet)
+    r.check(runLoader(() => r.lithe_model_save_onnx_bytes(this.ptr, r.outPtr(0), r.outPtr(1)), true));
     const p = r.readU32(r.outPtr(0)), n = r.readU32(r.outPtr(1));
     const bytes = r.u8().slice(p, p + n);
     r.lithe_buffer_free(p);
