@@ -260,15 +260,28 @@ lithe_status lithe__param_get(const lithe_model *m, const char *name, lithe_tens
     if (!p->value)
         return lithe__fail(LITHE_ERR_STATE, "%s: param '%s' has not been allocated yet; call lithe_model_initialize",
                            m->name, name);
+    if (p->value->dtype != LITHE_F32)
+        return lithe__fail(LITHE_ERR_DTYPE, "%s: param '%s' is stored as %s; this layer computes with float32 weights "
+                           "only (lithe_model_compress_weights(m, LITHE_F32), or `lithe convert --weights f32`)",
+                           m->name, name, lithe_dtype_name(p->value->dtype));
     *out = p->value;
     return LITHE_OK;
+}
+
+lithe_status lithe__param_get_any(const lithe_model *m, const char *name, lithe_tensor **out) {
+    lithe__param *p = lithe__model_find_param(m, name);
+    if (p && p->value) {
+        *out = p->value;
+        return LITHE_OK;
+    }
+    return lithe__param_get(m, name, out);
 }
 
 lithe_status lithe_model_get_param(const lithe_model *m, const char *name, lithe_tensor **out) {
     LITHE__CHECK_ARG(out, "lithe_model_get_param", "out is NULL");
     *out = NULL;
     LITHE__CHECK_ARG(m && name, "lithe_model_get_param", "model or name is NULL");
-    return lithe__param_get(m, name, out);
+    return lithe__param_get_any(m, name, out);
 }
 
 static lithe_status add_param(lithe_model *m, const char *name, lithe__param **out) {
@@ -286,9 +299,13 @@ static lithe_status add_param(lithe_model *m, const char *name, lithe__param **o
 
 static lithe_status check_param_tensor(const lithe_model *m, const char *fn, const char *name,
                                        const lithe_tensor *t) {
-    if (t->dtype != LITHE_F32)
-        return lithe__fail(LITHE_ERR_DTYPE, "%s: %s '%s' must be float32, got %s", m->name, fn, name,
-                           lithe_dtype_name(t->dtype));
+    if (t->dtype != LITHE_F32 && !(!strcmp(fn, "param") && lithe__is_compact(t)))
+        return lithe__fail(LITHE_ERR_DTYPE, "%s: %s '%s' must be float32%s, got %s%s", m->name, fn, name,
+                           !strcmp(fn, "param") ? " (or float16 / bfloat16, or int8 / uint8 with quantization "
+                                                  "parameters)" : "",
+                           lithe_dtype_name(t->dtype),
+                           (t->dtype == LITHE_I8 || t->dtype == LITHE_U8) && !t->storage->quant
+                               ? " without quantization parameters" : "");
     if (t->storage->backend != m->backend)
         return lithe__fail(LITHE_ERR_INVALID_ARG, "%s: %s '%s' lives on backend '%s', the model on '%s'", m->name, fn,
                            name, t->storage->backend->name, m->backend->name);

@@ -129,6 +129,11 @@ int64_t lithe__dim_value(const lithe_model *m, const char *name);
 lithe_status lithe__infer_dim(lithe_model *m, const char *name, int64_t value, const char *from);
 /* The f32 param tensor (must be allocated), or an error naming the layer. */
 lithe_status lithe__param_get(const lithe_model *m, const char *name, lithe_tensor **out);
+/* The param in whatever dtype it is stored in (lithe__param_get refuses a compact weight with a
+ * clear error: a layer that reads W as floats must not see int8 bytes); and whether m's layer
+ * computes with compact W (core/quant.c). */
+lithe_status lithe__param_get_any(const lithe_model *m, const char *name, lithe_tensor **out);
+bool lithe__compact_ok(const lithe_model *m);
 /* grad += value, allocating a zeroed grad on first use; accumulating with alpha scale. */
 lithe_status lithe__grad_acc(lithe_model *m, const char *name, lithe_tensor **grad_out);
 

@@ -31,7 +31,7 @@ size_t lithe_dtype_size(lithe_dtype dtype) {
     case LITHE_F32: case LITHE_I32: case LITHE_U32: return 4;
     case LITHE_F16: case LITHE_BF16: return 2;
     case LITHE_I64: case LITHE_U64: return 8;
-    case LITHE_U8: return 1;
+    case LITHE_U8: case LITHE_I8: return 1;
     }
     return 0;
 }
@@ -46,6 +46,7 @@ const char *lithe_dtype_name(lithe_dtype dtype) {
     case LITHE_U64: return "uint64";
     case LITHE_U8: return "uint8";
     case LITHE_U32: return "uint32";
+    case LITHE_I8: return "int8";
     }
     return "?";
 }
@@ -151,6 +152,7 @@ lithe_status lithe__tensor_wrap_host(lithe_dtype dtype, int ndim, const int64_t 
 static void storage_release(lithe__storage *st) {
     if (!st || !LITHE__REF_DEC_LAST(st->refcount)) return;
     if (st->prepared) lithe__storage_drop_prepared(st);
+    lithe__quant_free(st->quant);
     if (st->release) {
         st->release(st->release_ctx);
     } else if (st->dl_managed) {
@@ -350,6 +352,8 @@ lithe_status lithe_tensor_cast(const lithe_tensor *t, lithe_dtype dtype, lithe_t
     if (dtype != LITHE_F32 && t->dtype != LITHE_F32)
         return lithe__fail(LITHE_ERR_DTYPE, "lithe_tensor_cast: %s to %s is not supported (one side must be float32)",
                            lithe_dtype_name(t->dtype), lithe_dtype_name(dtype));
+    if (dtype == LITHE_F32 && (t->dtype == LITHE_I8 || t->dtype == LITHE_U8) && t->storage->quant)
+        return lithe__dequantize(t, out); /* quantized weights: scale * (q - zero_point) */
     if (dtype == LITHE_U64 || t->dtype == LITHE_U64 || dtype == LITHE_U32 || t->dtype == LITHE_U32)
         return lithe__fail(LITHE_ERR_DTYPE, "lithe_tensor_cast: %s holds ids or hash keys; it does not convert to float32",
                            lithe_dtype_name(dtype == LITHE_F32 ? t->dtype : dtype));
@@ -491,6 +495,7 @@ static bool dtype_from_dl(DLDataType d, lithe_dtype *out) {
     else if (d.code == kDLBfloat && d.bits == 16) *out = LITHE_BF16;
     else if (d.code == kDLInt && d.bits == 32) *out = LITHE_I32;
     else if (d.code == kDLInt && d.bits == 64) *out = LITHE_I64;
+    else if (d.code == kDLInt && d.bits == 8) *out = LITHE_I8;
     else if (d.code == kDLUInt && d.bits == 64) *out = LITHE_U64;
     else if (d.code == kDLUInt && d.bits == 8) *out = LITHE_U8;
     else if (d.code == kDLUInt && d.bits == 32) *out = LITHE_U32;
@@ -506,6 +511,7 @@ static DLDataType dtype_to_dl(lithe_dtype t) {
     case LITHE_BF16: d.code = kDLBfloat; d.bits = 16; break;
     case LITHE_I32: d.code = kDLInt; break;
     case LITHE_I64: d.code = kDLInt; d.bits = 64; break;
+    case LITHE_I8: d.code = kDLInt; d.bits = 8; break;
     case LITHE_U64: d.code = kDLUInt; d.bits = 64; break;
     case LITHE_U8: d.code = kDLUInt; d.bits = 8; break;
     case LITHE_U32: d.code = kDLUInt; break;

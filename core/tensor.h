@@ -26,7 +26,26 @@ typedef struct lithe__storage {
     /* external host memory (a memory-mapped file): release(ctx) when the last view goes */
     void (*release)(void *ctx);
     void *release_ctx;
+    /* an I8 / U8 tensor's quantization parameters (core/quant.c), freed with the storage */
+    struct lithe__quant *quant;
 } lithe__storage;
+
+/* value = scale[c] * (q - zero[c]), c the index along axis 0 (axis 0, n = extent) or 0 (axis -1,
+ * n = 1). Scales are finite and > 0, zero points inside the dtype's range (checked on entry). */
+typedef struct lithe__quant {
+    int axis;
+    int64_t n;
+    float *scale;
+    int32_t *zero;
+} lithe__quant;
+void lithe__quant_free(lithe__quant *q);
+/* A compact weight: F16 / BF16, or I8 / U8 carrying quant. */
+bool lithe__is_compact(const lithe_tensor *t);
+/* Row r (of a 2-D compact host tensor's row-major view: K elements from element offset `off`)
+ * decoded to float32 into dst. q's row is the tensor's row for axis 0. */
+void lithe__decode_row(const lithe_tensor *t, int64_t row, int64_t off, int64_t K, float *dst);
+/* A quantized host tensor's float32 values (a new tensor). */
+lithe_status lithe__dequantize(const lithe_tensor *t, lithe_tensor **out);
 
 /* A CPU tensor over external host memory (contiguous), calling release(ctx) when the last view
  * goes; on failure release is not called. */

@@ -232,13 +232,14 @@ LITHE_API size_t lithe_backend_list(char *buf, size_t cap);
 
 typedef enum lithe_dtype {
     LITHE_F32 = 0,
-    LITHE_F16 = 1,  /* storage only: convert with lithe_tensor_cast before computing */
-    LITHE_BF16 = 2, /* storage only                                                  */
+    LITHE_F16 = 1,  /* storage; the dense layers compute with F16 / BF16 / quantized I8 / U8 W */
+    LITHE_BF16 = 2, /* storage (see lithe_model_compress_weights)                                */
     LITHE_I32 = 3,
     LITHE_I64 = 4,
     LITHE_U64 = 5,
     LITHE_U8 = 6,
-    LITHE_U32 = 7   /* hash keys (Thinc's ops.hash returns uint32)               */
+    LITHE_U32 = 7,  /* hash keys (Thinc's ops.hash returns uint32)               */
+    LITHE_I8 = 8    /* quantized weights (lithe_tensor_quantize)                 */
 } lithe_dtype;
 
 #define LITHE_MAX_DIMS 8
@@ -249,7 +250,8 @@ typedef struct lithe_tensor lithe_tensor;
 
 /* Size of one element in bytes (f32: 4, bf16: 2, u8: 1); 0 for values outside the enum. */
 LITHE_API size_t lithe_dtype_size(lithe_dtype dtype);
-/* "float32", "float16", "bfloat16", "int32", "int64", "uint64", "uint8"; "?" otherwise. */
+/* "float32", "float16", "bfloat16", "int32", "int64", "uint64", "uint8", "uint32", "int8"; "?"
+ * otherwise. */
 LITHE_API const char *lithe_dtype_name(lithe_dtype dtype);
 
 /* A new zero-filled, contiguous tensor on `backend` (NULL: "cpu"). ndim is 0..LITHE_MAX_DIMS;
@@ -306,6 +308,31 @@ LITHE_API lithe_status lithe_tensor_reshape(lithe_tensor *t, int ndim, const int
  * listed. */
 LITHE_API lithe_status lithe_tensor_cast(const lithe_tensor *t, lithe_dtype dtype,
                                          lithe_tensor **out);
+
+/* --- Quantized tensors ------------------------------------------------------------------
+ * An int8 / uint8 tensor may carry quantization parameters: value = scale[c] * (q - zero_point[c]),
+ * c the index along `axis` (-1: one scale and zero point for the whole tensor; 0: one per row,
+ * i.e. per output channel of a (nO, nI) weight). lithe_tensor_cast to float32 applies them. */
+
+/* A new CPU tensor of dtype LITHE_I8 (symmetric: zero points 0, q = round(x / scale) clamped to
+ * [-127, 127], scale = max|x| / 127 per row for axis 0 or over the whole tensor for axis -1; an
+ * all-zero row gets scale 1) or LITHE_U8 (asymmetric: the range [min(x, 0), max(x, 0)] onto
+ * [0, 255], zero point round(-min / scale)) from a contiguous float32 host tensor t. Statuses:
+ * LITHE_ERR_DTYPE (t not float32, dtype not I8 / U8), LITHE_ERR_INVALID_ARG (axis not -1 or 0,
+ * t 0-d with axis 0), LITHE_ERR_VALUE (a NaN or infinite value). */
+LITHE_API lithe_status lithe_tensor_quantize(const lithe_tensor *t, lithe_dtype dtype, int axis,
+                                             lithe_tensor **out);
+/* The quantization parameters of t: *axis (-1 or 0), *n (1, or t's extent along axis 0), and
+ * borrowed arrays of n scales and n zero points (valid while t lives). LITHE_ERR_NOT_FOUND when t
+ * carries none. */
+LITHE_API lithe_status lithe_tensor_quant_params(const lithe_tensor *t, int *axis, int64_t *n,
+                                                 const float **scale, const int32_t **zero_point);
+/* Sets t's quantization parameters (copied) on an I8 or U8 CPU tensor: every scale finite and
+ * > 0, zero points inside the dtype's range ([-128, 127] / [0, 255]), n equal to 1 (axis -1) or to
+ * t's extent along axis 0. Statuses: LITHE_ERR_DTYPE, LITHE_ERR_INVALID_ARG, LITHE_ERR_VALUE
+ * (naming the bad scale or zero point), LITHE_ERR_SHAPE (n). */
+LITHE_API lithe_status lithe_tensor_set_quant_params(lithe_tensor *t, int axis, int64_t n, const float *scale,
+                                                     const int32_t *zero_point);
 
 /* A new contiguous copy of t (any backend, any strides) on `backend` (NULL: the CPU, i.e. a host
  * copy — what DLPack export of a device tensor needs). Synchronises when t is on a device. The
@@ -866,16 +893,28 @@ LITHE_API lithe_status lithe_model_get_dim(const lithe_model *m, const char *nam
  * LITHE_ERR_STATE. Statuses: LITHE_ERR_NOT_FOUND, LITHE_ERR_STATE, LITHE_ERR_VALUE. */
 LITHE_API lithe_status lithe_model_set_dim(lithe_model *m, const char *name, int64_t value);
 
-/* --- Params and grads: named float32 tensors. ---------------------------------------------- */
+/* --- Params and grads: named float32 tensors (or compact weights, below). ------------------ */
 LITHE_API lithe_has lithe_model_has_param(const lithe_model *m, const char *name);
-/* Borrowed tensor (retain it to keep it past the next set_param). Statuses:
- * LITHE_ERR_NOT_FOUND (not registered), LITHE_ERR_STATE (not allocated yet). */
+/* Borrowed tensor (retain it to keep it past the next set_param), in the dtype it is stored in.
+ * Statuses: LITHE_ERR_NOT_FOUND (not registered), LITHE_ERR_STATE (not allocated yet). */
 LITHE_API lithe_status lithe_model_get_param(const lithe_model *m, const char *name,
                                              lithe_tensor **out);
 /* Sets a param (retained; NULL unsets it). A param name not registered is registered, as in
- * Thinc. The tensor must be float32 and on the model's backend (LITHE_ERR_DTYPE,
- * LITHE_ERR_INVALID_ARG). An existing grad of another shape is dropped. */
+ * Thinc. The tensor must be float32, or a compact weight: float16 / bfloat16, or int8 / uint8
+ * carrying quantization parameters (lithe_tensor_quantize); and on the model's backend
+ * (LITHE_ERR_DTYPE, LITHE_ERR_INVALID_ARG). Only the dense layers' `W` (Linear, Relu, ...,
+ * Softmax) computes with a compact weight (on the CPU backend; elsewhere, and in other layers,
+ * using one is LITHE_ERR_DTYPE naming it); a compact weight gets no gradient (it is frozen: the
+ * float32 bias and other layers still train). An existing grad of another shape is dropped. */
 LITHE_API lithe_status lithe_model_set_param(lithe_model *m, const char *name, lithe_tensor *value);
+/* Stores the 2-D `W` of every dense layer of m's tree (Linear, Relu, Mish, Swish, HardSwish, ...,
+ * Softmax: the layers that compute with compact weights) as `dtype`: LITHE_F16 / LITHE_BF16
+ * (rounded to nearest even), or LITHE_I8 (symmetric per-row: lithe_tensor_quantize with axis 0,
+ * the dynamic int8 quantization — activations are not quantized ahead). Biases and every other
+ * tensor stay float32; the compact weights are marked frozen. LITHE_F32 turns compact weights
+ * back to float32. *n_converted (may be NULL) receives the number of weights changed.
+ * Statuses: LITHE_ERR_DTYPE (another dtype), LITHE_ERR_VALUE (a NaN / infinite weight). */
+LITHE_API lithe_status lithe_model_compress_weights(lithe_model *m, lithe_dtype dtype, size_t *n_converted);
 /* Whether a gradient has been accumulated (Thinc: present in the param server). */
 LITHE_API bool lithe_model_has_grad(const lithe_model *m, const char *name);
 /* Borrowed. LITHE_ERR_NOT_FOUND when there is no grad. */

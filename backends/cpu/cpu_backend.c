@@ -82,6 +82,11 @@ static lithe_status cpu_gemm(lithe_backend *be, bool tA, bool tB, float alpha, c
                              const lithe_tensor *B, float beta, lithe_tensor *C) {
     (void)be;
     int64_t M = C->shape[0], N = C->shape[1], K = tA ? A->shape[0] : A->shape[1];
+    if (B->dtype != LITHE_F32) { /* compact weights: decoded while packed (gemm_compact.c) */
+        if (!lithe__sgemm_compact(true, tA, tB, M, N, K, alpha, F(A), A->strides[0], B, beta, F(C), C->strides[0], NULL))
+            return lithe__oom("gemm with compact weights", (size_t)K * (size_t)N * sizeof(float));
+        return LITHE_OK;
+    }
     if (!lithe__sgemm(NULL, true, tA, tB, M, N, K, alpha, F(A), A->strides[0], F(B), B->strides[0], beta, F(C),
                       C->strides[0], NULL))
         return lithe__oom("gemm packing workspace", (size_t)K * 4096 * sizeof(float));
@@ -95,6 +100,11 @@ static lithe_status cpu_gemm_bias_act(lithe_backend *be, bool tA, bool tB, const
     int64_t M = Y->shape[0], N = Y->shape[1], K = tA ? A->shape[0] : A->shape[1];
     lithe__sgemm_epilogue e = {.bias = b ? F(b) : NULL, .act = a, .act_fn = lithe__simd()->act, .Z = Z ? F(Z) : NULL,
                                .ldz = Z ? Z->strides[0] : 0};
+    if (B->dtype != LITHE_F32) {
+        if (!lithe__sgemm_compact(true, tA, tB, M, N, K, 1.0f, F(A), A->strides[0], B, 0.0f, F(Y), Y->strides[0], &e))
+            return lithe__oom("gemm with compact weights", (size_t)K * (size_t)N * sizeof(float));
+        return LITHE_OK;
+    }
     if (!lithe__sgemm(NULL, true, tA, tB, M, N, K, 1.0f, F(A), A->strides[0], F(B), B->strides[0], 0.0f, F(Y),
                       Y->strides[0], &e))
         return lithe__oom("gemm packing workspace", (size_t)K * 4096 * sizeof(float));

@@ -94,6 +94,7 @@ LC_KERNEL(k_cast, (const lc_thread &t, void *Y, int to, const void *X, int from,
             case LITHE_I32: ((int32_t *)Y)[i] = (int32_t)sat(x, -2147483648.0, 2147483647.0); break;
             case LITHE_I64: ((int64_t *)Y)[i] = (int64_t)sat(x, -0x1p63, 0x1p63 - 0x1p39); break;
             case LITHE_U8: ((uint8_t *)Y)[i] = (uint8_t)sat(x, 0.0, 255.0); break;
+            case LITHE_I8: ((int8_t *)Y)[i] = (int8_t)sat(x, -128.0, 127.0); break;
             default: ((float *)Y)[i] = x; break;
             }
         } else {
@@ -104,6 +105,7 @@ LC_KERNEL(k_cast, (const lc_thread &t, void *Y, int to, const void *X, int from,
             case LITHE_I32: y[i] = (float)((const int32_t *)X)[i]; break;
             case LITHE_I64: y[i] = (float)((const int64_t *)X)[i]; break;
             case LITHE_U8: y[i] = (float)((const uint8_t *)X)[i]; break;
+            case LITHE_I8: y[i] = (float)((const int8_t *)X)[i]; break;
             default: break;
             }
         }

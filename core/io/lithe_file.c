@@ -12,6 +12,7 @@
 #include <unistd.h>
 #endif
 #include "json.h"
+#include "lithe_file.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -29,16 +30,10 @@ static const struct {
     const char *name;
     lithe_dtype dtype;
 } st_dtypes[] = {{"F32", LITHE_F32}, {"F16", LITHE_F16}, {"BF16", LITHE_BF16}, {"I32", LITHE_I32},
-                 {"I64", LITHE_I64}, {"U64", LITHE_U64}, {"U8", LITHE_U8},     {"U32", LITHE_U32}};
+                 {"I64", LITHE_I64}, {"U64", LITHE_U64}, {"U8", LITHE_U8},     {"U32", LITHE_U32},
+                 {"I8", LITHE_I8}};
 
 /* ---- saving ---- */
-
-typedef struct out_tensor {
-    char name[96];
-    const lithe_tensor *t; /* or bytes below */
-    const uint8_t *bytes;
-    size_t nbytes;
-} out_tensor;
 
 static void arch_attr(js_buf *b, const lithe__attr *a) {
     switch (a->type) {
@@ -185,7 +180,7 @@ static lithe_status model_save_bytes_body(lithe_model *m, const lithe_optimizer 
     if (s == LITHE_OK) s = architecture(nodes, n, &arch);
     if (s == LITHE_OK && arch.oom) s = lithe__oom("save", arch.n);
     size_t cap = 1;
-    for (size_t i = 0; s == LITHE_OK && i < n; i++) cap += nodes[i]->n_params + nodes[i]->n_attrs; /* nodes unset when walk failed */
+    for (size_t i = 0; s == LITHE_OK && i < n; i++) cap += 3 * nodes[i]->n_params + nodes[i]->n_attrs; /* nodes unset when walk failed; a quantized param's scale and zero point */
     if (s == LITHE_OK) {
         ts = lithe__calloc(cap, sizeof *ts);
         if (!ts) s = lithe__oom("save", cap * sizeof *ts);
@@ -199,6 +194,9 @@ static lithe_status model_save_bytes_body(lithe_model *m, const lithe_optimizer 
             ts[nt].nbytes = (size_t)t->numel * lithe_dtype_size(t->dtype);
             nt++;
         }
+    js_buf quant = {0}; /* lithe.quantization: how each quantized param decodes */
+    if (s == LITHE_OK) lithe__lf_quant_out(ts, &nt, &quant);
+    if (s == LITHE_OK && quant.oom) s = lithe__oom("save", quant.n);
     for (size_t i = 0; s == LITHE_OK && i < n; i++)
         for (size_t a = 0; a < nodes[i]->n_attrs; a++) {
             const lithe__attr *at = &nodes[i]->attrs[a];
@@ -224,6 +222,10 @@ static lithe_status model_save_bytes_body(lithe_model *m, const lithe_optimizer 
     if (s == LITHE_OK) {
         js_raw(&head, "{\"__metadata__\":{\"format\":\"lithe\",\"lithe.format_version\":\"1\",\"lithe.architecture\":");
         js_str(&head, arch.p);
+        if (quant.n > 2) {
+            js_raw(&head, ",\"lithe.quantization\":");
+            js_str(&head, quant.p);
+        }
         js_raw(&head, "}");
         size_t off = 0;
         for (size_t k = 0; k < nt; k++) {
@@ -241,9 +243,12 @@ static lithe_status model_save_bytes_body(lithe_model *m, const lithe_optimizer 
                     if (d) js_raw(&head, ",");
                     js_int(&head, t->shape[d]);
                 }
-            } else {
+            } else if (ts[k].bytes_dtype != LITHE_F32 && ts[k].bytes_dtype != LITHE_I32) {
                 js_raw(&head, ":{\"dtype\":\"U8\",\"shape\":[");
                 js_int(&head, (int64_t)ts[k].nbytes);
+            } else { /* a quantized param's scale (F32) or zero point (I32) */
+                js_raw(&head, ts[k].bytes_dtype == LITHE_F32 ? ":{\"dtype\":\"F32\",\"shape\":[" : ":{\"dtype\":\"I32\",\"shape\":[");
+                js_int(&head, ts[k].bytes_numel);
             }
             snprintf(buf, sizeof buf, "],\"data_offsets\":[%zu,%zu]}", off, off + ts[k].nbytes);
             js_raw(&head, buf);
@@ -278,6 +283,7 @@ static lithe_status model_save_bytes_body(lithe_model *m, const lithe_optimizer 
     lithe__free(ts);
     lithe__free(arch.p);
     lithe__free(head.p);
+    lithe__free(quant.p);
     lithe_buffer_free(state);
     return s;
 }
@@ -303,26 +309,10 @@ lithe_status lithe_model_save(lithe_model *m, const lithe_optimizer *opt, const 
 
 /* ---- loading ---- */
 
-typedef struct in_tensor {
-    const char *name; /* in the header document */
-    lithe_dtype dtype;
-    int ndim;
-    int64_t shape[LITHE_MAX_DIMS];
-    uint64_t begin, end;
-    const uint8_t *src; /* its end - begin bytes */
-} in_tensor;
-
-typedef struct parsed {
-    js_doc head, arch;
-    in_tensor *ts;
-    size_t nt;
-    const uint8_t *data;
-    uint64_t data_len;
-} parsed;
-
 static void parsed_free(parsed *p) {
     js_doc_free(&p->head);
     js_doc_free(&p->arch);
+    js_doc_free(&p->quant);
     lithe__free(p->ts);
 }
 
@@ -401,6 +391,7 @@ static lithe_status parse_file(const uint8_t *data, size_t len, parsed *p) {
                 p->ts[b].begin != p->ts[b].end)
                 return fmt("%s: tensors '%s' and '%s' overlap", p->ts[a].name, p->ts[b].name);
         }
+    LITHE__TRY(lithe__lf_quant_parse(p, js_get(meta, "lithe.quantization")));
     return js_parse(arch->str, arch->len, ".lithe architecture", &p->arch);
 }
 
@@ -577,21 +568,29 @@ static lithe_status build(const parsed *p, mapping *map, lithe_model **out) {
             snprintf(tname, sizeof tname, "%zu.%s", i, params->items[q].str);
             const in_tensor *t = find_tensor(p, tname);
             if (!t) continue; /* an unset param */
-            if (t->dtype != LITHE_F32) {
-                s = lithe__fail(LITHE_ERR_DTYPE, "%s: param %s must be F32", WHAT, tname);
+            const bool compact = t->dtype == LITHE_F16 || t->dtype == LITHE_BF16 || t->dtype == LITHE_I8 ||
+                                 t->dtype == LITHE_U8;
+            if (t->dtype != LITHE_F32 && !compact) {
+                s = lithe__fail(LITHE_ERR_DTYPE, "%s: param %s must be F32 (or a dense layer's compact W)", WHAT, tname);
+                break;
+            }
+            if (compact && !m->backend->host_memory) {
+                s = lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: param %s is %s: compact weights load on the CPU only", WHAT,
+                                tname, lithe_dtype_name(t->dtype));
                 break;
             }
             lithe_tensor *v = NULL;
             const uint8_t *src = t->src;
-            if (map && ((uintptr_t)src % sizeof(float)) == 0 && m->backend->host_memory) {
-                /* a view of the mapped file (copy-on-write pages): no copy at load */
+            if (map && ((uintptr_t)src % lithe_dtype_size(t->dtype)) == 0 && m->backend->host_memory) {
+                /* a view of the mapped file (copy-on-write pages): no copy at load; compact stays compact */
                 __atomic_add_fetch(&map->refcount, 1, __ATOMIC_ACQ_REL);
-                s = lithe__tensor_wrap_host(LITHE_F32, t->ndim, t->shape, (void *)src, mapping_release, map, &v);
+                s = lithe__tensor_wrap_host(t->dtype, t->ndim, t->shape, (void *)src, mapping_release, map, &v);
                 if (s != LITHE_OK) mapping_release(map);
             } else {
-                s = lithe__tensor_alloc(m->backend, LITHE_F32, t->ndim, t->shape, false, &v);
+                s = lithe__tensor_alloc(m->backend, t->dtype, t->ndim, t->shape, false, &v);
                 if (s == LITHE_OK) s = lithe_tensor_write(v, src, (size_t)(t->end - t->begin));
             }
+            if (s == LITHE_OK && compact) s = lithe__lf_compact_param(p, m, t, tname, v);
             if (s == LITHE_OK) s = lithe_model_set_param(m, params->items[q].str, v);
             lithe_tensor_release(v);
         }

@@ -3,6 +3,7 @@
 #include "../internal.h"
 
 #include <math.h>
+#include <string.h>
 
 static int64_t value_width(const lithe_value *v) {
     const lithe_tensor *t = lithe_value_get_tensor(v);
@@ -54,10 +55,22 @@ bool lithe__affine_prep_op(const lithe__act *a, lithe__prep_op *op) {
     return !a || lithe__act_clamp(a, &op->out_min, &op->out_max);
 }
 
+/* W, float32 or (on the CPU backend, whose GEMM decodes it while packing) compact. */
+static lithe_status lithe__affine_w(lithe_model *m, lithe_tensor **W) {
+    LITHE__TRY(lithe__param_get_any(m, "W", W));
+    if ((*W)->dtype == LITHE_F32) return LITHE_OK;
+    if (!lithe__is_compact(*W) || m->backend != lithe__backend_host() || (*W)->storage->backend != m->backend)
+        return lithe__fail(LITHE_ERR_DTYPE, "%s: W is stored as %s%s; compact weights compute on the CPU backend only "
+                           "(this model is on '%s'): lithe_model_compress_weights(m, LITHE_F32) first", m->name,
+                           lithe_dtype_name((*W)->dtype), lithe__is_compact(*W) ? "" : " without quantization parameters",
+                           m->backend->name);
+    return LITHE_OK;
+}
+
 lithe_status lithe__affine_forward_act(lithe_model *m, lithe_tensor *X, bool is_train, const lithe__act *a, lithe_tensor **Z,
                                        lithe_tensor **Y) {
     lithe_tensor *W = NULL, *b = NULL;
-    LITHE__TRY(lithe__param_get(m, "W", &W));
+    LITHE__TRY(lithe__affine_w(m, &W));
     LITHE__TRY(lithe__param_get(m, "b", &b));
     if (W->ndim != 2 || b->ndim != 1 || b->shape[0] != W->shape[0])
         return lithe__fail(LITHE_ERR_SHAPE, "%s: params W (%d-d) and b (%d-d) do not fit together: W must be (nO, nI) "
@@ -73,7 +86,7 @@ lithe_status lithe__affine_forward_act(lithe_model *m, lithe_tensor *X, bool is_
     const int64_t shape[2] = {X->shape[0], nO};
     LITHE__TRY(lithe__tensor_alloc(m->backend, LITHE_F32, 2, shape, false, &out));
     lithe__prep_op op;
-    if (!is_train && !Z && lithe__affine_prep_op(a, &op)) { /* a backend's own operator (LITHE_XNNPACK) */
+    if (!is_train && !Z && W->dtype == LITHE_F32 && lithe__affine_prep_op(a, &op)) { /* a backend's own operator (LITHE_XNNPACK) */
         bool done = false;
         lithe_status s = lithe__run_prepared_op(m->backend, is_train, &op, W, b, X, out, &done);
         if (s != LITHE_OK || done) {
@@ -102,11 +115,13 @@ lithe_status lithe__affine_forward(lithe_model *m, lithe_tensor *X, bool is_trai
 
 lithe_status lithe__affine_backward(lithe_model *m, lithe_tensor *X, const lithe_tensor *dY, lithe_tensor **dX) {
     lithe_tensor *W = NULL, *gW = NULL, *gb = NULL;
-    LITHE__TRY(lithe__param_get(m, "W", &W));
+    LITHE__TRY(lithe__affine_w(m, &W));
     LITHE__TRY(lithe__grad_acc(m, "b", &gb));
-    LITHE__TRY(lithe__grad_acc(m, "W", &gW));
     LITHE__TRY(lithe__op_sum_rows(m->backend, dY, 1.0f, gb));          /* db += Σ_rows dY  */
-    LITHE__TRY(lithe__op_gemm(m->backend, true, false, 1.0f, dY, X, 1.0f, gW)); /* dW += dYᵀ·X */
+    if (W->dtype == LITHE_F32) { /* a compact W is frozen: no gradient (docs/format.md) */
+        LITHE__TRY(lithe__grad_acc(m, "W", &gW));
+        LITHE__TRY(lithe__op_gemm(m->backend, true, false, 1.0f, dY, X, 1.0f, gW)); /* dW += dYᵀ·X */
+    }
     if (!dX) return LITHE_OK;
     lithe_tensor *out = NULL;
     LITHE__TRY(lithe__tensor_alloc(m->backend, LITHE_F32, 2, X->shape, false, &out));

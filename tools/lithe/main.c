@@ -32,6 +32,10 @@ static void usage(FILE *f) {
             "                a model as ONNX, with its current weights, for onnxruntime\n"
             "  convert MODEL --to-tfjs DIR\n"
             "                a TF.js-loaded model back to model.json + weight shard\n"
+            "  convert --weights f16|bf16|int8|f32 IN.lithe OUT.lithe\n"
+            "                store the dense layers' weights compact (2x / 4x smaller)\n"
+            "  quantize MODEL.lithe --output Q.lithe\n"
+            "                dynamic int8 quantization (per-row int8 weights)\n"
             "  bench MODEL | bench --gemm MxNxK\n"
             "                time predictions, training steps or the GEMM primitive\n"
             "  layers        print every registered layer name, one per line\n"
@@ -82,6 +86,7 @@ static const command commands[] = {
     {"info", lithe_cmd_info},               {"run", lithe_cmd_run},
     {"convert", lithe_cmd_convert},         {"bench", lithe_cmd_bench},
     {"layers", cmd_layers},                 {"version", cmd_version},
+    {"quantize", lithe_cmd_quantize},
 };
 
 static const command *find(const char *name) {

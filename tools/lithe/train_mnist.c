@@ -38,6 +38,8 @@ static void usage(FILE *f) {
             "  --classes N       keep only the examples of classes 0 .. N-1 and train Softmax(N): the\n"
             "                    web demo (web/) then adds the others in the browser (default 10)\n"
             "  --save PATH       write the trained model (averaged weights) as a .lithe file\n"
+            "  --evaluate PATH   train nothing: print a saved model's test accuracy (float32 or\n"
+            "                    compact weights: lithe convert --weights)\n"
             "  -h, --help        this text\n"
             "\n"
             "progress: a bar with rate and ETA on a terminal, else a line every 10 s (LITHE_PROGRESS=0:\n"
@@ -55,6 +57,7 @@ typedef struct mnist_opts {
     long limit;
     const char *model; /* "relu" or "maxout" */
     const char *save;  /* write the trained model (averaged weights) as a .lithe file */
+    const char *evaluate; /* no training: this saved model's test accuracy */
     int classes;       /* the first `classes` classes only; the model has that many outputs */
 } mnist_opts;
 
@@ -207,6 +210,18 @@ static int train_mnist(const mnist_opts *o) {
         idx_keep_classes(&tri, &trl, K);
         idx_keep_classes(&tei, &tel, K);
     }
+    if (o->evaluate) { /* a saved model (float32 or compact weights) on the test split */
+        lithe_model *m = NULL;
+        double acc = 0.0;
+        s = lithe_model_load(o->evaluate, &m);
+        if (s == LITHE_OK) s = lithe_model_set_backend(m, be);
+        if (s == LITHE_OK) s = evaluate(m, be, K, &tei, &tel, &acc);
+        lithe_model_free(m);
+        idx_free(&tri), idx_free(&trl), idx_free(&tei), idx_free(&tel);
+        if (s != LITHE_OK) return fail("--evaluate", s);
+        printf("%s: test accuracy %.4f on %lld examples\n", o->evaluate, acc, (long long)tei.n);
+        return 0;
+    }
     const int64_t N = tri.n, D = tri.rows * tri.cols, B = o->batch;
     printf("Fashion-MNIST: %lld training and %lld test examples of %lld pixels, from %s\n", (long long)N,
            (long long)tei.n, (long long)D, o->data);
@@ -333,6 +348,7 @@ int lithe_cmd_train_mnist(int argc, char **argv) {
         {"model", required_argument, NULL, 'm'},  {"learn-rate", required_argument, NULL, 'r'},
         {"data", required_argument, NULL, 'D'},   {"limit", required_argument, NULL, 'l'},
         {"classes", required_argument, NULL, 'c'}, {"save", required_argument, NULL, 'o'},
+        {"evaluate", required_argument, NULL, 'E'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     static const char *const models[] = {"relu", "maxout", NULL};
     const char *cmd = "train-mnist";
@@ -352,6 +368,7 @@ int lithe_cmd_train_mnist(int argc, char **argv) {
         case 'l': bad = cli_long(cmd, "limit", optarg, 1, 100000000, &n); o.limit = n; break;
         case 'c': bad = cli_long(cmd, "classes", optarg, 2, 10, &n); o.classes = (int)n; break;
         case 'o': o.save = optarg; break;
+        case 'E': o.evaluate = optarg; break;
         default: return cli_bad_option(cmd, argv, c);
         }
     }

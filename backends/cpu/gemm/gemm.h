@@ -295,6 +295,16 @@ typedef struct lithe__sgemm_packed_b {
 lithe__sgemm_packed_b *lithe__sgemm_pack_b(const lithe__sgemm_kernel *k, bool transB, int64_t K, int64_t N,
                                            const float *B, int64_t ldb);
 void lithe__sgemm_packed_b_free(lithe__sgemm_packed_b *p);
+/* gemm_compact.c: op(B) from a compact 2-D host tensor (float16, bfloat16, quantized int8 / uint8;
+ * core/quant.c), decoded to float32 as it is packed for kernel k (the same panels as
+ * lithe__sgemm_pack_b of the decoded floats); and lithe__sgemm with such a B (false: out of memory).
+ * The products equal lithe__sgemm's on the decoded B, bit for bit. */
+struct lithe_tensor;
+lithe__sgemm_packed_b *lithe__sgemm_pack_b_compact(const lithe__sgemm_kernel *k, bool transB, int64_t K, int64_t N,
+                                                   const struct lithe_tensor *B);
+bool lithe__sgemm_compact(bool use_threads, bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha,
+                          const float *A, int64_t lda, const struct lithe_tensor *B, float beta, float *C, int64_t ldc,
+                          const lithe__sgemm_epilogue *epi);
 /* Gives the packing workspaces the GEMM keeps between calls back to the allocator (those no call
  * holds now); lithe__cpu_cache_flush runs it, so lithe_set_allocator returns them to the allocator
  * that made them. */

@@ -86,6 +86,7 @@ void lithe_cast__scalar(lithe_dtype to, void *Y, lithe_dtype from, const void *X
                 ((int64_t *)Y)[i] = (int64_t)sat(x[i], -0x1p63, 0x1p63 - 0x1p39);
             break;
         case LITHE_U8: for (int64_t i = 0; i < n; i++) ((uint8_t *)Y)[i] = (uint8_t)sat(x[i], 0.0, 255.0); break;
+        case LITHE_I8: for (int64_t i = 0; i < n; i++) ((int8_t *)Y)[i] = (int8_t)sat(x[i], -128.0, 127.0); break;
         case LITHE_U64: case LITHE_U32: break; /* refused by lithe_tensor_cast */
         }
         return;
@@ -97,6 +98,7 @@ void lithe_cast__scalar(lithe_dtype to, void *Y, lithe_dtype from, const void *X
     case LITHE_I32: for (int64_t i = 0; i < n; i++) y[i] = (float)((const int32_t *)X)[i]; break;
     case LITHE_I64: for (int64_t i = 0; i < n; i++) y[i] = (float)((const int64_t *)X)[i]; break;
     case LITHE_U8: for (int64_t i = 0; i < n; i++) y[i] = (float)((const uint8_t *)X)[i]; break;
+    case LITHE_I8: for (int64_t i = 0; i < n; i++) y[i] = (float)((const int8_t *)X)[i]; break;
     case LITHE_F32: case LITHE_U64: case LITHE_U32: break;
     }
 }
