@@ -10,6 +10,7 @@ void lithe__quant_free(lithe__quant *q) {
     if (!q) return;
     lithe__free(q->scale);
     lithe__free(q->zero);
+    lithe__free(q->wsum);
     lithe__free(q);
 }
 

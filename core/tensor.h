@@ -37,6 +37,12 @@ typedef struct lithe__quant {
     int64_t n;
     float *scale;
     int32_t *zero;
+    /* the CPU int8 GEMM's cache of W's row sums (wsum_n of them; wsum_ok: no -128), valid while
+     * the storage's version is wsum_version (a write drops it) */
+    int32_t *wsum;
+    int64_t wsum_n;
+    uint64_t wsum_version;
+    bool wsum_ok;
 } lithe__quant;
 void lithe__quant_free(lithe__quant *q);
 /* A compact weight: F16 / BF16, or I8 / U8 carrying quant. */

@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "lithe.h"
+#include "../backends/cpu/gemm/qgemm.h"
 
 #define OK(expr)                                                                                   \
     do {                                                                                           \
@@ -222,6 +223,86 @@ static void check_layer(lithe_model *relu, int64_t B, int64_t nI, int64_t nH) {
     lithe_tensor_release(dY);
 }
 
+/* The int8 path (dynamic quantization of X, qgemm.h's rule re-derived here in float / int64):
+ * the forward against that rule (1 float rounding apart at most, per term), and dX = dY·W with
+ * the decoded W in float64 (the backward reads W decoded: a straight-through estimator). */
+static void check_layer_q8(lithe_model *relu, int64_t B, int64_t nI, int64_t nH) {
+    lithe_tensor *W = NULL, *b = NULL, *X = random_f32(B, nI, 1.0), *Y = NULL;
+    OK(lithe_model_get_param(relu, "W", &W));
+    OK(lithe_model_get_param(relu, "b", &b));
+    const int8_t *w = lithe_tensor_data(W);
+    const float *sw = NULL, *x = lithe_tensor_data(X), *bb = lithe_tensor_data(b);
+    OK(lithe_tensor_quant_params(W, NULL, NULL, &sw, NULL));
+    OK(lithe_model_predict_tensor(relu, X, &Y));
+    const float *y = lithe_tensor_data(Y);
+    uint8_t *qa = malloc((size_t)nI);
+    for (int64_t i = 0; i < B; i++) {
+        float lo = 0, hi = 0;
+        for (int64_t k = 0; k < nI; k++) lo = fminf(lo, x[i * nI + k]), hi = fmaxf(hi, x[i * nI + k]);
+        float sa = hi > lo ? (hi - lo) / 127.0f : 1.0f;
+        int za = (int)nearbyintf(-lo / sa);
+        for (int64_t k = 0; k < nI; k++) {
+            float v = nearbyintf(x[i * nI + k] * (1.0f / sa)) + (float)za;
+            qa[k] = (uint8_t)(v < 0 ? 0 : v > 127 ? 127 : v);
+        }
+        for (int64_t j = 0; j < nH; j++) {
+            int64_t acc = 0;
+            for (int64_t k = 0; k < nI; k++) acc += ((int64_t)qa[k] - za) * w[j * nI + k];
+            double want = (double)acc * ((double)sa * sw[j]) + bb[j];
+            want = want > 0 ? want : 0;
+            if (fabs(y[i * nH + j] - want) > 1e-6 * (fabs(want) + fabs(bb[j])) + 1e-6) {
+                print_error("int8 Y[%lld][%lld] = %.9g, rule %.9g\n", (long long)i, (long long)j, y[i * nH + j], want);
+                fail();
+            }
+            /* and near the float product of the decoded weights (the quantization error of X) */
+            double f = bb[j];
+            for (int64_t k = 0; k < nI; k++) f += (double)x[i * nI + k] * sw[j] * w[j * nI + k];
+            f = f > 0 ? f : 0;
+            assert_true(fabs(y[i * nH + j] - f) <= 0.05 * (fabs(f) + 1.0));
+        }
+    }
+    free(qa);
+    lithe_tensor_release(X);
+    lithe_tensor_release(Y);
+}
+
+/* Every int8 microkernel against the scalar twin and an int64 sum, bit for bit: random and
+ * extreme values (u7 127 × s8 ±127, the vpmaddubsw pair bound), every edge tile, K a multiple of 32. */
+static void test_q8_kernels(void **state) {
+    (void)state;
+    const lithe__q8_kernel *ks[] = {lithe__q8_kernel_scalar(), lithe__q8_kernel_avx2(), lithe__q8_kernel_best()};
+    enum { KC = 4096 };
+    uint8_t *a = malloc(4 * KC);
+    int8_t *w = malloc(2 * KC);
+    for (int trial = 0; trial < 3; trial++) {
+        for (int k = 0; k < 4 * KC; k++) a[k] = (uint8_t)(trial == 1 ? 127 : (rng_state = rng_state * 6364136223846793005ull + 1) >> 57);
+        for (int k = 0; k < 2 * KC; k++)
+            w[k] = (int8_t)(trial == 1 ? (k % 2 ? -127 : 127) : trial == 2 ? -127 : (int)((rng_state = rng_state * 6364136223846793005ull + 1) >> 56) % 127);
+        const size_t kw = trial == 0 ? KC : KC - 7; /* a partial last chunk: a is zero past kw */
+        for (size_t i = 0; i < 4; i++) memset(a + i * KC + kw, 0, KC - kw);
+        for (size_t kk = 0; kk < 3; kk++) {
+            if (!ks[kk]) continue;
+            for (size_t mr = 1; mr <= 4; mr++)
+                for (size_t nr = 1; nr <= 2; nr++) {
+                    int32_t acc[8] = {0};
+                    ks[kk]->tile(mr, nr, kw, a, KC, w, KC, acc);
+                    for (size_t i = 0; i < mr; i++)
+                        for (size_t j = 0; j < nr; j++) {
+                            int64_t want = 0;
+                            for (size_t k = 0; k < kw; k++) want += (int64_t)a[i * KC + k] * w[j * KC + k];
+                            if (acc[i * 2 + j] != want) {
+                                print_error("%s kernel %zux%zu: acc[%zu][%zu] = %d, want %lld\n", ks[kk]->isa, mr, nr, i, j,
+                                            acc[i * 2 + j], (long long)want);
+                                fail();
+                            }
+                        }
+                }
+        }
+    }
+    free(a);
+    free(w);
+}
+
 static void test_gemm(void **state) {
     (void)state;
     static const lithe_dtype dts[] = {LITHE_F16, LITHE_BF16, LITHE_I8};
@@ -237,7 +318,10 @@ static void test_gemm(void **state) {
         assert_int_equal(lithe_tensor_dtype(W), dts[d]);
         assert_true(lithe_model_is_frozen(relu, "W"));
         const int64_t batches[] = {1, 3, 64};
-        for (int b = 0; b < 3; b++) check_layer(relu, batches[b], nI, nH);
+        for (int b = 0; b < 3; b++) {
+            if (dts[d] == LITHE_I8) check_layer_q8(relu, batches[b], nI, nH);
+            else check_layer(relu, batches[b], nI, nH);
+        }
         lithe_model_free(m);
     }
 }
@@ -440,7 +524,7 @@ static void test_hostile(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_quantize), cmocka_unit_test(test_gemm), cmocka_unit_test(test_file),
+        cmocka_unit_test(test_quantize), cmocka_unit_test(test_q8_kernels), cmocka_unit_test(test_gemm), cmocka_unit_test(test_file),
         cmocka_unit_test(test_frozen),   cmocka_unit_test(test_hostile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -155,7 +155,7 @@ static void test_every_primitive_present(void **state) {
     NEED_DEV();
     char missing[512] = "";
     for (size_t i = 0; i < lithe__prim_count; i++)
-        if (!lithe__backend_has_prim(dev, i)) {
+        if (!lithe__backend_has_prim(dev, i) && strcmp(lithe__prim_names[i], "gemm_q8")) { /* int8: CPU only (primitives.def) */
             strncat(missing, " ", sizeof missing - strlen(missing) - 1);
             strncat(missing, lithe__prim_names[i], sizeof missing - strlen(missing) - 1);
         }

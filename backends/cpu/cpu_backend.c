@@ -4,6 +4,7 @@
 #include "kernels.h"
 #include "simd/simd.h"
 #include "gemm/gemm.h"
+#include "gemm/qgemm.h"
 #include "threadpool.h"
 
 #include <math.h>
@@ -109,6 +110,30 @@ static lithe_status cpu_gemm_bias_act(lithe_backend *be, bool tA, bool tB, const
                       Y->strides[0], &e))
         return lithe__oom("gemm packing workspace", (size_t)K * 4096 * sizeof(float));
     return LITHE_OK;
+}
+
+static lithe_status cpu_gemm_q8(lithe_backend *be, const lithe_tensor *A, const lithe_tensor *W, const lithe_tensor *b,
+                                const lithe__act *a, lithe_tensor *Z, lithe_tensor *Y) {
+    int64_t M = Y->shape[0], N = Y->shape[1], K = A->shape[1];
+    lithe__quant *q = W->storage->quant;
+    bool sym = W->dtype == LITHE_I8 && q && lithe_tensor_is_contiguous(W) && W->offset == 0;
+    for (int64_t c = 0; sym && c < q->n; c++) sym = q->zero[c] == 0;
+    if (sym && (!q->wsum || q->wsum_n != N || q->wsum_version != W->storage->version)) { /* W's row sums, once */
+        int32_t *ws = q->wsum_n == N ? q->wsum : lithe__realloc(q->wsum, (size_t)N * sizeof *ws);
+        if (!ws) return lithe__oom("int8 gemm row sums", (size_t)N * sizeof *ws);
+        q->wsum = ws;
+        q->wsum_n = N;
+        q->wsum_ok = lithe__q8_row_sums(N, K, (const int8_t *)lithe__tdata(W), K, ws);
+        q->wsum_version = W->storage->version;
+    }
+    int rc = sym && q->wsum_ok
+                 ? lithe__q8_gemm(NULL, true, M, N, K, F(A), A->strides[0], (const int8_t *)lithe__tdata(W), K, q->wsum,
+                                  q->scale, q->n, b ? F(b) : NULL, a, lithe__simd()->act, Z ? F(Z) : NULL, F(Y),
+                                  Y->strides[0])
+                 : 1;
+    if (rc < 0) return lithe__oom("int8 gemm workspace", (size_t)(M * (K + 32) + 8 * M));
+    if (rc == 0) return LITHE_OK;
+    return cpu_gemm_bias_act(be, false, true, A, W, b, a, Z, Y); /* W decoded while packed */
 }
 
 static lithe_status cpu_add_row(lithe_backend *be, lithe_tensor *Y, const lithe_tensor *b) {

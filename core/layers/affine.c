@@ -98,7 +98,9 @@ lithe_status lithe__affine_forward_act(lithe_model *m, lithe_tensor *X, bool is_
     lithe_status s = Z ? lithe__tensor_alloc(m->backend, LITHE_F32, 2, shape, false, &pre) : LITHE_OK;
     /* Y = act(X·Wᵀ + b) in one pass over Y (Z: also the pre-activation); at inference through
      * W's prepared form when lithe_model_prepare_inference made one */
-    if (s == LITHE_OK) s = lithe__gemm_bias_act_w(m->backend, is_train, false, true, X, W, b, a, pre, out);
+    if (s == LITHE_OK && W->dtype == LITHE_I8) /* int8 weights: the int8 GEMM, activations quantized per row */
+        s = lithe__op_gemm_q8(m->backend, X, W, b, a, pre, out);
+    else if (s == LITHE_OK) s = lithe__gemm_bias_act_w(m->backend, is_train, false, true, X, W, b, a, pre, out);
     if (s != LITHE_OK) {
         lithe_tensor_release(out);
         lithe_tensor_release(pre);

@@ -1,0 +1,135 @@
+/* The int8 GEMM's driver, activation quantization, epilogue and scalar microkernel (qgemm.h). */
+#include "qgemm.h"
+
+#include "../../../core/internal.h"
+#include "../threadpool.h"
+
+#include <math.h>
+#include <string.h>
+
+static void tile_scalar(size_t mr, size_t nr, size_t kw, const uint8_t *a, size_t lda, const int8_t *w, size_t ldw,
+                        int32_t *acc) {
+    for (size_t i = 0; i < mr; i++)
+        for (size_t j = 0; j < nr; j++) {
+            int32_t s = 0;
+            for (size_t k = 0; k < kw; k++) s += (int32_t)a[i * lda + k] * (int32_t)w[j * ldw + k];
+            acc[i * LITHE__Q8_NR + j] = s;
+        }
+}
+
+static const lithe__q8_kernel scalar_kernel = {"scalar", tile_scalar};
+const lithe__q8_kernel *lithe__q8_kernel_scalar(void) { return &scalar_kernel; }
+
+const lithe__q8_kernel *lithe__q8_kernel_best(void) {
+    const char *isa = lithe__sgemm_kernel_best()->isa; /* LITHE_CPU_ISA=scalar reaches here too */
+    const lithe__q8_kernel *k = NULL;
+    if (!strcmp(isa, "avx2") || !strcmp(isa, "avx512")) k = lithe__q8_kernel_avx2();
+    return k ? k : &scalar_kernel;
+}
+
+typedef struct q8_job {
+    const lithe__q8_kernel *k;
+    int64_t M, N, K, Kp;
+    const uint8_t *qa; /* M rows of Kp */
+    const float *sa;
+    const int32_t *za;
+    const int8_t *W;
+    int64_t ldw;
+    const int32_t *wsum;
+    const float *sw;
+    int64_t n_scales;
+    const float *bias;
+    const lithe__act *act;
+    lithe__act_fn act_fn;
+    float *Z, *Y;
+    int64_t ldy;
+} q8_job;
+
+/* Column blocks [begin, end) of NR columns: every row's tiles, then the act over those columns. */
+static void q8_task(void *ctx, int64_t begin, int64_t end) {
+    const q8_job *jb = ctx;
+    const int64_t j0 = begin * LITHE__Q8_NR, j1 = end * LITHE__Q8_NR < jb->N ? end * LITHE__Q8_NR : jb->N;
+    float *pre = jb->Z ? jb->Z : jb->Y;
+    for (int64_t j = j0; j < j1; j += LITHE__Q8_NR) {
+        size_t nr = (size_t)(j1 - j < LITHE__Q8_NR ? j1 - j : LITHE__Q8_NR);
+        for (int64_t i = 0; i < jb->M; i += LITHE__Q8_MR) {
+            size_t mr = (size_t)(jb->M - i < LITHE__Q8_MR ? jb->M - i : LITHE__Q8_MR);
+            int32_t acc[LITHE__Q8_MR * LITHE__Q8_NR] = {0};
+            jb->k->tile(mr, nr, (size_t)jb->K, jb->qa + i * jb->Kp, (size_t)jb->Kp, jb->W + j * jb->ldw, (size_t)jb->ldw, acc);
+            for (size_t ii = 0; ii < mr; ii++)
+                for (size_t jj = 0; jj < nr; jj++) {
+                    int64_t r = i + (int64_t)ii, c = j + (int64_t)jj;
+                    int32_t d = acc[ii * LITHE__Q8_NR + jj] - jb->za[r] * jb->wsum[c];
+                    float t = (float)d * (jb->sa[r] * jb->sw[jb->n_scales == 1 ? 0 : c]);
+                    if (jb->bias) t += jb->bias[c];
+                    pre[r * jb->ldy + c] = t;
+                }
+        }
+    }
+    if (jb->act)
+        for (int64_t r = 0; r < jb->M; r++) jb->act_fn(jb->act, j1 - j0, pre + r * jb->ldy + j0, jb->Y + r * jb->ldy + j0);
+}
+
+bool lithe__q8_row_sums(int64_t N, int64_t K, const int8_t *W, int64_t ldw, int32_t *wsum) {
+    bool ok = true;
+    for (int64_t j = 0; j < N; j++) {
+        int32_t s = 0;
+        const int8_t *w = W + j * ldw;
+        for (int64_t kk = 0; kk < K; kk++) {
+            ok &= w[kk] != -128;
+            s += w[kk];
+        }
+        wsum[j] = s;
+    }
+    return ok;
+}
+
+/* round to nearest, ties to even, for |v| < 2^22 (nearbyintf's result in the default rounding
+ * mode, without a libm call per element on baseline x86-64) */
+static inline float round_even(float v) {
+    const float big = 12582912.0f; /* 1.5 * 2^23 (C's float addition is not reassociated) */
+    return (v + big) - big;
+}
+
+int lithe__q8_gemm(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K, const float *A,
+                   int64_t lda, const int8_t *W, int64_t ldw, const int32_t *wsum, const float *sw, int64_t n_scales,
+                   const float *bias, const lithe__act *act, lithe__act_fn act_fn, float *Z, float *Y, int64_t ldy) {
+    if (K > 131072) return 1;
+    if (!k) k = lithe__q8_kernel_best();
+    if (M <= 0 || N <= 0) return 0;
+    const int64_t Kp = (K + 31) / 32 * 32;
+    uint8_t *qa = lithe__malloc((size_t)(M * Kp > 0 ? M * Kp : 1));
+    float *sa = lithe__malloc((size_t)M * sizeof *sa);
+    int32_t *za = lithe__malloc((size_t)M * sizeof *za);
+    int rc = qa && sa && za ? 0 : -1;
+    for (int64_t i = 0; rc == 0 && i < M; i++) { /* the activations, per row */
+        const float *x = A + i * lda;
+        float lo = 0.0f, hi = 0.0f;
+        for (int64_t kk = 0; kk < K; kk++) lo = x[kk] < lo ? x[kk] : lo, hi = x[kk] > hi ? x[kk] : hi;
+        if (!isfinite(lo) || !isfinite(hi)) rc = 1; /* NaN / inf inputs: the float path propagates them */
+        float s = hi > lo ? (hi - lo) / 127.0f : 1.0f;
+        if (!(s > 0.0f) || !isfinite(s)) s = 1.0f;
+        float zf = round_even(-lo / s);
+        int32_t z = (int32_t)(zf < 0.0f ? 0.0f : zf > 127.0f ? 127.0f : zf);
+        sa[i] = s;
+        za[i] = z;
+        uint8_t *q = qa + i * Kp;
+        const float inv = 1.0f / s;
+        for (int64_t kk = 0; kk < K; kk++) {
+            float v = round_even(x[kk] * inv) + (float)z;
+            q[kk] = (uint8_t)(v < 0.0f ? 0 : v > 127.0f ? 127 : (int)v);
+        }
+        memset(q + K, 0, (size_t)(Kp - K));
+    }
+    if (rc == 0) {
+        q8_job jb = {k, M, N, K, Kp, qa, sa, za, W, ldw, wsum, sw, n_scales, bias, act, act_fn, Z, Y, ldy};
+        int64_t blocks = (N + LITHE__Q8_NR - 1) / LITHE__Q8_NR;
+        double ops = 2.0 * (double)M * (double)N * (double)K;
+        lithe__pool *pool = use_threads && ops >= 2e6 ? lithe__cpu_pool() : NULL;
+        lithe__pool_for(pool, blocks, 8, q8_task, &jb);
+    }
+    lithe__free(qa);
+    lithe__free(sa);
+    lithe__free(za);
+    return rc;
+}

@@ -1,0 +1,43 @@
+/* The CPU backend's int8 GEMM (the gemm_q8 primitive): Y = act(A · dequant(W)ᵀ + b) with
+ *   A (M, K) float32, quantized here per row to u7 (dynamic: qa = clamp(round(x / sa) + za, 0, 127),
+ *     sa = (max(x, 0) - min(x, 0)) / 127, za = round(-min(x, 0) / sa); an all-zero row: sa 1, za 0);
+ *   W (N, K) int8, symmetric (zero points 0), a scale per row sw[j] (or one for all), no -128;
+ *   acc[i][j] = Σ_k qa[i][k] · W[j][k] in int32, exactly (K <= 131072: 127 · 127 · K < 2^31);
+ *   y = (float)(acc - za[i] · Σ_k W[j][k]) * (sa[i] * sw[j]) (+ b[j]) (then act).
+ * u7 × s8 keeps AVX2's vpmaddubsw exact (a pair sums to at most 2 · 127 · 127 < 2^15). Tiles of
+ * MR x NR dot products over K in chunks of 32 bytes; a microkernel per ISA with the scalar one as
+ * its twin: every kernel's int32 sums are exact, so every kernel gives the same bits. */
+#ifndef LITHE_CPU_QGEMM_H
+#define LITHE_CPU_QGEMM_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gemm.h"
+
+enum { LITHE__Q8_MR = 4, LITHE__Q8_NR = 2, LITHE__Q8_KC = 32 };
+
+/* acc[i * LITHE__Q8_NR + j] = Σ_{k < kw} a[i * lda + k] · w[j * ldw + k] for i < mr, j < nr
+ * (mr <= MR, nr <= NR; a, w need no alignment; rows past mr / nr are not read). a's rows hold kw
+ * rounded up to 32 bytes, zero past kw; w's rows are read only below kw (the last partial chunk
+ * through a zeroed copy). */
+typedef void (*lithe__q8_tile_fn)(size_t mr, size_t nr, size_t kw, const uint8_t *a, size_t lda, const int8_t *w,
+                                  size_t ldw, int32_t *acc);
+typedef struct lithe__q8_kernel {
+    const char *isa;
+    lithe__q8_tile_fn tile;
+} lithe__q8_kernel;
+const lithe__q8_kernel *lithe__q8_kernel_scalar(void);
+const lithe__q8_kernel *lithe__q8_kernel_avx2(void); /* NULL where the CPU (or the build) lacks AVX2 */
+const lithe__q8_kernel *lithe__q8_kernel_best(void);  /* follows the float GEMM's ISA (LITHE_CPU_ISA) */
+
+/* W's row sums (N of them, for the activations' zero points); false when W holds -128 (outside
+ * the symmetric range: the caller runs the float path). */
+bool lithe__q8_row_sums(int64_t N, int64_t K, const int8_t *W, int64_t ldw, int32_t *wsum);
+/* The product with kernel k (NULL: the best). W (N, K) row stride ldw, its row sums wsum, scales
+ * sw (n_scales = N or 1). Returns 0 done, 1 not applicable (K too large, a non-finite input:
+ * the caller runs the float path), -1 out of memory. */
+int lithe__q8_gemm(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K, const float *A,
+                   int64_t lda, const int8_t *W, int64_t ldw, const int32_t *wsum, const float *sw, int64_t n_scales,
+                   const float *bias,
+                   const lithe__act *act, lithe__act_fn act_fn, float *Z, float *Y, int64_t ldy);
+#endif
