@@ -78,6 +78,17 @@ int main(int argc, char **argv) {
     save(m, argv[1], "residual_concat");
     lithe_multisoftmax(2, (const int64_t[]){1, 2}, 3, &m);
     save(m, argv[1], "multisoftmax");
+    /* compact weights (issue 24): F16, BF16 and per-row int8 W with their lithe.quantization entries */
+    static const lithe_dtype compact[] = {LITHE_F16, LITHE_BF16, LITHE_I8};
+    static const char *const compact_names[] = {"relu_softmax_f16", "relu_softmax_bf16", "relu_softmax_int8"};
+    for (int k = 0; k < 3; k++) {
+        lithe_dense("Relu.v1", &(lithe_dense_opts){.nO = 4, .nI = 3}, &a);
+        lithe_softmax(&(lithe_softmax_opts){.nO = 2, .nI = 4}, &b);
+        lithe_chain(2, (lithe_model *[]){a, b}, &m);
+        if (lithe_model_initialize(m, NULL, NULL) != LITHE_OK || lithe_model_compress_weights(m, compact[k], NULL) != LITHE_OK)
+            exit(1);
+        save(m, argv[1], compact_names[k]);
+    }
     if (argc == 3) state_seeds(argv[2]);
     return 0;
 }

@@ -436,6 +436,18 @@ static size_t data_at(const uint8_t *f, const char *name) {
     p = strstr(p, "\"data_offsets\":[");
     return 8 + (size_t)hn + (size_t)strtoull(p + 16, NULL, 10);
 }
+/* HOSTILE_DUMP=fuzz/hostile writes the damaged files into the hostile corpus (its MANIFEST). */
+static void dump(const char *name, const uint8_t *b, size_t n) {
+    const char *dir = getenv("HOSTILE_DUMP");
+    if (!dir || !name) return;
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fwrite(b, 1, n, f);
+    fclose(f);
+}
+
 static void expect_load(const uint8_t *f, size_t len, lithe_status want, const char *msg) {
     lithe_model *r = NULL;
     lithe_status s = lithe_model_load_bytes(f, len, &r);
@@ -467,19 +479,23 @@ static void test_hostile(void **state) {
     expect_load(f, len, LITHE_OK, "");
     const float bad[] = {0.0f, NAN, INFINITY, -1.0f};
     const char *msgs[] = {"scale[2] is 0", "scale[2] is nan", "scale[2] is inf", "scale[2] is -1"};
+    const char *names[] = {"lithe_int8_scale_0.lithe", "lithe_int8_scale_nan.lithe", "lithe_int8_scale_inf.lithe", NULL};
     for (int i = 0; i < 4; i++) {
         uint8_t *g = file_bytes(&len);
         memcpy(g + data_at(g, "1.W.scale") + 8, &bad[i], 4);
+        dump(names[i], g, len);
         expect_load(g, len, LITHE_ERR_VALUE, msgs[i]);
         free(g);
     }
     uint8_t *g = file_bytes(&len);
     int32_t z = 200;
     memcpy(g + data_at(g, "2.W.zero_point") + 4, &z, 4);
+    dump("lithe_int8_zero_point_200.lithe", g, len);
     expect_load(g, len, LITHE_ERR_VALUE, "zero_point[1] is 200, outside int8's range [-128, 127]");
     free(g);
     g = file_bytes(&len); /* a per-tensor entry over 4 scales: the wrong length */
     patch_header(g, "{\\\"axis\\\":0,", "{\\\"axis\\\":null,");
+    dump("lithe_int8_scales_wrong_length.lithe", g, len);
     expect_load(g, len, LITHE_ERR_SHAPE, "4 scales and 4 zero points for a per-tensor quantization (needs 1)");
     free(g);
     g = file_bytes(&len); /* the quantization entry renamed away: the I8 tensor has none */

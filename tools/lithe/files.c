@@ -79,6 +79,7 @@ static void print_node(lithe_model *m, int depth, lithe_model **seen, size_t *ns
         printf("  %s(", pn);
         for (int d = 0; d < lithe_tensor_ndim(t); d++) printf(d ? ", %lld" : "%lld", (long long)lithe_tensor_shape(t)[d]);
         printf(")");
+        if (lithe_tensor_dtype(t) != LITHE_F32) printf(" %s", lithe_dtype_name(lithe_tensor_dtype(t))); /* compact */
         *count += lithe_tensor_numel(t);
         *bytes += lithe_tensor_numel(t) * (int64_t)lithe_dtype_size(lithe_tensor_dtype(t));
     }
