@@ -25,8 +25,10 @@ lithe_status lithe__node_clone(const lithe_model *src, lithe_model **out) {
     for (size_t i = 0; s == LITHE_OK && i < src->n_params; i++)
         if (src->params[i].value) {
             lithe_tensor *t = NULL;
+            const lithe__quant *q = src->params[i].value->storage->quant;
             s = lithe__tensor_like(src->params[i].value, false, &t);
             if (s == LITHE_OK) s = lithe__op_copy(m->backend, t, src->params[i].value);
+            if (s == LITHE_OK && q) s = lithe_tensor_set_quant_params(t, q->axis, q->n, q->scale, q->zero); /* int8 W */
             if (s == LITHE_OK) m->params[i].value = t;
             else lithe_tensor_release(t);
         }

@@ -186,6 +186,14 @@ lithe_status lithe__dequantize(const lithe_tensor *t, lithe_tensor **out) {
     return LITHE_OK;
 }
 
+lithe_status lithe__as_f32(const lithe_tensor *t, lithe_tensor **out) {
+    if (t->dtype == LITHE_F32) {
+        *out = lithe_tensor_retain((lithe_tensor *)t);
+        return LITHE_OK;
+    }
+    return lithe_tensor_cast(t, LITHE_F32, out);
+}
+
 /* The layers whose W the CPU GEMM reads compact (core/layers/affine.c's forward). */
 static bool dense_layer(const lithe_model *m) {
     static const char *const names[] = {"Linear.v1", "Relu.v1", "Mish.v1", "Swish.v1", "Gelu.v1", "Dish.v1",

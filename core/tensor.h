@@ -50,6 +50,9 @@ bool lithe__is_compact(const lithe_tensor *t);
 /* Row r (of a 2-D compact host tensor's row-major view: K elements from element offset `off`)
  * decoded to float32 into dst. q's row is the tensor's row for axis 0. */
 void lithe__decode_row(const lithe_tensor *t, int64_t row, int64_t off, int64_t K, float *dst);
+/* t itself (retained) when float32, else its float32 values (a new tensor): how the exporters
+ * (Thinc bytes, ONNX, TF.js) write a compact weight. */
+lithe_status lithe__as_f32(const lithe_tensor *t, lithe_tensor **out);
 /* A quantized host tensor's float32 values (a new tensor). */
 lithe_status lithe__dequantize(const lithe_tensor *t, lithe_tensor **out);
 

@@ -239,7 +239,7 @@ static void test_tensor_new_errors(void **state) {
     FAILS(LITHE_ERR_INVALID_ARG, lithe_tensor_new(NULL, LITHE_F32, 2, NULL, &t));
     OUT_NULL(t, "lithe_tensor_new(shape NULL)");
     t = JUNK;
-    FAILS(LITHE_ERR_INVALID_ARG, lithe_tensor_new(NULL, (lithe_dtype)8, 1, (int64_t[]){2}, &t));
+    FAILS(LITHE_ERR_INVALID_ARG, lithe_tensor_new(NULL, (lithe_dtype)9, 1, (int64_t[]){2}, &t));
     OUT_NULL(t, "lithe_tensor_new(dtype 7)");
     t = JUNK;
     FAILS(LITHE_ERR_INVALID_ARG, lithe_tensor_new(NULL, (lithe_dtype)-1, 1, (int64_t[]){2}, &t));

@@ -243,7 +243,7 @@ static lithe_status model_save_bytes_body(lithe_model *m, const lithe_optimizer 
                     if (d) js_raw(&head, ",");
                     js_int(&head, t->shape[d]);
                 }
-            } else if (ts[k].bytes_dtype != LITHE_F32 && ts[k].bytes_dtype != LITHE_I32) {
+            } else if (!ts[k].typed) {
                 js_raw(&head, ":{\"dtype\":\"U8\",\"shape\":[");
                 js_int(&head, (int64_t)ts[k].nbytes);
             } else { /* a quantized param's scale (F32) or zero point (I32) */

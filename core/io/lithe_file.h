@@ -9,8 +9,9 @@ typedef struct out_tensor {
     const lithe_tensor *t; /* or bytes below */
     const uint8_t *bytes;
     size_t nbytes;
-    lithe_dtype bytes_dtype; /* the dtype the bytes are written as (U8 unless set) */
-    int64_t bytes_numel;     /* their element count (bytes_dtype set) */
+    bool typed;              /* bytes written as bytes_dtype (else U8) ... */
+    lithe_dtype bytes_dtype;
+    int64_t bytes_numel;     /* ... of this many elements */
 } out_tensor;
 
 typedef struct in_tensor {

@@ -21,9 +21,9 @@ void lithe__lf_quant_out(out_tensor *ts, size_t *nt, js_buf *q) {
         if (!t || (t->dtype != LITHE_I8 && t->dtype != LITHE_U8) || !t->storage->quant) continue;
         const lithe__quant *qq = t->storage->quant;
         out_tensor *sc = &ts[k++], *zp = &ts[k++];
-        *sc = (out_tensor){.bytes = (const uint8_t *)qq->scale, .nbytes = (size_t)qq->n * 4, .bytes_dtype = LITHE_F32,
+        *sc = (out_tensor){.bytes = (const uint8_t *)qq->scale, .nbytes = (size_t)qq->n * 4, .typed = true, .bytes_dtype = LITHE_F32,
                            .bytes_numel = qq->n};
-        *zp = (out_tensor){.bytes = (const uint8_t *)qq->zero, .nbytes = (size_t)qq->n * 4, .bytes_dtype = LITHE_I32,
+        *zp = (out_tensor){.bytes = (const uint8_t *)qq->zero, .nbytes = (size_t)qq->n * 4, .typed = true, .bytes_dtype = LITHE_I32,
                            .bytes_numel = qq->n};
         snprintf(sc->name, sizeof sc->name, "%s.scale", ts[i].name);
         snprintf(zp->name, sizeof zp->name, "%s.zero_point", ts[i].name);

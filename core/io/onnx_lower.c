@@ -90,8 +90,12 @@ static lithe_status param_init(lithe__ox *o, lithe_model *m, const char *param, 
     if (!p || !p->value)
         return lithe__fail(LITHE_ERR_STATE, "%s: node '%s' (%s): param %s is unset (initialize the model first)", WHAT,
                            m->name, m->type->registered_name, param);
-    lithe_tensor *h = NULL;
+    lithe_tensor *h = NULL, *f = NULL;
     LITHE__TRY(lithe_tensor_to_backend(p->value, NULL, &h));
+    lithe_status st = lithe__as_f32(h, &f); /* a compact weight: its float32 values */
+    lithe_tensor_release(h);
+    LITHE__TRY(st);
+    h = f;
     wb t = {0};
     if (!dims) {
         ndim = h->ndim;

@@ -78,11 +78,17 @@ static lithe_status encode_attr(const lithe_model *node, const lithe__attr *a, m
     return lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: attr '%s' has no value", node->name, a->name);
 }
 
-static lithe_status encode_param(const lithe_tensor *t, mp_buf *b) {
+static lithe_status encode_param(const lithe_tensor *t0, mp_buf *b) {
+    lithe_tensor *t = NULL; /* a compact weight (docs/format.md) as its float32 values: Thinc's are <f4 */
+    LITHE__TRY(lithe__as_f32(t0, &t));
     size_t nbytes = (size_t)t->numel * sizeof(float);
     float *host = lithe__malloc(nbytes ? nbytes : 1);
-    if (!host) return lithe__oom("to_thinc_bytes", nbytes);
+    if (!host) {
+        lithe_tensor_release(t);
+        return lithe__oom("to_thinc_bytes", nbytes);
+    }
     lithe_status s = lithe_tensor_read(t, host, nbytes);
+    lithe_tensor_release(t);
     if (s == LITHE_OK) {
         mp_map(b, 5);
         mp_bin(b, "nd", 2);

@@ -23,8 +23,12 @@ const lithe__q8_kernel *lithe__q8_kernel_scalar(void) { return &scalar_kernel; }
 const lithe__q8_kernel *lithe__q8_kernel_best(void) {
     const char *isa = lithe__sgemm_kernel_best()->isa; /* LITHE_CPU_ISA=scalar reaches here too */
     const lithe__q8_kernel *k = NULL;
-    if (!strcmp(isa, "avx2") || !strcmp(isa, "avx512")) k = lithe__q8_kernel_avx2();
-    return k ? k : &scalar_kernel;
+    if (!strcmp(isa, "avx512")) k = lithe__q8_kernel_vnni();
+    if (!k && (!strcmp(isa, "avx2") || !strcmp(isa, "avx512"))) k = lithe__q8_kernel_avx2();
+    if (!k && !strcmp(isa, "scalar")) k = &scalar_kernel;
+    /* NEON and WebAssembly SIMD128 have no int8 kernel yet: their float GEMM (W decoded while
+     * packed) beats the scalar int8 one there */
+    return k;
 }
 
 typedef struct q8_job {
@@ -96,8 +100,9 @@ int lithe__q8_gemm(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64
                    const float *bias, const lithe__act *act, lithe__act_fn act_fn, float *Z, float *Y, int64_t ldy) {
     if (K > 131072) return 1;
     if (!k) k = lithe__q8_kernel_best();
+    if (!k) return 1;
     if (M <= 0 || N <= 0) return 0;
-    const int64_t Kp = (K + 31) / 32 * 32;
+    const int64_t Kp = (K + 63) / 64 * 64;
     uint8_t *qa = lithe__malloc((size_t)(M * Kp > 0 ? M * Kp : 1));
     float *sa = lithe__malloc((size_t)M * sizeof *sa);
     int32_t *za = lithe__malloc((size_t)M * sizeof *za);

@@ -5,7 +5,7 @@
  *   acc[i][j] = Σ_k qa[i][k] · W[j][k] in int32, exactly (K <= 131072: 127 · 127 · K < 2^31);
  *   y = (float)(acc - za[i] · Σ_k W[j][k]) * (sa[i] * sw[j]) (+ b[j]) (then act).
  * u7 × s8 keeps AVX2's vpmaddubsw exact (a pair sums to at most 2 · 127 · 127 < 2^15). Tiles of
- * MR x NR dot products over K in chunks of 32 bytes; a microkernel per ISA with the scalar one as
+ * MR x NR dot products over K in chunks of 32 (AVX2) or 64 (VNNI) bytes; a microkernel per ISA with the scalar one as
  * its twin: every kernel's int32 sums are exact, so every kernel gives the same bits. */
 #ifndef LITHE_CPU_QGEMM_H
 #define LITHE_CPU_QGEMM_H
@@ -18,7 +18,7 @@ enum { LITHE__Q8_MR = 4, LITHE__Q8_NR = 2, LITHE__Q8_KC = 32 };
 
 /* acc[i * LITHE__Q8_NR + j] = Σ_{k < kw} a[i * lda + k] · w[j * ldw + k] for i < mr, j < nr
  * (mr <= MR, nr <= NR; a, w need no alignment; rows past mr / nr are not read). a's rows hold kw
- * rounded up to 32 bytes, zero past kw; w's rows are read only below kw (the last partial chunk
+ * rounded up to 64 bytes, zero past kw; w's rows are read only below kw (the last partial chunk
  * through a zeroed copy). */
 typedef void (*lithe__q8_tile_fn)(size_t mr, size_t nr, size_t kw, const uint8_t *a, size_t lda, const int8_t *w,
                                   size_t ldw, int32_t *acc);
@@ -28,7 +28,10 @@ typedef struct lithe__q8_kernel {
 } lithe__q8_kernel;
 const lithe__q8_kernel *lithe__q8_kernel_scalar(void);
 const lithe__q8_kernel *lithe__q8_kernel_avx2(void); /* NULL where the CPU (or the build) lacks AVX2 */
-const lithe__q8_kernel *lithe__q8_kernel_best(void);  /* follows the float GEMM's ISA (LITHE_CPU_ISA) */
+const lithe__q8_kernel *lithe__q8_kernel_vnni(void); /* AVX-512 VNNI; NULL where it is missing */
+/* Follows the float GEMM's ISA (LITHE_CPU_ISA): AVX-512 VNNI, AVX2, scalar; NULL where the ISA has
+ * no int8 kernel yet (NEON, WebAssembly SIMD128: lithe__q8_gemm then answers 1, the float path). */
+const lithe__q8_kernel *lithe__q8_kernel_best(void);
 
 /* W's row sums (N of them, for the activations' zero points); false when W holds -128 (outside
  * the symmetric range: the caller runs the float path). */

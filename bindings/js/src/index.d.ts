@@ -133,6 +133,8 @@ export declare class Model extends Handle {
   /** Grows the output layer to n classes, keeping the old rows (new ones start at zero). */
   resizeOutput(n: number): this;
   /** The model as .lithe bytes (with the optimizer's state when one is given). */
+  /** The dense layers' W stored compact (int8 per-row, float16, bfloat16; float32 turns them back); returns how many changed. */
+  compressWeights(dtype?: 'int8' | 'float16' | 'bfloat16' | 'float32'): number;
   save(options?: { optimizer?: Optimizer }): Uint8Array;
   /** The model as ONNX bytes with its current weights, for onnxruntime or Triton (lithe_model_save_onnx_bytes). */
   saveOnnx(): Uint8Array;

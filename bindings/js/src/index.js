@@ -406,6 +406,19 @@ export class Model extends Handle {
     const artifacts = { ...rest, weightSpecs: weightsManifest.flatMap((g) => g.weights), weightData: weights.buffer };
     return { modelJson, weights, artifacts };
   }
+  // Stores the dense layers' W compact (lithe_model_compress_weights, docs/format.md "Compact
+  // weights"): 'int8' (per-row symmetric; computed with dynamic quantization natively, decoded in
+  // the float GEMM's packing in WebAssembly), 'float16', 'bfloat16', or 'float32' (back). Biases
+  // stay float32; compact weights are frozen. Returns how many weights changed; save() then
+  // writes the smaller file.
+  compressWeights(dtype = 'int8') {
+    const codes = { float32: 0, float16: 1, bfloat16: 2, int8: 8 };
+    if (!(dtype in codes)) throw new TypeError(`compressWeights: dtype '${dtype}' is not one of int8, float16, bfloat16, float32`);
+    const r = need();
+    r.check(r.lithe_model_compress_weights(this.ptr, codes[dtype], r.outPtr(0)));
+    this.#prepared = false; // new W tensors: prepare again
+    return r.readU32(r.outPtr(0));
+  }
   // The model as .lithe bytes (with the optimizer's state when one is given).
   save({ optimizer: opt } = {}) {
     const r = need();

@@ -96,19 +96,25 @@ static lithe_status put_weight(lithe_model *h, const js_val *w, js_buf *man, siz
                                size_t *bin_n, size_t *bin_cap) {
     const js_val *name = js_get(w, "name");
     if (!name || name->type != JS_STR) return lithe__fail(LITHE_ERR_FORMAT, "%s: a manifest weight has no name", WHAT);
-    lithe_tensor *t = NULL;
+    lithe_tensor *t0 = NULL, *t = NULL;
     if (lithe_model_has_param(h, name->str) != LITHE_HAS_YES) return LITHE_OK; /* never read by lithe: left out */
-    LITHE__TRY(lithe_model_get_param(h, name->str, &t));
+    LITHE__TRY(lithe_model_get_param(h, name->str, &t0));
+    LITHE__TRY(lithe__as_f32(t0, &t)); /* a compact weight: its float32 values */
     size_t bytes = (size_t)lithe_tensor_numel(t) * sizeof(float);
     if (bytes > *bin_cap - *bin_n) {
         size_t cap = *bin_cap ? *bin_cap : 4096;
         while (cap - *bin_n < bytes && cap < SIZE_MAX / 4) cap *= 2;
         uint8_t *p = cap - *bin_n >= bytes ? lithe__realloc(*bin, cap) : NULL;
-        if (!p) return lithe__oom(WHAT, *bin_n + bytes);
+        if (!p) {
+            lithe_tensor_release(t);
+            return lithe__oom(WHAT, *bin_n + bytes);
+        }
         *bin = p;
         *bin_cap = cap;
     }
-    LITHE__TRY(lithe_tensor_read(t, *bin + *bin_n, bytes));
+    lithe_status s = lithe_tensor_read(t, *bin + *bin_n, bytes);
+    lithe_tensor_release(t);
+    LITHE__TRY(s);
     *bin_n += bytes;
     js_raw(man, (*n_out)++ ? ",{\"name\":" : "{\"name\":");
     js_str(man, name->str);
