@@ -7,6 +7,23 @@
 #include <math.h>
 #include <string.h>
 
+#if defined(__wasm__)
+/* WebAssembly has no int8 kernel yet (lithe__q8_kernel_best is NULL there): the driver stays out of
+ * the npm package's core module (docs/wasm.md, its 400 KB bound); int8 weights take the float GEMM. */
+const lithe__q8_kernel *lithe__q8_kernel_scalar(void) { return NULL; }
+const lithe__q8_kernel *lithe__q8_kernel_best(void) { return NULL; }
+bool lithe__q8_row_sums(int64_t N, int64_t K, const int8_t *W, int64_t ldw, int32_t *wsum) {
+    (void)N, (void)K, (void)W, (void)ldw, (void)wsum;
+    return false;
+}
+int lithe__q8_gemm(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K, const float *A,
+                   int64_t lda, const int8_t *W, int64_t ldw, const int32_t *wsum, const float *sw, int64_t n_scales,
+                   const float *bias, const lithe__act *act, lithe__act_fn act_fn, float *Z, float *Y, int64_t ldy) {
+    (void)k, (void)use_threads, (void)M, (void)N, (void)K, (void)A, (void)lda, (void)W, (void)ldw, (void)wsum, (void)sw;
+    (void)n_scales, (void)bias, (void)act, (void)act_fn, (void)Z, (void)Y, (void)ldy;
+    return 1;
+}
+#else
 static void tile_scalar(size_t mr, size_t nr, size_t kw, const uint8_t *a, size_t lda, const int8_t *w, size_t ldw,
                         int32_t *acc) {
     for (size_t i = 0; i < mr; i++)
@@ -138,3 +155,4 @@ int lithe__q8_gemm(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64
     lithe__free(za);
     return rc;
 }
+#endif
