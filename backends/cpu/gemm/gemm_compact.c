@@ -75,10 +75,37 @@ lithe__sgemm_packed_b *lithe__sgemm_pack_b_compact(const lithe__sgemm_kernel *k,
     return p;
 }
 
+/* A few rows of A against op(B) = Bᵀ (the dense layers' forward at batch <= 4): B's rows decoded
+ * CHUNK at a time into an L2-sized buffer, each chunk a float product (the GEMV at one row) over
+ * those columns of C; the whole W is never decoded at once, and nothing is packed. */
+enum { CHUNK = 32 };
+static bool few_rows(bool use_threads, bool tA, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                     int64_t lda, const lithe_tensor *B, float beta, float *C, int64_t ldc,
+                     const lithe__sgemm_epilogue *epi) {
+    float *buf = lithe__malloc((size_t)CHUNK * (size_t)K * sizeof(float));
+    if (!buf) return false;
+    bool ok = true;
+    for (int64_t j0 = 0; ok && j0 < N; j0 += CHUNK) {
+        int64_t nb = N - j0 < CHUNK ? N - j0 : CHUNK;
+        for (int64_t r = 0; r < nb; r++) decode(B, j0 + r, (j0 + r) * B->strides[0], K, buf + r * K);
+        lithe__sgemm_epilogue e;
+        if (epi) {
+            e = *epi;
+            if (e.bias) e.bias += j0;
+            if (e.Z) e.Z += j0;
+        }
+        ok = lithe__sgemm(NULL, use_threads, tA, true, M, nb, K, alpha, A, lda, buf, K, beta, C + j0, ldc, epi ? &e : NULL);
+    }
+    lithe__free(buf);
+    return ok;
+}
+
 bool lithe__sgemm_compact(bool use_threads, bool tA, bool tB, int64_t M, int64_t N, int64_t K, float alpha,
                           const float *A, int64_t lda, const lithe_tensor *B, float beta, float *C, int64_t ldc,
                           const lithe__sgemm_epilogue *epi) {
     if (M <= 0 || N <= 0) return true;
+    if (tB && M <= 4 && K > 0 && (!epi || (!epi->bias_row && !epi->res)))
+        return few_rows(use_threads, tA, M, N, K, alpha, A, lda, B, beta, C, ldc, epi);
     const lithe__sgemm_kernel *k = lithe__sgemm_kernel_best();
     const lithe__sgemm_kernel *kr = k->for_rows ? k->for_rows(M) : k;
     if (K <= 0 || (M == 1 && !kr->urow)) { /* the GEMV reads B where it lies: decode it whole */
