@@ -10,8 +10,15 @@
 #include <string.h>
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define HAVE_F16C_PATH 1
+/* F16C (CPUID.1:ECX bit 29) with the OS saving YMM state (AVX2's check covers that; every AVX2
+ * CPU has F16C) */
+static int has_f16c(void) {
+    unsigned a, b, c, d;
+    return __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1u);
+}
 __attribute__((target("f16c,avx"))) static void f16_row_f16c(const uint16_t *src, int64_t K, float *dst) {
     int64_t k = 0;
     for (; k + 8 <= K; k += 8) _mm256_storeu_ps(dst + k, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + k))));
@@ -26,7 +33,7 @@ __attribute__((target("f16c,avx"))) static void f16_row_f16c(const uint16_t *src
 static void decode(const lithe_tensor *B, int64_t row, int64_t off, int64_t K, float *dst) {
 #ifdef HAVE_F16C_PATH
     static int f16c = -1;
-    if (f16c < 0) f16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+    if (f16c < 0) f16c = has_f16c();
     if (B->dtype == LITHE_F16 && f16c) {
         f16_row_f16c((const uint16_t *)B->storage->data + B->offset + off, K, dst);
         return;
