@@ -19,43 +19,16 @@ bool lithe__is_compact(const lithe_tensor *t) {
                  ((t->dtype == LITHE_I8 || t->dtype == LITHE_U8) && t->storage->quant));
 }
 
-static float f16_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1Fu, man = h & 0x3FFu, u;
-    if (exp == 0x1F) u = sign | 0x7F800000u | (man << 13);
-    else if (exp == 0) {
-        float v = (float)man * 0x1p-24f;
-        return sign ? -v : v;
-    } else u = sign | ((exp - 15 + 127) << 23) | (man << 13);
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static float bf16_f32(uint16_t b) {
-    uint32_t u = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
 void lithe__decode_row(const lithe_tensor *t, int64_t row, int64_t off, int64_t K, float *dst) {
-    const uint8_t *base = (const uint8_t *)t->storage->data + (size_t)(t->offset + off) * lithe_dtype_size(t->dtype);
-    switch (t->dtype) {
-    case LITHE_F16: for (int64_t k = 0; k < K; k++) dst[k] = f16_f32(((const uint16_t *)base)[k]); return;
-    case LITHE_BF16: for (int64_t k = 0; k < K; k++) dst[k] = bf16_f32(((const uint16_t *)base)[k]); return;
-    case LITHE_I8: case LITHE_U8: {
-        const lithe__quant *q = t->storage->quant;
-        int64_t c = q->axis == 0 ? row : 0;
-        const float s = q->scale[c];
-        const int32_t z = q->zero[c];
-        if (t->dtype == LITHE_I8)
-            for (int64_t k = 0; k < K; k++) dst[k] = s * (float)((int32_t)((const int8_t *)base)[k] - z);
-        else
-            for (int64_t k = 0; k < K; k++) dst[k] = s * (float)((int32_t)base[k] - z);
-        return;
-    }
-    default: for (int64_t k = 0; k < K; k++) dst[k] = ((const float *)base)[k]; return;
-    }
+    const uint8_t *base = (const uint8_t *)t->storage->data + (size_t)(t->offset + off);
+    const lithe__quant *q = t->storage->quant;
+    int64_t c = q->axis == 0 ? row : 0;
+    const float s = q->scale[c];
+    const int32_t z = q->zero[c];
+    if (t->dtype == LITHE_I8)
+        for (int64_t k = 0; k < K; k++) dst[k] = s * (float)((int32_t)((const int8_t *)base)[k] - z);
+    else
+        for (int64_t k = 0; k < K; k++) dst[k] = s * (float)((int32_t)base[k] - z);
 }
 
 static lithe_status check_params(const lithe_tensor *t, int axis, int64_t n, const float *scale,
@@ -120,62 +93,6 @@ lithe_status lithe_tensor_quant_params(const lithe_tensor *t, int *axis, int64_t
     return LITHE_OK;
 }
 
-lithe_status lithe_tensor_quantize(const lithe_tensor *t, lithe_dtype dtype, int axis, lithe_tensor **out) {
-    LITHE__CHECK_ARG(out, "lithe_tensor_quantize", "out is NULL");
-    *out = NULL;
-    LITHE__CHECK_ARG(t, "lithe_tensor_quantize", "tensor is NULL");
-    if (t->dtype != LITHE_F32 || (dtype != LITHE_I8 && dtype != LITHE_U8))
-        return lithe__fail(LITHE_ERR_DTYPE, "lithe_tensor_quantize: float32 to int8 or uint8 only (got %s to %s)",
-                           lithe_dtype_name(t->dtype), lithe_dtype_name(dtype));
-    if ((axis != -1 && axis != 0) || (axis == 0 && t->ndim < 1))
-        return lithe__fail(LITHE_ERR_INVALID_ARG, "lithe_tensor_quantize: axis %d (-1, or 0 on a tensor of >= 1 dims)", axis);
-    if (!t->storage->backend->host_memory || !lithe_tensor_is_contiguous(t))
-        return lithe__fail(LITHE_ERR_INVALID_ARG, "lithe_tensor_quantize: a contiguous CPU tensor only");
-    const float *x = lithe__tdata(t);
-    for (int64_t i = 0; i < t->numel; i++)
-        if (!isfinite(x[i]))
-            return lithe__fail(LITHE_ERR_VALUE, "lithe_tensor_quantize: element %lld is %g", (long long)i, (double)x[i]);
-    const int64_t n = axis == 0 ? t->shape[0] : 1, per = n ? t->numel / n : 0;
-    float *scale = lithe__calloc((size_t)(n ? n : 1), sizeof *scale);
-    int32_t *zero = lithe__calloc((size_t)(n ? n : 1), sizeof *zero);
-    lithe_tensor *q = NULL;
-    lithe_status s = scale && zero ? lithe__tensor_alloc(lithe__backend_host(), dtype, t->ndim, t->shape, false, &q)
-                                   : lithe__oom("lithe_tensor_quantize", (size_t)n * 8);
-    for (int64_t c = 0; s == LITHE_OK && c < n; c++) {
-        const float *r = x + c * per;
-        float lo = 0.0f, hi = 0.0f;
-        for (int64_t k = 0; k < per; k++) lo = r[k] < lo ? r[k] : lo, hi = r[k] > hi ? r[k] : hi;
-        if (dtype == LITHE_I8) {
-            float amax = fmaxf(-lo, hi);
-            scale[c] = amax > 0.0f ? amax / 127.0f : 1.0f;
-            int8_t *o = (int8_t *)lithe__tdata(q) + c * per;
-            for (int64_t k = 0; k < per; k++) {
-                float v = nearbyintf(r[k] / scale[c]);
-                o[k] = (int8_t)(v < -127.0f ? -127 : v > 127.0f ? 127 : (int)v);
-            }
-        } else {
-            scale[c] = hi > lo ? (hi - lo) / 255.0f : 1.0f;
-            float zf = nearbyintf(-lo / scale[c]);
-            zero[c] = (int32_t)(zf < 0.0f ? 0 : zf > 255.0f ? 255 : zf);
-            uint8_t *o = (uint8_t *)lithe__tdata(q) + c * per;
-            for (int64_t k = 0; k < per; k++) {
-                float v = nearbyintf(r[k] / scale[c]) + (float)zero[c];
-                o[k] = (uint8_t)(v < 0.0f ? 0 : v > 255.0f ? 255 : (int)v);
-            }
-        }
-        if (!isfinite(scale[c]) || !(scale[c] > 0.0f)) scale[c] = 1.0f; /* subnormal ranges */
-    }
-    if (s == LITHE_OK) s = lithe_tensor_set_quant_params(q, axis, n, scale, zero);
-    lithe__free(scale);
-    lithe__free(zero);
-    if (s != LITHE_OK) {
-        lithe_tensor_release(q);
-        return s;
-    }
-    *out = q;
-    return LITHE_OK;
-}
-
 /* A quantized tensor's float32 values (lithe_tensor_cast to float32). */
 lithe_status lithe__dequantize(const lithe_tensor *t, lithe_tensor **out) {
     lithe_tensor *y = NULL;
@@ -206,48 +123,3 @@ static bool dense_layer(const lithe_model *m) {
 }
 
 bool lithe__compact_ok(const lithe_model *m) { return dense_layer(m); }
-
-lithe_status lithe_model_compress_weights(lithe_model *m, lithe_dtype dtype, size_t *n_converted) {
-    if (n_converted) *n_converted = 0;
-    LITHE__CHECK_ARG(m, "lithe_model_compress_weights", "model is NULL");
-    if (dtype != LITHE_F32 && dtype != LITHE_F16 && dtype != LITHE_BF16 && dtype != LITHE_I8)
-        return lithe__fail(LITHE_ERR_DTYPE, "lithe_model_compress_weights: %s (float32, float16, bfloat16 or int8)",
-                           lithe_dtype_name(dtype));
-    size_t n = 0;
-    LITHE__TRY(lithe_model_walk(m, NULL, 0, &n));
-    lithe_model **nodes = lithe__malloc((n ? n : 1) * sizeof *nodes);
-    if (!nodes) return lithe__oom("lithe_model_compress_weights", n * sizeof *nodes);
-    lithe_status s = lithe_model_walk(m, nodes, n, &n);
-    size_t done = 0;
-    for (size_t i = 0; s == LITHE_OK && i < n; i++) {
-        lithe__param *p = lithe__model_find_param(nodes[i], "W");
-        if (!dense_layer(nodes[i]) || !p || !p->value || p->value->ndim != 2 || p->value->dtype == dtype) continue;
-        lithe_tensor *W = p->value, *f = NULL, *c = NULL;
-        if (!W->storage->backend->host_memory) {
-            s = lithe__fail(LITHE_ERR_UNSUPPORTED, "lithe_model_compress_weights: %s: compact weights live on the CPU "
-                                                   "backend only (its W is on '%s')", nodes[i]->name, W->storage->backend->name);
-            break;
-        }
-        s = W->dtype == LITHE_F32 ? (f = lithe_tensor_retain(W), LITHE_OK) : lithe_tensor_cast(W, LITHE_F32, &f);
-        if (s == LITHE_OK) {
-            if (dtype == LITHE_I8) s = lithe_tensor_quantize(f, LITHE_I8, 0, &c);
-            else if (dtype == LITHE_F32) c = lithe_tensor_retain(f);
-            else s = lithe_tensor_cast(f, dtype, &c);
-        }
-        if (s == LITHE_OK && dtype != LITHE_F32)
-            for (int64_t k = 0; k < f->numel; k++)
-                if (!isfinite(((const float *)lithe__tdata(f))[k])) {
-                    s = lithe__fail(LITHE_ERR_VALUE, "lithe_model_compress_weights: %s: W holds %g at %lld", nodes[i]->name,
-                                    (double)((const float *)lithe__tdata(f))[k], (long long)k);
-                    break;
-                }
-        if (s == LITHE_OK) s = lithe_model_set_param(nodes[i], "W", c);
-        if (s == LITHE_OK) s = lithe_model_set_frozen(nodes[i], "W", dtype != LITHE_F32);
-        lithe_tensor_release(f);
-        lithe_tensor_release(c);
-        if (s == LITHE_OK) done++;
-    }
-    lithe__free(nodes);
-    if (n_converted) *n_converted = done;
-    return s;
-}

@@ -47,8 +47,9 @@ typedef struct lithe__quant {
 void lithe__quant_free(lithe__quant *q);
 /* A compact weight: F16 / BF16, or I8 / U8 carrying quant. */
 bool lithe__is_compact(const lithe_tensor *t);
-/* Row r (of a 2-D compact host tensor's row-major view: K elements from element offset `off`)
- * decoded to float32 into dst. q's row is the tensor's row for axis 0. */
+/* Row r of a 2-D quantized (I8 / U8) host tensor (K elements from element offset `off`) decoded to
+ * float32 into dst: scale * (q - zero_point) with the row's (axis 0) or the tensor's parameters.
+ * (F16 / BF16 rows decode with the CPU backend's cast kernel.) */
 void lithe__decode_row(const lithe_tensor *t, int64_t row, int64_t off, int64_t K, float *dst);
 /* t itself (retained) when float32, else its float32 values (a new tensor): how the exporters
  * (Thinc bytes, ONNX, TF.js) write a compact weight. */

@@ -6,6 +6,7 @@
 #include "gemm_internal.h"
 
 #include "../../../core/internal.h"
+#include "../kernels.h"
 
 #include <string.h>
 
@@ -39,7 +40,9 @@ static void decode(const lithe_tensor *B, int64_t row, int64_t off, int64_t K, f
         return;
     }
 #endif
-    lithe__decode_row(B, row, off, K, dst);
+    if (B->dtype == LITHE_F16 || B->dtype == LITHE_BF16) /* exact: the cast kernel's decoding */
+        lithe_cast__scalar(LITHE_F32, dst, B->dtype, (const uint16_t *)B->storage->data + B->offset + off, K);
+    else lithe__decode_row(B, row, off, K, dst);
 }
 
 lithe__sgemm_packed_b *lithe__sgemm_pack_b_compact(const lithe__sgemm_kernel *k, bool tB, int64_t K, int64_t N,

@@ -47,6 +47,9 @@ typedef struct lithe__importers {
     lithe_status (*tfjs_save_bytes)(lithe_model *m, char **json, size_t *json_len, uint8_t **weights,
                                     size_t *weights_len);
     lithe_status (*tfjs_save)(lithe_model *m, const char *dir);
+    /* Making compact weights (core/quant_make.c): rare, so here too. */
+    lithe_status (*tensor_quantize)(const lithe_tensor *t, lithe_dtype dtype, int axis, lithe_tensor **out);
+    lithe_status (*compress_weights)(lithe_model *m, lithe_dtype dtype, size_t *n_converted);
 } lithe__importers;
 void lithe__importers_set(const lithe__importers *h);
 bool lithe__importers_wanted(void); /* a call since the last query needed the missing module */

@@ -135,3 +135,15 @@ lithe_status lithe__cpu_pool2d(const lithe__pool2d *g, const float *X, float *Y,
 lithe_status lithe__cpu_pool2d_backward(const lithe__pool2d *g, const float *dY, const int32_t *which, float *dX) {
     return hooks ? hooks->cpu_pool2d_backward(g, dY, which, dX) : absent("pool2d_backward");
 }
+
+/* Making compact weights (core/quant_make.c, in the importers' module): the loader links it and
+ * retries (src/index.js's compressWeights). */
+lithe_status lithe_tensor_quantize(const lithe_tensor *t, lithe_dtype dtype, int axis, lithe_tensor **out) {
+    if (out) *out = NULL;
+    return hooks ? hooks->tensor_quantize(t, dtype, axis, out) : absent("lithe_tensor_quantize");
+}
+
+lithe_status lithe_model_compress_weights(lithe_model *m, lithe_dtype dtype, size_t *n_converted) {
+    if (n_converted) *n_converted = 0;
+    return hooks ? hooks->compress_weights(m, dtype, n_converted) : absent("lithe_model_compress_weights");
+}

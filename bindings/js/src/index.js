@@ -415,7 +415,8 @@ export class Model extends Handle {
     const codes = { float32: 0, float16: 1, bfloat16: 2, int8: 8 };
     if (!(dtype in codes)) throw new TypeError(`compressWeights: dtype '${dtype}' is not one of int8, float16, bfloat16, float32`);
     const r = need();
-    r.check(r.lithe_model_compress_weights(this.ptr, codes[dtype], r.outPtr(0)));
+    // (in the importer module: linked here first if no load has linked it yet)
+    r.check(runLoader(() => r.lithe_model_compress_weights(this.ptr, codes[dtype], r.outPtr(0)), true));
     this.#prepared = false; // new W tensors: prepare again
     return r.readU32(r.outPtr(0));
   }
