@@ -88,7 +88,6 @@ static lithe_status encode_param(const lithe_tensor *t0, mp_buf *b) {
         return lithe__oom("to_thinc_bytes", nbytes);
     }
     lithe_status s = lithe_tensor_read(t, host, nbytes);
-    lithe_tensor_release(t);
     if (s == LITHE_OK) {
         mp_map(b, 5);
         mp_bin(b, "nd", 2);
@@ -103,6 +102,7 @@ static lithe_status encode_param(const lithe_tensor *t0, mp_buf *b) {
         mp_bin(b, "data", 4);
         mp_bin(b, host, nbytes);
     }
+    lithe_tensor_release(t);
     lithe__free(host);
     return s;
 }
