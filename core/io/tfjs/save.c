@@ -119,9 +119,9 @@ static lithe_status put_weight(lithe_model *h, const js_val *w, js_buf *man, siz
     js_raw(man, (*n_out)++ ? ",{\"name\":" : "{\"name\":");
     js_str(man, name->str);
     js_raw(man, ",\"shape\":[");
-    for (int d = 0; d < lithe_tensor_ndim(t); d++) {
+    for (int d = 0; d < lithe_tensor_ndim(t0); d++) { /* t0: the param (t, its float32 values, is released) */
         if (d) js_raw(man, ",");
-        js_int(man, lithe_tensor_shape(t)[d]);
+        js_int(man, lithe_tensor_shape(t0)[d]);
     }
     js_raw(man, "],\"dtype\":\"float32\"}");
     return LITHE_OK;
