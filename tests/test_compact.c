@@ -376,10 +376,18 @@ static void test_file(void **state) {
     uint8_t *tb1 = NULL, *tb2 = NULL;
     size_t tl1 = 0, tl2 = 0;
     OK(lithe_model_to_thinc_bytes(mm, &tb1, &tl1));
+    uint8_t *ox1 = NULL, *ox2 = NULL; /* and ONNX export: the decoded values as float32 initializers */
+    size_t ol1 = 0, ol2 = 0;
+    OK(lithe_model_save_onnx_bytes(mm, &ox1, &ol1));
     OK(lithe_model_compress_weights(cp, LITHE_F32, NULL));
     OK(lithe_model_to_thinc_bytes(cp, &tb2, &tl2));
+    OK(lithe_model_save_onnx_bytes(cp, &ox2, &ol2));
     assert_int_equal(tl1, tl2);
     assert_memory_equal(tb1, tb2, tl1);
+    assert_int_equal(ol1, ol2);
+    assert_memory_equal(ox1, ox2, ol1);
+    lithe_buffer_free(ox1);
+    lithe_buffer_free(ox2);
     lithe_buffer_free(tb1);
     lithe_buffer_free(tb2);
     lithe_tensor_release(Y3);
