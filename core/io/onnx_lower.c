@@ -91,11 +91,11 @@ static lithe_status param_init(lithe__ox *o, lithe_model *m, const char *param, 
         return lithe__fail(LITHE_ERR_STATE, "%s: node '%s' (%s): param %s is unset (initialize the model first)", WHAT,
                            m->name, m->type->registered_name, param);
     lithe_tensor *h = NULL, *f = NULL;
-    LITHE__TRY(lithe_tensor_to_backend(p->value, NULL, &h));
-    lithe_status st = lithe__as_f32(h, &f); /* a compact weight: its float32 values */
-    lithe_tensor_release(h);
+    /* a compact weight: its float32 values (decoded where its scales are: a copy has none) */
+    LITHE__TRY(lithe__as_f32(p->value, &f));
+    lithe_status st = lithe_tensor_to_backend(f, NULL, &h);
+    lithe_tensor_release(f);
     LITHE__TRY(st);
-    h = f;
     wb t = {0};
     if (!dims) {
         ndim = h->ndim;
