@@ -89,7 +89,7 @@ lithe_status lithe__wg_scratch(lithe_backend *be, size_t n, lithe_tensor **out);
 lithe_status lithe__wg_read_tensor(lithe_backend *be, const lithe_tensor *t, void *dst, size_t n);
 
 #define WG_SIZE 256u
-#define WG_MAX_GROUPS 4096u
+#define WG_MAX_GROUPS 1024u
 static inline uint32_t lithe__wg_groups(int64_t n) {
     int64_t g = (n + WG_SIZE - 1) / WG_SIZE;
     return g < 1 ? 1u : (g > (int64_t)WG_MAX_GROUPS ? WG_MAX_GROUPS : (uint32_t)g);

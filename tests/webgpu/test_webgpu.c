@@ -506,3 +506,21 @@ EXPORT void wgt_step_free(void) {
     sX = sL = NULL;
     so = NULL;
 }
+
+/* A 20-48-32-10 Relu MLP (seed 7), initialized on the CPU and saved as .lithe bytes, for the npm
+ * API's test (loadBytes, to('webgpu'), predictAsync, trainStepAsync); *len its size. Free the bytes
+ * with lithe_buffer_free. */
+EXPORT void *wgt_mlp_bytes(size_t *len) {
+    lithe_model *m = NULL;
+    void *buf = NULL;
+    *len = 0;
+    float x[4 * 20] = {0}, y[4 * 10] = {0};
+    const int64_t xs[2] = {4, 20}, ys[2] = {4, 10};
+    if (lithe_backend_get("cpu", &cpu) || build_mlp(48, 32, 0.0f, &m)) return NULL;
+    lithe_value *X = value_on(cpu, LITHE_F32, 2, xs, x), *Y = value_on(cpu, LITHE_F32, 2, ys, y);
+    if (lithe_model_set_seed(m, 7) || lithe_model_initialize(m, X, Y) || lithe_model_save_bytes(m, NULL, (uint8_t **)&buf, len)) buf = NULL;
+    lithe_value_release(X);
+    lithe_value_release(Y);
+    lithe_model_free(m);
+    return buf;
+}

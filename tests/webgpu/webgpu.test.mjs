@@ -110,3 +110,45 @@ test('without a device the backend is refused with the reason', async () => {
   const msg = new TextDecoder().decode(bytes.slice(0, bytes.indexOf(0)));
   assert.match(msg, /webgpu: no device/);
 });
+
+// The npm API: init({ device: 'webgpu' }) (here with the conformance module, which holds the
+// package's C-mirror layer too), a model moved to the GPU, predictions and training steps as
+// promises, against the same model on the CPU module.
+test("npm API: init({ device: 'webgpu' }), model.to('webgpu'), predictAsync / trainStepAsync vs the CPU", { skip }, async () => {
+  const lithe = await import('../../bindings/js/src/index.js');
+  const info = await lithe.init({ device: 'webgpu', gpu, wasm: fs.readFileSync(wasmPath) });
+  assert.equal(info.device, 'webgpu');
+  const r = lithe.c();
+  const lenPtr = r.malloc(4);
+  const bp = r.exports.wgt_mlp_bytes(lenPtr);
+  assert.ok(bp, 'the fixture model was made');
+  const bytes = r.u8().slice(bp, bp + r.readU32(lenPtr));
+  r.lithe_buffer_free(bp);
+  r.free(lenPtr);
+  const onGpu = lithe.loadBytes(bytes), onCpu = lithe.loadBytes(bytes);
+  await onGpu.to('webgpu');
+  const x = new Float32Array(8 * 20).map((_, i) => Math.sin(i));
+  assert.throws(() => onGpu.predict(x, [8, 20]), /asynchronously/, 'a synchronous read-back is refused with a clear error');
+  const p0 = await onGpu.predictAsync(x, [8, 20]), c0 = onCpu.predict(x, [8, 20]);
+  for (let i = 0; i < c0.data.length; i++) assert.ok(Math.abs(p0.data[i] - c0.data[i]) < 1e-5, `prediction ${i}`);
+  const og = lithe.adam({ learnRate: 0.01 }), oc = lithe.adam({ learnRate: 0.01 });
+  const y = Int32Array.from({ length: 8 }, (_, i) => i % 10);
+  const s0 = lithe.device().stats;
+  for (let step = 0; step < 10; step++) {
+    const lg = await onGpu.trainStepAsync({ x: lithe.tensor(x, [8, 20]), y, optimizer: og });
+    const lc = onCpu.trainStep({ x: lithe.tensor(x, [8, 20]), y, optimizer: oc });
+    assert.ok(Math.abs(lg - lc) < 1e-4, `loss at step ${step}: webgpu ${lg}, cpu ${lc}`);
+  }
+  const s1 = lithe.device().stats;
+  console.log(`npm trainStepAsync: ${(s1.dispatches - s0.dispatches) / 10} dispatches, ${(s1.submits - s0.submits) / 10} submits, ` +
+              `${(s1.readbacks - s0.readbacks) / 10} read-backs per step`);
+  const p1 = await onGpu.predictAsync(x, [8, 20]), c1 = onCpu.predict(x, [8, 20]);
+  for (let i = 0; i < c1.data.length; i++) assert.ok(Math.abs(p1.data[i] - c1.data[i]) < 1e-4, `prediction ${i} after 10 steps`);
+});
+
+test("npm API: init({ device: 'webgpu' }) without an adapter falls back to the CPU with a reason", async () => {
+  const { requestDevice } = await import('../../bindings/js/src/webgpu.js');
+  const none = await requestDevice({ requestAdapter: async () => null });
+  assert.equal(none.device, null);
+  assert.match(none.reason, /no WebGPU adapter/);
+});

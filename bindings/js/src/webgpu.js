@@ -51,20 +51,23 @@ export class Asyncify {
     this.exports = null;
     this.pending = null;
     this.value = 0;
+    this.active = false;
   }
   attach(instance, malloc) {
     this.exports = instance.exports;
     this.data = malloc(this.dataSize + 8);
     if (!this.data) throw new Error('lithe webgpu: no memory for the Asyncify stack');
   }
-  // The import `fn` made suspendable: a promise it returns suspends the module.
-  wrap(fn) {
+  // The import `fn` made suspendable: a promise it returns suspends the module. Outside call()
+  // (a synchronous call into the module) nothing may suspend: refuse() answers instead.
+  wrap(fn, refuse) {
     return (...args) => {
       const ex = this.exports;
       if (ex.asyncify_get_state() === 2) { // rewinding: the promise resolved
         ex.asyncify_stop_rewind();
         return this.value;
       }
+      if (!this.active) return refuse();
       const r = fn(...args);
       if (!(r instanceof Promise)) return r;
       this.pending = r;
@@ -78,6 +81,15 @@ export class Asyncify {
   // Calls an export, awaiting any read-backs it makes; resolves with its result.
   async call(name, ...args) {
     const ex = this.exports;
+    if (this.active) throw new Error(`lithe webgpu: ${name} called while another call waits for the GPU (await it first)`);
+    this.active = true;
+    try {
+      return await this.#run(ex, name, args);
+    } finally {
+      this.active = false;
+    }
+  }
+  async #run(ex, name, args) {
     let r = ex[name](...args);
     while (ex.asyncify_get_state() === 1) { // unwound: wait, then re-enter
       ex.asyncify_stop_unwind();
@@ -237,7 +249,7 @@ export function webgpuImports(device, getMemory, asyncify) {
         staging.destroy();
         return 1;
       });
-    }),
+    }, () => fail('a read-back from the GPU needs the asynchronous API (predictAsync, trainStepAsync)')),
     copy(src, srcOff, dst, dstOff, n) {
       queued.push({ kind: 'copy', src: buffers[src], srcOff, dst: buffers[dst], dstOff, n });
       stats.copies++;
