@@ -36,9 +36,13 @@ static inline __attribute__((always_inline)) void store_row(__m256 acc, float *c
 
 /* The 6 x 16 tile's body: row i's step k at a[ao_i + k as], ao_i = i lda for i < ar, 0 past it.
  * Packed (ukernel): ar = MR, lda = 1, as = MR; A where it lies (gemm.h's ukernel_a): ar = mr (rows
- * past mr read row 0 again, never stored), as = 1. The same FMAs on the same values either way, so the same bits. */
+ * past mr read row 0 again, never stored), as = 1. B's step k: the packed sliver's b + k NR, or, for
+ * ukernel_bp (brows not NULL), NR contiguous floats at brows[k] + boff (a convolution's shifted rows
+ * read in place: the stem's 3 -> 16 at 112x112 no longer packs 27 x 12544 floats for 16 filters).
+ * The same FMAs on the same values either way, so the same bits. */
 static inline __attribute__((always_inline)) void uk_6x16(size_t mr, size_t nr, size_t kc, const float *a,
-                                                          size_t ar, size_t lda, size_t as, const float *b, float *c,
+                                                          size_t ar, size_t lda, size_t as, const float *b,
+                                                          const float *const *brows, int64_t boff, float *c,
                                                           size_t ldc, const lithe__sgemm_ukparams *p) {
     const size_t ao0 = 0, ao1 = (ar > 1 ? 1 : 0) * lda, ao2 = (ar > 2 ? 2 : 0) * lda, ao3 = (ar > 3 ? 3 : 0) * lda,
                  ao4 = (ar > 4 ? 4 : 0) * lda, ao5 = (ar > 5 ? 5 : 0) * lda;
@@ -46,7 +50,8 @@ static inline __attribute__((always_inline)) void uk_6x16(size_t mr, size_t nr, 
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
            c40 = c00, c41 = c00, c50 = c00, c51 = c00;
     for (size_t k = 0; k < kc; k++) {
-        __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8), x;
+        const float *bk = brows ? brows[k] + boff : b + k * NR;
+        __m256 b0 = _mm256_loadu_ps(bk), b1 = _mm256_loadu_ps(bk + 8), x;
 #define STEP(i)                                                                                                   \
     x = _mm256_broadcast_ss(a + ao##i);                                                                           \
     c##i##0 = _mm256_fmadd_ps(x, b0, c##i##0);                                                                    \
@@ -54,7 +59,6 @@ static inline __attribute__((always_inline)) void uk_6x16(size_t mr, size_t nr, 
         STEP(0) STEP(1) STEP(2) STEP(3) STEP(4) STEP(5)
 #undef STEP
         a += as;
-        b += NR;
     }
     __m256 va = _mm256_set1_ps(p->alpha);
     const float *bias = p->bias;
@@ -69,12 +73,18 @@ static inline __attribute__((always_inline)) void uk_6x16(size_t mr, size_t nr, 
 
 static void lithe_f32_gemm_ukernel_6x16__avx2(size_t mr, size_t nr, size_t kc, const float *a, const float *b, float *c,
                                               size_t ldc, const lithe__sgemm_ukparams *p) {
-    uk_6x16(mr, nr, kc, a, MR, 1, MR, b, c, ldc, p);
+    uk_6x16(mr, nr, kc, a, MR, 1, MR, b, NULL, 0, c, ldc, p);
+}
+
+static void lithe_f32_gemm_ukernel_bp_6x16__avx2(size_t mr, size_t nr, size_t kc, const float *a,
+                                                 const float *const *rows, int64_t off, float *c, size_t ldc,
+                                                 const lithe__sgemm_ukparams *p) {
+    uk_6x16(mr, nr, kc, a, MR, 1, MR, NULL, rows, off, c, ldc, p);
 }
 
 static void lithe_f32_gemm_ukernel_a_6x16__avx2(size_t mr, size_t nr, size_t kc, const float *a, size_t lda,
                                                 const float *b, float *c, size_t ldc, const lithe__sgemm_ukparams *p) {
-    uk_6x16(mr, nr, kc, a, mr, lda, 1, b, c, ldc, p);
+    uk_6x16(mr, nr, kc, a, mr, lda, 1, b, NULL, 0, c, ldc, p);
 }
 
 /* One row against G packed slivers at once (gemm.h's urow): 2 G accumulators (8 at G = 4),
@@ -313,7 +323,8 @@ static void transpose_tile(size_t rows, size_t cols, const float *src, size_t ld
 static const lithe__sgemm_kernel kernel = {
     .isa = "avx2", .mr = MR, .nr = NR, .mc = 120, .kc = 256, .nc = 4096, .ukernel = lithe_f32_gemm_ukernel_6x16__avx2,
     .pack_a = pack_a, .pack_b = pack_b, .gemv_t = gemv_t, .gemv_n = gemv_n, .urow = lithe_f32_gemm_urow_1x16__avx2,
-    .ukernel_a = lithe_f32_gemm_ukernel_a_6x16__avx2, .transpose = transpose_tile,
+    .ukernel_a = lithe_f32_gemm_ukernel_a_6x16__avx2, .ukernel_bp = lithe_f32_gemm_ukernel_bp_6x16__avx2,
+    .transpose = transpose_tile,
 };
 
 const lithe__sgemm_kernel *lithe__sgemm_kernel_avx2(void) {
