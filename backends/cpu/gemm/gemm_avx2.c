@@ -295,8 +295,30 @@ static void pack_b(size_t lanes, size_t kc, const float *src, size_t ld, bool ro
     else pack_cols(NR, lanes, kc, src, ld, dst);
 }
 
+/* The first n (< 8) floats of v to p, 4, 2 and 1 at a time: nothing past p + n is written (there lie
+ * the next tile's pixels, or another thread's). */
+static inline __attribute__((always_inline)) void store_first(float *p, __m256 v, size_t n) {
+    __m128 h = _mm256_castps256_ps128(v);
+    if (n >= 4) {
+        _mm_storeu_ps(p, h);
+        p += 4;
+        n -= 4;
+        h = _mm256_extractf128_ps(v, 1);
+    }
+    if (n >= 2) {
+        _mm_storel_pi((__m64 *)(void *)p, h);
+        p += 2;
+        n -= 2;
+        h = _mm_movehl_ps(h, h);
+    }
+    if (n) _mm_store_ss(p, h);
+}
+
 /* dst[j * ldd + i] = src[i * lds + j] (i < rows, j < cols) in 8 x 8 blocks through transpose8 (gemm.h's
- * transpose; edge blocks through a zeroed buffer). */
+ * transpose). A block of fewer than 8 rows but 8 columns (the 6 x 16 tile lithe__sgemm_pixels stores
+ * transposed: every one of its blocks) loads its rows, zeros for the rest, and stores the first rows
+ * of each transposed row (store_first); other edge blocks go through a zeroed buffer (the buffer for
+ * the 6-row tiles was half of a pointwise convolution's time: 48 -> 288 at 14x14, 171 -> ~95 us). */
 static void transpose_tile(size_t rows, size_t cols, const float *src, size_t lds, float *dst, size_t ldd) {
     for (size_t i0 = 0; i0 < rows; i0 += 8)
         for (size_t j0 = 0; j0 < cols; j0 += 8) {
@@ -306,6 +328,12 @@ static void transpose_tile(size_t rows, size_t cols, const float *src, size_t ld
                 for (size_t i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(src + (i0 + i) * lds + j0);
                 transpose8(r);
                 for (size_t j = 0; j < 8; j++) _mm256_storeu_ps(dst + (j0 + j) * ldd + i0, r[j]);
+                continue;
+            }
+            if (cj == 8) {
+                for (size_t i = 0; i < 8; i++) r[i] = i < ri ? _mm256_loadu_ps(src + (i0 + i) * lds + j0) : _mm256_setzero_ps();
+                transpose8(r);
+                for (size_t j = 0; j < 8; j++) store_first(dst + (j0 + j) * ldd + i0, r[j], ri);
                 continue;
             }
             float buf[8][8] = {{0}};
