@@ -278,6 +278,15 @@ static void pack_rows(size_t R, size_t lanes, size_t kc, const float *src, size_
 }
 
 static void pack_cols(size_t R, size_t lanes, size_t kc, const float *src, size_t ld, float *dst) {
+    if (R == MR && lanes == MR) { /* whole A slivers (a pointwise convolution's pixels): 4 + 2 floats a step */
+        for (size_t k = 0; k < kc; k++) {
+            const float *s = src + k * ld;
+            float *d = dst + k * MR;
+            _mm_storeu_ps(d, _mm_loadu_ps(s));
+            _mm_storel_pi((__m64 *)(void *)(d + 4), _mm_loadl_pi(_mm_setzero_ps(), (const __m64 *)(const void *)(s + 4)));
+        }
+        return;
+    }
     for (size_t k = 0; k < kc; k++) {
         const float *s = src + k * ld;
         float *d = dst + k * R;
@@ -315,35 +324,25 @@ static inline __attribute__((always_inline)) void store_first(float *p, __m256 v
 }
 
 /* dst[j * ldd + i] = src[i * lds + j] (i < rows, j < cols) in 8 x 8 blocks through transpose8 (gemm.h's
- * transpose). A block of fewer than 8 rows but 8 columns (the 6 x 16 tile lithe__sgemm_pixels stores
- * transposed: every one of its blocks) loads its rows, zeros for the rest, and stores the first rows
- * of each transposed row (store_first); other edge blocks go through a zeroed buffer (the buffer for
- * the 6-row tiles was half of a pointwise convolution's time: 48 -> 288 at 14x14, 171 -> ~95 us). */
+ * transpose). An edge block (the 6 x 16 tile lithe__sgemm_pixels stores transposed: every one of
+ * its blocks; its 16 x 6 read back for a later K block) loads its rows, only their first cj floats
+ * (a masked load: nothing past them is read), zeros for the missing rows, and stores the first ri
+ * floats of each transposed row (store_first). (Through a zeroed buffer, the 6-row blocks were half
+ * of a pointwise convolution's time: 48 -> 288 at 14x14, 171 -> 110 us.) */
 static void transpose_tile(size_t rows, size_t cols, const float *src, size_t lds, float *dst, size_t ldd) {
     for (size_t i0 = 0; i0 < rows; i0 += 8)
         for (size_t j0 = 0; j0 < cols; j0 += 8) {
             size_t ri = rows - i0 < 8 ? rows - i0 : 8, cj = cols - j0 < 8 ? cols - j0 : 8;
+            __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)cj), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
             __m256 r[8];
-            if (ri == 8 && cj == 8) {
-                for (size_t i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(src + (i0 + i) * lds + j0);
-                transpose8(r);
-                for (size_t j = 0; j < 8; j++) _mm256_storeu_ps(dst + (j0 + j) * ldd + i0, r[j]);
-                continue;
+            for (size_t i = 0; i < 8; i++) {
+                const float *s = src + (i0 + i) * lds + j0;
+                r[i] = i >= ri ? _mm256_setzero_ps() : cj == 8 ? _mm256_loadu_ps(s) : _mm256_maskload_ps(s, mask);
             }
-            if (cj == 8) {
-                for (size_t i = 0; i < 8; i++) r[i] = i < ri ? _mm256_loadu_ps(src + (i0 + i) * lds + j0) : _mm256_setzero_ps();
-                transpose8(r);
-                for (size_t j = 0; j < 8; j++) store_first(dst + (j0 + j) * ldd + i0, r[j], ri);
-                continue;
-            }
-            float buf[8][8] = {{0}};
-            for (size_t i = 0; i < ri; i++)
-                for (size_t j = 0; j < cj; j++) buf[i][j] = src[(i0 + i) * lds + j0 + j];
-            for (size_t i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(buf[i]);
             transpose8(r);
             for (size_t j = 0; j < cj; j++) {
-                _mm256_storeu_ps(buf[j], r[j]);
-                for (size_t i = 0; i < ri; i++) dst[(j0 + j) * ldd + i0 + i] = buf[j][i];
+                if (ri == 8) _mm256_storeu_ps(dst + (j0 + j) * ldd + i0, r[j]);
+                else store_first(dst + (j0 + j) * ldd + i0, r[j], ri);
             }
         }
 }
