@@ -136,7 +136,7 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
     float *tile = jb->Bpk ? Bp : Bp + kcmax * round_up((size_t)(n1 - n0 < k->nc ? n1 - n0 : k->nc), NR);
     lithe__sgemm_ukparams cl = {0};
     const bool clamped = lithe__sgemm_epi_clamp(k, epi, false, &cl); /* a row bias rides in the product here */
-    /* bias_rows_ok: only AVX-512's kernels, which also have ukernel_b (compiled away where no kernel does) */
+    /* bias_rows_ok: AVX-512's and AVX2's kernels (x86-64 builds; compiled away where no kernel has it) */
     const bool rows_ok = LITHE__SGEMM_FORM_ukernel_b && k->bias_rows_ok;
     for (int64_t jc = n0; jc < n1; jc += k->nc) {
         size_t nb = (size_t)(n1 - jc < k->nc ? n1 - jc : k->nc);

@@ -27,28 +27,34 @@ static inline __attribute__((always_inline)) __m256 clamp_v(__m256 t, clampv cv)
 
 /* A partial row: the same operations as a full one, on a copy (kept out of line, so the
  * microkernel's accumulators stay in registers). */
-static __attribute__((noinline)) void store_part(__m256 t, float *c, const float *bias, float beta, size_t n, clampv cv) {
+static __attribute__((noinline)) void store_part(__m256 t, float *c, const float *bias, const float *rb, float beta,
+                                                 size_t n, clampv cv) {
     float cb[8] = {0}, bb[8] = {0}, out[8];
     for (size_t j = 0; j < n; j++) cb[j] = c[j];
     if (bias)
         for (size_t j = 0; j < n; j++) bb[j] = bias[j];
     if (beta != 0.0f) t = _mm256_fmadd_ps(_mm256_set1_ps(beta), _mm256_loadu_ps(cb), t);
     if (bias) t = _mm256_add_ps(t, _mm256_loadu_ps(bb));
+    if (rb) t = _mm256_add_ps(t, _mm256_set1_ps(*rb));
     if (cv.cl) t = clamp_v(t, cv);
     _mm256_storeu_ps(out, t);
     for (size_t j = 0; j < n; j++) c[j] = out[j];
 }
 
-static inline __attribute__((always_inline)) void store_row(__m256 acc, float *c, const float *bias, __m256 valpha,
-                                                            float beta, size_t n, clampv cv) {
-    __m256 t = _mm256_mul_ps(valpha, acc);
+/* The write rule of gemm.h; alpha 1 skips its multiply (1 t is t, bit for bit), rb (bias_rows_ok: the
+ * row's bias, one add after the column bias) NULL for none. */
+static inline __attribute__((always_inline)) void store_row(__m256 acc, float *c, const float *bias, const float *rb,
+                                                            __m256 valpha, bool alpha1, float beta, size_t n,
+                                                            clampv cv) {
+    __m256 t = alpha1 ? acc : _mm256_mul_ps(valpha, acc);
     if (n >= 8) {
         if (beta != 0.0f) t = _mm256_fmadd_ps(_mm256_set1_ps(beta), _mm256_loadu_ps(c), t);
         if (bias) t = _mm256_add_ps(t, _mm256_loadu_ps(bias));
+        if (rb) t = _mm256_add_ps(t, _mm256_set1_ps(*rb));
         if (cv.cl) t = clamp_v(t, cv);
         _mm256_storeu_ps(c, t);
     } else {
-        store_part(t, c, bias, beta, n, cv);
+        store_part(t, c, bias, rb, beta, n, cv);
     }
 }
 
@@ -81,10 +87,14 @@ static inline __attribute__((always_inline)) void uk_6x16(size_t mr, size_t nr, 
     __m256 va = _mm256_set1_ps(p->alpha);
     const float *bias = p->bias;
     const clampv cv = clamp_of(p);
+    const bool a1 = p->alpha == 1.0f;
+    const float *rbs = p->bias_rows; /* bias_rows_ok */
 #define ROW(i)                                                                                                    \
     if (mr > i) {                                                                                                 \
-        store_row(c##i##0, c + (size_t)i * ldc, bias, va, p->beta, nr, cv);                                       \
-        if (nr > 8) store_row(c##i##1, c + (size_t)i * ldc + 8, bias ? bias + 8 : NULL, va, p->beta, nr - 8, cv); \
+        const float *rb = rbs ? rbs + i : NULL;                                                                   \
+        store_row(c##i##0, c + (size_t)i * ldc, bias, rb, va, a1, p->beta, nr, cv);                              \
+        if (nr > 8)                                                                                               \
+            store_row(c##i##1, c + (size_t)i * ldc + 8, bias ? bias + 8 : NULL, rb, va, a1, p->beta, nr - 8, cv); \
     }
     ROW(0) ROW(1) ROW(2) ROW(3) ROW(4) ROW(5)
 #undef ROW
@@ -123,8 +133,9 @@ static inline __attribute__((always_inline)) void urow_group(int G, size_t nr_la
     }
     for (int g = 0; g < G; g++) {
         size_t nr = g == G - 1 ? nr_last : NR;
-        store_row(acc[2 * g], c + g * NR, bias ? bias + g * NR : NULL, va, beta, nr, cv);
-        if (nr > 8) store_row(acc[2 * g + 1], c + g * NR + 8, bias ? bias + g * NR + 8 : NULL, va, beta, nr - 8, cv);
+        store_row(acc[2 * g], c + g * NR, bias ? bias + g * NR : NULL, NULL, va, false, beta, nr, cv);
+        if (nr > 8)
+            store_row(acc[2 * g + 1], c + g * NR + 8, bias ? bias + g * NR + 8 : NULL, NULL, va, false, beta, nr - 8, cv);
     }
 }
 
@@ -371,7 +382,7 @@ static const lithe__sgemm_kernel kernel = {
     .isa = "avx2", .mr = MR, .nr = NR, .mc = 120, .kc = 256, .nc = 4096, .ukernel = lithe_f32_gemm_ukernel_6x16__avx2,
     .pack_a = pack_a, .pack_b = pack_b, .gemv_t = gemv_t, .gemv_n = gemv_n, .urow = lithe_f32_gemm_urow_1x16__avx2,
     .ukernel_a = lithe_f32_gemm_ukernel_a_6x16__avx2, .ukernel_bp = lithe_f32_gemm_ukernel_bp_6x16__avx2,
-    .transpose = transpose_tile, .clamp_ok = true,
+    .transpose = transpose_tile, .clamp_ok = true, .bias_rows_ok = true,
 };
 
 const lithe__sgemm_kernel *lithe__sgemm_kernel_avx2(void) {
