@@ -246,8 +246,11 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                  * help). The same tiles, computed alike: the bits do not depend on the order. */
                 const size_t njr = (nb + NR - 1) / NR, nir = (mb + MR - 1) / MR;
                 const bool rows_outer = !jb->c_trans && nir > 1 && kb * nb <= ROWS_OUTER_FLOATS;
-                for (size_t t = 0; t < njr * nir; t++) {
-                    size_t jr = (rows_outer ? t % njr : t / nir) * NR, ir = (rows_outer ? t / njr : t % nir) * MR;
+                /* (the tile's indices counted, not divided out of t: a 64-bit division per tile was 15 %
+                 * of a short-K product, 16 -> 64 at 112x112) */
+                const size_t inner = rows_outer ? njr : nir;
+                for (size_t t = 0, ti = 0, to = 0; t < njr * nir; t++, ti = ti + 1 == inner ? 0 : ti + 1, to += ti == 0) {
+                    size_t jr = (rows_outer ? ti : to) * NR, ir = (rows_outer ? to : ti) * MR;
                     size_t nr = nb - jr < NR ? nb - jr : NR, mr = mb - ir < MR ? mb - ir : MR;
                     p.bias = last && epi && epi->bias ? epi->bias + jc + (int64_t)jr : NULL;
                     if (jb->c_trans) {
