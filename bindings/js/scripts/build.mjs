@@ -1,6 +1,6 @@
-// `npm run build`: builds the three .wasm files with CMake + Emscripten (presets wasm-simd,
-// wasm-threads and wasm-scalar at the repository root) and copies them into dist/, where the
-// package loads them.
+// `npm run build`: builds the core .wasm files with CMake + Emscripten (presets wasm-simd,
+// wasm-threads, wasm-scalar and wasm-relaxed at the repository root) and copies them into dist/,
+// where the package loads them (the relaxed-SIMD core links the SIMD128 build's importer module).
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -19,10 +19,10 @@ function run(args) {
 }
 
 fs.mkdirSync(path.join(pkg, 'dist'), { recursive: true });
-for (const flavour of ['simd', 'threads', 'scalar']) {
+for (const flavour of ['simd', 'threads', 'scalar', 'relaxed']) {
   run(['cmake', '--preset', `wasm-${flavour}`]);
   run(['cmake', '--build', '--preset', `wasm-${flavour}`, '-j', jobs]);
-  const name = flavour === 'threads' ? 'lithe-simd-threads' : `lithe-${flavour}`;
+  const name = { threads: 'lithe-simd-threads', relaxed: 'lithe-relaxed-simd' }[flavour] ?? `lithe-${flavour}`;
   const built = path.join(root, 'build', `wasm-${flavour}`, 'bindings', 'js', `${name}.wasm`);
   fs.copyFileSync(built, path.join(pkg, 'dist', `${name}.wasm`));
   console.log(`dist/${name}.wasm: ${fs.statSync(built).size} bytes`);

@@ -7,10 +7,10 @@
 // call, never calls of their own, so two calls on one model cannot overlap.
 // Integer arguments are checked here (a LitheError, LITHE_ERR_INVALID_ARG) before they reach
 // WebAssembly, where a number is cut to 32 or 64 bits without a word.
-import { instantiate, simdSupported, threadsSupported, readBytes, compileImporters, compileImportersSync, linkImporters } from './loader.js';
+import { instantiate, simdSupported, relaxedSimdSupported, threadsSupported, readBytes, compileImporters, compileImportersSync, linkImporters } from './loader.js';
 import { createRaw, LitheError, litheError, STATUS, DTYPE } from './raw.js';
 
-export { LitheError, STATUS, DTYPE, simdSupported, threadsSupported };
+export { LitheError, STATUS, DTYPE, simdSupported, relaxedSimdSupported, threadsSupported };
 
 let raw = null;
 let initPromise = null;
@@ -24,8 +24,10 @@ let importersPromise = null;
 // options.print(fd, line): where C's stdout/stderr lines go (default: console).
 // options.threads: threads in all (default min(4, ceil(cores / 2))); more than one loads the threads
 // module and starts threads - 1 workers where shared memory is allowed (Node; a cross-origin
-// isolated page or worker), else one thread, silently. Resolves with { simd, threads, build,
-// version }: build is 'simd-threads', 'simd' or 'scalar', threads the number computing.
+// isolated page or worker), else one thread, silently. options.relaxed: false refuses (true
+// forces where valid) the relaxed-SIMD module, which one thread loads where the engine has relaxed
+// SIMD (Chromium; not Node 20). Resolves with { simd, threads, build, version }: build is
+// 'simd-threads', 'relaxed-simd', 'simd' or 'scalar', threads the number computing.
 // options.threadUrl: where src/thread.js (the workers' script) is served, if a bundler moved it.
 // options.importers: where the importer module (ONNX, TF.js: lithe-importers.wasm, or
 // lithe-importers-simd.wasm for the SIMD128 build) is, as bytes, URL, path or WebAssembly.Module,
@@ -513,4 +515,4 @@ function loadModel(bytes, sync) {
   return new Model(r.readU32(r.outPtr(0)), 'lithe_model_free');
 }
 
-export default { init, load, loadBytes, loadTfjs, tensor, Tensor, adam, sgd, Model, Optimizer, LitheError, STATUS, DTYPE, c, version, usingSimd, simdSupported, threads, threadsSupported };
+export default { init, load, loadBytes, loadTfjs, tensor, Tensor, adam, sgd, Model, Optimizer, LitheError, STATUS, DTYPE, c, version, usingSimd, simdSupported, relaxedSimdSupported, threads, threadsSupported };
