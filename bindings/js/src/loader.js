@@ -338,6 +338,16 @@ function dylinkInfo(module) {
 }
 
 // Links a compiled importer module into a loaded core (what instantiate returned).
+function timespecGet(memory, ts, base) {
+  if (base !== 1) return 0;
+  const ms = performance.timeOrigin + performance.now();
+  const sec = Math.floor(ms / 1000);
+  const mem = new Int32Array(memory.buffer, ts, 2);
+  mem[0] = sec;
+  mem[1] = Math.floor((ms - sec * 1000) * 1e6);
+  return base;
+}
+
 export function linkImporters(loaded, module) {
   const core = loaded.exports;
   const table = core.__indirect_function_table;
@@ -380,6 +390,10 @@ export function linkImporters(loaded, module) {
   for (const imp of WebAssembly.Module.imports(module)) {
     if (imp.module === 'env' && imp.kind === 'function') {
       if (typeof core[imp.name] === 'function') env[imp.name] = core[imp.name];
+      // the graph profiler's clock (core/graph/graph_plan.c, LITHE_GRAPH_PROFILE through
+      // lithe_set_options): Emscripten 3.1.6's timespec_get is JavaScript, so the loader gives it
+      // (struct timespec: 32-bit tv_sec, then tv_nsec; TIME_UTC), or the profile reads garbage
+      else if (imp.name === 'timespec_get') env[imp.name] = (ts, base) => timespecGet(core.memory, ts, base);
       // a host function (Emscripten implements a few libc calls in JavaScript): fails softly, as
       // the core's own do (instantiate)
       else if (!/^(lithe|js_)/.test(imp.name)) env[imp.name] = () => -ENOSYS;
