@@ -45,6 +45,7 @@ function serve() {
   const srv = http.createServer((req, res) => {
     const p = decodeURIComponent(new URL(req.url, 'http://x').pathname);
     let file = files[p];
+    if (p === '/favicon.ico') return void res.writeHead(204).end(); // (what Chromium asks for first)
     if (p === '/') file = 'index.html';
     else if (p.startsWith('/pkg/src/')) file = path.join(root, 'bindings/js/src', path.basename(p));
     else if (p.startsWith('/data/')) file = path.join(dir, path.basename(p));
