@@ -6,7 +6,7 @@
 // and out included). Each variant runs in a fresh page (one module instance each); with --rounds R
 // the variants run R times in a rotating order, one RESULT per variant and workload per round.
 //   node lithe_browser.mjs --dir BUILD/bench --simd lithe-simd.wasm --importers lithe-importers-simd.wasm
-//        [--relaxed lithe-relaxed-simd.wasm] [--threads-wasm lithe-simd-threads.wasm --threads N]
+//        [--relaxed lithe-relaxed-simd.wasm --relaxed-importers lithe-importers-relaxed-simd.wasm] [--threads-wasm lithe-simd-threads.wasm --threads N]
 //        [--rounds R] [--workloads a,b] [--quick] [--max-s S] [--chromium /usr/bin/chromium]
 import fs from 'node:fs';
 import http from 'node:http';
@@ -23,6 +23,7 @@ const take = (name, dflt) => {
   return i >= 0 ? argv.splice(i, 2)[1] : dflt;
 };
 const simd = take('--simd'), relaxed = take('--relaxed'), importers = take('--importers');
+const relaxedImporters = take('--relaxed-importers', importers); // (lithe-importers-relaxed-simd.wasm)
 const threadsWasm = take('--threads-wasm'), threads = Number(take('--threads', '1'));
 const rounds = Number(take('--rounds', '1')), chromiumPath = take('--chromium', '/usr/bin/chromium');
 const dir = take('--dir'), maxS = Number(take('--max-s', '20'));
@@ -40,7 +41,8 @@ function playwright() {
 }
 
 const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm' };
-const files = { '/simd.wasm': simd, '/relaxed.wasm': relaxed, '/importers.wasm': importers, '/threads.wasm': threadsWasm };
+const files = { '/simd.wasm': simd, '/relaxed.wasm': relaxed, '/importers.wasm': importers, '/relaxed-importers.wasm': relaxedImporters,
+  '/threads.wasm': threadsWasm };
 function serve() {
   const srv = http.createServer((req, res) => {
     const p = decodeURIComponent(new URL(req.url, 'http://x').pathname);
@@ -62,7 +64,8 @@ function serve() {
 async function inPage({ variant, workloads, quick, maxS }) {
   const lithe = await import('/pkg/src/index.js');
   const opts = variant === 'threads' ? { wasm: '/threads.wasm', threads: variant === 'threads' ? window.__threads : 1 }
-    : { wasm: variant === 'relaxed' ? '/relaxed.wasm' : '/simd.wasm', threads: 1, importers: '/importers.wasm' };
+    : { wasm: variant === 'relaxed' ? '/relaxed.wasm' : '/simd.wasm', threads: 1,
+        importers: variant === 'relaxed' ? '/relaxed-importers.wasm' : '/importers.wasm' };
   const info = await lithe.init(opts);
   const npy = async (name) => {
     const b = new Uint8Array(await (await fetch(`/data/${name}`)).arrayBuffer());

@@ -2,24 +2,33 @@
 // rewritten to the standard encoding by bindings/js/scripts/relaxed-opcodes.mjs) in Debian's
 // Chromium, which has relaxed SIMD: init() picks it by feature detection, and its predictions match
 // the plain SIMD128 core's (init({ relaxed: false }), another page) and the native command's, on
-// the fixture MLP (batch 64: the GEMM microkernels; batch 1: the GEMV) and on a TF.js model through
-// the importer module. Each page imports the package's src/ as it is (no bundler).
+// the fixture MLP (batch 64: the GEMM microkernels; batch 1: the GEMV), on a TF.js model and on a
+// torch CNN (within 1e-5 of torch) through the relaxed core's own importer module. Each page imports the package's src/ as it is (no bundler).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
-import { nativeFixture, maxAbsDiff } from '../../bindings/js/test/fixtures.mjs';
+import { nativeFixture, maxAbsDiff, npyRead } from '../../bindings/js/test/fixtures.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const pkgDir = path.resolve(here, '../../bindings/js');
-let fx, server, origin, browser;
+let fx, server, origin, browser, cnn;
 
 before(async () => {
   fx = nativeFixture();
   const routes = { '/model.lithe': path.join(fx.work, 'model.lithe') };
+  // a small torch CNN (bindings/js/test/onnx_golden.py: torch 1.13 the oracle): its convolutions run
+  // in the importer module, the relaxed core's own (lithe-importers-relaxed-simd.wasm)
+  const dir = path.join(fx.work, 'cnn');
+  fs.mkdirSync(dir);
+  const r = spawnSync('/usr/bin/python3', [path.join(pkgDir, 'test/onnx_golden.py'), dir], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  routes['/cnn.onnx'] = path.join(dir, 'cnn.onnx');
+  cnn = { x: npyRead(path.join(dir, 'x.npy')), y: npyRead(path.join(dir, 'y.npy')) };
   server = http.createServer((req, res) => {
     const p = decodeURIComponent(new URL(req.url, 'http://x').pathname);
     let file = routes[p];
@@ -49,7 +58,7 @@ async function run(options) {
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
   await page.goto(`${origin}/`);
-  const res = await page.evaluate(async ({ options, x }) => {
+  const res = await page.evaluate(async ({ options, x, cnnX }) => {
     const lithe = await import('/src/index.js');
     const info = await lithe.init(options);
     const model = await lithe.load('/model.lithe');
@@ -64,8 +73,10 @@ async function run(options) {
       weights: new Float32Array([1, 0, 0, 1, 1, 1]).buffer,
     });
     const ytf = Array.from(tf.predict(new Float32Array([1, 2, 3]), [1, 3]).data);
-    return { info, relaxedValid: lithe.relaxedSimdSupported(), y64, y1, ytf };
-  }, { options, x: Array.from(fx.x.subarray(0, 64 * 784)) });
+    const c = await lithe.load('/cnn.onnx');
+    const ycnn = Array.from(c.predict(Float32Array.from(cnnX.data), cnnX.shape).data);
+    return { info, relaxedValid: lithe.relaxedSimdSupported(), y64, y1, ytf, ycnn };
+  }, { options, x: Array.from(fx.x.subarray(0, 64 * 784)), cnnX: { data: Array.from(cnn.x.data), shape: cnn.x.shape } });
   await page.close();
   assert.deepEqual(errors, []);
   return res;
@@ -87,4 +98,7 @@ test('Chromium: init() picks the relaxed-SIMD core, which predicts as the SIMD12
   assert.ok(maxAbsDiff(plain.y64, fx.golden.data) <= 1e-6, 'SIMD128 vs native, batch 64');
   assert.deepEqual(relaxed.ytf, plain.ytf);
   assert.deepEqual(relaxed.ytf, [4, 5]);
+  assert.ok(maxAbsDiff(relaxed.ycnn, cnn.y.data) <= 1e-5, `relaxed CNN vs torch: ${maxAbsDiff(relaxed.ycnn, cnn.y.data)}`);
+  assert.ok(maxAbsDiff(plain.ycnn, cnn.y.data) <= 1e-5, 'SIMD128 CNN vs torch');
+  t.diagnostic(`CNN: relaxed vs SIMD128 at most ${maxAbsDiff(relaxed.ycnn, plain.ycnn)}`);
 });

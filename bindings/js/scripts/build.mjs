@@ -1,6 +1,6 @@
 // `npm run build`: builds the core .wasm files with CMake + Emscripten (presets wasm-simd,
 // wasm-threads, wasm-scalar and wasm-relaxed at the repository root) and copies them into dist/,
-// where the package loads them (the relaxed-SIMD core links the SIMD128 build's importer module).
+// where the package loads them, with the importer module each one-thread core links.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -28,7 +28,7 @@ for (const flavour of ['simd', 'threads', 'scalar', 'relaxed']) {
   console.log(`dist/${name}.wasm: ${fs.statSync(built).size} bytes`);
 }
 // The importer module (ONNX, TF.js, the graph executor and its convolutions), one per core build.
-for (const [flavour, name] of [['simd', 'lithe-importers-simd'], ['scalar', 'lithe-importers']]) {
+for (const [flavour, name] of [['simd', 'lithe-importers-simd'], ['scalar', 'lithe-importers'], ['relaxed', 'lithe-importers-relaxed-simd']]) {
   const built = path.join(root, 'build', `wasm-${flavour}`, 'bindings', 'js', `${name}.wasm`);
   fs.copyFileSync(built, path.join(pkg, 'dist', `${name}.wasm`));
   console.log(`dist/${name}.wasm: ${fs.statSync(built).size} bytes`);

@@ -51,13 +51,17 @@ export function init(options = {}) {
   return initPromise;
 }
 
+// which importer module the running core links: its own build's (the relaxed-SIMD core's
+// convolution fuses too), the SIMD128 one, or the scalar one
+const importersFlavour = () => (loadedCore.build === 'relaxed-simd' ? 'relaxed' : loadedCore.simd);
+
 // ONNX and TF.js models (and .lithe files holding one) run code that lives in a second module,
 // lithe-importers.wasm, linked into the running one the first time a model needs it: load() does
 // that on its own; the synchronous loadBytes / loadTfjs do it in Node, and elsewhere need it linked
 // already (by an earlier load() or init({ importers: true })).
 function importers() {
   if (raw.importers) return Promise.resolve();
-  importersPromise ??= compileImporters(importersSource, loadedCore.simd).then(
+  importersPromise ??= compileImporters(importersSource, importersFlavour()).then(
     (module) => {
       if (!raw.importers) raw.importers = linkImporters(loadedCore, module);
     },
@@ -80,7 +84,7 @@ function runLoader(call, sync) {
   if (status === STATUS.OK || !r.lithe_js_importers_wanted()) return status;
   if (!sync) return MISSING;
   try {
-    const module = compileImportersSync(importersSource, loadedCore.simd);
+    const module = compileImportersSync(importersSource, importersFlavour());
     if (!module) return status; // lithe's error says what is missing and that load() links it
     r.importers = linkImporters(loadedCore, module);
   } catch (err) {

@@ -281,10 +281,11 @@ export async function instantiate({ wasm, simd, relaxed, print, threads, threadU
 // entry points with the core (lithe_js_importers_set). It also holds the CPU backend's convolution
 // and pooling, so each core build has its own: lithe-importers-simd.wasm for the SIMD128 core,
 // lithe-importers.wasm for the scalar one (which a SIMD128 core can link too, with slower
-// convolutions).
+// convolutions), lithe-importers-relaxed-simd.wasm for the relaxed-SIMD core (simd = 'relaxed').
 
 // (each URL a literal inside new URL(…, import.meta.url): the form Vite and webpack 5 emit assets for)
 export function importersUrl(simd = false) {
+  if (simd === 'relaxed') return new URL('../dist/lithe-importers-relaxed-simd.wasm', import.meta.url);
   return simd ? new URL('../dist/lithe-importers-simd.wasm', import.meta.url) : new URL('../dist/lithe-importers.wasm', import.meta.url);
 }
 
