@@ -49,7 +49,7 @@ LITHE_NATIVE=build/ci/tools/lithe/lithe LITHE_WASI=build/wasi/tools/lithe/lithe.
 # PyTorch, Thinc), 3 timed runs each, into build/bench/results-quick.md; a runner that fails fails
 # the run (bench/README.md); no time is checked
 bench/run.sh --quick --only gemm,mlp,train --build build/ci
-# the npm package: its three .wasm builds (Emscripten), then node:test against the native build
+# the npm package: its .wasm builds (Emscripten: SIMD128, threads, scalar, relaxed SIMD, the importer modules), then node:test against the native build
 (cd bindings/js && npm ci --no-audit --no-fund && npm run build && LITHE_NATIVE=build/ci/tools/lithe/lithe npm test)
 # the WebGPU backend (backends/webgpu): lithe-webgpu-test.wasm (preset wasm-webgpu) in Node on
 # Dawn's bindings (npm's webgpu) over SwiftShader from Debian's chromium: every WGSL primitive against

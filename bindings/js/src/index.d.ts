@@ -26,6 +26,10 @@ export declare class LitheError extends Error {
 export interface InitOptions {
   /** Force the SIMD128 (true) or scalar (false) build; default: feature detection. */
   simd?: boolean;
+  /** The relaxed-SIMD build (f32x4.relaxed_madd in the GEMM: fused where the engine has FMA, so not
+   *  bit-identical to the SIMD128 build), loaded on one thread where the engine validates relaxed
+   *  SIMD (Chromium; not Node 20): false refuses it, true forces it where valid. */
+  relaxed?: boolean;
   /** The .wasm as bytes, a URL, a path (Node) or a compiled module; default: the package's file. */
   wasm?: Uint8Array | ArrayBuffer | URL | string | WebAssembly.Module;
   /** Where C's stdout (fd 1) and stderr (fd 2) lines go; default: console.log / console.warn. */
@@ -51,8 +55,8 @@ export interface InitInfo {
   simd: boolean;
   /** Threads the CPU backend computes with. */
   threads: number;
-  /** The module running: the threads build, the SIMD128 build or the scalar one. */
-  build: 'simd-threads' | 'simd' | 'scalar';
+  /** The module running: the threads build, the relaxed-SIMD build, the SIMD128 build or the scalar one. */
+  build: 'simd-threads' | 'relaxed-simd' | 'simd' | 'scalar';
   version: string;
   /** Where models can compute: 'webgpu' when init({ device: 'webgpu' }) found an adapter. */
   device: 'cpu' | 'webgpu';
@@ -66,6 +70,8 @@ export declare function device(): { device: 'cpu' | 'webgpu'; reason: string | n
 export declare function init(options?: InitOptions): Promise<InitInfo>;
 /** True where the engine validates a WebAssembly SIMD128 instruction. */
 export declare function simdSupported(): boolean;
+/** True where the engine validates relaxed SIMD in its standard encoding (f32x4.relaxed_madd: Chromium 114+, not Node 20). */
+export declare function relaxedSimdSupported(): boolean;
 /** Whether the running instance is the SIMD128 build (after init()). */
 export declare function usingSimd(): boolean;
 /** True where the threads build can run: shared WebAssembly memory and workers (Node; a cross-origin isolated page or worker). */
@@ -184,6 +190,6 @@ declare const lithe: {
   init: typeof init; load: typeof load; loadBytes: typeof loadBytes; loadTfjs: typeof loadTfjs; tensor: typeof tensor; Tensor: typeof Tensor;
   adam: typeof adam; sgd: typeof sgd; Model: typeof Model; Optimizer: typeof Optimizer; LitheError: typeof LitheError;
   STATUS: typeof STATUS; DTYPE: typeof DTYPE; c: typeof c; version: typeof version; usingSimd: typeof usingSimd;
-  simdSupported: typeof simdSupported; threads: typeof threads; threadsSupported: typeof threadsSupported;
+  simdSupported: typeof simdSupported; relaxedSimdSupported: typeof relaxedSimdSupported; threads: typeof threads; threadsSupported: typeof threadsSupported;
 };
 export default lithe;

@@ -7,10 +7,10 @@
 // call, never calls of their own, so two calls on one model cannot overlap.
 // Integer arguments are checked here (a LitheError, LITHE_ERR_INVALID_ARG) before they reach
 // WebAssembly, where a number is cut to 32 or 64 bits without a word.
-import { instantiate, simdSupported, threadsSupported, readBytes, compileImporters, compileImportersSync, linkImporters } from './loader.js';
+import { instantiate, simdSupported, relaxedSimdSupported, threadsSupported, readBytes, compileImporters, compileImportersSync, linkImporters } from './loader.js';
 import { createRaw, LitheError, litheError, STATUS, DTYPE } from './raw.js';
 
-export { LitheError, STATUS, DTYPE, simdSupported, threadsSupported };
+export { LitheError, STATUS, DTYPE, simdSupported, relaxedSimdSupported, threadsSupported };
 
 let raw = null;
 let initPromise = null;
@@ -24,8 +24,10 @@ let importersPromise = null;
 // options.print(fd, line): where C's stdout/stderr lines go (default: console).
 // options.threads: threads in all (default min(4, ceil(cores / 2))); more than one loads the threads
 // module and starts threads - 1 workers where shared memory is allowed (Node; a cross-origin
-// isolated page or worker), else one thread, silently. Resolves with { simd, threads, build,
-// version }: build is 'simd-threads', 'simd' or 'scalar', threads the number computing.
+// isolated page or worker), else one thread, silently. options.relaxed: false refuses (true
+// forces where valid) the relaxed-SIMD module, which one thread loads where the engine has relaxed
+// SIMD (Chromium; not Node 20). Resolves with { simd, threads, build, version }: build is
+// 'simd-threads', 'relaxed-simd', 'simd' or 'scalar', threads the number computing.
 // options.threadUrl: where src/thread.js (the workers' script) is served, if a bundler moved it.
 // options.importers: where the importer module (ONNX, TF.js: lithe-importers.wasm, or
 // lithe-importers-simd.wasm for the SIMD128 build) is, as bytes, URL, path or WebAssembly.Module,
@@ -77,6 +79,7 @@ async function startModule(options) {
   const loaded = await instantiate({
     ...options,
     threads: 1,
+    relaxed: false, // the WebGPU module is a SIMD128 build
     wasm: options.wasm ?? new URL('../dist/lithe-webgpu.wasm', import.meta.url),
     extraImports: (getMemory) => {
       wg = webgpuImports(found.device, () => getMemory() ?? loadedMemory(), asyncify);
@@ -114,6 +117,9 @@ function callAsync(name, ...args) {
   const r = need();
   return webgpu ? webgpu.asyncify.call(name, ...args) : Promise.resolve(r[name](...args));
 }
+// which importer module the running core links: its own build's (the relaxed-SIMD core's
+// convolution fuses too), the SIMD128 one, or the scalar one
+const importersFlavour = () => (loadedCore.build === 'relaxed-simd' ? 'relaxed' : loadedCore.simd);
 
 // ONNX and TF.js models (and .lithe files holding one) run code that lives in a second module,
 // lithe-importers.wasm, linked into the running one the first time a model needs it: load() does
@@ -121,7 +127,7 @@ function callAsync(name, ...args) {
 // already (by an earlier load() or init({ importers: true })).
 function importers() {
   if (raw.importers) return Promise.resolve();
-  importersPromise ??= compileImporters(importersSource, loadedCore.simd).then(
+  importersPromise ??= compileImporters(importersSource, importersFlavour()).then(
     (module) => {
       if (!raw.importers) raw.importers = linkImporters(loadedCore, module);
     },
@@ -144,7 +150,7 @@ function runLoader(call, sync) {
   if (status === STATUS.OK || !r.lithe_js_importers_wanted()) return status;
   if (!sync) return MISSING;
   try {
-    const module = compileImportersSync(importersSource, loadedCore.simd);
+    const module = compileImportersSync(importersSource, importersFlavour());
     if (!module) return status; // lithe's error says what is missing and that load() links it
     r.importers = linkImporters(loadedCore, module);
   } catch (err) {
@@ -644,4 +650,4 @@ function loadModel(bytes, sync) {
   return new Model(r.readU32(r.outPtr(0)), 'lithe_model_free');
 }
 
-export default { init, device, load, loadBytes, loadTfjs, tensor, Tensor, adam, sgd, Model, Optimizer, LitheError, STATUS, DTYPE, c, version, usingSimd, simdSupported, threads, threadsSupported };
+export default { init, device, load, loadBytes, loadTfjs, tensor, Tensor, adam, sgd, Model, Optimizer, LitheError, STATUS, DTYPE, c, version, usingSimd, simdSupported, relaxedSimdSupported, threads, threadsSupported };
