@@ -43,7 +43,7 @@ if(LITHE_VULKAN_ENABLED)
     COMMENT "embedding SPIR-V"
     VERBATIM)
   set_source_files_properties(${LITHE_VK_EMBED} PROPERTIES INCLUDE_DIRECTORIES ${LITHE_VK_DIR})
-  list(APPEND LITHE_SOURCES backends/vulkan/vulkan_backend.c backends/vulkan/table.c backends/vulkan/elementwise.c
+  list(APPEND LITHE_SOURCES backends/vulkan/vulkan_backend.c backends/vulkan/vulkan_memory.c backends/vulkan/table.c backends/vulkan/elementwise.c
        backends/vulkan/gemm.c backends/vulkan/act.c backends/vulkan/norm.c backends/vulkan/index.c backends/vulkan/seq.c
        backends/vulkan/graph.c ${LITHE_VK_EMBED})
 endif()

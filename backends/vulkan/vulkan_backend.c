@@ -1,5 +1,5 @@
 /* The Vulkan backend's machinery: the loader (dlopen'd, so lithe loads on machines without
- * Vulkan), instance and device selection, pooled device memory, staging for uploads and
+ * Vulkan), instance and device selection, staging (pooled device memory: vulkan_memory.c), for uploads and
  * downloads, the recorded command stream and the pipeline cache. The primitives themselves are
  * in the family files (elementwise.c, gemm.c, act.c, ...; the table: table.c), one compute shader family per file in shaders/.
  *
@@ -14,11 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define VKFAIL(what, r) lithe__fail(LITHE_ERR_BACKEND_VK(r), "vulkan: %s failed (VkResult %d)", what, (int)(r))
-/* Out-of-memory results become LITHE_ERR_OOM; everything else is a backend failure. */
-#define LITHE_ERR_BACKEND_VK(r)                                                                    \
-    (((r) == VK_ERROR_OUT_OF_HOST_MEMORY || (r) == VK_ERROR_OUT_OF_DEVICE_MEMORY) ? LITHE_ERR_OOM \
-                                                                                   : LITHE_ERR_UNSUPPORTED)
 
 #define STAGE_CHUNK ((VkDeviceSize)16 << 20)
 
@@ -172,221 +167,6 @@ static lithe_status pick_device(lithe__vk *vk, const char *sel) {
     return LITHE_OK;
 }
 
-static bool find_mem_type(const lithe__vk *vk, uint32_t bits, VkMemoryPropertyFlags want, uint32_t *out) {
-    for (uint32_t i = 0; i < vk->memprops.memoryTypeCount; i++)
-        if ((bits & (1u << i)) && (vk->memprops.memoryTypes[i].propertyFlags & want) == want) {
-            *out = i;
-            return true;
-        }
-    return false;
-}
-
-/* A buffer with its own memory: device-local (preferred) or host-visible coherent (staging). */
-static lithe_status make_buffer(lithe__vk *vk, VkDeviceSize size, bool host, VkBuffer *buf, VkDeviceMemory *mem,
-                                void **map) {
-    VkBufferCreateInfo bi = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-                             .size = size,
-                             .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                                      VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-                             .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
-    VkResult r = vk->fn.vkCreateBuffer(vk->device, &bi, NULL, buf);
-    if (r != VK_SUCCESS) return VKFAIL("vkCreateBuffer", r);
-    VkMemoryRequirements req;
-    vk->fn.vkGetBufferMemoryRequirements(vk->device, *buf, &req);
-    uint32_t type;
-    bool ok = host ? find_mem_type(vk, req.memoryTypeBits,
-                                   VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, &type)
-                   : (find_mem_type(vk, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, &type) ||
-                      find_mem_type(vk, req.memoryTypeBits, 0, &type));
-    if (!ok) {
-        vk->fn.vkDestroyBuffer(vk->device, *buf, NULL);
-        return lithe__fail(LITHE_ERR_UNSUPPORTED, "vulkan: no %s memory type for a buffer",
-                           host ? "host-visible coherent" : "device");
-    }
-    VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-                               .allocationSize = req.size,
-                               .memoryTypeIndex = type};
-    r = vk->fn.vkAllocateMemory(vk->device, &ai, NULL, mem);
-    if (r != VK_SUCCESS) {
-        vk->fn.vkDestroyBuffer(vk->device, *buf, NULL);
-        return r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY
-                   ? lithe__fail(LITHE_ERR_OOM, "vulkan: out of %s memory allocating %llu bytes",
-                                 host ? "staging" : "device", (unsigned long long)size)
-                   : VKFAIL("vkAllocateMemory", r);
-    }
-    vk->fn.vkBindBufferMemory(vk->device, *buf, *mem, 0);
-    if (map) {
-        r = vk->fn.vkMapMemory(vk->device, *mem, 0, VK_WHOLE_SIZE, 0, map);
-        if (r != VK_SUCCESS) {
-            vk->fn.vkDestroyBuffer(vk->device, *buf, NULL);
-            vk->fn.vkFreeMemory(vk->device, *mem, NULL);
-            return VKFAIL("vkMapMemory", r);
-        }
-    }
-    return LITHE_OK;
-}
-
-/* ---------------------------------------------------------------------------------------------
- * Pooled device memory: blocks of block_size bytes, each with a sorted, coalesced free list.
- * Allocations are aligned to `align` (>= minStorageBufferOffsetAlignment), so every allocation
- * can be bound at its own offset; views inside it are reached through push-constant offsets.
- * ------------------------------------------------------------------------------------------- */
-
-static bool range_insert(vk_block *b, size_t at, vk_range r) {
-    if (b->n_free == b->cap_free) {
-        size_t cap = b->cap_free ? b->cap_free * 2 : 16;
-        vk_range *v = lithe__realloc(b->free, cap * sizeof *v);
-        if (!v) return false;
-        b->free = v;
-        b->cap_free = cap;
-    }
-    memmove(b->free + at + 1, b->free + at, (b->n_free - at) * sizeof *b->free);
-    b->free[at] = r;
-    b->n_free++;
-    return true;
-}
-
-static void range_remove(vk_block *b, size_t at) {
-    memmove(b->free + at, b->free + at + 1, (b->n_free - at - 1) * sizeof *b->free);
-    b->n_free--;
-}
-
-static bool block_take(vk_block *b, VkDeviceSize size, VkDeviceSize *off) {
-    for (size_t i = 0; i < b->n_free; i++)
-        if (b->free[i].size >= size) {
-            *off = b->free[i].off;
-            b->free[i].off += size;
-            b->free[i].size -= size;
-            if (b->free[i].size == 0) range_remove(b, i);
-            return true;
-        }
-    return false;
-}
-
-static bool block_give(vk_block *b, VkDeviceSize off, VkDeviceSize size) {
-    size_t i = 0;
-    while (i < b->n_free && b->free[i].off < off) i++;
-    bool join_prev = i > 0 && b->free[i - 1].off + b->free[i - 1].size == off;
-    bool join_next = i < b->n_free && off + size == b->free[i].off;
-    if (join_prev && join_next) {
-        b->free[i - 1].size += size + b->free[i].size;
-        range_remove(b, i);
-    } else if (join_prev) {
-        b->free[i - 1].size += size;
-    } else if (join_next) {
-        b->free[i].off = off;
-        b->free[i].size += size;
-    } else {
-        return range_insert(b, i, (vk_range){off, size});
-    }
-    return true;
-}
-
-static void block_destroy(lithe__vk *vk, vk_block *b) {
-    if (!b) return;
-    vk->fn.vkDestroyBuffer(vk->device, b->buf, NULL);
-    vk->fn.vkFreeMemory(vk->device, b->mem, NULL);
-    lithe__free(b->free);
-    lithe__free(b);
-}
-
-static lithe_status block_new(lithe__vk *vk, VkDeviceSize size, bool dedicated, vk_block **out) {
-    vk_block *b = lithe__calloc(1, sizeof *b);
-    if (!b) return lithe__oom("vulkan block", sizeof *b);
-    lithe_status s = make_buffer(vk, size, false, &b->buf, &b->mem, NULL);
-    if (s != LITHE_OK) {
-        lithe__free(b);
-        return s;
-    }
-    b->size = size;
-    b->dedicated = dedicated;
-    if (!dedicated && !range_insert(b, 0, (vk_range){0, size})) {
-        block_destroy(vk, b);
-        return lithe__oom("vulkan free list", 16 * sizeof(vk_range));
-    }
-    vk_block **v = lithe__realloc(vk->blocks, (vk->n_blocks + 1) * sizeof *v);
-    if (!v) {
-        block_destroy(vk, b);
-        return lithe__oom("vulkan block list", (vk->n_blocks + 1) * sizeof *v);
-    }
-    vk->blocks = v;
-    vk->blocks[vk->n_blocks++] = b;
-    *out = b;
-    return LITHE_OK;
-}
-
-static lithe_status vk_alloc(lithe_backend *be, size_t nbytes, void **out) {
-    lithe__vk *vk = lithe__vk_of(be);
-    *out = NULL;
-    lithe__vk_alloc *a = lithe__calloc(1, sizeof *a);
-    if (!a) return lithe__oom("vulkan allocation", sizeof *a);
-    if (nbytes == 0) {
-        *out = a;
-        return LITHE_OK;
-    }
-    if (nbytes > vk->max_range) {
-        lithe__free(a);
-        return lithe__fail(LITHE_ERR_UNSUPPORTED,
-                           "vulkan: a tensor of %zu bytes exceeds the device's largest storage buffer (%llu bytes, %s)",
-                           nbytes, (unsigned long long)vk->max_range, vk->device_name);
-    }
-    /* round up to the alignment (and to 4 bytes, so shaders address whole words) */
-    VkDeviceSize size = ((VkDeviceSize)nbytes + vk->align - 1) / vk->align * vk->align;
-    a->size = size;
-    if (size > vk->block_size / 2) {
-        lithe_status s = block_new(vk, size, true, &a->block);
-        if (s != LITHE_OK) {
-            lithe__free(a);
-            return s;
-        }
-        a->off = 0;
-        *out = a;
-        return LITHE_OK;
-    }
-    for (size_t i = 0; i < vk->n_blocks; i++)
-        if (!vk->blocks[i]->dedicated && block_take(vk->blocks[i], size, &a->off)) {
-            a->block = vk->blocks[i];
-            *out = a;
-            return LITHE_OK;
-        }
-    vk_block *b = NULL;
-    lithe_status s = block_new(vk, vk->block_size, false, &b);
-    if (s != LITHE_OK) {
-        lithe__free(a);
-        return s;
-    }
-    block_take(b, size, &a->off);
-    a->block = b;
-    *out = a;
-    return LITHE_OK;
-}
-
-/* Wait for pending work before a dedicated block's memory goes back to the driver. */
-static lithe_status wait_all(lithe__vk *vk);
-
-static void vk_free(lithe_backend *be, void *ptr) {
-    lithe__vk *vk = lithe__vk_of(be);
-    lithe__vk_alloc *a = ptr;
-    if (!a) return;
-    if (a->block && a->block->dedicated) {
-        /* the device may still read it: finish what was recorded first (an error here has no
-         * caller to go to; the block is released regardless once the device is idle) */
-        lithe_status s = lithe__vk_finish(be);
-        if (s != LITHE_OK) wait_all(vk);
-        for (size_t i = 0; i < vk->n_blocks; i++)
-            if (vk->blocks[i] == a->block) {
-                vk->blocks[i] = vk->blocks[--vk->n_blocks];
-                break;
-            }
-        block_destroy(vk, a->block);
-    } else if (a->block) {
-        /* Memory returned to the pool may be handed out again while recorded commands still use
-         * it: safe, because every later command is ordered after them by the barrier that
-         * precedes it. If the free list cannot grow, the range is lost (never reused). */
-        block_give(a->block, a->off, a->size);
-    }
-    lithe__free(a);
-}
 
 /* ---------------------------------------------------------------------------------------------
  * Frames, recording and submission
@@ -413,7 +193,7 @@ static lithe_status frame_wait(lithe__vk *vk, vk_frame *f) {
     return LITHE_OK;
 }
 
-static lithe_status wait_all(lithe__vk *vk) {
+lithe_status lithe__vk_wait_all(lithe__vk *vk) {
     lithe_status first = LITHE_OK;
     for (unsigned i = 0; i < LITHE__VK_FRAMES; i++) {
         lithe_status s = frame_wait(vk, &vk->frames[i]);
@@ -461,7 +241,7 @@ static lithe_status submit(lithe__vk *vk) {
 lithe_status lithe__vk_finish(lithe_backend *be) {
     lithe__vk *vk = lithe__vk_of(be);
     LITHE__TRY(submit(vk));
-    return wait_all(vk);
+    return lithe__vk_wait_all(vk);
 }
 
 /* Staging space of n bytes in the current frame's arena. */
@@ -481,7 +261,7 @@ static lithe_status stage(lithe__vk *vk, VkDeviceSize n, vk_stage_chunk **chunk,
     vk_stage_chunk *c = &f->chunks[f->n_chunks];
     memset(c, 0, sizeof *c);
     c->size = n > STAGE_CHUNK ? n : STAGE_CHUNK;
-    LITHE__TRY(make_buffer(vk, c->size, true, &c->buf, &c->mem, &c->map));
+    LITHE__TRY(lithe__vk_make_buffer(vk, c->size, true, &c->buf, &c->mem, &c->map));
     f->n_chunks++;
     c->used = n;
     *chunk = c;
@@ -783,8 +563,8 @@ void lithe__vk_describe(lithe_backend *be, char *buf, size_t cap) {
 
 static lithe_backend_ops vk_ops_storage;
 static void init_ops(void) {
-    vk_ops_storage.alloc = vk_alloc;
-    vk_ops_storage.free = vk_free;
+    vk_ops_storage.alloc = lithe__vk_mem_alloc;
+    vk_ops_storage.free = lithe__vk_mem_free;
     vk_ops_storage.upload = vk_upload;
     vk_ops_storage.download = vk_download;
     vk_ops_storage.sync = vk_sync;
@@ -826,7 +606,7 @@ static void destroy_context(lithe__vk *vk) {
         if (vk->cache) vk->fn.vkDestroyPipelineCache(vk->device, vk->cache, NULL);
         if (vk->layout) vk->fn.vkDestroyPipelineLayout(vk->device, vk->layout, NULL);
         if (vk->dsl) vk->fn.vkDestroyDescriptorSetLayout(vk->device, vk->dsl, NULL);
-        for (size_t i = 0; i < vk->n_blocks; i++) block_destroy(vk, vk->blocks[i]);
+        for (size_t i = 0; i < vk->n_blocks; i++) lithe__vk_block_destroy(vk, vk->blocks[i]);
         vk->fn.vkDestroyDevice(vk->device, NULL);
     }
     if (vk->instance && vk->fn.vkDestroyInstance) vk->fn.vkDestroyInstance(vk->instance, NULL);
@@ -882,7 +662,7 @@ static lithe_status vk_get(const char *name, lithe_backend **out) {
     be->ops = vk_ops_table();
     be->ctx = vk;
     be->desc = &lithe__backend_vulkan_desc;
-    s = vk_alloc(be, 256, (void **)&vk->dummy);
+    s = lithe__vk_mem_alloc(be, 256, (void **)&vk->dummy);
     if (s != LITHE_OK) goto done;
     vk->dummy_buf = vk->dummy->block->buf;
     snprintf(made[n_made].sel, sizeof made[n_made].sel, "%s", sel);

@@ -156,6 +156,20 @@ lithe_status lithe__vk_copy_bytes(lithe_backend *be, lithe__vk_alloc *dst, VkDev
 lithe_status lithe__vk_fill_words(lithe_backend *be, lithe__vk_alloc *dst, VkDeviceSize off,
                                   VkDeviceSize nbytes, uint32_t pattern);
 /* Submits what was recorded and waits for the device: a synchronisation point. */
+#define VKFAIL(what, r) lithe__fail(LITHE_ERR_BACKEND_VK(r), "vulkan: %s failed (VkResult %d)", what, (int)(r))
+/* Out-of-memory results become LITHE_ERR_OOM; everything else is a backend failure. */
+#define LITHE_ERR_BACKEND_VK(r)                                                                    \
+    (((r) == VK_ERROR_OUT_OF_HOST_MEMORY || (r) == VK_ERROR_OUT_OF_DEVICE_MEMORY) ? LITHE_ERR_OOM \
+                                                                                   : LITHE_ERR_UNSUPPORTED)
+/* Device memory (vulkan_memory.c): a buffer (host-visible and mapped when host), the pooled
+ * sub-allocator behind the backend's alloc / free, a pool block's teardown; wait_all waits for
+ * every frame in flight (vulkan_backend.c). */
+lithe_status lithe__vk_make_buffer(lithe__vk *vk, VkDeviceSize size, bool host, VkBuffer *buf, VkDeviceMemory *mem,
+                                   void **map);
+lithe_status lithe__vk_mem_alloc(lithe_backend *be, size_t nbytes, void **out);
+void lithe__vk_mem_free(lithe_backend *be, void *ptr);
+void lithe__vk_block_destroy(lithe__vk *vk, vk_block *b);
+lithe_status lithe__vk_wait_all(lithe__vk *vk);
 lithe_status lithe__vk_finish(lithe_backend *be);
 /* A scratch allocation on the device (for reductions' partial results); free with
  * lithe__vk_free_scratch. */

@@ -13,114 +13,6 @@
 
 #define LAYER "onnx_graph"
 
-/* ---- the op-level profiler (LITHE_GRAPH_PROFILE) ---- */
-
-static double prof_now(void) {
-#ifdef TIME_UTC
-    struct timespec ts;
-    timespec_get(&ts, TIME_UTC);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-#else
-    return 0.0;
-#endif
-}
-
-/* The table: one row per node that ran (sorted by total time), then the totals per op type. */
-static void prof_print(const lithe__graph *g) {
-    size_t n = g->onnx.n_nodes, *ord = lithe__calloc(n + 1, sizeof *ord);
-    if (!ord) return;
-    double total = 0.0;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (g->prof_n[i]) {
-            ord[k++] = i;
-            total += g->prof_sum[i];
-        }
-    for (size_t a = 1; a < k; a++) /* insertion sort, largest total first */
-        for (size_t b = a; b > 0 && g->prof_sum[ord[b]] > g->prof_sum[ord[b - 1]]; b--) {
-            size_t t = ord[b];
-            ord[b] = ord[b - 1];
-            ord[b - 1] = t;
-        }
-    uint64_t runs = 0;
-    for (size_t a = 0; a < k; a++) runs = g->prof_n[ord[a]] > runs ? g->prof_n[ord[a]] : runs;
-    fprintf(stderr, "lithe graph profile: %zu nodes ran (of %zu), %llu runs, %.1f us per run in the nodes\n", k, n,
-            (unsigned long long)runs, runs ? 1e6 * total / (double)runs : 0.0);
-    fprintf(stderr, "%6s %-22s %10s %10s %6s  %s\n", "node", "op", "mean_us", "min_us", "share", "name");
-    for (size_t a = 0; a < k; a++) {
-        size_t i = ord[a];
-        fprintf(stderr, "%6zu %-22s %10.2f %10.2f %5.1f%%  %s\n", i, g->node_op[i]->op_type,
-                1e6 * g->prof_sum[i] / (double)g->prof_n[i], 1e6 * g->prof_min[i], 100.0 * g->prof_sum[i] / total,
-                g->onnx.nodes[i].name ? g->onnx.nodes[i].name : "");
-    }
-    fprintf(stderr, "%-22s %6s %12s %6s\n", "op type", "nodes", "us_per_run", "share");
-    for (size_t a = 0; a < k; a++) { /* each op type once, at its first (largest) node */
-        const char *t = g->node_op[ord[a]]->op_type;
-        bool seen = false;
-        for (size_t b = 0; b < a && !seen; b++) seen = !strcmp(g->node_op[ord[b]]->op_type, t);
-        if (seen) continue;
-        double sum = 0.0;
-        size_t cnt = 0;
-        for (size_t b = a; b < k; b++)
-            if (!strcmp(g->node_op[ord[b]]->op_type, t)) {
-                sum += g->prof_sum[ord[b]];
-                cnt++;
-            }
-        fprintf(stderr, "%-22s %6zu %12.2f %5.1f%%\n", t, cnt, runs ? 1e6 * sum / (double)runs : 0.0, 100.0 * sum / total);
-    }
-    lithe__free(ord);
-}
-
-static void plan_unref(lithe__gplan *p) {
-    if (!p || --p->refs > 0) return;
-    for (size_t i = 0; p->vals && i < p->n_slots; i++) lithe_tensor_release(p->vals[i]);
-    lithe__bufpool_close(p->pool);
-    lithe__free(p->spare);
-    lithe__free(p->vals);
-    lithe__free(p->cached);
-    lithe__free(p->shape_varies);
-    lithe__free(p->dtype);
-    lithe__free(p->ndim);
-    lithe__free(p->shape);
-    lithe__free(p);
-}
-
-/* Everything g holds but its parsed model. */
-static void graph_unbind(lithe__graph *g) {
-    if (g->profile && g->prof_n) prof_print(g);
-    lithe__free(g->prof_sum);
-    lithe__free(g->prof_min);
-    lithe__free(g->prof_n);
-    for (size_t i = 0; i < LITHE__GRAPH_PLANS; i++) plan_unref(g->plans[i]);
-    lithe__free(g->last_use);
-    for (size_t i = 0; i < g->onnx.n_nodes; i++) {
-        if (g->node_in) lithe__free(g->node_in[i]);
-        if (g->node_out) lithe__free(g->node_out[i]);
-    }
-    for (size_t i = 0; g->slot_const && i < g->n_slots; i++) lithe_tensor_release(g->slot_const[i]);
-    lithe__free(g->node_in);
-    lithe__free(g->node_out);
-    lithe__free(g->node_op);
-    lithe__free(g->node_nin);
-    lithe__free(g->node_nout);
-    lithe__free(g->node_dead);
-    lithe__free(g->node_fuse);
-    lithe__free(g->node_win);
-    lithe__free(g->slot_param);
-    lithe__free(g->slot_pname);
-    lithe__free(g->slot_name);
-    lithe__free(g->slot_kind);
-    lithe__free(g->slot_const);
-    lithe__free(g->in_slots);
-    lithe__free(g->out_slots);
-}
-static void graph_free(lithe__graph *g) {
-    if (!g) return;
-    graph_unbind(g);
-    lithe__onnx_model_free(&g->onnx);
-    lithe__free(g);
-}
-
 /* ---- the shim ---- */
 
 static lithe_status shim_update(lithe_shim *shim, lithe_optimizer *opt) {
@@ -130,7 +22,7 @@ static lithe_status shim_update(lithe_shim *shim, lithe_optimizer *opt) {
 }
 static void shim_free(lithe_shim *shim) {
     if (!shim) return;
-    graph_free(shim->state);
+    lithe__graph_free(shim->state);
     lithe__free(shim);
 }
 static const lithe__shim_type onnx_shim_type = {"onnx", shim_update, shim_free};
@@ -139,283 +31,6 @@ static lithe__graph *graph_of(const lithe_model *m) {
     for (size_t i = 0; i < m->n_shims; i++)
         if (m->shims[i] && m->shims[i]->type == &onnx_shim_type) return m->shims[i]->state;
     return NULL;
-}
-
-/* ---- binding names to slots ---- */
-
-/* A new slot named name of kind, indexed by name (the latest definition wins: names are unique in
- * a valid graph). */
-static lithe_status add_slot(lithe__graph *g, lithe__names *index, const char *name, int kind) {
-    g->slot_name[g->n_slots] = name;
-    g->slot_kind[g->n_slots] = kind;
-    return lithe__names_put(index, name, g->n_slots++);
-}
-/* The slot named name among the first n, or -1. */
-static int64_t find_slot(const lithe__names *index, size_t n, const char *name) {
-    size_t k;
-    return lithe__names_get(index, name, &k) && k < n ? (int64_t)k : -1;
-}
-
-const char *lithe__gnode_str(const lithe__gexec *x, size_t node, char *buf, size_t cap) {
-    const lithe__onnx_node *n = &x->g->onnx.nodes[node];
-    const lithe__gfuse *f = x->g->node_fuse ? &x->g->node_fuse[node] : NULL;
-    if (f && f->kind != LITHE__FUSE_NONE) {
-        const lithe__onnx_node *a = &x->g->onnx.nodes[f->first];
-        snprintf(buf, cap, "%s: %s fused from %s node '%s' (#%zu) to %s node '%s' (#%zu)", LAYER, x->g->node_op[node]->op_type,
-                 a->op_type, a->name ? a->name : "", f->first, n->op_type, n->name ? n->name : "", node);
-        return buf;
-    }
-    snprintf(buf, cap, "%s: %s node '%s' (#%zu)", LAYER, n->op_type, n->name ? n->name : "", node);
-    return buf;
-}
-
-/* A float32 or int64 tensor on the cpu backend holding an ONNX tensor's values. */
-static lithe_status const_tensor(const lithe__onnx_tensor *t, lithe_tensor **out) {
-    if (t->ext_location)
-        return lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: tensor '%s' keeps its data in the external file '%s': load the "
-                                                  "model from its file (lithe_onnx_load or lithe_model_load), which "
-                                                  "reads the data from the model's folder",
-                           LAYER, t->name ? t->name : "", t->ext_location);
-    LITHE__TRY(lithe__tensor_alloc(lithe__backend_host(), t->is_float ? LITHE_F32 : LITHE_I64, t->ndim, t->dims, false,
-                                   out));
-    if (t->numel) memcpy(lithe__tdata(*out), t->data, (size_t)t->numel * (t->is_float ? 4 : 8));
-    return LITHE_OK;
-}
-
-/* Whether a float initializer is a weight (a param that trains) rather than a constant: the
- * exporter's own scalars (torch.onnx names what it creates "onnx::<Op>_<n>") are constants; its
- * larger tensors are weights it rewrote (a Conv fused with the BatchNorm after it, a transposed
- * Linear weight under constant folding), and training them trains the model. */
-static bool trainable(const lithe__onnx_tensor *t) {
-    return t->is_float && !(t->numel <= 1 && !strncmp(t->name, "onnx::", 6));
-}
-
-/* Runs a node whose inputs are all constants once, at load (Constant, and the shape arithmetic
- * the exporters emit around it), and turns its outputs into constants. */
-static lithe_status fold(lithe__graph *g, size_t i, bool *folded) {
-    *folded = false;
-    const lithe__onnx_node *n = &g->onnx.nodes[i];
-    for (size_t k = 0; k < n->n_inputs; k++) {
-        int64_t s = g->node_in[i][k];
-        if (s >= 0 && g->slot_kind[s] != SLOT_CONST) return LITHE_OK;
-    }
-    if (!strcmp(n->op_type, "Dropout") && n->n_outputs > 1) return LITHE_OK;
-    lithe__gexec x = {0};
-    x.g = g;
-    x.be = lithe__backend_host();
-    lithe_tensor *in[16] = {0}, *out[16] = {0}, *saved[2] = {0};
-    if (n->n_inputs > 16 || n->n_outputs > 16) return LITHE_OK;
-    for (size_t k = 0; k < n->n_inputs; k++)
-        in[k] = g->node_in[i][k] >= 0 ? g->slot_const[g->node_in[i][k]] : NULL;
-    lithe_status s = g->node_op[i]->forward(&x, i, in, n->n_inputs, out, n->n_outputs, saved);
-    lithe_tensor_release(saved[0]);
-    lithe_tensor_release(saved[1]);
-    for (size_t k = n->n_outputs; k < 16; k++) lithe_tensor_release(out[k]); /* a node naming fewer outputs */
-    if (s != LITHE_OK) {
-        for (size_t k = 0; k < n->n_outputs; k++) lithe_tensor_release(out[k]);
-        return s;
-    }
-    for (size_t k = 0; k < n->n_outputs; k++) {
-        int64_t o = g->node_out[i][k];
-        if (o < 0) {
-            lithe_tensor_release(out[k]);
-            continue;
-        }
-        g->slot_kind[o] = SLOT_CONST;
-        g->slot_const[o] = out[k];
-    }
-    *folded = true;
-    return LITHE_OK;
-}
-
-/* Binds g's parsed model: slots, ops, constants folded, fusion, liveness. At a control-flow node
- * (If, Loop, Scan) whose condition / trip count is known by then, it stops with *again set and
- * *ctl saying how to expand it (control.c); graph_build expands and binds afresh. */
-static lithe_status graph_bind(lithe__graph *g, lithe__gctl *ctl, bool *again) {
-    lithe_status s = LITHE_OK;
-    lithe__onnx_model *o = &g->onnx;
-    if (s == LITHE_OK && o->opset && (o->opset < 7 || o->opset > 18))
-        s = lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: the model imports opset %lld; lithe runs opsets 7 to 18 (tested: "
-                                               "11 to 17)", LAYER, (long long)o->opset);
-    if (s == LITHE_OK && !o->opset) o->opset = 13;
-    /* every op must be known before anything runs: list all the missing ones at once */
-    if (s == LITHE_OK) {
-        char missing[1024] = "";
-        size_t nmiss = 0;
-        for (size_t i = 0; i < o->n_nodes; i++) {
-            const lithe__onnx_node *n = &o->nodes[i];
-            bool custom = n->domain && *n->domain && strcmp(n->domain, "ai.onnx");
-            if (!custom && lithe__graph_op_find(n->op_type)) continue;
-            bool seen = false; /* each type once: was an earlier node the same unknown op? */
-            for (size_t j = 0; j < i && !seen; j++) {
-                const lithe__onnx_node *e = &o->nodes[j];
-                bool ec = e->domain && *e->domain && strcmp(e->domain, "ai.onnx");
-                seen = ec == custom && !strcmp(e->op_type, n->op_type) && (!custom || !strcmp(e->domain, n->domain));
-            }
-            if (seen) continue;
-            char item[160];
-            snprintf(item, sizeof item, "%s%s%s", custom ? n->domain : "", custom ? "." : "",
-                     *n->op_type ? n->op_type : "(empty op_type)");
-            size_t l = strlen(missing);
-            snprintf(missing + l, sizeof missing - l, "%s%s", nmiss ? ", " : "", item);
-            nmiss++;
-        }
-        if (nmiss)
-            s = lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: the model uses %zu operator type%s lithe lacks: %s", LAYER, nmiss,
-                            nmiss == 1 ? "" : "s", missing);
-    }
-    size_t cap = 0;
-    if (s == LITHE_OK) {
-        cap = o->n_inits + o->n_inputs;
-        for (size_t i = 0; i < o->n_nodes; i++) cap += o->nodes[i].n_outputs; /* each <= 2^22, so no overflow */
-        g->slot_name = lithe__calloc(cap + 1, sizeof *g->slot_name);
-        g->slot_kind = lithe__calloc(cap + 1, sizeof *g->slot_kind);
-        g->slot_const = lithe__calloc(cap + 1, sizeof *g->slot_const);
-        g->in_slots = lithe__calloc(o->n_inputs + 1, sizeof *g->in_slots);
-        g->out_slots = lithe__calloc(o->n_outputs + 1, sizeof *g->out_slots);
-        g->node_in = lithe__calloc(o->n_nodes + 1, sizeof *g->node_in);
-        g->node_out = lithe__calloc(o->n_nodes + 1, sizeof *g->node_out);
-        g->node_op = lithe__calloc(o->n_nodes + 1, sizeof *g->node_op);
-        g->node_nin = lithe__calloc(o->n_nodes + 1, sizeof *g->node_nin);
-        g->node_nout = lithe__calloc(o->n_nodes + 1, sizeof *g->node_nout);
-        g->node_dead = lithe__calloc(o->n_nodes + 1, sizeof *g->node_dead);
-        g->node_fuse = lithe__calloc(o->n_nodes + 1, sizeof *g->node_fuse);
-        g->node_win = lithe__calloc(o->n_nodes + 1, sizeof *g->node_win);
-        g->slot_param = lithe__calloc(cap + 1, sizeof *g->slot_param);
-        g->slot_pname = lithe__calloc(cap + 1, sizeof *g->slot_pname);
-        if (!g->slot_name || !g->slot_kind || !g->slot_const || !g->in_slots || !g->out_slots || !g->node_in ||
-            !g->node_out || !g->node_op || !g->node_nin || !g->node_nout || !g->node_dead || !g->node_fuse ||
-            !g->node_win || !g->slot_param || !g->slot_pname)
-            s = lithe__oom(LAYER, cap * 24);
-    }
-    /* the slots by name while they are bound (a scan per node input was quadratic: an imported
-     * model can have thousands of initializers) */
-    lithe__names index = {0};
-    for (size_t i = 0; s == LITHE_OK && i < o->n_inits; i++) {
-        const lithe__onnx_tensor *t = &o->inits[i];
-        if (!trainable(t)) s = const_tensor(t, &g->slot_const[g->n_slots]);
-        if (s == LITHE_OK) s = add_slot(g, &index, t->name, trainable(t) ? SLOT_PARAM : SLOT_CONST);
-    }
-    for (size_t i = 0; s == LITHE_OK && i < o->n_inputs; i++) {
-        if (find_slot(&index, o->n_inits, o->inputs[i].name) >= 0) continue; /* an initializer listed as input (IR < 4) */
-        if (o->inputs[i].elem_type != LITHE__ONNX_FLOAT && o->inputs[i].elem_type != LITHE__ONNX_INT64 &&
-            o->inputs[i].elem_type != LITHE__ONNX_INT32) {
-            s = lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: graph input '%s' has element type %d; lithe takes float, int32 "
-                                                   "and int64 inputs", LAYER, o->inputs[i].name,
-                            (int)o->inputs[i].elem_type);
-            break;
-        }
-        g->in_slots[g->n_in++] = g->n_slots;
-        s = add_slot(g, &index, o->inputs[i].name, SLOT_INPUT);
-    }
-    if (s == LITHE_OK && g->n_in == 0) s = lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: the graph has no input", LAYER);
-    for (size_t i = 0; s == LITHE_OK && i < o->n_nodes; i++) {
-        const lithe__onnx_node *n = &o->nodes[i];
-        g->node_op[i] = lithe__graph_op_find(n->op_type);
-        if (!g->node_op[i]) { /* the check above lists every unknown op; this only guards it */
-            s = lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: node #%zu has operator '%s', which lithe lacks", LAYER, i,
-                            n->op_type);
-            break;
-        }
-        s = lithe__graph_check_node(o, i); /* attributes against their weights (check.c) */
-        if (s != LITHE_OK) break;
-        g->node_nin[i] = n->n_inputs;
-        g->node_nout[i] = n->n_outputs;
-        g->node_in[i] = lithe__calloc(n->n_inputs + 1, sizeof **g->node_in);
-        g->node_out[i] = lithe__calloc(n->n_outputs + 1, sizeof **g->node_out);
-        if (!g->node_in[i] || !g->node_out[i]) {
-            s = lithe__oom(LAYER, (n->n_inputs + n->n_outputs) * 8);
-            break;
-        }
-        for (size_t k = 0; s == LITHE_OK && k < n->n_inputs; k++) {
-            g->node_in[i][k] = *n->inputs[k] ? find_slot(&index, g->n_slots, n->inputs[k]) : -1;
-            if (*n->inputs[k] && g->node_in[i][k] < 0)
-                s = lithe__fail(LITHE_ERR_FORMAT, "%s: %s node '%s' (#%zu) reads '%s', which no earlier node, input or "
-                                                  "initializer defines (ONNX graphs are topologically sorted)",
-                                LAYER, n->op_type, n->name ? n->name : "", i, n->inputs[k]);
-        }
-        if (s == LITHE_OK && lithe__graph_is_control(n->op_type)) { /* issue 23 item 7: expanded, bound afresh */
-            s = lithe__graph_control_plan(g, i, ctl);
-            *again = s == LITHE_OK;
-            lithe__names_free(&index);
-            return s;
-        }
-        for (size_t k = 0; s == LITHE_OK && k < n->n_outputs; k++) {
-            if (!*n->outputs[k]) {
-                g->node_out[i][k] = -1;
-                continue;
-            }
-            g->node_out[i][k] = (int64_t)g->n_slots;
-            s = add_slot(g, &index, n->outputs[k], SLOT_COMPUTED);
-        }
-        bool folded;
-        if (s == LITHE_OK) s = fold(g, i, &folded);
-        if (s != LITHE_OK) {
-            char why[512];
-            snprintf(why, sizeof why, "%s", lithe_last_error());
-            s = lithe__fail(s, "%s (while folding constants at load)", why);
-        }
-    }
-    for (size_t i = 0; s == LITHE_OK && i < o->n_outputs; i++) {
-        int64_t k = find_slot(&index, g->n_slots, o->outputs[i].name);
-        if (k < 0) s = lithe__fail(LITHE_ERR_FORMAT, "%s: graph output '%s' is never computed", LAYER, o->outputs[i].name);
-        else g->out_slots[g->n_out++] = (size_t)k;
-    }
-    lithe__names_free(&index);
-    if (s == LITHE_OK && g->n_out == 0) s = lithe__fail(LITHE_ERR_FORMAT, "%s: the graph has no output", LAYER);
-    /* fusion (fuse.c): what the exporters decompose (LayerNorm, Linear + bias + activation, Conv +
-     * Relu / Clip) as one node */
-    if (s == LITHE_OK) s = lithe__graph_fuse(g);
-    /* liveness: a run that keeps nothing for backward drops each value after its last reader */
-    if (s == LITHE_OK && !(g->last_use = lithe__calloc(g->n_slots + 1, sizeof *g->last_use)))
-        s = lithe__oom(LAYER, g->n_slots * 8);
-    for (size_t i = 0; s == LITHE_OK && i < o->n_nodes; i++) {
-        if (g->node_dead[i]) continue;
-        for (size_t k = 0; k < g->node_nout[i]; k++)
-            if (g->node_out[i][k] >= 0) g->last_use[g->node_out[i][k]] = (int64_t)i;
-        for (size_t k = 0; k < g->node_nin[i]; k++)
-            if (g->node_in[i][k] >= 0) g->last_use[g->node_in[i][k]] = (int64_t)i;
-    }
-    for (size_t i = 0; s == LITHE_OK && i < g->n_out; i++) g->last_use[g->out_slots[i]] = -1;
-    const char *prof = lithe__knob(LITHE__KNOB_graph_profile);
-    if (s == LITHE_OK && prof && *prof && strcmp(prof, "0")) {
-        g->prof_sum = lithe__calloc(o->n_nodes + 1, sizeof *g->prof_sum);
-        g->prof_min = lithe__calloc(o->n_nodes + 1, sizeof *g->prof_min);
-        g->prof_n = lithe__calloc(o->n_nodes + 1, sizeof *g->prof_n);
-        g->profile = g->prof_sum && g->prof_min && g->prof_n; /* no memory: no profile, the model still runs */
-    }
-    return s;
-}
-
-static lithe_status graph_build(const uint8_t *bytes, size_t len, lithe__graph **out) {
-    *out = NULL;
-    lithe__graph *g = lithe__calloc(1, sizeof *g);
-    if (!g) return lithe__oom(LAYER, sizeof *g);
-    lithe_status s = lithe__onnx_parse(bytes, len, &g->onnx);
-    /* each control-flow node is expanded into the model's node list once its condition or trip
-     * count is known (control.c), then the whole list is bound again */
-    for (size_t round = 0; s == LITHE_OK; round++) {
-        lithe__gctl ctl = {0};
-        bool again = false;
-        s = graph_bind(g, &ctl, &again);
-        if (s != LITHE_OK || !again) break;
-        if (round >= LITHE__GRAPH_MAX_EXPANSIONS) {
-            s = lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: more than %d control-flow nodes to expand", LAYER,
-                            LITHE__GRAPH_MAX_EXPANSIONS);
-            break;
-        }
-        graph_unbind(g); /* the model stays; the old binding goes */
-        lithe__onnx_model keep = g->onnx;
-        memset(g, 0, sizeof *g);
-        g->onnx = keep;
-        s = lithe__graph_control_apply(&g->onnx, &ctl);
-    }
-    if (s != LITHE_OK) {
-        graph_free(g);
-        return s;
-    }
-    *out = g;
-    return LITHE_OK;
 }
 
 /* Parses the node's `onnx` attr, hangs the graph on it as its shim, and makes sure every weight is
@@ -431,7 +46,7 @@ lithe_status lithe__onnx_attach(lithe_model *m) {
         !bytes->storage->backend->host_memory)
         return lithe__fail(LITHE_ERR_FORMAT, "%s: the 'onnx' attr must be a 1-D uint8 host tensor", m->name);
     lithe__graph *g = NULL;
-    LITHE__TRY(graph_build(lithe__tdata(bytes), (size_t)bytes->numel, &g));
+    LITHE__TRY(lithe__graph_build(lithe__tdata(bytes), (size_t)bytes->numel, &g));
     lithe_status s = LITHE_OK;
     for (size_t i = 0; s == LITHE_OK && i < g->onnx.n_inits; i++) {
         if (g->slot_kind[i] != SLOT_PARAM) continue;
@@ -449,7 +64,7 @@ lithe_status lithe__onnx_attach(lithe_model *m) {
             continue;
         }
         lithe_tensor *c = NULL, *v = NULL;
-        s = const_tensor(t, &c);
+        s = lithe__graph_const_tensor(t, &c);
         if (s == LITHE_OK) s = lithe_tensor_to_backend(c, m->backend, &v);
         if (s == LITHE_OK) s = lithe_model_set_param(m, t->name, v);
         lithe_tensor_release(c);
@@ -473,7 +88,7 @@ lithe_status lithe__onnx_attach(lithe_model *m) {
     }
     if (s != LITHE_OK) {
         lithe__free(shim);
-        graph_free(g);
+        lithe__graph_free(g);
         return s;
     }
     shim->type = &onnx_shim_type;
@@ -502,7 +117,7 @@ static void exec_destroy(lithe_backprop *self) {
     for (size_t i = 0; x->saved && i < 2 * nn; i++) lithe_tensor_release(x->saved[i]);
     if (x->plan && !x->plan->spare) x->plan->spare = x->arrays; /* for the next run */
     else lithe__free(x->arrays);
-    plan_unref(x->plan);
+    lithe__gplan_unref(x->plan);
 }
 
 static lithe_status take_input(lithe__gexec *x, size_t k, lithe_tensor *t) {
@@ -641,138 +256,6 @@ static lithe_status graph_backward(lithe_backprop *self, const lithe_value *dYv,
     return s;
 }
 
-/* The plan for this run's inputs (each input's dtype and shape, and the backend): found in the
- * graph's cache, or made (evicting the least recently used one when the cache is full). */
-static lithe_status plan_for(lithe__graph *g, lithe_backend *be, lithe_tensor *const *ts, lithe__gplan **out) {
-    *out = NULL;
-    for (size_t i = 0; i < LITHE__GRAPH_PLANS; i++) {
-        lithe__gplan *p = g->plans[i];
-        bool same = p && p->be == be;
-        for (size_t k = 0; same && k < g->n_in; k++) {
-            same = p->dtype[k] == ts[k]->dtype && p->ndim[k] == ts[k]->ndim;
-            for (int d = 0; same && d < ts[k]->ndim; d++) same = p->shape[k * LITHE_MAX_DIMS + d] == ts[k]->shape[d];
-        }
-        if (same) {
-            p->last_used = ++g->tick;
-            *out = p;
-            return LITHE_OK;
-        }
-    }
-    lithe__gplan *p = lithe__calloc(1, sizeof *p);
-    if (!p) return lithe__oom(LAYER, sizeof *p);
-    p->refs = 1;
-    p->be = be;
-    p->n_in = g->n_in;
-    p->n_slots = g->n_slots;
-    p->dtype = lithe__calloc(g->n_in, sizeof *p->dtype);
-    p->ndim = lithe__calloc(g->n_in, sizeof *p->ndim);
-    p->shape = lithe__calloc(g->n_in * LITHE_MAX_DIMS, sizeof *p->shape);
-    p->cached = lithe__calloc(g->n_slots + 1, sizeof *p->cached);
-    p->shape_varies = lithe__calloc(g->n_slots + 1, sizeof *p->shape_varies);
-    p->vals = lithe__calloc(g->n_slots + 1, sizeof *p->vals);
-    lithe_status s = p->dtype && p->ndim && p->shape && p->cached && p->shape_varies && p->vals
-                         ? lithe__bufpool_new(&p->pool) : lithe__oom(LAYER, g->n_slots * 10);
-    if (s != LITHE_OK) {
-        plan_unref(p);
-        return s;
-    }
-    for (size_t k = 0; k < g->n_in; k++) {
-        p->dtype[k] = ts[k]->dtype;
-        p->ndim[k] = ts[k]->ndim;
-        for (int d = 0; d < ts[k]->ndim; d++) p->shape[k * LITHE_MAX_DIMS + d] = ts[k]->shape[d];
-    }
-    size_t victim = 0;
-    for (size_t i = 0; i < LITHE__GRAPH_PLANS; i++) {
-        if (!g->plans[i]) {
-            victim = i;
-            break;
-        }
-        if (g->plans[i]->last_used < g->plans[victim]->last_used) victim = i;
-    }
-    plan_unref(g->plans[victim]); /* runs still using it keep it alive */
-    g->plans[victim] = p;
-    p->last_used = ++g->tick;
-    *out = p;
-    return LITHE_OK;
-}
-
-/* Whether node i's outputs are all values the plan already holds. */
-static bool node_cached(const lithe__graph *g, const lithe__gplan *p, size_t i) {
-    if (!p->recorded) return false;
-    for (size_t k = 0; k < g->node_nout[i]; k++)
-        if (g->node_out[i][k] >= 0 && !p->cached[g->node_out[i][k]]) return false;
-    return true;
-}
-
-/* In the plan's first run, after node i: which of its outputs depend on the input shapes only.
- * Those are kept (a copy) in the plan. A value is fixed for the signature when it is a constant or computed from fixed values only, or
- * when it is a Shape of a value whose shape is fixed. A shape may vary between runs of one
- * signature when it follows from the values of a non-fixed integer tensor (a Reshape target, Slice
- * bounds computed from data), so a Shape of such a value is not fixed. Graph outputs are never
- * held: the caller owns what it gets. */
-static lithe_status plan_record(lithe__gexec *x, lithe__gplan *p, size_t i) {
-    const lithe__graph *g = x->g;
-    const lithe__onnx_node *n = &g->onnx.nodes[i];
-    bool all_fixed = g->node_nin[i] > 0, varies = false;
-    for (size_t k = 0; k < g->node_nin[i]; k++) {
-        int64_t sl = g->node_in[i][k];
-        if (sl < 0) continue;
-        bool fixed = g->slot_kind[sl] == SLOT_CONST || p->cached[sl];
-        all_fixed = all_fixed && fixed;
-        varies = varies || p->shape_varies[sl] || (x->vals[sl] && x->vals[sl]->dtype != LITHE_F32 && !fixed);
-    }
-    bool keep = !strcmp(n->op_type, "Shape") ? g->node_nin[i] > 0 && g->node_in[i][0] >= 0 &&
-                                                   !p->shape_varies[g->node_in[i][0]]
-                                             : all_fixed;
-    for (size_t k = 0; k < g->node_nout[i]; k++)
-        if (g->node_out[i][k] >= 0 && g->last_use[g->node_out[i][k]] < 0) keep = false;
-    for (size_t k = 0; k < g->node_nout[i]; k++) {
-        int64_t o = g->node_out[i][k];
-        if (o < 0) continue;
-        p->shape_varies[o] = varies;
-        if (!keep || !x->vals[o]) continue;
-        /* the plan keeps a copy outside the pool: the run's own block goes back to the pool, so
-         * the next run (which skips this node) finds the blocks this one used */
-        lithe_tensor *v = x->vals[o], *c = NULL;
-        LITHE__TRY(lithe__tensor_alloc(v->storage->backend, v->dtype, v->ndim, v->shape, false, &c));
-        lithe_status s = lithe__op_copy(v->storage->backend, c, v);
-        if (s != LITHE_OK) {
-            lithe_tensor_release(c);
-            return s;
-        }
-        p->cached[o] = true;
-        p->vals[o] = c;
-    }
-    return LITHE_OK;
-}
-
-/* A failed first run leaves no half-recorded plan behind. */
-static void plan_forget(lithe__gplan *p) {
-    for (size_t i = 0; i < p->n_slots; i++) {
-        lithe_tensor_release(p->vals[i]);
-        p->vals[i] = NULL;
-        p->cached[i] = p->shape_varies[i] = false;
-    }
-}
-
-/* A run without backward, after node i: what the node kept for backward, and the values it was
- * the last to read, go back to the pool now, so later nodes take the same blocks (the peak is the
- * values live at once, not all of them). */
-static void release_after(lithe__gexec *x, size_t i) {
-    const lithe__graph *g = x->g;
-    for (size_t k = 0; k < 2; k++) {
-        lithe_tensor_release(x->saved[2 * i + k]);
-        x->saved[2 * i + k] = NULL;
-    }
-    for (size_t k = 0; k < g->node_nin[i] + g->node_nout[i]; k++) { /* outputs: a value no node reads */
-        int64_t sl = k < g->node_nin[i] ? g->node_in[i][k] : g->node_out[i][k - g->node_nin[i]];
-        if (sl >= 0 && g->last_use[sl] == (int64_t)i) {
-            lithe_tensor_release(x->vals[sl]);
-            x->vals[sl] = NULL;
-        }
-    }
-}
-
 static lithe_status graph_forward(lithe_model *m, const lithe_value *X, bool is_train, lithe_value **Yv,
                                   lithe_backprop **bp) {
     /* Dropout runs as at inference (exported graphs are traced in eval mode); is_train only says
@@ -793,7 +276,7 @@ static lithe_status graph_forward(lithe_model *m, const lithe_value *X, bool is_
         if (!ts[k]) return lithe__fail(LITHE_ERR_VALUE, "%s: input %zu is not a tensor", m->name, k);
     }
     lithe__gplan *plan = NULL;
-    LITHE__TRY(plan_for(g, m->backend, ts, &plan));
+    LITHE__TRY(lithe__gplan_for(g, m->backend, ts, &plan));
     lithe_backprop *rec = NULL;
     LITHE__TRY(lithe__backprop_new(m, sizeof(lithe__gexec), graph_backward, exec_destroy, &rec));
     lithe__gexec *x = (lithe__gexec *)rec;
@@ -858,10 +341,10 @@ static lithe_status graph_forward(lithe_model *m, const lithe_value *X, bool is_
                             m->name, n->op_type, n->name ? n->name : "", g->node_nin[i], g->node_nout[i]);
             break;
         }
-        if (node_cached(g, plan, i)) { /* shape arithmetic this signature has computed before */
+        if (lithe__gplan_cached(g, plan, i)) { /* shape arithmetic this signature has computed before */
             for (size_t k = 0; k < g->node_nout[i]; k++)
                 if (g->node_out[i][k] >= 0) x->vals[g->node_out[i][k]] = lithe_tensor_retain(plan->vals[g->node_out[i][k]]);
-            if (!x->keep_all) release_after(x, i);
+            if (!x->keep_all) lithe__gexec_release_after(x, i);
             continue;
         }
         bool needs = false;
@@ -872,10 +355,10 @@ static lithe_status graph_forward(lithe_model *m, const lithe_value *X, bool is_
             needs = needs || (sl >= 0 && x->needs[sl]);
         }
         if (s != LITHE_OK) break;
-        double t0 = g->profile ? prof_now() : 0.0;
+        double t0 = g->profile ? lithe__graph_prof_now() : 0.0;
         s = g->node_op[i]->forward(x, i, in, g->node_nin[i], out, g->node_nout[i], &x->saved[2 * i]);
         if (g->profile) {
-            double dt = prof_now() - t0;
+            double dt = lithe__graph_prof_now() - t0;
             g->prof_sum[i] += dt;
             g->prof_min[i] = g->prof_n[i]++ ? (dt < g->prof_min[i] ? dt : g->prof_min[i]) : dt;
         }
@@ -894,12 +377,12 @@ static lithe_status graph_forward(lithe_model *m, const lithe_value *X, bool is_
             x->vals[o] = out[k];
             x->needs[o] = needs && out[k]->dtype == LITHE_F32;
         }
-        if (s == LITHE_OK && recording) s = plan_record(x, plan, i);
-        if (s == LITHE_OK && !x->keep_all) release_after(x, i);
+        if (s == LITHE_OK && recording) s = lithe__gplan_record(x, plan, i);
+        if (s == LITHE_OK && !x->keep_all) lithe__gexec_release_after(x, i);
     }
     if (recording) {
         if (s == LITHE_OK) plan->recorded = true;
-        else plan_forget(plan);
+        else lithe__gplan_forget(plan);
     }
     lithe_value *items[16] = {0};
     if (s == LITHE_OK && g->n_out > 16) s = lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: more than 16 graph outputs", m->name);

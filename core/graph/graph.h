@@ -164,6 +164,25 @@ typedef struct lithe__gctl {
 bool lithe__graph_is_control(const char *op_type);
 lithe_status lithe__graph_control_plan(const lithe__graph *g, size_t node, lithe__gctl *out);
 lithe_status lithe__graph_control_apply(lithe__onnx_model *o, const lithe__gctl *c);
+/* Binding (graph_bind.c): lithe__graph_build parses the model's bytes and binds it (expanding
+ * control flow); unbind drops everything but the parsed model; free drops all. const_tensor is an
+ * ONNX tensor's values as a cpu tensor (float32 or int64). */
+lithe_status lithe__graph_build(const uint8_t *bytes, size_t len, lithe__graph **out);
+void lithe__graph_unbind(lithe__graph *g);
+void lithe__graph_free(lithe__graph *g);
+lithe_status lithe__graph_const_tensor(const lithe__onnx_tensor *t, lithe_tensor **out);
+/* Run plans and the profiler (graph_plan.c): the plan for this run's input signature (cached, LRU);
+ * whether node i's outputs are held by the plan; after node i of the first run, keep what the input
+ * shapes fix; forget a failed first run; a run without backward drops what node i was the last to
+ * read. */
+lithe_status lithe__gplan_for(lithe__graph *g, lithe_backend *be, lithe_tensor *const *ts, lithe__gplan **out);
+void lithe__gplan_unref(lithe__gplan *p);
+bool lithe__gplan_cached(const lithe__graph *g, const lithe__gplan *p, size_t i);
+lithe_status lithe__gplan_record(lithe__gexec *x, lithe__gplan *p, size_t i);
+void lithe__gplan_forget(lithe__gplan *p);
+void lithe__gexec_release_after(lithe__gexec *x, size_t i);
+double lithe__graph_prof_now(void);
+void lithe__graph_prof_print(const lithe__graph *g);
 /* The fused ops (ops/fused.c). */
 extern const lithe__graph_op lithe__fused_layernorm_op, lithe__fused_linear_op, lithe__fused_act_op;
 extern const lithe__graph_op lithe__fused_conv_op, lithe__fused_conv_add_op;

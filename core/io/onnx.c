@@ -10,175 +10,11 @@
 #include <string.h>
 
 #define WHAT "onnx"
-
-/* ---- wire format ---- */
-
-typedef struct pb {
-    const uint8_t *p, *end;
-    const char *msg; /* the message being read, for errors */
-} pb;
-
-enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
-
-static lithe_status bad(const pb *r, const char *why) {
-    return lithe__fail(LITHE_ERR_FORMAT, "%s: %s: %s", WHAT, r->msg, why);
-}
-
-static lithe_status rd_varint(pb *r, uint64_t *v) {
-    uint64_t x = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-        if (r->p >= r->end) return bad(r, "a varint runs past the end of the message");
-        uint8_t b = *r->p++;
-        if (shift == 63 && b > 1) return bad(r, "a varint longer than 64 bits");
-        x |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) {
-            *v = x;
-            return LITHE_OK;
-        }
-    }
-    return bad(r, "a varint longer than 10 bytes");
-}
-
-static lithe_status rd_key(pb *r, uint32_t *field, uint32_t *wt) {
-    uint64_t k = 0;
-    LITHE__TRY(rd_varint(r, &k));
-    if ((k >> 3) == 0 || (k >> 3) > 0x1fffffff) return bad(r, "a field number of 0 or above 2^29");
-    *field = (uint32_t)(k >> 3);
-    *wt = (uint32_t)(k & 7);
-    return LITHE_OK;
-}
-
-/* A length-delimited field: the bytes [*d, *d + *n) inside the message. */
-static lithe_status rd_len(pb *r, const uint8_t **d, size_t *n) {
-    uint64_t len = 0;
-    LITHE__TRY(rd_varint(r, &len));
-    if (len > (uint64_t)(r->end - r->p)) return bad(r, "a length-delimited field runs past the end of the message");
-    *d = r->p;
-    *n = (size_t)len;
-    r->p += len;
-    return LITHE_OK;
-}
-
-static lithe_status skip(pb *r, uint32_t wt) {
-    uint64_t v = 0;
-    const uint8_t *d = NULL;
-    size_t n = 0;
-    switch (wt) {
-    case WT_VARINT: return rd_varint(r, &v);
-    case WT_LEN: return rd_len(r, &d, &n);
-    case WT_I64:
-        if (r->end - r->p < 8) return bad(r, "a fixed64 field runs past the end");
-        r->p += 8;
-        return LITHE_OK;
-    case WT_I32:
-        if (r->end - r->p < 4) return bad(r, "a fixed32 field runs past the end");
-        r->p += 4;
-        return LITHE_OK;
-    default: return bad(r, "a field of wire type 3, 4, 6 or 7 (groups are not used by onnx.proto)");
-    }
-}
-
-static lithe_status want(const pb *r, uint32_t wt, uint32_t expected, const char *field) {
-    if (wt == expected) return LITHE_OK;
-    return lithe__fail(LITHE_ERR_FORMAT, "%s: %s: field %s has wire type %u, onnx.proto says %u", WHAT, r->msg, field,
-                       wt, expected);
-}
-
-static lithe_status rd_int(pb *r, uint32_t wt, const char *field, int64_t *out) {
-    LITHE__TRY(want(r, wt, WT_VARINT, field));
-    uint64_t v = 0;
-    LITHE__TRY(rd_varint(r, &v));
-    *out = (int64_t)v;
-    return LITHE_OK;
-}
-
-static lithe_status rd_str(pb *r, uint32_t wt, const char *field, char **out, size_t *out_len) {
-    LITHE__TRY(want(r, wt, WT_LEN, field));
-    const uint8_t *d = NULL;
-    size_t n = 0;
-    LITHE__TRY(rd_len(r, &d, &n));
-    char *s = lithe__malloc(n + 1);
-    if (!s) return lithe__oom(WHAT, n + 1);
-    if (n) memcpy(s, d, n);
-    s[n] = '\0';
-    lithe__free(*out); /* a repeated singular field: the last one wins, as in protobuf */
-    *out = s;
-    if (out_len) *out_len = n;
-    return LITHE_OK;
-}
-
-static float f32_of(const uint8_t *b) {
-    uint32_t u = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-static uint64_t u64_of(const uint8_t *b) {
-    uint64_t u = 0;
-    for (int i = 7; i >= 0; i--) u = u << 8 | b[i];
-    return u;
-}
-
-/* A growable array of n items of `size` bytes. */
-static lithe_status grow(void **arr, size_t *cap, size_t n, size_t size) {
-    if (n < *cap) return LITHE_OK;
-    if (n >= LITHE__ONNX_MAX_ITEMS)
-        return lithe__fail(LITHE_ERR_FORMAT, "%s: more than %u items in one list", WHAT, LITHE__ONNX_MAX_ITEMS);
-    size_t nc = *cap ? *cap * 2 : 4;
-    void *p = lithe__realloc(*arr, nc * size);
-    if (!p) return lithe__oom(WHAT, nc * size);
-    *arr = p;
-    *cap = nc;
-    return LITHE_OK;
-}
-
-/* Repeated scalars arrive packed (one LEN field) or one per field; both are accepted, as protobuf
- * requires. kind: 0 varint int64, 1 fixed32 float, 2 fixed64 (double or uint64 bits). */
-typedef struct vec {
-    void *v;
-    size_t n, cap;
-} vec;
-
-static lithe_status vec_push(vec *a, const void *x, size_t size) {
-    LITHE__TRY(grow(&a->v, &a->cap, a->n, size));
-    memcpy((char *)a->v + a->n * size, x, size);
-    a->n++;
-    return LITHE_OK;
-}
-
-static lithe_status rd_one(pb *r, int kind, vec *a) {
-    if (kind == 0) {
-        uint64_t v = 0;
-        LITHE__TRY(rd_varint(r, &v));
-        return vec_push(a, &v, 8);
-    }
-    size_t w = kind == 1 ? 4 : 8;
-    if ((size_t)(r->end - r->p) < w) return bad(r, "a fixed-width value runs past the end");
-    if (kind == 1) {
-        float f = f32_of(r->p);
-        r->p += 4;
-        return vec_push(a, &f, 4);
-    }
-    uint64_t u = u64_of(r->p);
-    r->p += 8;
-    return vec_push(a, &u, 8);
-}
-
-static lithe_status rd_repeated(pb *r, uint32_t wt, int kind, const char *field, vec *a) {
-    uint32_t scalar_wt = kind == 0 ? WT_VARINT : kind == 1 ? WT_I32 : WT_I64;
-    if (wt == scalar_wt) return rd_one(r, kind, a);
-    LITHE__TRY(want(r, wt, WT_LEN, field));
-    const uint8_t *d = NULL;
-    size_t n = 0;
-    LITHE__TRY(rd_len(r, &d, &n));
-    pb sub = {d, d + n, r->msg};
-    while (sub.p < sub.end) LITHE__TRY(rd_one(&sub, kind, a));
-    return LITHE_OK;
-}
+#include "pb_read.h"
 
 /* ---- TensorProto ---- */
 
-static size_t type_bytes(int32_t t) {
+size_t lithe__onnx_type_bytes(int32_t t) {
     switch (t) {
     case LITHE__ONNX_FLOAT: case LITHE__ONNX_INT32: case LITHE__ONNX_UINT32: return 4;
     case LITHE__ONNX_DOUBLE: case LITHE__ONNX_INT64: case LITHE__ONNX_UINT64: return 8;
@@ -322,7 +158,7 @@ static lithe_status parse_tensor_inner(const uint8_t *d, size_t n, lithe__onnx_t
         default: LITHE__TRY(skip(&r, wt));
         }
     }
-    size_t es = type_bytes(t->data_type);
+    size_t es = lithe__onnx_type_bytes(t->data_type);
     if (!es)
         return lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: tensor '%s' has data type %d, which lithe does not hold "
                                                   "(it holds float, double, float16, bfloat16, integers and bool)",
@@ -410,7 +246,7 @@ static lithe_status parse_tensor_inner(const uint8_t *d, size_t n, lithe__onnx_t
     return LITHE_OK;
 }
 
-static lithe_status parse_tensor(const uint8_t *d, size_t n, lithe__onnx_tensor *t) {
+lithe_status lithe__onnx_parse_tensor(const uint8_t *d, size_t n, lithe__onnx_tensor *t) {
     memset(t, 0, sizeof *t);
     t->ext_offset = t->ext_length = -1;
     vec dims = {0}, fdata = {0}, idata = {0}, ddata = {0}, udata = {0};
@@ -490,7 +326,7 @@ static lithe_status parse_attr(const uint8_t *d, size_t n, lithe__onnx_attr *a) 
             }
             if (s == LITHE_OK) {
                 a->t = lithe__calloc(1, sizeof *a->t);
-                s = a->t ? parse_tensor(td, tn, a->t) : lithe__oom(WHAT, sizeof *a->t);
+                s = a->t ? lithe__onnx_parse_tensor(td, tn, a->t) : lithe__oom(WHAT, sizeof *a->t);
                 if (s != LITHE_OK) {
                     lithe__free(a->t);
                     a->t = NULL;
@@ -699,7 +535,7 @@ static lithe_status parse_graph(const uint8_t *d, size_t n, lithe__onnx_model *m
             LITHE__TRY(parse_node(sd, sn, &m->nodes[m->n_nodes - 1]));
         } else if (f == 5) {
             LITHE__TRY(grow((void **)&m->inits, &ci, m->n_inits, sizeof *m->inits));
-            LITHE__TRY(parse_tensor(sd, sn, &m->inits[m->n_inits]));
+            LITHE__TRY(lithe__onnx_parse_tensor(sd, sn, &m->inits[m->n_inits]));
             m->n_inits++;
             if (!m->inits[m->n_inits - 1].name) return bad(&r, "an initializer without a name");
         } else {
@@ -795,167 +631,3 @@ const lithe__onnx_attr *lithe__onnx_attr_get(const lithe__onnx_node *n, const ch
     return NULL;
 }
 
-/* ---- external data: inlined at load ---- */
-
-typedef struct wbuf {
-    uint8_t *p;
-    size_t n, cap;
-} wbuf;
-
-static lithe_status w_bytes(wbuf *w, const void *d, size_t n) {
-    if (n > SIZE_MAX - w->n) return lithe__fail(LITHE_ERR_VALUE, "%s: the model grows past the address space", WHAT);
-    if (w->n + n > w->cap) {
-        size_t nc = w->cap ? w->cap : 4096;
-        while (nc < w->n + n) nc = nc > SIZE_MAX / 2 ? w->n + n : nc * 2;
-        uint8_t *np = lithe__realloc(w->p, nc);
-        if (!np) return lithe__oom(WHAT, nc);
-        w->p = np;
-        w->cap = nc;
-    }
-    if (n) memcpy(w->p + w->n, d, n);
-    w->n += n;
-    return LITHE_OK;
-}
-
-static lithe_status w_varint(wbuf *w, uint64_t v) {
-    uint8_t b[10];
-    size_t n = 0;
-    do {
-        b[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-        v >>= 7;
-    } while (v);
-    return w_bytes(w, b, n);
-}
-
-/* A length-delimited field: key, length, bytes. */
-static lithe_status w_len_field(wbuf *w, uint32_t field, const uint8_t *d, size_t n) {
-    LITHE__TRY(w_varint(w, (uint64_t)field << 3 | WT_LEN));
-    LITHE__TRY(w_varint(w, n));
-    return w_bytes(w, d, n);
-}
-
-/* The location must name a file inside the model's folder: relative, without a ".." part. */
-static lithe_status check_location(const char *tensor, const char *loc) {
-    if (!*loc) return lithe__fail(LITHE_ERR_FORMAT, "%s: tensor '%s': its external data has an empty location", WHAT, tensor);
-    if (loc[0] == '/' || loc[0] == '\\' || (loc[0] && loc[1] == ':'))
-        return lithe__fail(LITHE_ERR_FORMAT, "%s: tensor '%s': external data location '%s' is an absolute path; ONNX "
-                                             "requires a path relative to the model's folder", WHAT, tensor, loc);
-    for (const char *c = loc; *c;) {
-        size_t n = strcspn(c, "/\\");
-        if (n == 2 && c[0] == '.' && c[1] == '.')
-            return lithe__fail(LITHE_ERR_FORMAT, "%s: tensor '%s': external data location '%s' leaves the model's folder "
-                                                 "('..')", WHAT, tensor, loc);
-        c += n;
-        if (*c) c++;
-    }
-    return LITHE_OK;
-}
-
-/* The TensorProto d[0..n) with its external data (data_location EXTERNAL) read from dir and
- * stored as raw_data; a tensor with inline data is copied as it is. */
-static lithe_status inline_tensor(const uint8_t *d, size_t n, const char *dir, wbuf *w) {
-    int64_t location = 0; /* the last data_location wins, as parse_tensor reads it */
-    for (pb q = {d, d + n, "TensorProto"}; q.p < q.end;) {
-        uint32_t fld = 0, wt = 0;
-        LITHE__TRY(rd_key(&q, &fld, &wt));
-        if (fld == 14) LITHE__TRY(rd_int(&q, wt, "data_location", &location));
-        else LITHE__TRY(skip(&q, wt));
-    }
-    if (location != 1) return w_bytes(w, d, n); /* inline data: as it is, not decoded */
-    lithe__onnx_tensor t;
-    LITHE__TRY(parse_tensor(d, n, &t)); /* dims, type, name and the entries; no data to decode */
-    const char *name = t.name ? t.name : "";
-    lithe_status s = check_location(name, t.ext_location);
-    size_t es = type_bytes(t.data_type), want_bytes = 0;
-    if (s == LITHE_OK && (uint64_t)t.numel > (uint64_t)SIZE_MAX / es)
-        s = lithe__fail(LITHE_ERR_FORMAT, "%s: tensor '%s' has %lld elements, more than this platform addresses", WHAT,
-                        name, (long long)t.numel);
-    if (s == LITHE_OK) want_bytes = (size_t)t.numel * es;
-    char *path = NULL;
-    FILE *f = NULL;
-    uint8_t *data = NULL;
-    if (s == LITHE_OK) {
-        size_t pl = strlen(dir) + strlen(t.ext_location) + 2;
-        path = lithe__malloc(pl);
-        if (!path) s = lithe__oom(WHAT, pl);
-        else snprintf(path, pl, "%s/%s", dir, t.ext_location);
-    }
-    if (s == LITHE_OK && !(f = fopen(path, "rb")))
-        s = lithe__fail(LITHE_ERR_IO, "%s: tensor '%s': cannot open its external data file '%s'", WHAT, name, path);
-    long size = -1;
-    if (s == LITHE_OK && (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0))
-        s = lithe__fail(LITHE_ERR_IO, "%s: tensor '%s': cannot size '%s'", WHAT, name, path);
-    int64_t off = t.ext_offset < 0 ? 0 : t.ext_offset;
-    int64_t len = t.ext_length < 0 ? (int64_t)size - off : t.ext_length;
-    if (s == LITHE_OK && (off > (int64_t)size || len < 0 || len > (int64_t)size - off))
-        s = lithe__fail(LITHE_ERR_FORMAT, "%s: tensor '%s': external data at offset %lld, length %lld lies outside '%s' "
-                                          "(%ld bytes)", WHAT, name, (long long)off, (long long)len, path, size);
-    if (s == LITHE_OK && (uint64_t)len != (uint64_t)want_bytes)
-        s = lithe__fail(LITHE_ERR_FORMAT, "%s: tensor '%s': external data has %lld bytes, its %lld elements of %zu bytes "
-                                          "need %zu", WHAT, name, (long long)len, (long long)t.numel, es, want_bytes);
-    if (s == LITHE_OK && want_bytes && !(data = lithe__malloc(want_bytes))) s = lithe__oom(WHAT, want_bytes);
-    if (s == LITHE_OK && want_bytes &&
-        (fseek(f, (long)off, SEEK_SET) != 0 || fread(data, 1, want_bytes, f) != want_bytes))
-        s = lithe__fail(LITHE_ERR_IO, "%s: tensor '%s': cannot read %zu bytes at offset %lld of '%s'", WHAT, name,
-                        want_bytes, (long long)off, path);
-    /* every field but raw_data (9), external_data (13) and data_location (14), then the bytes */
-    pb r = {d, d + n, "TensorProto"};
-    while (s == LITHE_OK && r.p < r.end) {
-        const uint8_t *start = r.p;
-        uint32_t fld = 0, wt = 0;
-        s = rd_key(&r, &fld, &wt);
-        if (s == LITHE_OK) s = skip(&r, wt);
-        if (s == LITHE_OK && fld != 9 && fld != 13 && fld != 14) s = w_bytes(w, start, (size_t)(r.p - start));
-    }
-    if (s == LITHE_OK) s = w_len_field(w, 9, data ? data : (const uint8_t *)"", want_bytes);
-    if (f) fclose(f);
-    lithe__free(data);
-    lithe__free(path);
-    tensor_free(&t);
-    return s;
-}
-
-/* Copies the fields of message d[0..n) into w, rewriting the length-delimited field `field` with
- * fn (a nested message). */
-static lithe_status rewrite_field(const uint8_t *d, size_t n, const char *msg, uint32_t field,
-                                  lithe_status (*fn)(const uint8_t *, size_t, const char *, wbuf *), const char *dir,
-                                  wbuf *w) {
-    pb r = {d, d + n, msg};
-    while (r.p < r.end) {
-        const uint8_t *start = r.p, *fd = NULL;
-        size_t fn_len = 0;
-        uint32_t f = 0, wt = 0;
-        LITHE__TRY(rd_key(&r, &f, &wt));
-        if (f != field || wt != WT_LEN) {
-            LITHE__TRY(skip(&r, wt));
-            LITHE__TRY(w_bytes(w, start, (size_t)(r.p - start)));
-            continue;
-        }
-        LITHE__TRY(rd_len(&r, &fd, &fn_len));
-        wbuf inner = {0};
-        lithe_status s = fn(fd, fn_len, dir, &inner);
-        if (s == LITHE_OK) s = w_len_field(w, field, inner.p, inner.n);
-        lithe__free(inner.p);
-        LITHE__TRY(s);
-    }
-    return LITHE_OK;
-}
-
-static lithe_status inline_graph(const uint8_t *d, size_t n, const char *dir, wbuf *w) {
-    return rewrite_field(d, n, "GraphProto", 5, inline_tensor, dir, w); /* initializer */
-}
-
-lithe_status lithe__onnx_inline_external(const uint8_t *data, size_t len, const char *dir, uint8_t **out,
-                                         size_t *out_len) {
-    *out = NULL;
-    *out_len = 0;
-    wbuf w = {0};
-    lithe_status s = rewrite_field(data, len, "ModelProto", 7, inline_graph, dir, &w); /* graph */
-    if (s != LITHE_OK) {
-        lithe__free(w.p);
-        return s;
-    }
-    *out = w.p;
-    *out_len = w.n;
-    return LITHE_OK;
-}

@@ -100,6 +100,10 @@ lithe_status lithe__onnx_parse_graph(const uint8_t *data, size_t len, lithe__onn
 void lithe__onnx_node_free(lithe__onnx_node *n);
 /* Frees what a tensor owns (not the tensor). */
 void lithe__onnx_tensor_free(lithe__onnx_tensor *t);
+/* One TensorProto (dims, type, name, external-data entries; data decoded when inline), and the bytes
+ * of one element of an ONNX data type (0 when unknown); onnx_external.c uses both. */
+lithe_status lithe__onnx_parse_tensor(const uint8_t *d, size_t n, lithe__onnx_tensor *t);
+size_t lithe__onnx_type_bytes(int32_t t);
 /* The model bytes with every initializer whose data lives in an external file (data_location
  * EXTERNAL) rewritten to hold it inline (raw_data), read from `dir` (the model file's folder):
  * location relative to it, offset and length in bytes (defaults: 0 and the rest of the file).

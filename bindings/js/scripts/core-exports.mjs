@@ -13,7 +13,7 @@ const data = new Set();
 const provided = new Set(['__memory_base', '__table_base', '__stack_pointer', 'memory', '__indirect_function_table']);
 // Functions Emscripten 3.1.6 implements in JavaScript: a standalone module imports them from the
 // host, and the loader gives the importer module the same soft-failure stand-ins as the core (the
-// graph profiler's clock, core/graph/graph.c, reads 0 in WebAssembly).
+// graph profiler's clock, core/graph/graph_plan.c, reads 0 in WebAssembly).
 const host = new Set(['timespec_get']);
 for (const imp of WebAssembly.Module.imports(side)) {
   if (imp.module === 'env' && imp.kind === 'function' && host.has(imp.name)) continue;

@@ -30,18 +30,7 @@ static lithe_status axis_first(lithe__gexec *x, lithe_tensor *X, int64_t axis, i
         *out = lithe_tensor_retain(X);
         return LITHE_OK;
     }
-    int64_t st[LITHE_MAX_DIMS] = {0}, shape[LITHE_MAX_DIMS], vst[LITHE_MAX_DIMS];
-    contiguous_strides(X->ndim, X->shape, st);
-    for (int d = 0; d < X->ndim; d++) {
-        shape[d] = X->shape[perm[d]];
-        vst[d] = st[perm[d]];
-    }
-    lithe_tensor *v = NULL;
-    LITHE__TRY(view(X, X->ndim, shape, vst, 0, &v));
-    lithe_status s = new_f32(x, X->ndim, shape, false, out);
-    if (s == LITHE_OK) s = lithe__op_copy(x->be, *out, v);
-    lithe_tensor_release(v);
-    return s;
+    return perm_copy(x, X, perm, out);
 }
 /* X (like, rows first) back to the shape `shape` with axis at its place. */
 static lithe_status axis_back(lithe__gexec *x, lithe_tensor *T, int ndim, const int64_t *shape, int64_t axis,

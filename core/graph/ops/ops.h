@@ -140,6 +140,22 @@ static inline lithe_status as_rows(lithe_tensor *t, int64_t M, int64_t N, lithe_
     return lithe_tensor_reshape(t, 2, (int64_t[]){M, N}, out);
 }
 
+/* X's dimensions permuted (Y's dim d is X's dim perm[d]) into a new contiguous float32 tensor. */
+static inline lithe_status perm_copy(lithe__gexec *x, lithe_tensor *X, const int64_t *perm, lithe_tensor **out) {
+    int64_t st[LITHE_MAX_DIMS] = {0}, shape[LITHE_MAX_DIMS], vst[LITHE_MAX_DIMS];
+    contiguous_strides(X->ndim, X->shape, st);
+    for (int d = 0; d < X->ndim; d++) {
+        shape[d] = X->shape[perm[d]];
+        vst[d] = st[perm[d]];
+    }
+    lithe_tensor *v = NULL;
+    LITHE__TRY(view(X, X->ndim, shape, vst, 0, &v));
+    lithe_status s = new_f32(x, X->ndim, shape, false, out);
+    if (s == LITHE_OK) s = lithe__op_copy(x->be, *out, v);
+    lithe_tensor_release(v);
+    return s;
+}
+
 /* Each family file's forward and backward functions, for the table (table.c) and the fused nodes
  * (fused.c); external, so named lithe__gop_* in the library. */
 /* shape.c */

@@ -58,21 +58,6 @@ typedef struct rlay {
     int64_t perm[LITHE_MAX_DIMS], pshape[LITHE_MAX_DIMS];
 } rlay;
 
-static lithe_status perm_copy(lithe__gexec *x, lithe_tensor *X, const int64_t *perm, lithe_tensor **out) {
-    int64_t st[LITHE_MAX_DIMS] = {0}, shape[LITHE_MAX_DIMS], vst[LITHE_MAX_DIMS];
-    contiguous_strides(X->ndim, X->shape, st);
-    for (int d = 0; d < X->ndim; d++) {
-        shape[d] = X->shape[perm[d]];
-        vst[d] = st[perm[d]];
-    }
-    lithe_tensor *v = NULL;
-    LITHE__TRY(view(X, X->ndim, shape, vst, 0, &v));
-    lithe_status s = new_f32(x, X->ndim, shape, false, out);
-    if (s == LITHE_OK) s = lithe__op_copy(x->be, *out, v);
-    lithe_tensor_release(v);
-    return s;
-}
-
 static lithe_status layout(lithe__gexec *x, lithe_tensor *X, const bool *mark, bool lead, rlay *L, lithe_tensor **Xg) {
     int lo = -1, hi = -1;
     memset(L, 0, sizeof *L);
