@@ -1,4 +1,4 @@
-// `npm run build`: builds the three .wasm files with CMake + Emscripten (presets wasm-simd,
+// `npm run build`: builds the four .wasm files (and the WebGPU one) with CMake + Emscripten (presets wasm-simd,
 // wasm-threads and wasm-scalar at the repository root) and copies them into dist/, where the
 // package loads them.
 import { spawnSync } from 'node:child_process';
@@ -26,6 +26,15 @@ for (const flavour of ['simd', 'threads', 'scalar']) {
   const built = path.join(root, 'build', `wasm-${flavour}`, 'bindings', 'js', `${name}.wasm`);
   fs.copyFileSync(built, path.join(pkg, 'dist', `${name}.wasm`));
   console.log(`dist/${name}.wasm: ${fs.statSync(built).size} bytes`);
+}
+// The WebGPU module (the SIMD128 core with backends/webgpu and the importers built in), loaded only
+// by init({ device: 'webgpu' }); its build also makes the conformance module tests/webgpu runs.
+run(['cmake', '--preset', 'wasm-webgpu']);
+run(['cmake', '--build', '--preset', 'wasm-webgpu', '-j', jobs]);
+{
+  const built = path.join(root, 'build', 'wasm-webgpu', 'bindings', 'js', 'lithe-webgpu.wasm');
+  fs.copyFileSync(built, path.join(pkg, 'dist', 'lithe-webgpu.wasm'));
+  console.log(`dist/lithe-webgpu.wasm: ${fs.statSync(built).size} bytes`);
 }
 // The importer module (ONNX, TF.js, the graph executor and its convolutions), one per core build.
 for (const [flavour, name] of [['simd', 'lithe-importers-simd'], ['scalar', 'lithe-importers']]) {

@@ -41,6 +41,11 @@ export interface InitOptions {
    *  model first needs it (default: the package's file for the build); or true to link the
    *  package's own at init. */
   importers?: true | Uint8Array | ArrayBuffer | URL | string | WebAssembly.Module;
+  /** 'cpu' (default) or 'webgpu': ask WebGPU for an adapter and, when one answers, load the WebGPU
+   *  module (dist/lithe-webgpu.wasm, or `wasm`); without one, the CPU module (InitInfo.deviceReason says why). */
+  device?: 'cpu' | 'webgpu';
+  /** The GPU to ask: navigator.gpu by default; in Node, e.g. the webgpu package's create([]). */
+  gpu?: unknown;
 }
 export interface InitInfo {
   simd: boolean;
@@ -49,7 +54,13 @@ export interface InitInfo {
   /** The module running: the threads build, the SIMD128 build or the scalar one. */
   build: 'simd-threads' | 'simd' | 'scalar';
   version: string;
+  /** Where models can compute: 'webgpu' when init({ device: 'webgpu' }) found an adapter. */
+  device: 'cpu' | 'webgpu';
+  /** Why WebGPU was not used when it was asked for (no navigator.gpu, no adapter, ...), else null. */
+  deviceReason: string | null;
 }
+/** The device the module computes on, and the WebGPU recorder's counters (dispatches, submits, read-backs, ...). */
+export declare function device(): { device: 'cpu' | 'webgpu'; reason: string | null; info: unknown; stats: Record<string, number> | null };
 
 /** Loads and starts the WebAssembly module once; later calls return the same promise. */
 export declare function init(options?: InitOptions): Promise<InitInfo>;
@@ -130,6 +141,13 @@ export declare class Model extends Handle {
   /** begin_update, loss, backprop, finish_update; returns the loss of the output before the update
    *  (the mean cross-entropy or mean squared error; Thinc's sum of squared gradients with report: 'thinc'). */
   trainStep(step: TrainStep): number;
+  /** Moves the weights to 'webgpu' (after init({ device: 'webgpu' }) found an adapter) or back to 'cpu'.
+   *  A model on WebGPU predicts and trains through predictAsync / trainStepAsync only. */
+  to(device: 'cpu' | 'webgpu'): Promise<this>;
+  /** predict as a promise (on WebGPU: one submit for the forward pass, one read-back of the output). */
+  predictAsync(x: TensorLike, shape?: readonly number[]): Promise<Tensor<Float32Array>>;
+  /** trainStep as a promise (on WebGPU the loss is a read-back). */
+  trainStepAsync(step: TrainStep): Promise<number>;
   /** Grows the output layer to n classes, keeping the old rows (new ones start at zero). */
   resizeOutput(n: number): this;
   /** The model as .lithe bytes (with the optimizer's state when one is given). */

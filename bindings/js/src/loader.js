@@ -196,7 +196,8 @@ async function startWorkers(module, memory, exports, n, threadUrl) {
 // one's own; a threads module is recognised by its imported memory), simd (force or refuse the
 // SIMD128 builds), threads (threads in all, >= 1), threadUrl (where src/thread.js is served, when a
 // bundler moved it), print(fd, text) for C's stdout/stderr.
-export async function instantiate({ wasm, simd, print, threads, threadUrl } = {}) {
+// extraImports(getMemory): more import namespaces (the WebGPU module's lithe_webgpu: webgpu.js).
+export async function instantiate({ wasm, simd, print, threads, threadUrl, extraImports } = {}) {
   const useSimd = simd ?? simdSupported();
   const want = Math.max(1, Math.min(65, Math.floor(threads ?? (await defaultThreads()))));
   let build = useSimd ? 'simd' : 'scalar';
@@ -227,6 +228,7 @@ export async function instantiate({ wasm, simd, print, threads, threadUrl } = {}
     }
   }
   const imports = moduleImports(module, () => memory, print, memory);
+  if (extraImports) Object.assign(imports, extraImports(() => memory));
   const instance = await WebAssembly.instantiate(module, imports);
   memory = instance.exports.memory ?? memory;
   instance.exports._initialize?.();

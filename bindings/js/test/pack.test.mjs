@@ -34,8 +34,8 @@ test('npm pack yields a package that installs and works by name', () => {
   assert.equal(packed.status, 0, packed.stderr);
   const [info] = JSON.parse(packed.stdout);
   const files = info.files.map((f) => f.path).sort();
-  for (const f of ['LICENSE', 'README.md', 'dist/lithe-importers.wasm', 'dist/lithe-importers-simd.wasm', 'dist/lithe-scalar.wasm', 'dist/lithe-simd.wasm', 'dist/lithe-simd-threads.wasm', 'package.json',
-    'src/index.d.ts', 'src/index.js', 'src/loader.js', 'src/raw.js', 'src/thread.js', 'src/esbuild.js', 'src/esbuild.d.ts'])
+  for (const f of ['LICENSE', 'README.md', 'dist/lithe-importers.wasm', 'dist/lithe-importers-simd.wasm', 'dist/lithe-scalar.wasm', 'dist/lithe-simd.wasm', 'dist/lithe-simd-threads.wasm', 'dist/lithe-webgpu.wasm', 'package.json',
+    'src/index.d.ts', 'src/index.js', 'src/loader.js', 'src/raw.js', 'src/thread.js', 'src/webgpu.js', 'src/esbuild.js', 'src/esbuild.d.ts'])
     assert.ok(files.includes(f), `${f} is in the package (${files})`);
   assert.ok(!files.some((f) => f.startsWith('test/') || f.endsWith('.c')), 'no tests or C sources in the package');
   // issue 6's bound on the download: the SIMD core module under 400 KB (docs/wasm.md, "Figures")
