@@ -743,6 +743,48 @@ LITHE_API lithe_status lithe_static_vectors(const lithe_static_vectors_opts *opt
  * Thinc's bytes (Thinc has no such flag). Statuses: LITHE_ERR_NOT_FOUND for an unknown param. */
 LITHE_API lithe_status lithe_model_set_frozen(lithe_model *m, const char *param, bool frozen);
 LITHE_API bool lithe_model_is_frozen(const lithe_model *m, const char *param);
+/* LoRA adapters (docs/training.md, "LoRA adapters"): W_eff = W + (alpha / rank) · B·A on a frozen base,
+ * with A (rank, in) drawn as U(-1/sqrt(in), 1/sqrt(in)) (PyTorch's kaiming_uniform_(a=sqrt(5)), the
+ * reference LoRA's init) from a Philox stream keyed by `seed` (adapters in walk order), and B
+ * (out, rank) zero, so the model computes what it did until a step moves B. Adapted weights: the W
+ * of the dense layers (Linear, Relu, ... — lithe_dense's — Maxout.v1: W (nO, nP, nI) as (nO·nP, nI),
+ * Softmax), named "<node name>.W" for `pattern`, and an imported graph's Gemm and MatMul weights and
+ * Conv weights (W (out, in/group, kh, kw) flattened to (out, in/group·kh·kw)), named by their
+ * initializer names. `pattern` is a glob ('*', '?'; NULL: every such weight). Every param of m's
+ * tree is frozen (lithe_model_set_frozen), the adapters' A and B are not. The model must be
+ * initialized. Training then runs as usual (begin_update, backprop, finish_update): the weight
+ * itself holds W_eff, its gradient is turned into A's and B's at finish_update, the optimizer moves
+ * only A and B (and keeps state for them only), and W_eff is recomputed. A weight's param keeps its
+ * name; the node gains params "lora_A:<W>", "lora_B:<W>" and "lora_base:<W>" (the frozen base
+ * weight) and attrs "lora_alpha:<W>", "lora_layout:<W>". Float32 weights only. Statuses:
+ * LITHE_ERR_VALUE (rank outside [1, 2^20], alpha not finite), LITHE_ERR_NOT_FOUND (no weight
+ * matches), LITHE_ERR_STATE (a weight not allocated, or adapted already: nothing is changed). */
+LITHE_API lithe_status lithe_model_add_lora(lithe_model *m, const char *pattern, int64_t rank, float alpha,
+                                            uint64_t seed);
+/* How many adapted weights m's tree has. */
+LITHE_API size_t lithe_model_lora_count(const lithe_model *m);
+/* Merges every adapter into its weight (W = base + (alpha / rank) · B·A, from A and B as they are
+ * now) and drops the adapters' params and attrs: the model is then an ordinary model (saves,
+ * exports to Thinc bytes and ONNX as any). Freezing is left as it is (lithe_model_set_frozen(m,
+ * NULL, false) thaws all). Optimizer state kept for A and B stays in the optimizer. */
+LITHE_API lithe_status lithe_model_merge_lora(lithe_model *m);
+/* The hash naming a base model in an adapter file: FNV-1a 64 over every base weight of the tree
+ * (node index, name, dtype, shape, values; an adapted weight counts as its base), as 16 hex digits
+ * and a NUL in out (cap >= 17). */
+LITHE_API lithe_status lithe_model_lora_base_hash(lithe_model *m, char *out, size_t cap);
+/* The adapters alone, as a small .lithe file (docs/format.md, "LoRA adapters"): A, B, alpha and
+ * layout of each, and the base's hash. _bytes: *out is freed with lithe_buffer_free. Statuses:
+ * LITHE_ERR_STATE (no adapters), LITHE_ERR_UNSUPPORTED (a weight name over 64 bytes), I/O. */
+LITHE_API lithe_status lithe_model_save_lora(lithe_model *m, const char *path);
+LITHE_API lithe_status lithe_model_save_lora_bytes(lithe_model *m, uint8_t **out, size_t *len);
+/* Applies saved adapters to m, a model without adapters whose weights hash as the file's base
+ * (lithe_model_lora_base_hash): freezes m's tree and attaches each adapter as
+ * lithe_model_add_lora would, with the file's A and B (W_eff follows). Statuses: LITHE_ERR_VALUE
+ * ("trained on a base whose weights hash to ..., this model's hash to ...": a different base; or a
+ * weight the file names that m lacks), LITHE_ERR_STATE (m has adapters), LITHE_ERR_FORMAT (not an
+ * adapter file), and the .lithe reader's. On failure m keeps no adapter. */
+LITHE_API lithe_status lithe_model_load_lora(lithe_model *m, const char *path);
+LITHE_API lithe_status lithe_model_load_lora_bytes(lithe_model *m, const uint8_t *data, size_t len);
 /* Thinc's `with model.use_params(optimizer.averages): fn(model)`: swaps the averages in, calls
  * fn(m, user), swaps them back — also when fn fails — and returns fn's status (its message stays
  * lithe_last_error()). */

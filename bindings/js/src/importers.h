@@ -47,6 +47,8 @@ typedef struct lithe__importers {
     lithe_status (*tfjs_save_bytes)(lithe_model *m, char **json, size_t *json_len, uint8_t **weights,
                                     size_t *weights_len);
     lithe_status (*tfjs_save)(lithe_model *m, const char *dir);
+    /* LoRA on a graph's weights (core/graph/graph_lora.c) */
+    lithe_status (*graph_lora_weights)(lithe_model *m, lithe__lora_found fn, void *user);
 } lithe__importers;
 void lithe__importers_set(const lithe__importers *h);
 bool lithe__importers_wanted(void); /* a call since the last query needed the missing module */
