@@ -539,6 +539,67 @@ class Model:
         return self
 
     @_locked
+    def add_lora(self, pattern: Optional[str] = None, rank: int = 8, alpha: float = 16.0, seed: int = 0) -> int:
+        """LoRA adapters (lithe_model_add_lora): W_eff = W + (alpha / rank) B·A on every dense layer's W
+        (named "<node name>.W") and imported graph's Gemm / MatMul / Conv weight (initializer names)
+        matching the glob `pattern` (None: all), with the rest of the model frozen. Training then
+        moves only the adapters. Returns how many weights the model now adapts."""
+        _lib.check(_lib.model_add_lora(self._ptr, pattern.encode() if pattern is not None else None, rank, alpha,
+                                       seed))
+        return int(_lib.model_lora_count(self._ptr))
+
+    @property
+    def lora_count(self) -> int:
+        """How many weights carry a LoRA adapter."""
+        return int(_lib.model_lora_count(self._ptr))
+
+    @_locked
+    def merge_lora(self) -> "Model":
+        """Merges every adapter into its weight and drops the adapters (lithe_model_merge_lora): an
+        ordinary model again, which saves and exports (ONNX, Thinc bytes) as any. Returns self."""
+        _lib.check(_lib.model_merge_lora(self._ptr))
+        return self
+
+    @_locked
+    def lora_base_hash(self) -> str:
+        """The hash of the base weights an adapter file names (16 hex digits)."""
+        buf = ctypes.create_string_buffer(17)
+        _lib.check(_lib.model_lora_base_hash(self._ptr, buf, 17))
+        return buf.value.decode()
+
+    @_locked
+    def lora_to_bytes(self) -> bytes:
+        """The adapters alone as a small .lithe file's bytes (lithe_model_save_lora_bytes)."""
+        buf = ctypes.POINTER(ctypes.c_uint8)()
+        n = ctypes.c_size_t()
+        _lib.check(_lib.model_save_lora_bytes(self._ptr, ctypes.byref(buf), ctypes.byref(n)))
+        try:
+            return ctypes.string_at(buf, n.value)
+        finally:
+            _lib.buffer_free(buf)
+
+    def save_lora(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        """Writes the adapters alone (see lora_to_bytes), atomically."""
+        data = self.lora_to_bytes()
+        path = os.fspath(path)
+        tmp = path + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+
+    @_locked
+    def load_lora_bytes(self, data: bytes) -> "Model":
+        """Applies saved adapters (lithe_model_load_lora_bytes); a model whose base weights differ
+        from the adapters' base is a LitheError (LITHE_ERR_VALUE). Returns self."""
+        _lib.check(_lib.model_load_lora_bytes(self._ptr, bytes(data), len(data)))
+        return self
+
+    def load_lora(self, path: Union[str, "os.PathLike[str]"]) -> "Model":
+        """Applies adapters saved by save_lora (see load_lora_bytes)."""
+        with open(os.fspath(path), "rb") as f:
+            return self.load_lora_bytes(f.read())
+
+    @_locked
     def walk(self) -> List["Node"]:
         """The tree's nodes in Thinc's walk order (breadth-first), as Node handles that borrow from
         this model (they keep it alive)."""

@@ -139,6 +139,15 @@ model_get_param = _sig("lithe_model_get_param", ctypes.c_int, c_p, ctypes.c_char
 model_has_grad = _sig("lithe_model_has_grad", ctypes.c_bool, c_p, ctypes.c_char_p)
 model_get_grad = _sig("lithe_model_get_grad", ctypes.c_int, c_p, ctypes.c_char_p, PP)
 model_is_frozen = _sig("lithe_model_is_frozen", ctypes.c_bool, c_p, ctypes.c_char_p)
+# LoRA adapters (issue 26 item 2)
+model_add_lora = _sig("lithe_model_add_lora", ctypes.c_int, c_p, ctypes.c_char_p, ctypes.c_int64, ctypes.c_float,
+                      ctypes.c_uint64)
+model_lora_count = _sig("lithe_model_lora_count", ctypes.c_size_t, c_p)
+model_merge_lora = _sig("lithe_model_merge_lora", ctypes.c_int, c_p)
+model_lora_base_hash = _sig("lithe_model_lora_base_hash", ctypes.c_int, c_p, ctypes.c_char_p, ctypes.c_size_t)
+model_save_lora_bytes = _sig("lithe_model_save_lora_bytes", ctypes.c_int, c_p,
+                             ctypes.POINTER(ctypes.POINTER(ctypes.c_uint8)), ctypes.POINTER(ctypes.c_size_t))
+model_load_lora_bytes = _sig("lithe_model_load_lora_bytes", ctypes.c_int, c_p, ctypes.c_char_p, ctypes.c_size_t)
 model_save_bytes = _sig("lithe_model_save_bytes", ctypes.c_int, c_p, c_p, ctypes.POINTER(ctypes.POINTER(ctypes.c_uint8)),
                         ctypes.POINTER(ctypes.c_size_t))
 model_load_bytes = _sig("lithe_model_load_bytes", ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t, PP)
