@@ -133,6 +133,14 @@ export declare class Model extends Handle {
   /** Grows the output layer to n classes, keeping the old rows (new ones start at zero). */
   resizeOutput(n: number): this;
   /** The model as .lithe bytes (with the optimizer's state when one is given). */
+  /** LoRA adapters on the weights matching the glob `pattern` (all dense / Gemm / MatMul / Conv
+   * weights when omitted), the rest frozen; returns how many weights carry one. */
+  addLora(options?: { pattern?: string; rank?: number; alpha?: number; seed?: number }): number;
+  readonly loraCount: number;
+  mergeLora(): this;
+  loraBaseHash(): string;
+  saveLora(): Uint8Array;
+  loadLora(bytes: Uint8Array | ArrayBuffer): this;
   save(options?: { optimizer?: Optimizer }): Uint8Array;
   /** The model as ONNX bytes with its current weights, for onnxruntime or Triton (lithe_model_save_onnx_bytes). */
   saveOnnx(): Uint8Array;

@@ -406,6 +406,68 @@ export class Model extends Handle {
     const artifacts = { ...rest, weightSpecs: weightsManifest.flatMap((g) => g.weights), weightData: weights.buffer };
     return { modelJson, weights, artifacts };
   }
+  // LoRA adapters (lithe_model_add_lora, docs/training.md): W_eff = W + (alpha / rank) B·A on every
+  // dense layer's W (named "<node name>.W") and imported graph's Gemm / MatMul / Conv weight
+  // (initializer names) matching the glob `pattern` (omitted: all), the rest of the model frozen:
+  // trainStep then moves only the adapters. Returns how many weights carry one.
+  addLora({ pattern, rank = 8, alpha = 16, seed = 0 } = {}) {
+    const r = need();
+    intArg('addLora', 'rank', rank, 1, 1 << 20);
+    intArg('addLora', 'seed', seed, 0, 2 ** 32 - 1);
+    const pp = pattern === undefined || pattern === null ? 0 : r.allocString(String(pattern));
+    try {
+      this.#prepared = false;
+      r.check(runLoader(() => r.lithe_js_add_lora(this.ptr, pp, rank, alpha, seed), true));
+    } finally {
+      if (pp) r.free(pp);
+    }
+    return r.lithe_model_lora_count(this.ptr);
+  }
+  // How many weights carry a LoRA adapter.
+  get loraCount() {
+    return need().lithe_model_lora_count(this.ptr);
+  }
+  // Merges the adapters into their weights (lithe_model_merge_lora): an ordinary model again, which
+  // saves and exports (saveOnnx) as any.
+  mergeLora() {
+    this.#prepared = false;
+    need().check(raw.lithe_model_merge_lora(this.ptr));
+    return this;
+  }
+  // The hash of the base weights an adapter file names (16 hex digits).
+  loraBaseHash() {
+    const r = need();
+    const p = r.malloc(17);
+    try {
+      r.check(r.lithe_model_lora_base_hash(this.ptr, p, 17));
+      return r.cstring(p);
+    } finally {
+      r.free(p);
+    }
+  }
+  // The adapters alone as a small .lithe file's bytes (lithe_model_save_lora_bytes).
+  saveLora() {
+    const r = need();
+    r.check(r.lithe_model_save_lora_bytes(this.ptr, r.outPtr(0), r.outPtr(1)));
+    const p = r.readU32(r.outPtr(0)), n = r.readU32(r.outPtr(1));
+    const bytes = r.u8().slice(p, p + n);
+    r.lithe_buffer_free(p);
+    return bytes;
+  }
+  // Applies adapters saved by saveLora (Uint8Array / ArrayBuffer) to this model; adapters trained
+  // on another base (different weights) throw LITHE_ERR_VALUE.
+  loadLora(bytes) {
+    const r = need();
+    const u8 = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
+    const p = r.allocBytes(u8);
+    try {
+      this.#prepared = false;
+      r.check(runLoader(() => r.lithe_model_load_lora_bytes(this.ptr, p, u8.byteLength), true));
+    } finally {
+      r.free(p);
+    }
+    return this;
+  }
   // The model as .lithe bytes (with the optimizer's state when one is given).
   save({ optimizer: opt } = {}) {
     const r = need();
