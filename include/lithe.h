@@ -1359,7 +1359,8 @@ LITHE_API lithe_status lithe_npy_write_file(const lithe_tensor *t, const char *p
 /* m's tree as Thinc 8's to_bytes writes it (one msgpack map: nodes, attrs, params in srsly's numpy
  * encoding, shims), byte for byte, so Thinc's from_bytes loads it. *out is freed with
  * lithe_buffer_free. Statuses: LITHE_ERR_VALUE (a ref outside the tree), LITHE_ERR_UNSUPPORTED
- * (shims: see lithe_model_to_thinc_bytes_shims; an attr Thinc cannot hold), LITHE_ERR_OOM. */
+ * (shims: see lithe_model_to_thinc_bytes_shims; an attr Thinc cannot hold), LITHE_ERR_STATE (live LoRA
+ * adapters: merge them first, lithe_model_merge_lora), LITHE_ERR_OOM. */
 LITHE_API lithe_status lithe_model_to_thinc_bytes(lithe_model *m, uint8_t **out, size_t *len);
 /* The same for a tree with wrapped-framework graphs (a Thinc PyTorchWrapper exported by
  * lithe.export: an "onnx_graph.v1" node, whose weights Thinc keeps in the node's shim, not its

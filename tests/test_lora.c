@@ -162,13 +162,25 @@ static void test_mlp_against_torch(void **state) {
            len, hash0, lithe_last_error());
     lithe_buffer_free(file);
 
+    /* the whole model with live adapters: a .lithe round trip keeps them; Thinc bytes refuse them */
+    uint8_t *whole = NULL;
+    OK(lithe_model_save_bytes(m2, NULL, &whole, &len));
+    lithe_model *m5 = NULL;
+    OK(lithe_model_load_bytes(whole, len, &m5));
+    assert_int_equal(lithe_model_lora_count(m5), 3);
+    lithe_value *Y5 = predict(m5, "lora.mlp.x");
+    assert_true(max_diff(Y, Y5) == 0.0);
+    lithe_value_release(Y5);
+    lithe_model_free(m5);
+    lithe_buffer_free(whole);
+    uint8_t *tb = NULL;
+    assert_int_equal(lithe_model_to_thinc_bytes(m2, &tb, &len), LITHE_ERR_STATE);
     /* merged: an ordinary model, same outputs; Thinc bytes round trip */
     OK(lithe_model_merge_lora(m2));
     assert_int_equal(lithe_model_lora_count(m2), 0);
     assert_int_equal(lithe_model_n_params(n2[1]), 2);
     lithe_value *Y3 = predict(m2, "lora.mlp.x");
     assert_true(max_diff(Y, Y3) < 1e-6);
-    uint8_t *tb = NULL;
     OK(lithe_model_to_thinc_bytes(m2, &tb, &len));
     lithe_model *n4[3], *m4 = mlp_base(n4);
     OK(lithe_model_from_thinc_bytes(m4, tb, len));

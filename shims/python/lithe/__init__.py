@@ -578,14 +578,10 @@ class Model:
         finally:
             _lib.buffer_free(buf)
 
+    @_locked
     def save_lora(self, path: Union[str, "os.PathLike[str]"]) -> None:
-        """Writes the adapters alone (see lora_to_bytes), atomically."""
-        data = self.lora_to_bytes()
-        path = os.fspath(path)
-        tmp = path + ".tmp"
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
+        """Writes the adapters alone (see lora_to_bytes), atomically (lithe_model_save_lora)."""
+        _lib.check(_lib.model_save_lora(self._ptr, _path(path, "lithe.Model.save_lora")))
 
     @_locked
     def load_lora_bytes(self, data: bytes) -> "Model":
@@ -594,10 +590,11 @@ class Model:
         _lib.check(_lib.model_load_lora_bytes(self._ptr, bytes(data), len(data)))
         return self
 
+    @_locked
     def load_lora(self, path: Union[str, "os.PathLike[str]"]) -> "Model":
-        """Applies adapters saved by save_lora (see load_lora_bytes)."""
-        with open(os.fspath(path), "rb") as f:
-            return self.load_lora_bytes(f.read())
+        """Applies adapters saved by save_lora (lithe_model_load_lora; see load_lora_bytes)."""
+        _lib.check(_lib.model_load_lora(self._ptr, _path(path, "lithe.Model.load_lora")))
+        return self
 
     @_locked
     def walk(self) -> List["Node"]:

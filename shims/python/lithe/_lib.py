@@ -147,6 +147,8 @@ model_merge_lora = _sig("lithe_model_merge_lora", ctypes.c_int, c_p)
 model_lora_base_hash = _sig("lithe_model_lora_base_hash", ctypes.c_int, c_p, ctypes.c_char_p, ctypes.c_size_t)
 model_save_lora_bytes = _sig("lithe_model_save_lora_bytes", ctypes.c_int, c_p,
                              ctypes.POINTER(ctypes.POINTER(ctypes.c_uint8)), ctypes.POINTER(ctypes.c_size_t))
+model_save_lora = _sig("lithe_model_save_lora", ctypes.c_int, c_p, ctypes.c_char_p)
+model_load_lora = _sig("lithe_model_load_lora", ctypes.c_int, c_p, ctypes.c_char_p)
 model_load_lora_bytes = _sig("lithe_model_load_lora_bytes", ctypes.c_int, c_p, ctypes.c_char_p, ctypes.c_size_t)
 model_save_bytes = _sig("lithe_model_save_bytes", ctypes.c_int, c_p, c_p, ctypes.POINTER(ctypes.POINTER(ctypes.c_uint8)),
                         ctypes.POINTER(ctypes.c_size_t))
