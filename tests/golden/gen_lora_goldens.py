@@ -23,13 +23,11 @@ lora.C.rank, lora.C.alpha, lora.C.base.<weight> (mlp: every base param), lora.C.
 lora.C.sgd.A.<weight>, lora.C.sgd.B.<weight> (after five steps), lora.C.weff.<weight> (base + s B·A
 after them, in the weight's own layout) and lora.C.y (the output after the steps).
 """
-import io
-import os
 import sys
 
 import numpy
 
-from golden_records import rec, write
+from golden_records import rec, torch_onnx_bytes, write
 
 try:
     import torch
@@ -138,10 +136,7 @@ with torch.no_grad():
     for p in model.parameters():
         p.copy_(t(rng.standard_normal(tuple(p.shape)) * 0.3))
 x = t(rng.standard_normal((3, 2, 4, 4)))
-buf = io.BytesIO()
-torch.onnx.export(model, (x,), buf, opset_version=13, input_names=["x"], output_names=["y"],
-                  do_constant_folding=False)
-rec("lora_cnn.onnx", numpy.frombuffer(buf.getvalue(), dtype="uint8"))
+rec("lora_cnn.onnx", numpy.frombuffer(torch_onnx_bytes(model, x, 13), dtype="uint8"))
 for p in model.parameters():
     p.requires_grad_(False)
 ad = {
