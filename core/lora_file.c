@@ -7,6 +7,7 @@
  * then every shape against the model it is applied to. */
 #include "internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,9 +185,11 @@ static lithe_status find_layout(lithe_model *m, const char *pn, int layout, void
 static lithe_status apply_one(lithe_model *const *nodes, size_t n, lithe_model *c, const lithe__attr *at) {
     size_t i = 0;
     const char *rest = NULL;
-    if (!split_name(at->name, &i, &rest) || strncmp(rest, "lora_alpha:", 11) || at->type != LITHE_ATTR_FLOAT)
+    if (!split_name(at->name, &i, &rest) || strncmp(rest, "lora_alpha:", 11))
         return LITHE_OK; /* not an adapter's alpha */
     const char *pn = rest + 11;
+    if (at->type != LITHE_ATTR_FLOAT || !isfinite(at->v.f))
+        return lithe__fail(LITHE_ERR_FORMAT, "LoRA adapters: '%s' has no finite alpha", pn);
     if (i >= n) return lithe__fail(LITHE_ERR_FORMAT, "LoRA adapters: node %zu is past the model's %zu nodes", i, n);
     char k[256];
     int64_t layout = 0;
