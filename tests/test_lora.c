@@ -160,6 +160,19 @@ static void test_mlp_against_torch(void **state) {
     assert_int_equal(lithe_model_lora_count(m3), 0);
     printf("test_lora: adapter file %zu bytes (base %s); reloaded onto the base: same outputs; another base: %s\n",
            len, hash0, lithe_last_error());
+    /* a file naming a node the model lacks (walk index 3 -> 9, everywhere): refused, nothing kept */
+    uint8_t *bad = malloc(len);
+    memcpy(bad, file, len);
+    int renamed = 0;
+    for (size_t i = 0; i + 7 <= len; i++)
+        if (!memcmp(bad + i, "3/lora_", 7)) bad[i] = '9', renamed++;
+    assert_true(renamed >= 4);
+    lithe_model *n6[3], *m6 = mlp_base(n6);
+    assert_int_equal(lithe_model_load_lora_bytes(m6, bad, len), LITHE_ERR_FORMAT);
+    assert_non_null(strstr(lithe_last_error(), "past the model's"));
+    assert_int_equal(lithe_model_lora_count(m6), 0);
+    lithe_model_free(m6);
+    free(bad);
     lithe_buffer_free(file);
 
     /* the whole model with live adapters: a .lithe round trip keeps them; Thinc bytes refuse them */
