@@ -477,6 +477,44 @@ torch.manual_seed(15)
 export("thresh", Thresh(), own_x(33, 5, 6), 13, lr=0.01, rewrite=thresholded_node)
 
 
+# ---- Conv + HardSwish / HardSigmoid / Sigmoid fusion (issue 23's speed: mobilenet_v3) ----
+class ConvHardSwish(nn.Module):
+    """Conv + activation as the graph layer fuses it for mobilenet_v3 (core/graph/fuse.c): the
+    stem's strided Conv + Hardswish (opset 13 exports Mul(z, HardSigmoid(z)), opset 14 HardSwish),
+    a depthwise Conv + Hardswish, the squeeze-excite gate's 1x1 Conv + Hardsigmoid, a Conv +
+    Sigmoid; near misses (not fused): a Conv whose output Hardswish and an Add both read, a
+    Hardsigmoid read by the Mul and an Add. Weights scaled so the activations' inputs span their
+    kinks at -3 and 3."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.c2 = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.c3 = nn.Conv2d(8, 8, 1)
+        self.c4 = nn.Conv2d(8, 6, 1)
+        self.c5 = nn.Conv2d(6, 6, 3, padding=1)
+        self.c6 = nn.Conv2d(6, 4, 1)
+        with torch.no_grad():
+            for c in (self.c1, self.c2, self.c3, self.c5, self.c6):
+                c.weight.mul_(4.0)
+
+    def forward(self, x):                                       # x (N, 3, 9, 9)
+        h = F.hardswish(self.c1(x))                             # fused, stride 2
+        h = F.hardswish(self.c2(h))                             # fused, depthwise
+        h = h * F.hardsigmoid(self.c3(F.adaptive_avg_pool2d(h, 1)))  # the gate's Conv fused
+        h = torch.sigmoid(self.c4(h))                           # fused
+        c = self.c5(h)
+        h = F.hardswish(c) + c                                  # near miss: c has a third reader
+        c = self.c6(h)
+        s = F.hardsigmoid(c)
+        return c * s + s                                        # near miss: s has a second reader
+
+
+for opset in (13, 14):
+    torch.manual_seed(16)
+    export(f"convhswish{opset}", ConvHardSwish(), own_x(34, 2, 3, 9, 9), opset, lr=0.002)
+
+
 
 def external_data_files(folder):
     """lenet saved by onnx.save_model(..., save_as_external_data=True) into folder/: one data file
