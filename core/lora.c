@@ -335,13 +335,11 @@ typedef struct add_ctx {
 
 static lithe_status add_one(lithe_model *m, const char *pn, int layout, void *user) {
     add_ctx *c = user;
-    char full[320];
-    const char *name = pn;
-    if (!lithe__lora_is_graph(m)) { /* native nodes: "<node name>.<param>" */
-        snprintf(full, sizeof full, "%s.%s", m->name, pn);
-        name = full;
-    }
-    if (c->pattern && !lithe__glob(c->pattern, name)) return LITHE_OK;
+    /* the param's name or "<node name>/<param>", as lithe_model_freeze_matching matches */
+    char full[512];
+    int n = snprintf(full, sizeof full, "%s/%s", m->name, pn);
+    const char *name = n > 0 && (size_t)n < sizeof full ? full : pn;
+    if (c->pattern && !lithe__glob(c->pattern, pn) && !lithe__glob(c->pattern, name)) return LITHE_OK;
     if (c->dry) {
         const lithe__param *P = lithe__model_find_param(m, pn);
         if (!P || !P->value)
@@ -381,8 +379,8 @@ static lithe_status add_lora(lithe_model *m, const char *pattern, int64_t rank, 
     add_ctx c = {pattern, rank, alpha, {seed, 0}, 0, true};
     lithe_status s = lithe__lora_each_weight(w.v, w.n, add_one, &c);
     if (s == LITHE_OK && !c.added)
-        s = lithe__fail(LITHE_ERR_NOT_FOUND, "lithe_model_add_lora: no weight matches '%s' (native dense layers' "
-                        "weights are named \"<node name>.W\", a graph's by their initializer names)",
+        s = lithe__fail(LITHE_ERR_NOT_FOUND, "lithe_model_add_lora: no weight matches '%s' (a weight matches by its "
+                        "param name, \"W\" or a graph's initializer name, or as \"<node name>/<param>\")",
                         pattern ? pattern : "*");
     if (s == LITHE_OK) {
         lithe__lora_freeze_base(w.v, w.n);

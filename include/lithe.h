@@ -743,14 +743,15 @@ LITHE_API lithe_status lithe_static_vectors(const lithe_static_vectors_opts *opt
  * Thinc's bytes (Thinc has no such flag). Statuses: LITHE_ERR_NOT_FOUND for an unknown param. */
 LITHE_API lithe_status lithe_model_set_frozen(lithe_model *m, const char *param, bool frozen);
 LITHE_API bool lithe_model_is_frozen(const lithe_model *m, const char *param);
-/* LoRA adapters (docs/training.md, "LoRA adapters"): W_eff = W + (alpha / rank) · B·A on a frozen base,
+/* LoRA adapters (docs/api.md, "LoRA adapters"): W_eff = W + (alpha / rank) · B·A on a frozen base,
  * with A (rank, in) drawn as U(-1/sqrt(in), 1/sqrt(in)) (PyTorch's kaiming_uniform_(a=sqrt(5)), the
  * reference LoRA's init) from a Philox stream keyed by `seed` (adapters in walk order), and B
  * (out, rank) zero, so the model computes what it did until a step moves B. Adapted weights: the W
  * of the dense layers (Linear, Relu, ... — lithe_dense's — Maxout.v1: W (nO, nP, nI) as (nO·nP, nI),
- * Softmax), named "<node name>.W" for `pattern`, and an imported graph's Gemm and MatMul weights and
- * Conv weights (W (out, in/group, kh, kw) flattened to (out, in/group·kh·kw)), named by their
- * initializer names. `pattern` is a glob ('*', '?'; NULL: every such weight). Every param of m's
+ * Softmax), and an imported graph's Gemm and MatMul weights and Conv weights (W (out, in/group, kh,
+ * kw) flattened to (out, in/group·kh·kw)). `pattern` is a glob ('*', '?'; NULL: every such weight)
+ * matched, as lithe_model_freeze_matching's, against the param's name ("W", a graph's initializer
+ * name "fc.weight") or "<node name>/<param>" ("relu/W"). Every param of m's
  * tree is frozen (lithe_model_set_frozen), the adapters' A and B are not. The model must be
  * initialized. Training then runs as usual (begin_update, backprop, finish_update): the weight
  * itself holds W_eff, its gradient is turned into A's and B's at finish_update, the optimizer moves

@@ -286,11 +286,11 @@ static void test_errors(void **state) {
     uint8_t *b = NULL;
     size_t len = 0;
     assert_int_equal(lithe_model_save_lora_bytes(m, &b, &len), LITHE_ERR_STATE); /* no adapters */
-    OK(lithe_model_add_lora(m, "linear.W", 2, 1.0f, 1));
+    OK(lithe_model_add_lora(m, "linear/W", 2, 1.0f, 1));
     assert_int_equal(lithe_model_lora_count(m), 1);
-    assert_int_equal(lithe_model_add_lora(m, "linear.*", 2, 1.0f, 1), LITHE_ERR_STATE); /* adapted already */
+    assert_int_equal(lithe_model_add_lora(m, "linear/*", 2, 1.0f, 1), LITHE_ERR_STATE); /* adapted already */
     assert_int_equal(lithe_model_lora_count(m), 1);
-    OK(lithe_model_add_lora(m, "re?u.W", 3, 1.0f, 1));
+    OK(lithe_model_add_lora(m, "re?u/W", 3, 1.0f, 1));
     assert_int_equal(lithe_model_lora_count(m), 2);
     /* a whole .lithe model is not an adapter file */
     nodes[0] = dense("Linear.v1", 2, 2, 0);

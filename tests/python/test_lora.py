@@ -32,9 +32,9 @@ def test_train_save_reload_merge(tmp_path):
     model = _thinc_model()
     lm = _lithe_model(tmp_path, model)
     base = lm.lora_base_hash()
-    assert lm.add_lora(rank=2, alpha=4.0, seed=1) == 3  # relu.W, maxout.W, softmax.W
+    assert lm.add_lora(rank=2, alpha=4.0, seed=1) == 3  # relu/W, maxout/W, softmax/W
     with pytest.raises(lithe.LitheError, match="LITHE_ERR_STATE"):
-        lm.add_lora("softmax.W", rank=2)
+        lm.add_lora("softmax/W", rank=2)
     nodes = {n.name: n for n in lm.walk()}
     assert nodes["relu"].is_frozen("b") and not nodes["relu"].is_frozen("lora_A:W")
     b0 = numpy.array(numpy.from_dlpack(nodes["relu"].get_param("b")))

@@ -407,7 +407,7 @@ export class Model extends Handle {
     return { modelJson, weights, artifacts };
   }
   // LoRA adapters (lithe_model_add_lora, docs/training.md): W_eff = W + (alpha / rank) B·A on every
-  // dense layer's W (named "<node name>.W") and imported graph's Gemm / MatMul / Conv weight
+  // dense layer's W (matched by param name, "W", or "<node name>/W") and imported graph's Gemm / MatMul / Conv weight
   // (initializer names) matching the glob `pattern` (omitted: all), the rest of the model frozen:
   // trainStep then moves only the adapters. Returns how many weights carry one.
   addLora({ pattern, rank = 8, alpha = 16, seed = 0 } = {}) {
