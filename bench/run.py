@@ -70,6 +70,8 @@ LITHE = os.path.join(ROOT, A.build, "tools", "lithe", "lithe")
 WASI = {"scalar": os.path.join(ROOT, "build", "bench-wasi-scalar", "tools", "lithe", "lithe.wasm"),
         "SIMD128": os.path.join(ROOT, "build", "wasi", "tools", "lithe", "lithe.wasm")}
 JS_WASM = os.path.join(ROOT, "build", "wasm-simd", "bindings", "js", "lithe-simd.wasm")
+# issue 29: the npm threads module (preset wasm-threads), run at --threads N > 1 beside onnxruntime-web's numThreads=N
+JS_THREADS_WASM = os.path.join(ROOT, "build", "wasm-threads", "bindings", "js", "lithe-simd-threads.wasm")
 # the native CLI built with -DLITHE_XNNPACK=ON (where libxnnpack-dev is installed): inference rows only
 XNN_BUILD = os.path.join("build", "bench-xnnpack")
 XNN = os.path.join(ROOT, XNN_BUILD, "tools", "lithe", "lithe")
@@ -205,6 +207,10 @@ def build():
         if not os.path.exists(os.path.join(ROOT, "build/wasm-simd/build.ninja")):
             step("cmake --preset wasm-simd", ["cmake", "--preset", "wasm-simd"], env)
         step("build lithe-simd.wasm (npm)", ["cmake", "--build", "build/wasm-simd", "-j2"], env)
+        if any(t > 1 for t in A.threads):  # issue 29: the npm threads module
+            if not os.path.exists(os.path.join(ROOT, "build/wasm-threads/build.ninja")):
+                step("cmake --preset wasm-threads", ["cmake", "--preset", "wasm-threads"], env)
+            step("build lithe-simd-threads.wasm (npm)", ["cmake", "--build", "build/wasm-threads", "-j2"], env)
         if not os.path.exists(os.path.join(BENCH, "node_modules/onnxruntime-node")):
             # onnxruntime-node's install script fetches optional CUDA files; its CPU binaries are in the package
             step("npm ci (bench)", ["npm", "ci", "--no-audit", "--no-fund"], dict(env, ONNXRUNTIME_NODE_INSTALL="skip"),
@@ -309,6 +315,15 @@ def run_lithe_models(threads, groups):
                                                       "--wasm", JS_WASM, "--only", only,
                                                       "--workloads", ",".join(wls or ["mlp_b1"])] + timing_flags(),
                               base_env(1)))
+
+    # issue 29: the npm threads module with N threads (N - 1 worker_threads), inference only
+    if threads > 1 and os.path.exists(JS_THREADS_WASM):
+        wls = [wl for wl in WORKLOADS if WL_GROUP[wl] in groups]
+        if wls:
+            results_from(step(f"lithe npm (SIMD128 threads) t{threads}", [
+                "node", os.path.join(BENCH, "runners/lithe_js.mjs"), "--dir", WORK, "--wasm", JS_THREADS_WASM,
+                "--threads", str(threads), "--only", "infer", "--workloads", ",".join(wls)] + timing_flags(),
+                base_env(threads)))
 
 
 # ---- peers ----
@@ -632,6 +647,23 @@ def ratios(by):
             if wl in ("mlp_b64", "cnn_b32") and l1 and l2:
                 add(wl, f"{short}, 2 threads", "itself, 1 thread", l2["median_ms"], l1["median_ms"],
                     l1["median_ms"] / l2["median_ms"], 1.7, "ms")
+    # issue 29: the npm package against the WASI build of the same C (bar: within 5 %, i.e. WASI median /
+    # npm median >= 0.95), and the npm threads module against onnxruntime-web at the same thread count
+    for wl in WORKLOADS:
+        ln = next((r for (key, w, g), r in by.items() if g == "infer" and w == wl and key[0].startswith("lithe 0.")
+                   and "threads" not in key[0] and key[1].startswith("graph layer") and key[2] == 1), None)
+        lw = find("infer", wl, "lithe (WASI, SIMD128 wasm)", "graph layer")
+        if ln and lw:
+            add(wl, "npm SIMD .onnx", "WASI SIMD .onnx", ln["median_ms"], lw["median_ms"],
+                lw["median_ms"] / ln["median_ms"], 0.95, "ms")
+        for t in sorted({key[2] for (key, w, g) in by if key[2] > 1}):
+            lt = next((r for (key, w, g), r in by.items() if g == "infer" and w == wl and key[0].startswith("lithe 0.")
+                       and "threads" in key[0] and key[1].startswith("graph layer") and key[2] == t), None)
+            pt = next((r for (key, w, g), r in by.items() if g == "infer" and w == wl
+                       and key[0].startswith("onnxruntime-web") and key[2] == t), None)
+            if lt and pt:
+                add(wl, f"npm threads .onnx, {t} threads", f"onnxruntime-web, numThreads={t}", lt["median_ms"],
+                    pt["median_ms"], pt["median_ms"] / lt["median_ms"], 1.3, "ms")
     # the training step: lithe with Thinc's Adam defaults (more work than the peers' Adam: the
     # gradient norm's pass and the averages' stream), and with Adam doing the peers' work
     for adam, short in (("thinc", "Thinc's Adam defaults"), ("torch", "Adam as PyTorch's work")):

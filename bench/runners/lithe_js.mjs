@@ -5,6 +5,7 @@
 // categorical cross-entropy and Adam, as natively: Thinc's defaults (gradClip 1.0, averages), and
 // Adam doing torch.optim.Adam's (and tfjs's) work: no clipping, no averages, no L2.
 //   node lithe_js.mjs --dir BUILD/bench --wasm lithe-simd.wasm [--quick] [--workloads a,b] [--only infer,train]
+//   node lithe_js.mjs --dir BUILD/bench --wasm lithe-simd-threads.wasm --threads 2 ...
 import fs from 'node:fs';
 import path from 'node:path';
 import * as lithe from '../../bindings/js/src/index.js';
@@ -17,10 +18,12 @@ const { parseArgs, WORKLOADS } = await import('./common.mjs');
 const o = parseArgs(argv);
 // the importer module (ONNX, TF.js) beside the core it was built with (bindings/js/src/loader.js)
 const importersAt = wasm ? path.join(path.dirname(wasm), wasm.includes('scalar') ? 'lithe-importers.wasm' : 'lithe-importers-simd.wasm') : undefined;
-const info = await lithe.init(wasm ? { wasm: fs.readFileSync(wasm), simd: !wasm.includes('scalar'),
-  ...(fs.existsSync(importersAt) ? { importers: fs.readFileSync(importersAt) } : {}) } : {});
-const name = `lithe ${lithe.version()} (npm, ${lithe.usingSimd() ? 'SIMD128' : 'scalar'} wasm)`;
-void info;
+// --threads N > 1: the threads module (lithe-simd-threads.wasm, importers built in) with N - 1
+// worker_threads, as a cross-origin isolated page runs it with Web Workers
+const info = await lithe.init(wasm ? { wasm: fs.readFileSync(wasm), simd: !wasm.includes('scalar'), threads: o.threads,
+  ...(o.threads === 1 && fs.existsSync(importersAt) ? { importers: fs.readFileSync(importersAt) } : {}) } : { threads: o.threads });
+if (info.threads !== o.threads) throw new Error(`asked for ${o.threads} threads, the ${info.build} module runs ${info.threads}`);
+const name = `lithe ${lithe.version()} (npm, ${info.build === 'simd-threads' ? 'SIMD128 threads' : lithe.usingSimd() ? 'SIMD128' : 'scalar'} wasm)`;
 
 const workloads = [];
 for (const wl of o.workloads ?? Object.keys(WORKLOADS)) {
@@ -30,7 +33,7 @@ for (const wl of o.workloads ?? Object.keys(WORKLOADS)) {
 const groups = o.only ?? ['infer', 'train'];
 if (groups.includes('infer')) {
   for (const [wl, file, refFile, how] of workloads) {
-    const rec = { group: 'infer', workload: wl, runner: name, impl: 'wasm', threads: 1, config: how };
+    const rec = { group: 'infer', workload: wl, runner: name, impl: 'wasm', threads: o.threads, config: how };
     try {
       const model = lithe.loadBytes(fs.readFileSync(path.join(o.dir, file)));
       const x = npyRead(path.join(o.dir, `${wl}_x.npy`));
@@ -50,7 +53,7 @@ if (groups.includes('infer')) {
 const ADAM = [['Adam (Thinc defaults: grad_clip 1, averages)', {}],
               ["Adam as PyTorch's work (no clip, no averages, no L2)", { gradClip: 0, useAverages: false, L2: 0 }]];
 for (const [adamName, adamOpts] of groups.includes('train') ? ADAM : []) {
-  const rec = { group: 'train', workload: 'mlp_train_b64', runner: name, impl: 'wasm', threads: 1,
+  const rec = { group: 'train', workload: 'mlp_train_b64', runner: name, impl: 'wasm', threads: o.threads,
                 config: `mlp.lithe, categorical cross-entropy, ${adamName}` };
   try {
     const model = lithe.loadBytes(fs.readFileSync(path.join(o.dir, 'mlp.lithe')));
