@@ -182,6 +182,26 @@ static lithe_status graph_backward(lithe_backprop *self, const lithe_value *dYv,
         lithe_tensor_release(x->grads[i]);
         x->grads[i] = NULL;
     }
+    /* Which values need a gradient, now that the caller has said whether it wants dX: from the
+     * float inputs only then, and from the trainable params (x->needs[param] was set at forward),
+     * forward through the nodes. With dX NULL and a frozen base, no node before the first trainable
+     * weight runs its backward. */
+    for (size_t k = 0; k < g->n_in; k++) {
+        size_t slot = g->in_slots[k];
+        x->needs[slot] = dXv && x->vals[slot] && x->vals[slot]->dtype == LITHE_F32;
+    }
+    for (size_t i = 0; i < g->onnx.n_nodes; i++) {
+        if (g->node_nin[i] > 64 || g->node_nout[i] > 16) continue;
+        bool needs = false;
+        for (size_t k = 0; k < g->node_nin[i]; k++) {
+            int64_t sl = g->node_in[i][k];
+            needs = needs || (sl >= 0 && x->needs[sl]);
+        }
+        for (size_t k = 0; k < g->node_nout[i]; k++) {
+            int64_t o = g->node_out[i][k];
+            if (o >= 0) x->needs[o] = needs && x->vals[o] && x->vals[o]->dtype == LITHE_F32;
+        }
+    }
     size_t ndy = g->n_out == 1 ? 1 : lithe_value_len(dYv);
     if (ndy != g->n_out || (g->n_out > 1 && lithe_value_kind_of(dYv) != LITHE_VALUE_TUPLE &&
                             lithe_value_kind_of(dYv) != LITHE_VALUE_LIST))
