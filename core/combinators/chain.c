@@ -11,19 +11,29 @@ typedef struct chain_bp {
     lithe_rng *rngs;
 } chain_bp;
 
-static bool wants_recompute(const lithe_model *m) {
+static bool attr_on(const lithe_model *m, const char *name) {
     bool on = false;
     for (size_t i = 0; i < m->n_attrs; i++)
-        if (!strcmp(m->attrs[i].name, "recompute") && m->attrs[i].type == LITHE_ATTR_BOOL) on = m->attrs[i].v.b;
+        if (!strcmp(m->attrs[i].name, name) && m->attrs[i].type == LITHE_ATTR_BOOL) on = m->attrs[i].v.b;
     return on;
+}
+
+/* "no_input_grad": the caller never asks for dX, so the layers before the first one holding a
+ * trainable param run at training without records (their activations go as the forward moves). */
+static size_t first_recorded(const lithe_model *m, bool is_train) {
+    if (!is_train || !attr_on(m, "no_input_grad")) return 0;
+    for (size_t i = 0; i < m->n_layers; i++)
+        if (lithe__subtree_trainable(m->layers[i])) return i;
+    return m->n_layers;
 }
 
 /* The layers' forward with records (recompute: their second forward, in backprop). */
 static lithe_status run_layers(lithe_model *m, const lithe_value *X, bool is_train, lithe_value **Y, chain_bp *r) {
     lithe_value *cur = lithe_value_retain((lithe_value *)X);
+    size_t first = r ? first_recorded(m, is_train) : 0;
     for (size_t i = 0; i < m->n_layers; i++) {
         lithe_value *next = NULL;
-        lithe_status s = lithe_model_forward(m->layers[i], cur, is_train, &next, r ? &r->steps[i] : NULL);
+        lithe_status s = lithe_model_forward(m->layers[i], cur, is_train, &next, r && i >= first ? &r->steps[i] : NULL);
         lithe_value_release(cur);
         if (s != LITHE_OK) return s;
         if (r) r->n = i + 1;
@@ -54,6 +64,8 @@ static lithe_status chain_backward(lithe_backprop *self, const lithe_value *dY, 
     }
     /* Below the lowest layer holding a trainable param nothing needs a gradient unless the caller
      * wants dX: those layers' backprops are not run at all (frozen parts cost no backward). */
+    if (dX && attr_on(m, "no_input_grad"))
+        return lithe__fail(LITHE_ERR_STATE, "%s: dX asked of a chain whose attr no_input_grad is set", m->name);
     size_t stop = 0;
     if (!dX) {
         stop = r->n;
@@ -65,7 +77,7 @@ static lithe_status chain_backward(lithe_backprop *self, const lithe_value *dY, 
     }
     lithe_value *cur = lithe_value_retain((lithe_value *)dY);
     lithe_status s = LITHE_OK;
-    for (size_t i = r->n; s == LITHE_OK && i-- > stop;) {
+    for (size_t i = r->n; s == LITHE_OK && i-- > stop && r->steps[i];) {
         lithe_value *next = NULL;
         /* the lowest layer's dX is computed only if the caller wants it */
         s = lithe_backprop_run(r->steps[i], cur, (i > stop || dX) ? &next : NULL);
@@ -94,7 +106,7 @@ static void chain_destroy(lithe_backprop *self) {
 static lithe_status chain_forward(lithe_model *m, const lithe_value *X, bool is_train, lithe_value **Y,
                                   lithe_backprop **bp) {
     chain_bp *r = NULL;
-    bool recompute = bp && is_train && wants_recompute(m);
+    bool recompute = bp && is_train && attr_on(m, "recompute");
     if (bp) {
         LITHE__TRY(lithe__backprop_new(m, sizeof(chain_bp), chain_backward, chain_destroy, bp));
         r = (chain_bp *)*bp;
