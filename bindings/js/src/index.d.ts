@@ -132,6 +132,15 @@ export declare class Model extends Handle {
   trainStep(step: TrainStep): number;
   /** Grows the output layer to n classes, keeping the old rows (new ones start at zero). */
   resizeOutput(n: number): this;
+  /** Freezes (frozen = false: thaws) the params matching a glob, or the whole model; returns the count matched (-1: whole model). */
+  freeze(pattern?: string, frozen?: boolean): number;
+  isFrozen(param: string): boolean;
+  /** The bytes one training step needs, planned before running it (a dry run at 1 and 2 rows). */
+  planTrain(opts: { x: Tensor | Float32Array; shape?: number[]; batch?: number; optimizer?: Optimizer }): {
+    params: number; grads: number; optState: number; activations: number; workspace: number; total: number;
+  };
+  /** Refuse trainStep over this many bytes (0: no budget). */
+  setMemoryBudget(bytes: number, opts?: { optimizer?: Optimizer }): this;
   /** The model as .lithe bytes (with the optimizer's state when one is given). */
   save(options?: { optimizer?: Optimizer }): Uint8Array;
   /** The model as ONNX bytes with its current weights, for onnxruntime or Triton (lithe_model_save_onnx_bytes). */
