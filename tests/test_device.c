@@ -722,6 +722,10 @@ static void test_ids(void **state) {
         OK(lithe__op_gather_rows(cpu, T.c, ids.c, Y.c));
         OK(lithe__op_gather_rows(dev, T.v, ids.v, Y.v));
         expect_pair("gather_rows", Y, 0, 0);
+        if (!strcmp(LITHE_TEST_DEVICE, "vulkan")) { /* host ids handed to the device: refused, not a crash */
+            assert_int_equal(lithe__op_gather_rows(dev, T.v, ids.c, Y.v), LITHE_ERR_INVALID_ARG);
+            assert_non_null(strstr(lithe_last_error(), "lithe_tensor_to_backend"));
+        }
         OK(lithe__op_scatter_add_rows(cpu, T.c, ids.c, X.c));
         OK(lithe__op_scatter_add_rows(dev, T.v, ids.v, X.v));
         expect_pair("scatter_add_rows (duplicates in the CPU's order)", T, 0, 0);

@@ -27,7 +27,9 @@ static const char *const models[] = {"mlp11", "mlp13", "mlp17", "lenet", "mixer1
                                      /* tied weights: one initializer read by two nodes (issue 30) */
                                      "tied_mm", "tied_gemm", "tied_bmm", "tied_conv",
                                      /* activations (issue 23) */
-                                     "acts13", "acts14", "mish18", "pieces", "pieces17", "thresh"};
+                                     "acts13", "acts14", "mish18", "pieces", "pieces17", "thresh",
+                                     /* Conv + HardSwish / HardSigmoid / Sigmoid fused (issue 23's speed) */
+                                     "convhswish13", "convhswish14"};
 #define N_MODELS (sizeof models / sizeof models[0])
 
 /* The golden model name; with bytes_out, its .onnx bytes too (the caller frees them). */
@@ -603,7 +605,10 @@ static void test_fusion(void **state) {
     } want[] = {{"encoder", 4, 8, 0, 0, 12, 0}, {"mixer13", 1, 3, 1, 0, 5, 0}, {"mixer17", 0, 3, 1, 0, 4, 0},
                 {"mlp13", 0, 3, 0, 0, 3, 0},    {"ffn", 0, 2, 0, 0, 2, 0},     {"nearmiss", 0, 0, 0, 0, 0, 0},
                 {"lenet", 0, 2, 0, 1, 3, 0},    {"resblock", 0, 1, 0, 1, 3, 1}, {"convact", 0, 0, 0, 3, 3, 0},
-                {"convadd", 0, 0, 0, 1, 6, 5}};
+                {"convadd", 0, 0, 0, 1, 6, 5},
+                /* issue 23: mobilenet_v3's Conv + HardSwish (opset 13: Mul(z, HardSigmoid(z))), its gate's
+                 * Conv + HardSigmoid, a Conv + Sigmoid; two near misses */
+                {"convhswish13", 0, 0, 0, 4, 4, 0}, {"convhswish14", 0, 0, 0, 4, 4, 0}};
     for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
         const char *name = want[k].name;
         lithe_value *X = value_of(get("%s.x", name)), *R = value_of(get("%s.r", name));
@@ -650,7 +655,10 @@ static void test_fusion(void **state) {
                 worst = d > worst ? d : worst;
             }
             printf("test_onnx: %-8s fused vs unfused %s: max relative difference %.2e\n", name, v ? "dX" : "output", worst);
-            assert_true(worst <= 1e-4); /* as close as each is to torch */
+            /* as close as each is to torch; convhswish13's unfused pair rounds x clip(x / 6 + 1/2, 0, 1)
+             * (HardSigmoid's 1/6 as a float, then Mul), the fused Conv HardSwish's x clip(x + 3, 0, 6) / 6,
+             * torch's formula: ulps apart, which its x4 weights grow (both within 1e-5 of torch) */
+            assert_true(worst <= (strcmp(name, "convhswish13") ? 1e-4 : 5e-4));
             if (want[k].any == 0) assert_true(worst == 0); /* nothing fused: the very same run */
         }
         for (int u = 0; u < 2; u++) {

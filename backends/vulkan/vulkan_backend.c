@@ -408,6 +408,12 @@ lithe_status lithe__vk_dispatch(lithe_backend *be, const char *op, const char *s
                                 const lithe_tensor *const *bind, size_t n_bind, uint32_t gx, uint32_t gy) {
     lithe__vk *vk = lithe__vk_of(be);
     if (gx == 0 || gy == 0) return LITHE_OK;
+    /* every binding must live in this device's memory: a host tensor's pointer is no allocation */
+    for (size_t b = 0; b < n_bind; b++)
+        if (bind[b] && bind[b]->storage->backend != be)
+            return lithe__fail(LITHE_ERR_INVALID_ARG, "vulkan %s: operand %zu is on the %s backend, not this one "
+                                                      "(move it with lithe_tensor_to_backend first)",
+                               op, b, lithe_backend_name(bind[b]->storage->backend));
     uint32_t maxg = vk->props.limits.maxComputeWorkGroupCount[0] < vk->props.limits.maxComputeWorkGroupCount[1]
                         ? vk->props.limits.maxComputeWorkGroupCount[0]
                         : vk->props.limits.maxComputeWorkGroupCount[1];

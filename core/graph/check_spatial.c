@@ -74,5 +74,15 @@ lithe_status lithe__graph_check_node_more(const lithe__onnx_model *o, size_t i) 
     }
     if (IS("GroupNormalization")) return required(n, i, "num_groups", 1, 1 << 24);
     if (IS("LpNormalization")) return int_in(n, i, "p", 1, 2);
+    if (IS("BatchNormalization")) { /* exported from a model in training mode: batch statistics */
+        const lithe__onnx_attr *tm = lithe__onnx_attr_get(n, "training_mode");
+        bool running = false; /* the running mean / variance outputs (opsets before 14 and training_mode=1) */
+        for (size_t k = 1; k < n->n_outputs; k++) running = running || (n->outputs[k] && *n->outputs[k]);
+        if ((tm && tm->i != 0) || running)
+            return refuse(n, i, LITHE_ERR_UNSUPPORTED, "training_mode=1 (batch statistics and running-average outputs): "
+                                                       "lithe runs BatchNormalization as at inference; export the model "
+                                                       "after model.eval()");
+        return LITHE_OK;
+    }
     return LITHE_OK;
 }

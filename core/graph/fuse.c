@@ -12,7 +12,9 @@
  *               -> the act primitive's GELU (Thinc's erf: within 1.5e-7 of erf), and into a
  *               Linear just before it
  *   Conv + act  Y = Relu(Conv(X, W, [b]))  or  Y = Clip(Conv(X, W, [b]), min, max) (ReLU6: 0, 6),
- *               min / max scalar constants (inputs, or attrs before opset 11) or absent (±inf)
+ *               min / max scalar constants (inputs, or attrs before opset 11) or absent (±inf);
+ *               or Sigmoid, HardSigmoid, HardSwish of it, or HardSwish's opset-13 export
+ *               Mul(Z, HardSigmoid(Z)) (alpha 1/6, beta 1/2: mobilenet_v3's, as HardSwish)
  *               -> conv2d with the activation (the CPU applies it while the output is in cache)
  *
  *   Conv + Add  Y = Add(Conv(X, W, [b]), R)  or  Add(R, Conv(...))  (a residual block's projection,
@@ -309,33 +311,82 @@ static lithe_status try_linear(fuser *f, int64_t mm) {
     return rewrite(f, end, &lithe__fused_linear_op, &fu, (int64_t[]){A, W, bias}, bias >= 0 ? 3 : 2, dead, n_dead);
 }
 
-/* Conv followed by Relu or a constant Clip, the Conv's output read by that node alone. */
-static lithe_status try_conv_act(fuser *f, int64_t cv) {
-    lithe__graph *g = f->g;
-    if (!is_op(f, cv, "Conv") || g->node_nin[cv] < 2 || g->node_nin[cv] > 3) return LITHE_OK;
-    int64_t y = g->node_out[cv][0], r = only_reader(f, y);
-    lithe__gfuse fu = {.kind = LITHE__FUSE_CONV, .first = (size_t)cv};
-    if (is_op(f, r, "Relu") && g->node_nin[r] == 1) {
-        fu.act.kind = LITHE__ACT_RELU;
-    } else if (is_op(f, r, "Clip") && g->node_nin[r] <= 3 && g->node_in[r][0] == y) {
+/* HardSigmoid's alpha, beta (ONNX defaults 0.2, 0.5); false for a negative alpha (f_act refuses it). */
+static bool hard_sigmoid_params(const fuser *f, int64_t node, float *alpha, float *beta) {
+    const lithe__onnx_node *n = &f->g->onnx.nodes[node];
+    const lithe__onnx_attr *al = lithe__onnx_attr_get(n, "alpha"), *be = lithe__onnx_attr_get(n, "beta");
+    *alpha = al ? al->f : 0.2f;
+    *beta = be ? be->f : 0.5f;
+    return *alpha >= 0.0f;
+}
+
+/* The activation a Conv's output y feeds, as the node that ends it (*end) and the nodes it
+ * absorbs besides the Conv (dead[1..]): Relu, a constant Clip, Sigmoid, HardSigmoid, HardSwish,
+ * or HardSwish's opset-13 export Mul(y, HardSigmoid(y)) (alpha 1/6, beta 1/2; either operand
+ * order), the HardSigmoid read by that Mul alone. false: none of these. */
+static bool conv_act_of(const fuser *f, int64_t y, lithe__act *act, int64_t *end, int64_t *dead, size_t *n_dead) {
+    const lithe__graph *g = f->g;
+    int64_t r = only_reader(f, y);
+    *end = r;
+    if (r < 0 && f->n_readers[y] == 2) { /* x * HardSigmoid(x): y read by the HardSigmoid and the Mul */
+        int64_t hs = -1, ml = -1;
+        for (size_t i = 0; i < g->onnx.n_nodes; i++) {
+            if (g->node_dead[i]) continue;
+            for (size_t k = 0; k < g->node_nin[i]; k++)
+                if (g->node_in[i][k] == y) {
+                    if (is_op(f, (int64_t)i, "HardSigmoid") && k == 0 && g->node_nin[i] == 1) hs = (int64_t)i;
+                    else if (is_op(f, (int64_t)i, "Mul")) ml = (int64_t)i;
+                }
+        }
+        float al = 0.0f, be = 0.0f;
+        if (hs < 0 || ml < 0 || only_reader(f, g->node_out[hs][0]) != ml ||
+            other_input(g, ml, g->node_out[hs][0]) != y || !hard_sigmoid_params(f, hs, &al, &be) ||
+            !near(al, 1.0 / 6.0) || be != 0.5f)
+            return false;
+        act->kind = LITHE__ACT_HARD_SWISH_MOBILENET; /* x clip(x + 3, 0, 6) / 6, HardSwish's kernel */
+        *end = ml;
+        dead[(*n_dead)++] = hs;
+        return true;
+    }
+    if ((is_op(f, r, "Relu") || is_op(f, r, "Sigmoid") || is_op(f, r, "HardSwish")) && g->node_nin[r] == 1) {
+        const char *op = g->onnx.nodes[r].op_type;
+        act->kind = !strcmp(op, "Relu") ? LITHE__ACT_RELU : !strcmp(op, "Sigmoid") ? LITHE__ACT_SIGMOID
+                                                                                  : LITHE__ACT_HARD_SWISH_MOBILENET;
+        return true;
+    }
+    if (is_op(f, r, "HardSigmoid") && g->node_nin[r] == 1) { /* as f_act runs it: clip(alpha x + beta, 0, 1) */
+        *act = (lithe__act){.kind = LITHE__ACT_CLIPPED_LINEAR, .min_val = 0.0f, .max_val = 1.0f};
+        return hard_sigmoid_params(f, r, &act->slope, &act->offset);
+    }
+    if (is_op(f, r, "Clip") && g->node_nin[r] <= 3 && g->node_in[r][0] == y) {
         const lithe__onnx_node *n = &g->onnx.nodes[r];
         const lithe__onnx_attr *mn = lithe__onnx_attr_get(n, "min"), *mx = lithe__onnx_attr_get(n, "max");
-        fu.act = (lithe__act){.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1.0f, .offset = 0.0f,
-                              .min_val = mn ? mn->f : -INFINITY, .max_val = mx ? mx->f : INFINITY};
+        *act = (lithe__act){.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1.0f, .offset = 0.0f,
+                            .min_val = mn ? mn->f : -INFINITY, .max_val = mx ? mx->f : INFINITY};
         for (size_t k = 1; k < g->node_nin[r]; k++) { /* opset 11+: min, max as inputs ("" absent) */
             int64_t sl = g->node_in[r][k];
             float v = 0.0f;
             if (sl < 0) continue;
-            if (!const_scalar(f, sl, &v)) return LITHE_OK; /* computed at run time: left as is */
-            if (k == 1) fu.act.min_val = v;
-            else fu.act.max_val = v;
+            if (!const_scalar(f, sl, &v)) return false; /* computed at run time: left as is */
+            if (k == 1) act->min_val = v;
+            else act->max_val = v;
         }
-    } else {
-        return LITHE_OK;
+        return true;
     }
+    return false;
+}
+
+/* Conv followed by an activation conv_act_of knows, the Conv's output read by it alone. */
+static lithe_status try_conv_act(fuser *f, int64_t cv) {
+    lithe__graph *g = f->g;
+    if (!is_op(f, cv, "Conv") || g->node_nin[cv] < 2 || g->node_nin[cv] > 3) return LITHE_OK;
+    lithe__gfuse fu = {.kind = LITHE__FUSE_CONV, .first = (size_t)cv};
+    int64_t end = -1, dead[2] = {cv, -1};
+    size_t n_dead = 1;
+    if (!conv_act_of(f, g->node_out[cv][0], &fu.act, &end, dead, &n_dead)) return LITHE_OK;
     int64_t in[3] = {g->node_in[cv][0], g->node_in[cv][1], g->node_nin[cv] > 2 ? g->node_in[cv][2] : -1};
     if (in[0] < 0 || in[1] < 0) return LITHE_OK;
-    return rewrite(f, r, &lithe__fused_conv_op, &fu, in, in[2] >= 0 ? 3 : 2, (int64_t[]){cv}, 1);
+    return rewrite(f, end, &lithe__fused_conv_op, &fu, in, in[2] >= 0 ? 3 : 2, dead, n_dead);
 }
 
 /* A Conv whose output only an Add reads (after try_conv_act: a Conv + Relu / Clip stays that). */

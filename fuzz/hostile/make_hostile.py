@@ -41,12 +41,12 @@ conv_model("input_dim_neg3.onnx", x_dims=(1, 3, -3, 8))
 
 
 # Issue 23 (1-D / 3-D windows, resampling, normalizations): attributes refused at load.
-def one_node(name, op, x_dims, inits=(), n_inputs=None, **attrs):
+def one_node(name, op, x_dims, inits=(), n_inputs=None, opset=13, outputs=("y",), **attrs):
     tensors = [numpy_helper.from_array(a, n) for n, a in inits]
-    node = helper.make_node(op, ["x"] + [n for n, _ in inits], ["y"], name="n", **attrs)
+    node = helper.make_node(op, ["x"] + [n for n, _ in inits], list(outputs), name="n", **attrs)
     g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_dims))],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], tensors)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="hostile")
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="hostile")
     m.ir_version = 8
     with open(os.path.join(here, name), "wb") as f:
         f.write(m.SerializeToString())
@@ -68,6 +68,12 @@ one_node("depth_to_space_mode_bad.onnx", "DepthToSpace", (1, 8, 4, 4), blocksize
 one_node("space_to_depth_blocksize_0.onnx", "SpaceToDepth", (1, 8, 4, 4), blocksize=0)
 one_node("lrn_no_size.onnx", "LRN", (1, 8, 4, 4))
 one_node("groupnorm_groups_0.onnx", "GroupNormalization", (1, 8, 4, 4), num_groups=0)
+# BatchNormalization as torch exports it in training mode (opset 14+: batch statistics, and the
+# running averages as extra outputs): refused at load, not failed at run time.
+bn = [(k, np.full(8, v, dtype=np.float32)) for k, v in (("s", 1.0), ("b", 0.0), ("m", 0.0), ("v", 1.0))]
+one_node("batchnorm_training_mode.onnx", "BatchNormalization", (2, 8, 4, 4), bn, opset=15, training_mode=1)
+one_node("batchnorm_running_outputs.onnx", "BatchNormalization", (2, 8, 4, 4), bn, opset=15,
+         outputs=("y", "running_mean", "running_var"))
 
 # An initializer declaring 25e9 floats with 288 raw bytes: refused before any allocation.
 W = onnx.TensorProto()

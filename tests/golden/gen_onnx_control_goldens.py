@@ -15,13 +15,12 @@ output, an If whose condition is arithmetic on constants, an If nested in an If 
 graphs lithe must refuse at load naming the node (runtime trip count, runtime condition, a while
 loop, a scan over an input of unknown length).
 """
-import io
 import sys
 from typing import List
 
 import numpy
 
-from golden_records import rec, write
+from golden_records import rec, torch_goldens, torch_onnx_bytes, write
 
 try:
     import torch
@@ -62,38 +61,10 @@ class LoopM(nn.Module):
 
 
 def export(name, model, x, lr=0.1, steps=5):
-    model.eval()
-    scripted = torch.jit.script(model)
-    buf = io.BytesIO()
-    torch.onnx.export(scripted, (x,), buf, opset_version=13, input_names=["x"], output_names=["y"],
-                      do_constant_folding=False)
-    ops = {n.op_type for n in onnx.load_from_string(buf.getvalue()).graph.node}
+    data = torch_onnx_bytes(model, x, 13, script=True)
+    ops = {n.op_type for n in onnx.load_from_string(data).graph.node}
     assert ops & {"If", "Loop"}, (name, ops)  # torch kept the control flow
-    rec(f"{name}.onnx", numpy.frombuffer(buf.getvalue(), dtype=numpy.uint8))
-    xr = x.clone().requires_grad_(True)
-    y = model(xr)
-    r = torch.tensor(rng.standard_normal(tuple(y.shape)).astype("float32"))
-    (y * r).sum().backward()
-    rec(f"{name}.x", x.numpy())
-    rec(f"{name}.y", y.detach().numpy())
-    rec(f"{name}.r", r.numpy())
-    rec(f"{name}.dx", xr.grad.numpy())
-    for pname, p in model.named_parameters():
-        rec(f"{name}.grad.{pname}", p.grad.numpy())
-    rec(f"{name}.n_params", numpy.array([len(list(model.parameters()))]))
-    opt = torch.optim.SGD(model.parameters(), lr=lr)
-    losses = []
-    for _ in range(steps):
-        opt.zero_grad()
-        loss = (model(x) * r).sum()
-        losses.append(loss.item())
-        loss.backward()
-        opt.step()
-    rec(f"{name}.lr", numpy.array([lr]), exact64=True)
-    rec(f"{name}.steps", numpy.array([steps]))
-    rec(f"{name}.losses", numpy.array(losses, dtype="float64"), exact64=True)
-    for pname, p in model.named_parameters():
-        rec(f"{name}.sgd.{pname}", p.detach().numpy())
+    torch_goldens(name, model, x, data, rng, lr, steps, count_all=True)
 
 
 def randx(*shape):

@@ -14,14 +14,13 @@ same x. Models are exported in eval mode with a dynamic batch axis and without c
 Beside OUT.txt, onnx_external/ holds lenet saved with external data (onnx.save_model with
 save_as_external_data) and hostile variants of it, for the external-data tests.
 """
-import io
 import math
 import os
 import sys
 
 import numpy
 
-from golden_records import rec, records, write
+from golden_records import rec, records, torch_goldens, torch_onnx_bytes, write
 
 try:
     import torch
@@ -387,44 +386,12 @@ class Tied(nn.Module):
 
 
 def export(name, model, x, opset, lr=0.1, steps=10, rewrite=None):
-    model.eval()
-    buf = io.BytesIO()
-    torch.onnx.export(model, (x,), buf, opset_version=opset, input_names=["x"], output_names=["y"],
-                      dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}},
-                      # folding would bake transposed weights (Linear on 3-D input) into anonymous
-                      # constants, which cannot be fine-tuned as the parameters they came from
-                      do_constant_folding=False)
+    data = torch_onnx_bytes(model, x, opset, dynamic_batch=True)
     if rewrite:
-        buf = io.BytesIO(rewrite(buf.getvalue()))
-    rec(f"{name}.onnx", numpy.frombuffer(buf.getvalue(), dtype=numpy.uint8))
-    xr = x.clone().requires_grad_(True)
-    y = model(xr)
-    r = torch.tensor(rng.standard_normal(tuple(y.shape)).astype("float32"))
-    (y * r).sum().backward()
-    rec(f"{name}.x", x.numpy())
-    rec(f"{name}.y", y.detach().numpy())
-    rec(f"{name}.r", r.numpy())
-    rec(f"{name}.dx", xr.grad.numpy())
-    for pname, p in model.named_parameters():
-        rec(f"{name}.grad.{pname}", p.grad.numpy())
-    # the parameters the graph keeps under torch's names (a Conv fused with its BatchNorm gets new ones)
-    kept = [n for n, _ in model.named_parameters() if n.encode() in buf.getvalue()]
-    rec(f"{name}.n_params", numpy.array([len(kept)]))
-    if len(kept) != len(list(model.parameters())):
-        return  # fused weights train differently from torch's separate ones: no SGD goldens
-    # ten SGD steps on the same loss and batch (eval mode: BatchNorm uses its running statistics)
-    opt = torch.optim.SGD(model.parameters(), lr=lr)
-    losses = []
-    for _ in range(steps):
-        opt.zero_grad()
-        loss = (model(x) * r).sum()
-        losses.append(loss.item())
-        loss.backward()
-        opt.step()
-    rec(f"{name}.lr", numpy.array([lr]), exact64=True)
-    rec(f"{name}.losses", numpy.array(losses, dtype="float64"), exact64=True)
-    for pname, p in model.named_parameters():
-        rec(f"{name}.sgd.{pname}", p.detach().numpy())
+        data = rewrite(data)
+    # ten SGD steps on the same loss and batch (eval mode: BatchNorm uses its running statistics),
+    # unless a fused Conv+BatchNorm renamed the weights (they train differently from torch's)
+    torch_goldens(name, model, x, data, rng, lr, steps)
 
 
 def randx(*shape):
@@ -508,6 +475,44 @@ torch.manual_seed(14)
 export("pieces17", Pieces(), own_x(32, 3, 4, 5), 17, lr=0.001, rewrite=softsign_node)
 torch.manual_seed(15)
 export("thresh", Thresh(), own_x(33, 5, 6), 13, lr=0.01, rewrite=thresholded_node)
+
+
+# ---- Conv + HardSwish / HardSigmoid / Sigmoid fusion (issue 23's speed: mobilenet_v3) ----
+class ConvHardSwish(nn.Module):
+    """Conv + activation as the graph layer fuses it for mobilenet_v3 (core/graph/fuse.c): the
+    stem's strided Conv + Hardswish (opset 13 exports Mul(z, HardSigmoid(z)), opset 14 HardSwish),
+    a depthwise Conv + Hardswish, the squeeze-excite gate's 1x1 Conv + Hardsigmoid, a Conv +
+    Sigmoid; near misses (not fused): a Conv whose output Hardswish and an Add both read, a
+    Hardsigmoid read by the Mul and an Add. Weights scaled so the activations' inputs span their
+    kinks at -3 and 3."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.c2 = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.c3 = nn.Conv2d(8, 8, 1)
+        self.c4 = nn.Conv2d(8, 6, 1)
+        self.c5 = nn.Conv2d(6, 6, 3, padding=1)
+        self.c6 = nn.Conv2d(6, 4, 1)
+        with torch.no_grad():
+            for c in (self.c1, self.c2, self.c3, self.c5, self.c6):
+                c.weight.mul_(4.0)
+
+    def forward(self, x):                                       # x (N, 3, 9, 9)
+        h = F.hardswish(self.c1(x))                             # fused, stride 2
+        h = F.hardswish(self.c2(h))                             # fused, depthwise
+        h = h * F.hardsigmoid(self.c3(F.adaptive_avg_pool2d(h, 1)))  # the gate's Conv fused
+        h = torch.sigmoid(self.c4(h))                           # fused
+        c = self.c5(h)
+        h = F.hardswish(c) + c                                  # near miss: c has a third reader
+        c = self.c6(h)
+        s = F.hardsigmoid(c)
+        return c * s + s                                        # near miss: s has a second reader
+
+
+for opset in (13, 14):
+    torch.manual_seed(16)
+    export(f"convhswish{opset}", ConvHardSwish(), own_x(34, 2, 3, 9, 9), opset, lr=0.002)
 
 
 

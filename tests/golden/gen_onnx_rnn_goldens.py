@@ -17,12 +17,11 @@ linear_before_reset 0, RNN Sigmoid): graphs built with onnx.helper whose W, R, B
 are initializers, against a float64 numpy implementation of the ONNX operator's definition written
 here (NAME.y); the C test checks gradients by finite differences.
 """
-import io
 import sys
 
 import numpy
 
-from golden_records import rec, write
+from golden_records import rec, torch_goldens, torch_onnx_bytes, write
 
 try:
     import torch
@@ -76,39 +75,8 @@ class Classifier(nn.Module):
 
 
 def export(name, model, x, opset, lr=0.1, steps=5):
-    model.eval()
-    buf = io.BytesIO()
-    torch.onnx.export(model, (x,), buf, opset_version=opset, input_names=["x"], output_names=["y"],
-                      do_constant_folding=False)
-    rec(f"{name}.onnx", numpy.frombuffer(buf.getvalue(), dtype=numpy.uint8))
-    floating = x.dtype.is_floating_point
-    xr = x.clone().requires_grad_(True) if floating else x
-    y = model(xr)
-    r = torch.tensor(rng.standard_normal(tuple(y.shape)).astype("float32"))
-    (y * r).sum().backward()
-    rec(f"{name}.x", x.numpy())
-    rec(f"{name}.y", y.detach().numpy())
-    rec(f"{name}.r", r.numpy())
-    if floating:
-        rec(f"{name}.dx", xr.grad.numpy())
-    for pname, p in model.named_parameters():
-        rec(f"{name}.grad.{pname}", p.grad.numpy())
-    kept = [n for n, _ in model.named_parameters() if n.encode() in buf.getvalue()]
-    rec(f"{name}.n_params", numpy.array([len(kept)]))
-    assert len(kept) == len(list(model.parameters())), name
-    opt = torch.optim.SGD(model.parameters(), lr=lr)
-    losses = []
-    for _ in range(steps):
-        opt.zero_grad()
-        loss = (model(x) * r).sum()
-        losses.append(loss.item())
-        loss.backward()
-        opt.step()
-    rec(f"{name}.lr", numpy.array([lr]), exact64=True)
-    rec(f"{name}.steps", numpy.array([steps]))
-    rec(f"{name}.losses", numpy.array(losses, dtype="float64"), exact64=True)
-    for pname, p in model.named_parameters():
-        rec(f"{name}.sgd.{pname}", p.detach().numpy())
+    data = torch_onnx_bytes(model, x, opset)
+    assert torch_goldens(name, model, x, data, rng, lr, steps), name  # every parameter kept
 
 
 def randx(*shape):

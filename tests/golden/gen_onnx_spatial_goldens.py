@@ -10,12 +10,11 @@ Records per model NAME as gen_onnx_goldens.py writes them: NAME.onnx, .x, .y, .r
 .sgd.<param> after ten SGD steps. NAME.tol, when present, is the output tolerance the test uses
 (the distance float32 torch is from a float64 torch run, where that is larger than 1e-4).
 """
-import io
 import sys
 
 import numpy
 
-from golden_records import rec, write
+from golden_records import rec, torch_goldens, torch_onnx_bytes, write
 
 try:
     import torch
@@ -28,11 +27,7 @@ rng = numpy.random.RandomState(23)
 
 
 def export(name, model, x, opset=13, lr=0.05, steps=10, rewrite=None):
-    model.eval()
-    buf = io.BytesIO()
-    torch.onnx.export(model, (x,), buf, opset_version=opset, input_names=["x"], output_names=["y"],
-                      dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}, do_constant_folding=False)
-    data = buf.getvalue()
+    data = torch_onnx_bytes(model, x, opset, dynamic_batch=True)
     if rewrite:
         data = rewrite(data)
     goldens(name, model, x, data, lr, steps)
@@ -40,33 +35,7 @@ def export(name, model, x, opset=13, lr=0.05, steps=10, rewrite=None):
 
 def goldens(name, model, x, data, lr=0.05, steps=10):
     """The records of a model whose graph (bytes) computes what model does, parameters named alike."""
-    rec(f"{name}.onnx", numpy.frombuffer(data, dtype=numpy.uint8))
-    xr = x.clone().requires_grad_(True)
-    y = model(xr)
-    r = torch.tensor(rng.standard_normal(tuple(y.shape)).astype("float32"))
-    (y * r).sum().backward()
-    rec(f"{name}.x", x.numpy())
-    rec(f"{name}.y", y.detach().numpy())
-    rec(f"{name}.r", r.numpy())
-    rec(f"{name}.dx", xr.grad.numpy())
-    for pname, p in model.named_parameters():
-        rec(f"{name}.grad.{pname}", p.grad.numpy())
-    kept = [n for n, _ in model.named_parameters() if n.encode() in data]
-    rec(f"{name}.n_params", numpy.array([len(kept)]))
-    if len(kept) != len(list(model.parameters())) or steps == 0:
-        return
-    opt = torch.optim.SGD(model.parameters(), lr=lr)
-    losses = []
-    for _ in range(steps):
-        opt.zero_grad()
-        loss = (model(x) * r).sum()
-        losses.append(loss.item())
-        loss.backward()
-        opt.step()
-    rec(f"{name}.lr", numpy.array([lr]), exact64=True)
-    rec(f"{name}.losses", numpy.array(losses, dtype="float64"), exact64=True)
-    for pname, p in model.named_parameters():
-        rec(f"{name}.sgd.{pname}", p.detach().numpy())
+    torch_goldens(name, model, x, data, rng, lr, steps)
 
 
 def randx(*shape):

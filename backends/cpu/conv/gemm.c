@@ -88,7 +88,7 @@ static void col2im(const lithe__conv2d *g, const float *col, int64_t Cg, float *
  * col (K, OH·OW). Pointwise (1x1, stride 1, no padding): the GEMM reads X itself.
  * A fused activation (conv2d's a) costs no pass of its own with pixel rows (each tile, in the
  * GEMM's buffer before its transposed store); with filter rows a relu or clamp goes into the
- * microkernel's store when the kernel has one (gemm.h's clamp_ok: AVX-512, scalar), other acts
+ * microkernel's store when the kernel has one (gemm.h's clamp_ok: all but NEON), other acts
  * (and every act with other kernels) run the act kernel in place over the image-group's output
  * after its GEMM; the act kernel's bits either way, so equal to the act primitive after. (The GEMM's per-tile epilogue, one act call per tile row of nr floats, and
  * column blocks of the product that fit L2, each activated after its GEMM, measured slower than

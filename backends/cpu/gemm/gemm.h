@@ -226,7 +226,7 @@ bool lithe__sgemm_act_clamp(const lithe__act *act, int *clamp, float *lo, float 
  * npm package's SIMD128 module), and that module (LITHE_SIMD_ONLY: the SIMD128 kernel alone, which
  * packs its own slivers) needs no portable packing (3.2 KB; docs/wasm.md). An ISA port that fills
  * one in sets it here too (test_gemm_ukernels fails a kernel whose members the build's values deny). */
-#if defined(__x86_64__) || defined(_M_X64) /* gemm_avx2.c: ukernel_a, transpose; gemm_avx512.c: all */
+#if defined(__x86_64__) || defined(_M_X64) /* gemm_avx2.c: ukernel_a, ukernel_bp, transpose; gemm_avx512.c: all */
 #define LITHE__SGEMM_FORM_ukernel_b 1
 #define LITHE__SGEMM_FORM_ukernel_ap 1
 #define LITHE__SGEMM_FORM_ukernel_bp 1

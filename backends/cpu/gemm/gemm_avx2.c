@@ -9,36 +9,64 @@
 #define MR 6
 #define NR 16
 
+/* gemm.h's clamp with the act kernel's bits, as gemm_avx512.c's clamp_v (maxps / minps return their
+ * second operand when either is NaN or both are zeros): relu = max(+0, t) + 0; clip = max(lo,
+ * min(hi, t + 0)). In the store, a fused relu / ReLU6 costs no pass over C (the act kernel per
+ * tile row of 16 floats after the store was 13 % of mobilenet_v3's 16 -> 72 + ReLU at 56x56). */
+typedef struct clampv {
+    int cl;
+    __m256 lo, hi;
+} clampv;
+static inline __attribute__((always_inline)) clampv clamp_of(const lithe__sgemm_ukparams *p) {
+    return (clampv){p->clamp, _mm256_set1_ps(p->lo), _mm256_set1_ps(p->hi)};
+}
+static inline __attribute__((always_inline)) __m256 clamp_v(__m256 t, clampv cv) {
+    if (cv.cl == LITHE__SGEMM_CLAMP_RELU) return _mm256_add_ps(_mm256_max_ps(_mm256_setzero_ps(), t), _mm256_setzero_ps());
+    return _mm256_max_ps(cv.lo, _mm256_min_ps(cv.hi, _mm256_add_ps(t, _mm256_setzero_ps())));
+}
+
 /* A partial row: the same operations as a full one, on a copy (kept out of line, so the
  * microkernel's accumulators stay in registers). */
-static __attribute__((noinline)) void store_part(__m256 t, float *c, const float *bias, float beta, size_t n) {
+static __attribute__((noinline)) void store_part(__m256 t, float *c, const float *bias, const float *rb, float beta,
+                                                 size_t n, clampv cv) {
     float cb[8] = {0}, bb[8] = {0}, out[8];
     for (size_t j = 0; j < n; j++) cb[j] = c[j];
     if (bias)
         for (size_t j = 0; j < n; j++) bb[j] = bias[j];
     if (beta != 0.0f) t = _mm256_fmadd_ps(_mm256_set1_ps(beta), _mm256_loadu_ps(cb), t);
     if (bias) t = _mm256_add_ps(t, _mm256_loadu_ps(bb));
+    if (rb) t = _mm256_add_ps(t, _mm256_set1_ps(*rb));
+    if (cv.cl) t = clamp_v(t, cv);
     _mm256_storeu_ps(out, t);
     for (size_t j = 0; j < n; j++) c[j] = out[j];
 }
 
-static inline __attribute__((always_inline)) void store_row(__m256 acc, float *c, const float *bias, __m256 valpha,
-                                                            float beta, size_t n) {
-    __m256 t = _mm256_mul_ps(valpha, acc);
+/* The write rule of gemm.h; alpha 1 skips its multiply (1 t is t, bit for bit), rb (bias_rows_ok: the
+ * row's bias, one add after the column bias) NULL for none. */
+static inline __attribute__((always_inline)) void store_row(__m256 acc, float *c, const float *bias, const float *rb,
+                                                            __m256 valpha, bool alpha1, float beta, size_t n,
+                                                            clampv cv) {
+    __m256 t = alpha1 ? acc : _mm256_mul_ps(valpha, acc);
     if (n >= 8) {
         if (beta != 0.0f) t = _mm256_fmadd_ps(_mm256_set1_ps(beta), _mm256_loadu_ps(c), t);
         if (bias) t = _mm256_add_ps(t, _mm256_loadu_ps(bias));
+        if (rb) t = _mm256_add_ps(t, _mm256_set1_ps(*rb));
+        if (cv.cl) t = clamp_v(t, cv);
         _mm256_storeu_ps(c, t);
     } else {
-        store_part(t, c, bias, beta, n);
+        store_part(t, c, bias, rb, beta, n, cv);
     }
 }
 
 /* The 6 x 16 tile's body: row i's step k at a[ao_i + k as], ao_i = i lda for i < ar, 0 past it.
  * Packed (ukernel): ar = MR, lda = 1, as = MR; A where it lies (gemm.h's ukernel_a): ar = mr (rows
- * past mr read row 0 again, never stored), as = 1. The same FMAs on the same values either way, so the same bits. */
+ * past mr read row 0 again, never stored), as = 1. B's step k: the packed sliver's b + k NR, or, for
+ * ukernel_bp (brows not NULL), NR contiguous floats at brows[k] + boff (a convolution's shifted rows
+ * read in place: the stem's 3 -> 16 at 112x112 no longer packs 27 x 12544 floats for 16 filters).
+ * The same FMAs on the same values either way, so the same bits. */
 static inline __attribute__((always_inline)) void uk_6x16(size_t mr, size_t nr, size_t kc, const float *a,
-                                                          size_t ar, size_t lda, size_t as, const float *b, float *c,
+                                                          size_t ar, size_t lda, size_t as, const float *b,
+                                                          const float *const *brows, int64_t boff, float *c,
                                                           size_t ldc, const lithe__sgemm_ukparams *p) {
     const size_t ao0 = 0, ao1 = (ar > 1 ? 1 : 0) * lda, ao2 = (ar > 2 ? 2 : 0) * lda, ao3 = (ar > 3 ? 3 : 0) * lda,
                  ao4 = (ar > 4 ? 4 : 0) * lda, ao5 = (ar > 5 ? 5 : 0) * lda;
@@ -46,7 +74,8 @@ static inline __attribute__((always_inline)) void uk_6x16(size_t mr, size_t nr, 
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
            c40 = c00, c41 = c00, c50 = c00, c51 = c00;
     for (size_t k = 0; k < kc; k++) {
-        __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8), x;
+        const float *bk = brows ? brows[k] + boff : b + k * NR;
+        __m256 b0 = _mm256_loadu_ps(bk), b1 = _mm256_loadu_ps(bk + 8), x;
 #define STEP(i)                                                                                                   \
     x = _mm256_broadcast_ss(a + ao##i);                                                                           \
     c##i##0 = _mm256_fmadd_ps(x, b0, c##i##0);                                                                    \
@@ -54,14 +83,18 @@ static inline __attribute__((always_inline)) void uk_6x16(size_t mr, size_t nr, 
         STEP(0) STEP(1) STEP(2) STEP(3) STEP(4) STEP(5)
 #undef STEP
         a += as;
-        b += NR;
     }
     __m256 va = _mm256_set1_ps(p->alpha);
     const float *bias = p->bias;
+    const clampv cv = clamp_of(p);
+    const bool a1 = p->alpha == 1.0f;
+    const float *rbs = p->bias_rows; /* bias_rows_ok */
 #define ROW(i)                                                                                                    \
     if (mr > i) {                                                                                                 \
-        store_row(c##i##0, c + (size_t)i * ldc, bias, va, p->beta, nr);                                           \
-        if (nr > 8) store_row(c##i##1, c + (size_t)i * ldc + 8, bias ? bias + 8 : NULL, va, p->beta, nr - 8);     \
+        const float *rb = rbs ? rbs + i : NULL;                                                                   \
+        store_row(c##i##0, c + (size_t)i * ldc, bias, rb, va, a1, p->beta, nr, cv);                              \
+        if (nr > 8)                                                                                               \
+            store_row(c##i##1, c + (size_t)i * ldc + 8, bias ? bias + 8 : NULL, rb, va, a1, p->beta, nr - 8, cv); \
     }
     ROW(0) ROW(1) ROW(2) ROW(3) ROW(4) ROW(5)
 #undef ROW
@@ -69,19 +102,25 @@ static inline __attribute__((always_inline)) void uk_6x16(size_t mr, size_t nr, 
 
 static void lithe_f32_gemm_ukernel_6x16__avx2(size_t mr, size_t nr, size_t kc, const float *a, const float *b, float *c,
                                               size_t ldc, const lithe__sgemm_ukparams *p) {
-    uk_6x16(mr, nr, kc, a, MR, 1, MR, b, c, ldc, p);
+    uk_6x16(mr, nr, kc, a, MR, 1, MR, b, NULL, 0, c, ldc, p);
+}
+
+static void lithe_f32_gemm_ukernel_bp_6x16__avx2(size_t mr, size_t nr, size_t kc, const float *a,
+                                                 const float *const *rows, int64_t off, float *c, size_t ldc,
+                                                 const lithe__sgemm_ukparams *p) {
+    uk_6x16(mr, nr, kc, a, MR, 1, MR, NULL, rows, off, c, ldc, p);
 }
 
 static void lithe_f32_gemm_ukernel_a_6x16__avx2(size_t mr, size_t nr, size_t kc, const float *a, size_t lda,
                                                 const float *b, float *c, size_t ldc, const lithe__sgemm_ukparams *p) {
-    uk_6x16(mr, nr, kc, a, mr, lda, 1, b, c, ldc, p);
+    uk_6x16(mr, nr, kc, a, mr, lda, 1, b, NULL, 0, c, ldc, p);
 }
 
 /* One row against G packed slivers at once (gemm.h's urow): 2 G accumulators (8 at G = 4),
  * each element accumulated and written exactly as the microkernel does a row of its tile. */
 static inline __attribute__((always_inline)) void urow_group(int G, size_t nr_last, size_t kc, const float *x,
                                                              const float *b, float *c, const float *bias, __m256 va,
-                                                             float beta) {
+                                                             float beta, clampv cv) {
     const size_t sl = kc * NR;
     __m256 acc[8];
     for (int g = 0; g < 2 * G; g++) acc[g] = _mm256_setzero_ps();
@@ -94,24 +133,26 @@ static inline __attribute__((always_inline)) void urow_group(int G, size_t nr_la
     }
     for (int g = 0; g < G; g++) {
         size_t nr = g == G - 1 ? nr_last : NR;
-        store_row(acc[2 * g], c + g * NR, bias ? bias + g * NR : NULL, va, beta, nr);
-        if (nr > 8) store_row(acc[2 * g + 1], c + g * NR + 8, bias ? bias + g * NR + 8 : NULL, va, beta, nr - 8);
+        store_row(acc[2 * g], c + g * NR, bias ? bias + g * NR : NULL, NULL, va, false, beta, nr, cv);
+        if (nr > 8)
+            store_row(acc[2 * g + 1], c + g * NR + 8, bias ? bias + g * NR + 8 : NULL, NULL, va, false, beta, nr - 8, cv);
     }
 }
 
 static void lithe_f32_gemm_urow_1x16__avx2(size_t ns, size_t nr_last, size_t kc, const float *x, const float *b,
                                            float *c, const lithe__sgemm_ukparams *p) {
     __m256 va = _mm256_set1_ps(p->alpha);
+    const clampv cv = clamp_of(p);
     const size_t sl = kc * NR;
     size_t s = 0;
     for (; s + 4 <= ns; s += 4)
         urow_group(4, s + 4 == ns ? nr_last : NR, kc, x, b + s * sl, c + s * NR, p->bias ? p->bias + s * NR : NULL, va,
-                   p->beta);
+                   p->beta, cv);
     const float *bias = p->bias ? p->bias + s * NR : NULL;
     switch (ns - s) {
-    case 3: urow_group(3, nr_last, kc, x, b + s * sl, c + s * NR, bias, va, p->beta); break;
-    case 2: urow_group(2, nr_last, kc, x, b + s * sl, c + s * NR, bias, va, p->beta); break;
-    case 1: urow_group(1, nr_last, kc, x, b + s * sl, c + s * NR, bias, va, p->beta); break;
+    case 3: urow_group(3, nr_last, kc, x, b + s * sl, c + s * NR, bias, va, p->beta, cv); break;
+    case 2: urow_group(2, nr_last, kc, x, b + s * sl, c + s * NR, bias, va, p->beta, cv); break;
+    case 1: urow_group(1, nr_last, kc, x, b + s * sl, c + s * NR, bias, va, p->beta, cv); break;
     default: break;
     }
 }
@@ -268,6 +309,15 @@ static void pack_rows(size_t R, size_t lanes, size_t kc, const float *src, size_
 }
 
 static void pack_cols(size_t R, size_t lanes, size_t kc, const float *src, size_t ld, float *dst) {
+    if (R == MR && lanes == MR) { /* whole A slivers (a pointwise convolution's pixels): 4 + 2 floats a step */
+        for (size_t k = 0; k < kc; k++) {
+            const float *s = src + k * ld;
+            float *d = dst + k * MR;
+            _mm_storeu_ps(d, _mm_loadu_ps(s));
+            _mm_storel_pi((__m64 *)(void *)(d + 4), _mm_loadl_pi(_mm_setzero_ps(), (const __m64 *)(const void *)(s + 4)));
+        }
+        return;
+    }
     for (size_t k = 0; k < kc; k++) {
         const float *s = src + k * ld;
         float *d = dst + k * R;
@@ -285,27 +335,45 @@ static void pack_b(size_t lanes, size_t kc, const float *src, size_t ld, bool ro
     else pack_cols(NR, lanes, kc, src, ld, dst);
 }
 
+/* The first n (< 8) floats of v to p, 4, 2 and 1 at a time: nothing past p + n is written (there lie
+ * the next tile's pixels, or another thread's). */
+static inline __attribute__((always_inline)) void store_first(float *p, __m256 v, size_t n) {
+    __m128 h = _mm256_castps256_ps128(v);
+    if (n >= 4) {
+        _mm_storeu_ps(p, h);
+        p += 4;
+        n -= 4;
+        h = _mm256_extractf128_ps(v, 1);
+    }
+    if (n >= 2) {
+        _mm_storel_pi((__m64 *)(void *)p, h);
+        p += 2;
+        n -= 2;
+        h = _mm_movehl_ps(h, h);
+    }
+    if (n) _mm_store_ss(p, h);
+}
+
 /* dst[j * ldd + i] = src[i * lds + j] (i < rows, j < cols) in 8 x 8 blocks through transpose8 (gemm.h's
- * transpose; edge blocks through a zeroed buffer). */
+ * transpose). An edge block (the 6 x 16 tile lithe__sgemm_pixels stores transposed: every one of
+ * its blocks; its 16 x 6 read back for a later K block) loads its rows, only their first cj floats
+ * (a masked load: nothing past them is read), zeros for the missing rows, and stores the first ri
+ * floats of each transposed row (store_first). (Through a zeroed buffer, the 6-row blocks were half
+ * of a pointwise convolution's time: 48 -> 288 at 14x14, 171 -> 110 us.) */
 static void transpose_tile(size_t rows, size_t cols, const float *src, size_t lds, float *dst, size_t ldd) {
     for (size_t i0 = 0; i0 < rows; i0 += 8)
         for (size_t j0 = 0; j0 < cols; j0 += 8) {
             size_t ri = rows - i0 < 8 ? rows - i0 : 8, cj = cols - j0 < 8 ? cols - j0 : 8;
+            __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)cj), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
             __m256 r[8];
-            if (ri == 8 && cj == 8) {
-                for (size_t i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(src + (i0 + i) * lds + j0);
-                transpose8(r);
-                for (size_t j = 0; j < 8; j++) _mm256_storeu_ps(dst + (j0 + j) * ldd + i0, r[j]);
-                continue;
+            for (size_t i = 0; i < 8; i++) {
+                const float *s = src + (i0 + i) * lds + j0;
+                r[i] = i >= ri ? _mm256_setzero_ps() : cj == 8 ? _mm256_loadu_ps(s) : _mm256_maskload_ps(s, mask);
             }
-            float buf[8][8] = {{0}};
-            for (size_t i = 0; i < ri; i++)
-                for (size_t j = 0; j < cj; j++) buf[i][j] = src[(i0 + i) * lds + j0 + j];
-            for (size_t i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(buf[i]);
             transpose8(r);
             for (size_t j = 0; j < cj; j++) {
-                _mm256_storeu_ps(buf[j], r[j]);
-                for (size_t i = 0; i < ri; i++) dst[(j0 + j) * ldd + i0 + i] = buf[j][i];
+                if (ri == 8) _mm256_storeu_ps(dst + (j0 + j) * ldd + i0, r[j]);
+                else store_first(dst + (j0 + j) * ldd + i0, r[j], ri);
             }
         }
 }
@@ -313,7 +381,8 @@ static void transpose_tile(size_t rows, size_t cols, const float *src, size_t ld
 static const lithe__sgemm_kernel kernel = {
     .isa = "avx2", .mr = MR, .nr = NR, .mc = 120, .kc = 256, .nc = 4096, .ukernel = lithe_f32_gemm_ukernel_6x16__avx2,
     .pack_a = pack_a, .pack_b = pack_b, .gemv_t = gemv_t, .gemv_n = gemv_n, .urow = lithe_f32_gemm_urow_1x16__avx2,
-    .ukernel_a = lithe_f32_gemm_ukernel_a_6x16__avx2, .transpose = transpose_tile,
+    .ukernel_a = lithe_f32_gemm_ukernel_a_6x16__avx2, .ukernel_bp = lithe_f32_gemm_ukernel_bp_6x16__avx2,
+    .transpose = transpose_tile, .clamp_ok = true, .bias_rows_ok = true,
 };
 
 const lithe__sgemm_kernel *lithe__sgemm_kernel_avx2(void) {

@@ -181,13 +181,15 @@ lithe_status conv_forward(lithe__gexec *x, size_t node, lithe_tensor **in, size_
         return s;
     }
     LITHE__TRY(new_f32(x, 4, (int64_t[]){g.N, g.M, g.OH, g.OW}, false, &out[0]));
-    if (!x->is_train && (!a || lithe__act_clamp(a, NULL, NULL))) {
-        /* a backend's own operator, prepared for W and b (LITHE_XNNPACK), the activation as its clamp */
+    if (!x->is_train) {
+        /* a backend's own operator, prepared for W and b (LITHE_XNNPACK), the activation as its clamp
+         * (another one, a fused HardSwish or Sigmoid: the act primitive after it, as the unfused pair) */
+        bool clamp = !a || lithe__act_clamp(a, NULL, NULL);
         lithe__prep_op op = {.kind = LITHE__PREP_CONV2D, .out_min = -INFINITY, .out_max = INFINITY, .conv = g};
-        if (a) lithe__act_clamp(a, &op.out_min, &op.out_max);
+        if (a && clamp) lithe__act_clamp(a, &op.out_min, &op.out_max);
         bool done = false;
         LITHE__TRY(lithe__run_prepared_op(x->be, x->is_train, &op, in[1], b, in[0], out[0], &done));
-        if (done) return LITHE_OK;
+        if (done) return clamp ? LITHE_OK : lithe__op_act(x->be, a, out[0], out[0]);
     }
     return lithe__conv2d_w(x->be, x->is_train, &g, in[0], in[1], b, a, out[0]); /* W prepared at inference */
 }
