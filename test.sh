@@ -49,8 +49,15 @@ LITHE_NATIVE=build/ci/tools/lithe/lithe LITHE_WASI=build/wasi/tools/lithe/lithe.
 # PyTorch, Thinc), 3 timed runs each, into build/bench/results-quick.md; a runner that fails fails
 # the run (bench/README.md); no time is checked
 bench/run.sh --quick --only gemm,mlp,train --build build/ci
-# the npm package: its three .wasm builds (Emscripten), then node:test against the native build
+# the npm package: its .wasm builds (Emscripten: SIMD128, threads, scalar, relaxed SIMD, the importer modules), then node:test against the native build
 (cd bindings/js && npm ci --no-audit --no-fund && npm run build && LITHE_NATIVE=build/ci/tools/lithe/lithe npm test)
+# the WebGPU backend (backends/webgpu): lithe-webgpu-test.wasm (preset wasm-webgpu) in Node on
+# Dawn's bindings (npm's webgpu) over SwiftShader from Debian's chromium: every WGSL primitive against
+# the CPU backend, a Relu MLP's ten Adam steps, the dispatches and submits of a training step; with
+# LITHE_REQUIRE_WEBGPU=1 a missing adapter fails instead of skipping (docs/backends.md, "WebGPU")
+cmake --preset wasm-webgpu >/dev/null
+cmake --build --preset wasm-webgpu -j "$jobs"
+(cd tests/webgpu && npm ci --no-audit --no-fund && LITHE_REQUIRE_WEBGPU=1 npm test)
 # bundler users: the packed package built into a page by Vite, webpack 5 and esbuild (its plugin),
 # each bundle predicting in Debian's Chromium (examples/browser/test.mjs)
 (cd examples/browser && npm ci --no-audit --no-fund && LITHE_NATIVE=build/ci/tools/lithe/lithe npm test)

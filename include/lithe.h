@@ -177,6 +177,11 @@ typedef struct lithe_backend lithe_backend;
  * lithe_tensor_data gives NULL and DLPack export refuses them; lithe_tensor_read / write copy
  * (and synchronise). Its work is recorded and submitted at reads and syncs, so one thread at a
  * time may use a Vulkan backend's tensors and models.
+ * "webgpu" exists only in the npm package's WebGPU module (lithe-webgpu.wasm: init({ device:
+ * 'webgpu' })), whose JavaScript side holds the GPUDevice; elsewhere, or without a device, it is
+ * LITHE_ERR_UNSUPPORTED saying why. Its tensors live in GPU buffers (read / write copy); a read
+ * waits for the GPU asynchronously, so a call that reads back must come through the package's
+ * asynchronous API (docs/backends.md, "WebGPU").
  * "cuda" is the CUDA device numbered by the environment variable LITHE_CUDA_DEVICE (default 0);
  * "cuda:<index>" picks one explicitly; either way the backend's name is "cuda:<index>", one
  * instance per device, with its own stream, cuBLAS handle and caching device allocator. The CUDA

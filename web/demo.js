@@ -111,7 +111,10 @@ async function main() {
   // node serve.mjs --isolate); without it the package's default applies. Elsewhere: one thread.
   const threadsParam = new URLSearchParams(location.search).get('threads');
   const threads = threadsParam ? Number(threadsParam) : undefined;
-  const info = await lithe.init(threads ? { threads } : {});
+  // ?relaxed=0 refuses the relaxed-SIMD build (f32x4.relaxed_madd: fused, so other bits than the
+  // SIMD128 and threads builds), which the package loads on one thread where the browser has it
+  const relaxed = new URLSearchParams(location.search).get('relaxed') === '0' ? false : undefined;
+  const info = await lithe.init({ ...(threads ? { threads } : {}), ...(relaxed === false ? { relaxed } : {}) });
   let model = await lithe.load('/model/fashion9.lithe');
   const [images, labels] = await Promise.all([gunzip('/data/t10k-images-idx3-ubyte.gz'), gunzip('/data/t10k-labels-idx1-ubyte.gz')]);
   const probe = model.predict(batchOf(images, [0]));
@@ -124,7 +127,7 @@ async function main() {
   demo.isolated = globalThis.crossOriginIsolated === true;
   demo.startMs = startMs;
   const buildName = info.build === 'simd-threads' ? `WebAssembly SIMD128 + threads (${info.threads})` :
-    info.simd ? 'WebAssembly SIMD128' : 'scalar WebAssembly';
+    info.build === 'relaxed-simd' ? 'WebAssembly relaxed SIMD' : info.simd ? 'WebAssembly SIMD128' : 'scalar WebAssembly';
   $('status').textContent = `lithe ${info.version}, ${buildName} build; ` +
     `model ${model.name} with ${nOld} classes; ready in ${startMs.toFixed(0)} ms (init, model, data, first prediction)`;
 
@@ -188,7 +191,7 @@ async function main() {
           }
         };
         worker.postMessage({ model: model.save(), nOld, steps, picked: picked8, replay: replay8,
-          replayLabels: Int32Array.from(replay, lab), threads });
+          replayLabels: Int32Array.from(replay, lab), threads, relaxed });
       });
       worker.terminate();
       demo.trainSeconds = result.seconds;

@@ -29,8 +29,8 @@ function shifted(pixels, k, dx, dy, out, off) {
 self.onmessage = async ({ data }) => {
   try {
     // data: model (bytes), nOld, steps, picked (uint8 images), replay (uint8 images), replayLabels,
-    // threads (the page's ?threads=, if any)
-    const info = await lithe.init(data.threads ? { threads: data.threads } : {});
+    // threads (the page's ?threads=, if any), relaxed (false: the page's ?relaxed=0)
+    const info = await lithe.init({ ...(data.threads ? { threads: data.threads } : {}), ...(data.relaxed === false ? { relaxed: false } : {}) });
     const model = lithe.loadBytes(data.model);
     model.resizeOutput(data.nOld + 1);
     model.setSeed(0);

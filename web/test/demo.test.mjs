@@ -156,19 +156,24 @@ const predict64 = (page) => page.evaluate(async () => {
 
 test('threads: a cross-origin isolated page (COOP + COEP) picks the threads build, in the page and in its worker; the same bits as one thread', async () => {
   const errors = [];
-  const open = async (base) => {
+  const open = async (base, more = '') => {
     const page = await browser.newPage({ viewport: { width: 1000, height: 1800 } });
     page.on('pageerror', (e) => errors.push(String(e)));
     page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
-    await page.goto(`${base}?threads=2`);
+    await page.goto(`${base}?threads=2${more}`);
     await page.waitForFunction(() => window.demo?.ready || window.demo?.error, null, { timeout: 60_000 });
     return page;
   };
   const iso = await open(isoUrl);
   const info = await iso.evaluate(() => ({ error: window.demo.error, isolated: window.demo.isolated, build: window.demo.build, threads: window.demo.threads }));
   assert.deepEqual(info, { error: null, isolated: true, build: 'simd-threads', threads: 2 });
-  // without the headers the same URL falls back, silently, to one thread on the SIMD build
-  const plain = await open(url);
+  // without the headers the same URL falls back, silently, to one thread: the relaxed-SIMD build
+  // (Chromium has relaxed SIMD), or with ?relaxed=0 the SIMD128 build, whose bits the threads build's are
+  const relaxedPage = await open(url);
+  const infoR = await relaxedPage.evaluate(() => ({ error: window.demo.error, isolated: window.demo.isolated, build: window.demo.build, threads: window.demo.threads }));
+  assert.deepEqual(infoR, { error: null, isolated: false, build: 'relaxed-simd', threads: 1 });
+  await relaxedPage.close();
+  const plain = await open(url, '&relaxed=0');
   const info1 = await plain.evaluate(() => ({ error: window.demo.error, isolated: window.demo.isolated, build: window.demo.build, threads: window.demo.threads }));
   assert.deepEqual(info1, { error: null, isolated: false, build: 'simd', threads: 1 });
   assert.deepEqual(await predict64(iso), await predict64(plain), 'predictions on 2 threads: the bits of 1 thread');

@@ -113,7 +113,18 @@ static __attribute__((noinline)) void clamp_row(float *c, size_t n, int clamp, f
     }
 }
 
-#define MADD(acc, x, b) acc = wasm_f32x4_add(acc, wasm_f32x4_mul(x, b))
+#if defined(__wasm_relaxed_simd__)
+/* The relaxed-SIMD variant (preset wasm-relaxed, docs/wasm.md): acc = x * b + acc in one
+ * f32x4.relaxed_madd, fused where the engine has FMA (V8 on x86-64 with FMA3, arm64), so its bits
+ * differ from the plain build's. clang 14 knows the instruction only as the proposal's old
+ * f32x4.fma (opcode 0xaf); bindings/js/scripts/relaxed-opcodes.mjs rewrites each one in the linked
+ * module to the standard relaxed_madd (0x105, a * b + c), whose operand order this call is written
+ * for: the builtin's operands reach the instruction in order. */
+#define FMADD(acc, x, b) __builtin_wasm_fma_f32x4(x, b, acc)
+#else
+#define FMADD(acc, x, b) wasm_f32x4_add(acc, wasm_f32x4_mul(x, b))
+#endif
+#define MADD(acc, x, b) acc = FMADD(acc, x, b)
 /* acc += splat(a[i]) * b for row i of the tile (each row right after its splat: V8 keeps the
  * wasm order, and loading every splat first would need 4 more registers). */
 #define ROW(i)                                          \
@@ -198,10 +209,10 @@ static void gemv_n__wasmsimd(size_t n, size_t K, size_t kc, float alpha, const f
             for (size_t k = p; k < e; k++) {
                 const float *wk = w + k * ldw + j;
                 v128_t xk = wasm_v128_load32_splat(x + k);
-                a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(xk, wasm_v128_load(wk)));
-                a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(xk, wasm_v128_load(wk + 4)));
-                a2 = wasm_f32x4_add(a2, wasm_f32x4_mul(xk, wasm_v128_load(wk + 8)));
-                a3 = wasm_f32x4_add(a3, wasm_f32x4_mul(xk, wasm_v128_load(wk + 12)));
+                a0 = FMADD(a0, xk, wasm_v128_load(wk));
+                a1 = FMADD(a1, xk, wasm_v128_load(wk + 4));
+                a2 = FMADD(a2, xk, wasm_v128_load(wk + 8));
+                a3 = FMADD(a3, xk, wasm_v128_load(wk + 12));
             }
             float b = p == 0 ? beta : 1.0f;
             c0 = block_write(a0, c0, alpha, b), c1 = block_write(a1, c1, alpha, b);

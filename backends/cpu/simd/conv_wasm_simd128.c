@@ -24,7 +24,13 @@
 
 enum { WDC_NR = 8, WDC_KC = 256, WDC_CHUNK = 64 /* tiles per chunk: its input rows stay in L1 */ };
 
+#if defined(__wasm_relaxed_simd__)
+/* the relaxed-SIMD importer module (preset wasm-relaxed): x * b + acc in one f32x4.relaxed_madd,
+ * written as clang 14's old f32x4.fma and rewritten after the link (gemm_wasmsimd.c's FMADD) */
+#define WDC_MADD(acc, x, b) acc = __builtin_wasm_fma_f32x4(x, b, acc)
+#else
 #define WDC_MADD(acc, x, b) acc = wasm_f32x4_add(acc, wasm_f32x4_mul(x, b))
+#endif
 
 static inline v128_t wdc_clamp(int clamp, float lo, float hi, v128_t t) {
     if (clamp == LITHE__SGEMM_CLAMP_RELU) /* t <= 0 ? 0 : t: NaN kept, -0 to +0 */

@@ -26,6 +26,10 @@ export declare class LitheError extends Error {
 export interface InitOptions {
   /** Force the SIMD128 (true) or scalar (false) build; default: feature detection. */
   simd?: boolean;
+  /** The relaxed-SIMD build (f32x4.relaxed_madd in the GEMM: fused where the engine has FMA, so not
+   *  bit-identical to the SIMD128 build), loaded on one thread where the engine validates relaxed
+   *  SIMD (Chromium; not Node 20): false refuses it, true forces it where valid. */
+  relaxed?: boolean;
   /** The .wasm as bytes, a URL, a path (Node) or a compiled module; default: the package's file. */
   wasm?: Uint8Array | ArrayBuffer | URL | string | WebAssembly.Module;
   /** Where C's stdout (fd 1) and stderr (fd 2) lines go; default: console.log / console.warn. */
@@ -41,20 +45,33 @@ export interface InitOptions {
    *  model first needs it (default: the package's file for the build); or true to link the
    *  package's own at init. */
   importers?: true | Uint8Array | ArrayBuffer | URL | string | WebAssembly.Module;
+  /** 'cpu' (default) or 'webgpu': ask WebGPU for an adapter and, when one answers, load the WebGPU
+   *  module (dist/lithe-webgpu.wasm, or `wasm`); without one, the CPU module (InitInfo.deviceReason says why). */
+  device?: 'cpu' | 'webgpu';
+  /** The GPU to ask: navigator.gpu by default; in Node, e.g. the webgpu package's create([]). */
+  gpu?: unknown;
 }
 export interface InitInfo {
   simd: boolean;
   /** Threads the CPU backend computes with. */
   threads: number;
-  /** The module running: the threads build, the SIMD128 build or the scalar one. */
-  build: 'simd-threads' | 'simd' | 'scalar';
+  /** The module running: the threads build, the relaxed-SIMD build, the SIMD128 build or the scalar one. */
+  build: 'simd-threads' | 'relaxed-simd' | 'simd' | 'scalar';
   version: string;
+  /** Where models can compute: 'webgpu' when init({ device: 'webgpu' }) found an adapter. */
+  device: 'cpu' | 'webgpu';
+  /** Why WebGPU was not used when it was asked for (no navigator.gpu, no adapter, ...), else null. */
+  deviceReason: string | null;
 }
+/** The device the module computes on, and the WebGPU recorder's counters (dispatches, submits, read-backs, ...). */
+export declare function device(): { device: 'cpu' | 'webgpu'; reason: string | null; info: unknown; stats: Record<string, number> | null };
 
 /** Loads and starts the WebAssembly module once; later calls return the same promise. */
 export declare function init(options?: InitOptions): Promise<InitInfo>;
 /** True where the engine validates a WebAssembly SIMD128 instruction. */
 export declare function simdSupported(): boolean;
+/** True where the engine validates relaxed SIMD in its standard encoding (f32x4.relaxed_madd: Chromium 114+, not Node 20). */
+export declare function relaxedSimdSupported(): boolean;
 /** Whether the running instance is the SIMD128 build (after init()). */
 export declare function usingSimd(): boolean;
 /** True where the threads build can run: shared WebAssembly memory and workers (Node; a cross-origin isolated page or worker). */
@@ -130,6 +147,13 @@ export declare class Model extends Handle {
   /** begin_update, loss, backprop, finish_update; returns the loss of the output before the update
    *  (the mean cross-entropy or mean squared error; Thinc's sum of squared gradients with report: 'thinc'). */
   trainStep(step: TrainStep): number;
+  /** Moves the weights to 'webgpu' (after init({ device: 'webgpu' }) found an adapter) or back to 'cpu'.
+   *  A model on WebGPU predicts and trains through predictAsync / trainStepAsync only. */
+  to(device: 'cpu' | 'webgpu'): Promise<this>;
+  /** predict as a promise (on WebGPU: one submit for the forward pass, one read-back of the output). */
+  predictAsync(x: TensorLike, shape?: readonly number[]): Promise<Tensor<Float32Array>>;
+  /** trainStep as a promise (on WebGPU the loss is a read-back). */
+  trainStepAsync(step: TrainStep): Promise<number>;
   /** Grows the output layer to n classes, keeping the old rows (new ones start at zero). */
   resizeOutput(n: number): this;
   /** Freezes (frozen = false: thaws) the params matching a glob, or the whole model; returns the count matched (-1: whole model). */
@@ -175,6 +199,6 @@ declare const lithe: {
   init: typeof init; load: typeof load; loadBytes: typeof loadBytes; loadTfjs: typeof loadTfjs; tensor: typeof tensor; Tensor: typeof Tensor;
   adam: typeof adam; sgd: typeof sgd; Model: typeof Model; Optimizer: typeof Optimizer; LitheError: typeof LitheError;
   STATUS: typeof STATUS; DTYPE: typeof DTYPE; c: typeof c; version: typeof version; usingSimd: typeof usingSimd;
-  simdSupported: typeof simdSupported; threads: typeof threads; threadsSupported: typeof threadsSupported;
+  simdSupported: typeof simdSupported; relaxedSimdSupported: typeof relaxedSimdSupported; threads: typeof threads; threadsSupported: typeof threadsSupported;
 };
 export default lithe;

@@ -7,10 +7,10 @@
 // call, never calls of their own, so two calls on one model cannot overlap.
 // Integer arguments are checked here (a LitheError, LITHE_ERR_INVALID_ARG) before they reach
 // WebAssembly, where a number is cut to 32 or 64 bits without a word.
-import { instantiate, simdSupported, threadsSupported, readBytes, compileImporters, compileImportersSync, linkImporters } from './loader.js';
+import { instantiate, simdSupported, relaxedSimdSupported, threadsSupported, readBytes, compileImporters, compileImportersSync, linkImporters } from './loader.js';
 import { createRaw, LitheError, litheError, STATUS, DTYPE } from './raw.js';
 
-export { LitheError, STATUS, DTYPE, simdSupported, threadsSupported };
+export { LitheError, STATUS, DTYPE, simdSupported, relaxedSimdSupported, threadsSupported };
 
 let raw = null;
 let initPromise = null;
@@ -24,21 +24,32 @@ let importersPromise = null;
 // options.print(fd, line): where C's stdout/stderr lines go (default: console).
 // options.threads: threads in all (default min(4, ceil(cores / 2))); more than one loads the threads
 // module and starts threads - 1 workers where shared memory is allowed (Node; a cross-origin
-// isolated page or worker), else one thread, silently. Resolves with { simd, threads, build,
-// version }: build is 'simd-threads', 'simd' or 'scalar', threads the number computing.
+// isolated page or worker), else one thread, silently. options.relaxed: false refuses (true
+// forces where valid) the relaxed-SIMD module, which one thread loads where the engine has relaxed
+// SIMD (Chromium; not Node 20). Resolves with { simd, threads, build, version }: build is
+// 'simd-threads', 'relaxed-simd', 'simd' or 'scalar', threads the number computing.
 // options.threadUrl: where src/thread.js (the workers' script) is served, if a bundler moved it.
 // options.importers: where the importer module (ONNX, TF.js: lithe-importers.wasm, or
 // lithe-importers-simd.wasm for the SIMD128 build) is, as bytes, URL, path or WebAssembly.Module,
 // linked when a model first needs it (default: the package's own file for the build); or true to
 // link the package's own now. (The threads module has them built in.)
+// options.device: 'cpu' (the default) or 'webgpu': then WebGPU is asked for an adapter
+// (options.gpu: navigator.gpu by default; in Node, e.g. the webgpu package's create([])) and, when
+// one answers, the WebGPU module (dist/lithe-webgpu.wasm, or options.wasm) is loaded instead of the
+// CPU one, with src/webgpu.js's command recorder; models then go to the GPU with model.to('webgpu')
+// and their predictAsync / trainStepAsync are promises (a read-back waits for the GPU). Without an
+// adapter it falls back to the CPU module: the result's device is then 'cpu' and deviceReason says why.
 export function init(options = {}) {
-  initPromise ??= instantiate(options).then(async (loaded) => {
+  initPromise ??= startModule(options).then(async ({ loaded, gpu }) => {
     loadedCore = loaded;
     raw = createRaw(loaded);
+    webgpu = gpu;
+    if (gpu) gpu.asyncify.attach(loaded.instance, loaded.exports.malloc);
     raw.importers = raw.lithe_js_importers_linked() ? 'built in' : null;
     importersSource = options.importers === true ? undefined : options.importers;
     if (options.importers === true) await importers();
-    return { simd: loaded.simd, threads: loaded.threads, build: loaded.build, version: raw.cstring(raw.lithe_version()) };
+    return { simd: loaded.simd, threads: loaded.threads, build: loaded.build, version: raw.cstring(raw.lithe_version()),
+             device: gpu ? 'webgpu' : 'cpu', deviceReason: gpu ? null : deviceReason };
   }).catch((err) => {
     // a failed start (the module, or the importer module asked for) may be retried: another URL, say
     initPromise = null;
@@ -49,13 +60,74 @@ export function init(options = {}) {
   return initPromise;
 }
 
+// The module for options.device: the WebGPU one where an adapter answers, else the CPU one (with
+// deviceReason set).
+let webgpu = null; // { asyncify, wg: the recorder, stats } when the WebGPU module runs
+let deviceReason = null;
+async function startModule(options) {
+  deviceReason = null;
+  if ((options.device ?? 'cpu') === 'cpu') return { loaded: await instantiate(options), gpu: null };
+  if (options.device !== 'webgpu') throw litheError(STATUS.VALUE, `unknown device '${options.device}' ('cpu' or 'webgpu')`);
+  const { requestDevice, webgpuImports, Asyncify } = await import('./webgpu.js');
+  const found = await requestDevice(options.gpu);
+  if (!found.device) {
+    deviceReason = found.reason;
+    return { loaded: await instantiate({ ...options, device: 'cpu' }), gpu: null };
+  }
+  const asyncify = new Asyncify();
+  let wg = null;
+  const loaded = await instantiate({
+    ...options,
+    threads: 1,
+    relaxed: false, // the WebGPU module is a SIMD128 build
+    wasm: options.wasm ?? new URL('../dist/lithe-webgpu.wasm', import.meta.url),
+    extraImports: (getMemory) => {
+      wg = webgpuImports(found.device, () => getMemory() ?? loadedMemory(), asyncify);
+      return wg.imports;
+    },
+  });
+  loadedWgMemory = loaded.memory;
+  return { loaded, gpu: { asyncify, wg, stats: wg.stats, info: found.info } };
+}
+let loadedWgMemory = null;
+const loadedMemory = () => loadedWgMemory;
+
+// The device the module computes on: { device: 'webgpu' | 'cpu', reason (why not WebGPU, when it was
+// asked for), adapter info, and the WebGPU recorder's counters (dispatches, submits, read-backs) }.
+export function device() {
+  need();
+  return webgpu ? { device: 'webgpu', reason: null, info: webgpu.info, stats: { ...webgpu.stats } }
+    : { device: 'cpu', reason: deviceReason, info: null, stats: null };
+}
+
+// A host tensor moved to backend be (the host one released); resolves with the device copy.
+async function toDevice(ptr, be) {
+  const r = need();
+  try {
+    r.check(await callAsync('lithe_tensor_to_backend', ptr, be, r.outPtr(2)));
+    return r.readU32(r.outPtr(2));
+  } finally {
+    r.lithe_tensor_release(ptr);
+  }
+}
+
+// Runs export `name` of the module, awaiting the WebGPU read-backs it makes (Asyncify); a plain
+// call on the CPU module.
+function callAsync(name, ...args) {
+  const r = need();
+  return webgpu ? webgpu.asyncify.call(name, ...args) : Promise.resolve(r[name](...args));
+}
+// which importer module the running core links: its own build's (the relaxed-SIMD core's
+// convolution fuses too), the SIMD128 one, or the scalar one
+const importersFlavour = () => (loadedCore.build === 'relaxed-simd' ? 'relaxed' : loadedCore.simd);
+
 // ONNX and TF.js models (and .lithe files holding one) run code that lives in a second module,
 // lithe-importers.wasm, linked into the running one the first time a model needs it: load() does
 // that on its own; the synchronous loadBytes / loadTfjs do it in Node, and elsewhere need it linked
 // already (by an earlier load() or init({ importers: true })).
 function importers() {
   if (raw.importers) return Promise.resolve();
-  importersPromise ??= compileImporters(importersSource, loadedCore.simd).then(
+  importersPromise ??= compileImporters(importersSource, importersFlavour()).then(
     (module) => {
       if (!raw.importers) raw.importers = linkImporters(loadedCore, module);
     },
@@ -78,7 +150,7 @@ function runLoader(call, sync) {
   if (status === STATUS.OK || !r.lithe_js_importers_wanted()) return status;
   if (!sync) return MISSING;
   try {
-    const module = compileImportersSync(importersSource, loadedCore.simd);
+    const module = compileImportersSync(importersSource, importersFlavour());
     if (!module) return status; // lithe's error says what is missing and that load() links it
     r.importers = linkImporters(loadedCore, module);
   } catch (err) {
@@ -310,6 +382,8 @@ const LOSSES = { categorical_crossentropy: 0, cce: 0, l2: 1, mse: 1 };
 
 export class Model extends Handle {
   #prepared = false; // the weights' prepared copies are current (see predict)
+  #device = 'cpu'; // where to() put the weights
+  #backend = 0; // its lithe_backend
   // Thinc's model.name ("relu>>dropout>>relu>>dropout>>softmax").
   get name() {
     return need().cstring(raw.lithe_model_name(this.ptr));
@@ -328,6 +402,7 @@ export class Model extends Handle {
   // write can get past lithe. Same bits as unprepared.
   predict(x, shape) {
     const r = need();
+    if (this.#device !== 'cpu') throw litheError(STATUS.UNSUPPORTED, `this model is on ${this.#device}: its predictions come back asynchronously (await model.predictAsync(x))`);
     const xp = toC(asTensor(x, shape));
     try {
       if (!this.#prepared) {
@@ -356,6 +431,7 @@ export class Model extends Handle {
   // Computed by the C library (lithe_cross_entropy, lithe_mean_squared_error).
   trainStep({ x, y, loss = 'categorical_crossentropy', optimizer: opt, report = 'loss' }) {
     const r = need();
+    if (this.#device !== 'cpu') throw litheError(STATUS.UNSUPPORTED, `this model is on ${this.#device}: its loss comes back asynchronously (await model.trainStepAsync(...))`);
     if (!(opt instanceof Optimizer)) throw litheError(STATUS.INVALID_ARG, 'trainStep needs an optimizer (lithe.adam() or lithe.sgd())');
     const kind = LOSSES[loss];
     if (kind === undefined) throw litheError(STATUS.VALUE, `unknown loss '${loss}' (categorical_crossentropy or l2)`);
@@ -372,6 +448,67 @@ export class Model extends Handle {
       yp = toC(asTensor(ys));
       this.#prepared = false; // the step writes the weights: lithe drops their prepared copies
       r.check(r.lithe_js_train_step(this.ptr, opt.ptr, xp, yp, kind, report === 'thinc' ? 1 : 0, r.outPtr(1), 0));
+      return r.readF32(r.outPtr(1));
+    } finally {
+      r.lithe_tensor_release(xp);
+      r.lithe_tensor_release(yp);
+    }
+  }
+  // Moves the model's weights to a device: 'webgpu' (the module init({ device: 'webgpu' }) loaded)
+  // or 'cpu'. Resolves with the model.
+  async to(dev) {
+    const r = need();
+    if (dev !== 'cpu' && dev !== 'webgpu') throw litheError(STATUS.VALUE, `unknown device '${dev}' ('cpu' or 'webgpu')`);
+    if (dev === 'webgpu' && !webgpu) throw litheError(STATUS.UNSUPPORTED, `no WebGPU here: ${deviceReason ?? "init({ device: 'webgpu' }) loads it"}`);
+    const name = r.malloc(8);
+    try {
+      r.u8().set(new TextEncoder().encode(`${dev}\0`), name);
+      r.check(r.lithe_backend_get(name, r.outPtr(0)));
+    } finally {
+      r.free(name);
+    }
+    this.#prepared = false;
+    this.#backend = r.readU32(r.outPtr(0));
+    r.check(await callAsync('lithe_model_to_backend', this.ptr, this.#backend));
+    this.#device = dev;
+    return this;
+  }
+  // predict as a promise: on WebGPU the input goes up, the forward pass is recorded and submitted
+  // once, and the output comes back by one read-back; on the CPU the same as predict.
+  async predictAsync(x, shape) {
+    const r = need();
+    if (this.#device === 'cpu') return this.predict(x, shape);
+    const xp = await toDevice(toC(asTensor(x, shape)), this.#backend);
+    let yp = 0;
+    try {
+      r.check(await callAsync('lithe_model_predict_tensor', this.ptr, xp, r.outPtr(0)));
+      yp = r.readU32(r.outPtr(0));
+      r.check(await callAsync('lithe_tensor_to_backend', yp, 0, r.outPtr(0)));
+      const host = r.readU32(r.outPtr(0));
+      try {
+        return fromC(host);
+      } finally {
+        r.lithe_tensor_release(host);
+      }
+    } finally {
+      r.lithe_tensor_release(xp);
+      if (yp) r.lithe_tensor_release(yp);
+    }
+  }
+  // trainStep as a promise (the loss is a read-back on WebGPU); options as trainStep's.
+  async trainStepAsync({ x, y, loss = 'categorical_crossentropy', optimizer: opt, report = 'loss' }) {
+    const r = need();
+    if (this.#device === 'cpu') return this.trainStep({ x, y, loss, optimizer: opt, report });
+    if (!(opt instanceof Optimizer)) throw litheError(STATUS.INVALID_ARG, 'trainStepAsync needs an optimizer (lithe.adam() or lithe.sgd())');
+    const kind = LOSSES[loss];
+    if (kind === undefined) throw litheError(STATUS.VALUE, `unknown loss '${loss}' (categorical_crossentropy or l2)`);
+    const ys = Array.isArray(y) ? new Tensor(Int32Array.from(y)) : y;
+    const xp = await toDevice(toC(asTensor(x)), this.#backend);
+    let yp = 0;
+    try {
+      yp = await toDevice(toC(asTensor(ys)), this.#backend);
+      this.#prepared = false;
+      r.check(await callAsync('lithe_js_train_step', this.ptr, opt.ptr, xp, yp, kind, report === 'thinc' ? 1 : 0, r.outPtr(1), 0));
       return r.readF32(r.outPtr(1));
     } finally {
       r.lithe_tensor_release(xp);
@@ -568,4 +705,4 @@ function loadModel(bytes, sync) {
   return new Model(r.readU32(r.outPtr(0)), 'lithe_model_free');
 }
 
-export default { init, load, loadBytes, loadTfjs, tensor, Tensor, adam, sgd, Model, Optimizer, LitheError, STATUS, DTYPE, c, version, usingSimd, simdSupported, threads, threadsSupported };
+export default { init, device, load, loadBytes, loadTfjs, tensor, Tensor, adam, sgd, Model, Optimizer, LitheError, STATUS, DTYPE, c, version, usingSimd, simdSupported, relaxedSimdSupported, threads, threadsSupported };

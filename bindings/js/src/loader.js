@@ -24,6 +24,19 @@ export function simdSupported() {
   }
 }
 
+// (module (func (result v128) i32.const 0 i8x16.splat (twice more) f32x4.relaxed_madd)): valid only
+// where the engine has relaxed SIMD in its standard encoding (Chromium 114+; not Node 20's V8).
+const RELAXED_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 19, 1, 17, 0,
+  65, 0, 253, 15, 65, 0, 253, 15, 65, 0, 253, 15, 253, 133, 2, 11]);
+
+export function relaxedSimdSupported() {
+  try {
+    return WebAssembly.validate(RELAXED_PROBE);
+  } catch {
+    return false;
+  }
+}
+
 const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined';
 // Node's own modules, only ever loaded in Node. The specifier is computed so that bundlers
 // building for browsers (esbuild, Vite, webpack) leave it alone instead of failing to resolve it.
@@ -57,6 +70,7 @@ async function defaultThreads() {
 // copy the asset); each literal appears so each file is emitted.
 function defaultUrl(build) {
   if (build === 'simd-threads') return new URL('../dist/lithe-simd-threads.wasm', import.meta.url);
+  if (build === 'relaxed-simd') return new URL('../dist/lithe-relaxed-simd.wasm', import.meta.url);
   return build === 'simd' ? new URL('../dist/lithe-simd.wasm', import.meta.url) : new URL('../dist/lithe-scalar.wasm', import.meta.url);
 }
 
@@ -93,6 +107,10 @@ async function compile(source) {
 }
 
 const EBADF = 8, ENOSYS = 52;
+
+// Whether the relaxed-SIMD module is chosen where it validates, unless init's options say: it is,
+// as it measured faster in Chromium (docs/wasm.md, bench/runners/lithe_browser.mjs).
+const RELAXED_DEFAULT = true;
 
 // The threads module's memory, created here and shared with the workers: its limits must match
 // the module's import (bindings/js/CMakeLists.txt: 16 MiB initial, 4 GiB maximum).
@@ -196,10 +214,15 @@ async function startWorkers(module, memory, exports, n, threadUrl) {
 // one's own; a threads module is recognised by its imported memory), simd (force or refuse the
 // SIMD128 builds), threads (threads in all, >= 1), threadUrl (where src/thread.js is served, when a
 // bundler moved it), print(fd, text) for C's stdout/stderr.
-export async function instantiate({ wasm, simd, print, threads, threadUrl } = {}) {
+// extraImports(getMemory): more import namespaces (the WebGPU module's lithe_webgpu: webgpu.js).
+export async function instantiate({ wasm, simd, relaxed, print, threads, threadUrl, extraImports } = {}) {
   const useSimd = simd ?? simdSupported();
   const want = Math.max(1, Math.min(65, Math.floor(threads ?? (await defaultThreads()))));
   let build = useSimd ? 'simd' : 'scalar';
+  // The relaxed-SIMD module (f32x4.relaxed_madd in the GEMM) where the threads module will not run
+  // and the engine validates the standard instruction: options.relaxed true / false forces or
+  // refuses it.
+  if (useSimd && !(want > 1 && threadsSupported()) && (relaxed ?? RELAXED_DEFAULT) && relaxedSimdSupported()) build = 'relaxed-simd';
   let module;
   if (wasm instanceof WebAssembly.Module) module = wasm;
   else if (wasm !== undefined) module = await compile(wasm);
@@ -209,6 +232,13 @@ export async function instantiate({ wasm, simd, print, threads, threadUrl } = {}
       build = 'simd-threads';
     } catch {
       module = undefined; // the plain SIMD module will do
+    }
+  }
+  if (!module && build === 'relaxed-simd') {
+    try {
+      module = await compile(defaultUrl(build));
+    } catch {
+      build = 'simd'; // (a package built without it: the SIMD128 module)
     }
   }
   module ??= await compile(defaultUrl(build));
@@ -227,6 +257,7 @@ export async function instantiate({ wasm, simd, print, threads, threadUrl } = {}
     }
   }
   const imports = moduleImports(module, () => memory, print, memory);
+  if (extraImports) Object.assign(imports, extraImports(() => memory));
   const instance = await WebAssembly.instantiate(module, imports);
   memory = instance.exports.memory ?? memory;
   instance.exports._initialize?.();
@@ -252,10 +283,11 @@ export async function instantiate({ wasm, simd, print, threads, threadUrl } = {}
 // entry points with the core (lithe_js_importers_set). It also holds the CPU backend's convolution
 // and pooling, so each core build has its own: lithe-importers-simd.wasm for the SIMD128 core,
 // lithe-importers.wasm for the scalar one (which a SIMD128 core can link too, with slower
-// convolutions).
+// convolutions), lithe-importers-relaxed-simd.wasm for the relaxed-SIMD core (simd = 'relaxed').
 
 // (each URL a literal inside new URL(…, import.meta.url): the form Vite and webpack 5 emit assets for)
 export function importersUrl(simd = false) {
+  if (simd === 'relaxed') return new URL('../dist/lithe-importers-relaxed-simd.wasm', import.meta.url);
   return simd ? new URL('../dist/lithe-importers-simd.wasm', import.meta.url) : new URL('../dist/lithe-importers.wasm', import.meta.url);
 }
 
@@ -309,6 +341,16 @@ function dylinkInfo(module) {
 }
 
 // Links a compiled importer module into a loaded core (what instantiate returned).
+function timespecGet(memory, ts, base) {
+  if (base !== 1) return 0;
+  const ms = performance.timeOrigin + performance.now();
+  const sec = Math.floor(ms / 1000);
+  const mem = new Int32Array(memory.buffer, ts, 2);
+  mem[0] = sec;
+  mem[1] = Math.floor((ms - sec * 1000) * 1e6);
+  return base;
+}
+
 export function linkImporters(loaded, module) {
   const core = loaded.exports;
   const table = core.__indirect_function_table;
@@ -351,6 +393,10 @@ export function linkImporters(loaded, module) {
   for (const imp of WebAssembly.Module.imports(module)) {
     if (imp.module === 'env' && imp.kind === 'function') {
       if (typeof core[imp.name] === 'function') env[imp.name] = core[imp.name];
+      // the graph profiler's clock (core/graph/graph_plan.c, LITHE_GRAPH_PROFILE through
+      // lithe_set_options): Emscripten 3.1.6's timespec_get is JavaScript, so the loader gives it
+      // (struct timespec: 32-bit tv_sec, then tv_nsec; TIME_UTC), or the profile reads garbage
+      else if (imp.name === 'timespec_get') env[imp.name] = (ts, base) => timespecGet(core.memory, ts, base);
       // a host function (Emscripten implements a few libc calls in JavaScript): fails softly, as
       // the core's own do (instantiate)
       else if (!/^(lithe|js_)/.test(imp.name)) env[imp.name] = () => -ENOSYS;

@@ -3,8 +3,8 @@ import * as lithe from '../src/index.js';
 import { LitheError, type Tensor } from '../src/index.js';
 
 async function main(bytes: Uint8Array): Promise<number> {
-  const info: lithe.InitInfo = await lithe.init({ simd: lithe.simdSupported(), threads: lithe.threadsSupported() ? 2 : 1 });
-  const build: 'simd-threads' | 'simd' | 'scalar' = info.build;
+  const info: lithe.InitInfo = await lithe.init({ simd: lithe.simdSupported(), relaxed: lithe.relaxedSimdSupported(), threads: lithe.threadsSupported() ? 2 : 1 });
+  const build: 'simd-threads' | 'relaxed-simd' | 'simd' | 'scalar' = info.build;
   const nThreads: number = info.threads + lithe.threads() + build.length;
   const model: lithe.Model = await lithe.load(bytes);
   const x = lithe.tensor(new Float32Array(784 * 2), [2, 784]);

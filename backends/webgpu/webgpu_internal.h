@@ -1,0 +1,125 @@
+/* The WebGPU backend's internals (docs/backends.md, "WebGPU"): the context, the imports of the
+ * JavaScript command recorder (bindings/js/src/webgpu.js) and what the primitive files share.
+ *
+ * The wasm core never calls WebGPU itself. It records work through a few imported functions of
+ * module "lithe_webgpu": buffers are JS-side GPUBuffers named by a 32-bit id; a dispatch names its
+ * shader (an id and its WGSL source, compiled by JS on first use: lazy, cached), its storage
+ * buffers and a 128-byte parameter block; JS queues it and encodes everything queued into one
+ * command encoder, submitted once at the next synchronisation point (a read-back, an upload over
+ * queued work, lithe_backend_sync). The only asynchronous import is `read` (mapAsync): the module
+ * is instrumented with Binaryen's Asyncify for it alone, so C keeps its synchronous table. */
+#ifndef LITHE_WEBGPU_INTERNAL_H
+#define LITHE_WEBGPU_INTERNAL_H
+
+#include "../../core/backend.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#define WG_IMPORT(name) __attribute__((import_module("lithe_webgpu"), import_name(#name)))
+/* 1 when the host gave the module a GPUDevice, else 0 (then *why* names the reason: up to cap bytes). */
+WG_IMPORT(available) int32_t lithe__wg_available(char *why, uint32_t cap);
+/* A new storage buffer of `bytes` (a multiple of 256) zero-filled; 0 when the device refuses. */
+WG_IMPORT(buffer_create) uint32_t lithe__wg_buffer_create(uint32_t bytes);
+WG_IMPORT(buffer_destroy) void lithe__wg_buffer_destroy(uint32_t id);
+/* queue.writeBuffer of n bytes at off (after submitting queued work); 0 on success. */
+WG_IMPORT(write) int32_t lithe__wg_write(uint32_t id, uint32_t off, const void *src, uint32_t n);
+/* Submits queued work, copies n bytes at off to a mapped staging buffer and into dst (async: the
+ * module unwinds through Asyncify until mapAsync resolves); 0 on success. */
+WG_IMPORT(read) int32_t lithe__wg_read(uint32_t id, uint32_t off, void *dst, uint32_t n);
+/* Queues a buffer-to-buffer copy (offsets and size multiples of 4). */
+WG_IMPORT(copy) void lithe__wg_copy(uint32_t src, uint32_t src_off, uint32_t dst, uint32_t dst_off, uint32_t n);
+/* Queues a dispatch: shader `shader` specialised with override OP = op (source src of src_len
+ * bytes, read by JS only the first time it meets this (shader, op)); nbuf storage buffers at
+ * bindings 1..nbuf (bufs[i] ids, read_write where bit i of writable is set, else read-only), the
+ * 128-byte params at binding 0; gx x gy workgroups. 0 on success, else the WGSL compile failed. */
+WG_IMPORT(dispatch) int32_t lithe__wg_dispatch(uint32_t shader, const char *src, uint32_t src_len, uint32_t op,
+                                               const uint32_t *bufs, uint32_t nbuf, uint32_t writable,
+                                               const void *params, uint32_t gx, uint32_t gy);
+/* Submits queued work (nothing when none is queued). */
+WG_IMPORT(flush) void lithe__wg_flush(void);
+/* The message of the last failed import call into buf (cap bytes, NUL-terminated). */
+WG_IMPORT(last_error) void lithe__wg_last_error(char *buf, uint32_t cap);
+#undef WG_IMPORT
+
+/* A buffer: its JS id and capacity. A tensor's storage->data points to one. */
+typedef struct lithe__wg_buf {
+    uint32_t id, bytes;
+} lithe__wg_buf;
+
+#define LITHE__WG_CLASSES 32
+typedef struct lithe__wg {
+    /* The buffer pool: freed buffers wait here by size class (bytes 256 << k) for reuse; later
+     * work may take one at once (the queue orders it after the work that used it). */
+    lithe__wg_buf **pool[LITHE__WG_CLASSES];
+    uint32_t pool_n[LITHE__WG_CLASSES], pool_cap[LITHE__WG_CLASSES];
+    uint32_t dummy[6]; /* one per binding slot: an unused binding never aliases another */
+    uint64_t n_buffers; /* buffers created, for tests (repeated steps create none) */
+} lithe__wg;
+
+static inline lithe__wg *lithe__wg_of(lithe_backend *be) { return (lithe__wg *)be->ctx; }
+static inline lithe__wg_buf *lithe__wg_mem(const lithe_tensor *t) { return (lithe__wg_buf *)t->storage->data; }
+
+typedef struct lithe__wg_params {
+    uint32_t u[16]; /* u[0..9]: the op's arguments; u[10 + b]: binding b's word offset */
+    float f[16];
+} lithe__wg_params;
+
+/* The shaders (shaders/<name>.wgsl, embedded by embed_wgsl.cmake into lithe_wg_shaders.c). */
+#define LITHE__WG_SHADERS(X) X(fill) X(elementwise) X(rows) X(act) X(softmax) X(reduce) X(optim) X(cce) X(gemm) X(copy)
+enum {
+#define X(n) LITHE__WG_SH_##n,
+    LITHE__WG_SHADERS(X)
+#undef X
+    LITHE__WG_SH_COUNT
+};
+extern const char *const lithe__wg_shader_src[LITHE__WG_SH_COUNT];
+
+/* Queues one dispatch of `shader` with override OP = op over gx x gy workgroups, binding the
+ * tensors in order (NULL: unused) at 1..n; bit b of writable: the shader writes binding b (it is
+ * declared read_write). Fills p->u[10 + b] with each tensor's word offset. A written tensor whose
+ * buffer another binding shares (WebGPU refuses such aliasing) goes through a scratch copy of its
+ * buffer, copied back over the tensor's bytes after. `op_name` names the primitive in messages. */
+lithe_status lithe__wg_dispatch_(lithe_backend *be, const char *op_name, int shader, uint32_t op, lithe__wg_params *p,
+                                 const lithe_tensor *const *bind, size_t n, uint32_t writable, uint32_t gx,
+                                 uint32_t gy);
+/* A device tensor of n float32 (scratch for reductions); release with lithe_tensor_release. */
+lithe_status lithe__wg_scratch(lithe_backend *be, size_t n, lithe_tensor **out);
+/* Reads n bytes of t's buffer from t's first element (a synchronisation point). */
+lithe_status lithe__wg_read_tensor(lithe_backend *be, const lithe_tensor *t, void *dst, size_t n);
+
+#define WG_SIZE 256u
+#define WG_MAX_GROUPS 1024u
+static inline uint32_t lithe__wg_groups(int64_t n) {
+    int64_t g = (n + WG_SIZE - 1) / WG_SIZE;
+    return g < 1 ? 1u : (g > (int64_t)WG_MAX_GROUPS ? WG_MAX_GROUPS : (uint32_t)g);
+}
+static inline lithe_status lithe__wg_f32(const char *op, const lithe_tensor *t) {
+    if (t->dtype != LITHE_F32)
+        return lithe__fail(LITHE_ERR_DTYPE, "webgpu %s: expects float32, got %s", op, lithe_dtype_name(t->dtype));
+    if ((uint64_t)t->numel + (uint64_t)t->offset >= (1u << 30))
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "webgpu %s: a tensor of %lld elements exceeds the buffer limit", op,
+                           (long long)t->numel);
+    return LITHE_OK;
+}
+static inline lithe_status lithe__wg_dense(const char *op, const lithe_tensor *t) {
+    LITHE__TRY(lithe__wg_f32(op, t));
+    if (!lithe_tensor_is_contiguous(t))
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "webgpu %s: strided tensors are not supported yet", op);
+    return LITHE_OK;
+}
+
+#define WG_DISPATCH(op_name, shader, op, params, writable, gx, gy, ...)                                            \
+    lithe__wg_dispatch_(be, op_name, LITHE__WG_SH_##shader, op, params, (const lithe_tensor *const[]){__VA_ARGS__}, \
+                        sizeof((const lithe_tensor *const[]){__VA_ARGS__}) / sizeof(const lithe_tensor *), writable,  \
+                        gx, gy)
+
+/* The primitives: wg_<name> for every line of core/primitives.def but those unsupported.h lists. */
+#include "unsupported.h"
+#define LITHE_PRIM(name, params, args) LITHE__PRIM_DECL(wg_, name, params)
+#include "../../core/primitives.def"
+#undef LITHE_PRIM
+
+void lithe__wg_fill_ops(lithe_backend_ops *ops);
+
+#endif
