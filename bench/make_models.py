@@ -11,6 +11,10 @@ it with Debian's /usr/bin/python3: torch 1.13, torchvision 0.14, Thinc 8.1.7):
   <out>/weights/<model>.<param>.npy   the torch state_dicts, for the runners that rebuild a model
                               (tfjs layers, Thinc)
   <out>/train_x.npy, train_y.npy      the MLP training batch (64 rows, int labels)
+  <out>/<train workload>.onnx, _x.npy, _y.npy   the training rows of TRAIN (the CNN at batch 32,
+                              mobilenet_v2 at batch 8, the transformer at batch 8): train_model's
+                              module at its batch (softmax ending the classifiers), its batch and
+                              int labels (classifiers only)
 
 Usage: make_models.py OUT_DIR [--only mlp,cnn,...]"""
 import json
@@ -119,6 +123,68 @@ WORKLOADS = {
 }
 
 
+# training workloads: workload -> (model, batch). bench/run.py's TRAIN_WLS names the same.
+TRAIN = {"cnn_train_b32": ("cnn", 32), "mobilenet_v2_train_b8": ("mobilenet_v2", 8),
+         "transformer_train_b8": ("transformer", 8)}
+
+
+def train_model(name):
+    """The module a training row trains, the same in every runner: build(name) in eval mode (no
+    dropout), mobilenet_v2's Conv + BatchNorm pairs fused (BatchNorm in eval mode is an affine map
+    torch.onnx.export folds into the Conv anyway, so the exported graph holds the fused weights;
+    fusing in torch too makes PyTorch train those very weights, as tests/golden/gen_finetune_goldens.py
+    does). Classifiers return logits (the runners' losses take the softmax)."""
+    from torch.nn.utils.fusion import fuse_conv_bn_eval
+    m = build(name)
+    if name == "mobilenet_v2":
+        for parent in list(m.modules()):
+            kids = list(parent.named_children())
+            for (n1, a), (n2, b) in zip(kids, kids[1:]):
+                if isinstance(a, nn.Conv2d) and isinstance(b, nn.BatchNorm2d):
+                    setattr(parent, n1, fuse_conv_bn_eval(a, b))
+                    setattr(parent, n2, nn.Identity())
+        assert not any(isinstance(x, nn.BatchNorm2d) for x in m.modules())
+    return m.eval()
+
+
+class WithSoftmax(nn.Module):
+    """A classifier ending in softmax: lithe's categorical cross-entropy takes probabilities."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.m = inner
+
+    def forward(self, x):
+        return torch.softmax(self.m(x), 1)
+
+
+def train_batch(wl):
+    """A training workload's batch: x, and int32 labels for the classifiers (None otherwise)."""
+    model, batch = TRAIN[wl]
+    shape = (batch,) + next(s for (mm, s) in WORKLOADS.values() if mm == model)[1:]
+    rng = numpy.random.default_rng(sum(map(ord, wl)))
+    x = rng.random(shape, dtype=numpy.float32)
+    y = None if model == "transformer" else rng.integers(0, 10, batch).astype(numpy.int32)
+    return x, y
+
+
+def export_train(name, out, info):
+    for wl, (model, batch) in TRAIN.items():
+        if model != name:
+            continue
+        m = train_model(name)
+        x, y = train_batch(wl)
+        numpy.save(os.path.join(out, f"{wl}_x.npy"), x)
+        if y is not None:
+            numpy.save(os.path.join(out, f"{wl}_y.npy"), y)
+            with torch.no_grad():
+                info[wl] = {"model": name, "first_loss": float(nn.functional.cross_entropy(
+                    m(torch.from_numpy(x)), torch.from_numpy(y).long()))}
+            m = WithSoftmax(m).eval()
+        torch.onnx.export(m, torch.from_numpy(x), os.path.join(out, f"{wl}.onnx"), input_names=["x"],
+                          output_names=["y"], opset_version=13, do_constant_folding=True)
+
+
 def thinc_mlp(mlp):
     """The MLP as Thinc's chain(Relu(512), Relu(512), Softmax(10)) with mlp's weights."""
     from thinc.api import Relu, Softmax, chain
@@ -169,6 +235,7 @@ def main():
         dyn = {"x": {0: "batch"}, "y": {0: "batch"}} if name in ("mlp", "cnn") else None
         torch.onnx.export(m, torch.zeros(shape), os.path.join(out, f"{name}.onnx"), input_names=["x"],
                           output_names=["y"], opset_version=13, dynamic_axes=dyn, do_constant_folding=True)
+        export_train(name, out, info)
         if name == "mlp":
             export_lithe_mlp(m, os.path.join(out, "mlp.lithe"))
             rng = numpy.random.default_rng(64)

@@ -2,11 +2,16 @@
 needs, runs lithe (native, WASI, npm) and the peers one process at a time on this machine, and
 writes a Markdown report (bench/results.md by default). bench/README.md says what each row is.
 
-  bench/run.sh [--quick] [--only gemm,mlp,cnn,mobilenet,transformer,train] [--threads 2]
-               [--out FILE] [--max-s S] [--skip-build]
+  bench/run.sh [--quick] [--only gemm,mlp,cnn,mobilenet,transformer,train,train-cnn,train-mnv2,train-transformer]
+               [--rounds N] [--threads 2] [--out FILE] [--max-s S] [--skip-build]
+
+--rounds N runs every runner once per round in a rotated order and judges each ratio by its
+per-round values (bench/rounds.py): the median, min-max, and "met" when the lower quartile clears
+the bar.
 """
 import argparse
 import datetime
+import functools
 import json
 import os
 import platform
@@ -18,10 +23,12 @@ import time
 
 import numpy
 
+from rounds import by_round, ratio_over_rounds
+
 BENCH = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(BENCH)
 PY = "/usr/bin/python3"
-GROUPS = ("gemm", "mlp", "cnn", "mobilenet", "transformer", "train")
+GROUPS = ("gemm", "mlp", "cnn", "mobilenet", "transformer", "train", "train-cnn", "train-mnv2", "train-transformer")
 GEMMS = [(1, 512, 784), (64, 512, 784), (256, 256, 256), (1024, 1024, 1024)]
 WORKLOADS = ["mlp_b1", "mlp_b64", "cnn_b1", "cnn_b32", "mobilenet_v2_b1", "mobilenet_v3_small_b1", "lraspp_b1",
              "transformer_b1"]
@@ -31,6 +38,11 @@ WL_GROUP = {"mlp_b1": "mlp", "mlp_b64": "mlp", "cnn_b1": "cnn", "cnn_b32": "cnn"
 WL_MODEL = {"mlp_b1": "mlp", "mlp_b64": "mlp", "cnn_b1": "cnn", "cnn_b32": "cnn", "mobilenet_v2_b1": "mobilenet_v2",
             "mobilenet_v3_small_b1": "mobilenet_v3_small", "lraspp_b1": "lraspp_mobilenet_v3_large",
             "transformer_b1": "transformer"}
+# the training workloads and their --only groups (make_models.py's TRAIN writes all but the MLP's files)
+TRAIN_WLS = {"mlp_train_b64": "train", "cnn_train_b32": "train-cnn", "mobilenet_v2_train_b8": "train-mnv2",
+             "transformer_train_b8": "train-transformer"}
+TRAIN_MODEL = {"mlp_train_b64": "mlp", "cnn_train_b32": "cnn", "mobilenet_v2_train_b8": "mobilenet_v2",
+               "transformer_train_b8": "transformer"}
 # lithe's training rows (lithe bench --train --adam KIND; bench/runners/lithe_js.mjs writes the same)
 TRAIN_ADAM = {"thinc": "Adam (Thinc defaults: grad_clip 1, averages)",
               "torch": "Adam as PyTorch's work (no clip, no averages, no L2)"}
@@ -41,7 +53,7 @@ PEAK = {}
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="a smoke test: 1 warm-up and 3 timed runs each")
+    p.add_argument("--quick", action="store_true", help="a smoke test: 1 warm-up and 3 timed runs each, 1 round")
     p.add_argument("--only", default=",".join(GROUPS), help="comma-separated subset of " + ",".join(GROUPS))
     p.add_argument("--threads", type=int, action="append", default=[],
                    help="also run the runners that take a thread count with N threads (repeatable)")
@@ -49,7 +61,8 @@ def parse_args():
     p.add_argument("--max-s", type=float, default=15.0,
                    help="cap per measurement: a slow runner stops timing after S seconds and >= 5 runs")
     p.add_argument("--rounds", type=int, default=1,
-                   help="run the whole sequence N times; tables show each measurement's round with the lowest median")
+                   help="run every runner once per round, N rounds, in an order rotated each round; ratios are "
+                   "the median of the per-round ratios, met when their lower quartile clears the bar")
     p.add_argument("--skip-build", action="store_true", help="use what is already built")
     p.add_argument("--build", default="build/default", help="the native build (CMake preset dir) of lithe")
     a = p.parse_args()
@@ -58,6 +71,10 @@ def parse_args():
         if g not in GROUPS:
             p.error(f"--only: unknown group {g} (groups: {', '.join(GROUPS)})")
     a.threads = sorted({1, *a.threads})
+    if a.quick:
+        a.rounds = 1  # a smoke test: one pass
+    if a.rounds < 1:
+        p.error("--rounds: at least 1")
     return a
 
 
@@ -104,10 +121,7 @@ def forced_kernel_skipped(name, env):
     """True (and the row recorded as skipped, with the reason) when env forces an AVX-512 kernel on a
     CPU without AVX-512."""
     if ("OPENBLAS_CORETYPE" in env or "BLIS_ARCH_TYPE" in env) and not has_avx512():
-        if A.rounds > 1:
-            name = f"{name} (round {ROUND[0]})"
-        if ROUND[0] <= 1:
-            FAILURES.append(f"{name}: skipped: this CPU has no AVX-512, which the forced SkylakeX kernel needs")
+        FAILURES.append(f"{name}: skipped: this CPU has no AVX-512, which the forced SkylakeX kernel needs")
         print(f"[bench] {name}: skipped (no AVX-512 on this CPU)", flush=True)
         return True
     return False
@@ -133,6 +147,11 @@ def step(name, cmd, env=None, timeout=1800, cwd=ROOT):
     return out
 
 
+def record(rec):
+    """One measurement (or a runner's error / skip), tagged with the round that made it."""
+    RESULTS.append(dict(rec, round=ROUND[0]))
+
+
 def results_from(out):
     for line in out.splitlines():
         if line.startswith("RESULT "):
@@ -143,7 +162,7 @@ def results_from(out):
                 FAILURES.append(f"{rec['runner']} {rec['workload']}: {rec['error']}")
             if "skipped" in rec:
                 FAILURES.append(f"{rec['runner']} {rec['workload']}: skipped: {rec['skipped']}")
-            RESULTS.append(rec)
+            record(rec)
 
 
 KV = re.compile(r"(\w+)=(\S+)")
@@ -202,7 +221,7 @@ def build():
             step("cmake LITHE_XNNPACK=ON", ["cmake", "--preset", preset, "-B", XNN_BUILD, "-DLITHE_XNNPACK=ON",
                                                "-DLITHE_CUDA=OFF", "-DLITHE_VULKAN=OFF"], env)  # the CPU CLI only
         step("build lithe (native, LITHE_XNNPACK=ON)", ["cmake", "--build", XNN_BUILD, "--target", "lithe_cli", "-j2"], env)
-    if any(g in A.only for g in ("mlp", "cnn", "mobilenet", "transformer", "train")):
+    if any(g != "gemm" for g in A.only):
         # the npm package's SIMD build (Emscripten)
         if not os.path.exists(os.path.join(ROOT, "build/wasm-simd/build.ninja")):
             step("cmake --preset wasm-simd", ["cmake", "--preset", "wasm-simd"], env)
@@ -216,7 +235,8 @@ def build():
             step("npm ci (bench)", ["npm", "ci", "--no-audit", "--no-fund"], dict(env, ONNXRUNTIME_NODE_INSTALL="skip"),
                  cwd=BENCH)
         # only the models the asked-for groups run (make_models.py merges models.json)
-        models = sorted({WL_MODEL[wl] for wl in WORKLOADS if WL_GROUP[wl] in A.only} | ({"mlp"} if "train" in A.only else set()))
+        models = sorted({WL_MODEL[wl] for wl in WORKLOADS if WL_GROUP[wl] in A.only} |
+                        {TRAIN_MODEL[wl] for wl in train_wls(A.only)})
         # (the .lithe export goes through lithe's Python package, so through this build's liblithe.so)
         lib = os.path.join(ROOT, A.build, "liblithe.so")
         step("make_models.py", [PY, os.path.join(BENCH, "make_models.py"), WORK, "--only", ",".join(models)],
@@ -252,25 +272,71 @@ def lithe_kinds(threads):
     return [k for k in kinds if k == "native" or os.path.exists(WASI[k])]
 
 
-def run_lithe_gemm(threads):
-    for kind in lithe_kinds(threads):
-        for (m, n, k) in GEMMS:
-            wl = f"{m}x{n}x{k}"
-            out = step(f"lithe gemm {kind} {wl} t{threads}", lithe_cmd(kind) + [
-                "bench", "--gemm", wl, "--threads", str(threads)] + timing_flags(), base_env(threads))
-            d = kv(out)
-            if "median_ms" in d:
-                RESULTS.append({"group": "gemm", "workload": wl, "runner": lithe_name(kind),
-                                "impl": "native" if kind == "native" else "wasm", "threads": threads,
-                                "config": f"gemm primitive, NT, threads={d.get('threads')}", **stats_of(d),
-                                "gflops": float(d["gflops"])})
+def lithe_gemm(kind, wl, threads):
+    out = step(f"lithe gemm {kind} {wl} t{threads}", lithe_cmd(kind) + [
+        "bench", "--gemm", wl, "--threads", str(threads)] + timing_flags(), base_env(threads))
+    d = kv(out)
+    if "median_ms" in d:
+        record({"group": "gemm", "workload": wl, "runner": lithe_name(kind),
+                "impl": "native" if kind == "native" else "wasm", "threads": threads,
+                "config": f"gemm primitive, NT, threads={d.get('threads')}", **stats_of(d),
+                "gflops": float(d["gflops"])})
 
 
-def run_lithe_models(threads, groups):
+def lithe_gemm_jobs(threads):
+    return [(f"lithe gemm {kind} {m}x{n}x{k} t{threads}", functools.partial(lithe_gemm, kind, f"{m}x{n}x{k}", threads))
+            for kind in lithe_kinds(threads) for (m, n, k) in GEMMS]
+
+
+def lithe_infer(kind, wl, file, ref, how, threads):
+    impl = "native" if kind in ("native", "xnnpack") else "wasm"
+    y = os.path.join(WORK, f"out_{kind}_{threads}_{wl}_{file}.npy")
+    if os.path.exists(y):
+        os.remove(y)
+    out = step(f"lithe {kind} {wl} {file} t{threads}", lithe_cmd(kind) + [
+        "bench", os.path.join(WORK, file), "--input", os.path.join(WORK, f"{wl}_x.npy"), "--output", y,
+        "--threads", str(threads)] + timing_flags(), base_env(threads))
+    d = kv(out)
+    if "median_ms" in d:
+        record({"group": "infer", "workload": wl, "runner": lithe_name(kind), "impl": impl,
+                "threads": threads, "config": f"{how}, threads={d.get('threads')}", **stats_of(d),
+                **err_vs(y, os.path.join(WORK, ref)),
+                "ref": "torch output, same ONNX file" if file.endswith(".onnx")
+                else "softmax(torch logits), same weights"})
+
+
+def train_files(wl):
+    """(model file, input, labels or None, config) of a training workload (make_models.py writes them)."""
+    if wl == "mlp_train_b64":
+        return "mlp.lithe", "train_x.npy", "train_y.npy", "mlp.lithe, categorical cross-entropy"
+    labels = None if wl.startswith("transformer") else f"{wl}_y.npy"
+    return (f"{wl}.onnx", f"{wl}_x.npy", labels,
+            f"graph layer (.onnx), {'categorical cross-entropy' if labels else 'L2 distance'}")
+
+
+def lithe_train(kind, wl, adam, threads):
+    file, x, labels, cfg = train_files(wl)
+    out = step(f"lithe {kind} train {wl}{'' if adam == 'thinc' else ' (Adam as PyTorch)'} t{threads}",
+               lithe_cmd(kind) + ["bench", os.path.join(WORK, file), "--train", "--adam", adam, "--input",
+                                  os.path.join(WORK, x)] + (["--labels", os.path.join(WORK, labels)] if labels else [])
+               + ["--threads", str(threads)] + timing_flags(), base_env(threads))
+    d = kv(out)
+    if "median_ms" in d:
+        record({"group": "train", "workload": wl, "runner": lithe_name(kind),
+                "impl": "native" if kind == "native" else "wasm", "threads": threads,
+                "config": f"{cfg}, {TRAIN_ADAM[adam]}, threads={d.get('threads')}", **stats_of(d),
+                "first_loss": float(d.get("first_cross_entropy", "nan"))})
+
+
+def train_wls(groups):
+    return [wl for wl, g in TRAIN_WLS.items() if g in groups]
+
+
+def lithe_model_jobs(threads, groups):
+    J = []
     # XNNPACK's operators serve 1-thread inference only (docs/performance.md): no row at 2 threads
     xnn = ["xnnpack"] if threads == 1 and os.path.exists(XNN) else []
     for kind in lithe_kinds(threads) + xnn:
-        impl = "native" if kind in ("native", "xnnpack") else "wasm"
         for wl in WORKLOADS:
             if WL_GROUP[wl] not in groups:
                 continue
@@ -278,52 +344,44 @@ def run_lithe_models(threads, groups):
             if WL_MODEL[wl] == "mlp":
                 files.append(("mlp.lithe", f"{wl}_softmax_ref.npy", "native layers (mlp.lithe)"))
             for file, ref, how in files:
-                y = os.path.join(WORK, f"out_{kind}_{threads}_{wl}_{file}.npy")
-                if os.path.exists(y):
-                    os.remove(y)
-                out = step(f"lithe {kind} {wl} {file} t{threads}", lithe_cmd(kind) + [
-                    "bench", os.path.join(WORK, file), "--input", os.path.join(WORK, f"{wl}_x.npy"), "--output", y,
-                    "--threads", str(threads)] + timing_flags(), base_env(threads))
-                d = kv(out)
-                if "median_ms" in d:
-                    RESULTS.append({"group": "infer", "workload": wl, "runner": lithe_name(kind), "impl": impl,
-                                    "threads": threads, "config": f"{how}, threads={d.get('threads')}", **stats_of(d),
-                                    **err_vs(y, os.path.join(WORK, ref)),
-                                    "ref": "torch output, same ONNX file" if file.endswith(".onnx")
-                                    else "softmax(torch logits), same weights"})
-        if "train" in groups and kind != "xnnpack":
-            # Thinc's Adam defaults (clipping, averages), and natively also Adam doing
+                J.append((f"lithe {kind} {wl} {file} t{threads}",
+                          functools.partial(lithe_infer, kind, wl, file, ref, how, threads)))
+        if kind == "xnnpack":
+            continue
+        for wl in train_wls(groups):
+            # WebAssembly trains the MLP and the CNN (what tfjs-wasm can be asked about), SIMD128 only
+            # for the CNN; Thinc's Adam defaults (clipping, averages), and natively also Adam doing
             # torch.optim.Adam's work (no clipping, no averages, no L2): the PyTorch peer's like for like
+            if kind != "native" and wl not in ("mlp_train_b64", "cnn_train_b32") or \
+                    (kind == "scalar" and wl != "mlp_train_b64"):
+                continue
             for adam in ("thinc", "torch") if kind == "native" else ("thinc",):
-                out = step(f"lithe {kind} train{'' if adam == 'thinc' else ' (Adam as PyTorch)'} t{threads}",
-                           lithe_cmd(kind) + [
-                               "bench", os.path.join(WORK, "mlp.lithe"), "--train", "--adam", adam, "--input",
-                               os.path.join(WORK, "train_x.npy"), "--labels", os.path.join(WORK, "train_y.npy"),
-                               "--threads", str(threads)] + timing_flags(), base_env(threads))
-                d = kv(out)
-                if "median_ms" in d:
-                    RESULTS.append({"group": "train", "workload": "mlp_train_b64", "runner": lithe_name(kind),
-                                    "impl": impl, "threads": threads,
-                                    "config": f"mlp.lithe, categorical cross-entropy, {TRAIN_ADAM[adam]}, "
-                                    f"threads={d.get('threads')}", **stats_of(d),
-                                    "first_loss": float(d.get("first_cross_entropy", "nan"))})
+                J.append((f"lithe {kind} train {wl} {adam} t{threads}",
+                          functools.partial(lithe_train, kind, wl, adam, threads)))
     if threads == 1 and os.path.exists(JS_WASM):
         wls = [wl for wl in WORKLOADS if WL_GROUP[wl] in groups]
-        only = ",".join(g for g, on in (("infer", bool(wls)), ("train", "train" in groups)) if on)
+        twls = [wl for wl in train_wls(groups) if wl in ("mlp_train_b64", "cnn_train_b32")]
+        only = ",".join(g for g, on in (("infer", bool(wls)), ("train", bool(twls))) if on)
         if only:
-            results_from(step("lithe npm (SIMD128)", ["node", os.path.join(BENCH, "runners/lithe_js.mjs"), "--dir", WORK,
-                                                      "--wasm", JS_WASM, "--only", only,
-                                                      "--workloads", ",".join(wls or ["mlp_b1"])] + timing_flags(),
-                              base_env(1)))
-
+            J.append(("lithe npm (SIMD128)", functools.partial(runner_json, "lithe npm (SIMD128)", [
+                "node", os.path.join(BENCH, "runners/lithe_js.mjs"), "--dir", WORK, "--wasm", JS_WASM, "--only", only,
+                "--workloads", ",".join(wls or ["mlp_b1"]), "--train-workloads", ",".join(twls or ["mlp_train_b64"])]
+                + timing_flags(), base_env(1))))
     # issue 29: the npm threads module with N threads (N - 1 worker_threads), inference only
     if threads > 1 and os.path.exists(JS_THREADS_WASM):
         wls = [wl for wl in WORKLOADS if WL_GROUP[wl] in groups]
         if wls:
-            results_from(step(f"lithe npm (SIMD128 threads) t{threads}", [
+            name = f"lithe npm (SIMD128 threads) t{threads}"
+            J.append((name, functools.partial(runner_json, name, [
                 "node", os.path.join(BENCH, "runners/lithe_js.mjs"), "--dir", WORK, "--wasm", JS_THREADS_WASM,
                 "--threads", str(threads), "--only", "infer", "--workloads", ",".join(wls)] + timing_flags(),
-                base_env(threads)))
+                base_env(threads))))
+    return J
+
+
+def runner_json(name, cmd, env):
+    """A runner that prints RESULT lines of JSON (the Node and Python runners)."""
+    results_from(step(name, cmd, env))
 
 
 # ---- peers ----
@@ -344,59 +402,74 @@ def pct(gflops, threads=1):
     return f" ({gflops / (peak() * threads):.0%})" if peak() else ""
 
 
-def run_peer_gemm(threads):
+def peer_gemm(name, exe, extra_env, cfg, m, n, k, threads):
+    wl = f"{m}x{n}x{k}"
+    out = step(f"{exe} {wl} {cfg} t{threads}", [os.path.join(BIN, exe), str(m), str(n), str(k), str(threads)] +
+               (["--quick"] if A.quick else []), base_env(threads) | extra_env)
+    d = kv(out)
+    if "median_ms" in d:
+        if "kernel" in d:
+            cfg = cfg.replace("auto-detected", f"auto-detected ({d['kernel']})")
+        record({"group": "gemm", "workload": wl, "runner": name, "impl": "native", "threads": threads,
+                "config": cfg, **stats_of(d), "gflops": float(d["gflops"]),
+                "max_rel_err": float(d.get("max_rel_err", "nan"))})
+
+
+def peer_gemm_jobs(threads):
+    J = []
     for (m, n, k) in GEMMS:
-        wl = f"{m}x{n}x{k}"
         for name, exe, extra_env, cfg in (
                 ("OpenBLAS 0.3.21", "gemm_openblas", {}, "cblas_sgemm NT, kernel auto-detected"),
                 ("OpenBLAS 0.3.21", "gemm_openblas", {"OPENBLAS_CORETYPE": "SkylakeX"},
                  "cblas_sgemm NT, OPENBLAS_CORETYPE=SkylakeX"),
                 ("XNNPACK (Debian 2022-02-16)", "gemm_xnnpack", {}, "fully_connected_nc_f32, weights packed at creation")):
-            env = base_env(threads) | extra_env
-            if forced_kernel_skipped(f"{exe} {wl} {cfg} t{threads}", extra_env):
-                continue
-            out = step(f"{exe} {wl} {cfg} t{threads}", [os.path.join(BIN, exe), str(m), str(n), str(k), str(threads)] +
-                       (["--quick"] if A.quick else []), env)
-            d = kv(out)
-            if "median_ms" in d:
-                if "kernel" in d:
-                    cfg = cfg.replace("auto-detected", f"auto-detected ({d['kernel']})")
-                RESULTS.append({"group": "gemm", "workload": wl, "runner": name, "impl": "native", "threads": threads,
-                                "config": cfg, **stats_of(d), "gflops": float(d["gflops"]),
-                                "max_rel_err": float(d.get("max_rel_err", "nan"))})
+            if not forced_kernel_skipped(f"{exe} {m}x{n}x{k} {cfg} t{threads}", extra_env):
+                J.append((f"{exe} {m}x{n}x{k} {cfg} t{threads}",
+                          functools.partial(peer_gemm, name, exe, extra_env, cfg, m, n, k, threads)))
+    return J
 
 
-def run_peer_models(threads, groups):
+def peer_model_jobs(threads, groups):
+    J = []
     wls = [wl for wl in WORKLOADS if WL_GROUP[wl] in groups]
+    twls = train_wls(groups)
     tf = timing_flags()
     env = base_env(threads)
+
+    def add(name, cmd, extra=None):
+        J.append((name, functools.partial(runner_json, name, cmd, env | (extra or {}))))
     if wls:
         for backend in ("node", "web"):
-            results_from(step(f"onnxruntime-{backend} t{threads}", [
+            add(f"onnxruntime-{backend} t{threads}", [
                 "node", os.path.join(BENCH, "runners/ort.mjs"), "--backend", backend, "--dir", WORK, "--threads",
-                str(threads), "--workloads", ",".join(wls)] + tf, env))
-    only = ",".join(g for g, on in (("infer", bool(wls)), ("train", "train" in groups)) if on)
+                str(threads), "--workloads", ",".join(wls)] + tf)
+    only = ",".join(g for g, on in (("infer", bool(wls)), ("train", bool(twls))) if on)
     if not only:
-        return
+        return J
+    tw = ["--train-workloads", ",".join(twls or ["mlp_train_b64"])]
     if threads == 1:
-        results_from(step("tfjs wasm", ["node", os.path.join(BENCH, "runners/tfjs.mjs"), "--dir", WORK, "--only", only,
-                                        "--workloads", ",".join(wls or ["mlp_b1"])] + tf, env))
+        # tfjs rebuilds the MLP and the CNN only (it says so for the others)
+        add("tfjs wasm", ["node", os.path.join(BENCH, "runners/tfjs.mjs"), "--dir", WORK, "--only", only,
+                          "--workloads", ",".join(wls or ["mlp_b1"]), "--train-workloads",
+                          ",".join([wl for wl in twls if wl in ("mlp_train_b64", "cnn_train_b32")] or ["mlp_train_b64"])]
+            + tf)
     for label, extra in (("", {}), ("OPENBLAS_CORETYPE=SkylakeX", {"OPENBLAS_CORETYPE": "SkylakeX"})):
         if forced_kernel_skipped(f"pytorch {label} t{threads}", extra):
             continue
-        results_from(step(f"pytorch {label} t{threads}", [
+        add(f"pytorch {label} t{threads}", [
             PY, os.path.join(BENCH, "runners/torch_bench.py"), "--dir", WORK, "--threads", str(threads), "--only", only,
-            "--workloads", ",".join(wls or ["mlp_b1"]), "--label", label] + tf, env | extra))
+            "--workloads", ",".join(wls or ["mlp_b1"]), "--label", label] + tw + tf, extra)
     mlp_wls = [wl for wl in wls if WL_MODEL[wl] == "mlp"]
-    if threads == 1 and (mlp_wls or "train" in groups):
+    if threads == 1 and (mlp_wls or "mlp_train_b64" in twls):
         # blis 0.9's arch ids: 0 is skx (SkylakeX, AVX-512)
         for label, extra in (("", {}), ("BLIS_ARCH_TYPE=0 (skx)", {"BLIS_ARCH_TYPE": "0"})):
             if forced_kernel_skipped(f"thinc {label}", extra):
                 continue
-            results_from(step(f"thinc {label}", [
+            add(f"thinc {label}", [
                 PY, os.path.join(BENCH, "runners/thinc_bench.py"), "--dir", WORK, "--only",
-                ",".join(g for g, on in (("infer", bool(mlp_wls)), ("train", "train" in groups)) if on),
-                "--workloads", ",".join(mlp_wls or ["mlp_b1"]), "--label", label] + tf, env | extra))
+                ",".join(g for g, on in (("infer", bool(mlp_wls)), ("train", "mlp_train_b64" in twls)) if on),
+                "--workloads", ",".join(mlp_wls or ["mlp_b1"]), "--label", label] + tf, extra)
+    return J
 
 
 # ---- the report ----
@@ -468,13 +541,8 @@ def table(rows, cols, cell, header):
 
 
 def report():
-    by, rounds = {}, {}
-    for r in RESULTS:
-        if "median_ms" in r:
-            k = (row_key(r), r["workload"], r["group"])
-            rounds.setdefault(k, []).append(r["median_ms"])
-            if k not in by or r["median_ms"] < by[k]["median_ms"]:
-                by[k] = r
+    # by: each measurement's median round (what the tables show); rounds: every round's record
+    by, rounds = by_round({"key": (row_key(r), r["workload"], r["group"]), "rec": r} for r in RESULTS)
     commit = cmd_out(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])
     dirty = cmd_out(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"])
     L = ["# lithe benchmark results", "",
@@ -542,28 +610,35 @@ def report():
         L += ["", "Reference: PyTorch's output for the same input and weights (for `mlp.lithe` and Thinc, whose model "
               "ends in Softmax: softmax of PyTorch's logits).", ""]
     # training
-    tr = [r for (k, wl, g), r in by.items() if g == "train"]  # with --rounds: each row's best round
+    tr = [r for (k, wl, g), r in by.items() if g == "train"]  # with --rounds: each row's median round
     if tr:
-        L += ["## Training step: MLP 784-512-512-10, batch 64, Adam, cross-entropy", "",
-              "One step = forward + loss + backward + optimizer update (+ reading the loss back). Same initial weights "
-              "and batch everywhere (bench/make_models.py: train_x.npy, train_y.npy), so the first step's "
+        L += ["## Training steps, Adam", "",
+              "mlp_train_b64: the MLP 784-512-512-10, batch 64, cross-entropy; cnn_train_b32: the LeNet-style CNN, "
+              "batch 32, cross-entropy; mobilenet_v2_train_b8: torchvision's mobilenet_v2 (Conv + BatchNorm fused), "
+              "batch 8, cross-entropy over its 1000 classes; transformer_train_b8: the encoder, batch 8 x 64 tokens, "
+              "an L2 distance to a random target. One step = forward + loss + backward + optimizer update (+ reading "
+              "the loss back). Same initial weights and batch everywhere (bench/make_models.py), so the first step's "
               "cross-entropy must agree with PyTorch's.", "",
-              "| runner | config | thr | median ms | min | max | runs | first-step cross-entropy |", "|---|---|---|---|---|---|---|---|"]
-        for r in sorted(tr, key=lambda r: (r["threads"], not r["runner"].startswith("lithe"), r["runner"], r["config"])):
-            L.append(f"| {r['runner']} | {r['config']} | {r['threads']} | **{fmt(r['median_ms'])}** | {fmt(r['min_ms'])} | "
-                     f"{fmt(r['max_ms'])} | {r['runs']} | {r.get('first_loss', float('nan')):.6f} |")
+              "| workload | runner | config | thr | median ms | min | max | runs | first-step cross-entropy |",
+              "|---|---|---|---|---|---|---|---|---|"]
+        for r in sorted(tr, key=lambda r: (list(TRAIN_WLS).index(r["workload"]), r["threads"],
+                                           not r["runner"].startswith("lithe"), r["runner"], r["config"])):
+            L.append(f"| {r['workload']} | {r['runner']} | {r['config']} | {r['threads']} | **{fmt(r['median_ms'])}** | "
+                     f"{fmt(r['min_ms'])} | {fmt(r['max_ms'])} | {r['runs']} | {r.get('first_loss', float('nan')):.6f} |")
         L.append("")
     # ratios against the issue's bars
-    L += ratios(by)
+    L += ratios(rounds)
     # details
-    L += ["## Every measurement", ""] + ([f"{A.rounds} rounds: the round with the lowest median of each measurement, "
-                                        "and every round's median (spread = worst / best - 1)", ""] if A.rounds > 1 else []) + [
+    L += ["## Every measurement", ""] + ([f"{A.rounds} rounds: each measurement's median round (the tables above "
+                                        "show it too), and every round's median in round order (spread = worst / best "
+                                        "- 1)", ""] if A.rounds > 1 else []) + [
           "| group | workload | runner | config | thr | median ms | min | max | mean | runs | "
           "warm-up | extra |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for k, r in by.items():
-        if len(rounds[k]) > 1:
+        meds = [rounds[k][n]["median_ms"] for n in sorted(rounds[k])]
+        if len(meds) > 1:
             r = dict(r, extra=(r.get("extra", "") + "; " if r.get("extra") else "") + "round medians " +
-                     " / ".join(fmt(x) for x in rounds[k]) + f" (spread {max(rounds[k]) / min(rounds[k]) - 1:.0%})")
+                     " / ".join(fmt(x) for x in meds) + f" (spread {max(meds) / min(meds) - 1:.0%})")
         extra = r.get("extra", "")
         if "gflops" in r:
             extra = f"{r['gflops']:.1f} GFLOP/s" + (f", max rel err {r['max_rel_err']:.1e}" if "max_rel_err" in r else "") + \
@@ -586,42 +661,56 @@ def report():
     print(f"[bench] wrote {OUT}")
 
 
-def ratios(by):
-    """peer median / lithe median for the issue's bars (> 1: lithe is faster)."""
-    def find(group, wl, runner, config_start, threads=1):
-        for (key, w, g), r in by.items():
-            if g == group and w == wl and key[0] == runner and key[1].startswith(config_start) and key[2] == threads:
-                return r
+def ratios(rounds):
+    """peer / lithe for the issue's bars (> 1: lithe is faster), per round; rounds: key -> {round: record}."""
+    def find(group, wl, runner, config_start, threads=1, prefix=False):
+        for (key, w, g), per in rounds.items():
+            if g == group and w == wl and (key[0].startswith(runner) if prefix else key[0] == runner) and \
+                    key[1].startswith(config_start) and key[2] == threads:
+                return per
         return None
 
     def peer(group, wl, prefix, config_start=""):
-        for (key, w, g), r in by.items():
-            if g == group and w == wl and key[0].startswith(prefix) and key[1].startswith(config_start) and key[2] == 1:
-                return r
-        return None
+        return find(group, wl, prefix, config_start, prefix=True)
+
+    def ms(per):
+        return {n: r["median_ms"] for n, r in per.items()}
+
+    def gflops(per):
+        return {n: r["gflops"] for n, r in per.items()}
     L = ["## Ratios against the issue's bars (single thread, and lithe's own 2-thread speed-up)", ""] + (
         ["**--quick: these are smoke-test timings (1 warm-up, 3 runs), not measurements; the ratios mean nothing.**",
          ""] if A.quick else []) + [
-         "ratio = peer median / lithe median, i.e. how many times faster lithe is (for GEMM: lithe GFLOP/s / peer "
-         "GFLOP/s). The bar is issue 10's \"Done when\". Rows \"2 threads\" (with --threads 2): the peer is lithe's own "
-         "1-thread row of the same model, so the ratio is its 1-thread median / its 2-thread median.", "",
-         "| workload | lithe row | peer row | lithe | peer | ratio | bar | met |", "|---|---|---|---|---|---|---|---|"]
+         "ratio = peer / lithe in each round (medians of that round), i.e. how many times faster lithe is (for GEMM: "
+         "lithe GFLOP/s / peer GFLOP/s); the table gives the median of the per-round ratios, their min–max over the "
+         f"rounds ({A.rounds} round{'s' if A.rounds > 1 else ''}; every runner ran once per round, in an order rotated "
+         "each round) and their lower quartile, which must clear the bar for \"met\". lithe and peer: the medians "
+         "over the rounds. The bars are issue 10's and issue 29's \"Done when\". Rows \"2 threads\" (with --threads 2): "
+         "the peer is lithe's own 1-thread row of the same model.", "",
+         "| workload | lithe row | peer row | lithe | peer | ratio (median) | min–max | lower quartile | bar | met |",
+         "|---|---|---|---|---|---|---|---|---|---|"]
     n0 = len(L)
 
-    def add(wl, lrow, prow, lval, pval, ratio, bar, unit):
-        L.append(f"| {wl} | {lrow} | {prow} | {fmt(lval)} {unit} | {fmt(pval)} {unit} | **{ratio:.2f}×** | ≥ {bar}× | "
-                 f"{'yes' if ratio >= bar else 'no'} |")
+    def add(wl, lrow, prow, lvals, pvals, bar, unit):
+        st = ratio_over_rounds(lvals, pvals, higher_is_better=unit == "GFLOP/s")
+        if st:
+            L.append(f"| {wl} | {lrow} | {prow} | {fmt(st['lithe'])} {unit} | {fmt(st['peer'])} {unit} | "
+                     f"**{st['median']:.2f}×** | {st['min']:.2f}–{st['max']:.2f} | {st['q1']:.2f}× | ≥ {bar}× | "
+                     f"{'yes' if st['q1'] >= bar else 'no'} |")
     for (m, n, k) in GEMMS:
         wl = f"{m}x{n}x{k}"
         lr = find("gemm", wl, "lithe (native CLI)", "gemm")
-        for prefix, cfg, bar in (("OpenBLAS", "cblas_sgemm NT, OPENBLAS_CORETYPE=SkylakeX", 1.0), ("XNNPACK", "", None)):
+        for prefix, cfg, bar in (("OpenBLAS", "cblas_sgemm NT, OPENBLAS_CORETYPE=SkylakeX", 1.0),
+                                 ("OpenBLAS", "cblas_sgemm NT, kernel auto-detected", None), ("XNNPACK", "", None)):
             pr = peer("gemm", wl, prefix, cfg)
-            if lr and pr and (bar or wl in ("64x512x784", "1024x1024x1024")):
-                add(wl, "lithe native", f"{pr['runner']} {pr['config']}", lr["gflops"], pr["gflops"],
-                    lr["gflops"] / pr["gflops"], bar or 1.0, "GFLOP/s")
+            # the auto-detected OpenBLAS kernel: the peer where the CPU has no AVX-512 (no SkylakeX row)
+            if prefix == "OpenBLAS" and bar is None and (has_avx512() or wl != "1x512x784" and wl != "64x512x784"):
+                continue
+            if lr and pr and (bar or wl in ("1x512x784", "64x512x784", "1024x1024x1024")):
+                add(wl, "lithe native", f"{prefix} {cfg}", gflops(lr), gflops(pr), bar or 1.0, "GFLOP/s")
         if lr and wl == "1024x1024x1024" and peak():
-            add(wl, "lithe native", f"85 % of the measured peak ({peak():.1f} GFLOP/s)", lr["gflops"], 0.85 * peak(),
-                lr["gflops"] / (0.85 * peak()), 1.0, "GFLOP/s")
+            add(wl, "lithe native", f"85 % of the measured peak ({peak():.1f} GFLOP/s)", gflops(lr),
+                {n: 0.85 * peak() for n in lr}, 1.0, "GFLOP/s")
     for wl in WORKLOADS:
         for lname, lcfg, short in (("lithe (native CLI)", "graph layer", "native .onnx"),
                                    ("lithe (native CLI)", "native layers", "native mlp.lithe"),
@@ -629,77 +718,88 @@ def ratios(by):
             lr = find("infer", wl, lname, lcfg)
             pr = peer("infer", wl, "onnxruntime-node")
             if lr and pr:
-                add(wl, short, "onnxruntime-node", lr["median_ms"], pr["median_ms"], pr["median_ms"] / lr["median_ms"],
-                    1.0, "ms")
+                add(wl, short, "onnxruntime-node", ms(lr), ms(pr), 2.0 if wl == "mlp_b1" else 1.0, "ms")
         for lprefix, lcfg, short in (("lithe 0.", "graph layer", "npm SIMD .onnx"),
                                      ("lithe 0.", "native layers", "npm SIMD mlp.lithe"),
                                      ("lithe (WASI, SIMD128", "graph layer", "WASI SIMD .onnx")):
-            lr = next((r for (key, w, g), r in by.items() if g == "infer" and w == wl and key[0].startswith(lprefix)
-                       and key[1].startswith(lcfg) and key[2] == 1), None)
+            lr = find("infer", wl, lprefix, lcfg, prefix=True)
             for pprefix in ("onnxruntime-web", "tfjs"):
                 pr = peer("infer", wl, pprefix)
                 if lr and pr:
-                    add(wl, short, pprefix, lr["median_ms"], pr["median_ms"], pr["median_ms"] / lr["median_ms"], 1.3, "ms")
+                    add(wl, short, pprefix, ms(lr), ms(pr), 1.3, "ms")
         # 2 threads: lithe's own 1-thread median / its 2-thread median (only in a run with --threads 2)
         for lcfg, short in (("graph layer", "native .onnx"), ("native layers", "native mlp.lithe")):
             l2 = find("infer", wl, "lithe (native CLI)", lcfg, threads=2)
             l1 = find("infer", wl, "lithe (native CLI)", lcfg)
             if wl in ("mlp_b64", "cnn_b32") and l1 and l2:
-                add(wl, f"{short}, 2 threads", "itself, 1 thread", l2["median_ms"], l1["median_ms"],
-                    l1["median_ms"] / l2["median_ms"], 1.7, "ms")
+                add(wl, f"{short}, 2 threads", "itself, 1 thread", ms(l2), ms(l1), 1.7, "ms")
     # issue 29: the npm package against the WASI build of the same C (bar: within 5 %, i.e. WASI median /
     # npm median >= 0.95), and the npm threads module against onnxruntime-web at the same thread count
+    def npm_row(wl, threads, threaded):
+        return next((per for (key, w, g), per in rounds.items() if g == "infer" and w == wl
+                     and key[0].startswith("lithe 0.") and ("threads" in key[0]) == threaded
+                     and key[1].startswith("graph layer") and key[2] == threads), None)
     for wl in WORKLOADS:
-        ln = next((r for (key, w, g), r in by.items() if g == "infer" and w == wl and key[0].startswith("lithe 0.")
-                   and "threads" not in key[0] and key[1].startswith("graph layer") and key[2] == 1), None)
-        lw = find("infer", wl, "lithe (WASI, SIMD128 wasm)", "graph layer")
+        ln, lw = npm_row(wl, 1, False), find("infer", wl, "lithe (WASI, SIMD128 wasm)", "graph layer")
         if ln and lw:
-            add(wl, "npm SIMD .onnx", "WASI SIMD .onnx", ln["median_ms"], lw["median_ms"],
-                lw["median_ms"] / ln["median_ms"], 0.95, "ms")
-        for t in sorted({key[2] for (key, w, g) in by if key[2] > 1}):
-            lt = next((r for (key, w, g), r in by.items() if g == "infer" and w == wl and key[0].startswith("lithe 0.")
-                       and "threads" in key[0] and key[1].startswith("graph layer") and key[2] == t), None)
-            pt = next((r for (key, w, g), r in by.items() if g == "infer" and w == wl
-                       and key[0].startswith("onnxruntime-web") and key[2] == t), None)
+            add(wl, "npm SIMD .onnx", "WASI SIMD .onnx", ms(ln), ms(lw), 0.95, "ms")
+        for th in sorted({key[2] for (key, w, g) in rounds if key[2] > 1}):
+            lt = npm_row(wl, th, True)
+            pt = next((per for (key, w, g), per in rounds.items() if g == "infer" and w == wl
+                       and key[0].startswith("onnxruntime-web") and key[2] == th), None)
             if lt and pt:
-                add(wl, f"npm threads .onnx, {t} threads", f"onnxruntime-web, numThreads={t}", lt["median_ms"],
-                    pt["median_ms"], pt["median_ms"] / lt["median_ms"], 1.3, "ms")
-    # the training step: lithe with Thinc's Adam defaults (more work than the peers' Adam: the
+                add(wl, f"npm threads .onnx, {th} threads", f"onnxruntime-web, numThreads={th}", ms(lt), ms(pt), 1.3,
+                    "ms")
+    # the training steps: lithe with Thinc's Adam defaults (more work than the peers' Adam: the
     # gradient norm's pass and the averages' stream), and with Adam doing the peers' work
-    for adam, short in (("thinc", "Thinc's Adam defaults"), ("torch", "Adam as PyTorch's work")):
-        lr = find("train", "mlp_train_b64", "lithe (native CLI)", f"mlp.lithe, categorical cross-entropy, "
-                  f"{TRAIN_ADAM[adam]}")
-        pr = peer("train", "mlp_train_b64", "PyTorch", "eager, Adam(1e-3), cross-entropy, set_num_threads(1), OPENBLAS")
-        if lr and pr:
-            add("mlp_train_b64", f"native mlp.lithe, {short}", "PyTorch, OpenBLAS SkylakeX", lr["median_ms"],
-                pr["median_ms"], pr["median_ms"] / lr["median_ms"], 1.8, "ms")
-        lr = next((r for (key, w, g), r in by.items() if g == "train" and key[0].startswith("lithe 0.")
-                   and key[1].endswith(TRAIN_ADAM[adam])), None)
-        pr = peer("train", "mlp_train_b64", "tfjs")
-        if lr and pr:
-            add("mlp_train_b64", f"npm SIMD mlp.lithe, {short}", "tfjs wasm", lr["median_ms"], pr["median_ms"],
-                pr["median_ms"] / lr["median_ms"], 10.0, "ms")
+    for wl, bar in (("mlp_train_b64", 1.8), ("cnn_train_b32", 3.0), ("mobilenet_v2_train_b8", 1.5),
+                    ("transformer_train_b8", 1.5)):
+        file, _, _, cfg = train_files(wl)
+        for adam, short in (("thinc", "Thinc's Adam defaults"), ("torch", "Adam as PyTorch's work")):
+            lr = find("train", wl, "lithe (native CLI)", f"{cfg}, {TRAIN_ADAM[adam]}")
+            for pcfg, pshort in (("OPENBLAS_CORETYPE=SkylakeX", "PyTorch, OpenBLAS SkylakeX"),
+                                 ("", "PyTorch, OpenBLAS auto-detected")):
+                pr = next((per for (key, w, g), per in rounds.items() if g == "train" and w == wl and
+                           key[0].startswith("PyTorch") and key[2] == 1 and
+                           (key[1].endswith(pcfg) if pcfg else key[1].endswith("set_num_threads(1)"))), None)
+                if lr and pr:
+                    add(wl, f"native {file}, {short}", pshort, ms(lr), ms(pr), bar, "ms")
+            lr = next((per for (key, w, g), per in rounds.items() if g == "train" and w == wl and
+                       key[0].startswith("lithe 0.") and key[1].endswith(TRAIN_ADAM[adam])), None)
+            pr = peer("train", wl, "tfjs")
+            if lr and pr:
+                add(wl, f"npm SIMD {file}, {short}", "tfjs wasm", ms(lr), ms(pr), 10.0, "ms")
     if len(L) == n0:
         return []
-    return L + ["", "bench/README.md and the note on issue 10 give the reason for each miss.", ""]
+    return L + ["", "bench/README.md and the notes on issues 10 and 29 give the reason for each miss.", ""]
+
+
+def jobs():
+    """Every runner of a round, one process each, as (name, function) pairs in the listed order."""
+    J = []
+    model_groups = [g for g in A.only if g != "gemm"]
+    for threads in A.threads:
+        if "gemm" in A.only:
+            if threads == 1:
+                J.append(("peak FMA throughput", run_peak))
+            J += lithe_gemm_jobs(threads) + peer_gemm_jobs(threads)
+        if model_groups:
+            J += lithe_model_jobs(threads, model_groups) + peer_model_jobs(threads, model_groups)
+    return J
 
 
 def main():
     t0 = time.time()
     os.makedirs(WORK, exist_ok=True)
     build()
-    model_groups = [g for g in A.only if g != "gemm"]
+    J = jobs()
     for rnd in range(1, A.rounds + 1):
         ROUND[0] = rnd
-        for threads in A.threads:
-            if "gemm" in A.only:
-                if threads == 1:
-                    run_peak()
-                run_lithe_gemm(threads)
-                run_peer_gemm(threads)
-            if model_groups:
-                run_lithe_models(threads, model_groups)
-                run_peer_models(threads, model_groups)
+        # every runner once per round, the order rotated by a 1/rounds turn each round, so no runner
+        # always follows the same one or sits at the same point of a drifting host
+        s = (rnd - 1) * len(J) // A.rounds
+        for name, fn in J[s:] + J[:s]:
+            fn()
     report()
     print(f"[bench] done in {time.time() - t0:.0f} s; {len(FAILURES)} failure(s)/skip(s)")
     # a runner that failed is in the report; the exit status says whether any did

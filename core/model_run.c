@@ -220,6 +220,7 @@ lithe_status lithe_model_begin_update(lithe_model *m, const lithe_value *X, lith
     if (bp) *bp = NULL;
     if (Y) *Y = NULL;
     LITHE__CHECK_ARG(bp, "lithe_model_begin_update", "bp is NULL");
+    if (m && X && m->budget) LITHE__TRY(lithe__budget_check(m, X)); /* refused before anything runs */
     return lithe_model_forward(m, X, true, Y, bp);
 }
 
@@ -274,8 +275,10 @@ static lithe_status finish_update(lithe_model *m, lithe_optimizer *opt) {
                     if (pass == 1) s = lithe__op_fill(node->backend, pr->grad, 0.0f);
                     continue;
                 }
+                if (pass == 0) lithe__persistent(node->backend, true);
                 s = pass == 0 ? lithe__optimizer_prepare(opt, node, pr->name, pr->value)
                               : lithe_optimizer_step(opt, node, pr->name, pr->value, pr->grad);
+                if (pass == 0) lithe__persistent(node->backend, false);
             }
         }
     if (s == LITHE_OK) s = lithe__lora_after_update(w.v, w.n); /* W_eff = base + s B·A */

@@ -227,6 +227,18 @@ LITHE_API lithe_status lithe_backend_stream(const lithe_backend *backend, void *
 /* The backend's registered name ("cpu"). Thread-safe. */
 LITHE_API const char *lithe_backend_name(const lithe_backend *backend);
 
+/* A backend's tensor memory: bytes handed out to live tensors now, their high-water mark (since
+ * the last lithe_backend_reset_peak), bytes kept for reuse (the CPU backend's caching allocator),
+ * and how many blocks it has taken from the allocator so far (a count that stays put while every
+ * tensor comes from reused blocks: tests/test_train_memory.c). The CPU backend answers every field
+ * (for all CPU instances together); CUDA all but peak; others LITHE_ERR_UNSUPPORTED. */
+typedef struct lithe_backend_memory_info {
+    size_t in_use, peak, cached, n_allocs;
+} lithe_backend_memory_info;
+LITHE_API lithe_status lithe_backend_memory(const lithe_backend *backend, lithe_backend_memory_info *out);
+/* Restarts the peak from the bytes in use now. */
+LITHE_API lithe_status lithe_backend_reset_peak(const lithe_backend *backend);
+
 /* Writes the names of the backends compiled into this library, comma-separated, to buf
  * (truncated to cap bytes, always NUL-terminated when cap > 0). Returns the full length. */
 LITHE_API size_t lithe_backend_list(char *buf, size_t cap);
@@ -504,7 +516,14 @@ LITHE_API lithe_status lithe_softmax(const lithe_softmax_opts *opts, lithe_model
 LITHE_API lithe_status lithe_dropout(float rate, lithe_model **out);
 /* "chain.v1": Y = layers[n-1](...layers[0](X)). Takes ownership of the n >= 1 layers, also on
  * failure. A layer may appear twice or in two trees (Thinc's shared layers). The node is named
- * by joining the layer names with ">>", as Thinc does. */
+ * by joining the layer names with ">>", as Thinc does.
+ * Recomputation (trading time for memory): with the bool attr "recompute" set to true
+ * (lithe_model_set_attr_bool; saved with the model), a training forward keeps only the chain's
+ * input and runs its layers as at training but without records, so their activations are freed
+ * as it goes; backprop runs the layers' forward again (the dropout layers' random streams rewound,
+ * so the masks are the same) and then their backprops. Gradients are identical; the forward's
+ * cost is paid twice. A model split into k recomputing chains keeps about 1/k of the activations
+ * (tests/test_train_memory.c). */
 LITHE_API lithe_status lithe_chain(size_t n, lithe_model *const *layers, lithe_model **out);
 
 /* Any affine layer by its registered name: Y = act(X·Wᵀ + b), W (nO, nI), b (nO,), with
@@ -742,12 +761,29 @@ typedef struct lithe_static_vectors_opts {
  * quirk not kept). Backprop returns an empty LIST (spaCy returns []). dims nO, nM; attrs key_attr
  * ("ORTH") and dropout_rate (None without dropout). */
 LITHE_API lithe_status lithe_static_vectors(const lithe_static_vectors_opts *opts, lithe_model **out);
-/* Freezing, for fine-tuning only part of a model: a frozen param is skipped by finish_update
- * (its gradient is still computed for backprop, and dropped at finish_update). `param` NULL
- * freezes (or thaws) every param of m's whole subtree; otherwise one param of m. Not saved in
- * Thinc's bytes (Thinc has no such flag). Statuses: LITHE_ERR_NOT_FOUND for an unknown param. */
+/* Freezing, for fine-tuning only part of a model (docs/training.md, "Fine-tuning on a memory
+ * budget"). A frozen param is not trained: finish_update gives it no optimizer state and no step.
+ * The dense family (Linear, Relu, ..., Softmax), Maxout, HashEmbed / Embed and imported graphs
+ * (ONNX, TF.js) make NO gradient buffer for it; LayerNorm, LSTM, SparseLinear, attention and the
+ * other layers still accumulate one, which finish_update zeroes. chain's backprop stops below its
+ * last child whose subtree holds a trainable param when the caller passes dX NULL (no input
+ * gradient wanted), and an imported graph runs the backward of no node whose inputs need no
+ * gradient (frozen weights, and the graph's input when dX is NULL).
+ * `param` NULL freezes (or thaws) every param of m's whole subtree — freezing "by node"; otherwise
+ * one param of m. Saved in .lithe files ("frozen"), not in Thinc's bytes (Thinc has no such flag).
+ * Statuses: LITHE_ERR_NOT_FOUND for an unknown param. */
 LITHE_API lithe_status lithe_model_set_frozen(lithe_model *m, const char *param, bool frozen);
 LITHE_API bool lithe_model_is_frozen(const lithe_model *m, const char *param);
+/* Freezes (or thaws) every param of m's subtree whose name matches the glob `pattern` ('*' any
+ * run of characters, '?' one character, '[' ']' none special): for an imported graph the names are
+ * the ONNX initializer names ("features.*", "*.bias", "classifier.1.weight"). A param matches by its
+ * name, or by "<node name>/<param name>" ("linear/W"). *n_matched (may be NULL) counts the params
+ * set. Statuses: LITHE_ERR_INVALID_ARG (m or pattern NULL), LITHE_ERR_NOT_FOUND when nothing matches
+ * (nothing changes). */
+LITHE_API lithe_status lithe_model_freeze_matching(lithe_model *m, const char *pattern, bool frozen,
+                                                   size_t *n_matched);
+/* Whether some param of m's subtree (children, recursively) is set and not frozen. */
+LITHE_API bool lithe_model_has_trainable(const lithe_model *m);
 /* LoRA adapters (docs/api.md, "LoRA adapters"): W_eff = W + (alpha / rank) · B·A on a frozen base,
  * with A (rank, in) drawn as U(-1/sqrt(in), 1/sqrt(in)) (PyTorch's kaiming_uniform_(a=sqrt(5)), the
  * reference LoRA's init) from a Philox stream keyed by `seed` (adapters in walk order), and B
@@ -1012,6 +1048,44 @@ LITHE_API void lithe_backprop_free(lithe_backprop *bp);
  * the gradient norm's, on backends with the adam_step primitive). All optimizer state is allocated
  * before the first param changes, so LITHE_ERR_OOM leaves the tree as it was. */
 LITHE_API lithe_status lithe_model_finish_update(lithe_model *m, lithe_optimizer *opt);
+
+/* Training memory, planned before a step (docs/training.md, "Fine-tuning on a memory budget").
+ * Bytes of one training step (forward, backprop, finish_update) of m at `batch` rows:
+ *   params       every param's value;
+ *   grads        a gradient buffer per param that gets one (trainable params; see set_frozen);
+ *   opt_state    the optimizer's state for the trainable params (Adam/RAdam: two moments; averages
+ *                when use_averages: one more copy; plain SGD: none);
+ *   activations  the high-water mark of the tensors alive during forward + backprop beyond the
+ *                above (activations kept for backprop, their gradients, temporaries);
+ *   workspace    scratch the kernels keep between calls (the CPU GEMM's packing panels): 0 today,
+ *                as it is not tensor memory the backend counts (it is a few hundred KiB);
+ *   total        their sum.
+ * How: params, grads and opt_state are counted from the tree; activations by a DRY RUN — forward
+ * and backprop of the first row, then of the first two rows, of X (a float32 tensor of at least
+ * one row; the other axes as in training) with the backend's high-water mark read
+ * (lithe_backend_memory), extrapolated linearly to `batch` rows (activations are affine in the
+ * batch). The dry run leaves the model as it was: grads that existed are put back untouched, the
+ * random streams of dropout layers restored, no optimizer state made. The estimate is within ~10%
+ * of the measured peak (tests/test_train_memory.c checks 25%). opt NULL: Adam's defaults.
+ * Statuses: LITHE_ERR_INVALID_ARG, LITHE_ERR_UNSUPPORTED (X not a tensor, or a backend that
+ * keeps no high-water mark), and the dry run's own. */
+typedef struct lithe_train_memory {
+    size_t params, grads, opt_state, activations, workspace, total;
+    int64_t batch;
+} lithe_train_memory;
+LITHE_API lithe_status lithe_model_plan_train(lithe_model *m, const lithe_value *X, int64_t batch,
+                                              const lithe_optimizer *opt, lithe_train_memory *out);
+/* A memory budget for training steps of m (0: none). While one is set, lithe_model_begin_update
+ * on m plans the step (lithe_model_plan_train, at X's batch, once per shape of one row; opt as
+ * given here, NULL: Adam's defaults) and refuses a step whose total is over the budget with
+ * LITHE_ERR_OOM before allocating anything, the message naming the figures ("training step needs
+ * 61.2 MiB (params 13.6, grads 13.6, optimizer state 27.2, activations 6.8) over the budget of
+ * 48.0 MiB"). opt must outlive the budget (or set it again). */
+LITHE_API lithe_status lithe_model_set_memory_budget(lithe_model *m, size_t bytes, const lithe_optimizer *opt);
+/* The optimizer's state: how many (node, param) entries it has and their bytes. */
+LITHE_API size_t lithe_optimizer_state_count(const lithe_optimizer *opt, size_t *bytes);
+/* The gradient buffers m's tree holds: how many, and (bytes not NULL) their bytes. */
+LITHE_API size_t lithe_model_grad_count(const lithe_model *m, size_t *bytes);
 
 /* Convenience for a float32 tensor value: wraps, runs forward with is_train=false, unwraps. */
 LITHE_API lithe_status lithe_model_predict_tensor(lithe_model *m, lithe_tensor *X,

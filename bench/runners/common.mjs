@@ -46,6 +46,7 @@ export function parseArgs(argv) {
     else if (a === '--only') o.only = argv[++i].split(',');
     else if (a === '--backend') o.backend = argv[++i];
     else if (a === '--workloads') o.workloads = argv[++i].split(',');
+    else if (a === '--train-workloads') o.trainWorkloads = argv[++i].split(',');
     else throw new Error(`unknown argument ${a}`);
   }
   return o;

@@ -3,9 +3,11 @@
 // MLP as lithe's own chain(Relu, Relu, Softmax)); latency = model.predict(x) including the copy
 // of x in and of the output back (results are JS copies). Training: mlp.lithe, trainStep with
 // categorical cross-entropy and Adam, as natively: Thinc's defaults (gradClip 1.0, averages), and
-// Adam doing torch.optim.Adam's (and tfjs's) work: no clipping, no averages, no L2.
+// Adam doing torch.optim.Adam's (and tfjs's) work: no clipping, no averages, no L2. --train-workloads
+// adds the classifiers of make_models.py's TRAIN (the CNN at batch 32: cnn_train_b32.onnx).
 //   node lithe_js.mjs --dir BUILD/bench --wasm lithe-simd.wasm [--quick] [--workloads a,b] [--only infer,train]
 //   node lithe_js.mjs --dir BUILD/bench --wasm lithe-simd-threads.wasm --threads 2 ...
+//                     [--train-workloads mlp_train_b64,cnn_train_b32]
 import fs from 'node:fs';
 import path from 'node:path';
 import * as lithe from '../../bindings/js/src/index.js';
@@ -52,25 +54,34 @@ if (groups.includes('infer')) {
 // the configs' names as bench/run.py's TRAIN_ADAM gives them
 const ADAM = [['Adam (Thinc defaults: grad_clip 1, averages)', {}],
               ["Adam as PyTorch's work (no clip, no averages, no L2)", { gradClip: 0, useAverages: false, L2: 0 }]];
-for (const [adamName, adamOpts] of groups.includes('train') ? ADAM : []) {
-  const rec = { group: 'train', workload: 'mlp_train_b64', runner: name, impl: 'wasm', threads: o.threads,
-                config: `mlp.lithe, categorical cross-entropy, ${adamName}` };
-  try {
-    const model = lithe.loadBytes(fs.readFileSync(path.join(o.dir, 'mlp.lithe')));
-    const x = npyRead(path.join(o.dir, 'train_x.npy'));
-    const y = npyRead(path.join(o.dir, 'train_y.npy'));
-    const xt = lithe.tensor(x.data, x.shape), yt = lithe.tensor(y.data, y.shape);
-    const p = model.predict(xt).data;
-    let first = 0;
-    for (let r = 0; r < y.shape[0]; r++) first -= Math.log(p[r * 10 + y.data[r]]) / y.shape[0];
-    const optimizer = lithe.adam({ learnRate: 0.001, ...adamOpts });
-    let last;
-    const st = await measure(() => { last = model.trainStep({ x: xt, y: yt, loss: 'categorical_crossentropy', optimizer }); }, o);
-    emit({ ...rec, ...st, first_loss: first, last_loss: last });
-    optimizer.dispose();
-    model.dispose();
-  } catch (e) {
-    emit({ ...rec, error: String(e.message ?? e).split('\n')[0] });
+// the MLP (mlp.lithe; train_x / train_y) and make_models.py's TRAIN rows (<wl>.onnx, ending in
+// softmax, with <wl>_x / <wl>_y), each with both Adams
+const trainFiles = { mlp_train_b64: ['mlp.lithe', 'train_x.npy', 'train_y.npy'] };
+for (const wl of o.trainWorkloads ?? ['mlp_train_b64'])
+  trainFiles[wl] ??= [`${wl}.onnx`, `${wl}_x.npy`, `${wl}_y.npy`];
+for (const wl of groups.includes('train') ? o.trainWorkloads ?? ['mlp_train_b64'] : []) {
+  const [file, xFile, yFile] = trainFiles[wl];
+  for (const [adamName, adamOpts] of ADAM) {
+    const rec = { group: 'train', workload: wl, runner: name, impl: 'wasm', threads: o.threads,
+                  config: `${file.endsWith('.lithe') ? 'mlp.lithe' : 'graph layer (.onnx)'}, categorical cross-entropy, ${adamName}` };
+    try {
+      const model = lithe.loadBytes(fs.readFileSync(path.join(o.dir, file)));
+      const x = npyRead(path.join(o.dir, xFile));
+      const y = npyRead(path.join(o.dir, yFile));
+      const xt = lithe.tensor(x.data, x.shape), yt = lithe.tensor(y.data, y.shape);
+      const p = model.predict(xt).data;
+      const B = y.shape[0], C = p.length / B;
+      let first = 0;
+      for (let r = 0; r < B; r++) first -= Math.log(p[r * C + y.data[r]]) / B;
+      const optimizer = lithe.adam({ learnRate: 0.001, ...adamOpts });
+      let last;
+      const st = await measure(() => { last = model.trainStep({ x: xt, y: yt, loss: 'categorical_crossentropy', optimizer }); }, o);
+      emit({ ...rec, ...st, first_loss: first, last_loss: last });
+      optimizer.dispose();
+      model.dispose();
+    } catch (e) {
+      emit({ ...rec, error: String(e.message ?? e).split('\n')[0] });
+    }
   }
 }
 process.exit(0);

@@ -24,6 +24,8 @@ def args():
     p.add_argument("--max-s", type=float, default=20.0)
     p.add_argument("--workloads", default=",".join(WORKLOADS))
     p.add_argument("--only", default="infer,train")
+    p.add_argument("--train-workloads", default="mlp_train_b64",
+                   help="with train: mlp_train_b64 and/or make_models.TRAIN's workloads")
     p.add_argument("--label", default="", help="what the environment forces, for the config column")
     return p.parse_args()
 

@@ -2,7 +2,8 @@
 // off, so one thread): tfjs cannot load ONNX, so the MLP and the CNN are rebuilt in tfjs-layers
 // with the same weights (bench/make_models.py's weights/*.npy; conv kernels OIHW -> HWIO, the
 // flatten order NCHW -> NHWC folded into fc1). mobilenet_v2 and the transformer are not rebuilt.
-// Latency = predict + dataSync. Training: the MLP, Adam(0.001), softmax cross-entropy on logits.
+// Latency = predict + dataSync. Training (--train-workloads): the MLP (batch 64) and the CNN (batch
+// 32), Adam(0.001), softmax cross-entropy on logits.
 //   node tfjs.mjs --dir BUILD/bench [--backend wasm|cpu] [--quick] [--workloads a,b] [--only infer,train]
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
@@ -100,14 +101,30 @@ if (groups.includes('infer')) {
     }
   }
 }
-if (groups.includes('train')) {
-  const rec = { group: 'train', workload: 'mlp_train_b64', runner: name, impl: backend === 'wasm' ? 'wasm' : 'js',
+// training: the MLP (train_x / train_y, batch 64) and the CNN (cnn_train_b32_x / _y, batch 32,
+// NCHW with C = 1 read as NHWC), each from the same weights as lithe and PyTorch
+const TRAIN = { mlp_train_b64: ['mlp', 'train_x.npy', 'train_y.npy'],
+                cnn_train_b32: ['cnn', 'cnn_train_b32_x.npy', 'cnn_train_b32_y.npy'] };
+for (const wl of groups.includes('train') ? o.trainWorkloads ?? ['mlp_train_b64'] : []) {
+  const rec = { group: 'train', workload: wl, runner: name, impl: backend === 'wasm' ? 'wasm' : 'js',
                 threads: 1, config: `${config}, Adam(0.001), softmax cross-entropy` };
+  if (!TRAIN[wl]) {
+    emit({ ...rec, skipped: 'tfjs cannot load ONNX; this model is not rebuilt in tfjs-layers' });
+    continue;
+  }
+  // tfjs-backend-wasm 4.22 registers no convolution gradient kernels: it cannot train the CNN
+  const missing = model => (model === 'cnn' ? ['Conv2DBackpropFilter', 'Conv2DBackpropInput'] : [])
+    .filter((k) => !tf.getKernel(k, backend));
+  if (missing(TRAIN[wl][0]).length) {
+    emit({ ...rec, skipped: `tfjs's ${backend} backend has no ${missing(TRAIN[wl][0]).join(' / ')} kernel (cannot train a conv)` });
+    continue;
+  }
   try {
-    const m = buildMlp();
-    const x = npyRead(path.join(o.dir, 'train_x.npy'));
-    const lab = npyRead(path.join(o.dir, 'train_y.npy'));
-    const xt = tf.tensor2d(x.data, x.shape);
+    const [model, xFile, yFile] = TRAIN[wl];
+    const m = model === 'mlp' ? buildMlp() : buildCnn();
+    const x = npyRead(path.join(o.dir, xFile));
+    const lab = npyRead(path.join(o.dir, yFile));
+    const xt = tf.tensor(x.data, model === 'cnn' ? [x.shape[0], 28, 28, 1] : x.shape);
     const yt = tf.oneHot(tf.tensor1d(lab.data, 'int32'), 10);
     const opt = tf.train.adam(0.001);
     const vars = m.trainableWeights.map((w) => w.read());

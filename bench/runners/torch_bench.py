@@ -2,7 +2,8 @@
 from the same seeds (so the same weights; the error column proves it), torch.set_num_threads(N).
 Its BLAS is Debian's OpenBLAS: bench/run.sh runs this once as is and once with
 OPENBLAS_CORETYPE=SkylakeX (the AVX-512 kernel), and says which in --label. Latency = model(x)
-under inference_mode. Training: the MLP, Adam(lr 1e-3), cross-entropy on logits, loss.item()."""
+under inference_mode. Training (--train-workloads): the MLP and make_models.TRAIN's rows, Adam(lr
+1e-3), cross-entropy on logits (the transformer: an L2 distance), loss.item()."""
 import os
 
 import numpy
@@ -35,19 +36,42 @@ if "infer" in a.only:
         except Exception as e:  # a runner that fails says so in the table
             emit({**rec, "error": str(e).splitlines()[0]})
 if "train" in a.only:
-    rec = {"group": "train", "workload": "mlp_train_b64", "runner": name, "impl": "native", "threads": a.threads,
-           "config": f"eager, Adam(1e-3), cross-entropy, set_num_threads({a.threads}){label}"}
-    m = make_models.build("mlp").train()
-    x = torch.from_numpy(numpy.load(os.path.join(a.dir, "train_x.npy")))
-    y = torch.from_numpy(numpy.load(os.path.join(a.dir, "train_y.npy"))).long()
-    opt = torch.optim.Adam(m.parameters(), lr=1e-3)
-    losses = []
+    # the MLP (train_x / train_y), and the training rows of make_models.TRAIN (--train-workloads):
+    # make_models.train_model's module, the same batch; classifiers: cross-entropy on logits (lithe
+    # takes softmax, then categorical cross-entropy: the same function), the transformer: Thinc's
+    # L2Distance, 0.5 * sum((y - t)^2) / B, as lithe bench's l2 loss
+    for wl in a.train_workloads.split(","):
+        rec = {"group": "train", "workload": wl, "runner": name, "impl": "native", "threads": a.threads,
+               "config": f"eager, Adam(1e-3), {'L2 distance' if 'transformer' in wl else 'cross-entropy'}, "
+               f"set_num_threads({a.threads}){label}"}
+        try:
+            if wl == "mlp_train_b64":
+                m = make_models.build("mlp").train()
+                x = torch.from_numpy(numpy.load(os.path.join(a.dir, "train_x.npy")))
+                y = torch.from_numpy(numpy.load(os.path.join(a.dir, "train_y.npy"))).long()
+            else:
+                m = make_models.train_model(make_models.TRAIN[wl][0])
+                x = torch.from_numpy(numpy.load(os.path.join(a.dir, f"{wl}_x.npy")))
+                yp = os.path.join(a.dir, f"{wl}_y.npy")
+                y = torch.from_numpy(numpy.load(yp)).long() if os.path.exists(yp) else None
+            if y is None:
+                target = torch.rand(m(x).shape, generator=torch.Generator().manual_seed(0))
 
-    def step():
-        opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(m(x), y)
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    st = measure(step, a)
-    emit({**rec, **st, "first_loss": losses[0], "last_loss": losses[-1]})
+                def loss_of(out):
+                    return 0.5 * ((out - target) ** 2).sum() / out.shape[0]
+            else:
+                def loss_of(out):
+                    return torch.nn.functional.cross_entropy(out, y)
+            opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+            losses = []
+
+            def step():
+                opt.zero_grad()
+                loss = loss_of(m(x))
+                loss.backward()
+                opt.step()
+                losses.append(loss.item())
+            st = measure(step, a)
+            emit({**rec, **st, "first_loss": losses[0] if y is not None else float("nan"), "last_loss": losses[-1]})
+        except Exception as e:  # a runner that fails says so in the table
+            emit({**rec, "error": str(e).splitlines()[0]})

@@ -103,10 +103,10 @@ lithe_status lithe__affine_forward(lithe_model *m, lithe_tensor *X, bool is_trai
 lithe_status lithe__affine_backward(lithe_model *m, lithe_tensor *X, const lithe_tensor *dY, lithe_tensor **dX) {
     lithe_tensor *W = NULL, *gW = NULL, *gb = NULL;
     LITHE__TRY(lithe__param_get(m, "W", &W));
-    LITHE__TRY(lithe__grad_acc(m, "b", &gb));
-    LITHE__TRY(lithe__grad_acc(m, "W", &gW));
-    LITHE__TRY(lithe__op_sum_rows(m->backend, dY, 1.0f, gb));          /* db += Σ_rows dY  */
-    LITHE__TRY(lithe__op_gemm(m->backend, true, false, 1.0f, dY, X, 1.0f, gW)); /* dW += dYᵀ·X */
+    LITHE__TRY(lithe__grad_acc_trainable(m, "b", &gb)); /* NULL: frozen, no buffer, no work */
+    LITHE__TRY(lithe__grad_acc_trainable(m, "W", &gW));
+    if (gb) LITHE__TRY(lithe__op_sum_rows(m->backend, dY, 1.0f, gb));          /* db += Σ_rows dY  */
+    if (gW) LITHE__TRY(lithe__op_gemm(m->backend, true, false, 1.0f, dY, X, 1.0f, gW)); /* dW += dYᵀ·X */
     if (!dX) return LITHE_OK;
     lithe_tensor *out = NULL;
     LITHE__TRY(lithe__tensor_alloc(m->backend, LITHE_F32, 2, X->shape, false, &out));

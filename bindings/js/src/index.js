@@ -524,6 +524,61 @@ export class Model extends Handle {
     need().check(raw.lithe_js_resize_output(this.ptr, n));
     return this;
   }
+  // Fine-tuning on a memory budget (docs/training.md): freeze(pattern) freezes (frozen = false:
+  // thaws) the params whose name — an imported graph's ONNX initializer names, or "node/param" —
+  // matches the glob ('*', '?'); freeze() with no pattern the whole model. Frozen params get no
+  // gradient buffer and no optimizer state. Returns how many params matched (lithe_model_freeze_matching).
+  freeze(pattern = undefined, frozen = true) {
+    const r = need();
+    if (pattern === undefined) {
+      r.check(raw.lithe_model_set_frozen(this.ptr, 0, frozen ? 1 : 0));
+      return -1;
+    }
+    if (typeof pattern !== 'string') throw litheError(STATUS.INVALID_ARG, 'freeze: pattern must be a string');
+    const ps = r.allocString(pattern);
+    try {
+      r.check(raw.lithe_model_freeze_matching(this.ptr, ps, frozen ? 1 : 0, r.outPtr(2)));
+      return r.readU32(r.outPtr(2));
+    } finally {
+      r.free(ps);
+    }
+  }
+  isFrozen(param) {
+    const r = need();
+    const ps = r.allocString(param);
+    try {
+      return raw.lithe_model_is_frozen(this.ptr, ps) !== 0;
+    } finally {
+      r.free(ps);
+    }
+  }
+  // The bytes one training step at `batch` rows needs, before running it (lithe_model_plan_train:
+  // a dry run on the first one and two rows of x, extrapolated): { params, grads, optState,
+  // activations, workspace, total }.
+  planTrain({ x, shape = undefined, batch = 0, optimizer: opt = undefined }) {
+    const r = need();
+    const xp = toC(asTensor(x, shape));
+    const out = r.malloc(40);
+    let xv = 0;
+    try {
+      r.check(raw.lithe_value_tensor(xp, r.outPtr(3)));
+      xv = r.readU32(r.outPtr(3));
+      r.check(raw.lithe_model_plan_train(this.ptr, xv, BigInt(batch), opt ? opt.ptr : 0, out));
+      const f = (i) => r.readU32(out + 4 * i); // size_t is 32-bit in wasm32
+      return { params: f(0), grads: f(1), optState: f(2), activations: f(3), workspace: f(4), total: f(5) };
+    } finally {
+      if (xv) raw.lithe_value_release(xv);
+      r.lithe_tensor_release(xp);
+      r.free(out);
+    }
+  }
+  // A memory budget in bytes (0: none): a trainStep whose plan is over it is refused (LitheError,
+  // status OOM, the message naming params / grads / optimizer state / activations) before it runs.
+  setMemoryBudget(bytes, { optimizer: opt = undefined } = {}) {
+    intArg('setMemoryBudget', 'bytes', bytes, 0, 2 ** 32 - 1);
+    need().check(raw.lithe_model_set_memory_budget(this.ptr, bytes, opt ? opt.ptr : 0));
+    return this;
+  }
   // A model loaded from TF.js (loadTfjs, or a .lithe file made from one), fine-tuned or not,
   // written back as TF.js layers format (lithe_tfjs_save_bytes): { modelJson, weights } — model.json's
   // text (the original topology, one weights group naming the shard 'group1-shard1of1.bin') and

@@ -681,6 +681,52 @@ class Node:
         """Whether the param is frozen (not updated by finish_update)."""
         return bool(_lib.model_is_frozen(self._ptr, name.encode()))
 
+    @_locked
+    def freeze(self, pattern: Optional[str] = None, frozen: bool = True) -> int:
+        """Freezes (frozen=False: thaws) the params whose name -- an imported graph's ONNX
+        initializer names, or "node/param" -- matches the glob ('*', '?'); no pattern: the whole
+        model (-1 returned). Frozen params get no gradient buffer and no optimizer state. Returns
+        how many params matched (LitheError NOT_FOUND when none does)."""
+        if pattern is None:
+            _lib.check(_lib.model_set_frozen(self._ptr, None, frozen))
+            return -1
+        n = ctypes.c_size_t()
+        _lib.check(_lib.model_freeze_matching(self._ptr, pattern.encode(), frozen, ctypes.byref(n)))
+        return n.value
+
+    @_locked
+    def plan_train(self, X, batch: int = 0, optimizer: Optional["Optimizer"] = None) -> dict:
+        """The bytes one training step at `batch` rows (0: X's) needs, before running it
+        (lithe_model_plan_train: a dry run on X's first one and two rows, extrapolated):
+        {params, grads, opt_state, activations, workspace, total}."""
+        v = _value_of(X)
+        out = _lib.TrainMemory()
+        try:
+            _lib.check(_lib.model_plan_train(self._ptr, v, batch, optimizer._ptr if optimizer else None,
+                                             ctypes.byref(out)))
+        finally:
+            _lib.value_release(v)
+        return {k: getattr(out, k) for k in ("params", "grads", "opt_state", "activations", "workspace", "total")}
+
+    @_locked
+    def set_memory_budget(self, nbytes: int, optimizer: Optional["Optimizer"] = None) -> None:
+        """A training step (begin_update) planned over nbytes is refused with LitheError (OOM, the
+        message naming the figures) before it runs; 0 removes the budget. The optimizer must outlive it."""
+        self._budget_opt = optimizer
+        _lib.check(_lib.model_set_memory_budget(self._ptr, nbytes, optimizer._ptr if optimizer else None))
+
+    @_locked
+    def grad_count(self) -> int:
+        """How many gradient buffers the tree holds (frozen params have none)."""
+        return _lib.model_grad_count(self._ptr, None)
+
+
+# the whole model takes the same fine-tuning calls as its nodes (freeze, plan_train, ...): the
+# functions read only self._ptr and self._lock, which both have
+for _name in ("freeze", "plan_train", "set_memory_budget", "grad_count", "is_frozen"):
+    if not hasattr(Model, _name):
+        setattr(Model, _name, getattr(Node, _name))
+
 
 class _Backprop:
     def __init__(self, ptr, model):
