@@ -29,27 +29,6 @@
 
 /* ---- names ---- */
 
-bool lithe__glob(const char *pat, const char *s) {
-    /* '*' any run, '?' any one character; iterative with one backtrack point */
-    const char *star = NULL, *resume = NULL;
-    while (*s) {
-        if (*pat == '*') {
-            star = pat++;
-            resume = s;
-        } else if (*pat == '?' || *pat == *s) {
-            pat++;
-            s++;
-        } else if (star) {
-            pat = star + 1;
-            s = ++resume;
-        } else {
-            return false;
-        }
-    }
-    while (*pat == '*') pat++;
-    return !*pat;
-}
-
 static lithe_status key(char *buf, size_t cap, const char *pre, const char *param) {
     int n = snprintf(buf, cap, "%s%s", pre, param);
     if (n < 0 || (size_t)n >= cap)

@@ -8,9 +8,10 @@
 
 /* ---- freezing ---- */
 
-/* Glob: '*' any run (also empty), '?' one character; everything else literal. Iterative with one
- * backtrack point, so linear-ish and no recursion on hostile patterns. */
-static bool glob_match(const char *p, const char *s) {
+/* Glob (core/layers.h; freezing and LoRA's patterns): '*' any run (also empty), '?' one character;
+ * everything else literal. Iterative with one backtrack point, so linear-ish and no recursion on
+ * hostile patterns. */
+bool lithe__glob(const char *p, const char *s) {
     const char *star = NULL, *resume = NULL;
     while (*s) {
         if (*p == '*') {
@@ -31,10 +32,10 @@ static bool glob_match(const char *p, const char *s) {
 }
 
 static bool param_matches(const lithe_model *node, const char *param, const char *pattern) {
-    if (glob_match(pattern, param)) return true;
+    if (lithe__glob(pattern, param)) return true;
     char full[512];
     int n = snprintf(full, sizeof full, "%s/%s", node->name, param);
-    return n > 0 && (size_t)n < sizeof full && glob_match(pattern, full);
+    return n > 0 && (size_t)n < sizeof full && lithe__glob(pattern, full);
 }
 
 lithe_status lithe_model_freeze_matching(lithe_model *m, const char *pattern, bool frozen, size_t *n_matched) {
