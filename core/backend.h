@@ -198,6 +198,12 @@ typedef struct lithe_backend_desc {
     void (*cache_flush)(void);
     /* Optional: bytes held in use and cached, and the device allocations made so far. */
     void (*memory_stats)(const lithe_backend *be, size_t *in_use, size_t *cached, size_t *n_allocs);
+    /* Optional: the high-water mark of the bytes in use (reset: restarts it from the bytes in use
+     * now). lithe_backend_memory, and the training plan's dry run (core/train/memory.c). */
+    size_t (*memory_peak)(const lithe_backend *be, bool reset);
+    /* Optional: while on (this thread), allocations take no block kept for reuse (long-lived
+     * tensors: gradient buffers, optimizer state; core/train/memory.c). */
+    void (*persistent_allocs)(bool on);
     /* Optional: the device's name ("NVIDIA H200", "llvmpipe (LLVM 15.0.6, 256 bits)"). */
     const char *(*device_name)(const lithe_backend *be);
 } lithe_backend_desc;

@@ -83,4 +83,32 @@ const lithe__layer_type *lithe__layer_type_by_name(const char *registered_name);
  * as Thinc's layers build them. Takes over node, also on failure. */
 lithe_status lithe__norm_dropout(const char *layer, lithe_model *node, const lithe_dense_opts *o, lithe_model **out);
 
+/* LoRA adapters (core/lora.c, core/lora_file.c, core/graph/graph_lora.c; issue 26 item 2). A
+ * weight's layout says how its values read as the matrix D (out, in) an adapter adds to: k >= 1,
+ * rows = prod(shape[:k]) and cols = the rest (dense W (out..., in): ndim - 1; a Conv's W: 1), or
+ * LITHE__LORA_T, a 2-D (in, out) weight (MatMul's, Gemm's without transB). */
+#define LITHE__LORA_T (-1)
+typedef lithe_status (*lithe__lora_found)(lithe_model *m, const char *param, int layout, void *user);
+/* Every weight of nodes[0..n) that takes an adapter, through fn: native dense layers' W, a graph
+ * node's Gemm / MatMul / Conv weights (lithe__graph_lora_weights). */
+lithe_status lithe__lora_each_weight(lithe_model *const *nodes, size_t n, lithe__lora_found fn, void *user);
+lithe_status lithe__graph_lora_weights(lithe_model *m, lithe__lora_found fn, void *user);
+/* An adapter on m's param pn (A, B: initial values on m's backend, or NULL: A drawn from rng as
+ * U(-1/sqrt(in), 1/sqrt(in)), B zero); detach drops one (params and attrs, P keeps its value). */
+lithe_status lithe__lora_attach(lithe_model *m, const char *pn, int64_t rank, double alpha, int layout,
+                                lithe_tensor *A, lithe_tensor *B, lithe_rng *rng);
+void lithe__lora_detach(lithe_model *m, const char *pn);
+void lithe__lora_freeze_base(lithe_model *const *nodes, size_t n);
+/* Whether m's param carries an adapter (finish_update skips it), and whether a name is an
+ * adapter's own (lora_A:, lora_B:, lora_base:). */
+bool lithe__lora_owned(const lithe_model *m, const char *param);
+bool lithe__lora_param(const char *name);
+bool lithe__lora_is_graph(const lithe_model *m);
+/* finish_update: the adapted weights' gradients into A's and B's (before the optimizer), and
+ * W_eff = base + s B·A again (after it). */
+lithe_status lithe__lora_before_update(lithe_model *const *nodes, size_t n);
+lithe_status lithe__lora_after_update(lithe_model *const *nodes, size_t n);
+/* '*' and '?' glob. */
+bool lithe__glob(const char *pattern, const char *s);
+
 #endif /* LITHE_CORE_LAYERS_H */

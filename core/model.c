@@ -103,6 +103,7 @@ void lithe_model_free(lithe_model *m) {
     lithe__free(m->attrs);
     lithe__free(m->layers);
     lithe__free(m->debug);
+    lithe__free(m->budget);
     lithe__free(m->name);
     lithe__free(m);
 }
@@ -376,7 +377,12 @@ lithe_status lithe__grad_acc(lithe_model *m, const char *name, lithe_tensor **gr
     if (!p || !p->value)
         return lithe__fail(LITHE_ERR_STATE, "%s: cannot accumulate a gradient for '%s': param not allocated",
                            m->name, name);
-    if (!p->grad) LITHE__TRY(lithe__tensor_like(p->value, true, &p->grad));
+    if (!p->grad) {
+        lithe__persistent(m->backend, true);
+        lithe_status s = lithe__tensor_like(p->value, true, &p->grad);
+        lithe__persistent(m->backend, false);
+        LITHE__TRY(s);
+    }
     *grad_out = p->grad;
     return LITHE_OK;
 }

@@ -89,6 +89,7 @@ struct lithe_model {
     lithe_init init_W, init_b;
     double cfg[2]; /* layer-private constants (resizable: the fill of new W and b rows) */
     lithe_debug_hooks *debug; /* lithe_with_debug's callbacks (owned; never saved or copied) */
+    struct lithe__mem_budget *budget; /* lithe_model_set_memory_budget's (owned; never saved) */
 };
 
 /* A shim: a foreign graph a node holds (an imported ONNX / TF.js graph, core/graph/, arriving
@@ -164,5 +165,19 @@ typedef struct lithe__walk_buf {
 } lithe__walk_buf;
 lithe_status lithe__walk_collect(lithe_model *root, lithe__walk_buf *w);
 void lithe__attr_clear(lithe__attr *a);
+
+/* Training memory (core/train/memory.c). grad_acc_trainable is lithe__grad_acc for a layer that
+ * can skip a frozen param's gradient: *grad_out NULL when the param is frozen (no buffer made).
+ * subtree_trainable: some param of m's subtree is set and not frozen (no allocation).
+ * budget_check: lithe_model_set_memory_budget's refusal, before a training forward of m. */
+lithe_status lithe__grad_acc_trainable(lithe_model *m, const char *name, lithe_tensor **grad_out);
+bool lithe__subtree_trainable(const lithe_model *m);
+/* Long-lived tensors (gradient buffers, optimizer state) are made between persistent(be, true) and
+ * (be, false): they take no block the backend keeps for reuse, which the next step's activations
+ * then find — so a training step after the first allocates nothing (tests/test_train_memory.c). */
+void lithe__persistent(lithe_backend *be, bool on);
+lithe_status lithe__budget_check(lithe_model *m, const lithe_value *X);
+/* The optimizer's state per trainable param, in copies of the param (Adam: 2, + 1 for averages). */
+size_t lithe__optimizer_state_copies(const lithe_optimizer *opt);
 
 #endif /* LITHE_CORE_MODEL_H */

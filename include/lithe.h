@@ -227,6 +227,18 @@ LITHE_API lithe_status lithe_backend_stream(const lithe_backend *backend, void *
 /* The backend's registered name ("cpu"). Thread-safe. */
 LITHE_API const char *lithe_backend_name(const lithe_backend *backend);
 
+/* A backend's tensor memory: bytes handed out to live tensors now, their high-water mark (since
+ * the last lithe_backend_reset_peak), bytes kept for reuse (the CPU backend's caching allocator),
+ * and how many blocks it has taken from the allocator so far (a count that stays put while every
+ * tensor comes from reused blocks: tests/test_train_memory.c). The CPU backend answers every field
+ * (for all CPU instances together); CUDA all but peak; others LITHE_ERR_UNSUPPORTED. */
+typedef struct lithe_backend_memory_info {
+    size_t in_use, peak, cached, n_allocs;
+} lithe_backend_memory_info;
+LITHE_API lithe_status lithe_backend_memory(const lithe_backend *backend, lithe_backend_memory_info *out);
+/* Restarts the peak from the bytes in use now. */
+LITHE_API lithe_status lithe_backend_reset_peak(const lithe_backend *backend);
+
 /* Writes the names of the backends compiled into this library, comma-separated, to buf
  * (truncated to cap bytes, always NUL-terminated when cap > 0). Returns the full length. */
 LITHE_API size_t lithe_backend_list(char *buf, size_t cap);
@@ -531,7 +543,14 @@ LITHE_API lithe_status lithe_softmax(const lithe_softmax_opts *opts, lithe_model
 LITHE_API lithe_status lithe_dropout(float rate, lithe_model **out);
 /* "chain.v1": Y = layers[n-1](...layers[0](X)). Takes ownership of the n >= 1 layers, also on
  * failure. A layer may appear twice or in two trees (Thinc's shared layers). The node is named
- * by joining the layer names with ">>", as Thinc does. */
+ * by joining the layer names with ">>", as Thinc does.
+ * Recomputation (trading time for memory): with the bool attr "recompute" set to true
+ * (lithe_model_set_attr_bool; saved with the model), a training forward keeps only the chain's
+ * input and runs its layers as at training but without records, so their activations are freed
+ * as it goes; backprop runs the layers' forward again (the dropout layers' random streams rewound,
+ * so the masks are the same) and then their backprops. Gradients are identical; the forward's
+ * cost is paid twice. A model split into k recomputing chains keeps about 1/k of the activations
+ * (tests/test_train_memory.c). */
 LITHE_API lithe_status lithe_chain(size_t n, lithe_model *const *layers, lithe_model **out);
 
 /* Any affine layer by its registered name: Y = act(X·Wᵀ + b), W (nO, nI), b (nO,), with
@@ -769,12 +788,72 @@ typedef struct lithe_static_vectors_opts {
  * quirk not kept). Backprop returns an empty LIST (spaCy returns []). dims nO, nM; attrs key_attr
  * ("ORTH") and dropout_rate (None without dropout). */
 LITHE_API lithe_status lithe_static_vectors(const lithe_static_vectors_opts *opts, lithe_model **out);
-/* Freezing, for fine-tuning only part of a model: a frozen param is skipped by finish_update
- * (its gradient is still computed for backprop, and dropped at finish_update). `param` NULL
- * freezes (or thaws) every param of m's whole subtree; otherwise one param of m. Not saved in
- * Thinc's bytes (Thinc has no such flag). Statuses: LITHE_ERR_NOT_FOUND for an unknown param. */
+/* Freezing, for fine-tuning only part of a model (docs/training.md, "Fine-tuning on a memory
+ * budget"). A frozen param is not trained: finish_update gives it no optimizer state and no step.
+ * The dense family (Linear, Relu, ..., Softmax), Maxout, HashEmbed / Embed and imported graphs
+ * (ONNX, TF.js) make NO gradient buffer for it; LayerNorm, LSTM, SparseLinear, attention and the
+ * other layers still accumulate one, which finish_update zeroes. chain's backprop stops below its
+ * last child whose subtree holds a trainable param when the caller passes dX NULL (no input
+ * gradient wanted), and an imported graph runs the backward of no node whose inputs need no
+ * gradient (frozen weights, and the graph's input when dX is NULL).
+ * `param` NULL freezes (or thaws) every param of m's whole subtree — freezing "by node"; otherwise
+ * one param of m. Saved in .lithe files ("frozen"), not in Thinc's bytes (Thinc has no such flag).
+ * Statuses: LITHE_ERR_NOT_FOUND for an unknown param. */
 LITHE_API lithe_status lithe_model_set_frozen(lithe_model *m, const char *param, bool frozen);
 LITHE_API bool lithe_model_is_frozen(const lithe_model *m, const char *param);
+/* Freezes (or thaws) every param of m's subtree whose name matches the glob `pattern` ('*' any
+ * run of characters, '?' one character, '[' ']' none special): for an imported graph the names are
+ * the ONNX initializer names ("features.*", "*.bias", "classifier.1.weight"). A param matches by its
+ * name, or by "<node name>/<param name>" ("linear/W"). *n_matched (may be NULL) counts the params
+ * set. Statuses: LITHE_ERR_INVALID_ARG (m or pattern NULL), LITHE_ERR_NOT_FOUND when nothing matches
+ * (nothing changes). */
+LITHE_API lithe_status lithe_model_freeze_matching(lithe_model *m, const char *pattern, bool frozen,
+                                                   size_t *n_matched);
+/* Whether some param of m's subtree (children, recursively) is set and not frozen. */
+LITHE_API bool lithe_model_has_trainable(const lithe_model *m);
+/* LoRA adapters (docs/api.md, "LoRA adapters"): W_eff = W + (alpha / rank) · B·A on a frozen base,
+ * with A (rank, in) drawn as U(-1/sqrt(in), 1/sqrt(in)) (PyTorch's kaiming_uniform_(a=sqrt(5)), the
+ * reference LoRA's init) from a Philox stream keyed by `seed` (adapters in walk order), and B
+ * (out, rank) zero, so the model computes what it did until a step moves B. Adapted weights: the W
+ * of the dense layers (Linear, Relu, ... — lithe_dense's — Maxout.v1: W (nO, nP, nI) as (nO·nP, nI),
+ * Softmax), and an imported graph's Gemm and MatMul weights and Conv weights (W (out, in/group, kh,
+ * kw) flattened to (out, in/group·kh·kw)). `pattern` is a glob ('*', '?'; NULL: every such weight)
+ * matched, as lithe_model_freeze_matching's, against the param's name ("W", a graph's initializer
+ * name "fc.weight") or "<node name>/<param>" ("relu/W"). Every param of m's
+ * tree is frozen (lithe_model_set_frozen), the adapters' A and B are not. The model must be
+ * initialized. Training then runs as usual (begin_update, backprop, finish_update): the weight
+ * itself holds W_eff, its gradient is turned into A's and B's at finish_update, the optimizer moves
+ * only A and B (and keeps state for them only), and W_eff is recomputed. A weight's param keeps its
+ * name; the node gains params "lora_A:<W>", "lora_B:<W>" and "lora_base:<W>" (the frozen base
+ * weight) and attrs "lora_alpha:<W>", "lora_layout:<W>". Float32 weights only. Statuses:
+ * LITHE_ERR_VALUE (rank outside [1, 2^20], alpha not finite), LITHE_ERR_NOT_FOUND (no weight
+ * matches), LITHE_ERR_STATE (a weight not allocated, or adapted already: nothing is changed). */
+LITHE_API lithe_status lithe_model_add_lora(lithe_model *m, const char *pattern, int64_t rank, float alpha,
+                                            uint64_t seed);
+/* How many adapted weights m's tree has. */
+LITHE_API size_t lithe_model_lora_count(const lithe_model *m);
+/* Merges every adapter into its weight (W = base + (alpha / rank) · B·A, from A and B as they are
+ * now) and drops the adapters' params and attrs: the model is then an ordinary model (saves,
+ * exports to Thinc bytes and ONNX as any). Freezing is left as it is (lithe_model_set_frozen(m,
+ * NULL, false) thaws all). Optimizer state kept for A and B stays in the optimizer. */
+LITHE_API lithe_status lithe_model_merge_lora(lithe_model *m);
+/* The hash naming a base model in an adapter file: FNV-1a 64 over every base weight of the tree
+ * (node index, name, dtype, shape, values; an adapted weight counts as its base), as 16 hex digits
+ * and a NUL in out (cap >= 17). */
+LITHE_API lithe_status lithe_model_lora_base_hash(lithe_model *m, char *out, size_t cap);
+/* The adapters alone, as a small .lithe file (docs/format.md, "LoRA adapters"): A, B, alpha and
+ * layout of each, and the base's hash. _bytes: *out is freed with lithe_buffer_free. Statuses:
+ * LITHE_ERR_STATE (no adapters), LITHE_ERR_UNSUPPORTED (a weight name over 64 bytes), I/O. */
+LITHE_API lithe_status lithe_model_save_lora(lithe_model *m, const char *path);
+LITHE_API lithe_status lithe_model_save_lora_bytes(lithe_model *m, uint8_t **out, size_t *len);
+/* Applies saved adapters to m, a model without adapters whose weights hash as the file's base
+ * (lithe_model_lora_base_hash): freezes m's tree and attaches each adapter as
+ * lithe_model_add_lora would, with the file's A and B (W_eff follows). Statuses: LITHE_ERR_VALUE
+ * ("trained on a base whose weights hash to ..., this model's hash to ...": a different base; or a
+ * weight the file names that m lacks), LITHE_ERR_STATE (m has adapters), LITHE_ERR_FORMAT (not an
+ * adapter file), and the .lithe reader's. On failure m keeps no adapter. */
+LITHE_API lithe_status lithe_model_load_lora(lithe_model *m, const char *path);
+LITHE_API lithe_status lithe_model_load_lora_bytes(lithe_model *m, const uint8_t *data, size_t len);
 /* Thinc's `with model.use_params(optimizer.averages): fn(model)`: swaps the averages in, calls
  * fn(m, user), swaps them back — also when fn fails — and returns fn's status (its message stays
  * lithe_last_error()). */
@@ -1008,6 +1087,44 @@ LITHE_API void lithe_backprop_free(lithe_backprop *bp);
  * the gradient norm's, on backends with the adam_step primitive). All optimizer state is allocated
  * before the first param changes, so LITHE_ERR_OOM leaves the tree as it was. */
 LITHE_API lithe_status lithe_model_finish_update(lithe_model *m, lithe_optimizer *opt);
+
+/* Training memory, planned before a step (docs/training.md, "Fine-tuning on a memory budget").
+ * Bytes of one training step (forward, backprop, finish_update) of m at `batch` rows:
+ *   params       every param's value;
+ *   grads        a gradient buffer per param that gets one (trainable params; see set_frozen);
+ *   opt_state    the optimizer's state for the trainable params (Adam/RAdam: two moments; averages
+ *                when use_averages: one more copy; plain SGD: none);
+ *   activations  the high-water mark of the tensors alive during forward + backprop beyond the
+ *                above (activations kept for backprop, their gradients, temporaries);
+ *   workspace    scratch the kernels keep between calls (the CPU GEMM's packing panels): 0 today,
+ *                as it is not tensor memory the backend counts (it is a few hundred KiB);
+ *   total        their sum.
+ * How: params, grads and opt_state are counted from the tree; activations by a DRY RUN — forward
+ * and backprop of the first row, then of the first two rows, of X (a float32 tensor of at least
+ * one row; the other axes as in training) with the backend's high-water mark read
+ * (lithe_backend_memory), extrapolated linearly to `batch` rows (activations are affine in the
+ * batch). The dry run leaves the model as it was: grads that existed are put back untouched, the
+ * random streams of dropout layers restored, no optimizer state made. The estimate is within ~10%
+ * of the measured peak (tests/test_train_memory.c checks 25%). opt NULL: Adam's defaults.
+ * Statuses: LITHE_ERR_INVALID_ARG, LITHE_ERR_UNSUPPORTED (X not a tensor, or a backend that
+ * keeps no high-water mark), and the dry run's own. */
+typedef struct lithe_train_memory {
+    size_t params, grads, opt_state, activations, workspace, total;
+    int64_t batch;
+} lithe_train_memory;
+LITHE_API lithe_status lithe_model_plan_train(lithe_model *m, const lithe_value *X, int64_t batch,
+                                              const lithe_optimizer *opt, lithe_train_memory *out);
+/* A memory budget for training steps of m (0: none). While one is set, lithe_model_begin_update
+ * on m plans the step (lithe_model_plan_train, at X's batch, once per shape of one row; opt as
+ * given here, NULL: Adam's defaults) and refuses a step whose total is over the budget with
+ * LITHE_ERR_OOM before allocating anything, the message naming the figures ("training step needs
+ * 61.2 MiB (params 13.6, grads 13.6, optimizer state 27.2, activations 6.8) over the budget of
+ * 48.0 MiB"). opt must outlive the budget (or set it again). */
+LITHE_API lithe_status lithe_model_set_memory_budget(lithe_model *m, size_t bytes, const lithe_optimizer *opt);
+/* The optimizer's state: how many (node, param) entries it has and their bytes. */
+LITHE_API size_t lithe_optimizer_state_count(const lithe_optimizer *opt, size_t *bytes);
+/* The gradient buffers m's tree holds: how many, and (bytes not NULL) their bytes. */
+LITHE_API size_t lithe_model_grad_count(const lithe_model *m, size_t *bytes);
 
 /* Convenience for a float32 tensor value: wraps, runs forward with is_train=false, unwraps. */
 LITHE_API lithe_status lithe_model_predict_tensor(lithe_model *m, lithe_tensor *X,
@@ -1361,7 +1478,8 @@ LITHE_API lithe_status lithe_npy_write_file(const lithe_tensor *t, const char *p
 /* m's tree as Thinc 8's to_bytes writes it (one msgpack map: nodes, attrs, params in srsly's numpy
  * encoding, shims), byte for byte, so Thinc's from_bytes loads it. *out is freed with
  * lithe_buffer_free. Statuses: LITHE_ERR_VALUE (a ref outside the tree), LITHE_ERR_UNSUPPORTED
- * (shims: see lithe_model_to_thinc_bytes_shims; an attr Thinc cannot hold), LITHE_ERR_OOM. */
+ * (shims: see lithe_model_to_thinc_bytes_shims; an attr Thinc cannot hold), LITHE_ERR_STATE (live LoRA
+ * adapters: merge them first, lithe_model_merge_lora), LITHE_ERR_OOM. */
 LITHE_API lithe_status lithe_model_to_thinc_bytes(lithe_model *m, uint8_t **out, size_t *len);
 /* The same for a tree with wrapped-framework graphs (a Thinc PyTorchWrapper exported by
  * lithe.export: an "onnx_graph.v1" node, whose weights Thinc keeps in the node's shim, not its

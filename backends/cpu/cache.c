@@ -27,11 +27,18 @@
 
 typedef struct block {
     struct block *next;
-    int cls; /* -1: not cached (too big, or made under a user's allocator) */
+    int cls;     /* -1: not cached (too big, or made under a user's allocator) */
+    size_t size; /* the bytes handed out (its class's size, or the request) */
 } block;
 
 static block *lists[NCLASS];
 static size_t cached_bytes;
+/* Accounting for lithe_backend_memory (under the lock): bytes handed out and not yet freed, their
+ * high-water mark since the last reset, and how many blocks came fresh from the allocator (a
+ * training step that reuses blocks only leaves this count unchanged: tests/test_train_memory.c). */
+static size_t live_bytes, peak_bytes, n_fresh;
+
+static void count_out(size_t size, bool fresh);
 static atomic_flag lock = ATOMIC_FLAG_INIT;
 
 static void acquire(void) {
@@ -57,10 +64,17 @@ static int class_of(size_t n) {
     return c < NCLASS ? c : -1;
 }
 
+#if defined(__GNUC__)
+static __thread bool persistent;
+#else
+static _Thread_local bool persistent;
+#endif
+void lithe__cpu_persistent_allocs(bool on) { persistent = on; }
+
 void *lithe__cpu_cache_alloc(size_t nbytes) {
     bool cache = lithe__default_allocator();
     int c = cache ? class_of(nbytes) : -1;
-    if (c >= 0) {
+    if (c >= 0 && !persistent) { /* a long-lived tensor leaves the kept blocks to the activations */
         acquire();
         block *b = lists[c];
         if (b) {
@@ -68,7 +82,10 @@ void *lithe__cpu_cache_alloc(size_t nbytes) {
             cached_bytes -= class_size(c);
         }
         release();
-        if (b) return (char *)b + HEADER;
+        if (b) {
+            count_out(b->size, false);
+            return (char *)b + HEADER;
+        }
     }
     size_t size = c >= 0 ? class_size(c) : nbytes;
     if (size > SIZE_MAX - HEADER) return NULL;
@@ -82,13 +99,26 @@ void *lithe__cpu_cache_alloc(size_t nbytes) {
     }
     b->cls = c;
     b->next = NULL;
+    b->size = size;
+    count_out(size, true);
     return (char *)b + HEADER;
+}
+
+static void count_out(size_t size, bool fresh) {
+    acquire();
+    live_bytes += size;
+    if (live_bytes > peak_bytes) peak_bytes = live_bytes;
+    n_fresh += fresh;
+    release();
 }
 
 void lithe__cpu_cache_free(void *p) {
     if (!p) return;
     block *b = (block *)((char *)p - HEADER);
     int c = b->cls;
+    acquire();
+    live_bytes -= b->size <= live_bytes ? b->size : live_bytes;
+    release();
     if (c >= 0 && lithe__default_allocator()) {
         acquire();
         if (cached_bytes + class_size(c) <= LITHE__CACHE_MAX) {
@@ -124,4 +154,22 @@ size_t lithe__cpu_cache_bytes(void) {
     size_t n = cached_bytes;
     release();
     return n;
+}
+
+void lithe__cpu_memory_stats(const lithe_backend *be, size_t *in_use, size_t *cached, size_t *n_allocs) {
+    (void)be;
+    acquire();
+    if (in_use) *in_use = live_bytes;
+    if (cached) *cached = cached_bytes;
+    if (n_allocs) *n_allocs = n_fresh;
+    release();
+}
+
+size_t lithe__cpu_memory_peak(const lithe_backend *be, bool reset) {
+    (void)be;
+    acquire();
+    size_t p = peak_bytes;
+    if (reset) peak_bytes = live_bytes;
+    release();
+    return p;
 }

@@ -696,4 +696,7 @@ const lithe_backend_desc lithe__backend_cpu_desc = {
     .set_threads = cpu_set_threads,
     .threads = cpu_threads,
     .cache_flush = lithe__cpu_cache_flush,
+    .memory_stats = lithe__cpu_memory_stats,
+    .memory_peak = lithe__cpu_memory_peak,
+    .persistent_allocs = lithe__cpu_persistent_allocs,
 };

@@ -5,18 +5,89 @@ typedef struct chain_bp {
     lithe_backprop base;
     size_t n;
     lithe_backprop **steps;
+    /* recompute: the input, and the random streams of the subtree's nodes at the forward */
+    lithe_value *X;
+    lithe__walk_buf nodes;
+    lithe_rng *rngs;
 } chain_bp;
+
+static bool attr_on(const lithe_model *m, const char *name) {
+    bool on = false;
+    for (size_t i = 0; i < m->n_attrs; i++)
+        if (!strcmp(m->attrs[i].name, name) && m->attrs[i].type == LITHE_ATTR_BOOL) on = m->attrs[i].v.b;
+    return on;
+}
+
+/* "no_input_grad": the caller never asks for dX, so the layers before the first one holding a
+ * trainable param run at training without records (their activations go as the forward moves). */
+static size_t first_recorded(const lithe_model *m, bool is_train) {
+    if (!is_train || !attr_on(m, "no_input_grad")) return 0;
+    for (size_t i = 0; i < m->n_layers; i++)
+        if (lithe__subtree_trainable(m->layers[i])) return i;
+    return m->n_layers;
+}
+
+/* The layers' forward with records (recompute: their second forward, in backprop). */
+static lithe_status run_layers(lithe_model *m, const lithe_value *X, bool is_train, lithe_value **Y, chain_bp *r) {
+    lithe_value *cur = lithe_value_retain((lithe_value *)X);
+    size_t first = r ? first_recorded(m, is_train) : 0;
+    for (size_t i = 0; i < m->n_layers; i++) {
+        lithe_value *next = NULL;
+        lithe_status s = lithe_model_forward(m->layers[i], cur, is_train, &next, r && i >= first ? &r->steps[i] : NULL);
+        lithe_value_release(cur);
+        if (s != LITHE_OK) return s;
+        if (r) r->n = i + 1;
+        cur = next;
+    }
+    *Y = cur;
+    return LITHE_OK;
+}
+
+static void free_steps(chain_bp *r) {
+    for (size_t i = 0; i < r->n; i++) {
+        lithe_backprop_free(r->steps[i]);
+        r->steps[i] = NULL;
+    }
+    r->n = 0;
+}
 
 static lithe_status chain_backward(lithe_backprop *self, const lithe_value *dY, lithe_value **dX) {
     chain_bp *r = (chain_bp *)self;
-    lithe_value *cur = lithe_value_retain((lithe_value *)dY);
-    for (size_t i = r->n; i-- > 0;) {
-        lithe_value *next = NULL;
-        /* the first layer's dX is computed only if the caller wants it */
-        lithe_status s = lithe_backprop_run(r->steps[i], cur, (i > 0 || dX) ? &next : NULL);
-        lithe_value_release(cur);
+    lithe_model *m = self->model;
+    if (r->X) { /* recompute: the forward again, from the same random streams */
+        free_steps(r);
+        for (size_t i = 0; i < r->nodes.n; i++) r->nodes.v[i]->rng = r->rngs[i];
+        lithe_value *Y = NULL;
+        lithe_status s = run_layers(m, r->X, true, &Y, r);
+        lithe_value_release(Y);
         if (s != LITHE_OK) return s;
+    }
+    /* Below the lowest layer holding a trainable param nothing needs a gradient unless the caller
+     * wants dX: those layers' backprops are not run at all (frozen parts cost no backward). */
+    if (dX && attr_on(m, "no_input_grad"))
+        return lithe__fail(LITHE_ERR_STATE, "%s: dX asked of a chain whose attr no_input_grad is set", m->name);
+    size_t stop = 0;
+    if (!dX) {
+        stop = r->n;
+        for (size_t i = 0; i < r->n; i++)
+            if (lithe__subtree_trainable(m->layers[i])) {
+                stop = i;
+                break;
+            }
+    }
+    lithe_value *cur = lithe_value_retain((lithe_value *)dY);
+    lithe_status s = LITHE_OK;
+    for (size_t i = r->n; s == LITHE_OK && i-- > stop && r->steps[i];) {
+        lithe_value *next = NULL;
+        /* the lowest layer's dX is computed only if the caller wants it */
+        s = lithe_backprop_run(r->steps[i], cur, (i > stop || dX) ? &next : NULL);
+        lithe_value_release(cur);
         cur = next;
+    }
+    if (r->X) free_steps(r); /* the recomputed activations go at once */
+    if (s != LITHE_OK) {
+        lithe_value_release(cur);
+        return s;
     }
     if (dX) *dX = cur;
     else lithe_value_release(cur);
@@ -25,40 +96,43 @@ static lithe_status chain_backward(lithe_backprop *self, const lithe_value *dY, 
 
 static void chain_destroy(lithe_backprop *self) {
     chain_bp *r = (chain_bp *)self;
-    for (size_t i = 0; i < r->n; i++) lithe_backprop_free(r->steps[i]);
+    free_steps(r);
     lithe__free(r->steps);
+    lithe_value_release(r->X);
+    lithe__free(r->nodes.v);
+    lithe__free(r->rngs);
 }
 
 static lithe_status chain_forward(lithe_model *m, const lithe_value *X, bool is_train, lithe_value **Y,
                                   lithe_backprop **bp) {
     chain_bp *r = NULL;
+    bool recompute = bp && is_train && attr_on(m, "recompute");
     if (bp) {
         LITHE__TRY(lithe__backprop_new(m, sizeof(chain_bp), chain_backward, chain_destroy, bp));
         r = (chain_bp *)*bp;
         r->steps = lithe__calloc(m->n_layers, sizeof *r->steps);
-        if (!r->steps) {
+        lithe_status s = r->steps ? LITHE_OK : lithe__oom(m->name, m->n_layers * sizeof *r->steps);
+        if (s == LITHE_OK && recompute) {
+            s = lithe__walk_collect(m, &r->nodes);
+            if (s == LITHE_OK && !(r->rngs = lithe__calloc(r->nodes.n, sizeof *r->rngs)))
+                s = lithe__oom(m->name, r->nodes.n * sizeof *r->rngs);
+            for (size_t i = 0; s == LITHE_OK && i < r->nodes.n; i++) r->rngs[i] = r->nodes.v[i]->rng;
+            if (s == LITHE_OK) r->X = lithe_value_retain((lithe_value *)X);
+        }
+        if (s != LITHE_OK) {
             lithe_backprop_free(*bp);
             *bp = NULL;
-            return lithe__oom(m->name, m->n_layers * sizeof *r->steps);
-        }
-    }
-    lithe_value *cur = lithe_value_retain((lithe_value *)X);
-    for (size_t i = 0; i < m->n_layers; i++) {
-        lithe_value *next = NULL;
-        lithe_status s = lithe_model_forward(m->layers[i], cur, is_train, &next, r ? &r->steps[i] : NULL);
-        lithe_value_release(cur);
-        if (s != LITHE_OK) {
-            if (bp) {
-                lithe_backprop_free(*bp);
-                *bp = NULL;
-            }
             return s;
         }
-        if (r) r->n = i + 1;
-        cur = next;
     }
-    *Y = cur;
-    return LITHE_OK;
+    /* recompute: the layers run as at training but keep no records, so what they make is freed
+     * as the forward moves on; only X stays */
+    lithe_status s = run_layers(m, X, is_train, Y, recompute ? NULL : r);
+    if (s != LITHE_OK && bp) {
+        lithe_backprop_free(*bp);
+        *bp = NULL;
+    }
+    return s;
 }
 
 static int64_t value_width(const lithe_value *v) {

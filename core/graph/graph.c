@@ -156,7 +156,7 @@ static lithe_status take_input(lithe__gexec *x, size_t k, lithe_tensor *t) {
             LITHE__TRY(lithe__gexec_alloc(x, x->be, LITHE_F32, t->ndim, t->shape, false, &x->vals[slot]));
             LITHE__TRY(lithe__op_copy(x->be, x->vals[slot], t));
         }
-        x->needs[slot] = true;
+        x->needs[slot] = !x->no_input_grad;
         return LITHE_OK;
     }
     if (t->dtype != LITHE_I64 && t->dtype != LITHE_I32)
@@ -181,6 +181,28 @@ static lithe_status graph_backward(lithe_backprop *self, const lithe_value *dYv,
     for (size_t i = 0; i < g->n_slots; i++) { /* a second call starts from zero again */
         lithe_tensor_release(x->grads[i]);
         x->grads[i] = NULL;
+    }
+    /* Which values need a gradient, now that the caller has said whether it wants dX: from the
+     * float inputs only then, and from the trainable params (x->needs[param] was set at forward),
+     * forward through the nodes. With dX NULL and a frozen base, no node before the first trainable
+     * weight runs its backward. */
+    if (dXv && x->no_input_grad)
+        return lithe__fail(LITHE_ERR_STATE, "%s: dX asked of a graph whose attr no_input_grad is set", m->name);
+    for (size_t k = 0; k < g->n_in; k++) {
+        size_t slot = g->in_slots[k];
+        x->needs[slot] = dXv && x->vals[slot] && x->vals[slot]->dtype == LITHE_F32;
+    }
+    for (size_t i = 0; i < g->onnx.n_nodes; i++) {
+        if (g->node_nin[i] > 64 || g->node_nout[i] > 16) continue;
+        bool needs = false;
+        for (size_t k = 0; k < g->node_nin[i]; k++) {
+            int64_t sl = g->node_in[i][k];
+            needs = needs || (sl >= 0 && x->needs[sl]);
+        }
+        for (size_t k = 0; k < g->node_nout[i]; k++) {
+            int64_t o = g->node_out[i][k];
+            if (o >= 0) x->needs[o] = needs && x->vals[o] && x->vals[o]->dtype == LITHE_F32;
+        }
     }
     size_t ndy = g->n_out == 1 ? 1 : lithe_value_len(dYv);
     if (ndy != g->n_out || (g->n_out > 1 && lithe_value_kind_of(dYv) != LITHE_VALUE_TUPLE &&
@@ -226,8 +248,16 @@ static lithe_status graph_backward(lithe_backprop *self, const lithe_value *dYv,
             in[k] = s >= 0 ? x->vals[s] : NULL;
             wants = wants || (s >= 0 && x->needs[s]);
         }
-        if (!any || !wants) continue;
-        LITHE__TRY(g->node_op[i]->backward(x, i, in, g->node_nin[i], out, dout, &x->saved[2 * i]));
+        if (any && wants) LITHE__TRY(g->node_op[i]->backward(x, i, in, g->node_nin[i], out, dout, &x->saved[2 * i]));
+        /* the gradients of node i's outputs are spent (every reader comes after i and has run):
+         * freed now, the backward holds one wave of them rather than a copy of every activation */
+        for (size_t k = 0; k < g->node_nout[i]; k++) {
+            int64_t o = g->node_out[i][k];
+            if (o >= 0 && g->slot_kind[o] != SLOT_PARAM) {
+                lithe_tensor_release(x->grads[o]);
+                x->grads[o] = NULL;
+            }
+        }
     }
     for (size_t i = 0; i < g->n_slots; i++) {
         if (g->slot_kind[i] != SLOT_PARAM || !x->grads[i]) continue;
@@ -283,6 +313,9 @@ static lithe_status graph_forward(lithe_model *m, const lithe_value *X, bool is_
     x->g = g;
     x->m = m;
     x->be = m->backend;
+    for (size_t i = 0; bp && i < m->n_attrs; i++)
+        if (!strcmp(m->attrs[i].name, "no_input_grad") && m->attrs[i].type == LITHE_ATTR_BOOL)
+            x->no_input_grad = m->attrs[i].v.b;
     x->plan = plan;
     plan->refs++;
     x->pool = plan->pool;
@@ -378,7 +411,9 @@ static lithe_status graph_forward(lithe_model *m, const lithe_value *X, bool is_
             x->needs[o] = needs && out[k]->dtype == LITHE_F32;
         }
         if (s == LITHE_OK && recording) s = lithe__gplan_record(x, plan, i);
-        if (s == LITHE_OK && !x->keep_all) lithe__gexec_release_after(x, i);
+        /* a node no gradient flows through (a frozen base before the first trainable weight, when
+         * the input needs none) keeps nothing for a backward that will not run */
+        if (s == LITHE_OK && (!x->keep_all || !needs)) lithe__gexec_release_after(x, i);
     }
     if (recording) {
         if (s == LITHE_OK) plan->recorded = true;

@@ -126,6 +126,7 @@ struct lithe__gexec {
     bool is_train; /* false: Gemm / MatMul read prepared initializers (lithe_model_prepare_inference) */
     lithe__gplan *plan; /* NULL while folding constants at load */
     bool keep_all; /* a backward may follow: fused ops keep what it needs */
+    bool no_input_grad; /* the model's attr no_input_grad: dX is never asked, the inputs need none */
     lithe__bufpool *pool;  /* the plan's: every tensor a run allocates comes from it (NULL: fresh memory) */
     void *arrays;       /* vals, grads, saved and needs in one block */
 };

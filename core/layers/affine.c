@@ -118,12 +118,10 @@ lithe_status lithe__affine_forward(lithe_model *m, lithe_tensor *X, bool is_trai
 lithe_status lithe__affine_backward(lithe_model *m, lithe_tensor *X, const lithe_tensor *dY, lithe_tensor **dX) {
     lithe_tensor *W = NULL, *gW = NULL, *gb = NULL;
     LITHE__TRY(lithe__affine_w(m, &W));
-    LITHE__TRY(lithe__grad_acc(m, "b", &gb));
-    LITHE__TRY(lithe__op_sum_rows(m->backend, dY, 1.0f, gb));          /* db += Σ_rows dY  */
-    if (W->dtype == LITHE_F32) { /* a compact W is frozen: no gradient (docs/format.md) */
-        LITHE__TRY(lithe__grad_acc(m, "W", &gW));
-        LITHE__TRY(lithe__op_gemm(m->backend, true, false, 1.0f, dY, X, 1.0f, gW)); /* dW += dYᵀ·X */
-    }
+    LITHE__TRY(lithe__grad_acc_trainable(m, "b", &gb)); /* NULL: frozen, no buffer, no work */
+    if (W->dtype == LITHE_F32) LITHE__TRY(lithe__grad_acc_trainable(m, "W", &gW)); /* a compact W: frozen */
+    if (gb) LITHE__TRY(lithe__op_sum_rows(m->backend, dY, 1.0f, gb));          /* db += Σ_rows dY  */
+    if (gW) LITHE__TRY(lithe__op_gemm(m->backend, true, false, 1.0f, dY, X, 1.0f, gW)); /* dW += dYᵀ·X */
     if (!dX) return LITHE_OK;
     lithe_tensor *out = NULL;
     LITHE__TRY(lithe__tensor_alloc(m->backend, LITHE_F32, 2, X->shape, false, &out));

@@ -30,14 +30,15 @@ static lithe_status maxout_backward(lithe_backprop *self, const lithe_value *dYv
     LITHE__TRY(flat_params(m, &W2, &b1));
     lithe_status s = lithe__tensor_alloc(m->backend, LITHE_F32, 3, (int64_t[]){r->B, r->nO, r->nP}, false, &dZ);
     if (s == LITHE_OK) s = lithe__op_maxout_backward(m->backend, dY, r->which, dZ);
-    if (s == LITHE_OK) s = lithe__grad_acc(m, "b", &gb);
-    if (s == LITHE_OK) s = lithe__grad_acc(m, "W", &gW);
-    if (s == LITHE_OK) s = lithe_tensor_reshape(gW, 2, W2->shape, &gW2);
-    if (s == LITHE_OK) s = lithe_tensor_reshape(gb, 1, b1->shape, &gb1);
+    /* NULL when frozen: no buffer, no work */
+    if (s == LITHE_OK) s = lithe__grad_acc_trainable(m, "b", &gb);
+    if (s == LITHE_OK) s = lithe__grad_acc_trainable(m, "W", &gW);
+    if (s == LITHE_OK && gW) s = lithe_tensor_reshape(gW, 2, W2->shape, &gW2);
+    if (s == LITHE_OK && gb) s = lithe_tensor_reshape(gb, 1, b1->shape, &gb1);
     lithe_tensor *dZ2 = NULL;
     if (s == LITHE_OK) s = lithe_tensor_reshape(dZ, 2, (int64_t[]){r->B, r->nO * r->nP}, &dZ2);
-    if (s == LITHE_OK) s = lithe__op_sum_rows(m->backend, dZ2, 1.0f, gb1);
-    if (s == LITHE_OK) s = lithe__op_gemm(m->backend, true, false, 1.0f, dZ2, r->X, 1.0f, gW2);
+    if (s == LITHE_OK && gb1) s = lithe__op_sum_rows(m->backend, dZ2, 1.0f, gb1);
+    if (s == LITHE_OK && gW2) s = lithe__op_gemm(m->backend, true, false, 1.0f, dZ2, r->X, 1.0f, gW2);
     if (s == LITHE_OK && dX) {
         s = lithe__tensor_alloc(m->backend, LITHE_F32, 2, r->X->shape, false, &out);
         if (s == LITHE_OK) s = lithe__op_gemm(m->backend, false, false, 1.0f, dZ2, W2, 0.0f, out);

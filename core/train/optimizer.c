@@ -205,6 +205,21 @@ static lithe_status prepare(lithe_optimizer *opt, const lithe_model *node, const
     return LITHE_OK;
 }
 
+size_t lithe__optimizer_state_copies(const lithe_optimizer *opt) {
+    lithe_optimizer_opts o = opt ? opt->o : lithe_adam_defaults();
+    return (o.use_radam || (o.beta1 > 0.0 && o.beta2 > 0.0) ? 2u : 0u) + (o.use_averages ? 1u : 0u);
+}
+
+size_t lithe_optimizer_state_count(const lithe_optimizer *opt, size_t *bytes) {
+    size_t b = 0;
+    for (size_t i = 0; opt && i < opt->n; i++) {
+        const lithe_tensor *t[3] = {opt->slots[i].mom1, opt->slots[i].mom2, opt->slots[i].avg};
+        for (int k = 0; k < 3; k++) b += t[k] ? (size_t)t[k]->numel * lithe_dtype_size(t[k]->dtype) : 0;
+    }
+    if (bytes) *bytes = b;
+    return opt ? opt->n : 0;
+}
+
 lithe_status lithe__optimizer_prepare(lithe_optimizer *opt, const lithe_model *node, const char *name,
                                       const lithe_tensor *W) {
     opt_slot *s = NULL;

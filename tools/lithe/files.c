@@ -89,20 +89,117 @@ static void print_node(lithe_model *m, int depth, lithe_model **seen, size_t *ns
 }
 
 static void info_usage(FILE *f) {
-    fprintf(f, "usage: lithe info MODEL\n"
+    fprintf(f, "usage: lithe info MODEL [--train --batch N [--row-shape D1,D2,... | --input X.npy]\n"
+               "                        [--freeze PATTERN ...] [--sgd] [--budget MIB]]\n"
                "  print the model's tree (each node's name, layer type, dims and parameter shapes) and its\n"
                "  parameter count; MODEL is a .lithe file, an .onnx file or a TF.js model.json\n"
+               "\n"
+               "options:\n"
+               "  --train             also plan a training step: the bytes of params, gradients, optimizer\n"
+               "                      state and activations (a dry run at 1 and 2 rows, extrapolated;\n"
+               "                      docs/training.md, \"Fine-tuning on a memory budget\")\n"
+               "  --batch N           the step's batch (default 1)\n"
+               "  --row-shape D,...   the shape of one input row (default: the model's nI)\n"
+               "  --input X.npy       or sample rows to plan with\n"
+               "  --freeze PATTERN    freeze the params matching a glob (\"features.*\", \"relu/W\"); repeatable\n"
+               "  --sgd               plain SGD (no optimizer state) instead of Adam\n"
+               "  --budget MIB        say whether the step fits in MIB mebibytes (exit 1 when not)\n"
                "\n" CLI_EXIT_HELP);
 }
 
+/* A zero input of `batch` rows of `row` (or the model's nI). */
+static lithe_status plan_input(lithe_model *m, const char *row, const char *npy, int64_t batch, lithe_value **out) {
+    lithe_tensor *t = NULL;
+    lithe_status s;
+    if (npy) {
+        s = lithe_npy_read_file(npy, &t);
+    } else {
+        int64_t shape[8] = {batch < 2 ? 2 : batch};
+        int nd = 1;
+        if (row) {
+            for (const char *p = row; *p && nd < 8; nd++) {
+                char *end = NULL;
+                shape[nd] = strtoll(p, &end, 10);
+                if (end == p || shape[nd] <= 0) return LITHE_ERR_INVALID_ARG;
+                p = *end == ',' ? end + 1 : end;
+            }
+        } else if (lithe_model_get_dim(m, "nI", &shape[1]) == LITHE_OK) {
+            nd = 2;
+        } else {
+            return LITHE_ERR_INVALID_ARG;
+        }
+        shape[0] = 2; /* the dry run reads two rows */
+        s = lithe_tensor_new(NULL, LITHE_F32, nd, shape, &t);
+    }
+    if (s != LITHE_OK) return s;
+    s = lithe_value_tensor(t, out);
+    lithe_tensor_release(t);
+    return s;
+}
+
+static int info_train(lithe_model *m, const char *row, const char *npy, int64_t batch, bool sgd, double budget_mib) {
+    lithe_value *X = NULL;
+    lithe_status s = plan_input(m, row, npy, batch, &X);
+    if (s == LITHE_ERR_INVALID_ARG && !npy)
+        return cli_usage_error("info", "--train needs --row-shape D1,D2,... or --input X.npy (the model has no nI)");
+    if (s != LITHE_OK) return fail("info --train", s);
+    lithe_optimizer_opts o = sgd ? lithe_sgd_defaults(0.001) : lithe_adam_defaults();
+    if (sgd) o.use_averages = false;
+    lithe_optimizer *opt = NULL;
+    lithe_train_memory p;
+    s = lithe_optimizer_new(&o, &opt);
+    if (s == LITHE_OK) s = lithe_model_plan_train(m, X, batch, opt, &p);
+    lithe_optimizer_free(opt);
+    lithe_value_release(X);
+    if (s != LITHE_OK) return fail("info --train", s);
+    const double M = 1024.0 * 1024.0;
+    printf("training step at batch %lld (%s): %.2f MiB\n", (long long)p.batch, sgd ? "SGD" : "Adam", p.total / M);
+    printf("  params       %12zu bytes  %9.2f MiB\n", p.params, p.params / M);
+    printf("  grads        %12zu bytes  %9.2f MiB\n", p.grads, p.grads / M);
+    printf("  opt state    %12zu bytes  %9.2f MiB\n", p.opt_state, p.opt_state / M);
+    printf("  activations  %12zu bytes  %9.2f MiB\n", p.activations, p.activations / M);
+    printf("  workspace    %12zu bytes  %9.2f MiB\n", p.workspace, p.workspace / M);
+    if (budget_mib > 0) {
+        bool fits = (double)p.total <= budget_mib * M;
+        printf("budget %.2f MiB: %s\n", budget_mib, fits ? "fits" : "over");
+        return fits ? 0 : 1;
+    }
+    return 0;
+}
+
 int lithe_cmd_info(int argc, char **argv) {
-    static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-    int c;
+    static const struct option opts[] = {{"help", no_argument, NULL, 'h'},       {"train", no_argument, NULL, 't'},
+                                         {"batch", required_argument, NULL, 'b'}, {"row-shape", required_argument, NULL, 'r'},
+                                         {"input", required_argument, NULL, 'i'}, {"freeze", required_argument, NULL, 'f'},
+                                         {"sgd", no_argument, NULL, 's'},         {"budget", required_argument, NULL, 'B'},
+                                         {NULL, 0, NULL, 0}};
+    int c, n_freeze = 0;
+    bool train = false, sgd = false;
+    int64_t batch = 1;
+    double budget = 0;
+    const char *row = NULL, *npy = NULL, *freeze[32];
     cli_begin();
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        if (c != 'h') return cli_bad_option("info", argv, c);
-        info_usage(stdout);
-        return CLI_OK;
+        switch (c) {
+        case 'h': info_usage(stdout); return CLI_OK;
+        case 't': train = true; break;
+        case 'b':
+            batch = strtoll(optarg, NULL, 10);
+            if (batch < 1) return cli_usage_error("info", "--batch must be a positive count, got %s", optarg);
+            break;
+        case 'r': row = optarg; break;
+        case 'i': npy = optarg; break;
+        case 'f':
+            if (n_freeze == 32) return cli_usage_error("info", "at most 32 --freeze patterns");
+            freeze[n_freeze++] = optarg;
+            break;
+        case 's': sgd = true; break;
+        case 'B':
+            budget = strtod(optarg, NULL);
+            if (!(budget > 0)) return cli_usage_error("info", "--budget must be a positive number of MiB, got %s", optarg);
+            break;
+        default: return cli_bad_option("info", argv, c);
+        }
     }
     if (argc - optind != 1)
         return cli_usage_error("info", argc == optind ? "which model? usage: lithe info MODEL" : "one model, please, not %d",
@@ -116,8 +213,15 @@ int lithe_cmd_info(int argc, char **argv) {
     int64_t count = 0, bytes = 0;
     print_node(m, 0, seen, &nseen, &count, &bytes);
     printf("parameters: %lld (%lld bytes)\n", (long long)count, (long long)bytes);
+    int rc = 0;
+    for (int i = 0; i < n_freeze && rc == 0; i++) {
+        size_t n = 0;
+        if ((s = lithe_model_freeze_matching(m, freeze[i], true, &n)) != LITHE_OK) rc = fail("info --freeze", s);
+        else printf("frozen: %zu params match '%s'\n", n, freeze[i]);
+    }
+    if (rc == 0 && train) rc = info_train(m, row, npy, batch, sgd, budget);
     lithe_model_free(m);
-    return 0;
+    return rc;
 }
 
 /* ---- run ---- */

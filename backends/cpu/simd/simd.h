@@ -190,6 +190,11 @@ void lithe__cpu_unary_backward(int op, int64_t n, const float *X, const float *Y
 void *lithe__cpu_cache_alloc(size_t nbytes);
 void lithe__cpu_cache_free(void *p);
 size_t lithe__cpu_cache_bytes(void);
+/* lithe_backend_memory's figures for the CPU backend (cache.c): bytes in use, cached, blocks made
+ * fresh; and the high-water mark of the bytes in use (reset: from now on). */
+void lithe__cpu_memory_stats(const lithe_backend *be, size_t *in_use, size_t *cached, size_t *n_allocs);
+size_t lithe__cpu_memory_peak(const lithe_backend *be, bool reset);
+void lithe__cpu_persistent_allocs(bool on);
 
 /* Convolution (conv/): depthwise directly, the rest as GEMMs (lithe__sgemm, _rows, _pixels); a (or
  * NULL): the activation, with the act kernel's bits — in registers (depthwise relu / clip), in the

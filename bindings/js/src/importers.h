@@ -50,6 +50,8 @@ typedef struct lithe__importers {
     /* Making compact weights (core/quant_make.c): rare, so here too. */
     lithe_status (*tensor_quantize)(const lithe_tensor *t, lithe_dtype dtype, int axis, lithe_tensor **out);
     lithe_status (*compress_weights)(lithe_model *m, lithe_dtype dtype, size_t *n_converted);
+    /* LoRA on a graph's weights (core/graph/graph_lora.c) */
+    lithe_status (*graph_lora_weights)(lithe_model *m, lithe__lora_found fn, void *user);
 } lithe__importers;
 void lithe__importers_set(const lithe__importers *h);
 bool lithe__importers_wanted(void); /* a call since the last query needed the missing module */

@@ -51,6 +51,9 @@ lithe_status lithe__graph_prepare(lithe_model *m) {
     return hooks ? hooks->graph_prepare(m) : absent("lithe_model_prepare_inference");
 }
 lithe_tensor *lithe__graph_const(lithe_model *m, size_t i) { return hooks ? hooks->graph_const(m, i) : NULL; }
+lithe_status lithe__graph_lora_weights(lithe_model *m, lithe__lora_found fn, void *user) {
+    return hooks ? hooks->graph_lora_weights(m, fn, user) : absent("lithe_model_add_lora");
+}
 
 lithe_status lithe_onnx_load_bytes(const uint8_t *data, size_t len, lithe_model **out) {
     if (out) *out = NULL;

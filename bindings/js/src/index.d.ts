@@ -156,9 +156,26 @@ export declare class Model extends Handle {
   trainStepAsync(step: TrainStep): Promise<number>;
   /** Grows the output layer to n classes, keeping the old rows (new ones start at zero). */
   resizeOutput(n: number): this;
+  /** Freezes (frozen = false: thaws) the params matching a glob, or the whole model; returns the count matched (-1: whole model). */
+  freeze(pattern?: string, frozen?: boolean): number;
+  isFrozen(param: string): boolean;
+  /** The bytes one training step needs, planned before running it (a dry run at 1 and 2 rows). */
+  planTrain(opts: { x: Tensor | Float32Array; shape?: number[]; batch?: number; optimizer?: Optimizer }): {
+    params: number; grads: number; optState: number; activations: number; workspace: number; total: number;
+  };
+  /** Refuse trainStep over this many bytes (0: no budget). */
+  setMemoryBudget(bytes: number, opts?: { optimizer?: Optimizer }): this;
   /** The model as .lithe bytes (with the optimizer's state when one is given). */
   /** The dense layers' W stored compact (int8 per-row, float16, bfloat16; float32 turns them back); returns how many changed. */
   compressWeights(dtype?: 'int8' | 'float16' | 'bfloat16' | 'float32'): number;
+  /** LoRA adapters on the weights matching the glob `pattern` (all dense / Gemm / MatMul / Conv
+   * weights when omitted), the rest frozen; returns how many weights carry one. */
+  addLora(options?: { pattern?: string; rank?: number; alpha?: number; seed?: number }): number;
+  readonly loraCount: number;
+  mergeLora(): this;
+  loraBaseHash(): string;
+  saveLora(): Uint8Array;
+  loadLora(bytes: Uint8Array | ArrayBuffer): this;
   save(options?: { optimizer?: Optimizer }): Uint8Array;
   /** The model as ONNX bytes with its current weights, for onnxruntime or Triton (lithe_model_save_onnx_bytes). */
   saveOnnx(): Uint8Array;

@@ -524,6 +524,61 @@ export class Model extends Handle {
     need().check(raw.lithe_js_resize_output(this.ptr, n));
     return this;
   }
+  // Fine-tuning on a memory budget (docs/training.md): freeze(pattern) freezes (frozen = false:
+  // thaws) the params whose name — an imported graph's ONNX initializer names, or "node/param" —
+  // matches the glob ('*', '?'); freeze() with no pattern the whole model. Frozen params get no
+  // gradient buffer and no optimizer state. Returns how many params matched (lithe_model_freeze_matching).
+  freeze(pattern = undefined, frozen = true) {
+    const r = need();
+    if (pattern === undefined) {
+      r.check(raw.lithe_model_set_frozen(this.ptr, 0, frozen ? 1 : 0));
+      return -1;
+    }
+    if (typeof pattern !== 'string') throw litheError(STATUS.INVALID_ARG, 'freeze: pattern must be a string');
+    const ps = r.allocString(pattern);
+    try {
+      r.check(raw.lithe_model_freeze_matching(this.ptr, ps, frozen ? 1 : 0, r.outPtr(2)));
+      return r.readU32(r.outPtr(2));
+    } finally {
+      r.free(ps);
+    }
+  }
+  isFrozen(param) {
+    const r = need();
+    const ps = r.allocString(param);
+    try {
+      return raw.lithe_model_is_frozen(this.ptr, ps) !== 0;
+    } finally {
+      r.free(ps);
+    }
+  }
+  // The bytes one training step at `batch` rows needs, before running it (lithe_model_plan_train:
+  // a dry run on the first one and two rows of x, extrapolated): { params, grads, optState,
+  // activations, workspace, total }.
+  planTrain({ x, shape = undefined, batch = 0, optimizer: opt = undefined }) {
+    const r = need();
+    const xp = toC(asTensor(x, shape));
+    const out = r.malloc(40);
+    let xv = 0;
+    try {
+      r.check(raw.lithe_value_tensor(xp, r.outPtr(3)));
+      xv = r.readU32(r.outPtr(3));
+      r.check(raw.lithe_model_plan_train(this.ptr, xv, BigInt(batch), opt ? opt.ptr : 0, out));
+      const f = (i) => r.readU32(out + 4 * i); // size_t is 32-bit in wasm32
+      return { params: f(0), grads: f(1), optState: f(2), activations: f(3), workspace: f(4), total: f(5) };
+    } finally {
+      if (xv) raw.lithe_value_release(xv);
+      r.lithe_tensor_release(xp);
+      r.free(out);
+    }
+  }
+  // A memory budget in bytes (0: none): a trainStep whose plan is over it is refused (LitheError,
+  // status OOM, the message naming params / grads / optimizer state / activations) before it runs.
+  setMemoryBudget(bytes, { optimizer: opt = undefined } = {}) {
+    intArg('setMemoryBudget', 'bytes', bytes, 0, 2 ** 32 - 1);
+    need().check(raw.lithe_model_set_memory_budget(this.ptr, bytes, opt ? opt.ptr : 0));
+    return this;
+  }
   // A model loaded from TF.js (loadTfjs, or a .lithe file made from one), fine-tuned or not,
   // written back as TF.js layers format (lithe_tfjs_save_bytes): { modelJson, weights } — model.json's
   // text (the original topology, one weights group naming the shard 'group1-shard1of1.bin') and
@@ -556,6 +611,68 @@ export class Model extends Handle {
     r.check(runLoader(() => r.lithe_model_compress_weights(this.ptr, codes[dtype], r.outPtr(0)), true));
     this.#prepared = false; // new W tensors: prepare again
     return r.readU32(r.outPtr(0));
+  }
+  // LoRA adapters (lithe_model_add_lora, docs/training.md): W_eff = W + (alpha / rank) B·A on every
+  // dense layer's W (matched by param name, "W", or "<node name>/W") and imported graph's Gemm / MatMul / Conv weight
+  // (initializer names) matching the glob `pattern` (omitted: all), the rest of the model frozen:
+  // trainStep then moves only the adapters. Returns how many weights carry one.
+  addLora({ pattern, rank = 8, alpha = 16, seed = 0 } = {}) {
+    const r = need();
+    intArg('addLora', 'rank', rank, 1, 1 << 20);
+    intArg('addLora', 'seed', seed, 0, 2 ** 32 - 1);
+    const pp = pattern === undefined || pattern === null ? 0 : r.allocString(String(pattern));
+    try {
+      this.#prepared = false;
+      r.check(runLoader(() => r.lithe_js_add_lora(this.ptr, pp, rank, alpha, seed), true));
+    } finally {
+      if (pp) r.free(pp);
+    }
+    return r.lithe_model_lora_count(this.ptr);
+  }
+  // How many weights carry a LoRA adapter.
+  get loraCount() {
+    return need().lithe_model_lora_count(this.ptr);
+  }
+  // Merges the adapters into their weights (lithe_model_merge_lora): an ordinary model again, which
+  // saves and exports (saveOnnx) as any.
+  mergeLora() {
+    this.#prepared = false;
+    need().check(raw.lithe_model_merge_lora(this.ptr));
+    return this;
+  }
+  // The hash of the base weights an adapter file names (16 hex digits).
+  loraBaseHash() {
+    const r = need();
+    const p = r.malloc(17);
+    try {
+      r.check(r.lithe_model_lora_base_hash(this.ptr, p, 17));
+      return r.cstring(p);
+    } finally {
+      r.free(p);
+    }
+  }
+  // The adapters alone as a small .lithe file's bytes (lithe_model_save_lora_bytes).
+  saveLora() {
+    const r = need();
+    r.check(r.lithe_model_save_lora_bytes(this.ptr, r.outPtr(0), r.outPtr(1)));
+    const p = r.readU32(r.outPtr(0)), n = r.readU32(r.outPtr(1));
+    const bytes = r.u8().slice(p, p + n);
+    r.lithe_buffer_free(p);
+    return bytes;
+  }
+  // Applies adapters saved by saveLora (Uint8Array / ArrayBuffer) to this model; adapters trained
+  // on another base (different weights) throw LITHE_ERR_VALUE.
+  loadLora(bytes) {
+    const r = need();
+    const u8 = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
+    const p = r.allocBytes(u8);
+    try {
+      this.#prepared = false;
+      r.check(runLoader(() => r.lithe_model_load_lora_bytes(this.ptr, p, u8.byteLength), true));
+    } finally {
+      r.free(p);
+    }
+    return this;
   }
   // The model as .lithe bytes (with the optimizer's state when one is given).
   save({ optimizer: opt } = {}) {

@@ -141,6 +141,12 @@ LITHE_JS_API lithe_status lithe_js_resize_output(lithe_model *root, int32_t new_
     return s;
 }
 
+/* lithe_model_add_lora with 32-bit rank and seed (JS numbers, no BigInt). */
+LITHE_JS_API lithe_status lithe_js_add_lora(lithe_model *m, const char *pattern, int32_t rank, float alpha,
+                                            uint32_t seed) {
+    return lithe_model_add_lora(m, pattern, rank, alpha, seed);
+}
+
 /* The importer module (lithe-importers.wasm: ONNX, TF.js and the graph executor, src/importers.c),
  * which src/loader.js links into this module's memory when a model needs it: registering the table
  * it hands over (bindings/js/src/importers_hooks.c), whether a call since the last query failed for want of it

@@ -116,23 +116,33 @@ BWD(b_fused_act) {
 const lithe__graph_op lithe__fused_act_op = {"fused:Gelu", f_fused_act, b_fused_act};
 
 /* Conv + Relu / Clip (fuse.c): conv2d with the activation applied as each output is written. A
- * forward that a backward may follow (keep_all) keeps the pre-activation Z in saved[0]: Z = conv,
+ * forward that a backward may follow (keep_all) keeps the pre-activation Z in saved[0] (but for Relu
+ * and the clamps, act_from_y): Z = conv,
  * then Y = act(Z) (the same bits); the backward is dZ = dY act'(Z, Y), then Conv's. Inputs and
  * attributes are the Conv node's (f->first). */
+/* Relu and the clamps (Clip, ReluK, HardTanh) read only where Y lies: Y in (lo, hi) exactly where
+ * Z does, so their backward runs on Y and a training forward keeps no Z (half of a MobileNet's
+ * activations: bench/memory). */
+static bool act_from_y(const lithe__act *a) {
+    float lo, hi;
+    return a->kind == LITHE__ACT_RELU || lithe__act_clamp(a, &lo, &hi);
+}
 FWD(f_fused_conv) {
     (void)n_out;
     const lithe__act *a = &x->g->node_fuse[node].act;
-    if (!x->keep_all) return conv_forward(x, node, in, n_in, a, out);
+    if (!x->keep_all || act_from_y(a)) return conv_forward(x, node, in, n_in, a, out);
     LITHE__TRY(conv_forward(x, node, in, n_in, NULL, saved));
     LITHE__TRY(lithe__gexec_like(x, saved[0], false, &out[0]));
     return lithe__op_act(x->be, a, saved[0], out[0]);
 }
 BWD(b_fused_conv) {
     (void)n_in;
-    if (!saved[0]) return fail(x, node, LITHE_ERR_STATE, "the forward kept no pre-activation");
+    const lithe__act *a = &x->g->node_fuse[node].act;
+    lithe_tensor *Z = saved[0] ? saved[0] : act_from_y(a) ? out[0] : NULL;
+    if (!Z) return fail(x, node, LITHE_ERR_STATE, "the forward kept no pre-activation");
     lithe_tensor *dZ = NULL;
-    LITHE__TRY(lithe__gexec_like(x, saved[0], false, &dZ));
-    lithe_status s = lithe__op_act_backward(x->be, &x->g->node_fuse[node].act, dout[0], saved[0], out[0], dZ);
+    LITHE__TRY(lithe__gexec_like(x, Z, false, &dZ));
+    lithe_status s = lithe__op_act_backward(x->be, a, dout[0], Z, out[0], dZ);
     if (s == LITHE_OK) s = b_conv(x, node, in, n_in, out, &dZ, saved);
     lithe_tensor_release(dZ);
     return s;

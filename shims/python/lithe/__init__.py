@@ -552,6 +552,64 @@ class Model:
         return self
 
     @_locked
+    def add_lora(self, pattern: Optional[str] = None, rank: int = 8, alpha: float = 16.0, seed: int = 0) -> int:
+        """LoRA adapters (lithe_model_add_lora): W_eff = W + (alpha / rank) B·A on every dense layer's W
+        (matched by param name, "W", or "<node name>/W") and imported graph's Gemm / MatMul / Conv weight (initializer names)
+        matching the glob `pattern` (None: all), with the rest of the model frozen. Training then
+        moves only the adapters. Returns how many weights the model now adapts."""
+        _lib.check(_lib.model_add_lora(self._ptr, pattern.encode() if pattern is not None else None, rank, alpha,
+                                       seed))
+        return int(_lib.model_lora_count(self._ptr))
+
+    @property
+    def lora_count(self) -> int:
+        """How many weights carry a LoRA adapter."""
+        return int(_lib.model_lora_count(self._ptr))
+
+    @_locked
+    def merge_lora(self) -> "Model":
+        """Merges every adapter into its weight and drops the adapters (lithe_model_merge_lora): an
+        ordinary model again, which saves and exports (ONNX, Thinc bytes) as any. Returns self."""
+        _lib.check(_lib.model_merge_lora(self._ptr))
+        return self
+
+    @_locked
+    def lora_base_hash(self) -> str:
+        """The hash of the base weights an adapter file names (16 hex digits)."""
+        buf = ctypes.create_string_buffer(17)
+        _lib.check(_lib.model_lora_base_hash(self._ptr, buf, 17))
+        return buf.value.decode()
+
+    @_locked
+    def lora_to_bytes(self) -> bytes:
+        """The adapters alone as a small .lithe file's bytes (lithe_model_save_lora_bytes)."""
+        buf = ctypes.POINTER(ctypes.c_uint8)()
+        n = ctypes.c_size_t()
+        _lib.check(_lib.model_save_lora_bytes(self._ptr, ctypes.byref(buf), ctypes.byref(n)))
+        try:
+            return ctypes.string_at(buf, n.value)
+        finally:
+            _lib.buffer_free(buf)
+
+    @_locked
+    def save_lora(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        """Writes the adapters alone (see lora_to_bytes), atomically (lithe_model_save_lora)."""
+        _lib.check(_lib.model_save_lora(self._ptr, _path(path, "lithe.Model.save_lora")))
+
+    @_locked
+    def load_lora_bytes(self, data: bytes) -> "Model":
+        """Applies saved adapters (lithe_model_load_lora_bytes); a model whose base weights differ
+        from the adapters' base is a LitheError (LITHE_ERR_VALUE). Returns self."""
+        _lib.check(_lib.model_load_lora_bytes(self._ptr, bytes(data), len(data)))
+        return self
+
+    @_locked
+    def load_lora(self, path: Union[str, "os.PathLike[str]"]) -> "Model":
+        """Applies adapters saved by save_lora (lithe_model_load_lora; see load_lora_bytes)."""
+        _lib.check(_lib.model_load_lora(self._ptr, _path(path, "lithe.Model.load_lora")))
+        return self
+
+    @_locked
     def walk(self) -> List["Node"]:
         """The tree's nodes in Thinc's walk order (breadth-first), as Node handles that borrow from
         this model (they keep it alive)."""
@@ -635,6 +693,52 @@ class Node:
     def is_frozen(self, name: str) -> bool:
         """Whether the param is frozen (not updated by finish_update)."""
         return bool(_lib.model_is_frozen(self._ptr, name.encode()))
+
+    @_locked
+    def freeze(self, pattern: Optional[str] = None, frozen: bool = True) -> int:
+        """Freezes (frozen=False: thaws) the params whose name -- an imported graph's ONNX
+        initializer names, or "node/param" -- matches the glob ('*', '?'); no pattern: the whole
+        model (-1 returned). Frozen params get no gradient buffer and no optimizer state. Returns
+        how many params matched (LitheError NOT_FOUND when none does)."""
+        if pattern is None:
+            _lib.check(_lib.model_set_frozen(self._ptr, None, frozen))
+            return -1
+        n = ctypes.c_size_t()
+        _lib.check(_lib.model_freeze_matching(self._ptr, pattern.encode(), frozen, ctypes.byref(n)))
+        return n.value
+
+    @_locked
+    def plan_train(self, X, batch: int = 0, optimizer: Optional["Optimizer"] = None) -> dict:
+        """The bytes one training step at `batch` rows (0: X's) needs, before running it
+        (lithe_model_plan_train: a dry run on X's first one and two rows, extrapolated):
+        {params, grads, opt_state, activations, workspace, total}."""
+        v = _value_of(X)
+        out = _lib.TrainMemory()
+        try:
+            _lib.check(_lib.model_plan_train(self._ptr, v, batch, optimizer._ptr if optimizer else None,
+                                             ctypes.byref(out)))
+        finally:
+            _lib.value_release(v)
+        return {k: getattr(out, k) for k in ("params", "grads", "opt_state", "activations", "workspace", "total")}
+
+    @_locked
+    def set_memory_budget(self, nbytes: int, optimizer: Optional["Optimizer"] = None) -> None:
+        """A training step (begin_update) planned over nbytes is refused with LitheError (OOM, the
+        message naming the figures) before it runs; 0 removes the budget. The optimizer must outlive it."""
+        self._budget_opt = optimizer
+        _lib.check(_lib.model_set_memory_budget(self._ptr, nbytes, optimizer._ptr if optimizer else None))
+
+    @_locked
+    def grad_count(self) -> int:
+        """How many gradient buffers the tree holds (frozen params have none)."""
+        return _lib.model_grad_count(self._ptr, None)
+
+
+# the whole model takes the same fine-tuning calls as its nodes (freeze, plan_train, ...): the
+# functions read only self._ptr and self._lock, which both have
+for _name in ("freeze", "plan_train", "set_memory_budget", "grad_count", "is_frozen"):
+    if not hasattr(Model, _name):
+        setattr(Model, _name, getattr(Node, _name))
 
 
 class _Backprop:

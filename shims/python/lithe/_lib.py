@@ -141,6 +141,32 @@ model_get_param = _sig("lithe_model_get_param", ctypes.c_int, c_p, ctypes.c_char
 model_has_grad = _sig("lithe_model_has_grad", ctypes.c_bool, c_p, ctypes.c_char_p)
 model_get_grad = _sig("lithe_model_get_grad", ctypes.c_int, c_p, ctypes.c_char_p, PP)
 model_is_frozen = _sig("lithe_model_is_frozen", ctypes.c_bool, c_p, ctypes.c_char_p)
+# fine-tuning on a memory budget (issue 26)
+model_set_frozen = _sig("lithe_model_set_frozen", ctypes.c_int, c_p, ctypes.c_char_p, ctypes.c_bool)
+model_freeze_matching = _sig("lithe_model_freeze_matching", ctypes.c_int, c_p, ctypes.c_char_p, ctypes.c_bool,
+                             ctypes.POINTER(ctypes.c_size_t))
+
+
+class TrainMemory(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("params", "grads", "opt_state", "activations", "workspace", "total")] + \
+        [("batch", ctypes.c_int64)]
+
+
+model_plan_train = _sig("lithe_model_plan_train", ctypes.c_int, c_p, c_p, ctypes.c_int64, c_p,
+                        ctypes.POINTER(TrainMemory))
+model_set_memory_budget = _sig("lithe_model_set_memory_budget", ctypes.c_int, c_p, ctypes.c_size_t, c_p)
+model_grad_count = _sig("lithe_model_grad_count", ctypes.c_size_t, c_p, ctypes.POINTER(ctypes.c_size_t))
+# LoRA adapters (issue 26 item 2)
+model_add_lora = _sig("lithe_model_add_lora", ctypes.c_int, c_p, ctypes.c_char_p, ctypes.c_int64, ctypes.c_float,
+                      ctypes.c_uint64)
+model_lora_count = _sig("lithe_model_lora_count", ctypes.c_size_t, c_p)
+model_merge_lora = _sig("lithe_model_merge_lora", ctypes.c_int, c_p)
+model_lora_base_hash = _sig("lithe_model_lora_base_hash", ctypes.c_int, c_p, ctypes.c_char_p, ctypes.c_size_t)
+model_save_lora_bytes = _sig("lithe_model_save_lora_bytes", ctypes.c_int, c_p,
+                             ctypes.POINTER(ctypes.POINTER(ctypes.c_uint8)), ctypes.POINTER(ctypes.c_size_t))
+model_save_lora = _sig("lithe_model_save_lora", ctypes.c_int, c_p, ctypes.c_char_p)
+model_load_lora = _sig("lithe_model_load_lora", ctypes.c_int, c_p, ctypes.c_char_p)
+model_load_lora_bytes = _sig("lithe_model_load_lora_bytes", ctypes.c_int, c_p, ctypes.c_char_p, ctypes.c_size_t)
 model_save_bytes = _sig("lithe_model_save_bytes", ctypes.c_int, c_p, c_p, ctypes.POINTER(ctypes.POINTER(ctypes.c_uint8)),
                         ctypes.POINTER(ctypes.c_size_t))
 model_load_bytes = _sig("lithe_model_load_bytes", ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t, PP)
