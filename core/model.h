@@ -179,5 +179,7 @@ void lithe__persistent(lithe_backend *be, bool on);
 lithe_status lithe__budget_check(lithe_model *m, const lithe_value *X);
 /* The optimizer's state per trainable param, in copies of the param (Adam: 2, + 1 for averages). */
 size_t lithe__optimizer_state_copies(const lithe_optimizer *opt);
+/* A tensor's bytes (numel x dtype size; 0 for NULL). */
+size_t lithe__tensor_nbytes(const lithe_tensor *t);
 
 #endif /* LITHE_CORE_MODEL_H */

@@ -88,3 +88,39 @@ lithe_status lithe__write_file_atomic(const char *path, const uint8_t *data, siz
     lithe__free(tmp);
     return s;
 }
+
+/* A whole file into a new buffer (lithe__free it). */
+lithe_status lithe__read_file(const char *path, uint8_t **out, size_t *len) {
+    *out = NULL;
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return lithe__fail(LITHE_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    uint8_t *buf = NULL;
+    size_t n = 0, cap = 0;
+    lithe_status s = LITHE_OK;
+    for (;;) {
+        if (n == cap) {
+            cap = cap ? cap * 2 : 1 << 16;
+            uint8_t *nb = lithe__realloc(buf, cap);
+            if (!nb) {
+                s = lithe__oom(path, cap);
+                break;
+            }
+            buf = nb;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) {
+            if (ferror(f)) s = lithe__fail(LITHE_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+            break;
+        }
+    }
+    fclose(f);
+    if (s != LITHE_OK) {
+        lithe__free(buf);
+        return s;
+    }
+    *out = buf;
+    *len = n;
+    return LITHE_OK;
+}

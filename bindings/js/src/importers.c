@@ -17,6 +17,11 @@ __attribute__((visibility("default"))) const lithe__importers *lithe_importers(v
         lithe_model_save_onnx_bytes, lithe_model_save_onnx, lithe_tfjs_save_bytes, lithe_tfjs_save,
         lithe_tensor_quantize,   lithe_model_compress_weights,
         lithe__graph_lora_weights,
+        lithe_model_to_thinc_bytes, lithe_model_to_thinc_bytes_shims, lithe_model_from_thinc_bytes,
+        lithe_model_lora_base_hash, lithe_model_save_lora, lithe_model_save_lora_bytes, lithe_model_load_lora,
+        lithe_model_load_lora_bytes,
+        lithe_npy_load, lithe_npy_save, lithe_npy_read_file, lithe_npy_write_file,
+        lithe_model_plan_train, lithe_model_set_memory_budget, lithe__budget_check,
     };
     return &table;
 }

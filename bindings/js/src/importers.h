@@ -52,6 +52,28 @@ typedef struct lithe__importers {
     lithe_status (*compress_weights)(lithe_model *m, lithe_dtype dtype, size_t *n_converted);
     /* LoRA on a graph's weights (core/graph/graph_lora.c) */
     lithe_status (*graph_lora_weights)(lithe_model *m, lithe__lora_found fn, void *user);
+    /* Thinc's bytes (core/io/thinc_bytes.c): no npm API reads or writes them; C callers of the
+     * WebAssembly build load this module first. */
+    lithe_status (*to_thinc_bytes)(lithe_model *m, uint8_t **out, size_t *len);
+    lithe_status (*to_thinc_bytes_shims)(lithe_model *m, size_t n_shim, const uint8_t *const *shim_bytes,
+                                         const size_t *shim_lens, uint8_t **out, size_t *len);
+    lithe_status (*from_thinc_bytes)(lithe_model *m, const uint8_t *data, size_t len);
+    /* LoRA adapters' files and base hash (core/lora_file.c). */
+    lithe_status (*lora_base_hash)(lithe_model *m, char *out, size_t cap);
+    lithe_status (*save_lora)(lithe_model *m, const char *path);
+    lithe_status (*save_lora_bytes)(lithe_model *m, uint8_t **out, size_t *len);
+    lithe_status (*load_lora)(lithe_model *m, const char *path);
+    lithe_status (*load_lora_bytes)(lithe_model *m, const uint8_t *data, size_t len);
+    /* .npy arrays (core/io/npy.c): no npm API uses them. */
+    lithe_status (*npy_load)(const uint8_t *data, size_t len, lithe_tensor **out);
+    lithe_status (*npy_save)(const lithe_tensor *t, uint8_t **out, size_t *len);
+    lithe_status (*npy_read_file)(const char *path, lithe_tensor **out);
+    lithe_status (*npy_write_file)(const lithe_tensor *t, const char *path);
+    /* The training memory plan and budget (core/train/plan.c). */
+    lithe_status (*plan_train)(lithe_model *m, const lithe_value *X, int64_t batch, const lithe_optimizer *opt,
+                               lithe_train_memory *out);
+    lithe_status (*set_memory_budget)(lithe_model *m, size_t bytes, const lithe_optimizer *opt);
+    lithe_status (*budget_check)(lithe_model *m, const lithe_value *X);
 } lithe__importers;
 void lithe__importers_set(const lithe__importers *h);
 bool lithe__importers_wanted(void); /* a call since the last query needed the missing module */

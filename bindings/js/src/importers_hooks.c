@@ -150,3 +150,78 @@ lithe_status lithe_model_compress_weights(lithe_model *m, lithe_dtype dtype, siz
     if (n_converted) *n_converted = 0;
     return hooks ? hooks->compress_weights(m, dtype, n_converted) : absent("lithe_model_compress_weights");
 }
+
+lithe_status lithe_model_to_thinc_bytes(lithe_model *m, uint8_t **out, size_t *len) {
+    if (out) *out = NULL;
+    if (len) *len = 0;
+    return hooks ? hooks->to_thinc_bytes(m, out, len) : absent("lithe_model_to_thinc_bytes");
+}
+
+lithe_status lithe_model_to_thinc_bytes_shims(lithe_model *m, size_t n_shim, const uint8_t *const *shim_bytes,
+                                              const size_t *shim_lens, uint8_t **out, size_t *len) {
+    if (out) *out = NULL;
+    if (len) *len = 0;
+    return hooks ? hooks->to_thinc_bytes_shims(m, n_shim, shim_bytes, shim_lens, out, len)
+                 : absent("lithe_model_to_thinc_bytes_shims");
+}
+
+lithe_status lithe_model_from_thinc_bytes(lithe_model *m, const uint8_t *data, size_t len) {
+    return hooks ? hooks->from_thinc_bytes(m, data, len) : absent("lithe_model_from_thinc_bytes");
+}
+
+lithe_status lithe_model_lora_base_hash(lithe_model *m, char *out, size_t cap) {
+    if (out && cap) *out = 0;
+    return hooks ? hooks->lora_base_hash(m, out, cap) : absent("lithe_model_lora_base_hash");
+}
+
+lithe_status lithe_model_save_lora(lithe_model *m, const char *path) {
+    return hooks ? hooks->save_lora(m, path) : absent("lithe_model_save_lora");
+}
+
+lithe_status lithe_model_save_lora_bytes(lithe_model *m, uint8_t **out, size_t *len) {
+    if (out) *out = NULL;
+    if (len) *len = 0;
+    return hooks ? hooks->save_lora_bytes(m, out, len) : absent("lithe_model_save_lora_bytes");
+}
+
+lithe_status lithe_model_load_lora(lithe_model *m, const char *path) {
+    return hooks ? hooks->load_lora(m, path) : absent("lithe_model_load_lora");
+}
+
+lithe_status lithe_model_load_lora_bytes(lithe_model *m, const uint8_t *data, size_t len) {
+    return hooks ? hooks->load_lora_bytes(m, data, len) : absent("lithe_model_load_lora_bytes");
+}
+
+lithe_status lithe_npy_load(const uint8_t *data, size_t len, lithe_tensor **out) {
+    if (out) *out = NULL;
+    return hooks ? hooks->npy_load(data, len, out) : absent("lithe_npy_load");
+}
+
+lithe_status lithe_npy_save(const lithe_tensor *t, uint8_t **out, size_t *len) {
+    if (out) *out = NULL;
+    if (len) *len = 0;
+    return hooks ? hooks->npy_save(t, out, len) : absent("lithe_npy_save");
+}
+
+lithe_status lithe_npy_read_file(const char *path, lithe_tensor **out) {
+    if (out) *out = NULL;
+    return hooks ? hooks->npy_read_file(path, out) : absent("lithe_npy_read_file");
+}
+
+lithe_status lithe_npy_write_file(const lithe_tensor *t, const char *path) {
+    return hooks ? hooks->npy_write_file(t, path) : absent("lithe_npy_write_file");
+}
+
+lithe_status lithe_model_plan_train(lithe_model *m, const lithe_value *X, int64_t batch, const lithe_optimizer *opt,
+                                    lithe_train_memory *out) {
+    return hooks ? hooks->plan_train(m, X, batch, opt, out) : absent("lithe_model_plan_train");
+}
+
+lithe_status lithe_model_set_memory_budget(lithe_model *m, size_t bytes, const lithe_optimizer *opt) {
+    return hooks ? hooks->set_memory_budget(m, bytes, opt) : absent("lithe_model_set_memory_budget");
+}
+
+/* a budget is set only through the module (above), so it is there when a step checks one */
+lithe_status lithe__budget_check(lithe_model *m, const lithe_value *X) {
+    return hooks ? hooks->budget_check(m, X) : absent("lithe_model_set_memory_budget");
+}

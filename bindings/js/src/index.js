@@ -563,7 +563,7 @@ export class Model extends Handle {
     try {
       r.check(raw.lithe_value_tensor(xp, r.outPtr(3)));
       xv = r.readU32(r.outPtr(3));
-      r.check(raw.lithe_model_plan_train(this.ptr, xv, BigInt(batch), opt ? opt.ptr : 0, out));
+      r.check(runLoader(() => raw.lithe_model_plan_train(this.ptr, xv, BigInt(batch), opt ? opt.ptr : 0, out), true));
       const f = (i) => r.readU32(out + 4 * i); // size_t is 32-bit in wasm32
       return { params: f(0), grads: f(1), optState: f(2), activations: f(3), workspace: f(4), total: f(5) };
     } finally {
@@ -576,7 +576,7 @@ export class Model extends Handle {
   // status OOM, the message naming params / grads / optimizer state / activations) before it runs.
   setMemoryBudget(bytes, { optimizer: opt = undefined } = {}) {
     intArg('setMemoryBudget', 'bytes', bytes, 0, 2 ** 32 - 1);
-    need().check(raw.lithe_model_set_memory_budget(this.ptr, bytes, opt ? opt.ptr : 0));
+    need().check(runLoader(() => raw.lithe_model_set_memory_budget(this.ptr, bytes, opt ? opt.ptr : 0), true));
     return this;
   }
   // A model loaded from TF.js (loadTfjs, or a .lithe file made from one), fine-tuned or not,
@@ -645,7 +645,7 @@ export class Model extends Handle {
     const r = need();
     const p = r.malloc(17);
     try {
-      r.check(r.lithe_model_lora_base_hash(this.ptr, p, 17));
+      r.check(runLoader(() => r.lithe_model_lora_base_hash(this.ptr, p, 17), true));
       return r.cstring(p);
     } finally {
       r.free(p);
@@ -654,7 +654,7 @@ export class Model extends Handle {
   // The adapters alone as a small .lithe file's bytes (lithe_model_save_lora_bytes).
   saveLora() {
     const r = need();
-    r.check(r.lithe_model_save_lora_bytes(this.ptr, r.outPtr(0), r.outPtr(1)));
+    r.check(runLoader(() => r.lithe_model_save_lora_bytes(this.ptr, r.outPtr(0), r.outPtr(1)), true));
     const p = r.readU32(r.outPtr(0)), n = r.readU32(r.outPtr(1));
     const bytes = r.u8().slice(p, p + n);
     r.lithe_buffer_free(p);
