@@ -99,7 +99,7 @@ static inline size_t lc_dsize(lithe_dtype d) {
     case LITHE_F32: case LITHE_I32: case LITHE_U32: return 4;
     case LITHE_F16: case LITHE_BF16: return 2;
     case LITHE_I64: case LITHE_U64: return 8;
-    case LITHE_U8: return 1;
+    case LITHE_U8: case LITHE_I8: return 1;
     }
     return 0;
 }
