@@ -103,6 +103,9 @@ void lithe__lora_freeze_base(lithe_model *const *nodes, size_t n);
  * adapter's own (lora_A:, lora_B:, lora_base:). */
 bool lithe__lora_owned(const lithe_model *m, const char *param);
 bool lithe__lora_param(const char *name);
+/* Whether m's tree holds an adapter, with the walk's status (lithe_model_lora_count says 0 when the
+ * walk cannot allocate; checks that refuse adapted models use this). */
+lithe_status lithe__lora_any(lithe_model *m, bool *any);
 bool lithe__lora_is_graph(const lithe_model *m);
 /* finish_update: the adapted weights' gradients into A's and B's (before the optimizer), and
  * W_eff = base + s B·A again (after it). */

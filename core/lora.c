@@ -379,6 +379,16 @@ lithe_status lithe_model_add_lora(lithe_model *m, const char *pattern, int64_t r
     return s;
 }
 
+lithe_status lithe__lora_any(lithe_model *m, bool *any) {
+    *any = false;
+    lithe__walk_buf w;
+    LITHE__TRY(lithe__walk_collect(m, &w));
+    for (size_t i = 0; i < w.n && !*any; i++)
+        for (size_t a = 0; a < w.v[i]->n_attrs && !*any; a++) *any = is_alpha_attr(&w.v[i]->attrs[a]);
+    lithe__free(w.v);
+    return LITHE_OK;
+}
+
 size_t lithe_model_lora_count(const lithe_model *m) {
     if (!m) return 0;
     lithe__walk_buf w;

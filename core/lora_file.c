@@ -225,7 +225,9 @@ static lithe_status apply(lithe_model *m, lithe_model *c) {
         return lithe__fail(LITHE_ERR_FORMAT, "LoRA adapters: the file is a .lithe model, not LoRA adapters "
                            "(lithe_model_save_lora writes those)");
     memcpy(want, h, 16);
-    if (lithe_model_lora_count(m))
+    bool adapted = false;
+    LITHE__TRY(lithe__lora_any(m, &adapted));
+    if (adapted)
         return lithe__fail(LITHE_ERR_STATE, "LoRA adapters: the model has adapters already (merge them first: "
                            "lithe_model_merge_lora)");
     lithe__walk_buf w;

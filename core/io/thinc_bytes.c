@@ -118,7 +118,9 @@ static lithe_status model_to_thinc_bytes_body(lithe_model *m, size_t n_shim, con
     LITHE__CHECK_ARG(m, "lithe_model_to_thinc_bytes", "model is NULL");
     LITHE__CHECK_ARG(!n_shim || (shim_bytes && shim_lens), "lithe_model_to_thinc_bytes_shims",
                      "shim_bytes or shim_lens is NULL");
-    if (lithe_model_lora_count(m)) /* Thinc has no adapters: its bytes would carry their params and attrs */
+    bool adapted = false;
+    LITHE__TRY(lithe__lora_any(m, &adapted));
+    if (adapted) /* Thinc has no adapters: its bytes would carry their params and attrs */
         return lithe__fail(LITHE_ERR_STATE, "lithe_model_to_thinc_bytes: the model has LoRA adapters; merge them "
                                             "first (lithe_model_merge_lora)");
     node_list nl;
