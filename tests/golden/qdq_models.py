@@ -86,28 +86,36 @@ def relu(v):
 
 
 def qdq_mlp(rng, x_calib, widths, per_channel, signed_acts, gemm=True, x_shape=None):
-    """A Linear -> Relu -> ... -> Linear MLP (float weights from rng), quantized: per layer the input's
-    Q -> DQ, DQ(int8 W), an int32 bias, Relu; the output Q -> DQ. gemm: Gemm(transB=1) with the bias
-    as C; else MatMul (W (K, N), per-channel axis 1) + Add of a float bias. Returns the bytes."""
+    """A Linear -> Relu -> ... -> Linear MLP with float weights from rng, quantized (qdq_mlp_weights)."""
+    Ws, bs = [], []
+    for k, n in zip(widths[:-1], widths[1:]):
+        Ws.append((rng.standard_normal((n, k)) / numpy.sqrt(k)).astype(numpy.float32))
+        bs.append((rng.standard_normal(n) * 0.1).astype(numpy.float32))
+    return qdq_mlp_weights(Ws, bs, x_calib, per_channel, signed_acts, gemm, x_shape)
+
+
+def qdq_mlp_weights(Ws, bs, x_calib, per_channel, signed_acts, gemm=True, x_shape=None):
+    """The MLP of weights Ws[i] (N, K) and biases bs[i], Relu between, quantized: per layer the input's
+    Q -> DQ (ranges from x_calib), DQ(int8 W), an int32 bias, Relu; the output Q -> DQ. gemm:
+    Gemm(transB=1) with the bias as C; else MatMul (W (K, N), per-channel axis 1) + Add of a float
+    bias. Returns the bytes and the output's scale."""
     g = Graph(x_shape or x_calib.shape)
     a, h = "x", x_calib.reshape(-1, x_calib.shape[-1]).astype(numpy.float64)
-    for i, (k, n) in enumerate(zip(widths[:-1], widths[1:])):
-        W = (rng.standard_normal((n, k)) / numpy.sqrt(k)).astype(numpy.float32)
-        b = (rng.standard_normal(n) * 0.1).astype(numpy.float32)
+    for i, (W, b) in enumerate(zip(Ws, bs)):
         signed = signed_acts[i % len(signed_acts)]
         sx, zx = act_params(h.min(), h.max(), signed)
         a = g.qdq(a, sx, zx)
         if gemm:
             q, sw = quant_weight(W, 0 if per_channel else None)
-            bq, bs = quant_bias(b, sx, sw)
-            bias = g.node("DequantizeLinear", [g.init(bq, "b"), g.init(bs, "bs"), g.init(numpy.zeros(bs.shape, numpy.int32), "bz")],
+            bq, bsc = quant_bias(b, sx, sw)
+            bias = g.node("DequantizeLinear", [g.init(bq, "b"), g.init(bsc, "bs"), g.init(numpy.zeros(bsc.shape, numpy.int32), "bz")],
                           **({"axis": 0} if per_channel else {}))
             a = g.node("Gemm", [a, g.dq_weight(q, sw, 0 if per_channel else None), bias], transB=1)
         else:
             q, sw = quant_weight(W.T.copy(), 1 if per_channel else None)
             a = g.node("Add", [g.node("MatMul", [a, g.dq_weight(q, sw, 1 if per_channel else None)]), g.init(b, "b")])
         h = h @ W.T.astype(numpy.float64) + b
-        if i < len(widths) - 2:
+        if i < len(Ws) - 1:
             a = g.node("Relu", [a])
             h = relu(h)
     sy, zy = act_params(h.min(), h.max(), False)
