@@ -79,6 +79,39 @@ static void test_goldens(void **state) {
     }
 }
 
+/* Every case on Vulkan (lavapipe in CI) where a device exists, fused: the int8 weights decoded for the
+ * backend's float GEMM / conv2d (no gemm_q8 there), the Q / DQ nodes through host copies. */
+static void test_vulkan(void **state) {
+    (void)state;
+    lithe_backend *vk = NULL;
+    if (lithe_backend_get("vulkan", &vk) != LITHE_OK) {
+        print_message("test_onnx_qdq: no Vulkan device here (%s)\n", lithe_last_error());
+        return;
+    }
+    for (size_t k = 0; k < N_CASES; k++) {
+        lithe_model *m = load(cases[k]);
+        OK(lithe_model_set_backend(m, vk));
+        lithe_tensor *xh = tensor_of(get("%s.x", cases[k])), *xd = NULL, *yh = NULL;
+        lithe_value *X = NULL, *Y = NULL;
+        OK(lithe_tensor_to_backend(xh, vk, &xd));
+        OK(lithe_value_tensor(xd, &X));
+        OK(lithe_model_predict(m, X, &Y));
+        OK(lithe_tensor_to_backend(lithe_value_get_tensor(Y), NULL, &yh));
+        const golden *y = get("%s.y", cases[k]);
+        const float *v = lithe_tensor_data(yh);
+        double worst = 0.0, tol = get("%s.tol", cases[k])->v[1] + 1e-4; /* Vulkan's float sums */
+        for (int64_t i = 0; i < y->n; i++) worst = fmax(worst, isnan(v[i]) ? INFINITY : fabs(v[i] - y->v[i]));
+        printf("test_onnx_qdq: %-13s on vulkan: max |lithe - onnxruntime| %.3g (tol %.3g)\n", cases[k], worst, tol);
+        assert_true(worst <= tol);
+        lithe_tensor_release(yh);
+        lithe_tensor_release(xh);
+        lithe_tensor_release(xd);
+        lithe_value_release(X);
+        lithe_value_release(Y);
+        lithe_model_free(m);
+    }
+}
+
 /* Random byte changes to every graph (scales, zero points, axes, shapes): each load and predict is
  * a result or an error, never a crash (the asan build checks the "never"). */
 static void test_hostile_bytes(void **state) {
@@ -118,6 +151,7 @@ int main(int argc, char **argv) {
     golden_path = argc > 1 ? argv[1] : getenv("LITHE_THINC_GOLDENS");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_goldens),
+        cmocka_unit_test(test_vulkan),
         cmocka_unit_test(test_hostile_bytes),
     };
     return cmocka_run_group_tests(tests, load_goldens, free_goldens);

@@ -92,8 +92,12 @@ static lithe_status zero_ok(const lithe__onnx_model *o, const lithe__onnx_node *
         return refuse(n, i, LITHE_ERR_DTYPE, why);
     }
     if (t->ndim > 1 || (count >= 0 && t->numel != count) || (count < 0 && t->numel != 1 && (want < 0 || t->numel != want))) {
-        snprintf(why, sizeof why, "its %s zero point '%s' has %lld values for %lld scales", what, t->name,
-                 (long long)t->numel, (long long)(count >= 0 ? count : want));
+        if (count >= 0)
+            snprintf(why, sizeof why, "its %s zero point '%s' has %lld values for %lld scales", what, t->name,
+                     (long long)t->numel, (long long)count);
+        else
+            snprintf(why, sizeof why, "its %s zero point '%s' has %lld values; it takes 1 or %lld", what, t->name,
+                     (long long)t->numel, (long long)want);
         return refuse(n, i, LITHE_ERR_SHAPE, why);
     }
     for (int64_t c = 0; c < t->numel; c++) {

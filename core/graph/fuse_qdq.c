@@ -12,7 +12,8 @@
  * (MatMul / Gemm's N: axis 1 of (K, N), axis 0 with transB; Conv's axis 0). Binding folded DQ(Wq)
  * into a float32 constant; a fused node's weight slot holds the int8 codes instead (the float copy
  * is released). The activation's Q and DQ: per tensor, equal scale and zero point, int8 or uint8.
- * The bias: a float constant or param of N values (DQ of an int32 bias is folded to one). Anything
+ * The bias: a float constant of N values (DQ of an int32 bias is folded to one; a trainable bias
+ * stays in its own Add, which trains it, as a Gemm with one stays unfused). Anything
  * else (uint8 weights, zero points not 0, weights computed at run time) is left to the float path:
  * the folded DQ constant, the float fusions. */
 #include "graph.h"
@@ -147,15 +148,11 @@ static lithe_status weight_q8(const qf *f, int64_t w, int64_t user, int chan_axi
     return s;
 }
 
-/* A float 1-D constant or param of n values. */
+/* A float 1-D constant of n values (not a trainable param: the fused nodes have no backward, and a
+ * param bias keeps its gradient through the Add / Gemm left unfused). */
 static bool vec_of(const qf *f, int64_t s, int64_t n) {
-    const lithe__graph *g = f->g;
-    if (s < 0) return false;
-    const lithe_tensor *t = const_of(g, s, LITHE_F32);
-    if (t) return t->ndim == 1 && t->numel == n;
-    if (g->slot_kind[s] != SLOT_PARAM || (size_t)s >= g->onnx.n_inits) return false;
-    const lithe__onnx_tensor *o = &g->onnx.inits[s];
-    return o->is_float && o->ndim == 1 && o->dims[0] == n;
+    const lithe_tensor *t = s >= 0 ? const_of(f->g, s, LITHE_F32) : NULL;
+    return t && t->ndim == 1 && t->numel == n;
 }
 
 /* The Relu, or Clip with constant bounds, reading y alone: fu's act and *end. */

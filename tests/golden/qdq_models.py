@@ -162,7 +162,7 @@ def qdq_cnn(rng, x_calib, per_channel=True):
         if act == "relu":
             a, h = g.node("Relu", [a]), relu(h)
         elif act == "clip":
-            a, h = g.node("Clip", [a, g.init(numpy.float32(0), "lo"), g.init(numpy.float32(6), "hi")]), numpy.clip(h, 0, 6)
+            a, h = g.node("Clip", [a, g.init(numpy.float32(0), "onnx::Clip_"), g.init(numpy.float32(6), "onnx::Clip_")]), numpy.clip(h, 0, 6)
     s, z = act_params(h.min(), h.max(), False)
     a = g.node("GlobalAveragePool", [g.qdq(a, s, z)])
     h = h.mean(axis=(2, 3))

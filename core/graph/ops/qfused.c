@@ -165,9 +165,9 @@ FWD(f_fused_qconv) {
     const lithe__gfuse *f = &x->g->node_fuse[node];
     LITHE__TRY(need_inputs(x, node, in, n_in, 2));
     LITHE__TRY(need_float(x, node, in[0], 0));
-    LITHE__TRY(need_q8(x, node, in[1], in[0]->ndim));
     lithe_tensor *X = in[0], *W = in[1], *b = n_in > 2 ? in[2] : NULL;
     if (X->ndim != 4 && X->ndim != 3) return fail(x, node, LITHE_ERR_SHAPE, "X must be 3-D or 4-D, got %d-D", X->ndim);
+    LITHE__TRY(need_q8(x, node, W, X->ndim));
     lithe__conv2d g = {0};
     LITHE__TRY(conv_geometry(x, f->first, (lithe_tensor *[]){X, W}, &g));
     if (b) LITHE__TRY(need_float(x, node, b, 2));
