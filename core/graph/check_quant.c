@@ -177,12 +177,13 @@ lithe_status lithe__graph_check_quant(const lithe__onnx_model *o, size_t i) {
 }
 
 bool lithe__graph_quant_const(const lithe__onnx_model *o, const char *name) {
-    for (size_t i = 0; name && i < o->n_nodes; i++) {
+    for (size_t i = 0; i < o->n_nodes; i++) {
         const lithe__onnx_node *n = &o->nodes[i];
         const char *op = n->op_type;
         bool qdq = !strcmp(op, "QuantizeLinear") || !strcmp(op, "DequantizeLinear");
         bool ql = !strcmp(op, "QLinearMatMul") || !strcmp(op, "QLinearConv");
         if (!qdq && !ql) continue;
+        if (!name) return true; /* NULL: whether the model has any */
         for (size_t k = 1; k < n->n_inputs; k++)
             if ((k == 1 || (ql && (k == 4 || k == 6))) && !strcmp(n->inputs[k], name)) return true;
     }

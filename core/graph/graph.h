@@ -198,7 +198,8 @@ extern const lithe__graph_op lithe__fused_conv_op, lithe__fused_conv_add_op;
 /* ---- quantized graphs (issue 24): load-time checks (check_quant.c), QDQ fusion (fuse_qdq.c, run
  * first by lithe__graph_fuse), the fused int8 ops (ops/qfused.c) ---- */
 lithe_status lithe__graph_check_quant(const lithe__onnx_model *o, size_t i);
-/* Whether initializer `name` is a quantized operator's scale (a constant, never a trainable param). */
+/* Whether initializer `name` is a quantized operator's scale (a constant, never a trainable param);
+ * name NULL: whether the model has a node that reads a scale. */
 bool lithe__graph_quant_const(const lithe__onnx_model *o, const char *name);
 lithe_status lithe__graph_fuse_qdq(lithe__graph *g);
 extern const lithe__graph_op lithe__fused_qlinear_op, lithe__fused_qconv_op, lithe__fused_fakeq_op;

@@ -196,9 +196,10 @@ static lithe_status graph_bind(lithe__graph *g, lithe__gctl *ctl, bool *again) {
     /* the slots by name while they are bound (a scan per node input was quadratic: an imported
      * model can have thousands of initializers) */
     lithe__names index = {0};
+    bool quant = lithe__graph_quant_const(o, NULL); /* issue 24: quantized operators' scales are constants */
     for (size_t i = 0; s == LITHE_OK && i < o->n_inits; i++) {
         const lithe__onnx_tensor *t = &o->inits[i];
-        bool param = trainable(t) && !lithe__graph_quant_const(o, t->name); /* issue 24: scales are constants */
+        bool param = trainable(t) && !(quant && lithe__graph_quant_const(o, t->name));
         if (!param) s = lithe__graph_const_tensor(t, &g->slot_const[g->n_slots]);
         if (s == LITHE_OK) s = add_slot(g, &index, t->name, param ? SLOT_PARAM : SLOT_CONST);
     }
