@@ -60,7 +60,7 @@ function row(table, mode, cells) {
     tr = body.insertRow();
     tr.dataset.mode = mode;
   }
-  tr.replaceChildren(...[MODES[mode].label, ...cells].map((t) => Object.assign(document.createElement('td'), { textContent: t })));
+  tr.replaceChildren(...[table === 'memory' ? mode : MODES[mode].label, ...cells].map((t) => Object.assign(document.createElement('td'), { textContent: t })));
 }
 
 function offer(button, bytes, name) {
@@ -94,7 +94,7 @@ async function main() {
 
   $('train').addEventListener('click', async () => {
     const mode = document.querySelector('input[name="mode"]:checked').value;
-    const steps = Math.max(1, Math.min(2000, Number($('steps').value) || 150));
+    const steps = Math.max(1, Math.min(2000, Number($('steps').value) || 300));
     $('train').disabled = true;
     fine.busy = true;
     const run = (fine.runs[mode] = { steps, losses: [], memory: null, result: null, done: false });
