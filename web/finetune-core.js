@@ -145,12 +145,17 @@ export function prepare(lithe, baseBytes, mode) {
   const m = MODES[mode];
   if (!m) throw new Error(`unknown mode '${mode}' (${Object.keys(MODES).join(', ')})`);
   const model = lithe.loadBytes(baseBytes);
-  model.resizeOutput(NAMES.length);
-  if (mode === 'last') {
-    model.freeze();
-    model.freeze('softmax/*', false);
-  } else if (mode === 'lora') {
-    model.addLora({ rank: m.rank, alpha: m.alpha, seed: 1 });
+  try {
+    model.resizeOutput(NAMES.length);
+    if (mode === 'last') {
+      model.freeze();
+      model.freeze('softmax/*', false);
+    } else if (mode === 'lora') {
+      model.addLora({ rank: m.rank, alpha: m.alpha, seed: 1 });
+    }
+  } catch (e) {
+    model.dispose();
+    throw e;
   }
   return model;
 }
