@@ -208,6 +208,10 @@ static lithe_status rewrite(qf *f, int64_t end, const lithe__graph_op *op, const
     if (cs >= 0 && !f->n_readers[cs] && g->slot_kind[cs] == SLOT_CONST) { /* the int64 codes: no reader left */
         lithe_tensor_release(g->slot_const[cs]);
         g->slot_const[cs] = NULL;
+        if ((size_t)cs < g->onnx.n_inits) { /* and the parsed initializer's copy (binding, which read it, is over) */
+            lithe__free(g->onnx.inits[cs].data);
+            g->onnx.inits[cs].data = NULL;
+        }
     }
     return LITHE_OK;
 }
