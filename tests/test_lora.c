@@ -122,6 +122,7 @@ static void test_mlp_against_torch(void **state) {
         set_A(nodes[i], "W", key);
     }
     graph_sgd_steps(m, "lora.mlp", STEPS, 1e-4, "test_lora", "mlp", true);
+    assert_int_equal(lithe_model_grad_count(m, NULL), 6); /* A and B of each: the frozen weights keep none */
     double worst = 0;
     for (int i = 0; i < 3; i++) {
         char what[160];
@@ -232,6 +233,7 @@ static void test_cnn_against_torch(void **state) {
     OK(lithe_model_get_param(m, "lora_A:P", &A)); /* P (6, 3) is (in, out) */
     assert_int_equal(lithe_tensor_shape(A)[1], 6);
     graph_sgd_steps(m, "lora.cnn", STEPS, 1e-4, "test_lora", "cnn", true);
+    assert_int_equal(lithe_model_grad_count(m, NULL), 6); /* A and B of each: the frozen weights keep none */
     double worst = 0;
     for (int i = 0; i < 3; i++) {
         char what[160], name[128];

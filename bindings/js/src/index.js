@@ -637,7 +637,7 @@ export class Model extends Handle {
   // saves and exports (saveOnnx) as any.
   mergeLora() {
     this.#prepared = false;
-    need().check(raw.lithe_model_merge_lora(this.ptr));
+    need().check(runLoader(() => raw.lithe_model_merge_lora(this.ptr), true)); // core/lora_add.c: the importers' module
     return this;
   }
   // The hash of the base weights an adapter file names (16 hex digits).
