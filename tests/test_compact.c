@@ -23,17 +23,10 @@
 
 #include <cmocka.h>
 
+#include "check.h"
+
 #include "lithe.h"
 #include "../backends/cpu/gemm/qgemm.h"
-
-#define OK(expr)                                                                                   \
-    do {                                                                                           \
-        lithe_status st_ = (expr);                                                                 \
-        if (st_ != LITHE_OK) {                                                                     \
-            print_error("%s: %s (%s)\n", #expr, lithe_status_str(st_), lithe_last_error());        \
-            fail();                                                                                \
-        }                                                                                          \
-    } while (0)
 
 static uint64_t rng_state = 88172645463325252ull;
 static double urand(void) { /* xorshift64, [-1, 1) */

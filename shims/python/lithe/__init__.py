@@ -497,13 +497,7 @@ class Model:
     def to_onnx_bytes(self) -> bytes:
         """The model as ONNX ModelProto bytes (lithe_model_save_onnx_bytes; see save_onnx):
         onnx.load_from_string or onnxruntime.InferenceSession take them."""
-        buf = ctypes.POINTER(ctypes.c_uint8)()
-        n = ctypes.c_size_t()
-        _lib.check(_lib.model_save_onnx_bytes(self._ptr, ctypes.byref(buf), ctypes.byref(n)))
-        try:
-            return ctypes.string_at(buf, n.value)
-        finally:
-            _lib.buffer_free(buf)
+        return _lib.take_bytes(lambda buf, n: _lib.model_save_onnx_bytes(self._ptr, buf, n))
 
     @_locked
     def save_tfjs(self, folder: Union[str, "os.PathLike[str]"]) -> None:
@@ -536,13 +530,7 @@ class Model:
             from ._torch import to_thinc_bytes
 
             return to_thinc_bytes(self, thinc_model)
-        buf = ctypes.POINTER(ctypes.c_uint8)()
-        n = ctypes.c_size_t()
-        _lib.check(_lib.model_to_thinc_bytes(self._ptr, ctypes.byref(buf), ctypes.byref(n)))
-        try:
-            return ctypes.string_at(buf, n.value)
-        finally:
-            _lib.buffer_free(buf)
+        return _lib.take_bytes(lambda buf, n: _lib.model_to_thinc_bytes(self._ptr, buf, n))
 
     @_locked
     def from_thinc_bytes(self, data: bytes) -> "Model":
@@ -583,13 +571,7 @@ class Model:
     @_locked
     def lora_to_bytes(self) -> bytes:
         """The adapters alone as a small .lithe file's bytes (lithe_model_save_lora_bytes)."""
-        buf = ctypes.POINTER(ctypes.c_uint8)()
-        n = ctypes.c_size_t()
-        _lib.check(_lib.model_save_lora_bytes(self._ptr, ctypes.byref(buf), ctypes.byref(n)))
-        try:
-            return ctypes.string_at(buf, n.value)
-        finally:
-            _lib.buffer_free(buf)
+        return _lib.take_bytes(lambda buf, n: _lib.model_save_lora_bytes(self._ptr, buf, n))
 
     @_locked
     def save_lora(self, path: Union[str, "os.PathLike[str]"]) -> None:
@@ -622,15 +604,8 @@ class Model:
     @_locked
     def to_bytes(self, optimizer: Optional[Optimizer] = None) -> bytes:
         """The model as .lithe bytes (lithe_model_save_bytes)."""
-        buf = ctypes.POINTER(ctypes.c_uint8)()
-        n = ctypes.c_size_t()
         with optimizer._lock if optimizer else _NO_LOCK:
-            _lib.check(_lib.model_save_bytes(self._ptr, optimizer._ptr if optimizer else None, ctypes.byref(buf),
-                                             ctypes.byref(n)))
-        try:
-            return ctypes.string_at(buf, n.value)
-        finally:
-            _lib.buffer_free(buf)
+            return _lib.take_bytes(lambda buf, n: _lib.model_save_bytes(self._ptr, optimizer._ptr if optimizer else None, buf, n))
 
     def __deepcopy__(self, memo):
         """An independent model: saved to .lithe bytes and loaded back (Thinc's Model.copy and

@@ -189,3 +189,15 @@ class LitheError(RuntimeError):
 def check(code):
     if code != 0:
         raise LitheError(status_str(code).decode(), (last_error() or b"").decode(errors="replace"))
+
+
+def take_bytes(call):
+    """call(&buf, &n) is a lithe function's call that hands back a buffer the caller frees
+    (lithe_buffer_free): its status is checked, and the bytes come back with the C buffer freed."""
+    buf = ctypes.POINTER(ctypes.c_uint8)()
+    n = ctypes.c_size_t()
+    check(call(ctypes.byref(buf), ctypes.byref(n)))
+    try:
+        return ctypes.string_at(buf, n.value)
+    finally:
+        buffer_free(buf)
