@@ -122,5 +122,7 @@ lithe_status lithe__lora_backward(lithe_model *m, const lithe__lora_ad *ad, cons
                                   lithe_tensor *dX, float scale);
 /* '*' and '?' glob. */
 bool lithe__glob(const char *pattern, const char *s);
+/* Whether node's param matches the glob by its name or as "<node name>/<param>" (freezing, compact weights). */
+bool lithe__param_matches(const lithe_model *node, const char *param, const char *pattern);
 
 #endif /* LITHE_CORE_LAYERS_H */

@@ -49,7 +49,7 @@ typedef struct lithe__importers {
     lithe_status (*tfjs_save)(lithe_model *m, const char *dir);
     /* Making compact weights (core/quant_make.c): rare, so here too. */
     lithe_status (*tensor_quantize)(const lithe_tensor *t, lithe_dtype dtype, int axis, lithe_tensor **out);
-    lithe_status (*compress_weights)(lithe_model *m, lithe_dtype dtype, size_t *n_converted);
+    lithe_status (*compress_matching)(lithe_model *m, lithe_dtype dtype, const char *pattern, size_t *n_converted);
     /* LoRA adapters: adding and merging them (core/lora_add.c; the step's half, core/lora.c, is the
      * core's) */
     lithe_status (*add_lora)(lithe_model *m, const char *pattern, int64_t rank, float alpha, uint64_t seed);
