@@ -1,5 +1,5 @@
 /* The WebGPU backend's GEMM (shaders/gemm.wgsl: 64 x 64 tiles through workgroup memory, a
- * pipeline per transpose case; shaders/gemm_sg.wgsl, 8 x 64 tiles through subgroup shuffles,
+ * pipeline per transpose case; shaders/gemm_sg.wgsl, 8 x 256 tiles through subgroup shuffles,
  * where the adapter has subgroups) and the dense layers' fused forward gemm_bias_act: bias, the
  * pre-activation Z and the activation in the GEMM's epilogue, one dispatch (the CPU's one pass). */
 #include "webgpu_internal.h"
@@ -35,8 +35,9 @@ static lithe_status gemm_dispatch(lithe_backend *be, const char *name, bool tA, 
         p.f[12] = a->threshold;
     }
     uint32_t op = (tA ? 1u : 0u) | (tB ? 2u : 0u);
-    if (lithe__wg_of(be)->subgroups && (M + 7) / 8 <= 65535) /* 8 x 64 tiles, A through subgroup shuffles */
-        return WG_DISPATCH(name, gemm_sg, op, &p, 1u | 16u, (uint32_t)gx, (uint32_t)((M + 7) / 8), C, A, B, bias, Z);
+    if (lithe__wg_of(be)->subgroups && (M + 7) / 8 <= 65535) /* 8 x 256 tiles, A through subgroup shuffles */
+        return WG_DISPATCH(name, gemm_sg, op, &p, 1u | 16u, (uint32_t)((N + 255) / 256), (uint32_t)((M + 7) / 8), C, A, B,
+                           bias, Z);
     return WG_DISPATCH(name, gemm, op, &p, 1u | 16u, (uint32_t)gx, (uint32_t)gy, C, A, B, bias, Z);
 }
 
