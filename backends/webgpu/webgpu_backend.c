@@ -198,7 +198,7 @@ static lithe_status wg_get(const char *name, lithe_backend **out) {
         if (!wg_ctx.dummy[b]) return import_error("buffer");
     }
     uint32_t feat = lithe__wg_features(), sg_max = feat >> 16 & 255u;
-    wg_ctx.subgroups = (feat & 1u) && sg_max >= 4 && sg_max <= 64; /* gemm_sg's 64-invocation workgroups */
+    wg_ctx.subgroups = (feat & 1u) && sg_max >= 4 && sg_max <= 64 ? 1 : 0; /* gemm_sg's 64-invocation workgroups */
     wg_made = true;
     *out = &wg_backend;
     return LITHE_OK;

@@ -60,7 +60,9 @@ typedef struct lithe__wg {
     uint32_t pool_n[LITHE__WG_CLASSES], pool_cap[LITHE__WG_CLASSES];
     uint32_t dummy[6]; /* one per binding slot: an unused binding never aliases another */
     uint64_t n_buffers; /* buffers created, for tests (repeated steps create none) */
-    bool subgroups;     /* GEMMs take shaders/gemm_sg.wgsl (the adapter has subgroups of 4..64) */
+    /* the adapter has subgroups of 4..64: 1, GEMMs of up to 32 rows take shaders/gemm_sg.wgsl;
+     * 2 (tests), every GEMM does; 0 none */
+    int subgroups;
 } lithe__wg;
 
 static inline lithe__wg *lithe__wg_of(lithe_backend *be) { return (lithe__wg *)be->ctx; }

@@ -604,15 +604,15 @@ EXPORT int wgt_once(void) {
     return failures;
 }
 
-/* 1 when the adapter's subgroups made GEMMs take gemm_sg.wgsl, else 0; on >= 0 sets it (only on
- * where the adapter has them). */
+/* The GEMM's subgroup rule (webgpu_internal.h: 0 none, 1 up to 32 rows, 2 every GEMM); on >= 0
+ * sets it (only where the adapter has subgroups). */
 static bool sg_available;
 EXPORT int wgt_subgroups(int on) {
     if (begin()) return -1;
     lithe__wg *wg = lithe__wg_of(dev);
     static bool probed;
-    if (!probed) sg_available = wg->subgroups, probed = true;
-    if (on >= 0) wg->subgroups = on && sg_available;
+    if (!probed) sg_available = wg->subgroups != 0, probed = true;
+    if (on >= 0) wg->subgroups = sg_available ? on : 0;
     return wg->subgroups;
 }
 
@@ -621,7 +621,7 @@ EXPORT int wgt_gemm_variants(void) {
     if (begin()) return 1;
     int had = wgt_subgroups(-1);
     for (int on = sg_available; on >= 0; on--) {
-        wgt_subgroups(on);
+        wgt_subgroups(on ? 2 : 0); /* every GEMM through the variant */
         printf("gemm variant: %s\n", on ? "subgroups (gemm_sg.wgsl)" : "tiled (gemm.wgsl)");
         t_gemm();
     }
