@@ -57,6 +57,8 @@ bench/run.sh --quick --only gemm,mlp,train --build build/ci
 # LITHE_REQUIRE_WEBGPU=1 a missing adapter fails instead of skipping (docs/backends.md, "WebGPU")
 cmake --preset wasm-webgpu >/dev/null
 cmake --build --preset wasm-webgpu -j "$jobs"
+# (and the same module, the step counts and the npm API in Debian's Chromium on its SwiftShader adapter:
+# tests/webgpu/browser.test.mjs, playwright-core)
 (cd tests/webgpu && npm ci --no-audit --no-fund && LITHE_REQUIRE_WEBGPU=1 npm test)
 # bundler users: the packed package built into a page by Vite, webpack 5 and esbuild (its plugin),
 # each bundle predicting in Debian's Chromium (examples/browser/test.mjs)

@@ -3,7 +3,7 @@ needs, runs lithe (native, WASI, npm) and the peers one process at a time on thi
 writes a Markdown report (bench/results.md by default). bench/README.md says what each row is.
 
   bench/run.sh [--quick] [--only gemm,mlp,cnn,mobilenet,transformer,train,train-cnn,train-mnv2,train-transformer,int8]
-               [--rounds N] [--threads 2] [--out FILE] [--max-s S] [--skip-build]
+               [--rounds N] [--threads 2] [--out FILE] [--max-s S] [--skip-build] [--webgpu]
 
 --rounds N runs every runner once per round in a rotated order and judges each ratio by its
 per-round values (bench/rounds.py): the median, min-max, and "met" when the lower quartile clears
@@ -66,6 +66,10 @@ def parse_args():
     p.add_argument("--rounds", type=int, default=1,
                    help="run every runner once per round, N rounds, in an order rotated each round; ratios are "
                    "the median of the per-round ratios, met when their lower quartile clears the bar")
+    p.add_argument("--webgpu", action="store_true",
+                   help="also run bench/runners/webgpu.mjs: lithe's WebGPU module beside tfjs-backend-webgpu and "
+                   "onnxruntime-web's WebGPU EP in Chromium on one adapter (SwiftShader here: minutes; not in the "
+                   "default run nor in --quick's CI smoke test unless asked for)")
     p.add_argument("--skip-build", action="store_true", help="use what is already built")
     p.add_argument("--build", default="build/default", help="the native build (CMake preset dir) of lithe")
     a = p.parse_args()
@@ -203,6 +207,9 @@ def build():
     if A.skip_build:
         return
     env = base_env(1)
+    if A.webgpu:  # lithe-webgpu.wasm (preset wasm-webgpu) and the models its runner predicts
+        step("cmake --preset wasm-webgpu", ["cmake", "--preset", "wasm-webgpu"], env)
+        step("build lithe-webgpu.wasm", ["cmake", "--build", "--preset", "wasm-webgpu", "--target", "lithe_js"], env)
     # native lithe: the CLI only (the `default` preset: Release, gcc; kernels chosen at run time)
     preset = os.path.basename(A.build)
     if not os.path.exists(os.path.join(ROOT, A.build, "build.ninja")):
@@ -659,6 +666,10 @@ def report():
     L += [f"| {n} | {t:.1f} |" for n, t in STEPS]
     L += [f"| **total** | {sum(t for _, t in STEPS):.0f} |", "", "## Versions", "", "| component | version |", "|---|---|"]
     L += [f"| {k} | {v} |" for k, v in versions().items()]
+    wg = os.path.join(WORK, "webgpu.md")
+    if A.webgpu and os.path.exists(wg):  # bench/runners/webgpu.mjs's section
+        with open(wg) as f:
+            L += ["", f.read()]
     os.makedirs(os.path.dirname(OUT), exist_ok=True)
     with open(OUT + ".tmp", "w") as f:
         f.write("\n".join(L) + "\n")
@@ -787,9 +798,22 @@ def ratios(rounds):
     return L + ["", "bench/README.md and the notes on issues 10 and 29 give the reason for each miss.", ""]
 
 
+def run_webgpu():
+    """lithe on WebGPU beside the WebGPU peers in Chromium (bench/runners/webgpu.mjs): its RESULT lines,
+    and its Markdown section (WORK/webgpu.md) goes into the report."""
+    wasm = os.path.join(ROOT, "build/wasm-webgpu/bindings/js/lithe-webgpu.wasm")
+    out = step("webgpu: lithe / tfjs-backend-webgpu / onnxruntime-web WebGPU in Chromium",
+               ["node", os.path.join(BENCH, "runners/webgpu.mjs"), "--dir", WORK, "--wasm", wasm,
+                "--out", os.path.join(WORK, "webgpu.md"), "--max-s", str(A.max_s)] + (["--quick"] if A.quick else []),
+               timeout=7200)
+    for line in out.splitlines():
+        if line.startswith("RESULT "):
+            record(json.loads(line[7:]))
+
+
 def jobs():
     """Every runner of a round, one process each, as (name, function) pairs in the listed order."""
-    J = []
+    J = [("webgpu", run_webgpu)] if A.webgpu else []
     model_groups = [g for g in A.only if g != "gemm"]
     for threads in A.threads:
         if "gemm" in A.only:

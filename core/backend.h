@@ -131,6 +131,16 @@ struct lithe_backend_ops {
     lithe_status (*conv2d_add)(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X, const lithe_tensor *W,
                                const void *P, const lithe_tensor *b, const lithe_tensor *R, bool res_first,
                                lithe_tensor *Y);
+    /* Optional (NULL: the loss reads its checks and figures back one by one): the figures of Thinc's
+     * CategoricalCrossentropy over int labels in one pass on the device, so that a training step
+     * reads its loss back once (core/train/loss_device.c; WebGPU). G (B, C) the guesses, labels (B,)
+     * int32/int64 already checked on the host, D cce_labels' gradient (smoothing, has_missing and
+     * missing as there); out (4,) float32 = {1 if a guess is outside [0, 1] or NaN else 0, the sum of
+     * D's squares, the sum over the counted rows of -sum_c target_c log(max(G, 1e-30)), the number
+     * of counted rows (those whose label is not the missing value)}. */
+    lithe_status (*cce_stats)(lithe_backend *be, const lithe_tensor *G, const lithe_tensor *labels,
+                              const lithe_tensor *D, float smoothing, bool has_missing, int64_t missing,
+                              lithe_tensor *out);
 };
 
 /* A prepared op (core/prepare.c, lithe__prepare_op): what the backend's form computes.

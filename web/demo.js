@@ -114,6 +114,8 @@ async function main() {
   // ?relaxed=0 refuses the relaxed-SIMD build (f32x4.relaxed_madd: fused, so other bits than the
   // SIMD128 and threads builds), which the package loads on one thread where the browser has it
   const relaxed = new URLSearchParams(location.search).get('relaxed') === '0' ? false : undefined;
+  // ?gpu=1 ticks "train on the GPU" (the fine-tuning worker then asks for WebGPU)
+  if (new URLSearchParams(location.search).get('gpu') === '1') $('gpu').checked = true;
   const info = await lithe.init({ ...(threads ? { threads } : {}), ...(relaxed === false ? { relaxed } : {}) });
   let model = await lithe.load('/model/fashion9.lithe');
   const [images, labels] = await Promise.all([gunzip('/data/t10k-images-idx3-ubyte.gz'), gunzip('/data/t10k-labels-idx1-ubyte.gz')]);
@@ -179,9 +181,22 @@ async function main() {
         worker.onmessage = ({ data }) => {
           if (data.type === 'error') reject(new Error(data.message));
           else if (data.type === 'done') resolve(data);
-          else {
+          else if (data.type === 'device') {
+            // where the worker trains: the GPU (WebGPU), or the CPU with the reason it fell back
+            demo.device = data.device;
+            demo.deviceReason = data.reason;
+            $('gpu-text').textContent = data.device === 'webgpu'
+              ? `training on the GPU: ${data.adapter} (WebGPU)`
+              : `no GPU here, training on the CPU: ${data.reason}`;
+          } else {
             demo.losses.push(data.loss);
             const step = data.step;
+            if (data.gpu) {
+              // the GPU's work per step: dispatches, submits, read-backs (the recorder's counters)
+              demo.gpu = data.gpu;
+              $('gpu-text').textContent = `GPU step ${step + 1}: ${data.gpu.dispatches} dispatches, ${data.gpu.submits} submits, ` +
+                `${data.gpu.readbacks} read-back per step; ${data.gpu.ms.toFixed(1)} ms/step`;
+            }
             if (step % 4 === 3 || step === steps - 1) {
               $('progress').value = (step + 1) / steps;
               $('progress-text').textContent = `step ${step + 1}/${steps}, loss ${data.loss.toFixed(4)}, ` +
@@ -191,7 +206,7 @@ async function main() {
           }
         };
         worker.postMessage({ model: model.save(), nOld, steps, picked: picked8, replay: replay8,
-          replayLabels: Int32Array.from(replay, lab), threads, relaxed });
+          replayLabels: Int32Array.from(replay, lab), threads, relaxed, device: $('gpu').checked ? 'webgpu' : 'cpu' });
       });
       worker.terminate();
       demo.trainSeconds = result.seconds;

@@ -33,7 +33,7 @@ function run(cmd, argv, cwd) {
   const r = spawnSync(cmd, argv, { cwd, stdio: 'inherit' });
   if (r.status !== 0) process.exit(r.status ?? 1);
 }
-if (!['simd', 'simd-threads', 'relaxed-simd', 'scalar', 'importers', 'importers-simd', 'importers-relaxed-simd'].every((f) => fs.existsSync(path.join(pkgDir, `dist/lithe-${f}.wasm`)))) run('npm', ['run', 'build'], pkgDir);
+if (!['simd', 'simd-threads', 'relaxed-simd', 'scalar', 'importers', 'importers-simd', 'importers-relaxed-simd', 'webgpu'].every((f) => fs.existsSync(path.join(pkgDir, `dist/lithe-${f}.wasm`)))) run('npm', ['run', 'build'], pkgDir);
 const isolate = args.includes('--isolate');
 if (!fs.existsSync(modelPath)) {
   let lithe = ['build/ci', 'build/default'].map((b) => path.join(repo, b, 'tools/lithe/lithe')).find(fs.existsSync);

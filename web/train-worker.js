@@ -29,11 +29,21 @@ function shifted(pixels, k, dx, dy, out, off) {
 self.onmessage = async ({ data }) => {
   try {
     // data: model (bytes), nOld, steps, picked (uint8 images), replay (uint8 images), replayLabels,
-    // threads (the page's ?threads=, if any), relaxed (false: the page's ?relaxed=0)
-    const info = await lithe.init({ ...(data.threads ? { threads: data.threads } : {}), ...(data.relaxed === false ? { relaxed: false } : {}) });
+    // threads (the page's ?threads=, if any), relaxed (false: the page's ?relaxed=0), device ('webgpu':
+    // the page's "train on the GPU" switch)
+    // device 'webgpu' (the page's "train on the GPU"): the WebGPU module, or the CPU with a reason
+    const wantGpu = data.device === 'webgpu';
+    const info = await lithe.init(wantGpu ? { device: 'webgpu' }
+      : { ...(data.threads ? { threads: data.threads } : {}), ...(data.relaxed === false ? { relaxed: false } : {}) });
+    const gpu = info.device === 'webgpu';
+    if (wantGpu) {
+      const a = lithe.device().info;
+      self.postMessage({ type: 'device', device: info.device, reason: info.deviceReason, adapter: a ? `${a.vendor || '?'} ${a.architecture || ''}`.trim() : null });
+    }
     const model = lithe.loadBytes(data.model);
     model.resizeOutput(data.nOld + 1);
     model.setSeed(0);
+    if (gpu) await model.to('webgpu');
     const optimizer = lithe.adam({ learnRate: 0.001 });
     const nPicked = data.picked.length / D, nReplay = data.replay.length / D;
     const rand = rng(1);
@@ -51,13 +61,22 @@ self.onmessage = async ({ data }) => {
           y[r] = data.replayLabels[k];
         }
       }
-      const loss = model.trainStep({ x: lithe.tensor(x, [B, D]), y: lithe.tensor(y, [B]), optimizer });
-      self.postMessage({ type: 'step', step, loss, seconds: (performance.now() - t0) / 1000, batch: B });
+      const step0 = { ...lithe.device().stats }, ts = performance.now();
+      const loss = gpu ? await model.trainStepAsync({ x: lithe.tensor(x, [B, D]), y: lithe.tensor(y, [B]), optimizer })
+        : model.trainStep({ x: lithe.tensor(x, [B, D]), y: lithe.tensor(y, [B]), optimizer });
+      let gpuStep = null;
+      if (gpu) {
+        const s1 = lithe.device().stats;
+        gpuStep = { dispatches: s1.dispatches - step0.dispatches, submits: s1.submits - step0.submits,
+          readbacks: s1.readbacks - step0.readbacks, ms: performance.now() - ts };
+      }
+      self.postMessage({ type: 'step', step, loss, seconds: (performance.now() - t0) / 1000, batch: B, gpu: gpuStep });
     }
+    if (gpu) await model.to('cpu'); // the weights come back for saving
     const bytes = model.save();
     model.dispose();
     optimizer.dispose();
-    self.postMessage({ type: 'done', bytes, simd: info.simd, build: info.build, threads: info.threads,
+    self.postMessage({ type: 'done', bytes, simd: info.simd, build: info.build, threads: info.threads, device: info.device,
       seconds: (performance.now() - t0) / 1000 }, [bytes.buffer]);
   } catch (e) {
     self.postMessage({ type: 'error', message: String(e?.message ?? e) });

@@ -19,8 +19,11 @@ lithe_status wg_fill(lithe_backend *be, lithe_tensor *Y, float value) {
     if (value == 0.0f && n % 4 && byte_off(Y) + n == Y->storage->nbytes) n = (n + 3) & ~(size_t)3;
     if (!lithe_tensor_is_contiguous(Y) || byte_off(Y) % 4 || n % 4)
         return lithe__fail(LITHE_ERR_UNSUPPORTED, "webgpu fill: strided or sub-word tensors are not supported yet");
+    if (value == 0.0f) { /* a clear command, not a dispatch (all-zero bits, for any dtype) */
+        lithe__wg_clear(lithe__wg_mem(Y)->id, (uint32_t)byte_off(Y), (uint32_t)n);
+        return LITHE_OK;
+    }
     lithe__wg_params p = {.u = {(uint32_t)(n / 4)}, .f = {value}};
-    if (value == 0.0f) p.f[0] = 0.0f; /* all-zero bits, for any dtype */
     return WG_DISPATCH("fill", fill, 0, &p, W1, lithe__wg_groups((int64_t)(n / 4)), 1, Y);
 }
 
@@ -159,6 +162,12 @@ lithe_status wg_adam_step(lithe_backend *be, lithe_tensor *W, lithe_tensor *G, l
                           lithe_tensor *avg, double grad_clip, float beta1, float beta2, float eps, float lr,
                           float wscale, float decay) {
     LITHE__TRY(lithe__wg_dense("adam_step", W));
+    if (grad_clip > 0.0 && W->numel && W->numel <= LITHE__WG_FUSED_CLIP_MAX) {
+        /* one workgroup decides the clipping and steps: one dispatch instead of three */
+        lithe__wg_params p = {.u = {(uint32_t)W->numel, avg != NULL, 1u},
+                              .f = {1.0f, beta1, beta2, eps, lr, wscale, decay, (float)grad_clip}};
+        return WG_DISPATCH("adam_step", optim, 3, &p, W_OPT, 1, 1, W, G, m1, m2, avg, NULL);
+    }
     lithe_tensor *F = NULL;
     if (grad_clip > 0.0 && W->numel) LITHE__TRY(clip_factor(be, G, grad_clip, &F));
     lithe__wg_params p = {.u = {(uint32_t)W->numel, avg != NULL, F != NULL},
@@ -187,7 +196,7 @@ lithe_status wg_cce_labels(lithe_backend *be, const lithe_tensor *G, const lithe
     lithe__wg_params p = {.u = {(uint32_t)B, (uint32_t)C, labels->dtype == LITHE_I64, has_missing, (uint32_t)mu,
                                 (uint32_t)(mu >> 32)},
                           .f = {on, off, divisor}};
-    return WG_DISPATCH("cce_labels", cce, 0, &p, W1, lithe__wg_groups(B * C), 1, D, G, labels);
+    return WG_DISPATCH("cce_labels", cce, 0, &p, W1, lithe__wg_groups(B * C), 1, D, G, labels, NULL);
 }
 
 /* ---- activations, softmax ---- */

@@ -1,5 +1,6 @@
 /* The WebGPU backend's GEMM (shaders/gemm.wgsl: 64 x 64 tiles through workgroup memory, a
- * pipeline per transpose case) and the dense layers' fused forward gemm_bias_act: bias, the
+ * pipeline per transpose case; shaders/gemm_sg.wgsl, 8 x 256 tiles through subgroup shuffles,
+ * where the adapter has subgroups) and the dense layers' fused forward gemm_bias_act: bias, the
  * pre-activation Z and the activation in the GEMM's epilogue, one dispatch (the CPU's one pass). */
 #include "webgpu_internal.h"
 
@@ -34,6 +35,13 @@ static lithe_status gemm_dispatch(lithe_backend *be, const char *name, bool tA, 
         p.f[12] = a->threshold;
     }
     uint32_t op = (tA ? 1u : 0u) | (tB ? 2u : 0u);
+    /* 8 x 256 tiles, A through subgroup shuffles, where the adapter has subgroups and op(A) has at
+     * most 32 rows: there the tiled kernel's 64-row tiles would compute mostly padding (batch-1
+     * predictions, small batches); on larger M the tiled kernel is as fast or faster (SwiftShader) */
+    int sg = lithe__wg_of(be)->subgroups;
+    if (sg == 2 || (sg == 1 && M <= 32))
+        return WG_DISPATCH(name, gemm_sg, op, &p, 1u | 16u, (uint32_t)((N + 255) / 256), (uint32_t)((M + 7) / 8), C, A, B,
+                           bias, Z);
     return WG_DISPATCH(name, gemm, op, &p, 1u | 16u, (uint32_t)gx, (uint32_t)gy, C, A, B, bias, Z);
 }
 

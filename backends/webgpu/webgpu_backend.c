@@ -186,6 +186,7 @@ static lithe_status wg_get(const char *name, lithe_backend **out) {
     wg_ops.download = wg_download;
     wg_ops.sync = wg_sync;
     lithe__wg_fill_ops(&wg_ops);
+    wg_ops.cce_stats = lithe__wg_cce_stats;
     wg_backend.name = "webgpu";
     wg_backend.host_memory = false;
     wg_backend.ops = &wg_ops;
@@ -196,6 +197,8 @@ static lithe_status wg_get(const char *name, lithe_backend **out) {
         wg_ctx.dummy[b] = lithe__wg_buffer_create(256);
         if (!wg_ctx.dummy[b]) return import_error("buffer");
     }
+    uint32_t feat = lithe__wg_features(), sg_max = feat >> 16 & 255u;
+    wg_ctx.subgroups = (feat & 1u) && sg_max >= 4 && sg_max <= 64 ? 1 : 0; /* gemm_sg's 64-invocation workgroups */
     wg_made = true;
     *out = &wg_backend;
     return LITHE_OK;

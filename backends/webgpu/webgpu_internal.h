@@ -36,6 +36,11 @@ WG_IMPORT(copy) void lithe__wg_copy(uint32_t src, uint32_t src_off, uint32_t dst
 WG_IMPORT(dispatch) int32_t lithe__wg_dispatch(uint32_t shader, const char *src, uint32_t src_len, uint32_t op,
                                                const uint32_t *bufs, uint32_t nbuf, uint32_t writable,
                                                const void *params, uint32_t gx, uint32_t gy);
+/* Queues a zero fill of n bytes at off (multiples of 4): a clear command, not a dispatch. */
+WG_IMPORT(clear) void lithe__wg_clear(uint32_t id, uint32_t off, uint32_t n);
+/* What the adapter offers the shaders: bit 0 subgroups; bits 8..15 / 16..23 its smallest and
+ * largest subgroup size (0: unknown). */
+WG_IMPORT(features) uint32_t lithe__wg_features(void);
 /* Submits queued work (nothing when none is queued). */
 WG_IMPORT(flush) void lithe__wg_flush(void);
 /* The message of the last failed import call into buf (cap bytes, NUL-terminated). */
@@ -55,6 +60,9 @@ typedef struct lithe__wg {
     uint32_t pool_n[LITHE__WG_CLASSES], pool_cap[LITHE__WG_CLASSES];
     uint32_t dummy[6]; /* one per binding slot: an unused binding never aliases another */
     uint64_t n_buffers; /* buffers created, for tests (repeated steps create none) */
+    /* the adapter has subgroups of 4..64: 1, GEMMs of up to 32 rows take shaders/gemm_sg.wgsl;
+     * 2 (tests), every GEMM does; 0 none */
+    int subgroups;
 } lithe__wg;
 
 static inline lithe__wg *lithe__wg_of(lithe_backend *be) { return (lithe__wg *)be->ctx; }
@@ -67,7 +75,8 @@ typedef struct lithe__wg_params {
 
 /* The shaders (shaders/<name>.wgsl, embedded by embed_wgsl.cmake into lithe_wg_shaders.c). */
 #define LITHE__WG_SHADERS(X) X(fill) X(elementwise) X(rows) X(act) X(softmax) X(reduce) X(optim) X(cce) X(gemm) X(copy) \
-    X(ids) X(maxout) X(seq2col) X(sparse) X(lstm_mat) X(lstm_cell) X(attention) X(gemm_q8)
+    X(ids) X(maxout) X(seq2col) X(sparse) X(lstm_mat) X(lstm_cell) X(attention) X(gemm_q8) \
+    X(gemm_sg)
 enum {
 #define X(n) LITHE__WG_SH_##n,
     LITHE__WG_SHADERS(X)
@@ -89,6 +98,9 @@ lithe_status lithe__wg_scratch(lithe_backend *be, size_t n, lithe_tensor **out);
 /* Reads n bytes of t's buffer from t's first element (a synchronisation point). */
 lithe_status lithe__wg_read_tensor(lithe_backend *be, const lithe_tensor *t, void *dst, size_t n);
 
+/* adam_step with gradient clipping in one workgroup (norm, decision and step in one dispatch) up
+ * to this many elements; larger params take partials, the decision and the step (three). */
+#define LITHE__WG_FUSED_CLIP_MAX 262144
 #define WG_SIZE 256u
 #define WG_MAX_GROUPS 1024u
 static inline uint32_t lithe__wg_groups(int64_t n) {
@@ -122,5 +134,9 @@ static inline lithe_status lithe__wg_dense(const char *op, const lithe_tensor *t
 #undef LITHE_PRIM
 
 void lithe__wg_fill_ops(lithe_backend_ops *ops);
+/* The optional cce_stats op (core/backend.h; ops_train.c). */
+lithe_status lithe__wg_cce_stats(lithe_backend *be, const lithe_tensor *G, const lithe_tensor *labels,
+                                 const lithe_tensor *D, float smoothing, bool has_missing, int64_t missing,
+                                 lithe_tensor *out);
 
 #endif

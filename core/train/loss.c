@@ -1,8 +1,35 @@
 /* Thinc's CategoricalCrossentropy (thinc/loss.py): d = (guesses - target) * mask / B and the
  * loss Thinc 8.1 reports, sum(d ** 2). */
 #include "../internal.h"
+#include "loss_device.h"
 
 #include <math.h>
+
+/* The checks of int labels T (B,) for C classes, read from `labels` (T's values in host memory),
+ * and of the label smoothing: lithe_categorical_crossentropy's, shared with its one-read-back
+ * form (loss_device.c). */
+lithe_status lithe__cce_check_labels(const lithe_cce_opts *opts, const lithe_tensor *T, const void *labels, int64_t B,
+                                     int64_t C) {
+    const char *fn = "CategoricalCrossentropy";
+    if (T->ndim != 1 || T->shape[0] != B)
+        return lithe__fail(LITHE_ERR_SHAPE, "%s: %lld labels for %lld rows of guesses", fn,
+                           (long long)(T->ndim ? T->shape[0] : 0), (long long)B);
+    if (opts->label_smoothing < 0.0f)
+        return lithe__fail(LITHE_ERR_VALUE, "%s: label smoothing %g must be >= 0", fn, (double)opts->label_smoothing);
+    if (opts->label_smoothing > 0.0f && C < 2)
+        return lithe__fail(LITHE_ERR_VALUE, "%s: label smoothing needs more than 1 class, got %lld", fn, (long long)C);
+    if (C > 1 && opts->label_smoothing >= (float)(C - 1) / (float)C)
+        return lithe__fail(LITHE_ERR_VALUE, "%s: for %lld classes label_smoothing must be less than %g, got %g", fn,
+                           (long long)C, (double)(C - 1) / (double)C, (double)opts->label_smoothing);
+    for (int64_t i = 0; i < B; i++) {
+        int64_t l = T->dtype == LITHE_I64 ? ((const int64_t *)labels)[i] : ((const int32_t *)labels)[i];
+        if (opts->has_missing_value && l == opts->missing_value) continue;
+        if (l < 0 || l >= C)
+            return lithe__fail(LITHE_ERR_VALUE, "%s: label %lld of row %lld outside [0, %lld)", fn, (long long)l,
+                               (long long)i, (long long)C);
+    }
+    return LITHE_OK;
+}
 
 lithe_status lithe_categorical_crossentropy(const lithe_cce_opts *opts, const lithe_tensor *G,
                                             const lithe_tensor *T, lithe_tensor **d_out, float *loss) {
@@ -28,33 +55,19 @@ lithe_status lithe_categorical_crossentropy(const lithe_cce_opts *opts, const li
     lithe_tensor *D = NULL;
     lithe_status s;
     if (T->dtype == LITHE_I32 || T->dtype == LITHE_I64) {
-        if (T->ndim != 1 || T->shape[0] != B)
-            return lithe__fail(LITHE_ERR_SHAPE, "%s: %lld labels for %lld rows of guesses", fn,
-                               (long long)(T->ndim ? T->shape[0] : 0), (long long)B);
-        if (opts->label_smoothing < 0.0f)
-            return lithe__fail(LITHE_ERR_VALUE, "%s: label smoothing %g must be >= 0", fn, (double)opts->label_smoothing);
-        if (opts->label_smoothing > 0.0f && C < 2)
-            return lithe__fail(LITHE_ERR_VALUE, "%s: label smoothing needs more than 1 class, got %lld", fn, (long long)C);
-        if (C > 1 && opts->label_smoothing >= (float)(C - 1) / (float)C)
-            return lithe__fail(LITHE_ERR_VALUE, "%s: for %lld classes label_smoothing must be less than %g, got %g", fn,
-                               (long long)C, (double)(C - 1) / (double)C, (double)opts->label_smoothing);
         /* labels on a device are checked from a host copy (a small read-back) */
         size_t lbytes = (size_t)B * lithe_dtype_size(T->dtype);
+        if (T->ndim != 1 || T->shape[0] != B) return lithe__cce_check_labels(opts, T, NULL, B, C); /* its message */
         void *host = be->host_memory ? NULL : lithe__malloc(lbytes ? lbytes : 1);
         if (!be->host_memory && !host) return lithe__oom(fn, lbytes);
         if (host && (s = lithe_tensor_read(T, host, lbytes)) != LITHE_OK) {
             lithe__free(host);
             return s;
         }
-        const void *lv = host ? host : lithe__tdata(T);
-        for (int64_t i = 0; i < B; i++) {
-            int64_t l = T->dtype == LITHE_I64 ? ((const int64_t *)lv)[i] : ((const int32_t *)lv)[i];
-            if (opts->has_missing_value && l == opts->missing_value) continue;
-            if (l < 0 || l >= C) {
-                lithe__free(host);
-                return lithe__fail(LITHE_ERR_VALUE, "%s: label %lld of row %lld outside [0, %lld)", fn, (long long)l,
-                                   (long long)i, (long long)C);
-            }
+        s = lithe__cce_check_labels(opts, T, host ? host : lithe__tdata(T), B, C);
+        if (s != LITHE_OK) {
+            lithe__free(host);
+            return s;
         }
         lithe__free(host);
         LITHE__TRY(lithe__tensor_like(G, false, &D));

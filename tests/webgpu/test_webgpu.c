@@ -524,3 +524,107 @@ EXPORT void *wgt_mlp_bytes(size_t *len) {
     lithe_model_free(m);
     return buf;
 }
+
+/* ---- issue 27: the loss read back once, fused clip + Adam, the subgroup GEMM ---- */
+#include "../../backends/webgpu/webgpu_internal.h"
+#include "../../core/train/loss_device.h"
+
+/* lithe__cce_labels_once on WebGPU (the cce_stats op, one read-back) against
+ * lithe_categorical_crossentropy + lithe_cross_entropy on the CPU: int32 / int64 labels, label
+ * smoothing, a missing value, unnormalized; a guess outside [0, 1] and a label outside [0, C)
+ * refused with the CPU's messages. */
+static void t_loss_once(void) {
+    static const int64_t bc[][2] = {{1, 1}, {5, 3}, {32, 10}, {300, 7}, {3, 1000}};
+    char w[128];
+    for (size_t k = 0; k < sizeof bc / sizeof bc[0]; k++) {
+        int64_t B = bc[k][0], C = bc[k][1], n = B * C;
+        for (int var = 0; var < 4; var++) {
+            bool i64 = var & 1;
+            lithe_cce_opts o = {.unnormalized = var == 3, .has_missing_value = var >= 2, .missing_value = 1,
+                                .label_smoothing = var == 1 && C > 2 ? 0.1f : 0.0f};
+            pair G = pair_rand(2, bc[k], 0.001, 1);
+            int64_t lab64[1000];
+            int32_t lab32[1000];
+            for (int64_t i = 0; i < B; i++) lab32[i] = (int32_t)(lab64[i] = (int64_t)(uni() * (double)C) % C);
+            pair L = pair_new(i64 ? LITHE_I64 : LITHE_I32, 1, &B, i64 ? (void *)lab64 : (void *)lab32);
+            lithe_tensor *Dc = NULL, *Dv = NULL;
+            float lc = 0, lv = 0;
+            double cc = 0, cv = 0;
+            OK(lithe_categorical_crossentropy(&o, G.c, L.c, &Dc, &lc));
+            OK(lithe_cross_entropy(&o, G.c, L.c, &cc));
+            OK(lithe__cce_labels_once(&o, G.v, L.v, i64 ? (void *)lab64 : (void *)lab32, &Dv, &lv, &cv));
+            snprintf(w, sizeof w, "loss once D B=%lld C=%lld variant %d", (long long)B, (long long)C, var);
+            expect_pair(w, (pair){Dc, Dv}, 1e-7, 1e-6);
+            if (!(fabs(lc - lv) <= 1e-5 + 1e-4 * fabs(lc)) || !(fabs(cc - cv) <= 1e-5 + 1e-4 * fabs(cc)))
+                FAIL("loss once B=%lld C=%lld variant %d: thinc loss cpu %.9g webgpu %.9g, cross-entropy cpu %.9g "
+                     "webgpu %.9g", (long long)B, (long long)C, var, lc, lv, cc, cv);
+            lithe_tensor_release(Dc);
+            lithe_tensor_release(Dv);
+            (void)n;
+            pair_free(G);
+            pair_free(L);
+        }
+    }
+    /* refusals: a guess outside [0, 1] (on the device), a label outside [0, C) (on the host) */
+    int64_t s[2] = {4, 3}, B = 4;
+    pair G = pair_rand(2, s, 0, 1), Bad = pair_rand(2, s, 0.5, 1.5);
+    int32_t good[4] = {0, 1, 2, 0}, bad[4] = {0, 3, 2, 0};
+    pair L = pair_new(LITHE_I32, 1, &B, good);
+    float l;
+    lithe_status st = lithe__cce_labels_once(NULL, Bad.v, L.v, good, NULL, &l, NULL);
+    if (st != LITHE_ERR_VALUE || !strstr(lithe_last_error(), "guesses outside the [0,1] interval"))
+        FAIL("loss once: a guess outside [0, 1]: got %s: %s", lithe_status_str(st), lithe_last_error());
+    st = lithe__cce_labels_once(NULL, G.v, L.v, bad, NULL, &l, NULL);
+    if (st != LITHE_ERR_VALUE || !strstr(lithe_last_error(), "label 3 of row 1 outside [0, 3)"))
+        FAIL("loss once: a label outside [0, C): got %s: %s", lithe_status_str(st), lithe_last_error());
+    pair_free(G);
+    pair_free(Bad);
+    pair_free(L);
+}
+
+/* adam_step with clipping above the fused path's size (partials, decision, step: three dispatches). */
+static void t_adam_step_large(void) {
+    int64_t n = LITHE__WG_FUSED_CLIP_MAX + 1001;
+    pair W = pair_rand(1, &n, -1, 1), G = pair_rand(1, &n, -1, 1), m1 = pair_rand(1, &n, -0.1, 0.1),
+         m2 = pair_rand(1, &n, 0, 0.1);
+    BOTH(lithe__op_adam_step(cpu, W.c, G.c, m1.c, m2.c, NULL, 0.5, 0.9f, 0.999f, 1e-8f, 0.01f, 1.0f, 0.9f),
+         lithe__op_adam_step(dev, W.v, G.v, m1.v, m2.v, NULL, 0.5, 0.9f, 0.999f, 1e-8f, 0.01f, 1.0f, 0.9f));
+    expect_pair("adam_step clip 0.5 n=263145 (unfused)", W, 1e-6, 1e-5);
+    expect_pair("adam_step unfused G zeroed", G, 0, 0);
+    pair_free(W);
+    pair_free(G);
+    pair_free(m1);
+    pair_free(m2);
+}
+
+EXPORT int wgt_once(void) {
+    if (begin()) return 1;
+    t_loss_once();
+    t_adam_step_large();
+    return failures;
+}
+
+/* The GEMM's subgroup rule (webgpu_internal.h: 0 none, 1 up to 32 rows, 2 every GEMM); on >= 0
+ * sets it (only where the adapter has subgroups). */
+static bool sg_available;
+EXPORT int wgt_subgroups(int on) {
+    if (begin()) return -1;
+    lithe__wg *wg = lithe__wg_of(dev);
+    static bool probed;
+    if (!probed) sg_available = wg->subgroups != 0, probed = true;
+    if (on >= 0) wg->subgroups = sg_available ? on : 0;
+    return wg->subgroups;
+}
+
+/* The GEMM cases of wgt_primitives with each variant the adapter offers (subgroups on, off). */
+EXPORT int wgt_gemm_variants(void) {
+    if (begin()) return 1;
+    int had = wgt_subgroups(-1);
+    for (int on = sg_available; on >= 0; on--) {
+        wgt_subgroups(on ? 2 : 0); /* every GEMM through the variant */
+        printf("gemm variant: %s\n", on ? "subgroups (gemm_sg.wgsl)" : "tiled (gemm.wgsl)");
+        t_gemm();
+    }
+    wgt_subgroups(had);
+    return failures;
+}

@@ -47,7 +47,7 @@ async function load(dev) {
   const asyncify = new Asyncify();
   const getMemory = () => instance.exports.memory;
   const base = moduleImports(module, getMemory, (fd, text) => out.push(text));
-  const wg = webgpuImports(dev, getMemory, asyncify);
+  const wg = webgpuImports(dev, getMemory, asyncify, found.info);
   instance = await WebAssembly.instantiate(module, { ...base, ...wg.imports });
   instance.exports._initialize?.();
   asyncify.attach(instance, instance.exports.malloc);
@@ -61,6 +61,23 @@ test('every implemented primitive matches the CPU backend', { skip }, async () =
   assert.equal(fails, 0, m.out.join('\n'));
   assert.deepEqual(m.wg.errors, [], 'WebGPU validation errors');
   console.log(`primitives: ${m.wg.stats.dispatches} dispatches, ${m.wg.stats.submits} submits, ${m.wg.stats.pipelines} pipelines`);
+});
+
+test('the loss read back once and clipped Adam in one dispatch match the CPU', { skip }, async () => {
+  const m = await load(device);
+  const fails = await m.call('wgt_once');
+  assert.equal(fails, 0, m.out.join('\n'));
+  assert.deepEqual(m.wg.errors, [], 'WebGPU validation errors');
+});
+
+test('the GEMM matches the CPU with each variant the adapter offers (subgroups, tiled)', { skip }, async () => {
+  const m = await load(device);
+  const sg = m.instance.exports.wgt_subgroups(-1);
+  console.log(`subgroups: ${sg ? 'yes' : 'no'} (adapter subgroup sizes ${found.info?.subgroupMinSize ?? '?'}..${found.info?.subgroupMaxSize ?? '?'})`);
+  const fails = await m.call('wgt_gemm_variants');
+  assert.equal(fails, 0, m.out.join('\n'));
+  assert.deepEqual(m.wg.errors, [], 'WebGPU validation errors');
+  console.log((m.out.join('').match(/gemm variant: [^\n]*?\)/g) ?? []).join('; '));
 });
 
 test('a Relu MLP predicts and takes ten Adam steps as on the CPU', { skip }, async () => {
@@ -140,8 +157,16 @@ test("npm API: init({ device: 'webgpu' }), model.to('webgpu'), predictAsync / tr
     assert.ok(Math.abs(lg - lc) < 1e-4, `loss at step ${step}: webgpu ${lg}, cpu ${lc}`);
   }
   const s1 = lithe.device().stats;
-  console.log(`npm trainStepAsync: ${(s1.dispatches - s0.dispatches) / 10} dispatches, ${(s1.submits - s0.submits) / 10} submits, ` +
-              `${(s1.readbacks - s0.readbacks) / 10} read-backs per step`);
+  const per = (k) => (s1[k] - s0[k]) / 10;
+  console.log(`npm trainStepAsync (20-48-32-10 MLP, batch 8): ${per('dispatches')} dispatches, ${per('clears')} clears, ` +
+              `${per('submits')} submits, ${per('readbacks')} read-backs, ${per('uploads')} uploads per step`);
+  // issue 27: the loss (with the guesses' range check) is the step's one read-back; the forward
+  // pass rides in its submit, the backward pass and the update in one more
+  assert.equal(per('readbacks'), 1, 'one read-back per step: the loss');
+  assert.ok(per('submits') <= 2, `at most one submit per step plus the loss read-back's, got ${per('submits')}`);
+  // labels outside [0, C) are refused before anything goes up, with the CPU's message
+  await assert.rejects(onGpu.trainStepAsync({ x: lithe.tensor(x, [8, 20]), y: Int32Array.from({ length: 8 }, (_, i) => (i === 3 ? 10 : 0)), optimizer: og }),
+                       /label 10 of row 3 outside \[0, 10\)/);
   const p1 = await onGpu.predictAsync(x, [8, 20]), c1 = onCpu.predict(x, [8, 20]);
   for (let i = 0; i < c1.data.length; i++) assert.ok(Math.abs(p1.data[i] - c1.data[i]) < 1e-4, `prediction ${i} after 10 steps`);
 });

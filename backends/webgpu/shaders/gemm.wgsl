@@ -26,7 +26,9 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     let tA = (OP & 1u) != 0u; let tB = (OP & 2u) != 0u;
     let tx = lid.x; let ty = lid.y; let tid = ty * 16u + tx;
     let m0 = wid.y * BM; let n0 = wid.x * BN;
-    var acc: array<array<f32, 4>, 4>;
+    // rows r = 0..3 in four vec4 accumulators (columns q = 0..3): no dynamically indexed private
+    // array, which SwiftShader turns into gathers
+    var acc0 = vec4<f32>(0.0); var acc1 = vec4<f32>(0.0); var acc2 = vec4<f32>(0.0); var acc3 = vec4<f32>(0.0);
     for (var k0 = 0u; k0 < K; k0 += BK) {
         for (var l = 0u; l < 4u; l++) {
             let e = tid + l * 256u;
@@ -48,12 +50,9 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         }
         workgroupBarrier();
         for (var k = 0u; k < BK; k++) {
-            var av: array<f32, 4>; var bv: array<f32, 4>;
-            for (var r = 0u; r < 4u; r++) { av[r] = As[k][ty + 16u * r]; }
-            for (var q = 0u; q < 4u; q++) { bv[q] = Bs[k][tx + 16u * q]; }
-            for (var r = 0u; r < 4u; r++) {
-                for (var q = 0u; q < 4u; q++) { acc[r][q] += av[r] * bv[q]; }
-            }
+            let av = vec4<f32>(As[k][ty], As[k][ty + 16u], As[k][ty + 32u], As[k][ty + 48u]);
+            let bv = vec4<f32>(Bs[k][tx], Bs[k][tx + 16u], Bs[k][tx + 32u], Bs[k][tx + 48u]);
+            acc0 += av.x * bv; acc1 += av.y * bv; acc2 += av.z * bv; acc3 += av.w * bv;
         }
         workgroupBarrier();
     }
@@ -61,12 +60,14 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     for (var r = 0u; r < 4u; r++) {
         let gm = m0 + ty + 16u * r;
         if (gm >= M) { continue; }
+        var row = acc0;
+        if (r == 1u) { row = acc1; } else if (r == 2u) { row = acc2; } else if (r == 3u) { row = acc3; }
         for (var q = 0u; q < 4u; q++) {
             let gn = n0 + tx + 16u * q;
             if (gn >= N) { continue; }
             let ci = OFF(0u) + gm * ldc + gn;
             var v: f32;
-            if (beta == 0.0) { v = alpha * acc[r][q]; } else { v = alpha * acc[r][q] + beta * c[ci]; }
+            if (beta == 0.0) { v = alpha * row[q]; } else { v = alpha * row[q] + beta * c[ci]; }
             if ((flags & 1u) != 0u) { v += bias[OFF(3u) + gn]; }
             if ((flags & 4u) != 0u) { z[OFF(4u) + gm * ldz + gn] = v; }
             if ((flags & 2u) != 0u) { v = fwd(kind, v); }

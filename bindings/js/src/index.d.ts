@@ -153,6 +153,8 @@ export declare class Model extends Handle {
   /** predict as a promise (on WebGPU: one submit for the forward pass, one read-back of the output). */
   predictAsync(x: TensorLike, shape?: readonly number[]): Promise<Tensor<Float32Array>>;
   /** trainStep as a promise (on WebGPU the loss is a read-back). */
+  /** trainStep as a promise; on WebGPU with int labels one read-back per step (the loss, with the
+   *  guesses' range check; the labels are checked on the host before they go up). */
   trainStepAsync(step: TrainStep): Promise<number>;
   /** Grows the output layer to n classes, keeping the old rows (new ones start at zero). */
   resizeOutput(n: number): this;

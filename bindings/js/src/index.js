@@ -82,7 +82,7 @@ async function startModule(options) {
     relaxed: false, // the WebGPU module is a SIMD128 build
     wasm: options.wasm ?? new URL('../dist/lithe-webgpu.wasm', import.meta.url),
     extraImports: (getMemory) => {
-      wg = webgpuImports(found.device, () => getMemory() ?? loadedMemory(), asyncify);
+      wg = webgpuImports(found.device, () => getMemory() ?? loadedMemory(), asyncify, found.info);
       return wg.imports;
     },
   });
@@ -502,7 +502,23 @@ export class Model extends Handle {
     if (!(opt instanceof Optimizer)) throw litheError(STATUS.INVALID_ARG, 'trainStepAsync needs an optimizer (lithe.adam() or lithe.sgd())');
     const kind = LOSSES[loss];
     if (kind === undefined) throw litheError(STATUS.VALUE, `unknown loss '${loss}' (categorical_crossentropy or l2)`);
-    const ys = Array.isArray(y) ? new Tensor(Int32Array.from(y)) : y;
+    const ys = asTensor(Array.isArray(y) ? new Tensor(Int32Array.from(y)) : y);
+    if (kind === 0 && (ys.dtype === DTYPE.I32 || ys.dtype === DTYPE.I64)) {
+      // int labels: checked on the host before they go up; the forward pass and the loss in one
+      // submit with one read-back (the loss and the guesses' range check together), the backward
+      // pass and the update in a second submit (lithe_js_train_step_once)
+      const xh = toC(asTensor(x));
+      let yh = 0;
+      try {
+        yh = toC(ys);
+        this.#prepared = false;
+        r.check(await callAsync('lithe_js_train_step_once', this.ptr, opt.ptr, this.#backend, xh, yh, report === 'thinc' ? 1 : 0, r.outPtr(1)));
+        return r.readF32(r.outPtr(1));
+      } finally {
+        r.lithe_tensor_release(xh);
+        if (yh) r.lithe_tensor_release(yh);
+      }
+    }
     const xp = await toDevice(toC(asTensor(x)), this.#backend);
     let yp = 0;
     try {

@@ -33,8 +33,10 @@ export async function requestDevice(gpu) {
   const want = ['maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize'];
   const requiredLimits = {};
   for (const k of want) if (adapter.limits?.[k]) requiredLimits[k] = adapter.limits[k];
+  // subgroups (Chromium's and Dawn's SwiftShader adapters have them): the GEMM's subgroup variant
+  const requiredFeatures = adapter.features?.has?.('subgroups') ? ['subgroups'] : [];
   try {
-    const device = await adapter.requestDevice({ requiredLimits });
+    const device = await adapter.requestDevice({ requiredLimits, requiredFeatures });
     keepAlive.add(gpu);
     return { device, adapter, info: adapter.info };
   } catch (e) {
@@ -107,7 +109,7 @@ export class Asyncify {
 }
 
 // The recorder: imports for the module, bound to `device`; getMemory() gives the instance's memory.
-export function webgpuImports(device, getMemory, asyncify) {
+export function webgpuImports(device, getMemory, asyncify, adapterInfo = null) {
   const buffers = [null]; // id 0: none
   const freeIds = [];
   const pipelines = new Map(); // `${shader}:${op}` -> GPUComputePipeline
@@ -117,7 +119,8 @@ export function webgpuImports(device, getMemory, asyncify) {
   let nParams = 0;
   let paramBuf = null;
   let lastError = '';
-  const stats = { dispatches: 0, submits: 0, copies: 0, readbacks: 0, pipelines: 0, buffers: 0, uploads: 0 };
+  const stats = { dispatches: 0, submits: 0, copies: 0, readbacks: 0, pipelines: 0, buffers: 0, uploads: 0, clears: 0 };
+  const staged = []; // upload staging buffers of the queued work, destroyed after its submit
   const STORAGE = 0x80, COPY_SRC = 0x04, COPY_DST = 0x08, MAP_READ = 0x01, UNIFORM = 0x40; // GPUBufferUsage
   const decoder = new TextDecoder();
   const mem = () => new Uint8Array(getMemory().buffer);
@@ -177,7 +180,8 @@ export function webgpuImports(device, getMemory, asyncify) {
           pass.end();
           pass = null;
         }
-        enc.copyBufferToBuffer(c.src, c.srcOff, c.dst, c.dstOff, c.n);
+        if (c.kind === 'clear') enc.clearBuffer(c.dst, c.dstOff, c.n);
+        else enc.copyBufferToBuffer(c.src, c.srcOff, c.dst, c.dstOff, c.n);
       }
     }
     if (pass) pass.end();
@@ -185,6 +189,7 @@ export function webgpuImports(device, getMemory, asyncify) {
     stats.submits++;
     queued = [];
     nParams = 0;
+    for (const b of staged.splice(0)) b.destroy();
   }
 
   function fail(msg) {
@@ -220,8 +225,18 @@ export function webgpuImports(device, getMemory, asyncify) {
     },
     write(id, off, ptr, n) {
       if (off % 4) return fail(`upload at byte ${off}: WebGPU writes start on 4-byte boundaries`);
-      flush(); // the write must land after queued work that reads the old contents
       const n4 = (n + 3) & ~3;
+      stats.uploads++;
+      if (queued.length) {
+        // queued work may read the old contents: the bytes go to a staging buffer now and are
+        // copied in order with the queued commands (no submit of their own)
+        const st = device.createBuffer({ size: n4, usage: COPY_SRC, mappedAtCreation: true });
+        new Uint8Array(st.getMappedRange()).set(mem().subarray(ptr, ptr + n));
+        st.unmap();
+        staged.push(st);
+        queued.push({ kind: 'copy', src: st, srcOff: 0, dst: buffers[id], dstOff: off, n: n4 });
+        return 0;
+      }
       let src = mem().subarray(ptr, ptr + n);
       if (n4 !== n) {
         const padded = new Uint8Array(n4);
@@ -229,8 +244,19 @@ export function webgpuImports(device, getMemory, asyncify) {
         src = padded;
       }
       device.queue.writeBuffer(buffers[id], off, src, 0, n4);
-      stats.uploads++;
       return 0;
+    },
+    // Queues a zero fill of n bytes at off (4-byte aligned): a clear command, not a dispatch.
+    clear(id, off, n) {
+      queued.push({ kind: 'clear', dst: buffers[id], dstOff: off, n });
+      stats.clears++;
+    },
+    // What the adapter offers the shaders: bit 0 subgroups, bits 8..15 its smallest subgroup size,
+    // bits 16..23 its largest (0: unknown).
+    features() {
+      if (!device?.features?.has?.('subgroups')) return 0;
+      const min = adapterInfo?.subgroupMinSize ?? 0, max = adapterInfo?.subgroupMaxSize ?? 0;
+      return 1 | ((min & 255) << 8) | ((max & 255) << 16);
     },
     read: asyncify.wrap((id, off, ptr, n) => {
       const a0 = off & ~3, a1 = (off + n + 3) & ~3;
