@@ -9,11 +9,13 @@
  *
  * Plain C (no cmocka), so the wasi preset builds it too: tests/wasm runs it under node:wasi with the
  * SIMD128 kernel. Ends with "q8_ukernels: N passed, M failed" and exits non-zero on a failure. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime for --bench */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "lithe.h"
 #include "../backends/cpu/gemm/qgemm.h"
@@ -110,7 +112,45 @@ static void check_gemm(const lithe__q8_kernel *k, const lithe__q8_kernel *ref) {
     }
 }
 
-int main(void) {
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+/* --bench M N K: the best kernel's int8 GEMM, one thread, min over 200 runs, and its tiles alone */
+static int bench(int64_t M, int64_t N, int64_t K) {
+    const lithe__q8_kernel *k = lithe__q8_kernel_best();
+    if (!k || M < 1 || N < 1 || K < 1 || K > 131072) return 2;
+    const int64_t Kp = (K + 63) / 64 * 64;
+    float *A = malloc((size_t)(M * K) * sizeof *A), *Y = malloc((size_t)(M * N) * sizeof *Y), *sw = malloc((size_t)N * sizeof *sw);
+    int8_t *W = malloc((size_t)(N * K));
+    uint8_t *qa = calloc((size_t)(M * Kp), 1);
+    int32_t *wsum = malloc((size_t)N * sizeof *wsum);
+    for (int64_t i = 0; i < M * K; i++) A[i] = (float)(next() % 1000) / 1000.0f;
+    for (int64_t i = 0; i < N * K; i++) W[i] = (int8_t)((int)(next() % 255) - 127);
+    for (int64_t j = 0; j < N; j++) sw[j] = 0.01f;
+    lithe__q8_row_sums(N, K, W, K, wsum);
+    double best = 1e30, tiles = 1e30;
+    for (int r = 0; r < 200; r++) {
+        double t0 = now_ms();
+        (void)lithe__q8_gemm(k, false, M, N, K, A, K, W, K, wsum, sw, N, NULL, NULL, NULL, NULL, Y, N);
+        double t1 = now_ms();
+        int32_t acc[8];
+        for (int64_t j = 0; j < N; j += 2)
+            for (int64_t i = 0; i < M; i += 4)
+                k->tile((size_t)(M - i < 4 ? M - i : 4), (size_t)(N - j < 2 ? N - j : 2), (size_t)K, qa + i * Kp, (size_t)Kp, W + j * K, (size_t)K, acc);
+        double t2 = now_ms();
+        best = fmin(best, t1 - t0), tiles = fmin(tiles, t2 - t1);
+    }
+    printf("q8_ukernels: %s %lldx%lldx%lld: gemm %.4f ms, tiles %.4f ms (%.2f GOP/s)\n", k->isa, (long long)M, (long long)N,
+           (long long)K, best, tiles, 2e-6 * (double)(M * N * K) / best);
+    free(A), free(Y), free(sw), free(W), free(qa), free(wsum);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 5 && strcmp(argv[1], "--bench") == 0) return bench(atoll(argv[2]), atoll(argv[3]), atoll(argv[4]));
     const lithe__q8_kernel *ks[] = {lithe__q8_kernel_scalar(), lithe__q8_kernel_avx2(),    lithe__q8_kernel_vnni(),
                                     lithe__q8_kernel_neon(),   lithe__q8_kernel_neondot(), lithe__q8_kernel_wasmsimd()};
     const lithe__q8_kernel *best = lithe__q8_kernel_best();

@@ -24,6 +24,7 @@ int lithe__q8_gemm(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64
     return 1;
 }
 #else
+#if !defined(LITHE_SIMD_ONLY) /* the npm SIMD128 module: no LITHE_CPU_ISA to pick the scalar kernel by */
 static void tile_scalar(size_t mr, size_t nr, size_t kw, const uint8_t *a, size_t lda, const int8_t *w, size_t ldw,
                         int32_t *acc) {
     for (size_t i = 0; i < mr; i++)
@@ -35,10 +36,9 @@ static void tile_scalar(size_t mr, size_t nr, size_t kw, const uint8_t *a, size_
 }
 
 static const lithe__q8_kernel scalar_kernel = {"scalar", tile_scalar};
-#if defined(LITHE_SIMD_ONLY) /* the npm SIMD128 module: no LITHE_CPU_ISA to pick the scalar kernel by */
-const lithe__q8_kernel *lithe__q8_kernel_scalar(void) { return NULL; }
-#else
 const lithe__q8_kernel *lithe__q8_kernel_scalar(void) { return &scalar_kernel; }
+#else
+const lithe__q8_kernel *lithe__q8_kernel_scalar(void) { return NULL; }
 #endif
 
 const lithe__q8_kernel *lithe__q8_kernel_best(void) {

@@ -15,6 +15,7 @@
 #include "qgemm.h"
 
 #if defined(__wasm_simd128__)
+#include <string.h>
 #include <wasm_simd128.h>
 
 #if defined(__wasm_relaxed_simd__)
@@ -29,11 +30,11 @@
 typedef struct half2 {
     v128_t l, h;
 } half2;
-static inline half2 load_a(const uint8_t *p) {
+static inline __attribute__((always_inline)) half2 load_a(const uint8_t *p) {
     v128_t v = wasm_v128_load(p);
     return (half2){wasm_u16x8_extend_low_u8x16(v), wasm_u16x8_extend_high_u8x16(v)};
 }
-static inline half2 load_w(const int8_t *p) {
+static inline __attribute__((always_inline)) half2 load_w(const int8_t *p) {
     v128_t v = wasm_v128_load(p);
     return (half2){wasm_i16x8_extend_low_i8x16(v), wasm_i16x8_extend_high_i8x16(v)};
 }
@@ -43,52 +44,73 @@ static inline half2 load_w(const int8_t *p) {
 #define LOAD_W(p) load_w(p)
 #endif
 
-static inline int32_t hsum(v128_t v) {
+static inline __attribute__((always_inline)) int32_t hsum(v128_t v) {
     return wasm_i32x4_extract_lane(v, 0) + wasm_i32x4_extract_lane(v, 1) + wasm_i32x4_extract_lane(v, 2) +
            wasm_i32x4_extract_lane(v, 3);
+}
+
+#define INL static inline __attribute__((always_inline))
+typedef __typeof__(LOAD_A((const uint8_t *)0)) a_vec;
+typedef __typeof__(LOAD_W((const int8_t *)0)) w_vec;
+
+/* one step of 16 bytes: rows a, a + lda, ... against the columns p0, p1 */
+INL void step_4x2(v128_t *c, const uint8_t *a, size_t lda, const int8_t *p0, const int8_t *p1) {
+    w_vec w0 = LOAD_W(p0), w1 = LOAD_W(p1);
+    a_vec a0 = LOAD_A(a), a1 = LOAD_A(a + lda);
+    DOT(c[0], a0, w0);
+    DOT(c[1], a0, w1);
+    DOT(c[2], a1, w0);
+    DOT(c[3], a1, w1);
+    a0 = LOAD_A(a + 2 * lda), a1 = LOAD_A(a + 3 * lda);
+    DOT(c[4], a0, w0);
+    DOT(c[5], a0, w1);
+    DOT(c[6], a1, w0);
+    DOT(c[7], a1, w1);
+}
+INL void step_1x2(v128_t *c, const uint8_t *a, const int8_t *p0, const int8_t *p1) {
+    a_vec av = LOAD_A(a);
+    w_vec w0 = LOAD_W(p0), w1 = LOAD_W(p1);
+    DOT(c[0], av, w0);
+    DOT(c[1], av, w1);
+}
+INL void step_1x1(v128_t *c, const uint8_t *a, const int8_t *p0) {
+    a_vec av = LOAD_A(a);
+    w_vec w0 = LOAD_W(p0);
+    DOT(c[0], av, w0);
 }
 
 static void tile_wasm(size_t mr, size_t nr, size_t kw, const uint8_t *a, size_t lda, const int8_t *w, size_t ldw,
                       int32_t *acc) {
     const size_t kfull = kw / 16 * 16;
-    int8_t tail[LITHE__Q8_NR][16] = {{0}};
-    for (size_t j = 0; j < nr && kfull < kw; j++)
-        for (size_t k = kfull; k < kw; k++) tail[j][k - kfull] = w[j * ldw + k];
+    const int8_t *w1 = w + (nr == 2 ? ldw : 0); /* (nr 1: read as column 0, never stored) */
+    int8_t tail[LITHE__Q8_NR][16];
+    if (kfull < kw) { /* the last partial chunk of w's columns, zero-padded */
+        memset(tail, 0, sizeof tail);
+        memcpy(tail[0], w + kfull, kw - kfull);
+        memcpy(tail[1], w1 + kfull, kw - kfull);
+    }
     if (mr == 4 && nr == 2) {
-        v128_t c00 = wasm_i32x4_splat(0), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
-        for (size_t k = 0; k < kw; k += 16) {
-            const bool full = k < kfull;
-            __typeof__(LOAD_W(w)) w0 = LOAD_W(full ? w + k : tail[0]), w1 = LOAD_W(full ? w + ldw + k : tail[1]);
-            __typeof__(LOAD_A(a)) a0 = LOAD_A(a + k), a1 = LOAD_A(a + lda + k);
-            DOT(c00, a0, w0);
-            DOT(c01, a0, w1);
-            DOT(c10, a1, w0);
-            DOT(c11, a1, w1);
-            a0 = LOAD_A(a + 2 * lda + k), a1 = LOAD_A(a + 3 * lda + k);
-            DOT(c20, a0, w0);
-            DOT(c21, a0, w1);
-            DOT(c30, a1, w0);
-            DOT(c31, a1, w1);
-        }
-        acc[0] = hsum(c00), acc[1] = hsum(c01), acc[2] = hsum(c10), acc[3] = hsum(c11);
-        acc[4] = hsum(c20), acc[5] = hsum(c21), acc[6] = hsum(c30), acc[7] = hsum(c31);
+        v128_t c[8];
+        for (int e = 0; e < 8; e++) c[e] = wasm_i32x4_splat(0);
+        size_t k = 0;
+        for (; k < kfull; k += 16) step_4x2(c, a + k, lda, w + k, w1 + k);
+        if (k < kw) step_4x2(c, a + k, lda, tail[0], tail[1]);
+        for (int e = 0; e < 8; e++) acc[e] = hsum(c[e]);
         return;
     }
-    for (size_t i = 0; i < mr; i++) { /* edge tiles: a row at a time, both columns from one load of a */
+    for (size_t i = 0; i < mr; i++) { /* edge tiles (batch 1: every tile): a row at a time */
         const uint8_t *ai = a + i * lda;
-        v128_t c0 = wasm_i32x4_splat(0), c1 = c0;
-        for (size_t k = 0; k < kw; k += 16) {
-            const bool full = k < kfull;
-            __typeof__(LOAD_A(a)) av = LOAD_A(ai + k);
-            __typeof__(LOAD_W(w)) w0 = LOAD_W(full ? w + k : tail[0]);
-            DOT(c0, av, w0);
-            if (nr == 2) {
-                __typeof__(LOAD_W(w)) w1 = LOAD_W(full ? w + ldw + k : tail[1]);
-                DOT(c1, av, w1);
-            }
+        v128_t c[2] = {wasm_i32x4_splat(0), wasm_i32x4_splat(0)};
+        size_t k = 0;
+        if (nr == 2) {
+            for (; k < kfull; k += 16) step_1x2(c, ai + k, w + k, w1 + k);
+            if (k < kw) step_1x2(c, ai + k, tail[0], tail[1]);
+            acc[i * LITHE__Q8_NR + 1] = hsum(c[1]);
+        } else {
+            for (; k < kfull; k += 16) step_1x1(c, ai + k, w + k);
+            if (k < kw) step_1x1(c, ai + k, tail[0]);
         }
-        acc[i * LITHE__Q8_NR] = hsum(c0);
-        if (nr == 2) acc[i * LITHE__Q8_NR + 1] = hsum(c1);
+        acc[i * LITHE__Q8_NR] = hsum(c[0]);
     }
 }
 
