@@ -30,13 +30,13 @@
 typedef struct half2 {
     v128_t l, h;
 } half2;
+/* (v128.load8x8_u / _s: one load-and-widen each, a memory operand of V8's pmovzxbw / pmovsxbw on
+ * x86-64, where a 16-byte load and extend_low / extend_high took four instructions) */
 static inline __attribute__((always_inline)) half2 load_a(const uint8_t *p) {
-    v128_t v = wasm_v128_load(p);
-    return (half2){wasm_u16x8_extend_low_u8x16(v), wasm_u16x8_extend_high_u8x16(v)};
+    return (half2){wasm_u16x8_load8x8(p), wasm_u16x8_load8x8(p + 8)};
 }
 static inline __attribute__((always_inline)) half2 load_w(const int8_t *p) {
-    v128_t v = wasm_v128_load(p);
-    return (half2){wasm_i16x8_extend_low_i8x16(v), wasm_i16x8_extend_high_i8x16(v)};
+    return (half2){wasm_i16x8_load8x8(p), wasm_i16x8_load8x8(p + 8)};
 }
 #define DOT(c, a, w) \
     c = wasm_i32x4_add(c, wasm_i32x4_add(wasm_i32x4_dot_i16x8((a).l, (w).l), wasm_i32x4_dot_i16x8((a).h, (w).h)))
