@@ -427,16 +427,19 @@ class Model:
         return _lib.model_prepared_bytes(self._ptr)
 
     @_locked
-    def compress_weights(self, dtype: str = "int8") -> int:
+    def compress_weights(self, dtype: str = "int8", match: Optional[str] = None) -> int:
         """Stores the dense layers' W compact (lithe_model_compress_weights): "int8" (per-row
         symmetric int8, run by the int8 GEMM with dynamic quantization of the activations),
         "float16", "bfloat16", or "float32" (back). Biases stay float32; compact weights are
-        frozen. Returns how many weights changed. Save with save() for a 4x / 2x smaller file."""
+        frozen. Returns how many weights changed. Save with save() for a 4x / 2x smaller file.
+        `match`: a glob ("W" or "node/W", as freeze's) choosing which dense layers convert
+        (lithe_model_compress_matching); the others stay float32 and train."""
         codes = {"float32": 0, "float16": 1, "bfloat16": 2, "int8": 8, "f32": 0, "f16": 1, "bf16": 2}
         if dtype not in codes:
             raise ValueError(f"compress_weights: dtype {dtype!r} is not one of int8, float16, bfloat16, float32")
         n = ctypes.c_size_t()
-        _lib.check(_lib.model_compress_weights(self._ptr, codes[dtype], ctypes.byref(n)))
+        _lib.check(_lib.model_compress_matching(self._ptr, codes[dtype], match.encode() if match is not None else None,
+                                                ctypes.byref(n)))
         return n.value
 
     @_locked

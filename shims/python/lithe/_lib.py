@@ -112,8 +112,8 @@ backprop_run = _sig("lithe_backprop_run", ctypes.c_int, c_p, c_p, PP)
 backprop_free = _sig("lithe_backprop_free", None, c_p)
 model_finish_update = _sig("lithe_model_finish_update", ctypes.c_int, c_p, c_p)
 model_prepare_inference = _sig("lithe_model_prepare_inference", ctypes.c_int, c_p)
-model_compress_weights = _sig("lithe_model_compress_weights", ctypes.c_int, c_p, ctypes.c_int,
-                              ctypes.POINTER(ctypes.c_size_t))
+model_compress_matching = _sig("lithe_model_compress_matching", ctypes.c_int, c_p, ctypes.c_int, ctypes.c_char_p,
+                               ctypes.POINTER(ctypes.c_size_t))
 model_release_prepared = _sig("lithe_model_release_prepared", None, c_p)
 model_prepared_bytes = _sig("lithe_model_prepared_bytes", ctypes.c_size_t, c_p)
 model_to_thinc_bytes = _sig("lithe_model_to_thinc_bytes", ctypes.c_int, c_p, ctypes.POINTER(ctypes.POINTER(ctypes.c_uint8)),
