@@ -2,7 +2,7 @@
 needs, runs lithe (native, WASI, npm) and the peers one process at a time on this machine, and
 writes a Markdown report (bench/results.md by default). bench/README.md says what each row is.
 
-  bench/run.sh [--quick] [--only gemm,mlp,cnn,mobilenet,transformer,train,train-cnn,train-mnv2,train-transformer]
+  bench/run.sh [--quick] [--only gemm,mlp,cnn,mobilenet,transformer,train,train-cnn,train-mnv2,train-transformer,int8]
                [--rounds N] [--threads 2] [--out FILE] [--max-s S] [--skip-build]
 
 --rounds N runs every runner once per round in a rotated order and judges each ratio by its
@@ -28,16 +28,19 @@ from rounds import by_round, ratio_over_rounds
 BENCH = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(BENCH)
 PY = "/usr/bin/python3"
-GROUPS = ("gemm", "mlp", "cnn", "mobilenet", "transformer", "train", "train-cnn", "train-mnv2", "train-transformer")
+GROUPS = ("gemm", "mlp", "cnn", "mobilenet", "transformer", "train", "train-cnn", "train-mnv2", "train-transformer",
+          "int8")
 GEMMS = [(1, 512, 784), (64, 512, 784), (256, 256, 256), (1024, 1024, 1024)]
 WORKLOADS = ["mlp_b1", "mlp_b64", "cnn_b1", "cnn_b32", "mobilenet_v2_b1", "mobilenet_v3_small_b1", "lraspp_b1",
-             "transformer_b1"]
+             "transformer_b1", "mlp_int8_b64"]
 WL_GROUP = {"mlp_b1": "mlp", "mlp_b64": "mlp", "cnn_b1": "cnn", "cnn_b32": "cnn", "mobilenet_v2_b1": "mobilenet",
             "mobilenet_v3_small_b1": "mobilenet", "lraspp_b1": "mobilenet",
-            "transformer_b1": "transformer"}
+            "transformer_b1": "transformer", "mlp_int8_b64": "int8"}
 WL_MODEL = {"mlp_b1": "mlp", "mlp_b64": "mlp", "cnn_b1": "cnn", "cnn_b32": "cnn", "mobilenet_v2_b1": "mobilenet_v2",
             "mobilenet_v3_small_b1": "mobilenet_v3_small", "lraspp_b1": "lraspp_mobilenet_v3_large",
-            "transformer_b1": "transformer"}
+            "transformer_b1": "transformer", "mlp_int8_b64": "mlp_qdq"}
+# issue 24: mlp_int8_b64 is the MLP quantized to QDQ int8 by bench/qdq_model.py (from make_models.py's
+# MLP); lithe and onnxruntime run the same mlp_qdq.onnx, and lithe's float32 mlp_b64 row is its other peer
 # the training workloads and their --only groups (make_models.py's TRAIN writes all but the MLP's files)
 TRAIN_WLS = {"mlp_train_b64": "train", "cnn_train_b32": "train-cnn", "mobilenet_v2_train_b8": "train-mnv2",
              "transformer_train_b8": "train-transformer"}
@@ -236,11 +239,13 @@ def build():
                  cwd=BENCH)
         # only the models the asked-for groups run (make_models.py merges models.json)
         models = sorted({WL_MODEL[wl] for wl in WORKLOADS if WL_GROUP[wl] in A.only} |
-                        {TRAIN_MODEL[wl] for wl in train_wls(A.only)})
+                        {TRAIN_MODEL[wl] for wl in train_wls(A.only)} | ({"mlp"} if "int8" in A.only else set()))
         # (the .lithe export goes through lithe's Python package, so through this build's liblithe.so)
         lib = os.path.join(ROOT, A.build, "liblithe.so")
         step("make_models.py", [PY, os.path.join(BENCH, "make_models.py"), WORK, "--only", ",".join(models)],
              dict(env, LITHE_LIBRARY=lib) if os.path.exists(lib) else env)
+        if "int8" in A.only:
+            step("qdq_model.py", [PY, os.path.join(BENCH, "qdq_model.py"), WORK], env)
     if "gemm" in A.only:
         os.makedirs(BIN, exist_ok=True)
         flags = ["gcc", "-O2", "-std=c11", "-Wall", "-Wextra", "-I/usr/include/x86_64-linux-gnu/openblas-pthread"]
@@ -433,6 +438,7 @@ def peer_model_jobs(threads, groups):
     J = []
     wls = [wl for wl in WORKLOADS if WL_GROUP[wl] in groups]
     twls = train_wls(groups)
+    qwls = [wl for wl in wls if WL_GROUP[wl] == "int8"]  # the QDQ file: onnxruntime only (the others rebuild models)
     tf = timing_flags()
     env = base_env(threads)
 
@@ -443,6 +449,7 @@ def peer_model_jobs(threads, groups):
             add(f"onnxruntime-{backend} t{threads}", [
                 "node", os.path.join(BENCH, "runners/ort.mjs"), "--backend", backend, "--dir", WORK, "--threads",
                 str(threads), "--workloads", ",".join(wls)] + tf)
+    wls = [wl for wl in wls if wl not in qwls]
     only = ",".join(g for g, on in (("infer", bool(wls)), ("train", bool(twls))) if on)
     if not only:
         return J
@@ -733,6 +740,12 @@ def ratios(rounds):
             l1 = find("infer", wl, "lithe (native CLI)", lcfg)
             if wl in ("mlp_b64", "cnn_b32") and l1 and l2:
                 add(wl, f"{short}, 2 threads", "itself, 1 thread", ms(l2), ms(l1), 1.7, "ms")
+    # issue 24: the int8 MLP (QDQ) against lithe's own float32 MLP, same batch (the bar: this VNNI host's;
+    # on an AVX2-only host gemm_q8 runs its vpmaddubsw kernel)
+    lq, lf = find("infer", "mlp_int8_b64", "lithe (native CLI)", "graph layer"), find("infer", "mlp_b64", "lithe (native CLI)",
+                                                                                   "graph layer")
+    if lq and lf:
+        add("mlp_int8_b64", "native .onnx, QDQ int8", "lithe native .onnx float32 (mlp_b64)", ms(lq), ms(lf), 2.0, "ms")
     # issue 29: the npm package against the WASI build of the same C (bar: within 5 %, i.e. WASI median /
     # npm median >= 0.95), and the npm threads module against onnxruntime-web at the same thread count
     def npm_row(wl, threads, threaded):

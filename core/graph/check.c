@@ -87,6 +87,7 @@ lithe_status lithe__graph_check_node(const lithe__onnx_model *o, size_t i) {
     /* recurrent nodes (issue 23 item 6) */
     LITHE__TRY(lithe__graph_check_recurrent(o, i));
     LITHE__TRY(check_issue23(o, i)); /* issue 23 items 1-2: reductions, indexing, elementwise */
+    LITHE__TRY(lithe__graph_check_quant(o, i)); /* issue 24: quantization parameters (check_quant.c) */
     bool conv = !strcmp(n->op_type, "Conv"), convt = !strcmp(n->op_type, "ConvTranspose");
     bool pool = !strcmp(n->op_type, "MaxPool") || !strcmp(n->op_type, "AveragePool") || !strcmp(n->op_type, "LpPool");
     if (!conv && !convt && !pool) return lithe__graph_check_node_more(o, i);

@@ -405,6 +405,7 @@ static lithe_status try_conv_add(fuser *f, int64_t cv) {
 lithe_status lithe__graph_fuse(lithe__graph *g) {
     const char *off = lithe__knob(LITHE__KNOB_graph_fuse); /* "0": run every node as the file has it (to compare) */
     if (off && !strcmp(off, "0")) return LITHE_OK;
+    LITHE__TRY(lithe__graph_fuse_qdq(g)); /* issue 24: QDQ patterns to int8 kernels, before the float fusions */
     size_t ns = g->n_slots + 1, nn = g->onnx.n_nodes;
     fuser f = {g, lithe__calloc(ns, sizeof(int64_t)), lithe__calloc(ns, sizeof(int64_t)),
                lithe__calloc(ns, sizeof(int64_t))};

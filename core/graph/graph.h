@@ -56,6 +56,10 @@ typedef enum lithe__gfuse_kind {
     LITHE__FUSE_CONV,      /* in: the Conv's X, W, [b]; Y = act(conv) (Relu, Clip); attrs: node first's */
     LITHE__FUSE_CONV_ADD,  /* in: the Conv's X, W, b (slot -1: none), then R; Y = Add(conv, R) or Add(R, conv)
                             * (res_first); attrs: node first's */
+    /* QDQ fusion (fuse_qdq.c, issue 24): the activation's QuantizeLinear -> DequantizeLinear pair (q_*) */
+    LITHE__FUSE_QLINEAR, /* in: X (float, before its Q), W (I8 (N, K), quant params), [bias (N,)]; then act */
+    LITHE__FUSE_QCONV,   /* in: X, W (I8 (M, C / group, kH, kW), per-row quant), [bias (M,)]; attrs: node first's */
+    LITHE__FUSE_FAKEQ,   /* in: X; Y = DequantizeLinear(QuantizeLinear(X)) in float (per tensor) */
 } lithe__gfuse_kind;
 typedef struct lithe__gfuse {
     lithe__gfuse_kind kind;
@@ -65,6 +69,10 @@ typedef struct lithe__gfuse {
     lithe__act act;   /* LINEAR (when has_act), ACT, CONV */
     size_t first;     /* the pattern's first node (for messages; CONV: its attributes) */
     bool res_first;   /* CONV_ADD: the Add reads the residual first */
+    /* QLINEAR, QCONV, FAKEQ (issue 24): X is rounded as QuantizeLinear(scale, zero point) and its
+     * DequantizeLinear would: (clamp(rint(x / q_scale) + q_zero, q_min, q_max) - q_zero) * q_scale */
+    float q_scale;
+    int32_t q_zero, q_min, q_max;
 } lithe__gfuse;
 
 /* A windowed node's (Conv, the pools) strides, pads as given, dilations, auto_pad and Conv's group,
@@ -140,6 +148,13 @@ static inline lithe_status lithe__gexec_like(lithe__gexec *x, const lithe_tensor
     return lithe__bufpool_tensor(x->pool, t->storage->backend, t->dtype, t->ndim, t->shape, zero, out);
 }
 
+/* LoRA in a step (core/graph/graph_lora.c): the adapter on node's input k (an adapted param), if
+ * any; a Conv's temporary W + s·B·A (from x's pool); and a temporary weight gradient dW (shaped as
+ * W) into A's and B's gradients. */
+lithe_status lithe__graph_lora_of(lithe__gexec *x, size_t node, size_t k, lithe__lora_ad *ad, bool *on);
+lithe_status lithe__graph_lora_weight(lithe__gexec *x, const lithe__lora_ad *ad, lithe_tensor *W, lithe_tensor **Wt);
+lithe_status lithe__graph_lora_fold(lithe__gexec *x, const lithe__lora_ad *ad, lithe_tensor *dW);
+
 /* Rewrites g's nodes at load (after constant folding, before liveness): each pattern found becomes
  * one fused node (docs/onnx.md lists them). A pattern is fused only when its intermediate values
  * have no other reader and are not graph outputs, and its weights have the shapes it needs. */
@@ -187,6 +202,17 @@ void lithe__graph_prof_print(const lithe__graph *g);
 /* The fused ops (ops/fused.c). */
 extern const lithe__graph_op lithe__fused_layernorm_op, lithe__fused_linear_op, lithe__fused_act_op;
 extern const lithe__graph_op lithe__fused_conv_op, lithe__fused_conv_add_op;
+/* ---- quantized graphs (issue 24): load-time checks (check_quant.c), QDQ fusion (fuse_qdq.c, run
+ * first by lithe__graph_fuse), the fused int8 ops (ops/qfused.c) ---- */
+lithe_status lithe__graph_check_quant(const lithe__onnx_model *o, size_t i);
+/* Whether initializer `name` is a quantized operator's scale (a constant, never a trainable param);
+ * name NULL: whether the model has a node that reads a scale. */
+bool lithe__graph_quant_const(const lithe__onnx_model *o, const char *name);
+lithe_status lithe__graph_fuse_qdq(lithe__graph *g);
+extern const lithe__graph_op lithe__fused_qlinear_op, lithe__fused_qconv_op, lithe__fused_fakeq_op;
+/* The ONNX element type a slot holds when known at load (an initializer's, a Constant's, a
+ * QuantizeLinear's output: its zero point's), else 0 (ops/quant.c). */
+int32_t lithe__graph_slot_type(const lithe__graph *g, int64_t slot);
 
 /* Whether ops/einsum.c runs an Einsum equation with n_in operands; why says what is not (issue 23). */
 bool lithe__einsum_supported(const char *eq, size_t n_in, char *why, size_t cap);

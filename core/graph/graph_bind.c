@@ -196,10 +196,12 @@ static lithe_status graph_bind(lithe__graph *g, lithe__gctl *ctl, bool *again) {
     /* the slots by name while they are bound (a scan per node input was quadratic: an imported
      * model can have thousands of initializers) */
     lithe__names index = {0};
+    bool quant = lithe__graph_quant_const(o, NULL); /* issue 24: quantized operators' scales are constants */
     for (size_t i = 0; s == LITHE_OK && i < o->n_inits; i++) {
         const lithe__onnx_tensor *t = &o->inits[i];
-        if (!trainable(t)) s = lithe__graph_const_tensor(t, &g->slot_const[g->n_slots]);
-        if (s == LITHE_OK) s = add_slot(g, &index, t->name, trainable(t) ? SLOT_PARAM : SLOT_CONST);
+        bool param = trainable(t) && !(quant && lithe__graph_quant_const(o, t->name));
+        if (!param) s = lithe__graph_const_tensor(t, &g->slot_const[g->n_slots]);
+        if (s == LITHE_OK) s = add_slot(g, &index, t->name, param ? SLOT_PARAM : SLOT_CONST);
     }
     for (size_t i = 0; s == LITHE_OK && i < o->n_inputs; i++) {
         if (find_slot(&index, o->n_inits, o->inputs[i].name) >= 0) continue; /* an initializer listed as input (IR < 4) */

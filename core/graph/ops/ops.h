@@ -379,5 +379,36 @@ FWD(f_resize); BWD(b_resize); FWD(f_depth_space); BWD(b_depth_space);
 #define b_lrn lithe__gop_b_lrn
 FWD(f_groupnorm); BWD(b_groupnorm); FWD(f_lpnorm); BWD(b_lpnorm); FWD(f_mvn); BWD(b_mvn); FWD(f_lrn); BWD(b_lrn);
 /* ---- end of opsspatial's block ---- */
+/* ---- issue 24 item 4 (qdq24): quantized operators (quant.c, qlinear.c; fused: qfused.c) ---- */
+/* A quantization's parameters as a node reads them: n scales (1: per tensor, else along axis),
+ * zero points (NULL: 0), the code range of its integer type. hold: host copies to release. */
+typedef struct lithe__gq {
+    int64_t n, axis;
+    const float *scale;
+    const int64_t *zero;
+    int32_t qmin, qmax;
+    lithe_tensor *hold;
+} lithe__gq;
+#define gq_params lithe__gop_gq_params
+#define gq_release lithe__gop_gq_release
+#define host_f32 lithe__gop_host_f32
+/* in[ks] the scale, in[kz] the zero point (kz past n_in or left out: 0, type `dflt_type`), for data
+ * of rank `rank` whose extent along axis (normalized) must match a per-axis array (want_n < 0: the
+ * extent is `extent`); errors name the node. */
+lithe_status gq_params(lithe__gexec *x, size_t node, lithe_tensor **in, size_t n_in, size_t ks, size_t kz,
+                       int32_t dflt_type, int64_t axis, int64_t extent, const char *what, lithe__gq *q);
+void gq_release(lithe__gq *q);
+/* t's float32 values readable on the host: t itself, or a copy (*hold) */
+lithe_status host_f32(const lithe_tensor *t, lithe_tensor **hold, const float **out);
+#define f_quantize lithe__gop_f_quantize
+#define f_dequantize lithe__gop_f_dequantize
+#define f_dyn_quantize lithe__gop_f_dyn_quantize
+#define f_matmul_integer lithe__gop_f_matmul_integer
+#define f_conv_integer lithe__gop_f_conv_integer
+#define f_qlinear_matmul lithe__gop_f_qlinear_matmul
+#define f_qlinear_conv lithe__gop_f_qlinear_conv
+FWD(f_quantize); FWD(f_dequantize); FWD(f_dyn_quantize); FWD(f_matmul_integer); FWD(f_conv_integer);
+FWD(f_qlinear_matmul); FWD(f_qlinear_conv);
+/* ---- end of qdq24's block ---- */
 
 #endif

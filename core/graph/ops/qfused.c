@@ -1,0 +1,196 @@
+/* ONNX operators of the graph layer (core/graph/ops/), issue 24 item 4: the nodes QDQ fusion
+ * (core/graph/fuse_qdq.c) makes.
+ *
+ *   fused:QLinear  Q -> DQ of the activation, DQ(int8 weight) -> MatMul / Gemm (+ bias, + Relu / Clip):
+ *                  the activation rounded to its QuantizeLinear's grid (clamp included), then the
+ *                  gemm_q8 primitive with the weight kept as int8 (per output channel or per tensor
+ *                  scales, zero points 0), bias and activation in its epilogue
+ *   fused:QConv    the same around a Conv: group 1 as im2col + gemm_q8 one image at a time (the
+ *                  result transposed to NCHW); depthwise and grouped ones decode the int8 weight
+ *                  into a float scratch per run and run the conv2d primitive
+ *   fused:FakeQuant a Q -> DQ pair no int8 kernel absorbed (around Add, pooling, ...): one float pass
+ *
+ * gemm_q8 quantizes the rounded activation again per row (7-bit codes, its dynamic quantization:
+ * qgemm.h), so a fused result differs from onnxruntime's exact int32 sums by at most half of that
+ * row step times Σ|w| per output (tests/golden/gen_qdq_goldens.py computes the bound). Backends
+ * without gemm_q8 (Vulkan, CUDA) get the weight decoded to float. Forward only. */
+#include "ops.h"
+
+/* (clamp(rint(x / s) + z, lo, hi) - z) * s, as QuantizeLinear then DequantizeLinear compute it: x / s
+ * clamped to [lo - z, hi - z] first (the bounds are integers, so clamping before rounding is the same;
+ * NaN goes to lo), then rounded half to even by adding and taking away 1.5 * 2^23 (exact for
+ * |t| < 2^22, in the default rounding mode; the build keeps fp-contract off): a loop the compiler
+ * vectorizes, where rintf is a libm call per element on baseline x86-64. */
+static void fake_quant_rows(const lithe__gfuse *f, const float *X, int64_t n, float *Y) {
+    const float s = f->q_scale, lo = (float)(f->q_min - f->q_zero), hi = (float)(f->q_max - f->q_zero);
+    const float magic = 12582912.0f;
+    for (int64_t i = 0; i < n; i++) {
+        float t = X[i] / s;
+        t = t > hi ? hi : t;
+        t = t >= lo ? t : lo;
+        Y[i] = ((t + magic) - magic) * s;
+    }
+}
+
+/* X rounded on the activation's grid, a float tensor on x's backend. */
+static lithe_status fake_quant(lithe__gexec *x, const lithe__gfuse *f, lithe_tensor *X, lithe_tensor **out) {
+    lithe_tensor *hx = NULL, *Y = NULL;
+    const float *xs = NULL;
+    LITHE__TRY(host_f32(X, &hx, &xs));
+    lithe_status s = x->be->host_memory ? new_f32(x, X->ndim, X->shape, false, &Y)
+                                        : lithe__tensor_alloc(lithe__backend_host(), LITHE_F32, X->ndim, X->shape, false, &Y);
+    if (s == LITHE_OK) fake_quant_rows(f, xs, X->numel, lithe__f32(Y));
+    lithe_tensor_release(hx);
+    if (s != LITHE_OK || x->be->host_memory) {
+        *out = Y;
+        return s;
+    }
+    s = lithe_tensor_to_backend(Y, x->be, out);
+    lithe_tensor_release(Y);
+    return s;
+}
+
+/* W's float32 values on x's backend (where gemm_q8 is missing, and grouped convolutions). */
+static lithe_status decoded(lithe__gexec *x, const lithe_tensor *W, lithe_tensor **out) {
+    lithe_tensor *h = NULL;
+    LITHE__TRY(lithe__dequantize(W, &h));
+    if (x->be->host_memory) {
+        *out = h;
+        return LITHE_OK;
+    }
+    lithe_status s = lithe_tensor_to_backend(h, x->be, out);
+    lithe_tensor_release(h);
+    return s;
+}
+
+static lithe_status need_q8(lithe__gexec *x, size_t node, const lithe_tensor *W, int ndim) {
+    if (W->dtype != LITHE_I8 || !W->storage->quant || W->ndim != ndim)
+        return fail(x, node, LITHE_ERR_STATE, "the fused weight is not a %d-D int8 tensor", ndim);
+    return LITHE_OK;
+}
+
+FWD(f_fused_fakeq) {
+    UNUSED_FWD;
+    LITHE__TRY(need_inputs(x, node, in, n_in, 1));
+    LITHE__TRY(need_float(x, node, in[0], 0));
+    return fake_quant(x, &x->g->node_fuse[node], in[0], &out[0]);
+}
+const lithe__graph_op lithe__fused_fakeq_op = {"fused:FakeQuant", f_fused_fakeq, NULL};
+
+/* Y (..., N) = act(round(X) (..., K) · dequant(W (N, K))ᵀ + b) */
+FWD(f_fused_qlinear) {
+    UNUSED_FWD;
+    const lithe__gfuse *f = &x->g->node_fuse[node];
+    LITHE__TRY(need_inputs(x, node, in, n_in, 2));
+    LITHE__TRY(need_float(x, node, in[0], 0));
+    LITHE__TRY(need_q8(x, node, in[1], 2));
+    lithe_tensor *X = in[0], *W = in[1], *b = n_in > 2 ? in[2] : NULL;
+    int64_t N = W->shape[0], K = W->shape[1];
+    char sx[LITHE__SHAPE_BUF];
+    if (X->ndim < 2 || X->shape[X->ndim - 1] != K || (!strcmp(NODE(x, f->first)->op_type, "Gemm") && X->ndim != 2))
+        return fail(x, node, LITHE_ERR_SHAPE, "A %s does not match the weight's inner extent %lld",
+                    lithe__shape_str(X, sx, sizeof sx), (long long)K);
+    if (b) LITHE__TRY(need_float(x, node, b, 2));
+    if (b && b->numel != N) return fail(x, node, LITHE_ERR_SHAPE, "the bias needs %lld values, has %lld", (long long)N, (long long)b->numel);
+    int64_t R = K ? X->numel / K : 0, shape[LITHE_MAX_DIMS];
+    for (int d = 0; d < X->ndim; d++) shape[d] = X->shape[d];
+    shape[X->ndim - 1] = N;
+    LITHE__TRY(new_f32(x, X->ndim, shape, false, &out[0]));
+    lithe_tensor *Xq = NULL, *A2 = NULL, *Y2 = NULL, *Wf = NULL;
+    const lithe__act *act = f->has_act ? &f->act : NULL;
+    lithe_status s = fake_quant(x, f, X, &Xq);
+    if (s == LITHE_OK) s = as_rows(Xq, R, K, &A2);
+    if (s == LITHE_OK) s = as_rows(out[0], R, N, &Y2);
+    if (s == LITHE_OK && x->be->host_memory) s = lithe__op_gemm_q8(x->be, A2, W, b, act, NULL, Y2);
+    else if (s == LITHE_OK) {
+        s = decoded(x, W, &Wf);
+        if (s == LITHE_OK) s = lithe__op_gemm_bias_act(x->be, false, true, A2, Wf, b, act, NULL, Y2);
+    }
+    lithe_tensor_release(Xq);
+    lithe_tensor_release(A2);
+    lithe_tensor_release(Y2);
+    lithe_tensor_release(Wf);
+    return s;
+}
+const lithe__graph_op lithe__fused_qlinear_op = {"fused:QLinear", f_fused_qlinear, NULL};
+
+/* One image's columns: cols (OH * OW, C * KH * KW) from X (C, H, W), zeros where the window is
+ * outside (the zero point's code, which decodes to 0). */
+static void im2col(const lithe__conv2d *g, const float *X, float *cols) {
+    int64_t K = g->C * g->KH * g->KW;
+    for (int64_t oh = 0; oh < g->OH; oh++)
+        for (int64_t ow = 0; ow < g->OW; ow++) {
+            float *row = cols + (oh * g->OW + ow) * K;
+            for (int64_t c = 0; c < g->C; c++)
+                for (int64_t kh = 0; kh < g->KH; kh++) {
+                    int64_t ih = oh * g->stride[0] - g->pad[0] + kh * g->dil[0];
+                    float *r = row + (c * g->KH + kh) * g->KW;
+                    if (ih < 0 || ih >= g->H) {
+                        memset(r, 0, (size_t)g->KW * sizeof *r);
+                        continue;
+                    }
+                    const float *xr = X + (c * g->H + ih) * g->W;
+                    for (int64_t kw = 0; kw < g->KW; kw++) {
+                        int64_t iw = ow * g->stride[1] - g->pad[1] + kw * g->dil[1];
+                        r[kw] = iw >= 0 && iw < g->W ? xr[iw] : 0.0f;
+                    }
+                }
+        }
+}
+
+/* group 1 on the host: per image, Yᵀ (OH * OW, M) = act(cols · dequant(W (M, K))ᵀ + b), then Y (M, OH * OW) */
+static lithe_status qconv_gemm(lithe__gexec *x, const lithe__conv2d *g, lithe_tensor *Xq, lithe_tensor *W,
+                               lithe_tensor *b, const lithe__act *act, lithe_tensor *Y) {
+    int64_t K = g->C * g->KH * g->KW, P = g->OH * g->OW;
+    lithe_tensor *cols = NULL, *Yt = NULL, *W2 = NULL;
+    lithe_status s = new_f32(x, 2, (int64_t[]){P, K}, false, &cols);
+    if (s == LITHE_OK) s = new_f32(x, 2, (int64_t[]){P, g->M}, false, &Yt);
+    if (s == LITHE_OK) s = lithe_tensor_reshape(W, 2, (int64_t[]){g->M, K}, &W2);
+    for (int64_t n = 0; s == LITHE_OK && n < g->N; n++) {
+        im2col(g, lithe__f32(Xq) + n * g->C * g->H * g->W, lithe__f32(cols));
+        s = lithe__op_gemm_q8(x->be, cols, W2, b, act, NULL, Yt);
+        const float *t = lithe__f32(Yt);
+        float *y = lithe__f32(Y) + n * g->M * P;
+        for (int64_t p = 0; s == LITHE_OK && p < P; p++)
+            for (int64_t m = 0; m < g->M; m++) y[m * P + p] = t[p * g->M + m];
+    }
+    lithe_tensor_release(cols);
+    lithe_tensor_release(Yt);
+    lithe_tensor_release(W2);
+    return s;
+}
+
+FWD(f_fused_qconv) {
+    UNUSED_FWD;
+    const lithe__gfuse *f = &x->g->node_fuse[node];
+    LITHE__TRY(need_inputs(x, node, in, n_in, 2));
+    LITHE__TRY(need_float(x, node, in[0], 0));
+    lithe_tensor *X = in[0], *W = in[1], *b = n_in > 2 ? in[2] : NULL;
+    if (X->ndim != 4 && X->ndim != 3) return fail(x, node, LITHE_ERR_SHAPE, "X must be 3-D or 4-D, got %d-D", X->ndim);
+    LITHE__TRY(need_q8(x, node, W, X->ndim));
+    lithe__conv2d g = {0};
+    LITHE__TRY(conv_geometry(x, f->first, (lithe_tensor *[]){X, W}, &g));
+    if (b) LITHE__TRY(need_float(x, node, b, 2));
+    if (b && b->numel != g.M) return fail(x, node, LITHE_ERR_SHAPE, "bias has %lld values for %lld filters", (long long)b->numel, (long long)g.M);
+    int64_t shape[4] = {g.N, g.M, X->ndim == 3 ? g.OW : g.OH, g.OW};
+    LITHE__TRY(new_f32(x, X->ndim, shape, false, &out[0]));
+    const lithe__act *act = f->has_act ? &f->act : NULL;
+    lithe_tensor *Xq = NULL, *Wf = NULL, *X4 = NULL, *W4 = NULL, *Y4 = NULL;
+    lithe_status s = fake_quant(x, f, X, &Xq);
+    if (s == LITHE_OK && g.group == 1 && x->be->host_memory) s = qconv_gemm(x, &g, Xq, W, b, act, out[0]);
+    else if (s == LITHE_OK) { /* depthwise, grouped, or no gemm_q8: the weight decoded (a scratch per run) */
+        s = decoded(x, W, &Wf);
+        bool one = X->ndim == 3;
+        if (s == LITHE_OK) s = one ? view4(Xq, &X4) : (X4 = lithe_tensor_retain(Xq), LITHE_OK);
+        if (s == LITHE_OK) s = one ? view4(Wf, &W4) : (W4 = lithe_tensor_retain(Wf), LITHE_OK);
+        if (s == LITHE_OK) s = one ? view4(out[0], &Y4) : (Y4 = lithe_tensor_retain(out[0]), LITHE_OK);
+        if (s == LITHE_OK) s = lithe__op_conv2d(x->be, &g, X4, W4, b, act, Y4);
+    }
+    lithe_tensor_release(Xq);
+    lithe_tensor_release(Wf);
+    lithe_tensor_release(X4);
+    lithe_tensor_release(W4);
+    lithe_tensor_release(Y4);
+    return s;
+}
+const lithe__graph_op lithe__fused_qconv_op = {"fused:QConv", f_fused_qconv, NULL};
