@@ -264,9 +264,19 @@ static void check_layer_q8(lithe_model *relu, int64_t B, int64_t nI, int64_t nH)
 static void test_q8_kernels(void **state) {
     (void)state;
     const lithe__q8_kernel *ks[] = {lithe__q8_kernel_scalar(), lithe__q8_kernel_avx2(), lithe__q8_kernel_vnni(),
-                                    lithe__q8_kernel_best()};
-    print_message("int8 kernels: avx2 %s, avx512vnni %s, best %s\n", ks[1] ? "yes" : "no", ks[2] ? "yes" : "no",
+                                    lithe__q8_kernel_best(), lithe__q8_kernel_neon(), lithe__q8_kernel_neondot(),
+                                    lithe__q8_kernel_wasmsimd()};
+    enum { NK = sizeof ks / sizeof *ks };
+    print_message("int8 kernels: avx2 %s, avx512vnni %s, neon %s, neondot %s, best %s\n", ks[1] ? "yes" : "no",
+                  ks[2] ? "yes" : "no", ks[4] ? "yes" : "no", ks[5] ? "yes" : "no",
                   ks[3] ? ks[3]->isa : "none (the float path)");
+#if defined(__aarch64__)
+    assert_non_null(ks[4]); /* every aarch64 CPU has NEON */
+    /* LITHE_EXPECT_Q8=neondot|neon: the ctest entries under qemu's default CPU (dotprod) and
+     * QEMU_CPU=cortex-a72 (none) say which kernel the run-time check must choose */
+    const char *expect = getenv("LITHE_EXPECT_Q8");
+    if (expect) assert_string_equal(ks[3]->isa, expect);
+#endif
     enum { KC = 4096 };
     uint8_t *a = malloc(4 * KC);
     int8_t *w = malloc(2 * KC);
@@ -276,7 +286,7 @@ static void test_q8_kernels(void **state) {
             w[k] = (int8_t)(trial == 1 ? (k % 2 ? -127 : 127) : trial == 2 ? -127 : (int)((rng_state = rng_state * 6364136223846793005ull + 1) >> 56) % 127);
         const size_t kw = trial == 0 ? KC : KC - 7 - 32 * (size_t)trial; /* a partial last chunk: a is zero past kw */
         for (size_t i = 0; i < 4; i++) memset(a + i * KC + kw, 0, KC - kw);
-        for (size_t kk = 0; kk < 4; kk++) {
+        for (size_t kk = 0; kk < NK; kk++) {
             if (!ks[kk]) continue;
             for (size_t mr = 1; mr <= 4; mr++)
                 for (size_t nr = 1; nr <= 2; nr++) {

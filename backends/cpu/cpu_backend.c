@@ -114,7 +114,7 @@ static lithe_status cpu_gemm_bias_act(lithe_backend *be, bool tA, bool tB, const
 
 static lithe_status cpu_gemm_q8(lithe_backend *be, const lithe_tensor *A, const lithe_tensor *W, const lithe_tensor *b,
                                 const lithe__act *a, lithe_tensor *Z, lithe_tensor *Y) {
-#if defined(__wasm__) /* no int8 kernel there yet (qgemm.c): the float GEMM, W decoded while packed */
+#if defined(__wasm__) && !defined(__wasm_simd128__) /* no int8 kernel there (qgemm.c): the float GEMM, W decoded while packed */
     return cpu_gemm_bias_act(be, false, true, A, W, b, a, Z, Y);
 #else
     int64_t M = Y->shape[0], N = Y->shape[1], K = A->shape[1];

@@ -3,7 +3,8 @@
 // Chromium, which has relaxed SIMD: init() picks it by feature detection, and its predictions match
 // the plain SIMD128 core's (init({ relaxed: false }), another page) and the native command's, on
 // the fixture MLP (batch 64: the GEMM microkernels; batch 1: the GEMV), on a TF.js model and on a
-// torch CNN (within 1e-5 of torch) through the relaxed core's own importer module. Each page imports the package's src/ as it is (no bundler).
+// torch CNN (within 1e-5 of torch) through the relaxed core's own importer module; and the MLP with
+// int8 weights (its int8 GEMM: i32x4.relaxed_dot_i8x16_i7x16_add_s) as the SIMD128 core's and native's. Each page imports the package's src/ as it is (no bundler).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -20,7 +21,10 @@ let fx, server, origin, browser, cnn;
 
 before(async () => {
   fx = nativeFixture();
-  const routes = { '/model.lithe': path.join(fx.work, 'model.lithe') };
+  const routes = { '/model.lithe': path.join(fx.work, 'model.lithe'), '/q8.lithe': path.join(fx.work, 'q8.lithe') };
+  // the fixture MLP with int8 weights (the native command's convert) and its native int8 output
+  fx.run(['convert', '--weights', 'int8', 'model.lithe', 'q8.lithe']);
+  fx.run(['run', 'q8.lithe', '--input', 'x.npy', '--output', 'q8.npy']);
   // a small torch CNN (bindings/js/test/onnx_golden.py: torch 1.13 the oracle): its convolutions run
   // in the importer module, the relaxed core's own (lithe-importers-relaxed-simd.wasm)
   const dir = path.join(fx.work, 'cnn');
@@ -73,9 +77,13 @@ async function run(options) {
       weights: new Float32Array([1, 0, 0, 1, 1, 1]).buffer,
     });
     const ytf = Array.from(tf.predict(new Float32Array([1, 2, 3]), [1, 3]).data);
+    // int8 weights: the int8 GEMM (relaxed core: i32x4.relaxed_dot_i8x16_i7x16_add_s)
+    const q8 = await lithe.load('/q8.lithe');
+    const yq64 = Array.from(q8.predict(lithe.tensor(xs, [64, 784])).data);
+    const yq1 = Array.from(q8.predict(lithe.tensor(xs.subarray(784 * 5, 784 * 6), [1, 784])).data);
     const c = await lithe.load('/cnn.onnx');
     const ycnn = Array.from(c.predict(Float32Array.from(cnnX.data), cnnX.shape).data);
-    return { info, relaxedValid: lithe.relaxedSimdSupported(), y64, y1, ytf, ycnn };
+    return { info, relaxedValid: lithe.relaxedSimdSupported(), y64, y1, ytf, ycnn, yq64, yq1 };
   }, { options, x: Array.from(fx.x.subarray(0, 64 * 784)), cnnX: { data: Array.from(cnn.x.data), shape: cnn.x.shape } });
   await page.close();
   assert.deepEqual(errors, []);
@@ -101,4 +109,10 @@ test('Chromium: init() picks the relaxed-SIMD core, which predicts as the SIMD12
   assert.ok(maxAbsDiff(relaxed.ycnn, cnn.y.data) <= 1e-5, `relaxed CNN vs torch: ${maxAbsDiff(relaxed.ycnn, cnn.y.data)}`);
   assert.ok(maxAbsDiff(plain.ycnn, cnn.y.data) <= 1e-5, 'SIMD128 CNN vs torch');
   t.diagnostic(`CNN: relaxed vs SIMD128 at most ${maxAbsDiff(relaxed.ycnn, plain.ycnn)}`);
+  // int8: exact int32 sums in both cores (the relaxed dot's second operand is the 7-bit activation
+  // codes), the same epilogue: the same bits, and the native int8 kernels' output
+  const q8 = npyRead(path.join(fx.work, 'q8.npy')).data;
+  assert.deepEqual(relaxed.yq64, plain.yq64, 'int8: relaxed = SIMD128, bit for bit');
+  assert.deepEqual(relaxed.yq1, relaxed.yq64.slice(50, 60), 'int8: batch 1 = row 5 of batch 64');
+  assert.ok(maxAbsDiff(relaxed.yq64, q8) <= 2e-6, `int8: relaxed vs native ${maxAbsDiff(relaxed.yq64, q8)}`);
 });

@@ -84,6 +84,40 @@ test('SIMD128 elementwise kernel table: against the scalar twins', () => {
   assert.match(r.stdout, /simd_tables: [1-9]\d* passed, 0 failed/);
 });
 
+// The int8 GEMM's microkernels of this WASI build (SIMD128: i32x4.dot_i16x8_s) and the scalar one
+// against int64 sums, and the int8 GEMM with each against the scalar kernel's bits and float64
+// (tests/test_q8_ukernels.c, built beside lithe.wasm by the wasi preset).
+test('int8 gemm microkernels: SIMD128 against int64 sums and the scalar kernel', () => {
+  const q8Test = path.resolve(root, process.env.LITHE_WASI_Q8_TEST ?? path.join(path.dirname(wasm), '../../test_q8_ukernels.wasm'));
+  const r = spawnSync(process.execPath, [runner, q8Test], { cwd: work, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  assert.match(r.stdout, /q8_ukernels: wasmsimd, the default\n/);
+  assert.match(r.stdout, /q8_ukernels: [1-9]\d* passed, 0 failed/);
+});
+
+// An int8 model (lithe convert --weights int8) in lithe.wasm: the SIMD128 int8 GEMM gives the native
+// int8 kernels' output (exact int32 sums: the same bits up to the softmax), batch 64 and batch 1.
+test('int8 weights: the same predictions as native', () => {
+  const args = ['train-mnist', '--data', 'data', '--epochs', '1', '--limit', '1000', '--batch-size', '64', '--save', 'f32.lithe'];
+  assert.equal(nat(args).status, 0);
+  assert.equal(nat(['convert', '--weights', 'int8', 'f32.lithe', 'q8.lithe']).status, 0);
+  const x = new Float32Array(64 * 784);
+  const img = fs.readFileSync(path.join(work, 'data', 't10k-images-idx3-ubyte'));
+  for (let i = 0; i < x.length; i++) x[i] = img[16 + i] / 255;
+  npyWrite(path.join(work, 'xq.npy'), [64, 784], x);
+  npyWrite(path.join(work, 'xq1.npy'), [1, 784], x.subarray(0, 784));
+  for (const [inp, out] of [['xq.npy', 'yq'], ['xq1.npy', 'yq1']]) {
+    const a = nat(['run', 'q8.lithe', '--input', inp, '--output', `${out}_native.npy`]);
+    const b = wasi(['run', 'q8.lithe', '--input', inp, '--output', `${out}_wasi.npy`]);
+    assert.equal(a.status, 0, a.stderr);
+    assert.equal(b.status, 0, b.stderr);
+    const ya = npyRead(path.join(work, `${out}_native.npy`)).data, yb = npyRead(path.join(work, `${out}_wasi.npy`)).data;
+    let worst = 0;
+    for (let i = 0; i < ya.length; i++) worst = Math.max(worst, Math.abs(ya[i] - yb[i]));
+    assert.ok(worst <= 2e-6, `${inp}: wasi int8 vs native int8 ${worst}`);
+  }
+});
+
 test('layers and version: the same lines', () => {
   for (const cmd of [['layers'], ['version']]) {
     const a = nat(cmd), b = wasi(cmd);

@@ -257,7 +257,7 @@ static void depthwise_planes_3x3(void *ctx, int64_t p0, int64_t p1) {
 void depthwise_forward(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
                        const float *b, const lithe__act *a, float *Y) {
     dw_layout L;
-    const lithe__simd_kernels *k = lithe__simd();
+    const lithe__simd_kernels *k = lithe__simd_conv();
     if (dw_use_3x3(g, k)) {
         dw_job j = {be, g, X, W, b, a, Y, k, NULL};
         lithe__pool_for(lithe__cpu_pool(), g->N * g->C, (1 << 15) / (g->OH * g->OW * 9) + 1, depthwise_planes_3x3, &j);
@@ -401,7 +401,7 @@ static void depthwise_backward_channels(void *ctx, int64_t c0, int64_t c1) {
 
 void depthwise_backward(const lithe__conv2d *g, const float *X, const float *W, const float *dY, float *dX,
                         float *dW, float *db) {
-    dwb_job j = {g, X, W, dY, dX, dW, db, lithe__simd()};
+    dwb_job j = {g, X, W, dY, dX, dW, db, lithe__simd_conv()};
     int64_t per = g->N * g->OH * g->OW * g->KH * g->KW;
     lithe__pool_for(lithe__cpu_pool(), g->C, per > 0 ? (1 << 15) / per + 1 : 1, depthwise_backward_channels, &j);
 }

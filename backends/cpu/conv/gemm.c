@@ -138,7 +138,7 @@ void shifted_init(const lithe__conv2d *g, int64_t Cg, int64_t K, bool direct, fl
  * rows h = h0, h0 + s0, ... (h + pad0 = i·s0 + a) as one strided block of the SIMD table's row
  * copies (at stride 2 across, split_rows de-interleaves each row into the two column phases). */
 void shifted_fill(const lithe__conv2d *g, const shifted_ws *w, int64_t Cg, const float *x) {
-    const lithe__simd_kernels *k = lithe__simd();
+    const lithe__simd_kernels *k = lithe__simd_conv();
     int64_t s0 = g->stride[0], s1 = g->stride[1], Wq = w->Wq, HWq = w->Hq * Wq, W = g->W;
     for (int64_t c = 0; c < Cg; c++)
         for (int64_t pa = 0; pa < s0; pa++) {

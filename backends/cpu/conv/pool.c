@@ -83,7 +83,7 @@ static void pool_planes(void *ctx, int64_t p0, int64_t p1) {
         lithe_f32_pool2d__scalar(&sub, j->X + p0 * HW, j->Y + p0 * OP, j->which ? j->which + p0 * OP : NULL);
         return;
     }
-    const lithe__simd_kernels *k = lithe__simd();
+    const lithe__simd_kernels *k = lithe__simd_conv();
     if (!j->which) { /* inference: whole planes, or the range at once when its planes' row pairs follow */
         if (g->H == 2 * g->OH) k->maxpool2x2_rows((p1 - p0) * g->OH, g->OW, j->X + p0 * HW, g->W, j->Y + p0 * OP);
         else

@@ -7,9 +7,9 @@
 #include <math.h>
 #include <string.h>
 
-#if defined(__wasm__)
-/* WebAssembly has no int8 kernel yet (lithe__q8_kernel_best is NULL there): the driver stays out of
- * the npm package's core module (docs/wasm.md, its 400 KB bound); int8 weights take the float GEMM. */
+#if defined(__wasm__) && !defined(__wasm_simd128__)
+/* WebAssembly without SIMD128 has no int8 kernel (lithe__q8_kernel_best is NULL there): the driver
+ * stays out of that module; int8 weights take the float GEMM. */
 const lithe__q8_kernel *lithe__q8_kernel_scalar(void) { return NULL; }
 const lithe__q8_kernel *lithe__q8_kernel_best(void) { return NULL; }
 bool lithe__q8_row_sums(int64_t N, int64_t K, const int8_t *W, int64_t ldw, int32_t *wsum) {
@@ -24,6 +24,7 @@ int lithe__q8_gemm(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64
     return 1;
 }
 #else
+#if !defined(LITHE_SIMD_ONLY) /* the npm SIMD128 module: no LITHE_CPU_ISA to pick the scalar kernel by */
 static void tile_scalar(size_t mr, size_t nr, size_t kw, const uint8_t *a, size_t lda, const int8_t *w, size_t ldw,
                         int32_t *acc) {
     for (size_t i = 0; i < mr; i++)
@@ -36,15 +37,19 @@ static void tile_scalar(size_t mr, size_t nr, size_t kw, const uint8_t *a, size_
 
 static const lithe__q8_kernel scalar_kernel = {"scalar", tile_scalar};
 const lithe__q8_kernel *lithe__q8_kernel_scalar(void) { return &scalar_kernel; }
+#else
+const lithe__q8_kernel *lithe__q8_kernel_scalar(void) { return NULL; }
+#endif
 
 const lithe__q8_kernel *lithe__q8_kernel_best(void) {
     const char *isa = lithe__sgemm_kernel_best()->isa; /* LITHE_CPU_ISA=scalar reaches here too */
     const lithe__q8_kernel *k = NULL;
     if (!strcmp(isa, "avx512")) k = lithe__q8_kernel_vnni();
     if (!k && (!strcmp(isa, "avx2") || !strcmp(isa, "avx512"))) k = lithe__q8_kernel_avx2();
-    if (!k && !strcmp(isa, "scalar")) k = &scalar_kernel;
-    /* NEON and WebAssembly SIMD128 have no int8 kernel yet: their float GEMM (W decoded while
-     * packed) beats the scalar int8 one there */
+    if (!k && !strcmp(isa, "neon")) k = lithe__q8_kernel_neondot();
+    if (!k && !strcmp(isa, "neon")) k = lithe__q8_kernel_neon();
+    if (!k && !strcmp(isa, "wasmsimd")) k = lithe__q8_kernel_wasmsimd();
+    if (!k && !strcmp(isa, "scalar")) k = lithe__q8_kernel_scalar();
     return k;
 }
 

@@ -5,7 +5,7 @@
  *   acc[i][j] = Σ_k qa[i][k] · W[j][k] in int32, exactly (K <= 131072: 127 · 127 · K < 2^31);
  *   y = (float)(acc - za[i] · Σ_k W[j][k]) * (sa[i] * sw[j]) (+ b[j]) (then act).
  * u7 × s8 keeps AVX2's vpmaddubsw exact (a pair sums to at most 2 · 127 · 127 < 2^15). Tiles of
- * MR x NR dot products over K in chunks of 32 (AVX2) or 64 (VNNI) bytes; a microkernel per ISA with the scalar one as
+ * MR x NR dot products over K in chunks of 16 (NEON, WebAssembly), 32 (AVX2) or 64 (VNNI) bytes; a microkernel per ISA with the scalar one as
  * its twin: every kernel's int32 sums are exact, so every kernel gives the same bits. */
 #ifndef LITHE_CPU_QGEMM_H
 #define LITHE_CPU_QGEMM_H
@@ -29,8 +29,14 @@ typedef struct lithe__q8_kernel {
 const lithe__q8_kernel *lithe__q8_kernel_scalar(void);
 const lithe__q8_kernel *lithe__q8_kernel_avx2(void); /* NULL where the CPU (or the build) lacks AVX2 */
 const lithe__q8_kernel *lithe__q8_kernel_vnni(void); /* AVX-512 VNNI; NULL where it is missing */
-/* Follows the float GEMM's ISA (LITHE_CPU_ISA): AVX-512 VNNI, AVX2, scalar; NULL where the ISA has
- * no int8 kernel yet (NEON, WebAssembly SIMD128: lithe__q8_gemm then answers 1, the float path). */
+const lithe__q8_kernel *lithe__q8_kernel_neon(void);    /* aarch64 (qgemm_neon.c); NULL elsewhere */
+const lithe__q8_kernel *lithe__q8_kernel_neondot(void); /* aarch64 + dotprod (HWCAP_ASIMDDP); NULL without */
+/* WebAssembly SIMD128 (isa "wasmsimd"), or relaxed SIMD in -mrelaxed-simd builds ("wasmrelaxed");
+ * NULL in other builds (qgemm_wasmsimd.c) */
+const lithe__q8_kernel *lithe__q8_kernel_wasmsimd(void);
+/* Follows the float GEMM's ISA (LITHE_CPU_ISA): AVX-512 VNNI, AVX2, NEON dot product, NEON,
+ * WebAssembly SIMD128 / relaxed SIMD, scalar; NULL in WebAssembly builds without SIMD128
+ * (lithe__q8_gemm then answers 1: the float path). */
 const lithe__q8_kernel *lithe__q8_kernel_best(void);
 
 /* W's row sums (N of them, for the activations' zero points); false when W holds -128 (outside

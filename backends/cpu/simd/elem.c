@@ -22,10 +22,15 @@
 #include "elem/optim.h"
 #include "elem/rows.h"
 #include "elem/unary.h"
+/* The convolution-only kernels: not in the npm package's one-thread SIMD128 cores, whose importer
+ * module compiles them (simd/conv_kernels.c: conv/ reaches them through lithe__simd_conv()). */
+#if !(defined(LITHE_IMPORTERS_SEPARATE) && defined(__wasm_simd128__))
+#define LITHE_SIMD_CONV_KERNELS 1
 #include "elem/dwconv.h"
 #include "elem/dwconv_lanes.h"
 #include "elem/dwconv3x3.h"
 #include "elem/maxpool.h"
+#endif
 
 const lithe__simd_kernels TABLE = {
     .isa = STR(LITHE_SIMD_ISA),
@@ -52,10 +57,12 @@ const lithe__simd_kernels TABLE = {
     .unary = K(unary),
     .unary_backward = K(unary_backward),
     .maxout = K(maxout),
+#if LITHE_SIMD_CONV_KERNELS
     .dwconv_taps = K(dwconv_taps),
     .copy_rows = K(copy_rows),
     .split_rows = K(split_rows),
-#if VW >= 8
+#endif
+#if VW >= 8 && LITHE_SIMD_CONV_KERNELS
     .dwconv_lanes = K(dwconv_lanes),
     .dwconv3x3 = K(dwconv3x3),
 #if VW == 16 && defined(__AVX512F__)
@@ -64,7 +71,9 @@ const lithe__simd_kernels TABLE = {
     .dwconv3x3_min_width = 8,
 #endif
 #endif
+#if LITHE_SIMD_CONV_KERNELS
     .maxpool2x2_row = K(maxpool2x2_row),
     .maxpool2x2_rows = K(maxpool2x2_rows),
+#endif
     .binary = K(binary),
 };

@@ -144,6 +144,9 @@ extern const lithe__simd_kernels lithe__simd_wasm_simd128;
 /* The table for this machine: LITHE_CPU_ISA if set (and supported; otherwise the best), else the
  * best this CPU runs. Decided once. */
 const lithe__simd_kernels *lithe__simd(void);
+/* The table backends/cpu/conv/ calls: lithe__simd()'s, with its convolution-only kernels filled in
+ * where the npm package's core leaves them to the importer module (simd/conv_kernels.c). */
+const lithe__simd_kernels *lithe__simd_conv(void);
 /* Every table this machine can run, scalar first; returns how many (at most 8). For tests. */
 int lithe__simd_available(const lithe__simd_kernels **out, int max);
 /* Forces a table for this process (tests); NULL: back to the default. */

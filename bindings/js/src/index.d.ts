@@ -70,7 +70,7 @@ export declare function device(): { device: 'cpu' | 'webgpu'; reason: string | n
 export declare function init(options?: InitOptions): Promise<InitInfo>;
 /** True where the engine validates a WebAssembly SIMD128 instruction. */
 export declare function simdSupported(): boolean;
-/** True where the engine validates relaxed SIMD in its standard encoding (f32x4.relaxed_madd: Chromium 114+, not Node 20). */
+/** True where the engine validates relaxed SIMD in its standard encoding (f32x4.relaxed_madd and i32x4.relaxed_dot_i8x16_i7x16_add_s) and its int8 dot gives the defined sum: Chromium 114+, not Node 20 (whose experimental flag miscomputes the dot). */
 export declare function relaxedSimdSupported(): boolean;
 /** Whether the running instance is the SIMD128 build (after init()). */
 export declare function usingSimd(): boolean;

@@ -29,9 +29,18 @@ export function simdSupported() {
 const RELAXED_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 19, 1, 17, 0,
   65, 0, 253, 15, 65, 0, 253, 15, 65, 0, 253, 15, 253, 133, 2, 11]);
 
+// (func (param i32 i32 i32) (result i32) i8x16.splat of the first two, i32x4.splat of the third,
+// i32x4.relaxed_dot_i8x16_i7x16_add_s, lane 0), run: the int8 GEMM's relaxed kernel needs the dot
+// to be the sum it is defined as. Node 20's V8 validates both under --experimental-wasm-relaxed-simd
+// but its dot gives 2 * (-3 * 5 * 4), not -3 * 5 * 4 + 7 = -53: that engine gets the SIMD128 module.
+const DOT_BODY = [0, 32, 0, 253, 15, 32, 1, 253, 15, 32, 2, 253, 17, 253, 147, 2, 253, 27, 0, 11];
+const DOT_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 8, 1, 96, 3, 127, 127, 127, 1, 127, 3, 2, 1, 0, 7, 5, 1,
+  1, 102, 0, 0, 10, DOT_BODY.length + 2, 1, DOT_BODY.length, ...DOT_BODY]);
+
 export function relaxedSimdSupported() {
   try {
-    return WebAssembly.validate(RELAXED_PROBE);
+    if (!WebAssembly.validate(RELAXED_PROBE) || !WebAssembly.validate(DOT_PROBE)) return false;
+    return new WebAssembly.Instance(new WebAssembly.Module(DOT_PROBE)).exports.f(-3, 5, 7) === -53;
   } catch {
     return false;
   }

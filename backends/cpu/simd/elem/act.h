@@ -21,6 +21,8 @@ static inline __attribute__((always_inline)) vf act1_inl(const lithe__act *a, vf
 
 static inline vf act1(const lithe__act *a, vf x) { return act1_inl(a, x); }
 
+#if !defined(LITHE_SIMD_ACT1_ONLY) /* simd/conv_kernels.c: act1 alone (its K(act) is the core's) */
+
 /* One loop per kind (the switch hoisted out of it): act1_inl inlines with a constant kind. */
 static inline __attribute__((always_inline)) void act_loop(const lithe__act *a, lithe__act_kind kind, int64_t n,
                                                            const float *X, float *Y) {
@@ -146,3 +148,4 @@ static void K(act_backward)(const lithe__act *a, int64_t n, const float *dY, con
         memcpy(dX + nv, g, m);
     }
 }
+#endif

@@ -1,0 +1,171 @@
+/* Every int8 GEMM microkernel this build has (backends/cpu/gemm/qgemm.h: scalar, AVX2, AVX-512
+ * VNNI, NEON, NEON dot product, WebAssembly SIMD128 or relaxed SIMD) against int64 sums, bit for
+ * bit: random codes and the extremes (u7 127 x s8 +-127: the int16 pair bounds of vpmaddubsw,
+ * smlal and dot_i16x8; the i7 operand of relaxed_dot at its top), every edge tile (mr 1..4,
+ * nr 1..2), kw with a partial last chunk of 16, 32 and 64 bytes. Then the whole int8 GEMM
+ * (lithe__q8_gemm: activation quantization, tiles, epilogue) with each kernel against the scalar
+ * kernel's output, bit for bit (the int32 sums are exact, so every kernel gives the same bits), and
+ * against a float64 product of the dequantized operands.
+ *
+ * Plain C (no cmocka), so the wasi preset builds it too: tests/wasm runs it under node:wasi with the
+ * SIMD128 kernel. Ends with "q8_ukernels: N passed, M failed" and exits non-zero on a failure. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime for --bench */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "lithe.h"
+#include "../backends/cpu/gemm/qgemm.h"
+
+static int passed, failed;
+#define CHECK(cond, ...)                     \
+    do {                                     \
+        if (cond) {                          \
+            passed++;                        \
+        } else {                             \
+            if (++failed <= 20) {            \
+                printf("FAIL %d: ", __LINE__); \
+                printf(__VA_ARGS__);         \
+                printf("\n");                \
+            }                                \
+        }                                    \
+    } while (0)
+
+static uint64_t rng = 0x9E3779B97F4A7C15u;
+static uint32_t next(void) {
+    rng ^= rng >> 12, rng ^= rng << 25, rng ^= rng >> 27;
+    return (uint32_t)((rng * 0x2545F4914F6CDD1Du) >> 32);
+}
+
+static void check_tiles(const lithe__q8_kernel *k) {
+    enum { KC = 1024 + 64 };
+    static uint8_t a[4 * KC];
+    static int8_t w[2 * KC];
+    const size_t kws[] = {1, 7, 15, 16, 17, 31, 33, 64, 100, 1000, 1024};
+    for (int trial = 0; trial < 4; trial++)
+        for (size_t q = 0; q < sizeof kws / sizeof *kws; q++) {
+            const size_t kw = kws[q];
+            for (size_t i = 0; i < 4 * KC; i++)
+                a[i] = (uint8_t)(trial == 1 || trial == 2 ? 127 : trial == 3 ? (next() % 2) * 127 : next() % 128);
+            for (size_t i = 0; i < 2 * KC; i++)
+                w[i] = (int8_t)(trial == 1 ? 127 : trial == 2 ? -127 : trial == 3 ? (next() % 2 ? 127 : -127)
+                                                                                : (int)(next() % 255) - 127);
+            for (size_t i = 0; i < 4; i++) memset(a + i * KC + kw, 0, KC - kw); /* a is zero past kw */
+            /* w past kw is never read: poison it (-128 is outside every kernel's exact range) */
+            for (size_t j = 0; j < 2; j++) memset(w + j * KC + kw, 0x80, KC - kw);
+            for (size_t mr = 1; mr <= 4; mr++)
+                for (size_t nr = 1; nr <= 2; nr++) {
+                    int32_t acc[8];
+                    for (int e = 0; e < 8; e++) acc[e] = 0x5A5A5A5A;
+                    k->tile(mr, nr, kw, a, KC, w, KC, acc);
+                    for (size_t i = 0; i < mr; i++)
+                        for (size_t j = 0; j < nr; j++) {
+                            int64_t want = 0;
+                            for (size_t kk = 0; kk < kw; kk++) want += (int64_t)a[i * KC + kk] * w[j * KC + kk];
+                            CHECK(acc[i * 2 + j] == want, "%s %zux%zu kw %zu trial %d: acc[%zu][%zu] = %d, want %lld",
+                                  k->isa, mr, nr, kw, trial, i, j, acc[i * 2 + j], (long long)want);
+                        }
+                }
+        }
+}
+
+/* the whole product: Y = A · dequant(W)ᵀ + b, per-row weight scales */
+static void check_gemm(const lithe__q8_kernel *k, const lithe__q8_kernel *ref) {
+    const int64_t shapes[][3] = {{1, 10, 784}, {3, 7, 33}, {64, 67, 700}, {5, 128, 16}, {9, 3, 1}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        const int64_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+        float *A = malloc((size_t)(M * K) * sizeof *A), *b = malloc((size_t)N * sizeof *b), *sw = malloc((size_t)N * sizeof *sw);
+        float *Y = malloc((size_t)(M * N) * sizeof *Y), *Yr = malloc((size_t)(M * N) * sizeof *Yr);
+        int8_t *W = malloc((size_t)(N * K));
+        int32_t *wsum = malloc((size_t)N * sizeof *wsum);
+        for (int64_t i = 0; i < M * K; i++) A[i] = (float)((int)(next() % 2001) - 1000) / (s == 3 ? 10.0f : 500.0f) + (s == 3 ? 50.0f : 0.0f);
+        for (int64_t i = 0; i < N * K; i++) W[i] = (int8_t)((int)(next() % 255) - 127);
+        for (int64_t j = 0; j < N; j++) b[j] = (float)(next() % 100) / 100.0f, sw[j] = 0.001f * (float)(1 + next() % 10);
+        CHECK(lithe__q8_row_sums(N, K, W, K, wsum), "row sums");
+        int rc = lithe__q8_gemm(k, false, M, N, K, A, K, W, K, wsum, sw, N, b, NULL, NULL, NULL, Y, N);
+        int rr = lithe__q8_gemm(ref, false, M, N, K, A, K, W, K, wsum, sw, N, b, NULL, NULL, NULL, Yr, N);
+        CHECK(rc == 0 && rr == 0, "%s gemm %lldx%lldx%lld: rc %d / %d", k->isa, (long long)M, (long long)N, (long long)K, rc, rr);
+        double worst = 0.0;
+        for (int64_t i = 0; i < M; i++) {
+            double amax = 0.0, amin = 0.0;
+            for (int64_t kk = 0; kk < K; kk++) amax = fmax(amax, A[i * K + kk]), amin = fmin(amin, A[i * K + kk]);
+            const double sa = (amax - amin) / 127.0;
+            for (int64_t j = 0; j < N; j++) {
+                double want = b[j], wabs = 0.0, awabs = 0.0;
+                for (int64_t kk = 0; kk < K; kk++) {
+                    want += (double)A[i * K + kk] * sw[j] * W[j * K + kk];
+                    wabs += fabs(sw[j] * W[j * K + kk]);
+                    awabs += fabs(A[i * K + kk] * sw[j] * W[j * K + kk]);
+                }
+                /* activation rounding: at most sa / 2 per element; the float32 epilogue's roundings */
+                double err = fabs(Y[i * N + j] - want) / (0.5 * sa * wabs + 1e-6 * (awabs + sa * wabs * 127.0) + 1e-6 * fabs(b[j]));
+                worst = fmax(worst, err);
+                CHECK(memcmp(&Y[i * N + j], &Yr[i * N + j], sizeof(float)) == 0, "%s gemm %lldx%lldx%lld: Y[%lld][%lld] %.9g, scalar %.9g",
+                      k->isa, (long long)M, (long long)N, (long long)K, (long long)i, (long long)j, Y[i * N + j], Yr[i * N + j]);
+            }
+        }
+        CHECK(worst <= 1.0, "%s gemm %lldx%lldx%lld: error %.3g of its bound", k->isa, (long long)M, (long long)N, (long long)K, worst);
+        free(A), free(b), free(sw), free(Y), free(Yr), free(W), free(wsum);
+    }
+}
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+/* --bench M N K: the best kernel's int8 GEMM, one thread, min over 200 runs, and its tiles alone */
+static int bench(int64_t M, int64_t N, int64_t K) {
+    const lithe__q8_kernel *k = lithe__q8_kernel_best();
+    if (!k || M < 1 || N < 1 || K < 1 || K > 131072) return 2;
+    const int64_t Kp = (K + 63) / 64 * 64;
+    float *A = malloc((size_t)(M * K) * sizeof *A), *Y = malloc((size_t)(M * N) * sizeof *Y), *sw = malloc((size_t)N * sizeof *sw);
+    int8_t *W = malloc((size_t)(N * K));
+    uint8_t *qa = calloc((size_t)(M * Kp), 1);
+    int32_t *wsum = malloc((size_t)N * sizeof *wsum);
+    for (int64_t i = 0; i < M * K; i++) A[i] = (float)(next() % 1000) / 1000.0f;
+    for (int64_t i = 0; i < N * K; i++) W[i] = (int8_t)((int)(next() % 255) - 127);
+    for (int64_t j = 0; j < N; j++) sw[j] = 0.01f;
+    lithe__q8_row_sums(N, K, W, K, wsum);
+    double best = 1e30, tiles = 1e30;
+    for (int r = 0; r < 200; r++) {
+        double t0 = now_ms();
+        (void)lithe__q8_gemm(k, false, M, N, K, A, K, W, K, wsum, sw, N, NULL, NULL, NULL, NULL, Y, N);
+        double t1 = now_ms();
+        int32_t acc[8];
+        for (int64_t j = 0; j < N; j += 2)
+            for (int64_t i = 0; i < M; i += 4)
+                k->tile((size_t)(M - i < 4 ? M - i : 4), (size_t)(N - j < 2 ? N - j : 2), (size_t)K, qa + i * Kp, (size_t)Kp, W + j * K, (size_t)K, acc);
+        double t2 = now_ms();
+        best = fmin(best, t1 - t0), tiles = fmin(tiles, t2 - t1);
+    }
+    printf("q8_ukernels: %s %lldx%lldx%lld: gemm %.4f ms, tiles %.4f ms (%.2f GOP/s)\n", k->isa, (long long)M, (long long)N,
+           (long long)K, best, tiles, 2e-6 * (double)(M * N * K) / best);
+    free(A), free(Y), free(sw), free(W), free(qa), free(wsum);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 5 && strcmp(argv[1], "--bench") == 0) return bench(atoll(argv[2]), atoll(argv[3]), atoll(argv[4]));
+    const lithe__q8_kernel *ks[] = {lithe__q8_kernel_scalar(), lithe__q8_kernel_avx2(),    lithe__q8_kernel_vnni(),
+                                    lithe__q8_kernel_neon(),   lithe__q8_kernel_neondot(), lithe__q8_kernel_wasmsimd()};
+    const lithe__q8_kernel *best = lithe__q8_kernel_best();
+    int n = 0;
+    for (size_t i = 0; i < sizeof ks / sizeof *ks; i++) {
+        if (!ks[i]) continue;
+        n++;
+        printf("q8_ukernels: %s%s\n", ks[i]->isa, ks[i] == best ? ", the default" : "");
+        check_tiles(ks[i]);
+        check_gemm(ks[i], ks[0]);
+    }
+    CHECK(n >= 1 && best, "no int8 kernel (best %s)", best ? best->isa : "none");
+#if defined(__wasm_simd128__) || defined(__aarch64__) || defined(__x86_64__)
+    CHECK(n >= 2, "only the scalar int8 kernel on a SIMD target");
+#endif
+    printf("q8_ukernels: %d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
