@@ -50,6 +50,7 @@
 static inline v128_t clampv(int clamp, float lo, float hi, v128_t t) {
     if (clamp == LITHE__SGEMM_CLAMP_RELU) /* pmax(t, 0) = t < 0 ? 0 : t keeps NaN; + 0: -0 to +0 */
         return wasm_f32x4_add(wasm_f32x4_pmax(t, wasm_f32x4_splat(0.0f)), wasm_f32x4_splat(0.0f));
+    if (clamp == LITHE__SGEMM_CLAMP_HSWISH) return lithe__wasm_hswish(t);
     v128_t x = wasm_f32x4_add(t, wasm_f32x4_splat(0.0f));
     return wasm_f32x4_pmax(wasm_f32x4_pmin(x, wasm_f32x4_splat(hi)), wasm_f32x4_splat(lo));
 }
