@@ -360,13 +360,9 @@ bool lithe__sgemm_pixels(const lithe__sgemm_kernel *k, bool use_threads, int64_t
 
 #if defined(__wasm_simd128__)
 #include <wasm_simd128.h>
-/* LITHE__SGEMM_CLAMP_HSWISH on four lanes (gemm_wasmsimd.c's store, conv_wasm_simd128.c's):
- * pmin(u, 6) = 6 < u ? 6 : u and pmax(v, 0) = v < 0 ? 0 : v keep NaN and -0, as the act kernel's clip. */
-static inline v128_t lithe__wasm_hswish(v128_t t) {
-    v128_t u = wasm_f32x4_add(t, wasm_f32x4_splat(3.0f));
-    u = wasm_f32x4_pmax(wasm_f32x4_pmin(u, wasm_f32x4_splat(6.0f)), wasm_f32x4_splat(0.0f));
-    return wasm_f32x4_mul(t, wasm_f32x4_div(u, wasm_f32x4_splat(6.0f)));
-}
+/* LITHE__SGEMM_CLAMP_HSWISH on four lanes (gemm_wasmsimd.c; its store's and conv_wasm_simd128.c's).
+ * Out of line: inlined into every store of the SIMD128 kernels it cost the npm core 1.4 KB. */
+v128_t lithe__wasm_hswish(v128_t t);
 #endif
 
 #endif
