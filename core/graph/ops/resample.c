@@ -262,16 +262,19 @@ static lithe_status taps_axis(const rplan *p, int d, const float *X, float *Y, i
             const int64_t *i = ti + 4 * o;
             const float *w = tw + 4 * o;
             float *yr = y + o * Q;
-            if (Q == 1) { /* the last axis: a gather of each output's taps */
+            if (Q == 1 && tn[o] == 2) { /* the last axis: a gather of each output's taps */
+                *yr = w[0] * x[i[0]] + w[1] * x[i[1]];
+            } else if (Q == 1) {
                 float acc = 0.0f;
                 for (int j = 0; j < tn[o]; j++) acc = j ? acc + w[j] * x[i[j]] : w[j] * x[i[j]];
                 *yr = acc;
             } else if (tn[o] == 0) {
                 memset(yr, 0, (size_t)Q * sizeof *yr);
-            } else if (tn[o] == 2) { /* linear: rows of Q, vectorised */
-                const float *a = x + i[0] * Q, *b = x + i[1] * Q;
+            } else if (tn[o] == 2) { /* linear: rows of Q, vectorised (Y never overlaps X) */
+                const float *restrict a = x + i[0] * Q, *restrict b = x + i[1] * Q;
+                float *restrict yq = yr;
                 float w0 = w[0], w1 = w[1];
-                for (int64_t q = 0; q < Q; q++) yr[q] = w0 * a[q] + w1 * b[q];
+                for (int64_t q = 0; q < Q; q++) yq[q] = w0 * a[q] + w1 * b[q];
             } else {
                 const float *a = x + i[0] * Q;
                 for (int64_t q = 0; q < Q; q++) yr[q] = w[0] * a[q];
