@@ -2,7 +2,7 @@
 needs, runs lithe (native, WASI, npm) and the peers one process at a time on this machine, and
 writes a Markdown report (bench/results.md by default). bench/README.md says what each row is.
 
-  bench/run.sh [--quick] [--only gemm,mlp,cnn,mobilenet,transformer,train,train-cnn,train-mnv2,train-transformer,int8]
+  bench/run.sh [--quick] [--only gemm,mlp,cnn,mobilenet,mnv3,seg,transformer,train,train-cnn,train-mnv2,train-transformer,int8]
                [--rounds N] [--threads 2] [--out FILE] [--max-s S] [--skip-build] [--webgpu]
 
 --rounds N runs every runner once per round in a rotated order and judges each ratio by its
@@ -28,13 +28,13 @@ from rounds import by_round, ratio_over_rounds
 BENCH = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(BENCH)
 PY = "/usr/bin/python3"
-GROUPS = ("gemm", "mlp", "cnn", "mobilenet", "transformer", "train", "train-cnn", "train-mnv2", "train-transformer",
-          "int8")
+GROUPS = ("gemm", "mlp", "cnn", "mobilenet", "mnv3", "seg", "transformer", "train", "train-cnn", "train-mnv2",
+          "train-transformer", "int8")
 GEMMS = [(1, 512, 784), (64, 512, 784), (256, 256, 256), (1024, 1024, 1024)]
 WORKLOADS = ["mlp_b1", "mlp_b64", "cnn_b1", "cnn_b32", "mobilenet_v2_b1", "mobilenet_v3_small_b1", "lraspp_b1",
              "transformer_b1", "mlp_int8_b64"]
 WL_GROUP = {"mlp_b1": "mlp", "mlp_b64": "mlp", "cnn_b1": "cnn", "cnn_b32": "cnn", "mobilenet_v2_b1": "mobilenet",
-            "mobilenet_v3_small_b1": "mobilenet", "lraspp_b1": "mobilenet",
+            "mobilenet_v3_small_b1": "mnv3", "lraspp_b1": "seg",  # issue 23's rows, each its own group
             "transformer_b1": "transformer", "mlp_int8_b64": "int8"}
 WL_MODEL = {"mlp_b1": "mlp", "mlp_b64": "mlp", "cnn_b1": "cnn", "cnn_b32": "cnn", "mobilenet_v2_b1": "mobilenet_v2",
             "mobilenet_v3_small_b1": "mobilenet_v3_small", "lraspp_b1": "lraspp_mobilenet_v3_large",
@@ -225,7 +225,7 @@ def build():
                                          "-DCMAKE_C_FLAGS="], env)
     step("build lithe.wasm (WASI, scalar)", ["cmake", "--build", "build/bench-wasi-scalar", "--target", "lithe_cli",
                                              "-j2"], env)
-    if any(g in A.only for g in ("mlp", "cnn", "mobilenet", "transformer")) and os.path.exists("/usr/include/xnnpack.h"):
+    if any(g in A.only for g in ("mlp", "cnn", "mobilenet", "mnv3", "seg", "transformer")) and os.path.exists("/usr/include/xnnpack.h"):
         # the same CLI with XNNPACK's operators for the prepared ops where they measured faster (off by default)
         if not os.path.exists(os.path.join(ROOT, XNN_BUILD, "build.ninja")):
             step("cmake LITHE_XNNPACK=ON", ["cmake", "--preset", preset, "-B", XNN_BUILD, "-DLITHE_XNNPACK=ON",

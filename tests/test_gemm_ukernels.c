@@ -219,7 +219,7 @@ static void check_ukernel(const lithe__sgemm_kernel *k, bool fused) {
 
 /* A kernel with clamp_ok (gemm.h): its tile with ukparams' clamp against the twin's tile followed by
  * the act kernel (the scalar one, the oracle, and the SIMD one that runs today: bits), relu and
- * clip bounds (lithe__sgemm_act_clamp's) at every partial tile, the B-in-place variant and the
+ * clip bounds (lithe__sgemm_act_clamp's) and HardSwish at every partial tile, the B-in-place variant and the
  * one-row kernel (urow) too. A's row 0 is zeros (t = -0 under alpha < 0, beta 0, no bias), row 1
  * holds a NaN, row 2 an inf, B's column 3 an inf (inf - inf: NaN where they meet). */
 static void check_clamp(const lithe__sgemm_kernel *k, bool fused) {
@@ -229,7 +229,7 @@ static void check_clamp(const lithe__sgemm_kernel *k, bool fused) {
     static const float alphas[] = {1.0f, -0.75f}, betas[] = {0.0f, 0.3f};
     static const float bounds[][2] = {{0.0f, 6.0f}, {-0.25f, 0.25f}, {0.1f, 0.1f}, {-INFINITY, INFINITY},
                                       {0.0f, 0.0f}, {-INFINITY, 0.0f}};
-    const size_t n_acts = 1 + sizeof bounds / sizeof bounds[0];
+    const size_t n_acts = 2 + sizeof bounds / sizeof bounds[0]; /* relu, the clips, HardSwish */
     for (size_t ki = 0; ki < sizeof kcs / sizeof kcs[0]; ki++) {
         size_t kc = kcs[ki];
         float *a = frand(kc * MR), *b = frand(kc * NR), *bias = frand(NR), *c0 = frand(MR * ldc);
@@ -246,7 +246,8 @@ static void check_clamp(const lithe__sgemm_kernel *k, bool fused) {
                 for (int with_bias = 0; with_bias < 2; with_bias++)
                     for (size_t ci = 0; ci < n_acts; ci++) {
                         lithe__act act = {.kind = LITHE__ACT_RELU};
-                        if (ci) act = (lithe__act){.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1.0f,
+                        if (ci + 1 == n_acts) act = (lithe__act){.kind = LITHE__ACT_HARD_SWISH_MOBILENET};
+                        else if (ci) act = (lithe__act){.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1.0f,
                                                    .min_val = bounds[ci - 1][0], .max_val = bounds[ci - 1][1]};
                         lithe__sgemm_ukparams p = {.alpha = alphas[ai], .beta = betas[bi], .bias = with_bias ? bias : NULL};
                         CHECK(lithe__sgemm_act_clamp(&act, &p.clamp, &p.lo, &p.hi), "act %zu has a clamp", ci);

@@ -49,7 +49,10 @@ typedef struct lithe__sgemm_ukparams {
      * offset 0, backends/cpu/scalar/act.c), so that a fused relu / ReLU6 costs no pass over C:
      *   LITHE__SGEMM_CLAMP_RELU:  c = t <= 0 ? 0 : t             (Thinc's relu: NaN stays NaN, -0 -> +0)
      *   LITHE__SGEMM_CLAMP_CLIP:  y = t * 1 + 0 (-0 -> +0);  c = y < lo ? lo : (y > hi ? hi : y)
-     *                             only with lo <= hi (neither NaN): then max(lo, min(hi, y)). */
+     *                             only with lo <= hi (neither NaN): then max(lo, min(hi, y)).
+     *   LITHE__SGEMM_CLAMP_HSWISH: c = t * (clip(t + 3, 0, 6) / 6)   (the act kernel's HardSwish,
+     *                             LITHE__ACT_HARD_SWISH_MOBILENET: clip(u) = max(0, min(6, u)), NaN
+     *                             kept; an IEEE division by 6; lo and hi unused) */
     int clamp;
     float lo, hi;
     /* Optional (kernels with bias_rows_ok only; NULL elsewhere): mr floats, row i's added to the row's values
@@ -57,7 +60,7 @@ typedef struct lithe__sgemm_ukparams {
      * bias_after in the store instead of add_tile's pass over the stored tile, the same bits. */
     const float *bias_rows;
 } lithe__sgemm_ukparams;
-enum { LITHE__SGEMM_CLAMP_NONE = 0, LITHE__SGEMM_CLAMP_RELU, LITHE__SGEMM_CLAMP_CLIP };
+enum { LITHE__SGEMM_CLAMP_NONE = 0, LITHE__SGEMM_CLAMP_RELU, LITHE__SGEMM_CLAMP_CLIP, LITHE__SGEMM_CLAMP_HSWISH };
 
 /* The microkernel: C tile (mr x nr, row stride ldc) from kc >= 1 steps of a packed A sliver and
  * a packed B sliver. 1 <= mr <= MR, 1 <= nr <= NR; a partial tile (mr < MR or nr < NR) must
@@ -354,5 +357,12 @@ bool lithe__sgemm_rows_direct(const lithe__sgemm_kernel *k, int64_t M, int64_t O
 bool lithe__sgemm_pixels(const lithe__sgemm_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K,
                          const float *const *A_rows, int64_t ow, int64_t a_row, bool transB, const float *B, int64_t ldb,
                          const lithe__sgemm_packed_b *Bp, float *C, int64_t ldc, const lithe__sgemm_epilogue *epi);
+
+#if defined(__wasm_simd128__)
+#include <wasm_simd128.h>
+/* LITHE__SGEMM_CLAMP_HSWISH on four lanes (gemm_wasmsimd.c; its store's and conv_wasm_simd128.c's).
+ * Out of line: inlined into every store of the SIMD128 kernels it cost the npm core 1.4 KB. */
+v128_t lithe__wasm_hswish(v128_t t);
+#endif
 
 #endif

@@ -22,6 +22,10 @@
 static inline __attribute__((always_inline)) __m512 clamp_v(__m512 t, int cl, __m512 vlo, __m512 vhi) {
     if (cl == LITHE__SGEMM_CLAMP_RELU) /* max(0, t) is t for NaN t; + 0 turns -0 into +0 */
         return _mm512_add_ps(_mm512_max_ps(_mm512_setzero_ps(), t), _mm512_setzero_ps());
+    if (cl == LITHE__SGEMM_CLAMP_HSWISH) { /* t * (max(0, min(6, t + 3)) / 6): NaN kept by the order */
+        __m512 six = _mm512_set1_ps(6.0f), u = _mm512_add_ps(t, _mm512_set1_ps(3.0f));
+        return _mm512_mul_ps(t, _mm512_div_ps(_mm512_max_ps(_mm512_setzero_ps(), _mm512_min_ps(six, u)), six));
+    }
     return _mm512_max_ps(vlo, _mm512_min_ps(vhi, _mm512_add_ps(t, _mm512_setzero_ps())));
 }
 

@@ -43,6 +43,14 @@
 /* An advanced pointer, hidden from clang's loop strength reduction (see the top): no instruction. */
 #define OPAQUE(p) __asm__("" : "+r"(p))
 
+/* gemm.h's HardSwish clamp: pmin(u, 6) = 6 < u ? 6 : u and pmax(v, 0) = v < 0 ? 0 : v keep NaN and
+ * -0, as the act kernel's clip; then t * (u / 6). */
+__attribute__((noinline)) v128_t lithe__wasm_hswish(v128_t t) {
+    v128_t u = wasm_f32x4_add(t, wasm_f32x4_splat(3.0f));
+    u = wasm_f32x4_pmax(wasm_f32x4_pmin(u, wasm_f32x4_splat(6.0f)), wasm_f32x4_splat(0.0f));
+    return wasm_f32x4_mul(t, wasm_f32x4_div(u, wasm_f32x4_splat(6.0f)));
+}
+
 /* gemm.h's clamp with the act kernel's selections (backends/cpu/simd/elem.c act1): relu
  * x <= 0 ? 0 : x is pmax(x, 0) + 0 (NaN stays NaN, -0 to +0); clip x < lo ? lo : (x > hi ? hi : x)
  * of x = t + 0 (the act kernel's x·1 + 0: -0 to +0) is pmax(pmin(x, hi), lo) for lo <= hi, the
@@ -50,6 +58,7 @@
 static inline v128_t clampv(int clamp, float lo, float hi, v128_t t) {
     if (clamp == LITHE__SGEMM_CLAMP_RELU) /* pmax(t, 0) = t < 0 ? 0 : t keeps NaN; + 0: -0 to +0 */
         return wasm_f32x4_add(wasm_f32x4_pmax(t, wasm_f32x4_splat(0.0f)), wasm_f32x4_splat(0.0f));
+    if (clamp == LITHE__SGEMM_CLAMP_HSWISH) return lithe__wasm_hswish(t);
     v128_t x = wasm_f32x4_add(t, wasm_f32x4_splat(0.0f));
     return wasm_f32x4_pmax(wasm_f32x4_pmin(x, wasm_f32x4_splat(hi)), wasm_f32x4_splat(lo));
 }

@@ -35,6 +35,7 @@ enum { WDC_NR = 8, WDC_KC = 256, WDC_CHUNK = 64 /* tiles per chunk: its input ro
 static inline v128_t wdc_clamp(int clamp, float lo, float hi, v128_t t) {
     if (clamp == LITHE__SGEMM_CLAMP_RELU) /* t <= 0 ? 0 : t: NaN kept, -0 to +0 */
         return wasm_f32x4_add(wasm_f32x4_pmax(t, wasm_f32x4_splat(0.0f)), wasm_f32x4_splat(0.0f));
+    if (clamp == LITHE__SGEMM_CLAMP_HSWISH) return lithe__wasm_hswish(t);
     if (clamp != LITHE__SGEMM_CLAMP_CLIP) return t;
     v128_t x = wasm_f32x4_add(t, wasm_f32x4_splat(0.0f)); /* the act kernel's x·1 + 0: -0 to +0 */
     return wasm_f32x4_pmax(wasm_f32x4_pmin(x, wasm_f32x4_splat(hi)), wasm_f32x4_splat(lo));
