@@ -15,6 +15,7 @@ lithe_status wg_fill(lithe_backend *be, lithe_tensor *Y, float value) {
     if (value != 0.0f && Y->dtype != LITHE_F32) return lithe__fail(LITHE_ERR_DTYPE, "fill: non-zero fill needs float32");
     if (!Y->numel) return LITHE_OK;
     size_t es = lithe_dtype_size(Y->dtype), n = (size_t)Y->numel * es;
+    if (value == 0.0f && lithe_tensor_is_contiguous(Y) && n % 4) return lithe__wg_zero_tail(be, Y); /* ops_copy.c */
     if (!lithe_tensor_is_contiguous(Y) || byte_off(Y) % 4 || n % 4)
         return lithe__fail(LITHE_ERR_UNSUPPORTED, "webgpu fill: strided or sub-word tensors are not supported yet");
     lithe__wg_params p = {.u = {(uint32_t)(n / 4)}, .f = {value}};
@@ -40,8 +41,7 @@ lithe_status wg_copy(lithe_backend *be, lithe_tensor *Y, const lithe_tensor *X) 
                                     (uint32_t)Y->strides[0]}};
         return WG_DISPATCH("copy", copy, 0, &p, W1, lithe__wg_groups(X->numel), 1, Y, X);
     }
-    return lithe__fail(LITHE_ERR_UNSUPPORTED,
-                       "webgpu copy: this view layout (%d-D, %zu-byte elements, strided) is not supported yet", X->ndim, es);
+    return lithe__wg_copy_nd(be, Y, X); /* ops_copy.c: any strides */
 }
 
 lithe_status wg_add_row(lithe_backend *be, lithe_tensor *Y, const lithe_tensor *b) {

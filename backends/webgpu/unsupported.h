@@ -6,19 +6,12 @@
 #ifndef LITHE_WG_UNSUPPORTED_H
 #define LITHE_WG_UNSUPPORTED_H
 
-#define LITHE_LACKS_wg_cast LITHE__LACKS
 #define LITHE_LACKS_wg_dropout_mask LITHE__LACKS
 #define LITHE_LACKS_wg_maxout LITHE__LACKS
 #define LITHE_LACKS_wg_maxout_backward LITHE__LACKS
-#define LITHE_LACKS_wg_layernorm LITHE__LACKS
-#define LITHE_LACKS_wg_layernorm_backward LITHE__LACKS
 #define LITHE_LACKS_wg_gather_rows LITHE__LACKS
 #define LITHE_LACKS_wg_scatter_add_rows LITHE__LACKS
 #define LITHE_LACKS_wg_hash_ids LITHE__LACKS
-#define LITHE_LACKS_wg_reduce_sum LITHE__LACKS
-#define LITHE_LACKS_wg_reduce_sum_backward LITHE__LACKS
-#define LITHE_LACKS_wg_reduce_max LITHE__LACKS
-#define LITHE_LACKS_wg_reduce_max_backward LITHE__LACKS
 #define LITHE_LACKS_wg_seq2col LITHE__LACKS
 #define LITHE_LACKS_wg_seq2col_backward LITHE__LACKS
 #define LITHE_LACKS_wg_sparse_linear LITHE__LACKS
@@ -30,19 +23,6 @@
 #define LITHE_LACKS_wg_para_attention_backward LITHE__LACKS
 #define LITHE_LACKS_wg_cauchy_similarity LITHE__LACKS
 #define LITHE_LACKS_wg_cauchy_similarity_backward LITHE__LACKS
-#define LITHE_LACKS_wg_bcast_binary LITHE__LACKS
-#define LITHE_LACKS_wg_bcast_binary_backward LITHE__LACKS
-#define LITHE_LACKS_wg_broadcast_to LITHE__LACKS
-#define LITHE_LACKS_wg_reduce_to LITHE__LACKS
-#define LITHE_LACKS_wg_unary LITHE__LACKS
-#define LITHE_LACKS_wg_unary_backward LITHE__LACKS
-#define LITHE_LACKS_wg_log_softmax LITHE__LACKS
-#define LITHE_LACKS_wg_log_softmax_backward LITHE__LACKS
-#define LITHE_LACKS_wg_conv2d LITHE__LACKS
-#define LITHE_LACKS_wg_conv2d_backward LITHE__LACKS
-#define LITHE_LACKS_wg_pool2d LITHE__LACKS
-#define LITHE_LACKS_wg_pool2d_backward LITHE__LACKS
-#define LITHE_LACKS_wg_bcast_where LITHE__LACKS
 /* the int8 GEMM of compact int8 weights (issue 24): compact weights load on the CPU only */
 #define LITHE_LACKS_wg_gemm_q8 LITHE__LACKS
 
