@@ -1,6 +1,6 @@
 /* The WebGPU backend's convolution and pooling of imported graphs (shaders/conv.wgsl,
- * shaders/pool.wgsl: direct, one invocation per output element, one dispatch per primitive and
- * gradient; ports of backends/vulkan's conv.comp). conv2d's fused activation runs in the same
+ * shaders/pool.wgsl: direct, one invocation per output element; conv2d_backward's three gradients
+ * in one dispatch; ports of backends/vulkan's conv.comp). conv2d's fused activation runs in the same
  * dispatch (act_fns.wgsl: the act primitive's function, so the bits equal conv2d then act).
  * Shapes were checked by the graph layer; what only this backend limits (32-bit indexing) is
  * refused with LITHE_ERR_UNSUPPORTED. */
@@ -48,7 +48,7 @@ lithe_status wg_conv2d(lithe_backend *be, const lithe__conv2d *g, const lithe_te
         p.f[11] = a->max_val;
         p.f[12] = a->threshold;
     }
-    return WG_DISPATCH("conv2d", conv, 0, &p, 1u, lithe__wg_groups(Y->numel), 1, Y, X, W, b);
+    return WG_DISPATCH("conv2d", conv, 0, &p, 1u | 16u | 32u, lithe__wg_groups(Y->numel), 1, Y, X, W, b, NULL, NULL);
 }
 
 lithe_status wg_conv2d_backward(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X, const lithe_tensor *W,
@@ -58,13 +58,12 @@ lithe_status wg_conv2d_backward(lithe_backend *be, const lithe__conv2d *g, const
     lithe__wg_params p;
     LITHE__TRY(geometry("conv2d_backward", g->N, g->C, g->H, g->W, g->M, g->KH, g->KW, g->OH, g->OW, g->group, g->stride,
                         g->pad, g->dil, &p));
-    lithe_status s = LITHE_OK;
-    if (dX && dX->numel) s = WG_DISPATCH("conv2d_backward", conv, 1, &p, 1u, lithe__wg_groups(dX->numel), 1, dX, dY, W, NULL);
-    if (s == LITHE_OK && dW && dW->numel)
-        s = WG_DISPATCH("conv2d_backward", conv, 2, &p, 1u, lithe__wg_groups(dW->numel), 1, dW, dY, X, NULL);
-    if (s == LITHE_OK && db && db->numel)
-        s = WG_DISPATCH("conv2d_backward", conv, 3, &p, 1u, lithe__wg_groups(db->numel), 1, db, dY, NULL, NULL);
-    return s;
+    bool gx = dX && dX->numel, gw = dW && dW->numel, gb = db && db->numel;
+    if (!gx && !gw && !gb) return LITHE_OK;
+    p.f[6] = (float)((gx ? 1 : 0) | (gw ? 2 : 0) | (gb ? 4 : 0));
+    int64_t items = (gx ? dX->numel : 0) + (gw ? dW->numel : 0) + (gb ? db->numel : 0);
+    return WG_DISPATCH("conv2d_backward", conv, 1, &p, 1u | 16u | 32u, lithe__wg_groups(items), 1, gx ? dX : NULL, dY, W,
+                       X, gw ? dW : NULL, gb ? db : NULL);
 }
 
 static lithe_status pool_params(const char *op, const lithe__pool2d *g, lithe__wg_params *p) {
