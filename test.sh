@@ -61,7 +61,8 @@ cmake --build --preset wasm-webgpu -j "$jobs"
 # bundler users: the packed package built into a page by Vite, webpack 5 and esbuild (its plugin),
 # each bundle predicting in Debian's Chromium (examples/browser/test.mjs)
 (cd examples/browser && npm ci --no-audit --no-fund && LITHE_NATIVE=build/ci/tools/lithe/lithe npm test)
-# the demo page end to end in Debian's Chromium (playwright-core); screenshot in build/web/demo.png
+# the demo pages end to end in Debian's Chromium (playwright-core); screenshots in build/web/demo.png
+# and build/web/finetune.png; the fine-tuning page's accuracy bar (LoRA, last layer vs full) in Node
 (cd web && npm ci --no-audit --no-fund && LITHE_NATIVE=build/ci/tools/lithe/lithe npm test)
 # the libFuzzer targets (msgpack, Thinc bytes, .npy, .lithe): a reproducible smoke run each
 FUZZ_RUNS="${LITHE_FUZZ_RUNS:-100000}" fuzz/run.sh

@@ -113,5 +113,7 @@ lithe_status lithe__lora_before_update(lithe_model *const *nodes, size_t n);
 lithe_status lithe__lora_after_update(lithe_model *const *nodes, size_t n);
 /* '*' and '?' glob. */
 bool lithe__glob(const char *pattern, const char *s);
+/* Whether node's param matches the glob by its name or as "<node name>/<param>" (freezing, compact weights). */
+bool lithe__param_matches(const lithe_model *node, const char *param, const char *pattern);
 
 #endif /* LITHE_CORE_LAYERS_H */

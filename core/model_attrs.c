@@ -62,8 +62,10 @@ lithe_status lithe_model_get_attr_tensor(const lithe_model *m, const char *name,
     return LITHE_OK;
 }
 
-/* Finds or appends the attr slot; the caller fills it after attr_clear. */
-static lithe_status attr_slot(lithe_model *m, const char *name, lithe__attr **out) {
+/* Finds or appends the attr slot, clears its old value and gives it the type; the caller fills the
+ * value (anything the new value needs, a copy or a reference, is taken before: the old value may be
+ * the same object). */
+static lithe_status attr_slot(lithe_model *m, const char *name, lithe_attr_type type, lithe__attr **out) {
     LITHE__CHECK_ARG(m && name, "lithe_model_set_attr", "model or name is NULL");
     lithe__attr *a = find_attr(m, name);
     if (!a) {
@@ -76,31 +78,27 @@ static lithe_status attr_slot(lithe_model *m, const char *name, lithe__attr **ou
         a->name = nm;
         a->type = LITHE_ATTR_NONE;
     }
+    lithe__attr_clear(a);
+    a->type = type;
     *out = a;
     return LITHE_OK;
 }
 
 lithe_status lithe_model_set_attr_int(lithe_model *m, const char *name, int64_t v) {
     lithe__attr *a = NULL;
-    LITHE__TRY(attr_slot(m, name, &a));
-    lithe__attr_clear(a);
-    a->type = LITHE_ATTR_INT;
+    LITHE__TRY(attr_slot(m, name, LITHE_ATTR_INT, &a));
     a->v.i = v;
     return LITHE_OK;
 }
 lithe_status lithe_model_set_attr_float(lithe_model *m, const char *name, double v) {
     lithe__attr *a = NULL;
-    LITHE__TRY(attr_slot(m, name, &a));
-    lithe__attr_clear(a);
-    a->type = LITHE_ATTR_FLOAT;
+    LITHE__TRY(attr_slot(m, name, LITHE_ATTR_FLOAT, &a));
     a->v.f = v;
     return LITHE_OK;
 }
 lithe_status lithe_model_set_attr_bool(lithe_model *m, const char *name, bool v) {
     lithe__attr *a = NULL;
-    LITHE__TRY(attr_slot(m, name, &a));
-    lithe__attr_clear(a);
-    a->type = LITHE_ATTR_BOOL;
+    LITHE__TRY(attr_slot(m, name, LITHE_ATTR_BOOL, &a));
     a->v.b = v;
     return LITHE_OK;
 }
@@ -109,22 +107,17 @@ lithe_status lithe_model_set_attr_str(lithe_model *m, const char *name, const ch
     char *copy = lithe__strdup(v);
     if (!copy) return lithe__oom("lithe_model_set_attr_str", strlen(v) + 1);
     lithe__attr *a = NULL;
-    lithe_status s = attr_slot(m, name, &a);
+    lithe_status s = attr_slot(m, name, LITHE_ATTR_STR, &a);
     if (s != LITHE_OK) {
         lithe__free(copy);
         return s;
     }
-    lithe__attr_clear(a);
-    a->type = LITHE_ATTR_STR;
     a->v.s = copy;
     return LITHE_OK;
 }
 lithe_status lithe_model_set_attr_null(lithe_model *m, const char *name) {
     lithe__attr *a = NULL;
-    LITHE__TRY(attr_slot(m, name, &a));
-    lithe__attr_clear(a);
-    a->type = LITHE_ATTR_NULL;
-    return LITHE_OK;
+    return attr_slot(m, name, LITHE_ATTR_NULL, &a);
 }
 
 size_t lithe_model_n_dims(const lithe_model *m) { return m ? m->n_dims : 0; }
@@ -142,10 +135,12 @@ const char *lithe_model_attr_name(const lithe_model *m, size_t i) {
 lithe_status lithe_model_set_attr_tensor(lithe_model *m, const char *name, lithe_tensor *v) {
     LITHE__CHECK_ARG(v, "lithe_model_set_attr_tensor", "value is NULL");
     lithe__attr *a = NULL;
-    LITHE__TRY(attr_slot(m, name, &a));
     lithe_tensor_retain(v);
-    lithe__attr_clear(a);
-    a->type = LITHE_ATTR_TENSOR;
+    lithe_status s = attr_slot(m, name, LITHE_ATTR_TENSOR, &a);
+    if (s != LITHE_OK) {
+        lithe_tensor_release(v);
+        return s;
+    }
     a->v.t = v;
     return LITHE_OK;
 }

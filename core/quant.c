@@ -123,3 +123,7 @@ static bool dense_layer(const lithe_model *m) {
 }
 
 bool lithe__compact_ok(const lithe_model *m) { return dense_layer(m); }
+
+lithe_status lithe_model_compress_weights(lithe_model *m, lithe_dtype dtype, size_t *n_converted) {
+    return lithe_model_compress_matching(m, dtype, NULL, n_converted);
+}

@@ -1,5 +1,6 @@
-/* Making compact weights: lithe_tensor_quantize and lithe_model_compress_weights (core/quant.c
- * holds what loading and running them needs). Its own file so that the npm package can keep it in
+/* Making compact weights: lithe_tensor_quantize and lithe_model_compress_matching (core/quant.c
+ * holds lithe_model_compress_weights, the same for every dense layer, and what loading and running
+ * compact weights needs). Its own file so that the npm package can keep it in
  * its on-demand module (bindings/js/src/importers.c), out of the SIMD core's 400 KB. */
 #include "internal.h"
 
@@ -62,7 +63,8 @@ lithe_status lithe_tensor_quantize(const lithe_tensor *t, lithe_dtype dtype, int
     return LITHE_OK;
 }
 
-lithe_status lithe_model_compress_weights(lithe_model *m, lithe_dtype dtype, size_t *n_converted) {
+lithe_status lithe_model_compress_matching(lithe_model *m, lithe_dtype dtype, const char *pattern,
+                                           size_t *n_converted) {
     if (n_converted) *n_converted = 0;
     LITHE__CHECK_ARG(m, "lithe_model_compress_weights", "model is NULL");
     if (dtype != LITHE_F32 && dtype != LITHE_F16 && dtype != LITHE_BF16 && dtype != LITHE_I8)
@@ -73,10 +75,13 @@ lithe_status lithe_model_compress_weights(lithe_model *m, lithe_dtype dtype, siz
     lithe_model **nodes = lithe__malloc((n ? n : 1) * sizeof *nodes);
     if (!nodes) return lithe__oom("lithe_model_compress_weights", n * sizeof *nodes);
     lithe_status s = lithe_model_walk(m, nodes, n, &n);
-    size_t done = 0;
+    size_t done = 0, matched = 0;
     for (size_t i = 0; s == LITHE_OK && i < n; i++) {
         lithe__param *p = lithe__model_find_param(nodes[i], "W");
-        if (!lithe__compact_ok(nodes[i]) || !p || !p->value || p->value->ndim != 2 || p->value->dtype == dtype) continue;
+        if (!lithe__compact_ok(nodes[i]) || !p || !p->value || p->value->ndim != 2) continue;
+        if (pattern && !lithe__param_matches(nodes[i], "W", pattern)) continue;
+        matched++;
+        if (p->value->dtype == dtype) continue;
         lithe_tensor *W = p->value, *f = NULL, *c = NULL;
         if (!W->storage->backend->host_memory) {
             s = lithe__fail(LITHE_ERR_UNSUPPORTED, "lithe_model_compress_weights: %s: compact weights live on the CPU "
@@ -104,5 +109,8 @@ lithe_status lithe_model_compress_weights(lithe_model *m, lithe_dtype dtype, siz
     }
     lithe__free(nodes);
     if (n_converted) *n_converted = done;
+    if (s == LITHE_OK && pattern && !matched)
+        return lithe__fail(LITHE_ERR_NOT_FOUND, "lithe_model_compress_weights: no dense layer's W of %s matches '%s'",
+                           m->name, pattern);
     return s;
 }

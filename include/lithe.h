@@ -999,6 +999,13 @@ LITHE_API lithe_status lithe_model_set_param(lithe_model *m, const char *name, l
  * back to float32. *n_converted (may be NULL) receives the number of weights changed.
  * Statuses: LITHE_ERR_DTYPE (another dtype), LITHE_ERR_VALUE (a NaN / infinite weight). */
 LITHE_API lithe_status lithe_model_compress_weights(lithe_model *m, lithe_dtype dtype, size_t *n_converted);
+/* lithe_model_compress_weights for the dense layers whose W matches the glob `pattern` (matched as
+ * lithe_model_freeze_matching's: "W" or "<node name>/W"; NULL: every dense layer's), so that the last
+ * layers can stay float32 and train on a compact, frozen base (docs/training.md, "Training on compact
+ * weights"). Statuses as lithe_model_compress_weights's, and LITHE_ERR_NOT_FOUND when a pattern
+ * matches no dense layer's W (nothing changes). */
+LITHE_API lithe_status lithe_model_compress_matching(lithe_model *m, lithe_dtype dtype, const char *pattern,
+                                                     size_t *n_converted);
 /* Whether a gradient has been accumulated (Thinc: present in the param server). */
 LITHE_API bool lithe_model_has_grad(const lithe_model *m, const char *name);
 /* Borrowed. LITHE_ERR_NOT_FOUND when there is no grad. */

@@ -3,14 +3,7 @@
 #ifndef LITHE_TEST_HOSTILE_H
 #define LITHE_TEST_HOSTILE_H
 
-#define OK(expr)                                                                                   \
-    do {                                                                                           \
-        lithe_status st_ = (expr);                                                                 \
-        if (st_ != LITHE_OK) {                                                                     \
-            print_error("%s failed: %s: %s\n", #expr, lithe_status_str(st_), lithe_last_error());  \
-            fail();                                                                                \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 void test_hostile_corpus(void **state);
 void test_lithe_dims_and_rates_checked(void **state);

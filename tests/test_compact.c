@@ -23,17 +23,10 @@
 
 #include <cmocka.h>
 
+#include "check.h"
+
 #include "lithe.h"
 #include "../backends/cpu/gemm/qgemm.h"
-
-#define OK(expr)                                                                                   \
-    do {                                                                                           \
-        lithe_status st_ = (expr);                                                                 \
-        if (st_ != LITHE_OK) {                                                                     \
-            print_error("%s: %s (%s)\n", #expr, lithe_status_str(st_), lithe_last_error());        \
-            fail();                                                                                \
-        }                                                                                          \
-    } while (0)
 
 static uint64_t rng_state = 88172645463325252ull;
 static double urand(void) { /* xorshift64, [-1, 1) */
@@ -442,6 +435,67 @@ static void test_frozen(void **state) {
     lithe_model_free(m);
 }
 
+/* Training on a compact base (issue 24, item 5): the hidden layer's W int8 by name
+ * (lithe_model_compress_matching), the softmax head float32: Adam steps move the head and every bias,
+ * never the int8 codes, which get no gradient buffer and no optimizer state; a pattern matching no
+ * dense layer's W is LITHE_ERR_NOT_FOUND and changes nothing. */
+static void test_compact_base_float_head(void **state) {
+    (void)state;
+    lithe_model *m = mlp(50, 20, 4), *relu = lithe_model_layer(m, 0), *head = lithe_model_layer(m, 1);
+    lithe_tensor *W1 = NULL, *b1 = NULL, *W2 = NULL;
+    size_t n = 99;
+    assert_int_equal(lithe_model_compress_matching(m, LITHE_I8, "nothing*", &n), LITHE_ERR_NOT_FOUND);
+    assert_non_null(strstr(lithe_last_error(), "nothing*"));
+    assert_int_equal(n, 0);
+    OK(lithe_model_get_param(relu, "W", &W1));
+    assert_int_equal(lithe_tensor_dtype(W1), LITHE_F32);
+    char pat[96];
+    snprintf(pat, sizeof pat, "%s/W", lithe_model_name(relu));
+    OK(lithe_model_compress_matching(m, LITHE_I8, pat, &n));
+    assert_int_equal(n, 1);
+    OK(lithe_model_get_param(relu, "W", &W1));
+    OK(lithe_model_get_param(relu, "b", &b1));
+    OK(lithe_model_get_param(head, "W", &W2));
+    assert_int_equal(lithe_tensor_dtype(W1), LITHE_I8);
+    assert_int_equal(lithe_tensor_dtype(W2), LITHE_F32);
+    assert_true(lithe_model_is_frozen(relu, "W"));
+    assert_false(lithe_model_is_frozen(head, "W"));
+    int8_t w1[1000];
+    float b10[20], w20[80];
+    memcpy(w1, lithe_tensor_data(W1), sizeof w1);
+    memcpy(b10, lithe_tensor_data(b1), sizeof b10);
+    memcpy(w20, lithe_tensor_data(W2), sizeof w20);
+    lithe_optimizer_opts o = lithe_adam_defaults();
+    o.learn_rate = 0.01;
+    lithe_optimizer *opt = NULL;
+    OK(lithe_optimizer_new(&o, &opt));
+    for (int step = 0; step < 3; step++) {
+        lithe_tensor *X = random_f32(8, 50, 1.0), *dY = random_f32(8, 4, 1.0);
+        lithe_value *xv = NULL, *yv = NULL, *dyv = NULL;
+        lithe_backprop *bp = NULL;
+        OK(lithe_value_tensor(X, &xv));
+        OK(lithe_value_tensor(dY, &dyv));
+        OK(lithe_model_begin_update(m, xv, &yv, &bp));
+        OK(lithe_backprop_run(bp, dyv, NULL));
+        OK(lithe_model_finish_update(m, opt));
+        lithe_backprop_free(bp);
+        lithe_value_release(xv);
+        lithe_value_release(yv);
+        lithe_value_release(dyv);
+        lithe_tensor_release(X);
+        lithe_tensor_release(dY);
+    }
+    OK(lithe_model_get_param(relu, "W", &W1));
+    assert_memory_equal(w1, lithe_tensor_data(W1), sizeof w1);
+    assert_memory_not_equal(b10, lithe_tensor_data(b1), sizeof b10);
+    assert_memory_not_equal(w20, lithe_tensor_data(W2), sizeof w20);
+    /* relu's b, the head's W and b: nothing for the int8 W */
+    assert_int_equal(lithe_model_grad_count(m, NULL), 3);
+    assert_int_equal(lithe_optimizer_state_count(opt, NULL), 3);
+    lithe_optimizer_free(opt);
+    lithe_model_free(m);
+}
+
 /* ---- hostile files: a valid int8 file, patched ---- */
 static uint8_t *file_bytes(size_t *len) {
     lithe_model *m = mlp(6, 4, 3);
@@ -570,7 +624,7 @@ static void test_hostile(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quantize), cmocka_unit_test(test_q8_kernels), cmocka_unit_test(test_gemm), cmocka_unit_test(test_file),
-        cmocka_unit_test(test_frozen),   cmocka_unit_test(test_hostile),
+        cmocka_unit_test(test_frozen), cmocka_unit_test(test_compact_base_float_head),   cmocka_unit_test(test_hostile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,8 +26,8 @@
 #include <pthread.h>
 
 #include "lithe.h"
+#include "check.h"
 
-#define OK(expr) assert_int_equal((expr), LITHE_OK)
 enum { NI = 16, NH = 32, NO = 5, B = 8, THREADS = 6 };
 
 static lithe_backend *cpu(void) {

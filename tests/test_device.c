@@ -27,6 +27,8 @@
 
 #include <cmocka.h>
 
+#include "check.h"
+
 #include "internal.h"
 #include "lithe.h"
 #include "lithe_dlpack.h"
@@ -38,15 +40,6 @@
 #define LITHE_TEST_DEVICE "vulkan"
 #endif
 #define DEV LITHE_TEST_DEVICE
-
-#define OK(expr)                                                                                   \
-    do {                                                                                           \
-        lithe_status st_ = (expr);                                                                 \
-        if (st_ != LITHE_OK) {                                                                     \
-            print_error("%s failed: %s: %s\n", #expr, lithe_status_str(st_), lithe_last_error());  \
-            fail();                                                                                \
-        }                                                                                          \
-    } while (0)
 
 static lithe_backend *cpu, *dev;
 

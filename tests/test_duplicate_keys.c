@@ -14,11 +14,11 @@
 
 #include <cmocka.h>
 
+#include "check.h"
+
 #include "io/json.h"
 #include "io/msgpack.h"
 #include "lithe.h"
-
-#define OK(expr) assert_int_equal((expr), LITHE_OK)
 
 static void expect_refused(lithe_status got, const char *needle) {
     if (got != LITHE_ERR_FORMAT || !strstr(lithe_last_error(), needle))

@@ -12,19 +12,12 @@
 
 #include <cmocka.h>
 
+#include "check.h"
+
 #include "lithe.h"
 #include "lithe_dlpack.h"
 
 #include <dlpack/dlpack.h>
-
-#define OK(expr)                                                                                   \
-    do {                                                                                           \
-        lithe_status st_ = (expr);                                                                 \
-        if (st_ != LITHE_OK) {                                                                     \
-            print_error("%s failed: %s: %s\n", #expr, lithe_status_str(st_), lithe_last_error());  \
-            fail();                                                                                \
-        }                                                                                          \
-    } while (0)
 
 /* The call must fail with `want` and leave a message. */
 #define FAILS(want, expr)                                                                          \

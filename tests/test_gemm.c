@@ -17,14 +17,14 @@
 
 #include <cmocka.h>
 
+#include "check.h"
+
 #include "lithe.h"
 #include "internal.h"
 #include "../backends/cpu/gemm/gemm.h"
 #include "../backends/cpu/threadpool.h"
 #include "../backends/cpu/simd/simd.h"
 #include "../backends/cpu/kernels.h"
-
-#define OK(expr) assert_int_equal((expr), LITHE_OK)
 
 static const char *const isas[] = {"scalar", "avx2", "avx512", "neon", "wasmsimd"};
 #define N_ISAS (sizeof isas / sizeof isas[0])

@@ -18,17 +18,10 @@
 
 #include <cmocka.h>
 
+#include "check.h"
+
 #include "internal.h"
 #include "lithe.h"
-
-#define OK(expr)                                                                                   \
-    do {                                                                                           \
-        lithe_status st_ = (expr);                                                                 \
-        if (st_ != LITHE_OK) {                                                                     \
-            print_error("%s: %s (%s)\n", #expr, lithe_status_str(st_), lithe_last_error());        \
-            fail();                                                                                \
-        }                                                                                          \
-    } while (0)
 
 /* ---- the list ---- */
 

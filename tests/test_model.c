@@ -16,16 +16,9 @@
 
 #include <cmocka.h>
 
-#include "lithe.h"
+#include "check.h"
 
-#define OK(expr)                                                                                   \
-    do {                                                                                           \
-        lithe_status st_ = (expr);                                                                 \
-        if (st_ != LITHE_OK) {                                                                     \
-            print_error("%s failed: %s: %s\n", #expr, lithe_status_str(st_), lithe_last_error());  \
-            fail();                                                                                \
-        }                                                                                          \
-    } while (0)
+#include "lithe.h"
 
 static void close_or_fail(const char *what, size_t i, double got, double want, double atol, double rtol) {
     if (!(fabs(got - want) <= atol + rtol * fabs(want))) {

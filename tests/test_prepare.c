@@ -25,17 +25,10 @@
 
 #include <cmocka.h>
 
+#include "check.h"
+
 #include "lithe.h"
 #include "failing_alloc.h"
-
-#define OK(expr)                                                                                   \
-    do {                                                                                           \
-        lithe_status st_ = (expr);                                                                 \
-        if (st_ != LITHE_OK) {                                                                     \
-            print_error("%s: %s (%s)\n", #expr, lithe_status_str(st_), lithe_last_error());        \
-            fail();                                                                                \
-        }                                                                                          \
-    } while (0)
 
 enum { NI = 784, NOUT = 10 };
 

@@ -25,11 +25,11 @@
 
 #include <cmocka.h>
 
+#include "check.h"
+
 #include "lithe.h"
 #include "../backends/cpu/simd/simd.h"
 #include "../backends/cpu/gemm/gemm.h"
-
-#define OK(expr) assert_int_equal((expr), LITHE_OK)
 
 #define SIMD_CMP_PRINT(...) print_error(__VA_ARGS__)
 #define SIMD_CMP_FAIL() fail()

@@ -14,6 +14,8 @@
 
 #include <cmocka.h>
 
+#include "check.h"
+
 #include "lithe.h"
 #include "../backends/cpu/threadpool.h"
 
@@ -22,8 +24,6 @@
 #include <stdatomic.h>
 #include <time.h>
 #endif
-
-#define OK(expr) assert_int_equal((expr), LITHE_OK)
 
 typedef struct {
     int64_t grain;

@@ -1,6 +1,5 @@
 /* The WebGPU backend's copies beyond ops_elementwise.c's: N-D strided views (shaders/copy_nd.wgsl:
- * the Transpose, Slice and Concat views of imported graphs), and zero fills of tensors whose bytes
- * are not whole words (a new float16 / uint8 tensor of odd size). */
+ * the Transpose, Slice and Concat views of imported graphs). */
 #include "webgpu_internal.h"
 
 /* Y = X for views of 4- or 8-byte elements, any strides (axes both walk contiguously merged). */
@@ -56,17 +55,4 @@ lithe_status lithe__wg_copy_nd(lithe_backend *be, lithe_tensor *Y, const lithe_t
         }
     }
     return WG_DISPATCH("copy", copy_nd, 0, &p, 1u, lithe__wg_groups((int64_t)p.u[0]), 1, Y, X);
-}
-
-/* Y = 0 for a contiguous tensor whose bytes end at its storage's end but not on a word: the
- * words it covers are zeroed (the bytes past the storage's end are the buffer's slack). */
-lithe_status lithe__wg_zero_tail(lithe_backend *be, lithe_tensor *Y) {
-    size_t es = lithe_dtype_size(Y->dtype), first = (size_t)Y->offset * es, end = first + (size_t)Y->numel * es;
-    if (!lithe_tensor_is_contiguous(Y) || first % 4 || end != Y->storage->nbytes || end > lithe__wg_mem(Y)->bytes)
-        return lithe__fail(LITHE_ERR_UNSUPPORTED, "webgpu fill: strided or sub-word tensors are not supported yet");
-    size_t words = (end - first + 3) / 4;
-    if ((uint64_t)first / 4 + words > lithe__wg_mem(Y)->bytes / 4)
-        return lithe__fail(LITHE_ERR_UNSUPPORTED, "webgpu fill: past the buffer");
-    lithe__wg_params p = {.u = {(uint32_t)words}};
-    return WG_DISPATCH("fill", fill, 0, &p, 1u, lithe__wg_groups((int64_t)words), 1, Y);
 }

@@ -15,7 +15,8 @@ lithe_status wg_fill(lithe_backend *be, lithe_tensor *Y, float value) {
     if (value != 0.0f && Y->dtype != LITHE_F32) return lithe__fail(LITHE_ERR_DTYPE, "fill: non-zero fill needs float32");
     if (!Y->numel) return LITHE_OK;
     size_t es = lithe_dtype_size(Y->dtype), n = (size_t)Y->numel * es;
-    if (value == 0.0f && lithe_tensor_is_contiguous(Y) && n % 4) return lithe__wg_zero_tail(be, Y); /* ops_copy.c */
+    /* a sub-word tail that ends its storage (int8 / uint8 tensors): the buffer's padding words too */
+    if (value == 0.0f && n % 4 && byte_off(Y) + n == Y->storage->nbytes) n = (n + 3) & ~(size_t)3;
     if (!lithe_tensor_is_contiguous(Y) || byte_off(Y) % 4 || n % 4)
         return lithe__fail(LITHE_ERR_UNSUPPORTED, "webgpu fill: strided or sub-word tensors are not supported yet");
     lithe__wg_params p = {.u = {(uint32_t)(n / 4)}, .f = {value}};

@@ -9,6 +9,7 @@ if(LITHE_WEBGPU AND EMSCRIPTEN)
   set(LITHE_WEBGPU_ENABLED ON)
   set(LITHE_WG_DIR ${CMAKE_CURRENT_SOURCE_DIR}/backends/webgpu)
   set(LITHE_WG_SHADERS fill elementwise rows act softmax reduce optim cce gemm copy) # LITHE__WG_SHADERS' order
+  list(APPEND LITHE_WG_SHADERS ids maxout seq2col sparse lstm_mat lstm_cell attention gemm_q8)
   list(APPEND LITHE_WG_SHADERS conv pool bcast unary layernorm layernorm_dx layernorm_dg seqreduce cast copy_nd) # LITHE__WG_SHADERS_GRAPH
   file(GLOB LITHE_WG_WGSL ${LITHE_WG_DIR}/shaders/*.wgsl)
   set(LITHE_WG_EMBED ${CMAKE_CURRENT_BINARY_DIR}/lithe_wg_shaders.c)
@@ -21,6 +22,7 @@ if(LITHE_WEBGPU AND EMSCRIPTEN)
   set_source_files_properties(${LITHE_WG_EMBED} PROPERTIES INCLUDE_DIRECTORIES ${LITHE_WG_DIR})
   list(APPEND LITHE_SOURCES backends/webgpu/webgpu_backend.c backends/webgpu/table.c backends/webgpu/ops_elementwise.c
        backends/webgpu/ops_gemm.c ${LITHE_WG_EMBED})
+  list(APPEND LITHE_SOURCES backends/webgpu/ops_ids.c backends/webgpu/ops_seq.c backends/webgpu/ops_recur.c)
   list(APPEND LITHE_SOURCES backends/webgpu/ops_conv.c backends/webgpu/ops_bcast.c backends/webgpu/ops_norm.c
        backends/webgpu/ops_copy.c)
 elseif(LITHE_WEBGPU)

@@ -30,7 +30,7 @@ bool lithe__glob(const char *p, const char *s) {
     return !*p;
 }
 
-static bool param_matches(const lithe_model *node, const char *param, const char *pattern) {
+bool lithe__param_matches(const lithe_model *node, const char *param, const char *pattern) {
     if (lithe__glob(pattern, param)) return true;
     char full[512];
     int n = snprintf(full, sizeof full, "%s/%s", node->name, param);
@@ -46,7 +46,7 @@ lithe_status lithe_model_freeze_matching(lithe_model *m, const char *pattern, bo
     for (int pass = 0; pass < 2; pass++) /* count first: no match changes nothing */
         for (size_t i = 0; i < w.n; i++)
             for (size_t p = 0; p < w.v[i]->n_params; p++)
-                if (param_matches(w.v[i], w.v[i]->params[p].name, pattern)) {
+                if (lithe__param_matches(w.v[i], w.v[i]->params[p].name, pattern)) {
                     if (pass == 0) n++;
                     else if (n) w.v[i]->params[p].frozen = frozen;
                 }

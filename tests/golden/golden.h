@@ -6,14 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define OK(expr)                                                                                   \
-    do {                                                                                           \
-        lithe_status st_ = (expr);                                                                 \
-        if (st_ != LITHE_OK) {                                                                     \
-            print_error("%s failed: %s: %s\n", #expr, lithe_status_str(st_), lithe_last_error());  \
-            fail();                                                                                \
-        }                                                                                          \
-    } while (0)
+#include "../check.h"
 
 typedef struct golden {
     char name[96];

@@ -40,3 +40,18 @@ def test_compress_weights(tmp_path, dtype, tol, ratio):
     numpy.testing.assert_array_equal(numpy.from_dlpack(back.predict(X)), got)
     with pytest.raises(ValueError):
         lm.compress_weights("int4")
+
+
+def test_compress_matching_keeps_the_head_float32(tmp_path):
+    """compress_weights(match=...) (lithe_model_compress_matching): only the matching dense layers turn
+    int8; the Softmax head stays float32, unfrozen, and is what a training step then moves."""
+    model, X = _thinc_mlp()
+    lithe.export(model, str(tmp_path / "m.lithe"))
+    lm = lithe.load(tmp_path / "m.lithe")
+    with pytest.raises(lithe.LitheError, match="no dense layer"):
+        lm.compress_weights("int8", match="nothing*")
+    assert lm.compress_weights("int8", match="relu/W") == 1
+    nodes = {n.name: n for n in lm.walk()}
+    assert numpy.from_dlpack(nodes["relu"].get_param("W")).dtype == numpy.int8
+    assert numpy.from_dlpack(nodes["softmax"].get_param("W")).dtype == numpy.float32
+    numpy.testing.assert_allclose(numpy.from_dlpack(lm.predict(X)), model.predict(X), atol=0.02)

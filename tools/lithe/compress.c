@@ -1,4 +1,4 @@
-/* lithe convert --weights f16|bf16|int8|f32 IN.lithe OUT.lithe, and lithe quantize (dynamic int8:
+/* lithe convert --weights f16|bf16|int8|f32 [--match GLOB] IN.lithe OUT.lithe, and lithe quantize (dynamic int8:
  * per-row symmetric weights; activations are not quantized ahead, so there is nothing to
  * calibrate): the dense layers' W stored compact (lithe_model_compress_weights, docs/format.md). */
 #include "cli.h"
@@ -7,7 +7,7 @@
 #include <lithe.h>
 #include <string.h>
 
-static int compress(const char *cmd, const char *in, const char *weights, const char *out) {
+static int compress(const char *cmd, const char *in, const char *weights, const char *match, const char *out) {
     static const char *const names[] = {"f32", "f16", "bf16", "int8", NULL};
     static const lithe_dtype dts[] = {LITHE_F32, LITHE_F16, LITHE_BF16, LITHE_I8};
     if (cli_choice(cmd, "weights", weights, names) < 0) return CLI_USAGE;
@@ -16,7 +16,7 @@ static int compress(const char *cmd, const char *in, const char *weights, const 
     lithe_model *m = NULL;
     size_t n = 0;
     lithe_status s = lithe_model_load(in, &m);
-    if (s == LITHE_OK) s = lithe_model_compress_weights(m, dts[k], &n);
+    if (s == LITHE_OK) s = lithe_model_compress_matching(m, dts[k], match, &n);
     if (s == LITHE_OK) s = lithe_model_save(m, NULL, out);
     lithe_model_free(m);
     if (s != LITHE_OK) {
@@ -27,8 +27,8 @@ static int compress(const char *cmd, const char *in, const char *weights, const 
     return CLI_OK;
 }
 
-int lithe_convert_weights(const char *in, const char *weights, const char *out) {
-    return compress("convert", in, weights, out);
+int lithe_convert_weights(const char *in, const char *weights, const char *match, const char *out) {
+    return compress("convert", in, weights, match, out);
 }
 
 static void quantize_usage(FILE *f) {
@@ -61,5 +61,5 @@ int lithe_cmd_quantize(int argc, char **argv) {
         }
     }
     if (argc - optind != 1 || !output) return cli_usage_error("quantize", "needs MODEL.lithe --output Q.lithe");
-    return compress("quantize", argv[optind], "int8", output);
+    return compress("quantize", argv[optind], "int8", NULL, output);
 }

@@ -316,7 +316,7 @@ static void convert_usage(FILE *f) {
                "       lithe convert ARCH.lithe --from-thinc THINC.bin --output OUT.lithe\n"
                "       lithe convert MODEL --to-onnx OUT.onnx\n"
                "       lithe convert MODEL --to-tfjs DIR\n"
-               "       lithe convert --weights f16|bf16|int8|f32 IN.lithe OUT.lithe\n"
+               "       lithe convert --weights f16|bf16|int8|f32 [--match GLOB] IN.lithe OUT.lithe\n"
                "  between Thinc's bytes (model.to_bytes(), byte-identical with Thinc 8.1.7) and .lithe files;\n"
                "  Thinc's bytes hold weights only, so the .lithe file gives the architecture;\n"
                "  --to-onnx writes a model (.lithe, .onnx, TF.js model.json) as ONNX for onnxruntime with its\n"
@@ -332,6 +332,8 @@ static void convert_usage(FILE *f) {
                "  --weights f16|bf16|int8|f32\n"
                "                         store the dense layers' W compact (int8: one scale per output row,\n"
                "                         symmetric; f32 turns them back); biases and other tensors stay float32\n"
+               "  --match GLOB           with --weights: only the dense layers whose W matches (\"W\" or\n"
+               "                         \"node/W\", as info --freeze's): the others stay float32 and train\n"
                "  -h, --help             this text\n"
                "\n" CLI_EXIT_HELP);
 }
@@ -343,10 +345,11 @@ int lithe_cmd_convert(int argc, char **argv) {
                                          {"output", required_argument, NULL, 'o'},
                                          {"to-tfjs", required_argument, NULL, 'j'},
                                          {"weights", required_argument, NULL, 'w'},
+                                         {"match", required_argument, NULL, 'm'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *model = NULL, *to_thinc = NULL, *to_onnx = NULL, *from_thinc = NULL, *output = NULL, *to_tfjs = NULL,
-               *weights = NULL;
+               *weights = NULL, *match = NULL;
     int c;
     cli_begin();
     while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
@@ -358,14 +361,16 @@ int lithe_cmd_convert(int argc, char **argv) {
         case 'o': output = optarg; break;
         case 'j': to_tfjs = optarg; break;
         case 'w': weights = optarg; break;
+        case 'm': match = optarg; break;
         default: return cli_bad_option("convert", argv, c);
         }
     }
+    if (match && !weights) return cli_usage_error("convert", "--match goes with --weights");
     if (weights) { /* IN OUT, or IN --output OUT */
         if (to_thinc || to_onnx || from_thinc || to_tfjs)
             return cli_usage_error("convert", "--weights goes alone: convert --weights DTYPE IN.lithe OUT.lithe");
-        if (argc - optind == 2 && !output) return lithe_convert_weights(argv[optind], weights, argv[optind + 1]);
-        if (argc - optind == 1 && output) return lithe_convert_weights(argv[optind], weights, output);
+        if (argc - optind == 2 && !output) return lithe_convert_weights(argv[optind], weights, match, argv[optind + 1]);
+        if (argc - optind == 1 && output) return lithe_convert_weights(argv[optind], weights, match, output);
         return cli_usage_error("convert", "--weights needs IN.lithe OUT.lithe");
     }
     if (argc - optind > 1) return cli_usage_error("convert", "one model, please: unexpected argument %s", argv[optind + 1]);

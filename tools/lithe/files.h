@@ -6,6 +6,6 @@ int lithe_cmd_info(int argc, char **argv);
 int lithe_cmd_run(int argc, char **argv);
 int lithe_cmd_convert(int argc, char **argv);
 /* compress.c: convert --weights, and the quantize command. */
-int lithe_convert_weights(const char *in, const char *weights, const char *out);
+int lithe_convert_weights(const char *in, const char *weights, const char *match, const char *out);
 int lithe_cmd_quantize(int argc, char **argv);
 #endif

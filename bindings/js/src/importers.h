@@ -49,7 +49,7 @@ typedef struct lithe__importers {
     lithe_status (*tfjs_save)(lithe_model *m, const char *dir);
     /* Making compact weights (core/quant_make.c): rare, so here too. */
     lithe_status (*tensor_quantize)(const lithe_tensor *t, lithe_dtype dtype, int axis, lithe_tensor **out);
-    lithe_status (*compress_weights)(lithe_model *m, lithe_dtype dtype, size_t *n_converted);
+    lithe_status (*compress_matching)(lithe_model *m, lithe_dtype dtype, const char *pattern, size_t *n_converted);
     /* LoRA on a graph's weights (core/graph/graph_lora.c) */
     lithe_status (*graph_lora_weights)(lithe_model *m, lithe__lora_found fn, void *user);
     /* Thinc's bytes (core/io/thinc_bytes.c): no npm API reads or writes them; C callers of the

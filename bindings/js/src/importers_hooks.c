@@ -146,9 +146,9 @@ lithe_status lithe_tensor_quantize(const lithe_tensor *t, lithe_dtype dtype, int
     return hooks ? hooks->tensor_quantize(t, dtype, axis, out) : absent("lithe_tensor_quantize");
 }
 
-lithe_status lithe_model_compress_weights(lithe_model *m, lithe_dtype dtype, size_t *n_converted) {
+lithe_status lithe_model_compress_matching(lithe_model *m, lithe_dtype dtype, const char *pattern, size_t *n_converted) {
     if (n_converted) *n_converted = 0;
-    return hooks ? hooks->compress_weights(m, dtype, n_converted) : absent("lithe_model_compress_weights");
+    return hooks ? hooks->compress_matching(m, dtype, pattern, n_converted) : absent("lithe_model_compress_weights");
 }
 
 lithe_status lithe_model_to_thinc_bytes(lithe_model *m, uint8_t **out, size_t *len) {

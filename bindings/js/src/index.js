@@ -602,13 +602,20 @@ export class Model extends Handle {
   // weights"): 'int8' (per-row symmetric; computed with dynamic quantization natively, decoded in
   // the float GEMM's packing in WebAssembly), 'float16', 'bfloat16', or 'float32' (back). Biases
   // stay float32; compact weights are frozen. Returns how many weights changed; save() then
-  // writes the smaller file.
-  compressWeights(dtype = 'int8') {
+  // writes the smaller file. { match: glob } converts only the dense layers whose W matches ("W" or
+  // "node/W", as freeze's patterns; lithe_model_compress_matching): the others stay float32 and train.
+  compressWeights(dtype = 'int8', { match } = {}) {
     const codes = { float32: 0, float16: 1, bfloat16: 2, int8: 8 };
     if (!(dtype in codes)) throw new TypeError(`compressWeights: dtype '${dtype}' is not one of int8, float16, bfloat16, float32`);
+    if (match !== undefined && typeof match !== 'string') throw new TypeError('compressWeights: match must be a string');
     const r = need();
-    // (in the importer module: linked here first if no load has linked it yet)
-    r.check(runLoader(() => r.lithe_model_compress_weights(this.ptr, codes[dtype], r.outPtr(0)), true));
+    const ps = match === undefined ? 0 : r.allocString(match);
+    try {
+      // (in the importer module: linked here first if no load has linked it yet)
+      r.check(runLoader(() => r.lithe_model_compress_matching(this.ptr, codes[dtype], ps, r.outPtr(0)), true));
+    } finally {
+      if (ps) r.free(ps);
+    }
     this.#prepared = false; // new W tensors: prepare again
     return r.readU32(r.outPtr(0));
   }

@@ -38,3 +38,13 @@ test('compressWeights refuses an unknown dtype', async () => {
   const m = await lithe.load(fx.modelBytes);
   assert.throws(() => m.compressWeights('int4'), /int4/);
 });
+
+test("compressWeights('int8', { match }) = lithe convert --weights int8 --match", async () => {
+  fx.run(['convert', '--weights', 'int8', '--match', 'relu*', 'model.lithe', 'head.lithe']);
+  const native = new Uint8Array(fs.readFileSync(path.join(fx.work, 'head.lithe')));
+  const m = await lithe.load(fx.modelBytes);
+  assert.throws(() => m.compressWeights('int8', { match: 'nothing*' }), /no dense layer/);
+  const n = m.compressWeights('int8', { match: 'relu*' });
+  assert.ok(n >= 1 && n < 3, `${n} weights converted`); // the head stays float32
+  assert.deepEqual(m.save(), native);
+});

@@ -140,7 +140,8 @@ static inline lithe_status as_rows(lithe_tensor *t, int64_t M, int64_t N, lithe_
     return lithe_tensor_reshape(t, 2, (int64_t[]){M, N}, out);
 }
 
-/* X's dimensions permuted (Y's dim d is X's dim perm[d]) into a new contiguous float32 tensor. */
+/* X's dimensions permuted (Y's dim d is X's dim perm[d]) into a new contiguous tensor of X's dtype
+ * (float32 on the graph's backend, the other dtypes on the host). */
 static inline lithe_status perm_copy(lithe__gexec *x, lithe_tensor *X, const int64_t *perm, lithe_tensor **out) {
     int64_t st[LITHE_MAX_DIMS] = {0}, shape[LITHE_MAX_DIMS], vst[LITHE_MAX_DIMS];
     contiguous_strides(X->ndim, X->shape, st);
@@ -150,8 +151,9 @@ static inline lithe_status perm_copy(lithe__gexec *x, lithe_tensor *X, const int
     }
     lithe_tensor *v = NULL;
     LITHE__TRY(view(X, X->ndim, shape, vst, 0, &v));
-    lithe_status s = new_f32(x, X->ndim, shape, false, out);
-    if (s == LITHE_OK) s = lithe__op_copy(x->be, *out, v);
+    lithe_backend *be = X->dtype == LITHE_F32 ? x->be : lithe__backend_host();
+    lithe_status s = lithe__gexec_alloc(x, be, X->dtype, X->ndim, shape, false, out);
+    if (s == LITHE_OK) s = lithe__op_copy(be, *out, v);
     lithe_tensor_release(v);
     return s;
 }

@@ -131,22 +131,6 @@ BWD(b_reshape) {
 
 /* ---- Transpose ---- */
 
-static lithe_status permute_copy(lithe__gexec *x, lithe_tensor *X, const int64_t *perm, lithe_tensor **out) {
-    int64_t st[LITHE_MAX_DIMS] = {0}, shape[LITHE_MAX_DIMS], vst[LITHE_MAX_DIMS];
-    contiguous_strides(X->ndim, X->shape, st);
-    for (int d = 0; d < X->ndim; d++) {
-        shape[d] = X->shape[perm[d]];
-        vst[d] = st[perm[d]];
-    }
-    lithe_tensor *v = NULL;
-    LITHE__TRY(view(X, X->ndim, shape, vst, 0, &v));
-    lithe_status s = lithe__gexec_alloc(x, X->dtype == LITHE_F32 ? x->be : lithe__backend_host(), X->dtype, X->ndim, shape,
-                                         false, out);
-    if (s == LITHE_OK) s = lithe__op_copy(X->dtype == LITHE_F32 ? x->be : lithe__backend_host(), *out, v);
-    lithe_tensor_release(v);
-    return s;
-}
-
 static lithe_status get_perm(lithe__gexec *x, size_t node, int rank, int64_t *perm) {
     size_t np = 0;
     const int64_t *p = attr_ints(NODE(x, node), "perm", &np);
@@ -169,7 +153,7 @@ FWD(f_transpose) {
     LITHE__TRY(need_inputs(x, node, in, n_in, 1));
     int64_t perm[LITHE_MAX_DIMS];
     LITHE__TRY(get_perm(x, node, in[0]->ndim, perm));
-    return permute_copy(x, in[0], perm, &out[0]);
+    return perm_copy(x, in[0], perm, &out[0]);
 }
 BWD(b_transpose) {
     UNUSED_BWD;
@@ -179,7 +163,7 @@ BWD(b_transpose) {
     int64_t perm[LITHE_MAX_DIMS], inv[LITHE_MAX_DIMS];
     LITHE__TRY(get_perm(x, node, in[0]->ndim, perm));
     for (int k = 0; k < in[0]->ndim; k++) inv[perm[k]] = k;
-    LITHE__TRY(permute_copy(x, dout[0], inv, &t));
+    LITHE__TRY(perm_copy(x, dout[0], inv, &t));
     lithe_status s = acc(x, d, t);
     lithe_tensor_release(t);
     return s;

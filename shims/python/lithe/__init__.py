@@ -427,16 +427,19 @@ class Model:
         return _lib.model_prepared_bytes(self._ptr)
 
     @_locked
-    def compress_weights(self, dtype: str = "int8") -> int:
+    def compress_weights(self, dtype: str = "int8", match: Optional[str] = None) -> int:
         """Stores the dense layers' W compact (lithe_model_compress_weights): "int8" (per-row
         symmetric int8, run by the int8 GEMM with dynamic quantization of the activations),
         "float16", "bfloat16", or "float32" (back). Biases stay float32; compact weights are
-        frozen. Returns how many weights changed. Save with save() for a 4x / 2x smaller file."""
+        frozen. Returns how many weights changed. Save with save() for a 4x / 2x smaller file.
+        `match`: a glob ("W" or "node/W", as freeze's) choosing which dense layers convert
+        (lithe_model_compress_matching); the others stay float32 and train."""
         codes = {"float32": 0, "float16": 1, "bfloat16": 2, "int8": 8, "f32": 0, "f16": 1, "bf16": 2}
         if dtype not in codes:
             raise ValueError(f"compress_weights: dtype {dtype!r} is not one of int8, float16, bfloat16, float32")
         n = ctypes.c_size_t()
-        _lib.check(_lib.model_compress_weights(self._ptr, codes[dtype], ctypes.byref(n)))
+        _lib.check(_lib.model_compress_matching(self._ptr, codes[dtype], match.encode() if match is not None else None,
+                                                ctypes.byref(n)))
         return n.value
 
     @_locked
@@ -497,13 +500,7 @@ class Model:
     def to_onnx_bytes(self) -> bytes:
         """The model as ONNX ModelProto bytes (lithe_model_save_onnx_bytes; see save_onnx):
         onnx.load_from_string or onnxruntime.InferenceSession take them."""
-        buf = ctypes.POINTER(ctypes.c_uint8)()
-        n = ctypes.c_size_t()
-        _lib.check(_lib.model_save_onnx_bytes(self._ptr, ctypes.byref(buf), ctypes.byref(n)))
-        try:
-            return ctypes.string_at(buf, n.value)
-        finally:
-            _lib.buffer_free(buf)
+        return _lib.take_bytes(lambda buf, n: _lib.model_save_onnx_bytes(self._ptr, buf, n))
 
     @_locked
     def save_tfjs(self, folder: Union[str, "os.PathLike[str]"]) -> None:
@@ -536,13 +533,7 @@ class Model:
             from ._torch import to_thinc_bytes
 
             return to_thinc_bytes(self, thinc_model)
-        buf = ctypes.POINTER(ctypes.c_uint8)()
-        n = ctypes.c_size_t()
-        _lib.check(_lib.model_to_thinc_bytes(self._ptr, ctypes.byref(buf), ctypes.byref(n)))
-        try:
-            return ctypes.string_at(buf, n.value)
-        finally:
-            _lib.buffer_free(buf)
+        return _lib.take_bytes(lambda buf, n: _lib.model_to_thinc_bytes(self._ptr, buf, n))
 
     @_locked
     def from_thinc_bytes(self, data: bytes) -> "Model":
@@ -583,13 +574,7 @@ class Model:
     @_locked
     def lora_to_bytes(self) -> bytes:
         """The adapters alone as a small .lithe file's bytes (lithe_model_save_lora_bytes)."""
-        buf = ctypes.POINTER(ctypes.c_uint8)()
-        n = ctypes.c_size_t()
-        _lib.check(_lib.model_save_lora_bytes(self._ptr, ctypes.byref(buf), ctypes.byref(n)))
-        try:
-            return ctypes.string_at(buf, n.value)
-        finally:
-            _lib.buffer_free(buf)
+        return _lib.take_bytes(lambda buf, n: _lib.model_save_lora_bytes(self._ptr, buf, n))
 
     @_locked
     def save_lora(self, path: Union[str, "os.PathLike[str]"]) -> None:
@@ -622,15 +607,8 @@ class Model:
     @_locked
     def to_bytes(self, optimizer: Optional[Optimizer] = None) -> bytes:
         """The model as .lithe bytes (lithe_model_save_bytes)."""
-        buf = ctypes.POINTER(ctypes.c_uint8)()
-        n = ctypes.c_size_t()
         with optimizer._lock if optimizer else _NO_LOCK:
-            _lib.check(_lib.model_save_bytes(self._ptr, optimizer._ptr if optimizer else None, ctypes.byref(buf),
-                                             ctypes.byref(n)))
-        try:
-            return ctypes.string_at(buf, n.value)
-        finally:
-            _lib.buffer_free(buf)
+            return _lib.take_bytes(lambda buf, n: _lib.model_save_bytes(self._ptr, optimizer._ptr if optimizer else None, buf, n))
 
     def __deepcopy__(self, memo):
         """An independent model: saved to .lithe bytes and loaded back (Thinc's Model.copy and

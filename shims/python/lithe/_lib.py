@@ -112,8 +112,8 @@ backprop_run = _sig("lithe_backprop_run", ctypes.c_int, c_p, c_p, PP)
 backprop_free = _sig("lithe_backprop_free", None, c_p)
 model_finish_update = _sig("lithe_model_finish_update", ctypes.c_int, c_p, c_p)
 model_prepare_inference = _sig("lithe_model_prepare_inference", ctypes.c_int, c_p)
-model_compress_weights = _sig("lithe_model_compress_weights", ctypes.c_int, c_p, ctypes.c_int,
-                              ctypes.POINTER(ctypes.c_size_t))
+model_compress_matching = _sig("lithe_model_compress_matching", ctypes.c_int, c_p, ctypes.c_int, ctypes.c_char_p,
+                               ctypes.POINTER(ctypes.c_size_t))
 model_release_prepared = _sig("lithe_model_release_prepared", None, c_p)
 model_prepared_bytes = _sig("lithe_model_prepared_bytes", ctypes.c_size_t, c_p)
 model_to_thinc_bytes = _sig("lithe_model_to_thinc_bytes", ctypes.c_int, c_p, ctypes.POINTER(ctypes.POINTER(ctypes.c_uint8)),
@@ -189,3 +189,15 @@ class LitheError(RuntimeError):
 def check(code):
     if code != 0:
         raise LitheError(status_str(code).decode(), (last_error() or b"").decode(errors="replace"))
+
+
+def take_bytes(call):
+    """call(&buf, &n) is a lithe function's call that hands back a buffer the caller frees
+    (lithe_buffer_free): its status is checked, and the bytes come back with the C buffer freed."""
+    buf = ctypes.POINTER(ctypes.c_uint8)()
+    n = ctypes.c_size_t()
+    check(call(ctypes.byref(buf), ctypes.byref(n)))
+    try:
+        return ctypes.string_at(buf, n.value)
+    finally:
+        buffer_free(buf)

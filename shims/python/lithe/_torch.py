@@ -142,12 +142,5 @@ def to_thinc_bytes(model: Any, thinc_model: Any) -> bytes:
         blobs.append(srsly.msgpack_dumps({"config": shim.cfg, "state": shim._serialize_model(module)}))
     ptrs = (ctypes.c_char_p * max(len(blobs), 1))(*blobs)
     lens = (ctypes.c_size_t * max(len(blobs), 1))(*[len(b) for b in blobs])
-    buf = ctypes.POINTER(ctypes.c_uint8)()
-    n = ctypes.c_size_t()
     with model._lock:
-        _lib.check(_lib.model_to_thinc_bytes_shims(model._ptr, len(blobs), ptrs, lens, ctypes.byref(buf),
-                                                   ctypes.byref(n)))
-    try:
-        return ctypes.string_at(buf, n.value)
-    finally:
-        _lib.buffer_free(buf)
+        return _lib.take_bytes(lambda buf, n: _lib.model_to_thinc_bytes_shims(model._ptr, len(blobs), ptrs, lens, buf, n))
