@@ -83,10 +83,11 @@ const lithe__layer_type *lithe__layer_type_by_name(const char *registered_name);
  * as Thinc's layers build them. Takes over node, also on failure. */
 lithe_status lithe__norm_dropout(const char *layer, lithe_model *node, const lithe_dense_opts *o, lithe_model **out);
 
-/* LoRA adapters (core/lora.c, core/lora_file.c, core/graph/graph_lora.c; issue 26 item 2). A
- * weight's layout says how its values read as the matrix D (out, in) an adapter adds to: k >= 1,
- * rows = prod(shape[:k]) and cols = the rest (dense W (out..., in): ndim - 1; a Conv's W: 1), or
- * LITHE__LORA_T, a 2-D (in, out) weight (MatMul's, Gemm's without transB). */
+/* LoRA adapters (core/lora.c: the step, on the activations; core/lora_add.c: adding, merging;
+ * core/lora_file.c; core/graph/graph_lora.c; issue 26 item 2). A weight's layout says how its
+ * values read as the matrix D (out, in) an adapter adds to: k >= 1, rows = prod(shape[:k]) and
+ * cols = the rest (dense W (out..., in): ndim - 1; a Conv's W: 1), or LITHE__LORA_T, a 2-D (in, out)
+ * weight (MatMul's, Gemm's without transB). */
 #define LITHE__LORA_T (-1)
 typedef lithe_status (*lithe__lora_found)(lithe_model *m, const char *param, int layout, void *user);
 /* Every weight of nodes[0..n) that takes an adapter, through fn: native dense layers' W, a graph
@@ -99,18 +100,26 @@ lithe_status lithe__lora_attach(lithe_model *m, const char *pn, int64_t rank, do
                                 lithe_tensor *A, lithe_tensor *B, lithe_rng *rng);
 void lithe__lora_detach(lithe_model *m, const char *pn);
 void lithe__lora_freeze_base(lithe_model *const *nodes, size_t n);
-/* Whether m's param carries an adapter (finish_update skips it), and whether a name is an
- * adapter's own (lora_A:, lora_B:, lora_base:). */
+/* Whether m's param carries an adapter, and whether a name is an adapter's own (lora_A:, lora_B:). */
 bool lithe__lora_owned(const lithe_model *m, const char *param);
 bool lithe__lora_param(const char *name);
 /* Whether m's tree holds an adapter, with the walk's status (lithe_model_lora_count says 0 when the
  * walk cannot allocate; checks that refuse adapted models use this). */
 lithe_status lithe__lora_any(lithe_model *m, bool *any);
 bool lithe__lora_is_graph(const lithe_model *m);
-/* finish_update: the adapted weights' gradients into A's and B's (before the optimizer), and
- * W_eff = base + s B·A again (after it). */
-lithe_status lithe__lora_before_update(lithe_model *const *nodes, size_t n);
-lithe_status lithe__lora_after_update(lithe_model *const *nodes, size_t n);
+/* The training step (core/lora.c): the adapter on m's param P, if any (*on; A (r, in), B (out, r),
+ * s = alpha / r; pointers into m's params, valid until m's params change), or an error naming an
+ * incomplete one. forward: Y (N, out) += scale·s·(X·Aᵀ)·Bᵀ for rows X (N, in); backward, from dY
+ * (N, out): A's and B's gradients, and dX (N, in) += scale·s·(dY·B)·A when dX is not NULL. */
+typedef struct lithe__lora_ad {
+    lithe__param *A, *B;
+    float s;
+} lithe__lora_ad;
+lithe_status lithe__lora_of(lithe_model *m, const lithe__param *P, lithe__lora_ad *ad, bool *on);
+lithe_status lithe__lora_forward(lithe_model *m, const lithe__lora_ad *ad, const lithe_tensor *X, lithe_tensor *Y,
+                                 float scale);
+lithe_status lithe__lora_backward(lithe_model *m, const lithe__lora_ad *ad, const lithe_tensor *X, const lithe_tensor *dY,
+                                  lithe_tensor *dX, float scale);
 /* '*' and '?' glob. */
 bool lithe__glob(const char *pattern, const char *s);
 /* Whether node's param matches the glob by its name or as "<node name>/<param>" (freezing, compact weights). */

@@ -15,7 +15,7 @@
 #define CONTAINER "lora_adapters"
 
 /* FNV-1a 64 over (node index, param name, dtype, shape, values) of every base weight in walk
- * order: an adapted weight counts as its base copy, the adapters not at all. */
+ * order: an adapted weight holds its base, the adapters do not count. */
 static void fnv(uint64_t *h, const void *p, size_t n) {
     const uint8_t *b = p;
     for (size_t i = 0; i < n; i++) *h = (*h ^ b[i]) * 0x100000001b3ull;
@@ -31,14 +31,7 @@ static lithe_status base_hash(lithe_model *const *nodes, size_t n, char out[17])
         for (size_t p = 0; p < m->n_params && s == LITHE_OK; p++) {
             const lithe__param *pr = &m->params[p];
             if (lithe__lora_param(pr->name) || !pr->value) continue;
-            const lithe_tensor *t = pr->value;
-            if (lithe__lora_owned(m, pr->name)) {
-                char k[256];
-                snprintf(k, sizeof k, "lora_base:%s", pr->name);
-                const lithe__param *b = lithe__model_find_param(m, k);
-                if (!b || !b->value) return lithe__fail(LITHE_ERR_STATE, "%s: LoRA adapter of '%s' has no base", m->name, pr->name);
-                t = b->value;
-            }
+            const lithe_tensor *t = pr->value; /* an adapted weight holds its base */
             uint64_t idx = i;
             int32_t meta[2] = {(int32_t)t->dtype, t->ndim};
             fnv(&h, &idx, sizeof idx);

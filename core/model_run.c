@@ -262,8 +262,6 @@ static lithe_status finish_update(lithe_model *m, lithe_optimizer *opt) {
     for (size_t i = 0; i < w.n && s == LITHE_OK; i++)
         for (size_t k = 0; k < w.v[i]->n_shims && s == LITHE_OK; k++)
             s = w.v[i]->shims[k]->type->finish_update(w.v[i]->shims[k], opt);
-    /* LoRA (core/lora.c): each adapted weight's gradient into its adapters' */
-    if (s == LITHE_OK) s = lithe__lora_before_update(w.v, w.n);
     /* two passes: allocate all optimizer state, then step — an OOM changes no param */
     for (int pass = 0; pass < 2; pass++)
         for (size_t i = 0; i < w.n && s == LITHE_OK; i++) {
@@ -271,7 +269,7 @@ static lithe_status finish_update(lithe_model *m, lithe_optimizer *opt) {
             for (size_t p = 0; p < node->n_params && s == LITHE_OK; p++) {
                 lithe__param *pr = &node->params[p];
                 if (!pr->value || !pr->grad) continue;
-                if (pr->frozen || lithe__lora_owned(node, pr->name)) { /* the optimizer skips it; its gradient is consumed all the same */
+                if (pr->frozen) { /* the optimizer skips it; its gradient is consumed all the same */
                     if (pass == 1) s = lithe__op_fill(node->backend, pr->grad, 0.0f);
                     continue;
                 }
@@ -281,7 +279,6 @@ static lithe_status finish_update(lithe_model *m, lithe_optimizer *opt) {
                 if (pass == 0) lithe__persistent(node->backend, false);
             }
         }
-    if (s == LITHE_OK) s = lithe__lora_after_update(w.v, w.n); /* W_eff = base + s B·A */
     lithe__free(w.v);
     return s;
 }

@@ -811,21 +811,21 @@ LITHE_API lithe_status lithe_model_freeze_matching(lithe_model *m, const char *p
                                                    size_t *n_matched);
 /* Whether some param of m's subtree (children, recursively) is set and not frozen. */
 LITHE_API bool lithe_model_has_trainable(const lithe_model *m);
-/* LoRA adapters (docs/api.md, "LoRA adapters"): W_eff = W + (alpha / rank) · B·A on a frozen base,
- * with A (rank, in) drawn as U(-1/sqrt(in), 1/sqrt(in)) (PyTorch's kaiming_uniform_(a=sqrt(5)), the
- * reference LoRA's init) from a Philox stream keyed by `seed` (adapters in walk order), and B
+/* LoRA adapters (docs/api.md, "LoRA adapters"): Y = X·Wᵀ + (alpha / rank) · (X·Aᵀ)·Bᵀ on a frozen
+ * base W, with A (rank, in) drawn as U(-1/sqrt(in), 1/sqrt(in)) (PyTorch's kaiming_uniform_(a=sqrt(5)),
+ * the reference LoRA's init) from a Philox stream keyed by `seed` (adapters in walk order), and B
  * (out, rank) zero, so the model computes what it did until a step moves B. Adapted weights: the W
  * of the dense layers (Linear, Relu, ... — lithe_dense's — Maxout.v1: W (nO, nP, nI) as (nO·nP, nI),
- * Softmax), and an imported graph's Gemm and MatMul weights and Conv weights (W (out, in/group, kh,
- * kw) flattened to (out, in/group·kh·kw)). `pattern` is a glob ('*', '?'; NULL: every such weight)
- * matched, as lithe_model_freeze_matching's, against the param's name ("W", a graph's initializer
- * name "fc.weight") or "<node name>/<param>" ("relu/W"). Every param of m's
- * tree is frozen (lithe_model_set_frozen), the adapters' A and B are not. The model must be
- * initialized. Training then runs as usual (begin_update, backprop, finish_update): the weight
- * itself holds W_eff, its gradient is turned into A's and B's at finish_update, the optimizer moves
- * only A and B (and keeps state for them only), and W_eff is recomputed. A weight's param keeps its
- * name; the node gains params "lora_A:<W>", "lora_B:<W>" and "lora_base:<W>" (the frozen base
- * weight) and attrs "lora_alpha:<W>", "lora_layout:<W>". Float32 weights only. Statuses:
+ * Softmax), and an imported graph's Gemm and MatMul weights and 1-D / 2-D Conv weights (W (out,
+ * in/group, kh, kw) flattened to (out, in/group·kh·kw)). `pattern` is a glob ('*', '?'; NULL: every
+ * such weight) matched, as lithe_model_freeze_matching's, against the param's name ("W", a graph's
+ * initializer name "fc.weight") or "<node name>/<param>" ("relu/W"). Every param of m's tree is
+ * frozen (lithe_model_set_frozen), the adapters' A and B are not. The model must be initialized.
+ * Training then runs as usual (begin_update, backprop, finish_update): the adapters act on the
+ * activations (a graph's Conv on a temporary W + s·B·A, made for the node's own call), the base
+ * weight keeps its value and gets no gradient buffer, optimizer state or copy, and only A and B
+ * train. A weight's param keeps its name and value; the node gains params "lora_A:<W>" and
+ * "lora_B:<W>" and attrs "lora_alpha:<W>", "lora_layout:<W>". Float32 weights only. Statuses:
  * LITHE_ERR_VALUE (rank outside [1, 2^20], alpha not finite), LITHE_ERR_NOT_FOUND (no weight
  * matches), LITHE_ERR_STATE (a weight not allocated, or adapted already: nothing is changed). */
 LITHE_API lithe_status lithe_model_add_lora(lithe_model *m, const char *pattern, int64_t rank, float alpha,
@@ -838,7 +838,7 @@ LITHE_API size_t lithe_model_lora_count(const lithe_model *m);
  * NULL, false) thaws all). Optimizer state kept for A and B stays in the optimizer. */
 LITHE_API lithe_status lithe_model_merge_lora(lithe_model *m);
 /* The hash naming a base model in an adapter file: FNV-1a 64 over every base weight of the tree
- * (node index, name, dtype, shape, values; an adapted weight counts as its base), as 16 hex digits
+ * (node index, name, dtype, shape, values; an adapted weight holds its base), as 16 hex digits
  * and a NUL in out (cap >= 17). */
 LITHE_API lithe_status lithe_model_lora_base_hash(lithe_model *m, char *out, size_t cap);
 /* The adapters alone, as a small .lithe file (docs/format.md, "LoRA adapters"): A, B, alpha and
@@ -848,7 +848,7 @@ LITHE_API lithe_status lithe_model_save_lora(lithe_model *m, const char *path);
 LITHE_API lithe_status lithe_model_save_lora_bytes(lithe_model *m, uint8_t **out, size_t *len);
 /* Applies saved adapters to m, a model without adapters whose weights hash as the file's base
  * (lithe_model_lora_base_hash): freezes m's tree and attaches each adapter as
- * lithe_model_add_lora would, with the file's A and B (W_eff follows). Statuses: LITHE_ERR_VALUE
+ * lithe_model_add_lora would, with the file's A and B. Statuses: LITHE_ERR_VALUE
  * ("trained on a base whose weights hash to ..., this model's hash to ...": a different base; or a
  * weight the file names that m lacks), LITHE_ERR_STATE (m has adapters), LITHE_ERR_FORMAT (not an
  * adapter file), and the .lithe reader's. On failure m keeps no adapter. */
@@ -1412,7 +1412,8 @@ LITHE_API bool lithe_onnx_op_has_backward(const char *op_type);
  *   from graphs of one input and one output at opsets 13-17 (whose operators mean the same at 17).
  * Statuses: LITHE_ERR_UNSUPPORTED naming the first node with no standard ONNX equivalent
  * (HashEmbed's MurmurHash, the ragged / padded / list sequence layers; a graph node inside a
- * tree at another opset, with several inputs or outputs or another operator domain), LITHE_ERR_STATE (params unset: initialize first), LITHE_ERR_INVALID_ARG, LITHE_ERR_OOM;
+ * tree at another opset, with several inputs or outputs or another operator domain), LITHE_ERR_STATE (params unset: initialize first;
+ * live LoRA adapters: merge them first, lithe_model_merge_lora), LITHE_ERR_INVALID_ARG, LITHE_ERR_OOM;
  * and LITHE_ERR_IO naming the path. The file is written atomically (temporary file, fsync, rename).
  * *out: lithe_buffer_free. Not thread-safe for m: no other thread may use the model meanwhile. */
 LITHE_API lithe_status lithe_model_save_onnx_bytes(lithe_model *m, uint8_t **out, size_t *len);
@@ -1459,7 +1460,8 @@ LITHE_API lithe_status lithe_tfjs_load(const char *path, lithe_model **out);
  * are not params (never read by lithe's lowering, e.g. optimizer state) are left out. m is the
  * graph node or a tree holding exactly one. *json (not NUL-terminated; json_len bytes) and
  * *weights are freed with lithe_buffer_free. Statuses: LITHE_ERR_UNSUPPORTED (not from TF.js),
- * LITHE_ERR_FORMAT (a damaged tfjs_json attr), LITHE_ERR_OOM. */
+ * LITHE_ERR_FORMAT (a damaged tfjs_json attr), LITHE_ERR_STATE (live LoRA adapters: merge them first,
+ * lithe_model_merge_lora), LITHE_ERR_OOM. */
 LITHE_API lithe_status lithe_tfjs_save_bytes(lithe_model *m, char **json, size_t *json_len, uint8_t **weights,
                                              size_t *weights_len);
 /* The same into the folder dir (made if missing, one level): dir/group1-shard1of1.bin, then

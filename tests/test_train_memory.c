@@ -253,6 +253,58 @@ static void test_no_alloc_after_first_step(void **state) {
     lithe_model_free(m);
 }
 
+/* A LoRA step (adapters on the activations, core/lora.c): steps 2..5 take no new block; the only
+ * gradients and optimizer state are the adapters' (the frozen base W has none: the weight-level
+ * form kept a W-sized gradient per adapted weight, and a base copy); and a step's peak use beyond
+ * the params is under half a full fine-tuning step's. */
+static void test_lora_step(void **state) {
+    (void)state;
+    lithe_backend *cpu = NULL;
+    OK(lithe_backend_get("cpu", &cpu));
+    lithe_value *xv = batch(64, 6);
+    size_t extra[2] = {0}; /* peak use beyond what the model held before the steps: full, LoRA */
+    for (int lora = 0; lora < 2; lora++) {
+        lithe_model *l[3], *m = mlp(0.0f, l);
+        lithe_backend_memory_info a, b;
+        OK(lithe_backend_memory(cpu, &a));
+        size_t n_params = 0;
+        for (int i = 0; i < 3; i++) n_params += lithe_model_n_params(l[i]);
+        if (lora) {
+            OK(lithe_model_add_lora(m, NULL, 8, 16.0f, 1));
+            assert_int_equal(lithe_model_lora_count(m), 3);
+            size_t now = 0;
+            for (int i = 0; i < 3; i++) now += lithe_model_n_params(l[i]);
+            assert_int_equal(now, n_params + 6); /* A and B each; no base copy */
+        }
+        lithe_optimizer *opt = NULL;
+        lithe_optimizer_opts o = lithe_adam_defaults();
+        OK(lithe_optimizer_new(&o, &opt));
+        OK(lithe_backend_reset_peak(cpu));
+        OK(lithe_backend_memory(cpu, &a));
+        steps(m, opt, xv, 1, NULL);
+        lithe_backend_memory_info first;
+        OK(lithe_backend_memory(cpu, &first));
+        steps(m, opt, xv, 4, NULL);
+        OK(lithe_backend_memory(cpu, &b));
+        extra[lora] = b.peak - a.in_use;
+        printf("%s step: steps 2..5 took %zu new blocks; peak %zu bytes beyond the model\n", lora ? "LoRA r8" : "full",
+               b.n_allocs - first.n_allocs, extra[lora]);
+        assert_int_equal(b.n_allocs, first.n_allocs);
+        size_t gbytes = 0, sbytes = 0, ng = lithe_model_grad_count(m, &gbytes), ns = lithe_optimizer_state_count(opt, &sbytes);
+        if (lora) { /* A (8, in) and B (out, 8) per layer: 8·(64 + 96) + 8·(96 + 96) + 8·(96 + 10) floats */
+            size_t adapters = (size_t)8 * (NI + NH + NH + NH + NH + NOUT) * sizeof(float);
+            printf("LoRA r8: %zu grads (%zu bytes), optimizer state for %zu params (%zu bytes)\n", ng, gbytes, ns, sbytes);
+            assert_int_equal(ng, 6);
+            assert_int_equal(gbytes, adapters);
+            assert_int_equal(ns, 6);
+        }
+        lithe_optimizer_free(opt);
+        lithe_model_free(m);
+    }
+    assert_true(extra[1] * 2 < extra[0]);
+    lithe_value_release(xv);
+}
+
 /* The plan against the measured peak of a step (in_use at its high-water mark), within 25%. */
 static void test_plan_and_budget(void **state) {
     (void)state;
@@ -311,6 +363,7 @@ int main(void) {
         cmocka_unit_test(test_frozen),
         cmocka_unit_test(test_recompute),
         cmocka_unit_test(test_no_alloc_after_first_step),
+        cmocka_unit_test(test_lora_step),
         cmocka_unit_test(test_plan_and_budget),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,7 +1,9 @@
 /* One training step's memory and time, natively, in a fresh process (bench/memory/run.py runs it
  * once per model x mode). Usage:
  *   mem_step MODEL MODE BATCH ROW_SHAPE [STEPS] [RECOMPUTE]
- * MODE: full | last (every param frozen but the last layer's: FREEZE_KEEP, a glob, names them).
+ * MODE: full | last (every param frozen but the last layer's: FREEZE_KEEP, a glob, names them) |
+ * lora (rank-8 adapters, alpha 16, on every weight that takes one: lithe_model_add_lora; LORA_PATTERN
+ * narrows them).
  * ROW_SHAPE: one input row, "784" or "3,224,224". The step: forward at training, dY = 1/B
  * everywhere (the gradient of mean(sum(Y)), the same as the PyTorch runner's), backprop with no
  * dX, Adam (no averages: PyTorch's Adam keeps none). Prints one JSON line: the plan
@@ -43,7 +45,7 @@ static double now(void) {
 
 int main(int argc, char **argv) {
     if (argc < 5) {
-        fprintf(stderr, "usage: mem_step MODEL full|last BATCH ROW_SHAPE [STEPS] [RECOMPUTE]\n");
+        fprintf(stderr, "usage: mem_step MODEL full|last|lora BATCH ROW_SHAPE [STEPS] [RECOMPUTE]\n");
         return 2;
     }
     const char *mode = argv[2];
@@ -58,6 +60,8 @@ int main(int argc, char **argv) {
     lithe_model *m = NULL;
     CHECK(lithe_model_load(argv[1], &m));
     long rss_loaded = status_kb("VmRSS");
+    if (!strcmp(mode, "lora")) /* rank 8, alpha 16, on every weight that takes one (LORA_PATTERN: a glob) */
+        CHECK(lithe_model_add_lora(m, getenv("LORA_PATTERN"), 8, 16.0f, 1));
     if (!strcmp(mode, "last")) {
         const char *keep = getenv("FREEZE_KEEP");
         CHECK(lithe_model_set_frozen(m, NULL, true));

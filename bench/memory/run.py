@@ -6,10 +6,17 @@ fresh process: bench/memory/mem_step (native lithe, the CPU backend) and torch_s
 
 Models: the MLP (bench/make_models.py's mlp.lithe, native layers, batch 64) and mobilenet_v2
 (export_mobilenet.py: the same module with a dynamic batch, ONNX, the graph layer, batch 16).
-Modes: full (every param trains), last (everything frozen but the last layer), recompute (MLP:
-its chain recomputes), lora (slot for lora26's adapters). Peak = VmHWM of the process (resident
-set high-water mark); "step delta" = VmHWM minus the resident set after the model is loaded (lithe)
-or after torch, the model and the input are made (PyTorch)."""
+Modes: full (every param trains), last (everything frozen but the last layer), lora r8 (rank-8
+adapters, alpha 16, on every weight that takes one: the MLP's three W, mobilenet_v2's 52 Conv and
+Gemm weights; core/lora.c), lora r8 + recompute (the MLP's chain recomputes its activations in
+backprop; a graph layer has no recomputation, so mobilenet_v2 has no such row). Peak = VmHWM of the
+process (resident set high-water mark); "step delta" = VmHWM minus the resident set after the
+model is loaded (lithe) or after torch, the model and the input are made (PyTorch); backend peak =
+the CPU backend's in-use high-water mark (params included).
+
+WebAssembly under Node (--wasm, on by default when bindings/js/dist has lithe-simd.wasm): the MLP's
+step by the npm package and by tfjs-wasm (wasm_step.mjs): the module's WebAssembly.Memory, and
+the backend's peak (lithe) or tf.profile's peakBytes (tfjs)."""
 import argparse
 import json
 import os
@@ -23,6 +30,9 @@ A = argparse.ArgumentParser()
 A.add_argument("--build", default=os.path.join(ROOT, "build", "ci"))
 A.add_argument("--models", default=os.path.join(ROOT, "build", "memmodels"))
 A.add_argument("--steps", type=int, default=3)
+A.add_argument("--no-wasm", action="store_true")
+A.add_argument("--wasm-dir", default=os.path.join(ROOT, "bindings", "js", "dist"),
+               help="where lithe-simd.wasm and lithe-importers-simd.wasm are (npm run build puts them in dist/)")
 A = A.parse_args()
 os.makedirs(A.models, exist_ok=True)
 py = "/usr/bin/python3"
@@ -38,21 +48,34 @@ subprocess.check_call(["cc", "-O2", "-o", exe, os.path.join(HERE, "mem_step.c"),
 CASES = [("mlp", os.path.join(A.models, "mlp.lithe"), 64, "784", "softmax/*"),
          ("mobilenet_v2", mnv2, 16, "3,224,224", "classifier.*")]
 rows = []
+MODES = {"mlp": ("full", "last", "lora r8", "lora r8 + recompute"), "mobilenet_v2": ("full", "last", "lora r8")}
 for name, path, batch, row, keep in CASES:
-    for mode in ("full", "last", "recompute") if name == "mlp" else ("full", "last"):
-        args = [exe, path, "full" if mode == "recompute" else mode, str(batch), row, str(A.steps + 2),
-                "1" if mode == "recompute" else "0"]
+    for mode in MODES[name]:
+        m = mode.split(" ")[0]
+        args = [exe, path, m, str(batch), row, str(A.steps + 2), "1" if mode.endswith("recompute") else "0"]
         r = json.loads(subprocess.check_output(args, env=dict(os.environ, FREEZE_KEEP=keep)).decode().strip().splitlines()[-1])
         rows.append((name, mode, "lithe", r["hwm_kb"], r["hwm_kb"] - r["rss_loaded_kb"], r["step_s"], r["plan"]["total"],
                      r["backend_peak"]))
         print(name, mode, "lithe", r, flush=True)
-        if mode == "recompute":
+        if m not in ("full", "last"):
             continue
         t = json.loads(subprocess.check_output([py, os.path.join(HERE, "torch_step.py"), name, mode, str(batch),
                                                 str(A.steps + 1)]).decode().strip().splitlines()[-1])
         rows.append((name, mode, "pytorch", t["hwm_kb"], t["hwm_kb"] - t["rss_before_kb"], t["step_s"], None, None))
         print(name, mode, "pytorch", t, flush=True)
-    rows.append((name, "lora r8", "lithe", None, None, None, None, None))  # lora26's adapters: a slot
+
+wasm_rows = []
+dist = os.path.join(A.wasm_dir, "lithe-simd.wasm")
+if not A.no_wasm and os.path.exists(dist):
+    node = os.path.join(HERE, "wasm_step.mjs")
+    for rt, modes in (("lithe", ("full", "last", "lora", "lora+recompute")), ("tfjs", ("full", "last"))):
+        for mode in modes:
+            w = json.loads(subprocess.check_output(["node", node, rt, A.models, mode, "--steps", str(A.steps + 1), "--wasm",
+                                                    dist, "--importers",
+                                                    os.path.join(A.wasm_dir, "lithe-importers-simd.wasm")]
+                                                   ).decode().strip().splitlines()[-1])
+            wasm_rows.append(w)
+            print("mlp wasm", w, flush=True)
 
 MiB = 1024.0
 lines = ["| model | mode | runtime | peak RSS (MiB) | step delta (MiB) | step (s) | plan (MiB) | backend peak (MiB) |",
@@ -61,10 +84,26 @@ for n, mo, rt, hwm, d, st, plan, bp in rows:
     f = lambda v, s=MiB: "—" if v is None else f"{v / s:.1f}"  # noqa: E731
     lines.append(f"| {n} | {mo} | {rt} | {f(hwm)} | {f(d)} | {'—' if st is None else f'{st:.3f}'} | "
                  f"{f(plan, MiB * 1024)} | {f(bp, MiB * 1024)} |")
-get = {(n, mo, rt): (hwm, st) for n, mo, rt, hwm, d, st, plan, bp in rows}
+get = {(n, mo, rt): (hwm, d, st, bp) for n, mo, rt, hwm, d, st, plan, bp in rows}
 for n in ("mlp", "mobilenet_v2"):
-    lf, tf, ll = get[(n, "full", "lithe")], get[(n, "full", "pytorch")], get[(n, "last", "lithe")]
+    lf, tf, ll, lo = (get[(n, "full", "lithe")], get[(n, "full", "pytorch")], get[(n, "last", "lithe")],
+                      get[(n, "lora r8", "lithe")])
     lines.append(f"\n{n}: lithe full / PyTorch full peak = {lf[0] / tf[0]:.2f}x; lithe last-layer step "
-                 f"{lf[1] / ll[1]:.1f}x faster than its full step")
+                 f"{lf[2] / ll[2]:.1f}x faster than its full step")
+    for mo in ("lora r8", "lora r8 + recompute"):
+        if (n, mo, "lithe") in get:
+            lo = get[(n, mo, "lithe")]
+            lines.append(f"{n}: {mo} / full: peak RSS {lo[0] / lf[0]:.2f}x, step delta {lo[1] / lf[1]:.2f}x, backend "
+                         f"peak {lo[3] / lf[3]:.2f}x; step {lf[2] / lo[2]:.1f}x faster")
+if wasm_rows:
+    lines += ["\nThe MLP at batch 64 in WebAssembly under Node (one thread):\n",
+              "| runtime | mode | wasm memory after load (MiB) | wasm memory after the steps (MiB) | step peak (MiB) | step (s) |",
+              "|---|---|---:|---:|---:|---:|"]
+    for w in wasm_rows:
+        pk = w.get("backend_peak", w.get("tensor_peak"))
+        lines.append(f"| {w['runtime']} | {w['mode']} | {w['wasm_memory_loaded'] / MiB / 1024:.1f} | "
+                     f"{w['wasm_memory'] / MiB / 1024:.1f} | {pk / MiB / 1024:.1f} | {w['step_s']:.3f} |")
+    lines.append("\nstep peak: lithe's CPU backend in-use high-water mark (lithe_backend_memory: params, grads, optimizer "
+                 "state, activations); tfjs: tf.profile's peakBytes (its tensors: the same things).")
 open(os.path.join(HERE, "results.md"), "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))

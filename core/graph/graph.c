@@ -104,6 +104,12 @@ lithe_status lithe__gexec_grad(lithe__gexec *x, size_t node, size_t k, lithe_ten
     if (!x->grads) return LITHE_OK;
     int64_t s = x->g->node_in[node][k];
     if (s < 0 || !x->needs[s] || !x->vals[s]) return LITHE_OK;
+    if (x->g->slot_kind[s] == SLOT_PARAM) { /* a frozen weight needs a gradient only for its LoRA adapter: none of its own */
+        size_t i = x->g->slot_param[s];
+        const lithe__param *p = x->m && i && i <= x->m->n_params && x->m->params[i - 1].name == x->g->slot_pname[s]
+                                    ? &x->m->params[i - 1] : x->m ? lithe__model_find_param(x->m, x->g->slot_name[s]) : NULL;
+        if (p && p->frozen) return LITHE_OK;
+    }
     if (!x->grads[s]) LITHE__TRY(lithe__gexec_like(x, x->vals[s], true, &x->grads[s]));
     *out = x->grads[s];
     return LITHE_OK;
@@ -357,7 +363,7 @@ static lithe_status graph_forward(lithe_model *m, const lithe_value *X, bool is_
                 break;
             }
             x->vals[i] = lithe_tensor_retain(p->value);
-            x->needs[i] = !p->frozen;
+            x->needs[i] = !p->frozen || (m->n_attrs > 1 && lithe__lora_owned(m, p->name)); /* an adapter trains through it */
         } else if (g->slot_kind[i] == SLOT_CONST && g->slot_const[i]) {
             if (g->slot_const[i]->dtype == LITHE_F32 && x->be != lithe__backend_host())
                 s = lithe_tensor_to_backend(g->slot_const[i], x->be, &x->vals[i]);

@@ -140,6 +140,13 @@ static inline lithe_status lithe__gexec_like(lithe__gexec *x, const lithe_tensor
     return lithe__bufpool_tensor(x->pool, t->storage->backend, t->dtype, t->ndim, t->shape, zero, out);
 }
 
+/* LoRA in a step (core/graph/graph_lora.c): the adapter on node's input k (an adapted param), if
+ * any; a Conv's temporary W + s·B·A (from x's pool); and a temporary weight gradient dW (shaped as
+ * W) into A's and B's gradients. */
+lithe_status lithe__graph_lora_of(lithe__gexec *x, size_t node, size_t k, lithe__lora_ad *ad, bool *on);
+lithe_status lithe__graph_lora_weight(lithe__gexec *x, const lithe__lora_ad *ad, lithe_tensor *W, lithe_tensor **Wt);
+lithe_status lithe__graph_lora_fold(lithe__gexec *x, const lithe__lora_ad *ad, lithe_tensor *dW);
+
 /* Rewrites g's nodes at load (after constant folding, before liveness): each pattern found becomes
  * one fused node (docs/onnx.md lists them). A pattern is fused only when its intermediate values
  * have no other reader and are not graph outputs, and its weights have the shapes it needs. */

@@ -76,6 +76,11 @@ static lithe_status check_attrs(const lithe_model *m, const char *what) {
 }
 
 lithe_status lithe__check_loaded_node(const lithe_model *m, const char *what) {
+    for (size_t p = 0; p < m->n_params; p++) /* the weight-level LoRA form: its W held base + B·A */
+        if (!strncmp(m->params[p].name, "lora_base:", 10))
+            return lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: node '%s' has LoRA adapters in the older weight-level form "
+                               "(param '%s'); merge them with the lithe that saved it, or load its adapter file "
+                               "(lithe_model_save_lora) onto the base", what, m->name, m->params[p].name);
     LITHE__TRY(check_shapes(m, what));
     return check_attrs(m, what);
 }

@@ -288,6 +288,11 @@ lithe_status lithe_model_save_onnx_bytes(lithe_model *m, uint8_t **out, size_t *
     *out = NULL;
     *len = 0;
     LITHE__CHECK_ARG(m, "lithe_model_save_onnx_bytes", "model is NULL");
+    bool adapted = false;
+    LITHE__TRY(lithe__lora_any(m, &adapted));
+    if (adapted) /* the adapters live on the activations: the file's weights would be the base alone */
+        return lithe__fail(LITHE_ERR_STATE, "lithe_model_save_onnx_bytes: the model has LoRA adapters; merge them first "
+                           "(lithe_model_merge_lora)");
     LITHE__TRY(lithe__enter_tree(m, "lithe_model_save_onnx_bytes"));
     lithe_status s = save_bytes_body(m, out, len);
     lithe__leave_tree(m);

@@ -67,6 +67,30 @@ static lithe_status lithe__affine_w(lithe_model *m, lithe_tensor **W) {
     return LITHE_OK;
 }
 
+/* With a LoRA adapter on W (core/lora.c): Z = X·Wᵀ + b + s·(X·Aᵀ)·Bᵀ, then Y = act(Z), in three
+ * calls (the fused one computes X·Wᵀ + b; a backend's prepared operator, which would apply the
+ * activation first, is not used). */
+static lithe_status lora_forward(lithe_model *m, lithe_tensor *X, bool is_train, const lithe__lora_ad *ad, lithe_tensor *W,
+                                 lithe_tensor *b, const lithe__act *a, lithe_tensor **Z, lithe_tensor **Y) {
+    const int64_t shape[2] = {X->shape[0], W->shape[0]};
+    lithe_tensor *out = NULL, *pre = NULL;
+    lithe_status s = lithe__tensor_alloc(m->backend, LITHE_F32, 2, shape, false, &out);
+    if (s == LITHE_OK && Z && a) s = lithe__tensor_alloc(m->backend, LITHE_F32, 2, shape, false, &pre);
+    lithe_tensor *t = pre ? pre : out; /* Z, or Y computed in place */
+    if (s == LITHE_OK && W->dtype == LITHE_I8) s = lithe__op_gemm_q8(m->backend, X, W, b, NULL, NULL, t);
+    else if (s == LITHE_OK) s = lithe__gemm_bias_act_w(m->backend, is_train, false, true, X, W, b, NULL, NULL, t);
+    if (s == LITHE_OK) s = lithe__lora_forward(m, ad, X, t, 1.0f);
+    if (s == LITHE_OK && a) s = lithe__op_act(m->backend, a, t, out);
+    if (s != LITHE_OK) {
+        lithe_tensor_release(out);
+        lithe_tensor_release(pre);
+        return s;
+    }
+    if (Z) *Z = pre ? pre : lithe_tensor_retain(out);
+    *Y = out;
+    return LITHE_OK;
+}
+
 lithe_status lithe__affine_forward_act(lithe_model *m, lithe_tensor *X, bool is_train, const lithe__act *a, lithe_tensor **Z,
                                        lithe_tensor **Y) {
     lithe_tensor *W = NULL, *b = NULL;
@@ -82,6 +106,10 @@ lithe_status lithe__affine_forward_act(lithe_model *m, lithe_tensor *X, bool is_
     if (X->storage->backend != m->backend)
         return lithe__fail(LITHE_ERR_INVALID_ARG, "%s: input lives on backend '%s', the model on '%s'", m->name,
                            X->storage->backend->name, m->backend->name);
+    lithe__lora_ad ad;
+    bool lora = false;
+    LITHE__TRY(lithe__lora_of(m, lithe__model_find_param(m, "W"), &ad, &lora));
+    if (lora) return lora_forward(m, X, is_train, &ad, W, b, a, Z, Y);
     lithe_tensor *out = NULL, *pre = NULL;
     const int64_t shape[2] = {X->shape[0], nO};
     LITHE__TRY(lithe__tensor_alloc(m->backend, LITHE_F32, 2, shape, false, &out));
@@ -122,10 +150,14 @@ lithe_status lithe__affine_backward(lithe_model *m, lithe_tensor *X, const lithe
     if (W->dtype == LITHE_F32) LITHE__TRY(lithe__grad_acc_trainable(m, "W", &gW)); /* a compact W: frozen */
     if (gb) LITHE__TRY(lithe__op_sum_rows(m->backend, dY, 1.0f, gb));          /* db += Σ_rows dY  */
     if (gW) LITHE__TRY(lithe__op_gemm(m->backend, true, false, 1.0f, dY, X, 1.0f, gW)); /* dW += dYᵀ·X */
-    if (!dX) return LITHE_OK;
+    lithe__lora_ad ad;
+    bool lora = false;
+    LITHE__TRY(lithe__lora_of(m, lithe__model_find_param(m, "W"), &ad, &lora));
+    if (!dX) return lora ? lithe__lora_backward(m, &ad, X, dY, NULL, 1.0f) : LITHE_OK;
     lithe_tensor *out = NULL;
     LITHE__TRY(lithe__tensor_alloc(m->backend, LITHE_F32, 2, X->shape, false, &out));
     lithe_status s = lithe__op_gemm(m->backend, false, false, 1.0f, dY, W, 0.0f, out); /* dX = dY·W */
+    if (s == LITHE_OK && lora) s = lithe__lora_backward(m, &ad, X, dY, out, 1.0f); /* + s·(dY·B)·A */
     if (s != LITHE_OK) {
         lithe_tensor_release(out);
         return s;

@@ -43,6 +43,10 @@ static lithe_status maxout_backward(lithe_backprop *self, const lithe_value *dYv
         s = lithe__tensor_alloc(m->backend, LITHE_F32, 2, r->X->shape, false, &out);
         if (s == LITHE_OK) s = lithe__op_gemm(m->backend, false, false, 1.0f, dZ2, W2, 0.0f, out);
     }
+    lithe__lora_ad ad;
+    bool lora = false;
+    if (s == LITHE_OK) s = lithe__lora_of(m, lithe__model_find_param(m, "W"), &ad, &lora);
+    if (s == LITHE_OK && lora) s = lithe__lora_backward(m, &ad, r->X, dZ2, out, 1.0f); /* W read as (nO·nP, nI) */
     lithe_tensor *tmp[] = {dZ, dZ2, W2, b1, gW2, gb1};
     for (size_t i = 0; i < sizeof tmp / sizeof tmp[0]; i++) lithe_tensor_release(tmp[i]);
     if (s != LITHE_OK) {
@@ -77,6 +81,10 @@ static lithe_status maxout_forward(lithe_model *m, const lithe_value *Xv, bool i
     if (s == LITHE_OK) s = lithe__tensor_alloc(m->backend, LITHE_F32, 2, (int64_t[]){B, nO * nP}, false, &Z);
     /* Z = X·W2ᵀ + b1, the bias added as each tile is written */
     if (s == LITHE_OK) s = lithe__gemm_bias_act_w(m->backend, is_train, false, true, X, W2, b1, NULL, NULL, Z);
+    lithe__lora_ad ad;
+    bool lora = false;
+    if (s == LITHE_OK) s = lithe__lora_of(m, lithe__model_find_param(m, "W"), &ad, &lora);
+    if (s == LITHE_OK && lora) s = lithe__lora_forward(m, &ad, X, Z, 1.0f); /* Z += s·(X·Aᵀ)·Bᵀ */
     if (s == LITHE_OK) s = lithe_tensor_reshape(Z, 3, (int64_t[]){B, nO, nP}, &Z3);
     if (s == LITHE_OK) s = lithe__tensor_alloc(m->backend, LITHE_F32, 2, (int64_t[]){B, nO}, false, &Y);
     if (s == LITHE_OK) s = lithe__tensor_alloc(m->backend, LITHE_I32, 2, (int64_t[]){B, nO}, false, &which);

@@ -16,7 +16,7 @@ __attribute__((visibility("default"))) const lithe__importers *lithe_importers(v
         lithe__cpu_conv2d_packed, lithe__cpu_pool2d,   lithe__cpu_pool2d_backward, lithe__cpu_conv2d_add,
         lithe_model_save_onnx_bytes, lithe_model_save_onnx, lithe_tfjs_save_bytes, lithe_tfjs_save,
         lithe_tensor_quantize,   lithe_model_compress_matching,
-        lithe__graph_lora_weights,
+        lithe_model_add_lora, lithe_model_merge_lora,
         lithe_model_to_thinc_bytes, lithe_model_to_thinc_bytes_shims, lithe_model_from_thinc_bytes,
         lithe_model_lora_base_hash, lithe_model_save_lora, lithe_model_save_lora_bytes, lithe_model_load_lora,
         lithe_model_load_lora_bytes,

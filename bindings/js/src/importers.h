@@ -50,8 +50,10 @@ typedef struct lithe__importers {
     /* Making compact weights (core/quant_make.c): rare, so here too. */
     lithe_status (*tensor_quantize)(const lithe_tensor *t, lithe_dtype dtype, int axis, lithe_tensor **out);
     lithe_status (*compress_matching)(lithe_model *m, lithe_dtype dtype, const char *pattern, size_t *n_converted);
-    /* LoRA on a graph's weights (core/graph/graph_lora.c) */
-    lithe_status (*graph_lora_weights)(lithe_model *m, lithe__lora_found fn, void *user);
+    /* LoRA adapters: adding and merging them (core/lora_add.c; the step's half, core/lora.c, is the
+     * core's) */
+    lithe_status (*add_lora)(lithe_model *m, const char *pattern, int64_t rank, float alpha, uint64_t seed);
+    lithe_status (*merge_lora)(lithe_model *m);
     /* Thinc's bytes (core/io/thinc_bytes.c): no npm API reads or writes them; C callers of the
      * WebAssembly build load this module first. */
     lithe_status (*to_thinc_bytes)(lithe_model *m, uint8_t **out, size_t *len);

@@ -51,8 +51,13 @@ lithe_status lithe__graph_prepare(lithe_model *m) {
     return hooks ? hooks->graph_prepare(m) : absent("lithe_model_prepare_inference");
 }
 lithe_tensor *lithe__graph_const(lithe_model *m, size_t i) { return hooks ? hooks->graph_const(m, i) : NULL; }
-lithe_status lithe__graph_lora_weights(lithe_model *m, lithe__lora_found fn, void *user) {
-    return hooks ? hooks->graph_lora_weights(m, fn, user) : absent("lithe_model_add_lora");
+/* LoRA adapters: adding and merging them (core/lora_add.c, in the importers' module) */
+lithe_status lithe_model_add_lora(lithe_model *m, const char *pattern, int64_t rank, float alpha, uint64_t seed) {
+    return hooks ? hooks->add_lora(m, pattern, rank, alpha, seed) : absent("lithe_model_add_lora");
+}
+
+lithe_status lithe_model_merge_lora(lithe_model *m) {
+    return hooks ? hooks->merge_lora(m) : absent("lithe_model_merge_lora");
 }
 
 lithe_status lithe_onnx_load_bytes(const uint8_t *data, size_t len, lithe_model **out) {

@@ -619,7 +619,7 @@ export class Model extends Handle {
     this.#prepared = false; // new W tensors: prepare again
     return r.readU32(r.outPtr(0));
   }
-  // LoRA adapters (lithe_model_add_lora, docs/training.md): W_eff = W + (alpha / rank) B·A on every
+  // LoRA adapters (lithe_model_add_lora, docs/api.md): Y = X·Wᵀ + (alpha / rank) (X·Aᵀ)·Bᵀ on every
   // dense layer's W (matched by param name, "W", or "<node name>/W") and imported graph's Gemm / MatMul / Conv weight
   // (initializer names) matching the glob `pattern` (omitted: all), the rest of the model frozen:
   // trainStep then moves only the adapters. Returns how many weights carry one.
@@ -644,7 +644,7 @@ export class Model extends Handle {
   // saves and exports (saveOnnx) as any.
   mergeLora() {
     this.#prepared = false;
-    need().check(raw.lithe_model_merge_lora(this.ptr));
+    need().check(runLoader(() => raw.lithe_model_merge_lora(this.ptr), true)); // core/lora_add.c: the importers' module
     return this;
   }
   // The hash of the base weights an adapter file names (16 hex digits).

@@ -46,9 +46,18 @@ FWD(f_fused_linear) {
     if (s == LITHE_OK) s = as_rows(out[0], g.R, g.N, &Y2);
     if (s == LITHE_OK && f->has_act && x->keep_all) s = new_f32(x, 2, (int64_t[]){g.R, g.N}, false, &saved[0]);
     const lithe__act *act = f->has_act ? &f->act : NULL;
+    lithe__lora_ad ad;
+    bool lora = false, done = false;
+    if (s == LITHE_OK) s = lithe__graph_lora_of(x, node, 1, &ad, &lora);
+    if (s == LITHE_OK && lora) { /* Z = A·op(W) + bias + s·(A·Aᵀ)·Bᵀ, then the activation (core/lora.c) */
+        lithe_tensor *Z = saved[0] ? saved[0] : Y2;
+        s = lithe__gemm_bias_act_w(x->be, x->is_train, false, f->transB, A2, in[1], n_in > 2 ? in[2] : NULL, NULL, NULL, Z);
+        if (s == LITHE_OK) s = lithe__lora_forward(x->m, &ad, A2, Z, 1.0f);
+        if (s == LITHE_OK && act) s = lithe__op_act(x->be, act, Z, Y2);
+        done = true;
+    }
     lithe__prep_op op;
-    bool done = false;
-    if (s == LITHE_OK && !x->is_train && f->transB && !saved[0] && lithe__affine_prep_op(act, &op))
+    if (s == LITHE_OK && !done && !x->is_train && f->transB && !saved[0] && lithe__affine_prep_op(act, &op))
         /* a backend's own operator, prepared for W and the bias (LITHE_XNNPACK) */
         s = lithe__run_prepared_op(x->be, x->is_train, &op, in[1], n_in > 2 ? in[2] : NULL, A2, Y2, &done);
     if (s == LITHE_OK && !done) /* W's prepared form at inference (lithe_model_prepare_inference) */
@@ -85,6 +94,10 @@ BWD(b_fused_linear) {
     if (s == LITHE_OK && dW && !f->transB) s = lithe__op_gemm(x->be, true, false, 1.0f, A2, dZ, 1.0f, dW);
     if (s == LITHE_OK && dW && f->transB) s = lithe__op_gemm(x->be, true, false, 1.0f, dZ, A2, 1.0f, dW);
     if (s == LITHE_OK && db) s = lithe__op_sum_rows(x->be, dZ, 1.0f, db);
+    lithe__lora_ad ad;
+    bool lora = false;
+    if (s == LITHE_OK) s = lithe__graph_lora_of(x, node, 1, &ad, &lora);
+    if (s == LITHE_OK && lora) s = lithe__lora_backward(x->m, &ad, A2, dZ, dA2, 1.0f);
     lithe_tensor_release(A2);
     lithe_tensor_release(dZ);
     lithe_tensor_release(Y2);
@@ -162,7 +175,10 @@ FWD(f_fused_conv_add) {
     if (n_in < 4 || !in[3]) return fail(x, node, LITHE_ERR_VALUE, "the residual input is missing");
     LITHE__TRY(need_float(x, node, in[3], 3));
     lithe_tensor *R = in[3];
-    if (!x->keep_all && x->be->ops->conv2d_add && R->storage->backend == x->be &&
+    lithe__lora_ad ad;
+    bool lora = false;
+    LITHE__TRY(lithe__graph_lora_of(x, node, 1, &ad, &lora)); /* adapted: conv_forward's path */
+    if (!lora && !x->keep_all && x->be->ops->conv2d_add && R->storage->backend == x->be &&
         lithe_tensor_is_contiguous(R) &&
         R->ndim == 4 && in[0]->ndim == 4 && in[1]->ndim == 4) {
         for (size_t k = 0; k < 3; k++)

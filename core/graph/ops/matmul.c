@@ -3,6 +3,41 @@
 
 /* ---- Gemm, MatMul ---- */
 
+/* A LoRA adapter on input 1 (core/lora.c): Y (R, N) += scale·s·(X·Aᵀ)·Bᵀ for X (R, K) as rows. */
+static lithe_status lora_rows(lithe__gexec *x, size_t node, lithe_tensor *X, lithe_tensor *Y, float scale, bool tA) {
+    lithe__lora_ad ad;
+    bool on = false;
+    LITHE__TRY(lithe__graph_lora_of(x, node, 1, &ad, &on));
+    if (!on) return LITHE_OK;
+    if (tA) return fail(x, node, LITHE_ERR_UNSUPPORTED, "a LoRA adapter on a Gemm with transA");
+    int64_t K = X->shape[X->ndim - 1], N = Y->shape[Y->ndim - 1];
+    lithe_tensor *X2 = NULL, *Y2 = NULL;
+    lithe_status s = as_rows(X, K ? X->numel / K : 0, K, &X2);
+    if (s == LITHE_OK) s = as_rows(Y, N ? Y->numel / N : 0, N, &Y2);
+    if (s == LITHE_OK) s = lithe__lora_forward(x->m, &ad, X2, Y2, scale);
+    lithe_tensor_release(X2);
+    lithe_tensor_release(Y2);
+    return s;
+}
+/* Its backward: A's and B's gradients, and dX (NULL: not wanted) += scale·s·(dY·B)·A. */
+static lithe_status lora_rows_backward(lithe__gexec *x, size_t node, lithe_tensor *X, lithe_tensor *dY, lithe_tensor *dX,
+                                       float scale) {
+    lithe__lora_ad ad;
+    bool on = false;
+    LITHE__TRY(lithe__graph_lora_of(x, node, 1, &ad, &on));
+    if (!on) return LITHE_OK;
+    int64_t K = X->shape[X->ndim - 1], N = dY->shape[dY->ndim - 1], R = K ? X->numel / K : 0;
+    lithe_tensor *X2 = NULL, *dY2 = NULL, *dX2 = NULL;
+    lithe_status s = as_rows(X, R, K, &X2);
+    if (s == LITHE_OK) s = as_rows(dY, R, N, &dY2);
+    if (s == LITHE_OK && dX) s = as_rows(dX, R, K, &dX2);
+    if (s == LITHE_OK) s = lithe__lora_backward(x->m, &ad, X2, dY2, dX2, scale);
+    lithe_tensor_release(X2);
+    lithe_tensor_release(dY2);
+    lithe_tensor_release(dX2);
+    return s;
+}
+
 FWD(f_gemm) {
     UNUSED_FWD;
     const lithe__onnx_node *n = NODE(x, node);
@@ -31,10 +66,11 @@ FWD(f_gemm) {
         lithe__prep_op op = {.kind = LITHE__PREP_FC, .out_min = -INFINITY, .out_max = INFINITY};
         bool done = false;
         LITHE__TRY(lithe__run_prepared_op(x->be, x->is_train, &op, B, C, A, out[0], &done));
-        if (done) return LITHE_OK;
+        if (done) return lora_rows(x, node, A, out[0], alpha, tA); /* the base's operator, then the adapter */
     }
     /* B's prepared form at inference (an initializer lithe_model_prepare_inference packed) */
-    return lithe__gemm_w(x->be, x->is_train, tA, tB, alpha, A, B, C ? 1.0f : 0.0f, out[0]);
+    LITHE__TRY(lithe__gemm_w(x->be, x->is_train, tA, tB, alpha, A, B, C ? 1.0f : 0.0f, out[0]));
+    return lora_rows(x, node, A, out[0], alpha, tA);
 }
 BWD(b_gemm) {
     UNUSED_BWD;
@@ -55,7 +91,7 @@ BWD(b_gemm) {
         else LITHE__TRY(lithe__op_gemm(x->be, true, tA, alpha, dY, in[0], 1.0f, dB));
     }
     if (dC) LITHE__TRY(lithe__op_reduce_to(x->be, dY, beta, 1.0f, dC));
-    return LITHE_OK;
+    return lora_rows_backward(x, node, in[0], dY, tA ? NULL : dA, alpha);
 }
 
 /* A 2-D view of rows [r0, r0 + rows) of a contiguous tensor read as (total_rows, cols). */
@@ -123,9 +159,11 @@ FWD(f_matmul) {
     int64_t shape[LITHE_MAX_DIMS];
     LITHE__TRY(mm_geometry(x, node, in[0], in[1], &g, &nd, shape));
     LITHE__TRY(new_f32(x, nd, shape, false, &out[0]));
-    if (g.b2d) /* stack A's rows: one GEMM */
-        return batched_gemm(x, 1, false, false, in[0], g.P * g.M, g.K, true, in[1], g.K, g.N, true, out[0], g.P * g.M, g.N,
-                            0.0f, true);
+    if (g.b2d) { /* stack A's rows: one GEMM */
+        LITHE__TRY(batched_gemm(x, 1, false, false, in[0], g.P * g.M, g.K, true, in[1], g.K, g.N, true, out[0], g.P * g.M,
+                                g.N, 0.0f, true));
+        return lora_rows(x, node, in[0], out[0], 1.0f, false);
+    }
     return batched_gemm(x, g.P, false, false, in[0], g.M, g.K, false, in[1], g.K, g.N, false, out[0], g.M, g.N, 0.0f, true);
 }
 BWD(b_matmul) {
@@ -141,7 +179,7 @@ BWD(b_matmul) {
         int64_t R = g.P * g.M;
         if (dA) LITHE__TRY(batched_gemm(x, 1, false, true, dout[0], R, g.N, true, in[1], g.K, g.N, true, dA, R, g.K, 1.0f, false));
         if (dB) LITHE__TRY(batched_gemm(x, 1, true, false, in[0], R, g.K, true, dout[0], R, g.N, true, dB, g.K, g.N, 1.0f, false));
-        return LITHE_OK;
+        return lora_rows_backward(x, node, in[0], dout[0], dA, 1.0f);
     }
     if (dA) LITHE__TRY(batched_gemm(x, g.P, false, true, dout[0], g.M, g.N, false, in[1], g.K, g.N, false, dA, g.M, g.K, 1.0f, false));
     if (dB) LITHE__TRY(batched_gemm(x, g.P, true, false, in[0], g.M, g.K, false, dout[0], g.M, g.N, false, dB, g.K, g.N, 1.0f, false));

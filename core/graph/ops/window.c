@@ -158,11 +158,29 @@ lithe_status conv_geometry(lithe__gexec *x, size_t node, lithe_tensor **in, lith
 }
 
 /* Y = act(conv) (a NULL: Conv alone). */
+static lithe_status conv_forward_w(lithe__gexec *x, size_t node, lithe_tensor **in, size_t n_in, const lithe__act *a,
+                                   lithe_tensor **out, bool lora);
+
+/* With a LoRA adapter on W: the node runs on a temporary W + s·B·A (core/graph/graph_lora.c). */
 lithe_status conv_forward(lithe__gexec *x, size_t node, lithe_tensor **in, size_t n_in, const lithe__act *a,
                           lithe_tensor **out) {
     LITHE__TRY(need_inputs(x, node, in, n_in, 2));
     for (size_t k = 0; k < n_in && k < 3; k++)
         if (in[k]) LITHE__TRY(need_float(x, node, in[k], k));
+    lithe__lora_ad ad;
+    bool lora = false;
+    LITHE__TRY(lithe__graph_lora_of(x, node, 1, &ad, &lora));
+    if (!lora) return conv_forward_w(x, node, in, n_in, a, out, false);
+    if (in[0]->ndim == 5) return fail(x, node, LITHE_ERR_UNSUPPORTED, "a LoRA adapter on a 3-D Conv");
+    lithe_tensor *in2[3] = {in[0], NULL, n_in > 2 ? in[2] : NULL};
+    LITHE__TRY(lithe__graph_lora_weight(x, &ad, in[1], &in2[1]));
+    lithe_status s = conv_forward_w(x, node, in2, n_in < 3 ? n_in : 3, a, out, true);
+    lithe_tensor_release(in2[1]);
+    return s;
+}
+
+static lithe_status conv_forward_w(lithe__gexec *x, size_t node, lithe_tensor **in, size_t n_in, const lithe__act *a,
+                                   lithe_tensor **out, bool lora) {
     if (in[0]->ndim == 5) return conv3d_forward(x, node, in, n_in, a, out);
     lithe__conv2d g = {0};
     LITHE__TRY(conv_geometry(x, node, in, &g));
@@ -181,7 +199,7 @@ lithe_status conv_forward(lithe__gexec *x, size_t node, lithe_tensor **in, size_
         return s;
     }
     LITHE__TRY(new_f32(x, 4, (int64_t[]){g.N, g.M, g.OH, g.OW}, false, &out[0]));
-    if (!x->is_train) {
+    if (!x->is_train && !lora) {
         /* a backend's own operator, prepared for W and b (LITHE_XNNPACK), the activation as its clamp
          * (another one, a fused HardSwish or Sigmoid: the act primitive after it, as the unfused pair) */
         bool clamp = !a || lithe__act_clamp(a, NULL, NULL);
@@ -191,7 +209,7 @@ lithe_status conv_forward(lithe__gexec *x, size_t node, lithe_tensor **in, size_
         LITHE__TRY(lithe__run_prepared_op(x->be, x->is_train, &op, in[1], b, in[0], out[0], &done));
         if (done) return clamp ? LITHE_OK : lithe__op_act(x->be, a, out[0], out[0]);
     }
-    return lithe__conv2d_w(x->be, x->is_train, &g, in[0], in[1], b, a, out[0]); /* W prepared at inference */
+    return lithe__conv2d_w(x->be, x->is_train || lora, &g, in[0], in[1], b, a, out[0]); /* W prepared at inference */
 }
 FWD(f_conv) {
     UNUSED_FWD;
@@ -234,12 +252,22 @@ BWD(b_conv) {
     LITHE__TRY(lithe__gexec_grad(x, node, 0, &dX));
     LITHE__TRY(lithe__gexec_grad(x, node, 1, &dW));
     if (n_in > 2 && in[2]) LITHE__TRY(lithe__gexec_grad(x, node, 2, &db));
+    /* a LoRA adapter: W + s·B·A again, and its gradient in a temporary, then into A's and B's */
+    lithe__lora_ad ad;
+    bool lora = false;
+    lithe_tensor *Wt = NULL, *dWt = NULL;
+    LITHE__TRY(lithe__graph_lora_of(x, node, 1, &ad, &lora));
+    lithe_status s = lora ? lithe__graph_lora_weight(x, &ad, in[1], &Wt) : LITHE_OK;
+    if (s == LITHE_OK && lora) s = lithe__gexec_like(x, in[1], true, &dWt);
     lithe_tensor *v[5] = {0}; /* X, W, dY, dX, dW as 4-D views (1-D: height 1) */
-    const lithe_tensor *t[5] = {in[0], in[1], dout[0], dX, dW};
-    lithe_status s = LITHE_OK;
+    const lithe_tensor *t[5] = {in[0], lora ? Wt : in[1], dout[0], dX, lora ? dWt : dW};
     for (int k = 0; k < 5 && s == LITHE_OK; k++) s = view4(t[k], &v[k]);
     if (s == LITHE_OK) s = lithe__op_conv2d_backward(x->be, &g, v[0], v[1], v[2], v[3], v[4], db);
     for (int k = 0; k < 5; k++) lithe_tensor_release(v[k]);
+    if (s == LITHE_OK && lora) s = lithe__graph_lora_fold(x, &ad, dWt);
+    if (s == LITHE_OK && lora && dW) s = lithe__op_axpby(x->be, 1.0f, dWt, 1.0f, dW); /* a thawed base trains too */
+    lithe_tensor_release(Wt);
+    lithe_tensor_release(dWt);
     return s;
 }
 

@@ -192,6 +192,11 @@ lithe_status lithe_tfjs_save_bytes(lithe_model *m, char **json, size_t *json_len
     *weights = NULL;
     *json_len = *weights_len = 0;
     LITHE__CHECK_ARG(m, "lithe_tfjs_save_bytes", "model is NULL");
+    bool adapted = false;
+    LITHE__TRY(lithe__lora_any(m, &adapted));
+    if (adapted) /* the adapters live on the activations: the file's weights would be the base alone */
+        return lithe__fail(LITHE_ERR_STATE, "lithe_tfjs_save_bytes: the model has LoRA adapters; merge them first "
+                           "(lithe_model_merge_lora)");
     LITHE__TRY(lithe__enter_tree(m, "lithe_tfjs_save_bytes"));
     lithe_status s = save_body(m, json, json_len, weights, weights_len);
     lithe__leave_tree(m);

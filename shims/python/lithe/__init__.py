@@ -544,7 +544,7 @@ class Model:
 
     @_locked
     def add_lora(self, pattern: Optional[str] = None, rank: int = 8, alpha: float = 16.0, seed: int = 0) -> int:
-        """LoRA adapters (lithe_model_add_lora): W_eff = W + (alpha / rank) B·A on every dense layer's W
+        """LoRA adapters (lithe_model_add_lora): Y = X·Wᵀ + (alpha / rank) (X·Aᵀ)·Bᵀ on every dense layer's W
         (matched by param name, "W", or "<node name>/W") and imported graph's Gemm / MatMul / Conv weight (initializer names)
         matching the glob `pattern` (None: all), with the rest of the model frozen. Training then
         moves only the adapters. Returns how many weights the model now adapts."""
