@@ -45,8 +45,7 @@ lithe_status wg_copy(lithe_backend *be, lithe_tensor *Y, const lithe_tensor *X) 
                                     (uint32_t)Y->strides[0]}};
         return WG_DISPATCH("copy", copy, 0, &p, W1, lithe__wg_groups(X->numel), 1, Y, X);
     }
-    return lithe__fail(LITHE_ERR_UNSUPPORTED,
-                       "webgpu copy: this view layout (%d-D, %zu-byte elements, strided) is not supported yet", X->ndim, es);
+    return lithe__wg_copy_nd(be, Y, X); /* ops_copy.c: any strides */
 }
 
 lithe_status wg_add_row(lithe_backend *be, lithe_tensor *Y, const lithe_tensor *b) {

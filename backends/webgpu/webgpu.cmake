@@ -11,6 +11,7 @@ if(LITHE_WEBGPU AND EMSCRIPTEN)
   set(LITHE_WG_SHADERS fill elementwise rows act softmax reduce optim cce gemm copy) # LITHE__WG_SHADERS' order
   list(APPEND LITHE_WG_SHADERS ids maxout seq2col sparse lstm_mat lstm_cell attention gemm_q8)
   list(APPEND LITHE_WG_SHADERS gemm_sg) # issue 27's subgroup GEMM
+  list(APPEND LITHE_WG_SHADERS conv pool bcast unary layernorm layernorm_dx layernorm_dg seqreduce cast copy_nd) # LITHE__WG_SHADERS_GRAPH
   file(GLOB LITHE_WG_WGSL ${LITHE_WG_DIR}/shaders/*.wgsl)
   set(LITHE_WG_EMBED ${CMAKE_CURRENT_BINARY_DIR}/lithe_wg_shaders.c)
   add_custom_command(
@@ -24,6 +25,8 @@ if(LITHE_WEBGPU AND EMSCRIPTEN)
        backends/webgpu/ops_gemm.c ${LITHE_WG_EMBED})
   list(APPEND LITHE_SOURCES backends/webgpu/ops_ids.c backends/webgpu/ops_seq.c backends/webgpu/ops_recur.c)
   list(APPEND LITHE_SOURCES backends/webgpu/ops_train.c)
+  list(APPEND LITHE_SOURCES backends/webgpu/ops_conv.c backends/webgpu/ops_bcast.c backends/webgpu/ops_norm.c
+       backends/webgpu/ops_copy.c)
 elseif(LITHE_WEBGPU)
   message(FATAL_ERROR "LITHE_WEBGPU=ON needs an Emscripten build (preset wasm-webgpu)")
 endif()

@@ -73,10 +73,14 @@ typedef struct lithe__wg_params {
     float f[16];
 } lithe__wg_params;
 
+/* The imported graphs' shaders (ops_conv.c, ops_bcast.c, ops_norm.c, ops_copy.c) */
+#define LITHE__WG_SHADERS_GRAPH(X)                                                                                  \
+    X(conv) X(pool) X(bcast) X(unary) X(layernorm) X(layernorm_dx) X(layernorm_dg) X(seqreduce) X(cast) X(copy_nd)
 /* The shaders (shaders/<name>.wgsl, embedded by embed_wgsl.cmake into lithe_wg_shaders.c). */
 #define LITHE__WG_SHADERS(X) X(fill) X(elementwise) X(rows) X(act) X(softmax) X(reduce) X(optim) X(cce) X(gemm) X(copy) \
     X(ids) X(maxout) X(seq2col) X(sparse) X(lstm_mat) X(lstm_cell) X(attention) X(gemm_q8) \
-    X(gemm_sg)
+    X(gemm_sg) \
+    LITHE__WG_SHADERS_GRAPH(X)
 enum {
 #define X(n) LITHE__WG_SH_##n,
     LITHE__WG_SHADERS(X)
@@ -93,6 +97,8 @@ extern const char *const lithe__wg_shader_src[LITHE__WG_SH_COUNT];
 lithe_status lithe__wg_dispatch_(lithe_backend *be, const char *op_name, int shader, uint32_t op, lithe__wg_params *p,
                                  const lithe_tensor *const *bind, size_t n, uint32_t writable, uint32_t gx,
                                  uint32_t gy);
+/* ops_copy.c: N-D strided copies of 4- / 8-byte elements. */
+lithe_status lithe__wg_copy_nd(lithe_backend *be, lithe_tensor *Y, const lithe_tensor *X);
 /* A device tensor of n float32 (scratch for reductions); release with lithe_tensor_release. */
 lithe_status lithe__wg_scratch(lithe_backend *be, size_t n, lithe_tensor **out);
 /* Reads n bytes of t's buffer from t's first element (a synchronisation point). */
