@@ -11,7 +11,7 @@ DIR (default build/quant) holds train_models.py's output. For each model:
      first N rows of calib_x.npy, default 512: training images), then DIR/<model>_int8.lithe's
      accuracy; the quantized graph also goes to DIR/<model>_qdq.onnx (`lithe convert --to-onnx`)
      for onnxruntime.
-Writes DIR/accuracy.json and prints a Markdown table. LITHE_LIBRARY selects liblithe.so (default
+Updates DIR/accuracy.json (the models run) and prints a Markdown table. LITHE_LIBRARY selects liblithe.so (default
 build/ci's); --lithe the command (default build/ci/tools/lithe/lithe).
 """
 import argparse
@@ -58,7 +58,8 @@ def main():
     x, y = numpy.load(os.path.join(d, "test_x.npy")), numpy.load(os.path.join(d, "test_y.npy"))
     calib = os.path.join(d, f"calib_{a.calib}.npy")
     numpy.save(calib, numpy.load(os.path.join(d, "calib_x.npy"))[:a.calib])
-    out = {}
+    acc_json = os.path.join(d, "accuracy.json")
+    out = json.load(open(acc_json)) if os.path.exists(acc_json) else {}  # other models' earlier runs stay
     for name in a.models.split(","):
         info = json.load(open(os.path.join(d, f"{name}.json")))
         r = {"torch_float32": info["torch_float32_test_accuracy"], "calibration_rows": a.calib}
@@ -77,7 +78,7 @@ def main():
                 r["qdq_onnx"] = msg
         out[name] = r
         print(json.dumps({name: r}), file=sys.stderr, flush=True)
-    with open(os.path.join(d, "accuracy.json"), "w") as f:
+    with open(acc_json, "w") as f:
         json.dump(out, f, indent=1)
     print("| model | torch float32 | lithe float32 | lithe int8 (static) | int8 - float32 (points) |")
     print("|---|---|---|---|---|")
