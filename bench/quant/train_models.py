@@ -21,7 +21,7 @@ Adaptations (torchvision 0.14's definitions otherwise unchanged):
                 as torchvision's (28 -> 14 -> 7), so layer1..4 run at 7, 4, 2, 1 (224 / 4 = 56 in
                 the original: the same ratio).
 28x28 at (nearly) torchvision's strides keeps the compute small enough to
-train on a quarter of a shared core (the host this was written on: ~15 min wall per model).
+train on a quarter of a shared core (the host this was written on: ~35 min wall per model).
 Training: Adam (lr 2e-3, cosine to 0), batch 128, one pass over a seeded subset of the training set
 (mobilenet_v2 40,000 images, resnet18 16,000), no augmentation, x / 255 inputs; MODEL_EPOCHS and
 MODEL_TRAIN_N (environment) override the epochs and the number of training images. Run the two
