@@ -352,8 +352,10 @@ LITHE_API lithe_status lithe_tensor_set_quant_params(lithe_tensor *t, int axis, 
                                                      const int32_t *zero_point);
 
 /* A new contiguous copy of t (any backend, any strides) on `backend` (NULL: the CPU, i.e. a host
- * copy — what DLPack export of a device tensor needs). Synchronises when t is on a device. The
- * caller owns the result. Statuses: LITHE_ERR_INVALID_ARG, LITHE_ERR_OOM, the backends' errors. */
+ * copy — what DLPack export of a device tensor needs). Synchronises when t is on a device. An I8 /
+ * U8 tensor's quantization parameters come along (they live on the host beside the storage, so an
+ * int8 weight moved to a device keeps its scales; a view of part of a quantized tensor is refused).
+ * The caller owns the result. Statuses: LITHE_ERR_INVALID_ARG, LITHE_ERR_OOM, the backends' errors. */
 LITHE_API lithe_status lithe_tensor_to_backend(const lithe_tensor *t, lithe_backend *backend, lithe_tensor **out);
 
 /* --- DLPack, zero-copy both ways ---------------------------------------------------------
