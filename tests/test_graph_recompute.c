@@ -183,13 +183,14 @@ static void test_lora(void **state) {
     free(g[1]);
 }
 
-/* The bytes a step holds at once (the CPU backend's high-water mark above what was in use before
- * it), at batch 64: with recomputation under half of the step's without. */
+/* The bytes two LoRA steps hold at once (the CPU backend's high-water mark above what was in use
+ * before them: activations, gradients, the plan's pool), at batch 16 of 3x64x64: with
+ * recomputation under 0.65x the steps' without. */
 static void test_peak(void **state) {
     (void)state;
     lithe_backend *cpu = NULL;
     OK(lithe_backend_get("cpu", &cpu));
-    lithe_value *xv = input(64, 16);
+    lithe_value *xv = input(16, 64);
     size_t peak[2];
     for (int r = 0; r < 2; r++) {
         lithe_model *m = load(r ? 0 : -1);
@@ -204,9 +205,9 @@ static void test_peak(void **state) {
         peak[r] = b.peak - a.in_use;
         lithe_model_free(m);
     }
-    printf("LoRA step at batch 64: peak %zu bytes beyond the model with recompute, %zu without (%.2fx)\n", peak[1],
+    printf("LoRA steps at batch 16 of 3x64x64: peak %zu bytes beyond the model with recompute, %zu without (%.2fx)\n", peak[1],
            peak[0], (double)peak[1] / (double)peak[0]);
-    assert_true(peak[1] * 2 < peak[0]);
+    assert_true(peak[1] * 100 < peak[0] * 65); /* 0.54x here; keeping every value made (no recomputation): 0.77x */
     lithe_value_release(xv);
 }
 

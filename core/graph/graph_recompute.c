@@ -83,7 +83,8 @@ static void mark_keep(const lithe__graph *g, struct lithe__grc *rc) {
 }
 
 /* Cuts for a budget P (bytes): from each segment's start a, the segment grows while the crossing
- * values made before it, its own bytes and a wave of gradients (twice its largest value) fit in P;
+ * values made before it, its own bytes and a wave of gradients (its largest value once more: an
+ * activation's backward writes dZ over dY, ops/fused.c) fit in P;
  * it ends where the values it hands on (made in it, read after) are fewest, the furthest such
  * place: at a block's narrow output rather than inside its wide expansion. made[] is scratch
  * (n + 1). The most the estimate reached. */
@@ -97,7 +98,7 @@ static size_t cut_budget(const lithe__graph *g, struct lithe__grc *rc, size_t P,
             for (size_t q = 0; q < g->node_nout[e]; q++)
                 if (g->node_out[e][q] >= 0 && rc->slot_bytes[g->node_out[e][q]] > mx) mx = rc->slot_bytes[g->node_out[e][q]];
             size_t nbig = mx > big ? mx : big;
-            if (e > a && held + own + b + 2 * nbig > P) break;
+            if (e > a && held + own + b + nbig > P) break;
             own += b, big = nbig, e++;
         }
         /* made[c]: the bytes of the values made in [a, c) and read at c or later */
@@ -117,7 +118,7 @@ static size_t cut_budget(const lithe__graph *g, struct lithe__grc *rc, size_t P,
             for (size_t q = 0; q < g->node_nout[i]; q++)
                 if (g->node_out[i][q] >= 0 && rc->slot_bytes[g->node_out[i][q]] > big_c) big_c = rc->slot_bytes[g->node_out[i][q]];
         }
-        if (held + own_c + 2 * big_c > worst) worst = held + own_c + 2 * big_c;
+        if (held + own_c + big_c > worst) worst = held + own_c + big_c;
         held += c < n ? made[c] : 0;
         rc->seg_start[++seg] = c;
         a = c;
@@ -181,10 +182,18 @@ static lithe_status rc_for(lithe__gexec *x, struct lithe__grc **out) {
     return LITHE_OK;
 }
 
+/* The pool's idle blocks back to the backend, and the backend's cached ones to the allocator: between
+ * segments, whose sizes differ, so the pool holds one segment's blocks, not every size's most. */
+static void trim(lithe__gexec *x) {
+    lithe__bufpool_trim(x->pool);
+    if (x->be->desc && x->be->desc->cache_flush) x->be->desc->cache_flush();
+}
+
 /* The nodes in order, releasing as release_after says; measuring: the bytes each node makes. */
 static lithe_status run_all(lithe__gexec *x, struct lithe__grc *rc, bool recording, bool measuring) {
     const lithe__graph *g = x->g;
     for (size_t i = 0; i < g->onnx.n_nodes; i++) {
+        if (!measuring && i && rc->node_seg[i] != rc->node_seg[i - 1]) trim(x);
         if (lithe__gnode_skipped(g, i)) continue;
         bool needs = false;
         LITHE__TRY(lithe__gexec_forward_node(x, i, recording, &needs));
@@ -231,8 +240,7 @@ lithe_status lithe__grecompute_backward(lithe__gexec *x) {
         lithe_status s = LITHE_OK;
         /* the blocks of the forward and of the segment after this one are of other sizes: back to
          * the allocator, so the pool holds one segment's, not the sum over sizes */
-        lithe__bufpool_trim(x->pool);
-        if (x->be->desc && x->be->desc->cache_flush) x->be->desc->cache_flush(); /* and not held in the backend's cache */
+        trim(x);
         if (wanted) {
             x->recomputing = true;
             for (size_t i = lo; s == LITHE_OK && i < hi; i++) {

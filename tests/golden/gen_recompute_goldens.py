@@ -44,7 +44,7 @@ class Net(nn.Module):
 m = Net().eval()
 x = torch.rand(4, 3, 16, 16)
 torch.onnx.export(m, x, os.path.join(out, "recompute_cnn.onnx"), input_names=["x"], output_names=["y"],
-                  opset_version=13, dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
+                  opset_version=13, dynamic_axes={"x": {0: "batch", 2: "h", 3: "w"}, "y": {0: "batch"}})
 x.requires_grad_(True)
 (m(x).sum() / x.shape[0]).backward()
 numpy.save(os.path.join(out, "x.npy"), x.detach().numpy())
