@@ -333,6 +333,7 @@ lithe_status lithe__gexec_forward_node(lithe__gexec *x, size_t i, bool recording
         if (sl >= 0 && !in[k]) return lithe__fail(LITHE_ERR_INTERNAL, "%s: slot %lld has no value", m->name, (long long)sl);
         needs = needs || (sl >= 0 && x->needs[sl]);
     }
+    if (g->calib && !x->recomputing) g->calib->observe(g->calib, g, i, in);
     double t0 = g->profile ? lithe__graph_prof_now() : 0.0;
     s = g->node_op[i]->forward(x, i, in, g->node_nin[i], out, g->node_nout[i], &x->saved[2 * i]);
     if (g->profile) {
