@@ -732,9 +732,8 @@ static void pool_unref(lithe__bufpool *p) {
     lithe__free(p);
 }
 
-void lithe__bufpool_close(lithe__bufpool *p) {
+void lithe__bufpool_trim(lithe__bufpool *p) {
     if (!p) return;
-    p->closed = true;
     lithe__bufpool_epoch(p); /* every idle block on one list */
     while (p->idle) {
         pool_block *b = p->idle;
@@ -743,6 +742,12 @@ void lithe__bufpool_close(lithe__bufpool *p) {
         p->stats.blocks--;
         block_free(b);
     }
+}
+
+void lithe__bufpool_close(lithe__bufpool *p) {
+    if (!p) return;
+    p->closed = true;
+    lithe__bufpool_trim(p);
     pool_unref(p);
 }
 

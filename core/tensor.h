@@ -146,6 +146,9 @@ typedef struct lithe__bufpool_stats {
     size_t in_use;
 } lithe__bufpool_stats;
 lithe_status lithe__bufpool_new(lithe__bufpool **out);
+/* The idle blocks go back to the backend now (a recomputing graph's backward, between segments whose
+ * sizes differ: the pool then holds what one segment uses, not every size's most). NULL: no-op. */
+void lithe__bufpool_trim(lithe__bufpool *p);
 /* The owner is done: idle blocks are freed now, blocks in use when they come back. NULL: no-op. */
 void lithe__bufpool_close(lithe__bufpool *p);
 /* As lithe__tensor_alloc (be NULL: cpu), from the pool; p NULL: lithe__tensor_alloc itself. */

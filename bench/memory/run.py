@@ -9,7 +9,8 @@ Models: the MLP (bench/make_models.py's mlp.lithe, native layers, batch 64) and 
 Modes: full (every param trains), last (everything frozen but the last layer), lora r8 (rank-8
 adapters, alpha 16, on every weight that takes one: the MLP's three W, mobilenet_v2's 52 Conv and
 Gemm weights; core/lora.c), lora r8 + recompute (the MLP's chain recomputes its activations in
-backprop; a graph layer has no recomputation, so mobilenet_v2 has no such row). Peak = VmHWM of the
+backprop; mobilenet_v2's graph layer recomputes by segment: core/graph/graph_recompute.c), and for
+mobilenet_v2 full + recompute. Peak = VmHWM of the
 process (resident set high-water mark); "step delta" = VmHWM minus the resident set after the
 model is loaded (lithe) or after torch, the model and the input are made (PyTorch); backend peak =
 the CPU backend's in-use high-water mark (params included).
@@ -48,7 +49,8 @@ subprocess.check_call(["cc", "-O2", "-o", exe, os.path.join(HERE, "mem_step.c"),
 CASES = [("mlp", os.path.join(A.models, "mlp.lithe"), 64, "784", "softmax/*"),
          ("mobilenet_v2", mnv2, 16, "3,224,224", "classifier.*")]
 rows = []
-MODES = {"mlp": ("full", "last", "lora r8", "lora r8 + recompute"), "mobilenet_v2": ("full", "last", "lora r8")}
+MODES = {"mlp": ("full", "last", "lora r8", "lora r8 + recompute"),
+         "mobilenet_v2": ("full", "last", "lora r8", "lora r8 + recompute", "full + recompute")}
 for name, path, batch, row, keep in CASES:
     for mode in MODES[name]:
         m = mode.split(" ")[0]
@@ -57,7 +59,7 @@ for name, path, batch, row, keep in CASES:
         rows.append((name, mode, "lithe", r["hwm_kb"], r["hwm_kb"] - r["rss_loaded_kb"], r["step_s"], r["plan"]["total"],
                      r["backend_peak"]))
         print(name, mode, "lithe", r, flush=True)
-        if m not in ("full", "last"):
+        if m not in ("full", "last") or mode.endswith("recompute"):
             continue
         t = json.loads(subprocess.check_output([py, os.path.join(HERE, "torch_step.py"), name, mode, str(batch),
                                                 str(A.steps + 1)]).decode().strip().splitlines()[-1])
@@ -90,7 +92,7 @@ for n in ("mlp", "mobilenet_v2"):
                       get[(n, "lora r8", "lithe")])
     lines.append(f"\n{n}: lithe full / PyTorch full peak = {lf[0] / tf[0]:.2f}x; lithe last-layer step "
                  f"{lf[2] / ll[2]:.1f}x faster than its full step")
-    for mo in ("lora r8", "lora r8 + recompute"):
+    for mo in ("lora r8", "lora r8 + recompute", "full + recompute"):
         if (n, mo, "lithe") in get:
             lo = get[(n, mo, "lithe")]
             lines.append(f"{n}: {mo} / full: peak RSS {lo[0] / lf[0]:.2f}x, step delta {lo[1] / lf[1]:.2f}x, backend "

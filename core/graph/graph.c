@@ -180,6 +180,39 @@ static lithe_status take_input(lithe__gexec *x, size_t k, lithe_tensor *t) {
     return s;
 }
 
+/* Node i's backward in run x (skipped nodes and nodes no gradient passes do nothing); the gradients
+ * of its outputs are spent after it. */
+lithe_status lithe__gexec_backward_node(lithe__gexec *x, size_t i) {
+    lithe__graph *g = x->g;
+    if (lithe__gnode_skipped(g, i) || !g->node_op[i]->backward) return LITHE_OK;
+    lithe_tensor *in[64] = {0}, *out[16] = {0}, *dout[16] = {0};
+    if (g->node_nin[i] > 64 || g->node_nout[i] > 16) return LITHE_OK; /* refused by forward already */
+    bool any = false;
+    for (size_t k = 0; k < g->node_nout[i]; k++) {
+        int64_t o = g->node_out[i][k];
+        out[k] = o >= 0 ? x->vals[o] : NULL;
+        dout[k] = o >= 0 ? x->grads[o] : NULL;
+        any = any || dout[k];
+    }
+    bool wants = false;
+    for (size_t k = 0; k < g->node_nin[i]; k++) {
+        int64_t s = g->node_in[i][k];
+        in[k] = s >= 0 ? x->vals[s] : NULL;
+        wants = wants || (s >= 0 && x->needs[s]);
+    }
+    if (any && wants) LITHE__TRY(g->node_op[i]->backward(x, i, in, g->node_nin[i], out, dout, &x->saved[2 * i]));
+    /* the gradients of node i's outputs are spent (every reader comes after i and has run):
+     * freed now, the backward holds one wave of them rather than a copy of every activation */
+    for (size_t k = 0; k < g->node_nout[i]; k++) {
+        int64_t o = g->node_out[i][k];
+        if (o >= 0 && g->slot_kind[o] != SLOT_PARAM) {
+            lithe_tensor_release(x->grads[o]);
+            x->grads[o] = NULL;
+        }
+    }
+    return LITHE_OK;
+}
+
 static lithe_status graph_backward(lithe_backprop *self, const lithe_value *dYv, lithe_value **dXv) {
     lithe__gexec *x = (lithe__gexec *)self;
     lithe__graph *g = x->g;
@@ -207,7 +240,7 @@ static lithe_status graph_backward(lithe_backprop *self, const lithe_value *dYv,
         }
         for (size_t k = 0; k < g->node_nout[i]; k++) {
             int64_t o = g->node_out[i][k];
-            if (o >= 0) x->needs[o] = needs && x->vals[o] && x->vals[o]->dtype == LITHE_F32;
+            if (o >= 0) x->needs[o] = needs && x->f32[o]; /* recompute: most values are gone by now */
         }
     }
     size_t ndy = g->n_out == 1 ? 1 : lithe_value_len(dYv);
@@ -237,33 +270,10 @@ static lithe_status graph_backward(lithe_backprop *self, const lithe_value *dYv,
             LITHE__TRY(s);
         }
     }
-    for (size_t i = g->onnx.n_nodes; i-- > 0;) {
-        if (lithe__gnode_skipped(g, i) || !g->node_op[i]->backward) continue;
-        lithe_tensor *in[64] = {0}, *out[16] = {0}, *dout[16] = {0};
-        if (g->node_nin[i] > 64 || g->node_nout[i] > 16) continue; /* refused by forward already */
-        bool any = false;
-        for (size_t k = 0; k < g->node_nout[i]; k++) {
-            int64_t o = g->node_out[i][k];
-            out[k] = o >= 0 ? x->vals[o] : NULL;
-            dout[k] = o >= 0 ? x->grads[o] : NULL;
-            any = any || dout[k];
-        }
-        bool wants = false;
-        for (size_t k = 0; k < g->node_nin[i]; k++) {
-            int64_t s = g->node_in[i][k];
-            in[k] = s >= 0 ? x->vals[s] : NULL;
-            wants = wants || (s >= 0 && x->needs[s]);
-        }
-        if (any && wants) LITHE__TRY(g->node_op[i]->backward(x, i, in, g->node_nin[i], out, dout, &x->saved[2 * i]));
-        /* the gradients of node i's outputs are spent (every reader comes after i and has run):
-         * freed now, the backward holds one wave of them rather than a copy of every activation */
-        for (size_t k = 0; k < g->node_nout[i]; k++) {
-            int64_t o = g->node_out[i][k];
-            if (o >= 0 && g->slot_kind[o] != SLOT_PARAM) {
-                lithe_tensor_release(x->grads[o]);
-                x->grads[o] = NULL;
-            }
-        }
+    if (x->recompute) {
+        LITHE__TRY(lithe__grecompute_backward(x));
+    } else {
+        for (size_t i = g->onnx.n_nodes; i-- > 0;) LITHE__TRY(lithe__gexec_backward_node(x, i));
     }
     for (size_t i = 0; i < g->n_slots; i++) {
         if (g->slot_kind[i] != SLOT_PARAM || !x->grads[i]) continue;
@@ -289,6 +299,67 @@ static lithe_status graph_backward(lithe_backprop *self, const lithe_value *dYv,
     }
     if (s == LITHE_OK) s = lithe_value_tuple(g->n_in, items, dXv);
     for (size_t k = 0; k < g->n_in; k++) lithe_value_release(items[k]);
+    return s;
+}
+
+/* Node i's forward in run x: its outputs into x->vals (and, but while recomputing, whether a
+ * gradient flows to them into x->needs); *needs: whether one flows through it. Values the plan
+ * fixed are taken from it. */
+lithe_status lithe__gexec_forward_node(lithe__gexec *x, size_t i, bool recording, bool *needs_out) {
+    lithe__graph *g = x->g;
+    lithe__gplan *plan = x->plan;
+    lithe_model *m = x->m;
+    const lithe__onnx_node *n = &g->onnx.nodes[i];
+    lithe_tensor *in[64] = {0}, *out[16] = {0};
+    lithe_status s = LITHE_OK;
+    *needs_out = false;
+    if (g->node_nin[i] > 64 || g->node_nout[i] > 16)
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: %s node '%s' has %zu inputs and %zu outputs (at most 64, 16)",
+                           m->name, n->op_type, n->name ? n->name : "", g->node_nin[i], g->node_nout[i]);
+    if (lithe__gplan_cached(g, plan, i)) { /* shape arithmetic this signature has computed before */
+        for (size_t k = 0; k < g->node_nout[i]; k++) {
+            int64_t o = g->node_out[i][k];
+            if (o < 0) continue;
+            lithe_tensor_release(x->vals[o]);
+            x->vals[o] = lithe_tensor_retain(plan->vals[o]);
+        }
+        *needs_out = true; /* kept as a backward may read it (released by a run without backward) */
+        return LITHE_OK;
+    }
+    bool needs = false;
+    for (size_t k = 0; k < g->node_nin[i]; k++) {
+        int64_t sl = g->node_in[i][k];
+        in[k] = sl >= 0 ? x->vals[sl] : NULL;
+        if (sl >= 0 && !in[k]) return lithe__fail(LITHE_ERR_INTERNAL, "%s: slot %lld has no value", m->name, (long long)sl);
+        needs = needs || (sl >= 0 && x->needs[sl]);
+    }
+    if (g->calib && !x->recomputing) g->calib->observe(g->calib, g, i, in);
+    double t0 = g->profile ? lithe__graph_prof_now() : 0.0;
+    s = g->node_op[i]->forward(x, i, in, g->node_nin[i], out, g->node_nout[i], &x->saved[2 * i]);
+    if (g->profile) {
+        double dt = lithe__graph_prof_now() - t0;
+        g->prof_sum[i] += dt;
+        g->prof_min[i] = g->prof_n[i]++ ? (dt < g->prof_min[i] ? dt : g->prof_min[i]) : dt;
+    }
+    for (size_t k = g->node_nout[i]; k < 16; k++) lithe_tensor_release(out[k]); /* a node naming fewer outputs */
+    for (size_t k = 0; k < g->node_nout[i]; k++) {
+        int64_t o = g->node_out[i][k];
+        if (o < 0 || s != LITHE_OK) {
+            lithe_tensor_release(out[k]);
+            continue;
+        }
+        if (!out[k]) {
+            s = lithe__fail(LITHE_ERR_INTERNAL, "%s: %s node '%s' left output %zu unset", m->name, n->op_type,
+                            n->name ? n->name : "", k);
+            continue;
+        }
+        lithe_tensor_release(x->vals[o]); /* recomputing: the value the forward kept (the same) */
+        x->vals[o] = out[k];
+        x->f32[o] = out[k]->dtype == LITHE_F32;
+        if (!x->recomputing) x->needs[o] = needs && x->f32[o];
+    }
+    if (s == LITHE_OK && recording) s = lithe__gplan_record(x, plan, i);
+    *needs_out = needs;
     return s;
 }
 
@@ -328,11 +399,12 @@ static lithe_status graph_forward(lithe_model *m, const lithe_value *X, bool is_
     lithe__bufpool_epoch(x->pool);
     x->tuple_in = tuple_in;
     x->keep_all = bp != NULL;
+    x->recompute = bp && is_train && lithe__grecompute_on(m);
     x->is_train = is_train;
     /* vals, grads (n_slots + 1 each), saved (2 per node + 1), needs (n_slots + 1): one block, the
      * previous run's when it is free */
     size_t nv = g->n_slots + 1, ns = 2 * g->onnx.n_nodes + 1;
-    size_t bytes = (2 * nv + ns) * sizeof(lithe_tensor *) + nv * sizeof(bool);
+    size_t bytes = (2 * nv + ns) * sizeof(lithe_tensor *) + 2 * nv * sizeof(bool);
     lithe_status s = LITHE_OK;
     if (plan->spare) {
         x->arrays = plan->spare;
@@ -346,6 +418,7 @@ static lithe_status graph_forward(lithe_model *m, const lithe_value *X, bool is_
         x->grads = x->vals + nv;
         x->saved = x->grads + nv;
         x->needs = (bool *)(x->saved + ns);
+        x->f32 = x->needs + nv;
     }
     for (size_t k = 0; s == LITHE_OK && k < g->n_in; k++) s = take_input(x, k, ts[k]);
     for (size_t i = 0; s == LITHE_OK && i < g->n_slots; i++) {
@@ -371,56 +444,17 @@ static lithe_status graph_forward(lithe_model *m, const lithe_value *X, bool is_
         }
     }
     bool recording = !plan->recorded;
-    for (size_t i = 0; s == LITHE_OK && i < g->onnx.n_nodes; i++) {
-        if (lithe__gnode_skipped(g, i)) continue;
-        const lithe__onnx_node *n = &g->onnx.nodes[i];
-        lithe_tensor *in[64] = {0}, *out[16] = {0};
-        if (g->node_nin[i] > 64 || g->node_nout[i] > 16) {
-            s = lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: %s node '%s' has %zu inputs and %zu outputs (at most 64, 16)",
-                            m->name, n->op_type, n->name ? n->name : "", g->node_nin[i], g->node_nout[i]);
-            break;
+    if (s == LITHE_OK && x->recompute) {
+        s = lithe__grecompute_forward(x, recording);
+    } else {
+        for (size_t i = 0; s == LITHE_OK && i < g->onnx.n_nodes; i++) {
+            if (lithe__gnode_skipped(g, i)) continue;
+            bool needs = false;
+            s = lithe__gexec_forward_node(x, i, recording, &needs);
+            /* a node no gradient flows through (a frozen base before the first trainable weight, when
+             * the input needs none) keeps nothing for a backward that will not run */
+            if (s == LITHE_OK && (!x->keep_all || !needs)) lithe__gexec_release_after(x, i);
         }
-        if (lithe__gplan_cached(g, plan, i)) { /* shape arithmetic this signature has computed before */
-            for (size_t k = 0; k < g->node_nout[i]; k++)
-                if (g->node_out[i][k] >= 0) x->vals[g->node_out[i][k]] = lithe_tensor_retain(plan->vals[g->node_out[i][k]]);
-            if (!x->keep_all) lithe__gexec_release_after(x, i);
-            continue;
-        }
-        bool needs = false;
-        for (size_t k = 0; k < g->node_nin[i]; k++) {
-            int64_t sl = g->node_in[i][k];
-            in[k] = sl >= 0 ? x->vals[sl] : NULL;
-            if (sl >= 0 && !in[k]) s = lithe__fail(LITHE_ERR_INTERNAL, "%s: slot %lld has no value", m->name, (long long)sl);
-            needs = needs || (sl >= 0 && x->needs[sl]);
-        }
-        if (s != LITHE_OK) break;
-        if (g->calib) g->calib->observe(g->calib, g, i, in);
-        double t0 = g->profile ? lithe__graph_prof_now() : 0.0;
-        s = g->node_op[i]->forward(x, i, in, g->node_nin[i], out, g->node_nout[i], &x->saved[2 * i]);
-        if (g->profile) {
-            double dt = lithe__graph_prof_now() - t0;
-            g->prof_sum[i] += dt;
-            g->prof_min[i] = g->prof_n[i]++ ? (dt < g->prof_min[i] ? dt : g->prof_min[i]) : dt;
-        }
-        for (size_t k = g->node_nout[i]; k < 16; k++) lithe_tensor_release(out[k]); /* a node naming fewer outputs */
-        for (size_t k = 0; k < g->node_nout[i]; k++) {
-            int64_t o = g->node_out[i][k];
-            if (o < 0 || s != LITHE_OK) {
-                lithe_tensor_release(out[k]);
-                continue;
-            }
-            if (!out[k]) {
-                s = lithe__fail(LITHE_ERR_INTERNAL, "%s: %s node '%s' left output %zu unset", m->name, n->op_type,
-                                n->name ? n->name : "", k);
-                continue;
-            }
-            x->vals[o] = out[k];
-            x->needs[o] = needs && out[k]->dtype == LITHE_F32;
-        }
-        if (s == LITHE_OK && recording) s = lithe__gplan_record(x, plan, i);
-        /* a node no gradient flows through (a frozen base before the first trainable weight, when
-         * the input needs none) keeps nothing for a backward that will not run */
-        if (s == LITHE_OK && (!x->keep_all || !needs)) lithe__gexec_release_after(x, i);
     }
     if (recording) {
         if (s == LITHE_OK) plan->recorded = true;

@@ -43,6 +43,7 @@ typedef struct lithe__gplan {
     lithe_tensor **vals;  /* n_slots */
     lithe__bufpool *pool;
     void *spare;          /* one run's slot arrays, kept for the next run */
+    struct lithe__grc *rc; /* recomputation's segments for this signature (graph_recompute.c), or NULL */
     uint64_t last_used;
 } lithe__gplan;
 
@@ -144,6 +145,9 @@ struct lithe__gexec {
     lithe__gplan *plan; /* NULL while folding constants at load */
     bool keep_all; /* a backward may follow: fused ops keep what it needs */
     bool no_input_grad; /* the model's attr no_input_grad: dX is never asked, the inputs need none */
+    bool recompute;     /* the model's attr recompute, at training with a backward: segments (graph_recompute.c) */
+    bool recomputing;   /* a backward is running a segment's forward again: x->needs is the backward's */
+    bool *f32;          /* n_slots: the value a node made is float32 (kept when the value is not) */
     lithe__bufpool *pool;  /* the plan's: every tensor a run allocates comes from it (NULL: fresh memory) */
     void *arrays;       /* vals, grads, saved and needs in one block */
 };
@@ -207,6 +211,19 @@ lithe_status lithe__gplan_record(lithe__gexec *x, lithe__gplan *p, size_t i);
 void lithe__gplan_forget(lithe__gplan *p);
 void lithe__gexec_release_after(lithe__gexec *x, size_t i);
 double lithe__graph_prof_now(void);
+/* One node's forward / backward of run x (graph.c): forward sets x->vals (and x->needs but while
+ * recomputing) for node i's outputs, *needs: a gradient flows through it; backward runs node i's
+ * op when a gradient reaches it and one is wanted below, then frees its outputs' gradients. */
+lithe_status lithe__gexec_forward_node(lithe__gexec *x, size_t i, bool recording, bool *needs);
+lithe_status lithe__gexec_backward_node(lithe__gexec *x, size_t i);
+/* Recomputation by segment (graph_recompute.c, the attrs "recompute" and "recompute_segments"):
+ * whether the model asks for it; the forward that keeps only the values crossing a segment
+ * boundary; the backward that runs each segment's forward again, last segment first, then its
+ * backward; the plan's segment record freed. */
+bool lithe__grecompute_on(const lithe_model *m);
+lithe_status lithe__grecompute_forward(lithe__gexec *x, bool recording);
+lithe_status lithe__grecompute_backward(lithe__gexec *x);
+void lithe__grecompute_free(struct lithe__grc *rc);
 void lithe__graph_prof_print(const lithe__graph *g);
 /* The fused ops (ops/fused.c). */
 extern const lithe__graph_op lithe__fused_layernorm_op, lithe__fused_linear_op, lithe__fused_act_op;

@@ -71,6 +71,7 @@ void lithe__gplan_unref(lithe__gplan *p) {
     if (!p || --p->refs > 0) return;
     for (size_t i = 0; p->vals && i < p->n_slots; i++) lithe_tensor_release(p->vals[i]);
     lithe__bufpool_close(p->pool);
+    lithe__grecompute_free(p->rc);
     lithe__free(p->spare);
     lithe__free(p->vals);
     lithe__free(p->cached);

@@ -568,6 +568,23 @@ export class Model extends Handle {
       r.free(ps);
     }
   }
+  // Recomputation, trading time for memory (docs/training.md): a chain keeps only its input and
+  // runs its layers' forward again in backprop; an imported graph keeps only the values crossing
+  // its segments' boundaries (segments > 0: that many; 0: chosen by bytes). Gradients are
+  // identical. Saved with the model (the attrs "recompute", "recompute_segments").
+  setRecompute(on = true, { segments = 0 } = {}) {
+    intArg('setRecompute', 'segments', segments, 0, INT32_MAX);
+    const r = need();
+    const a = r.allocString('recompute'), b = r.allocString('recompute_segments');
+    try {
+      r.check(raw.lithe_model_set_attr_bool(this.ptr, a, on ? 1 : 0));
+      if (segments) r.check(raw.lithe_model_set_attr_int(this.ptr, b, BigInt(segments)));
+    } finally {
+      r.free(a);
+      r.free(b);
+    }
+    return this;
+  }
   // The bytes one training step at `batch` rows needs, before running it (lithe_model_plan_train:
   // a dry run on the first one and two rows of x, extrapolated): { params, grads, optState,
   // activations, workspace, total }.

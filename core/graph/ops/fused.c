@@ -154,7 +154,12 @@ BWD(b_fused_conv) {
     lithe_tensor *Z = saved[0] ? saved[0] : act_from_y(a) ? out[0] : NULL;
     if (!Z) return fail(x, node, LITHE_ERR_STATE, "the forward kept no pre-activation");
     lithe_tensor *dZ = NULL;
-    LITHE__TRY(lithe__gexec_like(x, Z, false, &dZ));
+    /* dY is spent after this node (graph.c frees it): when nothing else holds it, dZ overwrites it
+     * (elementwise), one activation-sized buffer less at the widest layer's backward */
+    if (dout[0]->refcount == 1 && dout[0]->storage->refcount == 1 && lithe_tensor_is_contiguous(dout[0]) &&
+        lithe__same_shape(dout[0], Z))
+        dZ = lithe_tensor_retain(dout[0]);
+    else LITHE__TRY(lithe__gexec_like(x, Z, false, &dZ));
     lithe_status s = lithe__op_act_backward(x->be, a, dout[0], Z, out[0], dZ);
     if (s == LITHE_OK) s = b_conv(x, node, in, n_in, out, &dZ, saved);
     lithe_tensor_release(dZ);

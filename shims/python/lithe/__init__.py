@@ -706,6 +706,16 @@ class Node:
         return n.value
 
     @_locked
+    def set_recompute(self, on: bool = True, segments: int = 0) -> None:
+        """Recomputation, trading time for memory (docs/training.md): a chain keeps only its input
+        and runs its layers' forward again in backprop; an imported graph keeps only the values
+        crossing its segments' boundaries (segments > 0: that many; 0: chosen by bytes). Gradients
+        are identical. Saved with the model (the attrs "recompute", "recompute_segments")."""
+        _lib.check(_lib.model_set_attr_bool(self._ptr, b"recompute", on))
+        if segments:
+            _lib.check(_lib.model_set_attr_int(self._ptr, b"recompute_segments", segments))
+
+    @_locked
     def plan_train(self, X, batch: int = 0, optimizer: Optional["Optimizer"] = None) -> dict:
         """The bytes one training step at `batch` rows (0: X's) needs, before running it
         (lithe_model_plan_train: a dry run on X's first one and two rows, extrapolated):
@@ -734,7 +744,7 @@ class Node:
 
 # the whole model takes the same fine-tuning calls as its nodes (freeze, plan_train, ...): the
 # functions read only self._ptr and self._lock, which both have
-for _name in ("freeze", "plan_train", "set_memory_budget", "grad_count", "is_frozen"):
+for _name in ("freeze", "plan_train", "set_memory_budget", "grad_count", "is_frozen", "set_recompute"):
     if not hasattr(Model, _name):
         setattr(Model, _name, getattr(Node, _name))
 

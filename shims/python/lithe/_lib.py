@@ -144,6 +144,8 @@ model_get_grad = _sig("lithe_model_get_grad", ctypes.c_int, c_p, ctypes.c_char_p
 model_is_frozen = _sig("lithe_model_is_frozen", ctypes.c_bool, c_p, ctypes.c_char_p)
 # fine-tuning on a memory budget (issue 26)
 model_set_frozen = _sig("lithe_model_set_frozen", ctypes.c_int, c_p, ctypes.c_char_p, ctypes.c_bool)
+model_set_attr_bool = _sig("lithe_model_set_attr_bool", ctypes.c_int, c_p, ctypes.c_char_p, ctypes.c_bool)
+model_set_attr_int = _sig("lithe_model_set_attr_int", ctypes.c_int, c_p, ctypes.c_char_p, ctypes.c_int64)
 model_freeze_matching = _sig("lithe_model_freeze_matching", ctypes.c_int, c_p, ctypes.c_char_p, ctypes.c_bool,
                              ctypes.POINTER(ctypes.c_size_t))
 
