@@ -29,6 +29,9 @@
  * count. Forward images run in parallel ranges; the backward runs them in order (it accumulates
  * over them) and the GEMM splits each product over the thread pool. */
 #include "conv.h"
+#if defined(__x86_64__) || defined(_M_X64)
+#include "pointwise.h"
+#endif
 
 /* col (Cg·KH·KW, OH·OW) of one image-group: row (c, kh, kw) holds x[c] at the tap's positions, 0
  * where the window passes the padding. */
@@ -252,6 +255,49 @@ static void add_residual(float *y, const float *r, int64_t n, bool first) {
     lithe__simd()->binary(LITHE__BIN_ADD, n, first ? r : y, false, first ? y : r, false, y);
 }
 
+#if defined(__x86_64__) || defined(_M_X64)
+/* ---- the pointwise convolution read in place (pointwise.h) ----
+ * Where the CPU has its kernel (AVX2), a pointwise convolution skips the GEMM: no packing, no tile
+ * transposes. A relu / clip / HardSwish in its store (lithe__sgemm_act_clamp), other acts after
+ * over the image-group's output (as filter rows do). At batch 1 its 16-pixel columns split over the
+ * pool (each element computed the same way wherever it lands: bits independent of the threads).
+ * LITHE_CONV_ROWS (tests of the GEMM paths) turns it off. */
+typedef struct pw_task {
+    lithe__conv_pw c;
+    lithe__conv_pw_fn fn;
+} pw_task;
+
+static void pw_range(void *ctx, int64_t c0, int64_t c1) {
+    const pw_task *t = ctx;
+    int64_t p1 = c1 * 16 < t->c.P ? c1 * 16 : t->c.P;
+    t->fn(&t->c, c0 * 16, p1);
+}
+
+/* Only where W (Mg, Cg) stays in L2 (256 KB) or K fits the GEMM's one K block: each 16-pixel column
+ * reads all of W and its K x 16 slab of X, where the GEMM keeps a kc x 16 sliver in L1 and an mc x kc
+ * block of W in L2 (lraspp's 960 -> 160 at 14x14: 600 KB of W per column). */
+static lithe__conv_pw_fn pw_kernel(const lithe__conv2d *g) {
+    int64_t Mg = g->M / g->group, Cg = g->C / g->group;
+    if (!is_pointwise(g) || lithe__knob(LITHE__KNOB_conv_rows)) return NULL;
+    if (Cg > 256 && Mg * Cg > 65536) return NULL;
+    return lithe__conv_pw_best();
+}
+
+static void pw_forward(lithe__conv_pw_fn fn, const lithe__conv2d *g, int64_t Cg, int64_t Mg, const float *x,
+                       const float *Wg, const float *b, const lithe__act *a, const float *R, bool res_first, float *y) {
+    int64_t P = g->OH * g->OW;
+    pw_task t = {{.M = Mg, .K = Cg, .P = P, .W = Wg, .X = x, .b = b, .Y = y, .res_first = res_first}, fn};
+    bool in_store = a && lithe__sgemm_act_clamp(a, &t.c.clamp, &t.c.lo, &t.c.hi);
+    if (!in_store) t.c.clamp = LITHE__SGEMM_CLAMP_NONE;
+    if (in_store || !a) t.c.R = R; /* else the residual after the act (the GEMM's store order) */
+    lithe__pool_for(g->N == 1 ? lithe__cpu_pool() : NULL, (P + 15) / 16, 1, pw_range, &t);
+    if (a && !in_store) {
+        lithe__simd()->act(a, Mg * P, y, y);
+        if (R) add_residual(y, R, Mg * P, res_first);
+    }
+}
+#endif
+
 /* Images [n0, n1) of a GEMM-path forward, with their own workspace: images run in parallel (each
  * output image belongs to one range); a GEMM started inside a range runs in its thread. */
 static void gemm_images(void *ctx, int64_t n0, int64_t n1) {
@@ -281,11 +327,20 @@ static void gemm_images(void *ctx, int64_t n0, int64_t n1) {
     float *col = pr && !sh ? ws + ptrs : ws;
     const float **rows = sh ? sw.rows : (const float **)(void *)ws;
     lithe__sgemm_epilogue pe = {.act = j->a, .act_fn = lithe__simd()->act};
+#if defined(__x86_64__) || defined(_M_X64)
+    lithe__conv_pw_fn pwk = pw_kernel(g);
+#endif
     for (int64_t n = n0; n < n1 && s == LITHE_OK; n++)
         for (int64_t gi = 0; gi < g->group && s == LITHE_OK; gi++) {
             const float *x = j->X + (n * g->C + gi * Cg) * g->H * g->W, *Wg = j->W + gi * Mg * K;
             const float *b = j->b ? j->b + gi * Mg : NULL;
             float *y = j->Y + (n * g->M + gi * Mg) * P;
+#if defined(__x86_64__) || defined(_M_X64)
+            if (pwk) {
+                pw_forward(pwk, g, Cg, Mg, x, Wg, b, j->a, j->R ? j->R + (n * g->M + gi * Mg) * P : NULL, j->res_first, y);
+                continue;
+            }
+#endif
             if (pr) { /* Y_gᵀ = colᵀ · W_gᵀ, bias and activation in the GEMM's store */
                 int64_t ow = P, a_row = 0;
                 if (sh) {

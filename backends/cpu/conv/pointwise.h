@@ -1,0 +1,45 @@
+/* The pointwise (1x1, stride 1, unpadded, one group) convolution read in place (x86-64 builds):
+ *
+ *   Y (M, P) = W (M, K) · X (K, P)  [+ b (M) per row]  [clamp]  [+ R (M, P)]
+ *
+ * for one image, P = H·W pixels. Neither operand is packed: X's rows are the B slivers (16 pixels
+ * of row k at X + k·P + p, the last sliver of a row read with masked loads), W's rows are broadcast
+ * where they lie (6 filters a tile). The packed GEMM spent most of its time at mobilenet_v3's short
+ * K (16..96 channels) and narrow planes (14x14, 7x7) on what surrounds the microkernel: packing X
+ * in every call, the per-tile driver, the tile transposes of pixel rows and the idle lanes of a
+ * 16-wide sliver over 7x7 = 49 pixels (here a tail of 1..8 pixels runs a 6 x 8 tile).
+ *
+ * Each y[m][p] is acc = Σ_k W[m][k]·X[k][p] with one FMA per k, k = 0, 1, ..., K - 1 from 0; then
+ * t = acc + b[m] (one rounding), the clamp (gemm.h's LITHE__SGEMM_CLAMP_*, the act kernel's bits),
+ * then the residual (first ? r + t : t + r). Where K fits the GEMM's one K block (AVX2: 256) that is
+ * the packed filter-rows product's value bit for bit (its bias step is fma(b, 1, acc) = acc + b).
+ * lithe__conv_pw_ref is the scalar twin (fmaf), the oracle of tests/test_conv_pointwise.c. */
+#ifndef LITHE_CPU_CONV_POINTWISE_H
+#define LITHE_CPU_CONV_POINTWISE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct lithe__conv_pw {
+    int64_t M, K, P;
+    const float *W; /* (M, K) */
+    const float *X; /* (K, P) */
+    const float *b; /* (M,) or NULL */
+    float *Y;       /* (M, P) */
+    const float *R; /* (M, P) or NULL */
+    bool res_first; /* R + t (else t + R) */
+    int clamp;      /* LITHE__SGEMM_CLAMP_* */
+    float lo, hi;   /* LITHE__SGEMM_CLAMP_CLIP's bounds */
+} lithe__conv_pw;
+
+/* Pixels [p0, p1) of every output row (p0 a multiple of 16). */
+typedef void (*lithe__conv_pw_fn)(const lithe__conv_pw *c, int64_t p0, int64_t p1);
+
+void lithe__conv_pw_ref(const lithe__conv_pw *c, int64_t p0, int64_t p1);
+#if defined(__x86_64__) || defined(_M_X64)
+void lithe__conv_pw_avx2(const lithe__conv_pw *c, int64_t p0, int64_t p1);
+#endif
+/* The kernel this CPU runs (AVX2 + FMA), or NULL (then the GEMM path). */
+lithe__conv_pw_fn lithe__conv_pw_best(void);
+
+#endif

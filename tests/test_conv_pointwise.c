@@ -1,0 +1,144 @@
+/* The pointwise convolution read in place (backends/cpu/conv/pointwise.h): the AVX2 kernel against
+ * its scalar twin bit for bit (every tile shape: M across 6-filter tiles, P across 16- and 8-pixel
+ * columns and their masked tails, short and long K, bias, each clamp, the residual in both
+ * orders, NaN and infinities, any split of the pixels into ranges), no write past Y, and the twin
+ * against a float64 sum within K+2 roundings of sum |w||x| per element.
+ *
+ * Plain C with its own CHECK (no cmocka). Ends with "conv_pointwise: N passed, M failed" and exits
+ * non-zero on any failure; on a CPU without AVX2 (or off x86-64) only the twin's checks run. */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lithe.h"
+#include "../backends/cpu/gemm/gemm.h"
+#if defined(__x86_64__) || defined(_M_X64)
+#include "../backends/cpu/conv/pointwise.h"
+#endif
+
+static int passed, failed;
+#define CHECK(cond, ...)                                                                                         \
+    do {                                                                                                         \
+        if (cond) {                                                                                              \
+            passed++;                                                                                            \
+        } else {                                                                                                 \
+            failed++;                                                                                            \
+            if (failed <= 20) {                                                                                  \
+                printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                      \
+                printf(__VA_ARGS__);                                                                             \
+                printf("\n");                                                                                    \
+            }                                                                                                    \
+        }                                                                                                        \
+    } while (0)
+
+#if defined(__x86_64__) || defined(_M_X64)
+static uint64_t rng = 0x9E3779B97F4A7C15u;
+static float urand(void) { /* in [-1, 1), xorshift64* */
+    rng ^= rng >> 12;
+    rng ^= rng << 25;
+    rng ^= rng >> 27;
+    return (float)((double)((rng * 0x2545F4914F6CDD1Du) >> 40) / (double)(1u << 23) - 1.0);
+}
+static float *frand(int64_t n, float scale) {
+    float *p = malloc((size_t)n * sizeof(float) + 64);
+    for (int64_t i = 0; i < n; i++) p[i] = scale * urand();
+    return p;
+}
+
+enum { GUARD = 24 };
+static const float SENTINEL = 12345.5f;
+
+static double clamp_ref(int cl, double t, double lo, double hi) {
+    if (cl == LITHE__SGEMM_CLAMP_RELU) return t > 0 ? t : 0;
+    if (cl == LITHE__SGEMM_CLAMP_HSWISH) return t * fmin(6.0, fmax(0.0, t + 3.0)) / 6.0;
+    if (cl == LITHE__SGEMM_CLAMP_CLIP) return fmax(lo, fmin(hi, t));
+    return t;
+}
+
+static int nan_case;
+
+/* One case: the twin against float64, then AVX2 (when the CPU has it) against the twin, bit for bit,
+ * over the whole plane and over ranges split at a 16-pixel boundary. */
+static void one(int64_t M, int64_t K, int64_t P, bool bias, int cl, int res) {
+    lithe__conv_pw c = {.M = M, .K = K, .P = P, .res_first = res == 2, .clamp = cl, .lo = -0.25f, .hi = 0.5f};
+    float *W = frand(M * K, 1.0f), *X = frand(K * P, 1.0f), *b = bias ? frand(M, 1.0f) : NULL;
+    float *R = res ? frand(M * P, 1.0f) : NULL;
+    if (nan_case && M * P > 3) { /* NaN and infinities through the accumulator, the clamp and the store */
+        X[(K - 1) * P + 1] = NAN;
+        X[(K - 1) * P + P - 1] = INFINITY;
+        W[(M - 1) * K] = -INFINITY;
+    }
+    float *Yt = malloc((size_t)(M * P + GUARD) * sizeof(float)), *Yk = malloc((size_t)(M * P + GUARD) * sizeof(float));
+    for (int64_t i = 0; i < M * P + GUARD; i++) Yt[i] = Yk[i] = SENTINEL;
+    c.W = W, c.X = X, c.b = b, c.R = R;
+    c.Y = Yt;
+    lithe__conv_pw_ref(&c, 0, P);
+    if (!nan_case) { /* the twin against float64 */
+        int bad = 0;
+        for (int64_t m = 0; m < M && !bad; m++)
+            for (int64_t p = 0; p < P && !bad; p++) {
+                double acc = 0, mag = 0;
+                for (int64_t k = 0; k < K; k++) {
+                    acc += (double)W[m * K + k] * X[k * P + p];
+                    mag += fabs((double)W[m * K + k] * X[k * P + p]);
+                }
+                if (b) acc += b[m], mag += fabs(b[m]);
+                double t = clamp_ref(cl, acc, -0.25, 0.5);
+                if (R) t += R[m * P + p], mag += fabs(R[m * P + p]);
+                double tol = 2.0 * (double)(K + 3) * FLT_EPSILON * (mag + 1e-30);
+                if (fabs(t - Yt[m * P + p]) > tol) {
+                    bad = 1;
+                    CHECK(0, "twin vs float64 M=%lld K=%lld P=%lld cl=%d: [%lld,%lld] %g vs %.9g", (long long)M,
+                          (long long)K, (long long)P, cl, (long long)m, (long long)p, Yt[m * P + p], t);
+                }
+            }
+        if (!bad) CHECK(1, "twin");
+    }
+    if (lithe__conv_pw_best()) {
+        for (int split = 0; split < 2; split++) {
+            for (int64_t i = 0; i < M * P + GUARD; i++) Yk[i] = SENTINEL;
+            c.Y = Yk;
+            if (split && P > 16) {
+                int64_t s = (P / 2 + 15) / 16 * 16 < P ? (P / 2 + 15) / 16 * 16 : 16;
+                lithe__conv_pw_avx2(&c, s, P);
+                lithe__conv_pw_avx2(&c, 0, s);
+            } else {
+                lithe__conv_pw_avx2(&c, 0, P);
+            }
+            CHECK(!memcmp(Yt, Yk, (size_t)(M * P) * sizeof(float)),
+                  "avx2 vs twin M=%lld K=%lld P=%lld bias=%d cl=%d res=%d split=%d nan=%d", (long long)M,
+                  (long long)K, (long long)P, bias, cl, res, split, nan_case);
+            int over = 0;
+            for (int64_t i = M * P; i < M * P + GUARD; i++) over |= Yk[i] != SENTINEL;
+            CHECK(!over, "avx2 wrote past Y: M=%lld P=%lld", (long long)M, (long long)P);
+        }
+    }
+    free(W), free(X), free(b), free(R), free(Yt), free(Yk);
+}
+#endif
+
+int main(void) {
+#if defined(__x86_64__) || defined(_M_X64)
+    if (!lithe__conv_pw_best()) printf("conv_pointwise: this CPU runs no AVX2 kernel: the twin alone\n");
+    static const int64_t Ms[] = {1, 5, 6, 7, 12, 13, 16, 40};
+    static const int64_t Ps[] = {1, 3, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 49, 196};
+    static const int64_t Ks[] = {1, 2, 16, 27, 96};
+    for (size_t mi = 0; mi < sizeof Ms / sizeof *Ms; mi++)
+        for (size_t pi = 0; pi < sizeof Ps / sizeof *Ps; pi++)
+            for (size_t ki = 0; ki < sizeof Ks / sizeof *Ks; ki++) {
+                int v = (int)(mi + pi + ki);
+                one(Ms[mi], Ks[ki], Ps[pi], v % 2 == 0, v % 4, v % 3);
+            }
+    for (int cl = 0; cl < 4; cl++)
+        for (int res = 0; res < 3; res++) one(13, 300, 49, true, cl, res); /* K past the GEMM's kc */
+    one(72, 16, 3136, true, LITHE__SGEMM_CLAMP_RELU, 0);      /* mobilenet_v3_small's 16 -> 72 at 56x56 */
+    one(96, 576, 49, true, LITHE__SGEMM_CLAMP_NONE, 1);       /* its 576 -> 96 + Add at 7x7 */
+    nan_case = 1;
+    for (int cl = 0; cl < 4; cl++) one(7, 5, 19, true, cl, 1);
+#endif
+    printf("conv_pointwise: %d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
