@@ -187,6 +187,24 @@ static void test_bcast_binary_rows(void **state) {
                 lithe_f32_bcast_binary__scalar(op, ny, ys, pa, as, pb, bs, want);
                 assert_int_equal(lithe__op_bcast_binary(cpu, op, A, B, Y), LITHE_OK);
                 assert_memory_equal(want, py, (size_t)n * sizeof *want);
+                /* the adjoint (cpu_bcast_binary_backward's rows for add / sub / mul, the odometer
+                 * otherwise): the scalar twin's bits, accumulating onto prefilled gradients */
+                if (op > LITHE__BIN_DIV) continue;
+                int64_t nA = lithe_tensor_numel(A), nB = lithe_tensor_numel(B);
+                lithe_tensor *dY = NULL, *dA = NULL, *dB = NULL;
+                assert_int_equal(lithe_tensor_new(cpu, LITHE_F32, ny, ys, &dY), LITHE_OK);
+                assert_int_equal(lithe_tensor_new(cpu, LITHE_F32, na, &cases[c][0][1], &dA), LITHE_OK);
+                assert_int_equal(lithe_tensor_new(cpu, LITHE_F32, nb, &cases[c][1][1], &dB), LITHE_OK);
+                float *pdy = lithe_tensor_data(dY), *pda = lithe_tensor_data(dA), *pdb = lithe_tensor_data(dB);
+                float *wa = malloc((size_t)nA * sizeof *wa), *wb = malloc((size_t)nB * sizeof *wb);
+                fill(pdy, n, -1, 1), fill(wa, nA, -1, 1), fill(wb, nB, -1, 1);
+                memcpy(pda, wa, (size_t)nA * sizeof *wa), memcpy(pdb, wb, (size_t)nB * sizeof *wb);
+                lithe_f32_bcast_binary_backward__scalar(op, ny, ys, pa, as, pb, bs, want, pdy, wa, wb);
+                assert_int_equal(lithe__op_bcast_binary_backward(cpu, op, A, B, Y, dY, dA, dB), LITHE_OK);
+                assert_memory_equal(wa, pda, (size_t)nA * sizeof *wa);
+                assert_memory_equal(wb, pdb, (size_t)nB * sizeof *wb);
+                free(wa), free(wb);
+                lithe_tensor_release(dY), lithe_tensor_release(dA), lithe_tensor_release(dB);
             }
             free(want);
             lithe_tensor_release(A), lithe_tensor_release(B), lithe_tensor_release(Y);

@@ -532,6 +532,43 @@ static lithe_status cpu_bcast_binary(lithe_backend *be, int op, const lithe_tens
     return LITHE_OK;
 }
 
+/* The adjoint of add / sub / mul where each operand is dY's shape or one row repeated over dY's
+ * rows (a bias, a scale): row by row, element by element, each gradient element receiving its terms
+ * in the odometer loop's order (rows ascending) and the same values (g, -g, g·b, g·a), so the
+ * twin's bits; loops the compiler vectorizes in place of the odometer's per-element stride walk
+ * (the transformer's residual adds and attention scales). False: the odometer handles it. */
+static bool binary_backward_rows(int op, const lithe_tensor *dY, const float *A, const int64_t *as, const float *B,
+                                 const int64_t *bs, float *dA, float *dB) {
+    if (op != LITHE__BIN_ADD && op != LITHE__BIN_SUB && op != LITHE__BIN_MUL) return false;
+    int nd = dY->ndim, p = nd;
+    while (p > 0 && block_kind(p - 1, nd, dY->shape, as) == 1 && block_kind(p - 1, nd, dY->shape, bs) == 1) p--;
+    if (p == nd) return false;
+    int64_t n = 1, R = 1, lda = 0, ldb = 0;
+    for (int d = p; d < nd; d++) n *= dY->shape[d];
+    for (int d = 0; d < p; d++) R *= dY->shape[d];
+    if (!rows_collapse(p, dY->shape, as, &lda) || !rows_collapse(p, dY->shape, bs, &ldb)) return false;
+    if ((R > 1 && lda != 0 && lda != n) || (R > 1 && ldb != 0 && ldb != n)) return false;
+    const float *g = F(dY);
+    for (int64_t r = 0; r < R; r++, g += n) {
+        const float *a = A + r * lda, *b = B + r * ldb;
+        float *da = dA ? dA + r * lda : NULL, *db = dB ? dB + r * ldb : NULL;
+        if (op == LITHE__BIN_MUL) {
+            if (da)
+                for (int64_t i = 0; i < n; i++) da[i] += g[i] * b[i];
+            if (db)
+                for (int64_t i = 0; i < n; i++) db[i] += g[i] * a[i];
+            continue;
+        }
+        if (da)
+            for (int64_t i = 0; i < n; i++) da[i] += g[i];
+        if (db && op == LITHE__BIN_ADD)
+            for (int64_t i = 0; i < n; i++) db[i] += g[i];
+        else if (db)
+            for (int64_t i = 0; i < n; i++) db[i] += -g[i];
+    }
+    return true;
+}
+
 static lithe_status cpu_bcast_binary_backward(lithe_backend *be, int op, const lithe_tensor *A, const lithe_tensor *B,
                                               const lithe_tensor *Y, const lithe_tensor *dY, lithe_tensor *dA,
                                               lithe_tensor *dB) {
@@ -539,6 +576,7 @@ static lithe_status cpu_bcast_binary_backward(lithe_backend *be, int op, const l
     int64_t as[LITHE_MAX_DIMS], bs[LITHE_MAX_DIMS];
     bcast_strides(A, dY->ndim, dY->shape, as);
     bcast_strides(B, dY->ndim, dY->shape, bs);
+    if (binary_backward_rows(op, dY, F(A), as, F(B), bs, dA ? F(dA) : NULL, dB ? F(dB) : NULL)) return LITHE_OK;
     lithe_f32_bcast_binary_backward__scalar(op, dY->ndim, dY->shape, F(A), as, F(B), bs, Y ? F(Y) : NULL, F(dY),
                                             dA ? F(dA) : NULL, dB ? F(dB) : NULL);
     return LITHE_OK;

@@ -342,6 +342,27 @@ static void dw_chains_3x3(const lithe__conv2d *g, const float *x, const float *g
     dw[0] = a0, dw[1] = a1, dw[2] = a2, dw[3] = a3, dw[4] = a4, dw[5] = a5, dw[6] = a6, dw[7] = a7, dw[8] = a8;
 }
 
+/* Channels [c0, c1) by the table's dwconv_backward_lanes, lanes channels at a time, in a workspace
+ * of its own (this range's thread): dX, dW and db where dW is wanted (db alone, without dW, stays
+ * with the loop below), dX alone else; false where the table has none, the window has too many taps
+ * or the workspace cannot be had (the loop below then does it all). Each lane's chains are the
+ * twin's, in its order: the same bits as the loop. */
+static bool dw_lanes_backward(const dwb_job *j, int64_t c0, int64_t c1) {
+    const lithe__conv2d *g = j->g;
+    if (!j->k->dwconv_backward_lanes || g->KH * g->KW > LITHE__DWCONV_MAX_TAPS || (j->db && !j->dW) ||
+        (!j->dW && !j->dX))
+        return false;
+    int64_t L = j->k->lanes, T = g->KH * g->KW;
+    float *ws = lithe__malloc((size_t)lithe__dw_backward_ws(g, L) * sizeof(float));
+    if (!ws) return false;
+    for (int64_t c = c0; c < c1; c += L)
+        j->k->dwconv_backward_lanes(g, c1 - c < L ? c1 - c : L, j->X + c * g->H * g->W, j->W + c * T,
+                                    j->dY + c * g->OH * g->OW, j->dX ? j->dX + c * g->H * g->W : NULL,
+                                    j->dW ? j->dW + c * T : NULL, j->db ? j->db + c : NULL, ws);
+    lithe__free(ws);
+    return true;
+}
+
 static void depthwise_backward_channels(void *ctx, int64_t c0, int64_t c1) {
     const dwb_job *j = ctx;
     const lithe__conv2d *g = j->g;
@@ -350,6 +371,8 @@ static void depthwise_backward_channels(void *ctx, int64_t c0, int64_t c1) {
     int64_t lo_[LITHE__DWCONV_MAX_TAPS], hi_[LITHE__DWCONV_MAX_TAPS];
     for (int64_t kw = 0; kw < KW && KW <= LITHE__DWCONV_MAX_TAPS; kw++)
         valid_range(OW, g->W, s1, g->pad[1], kw, g->dil[1], &lo_[kw], &hi_[kw]);
+    /* the channels in the lanes where the table has it (the twin's chains per lane) */
+    if (dw_lanes_backward(j, c0, c1)) return;
     for (int64_t c = c0; c < c1; c++)
         for (int64_t n = 0; n < g->N; n++) {
             int64_t nc = n * g->C + c;

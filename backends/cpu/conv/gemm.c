@@ -79,6 +79,18 @@ static void col2im(const lithe__conv2d *g, const float *col, int64_t Cg, float *
             }
 }
 
+/* The sum of x[0..n) in eight interleaved partial sums (lanes of one vector; the compiler keeps
+ * them in registers), added pairwise at the end: db's row sums, in no particular order (the GEMM
+ * path's gradients are within the GEMM's rounding of the twin, not its bits). */
+static float row_sum(const float *x, int64_t n) {
+    float a[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int l = 0; l < 8; l++) a[l] += x[i + l];
+    for (; i < n; i++) a[i % 8] += x[i];
+    return ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
+}
+
 /* ---- the GEMM-path forward ----
  * Shifted rows: the image-group is copied into zero-bordered phase planes xq (Cg, s0·s1, Hq, Wq)
  * (padding included, so no tap needs a bounds test; stride 1 is one plane, the padded image), and
@@ -440,11 +452,7 @@ lithe_status lithe__cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *
             const float *x = X + (n * g->C + gi * Cg) * g->H * g->W;
             const float *gy = dY + (n * g->M + gi * Mg) * P;
             if (db)
-                for (int64_t m = 0; m < Mg; m++) {
-                    float acc = db[gi * Mg + m];
-                    for (int64_t p = 0; p < P; p++) acc += gy[m * P + p];
-                    db[gi * Mg + m] = acc;
-                }
+                for (int64_t m = 0; m < Mg; m++) db[gi * Mg + m] += row_sum(gy + m * P, P);
             if (dW) {
                 if (!pw) im2col(g, x, Cg, col);
                 s = gemm(be, false, true, Mg, K, P, gy, pw ? x : col, 1.0f, dW + gi * Mg * K);

@@ -29,6 +29,7 @@
 #include "elem/dwconv.h"
 #include "elem/dwconv_lanes.h"
 #include "elem/dwconv3x3.h"
+#include "elem/dwconv_bwd.h"
 #include "elem/maxpool.h"
 #endif
 
@@ -65,6 +66,7 @@ const lithe__simd_kernels TABLE = {
 #if VW >= 8 && LITHE_SIMD_CONV_KERNELS
     .dwconv_lanes = K(dwconv_lanes),
     .dwconv3x3 = K(dwconv3x3),
+    .dwconv_backward_lanes = K(dwconv_backward_lanes),
 #if VW == 16 && defined(__AVX512F__)
     .dwconv3x3_min_width = 1,
 #else

@@ -130,7 +130,21 @@ typedef struct lithe__simd_kernels {
     /* An imported graph's add / sub / mul / div (lithe__bin_op <= LITHE__BIN_DIV) over one row:
      * Y[i] = A[a1 ? 0 : i] op B[b1 ? 0 : i] for i < n (a1 / b1: that operand is one value). */
     void (*binary)(int op, int64_t n, const float *A, bool a1, const float *B, bool b1, float *Y);
+    /* The depthwise backward of nch <= lanes channels in the lanes, over g's whole batch: dX (or NULL)
+     * +=, dW (or NULL) += and db (or NULL; only with dW) +=. Channel l's planes: X's and dX's at
+     * + n·C·H·W + l·H·W, dY's at dY + n·C·OH·OW + l·OH·OW; its taps at w + l·KH·KW, dW + l·KH·KW; per
+     * channel the scalar twin's chains in its order (bit for bit: the padding's taps skipped). ws:
+     * lithe__dw_backward_ws(g, lanes) floats; KH·KW <= LITHE__DWCONV_MAX_TAPS. NULL in tables
+     * without it (scalar and the four-lane ones; conv/depthwise.c's loop then). */
+    void (*dwconv_backward_lanes)(const lithe__conv2d *g, int64_t nch, const float *X, const float *w,
+                                  const float *dY, float *dX, float *dW, float *db, float *ws);
 } lithe__simd_kernels;
+
+/* dwconv_backward_lanes' workspace: X's, dY's and dX's planes as pixel vectors, and room for the
+ * last VW x VW transpose's reads past dX's. */
+static inline int64_t lithe__dw_backward_ws(const lithe__conv2d *g, int64_t lanes) {
+    return (2 * g->H * g->W + g->OH * g->OW + lanes) * lanes;
+}
 
 extern const lithe__simd_kernels lithe__simd_scalar;
 #if defined(__x86_64__) && !defined(LITHE_NO_SIMD)
