@@ -403,10 +403,11 @@ static void gemv_task(void *ctx, int64_t begin, int64_t end) {
     size_t n = (j1 < g->N ? j1 : g->N) - j0;
     const float *w = g->trans ? g->w + j0 * g->ldw : g->w + j0;
     const float *bias = g->epi && g->epi->bias ? g->epi->bias + j0 : NULL;
-    if (g->fnm) g->fnm(g->m, n, g->K, g->kc, g->alpha, g->x, g->ldx, w, g->ldw, g->beta, g->y + j0, g->ldy, bias);
+    const bool rows = LITHE__SGEMM_FORM_gemv_tm && g->fnm; /* (compiled out where no kernel has gemv_tm) */
+    if (rows) g->fnm(g->m, n, g->K, g->kc, g->alpha, g->x, g->ldx, w, g->ldw, g->beta, g->y + j0, g->ldy, bias);
     else g->fn(n, g->K, g->kc, g->alpha, g->x, w, g->ldw, g->beta, g->y + j0, bias);
     if (epilogue_after(g->epi))
-        epilogue_tile(g->epi, true, true, g->fnm ? g->m : 1, n, g->y + j0, g->ldy, 0, (int64_t)j0);
+        epilogue_tile(g->epi, true, true, rows ? g->m : 1, n, g->y + j0, rows ? g->ldy : 0, 0, (int64_t)j0);
 }
 
 /* ---- M = 1 against op(B) packed ahead: the one-row kernel over ranges of slivers ---- */
@@ -567,7 +568,7 @@ bool lithe__sgemm_prepacked(const lithe__sgemm_kernel *k, bool use_threads, bool
 
     /* M = 2..4, X·Wᵀ with W where it lies: the multi-row GEMV (each row the bits of M = 1) instead of
      * packing all of Wᵀ for a few rows (not with a row bias: the packed path adds it as a product step) */
-    if (M >= 2 && M <= LITHE__SGEMV_ROWS && tB && !tA && !Bpk && k->gemv_tm && !bias_step(epi)) {
+    if (M >= 2 && M <= LITHE__SGEMV_ROWS && tB && !tA && !Bpk && LITHE__SGEMM_HAS(k, gemv_tm) && !bias_step(epi)) {
         gemv_job g = {.N = (size_t)N, .K = (size_t)K, .kc = (size_t)k->kc, .alpha = alpha, .beta = beta, .x = A,
                       .w = B, .ldw = (size_t)ldb, .trans = true, .y = C, .epi = epi, .fnm = k->gemv_tm,
                       .m = (size_t)M, .ldx = (size_t)lda, .ldy = (size_t)ldc};

@@ -248,7 +248,9 @@ bool lithe__sgemm_act_clamp(const lithe__act *act, int *clamp, float *lo, float 
 #define LITHE__SGEMM_FORM_pack_segs 1
 #define LITHE__SGEMM_FORM_transpose 1
 #define LITHE__SGEMM_FORM_add_tile 1
+#define LITHE__SGEMM_FORM_gemv_tm 1 /* gemm_avx2.c */
 #else /* scalar, NEON, WebAssembly SIMD128 */
+#define LITHE__SGEMM_FORM_gemv_tm 0
 #define LITHE__SGEMM_FORM_ukernel_b 0
 #define LITHE__SGEMM_FORM_ukernel_ap 0
 #define LITHE__SGEMM_FORM_ukernel_bp 0
