@@ -70,6 +70,11 @@ def parse_args():
                    help="also run bench/runners/webgpu.mjs: lithe's WebGPU module beside tfjs-backend-webgpu and "
                    "onnxruntime-web's WebGPU EP in Chromium on one adapter (SwiftShader here: minutes; not in the "
                    "default run nor in --quick's CI smoke test unless asked for)")
+    p.add_argument("--browser", action="store_true",
+                   help="also run bench/runners/lithe_browser.mjs in Debian's Chromium (playwright-core): the npm "
+                   "package's SIMD128 and relaxed-SIMD cores and, with --threads N, its threads module, beside "
+                   "onnxruntime-web in the same browser (not in the default run nor in --quick's CI smoke test)")
+    p.add_argument("--chromium", default="/usr/bin/chromium", help="the browser --browser runs")
     p.add_argument("--skip-build", action="store_true", help="use what is already built")
     p.add_argument("--build", default="build/default", help="the native build (CMake preset dir) of lithe")
     a = p.parse_args()
@@ -96,6 +101,11 @@ WASI = {"scalar": os.path.join(ROOT, "build", "bench-wasi-scalar", "tools", "lit
 JS_WASM = os.path.join(ROOT, "build", "wasm-simd", "bindings", "js", "lithe-simd.wasm")
 # issue 29: the npm threads module (preset wasm-threads), run at --threads N > 1 beside onnxruntime-web's numThreads=N
 JS_THREADS_WASM = os.path.join(ROOT, "build", "wasm-threads", "bindings", "js", "lithe-simd-threads.wasm")
+# --browser (issue 29): the relaxed-SIMD core (preset wasm-relaxed) and each core's importer module
+JS_IMPORTERS = os.path.join(ROOT, "build", "wasm-simd", "bindings", "js", "lithe-importers-simd.wasm")
+JS_RELAXED = {"core": os.path.join(ROOT, "build", "wasm-relaxed", "bindings", "js", "lithe-relaxed-simd.wasm"),
+              "importers": os.path.join(ROOT, "build", "wasm-relaxed", "bindings", "js",
+                                        "lithe-importers-relaxed-simd.wasm")}
 # the native CLI built with -DLITHE_XNNPACK=ON (where libxnnpack-dev is installed): inference rows only
 XNN_BUILD = os.path.join("build", "bench-xnnpack")
 XNN = os.path.join(ROOT, XNN_BUILD, "tools", "lithe", "lithe")
@@ -236,6 +246,10 @@ def build():
         if not os.path.exists(os.path.join(ROOT, "build/wasm-simd/build.ninja")):
             step("cmake --preset wasm-simd", ["cmake", "--preset", "wasm-simd"], env)
         step("build lithe-simd.wasm (npm)", ["cmake", "--build", "build/wasm-simd", "-j2"], env)
+        if A.browser:  # issue 29: the relaxed-SIMD core, measured in Chromium
+            if not os.path.exists(os.path.join(ROOT, "build/wasm-relaxed/build.ninja")):
+                step("cmake --preset wasm-relaxed", ["cmake", "--preset", "wasm-relaxed"], env)
+            step("build lithe-relaxed-simd.wasm (npm)", ["cmake", "--build", "build/wasm-relaxed", "-j2"], env)
         if any(t > 1 for t in A.threads):  # issue 29: the npm threads module
             if not os.path.exists(os.path.join(ROOT, "build/wasm-threads/build.ninja")):
                 step("cmake --preset wasm-threads", ["cmake", "--preset", "wasm-threads"], env)
@@ -388,7 +402,33 @@ def lithe_model_jobs(threads, groups):
                 "node", os.path.join(BENCH, "runners/lithe_js.mjs"), "--dir", WORK, "--wasm", JS_THREADS_WASM,
                 "--threads", str(threads), "--only", "infer", "--workloads", ",".join(wls)] + timing_flags(),
                 base_env(threads))))
+    J += browser_jobs(threads, groups)
     return J
+
+
+def browser_jobs(threads, groups):
+    """--browser: lithe_browser.mjs, one Chromium per variant and round (so that rounds rotate them with
+    the other runners): at 1 thread the SIMD128 core, the relaxed-SIMD core and onnxruntime-web with
+    numThreads=1; at N > 1 threads the threads module and onnxruntime-web with numThreads=N."""
+    wls = [wl for wl in WORKLOADS if WL_GROUP[wl] in groups and wl != "mlp_int8_b64"]
+    if not A.browser or not wls or not os.path.exists(JS_WASM):
+        return []
+    variants = ["simd", "relaxed", "ort"] if threads == 1 else ["threads", "ort-threads"]
+    if threads > 1 and not os.path.exists(JS_THREADS_WASM):
+        variants.remove("threads")
+    if threads == 1 and not os.path.exists(JS_RELAXED["core"]):
+        variants.remove("relaxed")
+    cmd = ["node", os.path.join(BENCH, "runners/lithe_browser.mjs"), "--dir", WORK, "--chromium", A.chromium,
+           "--simd", JS_WASM, "--importers", JS_IMPORTERS, "--threads", str(threads),
+           "--ort", os.path.join(BENCH, "node_modules/onnxruntime-web/dist"), "--workloads", ",".join(wls)]
+    if os.path.exists(JS_RELAXED["core"]):
+        cmd += ["--relaxed", JS_RELAXED["core"], "--relaxed-importers", JS_RELAXED["importers"]]
+    if threads > 1 and os.path.exists(JS_THREADS_WASM):
+        cmd += ["--threads-wasm", JS_THREADS_WASM]
+    cmd += ["--quick"] if A.quick else ["--max-s", str(A.max_s)]
+    return [(f"chromium {v} t{threads}", functools.partial(runner_json, f"chromium {v} t{threads}",
+                                                           cmd + ["--variants", v], base_env(threads)))
+            for v in variants]
 
 
 def runner_json(name, cmd, env):
@@ -684,7 +724,8 @@ def ratios(rounds):
     def find(group, wl, runner, config_start, threads=1, prefix=False):
         for (key, w, g), per in rounds.items():
             if g == group and w == wl and (key[0].startswith(runner) if prefix else key[0] == runner) and \
-                    key[1].startswith(config_start) and key[2] == threads:
+                    key[1].startswith(config_start) and key[2] == threads and \
+                    ("Chromium" in key[0]) == ("Chromium" in runner):  # (--browser's rows: their own ratios)
                 return per
         return None
 
@@ -762,7 +803,7 @@ def ratios(rounds):
     def npm_row(wl, threads, threaded):
         return next((per for (key, w, g), per in rounds.items() if g == "infer" and w == wl
                      and key[0].startswith("lithe 0.") and ("threads" in key[0]) == threaded
-                     and key[1].startswith("graph layer") and key[2] == threads), None)
+                     and key[1].startswith("graph layer") and key[2] == threads and "Chromium" not in key[0]), None)
     for wl in WORKLOADS:
         ln, lw = npm_row(wl, 1, False), find("infer", wl, "lithe (WASI, SIMD128 wasm)", "graph layer")
         if ln and lw:
@@ -770,10 +811,36 @@ def ratios(rounds):
         for th in sorted({key[2] for (key, w, g) in rounds if key[2] > 1}):
             lt = npm_row(wl, th, True)
             pt = next((per for (key, w, g), per in rounds.items() if g == "infer" and w == wl
-                       and key[0].startswith("onnxruntime-web") and key[2] == th), None)
+                       and key[0].startswith("onnxruntime-web") and key[2] == th and "Chromium" not in key[0]), None)
             if lt and pt:
                 add(wl, f"npm threads .onnx, {th} threads", f"onnxruntime-web, numThreads={th}", ms(lt), ms(pt), 1.3,
                     "ms")
+    # --browser (issue 29): in Chromium, the npm package's cores against onnxruntime-web in the same browser
+    # (bar 2.0, issue 29's; threads: 1.3 at the same thread count), and the relaxed-SIMD core against the
+    # SIMD128 one (bar 1.0: the package picks it by feature detection, so it must not be slower)
+    def chromium(wl, what, threads=1):
+        return next((per for (key, w, g), per in rounds.items() if g == "infer" and w == wl and "Chromium" in key[0]
+                     and key[0].startswith(what) and key[2] == threads), None)
+    for wl in WORKLOADS:
+        po = chromium(wl, "onnxruntime-web", 1)
+        ls = next((per for (key, w, g), per in rounds.items() if g == "infer" and w == wl and
+                   key[0].startswith("lithe 0.") and "SIMD128 wasm, Chromium" in key[0] and key[2] == 1), None)
+        lx = next((per for (key, w, g), per in rounds.items() if g == "infer" and w == wl and
+                   key[0].startswith("lithe 0.") and "relaxed SIMD wasm, Chromium" in key[0] and key[2] == 1), None)
+        if ls and po:
+            add(wl, "Chromium: npm SIMD128 .onnx", "Chromium: onnxruntime-web, numThreads=1", ms(ls), ms(po), 2.0, "ms")
+        if lx and po:
+            add(wl, "Chromium: npm relaxed SIMD .onnx", "Chromium: onnxruntime-web, numThreads=1", ms(lx), ms(po), 2.0,
+                "ms")
+        if lx and ls:
+            add(wl, "Chromium: npm relaxed SIMD .onnx", "Chromium: npm SIMD128 .onnx", ms(lx), ms(ls), 1.0, "ms")
+        for th in sorted({key[2] for (key, w, g) in rounds if key[2] > 1}):
+            lt = next((per for (key, w, g), per in rounds.items() if g == "infer" and w == wl and
+                       key[0].startswith("lithe 0.") and "threads wasm, Chromium" in key[0] and key[2] == th), None)
+            pt = chromium(wl, "onnxruntime-web", th)
+            if lt and pt:
+                add(wl, f"Chromium: npm threads .onnx, {th} threads", f"Chromium: onnxruntime-web, numThreads={th}",
+                    ms(lt), ms(pt), 1.3, "ms")
     # the training steps: lithe with Thinc's Adam defaults (more work than the peers' Adam: the
     # gradient norm's pass and the averages' stream), and with Adam doing the peers' work
     for wl, bar in (("mlp_train_b64", 1.8), ("cnn_train_b32", 3.0), ("mobilenet_v2_train_b8", 1.5),

@@ -196,6 +196,19 @@ static void rows_one(const lithe__sgemm_kernel *k, const char *name) {
                         fail();
                     }
                 }
+                /* 2..4 rows (X·Wᵀ: the multi-row GEMV where the kernel has one): rows 3.. of the batch */
+                for (int64_t mm = 2; mm <= 4; mm++) {
+                    const float *a = tA ? m.A + 3 : m.A + 3 * m.lda;
+                    for (int64_t i = 0; i < M * m.ldc; i++) C1[i] = m.C[i] + 1.0f;
+                    assert_true(lithe__sgemm(k, false, tA, tB, mm, N, K, alpha, a, m.lda, m.B, m.ldb, 0.0f,
+                                             C1 + 3 * m.ldc, m.ldc, z % 2 ? &e : NULL));
+                    for (int64_t r = 3; r < 3 + mm && beta == 0.0f; r++) /* (beta != 0: the batch read C) */
+                        if (memcmp(C1 + r * m.ldc, m.C + r * m.ldc, sizeof(float) * (size_t)N) != 0) {
+                            print_error("%s: N=%lld K=%lld tA=%d tB=%d: row %lld of %lld rows differs from the batch\n",
+                                        name, (long long)N, (long long)K, tA, tB, (long long)r, (long long)mm);
+                            fail();
+                        }
+                }
                 free(C1);
                 free(bias);
                 drop(&m);

@@ -392,6 +392,8 @@ typedef struct gemv_job {
     bool trans;
     float *y;
     const lithe__sgemm_epilogue *epi;
+    lithe__sgemv_rows_fn fnm; /* M = 2..4 (gemv_tm): m rows of x (ldx apart) and of y (ldy apart) */
+    size_t m, ldx, ldy;
 } gemv_job;
 
 #define GEMV_GRAIN 64
@@ -401,8 +403,11 @@ static void gemv_task(void *ctx, int64_t begin, int64_t end) {
     size_t n = (j1 < g->N ? j1 : g->N) - j0;
     const float *w = g->trans ? g->w + j0 * g->ldw : g->w + j0;
     const float *bias = g->epi && g->epi->bias ? g->epi->bias + j0 : NULL;
-    g->fn(n, g->K, g->kc, g->alpha, g->x, w, g->ldw, g->beta, g->y + j0, bias);
-    if (epilogue_after(g->epi)) epilogue_tile(g->epi, true, true, 1, n, g->y + j0, 0, 0, (int64_t)j0);
+    const bool rows = LITHE__SGEMM_FORM_gemv_tm && g->fnm; /* (compiled out where no kernel has gemv_tm) */
+    if (rows) g->fnm(g->m, n, g->K, g->kc, g->alpha, g->x, g->ldx, w, g->ldw, g->beta, g->y + j0, g->ldy, bias);
+    else g->fn(n, g->K, g->kc, g->alpha, g->x, w, g->ldw, g->beta, g->y + j0, bias);
+    if (epilogue_after(g->epi))
+        epilogue_tile(g->epi, true, true, rows ? g->m : 1, n, g->y + j0, rows ? g->ldy : 0, 0, (int64_t)j0);
 }
 
 /* ---- M = 1 against op(B) packed ahead: the one-row kernel over ranges of slivers ---- */
@@ -552,11 +557,23 @@ bool lithe__sgemm_prepacked(const lithe__sgemm_kernel *k, bool use_threads, bool
             row_job r = {kr, N, K, alpha, beta, x, Bpk, C, epi};
             lithe__pool_for(pool, (N + kr->nr - 1) / kr->nr, 1, row_task, &r);
         } else { /* outputs in ranges of GEMV_GRAIN, the last one clipped to N */
-            gemv_job g = {tB ? k->gemv_t : k->gemv_n, (size_t)N, (size_t)K, (size_t)k->kc, alpha, beta, x, B, (size_t)ldb, tB, C, epi};
+            gemv_job g = {tB ? k->gemv_t : k->gemv_n, (size_t)N, (size_t)K, (size_t)k->kc, alpha, beta, x, B, (size_t)ldb, tB, C, epi,
+                          NULL, 1, 0, 0};
             lithe__pool_for(pool, (N + GEMV_GRAIN - 1) / GEMV_GRAIN, 1, gemv_task, &g);
         }
         lithe__sgemm_ws_release(s);
         if (has_res(epi)) add_res(k, 1, (size_t)N, C, 0, epi->res, 0, epi->res_first); /* after the row's store */
+        return true;
+    }
+
+    /* M = 2..4, X·Wᵀ with W where it lies: the multi-row GEMV (each row the bits of M = 1) instead of
+     * packing all of Wᵀ for a few rows (not with a row bias: the packed path adds it as a product step) */
+    if (M >= 2 && M <= LITHE__SGEMV_ROWS && tB && !tA && !Bpk && LITHE__SGEMM_HAS(k, gemv_tm) && !bias_step(epi)) {
+        gemv_job g = {.N = (size_t)N, .K = (size_t)K, .kc = (size_t)k->kc, .alpha = alpha, .beta = beta, .x = A,
+                      .w = B, .ldw = (size_t)ldb, .trans = true, .y = C, .epi = epi, .fnm = k->gemv_tm,
+                      .m = (size_t)M, .ldx = (size_t)lda, .ldy = (size_t)ldc};
+        lithe__pool_for(pool, (N + GEMV_GRAIN - 1) / GEMV_GRAIN, 1, gemv_task, &g);
+        if (has_res(epi)) add_res(k, (size_t)M, (size_t)N, C, (size_t)ldc, epi->res, (size_t)epi->ldr, epi->res_first);
         return true;
     }
 

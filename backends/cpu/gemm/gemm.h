@@ -131,6 +131,15 @@ typedef void (*lithe__sgemm_pack_fn)(size_t lanes, size_t kc, const float *src, 
 typedef void (*lithe__sgemv_fn)(size_t n, size_t k, size_t kc, float alpha, const float *x, const float *w,
                                 size_t ldw, float beta, float *y, const float *bias);
 
+/* Optional: gemv_t for 2 <= m <= LITHE__SGEMV_ROWS rows of x at once (row i at x + i * ldx, its
+ * y at y + i * ldy): each y row gets gemv_t's bits (so the microkernel's), W read where it lies
+ * and each block of it transposed once for the m rows. The driver uses it for X·Wᵀ with 2 to 4
+ * rows X (batch 2-4 inference, W not packed ahead), where packing Wᵀ in every call cost more than
+ * the product (1.6 MB of W for 2-4 rows). NULL: such products run through the packed path. */
+#define LITHE__SGEMV_ROWS 4
+typedef void (*lithe__sgemv_rows_fn)(size_t m, size_t n, size_t k, size_t kc, float alpha, const float *x, size_t ldx,
+                                     const float *w, size_t ldw, float beta, float *y, size_t ldy, const float *bias);
+
 /* Optional one-row microkernel for op(B) packed ahead (M = 1 of a prepared weight): x (kc
  * contiguous floats: one row of op(A), one K block) against ns >= 1 consecutive packed B slivers
  * (b: sliver s at b + s * kc * NR), writing ns * NR columns of C (c: one row; the last sliver
@@ -150,6 +159,7 @@ typedef struct lithe__sgemm_kernel {
     lithe__sgemm_ukernel_fn ukernel;
     lithe__sgemm_pack_fn pack_a, pack_b; /* optional */
     lithe__sgemv_fn gemv_t, gemv_n;      /* optional */
+    lithe__sgemv_rows_fn gemv_tm;        /* optional: gemv_t for 2..LITHE__SGEMV_ROWS rows */
     /* Optional: the kernel of the same ISA and NR to run a product of M rows with (several MR
      * cut M's last sliver differently). Every variant must give the same bits per element. */
     const struct lithe__sgemm_kernel *(*for_rows)(int64_t M);
@@ -238,7 +248,9 @@ bool lithe__sgemm_act_clamp(const lithe__act *act, int *clamp, float *lo, float 
 #define LITHE__SGEMM_FORM_pack_segs 1
 #define LITHE__SGEMM_FORM_transpose 1
 #define LITHE__SGEMM_FORM_add_tile 1
+#define LITHE__SGEMM_FORM_gemv_tm 1 /* gemm_avx2.c */
 #else /* scalar, NEON, WebAssembly SIMD128 */
+#define LITHE__SGEMM_FORM_gemv_tm 0
 #define LITHE__SGEMM_FORM_ukernel_b 0
 #define LITHE__SGEMM_FORM_ukernel_ap 0
 #define LITHE__SGEMM_FORM_ukernel_bp 0

@@ -300,6 +300,94 @@ static void gemv_t(size_t n, size_t K, size_t kc, float alpha, const float *x, c
         gemv_t_group(n - j < 8 ? n - j : 8, K, kc, alpha, x, w + j * ldw, ldw, beta, y + j, bias ? bias + j : NULL);
 }
 
+#ifndef GVM_G2
+#define GVM_G2 2
+#endif
+#ifndef GVM_G3
+#define GVM_G3 1
+#endif
+#ifndef GVM_G4
+#define GVM_G4 2
+#endif
+/* ---- 2..4 rows of x (gemm.h's gemv_tm): each 8 x 8 block of W transposed once for all m rows ----
+ * gv_step8's loads and in-lane shuffles, then step s of the block's rows goes into every row's
+ * accumulator: acc[g * m + i] is W's rows 8g..8g+7 against x's row i, one FMA chain per lane, k
+ * in order, the write rule of gemv_t_rows: each y row has gemv_t's bits. The shuffles were the
+ * GEMV's cost; m rows share them. */
+static inline __attribute__((always_inline)) void gvm_step8(int m, const float *w, size_t L, __m256 *acc,
+                                                            const float *x, size_t ldx) {
+    for (int h = 0; h < 8; h += 4) { /* steps h..h+3: gv_step8's r[h..h+3], loaded here (fewer live registers) */
+        __m256 r[4];
+        for (int q = 0; q < 4; q++)
+            r[q] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(w + (size_t)q * L + h)),
+                                        _mm_loadu_ps(w + (size_t)(q + 4) * L + h), 1);
+        __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+        __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+        __m256 s[4];
+        s[0] = _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(t0), _mm256_castps_pd(t2)));
+        s[1] = _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(t0), _mm256_castps_pd(t2)));
+        s[2] = _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(t1), _mm256_castps_pd(t3)));
+        s[3] = _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(t1), _mm256_castps_pd(t3)));
+        for (int u = 0; u < 4; u++)
+            for (int i = 0; i < m; i++)
+                acc[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(x + (size_t)i * ldx + h + u), s[u], acc[i]);
+    }
+}
+
+/* G groups of 8 rows of W against m rows of x (m * G <= 8 accumulators) */
+static inline __attribute__((always_inline)) void gvm_rows(int m, int G, size_t K, size_t kc, float alpha,
+                                                           const float *x, size_t ldx, const float *w, size_t L,
+                                                           float beta, float *y, size_t ldy, const float *bias) {
+    __m256 c[8], va = _mm256_set1_ps(alpha);
+    for (int a = 0; a < m * G; a++) c[a] = _mm256_setzero_ps();
+    for (size_t p = 0; p < K; p += kc) {
+        size_t e = K - p < kc ? K : p + kc, k = p;
+        __m256 acc[8];
+        for (int a = 0; a < m * G; a++) acc[a] = _mm256_setzero_ps();
+        for (; k + 8 <= e; k += 8)
+            for (int g = 0; g < G; g++) gvm_step8(m, w + (size_t)g * 8 * L + k, L, acc + g * m, x + k, ldx);
+        for (; k < e; k++) /* the block's last steps, in order */
+            for (int g = 0; g < G; g++) {
+                float col[8];
+                for (size_t i = 0; i < 8; i++) col[i] = w[((size_t)g * 8 + i) * L + k];
+                __m256 cv = _mm256_loadu_ps(col);
+                for (int i = 0; i < m; i++)
+                    acc[g * m + i] = _mm256_fmadd_ps(_mm256_broadcast_ss(x + (size_t)i * ldx + k), cv, acc[g * m + i]);
+            }
+        float b = p == 0 ? beta : 1.0f;
+        for (int g = 0; g < G; g++)
+            for (int i = 0; i < m; i++) {
+                __m256 t = _mm256_mul_ps(va, acc[g * m + i]);
+                if (b != 0.0f)
+                    t = _mm256_fmadd_ps(_mm256_set1_ps(b), p == 0 ? _mm256_loadu_ps(y + (size_t)i * ldy + 8 * g) : c[g * m + i], t);
+                c[g * m + i] = t;
+            }
+    }
+    for (int g = 0; g < G; g++)
+        for (int i = 0; i < m; i++) {
+            __m256 t = c[g * m + i];
+            if (bias) t = _mm256_add_ps(t, _mm256_loadu_ps(bias + 8 * g));
+            _mm256_storeu_ps(y + (size_t)i * ldy + 8 * g, t);
+        }
+}
+
+#define GVM(M_, G_)                                                                                               \
+    for (; j + 8 * (G_) <= n; j += 8 * (G_))                                                                      \
+        gvm_rows(M_, G_, K, kc, alpha, x, ldx, w + j * ldw, ldw, beta, y + j, ldy, bias ? bias + j : NULL);
+static void gemv_tm(size_t m, size_t n, size_t K, size_t kc, float alpha, const float *x, size_t ldx, const float *w,
+                    size_t ldw, float beta, float *y, size_t ldy, const float *bias) {
+    size_t j = 0;
+    switch (m) {
+    case 2: GVM(2, GVM_G2) break;
+    case 3: GVM(3, GVM_G3) break;
+    case 4: GVM(4, GVM_G4) break;
+    default: break;
+    }
+    for (size_t i = 0; i < m; i++) /* the rows of W left over (n % 8 G), or m outside 2..4: row by row */
+        if (j < n) gemv_t(n - j, K, kc, alpha, x + i * ldx, w + j * ldw, ldw, beta, y + i * ldy + j, bias ? bias + j : NULL);
+}
+#undef GVM
+
 /* x · W: 8 columns of y per accumulator, 4 accumulators, k in order; partial columns through a copy. */
 static void gemv_n(size_t n, size_t K, size_t kc, float alpha, const float *x, const float *w, size_t ldw, float beta,
                    float *y, const float *bias) {
@@ -451,7 +539,8 @@ static void transpose_tile(size_t rows, size_t cols, const float *src, size_t ld
 
 static const lithe__sgemm_kernel kernel = {
     .isa = "avx2", .mr = MR, .nr = NR, .mc = 120, .kc = 256, .nc = 4096, .ukernel = lithe_f32_gemm_ukernel_6x16__avx2,
-    .pack_a = pack_a, .pack_b = pack_b, .gemv_t = gemv_t, .gemv_n = gemv_n, .urow = lithe_f32_gemm_urow_1x16__avx2,
+    .pack_a = pack_a, .pack_b = pack_b, .gemv_t = gemv_t, .gemv_n = gemv_n, .gemv_tm = gemv_tm,
+    .urow = lithe_f32_gemm_urow_1x16__avx2,
     .ukernel_a = lithe_f32_gemm_ukernel_a_6x16__avx2, .ukernel_bp = lithe_f32_gemm_ukernel_bp_6x16__avx2,
     .transpose = transpose_tile, .clamp_ok = true, .bias_rows_ok = true,
 };
