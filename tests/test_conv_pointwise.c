@@ -19,20 +19,7 @@
 #include "../backends/cpu/conv/pointwise.h"
 #endif
 
-static int passed, failed;
-#define CHECK(cond, ...)                                                                                         \
-    do {                                                                                                         \
-        if (cond) {                                                                                              \
-            passed++;                                                                                            \
-        } else {                                                                                                 \
-            failed++;                                                                                            \
-            if (failed <= 20) {                                                                                  \
-                printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                      \
-                printf(__VA_ARGS__);                                                                             \
-                printf("\n");                                                                                    \
-            }                                                                                                    \
-        }                                                                                                        \
-    } while (0)
+#include "count_check.h"
 
 #if defined(__x86_64__) || defined(_M_X64)
 static uint64_t rng = 0x9E3779B97F4A7C15u;

@@ -28,20 +28,7 @@
 #include "../backends/cpu/kernels.h"
 #include "../backends/cpu/simd/simd.h"
 
-static int passed, failed;
-#define CHECK(cond, ...)                                                                                         \
-    do {                                                                                                         \
-        if (cond) {                                                                                              \
-            passed++;                                                                                            \
-        } else {                                                                                                 \
-            failed++;                                                                                            \
-            if (failed <= 20) {                                                                                  \
-                printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                      \
-                printf(__VA_ARGS__);                                                                             \
-                printf("\n");                                                                                    \
-            }                                                                                                    \
-        }                                                                                                        \
-    } while (0)
+#include "count_check.h"
 
 /* Which kernels fuse the multiply-add (FMA) and which round the product first. */
 static const struct {

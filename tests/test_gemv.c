@@ -24,20 +24,7 @@
 #include "lithe.h"
 #include "../backends/cpu/gemm/gemm.h"
 
-static int passed, failed;
-#define CHECK(cond, ...)                                                                                         \
-    do {                                                                                                         \
-        if (cond) {                                                                                              \
-            passed++;                                                                                            \
-        } else {                                                                                                 \
-            failed++;                                                                                            \
-            if (failed <= 20) {                                                                                  \
-                printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                      \
-                printf(__VA_ARGS__);                                                                             \
-                printf("\n");                                                                                    \
-            }                                                                                                    \
-        }                                                                                                        \
-    } while (0)
+#include "count_check.h"
 
 /* which kernels fuse the multiply-add (as test_gemm_ukernels.c) */
 static const struct {

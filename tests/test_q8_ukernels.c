@@ -20,19 +20,7 @@
 #include "lithe.h"
 #include "../backends/cpu/gemm/qgemm.h"
 
-static int passed, failed;
-#define CHECK(cond, ...)                     \
-    do {                                     \
-        if (cond) {                          \
-            passed++;                        \
-        } else {                             \
-            if (++failed <= 20) {            \
-                printf("FAIL %d: ", __LINE__); \
-                printf(__VA_ARGS__);         \
-                printf("\n");                \
-            }                                \
-        }                                    \
-    } while (0)
+#include "count_check.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15u;
 static uint32_t next(void) {

@@ -1,6 +1,11 @@
 // onnxruntime-node (bench/node_modules, the version bench/ pins) runs each quantized graph
-// tests/golden/gen_qdq_goldens.py wrote:  node qdq_ort.mjs DIR
-// DIR/cases.txt lists NAME; reads DIR/NAME.onnx and NAME.x.npy (<f4), writes NAME.y.npy (<f4).
+// tests/golden/gen_qdq_goldens.py wrote, or tests/quant_static/run.py had lithe write:
+//   node qdq_ort.mjs DIR [LEVEL:SUFFIX,...]
+// DIR/cases.txt lists NAME; reads DIR/NAME.onnx and NAME.x.npy (<f4), writes NAME.SUFFIX.npy (<f4)
+// for each onnxruntime graphOptimizationLevel asked (default all:y). quant_static asks for
+// disabled:y (QuantizeLinear / DequantizeLinear and the float ops as the ONNX spec defines them) and
+// all:yopt (onnxruntime's fused int8 kernels: on an AVX2 host without VNNI its u8 x s8 vpmaddubsw
+// pairs saturate, as onnxruntime documents, so those differ by ~1e-2).
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
@@ -34,11 +39,14 @@ function writeNpy(file, dims, data) {
 
 const dir = process.argv[2];
 const names = fs.readFileSync(path.join(dir, 'cases.txt'), 'utf8').split('\n').filter(Boolean);
-const opts = { intraOpNumThreads: 1, interOpNumThreads: 1 };
+const levels = (process.argv[3] ?? 'all:y').split(',').map((l) => l.split(':'));
 for (const name of names) {
   const x = readNpy(path.join(dir, `${name}.x.npy`));
-  const session = await ort.InferenceSession.create(path.join(dir, `${name}.onnx`), opts);
-  const out = (await session.run({ [session.inputNames[0]]: new ort.Tensor('float32', x.data, x.shape) }))[session.outputNames[0]];
-  writeNpy(path.join(dir, `${name}.y.npy`), out.dims, out.data);
+  for (const [level, suffix] of levels) {
+    const opts = { intraOpNumThreads: 1, interOpNumThreads: 1, graphOptimizationLevel: level };
+    const session = await ort.InferenceSession.create(path.join(dir, `${name}.onnx`), opts);
+    const out = (await session.run({ [session.inputNames[0]]: new ort.Tensor('float32', x.data, x.shape) }))[session.outputNames[0]];
+    writeNpy(path.join(dir, `${name}.${suffix}.npy`), out.dims, out.data);
+  }
 }
 console.log(`qdq_ort: ${names.length} graphs run by onnxruntime-node ${ort.env.versions ? ort.env.versions.common : ''}`);
