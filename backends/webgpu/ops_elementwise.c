@@ -174,7 +174,7 @@ lithe_status wg_adam_step(lithe_backend *be, lithe_tensor *W, lithe_tensor *G, l
         /* one workgroup decides the clipping and steps: one dispatch instead of three */
         lithe__wg_params p = {.u = {(uint32_t)W->numel, avg != NULL, 1u},
                               .f = {1.0f, beta1, beta2, eps, lr, wscale, decay, (float)grad_clip}};
-        return WG_DISPATCH("adam_step", optim, 3, &p, W_OPT, 1, 1, W, G, m1, m2, avg, NULL);
+        return WG_DISPATCH("adam_step", optim_clip, 3, &p, W_OPT, 1, 1, W, G, m1, m2, avg, NULL);
     }
     lithe_tensor *F = NULL;
     if (grad_clip > 0.0 && W->numel) LITHE__TRY(clip_factor(be, G, grad_clip, &F));

@@ -84,7 +84,7 @@ typedef struct lithe__wg_params {
 /* The shaders (shaders/<name>.wgsl, embedded by embed_wgsl.cmake into lithe_wg_shaders.c). */
 #define LITHE__WG_SHADERS(X) X(fill) X(elementwise) X(rows) X(act) X(softmax) X(reduce) X(optim) X(cce) X(gemm) X(copy) \
     X(ids) X(maxout) X(seq2col) X(sparse) X(lstm_mat) X(lstm_cell) X(attention) X(gemm_q8) \
-    X(gemm_sg) X(gemm_v4) \
+    X(gemm_sg) X(gemm_v4) X(optim_clip) \
     LITHE__WG_SHADERS_GRAPH(X)
 enum {
 #define X(n) LITHE__WG_SH_##n,

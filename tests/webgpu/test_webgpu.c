@@ -608,21 +608,26 @@ EXPORT int wgt_subgroups(int on) {
 }
 
 /* The GEMM cases of wgt_primitives with each variant the adapter offers (subgroups on, off), then
- * the vec4 kernel of CPU adapters on every case whose strides allow it (the others tiled). */
+ * the vec4 kernel of CPU adapters on every case whose strides allow it (the others tiled). The
+ * variants are set directly: wgt_subgroups() starts over (begin() zeroes the failures), which
+ * made this test return 0 whatever failed before. */
 EXPORT int wgt_gemm_variants(void) {
     if (begin()) return 1;
-    int had = wgt_subgroups(-1), cpu_mode = lithe__wg_of(dev)->cpu_gemm;
-    lithe__wg_of(dev)->cpu_gemm = 0;
+    (void)wgt_subgroups(-1); /* probes sg_available */
+    failures = 0;
+    lithe__wg *wg = lithe__wg_of(dev);
+    int had = wg->subgroups, cpu_mode = wg->cpu_gemm;
+    wg->cpu_gemm = 0;
     for (int on = sg_available; on >= 0; on--) {
-        wgt_subgroups(on ? 2 : 0); /* every GEMM through the variant */
+        wg->subgroups = on ? 2 : 0; /* every GEMM through the variant */
         printf("gemm variant: %s\n", on ? "subgroups (gemm_sg.wgsl)" : "tiled (gemm.wgsl)");
         t_gemm();
     }
-    wgt_subgroups(0);
-    lithe__wg_of(dev)->cpu_gemm = 1;
+    wg->subgroups = 0;
+    wg->cpu_gemm = 1;
     printf("gemm variant: %s\n", "vec4 (gemm_v4.wgsl, aligned cases)");
     t_gemm();
-    lithe__wg_of(dev)->cpu_gemm = cpu_mode;
-    wgt_subgroups(had);
+    wg->cpu_gemm = cpu_mode;
+    wg->subgroups = had;
     return failures;
 }
