@@ -15,53 +15,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { adapterTest, device, load, skip } from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const root = path.resolve(here, '../..');
-process.env.VK_ICD_FILENAMES ??= '/usr/lib/chromium/vk_swiftshader_icd.json'; // Debian's chromium package
-const required = !!process.env.LITHE_REQUIRE_WEBGPU && process.env.LITHE_REQUIRE_WEBGPU !== '0';
-const wasmPath = process.env.LITHE_WEBGPU_TEST_WASM ?? path.join(root, 'build/wasm-webgpu/bindings/js/lithe-webgpu-test.wasm');
 
-const { moduleImports } = await import('../../bindings/js/src/loader.js');
-const { requestDevice, webgpuImports, Asyncify } = await import('../../bindings/js/src/webgpu.js');
-
-let gpu = null, why = '';
-try {
-  const { create, globals } = await import('webgpu');
-  Object.assign(globalThis, globals);
-  gpu = create([]);
-} catch (e) {
-  why = `the webgpu package did not load (${e.message}); run npm ci in tests/webgpu`;
-}
-const found = gpu ? await requestDevice(gpu) : { device: null, reason: why };
-const device = found.device;
-const skip = device ? false : `no WebGPU device: ${found.reason} (VK_ICD_FILENAMES=${process.env.VK_ICD_FILENAMES})`;
-
-test('a WebGPU adapter is found for the graph tests (LITHE_REQUIRE_WEBGPU)', { skip: required ? false : skip }, () => {
-  assert.ok(device, `LITHE_REQUIRE_WEBGPU is set and ${skip}`);
-});
-
-async function load(dev) {
-  const module = new WebAssembly.Module(fs.readFileSync(wasmPath));
-  const out = [];
-  let instance = null;
-  const asyncify = new Asyncify();
-  const getMemory = () => instance.exports.memory;
-  const base = moduleImports(module, getMemory, (fd, text) => out.push(text));
-  const wg = webgpuImports(dev, getMemory, asyncify);
-  const byShader = new Map(); // dispatches by (shader id, OP), for the step's breakdown
-  const inner = wg.imports.lithe_webgpu.dispatch;
-  wg.imports.lithe_webgpu.dispatch = (shader, ...rest) => {
-    const k = `${shader}:${rest[2]}`;
-    byShader.set(k, (byShader.get(k) ?? 0) + 1);
-    return inner(shader, ...rest);
-  };
-  wg.byShader = byShader;
-  instance = await WebAssembly.instantiate(module, { ...base, ...wg.imports });
-  instance.exports._initialize?.();
-  asyncify.attach(instance, instance.exports.malloc);
-  return { instance, wg, out, call: (name, ...a) => asyncify.call(name, ...a) };
-}
+adapterTest('for the graph tests');
 
 test('the imported graphs\' primitives match the CPU backend (conv, pool, broadcasting, unary, log-softmax, cast, layernorm, reductions)', { skip }, async () => {
   const m = await load(device);

@@ -10,87 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "lithe.h"
+#include "wgt.h"
 
 #define EXPORT __attribute__((used, visibility("default")))
 
-static lithe_backend *cpu, *dev;
-static int failures;
-
-#define FAIL(...) (printf("FAIL: " __VA_ARGS__), printf("\n"), failures++)
-#define OK(expr)                                                                                                  \
-    do {                                                                                                          \
-        lithe_status st_ = (expr);                                                                                \
-        if (st_ != LITHE_OK) {                                                                                    \
-            FAIL("%s:%d %s: %s: %s", __FILE__, __LINE__, #expr, lithe_status_str(st_), lithe_last_error());      \
-            return;                                                                                               \
-        }                                                                                                         \
-    } while (0)
-
 static uint64_t rng_state = 12345;
-static double uni(void) { return (double)(lithe__splitmix64(&rng_state) >> 11) * 0x1p-53; }
-
-typedef struct pair {
-    lithe_tensor *c, *v;
-} pair;
-
-static pair pair_new(lithe_dtype dt, int ndim, const int64_t *shape, const void *data) {
-    pair p = {NULL, NULL};
-    if (lithe_tensor_new(cpu, dt, ndim, shape, &p.c) || lithe_tensor_new(dev, dt, ndim, shape, &p.v)) {
-        FAIL("tensor_new: %s", lithe_last_error());
-        return p;
-    }
-    size_t bytes = (size_t)lithe_tensor_numel(p.c) * lithe_dtype_size(dt);
-    if (data && bytes && (lithe_tensor_write(p.c, data, bytes) || lithe_tensor_write(p.v, data, bytes)))
-        FAIL("tensor_write: %s", lithe_last_error());
-    return p;
-}
-static pair pair_rand(int ndim, const int64_t *shape, double lo, double hi) {
-    int64_t n = 1;
-    for (int i = 0; i < ndim; i++) n *= shape[i];
-    float *v = malloc(sizeof(float) * (size_t)(n ? n : 1));
-    for (int64_t i = 0; i < n; i++) v[i] = (float)(lo + (hi - lo) * uni());
-    pair p = pair_new(LITHE_F32, ndim, shape, v);
-    free(v);
-    return p;
-}
-static void pair_free(pair p) {
-    lithe_tensor_release(p.c);
-    lithe_tensor_release(p.v);
-}
-/* Both sides read back: |dev - cpu| <= atol + rtol |cpu| (NaN equals NaN); 0, 0: the same bits. */
-static void expect_pair(const char *what, pair p, double atol, double rtol) {
-    if (!p.c || !p.v) return;
-    size_t n = (size_t)lithe_tensor_numel(p.c), es = lithe_dtype_size(lithe_tensor_dtype(p.c));
-    char *a = malloc(n * es + 1), *b = malloc(n * es + 1);
-    if (lithe_tensor_read(p.c, a, n * es) || lithe_tensor_read(p.v, b, n * es)) {
-        FAIL("%s: read: %s", what, lithe_last_error());
-    } else {
-        for (size_t i = 0; i < n; i++) {
-            bool f32 = lithe_tensor_dtype(p.c) == LITHE_F32;
-            double x = f32 ? ((float *)a)[i] : 0, y = f32 ? ((float *)b)[i] : 0;
-            if (f32 && isnan(x) && isnan(y)) continue;
-            bool bad = (atol > 0 || rtol > 0) && f32 ? !(fabs(x - y) <= atol + rtol * fabs(x))
-                                                    : memcmp(a + i * es, b + i * es, es) != 0;
-            if (bad) {
-                FAIL("%s[%zu] of %zu: cpu %.9g, webgpu %.9g (atol %g, rtol %g)", what, i, n, x, y, atol, rtol);
-                break;
-            }
-        }
-    }
-    free(a);
-    free(b);
-}
 
 static const int64_t sizes[] = {1, 3, 255, 256, 257, 1000, 4099};
 #define N_SIZES (sizeof sizes / sizeof sizes[0])
-/* the same primitive on the CPU, then on WebGPU */
-#define BOTH(call_c, call_v)                                                                                     \
-    do {                                                                                                          \
-        OK(call_c);                                                                                               \
-        OK(call_v);                                                                                               \
-    } while (0)
 
 static void t_elementwise(void) {
     char w[96];
@@ -308,21 +235,8 @@ static void t_unsupported(void) {
         if (!lithe__backend_has_prim(dev, i)) FAIL("the webgpu backend lacks primitive '%s'", lithe__prim_names[i]);
 }
 
-static int begin(void) {
-    failures = 0;
-    if (lithe_backend_get("cpu", &cpu) != LITHE_OK) {
-        printf("FAIL: no cpu backend: %s\n", lithe_last_error());
-        return 1;
-    }
-    if (lithe_backend_get("webgpu", &dev) != LITHE_OK) {
-        printf("FAIL: no webgpu backend: %s\n", lithe_last_error());
-        return 1;
-    }
-    return 0;
-}
-
 EXPORT int wgt_primitives(void) {
-    if (begin()) return 1;
+    if (wgt_begin()) return 1;
     t_elementwise();
     t_rows_softmax_cce();
     t_activations();
@@ -331,7 +245,6 @@ EXPORT int wgt_primitives(void) {
     t_unsupported();
     return failures;
 }
-
 
 /* ---- whole models: a Relu MLP (784-64-32-10 at batch 32 for the step counts; 20-48-32-10 at
  * batch 50 against the CPU) ---- */
@@ -450,7 +363,7 @@ static void mlp_vs_cpu(void) {
 }
 
 EXPORT int wgt_mlp(void) {
-    if (begin()) return 1;
+    if (wgt_begin()) return 1;
     mlp_vs_cpu();
     return failures;
 }
@@ -461,7 +374,7 @@ static lithe_model *sm;
 static lithe_value *sX, *sL;
 static lithe_optimizer *so;
 EXPORT int wgt_step_setup(float dropout) {
-    if (begin()) return 1;
+    if (wgt_begin()) return 1;
     enum { B = 32, NI = 784 };
     static float x[B * NI], onehot[B * 10];
     static int32_t y[B];
@@ -589,7 +502,7 @@ static void t_adam_step_large(void) {
 }
 
 EXPORT int wgt_once(void) {
-    if (begin()) return 1;
+    if (wgt_begin()) return 1;
     t_loss_once();
     t_adam_step_large();
     return failures;
@@ -599,7 +512,7 @@ EXPORT int wgt_once(void) {
  * sets it (only where the adapter has subgroups). */
 static bool sg_available;
 EXPORT int wgt_subgroups(int on) {
-    if (begin()) return -1;
+    if (wgt_begin()) return -1;
     lithe__wg *wg = lithe__wg_of(dev);
     static bool probed;
     if (!probed) sg_available = wg->subgroups != 0, probed = true;
@@ -609,10 +522,10 @@ EXPORT int wgt_subgroups(int on) {
 
 /* The GEMM cases of wgt_primitives with each variant the adapter offers (subgroups on, off), then
  * the vec4 kernel of CPU adapters on every case whose strides allow it (the others tiled). The
- * variants are set directly: wgt_subgroups() starts over (begin() zeroes the failures), which
+ * variants are set directly: wgt_subgroups() starts over (wgt_begin() zeroes the failures), which
  * made this test return 0 whatever failed before. */
 EXPORT int wgt_gemm_variants(void) {
-    if (begin()) return 1;
+    if (wgt_begin()) return 1;
     (void)wgt_subgroups(-1); /* probes sg_available */
     failures = 0;
     lithe__wg *wg = lithe__wg_of(dev);

@@ -13,63 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "lithe.h"
+#include "wgt.h"
 
 #define EXPORT(name) __attribute__((used, export_name(#name)))
 
-static lithe_backend *cpu, *dev;
-static int failures;
-
-#define FAIL(...) (printf("FAIL: " __VA_ARGS__), printf("\n"), failures++)
-#define OK(expr)                                                                                                  \
-    do {                                                                                                          \
-        lithe_status st_ = (expr);                                                                                \
-        if (st_ != LITHE_OK) {                                                                                    \
-            FAIL("%s:%d %s: %s: %s", __FILE__, __LINE__, #expr, lithe_status_str(st_), lithe_last_error());      \
-            return;                                                                                               \
-        }                                                                                                         \
-    } while (0)
-#define BOTH(call_c, call_v)                                                                                     \
-    do {                                                                                                          \
-        OK(call_c);                                                                                               \
-        OK(call_v);                                                                                               \
-    } while (0)
-
 static uint64_t rng_state = 2027;
-static double uni(void) { return (double)(lithe__splitmix64(&rng_state) >> 11) * 0x1p-53; }
 
-typedef struct pair {
-    lithe_tensor *c, *v;
-} pair;
-
-static pair pair_new(lithe_dtype dt, int ndim, const int64_t *shape, const void *data) {
-    pair p = {NULL, NULL};
-    if (lithe_tensor_new(cpu, dt, ndim, shape, &p.c) || lithe_tensor_new(dev, dt, ndim, shape, &p.v)) {
-        FAIL("tensor_new: %s", lithe_last_error());
-        return p;
-    }
-    size_t bytes = (size_t)lithe_tensor_numel(p.c) * lithe_dtype_size(dt);
-    void *zero = NULL;
-    if (!data && bytes) data = zero = calloc(1, bytes); /* defined contents on both sides */
-    if (data && bytes && (lithe_tensor_write(p.c, data, bytes) || lithe_tensor_write(p.v, data, bytes)))
-        FAIL("tensor_write: %s", lithe_last_error());
-    free(zero);
-    return p;
-}
-static pair pair_rand(int ndim, const int64_t *shape, double lo, double hi) {
-    int64_t n = 1;
-    for (int i = 0; i < ndim; i++) n *= shape[i];
-    float *v = malloc(sizeof(float) * (size_t)(n ? n : 1));
-    for (int64_t i = 0; i < n; i++) v[i] = (float)(lo + (hi - lo) * uni());
-    pair p = pair_new(LITHE_F32, ndim, shape, v);
-    free(v);
-    return p;
-}
-static void pair_free(pair p) {
-    lithe_tensor_release(p.c);
-    lithe_tensor_release(p.v);
-}
 /* x[i] = NaN on both sides (the CPU's value elsewhere kept) */
 static void pair_poke_nan(pair p, int64_t i) {
     size_t n = (size_t)lithe_tensor_numel(p.c);
@@ -78,50 +27,6 @@ static void pair_poke_nan(pair p, int64_t i) {
     a[i] = NAN;
     if (lithe_tensor_write(p.c, a, n * 4) || lithe_tensor_write(p.v, a, n * 4)) FAIL("write: %s", lithe_last_error());
     free(a);
-}
-/* the CPU's values onto the device (a backward then reads the same forward output) */
-static void sync_pair(pair p) {
-    size_t n = (size_t)lithe_tensor_numel(p.c) * lithe_dtype_size(lithe_tensor_dtype(p.c));
-    void *a = malloc(n + 4);
-    if (lithe_tensor_read(p.c, a, n) || lithe_tensor_write(p.v, a, n)) FAIL("sync: %s", lithe_last_error());
-    free(a);
-}
-/* Both sides read back: |dev - cpu| <= atol + rtol |cpu| (NaN equals NaN); 0, 0: the same bits. */
-static void expect_pair(const char *what, pair p, double atol, double rtol) {
-    if (!p.c || !p.v) return;
-    size_t n = (size_t)lithe_tensor_numel(p.c), es = lithe_dtype_size(lithe_tensor_dtype(p.c));
-    char *a = malloc(n * es + 1), *b = malloc(n * es + 1);
-    if (lithe_tensor_read(p.c, a, n * es) || lithe_tensor_read(p.v, b, n * es)) {
-        FAIL("%s: read: %s", what, lithe_last_error());
-    } else {
-        bool f32 = lithe_tensor_dtype(p.c) == LITHE_F32;
-        for (size_t i = 0; i < n; i++) {
-            double x = f32 ? ((float *)a)[i] : 0, y = f32 ? ((float *)b)[i] : 0;
-            if (f32 && isnan(x) && isnan(y)) continue;
-            bool bad = (atol > 0 || rtol > 0) && f32 ? !(fabs(x - y) <= atol + rtol * fabs(x))
-                                                    : memcmp(a + i * es, b + i * es, es) != 0;
-            if (bad) {
-                FAIL("%s[%zu] of %zu: cpu %.9g, webgpu %.9g (bits %08x / %08x; atol %g, rtol %g)", what, i, n, x, y,
-                     f32 || es == 4 ? ((uint32_t *)a)[i] : 0, f32 || es == 4 ? ((uint32_t *)b)[i] : 0, atol, rtol);
-                break;
-            }
-        }
-    }
-    free(a);
-    free(b);
-}
-
-static int begin(void) {
-    failures = 0;
-    if (lithe_backend_get("cpu", &cpu) != LITHE_OK) {
-        printf("FAIL: no cpu backend: %s\n", lithe_last_error());
-        return 1;
-    }
-    if (lithe_backend_get("webgpu", &dev) != LITHE_OK) {
-        printf("FAIL: no webgpu backend: %s\n", lithe_last_error());
-        return 1;
-    }
-    return 0;
 }
 
 /* ---- convolution and pooling ---- */
@@ -444,7 +349,7 @@ static void t_reductions(void) {
 }
 
 EXPORT(wgt_graph_primitives) int wgt_graph_primitives(void) {
-    if (begin()) return 1;
+    if (wgt_begin()) return 1;
     t_conv2d();
     t_pool2d();
     t_unary_log_softmax();
@@ -496,7 +401,7 @@ EXPORT(wgt_graph_free) void wgt_graph_free(void) {
  * uniform in [-1, 1] and, from the CPU's first prediction, a fixed output gradient; Adam at
  * learn rate lr on both. Returns the failures. */
 EXPORT(wgt_graph_load) int wgt_graph_load(const uint8_t *onnx, uint32_t len, int ndim, const int32_t *shape32, float lr) {
-    if (begin()) return 1;
+    if (wgt_begin()) return 1;
     wgt_graph_free();
     int64_t shape[8], n = 1;
     for (int i = 0; i < ndim && i < 8; i++) n *= shape[i] = shape32[i];

@@ -11,96 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "lithe.h"
+#include "wgt.h"
 
 #define EXPORT __attribute__((used, visibility("default")))
 
-static lithe_backend *cpu, *dev;
-static int failures;
-
-#define FAIL(...) (printf("FAIL: " __VA_ARGS__), printf("\n"), failures++)
-#define OK(expr)                                                                                                  \
-    do {                                                                                                          \
-        lithe_status st_ = (expr);                                                                                \
-        if (st_ != LITHE_OK) {                                                                                    \
-            FAIL("%s:%d %s: %s: %s", __FILE__, __LINE__, #expr, lithe_status_str(st_), lithe_last_error());      \
-            return;                                                                                               \
-        }                                                                                                         \
-    } while (0)
-
 static uint64_t rng_state = 4242;
-static double uni(void) { return (double)(lithe__splitmix64(&rng_state) >> 11) * 0x1p-53; }
-
-typedef struct pair {
-    lithe_tensor *c, *v;
-} pair;
-
-static pair pair_new(lithe_dtype dt, int ndim, const int64_t *shape, const void *data) {
-    pair p = {NULL, NULL};
-    if (lithe_tensor_new(cpu, dt, ndim, shape, &p.c) || lithe_tensor_new(dev, dt, ndim, shape, &p.v)) {
-        FAIL("tensor_new: %s", lithe_last_error());
-        return p;
-    }
-    size_t bytes = (size_t)lithe_tensor_numel(p.c) * lithe_dtype_size(dt);
-    void *zero = data ? NULL : calloc(bytes + 1, 1);
-    if (bytes && (lithe_tensor_write(p.c, data ? data : zero, bytes) || lithe_tensor_write(p.v, data ? data : zero, bytes)))
-        FAIL("tensor_write: %s", lithe_last_error());
-    free(zero);
-    return p;
-}
-static pair pair_rand(int ndim, const int64_t *shape, double lo, double hi) {
-    int64_t n = 1;
-    for (int i = 0; i < ndim; i++) n *= shape[i];
-    float *v = malloc(sizeof(float) * (size_t)(n ? n : 1));
-    for (int64_t i = 0; i < n; i++) v[i] = (float)(lo + (hi - lo) * uni());
-    pair p = pair_new(LITHE_F32, ndim, shape, v);
-    free(v);
-    return p;
-}
-static void pair_free(pair p) {
-    lithe_tensor_release(p.c);
-    lithe_tensor_release(p.v);
-}
-/* Both sides read back: |dev - cpu| <= atol + rtol |cpu| (float32); 0, 0 or another dtype: the same bits. */
-static void expect_pair(const char *what, pair p, double atol, double rtol) {
-    if (!p.c || !p.v) return;
-    size_t n = (size_t)lithe_tensor_numel(p.c), es = lithe_dtype_size(lithe_tensor_dtype(p.c));
-    char *a = malloc(n * es + 1), *b = malloc(n * es + 1);
-    if (lithe_tensor_read(p.c, a, n * es) || lithe_tensor_read(p.v, b, n * es)) {
-        FAIL("%s: read: %s", what, lithe_last_error());
-    } else {
-        bool f32 = lithe_tensor_dtype(p.c) == LITHE_F32;
-        for (size_t i = 0; i < n; i++) {
-            double x = f32 ? ((float *)a)[i] : 0, y = f32 ? ((float *)b)[i] : 0;
-            if (f32 && isnan(x) && isnan(y)) continue;
-            bool bad = (atol > 0 || rtol > 0) && f32 ? !(fabs(x - y) <= atol + rtol * fabs(x))
-                                                    : memcmp(a + i * es, b + i * es, es) != 0;
-            if (bad) {
-                if (f32) FAIL("%s[%zu] of %zu: cpu %.9g, webgpu %.9g (atol %g, rtol %g)", what, i, n, x, y, atol, rtol);
-                else FAIL("%s[%zu] of %zu: the bytes differ", what, i, n);
-                break;
-            }
-        }
-    }
-    free(a);
-    free(b);
-}
-/* The CPU side's values written to the WebGPU side. */
-static void sync_pair(pair p) {
-    size_t n = (size_t)lithe_tensor_numel(p.c) * 4;
-    void *a = malloc(n + 4);
-    if (lithe_tensor_read(p.c, a, n) || lithe_tensor_write(p.v, a, n)) FAIL("sync: %s", lithe_last_error());
-    free(a);
-}
 
 static const int64_t sizes[] = {1, 3, 255, 256, 257, 1000, 4099};
 #define N_SIZES (sizeof sizes / sizeof sizes[0])
-#define BOTH(call_c, call_v)                                                                                     \
-    do {                                                                                                          \
-        OK(call_c);                                                                                               \
-        OK(call_v);                                                                                               \
-    } while (0)
 
 static void t_dropout(void) {
     static const uint64_t keys[][2] = {{0, 0}, {42, 7}, {0xFFFFFFFFFFFFull, 0xFFFFFFFEull}, {1ull << 40, (1ull << 32) - 3}};
@@ -373,17 +291,8 @@ static void t_gemm_q8(void) {
     pair_free(W), pair_free(A), pair_free(Y);
 }
 
-static int begin(void) {
-    failures = 0;
-    if (lithe_backend_get("cpu", &cpu) != LITHE_OK || lithe_backend_get("webgpu", &dev) != LITHE_OK) {
-        printf("FAIL: no cpu / webgpu backend: %s\n", lithe_last_error());
-        return 1;
-    }
-    return 0;
-}
-
 EXPORT int wgt_rest_primitives(void) {
-    if (begin()) return 1;
+    if (wgt_begin()) return 1;
     t_dropout();
     t_maxout();
     t_ids();
@@ -648,7 +557,7 @@ static lithe_value *input_siamese(lithe_backend *be) {
 }
 
 EXPORT int wgt_rest_models(void) {
-    if (begin()) return 1;
+    if (wgt_begin()) return 1;
     run_model("HashEmbed>>Maxout(dropout)>>Softmax", build_text, input_text);
     run_model("BiLSTM(2 layers, dropout)>>with_array2d(Softmax)", build_bilstm, input_bilstm);
     run_model("expand_window>>Relu(dropout)>>ParametricAttention>>Softmax", build_attention, input_attention);

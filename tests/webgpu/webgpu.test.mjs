@@ -9,50 +9,9 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { adapterTest, device, found, gpu, load, skip, wasmPath } from './harness.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const root = path.resolve(here, '../..');
-const SWIFTSHADER = '/usr/lib/chromium/vk_swiftshader_icd.json'; // Debian's chromium package
-process.env.VK_ICD_FILENAMES ??= SWIFTSHADER;
-const required = !!process.env.LITHE_REQUIRE_WEBGPU && process.env.LITHE_REQUIRE_WEBGPU !== '0';
-const wasmPath = process.env.LITHE_WEBGPU_TEST_WASM ?? path.join(root, 'build/wasm-webgpu/bindings/js/lithe-webgpu-test.wasm');
-
-const { moduleImports } = await import('../../bindings/js/src/loader.js');
-const { requestDevice, webgpuImports, Asyncify } = await import('../../bindings/js/src/webgpu.js');
-
-let gpu = null, why = '';
-try {
-  const { create, globals } = await import('webgpu');
-  Object.assign(globalThis, globals);
-  gpu = create([]);
-} catch (e) {
-  why = `the webgpu package did not load (${e.message}); run npm ci in tests/webgpu`;
-}
-const found = gpu ? await requestDevice(gpu) : { device: null, reason: why };
-const device = found.device;
-const skip = device ? false : `no WebGPU device: ${found.reason} (VK_ICD_FILENAMES=${process.env.VK_ICD_FILENAMES})`;
-
-test('a WebGPU adapter is found (LITHE_REQUIRE_WEBGPU)', { skip: required ? false : skip }, () => {
-  assert.ok(device, `LITHE_REQUIRE_WEBGPU is set and ${skip}: install chromium (its SwiftShader ICD) and run npm ci in tests/webgpu`);
-  console.log(`adapter: ${found.info?.vendor ?? '?'} / ${found.info?.architecture ?? '?'}`);
-});
-
-// One instance of the test module on `dev` (null: a page that did not ask for WebGPU).
-async function load(dev) {
-  const module = new WebAssembly.Module(fs.readFileSync(wasmPath));
-  const out = [];
-  let instance = null;
-  const asyncify = new Asyncify();
-  const getMemory = () => instance.exports.memory;
-  const base = moduleImports(module, getMemory, (fd, text) => out.push(text));
-  const wg = webgpuImports(dev, getMemory, asyncify, found.info);
-  instance = await WebAssembly.instantiate(module, { ...base, ...wg.imports });
-  instance.exports._initialize?.();
-  asyncify.attach(instance, instance.exports.malloc);
-  return { instance, asyncify, wg, out, call: (name, ...a) => asyncify.call(name, ...a) };
-}
+adapterTest();
 
 test('every implemented primitive matches the CPU backend', { skip }, async () => {
   const m = await load(device);
