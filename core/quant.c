@@ -56,27 +56,42 @@ static lithe_status check_params(const lithe_tensor *t, int axis, int64_t n, con
     return LITHE_OK;
 }
 
+/* st's parameters replaced by a copy of (axis, n, scale, zero or zeros) */
+static lithe_status quant_set(lithe__storage *st, int axis, int64_t n, const float *scale, const int32_t *zero,
+                              const char *fn) {
+    lithe__quant *q = lithe__calloc(1, sizeof *q);
+    size_t m = (size_t)(n ? n : 1);
+    if (q) q->scale = lithe__calloc(m, sizeof *q->scale), q->zero = lithe__calloc(m, sizeof *q->zero);
+    if (!q || !q->scale || !q->zero) {
+        lithe__quant_free(q);
+        return lithe__oom(fn, m * 8);
+    }
+    q->axis = axis;
+    q->n = n;
+    memcpy(q->scale, scale, (size_t)n * sizeof *scale);
+    if (zero) memcpy(q->zero, zero, (size_t)n * sizeof *zero);
+    lithe__quant_free(st->quant);
+    st->quant = q;
+    lithe__storage_touch(st);
+    return LITHE_OK;
+}
+
 lithe_status lithe_tensor_set_quant_params(lithe_tensor *t, int axis, int64_t n, const float *scale,
                                            const int32_t *zero_point) {
     LITHE__CHECK_ARG(t, "lithe_tensor_set_quant_params", "tensor is NULL");
     LITHE__TRY(check_params(t, axis, n, scale, zero_point, "lithe_tensor_set_quant_params"));
     if (!t->storage->backend->host_memory || !lithe_tensor_is_contiguous(t))
         return lithe__fail(LITHE_ERR_INVALID_ARG, "lithe_tensor_set_quant_params: a contiguous CPU tensor only");
-    lithe__quant *q = lithe__calloc(1, sizeof *q);
-    size_t m = (size_t)(n ? n : 1);
-    if (q) q->scale = lithe__calloc(m, sizeof *q->scale), q->zero = lithe__calloc(m, sizeof *q->zero);
-    if (!q || !q->scale || !q->zero) {
-        lithe__quant_free(q);
-        return lithe__oom("lithe_tensor_set_quant_params", m * 8);
-    }
-    q->axis = axis;
-    q->n = n;
-    memcpy(q->scale, scale, (size_t)n * sizeof *scale);
-    if (zero_point) memcpy(q->zero, zero_point, (size_t)n * sizeof *zero_point);
-    lithe__quant_free(t->storage->quant);
-    t->storage->quant = q;
-    lithe__storage_touch(t->storage);
-    return LITHE_OK;
+    return quant_set(t->storage, axis, n, scale, zero_point, "lithe_tensor_set_quant_params");
+}
+
+lithe_status lithe__quant_copy(const lithe_tensor *src, lithe_tensor *dst) {
+    const lithe__quant *q = src->storage->quant;
+    if (!q || (src->dtype != LITHE_I8 && src->dtype != LITHE_U8)) return LITHE_OK;
+    if (src->offset || (size_t)src->numel * lithe_dtype_size(src->dtype) != src->storage->nbytes)
+        return lithe__fail(LITHE_ERR_INVALID_ARG, "a view of part of a quantized tensor cannot be copied with its "
+                           "quantization parameters: copy the whole tensor");
+    return quant_set(dst->storage, q->axis, q->n, q->scale, q->zero, "lithe_tensor_to_backend");
 }
 
 lithe_status lithe_tensor_quant_params(const lithe_tensor *t, int *axis, int64_t *n, const float **scale,

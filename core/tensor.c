@@ -478,6 +478,7 @@ lithe_status lithe_tensor_to_backend(const lithe_tensor *t, lithe_backend *backe
         if (s == LITHE_OK) s = lithe_tensor_write(n, host, nbytes);
         lithe__free(host);
     }
+    if (s == LITHE_OK) s = lithe__quant_copy(t, n); /* an int8 weight keeps its scales on every backend */
     if (s != LITHE_OK) {
         lithe_tensor_release(n);
         return s;

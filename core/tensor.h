@@ -54,6 +54,10 @@ void lithe__decode_row(const lithe_tensor *t, int64_t row, int64_t off, int64_t 
 /* t itself (retained) when float32, else its float32 values (a new tensor): how the exporters
  * (Thinc bytes, ONNX, TF.js) write a compact weight. */
 lithe_status lithe__as_f32(const lithe_tensor *t, lithe_tensor **out);
+/* dst (the same dtype and numel, any backend) gets src's quantization parameters, if it has any
+ * (lithe_tensor_to_backend: they live beside the storage, on the host, wherever the bytes are). A
+ * view of part of a quantized storage is refused (its per-row parameters would not line up). */
+lithe_status lithe__quant_copy(const lithe_tensor *src, lithe_tensor *dst);
 /* A quantized host tensor's float32 values (a new tensor). */
 lithe_status lithe__dequantize(const lithe_tensor *t, lithe_tensor **out);
 

@@ -352,8 +352,10 @@ LITHE_API lithe_status lithe_tensor_set_quant_params(lithe_tensor *t, int axis, 
                                                      const int32_t *zero_point);
 
 /* A new contiguous copy of t (any backend, any strides) on `backend` (NULL: the CPU, i.e. a host
- * copy — what DLPack export of a device tensor needs). Synchronises when t is on a device. The
- * caller owns the result. Statuses: LITHE_ERR_INVALID_ARG, LITHE_ERR_OOM, the backends' errors. */
+ * copy — what DLPack export of a device tensor needs). Synchronises when t is on a device. An I8 /
+ * U8 tensor's quantization parameters come along (they live on the host beside the storage, so an
+ * int8 weight moved to a device keeps its scales; a view of part of a quantized tensor is refused).
+ * The caller owns the result. Statuses: LITHE_ERR_INVALID_ARG, LITHE_ERR_OOM, the backends' errors. */
 LITHE_API lithe_status lithe_tensor_to_backend(const lithe_tensor *t, lithe_backend *backend, lithe_tensor **out);
 
 /* --- DLPack, zero-copy both ways ---------------------------------------------------------
@@ -1006,6 +1008,25 @@ LITHE_API lithe_status lithe_model_compress_weights(lithe_model *m, lithe_dtype 
  * matches no dense layer's W (nothing changes). */
 LITHE_API lithe_status lithe_model_compress_matching(lithe_model *m, lithe_dtype dtype, const char *pattern,
                                                      size_t *n_converted);
+/* Static int8 quantization with calibration (docs/quantization.md): *out is a new model, m's
+ * computation as a QDQ ONNX graph node ("onnx_graph.v1") in the form onnxruntime's quantizer writes
+ * (QuantFormat.QDQ, activations QInt8, weights QInt8 per channel): m is written as a float ONNX
+ * graph (lithe_model_save_onnx_bytes: a graph node as imported, with its current weights; a native
+ * tree lowered to Gemm and activations), run over the rows of `calib` (float32, (rows, ...) as m's
+ * input, 64 rows a forward) recording the range of the float input of every MatMul / Gemm with a
+ * constant 2-D weight and every Conv with a constant weight (MinMax: min and max over all rows,
+ * widened to hold 0); each such node then reads QuantizeLinear -> DequantizeLinear of its input
+ * (int8, scale (max - min) / 255, zero point round(-128 - min / scale)), its weight as int8 codes
+ * (symmetric, scale max|W[c]| / 127 per output channel) and its bias as int32 codes (scale s_x *
+ * s_w[c]). Loaded, the graph runs those nodes as int8 kernels on the activations' static codes
+ * (no per-row quantization at run time); the rest stays float32. *n_quantized (may be NULL): the
+ * nodes quantized. m is not changed. Statuses: LITHE_ERR_INVALID_ARG (NULL), LITHE_ERR_DTYPE
+ * (calib not float32), LITHE_ERR_SHAPE (calib empty, or not m's input shape: the forward's
+ * message), LITHE_ERR_VALUE (a NaN / infinite calibration value or activation), LITHE_ERR_NOT_FOUND
+ * (nothing to quantize), LITHE_ERR_UNSUPPORTED (a graph below opset 13; a tree that does not lower
+ * to ONNX), LITHE_ERR_OOM. */
+LITHE_API lithe_status lithe_model_quantize_static(lithe_model *m, const lithe_tensor *calib, size_t *n_quantized,
+                                                   lithe_model **out);
 /* Whether a gradient has been accumulated (Thinc: present in the param server). */
 LITHE_API bool lithe_model_has_grad(const lithe_model *m, const char *name);
 /* Borrowed. LITHE_ERR_NOT_FOUND when there is no grad. */

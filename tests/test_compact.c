@@ -261,6 +261,48 @@ static void check_layer_q8(lithe_model *relu, int64_t B, int64_t nI, int64_t nH)
 
 /* Every int8 microkernel against the scalar twin and an int64 sum, bit for bit: random and
  * extreme values (u7 127 × s8 ±127, the vpmaddubsw pair bound), every edge tile, K a multiple of 32. */
+/* lithe_tensor_to_backend keeps an int8 tensor's quantization parameters (a model moved to a
+ * device keeps its int8 weights' scales): a host copy, and a round trip through Vulkan where there
+ * is one (lavapipe in CI); a view of part of the tensor is refused. */
+static void test_to_backend_keeps_params(void **state) {
+    (void)state;
+    lithe_tensor *W = random_f32(9, 40, 0.5), *q = NULL, *copy = NULL;
+    OK(lithe_tensor_quantize(W, LITHE_I8, 0, &q));
+    const float *sc0, *sc1;
+    const int32_t *zp0, *zp1;
+    int axis;
+    int64_t n;
+    OK(lithe_tensor_quant_params(q, NULL, NULL, &sc0, &zp0));
+    OK(lithe_tensor_to_backend(q, NULL, &copy));
+    OK(lithe_tensor_quant_params(copy, &axis, &n, &sc1, &zp1));
+    assert_int_equal(axis, 0);
+    assert_int_equal(n, 9);
+    assert_memory_equal(sc0, sc1, 9 * sizeof(float));
+    assert_memory_equal(zp0, zp1, 9 * sizeof(int32_t));
+    assert_memory_equal(lithe_tensor_data(q), lithe_tensor_data(copy), 9 * 40);
+    lithe_backend *vk = NULL;
+    if (lithe_backend_get("vulkan", &vk) == LITHE_OK) {
+        lithe_tensor *on = NULL, *back = NULL;
+        OK(lithe_tensor_to_backend(q, vk, &on));
+        OK(lithe_tensor_quant_params(on, NULL, &n, &sc1, NULL));
+        assert_int_equal(n, 9);
+        OK(lithe_tensor_to_backend(on, NULL, &back));
+        OK(lithe_tensor_quant_params(back, NULL, NULL, &sc1, &zp1));
+        assert_memory_equal(sc0, sc1, 9 * sizeof(float));
+        assert_memory_equal(lithe_tensor_data(q), lithe_tensor_data(back), 9 * 40);
+        lithe_tensor_release(on);
+        lithe_tensor_release(back);
+    }
+    lithe_tensor *rows = NULL, *part = NULL;
+    OK(lithe_tensor_slice(q, 0, 2, 5, &rows));
+    assert_int_equal(lithe_tensor_to_backend(rows, NULL, &part), LITHE_ERR_INVALID_ARG);
+    assert_null(part);
+    lithe_tensor_release(rows);
+    lithe_tensor_release(copy);
+    lithe_tensor_release(q);
+    lithe_tensor_release(W);
+}
+
 static void test_q8_kernels(void **state) {
     (void)state;
     const lithe__q8_kernel *ks[] = {lithe__q8_kernel_scalar(), lithe__q8_kernel_avx2(), lithe__q8_kernel_vnni(),
@@ -633,7 +675,7 @@ static void test_hostile(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_quantize), cmocka_unit_test(test_q8_kernels), cmocka_unit_test(test_gemm), cmocka_unit_test(test_file),
+        cmocka_unit_test(test_quantize), cmocka_unit_test(test_to_backend_keeps_params), cmocka_unit_test(test_q8_kernels), cmocka_unit_test(test_gemm), cmocka_unit_test(test_file),
         cmocka_unit_test(test_frozen), cmocka_unit_test(test_compact_base_float_head),   cmocka_unit_test(test_hostile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,7 +2,9 @@
  * float models (tests/golden/qdq_models.py) against onnxruntime-node's outputs
  * (tests/golden/gen_qdq_goldens.py, which also states the tolerances and why): each model with
  * lithe's QDQ fusion off (every Q / DQ in float) and on (int8 kernels); the fused MLP / CNN results
- * must also differ from the unfused ones somewhere (gemm_q8's own rounding: the int8 path ran).
+ * must match onnxruntime's to float rounding (1e-5): the fused nodes hand gemm_q8 the activation's
+ * static codes, so its int32 sums are onnxruntime's exact ones (the dynamic per-row requantization
+ * it did before issue 24 item 3 was off by up to the generator's fused tolerance, ~0.2).
  * Then random byte changes to every graph: a result or an error, never a crash. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
@@ -72,8 +74,8 @@ static void test_goldens(void **state) {
         if (e0 > tol->v[0] || e1 > tol->v[1]) print_error("%s: outside the tolerance\n", name);
         assert_true(e0 <= tol->v[0]);
         assert_true(e1 <= tol->v[1]);
-        /* the QDQ MLPs and CNNs run int8 kernels when fused: their rounding differs from the float path's */
-        if (!strncmp(name, "mlp", 3) || !strncmp(name, "matmul", 6) || !strncmp(name, "cnn", 3)) assert_true(moved > 0);
+        /* the QDQ MLPs and CNNs run int8 kernels on static codes when fused: exact sums */
+        if (!strncmp(name, "mlp", 3) || !strncmp(name, "matmul", 6) || !strncmp(name, "cnn", 3)) assert_true(e1 <= 1e-5);
         free(plain);
         free(fused);
     }

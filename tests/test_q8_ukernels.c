@@ -112,6 +112,55 @@ static void check_gemm(const lithe__q8_kernel *k, const lithe__q8_kernel *ref) {
     }
 }
 
+/* static activations (lithe__q8_gemm_static): int8 and uint8 codes over their whole range (the
+ * extremes -128 / 127, 0 / 255 included: a u7 kernel takes them in two halves, an s8 one shifted),
+ * every kernel against the scalar kernel bit for bit and against the exact int64 sum */
+static void check_gemm_static(const lithe__q8_kernel *k, const lithe__q8_kernel *ref) {
+    const int64_t shapes[][3] = {{1, 10, 784}, {3, 7, 33}, {64, 67, 700}, {5, 128, 16}, {9, 3, 1}};
+    for (int sgn = 0; sgn < 2; sgn++)
+        for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+            const int64_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+            uint8_t *A = malloc((size_t)(M * K));
+            float *b = malloc((size_t)N * sizeof *b), *sw = malloc((size_t)N * sizeof *sw);
+            float *Y = malloc((size_t)(M * N) * sizeof *Y), *Yr = malloc((size_t)(M * N) * sizeof *Yr);
+            int8_t *W = malloc((size_t)(N * K));
+            int32_t *wsum = malloc((size_t)N * sizeof *wsum);
+            for (int64_t i = 0; i < M * K; i++) A[i] = (uint8_t)(s == 3 ? (next() % 2 ? 0x7f : 0x80) : s == 4 ? 0xff : next() % 256);
+            for (int64_t i = 0; i < N * K; i++) W[i] = (int8_t)(s == 3 || s == 4 ? (next() % 2 ? 127 : -127) : (int)(next() % 255) - 127);
+            for (int64_t j = 0; j < N; j++) b[j] = (float)(next() % 100) / 100.0f, sw[j] = 0.001f * (float)(1 + next() % 10);
+            const float sa = 0.0123f;
+            const int32_t za = sgn ? (int32_t)(next() % 256) - 128 : (int32_t)(next() % 256);
+            CHECK(lithe__q8_row_sums(N, K, W, K, wsum), "row sums");
+            int rc = lithe__q8_gemm_static(k, false, M, N, K, A, sgn, K, sa, za, W, K, wsum, sw, N, b, NULL, NULL, NULL, Y, N);
+            int rr = lithe__q8_gemm_static(ref, false, M, N, K, A, sgn, K, sa, za, W, K, wsum, sw, N, b, NULL, NULL, NULL, Yr, N);
+            CHECK(rc == 0 && rr == 0, "%s static gemm: rc %d / %d", k->isa, rc, rr);
+            for (int64_t i = 0; i < M; i++)
+                for (int64_t j = 0; j < N; j++) {
+                    int64_t acc = 0;
+                    for (int64_t kk = 0; kk < K; kk++)
+                        acc += ((sgn ? (int64_t)(int8_t)A[i * K + kk] : (int64_t)A[i * K + kk]) - za) * W[j * K + kk];
+                    double want = (double)acc * sa * sw[j] + b[j];
+                    CHECK(fabs(Y[i * N + j] - want) <= 1e-6 * (fabs(want) + fabs((double)acc * sa * sw[j])) + 1e-6,
+                          "%s static gemm %s %lldx%lldx%lld: Y[%lld][%lld] %.9g, want %.9g", k->isa, sgn ? "s8" : "u8",
+                          (long long)M, (long long)N, (long long)K, (long long)i, (long long)j, Y[i * N + j], want);
+                    CHECK(memcmp(&Y[i * N + j], &Yr[i * N + j], sizeof(float)) == 0, "%s static gemm: Y[%lld][%lld] %.9g, scalar %.9g",
+                          k->isa, (long long)i, (long long)j, Y[i * N + j], Yr[i * N + j]);
+                }
+            free(A), free(b), free(sw), free(Y), free(Yr), free(W), free(wsum);
+        }
+}
+
+/* a tile that reads a as s8 (what NEON's smull / sdot do), to run the static path's s8 shift on every host */
+static void tile_s8(size_t mr, size_t nr, size_t kw, const uint8_t *a, size_t lda, const int8_t *w, size_t ldw, int32_t *acc) {
+    for (size_t i = 0; i < mr; i++)
+        for (size_t j = 0; j < nr; j++) {
+            int32_t t = 0;
+            for (size_t kk = 0; kk < kw; kk++) t += (int32_t)(int8_t)a[i * lda + kk] * w[j * ldw + kk];
+            acc[i * LITHE__Q8_NR + j] = t;
+        }
+}
+static const lithe__q8_kernel s8_kernel = {"s8 (test)", tile_s8, LITHE__Q8_A_S8};
+
 static double now_ms(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -161,7 +210,9 @@ int main(int argc, char **argv) {
         printf("q8_ukernels: %s%s\n", ks[i]->isa, ks[i] == best ? ", the default" : "");
         check_tiles(ks[i]);
         check_gemm(ks[i], ks[0]);
+        check_gemm_static(ks[i], ks[0]);
     }
+    if (ks[0]) check_gemm_static(&s8_kernel, ks[0]);
     CHECK(n >= 1 && best, "no int8 kernel (best %s)", best ? best->isa : "none");
 #if defined(__wasm_simd128__) || defined(__aarch64__) || defined(__x86_64__)
     CHECK(n >= 2, "only the scalar int8 kernel on a SIMD target");

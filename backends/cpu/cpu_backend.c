@@ -112,9 +112,25 @@ static lithe_status cpu_gemm_bias_act(lithe_backend *be, bool tA, bool tB, const
     return LITHE_OK;
 }
 
+/* gemm_q8 with A static codes where no int8 kernel takes them: A decoded, the float GEMM */
+static lithe_status gemm_q8_decoded(lithe_backend *be, const lithe_tensor *A, const lithe_tensor *W, const lithe_tensor *b,
+                                    const lithe__act *a, lithe_tensor *Z, lithe_tensor *Y) {
+    lithe_tensor *Af = NULL;
+    LITHE__TRY(lithe__dequantize(A, &Af));
+    lithe_status s = cpu_gemm_bias_act(be, false, true, Af, W, b, a, Z, Y);
+    lithe_tensor_release(Af);
+    return s;
+}
+
 static lithe_status cpu_gemm_q8(lithe_backend *be, const lithe_tensor *A, const lithe_tensor *W, const lithe_tensor *b,
                                 const lithe__act *a, lithe_tensor *Z, lithe_tensor *Y) {
+    /* A float32 (dynamic: quantized per row here), or int8 / uint8 codes with one scale and zero
+     * point (static: calibrated ahead, lithe_model_quantize_static) */
+    const lithe__quant *qa = A->dtype != LITHE_F32 ? A->storage->quant : NULL;
+    if (A->dtype != LITHE_F32 && (!qa || qa->n != 1 || (A->dtype != LITHE_I8 && A->dtype != LITHE_U8)))
+        return lithe__fail(LITHE_ERR_DTYPE, "gemm_q8: A must be float32, or int8 / uint8 codes with one scale and zero point");
 #if defined(__wasm__) && !defined(__wasm_simd128__) /* no int8 kernel there (qgemm.c): the float GEMM, W decoded while packed */
+    if (qa) return gemm_q8_decoded(be, A, W, b, a, Z, Y);
     return cpu_gemm_bias_act(be, false, true, A, W, b, a, Z, Y);
 #else
     int64_t M = Y->shape[0], N = Y->shape[1], K = A->shape[1];
@@ -129,13 +145,17 @@ static lithe_status cpu_gemm_q8(lithe_backend *be, const lithe_tensor *A, const 
         q->wsum_ok = lithe__q8_row_sums(N, K, (const int8_t *)lithe__tdata(W), K, ws);
         q->wsum_version = W->storage->version;
     }
-    int rc = sym && q->wsum_ok
-                 ? lithe__q8_gemm(NULL, true, M, N, K, F(A), A->strides[0], (const int8_t *)lithe__tdata(W), K, q->wsum,
-                                  q->scale, q->n, b ? F(b) : NULL, a, lithe__simd()->act, Z ? F(Z) : NULL, F(Y),
-                                  Y->strides[0])
-                 : 1;
+    int rc = !sym || !q->wsum_ok ? 1
+             : qa ? lithe__q8_gemm_static(NULL, true, M, N, K, (const uint8_t *)lithe__tdata(A), A->dtype == LITHE_I8,
+                                          A->strides[0], qa->scale[0], qa->zero[0], (const int8_t *)lithe__tdata(W), K,
+                                          q->wsum, q->scale, q->n, b ? F(b) : NULL, a, lithe__simd()->act,
+                                          Z ? F(Z) : NULL, F(Y), Y->strides[0])
+                  : lithe__q8_gemm(NULL, true, M, N, K, F(A), A->strides[0], (const int8_t *)lithe__tdata(W), K, q->wsum,
+                                   q->scale, q->n, b ? F(b) : NULL, a, lithe__simd()->act, Z ? F(Z) : NULL, F(Y),
+                                   Y->strides[0]);
     if (rc < 0) return lithe__oom("int8 gemm workspace", (size_t)(M * (K + 32) + 8 * M));
     if (rc == 0) return LITHE_OK;
+    if (qa) return gemm_q8_decoded(be, A, W, b, a, Z, Y);
     return cpu_gemm_bias_act(be, false, true, A, W, b, a, Z, Y); /* W decoded while packed */
 #endif
 }

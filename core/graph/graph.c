@@ -394,6 +394,7 @@ static lithe_status graph_forward(lithe_model *m, const lithe_value *X, bool is_
             needs = needs || (sl >= 0 && x->needs[sl]);
         }
         if (s != LITHE_OK) break;
+        if (g->calib) g->calib->observe(g->calib, g, i, in);
         double t0 = g->profile ? lithe__graph_prof_now() : 0.0;
         s = g->node_op[i]->forward(x, i, in, g->node_nin[i], out, g->node_nout[i], &x->saved[2 * i]);
         if (g->profile) {

@@ -87,6 +87,14 @@ typedef struct lithe__gwin {
 
 #define LITHE__GRAPH_PLANS 4 /* input signatures kept; the least recently used goes first */
 
+/* Calibration (issue 24 item 3, core/graph/quantize_static.c): while a graph's calib is set, each
+ * run hands observe every node's inputs before the node runs (called through the pointer, so the
+ * executor links nothing of it: the npm package keeps calibration in its importer module). */
+typedef struct lithe__gcalib lithe__gcalib;
+struct lithe__gcalib {
+    void (*observe)(lithe__gcalib *c, const lithe__graph *g, size_t node, lithe_tensor *const *in);
+};
+
 struct lithe__graph {
     lithe__onnx_model onnx;
     size_t n_slots;
@@ -112,6 +120,7 @@ struct lithe__graph {
     bool profile;
     double *prof_sum, *prof_min; /* per node, seconds */
     uint64_t *prof_n;
+    lithe__gcalib *calib; /* NULL but while lithe_model_quantize_static calibrates */
 };
 
 /* Whether node i is skipped at run time: its outputs were folded to constants at load, or a fused

@@ -245,18 +245,12 @@ static void t_gemm_q8(void) {
             int32_t *zp = calloc((size_t)N, sizeof(int32_t));
             for (int64_t i = 0; i < N; i++) sc[i] = (float)(0.001 + 0.02 * uni()), zp[i] = v == 2 ? (int32_t)(i % 5) - 2 : 0;
             int64_t ws[2] = {N, K}, nq = v == 1 ? 1 : N;
-            pair W = pair_new(LITHE_I8, 2, ws, q);
+            /* W on the CPU with its parameters, then moved: lithe_tensor_to_backend carries them */
+            pair W = {NULL, NULL};
+            OK(lithe_tensor_from_data(LITHE_I8, 2, ws, q, &W.c));
             free(q);
             OK(lithe_tensor_set_quant_params(W.c, v == 1 ? -1 : 0, nq, sc, zp));
-            /* the WebGPU tensor carries the same parameters (host-side, beside its device bytes) */
-            lithe__quant *qq = lithe__calloc(1, sizeof *qq);
-            qq->axis = v == 1 ? -1 : 0;
-            qq->n = nq;
-            qq->scale = lithe__calloc((size_t)nq, sizeof(float));
-            qq->zero = lithe__calloc((size_t)nq, sizeof(int32_t));
-            memcpy(qq->scale, sc, (size_t)nq * sizeof(float));
-            memcpy(qq->zero, zp, (size_t)nq * sizeof(int32_t));
-            W.v->storage->quant = qq;
+            OK(lithe_tensor_to_backend(W.c, dev, &W.v));
             free(sc);
             free(zp);
             pair A = pair_rand(2, (int64_t[]){M, K}, -1, 1), b = pair_rand(1, &N, -1, 1),

@@ -23,6 +23,15 @@ int lithe__q8_gemm(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64
     (void)n_scales, (void)bias, (void)act, (void)act_fn, (void)Z, (void)Y, (void)ldy;
     return 1;
 }
+int lithe__q8_gemm_static(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K,
+                          const uint8_t *A, bool a_signed, int64_t lda, float sa, int32_t za, const int8_t *W,
+                          int64_t ldw, const int32_t *wsum, const float *sw, int64_t n_scales, const float *bias,
+                          const lithe__act *act, lithe__act_fn act_fn, float *Z, float *Y, int64_t ldy) {
+    (void)k, (void)use_threads, (void)M, (void)N, (void)K, (void)A, (void)a_signed, (void)lda, (void)sa, (void)za;
+    (void)W, (void)ldw, (void)wsum, (void)sw, (void)n_scales, (void)bias, (void)act, (void)act_fn, (void)Z, (void)Y;
+    (void)ldy;
+    return 1;
+}
 #else
 #if !defined(LITHE_SIMD_ONLY) /* the npm SIMD128 module: no LITHE_CPU_ISA to pick the scalar kernel by */
 static void tile_scalar(size_t mr, size_t nr, size_t kw, const uint8_t *a, size_t lda, const int8_t *w, size_t ldw,
@@ -35,7 +44,7 @@ static void tile_scalar(size_t mr, size_t nr, size_t kw, const uint8_t *a, size_
         }
 }
 
-static const lithe__q8_kernel scalar_kernel = {"scalar", tile_scalar};
+static const lithe__q8_kernel scalar_kernel = {"scalar", tile_scalar, LITHE__Q8_A_U8};
 const lithe__q8_kernel *lithe__q8_kernel_scalar(void) { return &scalar_kernel; }
 #else
 const lithe__q8_kernel *lithe__q8_kernel_scalar(void) { return NULL; }
@@ -57,6 +66,7 @@ typedef struct q8_job {
     const lithe__q8_kernel *k;
     int64_t M, N, K, Kp;
     const uint8_t *qa; /* M rows of Kp */
+    const uint8_t *qa2; /* static codes on a u7 kernel: qa holds code >> 1, qa2 code & 1 (NULL otherwise) */
     const float *sa;
     const int32_t *za;
     const int8_t *W;
@@ -82,6 +92,12 @@ static void q8_task(void *ctx, int64_t begin, int64_t end) {
             size_t mr = (size_t)(jb->M - i < LITHE__Q8_MR ? jb->M - i : LITHE__Q8_MR);
             int32_t acc[LITHE__Q8_MR * LITHE__Q8_NR] = {0};
             jb->k->tile(mr, nr, (size_t)jb->K, jb->qa + i * jb->Kp, (size_t)jb->Kp, jb->W + j * jb->ldw, (size_t)jb->ldw, acc);
+            if (jb->qa2) { /* Σ c·w = 2 Σ (c >> 1)·w + Σ (c & 1)·w */
+                int32_t lo[LITHE__Q8_MR * LITHE__Q8_NR] = {0};
+                jb->k->tile(mr, nr, (size_t)jb->K, jb->qa2 + i * jb->Kp, (size_t)jb->Kp, jb->W + j * jb->ldw,
+                            (size_t)jb->ldw, lo);
+                for (size_t t = 0; t < LITHE__Q8_MR * LITHE__Q8_NR; t++) acc[t] = 2 * acc[t] + lo[t];
+            }
             for (size_t ii = 0; ii < mr; ii++)
                 for (size_t jj = 0; jj < nr; jj++) {
                     int64_t r = i + (int64_t)ii, c = j + (int64_t)jj;
@@ -94,6 +110,13 @@ static void q8_task(void *ctx, int64_t begin, int64_t end) {
     }
     if (jb->act)
         for (int64_t r = 0; r < jb->M; r++) jb->act_fn(jb->act, j1 - j0, pre + r * jb->ldy + j0, jb->Y + r * jb->ldy + j0);
+}
+
+static void run_jobs(q8_job *jb, bool use_threads) {
+    int64_t blocks = (jb->N + LITHE__Q8_NR - 1) / LITHE__Q8_NR;
+    double ops = 2.0 * (double)jb->M * (double)jb->N * (double)jb->K;
+    lithe__pool *pool = use_threads && ops >= 2e6 ? lithe__cpu_pool() : NULL;
+    lithe__pool_for(pool, blocks, 8, q8_task, jb);
 }
 
 bool lithe__q8_row_sums(int64_t N, int64_t K, const int8_t *W, int64_t ldw, int32_t *wsum) {
@@ -149,15 +172,66 @@ int lithe__q8_gemm(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64
         memset(q + K, 0, (size_t)(Kp - K));
     }
     if (rc == 0) {
-        q8_job jb = {k, M, N, K, Kp, qa, sa, za, W, ldw, wsum, sw, n_scales, bias, act, act_fn, Z, Y, ldy};
-        int64_t blocks = (N + LITHE__Q8_NR - 1) / LITHE__Q8_NR;
-        double ops = 2.0 * (double)M * (double)N * (double)K;
-        lithe__pool *pool = use_threads && ops >= 2e6 ? lithe__cpu_pool() : NULL;
-        lithe__pool_for(pool, blocks, 8, q8_task, &jb);
+        q8_job jb = {k, M, N, K, Kp, qa, NULL, sa, za, W, ldw, wsum, sw, n_scales, bias, act, act_fn, Z, Y, ldy};
+        run_jobs(&jb, use_threads);
     }
     lithe__free(qa);
     lithe__free(sa);
     lithe__free(za);
     return rc;
+}
+
+int lithe__q8_gemm_static(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K,
+                          const uint8_t *A, bool a_signed, int64_t lda, float sa, int32_t za, const int8_t *W,
+                          int64_t ldw, const int32_t *wsum, const float *sw, int64_t n_scales, const float *bias,
+                          const lithe__act *act, lithe__act_fn act_fn, float *Z, float *Y, int64_t ldy) {
+    if (K > 32768) return 1; /* 8-bit codes: acc and za * wsum each below 255 * 127 * K < 2^30 */
+    if (!k) k = lithe__q8_kernel_best();
+    if (!k) return 1;
+    if (M <= 0 || N <= 0) return 0;
+    const int64_t Kp = (K + 63) / 64 * 64;
+    const bool split = k->a_codes == LITHE__Q8_A_U7;
+    uint8_t *qa = lithe__malloc((size_t)(M * Kp > 0 ? M * Kp : 1) * (split ? 2 : 1));
+    float *sv = lithe__malloc((size_t)M * sizeof *sv);
+    int32_t *zv = lithe__malloc((size_t)M * sizeof *zv);
+    if (!qa || !sv || !zv) {
+        lithe__free(qa);
+        lithe__free(sv);
+        lithe__free(zv);
+        return -1;
+    }
+    /* the codes as u = code - lo in [0, 255] (lo -128 for int8), zero point za - lo; then what the
+     * kernel reads: u (U8), u - 128 as s8 (S8), or u >> 1 and u & 1 (U7) */
+    const int32_t lo = a_signed ? -128 : 0, zu = za - lo;
+    const uint8_t flip = a_signed ? 0x80 : 0; /* int8 code c: (uint8_t)c ^ 0x80 == c + 128 */
+    uint8_t *qa2 = split ? qa + M * Kp : NULL;
+    for (int64_t i = 0; i < M; i++) {
+        const uint8_t *x = A + i * lda;
+        uint8_t *q = qa + i * Kp;
+        sv[i] = sa;
+        if (k->a_codes == LITHE__Q8_A_U8) {
+            for (int64_t kk = 0; kk < K; kk++) q[kk] = x[kk] ^ flip;
+            zv[i] = zu;
+        } else if (k->a_codes == LITHE__Q8_A_S8) {
+            for (int64_t kk = 0; kk < K; kk++) q[kk] = x[kk] ^ flip ^ 0x80; /* (u - 128) as s8 */
+            zv[i] = zu - 128;
+        } else {
+            uint8_t *q2 = qa2 + i * Kp;
+            for (int64_t kk = 0; kk < K; kk++) {
+                uint8_t u = x[kk] ^ flip;
+                q[kk] = u >> 1;
+                q2[kk] = u & 1;
+            }
+            memset(q2 + K, 0, (size_t)(Kp - K));
+            zv[i] = zu;
+        }
+        memset(q + K, 0, (size_t)(Kp - K)); /* past K: every kernel's code 0 (the S8 zero point's shift is in zv) */
+    }
+    q8_job jb = {k, M, N, K, Kp, qa, qa2, sv, zv, W, ldw, wsum, sw, n_scales, bias, act, act_fn, Z, Y, ldy};
+    run_jobs(&jb, use_threads);
+    lithe__free(qa);
+    lithe__free(sv);
+    lithe__free(zv);
+    return 0;
 }
 #endif

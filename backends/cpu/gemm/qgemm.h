@@ -22,9 +22,16 @@ enum { LITHE__Q8_MR = 4, LITHE__Q8_NR = 2, LITHE__Q8_KC = 32 };
  * through a zeroed copy). */
 typedef void (*lithe__q8_tile_fn)(size_t mr, size_t nr, size_t kw, const uint8_t *a, size_t lda, const int8_t *w,
                                   size_t ldw, int32_t *acc);
+/* How a kernel reads a's bytes exactly: u7 codes only (0, the default: AVX2's vpmaddubsw sums a
+ * pair into int16; relaxed SIMD's i7 operand), any u8 (scalar, VNNI, SIMD128's widening), or s8
+ * (NEON's smull / sdot). The dynamic path writes u7 codes, which every kernel reads; static
+ * activations (8-bit codes, lithe__q8_gemm_static) are shifted to s8 for an S8 kernel and split
+ * in two u7 halves for a U7 one. */
+enum { LITHE__Q8_A_U7 = 0, LITHE__Q8_A_U8 = 1, LITHE__Q8_A_S8 = 2 };
 typedef struct lithe__q8_kernel {
     const char *isa;
     lithe__q8_tile_fn tile;
+    int a_codes; /* LITHE__Q8_A_* */
 } lithe__q8_kernel;
 const lithe__q8_kernel *lithe__q8_kernel_scalar(void);
 const lithe__q8_kernel *lithe__q8_kernel_avx2(void); /* NULL where the CPU (or the build) lacks AVX2 */
@@ -49,4 +56,12 @@ int lithe__q8_gemm(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64
                    int64_t lda, const int8_t *W, int64_t ldw, const int32_t *wsum, const float *sw, int64_t n_scales,
                    const float *bias,
                    const lithe__act *act, lithe__act_fn act_fn, float *Z, float *Y, int64_t ldy);
+/* The same with static activations (issue 24 item 3): A (M, K) given as 8-bit codes at row stride
+ * lda (int8 when a_signed, else uint8) whose value is sa * (code - za), one scale and zero point
+ * for the whole tensor (calibrated ahead: no per-row quantization here). Every kernel's int32 sums
+ * stay exact (see a_codes). Returns as lithe__q8_gemm. */
+int lithe__q8_gemm_static(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K,
+                          const uint8_t *A, bool a_signed, int64_t lda, float sa, int32_t za, const int8_t *W,
+                          int64_t ldw, const int32_t *wsum, const float *sw, int64_t n_scales, const float *bias,
+                          const lithe__act *act, lithe__act_fn act_fn, float *Z, float *Y, int64_t ldy);
 #endif

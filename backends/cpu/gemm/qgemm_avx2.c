@@ -59,7 +59,7 @@ static void tile_avx2(size_t mr, size_t nr, size_t kw, const uint8_t *a, size_t 
         }
 }
 
-static const lithe__q8_kernel avx2_kernel = {"avx2", tile_avx2};
+static const lithe__q8_kernel avx2_kernel = {"avx2", tile_avx2, LITHE__Q8_A_U7};
 const lithe__q8_kernel *lithe__q8_kernel_avx2(void) {
     return __builtin_cpu_supports("avx2") ? &avx2_kernel : NULL;
 }

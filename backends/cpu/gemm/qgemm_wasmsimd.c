@@ -20,12 +20,14 @@
 
 #if defined(__wasm_relaxed_simd__)
 #define ISA "wasmrelaxed"
+#define A_CODES LITHE__Q8_A_U7 /* the i7 operand */
 /* c + Σ4 w[k] * a[k] per lane (w: s8, a: u7 codes); written as f32x4.fms, rewritten after the link */
 #define DOT(c, a, w) c = (v128_t)__builtin_wasm_fms_f32x4((__f32x4)(w), (__f32x4)(a), (__f32x4)(c))
 #define LOAD_A(p) wasm_v128_load(p)
 #define LOAD_W(p) wasm_v128_load(p)
 #else
 #define ISA "wasmsimd"
+#define A_CODES LITHE__Q8_A_U8 /* a widened by load8x8_u */
 /* the 16 bytes as two i16x8 halves, .l and .h */
 typedef struct half2 {
     v128_t l, h;
@@ -114,7 +116,7 @@ static void tile_wasm(size_t mr, size_t nr, size_t kw, const uint8_t *a, size_t 
     }
 }
 
-static const lithe__q8_kernel wasm_kernel = {ISA, tile_wasm};
+static const lithe__q8_kernel wasm_kernel = {ISA, tile_wasm, A_CODES};
 const lithe__q8_kernel *lithe__q8_kernel_wasmsimd(void) { return &wasm_kernel; }
 #else
 const lithe__q8_kernel *lithe__q8_kernel_wasmsimd(void) { return 0; }

@@ -76,6 +76,8 @@ typedef struct lithe__importers {
                                lithe_train_memory *out);
     lithe_status (*set_memory_budget)(lithe_model *m, size_t bytes, const lithe_optimizer *opt);
     lithe_status (*budget_check)(lithe_model *m, const lithe_value *X);
+    /* Static int8 quantization with calibration (core/graph/quantize_static.c, issue 24 item 3) */
+    lithe_status (*quantize_static)(lithe_model *m, const lithe_tensor *calib, size_t *n_quantized, lithe_model **out);
 } lithe__importers;
 void lithe__importers_set(const lithe__importers *h);
 bool lithe__importers_wanted(void); /* a call since the last query needed the missing module */

@@ -156,6 +156,15 @@ lithe_status lithe_model_compress_matching(lithe_model *m, lithe_dtype dtype, co
     return hooks ? hooks->compress_matching(m, dtype, pattern, n_converted) : absent("lithe_model_compress_weights");
 }
 
+/* Static quantization (core/graph/quantize_static.c, in the importers' module with the graph it
+ * rewrites; src/index.js's quantizeStatic links it and retries). */
+lithe_status lithe_model_quantize_static(lithe_model *m, const lithe_tensor *calib, size_t *n_quantized,
+                                         lithe_model **out) {
+    if (out) *out = NULL;
+    if (n_quantized) *n_quantized = 0;
+    return hooks ? hooks->quantize_static(m, calib, n_quantized, out) : absent("lithe_model_quantize_static");
+}
+
 lithe_status lithe_model_to_thinc_bytes(lithe_model *m, uint8_t **out, size_t *len) {
     if (out) *out = NULL;
     if (len) *len = 0;

@@ -170,6 +170,8 @@ export declare class Model extends Handle {
   /** The model as .lithe bytes (with the optimizer's state when one is given). */
   /** The dense layers' W stored compact (int8 per-row, float16, bfloat16; float32 turns them back); returns how many changed. */
   compressWeights(dtype?: 'int8' | 'float16' | 'bfloat16' | 'float32'): number;
+  /** Static int8 quantization calibrated on the rows of x (lithe_model_quantize_static): a new model, a QDQ graph. */
+  quantizeStatic(x: Float32Array, shape: number[]): Model & { quantizedNodes: number };
   /** LoRA adapters on the weights matching the glob `pattern` (all dense / Gemm / MatMul / Conv
    * weights when omitted), the rest frozen; returns how many weights carry one. */
   addLora(options?: { pattern?: string; rank?: number; alpha?: number; seed?: number }): number;

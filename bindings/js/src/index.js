@@ -635,6 +635,26 @@ export class Model extends Handle {
     this.#prepared = false; // new W tensors: prepare again
     return r.readU32(r.outPtr(0));
   }
+  // Static int8 quantization with calibration (lithe_model_quantize_static, docs/onnx.md
+  // "Static quantization"): this model run over the calibration rows x (a Float32Array with its
+  // shape, as predict takes, rows along axis 0) to record each MatMul / Gemm / Conv input's range,
+  // then a NEW model: the same computation as a QDQ graph (int8 per-channel weights, int8
+  // activations with static scales, int32 biases: onnxruntime's QDQ format) whose dense and conv
+  // nodes run on the int8 kernels. This model is unchanged. Its .quantizedNodes: how many.
+  quantizeStatic(x, shape) {
+    const r = need();
+    const xp = toC(asTensor(x, shape));
+    try {
+      // (in the importer module: linked here first if no load has linked it yet)
+      r.check(runLoader(() => r.lithe_model_quantize_static(this.ptr, xp, r.outPtr(1), r.outPtr(0)), true));
+    } finally {
+      r.lithe_tensor_release(xp);
+    }
+    const n = r.readU32(r.outPtr(1));
+    const m = new Model(r.readU32(r.outPtr(0)), 'lithe_model_free');
+    m.quantizedNodes = n;
+    return m;
+  }
   // LoRA adapters (lithe_model_add_lora, docs/api.md): Y = X·Wᵀ + (alpha / rank) (X·Aᵀ)·Bᵀ on every
   // dense layer's W (matched by param name, "W", or "<node name>/W") and imported graph's Gemm / MatMul / Conv weight
   // (initializer names) matching the glob `pattern` (omitted: all), the rest of the model frozen:

@@ -10,10 +10,10 @@
  *                  into a float scratch per run and run the conv2d primitive
  *   fused:FakeQuant a Q -> DQ pair no int8 kernel absorbed (around Add, pooling, ...): one float pass
  *
- * gemm_q8 quantizes the rounded activation again per row (7-bit codes, its dynamic quantization:
- * qgemm.h), so a fused result differs from onnxruntime's exact int32 sums by at most half of that
- * row step times Σ|w| per output (tests/golden/gen_qdq_goldens.py computes the bound). Backends
- * without gemm_q8 (Vulkan, CUDA) get the weight decoded to float. Forward only. */
+ * On the CPU the activation goes to gemm_q8 as its QuantizeLinear's codes (int8 / uint8 with the
+ * pair's one scale and zero point: static quantization, issue 24 item 3 — the int32 sums are
+ * onnxruntime's exact ones, no per-row requantization). Backends without gemm_q8 (Vulkan, CUDA)
+ * get the activation rounded in float and the weight decoded to float. Forward only. */
 #include "ops.h"
 
 /* (clamp(rint(x / s) + z, lo, hi) - z) * s, as QuantizeLinear then DequantizeLinear compute it: x / s
@@ -47,6 +47,32 @@ static lithe_status fake_quant(lithe__gexec *x, const lithe__gfuse *f, lithe_ten
     }
     s = lithe_tensor_to_backend(Y, x->be, out);
     lithe_tensor_release(Y);
+    return s;
+}
+
+/* QuantizeLinear's codes of X[0..n) (clamp(rint(x / s) + z, q_min, q_max); NaN to q_min), as int8
+ * or uint8 bytes */
+static void quant_codes(const lithe__gfuse *f, const float *X, int64_t n, uint8_t *Y) {
+    const float s = f->q_scale, lo = (float)(f->q_min - f->q_zero), hi = (float)(f->q_max - f->q_zero);
+    const float magic = 12582912.0f, z = (float)f->q_zero;
+    for (int64_t i = 0; i < n; i++) {
+        float t = X[i] / s;
+        t = t > hi ? hi : t;
+        t = t >= lo ? t : lo;
+        Y[i] = (uint8_t)(int32_t)(((t + magic) - magic) + z);
+    }
+}
+
+/* A host tensor of X's codes with the pair's quantization parameters (what gemm_q8 reads as static
+ * activations), shaped (rows, cols) */
+static lithe_status codes_of(const lithe__gfuse *f, const float *X, int64_t rows, int64_t cols, lithe_tensor **out) {
+    lithe_dtype dt = f->q_min < 0 ? LITHE_I8 : LITHE_U8;
+    lithe_tensor *t = NULL;
+    LITHE__TRY(lithe__tensor_alloc(lithe__backend_host(), dt, 2, (int64_t[]){rows, cols}, false, &t));
+    quant_codes(f, X, rows * cols, (uint8_t *)lithe__tdata(t));
+    lithe_status s = lithe_tensor_set_quant_params(t, -1, 1, &f->q_scale, &f->q_zero);
+    if (s != LITHE_OK) lithe_tensor_release(t);
+    else *out = t;
     return s;
 }
 
@@ -98,12 +124,18 @@ FWD(f_fused_qlinear) {
     LITHE__TRY(new_f32(x, X->ndim, shape, false, &out[0]));
     lithe_tensor *Xq = NULL, *A2 = NULL, *Y2 = NULL, *Wf = NULL;
     const lithe__act *act = f->has_act ? &f->act : NULL;
-    lithe_status s = fake_quant(x, f, X, &Xq);
-    if (s == LITHE_OK) s = as_rows(Xq, R, K, &A2);
-    if (s == LITHE_OK) s = as_rows(out[0], R, N, &Y2);
-    if (s == LITHE_OK && x->be->host_memory) s = lithe__op_gemm_q8(x->be, A2, W, b, act, NULL, Y2);
-    else if (s == LITHE_OK) {
-        s = decoded(x, W, &Wf);
+    lithe_status s = as_rows(out[0], R, N, &Y2);
+    if (s == LITHE_OK && x->be->host_memory) { /* static: the codes */
+        lithe_tensor *hx = NULL;
+        const float *xs = NULL;
+        s = host_f32(X, &hx, &xs);
+        if (s == LITHE_OK) s = codes_of(f, xs, R, K, &A2);
+        if (s == LITHE_OK) s = lithe__op_gemm_q8(x->be, A2, W, b, act, NULL, Y2);
+        lithe_tensor_release(hx);
+    } else if (s == LITHE_OK) {
+        s = fake_quant(x, f, X, &Xq);
+        if (s == LITHE_OK) s = as_rows(Xq, R, K, &A2);
+        if (s == LITHE_OK) s = decoded(x, W, &Wf);
         if (s == LITHE_OK) s = lithe__op_gemm_bias_act(x->be, false, true, A2, Wf, b, act, NULL, Y2);
     }
     lithe_tensor_release(Xq);
@@ -138,17 +170,20 @@ static void im2col(const lithe__conv2d *g, const float *X, float *cols) {
         }
 }
 
-/* group 1 on the host: per image, Yᵀ (OH * OW, M) = act(cols · dequant(W (M, K))ᵀ + b), then Y (M, OH * OW) */
-static lithe_status qconv_gemm(lithe__gexec *x, const lithe__conv2d *g, lithe_tensor *Xq, lithe_tensor *W,
-                               lithe_tensor *b, const lithe__act *act, lithe_tensor *Y) {
+/* group 1 on the host: per image, Yᵀ (OH * OW, M) = act(codes(cols) · dequant(W (M, K))ᵀ + b), then
+ * Y (M, OH * OW); the window's padding is 0.0, whose code is the zero point */
+static lithe_status qconv_gemm(lithe__gexec *x, const lithe__gfuse *f, const lithe__conv2d *g, const float *X,
+                               lithe_tensor *W, lithe_tensor *b, const lithe__act *act, lithe_tensor *Y) {
     int64_t K = g->C * g->KH * g->KW, P = g->OH * g->OW;
-    lithe_tensor *cols = NULL, *Yt = NULL, *W2 = NULL;
+    lithe_tensor *cols = NULL, *Yt = NULL, *W2 = NULL, *C8 = NULL;
     lithe_status s = new_f32(x, 2, (int64_t[]){P, K}, false, &cols);
     if (s == LITHE_OK) s = new_f32(x, 2, (int64_t[]){P, g->M}, false, &Yt);
     if (s == LITHE_OK) s = lithe_tensor_reshape(W, 2, (int64_t[]){g->M, K}, &W2);
+    if (s == LITHE_OK) s = codes_of(f, lithe__f32(cols), P, K, &C8); /* its buffer, refilled per image */
     for (int64_t n = 0; s == LITHE_OK && n < g->N; n++) {
-        im2col(g, lithe__f32(Xq) + n * g->C * g->H * g->W, lithe__f32(cols));
-        s = lithe__op_gemm_q8(x->be, cols, W2, b, act, NULL, Yt);
+        im2col(g, X + n * g->C * g->H * g->W, lithe__f32(cols));
+        quant_codes(f, lithe__f32(cols), P * K, (uint8_t *)lithe__tdata(C8));
+        s = lithe__op_gemm_q8(x->be, C8, W2, b, act, NULL, Yt);
         const float *t = lithe__f32(Yt);
         float *y = lithe__f32(Y) + n * g->M * P;
         for (int64_t p = 0; s == LITHE_OK && p < P; p++)
@@ -157,6 +192,7 @@ static lithe_status qconv_gemm(lithe__gexec *x, const lithe__conv2d *g, lithe_te
     lithe_tensor_release(cols);
     lithe_tensor_release(Yt);
     lithe_tensor_release(W2);
+    lithe_tensor_release(C8);
     return s;
 }
 
@@ -176,10 +212,16 @@ FWD(f_fused_qconv) {
     LITHE__TRY(new_f32(x, X->ndim, shape, false, &out[0]));
     const lithe__act *act = f->has_act ? &f->act : NULL;
     lithe_tensor *Xq = NULL, *Wf = NULL, *X4 = NULL, *W4 = NULL, *Y4 = NULL;
-    lithe_status s = fake_quant(x, f, X, &Xq);
-    if (s == LITHE_OK && g.group == 1 && x->be->host_memory) s = qconv_gemm(x, &g, Xq, W, b, act, out[0]);
-    else if (s == LITHE_OK) { /* depthwise, grouped, or no gemm_q8: the weight decoded (a scratch per run) */
-        s = decoded(x, W, &Wf);
+    lithe_status s = LITHE_OK;
+    if (g.group == 1 && x->be->host_memory) {
+        lithe_tensor *hx = NULL;
+        const float *xs = NULL;
+        s = host_f32(X, &hx, &xs);
+        if (s == LITHE_OK) s = qconv_gemm(x, f, &g, xs, W, b, act, out[0]);
+        lithe_tensor_release(hx);
+    } else { /* depthwise, grouped, or no gemm_q8: the weight decoded (a scratch per run) */
+        s = fake_quant(x, f, X, &Xq);
+        if (s == LITHE_OK) s = decoded(x, W, &Wf);
         bool one = X->ndim == 3;
         if (s == LITHE_OK) s = one ? view4(Xq, &X4) : (X4 = lithe_tensor_retain(Xq), LITHE_OK);
         if (s == LITHE_OK) s = one ? view4(Wf, &W4) : (W4 = lithe_tensor_retain(Wf), LITHE_OK);

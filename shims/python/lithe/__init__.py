@@ -443,6 +443,26 @@ class Model:
         return n.value
 
     @_locked
+    def quantize_static(self, calib: ArrayLike) -> "Model":
+        """Static int8 quantization with calibration (lithe_model_quantize_static; the CLI's
+        `lithe quantize --calibrate`): this model run over the rows of `calib` (a float32 array
+        shaped as the model's input, rows along axis 0) to record each MatMul / Gemm / Conv input's
+        range (MinMax), then a NEW Model — the same computation as a QDQ ONNX graph (int8
+        per-channel weights, int8 activations with static scales, int32 biases: onnxruntime's
+        format) whose dense and conv nodes run on the int8 kernels. This model is unchanged. The
+        result's .quantized_nodes says how many nodes were quantized."""
+        t, owned = _tensor_ptr(calib)
+        out, n = ctypes.c_void_p(), ctypes.c_size_t()
+        try:
+            _lib.check(_lib.model_quantize_static(self._ptr, t, ctypes.byref(n), ctypes.byref(out)))
+        finally:
+            if owned:
+                _lib.tensor_release(t)
+        m = Model(out.value)
+        m.quantized_nodes = n.value
+        return m
+
+    @_locked
     def release_prepared(self) -> None:
         """Frees the copies prepare_inference made (predict then reads the weights directly)."""
         _lib.model_release_prepared(self._ptr)

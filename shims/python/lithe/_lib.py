@@ -114,6 +114,7 @@ model_finish_update = _sig("lithe_model_finish_update", ctypes.c_int, c_p, c_p)
 model_prepare_inference = _sig("lithe_model_prepare_inference", ctypes.c_int, c_p)
 model_compress_matching = _sig("lithe_model_compress_matching", ctypes.c_int, c_p, ctypes.c_int, ctypes.c_char_p,
                                ctypes.POINTER(ctypes.c_size_t))
+model_quantize_static = _sig("lithe_model_quantize_static", ctypes.c_int, c_p, c_p, ctypes.POINTER(ctypes.c_size_t), PP)
 model_release_prepared = _sig("lithe_model_release_prepared", None, c_p)
 model_prepared_bytes = _sig("lithe_model_prepared_bytes", ctypes.c_size_t, c_p)
 model_to_thinc_bytes = _sig("lithe_model_to_thinc_bytes", ctypes.c_int, c_p, ctypes.POINTER(ctypes.POINTER(ctypes.c_uint8)),
