@@ -81,36 +81,45 @@ lithe_status wg_update_averages(lithe_backend *be, lithe_tensor *ema, const lith
 
 /* ---- reductions read back by the host ---- */
 
+/* Workgroups of the sum-of-squares partials (reduce.wgsl OP 0): one partial per invocation (at
+ * least 64 elements each), at most LITHE__WG_RED_GROUPS * 256 of them, added in order afterwards. */
+#define LITHE__WG_RED_GROUPS 16
+static uint32_t red_groups(int64_t n) {
+    int64_t g = (n + WG_SIZE * 64 - 1) / (WG_SIZE * 64);
+    return g < 1 ? 1u : g > LITHE__WG_RED_GROUPS ? (uint32_t)LITHE__WG_RED_GROUPS : (uint32_t)g;
+}
+
 lithe_status wg_sum_squares(lithe_backend *be, const lithe_tensor *X, double *out) {
     LITHE__TRY(lithe__wg_dense("sum_squares", X));
     *out = 0.0;
     if (!X->numel) return LITHE_OK;
-    uint32_t g = lithe__wg_groups(X->numel);
-    if (g > 1024) g = 1024;
+    uint32_t g = red_groups(X->numel), np = g * WG_SIZE;
     lithe_tensor *P = NULL;
-    LITHE__TRY(lithe__wg_scratch(be, g, &P));
+    LITHE__TRY(lithe__wg_scratch(be, np, &P));
     lithe__wg_params p = {.u = {(uint32_t)X->numel}};
     lithe_status s = WG_DISPATCH("sum_squares", reduce, 0, &p, W1, g, 1, P, X);
-    float part[1024];
-    if (s == LITHE_OK) s = lithe__wg_read_tensor(be, P, part, g * sizeof(float));
+    float *part = malloc(np * sizeof(float));
+    if (!part && s == LITHE_OK) s = lithe__fail(LITHE_ERR_OOM, "webgpu sum_squares: out of memory");
+    if (s == LITHE_OK) s = lithe__wg_read_tensor(be, P, part, np * sizeof(float));
     lithe_tensor_release(P);
-    if (s != LITHE_OK) return s;
     double acc = 0.0;
-    for (uint32_t i = 0; i < g; i++) acc += part[i];
+    if (s == LITHE_OK)
+        for (uint32_t i = 0; i < np; i++) acc += part[i];
+    free(part);
+    if (s != LITHE_OK) return s;
     *out = acc;
     return LITHE_OK;
 }
 
 /* clip_gradient's decision on the device: partials, then {factor, apply} into *F (2 floats). */
 static lithe_status clip_factor(lithe_backend *be, const lithe_tensor *G, double threshold, lithe_tensor **F) {
-    uint32_t g = lithe__wg_groups(G->numel);
-    if (g > 1024) g = 1024;
+    uint32_t g = red_groups(G->numel), np = g * WG_SIZE;
     lithe_tensor *P = NULL;
-    LITHE__TRY(lithe__wg_scratch(be, g, &P));
+    LITHE__TRY(lithe__wg_scratch(be, np, &P));
     lithe_status s = lithe__wg_scratch(be, 2, F);
     lithe__wg_params p = {.u = {(uint32_t)G->numel}};
     if (s == LITHE_OK) s = WG_DISPATCH("clip_gradient", reduce, 0, &p, W1, g, 1, P, G);
-    lithe__wg_params d = {.u = {g}, .f = {(float)threshold}};
+    lithe__wg_params d = {.u = {np}, .f = {(float)threshold}};
     if (s == LITHE_OK) s = WG_DISPATCH("clip_gradient", reduce, 2, &d, W1, 1, 1, *F, P);
     lithe_tensor_release(P);
     if (s != LITHE_OK) {
@@ -165,7 +174,7 @@ lithe_status wg_adam_step(lithe_backend *be, lithe_tensor *W, lithe_tensor *G, l
         /* one workgroup decides the clipping and steps: one dispatch instead of three */
         lithe__wg_params p = {.u = {(uint32_t)W->numel, avg != NULL, 1u},
                               .f = {1.0f, beta1, beta2, eps, lr, wscale, decay, (float)grad_clip}};
-        return WG_DISPATCH("adam_step", optim, 3, &p, W_OPT, 1, 1, W, G, m1, m2, avg, NULL);
+        return WG_DISPATCH("adam_step", optim_clip, 3, &p, W_OPT, 1, 1, W, G, m1, m2, avg, NULL);
     }
     lithe_tensor *F = NULL;
     if (grad_clip > 0.0 && W->numel) LITHE__TRY(clip_factor(be, G, grad_clip, &F));

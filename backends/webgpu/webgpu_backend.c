@@ -165,6 +165,7 @@ lithe_status lithe__wg_dispatch_(lithe_backend *be, const char *op_name, int sha
 
 static lithe_backend_ops wg_ops;
 static lithe_backend wg_backend;
+uint32_t lithe__wg_max_groups = 1024u;
 static lithe__wg wg_ctx;
 static bool wg_made;
 extern const lithe_backend_desc lithe__backend_webgpu_desc;
@@ -199,6 +200,8 @@ static lithe_status wg_get(const char *name, lithe_backend **out) {
     }
     uint32_t feat = lithe__wg_features(), sg_max = feat >> 16 & 255u;
     wg_ctx.subgroups = (feat & 1u) && sg_max >= 4 && sg_max <= 64 ? 1 : 0; /* gemm_sg's 64-invocation workgroups */
+    wg_ctx.cpu_gemm = (feat & 2u) ? 1 : 0;
+    lithe__wg_max_groups = (feat & 2u) ? 64u : 1024u;
     wg_made = true;
     *out = &wg_backend;
     return LITHE_OK;

@@ -14,6 +14,7 @@
 #include "../../core/backend.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define WG_IMPORT(name) __attribute__((import_module("lithe_webgpu"), import_name(#name)))
@@ -38,8 +39,9 @@ WG_IMPORT(dispatch) int32_t lithe__wg_dispatch(uint32_t shader, const char *src,
                                                const void *params, uint32_t gx, uint32_t gy);
 /* Queues a zero fill of n bytes at off (multiples of 4): a clear command, not a dispatch. */
 WG_IMPORT(clear) void lithe__wg_clear(uint32_t id, uint32_t off, uint32_t n);
-/* What the adapter offers the shaders: bit 0 subgroups; bits 8..15 / 16..23 its smallest and
- * largest subgroup size (0: unknown). */
+/* What the adapter offers the shaders: bit 0 subgroups; bit 1 the adapter runs on the CPU
+ * (SwiftShader, a fallback adapter); bits 8..15 / 16..23 its smallest and largest subgroup size
+ * (0: unknown). */
 WG_IMPORT(features) uint32_t lithe__wg_features(void);
 /* Submits queued work (nothing when none is queued). */
 WG_IMPORT(flush) void lithe__wg_flush(void);
@@ -63,6 +65,9 @@ typedef struct lithe__wg {
     /* the adapter has subgroups of 4..64: 1, GEMMs of up to 32 rows take shaders/gemm_sg.wgsl;
      * 2 (tests), every GEMM does; 0 none */
     int subgroups;
+    /* the adapter runs on the CPU (SwiftShader, a fallback adapter: features() bit 1): 1, GEMMs whose
+     * operands allow vec4 loads take shaders/gemm_v4.wgsl; 2 (tests) every GEMM does; 0 never */
+    int cpu_gemm;
 } lithe__wg;
 
 static inline lithe__wg *lithe__wg_of(lithe_backend *be) { return (lithe__wg *)be->ctx; }
@@ -79,7 +84,7 @@ typedef struct lithe__wg_params {
 /* The shaders (shaders/<name>.wgsl, embedded by embed_wgsl.cmake into lithe_wg_shaders.c). */
 #define LITHE__WG_SHADERS(X) X(fill) X(elementwise) X(rows) X(act) X(softmax) X(reduce) X(optim) X(cce) X(gemm) X(copy) \
     X(ids) X(maxout) X(seq2col) X(sparse) X(lstm_mat) X(lstm_cell) X(attention) X(gemm_q8) \
-    X(gemm_sg) \
+    X(gemm_sg) X(gemm_v4) X(optim_clip) \
     LITHE__WG_SHADERS_GRAPH(X)
 enum {
 #define X(n) LITHE__WG_SH_##n,
@@ -106,12 +111,15 @@ lithe_status lithe__wg_read_tensor(lithe_backend *be, const lithe_tensor *t, voi
 
 /* adam_step with gradient clipping in one workgroup (norm, decision and step in one dispatch) up
  * to this many elements; larger params take partials, the decision and the step (three). */
-#define LITHE__WG_FUSED_CLIP_MAX 262144
+#define LITHE__WG_FUSED_CLIP_MAX 16384
 #define WG_SIZE 256u
-#define WG_MAX_GROUPS 1024u
+/* The most workgroups of a grid-stride dispatch: 1024, or 64 where the adapter runs on the CPU
+ * (webgpu_backend.c): SwiftShader pays per workgroup (a 401,408-element Adam step took ~2x as long
+ * in 1024 workgroups as in 64), and 64 x 256 invocations keep every core busy. */
+extern uint32_t lithe__wg_max_groups;
 static inline uint32_t lithe__wg_groups(int64_t n) {
     int64_t g = (n + WG_SIZE - 1) / WG_SIZE;
-    return g < 1 ? 1u : (g > (int64_t)WG_MAX_GROUPS ? WG_MAX_GROUPS : (uint32_t)g);
+    return g < 1 ? 1u : (g > (int64_t)lithe__wg_max_groups ? lithe__wg_max_groups : (uint32_t)g);
 }
 static inline lithe_status lithe__wg_f32(const char *op, const lithe_tensor *t) {
     if (t->dtype != LITHE_F32)

@@ -194,7 +194,8 @@ static void t_optimizers(void) {
 }
 
 static void t_gemm(void) {
-    static const int64_t mnk[][3] = {{1, 1, 1}, {3, 5, 7}, {64, 64, 64}, {65, 63, 17}, {50, 48, 20}, {128, 10, 300}, {7, 130, 1}};
+    static const int64_t mnk[][3] = {{1, 1, 1}, {3, 5, 7}, {64, 64, 64}, {65, 63, 17}, {50, 48, 20}, {128, 10, 300}, {7, 130, 1},
+                                         /* gemm_v4's edges: ragged M and N (tB), ragged K (tA) */ {13, 9, 8}, {12, 40, 7}};
     char w[128];
     for (size_t k = 0; k < sizeof mnk / sizeof mnk[0]; k++) {
         int64_t M = mnk[k][0], N = mnk[k][1], K = mnk[k][2];
@@ -519,15 +520,27 @@ EXPORT int wgt_subgroups(int on) {
     return wg->subgroups;
 }
 
-/* The GEMM cases of wgt_primitives with each variant the adapter offers (subgroups on, off). */
+/* The GEMM cases of wgt_primitives with each variant the adapter offers (subgroups on, off), then
+ * the vec4 kernel of CPU adapters on every case whose strides allow it (the others tiled). The
+ * variants are set directly: wgt_subgroups() starts over (wgt_begin() zeroes the failures), which
+ * made this test return 0 whatever failed before. */
 EXPORT int wgt_gemm_variants(void) {
     if (wgt_begin()) return 1;
-    int had = wgt_subgroups(-1);
+    (void)wgt_subgroups(-1); /* probes sg_available */
+    failures = 0;
+    lithe__wg *wg = lithe__wg_of(dev);
+    int had = wg->subgroups, cpu_mode = wg->cpu_gemm;
+    wg->cpu_gemm = 0;
     for (int on = sg_available; on >= 0; on--) {
-        wgt_subgroups(on ? 2 : 0); /* every GEMM through the variant */
+        wg->subgroups = on ? 2 : 0; /* every GEMM through the variant */
         printf("gemm variant: %s\n", on ? "subgroups (gemm_sg.wgsl)" : "tiled (gemm.wgsl)");
         t_gemm();
     }
-    wgt_subgroups(had);
+    wg->subgroups = 0;
+    wg->cpu_gemm = 1;
+    printf("gemm variant: %s\n", "vec4 (gemm_v4.wgsl, aligned cases)");
+    t_gemm();
+    wg->cpu_gemm = cpu_mode;
+    wg->subgroups = had;
     return failures;
 }

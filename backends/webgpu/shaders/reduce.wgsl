@@ -1,6 +1,7 @@
 // Reductions (a port of backends/vulkan/shaders/reduce.comp); binding 2 = X, u0 = n:
-//   OP 0: sum_squares  partial[g] = sum of x^2 over workgroup g's share (1 = partials; the host
-//         adds them in double after the read-back)
+//   OP 0: sum_squares  partial[i] = sum of x^2 over invocation i's share (1 = partials, one per
+//         invocation of the grid; no workgroup memory and no barrier: on SwiftShader a barrier is a
+//         coroutine switch per 4 invocations, and 1024 workgroups' tree reductions took seconds)
 //   OP 1: any_outside  flag[0] = 1 if some x is outside [f0, f1] or NaN (1 = flag, zeroed before)
 //   OP 2: clip_gradient's decision, one invocation: the u0 partials (binding 2) added in order,
 //         compensated, then {factor = f0 / |G|, apply = |G| >= f0} into binding 1
@@ -8,21 +9,13 @@
 //         factor and apply read from binding 2
 @group(0) @binding(1) var<storage, read_write> o: array<f32>;
 @group(0) @binding(2) var<storage, read> x: array<f32>;
-var<workgroup> red: array<f32, 256>;
 @compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
-        @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let n = U(0u); let t = lid.x;
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let n = U(0u);
     if (OP == 0u) {
         var s = 0.0;
         for (var i = first(gid, nwg); i < n; i += stride(nwg)) { let v = x[OFF(1u) + i]; s += v * v; }
-        red[t] = s;
-        workgroupBarrier();
-        for (var k = WG / 2u; k > 0u; k >>= 1u) {
-            if (t < k) { red[t] += red[t + k]; }
-            workgroupBarrier();
-        }
-        if (t == 0u) { o[OFF(0u) + wid.x] = red[0]; }
+        o[OFF(0u) + first(gid, nwg)] = s;
     } else if (OP == 2u) {
         if (gid.x != 0u) { return; }
         var s = 0.0; var comp = 0.0;

@@ -251,12 +251,14 @@ export function webgpuImports(device, getMemory, asyncify, adapterInfo = null) {
       queued.push({ kind: 'clear', dst: buffers[id], dstOff: off, n });
       stats.clears++;
     },
-    // What the adapter offers the shaders: bit 0 subgroups, bits 8..15 its smallest subgroup size,
-    // bits 16..23 its largest (0: unknown).
+    // What the adapter offers the shaders: bit 0 subgroups, bit 1 the adapter runs on the CPU
+    // (SwiftShader, a fallback adapter: the GEMM takes its barrier-free vec4 kernel), bits 8..15
+    // its smallest subgroup size, bits 16..23 its largest (0: unknown).
     features() {
-      if (!device?.features?.has?.('subgroups')) return 0;
+      const cpu = adapterInfo?.architecture === 'swiftshader' || adapterInfo?.isFallbackAdapter === true ? 2 : 0;
+      if (!device?.features?.has?.('subgroups')) return cpu;
       const min = adapterInfo?.subgroupMinSize ?? 0, max = adapterInfo?.subgroupMaxSize ?? 0;
-      return 1 | ((min & 255) << 8) | ((max & 255) << 16);
+      return 1 | cpu | ((min & 255) << 8) | ((max & 255) << 16);
     },
     read: asyncify.wrap((id, off, ptr, n) => {
       const a0 = off & ~3, a1 = (off + n + 3) & ~3;
