@@ -36,10 +36,9 @@ lithe_status lithe__lora_of(lithe_model *m, const lithe__param *P, lithe__lora_a
     memset(ad, 0, sizeof *ad);
     if (!P || !m->n_attrs) return LITHE_OK;
     const lithe__attr *al = NULL;
-    size_t n = strlen(P->name);
     for (size_t a = 0; a < m->n_attrs && !al; a++) {
         const char *an = m->attrs[a].name;
-        if (!strncmp(an, PRE_ALPHA, sizeof PRE_ALPHA - 1) && !memcmp(an + sizeof PRE_ALPHA - 1, P->name, n + 1))
+        if (!strncmp(an, PRE_ALPHA, sizeof PRE_ALPHA - 1) && !strcmp(an + sizeof PRE_ALPHA - 1, P->name))
             al = &m->attrs[a];
     }
     if (!al) return LITHE_OK;
