@@ -213,7 +213,19 @@ FWD(f_fused_qconv) {
     const lithe__act *act = f->has_act ? &f->act : NULL;
     lithe_tensor *Xq = NULL, *Wf = NULL, *X4 = NULL, *W4 = NULL, *Y4 = NULL;
     lithe_status s = LITHE_OK;
-    if (g.group == 1 && x->be->host_memory) {
+    bool done = false;
+    if (x->be->host_memory && x->be->ops->conv_q8 && (g.group == 1 || (g.group == g.C && g.M == g.C))) {
+        /* the backend's int8 convolution on X's codes (group 1 and depthwise, straight into NCHW) */
+        lithe_tensor *hx = NULL, *Xc = NULL;
+        const float *xs = NULL;
+        s = host_f32(X, &hx, &xs);
+        if (s == LITHE_OK) s = codes_of(f, xs, g.N, g.N ? X->numel / g.N : 0, &Xc);
+        if (s == LITHE_OK) s = x->be->ops->conv_q8(x->be, &g, Xc, W, b, act, out[0], &done);
+        lithe_tensor_release(hx);
+        lithe_tensor_release(Xc);
+    }
+    if (s != LITHE_OK || done) {
+    } else if (g.group == 1 && x->be->host_memory) {
         lithe_tensor *hx = NULL;
         const float *xs = NULL;
         s = host_f32(X, &hx, &xs);

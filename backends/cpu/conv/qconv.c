@@ -1,0 +1,228 @@
+/* The int8 convolution of quantized graphs on the CPU (qconv.h): packing, the scalar twin, the
+ * depthwise kernel and the driver behind the backend's conv_q8. */
+#include "qconv.h"
+
+#include "../../../core/internal.h"
+#include "../gemm/gemm.h"
+#include "../simd/simd.h"
+#include "../threadpool.h"
+
+#include <string.h>
+
+/* ---- packing ---- */
+
+static inline int16_t code(const uint8_t *X, int64_t i, bool a_signed, int32_t zx) {
+    return (int16_t)((a_signed ? (int32_t)(int8_t)X[i] : (int32_t)X[i]) - zx);
+}
+
+void lithe__qconv_pack_x(const lithe__conv2d *g, const uint8_t *X, bool a_signed, int32_t zx, int16_t *Xp) {
+    const int64_t K = g->C * g->KH * g->KW, Kp = (K + 1) / 2, P = g->OH * g->OW, P8 = (P + 7) / 8 * 8;
+    memset(Xp, 0, (size_t)(Kp * P8 * 2) * sizeof *Xp); /* past P, the odd K's last half, padding */
+    const bool pointwise = g->KH == 1 && g->KW == 1 && g->stride[0] == 1 && g->stride[1] == 1 && !g->pad[0] &&
+                           !g->pad[1] && g->OH == g->H && g->OW == g->W;
+    if (pointwise) { /* row k of X is row k of the columns: two rows interleaved */
+        for (int64_t k = 0; k < K; k++) {
+            const uint8_t *x = X + k * P;
+            int16_t *d = Xp + (k >> 1) * P8 * 2 + (k & 1);
+            if (a_signed)
+                for (int64_t p = 0; p < P; p++) d[2 * p] = (int16_t)((int32_t)(int8_t)x[p] - zx);
+            else
+                for (int64_t p = 0; p < P; p++) d[2 * p] = (int16_t)((int32_t)x[p] - zx);
+        }
+        return;
+    }
+    for (int64_t c = 0; c < g->C; c++)
+        for (int64_t kh = 0; kh < g->KH; kh++)
+            for (int64_t kw = 0; kw < g->KW; kw++) {
+                int64_t k = (c * g->KH + kh) * g->KW + kw;
+                int16_t *d = Xp + (k >> 1) * P8 * 2 + (k & 1);
+                for (int64_t oh = 0; oh < g->OH; oh++) {
+                    int64_t ih = oh * g->stride[0] - g->pad[0] + kh * g->dil[0];
+                    if (ih < 0 || ih >= g->H) continue; /* zeros: the zero point's code */
+                    const int64_t row = (c * g->H + ih) * g->W;
+                    for (int64_t ow = 0; ow < g->OW; ow++) {
+                        int64_t iw = ow * g->stride[1] - g->pad[1] + kw * g->dil[1];
+                        if (iw >= 0 && iw < g->W) d[2 * (oh * g->OW + ow)] = code(X, row + iw, a_signed, zx);
+                    }
+                }
+            }
+}
+
+void lithe__qconv_pack_w(int64_t M, int64_t K, const int8_t *W, const int32_t *zw, int64_t n_zw, int32_t *Wp) {
+    const int64_t Kp = (K + 1) / 2, Mb = (M + LITHE__QC_MR - 1) / LITHE__QC_MR;
+    for (int64_t mb = 0; mb < Mb; mb++)
+        for (int64_t kp = 0; kp < Kp; kp++)
+            for (int64_t r = 0; r < LITHE__QC_MR; r++) {
+                int64_t m = mb * LITHE__QC_MR + r, k = 2 * kp;
+                int32_t z = m < M ? zw[n_zw == 1 ? 0 : m] : 0;
+                int32_t lo = m < M ? (int32_t)W[m * K + k] - z : 0;
+                int32_t hi = m < M && k + 1 < K ? (int32_t)W[m * K + k + 1] - z : 0;
+                Wp[(mb * Kp + kp) * LITHE__QC_MR + r] = (int32_t)(((uint32_t)(uint16_t)(int16_t)hi << 16) |
+                                                                  (uint32_t)(uint16_t)(int16_t)lo);
+            }
+}
+
+/* ---- the scalar twin ---- */
+
+void lithe__qconv_ref(const lithe__qconv *c, int64_t m0, int64_t m1) {
+    for (int64_t m = m0; m < m1 && m < c->M; m++) {
+        const int32_t *w = c->W + (m / LITHE__QC_MR) * c->Kp * LITHE__QC_MR + m % LITHE__QC_MR;
+        for (int64_t p = 0; p < c->P; p++) {
+            int32_t acc = 0;
+            for (int64_t kp = 0; kp < c->Kp; kp++) {
+                int16_t h[2];
+                memcpy(h, &w[kp * LITHE__QC_MR], sizeof h);
+                const int16_t *x = c->X + (kp * c->P8 + p) * 2;
+                acc += (int32_t)h[0] * x[0] + (int32_t)h[1] * x[1];
+            }
+            float t = (float)acc * c->scale[m];
+            if (c->b) t += c->b[m];
+            c->Y[m * c->P + p] = t;
+        }
+    }
+}
+
+lithe__qconv_fn lithe__qconv_best(void) {
+#if defined(__x86_64__) || defined(_M_X64)
+    const char *isa = lithe__sgemm_kernel_best()->isa;
+    if ((!strcmp(isa, "avx2") || !strcmp(isa, "avx512")) && __builtin_cpu_supports("avx2")) return lithe__qconv_avx2;
+#endif
+    return lithe__qconv_ref;
+}
+
+/* ---- the driver ---- */
+
+enum { CPACK_GEMM = 1, CPACK_DW = 2 };
+
+/* W's packed form (kind CPACK_GEMM: Wp of its (M, K) view; CPACK_DW: int16 taps w - zw, (M, KH·KW)),
+ * made once per version of W's storage */
+static const void *w_form(const lithe_tensor *W, int kind, int64_t M, int64_t K) {
+    lithe__quant *q = W->storage->quant;
+    if (q->cpack && q->cpack_kind == kind && q->cpack_n == M * K && q->cpack_version == W->storage->version)
+        return q->cpack;
+    const int64_t Kp = (K + 1) / 2, Mb = (M + LITHE__QC_MR - 1) / LITHE__QC_MR;
+    size_t bytes = kind == CPACK_GEMM ? (size_t)(Mb * Kp * LITHE__QC_MR) * sizeof(int32_t) : (size_t)(M * K) * sizeof(int16_t);
+    void *p = lithe__malloc(bytes ? bytes : 1);
+    if (!p) return NULL;
+    const int8_t *w = (const int8_t *)lithe__tdata(W);
+    if (kind == CPACK_GEMM) {
+        lithe__qconv_pack_w(M, K, w, q->zero, q->n, p);
+    } else {
+        int16_t *d = p;
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t k = 0; k < K; k++) d[m * K + k] = (int16_t)(w[m * K + k] - q->zero[q->n == 1 ? 0 : m]);
+    }
+    lithe__free(q->cpack);
+    q->cpack = p;
+    q->cpack_kind = kind;
+    q->cpack_n = M * K;
+    q->cpack_version = W->storage->version;
+    return p;
+}
+
+typedef struct qc_task {
+    const lithe__qconv *c;
+    lithe__qconv_fn fn;
+} qc_task;
+
+static void qc_run(void *ctx, int64_t begin, int64_t end) {
+    const qc_task *t = ctx;
+    t->fn(t->c, begin * LITHE__QC_MR, end * LITHE__QC_MR);
+}
+
+/* One channel of a depthwise convolution: y (OH, OW) from the padded plane xp (Hp, Wq) and taps w */
+static void dw_channel(const lithe__conv2d *g, const int16_t *xp, int64_t Wq, const int16_t *w, float scale,
+                       float bias, int32_t *acc, float *y) {
+    const int64_t OW = g->OW, s1 = g->stride[1];
+    for (int64_t oh = 0; oh < g->OH; oh++) {
+        memset(acc, 0, (size_t)OW * sizeof *acc);
+        for (int64_t kh = 0; kh < g->KH; kh++) {
+            const int16_t *row = xp + (oh * g->stride[0] + kh * g->dil[0]) * Wq;
+            for (int64_t kw = 0; kw < g->KW; kw++) {
+                const int32_t t = w[kh * g->KW + kw];
+                const int16_t *r = row + kw * g->dil[1];
+                if (s1 == 1)
+                    for (int64_t ow = 0; ow < OW; ow++) acc[ow] += t * r[ow];
+                else if (s1 == 2)
+                    for (int64_t ow = 0; ow < OW; ow++) acc[ow] += t * r[2 * ow];
+                else
+                    for (int64_t ow = 0; ow < OW; ow++) acc[ow] += t * r[ow * s1];
+            }
+        }
+        float *yr = y + oh * OW;
+        for (int64_t ow = 0; ow < OW; ow++) yr[ow] = (float)acc[ow] * scale + bias;
+    }
+}
+
+static lithe_status depthwise(const lithe__conv2d *g, const uint8_t *X, bool a_signed, int32_t zx, const int16_t *w,
+                              const float *scale, const float *b, float *Y) {
+    const int64_t Hp = g->H + g->pad[0] + g->pad[2], Wq = g->W + g->pad[1] + g->pad[3], P = g->OH * g->OW;
+    int16_t *xp = lithe__calloc((size_t)(Hp * Wq), sizeof *xp);
+    int32_t *acc = lithe__malloc((size_t)(g->OW > 0 ? g->OW : 1) * sizeof *acc);
+    if (!xp || !acc) {
+        lithe__free(xp);
+        lithe__free(acc);
+        return lithe__oom("int8 depthwise convolution", (size_t)(Hp * Wq) * sizeof *xp);
+    }
+    for (int64_t n = 0; n < g->N; n++)
+        for (int64_t c = 0; c < g->C; c++) {
+            const uint8_t *x = X + (n * g->C + c) * g->H * g->W;
+            for (int64_t h = 0; h < g->H; h++) { /* the border stays 0 (the zero point) */
+                int16_t *d = xp + (h + g->pad[0]) * Wq + g->pad[1];
+                for (int64_t i = 0; i < g->W; i++) d[i] = code(x, h * g->W + i, a_signed, zx);
+            }
+            dw_channel(g, xp, Wq, w + c * g->KH * g->KW, scale[c], b ? b[c] : 0.0f, acc, Y + (n * g->M + c) * P);
+        }
+    lithe__free(xp);
+    lithe__free(acc);
+    return LITHE_OK;
+}
+
+lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *Xc,
+                                const lithe_tensor *W, const lithe_tensor *b, const lithe__act *a, lithe_tensor *Y,
+                                bool *done) {
+    (void)be;
+    *done = false;
+    const lithe__quant *qx = Xc->storage->quant, *qw = W->storage->quant;
+    const bool dw = g->group == g->C && g->M == g->C && g->group > 1;
+    const int64_t K = g->C / g->group * g->KH * g->KW, P = g->OH * g->OW;
+    if (!qx || qx->n != 1 || (Xc->dtype != LITHE_I8 && Xc->dtype != LITHE_U8) || !lithe_tensor_is_contiguous(Xc) ||
+        W->dtype != LITHE_I8 || !qw || (qw->n != 1 && qw->n != g->M) || !lithe_tensor_is_contiguous(W) ||
+        W->offset != 0 || (g->group != 1 && !dw) || K > 32768 || (b && b->dtype != LITHE_F32) ||
+        Y->dtype != LITHE_F32 || !lithe_tensor_is_contiguous(Y))
+        return LITHE_OK; /* the float path */
+    /* the int32 sums: |x - zx| <= 255, |w - zw| <= 255, K <= 32768 terms: below 2^31 */
+    const bool a_signed = Xc->dtype == LITHE_I8;
+    const int32_t zx = qx->zero[0];
+    const uint8_t *X = (const uint8_t *)lithe__tdata(Xc);
+    float *Yf = (float *)lithe__tdata(Y);
+    const float *bf = b ? (const float *)lithe__tdata(b) : NULL;
+    float *scale = lithe__malloc((size_t)g->M * sizeof *scale);
+    const void *wf = w_form(W, dw ? CPACK_DW : CPACK_GEMM, g->M, K);
+    if (!scale || !wf) {
+        lithe__free(scale);
+        return lithe__oom("int8 convolution", (size_t)(g->M * K) * sizeof(int32_t));
+    }
+    for (int64_t m = 0; m < g->M; m++) scale[m] = qx->scale[0] * qw->scale[qw->n == 1 ? 0 : m];
+    lithe_status s = LITHE_OK;
+    if (dw) {
+        s = depthwise(g, X, a_signed, zx, wf, scale, bf, Yf);
+    } else {
+        const int64_t Kp = (K + 1) / 2, P8 = (P + 7) / 8 * 8, Mb = (g->M + LITHE__QC_MR - 1) / LITHE__QC_MR;
+        int16_t *Xp = lithe__malloc((size_t)(Kp * P8 * 2 > 0 ? Kp * P8 * 2 : 1) * sizeof *Xp);
+        if (!Xp) s = lithe__oom("int8 convolution columns", (size_t)(Kp * P8 * 2) * sizeof *Xp);
+        const double ops = 2.0 * (double)g->M * (double)K * (double)P;
+        lithe__pool *pool = ops >= 2e6 ? lithe__cpu_pool() : NULL;
+        for (int64_t n = 0; s == LITHE_OK && n < g->N; n++) {
+            lithe__qconv_pack_x(g, X + n * g->C * g->H * g->W, a_signed, zx, Xp);
+            lithe__qconv c = {g->M, Kp, P, P8, Xp, wf, scale, bf, Yf + n * g->M * P};
+            qc_task t = {&c, lithe__qconv_best()};
+            lithe__pool_for(pool, Mb, 1, qc_run, &t);
+        }
+        lithe__free(Xp);
+    }
+    lithe__free(scale);
+    if (s == LITHE_OK && a) lithe__cpu_act(a, g->N * g->M * P, Yf, Yf);
+    if (s == LITHE_OK) *done = true;
+    return s;
+}
