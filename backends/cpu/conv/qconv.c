@@ -94,23 +94,23 @@ lithe__qconv_fn lithe__qconv_best(void) {
 
 enum { CPACK_GEMM = 1, CPACK_DW = 2 };
 
-/* W's packed form (kind CPACK_GEMM: Wp of its (M, K) view; CPACK_DW: int16 taps w - zw, (M, KH·KW)),
+/* W's packed form (kind CPACK_GEMM: Wp of its (M, K) view; CPACK_DW: float taps w - zw, (M, KH·KW)),
  * made once per version of W's storage */
 static const void *w_form(const lithe_tensor *W, int kind, int64_t M, int64_t K) {
     lithe__quant *q = W->storage->quant;
     if (q->cpack && q->cpack_kind == kind && q->cpack_n == M * K && q->cpack_version == W->storage->version)
         return q->cpack;
     const int64_t Kp = (K + 1) / 2, Mb = (M + LITHE__QC_MR - 1) / LITHE__QC_MR;
-    size_t bytes = kind == CPACK_GEMM ? (size_t)(Mb * Kp * LITHE__QC_MR) * sizeof(int32_t) : (size_t)(M * K) * sizeof(int16_t);
+    size_t bytes = kind == CPACK_GEMM ? (size_t)(Mb * Kp * LITHE__QC_MR) * sizeof(int32_t) : (size_t)(M * K) * sizeof(float);
     void *p = lithe__malloc(bytes ? bytes : 1);
     if (!p) return NULL;
     const int8_t *w = (const int8_t *)lithe__tdata(W);
     if (kind == CPACK_GEMM) {
         lithe__qconv_pack_w(M, K, w, q->zero, q->n, p);
     } else {
-        int16_t *d = p;
+        float *d = p;
         for (int64_t m = 0; m < M; m++)
-            for (int64_t k = 0; k < K; k++) d[m * K + k] = (int16_t)(w[m * K + k] - q->zero[q->n == 1 ? 0 : m]);
+            for (int64_t k = 0; k < K; k++) d[m * K + k] = (float)(w[m * K + k] - q->zero[q->n == 1 ? 0 : m]);
     }
     lithe__free(q->cpack);
     q->cpack = p;
@@ -130,65 +130,43 @@ static void qc_run(void *ctx, int64_t begin, int64_t end) {
     t->fn(t->c, begin * LITHE__QC_MR, end * LITHE__QC_MR);
 }
 
-/* One channel of a depthwise convolution: y (OH, OW) from the padded plane xp (Hp, Wq) and taps w */
-static void dw_channel(const lithe__conv2d *g, const int16_t *xp, int64_t Wq, const int16_t *w, float scale,
-                       float bias, int32_t *acc, float *y) {
-    const int64_t OW = g->OW, s1 = g->stride[1];
-    for (int64_t oh = 0; oh < g->OH; oh++) {
-        memset(acc, 0, (size_t)OW * sizeof *acc);
-        for (int64_t kh = 0; kh < g->KH; kh++) {
-            const int16_t *row = xp + (oh * g->stride[0] + kh * g->dil[0]) * Wq;
-            for (int64_t kw = 0; kw < g->KW; kw++) {
-                const int32_t t = w[kh * g->KW + kw];
-                const int16_t *r = row + kw * g->dil[1];
-                if (s1 == 1)
-                    for (int64_t ow = 0; ow < OW; ow++) acc[ow] += t * r[ow];
-                else if (s1 == 2)
-                    for (int64_t ow = 0; ow < OW; ow++) acc[ow] += t * r[2 * ow];
-                else
-                    for (int64_t ow = 0; ow < OW; ow++) acc[ow] += t * r[ow * s1];
-            }
-        }
-        float *yr = y + oh * OW;
-        for (int64_t ow = 0; ow < OW; ow++) yr[ow] = (float)acc[ow] * scale + bias;
+/* Depthwise through the float kernel (conv/depthwise.c) on the integers x - zx and w - zw: every
+ * product is at most 255·255 and a window of KH·KW <= 256 taps sums below 2^24, so each partial
+ * sum is an integer float holds exactly in any order — the int32 sum, bit for bit — then
+ * (float)acc · scale (+ b) per channel. */
+static lithe_status depthwise(lithe_backend *be, const lithe__conv2d *g, const uint8_t *X, bool a_signed, int32_t zx,
+                              const float *w, const float *scale, const float *b, float *Y) {
+    const int64_t n = g->N * g->C * g->H * g->W, P = g->OH * g->OW;
+    float *xf = lithe__malloc((size_t)(n > 0 ? n : 1) * sizeof *xf);
+    if (!xf) return lithe__oom("int8 depthwise convolution", (size_t)n * sizeof *xf);
+    if (a_signed)
+        for (int64_t i = 0; i < n; i++) xf[i] = (float)((int32_t)(int8_t)X[i] - zx);
+    else
+        for (int64_t i = 0; i < n; i++) xf[i] = (float)((int32_t)X[i] - zx);
+    lithe_status s = lithe__cpu_conv2d(be, g, xf, w, NULL, NULL, Y);
+    lithe__free(xf);
+    for (int64_t i = 0; s == LITHE_OK && i < g->N * g->M; i++) {
+        const int64_t c = i % g->M;
+        const float sc = scale[c], bc = b ? b[c] : 0.0f;
+        float *y = Y + i * P;
+        if (b)
+            for (int64_t p = 0; p < P; p++) y[p] = y[p] * sc + bc;
+        else
+            for (int64_t p = 0; p < P; p++) y[p] = y[p] * sc;
     }
-}
-
-static lithe_status depthwise(const lithe__conv2d *g, const uint8_t *X, bool a_signed, int32_t zx, const int16_t *w,
-                              const float *scale, const float *b, float *Y) {
-    const int64_t Hp = g->H + g->pad[0] + g->pad[2], Wq = g->W + g->pad[1] + g->pad[3], P = g->OH * g->OW;
-    int16_t *xp = lithe__calloc((size_t)(Hp * Wq), sizeof *xp);
-    int32_t *acc = lithe__malloc((size_t)(g->OW > 0 ? g->OW : 1) * sizeof *acc);
-    if (!xp || !acc) {
-        lithe__free(xp);
-        lithe__free(acc);
-        return lithe__oom("int8 depthwise convolution", (size_t)(Hp * Wq) * sizeof *xp);
-    }
-    for (int64_t n = 0; n < g->N; n++)
-        for (int64_t c = 0; c < g->C; c++) {
-            const uint8_t *x = X + (n * g->C + c) * g->H * g->W;
-            for (int64_t h = 0; h < g->H; h++) { /* the border stays 0 (the zero point) */
-                int16_t *d = xp + (h + g->pad[0]) * Wq + g->pad[1];
-                for (int64_t i = 0; i < g->W; i++) d[i] = code(x, h * g->W + i, a_signed, zx);
-            }
-            dw_channel(g, xp, Wq, w + c * g->KH * g->KW, scale[c], b ? b[c] : 0.0f, acc, Y + (n * g->M + c) * P);
-        }
-    lithe__free(xp);
-    lithe__free(acc);
-    return LITHE_OK;
+    return s;
 }
 
 lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *Xc,
                                 const lithe_tensor *W, const lithe_tensor *b, const lithe__act *a, lithe_tensor *Y,
                                 bool *done) {
-    (void)be;
     *done = false;
     const lithe__quant *qx = Xc->storage->quant, *qw = W->storage->quant;
     const bool dw = g->group == g->C && g->M == g->C && g->group > 1;
     const int64_t K = g->C / g->group * g->KH * g->KW, P = g->OH * g->OW;
     if (!qx || qx->n != 1 || (Xc->dtype != LITHE_I8 && Xc->dtype != LITHE_U8) || !lithe_tensor_is_contiguous(Xc) ||
         W->dtype != LITHE_I8 || !qw || (qw->n != 1 && qw->n != g->M) || !lithe_tensor_is_contiguous(W) ||
-        W->offset != 0 || (g->group != 1 && !dw) || K > 32768 || (b && b->dtype != LITHE_F32) ||
+        W->offset != 0 || (g->group != 1 && !dw) || K > 32768 || (dw && K > 256) || (b && b->dtype != LITHE_F32) ||
         Y->dtype != LITHE_F32 || !lithe_tensor_is_contiguous(Y))
         return LITHE_OK; /* the float path */
     /* the int32 sums: |x - zx| <= 255, |w - zw| <= 255, K <= 32768 terms: below 2^31 */
@@ -206,7 +184,7 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
     for (int64_t m = 0; m < g->M; m++) scale[m] = qx->scale[0] * qw->scale[qw->n == 1 ? 0 : m];
     lithe_status s = LITHE_OK;
     if (dw) {
-        s = depthwise(g, X, a_signed, zx, wf, scale, bf, Yf);
+        s = depthwise(be, g, X, a_signed, zx, wf, scale, bf, Yf);
     } else {
         const int64_t Kp = (K + 1) / 2, P8 = (P + 7) / 8 * 8, Mb = (g->M + LITHE__QC_MR - 1) / LITHE__QC_MR;
         int16_t *Xp = lithe__malloc((size_t)(Kp * P8 * 2 > 0 ? Kp * P8 * 2 : 1) * sizeof *Xp);

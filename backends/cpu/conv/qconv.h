@@ -13,8 +13,9 @@
  * of MR filters; a tile is MR filters × 8 or 16 pixels of int16 pair products (AVX2 vpmaddwd,
  * exact for any 8-bit codes: no u7 split), written straight into Y's NCHW rows — no transpose. For
  * a 1x1 stride-1 unpadded window the packing is two rows interleaved (no im2col).
- * Depthwise (group = C = M): per channel a padded int16 plane and its decoded taps (cached), int32
- * sums over the window, vectorized by the compiler. */
+ * Depthwise (group = C = M, at most 256 taps): the float depthwise kernel on the integers x - zx and
+ * w - zw (taps decoded once per weight version): every partial sum is an integer below 2^24, exact
+ * in float, so the sum is the int32 one bit for bit; then (float)acc · scale (+ b) per channel. */
 #ifndef LITHE_CPU_CONV_QCONV_H
 #define LITHE_CPU_CONV_QCONV_H
 
