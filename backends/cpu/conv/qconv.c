@@ -11,26 +11,37 @@
 
 /* ---- packing ---- */
 
-static inline int16_t code(const uint8_t *X, int64_t i, bool a_signed, int32_t zx) {
-    return (int16_t)((a_signed ? (int32_t)(int8_t)X[i] : (int32_t)X[i]) - zx);
+/* x - zx of QuantizeLinear's code (as a float: an integer in [lo, hi]); a loop of these vectorizes */
+static inline float qv(float x, const lithe__qx *q) {
+    float t = x / q->scale;
+    t = t > q->hi ? q->hi : t;
+    t = t >= q->lo ? t : q->lo; /* NaN goes to lo */
+    return (t + 12582912.0f) - 12582912.0f; /* round half to even (|t| <= 255 < 2^22) */
 }
 
-void lithe__qconv_pack_x(const lithe__conv2d *g, const uint8_t *X, bool a_signed, int32_t zx, int16_t *Xp) {
+void lithe__qconv_pack_x(const lithe__conv2d *g, const float *X, const lithe__qx *q, int16_t *tmp, int16_t *Xp) {
     const int64_t K = g->C * g->KH * g->KW, Kp = (K + 1) / 2, P = g->OH * g->OW, P8 = (P + 7) / 8 * 8;
-    memset(Xp, 0, (size_t)(Kp * P8 * 2) * sizeof *Xp); /* past P, the odd K's last half, padding */
+    const lithe__qx qq = *q;
     const bool pointwise = g->KH == 1 && g->KW == 1 && g->stride[0] == 1 && g->stride[1] == 1 && !g->pad[0] &&
                            !g->pad[1] && g->OH == g->H && g->OW == g->W;
-    if (pointwise) { /* row k of X is row k of the columns: two rows interleaved */
-        for (int64_t k = 0; k < K; k++) {
-            const uint8_t *x = X + k * P;
-            int16_t *d = Xp + (k >> 1) * P8 * 2 + (k & 1);
-            if (a_signed)
-                for (int64_t p = 0; p < P; p++) d[2 * p] = (int16_t)((int32_t)(int8_t)x[p] - zx);
+    if (pointwise) { /* rows k and k + 1 of X are the columns' pair kp: interleaved, quantized */
+        for (int64_t kp = 0; kp < Kp; kp++) {
+            const float *x0 = X + 2 * kp * P, *x1 = x0 + P;
+            int16_t *d = Xp + kp * P8 * 2;
+            if (2 * kp + 1 < K)
+                for (int64_t p = 0; p < P; p++) {
+                    d[2 * p] = (int16_t)qv(x0[p], &qq);
+                    d[2 * p + 1] = (int16_t)qv(x1[p], &qq);
+                }
             else
-                for (int64_t p = 0; p < P; p++) d[2 * p] = (int16_t)((int32_t)x[p] - zx);
+                for (int64_t p = 0; p < P; p++) d[2 * p] = (int16_t)qv(x0[p], &qq), d[2 * p + 1] = 0;
+            memset(d + 2 * P, 0, (size_t)(P8 - P) * 2 * sizeof *d);
         }
         return;
     }
+    const int64_t n = g->C * g->H * g->W;
+    for (int64_t i = 0; i < n; i++) tmp[i] = (int16_t)qv(X[i], &qq);
+    memset(Xp, 0, (size_t)(Kp * P8 * 2) * sizeof *Xp); /* past P, the odd K's last half, padding */
     for (int64_t c = 0; c < g->C; c++)
         for (int64_t kh = 0; kh < g->KH; kh++)
             for (int64_t kw = 0; kw < g->KW; kw++) {
@@ -39,10 +50,10 @@ void lithe__qconv_pack_x(const lithe__conv2d *g, const uint8_t *X, bool a_signed
                 for (int64_t oh = 0; oh < g->OH; oh++) {
                     int64_t ih = oh * g->stride[0] - g->pad[0] + kh * g->dil[0];
                     if (ih < 0 || ih >= g->H) continue; /* zeros: the zero point's code */
-                    const int64_t row = (c * g->H + ih) * g->W;
+                    const int16_t *row = tmp + (c * g->H + ih) * g->W;
                     for (int64_t ow = 0; ow < g->OW; ow++) {
                         int64_t iw = ow * g->stride[1] - g->pad[1] + kw * g->dil[1];
-                        if (iw >= 0 && iw < g->W) d[2 * (oh * g->OW + ow)] = code(X, row + iw, a_signed, zx);
+                        if (iw >= 0 && iw < g->W) d[2 * (oh * g->OW + ow)] = row[iw];
                     }
                 }
             }
@@ -134,15 +145,13 @@ static void qc_run(void *ctx, int64_t begin, int64_t end) {
  * product is at most 255·255 and a window of KH·KW <= 256 taps sums below 2^24, so each partial
  * sum is an integer float holds exactly in any order — the int32 sum, bit for bit — then
  * (float)acc · scale (+ b) per channel. */
-static lithe_status depthwise(lithe_backend *be, const lithe__conv2d *g, const uint8_t *X, bool a_signed, int32_t zx,
+static lithe_status depthwise(lithe_backend *be, const lithe__conv2d *g, const float *X, const lithe__qx *q,
                               const float *w, const float *scale, const float *b, float *Y) {
     const int64_t n = g->N * g->C * g->H * g->W, P = g->OH * g->OW;
     float *xf = lithe__malloc((size_t)(n > 0 ? n : 1) * sizeof *xf);
     if (!xf) return lithe__oom("int8 depthwise convolution", (size_t)n * sizeof *xf);
-    if (a_signed)
-        for (int64_t i = 0; i < n; i++) xf[i] = (float)((int32_t)(int8_t)X[i] - zx);
-    else
-        for (int64_t i = 0; i < n; i++) xf[i] = (float)((int32_t)X[i] - zx);
+    const lithe__qx qq = *q;
+    for (int64_t i = 0; i < n; i++) xf[i] = qv(X[i], &qq);
     lithe_status s = lithe__cpu_conv2d(be, g, xf, w, NULL, NULL, Y);
     lithe__free(xf);
     for (int64_t i = 0; s == LITHE_OK && i < g->N * g->M; i++) {
@@ -157,22 +166,21 @@ static lithe_status depthwise(lithe_backend *be, const lithe__conv2d *g, const u
     return s;
 }
 
-lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *Xc,
-                                const lithe_tensor *W, const lithe_tensor *b, const lithe__act *a, lithe_tensor *Y,
-                                bool *done) {
+lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *Xt, float xs, int32_t xz,
+                                int32_t xmin, int32_t xmax, const lithe_tensor *W, const lithe_tensor *b,
+                                const lithe__act *a, lithe_tensor *Y, bool *done) {
     *done = false;
-    const lithe__quant *qx = Xc->storage->quant, *qw = W->storage->quant;
+    const lithe__quant *qw = W->storage->quant;
     const bool dw = g->group == g->C && g->M == g->C && g->group > 1;
     const int64_t K = g->C / g->group * g->KH * g->KW, P = g->OH * g->OW;
-    if (!qx || qx->n != 1 || (Xc->dtype != LITHE_I8 && Xc->dtype != LITHE_U8) || !lithe_tensor_is_contiguous(Xc) ||
-        W->dtype != LITHE_I8 || !qw || (qw->n != 1 && qw->n != g->M) || !lithe_tensor_is_contiguous(W) ||
-        W->offset != 0 || (g->group != 1 && !dw) || K > 32768 || (dw && K > 256) || (b && b->dtype != LITHE_F32) ||
-        Y->dtype != LITHE_F32 || !lithe_tensor_is_contiguous(Y))
+    if (Xt->dtype != LITHE_F32 || !lithe_tensor_is_contiguous(Xt) || !(xs > 0.0f) || xmin > xz || xz > xmax ||
+        xmax - xmin > 255 || W->dtype != LITHE_I8 || !qw || (qw->n != 1 && qw->n != g->M) ||
+        !lithe_tensor_is_contiguous(W) || W->offset != 0 || (g->group != 1 && !dw) || K > 32768 ||
+        (dw && K > 256) || (b && b->dtype != LITHE_F32) || Y->dtype != LITHE_F32 || !lithe_tensor_is_contiguous(Y))
         return LITHE_OK; /* the float path */
     /* the int32 sums: |x - zx| <= 255, |w - zw| <= 255, K <= 32768 terms: below 2^31 */
-    const bool a_signed = Xc->dtype == LITHE_I8;
-    const int32_t zx = qx->zero[0];
-    const uint8_t *X = (const uint8_t *)lithe__tdata(Xc);
+    const lithe__qx q = {xs, (float)(xmin - xz), (float)(xmax - xz)};
+    const float *X = (const float *)lithe__tdata(Xt);
     float *Yf = (float *)lithe__tdata(Y);
     const float *bf = b ? (const float *)lithe__tdata(b) : NULL;
     float *scale = lithe__malloc((size_t)g->M * sizeof *scale);
@@ -181,18 +189,19 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
         lithe__free(scale);
         return lithe__oom("int8 convolution", (size_t)(g->M * K) * sizeof(int32_t));
     }
-    for (int64_t m = 0; m < g->M; m++) scale[m] = qx->scale[0] * qw->scale[qw->n == 1 ? 0 : m];
+    for (int64_t m = 0; m < g->M; m++) scale[m] = xs * qw->scale[qw->n == 1 ? 0 : m];
     lithe_status s = LITHE_OK;
     if (dw) {
-        s = depthwise(be, g, X, a_signed, zx, wf, scale, bf, Yf);
+        s = depthwise(be, g, X, &q, wf, scale, bf, Yf);
     } else {
         const int64_t Kp = (K + 1) / 2, P8 = (P + 7) / 8 * 8, Mb = (g->M + LITHE__QC_MR - 1) / LITHE__QC_MR;
-        int16_t *Xp = lithe__malloc((size_t)(Kp * P8 * 2 > 0 ? Kp * P8 * 2 : 1) * sizeof *Xp);
-        if (!Xp) s = lithe__oom("int8 convolution columns", (size_t)(Kp * P8 * 2) * sizeof *Xp);
+        const int64_t nx = Kp * P8 * 2, nt = g->C * g->H * g->W; /* the quantized image (windows other than 1x1) */
+        int16_t *Xp = lithe__malloc((size_t)(nx + nt > 0 ? nx + nt : 1) * sizeof *Xp);
+        if (!Xp) s = lithe__oom("int8 convolution columns", (size_t)(nx + nt) * sizeof *Xp);
         const double ops = 2.0 * (double)g->M * (double)K * (double)P;
         lithe__pool *pool = ops >= 2e6 ? lithe__cpu_pool() : NULL;
         for (int64_t n = 0; s == LITHE_OK && n < g->N; n++) {
-            lithe__qconv_pack_x(g, X + n * g->C * g->H * g->W, a_signed, zx, Xp);
+            lithe__qconv_pack_x(g, X + n * g->C * g->H * g->W, &q, Xp + nx, Xp);
             lithe__qconv c = {g->M, Kp, P, P8, Xp, wf, scale, bf, Yf + n * g->M * P};
             qc_task t = {&c, lithe__qconv_best()};
             lithe__pool_for(pool, Mb, 1, qc_run, &t);

@@ -2,13 +2,13 @@
  *
  *   Y (N, M, OH, OW) = act(sx·sw[m] · Σ (x - zx)·(w - zw[m]) + b[m])
  *
- * X given as QuantizeLinear's codes (int8 / uint8, one scale sx and zero point zx), W int8 with a
+ * X float32, quantized here as QuantizeLinear does (one scale sx and zero point zx), W int8 with a
  * scale and zero point per output channel (or one). The sums are exact int32, so every kernel gives
  * the bits of its scalar twin, and the same values as the int8 GEMM (qgemm.c) computes for them:
  * (float)acc · (sx·sw) (+ b), then the activation.
  *
  * Group 1 (any window, stride, padding): per image the columns (K = C·KH·KW, P = OH·OW) are packed
- * once from the codes as int16 pairs along K (Xp[k/2][p][2], x - zx, 0 outside the image and past
+ * once, quantized, as int16 pairs along K (Xp[k/2][p][2], x - zx, 0 outside the image and past
  * K / P), the weight once per weight version (lithe__quant's cache) as int32 pairs (w - zw) in panels
  * of MR filters; a tile is MR filters × 8 or 16 pixels of int16 pair products (AVX2 vpmaddwd,
  * exact for any 8-bit codes: no u7 split), written straight into Y's NCHW rows — no transpose. For
@@ -42,9 +42,15 @@ void lithe__qconv_avx2(const lithe__qconv *c, int64_t m0, int64_t m1);
 /* The kernel the CPU runs (LITHE_CPU_ISA=scalar: the twin). */
 lithe__qconv_fn lithe__qconv_best(void);
 
-/* Packing, shared by the driver and the tests: Xp (Kp, P8, 2) of one image's codes X (C, H, W) (int8
- * when a_signed) for the window of g (group 1); Wp of W (M, K) int8 with zero points zw (n_zw = M or 1). */
+/* The activation's quantization: x - zx = clamp(round_even(X / scale), lo, hi) with lo = xmin - zx,
+ * hi = xmax - zx (NaN to lo): QuantizeLinear's code less its zero point. */
+typedef struct lithe__qx {
+    float scale, lo, hi;
+} lithe__qx;
+/* Packing, shared by the driver and the tests: Xp (Kp, P8, 2) of one image X (C, H, W) for the
+ * window of g (group 1; tmp: C·H·W int16 of scratch, unused for 1x1); Wp of W (M, K) int8 with zero
+ * points zw (n_zw = M or 1). */
 struct lithe__conv2d;
-void lithe__qconv_pack_x(const struct lithe__conv2d *g, const uint8_t *X, bool a_signed, int32_t zx, int16_t *Xp);
+void lithe__qconv_pack_x(const struct lithe__conv2d *g, const float *X, const lithe__qx *q, int16_t *tmp, int16_t *Xp);
 void lithe__qconv_pack_w(int64_t M, int64_t K, const int8_t *W, const int32_t *zw, int64_t n_zw, int32_t *Wp);
 #endif
