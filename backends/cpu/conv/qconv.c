@@ -93,6 +93,9 @@ void lithe__qconv_ref(const lithe__qconv *c, int64_t m0, int64_t m1) {
     }
 }
 
+/* The npm package's importer module (LITHE_IMPORTER_MODULE) links none of this: its core leaves
+ * conv_q8 out (cpu_backend.c), and the driver's callees (the act kernel, the pool) live in the core. */
+#if !defined(LITHE_IMPORTER_MODULE)
 lithe__qconv_fn lithe__qconv_best(void) {
 #if defined(__x86_64__) || defined(_M_X64)
     const char *isa = lithe__sgemm_kernel_best()->isa;
@@ -213,3 +216,4 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
     if (s == LITHE_OK) *done = true;
     return s;
 }
+#endif
