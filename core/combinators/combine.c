@@ -79,6 +79,19 @@ static lithe_status multi_new(lithe_model *m, lithe_status (*run)(lithe_backprop
     return multi_new_n(m, m->n_layers, run, out);
 }
 
+/* A combinator forward's end: on success the output tensor (if any) wrapped into *Y and the record
+ * handed over; on failure both dropped. */
+static lithe_status multi_finish(lithe_status s, lithe_tensor *out, lithe_value **Y, multi_bp *r, lithe_backprop **bp) {
+    if (s == LITHE_OK && out) s = lithe__value_wrap(out, Y);
+    else lithe_tensor_release(out);
+    if (s != LITHE_OK) {
+        if (r) lithe_backprop_free(&r->base);
+        return s;
+    }
+    if (bp) *bp = &r->base;
+    return LITHE_OK;
+}
+
 /* acc += the tensor of v (both float32, same shape); takes over v. */
 static lithe_status accumulate(lithe_model *m, lithe_tensor *acc, lithe_value *v, const char *what) {
     lithe_tensor *t = NULL;
@@ -196,14 +209,7 @@ static lithe_status concat_forward(lithe_model *m, const lithe_value *X, bool is
     }
     for (size_t i = 0; i < n; i++) lithe_value_release(Ys[i]);
     lithe__free(Ys);
-    if (s == LITHE_OK) s = lithe__value_wrap(out, Y);
-    else lithe_tensor_release(out);
-    if (s != LITHE_OK) {
-        if (r) lithe_backprop_free(&r->base);
-        return s;
-    }
-    if (bp) *bp = &r->base;
-    return LITHE_OK;
+    return multi_finish(s, out, Y, r, bp);
 }
 
 static lithe_status concat_init(lithe_model *m, const lithe_value *X, const lithe_value *Y) {
@@ -272,14 +278,7 @@ static lithe_status add_forward(lithe_model *m, const lithe_value *X, bool is_tr
             s = accumulate(m, acc, Yi, "a layer's output");
         }
     }
-    if (s == LITHE_OK) s = lithe__value_wrap(acc, Y);
-    else lithe_tensor_release(acc);
-    if (s != LITHE_OK) {
-        if (r) lithe_backprop_free(&r->base);
-        return s;
-    }
-    if (bp) *bp = &r->base;
-    return LITHE_OK;
+    return multi_finish(s, acc, Y, r, bp);
 }
 
 static lithe_status add_init(lithe_model *m, const lithe_value *X, const lithe_value *Y) {
@@ -333,14 +332,7 @@ static lithe_status residual_forward(lithe_model *m, const lithe_value *X, bool 
         Yi = NULL;
     }
     lithe_value_release(Yi);
-    if (s == LITHE_OK) s = lithe__value_wrap(acc, Y);
-    else lithe_tensor_release(acc);
-    if (s != LITHE_OK) {
-        if (r) lithe_backprop_free(&r->base);
-        return s;
-    }
-    if (bp) *bp = &r->base;
-    return LITHE_OK;
+    return multi_finish(s, acc, Y, r, bp);
 }
 
 static lithe_status residual_init(lithe_model *m, const lithe_value *X, const lithe_value *Y) {
@@ -558,12 +550,7 @@ static lithe_status multi_forward(lithe_model *m, size_t n, bool over_items, con
     if (s == LITHE_OK) s = over_items ? lithe_value_list(n, Ys, Y) : lithe_value_tuple(n, Ys, Y);
     for (size_t i = 0; i < n; i++) lithe_value_release(Ys[i]);
     lithe__free(Ys);
-    if (s != LITHE_OK) {
-        if (r) lithe_backprop_free(&r->base);
-        return s;
-    }
-    if (bp) *bp = &r->base;
-    return LITHE_OK;
+    return multi_finish(s, NULL, NULL, r, bp);
 }
 
 static lithe_status tuplify_forward(lithe_model *m, const lithe_value *X, bool is_train, lithe_value **Y,
