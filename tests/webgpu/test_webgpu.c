@@ -266,7 +266,7 @@ EXPORT int wgt_subgroups(int on) {
     return wg->subgroups;
 }
 
-/* The GEMM cases of wgt_primitives with each variant the adapter offers (subgroups on, off), then
+/* The shared GEMM case (dc_gemm) with each variant the adapter offers (subgroups on, off), then
  * the vec4 kernel of CPU adapters on every case whose strides allow it (the others tiled). The
  * variants are set directly: wgt_subgroups() starts over (wgt_begin() zeroes the failures), which
  * made this test return 0 whatever failed before. */
