@@ -1,7 +1,7 @@
 // The WebGPU backend's imported-graph primitives and whole ONNX graphs in Node, on Dawn's Node
 // bindings (npm's `webgpu`) over SwiftShader, as webgpu.test.mjs: lithe-webgpu-test.wasm's
-// tests/webgpu/test_webgpu_graph.c. Every conv / pool / broadcast / unary / log-softmax / cast /
-// layernorm / Ragged-reduction primitive against the CPU backend; then torchvision's squeezenet1_1
+// tests/webgpu/test_webgpu_graph.c (the graphs' primitives are shared cases: cases.test.mjs):
+// torchvision's squeezenet1_1
 // and a transformer encoder (tests/webgpu/gen_graphs.py, run with Debian's /usr/bin/python3: torch
 // 1.13) predicting and taking Adam steps on WebGPU against the same graphs on the CPU, with the
 // dispatches, submits and time of a step. Without an adapter the tests skip, saying why, unless
@@ -20,14 +20,6 @@ import { adapterTest, device, load, skip } from './harness.mjs';
 const here = path.dirname(fileURLToPath(import.meta.url));
 
 adapterTest('for the graph tests');
-
-test('the imported graphs\' primitives match the CPU backend (conv, pool, broadcasting, unary, log-softmax, cast, layernorm, reductions)', { skip }, async () => {
-  const m = await load(device);
-  const fails = await m.call('wgt_graph_primitives');
-  assert.equal(fails, 0, m.out.join('\n'));
-  assert.deepEqual(m.wg.errors, [], 'WebGPU validation errors');
-  console.log(`graph primitives: ${m.wg.stats.dispatches} dispatches, ${m.wg.stats.submits} submits, ${m.wg.stats.pipelines} pipelines`);
-});
 
 // The graphs: exported once per run by torch (gen_graphs.py).
 function graphs() {

@@ -1,4 +1,4 @@
-// What the Node WebGPU tests share (webgpu.test.mjs, rest.test.mjs, graph.test.mjs): Dawn's Node
+// What the Node WebGPU tests share (cases.test.mjs, webgpu.test.mjs, graph.test.mjs): Dawn's Node
 // bindings (npm's `webgpu`) over SwiftShader, the adapter looked up once, and load(), which
 // instantiates lithe-webgpu-test.wasm (tests/webgpu/*.c) on a device with the JS command recorder
 // (bindings/js/src/webgpu.js), counting dispatches by shader. Without an adapter the tests skip,

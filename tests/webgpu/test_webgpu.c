@@ -1,10 +1,10 @@
-/* WebGPU backend conformance, built into lithe-webgpu-test.wasm (preset wasm-webgpu) and run by
- * bindings/js/test/webgpu.test.mjs in Node on the `webgpu` package (Dawn) over SwiftShader. Every
- * primitive the backend implements against the CPU backend on the same random inputs, at odd and
- * workgroup-boundary sizes, forward and backward; a primitive it lacks answers
- * LITHE_ERR_UNSUPPORTED naming it; then a Relu MLP's predictions and ten Adam steps against the
- * same model on the CPU. Oracle: the CPU backend (checked against Thinc by test_kernels).
- * Each exported function returns its number of failures and prints each one. */
+/* The WebGPU backend's conformance module, lithe-webgpu-test.wasm (preset wasm-webgpu), run in Node
+ * on the `webgpu` package (Dawn) over SwiftShader by the tests/webgpu .test.mjs files and in Chromium by
+ * browser.test.mjs. The shared cases (tests/device/cases.h: every primitive and model against the
+ * CPU backend, the same list test_vulkan and test_cuda run) are exported one family at a time
+ * (wgt_family); then WebGPU's own checks: every primitive present, the loss read back once, the
+ * unfused clipped Adam, the GEMM with each WGSL variant, and the fixtures the step-count and npm API
+ * tests use. Each exported check returns its number of failures and prints each one. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,218 +14,42 @@
 
 #define EXPORT __attribute__((used, visibility("default")))
 
-static uint64_t rng_state = 12345;
+/* ---- the shared cases ---- */
 
-static const int64_t sizes[] = {1, 3, 255, 256, 257, 1000, 4099};
-#define N_SIZES (sizeof sizes / sizeof sizes[0])
+static const char *const families[] = {
+#define WGT_FAMILY(f) #f,
+    DEVT_FAMILIES(WGT_FAMILY)
+#undef WGT_FAMILY
+};
+#define N_FAMILIES (sizeof families / sizeof families[0])
 
-static void t_elementwise(void) {
-    char w[96];
-    for (size_t k = 0; k < N_SIZES; k++) {
-        int64_t n = sizes[k];
-        pair X = pair_rand(1, &n, -2, 2), Y = pair_rand(1, &n, -2, 2), Z = pair_rand(1, &n, -2, 2);
-        BOTH(lithe__op_axpby(cpu, 0.5f, X.c, -1.25f, Y.c), lithe__op_axpby(dev, 0.5f, X.v, -1.25f, Y.v));
-        snprintf(w, sizeof w, "axpby n=%lld", (long long)n);
-        expect_pair(w, Y, 0, 0);
-        BOTH(lithe__op_mul(cpu, X.c, Z.c, Y.c), lithe__op_mul(dev, X.v, Z.v, Y.v));
-        snprintf(w, sizeof w, "mul n=%lld", (long long)n);
-        expect_pair(w, Y, 0, 0);
-        BOTH(lithe__op_mul(cpu, X.c, Y.c, Y.c), lithe__op_mul(dev, X.v, Y.v, Y.v)); /* Y aliases B */
-        snprintf(w, sizeof w, "mul in place n=%lld", (long long)n);
-        expect_pair(w, Y, 0, 0);
-        BOTH(lithe__op_update_averages(cpu, Z.c, X.c, 0.9f), lithe__op_update_averages(dev, Z.v, X.v, 0.9f));
-        snprintf(w, sizeof w, "update_averages n=%lld", (long long)n);
-        expect_pair(w, Z, 0, 0);
-        BOTH(lithe__op_fill(cpu, Z.c, 1.5f), lithe__op_fill(dev, Z.v, 1.5f));
-        snprintf(w, sizeof w, "fill n=%lld", (long long)n);
-        expect_pair(w, Z, 0, 0);
-        BOTH(lithe__op_copy(cpu, Z.c, X.c), lithe__op_copy(dev, Z.v, X.v));
-        snprintf(w, sizeof w, "copy n=%lld", (long long)n);
-        expect_pair(w, Z, 0, 0);
-        double sc = 0, sv = 0;
-        BOTH(lithe__op_sum_squares(cpu, X.c, &sc), lithe__op_sum_squares(dev, X.v, &sv));
-        if (!(fabs(sc - sv) <= 1e-5 * fabs(sc) + 1e-6)) FAIL("sum_squares n=%lld: cpu %.9g, webgpu %.9g", (long long)n, sc, sv);
-        int oc = -1, ov = -2;
-        BOTH(lithe__op_any_outside(cpu, X.c, -1.9f, 1.9f, &oc), lithe__op_any_outside(dev, X.v, -1.9f, 1.9f, &ov));
-        if (oc != ov) FAIL("any_outside n=%lld: cpu %d, webgpu %d", (long long)n, oc, ov);
-        BOTH(lithe__op_any_outside(cpu, X.c, -3, 3, &oc), lithe__op_any_outside(dev, X.v, -3, 3, &ov));
-        if (oc != ov || oc) FAIL("any_outside inside n=%lld: cpu %d, webgpu %d", (long long)n, oc, ov);
-        pair_free(X);
-        pair_free(Y);
-        pair_free(Z);
+/* the name of family f (0, 1, ...), NULL past the last */
+EXPORT const char *wgt_family_name(int f) { return f >= 0 && (size_t)f < N_FAMILIES ? families[f] : NULL; }
+
+/* Every case of family f, each from the fixed seed; the failures of all of them. */
+EXPORT int wgt_family(int f) {
+    if (wgt_begin()) return 1;
+    int total = 0, n = 0;
+    long checks0 = devt_checks;
+    for (size_t i = 0; i < devt_n_cases; i++) {
+        if (!wgt_family_name(f) || strcmp(devt_cases[i].family, families[f])) continue;
+        devt_case_begin();
+        devt_cases[i].fn();
+        printf("%s %s: %s\n", failures ? "FAILED" : "ok", devt_cases[i].name, failures ? "(above)" : "");
+        total += failures;
+        n++;
     }
-    /* a row-strided 2-D view: copy of columns 2..6 of a (5, 9) matrix */
-    int64_t s2[2] = {5, 9}, s3[2] = {5, 4};
-    pair A = pair_rand(2, s2, -1, 1), D = pair_rand(2, s3, -1, 1);
-    lithe_tensor *vc = NULL, *vv = NULL;
-    OK(lithe_tensor_slice(A.c, 1, 2, 6, &vc));
-    OK(lithe_tensor_slice(A.v, 1, 2, 6, &vv));
-    BOTH(lithe__op_copy(cpu, D.c, vc), lithe__op_copy(dev, D.v, vv));
-    expect_pair("copy of a row-strided view", D, 0, 0);
-    lithe_tensor_release(vc);
-    lithe_tensor_release(vv);
-    pair_free(A);
-    pair_free(D);
+    printf("family %s: %d cases, %ld tensors compared against the CPU\n", wgt_family_name(f), n, devt_checks - checks0);
+    if (!n) printf("FAIL: no cases in family %d\n", f), total++;
+    failures = total;
+    return total;
 }
 
-static void t_rows_softmax_cce(void) {
-    static const int64_t shapes[][2] = {{1, 1}, {3, 7}, {50, 10}, {17, 300}, {2, 1000}, {257, 3}};
-    char w[96];
-    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
-        int64_t M = shapes[k][0], N = shapes[k][1];
-        pair Y = pair_rand(2, shapes[k], -3, 3), b = pair_rand(1, &N, -1, 1), y = pair_rand(1, &N, -1, 1);
-        BOTH(lithe__op_sum_rows(cpu, Y.c, 0.5f, y.c), lithe__op_sum_rows(dev, Y.v, 0.5f, y.v));
-        snprintf(w, sizeof w, "sum_rows %lldx%lld", (long long)M, (long long)N);
-        expect_pair(w, y, 0, 0);
-        BOTH(lithe__op_add_row(cpu, Y.c, b.c), lithe__op_add_row(dev, Y.v, b.v));
-        snprintf(w, sizeof w, "add_row %lldx%lld", (long long)M, (long long)N);
-        expect_pair(w, Y, 0, 0);
-        pair S = pair_rand(2, shapes[k], 0, 1), dS = pair_rand(2, shapes[k], -1, 1), dX = pair_rand(2, shapes[k], 0, 1);
-        for (int tt = 0; tt < 2; tt++) {
-            float T = tt ? 0.7f : 1.0f;
-            BOTH(lithe__op_softmax(cpu, Y.c, T, S.c), lithe__op_softmax(dev, Y.v, T, S.v));
-            snprintf(w, sizeof w, "softmax %lldx%lld T=%g", (long long)M, (long long)N, T);
-            expect_pair(w, S, 1e-6, 1e-5);
-            BOTH(lithe__op_softmax_backward(cpu, S.c, dS.c, T, dX.c), lithe__op_softmax_backward(dev, S.v, dS.v, T, dX.v));
-            snprintf(w, sizeof w, "softmax_backward %lldx%lld T=%g", (long long)M, (long long)N, T);
-            expect_pair(w, dX, 1e-6, 1e-5);
-        }
-        BOTH(lithe__op_softmax(cpu, Y.c, 1.0f, Y.c), lithe__op_softmax(dev, Y.v, 1.0f, Y.v)); /* in place */
-        snprintf(w, sizeof w, "softmax in place %lldx%lld", (long long)M, (long long)N);
-        expect_pair(w, Y, 1e-6, 1e-5);
-        /* cross-entropy gradients from int32 and int64 labels, smoothing, a missing label */
-        int32_t *l32 = malloc(sizeof(int32_t) * (size_t)M);
-        int64_t *l64 = malloc(sizeof(int64_t) * (size_t)M);
-        for (int64_t i = 0; i < M; i++) l64[i] = l32[i] = (int32_t)(uni() * (double)N);
-        if (M > 2) l64[1] = l32[1] = -1;
-        pair L32 = pair_new(LITHE_I32, 1, &M, l32), L64 = pair_new(LITHE_I64, 1, &M, l64);
-        pair_free(S); /* the same probabilities on both sides: the gradient is then bit-exact */
-        S = pair_rand(2, shapes[k], 0, 1);
-        BOTH(lithe__op_cce_labels(cpu, S.c, L32.c, 0.1f, true, -1, 2.0f, dX.c),
-             lithe__op_cce_labels(dev, S.v, L32.v, 0.1f, true, -1, 2.0f, dX.v));
-        snprintf(w, sizeof w, "cce_labels int32 %lldx%lld", (long long)M, (long long)N);
-        expect_pair(w, dX, 0, 0);
-        BOTH(lithe__op_cce_labels(cpu, S.c, L64.c, 0.0f, false, 0, 1.0f, dX.c),
-             lithe__op_cce_labels(dev, S.v, L64.v, 0.0f, false, 0, 1.0f, dX.v));
-        snprintf(w, sizeof w, "cce_labels int64 %lldx%lld", (long long)M, (long long)N);
-        expect_pair(w, dX, 0, 0);
-        free(l32);
-        free(l64);
-        pair_free(L32);
-        pair_free(L64);
-        pair_free(S);
-        pair_free(dS);
-        pair_free(dX);
-        pair_free(Y);
-        pair_free(b);
-        pair_free(y);
-    }
-}
-
-static void t_activations(void) {
-    char w[96];
-    for (int kind = 0; kind < LITHE__ACT_COUNT; kind++) {
-        lithe__act a = {.kind = (lithe__act_kind)kind, .slope = 1.5f, .offset = 0.25f, .min_val = -1.0f, .max_val = 2.0f,
-                        .threshold = 20.0f};
-        for (size_t k = 0; k < N_SIZES; k += 2) {
-            int64_t n = sizes[k];
-            pair X = pair_rand(1, &n, -4, 4), Y = pair_rand(1, &n, 0, 1), dY = pair_rand(1, &n, -1, 1),
-                 dX = pair_rand(1, &n, 0, 1);
-            BOTH(lithe__op_act(cpu, &a, X.c, Y.c), lithe__op_act(dev, &a, X.v, Y.v));
-            snprintf(w, sizeof w, "act kind %d n=%lld", kind, (long long)n);
-            expect_pair(w, Y, 1e-6, 1e-5);
-            int needs = lithe__act_needs(a.kind);
-            BOTH(lithe__op_act_backward(cpu, &a, dY.c, needs & LITHE__ACT_NEEDS_X ? X.c : NULL,
-                                        needs & LITHE__ACT_NEEDS_Y ? Y.c : NULL, dX.c),
-                 lithe__op_act_backward(dev, &a, dY.v, needs & LITHE__ACT_NEEDS_X ? X.v : NULL,
-                                        needs & LITHE__ACT_NEEDS_Y ? Y.v : NULL, dX.v));
-            snprintf(w, sizeof w, "act_backward kind %d n=%lld", kind, (long long)n);
-            expect_pair(w, dX, 1e-5, 1e-4);
-            BOTH(lithe__op_act(cpu, &a, X.c, X.c), lithe__op_act(dev, &a, X.v, X.v)); /* in place */
-            snprintf(w, sizeof w, "act in place kind %d n=%lld", kind, (long long)n);
-            expect_pair(w, X, 1e-6, 1e-5);
-            pair_free(X);
-            pair_free(Y);
-            pair_free(dY);
-            pair_free(dX);
-        }
-    }
-}
-
-static void t_optimizers(void) {
-    char w[96];
-    for (size_t k = 0; k < N_SIZES; k++) {
-        int64_t n = sizes[k];
-        pair W = pair_rand(1, &n, -1, 1), G = pair_rand(1, &n, -1, 1), m1 = pair_rand(1, &n, -0.1, 0.1),
-             m2 = pair_rand(1, &n, 0, 0.1), avg = pair_rand(1, &n, -1, 1);
-        BOTH(lithe__op_adam(cpu, W.c, G.c, m1.c, m2.c, 0.9f, 0.999f, 1e-8f, 0.01f),
-             lithe__op_adam(dev, W.v, G.v, m1.v, m2.v, 0.9f, 0.999f, 1e-8f, 0.01f));
-        snprintf(w, sizeof w, "adam W n=%lld", (long long)n);
-        expect_pair(w, W, 1e-7, 1e-6);
-        expect_pair("adam m1", m1, 1e-7, 1e-6);
-        expect_pair("adam m2", m2, 1e-7, 1e-6);
-        BOTH(lithe__op_radam(cpu, W.c, G.c, m1.c, m2.c, 0.9f, 0.1f, 0.999f, 0.001f, 1e-8f, 0.01f, k % 2),
-             lithe__op_radam(dev, W.v, G.v, m1.v, m2.v, 0.9f, 0.1f, 0.999f, 0.001f, 1e-8f, 0.01f, k % 2));
-        snprintf(w, sizeof w, "radam W n=%lld", (long long)n);
-        expect_pair(w, W, 1e-7, 1e-6);
-        for (int clip = 0; clip < 2; clip++) {
-            double gc = clip ? 0.5 : 0.0;
-            BOTH(lithe__op_adam_step(cpu, W.c, G.c, m1.c, m2.c, avg.c, gc, 0.9f, 0.999f, 1e-8f, 0.01f, 0.99f, 0.9f),
-                 lithe__op_adam_step(dev, W.v, G.v, m1.v, m2.v, avg.v, gc, 0.9f, 0.999f, 1e-8f, 0.01f, 0.99f, 0.9f));
-            snprintf(w, sizeof w, "adam_step clip %g n=%lld", gc, (long long)n);
-            expect_pair(w, W, 1e-6, 1e-5);
-            expect_pair("adam_step G zeroed", G, 0, 0);
-            expect_pair("adam_step avg", avg, 1e-6, 1e-5);
-            expect_pair("adam_step m1", m1, 1e-6, 1e-5);
-            pair G2 = pair_rand(1, &n, -1, 1);
-            lithe_tensor_release(G.c);
-            lithe_tensor_release(G.v);
-            G = G2;
-        }
-        BOTH(lithe__op_clip_gradient(cpu, G.c, 1.0), lithe__op_clip_gradient(dev, G.v, 1.0));
-        snprintf(w, sizeof w, "clip_gradient n=%lld", (long long)n);
-        expect_pair(w, G, 1e-7, 1e-5);
-        pair_free(W);
-        pair_free(G);
-        pair_free(m1);
-        pair_free(m2);
-        pair_free(avg);
-    }
-}
-
-static void t_gemm(void) {
-    static const int64_t mnk[][3] = {{1, 1, 1}, {3, 5, 7}, {64, 64, 64}, {65, 63, 17}, {50, 48, 20}, {128, 10, 300}, {7, 130, 1},
-                                         /* gemm_v4's edges: ragged M and N (tB), ragged K (tA) */ {13, 9, 8}, {12, 40, 7}};
-    char w[128];
-    for (size_t k = 0; k < sizeof mnk / sizeof mnk[0]; k++) {
-        int64_t M = mnk[k][0], N = mnk[k][1], K = mnk[k][2];
-        for (int t = 0; t < 4; t++) {
-            bool tA = t & 1, tB = t & 2;
-            int64_t sa[2] = {tA ? K : M, tA ? M : K}, sb[2] = {tB ? N : K, tB ? K : N}, sc[2] = {M, N};
-            pair A = pair_rand(2, sa, -1, 1), B = pair_rand(2, sb, -1, 1), C = pair_rand(2, sc, -1, 1), Z = pair_rand(2, sc, 0, 1);
-            pair bias = pair_rand(1, &N, -1, 1);
-            double tol = 1e-6 * (double)K + 1e-6;
-            BOTH(lithe__op_gemm(cpu, tA, tB, 0.75f, A.c, B.c, 0.5f, C.c), lithe__op_gemm(dev, tA, tB, 0.75f, A.v, B.v, 0.5f, C.v));
-            snprintf(w, sizeof w, "gemm %lldx%lldx%lld tA=%d tB=%d", (long long)M, (long long)N, (long long)K, tA, tB);
-            expect_pair(w, C, tol, 1e-5);
-            lithe__act relu = {.kind = LITHE__ACT_RELU}, gelu = {.kind = LITHE__ACT_GELU};
-            BOTH(lithe__op_gemm_bias_act(cpu, tA, tB, A.c, B.c, bias.c, t % 2 ? &gelu : &relu, Z.c, C.c),
-                 lithe__op_gemm_bias_act(dev, tA, tB, A.v, B.v, bias.v, t % 2 ? &gelu : &relu, Z.v, C.v));
-            snprintf(w, sizeof w, "gemm_bias_act Y %lldx%lldx%lld tA=%d tB=%d", (long long)M, (long long)N, (long long)K, tA, tB);
-            expect_pair(w, C, tol, 1e-5);
-            snprintf(w, sizeof w, "gemm_bias_act Z %lldx%lldx%lld tA=%d tB=%d", (long long)M, (long long)N, (long long)K, tA, tB);
-            expect_pair(w, Z, tol, 1e-5);
-            BOTH(lithe__op_gemm_bias_act(cpu, tA, tB, A.c, B.c, NULL, NULL, NULL, C.c),
-                 lithe__op_gemm_bias_act(dev, tA, tB, A.v, B.v, NULL, NULL, NULL, C.v));
-            snprintf(w, sizeof w, "gemm_bias_act plain %lldx%lldx%lld tA=%d tB=%d", (long long)M, (long long)N, (long long)K, tA, tB);
-            expect_pair(w, C, tol, 1e-5);
-            pair_free(A);
-            pair_free(B);
-            pair_free(C);
-            pair_free(Z);
-            pair_free(bias);
-        }
-    }
+static int run_family(const char *name) {
+    int fails = 0;
+    for (size_t f = 0; f < N_FAMILIES; f++)
+        if (!strcmp(families[f], name)) fails += wgt_family((int)f);
+    return fails;
 }
 
 static void t_unsupported(void) {
@@ -235,31 +59,30 @@ static void t_unsupported(void) {
         if (!lithe__backend_has_prim(dev, i)) FAIL("the webgpu backend lacks primitive '%s'", lithe__prim_names[i]);
 }
 
-EXPORT int wgt_primitives(void) {
+EXPORT int wgt_unsupported(void) {
     if (wgt_begin()) return 1;
-    t_elementwise();
-    t_rows_softmax_cce();
-    t_activations();
-    t_optimizers();
-    t_gemm();
     t_unsupported();
     return failures;
 }
 
-/* ---- whole models: a Relu MLP (784-64-32-10 at batch 32 for the step counts; 20-48-32-10 at
- * batch 50 against the CPU) ---- */
-
-static lithe_status build_mlp(int64_t h1, int64_t h2, float dropout, lithe_model **out) {
-    lithe_model *l[3] = {NULL, NULL, NULL};
-    lithe_status s = lithe_relu(&(lithe_dense_opts){.nO = h1}, &l[0]);
-    if (s == LITHE_OK) s = lithe_relu(&(lithe_dense_opts){.nO = h2, .dropout = dropout}, &l[1]);
-    if (s == LITHE_OK) s = lithe_softmax(&(lithe_softmax_opts){.nO = 10}, &l[2]);
-    if (s != LITHE_OK) {
-        for (int i = 0; i < 3; i++) lithe_model_free(l[i]);
-        return s;
-    }
-    return lithe_chain(3, l, out);
+/* The browser page's first check (browser/page.mjs): the elementwise, training and GEMM families,
+ * then every primitive present. */
+EXPORT int wgt_primitives(void) {
+    int fails = run_family("elementwise") + run_family("train") + run_family("gemm");
+    if (wgt_begin()) return 1;
+    t_unsupported();
+    return fails + failures;
 }
+
+/* the browser page's model check: the Relu MLP against the CPU (dc_model_mlp) */
+EXPORT int wgt_mlp(void) {
+    if (wgt_begin()) return 1;
+    devt_case_begin();
+    dc_model_mlp();
+    return failures;
+}
+
+/* ---- a step-count fixture and the npm API test's model ---- */
 
 static lithe_value *value_on(lithe_backend *be, lithe_dtype dt, int ndim, const int64_t *shape, const void *data) {
     lithe_tensor *t = NULL;
@@ -291,83 +114,6 @@ static lithe_status train_step(lithe_model *m, lithe_value *X, lithe_value *L, l
     return s;
 }
 
-static void mlp_vs_cpu(void) {
-    enum { B = 50, NI = 20, NC = 10 };
-    lithe_model *mc = NULL, *mv = NULL;
-    OK(build_mlp(48, 32, 0.0f, &mc));
-    OK(build_mlp(48, 32, 0.0f, &mv));
-    OK(lithe_model_set_seed(mc, 7));
-    OK(lithe_model_set_seed(mv, 7));
-    float x[B * NI], onehot[B * NC] = {0};
-    int32_t y[B];
-    for (int i = 0; i < B * NI; i++) x[i] = (float)(uni() * 2 - 1);
-    for (int i = 0; i < B; i++) {
-        y[i] = (int32_t)(uni() * NC);
-        onehot[i * NC + y[i]] = 1.0f;
-    }
-    const int64_t xs[2] = {B, NI}, ys[2] = {B, NC}, ls[1] = {B};
-    lithe_value *Xc = value_on(cpu, LITHE_F32, 2, xs, x), *Yc = value_on(cpu, LITHE_F32, 2, ys, onehot);
-    lithe_value *Xv = value_on(dev, LITHE_F32, 2, xs, x), *Lc = value_on(cpu, LITHE_I32, 1, ls, y),
-                *Lv = value_on(dev, LITHE_I32, 1, ls, y);
-    OK(lithe_model_initialize(mc, Xc, Yc));
-    OK(lithe_model_initialize(mv, Xc, Yc));
-    OK(lithe_model_to_backend(mv, dev));
-    lithe_value *Pc = NULL, *Pv = NULL;
-    OK(lithe_model_predict(mc, Xc, &Pc));
-    OK(lithe_model_predict(mv, Xv, &Pv));
-    expect_pair("MLP predictions", (pair){lithe_value_get_tensor(Pc), lithe_value_get_tensor(Pv)}, 1e-5, 1e-4);
-    lithe_value_release(Pc);
-    lithe_value_release(Pv);
-    lithe_optimizer_opts oo = lithe_adam_defaults();
-    oo.learn_rate = 0.01;
-    lithe_optimizer *oc = NULL, *ov = NULL;
-    OK(lithe_optimizer_new(&oo, &oc));
-    OK(lithe_optimizer_new(&oo, &ov));
-    for (int step = 0; step < 10; step++) {
-        OK(train_step(mc, Xc, Lc, oc));
-        OK(train_step(mv, Xv, Lv, ov));
-    }
-    OK(lithe_model_predict(mc, Xc, &Pc));
-    OK(lithe_model_predict(mv, Xv, &Pv));
-    expect_pair("MLP predictions after 10 Adam steps", (pair){lithe_value_get_tensor(Pc), lithe_value_get_tensor(Pv)},
-                1e-4, 1e-3);
-    lithe_value_release(Pc);
-    lithe_value_release(Pv);
-    lithe_model *nc[16], *nv[16];
-    size_t n1 = 0, n2 = 0;
-    OK(lithe_model_walk(mc, nc, 16, &n1));
-    OK(lithe_model_walk(mv, nv, 16, &n2));
-    size_t checked = 0;
-    for (size_t i = 0; i < n1 && i < 16; i++)
-        for (size_t p = 0; p < lithe_model_n_params(nc[i]); p++) {
-            const char *pn = lithe_model_param_name(nc[i], p);
-            pair t = {NULL, NULL};
-            if (lithe_model_get_param(nc[i], pn, &t.c) != LITHE_OK) continue;
-            OK(lithe_model_get_param(nv[i], pn, &t.v));
-            if (lithe_tensor_backend(t.v) != dev) FAIL("param %s is not on webgpu", pn);
-            char what[96];
-            snprintf(what, sizeof what, "MLP node %zu param %s after 10 Adam steps", i, pn);
-            expect_pair(what, t, 2e-4, 2e-3);
-            checked++;
-        }
-    if (checked != 6) FAIL("MLP: %zu params compared, expected 6", checked);
-    lithe_optimizer_free(oc);
-    lithe_optimizer_free(ov);
-    lithe_value_release(Xc);
-    lithe_value_release(Yc);
-    lithe_value_release(Xv);
-    lithe_value_release(Lc);
-    lithe_value_release(Lv);
-    lithe_model_free(mc);
-    lithe_model_free(mv);
-}
-
-EXPORT int wgt_mlp(void) {
-    if (wgt_begin()) return 1;
-    mlp_vs_cpu();
-    return failures;
-}
-
 /* A step-count fixture: a 784-64-32-10 Relu MLP, batch 32, on WebGPU; the JS test reads the
  * recorder's counters around wgt_step(). */
 static lithe_model *sm;
@@ -386,7 +132,7 @@ EXPORT int wgt_step_setup(float dropout) {
     const int64_t xs[2] = {B, NI}, ys[2] = {B, 10}, ls[1] = {B};
     lithe_value *Xc = value_on(cpu, LITHE_F32, 2, xs, x), *Yc = value_on(cpu, LITHE_F32, 2, ys, onehot);
     lithe_optimizer_opts oo = lithe_adam_defaults();
-    if (build_mlp(64, 32, dropout, &sm) || lithe_model_initialize(sm, Xc, Yc) || lithe_model_to_backend(sm, dev) ||
+    if (dc_build_mlp(64, 32, dropout, &sm) || lithe_model_initialize(sm, Xc, Yc) || lithe_model_to_backend(sm, dev) ||
         lithe_optimizer_new(&oo, &so))
         FAIL("step setup: %s", lithe_last_error());
     sX = value_on(dev, LITHE_F32, 2, xs, x);
@@ -420,7 +166,7 @@ EXPORT void *wgt_mlp_bytes(size_t *len) {
     *len = 0;
     float x[4 * 20] = {0}, y[4 * 10] = {0};
     const int64_t xs[2] = {4, 20}, ys[2] = {4, 10};
-    if (lithe_backend_get("cpu", &cpu) || build_mlp(48, 32, 0.0f, &m)) return NULL;
+    if (lithe_backend_get("cpu", &cpu) || dc_build_mlp(48, 32, 0.0f, &m)) return NULL;
     lithe_value *X = value_on(cpu, LITHE_F32, 2, xs, x), *Y = value_on(cpu, LITHE_F32, 2, ys, y);
     if (lithe_model_set_seed(m, 7) || lithe_model_initialize(m, X, Y) || lithe_model_save_bytes(m, NULL, (uint8_t **)&buf, len)) buf = NULL;
     lithe_value_release(X);
@@ -520,7 +266,7 @@ EXPORT int wgt_subgroups(int on) {
     return wg->subgroups;
 }
 
-/* The GEMM cases of wgt_primitives with each variant the adapter offers (subgroups on, off), then
+/* The shared GEMM case (dc_gemm) with each variant the adapter offers (subgroups on, off), then
  * the vec4 kernel of CPU adapters on every case whose strides allow it (the others tiled). The
  * variants are set directly: wgt_subgroups() starts over (wgt_begin() zeroes the failures), which
  * made this test return 0 whatever failed before. */
@@ -534,12 +280,12 @@ EXPORT int wgt_gemm_variants(void) {
     for (int on = sg_available; on >= 0; on--) {
         wg->subgroups = on ? 2 : 0; /* every GEMM through the variant */
         printf("gemm variant: %s\n", on ? "subgroups (gemm_sg.wgsl)" : "tiled (gemm.wgsl)");
-        t_gemm();
+        dc_gemm();
     }
     wg->subgroups = 0;
     wg->cpu_gemm = 1;
     printf("gemm variant: %s\n", "vec4 (gemm_v4.wgsl, aligned cases)");
-    t_gemm();
+    dc_gemm();
     wg->cpu_gemm = cpu_mode;
     wg->subgroups = had;
     return failures;
