@@ -208,6 +208,9 @@ static lithe_status run_all(lithe__gexec *x, struct lithe__grc *rc, bool recordi
             rc->node_bytes[i] = b;
         }
         release_after(x, rc, i, measuring);
+        /* measuring keeps nothing: each node's idle blocks go at once, so this once-per-signature
+         * run peaks at one node's values, not at every size's block */
+        if (measuring) trim(x);
     }
     return LITHE_OK;
 }
@@ -230,6 +233,8 @@ lithe_status lithe__grecompute_backward(lithe__gexec *x) {
     const lithe__graph *g = x->g;
     const struct lithe__grc *rc = x->plan->rc;
     if (!rc) return lithe__fail(LITHE_ERR_INTERNAL, "%s: a recomputing backward without segments", x->m->name);
+    const lithe__attr *ra = find_attr(x->m, "recompute_rows", LITHE_ATTR_INT);
+    int64_t rows = ra && ra->v.i > 0 ? ra->v.i : 0;
     for (size_t j = rc->n_seg; j-- > 0;) {
         size_t lo = rc->seg_start[j], hi = rc->seg_start[j + 1];
         bool wanted = false; /* a gradient is wanted of something this segment reads */
@@ -241,7 +246,9 @@ lithe_status lithe__grecompute_backward(lithe__gexec *x) {
         /* the blocks of the forward and of the segment after this one are of other sizes: back to
          * the allocator, so the pool holds one segment's, not the sum over sizes */
         trim(x);
-        if (wanted) {
+        bool done = false;
+        if (wanted) s = lithe__grecompute_rows(x, rc->prod, lo, hi, rows, &done);
+        if (wanted && !done && s == LITHE_OK) {
             x->recomputing = true;
             for (size_t i = lo; s == LITHE_OK && i < hi; i++) {
                 if (lithe__gnode_skipped(g, i)) continue;
