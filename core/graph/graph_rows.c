@@ -19,7 +19,7 @@
 #include <string.h>
 
 /* Ops that map row n of each batched input to row n of each output, whatever the other rows hold. */
-static bool row_op(const char *t) {
+bool lithe__graph_row_op(const char *t) {
     static const char *const ok[] = {"fused:Conv", "fused:ConvAdd", "Conv", "Relu", "Clip", "LeakyRelu", "Sigmoid",
                                      "HardSigmoid", "HardSwish", "Tanh", "Elu", "Selu", "Identity", "MaxPool",
                                      "AveragePool", "Dropout", NULL};
@@ -43,7 +43,7 @@ static bool sliceable(const lithe__gexec *x, const int64_t *prod, size_t lo, siz
     *B = -1;
     for (size_t i = lo; i < hi; i++) {
         if (lithe__gnode_skipped(g, i)) continue;
-        if (!row_op(g->node_op[i]->op_type)) return false;
+        if (!lithe__graph_row_op(g->node_op[i]->op_type)) return false;
         for (size_t k = 0; k < g->node_nin[i]; k++) {
             int64_t s = g->node_in[i][k];
             if (!outside(x, prod, lo, s)) {
