@@ -25,7 +25,16 @@
  * resident, so after a step whose blocks change sizes (a recomputing graph layer hands its blocks
  * back between segments) the resident set stayed ~90 MiB above the bytes in use; an unmapped block
  * leaves the resident set at once. Blocks the lists keep are unaffected (they stay mapped). */
-#if (defined(__linux__) || defined(__APPLE__)) && !defined(__wasm__)
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LITHE__CACHE_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define LITHE__CACHE_ASAN 1
+#endif
+/* (not under AddressSanitizer: its heap's redzones catch overruns, mapped pages have none) */
+#if (defined(__linux__) || defined(__APPLE__)) && !defined(__wasm__) && !defined(LITHE__CACHE_ASAN)
 #include <sys/mman.h>
 #if !defined(MAP_ANONYMOUS) && defined(MAP_ANON)
 #define MAP_ANONYMOUS MAP_ANON
