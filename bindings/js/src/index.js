@@ -267,8 +267,8 @@ function asTensor(x, shape) {
   throw litheError(STATUS.INVALID_ARG, 'expected a lithe.Tensor, {data, shape} or a TypedArray');
 }
 
-// A tensor's extents (and, read back, its dtype and rank) pass through the scratch block's slots
-// 16 and on (raw.js), not a malloc'd block: a predict at batch 1 is some tens of microseconds, and
+// A tensor's extents (and, read back, its dtype and rank; predict's output and its data's address
+// before them) pass through the scratch block's slots 16 and on (raw.js), not a malloc'd block: a predict at batch 1 is some tens of microseconds, and
 // each malloc / free is a call into the module.
 const DESC_SLOT = 16, SHAPE_SLOTS = 40;
 
@@ -300,7 +300,10 @@ function toC(t) {
 function fromC(ptr) {
   const r = need();
   const d = r.outPtr(DESC_SLOT);
-  const at = r.lithe_js_tensor_desc(ptr, d);
+  return fromDesc(r, ptr, r.lithe_js_tensor_desc(ptr, d), d);
+}
+// (the copy, from a description at d: dtype, ndim, extents; `at` the data's address or 0)
+function fromDesc(r, ptr, at, d) {
   const i32 = r.i32(), w = d >>> 2;
   const dtype = i32[w], ndim = i32[w + 1];
   const shape = new Array(ndim);
@@ -326,6 +329,41 @@ function fromC(ptr) {
     }
   }
   return new Tensor(out, shape, dtype, FROM_C);
+}
+
+// predict's input tensor, kept from one call to the next (any model's): at batch 1 a new C tensor
+// per call (its mallocs, frees and two more calls into the module) was a measurable part of a
+// predict. Reused when the next input has the same dtype and extents and nothing in the module
+// holds it any more (lithe_js_tensor_reuse: a model that kept it, or a view of it, keeps its data;
+// then a new one is made). Inputs over INPUT_KEEP_BYTES are released after each call instead, so
+// the module never holds more than that for it.
+const INPUT_KEEP_BYTES = 1 << 20;
+let keptInput = 0, keptDtype = -1, keptShape = [];
+function sameShape(a, b) {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+// A C tensor holding t's values: the kept one, refilled, when it fits, else a new one (toC).
+function inputC(r, t) {
+  if (keptInput && t.dtype === keptDtype && sameShape(t.shape, keptShape)) {
+    const at = r.lithe_js_tensor_reuse(keptInput);
+    if (at) {
+      if (t.dtype === DTYPE.F32 && at % 4 === 0) r.f32().set(t.data, at >>> 2);
+      else if (t.data.byteLength) r.u8().set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength), at);
+      return keptInput;
+    }
+  }
+  return toC(t);
+}
+// After the call: keep xp for the next one (releasing the one kept before), or release it.
+function inputDone(r, xp, t) {
+  if (xp === keptInput) return;
+  if (t.data.byteLength > INPUT_KEEP_BYTES) return void r.lithe_tensor_release(xp);
+  if (keptInput) r.lithe_tensor_release(keptInput);
+  keptInput = xp;
+  keptDtype = t.dtype;
+  keptShape = t.shape.slice();
 }
 
 const registry = new FinalizationRegistry(({ free, ptr }) => {
@@ -403,7 +441,8 @@ export class Model extends Handle {
   predict(x, shape) {
     const r = need();
     if (this.#device !== 'cpu') throw litheError(STATUS.UNSUPPORTED, `this model is on ${this.#device}: its predictions come back asynchronously (await model.predictAsync(x))`);
-    const xp = toC(asTensor(x, shape));
+    const t = asTensor(x, shape);
+    const xp = inputC(r, t);
     try {
       if (!this.#prepared) {
         // out of memory leaves the model working unprepared (lithe.h): predict goes on without
@@ -412,15 +451,17 @@ export class Model extends Handle {
         if (s !== STATUS.OOM) r.check(s);
         this.#prepared = s === STATUS.OK;
       }
-      r.check(r.lithe_model_predict_tensor(this.ptr, xp, r.outPtr(0)));
-      const yp = r.readU32(r.outPtr(0));
+      // the output and its description in one call (lithe_js_predict): y, its data, dtype, extents
+      const d = r.outPtr(DESC_SLOT);
+      r.check(r.lithe_js_predict(this.ptr, xp, d));
+      const i32 = r.i32(), yp = i32[d >>> 2] >>> 0;
       try {
-        return fromC(yp);
+        return fromDesc(r, yp, i32[(d >>> 2) + 1] >>> 0, d + 8);
       } finally {
         r.lithe_tensor_release(yp);
       }
     } finally {
-      r.lithe_tensor_release(xp);
+      inputDone(r, xp, t);
     }
   }
   // One update: begin_update(x), the loss against y, backprop, finish_update(optimizer). loss:

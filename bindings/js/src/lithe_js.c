@@ -47,6 +47,32 @@ LITHE_JS_API const void *lithe_js_tensor_desc(const lithe_tensor *t, int32_t *ou
     return lithe_tensor_is_contiguous(t) ? lithe_tensor_data(t) : NULL;
 }
 
+/* A predict's input tensor, kept by the JS layer from one call to the next (bindings/js/src/index.js:
+ * a new C tensor and its malloc / free per call were a measurable part of a batch-1 predict): its
+ * data address, after marking the storage written as any write by lithe does (a prepared form or
+ * version-keyed cache of it is dropped), when the JS layer's reference is the only one to the
+ * tensor and its storage; else 0, and JS makes a new tensor (a model that kept the input, or a
+ * view of it, never sees it overwritten). */
+LITHE_JS_API void *lithe_js_tensor_reuse(lithe_tensor *t) {
+    if (__atomic_load_n(&t->refcount, __ATOMIC_ACQUIRE) != 1 ||
+        __atomic_load_n(&t->storage->refcount, __ATOMIC_ACQUIRE) != 1)
+        return NULL;
+    lithe__storage_touch(t->storage);
+    return lithe__tdata(t);
+}
+
+/* lithe_model_predict_tensor, then the output's description (lithe_js_tensor_desc) in the same
+ * call: out[0] = the output tensor (the caller releases it), out[1] = its data's address or 0,
+ * out[2 ..] = dtype, ndim, extents. */
+LITHE_JS_API lithe_status lithe_js_predict(lithe_model *m, lithe_tensor *x, int32_t *out) {
+    lithe_tensor *y = NULL;
+    lithe_status s = lithe_model_predict_tensor(m, x, &y);
+    if (s != LITHE_OK) return s;
+    out[0] = (int32_t)(uintptr_t)y;
+    out[1] = (int32_t)(uintptr_t)lithe_js_tensor_desc(y, out + 2);
+    return LITHE_OK;
+}
+
 /* Adam (Thinc's defaults for what is not given) or SGD. */
 LITHE_JS_API lithe_status lithe_js_optimizer_new(int adam, double learn_rate, double beta1, double beta2, double eps,
                                                  double L2, double grad_clip, int use_averages,

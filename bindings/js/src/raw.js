@@ -52,9 +52,14 @@ export function createRaw(loaded) {
   raw.malloc = guard('malloc', exports.malloc);
   raw.free = guard('free', exports.free);
 
-  // Views are remade when memory grows (the old ArrayBuffer is detached then).
+  // Views are remade when memory grows. A module's own memory detaches its old ArrayBuffer then, so
+  // a view of it reads length 0 and nothing else needs checking (memory.buffer is a call into the
+  // engine, several per predict); a shared memory (the threads module's) keeps the old buffer at its
+  // old length, so there the view's buffer is compared with the memory's.
+  const shared = typeof SharedArrayBuffer !== 'undefined' && memory.buffer instanceof SharedArrayBuffer;
+  const fresh = shared ? (v) => v && v.buffer === memory.buffer : (v) => v && v.length;
   let u8 = null;
-  raw.u8 = () => (u8 && u8.buffer === memory.buffer && u8.byteLength ? u8 : (u8 = new Uint8Array(memory.buffer)));
+  raw.u8 = () => (fresh(u8) ? u8 : (u8 = new Uint8Array(memory.buffer)));
   raw.dv = () => new DataView(memory.buffer);
   const decoder = new TextDecoder();
   const encoder = new TextEncoder();
@@ -93,9 +98,9 @@ export function createRaw(loaded) {
   raw.outPtr = (i = 0) => raw.scratch + 4 * i;
   // (views cached like u8: a predict reads several slots, and a DataView per read showed in profiles)
   let i32 = null, f32 = null;
-  raw.i32 = () => (i32 && i32.buffer === memory.buffer && i32.byteLength ? i32 : (i32 = new Int32Array(memory.buffer)));
+  raw.i32 = () => (fresh(i32) ? i32 : (i32 = new Int32Array(memory.buffer)));
   raw.readU32 = (p) => (p & 3 ? raw.dv().getUint32(p, true) : raw.i32()[p >>> 2] >>> 0);
-  raw.f32 = () => (f32 && f32.buffer === memory.buffer && f32.byteLength ? f32 : (f32 = new Float32Array(memory.buffer)));
+  raw.f32 = () => (fresh(f32) ? f32 : (f32 = new Float32Array(memory.buffer)));
   raw.readF32 = (p) => (p & 3 ? raw.dv().getFloat32(p, true) : raw.f32()[p >>> 2]);
   return raw;
 }

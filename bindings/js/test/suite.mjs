@@ -326,6 +326,58 @@ export function suite({ simd, threads = 1 }) {
     c.lithe_model_free(m);
   });
 
+  test('predict keeps its input tensor between calls: changing batches and values never give stale outputs', () => {
+    const model = lithe.loadBytes(fx.modelBytes);
+    try {
+      const rows = (start, n) => {
+        const x = new Float32Array(n * 784);
+        for (let i = 0; i < n; i++) x.set(fx.x.subarray(((start + i) % 64) * 784, ((start + i) % 64 + 1) * 784), i * 784);
+        return x;
+      };
+      const check = (y, start, n, what) => {
+        assert.deepEqual(y.shape, [n, 10], what);
+        for (let i = 0; i < n; i++) {
+          const g = fx.golden.data.subarray(((start + i) % 64) * 10, ((start + i) % 64 + 1) * 10);
+          const worst = maxAbsDiff(y.data.subarray(i * 10, (i + 1) * 10), g);
+          assert.ok(worst <= 1e-6, `${what}: row ${i} is ${worst} from native's row ${(start + i) % 64}`);
+        }
+      };
+      // the same shape with new values each call (the kept tensor refilled), then other batch sizes
+      // (a new one kept), back again, one TypedArray written in place between calls, and a batch
+      // over the 1 MiB kept (released after its call) between two that fit
+      const plan = [[0, 1], [1, 1], [2, 1], [3, 5], [9, 5], [4, 64], [7, 1], [20, 3], [21, 3], [5, 400], [6, 1], [8, 1]];
+      for (const [start, n] of plan) check(model.predict(rows(start, n), [n, 784]), start, n, `batch ${n} from row ${start}`);
+      const t = lithe.tensor(rows(10, 2), [2, 784]);
+      check(model.predict(t), 10, 2, 'a Tensor');
+      t.data.set(rows(30, 2));
+      check(model.predict(t), 30, 2, 'the same Tensor written in place');
+      // another model's predict with the same shape gets its own output from the same kept tensor
+      const m2 = lithe.loadBytes(fx.modelBytes);
+      check(m2.predict(rows(40, 2), [2, 784]), 40, 2, 'a second model');
+      check(model.predict(rows(41, 2), [2, 784]), 41, 2, 'the first model again');
+      m2.dispose();
+    } finally {
+      model.dispose();
+    }
+    // lithe_js_tensor_reuse hands the data back only while nothing else holds the tensor or its storage
+    const c = lithe.c();
+    const sh = c.malloc(8);
+    c.i32().set([2, 3], sh >>> 2);
+    c.check(c.lithe_js_tensor_new(0, 2, sh, c.outPtr(0)));
+    const tp = c.readU32(c.outPtr(0));
+    assert.equal(c.lithe_js_tensor_reuse(tp), c.lithe_tensor_data(tp));
+    c.lithe_tensor_retain(tp);
+    assert.equal(c.lithe_js_tensor_reuse(tp), 0, 'a tensor someone else holds was handed out for writing');
+    c.lithe_tensor_release(tp);
+    c.i32().set([6, 0], sh >>> 2); // (one int64 extent)
+    c.check(c.lithe_tensor_reshape(tp, 1, sh, c.outPtr(0)));
+    assert.equal(c.lithe_js_tensor_reuse(tp), 0, 'a tensor whose storage a view holds was handed out for writing');
+    c.lithe_tensor_release(c.readU32(c.outPtr(0)));
+    assert.notEqual(c.lithe_js_tensor_reuse(tp), 0);
+    c.lithe_tensor_release(tp);
+    c.free(sh);
+  });
+
   test('memory does not grow over many calls (everything per call is released)', () => {
     const model = lithe.loadBytes(fx.modelBytes);
     const opt = lithe.adam();
