@@ -60,6 +60,9 @@ lithe_status lithe__onnx_attach(lithe_model *m);
  * nodes read as B (core/prepare.c); and the node's i-th float constant (NULL past the last). */
 lithe_status lithe__graph_prepare(lithe_model *m);
 lithe_tensor *lithe__graph_const(lithe_model *m, size_t i);
+/* The idle blocks of every run plan's pool of graph node m back to the backend (a no-op for other
+ * nodes): lithe_model_plan_train's dry runs, at one and two rows, would keep theirs for good. */
+void lithe__graph_trim_pools(lithe_model *m);
 /* The prepared-op key of a graph node whose weight W and bias (NULL: none) are initializers: a
  * Gemm as A · Wᵀ + bias or a Conv with pads fixed by its attributes; false for anything else. */
 struct lithe__onnx_node;

@@ -1394,8 +1394,14 @@ LITHE_API lithe_status lithe_optimizer_load_from_file_bytes(lithe_optimizer *opt
  * each cut placed where the values handed on are fewest (a block's narrow output). Between
  * segments the plan's pool and the backend's cache give their idle blocks back to the allocator,
  * so a recomputing step takes fresh blocks every step (the plain step takes none after the first).
- * mobilenet_v2, batch 16, LoRA rank 8: the CPU backend's high-water mark 985 -> 299 MB
- * (docs/training.md).
+ * The int attr "recompute_rows" r > 0 runs each segment's backward (its forward again, then its
+ * backwards) r rows of the batch at a time where every node of the segment treats rows independently
+ * (Conv and its fused forms, the elementwise activations, the pools; eval-mode BatchNormalization is
+ * folded into the Conv by exporters), and cuts a segment boundary too where such nodes end; the wide
+ * values inside a segment then exist for r rows only. dX is the same; a weight's gradient sums the
+ * slices in turn, so it may differ from the whole-batch step in the last bits.
+ * mobilenet_v2, batch 16, LoRA rank 8: the CPU backend's high-water mark 985 -> 299 MB, and by 4
+ * rows ~205 MB (docs/training.md).
  * Fusion: at load, the patterns exporters decompose — LayerNorm below opset 17, MatMul / Gemm +
  * bias (+ Relu or GELU), GELU's Erf form — run as one backend call each, forward and backward
  * (docs/onnx.md lists them and their numerics). Environment, read at load: LITHE_GRAPH_FUSE=0

@@ -211,6 +211,77 @@ static void test_peak(void **state) {
     lithe_value_release(xv);
 }
 
+/* Recomputation by rows (the attr recompute_rows, core/graph/graph_rows.c): every gradient and dX
+ * within float rounding of the plain step's (which match PyTorch's), bit for bit when the rows cover
+ * the batch; LoRA adapters too; and the high-water mark of a LoRA step at batch 16 well under the
+ * same step recomputing whole segments. */
+static void test_rows(void **state) {
+    (void)state;
+    enum { NX = 4 * 3 * 16 * 16 };
+    lithe_value *xv = input(4, 16);
+    float *g0 = calloc(CAP, sizeof(float)), *g1 = calloc(CAP, sizeof(float));
+    float dx0[NX], dx1[NX];
+    lithe_model *m = load(-1);
+    step(m, xv, dx0, NX);
+    step(m, xv, dx0, NX);
+    size_t n0 = all_grads(m, g0);
+    lithe_model_free(m);
+    const int64_t rows[] = {1, 3, 4, 1000}, segs[] = {0, 2, 0, 3};
+    for (size_t k = 0; k < 4; k++) {
+        m = load(segs[k]);
+        OK(lithe_model_set_attr_int(m, "recompute_rows", rows[k]));
+        step(m, xv, dx1, NX);
+        step(m, xv, dx1, NX);
+        size_t n1 = all_grads(m, g1);
+        bool same = n1 == n0 && !memcmp(g0, g1, n0 * sizeof *g0) && !memcmp(dx0, dx1, sizeof dx0);
+        printf("recompute_rows %lld: %s\n", (long long)rows[k], same ? "bit-identical" : "within rounding");
+        assert_int_equal(n1, n0);
+        near(g1, g0, n0);
+        near(dx1, dx0, NX);
+        if (rows[k] >= 4) assert_true(same); /* one slice: the segment runs whole */
+        lithe_model_free(m);
+    }
+    /* LoRA adapters, by rows of 1 */
+    for (int r = 0; r < 2; r++) {
+        m = load(r ? 0 : -1);
+        OK(lithe_model_add_lora(m, NULL, 4, 8.0f, 5));
+        OK(lithe_model_set_attr_bool(m, "no_input_grad", true));
+        if (r) OK(lithe_model_set_attr_int(m, "recompute_rows", 1));
+        step(m, xv, NULL, 0);
+        step(m, xv, NULL, 0);
+        size_t n = all_grads(m, r ? g1 : g0);
+        assert_true(n > 0 && n < 4000);
+        if (r) near(g1, g0, n);
+        lithe_model_free(m);
+    }
+    lithe_value_release(xv);
+    free(g0);
+    free(g1);
+    /* the high-water mark of two LoRA steps at batch 16 of 3x64x64, segments chosen, whole / by 4 rows */
+    lithe_backend *cpu = NULL;
+    OK(lithe_backend_get("cpu", &cpu));
+    xv = input(16, 64);
+    size_t peak[2];
+    for (int r = 0; r < 2; r++) {
+        m = load(0);
+        OK(lithe_model_add_lora(m, NULL, 4, 8.0f, 5));
+        OK(lithe_model_set_attr_bool(m, "no_input_grad", true));
+        if (r) OK(lithe_model_set_attr_int(m, "recompute_rows", 4));
+        step(m, xv, NULL, 0); /* the first step measures (whole) */
+        lithe_backend_memory_info a, b;
+        OK(lithe_backend_memory(cpu, &a));
+        OK(lithe_backend_reset_peak(cpu));
+        step(m, xv, NULL, 0);
+        OK(lithe_backend_memory(cpu, &b));
+        peak[r] = b.peak - a.in_use;
+        lithe_model_free(m);
+    }
+    printf("LoRA step at batch 16 of 3x64x64, recomputing: peak %zu bytes by rows of 4, %zu whole (%.2fx)\n", peak[1],
+           peak[0], (double)peak[1] / (double)peak[0]);
+    assert_true(peak[1] * 100 < peak[0] * 75);
+    lithe_value_release(xv);
+}
+
 int main(void) {
     const char *d = getenv("LITHE_RECOMPUTE_DIR");
     if (!d) {
@@ -222,6 +293,7 @@ int main(void) {
         cmocka_unit_test(test_bit_identical),
         cmocka_unit_test(test_lora),
         cmocka_unit_test(test_peak),
+        cmocka_unit_test(test_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

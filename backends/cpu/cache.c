@@ -12,10 +12,44 @@
  *     count live blocks), and lithe_set_allocator empties the cache before it switches, so a
  *     cached block is always returned to the allocator that made it;
  *   - thread-safe: one spin lock around list operations (a few instructions). */
+#if defined(__linux__) && !defined(_DEFAULT_SOURCE)
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS under -std=c11 */
+#endif
 #include "simd/simd.h"
 #include "gemm/gemm.h"
 
 #include <stdatomic.h>
+
+/* Large blocks natively: mapped pages of their own (mmap / munmap), not malloc's heap. glibc serves
+ * blocks under its (dynamic, up to 32 MiB) mmap threshold from its heap and keeps freed heap pages
+ * resident, so after a step whose blocks change sizes (a recomputing graph layer hands its blocks
+ * back between segments) the resident set stayed ~90 MiB above the bytes in use; an unmapped block
+ * leaves the resident set at once. Blocks the lists keep are unaffected (they stay mapped). */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LITHE__CACHE_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define LITHE__CACHE_ASAN 1
+#endif
+/* (not under AddressSanitizer: its heap's redzones catch overruns, mapped pages have none) */
+#if (defined(__linux__) || defined(__APPLE__)) && !defined(__wasm__) && !defined(LITHE__CACHE_ASAN)
+#include <sys/mman.h>
+#if !defined(MAP_ANONYMOUS) && defined(MAP_ANON)
+#define MAP_ANONYMOUS MAP_ANON
+#endif
+#define LITHE__MAP_MIN ((size_t)1 << 20)
+static void *map_block(size_t n) {
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+static void unmap_block(void *p, size_t n) { munmap(p, n); }
+#else
+#define LITHE__MAP_MIN SIZE_MAX
+static void *map_block(size_t n) { (void)n; return NULL; }
+static void unmap_block(void *p, size_t n) { (void)p; (void)n; }
+#endif
 
 #if defined(__wasm__)
 #define LITHE__CACHE_MAX ((size_t)32 << 20)
@@ -28,6 +62,7 @@
 typedef struct block {
     struct block *next;
     int cls;     /* -1: not cached (too big, or made under a user's allocator) */
+    bool mapped; /* its own pages (map_block), else lithe__aligned_alloc's */
     size_t size; /* the bytes handed out (its class's size, or the request) */
 } block;
 
@@ -71,6 +106,11 @@ static _Thread_local bool persistent;
 #endif
 void lithe__cpu_persistent_allocs(bool on) { persistent = on; }
 
+static void block_free(block *b) {
+    if (b->mapped) unmap_block(b, b->size + HEADER);
+    else lithe__aligned_free(b);
+}
+
 void *lithe__cpu_cache_alloc(size_t nbytes) {
     bool cache = lithe__default_allocator();
     int c = cache ? class_of(nbytes) : -1;
@@ -89,8 +129,14 @@ void *lithe__cpu_cache_alloc(size_t nbytes) {
     }
     size_t size = c >= 0 ? class_size(c) : nbytes;
     if (size > SIZE_MAX - HEADER) return NULL;
-    block *b = lithe__aligned_alloc(size + HEADER);
-    if (!b) {
+    bool map = cache && size >= LITHE__MAP_MIN; /* only lithe's default allocator: a user's sees every block */
+    block *b = map ? map_block(size + HEADER) : lithe__aligned_alloc(size + HEADER);
+    if (!b && map) {
+        lithe__cpu_cache_flush();
+        b = map_block(size + HEADER);
+        if (!b) return NULL;
+    }
+    if (!b && !map) {
         if (!cache) return NULL; /* a user's allocator said no: that is the answer */
         /* the allocator is out: give back what waits in the lists and try once more */
         lithe__cpu_cache_flush();
@@ -98,6 +144,7 @@ void *lithe__cpu_cache_alloc(size_t nbytes) {
         if (!b) return NULL;
     }
     b->cls = c;
+    b->mapped = map;
     b->next = NULL;
     b->size = size;
     count_out(size, true);
@@ -129,7 +176,7 @@ void lithe__cpu_cache_free(void *p) {
         }
         release();
     }
-    if (b) lithe__aligned_free(b);
+    if (b) block_free(b);
 }
 
 void lithe__cpu_cache_flush(void) {
@@ -145,7 +192,7 @@ void lithe__cpu_cache_flush(void) {
     for (int c = 0; c < NCLASS; c++)
         for (block *b = all[c], *nx; b; b = nx) {
             nx = b->next;
-            lithe__aligned_free(b);
+            block_free(b);
         }
 }
 

@@ -3,7 +3,7 @@
  *   mem_step MODEL MODE BATCH ROW_SHAPE [STEPS] [RECOMPUTE]
  * MODE: full | last (every param frozen but the last layer's: FREEZE_KEEP, a glob, names them) |
  * lora (rank-8 adapters, alpha 16, on every weight that takes one: lithe_model_add_lora; LORA_PATTERN
- * narrows them).
+ * narrows them). RECOMPUTE_ROWS (env, with RECOMPUTE): the graph attr recompute_rows.
  * ROW_SHAPE: one input row, "784" or "3,224,224". The step: forward at training, dY = 1/B
  * everywhere (the gradient of mean(sum(Y)), the same as the PyTorch runner's), backprop with no
  * dX, Adam (no averages: PyTorch's Adam keeps none). Prints one JSON line: the plan
@@ -69,6 +69,8 @@ int main(int argc, char **argv) {
     }
     CHECK(lithe_model_set_attr_bool(m, "no_input_grad", true)); /* a training loop never asks dX */
     if (argc > 6 && atoi(argv[6])) CHECK(lithe_model_set_attr_bool(m, "recompute", true));
+    if (argc > 6 && atoi(argv[6]) && getenv("RECOMPUTE_ROWS")) /* a graph layer's segments by rows of the batch */
+        CHECK(lithe_model_set_attr_int(m, "recompute_rows", atoll(getenv("RECOMPUTE_ROWS"))));
     int64_t numel = 1;
     for (int d = 0; d < nd; d++) numel *= shape[d];
     float *h = malloc((size_t)numel * sizeof *h);

@@ -10,7 +10,8 @@ Modes: full (every param trains), last (everything frozen but the last layer), l
 adapters, alpha 16, on every weight that takes one: the MLP's three W, mobilenet_v2's 52 Conv and
 Gemm weights; core/lora.c), lora r8 + recompute (the MLP's chain recomputes its activations in
 backprop; mobilenet_v2's graph layer recomputes by segment: core/graph/graph_recompute.c), and for
-mobilenet_v2 full + recompute. Peak = VmHWM of the
+mobilenet_v2 lora r8 + recompute by 4 rows (the attr recompute_rows: each segment's backward 4 rows of
+the batch at a time, core/graph/graph_rows.c) and full + recompute. Peak = VmHWM of the
 process (resident set high-water mark); "step delta" = VmHWM minus the resident set after the
 model is loaded (lithe) or after torch, the model and the input are made (PyTorch); backend peak =
 the CPU backend's in-use high-water mark (params included).
@@ -50,16 +51,22 @@ CASES = [("mlp", os.path.join(A.models, "mlp.lithe"), 64, "784", "softmax/*"),
          ("mobilenet_v2", mnv2, 16, "3,224,224", "classifier.*")]
 rows = []
 MODES = {"mlp": ("full", "last", "lora r8", "lora r8 + recompute"),
-         "mobilenet_v2": ("full", "last", "lora r8", "lora r8 + recompute", "full + recompute")}
+         "mobilenet_v2": ("full", "last", "lora r8", "lora r8 + recompute", "lora r8 + recompute by 4 rows",
+                          "full + recompute")}
 for name, path, batch, row, keep in CASES:
     for mode in MODES[name]:
         m = mode.split(" ")[0]
-        args = [exe, path, m, str(batch), row, str(A.steps + 2), "1" if mode.endswith("recompute") else "0"]
-        r = json.loads(subprocess.check_output(args, env=dict(os.environ, FREEZE_KEEP=keep)).decode().strip().splitlines()[-1])
+        rc = "recompute" in mode
+        args = [exe, path, m, str(batch), row, str(A.steps + 2), "1" if rc else "0"]
+        env = dict(os.environ, FREEZE_KEEP=keep)
+        env.pop("RECOMPUTE_ROWS", None)
+        if mode.endswith(" rows"):  # the graph layer's segments recomputed 4 rows of the batch at a time
+            env["RECOMPUTE_ROWS"] = mode.split(" ")[-2]
+        r = json.loads(subprocess.check_output(args, env=env).decode().strip().splitlines()[-1])
         rows.append((name, mode, "lithe", r["hwm_kb"], r["hwm_kb"] - r["rss_loaded_kb"], r["step_s"], r["plan"]["total"],
                      r["backend_peak"]))
         print(name, mode, "lithe", r, flush=True)
-        if m not in ("full", "last") or mode.endswith("recompute"):
+        if m not in ("full", "last") or rc:
             continue
         t = json.loads(subprocess.check_output([py, os.path.join(HERE, "torch_step.py"), name, mode, str(batch),
                                                 str(A.steps + 1)]).decode().strip().splitlines()[-1])
@@ -92,7 +99,7 @@ for n in ("mlp", "mobilenet_v2"):
                       get[(n, "lora r8", "lithe")])
     lines.append(f"\n{n}: lithe full / PyTorch full peak = {lf[0] / tf[0]:.2f}x; lithe last-layer step "
                  f"{lf[2] / ll[2]:.1f}x faster than its full step")
-    for mo in ("lora r8", "lora r8 + recompute", "full + recompute"):
+    for mo in ("lora r8", "lora r8 + recompute", "lora r8 + recompute by 4 rows", "full + recompute"):
         if (n, mo, "lithe") in get:
             lo = get[(n, mo, "lithe")]
             lines.append(f"{n}: {mo} / full: peak RSS {lo[0] / lf[0]:.2f}x, step delta {lo[1] / lf[1]:.2f}x, backend "

@@ -224,6 +224,11 @@ bool lithe__grecompute_on(const lithe_model *m);
 lithe_status lithe__grecompute_forward(lithe__gexec *x, bool recording);
 lithe_status lithe__grecompute_backward(lithe__gexec *x);
 void lithe__grecompute_free(struct lithe__grc *rc);
+/* The attr "recompute_rows" r > 0 (graph_rows.c): segment [lo, hi)'s backward (its forward again,
+ * then its backwards) r rows of the batch at a time, when its nodes treat rows independently; *done:
+ * it ran (else nothing did and the caller runs the segment whole). prod: each slot's producing node. */
+bool lithe__graph_row_op(const char *op_type); /* an op whose rows of the batch are independent */
+lithe_status lithe__grecompute_rows(lithe__gexec *x, const int64_t *prod, size_t lo, size_t hi, int64_t rows, bool *done);
 void lithe__graph_prof_print(const lithe__graph *g);
 /* The fused ops (ops/fused.c). */
 extern const lithe__graph_op lithe__fused_layernorm_op, lithe__fused_linear_op, lithe__fused_act_op;

@@ -214,3 +214,12 @@ void lithe__gexec_release_after(lithe__gexec *x, size_t i) {
     }
 }
 
+
+void lithe__graph_trim_pools(lithe_model *m) {
+    for (size_t i = 0; m && i < m->n_shims; i++) {
+        if (!m->shims[i] || !m->shims[i]->type || strcmp(m->shims[i]->type->name, "onnx")) continue;
+        lithe__graph *g = m->shims[i]->state;
+        for (size_t k = 0; g && k < LITHE__GRAPH_PLANS; k++)
+            if (g->plans[k]) lithe__bufpool_trim(g->plans[k]->pool);
+    }
+}

@@ -21,6 +21,7 @@
 struct lithe__grc {
     bool measured;
     int64_t asked;          /* the recompute_segments the cuts were made for */
+    bool by_rows;           /* and whether recompute_rows was set */
     size_t n_seg;
     size_t *seg_start;      /* n_seg + 1 node indices (n_nodes last) */
     size_t *node_seg;       /* n_nodes */
@@ -129,7 +130,28 @@ static size_t cut_budget(const lithe__graph *g, struct lithe__grc *rc, size_t P,
 
 /* recompute_segments k > 0: k segments of about equal bytes; else the least budget whose cuts keep
  * within it (a binary search over cut_budget). */
-static void make_cuts(const lithe__graph *g, struct lithe__grc *rc, int64_t asked, size_t *made) {
+/* By rows (recompute_rows): a cut too where the nodes turn from row-wise ops to others or back (a
+ * MobileNet's head, GlobalAveragePool and Gemm, after its body), so the segment before runs by rows
+ * (graph_rows.c) rather than whole with the head's few nodes. */
+static void split_rows(const lithe__graph *g, struct lithe__grc *rc) {
+    size_t n = g->onnx.n_nodes, *st = rc->made, ns = 0; /* made[]: n + 2 entries, scratch here */
+    int prev = -1;
+    for (size_t j = 0; j < rc->n_seg; j++) {
+        st[ns++] = rc->seg_start[j];
+        prev = -1;
+        for (size_t i = rc->seg_start[j]; i < rc->seg_start[j + 1]; i++) {
+            if (lithe__gnode_skipped(g, i)) continue;
+            int r = lithe__graph_row_op(g->node_op[i]->op_type);
+            if (prev >= 0 && r != prev && i > st[ns - 1] && ns < n) st[ns++] = i;
+            prev = r;
+        }
+    }
+    for (size_t j = 0; j < ns; j++) rc->seg_start[j] = st[j];
+    rc->n_seg = ns;
+    rc->seg_start[ns] = n;
+}
+
+static void make_cuts(const lithe__graph *g, struct lithe__grc *rc, int64_t asked, bool by_rows, size_t *made) {
     size_t n = g->onnx.n_nodes, total = 0;
     for (size_t i = 0; i < n; i++) total += rc->node_bytes[i];
     if (asked > 0) {
@@ -149,8 +171,10 @@ static void make_cuts(const lithe__graph *g, struct lithe__grc *rc, int64_t aske
         }
         cut_budget(g, rc, hi, made);
     }
+    if (by_rows) split_rows(g, rc);
     mark_keep(g, rc);
     rc->asked = asked;
+    rc->by_rows = by_rows;
 }
 
 static lithe_status rc_for(lithe__gexec *x, struct lithe__grc **out) {
@@ -208,6 +232,9 @@ static lithe_status run_all(lithe__gexec *x, struct lithe__grc *rc, bool recordi
             rc->node_bytes[i] = b;
         }
         release_after(x, rc, i, measuring);
+        /* measuring keeps nothing: each node's idle blocks go at once, so this once-per-signature
+         * run peaks at one node's values, not at every size's block */
+        if (measuring) trim(x);
     }
     return LITHE_OK;
 }
@@ -222,7 +249,9 @@ lithe_status lithe__grecompute_forward(lithe__gexec *x, bool recording) {
     }
     const lithe__attr *a = find_attr(x->m, "recompute_segments", LITHE_ATTR_INT);
     int64_t asked = a && a->v.i > 0 ? a->v.i : 0;
-    if (!rc->n_seg || rc->asked != asked) make_cuts(x->g, rc, asked, rc->made);
+    const lithe__attr *ra = find_attr(x->m, "recompute_rows", LITHE_ATTR_INT);
+    bool by_rows = ra && ra->v.i > 0;
+    if (!rc->n_seg || rc->asked != asked || rc->by_rows != by_rows) make_cuts(x->g, rc, asked, by_rows, rc->made);
     return run_all(x, rc, recording, false);
 }
 
@@ -230,6 +259,8 @@ lithe_status lithe__grecompute_backward(lithe__gexec *x) {
     const lithe__graph *g = x->g;
     const struct lithe__grc *rc = x->plan->rc;
     if (!rc) return lithe__fail(LITHE_ERR_INTERNAL, "%s: a recomputing backward without segments", x->m->name);
+    const lithe__attr *ra = find_attr(x->m, "recompute_rows", LITHE_ATTR_INT);
+    int64_t rows = ra && ra->v.i > 0 ? ra->v.i : 0;
     for (size_t j = rc->n_seg; j-- > 0;) {
         size_t lo = rc->seg_start[j], hi = rc->seg_start[j + 1];
         bool wanted = false; /* a gradient is wanted of something this segment reads */
@@ -241,7 +272,9 @@ lithe_status lithe__grecompute_backward(lithe__gexec *x) {
         /* the blocks of the forward and of the segment after this one are of other sizes: back to
          * the allocator, so the pool holds one segment's, not the sum over sizes */
         trim(x);
-        if (wanted) {
+        bool done = false;
+        if (wanted) s = lithe__grecompute_rows(x, rc->prod, lo, hi, rows, &done);
+        if (wanted && !done && s == LITHE_OK) {
             x->recomputing = true;
             for (size_t i = lo; s == LITHE_OK && i < hi; i++) {
                 if (lithe__gnode_skipped(g, i)) continue;
