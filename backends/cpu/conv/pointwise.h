@@ -47,4 +47,13 @@ void lithe__conv_pw_avx2(const lithe__conv_pw *c, int64_t p0, int64_t p1);
 /* The kernel this CPU runs (AVX2 + FMA), or NULL (then the GEMM path). */
 lithe__conv_pw_fn lithe__conv_pw_best(void);
 
+/* GlobalAveragePool of eight planes of HW floats (x: plane l at x + l·HW) into y[l·ys], each the
+ * twin's sum in order then its division (pool_avx2.c); lithe__pool_gap8_best: it, or NULL where
+ * the CPU (or LITHE_CPU_ISA) runs no AVX2. */
+typedef void (*lithe__pool_gap8_fn)(const float *x, int64_t HW, float div, float *y, int64_t ys);
+lithe__pool_gap8_fn lithe__pool_gap8_best(void);
+#if defined(__x86_64__) || defined(_M_X64)
+void lithe__pool_gap8_avx2(const float *x, int64_t HW, float div, float *y, int64_t ys);
+#endif
+
 #endif
