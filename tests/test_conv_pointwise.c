@@ -137,7 +137,7 @@ int main(void) {
     for (size_t ki = 0; ki < sizeof Kb / sizeof *Kb; ki++) one(13, Kb[ki], 33, ki % 2 == 0, (int)(ki % 4), (int)(ki % 3));
     one(160, 960, 49, true, LITHE__SGEMM_CLAMP_NONE, 1);      /* lraspp's 960 -> 160 + Add (at 7x7 here) */
     one(400, 160, 20, true, LITHE__SGEMM_CLAMP_HSWISH, 0);    /* 160 -> 400: W over one L2 block */
-    one(64, 16, 1100, true, LITHE__SGEMM_CLAMP_RELU, 2);      /* K 16 over 1100 pixels: filter tiles outer */
+    one(64, 16, 4100, true, LITHE__SGEMM_CLAMP_RELU, 2);      /* K 16 over 4100 pixels: filter tiles outer */
     /* forced small blocks: every K / filter / pixel-chunk boundary, with the tails */
     static const int64_t kcs[] = {1, 3, 7, 16}, mcs[] = {6, 12}, pcs[] = {-1, 16, 48};
     for (size_t a = 0; a < 4; a++)
