@@ -2,7 +2,10 @@
  * its scalar twin bit for bit (every tile shape: M across 6-filter tiles, P across 16- and 8-pixel
  * columns and their masked tails, short and long K, bias, each clamp, the residual in both
  * orders, NaN and infinities, any split of the pixels into ranges), no write past Y, and the twin
- * against a float64 sum within K+2 roundings of sum |w||x| per element.
+ * against a float64 sum within K+2 roundings of sum |w||x| per element. The kernel's blocking (K
+ * steps and filters per block, pixel chunks with the filter tiles outer) is run at its own sizes and
+ * forced small, across every block boundary: a later K block continues the chains from Y, so every
+ * blocking must give the twin's bits.
  *
  * Plain C with its own CHECK (no cmocka). Ends with "conv_pointwise: N passed, M failed" and exits
  * non-zero on any failure; on a CPU without AVX2 (or off x86-64) only the twin's checks run. */
@@ -46,17 +49,21 @@ static double clamp_ref(int cl, double t, double lo, double hi) {
 }
 
 static int nan_case;
+/* the kernel's blocking for the next cases (0: its own; blk_pc < 0: columns outer) */
+static int64_t blk_kc, blk_mc, blk_pc;
 
 /* One case: the twin against float64, then AVX2 (when the CPU has it) against the twin, bit for bit,
  * over the whole plane and over ranges split at a 16-pixel boundary. */
 static void one(int64_t M, int64_t K, int64_t P, bool bias, int cl, int res) {
-    lithe__conv_pw c = {.M = M, .K = K, .P = P, .res_first = res == 2, .clamp = cl, .lo = -0.25f, .hi = 0.5f};
+    lithe__conv_pw c = {.M = M, .K = K, .P = P, .res_first = res == 2, .clamp = cl, .lo = -0.25f, .hi = 0.5f,
+                        .kc = blk_kc, .mc = blk_mc, .pc = blk_pc};
     float *W = frand(M * K, 1.0f), *X = frand(K * P, 1.0f), *b = bias ? frand(M, 1.0f) : NULL;
     float *R = res ? frand(M * P, 1.0f) : NULL;
     if (nan_case && M * P > 3) { /* NaN and infinities through the accumulator, the clamp and the store */
         X[(K - 1) * P + 1] = NAN;
         X[(K - 1) * P + P - 1] = INFINITY;
         W[(M - 1) * K] = -INFINITY;
+        if (K > 2 && P > 2) X[P + 2] = NAN, X[2 * P] = -INFINITY; /* early in the chain: through a K block's store */
     }
     float *Yt = malloc((size_t)(M * P + GUARD) * sizeof(float)), *Yk = malloc((size_t)(M * P + GUARD) * sizeof(float));
     for (int64_t i = 0; i < M * P + GUARD; i++) Yt[i] = Yk[i] = SENTINEL;
@@ -96,8 +103,9 @@ static void one(int64_t M, int64_t K, int64_t P, bool bias, int cl, int res) {
                 lithe__conv_pw_avx2(&c, 0, P);
             }
             CHECK(!memcmp(Yt, Yk, (size_t)(M * P) * sizeof(float)),
-                  "avx2 vs twin M=%lld K=%lld P=%lld bias=%d cl=%d res=%d split=%d nan=%d", (long long)M,
-                  (long long)K, (long long)P, bias, cl, res, split, nan_case);
+                  "avx2 vs twin M=%lld K=%lld P=%lld bias=%d cl=%d res=%d split=%d nan=%d kc=%lld mc=%lld pc=%lld",
+                  (long long)M, (long long)K, (long long)P, bias, cl, res, split, nan_case, (long long)blk_kc,
+                  (long long)blk_mc, (long long)blk_pc);
             int over = 0;
             for (int64_t i = M * P; i < M * P + GUARD; i++) over |= Yk[i] != SENTINEL;
             CHECK(!over, "avx2 wrote past Y: M=%lld P=%lld", (long long)M, (long long)P);
@@ -123,8 +131,44 @@ int main(void) {
         for (int res = 0; res < 3; res++) one(13, 300, 49, true, cl, res); /* K past the GEMM's kc */
     one(72, 16, 3136, true, LITHE__SGEMM_CLAMP_RELU, 0);      /* mobilenet_v3_small's 16 -> 72 at 56x56 */
     one(96, 576, 49, true, LITHE__SGEMM_CLAMP_NONE, 1);       /* its 576 -> 96 + Add at 7x7 */
+    /* the kernel's own blocks: K around its 256-step blocks, W past its L2 block, short K over a
+     * large plane (filter tiles outer) */
+    static const int64_t Kb[] = {255, 256, 257, 512, 513, 672, 960};
+    for (size_t ki = 0; ki < sizeof Kb / sizeof *Kb; ki++) one(13, Kb[ki], 33, ki % 2 == 0, (int)(ki % 4), (int)(ki % 3));
+    one(160, 960, 49, true, LITHE__SGEMM_CLAMP_NONE, 1);      /* lraspp's 960 -> 160 + Add (at 7x7 here) */
+    one(400, 160, 20, true, LITHE__SGEMM_CLAMP_HSWISH, 0);    /* 160 -> 400: W over one L2 block */
+    one(64, 16, 4100, true, LITHE__SGEMM_CLAMP_RELU, 2);      /* K 16 over 4100 pixels: filter tiles outer */
+    /* forced small blocks: every K / filter / pixel-chunk boundary, with the tails */
+    static const int64_t kcs[] = {1, 3, 7, 16}, mcs[] = {6, 12}, pcs[] = {-1, 16, 48};
+    for (size_t a = 0; a < 4; a++)
+        for (size_t bb = 0; bb < 2; bb++)
+            for (size_t d = 0; d < 3; d++) {
+                blk_kc = kcs[a], blk_mc = mcs[bb], blk_pc = pcs[d];
+                int v = (int)(a + bb + d);
+                one(13, 17, 57, v % 2 == 0, v % 4, v % 3);
+                one(19, 8, 100, v % 2 == 1, (v + 1) % 4, (v + 1) % 3);
+                one(6, 40, 7, true, LITHE__SGEMM_CLAMP_HSWISH, 1);
+            }
     nan_case = 1;
     for (int cl = 0; cl < 4; cl++) one(7, 5, 19, true, cl, 1);
+    blk_kc = 2, blk_mc = 6, blk_pc = 16; /* NaN / inf stored and reloaded between K blocks */
+    for (int cl = 0; cl < 4; cl++) one(13, 9, 35, true, cl, 1 + cl % 2);
+    blk_kc = blk_mc = blk_pc = 0;
+    nan_case = 0;
+    { /* a residual in Y's own memory (not made by the graph, which gives the output its own tensor):
+       * the kernel keeps one K block so R is read before it is overwritten */
+        int64_t M = 7, K = 300, P = 21;
+        float *W = frand(M * K, 1.0f), *X = frand(K * P, 1.0f), *Yr = frand(M * P, 1.0f);
+        float *Yt = malloc((size_t)(M * P) * sizeof(float));
+        lithe__conv_pw c = {.M = M, .K = K, .P = P, .W = W, .X = X, .R = Yr, .Y = Yt, .kc = 5};
+        lithe__conv_pw_ref(&c, 0, P);
+        if (lithe__conv_pw_best()) {
+            c.Y = Yr;
+            lithe__conv_pw_avx2(&c, 0, P);
+            CHECK(!memcmp(Yt, Yr, (size_t)(M * P) * sizeof(float)), "avx2 with R == Y vs twin");
+        }
+        free(W), free(X), free(Yr), free(Yt);
+    }
 #endif
     printf("conv_pointwise: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

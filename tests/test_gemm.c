@@ -670,7 +670,8 @@ static void test_pixels(void **state) {
  * twin), for every entry: lithe__sgemm (packed, B in place, M = 1's GEMV), op(B) packed ahead (M = 1:
  * urow), lithe__sgemm_rows with a row bias, lithe__sgemm_pixels (the transposed store). Inputs
  * carry NaN, +-inf and zero rows under alpha = -1 (t = -0); bounds include lo = -0, lo = hi,
- * infinite ones and crossed ones (lo > hi: the act kernel's answer, not a clamp). K = 600 crosses
+ * infinite ones and crossed ones (lo > hi: the act kernel's answer, not a clamp); and mobilenet's
+ * HardSwish (its h / 6 by FMAs in the AVX2 store, the act kernel's division's bits). K = 600 crosses
  * the kc blocks (the clamp only in the last). */
 static void clamp_one(const lithe__sgemm_kernel *k, const char *name) {
     static const int64_t mnk[][3] = {{37, 70, 19}, {1, 45, 33}, {16, 32, 600}, {5, 9, 3}, {3, 100, 1}};
@@ -704,10 +705,12 @@ static void clamp_one(const lithe__sgemm_kernel *k, const char *name) {
         for (int64_t kk = 0; kk < K; kk++) rows[kk] = B + kk * N, arows[kk] = At + kk * M;
         lithe__sgemm_packed_b *Bp = lithe__sgemm_pack_b(k, true, K, N, Bt, K);
         assert_non_null(Bp);
-        for (size_t bi = 0; bi <= sizeof bounds / sizeof bounds[0]; bi++) {
+        const size_t nb = sizeof bounds / sizeof bounds[0];
+        for (size_t bi = 0; bi <= nb + 1; bi++) { /* relu, the clips, mobilenet's HardSwish */
             lithe__act act = {.kind = LITHE__ACT_RELU};
-            if (bi) act = (lithe__act){.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1.0f, .offset = 0.0f,
-                                       .min_val = bounds[bi - 1][0], .max_val = bounds[bi - 1][1]};
+            if (bi > nb) act = (lithe__act){.kind = LITHE__ACT_HARD_SWISH_MOBILENET};
+            else if (bi) act = (lithe__act){.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1.0f, .offset = 0.0f,
+                                            .min_val = bounds[bi - 1][0], .max_val = bounds[bi - 1][1]};
             for (int fn = 0; fn < 2; fn++) {
                 lithe__act_fn act_fn = fn ? lithe_f32_act__scalar : sk->act;
                 for (int v = 0; v < 5; v++) {

@@ -1013,7 +1013,10 @@ static void test_pool2d_matches_scalar(void **state) {
                         {1, 17, 11, 10, 3, 2, 0, true, false, 0, 0},    /* MaxPool 3x3 / 2 */
                         {2, 5, 12, 13, 3, 1, 0, true, false, 2, 2}, /* dilated 3x2 */
                         {2, 5, 12, 13, 2, 3, 0, false, false, 3, 2},
-                        {1, 8, 1, 1, 1, 1, 0, false, false, 0, 0}};     /* 1x1 planes */
+                        {1, 8, 1, 1, 1, 1, 0, false, false, 0, 0},      /* 1x1 planes */
+                        /* GlobalAveragePool with the planes in the lanes (pool_avx2.c): 8-float blocks, tails */
+                        {1, 16, 14, 14, 14, 1, 0, false, false, 0, 0}, {1, 9, 56, 56, 56, 1, 0, false, false, 0, 0},
+                        {2, 12, 3, 5, 3, 1, 0, false, false, 5, 0}};
     lithe_backend *cpu;
     OK(lithe_backend_get("cpu", &cpu));
     for (int tt = 0; tt < 2 * ntables; tt++) { /* every table at 1 and 3 threads */

@@ -285,13 +285,14 @@ static void pw_range(void *ctx, int64_t c0, int64_t c1) {
     t->fn(&t->c, c0 * 16, p1);
 }
 
-/* Only where W (Mg, Cg) stays in L2 (256 KB) or K fits the GEMM's one K block: each 16-pixel column
- * reads all of W and its K x 16 slab of X, where the GEMM keeps a kc x 16 sliver in L1 and an mc x kc
- * block of W in L2 (lraspp's 960 -> 160 at 14x14: 600 KB of W per column). */
+/* Pointwise geometries: the kernel blocks K and the filters itself (pointwise_avx2.c), as the GEMM
+ * would, without packing (lraspp's 960 -> 160 and 672 -> 160 at 14x14 had gone to the GEMM). Not a
+ * plane under 16 pixels with a long K and a W over L2 (squeeze-excitation's 576 -> 144 at 1x1: the
+ * kernel's 8-pixel vectors would be mostly idle lanes there, where the GEMM has its M = 1 paths). */
 static lithe__conv_pw_fn pw_kernel(const lithe__conv2d *g) {
     int64_t Mg = g->M / g->group, Cg = g->C / g->group;
     if (!is_pointwise(g) || lithe__knob(LITHE__KNOB_conv_rows)) return NULL;
-    if (Cg > 256 && Mg * Cg > 65536) return NULL;
+    if (g->OH * g->OW < 16 && Cg > 256 && Mg * Cg > 65536) return NULL;
     return lithe__conv_pw_best();
 }
 

@@ -42,3 +42,13 @@ lithe__conv_pw_fn lithe__conv_pw_best(void) {
     return NULL;
 #endif
 }
+
+/* Where the SGEMM runs an AVX2 or AVX-512 kernel (so the CPU has AVX2, and LITHE_CPU_ISA picks no less). */
+lithe__pool_gap8_fn lithe__pool_gap8_best(void) {
+#if defined(__x86_64__) || defined(_M_X64)
+    const char *isa = lithe__sgemm_kernel_best()->isa;
+    return isa[0] == 'a' && isa[1] == 'v' && isa[2] == 'x' ? lithe__pool_gap8_avx2 : NULL;
+#else
+    return NULL;
+#endif
+}

@@ -13,6 +13,8 @@
  * t = acc + b[m] (one rounding), the clamp (gemm.h's LITHE__SGEMM_CLAMP_*, the act kernel's bits),
  * then the residual (first ? r + t : t + r). Where K fits the GEMM's one K block (AVX2: 256) that is
  * the packed filter-rows product's value bit for bit (its bias step is fma(b, 1, acc) = acc + b).
+ * Longer K runs in blocks (W and X slices that stay in L2 / L1), each continuing the chain from the
+ * sums the previous block left in Y: the same one chain, the same bits for any blocking.
  * lithe__conv_pw_ref is the scalar twin (fmaf), the oracle of tests/test_conv_pointwise.c. */
 #ifndef LITHE_CPU_CONV_POINTWISE_H
 #define LITHE_CPU_CONV_POINTWISE_H
@@ -30,6 +32,9 @@ typedef struct lithe__conv_pw {
     bool res_first; /* R + t (else t + R) */
     int clamp;      /* LITHE__SGEMM_CLAMP_* */
     float lo, hi;   /* LITHE__SGEMM_CLAMP_CLIP's bounds */
+    /* blocking (tests force small blocks; 0: the kernel's own): K steps and filters per block, and
+     * pixels per chunk with the filter tiles outer (> 0), or columns outer (< 0) */
+    int64_t kc, mc, pc;
 } lithe__conv_pw;
 
 /* Pixels [p0, p1) of every output row (p0 a multiple of 16). */
@@ -41,5 +46,14 @@ void lithe__conv_pw_avx2(const lithe__conv_pw *c, int64_t p0, int64_t p1);
 #endif
 /* The kernel this CPU runs (AVX2 + FMA), or NULL (then the GEMM path). */
 lithe__conv_pw_fn lithe__conv_pw_best(void);
+
+/* GlobalAveragePool of eight planes of HW floats (x: plane l at x + l·HW) into y[l·ys], each the
+ * twin's sum in order then its division (pool_avx2.c); lithe__pool_gap8_best: it, or NULL where
+ * the CPU (or LITHE_CPU_ISA) runs no AVX2. */
+typedef void (*lithe__pool_gap8_fn)(const float *x, int64_t HW, float div, float *y, int64_t ys);
+lithe__pool_gap8_fn lithe__pool_gap8_best(void);
+#if defined(__x86_64__) || defined(_M_X64)
+void lithe__pool_gap8_avx2(const float *x, int64_t HW, float div, float *y, int64_t ys);
+#endif
 
 #endif

@@ -1,12 +1,26 @@
 /* pointwise.h's convolution with AVX2 + FMA (compiled with -mavx2 -mfma on x86-64 only; chosen at
  * run time): tiles of 6 filters x 16 pixels (twelve ymm accumulators, two X registers, one
  * broadcast of W), 6 x 8 for a plane's last 1..8 pixels; X's last partial vector read and Y's
- * written with masks. Each element's operations are the twin's (lithe__conv_pw_ref), so its bits. */
+ * written with masks. Each element's operations are the twin's (lithe__conv_pw_ref), so its bits.
+ *
+ * Blocking (pointwise.h): K in blocks of at most PW_KC steps (a 16-pixel sliver of X, kc x 16, stays
+ * in L1 across the filters), the filters in blocks whose W (mc x kc) stays in L2 across the columns.
+ * A later K block continues each element's FMA chain from the value the previous one stored in Y
+ * (a float stored and loaded exactly), so blocking never changes a bit. With a short K over a large
+ * plane the filter tiles run outer over chunks of pixels (rows_outer): Y is written as six
+ * sequential streams, not one line in each of M rows per column (112x112 planes: rows 49 KB apart
+ * fall into four L1 sets). */
 #include "pointwise.h"
 #include "../gemm/gemm.h"
 
 #if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
+
+enum {
+    PW_KC = 256,           /* the most K steps per block: X's sliver, kc x 16 floats, in L1 */
+    PW_WBLOCK = 48 * 1024, /* the most floats of W per block (mc x kc: 192 KB of the 512 KB L2) */
+    PW_XCHUNK = 32 * 1024  /* rows_outer: floats of X per chunk of pixels (kc x pc, 128 KB, in L2) */
+};
 
 typedef struct clampv {
     int cl;
@@ -14,12 +28,19 @@ typedef struct clampv {
 } clampv;
 
 /* gemm_avx2.c's clamp (the act kernel's bits): maxps / minps return their second operand when
- * either is NaN or both are zeros. */
+ * either is NaN or both are zeros. HardSwish's h / 6 (h = max(0, min(6, t + 3))) without the
+ * divider: q = h·(1/6), then q + (h − 6q)·(1/6) with FMAs is the correctly rounded quotient for every
+ * h it sees (+0, NaN and [2^-22, 6]: t + 3 is a multiple of 2^-22 where it is small; checked against
+ * vdivps for all 2^32 floats, it differs only where the quotient underflows and at h = -0, which
+ * max(0, ·) never returns). A vdivps per output vector was the tile's bottleneck at short K. */
 static inline __attribute__((always_inline)) __m256 clamp_v(__m256 t, clampv cv) {
     if (cv.cl == LITHE__SGEMM_CLAMP_RELU) return _mm256_add_ps(_mm256_max_ps(_mm256_setzero_ps(), t), _mm256_setzero_ps());
     if (cv.cl == LITHE__SGEMM_CLAMP_HSWISH) {
-        __m256 six = _mm256_set1_ps(6.0f), u = _mm256_add_ps(t, _mm256_set1_ps(3.0f));
-        return _mm256_mul_ps(t, _mm256_div_ps(_mm256_max_ps(_mm256_setzero_ps(), _mm256_min_ps(six, u)), six));
+        const __m256 six = _mm256_set1_ps(6.0f), r6 = _mm256_set1_ps(1.0f / 6.0f);
+        __m256 h = _mm256_max_ps(_mm256_setzero_ps(), _mm256_min_ps(six, _mm256_add_ps(t, _mm256_set1_ps(3.0f))));
+        __m256 q = _mm256_mul_ps(h, r6);
+        q = _mm256_fmadd_ps(_mm256_fnmadd_ps(q, six, h), r6, q);
+        return _mm256_mul_ps(t, q);
     }
     return _mm256_max_ps(cv.lo, _mm256_min_ps(cv.hi, _mm256_add_ps(t, _mm256_setzero_ps())));
 }
@@ -28,31 +49,46 @@ static inline __attribute__((always_inline)) __m256 ld(const float *p, bool full
     return full ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, mask);
 }
 
-/* One output vector: bias, clamp, residual, store (masked where not full). */
+/* One output vector: in the last K block bias, clamp, residual; then the store (masked where not
+ * full). Earlier blocks store the bare sum. */
 static inline __attribute__((always_inline)) void st(__m256 t, float *y, const float *bm, const float *r, bool first,
-                                                     clampv cv, bool full, __m256i mask) {
-    if (bm) t = _mm256_add_ps(t, _mm256_broadcast_ss(bm));
-    if (cv.cl) t = clamp_v(t, cv);
-    if (r) {
-        __m256 rv = ld(r, full, mask);
-        t = first ? _mm256_add_ps(rv, t) : _mm256_add_ps(t, rv);
+                                                     clampv cv, bool last, bool full, __m256i mask) {
+    if (last) {
+        if (bm) t = _mm256_add_ps(t, _mm256_broadcast_ss(bm));
+        if (cv.cl) t = clamp_v(t, cv);
+        if (r) {
+            __m256 rv = ld(r, full, mask);
+            t = first ? _mm256_add_ps(rv, t) : _mm256_add_ps(t, rv);
+        }
     }
     if (full) _mm256_storeu_ps(y, t);
     else _mm256_maskstore_ps(y, mask, t);
 }
 
-/* A tile of mr <= 6 filters from m and NV vectors of pixels from p (the last one full or masked):
- * rows past mr read filter m again (computed, never stored). */
+/* The K steps [k0, k1) of a tile of mr <= 6 filters from m and NV vectors of pixels from p (the last
+ * one full or masked), from zero (k0 = 0) or from the sums an earlier block stored in Y: rows past
+ * mr read filter m again (computed, never stored). */
 static inline __attribute__((always_inline)) void tile(const lithe__conv_pw *c, int NV, bool full, __m256i mask,
-                                                       int64_t m, size_t mr, int64_t p, clampv cv) {
+                                                       int64_t m, size_t mr, int64_t p, int64_t k0, int64_t k1,
+                                                       bool last, clampv cv) {
     const int64_t K = c->K, P = c->P;
-    const float *w = c->W + m * K, *x = c->X + p;
+    const float *w = c->W + m * K + k0, *x = c->X + k0 * P + p;
     const int64_t o1 = mr > 1 ? K : 0, o2 = mr > 2 ? 2 * K : 0, o3 = mr > 3 ? 3 * K : 0, o4 = mr > 4 ? 4 * K : 0,
                   o5 = mr > 5 ? 5 * K : 0;
     const bool f0 = NV == 2 || full; /* the first vector is whole unless it is the only, partial one */
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
            c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-    for (int64_t k = 0; k < K; k++, x += P, w++) {
+    if (k0) {
+#define LOAD(i)                                                                                                   \
+    if (mr > i) {                                                                                                 \
+        const float *yi = c->Y + (m + i) * P + p;                                                                 \
+        c##i##0 = ld(yi, f0, mask);                                                                               \
+        if (NV == 2) c##i##1 = ld(yi + 8, full, mask);                                                            \
+    }
+        LOAD(0) LOAD(1) LOAD(2) LOAD(3) LOAD(4) LOAD(5)
+#undef LOAD
+    }
+    for (int64_t k = k0; k < k1; k++, x += P, w++) {
         __m256 b0 = ld(x, f0, mask), b1 = NV == 2 ? ld(x + 8, full, mask) : b0, a;
 #define STEP(i, o)                                                                                                \
     a = _mm256_broadcast_ss(w + o);                                                                               \
@@ -66,29 +102,63 @@ static inline __attribute__((always_inline)) void tile(const lithe__conv_pw *c, 
     if (mr > i) {                                                                                                 \
         int64_t at = (m + i) * P + p;                                                                             \
         const float *r = c->R ? c->R + at : NULL;                                                                 \
-        st(c##i##0, c->Y + at, b ? b + i : NULL, r, c->res_first, cv, f0, mask);                                 \
-        if (NV == 2) st(c##i##1, c->Y + at + 8, b ? b + i : NULL, r ? r + 8 : NULL, c->res_first, cv, full, mask); \
+        st(c##i##0, c->Y + at, b ? b + i : NULL, r, c->res_first, cv, last, f0, mask);                           \
+        if (NV == 2)                                                                                              \
+            st(c##i##1, c->Y + at + 8, b ? b + i : NULL, r ? r + 8 : NULL, c->res_first, cv, last, full, mask);   \
     }
     ROW(0) ROW(1) ROW(2) ROW(3) ROW(4) ROW(5)
 #undef ROW
 }
 
-/* Every filter over the pixels [p, p + n), n <= 16: the tile shapes picked once per column. */
-static void column(const lithe__conv_pw *c, int64_t p, int64_t n, clampv cv) {
+/* Filters [m0, m1) over the pixels [p, p + n), n <= 16, K steps [k0, k1): the tile shape picked once. */
+static void column(const lithe__conv_pw *c, int64_t p, int64_t n, int64_t m0, int64_t m1, int64_t k0, int64_t k1,
+                   clampv cv) {
     const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n & 7)), lanes); /* the last vector's lanes */
-    for (int64_t m = 0; m < c->M; m += 6) {
-        size_t mr = (size_t)(c->M - m < 6 ? c->M - m : 6);
-        if (n == 16) tile(c, 2, true, mask, m, mr, p, cv);
-        else if (n > 8) tile(c, 2, false, mask, m, mr, p, cv);
-        else if (n == 8) tile(c, 1, true, mask, m, mr, p, cv);
-        else tile(c, 1, false, mask, m, mr, p, cv);
+    const bool last = k1 == c->K;
+    for (int64_t m = m0; m < m1; m += 6) {
+        size_t mr = (size_t)(m1 - m < 6 ? m1 - m : 6);
+        if (n == 16) tile(c, 2, true, mask, m, mr, p, k0, k1, last, cv);
+        else if (n > 8) tile(c, 2, false, mask, m, mr, p, k0, k1, last, cv);
+        else if (n == 8) tile(c, 1, true, mask, m, mr, p, k0, k1, last, cv);
+        else tile(c, 1, false, mask, m, mr, p, k0, k1, last, cv);
     }
+}
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* n items in equal blocks of at most most (at least 1), rounded up to a multiple of unit */
+static int64_t even_block(int64_t n, int64_t most, int64_t unit) {
+    if (most < unit) most = unit;
+    int64_t blocks = (n + most - 1) / most, per = (n + blocks - 1) / blocks;
+    return (per + unit - 1) / unit * unit;
 }
 
 void lithe__conv_pw_avx2(const lithe__conv_pw *c, int64_t p0, int64_t p1) {
     clampv cv = {c->clamp, _mm256_set1_ps(c->lo), _mm256_set1_ps(c->hi)};
-    for (int64_t p = p0; p < p1; p += 16) column(c, p, p1 - p < 16 ? p1 - p : 16, cv);
+    const int64_t M = c->M, K = c->K, P = c->P;
+    int64_t kc = even_block(K, c->kc ? c->kc : PW_KC, 1);
+    /* a residual in Y's own memory would be overwritten by a block's sums before the last block reads it */
+    if (c->R && c->R < c->Y + M * P && c->Y < c->R + M * P) kc = K;
+    if (kc < 1) kc = 1;
+    int64_t mc = even_block(M, c->mc ? c->mc : PW_WBLOCK / kc, 6);
+    /* filter tiles outer from 64x64 pixels (lraspp's 16 -> 64 at 112x112: 599 -> 548 us alone; at 56x56 no gain) */
+    bool rows_outer = c->pc ? c->pc > 0 : K <= 64 && P >= 4096;
+    int64_t pc = c->pc > 0 ? c->pc : rows_outer ? even_block(p1 - p0, PW_XCHUNK / kc, 16) : p1 - p0;
+    for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += kc) {
+        int64_t k1 = min64(K, k0 + kc);
+        for (int64_t m0 = 0; m0 < M; m0 += mc) {
+            int64_t m1 = min64(M, m0 + mc);
+            if (!rows_outer) {
+                for (int64_t p = p0; p < p1; p += 16) column(c, p, min64(p1 - p, 16), m0, m1, k0, k1, cv);
+                continue;
+            }
+            for (int64_t q0 = p0; q0 < p1; q0 += pc) /* a chunk of pixels, each filter tile across it */
+                for (int64_t m = m0; m < m1; m += 6)
+                    for (int64_t p = q0; p < min64(p1, q0 + pc); p += 16)
+                        column(c, p, min64(p1 - p, 16), m, min64(m1, m + 6), k0, k1, cv);
+        }
+    }
 }
 
 #elif defined(__x86_64__)

@@ -1,13 +1,17 @@
 /* The CPU backend's 2-D pooling, forward and backward. */
 #include "conv.h"
+#if defined(__x86_64__) || defined(_M_X64)
+#include "pointwise.h"
+#endif
 
 /* ---- pooling: the scalar twins' loops, split over (image, channel) planes; 2x2 stride-2 max
  * pooling without padding (LeNet's) has its own loop with the twin's tap order and first-maximum
  * rule (the SIMD table's maxpool2x2_row, or at inference maxpool2x2_rows over a whole range of
  * planes when their heights are even, several short rows per vector); other pooling whose windows all lie inside the plane (no padding: GlobalAveragePool, most
  * AveragePools) runs eight planes side by side, each plane's window summed or maxed in the twin's
- * tap order, so eight independent chains run where the twin has one. Selections and per-window
- * sums in the twin's order: bit-identical. which NULL (inference): no indices are written. ---- */
+ * tap order, so eight independent chains run where the twin has one (GlobalAveragePool on AVX2:
+ * pool_avx2.c, the planes in the lanes). Selections and per-window sums in the twin's order:
+ * bit-identical. which NULL (inference): no indices are written. ---- */
 
 typedef struct pool_job {
     const lithe__pool2d *g;
@@ -68,11 +72,23 @@ static void pool_planes8(const lithe__pool2d *g, const float *x, float *y, int32
         }
 }
 
+/* GlobalAveragePool (one window over the whole plane, every tap in order): the taps are the plane's
+ * floats in memory order */
+static bool is_global_avg(const lithe__pool2d *g) {
+    return !g->max && g->OH == 1 && g->OW == 1 && g->KH == g->H && g->KW == g->W && g->dil[0] == 1 &&
+           g->dil[1] == 1 && pool_inbounds(g);
+}
+
 static void pool_planes(void *ctx, int64_t p0, int64_t p1) {
     const pool_job *j = ctx;
     const lithe__pool2d *g = j->g;
     int64_t HW = g->H * g->W, OP = g->OH * g->OW;
     if (!is_max2x2(g)) {
+#if defined(__x86_64__) || defined(_M_X64)
+        lithe__pool_gap8_fn gap = is_global_avg(g) && !j->which ? lithe__pool_gap8_best() : NULL;
+        if (gap)
+            for (; p0 + POOL_PLANES <= p1; p0 += POOL_PLANES) gap(j->X + p0 * HW, HW, (float)(g->KH * g->KW), j->Y + p0, 1);
+#endif
         if (pool_inbounds(g))
             for (; p0 + POOL_PLANES <= p1; p0 += POOL_PLANES)
                 pool_planes8(g, j->X + p0 * HW, j->Y + p0 * OP, j->which ? j->which + p0 * OP : NULL);

@@ -24,8 +24,12 @@ static inline __attribute__((always_inline)) clampv clamp_of(const lithe__sgemm_
 static inline __attribute__((always_inline)) __m256 clamp_v(__m256 t, clampv cv) {
     if (cv.cl == LITHE__SGEMM_CLAMP_RELU) return _mm256_add_ps(_mm256_max_ps(_mm256_setzero_ps(), t), _mm256_setzero_ps());
     if (cv.cl == LITHE__SGEMM_CLAMP_HSWISH) { /* t * (max(0, min(6, t + 3)) / 6): NaN kept by the order */
-        __m256 six = _mm256_set1_ps(6.0f), u = _mm256_add_ps(t, _mm256_set1_ps(3.0f));
-        return _mm256_mul_ps(t, _mm256_div_ps(_mm256_max_ps(_mm256_setzero_ps(), _mm256_min_ps(six, u)), six));
+        /* h / 6 as q = h·(1/6), q + (h − 6q)·(1/6): the correctly rounded quotient for every h the clamp
+         * gives (conv/pointwise_avx2.c's clamp_v says why), without a vdivps per output vector */
+        const __m256 six = _mm256_set1_ps(6.0f), r6 = _mm256_set1_ps(1.0f / 6.0f);
+        __m256 h = _mm256_max_ps(_mm256_setzero_ps(), _mm256_min_ps(six, _mm256_add_ps(t, _mm256_set1_ps(3.0f))));
+        __m256 q = _mm256_mul_ps(h, r6);
+        return _mm256_mul_ps(t, _mm256_fmadd_ps(_mm256_fnmadd_ps(q, six, h), r6, q));
     }
     return _mm256_max_ps(cv.lo, _mm256_min_ps(cv.hi, _mm256_add_ps(t, _mm256_setzero_ps())));
 }
