@@ -447,6 +447,15 @@ lithe_status lithe__cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *
     }
     int64_t Cg = g->C / g->group, Mg = g->M / g->group, K = Cg * g->KH * g->KW, P = g->OH * g->OW;
     bool pw = is_pointwise(g);
+    /* the shifted rows' backward (backward.c): no col matrix, the same bits */
+    if (dW && lithe__conv_bwd_taps_dw(g)) {
+        LITHE__TRY(lithe__conv_bwd_taps_dw_run(be, g, X, dY, dW));
+        dW = NULL;
+    }
+    if (dX && lithe__conv_bwd_taps_dx(g)) {
+        LITHE__TRY(lithe__conv_bwd_taps_dx_run(be, g, W, dY, dX));
+        dX = NULL;
+    }
     float *col = NULL;
     if (!pw && (dW || dX)) LITHE__TRY(workspace(be, (size_t)(K * P), &col));
     lithe_status s = LITHE_OK;
