@@ -516,6 +516,28 @@ static void pack_a_ptrs(size_t lanes, size_t kc, const float *const *rows, int64
     }
 }
 
+/* gemm.h's pack_a_taps (conv/backward.c's dW: col's A slivers, taps as lanes, pixels as steps, from
+ * the taps' shifted rows): 8 steps of the sliver's rows transposed in registers (transpose8, rows past
+ * `lanes` zero), each step stored as 4 + 2 floats; a last group under 8 steps by masked loads (nothing
+ * past a row's run is read). The scalar loop stored a float at a time: ~3 instructions an element. */
+static void pack_a_taps(size_t lanes, size_t kc, const float *const *rows, int64_t off, float *dst) {
+    for (size_t k = 0; k < kc; k += 8) {
+        size_t kw = kc - k < 8 ? kc - k : 8;
+        __m256i km = lane_mask(kw);
+        __m256 r[8];
+        for (size_t i = 0; i < 8; i++)
+            r[i] = i >= lanes ? _mm256_setzero_ps()
+                   : kw == 8  ? _mm256_loadu_ps(rows[i] + off + k)
+                              : _mm256_maskload_ps(rows[i] + off + k, km);
+        transpose8(r);
+        float *d = dst + k * MR;
+        for (size_t t = 0; t < kw; t++) {
+            _mm_storeu_ps(d + t * MR, _mm256_castps256_ps128(r[t]));
+            _mm_storel_pi((__m64 *)(void *)(d + t * MR + 4), _mm256_extractf128_ps(r[t], 1));
+        }
+    }
+}
+
 /* The first n (< 8) floats of v to p, 4, 2 and 1 at a time: nothing past p + n is written (there lie
  * the next tile's pixels, or another thread's). */
 static inline __attribute__((always_inline)) void store_first(float *p, __m256 v, size_t n) {
@@ -564,7 +586,7 @@ static const lithe__sgemm_kernel kernel = {
     .pack_a = pack_a, .pack_b = pack_b, .gemv_t = gemv_t, .gemv_n = gemv_n, .gemv_tm = gemv_tm,
     .urow = lithe_f32_gemm_urow_1x16__avx2,
     .ukernel_a = lithe_f32_gemm_ukernel_a_6x16__avx2, .ukernel_bp = lithe_f32_gemm_ukernel_bp_6x16__avx2,
-    .transpose = transpose_tile, .pack_a_ptrs = pack_a_ptrs, .clamp_ok = true, .bias_rows_ok = true,
+    .transpose = transpose_tile, .pack_a_ptrs = pack_a_ptrs, .pack_a_taps = pack_a_taps, .clamp_ok = true, .bias_rows_ok = true,
 };
 
 const lithe__sgemm_kernel *lithe__sgemm_kernel_avx2(void) {
