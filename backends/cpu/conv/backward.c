@@ -26,10 +26,12 @@ bool lithe__conv_bwd_taps_dw(const lithe__conv2d *g) {
     return !is_pointwise(g) && is_shifted(g) && !lithe__knob(LITHE__KNOB_conv_rows);
 }
 
+/* Images run in parallel (a tile's taps add into overlapping dx elements, so one image is one
+ * thread's): a single image with several threads keeps the im2col path, whose GEMM splits (the same bits). */
 bool lithe__conv_bwd_taps_dx(const lithe__conv2d *g) {
     int64_t Mg = g->M / g->group;
     return !is_pointwise(g) && g->stride[0] == 1 && g->stride[1] == 1 && Mg <= bwd_kernel(g->C / g->group * g->KH * g->KW)->kc &&
-           !lithe__knob(LITHE__KNOB_conv_rows);
+           (g->N > 1 || lithe__pool_threads(lithe__cpu_pool()) <= 1) && !lithe__knob(LITHE__KNOB_conv_rows);
 }
 
 static size_t rup(size_t x, size_t m) { return (x + m - 1) / m * m; }
