@@ -191,12 +191,17 @@ static void dx_image(const dx_job *j, const float *Ag, const float *gy, float *d
             for (int64_t s = 0; s < nsl; s++)
                 k->ukernel(mr, NR, (size_t)Mg, a, Bp + (size_t)(oh * nsl + s) * (size_t)Mg * NR,
                            tile + (size_t)(oh * nsl + s) * NR, ldt, &p);
-        for (size_t i = 0; i < mr; i++)
+        for (size_t i = 0; i < mr; i++) {
+            if (LITHE__SGEMM_HAS(k, add_tile)) { /* dx + dcol, the same rounded add */
+                k->add_tile((size_t)g->OH, (size_t)OW, dxq + off[i], (size_t)Wq, tile + i * ldt, (size_t)nsl * NR, false);
+                continue;
+            }
             for (int64_t oh = 0; oh < g->OH; oh++) {
                 float *d = dxq + off[i] + oh * Wq;
                 const float *r = tile + i * ldt + (size_t)(oh * nsl) * NR;
                 for (int64_t l = 0; l < OW; l++) d[l] += r[l];
             }
+        }
     }
     for (int64_t c = 0; c < Cg; c++)
         for (int64_t h = 0; h < g->H; h++)

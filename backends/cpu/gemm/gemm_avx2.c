@@ -538,6 +538,27 @@ static void pack_a_taps(size_t lanes, size_t kc, const float *const *rows, int64
     }
 }
 
+/* gemm.h's add_tile: one rounded add per element, 8 lanes at a time, a row's last 1..7 by masked loads
+ * and stores (nothing past a row is touched: there lie other rows' elements). The convolution backward's
+ * col2im adds (conv/backward.c: one call per tap over its output rows) ran ~5 instructions an element
+ * through the compiler's loop on 14-wide rows; the GEMM's residual adds (a fused Conv + Add) too. */
+static void add_tile(size_t rows, size_t cols, float *c, size_t ldc, const float *rv, size_t ldr, bool first) {
+    const size_t full = cols & ~(size_t)7;
+    const __m256i m = lane_mask(cols - full);
+    for (size_t i = 0; i < rows; i++) {
+        float *ci = c + i * ldc;
+        const float *ri = rv + i * ldr;
+        for (size_t j = 0; j < full; j += 8) {
+            __m256 x = _mm256_loadu_ps(ci + j), r = _mm256_loadu_ps(ri + j);
+            _mm256_storeu_ps(ci + j, first ? _mm256_add_ps(r, x) : _mm256_add_ps(x, r));
+        }
+        if (full < cols) {
+            __m256 x = _mm256_maskload_ps(ci + full, m), r = _mm256_maskload_ps(ri + full, m);
+            _mm256_maskstore_ps(ci + full, m, first ? _mm256_add_ps(r, x) : _mm256_add_ps(x, r));
+        }
+    }
+}
+
 /* The first n (< 8) floats of v to p, 4, 2 and 1 at a time: nothing past p + n is written (there lie
  * the next tile's pixels, or another thread's). */
 static inline __attribute__((always_inline)) void store_first(float *p, __m256 v, size_t n) {
@@ -586,7 +607,7 @@ static const lithe__sgemm_kernel kernel = {
     .pack_a = pack_a, .pack_b = pack_b, .gemv_t = gemv_t, .gemv_n = gemv_n, .gemv_tm = gemv_tm,
     .urow = lithe_f32_gemm_urow_1x16__avx2,
     .ukernel_a = lithe_f32_gemm_ukernel_a_6x16__avx2, .ukernel_bp = lithe_f32_gemm_ukernel_bp_6x16__avx2,
-    .transpose = transpose_tile, .pack_a_ptrs = pack_a_ptrs, .pack_a_taps = pack_a_taps, .clamp_ok = true, .bias_rows_ok = true,
+    .transpose = transpose_tile, .pack_a_ptrs = pack_a_ptrs, .pack_a_taps = pack_a_taps, .add_tile = add_tile, .clamp_ok = true, .bias_rows_ok = true,
 };
 
 const lithe__sgemm_kernel *lithe__sgemm_kernel_avx2(void) {
