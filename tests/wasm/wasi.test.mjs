@@ -95,6 +95,15 @@ test('int8 gemm microkernels: SIMD128 against int64 sums and the scalar kernel',
   assert.match(r.stdout, /q8_ukernels: [1-9]\d* passed, 0 failed/);
 });
 
+// The convolution backward through the shifted rows (backends/cpu/conv/backward.c) with the SIMD128
+// kernel: the bits of the im2col / col2im path and float64 (tests/test_conv_bwd.c, built beside lithe.wasm).
+test('conv backward through the shifted rows: the im2col path\'s bits', () => {
+  const convTest = path.resolve(root, process.env.LITHE_WASI_CONV_BWD_TEST ?? path.join(path.dirname(wasm), '../../test_conv_bwd.wasm'));
+  const r = spawnSync(process.execPath, [runner, convTest], { cwd: work, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  assert.match(r.stdout, /conv_bwd: [1-9]\d* passed, 0 failed/);
+});
+
 // An int8 model (lithe convert --weights int8) in lithe.wasm: the SIMD128 int8 GEMM gives the native
 // int8 kernels' output (exact int32 sums: the same bits up to the softmax), batch 64 and batch 1.
 test('int8 weights: the same predictions as native', () => {

@@ -138,6 +138,13 @@ void depthwise_backward(const lithe__conv2d *g, const float *X, const float *W, 
 /* gemm.c */
 void shifted_init(const lithe__conv2d *g, int64_t Cg, int64_t K, bool direct, float *buf, shifted_ws *w);
 void shifted_fill(const lithe__conv2d *g, const shifted_ws *w, int64_t Cg, const float *x);
+/* backward.c: the backward through the shifted rows, no col matrix (where *_taps_dw / *_taps_dx hold) */
+bool lithe__conv_bwd_taps_dw(const lithe__conv2d *g);
+bool lithe__conv_bwd_taps_dx(const lithe__conv2d *g);
+lithe_status lithe__conv_bwd_taps_dw_run(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *dY,
+                                         float *dW);
+lithe_status lithe__conv_bwd_taps_dx_run(lithe_backend *be, const lithe__conv2d *g, const float *W, const float *dY,
+                                         float *dX);
 /* simd/conv_wasm_simd128.c (-msimd128 builds) */
 #if defined(__wasm_simd128__)
 bool wdc_applies(const lithe__conv2d *g);

@@ -241,8 +241,11 @@ static bool pixel_rows(const lithe__conv2d *g, int64_t Mg, int64_t K) {
      * kernel's own pack_a_ptrs (AVX2, NEON, SIMD128) about 2 lane multiply-adds per element. On
      * AVX2 (an EPYC without AVX-512), single thread: mobilenet_v3_small's stem (3 -> 16, 3x3 / 2
      * at 112x112) 980 us by pixel rows, 415 us by filter rows; whole models resnet18 91 -> 70 ms,
-     * mobilenet_v3_small 5.2 -> 4.5 ms, mobilenet_v2, efficientnet_b0 and lraspp unchanged */
-    if (!is_pointwise(g) && !LITHE__SGEMM_HAS(kp, pack_a_ptrs)) pixels += 2.0 * (double)(P * K);
+     * mobilenet_v3_small 5.2 -> 4.5 ms, mobilenet_v2, efficientnet_b0 and lraspp unchanged. AVX2's
+     * pack_a_ptrs (issue 29) packs the slivers inside an output row without the driver's runs, but
+     * not those across rows and not in place: it keeps the charge (only AVX-512, which reads A where
+     * it lies with ukernel_ap, drops it), so the orientations stay as measured above */
+    if (!is_pointwise(g) && !LITHE__SGEMM_HAS(kp, ukernel_ap)) pixels += 2.0 * (double)(P * K);
     return pixels < filters;
 }
 
@@ -445,6 +448,15 @@ lithe_status lithe__cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *
     }
     int64_t Cg = g->C / g->group, Mg = g->M / g->group, K = Cg * g->KH * g->KW, P = g->OH * g->OW;
     bool pw = is_pointwise(g);
+    /* the shifted rows' backward (backward.c): no col matrix, the same bits */
+    if (dW && lithe__conv_bwd_taps_dw(g)) {
+        LITHE__TRY(lithe__conv_bwd_taps_dw_run(be, g, X, dY, dW));
+        dW = NULL;
+    }
+    if (dX && lithe__conv_bwd_taps_dx(g)) {
+        LITHE__TRY(lithe__conv_bwd_taps_dx_run(be, g, W, dY, dX));
+        dX = NULL;
+    }
     float *col = NULL;
     if (!pw && (dW || dX)) LITHE__TRY(workspace(be, (size_t)(K * P), &col));
     lithe_status s = LITHE_OK;

@@ -180,6 +180,10 @@ typedef struct lithe__sgemm_kernel {
     void (*pack_segs)(size_t R, size_t kc, const float *const *rows, size_t nseg, const int64_t *off,
                       const size_t *lane, const size_t *len, float *dst);
     void (*transpose)(size_t rows, size_t cols, const float *src, size_t lds, float *dst, size_t ldd);
+    /* Optional (conv/backward.c's dW, col's A slivers from the taps' shifted rows; NULL: its scalar
+     * loop): dst[k * MR + l] = rows[l][off + k] for k < kc and l < lanes, 0 for lanes <= l < MR;
+     * reads nothing past rows[l] + off + kc - 1 and writes nothing past dst + kc * MR. */
+    void (*pack_a_taps)(size_t lanes, size_t kc, const float *const *rows, int64_t off, float *dst);
     /* ukernel, ukernel_b and urow apply lithe__sgemm_ukparams' clamp: the driver then passes a
      * relu / clip epilogue act in the last K block instead of the act kernel over each stored tile
      * row (false: they ignore it and the act runs after the store, the same bits). */
@@ -248,6 +252,7 @@ bool lithe__sgemm_act_clamp(const lithe__act *act, int *clamp, float *lo, float 
 #define LITHE__SGEMM_FORM_pack_segs 1
 #define LITHE__SGEMM_FORM_transpose 1
 #define LITHE__SGEMM_FORM_add_tile 1
+#define LITHE__SGEMM_FORM_pack_a_taps 1 /* gemm_avx2.c */
 #define LITHE__SGEMM_FORM_gemv_tm 1 /* gemm_avx2.c */
 #else /* scalar, NEON, WebAssembly SIMD128 */
 #define LITHE__SGEMM_FORM_gemv_tm 0
@@ -259,6 +264,7 @@ bool lithe__sgemm_act_clamp(const lithe__act *act, int *clamp, float *lo, float 
 #define LITHE__SGEMM_FORM_pack_segs 0
 #define LITHE__SGEMM_FORM_transpose 0
 #define LITHE__SGEMM_FORM_add_tile 0
+#define LITHE__SGEMM_FORM_pack_a_taps 0
 #endif
 #if defined(LITHE_SIMD_ONLY) && defined(__wasm_simd128__) /* gemm_wasmsimd.c's kernels alone (gemm.c) */
 #define LITHE__SGEMM_FORM_pack_a 2

@@ -498,6 +498,71 @@ static void pack_b(size_t lanes, size_t kc, const float *src, size_t ld, bool ro
     else pack_cols(NR, lanes, kc, src, ld, dst);
 }
 
+/* lithe__sgemm_pixels' A slivers (gemm.h's pack_a_ptrs): step k's lanes contiguous at rows[k] + off (a
+ * tap's pixels along an output row). A whole sliver is 4 + 2 floats a step, read and written exactly
+ * (nothing past the lanes: the sliver's neighbour in the block, or the end of the padded plane); the
+ * driver's generic path cut each sliver into runs of KW steps and called pack_cols per run (LeNet's
+ * 16 -> 32 5x5 at batch 32, pixel rows: ~31 instructions a step, 13 M of a training step's 170 M). */
+static void pack_a_ptrs(size_t lanes, size_t kc, const float *const *rows, int64_t off, float *dst) {
+    if (lanes == MR) {
+        for (size_t k = 0; k < kc; k++) {
+            const float *s = rows[k] + off;
+            float *d = dst + k * MR;
+            _mm_storeu_ps(d, _mm_loadu_ps(s));
+            _mm_storel_pi((__m64 *)(void *)(d + 4), _mm_loadl_pi(_mm_setzero_ps(), (const __m64 *)(const void *)(s + 4)));
+        }
+        return;
+    }
+    for (size_t k = 0; k < kc; k++) {
+        const float *s = rows[k] + off;
+        float *d = dst + k * MR;
+        for (size_t l = 0; l < MR; l++) d[l] = l < lanes ? s[l] : 0.0f;
+    }
+}
+
+/* gemm.h's pack_a_taps (conv/backward.c's dW: col's A slivers, taps as lanes, pixels as steps, from
+ * the taps' shifted rows): 8 steps of the sliver's rows transposed in registers (transpose8, rows past
+ * `lanes` zero), each step stored as 4 + 2 floats; a last group under 8 steps by masked loads (nothing
+ * past a row's run is read). The scalar loop stored a float at a time: ~3 instructions an element. */
+static void pack_a_taps(size_t lanes, size_t kc, const float *const *rows, int64_t off, float *dst) {
+    for (size_t k = 0; k < kc; k += 8) {
+        size_t kw = kc - k < 8 ? kc - k : 8;
+        __m256i km = lane_mask(kw);
+        __m256 r[8];
+        for (size_t i = 0; i < 8; i++)
+            r[i] = i >= lanes ? _mm256_setzero_ps()
+                   : kw == 8  ? _mm256_loadu_ps(rows[i] + off + k)
+                              : _mm256_maskload_ps(rows[i] + off + k, km);
+        transpose8(r);
+        float *d = dst + k * MR;
+        for (size_t t = 0; t < kw; t++) {
+            _mm_storeu_ps(d + t * MR, _mm256_castps256_ps128(r[t]));
+            _mm_storel_pi((__m64 *)(void *)(d + t * MR + 4), _mm256_extractf128_ps(r[t], 1));
+        }
+    }
+}
+
+/* gemm.h's add_tile: one rounded add per element, 8 lanes at a time, a row's last 1..7 by masked loads
+ * and stores (nothing past a row is touched: there lie other rows' elements). The convolution backward's
+ * col2im adds (conv/backward.c: one call per tap over its output rows) ran ~5 instructions an element
+ * through the compiler's loop on 14-wide rows; the GEMM's residual adds (a fused Conv + Add) too. */
+static void add_tile(size_t rows, size_t cols, float *c, size_t ldc, const float *rv, size_t ldr, bool first) {
+    const size_t full = cols & ~(size_t)7;
+    const __m256i m = lane_mask(cols - full);
+    for (size_t i = 0; i < rows; i++) {
+        float *ci = c + i * ldc;
+        const float *ri = rv + i * ldr;
+        for (size_t j = 0; j < full; j += 8) {
+            __m256 x = _mm256_loadu_ps(ci + j), r = _mm256_loadu_ps(ri + j);
+            _mm256_storeu_ps(ci + j, first ? _mm256_add_ps(r, x) : _mm256_add_ps(x, r));
+        }
+        if (full < cols) {
+            __m256 x = _mm256_maskload_ps(ci + full, m), r = _mm256_maskload_ps(ri + full, m);
+            _mm256_maskstore_ps(ci + full, m, first ? _mm256_add_ps(r, x) : _mm256_add_ps(x, r));
+        }
+    }
+}
+
 /* The first n (< 8) floats of v to p, 4, 2 and 1 at a time: nothing past p + n is written (there lie
  * the next tile's pixels, or another thread's). */
 static inline __attribute__((always_inline)) void store_first(float *p, __m256 v, size_t n) {
@@ -546,7 +611,7 @@ static const lithe__sgemm_kernel kernel = {
     .pack_a = pack_a, .pack_b = pack_b, .gemv_t = gemv_t, .gemv_n = gemv_n, .gemv_tm = gemv_tm,
     .urow = lithe_f32_gemm_urow_1x16__avx2,
     .ukernel_a = lithe_f32_gemm_ukernel_a_6x16__avx2, .ukernel_bp = lithe_f32_gemm_ukernel_bp_6x16__avx2,
-    .transpose = transpose_tile, .clamp_ok = true, .bias_rows_ok = true,
+    .transpose = transpose_tile, .pack_a_ptrs = pack_a_ptrs, .pack_a_taps = pack_a_taps, .add_tile = add_tile, .clamp_ok = true, .bias_rows_ok = true,
 };
 
 const lithe__sgemm_kernel *lithe__sgemm_kernel_avx2(void) {

@@ -1,0 +1,257 @@
+/* The GEMM-path convolution backward through the taps' shifted rows (issue 29), with no col matrix:
+ *
+ *   dW_gᵀ (K, Mg) += col (K, P) · dY_gᵀ (P, Mg): col's A slivers (MR taps x kc pixels) are packed
+ *     straight from the shifted rows of the image's phase planes (shifted_init / shifted_fill, the
+ *     forward's), where im2col wrote col (K x P floats) and the GEMM then read it again;
+ *   dX (stride 1): dcol = W_gᵀ · dY_g tile by tile (MR taps x one output row's NR pixels, Mg steps),
+ *     each tile added straight into a zero-bordered copy of dx at the taps' shifts (col2im fused into
+ *     the product's store: dcol, K x P floats, was written to memory and read back by col2im), W_gᵀ
+ *     packed once per call instead of once per image.
+ *
+ * The bits are those of the im2col / col2im path (conv/gemm.c) it replaces: each dW element is the
+ * driver's sum (pixels in kc blocks, each accumulated from zero in order by the same microkernel, then
+ * added to dW with beta 1, image after image: dW is kept transposed over the batch and turned back at
+ * the end), and each dX element gets col2im's adds in col2im's order (taps in (c, kh, kw) order, each a
+ * rounded dx + dcol, dcol from the microkernel with beta 0). test_conv_bwd compares both with the
+ * im2col path bit for bit. */
+#include "conv.h"
+#include "../gemm/gemm_internal.h"
+
+static const lithe__sgemm_kernel *bwd_kernel(int64_t M) {
+    const lithe__sgemm_kernel *k = lithe__sgemm_kernel_best();
+    return k->for_rows ? k->for_rows(M) : k;
+}
+
+bool lithe__conv_bwd_taps_dw(const lithe__conv2d *g) {
+    return !is_pointwise(g) && is_shifted(g) && !lithe__knob(LITHE__KNOB_conv_rows);
+}
+
+/* Images run in parallel (a tile's taps add into overlapping dx elements, so one image is one
+ * thread's): a single image with several threads keeps the im2col path, whose GEMM splits (the same bits). */
+bool lithe__conv_bwd_taps_dx(const lithe__conv2d *g) {
+    int64_t Mg = g->M / g->group;
+    return !is_pointwise(g) && g->stride[0] == 1 && g->stride[1] == 1 && Mg <= bwd_kernel(g->C / g->group * g->KH * g->KW)->kc &&
+           (g->N > 1 || lithe__pool_threads(lithe__cpu_pool()) <= 1) && !lithe__knob(LITHE__KNOB_conv_rows);
+}
+
+static size_t rup(size_t x, size_t m) { return (x + m - 1) / m * m; }
+
+/* ---- dW ---- */
+
+typedef struct dw_job {
+    const lithe__sgemm_kernel *k;
+    const lithe__conv2d *g;
+    const float *const *rows; /* the taps' shifted rows (K) */
+    int64_t Wq, K, Mg, P, pc, kb;
+    const float *Bp; /* dY_gᵀ's slivers of this block: NR filters x kb pixels each */
+    float *dWt;      /* (K, Mg) */
+    atomic_bool failed;
+} dw_job;
+
+/* An A sliver of taps [t0, t0 + lanes) x pixels [pc, pc + kb): dst[k·MR + i] = rows[t0 + i][pix(pc + k)],
+ * pix(p) = (p / OW)·Wq + p % OW, lanes past `lanes` zero. By output-row runs, tap by tap. */
+static void pack_taps(const dw_job *j, int64_t t0, size_t lanes, float *dst) {
+    const size_t MR = (size_t)j->k->mr;
+    const int64_t OW = j->g->OW;
+    for (int64_t p = j->pc; p < j->pc + j->kb;) {
+        int64_t oh = p / OW, ow = p % OW, run = OW - ow < j->pc + j->kb - p ? OW - ow : j->pc + j->kb - p;
+        float *d = dst + (size_t)(p - j->pc) * MR;
+        if (LITHE__SGEMM_HAS(j->k, pack_a_taps)) { /* AVX2: in-register transposes */
+            j->k->pack_a_taps(lanes, (size_t)run, j->rows + t0, oh * j->Wq + ow, d);
+            p += run;
+            continue;
+        }
+        for (size_t i = 0; i < lanes; i++) {
+            const float *s = j->rows[t0 + (int64_t)i] + oh * j->Wq + ow;
+            for (int64_t t = 0; t < run; t++) d[(size_t)t * MR + i] = s[t];
+        }
+        for (size_t i = lanes; i < MR; i++)
+            for (int64_t t = 0; t < run; t++) d[(size_t)t * MR + i] = 0.0f;
+        p += run;
+    }
+}
+
+static void dw_range(void *ctx, int64_t s0, int64_t s1) {
+    dw_job *j = ctx;
+    const lithe__sgemm_kernel *k = j->k;
+    const size_t MR = (size_t)k->mr, NR = (size_t)k->nr, kb = (size_t)j->kb;
+    lithe__sgemm_ws priv, *w = lithe__sgemm_ws_claim(MR * kb, &priv); /* the GEMM's per-thread packing slots */
+    if (!w) {
+        atomic_store(&j->failed, true);
+        return;
+    }
+    float *Ap = w->buf;
+    lithe__sgemm_ukparams p = {.alpha = 1.0f, .beta = 1.0f};
+    for (int64_t s = s0; s < s1; s++) {
+        int64_t t0 = s * (int64_t)MR;
+        size_t mr = j->K - t0 < (int64_t)MR ? (size_t)(j->K - t0) : MR;
+        pack_taps(j, t0, mr, Ap);
+        for (int64_t jr = 0; jr < j->Mg; jr += (int64_t)NR) {
+            size_t nr = j->Mg - jr < (int64_t)NR ? (size_t)(j->Mg - jr) : NR;
+            k->ukernel(mr, nr, kb, Ap, j->Bp + (size_t)jr * kb, j->dWt + t0 * j->Mg + jr, (size_t)j->Mg, &p);
+        }
+    }
+    lithe__sgemm_ws_release(w);
+}
+
+/* dW (M, K) += Σ over images of dY_g · colᵀ, group by group, images in order (the im2col path's bits). */
+lithe_status lithe__conv_bwd_taps_dw_run(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *dY,
+                                         float *dW) {
+    int64_t Cg = g->C / g->group, Mg = g->M / g->group, K = Cg * g->KH * g->KW, P = g->OH * g->OW;
+    const lithe__sgemm_kernel *k = bwd_kernel(K);
+    const size_t MR = (size_t)k->mr, NR = (size_t)k->nr, KC = (size_t)k->kc;
+    lithe__pool *pool = lithe__cpu_pool();
+    int T = lithe__pool_threads(pool);
+    size_t nsh = shifted_floats(g, Cg, K, false), nb = rup((size_t)Mg, NR) * (size_t)P, nt = (size_t)(K * Mg);
+    float *ws = NULL;
+    LITHE__TRY(workspace(be, nsh + nb + nt, &ws));
+    shifted_ws sw;
+    shifted_init(g, Cg, K, false, ws, &sw);
+    float *Bp = ws + nsh, *dWt = Bp + nb;
+    bool failed = false;
+    for (int64_t gi = 0; gi < g->group; gi++) {
+        float *dw = dW + gi * Mg * K;
+        for (int64_t m = 0; m < Mg; m++)
+            for (int64_t t = 0; t < K; t++) dWt[t * Mg + m] = dw[m * K + t];
+        for (int64_t n = 0; n < g->N; n++) {
+            const float *x = X + (n * g->C + gi * Cg) * g->H * g->W, *gy = dY + (n * g->M + gi * Mg) * P;
+            shifted_fill(g, &sw, Cg, x);
+            for (int64_t pc = 0; pc < P; pc += (int64_t)KC) {
+                size_t kb = P - pc < (int64_t)KC ? (size_t)(P - pc) : KC;
+                /* dY_gᵀ's block: sliver jr holds filters jr.. as lanes, pixels pc.. as steps */
+                for (int64_t jr = 0; jr < Mg; jr += (int64_t)NR) {
+                    size_t lanes = Mg - jr < (int64_t)NR ? (size_t)(Mg - jr) : NR;
+                    const float *src = gy + jr * P + pc;
+                    if (LITHE__SGEMM_HAS(k, pack_b)) k->pack_b(lanes, kb, src, (size_t)P, true, Bp + (size_t)jr * kb);
+                    else lithe__sgemm_pack_portable(NR, lanes, kb, src, (size_t)P, true, Bp + (size_t)jr * kb);
+                }
+                dw_job j = {k, g, sw.rows, sw.Wq, K, Mg, P, pc, (int64_t)kb, Bp, dWt, false};
+                int64_t slivers = (K + (int64_t)MR - 1) / (int64_t)MR;
+                /* few flops a sliver: the pool only where each thread gets several */
+                lithe__pool_for(T > 1 && 2.0 * (double)(K * Mg) * (double)kb >= (1 << 18) ? pool : NULL, slivers, 4,
+                                dw_range, &j);
+                failed |= atomic_load(&j.failed);
+            }
+        }
+        for (int64_t m = 0; m < Mg; m++)
+            for (int64_t t = 0; t < K; t++) dw[m * K + t] = dWt[t * Mg + m];
+    }
+    be->ops->free(be, ws);
+    if (failed) return lithe__oom("conv2d backward packing workspace", MR * KC * sizeof(float));
+    return LITHE_OK;
+}
+
+/* ---- dX (stride 1) ---- */
+
+typedef struct dx_job {
+    lithe_backend *be;
+    const lithe__sgemm_kernel *k;
+    const lithe__conv2d *g;
+    const float *Ap; /* W_gᵀ per group: slivers of MR taps x Mg steps */
+    const float *dY;
+    float *dX;
+    _Atomic int status;
+} dx_job;
+
+/* One image-group: dxq (Cg planes of Hq x Wq, zero-bordered shape of the padded input) holds dx in its
+ * interior; every tile of dcol is added at its taps' shifts; the interior goes back to dx. */
+static void dx_image(const dx_job *j, const float *Ag, const float *gy, float *dx, float *dxq, float *Bp, float *tile) {
+    const lithe__conv2d *g = j->g;
+    const lithe__sgemm_kernel *k = j->k;
+    const size_t MR = (size_t)k->mr, NR = (size_t)k->nr;
+    int64_t Cg = g->C / g->group, Mg = g->M / g->group, K = Cg * g->KH * g->KW, P = g->OH * g->OW, OW = g->OW;
+    int64_t Hq = g->H + g->pad[0] + g->pad[2], Wq = g->W + g->pad[1] + g->pad[3], HWq = Hq * Wq;
+    int64_t nsl = (OW + (int64_t)NR - 1) / (int64_t)NR;
+    for (int64_t c = 0; c < Cg; c++)
+        for (int64_t h = 0; h < g->H; h++)
+            memcpy(dxq + c * HWq + (h + g->pad[0]) * Wq + g->pad[1], dx + (c * g->H + h) * g->W, (size_t)g->W * sizeof(float));
+    /* dY_g's slivers: output row oh, pixels ow0.. as lanes, filters as steps */
+    for (int64_t oh = 0; oh < g->OH; oh++)
+        for (int64_t s = 0; s < nsl; s++) {
+            size_t lanes = OW - s * (int64_t)NR < (int64_t)NR ? (size_t)(OW - s * (int64_t)NR) : NR;
+            const float *src = gy + oh * OW + s * (int64_t)NR;
+            float *dst = Bp + (size_t)(oh * nsl + s) * (size_t)Mg * NR;
+            if (LITHE__SGEMM_HAS(k, pack_b)) k->pack_b(lanes, (size_t)Mg, src, (size_t)P, false, dst);
+            else lithe__sgemm_pack_portable(NR, lanes, (size_t)Mg, src, (size_t)P, false, dst);
+        }
+    lithe__sgemm_ukparams p = {.alpha = 1.0f};
+    int64_t off[64]; /* MR <= 64 */
+    for (int64_t t0 = 0; t0 < K; t0 += (int64_t)MR) {
+        size_t mr = K - t0 < (int64_t)MR ? (size_t)(K - t0) : MR;
+        for (size_t i = 0; i < mr; i++) {
+            int64_t t = t0 + (int64_t)i, c = t / (g->KH * g->KW), kh = t / g->KW % g->KH, kw = t % g->KW;
+            off[i] = c * HWq + kh * g->dil[0] * Wq + kw * g->dil[1];
+        }
+        const float *a = Ag + (size_t)t0 * (size_t)Mg;
+        /* the sliver's dcol rows (mr x OH x nsl·NR, in L1), then col2im's adds tap after tap: a tap's
+         * adds must all come before the next tap's (those of one output pixel land on other dx
+         * elements than the next row's taps', which a tile-by-tile add would interleave) */
+        const size_t ldt = (size_t)(g->OH * nsl) * NR;
+        for (int64_t oh = 0; oh < g->OH; oh++)
+            for (int64_t s = 0; s < nsl; s++)
+                k->ukernel(mr, NR, (size_t)Mg, a, Bp + (size_t)(oh * nsl + s) * (size_t)Mg * NR,
+                           tile + (size_t)(oh * nsl + s) * NR, ldt, &p);
+        for (size_t i = 0; i < mr; i++) {
+            if (LITHE__SGEMM_HAS(k, add_tile)) { /* dx + dcol, the same rounded add */
+                k->add_tile((size_t)g->OH, (size_t)OW, dxq + off[i], (size_t)Wq, tile + i * ldt, (size_t)nsl * NR, false);
+                continue;
+            }
+            for (int64_t oh = 0; oh < g->OH; oh++) {
+                float *d = dxq + off[i] + oh * Wq;
+                const float *r = tile + i * ldt + (size_t)(oh * nsl) * NR;
+                for (int64_t l = 0; l < OW; l++) d[l] += r[l];
+            }
+        }
+    }
+    for (int64_t c = 0; c < Cg; c++)
+        for (int64_t h = 0; h < g->H; h++)
+            memcpy(dx + (c * g->H + h) * g->W, dxq + c * HWq + (h + g->pad[0]) * Wq + g->pad[1], (size_t)g->W * sizeof(float));
+}
+
+static void dx_images(void *ctx, int64_t n0, int64_t n1) {
+    dx_job *j = ctx;
+    const lithe__conv2d *g = j->g;
+    const size_t MR = (size_t)j->k->mr, NR = (size_t)j->k->nr;
+    int64_t Cg = g->C / g->group, Mg = g->M / g->group, K = Cg * g->KH * g->KW, P = g->OH * g->OW;
+    int64_t Hq = g->H + g->pad[0] + g->pad[2], Wq = g->W + g->pad[1] + g->pad[3];
+    size_t nq = rup((size_t)(Cg * Hq * Wq), 16), rowsl = (size_t)(g->OH * ((g->OW + (int64_t)NR - 1) / (int64_t)NR)) * NR;
+    size_t nb = rowsl * (size_t)Mg;
+    float *ws = NULL;
+    lithe_status s = workspace(j->be, nq + nb + MR * rowsl, &ws);
+    if (s != LITHE_OK) {
+        int ok = LITHE_OK;
+        atomic_compare_exchange_strong(&j->status, &ok, (int)s);
+        return;
+    }
+    memset(ws, 0, nq * sizeof(float)); /* the border: never read back, but defined */
+    size_t na = rup((size_t)K, MR) * (size_t)Mg;
+    for (int64_t n = n0; n < n1; n++)
+        for (int64_t gi = 0; gi < g->group; gi++)
+            dx_image(j, j->Ap + (size_t)gi * na, j->dY + (n * g->M + gi * Mg) * P, j->dX + (n * g->C + gi * Cg) * g->H * g->W,
+                     ws, ws + nq, ws + nq + nb);
+    j->be->ops->free(j->be, ws);
+}
+
+/* dX (N, C, H, W) += the data gradient, images in parallel (each image's dx is its own). */
+lithe_status lithe__conv_bwd_taps_dx_run(lithe_backend *be, const lithe__conv2d *g, const float *W, const float *dY,
+                                         float *dX) {
+    int64_t Cg = g->C / g->group, Mg = g->M / g->group, K = Cg * g->KH * g->KW;
+    const lithe__sgemm_kernel *k = bwd_kernel(K);
+    const size_t MR = (size_t)k->mr, na = rup((size_t)K, MR) * (size_t)Mg;
+    float *Ap = NULL;
+    LITHE__TRY(workspace(be, na * (size_t)g->group, &Ap));
+    for (int64_t gi = 0; gi < g->group; gi++) /* op(A) = W_gᵀ: lane i = tap t0 + i, step m at W_g[m, t0 + i] */
+        for (int64_t t0 = 0; t0 < K; t0 += (int64_t)MR) {
+            size_t lanes = K - t0 < (int64_t)MR ? (size_t)(K - t0) : MR;
+            const float *src = W + gi * Mg * K + t0;
+            float *dst = Ap + (size_t)gi * na + (size_t)t0 * (size_t)Mg;
+            if (LITHE__SGEMM_HAS(k, pack_a)) k->pack_a(lanes, (size_t)Mg, src, (size_t)K, false, dst);
+            else lithe__sgemm_pack_portable(MR, lanes, (size_t)Mg, src, (size_t)K, false, dst);
+        }
+    dx_job j = {be, k, g, Ap, dY, dX, LITHE_OK};
+    lithe__pool_for(g->N > 1 ? lithe__cpu_pool() : NULL, g->N, 1, dx_images, &j);
+    be->ops->free(be, Ap);
+    lithe_status s = (lithe_status)atomic_load(&j.status);
+    if (s != LITHE_OK) return lithe__oom("conv2d backward workspace", (size_t)(g->C * g->H * g->W) * sizeof(float));
+    return LITHE_OK;
+}
