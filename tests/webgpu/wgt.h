@@ -1,5 +1,5 @@
 /* The harness the WebGPU conformance files share (test_webgpu.c, test_webgpu_rest.c,
- * test_webgpu_graph.c, all in lithe-webgpu-test.wasm): the two backends, the failure count each
+ * test_webgpu_graph.c, test_webgpu_cpu.c, all in lithe-webgpu-test.wasm): the two backends, the failure count each
  * exported entry point returns, and pairs of tensors — one on the CPU (the oracle), one on
  * WebGPU — that the same primitive fills on both sides and expect_pair compares. */
 #ifndef LITHE_TESTS_WEBGPU_WGT_H
@@ -46,7 +46,7 @@ pair wgt_pair_rand(uint64_t *state, int ndim, const int64_t *shape, double lo, d
 void pair_free(pair p);
 /* the CPU side's bytes written to the WebGPU side */
 void sync_pair(pair p);
-/* Both sides read back: |dev - cpu| <= atol + rtol |cpu| (float32, NaN equals NaN); 0, 0 or
+/* Both sides read back: |dev - cpu| <= atol + rtol |cpu| (float32, NaN equals NaN, an infinity itself); 0, 0 or
  * another dtype: the same bits. The first mismatch is a failure naming `what` and the index. */
 void expect_pair(const char *what, pair p, double atol, double rtol);
 
