@@ -40,9 +40,14 @@ let device = null;
 D.createShaderModule = function (d) {
   device = this;
   const mod = createShaderModule.call(this, d);
+  // the shader's own text follows its includes: the comment block holding its first //!include
+  // line, else the first comment past common.wgsl
   const lines = d.code.split('\n');
-  const from = lines.findIndex((l) => l.startsWith('fn stride('));
-  modules.set(mod, lines.slice(from + 1).find((l) => l.startsWith('//'))?.slice(3, 70) ?? '?');
+  let at = lines.findIndex((l) => l.startsWith('//!include'));
+  if (at >= 0) while (at > 0 && lines[at - 1].startsWith('//')) at--;
+  else at = lines.slice(lines.findIndex((l) => l.startsWith('fn stride(')) + 1).findIndex((l) => l.startsWith('//')) +
+    lines.findIndex((l) => l.startsWith('fn stride(')) + 1;
+  modules.set(mod, lines[at]?.slice(3, 70) ?? '?');
   return mod;
 };
 D.createComputePipeline = function (d) {
