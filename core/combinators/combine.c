@@ -57,18 +57,38 @@ static void multi_destroy(lithe_backprop *self) {
     lithe__free(r->widths);
 }
 
-static lithe_status multi_new(lithe_model *m, lithe_status (*run)(lithe_backprop *, const lithe_value *, lithe_value **),
-                              multi_bp **out) {
+/* A record for n children's backprops (n: the node's layers, or map_list's items). */
+static lithe_status multi_new_n(lithe_model *m, size_t n,
+                                lithe_status (*run)(lithe_backprop *, const lithe_value *, lithe_value **),
+                                multi_bp **out) {
     lithe_backprop *bp = NULL;
     LITHE__TRY(lithe__backprop_new(m, sizeof(multi_bp), run, multi_destroy, &bp));
     multi_bp *r = (multi_bp *)bp;
-    r->steps = lithe__calloc(m->n_layers ? m->n_layers : 1, sizeof *r->steps);
-    r->widths = lithe__calloc(m->n_layers ? m->n_layers : 1, sizeof *r->widths);
+    r->steps = lithe__calloc(n ? n : 1, sizeof *r->steps);
+    r->widths = lithe__calloc(n ? n : 1, sizeof *r->widths);
     if (!r->steps || !r->widths) {
         lithe_backprop_free(bp);
-        return lithe__oom(m->name, m->n_layers * (sizeof *r->steps + sizeof *r->widths));
+        return lithe__oom(m->name, n * (sizeof *r->steps + sizeof *r->widths));
     }
     *out = r;
+    return LITHE_OK;
+}
+
+static lithe_status multi_new(lithe_model *m, lithe_status (*run)(lithe_backprop *, const lithe_value *, lithe_value **),
+                              multi_bp **out) {
+    return multi_new_n(m, m->n_layers, run, out);
+}
+
+/* A combinator forward's end: on success the output tensor (if any) wrapped into *Y and the record
+ * handed over; on failure both dropped. */
+static lithe_status multi_finish(lithe_status s, lithe_tensor *out, lithe_value **Y, multi_bp *r, lithe_backprop **bp) {
+    if (s == LITHE_OK && out) s = lithe__value_wrap(out, Y);
+    else lithe_tensor_release(out);
+    if (s != LITHE_OK) {
+        if (r) lithe_backprop_free(&r->base);
+        return s;
+    }
+    if (bp) *bp = &r->base;
     return LITHE_OK;
 }
 
@@ -189,14 +209,7 @@ static lithe_status concat_forward(lithe_model *m, const lithe_value *X, bool is
     }
     for (size_t i = 0; i < n; i++) lithe_value_release(Ys[i]);
     lithe__free(Ys);
-    if (s == LITHE_OK) s = lithe__value_wrap(out, Y);
-    else lithe_tensor_release(out);
-    if (s != LITHE_OK) {
-        if (r) lithe_backprop_free(&r->base);
-        return s;
-    }
-    if (bp) *bp = &r->base;
-    return LITHE_OK;
+    return multi_finish(s, out, Y, r, bp);
 }
 
 static lithe_status concat_init(lithe_model *m, const lithe_value *X, const lithe_value *Y) {
@@ -265,14 +278,7 @@ static lithe_status add_forward(lithe_model *m, const lithe_value *X, bool is_tr
             s = accumulate(m, acc, Yi, "a layer's output");
         }
     }
-    if (s == LITHE_OK) s = lithe__value_wrap(acc, Y);
-    else lithe_tensor_release(acc);
-    if (s != LITHE_OK) {
-        if (r) lithe_backprop_free(&r->base);
-        return s;
-    }
-    if (bp) *bp = &r->base;
-    return LITHE_OK;
+    return multi_finish(s, acc, Y, r, bp);
 }
 
 static lithe_status add_init(lithe_model *m, const lithe_value *X, const lithe_value *Y) {
@@ -326,14 +332,7 @@ static lithe_status residual_forward(lithe_model *m, const lithe_value *X, bool 
         Yi = NULL;
     }
     lithe_value_release(Yi);
-    if (s == LITHE_OK) s = lithe__value_wrap(acc, Y);
-    else lithe_tensor_release(acc);
-    if (s != LITHE_OK) {
-        if (r) lithe_backprop_free(&r->base);
-        return s;
-    }
-    if (bp) *bp = &r->base;
-    return LITHE_OK;
+    return multi_finish(s, acc, Y, r, bp);
 }
 
 static lithe_status residual_init(lithe_model *m, const lithe_value *X, const lithe_value *Y) {
@@ -533,26 +532,30 @@ static lithe_status tuplify_backward(lithe_backprop *self, const lithe_value *dY
     return sum_backprops(self, dYs, true, dX);
 }
 
-static lithe_status tuplify_forward(lithe_model *m, const lithe_value *X, bool is_train, lithe_value **Y,
-                                    lithe_backprop **bp) {
-    size_t n = m->n_layers;
-    lithe_value **Ys = lithe__calloc(n, sizeof *Ys);
+/* n children's outputs as a tuple (tuplify: layer i on X) or a list (map_list: the one layer on
+ * item i of X), with their backprops in one record. */
+static lithe_status multi_forward(lithe_model *m, size_t n, bool over_items, const lithe_value *X, bool is_train,
+                                  lithe_status (*run)(lithe_backprop *, const lithe_value *, lithe_value **),
+                                  lithe_value **Y, lithe_backprop **bp) {
+    lithe_value **Ys = lithe__calloc(n ? n : 1, sizeof *Ys);
     if (!Ys) return lithe__oom(m->name, n * sizeof *Ys);
     multi_bp *r = NULL;
-    lithe_status s = bp ? multi_new(m, tuplify_backward, &r) : LITHE_OK;
+    lithe_status s = bp ? multi_new_n(m, n, run, &r) : LITHE_OK;
     for (size_t i = 0; s == LITHE_OK && i < n; i++) {
-        s = lithe_model_forward(m->layers[i], X, is_train, &Ys[i], r ? &r->steps[i] : NULL);
+        lithe_model *layer = over_items ? m->layers[0] : m->layers[i];
+        const lithe_value *x = over_items ? lithe_value_item(X, i) : X;
+        s = lithe_model_forward(layer, x, is_train, &Ys[i], r ? &r->steps[i] : NULL);
         if (s == LITHE_OK && r) r->n = i + 1;
     }
-    if (s == LITHE_OK) s = lithe_value_tuple(n, Ys, Y);
+    if (s == LITHE_OK) s = over_items ? lithe_value_list(n, Ys, Y) : lithe_value_tuple(n, Ys, Y);
     for (size_t i = 0; i < n; i++) lithe_value_release(Ys[i]);
     lithe__free(Ys);
-    if (s != LITHE_OK) {
-        if (r) lithe_backprop_free(&r->base);
-        return s;
-    }
-    if (bp) *bp = &r->base;
-    return LITHE_OK;
+    return multi_finish(s, NULL, NULL, r, bp);
+}
+
+static lithe_status tuplify_forward(lithe_model *m, const lithe_value *X, bool is_train, lithe_value **Y,
+                                    lithe_backprop **bp) {
+    return multi_forward(m, m->n_layers, false, X, is_train, tuplify_backward, Y, bp);
 }
 
 static lithe_status tuplify_init(lithe_model *m, const lithe_value *X, const lithe_value *Y) {
@@ -588,34 +591,7 @@ static lithe_status map_list_forward(lithe_model *m, const lithe_value *X, bool 
                                      lithe_backprop **bp) {
     if (lithe_value_kind_of(X) != LITHE_VALUE_LIST)
         return lithe__fail(LITHE_ERR_INVALID_ARG, "%s: expected a list", m->name);
-    size_t n = lithe_value_len(X);
-    lithe_value **Ys = lithe__calloc(n ? n : 1, sizeof *Ys);
-    if (!Ys) return lithe__oom(m->name, n * sizeof *Ys);
-    multi_bp *r = NULL;
-    lithe_status s = LITHE_OK;
-    if (bp) {
-        lithe_backprop *b = NULL;
-        s = lithe__backprop_new(m, sizeof(multi_bp), map_list_backward, multi_destroy, &b);
-        if (s == LITHE_OK) {
-            r = (multi_bp *)b;
-            r->steps = lithe__calloc(n ? n : 1, sizeof *r->steps);
-            r->widths = lithe__calloc(1, sizeof *r->widths);
-            if (!r->steps || !r->widths) s = lithe__oom(m->name, n * sizeof *r->steps);
-        }
-    }
-    for (size_t i = 0; s == LITHE_OK && i < n; i++) {
-        s = lithe_model_forward(m->layers[0], lithe_value_item(X, i), is_train, &Ys[i], r ? &r->steps[i] : NULL);
-        if (s == LITHE_OK && r) r->n = i + 1;
-    }
-    if (s == LITHE_OK) s = lithe_value_list(n, Ys, Y);
-    for (size_t i = 0; i < n; i++) lithe_value_release(Ys[i]);
-    lithe__free(Ys);
-    if (s != LITHE_OK) {
-        if (r) lithe_backprop_free(&r->base);
-        return s;
-    }
-    if (bp) *bp = &r->base;
-    return LITHE_OK;
+    return multi_forward(m, lithe_value_len(X), true, X, is_train, map_list_backward, Y, bp);
 }
 
 static lithe_status map_list_init(lithe_model *m, const lithe_value *X, const lithe_value *Y) {
