@@ -131,6 +131,15 @@ struct lithe_backend_ops {
     lithe_status (*conv2d_add)(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X, const lithe_tensor *W,
                                const void *P, const lithe_tensor *b, const lithe_tensor *R, bool res_first,
                                lithe_tensor *Y);
+    /* Optional (NULL, or *done false: the graph's float path): the int8 convolution of a fused:QConv
+     * (issue 24; core/graph/ops/qfused.c). X (N, C, H, W) float32, quantized here as its
+     * QuantizeLinear computes it (x = clamp(rint(X / xs) + xz, xmin, xmax), NaN to xmin), W (M,
+     * C/group, KH, KW) int8 with per-channel (or one) scales and zero points, b (M,) float32 or
+     * NULL, a the activation or NULL, Y (N, M, OH, OW) float32: Y = act(xs·sw[m]·Σ (x - xz)(w -
+     * zw[m]) + b[m]) with exact int32 sums. The CPU: group 1 and depthwise (backends/cpu/conv/qconv.h). */
+    lithe_status (*conv_q8)(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X, float xs, int32_t xz,
+                            int32_t xmin, int32_t xmax, const lithe_tensor *W, const lithe_tensor *b,
+                            const struct lithe__act *a, lithe_tensor *Y, bool *done);
     /* Optional (NULL: the loss reads its checks and figures back one by one): the figures of Thinc's
      * CategoricalCrossentropy over int labels in one pass on the device, so that a training step
      * reads its loss back once (core/train/loss_device.c; WebGPU). G (B, C) the guesses, labels (B,)

@@ -43,6 +43,11 @@ typedef struct lithe__quant {
     int64_t wsum_n;
     uint64_t wsum_version;
     bool wsum_ok;
+    /* the CPU int8 convolution's cache of W's packed (or decoded) form (backends/cpu/conv/qconv.c):
+     * cpack_kind / cpack_n say which, valid while the storage's version is cpack_version */
+    void *cpack;
+    int64_t cpack_kind, cpack_n;
+    uint64_t cpack_version;
 } lithe__quant;
 void lithe__quant_free(lithe__quant *q);
 /* A compact weight: F16 / BF16, or I8 / U8 carrying quant. */

@@ -232,6 +232,10 @@ lithe_status lithe__cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *
 lithe_status lithe__cpu_conv2d_add(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
                                    const struct lithe__sgemm_packed_b *Wp, const float *b, const float *R,
                                    bool res_first, float *Y);
+/* The backend's conv_q8 (core/backend.h): the int8 convolution of a fused:QConv (conv/qconv.c). */
+lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X, float xs, int32_t xz,
+                                int32_t xmin, int32_t xmax, const lithe_tensor *W, const lithe_tensor *b,
+                                const lithe__act *a, lithe_tensor *Y, bool *done);
 /* Pooling (conv/pool.c): the twins over (image, channel) planes split by the pool, 2x2/2 max pooling
  * by its own loop; bit-identical to the twins. LITHE_OK (the npm core without the importer module:
  * LITHE_ERR_UNSUPPORTED, bindings/js/src/importers_hooks.c). */

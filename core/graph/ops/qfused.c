@@ -5,7 +5,8 @@
  *                  the activation rounded to its QuantizeLinear's grid (clamp included), then the
  *                  gemm_q8 primitive with the weight kept as int8 (per output channel or per tensor
  *                  scales, zero points 0), bias and activation in its epilogue
- *   fused:QConv    the same around a Conv: group 1 as im2col + gemm_q8 one image at a time (the
+ *   fused:QConv    the same around a Conv: on the CPU the backend's conv_q8 (group 1 and depthwise,
+ *                  straight into NCHW: backends/cpu/conv/qconv.h); elsewhere group 1 as im2col + gemm_q8 one image at a time (the
  *                  result transposed to NCHW); depthwise and grouped ones decode the int8 weight
  *                  into a float scratch per run and run the conv2d primitive
  *   fused:FakeQuant a Q -> DQ pair no int8 kernel absorbed (around Add, pooling, ...): one float pass
@@ -213,7 +214,20 @@ FWD(f_fused_qconv) {
     const lithe__act *act = f->has_act ? &f->act : NULL;
     lithe_tensor *Xq = NULL, *Wf = NULL, *X4 = NULL, *W4 = NULL, *Y4 = NULL;
     lithe_status s = LITHE_OK;
-    if (g.group == 1 && x->be->host_memory) {
+    bool done = false;
+    if (x->be->host_memory && x->be->ops->conv_q8 && (g.group == 1 || (g.group == g.C && g.M == g.C))) {
+        /* the backend's int8 convolution, X quantized as the pair's QuantizeLinear (group 1 and
+         * depthwise, straight into NCHW) */
+        lithe_tensor *hx = NULL;
+        const float *xs = NULL;
+        s = host_f32(X, &hx, &xs);
+        if (s == LITHE_OK)
+            s = x->be->ops->conv_q8(x->be, &g, hx ? hx : X, f->q_scale, f->q_zero, f->q_min, f->q_max, W, b, act, out[0],
+                                    &done);
+        lithe_tensor_release(hx);
+    }
+    if (s != LITHE_OK || done) {
+    } else if (g.group == 1 && x->be->host_memory) {
         lithe_tensor *hx = NULL;
         const float *xs = NULL;
         s = host_f32(X, &hx, &xs);

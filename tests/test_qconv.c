@@ -1,0 +1,246 @@
+/* The int8 convolution of quantized graphs (backends/cpu/conv/qconv.h, the CPU backend's conv_q8):
+ *   - the scalar twin (through the packing) against an independent reference: QuantizeLinear's codes
+ *     from rintf(X / s) clamped (NaN to the lowest code), the window summed in int64 over the
+ *     unpacked W, then (float)acc · (sx·sw[m]) + b[m] — bit for bit;
+ *   - the AVX2 kernel (where the CPU has it) against the twin bit for bit, and no write past Y;
+ *   - the backend's conv_q8 (group 1 and depthwise, int8 and uint8 activations, per-channel and
+ *     per-tensor weights with zero points, a -128 weight) against the same reference, bit for bit.
+ * Geometries: 1x1 (odd K, P across the 16- and 8-pixel tiles and their tails), 1x1 stride 2, 3x3
+ * stride 1 and 2 with padding, dilation 2; M across the 4-filter tiles; NaN, infinities and values
+ * past the codes' range in X.
+ *
+ * Plain C with its own CHECK. Ends with "qconv: N passed, M failed" and exits non-zero on a failure. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "../backends/cpu/conv/qconv.h"
+
+#include "count_check.h"
+
+static uint64_t rng = 0x9E3779B97F4A7C15u;
+static uint32_t urand32(void) {
+    rng ^= rng >> 12;
+    rng ^= rng << 25;
+    rng ^= rng >> 27;
+    return (uint32_t)((rng * 0x2545F4914F6CDD1Du) >> 32);
+}
+static float urand(void) { return (float)((double)(urand32() >> 8) / (double)(1u << 23) - 1.0); } /* [-1, 1) */
+
+enum { GUARD = 24 };
+static const float SENTINEL = 12345.5f;
+
+typedef struct qcase {
+    lithe__conv2d g;
+    float xs;
+    int32_t xz, xmin, xmax;
+    int8_t *W;      /* (M, K) */
+    float *sw;      /* n_w scales */
+    int32_t *zw;    /* n_w zero points */
+    int64_t n_w;
+    float *b;       /* (M,) or NULL */
+    float *X;       /* (N, C, H, W) */
+} qcase;
+
+static int32_t code_ref(const qcase *c, float x) {
+    float t = rintf(x / c->xs);
+    double v = isnan(t) ? (double)c->xmin : (double)t + c->xz;
+    return v < c->xmin ? c->xmin : v > c->xmax ? c->xmax : (int32_t)v;
+}
+
+/* Y (N, M, OH, OW) by the definition */
+static void conv_ref(const qcase *c, float *Y) {
+    const lithe__conv2d *g = &c->g;
+    const int64_t Cg = g->C / g->group, Mg = g->M / g->group;
+    for (int64_t n = 0; n < g->N; n++)
+        for (int64_t m = 0; m < g->M; m++)
+            for (int64_t oh = 0; oh < g->OH; oh++)
+                for (int64_t ow = 0; ow < g->OW; ow++) {
+                    int64_t acc = 0;
+                    const int64_t grp = m / Mg;
+                    const int32_t zw = c->zw[c->n_w == 1 ? 0 : m];
+                    for (int64_t ci = 0; ci < Cg; ci++)
+                        for (int64_t kh = 0; kh < g->KH; kh++)
+                            for (int64_t kw = 0; kw < g->KW; kw++) {
+                                int64_t ih = oh * g->stride[0] - g->pad[0] + kh * g->dil[0];
+                                int64_t iw = ow * g->stride[1] - g->pad[1] + kw * g->dil[1];
+                                if (ih < 0 || ih >= g->H || iw < 0 || iw >= g->W) continue;
+                                int64_t cx = grp * Cg + ci;
+                                int32_t x = code_ref(c, c->X[((n * g->C + cx) * g->H + ih) * g->W + iw]) - c->xz;
+                                int32_t w = c->W[((m * Cg + ci) * g->KH + kh) * g->KW + kw] - zw;
+                                acc += (int64_t)x * w;
+                            }
+                    float sc = c->xs * c->sw[c->n_w == 1 ? 0 : m];
+                    float t = (float)acc * sc;
+                    if (c->b) t += c->b[m];
+                    Y[((n * g->M + m) * g->OH + oh) * g->OW + ow] = t;
+                }
+}
+
+static void geometry(lithe__conv2d *g, int64_t N, int64_t C, int64_t H, int64_t W, int64_t M, int64_t KH, int64_t s,
+                     int64_t pad, int64_t dil, int64_t group) {
+    *g = (lithe__conv2d){.N = N, .C = C, .H = H, .W = W, .M = M, .KH = KH, .KW = KH, .group = group};
+    g->stride[0] = g->stride[1] = s;
+    for (int i = 0; i < 4; i++) g->pad[i] = pad;
+    g->dil[0] = g->dil[1] = dil;
+    g->OH = (H + 2 * pad - dil * (KH - 1) - 1) / s + 1;
+    g->OW = (W + 2 * pad - dil * (KH - 1) - 1) / s + 1;
+}
+
+static void make(qcase *c, bool a_signed, bool per_channel, bool wz, bool bias, bool hostile) {
+    const lithe__conv2d *g = &c->g;
+    const int64_t K = g->C / g->group * g->KH * g->KW, nx = g->N * g->C * g->H * g->W;
+    c->xmin = a_signed ? -128 : 0;
+    c->xmax = a_signed ? 127 : 255;
+    c->xz = a_signed ? (int32_t)(urand32() % 21) - 10 : (int32_t)(urand32() % 60) + 100;
+    c->xs = 0.02f + 0.01f * (urand() + 1.0f);
+    c->n_w = per_channel ? g->M : 1;
+    c->W = malloc((size_t)(g->M * K));
+    for (int64_t i = 0; i < g->M * K; i++) c->W[i] = (int8_t)(urand32() & 0xFF); /* -128 included */
+    c->W[0] = -128;
+    c->sw = malloc((size_t)c->n_w * sizeof *c->sw);
+    c->zw = malloc((size_t)c->n_w * sizeof *c->zw);
+    for (int64_t i = 0; i < c->n_w; i++) {
+        c->sw[i] = 0.001f + 0.01f * (urand() + 1.0f);
+        c->zw[i] = wz ? (int32_t)(urand32() % 11) - 5 : 0;
+    }
+    c->b = NULL;
+    if (bias) {
+        c->b = malloc((size_t)g->M * sizeof *c->b);
+        for (int64_t i = 0; i < g->M; i++) c->b[i] = urand();
+    }
+    c->X = malloc((size_t)nx * sizeof *c->X);
+    for (int64_t i = 0; i < nx; i++) c->X[i] = 3.0f * urand(); /* past the codes' range at either end */
+    if (hostile && nx > 5) {
+        c->X[1] = NAN;
+        c->X[nx - 1] = INFINITY;
+        c->X[nx / 2] = -INFINITY;
+        c->X[nx / 3] = 1e30f;
+    }
+}
+
+static void release(qcase *c) {
+    free(c->W), free(c->sw), free(c->zw), free(c->b), free(c->X);
+}
+
+static float *guarded(int64_t n) {
+    float *y = malloc((size_t)(n + GUARD) * sizeof *y);
+    for (int64_t i = 0; i < n + GUARD; i++) y[i] = SENTINEL;
+    return y;
+}
+static bool guard_ok(const float *y, int64_t n) {
+    for (int64_t i = n; i < n + GUARD; i++)
+        if (memcmp(&y[i], &SENTINEL, sizeof *y)) return false;
+    return true;
+}
+
+/* group 1: pack, then the twin (and AVX2) per image, against conv_ref */
+static void kernels(qcase *c, const char *what) {
+    const lithe__conv2d *g = &c->g;
+    const int64_t K = g->C * g->KH * g->KW, Kp = (K + 1) / 2, P = g->OH * g->OW, P8 = (P + 7) / 8 * 8;
+    const int64_t Mb = (g->M + LITHE__QC_MR - 1) / LITHE__QC_MR, ny = g->N * g->M * P;
+    int32_t *Wp = malloc((size_t)(Mb * Kp * LITHE__QC_MR) * sizeof *Wp);
+    int16_t *Xp = malloc((size_t)(Kp * P8 * 2) * sizeof *Xp), *tmp = malloc((size_t)(g->C * g->H * g->W) * sizeof *tmp);
+    float *scale = malloc((size_t)g->M * sizeof *scale), *Yr = malloc((size_t)ny * sizeof *Yr);
+    float *Yt = guarded(ny), *Yk = guarded(ny);
+    lithe__qconv_pack_w(g->M, K, c->W, c->zw, c->n_w, Wp);
+    for (int64_t m = 0; m < g->M; m++) scale[m] = c->xs * c->sw[c->n_w == 1 ? 0 : m];
+    lithe__qx q = {c->xs, (float)(c->xmin - c->xz), (float)(c->xmax - c->xz)};
+    conv_ref(c, Yr);
+    for (int64_t n = 0; n < g->N; n++) {
+        lithe__qconv_pack_x(g, c->X + n * g->C * g->H * g->W, &q, tmp, Xp);
+        lithe__qconv k = {g->M, Kp, P, P8, Xp, Wp, scale, c->b, Yt + n * g->M * P};
+        lithe__qconv_ref(&k, 0, Mb * LITHE__QC_MR);
+#if defined(__x86_64__) || defined(_M_X64)
+        if (__builtin_cpu_supports("avx2")) {
+            k.Y = Yk + n * g->M * P;
+            lithe__qconv_avx2(&k, 0, LITHE__QC_MR); /* split at a tile boundary */
+            lithe__qconv_avx2(&k, LITHE__QC_MR, Mb * LITHE__QC_MR);
+        }
+#endif
+    }
+    CHECK(!memcmp(Yt, Yr, (size_t)ny * sizeof *Yr), "%s: twin vs reference (M=%lld K=%lld P=%lld)", what,
+          (long long)g->M, (long long)K, (long long)P);
+    CHECK(guard_ok(Yt, ny), "%s: the twin wrote past Y", what);
+#if defined(__x86_64__) || defined(_M_X64)
+    if (__builtin_cpu_supports("avx2")) {
+        CHECK(!memcmp(Yk, Yt, (size_t)ny * sizeof *Yr), "%s: avx2 vs twin (M=%lld K=%lld P=%lld)", what,
+              (long long)g->M, (long long)K, (long long)P);
+        CHECK(guard_ok(Yk, ny), "%s: avx2 wrote past Y (M=%lld P=%lld)", what, (long long)g->M, (long long)P);
+    }
+#endif
+    free(Wp), free(Xp), free(tmp), free(scale), free(Yr), free(Yt), free(Yk);
+}
+
+/* the backend's conv_q8 on host tensors against conv_ref */
+static void backend(qcase *c, const char *what) {
+    const lithe__conv2d *g = &c->g;
+    const int64_t Cg = g->C / g->group, ny = g->N * g->M * g->OH * g->OW;
+    lithe_backend *be = lithe__backend_host();
+    lithe_tensor *X = NULL, *W = NULL, *b = NULL, *Y = NULL;
+    bool ok = lithe__tensor_alloc(be, LITHE_F32, 4, (int64_t[]){g->N, g->C, g->H, g->W}, false, &X) == LITHE_OK &&
+              lithe__tensor_alloc(be, LITHE_I8, 4, (int64_t[]){g->M, Cg, g->KH, g->KW}, false, &W) == LITHE_OK &&
+              lithe__tensor_alloc(be, LITHE_F32, 4, (int64_t[]){g->N, g->M, g->OH, g->OW}, false, &Y) == LITHE_OK &&
+              (!c->b || lithe__tensor_alloc(be, LITHE_F32, 1, (int64_t[]){g->M}, false, &b) == LITHE_OK);
+    ok = ok && lithe_tensor_set_quant_params(W, c->n_w == 1 ? -1 : 0, c->n_w, c->sw, c->zw) == LITHE_OK;
+    CHECK(ok, "%s: tensors", what);
+    if (ok && be->ops->conv_q8) {
+        memcpy(lithe__tdata(X), c->X, (size_t)(g->N * g->C * g->H * g->W) * sizeof(float));
+        memcpy(lithe__tdata(W), c->W, (size_t)(g->M * Cg * g->KH * g->KW));
+        if (b) memcpy(lithe__tdata(b), c->b, (size_t)g->M * sizeof(float));
+        float *Yr = malloc((size_t)ny * sizeof *Yr);
+        conv_ref(c, Yr);
+        for (int run = 0; run < 2; run++) { /* the second reads W's cached form */
+            bool done = false;
+            lithe_status s = be->ops->conv_q8(be, g, X, c->xs, c->xz, c->xmin, c->xmax, W, b, NULL, Y, &done);
+            CHECK(s == LITHE_OK && done, "%s: conv_q8 ran (status %d, done %d)", what, (int)s, (int)done);
+            CHECK(!memcmp(lithe__tdata(Y), Yr, (size_t)ny * sizeof *Yr), "%s: conv_q8 vs reference (run %d)", what, run);
+        }
+        free(Yr);
+    } else if (ok) {
+        printf("qconv: the host backend has no conv_q8 here (%s skipped)\n", what);
+    }
+    lithe_tensor_release(X), lithe_tensor_release(W), lithe_tensor_release(b), lithe_tensor_release(Y);
+}
+
+int main(void) {
+    static const struct {
+        int64_t N, C, H, W, M, KH, s, pad, dil;
+    } G[] = {
+        {1, 16, 14, 14, 24, 1, 1, 0, 1}, {1, 17, 7, 7, 9, 1, 1, 0, 1},  {2, 3, 5, 3, 5, 1, 1, 0, 1},
+        {1, 1, 1, 1, 1, 1, 1, 0, 1},    {1, 33, 4, 6, 13, 1, 1, 0, 1},  {1, 8, 9, 9, 7, 1, 2, 0, 1},
+        {1, 3, 28, 28, 16, 3, 2, 1, 1}, {2, 5, 7, 6, 6, 3, 1, 1, 1},    {1, 4, 9, 11, 5, 3, 1, 2, 2},
+        {1, 7, 1, 17, 3, 1, 1, 0, 1},   {1, 40, 2, 2, 33, 1, 1, 0, 1},  {1, 2, 16, 8, 4, 1, 1, 0, 1},
+    };
+    char what[160];
+    for (size_t i = 0; i < sizeof G / sizeof G[0]; i++)
+        for (int v = 0; v < 4; v++) {
+            qcase c;
+            geometry(&c.g, G[i].N, G[i].C, G[i].H, G[i].W, G[i].M, G[i].KH, G[i].s, G[i].pad, G[i].dil, 1);
+            make(&c, v & 1, v != 3, v & 2, v != 2, v >= 1);
+            snprintf(what, sizeof what, "group 1 #%zu v%d", i, v);
+            kernels(&c, what);
+            backend(&c, what);
+            release(&c);
+        }
+    static const struct {
+        int64_t N, C, H, W, KH, s, pad, dil;
+    } D[] = {
+        {1, 8, 14, 14, 3, 1, 1, 1}, {1, 5, 7, 7, 3, 2, 1, 1}, {2, 3, 28, 28, 3, 2, 1, 1},
+        {1, 4, 9, 5, 5, 1, 2, 1},   {1, 6, 8, 8, 3, 1, 2, 2}, {1, 2, 1, 1, 3, 1, 1, 1},
+    };
+    for (size_t i = 0; i < sizeof D / sizeof D[0]; i++)
+        for (int v = 0; v < 4; v++) {
+            qcase c;
+            geometry(&c.g, D[i].N, D[i].C, D[i].H, D[i].W, D[i].C, D[i].KH, D[i].s, D[i].pad, D[i].dil, D[i].C);
+            make(&c, v & 1, v != 3, v & 2, v != 2, v >= 1);
+            snprintf(what, sizeof what, "depthwise #%zu v%d", i, v);
+            backend(&c, what);
+            release(&c);
+        }
+    printf("qconv: %d passed, %d failed\n", passed, failed);
+    return failed != 0;
+}
