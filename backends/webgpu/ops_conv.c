@@ -29,6 +29,46 @@ static lithe_status all_dense(const char *op, const lithe_tensor *const *ts, siz
     return LITHE_OK;
 }
 
+/* A 2-D view (rows, cols) with row stride ld over t's storage from element off: for the GEMM's
+ * operands, never released (it holds no reference; t outlives it). */
+static lithe_tensor view2(const lithe_tensor *t, int64_t off, int64_t rows, int64_t cols, int64_t ld) {
+    lithe_tensor v = *t;
+    v.refcount = 1;
+    v.ndim = 2;
+    v.shape[0] = rows, v.shape[1] = cols;
+    v.strides[0] = ld, v.strides[1] = 1;
+    v.offset = off;
+    v.numel = rows * cols;
+    return v;
+}
+
+/* On adapters that run on the CPU: a 1x1, stride-1, unpadded, ungrouped convolution is a GEMM per
+ * image, Y_n (M, HW) = act(W (M, C) X_n (C, HW) + b per row), through the barrier-free vec4 kernel
+ * (gemm_v4.wgsl, 4 x 4 outputs per invocation: the direct kernel's one output per invocation loads
+ * W and X once per multiply-add). X_n's rows go through a copy with a row stride rounded up to 4
+ * when HW is not a multiple of 4 (7 x 7 maps). Answers LITHE_ERR_UNSUPPORTED when the operands do
+ * not align (C or the offsets not in 4s): the caller takes the direct kernel. */
+static lithe_status conv1x1_gemm(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X, const lithe_tensor *W,
+                                 const lithe_tensor *b, const lithe__act *a, lithe_tensor *Y) {
+    int64_t C = g->C, M = g->M, HW = g->H * g->W, HW4 = (HW + 3) / 4 * 4;
+    if (C % 4 || W->offset % 4 || X->offset % 4 || HW4 > (1 << 24))
+        return LITHE_ERR_UNSUPPORTED;
+    lithe_tensor w = view2(W, W->offset, M, C, C), *pad = NULL;
+    if (HW4 != HW) LITHE__TRY(lithe__wg_scratch(be, (size_t)(C * HW4), &pad));
+    lithe_status s = LITHE_OK;
+    for (int64_t n = 0; s == LITHE_OK && n < g->N; n++) {
+        lithe_tensor x = view2(X, X->offset + n * C * HW, C, HW, HW), y = view2(Y, Y->offset + n * M * HW, M, HW, HW);
+        lithe_tensor xp = x;
+        if (pad) {
+            xp = view2(pad, 0, C, HW, HW4);
+            s = lithe__op_copy(be, &xp, &x);
+        }
+        if (s == LITHE_OK) s = lithe__wg_gemm_v4_rowbias(be, "conv2d", &w, &xp, b, a, &y);
+    }
+    lithe_tensor_release(pad);
+    return s;
+}
+
 lithe_status wg_conv2d(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X, const lithe_tensor *W,
                        const lithe_tensor *b, const lithe__act *a, lithe_tensor *Y) {
     LITHE__TRY(all_dense("conv2d", (const lithe_tensor *const[]){X, W, b, Y}, 4));
@@ -36,6 +76,11 @@ lithe_status wg_conv2d(lithe_backend *be, const lithe__conv2d *g, const lithe_te
     if (g->group <= 0) return lithe__fail(LITHE_ERR_INVALID_ARG, "webgpu conv2d: group %lld", (long long)g->group);
     if (a && (unsigned)a->kind >= LITHE__ACT_COUNT)
         return lithe__fail(LITHE_ERR_INVALID_ARG, "webgpu conv2d: unknown activation kind %d", (int)a->kind);
+    if (lithe__wg_of(be)->cpu_gemm && g->KH == 1 && g->KW == 1 && g->group == 1 && g->stride[0] == 1 &&
+        g->stride[1] == 1 && !g->pad[0] && !g->pad[1] && !g->pad[2] && !g->pad[3] && g->OH == g->H && g->OW == g->W) {
+        lithe_status s = conv1x1_gemm(be, g, X, W, b, a, Y);
+        if (s != LITHE_ERR_UNSUPPORTED) return s;
+    }
     lithe__wg_params p;
     LITHE__TRY(geometry("conv2d", g->N, g->C, g->H, g->W, g->M, g->KH, g->KW, g->OH, g->OW, g->group, g->stride, g->pad,
                         g->dil, &p));

@@ -246,6 +246,8 @@ lithe_status wg_softmax(lithe_backend *be, const lithe_tensor *X, float temperat
     LITHE__TRY(lithe__wg_dense("softmax", Y));
     LITHE__TRY(lithe__wg_dense("softmax", X));
     lithe__wg_params p = {.u = {(uint32_t)X->shape[0], (uint32_t)X->shape[1]}, .f = {temperature}};
+    if (lithe__wg_of(be)->cpu_rows) /* a CPU adapter: one invocation per row, no barrier */
+        return WG_DISPATCH("softmax", softmax_cpu, 0, &p, W1, lithe__wg_row_groups(X->shape[0]), 1, Y, X, NULL);
     uint32_t g = X->shape[0] > 65535 ? 65535u : (uint32_t)(X->shape[0] ? X->shape[0] : 1);
     return WG_DISPATCH("softmax", softmax, 0, &p, W1, g, 1, Y, X, NULL);
 }
@@ -254,6 +256,8 @@ lithe_status wg_softmax_backward(lithe_backend *be, const lithe_tensor *Y, const
                                  lithe_tensor *dX) {
     LITHE__TRY(lithe__wg_dense("softmax_backward", dX));
     lithe__wg_params p = {.u = {(uint32_t)Y->shape[0], (uint32_t)Y->shape[1]}, .f = {temperature}};
+    if (lithe__wg_of(be)->cpu_rows)
+        return WG_DISPATCH("softmax_backward", softmax_cpu, 1, &p, W1, lithe__wg_row_groups(Y->shape[0]), 1, dX, Y, dY);
     uint32_t g = Y->shape[0] > 65535 ? 65535u : (uint32_t)(Y->shape[0] ? Y->shape[0] : 1);
     return WG_DISPATCH("softmax_backward", softmax, 1, &p, W1, g, 1, dX, Y, dY);
 }

@@ -7,7 +7,7 @@
 
 static lithe_status gemm_dispatch(lithe_backend *be, const char *name, bool tA, bool tB, float alpha,
                                   const lithe_tensor *A, const lithe_tensor *B, float beta, lithe_tensor *C,
-                                  const lithe_tensor *bias, const lithe__act *a, lithe_tensor *Z) {
+                                  const lithe_tensor *bias, const lithe__act *a, lithe_tensor *Z, bool row_bias) {
     LITHE__TRY(lithe__wg_f32(name, A));
     LITHE__TRY(lithe__wg_f32(name, B));
     LITHE__TRY(lithe__wg_f32(name, C));
@@ -25,7 +25,7 @@ static lithe_status gemm_dispatch(lithe_backend *be, const char *name, bool tA, 
     if (a && (unsigned)a->kind >= LITHE__ACT_COUNT)
         return lithe__fail(LITHE_ERR_INVALID_ARG, "webgpu %s: unknown activation kind %d", name, (int)a->kind);
     lithe__wg_params p = {.u = {(uint32_t)M, (uint32_t)N, (uint32_t)K, (uint32_t)lda, (uint32_t)ldb, (uint32_t)ldc,
-                                (bias ? 1u : 0u) | (a ? 2u : 0u) | (Z ? 4u : 0u), a ? (uint32_t)a->kind : 0u,
+                                (bias ? 1u : 0u) | (a ? 2u : 0u) | (Z ? 4u : 0u) | (row_bias ? 8u : 0u), a ? (uint32_t)a->kind : 0u,
                                 (uint32_t)ldz},
                           .f = {alpha, beta}};
     if (a) {
@@ -42,7 +42,9 @@ static lithe_status gemm_dispatch(lithe_backend *be, const char *name, bool tA, 
      * coroutine switch per 4 invocations and workgroup memory stages nothing the caches do not:
      * 784-512-512-10 at batch 64, its GEMMs took 1.4-4.4x less time than the tiled kernel's. */
     bool v4 = lda % 4 == 0 && ldb % 4 == 0 && A->offset % 4 == 0 && B->offset % 4 == 0;
-    if (wg->cpu_gemm == 2 || (wg->cpu_gemm == 1 && v4)) {
+    if (row_bias && !v4) /* only the vec4 kernel has a bias per row (lithe__wg_gemm_v4_rowbias) */
+        return lithe__fail(LITHE_ERR_UNSUPPORTED, "webgpu %s: a bias per row needs the vec4 GEMM", name);
+    if (wg->cpu_gemm == 2 || (wg->cpu_gemm == 1 && v4) || row_bias) {
         if (!v4) return lithe__fail(LITHE_ERR_UNSUPPORTED, "webgpu %s: the vec4 GEMM needs strides and offsets in 4s", name);
         return WG_DISPATCH(name, gemm_v4, op, &p, 1u | 16u, (uint32_t)((N + 31) / 32), (uint32_t)((M + 31) / 32), C, A,
                            B, bias, Z);
@@ -60,10 +62,15 @@ static lithe_status gemm_dispatch(lithe_backend *be, const char *name, bool tA, 
 
 lithe_status wg_gemm(lithe_backend *be, bool tA, bool tB, float alpha, const lithe_tensor *A, const lithe_tensor *B,
                      float beta, lithe_tensor *C) {
-    return gemm_dispatch(be, "gemm", tA, tB, alpha, A, B, beta, C, NULL, NULL, NULL);
+    return gemm_dispatch(be, "gemm", tA, tB, alpha, A, B, beta, C, NULL, NULL, NULL, false);
 }
 
 lithe_status wg_gemm_bias_act(lithe_backend *be, bool tA, bool tB, const lithe_tensor *A, const lithe_tensor *B,
                               const lithe_tensor *b, const lithe__act *a, lithe_tensor *Z, lithe_tensor *Y) {
-    return gemm_dispatch(be, "gemm_bias_act", tA, tB, 1.0f, A, B, 0.0f, Y, b, a, Z);
+    return gemm_dispatch(be, "gemm_bias_act", tA, tB, 1.0f, A, B, 0.0f, Y, b, a, Z, false);
+}
+
+lithe_status lithe__wg_gemm_v4_rowbias(lithe_backend *be, const char *name, const lithe_tensor *A, const lithe_tensor *B,
+                                       const lithe_tensor *b, const lithe__act *a, lithe_tensor *Y) {
+    return gemm_dispatch(be, name, false, false, 1.0f, A, B, 0.0f, Y, b, a, NULL, b != NULL);
 }

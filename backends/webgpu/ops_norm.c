@@ -13,6 +13,9 @@ lithe_status wg_layernorm(lithe_backend *be, const lithe_tensor *X, const lithe_
     int64_t M = X->shape[0];
     if (!M) return LITHE_OK;
     lithe__wg_params p = {.u = {(uint32_t)M, (uint32_t)X->shape[1]}, .f = {eps}};
+    if (lithe__wg_of(be)->cpu_rows) /* a CPU adapter: one invocation per row, no barrier */
+        return WG_DISPATCH("layernorm", layernorm_cpu, 0, &p, 1u | 16u | 32u, lithe__wg_row_groups(M), 1, Y, X, G, b, mean,
+                           inv_std);
     return WG_DISPATCH("layernorm", layernorm, 0, &p, 1u | 16u | 32u, row_groups(M), 1, Y, X, G, b, mean, inv_std);
 }
 
@@ -27,6 +30,9 @@ lithe_status wg_layernorm_backward(lithe_backend *be, const lithe_tensor *dY, co
     /* dG and db first: dX may overwrite dY */
     LITHE__TRY(WG_DISPATCH("layernorm_backward", layernorm_dg, 0, &p, 1u | 2u, lithe__wg_groups(N), 1, dG, db, dY, X,
                            mean, inv_std));
+    if (lithe__wg_of(be)->cpu_rows)
+        return WG_DISPATCH("layernorm_backward", layernorm_dx_cpu, 0, &p, 1u, lithe__wg_row_groups(M), 1, dX, dY, X, G, mean,
+                           inv_std);
     return WG_DISPATCH("layernorm_backward", layernorm_dx, 0, &p, 1u, row_groups(M), 1, dX, dY, X, G, mean, inv_std);
 }
 

@@ -12,6 +12,7 @@ if(LITHE_WEBGPU AND EMSCRIPTEN)
   list(APPEND LITHE_WG_SHADERS ids maxout seq2col sparse lstm_mat lstm_cell attention gemm_q8)
   list(APPEND LITHE_WG_SHADERS gemm_sg gemm_v4 optim_clip) # issue 27's subgroup GEMM and the CPU adapter's vec4 GEMM
   list(APPEND LITHE_WG_SHADERS conv pool bcast unary layernorm layernorm_dx layernorm_dg seqreduce cast copy_nd) # LITHE__WG_SHADERS_GRAPH
+  list(APPEND LITHE_WG_SHADERS softmax_cpu layernorm_cpu layernorm_dx_cpu) # LITHE__WG_SHADERS_CPU: CPU adapters' row kernels
   file(GLOB LITHE_WG_WGSL ${LITHE_WG_DIR}/shaders/*.wgsl)
   set(LITHE_WG_EMBED ${CMAKE_CURRENT_BINARY_DIR}/lithe_wg_shaders.c)
   add_custom_command(

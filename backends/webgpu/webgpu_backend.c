@@ -201,6 +201,7 @@ static lithe_status wg_get(const char *name, lithe_backend **out) {
     uint32_t feat = lithe__wg_features(), sg_max = feat >> 16 & 255u;
     wg_ctx.subgroups = (feat & 1u) && sg_max >= 4 && sg_max <= 64 ? 1 : 0; /* gemm_sg's 64-invocation workgroups */
     wg_ctx.cpu_gemm = (feat & 2u) ? 1 : 0;
+    wg_ctx.cpu_rows = (feat & 2u) ? 1 : 0;
     lithe__wg_max_groups = (feat & 2u) ? 64u : 1024u;
     wg_made = true;
     *out = &wg_backend;

@@ -68,6 +68,9 @@ typedef struct lithe__wg {
     /* the adapter runs on the CPU (SwiftShader, a fallback adapter: features() bit 1): 1, GEMMs whose
      * operands allow vec4 loads take shaders/gemm_v4.wgsl; 2 (tests) every GEMM does; 0 never */
     int cpu_gemm;
+    /* the adapter runs on the CPU: 1, softmax and layernorm (forward, dX) take one invocation per
+     * row and no barrier (shaders/<op>_cpu.wgsl); 0 (real GPUs), a workgroup per row */
+    int cpu_rows;
 } lithe__wg;
 
 static inline lithe__wg *lithe__wg_of(lithe_backend *be) { return (lithe__wg *)be->ctx; }
@@ -81,11 +84,13 @@ typedef struct lithe__wg_params {
 /* The imported graphs' shaders (ops_conv.c, ops_bcast.c, ops_norm.c, ops_copy.c) */
 #define LITHE__WG_SHADERS_GRAPH(X)                                                                                  \
     X(conv) X(pool) X(bcast) X(unary) X(layernorm) X(layernorm_dx) X(layernorm_dg) X(seqreduce) X(cast) X(copy_nd)
+/* The row kernels of adapters that run on the CPU (one invocation per row, no barrier) */
+#define LITHE__WG_SHADERS_CPU(X) X(softmax_cpu) X(layernorm_cpu) X(layernorm_dx_cpu)
 /* The shaders (shaders/<name>.wgsl, embedded by embed_wgsl.cmake into lithe_wg_shaders.c). */
 #define LITHE__WG_SHADERS(X) X(fill) X(elementwise) X(rows) X(act) X(softmax) X(reduce) X(optim) X(cce) X(gemm) X(copy) \
     X(ids) X(maxout) X(seq2col) X(sparse) X(lstm_mat) X(lstm_cell) X(attention) X(gemm_q8) \
     X(gemm_sg) X(gemm_v4) X(optim_clip) \
-    LITHE__WG_SHADERS_GRAPH(X)
+    LITHE__WG_SHADERS_GRAPH(X) LITHE__WG_SHADERS_CPU(X)
 enum {
 #define X(n) LITHE__WG_SH_##n,
     LITHE__WG_SHADERS(X)
@@ -102,6 +107,11 @@ extern const char *const lithe__wg_shader_src[LITHE__WG_SH_COUNT];
 lithe_status lithe__wg_dispatch_(lithe_backend *be, const char *op_name, int shader, uint32_t op, lithe__wg_params *p,
                                  const lithe_tensor *const *bind, size_t n, uint32_t writable, uint32_t gx,
                                  uint32_t gy);
+/* ops_gemm.c: Y = act(A B + b), b (M,) one value per ROW of Y (NULL: none), through the vec4 GEMM
+ * (A's and B's row strides and offsets multiples of 4 floats, else LITHE_ERR_UNSUPPORTED): the
+ * CPU adapters' 1x1 convolution (ops_conv.c). */
+lithe_status lithe__wg_gemm_v4_rowbias(lithe_backend *be, const char *name, const lithe_tensor *A, const lithe_tensor *B,
+                                       const lithe_tensor *b, const lithe__act *a, lithe_tensor *Y);
 /* ops_copy.c: N-D strided copies of 4- / 8-byte elements. */
 lithe_status lithe__wg_copy_nd(lithe_backend *be, lithe_tensor *Y, const lithe_tensor *X);
 /* A device tensor of n float32 (scratch for reductions); release with lithe_tensor_release. */
@@ -119,6 +129,12 @@ lithe_status lithe__wg_read_tensor(lithe_backend *be, const lithe_tensor *t, voi
 extern uint32_t lithe__wg_max_groups;
 static inline uint32_t lithe__wg_groups(int64_t n) {
     int64_t g = (n + WG_SIZE - 1) / WG_SIZE;
+    return g < 1 ? 1u : (g > (int64_t)lithe__wg_max_groups ? lithe__wg_max_groups : (uint32_t)g);
+}
+/* Workgroups of the CPU adapters' row kernels: 16 invocations, one row each, grid-stride past
+ * lithe__wg_max_groups (several workgroups, so SwiftShader spreads the rows over its threads). */
+static inline uint32_t lithe__wg_row_groups(int64_t rows) {
+    int64_t g = (rows + 15) / 16;
     return g < 1 ? 1u : (g > (int64_t)lithe__wg_max_groups ? lithe__wg_max_groups : (uint32_t)g);
 }
 static inline lithe_status lithe__wg_f32(const char *op, const lithe_tensor *t) {

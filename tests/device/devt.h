@@ -71,7 +71,7 @@ void pair_free(pair p);
 void sync_pair(pair p);
 /* x[i] = NaN on both sides (the CPU's values elsewhere kept) */
 void pair_poke_nan(pair p, int64_t i);
-/* Both sides read back: |dev - cpu| <= atol + rtol |cpu| (float32, NaN equals NaN); 0, 0 or
+/* Both sides read back: |dev - cpu| <= atol + rtol |cpu| (float32, NaN equals NaN, an infinity itself); 0, 0 or
  * another dtype: the same bits. The first mismatch is a failure naming `what`, the index and the
  * device backend. */
 void expect_pair(const char *what, pair p, double atol, double rtol);

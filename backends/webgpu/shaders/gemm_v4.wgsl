@@ -8,7 +8,8 @@
 // 4 x 4 block and op(B)'s 4 x 4 block in eight vec4 loads (transposed operands transposed in
 // registers), 16 vec4 multiply-adds. Past M, N and K, indices are clamped and lanes past K zeroed
 // (select, never 0 * x: a clamped copy may be inf); outputs past M and N are not stored.
-// OP: bit 0 transA, bit 1 transB. Bindings, u and f as gemm.wgsl's.
+// OP: bit 0 transA, bit 1 transB. Bindings, u and f as gemm.wgsl's; u6 bit 3 (this kernel only): the
+// bias has one value per row of C (a 1x1 convolution's per output channel), not per column.
 //!include act_fns
 const AP: u32 = 8u;
 @group(0) @binding(1) var<storage, read_write> c: array<f32>;
@@ -23,7 +24,7 @@ fn store(gm: u32, gn: u32, acc: f32) {
     let alpha = F(0u); let beta = F(1u); let flags = U(6u);
     var v: f32;
     if (beta == 0.0) { v = alpha * acc; } else { v = alpha * acc + beta * c[ci]; }
-    if ((flags & 1u) != 0u) { v += bias[OFF(3u) + gn]; }
+    if ((flags & 1u) != 0u) { v += bias[OFF(3u) + select(gn, gm, (flags & 8u) != 0u)]; }
     if ((flags & 4u) != 0u) { z[OFF(4u) + gm * U(8u) + gn] = v; }
     if ((flags & 2u) != 0u) { v = fwd(U(7u), v); }
     c[ci] = v;

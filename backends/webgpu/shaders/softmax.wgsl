@@ -1,7 +1,10 @@
 // Softmax over rows of (M, N), one workgroup per row (rows stride by the workgroup count):
 //   OP 0: forward   Y = softmax(X / T)                 (1 = Y, 2 = X)
 //   OP 1: backward  dX = Y g - Y sum(Y g), g = dY / T  (1 = dX, 2 = Y, 3 = dY)
-// u0 = M, u1 = N; f0 = temperature.
+// u0 = M, u1 = N; f0 = temperature. NaN as the CPU's rows.h: the maximum ignores NaN, exp(NaN) is NaN
+// (SwiftShader's is inf), so a NaN, an infinity or a row of -inf gives a NaN row. On adapters that run
+// on the CPU, softmax_cpu.wgsl (one invocation per row, no barrier) runs instead.
+//!include row_fns
 @group(0) @binding(1) var<storage, read_write> o: array<f32>;
 @group(0) @binding(2) var<storage, read> a: array<f32>;
 @group(0) @binding(3) var<storage, read> b: array<f32>;
@@ -11,7 +14,7 @@ fn reduce(v: f32, t: u32, is_max: bool) -> f32 {
     red[t] = v;
     workgroupBarrier();
     for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (t < s) { if (is_max) { red[t] = max(red[t], red[t + s]); } else { red[t] += red[t + s]; } }
+        if (t < s) { if (is_max) { red[t] = rf_max(red[t], red[t + s]); } else { red[t] += red[t + s]; } }
         workgroupBarrier();
     }
     let r = red[0];
@@ -27,13 +30,13 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     for (var row = wid.x; row < M; row += nwg.x) {
         let base = row * N;
         if (OP == 0u) {
-            var mx = -3.4028234663852886e38;
-            for (var j = t; j < N; j += WG) { mx = max(mx, xv(base + j, T)); }
+            var mx = rf_neg_inf();
+            for (var j = t; j < N; j += WG) { mx = rf_max(mx, xv(base + j, T)); }
             mx = reduce(mx, t, true);
             var s = 0.0;
-            for (var j = t; j < N; j += WG) { s += exp(xv(base + j, T) - mx); }
+            for (var j = t; j < N; j += WG) { s += rf_exp(xv(base + j, T) - mx); }
             s = reduce(s, t, false);
-            for (var j = t; j < N; j += WG) { o[OFF(0u) + base + j] = exp(xv(base + j, T) - mx) / s; }
+            for (var j = t; j < N; j += WG) { o[OFF(0u) + base + j] = rf_exp(xv(base + j, T) - mx) / s; }
         } else {
             var s = 0.0;
             for (var j = t; j < N; j += WG) {
