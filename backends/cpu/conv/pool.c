@@ -72,12 +72,14 @@ static void pool_planes8(const lithe__pool2d *g, const float *x, float *y, int32
         }
 }
 
+#if defined(__x86_64__) || defined(_M_X64) /* (only the AVX2 planes kernel asks) */
 /* GlobalAveragePool (one window over the whole plane, every tap in order): the taps are the plane's
  * floats in memory order */
 static bool is_global_avg(const lithe__pool2d *g) {
     return !g->max && g->OH == 1 && g->OW == 1 && g->KH == g->H && g->KW == g->W && g->dil[0] == 1 &&
            g->dil[1] == 1 && pool_inbounds(g);
 }
+#endif
 
 static void pool_planes(void *ctx, int64_t p0, int64_t p1) {
     const pool_job *j = ctx;
