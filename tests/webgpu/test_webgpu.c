@@ -84,18 +84,6 @@ EXPORT int wgt_mlp(void) {
 
 /* ---- a step-count fixture and the npm API test's model ---- */
 
-static lithe_value *value_on(lithe_backend *be, lithe_dtype dt, int ndim, const int64_t *shape, const void *data) {
-    lithe_tensor *t = NULL;
-    lithe_value *v = NULL;
-    int64_t n = 1;
-    for (int i = 0; i < ndim; i++) n *= shape[i];
-    if (lithe_tensor_new(be, dt, ndim, shape, &t) || lithe_tensor_write(t, data, (size_t)n * lithe_dtype_size(dt)) ||
-        lithe_value_tensor(t, &v))
-        FAIL("value_on: %s", lithe_last_error());
-    lithe_tensor_release(t);
-    return v;
-}
-
 /* One training step: forward, the cross-entropy gradient, backward, Adam. */
 static lithe_status train_step(lithe_model *m, lithe_value *X, lithe_value *L, lithe_optimizer *o) {
     lithe_value *G = NULL, *dv = NULL;
@@ -130,13 +118,13 @@ EXPORT int wgt_step_setup(float dropout) {
         onehot[i * 10 + y[i]] = 1.0f;
     }
     const int64_t xs[2] = {B, NI}, ys[2] = {B, 10}, ls[1] = {B};
-    lithe_value *Xc = value_on(cpu, LITHE_F32, 2, xs, x), *Yc = value_on(cpu, LITHE_F32, 2, ys, onehot);
+    lithe_value *Xc = devt_value_on(cpu, LITHE_F32, 2, xs, x), *Yc = devt_value_on(cpu, LITHE_F32, 2, ys, onehot);
     lithe_optimizer_opts oo = lithe_adam_defaults();
     if (dc_build_mlp(64, 32, dropout, &sm) || lithe_model_initialize(sm, Xc, Yc) || lithe_model_to_backend(sm, dev) ||
         lithe_optimizer_new(&oo, &so))
         FAIL("step setup: %s", lithe_last_error());
-    sX = value_on(dev, LITHE_F32, 2, xs, x);
-    sL = value_on(dev, LITHE_I32, 1, ls, y);
+    sX = devt_value_on(dev, LITHE_F32, 2, xs, x);
+    sL = devt_value_on(dev, LITHE_I32, 1, ls, y);
     lithe_value_release(Xc);
     lithe_value_release(Yc);
     return failures;
@@ -167,7 +155,7 @@ EXPORT void *wgt_mlp_bytes(size_t *len) {
     float x[4 * 20] = {0}, y[4 * 10] = {0};
     const int64_t xs[2] = {4, 20}, ys[2] = {4, 10};
     if (lithe_backend_get("cpu", &cpu) || dc_build_mlp(48, 32, 0.0f, &m)) return NULL;
-    lithe_value *X = value_on(cpu, LITHE_F32, 2, xs, x), *Y = value_on(cpu, LITHE_F32, 2, ys, y);
+    lithe_value *X = devt_value_on(cpu, LITHE_F32, 2, xs, x), *Y = devt_value_on(cpu, LITHE_F32, 2, ys, y);
     if (lithe_model_set_seed(m, 7) || lithe_model_initialize(m, X, Y) || lithe_model_save_bytes(m, NULL, (uint8_t **)&buf, len)) buf = NULL;
     lithe_value_release(X);
     lithe_value_release(Y);

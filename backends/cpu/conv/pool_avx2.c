@@ -8,23 +8,7 @@
 #if defined(__x86_64__) && defined(__AVX2__)
 #include <immintrin.h>
 
-static inline __attribute__((always_inline)) void transpose8(__m256 r[8]) {
-    __m256 t[8], u[8];
-    for (int i = 0; i < 8; i += 2) {
-        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-    }
-    for (int h = 0; h < 8; h += 4) {
-        u[h] = _mm256_shuffle_ps(t[h], t[h + 2], 0x44);
-        u[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], 0xEE);
-        u[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0x44);
-        u[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0xEE);
-    }
-    for (int i = 0; i < 4; i++) {
-        r[i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x20);
-        r[4 + i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x31);
-    }
-}
+#include "../simd/avx2_transpose.h"
 
 void lithe__pool_gap8_avx2(const float *x, int64_t HW, float div, float *y, int64_t ys) {
     __m256 acc = _mm256_setzero_ps();
@@ -32,7 +16,7 @@ void lithe__pool_gap8_avx2(const float *x, int64_t HW, float div, float *y, int6
     for (; i + 8 <= HW; i += 8) {
         __m256 r[8];
         for (int l = 0; l < 8; l++) r[l] = _mm256_loadu_ps(x + l * HW + i);
-        transpose8(r);
+        lithe__avx2_transpose8(r);
         for (int j = 0; j < 8; j++) acc = _mm256_add_ps(acc, r[j]);
     }
     for (; i < HW; i++)

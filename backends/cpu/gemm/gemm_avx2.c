@@ -1,11 +1,13 @@
 /* AVX2 + FMA SGEMM microkernel (compiled with -mavx2 -mfma on x86-64 only; chosen at run time):
  * 6 x 16, twelve ymm accumulators, two B registers and one broadcast of 16; the M = 1 kernels
  * (8 x 8 in-register transposes for x · Wᵀ: in-lane ones fed by 128-bit inserts for whole row
- * blocks) and the transposing packer (transpose8). */
+ * blocks) and the transposing packer (lithe__avx2_transpose8). */
 #include "gemm.h"
 
 #if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
+
+#include "../simd/avx2_transpose.h"
 
 #define MR 6
 #define NR 16
@@ -168,24 +170,6 @@ static void lithe_f32_gemm_urow_1x16__avx2(size_t ns, size_t nr_last, size_t kc,
 
 /* ---- M = 1 with the microkernel's arithmetic (gemm.h): lanes are outputs, k in order ---- */
 
-static inline __attribute__((always_inline)) void transpose8(__m256 r[8]) {
-    __m256 t[8], u[8];
-    for (int i = 0; i < 8; i += 2) {
-        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-    }
-    for (int h = 0; h < 8; h += 4) {
-        u[h] = _mm256_shuffle_ps(t[h], t[h + 2], 0x44);
-        u[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], 0xEE);
-        u[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0x44);
-        u[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0xEE);
-    }
-    for (int i = 0; i < 4; i++) {
-        r[i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x20);
-        r[4 + i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x31);
-    }
-}
-
 /* One group of up to 8 outputs of x · Wᵀ: 8 rows x 8 steps of k transposed in registers. */
 static void gemv_t_group(size_t n, size_t K, size_t kc, float alpha, const float *x, const float *w, size_t ldw,
                          float beta, float *y, const float *bias) {
@@ -204,7 +188,7 @@ static void gemv_t_group(size_t n, size_t K, size_t kc, float alpha, const float
                     for (size_t k = 0; k < kw; k++) buf[i][k] = w[i * ldw + k0 + k];
                 for (size_t i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(buf[i]);
             }
-            transpose8(r);
+            lithe__avx2_transpose8(r);
             if (kw == 8)
                 for (size_t kk = 0; kk < 8; kk++) acc = _mm256_fmadd_ps(_mm256_broadcast_ss(x + k0 + kk), r[kk], acc);
             else
@@ -236,7 +220,7 @@ static void gemv_t_group(size_t n, size_t K, size_t kc, float alpha, const float
  * crossing: register q < 4 holds rows q and q + 4 over steps 0-3 (a 128-bit load and a 128-bit
  * insert from memory, which the load unit does), q >= 4 the same over steps 4-7; a 4 x 4
  * transpose inside each 128-bit half (two in-lane stages) then leaves step s of rows 0-7 in
- * natural order. 16 in-lane shuffles per 64 floats against transpose8's 24 (8 lane-crossing). */
+ * natural order. 16 in-lane shuffles per 64 floats against lithe__avx2_transpose8's 24 (8 lane-crossing). */
 static inline __attribute__((always_inline)) __m256 gv_step8(const float *w, size_t L, __m256 acc, const float *x) {
     __m256 r[8];
     for (int q = 0; q < 4; q++) {
@@ -462,7 +446,7 @@ static void pack_rows(size_t R, size_t lanes, size_t kc, const float *src, size_
                 for (size_t i = 0; i < 8; i++)
                     r[i] = l0 + i < lanes ? _mm256_maskload_ps(src + (l0 + i) * ld + k0, km) : _mm256_setzero_ps();
             }
-            transpose8(r);
+            lithe__avx2_transpose8(r);
             if (w == 8)
                 for (size_t i = 0; i < kw; i++) _mm256_storeu_ps(dst + (k0 + i) * R + l0, r[i]);
             else
@@ -521,7 +505,7 @@ static void pack_a_ptrs(size_t lanes, size_t kc, const float *const *rows, int64
 }
 
 /* gemm.h's pack_a_taps (conv/backward.c's dW: col's A slivers, taps as lanes, pixels as steps, from
- * the taps' shifted rows): 8 steps of the sliver's rows transposed in registers (transpose8, rows past
+ * the taps' shifted rows): 8 steps of the sliver's rows transposed in registers (lithe__avx2_transpose8, rows past
  * `lanes` zero), each step stored as 4 + 2 floats; a last group under 8 steps by masked loads (nothing
  * past a row's run is read). The scalar loop stored a float at a time: ~3 instructions an element. */
 static void pack_a_taps(size_t lanes, size_t kc, const float *const *rows, int64_t off, float *dst) {
@@ -533,7 +517,7 @@ static void pack_a_taps(size_t lanes, size_t kc, const float *const *rows, int64
             r[i] = i >= lanes ? _mm256_setzero_ps()
                    : kw == 8  ? _mm256_loadu_ps(rows[i] + off + k)
                               : _mm256_maskload_ps(rows[i] + off + k, km);
-        transpose8(r);
+        lithe__avx2_transpose8(r);
         float *d = dst + k * MR;
         for (size_t t = 0; t < kw; t++) {
             _mm_storeu_ps(d + t * MR, _mm256_castps256_ps128(r[t]));
@@ -582,7 +566,7 @@ static inline __attribute__((always_inline)) void store_first(float *p, __m256 v
     if (n) _mm_store_ss(p, h);
 }
 
-/* dst[j * ldd + i] = src[i * lds + j] (i < rows, j < cols) in 8 x 8 blocks through transpose8 (gemm.h's
+/* dst[j * ldd + i] = src[i * lds + j] (i < rows, j < cols) in 8 x 8 blocks through lithe__avx2_transpose8 (gemm.h's
  * transpose). An edge block (the 6 x 16 tile lithe__sgemm_pixels stores transposed: every one of
  * its blocks; its 16 x 6 read back for a later K block) loads its rows, only their first cj floats
  * (a masked load: nothing past them is read), zeros for the missing rows, and stores the first ri
@@ -598,7 +582,7 @@ static void transpose_tile(size_t rows, size_t cols, const float *src, size_t ld
                 const float *s = src + (i0 + i) * lds + j0;
                 r[i] = i >= ri ? _mm256_setzero_ps() : cj == 8 ? _mm256_loadu_ps(s) : _mm256_maskload_ps(s, mask);
             }
-            transpose8(r);
+            lithe__avx2_transpose8(r);
             for (size_t j = 0; j < cj; j++) {
                 if (ri == 8) _mm256_storeu_ps(dst + (j0 + j) * ldd + i0, r[j]);
                 else store_first(dst + (j0 + j) * ldd + i0, r[j], ri);
