@@ -229,6 +229,8 @@ void lithe__grecompute_free(struct lithe__grc *rc);
  * it ran (else nothing did and the caller runs the segment whole). prod: each slot's producing node. */
 bool lithe__graph_row_op(const char *op_type); /* an op whose rows of the batch are independent */
 lithe_status lithe__grecompute_rows(lithe__gexec *x, const int64_t *prod, size_t lo, size_t hi, int64_t rows, bool *done);
+/* nodes [lo, hi) forward again (recomputing), then backward, last first (graph_recompute.c) */
+lithe_status lithe__grecompute_segment(lithe__gexec *x, size_t lo, size_t hi);
 void lithe__graph_prof_print(const lithe__graph *g);
 /* The fused ops (ops/fused.c). */
 extern const lithe__graph_op lithe__fused_layernorm_op, lithe__fused_linear_op, lithe__fused_act_op;

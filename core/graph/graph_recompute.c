@@ -255,6 +255,22 @@ lithe_status lithe__grecompute_forward(lithe__gexec *x, bool recording) {
     return run_all(x, rc, recording, false);
 }
 
+/* Nodes [lo, hi) forward again (recomputing: nothing they make is kept for a later backward), then
+ * their backwards, last node first. Also graph_rows.c's, over views of some rows. */
+lithe_status lithe__grecompute_segment(lithe__gexec *x, size_t lo, size_t hi) {
+    const lithe__graph *g = x->g;
+    lithe_status s = LITHE_OK;
+    x->recomputing = true;
+    for (size_t i = lo; s == LITHE_OK && i < hi; i++) {
+        if (lithe__gnode_skipped(g, i)) continue;
+        bool needs = false;
+        s = lithe__gexec_forward_node(x, i, false, &needs);
+    }
+    x->recomputing = false;
+    for (size_t i = hi; s == LITHE_OK && i-- > lo;) s = lithe__gexec_backward_node(x, i);
+    return s;
+}
+
 lithe_status lithe__grecompute_backward(lithe__gexec *x) {
     const lithe__graph *g = x->g;
     const struct lithe__grc *rc = x->plan->rc;
@@ -274,16 +290,7 @@ lithe_status lithe__grecompute_backward(lithe__gexec *x) {
         trim(x);
         bool done = false;
         if (wanted) s = lithe__grecompute_rows(x, rc->prod, lo, hi, rows, &done);
-        if (wanted && !done && s == LITHE_OK) {
-            x->recomputing = true;
-            for (size_t i = lo; s == LITHE_OK && i < hi; i++) {
-                if (lithe__gnode_skipped(g, i)) continue;
-                bool needs = false;
-                s = lithe__gexec_forward_node(x, i, false, &needs);
-            }
-            x->recomputing = false;
-            for (size_t i = hi; s == LITHE_OK && i-- > lo;) s = lithe__gexec_backward_node(x, i);
-        }
+        if (wanted && !done && s == LITHE_OK) s = lithe__grecompute_segment(x, lo, hi);
         /* the segment is done: what it made and kept goes (later segments are done too) */
         for (size_t i = lo; i < hi; i++) {
             for (size_t k = 0; k < 2; k++) {

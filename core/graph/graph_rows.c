@@ -107,7 +107,6 @@ static lithe_status view_rows(lithe_tensor *t, int64_t a, int64_t b, lithe_tenso
 /* One slice [a, b): the held values' and gradients' rows in their slots, the segment's forward, its
  * backwards, then everything it made goes. */
 static lithe_status run_slice(lithe__gexec *x, size_t lo, size_t hi, held *h, size_t nh, int64_t a, int64_t b) {
-    const lithe__graph *g = x->g;
     lithe_status s = LITHE_OK;
     for (size_t k = 0; s == LITHE_OK && k < nh; k++) {
         int64_t sl = h[k].slot;
@@ -117,15 +116,8 @@ static lithe_status run_slice(lithe__gexec *x, size_t lo, size_t hi, held *h, si
         s = view_rows(h[k].val, a, b, &x->vals[sl]);
         if (s == LITHE_OK) s = view_rows(h[k].grad, a, b, &x->grads[sl]);
     }
-    x->recomputing = true;
-    for (size_t i = lo; s == LITHE_OK && i < hi; i++) {
-        if (lithe__gnode_skipped(g, i)) continue;
-        bool needs = false;
-        /* an output held whole (read after the segment) is made again for these rows */
-        s = lithe__gexec_forward_node(x, i, false, &needs);
-    }
-    x->recomputing = false;
-    for (size_t i = hi; s == LITHE_OK && i-- > lo;) s = lithe__gexec_backward_node(x, i);
+    /* (an output held whole, read after the segment, is made again for these rows) */
+    if (s == LITHE_OK) s = lithe__grecompute_segment(x, lo, hi);
     drop_segment(x, lo, hi);
     return s;
 }

@@ -39,22 +39,7 @@
 #endif
 #define DEV LITHE_TEST_DEVICE
 
-/* The native tests below are cmocka's: a call that must succeed fails the test at once (the cases
- * count failures instead, devt.h). */
-#undef OK
-#define OK(expr)                                                                                   \
-    do {                                                                                           \
-        lithe_status st_ = (expr);                                                                 \
-        if (st_ != LITHE_OK) fail_msg("%s failed: %s: %s", #expr, lithe_status_str(st_), lithe_last_error()); \
-    } while (0)
-
-/* expect_pair counts a failure: a native test fails at once */
-#define EXPECT_PAIR(...)                                                                           \
-    do {                                                                                           \
-        int f0_ = failures;                                                                        \
-        expect_pair(__VA_ARGS__);                                                                  \
-        if (failures != f0_) fail();                                                               \
-    } while (0)
+#include "devt_cmocka.h"
 
 /* One case as a cmocka test: its inputs from the fixed seed, and failed when it
  * counted failures (each printed above). */

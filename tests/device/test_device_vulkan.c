@@ -14,20 +14,7 @@
 #include "cases.h"
 #include "../backends/vulkan/vulkan_internal.h"
 
-#undef OK
-#define OK(expr)                                                                                   \
-    do {                                                                                           \
-        lithe_status st_ = (expr);                                                                 \
-        if (st_ != LITHE_OK) fail_msg("%s failed: %s: %s", #expr, lithe_status_str(st_), lithe_last_error()); \
-    } while (0)
-
-/* expect_pair counts a failure: the test fails at once */
-#define EXPECT_PAIR(...)                                                                           \
-    do {                                                                                           \
-        int f0_ = failures;                                                                        \
-        expect_pair(__VA_ARGS__);                                                                  \
-        if (failures != f0_) fail();                                                               \
-    } while (0)
+#include "devt_cmocka.h"
 
 void test_vk_batched_submission(void **state);
 void test_vk_training_step_submits_pipes_blocks(void **state);
