@@ -378,9 +378,14 @@ bool lithe__sgemm_pixels(const lithe__sgemm_kernel *k, bool use_threads, int64_t
 
 #if defined(__wasm_simd128__)
 #include <wasm_simd128.h>
-/* LITHE__SGEMM_CLAMP_HSWISH on four lanes (gemm_wasmsimd.c; its store's and conv_wasm_simd128.c's).
- * Out of line: inlined into every store of the SIMD128 kernels it cost the npm core 1.4 KB. */
-v128_t lithe__wasm_hswish(v128_t t);
+/* gemm.h's write-rule clamp over n floats of C already written (t stored, clamped in place: the
+ * same bits as clamping before the store). LITHE__SGEMM_CLAMP_HSWISH goes through here in every
+ * SIMD128 kernel (gemm_wasmsimd.c's tiles and rows, conv_wasm_simd128.c's direct convolution), once
+ * per tile or row: a call per vector from the store (the HardSwish out of line) made V8 spill the
+ * tile's live accumulators around each call, and in the npm package the direct convolution's call
+ * crosses from the importer module into the core (issue 29: the npm build's mobilenet_v3 at 0.65x
+ * of WASI's, whose wasm-opt -O3 link had inlined it; docs/wasm.md). */
+void lithe__wasm_clamp_row(float *c, size_t n, int clamp, float lo, float hi);
 #endif
 
 #endif
