@@ -378,14 +378,17 @@ bool lithe__sgemm_pixels(const lithe__sgemm_kernel *k, bool use_threads, int64_t
 
 #if defined(__wasm_simd128__)
 #include <wasm_simd128.h>
-/* gemm.h's write-rule clamp over n floats of C already written (t stored, clamped in place: the
- * same bits as clamping before the store). LITHE__SGEMM_CLAMP_HSWISH goes through here in every
- * SIMD128 kernel (gemm_wasmsimd.c's tiles and rows, conv_wasm_simd128.c's direct convolution), once
- * per tile or row: a call per vector from the store (the HardSwish out of line) made V8 spill the
- * tile's live accumulators around each call, and in the npm package the direct convolution's call
- * crosses from the importer module into the core (issue 29: the npm build's mobilenet_v3 at 0.65x
- * of WASI's, whose wasm-opt -O3 link had inlined it; docs/wasm.md). */
-void lithe__wasm_clamp_row(float *c, size_t n, int clamp, float lo, float hi);
+/* LITHE__SGEMM_CLAMP_HSWISH on four lanes (gemm_wasmsimd.c's stores, conv_wasm_simd128.c's):
+ * pmin(u, 6) = 6 < u ? 6 : u and pmax(v, 0) = v < 0 ? 0 : v of u = t + 3 keep NaN and -0, as the act
+ * kernel's clip; then t * (u / 6). Inline in every store (+1.1 KB of the npm core): out of line
+ * (issue 29), each call made V8 spill the tile's live accumulators, and the importer module's
+ * direct convolution called it across into the core, a call per vector; the WASI build's wasm-opt
+ * -O3 link had inlined it, emcc's -Os link did not (docs/wasm.md). */
+static inline __attribute__((always_inline)) v128_t lithe__wasm_hswish(v128_t t) {
+    v128_t u = wasm_f32x4_add(t, wasm_f32x4_splat(3.0f));
+    u = wasm_f32x4_pmax(wasm_f32x4_pmin(u, wasm_f32x4_splat(6.0f)), wasm_f32x4_splat(0.0f));
+    return wasm_f32x4_mul(t, wasm_f32x4_div(u, wasm_f32x4_splat(6.0f)));
+}
 #endif
 
 #endif

@@ -46,21 +46,13 @@
 /* gemm.h's clamp with the act kernel's selections (backends/cpu/simd/elem.c act1): relu
  * x <= 0 ? 0 : x is pmax(x, 0) + 0 (NaN stays NaN, -0 to +0); clip x < lo ? lo : (x > hi ? hi : x)
  * of x = t + 0 (the act kernel's x·1 + 0: -0 to +0) is pmax(pmin(x, hi), lo) for lo <= hi, the
- * bounds neither NaN nor -0 (lithe__sgemm_act_clamp); HardSwish: pmin(u, 6) = 6 < u ? 6 : u and
- * pmax(v, 0) = v < 0 ? 0 : v of u = t + 3 keep NaN and -0, as the act kernel's clip; then
- * t * (u / 6). The stores inline relu and clip only; HardSwish goes to lithe__wasm_clamp_row after
- * the tile is stored (the kernels never pass it to store_row). */
-static inline __attribute__((always_inline)) v128_t clampv(int clamp, float lo, float hi, v128_t t) {
+ * bounds neither NaN nor -0 (lithe__sgemm_act_clamp). */
+static inline v128_t clampv(int clamp, float lo, float hi, v128_t t) {
     if (clamp == LITHE__SGEMM_CLAMP_RELU) /* pmax(t, 0) = t < 0 ? 0 : t keeps NaN; + 0: -0 to +0 */
         return wasm_f32x4_add(wasm_f32x4_pmax(t, wasm_f32x4_splat(0.0f)), wasm_f32x4_splat(0.0f));
+    if (clamp == LITHE__SGEMM_CLAMP_HSWISH) return lithe__wasm_hswish(t);
     v128_t x = wasm_f32x4_add(t, wasm_f32x4_splat(0.0f));
     return wasm_f32x4_pmax(wasm_f32x4_pmin(x, wasm_f32x4_splat(hi)), wasm_f32x4_splat(lo));
-}
-static inline __attribute__((always_inline)) v128_t clampv_any(int clamp, float lo, float hi, v128_t t) {
-    if (clamp != LITHE__SGEMM_CLAMP_HSWISH) return clampv(clamp, lo, hi, t);
-    v128_t u = wasm_f32x4_add(t, wasm_f32x4_splat(3.0f));
-    u = wasm_f32x4_pmax(wasm_f32x4_pmin(u, wasm_f32x4_splat(6.0f)), wasm_f32x4_splat(0.0f));
-    return wasm_f32x4_mul(t, wasm_f32x4_div(u, wasm_f32x4_splat(6.0f)));
 }
 
 /* The write rule of gemm.h on a row's two vectors t = alpha * acc: beta * c (8 floats at c), bias
@@ -109,16 +101,15 @@ static inline __attribute__((always_inline)) void store_row(v128_t a0, v128_t a1
     wasm_v128_store(c + 4, t1);
 }
 
-/* The clamp over n floats of C just written (gemm.h: lithe__wasm_clamp_row; urow's every clamp:
- * passing it into the row loop cost the batch-1 MLP ~20 %, V8 keeping the extra operands live
- * across it; the tiles' HardSwish). */
-__attribute__((noinline)) void lithe__wasm_clamp_row(float *c, size_t n, int clamp, float lo, float hi) {
+/* The clamp over n floats of C just written (urow's: passing it into the row loop cost the batch-1
+ * MLP ~20 %, V8 keeping the extra operands live across it). */
+static __attribute__((noinline)) void clamp_row(float *c, size_t n, int clamp, float lo, float hi) {
     size_t j = 0;
-    for (; j + 4 <= n; j += 4) wasm_v128_store(c + j, clampv_any(clamp, lo, hi, wasm_v128_load(c + j)));
+    for (; j + 4 <= n; j += 4) wasm_v128_store(c + j, clampv(clamp, lo, hi, wasm_v128_load(c + j)));
     if (j < n) {
         float t[4] = {0};
         for (size_t l = 0; l < n - j; l++) t[l] = c[j + l];
-        wasm_v128_store(t, clampv_any(clamp, lo, hi, wasm_v128_load(t)));
+        wasm_v128_store(t, clampv(clamp, lo, hi, wasm_v128_load(t)));
         for (size_t l = 0; l < n - j; l++) c[j + l] = t[l];
     }
 }
@@ -144,7 +135,7 @@ __attribute__((noinline)) void lithe__wasm_clamp_row(float *c, size_t n, int cla
         MADD(c##i##1, x, b1);                           \
     }
 #define STORE(i) \
-    if (mr > i) store_row(c##i##0, c##i##1, c + i * ldc, p->bias, valpha, p->beta, cl, p->lo, p->hi, nr);
+    if (mr > i) store_row(c##i##0, c##i##1, c + i * ldc, p->bias, valpha, p->beta, p->clamp, p->lo, p->hi, nr);
 
 /* a: kc x MR packed A, b: kc x 8 packed B (gemm.h's layouts); c: the tile, row stride ldc. Rows
  * past mr are computed (the full tile) but not stored. One body for both heights (5x8, 4x8): the
@@ -165,9 +156,7 @@ __attribute__((noinline)) void lithe__wasm_clamp_row(float *c, size_t n, int cla
             OPAQUE(b);                                                                                            \
         }                                                                                                         \
         v128_t valpha = wasm_f32x4_splat(p->alpha);                                                               \
-        int cl = p->clamp == LITHE__SGEMM_CLAMP_HSWISH ? 0 : p->clamp; /* HardSwish: after the stores */          \
         ROWS##MR(STORE)                                                                                           \
-        for (size_t i = 0; cl != p->clamp && i < mr; i++) lithe__wasm_clamp_row(c + i * ldc, nr, p->clamp, 0, 0); \
     }
 UKERNEL(5)
 UKERNEL(4)
@@ -454,7 +443,7 @@ static void lithe_f32_gemm_urow_1x8__wasmsimd(size_t ns, size_t nr_last, size_t 
         for (; s + 3 <= ns; s += 3) urow_group(3, false, s + 3 == ns ? nr_last : NR, kc, x, b + AT(s));
     for (; s < ns; s++) urow_group(1, false, s + 1 == ns ? nr_last : NR, kc, x, b + AT(s));
 #undef AT
-    if (p->clamp) lithe__wasm_clamp_row(c, (ns - 1) * NR + nr_last, p->clamp, p->lo, p->hi);
+    if (p->clamp) clamp_row(c, (ns - 1) * NR + nr_last, p->clamp, p->lo, p->hi);
 }
 
 static const lithe__sgemm_kernel *for_rows(int64_t M);

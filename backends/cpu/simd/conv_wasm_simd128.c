@@ -35,7 +35,8 @@ enum { WDC_NR = 8, WDC_KC = 256, WDC_CHUNK = 64 /* tiles per chunk: its input ro
 static inline v128_t wdc_clamp(int clamp, float lo, float hi, v128_t t) {
     if (clamp == LITHE__SGEMM_CLAMP_RELU) /* t <= 0 ? 0 : t: NaN kept, -0 to +0 */
         return wasm_f32x4_add(wasm_f32x4_pmax(t, wasm_f32x4_splat(0.0f)), wasm_f32x4_splat(0.0f));
-    if (clamp != LITHE__SGEMM_CLAMP_CLIP) return t; /* HardSwish: wdc_tiles, after the chunk's stores */
+    if (clamp == LITHE__SGEMM_CLAMP_HSWISH) return lithe__wasm_hswish(t);
+    if (clamp != LITHE__SGEMM_CLAMP_CLIP) return t;
     v128_t x = wasm_f32x4_add(t, wasm_f32x4_splat(0.0f)); /* the act kernel's x·1 + 0: -0 to +0 */
     return wasm_f32x4_pmax(wasm_f32x4_pmin(x, wasm_f32x4_splat(hi)), wasm_f32x4_splat(lo));
 }
@@ -47,8 +48,7 @@ typedef struct wdc_ctx {
     const float *w;        /* packed Wᵀ: block pc at pc·npad, sliver j at j·kb, (k, f) at k·8 + f */
     int64_t K, Mg, P, npad;
     const float *b;        /* Mg or NULL */
-    int clamp;             /* in the tile's store: relu or clip; HardSwish (hswish) after a chunk's */
-    bool hswish;
+    int clamp;
     float lo, hi;
     float *y;              /* (Mg, P) */
 } wdc_ctx;
@@ -149,10 +149,6 @@ static void wdc_tiles(void *ctx, int64_t t0, int64_t t1) {
                 else
                     lithe_f32_conv2d_ukernel_4x8__wasmsimd(c, p0, np, j, nf, bias0, bias1);
             }
-            /* the chunk's rows of these filters, still in L1: HardSwish in place (gemm.h) */
-            int64_t q0 = 4 * c0, q1 = 4 * c1 < c->P ? 4 * c1 : c->P;
-            for (int64_t f = 0; c->hswish && f < nf; f++)
-                lithe__wasm_clamp_row(c->y + (j + f) * c->P + q0, (size_t)(q1 - q0), LITHE__SGEMM_CLAMP_HSWISH, 0, 0);
         }
     }
 }
@@ -199,7 +195,6 @@ void wdc_images(gemm_job *j, int64_t n0, int64_t n1) {
     for (int64_t gi = 0; gi < g->group && !prepared; gi++) wdc_pack(j->W + gi * Mg * K, Mg, K, npad, wt + gi * K * npad);
     wdc_ctx c = {.xq = sw.xq, .toff = toff, .pix = pix, .K = K, .Mg = Mg, .P = P, .npad = npad};
     bool in_store = j->a && lithe__sgemm_act_clamp(j->a, &c.clamp, &c.lo, &c.hi);
-    if (c.clamp == LITHE__SGEMM_CLAMP_HSWISH) c.clamp = 0, c.hswish = true;
     int64_t tiles = (P + 3) / 4, grain = (1 << 17) / (4 * K * npad) + 1;
     for (int64_t n = n0; n < n1; n++)
         for (int64_t gi = 0; gi < g->group; gi++) {
