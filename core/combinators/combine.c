@@ -415,6 +415,22 @@ static char *joined(size_t n, lithe_model *const *layers, const char *sep) {
     return name;
 }
 
+/* Thinc's concatenate / add given a layer of their own kind first: the rest join it (layers it
+ * could not take are freed with it, as every combinator frees its inputs on failure). */
+static lithe_status extend_first(size_t n, lithe_model *const *layers, lithe_model **out) {
+    lithe_model *m = layers[0];
+    lithe_status s = LITHE_OK;
+    size_t i = 1;
+    for (; s == LITHE_OK && i < n; i++) s = lithe__model_add_layer(m, layers[i]);
+    for (; i < n; i++) lithe_model_free(layers[i]);
+    if (s != LITHE_OK) {
+        lithe_model_free(m);
+        return s;
+    }
+    *out = m;
+    return LITHE_OK;
+}
+
 lithe_status lithe_concatenate(size_t n, lithe_model *const *layers, lithe_model **out) {
     LITHE__TRY(check_layers("concatenate", n, 0, layers, out));
     if (n == 0) return lithe_noop(0, NULL, out);
@@ -423,17 +439,7 @@ lithe_status lithe_concatenate(size_t n, lithe_model *const *layers, lithe_model
         return LITHE_OK;
     }
     if (layers[0]->type == &concat_type) { /* Thinc extends a concatenate given first */
-        lithe_model *m = layers[0];
-        lithe_status s = LITHE_OK;
-        size_t i = 1;
-        for (; s == LITHE_OK && i < n; i++) s = lithe__model_add_layer(m, layers[i]);
-        for (; i < n; i++) lithe_model_free(layers[i]);
-        if (s != LITHE_OK) {
-            lithe_model_free(m);
-            return s;
-        }
-        *out = m;
-        return LITHE_OK;
+        return extend_first(n, layers, out);
     }
     char *name = joined(n, layers, "|");
     if (!name) {
@@ -448,17 +454,7 @@ lithe_status lithe_concatenate(size_t n, lithe_model *const *layers, lithe_model
 lithe_status lithe_add(size_t n, lithe_model *const *layers, lithe_model **out) {
     LITHE__TRY(check_layers("add", n, 2, layers, out));
     if (layers[0]->type == &add_type) {
-        lithe_model *m = layers[0];
-        lithe_status s = LITHE_OK;
-        size_t i = 1;
-        for (; s == LITHE_OK && i < n; i++) s = lithe__model_add_layer(m, layers[i]);
-        for (; i < n; i++) lithe_model_free(layers[i]);
-        if (s != LITHE_OK) {
-            lithe_model_free(m);
-            return s;
-        }
-        *out = m;
-        return LITHE_OK;
+        return extend_first(n, layers, out);
     }
     return combinator_new(&add_type, "add", n, layers, true, out);
 }
