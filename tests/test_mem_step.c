@@ -1,5 +1,5 @@
 /* The training step's memory, what bench/memory found (issue 26): long-lived blocks (gradients,
- * optimizer state) take exactly their bytes from the CPU backend, not their size class's; LoRA
+ * optimizer state, loaded weights) take exactly their bytes from the CPU backend, not their size class's; LoRA
  * adapters train on a compact (float16 / int8) frozen base, where the step holds the compact
  * weights and no float32 copy of them, and the adapters learn what they learn on the same base
  * decoded to float32; an adapter on a compact weight refuses to merge and changes nothing. */
@@ -141,6 +141,24 @@ static void test_long_lived_exact(void **state) {
     lithe_optimizer_free(opt);
     lithe_value_release(xv);
     lithe_model_free(m);
+}
+
+/* A model loaded from bytes (a copy of every weight: WebAssembly's only way) holds exactly its
+ * weights' bytes in the CPU backend. Fails on the old code: each weight took its size class's
+ * block (W 20000 B in a 20480 B block). */
+static void test_loaded_weights_exact(void **state) {
+    (void)state;
+    lithe_model *m = mlp(NULL);
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    OK(lithe_model_save_bytes(m, NULL, &bytes, &len));
+    lithe_model_free(m);
+    size_t before = in_use();
+    lithe_model *m2 = NULL;
+    OK(lithe_model_load_bytes(bytes, len, &m2));
+    assert_int_equal(in_use() - before, (size_t)(NH * NI + NH + NOUT * NH + NOUT) * 4);
+    lithe_model_free(m2);
+    lithe_buffer_free(bytes);
 }
 
 static void read_param(lithe_model *node, const char *name, float *out, size_t n) {
@@ -296,6 +314,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_compact_panel),
         cmocka_unit_test(test_long_lived_exact),
+        cmocka_unit_test(test_loaded_weights_exact),
         cmocka_unit_test(test_lora_f16_base),
         cmocka_unit_test(test_lora_int8_base),
     };
