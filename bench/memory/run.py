@@ -152,7 +152,7 @@ for n in ("mlp", "mobilenet_v2"):
         pf, pl = plans[(n, "full")], plans[(n, "lora r8")]
         lines.append(f"{n}: floor of lora r8 / full (plan: params + grads + optimizer state + activations) = "
                      f"{pl['total'] / MiB / 1024:.2f} / {pf['total'] / MiB / 1024:.2f} MiB = {pl['total'] / pf['total']:.2f}x; "
-                     f"the frozen float32 weights alone are {pl['params'] / pf['total']:.2f}x of full")
+                     f"the frozen float32 weights alone are {pf['params'] / pf['total']:.2f}x of full")
 if wasm_rows:
     lines += ["\nThe MLP at batch 64 in WebAssembly under Node (one thread):\n",
               "| runtime | mode | wasm memory after load (MiB) | wasm memory after the steps (MiB) | step peak (MiB) | "
