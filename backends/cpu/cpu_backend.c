@@ -62,31 +62,18 @@ static lithe_status cpu_copy(lithe_backend *be, lithe_tensor *Y, const lithe_ten
     int64_t ix[LITHE_MAX_DIMS] = {0}, iy[LITHE_MAX_DIMS] = {0};
     const char *xb = lithe__tdata(X);
     char *yb = lithe__tdata(Y);
-    bool same = X->ndim == Y->ndim && X->ndim > 0;
-    for (int d = 0; same && d < X->ndim; d++) same = X->shape[d] == Y->shape[d];
-    if (same && X->strides[X->ndim - 1] == 1 && Y->strides[Y->ndim - 1] == 1 && N(X) > 0) {
-        /* a strided Y with unit-stride rows on both sides (the graph's Slice backward writes dY into a
-         * slice of its input's shape): one memcpy a row, where the loop below copied element by element */
-        const int L = X->ndim - 1;
-        const int64_t run = X->shape[L];
-        for (int64_t r = 0; r < N(X) / run; r++) {
-            int64_t ox = 0, oy = 0;
-            for (int d = 0; d < L; d++) {
-                ox += ix[d] * X->strides[d];
-                oy += ix[d] * Y->strides[d];
-            }
-            memcpy(yb + oy * (int64_t)es, xb + ox * (int64_t)es, (size_t)run * es);
-            for (int d = L - 1; d >= 0 && ++ix[d] == X->shape[d]; d--) ix[d] = 0;
-        }
-        return LITHE_OK;
-    }
-    for (int64_t n = 0; n < N(X); n++) {
+    /* a strided Y of X's shape with unit-stride rows on both sides (the graph's Slice backward writes
+     * into a slice of its input's shape): one memcpy a row (the last axis stays at index 0) */
+    bool rows = X->ndim == Y->ndim && X->ndim > 0 && X->strides[X->ndim - 1] == 1 && Y->strides[Y->ndim - 1] == 1;
+    for (int d = 0; rows && d < X->ndim; d++) rows = X->shape[d] == Y->shape[d];
+    const int64_t run = rows ? X->shape[X->ndim - 1] : 1;
+    for (int64_t n = 0; n < N(X); n += run) {
         int64_t ox = 0, oy = 0;
         for (int d = 0; d < X->ndim; d++) ox += ix[d] * X->strides[d];
         for (int d = 0; d < Y->ndim; d++) oy += iy[d] * Y->strides[d];
-        memcpy(yb + oy * (int64_t)es, xb + ox * (int64_t)es, es);
-        for (int d = X->ndim - 1; d >= 0 && ++ix[d] == X->shape[d]; d--) ix[d] = 0;
-        for (int d = Y->ndim - 1; d >= 0 && ++iy[d] == Y->shape[d]; d--) iy[d] = 0;
+        memcpy(yb + oy * (int64_t)es, xb + ox * (int64_t)es, (size_t)run * es);
+        for (int d = X->ndim - 1 - rows; d >= 0 && ++ix[d] == X->shape[d]; d--) ix[d] = 0;
+        for (int d = Y->ndim - 1 - rows; d >= 0 && ++iy[d] == Y->shape[d]; d--) iy[d] = 0;
     }
     return LITHE_OK;
 }
