@@ -544,8 +544,14 @@ static lithe_status cpu_bcast_binary(lithe_backend *be, int op, const lithe_tens
  * (the transformer's residual adds and attention scales). False: the odometer handles it. */
 static bool binary_backward_rows(int op, const lithe_tensor *dY, const float *A, const int64_t *as, const float *B,
                                  const int64_t *bs, float *dA, float *dB) {
-    if (op != LITHE__BIN_ADD && op != LITHE__BIN_SUB && op != LITHE__BIN_MUL) return false;
     int nd = dY->ndim, p = nd;
+    if (op == LITHE__BIN_DIV && !dB && block_kind(0, nd, dY->shape, bs) == 0 && block_kind(0, nd, dY->shape, as) == 1) {
+        /* A / a scalar constant (attention's q / sqrt(d)): dA += g / b, the scalar kernel's sums */
+        const float *g = F(dY), b = B[0];
+        for (int64_t i = 0; dA && i < N(dY); i++) dA[i] += g[i] / b;
+        return true;
+    }
+    if (op != LITHE__BIN_ADD && op != LITHE__BIN_SUB && op != LITHE__BIN_MUL) return false;
     while (p > 0 && block_kind(p - 1, nd, dY->shape, as) == 1 && block_kind(p - 1, nd, dY->shape, bs) == 1) p--;
     if (p == nd) return false;
     int64_t n = 1, R = 1, lda = 0, ldb = 0;
