@@ -18,6 +18,7 @@
 
 #include "internal.h"
 #include "../backends/cpu/conv/qconv.h"
+#include "../backends/cpu/simd/simd.h"
 
 #include "count_check.h"
 
@@ -122,6 +123,27 @@ static void make(qcase *c, bool a_signed, bool per_channel, bool wz, bool bias, 
     }
 }
 
+/* the activations a case runs with (rotated over the cases): none, the store's clamps (relu, ReLU6,
+ * mobilenet's HardSwish) and one the act kernel applies over the stored rows (sigmoid) */
+static const lithe__act ACTS[] = {
+    {.kind = LITHE__ACT_RELU},
+    {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1.0f, .offset = 0.0f, .min_val = 0.0f, .max_val = 6.0f},
+    {.kind = LITHE__ACT_HARD_SWISH_MOBILENET},
+    {.kind = LITHE__ACT_SIGMOID},
+};
+static const lithe__act *act_of(int i) { return i % 5 == 4 ? NULL : &ACTS[i % 5]; }
+
+/* the reference's activation: the act kernel's pass over Y */
+static void act_ref(const lithe__act *a, int64_t n, float *Y) {
+    if (a) lithe__cpu_act(a, n, Y, Y);
+}
+
+/* the driver's epilogue fields of k for a */
+static void set_act(lithe__qconv *k, const lithe__act *a) {
+    k->act = a, k->act_fn = lithe__cpu_act, k->clamp = 0;
+    if (!lithe__sgemm_act_clamp(a, &k->clamp, &k->lo, &k->hi)) k->clamp = 0;
+}
+
 static void release(qcase *c) {
     free(c->W), free(c->sw), free(c->zw), free(c->b), free(c->X);
 }
@@ -138,7 +160,7 @@ static bool guard_ok(const float *y, int64_t n) {
 }
 
 /* group 1: pack, then the twin (and AVX2) per image, against conv_ref */
-static void kernels(qcase *c, const char *what) {
+static void kernels(qcase *c, const lithe__act *a, const char *what) {
     const lithe__conv2d *g = &c->g;
     const int64_t K = g->C * g->KH * g->KW, Kp = (K + 1) / 2, P = g->OH * g->OW, P8 = (P + 7) / 8 * 8;
     const int64_t Mb = (g->M + LITHE__QC_MR - 1) / LITHE__QC_MR, ny = g->N * g->M * P;
@@ -150,12 +172,22 @@ static void kernels(qcase *c, const char *what) {
     for (int64_t m = 0; m < g->M; m++) scale[m] = c->xs * c->sw[c->n_w == 1 ? 0 : m];
     lithe__qx q = {c->xs, (float)(c->xmin - c->xz), (float)(c->xmax - c->xz)};
     conv_ref(c, Yr);
+    act_ref(a, ny, Yr);
     for (int64_t n = 0; n < g->N; n++) {
-        lithe__qconv_pack_x(g, c->X + n * g->C * g->H * g->W, &q, tmp, Xp);
-        lithe__qconv k = {g->M, Kp, P, P8, Xp, Wp, scale, c->b, Yt + n * g->M * P};
+        lithe__qconv_pack_x(g, c->X + n * g->C * g->H * g->W, &q, tmp, Xp, &lithe__qconv_aux_ref);
+        lithe__qconv k = {.M = g->M, .Kp = Kp, .P = P, .P8 = P8, .X = Xp, .W = Wp, .scale = scale, .b = c->b,
+                          .Y = Yt + n * g->M * P};
+        set_act(&k, a);
         lithe__qconv_ref(&k, 0, Mb * LITHE__QC_MR);
 #if defined(__x86_64__) || defined(_M_X64)
-        if (__builtin_cpu_supports("avx2")) {
+        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+            /* the AVX2 packing's columns: the twin's, bit for bit (padding and tails included) */
+            int16_t *Xa = malloc((size_t)(Kp * P8 * 2) * sizeof *Xa);
+            memset(Xa, 0x5A, (size_t)(Kp * P8 * 2) * sizeof *Xa);
+            lithe__qconv_pack_x(g, c->X + n * g->C * g->H * g->W, &q, tmp, Xa, &lithe__qconv_aux_avx2);
+            CHECK(!memcmp(Xa, Xp, (size_t)(Kp * P8 * 2) * sizeof *Xa), "%s: avx2 packing vs twin's (image %lld)", what,
+                  (long long)n);
+            free(Xa);
             k.Y = Yk + n * g->M * P;
             lithe__qconv_avx2(&k, 0, LITHE__QC_MR); /* split at a tile boundary */
             lithe__qconv_avx2(&k, LITHE__QC_MR, Mb * LITHE__QC_MR);
@@ -166,7 +198,7 @@ static void kernels(qcase *c, const char *what) {
           (long long)g->M, (long long)K, (long long)P);
     CHECK(guard_ok(Yt, ny), "%s: the twin wrote past Y", what);
 #if defined(__x86_64__) || defined(_M_X64)
-    if (__builtin_cpu_supports("avx2")) {
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
         CHECK(!memcmp(Yk, Yt, (size_t)ny * sizeof *Yr), "%s: avx2 vs twin (M=%lld K=%lld P=%lld)", what,
               (long long)g->M, (long long)K, (long long)P);
         CHECK(guard_ok(Yk, ny), "%s: avx2 wrote past Y (M=%lld P=%lld)", what, (long long)g->M, (long long)P);
@@ -176,7 +208,7 @@ static void kernels(qcase *c, const char *what) {
 }
 
 /* the backend's conv_q8 on host tensors against conv_ref */
-static void backend(qcase *c, const char *what) {
+static void backend(qcase *c, const lithe__act *a, const char *what) {
     const lithe__conv2d *g = &c->g;
     const int64_t Cg = g->C / g->group, ny = g->N * g->M * g->OH * g->OW;
     lithe_backend *be = lithe__backend_host();
@@ -193,9 +225,10 @@ static void backend(qcase *c, const char *what) {
         if (b) memcpy(lithe__tdata(b), c->b, (size_t)g->M * sizeof(float));
         float *Yr = malloc((size_t)ny * sizeof *Yr);
         conv_ref(c, Yr);
+        act_ref(a, ny, Yr);
         for (int run = 0; run < 2; run++) { /* the second reads W's cached form */
             bool done = false;
-            lithe_status s = be->ops->conv_q8(be, g, X, c->xs, c->xz, c->xmin, c->xmax, W, b, NULL, Y, &done);
+            lithe_status s = be->ops->conv_q8(be, g, X, c->xs, c->xz, c->xmin, c->xmax, W, b, a, Y, &done);
             CHECK(s == LITHE_OK && done, "%s: conv_q8 ran (status %d, done %d)", what, (int)s, (int)done);
             CHECK(!memcmp(lithe__tdata(Y), Yr, (size_t)ny * sizeof *Yr), "%s: conv_q8 vs reference (run %d)", what, run);
         }
@@ -221,9 +254,9 @@ int main(void) {
             qcase c;
             geometry(&c.g, G[i].N, G[i].C, G[i].H, G[i].W, G[i].M, G[i].KH, G[i].s, G[i].pad, G[i].dil, 1);
             make(&c, v & 1, v != 3, v & 2, v != 2, v >= 1);
-            snprintf(what, sizeof what, "group 1 #%zu v%d", i, v);
-            kernels(&c, what);
-            backend(&c, what);
+            snprintf(what, sizeof what, "group 1 #%zu v%d act %d", i, v, (int)(i + v) % 5);
+            kernels(&c, act_of((int)i + v), what);
+            backend(&c, act_of((int)i + v), what);
             release(&c);
         }
     static const struct {
@@ -237,8 +270,8 @@ int main(void) {
             qcase c;
             geometry(&c.g, D[i].N, D[i].C, D[i].H, D[i].W, D[i].C, D[i].KH, D[i].s, D[i].pad, D[i].dil, D[i].C);
             make(&c, v & 1, v != 3, v & 2, v != 2, v >= 1);
-            snprintf(what, sizeof what, "depthwise #%zu v%d", i, v);
-            backend(&c, what);
+            snprintf(what, sizeof what, "depthwise #%zu v%d act %d", i, v, (int)(i + v) % 5);
+            backend(&c, act_of((int)i + v), what);
             release(&c);
         }
     printf("qconv: %d passed, %d failed\n", passed, failed);

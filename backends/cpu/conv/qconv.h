@@ -22,6 +22,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../gemm/gemm.h"
+
 enum { LITHE__QC_MR = 4 };
 
 typedef struct lithe__qconv {
@@ -31,6 +33,14 @@ typedef struct lithe__qconv {
     const float *scale;    /* (M,) sx·sw[m] */
     const float *b;        /* (M,) or NULL */
     float *Y;              /* (M, P) */
+    /* The activation, in the store: clamp (LITHE__SGEMM_CLAMP_*, gemm.h: relu, clip, mobilenet's
+     * HardSwish) with lo, hi; or, clamp 0 and act set, act_fn (the backend's act kernel) over each
+     * stored run of a row (16 or 8 pixels, in L1); neither: none. The same bits as the act kernel's
+     * pass over Y. */
+    int clamp;
+    float lo, hi;
+    const lithe__act *act;
+    lithe__act_fn act_fn;
 } lithe__qconv;
 
 /* Filters [m0, m1) (multiples of MR, m1 may pass M: rows past M are not written), every pixel. */
@@ -47,10 +57,30 @@ lithe__qconv_fn lithe__qconv_best(void);
 typedef struct lithe__qx {
     float scale, lo, hi;
 } lithe__qx;
+/* The passes around the tiles, per ISA (qconv_aux_best; the twins in qconv.c), each the twin's bits:
+ *   quant_f32   y[i] = x[i]'s code less zx, as a float (the depthwise input)
+ *   quant_i16   y[i] = the same as an int16 (the columns' source image)
+ *   quant_pairs d[2i] = code of x0[i], d[2i + 1] = code of x1[i] (a 1x1 window's K pair)
+ *   epi         y[i] = act((y[i] · scale[m]) (+ b[m])), i < n: c's epilogue on float sums in
+ *               place (the depthwise kernel's) */
+typedef struct lithe__qconv_aux {
+    void (*quant_f32)(int64_t n, const float *x, const struct lithe__qx *q, float *y);
+    void (*quant_i16)(int64_t n, const float *x, const struct lithe__qx *q, int16_t *y);
+    void (*quant_pairs)(int64_t n, const float *x0, const float *x1, const struct lithe__qx *q, int16_t *d);
+    void (*epi)(const struct lithe__qconv *c, int64_t m, int64_t n, float *y);
+} lithe__qconv_aux;
+extern const lithe__qconv_aux lithe__qconv_aux_ref;
+#if defined(__x86_64__) || defined(_M_X64)
+extern const lithe__qconv_aux lithe__qconv_aux_avx2;
+#endif
+/* The passes the CPU runs (LITHE_CPU_ISA=scalar: the twins). */
+const lithe__qconv_aux *lithe__qconv_aux_best(void);
+
 /* Packing, shared by the driver and the tests: Xp (Kp, P8, 2) of one image X (C, H, W) for the
  * window of g (group 1; tmp: C·H·W int16 of scratch, unused for 1x1); Wp of W (M, K) int8 with zero
  * points zw (n_zw = M or 1). */
 struct lithe__conv2d;
-void lithe__qconv_pack_x(const struct lithe__conv2d *g, const float *X, const lithe__qx *q, int16_t *tmp, int16_t *Xp);
+void lithe__qconv_pack_x(const struct lithe__conv2d *g, const float *X, const lithe__qx *q, int16_t *tmp, int16_t *Xp,
+                         const lithe__qconv_aux *aux);
 void lithe__qconv_pack_w(int64_t M, int64_t K, const int8_t *W, const int32_t *zw, int64_t n_zw, int32_t *Wp);
 #endif

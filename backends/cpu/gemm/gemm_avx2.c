@@ -12,29 +12,16 @@
 #define MR 6
 #define NR 16
 
-/* gemm.h's clamp with the act kernel's bits, as gemm_avx512.c's clamp_v (maxps / minps return their
- * second operand when either is NaN or both are zeros): relu = max(+0, t) + 0; clip = max(lo,
- * min(hi, t + 0)). In the store, a fused relu / ReLU6 costs no pass over C (the act kernel per
- * tile row of 16 floats after the store was 13 % of mobilenet_v3's 16 -> 72 + ReLU at 56x56). */
-typedef struct clampv {
-    int cl;
-    __m256 lo, hi;
-} clampv;
+#include "../simd/avx2_clamp.h"
+
+/* gemm.h's clamp in the store (simd/avx2_clamp.h): a fused relu / ReLU6 costs no pass over C (the
+ * act kernel per tile row of 16 floats after the store was 13 % of mobilenet_v3's 16 -> 72 + ReLU
+ * at 56x56). */
+typedef lithe__avx2_clampv clampv;
 static inline __attribute__((always_inline)) clampv clamp_of(const lithe__sgemm_ukparams *p) {
-    return (clampv){p->clamp, _mm256_set1_ps(p->lo), _mm256_set1_ps(p->hi)};
+    return lithe__avx2_clamp_of(p->clamp, p->lo, p->hi);
 }
-static inline __attribute__((always_inline)) __m256 clamp_v(__m256 t, clampv cv) {
-    if (cv.cl == LITHE__SGEMM_CLAMP_RELU) return _mm256_add_ps(_mm256_max_ps(_mm256_setzero_ps(), t), _mm256_setzero_ps());
-    if (cv.cl == LITHE__SGEMM_CLAMP_HSWISH) { /* t * (max(0, min(6, t + 3)) / 6): NaN kept by the order */
-        /* h / 6 as q = h·(1/6), q + (h − 6q)·(1/6): the correctly rounded quotient for every h the clamp
-         * gives (conv/pointwise_avx2.c's clamp_v says why), without a vdivps per output vector */
-        const __m256 six = _mm256_set1_ps(6.0f), r6 = _mm256_set1_ps(1.0f / 6.0f);
-        __m256 h = _mm256_max_ps(_mm256_setzero_ps(), _mm256_min_ps(six, _mm256_add_ps(t, _mm256_set1_ps(3.0f))));
-        __m256 q = _mm256_mul_ps(h, r6);
-        return _mm256_mul_ps(t, _mm256_fmadd_ps(_mm256_fnmadd_ps(q, six, h), r6, q));
-    }
-    return _mm256_max_ps(cv.lo, _mm256_min_ps(cv.hi, _mm256_add_ps(t, _mm256_setzero_ps())));
-}
+#define clamp_v lithe__avx2_clamp
 
 /* A partial row: the same operations as a full one, on a copy (kept out of line, so the
  * microkernel's accumulators stay in registers). */
