@@ -208,6 +208,10 @@ static void kernels(qcase *c, const lithe__act *a, const char *what) {
 }
 
 /* the backend's conv_q8 on host tensors against conv_ref */
+#if defined(__x86_64__) || defined(_M_X64)
+static int cached_form(const lithe_tensor *W);
+static int last_form;
+#endif
 static void backend(qcase *c, const lithe__act *a, const char *what) {
     const lithe__conv2d *g = &c->g;
     const int64_t Cg = g->C / g->group, ny = g->N * g->M * g->OH * g->OW;
@@ -232,12 +236,117 @@ static void backend(qcase *c, const lithe__act *a, const char *what) {
             CHECK(s == LITHE_OK && done, "%s: conv_q8 ran (status %d, done %d)", what, (int)s, (int)done);
             CHECK(!memcmp(lithe__tdata(Y), Yr, (size_t)ny * sizeof *Yr), "%s: conv_q8 vs reference (run %d)", what, run);
         }
+#if defined(__x86_64__) || defined(_M_X64)
+        last_form = cached_form(W);
+#endif
         free(Yr);
     } else if (ok) {
         printf("qconv: the host backend has no conv_q8 here (%s skipped)\n", what);
     }
     lithe_tensor_release(X), lithe_tensor_release(W), lithe_tensor_release(b), lithe_tensor_release(Y);
 }
+
+#if defined(__x86_64__) || defined(_M_X64)
+/* The u8 x s8 form (qconv8_*): pack (twin and AVX2 packings bit for bit), the twin against conv_ref,
+ * the AVX2 kernel against the twin; returns whether the AVX2 kernel matched the reference (for the
+ * edge cases that show the bound is needed). Only where lithe__qconv8_exact holds unless forced. */
+static bool kernels8(qcase *c, const lithe__act *a, const char *what, bool forced) {
+    const lithe__conv2d *g = &c->g;
+    const int64_t K = g->C * g->KH * g->KW, Kq = (K + 3) / 4, P = g->OH * g->OW, P8 = (P + 7) / 8 * 8;
+    const int64_t Mb = (g->M + LITHE__QC_MR - 1) / LITHE__QC_MR, ny = g->N * g->M * P;
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    int32_t *Wb = malloc((size_t)(Mb * Kq * LITHE__QC_MR) * sizeof *Wb), *wsum = malloc((size_t)(Mb * LITHE__QC_MR) * sizeof *wsum);
+    uint8_t *Xb = malloc((size_t)(Kq * P8 * 4)), *Xa = malloc((size_t)(Kq * P8 * 4)), *tmp = malloc((size_t)(g->C * g->H * g->W));
+    float *scale = malloc((size_t)g->M * sizeof *scale), *Yr = malloc((size_t)ny * sizeof *Yr);
+    float *Yt = guarded(ny), *Yk = guarded(ny);
+    lithe__qconv_pack_w8(g->M, K, c->W, c->zw, c->n_w, Wb, wsum);
+    for (int64_t m = 0; m < g->M; m++) scale[m] = c->xs * c->sw[c->n_w == 1 ? 0 : m];
+    lithe__qx q = {c->xs, (float)(c->xmin - c->xz), (float)(c->xmax - c->xz)};
+    conv_ref(c, Yr);
+    act_ref(a, ny, Yr);
+    for (int64_t n = 0; n < g->N; n++) {
+        memset(Xb, 0xA5, (size_t)(Kq * P8 * 4)), memset(Xa, 0x5A, (size_t)(Kq * P8 * 4));
+        lithe__qconv_pack_x8(g, c->X + n * g->C * g->H * g->W, &q, tmp, Xb, &lithe__qconv_aux_ref);
+        lithe__qconv k = {.M = g->M, .P = P, .P8 = P8, .scale = scale, .b = c->b, .Y = Yt + n * g->M * P, .Kq = Kq,
+                          .Xb = Xb, .Wb = Wb, .wsum = wsum, .xlo = c->xmin - c->xz};
+        set_act(&k, a);
+        lithe__qconv8_ref(&k, 0, Mb * LITHE__QC_MR);
+        if (avx2) {
+            lithe__qconv_pack_x8(g, c->X + n * g->C * g->H * g->W, &q, tmp, Xa, &lithe__qconv_aux_avx2);
+            CHECK(!memcmp(Xa, Xb, (size_t)(Kq * P8 * 4)), "%s: u8 avx2 packing vs twin's (image %lld)", what, (long long)n);
+            k.Y = Yk + n * g->M * P;
+            lithe__qconv8_avx2(&k, 0, LITHE__QC_MR); /* split at a tile boundary */
+            lithe__qconv8_avx2(&k, LITHE__QC_MR, Mb * LITHE__QC_MR);
+        }
+    }
+    bool same = avx2 && !memcmp(Yk, Yr, (size_t)ny * sizeof *Yr);
+    if (!forced) {
+        CHECK(!memcmp(Yt, Yr, (size_t)ny * sizeof *Yr), "%s: u8 twin vs reference (M=%lld K=%lld P=%lld)", what,
+              (long long)g->M, (long long)K, (long long)P);
+        CHECK(guard_ok(Yt, ny), "%s: the u8 twin wrote past Y", what);
+        if (avx2) {
+            CHECK(!memcmp(Yk, Yt, (size_t)ny * sizeof *Yr), "%s: u8 avx2 vs twin (M=%lld K=%lld P=%lld)", what,
+                  (long long)g->M, (long long)K, (long long)P);
+            CHECK(guard_ok(Yk, ny), "%s: u8 avx2 wrote past Y", what);
+        }
+    }
+    free(Wb), free(wsum), free(Xb), free(Xa), free(tmp), free(scale), free(Yr), free(Yt), free(Yk);
+    return same;
+}
+
+/* onnxruntime's reduce_range weights: w - zw in [-64, 64] (the u8 form's bound holds for R = 255) */
+static void reduce_range(qcase *c) {
+    const int64_t n = c->g.M * (c->g.C / c->g.group) * c->g.KH * c->g.KW;
+    for (int64_t i = 0; i < c->n_w; i++) c->zw[i] = c->zw[i] ? (int32_t)(urand32() % 9) - 4 : 0;
+    for (int64_t i = 0; i < n; i++) c->W[i] = (int8_t)((int32_t)(urand32() % 121) - 60);
+}
+
+/* the form conv_q8 cached for W (qconv.c's w_form head: 1 int16 pairs, 3 u8) */
+static int cached_form(const lithe_tensor *W) {
+    int32_t f = 0;
+    if (W && W->storage->quant && W->storage->quant->cpack) memcpy(&f, W->storage->quant->cpack, sizeof f);
+    return f;
+}
+
+/* Saturation edge cases: every activation at its top code (u = R) against weights at and past the
+ * bound; the check's answer, the u8 kernels where it holds, the int16 form (conv_q8) where it does
+ * not, and the u8 kernel forced past the bound shown wrong (the check is what keeps it exact). */
+static void edges(void) {
+    static const struct {
+        int w0, w1, zw, xmin, xmax;
+        bool exact;
+    } E[] = {
+        {64, 64, 0, 0, 255, true},      {-64, -64, 0, 0, 255, true},   {65, 63, 0, -128, 127, true},
+        {65, 64, 0, 0, 255, false},     {127, 127, 0, 0, 255, false},  {-128, -128, 0, 0, 255, false},
+        {-128, -128, 0, 0, 128, true},  {127, 36, 0, 0, 200, true},    {127, 37, 0, 0, 200, false},
+        {-128, 0, 1, 0, 1, false},      {127, -128, 0, 0, 255, true},  {60, 60, -4, 0, 255, true},
+    };
+    char what[160];
+    for (size_t i = 0; i < sizeof E / sizeof E[0]; i++) {
+        qcase c;
+        geometry(&c.g, 1, 33, 5, 5, 6, 1, 1, 0, 1, 1); /* K = 33 (a quad of one), P = 25 (a tail of 1) */
+        make(&c, false, false, false, true, false);
+        c.xmin = E[i].xmin, c.xmax = E[i].xmax, c.xz = E[i].xmin;
+        c.zw[0] = E[i].zw;
+        for (int64_t k = 0; k < 6 * 33; k++) c.W[k] = (int8_t)(k % 2 ? E[i].w1 : E[i].w0);
+        for (int64_t k = 0; k < 33 * 25; k++) c.X[k] = 1e6f; /* the top code: u = R */
+        const int32_t R = c.xmax - c.xmin;
+        bool ex = lithe__qconv8_exact(6, 33, c.W, c.zw, 1, R);
+        snprintf(what, sizeof what, "edge %zu (w %d %d zw %d R %d)", i, E[i].w0, E[i].w1, E[i].zw, (int)R);
+        CHECK(ex == E[i].exact, "%s: lithe__qconv8_exact says %d", what, (int)ex);
+        if (ex) {
+            kernels8(&c, NULL, what, false);
+        } else if (E[i].zw == 0 && E[i].w0 >= -128 && (int64_t)R * (E[i].w0 + (E[i].w1 > 0 ? E[i].w1 : 0)) > 32767 &&
+                   __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+            CHECK(!kernels8(&c, NULL, what, true), "%s: the u8 kernel past the bound matched (saturation expected)", what);
+        }
+        backend(&c, NULL, what);
+        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+            CHECK(last_form == (ex ? 3 : 1), "%s: conv_q8 cached form %d", what, last_form);
+        release(&c);
+    }
+}
+#endif
 
 int main(void) {
     static const struct {
@@ -257,8 +366,22 @@ int main(void) {
             snprintf(what, sizeof what, "group 1 #%zu v%d act %d", i, v, (int)(i + v) % 5);
             kernels(&c, act_of((int)i + v), what);
             backend(&c, act_of((int)i + v), what);
+#if defined(__x86_64__) || defined(_M_X64)
+            /* the same case with reduce_range weights: the u8 form (kernels, and conv_q8's choice) */
+            reduce_range(&c);
+            snprintf(what, sizeof what, "group 1 #%zu v%d act %d, reduce_range", i, v, (int)(i + v) % 5);
+            CHECK(lithe__qconv8_exact(c.g.M, c.g.C * c.g.KH * c.g.KW, c.W, c.zw, c.n_w, c.xmax - c.xmin), "%s: exact", what);
+            kernels8(&c, act_of((int)i + v), what, false);
+            kernels(&c, act_of((int)i + v), what);
+            backend(&c, act_of((int)i + v), what);
+            if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+                CHECK(last_form == 3, "%s: conv_q8 ran the form %d, not the u8 one", what, last_form);
+#endif
             release(&c);
         }
+#if defined(__x86_64__) || defined(_M_X64)
+    edges();
+#endif
     static const struct {
         int64_t N, C, H, W, KH, s, pad, dil;
     } D[] = {

@@ -42,7 +42,17 @@ static void epi_ref(const lithe__qconv *c, int64_t m, int64_t n, float *y) {
     }
     if (!c->clamp && c->act) c->act_fn(c->act, n, y, y);
 }
-const lithe__qconv_aux lithe__qconv_aux_ref = {quant_f32_ref, quant_i16_ref, quant_pairs_ref, epi_ref};
+static void quant_u8_ref(int64_t n, const float *x, const lithe__qx *q, uint8_t *y) {
+    const lithe__qx qq = *q;
+    for (int64_t i = 0; i < n; i++) y[i] = (uint8_t)(int)(qv(x[i], &qq) - qq.lo);
+}
+static void quant_quads_ref(int64_t n, const float *x, int64_t stride, int nrows, const lithe__qx *q, uint8_t *d) {
+    const lithe__qx qq = *q;
+    for (int64_t i = 0; i < n; i++)
+        for (int j = 0; j < 4; j++) d[4 * i + j] = j < nrows ? (uint8_t)(int)(qv(x[j * stride + i], &qq) - qq.lo) : 0;
+}
+const lithe__qconv_aux lithe__qconv_aux_ref = {quant_f32_ref, quant_i16_ref, quant_pairs_ref, epi_ref, quant_u8_ref,
+                                               quant_quads_ref};
 
 void lithe__qconv_pack_x(const lithe__conv2d *g, const float *X, const lithe__qx *q, int16_t *tmp, int16_t *Xp,
                          const lithe__qconv_aux *aux) {
@@ -136,32 +146,52 @@ lithe__qconv_fn lithe__qconv_best(void) {
 
 /* ---- the driver ---- */
 
-enum { CPACK_GEMM = 1, CPACK_DW = 2 };
+enum { CPACK_GEMM = 1, CPACK_DW = 2, CPACK_HEAD = 64 };
 
-/* W's packed form (kind CPACK_GEMM: Wp of its (M, K) view; CPACK_DW: float taps w - zw, (M, KH·KW)),
- * made once per version of W's storage */
-static const void *w_form(const lithe_tensor *W, int kind, int64_t M, int64_t K) {
+/* W's packed form, made once per version of W's storage (lithe__quant's cache), after a 64-byte head
+ * whose first int32 says which: 1 int16 pairs (Wp of the (M, K) view), 2 float taps w - zw (M, KH·KW;
+ * depthwise), 3 the u8 x s8 form (Wb, then wsum). Group 1 takes the u8 form when a u8 kernel runs
+ * here (R8 = the activation's code range R; -1: none) and lithe__qconv8_exact holds for R; the
+ * cache's key carries R8, so the check runs once per weight version. */
+static const int32_t *w_form(const lithe_tensor *W, bool dw, int64_t M, int64_t K, int32_t R8) {
     lithe__quant *q = W->storage->quant;
-    if (q->cpack && q->cpack_kind == kind && q->cpack_n == M * K && q->cpack_version == W->storage->version)
-        return q->cpack;
-    const int64_t Kp = (K + 1) / 2, Mb = (M + LITHE__QC_MR - 1) / LITHE__QC_MR;
-    size_t bytes = kind == CPACK_GEMM ? (size_t)(Mb * Kp * LITHE__QC_MR) * sizeof(int32_t) : (size_t)(M * K) * sizeof(float);
-    void *p = lithe__malloc(bytes ? bytes : 1);
-    if (!p) return NULL;
+    const int64_t key = dw ? CPACK_DW : CPACK_GEMM + 16 * (int64_t)(R8 + 1);
+    if (q->cpack && q->cpack_kind == key && q->cpack_n == M * K && q->cpack_version == W->storage->version)
+        return (const int32_t *)((const char *)q->cpack + CPACK_HEAD);
     const int8_t *w = (const int8_t *)lithe__tdata(W);
-    if (kind == CPACK_GEMM) {
-        lithe__qconv_pack_w(M, K, w, q->zero, q->n, p);
-    } else {
-        float *d = p;
+    const int64_t Kp = (K + 1) / 2, Kq = (K + 3) / 4, Mb = (M + LITHE__QC_MR - 1) / LITHE__QC_MR;
+    int32_t form = dw ? 2 : 1;
+#if defined(__x86_64__) || defined(_M_X64)
+    if (!dw && R8 >= 0 && lithe__qconv8_exact(M, K, w, q->zero, q->n, R8)) form = 3;
+#endif
+    size_t n = form == 1 ? (size_t)(Mb * Kp * LITHE__QC_MR) : form == 2 ? (size_t)(M * K) : (size_t)(Mb * (Kq + 1) * LITHE__QC_MR);
+    char *p = lithe__malloc(CPACK_HEAD + n * 4);
+    if (!p) return NULL;
+    memcpy(p, &form, sizeof form);
+    int32_t *d = (int32_t *)(p + CPACK_HEAD);
+    if (form == 1) {
+        lithe__qconv_pack_w(M, K, w, q->zero, q->n, d);
+    } else if (form == 2) {
+        float *f = (float *)d;
         for (int64_t m = 0; m < M; m++)
-            for (int64_t k = 0; k < K; k++) d[m * K + k] = (float)(w[m * K + k] - q->zero[q->n == 1 ? 0 : m]);
+            for (int64_t k = 0; k < K; k++) f[m * K + k] = (float)(w[m * K + k] - q->zero[q->n == 1 ? 0 : m]);
+    } else {
+#if defined(__x86_64__) || defined(_M_X64)
+        lithe__qconv_pack_w8(M, K, w, q->zero, q->n, d, d + Mb * Kq * LITHE__QC_MR);
+#endif
     }
     lithe__free(q->cpack);
     q->cpack = p;
-    q->cpack_kind = kind;
+    q->cpack_kind = key;
     q->cpack_n = M * K;
     q->cpack_version = W->storage->version;
-    return p;
+    return d;
+}
+
+static int32_t w_form_of(const int32_t *d) {
+    int32_t form;
+    memcpy(&form, (const char *)d - CPACK_HEAD, sizeof form);
+    return form;
 }
 
 typedef struct qc_task {
@@ -204,15 +234,18 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
     const lithe__qx q = {xs, (float)(xmin - xz), (float)(xmax - xz)};
     const float *X = (const float *)lithe__tdata(Xt);
     float *Yf = (float *)lithe__tdata(Y);
-    const int64_t Kp = (K + 1) / 2, P8 = (P + 7) / 8 * 8, Mb = (g->M + LITHE__QC_MR - 1) / LITHE__QC_MR;
-    /* one workspace from the backend's allocator (kept across calls, as the float conv's): the scales,
-     * then the depthwise input or the columns and the quantized image */
-    const int64_t nx = dw ? 0 : Kp * P8 * 2, nt = dw ? g->N * g->C * g->H * g->W : g->C * g->H * g->W;
-    const size_t sc_bytes = ((size_t)g->M * sizeof(float) + 63) / 64 * 64;
-    const size_t bytes = sc_bytes + (dw ? (size_t)nt * sizeof(float) : (size_t)(nx + nt) * sizeof(int16_t));
-    void *ws = NULL;
-    const void *wf = w_form(W, dw ? CPACK_DW : CPACK_GEMM, g->M, K);
+    const int64_t Kp = (K + 1) / 2, Kq = (K + 3) / 4, P8 = (P + 7) / 8 * 8, Mb = (g->M + LITHE__QC_MR - 1) / LITHE__QC_MR;
+    lithe__qconv_fn k8 = dw ? NULL : lithe__qconv8_best();
+    const int32_t *wf = w_form(W, dw, g->M, K, k8 ? xmax - xmin : -1);
     if (!wf) return lithe__oom("int8 convolution", (size_t)(g->M * K) * sizeof(int32_t));
+    const bool u8 = w_form_of(wf) == 3;
+    /* one workspace from the backend's allocator (kept across calls, as the float conv's): the scales,
+     * then the depthwise input, or the columns and the quantized image */
+    const int64_t nt = dw ? g->N * g->C * g->H * g->W : g->C * g->H * g->W;
+    const size_t sc_bytes = ((size_t)g->M * sizeof(float) + 63) / 64 * 64;
+    const size_t cols = u8 ? (size_t)(Kq * P8 * 4) : (size_t)(Kp * P8 * 2) * sizeof(int16_t);
+    const size_t bytes = sc_bytes + (dw ? (size_t)nt * sizeof(float) : cols + (size_t)nt * (u8 ? 1 : sizeof(int16_t)));
+    void *ws = NULL;
     LITHE__TRY(be->ops->alloc(be, bytes, &ws));
     float *scale = ws;
     for (int64_t m = 0; m < g->M; m++) scale[m] = xs * qw->scale[qw->n == 1 ? 0 : m];
@@ -221,16 +254,28 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
     if (!lithe__sgemm_act_clamp(a, &c.clamp, &c.lo, &c.hi)) c.clamp = 0;
     const lithe__qconv_aux *aux = lithe__qconv_aux_best();
     lithe_status s = LITHE_OK;
+    char *buf = (char *)ws + sc_bytes;
     if (dw) {
-        s = depthwise(be, g, X, &q, wf, &c, aux, (float *)((char *)ws + sc_bytes), Yf);
+        s = depthwise(be, g, X, &q, (const float *)wf, &c, aux, (float *)buf, Yf);
     } else {
-        int16_t *Xp = (int16_t *)((char *)ws + sc_bytes);
         const double ops = 2.0 * (double)g->M * (double)K * (double)P;
         lithe__pool *pool = ops >= 2e6 ? lithe__cpu_pool() : NULL;
-        c.X = Xp;
         qc_task t = {&c, lithe__qconv_best()};
+        c.X = (const int16_t *)buf;
+        if (u8) {
+#if defined(__x86_64__) || defined(_M_X64)
+            c.W = NULL, c.Kq = Kq, c.Xb = (const uint8_t *)buf, c.Wb = wf, c.wsum = wf + Mb * Kq * LITHE__QC_MR;
+            c.xlo = xmin - xz;
+            t.fn = k8;
+#endif
+        }
         for (int64_t n = 0; n < g->N; n++) {
-            lithe__qconv_pack_x(g, X + n * g->C * g->H * g->W, &q, Xp + nx, Xp, aux);
+            const float *xn = X + n * g->C * g->H * g->W;
+#if defined(__x86_64__) || defined(_M_X64)
+            if (u8) lithe__qconv_pack_x8(g, xn, &q, (uint8_t *)buf + cols, (uint8_t *)buf, aux);
+            else
+#endif
+                lithe__qconv_pack_x(g, xn, &q, (int16_t *)(buf + cols), (int16_t *)buf, aux);
             c.Y = Yf + n * g->M * P;
             lithe__pool_for(pool, Mb, 1, qc_run, &t);
         }

@@ -165,5 +165,105 @@ static void epi(const lithe__qconv *c, int64_t m, int64_t n, float *y) {
     if (!cv.cl && c->act) c->act_fn(c->act, n, y, y);
 }
 
-const lithe__qconv_aux lithe__qconv_aux_avx2 = {quant_f32, quant_i16, quant_pairs, epi};
+/* u = qv - lo as int32 lanes (0..255) */
+static inline __m256i u8v(const float *x, __m256 s, __m256 lo, __m256 hi) {
+    return _mm256_cvtps_epi32(_mm256_sub_ps(qv8(_mm256_loadu_ps(x), s, lo, hi), lo));
+}
+
+static void quant_u8(int64_t n, const float *x, const lithe__qx *q, uint8_t *y) {
+    const __m256 s = _mm256_set1_ps(q->scale), lo = _mm256_set1_ps(q->lo), hi = _mm256_set1_ps(q->hi);
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m256i a = u8v(x + i, s, lo, hi), b = u8v(x + i + 8, s, lo, hi), c = u8v(x + i + 16, s, lo, hi),
+                d = u8v(x + i + 24, s, lo, hi);
+        /* packs / packus work per 128-bit lane: a0 b0 c0 d0 a1 b1 c1 d1 (4-byte groups), permuted back */
+        __m256i v = _mm256_packus_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, d));
+        v = _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256((__m256i *)(y + i), v);
+    }
+    if (i < n) lithe__qconv_aux_ref.quant_u8(n - i, x + i, q, y + i);
+}
+
+/* 8 pixels of a quad: row j's u in byte j of each 32-bit lane, 0 for j >= nrows */
+static inline __m256i quad8(const float *x, int64_t stride, int nrows, __m256 s, __m256 lo, __m256 hi) {
+    __m256i v = u8v(x, s, lo, hi);
+    for (int j = 1; j < nrows; j++) v = _mm256_or_si256(v, _mm256_slli_epi32(u8v(x + j * stride, s, lo, hi), 8 * j));
+    return v;
+}
+
+static void quant_quads(int64_t n, const float *x, int64_t stride, int nrows, const lithe__qx *q, uint8_t *d) {
+    const __m256 s = _mm256_set1_ps(q->scale), lo = _mm256_set1_ps(q->lo), hi = _mm256_set1_ps(q->hi);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_si256((__m256i *)(d + 4 * i), quad8(x + i, stride, nrows, s, lo, hi));
+    if (i < n) { /* the tail as a full vector through copies: the same operations */
+        float t[4][8] = {{0}};
+        uint8_t o[32];
+        for (int j = 0; j < nrows; j++) memcpy(t[j], x + j * stride + i, (size_t)(n - i) * sizeof(float));
+        _mm256_storeu_si256((__m256i *)o, quad8(t[0], 8, nrows, s, lo, hi));
+        memcpy(d + 4 * i, o, (size_t)(n - i) * 4);
+    }
+}
+
+const lithe__qconv_aux lithe__qconv_aux_avx2 = {quant_f32, quant_i16, quant_pairs, epi, quant_u8, quant_quads};
+
+/* ---- the u8 x s8 tile (qconv.h: exact where lithe__qconv8_exact held at pack time) ---- */
+
+#define MADD8(acc, x, w) acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(x, w), ones))
+
+static inline __attribute__((always_inline)) __m256i fix(const lithe__qconv *c, int64_t m, __m256i acc) {
+    return m < c->M ? _mm256_add_epi32(acc, _mm256_set1_epi32(c->xlo * c->wsum[m])) : acc;
+}
+
+void lithe__qconv8_avx2(const lithe__qconv *c, int64_t m0, int64_t m1) {
+    const int64_t Kq = c->Kq, P8 = c->P8;
+    const lithe__avx2_clampv cv = lithe__avx2_clamp_of(c->clamp, c->lo, c->hi);
+    const bool act = !c->clamp && c->act;
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int64_t m = m0; m < m1 && m < c->M; m += LITHE__QC_MR) {
+        const int32_t *wp = c->Wb + (m / LITHE__QC_MR) * Kq * LITHE__QC_MR;
+        int64_t p = 0;
+        for (; p + 16 <= P8; p += 16) {
+            __m256i a00 = _mm256_setzero_si256(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00,
+                    a31 = a00;
+            const uint8_t *x = c->Xb + p * 4;
+            for (int64_t kq = 0; kq < Kq; kq++, x += P8 * 4) {
+                const __m256i x0 = _mm256_loadu_si256((const __m256i *)x),
+                              x1 = _mm256_loadu_si256((const __m256i *)(x + 32));
+                const int32_t *w = wp + kq * LITHE__QC_MR;
+                __m256i w0 = _mm256_set1_epi32(w[0]);
+                MADD8(a00, x0, w0);
+                MADD8(a01, x1, w0);
+                __m256i w1 = _mm256_set1_epi32(w[1]);
+                MADD8(a10, x0, w1);
+                MADD8(a11, x1, w1);
+                __m256i w2 = _mm256_set1_epi32(w[2]);
+                MADD8(a20, x0, w2);
+                MADD8(a21, x1, w2);
+                __m256i w3 = _mm256_set1_epi32(w[3]);
+                MADD8(a30, x0, w3);
+                MADD8(a31, x1, w3);
+            }
+            store_row(c, m, p, fix(c, m, a00), cv), store_row(c, m, p + 8, fix(c, m, a01), cv);
+            store_row(c, m + 1, p, fix(c, m + 1, a10), cv), store_row(c, m + 1, p + 8, fix(c, m + 1, a11), cv);
+            store_row(c, m + 2, p, fix(c, m + 2, a20), cv), store_row(c, m + 2, p + 8, fix(c, m + 2, a21), cv);
+            store_row(c, m + 3, p, fix(c, m + 3, a30), cv), store_row(c, m + 3, p + 8, fix(c, m + 3, a31), cv);
+            if (act) act_rows(c, m, p, 16);
+        }
+        if (p < P8) { /* 8 pixels left */
+            __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+            const uint8_t *x = c->Xb + p * 4;
+            for (int64_t kq = 0; kq < Kq; kq++, x += P8 * 4) {
+                const __m256i x0 = _mm256_loadu_si256((const __m256i *)x);
+                const int32_t *w = wp + kq * LITHE__QC_MR;
+                MADD8(a0, x0, _mm256_set1_epi32(w[0]));
+                MADD8(a1, x0, _mm256_set1_epi32(w[1]));
+                MADD8(a2, x0, _mm256_set1_epi32(w[2]));
+                MADD8(a3, x0, _mm256_set1_epi32(w[3]));
+            }
+            store_row(c, m, p, fix(c, m, a0), cv), store_row(c, m + 1, p, fix(c, m + 1, a1), cv);
+            store_row(c, m + 2, p, fix(c, m + 2, a2), cv), store_row(c, m + 3, p, fix(c, m + 3, a3), cv);
+            if (act) act_rows(c, m, p, 8);
+        }
+    }
+}
 #endif
