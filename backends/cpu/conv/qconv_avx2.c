@@ -20,10 +20,9 @@ static inline __attribute__((always_inline)) void store_row(const lithe__qconv *
     float *y = c->Y + m * c->P + p;
     if (p + 8 <= c->P) {
         _mm256_storeu_ps(y, v);
-    } else {
-        float t[8];
-        _mm256_storeu_ps(t, v);
-        memcpy(y, t, (size_t)(c->P - p) * sizeof *t);
+    } else { /* the row's last P - p < 8 pixels: a masked store (no write past them) */
+        static const int32_t ones[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+        _mm256_maskstore_ps(y, _mm256_loadu_si256((const __m256i *)(ones + 8 - (c->P - p))), v);
     }
 }
 
