@@ -33,14 +33,17 @@ static void quant_pairs_ref(int64_t n, const float *x0, const float *x1, const l
     const lithe__qx qq = *q;
     for (int64_t i = 0; i < n; i++) d[2 * i] = (int16_t)qv(x0[i], &qq), d[2 * i + 1] = (int16_t)qv(x1[i], &qq);
 }
-static void epi_ref(const lithe__qconv *c, int64_t m, int64_t n, float *y) {
-    const float sc = c->scale[m];
-    for (int64_t i = 0; i < n; i++) {
-        float t = y[i] * sc;
-        if (c->b) t += c->b[m];
-        y[i] = c->clamp ? lithe__sgemm_clamp1(c->clamp, c->lo, c->hi, t) : t;
+static void epi_ref(const lithe__qconv *c, int64_t r0, int64_t rows, int64_t n, float *y) {
+    for (int64_t r = r0; r < r0 + rows; r++, y += n) {
+        const int64_t m = r % c->M;
+        const float sc = c->scale[m];
+        for (int64_t i = 0; i < n; i++) {
+            float t = y[i] * sc;
+            if (c->b) t += c->b[m];
+            y[i] = c->clamp ? lithe__sgemm_clamp1(c->clamp, c->lo, c->hi, t) : t;
+        }
+        if (!c->clamp && c->act) c->act_fn(c->act, n, y, y);
     }
-    if (!c->clamp && c->act) c->act_fn(c->act, n, y, y);
 }
 static void quant_u8_ref(int64_t n, const float *x, const lithe__qx *q, uint8_t *y) {
     const lithe__qx qq = *q;
@@ -121,7 +124,7 @@ void lithe__qconv_ref(const lithe__qconv *c, int64_t m0, int64_t m1) {
             }
             y[p] = (float)acc;
         }
-        epi_ref(c, m, c->P, y);
+        epi_ref(c, m, 1, c->P, y);
     }
 }
 
@@ -214,7 +217,7 @@ static lithe_status depthwise(lithe_backend *be, const lithe__conv2d *g, const f
     const int64_t P = g->OH * g->OW;
     aux->quant_f32(g->N * g->C * g->H * g->W, X, q, xf);
     lithe_status s = lithe__cpu_conv2d(be, g, xf, w, NULL, NULL, Y);
-    for (int64_t i = 0; s == LITHE_OK && i < g->N * g->M; i++) aux->epi(c, i % g->M, P, Y + i * P);
+    if (s == LITHE_OK) aux->epi(c, 0, g->N * g->M, P, Y);
     return s;
 }
 

@@ -87,13 +87,14 @@ typedef struct lithe__qx {
  *   quant_f32   y[i] = x[i]'s code less zx, as a float (the depthwise input)
  *   quant_i16   y[i] = the same as an int16 (the columns' source image)
  *   quant_pairs d[2i] = code of x0[i], d[2i + 1] = code of x1[i] (a 1x1 window's K pair)
- *   epi         y[i] = act((y[i] · scale[m]) (+ b[m])), i < n: c's epilogue on float sums in
- *               place (the depthwise kernel's) */
+ *   epi         rows [r0, r0 + rows) of n values at y (row r at y + (r - r0)·n, its filter r mod M):
+ *               y = act((y · scale[m]) (+ b[m])), c's epilogue on float sums in place (the twin's
+ *               per filter, the depthwise kernel's over every image's channels in one call) */
 typedef struct lithe__qconv_aux {
     void (*quant_f32)(int64_t n, const float *x, const struct lithe__qx *q, float *y);
     void (*quant_i16)(int64_t n, const float *x, const struct lithe__qx *q, int16_t *y);
     void (*quant_pairs)(int64_t n, const float *x0, const float *x1, const struct lithe__qx *q, int16_t *d);
-    void (*epi)(const struct lithe__qconv *c, int64_t m, int64_t n, float *y);
+    void (*epi)(const struct lithe__qconv *c, int64_t r0, int64_t rows, int64_t n, float *y);
     /* the u8 form: y[i] = u of x[i] (x - zx - lo, in [0, hi - lo]); d[4i + j] = u of rows[j][i]
      * (row j at x + j·stride), 0 for j >= nrows (a 1x1 window's K quad) */
     void (*quant_u8)(int64_t n, const float *x, const struct lithe__qx *q, uint8_t *y);

@@ -97,7 +97,7 @@ void lithe__qconv8_ref(const lithe__qconv *c, int64_t m0, int64_t m1) {
             }
             y[p] = (float)(int32_t)acc;
         }
-        lithe__qconv_aux_ref.epi(c, m, c->P, y);
+        lithe__qconv_aux_ref.epi(c, m, 1, c->P, y);
     }
 }
 

@@ -11,6 +11,12 @@
 
 #include "../simd/avx2_clamp.h"
 
+/* lanes [0, k) set (k <= 8): the masked loads and stores of a row's last k < 8 values */
+static inline __m256i tail_mask(int64_t k) {
+    static const int32_t ones[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+    return _mm256_loadu_si256((const __m256i *)(ones + 8 - k));
+}
+
 static inline __attribute__((always_inline)) void store_row(const lithe__qconv *c, int64_t m, int64_t p, __m256i acc,
                                                             lithe__avx2_clampv cv) {
     if (m >= c->M) return;
@@ -21,8 +27,7 @@ static inline __attribute__((always_inline)) void store_row(const lithe__qconv *
     if (p + 8 <= c->P) {
         _mm256_storeu_ps(y, v);
     } else { /* the row's last P - p < 8 pixels: a masked store (no write past them) */
-        static const int32_t ones[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
-        _mm256_maskstore_ps(y, _mm256_loadu_si256((const __m256i *)(ones + 8 - (c->P - p))), v);
+        _mm256_maskstore_ps(y, tail_mask(c->P - p), v);
     }
 }
 
@@ -101,11 +106,9 @@ static void quant_f32(int64_t n, const float *x, const lithe__qx *q, float *y) {
     const __m256 s = _mm256_set1_ps(q->scale), lo = _mm256_set1_ps(q->lo), hi = _mm256_set1_ps(q->hi);
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, qv8(_mm256_loadu_ps(x + i), s, lo, hi));
-    if (i < n) {
-        float a[8] = {0}, t[8];
-        memcpy(a, x + i, (size_t)(n - i) * sizeof *a);
-        _mm256_storeu_ps(t, qv8(_mm256_loadu_ps(a), s, lo, hi));
-        memcpy(y + i, t, (size_t)(n - i) * sizeof *t);
+    if (i < n) { /* masked: the same operations on the last n - i < 8 */
+        const __m256i k = tail_mask(n - i);
+        _mm256_maskstore_ps(y + i, k, qv8(_mm256_maskload_ps(x + i, k), s, lo, hi));
     }
 }
 
@@ -132,36 +135,34 @@ static void quant_pairs(int64_t n, const float *x0, const float *x1, const lithe
         __m256i v = _mm256_or_si256(_mm256_slli_epi32(b, 16), _mm256_and_si256(a, _mm256_set1_epi32(0xFFFF)));
         _mm256_storeu_si256((__m256i *)(d + 2 * i), v);
     }
-    if (i < n) { /* the tail as a full vector through copies: the same operations */
-        float a[8] = {0}, b[8] = {0};
-        int16_t t[16];
-        memcpy(a, x0 + i, (size_t)(n - i) * sizeof *a);
-        memcpy(b, x1 + i, (size_t)(n - i) * sizeof *b);
-        quant_pairs(8, a, b, q, t);
-        memcpy(d + 2 * i, t, (size_t)(n - i) * 2 * sizeof *t);
+    if (i < n) { /* masked: the same operations on the last n - i < 8 pairs */
+        const __m256i k = tail_mask(n - i);
+        __m256i a = _mm256_cvtps_epi32(qv8(_mm256_maskload_ps(x0 + i, k), s, lo, hi));
+        __m256i b = _mm256_cvtps_epi32(qv8(_mm256_maskload_ps(x1 + i, k), s, lo, hi));
+        __m256i v = _mm256_or_si256(_mm256_slli_epi32(b, 16), _mm256_and_si256(a, _mm256_set1_epi32(0xFFFF)));
+        _mm256_maskstore_epi32((int *)(d + 2 * i), k, v);
     }
 }
 
-static void epi(const lithe__qconv *c, int64_t m, int64_t n, float *y) {
+static void epi(const lithe__qconv *c, int64_t r0, int64_t rows, int64_t n, float *y) {
     const lithe__avx2_clampv cv = lithe__avx2_clamp_of(c->clamp, c->lo, c->hi);
-    const __m256 sc = _mm256_set1_ps(c->scale[m]), b = _mm256_set1_ps(c->b ? c->b[m] : 0.0f);
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 v = _mm256_mul_ps(_mm256_loadu_ps(y + i), sc);
-        if (c->b) v = _mm256_add_ps(v, b);
-        if (cv.cl) v = lithe__avx2_clamp(v, cv);
-        _mm256_storeu_ps(y + i, v);
+    const __m256i tail = tail_mask(n % 8);
+    const int64_t n8 = n / 8 * 8;
+    for (int64_t r = r0; r < r0 + rows; r++, y += n) {
+        const int64_t m = r % c->M;
+        const __m256 sc = _mm256_set1_ps(c->scale[m]), b = _mm256_set1_ps(c->b ? c->b[m] : 0.0f);
+        for (int64_t i = 0; i < n8; i += 8) {
+            __m256 v = _mm256_mul_ps(_mm256_loadu_ps(y + i), sc);
+            if (c->b) v = _mm256_add_ps(v, b);
+            _mm256_storeu_ps(y + i, cv.cl ? lithe__avx2_clamp(v, cv) : v);
+        }
+        if (n8 < n) { /* masked: the same operations on the last n % 8 */
+            __m256 v = _mm256_mul_ps(_mm256_maskload_ps(y + n8, tail), sc);
+            if (c->b) v = _mm256_add_ps(v, b);
+            _mm256_maskstore_ps(y + n8, tail, cv.cl ? lithe__avx2_clamp(v, cv) : v);
+        }
+        if (!cv.cl && c->act) c->act_fn(c->act, n, y, y);
     }
-    if (i < n) { /* the tail as a full vector through a copy: the same operations */
-        float t[8] = {0};
-        memcpy(t, y + i, (size_t)(n - i) * sizeof *t);
-        __m256 v = _mm256_mul_ps(_mm256_loadu_ps(t), sc);
-        if (c->b) v = _mm256_add_ps(v, b);
-        if (cv.cl) v = lithe__avx2_clamp(v, cv);
-        _mm256_storeu_ps(t, v);
-        memcpy(y + i, t, (size_t)(n - i) * sizeof *t);
-    }
-    if (!cv.cl && c->act) c->act_fn(c->act, n, y, y);
 }
 
 /* u = qv - lo as int32 lanes (0..255) */
@@ -183,23 +184,25 @@ static void quant_u8(int64_t n, const float *x, const lithe__qx *q, uint8_t *y) 
     if (i < n) lithe__qconv_aux_ref.quant_u8(n - i, x + i, q, y + i);
 }
 
-/* 8 pixels of a quad: row j's u in byte j of each 32-bit lane, 0 for j >= nrows */
-static inline __m256i quad8(const float *x, int64_t stride, int nrows, __m256 s, __m256 lo, __m256 hi) {
-    __m256i v = u8v(x, s, lo, hi);
-    for (int j = 1; j < nrows; j++) v = _mm256_or_si256(v, _mm256_slli_epi32(u8v(x + j * stride, s, lo, hi), 8 * j));
+/* 8 pixels of a quad (the first k of them: the rest of the lanes unread, and 0): row j's u in byte j
+ * of each 32-bit lane, 0 for j >= nrows */
+static inline __m256i quad8(const float *x, int64_t stride, int nrows, __m256i k, __m256 s, __m256 lo, __m256 hi) {
+    __m256i v = _mm256_setzero_si256();
+    for (int j = 0; j < nrows; j++) {
+        __m256i u = _mm256_cvtps_epi32(_mm256_sub_ps(qv8(_mm256_maskload_ps(x + j * stride, k), s, lo, hi), lo));
+        v = _mm256_or_si256(v, _mm256_slli_epi32(u, 8 * j));
+    }
     return v;
 }
 
 static void quant_quads(int64_t n, const float *x, int64_t stride, int nrows, const lithe__qx *q, uint8_t *d) {
     const __m256 s = _mm256_set1_ps(q->scale), lo = _mm256_set1_ps(q->lo), hi = _mm256_set1_ps(q->hi);
+    const __m256i all = _mm256_set1_epi32(-1);
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_si256((__m256i *)(d + 4 * i), quad8(x + i, stride, nrows, s, lo, hi));
-    if (i < n) { /* the tail as a full vector through copies: the same operations */
-        float t[4][8] = {{0}};
-        uint8_t o[32];
-        for (int j = 0; j < nrows; j++) memcpy(t[j], x + j * stride + i, (size_t)(n - i) * sizeof(float));
-        _mm256_storeu_si256((__m256i *)o, quad8(t[0], 8, nrows, s, lo, hi));
-        memcpy(d + 4 * i, o, (size_t)(n - i) * 4);
+    for (; i + 8 <= n; i += 8) _mm256_storeu_si256((__m256i *)(d + 4 * i), quad8(x + i, stride, nrows, all, s, lo, hi));
+    if (i < n) {
+        const __m256i k = tail_mask(n - i);
+        _mm256_maskstore_epi32((int *)(d + 4 * i), k, quad8(x + i, stride, nrows, k, s, lo, hi));
     }
 }
 
