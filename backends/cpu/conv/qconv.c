@@ -45,6 +45,17 @@ static void epi_ref(const lithe__qconv *c, int64_t r0, int64_t rows, int64_t n, 
         if (!c->clamp && c->act) c->act_fn(c->act, n, y, y);
     }
 }
+void lithe__qconv_act_rows(const lithe__qconv *c, int64_t m, int64_t p, int64_t n) {
+    if (p + n > c->P) n = c->P - p;
+    for (int64_t r = m; r < m + LITHE__QC_MR && r < c->M && n > 0; r++) {
+        float *y = c->Y + r * c->P + p;
+        if (c->clamp)
+            for (int64_t i = 0; i < n; i++) y[i] = lithe__sgemm_clamp1(c->clamp, c->lo, c->hi, y[i]);
+        else if (c->act)
+            c->act_fn(c->act, n, y, y);
+    }
+}
+
 static void quant_u8_ref(int64_t n, const float *x, const lithe__qx *q, uint8_t *y) {
     const lithe__qx qq = *q;
     for (int64_t i = 0; i < n; i++) y[i] = (uint8_t)(int)(qv(x[i], &qq) - qq.lo);
@@ -272,6 +283,16 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
             t.fn = k8;
 #endif
         }
+        /* a kernel this file does not know may store without c's activation: it runs as a pass after
+         * (test_qconv's kernel checks, with activations, say whether a new kernel applies it) */
+        bool act_after = false;
+#if defined(__x86_64__) || defined(_M_X64)
+        act_after = a && t.fn != lithe__qconv_ref && t.fn != lithe__qconv_avx2 && t.fn != lithe__qconv8_avx2;
+#else
+        act_after = a && t.fn != lithe__qconv_ref;
+#endif
+        lithe__qconv cn = c;
+        if (act_after) cn.clamp = 0, cn.act = NULL, t.c = &cn;
         for (int64_t n = 0; n < g->N; n++) {
             const float *xn = X + n * g->C * g->H * g->W;
 #if defined(__x86_64__) || defined(_M_X64)
@@ -279,9 +300,10 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
             else
 #endif
                 lithe__qconv_pack_x(g, xn, &q, (int16_t *)(buf + cols), (int16_t *)buf, aux);
-            c.Y = Yf + n * g->M * P;
+            c.Y = cn.Y = Yf + n * g->M * P;
             lithe__pool_for(pool, Mb, 1, qc_run, &t);
         }
+        if (act_after) lithe__cpu_act(a, g->N * g->M * P, Yf, Yf);
     }
     be->ops->free(be, ws);
     if (s == LITHE_OK) *done = true;

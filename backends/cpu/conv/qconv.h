@@ -52,7 +52,14 @@ typedef struct lithe__qconv {
     int32_t xlo;
 } lithe__qconv;
 
-/* Filters [m0, m1) (multiples of MR, m1 may pass M: rows past M are not written), every pixel. */
+/* c's activation over rows [m, m + MR) (those below M), pixels [p, p + n) (those below P) of Y, in
+ * place: the twin's clamp or the act kernel, elementwise — for a kernel that stores
+ * (float)acc · scale (+ b) without clamping in registers and then calls this on the tile it stored
+ * (the same bits as the twin). */
+void lithe__qconv_act_rows(const lithe__qconv *c, int64_t m, int64_t p, int64_t n);
+
+/* Filters [m0, m1) (multiples of MR, m1 may pass M: rows past M are not written), every pixel, c's
+ * activation included (the store's clamp, or lithe__qconv_act_rows). */
 typedef void (*lithe__qconv_fn)(const lithe__qconv *c, int64_t m0, int64_t m1);
 void lithe__qconv_ref(const lithe__qconv *c, int64_t m0, int64_t m1); /* the scalar twin */
 #if defined(__x86_64__) || defined(_M_X64)

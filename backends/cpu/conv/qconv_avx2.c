@@ -31,13 +31,6 @@ static inline __attribute__((always_inline)) void store_row(const lithe__qconv *
     }
 }
 
-/* an act the store does not clamp: the act kernel over the tile's rows [m, m + MR) at pixels
- * [p, p + n), in L1 (an elementwise kernel: the bits of its pass over Y) */
-static void act_rows(const lithe__qconv *c, int64_t m, int64_t p, int64_t n) {
-    if (p + n > c->P) n = c->P - p;
-    for (int64_t r = m; r < m + LITHE__QC_MR && r < c->M; r++) c->act_fn(c->act, n, c->Y + r * c->P + p, c->Y + r * c->P + p);
-}
-
 #define MADD(acc, x, w) acc = _mm256_add_epi32(acc, _mm256_madd_epi16(x, w))
 
 void lithe__qconv_avx2(const lithe__qconv *c, int64_t m0, int64_t m1) {
@@ -72,7 +65,7 @@ void lithe__qconv_avx2(const lithe__qconv *c, int64_t m0, int64_t m1) {
             store_row(c, m + 1, p, a10, cv), store_row(c, m + 1, p + 8, a11, cv);
             store_row(c, m + 2, p, a20, cv), store_row(c, m + 2, p + 8, a21, cv);
             store_row(c, m + 3, p, a30, cv), store_row(c, m + 3, p + 8, a31, cv);
-            if (act) act_rows(c, m, p, 16);
+            if (act) lithe__qconv_act_rows(c, m, p, 16);
         }
         if (p < P8) { /* 8 pixels left */
             __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
@@ -87,7 +80,7 @@ void lithe__qconv_avx2(const lithe__qconv *c, int64_t m0, int64_t m1) {
             }
             store_row(c, m, p, a0, cv), store_row(c, m + 1, p, a1, cv), store_row(c, m + 2, p, a2, cv);
             store_row(c, m + 3, p, a3, cv);
-            if (act) act_rows(c, m, p, 8);
+            if (act) lithe__qconv_act_rows(c, m, p, 8);
         }
     }
 }
@@ -249,7 +242,7 @@ void lithe__qconv8_avx2(const lithe__qconv *c, int64_t m0, int64_t m1) {
             store_row(c, m + 1, p, fix(c, m + 1, a10), cv), store_row(c, m + 1, p + 8, fix(c, m + 1, a11), cv);
             store_row(c, m + 2, p, fix(c, m + 2, a20), cv), store_row(c, m + 2, p + 8, fix(c, m + 2, a21), cv);
             store_row(c, m + 3, p, fix(c, m + 3, a30), cv), store_row(c, m + 3, p + 8, fix(c, m + 3, a31), cv);
-            if (act) act_rows(c, m, p, 16);
+            if (act) lithe__qconv_act_rows(c, m, p, 16);
         }
         if (p < P8) { /* 8 pixels left */
             __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
@@ -264,7 +257,7 @@ void lithe__qconv8_avx2(const lithe__qconv *c, int64_t m0, int64_t m1) {
             }
             store_row(c, m, p, fix(c, m, a0), cv), store_row(c, m + 1, p, fix(c, m + 1, a1), cv);
             store_row(c, m + 2, p, fix(c, m + 2, a2), cv), store_row(c, m + 3, p, fix(c, m + 3, a3), cv);
-            if (act) act_rows(c, m, p, 8);
+            if (act) lithe__qconv_act_rows(c, m, p, 8);
         }
     }
 }
