@@ -206,9 +206,14 @@ int lithe__q8_gemm_static(const lithe__q8_kernel *k, bool use_threads, int64_t M
     if (!k) return 1;
     if (M <= 0 || N <= 0) return 0;
     const int64_t Kp = (K + 63) / 64 * 64;
-    /* a u7 kernel: the codes whole where W's pairs fit (one pass: u · w pairs stay in int16), else
-     * in two halves */
-    const bool split = k->a_codes == LITHE__Q8_A_U7 && !lithe__q8_pairs_fit(N, K, W, ldw);
+    /* a u7 kernel: in two halves, except AVX2's where W's pairs fit: vpmaddubsw reads any u8 and
+     * saturates only a pair's sum, which then stays in int16 — the codes whole, one pass (relaxed
+     * SIMD's i7 operand is undefined past 127 whatever the weights: always halves) */
+    bool whole = false;
+#if defined(__x86_64__) || defined(_M_X64)
+    whole = k->a_codes == LITHE__Q8_A_U7 && k == lithe__q8_kernel_avx2() && lithe__q8_pairs_fit(N, K, W, ldw);
+#endif
+    const bool split = k->a_codes == LITHE__Q8_A_U7 && !whole;
     uint8_t *qa = lithe__malloc((size_t)(M * Kp > 0 ? M * Kp : 1) * (split ? 2 : 1));
     float *sv = lithe__malloc((size_t)M * sizeof *sv);
     int32_t *zv = lithe__malloc((size_t)M * sizeof *zv);

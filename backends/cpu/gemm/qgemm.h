@@ -52,8 +52,9 @@ bool lithe__q8_row_sums(int64_t N, int64_t K, const int8_t *W, int64_t ldw, int3
 /* Whether every adjacent pair of W's codes (k even, k + 1 of a row) has positive parts summing to
  * at most 128 and negative parts summing to at most 128 (onnxruntime's reduce_range weights, |w| <=
  * 64, always do): then 8-bit codes u <= 255 pair with them into int16 without saturation
- * (255 · 128 < 2^15), so a u7 kernel (AVX2's vpmaddubsw) takes static codes whole, in one pass,
- * instead of in two halves. Stops at the first pair that does not fit (AVX2 where the CPU has it). */
+ * (255 · 128 < 2^15), so AVX2's u7 kernel (vpmaddubsw: any u8 read, only a pair's sum saturates)
+ * takes static codes whole, in one pass, instead of in two halves (not relaxed SIMD's, whose i7
+ * operand is undefined past 127). Stops at the first pair that does not fit (AVX2 where the CPU has it). */
 bool lithe__q8_pairs_fit(int64_t N, int64_t K, const int8_t *W, int64_t ldw);
 bool lithe__q8_pairs_fit_ref(int64_t N, int64_t K, const int8_t *W, int64_t ldw); /* its scalar twin */
 #if defined(__x86_64__) || defined(_M_X64)
