@@ -665,12 +665,14 @@ static void test_conv2d_depthwise_fused_act(void **state) {
                             {1, 2, 8, 36, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2},  /* in place, stride 2 */
                             /* other windows on the long rows (dwt_impl: four vectors per step, the act
                              * in registers where VW > 4): rows of 28 (one step), 41 (a step of 32, then
-                             * one whose vectors all end at 41), 17 (three of four at 9), a run of rows
-                             * (stride 2 to 9 wide: ext), dilation 2, a 3x5 window */
+                             * one whose vectors all end at 41), 17 (three of four at 9), runs of rows
+                             * (ext: 14 wide read from X itself; the stride-2 ones take the lanes on
+                             * AVX2, the long rows elsewhere), dilation 2, a 3x5 window */
                             {1, 2, 6, 28, 2, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 2},
                             {1, 2, 6, 41, 2, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 2},
                             {1, 2, 12, 17, 2, 5, 5, 1, 1, 4, 4, 4, 4, 2, 2, 2},
                             {1, 2, 9, 18, 2, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 2},
+                            {1, 2, 9, 18, 2, 5, 5, 1, 1, 0, 0, 0, 0, 1, 1, 2},
                             {1, 2, 20, 56, 2, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 2},
                             {1, 2, 7, 19, 2, 3, 5, 1, 1, 1, 2, 1, 2, 1, 1, 2}};
     const lithe__act acts[] = {{.kind = LITHE__ACT_RELU},

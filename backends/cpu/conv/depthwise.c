@@ -206,12 +206,17 @@ static void depthwise_lane_blocks(void *ctx, int64_t u0, int64_t u1) {
  * (96 x 112x112 -> 56: 340 -> 295 us); the long rows win on wider planes at stride 1 (56x56:
  * 230 vs 280 us; 112x112: 200 vs 250) and 28 -> 14 at stride 2 (39 vs 44), where the transposes
  * in and out cost more than the waste they save. The big stride-2 planes on AVX-512 only (AVX2's
- * eight lanes measured 245 vs 238 us there); four-lane ISAs (SSE2, NEON, WebAssembly) have no
+ * eight lanes measured 245 vs 238 us there). Windows past 3x3 at stride 2 on any width (AVX2, Zen 3,
+ * min of 5 interleaved runs: lraspp's 72 x 56x56 5x5 / 2 116 -> 102 us, mobilenet_v3_small's
+ * 96 x 28x28 46 -> 41; the long rows pay the phase planes' split there, 30 % of their
+ * instructions; AVX-512 not measured); at stride 1 the long rows stay (120 x 28x28 5x5: 137 vs
+ * 146). Four-lane ISAs (SSE2, NEON, WebAssembly) have no
  * dwconv_lanes and keep the long rows (not measured there; the WebAssembly module stays as it was). */
 static bool dw_use_lanes(const lithe__conv2d *g, const lithe__simd_kernels *k) {
     if (!k->dwconv_lanes || g->KH * g->KW > LITHE__DWCONV_MAX_TAPS || g->OH <= 0 || g->OW <= 0)
         return false;
     if (g->W < 16) return true;
+    if (g->KH * g->KW > 9 && g->stride[0] * g->stride[1] > 1) return true; /* 5x5 / 2: see below */
     int64_t Hq, Wq;
     phase_dims(g, &Hq, &Wq);
     return k->lanes >= 16 && g->stride[0] * g->stride[1] > 1 &&
