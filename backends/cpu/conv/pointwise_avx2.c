@@ -137,9 +137,15 @@ static int64_t even_block(int64_t n, int64_t most, int64_t unit) {
 }
 
 /* Eight filters' W columns k .. k + 7 (filter m + i's row at w + i·K) as eight vectors, r[j] lane i =
- * W[m + i][k + j]; rows past the last filter read it again (r: that many row pointers) */
+ * W[m + i][k + j]; rows past the last filter read it again (r: that many row pointers). Each row
+ * prefetched 64 floats ahead: sixteen rows read side by side outrun the hardware's streams where W
+ * is not in cache (in the model: mobilenet_v3_small's 144 -> 576 50 -> 42 and 58 -> 44 us, min of 3
+ * interleaved profiles; a prefetch never faults, past the last row's end included) */
 static inline __attribute__((always_inline)) void wcols8(const float *const *rw, int64_t k, __m256 r[8]) {
-    for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(rw[i] + k);
+    for (int i = 0; i < 8; i++) {
+        _mm_prefetch((const char *)(rw[i] + k + 64), _MM_HINT_T0);
+        r[i] = _mm256_loadu_ps(rw[i] + k);
+    }
     lithe__avx2_transpose8(r);
 }
 
