@@ -62,7 +62,7 @@ static inline __attribute__((always_inline)) void store_row(__m256 acc, float *c
  * ukernel_bp (brows not NULL), NR contiguous floats at brows[k] + boff (a convolution's shifted rows
  * read in place: the stem's 3 -> 16 at 112x112 no longer packs 27 x 12544 floats for 16 filters).
  * The same FMAs on the same values either way, so the same bits. */
-static inline __attribute__((always_inline)) void uk_6x16(size_t mr, size_t nr, size_t kc, const float *a,
+static inline __attribute__((always_inline)) void uk_6x16(int R, size_t mr, size_t nr, size_t kc, const float *a,
                                                           size_t ar, size_t lda, size_t as, const float *b,
                                                           const float *const *brows, int64_t boff, float *c,
                                                           size_t ldc, const lithe__sgemm_ukparams *p) {
@@ -75,9 +75,11 @@ static inline __attribute__((always_inline)) void uk_6x16(size_t mr, size_t nr, 
         const float *bk = brows ? brows[k] + boff : b + k * NR;
         __m256 b0 = _mm256_loadu_ps(bk), b1 = _mm256_loadu_ps(bk + 8), x;
 #define STEP(i)                                                                                                   \
-    x = _mm256_broadcast_ss(a + ao##i);                                                                           \
-    c##i##0 = _mm256_fmadd_ps(x, b0, c##i##0);                                                                    \
-    c##i##1 = _mm256_fmadd_ps(x, b1, c##i##1);
+    if (R > i) {                                                                                                  \
+        x = _mm256_broadcast_ss(a + ao##i);                                                                       \
+        c##i##0 = _mm256_fmadd_ps(x, b0, c##i##0);                                                                \
+        c##i##1 = _mm256_fmadd_ps(x, b1, c##i##1);                                                                \
+    }
         STEP(0) STEP(1) STEP(2) STEP(3) STEP(4) STEP(5)
 #undef STEP
         a += as;
@@ -120,18 +122,22 @@ static inline __attribute__((always_inline)) void uk_6x16(size_t mr, size_t nr, 
 
 static void lithe_f32_gemm_ukernel_6x16__avx2(size_t mr, size_t nr, size_t kc, const float *a, const float *b, float *c,
                                               size_t ldc, const lithe__sgemm_ukparams *p) {
-    uk_6x16(mr, nr, kc, a, MR, 1, MR, b, NULL, 0, c, ldc, p);
+    uk_6x16(6, mr, nr, kc, a, MR, 1, MR, b, NULL, 0, c, ldc, p);
 }
 
+/* (a last tile of up to 4 filters computes 4 rows, not 6: the stem's 16 filters are tiles of 6, 6, 4,
+ * and its 12,544 pixels read in place make that third tile a third of the FMAs; the rows it stores
+ * are the same sums) */
 static void lithe_f32_gemm_ukernel_bp_6x16__avx2(size_t mr, size_t nr, size_t kc, const float *a,
                                                  const float *const *rows, int64_t off, float *c, size_t ldc,
                                                  const lithe__sgemm_ukparams *p) {
-    uk_6x16(mr, nr, kc, a, MR, 1, MR, NULL, rows, off, c, ldc, p);
+    if (mr <= 4) uk_6x16(4, mr, nr, kc, a, MR, 1, MR, NULL, rows, off, c, ldc, p);
+    else uk_6x16(6, mr, nr, kc, a, MR, 1, MR, NULL, rows, off, c, ldc, p);
 }
 
 static void lithe_f32_gemm_ukernel_a_6x16__avx2(size_t mr, size_t nr, size_t kc, const float *a, size_t lda,
                                                 const float *b, float *c, size_t ldc, const lithe__sgemm_ukparams *p) {
-    uk_6x16(mr, nr, kc, a, mr, lda, 1, b, NULL, 0, c, ldc, p);
+    uk_6x16(6, mr, nr, kc, a, mr, lda, 1, b, NULL, 0, c, ldc, p);
 }
 
 /* One row against G packed slivers at once (gemm.h's urow): 2 G accumulators (8 at G = 4),
