@@ -1,7 +1,8 @@
 /* The pointwise convolution read in place (backends/cpu/conv/pointwise.h): the AVX2 kernel against
  * its scalar twin bit for bit (every tile shape: M across 6-filter tiles, P across 16- and 8-pixel
  * columns and their masked tails, short and long K, bias, each clamp, the residual in both
- * orders, NaN and infinities, any split of the pixels into ranges), no write past Y, and the twin
+ * orders, NaN and infinities, any split of the pixels into ranges; one-pixel planes, whose filters
+ * run in the lanes, across blocks of 8 and 16 filters and 8 K steps), no write past Y, and the twin
  * against a float64 sum within K+2 roundings of sum |w||x| per element. The kernel's blocking (K
  * steps and filters per block, pixel chunks with the filter tiles outer) is run at its own sizes and
  * forced small, across every block boundary: a later K block continues the chains from Y, so every
@@ -59,11 +60,15 @@ static void one(int64_t M, int64_t K, int64_t P, bool bias, int cl, int res) {
                         .kc = blk_kc, .mc = blk_mc, .pc = blk_pc};
     float *W = frand(M * K, 1.0f), *X = frand(K * P, 1.0f), *b = bias ? frand(M, 1.0f) : NULL;
     float *R = res ? frand(M * P, 1.0f) : NULL;
-    if (nan_case && M * P > 3) { /* NaN and infinities through the accumulator, the clamp and the store */
+    if (nan_case && M * P > 3 && P > 1) { /* NaN and infinities through the accumulator, the clamp and the store */
         X[(K - 1) * P + 1] = NAN;
         X[(K - 1) * P + P - 1] = INFINITY;
         W[(M - 1) * K] = -INFINITY;
         if (K > 2 && P > 2) X[P + 2] = NAN, X[2 * P] = -INFINITY; /* early in the chain: through a K block's store */
+    } else if (nan_case && P == 1) { /* one pixel (the filters in the lanes): a NaN, infinities of both signs */
+        X[K - 1] = NAN;
+        W[(M - 1) * K] = -INFINITY;
+        if (K > 2) X[1] = INFINITY, W[K + 1] = 0.0f; /* filter 1: inf·0 = NaN; the others ±inf */
     }
     float *Yt = malloc((size_t)(M * P + GUARD) * sizeof(float)), *Yk = malloc((size_t)(M * P + GUARD) * sizeof(float));
     for (int64_t i = 0; i < M * P + GUARD; i++) Yt[i] = Yk[i] = SENTINEL;
@@ -149,8 +154,20 @@ int main(void) {
                 one(19, 8, 100, v % 2 == 1, (v + 1) % 4, (v + 1) % 3);
                 one(6, 40, 7, true, LITHE__SGEMM_CLAMP_HSWISH, 1);
             }
+    /* one pixel (squeeze-excitation's 1x1 convolutions, the filters in the lanes): M across blocks of
+     * 8 and 16 and their tails, K across 8-step transposes and single steps */
+    static const int64_t M1[] = {1, 7, 8, 9, 15, 16, 17, 23, 24, 33, 144, 576}, K1[] = {1, 3, 7, 8, 9, 17, 144, 240};
+    for (size_t mi = 0; mi < sizeof M1 / sizeof *M1; mi++)
+        for (size_t ki = 0; ki < sizeof K1 / sizeof *K1; ki++) {
+            int v = (int)(mi + ki);
+            one(M1[mi], K1[ki], 1, v % 2 == 0, v % 4, v % 3);
+        }
+    one(960, 240, 1, true, LITHE__SGEMM_CLAMP_CLIP, 0); /* lraspp's 240 -> 960 */
+    one(144, 576, 1, true, LITHE__SGEMM_CLAMP_RELU, 0);  /* mobilenet_v3_small's 576 -> 144 (one K chain) */
+    one(240, 960, 1, true, LITHE__SGEMM_CLAMP_RELU, 2);  /* lraspp's 960 -> 240 */
     nan_case = 1;
     for (int cl = 0; cl < 4; cl++) one(7, 5, 19, true, cl, 1);
+    for (int cl = 0; cl < 4; cl++) one(19, 11, 1, cl % 2 == 0, cl, cl % 3); /* one pixel */
     blk_kc = 2, blk_mc = 6, blk_pc = 16; /* NaN / inf stored and reloaded between K blocks */
     for (int cl = 0; cl < 4; cl++) one(13, 9, 35, true, cl, 1 + cl % 2);
     blk_kc = blk_mc = blk_pc = 0;
@@ -168,6 +185,20 @@ int main(void) {
             CHECK(!memcmp(Yt, Yr, (size_t)(M * P) * sizeof(float)), "avx2 with R == Y vs twin");
         }
         free(W), free(X), free(Yr), free(Yt);
+    }
+    { /* the same at one pixel (the filters in the lanes: each bias / residual vector read before its store) */
+        int64_t M = 21, K = 19, P = 1;
+        float *W = frand(M * K, 1.0f), *X = frand(K * P, 1.0f), *Yr = frand(M * P, 1.0f), *b = frand(M, 1.0f);
+        float *Yt = malloc((size_t)(M * P) * sizeof(float));
+        lithe__conv_pw c = {.M = M, .K = K, .P = P, .W = W, .X = X, .b = b, .R = Yr, .Y = Yt, .res_first = true,
+                            .clamp = LITHE__SGEMM_CLAMP_HSWISH};
+        lithe__conv_pw_ref(&c, 0, P);
+        if (lithe__conv_pw_best()) {
+            c.Y = Yr;
+            lithe__conv_pw_avx2(&c, 0, P);
+            CHECK(!memcmp(Yt, Yr, (size_t)(M * P) * sizeof(float)), "avx2 with R == Y vs twin, one pixel");
+        }
+        free(W), free(X), free(Yr), free(Yt), free(b);
     }
 #endif
     printf("conv_pointwise: %d passed, %d failed\n", passed, failed);

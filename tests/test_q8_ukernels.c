@@ -62,7 +62,9 @@ static void check_tiles(const lithe__q8_kernel *k) {
 
 /* the whole product: Y = A · dequant(W)ᵀ + b, per-row weight scales */
 static void check_gemm(const lithe__q8_kernel *k, const lithe__q8_kernel *ref) {
-    const int64_t shapes[][3] = {{1, 10, 784}, {3, 7, 33}, {64, 67, 700}, {5, 128, 16}, {9, 3, 1}};
+    /* shapes 5 and 6: reduce_range weights (|w| <= 64), which a u7 kernel takes with the codes whole
+     * (lithe__q8_pairs_fit): random, and every code at its top against 64s (pairs of 255 · 64 · 2) */
+    const int64_t shapes[][3] = {{1, 10, 784}, {3, 7, 33}, {64, 67, 700}, {5, 128, 16}, {9, 3, 1}, {13, 9, 101}, {4, 3, 67}};
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
         const int64_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
         float *A = malloc((size_t)(M * K) * sizeof *A), *b = malloc((size_t)N * sizeof *b), *sw = malloc((size_t)N * sizeof *sw);
@@ -104,7 +106,9 @@ static void check_gemm(const lithe__q8_kernel *k, const lithe__q8_kernel *ref) {
  * extremes -128 / 127, 0 / 255 included: a u7 kernel takes them in two halves, an s8 one shifted),
  * every kernel against the scalar kernel bit for bit and against the exact int64 sum */
 static void check_gemm_static(const lithe__q8_kernel *k, const lithe__q8_kernel *ref) {
-    const int64_t shapes[][3] = {{1, 10, 784}, {3, 7, 33}, {64, 67, 700}, {5, 128, 16}, {9, 3, 1}};
+    /* shapes 5 and 6: reduce_range weights (|w| <= 64), which a u7 kernel takes with the codes whole
+     * (lithe__q8_pairs_fit): random, and every code at its top against 64s (pairs of 255 · 64 · 2) */
+    const int64_t shapes[][3] = {{1, 10, 784}, {3, 7, 33}, {64, 67, 700}, {5, 128, 16}, {9, 3, 1}, {13, 9, 101}, {4, 3, 67}};
     for (int sgn = 0; sgn < 2; sgn++)
         for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
             const int64_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
@@ -115,6 +119,9 @@ static void check_gemm_static(const lithe__q8_kernel *k, const lithe__q8_kernel 
             int32_t *wsum = malloc((size_t)N * sizeof *wsum);
             for (int64_t i = 0; i < M * K; i++) A[i] = (uint8_t)(s == 3 ? (next() % 2 ? 0x7f : 0x80) : s == 4 ? 0xff : next() % 256);
             for (int64_t i = 0; i < N * K; i++) W[i] = (int8_t)(s == 3 || s == 4 ? (next() % 2 ? 127 : -127) : (int)(next() % 255) - 127);
+            for (int64_t i = 0; s >= 5 && i < N * K; i++) W[i] = (int8_t)(s == 5 ? (int)(next() % 129) - 64 : i % 3 ? 64 : -64);
+            for (int64_t i = 0; s == 6 && i < M * K; i++) A[i] = sgn ? 0x7f : 0xff;
+            CHECK(lithe__q8_pairs_fit(N, K, W, K) == (s >= 4), "pairs_fit on shape %zu", s); /* K = 1: one code a pair */
             for (int64_t j = 0; j < N; j++) b[j] = (float)(next() % 100) / 100.0f, sw[j] = 0.001f * (float)(1 + next() % 10);
             const float sa = 0.0123f;
             const int32_t za = sgn ? (int32_t)(next() % 256) - 128 : (int32_t)(next() % 256);
@@ -135,6 +142,27 @@ static void check_gemm_static(const lithe__q8_kernel *k, const lithe__q8_kernel 
                           k->isa, (long long)i, (long long)j, Y[i * N + j], Yr[i * N + j]);
                 }
             free(A), free(b), free(sw), free(Y), free(Yr), free(W), free(wsum);
+        }
+}
+
+/* lithe__q8_pairs_fit at its bound: a pair placed at k0 of row 2 of an otherwise fitting W (past
+ * the AVX2 check's 32-code steps and in its scalar tail), the answer of the AVX2 check and the scalar
+ * one alike (the dispatch picks AVX2 where the CPU has it) */
+static void check_pairs_fit(void) {
+    static const struct {
+        int a, b;
+        bool fit;
+    } P[] = {{64, 64, true},   {65, 64, false}, {-64, -64, true}, {-65, -64, false}, {127, -128, true},
+             {-128, 0, true},  {-128, -1, false}, {0, 127, true}, {1, 127, true},    {2, 127, false}};
+    const int64_t N = 3, K = 71;
+    int8_t W[3 * 71];
+    for (size_t i = 0; i < sizeof P / sizeof *P; i++)
+        for (int64_t k0 = 0; k0 < K - 1; k0 += 34) { /* k0 0, 34 (a 32-code step), 68 (the tail) */
+            for (int64_t t = 0; t < N * K; t++) W[t] = (int8_t)(t % 2 ? -60 : 60);
+            W[2 * K + k0] = (int8_t)P[i].a, W[2 * K + k0 + 1] = (int8_t)P[i].b;
+            CHECK(lithe__q8_pairs_fit(N, K, W, K) == P[i].fit, "pairs_fit (%d, %d) at k %lld", P[i].a, P[i].b, (long long)k0);
+            CHECK(lithe__q8_pairs_fit_ref(N, K, W, K) == P[i].fit, "pairs_fit_ref (%d, %d) at k %lld", P[i].a, P[i].b,
+                  (long long)k0);
         }
 }
 
@@ -200,6 +228,7 @@ int main(int argc, char **argv) {
         check_gemm(ks[i], ks[0]);
         check_gemm_static(ks[i], ks[0]);
     }
+    check_pairs_fit();
     if (ks[0]) check_gemm_static(&s8_kernel, ks[0]);
     CHECK(n >= 1 && best, "no int8 kernel (best %s)", best ? best->isa : "none");
 #if defined(__wasm_simd128__) || defined(__aarch64__) || defined(__x86_64__)

@@ -18,6 +18,7 @@
 
 #include "internal.h"
 #include "../backends/cpu/conv/qconv.h"
+#include "../backends/cpu/simd/simd.h"
 
 #include "count_check.h"
 
@@ -122,6 +123,27 @@ static void make(qcase *c, bool a_signed, bool per_channel, bool wz, bool bias, 
     }
 }
 
+/* the activations a case runs with (rotated over the cases): none, the store's clamps (relu, ReLU6,
+ * mobilenet's HardSwish) and one the act kernel applies over the stored rows (sigmoid) */
+static const lithe__act ACTS[] = {
+    {.kind = LITHE__ACT_RELU},
+    {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1.0f, .offset = 0.0f, .min_val = 0.0f, .max_val = 6.0f},
+    {.kind = LITHE__ACT_HARD_SWISH_MOBILENET},
+    {.kind = LITHE__ACT_SIGMOID},
+};
+static const lithe__act *act_of(int i) { return i % 5 == 4 ? NULL : &ACTS[i % 5]; }
+
+/* the reference's activation: the act kernel's pass over Y */
+static void act_ref(const lithe__act *a, int64_t n, float *Y) {
+    if (a) lithe__cpu_act(a, n, Y, Y);
+}
+
+/* the driver's epilogue fields of k for a */
+static void set_act(lithe__qconv *k, const lithe__act *a) {
+    k->act = a, k->act_fn = lithe__cpu_act, k->clamp = 0;
+    if (!lithe__sgemm_act_clamp(a, &k->clamp, &k->lo, &k->hi)) k->clamp = 0;
+}
+
 static void release(qcase *c) {
     free(c->W), free(c->sw), free(c->zw), free(c->b), free(c->X);
 }
@@ -138,7 +160,7 @@ static bool guard_ok(const float *y, int64_t n) {
 }
 
 /* group 1: pack, then the twin (and AVX2) per image, against conv_ref */
-static void kernels(qcase *c, const char *what) {
+static void kernels(qcase *c, const lithe__act *a, const char *what) {
     const lithe__conv2d *g = &c->g;
     const int64_t K = g->C * g->KH * g->KW, Kp = (K + 1) / 2, P = g->OH * g->OW, P8 = (P + 7) / 8 * 8;
     const int64_t Mb = (g->M + LITHE__QC_MR - 1) / LITHE__QC_MR, ny = g->N * g->M * P;
@@ -150,12 +172,22 @@ static void kernels(qcase *c, const char *what) {
     for (int64_t m = 0; m < g->M; m++) scale[m] = c->xs * c->sw[c->n_w == 1 ? 0 : m];
     lithe__qx q = {c->xs, (float)(c->xmin - c->xz), (float)(c->xmax - c->xz)};
     conv_ref(c, Yr);
+    act_ref(a, ny, Yr);
     for (int64_t n = 0; n < g->N; n++) {
-        lithe__qconv_pack_x(g, c->X + n * g->C * g->H * g->W, &q, tmp, Xp);
-        lithe__qconv k = {g->M, Kp, P, P8, Xp, Wp, scale, c->b, Yt + n * g->M * P};
+        lithe__qconv_pack_x(g, c->X + n * g->C * g->H * g->W, &q, tmp, Xp, &lithe__qconv_aux_ref);
+        lithe__qconv k = {.M = g->M, .Kp = Kp, .P = P, .P8 = P8, .X = Xp, .W = Wp, .scale = scale, .b = c->b,
+                          .Y = Yt + n * g->M * P};
+        set_act(&k, a);
         lithe__qconv_ref(&k, 0, Mb * LITHE__QC_MR);
 #if defined(__x86_64__) || defined(_M_X64)
-        if (__builtin_cpu_supports("avx2")) {
+        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+            /* the AVX2 packing's columns: the twin's, bit for bit (padding and tails included) */
+            int16_t *Xa = malloc((size_t)(Kp * P8 * 2) * sizeof *Xa);
+            memset(Xa, 0x5A, (size_t)(Kp * P8 * 2) * sizeof *Xa);
+            lithe__qconv_pack_x(g, c->X + n * g->C * g->H * g->W, &q, tmp, Xa, &lithe__qconv_aux_avx2);
+            CHECK(!memcmp(Xa, Xp, (size_t)(Kp * P8 * 2) * sizeof *Xa), "%s: avx2 packing vs twin's (image %lld)", what,
+                  (long long)n);
+            free(Xa);
             k.Y = Yk + n * g->M * P;
             lithe__qconv_avx2(&k, 0, LITHE__QC_MR); /* split at a tile boundary */
             lithe__qconv_avx2(&k, LITHE__QC_MR, Mb * LITHE__QC_MR);
@@ -166,7 +198,7 @@ static void kernels(qcase *c, const char *what) {
           (long long)g->M, (long long)K, (long long)P);
     CHECK(guard_ok(Yt, ny), "%s: the twin wrote past Y", what);
 #if defined(__x86_64__) || defined(_M_X64)
-    if (__builtin_cpu_supports("avx2")) {
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
         CHECK(!memcmp(Yk, Yt, (size_t)ny * sizeof *Yr), "%s: avx2 vs twin (M=%lld K=%lld P=%lld)", what,
               (long long)g->M, (long long)K, (long long)P);
         CHECK(guard_ok(Yk, ny), "%s: avx2 wrote past Y (M=%lld P=%lld)", what, (long long)g->M, (long long)P);
@@ -176,7 +208,11 @@ static void kernels(qcase *c, const char *what) {
 }
 
 /* the backend's conv_q8 on host tensors against conv_ref */
-static void backend(qcase *c, const char *what) {
+#if defined(__x86_64__) || defined(_M_X64)
+static int cached_form(const lithe_tensor *W);
+static int last_form;
+#endif
+static void backend(qcase *c, const lithe__act *a, const char *what) {
     const lithe__conv2d *g = &c->g;
     const int64_t Cg = g->C / g->group, ny = g->N * g->M * g->OH * g->OW;
     lithe_backend *be = lithe__backend_host();
@@ -193,18 +229,123 @@ static void backend(qcase *c, const char *what) {
         if (b) memcpy(lithe__tdata(b), c->b, (size_t)g->M * sizeof(float));
         float *Yr = malloc((size_t)ny * sizeof *Yr);
         conv_ref(c, Yr);
+        act_ref(a, ny, Yr);
         for (int run = 0; run < 2; run++) { /* the second reads W's cached form */
             bool done = false;
-            lithe_status s = be->ops->conv_q8(be, g, X, c->xs, c->xz, c->xmin, c->xmax, W, b, NULL, Y, &done);
+            lithe_status s = be->ops->conv_q8(be, g, X, c->xs, c->xz, c->xmin, c->xmax, W, b, a, Y, &done);
             CHECK(s == LITHE_OK && done, "%s: conv_q8 ran (status %d, done %d)", what, (int)s, (int)done);
             CHECK(!memcmp(lithe__tdata(Y), Yr, (size_t)ny * sizeof *Yr), "%s: conv_q8 vs reference (run %d)", what, run);
         }
+#if defined(__x86_64__) || defined(_M_X64)
+        last_form = cached_form(W);
+#endif
         free(Yr);
     } else if (ok) {
         printf("qconv: the host backend has no conv_q8 here (%s skipped)\n", what);
     }
     lithe_tensor_release(X), lithe_tensor_release(W), lithe_tensor_release(b), lithe_tensor_release(Y);
 }
+
+#if defined(__x86_64__) || defined(_M_X64)
+/* The u8 x s8 form (qconv8_*): pack (twin and AVX2 packings bit for bit), the twin against conv_ref,
+ * the AVX2 kernel against the twin; returns whether the AVX2 kernel matched the reference (for the
+ * edge cases that show the bound is needed). Only where lithe__qconv8_exact holds unless forced. */
+static bool kernels8(qcase *c, const lithe__act *a, const char *what, bool forced) {
+    const lithe__conv2d *g = &c->g;
+    const int64_t K = g->C * g->KH * g->KW, Kq = (K + 3) / 4, P = g->OH * g->OW, P8 = (P + 7) / 8 * 8;
+    const int64_t Mb = (g->M + LITHE__QC_MR - 1) / LITHE__QC_MR, ny = g->N * g->M * P;
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    int32_t *Wb = malloc((size_t)(Mb * Kq * LITHE__QC_MR) * sizeof *Wb), *wsum = malloc((size_t)(Mb * LITHE__QC_MR) * sizeof *wsum);
+    uint8_t *Xb = malloc((size_t)(Kq * P8 * 4)), *Xa = malloc((size_t)(Kq * P8 * 4)), *tmp = malloc((size_t)(g->C * g->H * g->W));
+    float *scale = malloc((size_t)g->M * sizeof *scale), *Yr = malloc((size_t)ny * sizeof *Yr);
+    float *Yt = guarded(ny), *Yk = guarded(ny);
+    lithe__qconv_pack_w8(g->M, K, c->W, c->zw, c->n_w, Wb, wsum);
+    for (int64_t m = 0; m < g->M; m++) scale[m] = c->xs * c->sw[c->n_w == 1 ? 0 : m];
+    lithe__qx q = {c->xs, (float)(c->xmin - c->xz), (float)(c->xmax - c->xz)};
+    conv_ref(c, Yr);
+    act_ref(a, ny, Yr);
+    for (int64_t n = 0; n < g->N; n++) {
+        memset(Xb, 0xA5, (size_t)(Kq * P8 * 4)), memset(Xa, 0x5A, (size_t)(Kq * P8 * 4));
+        lithe__qconv_pack_x8(g, c->X + n * g->C * g->H * g->W, &q, tmp, Xb, &lithe__qconv_aux_ref);
+        lithe__qconv k = {.M = g->M, .P = P, .P8 = P8, .scale = scale, .b = c->b, .Y = Yt + n * g->M * P, .Kq = Kq,
+                          .Xb = Xb, .Wb = Wb, .wsum = wsum, .xlo = c->xmin - c->xz};
+        set_act(&k, a);
+        lithe__qconv8_ref(&k, 0, Mb * LITHE__QC_MR);
+        if (avx2) {
+            lithe__qconv_pack_x8(g, c->X + n * g->C * g->H * g->W, &q, tmp, Xa, &lithe__qconv_aux_avx2);
+            CHECK(!memcmp(Xa, Xb, (size_t)(Kq * P8 * 4)), "%s: u8 avx2 packing vs twin's (image %lld)", what, (long long)n);
+            k.Y = Yk + n * g->M * P;
+            lithe__qconv8_avx2(&k, 0, LITHE__QC_MR); /* split at a tile boundary */
+            lithe__qconv8_avx2(&k, LITHE__QC_MR, Mb * LITHE__QC_MR);
+        }
+    }
+    bool same = avx2 && !memcmp(Yk, Yr, (size_t)ny * sizeof *Yr);
+    if (!forced) {
+        CHECK(!memcmp(Yt, Yr, (size_t)ny * sizeof *Yr), "%s: u8 twin vs reference (M=%lld K=%lld P=%lld)", what,
+              (long long)g->M, (long long)K, (long long)P);
+        CHECK(guard_ok(Yt, ny), "%s: the u8 twin wrote past Y", what);
+        if (avx2) {
+            CHECK(!memcmp(Yk, Yt, (size_t)ny * sizeof *Yr), "%s: u8 avx2 vs twin (M=%lld K=%lld P=%lld)", what,
+                  (long long)g->M, (long long)K, (long long)P);
+            CHECK(guard_ok(Yk, ny), "%s: u8 avx2 wrote past Y", what);
+        }
+    }
+    free(Wb), free(wsum), free(Xb), free(Xa), free(tmp), free(scale), free(Yr), free(Yt), free(Yk);
+    return same;
+}
+
+/* onnxruntime's reduce_range weights: w - zw in [-64, 64] (the u8 form's bound holds for R = 255) */
+static void reduce_range(qcase *c) {
+    const int64_t n = c->g.M * (c->g.C / c->g.group) * c->g.KH * c->g.KW;
+    for (int64_t i = 0; i < c->n_w; i++) c->zw[i] = c->zw[i] ? (int32_t)(urand32() % 9) - 4 : 0;
+    for (int64_t i = 0; i < n; i++) c->W[i] = (int8_t)((int32_t)(urand32() % 121) - 60);
+}
+
+/* the form conv_q8 cached for W (qconv.c's w_form head: 1 int16 pairs, 3 u8) */
+static int cached_form(const lithe_tensor *W) {
+    int32_t f = 0;
+    if (W && W->storage->quant && W->storage->quant->cpack) memcpy(&f, W->storage->quant->cpack, sizeof f);
+    return f;
+}
+
+/* Saturation edge cases: every activation at its top code (u = R) against weights at and past the
+ * bound; the check's answer, the u8 kernels where it holds, the int16 form (conv_q8) where it does
+ * not, and the u8 kernel forced past the bound shown wrong (the check is what keeps it exact). */
+static void edges(void) {
+    static const struct {
+        int w0, w1, zw, xmin, xmax;
+        bool exact;
+    } E[] = {
+        {64, 64, 0, 0, 255, true},      {-64, -64, 0, 0, 255, true},   {65, 63, 0, -128, 127, true},
+        {65, 64, 0, 0, 255, false},     {127, 127, 0, 0, 255, false},  {-128, -128, 0, 0, 255, false},
+        {-128, -128, 0, 0, 128, true},  {127, 36, 0, 0, 200, true},    {127, 37, 0, 0, 200, false},
+        {-128, 0, 1, 0, 1, false},      {127, -128, 0, 0, 255, true},  {60, 60, -4, 0, 255, true},
+    };
+    char what[160];
+    for (size_t i = 0; i < sizeof E / sizeof E[0]; i++) {
+        qcase c;
+        geometry(&c.g, 1, 33, 5, 5, 6, 1, 1, 0, 1, 1); /* K = 33 (a quad of one), P = 25 (a tail of 1) */
+        make(&c, false, false, false, true, false);
+        c.xmin = E[i].xmin, c.xmax = E[i].xmax, c.xz = E[i].xmin;
+        c.zw[0] = E[i].zw;
+        for (int64_t k = 0; k < 6 * 33; k++) c.W[k] = (int8_t)(k % 2 ? E[i].w1 : E[i].w0);
+        for (int64_t k = 0; k < 33 * 25; k++) c.X[k] = 1e6f; /* the top code: u = R */
+        const int32_t R = c.xmax - c.xmin;
+        bool ex = lithe__qconv8_exact(6, 33, c.W, c.zw, 1, R);
+        snprintf(what, sizeof what, "edge %zu (w %d %d zw %d R %d)", i, E[i].w0, E[i].w1, E[i].zw, (int)R);
+        CHECK(ex == E[i].exact, "%s: lithe__qconv8_exact says %d", what, (int)ex);
+        if (ex) {
+            kernels8(&c, NULL, what, false);
+        } else if (E[i].zw == 0 && E[i].w0 >= -128 && (int64_t)R * (E[i].w0 + (E[i].w1 > 0 ? E[i].w1 : 0)) > 32767 &&
+                   __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+            CHECK(!kernels8(&c, NULL, what, true), "%s: the u8 kernel past the bound matched (saturation expected)", what);
+        }
+        backend(&c, NULL, what);
+        CHECK(last_form == (ex && lithe__qconv8_best() ? 3 : 1), "%s: conv_q8 cached form %d", what, last_form);
+        release(&c);
+    }
+}
+#endif
 
 int main(void) {
     static const struct {
@@ -221,11 +362,25 @@ int main(void) {
             qcase c;
             geometry(&c.g, G[i].N, G[i].C, G[i].H, G[i].W, G[i].M, G[i].KH, G[i].s, G[i].pad, G[i].dil, 1);
             make(&c, v & 1, v != 3, v & 2, v != 2, v >= 1);
-            snprintf(what, sizeof what, "group 1 #%zu v%d", i, v);
-            kernels(&c, what);
-            backend(&c, what);
+            snprintf(what, sizeof what, "group 1 #%zu v%d act %d", i, v, (int)(i + v) % 5);
+            kernels(&c, act_of((int)i + v), what);
+            backend(&c, act_of((int)i + v), what);
+#if defined(__x86_64__) || defined(_M_X64)
+            /* the same case with reduce_range weights: the u8 form (kernels, and conv_q8's choice) */
+            reduce_range(&c);
+            snprintf(what, sizeof what, "group 1 #%zu v%d act %d, reduce_range", i, v, (int)(i + v) % 5);
+            CHECK(lithe__qconv8_exact(c.g.M, c.g.C * c.g.KH * c.g.KW, c.W, c.zw, c.n_w, c.xmax - c.xmin), "%s: exact", what);
+            kernels8(&c, act_of((int)i + v), what, false);
+            kernels(&c, act_of((int)i + v), what);
+            backend(&c, act_of((int)i + v), what);
+            if (lithe__qconv8_best()) /* a u8 kernel runs here (not under LITHE_CPU_ISA=scalar) */
+                CHECK(last_form == 3, "%s: conv_q8 ran the form %d, not the u8 one", what, last_form);
+#endif
             release(&c);
         }
+#if defined(__x86_64__) || defined(_M_X64)
+    edges();
+#endif
     static const struct {
         int64_t N, C, H, W, KH, s, pad, dil;
     } D[] = {
@@ -237,8 +392,8 @@ int main(void) {
             qcase c;
             geometry(&c.g, D[i].N, D[i].C, D[i].H, D[i].W, D[i].C, D[i].KH, D[i].s, D[i].pad, D[i].dil, D[i].C);
             make(&c, v & 1, v != 3, v & 2, v != 2, v >= 1);
-            snprintf(what, sizeof what, "depthwise #%zu v%d", i, v);
-            backend(&c, what);
+            snprintf(what, sizeof what, "depthwise #%zu v%d act %d", i, v, (int)(i + v) % 5);
+            backend(&c, act_of((int)i + v), what);
             release(&c);
         }
     printf("qconv: %d passed, %d failed\n", passed, failed);

@@ -437,6 +437,9 @@ static const conv_case conv_cases[] = {
     {1, 3, 7, 7, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3},     /* depthwise on 7-wide rows */
     {2, 4, 11, 40, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 4},   /* depthwise stride 2 */
     {1, 2, 12, 30, 2, 5, 5, 1, 1, 4, 4, 4, 4, 2, 2, 2},   /* depthwise 5x5, dilation 2 */
+    {1, 3, 20, 56, 3, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 3},   /* depthwise 5x5 stride 2 (lraspp's 56 -> 28) */
+    {2, 3, 9, 28, 3, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 3},    /* depthwise 5x5 on 28-wide rows: one step of four */
+    {1, 2, 11, 18, 2, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 2},   /* depthwise 5x5 stride 2 to 9 wide: runs of rows */
     {1, 2, 10, 37, 2, 3, 3, 2, 1, 0, 2, 1, 0, 1, 1, 2},   /* depthwise, uneven padding and strides */
     /* the depthwise long rows (conv/depthwise.c dw_layout): phase planes, runs across row ends, the twin's
      * fall-backs */
@@ -659,7 +662,19 @@ static void test_conv2d_depthwise_fused_act(void **state) {
                             {1, 2, 9, 10, 2, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, 2},
                             {1, 2, 5, 32, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},  /* rows straight into Y */
                             {1, 2, 5, 35, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},  /* in place (dwconv3x3) */
-                            {1, 2, 8, 36, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2}}; /* in place, stride 2 */
+                            {1, 2, 8, 36, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2},  /* in place, stride 2 */
+                            /* other windows on the long rows (dwt_impl: four vectors per step, the act
+                             * in registers where VW > 4): rows of 28 (one step), 41 (a step of 32, then
+                             * one whose vectors all end at 41), 17 (three of four at 9), runs of rows
+                             * (ext: 14 wide read from X itself; the stride-2 ones take the lanes on
+                             * AVX2, the long rows elsewhere), dilation 2, a 3x5 window */
+                            {1, 2, 6, 28, 2, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 2},
+                            {1, 2, 6, 41, 2, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 2},
+                            {1, 2, 12, 17, 2, 5, 5, 1, 1, 4, 4, 4, 4, 2, 2, 2},
+                            {1, 2, 9, 18, 2, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 2},
+                            {1, 2, 9, 18, 2, 5, 5, 1, 1, 0, 0, 0, 0, 1, 1, 2},
+                            {1, 2, 20, 56, 2, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 2},
+                            {1, 2, 7, 19, 2, 3, 5, 1, 1, 1, 2, 1, 2, 1, 1, 2}};
     const lithe__act acts[] = {{.kind = LITHE__ACT_RELU},
                                {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1, .offset = 0, .min_val = 0, .max_val = 6},
                                {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 0.5f, .offset = 0.25f, .min_val = -1, .max_val = 1},

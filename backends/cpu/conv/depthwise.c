@@ -206,12 +206,20 @@ static void depthwise_lane_blocks(void *ctx, int64_t u0, int64_t u1) {
  * (96 x 112x112 -> 56: 340 -> 295 us); the long rows win on wider planes at stride 1 (56x56:
  * 230 vs 280 us; 112x112: 200 vs 250) and 28 -> 14 at stride 2 (39 vs 44), where the transposes
  * in and out cost more than the waste they save. The big stride-2 planes on AVX-512 only (AVX2's
- * eight lanes measured 245 vs 238 us there); four-lane ISAs (SSE2, NEON, WebAssembly) have no
+ * eight lanes measured 245 vs 238 us there). Windows past 3x3 at stride 2 on any width (AVX2, Zen 3,
+ * min of 5 interleaved runs: lraspp's 72 x 56x56 5x5 / 2 116 -> 102 us, mobilenet_v3_small's
+ * 96 x 28x28 46 -> 41; the long rows pay the phase planes' split there, 30 % of their
+ * instructions; AVX-512 not measured); at stride 1 the long rows stay (120 x 28x28 5x5: 137 vs
+ * 146). On AVX2 (Zen 3) every strided window, the 3x3 in place's stride-2 planes among them (min of
+ * 8 interleaved runs: 64 x 112 -> 56 265 -> 218 us, 16 x 112 -> 56 65 -> 54, 72 x 56 -> 28 70 -> 64;
+ * dw_use_3x3 leaves them; AVX-512 keeps it, measured faster there). Four-lane ISAs (SSE2, NEON, WebAssembly) have no
  * dwconv_lanes and keep the long rows (not measured there; the WebAssembly module stays as it was). */
 static bool dw_use_lanes(const lithe__conv2d *g, const lithe__simd_kernels *k) {
     if (!k->dwconv_lanes || g->KH * g->KW > LITHE__DWCONV_MAX_TAPS || g->OH <= 0 || g->OW <= 0)
         return false;
     if (g->W < 16) return true;
+    /* strided windows past 3x3, and any strided window on 8 lanes: see below */
+    if (g->stride[0] * g->stride[1] > 1 && (g->KH * g->KW > 9 || k->lanes == 8)) return true;
     int64_t Hq, Wq;
     phase_dims(g, &Hq, &Wq);
     return k->lanes >= 16 && g->stride[0] * g->stride[1] > 1 &&
@@ -223,8 +231,10 @@ static bool dw_use_lanes(const lithe__conv2d *g, const lithe__simd_kernels *k) {
  * padding 1 all round, or stride 2 reading no bottom or right padding, output rows at least the
  * table's dwconv3x3_min_width (AVX-512: 1, every depthwise node of mobilenet_v2; AVX2: 8, all but
  * the 7x7 and 14 -> 7 ones). Measured faster than the long rows and the lanes on each of them, AVX2
- * about even on 32 x 112x112 (bench/history.md, "Depthwise 3x3 in place"). */
+ * about even on 32 x 112x112 (bench/history.md, "Depthwise 3x3 in place"); AVX2's stride-2 planes
+ * later measured faster in the lanes on Zen 3 (dw_use_lanes), so stride 2 here is AVX-512's. */
 static bool dw_use_3x3(const lithe__conv2d *g, const lithe__simd_kernels *k) {
+    if (g->stride[0] * g->stride[1] > 1 && k->dwconv_lanes && k->lanes == 8) return false; /* dw_use_lanes */
     if (!k->dwconv3x3 || g->KH != 3 || g->KW != 3 || g->dil[0] != 1 || g->dil[1] != 1 || g->pad[0] != 1 ||
         g->pad[1] != 1 || g->stride[0] != g->stride[1] || g->OH <= 0 || g->OW <= 0)
         return false;

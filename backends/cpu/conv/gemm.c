@@ -295,7 +295,7 @@ static void pw_range(void *ctx, int64_t c0, int64_t c1) {
 static lithe__conv_pw_fn pw_kernel(const lithe__conv2d *g) {
     int64_t Mg = g->M / g->group, Cg = g->C / g->group;
     if (!is_pointwise(g) || lithe__knob(LITHE__KNOB_conv_rows)) return NULL;
-    if (g->OH * g->OW < 16 && Cg > 256 && Mg * Cg > 65536) return NULL;
+    if (g->OH * g->OW > 1 && g->OH * g->OW < 16 && Cg > 256 && Mg * Cg > 65536) return NULL;
     return lithe__conv_pw_best();
 }
 

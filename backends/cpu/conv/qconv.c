@@ -19,28 +19,74 @@ static inline float qv(float x, const lithe__qx *q) {
     return (t + 12582912.0f) - 12582912.0f; /* round half to even (|t| <= 255 < 2^22) */
 }
 
-void lithe__qconv_pack_x(const lithe__conv2d *g, const float *X, const lithe__qx *q, int16_t *tmp, int16_t *Xp) {
-    const int64_t K = g->C * g->KH * g->KW, Kp = (K + 1) / 2, P = g->OH * g->OW, P8 = (P + 7) / 8 * 8;
+/* ---- the passes' twins (qconv.h's lithe__qconv_aux) ---- */
+
+static void quant_f32_ref(int64_t n, const float *x, const lithe__qx *q, float *y) {
     const lithe__qx qq = *q;
+    for (int64_t i = 0; i < n; i++) y[i] = qv(x[i], &qq);
+}
+static void quant_i16_ref(int64_t n, const float *x, const lithe__qx *q, int16_t *y) {
+    const lithe__qx qq = *q;
+    for (int64_t i = 0; i < n; i++) y[i] = (int16_t)qv(x[i], &qq);
+}
+static void quant_pairs_ref(int64_t n, const float *x0, const float *x1, const lithe__qx *q, int16_t *d) {
+    const lithe__qx qq = *q;
+    for (int64_t i = 0; i < n; i++) d[2 * i] = (int16_t)qv(x0[i], &qq), d[2 * i + 1] = (int16_t)qv(x1[i], &qq);
+}
+static void epi_ref(const lithe__qconv *c, int64_t r0, int64_t rows, int64_t n, float *y) {
+    for (int64_t r = r0; r < r0 + rows; r++, y += n) {
+        const int64_t m = r % c->M;
+        const float sc = c->scale[m];
+        for (int64_t i = 0; i < n; i++) {
+            float t = y[i] * sc;
+            if (c->b) t += c->b[m];
+            y[i] = c->clamp ? lithe__sgemm_clamp1(c->clamp, c->lo, c->hi, t) : t;
+        }
+        if (!c->clamp && c->act) c->act_fn(c->act, n, y, y);
+    }
+}
+void lithe__qconv_act_rows(const lithe__qconv *c, int64_t m, int64_t p, int64_t n) {
+    if (p + n > c->P) n = c->P - p;
+    for (int64_t r = m; r < m + LITHE__QC_MR && r < c->M && n > 0; r++) {
+        float *y = c->Y + r * c->P + p;
+        if (c->clamp)
+            for (int64_t i = 0; i < n; i++) y[i] = lithe__sgemm_clamp1(c->clamp, c->lo, c->hi, y[i]);
+        else if (c->act)
+            c->act_fn(c->act, n, y, y);
+    }
+}
+
+static void quant_u8_ref(int64_t n, const float *x, const lithe__qx *q, uint8_t *y) {
+    const lithe__qx qq = *q;
+    for (int64_t i = 0; i < n; i++) y[i] = (uint8_t)(int)(qv(x[i], &qq) - qq.lo);
+}
+static void quant_quads_ref(int64_t n, const float *x, int64_t stride, int nrows, const lithe__qx *q, uint8_t *d) {
+    const lithe__qx qq = *q;
+    for (int64_t i = 0; i < n; i++)
+        for (int j = 0; j < 4; j++) d[4 * i + j] = j < nrows ? (uint8_t)(int)(qv(x[j * stride + i], &qq) - qq.lo) : 0;
+}
+const lithe__qconv_aux lithe__qconv_aux_ref = {quant_f32_ref, quant_i16_ref, quant_pairs_ref, epi_ref, quant_u8_ref,
+                                               quant_quads_ref};
+
+void lithe__qconv_pack_x(const lithe__conv2d *g, const float *X, const lithe__qx *q, int16_t *tmp, int16_t *Xp,
+                         const lithe__qconv_aux *aux) {
+    const int64_t K = g->C * g->KH * g->KW, Kp = (K + 1) / 2, P = g->OH * g->OW, P8 = (P + 7) / 8 * 8;
     const bool pointwise = g->KH == 1 && g->KW == 1 && g->stride[0] == 1 && g->stride[1] == 1 && !g->pad[0] &&
                            !g->pad[1] && g->OH == g->H && g->OW == g->W;
     if (pointwise) { /* rows k and k + 1 of X are the columns' pair kp: interleaved, quantized */
+        const lithe__qx qq = *q;
         for (int64_t kp = 0; kp < Kp; kp++) {
             const float *x0 = X + 2 * kp * P, *x1 = x0 + P;
             int16_t *d = Xp + kp * P8 * 2;
             if (2 * kp + 1 < K)
-                for (int64_t p = 0; p < P; p++) {
-                    d[2 * p] = (int16_t)qv(x0[p], &qq);
-                    d[2 * p + 1] = (int16_t)qv(x1[p], &qq);
-                }
+                aux->quant_pairs(P, x0, x1, q, d);
             else
                 for (int64_t p = 0; p < P; p++) d[2 * p] = (int16_t)qv(x0[p], &qq), d[2 * p + 1] = 0;
             memset(d + 2 * P, 0, (size_t)(P8 - P) * 2 * sizeof *d);
         }
         return;
     }
-    const int64_t n = g->C * g->H * g->W;
-    for (int64_t i = 0; i < n; i++) tmp[i] = (int16_t)qv(X[i], &qq);
+    aux->quant_i16(g->C * g->H * g->W, X, q, tmp);
     memset(Xp, 0, (size_t)(Kp * P8 * 2) * sizeof *Xp); /* past P, the odd K's last half, padding */
     for (int64_t c = 0; c < g->C; c++)
         for (int64_t kh = 0; kh < g->KH; kh++)
@@ -78,6 +124,7 @@ void lithe__qconv_pack_w(int64_t M, int64_t K, const int8_t *W, const int32_t *z
 void lithe__qconv_ref(const lithe__qconv *c, int64_t m0, int64_t m1) {
     for (int64_t m = m0; m < m1 && m < c->M; m++) {
         const int32_t *w = c->W + (m / LITHE__QC_MR) * c->Kp * LITHE__QC_MR + m % LITHE__QC_MR;
+        float *y = c->Y + m * c->P;
         for (int64_t p = 0; p < c->P; p++) {
             int32_t acc = 0;
             for (int64_t kp = 0; kp < c->Kp; kp++) {
@@ -86,52 +133,79 @@ void lithe__qconv_ref(const lithe__qconv *c, int64_t m0, int64_t m1) {
                 const int16_t *x = c->X + (kp * c->P8 + p) * 2;
                 acc += (int32_t)h[0] * x[0] + (int32_t)h[1] * x[1];
             }
-            float t = (float)acc * c->scale[m];
-            if (c->b) t += c->b[m];
-            c->Y[m * c->P + p] = t;
+            y[p] = (float)acc;
         }
+        epi_ref(c, m, 1, c->P, y);
     }
 }
 
 /* The npm package's importer module (LITHE_IMPORTER_MODULE) links none of this: its core leaves
  * conv_q8 out (cpu_backend.c), and the driver's callees (the act kernel, the pool) live in the core. */
 #if !defined(LITHE_IMPORTER_MODULE)
+const lithe__qconv_aux *lithe__qconv_aux_best(void) {
+#if defined(__x86_64__) || defined(_M_X64)
+    if (lithe__qconv_best() == lithe__qconv_avx2) return &lithe__qconv_aux_avx2;
+#endif
+    return &lithe__qconv_aux_ref;
+}
+
 lithe__qconv_fn lithe__qconv_best(void) {
 #if defined(__x86_64__) || defined(_M_X64)
     const char *isa = lithe__sgemm_kernel_best()->isa;
-    if ((!strcmp(isa, "avx2") || !strcmp(isa, "avx512")) && __builtin_cpu_supports("avx2")) return lithe__qconv_avx2;
+    if ((!strcmp(isa, "avx2") || !strcmp(isa, "avx512")) && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return lithe__qconv_avx2;
 #endif
     return lithe__qconv_ref;
 }
 
 /* ---- the driver ---- */
 
-enum { CPACK_GEMM = 1, CPACK_DW = 2 };
+enum { CPACK_GEMM = 1, CPACK_DW = 2, CPACK_HEAD = 64 };
 
-/* W's packed form (kind CPACK_GEMM: Wp of its (M, K) view; CPACK_DW: float taps w - zw, (M, KH·KW)),
- * made once per version of W's storage */
-static const void *w_form(const lithe_tensor *W, int kind, int64_t M, int64_t K) {
+/* W's packed form, made once per version of W's storage (lithe__quant's cache), after a 64-byte head
+ * whose first int32 says which: 1 int16 pairs (Wp of the (M, K) view), 2 float taps w - zw (M, KH·KW;
+ * depthwise), 3 the u8 x s8 form (Wb, then wsum). Group 1 takes the u8 form when a u8 kernel runs
+ * here (R8 = the activation's code range R; -1: none) and lithe__qconv8_exact holds for R; the
+ * cache's key carries R8, so the check runs once per weight version. */
+static const int32_t *w_form(const lithe_tensor *W, bool dw, int64_t M, int64_t K, int32_t R8) {
     lithe__quant *q = W->storage->quant;
-    if (q->cpack && q->cpack_kind == kind && q->cpack_n == M * K && q->cpack_version == W->storage->version)
-        return q->cpack;
-    const int64_t Kp = (K + 1) / 2, Mb = (M + LITHE__QC_MR - 1) / LITHE__QC_MR;
-    size_t bytes = kind == CPACK_GEMM ? (size_t)(Mb * Kp * LITHE__QC_MR) * sizeof(int32_t) : (size_t)(M * K) * sizeof(float);
-    void *p = lithe__malloc(bytes ? bytes : 1);
-    if (!p) return NULL;
+    const int64_t key = dw ? CPACK_DW : CPACK_GEMM + 16 * (int64_t)(R8 + 1);
+    if (q->cpack && q->cpack_kind == key && q->cpack_n == M * K && q->cpack_version == W->storage->version)
+        return (const int32_t *)((const char *)q->cpack + CPACK_HEAD);
     const int8_t *w = (const int8_t *)lithe__tdata(W);
-    if (kind == CPACK_GEMM) {
-        lithe__qconv_pack_w(M, K, w, q->zero, q->n, p);
-    } else {
-        float *d = p;
+    const int64_t Kp = (K + 1) / 2, Kq = (K + 3) / 4, Mb = (M + LITHE__QC_MR - 1) / LITHE__QC_MR;
+    int32_t form = dw ? 2 : 1;
+#if defined(__x86_64__) || defined(_M_X64)
+    if (!dw && R8 >= 0 && lithe__qconv8_exact(M, K, w, q->zero, q->n, R8)) form = 3;
+#endif
+    size_t n = form == 1 ? (size_t)(Mb * Kp * LITHE__QC_MR) : form == 2 ? (size_t)(M * K) : (size_t)(Mb * (Kq + 1) * LITHE__QC_MR);
+    char *p = lithe__malloc(CPACK_HEAD + n * 4);
+    if (!p) return NULL;
+    memcpy(p, &form, sizeof form);
+    int32_t *d = (int32_t *)(p + CPACK_HEAD);
+    if (form == 1) {
+        lithe__qconv_pack_w(M, K, w, q->zero, q->n, d);
+    } else if (form == 2) {
+        float *f = (float *)d;
         for (int64_t m = 0; m < M; m++)
-            for (int64_t k = 0; k < K; k++) d[m * K + k] = (float)(w[m * K + k] - q->zero[q->n == 1 ? 0 : m]);
+            for (int64_t k = 0; k < K; k++) f[m * K + k] = (float)(w[m * K + k] - q->zero[q->n == 1 ? 0 : m]);
+    } else {
+#if defined(__x86_64__) || defined(_M_X64)
+        lithe__qconv_pack_w8(M, K, w, q->zero, q->n, d, d + Mb * Kq * LITHE__QC_MR);
+#endif
     }
     lithe__free(q->cpack);
     q->cpack = p;
-    q->cpack_kind = kind;
+    q->cpack_kind = key;
     q->cpack_n = M * K;
     q->cpack_version = W->storage->version;
-    return p;
+    return d;
+}
+
+static int32_t w_form_of(const int32_t *d) {
+    int32_t form;
+    memcpy(&form, (const char *)d - CPACK_HEAD, sizeof form);
+    return form;
 }
 
 typedef struct qc_task {
@@ -146,26 +220,15 @@ static void qc_run(void *ctx, int64_t begin, int64_t end) {
 
 /* Depthwise through the float kernel (conv/depthwise.c) on the integers x - zx and w - zw: every
  * product is at most 255·255 and a window of KH·KW <= 256 taps sums below 2^24, so each partial
- * sum is an integer float holds exactly in any order — the int32 sum, bit for bit — then
- * (float)acc · scale (+ b) per channel. */
+ * sum is an integer float holds exactly in any order — the int32 sum, bit for bit — then one pass
+ * per channel: (float)acc · scale (+ b) and the activation (the twin's epilogue, c's clamp or act).
+ * xf: N·C·H·W floats of workspace. */
 static lithe_status depthwise(lithe_backend *be, const lithe__conv2d *g, const float *X, const lithe__qx *q,
-                              const float *w, const float *scale, const float *b, float *Y) {
-    const int64_t n = g->N * g->C * g->H * g->W, P = g->OH * g->OW;
-    float *xf = lithe__malloc((size_t)(n > 0 ? n : 1) * sizeof *xf);
-    if (!xf) return lithe__oom("int8 depthwise convolution", (size_t)n * sizeof *xf);
-    const lithe__qx qq = *q;
-    for (int64_t i = 0; i < n; i++) xf[i] = qv(X[i], &qq);
+                              const float *w, const lithe__qconv *c, const lithe__qconv_aux *aux, float *xf, float *Y) {
+    const int64_t P = g->OH * g->OW;
+    aux->quant_f32(g->N * g->C * g->H * g->W, X, q, xf);
     lithe_status s = lithe__cpu_conv2d(be, g, xf, w, NULL, NULL, Y);
-    lithe__free(xf);
-    for (int64_t i = 0; s == LITHE_OK && i < g->N * g->M; i++) {
-        const int64_t c = i % g->M;
-        const float sc = scale[c], bc = b ? b[c] : 0.0f;
-        float *y = Y + i * P;
-        if (b)
-            for (int64_t p = 0; p < P; p++) y[p] = y[p] * sc + bc;
-        else
-            for (int64_t p = 0; p < P; p++) y[p] = y[p] * sc;
-    }
+    if (s == LITHE_OK) aux->epi(c, 0, g->N * g->M, P, Y);
     return s;
 }
 
@@ -185,34 +248,64 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
     const lithe__qx q = {xs, (float)(xmin - xz), (float)(xmax - xz)};
     const float *X = (const float *)lithe__tdata(Xt);
     float *Yf = (float *)lithe__tdata(Y);
-    const float *bf = b ? (const float *)lithe__tdata(b) : NULL;
-    float *scale = lithe__malloc((size_t)g->M * sizeof *scale);
-    const void *wf = w_form(W, dw ? CPACK_DW : CPACK_GEMM, g->M, K);
-    if (!scale || !wf) {
-        lithe__free(scale);
-        return lithe__oom("int8 convolution", (size_t)(g->M * K) * sizeof(int32_t));
-    }
+    const int64_t Kp = (K + 1) / 2, Kq = (K + 3) / 4, P8 = (P + 7) / 8 * 8, Mb = (g->M + LITHE__QC_MR - 1) / LITHE__QC_MR;
+    lithe__qconv_fn k8 = dw ? NULL : lithe__qconv8_best();
+    const int32_t *wf = w_form(W, dw, g->M, K, k8 ? xmax - xmin : -1);
+    if (!wf) return lithe__oom("int8 convolution", (size_t)(g->M * K) * sizeof(int32_t));
+    const bool u8 = w_form_of(wf) == 3;
+    /* one workspace from the backend's allocator (kept across calls, as the float conv's): the scales,
+     * then the depthwise input, or the columns and the quantized image */
+    const int64_t nt = dw ? g->N * g->C * g->H * g->W : g->C * g->H * g->W;
+    const size_t sc_bytes = ((size_t)g->M * sizeof(float) + 63) / 64 * 64;
+    const size_t cols = u8 ? (size_t)(Kq * P8 * 4) : (size_t)(Kp * P8 * 2) * sizeof(int16_t);
+    const size_t bytes = sc_bytes + (dw ? (size_t)nt * sizeof(float) : cols + (size_t)nt * (u8 ? 1 : sizeof(int16_t)));
+    void *ws = NULL;
+    LITHE__TRY(be->ops->alloc(be, bytes, &ws));
+    float *scale = ws;
     for (int64_t m = 0; m < g->M; m++) scale[m] = xs * qw->scale[qw->n == 1 ? 0 : m];
+    lithe__qconv c = {g->M, Kp, P, P8, NULL, wf, scale, b ? (const float *)lithe__tdata(b) : NULL, NULL,
+                      .act = a, .act_fn = lithe__cpu_act};
+    if (!lithe__sgemm_act_clamp(a, &c.clamp, &c.lo, &c.hi)) c.clamp = 0;
+    const lithe__qconv_aux *aux = lithe__qconv_aux_best();
     lithe_status s = LITHE_OK;
+    char *buf = (char *)ws + sc_bytes;
     if (dw) {
-        s = depthwise(be, g, X, &q, wf, scale, bf, Yf);
+        s = depthwise(be, g, X, &q, (const float *)wf, &c, aux, (float *)buf, Yf);
     } else {
-        const int64_t Kp = (K + 1) / 2, P8 = (P + 7) / 8 * 8, Mb = (g->M + LITHE__QC_MR - 1) / LITHE__QC_MR;
-        const int64_t nx = Kp * P8 * 2, nt = g->C * g->H * g->W; /* the quantized image (windows other than 1x1) */
-        int16_t *Xp = lithe__malloc((size_t)(nx + nt > 0 ? nx + nt : 1) * sizeof *Xp);
-        if (!Xp) s = lithe__oom("int8 convolution columns", (size_t)(nx + nt) * sizeof *Xp);
         const double ops = 2.0 * (double)g->M * (double)K * (double)P;
         lithe__pool *pool = ops >= 2e6 ? lithe__cpu_pool() : NULL;
-        for (int64_t n = 0; s == LITHE_OK && n < g->N; n++) {
-            lithe__qconv_pack_x(g, X + n * g->C * g->H * g->W, &q, Xp + nx, Xp);
-            lithe__qconv c = {g->M, Kp, P, P8, Xp, wf, scale, bf, Yf + n * g->M * P};
-            qc_task t = {&c, lithe__qconv_best()};
+        qc_task t = {&c, lithe__qconv_best()};
+        c.X = (const int16_t *)buf;
+        if (u8) {
+#if defined(__x86_64__) || defined(_M_X64)
+            c.W = NULL, c.Kq = Kq, c.Xb = (const uint8_t *)buf, c.Wb = wf, c.wsum = wf + Mb * Kq * LITHE__QC_MR;
+            c.xlo = xmin - xz;
+            t.fn = k8;
+#endif
+        }
+        /* a kernel this file does not know may store without c's activation: it runs as a pass after
+         * (test_qconv's kernel checks, with activations, say whether a new kernel applies it) */
+        bool act_after = false;
+#if defined(__x86_64__) || defined(_M_X64)
+        act_after = a && t.fn != lithe__qconv_ref && t.fn != lithe__qconv_avx2 && t.fn != lithe__qconv8_avx2;
+#else
+        act_after = a && t.fn != lithe__qconv_ref;
+#endif
+        lithe__qconv cn = c;
+        if (act_after) cn.clamp = 0, cn.act = NULL, t.c = &cn;
+        for (int64_t n = 0; n < g->N; n++) {
+            const float *xn = X + n * g->C * g->H * g->W;
+#if defined(__x86_64__) || defined(_M_X64)
+            if (u8) lithe__qconv_pack_x8(g, xn, &q, (uint8_t *)buf + cols, (uint8_t *)buf, aux);
+            else
+#endif
+                lithe__qconv_pack_x(g, xn, &q, (int16_t *)(buf + cols), (int16_t *)buf, aux);
+            c.Y = cn.Y = Yf + n * g->M * P;
             lithe__pool_for(pool, Mb, 1, qc_run, &t);
         }
-        lithe__free(Xp);
+        if (act_after) lithe__cpu_act(a, g->N * g->M * P, Yf, Yf);
     }
-    lithe__free(scale);
-    if (s == LITHE_OK && a) lithe__cpu_act(a, g->N * g->M * P, Yf, Yf);
+    be->ops->free(be, ws);
     if (s == LITHE_OK) *done = true;
     return s;
 }

@@ -22,6 +22,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../gemm/gemm.h"
+
 enum { LITHE__QC_MR = 4 };
 
 typedef struct lithe__qconv {
@@ -31,9 +33,33 @@ typedef struct lithe__qconv {
     const float *scale;    /* (M,) sx·sw[m] */
     const float *b;        /* (M,) or NULL */
     float *Y;              /* (M, P) */
+    /* The activation, in the store: clamp (LITHE__SGEMM_CLAMP_*, gemm.h: relu, clip, mobilenet's
+     * HardSwish) with lo, hi; or, clamp 0 and act set, act_fn (the backend's act kernel) over each
+     * stored run of a row (16 or 8 pixels, in L1); neither: none. The same bits as the act kernel's
+     * pass over Y. */
+    int clamp;
+    float lo, hi;
+    const lithe__act *act;
+    lithe__act_fn act_fn;
+    /* The u8 x s8 form (qconv8_*; X and W above unused): Kq = ceil(K / 4) quads of K,
+     *   Xb (Kq, P8, 4)  u = (x - zx) - xlo in [0, R] (R = xmax - xmin; the padding's u is -xlo),
+     *   Wb (ceil(M / MR), Kq, MR) quads of s8 w - zw (k0 in the lowest byte; 0 past K and M),
+     *   wsum (M rounded up to MR) Σ_k (w - zw),
+     * so Σ (x - zx)(w - zw) = Σ u·(w - zw) + xlo·wsum[m]: exact int32, the same sum as the int16 form. */
+    int64_t Kq;
+    const uint8_t *Xb;
+    const int32_t *Wb, *wsum;
+    int32_t xlo;
 } lithe__qconv;
 
-/* Filters [m0, m1) (multiples of MR, m1 may pass M: rows past M are not written), every pixel. */
+/* c's activation over rows [m, m + MR) (those below M), pixels [p, p + n) (those below P) of Y, in
+ * place: the twin's clamp or the act kernel, elementwise — for a kernel that stores
+ * (float)acc · scale (+ b) without clamping in registers and then calls this on the tile it stored
+ * (the same bits as the twin). */
+void lithe__qconv_act_rows(const lithe__qconv *c, int64_t m, int64_t p, int64_t n);
+
+/* Filters [m0, m1) (multiples of MR, m1 may pass M: rows past M are not written), every pixel, c's
+ * activation included (the store's clamp, or lithe__qconv_act_rows). */
 typedef void (*lithe__qconv_fn)(const lithe__qconv *c, int64_t m0, int64_t m1);
 void lithe__qconv_ref(const lithe__qconv *c, int64_t m0, int64_t m1); /* the scalar twin */
 #if defined(__x86_64__) || defined(_M_X64)
@@ -42,15 +68,63 @@ void lithe__qconv_avx2(const lithe__qconv *c, int64_t m0, int64_t m1);
 /* The kernel the CPU runs (LITHE_CPU_ISA=scalar: the twin). */
 lithe__qconv_fn lithe__qconv_best(void);
 
+/* The u8 x s8 kernels (Xb, Wb, wsum, xlo): AVX2's vpmaddubsw adds two u8 x s8 products into a
+ * *saturating* int16, then vpmaddwd by ones sums the two int16 of a quad into int32 — exact only when
+ * no pair's sum leaves int16: with u in [0, R], R·(pos(w0) + pos(w1)) <= 32767 and
+ * R·(neg(w0) + neg(w1)) <= 32768 for every pair (k even, k + 1) of every filter (pos / neg: the
+ * positive / negative part), and every w - zw in [-128, 127]. lithe__qconv8_exact checks that at
+ * pack time; the driver runs this form only then (onnxruntime's reduce_range weights, |w| <= 64,
+ * always pass for R = 255; full-range int8 weights such as lithe quantize's [-127, 127] do not, and
+ * run the int16 form, exact for any codes). The twin is the plain int32 sum. */
+void lithe__qconv8_ref(const lithe__qconv *c, int64_t m0, int64_t m1);
+#if defined(__x86_64__) || defined(_M_X64)
+void lithe__qconv8_avx2(const lithe__qconv *c, int64_t m0, int64_t m1);
+#endif
+/* The u8 kernel the CPU runs; NULL where there is none but the twin (the int16 form's SIMD kernels
+ * are faster than a scalar u8 loop): the driver then runs the int16 form. */
+lithe__qconv_fn lithe__qconv8_best(void);
+bool lithe__qconv8_exact(int64_t M, int64_t K, const int8_t *W, const int32_t *zw, int64_t n_zw, int32_t R);
+
 /* The activation's quantization: x - zx = clamp(round_even(X / scale), lo, hi) with lo = xmin - zx,
  * hi = xmax - zx (NaN to lo): QuantizeLinear's code less its zero point. */
 typedef struct lithe__qx {
     float scale, lo, hi;
 } lithe__qx;
+/* The passes around the tiles, per ISA (qconv_aux_best; the twins in qconv.c), each the twin's bits:
+ *   quant_f32   y[i] = x[i]'s code less zx, as a float (the depthwise input)
+ *   quant_i16   y[i] = the same as an int16 (the columns' source image)
+ *   quant_pairs d[2i] = code of x0[i], d[2i + 1] = code of x1[i] (a 1x1 window's K pair)
+ *   epi         rows [r0, r0 + rows) of n values at y (row r at y + (r - r0)·n, its filter r mod M):
+ *               y = act((y · scale[m]) (+ b[m])), c's epilogue on float sums in place (the twin's
+ *               per filter, the depthwise kernel's over every image's channels in one call) */
+typedef struct lithe__qconv_aux {
+    void (*quant_f32)(int64_t n, const float *x, const struct lithe__qx *q, float *y);
+    void (*quant_i16)(int64_t n, const float *x, const struct lithe__qx *q, int16_t *y);
+    void (*quant_pairs)(int64_t n, const float *x0, const float *x1, const struct lithe__qx *q, int16_t *d);
+    void (*epi)(const struct lithe__qconv *c, int64_t r0, int64_t rows, int64_t n, float *y);
+    /* the u8 form: y[i] = u of x[i] (x - zx - lo, in [0, hi - lo]); d[4i + j] = u of rows[j][i]
+     * (row j at x + j·stride), 0 for j >= nrows (a 1x1 window's K quad) */
+    void (*quant_u8)(int64_t n, const float *x, const struct lithe__qx *q, uint8_t *y);
+    void (*quant_quads)(int64_t n, const float *x, int64_t stride, int nrows, const struct lithe__qx *q, uint8_t *d);
+} lithe__qconv_aux;
+extern const lithe__qconv_aux lithe__qconv_aux_ref;
+#if defined(__x86_64__) || defined(_M_X64)
+extern const lithe__qconv_aux lithe__qconv_aux_avx2;
+#endif
+/* The passes the CPU runs (LITHE_CPU_ISA=scalar: the twins). */
+const lithe__qconv_aux *lithe__qconv_aux_best(void);
+
 /* Packing, shared by the driver and the tests: Xp (Kp, P8, 2) of one image X (C, H, W) for the
  * window of g (group 1; tmp: C·H·W int16 of scratch, unused for 1x1); Wp of W (M, K) int8 with zero
  * points zw (n_zw = M or 1). */
 struct lithe__conv2d;
-void lithe__qconv_pack_x(const struct lithe__conv2d *g, const float *X, const lithe__qx *q, int16_t *tmp, int16_t *Xp);
+void lithe__qconv_pack_x(const struct lithe__conv2d *g, const float *X, const lithe__qx *q, int16_t *tmp, int16_t *Xp,
+                         const lithe__qconv_aux *aux);
 void lithe__qconv_pack_w(int64_t M, int64_t K, const int8_t *W, const int32_t *zw, int64_t n_zw, int32_t *Wp);
+/* The u8 form's packing: Xb (Kq, P8, 4) of one image (tmp: C·H·W bytes of scratch, unused for 1x1);
+ * Wb and wsum (lithe__qconv8_exact must hold) */
+void lithe__qconv_pack_x8(const struct lithe__conv2d *g, const float *X, const lithe__qx *q, uint8_t *tmp, uint8_t *Xb,
+                          const lithe__qconv_aux *aux);
+void lithe__qconv_pack_w8(int64_t M, int64_t K, const int8_t *W, const int32_t *zw, int64_t n_zw, int32_t *Wb,
+                          int32_t *wsum);
 #endif

@@ -234,6 +234,17 @@ typedef struct lithe__sgemm_epilogue {
  * clipped linear of slope 1, offset 0 and min <= max, neither bound -0 (ReLU6, ONNX Clip). False
  * otherwise (NULL outputs: not written). */
 bool lithe__sgemm_act_clamp(const lithe__act *act, int *clamp, float *lo, float *hi);
+/* That clamp on one value, as the act kernel writes relu and clip (backends/cpu/scalar/act.c): the
+ * scalar twins' (gemm_kernel.c, conv/qconv.c). */
+static inline float lithe__sgemm_clamp1(int clamp, float lo, float hi, float t) {
+    if (clamp == LITHE__SGEMM_CLAMP_RELU) return t <= 0.0f ? 0.0f : t; /* NaN stays NaN */
+    if (clamp == LITHE__SGEMM_CLAMP_HSWISH) {
+        float u = t + 3.0f;
+        return t * ((u < 0.0f ? 0.0f : (u > 6.0f ? 6.0f : u)) / 6.0f);
+    }
+    float y = t * 1.0f + 0.0f;
+    return y < lo ? lo : (y > hi ? hi : y);
+}
 
 /* Which optional members the kernels compiled into this build have, as constants: 0 where no
  * kernel of the build sets the member, 1 where some may, 2 where every one does. The driver tests

@@ -12,29 +12,16 @@
 #define MR 6
 #define NR 16
 
-/* gemm.h's clamp with the act kernel's bits, as gemm_avx512.c's clamp_v (maxps / minps return their
- * second operand when either is NaN or both are zeros): relu = max(+0, t) + 0; clip = max(lo,
- * min(hi, t + 0)). In the store, a fused relu / ReLU6 costs no pass over C (the act kernel per
- * tile row of 16 floats after the store was 13 % of mobilenet_v3's 16 -> 72 + ReLU at 56x56). */
-typedef struct clampv {
-    int cl;
-    __m256 lo, hi;
-} clampv;
+#include "../simd/avx2_clamp.h"
+
+/* gemm.h's clamp in the store (simd/avx2_clamp.h): a fused relu / ReLU6 costs no pass over C (the
+ * act kernel per tile row of 16 floats after the store was 13 % of mobilenet_v3's 16 -> 72 + ReLU
+ * at 56x56). */
+typedef lithe__avx2_clampv clampv;
 static inline __attribute__((always_inline)) clampv clamp_of(const lithe__sgemm_ukparams *p) {
-    return (clampv){p->clamp, _mm256_set1_ps(p->lo), _mm256_set1_ps(p->hi)};
+    return lithe__avx2_clamp_of(p->clamp, p->lo, p->hi);
 }
-static inline __attribute__((always_inline)) __m256 clamp_v(__m256 t, clampv cv) {
-    if (cv.cl == LITHE__SGEMM_CLAMP_RELU) return _mm256_add_ps(_mm256_max_ps(_mm256_setzero_ps(), t), _mm256_setzero_ps());
-    if (cv.cl == LITHE__SGEMM_CLAMP_HSWISH) { /* t * (max(0, min(6, t + 3)) / 6): NaN kept by the order */
-        /* h / 6 as q = h·(1/6), q + (h − 6q)·(1/6): the correctly rounded quotient for every h the clamp
-         * gives (conv/pointwise_avx2.c's clamp_v says why), without a vdivps per output vector */
-        const __m256 six = _mm256_set1_ps(6.0f), r6 = _mm256_set1_ps(1.0f / 6.0f);
-        __m256 h = _mm256_max_ps(_mm256_setzero_ps(), _mm256_min_ps(six, _mm256_add_ps(t, _mm256_set1_ps(3.0f))));
-        __m256 q = _mm256_mul_ps(h, r6);
-        return _mm256_mul_ps(t, _mm256_fmadd_ps(_mm256_fnmadd_ps(q, six, h), r6, q));
-    }
-    return _mm256_max_ps(cv.lo, _mm256_min_ps(cv.hi, _mm256_add_ps(t, _mm256_setzero_ps())));
-}
+#define clamp_v lithe__avx2_clamp
 
 /* A partial row: the same operations as a full one, on a copy (kept out of line, so the
  * microkernel's accumulators stay in registers). */
@@ -75,7 +62,7 @@ static inline __attribute__((always_inline)) void store_row(__m256 acc, float *c
  * ukernel_bp (brows not NULL), NR contiguous floats at brows[k] + boff (a convolution's shifted rows
  * read in place: the stem's 3 -> 16 at 112x112 no longer packs 27 x 12544 floats for 16 filters).
  * The same FMAs on the same values either way, so the same bits. */
-static inline __attribute__((always_inline)) void uk_6x16(size_t mr, size_t nr, size_t kc, const float *a,
+static inline __attribute__((always_inline)) void uk_6x16(int R, size_t mr, size_t nr, size_t kc, const float *a,
                                                           size_t ar, size_t lda, size_t as, const float *b,
                                                           const float *const *brows, int64_t boff, float *c,
                                                           size_t ldc, const lithe__sgemm_ukparams *p) {
@@ -88,9 +75,11 @@ static inline __attribute__((always_inline)) void uk_6x16(size_t mr, size_t nr, 
         const float *bk = brows ? brows[k] + boff : b + k * NR;
         __m256 b0 = _mm256_loadu_ps(bk), b1 = _mm256_loadu_ps(bk + 8), x;
 #define STEP(i)                                                                                                   \
-    x = _mm256_broadcast_ss(a + ao##i);                                                                           \
-    c##i##0 = _mm256_fmadd_ps(x, b0, c##i##0);                                                                    \
-    c##i##1 = _mm256_fmadd_ps(x, b1, c##i##1);
+    if (R > i) {                                                                                                  \
+        x = _mm256_broadcast_ss(a + ao##i);                                                                       \
+        c##i##0 = _mm256_fmadd_ps(x, b0, c##i##0);                                                                \
+        c##i##1 = _mm256_fmadd_ps(x, b1, c##i##1);                                                                \
+    }
         STEP(0) STEP(1) STEP(2) STEP(3) STEP(4) STEP(5)
 #undef STEP
         a += as;
@@ -133,18 +122,22 @@ static inline __attribute__((always_inline)) void uk_6x16(size_t mr, size_t nr, 
 
 static void lithe_f32_gemm_ukernel_6x16__avx2(size_t mr, size_t nr, size_t kc, const float *a, const float *b, float *c,
                                               size_t ldc, const lithe__sgemm_ukparams *p) {
-    uk_6x16(mr, nr, kc, a, MR, 1, MR, b, NULL, 0, c, ldc, p);
+    uk_6x16(6, mr, nr, kc, a, MR, 1, MR, b, NULL, 0, c, ldc, p);
 }
 
+/* (a last tile of up to 4 filters computes 4 rows, not 6: the stem's 16 filters are tiles of 6, 6, 4,
+ * and its 12,544 pixels read in place make that third tile a third of the FMAs; the rows it stores
+ * are the same sums) */
 static void lithe_f32_gemm_ukernel_bp_6x16__avx2(size_t mr, size_t nr, size_t kc, const float *a,
                                                  const float *const *rows, int64_t off, float *c, size_t ldc,
                                                  const lithe__sgemm_ukparams *p) {
-    uk_6x16(mr, nr, kc, a, MR, 1, MR, NULL, rows, off, c, ldc, p);
+    if (mr <= 4) uk_6x16(4, mr, nr, kc, a, MR, 1, MR, NULL, rows, off, c, ldc, p);
+    else uk_6x16(6, mr, nr, kc, a, MR, 1, MR, NULL, rows, off, c, ldc, p);
 }
 
 static void lithe_f32_gemm_ukernel_a_6x16__avx2(size_t mr, size_t nr, size_t kc, const float *a, size_t lda,
                                                 const float *b, float *c, size_t ldc, const lithe__sgemm_ukparams *p) {
-    uk_6x16(mr, nr, kc, a, mr, lda, 1, b, NULL, 0, c, ldc, p);
+    uk_6x16(6, mr, nr, kc, a, mr, lda, 1, b, NULL, 0, c, ldc, p);
 }
 
 /* One row against G packed slivers at once (gemm.h's urow): 2 G accumulators (8 at G = 4),

@@ -58,16 +58,8 @@ static void gemv_n__scalar(size_t n, size_t K, size_t kc, float alpha, const flo
 #define S_MR 4
 #define S_NR 8
 
-/* gemm.h's clamp, written as the act kernel writes relu and clip (backends/cpu/scalar/act.c). */
-static inline float clamp1(const lithe__sgemm_ukparams *p, float t) {
-    if (p->clamp == LITHE__SGEMM_CLAMP_RELU) return t <= 0.0f ? 0.0f : t; /* NaN stays NaN */
-    if (p->clamp == LITHE__SGEMM_CLAMP_HSWISH) {
-        float u = t + 3.0f;
-        return t * ((u < 0.0f ? 0.0f : (u > 6.0f ? 6.0f : u)) / 6.0f);
-    }
-    float y = t * 1.0f + 0.0f;
-    return y < p->lo ? p->lo : (y > p->hi ? p->hi : y);
-}
+/* gemm.h's clamp (lithe__sgemm_clamp1) */
+static inline float clamp1(const lithe__sgemm_ukparams *p, float t) { return lithe__sgemm_clamp1(p->clamp, p->lo, p->hi, t); }
 
 static void lithe_f32_gemm_ukernel_4x8__scalar(size_t mr, size_t nr, size_t kc, const float *a, const float *b, float *c,
                                  size_t ldc, const lithe__sgemm_ukparams *p) {

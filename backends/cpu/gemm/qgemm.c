@@ -181,6 +181,22 @@ int lithe__q8_gemm(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64
     return rc;
 }
 
+bool lithe__q8_pairs_fit(int64_t N, int64_t K, const int8_t *W, int64_t ldw) {
+#if defined(__x86_64__) || defined(_M_X64)
+    if (__builtin_cpu_supports("avx2")) return lithe__q8_pairs_fit_avx2(N, K, W, ldw);
+#endif
+    return lithe__q8_pairs_fit_ref(N, K, W, ldw);
+}
+
+bool lithe__q8_pairs_fit_ref(int64_t N, int64_t K, const int8_t *W, int64_t ldw) {
+    for (int64_t j = 0; j < N; j++)
+        for (int64_t kk = 0; kk < K; kk += 2) {
+            int a = W[j * ldw + kk], b = kk + 1 < K ? W[j * ldw + kk + 1] : 0;
+            if ((a > 0 ? a : 0) + (b > 0 ? b : 0) > 128 || (a < 0 ? -a : 0) + (b < 0 ? -b : 0) > 128) return false;
+        }
+    return true;
+}
+
 int lithe__q8_gemm_static(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K,
                           const uint8_t *A, bool a_signed, int64_t lda, float sa, int32_t za, const int8_t *W,
                           int64_t ldw, const int32_t *wsum, const float *sw, int64_t n_scales, const float *bias,
@@ -190,7 +206,14 @@ int lithe__q8_gemm_static(const lithe__q8_kernel *k, bool use_threads, int64_t M
     if (!k) return 1;
     if (M <= 0 || N <= 0) return 0;
     const int64_t Kp = (K + 63) / 64 * 64;
-    const bool split = k->a_codes == LITHE__Q8_A_U7;
+    /* a u7 kernel: in two halves, except AVX2's where W's pairs fit: vpmaddubsw reads any u8 and
+     * saturates only a pair's sum, which then stays in int16 — the codes whole, one pass (relaxed
+     * SIMD's i7 operand is undefined past 127 whatever the weights: always halves) */
+    bool whole = false;
+#if defined(__x86_64__) || defined(_M_X64)
+    whole = k->a_codes == LITHE__Q8_A_U7 && k == lithe__q8_kernel_avx2() && lithe__q8_pairs_fit(N, K, W, ldw);
+#endif
+    const bool split = k->a_codes == LITHE__Q8_A_U7 && !whole;
     uint8_t *qa = lithe__malloc((size_t)(M * Kp > 0 ? M * Kp : 1) * (split ? 2 : 1));
     float *sv = lithe__malloc((size_t)M * sizeof *sv);
     int32_t *zv = lithe__malloc((size_t)M * sizeof *zv);
@@ -201,7 +224,7 @@ int lithe__q8_gemm_static(const lithe__q8_kernel *k, bool use_threads, int64_t M
         return -1;
     }
     /* the codes as u = code - lo in [0, 255] (lo -128 for int8), zero point za - lo; then what the
-     * kernel reads: u (U8), u - 128 as s8 (S8), or u >> 1 and u & 1 (U7) */
+     * kernel reads: u (U8, and U7 where W's pairs fit), u - 128 as s8 (S8), or u >> 1 and u & 1 (U7) */
     const int32_t lo = a_signed ? -128 : 0, zu = za - lo;
     const uint8_t flip = a_signed ? 0x80 : 0; /* int8 code c: (uint8_t)c ^ 0x80 == c + 128 */
     uint8_t *qa2 = split ? qa + M * Kp : NULL;
@@ -209,7 +232,7 @@ int lithe__q8_gemm_static(const lithe__q8_kernel *k, bool use_threads, int64_t M
         const uint8_t *x = A + i * lda;
         uint8_t *q = qa + i * Kp;
         sv[i] = sa;
-        if (k->a_codes == LITHE__Q8_A_U8) {
+        if (k->a_codes == LITHE__Q8_A_U8 || (k->a_codes == LITHE__Q8_A_U7 && !split)) {
             for (int64_t kk = 0; kk < K; kk++) q[kk] = x[kk] ^ flip;
             zv[i] = zu;
         } else if (k->a_codes == LITHE__Q8_A_S8) {

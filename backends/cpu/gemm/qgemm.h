@@ -49,6 +49,17 @@ const lithe__q8_kernel *lithe__q8_kernel_best(void);
 /* W's row sums (N of them, for the activations' zero points); false when W holds -128 (outside
  * the symmetric range: the caller runs the float path). */
 bool lithe__q8_row_sums(int64_t N, int64_t K, const int8_t *W, int64_t ldw, int32_t *wsum);
+/* Whether every adjacent pair of W's codes (k even, k + 1 of a row) has positive parts summing to
+ * at most 128 and negative parts summing to at most 128 (onnxruntime's reduce_range weights, |w| <=
+ * 64, always do): then 8-bit codes u <= 255 pair with them into int16 without saturation
+ * (255 · 128 < 2^15), so AVX2's u7 kernel (vpmaddubsw: any u8 read, only a pair's sum saturates)
+ * takes static codes whole, in one pass, instead of in two halves (not relaxed SIMD's, whose i7
+ * operand is undefined past 127). Stops at the first pair that does not fit (AVX2 where the CPU has it). */
+bool lithe__q8_pairs_fit(int64_t N, int64_t K, const int8_t *W, int64_t ldw);
+bool lithe__q8_pairs_fit_ref(int64_t N, int64_t K, const int8_t *W, int64_t ldw); /* its scalar twin */
+#if defined(__x86_64__) || defined(_M_X64)
+bool lithe__q8_pairs_fit_avx2(int64_t N, int64_t K, const int8_t *W, int64_t ldw); /* qgemm_avx2.c */
+#endif
 /* The product with kernel k (NULL: the best). W (N, K) row stride ldw, its row sums wsum, scales
  * sw (n_scales = N or 1). Returns 0 done, 1 not applicable (K too large, a non-finite input:
  * the caller runs the float path), -1 out of memory. */
@@ -59,7 +70,8 @@ int lithe__q8_gemm(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64
 /* The same with static activations (issue 24 item 3): A (M, K) given as 8-bit codes at row stride
  * lda (int8 when a_signed, else uint8) whose value is sa * (code - za), one scale and zero point
  * for the whole tensor (calibrated ahead: no per-row quantization here). Every kernel's int32 sums
- * stay exact (see a_codes). Returns as lithe__q8_gemm. */
+ * stay exact (see a_codes; a u7 kernel takes the codes whole where lithe__q8_pairs_fit holds for W,
+ * else in two halves). Returns as lithe__q8_gemm. */
 int lithe__q8_gemm_static(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K,
                           const uint8_t *A, bool a_signed, int64_t lda, float sa, int32_t za, const int8_t *W,
                           int64_t ldw, const int32_t *wsum, const float *sw, int64_t n_scales, const float *bias,

@@ -59,6 +59,30 @@ static void tile_avx2(size_t mr, size_t nr, size_t kw, const uint8_t *a, size_t 
         }
 }
 
+/* qgemm.h's lithe__q8_pairs_fit, 32 codes a step: the positive parts and the magnitudes of the
+ * negative ones (abs of min(w, 0): -128 gives 0x80, 128 as unsigned) summed in pairs by vpmaddubsw
+ * against ones (at most 256: exact), each compared with 128 */
+bool lithe__q8_pairs_fit_avx2(int64_t N, int64_t K, const int8_t *W, int64_t ldw) {
+    const __m256i zero = _mm256_setzero_si256(), ones = _mm256_set1_epi8(1), lim = _mm256_set1_epi16(128);
+    const int64_t kfull = K / 32 * 32;
+    for (int64_t j = 0; j < N; j++) {
+        const int8_t *w = W + j * ldw;
+        __m256i bad = zero;
+        for (int64_t kk = 0; kk < kfull; kk += 32) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(w + kk));
+            __m256i ps = _mm256_maddubs_epi16(_mm256_max_epi8(v, zero), ones);
+            __m256i ns = _mm256_maddubs_epi16(_mm256_abs_epi8(_mm256_min_epi8(v, zero)), ones);
+            bad = _mm256_or_si256(bad, _mm256_or_si256(_mm256_cmpgt_epi16(ps, lim), _mm256_cmpgt_epi16(ns, lim)));
+        }
+        if (!_mm256_testz_si256(bad, bad)) return false;
+        for (int64_t kk = kfull; kk < K; kk += 2) {
+            int a = w[kk], b = kk + 1 < K ? w[kk + 1] : 0;
+            if ((a > 0 ? a : 0) + (b > 0 ? b : 0) > 128 || (a < 0 ? -a : 0) + (b < 0 ? -b : 0) > 128) return false;
+        }
+    }
+    return true;
+}
+
 static const lithe__q8_kernel avx2_kernel = {"avx2", tile_avx2, LITHE__Q8_A_U7};
 const lithe__q8_kernel *lithe__q8_kernel_avx2(void) {
     return __builtin_cpu_supports("avx2") ? &avx2_kernel : NULL;

@@ -7,8 +7,9 @@
  * else loaded from a zero-padded copy: it never reads past the last tap's x[... + n - 1 + off[t]]
  * nor writes past y[... + n - 1]. The 3x3 (two vectors per step past 4 lanes, so their chains overlap;
  * taps and weights in registers) runs a relu or clipped-linear act in registers (act1: the act
- * kernel's bits); other kinds, other tap counts and rows narrower than a vector (dwt_impl, one
- * vector per step) take it from the act kernel over each row after. */
+ * kernel's bits); other tap counts (dwt_impl: four vectors per step where VW > 4) run relu, clip and
+ * mobilenet's HardSwish in registers by act1 where VW > 4 and rows are at least a vector wide; other
+ * kinds, four-lane ISAs and narrower rows take it from the act kernel over each row after. */
 
 static inline __attribute__((always_inline)) void dwt_impl(int64_t R, int64_t n, int64_t ldx, float *y, int64_t ldy,
                                                            const float *x, const int64_t *off, const float *w,
@@ -28,6 +29,26 @@ static inline __attribute__((always_inline)) void dwt_impl(int64_t R, int64_t n,
             st_part(y, acc, n);
             continue;
         }
+#if VW > 4
+        /* four vectors side by side, each tap's weight loaded once for them (one vector at a time
+         * waited on its T adds in turn: 120 x 28x28 5x5 ~3 cycles per tap and vector); the vectors at
+         * q + i·VW, the last ones moved back to end at n (computed again: the same bits, the same
+         * stores), so a 28-wide row is one step. (Four-lane ISAs, WebAssembly's among them, keep one
+         * vector per step: not measured there.) */
+        for (int64_t q = 0; q < n; q += 4 * VW) {
+            int64_t e = n - VW, q0 = q < e ? q : e, q1 = q + VW < e ? q + VW : e;
+            int64_t q2 = q + 2 * VW < e ? q + 2 * VW : e, q3 = q + 3 * VW < e ? q + 3 * VW : e;
+            vf c0 = bcast(bias), c1 = c0, c2 = c0, c3 = c0;
+            for (int64_t t = 0; t < T; t++) {
+                const float *p = xp[t] + xo;
+                vf wt = wv[t];
+                c0 = c0 + ld(p + q0) * wt, c1 = c1 + ld(p + q1) * wt, c2 = c2 + ld(p + q2) * wt;
+                c3 = c3 + ld(p + q3) * wt;
+            }
+            if (act_in) c0 = act1_inl(&c, c0), c1 = act1_inl(&c, c1), c2 = act1_inl(&c, c2), c3 = act1_inl(&c, c3);
+            st(y + q0, c0), st(y + q1, c1), st(y + q2, c2), st(y + q3, c3);
+        }
+#else
         for (int64_t q = 0; q < n; q += VW) {
             int64_t qq = q + VW <= n ? q : n - VW;
             vf acc = bcast(bias);
@@ -35,6 +56,7 @@ static inline __attribute__((always_inline)) void dwt_impl(int64_t R, int64_t n,
             if (act_in) acc = act1(&c, acc);
             st(y + qq, acc);
         }
+#endif
     }
 }
 
@@ -127,6 +149,17 @@ static void K(dwconv_taps)(int64_t R, int64_t n, int64_t ldx, float *y, int64_t 
         if (!in) dw9_impl(R, n, ldx, y, ldy, x, off, w, bias, a, kind, false);
         else if (kind == LITHE__ACT_RELU) dw9_impl(R, n, ldx, y, ldy, x, off, w, bias, a, LITHE__ACT_RELU, true);
         else dw9_impl(R, n, ldx, y, ldy, x, off, w, bias, a, LITHE__ACT_CLIPPED_LINEAR, true);
+#if VW > 4
+    } else if (T != 9 && n >= VW && a && kind == LITHE__ACT_RELU) { /* the other windows' usual acts in */
+        dwt_impl(R, n, ldx, y, ldy, x, off, w, T, bias, a, LITHE__ACT_RELU, true); /* registers too (act1) */
+        post = false;
+    } else if (T != 9 && n >= VW && a && kind == LITHE__ACT_CLIPPED_LINEAR) {
+        dwt_impl(R, n, ldx, y, ldy, x, off, w, T, bias, a, LITHE__ACT_CLIPPED_LINEAR, true);
+        post = false;
+    } else if (T != 9 && n >= VW && a && kind == LITHE__ACT_HARD_SWISH_MOBILENET) {
+        dwt_impl(R, n, ldx, y, ldy, x, off, w, T, bias, a, LITHE__ACT_HARD_SWISH_MOBILENET, true);
+        post = false;
+#endif
     } else {
         dwt_impl(R, n, ldx, y, ldy, x, off, w, T, bias, a, kind, false);
         post = a != NULL;

@@ -1,0 +1,110 @@
+/* The int8 convolution's u8 x s8 form (qconv.h: Xb, Wb, wsum, xlo): its packing, its exactness check
+ * and its scalar twin. x86-64 only: AVX2's vpmaddubsw is the kernel it is for; elsewhere the int16
+ * form runs (lithe__qconv8_best is NULL), so WebAssembly and aarch64 builds carry none of it. */
+#include "qconv.h"
+
+#include "../../../core/internal.h"
+#include "../simd/simd.h"
+
+#include <string.h>
+
+#if defined(__x86_64__) || defined(_M_X64)
+
+static int32_t wq(const int8_t *W, const int32_t *zw, int64_t n_zw, int64_t K, int64_t m, int64_t k) {
+    return (int32_t)W[m * K + k] - zw[n_zw == 1 ? 0 : m];
+}
+
+/* qconv.h's bound: every w - zw in s8, and per pair (k even, k + 1) of a filter R·(pos sum) <= 32767,
+ * R·(neg sum) <= 32768 (vpmaddubsw's two products of a pair into int16 without saturation) */
+bool lithe__qconv8_exact(int64_t M, int64_t K, const int8_t *W, const int32_t *zw, int64_t n_zw, int32_t R) {
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t k = 0; k < K; k += 2) {
+            int32_t a = wq(W, zw, n_zw, K, m, k), b = k + 1 < K ? wq(W, zw, n_zw, K, m, k + 1) : 0;
+            if (a < -128 || a > 127 || b < -128 || b > 127) return false;
+            int64_t pos = (a > 0 ? a : 0) + (b > 0 ? b : 0), neg = (a < 0 ? -a : 0) + (b < 0 ? -b : 0);
+            if ((int64_t)R * pos > 32767 || (int64_t)R * neg > 32768) return false;
+        }
+    return true;
+}
+
+void lithe__qconv_pack_w8(int64_t M, int64_t K, const int8_t *W, const int32_t *zw, int64_t n_zw, int32_t *Wb,
+                          int32_t *wsum) {
+    const int64_t Kq = (K + 3) / 4, Mb = (M + LITHE__QC_MR - 1) / LITHE__QC_MR;
+    for (int64_t m = 0; m < Mb * LITHE__QC_MR; m++) {
+        int32_t s = 0;
+        for (int64_t k = 0; m < M && k < K; k++) s += wq(W, zw, n_zw, K, m, k);
+        wsum[m] = s;
+    }
+    for (int64_t mb = 0; mb < Mb; mb++)
+        for (int64_t kq = 0; kq < Kq; kq++)
+            for (int64_t r = 0; r < LITHE__QC_MR; r++) {
+                const int64_t m = mb * LITHE__QC_MR + r;
+                uint32_t v = 0;
+                for (int j = 0; j < 4; j++) {
+                    const int64_t k = 4 * kq + j;
+                    int32_t w = m < M && k < K ? wq(W, zw, n_zw, K, m, k) : 0;
+                    v |= (uint32_t)(uint8_t)(int8_t)w << (8 * j);
+                }
+                memcpy(&Wb[(mb * Kq + kq) * LITHE__QC_MR + r], &v, sizeof v);
+            }
+}
+
+void lithe__qconv_pack_x8(const lithe__conv2d *g, const float *X, const lithe__qx *q, uint8_t *tmp, uint8_t *Xb,
+                          const lithe__qconv_aux *aux) {
+    const int64_t K = g->C * g->KH * g->KW, Kq = (K + 3) / 4, P = g->OH * g->OW, P8 = (P + 7) / 8 * 8;
+    const bool pointwise = g->KH == 1 && g->KW == 1 && g->stride[0] == 1 && g->stride[1] == 1 && !g->pad[0] &&
+                           !g->pad[1] && g->OH == g->H && g->OW == g->W;
+    if (pointwise) { /* rows 4kq .. 4kq + 3 of X are quad kq: interleaved, quantized */
+        for (int64_t kq = 0; kq < Kq; kq++) {
+            uint8_t *d = Xb + kq * P8 * 4;
+            const int64_t rows = K - 4 * kq < 4 ? K - 4 * kq : 4;
+            aux->quant_quads(P, X + 4 * kq * P, P, (int)rows, q, d);
+            memset(d + 4 * P, 0, (size_t)(P8 - P) * 4);
+        }
+        return;
+    }
+    aux->quant_u8(g->C * g->H * g->W, X, q, tmp);
+    /* the padding's u (x - zx = 0) everywhere first; past K the weights are 0 */
+    memset(Xb, (int)(uint8_t)(int)-q->lo, (size_t)(Kq * P8 * 4));
+    for (int64_t c = 0; c < g->C; c++)
+        for (int64_t kh = 0; kh < g->KH; kh++)
+            for (int64_t kw = 0; kw < g->KW; kw++) {
+                int64_t k = (c * g->KH + kh) * g->KW + kw;
+                uint8_t *d = Xb + (k >> 2) * P8 * 4 + (k & 3);
+                for (int64_t oh = 0; oh < g->OH; oh++) {
+                    int64_t ih = oh * g->stride[0] - g->pad[0] + kh * g->dil[0];
+                    if (ih < 0 || ih >= g->H) continue;
+                    const uint8_t *row = tmp + (c * g->H + ih) * g->W;
+                    for (int64_t ow = 0; ow < g->OW; ow++) {
+                        int64_t iw = ow * g->stride[1] - g->pad[1] + kw * g->dil[1];
+                        if (iw >= 0 && iw < g->W) d[4 * (oh * g->OW + ow)] = row[iw];
+                    }
+                }
+            }
+}
+
+void lithe__qconv8_ref(const lithe__qconv *c, int64_t m0, int64_t m1) {
+    for (int64_t m = m0; m < m1 && m < c->M; m++) {
+        const int32_t *w = c->Wb + (m / LITHE__QC_MR) * c->Kq * LITHE__QC_MR + m % LITHE__QC_MR;
+        float *y = c->Y + m * c->P;
+        for (int64_t p = 0; p < c->P; p++) {
+            uint32_t acc = (uint32_t)c->xlo * (uint32_t)c->wsum[m]; /* wraps as vpaddd does; the sum fits */
+            for (int64_t kq = 0; kq < c->Kq; kq++) {
+                int8_t h[4];
+                memcpy(h, &w[kq * LITHE__QC_MR], sizeof h);
+                const uint8_t *x = c->Xb + (kq * c->P8 + p) * 4;
+                for (int j = 0; j < 4; j++) acc += (uint32_t)((int32_t)h[j] * x[j]);
+            }
+            y[p] = (float)(int32_t)acc;
+        }
+        lithe__qconv_aux_ref.epi(c, m, 1, c->P, y);
+    }
+}
+
+lithe__qconv_fn lithe__qconv8_best(void) {
+    return lithe__qconv_best() == lithe__qconv_avx2 ? lithe__qconv8_avx2 : NULL;
+}
+
+#else
+lithe__qconv_fn lithe__qconv8_best(void) { return NULL; }
+#endif
