@@ -5,10 +5,10 @@ onnxruntime-web, on the same QDQ model. Paired, interleaved rounds of one-proces
   - lithe WASI (tools/lithe/run-wasi.mjs lithe.wasm bench FILE): float32 and the QDQ file;
   - lithe npm (wasm_time.mjs lithe, the SIMD128 core and its importer module): float32 and QDQ;
   - onnxruntime-web's wasm EP (SIMD, one thread) on the same two files (wasm_time.mjs ort-web);
-  - optionally a second build of each (--base-wasi, --base-npm: e.g. main before the change).
+  - optionally a second build of each (--base-wasi, --base-npm: e.g. main before the change), int8 only.
 
     /usr/bin/python3 bench/quant/wasm_speed.py DIR --model NAME=F32.onnx,QDQ.onnx,X.npy [--model ...]
-        [--rounds 5] [--max-s 2] [--base-wasi W.wasm] [--base-npm CORE.wasm] [--relaxed-npm CORE.wasm]
+        [--rounds 5] [--max-s 2] [--base-wasi W.wasm] [--base-npm CORE.wasm] [--relaxed-npm CORE.wasm] [--no-ort]
 
 Each round runs every measurement once, the order rotated by one each round. Reported per runner
 and model: the minimum over the rounds' minimums and the median of the rounds' medians; the ratios
@@ -47,6 +47,7 @@ def main():
     ap.add_argument("--base-wasi")
     ap.add_argument("--base-npm")
     ap.add_argument("--relaxed-npm")
+    ap.add_argument("--no-ort", action="store_true", help="leave onnxruntime-web out (its rows from an earlier run)")
     a = ap.parse_args()
     runs = {}
     for spec in a.model:
@@ -55,7 +56,10 @@ def main():
         for kind, file in (("float32", f32), ("int8", qdq)):
             runs[f"{name} WASI {kind}"] = lambda file=file, x=x: wasi(a.wasi, file, x, a.max_s)
             runs[f"{name} npm {kind}"] = lambda file=file, x=x: node("lithe", file, x, a.max_s, a.npm)
-            runs[f"{name} ort-web {kind}"] = lambda file=file, x=x: node("ort-web", file, x, a.max_s)
+            if not a.no_ort:
+                runs[f"{name} ort-web {kind}"] = lambda file=file, x=x: node("ort-web", file, x, a.max_s)
+            if kind == "float32":
+                continue  # (the float path is the same code in the base builds)
             if a.base_wasi:
                 runs[f"{name} WASI-base {kind}"] = lambda file=file, x=x: wasi(a.base_wasi, file, x, a.max_s)
             if a.base_npm:
@@ -81,7 +85,7 @@ def main():
     for spec in a.model:
         m = spec.split("=")[0]
         for b in ("WASI", "npm", "WASI-base", "npm-base", "npm-relaxed"):
-            ratio(f"{m} {b}: int8 vs its float32", f"{m} {b} int8", f"{m} {b} float32")
+            ratio(f"{m} {b}: int8 vs its float32", f"{m} {b} int8", f"{m} {b.split('-')[0]} float32")
             ratio(f"{m} {b}: int8 vs onnxruntime-web int8", f"{m} {b} int8", f"{m} ort-web int8")
             ratio(f"{m} {b}: int8 vs onnxruntime-web float32", f"{m} {b} int8", f"{m} ort-web float32")
     for n, v in report["runners"].items():
