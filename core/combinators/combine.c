@@ -415,6 +415,20 @@ static char *joined(size_t n, lithe_model *const *layers, const char *sep) {
     return name;
 }
 
+/* m (made with status s) takes layers[i..n) as its children; on failure every layer it has not
+ * taken is freed with it, as every combinator frees its inputs on failure. */
+static lithe_status adopt_layers(lithe_status s, lithe_model *m, size_t i, size_t n, lithe_model *const *layers,
+                                 lithe_model **out) {
+    for (; s == LITHE_OK && i < n; i++) s = lithe__model_add_layer(m, layers[i]);
+    for (; i < n; i++) lithe_model_free(layers[i]);
+    if (s != LITHE_OK) {
+        lithe_model_free(m);
+        return s;
+    }
+    *out = m;
+    return LITHE_OK;
+}
+
 lithe_status lithe_concatenate(size_t n, lithe_model *const *layers, lithe_model **out) {
     LITHE__TRY(check_layers("concatenate", n, 0, layers, out));
     if (n == 0) return lithe_noop(0, NULL, out);
@@ -422,19 +436,8 @@ lithe_status lithe_concatenate(size_t n, lithe_model *const *layers, lithe_model
         *out = layers[0];
         return LITHE_OK;
     }
-    if (layers[0]->type == &concat_type) { /* Thinc extends a concatenate given first */
-        lithe_model *m = layers[0];
-        lithe_status s = LITHE_OK;
-        size_t i = 1;
-        for (; s == LITHE_OK && i < n; i++) s = lithe__model_add_layer(m, layers[i]);
-        for (; i < n; i++) lithe_model_free(layers[i]);
-        if (s != LITHE_OK) {
-            lithe_model_free(m);
-            return s;
-        }
-        *out = m;
-        return LITHE_OK;
-    }
+    if (layers[0]->type == &concat_type) /* Thinc extends a concatenate given first */
+        return adopt_layers(LITHE_OK, layers[0], 1, n, layers, out);
     char *name = joined(n, layers, "|");
     if (!name) {
         free_all(n, layers);
@@ -447,19 +450,7 @@ lithe_status lithe_concatenate(size_t n, lithe_model *const *layers, lithe_model
 
 lithe_status lithe_add(size_t n, lithe_model *const *layers, lithe_model **out) {
     LITHE__TRY(check_layers("add", n, 2, layers, out));
-    if (layers[0]->type == &add_type) {
-        lithe_model *m = layers[0];
-        lithe_status s = LITHE_OK;
-        size_t i = 1;
-        for (; s == LITHE_OK && i < n; i++) s = lithe__model_add_layer(m, layers[i]);
-        for (; i < n; i++) lithe_model_free(layers[i]);
-        if (s != LITHE_OK) {
-            lithe_model_free(m);
-            return s;
-        }
-        *out = m;
-        return LITHE_OK;
-    }
+    if (layers[0]->type == &add_type) return adopt_layers(LITHE_OK, layers[0], 1, n, layers, out);
     return combinator_new(&add_type, "add", n, layers, true, out);
 }
 
@@ -480,15 +471,7 @@ lithe_status lithe_noop(size_t n, lithe_model *const *layers, lithe_model **out)
     LITHE__TRY(check_layers("noop", n, 0, layers, out));
     lithe_model *m = NULL;
     lithe_status s = lithe__model_new(&noop_type, "noop", NULL, NULL, &m);
-    size_t i = 0;
-    for (; s == LITHE_OK && i < n; i++) s = lithe__model_add_layer(m, layers[i]);
-    for (; i < n; i++) lithe_model_free(layers[i]);
-    if (s != LITHE_OK) {
-        lithe_model_free(m);
-        return s;
-    }
-    *out = m;
-    return LITHE_OK;
+    return adopt_layers(s, m, 0, n, layers, out);
 }
 
 lithe_status lithe_clone(lithe_model *orig, size_t n, lithe_model **out) {
