@@ -110,6 +110,8 @@ bool lithe__lora_param(const char *name);
  * walk cannot allocate; checks that refuse adapted models use this). */
 lithe_status lithe__lora_any(lithe_model *m, bool *any);
 bool lithe__lora_is_graph(const lithe_model *m);
+/* Whether m's weight P can carry an adapter: float32, or a compact 2-D W of a native dense layer. */
+lithe_status lithe__lora_base_ok(const lithe_model *m, const lithe__param *P);
 /* The training step (core/lora.c): the adapter on m's param P, if any (*on; A (r, in), B (out, r),
  * s = alpha / r; pointers into m's params, valid until m's params change), or an error naming an
  * incomplete one. forward: Y (N, out) += scale·s·(X·Aᵀ)·Bᵀ for rows X (N, in); backward, from dY

@@ -84,6 +84,20 @@ bool lithe__lora_is_graph(const lithe_model *m) {
     return lithe_model_attr_type(m, "onnx") == LITHE_ATTR_TENSOR;
 }
 
+/* A weight that can take an adapter: float32, or (issue 26 item 2: a compact frozen base) a compact
+ * 2-D W (int8 / uint8 with its scales, float16, bfloat16) of a native dense layer that computes with
+ * compact weights (core/layers/affine.c: the layer's own product reads W as stored; the adapter's
+ * A and B are float32 and never touch W). A graph's weights (a Conv adds B·A to a float32 copy)
+ * and Maxout's stay float32 only. Merging an adapter into a compact W is refused (fold). */
+lithe_status lithe__lora_base_ok(const lithe_model *m, const lithe__param *P) {
+    const lithe_tensor *W = P->value;
+    if (W->dtype == LITHE_F32) return LITHE_OK;
+    bool dense = !lithe__lora_is_graph(m) && dense_like(m) && strcmp(m->type->registered_name, "Maxout.v1");
+    if (dense && W->ndim == 2 && lithe__is_compact(W)) return LITHE_OK;
+    return lithe__fail(LITHE_ERR_DTYPE, "%s: weight '%s' is %s; LoRA adapts float32 weights%s", m->name, P->name,
+                       lithe_dtype_name(W->dtype), dense ? "" : " (compact ones on the dense layers only)");
+}
+
 lithe_status lithe__lora_attach(lithe_model *m, const char *pn, int64_t rank, double alpha, int layout,
                                 lithe_tensor *A_init, lithe_tensor *B_init, lithe_rng *rng) {
     lithe__param *P = lithe__model_find_param(m, pn);
@@ -91,9 +105,7 @@ lithe_status lithe__lora_attach(lithe_model *m, const char *pn, int64_t rank, do
         return lithe__fail(LITHE_ERR_STATE, "%s: weight '%s' is not allocated: initialize the model first", m->name, pn);
     if (lithe__lora_owned(m, pn))
         return lithe__fail(LITHE_ERR_STATE, "%s: weight '%s' has a LoRA adapter already", m->name, pn);
-    if (P->value->dtype != LITHE_F32)
-        return lithe__fail(LITHE_ERR_DTYPE, "%s: weight '%s' is %s; LoRA adapts float32 weights", m->name, pn,
-                           lithe_dtype_name(P->value->dtype));
+    LITHE__TRY(lithe__lora_base_ok(m, P));
     if (!(layout == LITHE__LORA_T ? P->value->ndim == 2 : layout >= 1 && layout < P->value->ndim) || rank < 1)
         return lithe__fail(LITHE_ERR_VALUE, "%s: weight '%s' (%d-d) cannot take a rank-%lld adapter in layout %d",
                            m->name, pn, P->value->ndim, (long long)rank, layout);
@@ -202,6 +214,7 @@ static lithe_status add_one(lithe_model *m, const char *pn, int layout, void *us
                                name);
         if (lithe__lora_owned(m, pn))
             return lithe__fail(LITHE_ERR_STATE, "lithe_model_add_lora: %s has a LoRA adapter already", name);
+        LITHE__TRY(lithe__lora_base_ok(m, P)); /* before the base is frozen: a refusal changes nothing */
         c->added++;
         return LITHE_OK;
     }
@@ -283,6 +296,16 @@ static lithe_status merge(lithe_model *m) {
     lithe__walk_buf w;
     LITHE__TRY(lithe__walk_collect(m, &w));
     lithe_status s = LITHE_OK;
+    /* first: no adapted weight is compact (fold refuses one; the merge would stop halfway) */
+    for (size_t i = 0; i < w.n && s == LITHE_OK; i++)
+        for (size_t a = 0; a < w.v[i]->n_attrs && s == LITHE_OK; a++) {
+            if (!is_alpha_attr(&w.v[i]->attrs[a])) continue;
+            const lithe__param *P = lithe__model_find_param(w.v[i], w.v[i]->attrs[a].name + sizeof PRE_ALPHA - 1);
+            if (P && P->value && P->value->dtype != LITHE_F32)
+                s = lithe__fail(LITHE_ERR_DTYPE, "%s: weight '%s' is %s: an adapter merges into a float32 weight only "
+                                "(lithe_model_compress_weights(m, LITHE_F32) first, or save the adapters alone)",
+                                w.v[i]->name, P->name, lithe_dtype_name(P->value->dtype));
+        }
     for (size_t i = 0; i < w.n && s == LITHE_OK; i++) {
         lithe_model *node = w.v[i];
         for (size_t a = 0; a < node->n_attrs && s == LITHE_OK;) {

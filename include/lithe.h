@@ -828,9 +828,13 @@ LITHE_API bool lithe_model_has_trainable(const lithe_model *m);
  * activations (a graph's Conv on a temporary W + s·B·A, made for the node's own call), the base
  * weight keeps its value and gets no gradient buffer, optimizer state or copy, and only A and B
  * train. A weight's param keeps its name and value; the node gains params "lora_A:<W>" and
- * "lora_B:<W>" and attrs "lora_alpha:<W>", "lora_layout:<W>". Float32 weights only. Statuses:
- * LITHE_ERR_VALUE (rank outside [1, 2^20], alpha not finite), LITHE_ERR_NOT_FOUND (no weight
- * matches), LITHE_ERR_STATE (a weight not allocated, or adapted already: nothing is changed). */
+ * "lora_B:<W>" and attrs "lora_alpha:<W>", "lora_layout:<W>". Float32 weights, and the compact W
+ * (int8 / uint8, float16, bfloat16: lithe_model_compress_weights) of the dense layers that compute
+ * with compact weights: a compact frozen base (such an adapter is saved alone; merging it is
+ * LITHE_ERR_DTYPE). Statuses: LITHE_ERR_VALUE (rank outside [1, 2^20], alpha not finite),
+ * LITHE_ERR_NOT_FOUND (no weight matches), LITHE_ERR_DTYPE (a matching weight is compact where only
+ * float32 takes one: a graph's, Maxout's), LITHE_ERR_STATE (a weight not allocated, or adapted
+ * already); on any of these nothing is changed. */
 LITHE_API lithe_status lithe_model_add_lora(lithe_model *m, const char *pattern, int64_t rank, float alpha,
                                             uint64_t seed);
 /* How many adapted weights m's tree has. */
@@ -838,7 +842,8 @@ LITHE_API size_t lithe_model_lora_count(const lithe_model *m);
 /* Merges every adapter into its weight (W = base + (alpha / rank) · B·A, from A and B as they are
  * now) and drops the adapters' params and attrs: the model is then an ordinary model (saves,
  * exports to Thinc bytes and ONNX as any). Freezing is left as it is (lithe_model_set_frozen(m,
- * NULL, false) thaws all). Optimizer state kept for A and B stays in the optimizer. */
+ * NULL, false) thaws all). Optimizer state kept for A and B stays in the optimizer. An adapter on a
+ * compact weight does not merge: LITHE_ERR_DTYPE (lithe_model_compress_weights(m, LITHE_F32) first). */
 LITHE_API lithe_status lithe_model_merge_lora(lithe_model *m);
 /* The hash naming a base model in an adapter file: FNV-1a 64 over every base weight of the tree
  * (node index, name, dtype, shape, values; an adapted weight holds its base), as 16 hex digits

@@ -62,13 +62,18 @@ static lithe_status cpu_copy(lithe_backend *be, lithe_tensor *Y, const lithe_ten
     int64_t ix[LITHE_MAX_DIMS] = {0}, iy[LITHE_MAX_DIMS] = {0};
     const char *xb = lithe__tdata(X);
     char *yb = lithe__tdata(Y);
-    for (int64_t n = 0; n < N(X); n++) {
+    /* a strided Y of X's shape with unit-stride rows on both sides (the graph's Slice backward writes
+     * into a slice of its input's shape): one memcpy a row (the last axis stays at index 0) */
+    bool rows = X->ndim == Y->ndim && X->ndim > 0 && X->strides[X->ndim - 1] == 1 && Y->strides[Y->ndim - 1] == 1;
+    for (int d = 0; rows && d < X->ndim; d++) rows = X->shape[d] == Y->shape[d];
+    const int64_t run = rows ? X->shape[X->ndim - 1] : 1;
+    for (int64_t n = 0; n < N(X); n += run) {
         int64_t ox = 0, oy = 0;
         for (int d = 0; d < X->ndim; d++) ox += ix[d] * X->strides[d];
         for (int d = 0; d < Y->ndim; d++) oy += iy[d] * Y->strides[d];
-        memcpy(yb + oy * (int64_t)es, xb + ox * (int64_t)es, es);
-        for (int d = X->ndim - 1; d >= 0 && ++ix[d] == X->shape[d]; d--) ix[d] = 0;
-        for (int d = Y->ndim - 1; d >= 0 && ++iy[d] == Y->shape[d]; d--) iy[d] = 0;
+        memcpy(yb + oy * (int64_t)es, xb + ox * (int64_t)es, (size_t)run * es);
+        for (int d = X->ndim - 1 - rows; d >= 0 && ++ix[d] == X->shape[d]; d--) ix[d] = 0;
+        for (int d = Y->ndim - 1 - rows; d >= 0 && ++iy[d] == Y->shape[d]; d--) iy[d] = 0;
     }
     return LITHE_OK;
 }
@@ -539,8 +544,14 @@ static lithe_status cpu_bcast_binary(lithe_backend *be, int op, const lithe_tens
  * (the transformer's residual adds and attention scales). False: the odometer handles it. */
 static bool binary_backward_rows(int op, const lithe_tensor *dY, const float *A, const int64_t *as, const float *B,
                                  const int64_t *bs, float *dA, float *dB) {
-    if (op != LITHE__BIN_ADD && op != LITHE__BIN_SUB && op != LITHE__BIN_MUL) return false;
     int nd = dY->ndim, p = nd;
+    if (op == LITHE__BIN_DIV && !dB && block_kind(0, nd, dY->shape, bs) == 0 && block_kind(0, nd, dY->shape, as) == 1) {
+        /* A / a scalar constant (attention's q / sqrt(d)): dA += g / b, the scalar kernel's sums */
+        const float *g = F(dY), b = B[0];
+        for (int64_t i = 0; dA && i < N(dY); i++) dA[i] += g[i] / b;
+        return true;
+    }
+    if (op != LITHE__BIN_ADD && op != LITHE__BIN_SUB && op != LITHE__BIN_MUL) return false;
     while (p > 0 && block_kind(p - 1, nd, dY->shape, as) == 1 && block_kind(p - 1, nd, dY->shape, bs) == 1) p--;
     if (p == nd) return false;
     int64_t n = 1, R = 1, lda = 0, ldb = 0;

@@ -1,6 +1,7 @@
 """PyTorch 1.13 eager's side of bench/memory/run.py: one model x mode in a fresh process, the same
 step as mem_step.c (forward at training, loss = sum(Y) / B so dY = 1/B, backward, Adam), with the
-resident set before the first step and its high-water mark after (VmRSS / VmHWM).
+resident set before the model is made (after torch is imported), before the first step, and its
+high-water mark after (VmRSS / VmHWM).
 
 Usage: torch_step.py MODEL MODE BATCH STEPS   (MODEL: mlp | mobilenet_v2; MODE: full | last)"""
 import json
@@ -25,6 +26,7 @@ def status_kb(key):
 def main():
     name, mode, batch, steps = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     torch.set_num_threads(int(os.environ.get("THREADS", "2")))
+    rss_start = status_kb("VmRSS")  # the process's own baseline (the interpreter, torch): before the model exists
     m = make_models.build(name)
     m.eval()  # BatchNorm with its running statistics, as the exported (folded) graph lithe trains
     if mode == "last":
@@ -48,7 +50,7 @@ def main():
         loss.backward()
         opt.step()
         times.append(time.perf_counter() - t0)
-    print(json.dumps({"mode": mode, "batch": batch, "rss_before_kb": rss0, "hwm_kb": status_kb("VmHWM"),
+    print(json.dumps({"mode": mode, "batch": batch, "rss_start_kb": rss_start, "rss_before_kb": rss0, "hwm_kb": status_kb("VmHWM"),
                       "step1_s": times[0], "step_s": sum(times[1:]) / max(1, len(times) - 1)}))
 
 

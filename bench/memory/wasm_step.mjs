@@ -6,7 +6,10 @@
 // (lithe_backend_memory). tfjs: TensorFlow.js 4.22's wasm backend (one thread), the same MLP in
 // tfjs-layers (784-512-512-10, Relu, Relu, softmax cross-entropy on the logits), Adam; reports
 // the wasm heap (its WebAssembly.Memory) and tf.profile's peakBytes of a step. One JSON line.
-//   node wasm_step.mjs lithe MODELS_DIR full|last|lora|lora+recompute [--wasm F] [--importers F] [--steps N]
+// lora-int8 / lora-f16: LoRA on the compact frozen base (mlp_int8.lithe / mlp_f16.lithe, run.py
+// writes them). backend_loaded: the backend's bytes in use after loading (in WebAssembly the
+// weights are copied into backend blocks, natively they are the mapped file's pages).
+//   node wasm_step.mjs lithe MODELS_DIR full|last|lora|lora+recompute|lora-int8|lora-f16 [--wasm F] [--importers F] [--steps N]
 //   node wasm_step.mjs tfjs - full|last [--steps N]
 import fs from 'node:fs';
 import path from 'node:path';
@@ -28,7 +31,8 @@ async function lithe() {
   const importers = opt('--importers', path.join(dist, 'lithe-importers-simd.wasm'));
   await lithe.init({ wasm: fs.readFileSync(wasm), simd: true, importers: fs.readFileSync(importers) });
   const r = lithe.c();
-  const model = lithe.loadBytes(fs.readFileSync(path.join(dir, 'mlp.lithe')));
+  const base = { 'lora-int8': 'mlp_int8.lithe', 'lora-f16': 'mlp_f16.lithe' }[mode] ?? 'mlp.lithe';
+  const model = lithe.loadBytes(fs.readFileSync(path.join(dir, base)));
   const memLoaded = r.memory.buffer.byteLength;
   if (mode === 'last') {
     model.freeze();
@@ -45,6 +49,8 @@ async function lithe() {
   r.check(r.lithe_backend_get(be, r.outPtr(0)));
   const cpu = r.readU32(r.outPtr(0));
   const info = r.malloc(16);
+  r.check(r.lithe_backend_memory(cpu, info));
+  const backendLoaded = r.readU32(info);
   const times = [];
   let allocs1 = 0;
   for (let i = 0; i < steps; i++) {
@@ -58,7 +64,7 @@ async function lithe() {
   }
   r.check(r.lithe_backend_memory(cpu, info));
   return { runtime: 'lithe', mode, batch: B, wasm_memory_loaded: memLoaded, wasm_memory: r.memory.buffer.byteLength,
-    backend_peak: r.readU32(info + 4), new_blocks_after_step1: r.readU32(info + 12) - allocs1,
+    backend_peak: r.readU32(info + 4), backend_loaded: backendLoaded, new_blocks_after_step1: r.readU32(info + 12) - allocs1,
     lora: model.loraCount, step_s: times.slice(1).reduce((a, b) => a + b, 0) / Math.max(1, steps - 1) };
 }
 

@@ -587,7 +587,12 @@ static lithe_status build(const parsed *p, mapping *map, lithe_model **out) {
                 s = lithe__tensor_wrap_host(t->dtype, t->ndim, t->shape, (void *)src, mapping_release, map, &v);
                 if (s != LITHE_OK) mapping_release(map);
             } else {
+                /* a weight lives as long as the model: a persistent block, its exact size (the CPU
+                 * cache rounds others up to a size class: the MLP's 784x512 W took 1.75 MiB for
+                 * 1.53 in WebAssembly, where every load copies) */
+                lithe__persistent(m->backend, true);
                 s = lithe__tensor_alloc(m->backend, t->dtype, t->ndim, t->shape, false, &v);
+                lithe__persistent(m->backend, false);
                 if (s == LITHE_OK) s = lithe_tensor_write(v, src, (size_t)(t->end - t->begin));
             }
             if (s == LITHE_OK && compact) s = lithe__lf_compact_param(p, m, t, tname, v);

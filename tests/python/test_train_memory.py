@@ -38,3 +38,29 @@ def test_freeze_plan_budget(tmp_path):
     assert "optimizer state" in str(e.value) and "activations" in str(e.value)
     m.set_memory_budget(0)
     m.begin_update(x)
+
+
+def test_recompute_rows(tmp_path):
+    """set_recompute(rows=r): a Conv / ReLU / pool body's backward r rows of the batch at a time
+    (core/graph/graph_rows.c) gives the gradients of the plain step."""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(8, 8, 3),
+                              torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(8, 4))
+    path = tmp_path / "cnn.onnx"
+    torch.onnx.export(net, torch.zeros(2, 3, 10, 10), str(path), input_names=["x"], output_names=["y"],
+                      opset_version=13, dynamic_axes={"x": {0: "b"}, "y": {0: "b"}})
+    x = numpy.random.default_rng(1).random((8, 3, 10, 10), dtype=numpy.float32)
+    dy = numpy.random.default_rng(2).random((8, 4), dtype=numpy.float32)
+    grads = []
+    for rows in (0, 3):
+        m = lithe.load(str(path))
+        if rows:
+            with pytest.raises(ValueError):
+                m.set_recompute(True, rows=-1)
+            m.set_recompute(True, rows=rows)
+        Y, backprop = m.begin_update(x)
+        backprop(dy)
+        node = m.walk()[0]  # the graph layer
+        grads.append({n: numpy.from_dlpack(node.get_grad(n)).copy() for n in ("0.weight", "2.weight", "6.weight")})
+    for n in grads[0]:
+        numpy.testing.assert_allclose(grads[1][n], grads[0][n], rtol=1e-5, atol=1e-6)

@@ -316,6 +316,8 @@ typedef struct lithe__sgemm_packed_b {
 lithe__sgemm_packed_b *lithe__sgemm_pack_b(const lithe__sgemm_kernel *k, bool transB, int64_t K, int64_t N,
                                            const float *B, int64_t ldb);
 void lithe__sgemm_packed_b_free(lithe__sgemm_packed_b *p);
+/* The most floats a compact GEMM packs of op(B) at once (gemm_compact.c: by blocks of columns). */
+#define LITHE__COMPACT_PANEL_FLOATS ((size_t)65536)
 /* gemm_compact.c: op(B) from a compact 2-D host tensor (float16, bfloat16, quantized int8 / uint8;
  * core/quant.c), decoded to float32 as it is packed for kernel k (the same panels as
  * lithe__sgemm_pack_b of the decoded floats); and lithe__sgemm with such a B (false: out of memory).

@@ -95,11 +95,31 @@ static inline __attribute__((always_inline)) void uk_6x16(size_t mr, size_t nr, 
 #undef STEP
         a += as;
     }
-    __m256 va = _mm256_set1_ps(p->alpha);
-    const float *bias = p->bias;
-    const clampv cv = clamp_of(p);
     const bool a1 = p->alpha == 1.0f;
+    const float *bias = p->bias;
     const float *rbs = p->bias_rows; /* bias_rows_ok */
+    if (mr == MR && nr == NR && a1 && !bias && !rbs && !p->clamp) {
+        /* the plain full tile (the backward's and the attention's products, small kc: the general
+         * epilogue's tests per half row and its spills were a third of a 6 x 16 x 32 call): store_row's
+         * operations for this case, so the same bits */
+        const float beta = p->beta;
+        const __m256 vb = _mm256_set1_ps(beta);
+#define PLAIN(i)                                                                                                  \
+    {                                                                                                             \
+        float *ci = c + (size_t)i * ldc;                                                                          \
+        if (beta != 0.0f) {                                                                                       \
+            c##i##0 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(ci), c##i##0);                                          \
+            c##i##1 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(ci + 8), c##i##1);                                      \
+        }                                                                                                         \
+        _mm256_storeu_ps(ci, c##i##0);                                                                            \
+        _mm256_storeu_ps(ci + 8, c##i##1);                                                                        \
+    }
+        PLAIN(0) PLAIN(1) PLAIN(2) PLAIN(3) PLAIN(4) PLAIN(5)
+#undef PLAIN
+        return;
+    }
+    __m256 va = _mm256_set1_ps(p->alpha);
+    const clampv cv = clamp_of(p);
 #define ROW(i)                                                                                                    \
     if (mr > i) {                                                                                                 \
         const float *rb = rbs ? rbs + i : NULL;                                                                   \

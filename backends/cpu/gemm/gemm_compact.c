@@ -1,7 +1,11 @@
 /* Compact weights (float16, bfloat16, quantized int8 / uint8: core/quant.c) as the GEMM's op(B):
  * decoded to float32 while they are packed into the driver's panels (gemm.h's B layout), one row
  * of B at a time, so the model keeps only the compact form; the panels are the call's workspace
- * and are freed after it. float16 rows decode with F16C where the CPU has it (the same bits as the
+ * and are freed after it. A call packs op(B) a block of columns at a time (at most
+ * LITHE__COMPACT_PANEL_FLOATS floats, 256 KiB, unless one NR-wide sliver is more): a float32 copy
+ * of the whole weight per call (the 784x512 MLP layer: 1.5 MiB) was the peak of a LoRA step on a
+ * compact frozen base (issue 26; bench/memory). Splitting C by columns leaves every element's sum
+ * over K as it was: the same bits. float16 rows decode with F16C where the CPU has it (the same bits as the
  * scalar decoder: the conversion is exact). */
 #include "gemm_internal.h"
 
@@ -45,13 +49,16 @@ static void decode(const lithe_tensor *B, int64_t row, int64_t off, int64_t K, f
     else lithe__decode_row(B, row, off, K, dst);
 }
 
-lithe__sgemm_packed_b *lithe__sgemm_pack_b_compact(const lithe__sgemm_kernel *k, bool tB, int64_t K, int64_t N,
-                                                   const lithe_tensor *B) {
+/* op(B)'s columns j0 .. j0 + N - 1 packed (a block of them: lithe__sgemm_compact). */
+static lithe__sgemm_packed_b *pack_cols(const lithe__sgemm_kernel *k, bool tB, int64_t K, int64_t j0, int64_t N,
+                                        const lithe_tensor *B) {
     if (K <= 0 || N <= 0) return NULL;
     const size_t NR = (size_t)k->nr, KC = (size_t)k->kc, Npad = (size_t)(N + (int64_t)NR - 1) / NR * NR;
     size_t floats;
     if (!lithe__mul_size((size_t)K, Npad, &floats) || floats > SIZE_MAX / sizeof(float)) return NULL;
-    const int64_t rows = tB ? N : K, len = tB ? K : N, ld = B->strides[0];
+    /* tB: B's rows j0.. are op(B)'s columns, each K long; else each of B's K rows gives N elements
+     * from column j0 */
+    const int64_t rows = tB ? N : K, len = tB ? K : N, ld = B->strides[0], r0 = tB ? j0 : 0, c0 = tB ? 0 : j0;
     lithe__sgemm_packed_b *p = lithe__malloc(sizeof *p);
     float *data = lithe__aligned_alloc(floats * sizeof(float)), *row = lithe__malloc((size_t)len * sizeof(float));
     if (!p || !data || !row) {
@@ -63,7 +70,7 @@ lithe__sgemm_packed_b *lithe__sgemm_pack_b_compact(const lithe__sgemm_kernel *k,
     memset(data, 0, floats * sizeof(float)); /* the lanes past N */
     *p = (lithe__sgemm_packed_b){.nr = k->nr, .kc = k->kc, .transB = tB, .K = K, .N = N, .floats = floats, .data = data};
     for (int64_t r = 0; r < rows; r++) {
-        decode(B, r, r * ld, len, row);
+        decode(B, r0 + r, (r0 + r) * ld + c0, len, row);
         if (tB) { /* B row r is op(B)'s column j = r: lane j % NR of sliver j / NR, every K step */
             const size_t jr = (size_t)r / NR * NR, l = (size_t)r % NR;
             for (int64_t pc = 0; pc < K; pc += (int64_t)KC) {
@@ -83,6 +90,11 @@ lithe__sgemm_packed_b *lithe__sgemm_pack_b_compact(const lithe__sgemm_kernel *k,
     }
     lithe__free(row);
     return p;
+}
+
+lithe__sgemm_packed_b *lithe__sgemm_pack_b_compact(const lithe__sgemm_kernel *k, bool tB, int64_t K, int64_t N,
+                                                   const lithe_tensor *B) {
+    return pack_cols(k, tB, K, 0, N, B);
 }
 
 /* A few rows of A against op(B) = Bᵀ (the dense layers' forward at batch <= 4): B's rows decoded
@@ -127,9 +139,24 @@ bool lithe__sgemm_compact(bool use_threads, bool tA, bool tB, int64_t M, int64_t
         lithe__free(f);
         return ok;
     }
-    lithe__sgemm_packed_b *P = lithe__sgemm_pack_b_compact(kr, tB, K, N, B);
-    if (!P) return false;
-    bool ok = lithe__sgemm_prepacked(k, use_threads, tA, tB, M, N, K, alpha, A, lda, NULL, 0, P, beta, C, ldc, epi);
-    lithe__sgemm_packed_b_free(P);
+    /* columns per block: the panel budget over K, whole slivers, at least one */
+    const int64_t NR = kr->nr, per = (int64_t)(LITHE__COMPACT_PANEL_FLOATS / (size_t)K) / NR * NR;
+    const int64_t cw = per < NR ? NR : per;
+    bool ok = true;
+    for (int64_t j0 = 0; ok && j0 < N; j0 += cw) {
+        int64_t nb = N - j0 < cw ? N - j0 : cw;
+        lithe__sgemm_packed_b *P = pack_cols(kr, tB, K, j0, nb, B);
+        if (!P) return false;
+        lithe__sgemm_epilogue e;
+        if (epi) { /* the block's columns of bias, Z and the residual (bias_row is per row: as it is) */
+            e = *epi;
+            if (e.bias) e.bias += j0;
+            if (e.Z) e.Z += j0;
+            if (e.res) e.res += j0;
+        }
+        ok = lithe__sgemm_prepacked(k, use_threads, tA, tB, M, nb, K, alpha, A, lda, NULL, 0, P, beta, C + j0, ldc,
+                                    epi ? &e : NULL);
+        lithe__sgemm_packed_b_free(P);
+    }
     return ok;
 }

@@ -167,8 +167,8 @@ export declare class Model extends Handle {
   };
   /** Refuse trainStep over this many bytes (0: no budget). */
   setMemoryBudget(bytes: number, opts?: { optimizer?: Optimizer }): this;
-  /** Recomputation (trading time for memory): chains, and imported graphs by segment (segments 0: chosen). */
-  setRecompute(on?: boolean, opts?: { segments?: number }): this;
+  /** Recomputation (trading time for memory): chains, and imported graphs by segment (segments 0: chosen; rows > 0: a row-wise segment's backward that many rows of the batch at a time). */
+  setRecompute(on?: boolean, opts?: { segments?: number; rows?: number }): this;
   /** The model as .lithe bytes (with the optimizer's state when one is given). */
   /** The dense layers' W stored compact (int8 per-row, float16, bfloat16; float32 turns them back); returns how many changed. */
   compressWeights(dtype?: 'int8' | 'float16' | 'bfloat16' | 'float32'): number;

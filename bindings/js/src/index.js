@@ -611,18 +611,23 @@ export class Model extends Handle {
   }
   // Recomputation, trading time for memory (docs/training.md): a chain keeps only its input and
   // runs its layers' forward again in backprop; an imported graph keeps only the values crossing
-  // its segments' boundaries (segments > 0: that many; 0: chosen by bytes). Gradients are
-  // identical. Saved with the model (the attrs "recompute", "recompute_segments").
-  setRecompute(on = true, { segments = 0 } = {}) {
+  // its segments' boundaries (segments > 0: that many; 0: chosen by bytes), and with rows > 0 runs
+  // each row-wise segment's backward `rows` rows of the batch at a time. Gradients are identical
+  // (by rows: to the rounding of summing the weights' gradients in parts). Saved with the model
+  // (the attrs "recompute", "recompute_segments", "recompute_rows").
+  setRecompute(on = true, { segments = 0, rows = 0 } = {}) {
     intArg('setRecompute', 'segments', segments, 0, INT32_MAX);
+    intArg('setRecompute', 'rows', rows, 0, INT32_MAX);
     const r = need();
-    const a = r.allocString('recompute'), b = r.allocString('recompute_segments');
+    const a = r.allocString('recompute'), b = r.allocString('recompute_segments'), c = r.allocString('recompute_rows');
     try {
       r.check(raw.lithe_model_set_attr_bool(this.ptr, a, on ? 1 : 0));
       if (segments) r.check(raw.lithe_model_set_attr_int(this.ptr, b, BigInt(segments)));
+      if (rows) r.check(raw.lithe_model_set_attr_int(this.ptr, c, BigInt(rows)));
     } finally {
       r.free(a);
       r.free(b);
+      r.free(c);
     }
     return this;
   }

@@ -44,3 +44,25 @@ test('freeze by pattern, planTrain, setMemoryBudget', async (t) => {
     model.dispose();
   }
 });
+
+test('setRecompute rows: the steps of the plain model', async (t) => {
+  if (skip) return t.skip(skip);
+  const x = npyRead(path.join(work, 'x.npy')), target = npyRead(path.join(work, 't.npy'));
+  const losses = [];
+  for (const rows of [0, 2]) {
+    const model = await lithe.load(path.join(work, 'cnn.onnx'));
+    const opt = lithe.sgd({ learnRate: 0.1, gradClip: 0 });
+    try {
+      if (rows) {
+        assert.throws(() => model.setRecompute(true, { rows: -1 }), /rows/);
+        assert.equal(model.setRecompute(true, { rows }), model);
+      }
+      const step = () => model.trainStep({ x: lithe.tensor(x.data, x.shape), y: lithe.tensor(target.data, target.shape), loss: 'l2', optimizer: opt });
+      losses.push([step(), step(), step()]);
+    } finally {
+      opt.dispose();
+      model.dispose();
+    }
+  }
+  for (let i = 0; i < 3; i++) assert.ok(Math.abs(losses[1][i] - losses[0][i]) <= 1e-5 * Math.abs(losses[0][i]) + 1e-7, `${losses}`);
+});

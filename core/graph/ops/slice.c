@@ -253,13 +253,17 @@ BWD(b_slice) {
     if (!d || !dout[0]->numel) return LITHE_OK;
     slice_geo g = {0};
     LITHE__TRY(slice_geometry(x, node, in, n_in, &g));
-    lithe_tensor *full = NULL, *v = NULL;
-    LITHE__TRY(lithe__gexec_like(x, d, true, &full));
-    lithe_status s = slice_view(full, &g, &v);
-    if (s == LITHE_OK) s = lithe__op_copy(x->be, v, dout[0]);
-    if (s == LITHE_OK) s = acc(x, d, full);
+    /* d's slice += dY through a copy of the slice alone (out, the add, back), the same adds as
+     * d += (dY scattered into zeros) without zeroing, scattering into and adding d's whole shape:
+     * the transformer's Q / K / V slices of one (tokens, 3 d_model) product were 8 % of its step */
+    lithe_tensor *v = NULL, *t = NULL;
+    LITHE__TRY(slice_view(d, &g, &v));
+    lithe_status s = lithe__gexec_alloc(x, x->be, LITHE_F32, v->ndim, v->shape, false, &t);
+    if (s == LITHE_OK) s = lithe__op_copy(x->be, t, v);
+    if (s == LITHE_OK) s = acc(x, t, dout[0]);
+    if (s == LITHE_OK) s = lithe__op_copy(x->be, v, t);
     lithe_tensor_release(v);
-    lithe_tensor_release(full);
+    lithe_tensor_release(t);
     return s;
 }
 

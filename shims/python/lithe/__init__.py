@@ -706,14 +706,20 @@ class Node:
         return n.value
 
     @_locked
-    def set_recompute(self, on: bool = True, segments: int = 0) -> None:
+    def set_recompute(self, on: bool = True, segments: int = 0, rows: int = 0) -> None:
         """Recomputation, trading time for memory (docs/training.md): a chain keeps only its input
         and runs its layers' forward again in backprop; an imported graph keeps only the values
-        crossing its segments' boundaries (segments > 0: that many; 0: chosen by bytes). Gradients
-        are identical. Saved with the model (the attrs "recompute", "recompute_segments")."""
+        crossing its segments' boundaries (segments > 0: that many; 0: chosen by bytes), and with
+        rows > 0 runs each row-wise segment's backward `rows` rows of the batch at a time. Gradients
+        are identical (by rows: to the rounding of summing the weights' gradients in parts). Saved
+        with the model (the attrs "recompute", "recompute_segments", "recompute_rows")."""
+        if segments < 0 or rows < 0:
+            raise ValueError(f"set_recompute: segments {segments} and rows {rows} must be >= 0")
         _lib.check(_lib.model_set_attr_bool(self._ptr, b"recompute", on))
         if segments:
             _lib.check(_lib.model_set_attr_int(self._ptr, b"recompute_segments", segments))
+        if rows:
+            _lib.check(_lib.model_set_attr_int(self._ptr, b"recompute_rows", rows))
 
     @_locked
     def plan_train(self, X, batch: int = 0, optimizer: Optional["Optimizer"] = None) -> dict:
