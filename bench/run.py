@@ -32,15 +32,18 @@ GROUPS = ("gemm", "mlp", "cnn", "mobilenet", "mnv3", "seg", "transformer", "trai
           "train-transformer", "int8")
 GEMMS = [(1, 512, 784), (64, 512, 784), (256, 256, 256), (1024, 1024, 1024)]
 WORKLOADS = ["mlp_b1", "mlp_b64", "cnn_b1", "cnn_b32", "mobilenet_v2_b1", "mobilenet_v3_small_b1", "lraspp_b1",
-             "transformer_b1", "mlp_int8_b64"]
+             "transformer_b1", "mlp_int8_b64", "mobilenet_v2_int8_b1"]
 WL_GROUP = {"mlp_b1": "mlp", "mlp_b64": "mlp", "cnn_b1": "cnn", "cnn_b32": "cnn", "mobilenet_v2_b1": "mobilenet",
             "mobilenet_v3_small_b1": "mnv3", "lraspp_b1": "seg",  # issue 23's rows, each its own group
-            "transformer_b1": "transformer", "mlp_int8_b64": "int8"}
+            "transformer_b1": "transformer", "mlp_int8_b64": "int8", "mobilenet_v2_int8_b1": "int8"}
 WL_MODEL = {"mlp_b1": "mlp", "mlp_b64": "mlp", "cnn_b1": "cnn", "cnn_b32": "cnn", "mobilenet_v2_b1": "mobilenet_v2",
             "mobilenet_v3_small_b1": "mobilenet_v3_small", "lraspp_b1": "lraspp_mobilenet_v3_large",
-            "transformer_b1": "transformer", "mlp_int8_b64": "mlp_qdq"}
+            "transformer_b1": "transformer", "mlp_int8_b64": "mlp_qdq", "mobilenet_v2_int8_b1": "mobilenet_v2_qdq"}
 # issue 24: mlp_int8_b64 is the MLP quantized to QDQ int8 by bench/qdq_model.py (from make_models.py's
-# MLP); lithe and onnxruntime run the same mlp_qdq.onnx, and lithe's float32 mlp_b64 row is its other peer
+# MLP); lithe and onnxruntime run the same mlp_qdq.onnx, and lithe's float32 mlp_b64 row is its other peer.
+# mobilenet_v2_int8_b1: make_models.py's mobilenet_v2 quantized by the native `lithe quantize --calibrate` (static,
+# per-channel; calibrated on its batch-1 input) and written back as QDQ ONNX (`lithe convert --to-onnx`): the
+# same file for lithe and onnxruntime, lithe's float32 mobilenet_v2_b1 row its other peer
 # the training workloads and their --only groups (make_models.py's TRAIN writes all but the MLP's files)
 TRAIN_WLS = {"mlp_train_b64": "train", "cnn_train_b32": "train-cnn", "mobilenet_v2_train_b8": "train-mnv2",
              "transformer_train_b8": "train-transformer"}
@@ -260,13 +263,20 @@ def build():
                  cwd=BENCH)
         # only the models the asked-for groups run (make_models.py merges models.json)
         models = sorted({WL_MODEL[wl] for wl in WORKLOADS if WL_GROUP[wl] in A.only} |
-                        {TRAIN_MODEL[wl] for wl in train_wls(A.only)} | ({"mlp"} if "int8" in A.only else set()))
+                        {TRAIN_MODEL[wl] for wl in train_wls(A.only)} | ({"mlp", "mobilenet_v2"} if "int8" in A.only else set()))
         # (the .lithe export goes through lithe's Python package, so through this build's liblithe.so)
         lib = os.path.join(ROOT, A.build, "liblithe.so")
         step("make_models.py", [PY, os.path.join(BENCH, "make_models.py"), WORK, "--only", ",".join(models)],
              dict(env, LITHE_LIBRARY=lib) if os.path.exists(lib) else env)
         if "int8" in A.only:
             step("qdq_model.py", [PY, os.path.join(BENCH, "qdq_model.py"), WORK], env)
+            w = functools.partial(os.path.join, WORK)
+            step("lithe quantize mobilenet_v2", [LITHE, "quantize", w("mobilenet_v2.onnx"), "--calibrate",
+                                                 w("mobilenet_v2_b1_x.npy"), "--output", w("mobilenet_v2_int8.lithe")], env)
+            step("lithe convert mobilenet_v2_qdq.onnx", [LITHE, "convert", w("mobilenet_v2_int8.lithe"), "--to-onnx",
+                                                         w("mobilenet_v2_qdq.onnx")], env)
+            for f in ("x", "ref"):
+                shutil.copyfile(w(f"mobilenet_v2_b1_{f}.npy"), w(f"mobilenet_v2_int8_b1_{f}.npy"))
     if "gemm" in A.only:
         os.makedirs(BIN, exist_ok=True)
         flags = ["gcc", "-O2", "-std=c11", "-Wall", "-Wextra", "-I/usr/include/x86_64-linux-gnu/openblas-pthread"]
@@ -410,7 +420,7 @@ def browser_jobs(threads, groups):
     """--browser: lithe_browser.mjs, one Chromium per variant and round (so that rounds rotate them with
     the other runners): at 1 thread the SIMD128 core, the relaxed-SIMD core and onnxruntime-web with
     numThreads=1; at N > 1 threads the threads module and onnxruntime-web with numThreads=N."""
-    wls = [wl for wl in WORKLOADS if WL_GROUP[wl] in groups and wl != "mlp_int8_b64"]
+    wls = [wl for wl in WORKLOADS if WL_GROUP[wl] in groups and WL_GROUP[wl] != "int8"]
     if not A.browser or not wls or not os.path.exists(JS_WASM):
         return []
     variants = ["simd", "relaxed", "ort"] if threads == 1 else ["threads", "ort-threads"]
@@ -798,6 +808,16 @@ def ratios(rounds):
                                                                                    "graph layer")
     if lq and lf:
         add("mlp_int8_b64", "native .onnx, QDQ int8", "lithe native .onnx float32 (mlp_b64)", ms(lq), ms(lf), 2.0, "ms")
+    # ... and in WebAssembly (bar 1.5: npm SIMD128 and WASI against their own float32 rows), and mobilenet_v2
+    for qwl, fwl in (("mlp_int8_b64", "mlp_b64"), ("mobilenet_v2_int8_b1", "mobilenet_v2_b1")):
+        for lprefix, short, bar in (("lithe (native CLI)", "native", 2.0), ("lithe 0.", "npm SIMD", 1.5),
+                                    ("lithe (WASI, SIMD128", "WASI SIMD", 1.5)):
+            if qwl == "mlp_int8_b64" and short == "native":
+                continue  # (above)
+            lq = find("infer", qwl, lprefix, "graph layer", prefix=short != "native")
+            lf = find("infer", fwl, lprefix, "graph layer", prefix=short != "native")
+            if lq and lf:
+                add(qwl, f"{short} .onnx, QDQ int8", f"lithe {short} .onnx float32 ({fwl})", ms(lq), ms(lf), bar, "ms")
     # issue 29: the npm package against the WASI build of the same C (bar: within 5 %, i.e. WASI median /
     # npm median >= 0.95), and the npm threads module against onnxruntime-web at the same thread count
     def npm_row(wl, threads, threaded):

@@ -2,7 +2,8 @@
  *   - the scalar twin (through the packing) against an independent reference: QuantizeLinear's codes
  *     from rintf(X / s) clamped (NaN to the lowest code), the window summed in int64 over the
  *     unpacked W, then (float)acc · (sx·sw[m]) + b[m] — bit for bit;
- *   - the AVX2 kernel (where the CPU has it) against the twin bit for bit, and no write past Y;
+ *   - the AVX2 kernel (where the CPU has it) and the WebAssembly SIMD128 one (-msimd128 builds: the
+ *     wasi preset's test_qconv.wasm, tests/wasm) against the twin bit for bit, and no write past Y;
  *   - the backend's conv_q8 (group 1 and depthwise, int8 and uint8 activations, per-channel and
  *     per-tensor weights with zero points, a -128 weight) against the same reference, bit for bit.
  * Geometries: 1x1 (odd K, P across the 16- and 8-pixel tiles and their tails), 1x1 stride 2, 3x3
@@ -167,7 +168,7 @@ static void kernels(qcase *c, const lithe__act *a, const char *what) {
     int32_t *Wp = malloc((size_t)(Mb * Kp * LITHE__QC_MR) * sizeof *Wp);
     int16_t *Xp = malloc((size_t)(Kp * P8 * 2) * sizeof *Xp), *tmp = malloc((size_t)(g->C * g->H * g->W) * sizeof *tmp);
     float *scale = malloc((size_t)g->M * sizeof *scale), *Yr = malloc((size_t)ny * sizeof *Yr);
-    float *Yt = guarded(ny), *Yk = guarded(ny);
+    float *Yt = guarded(ny), *Yk = guarded(ny), *Yw = guarded(ny);
     lithe__qconv_pack_w(g->M, K, c->W, c->zw, c->n_w, Wp);
     for (int64_t m = 0; m < g->M; m++) scale[m] = c->xs * c->sw[c->n_w == 1 ? 0 : m];
     lithe__qx q = {c->xs, (float)(c->xmin - c->xz), (float)(c->xmax - c->xz)};
@@ -193,6 +194,11 @@ static void kernels(qcase *c, const lithe__act *a, const char *what) {
             lithe__qconv_avx2(&k, LITHE__QC_MR, Mb * LITHE__QC_MR);
         }
 #endif
+#if defined(__wasm_simd128__)
+        k.Y = Yw + n * g->M * P;
+        lithe__qconv_wasm(&k, 0, LITHE__QC_MR); /* split at a tile boundary */
+        lithe__qconv_wasm(&k, LITHE__QC_MR, Mb * LITHE__QC_MR);
+#endif
     }
     CHECK(!memcmp(Yt, Yr, (size_t)ny * sizeof *Yr), "%s: twin vs reference (M=%lld K=%lld P=%lld)", what,
           (long long)g->M, (long long)K, (long long)P);
@@ -204,7 +210,12 @@ static void kernels(qcase *c, const lithe__act *a, const char *what) {
         CHECK(guard_ok(Yk, ny), "%s: avx2 wrote past Y (M=%lld P=%lld)", what, (long long)g->M, (long long)P);
     }
 #endif
-    free(Wp), free(Xp), free(tmp), free(scale), free(Yr), free(Yt), free(Yk);
+#if defined(__wasm_simd128__)
+    CHECK(!memcmp(Yw, Yt, (size_t)ny * sizeof *Yr), "%s: wasm simd128 vs twin (M=%lld K=%lld P=%lld)", what,
+          (long long)g->M, (long long)K, (long long)P);
+    CHECK(guard_ok(Yw, ny), "%s: wasm simd128 wrote past Y (M=%lld P=%lld)", what, (long long)g->M, (long long)P);
+#endif
+    free(Wp), free(Xp), free(tmp), free(scale), free(Yr), free(Yt), free(Yk), free(Yw);
 }
 
 /* the backend's conv_q8 on host tensors against conv_ref */
@@ -357,6 +368,13 @@ int main(void) {
         {1, 7, 1, 17, 3, 1, 1, 0, 1},   {1, 40, 2, 2, 33, 1, 1, 0, 1},  {1, 2, 16, 8, 4, 1, 1, 0, 1},
     };
     char what[160];
+    /* the kernel conv_q8 runs in this build (wasi: "simd128" unless LITHE_CPU_ISA=scalar) */
+    const lithe__qconv_fn best = lithe__qconv_best();
+    printf("qconv: conv_q8's kernel: %s\n", best == lithe__qconv_ref ? "scalar"
+#if defined(__wasm_simd128__)
+                                           : best == lithe__qconv_wasm ? "simd128"
+#endif
+                                                                      : "avx2");
     for (size_t i = 0; i < sizeof G / sizeof G[0]; i++)
         for (int v = 0; v < 4; v++) {
             qcase c;

@@ -728,9 +728,7 @@ static const lithe_backend_ops cpu_ops = {
     .gemm_prepared = cpu_gemm_prepared,
     .conv2d_prepared = cpu_conv2d_prepared,
     .conv2d_add = cpu_conv2d_add,
-#ifndef LITHE_IMPORTERS_SEPARATE /* the npm core module: conv/ lives in the importer module */
-    .conv_q8 = lithe__cpu_conv_q8,
-#endif
+    .conv_q8 = lithe__cpu_conv_q8, /* (the npm core module: a hook into the importer module, importers_hooks.c) */
 #ifdef LITHE_XNNPACK /* XNNPACK's operators where they measured faster (backends/cpu/xnnpack.c) */
     .prepare_op = lithe__xnn_prepare_op,
     .prepared_op_free = lithe__xnn_prepared_op_free,

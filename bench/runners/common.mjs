@@ -86,4 +86,5 @@ export const WORKLOADS = {
   mlp_b1: 'mlp', mlp_b64: 'mlp', cnn_b1: 'cnn', cnn_b32: 'cnn', mobilenet_v2_b1: 'mobilenet_v2',
   mobilenet_v3_small_b1: 'mobilenet_v3_small', lraspp_b1: 'lraspp_mobilenet_v3_large', transformer_b1: 'transformer',
   mlp_int8_b64: 'mlp_qdq', // issue 24: bench/qdq_model.py's QDQ int8 MLP
+  mobilenet_v2_int8_b1: 'mobilenet_v2_qdq', // issue 24: mobilenet_v2 by `lithe quantize` + `convert --to-onnx` (run.py)
 };

@@ -104,6 +104,18 @@ test('conv backward through the shifted rows: the im2col path\'s bits', () => {
   assert.match(r.stdout, /conv_bwd: [1-9]\d* passed, 0 failed/);
 });
 
+// The int8 convolution's SIMD128 tile (backends/cpu/conv/qconv_wasm.c, i32x4.dot_i16x8_s) against
+// its scalar twin bit for bit, the twin and the backend's conv_q8 (which runs the tile here) against
+// an int64 reference (tests/test_qconv.c, built beside lithe.wasm by the wasi preset).
+test('int8 convolution: the SIMD128 tile against its scalar twin', () => {
+  const qTest = path.resolve(root, process.env.LITHE_WASI_QCONV_TEST ?? path.join(path.dirname(wasm), '../../test_qconv.wasm'));
+  const r = spawnSync(process.execPath, [runner, qTest], { cwd: work, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  assert.match(r.stdout, /qconv: conv_q8's kernel: simd128\n/);
+  assert.doesNotMatch(r.stdout, /no conv_q8/);
+  assert.match(r.stdout, /qconv: [1-9]\d* passed, 0 failed/);
+});
+
 // An int8 model (lithe convert --weights int8) in lithe.wasm: the SIMD128 int8 GEMM gives the native
 // int8 kernels' output (exact int32 sums: the same bits up to the softmax), batch 64 and batch 1.
 test('int8 weights: the same predictions as native', () => {

@@ -139,9 +139,8 @@ void lithe__qconv_ref(const lithe__qconv *c, int64_t m0, int64_t m1) {
     }
 }
 
-/* The npm package's importer module (LITHE_IMPORTER_MODULE) links none of this: its core leaves
- * conv_q8 out (cpu_backend.c), and the driver's callees (the act kernel, the pool) live in the core. */
-#if !defined(LITHE_IMPORTER_MODULE)
+/* (In the npm package's importer module too: the core's conv_q8 calls this driver through
+ * bindings/js/src/importers_hooks.c; its callees, the act kernel and the pool, are the core's.) */
 const lithe__qconv_aux *lithe__qconv_aux_best(void) {
 #if defined(__x86_64__) || defined(_M_X64)
     if (lithe__qconv_best() == lithe__qconv_avx2) return &lithe__qconv_aux_avx2;
@@ -154,6 +153,9 @@ lithe__qconv_fn lithe__qconv_best(void) {
     const char *isa = lithe__sgemm_kernel_best()->isa;
     if ((!strcmp(isa, "avx2") || !strcmp(isa, "avx512")) && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
         return lithe__qconv_avx2;
+#endif
+#if defined(__wasm_simd128__) /* built in; LITHE_CPU_ISA=scalar (WASI) picks the twin */
+    if (!strcmp(lithe__sgemm_kernel_best()->isa, "wasmsimd")) return lithe__qconv_wasm;
 #endif
     return lithe__qconv_ref;
 }
@@ -309,4 +311,3 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
     if (s == LITHE_OK) *done = true;
     return s;
 }
-#endif

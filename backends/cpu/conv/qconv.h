@@ -65,6 +65,9 @@ void lithe__qconv_ref(const lithe__qconv *c, int64_t m0, int64_t m1); /* the sca
 #if defined(__x86_64__) || defined(_M_X64)
 void lithe__qconv_avx2(const lithe__qconv *c, int64_t m0, int64_t m1);
 #endif
+#if defined(__wasm_simd128__) /* qconv_wasm.c: i32x4.dot_i16x8_s on the same packing */
+void lithe__qconv_wasm(const lithe__qconv *c, int64_t m0, int64_t m1);
+#endif
 /* The kernel the CPU runs (LITHE_CPU_ISA=scalar: the twin). */
 lithe__qconv_fn lithe__qconv_best(void);
 

@@ -23,6 +23,7 @@ __attribute__((visibility("default"))) const lithe__importers *lithe_importers(v
         lithe_npy_load, lithe_npy_save, lithe_npy_read_file, lithe_npy_write_file,
         lithe_model_plan_train, lithe_model_set_memory_budget, lithe__budget_check,
         lithe_model_quantize_static,
+        lithe__cpu_conv_q8,
     };
     return &table;
 }

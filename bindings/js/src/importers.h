@@ -78,6 +78,11 @@ typedef struct lithe__importers {
     lithe_status (*budget_check)(lithe_model *m, const lithe_value *X);
     /* Static int8 quantization with calibration (core/graph/quantize_static.c, issue 24 item 3) */
     lithe_status (*quantize_static)(lithe_model *m, const lithe_tensor *calib, size_t *n_quantized, lithe_model **out);
+    /* The int8 convolution (backends/cpu/conv/qconv.c, the CPU backend's conv_q8): only quantized
+     * graphs run it, so it lives beside the float convolution; the core's conv_q8 reaches it here. */
+    lithe_status (*cpu_conv_q8)(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X, float xs, int32_t xz,
+                                int32_t xmin, int32_t xmax, const lithe_tensor *W, const lithe_tensor *b,
+                                const lithe__act *a, lithe_tensor *Y, bool *done);
 } lithe__importers;
 void lithe__importers_set(const lithe__importers *h);
 bool lithe__importers_wanted(void); /* a call since the last query needed the missing module */

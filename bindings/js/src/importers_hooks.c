@@ -136,6 +136,15 @@ lithe_status lithe__cpu_conv2d_add(lithe_backend *be, const lithe__conv2d *g, co
     return hooks ? hooks->cpu_conv2d_add(be, g, X, W, Wp, b, R, res_first, Y) : absent("conv2d_add");
 }
 
+/* The int8 convolution of quantized graphs (conv/qconv.c): its driver and kernels are the importer
+ * module's, like the float convolution's */
+lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X, float xs, int32_t xz,
+                                int32_t xmin, int32_t xmax, const lithe_tensor *W, const lithe_tensor *b,
+                                const lithe__act *a, lithe_tensor *Y, bool *done) {
+    *done = false;
+    return hooks ? hooks->cpu_conv_q8(be, g, X, xs, xz, xmin, xmax, W, b, a, Y, done) : absent("conv_q8");
+}
+
 lithe_status lithe__cpu_pool2d(const lithe__pool2d *g, const float *X, float *Y, int32_t *which) {
     return hooks ? hooks->cpu_pool2d(g, X, Y, which) : absent("pool2d");
 }
