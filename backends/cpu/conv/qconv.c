@@ -290,6 +290,8 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
         bool act_after = false;
 #if defined(__x86_64__) || defined(_M_X64)
         act_after = a && t.fn != lithe__qconv_ref && t.fn != lithe__qconv_avx2 && t.fn != lithe__qconv8_avx2;
+#elif defined(__wasm_simd128__)
+        act_after = a && t.fn != lithe__qconv_ref && t.fn != lithe__qconv_wasm;
 #else
         act_after = a && t.fn != lithe__qconv_ref;
 #endif

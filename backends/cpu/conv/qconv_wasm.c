@@ -6,7 +6,8 @@
  * 8-bit codes (|x - zx|, |w - zw| <= 255: a pair sum below 2^17). Tile: 4 filters × 8 pixels, 8
  * accumulators, two v128 loads of X and four load32_splat of W per K pair (12 live vectors: V8 keeps
  * them in x86-64's 16 xmm registers). The epilogue is the scalar twin's: (float)acc · scale (+ b),
- * mul then add (no FMA), stored into Y's rows (a partial last vector through a buffer).
+ * mul then add (no FMA), stored into Y's rows (a partial last vector through a buffer), then the
+ * activation over the tile's rows (lithe__qconv_act_rows, as the AVX2 tile's non-clamp ones).
  *
  * Relaxed SIMD's i32x4.relaxed_dot_i8x16_i7x16_add_s needs int8 operands with one side 7-bit; the
  * differences x - zx and w - zw span 9 bits, so it cannot take this packing exactly: the relaxed
@@ -35,6 +36,7 @@ static inline __attribute__((always_inline)) void store4(const lithe__qconv *c, 
 
 void lithe__qconv_wasm(const lithe__qconv *c, int64_t m0, int64_t m1) {
     const int64_t Kp = c->Kp, P8 = c->P8;
+    const bool act = c->clamp || c->act;
     for (int64_t m = m0; m < m1 && m < c->M; m += LITHE__QC_MR) {
         const int32_t *wp = c->W + (m / LITHE__QC_MR) * Kp * LITHE__QC_MR;
         for (int64_t p = 0; p < P8; p += 8) {
@@ -61,6 +63,7 @@ void lithe__qconv_wasm(const lithe__qconv *c, int64_t m0, int64_t m1) {
             store4(c, m + 1, p, a10), store4(c, m + 1, p + 4, a11);
             store4(c, m + 2, p, a20), store4(c, m + 2, p + 4, a21);
             store4(c, m + 3, p, a30), store4(c, m + 3, p + 4, a31);
+            if (act) lithe__qconv_act_rows(c, m, p, 8); /* the tile's rows while in L1 */
         }
     }
 }
