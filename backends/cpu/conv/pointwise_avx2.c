@@ -16,6 +16,7 @@
 #if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 
+#include "../simd/avx2_clamp.h" /* the store clamp, the act kernel's bits (HardSwish's h / 6 by FMAs: why there) */
 #include "../simd/avx2_transpose.h"
 
 enum {
@@ -24,29 +25,6 @@ enum {
     PW_XCHUNK = 32 * 1024  /* rows_outer: floats of X per chunk of pixels (kc x pc, 128 KB, in L2) */
 };
 
-typedef struct clampv {
-    int cl;
-    __m256 lo, hi;
-} clampv;
-
-/* gemm_avx2.c's clamp (the act kernel's bits): maxps / minps return their second operand when
- * either is NaN or both are zeros. HardSwish's h / 6 (h = max(0, min(6, t + 3))) without the
- * divider: q = h·(1/6), then q + (h − 6q)·(1/6) with FMAs is the correctly rounded quotient for every
- * h it sees (+0, NaN and [2^-22, 6]: t + 3 is a multiple of 2^-22 where it is small; checked against
- * vdivps for all 2^32 floats, it differs only where the quotient underflows and at h = -0, which
- * max(0, ·) never returns). A vdivps per output vector was the tile's bottleneck at short K. */
-static inline __attribute__((always_inline)) __m256 clamp_v(__m256 t, clampv cv) {
-    if (cv.cl == LITHE__SGEMM_CLAMP_RELU) return _mm256_add_ps(_mm256_max_ps(_mm256_setzero_ps(), t), _mm256_setzero_ps());
-    if (cv.cl == LITHE__SGEMM_CLAMP_HSWISH) {
-        const __m256 six = _mm256_set1_ps(6.0f), r6 = _mm256_set1_ps(1.0f / 6.0f);
-        __m256 h = _mm256_max_ps(_mm256_setzero_ps(), _mm256_min_ps(six, _mm256_add_ps(t, _mm256_set1_ps(3.0f))));
-        __m256 q = _mm256_mul_ps(h, r6);
-        q = _mm256_fmadd_ps(_mm256_fnmadd_ps(q, six, h), r6, q);
-        return _mm256_mul_ps(t, q);
-    }
-    return _mm256_max_ps(cv.lo, _mm256_min_ps(cv.hi, _mm256_add_ps(t, _mm256_setzero_ps())));
-}
-
 static inline __attribute__((always_inline)) __m256 ld(const float *p, bool full, __m256i mask) {
     return full ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, mask);
 }
@@ -54,10 +32,10 @@ static inline __attribute__((always_inline)) __m256 ld(const float *p, bool full
 /* One output vector: in the last K block bias, clamp, residual; then the store (masked where not
  * full). Earlier blocks store the bare sum. */
 static inline __attribute__((always_inline)) void st(__m256 t, float *y, const float *bm, const float *r, bool first,
-                                                     clampv cv, bool last, bool full, __m256i mask) {
+                                                     lithe__avx2_clampv cv, bool last, bool full, __m256i mask) {
     if (last) {
         if (bm) t = _mm256_add_ps(t, _mm256_broadcast_ss(bm));
-        if (cv.cl) t = clamp_v(t, cv);
+        if (cv.cl) t = lithe__avx2_clamp(t, cv);
         if (r) {
             __m256 rv = ld(r, full, mask);
             t = first ? _mm256_add_ps(rv, t) : _mm256_add_ps(t, rv);
@@ -72,7 +50,7 @@ static inline __attribute__((always_inline)) void st(__m256 t, float *y, const f
  * mr read filter m again (computed, never stored). */
 static inline __attribute__((always_inline)) void tile(const lithe__conv_pw *c, int NV, bool full, __m256i mask,
                                                        int64_t m, size_t mr, int64_t p, int64_t k0, int64_t k1,
-                                                       bool last, clampv cv) {
+                                                       bool last, lithe__avx2_clampv cv) {
     const int64_t K = c->K, P = c->P;
     const float *w = c->W + m * K + k0, *x = c->X + k0 * P + p;
     const int64_t o1 = mr > 1 ? K : 0, o2 = mr > 2 ? 2 * K : 0, o3 = mr > 3 ? 3 * K : 0, o4 = mr > 4 ? 4 * K : 0,
@@ -114,7 +92,7 @@ static inline __attribute__((always_inline)) void tile(const lithe__conv_pw *c, 
 
 /* Filters [m0, m1) over the pixels [p, p + n), n <= 16, K steps [k0, k1): the tile shape picked once. */
 static void column(const lithe__conv_pw *c, int64_t p, int64_t n, int64_t m0, int64_t m1, int64_t k0, int64_t k1,
-                   clampv cv) {
+                   lithe__avx2_clampv cv) {
     const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n & 7)), lanes); /* the last vector's lanes */
     const bool last = k1 == c->K;
@@ -158,7 +136,7 @@ static inline __attribute__((always_inline)) void wcols8(const float *const *rw,
  * Two blocks of eight filters side by side (one chain waits ~4 cycles per step); rows past M read
  * the last filter again (computed, never stored); the steps past K's multiple of 8 one at a time
  * from the rows as they lie. */
-static void gemv1(const lithe__conv_pw *c, clampv cv) {
+static void gemv1(const lithe__conv_pw *c, lithe__avx2_clampv cv) {
     const int64_t M = c->M, K = c->K, K8 = K & ~(int64_t)7;
     const float *x = c->X;
     const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
@@ -193,7 +171,7 @@ static void gemv1(const lithe__conv_pw *c, clampv cv) {
             __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), lanes);
             __m256 t = h ? a1 : a0;
             if (c->b) t = _mm256_add_ps(t, ld(c->b + at, n == 8, mask));
-            if (cv.cl) t = clamp_v(t, cv);
+            if (cv.cl) t = lithe__avx2_clamp(t, cv);
             if (c->R) {
                 __m256 rv = ld(c->R + at, n == 8, mask);
                 t = c->res_first ? _mm256_add_ps(rv, t) : _mm256_add_ps(t, rv);
@@ -205,7 +183,7 @@ static void gemv1(const lithe__conv_pw *c, clampv cv) {
 }
 
 void lithe__conv_pw_avx2(const lithe__conv_pw *c, int64_t p0, int64_t p1) {
-    clampv cv = {c->clamp, _mm256_set1_ps(c->lo), _mm256_set1_ps(c->hi)};
+    lithe__avx2_clampv cv = lithe__avx2_clamp_of(c->clamp, c->lo, c->hi);
     /* one pixel (P = 1 with the residual elsewhere than Y: a residual in Y itself is read per element
      * before its store there too, so that holds as well) */
     if (c->P == 1 && p0 == 0 && p1 == 1 && !c->kc && !c->mc) {

@@ -2,9 +2,12 @@
  * with the act kernel's bits: maxps / minps return their second operand when either is NaN or both
  * are zeros, so relu = max(+0, t) + 0 (NaN stays NaN, -0 -> +0); clip = max(lo, min(hi, t + 0));
  * HardSwish (mobilenet's) t * (max(0, min(6, t + 3)) / 6), NaN kept by the order, h / 6 as
- * q = h·(1/6), q + (h − 6q)·(1/6): the correctly rounded quotient for every h the clamp gives
- * (conv/pointwise_avx2.c's clamp_v says why), without a vdivps per vector. For the AVX2 + FMA files
- * that clamp in their stores (gemm_avx2.c, conv/qconv_avx2.c). Include after <immintrin.h> in a
+ * q = h·(1/6), q + (h − 6q)·(1/6) with FMAs: the correctly rounded quotient for every h it sees
+ * (+0, NaN and [2^-22, 6]: t + 3 is a multiple of 2^-22 where it is small; checked against vdivps
+ * for all 2^32 floats, it differs only where the quotient underflows and at h = -0, which max(0, ·)
+ * never returns), without a vdivps per vector (it was the pointwise tile's bottleneck at short K).
+ * For the AVX2 + FMA files that clamp in their stores (gemm_avx2.c, conv/qconv_avx2.c,
+ * conv/pointwise_avx2.c). Include after <immintrin.h> in a
  * file compiled with -mavx2 -mfma. */
 #ifndef LITHE_CPU_SIMD_AVX2_CLAMP_H
 #define LITHE_CPU_SIMD_AVX2_CLAMP_H
