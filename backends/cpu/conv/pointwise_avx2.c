@@ -29,28 +29,12 @@ static inline __attribute__((always_inline)) __m256 ld(const float *p, bool full
     return full ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, mask);
 }
 
-/* One output vector: in the last K block bias, clamp, residual; then the store (masked where not
- * full). Earlier blocks store the bare sum. */
-static inline __attribute__((always_inline)) void st(__m256 t, float *y, const float *bm, const float *r, bool first,
-                                                     lithe__avx2_clampv cv, bool last, bool full, __m256i mask) {
-    if (last) {
-        if (bm) t = _mm256_add_ps(t, _mm256_broadcast_ss(bm));
-        if (cv.cl) t = lithe__avx2_clamp(t, cv);
-        if (r) {
-            __m256 rv = ld(r, full, mask);
-            t = first ? _mm256_add_ps(rv, t) : _mm256_add_ps(t, rv);
-        }
-    }
-    if (full) _mm256_storeu_ps(y, t);
-    else _mm256_maskstore_ps(y, mask, t);
-}
-
 /* The K steps [k0, k1) of a tile of mr <= 6 filters from m and NV vectors of pixels from p (the last
  * one full or masked), from zero (k0 = 0) or from the sums an earlier block stored in Y: rows past
  * mr read filter m again (computed, never stored). */
 static inline __attribute__((always_inline)) void tile(const lithe__conv_pw *c, int NV, bool full, __m256i mask,
                                                        int64_t m, size_t mr, int64_t p, int64_t k0, int64_t k1,
-                                                       bool last, lithe__avx2_clampv cv) {
+                                                       bool last, lithe__avx2_clampv cv, const int CL) {
     const int64_t K = c->K, P = c->P;
     const float *w = c->W + m * K + k0, *x = c->X + k0 * P + p;
     const int64_t o1 = mr > 1 ? K : 0, o2 = mr > 2 ? 2 * K : 0, o3 = mr > 3 ? 3 * K : 0, o4 = mr > 4 ? 4 * K : 0,
@@ -77,31 +61,89 @@ static inline __attribute__((always_inline)) void tile(const lithe__conv_pw *c, 
         STEP(0, 0) STEP(1, o1) STEP(2, o2) STEP(3, o3) STEP(4, o4) STEP(5, o5)
 #undef STEP
     }
-    const float *b = c->b ? c->b + m : NULL;
+    /* the last K block's epilogue, each step over the whole tile (one test per tile, not per vector;
+     * the clamp CL a constant): bias, clamp, residual, the twin's operations on each element, in its order.
+     * Rows past mr take row 0's bias and residual (valid memory; computed, never stored). */
+    if (last) {
+        const lithe__avx2_clampv k = {CL, cv.lo, cv.hi};
+        if (c->b) {
+            const float *bm = c->b + m;
+            __m256 v;
+#define BIAS(i, o)                                                                                                \
+    v = _mm256_broadcast_ss(bm + o);                                                                              \
+    c##i##0 = _mm256_add_ps(c##i##0, v);                                                                          \
+    if (NV == 2) c##i##1 = _mm256_add_ps(c##i##1, v);
+            BIAS(0, 0) BIAS(1, (mr > 1 ? 1 : 0)) BIAS(2, (mr > 2 ? 2 : 0)) BIAS(3, (mr > 3 ? 3 : 0))
+            BIAS(4, (mr > 4 ? 4 : 0)) BIAS(5, (mr > 5 ? 5 : 0))
+#undef BIAS
+        }
+        if (CL) {
+#define CLAMP(i)                                                                                                  \
+    c##i##0 = lithe__avx2_clamp(c##i##0, k);                                                                      \
+    if (NV == 2) c##i##1 = lithe__avx2_clamp(c##i##1, k);
+            CLAMP(0) CLAMP(1) CLAMP(2) CLAMP(3) CLAMP(4) CLAMP(5)
+#undef CLAMP
+        }
+        if (c->R) {
+            const float *r0 = c->R + m * P + p;
+            __m256 rv;
+#define RES(i, o, FIRST)                                                                                          \
+    rv = ld(r0 + (o) * P, f0, mask);                                                                              \
+    c##i##0 = FIRST ? _mm256_add_ps(rv, c##i##0) : _mm256_add_ps(c##i##0, rv);                                   \
+    if (NV == 2) {                                                                                                \
+        rv = ld(r0 + (o) * P + 8, full, mask);                                                                    \
+        c##i##1 = FIRST ? _mm256_add_ps(rv, c##i##1) : _mm256_add_ps(c##i##1, rv);                                \
+    }
+#define RES6(FIRST)                                                                                               \
+    RES(0, 0, FIRST) RES(1, (mr > 1 ? 1 : 0), FIRST) RES(2, (mr > 2 ? 2 : 0), FIRST)                              \
+    RES(3, (mr > 3 ? 3 : 0), FIRST) RES(4, (mr > 4 ? 4 : 0), FIRST) RES(5, (mr > 5 ? 5 : 0), FIRST)
+            if (c->res_first) {
+                RES6(true)
+            } else {
+                RES6(false)
+            }
+#undef RES6
+#undef RES
+        }
+    }
+    float *y0 = c->Y + m * P + p;
 #define ROW(i)                                                                                                    \
     if (mr > i) {                                                                                                 \
-        int64_t at = (m + i) * P + p;                                                                             \
-        const float *r = c->R ? c->R + at : NULL;                                                                 \
-        st(c##i##0, c->Y + at, b ? b + i : NULL, r, c->res_first, cv, last, f0, mask);                           \
-        if (NV == 2)                                                                                              \
-            st(c##i##1, c->Y + at + 8, b ? b + i : NULL, r ? r + 8 : NULL, c->res_first, cv, last, full, mask);   \
+        if (f0) _mm256_storeu_ps(y0 + i * P, c##i##0);                                                            \
+        else _mm256_maskstore_ps(y0 + i * P, mask, c##i##0);                                                      \
+        if (NV == 2) {                                                                                            \
+            if (full) _mm256_storeu_ps(y0 + i * P + 8, c##i##1);                                                  \
+            else _mm256_maskstore_ps(y0 + i * P + 8, mask, c##i##1);                                              \
+        }                                                                                                         \
     }
     ROW(0) ROW(1) ROW(2) ROW(3) ROW(4) ROW(5)
 #undef ROW
 }
 
-/* Filters [m0, m1) over the pixels [p, p + n), n <= 16, K steps [k0, k1): the tile shape picked once. */
-static void column(const lithe__conv_pw *c, int64_t p, int64_t n, int64_t m0, int64_t m1, int64_t k0, int64_t k1,
-                   lithe__avx2_clampv cv) {
+/* Filters [m0, m1) over the pixels [p, p + n), n <= 16, K steps [k0, k1): the tile shape picked once,
+ * the clamp CL a constant in each (column's switch). */
+static inline __attribute__((always_inline)) void column_cl(const lithe__conv_pw *c, int64_t p, int64_t n, int64_t m0,
+                                                            int64_t m1, int64_t k0, int64_t k1, lithe__avx2_clampv cv,
+                                                            const int CL) {
     const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n & 7)), lanes); /* the last vector's lanes */
     const bool last = k1 == c->K;
     for (int64_t m = m0; m < m1; m += 6) {
         size_t mr = (size_t)(m1 - m < 6 ? m1 - m : 6);
-        if (n == 16) tile(c, 2, true, mask, m, mr, p, k0, k1, last, cv);
-        else if (n > 8) tile(c, 2, false, mask, m, mr, p, k0, k1, last, cv);
-        else if (n == 8) tile(c, 1, true, mask, m, mr, p, k0, k1, last, cv);
-        else tile(c, 1, false, mask, m, mr, p, k0, k1, last, cv);
+        if (n == 16) tile(c, 2, true, mask, m, mr, p, k0, k1, last, cv, CL);
+        else if (n > 8) tile(c, 2, false, mask, m, mr, p, k0, k1, last, cv, CL);
+        else if (n == 8) tile(c, 1, true, mask, m, mr, p, k0, k1, last, cv, CL);
+        else tile(c, 1, false, mask, m, mr, p, k0, k1, last, cv, CL);
+    }
+}
+
+static void column(const lithe__conv_pw *c, int64_t p, int64_t n, int64_t m0, int64_t m1, int64_t k0, int64_t k1,
+                   lithe__avx2_clampv cv) {
+    switch (cv.cl) {
+    case LITHE__SGEMM_CLAMP_RELU: column_cl(c, p, n, m0, m1, k0, k1, cv, LITHE__SGEMM_CLAMP_RELU); break;
+    case LITHE__SGEMM_CLAMP_HSWISH: column_cl(c, p, n, m0, m1, k0, k1, cv, LITHE__SGEMM_CLAMP_HSWISH); break;
+    case LITHE__SGEMM_CLAMP_CLIP: column_cl(c, p, n, m0, m1, k0, k1, cv, LITHE__SGEMM_CLAMP_CLIP); break;
+    default: column_cl(c, p, n, m0, m1, k0, k1, cv, LITHE__SGEMM_CLAMP_NONE); break;
     }
 }
 
@@ -132,7 +174,7 @@ static inline __attribute__((always_inline)) void wcols8(const float *const *rw,
 /* A one-pixel plane (squeeze-excitation's 1x1 convolutions: 144 -> 576, 240 -> 960): the filters in
  * the lanes, eight per vector, W's rows transposed eight steps at a time in registers, x[k]
  * broadcast; each lane is its filter's chain fma(W[m][k], x[k], acc) over k in order from 0, then
- * the bias, clamp and residual of st: the twin's bits (the 6 x 8 tile used one lane of eight here).
+ * the bias, clamp and residual of tile's epilogue: the twin's bits (the 6 x 8 tile used one lane of eight here).
  * Two blocks of eight filters side by side (one chain waits ~4 cycles per step); rows past M read
  * the last filter again (computed, never stored); the steps past K's multiple of 8 one at a time
  * from the rows as they lie. */
