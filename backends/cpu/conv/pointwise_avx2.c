@@ -52,6 +52,7 @@ static inline __attribute__((always_inline)) void tile(const lithe__conv_pw *c, 
         LOAD(0) LOAD(1) LOAD(2) LOAD(3) LOAD(4) LOAD(5)
 #undef LOAD
     }
+#pragma GCC unroll 2
     for (int64_t k = k0; k < k1; k++, x += P, w++) {
         __m256 b0 = ld(x, f0, mask), b1 = NV == 2 ? ld(x + 8, full, mask) : b0, a;
 #define STEP(i, o)                                                                                                \

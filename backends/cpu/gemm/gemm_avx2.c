@@ -107,6 +107,28 @@ static inline __attribute__((always_inline)) void uk_6x16(int R, size_t mr, size
 #undef PLAIN
         return;
     }
+    if (brows && mr == (size_t)R && nr == NR && a1 && !bias && !rbs && p->beta == 0.0f && p->clamp) {
+        /* a convolution's full tile read in place with its act in the store (the stem's 3 -> 16 with
+         * HardSwish): store_row's operations for this case with the clamp a constant, not tested per
+         * half row (the general epilogue was half the stem's instructions) */
+        const clampv cv = clamp_of(p);
+#define CROW(i, CL)                                                                                               \
+    if (R > i) {                                                                                                  \
+        _mm256_storeu_ps(c + (size_t)i * ldc, clamp_v(c##i##0, (clampv){CL, cv.lo, cv.hi}));                     \
+        _mm256_storeu_ps(c + (size_t)i * ldc + 8, clamp_v(c##i##1, (clampv){CL, cv.lo, cv.hi}));                 \
+    }
+#define CTILE(CL) CROW(0, CL) CROW(1, CL) CROW(2, CL) CROW(3, CL) CROW(4, CL) CROW(5, CL)
+        if (p->clamp == LITHE__SGEMM_CLAMP_HSWISH) {
+            CTILE(LITHE__SGEMM_CLAMP_HSWISH)
+        } else if (p->clamp == LITHE__SGEMM_CLAMP_RELU) {
+            CTILE(LITHE__SGEMM_CLAMP_RELU)
+        } else {
+            CTILE(LITHE__SGEMM_CLAMP_CLIP)
+        }
+#undef CTILE
+#undef CROW
+        return;
+    }
     __m256 va = _mm256_set1_ps(p->alpha);
     const clampv cv = clamp_of(p);
 #define ROW(i)                                                                                                    \
