@@ -226,6 +226,8 @@ static void check_clamp(const lithe__sgemm_kernel *k, bool fused) {
         if (NR > 3) b[(kc / 2) * NR + 3] = -INFINITY;
         float *bs = frand(kc * (NR + 16));
         for (size_t kk = 0; kk < kc; kk++) memcpy(bs + kk * (NR + 16), b + kk * NR, NR * sizeof(float));
+        const float **brows = malloc(kc * sizeof *brows); /* bs's rows as ukernel_bp's row pointers */
+        for (size_t kk = 0; kk < kc; kk++) brows[kk] = bs + kk * (NR + 16);
         float *c1 = lithe__aligned_alloc(MR * ldc * sizeof(float)), *c2 = lithe__aligned_alloc(MR * ldc * sizeof(float));
         float *c3 = lithe__aligned_alloc(MR * ldc * sizeof(float)), *c4 = lithe__aligned_alloc(MR * ldc * sizeof(float));
         for (size_t ai = 0; ai < 2; ai++)
@@ -269,6 +271,20 @@ static void check_clamp(const lithe__sgemm_kernel *k, bool fused) {
                                       "(in place %.9g), twin + act %.9g (SIMD act %.9g)",
                                       k->isa, MR, NR, p.clamp, p.lo, p.hi, mr, nr, kc, p.alpha, p.beta, with_bias, bad,
                                       first / ldc, first % ldc, c1[first], c3[first], c2[first], c4[first]);
+                                if (k->ukernel_bp) { /* B from row pointers (a convolution read in place; AVX2's
+                                                      * full tiles store through a constant clamp): c1's bits */
+                                    memcpy(c3, c0, MR * ldc * sizeof(float));
+                                    if (p.beta == 0.0f)
+                                        for (size_t i = 0; i < MR * ldc; i++) c3[i] = NAN;
+                                    k->ukernel_bp(mr, nr, kc, a, brows, 0, c3, ldc, &p);
+                                    size_t nb = 0, at = 0;
+                                    for (size_t i = 0; i < MR * ldc; i++)
+                                        if (!same_bits(c1[i], c3[i]) && !(isnan(c1[i]) && isnan(c3[i])) && !nb++) at = i;
+                                    CHECK(nb == 0, "%s ukernel_bp clamp %d [%g, %g]: tile %zux%zu kc=%zu alpha=%g "
+                                          "beta=%g bias=%d: %zu elements differ from ukernel, first C[%zu][%zu] = "
+                                          "%.9g, ukernel %.9g", k->isa, p.clamp, p.lo, p.hi, mr, nr, kc, p.alpha,
+                                          p.beta, with_bias, nb, at / ldc, at % ldc, c3[at], c1[at]);
+                                }
                             }
                         if (k->urow) /* one row (a's row 0 or 1 as x) against one sliver of each width */
                             for (size_t row = 0; row < 2 && row < MR; row++)
@@ -289,6 +305,7 @@ static void check_clamp(const lithe__sgemm_kernel *k, bool fused) {
         lithe__aligned_free(a);
         lithe__aligned_free(b);
         lithe__aligned_free(bs);
+        free(brows);
         lithe__aligned_free(bias);
         lithe__aligned_free(c0);
         lithe__aligned_free(c1);
