@@ -87,7 +87,9 @@ void dc_seq_sparse_strings(void) {
             expect_pair(v1 ? "sparse_linear v1" : "sparse_linear v2", SY, 0, 0);
             OK(lithe__op_sparse_linear_backward(cpu, K.c, V.c, L, SdY.c, length, v1, SW.c));
             OK(lithe__op_sparse_linear_backward(dev, K.v, V.v, L, SdY.v, length, v1, SW.v));
-            expect_pair(v1 ? "sparse_linear_backward v1" : "sparse_linear_backward v2", SW, 0, 0);
+            /* colliding hashes meet in the device's atomic adds, in no fixed order: on a real GPU the sums
+               differ from the CPU's in the last bits (1-3 ulp on an H200; the emulation runs in order) */
+            expect_pair(v1 ? "sparse_linear_backward v1" : "sparse_linear_backward v2", SW, 1e-6, 1e-6);
             pair_free(SW);
             pair_free(SY);
             pair_free(SdY);
