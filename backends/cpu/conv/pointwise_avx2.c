@@ -1,6 +1,6 @@
 /* pointwise.h's convolution with AVX2 + FMA (compiled with -mavx2 -mfma on x86-64 only; chosen at
  * run time): tiles of 6 filters x 16 pixels (twelve ymm accumulators, two X registers, one
- * broadcast of W), 6 x 8 for a plane's last 1..8 pixels; X's last partial vector read and Y's
+ * broadcast of W), 6 x 8 for a plane's last 1..8 pixels, 4 rows for a last 1..4 filters; X's last partial vector read and Y's
  * written with masks. Each element's operations are the twin's (lithe__conv_pw_ref), so its bits.
  *
  * Blocking (pointwise.h): K in blocks of at most PW_KC steps (a 16-pixel sliver of X, kc x 16, stays
@@ -29,12 +29,12 @@ static inline __attribute__((always_inline)) __m256 ld(const float *p, bool full
     return full ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, mask);
 }
 
-/* The K steps [k0, k1) of a tile of mr <= 6 filters from m and NV vectors of pixels from p (the last
- * one full or masked), from zero (k0 = 0) or from the sums an earlier block stored in Y: rows past
- * mr read filter m again (computed, never stored). */
+/* The K steps [k0, k1) of a tile of mr <= RR filters (RR: 6, or 4 for a last tile of 1..4) from m and
+ * NV vectors of pixels from p (the last one full or masked), from zero (k0 = 0) or from the sums an
+ * earlier block stored in Y: rows past mr (below RR) read filter m again (computed, never stored). */
 static inline __attribute__((always_inline)) void tile(const lithe__conv_pw *c, int NV, bool full, __m256i mask,
                                                        int64_t m, size_t mr, int64_t p, int64_t k0, int64_t k1,
-                                                       bool last, lithe__avx2_clampv cv, const int CL) {
+                                                       bool last, lithe__avx2_clampv cv, const int CL, const int RR) {
     const int64_t K = c->K, P = c->P;
     const float *w = c->W + m * K + k0, *x = c->X + k0 * P + p;
     const int64_t o1 = mr > 1 ? K : 0, o2 = mr > 2 ? 2 * K : 0, o3 = mr > 3 ? 3 * K : 0, o4 = mr > 4 ? 4 * K : 0,
@@ -56,9 +56,11 @@ static inline __attribute__((always_inline)) void tile(const lithe__conv_pw *c, 
     for (int64_t k = k0; k < k1; k++, x += P, w++) {
         __m256 b0 = ld(x, f0, mask), b1 = NV == 2 ? ld(x + 8, full, mask) : b0, a;
 #define STEP(i, o)                                                                                                \
-    a = _mm256_broadcast_ss(w + o);                                                                               \
-    c##i##0 = _mm256_fmadd_ps(a, b0, c##i##0);                                                                    \
-    if (NV == 2) c##i##1 = _mm256_fmadd_ps(a, b1, c##i##1);
+    if (RR > i) {                                                                                                 \
+        a = _mm256_broadcast_ss(w + o);                                                                           \
+        c##i##0 = _mm256_fmadd_ps(a, b0, c##i##0);                                                                \
+        if (NV == 2) c##i##1 = _mm256_fmadd_ps(a, b1, c##i##1);                                                   \
+    }
         STEP(0, 0) STEP(1, o1) STEP(2, o2) STEP(3, o3) STEP(4, o4) STEP(5, o5)
 #undef STEP
     }
@@ -71,17 +73,21 @@ static inline __attribute__((always_inline)) void tile(const lithe__conv_pw *c, 
             const float *bm = c->b + m;
             __m256 v;
 #define BIAS(i, o)                                                                                                \
-    v = _mm256_broadcast_ss(bm + o);                                                                              \
-    c##i##0 = _mm256_add_ps(c##i##0, v);                                                                          \
-    if (NV == 2) c##i##1 = _mm256_add_ps(c##i##1, v);
+    if (RR > i) {                                                                                                 \
+        v = _mm256_broadcast_ss(bm + o);                                                                          \
+        c##i##0 = _mm256_add_ps(c##i##0, v);                                                                      \
+        if (NV == 2) c##i##1 = _mm256_add_ps(c##i##1, v);                                                         \
+    }
             BIAS(0, 0) BIAS(1, (mr > 1 ? 1 : 0)) BIAS(2, (mr > 2 ? 2 : 0)) BIAS(3, (mr > 3 ? 3 : 0))
             BIAS(4, (mr > 4 ? 4 : 0)) BIAS(5, (mr > 5 ? 5 : 0))
 #undef BIAS
         }
         if (CL) {
 #define CLAMP(i)                                                                                                  \
-    c##i##0 = lithe__avx2_clamp(c##i##0, k);                                                                      \
-    if (NV == 2) c##i##1 = lithe__avx2_clamp(c##i##1, k);
+    if (RR > i) {                                                                                                 \
+        c##i##0 = lithe__avx2_clamp(c##i##0, k);                                                                  \
+        if (NV == 2) c##i##1 = lithe__avx2_clamp(c##i##1, k);                                                     \
+    }
             CLAMP(0) CLAMP(1) CLAMP(2) CLAMP(3) CLAMP(4) CLAMP(5)
 #undef CLAMP
         }
@@ -89,11 +95,13 @@ static inline __attribute__((always_inline)) void tile(const lithe__conv_pw *c, 
             const float *r0 = c->R + m * P + p;
             __m256 rv;
 #define RES(i, o, FIRST)                                                                                          \
-    rv = ld(r0 + (o) * P, f0, mask);                                                                              \
-    c##i##0 = FIRST ? _mm256_add_ps(rv, c##i##0) : _mm256_add_ps(c##i##0, rv);                                   \
-    if (NV == 2) {                                                                                                \
-        rv = ld(r0 + (o) * P + 8, full, mask);                                                                    \
-        c##i##1 = FIRST ? _mm256_add_ps(rv, c##i##1) : _mm256_add_ps(c##i##1, rv);                                \
+    if (RR > i) {                                                                                                 \
+        rv = ld(r0 + (o) * P, f0, mask);                                                                          \
+        c##i##0 = FIRST ? _mm256_add_ps(rv, c##i##0) : _mm256_add_ps(c##i##0, rv);                               \
+        if (NV == 2) {                                                                                            \
+            rv = ld(r0 + (o) * P + 8, full, mask);                                                                \
+            c##i##1 = FIRST ? _mm256_add_ps(rv, c##i##1) : _mm256_add_ps(c##i##1, rv);                            \
+        }                                                                                                         \
     }
 #define RES6(FIRST)                                                                                               \
     RES(0, 0, FIRST) RES(1, (mr > 1 ? 1 : 0), FIRST) RES(2, (mr > 2 ? 2 : 0), FIRST)                              \
@@ -131,10 +139,15 @@ static inline __attribute__((always_inline)) void column_cl(const lithe__conv_pw
     const bool last = k1 == c->K;
     for (int64_t m = m0; m < m1; m += 6) {
         size_t mr = (size_t)(m1 - m < 6 ? m1 - m : 6);
-        if (n == 16) tile(c, 2, true, mask, m, mr, p, k0, k1, last, cv, CL);
-        else if (n > 8) tile(c, 2, false, mask, m, mr, p, k0, k1, last, cv, CL);
-        else if (n == 8) tile(c, 1, true, mask, m, mr, p, k0, k1, last, cv, CL);
-        else tile(c, 1, false, mask, m, mr, p, k0, k1, last, cv, CL);
+        if (mr <= 4) { /* a last tile of 1..4 filters computes 4 rows, not 6 (M = 16, 40, 64, 112, 160: 6k + 4) */
+            if (n == 16) tile(c, 2, true, mask, m, mr, p, k0, k1, last, cv, CL, 4);
+            else if (n > 8) tile(c, 2, false, mask, m, mr, p, k0, k1, last, cv, CL, 4);
+            else if (n == 8) tile(c, 1, true, mask, m, mr, p, k0, k1, last, cv, CL, 4);
+            else tile(c, 1, false, mask, m, mr, p, k0, k1, last, cv, CL, 4);
+        } else if (n == 16) tile(c, 2, true, mask, m, mr, p, k0, k1, last, cv, CL, 6);
+        else if (n > 8) tile(c, 2, false, mask, m, mr, p, k0, k1, last, cv, CL, 6);
+        else if (n == 8) tile(c, 1, true, mask, m, mr, p, k0, k1, last, cv, CL, 6);
+        else tile(c, 1, false, mask, m, mr, p, k0, k1, last, cv, CL, 6);
     }
 }
 
