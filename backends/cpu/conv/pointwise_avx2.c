@@ -1,7 +1,8 @@
 /* pointwise.h's convolution with AVX2 + FMA (compiled with -mavx2 -mfma on x86-64 only; chosen at
  * run time): tiles of 6 filters x 16 pixels (twelve ymm accumulators, two X registers, one
  * broadcast of W), 6 x 8 for a plane's last 1..8 pixels, 4 rows for a last 1..4 filters; X's last
- * partial vector read and Y's written with masks. Each element's operations are the twin's (lithe__conv_pw_ref), so its bits.
+ * partial vector read and Y's written with masks. Each element's operations are the twin's
+ * (lithe__conv_pw_ref), so its bits.
  *
  * Blocking (pointwise.h): K in blocks of at most PW_KC steps (a 16-pixel sliver of X, kc x 16, stays
  * in L1 across the filters), the filters in blocks whose W (mc x kc) stays in L2 across the columns.
