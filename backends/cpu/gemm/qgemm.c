@@ -44,7 +44,7 @@ static void tile_scalar(size_t mr, size_t nr, size_t kw, const uint8_t *a, size_
         }
 }
 
-static const lithe__q8_kernel scalar_kernel = {"scalar", tile_scalar, LITHE__Q8_A_U8};
+static const lithe__q8_kernel scalar_kernel = {"scalar", tile_scalar, LITHE__Q8_A_U8, NULL};
 const lithe__q8_kernel *lithe__q8_kernel_scalar(void) { return &scalar_kernel; }
 #else
 const lithe__q8_kernel *lithe__q8_kernel_scalar(void) { return NULL; }
@@ -81,31 +81,51 @@ typedef struct q8_job {
     int64_t ldy;
 } q8_job;
 
-/* Column blocks [begin, end) of NR columns: every row's tiles, then the act over those columns. */
+void lithe__q8_epilogue_ref(size_t n, const int32_t *acc, int32_t za, const int32_t *wsum, float sa, const float *sw,
+                            bool per_col, const float *bias, float *y) {
+    for (size_t c = 0; c < n; c++) {
+        float t = (float)(acc[c] - za * wsum[c]) * (sa * sw[per_col ? c : 0]);
+        y[c] = bias ? t + bias[c] : t;
+    }
+}
+
+/* Column blocks [begin, end) of NR columns, in chunks of JC columns (their W rows stay in L1 while
+ * the rows of A pass): a row block's tiles into acc, the kernel's epilogue per row, then the act
+ * over the block's columns. */
 static void q8_task(void *ctx, int64_t begin, int64_t end) {
     const q8_job *jb = ctx;
     const int64_t j0 = begin * LITHE__Q8_NR, j1 = end * LITHE__Q8_NR < jb->N ? end * LITHE__Q8_NR : jb->N;
     float *pre = jb->Z ? jb->Z : jb->Y;
-    for (int64_t j = j0; j < j1; j += LITHE__Q8_NR) {
-        size_t nr = (size_t)(j1 - j < LITHE__Q8_NR ? j1 - j : LITHE__Q8_NR);
+    const lithe__q8_epi_fn epi = jb->k->epi ? jb->k->epi : lithe__q8_epilogue_ref;
+    const bool per_col = jb->n_scales != 1;
+    for (int64_t jc = j0; jc < j1; jc += LITHE__Q8_JC) {
+        const int64_t jn = j1 - jc < LITHE__Q8_JC ? j1 - jc : LITHE__Q8_JC;
         for (int64_t i = 0; i < jb->M; i += LITHE__Q8_MR) {
             size_t mr = (size_t)(jb->M - i < LITHE__Q8_MR ? jb->M - i : LITHE__Q8_MR);
-            int32_t acc[LITHE__Q8_MR * LITHE__Q8_NR] = {0};
-            jb->k->tile(mr, nr, (size_t)jb->K, jb->qa + i * jb->Kp, (size_t)jb->Kp, jb->W + j * jb->ldw, (size_t)jb->ldw, acc);
-            if (jb->qa2) { /* Σ c·w = 2 Σ (c >> 1)·w + Σ (c & 1)·w */
-                int32_t lo[LITHE__Q8_MR * LITHE__Q8_NR] = {0};
-                jb->k->tile(mr, nr, (size_t)jb->K, jb->qa2 + i * jb->Kp, (size_t)jb->Kp, jb->W + j * jb->ldw,
-                            (size_t)jb->ldw, lo);
-                for (size_t t = 0; t < LITHE__Q8_MR * LITHE__Q8_NR; t++) acc[t] = 2 * acc[t] + lo[t];
-            }
-            for (size_t ii = 0; ii < mr; ii++)
-                for (size_t jj = 0; jj < nr; jj++) {
-                    int64_t r = i + (int64_t)ii, c = j + (int64_t)jj;
-                    int32_t d = acc[ii * LITHE__Q8_NR + jj] - jb->za[r] * jb->wsum[c];
-                    float t = (float)d * (jb->sa[r] * jb->sw[jb->n_scales == 1 ? 0 : c]);
-                    if (jb->bias) t += jb->bias[c];
-                    pre[r * jb->ldy + c] = t;
+            int32_t acc[LITHE__Q8_MR][LITHE__Q8_JC];
+            for (int64_t j = jc; j < jc + jn; j += LITHE__Q8_NR) {
+                size_t nr = (size_t)(jc + jn - j < LITHE__Q8_NR ? jc + jn - j : LITHE__Q8_NR);
+                int32_t t[LITHE__Q8_MR * LITHE__Q8_NR]; /* (the tile writes its mr x nr) */
+                jb->k->tile(mr, nr, (size_t)jb->K, jb->qa + i * jb->Kp, (size_t)jb->Kp, jb->W + j * jb->ldw, (size_t)jb->ldw, t);
+                if (jb->qa2) { /* Σ c·w = 2 Σ (c >> 1)·w + Σ (c & 1)·w */
+                    int32_t lo[LITHE__Q8_MR * LITHE__Q8_NR];
+                    jb->k->tile(mr, nr, (size_t)jb->K, jb->qa2 + i * jb->Kp, (size_t)jb->Kp, jb->W + j * jb->ldw,
+                                (size_t)jb->ldw, lo);
+                    for (size_t ii = 0; ii < mr; ii++)
+                        for (size_t jj = 0; jj < nr; jj++)
+                            t[ii * LITHE__Q8_NR + jj] = 2 * t[ii * LITHE__Q8_NR + jj] + lo[ii * LITHE__Q8_NR + jj];
                 }
+                if (mr == LITHE__Q8_MR && nr == LITHE__Q8_NR)
+                    for (size_t ii = 0; ii < LITHE__Q8_MR; ii++) memcpy(&acc[ii][j - jc], t + ii * LITHE__Q8_NR, sizeof(int32_t) * LITHE__Q8_NR);
+                else
+                    for (size_t ii = 0; ii < mr; ii++)
+                        for (size_t jj = 0; jj < nr; jj++) acc[ii][j - jc + (int64_t)jj] = t[ii * LITHE__Q8_NR + jj];
+            }
+            for (size_t ii = 0; ii < mr; ii++) {
+                const int64_t r = i + (int64_t)ii;
+                epi((size_t)jn, acc[ii], jb->za[r], jb->wsum + jc, jb->sa[r], jb->sw + (per_col ? jc : 0), per_col,
+                    jb->bias ? jb->bias + jc : NULL, pre + r * jb->ldy + jc);
+            }
         }
     }
     if (jb->act)

@@ -28,10 +28,20 @@ typedef void (*lithe__q8_tile_fn)(size_t mr, size_t nr, size_t kw, const uint8_t
  * activations (8-bit codes, lithe__q8_gemm_static) are shifted to s8 for an S8 kernel and split
  * in two u7 halves for a U7 one. */
 enum { LITHE__Q8_A_U7 = 0, LITHE__Q8_A_U8 = 1, LITHE__Q8_A_S8 = 2 };
+/* The epilogue of one row's n outputs (the driver's, after the tiles of up to LITHE__Q8_JC columns):
+ *   y[c] = (float)(acc[c] - za · wsum[c]) * (sa * sw[per_col ? c : 0]) (+ bias[c] unless NULL)
+ * in that order, each operation rounded to float32 (no fused multiply-add): every twin gives the
+ * scalar one's bits (lithe__q8_epilogue_ref). */
+typedef void (*lithe__q8_epi_fn)(size_t n, const int32_t *acc, int32_t za, const int32_t *wsum, float sa,
+                                 const float *sw, bool per_col, const float *bias, float *y);
+void lithe__q8_epilogue_ref(size_t n, const int32_t *acc, int32_t za, const int32_t *wsum, float sa, const float *sw,
+                            bool per_col, const float *bias, float *y);
+enum { LITHE__Q8_JC = 16 }; /* columns a row's epilogue covers at most (a multiple of NR) */
 typedef struct lithe__q8_kernel {
     const char *isa;
     lithe__q8_tile_fn tile;
     int a_codes; /* LITHE__Q8_A_* */
+    lithe__q8_epi_fn epi; /* its epilogue; NULL: lithe__q8_epilogue_ref */
 } lithe__q8_kernel;
 const lithe__q8_kernel *lithe__q8_kernel_scalar(void);
 const lithe__q8_kernel *lithe__q8_kernel_avx2(void); /* NULL where the CPU (or the build) lacks AVX2 */
@@ -59,6 +69,9 @@ bool lithe__q8_pairs_fit(int64_t N, int64_t K, const int8_t *W, int64_t ldw);
 bool lithe__q8_pairs_fit_ref(int64_t N, int64_t K, const int8_t *W, int64_t ldw); /* its scalar twin */
 #if defined(__x86_64__) || defined(_M_X64)
 bool lithe__q8_pairs_fit_avx2(int64_t N, int64_t K, const int8_t *W, int64_t ldw); /* qgemm_avx2.c */
+/* the epilogue's AVX2 twin (qgemm_avx2.c; the AVX2 and VNNI kernels' epi) */
+void lithe__q8_epilogue_avx2(size_t n, const int32_t *acc, int32_t za, const int32_t *wsum, float sa, const float *sw,
+                             bool per_col, const float *bias, float *y);
 #endif
 /* The product with kernel k (NULL: the best). W (N, K) row stride ldw, its row sums wsum, scales
  * sw (n_scales = N or 1). Returns 0 done, 1 not applicable (K too large, a non-finite input:

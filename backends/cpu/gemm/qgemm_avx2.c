@@ -52,32 +52,31 @@ static void tile_avx2(size_t mr, size_t nr, size_t kw, const uint8_t *a, size_t 
         t0 = tail[0], t1 = tail[1];
     }
 #define LOADA(p) _mm256_loadu_si256((const __m256i *)(p))
-    if (mr == 4 && nr == 2) {
-        __m256i c[8];
-        for (int e = 0; e < 8; e++) c[e] = _mm256_setzero_si256();
-        for (size_t k = 0; k < kfull; k += 32) {
-            __m256i w0 = LOADA(w + k), wb = LOADA(w1 + k);
-            __m256i a0 = LOADA(a + k);
-            STEP(c[0], a0, w0);
-            STEP(c[1], a0, wb);
-            __m256i a1 = LOADA(a + lda + k);
-            STEP(c[2], a1, w0);
-            STEP(c[3], a1, wb);
-            __m256i a2 = LOADA(a + 2 * lda + k);
-            STEP(c[4], a2, w0);
-            STEP(c[5], a2, wb);
-            __m256i a3 = LOADA(a + 3 * lda + k);
-            STEP(c[6], a3, w0);
-            STEP(c[7], a3, wb);
-        }
-        if (kfull < kw) {
-            __m256i w0 = LOADA(t0), wb = LOADA(t1);
-            for (int i = 0; i < 4; i++) {
-                __m256i ai = _mm256_and_si256(LOADA(a + i * lda + kt), amask);
-                STEP(c[2 * i], ai, w0);
-                STEP(c[2 * i + 1], ai, wb);
-            }
-        }
+    if (mr == 4 && nr == 2) { /* named accumulators: an array of eight spilled in gcc 12's loop */
+        __m256i c0 = _mm256_setzero_si256(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0, c7 = c0;
+        const uint8_t *a0p = a, *a1p = a + lda, *a2p = a + 2 * lda, *a3p = a + 3 * lda;
+#define BODY4x2(W0, W1, A0, A1, A2, A3)                                                                              \
+    do {                                                                                                           \
+        __m256i w0 = W0, wb = W1, av = A0;                                                                         \
+        STEP(c0, av, w0);                                                                                          \
+        STEP(c1, av, wb);                                                                                          \
+        av = A1;                                                                                                   \
+        STEP(c2, av, w0);                                                                                          \
+        STEP(c3, av, wb);                                                                                          \
+        av = A2;                                                                                                   \
+        STEP(c4, av, w0);                                                                                          \
+        STEP(c5, av, wb);                                                                                          \
+        av = A3;                                                                                                   \
+        STEP(c6, av, w0);                                                                                          \
+        STEP(c7, av, wb);                                                                                          \
+    } while (0)
+        for (size_t k = 0; k < kfull; k += 32)
+            BODY4x2(LOADA(w + k), LOADA(w1 + k), LOADA(a0p + k), LOADA(a1p + k), LOADA(a2p + k), LOADA(a3p + k));
+        if (kfull < kw)
+            BODY4x2(LOADA(t0), LOADA(t1), _mm256_and_si256(LOADA(a0p + kt), amask), _mm256_and_si256(LOADA(a1p + kt), amask),
+                    _mm256_and_si256(LOADA(a2p + kt), amask), _mm256_and_si256(LOADA(a3p + kt), amask));
+#undef BODY4x2
+        const __m256i c[8] = {c0, c1, c2, c3, c4, c5, c6, c7};
         hsum8(c, acc);
         return;
     }
@@ -116,7 +115,26 @@ bool lithe__q8_pairs_fit_avx2(int64_t N, int64_t K, const int8_t *W, int64_t ldw
     return true;
 }
 
-static const lithe__q8_kernel avx2_kernel = {"avx2", tile_avx2, LITHE__Q8_A_U7};
+/* qgemm.h's epilogue, 8 columns a step: the same operations in the same order as
+ * lithe__q8_epilogue_ref (vpmulld, vcvtdq2ps and two vmulps, vaddps: each rounded alone), the last
+ * n % 8 columns by the twin itself */
+void lithe__q8_epilogue_avx2(size_t n, const int32_t *acc, int32_t za, const int32_t *wsum, float sa, const float *sw,
+                              bool per_col, const float *bias, float *y) {
+    const __m256i zv = _mm256_set1_epi32(za);
+    const __m256 sav = _mm256_set1_ps(sa), s0 = _mm256_set1_ps(sa * sw[0]);
+    size_t c = 0;
+    for (; c + 8 <= n; c += 8) {
+        __m256i d = _mm256_sub_epi32(_mm256_loadu_si256((const __m256i *)(acc + c)),
+                                     _mm256_mullo_epi32(zv, _mm256_loadu_si256((const __m256i *)(wsum + c))));
+        __m256 s = per_col ? _mm256_mul_ps(sav, _mm256_loadu_ps(sw + c)) : s0;
+        __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(d), s);
+        if (bias) t = _mm256_add_ps(t, _mm256_loadu_ps(bias + c));
+        _mm256_storeu_ps(y + c, t);
+    }
+    if (c < n) lithe__q8_epilogue_ref(n - c, acc + c, za, wsum + c, sa, per_col ? sw + c : sw, per_col, bias ? bias + c : NULL, y + c);
+}
+
+static const lithe__q8_kernel avx2_kernel = {"avx2", tile_avx2, LITHE__Q8_A_U7, lithe__q8_epilogue_avx2};
 const lithe__q8_kernel *lithe__q8_kernel_avx2(void) {
     return __builtin_cpu_supports("avx2") ? &avx2_kernel : NULL;
 }

@@ -116,7 +116,25 @@ static void tile_wasm(size_t mr, size_t nr, size_t kw, const uint8_t *a, size_t 
     }
 }
 
-static const lithe__q8_kernel wasm_kernel = {ISA, tile_wasm, A_CODES};
+/* qgemm.h's epilogue, 4 columns a step: lithe__q8_epilogue_ref's operations in its order (i32x4.mul,
+ * sub, f32x4.convert_i32x4_s, two f32x4.mul, f32x4.add: each rounded alone), the last n % 4
+ * columns by the twin itself. (In the npm build qgemm.c, the driver with the twin, is -Oz: this
+ * keeps the epilogue off its scalar loop.) */
+static void epi_wasm(size_t n, const int32_t *acc, int32_t za, const int32_t *wsum, float sa, const float *sw,
+                     bool per_col, const float *bias, float *y) {
+    const v128_t zv = wasm_i32x4_splat(za), sav = wasm_f32x4_splat(sa), s0 = wasm_f32x4_splat(sa * sw[0]);
+    size_t c = 0;
+    for (; c + 4 <= n; c += 4) {
+        v128_t d = wasm_i32x4_sub(wasm_v128_load(acc + c), wasm_i32x4_mul(zv, wasm_v128_load(wsum + c)));
+        v128_t s = per_col ? wasm_f32x4_mul(sav, wasm_v128_load(sw + c)) : s0;
+        v128_t t = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(d), s);
+        if (bias) t = wasm_f32x4_add(t, wasm_v128_load(bias + c));
+        wasm_v128_store(y + c, t);
+    }
+    if (c < n) lithe__q8_epilogue_ref(n - c, acc + c, za, wsum + c, sa, per_col ? sw + c : sw, per_col, bias ? bias + c : NULL, y + c);
+}
+
+static const lithe__q8_kernel wasm_kernel = {ISA, tile_wasm, A_CODES, epi_wasm};
 const lithe__q8_kernel *lithe__q8_kernel_wasmsimd(void) { return &wasm_kernel; }
 #else
 const lithe__q8_kernel *lithe__q8_kernel_wasmsimd(void) { return 0; }
