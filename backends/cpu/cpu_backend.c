@@ -148,12 +148,17 @@ static lithe_status cpu_gemm_q8(lithe_backend *be, const lithe_tensor *A, const 
         q->wsum = ws;
         q->wsum_n = N;
         q->wsum_ok = lithe__q8_row_sums(N, K, (const int8_t *)lithe__tdata(W), K, ws);
+        q->wsum_pairs = -1; /* lithe__q8_pairs_fit: on the first static call */
         q->wsum_version = W->storage->version;
     }
+#if defined(__x86_64__) || defined(_M_X64)
+    if (sym && q->wsum_ok && qa && q->wsum_pairs < 0)
+        q->wsum_pairs = (int8_t)lithe__q8_pairs_fit(N, K, (const int8_t *)lithe__tdata(W), K);
+#endif
     int rc = !sym || !q->wsum_ok ? 1
              : qa ? lithe__q8_gemm_static(NULL, true, M, N, K, (const uint8_t *)lithe__tdata(A), A->dtype == LITHE_I8,
                                           A->strides[0], qa->scale[0], qa->zero[0], (const int8_t *)lithe__tdata(W), K,
-                                          q->wsum, q->scale, q->n, b ? F(b) : NULL, a, lithe__simd()->act,
+                                          q->wsum, sym ? q->wsum_pairs : -1, q->scale, q->n, b ? F(b) : NULL, a, lithe__simd()->act,
                                           Z ? F(Z) : NULL, F(Y), Y->strides[0])
                   : lithe__q8_gemm(NULL, true, M, N, K, F(A), A->strides[0], (const int8_t *)lithe__tdata(W), K, q->wsum,
                                    q->scale, q->n, b ? F(b) : NULL, a, lithe__simd()->act, Z ? F(Z) : NULL, F(Y),

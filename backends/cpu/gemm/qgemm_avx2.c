@@ -134,7 +134,30 @@ void lithe__q8_epilogue_avx2(size_t n, const int32_t *acc, int32_t za, const int
     if (c < n) lithe__q8_epilogue_ref(n - c, acc + c, za, wsum + c, sa, per_col ? sw + c : sw, per_col, bias ? bias + c : NULL, y + c);
 }
 
-static const lithe__q8_kernel avx2_kernel = {"avx2", tile_avx2, LITHE__Q8_A_U7, lithe__q8_epilogue_avx2};
+/* qgemm.h's quantize pass, 32 codes a step: vdivps (the IEEE quotient), minps(hi, t) (keeps a NaN),
+ * maxps(t, lo) (NaN to lo), ± 1.5·2^23 (round half to even), + off, then vcvtps2dq (exact: an
+ * integer in [0, 255]) and packs to bytes; the last n % 32 by the twin */
+static inline __m256i u32v(const float *x, __m256 s, __m256 lo, __m256 hi, __m256 off) {
+    const __m256 r = _mm256_set1_ps(12582912.0f);
+    __m256 t = _mm256_max_ps(_mm256_min_ps(hi, _mm256_div_ps(_mm256_loadu_ps(x), s)), lo);
+    return _mm256_cvtps_epi32(_mm256_add_ps(_mm256_sub_ps(_mm256_add_ps(t, r), r), off));
+}
+void lithe__q8_quant_avx2(size_t n, const float *x, const lithe__q8_qx *q, uint8_t *u) {
+    const __m256 s = _mm256_set1_ps(q->scale), lo = _mm256_set1_ps(q->lo), hi = _mm256_set1_ps(q->hi),
+                 off = _mm256_set1_ps(q->off);
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m256i a = u32v(x + i, s, lo, hi, off), b = u32v(x + i + 8, s, lo, hi, off),
+                c = u32v(x + i + 16, s, lo, hi, off), d = u32v(x + i + 24, s, lo, hi, off);
+        /* packs / packus work per 128-bit lane: a0 b0 c0 d0 a1 b1 c1 d1 (4-byte groups), permuted back */
+        __m256i v = _mm256_packus_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, d));
+        _mm256_storeu_si256((__m256i *)(u + i), _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    }
+    if (i < n) lithe__q8_quant_ref(n - i, x + i, q, u + i);
+}
+
+static const lithe__q8_kernel avx2_kernel = {"avx2", tile_avx2, LITHE__Q8_A_U7, lithe__q8_epilogue_avx2,
+                                             lithe__q8_quant_avx2};
 const lithe__q8_kernel *lithe__q8_kernel_avx2(void) {
     return __builtin_cpu_supports("avx2") ? &avx2_kernel : NULL;
 }

@@ -134,7 +134,27 @@ static void epi_wasm(size_t n, const int32_t *acc, int32_t za, const int32_t *ws
     if (c < n) lithe__q8_epilogue_ref(n - c, acc + c, za, wsum + c, sa, per_col ? sw + c : sw, per_col, bias ? bias + c : NULL, y + c);
 }
 
-static const lithe__q8_kernel wasm_kernel = {ISA, tile_wasm, A_CODES, epi_wasm};
+/* qgemm.h's quantize pass, 16 codes a step: f32x4.div, pmin(t, hi) (hi < t ? hi : t: keeps a NaN),
+ * pmax(lo, t) (lo < t ? t : lo: NaN to lo), ± 1.5·2^23 (round half to even), + off, then
+ * i32x4.trunc_sat_f32x4 (exact: an integer in [0, 255]) and two narrows; the last n % 16 by the twin */
+static inline __attribute__((always_inline)) v128_t u4(const float *x, v128_t s, v128_t lo, v128_t hi, v128_t off) {
+    const v128_t r = wasm_f32x4_splat(12582912.0f);
+    v128_t t = wasm_f32x4_pmax(lo, wasm_f32x4_pmin(wasm_f32x4_div(wasm_v128_load(x), s), hi));
+    return wasm_i32x4_trunc_sat_f32x4(wasm_f32x4_add(wasm_f32x4_sub(wasm_f32x4_add(t, r), r), off));
+}
+static void quant_wasm(size_t n, const float *x, const lithe__q8_qx *q, uint8_t *u) {
+    const v128_t s = wasm_f32x4_splat(q->scale), lo = wasm_f32x4_splat(q->lo), hi = wasm_f32x4_splat(q->hi),
+                 off = wasm_f32x4_splat(q->off);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        v128_t a = wasm_i16x8_narrow_i32x4(u4(x + i, s, lo, hi, off), u4(x + i + 4, s, lo, hi, off));
+        v128_t b = wasm_i16x8_narrow_i32x4(u4(x + i + 8, s, lo, hi, off), u4(x + i + 12, s, lo, hi, off));
+        wasm_v128_store(u + i, wasm_u8x16_narrow_i16x8(a, b));
+    }
+    if (i < n) lithe__q8_quant_ref(n - i, x + i, q, u + i);
+}
+
+static const lithe__q8_kernel wasm_kernel = {ISA, tile_wasm, A_CODES, epi_wasm, quant_wasm};
 const lithe__q8_kernel *lithe__q8_kernel_wasmsimd(void) { return &wasm_kernel; }
 #else
 const lithe__q8_kernel *lithe__q8_kernel_wasmsimd(void) { return 0; }
