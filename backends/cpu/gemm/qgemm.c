@@ -285,10 +285,14 @@ static int q8_static(const lithe__q8_kernel *k, bool use_threads, int64_t M, int
             const uint8_t *x = A8 + i * lda;
             for (int64_t kk = 0; kk < K; kk++) q[kk] = x[kk] ^ flip;
         }
+#if !defined(LITHE_SIMD_ONLY) /* (the npm SIMD128 cores' kernels read U8 or U7: no S8 kernel there) */
         if (k->a_codes == LITHE__Q8_A_S8) {
             for (int64_t kk = 0; kk < K; kk++) q[kk] ^= 0x80; /* (u - 128) as s8 */
             zv[i] = zu - 128;
-        } else if (split) {
+        }
+#endif
+#if !defined(LITHE_SIMD_ONLY) || defined(__wasm_relaxed_simd__) /* (the SIMD128 core's kernel reads U8: no split) */
+        if (split) {
             uint8_t *q2 = qa2 + i * Kp;
             for (int64_t kk = 0; kk < K; kk++) {
                 q2[kk] = q[kk] & 1;
@@ -296,6 +300,7 @@ static int q8_static(const lithe__q8_kernel *k, bool use_threads, int64_t M, int
             }
             memset(q2 + K, 0, (size_t)(Kp - K));
         }
+#endif
         memset(q + K, 0, (size_t)(Kp - K)); /* past K: every kernel's code 0 (the S8 zero point's shift is in zv) */
     }
     q8_job jb = {k, M, N, K, Kp, qa, qa2, sv, zv, W, ldw, wsum, sw, n_scales, bias, act, act_fn, Z, Y, ldy};
