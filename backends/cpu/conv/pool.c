@@ -127,16 +127,6 @@ static void pool_back_planes(void *ctx, int64_t p0, int64_t p1) {
     const pool_job *j = ctx;
     lithe__pool2d sub = *j->g;
     int64_t HW = sub.H * sub.W, OP = sub.OH * sub.OW;
-    if (sub.max && j->cwhich) { /* the twin's scatter, its adds in its order, without its per-output geometry */
-        for (int64_t nc = p0; nc < p1; nc++) {
-            const float *dy = j->dY + nc * OP;
-            const int32_t *wh = j->cwhich + nc * OP;
-            float *dx = j->dX + nc * HW;
-            for (int64_t o = 0; o < OP; o++)
-                if (wh[o] >= 0) dx[wh[o]] += dy[o];
-        }
-        return;
-    }
     sub.N = 1;
     sub.C = p1 - p0;
     lithe_f32_pool2d_backward__scalar(&sub, j->dY + p0 * OP, j->cwhich ? j->cwhich + p0 * OP : NULL, j->dX + p0 * HW);
