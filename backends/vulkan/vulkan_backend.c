@@ -160,9 +160,20 @@ static lithe_status pick_device(lithe__vk *vk, const char *sel) {
     if (vk->fn.vkEnumerateDeviceExtensionProperties(vk->phys, NULL, &n_ext, NULL) == VK_SUCCESS && n_ext) {
         VkExtensionProperties *ext = lithe__malloc(n_ext * sizeof *ext);
         if (ext && vk->fn.vkEnumerateDeviceExtensionProperties(vk->phys, NULL, &n_ext, ext) == VK_SUCCESS)
-            for (uint32_t i = 0; i < n_ext; i++)
+            for (uint32_t i = 0; i < n_ext; i++) {
                 if (!strcmp(ext[i].extensionName, "VK_KHR_cooperative_matrix")) vk->coopmat = true;
+                if (!strcmp(ext[i].extensionName, VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME)) vk->nan_preserve = true;
+            }
         lithe__free(ext);
+    }
+    const char *nf = getenv("LITHE_VULKAN_NO_FLOAT_CONTROLS"); /* tests: the path of a device without it */
+    if (nf && *nf && strcmp(nf, "0")) vk->nan_preserve = false;
+    if (vk->nan_preserve) { /* the extension is there: does it keep NaN for 32-bit floats? */
+        VkPhysicalDeviceFloatControlsPropertiesKHR fc = {
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES_KHR};
+        VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &fc};
+        vk->fn.vkGetPhysicalDeviceProperties2(vk->phys, &p2);
+        vk->nan_preserve = fc.shaderSignedZeroInfNanPreserveFloat32 == VK_TRUE;
     }
     return LITHE_OK;
 }
@@ -352,6 +363,31 @@ lithe_status lithe__vk_scratch(lithe_backend *be, size_t nbytes, lithe_tensor **
  * Pipelines: one per (shader, specialization constants), created on first use.
  * ------------------------------------------------------------------------------------------- */
 
+/* The shaders ask for SignedZeroInfNanPreserve (shaders/common.glsl); on a device that cannot keep
+ * NaN that request is invalid, so a copy of the module without it (its OpCapability, OpExtension and
+ * OpExecutionMode: SPIR-V's instructions carry their word count) is what such a device gets. NULL when
+ * out of memory. */
+static uint32_t *spirv_without_nan_mode(const uint32_t *code, size_t words, size_t *out_words) {
+    enum { OP_EXTENSION = 10, OP_EXECUTION_MODE = 16, OP_CAPABILITY = 17, CAP_NAN = 4466, MODE_NAN = 4461 };
+    uint32_t *out = lithe__malloc(words * sizeof *out);
+    if (!out) return NULL;
+    size_t n = words < 5 ? words : 5, i = 5; /* the header's 5 words */
+    memcpy(out, code, n * sizeof *out);
+    while (i < words) {
+        uint32_t wc = code[i] >> 16, op = code[i] & 0xffffu;
+        if (!wc || i + wc > words) break; /* malformed: copy the rest; the driver will say */
+        bool drop = (op == OP_CAPABILITY && wc == 2 && code[i + 1] == CAP_NAN) ||
+                    (op == OP_EXECUTION_MODE && wc >= 3 && code[i + 2] == MODE_NAN) ||
+                    (op == OP_EXTENSION && wc >= 2 &&
+                     !strncmp((const char *)&code[i + 1], "SPV_KHR_float_controls", (wc - 1) * 4));
+        if (!drop) memcpy(out + n, code + i, wc * sizeof *out), n += wc;
+        i += wc;
+    }
+    if (i < words) memcpy(out + n, code + i, (words - i) * sizeof *out), n += words - i;
+    *out_words = n;
+    return out;
+}
+
 static lithe_status get_pipeline(lithe__vk *vk, const char *shader, const uint32_t spec[LITHE__VK_SPEC],
                                  VkPipeline *out) {
     static const uint32_t zero[LITHE__VK_SPEC] = {0};
@@ -375,8 +411,17 @@ static lithe_status get_pipeline(lithe__vk *vk, const char *shader, const uint32
     VkShaderModuleCreateInfo mi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
                                    .codeSize = sh->size,
                                    .pCode = sh->code};
+    uint32_t *stripped = NULL;
+    if (!vk->nan_preserve) {
+        size_t words = 0;
+        stripped = spirv_without_nan_mode(sh->code, sh->size / 4, &words);
+        if (!stripped) return lithe__oom("vulkan shader module", sh->size);
+        mi.codeSize = words * 4;
+        mi.pCode = stripped;
+    }
     VkShaderModule mod;
     VkResult r = vk->fn.vkCreateShaderModule(vk->device, &mi, NULL, &mod);
+    lithe__free(stripped);
     if (r != VK_SUCCESS) return VKFAIL("vkCreateShaderModule", r);
     VkSpecializationMapEntry me[LITHE__VK_SPEC];
     for (uint32_t i = 0; i < LITHE__VK_SPEC; i++) me[i] = (VkSpecializationMapEntry){i, i * 4, 4};
@@ -486,7 +531,12 @@ static lithe_status create_context(lithe__vk *vk, const char *sel) {
                                   .queueFamilyIndex = vk->queue_family,
                                   .queueCount = 1,
                                   .pQueuePriorities = &prio};
-    VkDeviceCreateInfo di = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .queueCreateInfoCount = 1, .pQueueCreateInfos = &qi};
+    const char *const exts[] = {VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME};
+    VkDeviceCreateInfo di = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+                             .queueCreateInfoCount = 1,
+                             .pQueueCreateInfos = &qi,
+                             .enabledExtensionCount = vk->nan_preserve ? 1 : 0,
+                             .ppEnabledExtensionNames = exts};
     r = vk->fn.vkCreateDevice(vk->phys, &di, NULL, &vk->device);
     if (r != VK_SUCCESS) return VKFAIL("vkCreateDevice", r);
     LITHE__TRY(load_device_fns(vk));
@@ -564,7 +614,8 @@ void lithe__vk_describe(lithe_backend *be, char *buf, size_t cap) {
     for (unsigned i = 0; i < 8 && n > 0 && (size_t)n < cap; i++)
         if (vk->subgroup_ops & (1u << i)) n += snprintf(buf + n, cap - (size_t)n, " %s", ops[i]);
     if (n > 0 && (size_t)n < cap)
-        snprintf(buf + n, cap - (size_t)n, "; VK_KHR_cooperative_matrix: %s", vk->coopmat ? "exposed" : "absent");
+        snprintf(buf + n, cap - (size_t)n, "; VK_KHR_cooperative_matrix: %s; NaN kept in shaders: %s",
+                 vk->coopmat ? "exposed" : "absent", vk->nan_preserve ? "yes" : "no (the driver may drop it)");
 }
 
 static lithe_backend_ops vk_ops_storage;

@@ -127,6 +127,7 @@ typedef struct lithe__vk {
     uint32_t subgroup_size;
     VkSubgroupFeatureFlags subgroup_ops;
     bool coopmat;
+    bool nan_preserve; /* VK_KHR_shader_float_controls with shaderSignedZeroInfNanPreserveFloat32 */
 } lithe__vk;
 
 /* The context of a Vulkan backend. */

@@ -10,13 +10,18 @@ cd "$(dirname "$0")/../.."
 build=${1:-build/ci}
 sizes=${2:-1024,4096}
 steps=${STEPS:-50}
-[ -f "$build/build.ninja" ] || cmake --preset ci >/dev/null
-cmake --build "$build" --target lithe_cuda_bench >/dev/null
+if [ -f "$build/build.ninja" ] || [ ! -x "$build/bench/cuda/lithe_cuda_bench" ]; then # (a carried build: as it is)
+  [ -f "$build/build.ninja" ] || cmake --preset ci >/dev/null
+  cmake --build "$build" --target lithe_cuda_bench >/dev/null
+fi
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader || true
-py=/usr/bin/python3
-[ -x "$py" ] || py=python3
+# Debian's interpreter (torch, thinc) here; elsewhere the first that imports torch (on the device
+# tool's GPU image /usr/bin/python3 has none: torch lives in the python3 on PATH)
+py=python3
+for c in /usr/bin/python3 python3; do "$c" -c "import torch" 2>/dev/null && { py=$c; break; }; done
 onnx=$(mktemp --suffix=.onnx)
 trap 'rm -f "$onnx"' EXIT
 # PyTorch first (it also exports the CNN both time)
 "$py" bench/vulkan/torch_ref.py "$sizes" "$steps" --onnx "$onnx"
-"$build/bench/cuda/lithe_cuda_bench" --device cuda --gemm "$sizes" --steps "$steps" --cnn "$onnx"
+# CNN_ONNX: the CNN as torch 1.13 exported it (bench/cuda/gpu_carry.sh; a newer torch may write opset 18)
+"$build/bench/cuda/lithe_cuda_bench" --device cuda --gemm "$sizes" --steps "$steps" --cnn "${CNN_ONNX:-$onnx}"

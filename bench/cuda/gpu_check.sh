@@ -24,8 +24,26 @@ if [ ! -x "$b/tests/test_cuda" ]; then
   b=build/ci
 fi
 export LITHE_CUDA_MODULE=${LITHE_CUDA_MODULE:-$PWD/$b/liblithe_cuda.so}
-py=/usr/bin/python3
-[ -x "$py" ] || py=python3
+# Debian's interpreter (torch, thinc) here; elsewhere the first that imports torch (on the device
+# tool's GPU image /usr/bin/python3 has none: torch lives in the python3 on PATH)
+py=python3
+for c in /usr/bin/python3 python3; do "$c" -c "import torch" 2>/dev/null && { py=$c; break; }; done
+# A folder packed by bench/cuda/gpu_carry.sh brings libcmocka, the Vulkan loader packages, Fashion-MNIST,
+# a Thinc-exported MLP and torch 1.13's CNN; the machine's CUDA 13 holds cuBLAS, its driver the Vulkan ICD.
+[ -d "$b/lib" ] && export LD_LIBRARY_PATH=$PWD/$b/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+if ldd "$LITHE_CUDA_MODULE" 2>/dev/null | grep -q 'libcublas.*not found'; then
+  cub=$(find /usr/local/cuda* /usr/local/cuda*/targets -maxdepth 3 -name 'libcublas.so.13' 2>/dev/null | head -1)
+  [ -n "$cub" ] && export LD_LIBRARY_PATH=$(dirname "$cub"):${LD_LIBRARY_PATH:-}
+fi
+if ls "$b"/gl/*.deb >/dev/null 2>&1 && ! ldconfig -p | grep -q 'libvulkan.so.1 '; then
+  for f in "$b"/gl/*.deb; do dpkg -x "$f" /; done
+  ldconfig
+fi
+icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+[ -z "${VK_DRIVER_FILES:-}" ] && [ -f $icd ] && export VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd
+data=/usr/share/datasets/fashion-mnist
+[ -d "$b/fashion-mnist" ] && data=$b/fashion-mnist
+[ -f "$b/cnn.onnx" ] && export CNN_ONNX=$PWD/$b/cnn.onnx
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 fail=0
 run() {
@@ -40,15 +58,21 @@ if [ -f "$goldens" ]; then
 else
   echo "SKIPPED test_kernels on cuda: no Thinc goldens (python3-thinc missing)"
 fi
-if [ -d /usr/share/datasets/fashion-mnist ]; then
-  run "$b/tools/lithe/lithe" train-mnist --device cuda --epochs 1
-  run "$b/tools/lithe/lithe" train-mnist --epochs 1 # the CPU, for comparison
+if [ -d "$data" ]; then
+  run "$b/tools/lithe/lithe" train-mnist --data "$data" --device cuda --epochs 1
+  run "$b/tools/lithe/lithe" train-mnist --data "$data" --epochs 1 # the CPU, for comparison
 else
   echo "SKIPPED lithe train-mnist --device cuda: no /usr/share/datasets/fashion-mnist"
 fi
 if "$py" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
-  run env PYTHONPATH=shims/python LITHE_LIBRARY="$b/liblithe.so" "$py" -m pytest -q -rs -p no:cacheprovider -k cuda \
-    tests/python/test_python_package.py
+  if "$py" -c "import thinc" 2>/dev/null; then
+    run env PYTHONPATH=shims/python LITHE_LIBRARY="$b/liblithe.so" "$py" -m pytest -q -rs -p no:cacheprovider -k cuda \
+      tests/python/test_python_package.py
+  elif [ -d "$b/dlpack" ]; then # no Thinc here: the same two cases on a model Thinc exported elsewhere
+    run env LITHE_LIBRARY="$PWD/$b/liblithe.so" "$py" bench/cuda/dlpack_check.py "$b/dlpack"
+  else
+    echo "SKIPPED pytest -k cuda: no thinc here and no $b/dlpack (bench/cuda/gpu_carry.sh packs one)"
+  fi
   STEPS=${STEPS:-50} run bench/cuda/cuda_bench.sh "$b" "${SIZES:-1024,4096}"
 else
   echo "SKIPPED the torch parts (pytest -k cuda, the PyTorch yardstick): torch does not see a GPU here"

@@ -2,6 +2,13 @@
 // lithe__vk_push), the workgroup size, grid-stride loops and 64-bit integer helpers built on
 // 32-bit words (shaderInt64 is optional in Vulkan, absent on many mobile GPUs).
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_spirv_intrinsics : require
+
+// NaN stays NaN, as on the CPU: without SPIR-V's SignedZeroInfNanPreserve a driver may assume no NaN
+// and fold `x <= 0.0 ? 0.0 : x` into max(x, 0.0) (NVIDIA's did: Relu and Clip of a NaN gave 0 and
+// the bound on an H200). The mode (SPV_KHR_float_controls) is stripped again at pipeline creation on
+// a device without shaderSignedZeroInfNanPreserveFloat32 (vulkan_backend.c's spirv_without_nan_mode).
+spirv_execution_mode(extensions = ["SPV_KHR_float_controls"], capabilities = [4466], 4461, 32);
 
 layout(push_constant) uniform Push {
     uint u[16];   // u[0..9]: the op's arguments; u[10 + b]: word offset of binding b's tensor

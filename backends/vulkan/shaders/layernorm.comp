@@ -68,12 +68,16 @@ void main() {
             float mu = mean[OFF(4) + row], is = istd[OFF(5) + row];
             vec2 s = vec2(0.0);
             for (uint j = t; j < N; j += WG) {
-                float xhat = (b2[OFF(2) + base + j] - mu) * is, g = a[OFF(1) + base + j] * b3[OFF(3) + j];
+                // precise: g rounded once, as the CPU does, in both loops (a driver that fused the second
+                // loop's g - s.x into an fma left a 1-wide row's dX at 1e-4, not 0, on an H200)
+                precise float g = a[OFF(1) + base + j] * b3[OFF(3) + j];
+                float xhat = (b2[OFF(2) + base + j] - mu) * is;
                 s += vec2(g, g * xhat);
             }
             s = reduce2(s) / float(N);
             for (uint j = t; j < N; j += WG) {
-                float xhat = (b2[OFF(2) + base + j] - mu) * is, g = a[OFF(1) + base + j] * b3[OFF(3) + j];
+                precise float g = a[OFF(1) + base + j] * b3[OFF(3) + j];
+                float xhat = (b2[OFF(2) + base + j] - mu) * is;
                 o[OFF(0) + base + j] = is * (g - s.x - xhat * s.y);
             }
         }
