@@ -204,6 +204,9 @@ int lithe__q8_gemm_static(const lithe__q8_kernel *k, bool use_threads, int64_t M
     if (K > 32768) return 1; /* 8-bit codes: acc and za * wsum each below 255 * 127 * K < 2^30 */
     if (!k) k = lithe__q8_kernel_best();
     if (!k) return 1;
+#if defined(__wasm_relaxed_simd__)
+    if (k == lithe__q8_kernel_wasmsimd()) k = lithe__q8_kernel_wasmsimd_u8(); /* whole codes, one pass */
+#endif
     if (M <= 0 || N <= 0) return 0;
     const int64_t Kp = (K + 63) / 64 * 64;
     /* a u7 kernel: in two halves, except AVX2's where W's pairs fit: vpmaddubsw reads any u8 and
