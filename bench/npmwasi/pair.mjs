@@ -3,7 +3,7 @@
 // workload's x.npy) and R of the package's model.predict(x).data (performance.now(), the copies in
 // and out included), alternating which goes first. Prints each side's min and median over the
 // rounds and the median (range) of the per-round WASI median / npm median (bench/run.py's bar: >= 0.95).
-//   node --single-threaded-gc bench/npmwasi/pair.mjs bindings/js/dist build/wasi/tools/lithe/lithe.wasm BENCH_DIR ROUNDS RUNS wl1,wl2
+//   node --single-threaded-gc --expose-gc bench/npmwasi/pair.mjs bindings/js/dist build/wasi/tools/lithe/lithe.wasm BENCH_DIR ROUNDS RUNS wl1,wl2
 import fs from 'node:fs'; import path from 'node:path'; import os from 'node:os';
 import { WASI } from 'node:wasi';
 const [dist, wasiPath, dir, roundsS, runsS, wls, pkgSrc] = process.argv.slice(2);
@@ -26,6 +26,8 @@ function wasiBench(file, xfile) {
     preopens: { '/': '/' }, stdout: fd, returnOnExit: true });
   const inst = new WebAssembly.Instance(wmod, wasi.getImportObject());
   wasi.start(inst); fs.closeSync(fd);
+  globalThis.gc?.(); // (--expose-gc: each instance's memory reservation freed before the next; without it
+  // node crashed (SIGSEGV) by the third mobilenet round on this host)
   const t = fs.readFileSync(out, 'utf8');
   const g = k => +(t.match(new RegExp(`${k}=([0-9.]+)`)) || [])[1];
   return { min: g('min_ms'), med: g('median_ms') };
