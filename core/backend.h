@@ -140,6 +140,14 @@ struct lithe_backend_ops {
     lithe_status (*conv_q8)(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X, float xs, int32_t xz,
                             int32_t xmin, int32_t xmax, const lithe_tensor *W, const lithe_tensor *b,
                             const struct lithe__act *a, lithe_tensor *Y, bool *done);
+    /* Optional (NULL, or *done false: the graph quantizes X to codes and runs gemm_q8): a
+     * fused:QLinear's product (issue 24; core/graph/ops/qfused.c) with X (M, K) float32 quantized
+     * here as its QuantizeLinear computes it (codes clamp(rint(X / xs) + xz, xmin, xmax), NaN to
+     * xmin; int8 codes when xmin < 0, else uint8), W, b, a and Y as gemm_q8's: the bits of gemm_q8
+     * on those codes, without the codes' tensor. The CPU (backends/cpu/gemm/qgemm.h). */
+    lithe_status (*gemm_q8x)(lithe_backend *be, const lithe_tensor *X, float xs, int32_t xz, int32_t xmin, int32_t xmax,
+                             const lithe_tensor *W, const lithe_tensor *b, const struct lithe__act *a, lithe_tensor *Y,
+                             bool *done);
     /* Optional (NULL: the loss reads its checks and figures back one by one): the figures of Thinc's
      * CategoricalCrossentropy over int labels in one pass on the device, so that a training step
      * reads its loss back once (core/train/loss_device.c; WebGPU). G (B, C) the guesses, labels (B,)

@@ -43,6 +43,7 @@ typedef struct lithe__quant {
     int64_t wsum_n;
     uint64_t wsum_version;
     bool wsum_ok;
+    int8_t wsum_pairs; /* lithe__q8_pairs_fit of W (1 / 0) under the same version, -1 not known */
     /* the CPU int8 convolution's cache of W's packed (or decoded) form (backends/cpu/conv/qconv.c):
      * cpack_kind / cpack_n say which, valid while the storage's version is cpack_version */
     void *cpack;

@@ -126,8 +126,8 @@ static void check_gemm_static(const lithe__q8_kernel *k, const lithe__q8_kernel 
             const float sa = 0.0123f;
             const int32_t za = sgn ? (int32_t)(next() % 256) - 128 : (int32_t)(next() % 256);
             CHECK(lithe__q8_row_sums(N, K, W, K, wsum), "row sums");
-            int rc = lithe__q8_gemm_static(k, false, M, N, K, A, sgn, K, sa, za, W, K, wsum, sw, N, b, NULL, NULL, NULL, Y, N);
-            int rr = lithe__q8_gemm_static(ref, false, M, N, K, A, sgn, K, sa, za, W, K, wsum, sw, N, b, NULL, NULL, NULL, Yr, N);
+            int rc = lithe__q8_gemm_static(k, false, M, N, K, A, sgn, K, sa, za, W, K, wsum, -1, sw, N, b, NULL, NULL, NULL, Y, N);
+            int rr = lithe__q8_gemm_static(ref, false, M, N, K, A, sgn, K, sa, za, W, K, wsum, -1, sw, N, b, NULL, NULL, NULL, Yr, N);
             CHECK(rc == 0 && rr == 0, "%s static gemm: rc %d / %d", k->isa, rc, rr);
             for (int64_t i = 0; i < M; i++)
                 for (int64_t j = 0; j < N; j++) {
@@ -143,6 +143,115 @@ static void check_gemm_static(const lithe__q8_kernel *k, const lithe__q8_kernel 
                 }
             free(A), free(b), free(sw), free(Y), free(Yr), free(W), free(wsum);
         }
+}
+
+/* QuantizeLinear's codes of x (the graph's quant_codes, written out here as ONNX states it): the
+ * test's own oracle for the kernels' quantize passes */
+static uint8_t code_u(float x, float s, int32_t z, int32_t qmin, int32_t qmax, int32_t base) {
+    if (isnan(x)) return (uint8_t)(qmin - base);
+    float t = x / s;
+    double r = nearbyint((double)t) + z; /* t is a float: rint of it, ties to even */
+    r = r < qmin ? qmin : r > qmax ? qmax : r;
+    return (uint8_t)((int32_t)r - base);
+}
+
+/* each kernel's quantize pass against the oracle and the scalar twin, byte for byte: ties (k + 0.5
+ * times the scale), NaN, ±inf, ±0, values past both ends, lengths around the 16 / 32 steps; then its
+ * epilogue against the scalar twin, bit for bit (per-column and one scale, with and without bias) */
+static void check_passes(const lithe__q8_kernel *k) {
+    enum { NX = 100 };
+    static const struct {
+        float s;
+        int32_t z, qmin, qmax, base;
+    } P[] = {{0.05f, 0, 0, 255, 0}, {0.0123f, 103, 0, 255, 0}, {0.02f, -5, -128, 127, -128}, {0.5f, 10, 0, 127, 0}, {1.0f, 0, -127, 127, -128}};
+    const size_t ns[] = {1, 15, 16, 17, 31, 32, 33, 64, 99, NX};
+    float x[NX];
+    uint8_t u[NX + 1], ur[NX + 1];
+    for (size_t p = 0; p < sizeof P / sizeof *P; p++) {
+        const lithe__q8_qx q = {P[p].s, (float)(P[p].qmin - P[p].z), (float)(P[p].qmax - P[p].z), (float)(P[p].z - P[p].base)};
+        for (int trial = 0; trial < 20; trial++) {
+            for (int i = 0; i < NX; i++) {
+                int r = (int)(next() % 400) - 200;
+                x[i] = trial % 2 ? ((float)r + 0.5f) * P[p].s : (float)((int)(next() % 20001) - 10000) / 10000.0f * 8.0f;
+            }
+            x[3] = NAN, x[7] = INFINITY, x[11] = -INFINITY, x[13] = -0.0f, x[17] = 0.0f, x[19] = 1e30f, x[23] = -1e30f;
+            x[NX - 1] = NAN;
+            for (size_t t = 0; t < sizeof ns / sizeof *ns; t++) {
+                const size_t n = ns[t];
+                memset(u, 0xA5, sizeof u), memset(ur, 0xA5, sizeof ur);
+                (k->quant ? k->quant : lithe__q8_quant_ref)(n, x, &q, u);
+                lithe__q8_quant_ref(n, x, &q, ur);
+                CHECK(u[n] == 0xA5, "%s quant wrote past n %zu", k->isa, n);
+                for (size_t i = 0; i < n; i++) {
+                    uint8_t want = code_u(x[i], P[p].s, P[p].z, P[p].qmin, P[p].qmax, P[p].base);
+                    CHECK(u[i] == want && ur[i] == want, "%s quant %zu of %zu: x %.9g -> %u, twin %u, want %u", k->isa, i, n,
+                          (double)x[i], u[i], ur[i], want);
+                }
+            }
+        }
+    }
+    enum { NE = 37 };
+    int32_t acc[NE], wsum[NE];
+    float sw[NE], b[NE], y[NE + 1], yr[NE + 1];
+    for (int trial = 0; trial < 8; trial++) {
+        for (int c = 0; c < NE; c++) {
+            acc[c] = (int32_t)(next() % 2000001) - 1000000, wsum[c] = (int32_t)(next() % 20001) - 10000;
+            sw[c] = 0.0001f * (float)(1 + next() % 1000), b[c] = (float)((int)(next() % 2001) - 1000) / 7.0f;
+        }
+        const int32_t za = (int32_t)(next() % 256);
+        const float sa = 0.0037f * (float)(1 + trial);
+        for (size_t n = 1; n <= NE; n += (n < 17 ? 1 : 10)) {
+            memset(y, 0xA5, sizeof y), memset(yr, 0xA5, sizeof yr);
+            const bool pc = trial % 2, wb = trial % 4 < 2;
+            (k->epi ? k->epi : lithe__q8_epilogue_ref)(n, acc, za, wsum, sa, sw, pc, wb ? b : NULL, y);
+            lithe__q8_epilogue_ref(n, acc, za, wsum, sa, sw, pc, wb ? b : NULL, yr);
+            CHECK(memcmp(y, yr, sizeof y) == 0, "%s epilogue n %zu (per column %d, bias %d): not the twin's bits", k->isa, n, pc, wb);
+            double want = (double)(float)(acc[n - 1] - za * wsum[n - 1]) * (double)(sa * sw[pc ? n - 1 : 0]);
+            CHECK(fabs(yr[n - 1] - (want + (wb ? b[n - 1] : 0.0))) <= 1e-6 * fabs(want) + 1e-5 * fabs(wb ? b[n - 1] : 0.0) + 1e-30,
+                  "%s epilogue: %.9g, want %.9g", k->isa, (double)yr[n - 1], want);
+        }
+    }
+}
+
+/* lithe__q8_gemm_static_f32 (float activations quantized by the kernel's pass) against the oracle's
+ * codes through lithe__q8_gemm_static with the same kernel, bit for bit (int8 and uint8 codes, a
+ * zero point inside, the clamp at both ends) */
+static void check_gemm_static_f32(const lithe__q8_kernel *k) {
+    const int64_t shapes[][3] = {{1, 10, 784}, {3, 7, 33}, {64, 20, 512}, {9, 3, 1}, {13, 9, 101}};
+    for (int sgn = 0; sgn < 2; sgn++)
+        for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+            const int64_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+            float *A = malloc((size_t)(M * K) * sizeof *A), *b = malloc((size_t)N * sizeof *b), *sw = malloc((size_t)N * sizeof *sw);
+            float *Y = malloc((size_t)(M * N) * sizeof *Y), *Yr = malloc((size_t)(M * N) * sizeof *Yr);
+            uint8_t *C = malloc((size_t)(M * K));
+            int8_t *W = malloc((size_t)(N * K));
+            int32_t *wsum = malloc((size_t)N * sizeof *wsum);
+            const float sa = 0.02f;
+            const int32_t qmin = sgn ? -128 : 0, qmax = sgn ? 127 : 255, za = sgn ? -7 : 31, base = sgn ? -128 : 0;
+            for (int64_t i = 0; i < M * K; i++) {
+                A[i] = (float)((int)(next() % 4001) - 2000) / 500.0f; /* [-4, 4]: past both ends of [-0.62, 4.48] */
+                C[i] = (uint8_t)(code_u(A[i], sa, za, qmin, qmax, base) + base); /* the code's byte */
+            }
+            for (int64_t i = 0; i < N * K; i++) W[i] = (int8_t)(s % 2 ? (int)(next() % 129) - 64 : (int)(next() % 255) - 127);
+            for (int64_t j = 0; j < N; j++) b[j] = (float)(next() % 100) / 100.0f, sw[j] = 0.001f * (float)(1 + next() % 10);
+            CHECK(lithe__q8_row_sums(N, K, W, K, wsum), "row sums");
+            int rc = lithe__q8_gemm_static_f32(k, false, M, N, K, A, K, sa, za, qmin, qmax, sgn, W, K, wsum, -1, sw, N, b,
+                                               NULL, NULL, NULL, Y, N);
+            int rr = lithe__q8_gemm_static(k, false, M, N, K, C, sgn, K, sa, za, W, K, wsum, -1, sw, N, b, NULL, NULL, NULL, Yr, N);
+            CHECK(rc == 0 && rr == 0, "%s static f32 gemm: rc %d / %d", k->isa, rc, rr);
+            CHECK(memcmp(Y, Yr, (size_t)(M * N) * sizeof *Y) == 0, "%s static f32 gemm %s %lldx%lldx%lld: not the codes' bits",
+                  k->isa, sgn ? "s8" : "u8", (long long)M, (long long)N, (long long)K);
+            free(A), free(b), free(sw), free(Y), free(Yr), free(C), free(W), free(wsum);
+        }
+    /* bad quantization parameters: 1, the caller's float path */
+    float a = 1.0f, y = 0.0f, sw1 = 1.0f;
+    int8_t w1 = 1;
+    int32_t ws1 = 1;
+    CHECK(lithe__q8_gemm_static_f32(k, false, 1, 1, 1, &a, 1, 0.0f, 0, 0, 255, false, &w1, 1, &ws1, -1, &sw1, 1, NULL, NULL, NULL, NULL, &y, 1) == 1 &&
+              lithe__q8_gemm_static_f32(k, false, 1, 1, 1, &a, 1, NAN, 0, 0, 255, false, &w1, 1, &ws1, -1, &sw1, 1, NULL, NULL, NULL, NULL, &y, 1) == 1 &&
+              lithe__q8_gemm_static_f32(k, false, 1, 1, 1, &a, 1, 1.0f, 300, 0, 255, false, &w1, 1, &ws1, -1, &sw1, 1, NULL, NULL, NULL, NULL, &y, 1) == 1 &&
+              lithe__q8_gemm_static_f32(k, false, 1, 1, 1, &a, 1, 1.0f, 0, -128, 127, false, &w1, 1, &ws1, -1, &sw1, 1, NULL, NULL, NULL, NULL, &y, 1) == 1,
+          "%s static f32 gemm: bad parameters taken", k->isa);
 }
 
 /* lithe__q8_pairs_fit at its bound: a pair placed at k0 of row 2 of an otherwise fitting W (past
@@ -175,7 +284,7 @@ static void tile_s8(size_t mr, size_t nr, size_t kw, const uint8_t *a, size_t ld
             acc[i * LITHE__Q8_NR + j] = t;
         }
 }
-static const lithe__q8_kernel s8_kernel = {"s8 (test)", tile_s8, LITHE__Q8_A_S8};
+static const lithe__q8_kernel s8_kernel = {"s8 (test)", tile_s8, LITHE__Q8_A_S8, NULL, NULL};
 
 static double now_ms(void) {
     struct timespec t;
@@ -227,6 +336,8 @@ int main(int argc, char **argv) {
         check_tiles(ks[i]);
         check_gemm(ks[i], ks[0]);
         check_gemm_static(ks[i], ks[0]);
+        check_passes(ks[i]);
+        check_gemm_static_f32(ks[i]);
     }
     check_pairs_fit();
     if (ks[0]) check_gemm_static(&s8_kernel, ks[0]);

@@ -195,6 +195,14 @@ static void kernels(qcase *c, const lithe__act *a, const char *what) {
         }
 #endif
 #if defined(__wasm_simd128__)
+        { /* the SIMD128 packing's columns: the twin's, bit for bit (padding and tails included) */
+            int16_t *Xa = malloc((size_t)(Kp * P8 * 2) * sizeof *Xa);
+            memset(Xa, 0x5A, (size_t)(Kp * P8 * 2) * sizeof *Xa);
+            lithe__qconv_pack_x(g, c->X + n * g->C * g->H * g->W, &q, tmp, Xa, &lithe__qconv_aux_wasm);
+            CHECK(!memcmp(Xa, Xp, (size_t)(Kp * P8 * 2) * sizeof *Xa), "%s: simd128 packing vs twin's (image %lld)", what,
+                  (long long)n);
+            free(Xa);
+        }
         k.Y = Yw + n * g->M * P;
         lithe__qconv_wasm(&k, 0, LITHE__QC_MR); /* split at a tile boundary */
         lithe__qconv_wasm(&k, LITHE__QC_MR, Mb * LITHE__QC_MR);

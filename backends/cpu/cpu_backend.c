@@ -127,6 +127,34 @@ static lithe_status gemm_q8_decoded(lithe_backend *be, const lithe_tensor *A, co
     return s;
 }
 
+/* W's row sums and pairs_fit, cached with its quantization parameters (lithe__quant); false when W is
+ * not symmetric int8 (the float path) */
+static bool q8_weight(const lithe_tensor *W, int64_t N, int64_t K, bool pairs, lithe_status *st) {
+    lithe__quant *q = W->storage->quant;
+    bool sym = W->dtype == LITHE_I8 && q && lithe_tensor_is_contiguous(W) && W->offset == 0;
+    for (int64_t c = 0; sym && c < q->n; c++) sym = q->zero[c] == 0;
+    *st = LITHE_OK;
+    if (sym && (!q->wsum || q->wsum_n != N || q->wsum_version != W->storage->version)) { /* W's row sums, once */
+        int32_t *ws = q->wsum_n == N ? q->wsum : lithe__realloc(q->wsum, (size_t)N * sizeof *ws);
+        if (!ws) {
+            *st = lithe__oom("int8 gemm row sums", (size_t)N * sizeof *ws);
+            return false;
+        }
+        q->wsum = ws;
+        q->wsum_n = N;
+        q->wsum_ok = lithe__q8_row_sums(N, K, (const int8_t *)lithe__tdata(W), K, ws);
+        q->wsum_version = W->storage->version;
+        q->wsum_pairs = -1; /* lithe__q8_pairs_fit: on the first static call */
+    }
+#if defined(__x86_64__) || defined(_M_X64)
+    if (sym && q->wsum_ok && pairs && q->wsum_pairs < 0)
+        q->wsum_pairs = (int8_t)lithe__q8_pairs_fit(N, K, (const int8_t *)lithe__tdata(W), K);
+#else
+    (void)pairs;
+#endif
+    return sym && q->wsum_ok;
+}
+
 static lithe_status cpu_gemm_q8(lithe_backend *be, const lithe_tensor *A, const lithe_tensor *W, const lithe_tensor *b,
                                 const lithe__act *a, lithe_tensor *Z, lithe_tensor *Y) {
     /* A float32 (dynamic: quantized per row here), or int8 / uint8 codes with one scale and zero
@@ -140,20 +168,13 @@ static lithe_status cpu_gemm_q8(lithe_backend *be, const lithe_tensor *A, const 
 #else
     int64_t M = Y->shape[0], N = Y->shape[1], K = A->shape[1];
     lithe__quant *q = W->storage->quant;
-    bool sym = W->dtype == LITHE_I8 && q && lithe_tensor_is_contiguous(W) && W->offset == 0;
-    for (int64_t c = 0; sym && c < q->n; c++) sym = q->zero[c] == 0;
-    if (sym && (!q->wsum || q->wsum_n != N || q->wsum_version != W->storage->version)) { /* W's row sums, once */
-        int32_t *ws = q->wsum_n == N ? q->wsum : lithe__realloc(q->wsum, (size_t)N * sizeof *ws);
-        if (!ws) return lithe__oom("int8 gemm row sums", (size_t)N * sizeof *ws);
-        q->wsum = ws;
-        q->wsum_n = N;
-        q->wsum_ok = lithe__q8_row_sums(N, K, (const int8_t *)lithe__tdata(W), K, ws);
-        q->wsum_version = W->storage->version;
-    }
-    int rc = !sym || !q->wsum_ok ? 1
+    lithe_status st;
+    const bool sym = q8_weight(W, N, K, qa != NULL, &st);
+    if (st != LITHE_OK) return st;
+    int rc = !sym ? 1
              : qa ? lithe__q8_gemm_static(NULL, true, M, N, K, (const uint8_t *)lithe__tdata(A), A->dtype == LITHE_I8,
                                           A->strides[0], qa->scale[0], qa->zero[0], (const int8_t *)lithe__tdata(W), K,
-                                          q->wsum, q->scale, q->n, b ? F(b) : NULL, a, lithe__simd()->act,
+                                          q->wsum, q->wsum_pairs, q->scale, q->n, b ? F(b) : NULL, a, lithe__simd()->act,
                                           Z ? F(Z) : NULL, F(Y), Y->strides[0])
                   : lithe__q8_gemm(NULL, true, M, N, K, F(A), A->strides[0], (const int8_t *)lithe__tdata(W), K, q->wsum,
                                    q->scale, q->n, b ? F(b) : NULL, a, lithe__simd()->act, Z ? F(Z) : NULL, F(Y),
@@ -162,6 +183,33 @@ static lithe_status cpu_gemm_q8(lithe_backend *be, const lithe_tensor *A, const 
     if (rc == 0) return LITHE_OK;
     if (qa) return gemm_q8_decoded(be, A, W, b, a, Z, Y);
     return cpu_gemm_bias_act(be, false, true, A, W, b, a, Z, Y); /* W decoded while packed */
+#endif
+}
+
+/* backend.h's gemm_q8x: X float32 quantized by the int8 GEMM's own pass (lithe__q8_gemm_static_f32) */
+static lithe_status cpu_gemm_q8x(lithe_backend *be, const lithe_tensor *X, float xs, int32_t xz, int32_t xmin,
+                                 int32_t xmax, const lithe_tensor *W, const lithe_tensor *b, const lithe__act *a,
+                                 lithe_tensor *Y, bool *done) {
+    (void)be;
+    *done = false;
+#if defined(__wasm__) && !defined(__wasm_simd128__)
+    (void)X, (void)xs, (void)xz, (void)xmin, (void)xmax, (void)W, (void)b, (void)a, (void)Y;
+    return LITHE_OK;
+#else
+    if (X->dtype != LITHE_F32 || X->ndim != 2 || X->strides[1] != 1 || W->ndim != 2 || Y->ndim != 2 ||
+        !lithe_tensor_is_contiguous(Y) || X->shape[1] != W->shape[1] || Y->shape[0] != X->shape[0] ||
+        Y->shape[1] != W->shape[0])
+        return LITHE_OK;
+    const int64_t M = Y->shape[0], N = Y->shape[1], K = X->shape[1];
+    lithe_status st;
+    if (!q8_weight(W, N, K, true, &st)) return st;
+    const lithe__quant *q = W->storage->quant;
+    int rc = lithe__q8_gemm_static_f32(NULL, true, M, N, K, F(X), X->strides[0], xs, xz, xmin, xmax, xmin < 0,
+                                       (const int8_t *)lithe__tdata(W), K, q->wsum, q->wsum_pairs, q->scale, q->n,
+                                       b ? F(b) : NULL, a, lithe__simd()->act, NULL, F(Y), Y->strides[0]);
+    if (rc < 0) return lithe__oom("int8 gemm workspace", (size_t)(M * (K + 64) + 8 * M));
+    *done = rc == 0;
+    return LITHE_OK;
 #endif
 }
 
@@ -728,6 +776,7 @@ static const lithe_backend_ops cpu_ops = {
     .gemm_prepared = cpu_gemm_prepared,
     .conv2d_prepared = cpu_conv2d_prepared,
     .conv2d_add = cpu_conv2d_add,
+    .gemm_q8x = cpu_gemm_q8x,
     .conv_q8 = lithe__cpu_conv_q8, /* (the npm core module: a hook into the importer module, importers_hooks.c) */
 #ifdef LITHE_XNNPACK /* XNNPACK's operators where they measured faster (backends/cpu/xnnpack.c) */
     .prepare_op = lithe__xnn_prepare_op,

@@ -145,6 +145,9 @@ const lithe__qconv_aux *lithe__qconv_aux_best(void) {
 #if defined(__x86_64__) || defined(_M_X64)
     if (lithe__qconv_best() == lithe__qconv_avx2) return &lithe__qconv_aux_avx2;
 #endif
+#if defined(__wasm_simd128__)
+    if (lithe__qconv_best() == lithe__qconv_wasm) return &lithe__qconv_aux_wasm;
+#endif
     return &lithe__qconv_aux_ref;
 }
 

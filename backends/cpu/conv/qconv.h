@@ -114,6 +114,9 @@ extern const lithe__qconv_aux lithe__qconv_aux_ref;
 #if defined(__x86_64__) || defined(_M_X64)
 extern const lithe__qconv_aux lithe__qconv_aux_avx2;
 #endif
+#if defined(__wasm_simd128__) /* qconv_wasm.c: quant_f32, quant_i16, quant_pairs, epi (the u8 form's: the twins) */
+extern const lithe__qconv_aux lithe__qconv_aux_wasm;
+#endif
 /* The passes the CPU runs (LITHE_CPU_ISA=scalar: the twins). */
 const lithe__qconv_aux *lithe__qconv_aux_best(void);
 

@@ -18,6 +18,8 @@
 #include <string.h>
 #include <wasm_simd128.h>
 
+#include "../gemm/gemm.h"
+
 static inline __attribute__((always_inline)) void store4(const lithe__qconv *c, int64_t m, int64_t p, v128_t acc) {
     if (m >= c->M || p >= c->P) return;
     v128_t v = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(acc), wasm_f32x4_splat(c->scale[m]));
@@ -67,4 +69,88 @@ void lithe__qconv_wasm(const lithe__qconv *c, int64_t m0, int64_t m1) {
         }
     }
 }
+
+/* ---- qconv.h's passes (lithe__qconv_aux_wasm), the twins' bits (qconv.c), 4 values a step ---- */
+
+/* qconv.c's qv: t = x / scale (f32x4.div), t > hi ? hi : t (pmin(t, hi): hi < t ? hi : t, keeps a
+ * NaN), t >= lo ? t : lo (pmax(lo, t): lo < t ? t : lo, NaN to lo; t == lo gives lo, the same value),
+ * then round half to even by ± 1.5·2^23 */
+static inline __attribute__((always_inline)) v128_t qv4(v128_t x, v128_t s, v128_t lo, v128_t hi) {
+    const v128_t r = wasm_f32x4_splat(12582912.0f);
+    v128_t t = wasm_f32x4_pmax(lo, wasm_f32x4_pmin(wasm_f32x4_div(x, s), hi));
+    return wasm_f32x4_sub(wasm_f32x4_add(t, r), r);
+}
+#define QX_SPLAT const v128_t s = wasm_f32x4_splat(q->scale), lo = wasm_f32x4_splat(q->lo), hi = wasm_f32x4_splat(q->hi)
+
+static void quant_f32(int64_t n, const float *x, const lithe__qx *q, float *y) {
+    QX_SPLAT;
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) wasm_v128_store(y + i, qv4(wasm_v128_load(x + i), s, lo, hi));
+    if (i < n) lithe__qconv_aux_ref.quant_f32(n - i, x + i, q, y + i);
+}
+
+static void quant_i16(int64_t n, const float *x, const lithe__qx *q, int16_t *y) {
+    QX_SPLAT;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) { /* integers in [-255, 255]: trunc_sat exact, the narrow too */
+        v128_t a = wasm_i32x4_trunc_sat_f32x4(qv4(wasm_v128_load(x + i), s, lo, hi));
+        v128_t b = wasm_i32x4_trunc_sat_f32x4(qv4(wasm_v128_load(x + i + 4), s, lo, hi));
+        wasm_v128_store(y + i, wasm_i16x8_narrow_i32x4(a, b));
+    }
+    if (i < n) lithe__qconv_aux_ref.quant_i16(n - i, x + i, q, y + i);
+}
+
+static void quant_pairs(int64_t n, const float *x0, const float *x1, const lithe__qx *q, int16_t *d) {
+    QX_SPLAT;
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) { /* x0's in the low half of each 32-bit lane, x1's in the high */
+        v128_t a = wasm_i32x4_trunc_sat_f32x4(qv4(wasm_v128_load(x0 + i), s, lo, hi));
+        v128_t b = wasm_i32x4_trunc_sat_f32x4(qv4(wasm_v128_load(x1 + i), s, lo, hi));
+        wasm_v128_store(d + 2 * i, wasm_v128_or(wasm_i32x4_shl(b, 16), wasm_v128_and(a, wasm_i32x4_const_splat(0xFFFF))));
+    }
+    if (i < n) lithe__qconv_aux_ref.quant_pairs(n - i, x0 + i, x1 + i, q, d + 2 * i);
+}
+
+/* lithe__sgemm_clamp1 on 4 lanes, its comparisons as selects (a NaN takes the same branch) */
+static inline __attribute__((always_inline)) v128_t clamp4(int clamp, v128_t t, v128_t lo, v128_t hi) {
+    const v128_t zero = wasm_f32x4_const_splat(0.0f);
+    if (clamp == LITHE__SGEMM_CLAMP_RELU) return wasm_v128_bitselect(zero, t, wasm_f32x4_le(t, zero));
+    if (clamp == LITHE__SGEMM_CLAMP_HSWISH) {
+        const v128_t six = wasm_f32x4_const_splat(6.0f);
+        v128_t u = wasm_f32x4_add(t, wasm_f32x4_const_splat(3.0f));
+        u = wasm_v128_bitselect(zero, wasm_v128_bitselect(six, u, wasm_f32x4_gt(u, six)), wasm_f32x4_lt(u, zero));
+        return wasm_f32x4_mul(t, wasm_f32x4_div(u, six));
+    }
+    v128_t y = wasm_f32x4_add(wasm_f32x4_mul(t, wasm_f32x4_const_splat(1.0f)), zero);
+    return wasm_v128_bitselect(lo, wasm_v128_bitselect(hi, y, wasm_f32x4_gt(y, hi)), wasm_f32x4_lt(y, lo));
+}
+
+static void epi(const lithe__qconv *c, int64_t r0, int64_t rows, int64_t n, float *y) {
+    const int cl = c->clamp;
+    const v128_t lo = wasm_f32x4_splat(c->lo), hi = wasm_f32x4_splat(c->hi);
+    const int64_t n4 = n / 4 * 4;
+    for (int64_t r = r0; r < r0 + rows; r++, y += n) {
+        const int64_t m = r % c->M;
+        const float scm = c->scale[m], bm = c->b ? c->b[m] : 0.0f;
+        const v128_t sc = wasm_f32x4_splat(scm), b = wasm_f32x4_splat(bm);
+        for (int64_t i = 0; i < n4; i += 4) {
+            v128_t v = wasm_f32x4_mul(wasm_v128_load(y + i), sc);
+            if (c->b) v = wasm_f32x4_add(v, b);
+            wasm_v128_store(y + i, cl ? clamp4(cl, v, lo, hi) : v);
+        }
+        for (int64_t i = n4; i < n; i++) { /* the twin's, per value */
+            float t = y[i] * scm;
+            if (c->b) t += bm;
+            y[i] = cl ? lithe__sgemm_clamp1(cl, c->lo, c->hi, t) : t;
+        }
+        if (!cl && c->act) c->act_fn(c->act, n, y, y);
+    }
+}
+
+/* (the u8 form has no SIMD128 kernel: its passes stay the twins') */
+static void quant_u8(int64_t n, const float *x, const lithe__qx *q, uint8_t *y) { lithe__qconv_aux_ref.quant_u8(n, x, q, y); }
+static void quant_quads(int64_t n, const float *x, int64_t stride, int nrows, const lithe__qx *q, uint8_t *d) {
+    lithe__qconv_aux_ref.quant_quads(n, x, stride, nrows, q, d);
+}
+const lithe__qconv_aux lithe__qconv_aux_wasm = {quant_f32, quant_i16, quant_pairs, epi, quant_u8, quant_quads};
 #endif

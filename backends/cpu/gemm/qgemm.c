@@ -25,11 +25,22 @@ int lithe__q8_gemm(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64
 }
 int lithe__q8_gemm_static(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K,
                           const uint8_t *A, bool a_signed, int64_t lda, float sa, int32_t za, const int8_t *W,
-                          int64_t ldw, const int32_t *wsum, const float *sw, int64_t n_scales, const float *bias,
-                          const lithe__act *act, lithe__act_fn act_fn, float *Z, float *Y, int64_t ldy) {
+                          int64_t ldw, const int32_t *wsum, int pairs_fit, const float *sw, int64_t n_scales,
+                          const float *bias, const lithe__act *act, lithe__act_fn act_fn, float *Z, float *Y,
+                          int64_t ldy) {
     (void)k, (void)use_threads, (void)M, (void)N, (void)K, (void)A, (void)a_signed, (void)lda, (void)sa, (void)za;
-    (void)W, (void)ldw, (void)wsum, (void)sw, (void)n_scales, (void)bias, (void)act, (void)act_fn, (void)Z, (void)Y;
+    (void)W, (void)ldw, (void)wsum, (void)pairs_fit, (void)sw, (void)n_scales, (void)bias, (void)act, (void)act_fn, (void)Z, (void)Y;
     (void)ldy;
+    return 1;
+}
+int lithe__q8_gemm_static_f32(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K,
+                              const float *A, int64_t lda, float sa, int32_t za, int32_t qmin, int32_t qmax,
+                              bool a_signed, const int8_t *W, int64_t ldw, const int32_t *wsum, int pairs_fit,
+                              const float *sw, int64_t n_scales, const float *bias, const lithe__act *act,
+                              lithe__act_fn act_fn, float *Z, float *Y, int64_t ldy) {
+    (void)k, (void)use_threads, (void)M, (void)N, (void)K, (void)A, (void)lda, (void)sa, (void)za, (void)qmin;
+    (void)qmax, (void)a_signed, (void)W, (void)ldw, (void)wsum, (void)pairs_fit, (void)sw, (void)n_scales, (void)bias;
+    (void)act, (void)act_fn, (void)Z, (void)Y, (void)ldy;
     return 1;
 }
 #else
@@ -44,7 +55,7 @@ static void tile_scalar(size_t mr, size_t nr, size_t kw, const uint8_t *a, size_
         }
 }
 
-static const lithe__q8_kernel scalar_kernel = {"scalar", tile_scalar, LITHE__Q8_A_U8};
+static const lithe__q8_kernel scalar_kernel = {"scalar", tile_scalar, LITHE__Q8_A_U8, NULL, NULL};
 const lithe__q8_kernel *lithe__q8_kernel_scalar(void) { return &scalar_kernel; }
 #else
 const lithe__q8_kernel *lithe__q8_kernel_scalar(void) { return NULL; }
@@ -81,31 +92,51 @@ typedef struct q8_job {
     int64_t ldy;
 } q8_job;
 
-/* Column blocks [begin, end) of NR columns: every row's tiles, then the act over those columns. */
+void lithe__q8_epilogue_ref(size_t n, const int32_t *acc, int32_t za, const int32_t *wsum, float sa, const float *sw,
+                            bool per_col, const float *bias, float *y) {
+    for (size_t c = 0; c < n; c++) {
+        float t = (float)(acc[c] - za * wsum[c]) * (sa * sw[per_col ? c : 0]);
+        y[c] = bias ? t + bias[c] : t;
+    }
+}
+
+/* Column blocks [begin, end) of NR columns, in chunks of JC columns (their W rows stay in L1 while
+ * the rows of A pass): a row block's tiles into acc, the kernel's epilogue per row, then the act
+ * over the block's columns. */
 static void q8_task(void *ctx, int64_t begin, int64_t end) {
     const q8_job *jb = ctx;
     const int64_t j0 = begin * LITHE__Q8_NR, j1 = end * LITHE__Q8_NR < jb->N ? end * LITHE__Q8_NR : jb->N;
     float *pre = jb->Z ? jb->Z : jb->Y;
-    for (int64_t j = j0; j < j1; j += LITHE__Q8_NR) {
-        size_t nr = (size_t)(j1 - j < LITHE__Q8_NR ? j1 - j : LITHE__Q8_NR);
+    const lithe__q8_epi_fn epi = jb->k->epi ? jb->k->epi : lithe__q8_epilogue_ref;
+    const bool per_col = jb->n_scales != 1;
+    for (int64_t jc = j0; jc < j1; jc += LITHE__Q8_JC) {
+        const int64_t jn = j1 - jc < LITHE__Q8_JC ? j1 - jc : LITHE__Q8_JC;
         for (int64_t i = 0; i < jb->M; i += LITHE__Q8_MR) {
             size_t mr = (size_t)(jb->M - i < LITHE__Q8_MR ? jb->M - i : LITHE__Q8_MR);
-            int32_t acc[LITHE__Q8_MR * LITHE__Q8_NR] = {0};
-            jb->k->tile(mr, nr, (size_t)jb->K, jb->qa + i * jb->Kp, (size_t)jb->Kp, jb->W + j * jb->ldw, (size_t)jb->ldw, acc);
-            if (jb->qa2) { /* Σ c·w = 2 Σ (c >> 1)·w + Σ (c & 1)·w */
-                int32_t lo[LITHE__Q8_MR * LITHE__Q8_NR] = {0};
-                jb->k->tile(mr, nr, (size_t)jb->K, jb->qa2 + i * jb->Kp, (size_t)jb->Kp, jb->W + j * jb->ldw,
-                            (size_t)jb->ldw, lo);
-                for (size_t t = 0; t < LITHE__Q8_MR * LITHE__Q8_NR; t++) acc[t] = 2 * acc[t] + lo[t];
-            }
-            for (size_t ii = 0; ii < mr; ii++)
-                for (size_t jj = 0; jj < nr; jj++) {
-                    int64_t r = i + (int64_t)ii, c = j + (int64_t)jj;
-                    int32_t d = acc[ii * LITHE__Q8_NR + jj] - jb->za[r] * jb->wsum[c];
-                    float t = (float)d * (jb->sa[r] * jb->sw[jb->n_scales == 1 ? 0 : c]);
-                    if (jb->bias) t += jb->bias[c];
-                    pre[r * jb->ldy + c] = t;
+            int32_t acc[LITHE__Q8_MR][LITHE__Q8_JC];
+            for (int64_t j = jc; j < jc + jn; j += LITHE__Q8_NR) {
+                size_t nr = (size_t)(jc + jn - j < LITHE__Q8_NR ? jc + jn - j : LITHE__Q8_NR);
+                int32_t t[LITHE__Q8_MR * LITHE__Q8_NR]; /* (the tile writes its mr x nr) */
+                jb->k->tile(mr, nr, (size_t)jb->K, jb->qa + i * jb->Kp, (size_t)jb->Kp, jb->W + j * jb->ldw, (size_t)jb->ldw, t);
+                if (jb->qa2) { /* Σ c·w = 2 Σ (c >> 1)·w + Σ (c & 1)·w */
+                    int32_t lo[LITHE__Q8_MR * LITHE__Q8_NR];
+                    jb->k->tile(mr, nr, (size_t)jb->K, jb->qa2 + i * jb->Kp, (size_t)jb->Kp, jb->W + j * jb->ldw,
+                                (size_t)jb->ldw, lo);
+                    for (size_t ii = 0; ii < mr; ii++)
+                        for (size_t jj = 0; jj < nr; jj++)
+                            t[ii * LITHE__Q8_NR + jj] = 2 * t[ii * LITHE__Q8_NR + jj] + lo[ii * LITHE__Q8_NR + jj];
                 }
+                if (mr == LITHE__Q8_MR && nr == LITHE__Q8_NR)
+                    for (size_t ii = 0; ii < LITHE__Q8_MR; ii++) memcpy(&acc[ii][j - jc], t + ii * LITHE__Q8_NR, sizeof(int32_t) * LITHE__Q8_NR);
+                else
+                    for (size_t ii = 0; ii < mr; ii++)
+                        for (size_t jj = 0; jj < nr; jj++) acc[ii][j - jc + (int64_t)jj] = t[ii * LITHE__Q8_NR + jj];
+            }
+            for (size_t ii = 0; ii < mr; ii++) {
+                const int64_t r = i + (int64_t)ii;
+                epi((size_t)jn, acc[ii], jb->za[r], jb->wsum + jc, jb->sa[r], jb->sw + (per_col ? jc : 0), per_col,
+                    jb->bias ? jb->bias + jc : NULL, pre + r * jb->ldy + jc);
+            }
         }
     }
     if (jb->act)
@@ -197,15 +228,31 @@ bool lithe__q8_pairs_fit_ref(int64_t N, int64_t K, const int8_t *W, int64_t ldw)
     return true;
 }
 
-int lithe__q8_gemm_static(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K,
-                          const uint8_t *A, bool a_signed, int64_t lda, float sa, int32_t za, const int8_t *W,
-                          int64_t ldw, const int32_t *wsum, const float *sw, int64_t n_scales, const float *bias,
-                          const lithe__act *act, lithe__act_fn act_fn, float *Z, float *Y, int64_t ldy) {
+void lithe__q8_quant_ref(size_t n, const float *x, const lithe__q8_qx *q, uint8_t *u) {
+    const float s = q->scale, lo = q->lo, hi = q->hi, off = q->off;
+    for (size_t i = 0; i < n; i++) {
+        float t = x[i] / s;
+        t = t > hi ? hi : t;
+        t = t >= lo ? t : lo; /* NaN goes to lo */
+        u[i] = (uint8_t)(int32_t)(round_even(t) + off);
+    }
+}
+
+/* The static product's body: A's rows as 8-bit codes (A8, xor flip gives u = code - lo) or as
+ * float32 quantized here (Af with qx: u directly, the kernel's quantize pass), then what the kernel
+ * reads (qgemm.h's a_codes). */
+static int q8_static(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K, const uint8_t *A8,
+                     uint8_t flip, const float *Af, const lithe__q8_qx *qx, int64_t lda, float sa, int32_t zu,
+                     const int8_t *W, int64_t ldw, const int32_t *wsum, int pairs_fit, const float *sw,
+                     int64_t n_scales, const float *bias, const lithe__act *act, lithe__act_fn act_fn, float *Z,
+                     float *Y, int64_t ldy) {
     if (K > 32768) return 1; /* 8-bit codes: acc and za * wsum each below 255 * 127 * K < 2^30 */
     if (!k) k = lithe__q8_kernel_best();
     if (!k) return 1;
 #if defined(__wasm_relaxed_simd__)
-    if (k == lithe__q8_kernel_wasmsimd()) k = lithe__q8_kernel_wasmsimd_u8(); /* whole codes, one pass */
+    /* the relaxed tile's i7 operand would take the codes in two halves, two passes over K: the SIMD128
+     * tile (the relaxed core has both) reads them whole, in one (qgemm_wasmsimd.c) */
+    if (k == lithe__q8_kernel_wasmsimd()) k = lithe__q8_kernel_wasmsimd_u8();
 #endif
     if (M <= 0 || N <= 0) return 0;
     const int64_t Kp = (K + 63) / 64 * 64;
@@ -214,9 +261,15 @@ int lithe__q8_gemm_static(const lithe__q8_kernel *k, bool use_threads, int64_t M
      * SIMD's i7 operand is undefined past 127 whatever the weights: always halves) */
     bool whole = false;
 #if defined(__x86_64__) || defined(_M_X64)
-    whole = k->a_codes == LITHE__Q8_A_U7 && k == lithe__q8_kernel_avx2() && lithe__q8_pairs_fit(N, K, W, ldw);
+    whole = k->a_codes == LITHE__Q8_A_U7 && k == lithe__q8_kernel_avx2() &&
+            (pairs_fit >= 0 ? pairs_fit == 1 : lithe__q8_pairs_fit(N, K, W, ldw));
+#else
+    (void)pairs_fit;
 #endif
     const bool split = k->a_codes == LITHE__Q8_A_U7 && !whole;
+#if defined(LITHE_SIMD_ONLY) /* the npm cores' static kernels read U8 (the split is compiled out below) */
+    if (split) return 1;
+#endif
     uint8_t *qa = lithe__malloc((size_t)(M * Kp > 0 ? M * Kp : 1) * (split ? 2 : 1));
     float *sv = lithe__malloc((size_t)M * sizeof *sv);
     int32_t *zv = lithe__malloc((size_t)M * sizeof *zv);
@@ -226,31 +279,36 @@ int lithe__q8_gemm_static(const lithe__q8_kernel *k, bool use_threads, int64_t M
         lithe__free(zv);
         return -1;
     }
-    /* the codes as u = code - lo in [0, 255] (lo -128 for int8), zero point za - lo; then what the
-     * kernel reads: u (U8, and U7 where W's pairs fit), u - 128 as s8 (S8), or u >> 1 and u & 1 (U7) */
-    const int32_t lo = a_signed ? -128 : 0, zu = za - lo;
-    const uint8_t flip = a_signed ? 0x80 : 0; /* int8 code c: (uint8_t)c ^ 0x80 == c + 128 */
+    /* u = code - lo in [0, 255] (lo -128 for int8), zero point zu; then what the kernel reads: u (U8,
+     * and U7 where W's pairs fit), u - 128 as s8 (S8), or u >> 1 and u & 1 (U7) */
+    const lithe__q8_quant_fn quant = k->quant ? k->quant : lithe__q8_quant_ref;
     uint8_t *qa2 = split ? qa + M * Kp : NULL;
     for (int64_t i = 0; i < M; i++) {
-        const uint8_t *x = A + i * lda;
         uint8_t *q = qa + i * Kp;
         sv[i] = sa;
-        if (k->a_codes == LITHE__Q8_A_U8 || (k->a_codes == LITHE__Q8_A_U7 && !split)) {
-            for (int64_t kk = 0; kk < K; kk++) q[kk] = x[kk] ^ flip;
-            zv[i] = zu;
-        } else if (k->a_codes == LITHE__Q8_A_S8) {
-            for (int64_t kk = 0; kk < K; kk++) q[kk] = x[kk] ^ flip ^ 0x80; /* (u - 128) as s8 */
-            zv[i] = zu - 128;
+        zv[i] = zu;
+        if (Af) {
+            quant((size_t)K, Af + i * lda, qx, q);
         } else {
+            const uint8_t *x = A8 + i * lda;
+            for (int64_t kk = 0; kk < K; kk++) q[kk] = x[kk] ^ flip;
+        }
+#if !defined(LITHE_SIMD_ONLY) /* (the npm SIMD128 cores' kernels read U8 or U7: no S8 kernel there) */
+        if (k->a_codes == LITHE__Q8_A_S8) {
+            for (int64_t kk = 0; kk < K; kk++) q[kk] ^= 0x80; /* (u - 128) as s8 */
+            zv[i] = zu - 128;
+        }
+#endif
+#if !defined(LITHE_SIMD_ONLY) /* (the npm cores' static kernels read U8: no split; the relaxed one swaps above) */
+        if (split) {
             uint8_t *q2 = qa2 + i * Kp;
             for (int64_t kk = 0; kk < K; kk++) {
-                uint8_t u = x[kk] ^ flip;
-                q[kk] = u >> 1;
-                q2[kk] = u & 1;
+                q2[kk] = q[kk] & 1;
+                q[kk] >>= 1;
             }
             memset(q2 + K, 0, (size_t)(Kp - K));
-            zv[i] = zu;
         }
+#endif
         memset(q + K, 0, (size_t)(Kp - K)); /* past K: every kernel's code 0 (the S8 zero point's shift is in zv) */
     }
     q8_job jb = {k, M, N, K, Kp, qa, qa2, sv, zv, W, ldw, wsum, sw, n_scales, bias, act, act_fn, Z, Y, ldy};
@@ -259,5 +317,27 @@ int lithe__q8_gemm_static(const lithe__q8_kernel *k, bool use_threads, int64_t M
     lithe__free(sv);
     lithe__free(zv);
     return 0;
+}
+
+int lithe__q8_gemm_static(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K,
+                          const uint8_t *A, bool a_signed, int64_t lda, float sa, int32_t za, const int8_t *W,
+                          int64_t ldw, const int32_t *wsum, int pairs_fit, const float *sw, int64_t n_scales,
+                          const float *bias, const lithe__act *act, lithe__act_fn act_fn, float *Z, float *Y,
+                          int64_t ldy) {
+    /* int8 code c: (uint8_t)c ^ 0x80 == c + 128 */
+    return q8_static(k, use_threads, M, N, K, A, a_signed ? 0x80 : 0, NULL, NULL, lda, sa, za - (a_signed ? -128 : 0),
+                     W, ldw, wsum, pairs_fit, sw, n_scales, bias, act, act_fn, Z, Y, ldy);
+}
+
+int lithe__q8_gemm_static_f32(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K,
+                              const float *A, int64_t lda, float sa, int32_t za, int32_t qmin, int32_t qmax,
+                              bool a_signed, const int8_t *W, int64_t ldw, const int32_t *wsum, int pairs_fit,
+                              const float *sw, int64_t n_scales, const float *bias, const lithe__act *act,
+                              lithe__act_fn act_fn, float *Z, float *Y, int64_t ldy) {
+    const int32_t base = a_signed ? -128 : 0;
+    if (!(sa > 0.0f) || !isfinite(sa) || qmin < base || qmax > base + 255 || qmin > za || za > qmax) return 1;
+    const lithe__q8_qx qx = {sa, (float)(qmin - za), (float)(qmax - za), (float)(za - base)};
+    return q8_static(k, use_threads, M, N, K, NULL, 0, A, &qx, lda, sa, za - base, W, ldw, wsum, pairs_fit, sw,
+                     n_scales, bias, act, act_fn, Z, Y, ldy);
 }
 #endif

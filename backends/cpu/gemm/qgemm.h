@@ -28,10 +28,30 @@ typedef void (*lithe__q8_tile_fn)(size_t mr, size_t nr, size_t kw, const uint8_t
  * activations (8-bit codes, lithe__q8_gemm_static) are shifted to s8 for an S8 kernel and split
  * in two u7 halves for a U7 one. */
 enum { LITHE__Q8_A_U7 = 0, LITHE__Q8_A_U8 = 1, LITHE__Q8_A_S8 = 2 };
+/* The epilogue of one row's n outputs (the driver's, after the tiles of up to LITHE__Q8_JC columns):
+ *   y[c] = (float)(acc[c] - za · wsum[c]) * (sa * sw[per_col ? c : 0]) (+ bias[c] unless NULL)
+ * in that order, each operation rounded to float32 (no fused multiply-add): every twin gives the
+ * scalar one's bits (lithe__q8_epilogue_ref). */
+typedef void (*lithe__q8_epi_fn)(size_t n, const int32_t *acc, int32_t za, const int32_t *wsum, float sa,
+                                 const float *sw, bool per_col, const float *bias, float *y);
+void lithe__q8_epilogue_ref(size_t n, const int32_t *acc, int32_t za, const int32_t *wsum, float sa, const float *sw,
+                            bool per_col, const float *bias, float *y);
+enum { LITHE__Q8_JC = 16 }; /* columns a row's epilogue covers at most (a multiple of NR) */
+/* QuantizeLinear's codes of float activations, as u = code - (the dtype's lowest code):
+ *   t = x / scale; t = t > hi ? hi : t; t = t >= lo ? t : lo (NaN to lo); u = round_even(t) + off
+ * with lo = qmin - z, hi = qmax - z, off = z - (-128 for int8, 0 for uint8): each twin gives the
+ * scalar one's bytes (lithe__q8_quant_ref) */
+typedef struct lithe__q8_qx {
+    float scale, lo, hi, off;
+} lithe__q8_qx;
+typedef void (*lithe__q8_quant_fn)(size_t n, const float *x, const lithe__q8_qx *q, uint8_t *u);
+void lithe__q8_quant_ref(size_t n, const float *x, const lithe__q8_qx *q, uint8_t *u);
 typedef struct lithe__q8_kernel {
     const char *isa;
     lithe__q8_tile_fn tile;
     int a_codes; /* LITHE__Q8_A_* */
+    lithe__q8_epi_fn epi; /* its epilogue; NULL: lithe__q8_epilogue_ref */
+    lithe__q8_quant_fn quant; /* its quantize pass (static activations from float); NULL: lithe__q8_quant_ref */
 } lithe__q8_kernel;
 const lithe__q8_kernel *lithe__q8_kernel_scalar(void);
 const lithe__q8_kernel *lithe__q8_kernel_avx2(void); /* NULL where the CPU (or the build) lacks AVX2 */
@@ -63,6 +83,10 @@ bool lithe__q8_pairs_fit(int64_t N, int64_t K, const int8_t *W, int64_t ldw);
 bool lithe__q8_pairs_fit_ref(int64_t N, int64_t K, const int8_t *W, int64_t ldw); /* its scalar twin */
 #if defined(__x86_64__) || defined(_M_X64)
 bool lithe__q8_pairs_fit_avx2(int64_t N, int64_t K, const int8_t *W, int64_t ldw); /* qgemm_avx2.c */
+/* the epilogue's AVX2 twin (qgemm_avx2.c; the AVX2 and VNNI kernels' epi) */
+void lithe__q8_epilogue_avx2(size_t n, const int32_t *acc, int32_t za, const int32_t *wsum, float sa, const float *sw,
+                             bool per_col, const float *bias, float *y);
+void lithe__q8_quant_avx2(size_t n, const float *x, const lithe__q8_qx *q, uint8_t *u); /* its quantize pass */
 #endif
 /* The product with kernel k (NULL: the best). W (N, K) row stride ldw, its row sums wsum, scales
  * sw (n_scales = N or 1). Returns 0 done, 1 not applicable (K too large, a non-finite input:
@@ -75,9 +99,20 @@ int lithe__q8_gemm(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64
  * lda (int8 when a_signed, else uint8) whose value is sa * (code - za), one scale and zero point
  * for the whole tensor (calibrated ahead: no per-row quantization here). Every kernel's int32 sums
  * stay exact (see a_codes; a u7 kernel takes the codes whole where lithe__q8_pairs_fit holds for W,
- * else in two halves). Returns as lithe__q8_gemm. */
+ * else in two halves). pairs_fit: lithe__q8_pairs_fit(N, K, W, ldw) when the caller keeps it with W
+ * (1 or 0), or -1: computed here when the kernel needs it. Returns as lithe__q8_gemm. */
 int lithe__q8_gemm_static(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K,
                           const uint8_t *A, bool a_signed, int64_t lda, float sa, int32_t za, const int8_t *W,
-                          int64_t ldw, const int32_t *wsum, const float *sw, int64_t n_scales, const float *bias,
-                          const lithe__act *act, lithe__act_fn act_fn, float *Z, float *Y, int64_t ldy);
+                          int64_t ldw, const int32_t *wsum, int pairs_fit, const float *sw, int64_t n_scales,
+                          const float *bias, const lithe__act *act, lithe__act_fn act_fn, float *Z, float *Y,
+                          int64_t ldy);
+/* The same with A (M, K) float32 at row stride lda, quantized here as QuantizeLinear computes it
+ * (codes clamp(rint(x / sa) + za, qmin, qmax), NaN to qmin; int8 codes when a_signed, else uint8)
+ * by the kernel's quantize pass, straight into the kernel's rows: the product of those codes, as
+ * lithe__q8_gemm_static gives it. Returns as lithe__q8_gemm (1 also for a bad sa, za, qmin, qmax). */
+int lithe__q8_gemm_static_f32(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K,
+                              const float *A, int64_t lda, float sa, int32_t za, int32_t qmin, int32_t qmax,
+                              bool a_signed, const int8_t *W, int64_t ldw, const int32_t *wsum, int pairs_fit,
+                              const float *sw, int64_t n_scales, const float *bias, const lithe__act *act,
+                              lithe__act_fn act_fn, float *Z, float *Y, int64_t ldy);
 #endif

@@ -50,7 +50,7 @@ static void tile_vnni(size_t mr, size_t nr, size_t kw, const uint8_t *a, size_t 
         }
 }
 
-static const lithe__q8_kernel vnni_kernel = {"avx512vnni", tile_vnni, LITHE__Q8_A_U8};
+static const lithe__q8_kernel vnni_kernel = {"avx512vnni", tile_vnni, LITHE__Q8_A_U8, lithe__q8_epilogue_avx2, lithe__q8_quant_avx2};
 const lithe__q8_kernel *lithe__q8_kernel_vnni(void) {
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vnni") ? &vnni_kernel : NULL;
 }

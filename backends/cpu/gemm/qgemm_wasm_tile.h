@@ -63,4 +63,3 @@ static void Q8W(tile_wasm)(size_t mr, size_t nr, size_t kw, const uint8_t *a, si
         acc[i * LITHE__Q8_NR] = hsum(c[0]);
     }
 }
-

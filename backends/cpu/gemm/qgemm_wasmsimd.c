@@ -49,6 +49,44 @@ static inline __attribute__((always_inline)) int32_t hsum(v128_t v) {
 #undef LOAD_A
 #undef LOAD_W
 
+/* qgemm.h's epilogue, 4 columns a step: lithe__q8_epilogue_ref's operations in its order (i32x4.mul,
+ * sub, f32x4.convert_i32x4_s, two f32x4.mul, f32x4.add: each rounded alone), the last n % 4
+ * columns by the twin itself. (In the npm build qgemm.c, the driver with the twin, is -Oz: this
+ * keeps the epilogue off its scalar loop.) */
+static void epi_wasm(size_t n, const int32_t *acc, int32_t za, const int32_t *wsum, float sa, const float *sw,
+                     bool per_col, const float *bias, float *y) {
+    const v128_t zv = wasm_i32x4_splat(za), sav = wasm_f32x4_splat(sa), s0 = wasm_f32x4_splat(sa * sw[0]);
+    size_t c = 0;
+    for (; c + 4 <= n; c += 4) {
+        v128_t d = wasm_i32x4_sub(wasm_v128_load(acc + c), wasm_i32x4_mul(zv, wasm_v128_load(wsum + c)));
+        v128_t s = per_col ? wasm_f32x4_mul(sav, wasm_v128_load(sw + c)) : s0;
+        v128_t t = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(d), s);
+        if (bias) t = wasm_f32x4_add(t, wasm_v128_load(bias + c));
+        wasm_v128_store(y + c, t);
+    }
+    if (c < n) lithe__q8_epilogue_ref(n - c, acc + c, za, wsum + c, sa, per_col ? sw + c : sw, per_col, bias ? bias + c : NULL, y + c);
+}
+
+/* qgemm.h's quantize pass, 16 codes a step: f32x4.div, pmin(t, hi) (hi < t ? hi : t: keeps a NaN),
+ * pmax(lo, t) (lo < t ? t : lo: NaN to lo), ± 1.5·2^23 (round half to even), + off, then
+ * i32x4.trunc_sat_f32x4 (exact: an integer in [0, 255]) and two narrows; the last n % 16 by the twin */
+static inline __attribute__((always_inline)) v128_t u4(const float *x, v128_t s, v128_t lo, v128_t hi, v128_t off) {
+    const v128_t r = wasm_f32x4_splat(12582912.0f);
+    v128_t t = wasm_f32x4_pmax(lo, wasm_f32x4_pmin(wasm_f32x4_div(wasm_v128_load(x), s), hi));
+    return wasm_i32x4_trunc_sat_f32x4(wasm_f32x4_add(wasm_f32x4_sub(wasm_f32x4_add(t, r), r), off));
+}
+static void quant_wasm(size_t n, const float *x, const lithe__q8_qx *q, uint8_t *u) {
+    const v128_t s = wasm_f32x4_splat(q->scale), lo = wasm_f32x4_splat(q->lo), hi = wasm_f32x4_splat(q->hi),
+                 off = wasm_f32x4_splat(q->off);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        v128_t a = wasm_i16x8_narrow_i32x4(u4(x + i, s, lo, hi, off), u4(x + i + 4, s, lo, hi, off));
+        v128_t b = wasm_i16x8_narrow_i32x4(u4(x + i + 8, s, lo, hi, off), u4(x + i + 12, s, lo, hi, off));
+        wasm_v128_store(u + i, wasm_u8x16_narrow_i16x8(a, b));
+    }
+    if (i < n) lithe__q8_quant_ref(n - i, x + i, q, u + i);
+}
+
 #if defined(__wasm_relaxed_simd__)
 /* the relaxed tile: u7 codes (LITHE__Q8_A_U7) */
 /* c + Σ4 w[k] * a[k] per lane (w: s8, a: u7 codes); written as f32x4.fms, rewritten after the link */
@@ -57,14 +95,14 @@ static inline __attribute__((always_inline)) int32_t hsum(v128_t v) {
 #define LOAD_A(p) wasm_v128_load(p)
 #define LOAD_W(p) wasm_v128_load(p)
 #include "qgemm_wasm_tile.h"
-static const lithe__q8_kernel wasm_kernel = {"wasmrelaxed", tile_wasm_relaxed, LITHE__Q8_A_U7};
+static const lithe__q8_kernel wasm_kernel = {"wasmrelaxed", tile_wasm_relaxed, LITHE__Q8_A_U7, epi_wasm, quant_wasm};
 /* Static codes (QDQ graphs: any u8) on the relaxed dot's i7 operand go in two halves, two passes over
- * K (lithe__q8_gemm_static), where the SIMD128 tile reads them whole: mlp_int8_b64 in Chromium 156
+ * K (qgemm.c's q8_static), where the SIMD128 tile reads them whole: mlp_int8_b64 in Chromium 156
  * ran 1.6x slower on the relaxed tile; the driver takes this one for them. */
-static const lithe__q8_kernel u8_kernel = {"wasmsimd", tile_wasm_u8, LITHE__Q8_A_U8};
+static const lithe__q8_kernel u8_kernel = {"wasmsimd", tile_wasm_u8, LITHE__Q8_A_U8, epi_wasm, quant_wasm};
 const lithe__q8_kernel *lithe__q8_kernel_wasmsimd_u8(void) { return &u8_kernel; }
 #else
-static const lithe__q8_kernel wasm_kernel = {"wasmsimd", tile_wasm_u8, LITHE__Q8_A_U8};
+static const lithe__q8_kernel wasm_kernel = {"wasmsimd", tile_wasm_u8, LITHE__Q8_A_U8, epi_wasm, quant_wasm};
 const lithe__q8_kernel *lithe__q8_kernel_wasmsimd_u8(void) { return &wasm_kernel; }
 #endif
 const lithe__q8_kernel *lithe__q8_kernel_wasmsimd(void) { return &wasm_kernel; }

@@ -13,7 +13,8 @@
  *
  * On the CPU the activation goes to gemm_q8 as its QuantizeLinear's codes (int8 / uint8 with the
  * pair's one scale and zero point: static quantization, issue 24 item 3 — the int32 sums are
- * onnxruntime's exact ones, no per-row requantization). Backends without gemm_q8 (Vulkan, CUDA)
+ * onnxruntime's exact ones, no per-row requantization); for fused:QLinear the backend's gemm_q8x
+ * computes those codes itself, straight into its int8 GEMM's rows (no codes tensor). Backends without gemm_q8 (Vulkan, CUDA)
  * get the activation rounded in float and the weight decoded to float. Forward only. */
 #include "ops.h"
 
@@ -130,8 +131,16 @@ FWD(f_fused_qlinear) {
         lithe_tensor *hx = NULL;
         const float *xs = NULL;
         s = host_f32(X, &hx, &xs);
-        if (s == LITHE_OK) s = codes_of(f, xs, R, K, &A2);
-        if (s == LITHE_OK) s = lithe__op_gemm_q8(x->be, A2, W, b, act, NULL, Y2);
+        bool done = false;
+        if (s == LITHE_OK && x->be->ops->gemm_q8x) { /* quantized by the backend's int8 GEMM itself */
+            lithe_tensor *X2 = NULL;
+            s = as_rows(hx ? hx : X, R, K, &X2);
+            if (s == LITHE_OK)
+                s = x->be->ops->gemm_q8x(x->be, X2, f->q_scale, f->q_zero, f->q_min, f->q_max, W, b, act, Y2, &done);
+            lithe_tensor_release(X2);
+        }
+        if (s == LITHE_OK && !done) s = codes_of(f, xs, R, K, &A2);
+        if (s == LITHE_OK && !done) s = lithe__op_gemm_q8(x->be, A2, W, b, act, NULL, Y2);
         lithe_tensor_release(hx);
     } else if (s == LITHE_OK) {
         s = fake_quant(x, f, X, &Xq);
