@@ -419,8 +419,10 @@ def lithe_model_jobs(threads, groups):
 def browser_jobs(threads, groups):
     """--browser: lithe_browser.mjs, one Chromium per variant and round (so that rounds rotate them with
     the other runners): at 1 thread the SIMD128 core, the relaxed-SIMD core and onnxruntime-web with
-    numThreads=1; at N > 1 threads the threads module and onnxruntime-web with numThreads=N."""
-    wls = [wl for wl in WORKLOADS if WL_GROUP[wl] in groups and WL_GROUP[wl] != "int8"]
+    numThreads=1; at N > 1 threads the threads module and onnxruntime-web with numThreads=N. The int8 QDQ
+    workloads too: the relaxed-SIMD core's int8 GEMM (i32x4.relaxed_dot_i8x16_i7x16_add_s) against the
+    SIMD128 one's is a row of its own (issue 24 item 6, issue 29 item 6)."""
+    wls = [wl for wl in WORKLOADS if WL_GROUP[wl] in groups]
     if not A.browser or not wls or not os.path.exists(JS_WASM):
         return []
     variants = ["simd", "relaxed", "ort"] if threads == 1 else ["threads", "ort-threads"]

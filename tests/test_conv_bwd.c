@@ -40,6 +40,11 @@ static const int cases[][16] = {
     {1, 4, 9, 21, 6, 3, 5, 1, 2, 1, 2, 1, 2, 1, 1, 2},     /* stride 2 across, grouped */
     {2, 8, 10, 10, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},   /* 37 filters: a partial sliver */
     {1, 4, 7, 9, 300, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},    /* 300 filters: dX's steps past kc (col2im) */
+    /* dX's slivers over the flattened output pixels (issue 29): fewer pixels than a sliver, a
+     * one-pixel-wide output, rows wider than two slivers (each row's add ends in a partial vector) */
+    {2, 3, 3, 3, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+    {2, 4, 12, 1, 5, 3, 1, 1, 1, 1, 0, 1, 0, 1, 1, 1},
+    {1, 2, 3, 43, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},
 };
 
 static void run(const lithe__conv2d *g, lithe_backend *cpu, const float *X, const float *W, const float *dY,

@@ -29,7 +29,9 @@ static const char *const models[] = {"mlp11", "mlp13", "mlp17", "lenet", "mixer1
                                      /* activations (issue 23) */
                                      "acts13", "acts14", "mish18", "pieces", "pieces17", "thresh",
                                      /* Conv + HardSwish / HardSigmoid / Sigmoid fused (issue 23's speed) */
-                                     "convhswish13", "convhswish14"};
+                                     "convhswish13", "convhswish14",
+                                     /* values read twice: new gradients written, then added to (issue 29) */
+                                     "fanout"};
 #define N_MODELS (sizeof models / sizeof models[0])
 
 /* The golden model name; with bytes_out, its .onnx bytes too (the caller frees them). */

@@ -23,7 +23,9 @@ static const char *const cases[] = {
     "tile", "range", "gather_float", "gather_float_axis1", "gather_float_token", "gather_elements", "gather_nd", "gather_nd_b1", "unary2", "round_half", "variadic", "max_nan",
     "mod_fmod", "mod_floor", "logic", "compare_eq", "isnaninf", "hardmax13", "hardmax11", "scatter_elements", "scatter_add", "scatter_nd",
     "trilu_upper", "trilu_lower", "onehot", "topk", "topk_small_idx", "einsum_bmm", "einsum_attn", "einsum_nt", "einsum_outer", "einsum_dot", "einsum_ellipsis", "einsum_ellipsis_implicit",
-    "einsum_perm", "nonzero", "exported14", "exported17"};
+    "einsum_perm", "nonzero", "exported14", "exported17",
+    /* Transposes through the CPU copy's tiles (issue 29) */
+    "transpose_tiled", "transpose_attn_k"};
 #define N_CASES (sizeof cases / sizeof cases[0])
 
 static lithe_model *load(const char *name) {

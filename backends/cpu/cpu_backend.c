@@ -51,6 +51,45 @@ static lithe_status cpu_fill(lithe_backend *be, lithe_tensor *Y, float value) {
 
 /* Elementwise copy between two tensors of equal numel and dtype, either of them a strided view:
  * both are walked in row-major order of their own shapes. */
+/* A contiguous 4-byte Y from an X of its shape whose last axis is strided and whose axis a has
+ * stride 1 (a Transpose that moves the last axis, as attention's K -> Kᵀ): per index of the other
+ * axes, the (a, last) plane in 16 x 16 tiles, so the strided reads of one tile share 16 cache lines
+ * rather than touching one line per element. Returns false (nothing copied) for any other X. */
+static bool copy_tiled_transpose(lithe_tensor *Y, const lithe_tensor *X) {
+    int nd = X->ndim, a = -1;
+    if (lithe_dtype_size(X->dtype) != 4 || nd < 2 || X->strides[nd - 1] == 1 || X->shape[nd - 1] < 16) return false;
+    for (int d = 0; d < nd - 1; d++)
+        if (X->strides[d] == 1 && X->shape[d] >= 16) a = d;
+    if (a < 0) return false;
+    int64_t ys[LITHE_MAX_DIMS], acc = 1, ix[LITHE_MAX_DIMS] = {0};
+    for (int d = nd - 1; d >= 0; d--) {
+        ys[d] = acc;
+        acc *= Y->shape[d];
+    }
+    const uint32_t *xb = (const uint32_t *)lithe__tdata(X);
+    uint32_t *yb = (uint32_t *)lithe__tdata(Y);
+    const int64_t A = X->shape[a], L = X->shape[nd - 1], xl = X->strides[nd - 1], ya = ys[a];
+    for (int64_t n = 0; n < N(X); n += A * L) {
+        int64_t ox = 0, oy = 0;
+        for (int d = 0; d < nd; d++) {
+            ox += ix[d] * X->strides[d];
+            oy += ix[d] * ys[d];
+        }
+        for (int64_t i0 = 0; i0 < A; i0 += 16)
+            for (int64_t j0 = 0; j0 < L; j0 += 16) {
+                int64_t ie = i0 + 16 < A ? i0 + 16 : A, je = j0 + 16 < L ? j0 + 16 : L;
+                for (int64_t i = i0; i < ie; i++)
+                    for (int64_t j = j0; j < je; j++) yb[oy + i * ya + j] = xb[ox + i + j * xl];
+            }
+        for (int d = nd - 2; d >= 0; d--) { /* the next index of the axes but a and the last */
+            if (d == a) continue;
+            if (++ix[d] < X->shape[d]) break;
+            ix[d] = 0;
+        }
+    }
+    return true;
+}
+
 static lithe_status cpu_copy(lithe_backend *be, lithe_tensor *Y, const lithe_tensor *X) {
     (void)be;
     size_t es = lithe_dtype_size(X->dtype);
@@ -58,6 +97,7 @@ static lithe_status cpu_copy(lithe_backend *be, lithe_tensor *Y, const lithe_ten
         memcpy(lithe__tdata(Y), lithe__tdata(X), (size_t)N(X) * es);
         return LITHE_OK;
     }
+    if (lithe_tensor_is_contiguous(Y) && lithe__same_shape(X, Y) && copy_tiled_transpose(Y, X)) return LITHE_OK;
     if (lithe_tensor_is_contiguous(Y)) return lithe_tensor_read(X, lithe__tdata(Y), (size_t)N(Y) * es);
     int64_t ix[LITHE_MAX_DIMS] = {0}, iy[LITHE_MAX_DIMS] = {0};
     const char *xb = lithe__tdata(X);

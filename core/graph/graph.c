@@ -99,20 +99,67 @@ lithe_status lithe__onnx_attach(lithe_model *m) {
 
 /* ---- running ---- */
 
-lithe_status lithe__gexec_grad(lithe__gexec *x, size_t node, size_t k, lithe_tensor **out) {
-    *out = NULL;
-    if (!x->grads) return LITHE_OK;
+/* The slot of node's input k when a gradient flows to it (else -1). */
+static int64_t grad_slot(lithe__gexec *x, size_t node, size_t k) {
+    if (!x->grads) return -1;
     int64_t s = x->g->node_in[node][k];
-    if (s < 0 || !x->needs[s] || !x->vals[s]) return LITHE_OK;
+    if (s < 0 || !x->needs[s] || !x->vals[s]) return -1;
     if (x->g->slot_kind[s] == SLOT_PARAM) { /* a frozen weight needs a gradient only for its LoRA adapter: none of its own */
         size_t i = x->g->slot_param[s];
         const lithe__param *p = x->m && i && i <= x->m->n_params && x->m->params[i - 1].name == x->g->slot_pname[s]
                                     ? &x->m->params[i - 1] : x->m ? lithe__model_find_param(x->m, x->g->slot_name[s]) : NULL;
-        if (p && p->frozen) return LITHE_OK;
+        if (p && p->frozen) return -1;
     }
+    return s;
+}
+
+lithe_status lithe__gexec_grad(lithe__gexec *x, size_t node, size_t k, lithe_tensor **out) {
+    *out = NULL;
+    int64_t s = grad_slot(x, node, k);
+    if (s < 0) return LITHE_OK;
     if (!x->grads[s]) LITHE__TRY(lithe__gexec_like(x, x->vals[s], true, &x->grads[s]));
     *out = x->grads[s];
     return LITHE_OK;
+}
+
+lithe_status lithe__gexec_grad_fresh(lithe__gexec *x, size_t node, size_t k, lithe_tensor **out, bool *fresh) {
+    *out = NULL;
+    *fresh = false;
+    int64_t s = grad_slot(x, node, k);
+    if (s < 0) return LITHE_OK;
+    if (!x->grads[s]) {
+        LITHE__TRY(lithe__gexec_like(x, x->vals[s], false, &x->grads[s]));
+        *fresh = true;
+    }
+    *out = x->grads[s];
+    return LITHE_OK;
+}
+
+lithe_status lithe__gexec_grad_add(lithe__gexec *x, size_t node, size_t k, lithe_tensor *t) {
+    int64_t s = grad_slot(x, node, k);
+    if (s < 0 || !t) return LITHE_OK;
+    const lithe_tensor *v = x->vals[s];
+    if (x->grads[s]) {
+        if (lithe__same_shape(t, x->grads[s])) return lithe__op_axpby(x->be, 1.0f, t, 1.0f, x->grads[s]);
+        lithe_tensor *r = NULL;
+        LITHE__TRY(lithe_tensor_reshape(t, x->grads[s]->ndim, x->grads[s]->shape, &r));
+        lithe_status st = lithe__op_axpby(x->be, 1.0f, r, 1.0f, x->grads[s]);
+        lithe_tensor_release(r);
+        return st;
+    }
+    if (!lithe_tensor_is_contiguous(t) || t->numel != v->numel || t->dtype != LITHE_F32) { /* not adoptable: the sum */
+        LITHE__TRY(lithe__gexec_like(x, v, false, &x->grads[s]));
+        lithe_tensor *r = NULL;
+        LITHE__TRY(lithe_tensor_reshape(x->grads[s], t->ndim, t->shape, &r));
+        lithe_status st = lithe__op_copy(x->be, r, t);
+        lithe_tensor_release(r);
+        return st;
+    }
+    if (lithe__same_shape(t, v)) {
+        x->grads[s] = lithe_tensor_retain(t);
+        return LITHE_OK;
+    }
+    return lithe_tensor_reshape(t, v->ndim, v->shape, &x->grads[s]);
 }
 
 static void exec_destroy(lithe_backprop *self) {
@@ -200,7 +247,9 @@ lithe_status lithe__gexec_backward_node(lithe__gexec *x, size_t i) {
         in[k] = s >= 0 ? x->vals[s] : NULL;
         wants = wants || (s >= 0 && x->needs[s]);
     }
+    double t0 = g->profile ? lithe__graph_prof_now() : 0.0;
     if (any && wants) LITHE__TRY(g->node_op[i]->backward(x, i, in, g->node_nin[i], out, dout, &x->saved[2 * i]));
+    if (g->profile && any && wants) lithe__graph_prof_add(g, g->onnx.n_nodes + i, lithe__graph_prof_now() - t0);
     /* the gradients of node i's outputs are spent (every reader comes after i and has run):
      * freed now, the backward holds one wave of them rather than a copy of every activation */
     for (size_t k = 0; k < g->node_nout[i]; k++) {
@@ -336,11 +385,7 @@ lithe_status lithe__gexec_forward_node(lithe__gexec *x, size_t i, bool recording
     if (g->calib && !x->recomputing) g->calib->observe(g->calib, g, i, in);
     double t0 = g->profile ? lithe__graph_prof_now() : 0.0;
     s = g->node_op[i]->forward(x, i, in, g->node_nin[i], out, g->node_nout[i], &x->saved[2 * i]);
-    if (g->profile) {
-        double dt = lithe__graph_prof_now() - t0;
-        g->prof_sum[i] += dt;
-        g->prof_min[i] = g->prof_n[i]++ ? (dt < g->prof_min[i] ? dt : g->prof_min[i]) : dt;
-    }
+    if (g->profile) lithe__graph_prof_add(g, i, lithe__graph_prof_now() - t0);
     for (size_t k = g->node_nout[i]; k < 16; k++) lithe_tensor_release(out[k]); /* a node naming fewer outputs */
     for (size_t k = 0; k < g->node_nout[i]; k++) {
         int64_t o = g->node_out[i][k];

@@ -116,10 +116,10 @@ struct lithe__graph {
     int64_t *last_use; /* per slot: the last node reading it (its producer if none; -1: kept, a graph output) */
     lithe__gplan *plans[LITHE__GRAPH_PLANS];
     uint64_t tick;
-    /* LITHE_GRAPH_PROFILE set (non-empty, not "0") at load: each node's forward is timed; the table
-     * goes to stderr when the graph is freed (docs/onnx.md). */
+    /* LITHE_GRAPH_PROFILE set (non-empty, not "0") at load: each node's forward and backward is timed;
+     * the table goes to stderr when the graph is freed (docs/onnx.md). */
     bool profile;
-    double *prof_sum, *prof_min; /* per node, seconds */
+    double *prof_sum, *prof_min; /* per node, seconds: forward at i, backward at onnx.n_nodes + i */
     uint64_t *prof_n;
     lithe__gcalib *calib; /* NULL but while lithe_model_quantize_static calibrates */
 };
@@ -232,6 +232,7 @@ lithe_status lithe__grecompute_rows(lithe__gexec *x, const int64_t *prod, size_t
 /* nodes [lo, hi) forward again (recomputing), then backward, last first (graph_recompute.c) */
 lithe_status lithe__grecompute_segment(lithe__gexec *x, size_t lo, size_t hi);
 void lithe__graph_prof_print(const lithe__graph *g);
+void lithe__graph_prof_add(lithe__graph *g, size_t row, double dt);
 /* The fused ops (ops/fused.c). */
 extern const lithe__graph_op lithe__fused_layernorm_op, lithe__fused_linear_op, lithe__fused_act_op;
 extern const lithe__graph_op lithe__fused_conv_op, lithe__fused_conv_add_op;
@@ -258,6 +259,13 @@ extern const char *const lithe__graph_op_names[];
  * created on first use; NULL when no gradient flows to that input (an int, a constant, a frozen
  * param). */
 lithe_status lithe__gexec_grad(lithe__gexec *x, size_t node, size_t k, lithe_tensor **out);
+/* As lithe__gexec_grad, but a gradient made now is left unzeroed and *fresh says so: the caller
+ * then writes every element of it (beta 0) before it asks for any other gradient of this node. */
+lithe_status lithe__gexec_grad_fresh(lithe__gexec *x, size_t node, size_t k, lithe_tensor **out, bool *fresh);
+/* Adds t (float32, as many elements as the value) into the gradient of node's input k; when that
+ * gradient has no value yet, t itself becomes it (reshaped to the value's shape: no zeroing, no
+ * copy), so the caller must not write t afterwards. Nothing when no gradient flows there. */
+lithe_status lithe__gexec_grad_add(lithe__gexec *x, size_t node, size_t k, lithe_tensor *t);
 /* "Conv 'conv1' (node 3)" for errors. */
 const char *lithe__gnode_str(const lithe__gexec *x, size_t node, char *buf, size_t cap);
 

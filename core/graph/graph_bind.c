@@ -286,9 +286,10 @@ static lithe_status graph_bind(lithe__graph *g, lithe__gctl *ctl, bool *again) {
     for (size_t i = 0; s == LITHE_OK && i < g->n_out; i++) g->last_use[g->out_slots[i]] = -1;
     const char *prof = lithe__knob(LITHE__KNOB_graph_profile);
     if (s == LITHE_OK && prof && *prof && strcmp(prof, "0")) {
-        g->prof_sum = lithe__calloc(o->n_nodes + 1, sizeof *g->prof_sum);
-        g->prof_min = lithe__calloc(o->n_nodes + 1, sizeof *g->prof_min);
-        g->prof_n = lithe__calloc(o->n_nodes + 1, sizeof *g->prof_n);
+        /* 2 rows per node: its forward at i, its backward at n_nodes + i */
+        g->prof_sum = lithe__calloc(2 * o->n_nodes + 1, sizeof *g->prof_sum);
+        g->prof_min = lithe__calloc(2 * o->n_nodes + 1, sizeof *g->prof_min);
+        g->prof_n = lithe__calloc(2 * o->n_nodes + 1, sizeof *g->prof_n);
         g->profile = g->prof_sum && g->prof_min && g->prof_n; /* no memory: no profile, the model still runs */
     }
     return s;

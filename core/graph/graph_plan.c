@@ -21,13 +21,26 @@ double lithe__graph_prof_now(void) {
 #endif
 }
 
-/* The table: one row per node that ran (sorted by total time), then the totals per op type. */
+void lithe__graph_prof_add(lithe__graph *g, size_t row, double dt) {
+    g->prof_sum[row] += dt;
+    g->prof_min[row] = g->prof_n[row]++ ? (dt < g->prof_min[row] ? dt : g->prof_min[row]) : dt;
+}
+
+/* Row r's label: its node's op type, "bwd:" before it for a backward row */
+static const char *prof_op(const lithe__graph *g, size_t r, char *buf, size_t cap) {
+    size_t n = g->onnx.n_nodes;
+    snprintf(buf, cap, "%s%s", r < n ? "" : "bwd:", g->node_op[r % n]->op_type);
+    return buf;
+}
+
+/* The table: one row per node forward or backward that ran (sorted by total time), then the
+ * totals per op type. */
 void lithe__graph_prof_print(const lithe__graph *g) {
-    size_t n = g->onnx.n_nodes, *ord = lithe__calloc(n + 1, sizeof *ord);
+    size_t n = g->onnx.n_nodes, *ord = lithe__calloc(2 * n + 1, sizeof *ord);
     if (!ord) return;
     double total = 0.0;
     size_t k = 0;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < 2 * n; i++)
         if (g->prof_n[i]) {
             ord[k++] = i;
             total += g->prof_sum[i];
@@ -40,29 +53,32 @@ void lithe__graph_prof_print(const lithe__graph *g) {
         }
     uint64_t runs = 0;
     for (size_t a = 0; a < k; a++) runs = g->prof_n[ord[a]] > runs ? g->prof_n[ord[a]] : runs;
-    fprintf(stderr, "lithe graph profile: %zu nodes ran (of %zu), %llu runs, %.1f us per run in the nodes\n", k, n,
-            (unsigned long long)runs, runs ? 1e6 * total / (double)runs : 0.0);
-    fprintf(stderr, "%6s %-22s %10s %10s %6s  %s\n", "node", "op", "mean_us", "min_us", "share", "name");
+    fprintf(stderr, "lithe graph profile: %zu node passes ran (of %zu nodes), %llu runs, %.1f us per run in the nodes\n",
+            k, n, (unsigned long long)runs, runs ? 1e6 * total / (double)runs : 0.0);
+    fprintf(stderr, "%6s %-26s %10s %10s %6s  %s\n", "node", "op", "mean_us", "min_us", "share", "name");
+    char t1[96], t2[96];
     for (size_t a = 0; a < k; a++) {
         size_t i = ord[a];
-        fprintf(stderr, "%6zu %-22s %10.2f %10.2f %5.1f%%  %s\n", i, g->node_op[i]->op_type,
+        fprintf(stderr, "%6zu %-26s %10.2f %10.2f %5.1f%%  %s\n", i % n, prof_op(g, i, t1, sizeof t1),
                 1e6 * g->prof_sum[i] / (double)g->prof_n[i], 1e6 * g->prof_min[i], 100.0 * g->prof_sum[i] / total,
-                g->onnx.nodes[i].name ? g->onnx.nodes[i].name : "");
+                g->onnx.nodes[i % n].name ? g->onnx.nodes[i % n].name : "");
     }
-    fprintf(stderr, "%-22s %6s %12s %6s\n", "op type", "nodes", "us_per_run", "share");
+    fprintf(stderr, "%-26s %6s %12s %12s %6s\n", "op type", "nodes", "us_per_run", "min_us_sum", "share");
     for (size_t a = 0; a < k; a++) { /* each op type once, at its first (largest) node */
-        const char *t = g->node_op[ord[a]]->op_type;
+        const char *t = prof_op(g, ord[a], t1, sizeof t1);
         bool seen = false;
-        for (size_t b = 0; b < a && !seen; b++) seen = !strcmp(g->node_op[ord[b]]->op_type, t);
+        for (size_t b = 0; b < a && !seen; b++) seen = !strcmp(prof_op(g, ord[b], t2, sizeof t2), t);
         if (seen) continue;
-        double sum = 0.0;
+        double sum = 0.0, mins = 0.0;
         size_t cnt = 0;
         for (size_t b = a; b < k; b++)
-            if (!strcmp(g->node_op[ord[b]]->op_type, t)) {
+            if (!strcmp(prof_op(g, ord[b], t2, sizeof t2), t)) {
                 sum += g->prof_sum[ord[b]];
+                mins += g->prof_min[ord[b]];
                 cnt++;
             }
-        fprintf(stderr, "%-22s %6zu %12.2f %5.1f%%\n", t, cnt, runs ? 1e6 * sum / (double)runs : 0.0, 100.0 * sum / total);
+        fprintf(stderr, "%-26s %6zu %12.2f %12.2f %5.1f%%\n", t, cnt, runs ? 1e6 * sum / (double)runs : 0.0, 1e6 * mins,
+                100.0 * sum / total);
     }
     lithe__free(ord);
 }

@@ -25,6 +25,11 @@ before(async () => {
   // the fixture MLP with int8 weights (the native command's convert) and its native int8 output
   fx.run(['convert', '--weights', 'int8', 'model.lithe', 'q8.lithe']);
   fx.run(['run', 'q8.lithe', '--input', 'x.npy', '--output', 'q8.npy']);
+  // ... and quantized statically (a QDQ graph: int8 activations with static scales, whose codes the
+  // relaxed core's int8 GEMM reads through the SIMD128 tile, whole, not in the relaxed dot's two halves)
+  fx.run(['quantize', 'model.lithe', '--calibrate', 'x.npy', '--output', 'qs.onnx']);
+  fx.run(['run', 'qs.onnx', '--input', 'x.npy', '--output', 'qs.npy']);
+  routes['/qs.onnx'] = path.join(fx.work, 'qs.onnx');
   // a small torch CNN (bindings/js/test/onnx_golden.py: torch 1.13 the oracle): its convolutions run
   // in the importer module, the relaxed core's own (lithe-importers-relaxed-simd.wasm)
   const dir = path.join(fx.work, 'cnn');
@@ -81,9 +86,11 @@ async function run(options) {
     const q8 = await lithe.load('/q8.lithe');
     const yq64 = Array.from(q8.predict(lithe.tensor(xs, [64, 784])).data);
     const yq1 = Array.from(q8.predict(lithe.tensor(xs.subarray(784 * 5, 784 * 6), [1, 784])).data);
+    const qs = await lithe.load('/qs.onnx');
+    const yqs = Array.from(qs.predict(lithe.tensor(xs, [64, 784])).data);
     const c = await lithe.load('/cnn.onnx');
     const ycnn = Array.from(c.predict(Float32Array.from(cnnX.data), cnnX.shape).data);
-    return { info, relaxedValid: lithe.relaxedSimdSupported(), y64, y1, ytf, ycnn, yq64, yq1 };
+    return { info, relaxedValid: lithe.relaxedSimdSupported(), y64, y1, ytf, ycnn, yq64, yq1, yqs };
   }, { options, x: Array.from(fx.x.subarray(0, 64 * 784)), cnnX: { data: Array.from(cnn.x.data), shape: cnn.x.shape } });
   await page.close();
   assert.deepEqual(errors, []);
@@ -115,4 +122,9 @@ test('Chromium: init() picks the relaxed-SIMD core, which predicts as the SIMD12
   assert.deepEqual(relaxed.yq64, plain.yq64, 'int8: relaxed = SIMD128, bit for bit');
   assert.deepEqual(relaxed.yq1, relaxed.yq64.slice(50, 60), 'int8: batch 1 = row 5 of batch 64');
   assert.ok(maxAbsDiff(relaxed.yq64, q8) <= 2e-6, `int8: relaxed vs native ${maxAbsDiff(relaxed.yq64, q8)}`);
+  // static int8 (QDQ): the same exact sums again, and the native command's output
+  const qs = npyRead(path.join(fx.work, 'qs.npy')).data;
+  assert.equal(relaxed.yqs.length, 64 * 10);
+  assert.deepEqual(relaxed.yqs, plain.yqs, 'static int8: relaxed = SIMD128, bit for bit');
+  assert.ok(maxAbsDiff(relaxed.yqs, qs) <= 2e-6, `static int8: relaxed vs native ${maxAbsDiff(relaxed.yqs, qs)}`);
 });

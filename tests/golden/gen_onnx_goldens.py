@@ -515,6 +515,37 @@ for opset in (13, 14):
     export(f"convhswish{opset}", ConvHardSwish(), own_x(34, 2, 3, 9, 9), opset, lr=0.002)
 
 
+# ---- new gradients written, not zeroed and added to (issue 29's training speed) ----
+class FanOut(nn.Module):
+    """Values read twice by one node and by several nodes, so each of the graph layer's
+    new-gradient paths (core/graph/graph.c's lithe__gexec_grad_fresh / _grad_add: the first
+    writer of a gradient writes or hands over its result, the next ones add) meets a gradient
+    that already has a value: Add(h, h), MatMul(s, sᵀ) and MatMul(s, s)-style reads, overlapping
+    Slices of one value, a Linear whose input also feeds a residual Add and a LayerNorm, Softmax
+    and Transpose outputs read twice, a Reshape fanned out."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 6)
+        self.ln = nn.LayerNorm(6)
+
+    def forward(self, x):                          # x (B, 4, 6)
+        h = self.fc(x)
+        a = h + h                                  # Add: one value both sides
+        s = torch.softmax(a, -1)
+        st = s.transpose(1, 2)                     # (B, 6, 4), read by two MatMuls
+        m = s @ st                                 # (B, 4, 4)
+        q = h[..., :4] * h[..., 2:]                # overlapping Slices of h
+        r = self.ln(a + x) + m @ s                 # residual Add, LayerNorm
+        f = self.fc(r)                             # the Linear's weight read twice (tied)
+        v = f.reshape(f.shape[0], 24)
+        return torch.cat([(m + q).reshape(f.shape[0], 16), v, v * st.reshape(f.shape[0], 24)], -1)
+
+
+torch.manual_seed(16)
+export("fanout", FanOut(), own_x(35, 3, 4, 6), 13, lr=0.01)
+
+
 
 def external_data_files(folder):
     """lenet saved by onnx.save_model(..., save_as_external_data=True) into folder/: one data file

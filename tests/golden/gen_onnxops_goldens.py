@@ -327,6 +327,15 @@ for opset in (14, 17):
         rec(f"{name}.grad.{pname}", p.grad.numpy())
 
 
+# ---- Transposes that move the last axis over extents >= 16 (the CPU copy's 16 x 16 tiles, issue 29):
+# partial tiles on both axes; the backward is the inverse permutation, tiled too ----
+xtr = numpy.random.RandomState(29)
+case("transpose_tiled", [N("Transpose", ["x"], ["y"], perm=[0, 3, 2, 1])], [], xtr.standard_normal((3, 20, 5, 35)),
+     lambda x: x.permute(0, 3, 2, 1))
+case("transpose_attn_k", [N("Transpose", ["x"], ["y"], perm=[1, 2, 0])], [], xtr.standard_normal((33, 2, 19)),
+     lambda x: x.permute(1, 2, 0))
+
+
 # ---- hostile attributes, refused at load (test_onnx_ops.c lists what each error must say) ----
 
 

@@ -3,7 +3,7 @@
  *   dW_gᵀ (K, Mg) += col (K, P) · dY_gᵀ (P, Mg): col's A slivers (MR taps x kc pixels) are packed
  *     straight from the shifted rows of the image's phase planes (shifted_init / shifted_fill, the
  *     forward's), where im2col wrote col (K x P floats) and the GEMM then read it again;
- *   dX (stride 1): dcol = W_gᵀ · dY_g tile by tile (MR taps x one output row's NR pixels, Mg steps),
+ *   dX (stride 1): dcol = W_gᵀ · dY_g tile by tile (MR taps x NR pixels of the flattened output, Mg steps),
  *     each tile added straight into a zero-bordered copy of dx at the taps' shifts (col2im fused into
  *     the product's store: dcol, K x P floats, was written to memory and read back by col2im), W_gᵀ
  *     packed once per call instead of once per image.
@@ -35,6 +35,7 @@ bool lithe__conv_bwd_taps_dx(const lithe__conv2d *g) {
 }
 
 static size_t rup(size_t x, size_t m) { return (x + m - 1) / m * m; }
+enum { SLACK = 8 }; /* floats after dx_image's dxq and tile (lithe__conv_add_rows_avx2 reads rup(OW, 8)) */
 
 /* ---- dW ---- */
 
@@ -151,6 +152,7 @@ typedef struct dx_job {
     const float *dY;
     float *dX;
     _Atomic int status;
+    bool add_rows; /* lithe__conv_add_rows_avx2 for the col2im adds (the AVX2 kernel's) */
 } dx_job;
 
 /* One image-group: dxq (Cg planes of Hq x Wq, zero-bordered shape of the padded input) holds dx in its
@@ -161,19 +163,20 @@ static void dx_image(const dx_job *j, const float *Ag, const float *gy, float *d
     const size_t MR = (size_t)k->mr, NR = (size_t)k->nr;
     int64_t Cg = g->C / g->group, Mg = g->M / g->group, K = Cg * g->KH * g->KW, P = g->OH * g->OW, OW = g->OW;
     int64_t Hq = g->H + g->pad[0] + g->pad[2], Wq = g->W + g->pad[1] + g->pad[3], HWq = Hq * Wq;
-    int64_t nsl = (OW + (int64_t)NR - 1) / (int64_t)NR;
+    int64_t nsl = (P + (int64_t)NR - 1) / (int64_t)NR;
     for (int64_t c = 0; c < Cg; c++)
         for (int64_t h = 0; h < g->H; h++)
             memcpy(dxq + c * HWq + (h + g->pad[0]) * Wq + g->pad[1], dx + (c * g->H + h) * g->W, (size_t)g->W * sizeof(float));
-    /* dY_g's slivers: output row oh, pixels ow0.. as lanes, filters as steps */
-    for (int64_t oh = 0; oh < g->OH; oh++)
-        for (int64_t s = 0; s < nsl; s++) {
-            size_t lanes = OW - s * (int64_t)NR < (int64_t)NR ? (size_t)(OW - s * (int64_t)NR) : NR;
-            const float *src = gy + oh * OW + s * (int64_t)NR;
-            float *dst = Bp + (size_t)(oh * nsl + s) * (size_t)Mg * NR;
-            if (LITHE__SGEMM_HAS(k, pack_b)) k->pack_b(lanes, (size_t)Mg, src, (size_t)P, false, dst);
-            else lithe__sgemm_pack_portable(NR, lanes, (size_t)Mg, src, (size_t)P, false, dst);
-        }
+    /* dY_g's slivers: pixels s·NR.. of the flattened output (across its rows) as lanes, filters as
+     * steps: a lane per pixel, where one output row a sliver left NR - OW % NR lanes empty (LeNet's
+     * 14-wide rows: 2 of 16 lanes with AVX2, 18 of 32 with AVX-512) */
+    for (int64_t s = 0; s < nsl; s++) {
+        size_t lanes = P - s * (int64_t)NR < (int64_t)NR ? (size_t)(P - s * (int64_t)NR) : NR;
+        const float *src = gy + s * (int64_t)NR;
+        float *dst = Bp + (size_t)s * (size_t)Mg * NR;
+        if (LITHE__SGEMM_HAS(k, pack_b)) k->pack_b(lanes, (size_t)Mg, src, (size_t)P, false, dst);
+        else lithe__sgemm_pack_portable(NR, lanes, (size_t)Mg, src, (size_t)P, false, dst);
+    }
     lithe__sgemm_ukparams p = {.alpha = 1.0f};
     int64_t off[64]; /* MR <= 64 */
     for (int64_t t0 = 0; t0 < K; t0 += (int64_t)MR) {
@@ -183,22 +186,26 @@ static void dx_image(const dx_job *j, const float *Ag, const float *gy, float *d
             off[i] = c * HWq + kh * g->dil[0] * Wq + kw * g->dil[1];
         }
         const float *a = Ag + (size_t)t0 * (size_t)Mg;
-        /* the sliver's dcol rows (mr x OH x nsl·NR, in L1), then col2im's adds tap after tap: a tap's
-         * adds must all come before the next tap's (those of one output pixel land on other dx
-         * elements than the next row's taps', which a tile-by-tile add would interleave) */
-        const size_t ldt = (size_t)(g->OH * nsl) * NR;
-        for (int64_t oh = 0; oh < g->OH; oh++)
-            for (int64_t s = 0; s < nsl; s++)
-                k->ukernel(mr, NR, (size_t)Mg, a, Bp + (size_t)(oh * nsl + s) * (size_t)Mg * NR,
-                           tile + (size_t)(oh * nsl + s) * NR, ldt, &p);
+        /* the sliver's dcol rows (mr x nsl·NR, pixels flattened, in L1), then col2im's adds tap after
+         * tap: a tap's adds must all come before the next tap's (those of one output pixel land on
+         * other dx elements than the next row's taps', which a tile-by-tile add would interleave) */
+        const size_t ldt = (size_t)nsl * NR;
+        for (int64_t s = 0; s < nsl; s++)
+            k->ukernel(mr, NR, (size_t)Mg, a, Bp + (size_t)s * (size_t)Mg * NR, tile + (size_t)s * NR, ldt, &p);
         for (size_t i = 0; i < mr; i++) {
+#if (defined(__x86_64__) || defined(_M_X64)) && !defined(__wasm__)
+            if (j->add_rows) { /* the same adds, no masked stores (the slack below keeps rup(OW, 8) readable) */
+                lithe__conv_add_rows_avx2((size_t)g->OH, (size_t)OW, dxq + off[i], (size_t)Wq, tile + i * ldt, (size_t)OW);
+                continue;
+            }
+#endif
             if (LITHE__SGEMM_HAS(k, add_tile)) { /* dx + dcol, the same rounded add */
-                k->add_tile((size_t)g->OH, (size_t)OW, dxq + off[i], (size_t)Wq, tile + i * ldt, (size_t)nsl * NR, false);
+                k->add_tile((size_t)g->OH, (size_t)OW, dxq + off[i], (size_t)Wq, tile + i * ldt, (size_t)OW, false);
                 continue;
             }
             for (int64_t oh = 0; oh < g->OH; oh++) {
                 float *d = dxq + off[i] + oh * Wq;
-                const float *r = tile + i * ldt + (size_t)(oh * nsl) * NR;
+                const float *r = tile + i * ldt + (size_t)(oh * OW);
                 for (int64_t l = 0; l < OW; l++) d[l] += r[l];
             }
         }
@@ -214,21 +221,22 @@ static void dx_images(void *ctx, int64_t n0, int64_t n1) {
     const size_t MR = (size_t)j->k->mr, NR = (size_t)j->k->nr;
     int64_t Cg = g->C / g->group, Mg = g->M / g->group, K = Cg * g->KH * g->KW, P = g->OH * g->OW;
     int64_t Hq = g->H + g->pad[0] + g->pad[2], Wq = g->W + g->pad[1] + g->pad[3];
-    size_t nq = rup((size_t)(Cg * Hq * Wq), 16), rowsl = (size_t)(g->OH * ((g->OW + (int64_t)NR - 1) / (int64_t)NR)) * NR;
+    size_t nq = rup((size_t)(Cg * Hq * Wq), 16), rowsl = rup((size_t)P, NR);
     size_t nb = rowsl * (size_t)Mg;
     float *ws = NULL;
-    lithe_status s = workspace(j->be, nq + nb + MR * rowsl, &ws);
+    /* + 8: add_rows reads up to 7 floats past a row's end, in dxq and in the tile (SLACK) */
+    lithe_status s = workspace(j->be, nq + SLACK + nb + MR * rowsl + SLACK, &ws);
     if (s != LITHE_OK) {
         int ok = LITHE_OK;
         atomic_compare_exchange_strong(&j->status, &ok, (int)s);
         return;
     }
-    memset(ws, 0, nq * sizeof(float)); /* the border: never read back, but defined */
+    memset(ws, 0, (nq + SLACK) * sizeof(float)); /* the border: never read back, but defined */
     size_t na = rup((size_t)K, MR) * (size_t)Mg;
     for (int64_t n = n0; n < n1; n++)
         for (int64_t gi = 0; gi < g->group; gi++)
             dx_image(j, j->Ap + (size_t)gi * na, j->dY + (n * g->M + gi * Mg) * P, j->dX + (n * g->C + gi * Cg) * g->H * g->W,
-                     ws, ws + nq, ws + nq + nb);
+                     ws, ws + nq + SLACK, ws + nq + SLACK + nb);
     j->be->ops->free(j->be, ws);
 }
 
@@ -248,7 +256,10 @@ lithe_status lithe__conv_bwd_taps_dx_run(lithe_backend *be, const lithe__conv2d 
             if (LITHE__SGEMM_HAS(k, pack_a)) k->pack_a(lanes, (size_t)Mg, src, (size_t)K, false, dst);
             else lithe__sgemm_pack_portable(MR, lanes, (size_t)Mg, src, (size_t)K, false, dst);
         }
-    dx_job j = {be, k, g, Ap, dY, dX, LITHE_OK};
+    dx_job j = {be, k, g, Ap, dY, dX, LITHE_OK, false};
+#if (defined(__x86_64__) || defined(_M_X64)) && !defined(__wasm__)
+    j.add_rows = !strcmp(k->isa, "avx2");
+#endif
     lithe__pool_for(g->N > 1 ? lithe__cpu_pool() : NULL, g->N, 1, dx_images, &j);
     be->ops->free(be, Ap);
     lithe_status s = (lithe_status)atomic_load(&j.status);

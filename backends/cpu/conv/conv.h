@@ -145,6 +145,10 @@ lithe_status lithe__conv_bwd_taps_dw_run(lithe_backend *be, const lithe__conv2d 
                                          float *dW);
 lithe_status lithe__conv_bwd_taps_dx_run(lithe_backend *be, const lithe__conv2d *g, const float *W, const float *dY,
                                          float *dX);
+#if (defined(__x86_64__) || defined(_M_X64)) && !defined(__wasm__)
+/* backward_avx2.c: dx_image's col2im adds, rup(cols, 8) floats of each row touched (the rest unchanged) */
+void lithe__conv_add_rows_avx2(size_t rows, size_t cols, float *c, size_t ldc, const float *r, size_t ldr);
+#endif
 /* simd/conv_wasm_simd128.c (-msimd128 builds) */
 #if defined(__wasm_simd128__)
 bool wdc_applies(const lithe__conv2d *g);

@@ -249,6 +249,11 @@ static int q8_static(const lithe__q8_kernel *k, bool use_threads, int64_t M, int
     if (K > 32768) return 1; /* 8-bit codes: acc and za * wsum each below 255 * 127 * K < 2^30 */
     if (!k) k = lithe__q8_kernel_best();
     if (!k) return 1;
+#if defined(__wasm_relaxed_simd__)
+    /* the relaxed tile's i7 operand would take the codes in two halves, two passes over K: the SIMD128
+     * tile (the relaxed core has both) reads them whole, in one (qgemm_wasmsimd.c) */
+    if (k == lithe__q8_kernel_wasmsimd()) k = lithe__q8_kernel_wasmsimd_u8();
+#endif
     if (M <= 0 || N <= 0) return 0;
     const int64_t Kp = (K + 63) / 64 * 64;
     /* a u7 kernel: in two halves, except AVX2's where W's pairs fit: vpmaddubsw reads any u8 and
@@ -262,6 +267,9 @@ static int q8_static(const lithe__q8_kernel *k, bool use_threads, int64_t M, int
     (void)pairs_fit;
 #endif
     const bool split = k->a_codes == LITHE__Q8_A_U7 && !whole;
+#if defined(LITHE_SIMD_ONLY) /* the npm cores' static kernels read U8 (the split is compiled out below) */
+    if (split) return 1;
+#endif
     uint8_t *qa = lithe__malloc((size_t)(M * Kp > 0 ? M * Kp : 1) * (split ? 2 : 1));
     float *sv = lithe__malloc((size_t)M * sizeof *sv);
     int32_t *zv = lithe__malloc((size_t)M * sizeof *zv);
@@ -291,7 +299,7 @@ static int q8_static(const lithe__q8_kernel *k, bool use_threads, int64_t M, int
             zv[i] = zu - 128;
         }
 #endif
-#if !defined(LITHE_SIMD_ONLY) || defined(__wasm_relaxed_simd__) /* (the SIMD128 core's kernel reads U8: no split) */
+#if !defined(LITHE_SIMD_ONLY) /* (the npm cores' static kernels read U8: no split; the relaxed one swaps above) */
         if (split) {
             uint8_t *q2 = qa2 + i * Kp;
             for (int64_t kk = 0; kk < K; kk++) {

@@ -61,6 +61,10 @@ const lithe__q8_kernel *lithe__q8_kernel_neondot(void); /* aarch64 + dotprod (HW
 /* WebAssembly SIMD128 (isa "wasmsimd"), or relaxed SIMD in -mrelaxed-simd builds ("wasmrelaxed");
  * NULL in other builds (qgemm_wasmsimd.c) */
 const lithe__q8_kernel *lithe__q8_kernel_wasmsimd(void);
+/* The SIMD128 tile (codes widened: any u8) in -mrelaxed-simd builds too, where static codes take it
+ * (lithe__q8_gemm_static: the relaxed tile's i7 operand would read them in two halves); the same as
+ * lithe__q8_kernel_wasmsimd() in SIMD128 builds; NULL in other builds (qgemm_wasmsimd.c) */
+const lithe__q8_kernel *lithe__q8_kernel_wasmsimd_u8(void);
 /* Follows the float GEMM's ISA (LITHE_CPU_ISA): AVX-512 VNNI, AVX2, NEON dot product, NEON,
  * WebAssembly SIMD128 / relaxed SIMD, scalar; NULL in WebAssembly builds without SIMD128
  * (lithe__q8_gemm then answers 1: the float path). */

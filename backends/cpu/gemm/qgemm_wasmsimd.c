@@ -18,16 +18,7 @@
 #include <string.h>
 #include <wasm_simd128.h>
 
-#if defined(__wasm_relaxed_simd__)
-#define ISA "wasmrelaxed"
-#define A_CODES LITHE__Q8_A_U7 /* the i7 operand */
-/* c + Σ4 w[k] * a[k] per lane (w: s8, a: u7 codes); written as f32x4.fms, rewritten after the link */
-#define DOT(c, a, w) c = (v128_t)__builtin_wasm_fms_f32x4((__f32x4)(w), (__f32x4)(a), (__f32x4)(c))
-#define LOAD_A(p) wasm_v128_load(p)
-#define LOAD_W(p) wasm_v128_load(p)
-#else
-#define ISA "wasmsimd"
-#define A_CODES LITHE__Q8_A_U8 /* a widened by load8x8_u */
+/* the SIMD128 tile: the codes and the s8 weights widened to i16 (any u8 code: LITHE__Q8_A_U8) */
 /* the 16 bytes as two i16x8 halves, .l and .h */
 typedef struct half2 {
     v128_t l, h;
@@ -40,11 +31,6 @@ static inline __attribute__((always_inline)) half2 load_a(const uint8_t *p) {
 static inline __attribute__((always_inline)) half2 load_w(const int8_t *p) {
     return (half2){wasm_i16x8_load8x8(p), wasm_i16x8_load8x8(p + 8)};
 }
-#define DOT(c, a, w) \
-    c = wasm_i32x4_add(c, wasm_i32x4_add(wasm_i32x4_dot_i16x8((a).l, (w).l), wasm_i32x4_dot_i16x8((a).h, (w).h)))
-#define LOAD_A(p) load_a(p)
-#define LOAD_W(p) load_w(p)
-#endif
 
 static inline __attribute__((always_inline)) int32_t hsum(v128_t v) {
     return wasm_i32x4_extract_lane(v, 0) + wasm_i32x4_extract_lane(v, 1) + wasm_i32x4_extract_lane(v, 2) +
@@ -52,69 +38,16 @@ static inline __attribute__((always_inline)) int32_t hsum(v128_t v) {
 }
 
 #define INL static inline __attribute__((always_inline))
-typedef __typeof__(LOAD_A((const uint8_t *)0)) a_vec;
-typedef __typeof__(LOAD_W((const int8_t *)0)) w_vec;
-
-/* one step of 16 bytes: rows a, a + lda, ... against the columns p0, p1 */
-INL void step_4x2(v128_t *c, const uint8_t *a, size_t lda, const int8_t *p0, const int8_t *p1) {
-    w_vec w0 = LOAD_W(p0), w1 = LOAD_W(p1);
-    a_vec a0 = LOAD_A(a), a1 = LOAD_A(a + lda);
-    DOT(c[0], a0, w0);
-    DOT(c[1], a0, w1);
-    DOT(c[2], a1, w0);
-    DOT(c[3], a1, w1);
-    a0 = LOAD_A(a + 2 * lda), a1 = LOAD_A(a + 3 * lda);
-    DOT(c[4], a0, w0);
-    DOT(c[5], a0, w1);
-    DOT(c[6], a1, w0);
-    DOT(c[7], a1, w1);
-}
-INL void step_1x2(v128_t *c, const uint8_t *a, const int8_t *p0, const int8_t *p1) {
-    a_vec av = LOAD_A(a);
-    w_vec w0 = LOAD_W(p0), w1 = LOAD_W(p1);
-    DOT(c[0], av, w0);
-    DOT(c[1], av, w1);
-}
-INL void step_1x1(v128_t *c, const uint8_t *a, const int8_t *p0) {
-    a_vec av = LOAD_A(a);
-    w_vec w0 = LOAD_W(p0);
-    DOT(c[0], av, w0);
-}
-
-static void tile_wasm(size_t mr, size_t nr, size_t kw, const uint8_t *a, size_t lda, const int8_t *w, size_t ldw,
-                      int32_t *acc) {
-    const size_t kfull = kw / 16 * 16;
-    const int8_t *w1 = w + (nr == 2 ? ldw : 0); /* (nr 1: read as column 0, never stored) */
-    int8_t tail[LITHE__Q8_NR][16];
-    if (kfull < kw) { /* the last partial chunk of w's columns, zero-padded */
-        memset(tail, 0, sizeof tail);
-        memcpy(tail[0], w + kfull, kw - kfull);
-        memcpy(tail[1], w1 + kfull, kw - kfull);
-    }
-    if (mr == 4 && nr == 2) {
-        v128_t c[8];
-        for (int e = 0; e < 8; e++) c[e] = wasm_i32x4_splat(0);
-        size_t k = 0;
-        for (; k < kfull; k += 16) step_4x2(c, a + k, lda, w + k, w1 + k);
-        if (k < kw) step_4x2(c, a + k, lda, tail[0], tail[1]);
-        for (int e = 0; e < 8; e++) acc[e] = hsum(c[e]);
-        return;
-    }
-    for (size_t i = 0; i < mr; i++) { /* edge tiles (batch 1: every tile): a row at a time */
-        const uint8_t *ai = a + i * lda;
-        v128_t c[2] = {wasm_i32x4_splat(0), wasm_i32x4_splat(0)};
-        size_t k = 0;
-        if (nr == 2) {
-            for (; k < kfull; k += 16) step_1x2(c, ai + k, w + k, w1 + k);
-            if (k < kw) step_1x2(c, ai + k, tail[0], tail[1]);
-            acc[i * LITHE__Q8_NR + 1] = hsum(c[1]);
-        } else {
-            for (; k < kfull; k += 16) step_1x1(c, ai + k, w + k);
-            if (k < kw) step_1x1(c, ai + k, tail[0]);
-        }
-        acc[i * LITHE__Q8_NR] = hsum(c[0]);
-    }
-}
+#define Q8W(x) x##_u8
+#define DOT(c, a, w) \
+    c = wasm_i32x4_add(c, wasm_i32x4_add(wasm_i32x4_dot_i16x8((a).l, (w).l), wasm_i32x4_dot_i16x8((a).h, (w).h)))
+#define LOAD_A(p) load_a(p)
+#define LOAD_W(p) load_w(p)
+#include "qgemm_wasm_tile.h"
+#undef Q8W
+#undef DOT
+#undef LOAD_A
+#undef LOAD_W
 
 /* qgemm.h's epilogue, 4 columns a step: lithe__q8_epilogue_ref's operations in its order (i32x4.mul,
  * sub, f32x4.convert_i32x4_s, two f32x4.mul, f32x4.add: each rounded alone), the last n % 4
@@ -154,8 +87,26 @@ static void quant_wasm(size_t n, const float *x, const lithe__q8_qx *q, uint8_t 
     if (i < n) lithe__q8_quant_ref(n - i, x + i, q, u + i);
 }
 
-static const lithe__q8_kernel wasm_kernel = {ISA, tile_wasm, A_CODES, epi_wasm, quant_wasm};
+#if defined(__wasm_relaxed_simd__)
+/* the relaxed tile: u7 codes (LITHE__Q8_A_U7) */
+/* c + Σ4 w[k] * a[k] per lane (w: s8, a: u7 codes); written as f32x4.fms, rewritten after the link */
+#define Q8W(x) x##_relaxed
+#define DOT(c, a, w) c = (v128_t)__builtin_wasm_fms_f32x4((__f32x4)(w), (__f32x4)(a), (__f32x4)(c))
+#define LOAD_A(p) wasm_v128_load(p)
+#define LOAD_W(p) wasm_v128_load(p)
+#include "qgemm_wasm_tile.h"
+static const lithe__q8_kernel wasm_kernel = {"wasmrelaxed", tile_wasm_relaxed, LITHE__Q8_A_U7, epi_wasm, quant_wasm};
+/* Static codes (QDQ graphs: any u8) on the relaxed dot's i7 operand go in two halves, two passes over
+ * K (qgemm.c's q8_static), where the SIMD128 tile reads them whole: mlp_int8_b64 in Chromium 156
+ * ran 1.6x slower on the relaxed tile; the driver takes this one for them. */
+static const lithe__q8_kernel u8_kernel = {"wasmsimd", tile_wasm_u8, LITHE__Q8_A_U8, epi_wasm, quant_wasm};
+const lithe__q8_kernel *lithe__q8_kernel_wasmsimd_u8(void) { return &u8_kernel; }
+#else
+static const lithe__q8_kernel wasm_kernel = {"wasmsimd", tile_wasm_u8, LITHE__Q8_A_U8, epi_wasm, quant_wasm};
+const lithe__q8_kernel *lithe__q8_kernel_wasmsimd_u8(void) { return &wasm_kernel; }
+#endif
 const lithe__q8_kernel *lithe__q8_kernel_wasmsimd(void) { return &wasm_kernel; }
 #else
 const lithe__q8_kernel *lithe__q8_kernel_wasmsimd(void) { return 0; }
+const lithe__q8_kernel *lithe__q8_kernel_wasmsimd_u8(void) { return 0; }
 #endif

@@ -77,10 +77,18 @@ FWD(f_binary) {
 BWD(b_binary) {
     UNUSED_BWD;
     lithe_tensor *dA = NULL, *dB = NULL;
+    int op = bin_op_of(NODE(x, node)->op_type);
+    if (op == LITHE__BIN_ADD && lithe__same_shape(in[0], out[0]) && lithe__same_shape(in[1], out[0])) {
+        /* a residual Add: dY becomes A's gradient when A has none yet, B's is written or added to */
+        bool fresh = false;
+        LITHE__TRY(lithe__gexec_grad_add(x, node, 0, dout[0]));
+        LITHE__TRY(lithe__gexec_grad_fresh(x, node, 1, &dB, &fresh));
+        return !dB ? LITHE_OK : fresh ? lithe__op_copy(x->be, dB, dout[0]) : acc(x, dB, dout[0]);
+    }
     LITHE__TRY(lithe__gexec_grad(x, node, 0, &dA));
     LITHE__TRY(lithe__gexec_grad(x, node, 1, &dB));
     if (!dA && !dB) return LITHE_OK;
-    return lithe__op_bcast_binary_backward(x->be, bin_op_of(NODE(x, node)->op_type), in[0], in[1], out[0], dout[0], dA, dB);
+    return lithe__op_bcast_binary_backward(x->be, op, in[0], in[1], out[0], dout[0], dA, dB);
 }
 
 /* Not: 1 - x on a float mask, !x on host booleans. */

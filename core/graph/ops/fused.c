@@ -72,9 +72,7 @@ BWD(b_fused_linear) {
     lin_geo g = {0};
     LITHE__TRY(lin_geometry(x, node, in, n_in, &g));
     lithe_tensor *dA = NULL, *dW = NULL, *db = NULL;
-    LITHE__TRY(lithe__gexec_grad(x, node, 0, &dA));
-    LITHE__TRY(lithe__gexec_grad(x, node, 1, &dW));
-    if (n_in > 2 && in[2]) LITHE__TRY(lithe__gexec_grad(x, node, 2, &db));
+    bool fresh = false; /* each gradient is asked for just before it is written: a new one is written, not added to */
     lithe_tensor *A2 = NULL, *dZ = NULL, *Y2 = NULL, *dA2 = NULL;
     lithe_status s = as_rows(in[0], g.R, g.K, &A2);
     if (s == LITHE_OK && f->has_act) { /* dZ = dY act'(Z) */
@@ -89,11 +87,14 @@ BWD(b_fused_linear) {
         s = as_rows(dout[0], g.R, g.N, &dZ);
     }
     /* !transB: W (K, N): dA += dZ Wᵀ, dW += Aᵀ dZ;  transB: W (N, K): dA += dZ W, dW += dZᵀ A */
+    if (s == LITHE_OK) s = lithe__gexec_grad_fresh(x, node, 0, &dA, &fresh);
     if (s == LITHE_OK && dA) s = as_rows(dA, g.R, g.K, &dA2);
-    if (s == LITHE_OK && dA) s = lithe__op_gemm(x->be, false, !f->transB, 1.0f, dZ, in[1], 1.0f, dA2);
-    if (s == LITHE_OK && dW && !f->transB) s = lithe__op_gemm(x->be, true, false, 1.0f, A2, dZ, 1.0f, dW);
-    if (s == LITHE_OK && dW && f->transB) s = lithe__op_gemm(x->be, true, false, 1.0f, dZ, A2, 1.0f, dW);
-    if (s == LITHE_OK && db) s = lithe__op_sum_rows(x->be, dZ, 1.0f, db);
+    if (s == LITHE_OK && dA) s = lithe__op_gemm(x->be, false, !f->transB, 1.0f, dZ, in[1], fresh ? 0.0f : 1.0f, dA2);
+    if (s == LITHE_OK) s = lithe__gexec_grad_fresh(x, node, 1, &dW, &fresh);
+    if (s == LITHE_OK && dW && !f->transB) s = lithe__op_gemm(x->be, true, false, 1.0f, A2, dZ, fresh ? 0.0f : 1.0f, dW);
+    if (s == LITHE_OK && dW && f->transB) s = lithe__op_gemm(x->be, true, false, 1.0f, dZ, A2, fresh ? 0.0f : 1.0f, dW);
+    if (s == LITHE_OK && n_in > 2 && in[2]) s = lithe__gexec_grad_fresh(x, node, 2, &db, &fresh);
+    if (s == LITHE_OK && db) s = lithe__op_sum_rows(x->be, dZ, fresh ? 0.0f : 1.0f, db);
     lithe__lora_ad ad;
     bool lora = false;
     if (s == LITHE_OK) s = lithe__graph_lora_of(x, node, 1, &ad, &lora);

@@ -173,15 +173,18 @@ BWD(b_matmul) {
     int64_t shape[LITHE_MAX_DIMS];
     LITHE__TRY(mm_geometry(x, node, in[0], in[1], &g, &nd, shape));
     lithe_tensor *dA = NULL, *dB = NULL;
-    LITHE__TRY(lithe__gexec_grad(x, node, 0, &dA));
-    LITHE__TRY(lithe__gexec_grad(x, node, 1, &dB));
+    bool fa = false, fb = false; /* a new gradient is written (beta 0), asked for just before it is */
     if (g.b2d) {
         int64_t R = g.P * g.M;
-        if (dA) LITHE__TRY(batched_gemm(x, 1, false, true, dout[0], R, g.N, true, in[1], g.K, g.N, true, dA, R, g.K, 1.0f, false));
-        if (dB) LITHE__TRY(batched_gemm(x, 1, true, false, in[0], R, g.K, true, dout[0], R, g.N, true, dB, g.K, g.N, 1.0f, false));
+        LITHE__TRY(lithe__gexec_grad_fresh(x, node, 0, &dA, &fa));
+        if (dA) LITHE__TRY(batched_gemm(x, 1, false, true, dout[0], R, g.N, true, in[1], g.K, g.N, true, dA, R, g.K, fa ? 0.0f : 1.0f, false));
+        LITHE__TRY(lithe__gexec_grad_fresh(x, node, 1, &dB, &fb));
+        if (dB) LITHE__TRY(batched_gemm(x, 1, true, false, in[0], R, g.K, true, dout[0], R, g.N, true, dB, g.K, g.N, fb ? 0.0f : 1.0f, false));
         return lora_rows_backward(x, node, in[0], dout[0], dA, 1.0f);
     }
-    if (dA) LITHE__TRY(batched_gemm(x, g.P, false, true, dout[0], g.M, g.N, false, in[1], g.K, g.N, false, dA, g.M, g.K, 1.0f, false));
-    if (dB) LITHE__TRY(batched_gemm(x, g.P, true, false, in[0], g.M, g.K, false, dout[0], g.M, g.N, false, dB, g.K, g.N, 1.0f, false));
+    LITHE__TRY(lithe__gexec_grad_fresh(x, node, 0, &dA, &fa));
+    if (dA) LITHE__TRY(batched_gemm(x, g.P, false, true, dout[0], g.M, g.N, false, in[1], g.K, g.N, false, dA, g.M, g.K, fa ? 0.0f : 1.0f, false));
+    LITHE__TRY(lithe__gexec_grad_fresh(x, node, 1, &dB, &fb));
+    if (dB) LITHE__TRY(batched_gemm(x, g.P, true, false, in[0], g.M, g.K, false, dout[0], g.M, g.N, false, dB, g.K, g.N, fb ? 0.0f : 1.0f, false));
     return LITHE_OK;
 }

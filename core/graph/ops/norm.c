@@ -42,10 +42,6 @@ FWD(f_layernorm) {
 }
 BWD(b_layernorm) {
     (void)out;
-    lithe_tensor *dX = NULL, *dG = NULL, *db = NULL;
-    LITHE__TRY(lithe__gexec_grad(x, node, 0, &dX));
-    LITHE__TRY(lithe__gexec_grad(x, node, 1, &dG));
-    if (n_in > 2 && in[2]) LITHE__TRY(lithe__gexec_grad(x, node, 2, &db));
     int64_t M = 0, N = 0;
     LITHE__TRY(ln_rows(x, node, in[0], &M, &N));
     lithe_tensor *t = NULL, *tg = NULL, *tb = NULL, *X2 = NULL, *dY2 = NULL;
@@ -55,9 +51,10 @@ BWD(b_layernorm) {
     if (s == LITHE_OK) s = as_rows(in[0], M, N, &X2);
     if (s == LITHE_OK) s = as_rows(dout[0], M, N, &dY2);
     if (s == LITHE_OK) s = lithe__op_layernorm_backward(x->be, dY2, X2, in[1], saved[0], saved[1], t, tg, tb);
-    if (s == LITHE_OK) s = acc(x, dX, t);
-    if (s == LITHE_OK) s = acc(x, dG, tg);
-    if (s == LITHE_OK) s = acc(x, db, tb);
+    /* each becomes its input's gradient when that has none yet (no zeroing, no add) */
+    if (s == LITHE_OK) s = lithe__gexec_grad_add(x, node, 0, t);
+    if (s == LITHE_OK) s = lithe__gexec_grad_add(x, node, 1, tg);
+    if (s == LITHE_OK && n_in > 2 && in[2]) s = lithe__gexec_grad_add(x, node, 2, tb);
     lithe_tensor_release(t);
     lithe_tensor_release(tg);
     lithe_tensor_release(tb);

@@ -15,9 +15,7 @@ FWD(f_identity) {
 }
 BWD(b_identity) {
     UNUSED_BWD;
-    lithe_tensor *d = NULL;
-    LITHE__TRY(lithe__gexec_grad(x, node, 0, &d));
-    return acc(x, d, dout[0]);
+    return lithe__gexec_grad_add(x, node, 0, dout[0]); /* dY itself when X has no gradient yet */
 }
 
 static lithe_status reshape_to(lithe__gexec *x, size_t node, lithe_tensor *t, int nd, const int64_t *shape,
@@ -120,13 +118,7 @@ FWD(f_reshape) {
 }
 BWD(b_reshape) {
     UNUSED_BWD;
-    lithe_tensor *d = NULL, *v = NULL;
-    LITHE__TRY(lithe__gexec_grad(x, node, 0, &d));
-    if (!d) return LITHE_OK;
-    LITHE__TRY(lithe_tensor_reshape(dout[0], d->ndim, d->shape, &v));
-    lithe_status s = acc(x, d, v);
-    lithe_tensor_release(v);
-    return s;
+    return lithe__gexec_grad_add(x, node, 0, dout[0]); /* dY reshaped when X has no gradient yet */
 }
 
 /* ---- Transpose ---- */
@@ -157,14 +149,12 @@ FWD(f_transpose) {
 }
 BWD(b_transpose) {
     UNUSED_BWD;
-    lithe_tensor *d = NULL, *t = NULL;
-    LITHE__TRY(lithe__gexec_grad(x, node, 0, &d));
-    if (!d) return LITHE_OK;
+    lithe_tensor *t = NULL;
     int64_t perm[LITHE_MAX_DIMS], inv[LITHE_MAX_DIMS];
     LITHE__TRY(get_perm(x, node, in[0]->ndim, perm));
     for (int k = 0; k < in[0]->ndim; k++) inv[perm[k]] = k;
     LITHE__TRY(perm_copy(x, dout[0], inv, &t));
-    lithe_status s = acc(x, d, t);
+    lithe_status s = lithe__gexec_grad_add(x, node, 0, t); /* t itself when X has no gradient yet */
     lithe_tensor_release(t);
     return s;
 }

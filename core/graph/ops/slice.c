@@ -249,10 +249,20 @@ FWD(f_slice) {
 BWD(b_slice) {
     UNUSED_BWD;
     lithe_tensor *d = NULL;
-    LITHE__TRY(lithe__gexec_grad(x, node, 0, &d));
-    if (!d || !dout[0]->numel) return LITHE_OK;
+    bool fresh = false;
+    LITHE__TRY(lithe__gexec_grad_fresh(x, node, 0, &d, &fresh));
+    if (!d) return LITHE_OK;
+    if (fresh) LITHE__TRY(lithe__op_fill(x->be, d, 0.0f));
+    if (!dout[0]->numel) return LITHE_OK;
     slice_geo g = {0};
     LITHE__TRY(slice_geometry(x, node, in, n_in, &g));
+    if (fresh) { /* a new gradient: zeros, dY copied into its slice */
+        lithe_tensor *v = NULL;
+        LITHE__TRY(slice_view(d, &g, &v));
+        lithe_status s = lithe__op_copy(x->be, v, dout[0]);
+        lithe_tensor_release(v);
+        return s;
+    }
     /* d's slice += dY through a copy of the slice alone (out, the add, back), the same adds as
      * d += (dY scattered into zeros) without zeroing, scattering into and adding d's whole shape:
      * the transformer's Q / K / V slices of one (tokens, 3 d_model) product were 8 % of its step */

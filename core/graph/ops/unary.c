@@ -173,20 +173,20 @@ FWD(f_softmax) {
 }
 BWD(b_softmax) {
     UNUSED_BWD;
-    lithe_tensor *d = NULL;
-    LITHE__TRY(lithe__gexec_grad(x, node, 0, &d));
-    if (!d) return LITHE_OK;
     int64_t M = 0, N = 0;
     LITHE__TRY(softmax_rows(x, node, in[0], &M, &N));
-    bool log = !strcmp(NODE(x, node)->op_type, "LogSoftmax");
-    lithe_tensor *Y2 = NULL, *dY2 = NULL, *d2 = NULL, *t = NULL;
+    lithe_tensor *Y2 = NULL, *dY2 = NULL, *d = NULL, *d2 = NULL, *t = NULL;
     lithe_status s = as_rows(out[0], M, N, &Y2);
     if (s == LITHE_OK) s = as_rows(dout[0], M, N, &dY2);
-    if (s == LITHE_OK) s = as_rows(d, M, N, &d2);
-    if (s == LITHE_OK && log) s = lithe__op_log_softmax_backward(x->be, Y2, dY2, d2);
-    if (s == LITHE_OK && !log) s = lithe__gexec_like(x, d2, false, &t);
-    if (s == LITHE_OK && !log) s = lithe__op_softmax_backward(x->be, Y2, dY2, 1.0f, t);
-    if (s == LITHE_OK && !log) s = acc(x, d2, t);
+    if (s == LITHE_OK && !strcmp(NODE(x, node)->op_type, "LogSoftmax")) { /* dX += ... into the accumulator */
+        s = lithe__gexec_grad(x, node, 0, &d);
+        if (s == LITHE_OK && d) s = as_rows(d, M, N, &d2);
+        if (s == LITHE_OK && d) s = lithe__op_log_softmax_backward(x->be, Y2, dY2, d2);
+    } else if (s == LITHE_OK) { /* dX = ... into t, which becomes the gradient when there is none yet */
+        s = lithe__gexec_like(x, Y2, false, &t);
+        if (s == LITHE_OK) s = lithe__op_softmax_backward(x->be, Y2, dY2, 1.0f, t);
+        if (s == LITHE_OK) s = lithe__gexec_grad_add(x, node, 0, t);
+    }
     lithe_tensor_release(Y2);
     lithe_tensor_release(dY2);
     lithe_tensor_release(d2);
