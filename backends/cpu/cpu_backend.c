@@ -167,6 +167,7 @@ static lithe_status gemm_q8_decoded(lithe_backend *be, const lithe_tensor *A, co
     return s;
 }
 
+#if !(defined(__wasm__) && !defined(__wasm_simd128__)) /* the scalar wasm core has no int8 kernel (qgemm.c) */
 /* W's row sums and pairs_fit, cached with its quantization parameters (lithe__quant); false when W is
  * not symmetric int8 (the float path) */
 static bool q8_weight(const lithe_tensor *W, int64_t N, int64_t K, bool pairs, lithe_status *st) {
@@ -194,6 +195,7 @@ static bool q8_weight(const lithe_tensor *W, int64_t N, int64_t K, bool pairs, l
 #endif
     return sym && q->wsum_ok;
 }
+#endif
 
 static lithe_status cpu_gemm_q8(lithe_backend *be, const lithe_tensor *A, const lithe_tensor *W, const lithe_tensor *b,
                                 const lithe__act *a, lithe_tensor *Z, lithe_tensor *Y) {

@@ -7,6 +7,14 @@
 #include <math.h>
 #include <string.h>
 
+/* Once per weight, or a kernel's last few elements: in WebAssembly, where the download is the budget
+ * (the SIMD cores stay under 400,000 B), compiled for size like the core's non-kernel code. */
+#if defined(__wasm__) && defined(__clang__)
+#define LITHE__Q8_COLD __attribute__((minsize))
+#else
+#define LITHE__Q8_COLD
+#endif
+
 #if defined(__wasm__) && !defined(__wasm_simd128__)
 /* WebAssembly without SIMD128 has no int8 kernel (lithe__q8_kernel_best is NULL there): the driver
  * stays out of that module; int8 weights take the float GEMM. */
@@ -92,7 +100,7 @@ typedef struct q8_job {
     int64_t ldy;
 } q8_job;
 
-void lithe__q8_epilogue_ref(size_t n, const int32_t *acc, int32_t za, const int32_t *wsum, float sa, const float *sw,
+LITHE__Q8_COLD void lithe__q8_epilogue_ref(size_t n, const int32_t *acc, int32_t za, const int32_t *wsum, float sa, const float *sw,
                             bool per_col, const float *bias, float *y) {
     for (size_t c = 0; c < n; c++) {
         float t = (float)(acc[c] - za * wsum[c]) * (sa * sw[per_col ? c : 0]);
@@ -150,7 +158,7 @@ static void run_jobs(q8_job *jb, bool use_threads) {
     lithe__pool_for(pool, blocks, 8, q8_task, jb);
 }
 
-bool lithe__q8_row_sums(int64_t N, int64_t K, const int8_t *W, int64_t ldw, int32_t *wsum) {
+LITHE__Q8_COLD bool lithe__q8_row_sums(int64_t N, int64_t K, const int8_t *W, int64_t ldw, int32_t *wsum) {
     bool ok = true;
     for (int64_t j = 0; j < N; j++) {
         int32_t s = 0;
@@ -212,14 +220,14 @@ int lithe__q8_gemm(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64
     return rc;
 }
 
-bool lithe__q8_pairs_fit(int64_t N, int64_t K, const int8_t *W, int64_t ldw) {
+LITHE__Q8_COLD bool lithe__q8_pairs_fit(int64_t N, int64_t K, const int8_t *W, int64_t ldw) {
 #if defined(__x86_64__) || defined(_M_X64)
     if (__builtin_cpu_supports("avx2")) return lithe__q8_pairs_fit_avx2(N, K, W, ldw);
 #endif
     return lithe__q8_pairs_fit_ref(N, K, W, ldw);
 }
 
-bool lithe__q8_pairs_fit_ref(int64_t N, int64_t K, const int8_t *W, int64_t ldw) {
+LITHE__Q8_COLD bool lithe__q8_pairs_fit_ref(int64_t N, int64_t K, const int8_t *W, int64_t ldw) {
     for (int64_t j = 0; j < N; j++)
         for (int64_t kk = 0; kk < K; kk += 2) {
             int a = W[j * ldw + kk], b = kk + 1 < K ? W[j * ldw + kk + 1] : 0;
@@ -228,7 +236,7 @@ bool lithe__q8_pairs_fit_ref(int64_t N, int64_t K, const int8_t *W, int64_t ldw)
     return true;
 }
 
-void lithe__q8_quant_ref(size_t n, const float *x, const lithe__q8_qx *q, uint8_t *u) {
+LITHE__Q8_COLD void lithe__q8_quant_ref(size_t n, const float *x, const lithe__q8_qx *q, uint8_t *u) {
     const float s = q->scale, lo = q->lo, hi = q->hi, off = q->off;
     for (size_t i = 0; i < n; i++) {
         float t = x[i] / s;
