@@ -160,6 +160,19 @@ static bool guard_ok(const float *y, int64_t n) {
     return true;
 }
 
+#if defined(__x86_64__) || defined(_M_X64) || defined(__wasm_simd128__)
+/* an ISA's packing of image n's columns against the twin's Xp, bit for bit (padding and tails included) */
+static void check_pack(const qcase *c, int64_t n, const lithe__qx *q, int16_t *tmp, const int16_t *Xp, size_t len,
+                       const lithe__qconv_aux *aux, const char *isa, const char *what) {
+    const lithe__conv2d *g = &c->g;
+    int16_t *Xa = malloc(len * sizeof *Xa);
+    memset(Xa, 0x5A, len * sizeof *Xa);
+    lithe__qconv_pack_x(g, c->X + n * g->C * g->H * g->W, q, tmp, Xa, aux);
+    CHECK(!memcmp(Xa, Xp, len * sizeof *Xa), "%s: %s packing vs twin's (image %lld)", what, isa, (long long)n);
+    free(Xa);
+}
+#endif
+
 /* group 1: pack, then the twin (and AVX2) per image, against conv_ref */
 static void kernels(qcase *c, const lithe__act *a, const char *what) {
     const lithe__conv2d *g = &c->g;
@@ -182,27 +195,14 @@ static void kernels(qcase *c, const lithe__act *a, const char *what) {
         lithe__qconv_ref(&k, 0, Mb * LITHE__QC_MR);
 #if defined(__x86_64__) || defined(_M_X64)
         if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-            /* the AVX2 packing's columns: the twin's, bit for bit (padding and tails included) */
-            int16_t *Xa = malloc((size_t)(Kp * P8 * 2) * sizeof *Xa);
-            memset(Xa, 0x5A, (size_t)(Kp * P8 * 2) * sizeof *Xa);
-            lithe__qconv_pack_x(g, c->X + n * g->C * g->H * g->W, &q, tmp, Xa, &lithe__qconv_aux_avx2);
-            CHECK(!memcmp(Xa, Xp, (size_t)(Kp * P8 * 2) * sizeof *Xa), "%s: avx2 packing vs twin's (image %lld)", what,
-                  (long long)n);
-            free(Xa);
+            check_pack(c, n, &q, tmp, Xp, (size_t)(Kp * P8 * 2), &lithe__qconv_aux_avx2, "avx2", what);
             k.Y = Yk + n * g->M * P;
             lithe__qconv_avx2(&k, 0, LITHE__QC_MR); /* split at a tile boundary */
             lithe__qconv_avx2(&k, LITHE__QC_MR, Mb * LITHE__QC_MR);
         }
 #endif
 #if defined(__wasm_simd128__)
-        { /* the SIMD128 packing's columns: the twin's, bit for bit (padding and tails included) */
-            int16_t *Xa = malloc((size_t)(Kp * P8 * 2) * sizeof *Xa);
-            memset(Xa, 0x5A, (size_t)(Kp * P8 * 2) * sizeof *Xa);
-            lithe__qconv_pack_x(g, c->X + n * g->C * g->H * g->W, &q, tmp, Xa, &lithe__qconv_aux_wasm);
-            CHECK(!memcmp(Xa, Xp, (size_t)(Kp * P8 * 2) * sizeof *Xa), "%s: simd128 packing vs twin's (image %lld)", what,
-                  (long long)n);
-            free(Xa);
-        }
+        check_pack(c, n, &q, tmp, Xp, (size_t)(Kp * P8 * 2), &lithe__qconv_aux_wasm, "simd128", what);
         k.Y = Yw + n * g->M * P;
         lithe__qconv_wasm(&k, 0, LITHE__QC_MR); /* split at a tile boundary */
         lithe__qconv_wasm(&k, LITHE__QC_MR, Mb * LITHE__QC_MR);
