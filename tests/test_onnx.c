@@ -639,6 +639,20 @@ static void test_fusion(void **state) {
             assert_int_equal(lin, unfused ? 0 : want[k].linear);
             lithe_backprop *bp = NULL;
             OK(lithe_model_begin_update(m[unfused], X, &Y[unfused], &bp));
+            /* what the fused Linears keep for the backward (white-box: the backprop is the graph's
+             * gexec): the pre-activation only where the activation's backward reads it (GELU);
+             * a Relu's backward reads its output alone, so none is made */
+            const lithe__gexec *gx = (const lithe__gexec *)bp;
+            for (size_t i = 0; i < g->onnx.n_nodes; i++) {
+                const lithe__gfuse *fu = &g->node_fuse[i];
+                if (g->node_dead[i] || fu->kind != LITHE__FUSE_LINEAR) continue;
+                bool keeps = gx->saved[2 * i] != NULL, needs_z = fu->has_act && fu->act.kind == LITHE__ACT_GELU;
+                if (keeps != needs_z)
+                    printf("test_onnx: %s node %zu (Linear, %s) %s a pre-activation\n", name, i,
+                           fu->has_act ? (fu->act.kind == LITHE__ACT_GELU ? "GELU" : "Relu") : "no activation",
+                           keeps ? "keeps" : "does not keep");
+                assert_true(keeps == needs_z);
+            }
             OK(lithe_backprop_run(bp, R, &dX[unfused]));
             lithe_backprop_free(bp);
             char what[160];

@@ -7,7 +7,10 @@
 const lithe__graph_op lithe__fused_layernorm_op = {"fused:LayerNorm", f_layernorm, b_layernorm};
 
 /* Linear: Y (..., N) = act(A (..., K) · op(W) + bias) by gemm_bias_act over A's stacked rows.
- * saved[0] = the pre-activation Z when a backward may follow and there is an activation. */
+ * saved[0] = the pre-activation Z when a backward may follow and the activation's backward reads
+ * it (lithe__act_needs: Gelu; not Relu, whose backward reads Y alone). Without Z the product
+ * writes Y alone, the activation in the microkernel as at inference: a Relu's (tokens, 512) Z
+ * was written row by row after each tile (a copy and an act call per row) and never read. */
 typedef struct lin_geo {
     int64_t R, K, N;
 } lin_geo;
@@ -44,7 +47,8 @@ FWD(f_fused_linear) {
     lithe_tensor *A2 = NULL, *Y2 = NULL;
     lithe_status s = as_rows(in[0], g.R, g.K, &A2);
     if (s == LITHE_OK) s = as_rows(out[0], g.R, g.N, &Y2);
-    if (s == LITHE_OK && f->has_act && x->keep_all) s = new_f32(x, 2, (int64_t[]){g.R, g.N}, false, &saved[0]);
+    if (s == LITHE_OK && f->has_act && x->keep_all && (lithe__act_needs(f->act.kind) & LITHE__ACT_NEEDS_X))
+        s = new_f32(x, 2, (int64_t[]){g.R, g.N}, false, &saved[0]);
     const lithe__act *act = f->has_act ? &f->act : NULL;
     lithe__lora_ad ad;
     bool lora = false, done = false;
@@ -76,7 +80,8 @@ BWD(b_fused_linear) {
     lithe_tensor *A2 = NULL, *dZ = NULL, *Y2 = NULL, *dA2 = NULL;
     lithe_status s = as_rows(in[0], g.R, g.K, &A2);
     if (s == LITHE_OK && f->has_act) { /* dZ = dY act'(Z) */
-        if (!saved[0]) s = fail(x, node, LITHE_ERR_STATE, "the forward kept no pre-activation");
+        if (!saved[0] && (lithe__act_needs(f->act.kind) & LITHE__ACT_NEEDS_X))
+            s = fail(x, node, LITHE_ERR_STATE, "the forward kept no pre-activation");
         if (s == LITHE_OK) s = new_f32(x, 2, (int64_t[]){g.R, g.N}, false, &dZ);
         if (s == LITHE_OK) s = as_rows(out[0], g.R, g.N, &Y2);
         lithe_tensor *dY2 = NULL;
