@@ -228,11 +228,11 @@ static bool pixel_rows(const lithe__conv2d *g, int64_t Mg, int64_t K) {
     double per_out = LITHE__SGEMM_HAS(k, transpose) ? k->nr / 8.0 : 2.0 * k->nr;
     double filters = rup(Mg, kf->mr) * rup(P, kf->nr) * (double)K / kernel_speed(kf->mr) + 2.0 * (double)(Mg * K);
     /* pointwise filter rows read X in place where the GEMM can (gemm.c's in_place, with the row
-     * bias after the store: one K block of at least 32 steps, X's rows 16-float multiples not of
+     * bias after the store: one K block of at least 16 steps, X's rows 16-float multiples not of
      * 1024, the filters in one A block), where pixel rows pack every pixel: about 2 lane
      * multiply-adds per element (mobilenet_v2's 192 -> 32 at 28x28: pixel rows 104 us, filter rows
      * 87 us in place; with AVX-512's ukernel_ap pixel rows read it in place too, 88 us) */
-    if (LITHE__SGEMM_HAS(kf, ukernel_b) && is_pointwise(g) && K >= 32 && K < kf->kc && P % 16 == 0 && P % 1024 != 0 &&
+    if (LITHE__SGEMM_HAS(kf, ukernel_b) && is_pointwise(g) && K >= 16 && K < kf->kc && P % 16 == 0 && P % 1024 != 0 &&
         Mg <= kf->mc)
         filters -= 2.0 * (double)(P * K);
     double moves = 2.0 * (double)((K + kp->kc - 1) / kp->kc) - 1.0; /* a later K block reads the tile back */

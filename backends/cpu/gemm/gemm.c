@@ -160,13 +160,15 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
              * add_tile's pass over the stored tile, 8 % of 32 -> 16 at 112x112). An act only where the
              * kernel clamps it in the store, after that add (the act kernel per tile row after the
              * store had measured twice as slow as packing: 16 -> 96 + ReLU6 at 112x112, 438 -> 941
-             * us). Nor below 32 steps. 32 -> 16 at
+             * us). Nor below 16 steps (on Zen 5, one thread, interleaved one-node minima: 16 -> 64 + relu
+             * at 112x112 235 -> 216 us, 16 -> 16 + relu 67 -> 56, 16 -> 96 322 -> 306; 16 -> 72 and
+             * 24 -> 72 at 56x56 unchanged; the limit had been 32 steps). 32 -> 16 at
              * 112x112 (32 rows, each its own stream) gained in isolation (158 -> 150 us) but first
              * lost in mobilenet_v2 (166 -> 172-182 us min), while its output went to a cold block;
              * with the buffer pool handing it a warm one (core/tensor.c) it gains there too (170-174
              * -> 147-155 us min). mobilenet_v2's other projections (no act) spent a quarter packing:
              * 144 -> 24 at 56x56 234 -> 199 us. */
-            const bool bias_after = kr + 1 == kb && kr >= 32 && pc == 0 && last && jb->alpha == 1.0f && jb->beta == 0.0f &&
+            const bool bias_after = kr + 1 == kb && kr >= 16 && pc == 0 && last && jb->alpha == 1.0f && jb->beta == 0.0f &&
                                     !epi->bias && !epi->Z && rows_ok && (!epi->act || clamped);
             /* The bias step of a single K block (a row bias, alpha 1, beta 0, no column bias: the
              * filter-rows convolutions') in the kernel's store instead (gemm.h's bias_rows_ok: the

@@ -255,7 +255,30 @@ static lithe_status taps_axis(const rplan *p, int d, const float *X, float *Y, i
         return lithe__fail(LITHE_ERR_OOM, "Resize: the taps of %lld outputs", (long long)O);
     }
     for (int64_t o = 0; o < O; o++) tn[o] = axis_taps(p, d, o, ti + 4 * o, tw + 4 * o);
-    for (int64_t pp = 0; pp < P; pp++) {
+    /* the last axis: a gather of each output's taps, four rows at a time (each output's taps and
+     * weights read once for them: lraspp's 21 x 28 x 28 -> 224 wide, ~5 cycles per output one row
+     * at a time); the rows past a multiple of four, and the other axes, below */
+    int64_t p4 = Q == 1 ? P / 4 * 4 : 0;
+    for (int64_t pp = 0; pp < p4; pp += 4) {
+        const float *x0 = X + pp * L, *x1 = x0 + L, *x2 = x1 + L, *x3 = x2 + L;
+        float *y0 = Y + pp * O, *y1 = y0 + O, *y2 = y1 + O, *y3 = y2 + O;
+        for (int64_t o = 0; o < O; o++) {
+            if (tn[o] == 2) {
+                const int64_t a = ti[4 * o], b = ti[4 * o + 1];
+                const float w0 = tw[4 * o], w1 = tw[4 * o + 1];
+                y0[o] = w0 * x0[a] + w1 * x0[b], y1[o] = w0 * x1[a] + w1 * x1[b];
+                y2[o] = w0 * x2[a] + w1 * x2[b], y3[o] = w0 * x3[a] + w1 * x3[b];
+                continue;
+            }
+            for (int r = 0; r < 4; r++) {
+                const float *x = x0 + r * L;
+                float acc = 0.0f;
+                for (int j = 0; j < tn[o]; j++) acc = j ? acc + tw[4 * o + j] * x[ti[4 * o + j]] : tw[4 * o + j] * x[ti[4 * o + j]];
+                y0[r * O + o] = acc;
+            }
+        }
+    }
+    for (int64_t pp = p4; pp < P; pp++) {
         const float *x = X + pp * L * Q;
         float *y = Y + pp * O * Q;
         for (int64_t o = 0; o < O; o++) {
