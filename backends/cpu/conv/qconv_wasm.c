@@ -103,6 +103,14 @@ static inline __attribute__((always_inline)) v128_t qv4(v128_t x, v128_t s, v128
     v128_t t = wasm_f32x4_pmax(lo, wasm_f32x4_pmin(wasm_f32x4_div(x, s), hi));
     return wasm_f32x4_sub(wasm_f32x4_add(t, r), r);
 }
+/* The same code as an int32 lane, for the int16 passes: t + 1.5·2^23 (|t| <= 255) lies in [2^23, 2^24),
+ * where a float's ulp is 1, so its bits less 1.5·2^23's (0x4B400000) are the rounded integer — one
+ * i32x4.sub where the float sub and i32x4.trunc_sat_f32x4 (several instructions in V8 on x86-64: the
+ * saturation and NaN fix-ups) took more. */
+static inline __attribute__((always_inline)) v128_t qi4(v128_t x, v128_t s, v128_t lo, v128_t hi) {
+    v128_t t = wasm_f32x4_pmax(lo, wasm_f32x4_pmin(wasm_f32x4_div(x, s), hi));
+    return wasm_i32x4_sub(wasm_f32x4_add(t, wasm_f32x4_splat(12582912.0f)), wasm_i32x4_splat(0x4B400000));
+}
 #define QX_SPLAT const v128_t s = wasm_f32x4_splat(q->scale), lo = wasm_f32x4_splat(q->lo), hi = wasm_f32x4_splat(q->hi)
 
 static void quant_f32(int64_t n, const float *x, const lithe__qx *q, float *y) {
@@ -115,9 +123,9 @@ static void quant_f32(int64_t n, const float *x, const lithe__qx *q, float *y) {
 static void quant_i16(int64_t n, const float *x, const lithe__qx *q, int16_t *y) {
     QX_SPLAT;
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) { /* integers in [-255, 255]: trunc_sat exact, the narrow too */
-        v128_t a = wasm_i32x4_trunc_sat_f32x4(qv4(wasm_v128_load(x + i), s, lo, hi));
-        v128_t b = wasm_i32x4_trunc_sat_f32x4(qv4(wasm_v128_load(x + i + 4), s, lo, hi));
+    for (; i + 8 <= n; i += 8) { /* integers in [-255, 255]: the narrow exact */
+        v128_t a = qi4(wasm_v128_load(x + i), s, lo, hi);
+        v128_t b = qi4(wasm_v128_load(x + i + 4), s, lo, hi);
         wasm_v128_store(y + i, wasm_i16x8_narrow_i32x4(a, b));
     }
     if (i < n) lithe__qconv_aux_ref.quant_i16(n - i, x + i, q, y + i);
@@ -127,8 +135,8 @@ static void quant_pairs(int64_t n, const float *x0, const float *x1, const lithe
     QX_SPLAT;
     int64_t i = 0;
     for (; i + 4 <= n; i += 4) { /* x0's in the low half of each 32-bit lane, x1's in the high */
-        v128_t a = wasm_i32x4_trunc_sat_f32x4(qv4(wasm_v128_load(x0 + i), s, lo, hi));
-        v128_t b = wasm_i32x4_trunc_sat_f32x4(qv4(wasm_v128_load(x1 + i), s, lo, hi));
+        v128_t a = qi4(wasm_v128_load(x0 + i), s, lo, hi);
+        v128_t b = qi4(wasm_v128_load(x1 + i), s, lo, hi);
         wasm_v128_store(d + 2 * i, wasm_v128_or(wasm_i32x4_shl(b, 16), wasm_v128_and(a, wasm_i32x4_const_splat(0xFFFF))));
     }
     if (i < n) lithe__qconv_aux_ref.quant_pairs(n - i, x0 + i, x1 + i, q, d + 2 * i);
