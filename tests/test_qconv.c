@@ -378,7 +378,8 @@ static void ties(void) {
     const char *name[3] = {"twin"};
     int na = 1;
 #if defined(__x86_64__) || defined(_M_X64)
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) A[na] = &lithe__qconv_aux_avx2, name[na++] = "avx2";
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        A[na] = &lithe__qconv_aux_avx2, name[na++] = "avx2";
 #endif
 #if defined(__wasm_simd128__)
     A[na] = &lithe__qconv_aux_wasm, name[na++] = "simd128";

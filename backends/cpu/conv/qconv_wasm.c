@@ -7,8 +7,9 @@
  * accumulators, two v128 loads of X and four load32_splat of W per K pair (12 live vectors: V8 keeps
  * them in x86-64's 16 xmm registers). The epilogue is the scalar twin's: (float)acc · scale (+ b),
  * mul then add (no FMA), the clamp (relu, clip, HardSwish: gemm.h's lithe__wasm_clamp, the twin's
- * lithe__sgemm_clamp1 as pmin / pmax) in registers, stored into Y's rows (a partial last vector through a buffer); another activation
- * runs over the tile's rows after (lithe__qconv_act_rows, as the AVX2 tile's non-clamp ones).
+ * lithe__sgemm_clamp1 as pmin / pmax) in registers, stored into Y's rows (a partial last vector
+ * through a buffer; whole tiles without bounds tests); another activation runs over the tile's rows
+ * after (lithe__qconv_act_rows, as the AVX2 tile's non-clamp ones).
  *
  * Relaxed SIMD's i32x4.relaxed_dot_i8x16_i7x16_add_s needs int8 operands with one side 7-bit; the
  * differences x - zx and w - zw span 9 bits, so it cannot take this packing exactly: the relaxed
@@ -22,8 +23,8 @@
 #include "../gemm/gemm.h"
 
 /* (float)acc · scale (+ b), then the clamp cl (a constant in each copy of the tile: 0 for none) */
-static inline __attribute__((always_inline)) void store4(const lithe__qconv *c, int64_t m, int64_t p, v128_t acc, int cl,
-                                                         float lo, float hi, bool full) {
+static inline __attribute__((always_inline)) void store4(const lithe__qconv *c, int64_t m, int64_t p, v128_t acc,
+                                                         int cl, float lo, float hi, bool full) {
     if (!full && (m >= c->M || p >= c->P)) return;
     v128_t v = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(acc), wasm_f32x4_splat(c->scale[m]));
     if (c->b) v = wasm_f32x4_add(v, wasm_f32x4_splat(c->b[m]));
@@ -66,10 +67,10 @@ static inline __attribute__((always_inline)) void tiles(const lithe__qconv *c, i
                 DOT(a30, x0, wv);
                 DOT(a31, x1, wv);
             }
-#define STORES(full)                                                                                                   \
-    store4(c, m, p, a00, cl, lo, hi, full), store4(c, m, p + 4, a01, cl, lo, hi, full);                                 \
-    store4(c, m + 1, p, a10, cl, lo, hi, full), store4(c, m + 1, p + 4, a11, cl, lo, hi, full);                         \
-    store4(c, m + 2, p, a20, cl, lo, hi, full), store4(c, m + 2, p + 4, a21, cl, lo, hi, full);                         \
+#define STORES(full)                                                                                               \
+    store4(c, m, p, a00, cl, lo, hi, full), store4(c, m, p + 4, a01, cl, lo, hi, full);                             \
+    store4(c, m + 1, p, a10, cl, lo, hi, full), store4(c, m + 1, p + 4, a11, cl, lo, hi, full);                     \
+    store4(c, m + 2, p, a20, cl, lo, hi, full), store4(c, m + 2, p + 4, a21, cl, lo, hi, full);                     \
     store4(c, m + 3, p, a30, cl, lo, hi, full), store4(c, m + 3, p + 4, a31, cl, lo, hi, full)
             if (m + LITHE__QC_MR <= c->M && p + 8 <= c->P) { /* a whole tile: no bounds per vector */
                 STORES(true);
