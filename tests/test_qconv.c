@@ -8,7 +8,7 @@
  *     per-tensor weights with zero points, a -128 weight) against the same reference, bit for bit.
  * Geometries: 1x1 (odd K, P across the 16- and 8-pixel tiles and their tails), 1x1 stride 2, 3x3
  * stride 1 and 2 with padding, dilation 2; M across the 4-filter tiles; NaN, infinities and values
- * past the codes' range in X.
+ * past the codes' range in X, and the quantizing passes on values at QuantizeLinear's ties.
  *
  * Plain C with its own CHECK. Ends with "qconv: N passed, M failed" and exits non-zero on a failure. */
 #include <math.h>
@@ -366,6 +366,62 @@ static void edges(void) {
 }
 #endif
 
+/* The quantizing passes (qconv.h's lithe__qconv_aux: quant_f32, quant_i16, quant_pairs) of every
+ * kernel built here against QuantizeLinear's codes (code_ref: rintf(x / s), half to even) on values
+ * at and a few ulps either side of the ties (k + 1/2)·s, where a pass that rounded otherwise, or
+ * computed x · (1 / s) for x / s, gives other codes (a SIMD128 pass multiplying by the reciprocal
+ * failed 2-266 of 6,020 values per scale), a tiny scale, NaN and infinities. */
+static void ties(void) {
+    static const float S[] = {0.0173f, 0.0291f, 1.0f / 3.0f, 0.0039215689f, 7.77e-3f, 0x1p-110f};
+    static const int32_t Z[][3] = {{0, 0, 255}, {3, -128, 127}, {128, 0, 255}, {-7, -128, 127}};
+    const lithe__qconv_aux *A[3] = {&lithe__qconv_aux_ref};
+    const char *name[3] = {"twin"};
+    int na = 1;
+#if defined(__x86_64__) || defined(_M_X64)
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        A[na] = &lithe__qconv_aux_avx2, name[na++] = "avx2";
+#endif
+#if defined(__wasm_simd128__)
+    A[na] = &lithe__qconv_aux_wasm, name[na++] = "simd128";
+#endif
+    enum { NX = 2 * (601 * 5 + 5) };
+    float *X = malloc(NX * sizeof *X), *Yf = malloc(NX * sizeof *Yf);
+    int16_t *Yi = malloc(NX * sizeof *Yi), *Yp = malloc(NX * sizeof *Yp);
+    for (size_t si = 0; si < sizeof S / sizeof S[0]; si++)
+        for (size_t zi = 0; zi < sizeof Z / sizeof Z[0]; zi++) {
+            const float s = S[si];
+            int64_t n = 0;
+            for (int k = -300; k <= 300; k++) {
+                float h = ((float)k + 0.5f) * (s < 0x1p-100f ? 1.0f : s);
+                X[n++] = h;
+                X[n++] = nextafterf(h, INFINITY);
+                X[n++] = nextafterf(h, -INFINITY);
+                X[n++] = nextafterf(nextafterf(h, INFINITY), INFINITY);
+                X[n++] = nextafterf(nextafterf(h, -INFINITY), -INFINITY);
+            }
+            X[n++] = NAN, X[n++] = INFINITY, X[n++] = -INFINITY, X[n++] = 1e30f, X[n++] = -0.0f;
+            for (int64_t i = 0; i < n; i++) X[n + i] = X[n - 1 - i]; /* the pairs' second row */
+            n *= 2;
+            qcase c = {.xs = s, .xz = Z[zi][0], .xmin = Z[zi][1], .xmax = Z[zi][2]};
+            const lithe__qx q = {s, (float)(c.xmin - c.xz), (float)(c.xmax - c.xz)};
+            for (int a = 0; a < na; a++) {
+                A[a]->quant_f32(n, X, &q, Yf);
+                A[a]->quant_i16(n, X, &q, Yi);
+                A[a]->quant_pairs(n / 2, X, X + n / 2, &q, Yp);
+                int bad = 0;
+                for (int64_t i = 0; i < n; i++) {
+                    const int32_t e = code_ref(&c, X[i]) - c.xz;
+                    const int64_t pi = i < n / 2 ? 2 * i : 2 * (i - n / 2) + 1;
+                    float ef = (float)e;
+                    bad += memcmp(&Yf[i], &ef, sizeof ef) != 0 || Yi[i] != e || Yp[pi] != e;
+                }
+                CHECK(!bad, "ties: %s passes, scale %g zero %d: %d of %lld values off QuantizeLinear's codes", name[a],
+                      (double)s, (int)c.xz, bad, (long long)n);
+            }
+        }
+    free(X), free(Yf), free(Yi), free(Yp);
+}
+
 int main(void) {
     static const struct {
         int64_t N, C, H, W, M, KH, s, pad, dil;
@@ -383,6 +439,7 @@ int main(void) {
                                            : best == lithe__qconv_wasm ? "simd128"
 #endif
                                                                       : "avx2");
+    ties();
     for (size_t i = 0; i < sizeof G / sizeof G[0]; i++)
         for (int v = 0; v < 4; v++) {
             qcase c;

@@ -93,14 +93,17 @@ void lithe__qconv_pack_x(const lithe__conv2d *g, const float *X, const lithe__qx
             for (int64_t kw = 0; kw < g->KW; kw++) {
                 int64_t k = (c * g->KH + kh) * g->KW + kw;
                 int16_t *d = Xp + (k >> 1) * P8 * 2 + (k & 1);
+                /* the outputs whose column iw = ow·s - a is inside the row: ow in [owa, owb) */
+                const int64_t s = g->stride[1], a = g->pad[1] - kw * g->dil[1];
+                const int64_t owa = a <= 0 ? 0 : (a + s - 1) / s;
+                int64_t owb = g->W - 1 + a < 0 ? 0 : (g->W - 1 + a) / s + 1;
+                owb = owb > g->OW ? g->OW : owb;
                 for (int64_t oh = 0; oh < g->OH; oh++) {
                     int64_t ih = oh * g->stride[0] - g->pad[0] + kh * g->dil[0];
                     if (ih < 0 || ih >= g->H) continue; /* zeros: the zero point's code */
                     const int16_t *row = tmp + (c * g->H + ih) * g->W;
-                    for (int64_t ow = 0; ow < g->OW; ow++) {
-                        int64_t iw = ow * g->stride[1] - g->pad[1] + kw * g->dil[1];
-                        if (iw >= 0 && iw < g->W) d[2 * (oh * g->OW + ow)] = row[iw];
-                    }
+                    int16_t *dr = d + 2 * oh * g->OW;
+                    for (int64_t ow = owa; ow < owb; ow++) dr[2 * ow] = row[ow * s - a];
                 }
             }
 }

@@ -6,8 +6,10 @@
  * 8-bit codes (|x - zx|, |w - zw| <= 255: a pair sum below 2^17). Tile: 4 filters × 8 pixels, 8
  * accumulators, two v128 loads of X and four load32_splat of W per K pair (12 live vectors: V8 keeps
  * them in x86-64's 16 xmm registers). The epilogue is the scalar twin's: (float)acc · scale (+ b),
- * mul then add (no FMA), stored into Y's rows (a partial last vector through a buffer), then the
- * activation over the tile's rows (lithe__qconv_act_rows, as the AVX2 tile's non-clamp ones).
+ * mul then add (no FMA), the clamp (relu, clip, HardSwish: gemm.h's lithe__wasm_clamp, the twin's
+ * lithe__sgemm_clamp1 as pmin / pmax) in registers, stored into Y's rows (a partial last vector
+ * through a buffer; whole tiles without bounds tests); another activation runs over the tile's rows
+ * after (lithe__qconv_act_rows, as the AVX2 tile's non-clamp ones).
  *
  * Relaxed SIMD's i32x4.relaxed_dot_i8x16_i7x16_add_s needs int8 operands with one side 7-bit; the
  * differences x - zx and w - zw span 9 bits, so it cannot take this packing exactly: the relaxed
@@ -20,12 +22,15 @@
 
 #include "../gemm/gemm.h"
 
-static inline __attribute__((always_inline)) void store4(const lithe__qconv *c, int64_t m, int64_t p, v128_t acc) {
-    if (m >= c->M || p >= c->P) return;
+/* (float)acc · scale (+ b), then the clamp cl (a constant in each copy of the tile: 0 for none) */
+static inline __attribute__((always_inline)) void store4(const lithe__qconv *c, int64_t m, int64_t p, v128_t acc,
+                                                         int cl, float lo, float hi, bool full) {
+    if (!full && (m >= c->M || p >= c->P)) return;
     v128_t v = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(acc), wasm_f32x4_splat(c->scale[m]));
     if (c->b) v = wasm_f32x4_add(v, wasm_f32x4_splat(c->b[m]));
+    if (cl) v = lithe__wasm_clamp(cl, lo, hi, v);
     float *y = c->Y + m * c->P + p;
-    if (p + 4 <= c->P) {
+    if (full || p + 4 <= c->P) {
         wasm_v128_store(y, v);
     } else {
         float t[4];
@@ -36,9 +41,10 @@ static inline __attribute__((always_inline)) void store4(const lithe__qconv *c, 
 
 #define DOT(acc, x, w) acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(x, w))
 
-void lithe__qconv_wasm(const lithe__qconv *c, int64_t m0, int64_t m1) {
+static inline __attribute__((always_inline)) void tiles(const lithe__qconv *c, int64_t m0, int64_t m1, int cl) {
     const int64_t Kp = c->Kp, P8 = c->P8;
-    const bool act = c->clamp || c->act;
+    const bool act = !cl && c->act; /* a clamp is applied in the store, in registers */
+    const float lo = c->lo, hi = c->hi;
     for (int64_t m = m0; m < m1 && m < c->M; m += LITHE__QC_MR) {
         const int32_t *wp = c->W + (m / LITHE__QC_MR) * Kp * LITHE__QC_MR;
         for (int64_t p = 0; p < P8; p += 8) {
@@ -61,12 +67,30 @@ void lithe__qconv_wasm(const lithe__qconv *c, int64_t m0, int64_t m1) {
                 DOT(a30, x0, wv);
                 DOT(a31, x1, wv);
             }
-            store4(c, m, p, a00), store4(c, m, p + 4, a01);
-            store4(c, m + 1, p, a10), store4(c, m + 1, p + 4, a11);
-            store4(c, m + 2, p, a20), store4(c, m + 2, p + 4, a21);
-            store4(c, m + 3, p, a30), store4(c, m + 3, p + 4, a31);
+#define STORES(full)                                                                                               \
+    store4(c, m, p, a00, cl, lo, hi, full), store4(c, m, p + 4, a01, cl, lo, hi, full);                             \
+    store4(c, m + 1, p, a10, cl, lo, hi, full), store4(c, m + 1, p + 4, a11, cl, lo, hi, full);                     \
+    store4(c, m + 2, p, a20, cl, lo, hi, full), store4(c, m + 2, p + 4, a21, cl, lo, hi, full);                     \
+    store4(c, m + 3, p, a30, cl, lo, hi, full), store4(c, m + 3, p + 4, a31, cl, lo, hi, full)
+            if (m + LITHE__QC_MR <= c->M && p + 8 <= c->P) { /* a whole tile: no bounds per vector */
+                STORES(true);
+            } else {
+                STORES(false);
+            }
+#undef STORES
             if (act) lithe__qconv_act_rows(c, m, p, 8); /* the tile's rows while in L1 */
         }
+    }
+}
+
+/* one copy of the tile per clamp (mobilenet's Clip(0, 6) after nearly every QConv): its select in
+ * registers at the store, not a scalar pass over the stored rows */
+void lithe__qconv_wasm(const lithe__qconv *c, int64_t m0, int64_t m1) {
+    switch (c->clamp) {
+    case 0: tiles(c, m0, m1, 0); break;
+    case LITHE__SGEMM_CLAMP_RELU: tiles(c, m0, m1, LITHE__SGEMM_CLAMP_RELU); break;
+    case LITHE__SGEMM_CLAMP_HSWISH: tiles(c, m0, m1, LITHE__SGEMM_CLAMP_HSWISH); break;
+    default: tiles(c, m0, m1, LITHE__SGEMM_CLAMP_CLIP); break;
     }
 }
 
@@ -80,6 +104,14 @@ static inline __attribute__((always_inline)) v128_t qv4(v128_t x, v128_t s, v128
     v128_t t = wasm_f32x4_pmax(lo, wasm_f32x4_pmin(wasm_f32x4_div(x, s), hi));
     return wasm_f32x4_sub(wasm_f32x4_add(t, r), r);
 }
+/* The same code as an int32 lane, for the int16 passes: t + 1.5·2^23 (|t| <= 255) lies in [2^23, 2^24),
+ * where a float's ulp is 1, so its bits less 1.5·2^23's (0x4B400000) are the rounded integer — one
+ * i32x4.sub where the float sub and i32x4.trunc_sat_f32x4 (several instructions in V8 on x86-64: the
+ * saturation and NaN fix-ups) took more. */
+static inline __attribute__((always_inline)) v128_t qi4(v128_t x, v128_t s, v128_t lo, v128_t hi) {
+    v128_t t = wasm_f32x4_pmax(lo, wasm_f32x4_pmin(wasm_f32x4_div(x, s), hi));
+    return wasm_i32x4_sub(wasm_f32x4_add(t, wasm_f32x4_splat(12582912.0f)), wasm_i32x4_splat(0x4B400000));
+}
 #define QX_SPLAT const v128_t s = wasm_f32x4_splat(q->scale), lo = wasm_f32x4_splat(q->lo), hi = wasm_f32x4_splat(q->hi)
 
 static void quant_f32(int64_t n, const float *x, const lithe__qx *q, float *y) {
@@ -92,9 +124,9 @@ static void quant_f32(int64_t n, const float *x, const lithe__qx *q, float *y) {
 static void quant_i16(int64_t n, const float *x, const lithe__qx *q, int16_t *y) {
     QX_SPLAT;
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) { /* integers in [-255, 255]: trunc_sat exact, the narrow too */
-        v128_t a = wasm_i32x4_trunc_sat_f32x4(qv4(wasm_v128_load(x + i), s, lo, hi));
-        v128_t b = wasm_i32x4_trunc_sat_f32x4(qv4(wasm_v128_load(x + i + 4), s, lo, hi));
+    for (; i + 8 <= n; i += 8) { /* integers in [-255, 255]: the narrow exact */
+        v128_t a = qi4(wasm_v128_load(x + i), s, lo, hi);
+        v128_t b = qi4(wasm_v128_load(x + i + 4), s, lo, hi);
         wasm_v128_store(y + i, wasm_i16x8_narrow_i32x4(a, b));
     }
     if (i < n) lithe__qconv_aux_ref.quant_i16(n - i, x + i, q, y + i);
@@ -104,30 +136,15 @@ static void quant_pairs(int64_t n, const float *x0, const float *x1, const lithe
     QX_SPLAT;
     int64_t i = 0;
     for (; i + 4 <= n; i += 4) { /* x0's in the low half of each 32-bit lane, x1's in the high */
-        v128_t a = wasm_i32x4_trunc_sat_f32x4(qv4(wasm_v128_load(x0 + i), s, lo, hi));
-        v128_t b = wasm_i32x4_trunc_sat_f32x4(qv4(wasm_v128_load(x1 + i), s, lo, hi));
+        v128_t a = qi4(wasm_v128_load(x0 + i), s, lo, hi);
+        v128_t b = qi4(wasm_v128_load(x1 + i), s, lo, hi);
         wasm_v128_store(d + 2 * i, wasm_v128_or(wasm_i32x4_shl(b, 16), wasm_v128_and(a, wasm_i32x4_const_splat(0xFFFF))));
     }
     if (i < n) lithe__qconv_aux_ref.quant_pairs(n - i, x0 + i, x1 + i, q, d + 2 * i);
 }
 
-/* lithe__sgemm_clamp1 on 4 lanes, its comparisons as selects (a NaN takes the same branch) */
-static inline __attribute__((always_inline)) v128_t clamp4(int clamp, v128_t t, v128_t lo, v128_t hi) {
-    const v128_t zero = wasm_f32x4_const_splat(0.0f);
-    if (clamp == LITHE__SGEMM_CLAMP_RELU) return wasm_v128_bitselect(zero, t, wasm_f32x4_le(t, zero));
-    if (clamp == LITHE__SGEMM_CLAMP_HSWISH) {
-        const v128_t six = wasm_f32x4_const_splat(6.0f);
-        v128_t u = wasm_f32x4_add(t, wasm_f32x4_const_splat(3.0f));
-        u = wasm_v128_bitselect(zero, wasm_v128_bitselect(six, u, wasm_f32x4_gt(u, six)), wasm_f32x4_lt(u, zero));
-        return wasm_f32x4_mul(t, wasm_f32x4_div(u, six));
-    }
-    v128_t y = wasm_f32x4_add(wasm_f32x4_mul(t, wasm_f32x4_const_splat(1.0f)), zero);
-    return wasm_v128_bitselect(lo, wasm_v128_bitselect(hi, y, wasm_f32x4_gt(y, hi)), wasm_f32x4_lt(y, lo));
-}
-
 static void epi(const lithe__qconv *c, int64_t r0, int64_t rows, int64_t n, float *y) {
     const int cl = c->clamp;
-    const v128_t lo = wasm_f32x4_splat(c->lo), hi = wasm_f32x4_splat(c->hi);
     const int64_t n4 = n / 4 * 4;
     for (int64_t r = r0; r < r0 + rows; r++, y += n) {
         const int64_t m = r % c->M;
@@ -136,7 +153,7 @@ static void epi(const lithe__qconv *c, int64_t r0, int64_t rows, int64_t n, floa
         for (int64_t i = 0; i < n4; i += 4) {
             v128_t v = wasm_f32x4_mul(wasm_v128_load(y + i), sc);
             if (c->b) v = wasm_f32x4_add(v, b);
-            wasm_v128_store(y + i, cl ? clamp4(cl, v, lo, hi) : v);
+            wasm_v128_store(y + i, cl ? lithe__wasm_clamp(cl, c->lo, c->hi, v) : v);
         }
         for (int64_t i = n4; i < n; i++) { /* the twin's, per value */
             float t = y[i] * scm;

@@ -402,6 +402,18 @@ static inline __attribute__((always_inline)) v128_t lithe__wasm_hswish(v128_t t)
     u = wasm_f32x4_pmax(wasm_f32x4_pmin(u, wasm_f32x4_splat(6.0f)), wasm_f32x4_splat(0.0f));
     return wasm_f32x4_mul(t, wasm_f32x4_div(u, wasm_f32x4_splat(6.0f)));
 }
+/* lithe__sgemm_clamp1 on four lanes with the act kernel's selections (qconv_wasm.c's tile and
+ * epilogue; gemm_wasmsimd.c's clampv is the same): relu t <= 0 ? 0 : t is pmax(t, 0) + 0 (NaN stays
+ * NaN, -0 to +0); clip y < lo ? lo : (y > hi ? hi : y) of y = t + 0 (the twin's t·1 + 0: -0 to +0)
+ * is pmax(pmin(y, hi), lo) for lo <= hi, the bounds neither NaN nor -0 (lithe__sgemm_act_clamp):
+ * two or three instructions where compares and bitselects took ten. */
+static inline __attribute__((always_inline)) v128_t lithe__wasm_clamp(int clamp, float lo, float hi, v128_t t) {
+    if (clamp == LITHE__SGEMM_CLAMP_RELU)
+        return wasm_f32x4_add(wasm_f32x4_pmax(t, wasm_f32x4_splat(0.0f)), wasm_f32x4_splat(0.0f));
+    if (clamp == LITHE__SGEMM_CLAMP_HSWISH) return lithe__wasm_hswish(t);
+    v128_t y = wasm_f32x4_add(t, wasm_f32x4_splat(0.0f));
+    return wasm_f32x4_pmax(wasm_f32x4_pmin(y, wasm_f32x4_splat(hi)), wasm_f32x4_splat(lo));
+}
 #endif
 
 #endif
