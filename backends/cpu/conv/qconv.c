@@ -173,7 +173,8 @@ enum { CPACK_GEMM = 1, CPACK_DW = 2, CPACK_HEAD = 64 };
 /* W's packed form, made once per version of W's storage (lithe__quant's cache), after a 64-byte head
  * whose first int32 says which: 1 int16 pairs (Wp of the (M, K) view), 2 float taps w - zw (M, KH·KW;
  * depthwise), 3 the u8 x s8 form (Wb, then wsum). Group 1 takes the u8 form when a u8 kernel runs
- * here (R8 = the activation's code range R; -1: none) and lithe__qconv8_exact holds for R; the
+ * here (R8 = the range that kernel needs, lithe__qconv8_range: 0 for VNNI, the activation's R for AVX2;
+ * -1: none) and lithe__qconv8_exact holds for R8; the
  * cache's key carries R8, so the check runs once per weight version. */
 static const int32_t *w_form(const lithe_tensor *W, bool dw, int64_t M, int64_t K, int32_t R8) {
     lithe__quant *q = W->storage->quant;
@@ -258,7 +259,7 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
     float *Yf = (float *)lithe__tdata(Y);
     const int64_t Kp = (K + 1) / 2, Kq = (K + 3) / 4, P8 = (P + 7) / 8 * 8, Mb = (g->M + LITHE__QC_MR - 1) / LITHE__QC_MR;
     lithe__qconv_fn k8 = dw ? NULL : lithe__qconv8_best();
-    const int32_t *wf = w_form(W, dw, g->M, K, k8 ? xmax - xmin : -1);
+    const int32_t *wf = w_form(W, dw, g->M, K, k8 ? lithe__qconv8_range(k8, xmax - xmin) : -1);
     if (!wf) return lithe__oom("int8 convolution", (size_t)(g->M * K) * sizeof(int32_t));
     const bool u8 = w_form_of(wf) == 3;
     /* one workspace from the backend's allocator (kept across calls, as the float conv's): the scales,
@@ -295,7 +296,8 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
          * (test_qconv's kernel checks, with activations, say whether a new kernel applies it) */
         bool act_after = false;
 #if defined(__x86_64__) || defined(_M_X64)
-        act_after = a && t.fn != lithe__qconv_ref && t.fn != lithe__qconv_avx2 && t.fn != lithe__qconv8_avx2;
+        act_after = a && t.fn != lithe__qconv_ref && t.fn != lithe__qconv_avx2 && t.fn != lithe__qconv8_avx2 &&
+                    t.fn != lithe__qconv8_vnni();
 #elif defined(__wasm_simd128__)
         act_after = a && t.fn != lithe__qconv_ref && t.fn != lithe__qconv_wasm;
 #else

@@ -82,10 +82,18 @@ lithe__qconv_fn lithe__qconv_best(void);
 void lithe__qconv8_ref(const lithe__qconv *c, int64_t m0, int64_t m1);
 #if defined(__x86_64__) || defined(_M_X64)
 void lithe__qconv8_avx2(const lithe__qconv *c, int64_t m0, int64_t m1);
+/* AVX-512 VNNI (qconv_vnni.c, x86-64 only): vpdpbusd sums a quad's four u8 x s8 products into int32
+ * with no int16 step and no saturation, so it is exact wherever every w - zw is in s8 — the check
+ * with R = 0 (the sums stay below 2^31: qconv_vnni.c). The kernel where the CPU has AVX512F and
+ * AVX512-VNNI; NULL elsewhere. */
+lithe__qconv_fn lithe__qconv8_vnni(void);
 #endif
-/* The u8 kernel the CPU runs; NULL where there is none but the twin (the int16 form's SIMD kernels
- * are faster than a scalar u8 loop): the driver then runs the int16 form. */
+/* The u8 kernel the CPU runs — VNNI where the float GEMM runs AVX-512 (LITHE_CPU_ISA) and the CPU
+ * has it, else AVX2's; NULL where there is none but the twin (the int16 form's SIMD kernels are
+ * faster than a scalar u8 loop): the driver then runs the int16 form. lithe__qconv8_range: the R to
+ * check the weights with for kernel k (0 for VNNI: s8 alone; the activation's R for AVX2). */
 lithe__qconv_fn lithe__qconv8_best(void);
+int32_t lithe__qconv8_range(lithe__qconv_fn k, int32_t R);
 bool lithe__qconv8_exact(int64_t M, int64_t K, const int8_t *W, const int32_t *zw, int64_t n_zw, int32_t R);
 
 /* The activation's quantization: x - zx = clamp(round_even(X / scale), lo, hi) with lo = xmin - zx,

@@ -15,7 +15,8 @@ static int32_t wq(const int8_t *W, const int32_t *zw, int64_t n_zw, int64_t K, i
 }
 
 /* qconv.h's bound: every w - zw in s8, and per pair (k even, k + 1) of a filter R·(pos sum) <= 32767,
- * R·(neg sum) <= 32768 (vpmaddubsw's two products of a pair into int16 without saturation) */
+ * R·(neg sum) <= 32768 (vpmaddubsw's two products of a pair into int16 without saturation; R = 0:
+ * the s8 range alone, VNNI's condition) */
 bool lithe__qconv8_exact(int64_t M, int64_t K, const int8_t *W, const int32_t *zw, int64_t n_zw, int32_t R) {
     for (int64_t m = 0; m < M; m++)
         for (int64_t k = 0; k < K; k += 2) {
@@ -102,9 +103,14 @@ void lithe__qconv8_ref(const lithe__qconv *c, int64_t m0, int64_t m1) {
 }
 
 lithe__qconv_fn lithe__qconv8_best(void) {
-    return lithe__qconv_best() == lithe__qconv_avx2 ? lithe__qconv8_avx2 : NULL;
+    if (lithe__qconv_best() != lithe__qconv_avx2) return NULL;
+    lithe__qconv_fn k = !strcmp(lithe__sgemm_kernel_best()->isa, "avx512") ? lithe__qconv8_vnni() : NULL;
+    return k ? k : lithe__qconv8_avx2;
 }
+
+int32_t lithe__qconv8_range(lithe__qconv_fn k, int32_t R) { return k && k == lithe__qconv8_vnni() ? 0 : R; }
 
 #else
 lithe__qconv_fn lithe__qconv8_best(void) { return NULL; }
+int32_t lithe__qconv8_range(lithe__qconv_fn k, int32_t R) { return (void)k, R; }
 #endif
