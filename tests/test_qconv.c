@@ -8,8 +8,9 @@
  *     full-range ones too; skipped with a message where the CPU lacks AVX512-VNNI) against its twin,
  *     over the same geometries, every activation, the saturation edges and K = 32767 at the extreme
  *     codes (VNNI's int32 bound);
- *   - the backend's conv_q8 (group 1 and depthwise, int8 and uint8 activations, per-channel and
- *     per-tensor weights with zero points, a -128 weight) against the same reference, bit for bit.
+ *   - the backend's conv_q8 (group 1 and depthwise, its planes past 256 KB by chunks of channels;
+ *     int8 and uint8 activations, per-channel and per-tensor weights with zero points, a -128
+ *     weight) against the same reference, bit for bit.
  * Geometries: 1x1 (odd K, P across the 16- and 8-pixel tiles and their tails), 1x1 stride 2, 3x3
  * stride 1 and 2 with padding, dilation 2; M across the 4-filter tiles; NaN, infinities and values
  * past the codes' range in X, and the quantizing passes on values at QuantizeLinear's ties.
@@ -284,7 +285,7 @@ static bool kernels8(qcase *c, const lithe__act *a, const char *what, bool force
     const lithe__qconv_fn vnni = forced ? NULL : lithe__qconv8_vnni();
     float *Yv = guarded(ny);
     int32_t *Wb = malloc((size_t)(Mb * Kq * LITHE__QC_MR) * sizeof *Wb), *wsum = malloc((size_t)(Mb * LITHE__QC_MR) * sizeof *wsum);
-    uint8_t *Xb = malloc((size_t)(Kq * P8 * 4)), *Xa = malloc((size_t)(Kq * P8 * 4)), *tmp = malloc((size_t)(g->C * g->H * g->W));
+    uint8_t *Xb = malloc((size_t)(Kq * P8 * 4)), *Xa = malloc((size_t)(Kq * P8 * 4)), *tmp = malloc((size_t)(g->C * g->H * g->W + 4 * P8));
     float *scale = malloc((size_t)g->M * sizeof *scale), *Yr = malloc((size_t)ny * sizeof *Yr);
     float *Yt = guarded(ny), *Yk = guarded(ny);
     lithe__qconv_pack_w8(g->M, K, c->W, c->zw, c->n_w, Wb, wsum);
@@ -516,6 +517,8 @@ int main(void) {
     } D[] = {
         {1, 8, 14, 14, 3, 1, 1, 1}, {1, 5, 7, 7, 3, 2, 1, 1}, {2, 3, 28, 28, 3, 2, 1, 1},
         {1, 4, 9, 5, 5, 1, 2, 1},   {1, 6, 8, 8, 3, 1, 2, 2}, {1, 2, 1, 1, 3, 1, 1, 1},
+        /* planes past the driver's 256 KB chunk: channels by chunks of 5 (and 1), of 2 (and 1) per image */
+        {1, 6, 112, 112, 3, 2, 1, 1}, {2, 3, 160, 160, 3, 1, 1, 1},
     };
     for (size_t i = 0; i < sizeof D / sizeof D[0]; i++)
         for (int v = 0; v < 4; v++) {

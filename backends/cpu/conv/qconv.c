@@ -231,14 +231,32 @@ static void qc_run(void *ctx, int64_t begin, int64_t end) {
  * product is at most 255·255 and a window of KH·KW <= 256 taps sums below 2^24, so each partial
  * sum is an integer float holds exactly in any order — the int32 sum, bit for bit — then one pass
  * per channel: (float)acc · scale (+ b) and the activation (the twin's epilogue, c's clamp or act).
- * xf: N·C·H·W floats of workspace. */
+ * Large planes go by chunks of channels (about 256 KB of xf, at least one channel per thread), each
+ * quantized, convolved and finished while in cache: the same bits (each plane's sums are exact
+ * whatever the kernel), without xf and Y making a round trip through memory between the passes
+ * (mobilenet_v2's 112x112 depthwise layers). xf: N·C·H·W floats of workspace. */
 static lithe_status depthwise(lithe_backend *be, const lithe__conv2d *g, const float *X, const lithe__qx *q,
                               const float *w, const lithe__qconv *c, const lithe__qconv_aux *aux, float *xf, float *Y) {
-    const int64_t P = g->OH * g->OW;
-    aux->quant_f32(g->N * g->C * g->H * g->W, X, q, xf);
-    lithe_status s = lithe__cpu_conv2d(be, g, xf, w, NULL, NULL, Y);
-    if (s == LITHE_OK) aux->epi(c, 0, g->N * g->M, P, Y);
-    return s;
+    const int64_t P = g->OH * g->OW, HW = g->H * g->W, KK = g->KH * g->KW;
+    int64_t cc = HW > 0 ? (1 << 16) / HW : g->C;
+    const int64_t nt = lithe__pool_threads(lithe__cpu_pool());
+    cc = cc < nt ? nt : cc < 1 ? 1 : cc;
+    if (cc >= g->C) {
+        aux->quant_f32(g->N * g->C * HW, X, q, xf);
+        lithe_status s = lithe__cpu_conv2d(be, g, xf, w, NULL, NULL, Y);
+        if (s == LITHE_OK) aux->epi(c, 0, g->N * g->M, P, Y);
+        return s;
+    }
+    for (int64_t n = 0; n < g->N; n++)
+        for (int64_t c0 = 0; c0 < g->C; c0 += cc) {
+            lithe__conv2d gs = *g;
+            gs.N = 1, gs.C = gs.M = gs.group = c0 + cc <= g->C ? cc : g->C - c0;
+            const int64_t r0 = n * g->C + c0; /* the plane (n, c0) of X and of Y (M = C) */
+            aux->quant_f32(gs.C * HW, X + r0 * HW, q, xf);
+            LITHE__TRY(lithe__cpu_conv2d(be, &gs, xf, w + c0 * KK, NULL, NULL, Y + r0 * P));
+            aux->epi(c, r0, gs.C, P, Y + r0 * P);
+        }
+    return LITHE_OK;
 }
 
 lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *Xt, float xs, int32_t xz,
@@ -267,7 +285,8 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
     const int64_t nt = dw ? g->N * g->C * g->H * g->W : g->C * g->H * g->W;
     const size_t sc_bytes = ((size_t)g->M * sizeof(float) + 63) / 64 * 64;
     const size_t cols = u8 ? (size_t)(Kq * P8 * 4) : (size_t)(Kp * P8 * 2) * sizeof(int16_t);
-    const size_t bytes = sc_bytes + (dw ? (size_t)nt * sizeof(float) : cols + (size_t)nt * (u8 ? 1 : sizeof(int16_t)));
+    const size_t bytes = sc_bytes + (dw ? (size_t)nt * sizeof(float)
+                                          : cols + (u8 ? (size_t)(nt + 4 * P8) : (size_t)nt * sizeof(int16_t)));
     void *ws = NULL;
     LITHE__TRY(be->ops->alloc(be, bytes, &ws));
     float *scale = ws;

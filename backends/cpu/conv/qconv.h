@@ -135,7 +135,7 @@ struct lithe__conv2d;
 void lithe__qconv_pack_x(const struct lithe__conv2d *g, const float *X, const lithe__qx *q, int16_t *tmp, int16_t *Xp,
                          const lithe__qconv_aux *aux);
 void lithe__qconv_pack_w(int64_t M, int64_t K, const int8_t *W, const int32_t *zw, int64_t n_zw, int32_t *Wp);
-/* The u8 form's packing: Xb (Kq, P8, 4) of one image (tmp: C·H·W bytes of scratch, unused for 1x1);
+/* The u8 form's packing: Xb (Kq, P8, 4) of one image (tmp: C·H·W + 4·P8 bytes of scratch, unused for 1x1);
  * Wb and wsum (lithe__qconv8_exact must hold) */
 void lithe__qconv_pack_x8(const struct lithe__conv2d *g, const float *X, const lithe__qx *q, uint8_t *tmp, uint8_t *Xb,
                           const lithe__qconv_aux *aux);
