@@ -308,7 +308,10 @@ static bool kernels8(qcase *c, const lithe__act *a, const char *what, bool force
             lithe__qconv8_avx2(&k, LITHE__QC_MR, Mb * LITHE__QC_MR);
         }
         if (vnni) {
-            k.Y = Yv + n * g->M * P;
+            memset(Xa, 0x5A, (size_t)(Kq * P8 * 4));
+            lithe__qconv_pack_x8(g, c->X + n * g->C * g->H * g->W, &q, tmp, Xa, &lithe__qconv_aux_avx512);
+            CHECK(!memcmp(Xa, Xb, (size_t)(Kq * P8 * 4)), "%s: u8 avx512 packing vs twin's (image %lld)", what, (long long)n);
+            k.Xb = Xa, k.Y = Yv + n * g->M * P;
             vnni(&k, 0, LITHE__QC_MR); /* split at a tile boundary */
             vnni(&k, LITHE__QC_MR, Mb * LITHE__QC_MR);
         }

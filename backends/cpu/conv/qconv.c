@@ -146,7 +146,8 @@ void lithe__qconv_ref(const lithe__qconv *c, int64_t m0, int64_t m1) {
  * bindings/js/src/importers_hooks.c; its callees, the act kernel and the pool, are the core's.) */
 const lithe__qconv_aux *lithe__qconv_aux_best(void) {
 #if defined(__x86_64__) || defined(_M_X64)
-    if (lithe__qconv_best() == lithe__qconv_avx2) return &lithe__qconv_aux_avx2;
+    if (lithe__qconv_best() == lithe__qconv_avx2)
+        return lithe__qconv8_best() == lithe__qconv8_vnni() ? &lithe__qconv_aux_avx512 : &lithe__qconv_aux_avx2;
 #endif
 #if defined(__wasm_simd128__)
     if (lithe__qconv_best() == lithe__qconv_wasm) return &lithe__qconv_aux_wasm;

@@ -121,6 +121,9 @@ typedef struct lithe__qconv_aux {
 extern const lithe__qconv_aux lithe__qconv_aux_ref;
 #if defined(__x86_64__) || defined(_M_X64)
 extern const lithe__qconv_aux lithe__qconv_aux_avx2;
+/* qconv_vnni.c: quant_f32, quant_u8, quant_quads, epi on 16 lanes (the int16 form's: AVX2's); with
+ * the VNNI kernel (an AVX-512 CPU) */
+extern const lithe__qconv_aux lithe__qconv_aux_avx512;
 #endif
 #if defined(__wasm_simd128__) /* qconv_wasm.c: quant_f32, quant_i16, quant_pairs, epi (the u8 form's: the twins) */
 extern const lithe__qconv_aux lithe__qconv_aux_wasm;

@@ -7,7 +7,8 @@
  * 2^31 — the twin's int32 sum bit for bit for full-range weights too (lithe quantize's [-127, 127],
  * which the AVX2 u8 tile cannot take). The epilogue is the AVX2 tile's on 16 lanes: (float)acc ·
  * scale (+ b), avx2_clamp.h's operations (relu, clip, HardSwish) in the store, a masked store of a
- * row's last pixels, the act kernel over the tile's rows otherwise. Built with -mavx512f
+ * row's last pixels, the act kernel over the tile's rows otherwise; and the quantizing passes and the
+ * depthwise epilogue on 16 lanes (lithe__qconv_aux_avx512). Built with -mavx512f
  * -mavx512vnni -mfma, x86-64 only; chosen (lithe__qconv8_best) where the float GEMM runs AVX-512
  * and the CPU has AVX512-VNNI. */
 #include "qconv.h"
@@ -97,6 +98,72 @@ static void qconv8_vnni(const lithe__qconv *c, int64_t m0, int64_t m1) {
 lithe__qconv_fn lithe__qconv8_vnni(void) {
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vnni") ? qconv8_vnni : NULL;
 }
+
+/* ---- the passes (qconv.h's lithe__qconv_aux) on 16 lanes: qconv_avx2.c's operations, each lane
+ * the twin's bits; vdivps on zmm is twice ymm's rate per value (Zen 5), and the division is what the
+ * quantizing passes wait on. The int16 form's passes stay AVX2's (that form does not run here). ---- */
+
+/* qconv_avx2.c's qv8 on 16 lanes */
+static inline __m512 qv16(__m512 x, __m512 s, __m512 lo, __m512 hi) {
+    const __m512 r = _mm512_set1_ps(12582912.0f);
+    __m512 t = _mm512_max_ps(_mm512_min_ps(hi, _mm512_div_ps(x, s)), lo);
+    return _mm512_sub_ps(_mm512_add_ps(t, r), r);
+}
+
+static void quant_f32(int64_t n, const float *x, const lithe__qx *q, float *y) {
+    const __m512 s = _mm512_set1_ps(q->scale), lo = _mm512_set1_ps(q->lo), hi = _mm512_set1_ps(q->hi);
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 k = lanes(n - i);
+        _mm512_mask_storeu_ps(y + i, k, qv16(_mm512_maskz_loadu_ps(k, x + i), s, lo, hi));
+    }
+}
+
+static void quant_i16(int64_t n, const float *x, const lithe__qx *q, int16_t *y) {
+    lithe__qconv_aux_avx2.quant_i16(n, x, q, y);
+}
+static void quant_pairs(int64_t n, const float *x0, const float *x1, const lithe__qx *q, int16_t *d) {
+    lithe__qconv_aux_avx2.quant_pairs(n, x0, x1, q, d);
+}
+
+static void epi(const lithe__qconv *c, int64_t r0, int64_t rows, int64_t n, float *y) {
+    const __m512 lo = _mm512_set1_ps(c->lo), hi = _mm512_set1_ps(c->hi);
+    for (int64_t r = r0; r < r0 + rows; r++, y += n) {
+        const int64_t m = r % c->M;
+        const __m512 sc = _mm512_set1_ps(c->scale[m]), b = _mm512_set1_ps(c->b ? c->b[m] : 0.0f);
+        for (int64_t i = 0; i < n; i += 16) {
+            const __mmask16 k = lanes(n - i);
+            __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, y + i), sc);
+            if (c->b) v = _mm512_add_ps(v, b);
+            _mm512_mask_storeu_ps(y + i, k, c->clamp ? clamp16(v, c->clamp, lo, hi) : v);
+        }
+        if (!c->clamp && c->act) c->act_fn(c->act, n, y, y);
+    }
+}
+
+static void quant_u8(int64_t n, const float *x, const lithe__qx *q, uint8_t *y) {
+    const __m512 s = _mm512_set1_ps(q->scale), lo = _mm512_set1_ps(q->lo), hi = _mm512_set1_ps(q->hi);
+    for (int64_t i = 0; i < n; i += 16) { /* u in [0, 255]: vpmovdb's truncation keeps it */
+        const __mmask16 k = lanes(n - i);
+        __m512i u = _mm512_cvtps_epi32(_mm512_sub_ps(qv16(_mm512_maskz_loadu_ps(k, x + i), s, lo, hi), lo));
+        _mm512_mask_cvtepi32_storeu_epi8(y + i, k, u);
+    }
+}
+
+static void quant_quads(int64_t n, const float *x, int64_t stride, int nrows, const lithe__qx *q, uint8_t *d) {
+    const __m512 s = _mm512_set1_ps(q->scale), lo = _mm512_set1_ps(q->lo), hi = _mm512_set1_ps(q->hi);
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 k = lanes(n - i);
+        __m512i v = _mm512_setzero_si512();
+        for (int j = 0; j < nrows; j++) {
+            __m512 t = qv16(_mm512_maskz_loadu_ps(k, x + j * stride + i), s, lo, hi);
+            v = _mm512_or_si512(v, _mm512_slli_epi32(_mm512_cvtps_epi32(_mm512_sub_ps(t, lo)), 8 * j));
+        }
+        _mm512_mask_storeu_epi32(d + 4 * i, k, v);
+    }
+}
+
+const lithe__qconv_aux lithe__qconv_aux_avx512 = {quant_f32, quant_i16, quant_pairs, epi, quant_u8, quant_quads};
 #else
 lithe__qconv_fn lithe__qconv8_vnni(void) { return 0; }
+const lithe__qconv_aux lithe__qconv_aux_avx512 = {0}; /* never chosen: lithe__qconv8_vnni is NULL */
 #endif
