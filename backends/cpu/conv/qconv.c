@@ -68,6 +68,14 @@ static void quant_quads_ref(int64_t n, const float *x, int64_t stride, int nrows
 const lithe__qconv_aux lithe__qconv_aux_ref = {quant_f32_ref, quant_i16_ref, quant_pairs_ref, epi_ref, quant_u8_ref,
                                                quant_quads_ref};
 
+void lithe__qconv_ow_range(const lithe__conv2d *g, int64_t kw, int64_t *owa, int64_t *owb) {
+    const int64_t s = g->stride[1], a = g->pad[1] - kw * g->dil[1];
+    *owa = a <= 0 ? 0 : (a + s - 1) / s;
+    *owb = g->W - 1 + a < 0 ? 0 : (g->W - 1 + a) / s + 1;
+    *owb = *owb > g->OW ? g->OW : *owb;
+    *owa = *owa < *owb ? *owa : *owb;
+}
+
 void lithe__qconv_pack_x(const lithe__conv2d *g, const float *X, const lithe__qx *q, int16_t *tmp, int16_t *Xp,
                          const lithe__qconv_aux *aux) {
     const int64_t K = g->C * g->KH * g->KW, Kp = (K + 1) / 2, P = g->OH * g->OW, P8 = (P + 7) / 8 * 8;
@@ -95,9 +103,8 @@ void lithe__qconv_pack_x(const lithe__conv2d *g, const float *X, const lithe__qx
                 int16_t *d = Xp + (k >> 1) * P8 * 2 + (k & 1);
                 /* the outputs whose column iw = ow·s - a is inside the row: ow in [owa, owb) */
                 const int64_t s = g->stride[1], a = g->pad[1] - kw * g->dil[1];
-                const int64_t owa = a <= 0 ? 0 : (a + s - 1) / s;
-                int64_t owb = g->W - 1 + a < 0 ? 0 : (g->W - 1 + a) / s + 1;
-                owb = owb > g->OW ? g->OW : owb;
+                int64_t owa, owb;
+                lithe__qconv_ow_range(g, kw, &owa, &owb);
                 for (int64_t oh = 0; oh < g->OH; oh++) {
                     int64_t ih = oh * g->stride[0] - g->pad[0] + kh * g->dil[0];
                     if (ih < 0 || ih >= g->H) continue; /* zeros: the zero point's code */

@@ -135,6 +135,9 @@ const lithe__qconv_aux *lithe__qconv_aux_best(void);
  * window of g (group 1; tmp: C·H·W int16 of scratch, unused for 1x1); Wp of W (M, K) int8 with zero
  * points zw (n_zw = M or 1). */
 struct lithe__conv2d;
+/* The outputs ow of a row whose input column iw = ow·s - a (s = stride, a = pad - kw·dil) lies in the
+ * image: [*owa, *owb) (both packings' gather) */
+void lithe__qconv_ow_range(const struct lithe__conv2d *g, int64_t kw, int64_t *owa, int64_t *owb);
 void lithe__qconv_pack_x(const struct lithe__conv2d *g, const float *X, const lithe__qx *q, int16_t *tmp, int16_t *Xp,
                          const lithe__qconv_aux *aux);
 void lithe__qconv_pack_w(int64_t M, int64_t K, const int8_t *W, const int32_t *zw, int64_t n_zw, int32_t *Wp);

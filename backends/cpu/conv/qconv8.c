@@ -55,8 +55,8 @@ void lithe__qconv_pack_w8(int64_t M, int64_t K, const int8_t *W, const int32_t *
 static void gather_row(const lithe__conv2d *g, const uint8_t *u, int64_t k, uint8_t pad, uint8_t *r) {
     const int64_t c = k / (g->KH * g->KW), kh = k / g->KW % g->KH, kw = k % g->KW, s = g->stride[1];
     const int64_t off = kw * g->dil[1] - g->pad[1]; /* iw = ow·s + off */
-    int64_t lo = off >= 0 ? 0 : (-off + s - 1) / s, hi = g->W - 1 - off < 0 ? 0 : (g->W - 1 - off) / s + 1;
-    hi = hi < g->OW ? hi : g->OW, lo = lo < hi ? lo : hi;
+    int64_t lo, hi;
+    lithe__qconv_ow_range(g, kw, &lo, &hi);
     for (int64_t oh = 0; oh < g->OH; oh++, r += g->OW) {
         const int64_t ih = oh * g->stride[0] - g->pad[0] + kh * g->dil[0];
         if (ih < 0 || ih >= g->H) {
