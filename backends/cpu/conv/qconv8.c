@@ -55,8 +55,9 @@ void lithe__qconv_pack_w8(int64_t M, int64_t K, const int8_t *W, const int32_t *
 static void gather_row(const lithe__conv2d *g, const uint8_t *u, int64_t k, uint8_t pad, uint8_t *r) {
     const int64_t c = k / (g->KH * g->KW), kh = k / g->KW % g->KH, kw = k % g->KW, s = g->stride[1];
     const int64_t off = kw * g->dil[1] - g->pad[1]; /* iw = ow·s + off */
-    int64_t lo, hi;
-    lithe__qconv_ow_range(g, kw, &lo, &hi);
+    int64_t a, b;
+    lithe__qconv_ow_range(g, kw, &a, &b);
+    const int64_t lo = a, hi = b; /* (locals whose address was not taken: the loops below vectorize) */
     for (int64_t oh = 0; oh < g->OH; oh++, r += g->OW) {
         const int64_t ih = oh * g->stride[0] - g->pad[0] + kh * g->dil[0];
         if (ih < 0 || ih >= g->H) {
@@ -67,6 +68,8 @@ static void gather_row(const lithe__conv2d *g, const uint8_t *u, int64_t k, uint
         memset(r, pad, (size_t)lo);
         if (s == 1)
             memcpy(r + lo, row + lo + off, (size_t)(hi - lo));
+        else if (s == 2) /* (a constant stride: the compiler's vector loop, the even bytes) */
+            for (int64_t ow = lo; ow < hi; ow++) r[ow] = row[2 * ow + off];
         else
             for (int64_t ow = lo; ow < hi; ow++) r[ow] = row[ow * s + off];
         memset(r + hi, pad, (size_t)(g->OW - hi));
