@@ -471,8 +471,8 @@ int main(void) {
         {1, 7, 1, 17, 3, 1, 1, 0, 1},   {1, 40, 2, 2, 33, 1, 1, 0, 1},  {1, 2, 16, 8, 4, 1, 1, 0, 1},
     };
     char what[160];
-    int n_s8 = 0;
 #if defined(__x86_64__) || defined(_M_X64)
+    int n_s8 = 0;
     printf("qconv: the u8 kernel: %s\n", !lithe__qconv8_best() ? "none"
                                          : lithe__qconv8_best() == lithe__qconv8_avx2 ? "avx2" : "avx512vnni");
     if (!lithe__qconv8_vnni()) printf("qconv: no AVX512-VNNI on this CPU (the VNNI tile's checks skipped)\n");
