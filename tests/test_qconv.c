@@ -4,8 +4,13 @@
  *     unpacked W, then (float)acc · (sx·sw[m]) + b[m] — bit for bit;
  *   - the AVX2 kernel (where the CPU has it) and the WebAssembly SIMD128 one (-msimd128 builds: the
  *     wasi preset's test_qconv.wasm, tests/wasm) against the twin bit for bit, and no write past Y;
- *   - the backend's conv_q8 (group 1 and depthwise, int8 and uint8 activations, per-channel and
- *     per-tensor weights with zero points, a -128 weight) against the same reference, bit for bit.
+ *   - the u8 x s8 form's AVX2 tile (reduce_range weights) and AVX-512 VNNI tile (any weights in s8,
+ *     full-range ones too; skipped with a message where the CPU lacks AVX512-VNNI) against its twin,
+ *     over the same geometries, every activation, the saturation edges and K = 32767 at the extreme
+ *     codes (VNNI's int32 bound);
+ *   - the backend's conv_q8 (group 1 and depthwise, its planes past 256 KB by chunks of channels;
+ *     int8 and uint8 activations, per-channel and per-tensor weights with zero points, a -128
+ *     weight) against the same reference, bit for bit.
  * Geometries: 1x1 (odd K, P across the 16- and 8-pixel tiles and their tails), 1x1 stride 2, 3x3
  * stride 1 and 2 with padding, dilation 2; M across the 4-filter tiles; NaN, infinities and values
  * past the codes' range in X, and the quantizing passes on values at QuantizeLinear's ties.
@@ -267,15 +272,20 @@ static void backend(qcase *c, const lithe__act *a, const char *what) {
 
 #if defined(__x86_64__) || defined(_M_X64)
 /* The u8 x s8 form (qconv8_*): pack (twin and AVX2 packings bit for bit), the twin against conv_ref,
- * the AVX2 kernel against the twin; returns whether the AVX2 kernel matched the reference (for the
- * edge cases that show the bound is needed). Only where lithe__qconv8_exact holds unless forced. */
+ * the AVX2 kernel (where lithe__qconv8_exact holds for the activation's R, or forced) and the AVX-512
+ * VNNI one (where it holds for R = 0: every w - zw in s8; not when forced) against the twin; returns
+ * whether the AVX2 kernel matched the reference (for the edge cases that show the bound is needed).
+ * Only where the s8 range holds. */
 static bool kernels8(qcase *c, const lithe__act *a, const char *what, bool forced) {
     const lithe__conv2d *g = &c->g;
     const int64_t K = g->C * g->KH * g->KW, Kq = (K + 3) / 4, P = g->OH * g->OW, P8 = (P + 7) / 8 * 8;
     const int64_t Mb = (g->M + LITHE__QC_MR - 1) / LITHE__QC_MR, ny = g->N * g->M * P;
-    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                      (forced || lithe__qconv8_exact(g->M, K, c->W, c->zw, c->n_w, c->xmax - c->xmin));
+    const lithe__qconv_fn vnni = forced ? NULL : lithe__qconv8_vnni();
+    float *Yv = guarded(ny);
     int32_t *Wb = malloc((size_t)(Mb * Kq * LITHE__QC_MR) * sizeof *Wb), *wsum = malloc((size_t)(Mb * LITHE__QC_MR) * sizeof *wsum);
-    uint8_t *Xb = malloc((size_t)(Kq * P8 * 4)), *Xa = malloc((size_t)(Kq * P8 * 4)), *tmp = malloc((size_t)(g->C * g->H * g->W));
+    uint8_t *Xb = malloc((size_t)(Kq * P8 * 4)), *Xa = malloc((size_t)(Kq * P8 * 4)), *tmp = malloc((size_t)(g->C * g->H * g->W + 4 * P8));
     float *scale = malloc((size_t)g->M * sizeof *scale), *Yr = malloc((size_t)ny * sizeof *Yr);
     float *Yt = guarded(ny), *Yk = guarded(ny);
     lithe__qconv_pack_w8(g->M, K, c->W, c->zw, c->n_w, Wb, wsum);
@@ -297,6 +307,14 @@ static bool kernels8(qcase *c, const lithe__act *a, const char *what, bool force
             lithe__qconv8_avx2(&k, 0, LITHE__QC_MR); /* split at a tile boundary */
             lithe__qconv8_avx2(&k, LITHE__QC_MR, Mb * LITHE__QC_MR);
         }
+        if (vnni) {
+            memset(Xa, 0x5A, (size_t)(Kq * P8 * 4));
+            lithe__qconv_pack_x8(g, c->X + n * g->C * g->H * g->W, &q, tmp, Xa, &lithe__qconv_aux_avx512);
+            CHECK(!memcmp(Xa, Xb, (size_t)(Kq * P8 * 4)), "%s: u8 avx512 packing vs twin's (image %lld)", what, (long long)n);
+            k.Xb = Xa, k.Y = Yv + n * g->M * P;
+            vnni(&k, 0, LITHE__QC_MR); /* split at a tile boundary */
+            vnni(&k, LITHE__QC_MR, Mb * LITHE__QC_MR);
+        }
     }
     bool same = avx2 && !memcmp(Yk, Yr, (size_t)ny * sizeof *Yr);
     if (!forced) {
@@ -308,8 +326,13 @@ static bool kernels8(qcase *c, const lithe__act *a, const char *what, bool force
                   (long long)g->M, (long long)K, (long long)P);
             CHECK(guard_ok(Yk, ny), "%s: u8 avx2 wrote past Y", what);
         }
+        if (vnni) {
+            CHECK(!memcmp(Yv, Yt, (size_t)ny * sizeof *Yr), "%s: u8 vnni vs twin (M=%lld K=%lld P=%lld)", what,
+                  (long long)g->M, (long long)K, (long long)P);
+            CHECK(guard_ok(Yv, ny), "%s: u8 vnni wrote past Y", what);
+        }
     }
-    free(Wb), free(wsum), free(Xb), free(Xa), free(tmp), free(scale), free(Yr), free(Yt), free(Yk);
+    free(Wb), free(wsum), free(Xb), free(Xa), free(tmp), free(scale), free(Yr), free(Yt), free(Yk), free(Yv);
     return same;
 }
 
@@ -353,14 +376,30 @@ static void edges(void) {
         bool ex = lithe__qconv8_exact(6, 33, c.W, c.zw, 1, R);
         snprintf(what, sizeof what, "edge %zu (w %d %d zw %d R %d)", i, E[i].w0, E[i].w1, E[i].zw, (int)R);
         CHECK(ex == E[i].exact, "%s: lithe__qconv8_exact says %d", what, (int)ex);
-        if (ex) {
+        if (lithe__qconv8_exact(6, 33, c.W, c.zw, 1, 0)) /* s8: the twin, VNNI; AVX2 where ex */
             kernels8(&c, NULL, what, false);
-        } else if (E[i].zw == 0 && E[i].w0 >= -128 && (int64_t)R * (E[i].w0 + (E[i].w1 > 0 ? E[i].w1 : 0)) > 32767 &&
+        if (!ex && E[i].zw == 0 && E[i].w0 >= -128 && (int64_t)R * (E[i].w0 + (E[i].w1 > 0 ? E[i].w1 : 0)) > 32767 &&
                    __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
             CHECK(!kernels8(&c, NULL, what, true), "%s: the u8 kernel past the bound matched (saturation expected)", what);
         }
         backend(&c, NULL, what);
-        CHECK(last_form == (ex && lithe__qconv8_best() ? 3 : 1), "%s: conv_q8 cached form %d", what, last_form);
+        const lithe__qconv_fn k8 = lithe__qconv8_best();
+        const bool ek = k8 && lithe__qconv8_exact(6, 33, c.W, c.zw, 1, lithe__qconv8_range(k8, R));
+        CHECK(last_form == (ek ? 3 : 1), "%s: conv_q8 cached form %d", what, last_form);
+        release(&c);
+    }
+    /* VNNI's int32 bound at its largest: K = 32767 (a quad of three), every u at R = 255 against
+     * w - zw = -128 and 127 (Σ u·(w - zw) and xlo·wsum near ±2^30, their sum in int32) */
+    for (int i = 0; i < 2; i++) {
+        qcase c;
+        geometry(&c.g, 1, 32767, 2, 3, 5, 1, 1, 0, 1, 1);
+        make(&c, true, false, false, true, false);
+        c.xmin = -128, c.xmax = 127, c.xz = i ? 127 : -128, c.zw[0] = 0;
+        for (int64_t k = 0; k < 5 * 32767; k++) c.W[k] = (int8_t)(i ? 127 : -128);
+        for (int64_t k = 0; k < 32767 * 6; k++) c.X[k] = i ? -1e6f : 1e6f;
+        snprintf(what, sizeof what, "edge K=32767 #%d", i);
+        kernels8(&c, NULL, what, false);
+        backend(&c, NULL, what);
         release(&c);
     }
 }
@@ -432,6 +471,12 @@ int main(void) {
         {1, 7, 1, 17, 3, 1, 1, 0, 1},   {1, 40, 2, 2, 33, 1, 1, 0, 1},  {1, 2, 16, 8, 4, 1, 1, 0, 1},
     };
     char what[160];
+#if defined(__x86_64__) || defined(_M_X64)
+    int n_s8 = 0;
+    printf("qconv: the u8 kernel: %s\n", !lithe__qconv8_best() ? "none"
+                                         : lithe__qconv8_best() == lithe__qconv8_avx2 ? "avx2" : "avx512vnni");
+    if (!lithe__qconv8_vnni()) printf("qconv: no AVX512-VNNI on this CPU (the VNNI tile's checks skipped)\n");
+#endif
     /* the kernel conv_q8 runs in this build (wasi: "simd128" unless LITHE_CPU_ISA=scalar) */
     const lithe__qconv_fn best = lithe__qconv_best();
     printf("qconv: conv_q8's kernel: %s\n", best == lithe__qconv_ref ? "scalar"
@@ -449,6 +494,11 @@ int main(void) {
             kernels(&c, act_of((int)i + v), what);
             backend(&c, act_of((int)i + v), what);
 #if defined(__x86_64__) || defined(_M_X64)
+            /* full-range weights: the u8 form where every w - zw is in s8 (the twin, VNNI) */
+            if (lithe__qconv8_exact(c.g.M, c.g.C * c.g.KH * c.g.KW, c.W, c.zw, c.n_w, 0)) {
+                kernels8(&c, act_of((int)i + v), what, false);
+                n_s8++;
+            }
             /* the same case with reduce_range weights: the u8 form (kernels, and conv_q8's choice) */
             reduce_range(&c);
             snprintf(what, sizeof what, "group 1 #%zu v%d act %d, reduce_range", i, v, (int)(i + v) % 5);
@@ -462,6 +512,7 @@ int main(void) {
             release(&c);
         }
 #if defined(__x86_64__) || defined(_M_X64)
+    CHECK(n_s8 >= 12, "only %d full-range cases in s8", n_s8);
     edges();
 #endif
     static const struct {
@@ -469,6 +520,8 @@ int main(void) {
     } D[] = {
         {1, 8, 14, 14, 3, 1, 1, 1}, {1, 5, 7, 7, 3, 2, 1, 1}, {2, 3, 28, 28, 3, 2, 1, 1},
         {1, 4, 9, 5, 5, 1, 2, 1},   {1, 6, 8, 8, 3, 1, 2, 2}, {1, 2, 1, 1, 3, 1, 1, 1},
+        /* planes past the driver's 256 KB chunk: channels by chunks of 5 (and 1), of 2 (and 1) per image */
+        {1, 6, 112, 112, 3, 2, 1, 1}, {2, 3, 160, 160, 3, 1, 1, 1},
     };
     for (size_t i = 0; i < sizeof D / sizeof D[0]; i++)
         for (int v = 0; v < 4; v++) {

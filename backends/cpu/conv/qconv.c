@@ -68,6 +68,14 @@ static void quant_quads_ref(int64_t n, const float *x, int64_t stride, int nrows
 const lithe__qconv_aux lithe__qconv_aux_ref = {quant_f32_ref, quant_i16_ref, quant_pairs_ref, epi_ref, quant_u8_ref,
                                                quant_quads_ref};
 
+void lithe__qconv_ow_range(const lithe__conv2d *g, int64_t kw, int64_t *owa, int64_t *owb) {
+    const int64_t s = g->stride[1], a = g->pad[1] - kw * g->dil[1];
+    *owa = a <= 0 ? 0 : (a + s - 1) / s;
+    *owb = g->W - 1 + a < 0 ? 0 : (g->W - 1 + a) / s + 1;
+    *owb = *owb > g->OW ? g->OW : *owb;
+    *owa = *owa < *owb ? *owa : *owb;
+}
+
 void lithe__qconv_pack_x(const lithe__conv2d *g, const float *X, const lithe__qx *q, int16_t *tmp, int16_t *Xp,
                          const lithe__qconv_aux *aux) {
     const int64_t K = g->C * g->KH * g->KW, Kp = (K + 1) / 2, P = g->OH * g->OW, P8 = (P + 7) / 8 * 8;
@@ -95,9 +103,8 @@ void lithe__qconv_pack_x(const lithe__conv2d *g, const float *X, const lithe__qx
                 int16_t *d = Xp + (k >> 1) * P8 * 2 + (k & 1);
                 /* the outputs whose column iw = ow·s - a is inside the row: ow in [owa, owb) */
                 const int64_t s = g->stride[1], a = g->pad[1] - kw * g->dil[1];
-                const int64_t owa = a <= 0 ? 0 : (a + s - 1) / s;
-                int64_t owb = g->W - 1 + a < 0 ? 0 : (g->W - 1 + a) / s + 1;
-                owb = owb > g->OW ? g->OW : owb;
+                int64_t owa, owb;
+                lithe__qconv_ow_range(g, kw, &owa, &owb);
                 for (int64_t oh = 0; oh < g->OH; oh++) {
                     int64_t ih = oh * g->stride[0] - g->pad[0] + kh * g->dil[0];
                     if (ih < 0 || ih >= g->H) continue; /* zeros: the zero point's code */
@@ -146,7 +153,8 @@ void lithe__qconv_ref(const lithe__qconv *c, int64_t m0, int64_t m1) {
  * bindings/js/src/importers_hooks.c; its callees, the act kernel and the pool, are the core's.) */
 const lithe__qconv_aux *lithe__qconv_aux_best(void) {
 #if defined(__x86_64__) || defined(_M_X64)
-    if (lithe__qconv_best() == lithe__qconv_avx2) return &lithe__qconv_aux_avx2;
+    if (lithe__qconv_best() == lithe__qconv_avx2)
+        return lithe__qconv8_best() == lithe__qconv8_vnni() ? &lithe__qconv_aux_avx512 : &lithe__qconv_aux_avx2;
 #endif
 #if defined(__wasm_simd128__)
     if (lithe__qconv_best() == lithe__qconv_wasm) return &lithe__qconv_aux_wasm;
@@ -173,7 +181,8 @@ enum { CPACK_GEMM = 1, CPACK_DW = 2, CPACK_HEAD = 64 };
 /* W's packed form, made once per version of W's storage (lithe__quant's cache), after a 64-byte head
  * whose first int32 says which: 1 int16 pairs (Wp of the (M, K) view), 2 float taps w - zw (M, KH·KW;
  * depthwise), 3 the u8 x s8 form (Wb, then wsum). Group 1 takes the u8 form when a u8 kernel runs
- * here (R8 = the activation's code range R; -1: none) and lithe__qconv8_exact holds for R; the
+ * here (R8 = the range that kernel needs, lithe__qconv8_range: 0 for VNNI, the activation's R for AVX2;
+ * -1: none) and lithe__qconv8_exact holds for R8; the
  * cache's key carries R8, so the check runs once per weight version. */
 static const int32_t *w_form(const lithe_tensor *W, bool dw, int64_t M, int64_t K, int32_t R8) {
     lithe__quant *q = W->storage->quant;
@@ -230,14 +239,32 @@ static void qc_run(void *ctx, int64_t begin, int64_t end) {
  * product is at most 255·255 and a window of KH·KW <= 256 taps sums below 2^24, so each partial
  * sum is an integer float holds exactly in any order — the int32 sum, bit for bit — then one pass
  * per channel: (float)acc · scale (+ b) and the activation (the twin's epilogue, c's clamp or act).
- * xf: N·C·H·W floats of workspace. */
+ * Large planes go by chunks of channels (about 256 KB of xf, at least one channel per thread), each
+ * quantized, convolved and finished while in cache: the same bits (each plane's sums are exact
+ * whatever the kernel), without xf and Y making a round trip through memory between the passes
+ * (mobilenet_v2's 112x112 depthwise layers). xf: N·C·H·W floats of workspace. */
 static lithe_status depthwise(lithe_backend *be, const lithe__conv2d *g, const float *X, const lithe__qx *q,
                               const float *w, const lithe__qconv *c, const lithe__qconv_aux *aux, float *xf, float *Y) {
-    const int64_t P = g->OH * g->OW;
-    aux->quant_f32(g->N * g->C * g->H * g->W, X, q, xf);
-    lithe_status s = lithe__cpu_conv2d(be, g, xf, w, NULL, NULL, Y);
-    if (s == LITHE_OK) aux->epi(c, 0, g->N * g->M, P, Y);
-    return s;
+    const int64_t P = g->OH * g->OW, HW = g->H * g->W, KK = g->KH * g->KW;
+    int64_t cc = HW > 0 ? (1 << 16) / HW : g->C;
+    const int64_t nt = lithe__pool_threads(lithe__cpu_pool());
+    cc = cc < nt ? nt : cc < 1 ? 1 : cc;
+    if (cc >= g->C) {
+        aux->quant_f32(g->N * g->C * HW, X, q, xf);
+        lithe_status s = lithe__cpu_conv2d(be, g, xf, w, NULL, NULL, Y);
+        if (s == LITHE_OK) aux->epi(c, 0, g->N * g->M, P, Y);
+        return s;
+    }
+    for (int64_t n = 0; n < g->N; n++)
+        for (int64_t c0 = 0; c0 < g->C; c0 += cc) {
+            lithe__conv2d gs = *g;
+            gs.N = 1, gs.C = gs.M = gs.group = c0 + cc <= g->C ? cc : g->C - c0;
+            const int64_t r0 = n * g->C + c0; /* the plane (n, c0) of X and of Y (M = C) */
+            aux->quant_f32(gs.C * HW, X + r0 * HW, q, xf);
+            LITHE__TRY(lithe__cpu_conv2d(be, &gs, xf, w + c0 * KK, NULL, NULL, Y + r0 * P));
+            aux->epi(c, r0, gs.C, P, Y + r0 * P);
+        }
+    return LITHE_OK;
 }
 
 lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *Xt, float xs, int32_t xz,
@@ -258,7 +285,7 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
     float *Yf = (float *)lithe__tdata(Y);
     const int64_t Kp = (K + 1) / 2, Kq = (K + 3) / 4, P8 = (P + 7) / 8 * 8, Mb = (g->M + LITHE__QC_MR - 1) / LITHE__QC_MR;
     lithe__qconv_fn k8 = dw ? NULL : lithe__qconv8_best();
-    const int32_t *wf = w_form(W, dw, g->M, K, k8 ? xmax - xmin : -1);
+    const int32_t *wf = w_form(W, dw, g->M, K, k8 ? lithe__qconv8_range(k8, xmax - xmin) : -1);
     if (!wf) return lithe__oom("int8 convolution", (size_t)(g->M * K) * sizeof(int32_t));
     const bool u8 = w_form_of(wf) == 3;
     /* one workspace from the backend's allocator (kept across calls, as the float conv's): the scales,
@@ -266,7 +293,8 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
     const int64_t nt = dw ? g->N * g->C * g->H * g->W : g->C * g->H * g->W;
     const size_t sc_bytes = ((size_t)g->M * sizeof(float) + 63) / 64 * 64;
     const size_t cols = u8 ? (size_t)(Kq * P8 * 4) : (size_t)(Kp * P8 * 2) * sizeof(int16_t);
-    const size_t bytes = sc_bytes + (dw ? (size_t)nt * sizeof(float) : cols + (size_t)nt * (u8 ? 1 : sizeof(int16_t)));
+    const size_t bytes = sc_bytes + (dw ? (size_t)nt * sizeof(float)
+                                          : cols + (u8 ? (size_t)(nt + 4 * P8) : (size_t)nt * sizeof(int16_t)));
     void *ws = NULL;
     LITHE__TRY(be->ops->alloc(be, bytes, &ws));
     float *scale = ws;
@@ -295,7 +323,8 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
          * (test_qconv's kernel checks, with activations, say whether a new kernel applies it) */
         bool act_after = false;
 #if defined(__x86_64__) || defined(_M_X64)
-        act_after = a && t.fn != lithe__qconv_ref && t.fn != lithe__qconv_avx2 && t.fn != lithe__qconv8_avx2;
+        act_after = a && t.fn != lithe__qconv_ref && t.fn != lithe__qconv_avx2 && t.fn != lithe__qconv8_avx2 &&
+                    t.fn != lithe__qconv8_vnni();
 #elif defined(__wasm_simd128__)
         act_after = a && t.fn != lithe__qconv_ref && t.fn != lithe__qconv_wasm;
 #else

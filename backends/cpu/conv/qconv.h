@@ -82,10 +82,18 @@ lithe__qconv_fn lithe__qconv_best(void);
 void lithe__qconv8_ref(const lithe__qconv *c, int64_t m0, int64_t m1);
 #if defined(__x86_64__) || defined(_M_X64)
 void lithe__qconv8_avx2(const lithe__qconv *c, int64_t m0, int64_t m1);
+/* AVX-512 VNNI (qconv_vnni.c, x86-64 only): vpdpbusd sums a quad's four u8 x s8 products into int32
+ * with no int16 step and no saturation, so it is exact wherever every w - zw is in s8 — the check
+ * with R = 0 (the sums stay below 2^31: qconv_vnni.c). The kernel where the CPU has AVX512F and
+ * AVX512-VNNI; NULL elsewhere. */
+lithe__qconv_fn lithe__qconv8_vnni(void);
 #endif
-/* The u8 kernel the CPU runs; NULL where there is none but the twin (the int16 form's SIMD kernels
- * are faster than a scalar u8 loop): the driver then runs the int16 form. */
+/* The u8 kernel the CPU runs — VNNI where the float GEMM runs AVX-512 (LITHE_CPU_ISA) and the CPU
+ * has it, else AVX2's; NULL where there is none but the twin (the int16 form's SIMD kernels are
+ * faster than a scalar u8 loop): the driver then runs the int16 form. lithe__qconv8_range: the R to
+ * check the weights with for kernel k (0 for VNNI: s8 alone; the activation's R for AVX2). */
 lithe__qconv_fn lithe__qconv8_best(void);
+int32_t lithe__qconv8_range(lithe__qconv_fn k, int32_t R);
 bool lithe__qconv8_exact(int64_t M, int64_t K, const int8_t *W, const int32_t *zw, int64_t n_zw, int32_t R);
 
 /* The activation's quantization: x - zx = clamp(round_even(X / scale), lo, hi) with lo = xmin - zx,
@@ -113,6 +121,9 @@ typedef struct lithe__qconv_aux {
 extern const lithe__qconv_aux lithe__qconv_aux_ref;
 #if defined(__x86_64__) || defined(_M_X64)
 extern const lithe__qconv_aux lithe__qconv_aux_avx2;
+/* qconv_vnni.c: quant_f32, quant_u8, quant_quads, epi on 16 lanes (the int16 form's: AVX2's); with
+ * the VNNI kernel (an AVX-512 CPU) */
+extern const lithe__qconv_aux lithe__qconv_aux_avx512;
 #endif
 #if defined(__wasm_simd128__) /* qconv_wasm.c: quant_f32, quant_i16, quant_pairs, epi (the u8 form's: the twins) */
 extern const lithe__qconv_aux lithe__qconv_aux_wasm;
@@ -124,10 +135,13 @@ const lithe__qconv_aux *lithe__qconv_aux_best(void);
  * window of g (group 1; tmp: C·H·W int16 of scratch, unused for 1x1); Wp of W (M, K) int8 with zero
  * points zw (n_zw = M or 1). */
 struct lithe__conv2d;
+/* The outputs ow of a row whose input column iw = ow·s - a (s = stride, a = pad - kw·dil) lies in the
+ * image: [*owa, *owb) (both packings' gather) */
+void lithe__qconv_ow_range(const struct lithe__conv2d *g, int64_t kw, int64_t *owa, int64_t *owb);
 void lithe__qconv_pack_x(const struct lithe__conv2d *g, const float *X, const lithe__qx *q, int16_t *tmp, int16_t *Xp,
                          const lithe__qconv_aux *aux);
 void lithe__qconv_pack_w(int64_t M, int64_t K, const int8_t *W, const int32_t *zw, int64_t n_zw, int32_t *Wp);
-/* The u8 form's packing: Xb (Kq, P8, 4) of one image (tmp: C·H·W bytes of scratch, unused for 1x1);
+/* The u8 form's packing: Xb (Kq, P8, 4) of one image (tmp: C·H·W + 4·P8 bytes of scratch, unused for 1x1);
  * Wb and wsum (lithe__qconv8_exact must hold) */
 void lithe__qconv_pack_x8(const struct lithe__conv2d *g, const float *X, const lithe__qx *q, uint8_t *tmp, uint8_t *Xb,
                           const lithe__qconv_aux *aux);

@@ -15,7 +15,8 @@ static int32_t wq(const int8_t *W, const int32_t *zw, int64_t n_zw, int64_t K, i
 }
 
 /* qconv.h's bound: every w - zw in s8, and per pair (k even, k + 1) of a filter R·(pos sum) <= 32767,
- * R·(neg sum) <= 32768 (vpmaddubsw's two products of a pair into int16 without saturation) */
+ * R·(neg sum) <= 32768 (vpmaddubsw's two products of a pair into int16 without saturation; R = 0:
+ * the s8 range alone, VNNI's condition) */
 bool lithe__qconv8_exact(int64_t M, int64_t K, const int8_t *W, const int32_t *zw, int64_t n_zw, int32_t R) {
     for (int64_t m = 0; m < M; m++)
         for (int64_t k = 0; k < K; k += 2) {
@@ -49,6 +50,32 @@ void lithe__qconv_pack_w8(int64_t M, int64_t K, const int8_t *W, const int32_t *
             }
 }
 
+/* row k of the columns (P values) from the quantized image u: the padding's u where the window
+ * leaves the image, the valid run of each output row without a test per pixel */
+static void gather_row(const lithe__conv2d *g, const uint8_t *u, int64_t k, uint8_t pad, uint8_t *r) {
+    const int64_t c = k / (g->KH * g->KW), kh = k / g->KW % g->KH, kw = k % g->KW, s = g->stride[1];
+    const int64_t off = kw * g->dil[1] - g->pad[1]; /* iw = ow·s + off */
+    int64_t a, b;
+    lithe__qconv_ow_range(g, kw, &a, &b);
+    const int64_t lo = a, hi = b; /* (locals whose address was not taken: the loops below vectorize) */
+    for (int64_t oh = 0; oh < g->OH; oh++, r += g->OW) {
+        const int64_t ih = oh * g->stride[0] - g->pad[0] + kh * g->dil[0];
+        if (ih < 0 || ih >= g->H) {
+            memset(r, pad, (size_t)g->OW);
+            continue;
+        }
+        const uint8_t *row = u + (c * g->H + ih) * g->W;
+        memset(r, pad, (size_t)lo);
+        if (s == 1)
+            memcpy(r + lo, row + lo + off, (size_t)(hi - lo));
+        else if (s == 2) /* (a constant stride: the compiler's vector loop, the even bytes) */
+            for (int64_t ow = lo; ow < hi; ow++) r[ow] = row[2 * ow + off];
+        else
+            for (int64_t ow = lo; ow < hi; ow++) r[ow] = row[ow * s + off];
+        memset(r + hi, pad, (size_t)(g->OW - hi));
+    }
+}
+
 void lithe__qconv_pack_x8(const lithe__conv2d *g, const float *X, const lithe__qx *q, uint8_t *tmp, uint8_t *Xb,
                           const lithe__qconv_aux *aux) {
     const int64_t K = g->C * g->KH * g->KW, Kq = (K + 3) / 4, P = g->OH * g->OW, P8 = (P + 7) / 8 * 8;
@@ -64,23 +91,26 @@ void lithe__qconv_pack_x8(const lithe__conv2d *g, const float *X, const lithe__q
         return;
     }
     aux->quant_u8(g->C * g->H * g->W, X, q, tmp);
-    /* the padding's u (x - zx = 0) everywhere first; past K the weights are 0 */
-    memset(Xb, (int)(uint8_t)(int)-q->lo, (size_t)(Kq * P8 * 4));
-    for (int64_t c = 0; c < g->C; c++)
-        for (int64_t kh = 0; kh < g->KH; kh++)
-            for (int64_t kw = 0; kw < g->KW; kw++) {
-                int64_t k = (c * g->KH + kh) * g->KW + kw;
-                uint8_t *d = Xb + (k >> 2) * P8 * 4 + (k & 3);
-                for (int64_t oh = 0; oh < g->OH; oh++) {
-                    int64_t ih = oh * g->stride[0] - g->pad[0] + kh * g->dil[0];
-                    if (ih < 0 || ih >= g->H) continue;
-                    const uint8_t *row = tmp + (c * g->H + ih) * g->W;
-                    for (int64_t ow = 0; ow < g->OW; ow++) {
-                        int64_t iw = ow * g->stride[1] - g->pad[1] + kw * g->dil[1];
-                        if (iw >= 0 && iw < g->W) d[4 * (oh * g->OW + ow)] = row[iw];
-                    }
-                }
-            }
+    /* per quad: its rows of the columns gathered contiguously (the padding's u where the window
+     * leaves the image; rows past K too: their weights are 0), then interleaved into words */
+    const uint8_t pad = (uint8_t)(int)-q->lo;
+    uint8_t *r = tmp + g->C * g->H * g->W; /* 4 rows of P */
+    for (int64_t kq = 0; kq < Kq; kq++) {
+        for (int j = 0; j < 4; j++) {
+            const int64_t k = 4 * kq + j;
+            if (k < K)
+                gather_row(g, tmp, k, pad, r + j * P);
+            else
+                memset(r + j * P, pad, (size_t)P);
+        }
+        uint8_t *d = Xb + kq * P8 * 4;
+        for (int64_t p = 0; p < P; p++) {
+            const uint32_t v = (uint32_t)r[p] | (uint32_t)r[P + p] << 8 | (uint32_t)r[2 * P + p] << 16 |
+                               (uint32_t)r[3 * P + p] << 24;
+            memcpy(d + 4 * p, &v, sizeof v);
+        }
+        memset(d + 4 * P, pad, (size_t)(P8 - P) * 4);
+    }
 }
 
 void lithe__qconv8_ref(const lithe__qconv *c, int64_t m0, int64_t m1) {
@@ -102,9 +132,14 @@ void lithe__qconv8_ref(const lithe__qconv *c, int64_t m0, int64_t m1) {
 }
 
 lithe__qconv_fn lithe__qconv8_best(void) {
-    return lithe__qconv_best() == lithe__qconv_avx2 ? lithe__qconv8_avx2 : NULL;
+    if (lithe__qconv_best() != lithe__qconv_avx2) return NULL;
+    lithe__qconv_fn k = !strcmp(lithe__sgemm_kernel_best()->isa, "avx512") ? lithe__qconv8_vnni() : NULL;
+    return k ? k : lithe__qconv8_avx2;
 }
+
+int32_t lithe__qconv8_range(lithe__qconv_fn k, int32_t R) { return k && k == lithe__qconv8_vnni() ? 0 : R; }
 
 #else
 lithe__qconv_fn lithe__qconv8_best(void) { return NULL; }
+int32_t lithe__qconv8_range(lithe__qconv_fn k, int32_t R) { return (void)k, R; }
 #endif

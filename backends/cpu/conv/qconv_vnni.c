@@ -1,0 +1,169 @@
+/* The int8 convolution's AVX-512 VNNI kernel (qconv.h's u8 x s8 form: Xb, Wb, wsum, xlo, packed as
+ * for the AVX2 tile): MR = 4 filters × 64 pixels a tile (16 zmm accumulators), per K quad one
+ * vpdpbusd of 16 pixels' u8 quads by the filter's broadcast s8 quad. vpdpbusd sums the four
+ * products into int32 with no int16 step and no saturation, so the tile is exact wherever every
+ * w - zw is in s8 (lithe__qconv8_exact with R = 0): |Σ u·(w - zw)| <= 255·128·K and
+ * |xlo·wsum| <= 255·128·K, each at most 2^30 for K <= 32768 (conv_q8's bound), their sum below
+ * 2^31 — the twin's int32 sum bit for bit for full-range weights too (lithe quantize's [-127, 127],
+ * which the AVX2 u8 tile cannot take). The epilogue is the AVX2 tile's on 16 lanes: (float)acc ·
+ * scale (+ b), avx2_clamp.h's operations (relu, clip, HardSwish) in the store, a masked store of a
+ * row's last pixels, the act kernel over the tile's rows otherwise; and the quantizing passes and the
+ * depthwise epilogue on 16 lanes (lithe__qconv_aux_avx512). Built with -mavx512f
+ * -mavx512vnni -mfma, x86-64 only; chosen (lithe__qconv8_best) where the float GEMM runs AVX-512
+ * and the CPU has AVX512-VNNI. */
+#include "qconv.h"
+
+#if defined(__x86_64__) && defined(__AVX512F__) && defined(__AVX512VNNI__) && defined(__FMA__)
+#include <immintrin.h>
+
+/* avx2_clamp.h's lithe__avx2_clamp, the same operations in the same order on 16 lanes */
+static inline __attribute__((always_inline)) __m512 clamp16(__m512 t, int cl, __m512 lo, __m512 hi) {
+    if (cl == LITHE__SGEMM_CLAMP_RELU) return _mm512_add_ps(_mm512_max_ps(_mm512_setzero_ps(), t), _mm512_setzero_ps());
+    if (cl == LITHE__SGEMM_CLAMP_HSWISH) {
+        const __m512 six = _mm512_set1_ps(6.0f), r6 = _mm512_set1_ps(1.0f / 6.0f);
+        __m512 h = _mm512_max_ps(_mm512_setzero_ps(), _mm512_min_ps(six, _mm512_add_ps(t, _mm512_set1_ps(3.0f))));
+        __m512 q = _mm512_mul_ps(h, r6);
+        return _mm512_mul_ps(t, _mm512_fmadd_ps(_mm512_fnmadd_ps(q, six, h), r6, q));
+    }
+    return _mm512_max_ps(lo, _mm512_min_ps(hi, _mm512_add_ps(t, _mm512_setzero_ps())));
+}
+
+/* lanes [0, n) of 16 (n may be <= 0 or > 16) */
+static inline __mmask16 lanes(int64_t n) { return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1); }
+
+/* filter m's row of the tile: nv vectors of 16 pixels from p, stored up to P */
+static inline __attribute__((always_inline)) void store_row(const lithe__qconv *c, int64_t m, int64_t p, int nv,
+                                                            const __m512i *acc, __m512 lo, __m512 hi) {
+    if (m >= c->M) return;
+    const __m512i fix = _mm512_set1_epi32(c->xlo * c->wsum[m]);
+    const __m512 sc = _mm512_set1_ps(c->scale[m]);
+    float *y = c->Y + m * c->P + p;
+    for (int v = 0; v < nv; v++) {
+        __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc[v], fix)), sc);
+        if (c->b) t = _mm512_add_ps(t, _mm512_set1_ps(c->b[m]));
+        if (c->clamp) t = clamp16(t, c->clamp, lo, hi);
+        if (p + 16 * v + 16 <= c->P)
+            _mm512_storeu_ps(y + 16 * v, t);
+        else
+            _mm512_mask_storeu_ps(y + 16 * v, lanes(c->P - p - 16 * v), t);
+    }
+}
+
+#define STEP(acc, x, w) acc = _mm512_dpbusd_epi32(acc, x, w)
+
+/* 4 filters (from m) × nv vectors of 16 pixels (from p; the last vector's lanes past P8 unread) */
+static inline __attribute__((always_inline)) void tile(const lithe__qconv *c, int64_t m, int64_t p, int nv,
+                                                       __mmask16 last, __m512 lo, __m512 hi) {
+    const int64_t Kq = c->Kq, P8 = c->P8;
+    const int32_t *w = c->Wb + (m / LITHE__QC_MR) * Kq * LITHE__QC_MR;
+    __m512i a0[4], a1[4], a2[4], a3[4];
+    for (int v = 0; v < nv; v++) a0[v] = a1[v] = a2[v] = a3[v] = _mm512_setzero_si512();
+    const uint8_t *x = c->Xb + p * 4;
+    for (int64_t kq = 0; kq < Kq; kq++, x += P8 * 4, w += LITHE__QC_MR) {
+        __m512i xv[4];
+        for (int v = 0; v < nv; v++)
+            xv[v] = v + 1 < nv ? _mm512_loadu_si512(x + 64 * v) : _mm512_maskz_loadu_epi32(last, x + 64 * v);
+        const __m512i w0 = _mm512_set1_epi32(w[0]), w1 = _mm512_set1_epi32(w[1]), w2 = _mm512_set1_epi32(w[2]),
+                      w3 = _mm512_set1_epi32(w[3]);
+        for (int v = 0; v < nv; v++) {
+            STEP(a0[v], xv[v], w0);
+            STEP(a1[v], xv[v], w1);
+            STEP(a2[v], xv[v], w2);
+            STEP(a3[v], xv[v], w3);
+        }
+    }
+    store_row(c, m, p, nv, a0, lo, hi), store_row(c, m + 1, p, nv, a1, lo, hi);
+    store_row(c, m + 2, p, nv, a2, lo, hi), store_row(c, m + 3, p, nv, a3, lo, hi);
+    if (!c->clamp && c->act) lithe__qconv_act_rows(c, m, p, 16 * nv);
+}
+
+static void qconv8_vnni(const lithe__qconv *c, int64_t m0, int64_t m1) {
+    const __m512 lo = _mm512_set1_ps(c->lo), hi = _mm512_set1_ps(c->hi);
+    const int64_t P8 = c->P8;
+    for (int64_t m = m0; m < m1 && m < c->M; m += LITHE__QC_MR) {
+        int64_t p = 0;
+        for (; p + 64 <= P8; p += 64) tile(c, m, p, 4, 0xFFFF, lo, hi);
+        const int64_t r = P8 - p; /* a multiple of 8 below 64 */
+        const __mmask16 last = lanes(r - (r - 1) / 16 * 16);
+        switch ((r + 15) / 16) {
+        case 3: tile(c, m, p, 3, last, lo, hi); break;
+        case 2: tile(c, m, p, 2, last, lo, hi); break;
+        case 1: tile(c, m, p, 1, last, lo, hi); break;
+        case 4: tile(c, m, p, 4, last, lo, hi); break;
+        default: break;
+        }
+    }
+}
+
+lithe__qconv_fn lithe__qconv8_vnni(void) {
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vnni") ? qconv8_vnni : NULL;
+}
+
+/* ---- the passes (qconv.h's lithe__qconv_aux) on 16 lanes: qconv_avx2.c's operations, each lane
+ * the twin's bits; vdivps on zmm is twice ymm's rate per value (Zen 5), and the division is what the
+ * quantizing passes wait on. The int16 form's passes stay AVX2's (that form does not run here). ---- */
+
+/* qconv_avx2.c's qv8 on 16 lanes */
+static inline __m512 qv16(__m512 x, __m512 s, __m512 lo, __m512 hi) {
+    const __m512 r = _mm512_set1_ps(12582912.0f);
+    __m512 t = _mm512_max_ps(_mm512_min_ps(hi, _mm512_div_ps(x, s)), lo);
+    return _mm512_sub_ps(_mm512_add_ps(t, r), r);
+}
+
+static void quant_f32(int64_t n, const float *x, const lithe__qx *q, float *y) {
+    const __m512 s = _mm512_set1_ps(q->scale), lo = _mm512_set1_ps(q->lo), hi = _mm512_set1_ps(q->hi);
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 k = lanes(n - i);
+        _mm512_mask_storeu_ps(y + i, k, qv16(_mm512_maskz_loadu_ps(k, x + i), s, lo, hi));
+    }
+}
+
+static void quant_i16(int64_t n, const float *x, const lithe__qx *q, int16_t *y) {
+    lithe__qconv_aux_avx2.quant_i16(n, x, q, y);
+}
+static void quant_pairs(int64_t n, const float *x0, const float *x1, const lithe__qx *q, int16_t *d) {
+    lithe__qconv_aux_avx2.quant_pairs(n, x0, x1, q, d);
+}
+
+static void epi(const lithe__qconv *c, int64_t r0, int64_t rows, int64_t n, float *y) {
+    const __m512 lo = _mm512_set1_ps(c->lo), hi = _mm512_set1_ps(c->hi);
+    for (int64_t r = r0; r < r0 + rows; r++, y += n) {
+        const int64_t m = r % c->M;
+        const __m512 sc = _mm512_set1_ps(c->scale[m]), b = _mm512_set1_ps(c->b ? c->b[m] : 0.0f);
+        for (int64_t i = 0; i < n; i += 16) {
+            const __mmask16 k = lanes(n - i);
+            __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, y + i), sc);
+            if (c->b) v = _mm512_add_ps(v, b);
+            _mm512_mask_storeu_ps(y + i, k, c->clamp ? clamp16(v, c->clamp, lo, hi) : v);
+        }
+        if (!c->clamp && c->act) c->act_fn(c->act, n, y, y);
+    }
+}
+
+static void quant_u8(int64_t n, const float *x, const lithe__qx *q, uint8_t *y) {
+    const __m512 s = _mm512_set1_ps(q->scale), lo = _mm512_set1_ps(q->lo), hi = _mm512_set1_ps(q->hi);
+    for (int64_t i = 0; i < n; i += 16) { /* u in [0, 255]: vpmovdb's truncation keeps it */
+        const __mmask16 k = lanes(n - i);
+        __m512i u = _mm512_cvtps_epi32(_mm512_sub_ps(qv16(_mm512_maskz_loadu_ps(k, x + i), s, lo, hi), lo));
+        _mm512_mask_cvtepi32_storeu_epi8(y + i, k, u);
+    }
+}
+
+static void quant_quads(int64_t n, const float *x, int64_t stride, int nrows, const lithe__qx *q, uint8_t *d) {
+    const __m512 s = _mm512_set1_ps(q->scale), lo = _mm512_set1_ps(q->lo), hi = _mm512_set1_ps(q->hi);
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 k = lanes(n - i);
+        __m512i v = _mm512_setzero_si512();
+        for (int j = 0; j < nrows; j++) {
+            __m512 t = qv16(_mm512_maskz_loadu_ps(k, x + j * stride + i), s, lo, hi);
+            v = _mm512_or_si512(v, _mm512_slli_epi32(_mm512_cvtps_epi32(_mm512_sub_ps(t, lo)), 8 * j));
+        }
+        _mm512_mask_storeu_epi32(d + 4 * i, k, v);
+    }
+}
+
+const lithe__qconv_aux lithe__qconv_aux_avx512 = {quant_f32, quant_i16, quant_pairs, epi, quant_u8, quant_quads};
+#else
+lithe__qconv_fn lithe__qconv8_vnni(void) { return 0; }
+const lithe__qconv_aux lithe__qconv_aux_avx512 = {0}; /* never chosen: lithe__qconv8_vnni is NULL */
+#endif
