@@ -403,7 +403,7 @@ static inline __attribute__((always_inline)) v128_t lithe__wasm_hswish(v128_t t)
     return wasm_f32x4_mul(t, wasm_f32x4_div(u, wasm_f32x4_splat(6.0f)));
 }
 /* lithe__sgemm_clamp1 on four lanes with the act kernel's selections (qconv_wasm.c's tile and
- * epilogue; gemm_wasmsimd.c's clampv is the same): relu t <= 0 ? 0 : t is pmax(t, 0) + 0 (NaN stays
+ * epilogue; gemm_wasmsimd.c's store through clampv): relu t <= 0 ? 0 : t is pmax(t, 0) + 0 (NaN stays
  * NaN, -0 to +0); clip y < lo ? lo : (y > hi ? hi : y) of y = t + 0 (the twin's t·1 + 0: -0 to +0)
  * is pmax(pmin(y, hi), lo) for lo <= hi, the bounds neither NaN nor -0 (lithe__sgemm_act_clamp):
  * two or three instructions where compares and bitselects took ten. */

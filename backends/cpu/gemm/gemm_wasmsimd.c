@@ -43,17 +43,9 @@
 /* An advanced pointer, hidden from clang's loop strength reduction (see the top): no instruction. */
 #define OPAQUE(p) __asm__("" : "+r"(p))
 
-/* gemm.h's clamp with the act kernel's selections (backends/cpu/simd/elem.c act1): relu
- * x <= 0 ? 0 : x is pmax(x, 0) + 0 (NaN stays NaN, -0 to +0); clip x < lo ? lo : (x > hi ? hi : x)
- * of x = t + 0 (the act kernel's x·1 + 0: -0 to +0) is pmax(pmin(x, hi), lo) for lo <= hi, the
- * bounds neither NaN nor -0 (lithe__sgemm_act_clamp). */
-static inline v128_t clampv(int clamp, float lo, float hi, v128_t t) {
-    if (clamp == LITHE__SGEMM_CLAMP_RELU) /* pmax(t, 0) = t < 0 ? 0 : t keeps NaN; + 0: -0 to +0 */
-        return wasm_f32x4_add(wasm_f32x4_pmax(t, wasm_f32x4_splat(0.0f)), wasm_f32x4_splat(0.0f));
-    if (clamp == LITHE__SGEMM_CLAMP_HSWISH) return lithe__wasm_hswish(t);
-    v128_t x = wasm_f32x4_add(t, wasm_f32x4_splat(0.0f));
-    return wasm_f32x4_pmax(wasm_f32x4_pmin(x, wasm_f32x4_splat(hi)), wasm_f32x4_splat(lo));
-}
+/* The store's clamp: gemm.h's lithe__wasm_clamp (the act kernel's selections, bit for bit), here
+ * as a plain inline function so the compiler may keep one body out of line in the -Oz cores. */
+static inline v128_t clampv(int clamp, float lo, float hi, v128_t t) { return lithe__wasm_clamp(clamp, lo, hi, t); }
 
 /* The write rule of gemm.h on a row's two vectors t = alpha * acc: beta * c (8 floats at c), bias
  * (8 floats, or NULL) and the clamp (0: none). */
