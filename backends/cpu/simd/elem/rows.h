@@ -22,12 +22,19 @@ typedef struct dpair {
     vdh lo, hi;
 } dpair;
 static inline dpair dwiden(vf v) { return (dpair){widen_lo(v), widen_hi(v)}; }
-static inline vf dnarrow(vdh lo, vdh hi) {
+static inline vf dnarrow(vdh lo, vdh hi) { /* (in registers on AVX-512 and AVX, as widen_lo / widen_hi) */
+#if VB == 64 && defined(__AVX512F__)
+    return (vf)_mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(_mm512_cvtpd_ps((__m512d)lo))),
+                                                   _mm256_castps_pd(_mm512_cvtpd_ps((__m512d)hi)), 1));
+#elif VB == 32 && defined(__AVX__)
+    return (vf)_mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps((__m256d)lo)), _mm256_cvtpd_ps((__m256d)hi), 1);
+#else
     vfh l = __builtin_convertvector(lo, vfh), h = __builtin_convertvector(hi, vfh);
     vf v;
     memcpy(&v, &l, sizeof l);
     memcpy((char *)&v + sizeof l, &h, sizeof h);
     return v;
+#endif
 }
 static inline double dsum(vdh lo, vdh hi) { return hsum_dh(lo + hi); }
 
