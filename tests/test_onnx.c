@@ -603,14 +603,16 @@ static void test_fusion(void **state) {
     (void)state;
     static const struct {
         const char *name;
-        size_t layernorm, linear, gelu, conv, any, conv_add;
-    } want[] = {{"encoder", 4, 8, 0, 0, 12, 0}, {"mixer13", 1, 3, 1, 0, 5, 0}, {"mixer17", 0, 3, 1, 0, 4, 0},
-                {"mlp13", 0, 3, 0, 0, 3, 0},    {"ffn", 0, 2, 0, 0, 2, 0},     {"nearmiss", 0, 0, 0, 0, 0, 0},
-                {"lenet", 0, 2, 0, 1, 3, 0},    {"resblock", 0, 1, 0, 1, 3, 1}, {"convact", 0, 0, 0, 3, 3, 0},
-                {"convadd", 0, 0, 0, 1, 6, 5},
+        size_t layernorm, linear, gelu, conv, any, conv_add, matmul_t;
+    } want[] = {/* the encoder's attention: per layer Q·Kᵀ with Kᵀ's Transpose, P·V with V's and the
+                 * heads' merge (issue 29: fused:MatMulT) */
+                {"encoder", 4, 8, 0, 0, 16, 0, 4}, {"mixer13", 1, 3, 1, 0, 5, 0, 0}, {"mixer17", 0, 3, 1, 0, 4, 0, 0},
+                {"mlp13", 0, 3, 0, 0, 3, 0, 0},    {"ffn", 0, 2, 0, 0, 2, 0, 0},     {"nearmiss", 0, 0, 0, 0, 0, 0, 0},
+                {"lenet", 0, 2, 0, 1, 3, 0, 0},    {"resblock", 0, 1, 0, 1, 3, 1, 0}, {"convact", 0, 0, 0, 3, 3, 0, 0},
+                {"convadd", 0, 0, 0, 1, 6, 5, 0},
                 /* issue 23: mobilenet_v3's Conv + HardSwish (opset 13: Mul(z, HardSigmoid(z))), its gate's
                  * Conv + HardSigmoid, a Conv + Sigmoid; two near misses */
-                {"convhswish13", 0, 0, 0, 4, 4, 0}, {"convhswish14", 0, 0, 0, 4, 4, 0}};
+                {"convhswish13", 0, 0, 0, 4, 4, 0, 0}, {"convhswish14", 0, 0, 0, 4, 4, 0, 0}};
     for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
         const char *name = want[k].name;
         lithe_value *X = value_of(get("%s.x", name)), *R = value_of(get("%s.r", name));
@@ -622,14 +624,16 @@ static void test_fusion(void **state) {
             unsetenv("LITHE_GRAPH_FUSE");
             const lithe__graph *g = m[unfused]->shims[0]->state;
             size_t ln = count_op(g, "fused:LayerNorm"), lin = count_op(g, "fused:Linear"), ge = count_op(g, "fused:Gelu");
-            size_t cv = count_op(g, "fused:Conv"), ca = count_op(g, "fused:ConvAdd");
+            size_t cv = count_op(g, "fused:Conv"), ca = count_op(g, "fused:ConvAdd"), mt = count_op(g, "fused:MatMulT");
             size_t lin_gelu = 0; /* Linears that took a GELU */
             for (size_t i = 0; i < g->onnx.n_nodes; i++)
                 lin_gelu += !g->node_dead[i] && g->node_fuse[i].kind == LITHE__FUSE_LINEAR && g->node_fuse[i].has_act &&
                             g->node_fuse[i].act.kind == LITHE__ACT_GELU;
             printf("test_onnx: %-8s %s: %zu fused nodes (%zu LayerNorm, %zu Linear of which %zu with GELU, %zu GELU, "
-                   "%zu Conv + act, %zu Conv + Add), %zu of %zu nodes left\n", name, unfused ? "LITHE_GRAPH_FUSE=0" : "fused",
-                   g->n_fused, ln, lin, lin_gelu, ge, cv, ca, live_nodes(g), g->onnx.n_nodes);
+                   "%zu Conv + act, %zu Conv + Add, %zu MatMul + Transposes), %zu of %zu nodes left\n", name,
+                   unfused ? "LITHE_GRAPH_FUSE=0" : "fused", g->n_fused, ln, lin, lin_gelu, ge, cv, ca, mt, live_nodes(g),
+                   g->onnx.n_nodes);
+            assert_int_equal(mt, unfused ? 0 : want[k].matmul_t);
             assert_int_equal(cv, unfused ? 0 : want[k].conv);
             assert_int_equal(ca, unfused ? 0 : want[k].conv_add);
             assert_int_equal(ge, unfused ? 0 : want[k].gelu);

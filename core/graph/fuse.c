@@ -17,6 +17,11 @@
  *               Mul(Z, HardSigmoid(Z)) (alpha 1/6, beta 1/2: mobilenet_v3's, as HardSwish)
  *               -> conv2d with the activation (the CPU applies it while the output is in cache)
  *
+ *   MatMul + Transposes  Y = [Transpose](MatMul([Transpose](A), [Transpose](B))), rank-3 perms that
+ *               keep the innermost axis in the last two (attention's heads: torch's Kᵀ, V and the
+ *               heads' merge), A and B computed by nodes (not weights)
+ *               -> one GEMM per batch reading and writing the transposed layouts in place
+ *
  *   Conv + Add  Y = Add(Conv(X, W, [b]), R)  or  Add(R, Conv(...))  (a residual block's projection,
  *               mobilenet_v2's), the Conv not fused with an activation
  *               -> conv2d with the residual added as each output is stored (backends with
@@ -402,6 +407,58 @@ static lithe_status try_conv_add(fuser *f, int64_t cv) {
     return rewrite(f, ad, &lithe__fused_conv_add_op, &fu, in, 4, (int64_t[]){cv}, 1);
 }
 
+/* A rank-3 Transpose's perm (a permutation of 0, 1, 2) into p; false without one (the default
+ * reverses an unknown rank) or with another. */
+static bool perm3(const fuser *f, int64_t tp, int8_t *p) {
+    const lithe__onnx_attr *pa = lithe__onnx_attr_get(&f->g->onnx.nodes[tp], "perm");
+    if (!pa || pa->n_ints != 3) return false;
+    bool seen[3] = {false, false, false};
+    for (int d = 0; d < 3; d++) {
+        if (pa->ints[d] < 0 || pa->ints[d] > 2 || seen[pa->ints[d]]) return false;
+        seen[pa->ints[d]] = true;
+        p[d] = (int8_t)pa->ints[d];
+    }
+    return true;
+}
+
+/* MatMul of activations (attention's Q·Kᵀ and P·V) with rank-3 Transposes around it: an operand
+ * Transpose(S, perm) read by the MatMul alone, whose last two axes keep S's innermost axis (perm[2] == 2:
+ * rows of S, perm[1] == 2: S's rows read as columns), and an output Transpose, the MatMul's only
+ * reader, that keeps the product's rows whole (perm[2] == 2). The fused node reads and writes those
+ * layouts where they lie, one GEMM per batch with row strides (ops/matmul.c): no copy of S, of the
+ * product, or of their gradients. Weights are left to the other paths (a LoRA adapter, prepared forms):
+ * an operand not folded must be computed by a node. */
+static lithe_status try_matmul_t(fuser *f, int64_t mm) {
+    lithe__graph *g = f->g;
+    if (!is_op(f, mm, "MatMul") || g->node_nin[mm] != 2) return LITHE_OK;
+    lithe__gfuse fu = {.kind = LITHE__FUSE_MATMUL_T, .first = (size_t)mm, .perm_a = {-1}, .perm_b = {-1}, .perm_y = {-1}};
+    int64_t in[2], dead[3], end = mm;
+    size_t n_dead = 0;
+    for (int k = 0; k < 2; k++) {
+        int64_t s = g->node_in[mm][k], tp = s >= 0 ? f->producer[s] : -1;
+        int8_t *perm = k ? fu.perm_b : fu.perm_a, p[3];
+        in[k] = s;
+        if (s < 0) return LITHE_OK;
+        if (is_op(f, tp, "Transpose") && only_reader(f, s) == mm && g->node_in[tp][0] >= 0 && perm3(f, tp, p) &&
+            (p[2] == 2 || p[1] == 2)) {
+            memcpy(perm, p, 3);
+            in[k] = g->node_in[tp][0];
+            dead[n_dead++] = tp;
+        } else if (g->slot_kind[s] == SLOT_PARAM || g->slot_kind[s] == SLOT_CONST) {
+            return LITHE_OK;
+        }
+    }
+    int64_t r = only_reader(f, g->node_out[mm][0]);
+    int8_t p[3];
+    if (is_op(f, r, "Transpose") && perm3(f, r, p) && p[2] == 2) {
+        memcpy(fu.perm_y, p, 3);
+        dead[n_dead++] = mm;
+        end = r;
+    }
+    if (fu.perm_a[0] < 0 && fu.perm_b[0] < 0 && fu.perm_y[0] < 0) return LITHE_OK;
+    return rewrite(f, end, &lithe__fused_matmul_t_op, &fu, in, 2, dead, n_dead);
+}
+
 lithe_status lithe__graph_fuse(lithe__graph *g) {
     const char *off = lithe__knob(LITHE__KNOB_graph_fuse); /* "0": run every node as the file has it (to compare) */
     if (off && !strcmp(off, "0")) return LITHE_OK;
@@ -416,6 +473,7 @@ lithe_status lithe__graph_fuse(lithe__graph *g) {
     for (size_t i = 0; s == LITHE_OK && i < nn; i++) s = try_linear(&f, (int64_t)i);
     for (size_t i = 0; s == LITHE_OK && i < nn; i++) s = try_conv_act(&f, (int64_t)i);
     for (size_t i = 0; s == LITHE_OK && i < nn; i++) s = try_conv_add(&f, (int64_t)i);
+    for (size_t i = 0; s == LITHE_OK && i < nn; i++) s = try_matmul_t(&f, (int64_t)i);
     lithe__free(f.producer);
     lithe__free(f.n_readers);
     lithe__free(f.reader);

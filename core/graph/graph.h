@@ -61,6 +61,9 @@ typedef enum lithe__gfuse_kind {
     LITHE__FUSE_QLINEAR, /* in: X (float, before its Q), W (I8 (N, K), quant params), [bias (N,)]; then act */
     LITHE__FUSE_QCONV,   /* in: X, W (I8 (M, C / group, kH, kW), per-row quant), [bias (M,)]; attrs: node first's */
     LITHE__FUSE_FAKEQ,   /* in: X; Y = DequantizeLinear(QuantizeLinear(X)) in float (per tensor) */
+    LITHE__FUSE_MATMUL_T, /* in: A, B, each the source of a rank-3 Transpose (perm_a / perm_b) or the MatMul's
+                           * own operand; Y = MatMul(A', B'), or Transpose(MatMul, perm_y): the products
+                           * read and write the transposed layouts in place (ops/matmul.c) */
 } lithe__gfuse_kind;
 typedef struct lithe__gfuse {
     lithe__gfuse_kind kind;
@@ -74,6 +77,8 @@ typedef struct lithe__gfuse {
      * DequantizeLinear would: (clamp(rint(x / q_scale) + q_zero, q_min, q_max) - q_zero) * q_scale */
     float q_scale;
     int32_t q_zero, q_min, q_max;
+    /* MATMUL_T: the perm of the Transpose folded into input 0, input 1, the output; [0] < 0: none */
+    int8_t perm_a[3], perm_b[3], perm_y[3];
 } lithe__gfuse;
 
 /* A windowed node's (Conv, the pools) strides, pads as given, dilations, auto_pad and Conv's group,
@@ -235,7 +240,7 @@ void lithe__graph_prof_print(const lithe__graph *g);
 void lithe__graph_prof_add(lithe__graph *g, size_t row, double dt);
 /* The fused ops (ops/fused.c). */
 extern const lithe__graph_op lithe__fused_layernorm_op, lithe__fused_linear_op, lithe__fused_act_op;
-extern const lithe__graph_op lithe__fused_conv_op, lithe__fused_conv_add_op;
+extern const lithe__graph_op lithe__fused_conv_op, lithe__fused_conv_add_op, lithe__fused_matmul_t_op;
 /* ---- quantized graphs (issue 24): load-time checks (check_quant.c), QDQ fusion (fuse_qdq.c, run
  * first by lithe__graph_fuse), the fused int8 ops (ops/qfused.c) ---- */
 lithe_status lithe__graph_check_quant(const lithe__onnx_model *o, size_t i);

@@ -188,3 +188,126 @@ BWD(b_matmul) {
     if (dB) LITHE__TRY(batched_gemm(x, g.P, true, false, in[0], g.M, g.K, false, dout[0], g.M, g.N, false, dB, g.K, g.N, fb ? 0.0f : 1.0f, false));
     return LITHE_OK;
 }
+
+/* ---- fused: MatMul with rank-3 Transposes folded in (fuse.c's try_matmul_t) ----
+ * Each operand is a batch of matrices read where it lies: element (p, i, j) at
+ * t[off + p sp + i sr + j sc], with sc == 1 (rows) or sr == 1 (columns: the GEMM's transposed
+ * operand); a 2-D operand is shared by every batch (sp 0). The output Transpose's layout gives the
+ * product's strides. The GEMMs are the unfused ones' (op(A) · op(B) per batch, same k order), so
+ * the bits are the unfused graph's; only the copies are gone. */
+typedef struct smat {
+    lithe_tensor *t;
+    int64_t sp, sr, sc, P, R, C;
+} smat;
+
+/* t's (P, R, C) as seen through perm (NULL / perm[0] < 0: t itself): strides of the source axes. */
+static bool smat_of(lithe_tensor *t, const int8_t *perm, smat *m) {
+    int64_t sh[3], st[3];
+    if (perm && perm[0] >= 0) {
+        if (t->ndim != 3) return false;
+        for (int d = 0; d < 3; d++) sh[d] = t->shape[perm[d]], st[d] = t->strides[perm[d]];
+    } else if (t->ndim == 3) {
+        for (int d = 0; d < 3; d++) sh[d] = t->shape[d], st[d] = t->strides[d];
+    } else if (t->ndim == 2) {
+        sh[0] = 1, st[0] = 0, sh[1] = t->shape[0], sh[2] = t->shape[1], st[1] = t->strides[0], st[2] = t->strides[1];
+    } else {
+        return false;
+    }
+    *m = (smat){t, st[0], st[1], st[2], sh[0], sh[1], sh[2]};
+    if (m->C == 1) m->sc = 1; /* an extent of 1: its stride is never stepped */
+    if (m->R == 1 && m->sc != 1) m->sr = 1;
+    if (m->P == 1) m->sp = 0;
+    return m->sc == 1 || m->sr == 1;
+}
+static smat smat_t(smat m) { /* the transposed matrices */
+    int64_t s = m.sr, e = m.R;
+    m.sr = m.sc, m.sc = s, m.R = m.C, m.C = e;
+    return m;
+}
+
+/* C[p] = op(A[p]) · op(B[p]) (+ C[p] when beta is 1) for batch p; C with unit row steps (sr == 1)
+ * is computed as Cᵀ = Bᵀ · Aᵀ. */
+static lithe_status smm(lithe__gexec *x, int64_t p, smat C, smat A, smat B, float beta) {
+    if (C.sc != 1) {
+        smat t = smat_t(A);
+        A = smat_t(B), B = t, C = smat_t(C);
+    }
+    int64_t M = C.R, N = C.C, K = A.C;
+    bool tA = A.sc != 1, tB = B.sc != 1;
+    lithe_tensor *a = NULL, *b = NULL, *c = NULL;
+    lithe_status s = view(A.t, 2, tA ? (int64_t[]){K, M} : (int64_t[]){M, K}, (int64_t[]){tA ? A.sc : A.sr, 1},
+                          p * A.sp, &a);
+    if (s == LITHE_OK)
+        s = view(B.t, 2, tB ? (int64_t[]){N, K} : (int64_t[]){K, N}, (int64_t[]){tB ? B.sc : B.sr, 1}, p * B.sp, &b);
+    if (s == LITHE_OK) s = view(C.t, 2, (int64_t[]){M, N}, (int64_t[]){C.sr, 1}, p * C.sp, &c);
+    if (s == LITHE_OK) s = lithe__op_gemm(x->be, tA, tB, 1.0f, a, b, beta, c);
+    lithe_tensor_release(a);
+    lithe_tensor_release(b);
+    lithe_tensor_release(c);
+    return s;
+}
+
+/* The operands and the product's layout (Y: the node's output, its shape known; else *shape gets it). */
+static lithe_status mmt_geometry(lithe__gexec *x, size_t node, lithe_tensor **in, smat *A, smat *B, int64_t *P,
+                                 int64_t *shape) {
+    const lithe__gfuse *f = &x->g->node_fuse[node];
+    LITHE__TRY(need_inputs(x, node, in, 2, 2));
+    for (size_t k = 0; k < 2; k++) LITHE__TRY(need_float(x, node, in[k], k));
+    if (!smat_of(in[0], f->perm_a, A) || !smat_of(in[1], f->perm_b, B) || (A->P != B->P && A->P != 1 && B->P != 1) ||
+        (in[0]->ndim != 3 && in[1]->ndim != 3))
+        return fail(x, node, LITHE_ERR_UNSUPPORTED, "fused MatMul: operands of rank 3 with one batch extent, or rank 2 "
+                    "(LITHE_GRAPH_FUSE=0 runs the nodes as the file has them)");
+    if (A->C != B->R)
+        return fail(x, node, LITHE_ERR_SHAPE, "A's last extent %lld does not match B's rows %lld", (long long)A->C,
+                    (long long)B->R);
+    *P = A->P > B->P ? A->P : B->P;
+    int64_t c[3] = {*P, A->R, B->C};
+    for (int d = 0; d < 3; d++) shape[d] = f->perm_y[0] >= 0 ? c[f->perm_y[d]] : c[d];
+    return LITHE_OK;
+}
+
+/* The product's (P, M, N) inside Y (contiguous, shape as mmt_geometry gave): through the output perm. */
+static smat mmt_out(const lithe__gfuse *f, lithe_tensor *Y, int64_t P, int64_t M, int64_t N) {
+    smat C = {Y, 0, 0, 0, P, M, N};
+    int64_t st[3] = {0, 0, 0};
+    for (int d = 0; d < 3; d++) st[f->perm_y[0] >= 0 ? f->perm_y[d] : d] = Y->strides[d];
+    C.sp = P == 1 ? 0 : st[0], C.sr = st[1], C.sc = st[2];
+    return C;
+}
+
+static FWD(f_fused_matmul_t) {
+    UNUSED_FWD;
+    smat A, B;
+    int64_t P, shape[3];
+    LITHE__TRY(mmt_geometry(x, node, in, &A, &B, &P, shape));
+    LITHE__TRY(new_f32(x, 3, shape, false, &out[0]));
+    smat C = mmt_out(&x->g->node_fuse[node], out[0], P, A.R, B.C);
+    for (int64_t p = 0; p < P; p++) LITHE__TRY(smm(x, p, C, A, B, 0.0f));
+    return LITHE_OK;
+}
+
+/* dA[p] = dC[p] · B[p]ᵀ, dB[p] = A[p]ᵀ · dC[p], each into its gradient's layout (that of its input,
+ * through the same perm); a shared (2-D) operand's gradient sums over the batches. */
+static BWD(b_fused_matmul_t) {
+    UNUSED_BWD;
+    const lithe__gfuse *f = &x->g->node_fuse[node];
+    smat A, B;
+    int64_t P, shape[3];
+    LITHE__TRY(mmt_geometry(x, node, in, &A, &B, &P, shape));
+    smat dC = mmt_out(f, dout[0], P, A.R, B.C);
+    for (int k = 0; k < 2; k++) {
+        lithe_tensor *d = NULL;
+        bool fresh = false;
+        LITHE__TRY(lithe__gexec_grad_fresh(x, node, (size_t)k, &d, &fresh));
+        if (!d) continue;
+        smat dm;
+        if (!smat_of(d, k ? f->perm_b : f->perm_a, &dm))
+            return fail(x, node, LITHE_ERR_STATE, "fused MatMul: a gradient's layout");
+        for (int64_t p = 0; p < P; p++) {
+            float beta = fresh && (p == 0 || dm.sp != 0) ? 0.0f : 1.0f;
+            LITHE__TRY(k ? smm(x, p, dm, smat_t(A), dC, beta) : smm(x, p, dm, dC, smat_t(B), beta));
+        }
+    }
+    return LITHE_OK;
+}
+const lithe__graph_op lithe__fused_matmul_t_op = {"fused:MatMulT", f_fused_matmul_t, b_fused_matmul_t};
