@@ -225,9 +225,10 @@ static smat smat_t(smat m) { /* the transposed matrices */
     return m;
 }
 
-/* C[p] = op(A[p]) · op(B[p]) (+ C[p] when beta is 1) for batch p; C with unit row steps (sr == 1)
- * is computed as Cᵀ = Bᵀ · Aᵀ. */
-static lithe_status smm(lithe__gexec *x, int64_t p, smat C, smat A, smat B, float beta) {
+/* C[p] = op(A[p]) · op(B[p]) for every batch p, beta0 for p = 0 and beta for the others (1: added
+ * to C[p]); C with unit row steps (sr == 1) is computed as Cᵀ = Bᵀ · Aᵀ. Three 2-D views made once,
+ * moved from batch to batch by their offsets. */
+static lithe_status smm(lithe__gexec *x, int64_t P, smat C, smat A, smat B, float beta0, float beta) {
     if (C.sc != 1) {
         smat t = smat_t(A);
         A = smat_t(B), B = t, C = smat_t(C);
@@ -235,12 +236,14 @@ static lithe_status smm(lithe__gexec *x, int64_t p, smat C, smat A, smat B, floa
     int64_t M = C.R, N = C.C, K = A.C;
     bool tA = A.sc != 1, tB = B.sc != 1;
     lithe_tensor *a = NULL, *b = NULL, *c = NULL;
-    lithe_status s = view(A.t, 2, tA ? (int64_t[]){K, M} : (int64_t[]){M, K}, (int64_t[]){tA ? A.sc : A.sr, 1},
-                          p * A.sp, &a);
-    if (s == LITHE_OK)
-        s = view(B.t, 2, tB ? (int64_t[]){N, K} : (int64_t[]){K, N}, (int64_t[]){tB ? B.sc : B.sr, 1}, p * B.sp, &b);
-    if (s == LITHE_OK) s = view(C.t, 2, (int64_t[]){M, N}, (int64_t[]){C.sr, 1}, p * C.sp, &c);
-    if (s == LITHE_OK) s = lithe__op_gemm(x->be, tA, tB, 1.0f, a, b, beta, c);
+    lithe_status s = view(A.t, 2, tA ? (int64_t[]){K, M} : (int64_t[]){M, K}, (int64_t[]){tA ? A.sc : A.sr, 1}, 0, &a);
+    if (s == LITHE_OK) s = view(B.t, 2, tB ? (int64_t[]){N, K} : (int64_t[]){K, N}, (int64_t[]){tB ? B.sc : B.sr, 1}, 0, &b);
+    if (s == LITHE_OK) s = view(C.t, 2, (int64_t[]){M, N}, (int64_t[]){C.sr, 1}, 0, &c);
+    int64_t a0 = a ? a->offset : 0, b0 = b ? b->offset : 0, c0 = c ? c->offset : 0;
+    for (int64_t p = 0; s == LITHE_OK && p < P; p++) {
+        a->offset = a0 + p * A.sp, b->offset = b0 + p * B.sp, c->offset = c0 + p * C.sp;
+        s = lithe__op_gemm(x->be, tA, tB, 1.0f, a, b, p ? beta : beta0, c);
+    }
     lithe_tensor_release(a);
     lithe_tensor_release(b);
     lithe_tensor_release(c);
@@ -282,8 +285,7 @@ static FWD(f_fused_matmul_t) {
     LITHE__TRY(mmt_geometry(x, node, in, &A, &B, &P, shape));
     LITHE__TRY(new_f32(x, 3, shape, false, &out[0]));
     smat C = mmt_out(&x->g->node_fuse[node], out[0], P, A.R, B.C);
-    for (int64_t p = 0; p < P; p++) LITHE__TRY(smm(x, p, C, A, B, 0.0f));
-    return LITHE_OK;
+    return smm(x, P, C, A, B, 0.0f, 0.0f);
 }
 
 /* dA[p] = dC[p] · B[p]ᵀ, dB[p] = A[p]ᵀ · dC[p], each into its gradient's layout (that of its input,
@@ -303,10 +305,8 @@ static BWD(b_fused_matmul_t) {
         smat dm;
         if (!smat_of(d, k ? f->perm_b : f->perm_a, &dm))
             return fail(x, node, LITHE_ERR_STATE, "fused MatMul: a gradient's layout");
-        for (int64_t p = 0; p < P; p++) {
-            float beta = fresh && (p == 0 || dm.sp != 0) ? 0.0f : 1.0f;
-            LITHE__TRY(k ? smm(x, p, dm, smat_t(A), dC, beta) : smm(x, p, dm, dC, smat_t(B), beta));
-        }
+        float beta0 = fresh ? 0.0f : 1.0f, beta = fresh && dm.sp != 0 ? 0.0f : 1.0f; /* a shared one sums */
+        LITHE__TRY(k ? smm(x, P, dm, smat_t(A), dC, beta0, beta) : smm(x, P, dm, dC, smat_t(B), beta0, beta));
     }
     return LITHE_OK;
 }
