@@ -305,6 +305,7 @@ static BWD(b_fused_matmul_t) {
         smat dm;
         if (!smat_of(d, k ? f->perm_b : f->perm_a, &dm))
             return fail(x, node, LITHE_ERR_STATE, "fused MatMul: a gradient's layout");
+        if (fresh && P == 0) LITHE__TRY(lithe__op_fill(x->be, d, 0.0f)); /* a shared operand, no batch */
         float beta0 = fresh ? 0.0f : 1.0f, beta = fresh && dm.sp != 0 ? 0.0f : 1.0f; /* a shared one sums */
         LITHE__TRY(k ? smm(x, P, dm, smat_t(A), dC, beta0, beta) : smm(x, P, dm, dC, smat_t(B), beta0, beta));
     }
