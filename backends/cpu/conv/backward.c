@@ -57,7 +57,7 @@ static void pack_taps(const dw_job *j, int64_t t0, size_t lanes, float *dst) {
     for (int64_t p = j->pc; p < j->pc + j->kb;) {
         int64_t oh = p / OW, ow = p % OW, run = OW - ow < j->pc + j->kb - p ? OW - ow : j->pc + j->kb - p;
         float *d = dst + (size_t)(p - j->pc) * MR;
-        if (LITHE__SGEMM_HAS(j->k, pack_a_taps)) { /* AVX2: in-register transposes */
+        if (LITHE__SGEMM_HAS(j->k, pack_a_taps)) { /* AVX2, AVX-512: in-register transposes */
             j->k->pack_a_taps(lanes, (size_t)run, j->rows + t0, oh * j->Wq + ow, d);
             p += run;
             continue;

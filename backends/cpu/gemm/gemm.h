@@ -263,7 +263,7 @@ static inline float lithe__sgemm_clamp1(int clamp, float lo, float hi, float t) 
 #define LITHE__SGEMM_FORM_pack_segs 1
 #define LITHE__SGEMM_FORM_transpose 1
 #define LITHE__SGEMM_FORM_add_tile 1
-#define LITHE__SGEMM_FORM_pack_a_taps 1 /* gemm_avx2.c */
+#define LITHE__SGEMM_FORM_pack_a_taps 1
 #define LITHE__SGEMM_FORM_gemv_tm 1 /* gemm_avx2.c */
 #else /* scalar, NEON, WebAssembly SIMD128 */
 #define LITHE__SGEMM_FORM_gemv_tm 0
