@@ -368,7 +368,8 @@ DEFINE_PACK_A(14)
 DEFINE_PACK_A(7)
 
 /* gemm.h's pack_a_taps (conv/backward.c's dW: col's A slivers, taps as lanes, pixels as steps, from
- * the taps' shifted rows): the transposing pack with a row pointer per lane, 16 steps of the
+ * the taps' shifted rows) and pack_b_taps (the same with NR lanes, B's slivers where the filters are
+ * the tile's rows): the transposing pack with a row pointer per lane, 16 steps of the
  * sliver's rows at a time through transpose16 (masked loads: nothing past a row's run is read). The
  * driver's scalar loop stored a float at a time: 14 % of the LeNet CNN's training step on Zen 5. */
 #define DEFINE_PACK_A_TAPS(MR)                                                                                    \
@@ -381,6 +382,9 @@ DEFINE_PACK_A_TAPS(8)
 DEFINE_PACK_A_TAPS(12)
 DEFINE_PACK_A_TAPS(14)
 DEFINE_PACK_A_TAPS(7)
+static void pack_b_taps_32(size_t lanes, size_t kc, const float *const *rows, int64_t off, float *dst) {
+    pack_rows_at(NR, lanes, kc, NULL, 0, rows, off, dst);
+}
 
 /* lithe__sgemm_pixels' A slivers: step k's lanes contiguous at rows[k] + off (a tap's pixels along
  * an output row), one masked load and store per step. */
@@ -667,7 +671,8 @@ static const lithe__sgemm_kernel *for_rows(int64_t M);
      .gemv_t = gemv_t, .gemv_n = gemv_n, .for_rows = for_rows, .urow = lithe_f32_gemm_urow_1x32__avx512,         \
      .ukernel_b = lithe_f32_gemm_ukernel_b_##MR##x32__avx512, .ukernel_ap = lithe_f32_gemm_ukernel_ap_##MR##x32__avx512, \
      .ukernel_bp = lithe_f32_gemm_ukernel_bp_##MR##x32__avx512, .ukernel_a = lithe_f32_gemm_ukernel_a_##MR##x32__avx512, \
-     .pack_a_ptrs = pack_a_ptrs_##MR, .pack_a_taps = pack_a_taps_##MR, .transpose = transpose_tile, .pack_segs = pack_segs, .clamp_ok = true,      \
+     .pack_a_ptrs = pack_a_ptrs_##MR, .pack_a_taps = pack_a_taps_##MR, .pack_b_taps = pack_b_taps_32,           \
+     .transpose = transpose_tile, .pack_segs = pack_segs, .clamp_ok = true,                                       \
      .bias_rows_ok = true, .add_tile = add_tile}
 static const lithe__sgemm_kernel kernels[] = {KERNEL(14, 126), KERNEL(12, 120), KERNEL(8, 128), KERNEL(4, 128),
                                               KERNEL(2, 128), KERNEL(7, 126)};
