@@ -301,11 +301,56 @@ static inline __attribute__((always_inline)) void transpose16(__m512 r[16]) {
     for (int i = 0; i < 16; i++) r[i] = t[i];
 }
 
+/* 8 rows x 16 columns in place into r[j] = column 2j (rows 0..7), then column 2j + 1: per 128-bit
+ * lane, 4 x 4 transposes of rows 0-3 (u) and 4-7 (v) (u[s], v[s]: column 4q + s in lane q), then the
+ * lanes paired: r[2q + s / 2] = u[s].q, v[s].q, u[s + 1].q, v[s + 1].q. */
+static inline __attribute__((always_inline)) void transpose8x16(__m512 r[8]) {
+    __m512 t[8], u[4], v[4];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int h = 0; h < 2; h++) { /* rows 4h..4h+3: t[4h..4h+3] */
+        __m512 *o = h ? v : u;
+        const __m512 *a = t + 4 * h;
+        o[0] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(a[0]), _mm512_castps_pd(a[2])));
+        o[1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(a[0]), _mm512_castps_pd(a[2])));
+        o[2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(a[1]), _mm512_castps_pd(a[3])));
+        o[3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(a[1]), _mm512_castps_pd(a[3])));
+    }
+    for (int s = 0; s < 4; s += 2) {
+        __m512 a0 = _mm512_shuffle_f32x4(u[s], v[s], 0x44), b0 = _mm512_shuffle_f32x4(u[s], v[s], 0xEE);
+        __m512 a1 = _mm512_shuffle_f32x4(u[s + 1], v[s + 1], 0x44), b1 = _mm512_shuffle_f32x4(u[s + 1], v[s + 1], 0xEE);
+        r[s / 2] = _mm512_shuffle_f32x4(a0, a1, 0x88);     /* lane 0: columns s, s + 1 */
+        r[2 + s / 2] = _mm512_shuffle_f32x4(a0, a1, 0xDD); /* lane 1: columns 4 + s, 5 + s */
+        r[4 + s / 2] = _mm512_shuffle_f32x4(b0, b1, 0x88); /* lane 2 */
+        r[6 + s / 2] = _mm512_shuffle_f32x4(b0, b1, 0xDD); /* lane 3 */
+    }
+}
+
 /* The transposing pack (rows: lane l, step k at src[l * ld + k], or with row pointers at
  * ptrs[l][off + k]: pack_a_taps) in 16 x 16 blocks. */
 static inline __attribute__((always_inline)) void pack_rows_at(size_t R, size_t lanes, size_t kc, const float *src,
                                                                size_t ld, const float *const *ptrs, int64_t off,
                                                                float *dst) {
+    if (R == 8) { /* 8 rows x 16 steps into 8 registers of 2 steps each (transpose8x16): half the shuffles
+                   * of transpose16 over 8 zero rows, and whole-register stores */
+        for (size_t k0 = 0; k0 < kc; k0 += 16) {
+            size_t kw = kc - k0 < 16 ? kc - k0 : 16;
+            __mmask16 km = kw == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << kw) - 1);
+            __m512 r[8];
+            for (size_t i = 0; i < 8; i++)
+                r[i] = i >= lanes ? _mm512_setzero_ps()
+                       : ptrs     ? _mm512_maskz_loadu_ps(km, ptrs[i] + off + k0)
+                                  : _mm512_maskz_loadu_ps(km, src + i * ld + k0);
+            transpose8x16(r);
+            for (size_t j = 0; j < 8; j++) {
+                if (2 * j + 1 < kw) _mm512_storeu_ps(dst + (k0 + 2 * j) * 8, r[j]);
+                else if (2 * j < kw) _mm512_mask_storeu_ps(dst + (k0 + 2 * j) * 8, (__mmask16)0x00FF, r[j]);
+            }
+        }
+        return;
+    }
     for (size_t l0 = 0; l0 < R; l0 += 16) {
         size_t w = R - l0 < 16 ? R - l0 : 16;      /* lanes of dst written by this group */
         __mmask16 sm = (__mmask16)((1u << w) - 1); /* w <= 16 */
