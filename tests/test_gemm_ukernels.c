@@ -647,7 +647,7 @@ static void check_forms(const lithe__sgemm_kernel *k) {
           "%s %dx%d: has %s = %s, but gemm.h's LITHE__SGEMM_FORM_%s is %d", k->isa, k->mr, k->nr, #m,             \
           k->m ? "set" : "NULL", #m, LITHE__SGEMM_FORM_##m);
     FORM(pack_a) FORM(pack_b) FORM(ukernel_b) FORM(ukernel_ap) FORM(ukernel_bp) FORM(ukernel_a) FORM(pack_a_ptrs)
-    FORM(pack_segs) FORM(transpose) FORM(add_tile) FORM(gemv_tm) FORM(pack_a_taps)
+    FORM(pack_segs) FORM(transpose) FORM(add_tile) FORM(gemv_tm) FORM(pack_a_taps) FORM(pack_b_taps)
 #undef FORM
 }
 

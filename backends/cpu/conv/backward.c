@@ -2,7 +2,9 @@
  *
  *   dW_gᵀ (K, Mg) += col (K, P) · dY_gᵀ (P, Mg): col's A slivers (MR taps x kc pixels) are packed
  *     straight from the shifted rows of the image's phase planes (shifted_init / shifted_fill, the
- *     forward's), where im2col wrote col (K x P floats) and the GEMM then read it again;
+ *     forward's), where im2col wrote col (K x P floats) and the GEMM then read it again; or, where
+ *     the filters fill fewer of the tile's lanes than the taps would (dw_swap: AVX-512, LeNet's first
+ *     layer), dW_g (Mg, K) += dY_g · colᵀ in place, the taps' slivers as B (pack_b_taps);
  *   dX (stride 1): dcol = W_gᵀ · dY_g tile by tile (MR taps x NR pixels of the flattened output, Mg steps),
  *     each tile added straight into a zero-bordered copy of dx at the taps' shifts (col2im fused into
  *     the product's store: dcol, K x P floats, was written to memory and read back by col2im), W_gᵀ
@@ -44,101 +46,130 @@ typedef struct dw_job {
     const lithe__conv2d *g;
     const float *const *rows; /* the taps' shifted rows (K) */
     int64_t Wq, K, Mg, P, pc, kb;
-    const float *Bp; /* dY_gᵀ's slivers of this block: NR filters x kb pixels each */
-    float *dWt;      /* (K, Mg) */
+    const float *Fp; /* dY_g's slivers of this block: NR filters x kb pixels each (MR with `swap`) */
+    float *dWt;      /* (K, Mg); with `swap` dW_g itself, (Mg, K) */
+    bool swap;       /* filters as the tile's rows, taps as its lanes (dw_swap) */
     atomic_bool failed;
 } dw_job;
 
-/* An A sliver of taps [t0, t0 + lanes) x pixels [pc, pc + kb): dst[k·MR + i] = rows[t0 + i][pix(pc + k)],
- * pix(p) = (p / OW)·Wq + p % OW, lanes past `lanes` zero. By output-row runs, tap by tap. */
+/* A sliver of R taps [t0, t0 + lanes) x pixels [pc, pc + kb): dst[k·R + i] = rows[t0 + i][pix(pc + k)],
+ * pix(p) = (p / OW)·Wq + p % OW, lanes past `lanes` zero; R = MR (A's, pack_a_taps) or with `swap`
+ * NR (B's, pack_b_taps). By output-row runs, tap by tap. */
 static void pack_taps(const dw_job *j, int64_t t0, size_t lanes, float *dst) {
-    const size_t MR = (size_t)j->k->mr;
+    const size_t R = (size_t)(j->swap ? j->k->nr : j->k->mr);
     const int64_t OW = j->g->OW;
     for (int64_t p = j->pc; p < j->pc + j->kb;) {
         int64_t oh = p / OW, ow = p % OW, run = OW - ow < j->pc + j->kb - p ? OW - ow : j->pc + j->kb - p;
-        float *d = dst + (size_t)(p - j->pc) * MR;
-        if (LITHE__SGEMM_HAS(j->k, pack_a_taps)) { /* AVX2: in-register transposes */
+        float *d = dst + (size_t)(p - j->pc) * R;
+        if (j->swap && LITHE__SGEMM_HAS(j->k, pack_b_taps)) { /* AVX-512: in-register transposes */
+            j->k->pack_b_taps(lanes, (size_t)run, j->rows + t0, oh * j->Wq + ow, d);
+            p += run;
+            continue;
+        }
+        if (!j->swap && LITHE__SGEMM_HAS(j->k, pack_a_taps)) { /* AVX2, AVX-512: in-register transposes */
             j->k->pack_a_taps(lanes, (size_t)run, j->rows + t0, oh * j->Wq + ow, d);
             p += run;
             continue;
         }
         for (size_t i = 0; i < lanes; i++) {
             const float *s = j->rows[t0 + (int64_t)i] + oh * j->Wq + ow;
-            for (int64_t t = 0; t < run; t++) d[(size_t)t * MR + i] = s[t];
+            for (int64_t t = 0; t < run; t++) d[(size_t)t * R + i] = s[t];
         }
-        for (size_t i = lanes; i < MR; i++)
-            for (int64_t t = 0; t < run; t++) d[(size_t)t * MR + i] = 0.0f;
+        for (size_t i = lanes; i < R; i++)
+            for (int64_t t = 0; t < run; t++) d[(size_t)t * R + i] = 0.0f;
         p += run;
     }
 }
 
+/* Tap slivers [s0, s1): each packed once, then its tiles against every filter sliver. */
 static void dw_range(void *ctx, int64_t s0, int64_t s1) {
     dw_job *j = ctx;
     const lithe__sgemm_kernel *k = j->k;
-    const size_t MR = (size_t)k->mr, NR = (size_t)k->nr, kb = (size_t)j->kb;
-    lithe__sgemm_ws priv, *w = lithe__sgemm_ws_claim(MR * kb, &priv); /* the GEMM's per-thread packing slots */
+    const size_t TR = (size_t)(j->swap ? k->nr : k->mr), FR = (size_t)(j->swap ? k->mr : k->nr), kb = (size_t)j->kb;
+    lithe__sgemm_ws priv, *w = lithe__sgemm_ws_claim(TR * kb, &priv); /* the GEMM's per-thread packing slots */
     if (!w) {
         atomic_store(&j->failed, true);
         return;
     }
-    float *Ap = w->buf;
+    float *Tp = w->buf;
     lithe__sgemm_ukparams p = {.alpha = 1.0f, .beta = 1.0f};
     for (int64_t s = s0; s < s1; s++) {
-        int64_t t0 = s * (int64_t)MR;
-        size_t mr = j->K - t0 < (int64_t)MR ? (size_t)(j->K - t0) : MR;
-        pack_taps(j, t0, mr, Ap);
-        for (int64_t jr = 0; jr < j->Mg; jr += (int64_t)NR) {
-            size_t nr = j->Mg - jr < (int64_t)NR ? (size_t)(j->Mg - jr) : NR;
-            k->ukernel(mr, nr, kb, Ap, j->Bp + (size_t)jr * kb, j->dWt + t0 * j->Mg + jr, (size_t)j->Mg, &p);
+        int64_t t0 = s * (int64_t)TR;
+        size_t nt = j->K - t0 < (int64_t)TR ? (size_t)(j->K - t0) : TR;
+        pack_taps(j, t0, nt, Tp);
+        for (int64_t f0 = 0; f0 < j->Mg; f0 += (int64_t)FR) {
+            size_t nf = j->Mg - f0 < (int64_t)FR ? (size_t)(j->Mg - f0) : FR;
+            const float *F = j->Fp + (size_t)f0 * kb;
+            if (j->swap) k->ukernel(nf, nt, kb, F, Tp, j->dWt + f0 * j->K + t0, (size_t)j->K, &p);
+            else k->ukernel(nt, nf, kb, Tp, F, j->dWt + t0 * j->Mg + f0, (size_t)j->Mg, &p);
         }
     }
     lithe__sgemm_ws_release(w);
+}
+
+/* Filters as the tile's rows (A: dY_g's rows, MR filters a sliver) and taps as its lanes (B: NR
+ * taps a sliver, pack_b_taps), dW_g += dY_g · colᵀ written in place, where that grid has fewer
+ * padded lanes: LeNet's first layer (16 filters, 25 taps) on AVX-512's 32-lane tiles ran 2 x 14 taps
+ * by 32 lanes for 16 filters (45 % of the tile useful), swapped 2 x 8 filters by 32 lanes for 25
+ * taps (78 %). Each dW element is the same sum either way (pixels in kc blocks, each from zero in
+ * order, then added), so the same bits. */
+static bool dw_swap(const lithe__sgemm_kernel *k, const lithe__sgemm_kernel *kf, int64_t Mg, int64_t K) {
+    if (!LITHE__SGEMM_HAS(k, pack_b_taps) || lithe__knob(LITHE__KNOB_conv_rows)) return false;
+    return rup((size_t)Mg, (size_t)kf->mr) * rup((size_t)K, (size_t)kf->nr) < rup((size_t)K, (size_t)k->mr) * rup((size_t)Mg, (size_t)k->nr);
 }
 
 /* dW (M, K) += Σ over images of dY_g · colᵀ, group by group, images in order (the im2col path's bits). */
 lithe_status lithe__conv_bwd_taps_dw_run(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *dY,
                                          float *dW) {
     int64_t Cg = g->C / g->group, Mg = g->M / g->group, K = Cg * g->KH * g->KW, P = g->OH * g->OW;
-    const lithe__sgemm_kernel *k = bwd_kernel(K);
-    const size_t MR = (size_t)k->mr, NR = (size_t)k->nr, KC = (size_t)k->kc;
+    const lithe__sgemm_kernel *k = bwd_kernel(K), *kf = bwd_kernel(Mg);
+    const bool swap = dw_swap(k, kf, Mg, K);
+    if (swap) k = kf; /* its MR for the filters */
+    /* the filters' slivers (FR each) and the taps' (TR each) */
+    const size_t FR = (size_t)(swap ? k->mr : k->nr), TR = (size_t)(swap ? k->nr : k->mr), KC = (size_t)k->kc;
     lithe__pool *pool = lithe__cpu_pool();
     int T = lithe__pool_threads(pool);
-    size_t nsh = shifted_floats(g, Cg, K, false), nb = rup((size_t)Mg, NR) * (size_t)P, nt = (size_t)(K * Mg);
+    size_t nsh = shifted_floats(g, Cg, K, false), nb = rup((size_t)Mg, FR) * (size_t)P, nt = swap ? 0 : (size_t)(K * Mg);
     float *ws = NULL;
     LITHE__TRY(workspace(be, nsh + nb + nt, &ws));
     shifted_ws sw;
     shifted_init(g, Cg, K, false, ws, &sw);
-    float *Bp = ws + nsh, *dWt = Bp + nb;
+    float *Fp = ws + nsh, *dWt = Fp + nb;
     bool failed = false;
     for (int64_t gi = 0; gi < g->group; gi++) {
         float *dw = dW + gi * Mg * K;
-        for (int64_t m = 0; m < Mg; m++)
-            for (int64_t t = 0; t < K; t++) dWt[t * Mg + m] = dw[m * K + t];
+        if (swap) dWt = dw;
+        else
+            for (int64_t m = 0; m < Mg; m++)
+                for (int64_t t = 0; t < K; t++) dWt[t * Mg + m] = dw[m * K + t];
         for (int64_t n = 0; n < g->N; n++) {
             const float *x = X + (n * g->C + gi * Cg) * g->H * g->W, *gy = dY + (n * g->M + gi * Mg) * P;
             shifted_fill(g, &sw, Cg, x);
             for (int64_t pc = 0; pc < P; pc += (int64_t)KC) {
                 size_t kb = P - pc < (int64_t)KC ? (size_t)(P - pc) : KC;
-                /* dY_gᵀ's block: sliver jr holds filters jr.. as lanes, pixels pc.. as steps */
-                for (int64_t jr = 0; jr < Mg; jr += (int64_t)NR) {
-                    size_t lanes = Mg - jr < (int64_t)NR ? (size_t)(Mg - jr) : NR;
+                /* dY_g's block: sliver jr holds filters jr.. as lanes, pixels pc.. as steps */
+                for (int64_t jr = 0; jr < Mg; jr += (int64_t)FR) {
+                    size_t lanes = Mg - jr < (int64_t)FR ? (size_t)(Mg - jr) : FR;
                     const float *src = gy + jr * P + pc;
-                    if (LITHE__SGEMM_HAS(k, pack_b)) k->pack_b(lanes, kb, src, (size_t)P, true, Bp + (size_t)jr * kb);
-                    else lithe__sgemm_pack_portable(NR, lanes, kb, src, (size_t)P, true, Bp + (size_t)jr * kb);
+                    float *dst = Fp + (size_t)jr * kb;
+                    if (swap && LITHE__SGEMM_HAS(k, pack_a)) k->pack_a(lanes, kb, src, (size_t)P, true, dst);
+                    else if (!swap && LITHE__SGEMM_HAS(k, pack_b)) k->pack_b(lanes, kb, src, (size_t)P, true, dst);
+                    else lithe__sgemm_pack_portable(FR, lanes, kb, src, (size_t)P, true, dst);
                 }
-                dw_job j = {k, g, sw.rows, sw.Wq, K, Mg, P, pc, (int64_t)kb, Bp, dWt, false};
-                int64_t slivers = (K + (int64_t)MR - 1) / (int64_t)MR;
+                dw_job j = {k, g, sw.rows, sw.Wq, K, Mg, P, pc, (int64_t)kb, Fp, dWt, swap, false};
+                int64_t slivers = (K + (int64_t)TR - 1) / (int64_t)TR;
                 /* few flops a sliver: the pool only where each thread gets several */
-                lithe__pool_for(T > 1 && 2.0 * (double)(K * Mg) * (double)kb >= (1 << 18) ? pool : NULL, slivers, 4,
+                lithe__pool_for(T > 1 && 2.0 * (double)(K * Mg) * (double)kb >= (1 << 18) ? pool : NULL, slivers, swap ? 1 : 4,
                                 dw_range, &j);
                 failed |= atomic_load(&j.failed);
             }
         }
-        for (int64_t m = 0; m < Mg; m++)
-            for (int64_t t = 0; t < K; t++) dw[m * K + t] = dWt[t * Mg + m];
+        if (!swap)
+            for (int64_t m = 0; m < Mg; m++)
+                for (int64_t t = 0; t < K; t++) dw[m * K + t] = dWt[t * Mg + m];
     }
     be->ops->free(be, ws);
-    if (failed) return lithe__oom("conv2d backward packing workspace", MR * KC * sizeof(float));
+    if (failed) return lithe__oom("conv2d backward packing workspace", TR * KC * sizeof(float));
     return LITHE_OK;
 }
 

@@ -52,3 +52,12 @@ lithe__pool_gap8_fn lithe__pool_gap8_best(void) {
     return NULL;
 #endif
 }
+
+lithe__pool_max2x2_back_fn lithe__pool_max2x2_back_best(void) {
+#if defined(__x86_64__) || defined(_M_X64)
+    const char *isa = lithe__sgemm_kernel_best()->isa;
+    return isa[0] == 'a' && isa[1] == 'v' && isa[2] == 'x' ? lithe__pool_max2x2_back_avx2 : NULL;
+#else
+    return NULL;
+#endif
+}

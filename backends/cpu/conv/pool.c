@@ -11,7 +11,8 @@
  * AveragePools) runs eight planes side by side, each plane's window summed or maxed in the twin's
  * tap order, so eight independent chains run where the twin has one (GlobalAveragePool on AVX2:
  * pool_avx2.c, the planes in the lanes). Selections and per-window sums in the twin's order:
- * bit-identical. which NULL (inference): no indices are written. ---- */
+ * bit-identical. which NULL (inference): no indices are written. The 2x2 max pooling's backward
+ * scatters 8 outputs a vector where the CPU has AVX2 (pool_avx2.c, the twin's bits). ---- */
 
 typedef struct pool_job {
     const lithe__pool2d *g;
@@ -127,6 +128,13 @@ static void pool_back_planes(void *ctx, int64_t p0, int64_t p1) {
     const pool_job *j = ctx;
     lithe__pool2d sub = *j->g;
     int64_t HW = sub.H * sub.W, OP = sub.OH * sub.OW;
+#if defined(__x86_64__) || defined(_M_X64)
+    lithe__pool_max2x2_back_fn mb = is_max2x2(j->g) && j->cwhich ? lithe__pool_max2x2_back_best() : NULL;
+    if (mb) { /* the twin's scatter with its bits, 8 outputs a vector (pool_avx2.c) */
+        for (int64_t p = p0; p < p1; p++) mb(sub.OH, sub.OW, sub.W, j->dY + p * OP, j->cwhich + p * OP, j->dX + p * HW);
+        return;
+    }
+#endif
     sub.N = 1;
     sub.C = p1 - p0;
     lithe_f32_pool2d_backward__scalar(&sub, j->dY + p0 * OP, j->cwhich ? j->cwhich + p0 * OP : NULL, j->dX + p0 * HW);

@@ -184,6 +184,9 @@ typedef struct lithe__sgemm_kernel {
      * loop): dst[k * MR + l] = rows[l][off + k] for k < kc and l < lanes, 0 for lanes <= l < MR;
      * reads nothing past rows[l] + off + kc - 1 and writes nothing past dst + kc * MR. */
     void (*pack_a_taps)(size_t lanes, size_t kc, const float *const *rows, int64_t off, float *dst);
+    /* Optional (NULL: conv/backward.c keeps taps as A's lanes): pack_a_taps with NR lanes, B's
+     * sliver (dW with the filters as the tile's rows, where they fill fewer lanes than the taps). */
+    void (*pack_b_taps)(size_t lanes, size_t kc, const float *const *rows, int64_t off, float *dst);
     /* ukernel, ukernel_b and urow apply lithe__sgemm_ukparams' clamp: the driver then passes a
      * relu / clip epilogue act in the last K block instead of the act kernel over each stored tile
      * row (false: they ignore it and the act runs after the store, the same bits). */
@@ -263,7 +266,8 @@ static inline float lithe__sgemm_clamp1(int clamp, float lo, float hi, float t) 
 #define LITHE__SGEMM_FORM_pack_segs 1
 #define LITHE__SGEMM_FORM_transpose 1
 #define LITHE__SGEMM_FORM_add_tile 1
-#define LITHE__SGEMM_FORM_pack_a_taps 1 /* gemm_avx2.c */
+#define LITHE__SGEMM_FORM_pack_a_taps 1
+#define LITHE__SGEMM_FORM_pack_b_taps 1 /* gemm_avx512.c */
 #define LITHE__SGEMM_FORM_gemv_tm 1 /* gemm_avx2.c */
 #else /* scalar, NEON, WebAssembly SIMD128 */
 #define LITHE__SGEMM_FORM_gemv_tm 0
@@ -276,6 +280,7 @@ static inline float lithe__sgemm_clamp1(int clamp, float lo, float hi, float t) 
 #define LITHE__SGEMM_FORM_transpose 0
 #define LITHE__SGEMM_FORM_add_tile 0
 #define LITHE__SGEMM_FORM_pack_a_taps 0
+#define LITHE__SGEMM_FORM_pack_b_taps 0
 #endif
 #if defined(LITHE_SIMD_ONLY) && defined(__wasm_simd128__) /* gemm_wasmsimd.c's kernels alone (gemm.c) */
 #define LITHE__SGEMM_FORM_pack_a 2

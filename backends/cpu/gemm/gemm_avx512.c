@@ -301,45 +301,55 @@ static inline __attribute__((always_inline)) void transpose16(__m512 r[16]) {
     for (int i = 0; i < 16; i++) r[i] = t[i];
 }
 
-/* 8 whole lanes, 16 steps (src[l * ld + k0 + k], l < 8, k < 16) to dst[(k0 + k) * 8 + l]: the 8 x 8
- * transpose of both 256-bit halves at once, then each pair of 128-bit lanes joined into two output
- * steps (vpermt2ps), one 512-bit store per two steps. The 16 x 16 transpose below did twice the
- * loads and shuffles for 8 lanes (half its rows zeros), plus a lane test per row: MR = 8's A
- * slivers (512 rows: the transformer's activations, X·W and dY·Wᵀ) spent 3.7 % of its training
- * step here. Pure data movement: the same packed floats. */
-static inline __attribute__((always_inline)) void pack_rows8_16(const float *src, size_t ld, float *dst) {
-    __m512 r[8], t[8], u[8];
-    for (int l = 0; l < 8; l++) r[l] = _mm512_loadu_ps(src + (size_t)l * ld);
-    for (int l = 0; l < 8; l += 2) {
-        t[l] = _mm512_unpacklo_ps(r[l], r[l + 1]);     /* per 128-bit lane q: steps 4q, 4q+1 of rows l, l+1 */
-        t[l + 1] = _mm512_unpackhi_ps(r[l], r[l + 1]); /* steps 4q+2, 4q+3 */
+/* 8 rows x 16 columns in place into r[j] = column 2j (rows 0..7), then column 2j + 1: per 128-bit
+ * lane, 4 x 4 transposes of rows 0-3 (u) and 4-7 (v) (u[s], v[s]: column 4q + s in lane q), then the
+ * lanes paired: r[2q + s / 2] = u[s].q, v[s].q, u[s + 1].q, v[s + 1].q. */
+static inline __attribute__((always_inline)) void transpose8x16(__m512 r[8]) {
+    __m512 t[8], u[4], v[4];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
     }
-    for (int h = 0; h < 8; h += 4) { /* rows h..h+3: u[h + s] holds step 4q+s of those rows in lane q */
-        u[h] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[h]), _mm512_castps_pd(t[h + 2])));
-        u[h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[h]), _mm512_castps_pd(t[h + 2])));
-        u[h + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[h + 1]), _mm512_castps_pd(t[h + 3])));
-        u[h + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[h + 1]), _mm512_castps_pd(t[h + 3])));
+    for (int h = 0; h < 2; h++) { /* rows 4h..4h+3: t[4h..4h+3] */
+        __m512 *o = h ? v : u;
+        const __m512 *a = t + 4 * h;
+        o[0] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(a[0]), _mm512_castps_pd(a[2])));
+        o[1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(a[0]), _mm512_castps_pd(a[2])));
+        o[2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(a[1]), _mm512_castps_pd(a[3])));
+        o[3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(a[1]), _mm512_castps_pd(a[3])));
     }
-    /* step 4q+s = (lane q of u[s], lane q of u[4+s]); a zmm of steps s, 4+s (q 0, 1) or 8+s, 12+s (q 2, 3) */
-    const __m512i lo = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
-    const __m512i hi = _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
-    for (int s = 0; s < 4; s++) {
-        __m512 a = _mm512_permutex2var_ps(u[s], lo, u[4 + s]), b = _mm512_permutex2var_ps(u[s], hi, u[4 + s]);
-        _mm256_storeu_ps(dst + s * 8, _mm512_castps512_ps256(a));
-        _mm256_storeu_ps(dst + (4 + s) * 8, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)));
-        _mm256_storeu_ps(dst + (8 + s) * 8, _mm512_castps512_ps256(b));
-        _mm256_storeu_ps(dst + (12 + s) * 8, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(b), 1)));
+    for (int s = 0; s < 4; s += 2) {
+        __m512 a0 = _mm512_shuffle_f32x4(u[s], v[s], 0x44), b0 = _mm512_shuffle_f32x4(u[s], v[s], 0xEE);
+        __m512 a1 = _mm512_shuffle_f32x4(u[s + 1], v[s + 1], 0x44), b1 = _mm512_shuffle_f32x4(u[s + 1], v[s + 1], 0xEE);
+        r[s / 2] = _mm512_shuffle_f32x4(a0, a1, 0x88);     /* lane 0: columns s, s + 1 */
+        r[2 + s / 2] = _mm512_shuffle_f32x4(a0, a1, 0xDD); /* lane 1: columns 4 + s, 5 + s */
+        r[4 + s / 2] = _mm512_shuffle_f32x4(b0, b1, 0x88); /* lane 2 */
+        r[6 + s / 2] = _mm512_shuffle_f32x4(b0, b1, 0xDD); /* lane 3 */
     }
 }
 
-/* The transposing pack (rows: lane l, step k at src[l * ld + k]) in 16 x 16 blocks. */
-static inline __attribute__((always_inline)) void pack_rows(size_t R, size_t lanes, size_t kc, const float *src,
-                                                            size_t ld, float *dst) {
-    if (R == 8 && lanes == 8) { /* whole 8-lane slivers: 16 steps at a time (pack_rows8_16), the rest below */
-        size_t k0 = 0;
-        for (; k0 + 16 <= kc; k0 += 16) pack_rows8_16(src + k0, ld, dst + k0 * 8);
-        if (k0 == kc) return;
-        src += k0, dst += k0 * 8, kc -= k0;
+/* The transposing pack (rows: lane l, step k at src[l * ld + k], or with row pointers at
+ * ptrs[l][off + k]: pack_a_taps) in 16 x 16 blocks. */
+static inline __attribute__((always_inline)) void pack_rows_at(size_t R, size_t lanes, size_t kc, const float *src,
+                                                               size_t ld, const float *const *ptrs, int64_t off,
+                                                               float *dst) {
+    if (R == 8) { /* 8 rows x 16 steps into 8 registers of 2 steps each (transpose8x16): half the shuffles
+                   * of transpose16 over 8 zero rows, and whole-register stores */
+        for (size_t k0 = 0; k0 < kc; k0 += 16) {
+            size_t kw = kc - k0 < 16 ? kc - k0 : 16;
+            __mmask16 km = kw == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << kw) - 1);
+            __m512 r[8];
+            for (size_t i = 0; i < 8; i++)
+                r[i] = i >= lanes ? _mm512_setzero_ps()
+                       : ptrs     ? _mm512_maskz_loadu_ps(km, ptrs[i] + off + k0)
+                                  : _mm512_maskz_loadu_ps(km, src + i * ld + k0);
+            transpose8x16(r);
+            for (size_t j = 0; j < 8; j++) {
+                if (2 * j + 1 < kw) _mm512_storeu_ps(dst + (k0 + 2 * j) * 8, r[j]);
+                else if (2 * j < kw) _mm512_mask_storeu_ps(dst + (k0 + 2 * j) * 8, (__mmask16)0x00FF, r[j]);
+            }
+        }
+        return;
     }
     for (size_t l0 = 0; l0 < R; l0 += 16) {
         size_t w = R - l0 < 16 ? R - l0 : 16;      /* lanes of dst written by this group */
@@ -350,11 +360,17 @@ static inline __attribute__((always_inline)) void pack_rows(size_t R, size_t lan
             __mmask16 km = kw == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << kw) - 1);
             __m512 r[16];
             for (size_t i = 0; i < 16; i++)
-                r[i] = l0 + i < lanes ? _mm512_maskz_loadu_ps(km, src + (l0 + i) * ld + k0) : _mm512_setzero_ps();
+                r[i] = l0 + i >= lanes ? _mm512_setzero_ps()
+                       : ptrs          ? _mm512_maskz_loadu_ps(km, ptrs[l0 + i] + off + k0)
+                                       : _mm512_maskz_loadu_ps(km, src + (l0 + i) * ld + k0);
             transpose16(r);
             for (size_t i = 0; i < kw; i++) _mm512_mask_storeu_ps(dst + (k0 + i) * R + l0, sm, r[i]);
         }
     }
+}
+
+static void pack_rows(size_t R, size_t lanes, size_t kc, const float *src, size_t ld, float *dst) {
+    pack_rows_at(R, lanes, kc, src, ld, NULL, 0, dst);
 }
 
 static void pack_cols(size_t R, size_t lanes, size_t kc, const float *src, size_t ld, float *dst) {
@@ -395,6 +411,25 @@ DEFINE_PACK_A(8)
 DEFINE_PACK_A(12)
 DEFINE_PACK_A(14)
 DEFINE_PACK_A(7)
+
+/* gemm.h's pack_a_taps (conv/backward.c's dW: col's A slivers, taps as lanes, pixels as steps, from
+ * the taps' shifted rows) and pack_b_taps (the same with NR lanes, B's slivers where the filters are
+ * the tile's rows): the transposing pack with a row pointer per lane, 16 steps of the
+ * sliver's rows at a time through transpose16 (masked loads: nothing past a row's run is read). The
+ * driver's scalar loop stored a float at a time: 14 % of the LeNet CNN's training step on Zen 5. */
+#define DEFINE_PACK_A_TAPS(MR)                                                                                    \
+    static void pack_a_taps_##MR(size_t lanes, size_t kc, const float *const *rows, int64_t off, float *dst) {   \
+        pack_rows_at(MR, lanes, kc, NULL, 0, rows, off, dst);                                                     \
+    }
+DEFINE_PACK_A_TAPS(2)
+DEFINE_PACK_A_TAPS(4)
+DEFINE_PACK_A_TAPS(8)
+DEFINE_PACK_A_TAPS(12)
+DEFINE_PACK_A_TAPS(14)
+DEFINE_PACK_A_TAPS(7)
+static void pack_b_taps_32(size_t lanes, size_t kc, const float *const *rows, int64_t off, float *dst) {
+    pack_rows_at(NR, lanes, kc, NULL, 0, rows, off, dst);
+}
 
 /* lithe__sgemm_pixels' A slivers: step k's lanes contiguous at rows[k] + off (a tap's pixels along
  * an output row), one masked load and store per step. */
@@ -681,7 +716,8 @@ static const lithe__sgemm_kernel *for_rows(int64_t M);
      .gemv_t = gemv_t, .gemv_n = gemv_n, .for_rows = for_rows, .urow = lithe_f32_gemm_urow_1x32__avx512,         \
      .ukernel_b = lithe_f32_gemm_ukernel_b_##MR##x32__avx512, .ukernel_ap = lithe_f32_gemm_ukernel_ap_##MR##x32__avx512, \
      .ukernel_bp = lithe_f32_gemm_ukernel_bp_##MR##x32__avx512, .ukernel_a = lithe_f32_gemm_ukernel_a_##MR##x32__avx512, \
-     .pack_a_ptrs = pack_a_ptrs_##MR, .transpose = transpose_tile, .pack_segs = pack_segs, .clamp_ok = true,      \
+     .pack_a_ptrs = pack_a_ptrs_##MR, .pack_a_taps = pack_a_taps_##MR, .pack_b_taps = pack_b_taps_32,           \
+     .transpose = transpose_tile, .pack_segs = pack_segs, .clamp_ok = true,                                       \
      .bias_rows_ok = true, .add_tile = add_tile}
 static const lithe__sgemm_kernel kernels[] = {KERNEL(14, 126), KERNEL(12, 120), KERNEL(8, 128), KERNEL(4, 128),
                                               KERNEL(2, 128), KERNEL(7, 126)};
