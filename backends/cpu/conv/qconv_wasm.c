@@ -169,5 +169,5 @@ static void quant_u8(int64_t n, const float *x, const lithe__qx *q, uint8_t *y) 
 static void quant_quads(int64_t n, const float *x, int64_t stride, int nrows, const lithe__qx *q, uint8_t *d) {
     lithe__qconv_aux_ref.quant_quads(n, x, stride, nrows, q, d);
 }
-const lithe__qconv_aux lithe__qconv_aux_wasm = {quant_f32, quant_i16, quant_pairs, epi, quant_u8, quant_quads};
+const lithe__qconv_aux lithe__qconv_aux_wasm = {quant_f32, quant_i16, quant_pairs, epi, quant_u8, quant_quads, NULL, NULL};
 #endif
