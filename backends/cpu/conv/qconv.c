@@ -85,9 +85,11 @@ void lithe__qconv_codes_i16(int64_t n, const uint8_t *x, const lithe__qx *q, int
 }
 void lithe__qconv_codes_pairs(int64_t n, const uint8_t *x0, const uint8_t *x1, const lithe__qx *q, int16_t *d) {
     const int32_t zx = q->zx;
-    const int src = q->src;
-    for (int64_t i = 0; i < n; i++)
-        d[2 * i] = (int16_t)(code_of(x0, i, src) - zx), d[2 * i + 1] = (int16_t)(code_of(x1, i, src) - zx);
+    if (q->src == 2) /* (a loop per source: each vectorizes) */
+        for (int64_t i = 0; i < n; i++)
+            d[2 * i] = (int16_t)((int8_t)x0[i] - zx), d[2 * i + 1] = (int16_t)((int8_t)x1[i] - zx);
+    else
+        for (int64_t i = 0; i < n; i++) d[2 * i] = (int16_t)(x0[i] - zx), d[2 * i + 1] = (int16_t)(x1[i] - zx);
 }
 void lithe__qconv_codes_u8(int64_t n, const uint8_t *x, const lithe__qx *q, uint8_t *y) {
     const uint8_t flip = q->src == 2 ? 0x80 : 0;
