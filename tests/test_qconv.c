@@ -510,8 +510,8 @@ static void ties(void) {
  * quantizer unchanged), against QuantizeLinear's codes (code_ref; the int8 byte its code's);
  * codes_quads against the interleaving by definition (u = code - xmin), tails of 1-15 values, 1-4 rows. */
 static void codes_passes(void) {
-    lithe__qconv_aux twin = lithe__qconv_aux_ref; /* its codes_quads: the driver's twin */
-    twin.codes_quads = lithe__qconv_codes_quads;
+    lithe__qconv_aux twin = lithe__qconv_aux_ref; /* its codes_quads, codes_pairs: the driver's twins */
+    twin.codes_quads = lithe__qconv_codes_quads, twin.codes_pairs = lithe__qconv_codes_pairs;
     const lithe__qconv_aux *A[4] = {&twin};
     const char *name[4] = {"twin"};
     int na = 1;
@@ -529,7 +529,7 @@ static void codes_passes(void) {
     uint8_t *d = malloc(NX), *e = malloc(NX);
     int passes = 0;
     for (int a = 0; a < na; a++) {
-        if (!A[a]->epi_codes && !A[a]->codes_quads) continue;
+        if (!A[a]->epi_codes && !A[a]->codes_quads && !A[a]->codes_pairs) continue;
         passes++;
         for (size_t si = 0; A[a]->epi_codes && si < sizeof S / sizeof S[0]; si++)
             for (size_t zi = 0; zi < sizeof Z / sizeof Z[0]; zi++) {
@@ -571,6 +571,25 @@ static void codes_passes(void) {
                 }
     }
     free(X), free(y), free(d), free(e);
+    for (int a = 0; a < na; a++) /* codes_pairs: x - zx of two rows' codes, interleaved */
+        for (int src = 1; A[a]->codes_pairs && src <= 2; src++)
+            for (int64_t n = 1; n <= 41; n += 8) {
+                uint8_t x[2][48];
+                int16_t dp[2 * 48 + 1];
+                for (int r = 0; r < 2; r++)
+                    for (int64_t i = 0; i < n; i++) x[r][i] = (uint8_t)(urand32() >> 5);
+                const int32_t zx = src == 2 ? -9 : 131;
+                const lithe__qx q = {1.0f, (float)((src == 2 ? -128 : 0) - zx), (float)((src == 2 ? 127 : 255) - zx), src, zx};
+                dp[2 * n] = 0x5A5A;
+                A[a]->codes_pairs(n, x[0], x[1], &q, dp);
+                int bad = dp[2 * n] != 0x5A5A;
+                for (int64_t i = 0; i < 2 * n; i++) {
+                    const uint8_t b = x[i & 1][i / 2];
+                    bad += dp[i] != (src == 2 ? (int8_t)b : b) - zx;
+                }
+                CHECK(!bad, "codes: %s codes_pairs, %s, n %lld: %d values off", name[a], src == 2 ? "int8" : "uint8",
+                      (long long)n, bad);
+            }
 #if defined(__x86_64__) || defined(_M_X64)
     CHECK(!lithe__qconv8_vnni() || passes >= 1, "codes: no AVX-512 codes passes checked on a VNNI CPU");
 #endif

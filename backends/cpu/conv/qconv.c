@@ -107,7 +107,7 @@ void lithe__qconv_codes_quads(int64_t n, const uint8_t *x, int64_t stride, int n
 }
 
 const lithe__qconv_aux lithe__qconv_aux_ref = {quant_f32_ref, quant_i16_ref, quant_pairs_ref, epi_ref, quant_u8_ref,
-                                               quant_quads_ref, NULL, NULL};
+                                               quant_quads_ref, NULL, NULL, NULL};
 
 void lithe__qconv_ow_range(const lithe__conv2d *g, int64_t kw, int64_t *owa, int64_t *owb) {
     const int64_t s = g->stride[1], a = g->pad[1] - kw * g->dil[1];
@@ -131,7 +131,7 @@ void lithe__qconv_pack_x(const lithe__conv2d *g, const void *Xv, const lithe__qx
             if (q->src) {
                 const uint8_t *c0 = Xc + 2 * kp * P;
                 if (2 * kp + 1 < K)
-                    lithe__qconv_codes_pairs(P, c0, c0 + P, q, d);
+                    (aux->codes_pairs ? aux->codes_pairs : lithe__qconv_codes_pairs)(P, c0, c0 + P, q, d);
                 else
                     for (int64_t p = 0; p < P; p++) d[2 * p] = (int16_t)(code_of(c0, p, q->src) - q->zx), d[2 * p + 1] = 0;
             } else if (2 * kp + 1 < K) {

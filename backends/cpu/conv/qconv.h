@@ -136,9 +136,10 @@ typedef struct lithe__qconv_aux {
     void (*quant_quads)(int64_t n, const float *x, int64_t stride, int nrows, const struct lithe__qx *q, uint8_t *d);
     /* Codes between fused:QConv nodes (NULL: the twins): epi_codes as epi, each value then quantized
      * on c->yq's grid into d (rows at d + (r - r0)·n; the int8 byte flipped; y left as scratch): the
-     * bits of epi then quant_u8 (then the flip); codes_quads as lithe__qconv_codes_quads */
+     * bits of epi then quant_u8 (then the flip); codes_quads, codes_pairs as lithe__qconv_codes_* */
     void (*epi_codes)(const struct lithe__qconv *c, int64_t r0, int64_t rows, int64_t n, float *y, uint8_t *d);
     void (*codes_quads)(int64_t n, const uint8_t *x, int64_t stride, int nrows, const struct lithe__qx *q, uint8_t *d);
+    void (*codes_pairs)(int64_t n, const uint8_t *x0, const uint8_t *x1, const struct lithe__qx *q, int16_t *d);
 } lithe__qconv_aux;
 extern const lithe__qconv_aux lithe__qconv_aux_ref;
 #if defined(__x86_64__) || defined(_M_X64)

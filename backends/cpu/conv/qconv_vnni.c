@@ -221,7 +221,7 @@ static void codes_quads(int64_t n, const uint8_t *x, int64_t stride, int nrows, 
 }
 
 const lithe__qconv_aux lithe__qconv_aux_avx512 = {quant_f32, quant_i16, quant_pairs, epi, quant_u8, quant_quads,
-                                                  epi_codes, codes_quads};
+                                                  epi_codes, codes_quads, NULL};
 #else
 lithe__qconv_fn lithe__qconv8_vnni(void) { return 0; }
 const lithe__qconv_aux lithe__qconv_aux_avx512 = {0}; /* never chosen: lithe__qconv8_vnni is NULL */

@@ -204,5 +204,20 @@ static void epi_codes(const lithe__qconv *c, int64_t r0, int64_t rows, int64_t n
     }
 }
 
-const lithe__qconv_aux lithe__qconv_aux_wasm = {quant_f32, quant_i16, quant_pairs, epi, quant_u8, quant_quads, epi_codes, NULL};
+/* lithe__qconv_codes_pairs 8 a step: each row's bytes widened (load8x8), less zx, interleaved */
+static void codes_pairs(int64_t n, const uint8_t *x0, const uint8_t *x1, const lithe__qx *q, int16_t *d) {
+    const v128_t z = wasm_i16x8_splat((int16_t)q->zx);
+    const bool s8 = q->src == 2;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const v128_t a = wasm_i16x8_sub(s8 ? wasm_i16x8_load8x8(x0 + i) : wasm_u16x8_load8x8(x0 + i), z);
+        const v128_t b = wasm_i16x8_sub(s8 ? wasm_i16x8_load8x8(x1 + i) : wasm_u16x8_load8x8(x1 + i), z);
+        wasm_v128_store(d + 2 * i, wasm_i16x8_shuffle(a, b, 0, 8, 1, 9, 2, 10, 3, 11));
+        wasm_v128_store(d + 2 * i + 8, wasm_i16x8_shuffle(a, b, 4, 12, 5, 13, 6, 14, 7, 15));
+    }
+    if (i < n) lithe__qconv_codes_pairs(n - i, x0 + i, x1 + i, q, d + 2 * i);
+}
+
+const lithe__qconv_aux lithe__qconv_aux_wasm = {quant_f32, quant_i16, quant_pairs, epi, quant_u8, quant_quads, epi_codes,
+                                                NULL, codes_pairs};
 #endif
