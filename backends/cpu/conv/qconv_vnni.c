@@ -142,7 +142,13 @@ static void epi(const lithe__qconv *c, int64_t r0, int64_t rows, int64_t n, floa
 
 static void quant_u8(int64_t n, const float *x, const lithe__qx *q, uint8_t *y) {
     const __m512 s = _mm512_set1_ps(q->scale), lo = _mm512_set1_ps(q->lo), hi = _mm512_set1_ps(q->hi);
-    for (int64_t i = 0; i < n; i += 16) { /* u in [0, 255]: vpmovdb's truncation keeps it */
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) { /* u in [0, 255]: vpmovdb's truncation keeps it (to a register, then a
+                                    * plain store: the masked store to memory ran ~1.6x slower on Zen 5) */
+        __m512i u = _mm512_cvtps_epi32(_mm512_sub_ps(qv16(_mm512_loadu_ps(x + i), s, lo, hi), lo));
+        _mm_storeu_si128((__m128i *)(y + i), _mm512_cvtepi32_epi8(u));
+    }
+    if (i < n) {
         const __mmask16 k = lanes(n - i);
         __m512i u = _mm512_cvtps_epi32(_mm512_sub_ps(qv16(_mm512_maskz_loadu_ps(k, x + i), s, lo, hi), lo));
         _mm512_mask_cvtepi32_storeu_epi8(y + i, k, u);
