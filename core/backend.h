@@ -136,7 +136,10 @@ struct lithe_backend_ops {
      * QuantizeLinear computes it (x = clamp(rint(X / xs) + xz, xmin, xmax), NaN to xmin), W (M,
      * C/group, KH, KW) int8 with per-channel (or one) scales and zero points, b (M,) float32 or
      * NULL, a the activation or NULL, Y (N, M, OH, OW) float32: Y = act(xs·sw[m]·Σ (x - xz)(w -
-     * zw[m]) + b[m]) with exact int32 sums. The CPU: group 1 and depthwise (backends/cpu/conv/qconv.h). */
+     * zw[m]) + b[m]) with exact int32 sums. The CPU: group 1 and depthwise (backends/cpu/conv/qconv.h).
+     * There X may also be the codes themselves (int8 where xmin = -128, uint8 where xmin = 0, with
+     * xs, xz as their quantization parameters), and Y an int8 / uint8 tensor with one scale and zero
+     * point: Y's values quantized as QuantizeLinear (a fused:QConv feeding another, fuse_qdq.c). */
     lithe_status (*conv_q8)(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X, float xs, int32_t xz,
                             int32_t xmin, int32_t xmax, const lithe_tensor *W, const lithe_tensor *b,
                             const struct lithe__act *a, lithe_tensor *Y, bool *done);

@@ -189,7 +189,7 @@ static void kernels(qcase *c, const lithe__act *a, const char *what) {
     float *Yt = guarded(ny), *Yk = guarded(ny), *Yw = guarded(ny);
     lithe__qconv_pack_w(g->M, K, c->W, c->zw, c->n_w, Wp);
     for (int64_t m = 0; m < g->M; m++) scale[m] = c->xs * c->sw[c->n_w == 1 ? 0 : m];
-    lithe__qx q = {c->xs, (float)(c->xmin - c->xz), (float)(c->xmax - c->xz)};
+    lithe__qx q = {c->xs, (float)(c->xmin - c->xz), (float)(c->xmax - c->xz), 0, 0};
     conv_ref(c, Yr);
     act_ref(a, ny, Yr);
     for (int64_t n = 0; n < g->N; n++) {
@@ -231,6 +231,49 @@ static void kernels(qcase *c, const lithe__act *a, const char *what) {
     free(Wp), free(Xp), free(tmp), free(scale), free(Yr), free(Yt), free(Yk), free(Yw);
 }
 
+/* Codes between fused:QConv nodes (fuse_qdq.c's chain): conv_q8 with X as the codes of its grid
+ * (code_ref: QuantizeLinear's) gives the float run's Yr bit for bit; with Y an int8 / uint8 tensor
+ * carrying a scale and zero point, QuantizeLinear's codes of Yr (code_ref on that grid); both at once. */
+static void codes_io(const qcase *c, lithe_backend *be, const lithe_tensor *X, const lithe_tensor *W,
+                     const lithe_tensor *b, const lithe__act *a, const float *Yr, const char *what) {
+    const lithe__conv2d *g = &c->g;
+    const int64_t nx = g->N * g->C * g->H * g->W, ny = g->N * g->M * g->OH * g->OW;
+    const bool xcodes = c->xmax - c->xmin == 255 && (c->xmin == 0 || c->xmin == -128);
+    float mx = 0.0f;
+    for (int64_t i = 0; i < ny; i++) mx = fmaxf(mx, fabsf(Yr[i]));
+    /* the output's grid: int8 with a zero point off 0, or uint8 (a relu's range); codes clamp both ends */
+    const bool s8 = (g->M + g->C) % 2 == 0;
+    qcase yg = {.xs = mx > 0.0f ? mx / 90.0f : 1.0f, .xz = s8 ? -9 : 40, .xmin = s8 ? -128 : 0, .xmax = s8 ? 127 : 255};
+    lithe_tensor *Xc = NULL, *Yc = NULL, *Yf = NULL;
+    bool ok = lithe__tensor_alloc(be, c->xmin < 0 ? LITHE_I8 : LITHE_U8, 4, X->shape, false, &Xc) == LITHE_OK &&
+              lithe__tensor_alloc(be, s8 ? LITHE_I8 : LITHE_U8, 4, (int64_t[]){g->N, g->M, g->OH, g->OW}, false, &Yc) ==
+                  LITHE_OK &&
+              lithe__tensor_alloc(be, LITHE_F32, 4, (int64_t[]){g->N, g->M, g->OH, g->OW}, false, &Yf) == LITHE_OK &&
+              lithe_tensor_set_quant_params(Yc, -1, 1, &yg.xs, &yg.xz) == LITHE_OK &&
+              lithe_tensor_set_quant_params(Xc, -1, 1, &c->xs, &c->xz) == LITHE_OK;
+    CHECK(ok, "%s: codes tensors", what);
+    uint8_t *ye = malloc((size_t)ny);
+    for (int64_t i = 0; ok && i < nx; i++) ((uint8_t *)lithe__tdata(Xc))[i] = (uint8_t)code_ref(c, c->X[i]);
+    for (int64_t i = 0; i < ny; i++) ye[i] = (uint8_t)code_ref(&yg, Yr[i]);
+    for (int k = 0; ok && k < 3; k++) { /* X codes -> float; float -> Y codes; codes -> codes */
+        const bool xin = k != 1, yout = k != 0;
+        if (xin && !xcodes) continue;
+        bool done = false;
+        lithe_tensor *Y = yout ? Yc : Yf;
+        memset(lithe__tdata(Y), 0xA5, (size_t)ny * (yout ? 1 : sizeof(float)));
+        lithe_status s = be->ops->conv_q8(be, g, xin ? Xc : X, c->xs, c->xz, c->xmin, c->xmax, W, b, a, Y, &done);
+        CHECK(s == LITHE_OK && done, "%s: conv_q8 with codes (%d) ran (status %d, done %d)", what, k, (int)s, (int)done);
+        if (yout) {
+            CHECK(!memcmp(lithe__tdata(Yc), ye, (size_t)ny), "%s: conv_q8's codes out (%s in) vs QuantizeLinear's of the "
+                  "reference", what, xin ? "codes" : "float");
+        } else {
+            CHECK(!memcmp(lithe__tdata(Yf), Yr, (size_t)ny * sizeof *Yr), "%s: conv_q8 on codes vs reference", what);
+        }
+    }
+    free(ye);
+    lithe_tensor_release(Xc), lithe_tensor_release(Yc), lithe_tensor_release(Yf);
+}
+
 /* the backend's conv_q8 on host tensors against conv_ref */
 #if defined(__x86_64__) || defined(_M_X64)
 static int cached_form(const lithe_tensor *W);
@@ -263,6 +306,7 @@ static void backend(qcase *c, const lithe__act *a, const char *what) {
 #if defined(__x86_64__) || defined(_M_X64)
         last_form = cached_form(W);
 #endif
+        codes_io(c, be, X, W, b, a, Yr, what);
         free(Yr);
     } else if (ok) {
         printf("qconv: the host backend has no conv_q8 here (%s skipped)\n", what);
@@ -290,7 +334,7 @@ static bool kernels8(qcase *c, const lithe__act *a, const char *what, bool force
     float *Yt = guarded(ny), *Yk = guarded(ny);
     lithe__qconv_pack_w8(g->M, K, c->W, c->zw, c->n_w, Wb, wsum);
     for (int64_t m = 0; m < g->M; m++) scale[m] = c->xs * c->sw[c->n_w == 1 ? 0 : m];
-    lithe__qx q = {c->xs, (float)(c->xmin - c->xz), (float)(c->xmax - c->xz)};
+    lithe__qx q = {c->xs, (float)(c->xmin - c->xz), (float)(c->xmax - c->xz), 0, 0};
     conv_ref(c, Yr);
     act_ref(a, ny, Yr);
     for (int64_t n = 0; n < g->N; n++) {
@@ -442,7 +486,7 @@ static void ties(void) {
             for (int64_t i = 0; i < n; i++) X[n + i] = X[n - 1 - i]; /* the pairs' second row */
             n *= 2;
             qcase c = {.xs = s, .xz = Z[zi][0], .xmin = Z[zi][1], .xmax = Z[zi][2]};
-            const lithe__qx q = {s, (float)(c.xmin - c.xz), (float)(c.xmax - c.xz)};
+            const lithe__qx q = {s, (float)(c.xmin - c.xz), (float)(c.xmax - c.xz), 0, 0};
             for (int a = 0; a < na; a++) {
                 A[a]->quant_f32(n, X, &q, Yf);
                 A[a]->quant_i16(n, X, &q, Yi);
@@ -459,6 +503,97 @@ static void ties(void) {
             }
         }
     free(X), free(Yf), free(Yi), free(Yp);
+}
+
+/* The codes' passes (qconv.h's aux epi_codes, codes_quads; NULL: the driver's twins) of every kernel
+ * built here: epi_codes on ties, at 1x scale without bias or activation (so each value reaches the
+ * quantizer unchanged), against QuantizeLinear's codes (code_ref; the int8 byte its code's);
+ * codes_quads against the interleaving by definition (u = code - xmin), tails of 1-15 values, 1-4 rows. */
+static void codes_passes(void) {
+    lithe__qconv_aux twin = lithe__qconv_aux_ref; /* its codes_quads, codes_pairs: the driver's twins */
+    twin.codes_quads = lithe__qconv_codes_quads, twin.codes_pairs = lithe__qconv_codes_pairs;
+    const lithe__qconv_aux *A[4] = {&twin};
+    const char *name[4] = {"twin"};
+    int na = 1;
+#if defined(__x86_64__) || defined(_M_X64)
+    if (lithe__qconv8_vnni()) A[na] = &lithe__qconv_aux_avx512, name[na++] = "avx512";
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) A[na] = &lithe__qconv_aux_avx2, name[na++] = "avx2";
+#endif
+#if defined(__wasm_simd128__)
+    A[na] = &lithe__qconv_aux_wasm, name[na++] = "simd128";
+#endif
+    static const float S[] = {0.0173f, 1.0f / 3.0f, 0.0039215689f};
+    static const int32_t Z[][3] = {{0, 0, 255}, {-7, -128, 127}, {128, 0, 255}};
+    enum { NX = 601 * 5 + 5 };
+    float *X = malloc(NX * sizeof *X), *y = malloc(NX * sizeof *y), one = 1.0f;
+    uint8_t *d = malloc(NX), *e = malloc(NX);
+    int passes = 0;
+    for (int a = 0; a < na; a++) {
+        if (!A[a]->epi_codes && !A[a]->codes_quads && !A[a]->codes_pairs) continue;
+        passes++;
+        for (size_t si = 0; A[a]->epi_codes && si < sizeof S / sizeof S[0]; si++)
+            for (size_t zi = 0; zi < sizeof Z / sizeof Z[0]; zi++) {
+                int64_t n = 0;
+                for (int k = -300; k <= 300; k++) {
+                    float h = ((float)k + 0.5f) * S[si];
+                    X[n++] = h, X[n++] = nextafterf(h, INFINITY), X[n++] = nextafterf(h, -INFINITY);
+                    X[n++] = (float)k * S[si], X[n++] = nextafterf(nextafterf(h, INFINITY), INFINITY);
+                }
+                X[n++] = NAN, X[n++] = INFINITY, X[n++] = -INFINITY, X[n++] = 1e30f, X[n++] = -0.0f;
+                const qcase yg = {.xs = S[si], .xz = Z[zi][0], .xmin = Z[zi][1], .xmax = Z[zi][2]};
+                const lithe__qx yq = {S[si], (float)(yg.xmin - yg.xz), (float)(yg.xmax - yg.xz), yg.xmin < 0 ? 2 : 1, yg.xz};
+                lithe__qconv c = {.M = 1, .P = n, .scale = &one, .yq = &yq};
+                memcpy(y, X, (size_t)n * sizeof *y);
+                memset(d, 0xA5, NX);
+                A[a]->epi_codes(&c, 0, 1, n, y, d);
+                int bad = 0;
+                for (int64_t i = 0; i < n; i++) bad += d[i] != (uint8_t)code_ref(&yg, X[i]);
+                CHECK(!bad, "codes: %s epi_codes, scale %g zero %d: %d of %lld codes off QuantizeLinear's", name[a],
+                      (double)S[si], (int)yg.xz, bad, (long long)n);
+            }
+        for (int src = 1; A[a]->codes_quads && src <= 2; src++)
+            for (int rows = 1; rows <= 4; rows++)
+                for (int64_t n = 1; n <= 40; n += 13) {
+                    const int64_t stride = n + 3;
+                    for (int64_t i = 0; i < 4 * stride; i++) e[i] = (uint8_t)(urand32() >> 7);
+                    const lithe__qx q = {1.0f, src == 2 ? -3.0f : -5.0f, src == 2 ? 252.0f : 250.0f, src, src == 2 ? -125 : 5};
+                    memset(d, 0xA5, NX);
+                    A[a]->codes_quads(n, e, stride, rows, &q, d);
+                    int bad = 0;
+                    for (int64_t i = 0; i < n; i++)
+                        for (int j = 0; j < 4; j++) {
+                            const int32_t code = src == 2 ? (int8_t)e[j * stride + i] : e[j * stride + i];
+                            bad += d[4 * i + j] != (j < rows ? (uint8_t)(code - (src == 2 ? -128 : 0)) : 0);
+                        }
+                    bad += d[4 * n] != 0xA5;
+                    CHECK(!bad, "codes: %s codes_quads, %s, %d rows, n %lld: %d bytes off", name[a],
+                          src == 2 ? "int8" : "uint8", rows, (long long)n, bad);
+                }
+    }
+    free(X), free(y), free(d), free(e);
+    for (int a = 0; a < na; a++) /* codes_pairs: x - zx of two rows' codes, interleaved */
+        for (int src = 1; A[a]->codes_pairs && src <= 2; src++)
+            for (int64_t n = 1; n <= 41; n += 8) {
+                uint8_t x[2][48];
+                int16_t dp[2 * 48 + 1];
+                for (int r = 0; r < 2; r++)
+                    for (int64_t i = 0; i < n; i++) x[r][i] = (uint8_t)(urand32() >> 5);
+                const int32_t zx = src == 2 ? -9 : 131;
+                const lithe__qx q = {1.0f, (float)((src == 2 ? -128 : 0) - zx), (float)((src == 2 ? 127 : 255) - zx), src, zx};
+                dp[2 * n] = 0x5A5A;
+                A[a]->codes_pairs(n, x[0], x[1], &q, dp);
+                int bad = dp[2 * n] != 0x5A5A;
+                for (int64_t i = 0; i < 2 * n; i++) {
+                    const uint8_t b = x[i & 1][i / 2];
+                    bad += dp[i] != (src == 2 ? (int8_t)b : b) - zx;
+                }
+                CHECK(!bad, "codes: %s codes_pairs, %s, n %lld: %d values off", name[a], src == 2 ? "int8" : "uint8",
+                      (long long)n, bad);
+            }
+#if defined(__x86_64__) || defined(_M_X64)
+    CHECK(!lithe__qconv8_vnni() || passes >= 1, "codes: no AVX-512 codes passes checked on a VNNI CPU");
+#endif
+    (void)passes;
 }
 
 int main(void) {
@@ -485,6 +620,7 @@ int main(void) {
 #endif
                                                                       : "avx2");
     ties();
+    codes_passes();
     for (size_t i = 0; i < sizeof G / sizeof G[0]; i++)
         for (int v = 0; v < 4; v++) {
             qcase c;

@@ -79,6 +79,11 @@ typedef struct lithe__gfuse {
     int32_t q_zero, q_min, q_max;
     /* MATMUL_T: the perm of the Transpose folded into input 0, input 1, the output; [0] < 0: none */
     int8_t perm_a[3], perm_b[3], perm_y[3];
+    /* QCONV whose output only another fused:QConv reads, as its X (fuse_qdq.c's chain): that reader's
+     * q_* (o_min < 0: int8), so this node may hand it the codes (CPU conv_q8) instead of float32 */
+    bool o_codes;
+    float o_scale;
+    int32_t o_zero, o_min, o_max;
 } lithe__gfuse;
 
 /* A windowed node's (Conv, the pools) strides, pads as given, dilations, auto_pad and Conv's group,

@@ -7,6 +7,7 @@
 #include "../simd/simd.h"
 #include "../threadpool.h"
 
+#include <math.h>
 #include <string.h>
 
 /* ---- packing ---- */
@@ -65,8 +66,48 @@ static void quant_quads_ref(int64_t n, const float *x, int64_t stride, int nrows
     for (int64_t i = 0; i < n; i++)
         for (int j = 0; j < 4; j++) d[4 * i + j] = j < nrows ? (uint8_t)(int)(qv(x[j * stride + i], &qq) - qq.lo) : 0;
 }
+/* the codes' twins (qconv.h): integer arithmetic only, loops the compiler vectorizes. int8 codes
+ * are stored as their bytes: (int8_t) code; u = code - xmin = code + 128 flips the byte's top bit */
+static inline int32_t code_of(const uint8_t *x, int64_t i, int src) { return src == 2 ? (int32_t)(int8_t)x[i] : x[i]; }
+void lithe__qconv_codes_f32(int64_t n, const uint8_t *x, const lithe__qx *q, float *y) {
+    const int32_t zx = q->zx;
+    if (q->src == 2)
+        for (int64_t i = 0; i < n; i++) y[i] = (float)((int32_t)(int8_t)x[i] - zx);
+    else
+        for (int64_t i = 0; i < n; i++) y[i] = (float)((int32_t)x[i] - zx);
+}
+void lithe__qconv_codes_i16(int64_t n, const uint8_t *x, const lithe__qx *q, int16_t *y) {
+    const int32_t zx = q->zx;
+    if (q->src == 2)
+        for (int64_t i = 0; i < n; i++) y[i] = (int16_t)((int32_t)(int8_t)x[i] - zx);
+    else
+        for (int64_t i = 0; i < n; i++) y[i] = (int16_t)((int32_t)x[i] - zx);
+}
+void lithe__qconv_codes_pairs(int64_t n, const uint8_t *x0, const uint8_t *x1, const lithe__qx *q, int16_t *d) {
+    const int32_t zx = q->zx;
+    if (q->src == 2) /* (a loop per source: each vectorizes) */
+        for (int64_t i = 0; i < n; i++)
+            d[2 * i] = (int16_t)((int8_t)x0[i] - zx), d[2 * i + 1] = (int16_t)((int8_t)x1[i] - zx);
+    else
+        for (int64_t i = 0; i < n; i++) d[2 * i] = (int16_t)(x0[i] - zx), d[2 * i + 1] = (int16_t)(x1[i] - zx);
+}
+void lithe__qconv_codes_u8(int64_t n, const uint8_t *x, const lithe__qx *q, uint8_t *y) {
+    const uint8_t flip = q->src == 2 ? 0x80 : 0;
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] ^ flip;
+}
+void lithe__qconv_codes_quads(int64_t n, const uint8_t *x, int64_t stride, int nrows, const lithe__qx *q, uint8_t *d) {
+    const uint32_t flip = q->src == 2 ? 0x80u : 0;
+    const uint8_t *r0 = x, *r1 = nrows > 1 ? x + stride : NULL, *r2 = nrows > 2 ? x + 2 * stride : NULL,
+                  *r3 = nrows > 3 ? x + 3 * stride : NULL;
+    for (int64_t i = 0; i < n; i++) {
+        const uint32_t v = ((uint32_t)r0[i] ^ flip) | (r1 ? ((uint32_t)r1[i] ^ flip) << 8 : 0) |
+                           (r2 ? ((uint32_t)r2[i] ^ flip) << 16 : 0) | (r3 ? ((uint32_t)r3[i] ^ flip) << 24 : 0);
+        memcpy(d + 4 * i, &v, sizeof v);
+    }
+}
+
 const lithe__qconv_aux lithe__qconv_aux_ref = {quant_f32_ref, quant_i16_ref, quant_pairs_ref, epi_ref, quant_u8_ref,
-                                               quant_quads_ref};
+                                               quant_quads_ref, NULL, NULL, NULL};
 
 void lithe__qconv_ow_range(const lithe__conv2d *g, int64_t kw, int64_t *owa, int64_t *owb) {
     const int64_t s = g->stride[1], a = g->pad[1] - kw * g->dil[1];
@@ -76,25 +117,36 @@ void lithe__qconv_ow_range(const lithe__conv2d *g, int64_t kw, int64_t *owa, int
     *owa = *owa < *owb ? *owa : *owb;
 }
 
-void lithe__qconv_pack_x(const lithe__conv2d *g, const float *X, const lithe__qx *q, int16_t *tmp, int16_t *Xp,
+void lithe__qconv_pack_x(const lithe__conv2d *g, const void *Xv, const lithe__qx *q, int16_t *tmp, int16_t *Xp,
                          const lithe__qconv_aux *aux) {
+    const float *X = Xv;
+    const uint8_t *Xc = Xv; /* q->src: codes */
     const int64_t K = g->C * g->KH * g->KW, Kp = (K + 1) / 2, P = g->OH * g->OW, P8 = (P + 7) / 8 * 8;
     const bool pointwise = g->KH == 1 && g->KW == 1 && g->stride[0] == 1 && g->stride[1] == 1 && !g->pad[0] &&
                            !g->pad[1] && g->OH == g->H && g->OW == g->W;
     if (pointwise) { /* rows k and k + 1 of X are the columns' pair kp: interleaved, quantized */
         const lithe__qx qq = *q;
         for (int64_t kp = 0; kp < Kp; kp++) {
-            const float *x0 = X + 2 * kp * P, *x1 = x0 + P;
             int16_t *d = Xp + kp * P8 * 2;
-            if (2 * kp + 1 < K)
-                aux->quant_pairs(P, x0, x1, q, d);
-            else
-                for (int64_t p = 0; p < P; p++) d[2 * p] = (int16_t)qv(x0[p], &qq), d[2 * p + 1] = 0;
+            if (q->src) {
+                const uint8_t *c0 = Xc + 2 * kp * P;
+                if (2 * kp + 1 < K)
+                    (aux->codes_pairs ? aux->codes_pairs : lithe__qconv_codes_pairs)(P, c0, c0 + P, q, d);
+                else
+                    for (int64_t p = 0; p < P; p++) d[2 * p] = (int16_t)(code_of(c0, p, q->src) - q->zx), d[2 * p + 1] = 0;
+            } else if (2 * kp + 1 < K) {
+                aux->quant_pairs(P, X + 2 * kp * P, X + (2 * kp + 1) * P, q, d);
+            } else {
+                for (int64_t p = 0; p < P; p++) d[2 * p] = (int16_t)qv(X[2 * kp * P + p], &qq), d[2 * p + 1] = 0;
+            }
             memset(d + 2 * P, 0, (size_t)(P8 - P) * 2 * sizeof *d);
         }
         return;
     }
-    aux->quant_i16(g->C * g->H * g->W, X, q, tmp);
+    if (q->src)
+        lithe__qconv_codes_i16(g->C * g->H * g->W, Xc, q, tmp);
+    else
+        aux->quant_i16(g->C * g->H * g->W, X, q, tmp);
     memset(Xp, 0, (size_t)(Kp * P8 * 2) * sizeof *Xp); /* past P, the odd K's last half, padding */
     for (int64_t c = 0; c < g->C; c++)
         for (int64_t kh = 0; kh < g->KH; kh++)
@@ -243,16 +295,56 @@ static void qc_run(void *ctx, int64_t begin, int64_t end) {
  * quantized, convolved and finished while in cache: the same bits (each plane's sums are exact
  * whatever the kernel), without xf and Y making a round trip through memory between the passes
  * (mobilenet_v2's 112x112 depthwise layers). xf: N·C·H·W floats of workspace. */
-static lithe_status depthwise(lithe_backend *be, const lithe__conv2d *g, const float *X, const lithe__qx *q,
-                              const float *w, const lithe__qconv *c, const lithe__qconv_aux *aux, float *xf, float *Y) {
-    const int64_t P = g->OH * g->OW, HW = g->H * g->W, KK = g->KH * g->KW;
+/* depthwise's chunk of channels */
+static int64_t dw_chunk(const lithe__conv2d *g) {
+    const int64_t HW = g->H * g->W, nt = lithe__pool_threads(lithe__cpu_pool());
     int64_t cc = HW > 0 ? (1 << 16) / HW : g->C;
-    const int64_t nt = lithe__pool_threads(lithe__cpu_pool());
-    cc = cc < nt ? nt : cc < 1 ? 1 : cc;
+    return cc < nt ? nt : cc < 1 ? 1 : cc;
+}
+
+/* y's float values as codes of yq's grid (conv_q8's Y codes): u = code - ymin, flipped to the int8
+ * code's byte */
+static void to_codes(const lithe__qconv_aux *aux, int64_t n, const float *y, const lithe__qx *yq, uint8_t *d) {
+    aux->quant_u8(n, y, yq, d);
+    if (yq->src == 2) lithe__qconv_codes_u8(n, d, yq, d);
+}
+
+/* depthwise's epilogue over rows [r0, r0 + rows) of P sums at y: float32 in place, or codes into Yc */
+static void dw_out(const lithe__qconv_aux *aux, const lithe__qconv *c, int64_t r0, int64_t rows, int64_t P, float *y,
+                   uint8_t *Yc, const lithe__qx *yq) {
+    if (Yc && aux->epi_codes && (c->clamp || !c->act)) {
+        aux->epi_codes(c, r0, rows, P, y, Yc);
+        return;
+    }
+    aux->epi(c, r0, rows, P, y);
+    if (Yc) to_codes(aux, rows * P, y, yq, Yc);
+}
+
+/* X's planes [r0, r0 + n) as x - zx in xf: quantized, or the codes less zx */
+static void dw_in(const lithe__qconv_aux *aux, const void *X, int64_t r0, int64_t n, const lithe__qx *q, float *xf) {
+    if (q->src) lithe__qconv_codes_f32(n, (const uint8_t *)X + r0, q, xf);
+    else aux->quant_f32(n, (const float *)X + r0, q, xf);
+}
+
+/* Depthwise through the float kernel (conv/depthwise.c) on the integers x - zx and w - zw: every
+ * product is at most 255·255 and a window of KH·KW <= 256 taps sums below 2^24, so each partial
+ * sum is an integer float holds exactly in any order — the int32 sum, bit for bit — then one pass
+ * per channel: (float)acc · scale (+ b) and the activation (the twin's epilogue, c's clamp or act).
+ * Large planes go by chunks of channels (about 256 KB of xf, at least one channel per thread), each
+ * quantized, convolved and finished while in cache: the same bits (each plane's sums are exact
+ * whatever the kernel), without xf and Y making a round trip through memory between the passes
+ * (mobilenet_v2's 112x112 depthwise layers). xf: N·C·H·W floats of workspace. Yc (codes out, yq's
+ * grid): Y is a float scratch of N·M·P values, or of one chunk's planes when chunked, each chunk
+ * finished as codes into Yc. */
+static lithe_status depthwise(lithe_backend *be, const lithe__conv2d *g, const void *X, const lithe__qx *q,
+                              const float *w, const lithe__qconv *c, const lithe__qconv_aux *aux, float *xf, float *Y,
+                              uint8_t *Yc, const lithe__qx *yq) {
+    const int64_t P = g->OH * g->OW, HW = g->H * g->W, KK = g->KH * g->KW;
+    const int64_t cc = dw_chunk(g);
     if (cc >= g->C) {
-        aux->quant_f32(g->N * g->C * HW, X, q, xf);
+        dw_in(aux, X, 0, g->N * g->C * HW, q, xf);
         lithe_status s = lithe__cpu_conv2d(be, g, xf, w, NULL, NULL, Y);
-        if (s == LITHE_OK) aux->epi(c, 0, g->N * g->M, P, Y);
+        if (s == LITHE_OK) dw_out(aux, c, 0, g->N * g->M, P, Y, Yc, yq);
         return s;
     }
     for (int64_t n = 0; n < g->N; n++)
@@ -260,9 +352,10 @@ static lithe_status depthwise(lithe_backend *be, const lithe__conv2d *g, const f
             lithe__conv2d gs = *g;
             gs.N = 1, gs.C = gs.M = gs.group = c0 + cc <= g->C ? cc : g->C - c0;
             const int64_t r0 = n * g->C + c0; /* the plane (n, c0) of X and of Y (M = C) */
-            aux->quant_f32(gs.C * HW, X + r0 * HW, q, xf);
-            LITHE__TRY(lithe__cpu_conv2d(be, &gs, xf, w + c0 * KK, NULL, NULL, Y + r0 * P));
-            aux->epi(c, r0, gs.C, P, Y + r0 * P);
+            float *y = Yc ? Y : Y + r0 * P;
+            dw_in(aux, X, r0 * HW, gs.C * HW, q, xf);
+            LITHE__TRY(lithe__cpu_conv2d(be, &gs, xf, w + c0 * KK, NULL, NULL, y));
+            dw_out(aux, c, r0, gs.C, P, y, Yc ? Yc + r0 * P : NULL, yq);
         }
     return LITHE_OK;
 }
@@ -274,27 +367,42 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
     const lithe__quant *qw = W->storage->quant;
     const bool dw = g->group == g->C && g->M == g->C && g->group > 1;
     const int64_t K = g->C / g->group * g->KH * g->KW, P = g->OH * g->OW;
-    if (Xt->dtype != LITHE_F32 || !lithe_tensor_is_contiguous(Xt) || !(xs > 0.0f) || xmin > xz || xz > xmax ||
+    /* X: float32, or codes on its grid (uint8 where xmin = 0, int8 where xmin = -128, carrying xs and
+     * xz as their quantization parameters); Y: float32, or codes (uint8 / int8 with one scale and zero
+     * point: quantized as QuantizeLinear, as the next fused:QConv would have quantized the float32) */
+    const lithe__quant *qx = Xt->dtype == (xmin < 0 ? LITHE_I8 : LITHE_U8) ? Xt->storage->quant : NULL;
+    const bool xc = qx && qx->n == 1 && qx->scale[0] == xs && qx->zero[0] == xz && (xmin == 0 || xmin == -128) &&
+                    xmax - xmin == 255;
+    const lithe__quant *qy = Y->dtype == LITHE_U8 || Y->dtype == LITHE_I8 ? Y->storage->quant : NULL;
+    const bool yc = qy && qy->n == 1 && qy->scale[0] > 0.0f && qy->scale[0] < INFINITY &&
+                    qy->zero[0] >= (Y->dtype == LITHE_I8 ? -128 : 0) && qy->zero[0] <= (Y->dtype == LITHE_I8 ? 127 : 255);
+    if ((Xt->dtype != LITHE_F32 && !xc) || !lithe_tensor_is_contiguous(Xt) || !(xs > 0.0f) || xmin > xz || xz > xmax ||
         xmax - xmin > 255 || W->dtype != LITHE_I8 || !qw || (qw->n != 1 && qw->n != g->M) ||
         !lithe_tensor_is_contiguous(W) || W->offset != 0 || (g->group != 1 && !dw) || K > 32768 ||
-        (dw && K > 256) || (b && b->dtype != LITHE_F32) || Y->dtype != LITHE_F32 || !lithe_tensor_is_contiguous(Y))
+        (dw && K > 256) || (b && b->dtype != LITHE_F32) || (Y->dtype != LITHE_F32 && !yc) ||
+        !lithe_tensor_is_contiguous(Y) || Xt->offset || Y->offset)
         return LITHE_OK; /* the float path */
     /* the int32 sums: |x - zx| <= 255, |w - zw| <= 255, K <= 32768 terms: below 2^31 */
-    const lithe__qx q = {xs, (float)(xmin - xz), (float)(xmax - xz)};
-    const float *X = (const float *)lithe__tdata(Xt);
-    float *Yf = (float *)lithe__tdata(Y);
+    const lithe__qx q = {xs, (float)(xmin - xz), (float)(xmax - xz), xc ? (xmin < 0 ? 2 : 1) : 0, xz};
+    const int32_t ymin = Y->dtype == LITHE_I8 ? -128 : 0, yz = yc ? qy->zero[0] : 0;
+    const lithe__qx yq = {yc ? qy->scale[0] : 1.0f, (float)(ymin - yz), (float)(ymin + 255 - yz), ymin < 0 ? 2 : 1, yz};
+    const void *X = lithe__tdata(Xt);
     const int64_t Kp = (K + 1) / 2, Kq = (K + 3) / 4, P8 = (P + 7) / 8 * 8, Mb = (g->M + LITHE__QC_MR - 1) / LITHE__QC_MR;
     lithe__qconv_fn k8 = dw ? NULL : lithe__qconv8_best();
     const int32_t *wf = w_form(W, dw, g->M, K, k8 ? lithe__qconv8_range(k8, xmax - xmin) : -1);
     if (!wf) return lithe__oom("int8 convolution", (size_t)(g->M * K) * sizeof(int32_t));
     const bool u8 = w_form_of(wf) == 3;
     /* one workspace from the backend's allocator (kept across calls, as the float conv's): the scales,
-     * then the depthwise input, or the columns and the quantized image */
+     * then the depthwise input, or the columns and the quantized image; then, for codes out, the
+     * float32 sums' scratch (depthwise: one chunk's planes; group 1: one image's) */
     const int64_t nt = dw ? g->N * g->C * g->H * g->W : g->C * g->H * g->W;
     const size_t sc_bytes = ((size_t)g->M * sizeof(float) + 63) / 64 * 64;
     const size_t cols = u8 ? (size_t)(Kq * P8 * 4) : (size_t)(Kp * P8 * 2) * sizeof(int16_t);
-    const size_t bytes = sc_bytes + (dw ? (size_t)nt * sizeof(float)
-                                          : cols + (u8 ? (size_t)(nt + 4 * P8) : (size_t)nt * sizeof(int16_t)));
+    const size_t main_bytes =
+        dw ? (size_t)nt * sizeof(float) : cols + (u8 ? (size_t)(nt + 4 * P8) : (size_t)nt * sizeof(int16_t));
+    const int64_t cc = dw ? dw_chunk(g) : 0;
+    const size_t yf_bytes = !yc ? 0 : (size_t)(dw ? (cc >= g->C ? g->N * g->M : cc) : g->M) * (size_t)P * sizeof(float);
+    const size_t bytes = sc_bytes + (main_bytes + 63) / 64 * 64 + yf_bytes;
     void *ws = NULL;
     LITHE__TRY(be->ops->alloc(be, bytes, &ws));
     float *scale = ws;
@@ -305,8 +413,11 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
     const lithe__qconv_aux *aux = lithe__qconv_aux_best();
     lithe_status s = LITHE_OK;
     char *buf = (char *)ws + sc_bytes;
+    uint8_t *Yc = yc ? (uint8_t *)lithe__tdata(Y) : NULL;
+    float *Yf = yc ? (float *)(buf + (main_bytes + 63) / 64 * 64) : (float *)lithe__tdata(Y);
+    c.yq = &yq;
     if (dw) {
-        s = depthwise(be, g, X, &q, (const float *)wf, &c, aux, (float *)buf, Yf);
+        s = depthwise(be, g, X, &q, (const float *)wf, &c, aux, (float *)buf, Yf, Yc, &yq);
     } else {
         const double ops = 2.0 * (double)g->M * (double)K * (double)P;
         lithe__pool *pool = ops >= 2e6 ? lithe__cpu_pool() : NULL;
@@ -333,16 +444,18 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
         lithe__qconv cn = c;
         if (act_after) cn.clamp = 0, cn.act = NULL, t.c = &cn;
         for (int64_t n = 0; n < g->N; n++) {
-            const float *xn = X + n * g->C * g->H * g->W;
+            const void *xn = (const char *)X + n * g->C * g->H * g->W * (xc ? 1 : 4);
 #if defined(__x86_64__) || defined(_M_X64)
             if (u8) lithe__qconv_pack_x8(g, xn, &q, (uint8_t *)buf + cols, (uint8_t *)buf, aux);
             else
 #endif
                 lithe__qconv_pack_x(g, xn, &q, (int16_t *)(buf + cols), (int16_t *)buf, aux);
-            c.Y = cn.Y = Yf + n * g->M * P;
+            c.Y = cn.Y = yc ? Yf : Yf + n * g->M * P;
             lithe__pool_for(pool, Mb, 1, qc_run, &t);
+            if (act_after && yc) lithe__cpu_act(a, g->M * P, Yf, Yf);
+            if (yc) to_codes(aux, g->M * P, Yf, &yq, Yc + n * g->M * P);
         }
-        if (act_after) lithe__cpu_act(a, g->N * g->M * P, Yf, Yf);
+        if (act_after && !yc) lithe__cpu_act(a, g->N * g->M * P, Yf, Yf);
     }
     be->ops->free(be, ws);
     if (s == LITHE_OK) *done = true;

@@ -50,6 +50,9 @@ typedef struct lithe__qconv {
     const uint8_t *Xb;
     const int32_t *Wb, *wsum;
     int32_t xlo;
+    /* Codes out (conv_q8's Y uint8 / int8): their grid (src 1 uint8, 2 int8), for the passes'
+     * epi_codes; the kernels above store float32 */
+    const struct lithe__qx *yq;
 } lithe__qconv;
 
 /* c's activation over rows [m, m + MR) (those below M), pixels [p, p + n) (those below P) of Y, in
@@ -100,7 +103,21 @@ bool lithe__qconv8_exact(int64_t M, int64_t K, const int8_t *W, const int32_t *z
  * hi = xmax - zx (NaN to lo): QuantizeLinear's code less its zero point. */
 typedef struct lithe__qx {
     float scale, lo, hi;
+    /* The source (conv_q8's X): 0 float32 values, quantized as above; 1 uint8 / 2 int8 codes already
+     * on this grid (the producing fused:QConv wrote them: x - zx = code - zx, with zx = -lo + xmin),
+     * read by the packing without a division. zx: the zero point (codes only). */
+    int src;
+    int32_t zx;
 } lithe__qx;
+/* The codes' twins of the passes below (x: src's codes; bytes, qconv.c): y = code - zx as a float,
+ * as an int16, as pairs (d[2i] from x0, d[2i + 1] from x1); as u = code - xmin (a byte: the code
+ * itself for uint8, code + 128 for int8), in quads of nrows rows at stride (0 past nrows) */
+void lithe__qconv_codes_f32(int64_t n, const uint8_t *x, const struct lithe__qx *q, float *y);
+void lithe__qconv_codes_i16(int64_t n, const uint8_t *x, const struct lithe__qx *q, int16_t *y);
+void lithe__qconv_codes_pairs(int64_t n, const uint8_t *x0, const uint8_t *x1, const struct lithe__qx *q, int16_t *d);
+void lithe__qconv_codes_u8(int64_t n, const uint8_t *x, const struct lithe__qx *q, uint8_t *y);
+void lithe__qconv_codes_quads(int64_t n, const uint8_t *x, int64_t stride, int nrows, const struct lithe__qx *q,
+                              uint8_t *d);
 /* The passes around the tiles, per ISA (qconv_aux_best; the twins in qconv.c), each the twin's bits:
  *   quant_f32   y[i] = x[i]'s code less zx, as a float (the depthwise input)
  *   quant_i16   y[i] = the same as an int16 (the columns' source image)
@@ -117,6 +134,12 @@ typedef struct lithe__qconv_aux {
      * (row j at x + j·stride), 0 for j >= nrows (a 1x1 window's K quad) */
     void (*quant_u8)(int64_t n, const float *x, const struct lithe__qx *q, uint8_t *y);
     void (*quant_quads)(int64_t n, const float *x, int64_t stride, int nrows, const struct lithe__qx *q, uint8_t *d);
+    /* Codes between fused:QConv nodes (NULL: the twins): epi_codes as epi, each value then quantized
+     * on c->yq's grid into d (rows at d + (r - r0)·n; the int8 byte flipped; y left as scratch): the
+     * bits of epi then quant_u8 (then the flip); codes_quads, codes_pairs as lithe__qconv_codes_* */
+    void (*epi_codes)(const struct lithe__qconv *c, int64_t r0, int64_t rows, int64_t n, float *y, uint8_t *d);
+    void (*codes_quads)(int64_t n, const uint8_t *x, int64_t stride, int nrows, const struct lithe__qx *q, uint8_t *d);
+    void (*codes_pairs)(int64_t n, const uint8_t *x0, const uint8_t *x1, const struct lithe__qx *q, int16_t *d);
 } lithe__qconv_aux;
 extern const lithe__qconv_aux lithe__qconv_aux_ref;
 #if defined(__x86_64__) || defined(_M_X64)
@@ -131,19 +154,20 @@ extern const lithe__qconv_aux lithe__qconv_aux_wasm;
 /* The passes the CPU runs (LITHE_CPU_ISA=scalar: the twins). */
 const lithe__qconv_aux *lithe__qconv_aux_best(void);
 
-/* Packing, shared by the driver and the tests: Xp (Kp, P8, 2) of one image X (C, H, W) for the
+/* Packing, shared by the driver and the tests: Xp (Kp, P8, 2) of one image X (C, H, W: float32, or
+ * codes where q->src says so) for the
  * window of g (group 1; tmp: C·H·W int16 of scratch, unused for 1x1); Wp of W (M, K) int8 with zero
  * points zw (n_zw = M or 1). */
 struct lithe__conv2d;
 /* The outputs ow of a row whose input column iw = ow·s - a (s = stride, a = pad - kw·dil) lies in the
  * image: [*owa, *owb) (both packings' gather) */
 void lithe__qconv_ow_range(const struct lithe__conv2d *g, int64_t kw, int64_t *owa, int64_t *owb);
-void lithe__qconv_pack_x(const struct lithe__conv2d *g, const float *X, const lithe__qx *q, int16_t *tmp, int16_t *Xp,
+void lithe__qconv_pack_x(const struct lithe__conv2d *g, const void *X, const lithe__qx *q, int16_t *tmp, int16_t *Xp,
                          const lithe__qconv_aux *aux);
 void lithe__qconv_pack_w(int64_t M, int64_t K, const int8_t *W, const int32_t *zw, int64_t n_zw, int32_t *Wp);
 /* The u8 form's packing: Xb (Kq, P8, 4) of one image (tmp: C·H·W + 4·P8 bytes of scratch, unused for 1x1);
  * Wb and wsum (lithe__qconv8_exact must hold) */
-void lithe__qconv_pack_x8(const struct lithe__conv2d *g, const float *X, const lithe__qx *q, uint8_t *tmp, uint8_t *Xb,
+void lithe__qconv_pack_x8(const struct lithe__conv2d *g, const void *X, const lithe__qx *q, uint8_t *tmp, uint8_t *Xb,
                           const lithe__qconv_aux *aux);
 void lithe__qconv_pack_w8(int64_t M, int64_t K, const int8_t *W, const int32_t *zw, int64_t n_zw, int32_t *Wb,
                           int32_t *wsum);

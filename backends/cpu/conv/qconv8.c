@@ -76,8 +76,10 @@ static void gather_row(const lithe__conv2d *g, const uint8_t *u, int64_t k, uint
     }
 }
 
-void lithe__qconv_pack_x8(const lithe__conv2d *g, const float *X, const lithe__qx *q, uint8_t *tmp, uint8_t *Xb,
+void lithe__qconv_pack_x8(const lithe__conv2d *g, const void *Xv, const lithe__qx *q, uint8_t *tmp, uint8_t *Xb,
                           const lithe__qconv_aux *aux) {
+    const float *X = Xv;
+    const uint8_t *Xc = Xv; /* q->src: codes */
     const int64_t K = g->C * g->KH * g->KW, Kq = (K + 3) / 4, P = g->OH * g->OW, P8 = (P + 7) / 8 * 8;
     const bool pointwise = g->KH == 1 && g->KW == 1 && g->stride[0] == 1 && g->stride[1] == 1 && !g->pad[0] &&
                            !g->pad[1] && g->OH == g->H && g->OW == g->W;
@@ -85,12 +87,18 @@ void lithe__qconv_pack_x8(const lithe__conv2d *g, const float *X, const lithe__q
         for (int64_t kq = 0; kq < Kq; kq++) {
             uint8_t *d = Xb + kq * P8 * 4;
             const int64_t rows = K - 4 * kq < 4 ? K - 4 * kq : 4;
-            aux->quant_quads(P, X + 4 * kq * P, P, (int)rows, q, d);
+            if (q->src)
+                (aux->codes_quads ? aux->codes_quads : lithe__qconv_codes_quads)(P, Xc + 4 * kq * P, P, (int)rows, q, d);
+            else
+                aux->quant_quads(P, X + 4 * kq * P, P, (int)rows, q, d);
             memset(d + 4 * P, 0, (size_t)(P8 - P) * 4);
         }
         return;
     }
-    aux->quant_u8(g->C * g->H * g->W, X, q, tmp);
+    if (q->src)
+        lithe__qconv_codes_u8(g->C * g->H * g->W, Xc, q, tmp);
+    else
+        aux->quant_u8(g->C * g->H * g->W, X, q, tmp);
     /* per quad: its rows of the columns gathered contiguously (the padding's u where the window
      * leaves the image; rows past K too: their weights are 0), then interleaved into words */
     const uint8_t pad = (uint8_t)(int)-q->lo;

@@ -169,5 +169,55 @@ static void quant_u8(int64_t n, const float *x, const lithe__qx *q, uint8_t *y) 
 static void quant_quads(int64_t n, const float *x, int64_t stride, int nrows, const lithe__qx *q, uint8_t *d) {
     lithe__qconv_aux_ref.quant_quads(n, x, stride, nrows, q, d);
 }
-const lithe__qconv_aux lithe__qconv_aux_wasm = {quant_f32, quant_i16, quant_pairs, epi, quant_u8, quant_quads};
+/* epi's lanes, then each value's code on c->yq's grid as a byte (qi4 less lo: u = code - ymin in
+ * [0, 255], narrowed twice unsigned; the int8 byte flipped): the twins' epi then quant_u8, 16 a step;
+ * the row's tail by the twins */
+static void epi_codes(const lithe__qconv *c, int64_t r0, int64_t rows, int64_t n, float *y, uint8_t *d) {
+    const lithe__qx *q = c->yq;
+    QX_SPLAT;
+    const v128_t ulo = wasm_i32x4_splat((int32_t)q->lo), flip = wasm_i8x16_splat(q->src == 2 ? (int8_t)0x80 : 0);
+    const int cl = c->clamp;
+    const int64_t n16 = n / 16 * 16;
+    for (int64_t r = r0; r < r0 + rows; r++, y += n, d += n) {
+        const int64_t m = r % c->M;
+        const v128_t sc = wasm_f32x4_splat(c->scale[m]), b = wasm_f32x4_splat(c->b ? c->b[m] : 0.0f);
+        for (int64_t i = 0; i < n16; i += 16) {
+            v128_t u[4];
+            for (int k = 0; k < 4; k++) {
+                v128_t v = wasm_f32x4_mul(wasm_v128_load(y + i + 4 * k), sc);
+                if (c->b) v = wasm_f32x4_add(v, b);
+                if (cl) v = lithe__wasm_clamp(cl, c->lo, c->hi, v);
+                u[k] = wasm_i32x4_sub(qi4(v, s, lo, hi), ulo);
+            }
+            const v128_t h = wasm_u8x16_narrow_i16x8(wasm_u16x8_narrow_i32x4(u[0], u[1]), wasm_u16x8_narrow_i32x4(u[2], u[3]));
+            wasm_v128_store(d + i, wasm_v128_xor(h, flip));
+        }
+        if (n16 < n) {
+            for (int64_t i = n16; i < n; i++) { /* epi's tail, per value */
+                float t = y[i] * c->scale[m];
+                if (c->b) t += c->b[m];
+                y[i] = cl ? lithe__sgemm_clamp1(cl, c->lo, c->hi, t) : t;
+            }
+            lithe__qconv_aux_ref.quant_u8(n - n16, y + n16, q, d + n16);
+            for (int64_t i = n16; q->src == 2 && i < n; i++) d[i] ^= 0x80;
+        }
+    }
+}
+
+/* lithe__qconv_codes_pairs 8 a step: each row's bytes widened (load8x8), less zx, interleaved */
+static void codes_pairs(int64_t n, const uint8_t *x0, const uint8_t *x1, const lithe__qx *q, int16_t *d) {
+    const v128_t z = wasm_i16x8_splat((int16_t)q->zx);
+    const bool s8 = q->src == 2;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const v128_t a = wasm_i16x8_sub(s8 ? wasm_i16x8_load8x8(x0 + i) : wasm_u16x8_load8x8(x0 + i), z);
+        const v128_t b = wasm_i16x8_sub(s8 ? wasm_i16x8_load8x8(x1 + i) : wasm_u16x8_load8x8(x1 + i), z);
+        wasm_v128_store(d + 2 * i, wasm_i16x8_shuffle(a, b, 0, 8, 1, 9, 2, 10, 3, 11));
+        wasm_v128_store(d + 2 * i + 8, wasm_i16x8_shuffle(a, b, 4, 12, 5, 13, 6, 14, 7, 15));
+    }
+    if (i < n) lithe__qconv_codes_pairs(n - i, x0 + i, x1 + i, q, d + 2 * i);
+}
+
+const lithe__qconv_aux lithe__qconv_aux_wasm = {quant_f32, quant_i16, quant_pairs, epi, quant_u8, quant_quads, epi_codes,
+                                                NULL, codes_pairs};
 #endif

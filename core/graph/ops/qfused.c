@@ -11,6 +11,10 @@
  *                  into a float scratch per run and run the conv2d primitive
  *   fused:FakeQuant a Q -> DQ pair no int8 kernel absorbed (around Add, pooling, ...): one float pass
  *
+ * A depthwise fused:QConv whose only reader is a fused:QConv (fuse_qdq.c's chain_codes) hands it the
+ * reader's codes (int8 / uint8 carrying its scale and zero point) on the CPU, the reader's conv_q8
+ * packing them as they are; the same codes its QuantizeLinear would have made of the float32.
+ *
  * On the CPU the activation goes to gemm_q8 as its QuantizeLinear's codes (int8 / uint8 with the
  * pair's one scale and zero point: static quantization, issue 24 item 3 — the int32 sums are
  * onnxruntime's exact ones, no per-row requantization); for fused:QLinear the backend's gemm_q8x
@@ -206,12 +210,31 @@ static lithe_status qconv_gemm(lithe__gexec *x, const lithe__gfuse *f, const lit
     return s;
 }
 
+/* Codes (a producing fused:QConv's, on f's grid: int8 or uint8 bytes) as float32 values,
+ * (code - zero point) · scale: DequantizeLinear's, which f's rounding gives back unchanged */
+static lithe_status decoded_codes(lithe__gexec *x, const lithe__gfuse *f, const lithe_tensor *C, lithe_tensor **out) {
+    LITHE__TRY(new_f32(x, C->ndim, C->shape, false, out));
+    const uint8_t *c = (const uint8_t *)lithe__tdata(C);
+    float *y = lithe__f32(*out);
+    for (int64_t i = 0; i < C->numel; i++)
+        y[i] = (float)((C->dtype == LITHE_I8 ? (int32_t)(int8_t)c[i] : (int32_t)c[i]) - f->q_zero) * f->q_scale;
+    return LITHE_OK;
+}
+
+static lithe_status qconv_run(lithe__gexec *x, size_t node, lithe_tensor *X, lithe_tensor *W, lithe_tensor *b,
+                              lithe_tensor *Y);
+
+/* X: float32, or the codes the producing fused:QConv wrote (fuse_qdq.c's chain_codes; decoded where
+ * the backend's conv_q8 declines them). Y: float32, or (o_codes, the CPU's conv_q8) the reader's codes
+ * with its scale and zero point, from the float32 result where conv_q8 declines. */
 FWD(f_fused_qconv) {
     UNUSED_FWD;
     const lithe__gfuse *f = &x->g->node_fuse[node];
     LITHE__TRY(need_inputs(x, node, in, n_in, 2));
-    LITHE__TRY(need_float(x, node, in[0], 0));
     lithe_tensor *X = in[0], *W = in[1], *b = n_in > 2 ? in[2] : NULL;
+    /* codes: only a producer's (chain_codes: on this node's grid, which it carries), else float */
+    const lithe__quant *xq = X->dtype == (f->q_min < 0 ? LITHE_I8 : LITHE_U8) ? X->storage->quant : NULL;
+    if (!xq || xq->n != 1 || xq->scale[0] != f->q_scale || xq->zero[0] != f->q_zero) LITHE__TRY(need_float(x, node, X, 0));
     if (X->ndim != 4 && X->ndim != 3) return fail(x, node, LITHE_ERR_SHAPE, "X must be 3-D or 4-D, got %d-D", X->ndim);
     LITHE__TRY(need_q8(x, node, W, X->ndim));
     lithe__conv2d g = {0};
@@ -219,9 +242,25 @@ FWD(f_fused_qconv) {
     if (b) LITHE__TRY(need_float(x, node, b, 2));
     if (b && b->numel != g.M) return fail(x, node, LITHE_ERR_SHAPE, "bias has %lld values for %lld filters", (long long)b->numel, (long long)g.M);
     int64_t shape[4] = {g.N, g.M, X->ndim == 3 ? g.OW : g.OH, g.OW};
-    LITHE__TRY(new_f32(x, X->ndim, shape, false, &out[0]));
+    const bool oc = f->o_codes && x->be->host_memory && x->be->ops->conv_q8;
+    if (!oc) {
+        LITHE__TRY(new_f32(x, X->ndim, shape, false, &out[0]));
+        return qconv_run(x, node, X, W, b, out[0]);
+    }
+    LITHE__TRY(lithe__gexec_alloc(x, x->be, f->o_min < 0 ? LITHE_I8 : LITHE_U8, X->ndim, shape, false, &out[0]));
+    lithe_status s = lithe_tensor_set_quant_params(out[0], -1, 1, &f->o_scale, &f->o_zero);
+    return s == LITHE_OK ? qconv_run(x, node, X, W, b, out[0]) : s;
+}
+
+/* Y = the node's convolution of X (codes or float32) into Y (float32, or codes: qconv_run quantizes
+ * the float32 result where conv_q8 declines) */
+static lithe_status qconv_run(lithe__gexec *x, size_t node, lithe_tensor *X, lithe_tensor *W, lithe_tensor *b,
+                              lithe_tensor *Y) {
+    const lithe__gfuse *f = &x->g->node_fuse[node];
+    lithe__conv2d g = {0};
+    LITHE__TRY(conv_geometry(x, f->first, (lithe_tensor *[]){X, W}, &g));
     const lithe__act *act = f->has_act ? &f->act : NULL;
-    lithe_tensor *Xq = NULL, *Wf = NULL, *X4 = NULL, *W4 = NULL, *Y4 = NULL;
+    lithe_tensor *Xd = NULL, *Yd = NULL, *Xq = NULL, *Wf = NULL, *X4 = NULL, *W4 = NULL, *Y4 = NULL, *Yo = Y;
     lithe_status s = LITHE_OK;
     bool done = false;
     if (x->be->host_memory && x->be->ops->conv_q8 && (g.group == 1 || (g.group == g.C && g.M == g.C))) {
@@ -229,18 +268,32 @@ FWD(f_fused_qconv) {
          * depthwise, straight into NCHW) */
         lithe_tensor *hx = NULL;
         const float *xs = NULL;
-        s = host_f32(X, &hx, &xs);
+        if (X->dtype == LITHE_F32) s = host_f32(X, &hx, &xs);
         if (s == LITHE_OK)
-            s = x->be->ops->conv_q8(x->be, &g, hx ? hx : X, f->q_scale, f->q_zero, f->q_min, f->q_max, W, b, act, out[0],
+            s = x->be->ops->conv_q8(x->be, &g, hx ? hx : X, f->q_scale, f->q_zero, f->q_min, f->q_max, W, b, act, Y,
                                     &done);
         lithe_tensor_release(hx);
     }
-    if (s != LITHE_OK || done) {
-    } else if (g.group == 1 && x->be->host_memory) {
+    if (s != LITHE_OK || done) goto end;
+    if (X->dtype != LITHE_F32 && !x->be->host_memory) {
+        s = fail(x, node, LITHE_ERR_STATE, "int8 codes reached a backend without host memory");
+        goto end;
+    }
+    if (X->dtype != LITHE_F32) { /* codes the backend declined */
+        s = decoded_codes(x, f, X, &Xd);
+        if (s != LITHE_OK) goto end;
+        X = Xd;
+    }
+    if (Y->dtype != LITHE_F32) { /* codes out: the float32 result, then the reader's QuantizeLinear */
+        s = new_f32(x, Y->ndim, Y->shape, false, &Yd);
+        if (s != LITHE_OK) goto end;
+        Y = Yd;
+    }
+    if (g.group == 1 && x->be->host_memory) {
         lithe_tensor *hx = NULL;
         const float *xs = NULL;
         s = host_f32(X, &hx, &xs);
-        if (s == LITHE_OK) s = qconv_gemm(x, f, &g, xs, W, b, act, out[0]);
+        if (s == LITHE_OK) s = qconv_gemm(x, f, &g, xs, W, b, act, Y);
         lithe_tensor_release(hx);
     } else { /* depthwise, grouped, or no gemm_q8: the weight decoded (a scratch per run) */
         s = fake_quant(x, f, X, &Xq);
@@ -248,9 +301,16 @@ FWD(f_fused_qconv) {
         bool one = X->ndim == 3;
         if (s == LITHE_OK) s = one ? view4(Xq, &X4) : (X4 = lithe_tensor_retain(Xq), LITHE_OK);
         if (s == LITHE_OK) s = one ? view4(Wf, &W4) : (W4 = lithe_tensor_retain(Wf), LITHE_OK);
-        if (s == LITHE_OK) s = one ? view4(out[0], &Y4) : (Y4 = lithe_tensor_retain(out[0]), LITHE_OK);
+        if (s == LITHE_OK) s = one ? view4(Y, &Y4) : (Y4 = lithe_tensor_retain(Y), LITHE_OK);
         if (s == LITHE_OK) s = lithe__op_conv2d(x->be, &g, X4, W4, b, act, Y4);
     }
+    if (s == LITHE_OK && Yd) { /* host memory: o_codes is set only there */
+        const lithe__gfuse o = {.q_scale = f->o_scale, .q_zero = f->o_zero, .q_min = f->o_min, .q_max = f->o_max};
+        quant_codes(&o, lithe__f32(Yd), Yd->numel, (uint8_t *)lithe__tdata(Yo));
+    }
+end:
+    lithe_tensor_release(Xd);
+    lithe_tensor_release(Yd);
     lithe_tensor_release(Xq);
     lithe_tensor_release(Wf);
     lithe_tensor_release(X4);
