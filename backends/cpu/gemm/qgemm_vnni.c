@@ -6,6 +6,7 @@
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__) && defined(__BMI2__)
 #include <immintrin.h>
+#include <string.h>
 
 #define STEP(c, a, w) c = _mm512_dpbusd_epi32(c, a, w)
 
@@ -69,7 +70,56 @@ static void tile_vnni(size_t mr, size_t nr, size_t kw, const uint8_t *a, size_t 
         }
 }
 
-static const lithe__q8_kernel vnni_kernel = {"avx512vnni", tile_vnni, LITHE__Q8_A_U8, lithe__q8_epilogue_avx2, lithe__q8_quant_avx2};
+/* The packed tile (qgemm.h's ptile): MR rows x NV vectors of 16 columns in MR · NV accumulators
+ * (24 at most, of 32 registers), a step of four k: NV loads of W's panel, a row's four bytes
+ * broadcast, MR · NV vpdpbusd; no horizontal sums (the lanes are the columns). MR and NV are
+ * constants in each instance (the loops unroll and the accumulators stay in registers). */
+#define PMR LITHE__Q8_PMR
+static inline __attribute__((always_inline)) void ptile_mn(const int MR, const int NV, size_t k4, const uint8_t *a,
+                                                           size_t lda, const int8_t *wp, int32_t *acc) {
+    __m512i c[PMR][4];
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) c[i][v] = _mm512_setzero_si512();
+    for (size_t k = 0; k < k4; k++, wp += NV * 64) {
+        __m512i w[4];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) w[v] = _mm512_loadu_si512(wp + v * 64);
+#pragma GCC unroll 6
+        for (int i = 0; i < MR; i++) {
+            int32_t q;
+            memcpy(&q, a + (size_t)i * lda + 4 * k, 4);
+            const __m512i b = _mm512_set1_epi32(q);
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) STEP(c[i][v], b, w[v]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) _mm512_storeu_si512(acc + i * LITHE__Q8_PW + v * 16, c[i][v]);
+}
+
+#define PT(m, n)                                                                                                   \
+    static void ptile_##m##x##n(size_t k4, const uint8_t *a, size_t lda, const int8_t *wp, int32_t *acc) {       \
+        ptile_mn(m, n, k4, a, lda, wp, acc);                                                                       \
+    }
+#define PT4(m) PT(m, 1) PT(m, 2) PT(m, 3) PT(m, 4)
+PT4(1) PT4(2) PT4(3) PT4(4) PT4(5) PT4(6)
+#undef PT4
+#undef PT
+typedef void (*ptile_fn)(size_t k4, const uint8_t *a, size_t lda, const int8_t *wp, int32_t *acc);
+#define PT4(m) {ptile_##m##x1, ptile_##m##x2, ptile_##m##x3, ptile_##m##x4}
+static const ptile_fn ptiles[PMR][4] = {PT4(1), PT4(2), PT4(3), PT4(4), PT4(5), PT4(6)};
+#undef PT4
+
+static void ptile_vnni(size_t mr, size_t nc, size_t k4, const uint8_t *a, size_t lda, const int8_t *wp, int32_t *acc) {
+    ptiles[mr - 1][(nc + 15) / 16 - 1](k4, a, lda, wp, acc);
+}
+
+static const lithe__q8_kernel vnni_kernel = {"avx512vnni", tile_vnni, LITHE__Q8_A_U8, lithe__q8_epilogue_avx2,
+                                             lithe__q8_quant_avx2, ptile_vnni};
 const lithe__q8_kernel *lithe__q8_kernel_vnni(void) {
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni") &&
                    __builtin_cpu_supports("bmi2")
