@@ -355,7 +355,7 @@ static int bench(int64_t M, int64_t N, int64_t K) {
         lithe__q8_pack(N, K, W, K, wp);
     }
 #endif
-    double best = 1e30, stat = 1e30, tiles = 1e30;
+    double best = 1e30, stat = 1e30, tiles = 1e30, quant = 1e30;
     for (int r = 0; r < 200; r++) {
         double t0 = now_ms();
         (void)lithe__q8_gemm(k, false, M, N, K, A, K, W, K, wsum, wp, sw, N, NULL, NULL, NULL, NULL, Y, N);
@@ -379,10 +379,14 @@ static int bench(int64_t M, int64_t N, int64_t K) {
                     k->tile((size_t)(M - i < 4 ? M - i : 4), (size_t)(N - j < 2 ? N - j : 2), (size_t)K, qa + i * Kp, (size_t)Kp, W + j * K, (size_t)K, acc);
         }
         double t3 = now_ms();
-        best = fmin(best, t1 - t0), stat = fmin(stat, t2 - t1), tiles = fmin(tiles, t3 - t2);
+        const lithe__q8_qx qx = {0.004f, -3.0f, 252.0f, 3.0f};
+        for (int64_t i = 0; i < M; i++) (k->quant ? k->quant : lithe__q8_quant_ref)((size_t)K, A + i * K, &qx, qa + i * Kp);
+        double t4 = now_ms();
+        best = fmin(best, t1 - t0), stat = fmin(stat, t2 - t1), tiles = fmin(tiles, t3 - t2), quant = fmin(quant, t4 - t3);
     }
-    printf("q8_ukernels: %s %lldx%lldx%lld: gemm %.4f ms, static from f32 %.4f ms (%.2f GOP/s), %stiles %.4f ms\n", k->isa,
-           (long long)M, (long long)N, (long long)K, best, stat, 2e-6 * (double)(M * N * K) / stat, wp ? "packed " : "", tiles);
+    printf("q8_ukernels: %s %lldx%lldx%lld: gemm %.4f ms, static from f32 %.4f ms (%.2f GOP/s), %stiles %.4f ms, "
+           "quantize pass %.4f ms\n", k->isa, (long long)M, (long long)N, (long long)K, best, stat,
+           2e-6 * (double)(M * N * K) / stat, wp ? "packed " : "", tiles, quant);
     free(A), free(Y), free(sw), free(W), free(wp), free(qa), free(wsum);
     return 0;
 }
