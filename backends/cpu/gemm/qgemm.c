@@ -144,8 +144,8 @@ void lithe__q8_ptile_ref(size_t mr, size_t nc, size_t k4, const uint8_t *a, size
         }
 }
 
-/* Panels [begin, end) of W packed: every row block's packed tile into acc, the kernel's epilogue per
- * row, then the act over the panels' columns. */
+/* Panels [begin, end) of W packed: every row block's packed tile into acc, then per row the
+ * kernel's epilogue and the act over the panel's columns. */
 static void q8_task_packed(const q8_job *jb, int64_t begin, int64_t end) {
     float *pre = jb->Z ? jb->Z : jb->Y;
     const lithe__q8_epi_fn epi = jb->k->epi ? jb->k->epi : lithe__q8_epilogue_ref;
@@ -162,12 +162,11 @@ static void q8_task_packed(const q8_job *jb, int64_t begin, int64_t end) {
                 const int64_t r = i + (int64_t)ii;
                 epi((size_t)nc, acc + ii * LITHE__Q8_PW, jb->za[r], jb->wsum + j0, jb->sa[r],
                     jb->sw + (per_col ? j0 : 0), per_col, jb->bias ? jb->bias + j0 : NULL, pre + r * jb->ldy + j0);
+                if (jb->act) /* while the row's panel is in L1 */
+                    jb->act_fn(jb->act, nc, pre + r * jb->ldy + j0, jb->Y + r * jb->ldy + j0);
             }
         }
     }
-    const int64_t j0 = begin * LITHE__Q8_PW, j1 = end * LITHE__Q8_PW < jb->N ? end * LITHE__Q8_PW : jb->N;
-    if (jb->act)
-        for (int64_t r = 0; r < jb->M; r++) jb->act_fn(jb->act, j1 - j0, pre + r * jb->ldy + j0, jb->Y + r * jb->ldy + j0);
 }
 #endif
 
@@ -224,8 +223,8 @@ static void q8_task(void *ctx, int64_t begin, int64_t end) {
  * the caller kept none: 0 done, -1 out of memory), or over W's rows */
 static int run_jobs(q8_job *jb, bool use_threads) {
     int64_t blocks = (jb->N + LITHE__Q8_NR - 1) / LITHE__Q8_NR, grain = 8;
-    int8_t *scratch = NULL;
 #if defined(__x86_64__) || defined(_M_X64)
+    int8_t *scratch = NULL;
     if (jb->k->ptile && !jb->qa2) {
         if (!jb->wp) {
             scratch = lithe__malloc(lithe__q8_pack_size(jb->N, jb->K));
@@ -235,14 +234,14 @@ static int run_jobs(q8_job *jb, bool use_threads) {
         }
         blocks = (jb->N + LITHE__Q8_PW - 1) / LITHE__Q8_PW, grain = 1;
     } else
-        jb->wp = NULL;
-#else
-    jb->wp = NULL;
+        jb->wp = NULL; /* (W packed for another kernel: its tiles read W) */
 #endif
     double ops = 2.0 * (double)jb->M * (double)jb->N * (double)jb->K;
     lithe__pool *pool = use_threads && ops >= 2e6 ? lithe__cpu_pool() : NULL;
     lithe__pool_for(pool, blocks, grain, q8_task, jb);
+#if defined(__x86_64__) || defined(_M_X64)
     lithe__free(scratch);
+#endif
     return 0;
 }
 

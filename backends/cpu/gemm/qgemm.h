@@ -6,7 +6,9 @@
  *   y = (float)(acc - za[i] · Σ_k W[j][k]) * (sa[i] * sw[j]) (+ b[j]) (then act).
  * u7 × s8 keeps AVX2's vpmaddubsw exact (a pair sums to at most 2 · 127 · 127 < 2^15). Tiles of
  * MR x NR dot products over K in chunks of 16 (NEON, WebAssembly), 32 (AVX2) or 64 (VNNI) bytes; a microkernel per ISA with the scalar one as
- * its twin: every kernel's int32 sums are exact, so every kernel gives the same bits. */
+ * its twin: every kernel's int32 sums are exact, so every kernel gives the same bits. The VNNI
+ * kernel reads W packed instead (lithe__q8_pack, ptile below: a broadcast tile of PMR rows x PW
+ * columns, no horizontal sums). */
 #ifndef LITHE_CPU_QGEMM_H
 #define LITHE_CPU_QGEMM_H
 #include <stddef.h>
