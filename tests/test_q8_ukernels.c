@@ -326,7 +326,7 @@ static void tile_s8(size_t mr, size_t nr, size_t kw, const uint8_t *a, size_t ld
             acc[i * LITHE__Q8_NR + j] = t;
         }
 }
-static const lithe__q8_kernel s8_kernel = {"s8 (test)", tile_s8, LITHE__Q8_A_S8, NULL, NULL, NULL};
+static const lithe__q8_kernel s8_kernel = {"s8 (test)", tile_s8, LITHE__Q8_A_S8, NULL, NULL LITHE__Q8_NO_PTILE};
 
 static double now_ms(void) {
     struct timespec t;

@@ -67,7 +67,7 @@ static void tile_scalar(size_t mr, size_t nr, size_t kw, const uint8_t *a, size_
         }
 }
 
-static const lithe__q8_kernel scalar_kernel = {"scalar", tile_scalar, LITHE__Q8_A_U8, NULL, NULL, NULL};
+static const lithe__q8_kernel scalar_kernel = {"scalar", tile_scalar, LITHE__Q8_A_U8, NULL, NULL LITHE__Q8_NO_PTILE};
 const lithe__q8_kernel *lithe__q8_kernel_scalar(void) { return &scalar_kernel; }
 #else
 const lithe__q8_kernel *lithe__q8_kernel_scalar(void) { return NULL; }
@@ -94,7 +94,6 @@ typedef struct q8_job {
     const int32_t *za;
     const int8_t *W;
     int64_t ldw;
-    const int8_t *wp; /* W packed (the kernel's ptile reads it), or NULL: the tiles read W */
     const int32_t *wsum;
     const float *sw;
     int64_t n_scales;
@@ -103,6 +102,12 @@ typedef struct q8_job {
     lithe__act_fn act_fn;
     float *Z, *Y;
     int64_t ldy;
+#if defined(__x86_64__) || defined(_M_X64)
+    const int8_t *wp; /* W packed (the kernel's ptile reads it), or NULL: the tiles read W (run_jobs) */
+#define Q8_JOB_WP , NULL
+#else /* (no packed kernel: the npm cores' job as it was) */
+#define Q8_JOB_WP
+#endif
 } q8_job;
 
 LITHE__Q8_COLD void lithe__q8_epilogue_ref(size_t n, const int32_t *acc, int32_t za, const int32_t *wsum, float sa, const float *sw,
@@ -221,10 +226,11 @@ static void q8_task(void *ctx, int64_t begin, int64_t end) {
 
 /* The job's tiles over W packed (wp, or packed here into a scratch when the kernel has a ptile and
  * the caller kept none: 0 done, -1 out of memory), or over W's rows */
-static int run_jobs(q8_job *jb, bool use_threads) {
+static int run_jobs(q8_job *jb, const int8_t *wp, bool use_threads) {
     int64_t blocks = (jb->N + LITHE__Q8_NR - 1) / LITHE__Q8_NR, grain = 8;
 #if defined(__x86_64__) || defined(_M_X64)
     int8_t *scratch = NULL;
+    jb->wp = wp;
     if (jb->k->ptile && !jb->qa2) {
         if (!jb->wp) {
             scratch = lithe__malloc(lithe__q8_pack_size(jb->N, jb->K));
@@ -235,6 +241,8 @@ static int run_jobs(q8_job *jb, bool use_threads) {
         blocks = (jb->N + LITHE__Q8_PW - 1) / LITHE__Q8_PW, grain = 1;
     } else
         jb->wp = NULL; /* (W packed for another kernel: its tiles read W) */
+#else
+    (void)wp;
 #endif
     double ops = 2.0 * (double)jb->M * (double)jb->N * (double)jb->K;
     lithe__pool *pool = use_threads && ops >= 2e6 ? lithe__cpu_pool() : NULL;
@@ -299,8 +307,8 @@ int lithe__q8_gemm(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64
         memset(q + K, 0, (size_t)(Kp - K));
     }
     if (rc == 0) {
-        q8_job jb = {k, M, N, K, Kp, qa, NULL, sa, za, W, ldw, wp, wsum, sw, n_scales, bias, act, act_fn, Z, Y, ldy};
-        rc = run_jobs(&jb, use_threads);
+        q8_job jb = {k, M, N, K, Kp, qa, NULL, sa, za, W, ldw, wsum, sw, n_scales, bias, act, act_fn, Z, Y, ldy Q8_JOB_WP};
+        rc = run_jobs(&jb, wp, use_threads);
     }
     lithe__free(qa);
     lithe__free(sa);
@@ -407,8 +415,8 @@ static int q8_static(const lithe__q8_kernel *k, bool use_threads, int64_t M, int
 #endif
         memset(q + K, 0, (size_t)(Kp - K)); /* past K: every kernel's code 0 (the S8 zero point's shift is in zv) */
     }
-    q8_job jb = {k, M, N, K, Kp, qa, qa2, sv, zv, W, ldw, wp, wsum, sw, n_scales, bias, act, act_fn, Z, Y, ldy};
-    const int rc = run_jobs(&jb, use_threads);
+    q8_job jb = {k, M, N, K, Kp, qa, qa2, sv, zv, W, ldw, wsum, sw, n_scales, bias, act, act_fn, Z, Y, ldy Q8_JOB_WP};
+    const int rc = run_jobs(&jb, wp, use_threads);
     lithe__free(qa);
     lithe__free(sv);
     lithe__free(zv);

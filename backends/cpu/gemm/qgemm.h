@@ -63,9 +63,14 @@ typedef struct lithe__q8_kernel {
     int a_codes; /* LITHE__Q8_A_* */
     lithe__q8_epi_fn epi; /* its epilogue; NULL: lithe__q8_epilogue_ref */
     lithe__q8_quant_fn quant; /* its quantize pass (static activations from float); NULL: lithe__q8_quant_ref */
+#if defined(__x86_64__) || defined(_M_X64)
     /* its tile over W packed (lithe__q8_pack; a U8 kernel), which the driver takes instead of tile
-     * where set; NULL: tile only */
+     * where set; NULL: tile only (x86-64 only: the npm cores' kernels stay as they were) */
     lithe__q8_ptile_fn ptile;
+#define LITHE__Q8_NO_PTILE , NULL /* the end of an initializer of a kernel without one, any target */
+#else
+#define LITHE__Q8_NO_PTILE
+#endif
 } lithe__q8_kernel;
 #if defined(__x86_64__) || defined(_M_X64)
 /* lithe__q8_pack's bytes for W (N, K), and the packing; the packed tile's scalar twin (the tests') */

@@ -21,12 +21,12 @@
 #define QTILE_NAME static void tile_neon
 #include "qgemm_neon_tile.h"
 
-static const lithe__q8_kernel neon_kernel = {"neon", tile_neon, LITHE__Q8_A_S8, NULL, NULL, NULL};
+static const lithe__q8_kernel neon_kernel = {"neon", tile_neon, LITHE__Q8_A_S8, NULL, NULL};
 const lithe__q8_kernel *lithe__q8_kernel_neon(void) { return &neon_kernel; }
 
 void lithe__q8_tile_neondot(size_t mr, size_t nr, size_t kw, const uint8_t *a, size_t lda, const int8_t *w, size_t ldw,
                             int32_t *acc); /* qgemm_neondot.c */
-static const lithe__q8_kernel neondot_kernel = {"neondot", lithe__q8_tile_neondot, LITHE__Q8_A_S8, NULL, NULL, NULL};
+static const lithe__q8_kernel neondot_kernel = {"neondot", lithe__q8_tile_neondot, LITHE__Q8_A_S8, NULL, NULL};
 const lithe__q8_kernel *lithe__q8_kernel_neondot(void) {
 #if defined(__linux__)
     return getauxval(AT_HWCAP) & HWCAP_ASIMDDP ? &neondot_kernel : NULL;

@@ -95,14 +95,14 @@ static void quant_wasm(size_t n, const float *x, const lithe__q8_qx *q, uint8_t 
 #define LOAD_A(p) wasm_v128_load(p)
 #define LOAD_W(p) wasm_v128_load(p)
 #include "qgemm_wasm_tile.h"
-static const lithe__q8_kernel wasm_kernel = {"wasmrelaxed", tile_wasm_relaxed, LITHE__Q8_A_U7, epi_wasm, quant_wasm, NULL};
+static const lithe__q8_kernel wasm_kernel = {"wasmrelaxed", tile_wasm_relaxed, LITHE__Q8_A_U7, epi_wasm, quant_wasm};
 /* Static codes (QDQ graphs: any u8) on the relaxed dot's i7 operand go in two halves, two passes over
  * K (qgemm.c's q8_static), where the SIMD128 tile reads them whole: mlp_int8_b64 in Chromium 156
  * ran 1.6x slower on the relaxed tile; the driver takes this one for them. */
-static const lithe__q8_kernel u8_kernel = {"wasmsimd", tile_wasm_u8, LITHE__Q8_A_U8, epi_wasm, quant_wasm, NULL};
+static const lithe__q8_kernel u8_kernel = {"wasmsimd", tile_wasm_u8, LITHE__Q8_A_U8, epi_wasm, quant_wasm};
 const lithe__q8_kernel *lithe__q8_kernel_wasmsimd_u8(void) { return &u8_kernel; }
 #else
-static const lithe__q8_kernel wasm_kernel = {"wasmsimd", tile_wasm_u8, LITHE__Q8_A_U8, epi_wasm, quant_wasm, NULL};
+static const lithe__q8_kernel wasm_kernel = {"wasmsimd", tile_wasm_u8, LITHE__Q8_A_U8, epi_wasm, quant_wasm};
 const lithe__q8_kernel *lithe__q8_kernel_wasmsimd_u8(void) { return &wasm_kernel; }
 #endif
 const lithe__q8_kernel *lithe__q8_kernel_wasmsimd(void) { return &wasm_kernel; }
