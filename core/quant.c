@@ -12,6 +12,7 @@ void lithe__quant_free(lithe__quant *q) {
     lithe__free(q->zero);
     lithe__free(q->wsum);
     lithe__free(q->cpack);
+    lithe__free(q->wpack);
     lithe__free(q);
 }
 

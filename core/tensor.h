@@ -44,6 +44,11 @@ typedef struct lithe__quant {
     uint64_t wsum_version;
     bool wsum_ok;
     int8_t wsum_pairs; /* lithe__q8_pairs_fit of W (1 / 0) under the same version, -1 not known */
+    /* its cache of W packed for the kernel's packed tile (lithe__q8_pack of W as (N, K), wpack_n =
+     * N * K), valid while the storage's version is wpack_version */
+    int8_t *wpack;
+    int64_t wpack_n;
+    uint64_t wpack_version;
     /* the CPU int8 convolution's cache of W's packed (or decoded) form (backends/cpu/conv/qconv.c):
      * cpack_kind / cpack_n say which, valid while the storage's version is cpack_version */
     void *cpack;

@@ -219,7 +219,24 @@ static void check_layer(lithe_model *relu, int64_t B, int64_t nI, int64_t nH) {
 /* The int8 path (dynamic quantization of X, qgemm.h's rule re-derived here in float / int64):
  * the forward against that rule (1 float rounding apart at most, per term), and dX = dY·W with
  * the decoded W in float64 (the backward reads W decoded: a straight-through estimator). */
+static void check_layer_q8_once(lithe_model *relu, int64_t B, int64_t nI, int64_t nH);
+/* ... twice: as quantized, then with W's codes negated by lithe_tensor_write (the backend's caches
+ * of W, its row sums and its packed form, follow the write) */
 static void check_layer_q8(lithe_model *relu, int64_t B, int64_t nI, int64_t nH) {
+    check_layer_q8_once(relu, B, nI, nH);
+    lithe_tensor *W = NULL;
+    OK(lithe_model_get_param(relu, "W", &W));
+    int8_t *neg = malloc((size_t)(nH * nI));
+    const int8_t *w = lithe_tensor_data(W);
+    for (int64_t i = 0; i < nH * nI; i++) neg[i] = (int8_t)-w[i];
+    OK(lithe_tensor_write(W, neg, (size_t)(nH * nI)));
+    check_layer_q8_once(relu, B, nI, nH);
+    for (int64_t i = 0; i < nH * nI; i++) neg[i] = (int8_t)-neg[i];
+    OK(lithe_tensor_write(W, neg, (size_t)(nH * nI))); /* back as it was, for the callers' next checks */
+    free(neg);
+}
+
+static void check_layer_q8_once(lithe_model *relu, int64_t B, int64_t nI, int64_t nH) {
     lithe_tensor *W = NULL, *b = NULL, *X = random_f32(B, nI, 1.0), *Y = NULL;
     OK(lithe_model_get_param(relu, "W", &W));
     OK(lithe_model_get_param(relu, "b", &b));

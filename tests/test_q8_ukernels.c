@@ -60,6 +60,48 @@ static void check_tiles(const lithe__q8_kernel *k) {
         }
 }
 
+#if defined(__x86_64__) || defined(_M_X64)
+/* A kernel's packed tile (qgemm.h's ptile, over lithe__q8_pack's W) against int64 sums and the
+ * scalar twin lithe__q8_ptile_ref, bit for bit: random codes and the extremes (u8 255 x s8 +-127),
+ * every row count (1..PMR) and panel width (nc 1..PW: one to four vectors, partial ones), K not a
+ * multiple of 4; columns past nc (the panel's padding) sum to 0 */
+static void check_ptiles(const lithe__q8_kernel *k) {
+    if (!k->ptile) return;
+    enum { KMAX = 200, LDA = 256 };
+    static uint8_t a[LITHE__Q8_PMR * LDA];
+    static int8_t W[LITHE__Q8_PW * KMAX], wp[LITHE__Q8_PW * KMAX + 4 * LITHE__Q8_PW];
+    _Alignas(64) static int32_t acc[LITHE__Q8_PMR * LITHE__Q8_PW], ref[LITHE__Q8_PMR * LITHE__Q8_PW];
+    const int64_t Ks[] = {1, 3, 4, 5, 63, 64, 65, 199};
+    const int64_t ncs[] = {1, 10, 15, 16, 17, 31, 33, 48, 50, 63, 64};
+    for (int trial = 0; trial < 3; trial++)
+        for (size_t q = 0; q < sizeof Ks / sizeof *Ks; q++)
+            for (size_t t = 0; t < sizeof ncs / sizeof *ncs; t++) {
+                const int64_t K = Ks[q], nc = ncs[t], k4 = (K + 3) / 4;
+                for (size_t i = 0; i < sizeof a; i++)
+                    a[i] = (uint8_t)(trial == 1 ? 255 : trial == 2 ? (next() % 2) * 255 : next() % 256);
+                for (size_t i = 0; i < LITHE__Q8_PMR; i++) memset(a + i * LDA + K, 0, (size_t)(LDA - K)); /* zero past K */
+                for (int64_t i = 0; i < nc * K; i++)
+                    W[i] = (int8_t)(trial == 1 ? (i % 3 ? 127 : -127) : trial == 2 ? -127 : (int)(next() % 255) - 127);
+                CHECK(lithe__q8_pack_size(nc, K) == (size_t)(k4 * 4 * LITHE__Q8_PW), "pack size %lld x %lld", (long long)nc, (long long)K);
+                lithe__q8_pack(nc, K, W, K, wp);
+                for (size_t mr = 1; mr <= LITHE__Q8_PMR; mr++) {
+                    for (size_t e = 0; e < sizeof acc / sizeof *acc; e++) acc[e] = ref[e] = 0x5A5A5A5A;
+                    k->ptile(mr, (size_t)nc, (size_t)k4, a, LDA, wp, acc);
+                    lithe__q8_ptile_ref(mr, (size_t)nc, (size_t)k4, a, LDA, wp, ref);
+                    const int64_t nv16 = (nc + 15) / 16 * 16;
+                    for (size_t i = 0; i < mr; i++)
+                        for (int64_t c = 0; c < nv16; c++) {
+                            int64_t want = 0;
+                            for (int64_t kk = 0; c < nc && kk < K; kk++) want += (int64_t)a[i * LDA + kk] * W[c * K + kk];
+                            const size_t e = i * LITHE__Q8_PW + (size_t)c;
+                            CHECK(acc[e] == want && ref[e] == want, "%s ptile %zux%lld K %lld trial %d: acc[%zu][%lld] = %d, twin %d, want %lld",
+                                  k->isa, mr, (long long)nc, (long long)K, trial, i, (long long)c, acc[e], ref[e], (long long)want);
+                        }
+                }
+            }
+}
+#endif
+
 /* the whole product: Y = A · dequant(W)ᵀ + b, per-row weight scales */
 static void check_gemm(const lithe__q8_kernel *k, const lithe__q8_kernel *ref) {
     /* shapes 5 and 6: reduce_range weights (|w| <= 64), which a u7 kernel takes with the codes whole
@@ -75,8 +117,8 @@ static void check_gemm(const lithe__q8_kernel *k, const lithe__q8_kernel *ref) {
         for (int64_t i = 0; i < N * K; i++) W[i] = (int8_t)((int)(next() % 255) - 127);
         for (int64_t j = 0; j < N; j++) b[j] = (float)(next() % 100) / 100.0f, sw[j] = 0.001f * (float)(1 + next() % 10);
         CHECK(lithe__q8_row_sums(N, K, W, K, wsum), "row sums");
-        int rc = lithe__q8_gemm(k, false, M, N, K, A, K, W, K, wsum, sw, N, b, NULL, NULL, NULL, Y, N);
-        int rr = lithe__q8_gemm(ref, false, M, N, K, A, K, W, K, wsum, sw, N, b, NULL, NULL, NULL, Yr, N);
+        int rc = lithe__q8_gemm(k, false, M, N, K, A, K, W, K, wsum, NULL, sw, N, b, NULL, NULL, NULL, Y, N);
+        int rr = lithe__q8_gemm(ref, false, M, N, K, A, K, W, K, wsum, NULL, sw, N, b, NULL, NULL, NULL, Yr, N);
         CHECK(rc == 0 && rr == 0, "%s gemm %lldx%lldx%lld: rc %d / %d", k->isa, (long long)M, (long long)N, (long long)K, rc, rr);
         double worst = 0.0;
         for (int64_t i = 0; i < M; i++) {
@@ -126,8 +168,8 @@ static void check_gemm_static(const lithe__q8_kernel *k, const lithe__q8_kernel 
             const float sa = 0.0123f;
             const int32_t za = sgn ? (int32_t)(next() % 256) - 128 : (int32_t)(next() % 256);
             CHECK(lithe__q8_row_sums(N, K, W, K, wsum), "row sums");
-            int rc = lithe__q8_gemm_static(k, false, M, N, K, A, sgn, K, sa, za, W, K, wsum, -1, sw, N, b, NULL, NULL, NULL, Y, N);
-            int rr = lithe__q8_gemm_static(ref, false, M, N, K, A, sgn, K, sa, za, W, K, wsum, -1, sw, N, b, NULL, NULL, NULL, Yr, N);
+            int rc = lithe__q8_gemm_static(k, false, M, N, K, A, sgn, K, sa, za, W, K, wsum, NULL, -1, sw, N, b, NULL, NULL, NULL, Y, N);
+            int rr = lithe__q8_gemm_static(ref, false, M, N, K, A, sgn, K, sa, za, W, K, wsum, NULL, -1, sw, N, b, NULL, NULL, NULL, Yr, N);
             CHECK(rc == 0 && rr == 0, "%s static gemm: rc %d / %d", k->isa, rc, rr);
             for (int64_t i = 0; i < M; i++)
                 for (int64_t j = 0; j < N; j++) {
@@ -235,9 +277,9 @@ static void check_gemm_static_f32(const lithe__q8_kernel *k) {
             for (int64_t i = 0; i < N * K; i++) W[i] = (int8_t)(s % 2 ? (int)(next() % 129) - 64 : (int)(next() % 255) - 127);
             for (int64_t j = 0; j < N; j++) b[j] = (float)(next() % 100) / 100.0f, sw[j] = 0.001f * (float)(1 + next() % 10);
             CHECK(lithe__q8_row_sums(N, K, W, K, wsum), "row sums");
-            int rc = lithe__q8_gemm_static_f32(k, false, M, N, K, A, K, sa, za, qmin, qmax, sgn, W, K, wsum, -1, sw, N, b,
+            int rc = lithe__q8_gemm_static_f32(k, false, M, N, K, A, K, sa, za, qmin, qmax, sgn, W, K, wsum, NULL, -1, sw, N, b,
                                                NULL, NULL, NULL, Y, N);
-            int rr = lithe__q8_gemm_static(k, false, M, N, K, C, sgn, K, sa, za, W, K, wsum, -1, sw, N, b, NULL, NULL, NULL, Yr, N);
+            int rr = lithe__q8_gemm_static(k, false, M, N, K, C, sgn, K, sa, za, W, K, wsum, NULL, -1, sw, N, b, NULL, NULL, NULL, Yr, N);
             CHECK(rc == 0 && rr == 0, "%s static f32 gemm: rc %d / %d", k->isa, rc, rr);
             CHECK(memcmp(Y, Yr, (size_t)(M * N) * sizeof *Y) == 0, "%s static f32 gemm %s %lldx%lldx%lld: not the codes' bits",
                   k->isa, sgn ? "s8" : "u8", (long long)M, (long long)N, (long long)K);
@@ -247,10 +289,10 @@ static void check_gemm_static_f32(const lithe__q8_kernel *k) {
     float a = 1.0f, y = 0.0f, sw1 = 1.0f;
     int8_t w1 = 1;
     int32_t ws1 = 1;
-    CHECK(lithe__q8_gemm_static_f32(k, false, 1, 1, 1, &a, 1, 0.0f, 0, 0, 255, false, &w1, 1, &ws1, -1, &sw1, 1, NULL, NULL, NULL, NULL, &y, 1) == 1 &&
-              lithe__q8_gemm_static_f32(k, false, 1, 1, 1, &a, 1, NAN, 0, 0, 255, false, &w1, 1, &ws1, -1, &sw1, 1, NULL, NULL, NULL, NULL, &y, 1) == 1 &&
-              lithe__q8_gemm_static_f32(k, false, 1, 1, 1, &a, 1, 1.0f, 300, 0, 255, false, &w1, 1, &ws1, -1, &sw1, 1, NULL, NULL, NULL, NULL, &y, 1) == 1 &&
-              lithe__q8_gemm_static_f32(k, false, 1, 1, 1, &a, 1, 1.0f, 0, -128, 127, false, &w1, 1, &ws1, -1, &sw1, 1, NULL, NULL, NULL, NULL, &y, 1) == 1,
+    CHECK(lithe__q8_gemm_static_f32(k, false, 1, 1, 1, &a, 1, 0.0f, 0, 0, 255, false, &w1, 1, &ws1, NULL, -1, &sw1, 1, NULL, NULL, NULL, NULL, &y, 1) == 1 &&
+              lithe__q8_gemm_static_f32(k, false, 1, 1, 1, &a, 1, NAN, 0, 0, 255, false, &w1, 1, &ws1, NULL, -1, &sw1, 1, NULL, NULL, NULL, NULL, &y, 1) == 1 &&
+              lithe__q8_gemm_static_f32(k, false, 1, 1, 1, &a, 1, 1.0f, 300, 0, 255, false, &w1, 1, &ws1, NULL, -1, &sw1, 1, NULL, NULL, NULL, NULL, &y, 1) == 1 &&
+              lithe__q8_gemm_static_f32(k, false, 1, 1, 1, &a, 1, 1.0f, 0, -128, 127, false, &w1, 1, &ws1, NULL, -1, &sw1, 1, NULL, NULL, NULL, NULL, &y, 1) == 1,
           "%s static f32 gemm: bad parameters taken", k->isa);
 }
 
@@ -284,7 +326,7 @@ static void tile_s8(size_t mr, size_t nr, size_t kw, const uint8_t *a, size_t ld
             acc[i * LITHE__Q8_NR + j] = t;
         }
 }
-static const lithe__q8_kernel s8_kernel = {"s8 (test)", tile_s8, LITHE__Q8_A_S8, NULL, NULL};
+static const lithe__q8_kernel s8_kernel = {"s8 (test)", tile_s8, LITHE__Q8_A_S8, NULL, NULL LITHE__Q8_NO_PTILE};
 
 static double now_ms(void) {
     struct timespec t;
@@ -292,34 +334,60 @@ static double now_ms(void) {
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
 }
 
-/* --bench M N K: the best kernel's int8 GEMM, one thread, min over 200 runs, and its tiles alone */
+/* --bench M N K: the best kernel's int8 GEMM, one thread, min over 200 runs: the dynamic product
+ * (activations quantized per row), the static one from float32 (what a QDQ graph's fused:QLinear
+ * runs) with W packed ahead where the kernel packs, and its tiles alone (packed or not) */
 static int bench(int64_t M, int64_t N, int64_t K) {
     const lithe__q8_kernel *k = lithe__q8_kernel_best();
-    if (!k || M < 1 || N < 1 || K < 1 || K > 131072) return 2;
+    if (!k || M < 1 || N < 1 || K < 1 || K > 32768) return 2;
     const int64_t Kp = (K + 63) / 64 * 64;
     float *A = malloc((size_t)(M * K) * sizeof *A), *Y = malloc((size_t)(M * N) * sizeof *Y), *sw = malloc((size_t)N * sizeof *sw);
-    int8_t *W = malloc((size_t)(N * K));
+    int8_t *W = malloc((size_t)(N * K)), *wp = NULL;
     uint8_t *qa = calloc((size_t)(M * Kp), 1);
     int32_t *wsum = malloc((size_t)N * sizeof *wsum);
     for (int64_t i = 0; i < M * K; i++) A[i] = (float)(next() % 1000) / 1000.0f;
     for (int64_t i = 0; i < N * K; i++) W[i] = (int8_t)((int)(next() % 255) - 127);
     for (int64_t j = 0; j < N; j++) sw[j] = 0.01f;
     lithe__q8_row_sums(N, K, W, K, wsum);
-    double best = 1e30, tiles = 1e30;
+#if defined(__x86_64__) || defined(_M_X64)
+    if (k->ptile) {
+        wp = malloc(lithe__q8_pack_size(N, K));
+        lithe__q8_pack(N, K, W, K, wp);
+    }
+#endif
+    double best = 1e30, stat = 1e30, tiles = 1e30, quant = 1e30;
     for (int r = 0; r < 200; r++) {
         double t0 = now_ms();
-        (void)lithe__q8_gemm(k, false, M, N, K, A, K, W, K, wsum, sw, N, NULL, NULL, NULL, NULL, Y, N);
+        (void)lithe__q8_gemm(k, false, M, N, K, A, K, W, K, wsum, wp, sw, N, NULL, NULL, NULL, NULL, Y, N);
         double t1 = now_ms();
-        int32_t acc[8];
-        for (int64_t j = 0; j < N; j += 2)
-            for (int64_t i = 0; i < M; i += 4)
-                k->tile((size_t)(M - i < 4 ? M - i : 4), (size_t)(N - j < 2 ? N - j : 2), (size_t)K, qa + i * Kp, (size_t)Kp, W + j * K, (size_t)K, acc);
+        (void)lithe__q8_gemm_static_f32(k, false, M, N, K, A, K, 0.004f, 3, 0, 255, false, W, K, wsum, wp, -1, sw, N,
+                                        NULL, NULL, NULL, NULL, Y, N);
         double t2 = now_ms();
-        best = fmin(best, t1 - t0), tiles = fmin(tiles, t2 - t1);
+#if defined(__x86_64__) || defined(_M_X64)
+        if (wp) {
+            _Alignas(64) int32_t acc[LITHE__Q8_PMR * LITHE__Q8_PW];
+            for (int64_t j = 0; j < N; j += LITHE__Q8_PW)
+                for (int64_t i = 0; i < M; i += LITHE__Q8_PMR)
+                    k->ptile((size_t)(M - i < LITHE__Q8_PMR ? M - i : LITHE__Q8_PMR), (size_t)(N - j < LITHE__Q8_PW ? N - j : LITHE__Q8_PW),
+                             (size_t)(K + 3) / 4, qa + i * Kp, (size_t)Kp, wp + j * ((K + 3) / 4) * 4, acc);
+        } else
+#endif
+        {
+            int32_t acc[8];
+            for (int64_t j = 0; j < N; j += 2)
+                for (int64_t i = 0; i < M; i += 4)
+                    k->tile((size_t)(M - i < 4 ? M - i : 4), (size_t)(N - j < 2 ? N - j : 2), (size_t)K, qa + i * Kp, (size_t)Kp, W + j * K, (size_t)K, acc);
+        }
+        double t3 = now_ms();
+        const lithe__q8_qx qx = {0.004f, -3.0f, 252.0f, 3.0f};
+        for (int64_t i = 0; i < M; i++) (k->quant ? k->quant : lithe__q8_quant_ref)((size_t)K, A + i * K, &qx, qa + i * Kp);
+        double t4 = now_ms();
+        best = fmin(best, t1 - t0), stat = fmin(stat, t2 - t1), tiles = fmin(tiles, t3 - t2), quant = fmin(quant, t4 - t3);
     }
-    printf("q8_ukernels: %s %lldx%lldx%lld: gemm %.4f ms, tiles %.4f ms (%.2f GOP/s)\n", k->isa, (long long)M, (long long)N,
-           (long long)K, best, tiles, 2e-6 * (double)(M * N * K) / best);
-    free(A), free(Y), free(sw), free(W), free(qa), free(wsum);
+    printf("q8_ukernels: %s %lldx%lldx%lld: gemm %.4f ms, static from f32 %.4f ms (%.2f GOP/s), %stiles %.4f ms, "
+           "quantize pass %.4f ms\n", k->isa, (long long)M, (long long)N, (long long)K, best, stat,
+           2e-6 * (double)(M * N * K) / stat, wp ? "packed " : "", tiles, quant);
+    free(A), free(Y), free(sw), free(W), free(wp), free(qa), free(wsum);
     return 0;
 }
 
@@ -334,6 +402,9 @@ int main(int argc, char **argv) {
         n++;
         printf("q8_ukernels: %s%s\n", ks[i]->isa, ks[i] == best ? ", the default" : "");
         check_tiles(ks[i]);
+#if defined(__x86_64__) || defined(_M_X64)
+        check_ptiles(ks[i]);
+#endif
         check_gemm(ks[i], ks[0]);
         check_gemm_static(ks[i], ks[0]);
         check_passes(ks[i]);

@@ -25,17 +25,20 @@ bool lithe__q8_row_sums(int64_t N, int64_t K, const int8_t *W, int64_t ldw, int3
     return false;
 }
 int lithe__q8_gemm(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K, const float *A,
-                   int64_t lda, const int8_t *W, int64_t ldw, const int32_t *wsum, const float *sw, int64_t n_scales,
-                   const float *bias, const lithe__act *act, lithe__act_fn act_fn, float *Z, float *Y, int64_t ldy) {
+                   int64_t lda, const int8_t *W, int64_t ldw, const int32_t *wsum, const int8_t *wp, const float *sw,
+                   int64_t n_scales, const float *bias, const lithe__act *act, lithe__act_fn act_fn, float *Z, float *Y,
+                   int64_t ldy) {
     (void)k, (void)use_threads, (void)M, (void)N, (void)K, (void)A, (void)lda, (void)W, (void)ldw, (void)wsum, (void)sw;
+    (void)wp;
     (void)n_scales, (void)bias, (void)act, (void)act_fn, (void)Z, (void)Y, (void)ldy;
     return 1;
 }
 int lithe__q8_gemm_static(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K,
                           const uint8_t *A, bool a_signed, int64_t lda, float sa, int32_t za, const int8_t *W,
-                          int64_t ldw, const int32_t *wsum, int pairs_fit, const float *sw, int64_t n_scales,
-                          const float *bias, const lithe__act *act, lithe__act_fn act_fn, float *Z, float *Y,
-                          int64_t ldy) {
+                          int64_t ldw, const int32_t *wsum, const int8_t *wp, int pairs_fit, const float *sw,
+                          int64_t n_scales, const float *bias, const lithe__act *act, lithe__act_fn act_fn, float *Z,
+                          float *Y, int64_t ldy) {
+    (void)wp;
     (void)k, (void)use_threads, (void)M, (void)N, (void)K, (void)A, (void)a_signed, (void)lda, (void)sa, (void)za;
     (void)W, (void)ldw, (void)wsum, (void)pairs_fit, (void)sw, (void)n_scales, (void)bias, (void)act, (void)act_fn, (void)Z, (void)Y;
     (void)ldy;
@@ -43,9 +46,10 @@ int lithe__q8_gemm_static(const lithe__q8_kernel *k, bool use_threads, int64_t M
 }
 int lithe__q8_gemm_static_f32(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K,
                               const float *A, int64_t lda, float sa, int32_t za, int32_t qmin, int32_t qmax,
-                              bool a_signed, const int8_t *W, int64_t ldw, const int32_t *wsum, int pairs_fit,
-                              const float *sw, int64_t n_scales, const float *bias, const lithe__act *act,
-                              lithe__act_fn act_fn, float *Z, float *Y, int64_t ldy) {
+                              bool a_signed, const int8_t *W, int64_t ldw, const int32_t *wsum, const int8_t *wp,
+                              int pairs_fit, const float *sw, int64_t n_scales, const float *bias,
+                              const lithe__act *act, lithe__act_fn act_fn, float *Z, float *Y, int64_t ldy) {
+    (void)wp;
     (void)k, (void)use_threads, (void)M, (void)N, (void)K, (void)A, (void)lda, (void)sa, (void)za, (void)qmin;
     (void)qmax, (void)a_signed, (void)W, (void)ldw, (void)wsum, (void)pairs_fit, (void)sw, (void)n_scales, (void)bias;
     (void)act, (void)act_fn, (void)Z, (void)Y, (void)ldy;
@@ -63,7 +67,7 @@ static void tile_scalar(size_t mr, size_t nr, size_t kw, const uint8_t *a, size_
         }
 }
 
-static const lithe__q8_kernel scalar_kernel = {"scalar", tile_scalar, LITHE__Q8_A_U8, NULL, NULL};
+static const lithe__q8_kernel scalar_kernel = {"scalar", tile_scalar, LITHE__Q8_A_U8, NULL, NULL LITHE__Q8_NO_PTILE};
 const lithe__q8_kernel *lithe__q8_kernel_scalar(void) { return &scalar_kernel; }
 #else
 const lithe__q8_kernel *lithe__q8_kernel_scalar(void) { return NULL; }
@@ -98,6 +102,12 @@ typedef struct q8_job {
     lithe__act_fn act_fn;
     float *Z, *Y;
     int64_t ldy;
+#if defined(__x86_64__) || defined(_M_X64)
+    const int8_t *wp; /* W packed (the kernel's ptile reads it), or NULL: the tiles read W (run_jobs) */
+#define Q8_JOB_WP , NULL
+#else /* (no packed kernel: the npm cores' job as it was) */
+#define Q8_JOB_WP
+#endif
 } q8_job;
 
 LITHE__Q8_COLD void lithe__q8_epilogue_ref(size_t n, const int32_t *acc, int32_t za, const int32_t *wsum, float sa, const float *sw,
@@ -108,11 +118,74 @@ LITHE__Q8_COLD void lithe__q8_epilogue_ref(size_t n, const int32_t *acc, int32_t
     }
 }
 
+#if defined(__x86_64__) || defined(_M_X64)
+LITHE__Q8_COLD size_t lithe__q8_pack_size(int64_t N, int64_t K) {
+    return (size_t)((N + LITHE__Q8_PW - 1) / LITHE__Q8_PW) * (size_t)((K + 3) / 4) * LITHE__Q8_PW * 4;
+}
+
+LITHE__Q8_COLD void lithe__q8_pack(int64_t N, int64_t K, const int8_t *W, int64_t ldw, int8_t *wp) {
+    const int64_t K4 = (K + 3) / 4;
+    for (int64_t j0 = 0; j0 < N; j0 += LITHE__Q8_PW) {
+        const int64_t nc = N - j0 < LITHE__Q8_PW ? N - j0 : LITHE__Q8_PW, nv = (nc + 15) / 16;
+        int8_t *d = wp + j0 * K4 * 4; /* (j0 / PW) * K4 * PW * 4 */
+        for (int64_t k4 = 0; k4 < K4; k4++)
+            for (int64_t c = 0; c < nv * 16; c++)
+                for (int64_t t = 0; t < 4; t++) {
+                    const int64_t kk = 4 * k4 + t;
+                    d[(k4 * nv * 16 + c) * 4 + t] = c < nc && kk < K ? W[(j0 + c) * ldw + kk] : 0;
+                }
+    }
+}
+
+void lithe__q8_ptile_ref(size_t mr, size_t nc, size_t k4, const uint8_t *a, size_t lda, const int8_t *wp,
+                         int32_t *acc) {
+    const size_t nv = (nc + 15) / 16;
+    for (size_t i = 0; i < mr; i++)
+        for (size_t c = 0; c < nv * 16; c++) {
+            int32_t s = 0;
+            for (size_t k = 0; k < 4 * k4; k++)
+                s += (int32_t)a[i * lda + k] * (int32_t)wp[((k / 4) * nv * 16 + c) * 4 + k % 4];
+            acc[i * LITHE__Q8_PW + c] = s;
+        }
+}
+
+/* Panels [begin, end) of W packed: every row block's packed tile into acc, then per row the
+ * kernel's epilogue and the act over the panel's columns. */
+static void q8_task_packed(const q8_job *jb, int64_t begin, int64_t end) {
+    float *pre = jb->Z ? jb->Z : jb->Y;
+    const lithe__q8_epi_fn epi = jb->k->epi ? jb->k->epi : lithe__q8_epilogue_ref;
+    const bool per_col = jb->n_scales != 1;
+    const int64_t K4 = (jb->K + 3) / 4;
+    for (int64_t p = begin; p < end; p++) {
+        const int64_t j0 = p * LITHE__Q8_PW, nc = jb->N - j0 < LITHE__Q8_PW ? jb->N - j0 : LITHE__Q8_PW;
+        const int8_t *wp = jb->wp + j0 * K4 * 4;
+        for (int64_t i = 0; i < jb->M; i += LITHE__Q8_PMR) {
+            const size_t mr = (size_t)(jb->M - i < LITHE__Q8_PMR ? jb->M - i : LITHE__Q8_PMR);
+            _Alignas(64) int32_t acc[LITHE__Q8_PMR * LITHE__Q8_PW];
+            jb->k->ptile(mr, (size_t)nc, (size_t)K4, jb->qa + i * jb->Kp, (size_t)jb->Kp, wp, acc);
+            for (size_t ii = 0; ii < mr; ii++) {
+                const int64_t r = i + (int64_t)ii;
+                epi((size_t)nc, acc + ii * LITHE__Q8_PW, jb->za[r], jb->wsum + j0, jb->sa[r],
+                    jb->sw + (per_col ? j0 : 0), per_col, jb->bias ? jb->bias + j0 : NULL, pre + r * jb->ldy + j0);
+                if (jb->act) /* while the row's panel is in L1 */
+                    jb->act_fn(jb->act, nc, pre + r * jb->ldy + j0, jb->Y + r * jb->ldy + j0);
+            }
+        }
+    }
+}
+#endif
+
 /* Column blocks [begin, end) of NR columns, in chunks of JC columns (their W rows stay in L1 while
  * the rows of A pass): a row block's tiles into acc, the kernel's epilogue per row, then the act
- * over the block's columns. */
+ * over the block's columns. (With W packed: blocks of PW columns, q8_task_packed.) */
 static void q8_task(void *ctx, int64_t begin, int64_t end) {
     const q8_job *jb = ctx;
+#if defined(__x86_64__) || defined(_M_X64)
+    if (jb->wp) {
+        q8_task_packed(jb, begin, end);
+        return;
+    }
+#endif
     const int64_t j0 = begin * LITHE__Q8_NR, j1 = end * LITHE__Q8_NR < jb->N ? end * LITHE__Q8_NR : jb->N;
     float *pre = jb->Z ? jb->Z : jb->Y;
     const lithe__q8_epi_fn epi = jb->k->epi ? jb->k->epi : lithe__q8_epilogue_ref;
@@ -151,11 +224,33 @@ static void q8_task(void *ctx, int64_t begin, int64_t end) {
         for (int64_t r = 0; r < jb->M; r++) jb->act_fn(jb->act, j1 - j0, pre + r * jb->ldy + j0, jb->Y + r * jb->ldy + j0);
 }
 
-static void run_jobs(q8_job *jb, bool use_threads) {
-    int64_t blocks = (jb->N + LITHE__Q8_NR - 1) / LITHE__Q8_NR;
+/* The job's tiles over W packed (wp, or packed here into a scratch when the kernel has a ptile and
+ * the caller kept none: 0 done, -1 out of memory), or over W's rows */
+static int run_jobs(q8_job *jb, const int8_t *wp, bool use_threads) {
+    int64_t blocks = (jb->N + LITHE__Q8_NR - 1) / LITHE__Q8_NR, grain = 8;
+#if defined(__x86_64__) || defined(_M_X64)
+    int8_t *scratch = NULL;
+    jb->wp = wp;
+    if (jb->k->ptile && !jb->qa2) {
+        if (!jb->wp) {
+            scratch = lithe__malloc(lithe__q8_pack_size(jb->N, jb->K));
+            if (!scratch) return -1;
+            lithe__q8_pack(jb->N, jb->K, jb->W, jb->ldw, scratch);
+            jb->wp = scratch;
+        }
+        blocks = (jb->N + LITHE__Q8_PW - 1) / LITHE__Q8_PW, grain = 1;
+    } else
+        jb->wp = NULL; /* (W packed for another kernel: its tiles read W) */
+#else
+    (void)wp;
+#endif
     double ops = 2.0 * (double)jb->M * (double)jb->N * (double)jb->K;
     lithe__pool *pool = use_threads && ops >= 2e6 ? lithe__cpu_pool() : NULL;
-    lithe__pool_for(pool, blocks, 8, q8_task, jb);
+    lithe__pool_for(pool, blocks, grain, q8_task, jb);
+#if defined(__x86_64__) || defined(_M_X64)
+    lithe__free(scratch);
+#endif
+    return 0;
 }
 
 LITHE__Q8_COLD bool lithe__q8_row_sums(int64_t N, int64_t K, const int8_t *W, int64_t ldw, int32_t *wsum) {
@@ -180,8 +275,9 @@ static inline float round_even(float v) {
 }
 
 int lithe__q8_gemm(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K, const float *A,
-                   int64_t lda, const int8_t *W, int64_t ldw, const int32_t *wsum, const float *sw, int64_t n_scales,
-                   const float *bias, const lithe__act *act, lithe__act_fn act_fn, float *Z, float *Y, int64_t ldy) {
+                   int64_t lda, const int8_t *W, int64_t ldw, const int32_t *wsum, const int8_t *wp, const float *sw,
+                   int64_t n_scales, const float *bias, const lithe__act *act, lithe__act_fn act_fn, float *Z, float *Y,
+                   int64_t ldy) {
     if (K > 131072) return 1;
     if (!k) k = lithe__q8_kernel_best();
     if (!k) return 1;
@@ -211,8 +307,8 @@ int lithe__q8_gemm(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64
         memset(q + K, 0, (size_t)(Kp - K));
     }
     if (rc == 0) {
-        q8_job jb = {k, M, N, K, Kp, qa, NULL, sa, za, W, ldw, wsum, sw, n_scales, bias, act, act_fn, Z, Y, ldy};
-        run_jobs(&jb, use_threads);
+        q8_job jb = {k, M, N, K, Kp, qa, NULL, sa, za, W, ldw, wsum, sw, n_scales, bias, act, act_fn, Z, Y, ldy Q8_JOB_WP};
+        rc = run_jobs(&jb, wp, use_threads);
     }
     lithe__free(qa);
     lithe__free(sa);
@@ -251,9 +347,9 @@ LITHE__Q8_COLD void lithe__q8_quant_ref(size_t n, const float *x, const lithe__q
  * reads (qgemm.h's a_codes). */
 static int q8_static(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K, const uint8_t *A8,
                      uint8_t flip, const float *Af, const lithe__q8_qx *qx, int64_t lda, float sa, int32_t zu,
-                     const int8_t *W, int64_t ldw, const int32_t *wsum, int pairs_fit, const float *sw,
-                     int64_t n_scales, const float *bias, const lithe__act *act, lithe__act_fn act_fn, float *Z,
-                     float *Y, int64_t ldy) {
+                     const int8_t *W, int64_t ldw, const int32_t *wsum, const int8_t *wp, int pairs_fit,
+                     const float *sw, int64_t n_scales, const float *bias, const lithe__act *act,
+                     lithe__act_fn act_fn, float *Z, float *Y, int64_t ldy) {
     if (K > 32768) return 1; /* 8-bit codes: acc and za * wsum each below 255 * 127 * K < 2^30 */
     if (!k) k = lithe__q8_kernel_best();
     if (!k) return 1;
@@ -319,33 +415,33 @@ static int q8_static(const lithe__q8_kernel *k, bool use_threads, int64_t M, int
 #endif
         memset(q + K, 0, (size_t)(Kp - K)); /* past K: every kernel's code 0 (the S8 zero point's shift is in zv) */
     }
-    q8_job jb = {k, M, N, K, Kp, qa, qa2, sv, zv, W, ldw, wsum, sw, n_scales, bias, act, act_fn, Z, Y, ldy};
-    run_jobs(&jb, use_threads);
+    q8_job jb = {k, M, N, K, Kp, qa, qa2, sv, zv, W, ldw, wsum, sw, n_scales, bias, act, act_fn, Z, Y, ldy Q8_JOB_WP};
+    const int rc = run_jobs(&jb, wp, use_threads);
     lithe__free(qa);
     lithe__free(sv);
     lithe__free(zv);
-    return 0;
+    return rc;
 }
 
 int lithe__q8_gemm_static(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K,
                           const uint8_t *A, bool a_signed, int64_t lda, float sa, int32_t za, const int8_t *W,
-                          int64_t ldw, const int32_t *wsum, int pairs_fit, const float *sw, int64_t n_scales,
-                          const float *bias, const lithe__act *act, lithe__act_fn act_fn, float *Z, float *Y,
-                          int64_t ldy) {
+                          int64_t ldw, const int32_t *wsum, const int8_t *wp, int pairs_fit, const float *sw,
+                          int64_t n_scales, const float *bias, const lithe__act *act, lithe__act_fn act_fn, float *Z,
+                          float *Y, int64_t ldy) {
     /* int8 code c: (uint8_t)c ^ 0x80 == c + 128 */
     return q8_static(k, use_threads, M, N, K, A, a_signed ? 0x80 : 0, NULL, NULL, lda, sa, za - (a_signed ? -128 : 0),
-                     W, ldw, wsum, pairs_fit, sw, n_scales, bias, act, act_fn, Z, Y, ldy);
+                     W, ldw, wsum, wp, pairs_fit, sw, n_scales, bias, act, act_fn, Z, Y, ldy);
 }
 
 int lithe__q8_gemm_static_f32(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K,
                               const float *A, int64_t lda, float sa, int32_t za, int32_t qmin, int32_t qmax,
-                              bool a_signed, const int8_t *W, int64_t ldw, const int32_t *wsum, int pairs_fit,
-                              const float *sw, int64_t n_scales, const float *bias, const lithe__act *act,
-                              lithe__act_fn act_fn, float *Z, float *Y, int64_t ldy) {
+                              bool a_signed, const int8_t *W, int64_t ldw, const int32_t *wsum, const int8_t *wp,
+                              int pairs_fit, const float *sw, int64_t n_scales, const float *bias,
+                              const lithe__act *act, lithe__act_fn act_fn, float *Z, float *Y, int64_t ldy) {
     const int32_t base = a_signed ? -128 : 0;
     if (!(sa > 0.0f) || !isfinite(sa) || qmin < base || qmax > base + 255 || qmin > za || za > qmax) return 1;
     const lithe__q8_qx qx = {sa, (float)(qmin - za), (float)(qmax - za), (float)(za - base)};
-    return q8_static(k, use_threads, M, N, K, NULL, 0, A, &qx, lda, sa, za - base, W, ldw, wsum, pairs_fit, sw,
+    return q8_static(k, use_threads, M, N, K, NULL, 0, A, &qx, lda, sa, za - base, W, ldw, wsum, wp, pairs_fit, sw,
                      n_scales, bias, act, act_fn, Z, Y, ldy);
 }
 #endif

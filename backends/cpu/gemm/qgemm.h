@@ -6,7 +6,9 @@
  *   y = (float)(acc - za[i] · Σ_k W[j][k]) * (sa[i] * sw[j]) (+ b[j]) (then act).
  * u7 × s8 keeps AVX2's vpmaddubsw exact (a pair sums to at most 2 · 127 · 127 < 2^15). Tiles of
  * MR x NR dot products over K in chunks of 16 (NEON, WebAssembly), 32 (AVX2) or 64 (VNNI) bytes; a microkernel per ISA with the scalar one as
- * its twin: every kernel's int32 sums are exact, so every kernel gives the same bits. */
+ * its twin: every kernel's int32 sums are exact, so every kernel gives the same bits. The VNNI
+ * kernel reads W packed instead (lithe__q8_pack, ptile below: a broadcast tile of PMR rows x PW
+ * columns, no horizontal sums). */
 #ifndef LITHE_CPU_QGEMM_H
 #define LITHE_CPU_QGEMM_H
 #include <stddef.h>
@@ -46,13 +48,36 @@ typedef struct lithe__q8_qx {
 } lithe__q8_qx;
 typedef void (*lithe__q8_quant_fn)(size_t n, const float *x, const lithe__q8_qx *q, uint8_t *u);
 void lithe__q8_quant_ref(size_t n, const float *x, const lithe__q8_qx *q, uint8_t *u);
+/* W packed ahead (lithe__q8_pack, once per weight): panels of LITHE__Q8_PW columns (the last one
+ * N % PW, rounded up to 16), each K4 = ceil(K / 4) steps of nv = ceil(nc / 16) vectors of 16 columns
+ * x 4 consecutive k (64 bytes: column c's k..k+3 at 4c), zero past N and K: what one vpdpbusd takes
+ * against four bytes of a row of A broadcast. Panel p starts at p * K4 * PW * 4 bytes. */
+enum { LITHE__Q8_PW = 64, LITHE__Q8_PMR = 6 };
+/* acc[i * LITHE__Q8_PW + c] = Σ_{k < 4 k4} a[i * lda + k] · W[c][k] for i < mr (<= PMR), c < nv · 16
+ * (nc <= PW: the panel's columns), W the panel wp; a's rows zero from K to 4 k4 */
+typedef void (*lithe__q8_ptile_fn)(size_t mr, size_t nc, size_t k4, const uint8_t *a, size_t lda, const int8_t *wp,
+                                   int32_t *acc);
 typedef struct lithe__q8_kernel {
     const char *isa;
     lithe__q8_tile_fn tile;
     int a_codes; /* LITHE__Q8_A_* */
     lithe__q8_epi_fn epi; /* its epilogue; NULL: lithe__q8_epilogue_ref */
     lithe__q8_quant_fn quant; /* its quantize pass (static activations from float); NULL: lithe__q8_quant_ref */
+#if defined(__x86_64__) || defined(_M_X64)
+    /* its tile over W packed (lithe__q8_pack; a U8 kernel), which the driver takes instead of tile
+     * where set; NULL: tile only (x86-64 only: the npm cores' kernels stay as they were) */
+    lithe__q8_ptile_fn ptile;
+#define LITHE__Q8_NO_PTILE , NULL /* the end of an initializer of a kernel without one, any target */
+#else
+#define LITHE__Q8_NO_PTILE
+#endif
 } lithe__q8_kernel;
+#if defined(__x86_64__) || defined(_M_X64)
+/* lithe__q8_pack's bytes for W (N, K), and the packing; the packed tile's scalar twin (the tests') */
+size_t lithe__q8_pack_size(int64_t N, int64_t K);
+void lithe__q8_pack(int64_t N, int64_t K, const int8_t *W, int64_t ldw, int8_t *wp);
+void lithe__q8_ptile_ref(size_t mr, size_t nc, size_t k4, const uint8_t *a, size_t lda, const int8_t *wp, int32_t *acc);
+#endif
 const lithe__q8_kernel *lithe__q8_kernel_scalar(void);
 const lithe__q8_kernel *lithe__q8_kernel_avx2(void); /* NULL where the CPU (or the build) lacks AVX2 */
 const lithe__q8_kernel *lithe__q8_kernel_vnni(void); /* AVX-512 VNNI; NULL where it is missing */
@@ -88,12 +113,13 @@ void lithe__q8_epilogue_avx2(size_t n, const int32_t *acc, int32_t za, const int
                              bool per_col, const float *bias, float *y);
 void lithe__q8_quant_avx2(size_t n, const float *x, const lithe__q8_qx *q, uint8_t *u); /* its quantize pass */
 #endif
-/* The product with kernel k (NULL: the best). W (N, K) row stride ldw, its row sums wsum, scales
- * sw (n_scales = N or 1). Returns 0 done, 1 not applicable (K too large, a non-finite input:
- * the caller runs the float path), -1 out of memory. */
+/* The product with kernel k (NULL: the best). W (N, K) row stride ldw, its row sums wsum, W
+ * packed (lithe__q8_pack: what a kernel with a ptile reads; NULL: packed here, per call, where the
+ * kernel has one; other kernels read W), scales sw (n_scales = N or 1). Returns 0 done, 1 not
+ * applicable (K too large, a non-finite input: the caller runs the float path), -1 out of memory. */
 int lithe__q8_gemm(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K, const float *A,
-                   int64_t lda, const int8_t *W, int64_t ldw, const int32_t *wsum, const float *sw, int64_t n_scales,
-                   const float *bias,
+                   int64_t lda, const int8_t *W, int64_t ldw, const int32_t *wsum, const int8_t *wp, const float *sw,
+                   int64_t n_scales, const float *bias,
                    const lithe__act *act, lithe__act_fn act_fn, float *Z, float *Y, int64_t ldy);
 /* The same with static activations (issue 24 item 3): A (M, K) given as 8-bit codes at row stride
  * lda (int8 when a_signed, else uint8) whose value is sa * (code - za), one scale and zero point
@@ -103,16 +129,16 @@ int lithe__q8_gemm(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64
  * (1 or 0), or -1: computed here when the kernel needs it. Returns as lithe__q8_gemm. */
 int lithe__q8_gemm_static(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K,
                           const uint8_t *A, bool a_signed, int64_t lda, float sa, int32_t za, const int8_t *W,
-                          int64_t ldw, const int32_t *wsum, int pairs_fit, const float *sw, int64_t n_scales,
-                          const float *bias, const lithe__act *act, lithe__act_fn act_fn, float *Z, float *Y,
-                          int64_t ldy);
+                          int64_t ldw, const int32_t *wsum, const int8_t *wp, int pairs_fit, const float *sw,
+                          int64_t n_scales, const float *bias, const lithe__act *act, lithe__act_fn act_fn, float *Z,
+                          float *Y, int64_t ldy);
 /* The same with A (M, K) float32 at row stride lda, quantized here as QuantizeLinear computes it
  * (codes clamp(rint(x / sa) + za, qmin, qmax), NaN to qmin; int8 codes when a_signed, else uint8)
  * by the kernel's quantize pass, straight into the kernel's rows: the product of those codes, as
  * lithe__q8_gemm_static gives it. Returns as lithe__q8_gemm (1 also for a bad sa, za, qmin, qmax). */
 int lithe__q8_gemm_static_f32(const lithe__q8_kernel *k, bool use_threads, int64_t M, int64_t N, int64_t K,
                               const float *A, int64_t lda, float sa, int32_t za, int32_t qmin, int32_t qmax,
-                              bool a_signed, const int8_t *W, int64_t ldw, const int32_t *wsum, int pairs_fit,
-                              const float *sw, int64_t n_scales, const float *bias, const lithe__act *act,
-                              lithe__act_fn act_fn, float *Z, float *Y, int64_t ldy);
+                              bool a_signed, const int8_t *W, int64_t ldw, const int32_t *wsum, const int8_t *wp,
+                              int pairs_fit, const float *sw, int64_t n_scales, const float *bias,
+                              const lithe__act *act, lithe__act_fn act_fn, float *Z, float *Y, int64_t ldy);
 #endif

@@ -157,7 +157,7 @@ void lithe__q8_quant_avx2(size_t n, const float *x, const lithe__q8_qx *q, uint8
 }
 
 static const lithe__q8_kernel avx2_kernel = {"avx2", tile_avx2, LITHE__Q8_A_U7, lithe__q8_epilogue_avx2,
-                                             lithe__q8_quant_avx2};
+                                             lithe__q8_quant_avx2, NULL};
 const lithe__q8_kernel *lithe__q8_kernel_avx2(void) {
     return __builtin_cpu_supports("avx2") ? &avx2_kernel : NULL;
 }
