@@ -306,6 +306,66 @@ static void test_b_in_place(void **state) {
     each_kernel(b_in_place_one);
 }
 
+/* A small op(A) read where it lies (gemm.c's run_range a_read: ukernel_a for A untransposed,
+ * ukernel_ap with a row pointer per step for A transposed, a partial sliver packed): the fused
+ * MatMulT's per-head products (64 x 32 x 64, 64 x 64 x 32 on rows 1024 floats apart), partial
+ * slivers, one B sliver with a large A. Against float64, and bit for bit against the same values
+ * in a product too large for it (M' K past A_READ_FLOATS, N' past one sliver: A packed), whose
+ * first M x N block must be the same bits (gemm.h: an element's bits do not depend on the path). */
+static void a_read_one(const lithe__sgemm_kernel *k, const char *name) {
+    static const int64_t c[][7] = {/* M, N, K, tA, tB, lda, ldb */
+                                   {64, 32, 64, 0, 0, 64, 1024}, {64, 32, 64, 1, 0, 64, 1024}, {64, 32, 64, 1, 0, 64, 32},
+                                   {64, 64, 32, 0, 1, 1024, 1024}, {64, 64, 32, 0, 1, 32, 1024}, {61, 45, 37, 1, 0, 70, 50},
+                                   {13, 20, 300, 0, 1, 301, 300}, {100, 16, 200, 0, 0, 203, 16}, {30, 100, 50, 1, 1, 33, 50},
+                                   {3, 70, 20, 1, 0, 3, 70}};
+    for (size_t z = 0; z < sizeof c / sizeof c[0]; z++) {
+        const int64_t M = c[z][0], N = c[z][1], K = c[z][2], lda = c[z][5], ldb = c[z][6];
+        const bool tA = c[z][3], tB = c[z][4];
+        const int64_t M2 = M + 8192 / K + 8, N2 = N + 40; /* the reference product: A packed */
+        mats m = {M, N, K, lda, ldb, N + 3, tA, tB, NULL, NULL, NULL};
+        const int64_t lda2 = tA ? M2 : K, ldb2 = tB ? K : N2, an = (tA ? K : M) * lda, bn = (tB ? N : K) * ldb;
+        m.A = malloc(sizeof(float) * (size_t)an), m.B = malloc(sizeof(float) * (size_t)bn);
+        m.C = malloc(sizeof(float) * (size_t)(M * m.ldc));
+        float *A2 = malloc(sizeof(float) * (size_t)((tA ? K : M2) * lda2)), *B2 = malloc(sizeof(float) * (size_t)((tB ? N2 : K) * ldb2));
+        float *C2 = malloc(sizeof(float) * (size_t)(M2 * N2)), *got = malloc(sizeof(float) * (size_t)(M * m.ldc));
+        assert_true(m.A && m.B && m.C && A2 && B2 && C2 && got);
+        for (int64_t i = 0; i < an; i++) m.A[i] = frand();
+        for (int64_t i = 0; i < bn; i++) m.B[i] = frand();
+        for (int64_t i = 0; i < M * m.ldc; i++) m.C[i] = frand();
+        for (int64_t i = 0; i < M2; i++) /* op(A2)[i, kk] = op(A)[i, kk] for i < M, else anything */
+            for (int64_t kk = 0; kk < K; kk++) *(tA ? &A2[kk * lda2 + i] : &A2[i * lda2 + kk]) = i < M ? (float)a_at(&m, i, kk) : frand();
+        for (int64_t kk = 0; kk < K; kk++)
+            for (int64_t j = 0; j < N2; j++) *(tB ? &B2[j * ldb2 + kk] : &B2[kk * ldb2 + j]) = j < N ? (float)b_at(&m, kk, j) : frand();
+        for (int v = 0; v < 2; v++) {
+            float alpha = v ? -0.5f : 1.0f, beta = v ? 1.0f : 0.0f;
+            for (int64_t i = 0; i < M2; i++)
+                for (int64_t j = 0; j < N2; j++) C2[i * N2 + j] = i < M && j < N ? m.C[i * m.ldc + j] : 0.0f;
+            assert_true(lithe__sgemm(k, false, tA, tB, M2, N2, K, alpha, A2, lda2, B2, ldb2, beta, C2, N2, NULL));
+            for (int nt = 1; nt <= (LITHE_HAVE_THREADS ? 2 : 1); nt++) {
+                OK(lithe__cpu_set_threads(nt));
+                memcpy(got, m.C, sizeof(float) * (size_t)(M * m.ldc));
+                assert_true(lithe__sgemm(k, nt > 1, tA, tB, M, N, K, alpha, m.A, lda, m.B, ldb, beta, got, m.ldc, NULL));
+                check(name, &m, alpha, beta, m.C, got);
+                for (int64_t i = 0; i < M; i++)
+                    if (memcmp(got + i * m.ldc, C2 + i * N2, sizeof(float) * (size_t)N) != 0) {
+                        print_error("%s: M=%lld N=%lld K=%lld tA=%d tB=%d lda=%lld, %d threads: row %lld differs from "
+                                    "the packed product's\n", name, (long long)M, (long long)N, (long long)K, tA, tB,
+                                    (long long)lda, nt, (long long)i);
+                        fail();
+                    }
+            }
+            OK(lithe__cpu_set_threads(0));
+        }
+        free(A2), free(B2), free(C2), free(got);
+        drop(&m);
+    }
+}
+
+static void test_a_read_in_place(void **state) {
+    (void)state;
+    each_kernel(a_read_one);
+}
+
 /* X·Wᵀ with few rows X runs swapped where the kernel reads A in place (gemm.c's run_swapped: W·Xᵀ
  * with W unpacked, C stored transposed, the bias per row of the swapped product): the bits of the
  * unswapped product, which the same values take as X·(Wᵀ materialized) with B untransposed; with
@@ -1045,6 +1105,7 @@ int main(void) {
         cmocka_unit_test(test_row_alone_equals_batch),
         cmocka_unit_test(test_threads_bit_identical),
         cmocka_unit_test(test_b_in_place),
+        cmocka_unit_test(test_a_read_in_place),
         cmocka_unit_test(test_swapped),
         cmocka_unit_test(test_avx512_heights_agree),
         cmocka_unit_test(test_fused_equals_unfused),

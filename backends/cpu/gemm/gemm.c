@@ -34,12 +34,14 @@ typedef struct job {
 
 static size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
 
-/* Workspace for one range: an A block (mc x kc) and a B panel (kc x nc), padded to whole slivers. */
+/* Workspace for one range: an A block (mc x kc) and a B panel (kc x nc), padded to whole slivers, a
+ * tile and kc row pointers (run_range's a_read of a transposed A). */
 static size_t ws_floats(const lithe__sgemm_kernel *k, int64_t M, int64_t N, int64_t K, bool b_packed) {
     size_t kc = (size_t)(K < k->kc ? K : k->kc);
     size_t mc = round_up((size_t)(M < k->mc ? M : k->mc), (size_t)k->mr);
     size_t nc = round_up((size_t)(N < k->nc ? N : k->nc), (size_t)k->nr);
-    return round_up(kc * mc, 16) + (b_packed ? 0 : kc * nc) + (size_t)(k->mr * k->nr);
+    return round_up(kc * mc, 16) + (b_packed ? 0 : kc * nc) + (size_t)(k->mr * k->nr) +
+           (LITHE__SGEMM_FORM_ukernel_ap ? 2 * kc : 0);
 }
 
 static bool epilogue_after(const lithe__sgemm_epilogue *e) { return e && (e->Z || e->act || e->bias_row); }
@@ -124,6 +126,8 @@ static bool a_whole(const job *jb, size_t lanes, int64_t i0) {
 
 /* A B panel (kb x nb) this small (512 KB) is walked once per MR rows of A (run_range's rows_outer). */
 #define ROWS_OUTER_FLOATS ((size_t)1 << 17)
+/* An A block this small (32 KB) is read in place across the B slivers (run_range's a_read). */
+#define A_READ_FLOATS ((size_t)1 << 13)
 
 static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, float *ws) {
     const lithe__sgemm_kernel *k = jb->k;
@@ -175,11 +179,27 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
              * same bits): one step fewer per tile. mobilenet_v2's stem (K = 27): 28 -> 27 steps. */
             const bool rb_store = rows_ok && kr + 1 == kb && pc == 0 && last && jb->alpha == 1.0f &&
                                   jb->beta == 0.0f && !epi->bias && !jb->c_trans;
-            const bool in_place = LITHE__SGEMM_HAS(k, ukernel_b) && !jb->tB && !jb->Bpk && !jb->B_rows &&
-                                  !jb->c_trans && (kr == kb || bias_after) &&
-                                  (m1 - m0 <= k->mc || kb * nb <= ROWS_OUTER_FLOATS) &&
-                                  (uintptr_t)jb->B % 64 == 0 &&
-                                  jb->ldb % 16 == 0 && jb->ldb % 1024 != 0;
+            const bool b_place = LITHE__SGEMM_HAS(k, ukernel_b) && !jb->tB && !jb->Bpk && !jb->B_rows &&
+                                 !jb->c_trans && (kr == kb || bias_after) &&
+                                 (m1 - m0 <= k->mc || kb * nb <= ROWS_OUTER_FLOATS) &&
+                                 (uintptr_t)jb->B % 64 == 0 &&
+                                 jb->ldb % 16 == 0 && jb->ldb % 1024 != 0;
+            /* op(A) untransposed read where it lies by ukernel_a (the packed kernel's FMAs on the same
+             * values: the same bits) when packing it buys nothing: one B sliver (each A sliver meets it
+             * once, so packing only copies A once more) or the range's A within L1 (A_READ_FLOATS: its
+             * MR row streams stay there across the B slivers). Attention's per-head products (fused
+             * MatMulT: 64 x 64 x 32, 64 x 32 x 64 per head). Where B could be read in place too
+             * (ukernel_b, which wants A packed), the larger operand is the one left unpacked. A
+             * transposed (dV = Pᵀ·dO): its whole slivers' steps are MR contiguous floats, ukernel_ap's
+             * rows[k] + off with a row pointer per step (arow); a partial sliver is packed (ukernel_ap
+             * reads all MR lanes). */
+            const bool a_read = (jb->tA ? LITHE__SGEMM_HAS(k, ukernel_ap) : LITHE__SGEMM_HAS(k, ukernel_a)) &&
+                                !jb->A_rows && !jb->c_trans && !jb->swapped && kr == kb &&
+                                (nb <= NR || (size_t)(m1 - m0) * kb <= A_READ_FLOATS) &&
+                                (!b_place || (size_t)(m1 - m0) > nb);
+            const bool in_place = b_place && !a_read;
+            const float **arow = (const float **)(void *)(tile + MR * NR);
+            for (size_t q = 0; a_read && jb->tA && q < kb; q++) arow[q] = jb->A + (pc + (int64_t)q) * jb->lda;
             for (size_t jr = 0; !jb->Bpk && jr < nb; jr += NR) {
                 size_t lanes = nb - jr < NR ? nb - jr : NR;
                 if (in_place && lanes == NR) continue;
@@ -221,7 +241,7 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                         lithe__sgemm_pack_pixels(k, true, lanes, kr, jb->A_rows + pc, ic + (int64_t)ir, jb->a_ow, jb->a_row, dst);
                         continue;
                     }
-                    if (jb->tA) continue; /* below, step-major */
+                    if (jb->tA || a_read) continue; /* below, step-major; or read where it lies */
                     const float *src = jb->A + (ic + (int64_t)ir) * jb->lda + pc;
                     if (k->pack_a) k->pack_a(lanes, kr, src, (size_t)jb->lda, true, dst);
                     else lithe__sgemm_pack_portable(MR, lanes, kr, src, (size_t)jb->lda, true, dst);
@@ -233,6 +253,7 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                 for (size_t k0 = 0; jb->tA && !jb->A_rows && k0 < kr; k0 += 16)
                     for (size_t ir = 0; ir < mb; ir += MR) {
                         size_t lanes = mb - ir < MR ? mb - ir : MR, kn = kr - k0 < 16 ? kr - k0 : 16;
+                        if (a_read && lanes == MR) continue;
                         const float *src = jb->A + (pc + (int64_t)k0) * jb->lda + ic + (int64_t)ir;
                         float *dst = Ap + ir * kb + k0 * MR;
                         if (k->pack_a) k->pack_a(lanes, kn, src, (size_t)jb->lda, false, dst);
@@ -275,6 +296,11 @@ static void run_range(job *jb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, f
                     } else if (in_place && nr == NR)
                         k->ukernel_b(mr, nr, kb, Ap + ir * kb, jb->B + pc * jb->ldb + jc + (int64_t)jr,
                                      (size_t)jb->ldb, c, (size_t)jb->ldc, &p);
+                    else if (a_read && !jb->tA)
+                        k->ukernel_a(mr, nr, kb, jb->A + (ic + (int64_t)ir) * jb->lda + pc, (size_t)jb->lda,
+                                     Bp + jr * kb, c, (size_t)jb->ldc, &p);
+                    else if (LITHE__SGEMM_FORM_ukernel_ap && a_read && mr == MR)
+                        k->ukernel_ap(mr, nr, kb, arow, ic + (int64_t)ir, Bp + jr * kb, c, (size_t)jb->ldc, &p);
                     else if (rb_store) {
                         lithe__sgemm_ukparams pb = p;
                         pb.bias_rows = epi->bias_row + ic + (int64_t)ir;

@@ -89,7 +89,9 @@ typedef void (*lithe__sgemm_ukernel_b_fn)(size_t mr, size_t nr, size_t kc, const
  * (MR pixels inside one output row) of a product whose N fits one B sliver (N <= NR: each A
  * sliver is read once either way) or whose pixels are all one row (a pointwise convolution's input
  * planes, slivers of 12 rows or more), so a convolution's taps are broadcast straight from its padded
- * input: such a product packs no A (LeNet's second convolution, 196 x 32 x 400 per image). */
+ * input: such a product packs no A (LeNet's second convolution, 196 x 32 x 400 per image). The
+ * driver also reads a small transposed op(A) with it (run_range's a_read: rows[k] = A's row k, off
+ * the sliver's first column; whole slivers only). */
 typedef void (*lithe__sgemm_ukernel_ap_fn)(size_t mr, size_t nr, size_t kc, const float *const *rows, int64_t off,
                                            const float *b, float *c, size_t ldc, const lithe__sgemm_ukparams *p);
 
@@ -105,7 +107,8 @@ typedef void (*lithe__sgemm_ukernel_bp_fn)(size_t mr, size_t nr, size_t kc, cons
  * exactly. The driver uses it for X·Wᵀ with few rows X (a dense layer's forward at a training
  * batch, where W changes every step): it computes the product's transpose W·Xᵀ with W as this A,
  * read where it lies, Xᵀ packed as B and C stored transposed (lithe__sgemm's "swapped" path), so
- * Wᵀ is never packed. */
+ * Wᵀ is never packed; and for a small op(A) or one whose product has one B sliver (run_range's
+ * a_read: attention's per-head products), where packing A would only copy it. */
 typedef void (*lithe__sgemm_ukernel_a_fn)(size_t mr, size_t nr, size_t kc, const float *a, size_t lda, const float *b,
                                           float *c, size_t ldc, const lithe__sgemm_ukparams *p);
 
