@@ -125,6 +125,14 @@ static void quant_pairs(int64_t n, const float *x0, const float *x1, const lithe
     lithe__qconv_aux_avx2.quant_pairs(n, x0, x1, q, d);
 }
 
+/* One vector of the epilogue: the row's scale, its bias, the fused clamp (epi and epi_codes) */
+static inline __m512 epi16(const lithe__qconv *c, const float *y, __mmask16 k, __m512 sc, __m512 b, __m512 lo,
+                           __m512 hi) {
+    __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, y), sc);
+    if (c->b) v = _mm512_add_ps(v, b);
+    return c->clamp ? clamp16(v, c->clamp, lo, hi) : v;
+}
+
 static void epi(const lithe__qconv *c, int64_t r0, int64_t rows, int64_t n, float *y) {
     const __m512 lo = _mm512_set1_ps(c->lo), hi = _mm512_set1_ps(c->hi);
     for (int64_t r = r0; r < r0 + rows; r++, y += n) {
@@ -132,9 +140,7 @@ static void epi(const lithe__qconv *c, int64_t r0, int64_t rows, int64_t n, floa
         const __m512 sc = _mm512_set1_ps(c->scale[m]), b = _mm512_set1_ps(c->b ? c->b[m] : 0.0f);
         for (int64_t i = 0; i < n; i += 16) {
             const __mmask16 k = lanes(n - i);
-            __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, y + i), sc);
-            if (c->b) v = _mm512_add_ps(v, b);
-            _mm512_mask_storeu_ps(y + i, k, c->clamp ? clamp16(v, c->clamp, lo, hi) : v);
+            _mm512_mask_storeu_ps(y + i, k, epi16(c, y + i, k, sc, b, lo, hi));
         }
         if (!c->clamp && c->act) c->act_fn(c->act, n, y, y);
     }
@@ -203,12 +209,8 @@ static void epi_codes(const lithe__qconv *c, int64_t r0, int64_t rows, int64_t n
     for (int64_t r = r0; r < r0 + rows; r++, y += n, d += n) {
         const int64_t m = r % c->M;
         const __m512 sc = _mm512_set1_ps(c->scale[m]), b = _mm512_set1_ps(c->b ? c->b[m] : 0.0f);
-        for (int64_t i = 0; i < n; i += 16) {
-            const __mmask16 k = lanes(n - i);
-            __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, y + i), sc);
-            if (c->b) v = _mm512_add_ps(v, b);
-            store_codes(d + i, n - i, c->clamp ? clamp16(v, c->clamp, lo, hi) : v, &yq);
-        }
+        for (int64_t i = 0; i < n; i += 16)
+            store_codes(d + i, n - i, epi16(c, y + i, lanes(n - i), sc, b, lo, hi), &yq);
     }
 }
 
