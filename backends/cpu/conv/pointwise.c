@@ -43,21 +43,25 @@ lithe__conv_pw_fn lithe__conv_pw_best(void) {
 #endif
 }
 
-/* Where the SGEMM runs an AVX2 or AVX-512 kernel (so the CPU has AVX2, and LITHE_CPU_ISA picks no less). */
+/* Whether the SGEMM runs an AVX2 or AVX-512 kernel (so the CPU has AVX2, and LITHE_CPU_ISA picks no
+ * less): the pooling kernels below (pool_avx2.c) are taken then. */
+#if defined(__x86_64__) || defined(_M_X64)
+static bool sgemm_runs_avx(void) {
+    const char *isa = lithe__sgemm_kernel_best()->isa;
+    return isa[0] == 'a' && isa[1] == 'v' && isa[2] == 'x';
+}
+#endif
+
 lithe__pool_gap8_fn lithe__pool_gap8_best(void) {
 #if defined(__x86_64__) || defined(_M_X64)
-    const char *isa = lithe__sgemm_kernel_best()->isa;
-    return isa[0] == 'a' && isa[1] == 'v' && isa[2] == 'x' ? lithe__pool_gap8_avx2 : NULL;
-#else
-    return NULL;
+    if (sgemm_runs_avx()) return lithe__pool_gap8_avx2;
 #endif
+    return NULL;
 }
 
 lithe__pool_max2x2_back_fn lithe__pool_max2x2_back_best(void) {
 #if defined(__x86_64__) || defined(_M_X64)
-    const char *isa = lithe__sgemm_kernel_best()->isa;
-    return isa[0] == 'a' && isa[1] == 'v' && isa[2] == 'x' ? lithe__pool_max2x2_back_avx2 : NULL;
-#else
-    return NULL;
+    if (sgemm_runs_avx()) return lithe__pool_max2x2_back_avx2;
 #endif
+    return NULL;
 }
