@@ -110,6 +110,13 @@ static inline __m512 qv16(__m512 x, __m512 s, __m512 lo, __m512 hi) {
     return _mm512_sub_ps(_mm512_add_ps(t, r), r);
 }
 
+/* qv16's value as an int32: vcvtps2dq rounds the clamped quotient half to even (the default MXCSR
+ * rounding, as the twin's magic-number add rounds), so the byte passes below skip the float round
+ * trip: two operations less per 16 values, ~16 % of a quantizing pass (Zen 5) */
+static inline __m512i qk16(__m512 x, __m512 s, __m512 lo, __m512 hi) {
+    return _mm512_cvtps_epi32(_mm512_max_ps(_mm512_min_ps(hi, _mm512_div_ps(x, s)), lo));
+}
+
 static void quant_f32(int64_t n, const float *x, const lithe__qx *q, float *y) {
     const __m512 s = _mm512_set1_ps(q->scale), lo = _mm512_set1_ps(q->lo), hi = _mm512_set1_ps(q->hi);
     for (int64_t i = 0; i < n; i += 16) {
@@ -148,45 +155,48 @@ static void epi(const lithe__qconv *c, int64_t r0, int64_t rows, int64_t n, floa
 
 static void quant_u8(int64_t n, const float *x, const lithe__qx *q, uint8_t *y) {
     const __m512 s = _mm512_set1_ps(q->scale), lo = _mm512_set1_ps(q->lo), hi = _mm512_set1_ps(q->hi);
+    const __m512i loi = _mm512_set1_epi32((int32_t)q->lo);
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) { /* u in [0, 255]: vpmovdb's truncation keeps it (to a register, then a
                                     * plain store: the masked store to memory ran ~1.6x slower on Zen 5) */
-        __m512i u = _mm512_cvtps_epi32(_mm512_sub_ps(qv16(_mm512_loadu_ps(x + i), s, lo, hi), lo));
+        __m512i u = _mm512_sub_epi32(qk16(_mm512_loadu_ps(x + i), s, lo, hi), loi);
         _mm_storeu_si128((__m128i *)(y + i), _mm512_cvtepi32_epi8(u));
     }
     if (i < n) {
         const __mmask16 k = lanes(n - i);
-        __m512i u = _mm512_cvtps_epi32(_mm512_sub_ps(qv16(_mm512_maskz_loadu_ps(k, x + i), s, lo, hi), lo));
+        __m512i u = _mm512_sub_epi32(qk16(_mm512_maskz_loadu_ps(k, x + i), s, lo, hi), loi);
         _mm512_mask_cvtepi32_storeu_epi8(y + i, k, u);
     }
 }
 
 static void quant_quads(int64_t n, const float *x, int64_t stride, int nrows, const lithe__qx *q, uint8_t *d) {
     const __m512 s = _mm512_set1_ps(q->scale), lo = _mm512_set1_ps(q->lo), hi = _mm512_set1_ps(q->hi);
+    const __m512i loi = _mm512_set1_epi32((int32_t)q->lo);
     for (int64_t i = 0; i < n; i += 16) {
         const __mmask16 k = lanes(n - i);
         __m512i v = _mm512_setzero_si512();
         for (int j = 0; j < nrows; j++) {
-            __m512 t = qv16(_mm512_maskz_loadu_ps(k, x + j * stride + i), s, lo, hi);
-            v = _mm512_or_si512(v, _mm512_slli_epi32(_mm512_cvtps_epi32(_mm512_sub_ps(t, lo)), 8 * j));
+            __m512i u = _mm512_sub_epi32(qk16(_mm512_maskz_loadu_ps(k, x + j * stride + i), s, lo, hi), loi);
+            v = _mm512_or_si512(v, _mm512_slli_epi32(u, 8 * j));
         }
         _mm512_mask_storeu_epi32(d + 4 * i, k, v);
     }
 }
 
-/* yq's grid as vectors: scale, lo, hi; and the byte flip (int8 codes) */
+/* yq's grid as vectors: scale, lo, hi; and its zero point ymin - lo (int8 codes: ymin = -128) */
 typedef struct yqv {
     __m512 s, lo, hi;
-    __m512i flip;
+    __m512i zy;
 } yqv;
 static inline yqv yq_of(const lithe__qx *q) {
     return (yqv){_mm512_set1_ps(q->scale), _mm512_set1_ps(q->lo), _mm512_set1_ps(q->hi),
-                 _mm512_set1_epi32(q->src == 2 ? 0x80 : 0)};
+                 _mm512_set1_epi32((q->src == 2 ? -128 : 0) - (int32_t)q->lo)};
 }
 
-/* n (1..16) of t's codes on y's grid, as bytes (u = code - ymin, flipped for int8): quant_u8's bits */
+/* n (1..16) of t's codes on y's grid, as bytes (u = code - ymin, flipped for int8): quant_u8's bits.
+ * The byte is the code's: qk16 + zy (uint8: u itself; int8: u - 128, whose low byte is u's flipped) */
 static inline __attribute__((always_inline)) void store_codes(uint8_t *d, int64_t n, __m512 t, const yqv *y) {
-    const __m512i u = _mm512_xor_si512(_mm512_cvtps_epi32(_mm512_sub_ps(qv16(t, y->s, y->lo, y->hi), y->lo)), y->flip);
+    const __m512i u = _mm512_add_epi32(qk16(t, y->s, y->lo, y->hi), y->zy);
     const __m128i b = _mm512_cvtepi32_epi8(u);
     if (n >= 16) {
         _mm_storeu_si128((__m128i *)d, b);
