@@ -21,8 +21,12 @@
 #endif
 
 /* Spin iterations before blocking: a worker woken within this window skips the futex wake-up
- * (tens of microseconds on a VM), which batch-1 layers would otherwise pay at every op. */
-#define SPIN 4000
+ * (tens of microseconds on a VM), which batch-1 layers would otherwise pay at every op. 4000
+ * x86 pauses are ~76 us on Zen 5; WebAssembly has no pause, and an iteration of these loops under
+ * V8 is a load and a compare (4000 of them ~2 us, 160,000 ~70-85 us in Node 20), so the threads
+ * module spins 40 times as many to wait as long: with 4000 its worker slept between the layers
+ * and predicts of a batch-1 MLP, and each next job paid the wake-up (docs/wasm.md). */
+#define SPIN (LITHE_WASM_WORKERS ? 4000 * 40 : 4000)
 
 typedef struct {
     alignas(64) atomic_uint_fast64_t w; /* CLAIMS(front, back) */
