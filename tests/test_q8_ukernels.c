@@ -29,6 +29,7 @@ static uint32_t next(void) {
 }
 
 static void check_tiles(const lithe__q8_kernel *k) {
+    if (!k->tile) return; /* (a packed tile only: check_ptiles) */
     enum { KC = 1024 + 64 };
     static uint8_t a[4 * KC];
     static int8_t w[2 * KC];
@@ -60,7 +61,7 @@ static void check_tiles(const lithe__q8_kernel *k) {
         }
 }
 
-#if defined(__x86_64__) || defined(_M_X64)
+#if defined(LITHE__Q8_PACKED)
 /* A kernel's packed tile (qgemm.h's ptile, over lithe__q8_pack's W) against int64 sums and the
  * scalar twin lithe__q8_ptile_ref, bit for bit: random codes and the extremes (u8 255 x s8 +-127),
  * every row count (1..PMR) and panel width (nc 1..PW: one to four vectors, partial ones), K not a
@@ -69,7 +70,8 @@ static void check_ptiles(const lithe__q8_kernel *k) {
     if (!k->ptile) return;
     enum { KMAX = 200, LDA = 256 };
     static uint8_t a[LITHE__Q8_PMR * LDA];
-    static int8_t W[LITHE__Q8_PW * KMAX], wp[LITHE__Q8_PW * KMAX + 4 * LITHE__Q8_PW];
+    static int8_t W[LITHE__Q8_PW * KMAX];
+    _Alignas(64) static int8_t wp[2 * LITHE__Q8_PW * (KMAX + 8)]; /* (WebAssembly's: int16) */
     _Alignas(64) static int32_t acc[LITHE__Q8_PMR * LITHE__Q8_PW], ref[LITHE__Q8_PMR * LITHE__Q8_PW];
     const int64_t Ks[] = {1, 3, 4, 5, 63, 64, 65, 199};
     const int64_t ncs[] = {1, 10, 15, 16, 17, 31, 33, 48, 50, 63, 64};
@@ -82,13 +84,18 @@ static void check_ptiles(const lithe__q8_kernel *k) {
                 for (size_t i = 0; i < LITHE__Q8_PMR; i++) memset(a + i * LDA + K, 0, (size_t)(LDA - K)); /* zero past K */
                 for (int64_t i = 0; i < nc * K; i++)
                     W[i] = (int8_t)(trial == 1 ? (i % 3 ? 127 : -127) : trial == 2 ? -127 : (int)(next() % 255) - 127);
-                CHECK(lithe__q8_pack_size(nc, K) == (size_t)(k4 * 4 * LITHE__Q8_PW), "pack size %lld x %lld", (long long)nc, (long long)K);
+                CHECK(lithe__q8_pack_size(nc, K) == LITHE__Q8_PW * lithe__q8_pack_col(K) &&
+                          lithe__q8_pack_size(nc, K) <= sizeof wp, "pack size %lld x %lld", (long long)nc, (long long)K);
                 lithe__q8_pack(nc, K, W, K, wp);
                 for (size_t mr = 1; mr <= LITHE__Q8_PMR; mr++) {
                     for (size_t e = 0; e < sizeof acc / sizeof *acc; e++) acc[e] = ref[e] = 0x5A5A5A5A;
                     k->ptile(mr, (size_t)nc, (size_t)k4, a, LDA, wp, acc);
                     lithe__q8_ptile_ref(mr, (size_t)nc, (size_t)k4, a, LDA, wp, ref);
+#if defined(__wasm_simd128__)
+                    const int64_t nv16 = (nc + 3) / 4 * 4; /* (groups of 4 columns) */
+#else
                     const int64_t nv16 = (nc + 15) / 16 * 16;
+#endif
                     for (size_t i = 0; i < mr; i++)
                         for (int64_t c = 0; c < nv16; c++) {
                             int64_t want = 0;
@@ -349,7 +356,7 @@ static int bench(int64_t M, int64_t N, int64_t K) {
     for (int64_t i = 0; i < N * K; i++) W[i] = (int8_t)((int)(next() % 255) - 127);
     for (int64_t j = 0; j < N; j++) sw[j] = 0.01f;
     lithe__q8_row_sums(N, K, W, K, wsum);
-#if defined(__x86_64__) || defined(_M_X64)
+#if defined(LITHE__Q8_PACKED)
     if (k->ptile) {
         wp = malloc(lithe__q8_pack_size(N, K));
         lithe__q8_pack(N, K, W, K, wp);
@@ -363,13 +370,13 @@ static int bench(int64_t M, int64_t N, int64_t K) {
         (void)lithe__q8_gemm_static_f32(k, false, M, N, K, A, K, 0.004f, 3, 0, 255, false, W, K, wsum, wp, -1, sw, N,
                                         NULL, NULL, NULL, NULL, Y, N);
         double t2 = now_ms();
-#if defined(__x86_64__) || defined(_M_X64)
+#if defined(LITHE__Q8_PACKED)
         if (wp) {
             _Alignas(64) int32_t acc[LITHE__Q8_PMR * LITHE__Q8_PW];
             for (int64_t j = 0; j < N; j += LITHE__Q8_PW)
                 for (int64_t i = 0; i < M; i += LITHE__Q8_PMR)
                     k->ptile((size_t)(M - i < LITHE__Q8_PMR ? M - i : LITHE__Q8_PMR), (size_t)(N - j < LITHE__Q8_PW ? N - j : LITHE__Q8_PW),
-                             (size_t)(K + 3) / 4, qa + i * Kp, (size_t)Kp, wp + j * ((K + 3) / 4) * 4, acc);
+                             (size_t)(K + 3) / 4, qa + i * Kp, (size_t)Kp, wp + (size_t)j * lithe__q8_pack_col(K), acc);
         } else
 #endif
         {
@@ -402,7 +409,7 @@ int main(int argc, char **argv) {
         n++;
         printf("q8_ukernels: %s%s\n", ks[i]->isa, ks[i] == best ? ", the default" : "");
         check_tiles(ks[i]);
-#if defined(__x86_64__) || defined(_M_X64)
+#if defined(LITHE__Q8_PACKED)
         check_ptiles(ks[i]);
 #endif
         check_gemm(ks[i], ks[0]);

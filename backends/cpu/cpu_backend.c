@@ -196,11 +196,17 @@ static bool q8_weight(const lithe_tensor *W, int64_t N, int64_t K, bool pairs, l
     return sym && q->wsum_ok;
 }
 
-/* W packed for the best kernel's packed tile, kept with W's quantization parameters (NULL where
+/* W packed for the packed tile of the kernel the product takes (static codes: the relaxed-SIMD
+ * build's SIMD128 one, qgemm.c's q8_static), kept with W's quantization parameters (NULL where
  * the kernel has none, or out of memory: the driver packs per call, or fails) */
-static const int8_t *q8_wpack(const lithe_tensor *W, int64_t N, int64_t K) {
-#if defined(__x86_64__) || defined(_M_X64)
+static const int8_t *q8_wpack(const lithe_tensor *W, int64_t N, int64_t K, bool codes) {
+#if defined(LITHE__Q8_PACKED)
     const lithe__q8_kernel *k = lithe__q8_kernel_best();
+#if defined(__wasm_relaxed_simd__)
+    if (codes) k = lithe__q8_kernel_wasmsimd_u8();
+#else
+    (void)codes;
+#endif
     lithe__quant *q = W->storage->quant;
     if (!k || !k->ptile) return NULL;
     if (q->wpack && q->wpack_n == N * K && q->wpack_version == W->storage->version) return q->wpack;
@@ -213,7 +219,7 @@ static const int8_t *q8_wpack(const lithe_tensor *W, int64_t N, int64_t K) {
     q->wpack_version = W->storage->version;
     return p;
 #else
-    (void)W, (void)N, (void)K;
+    (void)W, (void)N, (void)K, (void)codes;
     return NULL;
 #endif
 }
@@ -238,10 +244,10 @@ static lithe_status cpu_gemm_q8(lithe_backend *be, const lithe_tensor *A, const 
     int rc = !sym ? 1
              : qa ? lithe__q8_gemm_static(NULL, true, M, N, K, (const uint8_t *)lithe__tdata(A), A->dtype == LITHE_I8,
                                           A->strides[0], qa->scale[0], qa->zero[0], (const int8_t *)lithe__tdata(W), K,
-                                          q->wsum, q8_wpack(W, N, K), q->wsum_pairs, q->scale, q->n, b ? F(b) : NULL, a,
+                                          q->wsum, q8_wpack(W, N, K, true), q->wsum_pairs, q->scale, q->n, b ? F(b) : NULL, a,
                                           lithe__simd()->act, Z ? F(Z) : NULL, F(Y), Y->strides[0])
                   : lithe__q8_gemm(NULL, true, M, N, K, F(A), A->strides[0], (const int8_t *)lithe__tdata(W), K, q->wsum,
-                                   q8_wpack(W, N, K), q->scale, q->n, b ? F(b) : NULL, a, lithe__simd()->act,
+                                   q8_wpack(W, N, K, false), q->scale, q->n, b ? F(b) : NULL, a, lithe__simd()->act,
                                    Z ? F(Z) : NULL, F(Y), Y->strides[0]);
     if (rc < 0) return lithe__oom("int8 gemm workspace", (size_t)(M * (K + 32) + 8 * M));
     if (rc == 0) return LITHE_OK;
@@ -269,7 +275,7 @@ static lithe_status cpu_gemm_q8x(lithe_backend *be, const lithe_tensor *X, float
     if (!q8_weight(W, N, K, true, &st)) return st;
     const lithe__quant *q = W->storage->quant;
     int rc = lithe__q8_gemm_static_f32(NULL, true, M, N, K, F(X), X->strides[0], xs, xz, xmin, xmax, xmin < 0,
-                                       (const int8_t *)lithe__tdata(W), K, q->wsum, q8_wpack(W, N, K), q->wsum_pairs,
+                                       (const int8_t *)lithe__tdata(W), K, q->wsum, q8_wpack(W, N, K, true), q->wsum_pairs,
                                        q->scale, q->n, b ? F(b) : NULL, a, lithe__simd()->act, NULL, F(Y), Y->strides[0]);
     if (rc < 0) return lithe__oom("int8 gemm workspace", (size_t)(M * (K + 64) + 8 * M));
     *done = rc == 0;

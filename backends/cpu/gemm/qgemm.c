@@ -102,7 +102,7 @@ typedef struct q8_job {
     lithe__act_fn act_fn;
     float *Z, *Y;
     int64_t ldy;
-#if defined(__x86_64__) || defined(_M_X64)
+#if defined(LITHE__Q8_PACKED)
     const int8_t *wp; /* W packed (the kernel's ptile reads it), or NULL: the tiles read W (run_jobs) */
 #define Q8_JOB_WP , NULL
 #else /* (no packed kernel: the npm cores' job as it was) */
@@ -118,33 +118,57 @@ LITHE__Q8_COLD void lithe__q8_epilogue_ref(size_t n, const int32_t *acc, int32_t
     }
 }
 
-#if defined(__x86_64__) || defined(_M_X64)
+#if defined(LITHE__Q8_PACKED)
 LITHE__Q8_COLD size_t lithe__q8_pack_size(int64_t N, int64_t K) {
-    return (size_t)((N + LITHE__Q8_PW - 1) / LITHE__Q8_PW) * (size_t)((K + 3) / 4) * LITHE__Q8_PW * 4;
+    return (size_t)((N + LITHE__Q8_PW - 1) / LITHE__Q8_PW) * LITHE__Q8_PW * lithe__q8_pack_col(K);
 }
+
+/* where W[c][k] of a panel lies in it (qgemm.h's layout; in int16 elements in WebAssembly), k4 =
+ * ceil(K / 4), nv = ceil(nc / 16) */
+static inline size_t pack_at(size_t c, size_t k, size_t k4, size_t nv) {
+#if defined(__wasm_simd128__)
+    (void)nv;
+    return c / 4 * ((k4 + 1) / 2 * 32) + k / 8 * 32 + c % 4 * 8 + k % 8;
+#else
+    (void)k4;
+    return ((k / 4) * nv * 16 + c) * 4 + k % 4;
+#endif
+}
+#if defined(__wasm_simd128__)
+typedef int16_t pack_t;
+#else
+typedef int8_t pack_t;
+#endif
 
 LITHE__Q8_COLD void lithe__q8_pack(int64_t N, int64_t K, const int8_t *W, int64_t ldw, int8_t *wp) {
     const int64_t K4 = (K + 3) / 4;
     for (int64_t j0 = 0; j0 < N; j0 += LITHE__Q8_PW) {
         const int64_t nc = N - j0 < LITHE__Q8_PW ? N - j0 : LITHE__Q8_PW, nv = (nc + 15) / 16;
-        int8_t *d = wp + j0 * K4 * 4; /* (j0 / PW) * K4 * PW * 4 */
-        for (int64_t k4 = 0; k4 < K4; k4++)
-            for (int64_t c = 0; c < nv * 16; c++)
-                for (int64_t t = 0; t < 4; t++) {
-                    const int64_t kk = 4 * k4 + t;
-                    d[(k4 * nv * 16 + c) * 4 + t] = c < nc && kk < K ? W[(j0 + c) * ldw + kk] : 0;
-                }
+        pack_t *d = (pack_t *)(void *)(wp + (size_t)j0 * lithe__q8_pack_col(K));
+#if defined(__wasm_simd128__)
+        const int64_t cn = (nc + 3) / 4 * 4, kn = (K + 7) / 8 * 8;
+#else
+        const int64_t cn = nv * 16, kn = 4 * K4;
+#endif
+        for (int64_t c = 0; c < cn; c++)
+            for (int64_t kk = 0; kk < kn; kk++)
+                d[pack_at((size_t)c, (size_t)kk, (size_t)K4, (size_t)nv)] = c < nc && kk < K ? W[(j0 + c) * ldw + kk] : 0;
     }
 }
 
 void lithe__q8_ptile_ref(size_t mr, size_t nc, size_t k4, const uint8_t *a, size_t lda, const int8_t *wp,
                          int32_t *acc) {
     const size_t nv = (nc + 15) / 16;
+    const pack_t *p = (const pack_t *)(const void *)wp;
+#if defined(__wasm_simd128__)
+    const size_t cn = (nc + 3) / 4 * 4, kn = (k4 + 1) / 2 * 8;
+#else
+    const size_t cn = nv * 16, kn = 4 * k4;
+#endif
     for (size_t i = 0; i < mr; i++)
-        for (size_t c = 0; c < nv * 16; c++) {
+        for (size_t c = 0; c < cn; c++) {
             int32_t s = 0;
-            for (size_t k = 0; k < 4 * k4; k++)
-                s += (int32_t)a[i * lda + k] * (int32_t)wp[((k / 4) * nv * 16 + c) * 4 + k % 4];
+            for (size_t k = 0; k < kn; k++) s += (int32_t)a[i * lda + k] * (int32_t)p[pack_at(c, k, k4, nv)];
             acc[i * LITHE__Q8_PW + c] = s;
         }
 }
@@ -158,7 +182,7 @@ static void q8_task_packed(const q8_job *jb, int64_t begin, int64_t end) {
     const int64_t K4 = (jb->K + 3) / 4;
     for (int64_t p = begin; p < end; p++) {
         const int64_t j0 = p * LITHE__Q8_PW, nc = jb->N - j0 < LITHE__Q8_PW ? jb->N - j0 : LITHE__Q8_PW;
-        const int8_t *wp = jb->wp + j0 * K4 * 4;
+        const int8_t *wp = jb->wp + (size_t)j0 * lithe__q8_pack_col(jb->K);
         for (int64_t i = 0; i < jb->M; i += LITHE__Q8_PMR) {
             const size_t mr = (size_t)(jb->M - i < LITHE__Q8_PMR ? jb->M - i : LITHE__Q8_PMR);
             _Alignas(64) int32_t acc[LITHE__Q8_PMR * LITHE__Q8_PW];
@@ -180,7 +204,12 @@ static void q8_task_packed(const q8_job *jb, int64_t begin, int64_t end) {
  * over the block's columns. (With W packed: blocks of PW columns, q8_task_packed.) */
 static void q8_task(void *ctx, int64_t begin, int64_t end) {
     const q8_job *jb = ctx;
-#if defined(__x86_64__) || defined(_M_X64)
+#if defined(LITHE_SIMD_ONLY) && !defined(__wasm_relaxed_simd__)
+    /* (the npm SIMD128 cores: their one kernel is packed, so run_jobs always packs: no unpacked
+     * loop there; the relaxed core's relaxed tile is unpacked) */
+    q8_task_packed(jb, begin, end);
+#else
+#if defined(LITHE__Q8_PACKED)
     if (jb->wp) {
         q8_task_packed(jb, begin, end);
         return;
@@ -199,6 +228,7 @@ static void q8_task(void *ctx, int64_t begin, int64_t end) {
                 size_t nr = (size_t)(jc + jn - j < LITHE__Q8_NR ? jc + jn - j : LITHE__Q8_NR);
                 int32_t t[LITHE__Q8_MR * LITHE__Q8_NR]; /* (the tile writes its mr x nr) */
                 jb->k->tile(mr, nr, (size_t)jb->K, jb->qa + i * jb->Kp, (size_t)jb->Kp, jb->W + j * jb->ldw, (size_t)jb->ldw, t);
+#if !defined(LITHE_SIMD_ONLY) /* (the npm cores never split the codes: q8_static) */
                 if (jb->qa2) { /* Σ c·w = 2 Σ (c >> 1)·w + Σ (c & 1)·w */
                     int32_t lo[LITHE__Q8_MR * LITHE__Q8_NR];
                     jb->k->tile(mr, nr, (size_t)jb->K, jb->qa2 + i * jb->Kp, (size_t)jb->Kp, jb->W + j * jb->ldw,
@@ -207,6 +237,7 @@ static void q8_task(void *ctx, int64_t begin, int64_t end) {
                         for (size_t jj = 0; jj < nr; jj++)
                             t[ii * LITHE__Q8_NR + jj] = 2 * t[ii * LITHE__Q8_NR + jj] + lo[ii * LITHE__Q8_NR + jj];
                 }
+#endif
                 if (mr == LITHE__Q8_MR && nr == LITHE__Q8_NR)
                     for (size_t ii = 0; ii < LITHE__Q8_MR; ii++) memcpy(&acc[ii][j - jc], t + ii * LITHE__Q8_NR, sizeof(int32_t) * LITHE__Q8_NR);
                 else
@@ -222,13 +253,14 @@ static void q8_task(void *ctx, int64_t begin, int64_t end) {
     }
     if (jb->act)
         for (int64_t r = 0; r < jb->M; r++) jb->act_fn(jb->act, j1 - j0, pre + r * jb->ldy + j0, jb->Y + r * jb->ldy + j0);
+#endif
 }
 
 /* The job's tiles over W packed (wp, or packed here into a scratch when the kernel has a ptile and
  * the caller kept none: 0 done, -1 out of memory), or over W's rows */
 static int run_jobs(q8_job *jb, const int8_t *wp, bool use_threads) {
     int64_t blocks = (jb->N + LITHE__Q8_NR - 1) / LITHE__Q8_NR, grain = 8;
-#if defined(__x86_64__) || defined(_M_X64)
+#if defined(LITHE__Q8_PACKED)
     int8_t *scratch = NULL;
     jb->wp = wp;
     if (jb->k->ptile && !jb->qa2) {
@@ -247,7 +279,7 @@ static int run_jobs(q8_job *jb, const int8_t *wp, bool use_threads) {
     double ops = 2.0 * (double)jb->M * (double)jb->N * (double)jb->K;
     lithe__pool *pool = use_threads && ops >= 2e6 ? lithe__cpu_pool() : NULL;
     lithe__pool_for(pool, blocks, grain, q8_task, jb);
-#if defined(__x86_64__) || defined(_M_X64)
+#if defined(LITHE__Q8_PACKED)
     lithe__free(scratch);
 #endif
     return 0;

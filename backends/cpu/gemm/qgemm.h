@@ -8,7 +8,7 @@
  * MR x NR dot products over K in chunks of 16 (NEON, WebAssembly), 32 (AVX2) or 64 (VNNI) bytes; a microkernel per ISA with the scalar one as
  * its twin: every kernel's int32 sums are exact, so every kernel gives the same bits. The VNNI
  * kernel reads W packed instead (lithe__q8_pack, ptile below: a broadcast tile of PMR rows x PW
- * columns, no horizontal sums). */
+ * columns, no horizontal sums); so does the SIMD128 one (W widened to int16 once, its own layout). */
 #ifndef LITHE_CPU_QGEMM_H
 #define LITHE_CPU_QGEMM_H
 #include <stddef.h>
@@ -48,31 +48,48 @@ typedef struct lithe__q8_qx {
 } lithe__q8_qx;
 typedef void (*lithe__q8_quant_fn)(size_t n, const float *x, const lithe__q8_qx *q, uint8_t *u);
 void lithe__q8_quant_ref(size_t n, const float *x, const lithe__q8_qx *q, uint8_t *u);
-/* W packed ahead (lithe__q8_pack, once per weight): panels of LITHE__Q8_PW columns (the last one
- * N % PW, rounded up to 16), each K4 = ceil(K / 4) steps of nv = ceil(nc / 16) vectors of 16 columns
- * x 4 consecutive k (64 bytes: column c's k..k+3 at 4c), zero past N and K: what one vpdpbusd takes
- * against four bytes of a row of A broadcast. Panel p starts at p * K4 * PW * 4 bytes. */
+/* Targets whose best kernel reads W packed (x86-64: VNNI; WebAssembly SIMD128) */
+#if defined(__x86_64__) || defined(_M_X64) || defined(__wasm_simd128__)
+#define LITHE__Q8_PACKED 1
+#endif
+/* W packed ahead (lithe__q8_pack, once per weight): panels of LITHE__Q8_PW columns, panel p at
+ * p * PW * lithe__q8_pack_col(K) bytes.
+ *  - x86-64: each panel (the last one N % PW, rounded up to 16) K4 = ceil(K / 4) steps of nv =
+ *    ceil(nc / 16) vectors of 16 columns x 4 consecutive k (64 bytes: column c's k..k+3 at 4c), zero
+ *    past N and K: what one vpdpbusd takes against four bytes of a row of A broadcast;
+ *  - WebAssembly SIMD128: W widened to int16 (what i32x4.dot_i16x8_s reads with no widening of its
+ *    own), each panel groups of 4 columns (the last one zero past N), each group K8 = ceil(K / 8)
+ *    steps of 4 columns x 8 consecutive k (64 bytes: column c's k..k+7 at 16c), zero past K. */
 enum { LITHE__Q8_PW = 64, LITHE__Q8_PMR = 6 };
 /* acc[i * LITHE__Q8_PW + c] = Σ_{k < 4 k4} a[i * lda + k] · W[c][k] for i < mr (<= PMR), c < nv · 16
- * (nc <= PW: the panel's columns), W the panel wp; a's rows zero from K to 4 k4 */
+ * (x86-64) or c < 4 ceil(nc / 4) (WebAssembly; nc <= PW: the panel's columns), W the panel wp; a's
+ * rows zero from K to 4 k4 (WebAssembly: to 8 ceil(k4 / 2)) */
 typedef void (*lithe__q8_ptile_fn)(size_t mr, size_t nc, size_t k4, const uint8_t *a, size_t lda, const int8_t *wp,
                                    int32_t *acc);
 typedef struct lithe__q8_kernel {
     const char *isa;
-    lithe__q8_tile_fn tile;
+    lithe__q8_tile_fn tile; /* NULL in a U8 kernel with a ptile (SIMD128's): the driver never takes it */
     int a_codes; /* LITHE__Q8_A_* */
     lithe__q8_epi_fn epi; /* its epilogue; NULL: lithe__q8_epilogue_ref */
     lithe__q8_quant_fn quant; /* its quantize pass (static activations from float); NULL: lithe__q8_quant_ref */
-#if defined(__x86_64__) || defined(_M_X64)
+#if defined(LITHE__Q8_PACKED)
     /* its tile over W packed (lithe__q8_pack; a U8 kernel), which the driver takes instead of tile
-     * where set; NULL: tile only (x86-64 only: the npm cores' kernels stay as they were) */
+     * where set; NULL: tile only (targets with LITHE__Q8_PACKED only) */
     lithe__q8_ptile_fn ptile;
 #define LITHE__Q8_NO_PTILE , NULL /* the end of an initializer of a kernel without one, any target */
 #else
 #define LITHE__Q8_NO_PTILE
 #endif
 } lithe__q8_kernel;
-#if defined(__x86_64__) || defined(_M_X64)
+#if defined(LITHE__Q8_PACKED)
+/* the bytes of one column of W (N, K) packed */
+static inline size_t lithe__q8_pack_col(int64_t K) {
+#if defined(__wasm_simd128__)
+    return (size_t)(K + 7) / 8 * 16;
+#else
+    return (size_t)(K + 3) / 4 * 4;
+#endif
+}
 /* lithe__q8_pack's bytes for W (N, K), and the packing; the packed tile's scalar twin (the tests') */
 size_t lithe__q8_pack_size(int64_t N, int64_t K);
 void lithe__q8_pack(int64_t N, int64_t K, const int8_t *W, int64_t ldw, int8_t *wp);

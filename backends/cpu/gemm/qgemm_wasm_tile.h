@@ -1,5 +1,5 @@
-/* Part of qgemm_wasmsimd.c (no standalone header), included once per tile: the steps and the tile over
- * its DOT / LOAD_A / LOAD_W, each name through Q8W(). */
+/* Part of qgemm_wasmsimd.c (no standalone header): the relaxed tile's steps and tile over its DOT /
+ * LOAD_A / LOAD_W, each name through Q8W() (the SIMD128 tile it also made is now the packed one). */
 typedef __typeof__(LOAD_A((const uint8_t *)0)) Q8W(a_vec);
 typedef __typeof__(LOAD_W((const int8_t *)0)) Q8W(w_vec);
 
@@ -22,11 +22,6 @@ INL void Q8W(step_1x2)(v128_t *c, const uint8_t *a, const int8_t *p0, const int8
     Q8W(w_vec) w0 = LOAD_W(p0), w1 = LOAD_W(p1);
     DOT(c[0], av, w0);
     DOT(c[1], av, w1);
-}
-INL void Q8W(step_1x1)(v128_t *c, const uint8_t *a, const int8_t *p0) {
-    Q8W(a_vec) av = LOAD_A(a);
-    Q8W(w_vec) w0 = LOAD_W(p0);
-    DOT(c[0], av, w0);
 }
 
 static void Q8W(tile_wasm)(size_t mr, size_t nr, size_t kw, const uint8_t *a, size_t lda, const int8_t *w, size_t ldw,
@@ -51,15 +46,10 @@ static void Q8W(tile_wasm)(size_t mr, size_t nr, size_t kw, const uint8_t *a, si
     for (size_t i = 0; i < mr; i++) { /* edge tiles (batch 1: every tile): a row at a time */
         const uint8_t *ai = a + i * lda;
         v128_t c[2] = {wasm_i32x4_splat(0), wasm_i32x4_splat(0)};
-        size_t k = 0;
-        if (nr == 2) {
-            for (; k < kfull; k += 16) Q8W(step_1x2)(c, ai + k, w + k, w1 + k);
-            if (k < kw) Q8W(step_1x2)(c, ai + k, tail[0], tail[1]);
-            acc[i * LITHE__Q8_NR + 1] = hsum(c[1]);
-        } else {
-            for (; k < kfull; k += 16) Q8W(step_1x1)(c, ai + k, w + k);
-            if (k < kw) Q8W(step_1x1)(c, ai + k, tail[0]);
-        }
+        size_t k = 0; /* (nr 1: column 0 twice, the second never stored) */
+        for (; k < kfull; k += 16) Q8W(step_1x2)(c, ai + k, w + k, w1 + k);
+        if (k < kw) Q8W(step_1x2)(c, ai + k, tail[0], tail[1]);
+        if (nr == 2) acc[i * LITHE__Q8_NR + 1] = hsum(c[1]);
         acc[i * LITHE__Q8_NR] = hsum(c[0]);
     }
 }
