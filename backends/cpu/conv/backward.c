@@ -293,8 +293,9 @@ static void dx_image_taps(const dx_job *j, const float *Ag, const float *gy, flo
         size_t mr = K - t0 < (int64_t)MR ? (size_t)(K - t0) : MR;
         const float *a = Ag + (size_t)t0 * (size_t)Mg;
         float *tile = data + (size_t)t0 % rs.R * rs.ldt;
-        for (int64_t s = 0; s < nsl; s++)
-            k->ukernel(mr, NR, (size_t)Mg, a, Bp + (size_t)s * (size_t)Mg * NR, tile + (size_t)s * NR, rs.ldt, &p);
+        for (int64_t s = 0; s < nsl; s++) /* the last sliver's pixels only (AVX-512: 16 or fewer run one zmm column) */
+            k->ukernel(mr, s + 1 < nsl ? NR : (size_t)(P - s * (int64_t)NR), (size_t)Mg, a,
+                       Bp + (size_t)s * (size_t)Mg * NR, tile + (size_t)s * NR, rs.ldt, &p);
         for (size_t i = 0; i < mr; i++) fill_neg0(tile + i * rs.ldt + P, (size_t)nsl * NR - (size_t)P);
         int64_t full = (t0 + (int64_t)mr) / KK;
         if (full > done) lithe__conv_add_taps_avx512(g, done, full, data, rs.R, rs.ldt, dx);
