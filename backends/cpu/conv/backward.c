@@ -47,6 +47,8 @@ typedef struct dw_job {
     const float *const *rows; /* the taps' shifted rows (K) */
     int64_t Wq, K, Mg, P, pc, kb;
     const float *Fp; /* dY_g's slivers of this block: NR filters x kb pixels each (MR with `swap`) */
+    const float *Fa; /* with `swap` where the kernel has ukernel_a: dY_g's block read in place, filter
+                      * f's pixels at Fa + f·P (no Fp) */
     float *dWt;      /* (K, Mg); with `swap` dW_g itself, (Mg, K) */
     bool swap;       /* filters as the tile's rows, taps as its lanes (dw_swap) */
     atomic_bool failed;
@@ -100,7 +102,9 @@ static void dw_range(void *ctx, int64_t s0, int64_t s1) {
         for (int64_t f0 = 0; f0 < j->Mg; f0 += (int64_t)FR) {
             size_t nf = j->Mg - f0 < (int64_t)FR ? (size_t)(j->Mg - f0) : FR;
             const float *F = j->Fp + (size_t)f0 * kb;
-            if (j->swap) k->ukernel(nf, nt, kb, F, Tp, j->dWt + f0 * j->K + t0, (size_t)j->K, &p);
+            if (j->swap && j->Fa)
+                k->ukernel_a(nf, nt, kb, j->Fa + f0 * j->P, (size_t)j->P, Tp, j->dWt + f0 * j->K + t0, (size_t)j->K, &p);
+            else if (j->swap) k->ukernel(nf, nt, kb, F, Tp, j->dWt + f0 * j->K + t0, (size_t)j->K, &p);
             else k->ukernel(nt, nf, kb, Tp, F, j->dWt + t0 * j->Mg + f0, (size_t)j->Mg, &p);
         }
     }
@@ -147,8 +151,10 @@ lithe_status lithe__conv_bwd_taps_dw_run(lithe_backend *be, const lithe__conv2d 
             shifted_fill(g, &sw, Cg, x);
             for (int64_t pc = 0; pc < P; pc += (int64_t)KC) {
                 size_t kb = P - pc < (int64_t)KC ? (size_t)(P - pc) : KC;
-                /* dY_g's block: sliver jr holds filters jr.. as lanes, pixels pc.. as steps */
-                for (int64_t jr = 0; jr < Mg; jr += (int64_t)FR) {
+                /* dY_g's block: sliver jr holds filters jr.. as lanes, pixels pc.. as steps (with `swap`
+                 * and ukernel_a, read in place: the same FMA chains, so the same bits) */
+                const bool in_place = swap && LITHE__SGEMM_HAS(k, ukernel_a);
+                for (int64_t jr = 0; jr < Mg && !in_place; jr += (int64_t)FR) {
                     size_t lanes = Mg - jr < (int64_t)FR ? (size_t)(Mg - jr) : FR;
                     const float *src = gy + jr * P + pc;
                     float *dst = Fp + (size_t)jr * kb;
@@ -156,7 +162,7 @@ lithe_status lithe__conv_bwd_taps_dw_run(lithe_backend *be, const lithe__conv2d 
                     else if (!swap && LITHE__SGEMM_HAS(k, pack_b)) k->pack_b(lanes, kb, src, (size_t)P, true, dst);
                     else lithe__sgemm_pack_portable(FR, lanes, kb, src, (size_t)P, true, dst);
                 }
-                dw_job j = {k, g, sw.rows, sw.Wq, K, Mg, P, pc, (int64_t)kb, Fp, dWt, swap, false};
+                dw_job j = {k, g, sw.rows, sw.Wq, K, Mg, P, pc, (int64_t)kb, Fp, in_place ? gy + pc : NULL, dWt, swap, false};
                 int64_t slivers = (K + (int64_t)TR - 1) / (int64_t)TR;
                 /* few flops a sliver: the pool only where each thread gets several */
                 lithe__pool_for(T > 1 && 2.0 * (double)(K * Mg) * (double)kb >= (1 << 18) ? pool : NULL, slivers, swap ? 1 : 4,
