@@ -122,9 +122,11 @@ static bool dw_swap(const lithe__sgemm_kernel *k, const lithe__sgemm_kernel *kf,
     return rup((size_t)Mg, (size_t)kf->mr) * rup((size_t)K, (size_t)kf->nr) < rup((size_t)K, (size_t)k->mr) * rup((size_t)Mg, (size_t)k->nr);
 }
 
-/* dW (M, K) += Σ over images of dY_g · colᵀ, group by group, images in order (the im2col path's bits). */
+/* dW (M, K) += Σ over images of dY_g · colᵀ, group by group, images in order (the im2col path's bits);
+ * db (M; NULL: none) += each image's dY planes' sums, taken while the image's dY is in cache (the same
+ * sums in the same order as gemm.c's pass). */
 lithe_status lithe__conv_bwd_taps_dw_run(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *dY,
-                                         float *dW) {
+                                         float *dW, float *db) {
     int64_t Cg = g->C / g->group, Mg = g->M / g->group, K = Cg * g->KH * g->KW, P = g->OH * g->OW;
     const lithe__sgemm_kernel *k = bwd_kernel(K), *kf = bwd_kernel(Mg);
     const bool swap = dw_swap(k, kf, Mg, K);
@@ -149,6 +151,8 @@ lithe_status lithe__conv_bwd_taps_dw_run(lithe_backend *be, const lithe__conv2d 
         for (int64_t n = 0; n < g->N; n++) {
             const float *x = X + (n * g->C + gi * Cg) * g->H * g->W, *gy = dY + (n * g->M + gi * Mg) * P;
             shifted_fill(g, &sw, Cg, x);
+            if (db)
+                for (int64_t m = 0; m < Mg; m++) db[gi * Mg + m] += lithe__conv_row_sum(gy + m * P, P);
             for (int64_t pc = 0; pc < P; pc += (int64_t)KC) {
                 size_t kb = P - pc < (int64_t)KC ? (size_t)(P - pc) : KC;
                 /* dY_g's block: sliver jr holds filters jr.. as lanes, pixels pc.. as steps (with `swap`

@@ -142,7 +142,8 @@ void shifted_fill(const lithe__conv2d *g, const shifted_ws *w, int64_t Cg, const
 bool lithe__conv_bwd_taps_dw(const lithe__conv2d *g);
 bool lithe__conv_bwd_taps_dx(const lithe__conv2d *g);
 lithe_status lithe__conv_bwd_taps_dw_run(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *dY,
-                                         float *dW);
+                                         float *dW, float *db);
+float lithe__conv_row_sum(const float *x, int64_t n); /* gemm.c: db's sum of one output plane */
 lithe_status lithe__conv_bwd_taps_dx_run(lithe_backend *be, const lithe__conv2d *g, const float *W, const float *dY,
                                          float *dX);
 #if (defined(__x86_64__) || defined(_M_X64)) && !defined(__wasm__)
