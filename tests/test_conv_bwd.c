@@ -1,7 +1,7 @@
 /* The GEMM-path convolution backward through the shifted rows (backends/cpu/conv/backward.c: dW with
  * col's slivers packed from the taps' rows, dX with col2im in the product's store) against the im2col /
  * col2im path it replaced (LITHE_CONV_ROWS / lithe_options.conv_rows set turns the new path off) bit for bit, dX and dW
- * prefilled (both accumulate), with 1 and 3 threads; and both against a float64 sum within the
+ * prefilled (both accumulate; db too, taken in the dW pass), with 1 and 3 threads; and both against a float64 sum within the
  * GEMM's rounding. Geometries: LeNet's two layers, uneven padding, dilation, groups, a pad past the
  * kernel's reach, strides (dW only: dX keeps col2im there), K and P past the kernel's kc, filters not
  * a multiple of NR, one tap. Runs with the best kernel of the CPU; ctest runs it again under
@@ -65,41 +65,46 @@ int main(void) {
         int64_t Cg = g.C / g.group, Mg = g.M / g.group, K = Cg * g.KH * g.KW;
         size_t nx = (size_t)(g.N * g.C * g.H * g.W), nw = (size_t)(g.M * K), ny = (size_t)(g.N * g.M * g.OH * g.OW);
         float *X = malloc(nx * 4), *W = malloc(nw * 4), *dY = malloc(ny * 4), *dX0 = malloc(nx * 4), *dW0 = malloc(nw * 4);
-        float *dX[3], *dW[3], *db = calloc((size_t)g.M, 4);
-        for (int r = 0; r < 3; r++) dX[r] = malloc(nx * 4), dW[r] = malloc(nw * 4);
+        float *dX[3], *dW[3], *db[3];
+        for (int r = 0; r < 3; r++) dX[r] = malloc(nx * 4), dW[r] = malloc(nw * 4), db[r] = malloc((size_t)g.M * 4);
         for (size_t i = 0; i < nx; i++) X[i] = urand(), dX0[i] = urand();
         for (size_t i = 0; i < nw; i++) W[i] = urand(), dW0[i] = urand();
         for (size_t i = 0; i < ny; i++) dY[i] = urand();
         /* [0]: im2col / col2im (LITHE_CONV_ROWS set), [1]: the shifted rows, 1 thread, [2]: 3 threads */
         for (int r = 0; r < 3; r++) {
             memcpy(dX[r], dX0, nx * 4), memcpy(dW[r], dW0, nw * 4);
+            for (int64_t m = 0; m < g.M; m++) db[r][m] = 0.25f * (float)m - 1.0f; /* prefilled: db accumulates */
             lithe_options o = lithe_options_defaults();
             o.conv_rows = r == 0 ? "filters" : NULL;
             CHECK(lithe_set_options(&o) == LITHE_OK, "lithe_set_options");
             lithe_status st = lithe_backend_set_threads(cpu, r == 2 ? 3 : 1);
             if (st != LITHE_OK) { /* a build without threads: run 2 repeats run 1 */
-                memcpy(dX[2], dX[1], nx * 4), memcpy(dW[2], dW[1], nw * 4);
+                memcpy(dX[2], dX[1], nx * 4), memcpy(dW[2], dW[1], nw * 4), memcpy(db[2], db[1], (size_t)g.M * 4);
                 continue;
             }
-            run(&g, cpu, X, W, dY, dX[r], dW[r], db);
+            run(&g, cpu, X, W, dY, dX[r], dW[r], db[r]);
         }
         lithe_backend_set_threads(cpu, 0);
         for (int r = 1; r < 3; r++) {
-            size_t bx = 0, bw = 0;
+            size_t bx = 0, bw = 0, bb = 0;
             for (size_t i = 0; i < nx; i++) bx += memcmp(&dX[0][i], &dX[r][i], 4) != 0;
+            for (int64_t m = 0; m < g.M; m++) bb += memcmp(&db[0][m], &db[r][m], 4) != 0;
             for (size_t i = 0; i < nw; i++) bw += memcmp(&dW[0][i], &dW[r][i], 4) != 0;
             CHECK(bx == 0, "case %zu run %d: %zu of %zu dX elements differ from col2im's", ci, r, bx, nx);
             CHECK(bw == 0, "case %zu run %d: %zu of %zu dW elements differ from the im2col GEMM's", ci, r, bw, nw);
+            CHECK(bb == 0, "case %zu run %d: %zu of %lld db elements differ from the im2col path's", ci, r, bb, (long long)g.M);
         }
         /* against float64: dW[m, (c, kh, kw)] = dW0 + Σ dY x, dX likewise, within (terms + 3) roundings of Σ|.| */
         double *ex = calloc(nx, sizeof(double)), *ax = calloc(nx, sizeof(double)), *ew = calloc(nw, sizeof(double)),
-               *aw = calloc(nw, sizeof(double));
+               *aw = calloc(nw, sizeof(double)), *eb = calloc((size_t)g.M, sizeof(double)),
+               *ab = calloc((size_t)g.M, sizeof(double));
         for (int64_t n = 0; n < g.N; n++)
             for (int64_t m = 0; m < g.M; m++)
                 for (int64_t oh = 0; oh < g.OH; oh++)
                     for (int64_t ow = 0; ow < g.OW; ow++) {
                         double gy = dY[((n * g.M + m) * g.OH + oh) * g.OW + ow];
                         int64_t gi = m / Mg;
+                        eb[m] += gy, ab[m] += fabs(gy);
                         for (int64_t cc = 0; cc < Cg; cc++)
                             for (int64_t kh = 0; kh < g.KH; kh++)
                                 for (int64_t kw = 0; kw < g.KW; kw++) {
@@ -115,10 +120,14 @@ int main(void) {
         size_t bad = 0;
         for (size_t i = 0; i < nw; i++) bad += fabs(dW[1][i] - (dW0[i] + ew[i])) > tol * (aw[i] + fabs(dW0[i])) + 1e-30;
         for (size_t i = 0; i < nx; i++) bad += fabs(dX[1][i] - (dX0[i] + ex[i])) > tol * (ax[i] + fabs(dX0[i])) + 1e-30;
+        for (int64_t m = 0; m < g.M; m++) {
+            double db0 = 0.25 * (double)m - 1.0;
+            bad += fabs(db[1][m] - (db0 + eb[m])) > tol * (ab[m] + fabs(db0)) + 1e-30;
+        }
         CHECK(bad == 0, "case %zu: %zu gradient elements off the float64 sums", ci, bad);
-        free(ex), free(ax), free(ew), free(aw);
-        for (int r = 0; r < 3; r++) free(dX[r]), free(dW[r]);
-        free(X), free(W), free(dY), free(dX0), free(dW0), free(db);
+        free(ex), free(ax), free(ew), free(aw), free(eb), free(ab);
+        for (int r = 0; r < 3; r++) free(dX[r]), free(dW[r]), free(db[r]);
+        free(X), free(W), free(dY), free(dX0), free(dW0);
     }
     printf("conv_bwd: %d passed, %d failed\n", passed, failed);
     return failed != 0;

@@ -47,6 +47,8 @@ typedef struct dw_job {
     const float *const *rows; /* the taps' shifted rows (K) */
     int64_t Wq, K, Mg, P, pc, kb;
     const float *Fp; /* dY_g's slivers of this block: NR filters x kb pixels each (MR with `swap`) */
+    const float *Fa; /* with `swap` where the kernel has ukernel_a: dY_g's block read in place, filter
+                      * f's pixels at Fa + f·P (no Fp) */
     float *dWt;      /* (K, Mg); with `swap` dW_g itself, (Mg, K) */
     bool swap;       /* filters as the tile's rows, taps as its lanes (dw_swap) */
     atomic_bool failed;
@@ -100,7 +102,9 @@ static void dw_range(void *ctx, int64_t s0, int64_t s1) {
         for (int64_t f0 = 0; f0 < j->Mg; f0 += (int64_t)FR) {
             size_t nf = j->Mg - f0 < (int64_t)FR ? (size_t)(j->Mg - f0) : FR;
             const float *F = j->Fp + (size_t)f0 * kb;
-            if (j->swap) k->ukernel(nf, nt, kb, F, Tp, j->dWt + f0 * j->K + t0, (size_t)j->K, &p);
+            if (j->swap && j->Fa)
+                k->ukernel_a(nf, nt, kb, j->Fa + f0 * j->P, (size_t)j->P, Tp, j->dWt + f0 * j->K + t0, (size_t)j->K, &p);
+            else if (j->swap) k->ukernel(nf, nt, kb, F, Tp, j->dWt + f0 * j->K + t0, (size_t)j->K, &p);
             else k->ukernel(nt, nf, kb, Tp, F, j->dWt + t0 * j->Mg + f0, (size_t)j->Mg, &p);
         }
     }
@@ -118,9 +122,11 @@ static bool dw_swap(const lithe__sgemm_kernel *k, const lithe__sgemm_kernel *kf,
     return rup((size_t)Mg, (size_t)kf->mr) * rup((size_t)K, (size_t)kf->nr) < rup((size_t)K, (size_t)k->mr) * rup((size_t)Mg, (size_t)k->nr);
 }
 
-/* dW (M, K) += Σ over images of dY_g · colᵀ, group by group, images in order (the im2col path's bits). */
+/* dW (M, K) += Σ over images of dY_g · colᵀ, group by group, images in order (the im2col path's bits);
+ * db (M; NULL: none) += each image's dY planes' sums, taken while the image's dY is in cache (the same
+ * sums in the same order as gemm.c's pass). */
 lithe_status lithe__conv_bwd_taps_dw_run(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *dY,
-                                         float *dW) {
+                                         float *dW, float *db) {
     int64_t Cg = g->C / g->group, Mg = g->M / g->group, K = Cg * g->KH * g->KW, P = g->OH * g->OW;
     const lithe__sgemm_kernel *k = bwd_kernel(K), *kf = bwd_kernel(Mg);
     const bool swap = dw_swap(k, kf, Mg, K);
@@ -145,10 +151,14 @@ lithe_status lithe__conv_bwd_taps_dw_run(lithe_backend *be, const lithe__conv2d 
         for (int64_t n = 0; n < g->N; n++) {
             const float *x = X + (n * g->C + gi * Cg) * g->H * g->W, *gy = dY + (n * g->M + gi * Mg) * P;
             shifted_fill(g, &sw, Cg, x);
+            if (db)
+                for (int64_t m = 0; m < Mg; m++) db[gi * Mg + m] += lithe__conv_row_sum(gy + m * P, P);
             for (int64_t pc = 0; pc < P; pc += (int64_t)KC) {
                 size_t kb = P - pc < (int64_t)KC ? (size_t)(P - pc) : KC;
-                /* dY_g's block: sliver jr holds filters jr.. as lanes, pixels pc.. as steps */
-                for (int64_t jr = 0; jr < Mg; jr += (int64_t)FR) {
+                /* dY_g's block: sliver jr holds filters jr.. as lanes, pixels pc.. as steps (with `swap`
+                 * and ukernel_a, read in place: the same FMA chains, so the same bits) */
+                const bool in_place = swap && LITHE__SGEMM_HAS(k, ukernel_a);
+                for (int64_t jr = 0; jr < Mg && !in_place; jr += (int64_t)FR) {
                     size_t lanes = Mg - jr < (int64_t)FR ? (size_t)(Mg - jr) : FR;
                     const float *src = gy + jr * P + pc;
                     float *dst = Fp + (size_t)jr * kb;
@@ -156,7 +166,7 @@ lithe_status lithe__conv_bwd_taps_dw_run(lithe_backend *be, const lithe__conv2d 
                     else if (!swap && LITHE__SGEMM_HAS(k, pack_b)) k->pack_b(lanes, kb, src, (size_t)P, true, dst);
                     else lithe__sgemm_pack_portable(FR, lanes, kb, src, (size_t)P, true, dst);
                 }
-                dw_job j = {k, g, sw.rows, sw.Wq, K, Mg, P, pc, (int64_t)kb, Fp, dWt, swap, false};
+                dw_job j = {k, g, sw.rows, sw.Wq, K, Mg, P, pc, (int64_t)kb, Fp, in_place ? gy + pc : NULL, dWt, swap, false};
                 int64_t slivers = (K + (int64_t)TR - 1) / (int64_t)TR;
                 /* few flops a sliver: the pool only where each thread gets several */
                 lithe__pool_for(T > 1 && 2.0 * (double)(K * Mg) * (double)kb >= (1 << 18) ? pool : NULL, slivers, swap ? 1 : 4,
@@ -184,7 +194,24 @@ typedef struct dx_job {
     float *dX;
     _Atomic int status;
     bool add_rows; /* lithe__conv_add_rows_avx2 for the col2im adds (the AVX2 kernel's) */
+    bool add_taps; /* dx_image_taps (the AVX-512 kernel's) */
 } dx_job;
+
+/* dY_g's slivers: pixels s·NR.. of the flattened output (across its rows) as lanes, filters as
+ * steps: a lane per pixel, where one output row a sliver left NR - OW % NR lanes empty (LeNet's
+ * 14-wide rows: 2 of 16 lanes with AVX2, 18 of 32 with AVX-512) */
+static void pack_dy(const dx_job *j, const float *gy, float *Bp) {
+    const lithe__sgemm_kernel *k = j->k;
+    const size_t NR = (size_t)k->nr;
+    int64_t Mg = j->g->M / j->g->group, P = j->g->OH * j->g->OW, nsl = (P + (int64_t)NR - 1) / (int64_t)NR;
+    for (int64_t s = 0; s < nsl; s++) {
+        size_t lanes = P - s * (int64_t)NR < (int64_t)NR ? (size_t)(P - s * (int64_t)NR) : NR;
+        const float *src = gy + s * (int64_t)NR;
+        float *dst = Bp + (size_t)s * (size_t)Mg * NR;
+        if (LITHE__SGEMM_HAS(k, pack_b)) k->pack_b(lanes, (size_t)Mg, src, (size_t)P, false, dst);
+        else lithe__sgemm_pack_portable(NR, lanes, (size_t)Mg, src, (size_t)P, false, dst);
+    }
+}
 
 /* One image-group: dxq (Cg planes of Hq x Wq, zero-bordered shape of the padded input) holds dx in its
  * interior; every tile of dcol is added at its taps' shifts; the interior goes back to dx. */
@@ -198,16 +225,7 @@ static void dx_image(const dx_job *j, const float *Ag, const float *gy, float *d
     for (int64_t c = 0; c < Cg; c++)
         for (int64_t h = 0; h < g->H; h++)
             memcpy(dxq + c * HWq + (h + g->pad[0]) * Wq + g->pad[1], dx + (c * g->H + h) * g->W, (size_t)g->W * sizeof(float));
-    /* dY_g's slivers: pixels s·NR.. of the flattened output (across its rows) as lanes, filters as
-     * steps: a lane per pixel, where one output row a sliver left NR - OW % NR lanes empty (LeNet's
-     * 14-wide rows: 2 of 16 lanes with AVX2, 18 of 32 with AVX-512) */
-    for (int64_t s = 0; s < nsl; s++) {
-        size_t lanes = P - s * (int64_t)NR < (int64_t)NR ? (size_t)(P - s * (int64_t)NR) : NR;
-        const float *src = gy + s * (int64_t)NR;
-        float *dst = Bp + (size_t)s * (size_t)Mg * NR;
-        if (LITHE__SGEMM_HAS(k, pack_b)) k->pack_b(lanes, (size_t)Mg, src, (size_t)P, false, dst);
-        else lithe__sgemm_pack_portable(NR, lanes, (size_t)Mg, src, (size_t)P, false, dst);
-    }
+    pack_dy(j, gy, Bp);
     lithe__sgemm_ukparams p = {.alpha = 1.0f};
     int64_t off[64]; /* MR <= 64 */
     for (int64_t t0 = 0; t0 < K; t0 += (int64_t)MR) {
@@ -246,6 +264,56 @@ static void dx_image(const dx_job *j, const float *Ag, const float *gy, float *d
             memcpy(dx + (c * g->H + h) * g->W, dxq + c * HWq + (h + g->pad[0]) * Wq + g->pad[1], (size_t)g->W * sizeof(float));
 }
 
+#if (defined(__x86_64__) || defined(_M_X64)) && !defined(__wasm__)
+/* The ring of dcol rows (dx_image_taps): R rows, a multiple of MR, hold the taps of the channel in
+ * progress (at most KK - 1 done before the block) and the block's MR: a block [t0, t0 + MR) lands at
+ * rows t0 % R.. without wrapping, over rows whose channels were added. A row: `front` floats of -0,
+ * the flattened output pixels (rup(P, NR), those past P set to -0 after each block), `back` floats of
+ * -0: the output rows above and below the plane that dx's rows reach (EA, EB) and the vectors' reach
+ * past a row's ends (REACH + 16), so that the adds read -0 there (backward_avx512.c). */
+typedef struct ring_shape {
+    size_t R, front, ldt;
+} ring_shape;
+
+static ring_shape ring_of(const lithe__conv2d *g, size_t MR, size_t NR) {
+    int64_t P = g->OH * g->OW, ea = (g->KH - 1) * g->dil[0] - g->pad[0], eb = g->H + g->pad[0] - g->OH;
+    size_t front = rup((size_t)((ea > 0 ? ea : 0) * g->OW) + LITHE__CONV_ADD_TAPS_REACH + 16, 16);
+    size_t back = (size_t)((eb > 0 ? eb : 0) * g->OW) + LITHE__CONV_ADD_TAPS_REACH + 16;
+    return (ring_shape){rup((size_t)(g->KH * g->KW) + MR - 1, MR), front, rup(front + rup((size_t)P, NR) + back, 16)};
+}
+
+static void fill_neg0(float *d, size_t n) {
+    for (size_t i = 0; i < n; i++) d[i] = -0.0f;
+}
+
+/* One image-group with the adds in registers (backward_avx512.c): the tiles of dcol (MR taps x the
+ * flattened pixels) go to the ring; each channel, once all its taps are in, is added into dx
+ * straight (no zero-bordered copy). The same tiles, the same adds per dx element in the same order. */
+static void dx_image_taps(const dx_job *j, const float *Ag, const float *gy, float *dx, float *Bp, float *ring) {
+    const lithe__conv2d *g = j->g;
+    const lithe__sgemm_kernel *k = j->k;
+    const size_t MR = (size_t)k->mr, NR = (size_t)k->nr;
+    const ring_shape rs = ring_of(g, MR, NR);
+    int64_t Cg = g->C / g->group, Mg = g->M / g->group, KK = g->KH * g->KW, K = Cg * KK, P = g->OH * g->OW;
+    int64_t nsl = (P + (int64_t)NR - 1) / (int64_t)NR, done = 0; /* channels [0, done) added */
+    float *data = ring + rs.front; /* row t's pixel 0 at data + (t % R)·ldt */
+    pack_dy(j, gy, Bp);
+    lithe__sgemm_ukparams p = {.alpha = 1.0f};
+    for (int64_t t0 = 0; t0 < K; t0 += (int64_t)MR) {
+        size_t mr = K - t0 < (int64_t)MR ? (size_t)(K - t0) : MR;
+        const float *a = Ag + (size_t)t0 * (size_t)Mg;
+        float *tile = data + (size_t)t0 % rs.R * rs.ldt;
+        for (int64_t s = 0; s < nsl; s++) /* the last sliver's pixels only (AVX-512: 16 or fewer run one zmm column) */
+            k->ukernel(mr, s + 1 < nsl ? NR : (size_t)(P - s * (int64_t)NR), (size_t)Mg, a,
+                       Bp + (size_t)s * (size_t)Mg * NR, tile + (size_t)s * NR, rs.ldt, &p);
+        for (size_t i = 0; i < mr; i++) fill_neg0(tile + i * rs.ldt + P, (size_t)nsl * NR - (size_t)P);
+        int64_t full = (t0 + (int64_t)mr) / KK;
+        if (full > done) lithe__conv_add_taps_avx512(g, done, full, data, rs.R, rs.ldt, dx);
+        done = full;
+    }
+}
+#endif
+
 static void dx_images(void *ctx, int64_t n0, int64_t n1) {
     dx_job *j = ctx;
     const lithe__conv2d *g = j->g;
@@ -255,6 +323,24 @@ static void dx_images(void *ctx, int64_t n0, int64_t n1) {
     size_t nq = rup((size_t)(Cg * Hq * Wq), 16), rowsl = rup((size_t)P, NR);
     size_t nb = rowsl * (size_t)Mg;
     float *ws = NULL;
+#if (defined(__x86_64__) || defined(_M_X64)) && !defined(__wasm__)
+    if (j->add_taps) { /* dY_g's slivers, the ring (its borders -0 once) */
+        const ring_shape rs = ring_of(g, MR, NR);
+        lithe_status s = workspace(j->be, nb + rs.R * rs.ldt, &ws);
+        if (s != LITHE_OK) {
+            int ok = LITHE_OK;
+            atomic_compare_exchange_strong(&j->status, &ok, (int)s);
+            return;
+        }
+        fill_neg0(ws + nb, rs.R * rs.ldt);
+        for (int64_t n = n0; n < n1; n++)
+            for (int64_t gi = 0; gi < g->group; gi++)
+                dx_image_taps(j, j->Ap + (size_t)gi * rup((size_t)K, MR) * (size_t)Mg, j->dY + (n * g->M + gi * Mg) * P,
+                              j->dX + (n * g->C + gi * Cg) * g->H * g->W, ws, ws + nb);
+        j->be->ops->free(j->be, ws);
+        return;
+    }
+#endif
     /* + 8: add_rows reads up to 7 floats past a row's end, in dxq and in the tile (SLACK) */
     lithe_status s = workspace(j->be, nq + SLACK + nb + MR * rowsl + SLACK, &ws);
     if (s != LITHE_OK) {
@@ -287,9 +373,10 @@ lithe_status lithe__conv_bwd_taps_dx_run(lithe_backend *be, const lithe__conv2d 
             if (LITHE__SGEMM_HAS(k, pack_a)) k->pack_a(lanes, (size_t)Mg, src, (size_t)K, false, dst);
             else lithe__sgemm_pack_portable(MR, lanes, (size_t)Mg, src, (size_t)K, false, dst);
         }
-    dx_job j = {be, k, g, Ap, dY, dX, LITHE_OK, false};
+    dx_job j = {be, k, g, Ap, dY, dX, LITHE_OK, false, false};
 #if (defined(__x86_64__) || defined(_M_X64)) && !defined(__wasm__)
     j.add_rows = !strcmp(k->isa, "avx2");
+    j.add_taps = !strcmp(k->isa, "avx512") && (g->KW - 1) * g->dil[1] <= LITHE__CONV_ADD_TAPS_REACH;
 #endif
     lithe__pool_for(g->N > 1 ? lithe__cpu_pool() : NULL, g->N, 1, dx_images, &j);
     be->ops->free(be, Ap);

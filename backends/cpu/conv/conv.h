@@ -142,12 +142,20 @@ void shifted_fill(const lithe__conv2d *g, const shifted_ws *w, int64_t Cg, const
 bool lithe__conv_bwd_taps_dw(const lithe__conv2d *g);
 bool lithe__conv_bwd_taps_dx(const lithe__conv2d *g);
 lithe_status lithe__conv_bwd_taps_dw_run(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *dY,
-                                         float *dW);
+                                         float *dW, float *db);
+float lithe__conv_row_sum(const float *x, int64_t n); /* gemm.c: db's sum of one output plane */
 lithe_status lithe__conv_bwd_taps_dx_run(lithe_backend *be, const lithe__conv2d *g, const float *W, const float *dY,
                                          float *dX);
 #if (defined(__x86_64__) || defined(_M_X64)) && !defined(__wasm__)
 /* backward_avx2.c: dx_image's col2im adds, rup(cols, 8) floats of each row touched (the rest unchanged) */
 void lithe__conv_add_rows_avx2(size_t rows, size_t cols, float *c, size_t ldc, const float *r, size_t ldr);
+/* backward_avx512.c: dx_image's col2im adds in registers, channels [c0, c1) of one image-group's dx
+ * from a ring of R dcol rows (tap t's flattened output plane at ring + (t % R)·ldt), which must be -0
+ * on the output rows above and below the plane that dx's rows reach and REACH + 16 floats beyond
+ * (backward.c's ring_of); for (KW - 1)·dil[1] <= REACH */
+enum { LITHE__CONV_ADD_TAPS_REACH = 48 };
+void lithe__conv_add_taps_avx512(const lithe__conv2d *g, int64_t c0, int64_t c1, const float *ring, size_t R,
+                                 size_t ldt, float *dx);
 #endif
 /* simd/conv_wasm_simd128.c (-msimd128 builds) */
 #if defined(__wasm_simd128__)

@@ -81,8 +81,9 @@ static void col2im(const lithe__conv2d *g, const float *col, int64_t Cg, float *
 
 /* The sum of x[0..n) in eight interleaved partial sums (lanes of one vector; the compiler keeps
  * them in registers), added pairwise at the end: db's row sums, in no particular order (the GEMM
- * path's gradients are within the GEMM's rounding of the twin, not its bits). */
-static float row_sum(const float *x, int64_t n) {
+ * path's gradients are within the GEMM's rounding of the twin, not its bits); backward.c's dW pass
+ * takes them image by image while dY is in cache. */
+float lithe__conv_row_sum(const float *x, int64_t n) {
     float a[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
@@ -449,9 +450,9 @@ lithe_status lithe__cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *
     int64_t Cg = g->C / g->group, Mg = g->M / g->group, K = Cg * g->KH * g->KW, P = g->OH * g->OW;
     bool pw = is_pointwise(g);
     /* the shifted rows' backward (backward.c): no col matrix, the same bits */
-    if (dW && lithe__conv_bwd_taps_dw(g)) {
-        LITHE__TRY(lithe__conv_bwd_taps_dw_run(be, g, X, dY, dW));
-        dW = NULL;
+    if (dW && lithe__conv_bwd_taps_dw(g)) { /* and db */
+        LITHE__TRY(lithe__conv_bwd_taps_dw_run(be, g, X, dY, dW, db));
+        dW = db = NULL;
     }
     if (dX && lithe__conv_bwd_taps_dx(g)) {
         LITHE__TRY(lithe__conv_bwd_taps_dx_run(be, g, W, dY, dX));
@@ -465,7 +466,7 @@ lithe_status lithe__cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *
             const float *x = X + (n * g->C + gi * Cg) * g->H * g->W;
             const float *gy = dY + (n * g->M + gi * Mg) * P;
             if (db)
-                for (int64_t m = 0; m < Mg; m++) db[gi * Mg + m] += row_sum(gy + m * P, P);
+                for (int64_t m = 0; m < Mg; m++) db[gi * Mg + m] += lithe__conv_row_sum(gy + m * P, P);
             if (dW) {
                 if (!pw) im2col(g, x, Cg, col);
                 s = gemm(be, false, true, Mg, K, P, gy, pw ? x : col, 1.0f, dW + gi * Mg * K);
