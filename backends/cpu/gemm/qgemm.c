@@ -140,19 +140,27 @@ typedef int16_t pack_t;
 typedef int8_t pack_t;
 #endif
 
+/* a panel of nc columns over k4 groups of 4 k as packed: cn columns (padded to the tile's width)
+ * by kn k (padded to the pair or quad a step reads), zeros beyond nc and K */
+static inline void pack_dims(size_t nc, size_t k4, size_t *cn, size_t *kn) {
+#if defined(__wasm_simd128__)
+    *cn = (nc + 3) / 4 * 4, *kn = (k4 + 1) / 2 * 8;
+#else
+    *cn = (nc + 15) / 16 * 16, *kn = 4 * k4;
+#endif
+}
+
 LITHE__Q8_COLD void lithe__q8_pack(int64_t N, int64_t K, const int8_t *W, int64_t ldw, int8_t *wp) {
     const int64_t K4 = (K + 3) / 4;
     for (int64_t j0 = 0; j0 < N; j0 += LITHE__Q8_PW) {
         const int64_t nc = N - j0 < LITHE__Q8_PW ? N - j0 : LITHE__Q8_PW, nv = (nc + 15) / 16;
         pack_t *d = (pack_t *)(void *)(wp + (size_t)j0 * lithe__q8_pack_col(K));
-#if defined(__wasm_simd128__)
-        const int64_t cn = (nc + 3) / 4 * 4, kn = (K + 7) / 8 * 8;
-#else
-        const int64_t cn = nv * 16, kn = 4 * K4;
-#endif
-        for (int64_t c = 0; c < cn; c++)
-            for (int64_t kk = 0; kk < kn; kk++)
-                d[pack_at((size_t)c, (size_t)kk, (size_t)K4, (size_t)nv)] = c < nc && kk < K ? W[(j0 + c) * ldw + kk] : 0;
+        size_t cn, kn;
+        pack_dims((size_t)nc, (size_t)K4, &cn, &kn);
+        for (size_t c = 0; c < cn; c++)
+            for (size_t kk = 0; kk < kn; kk++)
+                d[pack_at(c, kk, (size_t)K4, (size_t)nv)] =
+                    (int64_t)c < nc && (int64_t)kk < K ? W[(j0 + (int64_t)c) * ldw + (int64_t)kk] : 0;
     }
 }
 
@@ -160,11 +168,8 @@ void lithe__q8_ptile_ref(size_t mr, size_t nc, size_t k4, const uint8_t *a, size
                          int32_t *acc) {
     const size_t nv = (nc + 15) / 16;
     const pack_t *p = (const pack_t *)(const void *)wp;
-#if defined(__wasm_simd128__)
-    const size_t cn = (nc + 3) / 4 * 4, kn = (k4 + 1) / 2 * 8;
-#else
-    const size_t cn = nv * 16, kn = 4 * k4;
-#endif
+    size_t cn, kn;
+    pack_dims(nc, k4, &cn, &kn);
     for (size_t i = 0; i < mr; i++)
         for (size_t c = 0; c < cn; c++) {
             int32_t s = 0;
