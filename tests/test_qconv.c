@@ -596,6 +596,65 @@ static void codes_passes(void) {
     (void)passes;
 }
 
+/* epi_codes with the depthwise's fused clamps (relu; clips inside, across and past the output grid's
+ * range), per-row scales and biases (non-finite ones among them) and row tails, against the
+ * twins' epi then quant_u8 (the int8 byte flipped): a kernel that merges the clamp into the
+ * quantizer's bounds (qconv_wasm.c) must give every code of the twins' order. Rows of integer sums
+ * (the depthwise's) and of values a half-step of the grid apart (ties after the scale). */
+static void codes_clamps(void) {
+    const lithe__qconv_aux *A[3];
+    const char *name[3];
+    int na = 0;
+#if defined(__x86_64__) || defined(_M_X64)
+    if (lithe__qconv8_vnni()) A[na] = &lithe__qconv_aux_avx512, name[na++] = "avx512";
+#endif
+#if defined(__wasm_simd128__)
+    A[na] = &lithe__qconv_aux_wasm, name[na++] = "simd128";
+#endif
+    static const struct {
+        int clamp;
+        float lo, hi;
+    } CL[] = {{LITHE__SGEMM_CLAMP_RELU, 0, 0},     {LITHE__SGEMM_CLAMP_CLIP, 0.0f, 6.0f},
+              {LITHE__SGEMM_CLAMP_CLIP, -0.5f, 1.25f}, {LITHE__SGEMM_CLAMP_CLIP, -100.0f, 100.0f},
+              {LITHE__SGEMM_CLAMP_CLIP, 5.0f, 6.0f}, {LITHE__SGEMM_CLAMP_CLIP, -6.0f, -5.0f},
+              {LITHE__SGEMM_CLAMP_CLIP, 1.0f, 1.0f}, {LITHE__SGEMM_CLAMP_CLIP, -INFINITY, INFINITY}};
+    static const float YS[] = {0.0235f, 1.0f / 3.0f, 0.0039215689f};
+    static const int32_t Z[][3] = {{0, 0, 255}, {-7, -128, 127}, {128, 0, 255}};
+    enum { M = 8, NR = 16 * 3 + 5 };
+    const float scale[M] = {0.01f, 1.0f / 3.0f, 0.0173f, 1.0f, 2e-3f, INFINITY, 0.05f, 0.0117f};
+    const float bias[M] = {0.0f, 0.37f, -1.1f, 0.0f, 0.5f, 0.25f, NAN, -0.0f};
+    float y[M * NR], t[M * NR];
+    uint8_t d[M * NR + 1], e[M * NR];
+    for (int a = 0; a < na; a++)
+        for (size_t ci = 0; ci < sizeof CL / sizeof CL[0]; ci++)
+            for (size_t si = 0; si < sizeof YS / sizeof YS[0]; si++)
+                for (size_t zi = 0; zi < sizeof Z / sizeof Z[0]; zi++)
+                    for (int ties = 0; ties < 2; ties++) {
+                        const float ys = YS[si];
+                        const lithe__qx yq = {ys, (float)(Z[zi][1] - Z[zi][0]), (float)(Z[zi][1] + 255 - Z[zi][0]),
+                                              Z[zi][1] < 0 ? 2 : 1, Z[zi][0]};
+                        lithe__qconv c = {.M = M, .P = NR, .scale = scale, .b = ties ? NULL : bias, .yq = &yq,
+                                          .clamp = CL[ci].clamp, .lo = CL[ci].lo, .hi = CL[ci].hi};
+                        for (int64_t r = 0; r < M; r++)
+                            for (int64_t i = 0; i < NR; i++) /* sums around 0; or (k + 1/2)·ys / scale, ± an ulp */
+                                y[r * NR + i] = !ties ? (float)((int32_t)(urand32() % 1201) - 600)
+                                                      : nextafterf(((float)(i - NR / 2) + 0.5f) * ys / scale[r],
+                                                                   i % 3 == 0 ? INFINITY : i % 3 == 1 ? 0.0f : -INFINITY);
+                        memcpy(t, y, sizeof y);
+                        lithe__qconv_aux_ref.epi(&c, 0, M, NR, t);
+                        lithe__qconv_aux_ref.quant_u8(M * NR, t, &yq, e);
+                        for (int64_t i = 0; yq.src == 2 && i < M * NR; i++) e[i] ^= 0x80;
+                        d[M * NR] = 0xA5;
+                        A[a]->epi_codes(&c, 0, M, NR, y, d);
+                        int bad = d[M * NR] != 0xA5;
+                        for (int64_t i = 0; i < M * NR; i++) bad += d[i] != e[i];
+                        CHECK(!bad, "codes: %s epi_codes, clamp %d [%g, %g], ys %g zero %d%s: %d of %d codes off the twins'",
+                              name[a], CL[ci].clamp, (double)CL[ci].lo, (double)CL[ci].hi, (double)ys, (int)Z[zi][0],
+                              ties ? ", ties" : "", bad, M * NR);
+                    }
+    (void)A, (void)name;
+}
+
 int main(void) {
     static const struct {
         int64_t N, C, H, W, M, KH, s, pad, dil;
@@ -621,6 +680,7 @@ int main(void) {
                                                                       : "avx2");
     ties();
     codes_passes();
+    codes_clamps();
     for (size_t i = 0; i < sizeof G / sizeof G[0]; i++)
         for (int v = 0; v < 4; v++) {
             qcase c;

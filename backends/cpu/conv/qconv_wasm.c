@@ -17,6 +17,7 @@
 #include "qconv.h"
 
 #if defined(__wasm_simd128__)
+#include <math.h>
 #include <string.h>
 #include <wasm_simd128.h>
 
@@ -117,6 +118,8 @@ static inline __attribute__((always_inline)) v128_t qi4(v128_t x, v128_t s, v128
 static void quant_f32(int64_t n, const float *x, const lithe__qx *q, float *y) {
     QX_SPLAT;
     int64_t i = 0;
+    for (; i + 16 <= n; i += 16) /* 16 a step: the loop's and the constants' instructions once per 4 vectors */
+        for (int k = 0; k < 16; k += 4) wasm_v128_store(y + i + k, qv4(wasm_v128_load(x + i + k), s, lo, hi));
     for (; i + 4 <= n; i += 4) wasm_v128_store(y + i, qv4(wasm_v128_load(x + i), s, lo, hi));
     if (i < n) lithe__qconv_aux_ref.quant_f32(n - i, x + i, q, y + i);
 }
@@ -135,11 +138,14 @@ static void quant_i16(int64_t n, const float *x, const lithe__qx *q, int16_t *y)
 static void quant_pairs(int64_t n, const float *x0, const float *x1, const lithe__qx *q, int16_t *d) {
     QX_SPLAT;
     int64_t i = 0;
-    for (; i + 4 <= n; i += 4) { /* x0's in the low half of each 32-bit lane, x1's in the high */
-        v128_t a = qi4(wasm_v128_load(x0 + i), s, lo, hi);
-        v128_t b = qi4(wasm_v128_load(x1 + i), s, lo, hi);
-        wasm_v128_store(d + 2 * i, wasm_v128_or(wasm_i32x4_shl(b, 16), wasm_v128_and(a, wasm_i32x4_const_splat(0xFFFF))));
-    }
+#define PAIR4(i)                                                                                                   \
+    wasm_v128_store(d + 2 * (i), wasm_v128_or(wasm_i32x4_shl(qi4(wasm_v128_load(x1 + (i)), s, lo, hi), 16),           \
+                                              wasm_v128_and(qi4(wasm_v128_load(x0 + (i)), s, lo, hi),               \
+                                                            wasm_i32x4_const_splat(0xFFFF))))
+    /* x0's in the low half of each 32-bit lane, x1's in the high; 16 a step (as quant_f32) */
+    for (; i + 16 <= n; i += 16) PAIR4(i), PAIR4(i + 4), PAIR4(i + 8), PAIR4(i + 12);
+    for (; i + 4 <= n; i += 4) PAIR4(i);
+#undef PAIR4
     if (i < n) lithe__qconv_aux_ref.quant_pairs(n - i, x0 + i, x1 + i, q, d + 2 * i);
 }
 
@@ -171,31 +177,64 @@ static void quant_quads(int64_t n, const float *x, int64_t stride, int nrows, co
 }
 /* epi's lanes, then each value's code on c->yq's grid as a byte (qi4 less lo: u = code - ymin in
  * [0, 255], narrowed twice unsigned; the int8 byte flipped): the twins' epi then quant_u8, 16 a step;
- * the row's tail by the twins */
+ * the row's tail by the twins.
+ * A relu or clip (lo <= hi) is merged into the quantizer's clamp where the row's scale and bias are
+ * finite: v = acc · scale + b is then never NaN, and for such v the clamp C then Q(x) = the clamp of
+ * x / ys to [qlo, qhi] is the clamp of v / ys alone to [A, B] = Q(C(-inf)), Q(C(+inf)) before the
+ * rounding — division by ys > 0, correctly rounded, is monotone, so C(v) / ys is v / ys clamped to
+ * [lo / ys, hi / ys], and a clamp of a clamp is one clamp to the inner bounds clamped by the outer
+ * ones (the signs of zeros differ, not the rounded codes). 7 operations a vector instead of 10-11 (the
+ * relu's pmax and + 0 or the clip's + 0, pmin, pmax, and one integer subtraction); other rows: the twins' order. */
+static inline __attribute__((always_inline)) void codes16(v128_t u0, v128_t u1, v128_t u2, v128_t u3, v128_t flip,
+                                                          uint8_t *d) {
+    const v128_t h = wasm_u8x16_narrow_i16x8(wasm_u16x8_narrow_i32x4(u0, u1), wasm_u16x8_narrow_i32x4(u2, u3));
+    wasm_v128_store(d, wasm_v128_xor(h, flip));
+}
 static void epi_codes(const lithe__qconv *c, int64_t r0, int64_t rows, int64_t n, float *y, uint8_t *d) {
     const lithe__qx *q = c->yq;
     QX_SPLAT;
     const v128_t ulo = wasm_i32x4_splat((int32_t)q->lo), flip = wasm_i8x16_splat(q->src == 2 ? (int8_t)0x80 : 0);
     const int cl = c->clamp;
     const int64_t n16 = n / 16 * 16;
-    for (int64_t r = r0; r < r0 + rows; r++, y += n, d += n) {
-        const int64_t m = r % c->M;
-        const v128_t sc = wasm_f32x4_splat(c->scale[m]), b = wasm_f32x4_splat(c->b ? c->b[m] : 0.0f);
-        for (int64_t i = 0; i < n16; i += 16) {
-            v128_t u[4];
-            for (int k = 0; k < 4; k++) {
-                v128_t v = wasm_f32x4_mul(wasm_v128_load(y + i + 4 * k), sc);
-                if (c->b) v = wasm_f32x4_add(v, b);
-                if (cl) v = lithe__wasm_clamp(cl, c->lo, c->hi, v);
-                u[k] = wasm_i32x4_sub(qi4(v, s, lo, hi), ulo);
+    /* the merged bounds (their scalar divisions are f32x4.div's lanes) */
+    const bool mergeable = cl == LITHE__SGEMM_CLAMP_RELU || (cl == LITHE__SGEMM_CLAMP_CLIP && c->lo <= c->hi);
+    const float clo = cl == LITHE__SGEMM_CLAMP_RELU ? 0.0f : c->lo, chi = cl == LITHE__SGEMM_CLAMP_RELU ? INFINITY : c->hi;
+    float A = clo / q->scale, B = chi / q->scale;
+    A = A < q->hi ? A : q->hi, A = A > q->lo ? A : q->lo;
+    B = B < q->hi ? B : q->hi, B = B > q->lo ? B : q->lo;
+    const v128_t vA = wasm_f32x4_splat(A), vB = wasm_f32x4_splat(B), r = wasm_f32x4_splat(12582912.0f),
+                 rb = wasm_i32x4_splat(0x4B400000 + (int32_t)q->lo);
+    for (int64_t r_ = r0; r_ < r0 + rows; r_++, y += n, d += n) {
+        const int64_t m = r_ % c->M;
+        const float scm = c->scale[m], bm = c->b ? c->b[m] : 0.0f;
+        const v128_t sc = wasm_f32x4_splat(scm), b = wasm_f32x4_splat(bm);
+        if (mergeable && isfinite(scm) && isfinite(bm)) {
+            for (int64_t i = 0; i < n16; i += 16) {
+                v128_t u[4];
+                for (int k = 0; k < 4; k++) {
+                    v128_t v = wasm_f32x4_mul(wasm_v128_load(y + i + 4 * k), sc);
+                    if (c->b) v = wasm_f32x4_add(v, b);
+                    v = wasm_f32x4_pmax(vA, wasm_f32x4_pmin(wasm_f32x4_div(v, s), vB));
+                    u[k] = wasm_i32x4_sub(wasm_f32x4_add(v, r), rb);
+                }
+                codes16(u[0], u[1], u[2], u[3], flip, d + i);
             }
-            const v128_t h = wasm_u8x16_narrow_i16x8(wasm_u16x8_narrow_i32x4(u[0], u[1]), wasm_u16x8_narrow_i32x4(u[2], u[3]));
-            wasm_v128_store(d + i, wasm_v128_xor(h, flip));
+        } else {
+            for (int64_t i = 0; i < n16; i += 16) {
+                v128_t u[4];
+                for (int k = 0; k < 4; k++) {
+                    v128_t v = wasm_f32x4_mul(wasm_v128_load(y + i + 4 * k), sc);
+                    if (c->b) v = wasm_f32x4_add(v, b);
+                    if (cl) v = lithe__wasm_clamp(cl, c->lo, c->hi, v);
+                    u[k] = wasm_i32x4_sub(qi4(v, s, lo, hi), ulo);
+                }
+                codes16(u[0], u[1], u[2], u[3], flip, d + i);
+            }
         }
         if (n16 < n) {
             for (int64_t i = n16; i < n; i++) { /* epi's tail, per value */
-                float t = y[i] * c->scale[m];
-                if (c->b) t += c->b[m];
+                float t = y[i] * scm;
+                if (c->b) t += bm;
                 y[i] = cl ? lithe__sgemm_clamp1(cl, c->lo, c->hi, t) : t;
             }
             lithe__qconv_aux_ref.quant_u8(n - n16, y + n16, q, d + n16);
