@@ -66,6 +66,7 @@ typedef enum lithe__unary_op { LITHE__UN_EXP = 0, LITHE__UN_LOG, LITHE__UN_SQRT,
 typedef struct lithe__conv2d {
     int64_t N, C, H, W, M, KH, KW, OH, OW, group;
     int64_t stride[2], pad[4], dil[2];
+    bool assign_dx; /* conv2d_backward: dX = (not +=) the data gradient (set only for a backend with grad_assign) */
 } lithe__conv2d;
 /* 2-D pooling geometry: X (N, C, H, W) -> Y (N, C, OH, OW), windows as in lithe__conv2d (OH, OW
  * given by the caller, ceil_mode already applied). max: MaxPool (padding never wins); else
@@ -74,6 +75,7 @@ typedef struct lithe__pool2d {
     int64_t N, C, H, W, KH, KW, OH, OW;
     int64_t stride[2], pad[4], dil[2];
     bool max, count_include_pad;
+    bool assign; /* pool2d_backward: dX = (not +=) the routed dY (set only for a backend with grad_assign) */
 } lithe__pool2d;
 
 typedef struct lithe_backend_ops lithe_backend_ops;
@@ -94,6 +96,9 @@ struct lithe_backend_ops {
 #define LITHE_PRIM(name, params, args) lithe_status(*name) LITHE__PARAMS params;
 #include "primitives.def"
 #undef LITHE_PRIM
+    /* conv2d_backward and pool2d_backward honor assign_dx / assign: the graph hands a fresh (unzeroed)
+     * gradient to its first writer; else (false) it zeroes it and they add */
+    bool grad_assign;
     /* Optional (NULL: the backend prepares nothing, lithe_model_prepare_inference is a no-op on it):
      * weights prepared for inference (core/prepare.c).
      *   prepare_b: a private form of op(B) (B 2-D f32, unit column stride, transB as in gemm),

@@ -4,8 +4,9 @@
  * prefilled (both accumulate; db too, taken in the dW pass), with 1 and 3 threads; and both against a float64 sum within the
  * GEMM's rounding. Geometries: LeNet's two layers, uneven padding, dilation, groups, a pad past the
  * kernel's reach, strides (dW only: dX keeps col2im there), K and P past the kernel's kc, filters not
- * a multiple of NR, one tap. Runs with the best kernel of the CPU; ctest runs it again under
- * LITHE_CPU_ISA=scalar; the wasi preset builds it for SIMD128 (tests/wasm).
+ * a multiple of NR, one tap; and dX assigned (assign_dx: the graph's fresh gradient) on both paths.
+ * Runs with the best kernel of the CPU; ctest runs it again under LITHE_CPU_ISA=scalar; the wasi
+ * preset builds it for SIMD128 (tests/wasm).
  *
  * Plain C with count_check.h's CHECK. Ends with "conv_bwd: N passed, M failed". */
 #include <math.h>
@@ -125,6 +126,27 @@ int main(void) {
             bad += fabs(db[1][m] - (db0 + eb[m])) > tol * (ab[m] + fabs(db0)) + 1e-30;
         }
         CHECK(bad == 0, "case %zu: %zu gradient elements off the float64 sums", ci, bad);
+        /* assign_dx (issue 29): dX's old values (NaN here) unread: the bits of adding into zeros, on
+         * both paths, and the float64 sums */
+        lithe__conv2d ga = g;
+        ga.assign_dx = true;
+        for (int r = 0; r < 2; r++) {
+            lithe_options o = lithe_options_defaults();
+            o.conv_rows = r == 0 ? "filters" : NULL;
+            CHECK(lithe_set_options(&o) == LITHE_OK, "lithe_set_options");
+            for (size_t i = 0; i < nx; i++) dX[0][i] = 0.0f, dX[1][i] = NAN;
+            run(&g, cpu, X, W, dY, dX[0], NULL, NULL);
+            run(&ga, cpu, X, W, dY, dX[1], NULL, NULL);
+            size_t bx = 0, off = 0;
+            for (size_t i = 0; i < nx; i++) {
+                bx += memcmp(&dX[0][i], &dX[1][i], 4) != 0;
+                off += !(fabs(dX[1][i] - ex[i]) <= tol * ax[i] + 1e-30);
+            }
+            CHECK(bx == 0, "case %zu path %d: %zu of %zu assigned dX elements differ from the adds into zeros", ci, r, bx, nx);
+            CHECK(off == 0, "case %zu path %d: %zu assigned dX elements off the float64 sums", ci, r, off);
+        }
+        lithe_options od = lithe_options_defaults();
+        CHECK(lithe_set_options(&od) == LITHE_OK, "lithe_set_options");
         free(ex), free(ax), free(ew), free(aw), free(eb), free(ab);
         for (int r = 0; r < 3; r++) free(dX[r]), free(dW[r]), free(db[r]);
         free(X), free(W), free(dY), free(dX0), free(dW0);

@@ -29,7 +29,9 @@ static const char *const models[] = {"textcnn", "conv1d", "conv3d", "resampling"
                                      "rs_lin_align_corners_down", "rs_lin_asymmetric_up", "rs_lin_asymmetric_down",
                                      "rs_lin_tfcrop", "rs_cub_half_pixel_up", "rs_cub_align_corners_up",
                                      "rs_cub_asymmetric_up", "rs_cub_excl", "rs_cub_down", "rs_lin_3d", "rs_lin_1d",
-                                     "rs10_near", "rs10_lin", "up9_near"};
+                                     "rs10_near", "rs10_lin", "up9_near",
+                                     /* gradients with several contributions (issue 29: assign then add) */
+                                     "twouse"};
 #define N_MODELS (sizeof models / sizeof models[0])
 
 /* The output tolerance: 1e-4, or NAME.tol where torch's float32 run is further than that from its float64 one. */

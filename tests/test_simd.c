@@ -1020,6 +1020,9 @@ static void test_pool2d_matches_scalar(void **state) {
                         {2, 3, 6, 7, 2, 2, 0, true, false, 0, 0},   /* 3 columns: one at a time */
                         {1, 2, 4, 3, 2, 2, 0, true, false, 0, 0},   /* 1 column */
                         {1, 2, 4, 24, 2, 2, 0, true, false, 0, 0},  /* 12 columns: 8 + 4 */
+                        /* assign (issue 29): 7 and 4 outputs a row, rows stored whole (their spill
+                         * rewritten by the next row), the last row pair masked */
+                        {2, 5, 14, 14, 2, 2, 0, true, false, 0, 0}, {1, 3, 10, 8, 2, 2, 0, true, false, 0, 0},
                         /* windows inside the plane: eight planes at a time, then the twin for the rest */
                         {3, 7, 7, 7, 7, 1, 0, false, false, 0, 0},      /* GlobalAveragePool, 21 planes */
                         {2, 9, 5, 9, 5, 1, 0, false, false, 9, 0},   /* global, not square, 18 planes */
@@ -1092,6 +1095,14 @@ static void test_pool2d_matches_scalar(void **state) {
             lithe_f32_pool2d_backward__scalar(&g, dY, c->max ? ws : NULL, dXs);
             lithe__cpu_pool2d_backward(&g, dY, c->max ? wv : NULL, dXv);
             same_bits("pool", "pool2d backward", (int64_t)nx, dXs, dXv);
+            /* assign (issue 29): dX's old values (NaN here) unread, every element written: the
+             * twin's adds into zeros, bit for bit */
+            lithe__pool2d ga = g;
+            ga.assign = true;
+            for (size_t q = 0; q < nx; q++) dXs[q] = 0.0f, dXv[q] = NAN;
+            lithe_f32_pool2d_backward__scalar(&g, dY, c->max ? ws : NULL, dXs);
+            lithe__cpu_pool2d_backward(&ga, dY, c->max ? wv : NULL, dXv);
+            same_bits("pool", "pool2d backward, assign", (int64_t)nx, dXs, dXv);
             free(X), free(Ys), free(Yv), free(Yn), free(dY), free(dXs), free(dXv), free(ws), free(wv);
         }
     }

@@ -414,5 +414,32 @@ torch.manual_seed(7)
 lm = LpMvn()
 goldens("lpmvn", lm, randx(3, 2, 6, 7), lm.onnx(), lr=0.01)
 
+
+class TwoUses(nn.Module):
+    """Gradients fed by several backward contributions (issue 29: the first writer of a fresh
+    gradient, a MaxPool's or a Conv's dX on the CPU, writes it instead of adding into zeros; the
+    later ones add): h read by a MaxPool, a Conv and a ReduceMean, x by two Convs, m by two MaxPools
+    (one with overlapping windows); a and b by one node each."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(2, 4, 3, padding=1)
+        self.c2 = nn.Conv2d(4, 4, 3, padding=1)
+        self.c3 = nn.Conv2d(2, 4, 5, padding=2)
+        self.fc = nn.Linear(4 * 4 + 4 * 4 + 4, 3)
+
+    def forward(self, x):                                          # (N, 2, 8, 8)
+        h = torch.tanh(self.c1(x))                                 # (N, 4, 8, 8)
+        a = F.max_pool2d(h, 2)                                     # (N, 4, 4, 4)
+        b = F.max_pool2d(torch.tanh(self.c2(h) + self.c3(x)), 2)   # (N, 4, 4, 4)
+        m = torch.tanh(a * b)
+        p = F.max_pool2d(m, 2)                                     # (N, 4, 2, 2)
+        q = F.max_pool2d(m, 3, stride=1, padding=1)[:, :, 1:3, 1:3]  # overlapping windows, (N, 4, 2, 2)
+        return self.fc(torch.cat([p.flatten(1), q.flatten(1), h.mean((2, 3))], 1))
+
+
+torch.manual_seed(29)
+export("twouse", TwoUses(), randx(3, 2, 8, 8))
+
 if __name__ == "__main__":
     write("gen_onnx_spatial_goldens.py", "onnx_spatial_goldens.txt")

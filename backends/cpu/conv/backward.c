@@ -223,8 +223,11 @@ static void dx_image(const dx_job *j, const float *Ag, const float *gy, float *d
     int64_t Hq = g->H + g->pad[0] + g->pad[2], Wq = g->W + g->pad[1] + g->pad[3], HWq = Hq * Wq;
     int64_t nsl = (P + (int64_t)NR - 1) / (int64_t)NR;
     for (int64_t c = 0; c < Cg; c++)
-        for (int64_t h = 0; h < g->H; h++)
-            memcpy(dxq + c * HWq + (h + g->pad[0]) * Wq + g->pad[1], dx + (c * g->H + h) * g->W, (size_t)g->W * sizeof(float));
+        for (int64_t h = 0; h < g->H; h++) {
+            float *q = dxq + c * HWq + (h + g->pad[0]) * Wq + g->pad[1];
+            if (g->assign_dx) memset(q, 0, (size_t)g->W * sizeof(float)); /* dx's old values unread */
+            else memcpy(q, dx + (c * g->H + h) * g->W, (size_t)g->W * sizeof(float));
+        }
     pack_dy(j, gy, Bp);
     lithe__sgemm_ukparams p = {.alpha = 1.0f};
     int64_t off[64]; /* MR <= 64 */
@@ -357,7 +360,7 @@ static void dx_images(void *ctx, int64_t n0, int64_t n1) {
     j->be->ops->free(j->be, ws);
 }
 
-/* dX (N, C, H, W) += the data gradient, images in parallel (each image's dx is its own). */
+/* dX (N, C, H, W) += the data gradient (= with g->assign_dx), images in parallel (each image's dx is its own). */
 lithe_status lithe__conv_bwd_taps_dx_run(lithe_backend *be, const lithe__conv2d *g, const float *W, const float *dY,
                                          float *dX) {
     int64_t Cg = g->C / g->group, Mg = g->M / g->group, K = Cg * g->KH * g->KW;

@@ -7,7 +7,8 @@
  * one float apart (no store-to-load forwarding), 14-wide rows through masked loads and stores, a
  * fifth of the CNN step's conv2 dX (bench/history.md). The same adds in the same order per dx
  * element (taps of other channels land on other planes; a tap whose output pixel is outside the
- * plane adds nothing), so the same bits: test_conv_bwd compares them with col2im's. */
+ * plane adds nothing), so the same bits: test_conv_bwd compares them with col2im's. With assign_dx
+ * the rows start from +0 instead of dx's values (the bits of adding into a zeroed dx). */
 #include "conv.h"
 
 #if defined(__x86_64__) && defined(__AVX512F__)
@@ -29,7 +30,7 @@ static inline __attribute__((always_inline)) void add_block(const lithe__conv2d 
     const int64_t KK = g->KH * g->KW, OW = g->OW, W = g->W, last = g->H - 1 - h0;
     const __mmask16 m = lanes_between(0, lanes);
 #define AT(i) (full || i <= last ? (int64_t)i : last) /* the row whose sources row i reads */
-#define LOAD(i) __m512 v##i = _mm512_maskz_loadu_ps(m, plane + (h0 + AT(i)) * W + w0);
+#define LOAD(i) __m512 v##i = g->assign_dx ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m, plane + (h0 + AT(i)) * W + w0);
     ROWS(LOAD)
 #undef LOAD
     size_t row = (size_t)(c * KK) % R; /* the ring row of tap c·KK + kh·KW + kw */

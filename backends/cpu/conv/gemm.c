@@ -443,6 +443,9 @@ lithe_status lithe__cpu_conv2d_add(lithe_backend *be, const lithe__conv2d *g, co
 
 lithe_status lithe__cpu_conv2d_backward(lithe_backend *be, const lithe__conv2d *g, const float *X, const float *W,
                                         const float *dY, float *dX, float *dW, float *db) {
+    /* assign_dx: the shifted rows' dX writes it (backward.c); the other paths add into zeros */
+    if (dX && g->assign_dx && (is_depthwise(g) || is_pointwise(g) || !lithe__conv_bwd_taps_dx(g)))
+        memset(dX, 0, (size_t)(g->N * g->C * g->H * g->W) * sizeof(float));
     if (is_depthwise(g)) {
         depthwise_backward(g, X, W, dY, dX, dW, db);
         return LITHE_OK;

@@ -130,11 +130,23 @@ static void pool_back_planes(void *ctx, int64_t p0, int64_t p1) {
     int64_t HW = sub.H * sub.W, OP = sub.OH * sub.OW;
 #if defined(__x86_64__) || defined(_M_X64)
     lithe__pool_max2x2_back_fn mb = is_max2x2(j->g) && j->cwhich ? lithe__pool_max2x2_back_best() : NULL;
-    if (mb) { /* the twin's scatter with its bits, 8 outputs a vector (pool_avx2.c) */
-        for (int64_t p = p0; p < p1; p++) mb(sub.OH, sub.OW, sub.W, j->dY + p * OP, j->cwhich + p * OP, j->dX + p * HW);
+    if (mb) { /* the twin's scatter with its bits, 8 outputs a vector (pool_avx2.c); assign: dx written
+               * without loads, where the windows cover every row (else zeroed first, then added) */
+        bool as = sub.assign && sub.H == 2 * sub.OH;
+        for (int64_t p = p0; p < p1; p++) {
+            float *dx = j->dX + p * HW;
+            if (sub.assign && !as) memset(dx, 0, (size_t)HW * sizeof(float));
+            if (!mb(sub.OH, sub.OW, sub.W, j->dY + p * OP, j->cwhich + p * OP, as, dx)) { /* an index outside its window */
+                memset(dx, 0, (size_t)HW * sizeof(float));
+                mb(sub.OH, sub.OW, sub.W, j->dY + p * OP, j->cwhich + p * OP, false, dx);
+            }
+        }
         return;
     }
 #endif
+    /* assign: the range's planes zeroed here, while they stay in cache for the adds (the graph's
+     * zeroing of the whole gradient was a pass over memory of its own) */
+    if (sub.assign) memset(j->dX + p0 * HW, 0, (size_t)((p1 - p0) * HW) * sizeof(float));
     sub.N = 1;
     sub.C = p1 - p0;
     lithe_f32_pool2d_backward__scalar(&sub, j->dY + p0 * OP, j->cwhich ? j->cwhich + p0 * OP : NULL, j->dX + p0 * HW);

@@ -27,7 +27,9 @@ void lithe__pool_gap8_avx2(const float *x, int64_t HW, float div, float *y, int6
     for (int l = 0; l < 8; l++) y[l * ys] = out[l];
 }
 
-/* 2x2 stride-2 max pooling's backward, one plane (pool.c's is_max2x2 geometry): dx[which[o]] += dy[o],
+/* 2x2 stride-2 max pooling's backward, one plane (pool.c's is_max2x2 geometry): dx[which[o]] += dy[o]
+ * (assign: rows 0 .. 2·OH - 1 of dx written from zeros, no loads; false, the plane left to the caller,
+ * where an index lies outside its window),
  * o = oh·OW + ow, each index one of its window's four taps (2oh·W + 2ow, + 1, + W, + W + 1: the windows
  * do not overlap, so each dx element gets at most one term and the order does not matter). Eight outputs
  * at a time: per tap an integer compare of the indices with the tap's, each of the two rows' sixteen
@@ -42,9 +44,11 @@ static inline __m256 pairs_hi(__m256 a, __m256 b) { /* a4 b4 ... a7 b7 */
     return _mm256_permute2f128_ps(_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b), 0x31);
 }
 
-void lithe__pool_max2x2_back_avx2(int64_t OH, int64_t OW, int64_t W, const float *dy, const int32_t *which, float *dx) {
+bool lithe__pool_max2x2_back_avx2(int64_t OH, int64_t OW, int64_t W, const float *dy, const int32_t *which, bool assign,
+                                  float *dx) {
     const __m256i two = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14), one = _mm256_set1_epi32(1);
     const __m256i wv = _mm256_set1_epi32((int)W);
+    const __m256 z = _mm256_setzero_ps();
     for (int64_t oh = 0; oh < OH; oh++) {
         float *r0 = dx + 2 * oh * W, *r1 = r0 + W;
         const float *g = dy + oh * OW;
@@ -59,18 +63,54 @@ void lithe__pool_max2x2_back_avx2(int64_t OH, int64_t OW, int64_t W, const float
             __m256 m10 = _mm256_castsi256_ps(_mm256_cmpeq_epi32(idx, bw));
             __m256 m11 = _mm256_castsi256_ps(_mm256_cmpeq_epi32(idx, _mm256_add_epi32(bw, one)));
             __m256 any = _mm256_or_ps(_mm256_or_ps(m00, m01), _mm256_or_ps(m10, m11));
-            if (_mm256_movemask_ps(any) != 0xFF) break; /* an index outside its window: the twin's loop */
+            if (_mm256_movemask_ps(any) != 0xFF) { /* an index outside its window: the twin's loop */
+                if (assign) return false;
+                break;
+            }
             __m256 gv = _mm256_loadu_ps(g + ow), glo = pairs_lo(gv, gv), ghi = pairs_hi(gv, gv);
             float *d0 = r0 + 2 * ow, *d1 = r1 + 2 * ow;
             __m256 x;
-            x = _mm256_loadu_ps(d0), _mm256_storeu_ps(d0, _mm256_blendv_ps(x, _mm256_add_ps(x, glo), pairs_lo(m00, m01)));
-            x = _mm256_loadu_ps(d0 + 8), _mm256_storeu_ps(d0 + 8, _mm256_blendv_ps(x, _mm256_add_ps(x, ghi), pairs_hi(m00, m01)));
-            x = _mm256_loadu_ps(d1), _mm256_storeu_ps(d1, _mm256_blendv_ps(x, _mm256_add_ps(x, glo), pairs_lo(m10, m11)));
-            x = _mm256_loadu_ps(d1 + 8), _mm256_storeu_ps(d1 + 8, _mm256_blendv_ps(x, _mm256_add_ps(x, ghi), pairs_hi(m10, m11)));
+            x = assign ? z : _mm256_loadu_ps(d0), _mm256_storeu_ps(d0, _mm256_blendv_ps(x, _mm256_add_ps(x, glo), pairs_lo(m00, m01)));
+            x = assign ? z : _mm256_loadu_ps(d0 + 8), _mm256_storeu_ps(d0 + 8, _mm256_blendv_ps(x, _mm256_add_ps(x, ghi), pairs_hi(m00, m01)));
+            x = assign ? z : _mm256_loadu_ps(d1), _mm256_storeu_ps(d1, _mm256_blendv_ps(x, _mm256_add_ps(x, glo), pairs_lo(m10, m11)));
+            x = assign ? z : _mm256_loadu_ps(d1 + 8), _mm256_storeu_ps(d1 + 8, _mm256_blendv_ps(x, _mm256_add_ps(x, ghi), pairs_hi(m10, m11)));
+        }
+        if (assign && ow < OW) { /* the last OW - ow < 8 outputs as above, lanes past them masked off */
+            int rem = (int)(OW - ow);
+            __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), valid = _mm256_cmpgt_epi32(_mm256_set1_epi32(rem), lane);
+            __m256i idx = _mm256_maskload_epi32(ix + ow, valid);
+            __m256i b = _mm256_add_epi32(_mm256_set1_epi32((int)(2 * oh * W + 2 * ow)), two);
+            __m256i bw = _mm256_add_epi32(b, wv);
+            __m256 m00 = _mm256_castsi256_ps(_mm256_cmpeq_epi32(idx, b));
+            __m256 m01 = _mm256_castsi256_ps(_mm256_cmpeq_epi32(idx, _mm256_add_epi32(b, one)));
+            __m256 m10 = _mm256_castsi256_ps(_mm256_cmpeq_epi32(idx, bw));
+            __m256 m11 = _mm256_castsi256_ps(_mm256_cmpeq_epi32(idx, _mm256_add_epi32(bw, one)));
+            __m256 any = _mm256_or_ps(_mm256_or_ps(m00, m01), _mm256_or_ps(m10, m11));
+            if ((_mm256_movemask_ps(any) | ~((1 << rem) - 1)) != -1) return false; /* an index outside its window */
+            __m256 gv = _mm256_maskload_ps(g + ow, valid), glo = pairs_lo(gv, gv), ghi = pairs_hi(gv, gv);
+            __m256i two_rem = _mm256_set1_epi32(2 * rem);
+            __m256i slo = _mm256_cmpgt_epi32(two_rem, lane), shi = _mm256_cmpgt_epi32(two_rem, _mm256_add_epi32(lane, _mm256_set1_epi32(8)));
+            float *d0 = r0 + 2 * ow, *d1 = r1 + 2 * ow;
+            __m256 v0 = _mm256_blendv_ps(z, _mm256_add_ps(z, glo), pairs_lo(m00, m01));
+            __m256 v1 = _mm256_blendv_ps(z, _mm256_add_ps(z, ghi), pairs_hi(m00, m01));
+            __m256 v2 = _mm256_blendv_ps(z, _mm256_add_ps(z, glo), pairs_lo(m10, m11));
+            __m256 v3 = _mm256_blendv_ps(z, _mm256_add_ps(z, ghi), pairs_hi(m10, m11));
+            if (ow == 0 && W == 2 * OW && OW >= 4 && oh + 1 < OH) {
+                /* whole rows of 8 .. 14 floats (LeNet's 7-wide pool): plain stores, in order; each
+                 * spill past a row lands on the next row's start, which a later store writes (the
+                 * maskstore of AMD's cores is slow) */
+                _mm256_storeu_ps(d0, v0), _mm256_storeu_ps(d0 + 8, v1), _mm256_storeu_ps(d1, v2), _mm256_storeu_ps(d1 + 8, v3);
+            } else {
+                _mm256_maskstore_ps(d0, slo, v0), _mm256_maskstore_ps(d0 + 8, shi, v1);
+                _mm256_maskstore_ps(d1, slo, v2), _mm256_maskstore_ps(d1 + 8, shi, v3);
+            }
+            ow = OW;
         }
         for (; ow < OW; ow++)
             if (ix[ow] >= 0) dx[ix[ow]] += g[ow];
+        for (int64_t c = 2 * OW; assign && c < W; c++) r0[c] = r1[c] = 0.0f; /* an odd width's last column */
     }
+    return true;
 }
 
 #elif defined(__x86_64__)

@@ -243,15 +243,30 @@ bool lithe__graph_prep_op(const lithe__onnx_node *n, const lithe_tensor *W, cons
     g->KW = W->shape[3];
     return !bias || bias->numel == g->M;
 }
+/* The data gradient for conv2d_backward / pool2d_backward: made now (fresh) it is left unzeroed for
+ * the op to write (*assign) where the backend does so (ops.grad_assign), else zeroed for its adds. */
+static lithe_status grad_dx(lithe__gexec *x, size_t node, bool can, lithe_tensor **d, bool *assign) {
+    bool fresh = false;
+    *assign = false;
+    LITHE__TRY(lithe__gexec_grad_fresh(x, node, 0, d, &fresh));
+    if (!fresh) return LITHE_OK;
+    *assign = can && x->be->ops->grad_assign;
+    return *assign ? LITHE_OK : lithe__op_fill(x->be, *d, 0.0f);
+}
+
 BWD(b_conv) {
     UNUSED_BWD;
     if (in[0]->ndim == 5) return conv3d_backward(x, node, in, n_in, dout[0]);
     lithe__conv2d g = {0};
     LITHE__TRY(conv_geometry(x, node, in, &g));
     lithe_tensor *dX = NULL, *dW = NULL, *db = NULL;
-    LITHE__TRY(lithe__gexec_grad(x, node, 0, &dX));
+    LITHE__TRY(grad_dx(x, node, true, &dX, &g.assign_dx));
     LITHE__TRY(lithe__gexec_grad(x, node, 1, &dW));
     if (n_in > 2 && in[2]) LITHE__TRY(lithe__gexec_grad(x, node, 2, &db));
+    if (g.assign_dx && (dX == dW || dX == db)) { /* X is also W or b (one gradient): the op adds into zeros */
+        g.assign_dx = false;
+        LITHE__TRY(lithe__op_fill(x->be, dX, 0.0f));
+    }
     /* a LoRA adapter: W + s·B·A again, and its gradient in a temporary, then into A's and B's */
     lithe__lora_ad ad;
     bool lora = false;
@@ -331,11 +346,13 @@ FWD(f_pool) {
 BWD(b_pool) {
     UNUSED_BWD;
     lithe_tensor *d = NULL;
-    LITHE__TRY(lithe__gexec_grad(x, node, 0, &d));
+    bool assign = false;
+    LITHE__TRY(grad_dx(x, node, in[0]->ndim != 5, &d, &assign));
     if (!d) return LITHE_OK;
     if (in[0]->ndim == 5) return pool3d_backward(x, node, in[0], dout[0], saved, d);
     lithe__pool2d g = {0};
     LITHE__TRY(pool_geometry(x, node, in[0], &g));
+    g.assign = assign;
     lithe_tensor *dY4 = NULL, *dX4 = NULL;
     lithe_status s = view4(dout[0], &dY4);
     if (s == LITHE_OK) s = view4(d, &dX4);
