@@ -44,9 +44,21 @@ static inline __m256 pairs_hi(__m256 a, __m256 b) { /* a4 b4 ... a7 b7 */
     return _mm256_permute2f128_ps(_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b), 0x31);
 }
 
+/* which of a window's four taps (b, b + 1, b + W, b + W + 1 per lane) each index names; the lanes
+ * naming one of them */
+static inline __m256 tap_masks(__m256i idx, __m256i b, __m256i wv, __m256 *m00, __m256 *m01, __m256 *m10,
+                               __m256 *m11) {
+    const __m256i one = _mm256_set1_epi32(1), bw = _mm256_add_epi32(b, wv);
+    *m00 = _mm256_castsi256_ps(_mm256_cmpeq_epi32(idx, b));
+    *m01 = _mm256_castsi256_ps(_mm256_cmpeq_epi32(idx, _mm256_add_epi32(b, one)));
+    *m10 = _mm256_castsi256_ps(_mm256_cmpeq_epi32(idx, bw));
+    *m11 = _mm256_castsi256_ps(_mm256_cmpeq_epi32(idx, _mm256_add_epi32(bw, one)));
+    return _mm256_or_ps(_mm256_or_ps(*m00, *m01), _mm256_or_ps(*m10, *m11));
+}
+
 bool lithe__pool_max2x2_back_avx2(int64_t OH, int64_t OW, int64_t W, const float *dy, const int32_t *which, bool assign,
                                   float *dx) {
-    const __m256i two = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14), one = _mm256_set1_epi32(1);
+    const __m256i two = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
     const __m256i wv = _mm256_set1_epi32((int)W);
     const __m256 z = _mm256_setzero_ps();
     for (int64_t oh = 0; oh < OH; oh++) {
@@ -56,13 +68,9 @@ bool lithe__pool_max2x2_back_avx2(int64_t OH, int64_t OW, int64_t W, const float
         int64_t ow = 0;
         for (; ow + 8 <= OW; ow += 8) {
             __m256i idx = _mm256_loadu_si256((const __m256i *)(const void *)(ix + ow));
-            __m256i b = _mm256_add_epi32(_mm256_set1_epi32((int)(2 * oh * W + 2 * ow)), two);
-            __m256i bw = _mm256_add_epi32(b, wv);
-            __m256 m00 = _mm256_castsi256_ps(_mm256_cmpeq_epi32(idx, b));
-            __m256 m01 = _mm256_castsi256_ps(_mm256_cmpeq_epi32(idx, _mm256_add_epi32(b, one)));
-            __m256 m10 = _mm256_castsi256_ps(_mm256_cmpeq_epi32(idx, bw));
-            __m256 m11 = _mm256_castsi256_ps(_mm256_cmpeq_epi32(idx, _mm256_add_epi32(bw, one)));
-            __m256 any = _mm256_or_ps(_mm256_or_ps(m00, m01), _mm256_or_ps(m10, m11));
+            __m256 m00, m01, m10, m11;
+            __m256 any = tap_masks(idx, _mm256_add_epi32(_mm256_set1_epi32((int)(2 * oh * W + 2 * ow)), two), wv,
+                                   &m00, &m01, &m10, &m11);
             if (_mm256_movemask_ps(any) != 0xFF) { /* an index outside its window: the twin's loop */
                 if (assign) return false;
                 break;
@@ -79,13 +87,9 @@ bool lithe__pool_max2x2_back_avx2(int64_t OH, int64_t OW, int64_t W, const float
             int rem = (int)(OW - ow);
             __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), valid = _mm256_cmpgt_epi32(_mm256_set1_epi32(rem), lane);
             __m256i idx = _mm256_maskload_epi32(ix + ow, valid);
-            __m256i b = _mm256_add_epi32(_mm256_set1_epi32((int)(2 * oh * W + 2 * ow)), two);
-            __m256i bw = _mm256_add_epi32(b, wv);
-            __m256 m00 = _mm256_castsi256_ps(_mm256_cmpeq_epi32(idx, b));
-            __m256 m01 = _mm256_castsi256_ps(_mm256_cmpeq_epi32(idx, _mm256_add_epi32(b, one)));
-            __m256 m10 = _mm256_castsi256_ps(_mm256_cmpeq_epi32(idx, bw));
-            __m256 m11 = _mm256_castsi256_ps(_mm256_cmpeq_epi32(idx, _mm256_add_epi32(bw, one)));
-            __m256 any = _mm256_or_ps(_mm256_or_ps(m00, m01), _mm256_or_ps(m10, m11));
+            __m256 m00, m01, m10, m11;
+            __m256 any = tap_masks(idx, _mm256_add_epi32(_mm256_set1_epi32((int)(2 * oh * W + 2 * ow)), two), wv,
+                                   &m00, &m01, &m10, &m11);
             if ((_mm256_movemask_ps(any) | ~((1 << rem) - 1)) != -1) return false; /* an index outside its window */
             __m256 gv = _mm256_maskload_ps(g + ow, valid), glo = pairs_lo(gv, gv), ghi = pairs_hi(gv, gv);
             __m256i two_rem = _mm256_set1_epi32(2 * rem);
