@@ -76,6 +76,9 @@ typedef struct lithe__pool2d {
     int64_t stride[2], pad[4], dil[2];
     bool max, count_include_pad;
     bool assign; /* pool2d_backward: dX = (not +=) the routed dY (set only for a backend with grad_assign) */
+    /* pool2d (max, indices kept): the index -1 where the output is <= 0, so pool2d_backward routes no
+     * dY there: a Relu's backward before the pool folded in (set only for a backend with relu_pool) */
+    bool relu;
 } lithe__pool2d;
 
 typedef struct lithe_backend_ops lithe_backend_ops;
@@ -99,6 +102,9 @@ struct lithe_backend_ops {
     /* conv2d_backward and pool2d_backward honor assign_dx / assign: the graph hands a fresh (unzeroed)
      * gradient to its first writer; else (false) it zeroes it and they add */
     bool grad_assign;
+    /* pool2d honors relu, and pool2d_backward routes nothing for a negative index: the graph then skips
+     * the Relu backward of a fused Conv + Relu whose output a max pool alone reads (ops/window.c) */
+    bool relu_pool;
     /* Optional (NULL: the backend prepares nothing, lithe_model_prepare_inference is a no-op on it):
      * weights prepared for inference (core/prepare.c).
      *   prepare_b: a private form of op(B) (B 2-D f32, unit column stride, transB as in gemm),

@@ -1008,7 +1008,8 @@ static void test_cache_reuses_and_bounds(void **state) {
 }
 
 /* ---- pooling (conv/pool.c) against the scalar twins, bit for bit; max pooling without which (inference)
- * gives the same Y; average pooling also against a float64 mean ---- */
+ * gives the same Y; average pooling also against a float64 mean; relu's indices (-1 where the output
+ * is <= 0) and their backward ---- */
 static void test_pool2d_matches_scalar(void **state) {
     (void)state;
     typedef struct { int64_t N, C, H, W, K, s, p; bool max, cip; int64_t KW, d; } pc; /* KW, d 0: K, 1 */
@@ -1037,6 +1038,7 @@ static void test_pool2d_matches_scalar(void **state) {
                         {2, 12, 3, 5, 3, 1, 0, false, false, 5, 0}};
     lithe_backend *cpu;
     OK(lithe_backend_get("cpu", &cpu));
+    size_t dropped = 0; /* relu: indices made -1 */
     for (int tt = 0; tt < 2 * ntables; tt++) { /* every table at 1 and 3 threads */
         int th = tt % 2 ? 3 : 1;
         lithe__simd_force(tables[tt / 2]);
@@ -1103,9 +1105,26 @@ static void test_pool2d_matches_scalar(void **state) {
             lithe_f32_pool2d_backward__scalar(&g, dY, c->max ? ws : NULL, dXs);
             lithe__cpu_pool2d_backward(&ga, dY, c->max ? wv : NULL, dXv);
             same_bits("pool", "pool2d backward, assign", (int64_t)nx, dXs, dXv);
+            if (c->max) { /* relu (issue 29): the twin's indices, -1 where its output is <= 0 (NaN keeps
+                           * its index); the backward routes nothing for those, as the twin skips them */
+                lithe__pool2d gr = g;
+                gr.relu = true;
+                lithe__cpu_pool2d(&gr, X, Yv, wv);
+                same_bits("pool", "maxpool2d, relu", (int64_t)ny, Ys, Yv);
+                for (size_t q = 0; q < ny; q++) {
+                    ws[q] = Ys[q] <= 0.0f ? -1 : ws[q];
+                    dropped += ws[q] < 0;
+                }
+                assert_memory_equal(ws, wv, ny * 4);
+                for (size_t q = 0; q < nx; q++) dXs[q] = 0.0f, dXv[q] = NAN;
+                lithe_f32_pool2d_backward__scalar(&g, dY, ws, dXs);
+                lithe__cpu_pool2d_backward(&ga, dY, wv, dXv);
+                same_bits("pool", "pool2d backward, relu indices", (int64_t)nx, dXs, dXv);
+            }
             free(X), free(Ys), free(Yv), free(Yn), free(dY), free(dXs), free(dXv), free(ws), free(wv);
         }
     }
+    assert_true(dropped > 0);
     lithe__simd_force(NULL);
     OK(lithe_backend_set_threads(cpu, 0));
 }

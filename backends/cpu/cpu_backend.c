@@ -842,6 +842,7 @@ static const lithe_backend_ops cpu_ops = {
 #include "../../core/primitives.def"
 #undef LITHE_PRIM
     .grad_assign = true, /* conv2d_backward's dX and pool2d_backward write a fresh gradient (conv/pool.c, conv/gemm.c) */
+    .relu_pool = true,   /* pool2d's relu indices, pool2d_backward skipping negative ones (conv/pool.c, scalar/graph.c) */
     .prepare_b = cpu_prepare_b,
     .prepared_free = cpu_prepared_free,
     .gemm_prepared = cpu_gemm_prepared,

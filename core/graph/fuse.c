@@ -394,6 +394,18 @@ static lithe_status try_conv_act(fuser *f, int64_t cv) {
     return rewrite(f, end, &lithe__fused_conv_op, &fu, in, in[2] >= 0 ? 3 : 2, dead, n_dead);
 }
 
+/* A fused Conv + Relu whose output a max pool alone reads (as its X): both marked, so the pool's
+ * indices may carry the Relu's backward (ops/window.c decides per run, by the backend). */
+static void mark_relu_pool(fuser *f, int64_t cv) {
+    lithe__graph *g = f->g;
+    if (cv < 0 || g->node_dead[cv] || g->node_fuse[cv].kind != LITHE__FUSE_CONV ||
+        g->node_fuse[cv].act.kind != LITHE__ACT_RELU)
+        return;
+    int64_t y = g->node_out[cv][0], p = only_reader(f, y);
+    if ((!is_op(f, p, "MaxPool") && !is_op(f, p, "GlobalMaxPool")) || g->node_in[p][0] != y) return;
+    g->node_win[cv].relu_pool = g->node_win[p].relu_pool = true;
+}
+
 /* A Conv whose output only an Add reads (after try_conv_act: a Conv + Relu / Clip stays that). */
 static lithe_status try_conv_add(fuser *f, int64_t cv) {
     lithe__graph *g = f->g;
@@ -473,6 +485,7 @@ lithe_status lithe__graph_fuse(lithe__graph *g) {
     for (size_t i = 0; s == LITHE_OK && i < nn; i++) s = try_linear(&f, (int64_t)i);
     for (size_t i = 0; s == LITHE_OK && i < nn; i++) s = try_conv_act(&f, (int64_t)i);
     for (size_t i = 0; s == LITHE_OK && i < nn; i++) s = try_conv_add(&f, (int64_t)i);
+    for (size_t i = 0; s == LITHE_OK && i < nn; i++) mark_relu_pool(&f, (int64_t)i);
     for (size_t i = 0; s == LITHE_OK && i < nn; i++) s = try_matmul_t(&f, (int64_t)i);
     lithe__free(f.producer);
     lithe__free(f.n_readers);

@@ -94,6 +94,9 @@ typedef struct lithe__gwin {
     int mode; /* ops/window.c's pad_mode */
     int64_t group; /* Conv's (conv_geometry) */
     int64_t stride[2], pad[4], dil[2];
+    /* fuse.c: set on a fused Conv + Relu whose output a max pool alone reads, and on that pool: where
+     * the backend has relu_pool the pool's indices carry the Relu's backward (ops/window.c) */
+    bool relu_pool;
 } lithe__gwin;
 
 #define LITHE__GRAPH_PLANS 4 /* input signatures kept; the least recently used goes first */

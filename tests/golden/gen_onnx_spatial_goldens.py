@@ -441,5 +441,32 @@ class TwoUses(nn.Module):
 torch.manual_seed(29)
 export("twouse", TwoUses(), randx(3, 2, 8, 8))
 
+class ReluPool(nn.Module):
+    """Conv + ReLU read by a max pool alone (issue 29: on the CPU the pool's indices carry the ReLU's
+    backward, the fused Conv skips it): pools whose maximum is 0, zeros tied in windows of negatives
+    (biases pushed down, a channel all negative), a 2x2 pool 9 outputs wide (8 a vector and a tail),
+    an overlapping 3x3 stride-2 one and a global one. The output is the pools themselves, so each
+    entry of r reaches one pool output (test_relu_pool puts NaN there)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(2, 4, 3, padding=1)
+        self.c2 = nn.Conv2d(2, 3, 3, padding=1)
+        self.c3 = nn.Conv2d(2, 3, 3)
+        with torch.no_grad():
+            self.c1.bias.copy_(torch.tensor([-3.0, -0.4, -0.2, 0.1]))
+            self.c2.bias.copy_(torch.tensor([-0.5, -3.0, 0.0]))
+            self.c3.bias.copy_(torch.tensor([-3.0, -0.3, 0.2]))
+
+    def forward(self, x):                                            # (N, 2, 8, 18)
+        a = F.max_pool2d(F.relu(self.c1(x)), 2)                      # (N, 4, 4, 9)
+        b = F.max_pool2d(F.relu(self.c2(x)), 3, stride=2, padding=1)  # (N, 3, 4, 9)
+        c = F.adaptive_max_pool2d(F.relu(self.c3(x)), 1)             # GlobalMaxPool, (N, 3, 1, 1)
+        return torch.cat([a.flatten(1), b.flatten(1), c.flatten(1)], 1)
+
+
+torch.manual_seed(30)
+export("relupool", ReluPool(), randx(3, 2, 8, 18))
+
 if __name__ == "__main__":
     write("gen_onnx_spatial_goldens.py", "onnx_spatial_goldens.txt")

@@ -271,7 +271,8 @@ static void dx_image(const dx_job *j, const float *Ag, const float *gy, float *d
 /* The ring of dcol rows (dx_image_taps): R rows, a multiple of MR, hold the taps of the channel in
  * progress (at most KK - 1 done before the block) and the block's MR: a block [t0, t0 + MR) lands at
  * rows t0 % R.. without wrapping, over rows whose channels were added. A row: `front` floats of -0,
- * the flattened output pixels (rup(P, NR), those past P set to -0 after each block), `back` floats of
+ * the flattened output pixels (rup(P, NR), those past P -0 from the first fill: the microkernel
+ * stores a partial sliver's pixels only, so no block writes them), `back` floats of
  * -0: the output rows above and below the plane that dx's rows reach (EA, EB) and the vectors' reach
  * past a row's ends (REACH + 16), so that the adds read -0 there (backward_avx512.c). */
 typedef struct ring_shape {
@@ -309,7 +310,6 @@ static void dx_image_taps(const dx_job *j, const float *Ag, const float *gy, flo
         for (int64_t s = 0; s < nsl; s++) /* the last sliver's pixels only (AVX-512: 16 or fewer run one zmm column) */
             k->ukernel(mr, s + 1 < nsl ? NR : (size_t)(P - s * (int64_t)NR), (size_t)Mg, a,
                        Bp + (size_t)s * (size_t)Mg * NR, tile + (size_t)s * NR, rs.ldt, &p);
-        for (size_t i = 0; i < mr; i++) fill_neg0(tile + i * rs.ldt + P, (size_t)nsl * NR - (size_t)P);
         int64_t full = (t0 + (int64_t)mr) / KK;
         if (full > done) lithe__conv_add_taps_avx512(g, done, full, data, rs.R, rs.ldt, dx);
         done = full;

@@ -20,17 +20,18 @@ static inline __mmask16 lanes_between(int64_t lo, int64_t hi) { /* lanes [lo, hi
 
 #define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 
-/* Rows h0 .. h0 + 7 of channel c's plane (`full`: all < H; else those < H, the others reading the
- * last one's sources and not stored), columns w0 .. w0 + lanes - 1, held in eight registers over
- * the channel's taps: a tap is one column mask and eight adds. A row whose output row is outside the
+/* Rows h0 .. h0 + B - 1 (B 8 or 7) of channel c's plane (`full`: all < H; else those < H, the others
+ * reading the last one's sources and not stored), columns w0 .. w0 + lanes - 1, held in B registers
+ * over the channel's taps: a tap is one column mask and B adds. A row whose output row is outside the
  * plane reads the ring row's -0 border (x + -0 is x: +0 + -0 = +0, -0 + -0 = -0, NaN), no mask. */
 static inline __attribute__((always_inline)) void add_block(const lithe__conv2d *g, int64_t c, int64_t h0, int64_t w0,
                                                             int64_t lanes, const float *ring, size_t R, size_t ldt,
-                                                            float *plane, const bool full) {
+                                                            float *plane, const bool full, const int B) {
     const int64_t KK = g->KH * g->KW, OW = g->OW, W = g->W, last = g->H - 1 - h0;
     const __mmask16 m = lanes_between(0, lanes);
 #define AT(i) (full || i <= last ? (int64_t)i : last) /* the row whose sources row i reads */
-#define LOAD(i) __m512 v##i = g->assign_dx ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m, plane + (h0 + AT(i)) * W + w0);
+#define LOAD(i)                                                                                                   \
+    __m512 v##i = (i) >= B || g->assign_dx ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m, plane + (h0 + AT(i)) * W + w0);
     ROWS(LOAD)
 #undef LOAD
     size_t row = (size_t)(c * KK) % R; /* the ring row of tap c·KK + kh·KW + kw */
@@ -42,25 +43,34 @@ static inline __attribute__((always_inline)) void add_block(const lithe__conv2d 
             if (lo >= hi) continue;
             const __mmask16 mk = lanes_between(lo, hi);
             const float *r = ring + row * ldt + oh0 * OW + s;
-#define ADD(i) v##i = _mm512_mask_add_ps(v##i, mk, v##i, _mm512_loadu_ps(r + AT(i) * OW));
+#define ADD(i) \
+    if ((i) < B) v##i = _mm512_mask_add_ps(v##i, mk, v##i, _mm512_loadu_ps(r + AT(i) * OW));
             ROWS(ADD)
 #undef ADD
         }
     }
 #define STORE(i) \
-    if (full || i <= last) _mm512_mask_storeu_ps(plane + (h0 + i) * W + w0, m, v##i);
+    if ((i) < B && (full || i <= last)) _mm512_mask_storeu_ps(plane + (h0 + i) * W + w0, m, v##i);
     ROWS(STORE)
 #undef STORE
 #undef AT
 }
 
+/* Blocks of 8 rows, or of 7 where they divide the plane and 8 do not (LeNet's 14- and 28-row planes:
+ * two and four full blocks, where blocks of 8 ran one with 6 or 4 rows, its clamped row addresses
+ * kept in vector registers, and 2 or 4 rows' adds for nothing) */
 void lithe__conv_add_taps_avx512(const lithe__conv2d *g, int64_t c0, int64_t c1, const float *ring, size_t R,
                                  size_t ldt, float *dx) {
+    const bool seven = g->H % 8 && g->H % 7 == 0;
     for (int64_t c = c0; c < c1; c++)
         for (int64_t w0 = 0; w0 < g->W; w0 += 16) {
             int64_t lanes = g->W - w0 < 16 ? g->W - w0 : 16, h0 = 0;
-            for (; h0 + 8 <= g->H; h0 += 8) add_block(g, c, h0, w0, lanes, ring, R, ldt, dx + c * g->H * g->W, true);
-            if (h0 < g->H) add_block(g, c, h0, w0, lanes, ring, R, ldt, dx + c * g->H * g->W, false);
+            if (seven) {
+                for (; h0 < g->H; h0 += 7) add_block(g, c, h0, w0, lanes, ring, R, ldt, dx + c * g->H * g->W, true, 7);
+                continue;
+            }
+            for (; h0 + 8 <= g->H; h0 += 8) add_block(g, c, h0, w0, lanes, ring, R, ldt, dx + c * g->H * g->W, true, 8);
+            if (h0 < g->H) add_block(g, c, h0, w0, lanes, ring, R, ldt, dx + c * g->H * g->W, false, 8);
         }
 }
 

@@ -57,7 +57,7 @@ void lithe__pool_gap8_avx2(const float *x, int64_t HW, float div, float *y, int6
 #endif
 
 /* 2x2 stride-2 max pooling's backward of one plane (OH x OW outputs, rows W wide): dx[which[o]] +=
- * dy[o], the twin's bits (pool_avx2.c); assign: rows 0 .. 2·OH - 1 of dx written as if zeroed first,
+ * dy[o] (nothing for a negative index), the twin's bits (pool_avx2.c); assign: rows 0 .. 2·OH - 1 of dx written as if zeroed first,
  * false (nothing promised) where an index lies outside its window. lithe__pool_max2x2_back_best: it,
  * or NULL as above. */
 typedef bool (*lithe__pool_max2x2_back_fn)(int64_t OH, int64_t OW, int64_t W, const float *dy, const int32_t *which,

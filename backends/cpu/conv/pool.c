@@ -82,8 +82,30 @@ static bool is_global_avg(const lithe__pool2d *g) {
 }
 #endif
 
+/* relu (a Relu's backward folded into the indices, core/backend.h): the index -1 where the output
+ * is <= 0 (NaN keeps its index, as the Relu's backward passes dY where its output is NaN) */
+static void relu_indices(const float *y, int32_t *which, int64_t n) {
+    for (int64_t i = 0; i < n; i++) which[i] = y[i] <= 0.0f ? -1 : which[i];
+}
+
+static void pool_planes_y(const pool_job *j, int64_t p0, int64_t p1);
 static void pool_planes(void *ctx, int64_t p0, int64_t p1) {
     const pool_job *j = ctx;
+    const int64_t OP = j->g->OH * j->g->OW;
+    if (!j->which || !j->g->relu) {
+        pool_planes_y(j, p0, p1);
+    } else if (is_max2x2(j->g)) { /* a plane at a time (its loop's unit), the outputs still in L1 */
+        for (int64_t p = p0; p < p1; p++) {
+            pool_planes_y(j, p, p + 1);
+            relu_indices(j->Y + p * OP, j->which + p * OP, OP);
+        }
+    } else { /* the range at once (eight planes side by side) */
+        pool_planes_y(j, p0, p1);
+        relu_indices(j->Y + p0 * OP, j->which + p0 * OP, (p1 - p0) * OP);
+    }
+}
+
+static void pool_planes_y(const pool_job *j, int64_t p0, int64_t p1) {
     const lithe__pool2d *g = j->g;
     int64_t HW = g->H * g->W, OP = g->OH * g->OW;
     if (!is_max2x2(g)) {

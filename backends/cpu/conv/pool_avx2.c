@@ -34,8 +34,9 @@ void lithe__pool_gap8_avx2(const float *x, int64_t HW, float div, float *y, int6
  * do not overlap, so each dx element gets at most one term and the order does not matter). Eight outputs
  * at a time: per tap an integer compare of the indices with the tap's, each of the two rows' sixteen
  * floats as dx + dy (dy doubled into pairs) blended in where their tap was chosen: one rounded add like
- * the twin's, and an element no output chose keeps its bits (-0 stays -0). The row's last OW % 8 outputs
- * and an index outside the window (none from the forward) by the twin's loop. The twin's scatter was
+ * the twin's, and an element no output chose keeps its bits (-0 stays -0); a negative index (pool2d's
+ * relu) chooses none. The row's last OW % 8 outputs and an index outside the window (none from the
+ * forward) by the twin's loop. The twin's scatter was
  * ~2 % of the LeNet CNN's training step on Zen 5. */
 static inline __m256 pairs_lo(__m256 a, __m256 b) { /* a0 b0 a1 b1 a2 b2 a3 b3 */
     return _mm256_permute2f128_ps(_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b), 0x20);
@@ -45,7 +46,7 @@ static inline __m256 pairs_hi(__m256 a, __m256 b) { /* a4 b4 ... a7 b7 */
 }
 
 /* which of a window's four taps (b, b + 1, b + W, b + W + 1 per lane) each index names; the lanes
- * naming one of them */
+ * naming one of them or none (a negative index, pool2d's relu: nothing routed, as in the twin) */
 static inline __m256 tap_masks(__m256i idx, __m256i b, __m256i wv, __m256 *m00, __m256 *m01, __m256 *m10,
                                __m256 *m11) {
     const __m256i one = _mm256_set1_epi32(1), bw = _mm256_add_epi32(b, wv);
@@ -53,7 +54,8 @@ static inline __m256 tap_masks(__m256i idx, __m256i b, __m256i wv, __m256 *m00, 
     *m01 = _mm256_castsi256_ps(_mm256_cmpeq_epi32(idx, _mm256_add_epi32(b, one)));
     *m10 = _mm256_castsi256_ps(_mm256_cmpeq_epi32(idx, bw));
     *m11 = _mm256_castsi256_ps(_mm256_cmpeq_epi32(idx, _mm256_add_epi32(bw, one)));
-    return _mm256_or_ps(_mm256_or_ps(*m00, *m01), _mm256_or_ps(*m10, *m11));
+    const __m256 none = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_setzero_si256(), idx));
+    return _mm256_or_ps(_mm256_or_ps(_mm256_or_ps(*m00, *m01), _mm256_or_ps(*m10, *m11)), none);
 }
 
 bool lithe__pool_max2x2_back_avx2(int64_t OH, int64_t OW, int64_t W, const float *dy, const int32_t *which, bool assign,

@@ -159,6 +159,8 @@ BWD(b_fused_conv) {
     const lithe__act *a = &x->g->node_fuse[node].act;
     lithe_tensor *Z = saved[0] ? saved[0] : act_from_y(a) ? out[0] : NULL;
     if (!Z) return fail(x, node, LITHE_ERR_STATE, "the forward kept no pre-activation");
+    if (lithe__pool_relu(x, node, out[0])) /* the max pool reading Y routed dY only where Y > 0: dY is dZ */
+        return b_conv(x, node, in, n_in, out, dout, saved);
     lithe_tensor *dZ = NULL;
     /* dY is spent after this node (graph.c frees it): when nothing else holds it, dZ overwrites it
      * (elementwise), one activation-sized buffer less at the widest layer's backward */

@@ -234,6 +234,8 @@ FWD(f_layernorm); BWD(b_layernorm); FWD(f_batchnorm); BWD(b_batchnorm);
 lithe_status conv_geometry(lithe__gexec *x, size_t node, lithe_tensor **in, lithe__conv2d *g);
 lithe_status conv_forward(lithe__gexec *x, size_t node, lithe_tensor **in, size_t n_in, const lithe__act *a,
                           lithe_tensor **out);
+/* a fused Conv + Relu and the max pool reading it: whether the pool carries the Relu's backward this run */
+bool lithe__pool_relu(const lithe__gexec *x, size_t node, const lithe_tensor *Y);
 #define f_conv lithe__gop_f_conv
 #define b_conv lithe__gop_b_conv
 #define f_pool lithe__gop_f_pool

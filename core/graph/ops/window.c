@@ -322,6 +322,16 @@ lithe_status pool_geometry(lithe__gexec *x, size_t node, const lithe_tensor *X, 
     return LITHE_OK;
 }
 
+/* Whether node's backward (a fused Conv + Relu, or the max pool alone reading its output, as fuse.c
+ * marked them; Y the Conv's output, the pool's X) leaves the Relu's backward to the pool: the pool
+ * writes the index -1 where its output is <= 0, which routes no dY there, exactly where the Relu's
+ * backward would zero the routed one (its output is Y at the index: the same test, NaN passing), and
+ * 0 stays at the positions no output chose either way. Only on a backend that has relu_pool, and
+ * for the 2-D pools (pool3d keeps every index). */
+bool lithe__pool_relu(const lithe__gexec *x, size_t node, const lithe_tensor *Y) {
+    return x->g->node_win[node].relu_pool && x->be->ops->relu_pool && Y->ndim != 5;
+}
+
 FWD(f_pool) {
     UNUSED_FWD;
     LITHE__TRY(need_inputs(x, node, in, n_in, 1));
@@ -335,6 +345,7 @@ FWD(f_pool) {
     else LITHE__TRY(new_f32(x, 4, shape, false, &out[0]));
     /* the argmax indices only when a backward may read them (inference skips writing them) */
     if (g.max && x->keep_all) LITHE__TRY(lithe__gexec_alloc(x, x->be, LITHE_I32, 4, shape, false, &saved[0]));
+    g.relu = saved[0] && lithe__pool_relu(x, node, in[0]);
     lithe_tensor *X4 = NULL, *Y4 = NULL;
     lithe_status s = view4(in[0], &X4);
     if (s == LITHE_OK) s = view4(out[0], &Y4);
