@@ -106,8 +106,13 @@ void lithe__qconv_codes_quads(int64_t n, const uint8_t *x, int64_t stride, int n
     }
 }
 
+static void epi_codes_ref(const lithe__qconv *c, int64_t r0, int64_t rows, int64_t n, float *y, uint8_t *d) {
+    for (int64_t r = r0; r < r0 + rows; r++, y += n, d += n)
+        for (int64_t i = 0; i < n; i++) d[i] = lithe__qconv_code(c, r % c->M, y[i]);
+}
+
 const lithe__qconv_aux lithe__qconv_aux_ref = {quant_f32_ref, quant_i16_ref, quant_pairs_ref, epi_ref, quant_u8_ref,
-                                               quant_quads_ref, NULL, NULL, NULL};
+                                               quant_quads_ref, epi_codes_ref, NULL, NULL};
 
 void lithe__qconv_ow_range(const lithe__conv2d *g, int64_t kw, int64_t *owa, int64_t *owb) {
     const int64_t s = g->stride[1], a = g->pad[1] - kw * g->dil[1];
@@ -186,7 +191,7 @@ void lithe__qconv_pack_w(int64_t M, int64_t K, const int8_t *W, const int32_t *z
 void lithe__qconv_ref(const lithe__qconv *c, int64_t m0, int64_t m1) {
     for (int64_t m = m0; m < m1 && m < c->M; m++) {
         const int32_t *w = c->W + (m / LITHE__QC_MR) * c->Kp * LITHE__QC_MR + m % LITHE__QC_MR;
-        float *y = c->Y + m * c->P;
+        float *y = c->Yc ? NULL : c->Y + m * c->P;
         for (int64_t p = 0; p < c->P; p++) {
             int32_t acc = 0;
             for (int64_t kp = 0; kp < c->Kp; kp++) {
@@ -195,9 +200,10 @@ void lithe__qconv_ref(const lithe__qconv *c, int64_t m0, int64_t m1) {
                 const int16_t *x = c->X + (kp * c->P8 + p) * 2;
                 acc += (int32_t)h[0] * x[0] + (int32_t)h[1] * x[1];
             }
-            y[p] = (float)acc;
+            if (y) y[p] = (float)acc;
+            else c->Yc[m * c->P + p] = lithe__qconv_code(c, m, (float)acc);
         }
-        epi_ref(c, m, 1, c->P, y);
+        if (y) epi_ref(c, m, 1, c->P, y);
     }
 }
 
@@ -212,6 +218,13 @@ const lithe__qconv_aux *lithe__qconv_aux_best(void) {
     if (lithe__qconv_best() == lithe__qconv_wasm) return &lithe__qconv_aux_wasm;
 #endif
     return &lithe__qconv_aux_ref;
+}
+
+bool lithe__qconv_stores_codes(lithe__qconv_fn k) {
+#if defined(__x86_64__) || defined(_M_X64)
+    if (k == lithe__qconv8_ref || (k && k == lithe__qconv8_vnni())) return true;
+#endif
+    return k == lithe__qconv_ref;
 }
 
 lithe__qconv_fn lithe__qconv_best(void) {
@@ -312,8 +325,8 @@ static void to_codes(const lithe__qconv_aux *aux, int64_t n, const float *y, con
 /* depthwise's epilogue over rows [r0, r0 + rows) of P sums at y: float32 in place, or codes into Yc */
 static void dw_out(const lithe__qconv_aux *aux, const lithe__qconv *c, int64_t r0, int64_t rows, int64_t P, float *y,
                    uint8_t *Yc, const lithe__qx *yq) {
-    if (Yc && aux->epi_codes && (c->clamp || !c->act)) {
-        aux->epi_codes(c, r0, rows, P, y, Yc);
+    if (Yc && c->rq) {
+        (aux->epi_codes ? aux->epi_codes : lithe__qconv_aux_ref.epi_codes)(c, r0, rows, P, y, Yc);
         return;
     }
     aux->epi(c, r0, rows, P, y);
@@ -360,6 +373,27 @@ static lithe_status depthwise(lithe_backend *be, const lithe__conv2d *g, const v
     return LITHE_OK;
 }
 
+/* a clip's bound v as a code less zy on yq's grid: v / sy clamped to the grid (NaN to its lowest),
+ * rounded half to even: the clip as a clamp of the codes (rounding is monotone, so clamping the value
+ * then rounding is rounding then clamping to the rounded bounds) */
+static float grid_bound(float v, const lithe__qx *yq) {
+    float t = v / yq->scale;
+    t = t > yq->hi ? yq->hi : t;
+    t = t >= yq->lo ? t : yq->lo;
+    return (t + 12582912.0f) - 12582912.0f;
+}
+
+/* c's requantization (qconv.h's lithe__qconv_code) into rq, rb (M each): where the activation is
+ * none, a relu or a clip; false otherwise (the float output's codes, quantized: to_codes) */
+static bool requant(lithe__qconv *c, const lithe__act *a, const lithe__qx *yq, const float *b, float *rq, float *rb) {
+    if (a && c->clamp != LITHE__SGEMM_CLAMP_RELU && c->clamp != LITHE__SGEMM_CLAMP_CLIP) return false;
+    for (int64_t m = 0; m < c->M; m++) rq[m] = c->scale[m] / yq->scale, rb[m] = b ? b[m] / yq->scale : 0.0f;
+    c->rq = rq, c->rb = rb, c->zy = yq->zx;
+    c->clo = !a ? yq->lo : c->clamp == LITHE__SGEMM_CLAMP_RELU ? grid_bound(0.0f, yq) : grid_bound(c->lo, yq);
+    c->chi = !a || c->clamp == LITHE__SGEMM_CLAMP_RELU ? yq->hi : grid_bound(c->hi, yq);
+    return true;
+}
+
 lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *Xt, float xs, int32_t xz,
                                 int32_t xmin, int32_t xmax, const lithe_tensor *W, const lithe_tensor *b,
                                 const lithe__act *a, lithe_tensor *Y, bool *done) {
@@ -396,7 +430,7 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
      * then the depthwise input, or the columns and the quantized image; then, for codes out, the
      * float32 sums' scratch (depthwise: one chunk's planes; group 1: one image's) */
     const int64_t nt = dw ? g->N * g->C * g->H * g->W : g->C * g->H * g->W;
-    const size_t sc_bytes = ((size_t)g->M * sizeof(float) + 63) / 64 * 64;
+    const size_t sc_bytes = (4 * (size_t)g->M * sizeof(float) + 63) / 64 * 64; /* scale, rq, rb, ones */
     const size_t cols = u8 ? (size_t)(Kq * P8 * 4) : (size_t)(Kp * P8 * 2) * sizeof(int16_t);
     const size_t main_bytes =
         dw ? (size_t)nt * sizeof(float) : cols + (u8 ? (size_t)(nt + 4 * P8) : (size_t)nt * sizeof(int16_t));
@@ -410,12 +444,15 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
     lithe__qconv c = {g->M, Kp, P, P8, NULL, wf, scale, b ? (const float *)lithe__tdata(b) : NULL, NULL,
                       .act = a, .act_fn = lithe__cpu_act};
     if (!lithe__sgemm_act_clamp(a, &c.clamp, &c.lo, &c.hi)) c.clamp = 0;
+    float *ones = scale + 3 * g->M;
+    for (int64_t m = 0; m < g->M; m++) ones[m] = 1.0f;
+    c.yq = &yq;
+    const bool rqo = yc && requant(&c, a, &yq, c.b, scale + g->M, scale + 2 * g->M);
     const lithe__qconv_aux *aux = lithe__qconv_aux_best();
     lithe_status s = LITHE_OK;
     char *buf = (char *)ws + sc_bytes;
     uint8_t *Yc = yc ? (uint8_t *)lithe__tdata(Y) : NULL;
     float *Yf = yc ? (float *)(buf + (main_bytes + 63) / 64 * 64) : (float *)lithe__tdata(Y);
-    c.yq = &yq;
     if (dw) {
         s = depthwise(be, g, X, &q, (const float *)wf, &c, aux, (float *)buf, Yf, Yc, &yq);
     } else {
@@ -441,8 +478,11 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
 #else
         act_after = a && t.fn != lithe__qconv_ref;
 #endif
+        /* requantized codes out: written by the kernel, or (sums) its float sums then epi_codes */
+        const bool fused = rqo && lithe__qconv_stores_codes(t.fn), sums = rqo && !fused;
         lithe__qconv cn = c;
-        if (act_after) cn.clamp = 0, cn.act = NULL, t.c = &cn;
+        if (act_after || sums) cn.clamp = 0, cn.act = NULL, t.c = &cn;
+        if (sums) cn.scale = ones, cn.b = NULL;
         for (int64_t n = 0; n < g->N; n++) {
             const void *xn = (const char *)X + n * g->C * g->H * g->W * (xc ? 1 : 4);
 #if defined(__x86_64__) || defined(_M_X64)
@@ -451,9 +491,11 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
 #endif
                 lithe__qconv_pack_x(g, xn, &q, (int16_t *)(buf + cols), (int16_t *)buf, aux);
             c.Y = cn.Y = yc ? Yf : Yf + n * g->M * P;
+            c.Yc = cn.Yc = fused ? Yc + n * g->M * P : NULL;
             lithe__pool_for(pool, Mb, 1, qc_run, &t);
-            if (act_after && yc) lithe__cpu_act(a, g->M * P, Yf, Yf);
-            if (yc) to_codes(aux, g->M * P, Yf, &yq, Yc + n * g->M * P);
+            if (sums) (aux->epi_codes ? aux->epi_codes : lithe__qconv_aux_ref.epi_codes)(&c, 0, g->M, P, Yf, Yc + n * g->M * P);
+            if (act_after && yc && !rqo) lithe__cpu_act(a, g->M * P, Yf, Yf);
+            if (yc && !rqo) to_codes(aux, g->M * P, Yf, &yq, Yc + n * g->M * P);
         }
         if (act_after && !yc) lithe__cpu_act(a, g->N * g->M * P, Yf, Yf);
     }

@@ -15,7 +15,10 @@
  * a 1x1 stride-1 unpadded window the packing is two rows interleaved (no im2col).
  * Depthwise (group = C = M, at most 256 taps): the float depthwise kernel on the integers x - zx and
  * w - zw (taps decoded once per weight version): every partial sum is an integer below 2^24, exact
- * in float, so the sum is the int32 one bit for bit; then (float)acc · scale (+ b) per channel. */
+ * in float, so the sum is the int32 one bit for bit; then (float)acc · scale (+ b) per channel.
+ * Codes out (Y int8 / uint8, a fused:QConv read by another): the int32 sums requantized by one float
+ * multiply (lithe__qconv_code, onnxruntime's QLinearConv rule; a relu / clip as a clamp of the codes),
+ * in the VNNI tile's store or the depthwise epilogue; other activations: the float output quantized. */
 #ifndef LITHE_CPU_CONV_QCONV_H
 #define LITHE_CPU_CONV_QCONV_H
 
@@ -50,10 +53,34 @@ typedef struct lithe__qconv {
     const uint8_t *Xb;
     const int32_t *Wb, *wsum;
     int32_t xlo;
-    /* Codes out (conv_q8's Y uint8 / int8): their grid (src 1 uint8, 2 int8), for the passes'
-     * epi_codes; the kernels above store float32 */
+    /* Codes out (conv_q8's Y uint8 / int8): their grid (src 1 uint8, 2 int8) */
     const struct lithe__qx *yq;
+    /* Codes out by requantization (rq set: conv_q8's Y codes where the activation is none, a relu or
+     * a clip; lithe__qconv_code): per filter rq[m] = (sx·sw[m]) / sy and rb[m] = b[m] / sy (0 without
+     * b), computed in float32; the code less its zero point zy clamped to [clo, chi], the output
+     * grid's bounds narrowed by the relu / clip (their bounds rounded on the grid). The passes'
+     * epi_codes apply it to float sums; the kernels that store codes (the twins lithe__qconv_ref,
+     * lithe__qconv8_ref, and the VNNI tile: lithe__qconv_stores_codes) write them, (M, P) bytes, to Yc
+     * instead of Y when Yc is set. */
+    const float *rq, *rb;
+    float clo, chi;
+    int32_t zy;
+    uint8_t *Yc;
 } lithe__qconv;
+
+/* The requantization of conv_q8's int8 / uint8 output (onnxruntime's QLinearConv rule, which its QDQ
+ * Conv runs: one float multiply, no division): the int32 sum acc of filter m as a code,
+ *   code = clamp(round_half_even((float)acc · rq[m] + rb[m]), clo, chi) + zy      (NaN to clo)
+ * as the int8 / uint8 code's byte. It can differ from QuantizeLinear of the float output
+ * (act(acc · sx·sw + b) / sy, the float path's division) by one code where that quotient is within
+ * float rounding of a half (ties). Every kernel's codes are this function's bits (mul, then add:
+ * no FMA; vcvtps2dq / the magic-number add round half to even). */
+static inline uint8_t lithe__qconv_code(const lithe__qconv *c, int64_t m, float acc) {
+    float t = acc * c->rq[m] + c->rb[m];
+    t = t > c->chi ? c->chi : t;
+    t = t >= c->clo ? t : c->clo; /* NaN goes to clo */
+    return (uint8_t)(int32_t)((int32_t)((t + 12582912.0f) - 12582912.0f) + c->zy);
+}
 
 /* c's activation over rows [m, m + MR) (those below M), pixels [p, p + n) (those below P) of Y, in
  * place: the twin's clamp or the act kernel, elementwise — for a kernel that stores
@@ -65,6 +92,8 @@ void lithe__qconv_act_rows(const lithe__qconv *c, int64_t m, int64_t p, int64_t 
  * activation included (the store's clamp, or lithe__qconv_act_rows). */
 typedef void (*lithe__qconv_fn)(const lithe__qconv *c, int64_t m0, int64_t m1);
 void lithe__qconv_ref(const lithe__qconv *c, int64_t m0, int64_t m1); /* the scalar twin */
+/* whether kernel k writes c->Yc itself (else the driver runs it on sums and then epi_codes) */
+bool lithe__qconv_stores_codes(lithe__qconv_fn k);
 #if defined(__x86_64__) || defined(_M_X64)
 void lithe__qconv_avx2(const lithe__qconv *c, int64_t m0, int64_t m1);
 #endif
@@ -134,9 +163,9 @@ typedef struct lithe__qconv_aux {
      * (row j at x + j·stride), 0 for j >= nrows (a 1x1 window's K quad) */
     void (*quant_u8)(int64_t n, const float *x, const struct lithe__qx *q, uint8_t *y);
     void (*quant_quads)(int64_t n, const float *x, int64_t stride, int nrows, const struct lithe__qx *q, uint8_t *d);
-    /* Codes between fused:QConv nodes (NULL: the twins): epi_codes as epi, each value then quantized
-     * on c->yq's grid into d (rows at d + (r - r0)·n; the int8 byte flipped; y left as scratch): the
-     * bits of epi then quant_u8 (then the flip); codes_quads, codes_pairs as lithe__qconv_codes_* */
+    /* Codes between fused:QConv nodes (NULL: the twins): epi_codes over rows of float sums y (row r's
+     * filter r mod M; integers, or (float)acc): lithe__qconv_code of each, into d (rows at
+     * d + (r - r0)·n; c->rq set); codes_quads, codes_pairs as lithe__qconv_codes_* */
     void (*epi_codes)(const struct lithe__qconv *c, int64_t r0, int64_t rows, int64_t n, float *y, uint8_t *d);
     void (*codes_quads)(int64_t n, const uint8_t *x, int64_t stride, int nrows, const struct lithe__qx *q, uint8_t *d);
     void (*codes_pairs)(int64_t n, const uint8_t *x0, const uint8_t *x1, const struct lithe__qx *q, int16_t *d);

@@ -124,7 +124,7 @@ void lithe__qconv_pack_x8(const lithe__conv2d *g, const void *Xv, const lithe__q
 void lithe__qconv8_ref(const lithe__qconv *c, int64_t m0, int64_t m1) {
     for (int64_t m = m0; m < m1 && m < c->M; m++) {
         const int32_t *w = c->Wb + (m / LITHE__QC_MR) * c->Kq * LITHE__QC_MR + m % LITHE__QC_MR;
-        float *y = c->Y + m * c->P;
+        float *y = c->Yc ? NULL : c->Y + m * c->P;
         for (int64_t p = 0; p < c->P; p++) {
             uint32_t acc = (uint32_t)c->xlo * (uint32_t)c->wsum[m]; /* wraps as vpaddd does; the sum fits */
             for (int64_t kq = 0; kq < c->Kq; kq++) {
@@ -133,9 +133,10 @@ void lithe__qconv8_ref(const lithe__qconv *c, int64_t m0, int64_t m1) {
                 const uint8_t *x = c->Xb + (kq * c->P8 + p) * 4;
                 for (int j = 0; j < 4; j++) acc += (uint32_t)((int32_t)h[j] * x[j]);
             }
-            y[p] = (float)(int32_t)acc;
+            if (y) y[p] = (float)(int32_t)acc;
+            else c->Yc[m * c->P + p] = lithe__qconv_code(c, m, (float)(int32_t)acc); /* (qconv.h: the codes) */
         }
-        lithe__qconv_aux_ref.epi(c, m, 1, c->P, y);
+        if (y) lithe__qconv_aux_ref.epi(c, m, 1, c->P, y);
     }
 }
 
