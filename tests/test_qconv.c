@@ -225,7 +225,7 @@ static void check_pack(const qcase *c, int64_t n, const lithe__qx *q, int16_t *t
  * 3, a scale from Yr's range), the expected bytes ce (requant_ref), the twin's ct (guarded) */
 #define CODES_SETUP                                                                                               \
     float mxr = 0.0f;                                                                                             \
-    for (int64_t i = 0; i < ny; i++) mxr = isfinite(Yr[i]) ? fmaxf(mxr, fabsf(Yr[i])) : mxr;                     \
+    for (int64_t i_ = 0; i_ < ny; i_++) mxr = isfinite(Yr[i_]) ? fmaxf(mxr, fabsf(Yr[i_])) : mxr;                 \
     const qcase yg = {.xs = mxr > 0.0f ? mxr / 100.0f : 1.0f, .xz = 3, .xmin = -128, .xmax = 127};                \
     int64_t *sums = malloc((size_t)ny * sizeof *sums);                                                            \
     uint8_t *ce = malloc((size_t)ny), *ct = malloc((size_t)ny + GUARD);                                           \
@@ -550,6 +550,88 @@ static void edges(void) {
         release(&c);
     }
 }
+
+/* Depthwise's u8 form (qconv.h's lithe__qdw8_*): its twin and the AVX-512 VNNI + VBMI kernel (where
+ * the CPU has it), each run directly over every plane (split in two calls at a plane that is not a
+ * multiple of the kernel's group of planes), against the int64 reference: float out with every
+ * activation, bit for bit, and codes out (requantized: none, relu, clip) against requant_ref; no
+ * write past Y. Widths 1-37 (every tail of the 16-output vectors and of 64-byte rows), strides 1
+ * and 2, padding 0-2, 3x3 and 5x5 windows, dilation 2; float32 and codes in. */
+static void dw8_kernels(void) {
+    static const struct {
+        int64_t N, C, H, W, KH, s, pad, dil;
+    } D[] = {
+        {1, 3, 5, 1, 3, 1, 1, 1},   {1, 2, 7, 7, 3, 1, 1, 1},   {2, 3, 9, 13, 3, 2, 1, 1}, {1, 5, 16, 16, 3, 1, 1, 1},
+        {1, 4, 17, 17, 3, 2, 1, 1}, {1, 3, 11, 31, 5, 1, 2, 1}, {1, 2, 12, 33, 3, 1, 2, 2}, {1, 3, 8, 37, 3, 2, 0, 1},
+        {1, 17, 20, 20, 3, 1, 1, 1}, {1, 6, 30, 30, 3, 2, 1, 1}, {1, 2, 6, 64, 3, 1, 1, 1}, {1, 2, 4, 65, 5, 2, 2, 1},
+    };
+    const lithe__qdw8_fn vnni = lithe__qdw8_vnni();
+    if (!vnni) printf("qconv: no AVX-512 VNNI + VBMI here (the depthwise u8 kernel's checks: the twin only)\n");
+    char what[160];
+    int checked = 0;
+    for (size_t i = 0; i < sizeof D / sizeof D[0]; i++)
+        for (int v = 0; v < 4; v++) {
+            qcase cs, *c = &cs;
+            geometry(&c->g, D[i].N, D[i].C, D[i].H, D[i].W, D[i].C, D[i].KH, D[i].s, D[i].pad, D[i].dil, D[i].C);
+            make(c, v & 1, v != 3, v & 2, v != 2, v >= 1);
+            if (v & 2) reduce_range(c); /* zero points off 0 with every w - zw in s8 */
+            const lithe__conv2d *g = &c->g;
+            const int64_t K = g->KH * g->KW, P = g->OH * g->OW, ny = g->N * g->M * P, planes = g->N * g->C;
+            const lithe__act *a = act_of((int)i + v);
+            snprintf(what, sizeof what, "dw8 #%zu v%d act %d", i, v, (int)(i + v) % 5);
+            if (!lithe__qconv8_exact(g->M, K, c->W, c->zw, c->n_w, 0)) {
+                CHECK(false, "%s: weights not in s8", what);
+                release(c);
+                continue;
+            }
+            const int64_t nq = (g->KW + 3) / 4, G = lithe__qdw8_group(g);
+            int32_t *Wq = malloc((size_t)(g->M * g->KH * nq) * sizeof *Wq), *wsum = malloc((size_t)g->M * sizeof *wsum);
+            uint8_t *U = malloc((size_t)G * lithe__qdw8_u_bytes(g)), *tmp = malloc((size_t)G * lithe__qdw8_tmp_bytes(g));
+            float *scale = malloc((size_t)g->M * sizeof *scale), *Yr = malloc((size_t)ny * sizeof *Yr);
+            lithe__qdw8_pack_w(g->M, g->KH, g->KW, c->W, c->zw, c->n_w, Wq, wsum);
+            for (int64_t m = 0; m < g->M; m++) scale[m] = c->xs * c->sw[c->n_w == 1 ? 0 : m];
+            conv_ref(c, Yr);
+            CODES_SETUP; /* (yg, ce, ct, rq, rb, cq: a's codes out where it has them) */
+            uint8_t *cv = malloc((size_t)ny + GUARD), *xc = malloc((size_t)(g->N * g->C * g->H * g->W));
+            act_ref(a, ny, Yr);
+            const lithe__qx qf = {c->xs, (float)(c->xmin - c->xz), (float)(c->xmax - c->xz), 0, c->xz};
+            const lithe__qx qc = {c->xs, qf.lo, qf.hi, c->xmin < 0 ? 2 : 1, c->xz};
+            for (int64_t e = 0; e < g->N * g->C * g->H * g->W; e++) xc[e] = (uint8_t)code_ref(c, c->X[e]);
+            const int64_t split = planes > 1 ? planes / 2 + (G > 1 && (planes / 2) % G == 0) : planes;
+            for (int k = 0; k < (vnni ? 2 : 1); k++)
+                for (int src = 0; src < 2; src++) {
+                    const lithe__qdw8_fn fn = k ? vnni : lithe__qdw8_ref;
+                    const char *kn = k ? "vnni" : "twin";
+                    const lithe__qx *q = src ? &qc : &qf;
+                    const void *X = src ? (const void *)xc : (const void *)c->X;
+                    if (src && (c->xmax - c->xmin != 255)) continue;
+                    lithe__qconv kc = {.M = g->M, .P = P, .scale = scale, .b = c->b, .Wb = Wq, .wsum = wsum,
+                                       .xlo = c->xmin - c->xz};
+                    set_act(&kc, a);
+                    float *Y = guarded(ny);
+                    fn(&kc, g, X, q, &lithe__qconv_aux_ref, 0, split > planes ? planes : split, U, tmp, Y, NULL);
+                    if (split < planes) fn(&kc, g, X, q, &lithe__qconv_aux_ref, split, planes, U, tmp, Y, NULL);
+                    CHECK(!memcmp(Y, Yr, (size_t)ny * sizeof *Y) && guard_ok(Y, ny), "%s: %s (%s in) vs reference",
+                          what, kn, src ? "codes" : "float");
+                    free(Y);
+                    if (cq) {
+                        set_requant(&kc, c, a, &yg, rq, rb);
+                        kc.yq = NULL;
+                        memset(cv, 0xA5, (size_t)ny + GUARD);
+                        fn(&kc, g, X, q, &lithe__qconv_aux_ref, 0, split > planes ? planes : split, U, tmp, NULL, cv);
+                        if (split < planes) fn(&kc, g, X, q, &lithe__qconv_aux_ref, split, planes, U, tmp, NULL, cv);
+                        CHECK(!memcmp(cv, ce, (size_t)ny) && codes_guard_ok(cv, ny), "%s: %s's codes (%s in) vs requant_ref",
+                              what, kn, src ? "codes" : "float");
+                    }
+                    checked++;
+                }
+            free(Wq), free(wsum), free(U), free(tmp), free(scale), free(Yr), free(cv), free(xc);
+            CODES_FREE;
+            release(c);
+        }
+    CHECK(checked >= 48, "dw8: only %d runs checked", checked);
+}
+
 #endif
 
 /* The quantizing passes (qconv.h's lithe__qconv_aux: quant_f32, quant_i16, quant_pairs) of every
@@ -832,6 +914,7 @@ int main(void) {
 #if defined(__x86_64__) || defined(_M_X64)
     CHECK(n_s8 >= 12, "only %d full-range cases in s8", n_s8);
     edges();
+    dw8_kernels();
 #endif
     static const struct {
         int64_t N, C, H, W, KH, s, pad, dil;

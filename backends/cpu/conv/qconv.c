@@ -245,13 +245,15 @@ enum { CPACK_GEMM = 1, CPACK_DW = 2, CPACK_HEAD = 64 };
 
 /* W's packed form, made once per version of W's storage (lithe__quant's cache), after a 64-byte head
  * whose first int32 says which: 1 int16 pairs (Wp of the (M, K) view), 2 float taps w - zw (M, KH·KW;
- * depthwise), 3 the u8 x s8 form (Wb, then wsum). Group 1 takes the u8 form when a u8 kernel runs
+ * depthwise), 3 the u8 x s8 form (Wb, then wsum), 4 depthwise's u8 form (dw8: a u8 depthwise kernel
+ * runs for g and every w - zw is in s8; lithe__qdw8_pack_w's quads, then wsum). Group 1 takes the u8 form when a u8 kernel runs
  * here (R8 = the range that kernel needs, lithe__qconv8_range: 0 for VNNI, the activation's R for AVX2;
  * -1: none) and lithe__qconv8_exact holds for R8; the
  * cache's key carries R8, so the check runs once per weight version. */
-static const int32_t *w_form(const lithe_tensor *W, bool dw, int64_t M, int64_t K, int32_t R8) {
+static const int32_t *w_form(const lithe_tensor *W, const lithe__conv2d *g, bool dw, int64_t M, int64_t K, int32_t R8,
+                             bool dw8) {
     lithe__quant *q = W->storage->quant;
-    const int64_t key = dw ? CPACK_DW : CPACK_GEMM + 16 * (int64_t)(R8 + 1);
+    const int64_t key = dw ? CPACK_DW + 32 * (int64_t)dw8 : CPACK_GEMM + 16 * (int64_t)(R8 + 1);
     if (q->cpack && q->cpack_kind == key && q->cpack_n == M * K && q->cpack_version == W->storage->version)
         return (const int32_t *)((const char *)q->cpack + CPACK_HEAD);
     const int8_t *w = (const int8_t *)lithe__tdata(W);
@@ -259,8 +261,13 @@ static const int32_t *w_form(const lithe_tensor *W, bool dw, int64_t M, int64_t 
     int32_t form = dw ? 2 : 1;
 #if defined(__x86_64__) || defined(_M_X64)
     if (!dw && R8 >= 0 && lithe__qconv8_exact(M, K, w, q->zero, q->n, R8)) form = 3;
+    if (dw8 && lithe__qconv8_exact(M, K, w, q->zero, q->n, 0)) form = 4;
 #endif
-    size_t n = form == 1 ? (size_t)(Mb * Kp * LITHE__QC_MR) : form == 2 ? (size_t)(M * K) : (size_t)(Mb * (Kq + 1) * LITHE__QC_MR);
+    const int64_t nq = (g->KW + 3) / 4;
+    size_t n = form == 1   ? (size_t)(Mb * Kp * LITHE__QC_MR)
+               : form == 2 ? (size_t)(M * K)
+               : form == 3 ? (size_t)(Mb * (Kq + 1) * LITHE__QC_MR)
+                           : (size_t)(M * (g->KH * nq + 1));
     char *p = lithe__malloc(CPACK_HEAD + n * 4);
     if (!p) return NULL;
     memcpy(p, &form, sizeof form);
@@ -273,7 +280,8 @@ static const int32_t *w_form(const lithe_tensor *W, bool dw, int64_t M, int64_t 
             for (int64_t k = 0; k < K; k++) f[m * K + k] = (float)(w[m * K + k] - q->zero[q->n == 1 ? 0 : m]);
     } else {
 #if defined(__x86_64__) || defined(_M_X64)
-        lithe__qconv_pack_w8(M, K, w, q->zero, q->n, d, d + Mb * Kq * LITHE__QC_MR);
+        if (form == 3) lithe__qconv_pack_w8(M, K, w, q->zero, q->n, d, d + Mb * Kq * LITHE__QC_MR);
+        else lithe__qdw8_pack_w(M, g->KH, g->KW, w, q->zero, q->n, d, d + M * g->KH * nq);
 #endif
     }
     lithe__free(q->cpack);
@@ -423,19 +431,31 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
     const void *X = lithe__tdata(Xt);
     const int64_t Kp = (K + 1) / 2, Kq = (K + 3) / 4, P8 = (P + 7) / 8 * 8, Mb = (g->M + LITHE__QC_MR - 1) / LITHE__QC_MR;
     lithe__qconv_fn k8 = dw ? NULL : lithe__qconv8_best();
-    const int32_t *wf = w_form(W, dw, g->M, K, k8 ? lithe__qconv8_range(k8, xmax - xmin) : -1);
+    /* depthwise's u8 form: where a kernel runs for g; codes out only requantized (none, relu, clip) */
+#if defined(__x86_64__) || defined(_M_X64)
+    lithe__qdw8_fn kdw = dw ? lithe__qdw8_best(g) : NULL;
+    int cl0 = 0;
+    float lo0, hi0;
+    if (yc && a && (!lithe__sgemm_act_clamp(a, &cl0, &lo0, &hi0) || cl0 == LITHE__SGEMM_CLAMP_HSWISH)) kdw = NULL;
+#else
+    const void *kdw = NULL;
+#endif
+    const int32_t *wf = w_form(W, g, dw, g->M, K, k8 ? lithe__qconv8_range(k8, xmax - xmin) : -1, kdw != NULL);
     if (!wf) return lithe__oom("int8 convolution", (size_t)(g->M * K) * sizeof(int32_t));
-    const bool u8 = w_form_of(wf) == 3;
+    const bool u8 = w_form_of(wf) == 3, dw8 = w_form_of(wf) == 4;
     /* one workspace from the backend's allocator (kept across calls, as the float conv's): the scales,
      * then the depthwise input, or the columns and the quantized image; then, for codes out, the
      * float32 sums' scratch (depthwise: one chunk's planes; group 1: one image's) */
     const int64_t nt = dw ? g->N * g->C * g->H * g->W : g->C * g->H * g->W;
     const size_t sc_bytes = (4 * (size_t)g->M * sizeof(float) + 63) / 64 * 64; /* scale, rq, rb, ones */
     const size_t cols = u8 ? (size_t)(Kq * P8 * 4) : (size_t)(Kp * P8 * 2) * sizeof(int16_t);
-    const size_t main_bytes =
+    size_t main_bytes =
         dw ? (size_t)nt * sizeof(float) : cols + (u8 ? (size_t)(nt + 4 * P8) : (size_t)nt * sizeof(int16_t));
     const int64_t cc = dw ? dw_chunk(g) : 0;
-    const size_t yf_bytes = !yc ? 0 : (size_t)(dw ? (cc >= g->C ? g->N * g->M : cc) : g->M) * (size_t)P * sizeof(float);
+    size_t yf_bytes = !yc ? 0 : (size_t)(dw ? (cc >= g->C ? g->N * g->M : cc) : g->M) * (size_t)P * sizeof(float);
+#if defined(__x86_64__) || defined(_M_X64)
+    if (dw8) main_bytes = lithe__qdw8_ws_bytes(g), yf_bytes = 0; /* (its own scratch per chunk of planes) */
+#endif
     const size_t bytes = sc_bytes + (main_bytes + 63) / 64 * 64 + yf_bytes;
     void *ws = NULL;
     LITHE__TRY(be->ops->alloc(be, bytes, &ws));
@@ -453,7 +473,12 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
     char *buf = (char *)ws + sc_bytes;
     uint8_t *Yc = yc ? (uint8_t *)lithe__tdata(Y) : NULL;
     float *Yf = yc ? (float *)(buf + (main_bytes + 63) / 64 * 64) : (float *)lithe__tdata(Y);
-    if (dw) {
+    if (dw8) {
+#if defined(__x86_64__) || defined(_M_X64)
+        c.xlo = xmin - xz, c.Wb = wf, c.wsum = wf + g->M * g->KH * ((g->KW + 3) / 4);
+        lithe__qdw8_run(g, X, &q, &c, aux, kdw, buf, yc ? NULL : Yf, Yc);
+#endif
+    } else if (dw) {
         s = depthwise(be, g, X, &q, (const float *)wf, &c, aux, (float *)buf, Yf, Yc, &yq);
     } else {
         const double ops = 2.0 * (double)g->M * (double)K * (double)P;

@@ -15,8 +15,11 @@
  * and the CPU has AVX512-VNNI. */
 #include "qconv.h"
 
+#include "../../../core/internal.h"
+
 #if defined(__x86_64__) && defined(__AVX512F__) && defined(__AVX512VNNI__) && defined(__FMA__)
 #include <immintrin.h>
+#include <string.h>
 
 /* avx2_clamp.h's lithe__avx2_clamp, the same operations in the same order on 16 lanes */
 static inline __attribute__((always_inline)) __m512 clamp16(__m512 t, int cl, __m512 lo, __m512 hi) {
@@ -247,7 +250,140 @@ static void codes_quads(int64_t n, const uint8_t *x, int64_t stride, int nrows, 
 
 const lithe__qconv_aux lithe__qconv_aux_avx512 = {quant_f32, quant_i16, quant_pairs, epi, quant_u8, quant_quads,
                                                   epi_codes, codes_quads, NULL};
+
+/* ---- depthwise's u8 form (qconv.h: lithe__qdw8_fn). Per plane: U's rows (codes copied, the int8
+ * byte flipped; float32 quantized), then per row r of U that a window reads and quad j of kernel taps
+ * Q_j[r·OW + ow] (ow by 16: a 64-byte load of U at column ow·s + 4j·dil, vpermb to lane i's bytes
+ * s·i + dil·t, t < 4; the weights past KW are 0; a row's last vector writes into the next row's start,
+ * which that row then overwrites), then per vector of 16 outputs (stride 1: 16 consecutive outputs of
+ * the plane, across rows; else 16 of one row) KH·ceil(KW / 4) loads of Q and vpdpbusd by the quad's
+ * broadcast s8 weights: the exact int32 sum (qconv.h), 4 vectors in flight; then the epilogue of the
+ * tiles above (store_row, epi_codes) and a masked store of the vector's outputs. ---- */
+#define DW8 __attribute__((target("avx512bw,avx512vl,avx512vbmi")))
+enum { DW8_NV = 8 }; /* vectors in flight: each accumulator's chain is KH·ceil(KW / 4) vpdpbusd long */
+
+typedef struct dw8 {
+    int64_t OH, OW, P, s0, kstep, KH, nq, qs; /* kstep: Q's step per kernel row; qs: per quad */
+} dw8;
+
+/* the next nv vectors from (*oh, *ow) (stride 1: *ow is the plane's output index, *oh 0) */
+static inline __attribute__((always_inline)) DW8 void dw8_block(const lithe__qconv *c, const dw8 *k, const int32_t *Q,
+                                                                 const int32_t *wq, int64_t *oh, int64_t *ow, int nv,
+                                                                 __m512i fix, __m512 sc, __m512 b, __m512 lo, __m512 hi,
+                                                                 const rqv *rq, float *y, uint8_t *yc) {
+    int64_t qb[DW8_NV], at[DW8_NV], n[DW8_NV];
+    __m512i acc[DW8_NV];
+    for (int v = 0; v < nv; v++) {
+        if (k->s0 == 1) {
+            qb[v] = at[v] = *ow, n[v] = k->P - *ow;
+            *ow += 16;
+        } else {
+            qb[v] = *oh * k->s0 * k->OW + *ow, at[v] = *oh * k->OW + *ow, n[v] = k->OW - *ow;
+            if ((*ow += 16) >= k->OW) *ow = 0, ++*oh;
+        }
+        acc[v] = fix;
+    }
+    for (int64_t kh = 0; kh < k->KH; kh++)
+        for (int64_t j = 0; j < k->nq; j++, wq++) {
+            const __m512i wv = _mm512_set1_epi32(*wq);
+            const int32_t *qr = Q + kh * k->kstep + j * k->qs;
+            for (int v = 0; v < nv; v++) acc[v] = _mm512_dpbusd_epi32(acc[v], _mm512_loadu_si512(qr + qb[v]), wv);
+        }
+    for (int v = 0; v < nv; v++) {
+        if (yc) { /* requantized (lithe__qconv_code) */
+            put16(yc + at[v], n[v], rq16(_mm512_cvtepi32_ps(acc[v]), rq));
+            continue;
+        }
+        __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(acc[v]), sc);
+        if (c->b) t = _mm512_add_ps(t, b);
+        if (c->clamp) t = clamp16(t, c->clamp, lo, hi);
+        _mm512_mask_storeu_ps(y + at[v], lanes(n[v]), t);
+    }
+}
+
+static DW8 void qdw8_vnni(const lithe__qconv *c, const lithe__conv2d *g, const void *X, const lithe__qx *q,
+                          const lithe__qconv_aux *aux, int64_t p0, int64_t p1, uint8_t *U, void *tmp, float *Y,
+                          uint8_t *Yc) {
+    const int64_t ld = g->pad[1] + g->W + g->pad[3], OW = g->OW, P = g->OH * OW, HW = g->H * g->W;
+    const int64_t s1 = g->stride[1], d1 = g->dil[1], nq = (g->KW + 3) / 4;
+    const int64_t rows = (g->OH - 1) * g->stride[0] + (g->KH - 1) * g->dil[0] + 1;
+    const dw8 k = {g->OH, OW, P, g->stride[0], g->dil[0] * OW, g->KH, nq, rows * OW + 16};
+    uint8_t ib[64];
+    for (int i = 0; i < 16; i++)
+        for (int t = 0; t < 4; t++) ib[4 * i + t] = (uint8_t)(s1 * i + d1 * t); /* <= 63 (lithe__qdw8_best) */
+    const __m512i idx = _mm512_loadu_si512(ib);
+    const int64_t nvec = k.s0 == 1 ? (P + 15) / 16 : g->OH * ((OW + 15) / 16);
+    const __m512 lo = _mm512_set1_ps(c->lo), hi = _mm512_set1_ps(c->hi);
+    const __m512i flip = _mm512_set1_epi8(q->src == 2 ? (char)0x80 : 0);
+    (void)aux; /* (float32 planes: this file's quant_u8) */
+    const int64_t G = lithe__qdw8_group(g);
+    const size_t ub = lithe__qdw8_u_bytes(g), tb = lithe__qdw8_tmp_bytes(g);
+    memset(U, (uint8_t)(int)-q->lo, (size_t)G * ub);
+    for (int64_t p = p0; p < p1; p += G) { /* a group of planes by stages: their stores retire before the loads */
+        const int64_t ng = p1 - p < G ? p1 - p : G;
+        for (int64_t e = 0; e < ng; e++) {
+            const int64_t HWp = (p + e) * HW;
+            /* the codes' rows as u (the int8 byte flipped); float32 quantized first in one pass over the
+             * plane (quant_u8: u, no flip) into the end of the plane's tmp */
+            uint8_t *d = U + e * ub + g->pad[0] * ld + g->pad[1];
+            const uint8_t *x = (const uint8_t *)X + HWp;
+            __m512i fl = flip;
+            if (!q->src) {
+                uint8_t *xb = (uint8_t *)tmp + (e + 1) * tb - (HW + 63) / 64 * 64;
+                quant_u8(HW, (const float *)X + HWp, q, xb);
+                x = xb, fl = _mm512_setzero_si512();
+            }
+            for (int64_t ih = 0; ih < g->H; ih++, x += g->W, d += ld)
+                for (int64_t i = 0; i < g->W; i += 64) {
+                    const __mmask64 mk = g->W - i >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (g->W - i)) - 1;
+                    _mm512_mask_storeu_epi8(d + i, mk, _mm512_xor_si512(_mm512_maskz_loadu_epi8(mk, x + i), fl));
+                }
+        }
+        for (int64_t e = 0; e < ng; e++)
+            for (int64_t r = 0; r < rows; r++)
+                for (int64_t j = 0; j < nq; j++) {
+                    const uint8_t *u = U + e * ub + r * ld + 4 * j * d1;
+                    int32_t *d = (int32_t *)((char *)tmp + e * tb) + j * k.qs + r * OW;
+                    for (int64_t ow = 0; ow < OW; ow += 16)
+                        _mm512_storeu_si512(d + ow, _mm512_permutexvar_epi8(idx, _mm512_loadu_si512(u + ow * s1)));
+                }
+        for (int64_t e = 0; e < ng; e++) {
+            const int64_t m = (p + e) % g->C;
+            const int32_t *Q = (const int32_t *)((const char *)tmp + e * tb), *wq = c->Wb + m * k.KH * nq;
+            const __m512i fix = _mm512_set1_epi32(c->xlo * c->wsum[m]);
+            const __m512 sc = _mm512_set1_ps(c->scale[m]), b = _mm512_set1_ps(c->b ? c->b[m] : 0.0f);
+            float *y = Yc ? NULL : Y + (p + e) * P;
+            uint8_t *yc = Yc ? Yc + (p + e) * P : NULL;
+            const rqv rq = Yc ? rq_of(c, m) : (rqv){0};
+            int64_t oh = 0, ow = 0, v = 0;
+#define DW8_BLOCK(nv) dw8_block(c, &k, Q, wq, &oh, &ow, nv, fix, sc, b, lo, hi, &rq, y, yc)
+            for (; v + DW8_NV <= nvec; v += DW8_NV) DW8_BLOCK(DW8_NV);
+            switch (nvec - v) {
+            case 7: DW8_BLOCK(7); break;
+            case 6: DW8_BLOCK(6); break;
+            case 5: DW8_BLOCK(5); break;
+            case 4: DW8_BLOCK(4); break;
+            case 3: DW8_BLOCK(3); break;
+            case 2: DW8_BLOCK(2); break;
+            case 1: DW8_BLOCK(1); break;
+            default: break;
+            }
+#undef DW8_BLOCK
+            if (!Yc && !c->clamp && c->act) c->act_fn(c->act, P, y, y);
+        }
+    }
+}
+
+lithe__qdw8_fn lithe__qdw8_vnni(void) {
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vnni") &&
+                   __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                   __builtin_cpu_supports("avx512vbmi")
+               ? qdw8_vnni
+               : NULL;
+}
+
 #else
 lithe__qconv_fn lithe__qconv8_vnni(void) { return 0; }
 const lithe__qconv_aux lithe__qconv_aux_avx512 = {0}; /* never chosen: lithe__qconv8_vnni is NULL */
+lithe__qdw8_fn lithe__qdw8_vnni(void) { return 0; }
 #endif
