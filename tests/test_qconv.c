@@ -698,6 +698,7 @@ static void ties(void) {
 static void codes_passes(void) {
     lithe__qconv_aux twin = lithe__qconv_aux_ref; /* its codes_quads, codes_pairs: the driver's twins */
     twin.codes_quads = lithe__qconv_codes_quads, twin.codes_pairs = lithe__qconv_codes_pairs;
+    twin.codes_f32 = lithe__qconv_codes_f32;
     const lithe__qconv_aux *A[4] = {&twin};
     const char *name[4] = {"twin"};
     int na = 1;
@@ -715,7 +716,7 @@ static void codes_passes(void) {
     uint8_t *d = malloc(NX + 1), *e = malloc(NX);
     int passes = 0;
     for (int a = 0; a < na; a++) {
-        if (!A[a]->epi_codes && !A[a]->codes_quads && !A[a]->codes_pairs) continue;
+        if (!A[a]->epi_codes && !A[a]->codes_quads && !A[a]->codes_pairs && !A[a]->codes_f32) continue;
         passes++;
         for (size_t si = 0; A[a]->epi_codes && si < sizeof S / sizeof S[0] + 1; si++)
             for (size_t zi = 0; zi < sizeof Z / sizeof Z[0]; zi++) {
@@ -759,6 +760,22 @@ static void codes_passes(void) {
                 }
     }
     free(X), free(y), free(d), free(e);
+    for (int a = 0; a < na; a++) /* codes_f32: x - zx of the codes as floats, tails of 1-15 */
+        for (int src = 1; A[a]->codes_f32 && src <= 2; src++)
+            for (int64_t n = 1; n <= 70; n += 3) {
+                uint8_t x[72];
+                float yf[73];
+                for (int64_t i = 0; i < n; i++) x[i] = (uint8_t)(urand32() >> 5);
+                x[0] = 0x80, x[n - 1] = 0x7F;
+                const int32_t zx = src == 2 ? -9 : 131;
+                const lithe__qx q = {1.0f, (float)((src == 2 ? -128 : 0) - zx), (float)((src == 2 ? 127 : 255) - zx), src, zx};
+                yf[n] = SENTINEL;
+                A[a]->codes_f32(n, x, &q, yf);
+                int bad = memcmp(&yf[n], &SENTINEL, sizeof *yf) != 0;
+                for (int64_t i = 0; i < n; i++) bad += yf[i] != (float)((src == 2 ? (int8_t)x[i] : x[i]) - zx);
+                CHECK(!bad, "codes: %s codes_f32, %s, n %lld: %d values off", name[a], src == 2 ? "int8" : "uint8",
+                      (long long)n, bad);
+            }
     for (int a = 0; a < na; a++) /* codes_pairs: x - zx of two rows' codes, interleaved */
         for (int src = 1; A[a]->codes_pairs && src <= 2; src++)
             for (int64_t n = 1; n <= 41; n += 8) {

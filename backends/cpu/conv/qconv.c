@@ -112,7 +112,7 @@ static void epi_codes_ref(const lithe__qconv *c, int64_t r0, int64_t rows, int64
 }
 
 const lithe__qconv_aux lithe__qconv_aux_ref = {quant_f32_ref, quant_i16_ref, quant_pairs_ref, epi_ref, quant_u8_ref,
-                                               quant_quads_ref, epi_codes_ref, NULL, NULL};
+                                               quant_quads_ref, epi_codes_ref, NULL, NULL, NULL};
 
 void lithe__qconv_ow_range(const lithe__conv2d *g, int64_t kw, int64_t *owa, int64_t *owb) {
     const int64_t s = g->stride[1], a = g->pad[1] - kw * g->dil[1];
@@ -343,7 +343,7 @@ static void dw_out(const lithe__qconv_aux *aux, const lithe__qconv *c, int64_t r
 
 /* X's planes [r0, r0 + n) as x - zx in xf: quantized, or the codes less zx */
 static void dw_in(const lithe__qconv_aux *aux, const void *X, int64_t r0, int64_t n, const lithe__qx *q, float *xf) {
-    if (q->src) lithe__qconv_codes_f32(n, (const uint8_t *)X + r0, q, xf);
+    if (q->src) (aux->codes_f32 ? aux->codes_f32 : lithe__qconv_codes_f32)(n, (const uint8_t *)X + r0, q, xf);
     else aux->quant_f32(n, (const float *)X + r0, q, xf);
 }
 

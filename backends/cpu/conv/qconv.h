@@ -171,6 +171,8 @@ typedef struct lithe__qconv_aux {
     void (*epi_codes)(const struct lithe__qconv *c, int64_t r0, int64_t rows, int64_t n, float *y, uint8_t *d);
     void (*codes_quads)(int64_t n, const uint8_t *x, int64_t stride, int nrows, const struct lithe__qx *q, uint8_t *d);
     void (*codes_pairs)(int64_t n, const uint8_t *x0, const uint8_t *x1, const struct lithe__qx *q, int16_t *d);
+    /* lithe__qconv_codes_f32 (the depthwise's codes in; NULL: the twin) */
+    void (*codes_f32)(int64_t n, const uint8_t *x, const struct lithe__qx *q, float *y);
 } lithe__qconv_aux;
 extern const lithe__qconv_aux lithe__qconv_aux_ref;
 #if defined(__x86_64__) || defined(_M_X64)

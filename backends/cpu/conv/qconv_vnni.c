@@ -248,8 +248,21 @@ static void codes_quads(int64_t n, const uint8_t *x, int64_t stride, int nrows, 
     if (i < n) lithe__qconv_codes_quads(n - i, x + i, stride, nrows, q, d + 4 * i);
 }
 
+/* lithe__qconv_codes_f32 on 16 lanes: the bytes widened (signed for int8), less zx, converted (exact) */
+static void codes_f32(int64_t n, const uint8_t *x, const lithe__qx *q, float *y) {
+    const __m512i z = _mm512_set1_epi32(q->zx);
+    const bool s8 = q->src == 2;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m128i b = _mm_loadu_si128((const __m128i *)(x + i));
+        const __m512i v = s8 ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
+        _mm512_storeu_ps(y + i, _mm512_cvtepi32_ps(_mm512_sub_epi32(v, z)));
+    }
+    if (i < n) lithe__qconv_codes_f32(n - i, x + i, q, y + i);
+}
+
 const lithe__qconv_aux lithe__qconv_aux_avx512 = {quant_f32, quant_i16, quant_pairs, epi, quant_u8, quant_quads,
-                                                  epi_codes, codes_quads, NULL};
+                                                  epi_codes, codes_quads, NULL, codes_f32};
 
 /* ---- depthwise's u8 form (qconv.h: lithe__qdw8_fn). Per plane: U's rows (codes copied, the int8
  * byte flipped; float32 quantized), then per row r of U that a window reads and quad j of kernel taps

@@ -221,5 +221,5 @@ static void codes_pairs(int64_t n, const uint8_t *x0, const uint8_t *x1, const l
 }
 
 const lithe__qconv_aux lithe__qconv_aux_wasm = {quant_f32, quant_i16, quant_pairs, epi, quant_u8, quant_quads, epi_codes,
-                                                NULL, codes_pairs};
+                                                NULL, codes_pairs, NULL};
 #endif
