@@ -10,7 +10,10 @@
  *     codes (VNNI's int32 bound);
  *   - the backend's conv_q8 (group 1 and depthwise, its planes past 256 KB by chunks of channels;
  *     int8 and uint8 activations, per-channel and per-tensor weights with zero points, a -128
- *     weight) against the same reference, bit for bit.
+ *     weight) against the same reference, bit for bit;
+ *   - codes out (requantization, qconv.h's lithe__qconv_code): the twins' and the VNNI tile's
+ *     stores, the passes' epi_codes and conv_q8's codes against the rule computed from the int64
+ *     sums (requant_ref), bit for bit, and within one code of QuantizeLinear of the float output.
  * Geometries: 1x1 (odd K, P across the 16- and 8-pixel tiles and their tails), 1x1 stride 2, 3x3
  * stride 1 and 2 with padding, dilation 2; M across the 4-filter tiles; NaN, infinities and values
  * past the codes' range in X, and the quantizing passes on values at QuantizeLinear's ties.
@@ -58,8 +61,8 @@ static int32_t code_ref(const qcase *c, float x) {
     return v < c->xmin ? c->xmin : v > c->xmax ? c->xmax : (int32_t)v;
 }
 
-/* Y (N, M, OH, OW) by the definition */
-static void conv_ref(const qcase *c, float *Y) {
+/* Y (N, M, OH, OW) by the definition; A (or NULL): the int64 sums */
+static void conv_sums(const qcase *c, float *Y, int64_t *A) {
     const lithe__conv2d *g = &c->g;
     const int64_t Cg = g->C / g->group, Mg = g->M / g->group;
     for (int64_t n = 0; n < g->N; n++)
@@ -84,8 +87,10 @@ static void conv_ref(const qcase *c, float *Y) {
                     float t = (float)acc * sc;
                     if (c->b) t += c->b[m];
                     Y[((n * g->M + m) * g->OH + oh) * g->OW + ow] = t;
+                    if (A) A[((n * g->M + m) * g->OH + oh) * g->OW + ow] = acc;
                 }
 }
+static void conv_ref(const qcase *c, float *Y) { conv_sums(c, Y, NULL); }
 
 static void geometry(lithe__conv2d *g, int64_t N, int64_t C, int64_t H, int64_t W, int64_t M, int64_t KH, int64_t s,
                      int64_t pad, int64_t dil, int64_t group) {
@@ -139,6 +144,44 @@ static const lithe__act ACTS[] = {
 };
 static const lithe__act *act_of(int i) { return i % 5 == 4 ? NULL : &ACTS[i % 5]; }
 
+/* The requantized codes (qconv.h's lithe__qconv_code) by their definition, from the int64 sums A of
+ * c on the output grid yg (xs: sy, xz: zy, xmin / xmax): rq = (sx·sw) / sy, rb = b / sy, then
+ * rintf (half to even) of (float)acc · rq + rb, clamped (NaN to the lowest) to the grid narrowed by a
+ * relu / clip (its bounds rounded on the grid); bytes. false where a has no such form (HardSwish,
+ * sigmoid: conv_q8 quantizes the float output there). */
+static bool code_bounds(const lithe__act *a, const qcase *yg, double *plo, double *phi) {
+    double lo = yg->xmin - yg->xz, hi = yg->xmax - yg->xz;
+    if (a && a->kind == LITHE__ACT_RELU) lo = 0;
+    else if (a && a->kind == LITHE__ACT_CLIPPED_LINEAR) {
+        const double l = rintf(a->min_val / yg->xs), h = rintf(a->max_val / yg->xs), glo = lo, ghi = hi;
+        lo = l < glo ? glo : l > ghi ? ghi : l, hi = h < glo ? glo : h > ghi ? ghi : h;
+    } else if (a) return false;
+    *plo = lo, *phi = hi;
+    return true;
+}
+/* k's requantization fields for c's output on yg (rq, rb: M floats of storage) */
+static void set_requant(lithe__qconv *k, const qcase *c, const lithe__act *a, const qcase *yg, float *rq, float *rb) {
+    double lo = 0, hi = 0;
+    code_bounds(a, yg, &lo, &hi);
+    for (int64_t m = 0; m < c->g.M; m++)
+        rq[m] = c->xs * c->sw[c->n_w == 1 ? 0 : m] / yg->xs, rb[m] = c->b ? c->b[m] / yg->xs : 0.0f;
+    k->rq = rq, k->rb = rb, k->clo = (float)lo, k->chi = (float)hi, k->zy = yg->xz;
+}
+static bool requant_ref(const qcase *c, const lithe__act *a, const qcase *yg, const int64_t *A, uint8_t *out) {
+    const lithe__conv2d *g = &c->g;
+    double lo, hi;
+    if (!code_bounds(a, yg, &lo, &hi)) return false;
+    const int64_t P = g->OH * g->OW;
+    for (int64_t i = 0; i < g->N * g->M * P; i++) {
+        const int64_t m = i / P % g->M;
+        const float rq = c->xs * c->sw[c->n_w == 1 ? 0 : m] / yg->xs, rb = c->b ? c->b[m] / yg->xs : 0.0f;
+        const float t = rintf((float)A[i] * rq + rb);
+        const double v = isnan(t) ? lo : t < lo ? lo : t > hi ? hi : t;
+        out[i] = (uint8_t)(int32_t)(v + yg->xz);
+    }
+    return true;
+}
+
 /* the reference's activation: the act kernel's pass over Y */
 static void act_ref(const lithe__act *a, int64_t n, float *Y) {
     if (a) lithe__cpu_act(a, n, Y, Y);
@@ -178,6 +221,25 @@ static void check_pack(const qcase *c, int64_t n, const lithe__qx *q, int16_t *t
 }
 #endif
 
+/* A kernel check's codes out (requantization, where a has it): the output grid yg (int8, zero point
+ * 3, a scale from Yr's range), the expected bytes ce (requant_ref), the twin's ct (guarded) */
+#define CODES_SETUP                                                                                               \
+    float mxr = 0.0f;                                                                                             \
+    for (int64_t i_ = 0; i_ < ny; i_++) mxr = isfinite(Yr[i_]) ? fmaxf(mxr, fabsf(Yr[i_])) : mxr;                 \
+    const qcase yg = {.xs = mxr > 0.0f ? mxr / 100.0f : 1.0f, .xz = 3, .xmin = -128, .xmax = 127};                \
+    int64_t *sums = malloc((size_t)ny * sizeof *sums);                                                            \
+    uint8_t *ce = malloc((size_t)ny), *ct = malloc((size_t)ny + GUARD);                                           \
+    float *rq = malloc((size_t)g->M * sizeof *rq), *rb = malloc((size_t)g->M * sizeof *rb);                       \
+    conv_sums(c, Yr, sums);                                                                                       \
+    memset(ct, 0xA5, (size_t)ny + GUARD);                                                                         \
+    const bool cq = requant_ref(c, a, &yg, sums, ce)
+#define CODES_FREE free(sums), free(ce), free(ct), free(rq), free(rb)
+static bool codes_guard_ok(const uint8_t *d, int64_t n) {
+    for (int64_t i = n; i < n + GUARD; i++)
+        if (d[i] != 0xA5) return false;
+    return true;
+}
+
 /* group 1: pack, then the twin (and AVX2) per image, against conv_ref */
 static void kernels(qcase *c, const lithe__act *a, const char *what) {
     const lithe__conv2d *g = &c->g;
@@ -191,6 +253,7 @@ static void kernels(qcase *c, const lithe__act *a, const char *what) {
     for (int64_t m = 0; m < g->M; m++) scale[m] = c->xs * c->sw[c->n_w == 1 ? 0 : m];
     lithe__qx q = {c->xs, (float)(c->xmin - c->xz), (float)(c->xmax - c->xz), 0, 0};
     conv_ref(c, Yr);
+    CODES_SETUP;
     act_ref(a, ny, Yr);
     for (int64_t n = 0; n < g->N; n++) {
         lithe__qconv_pack_x(g, c->X + n * g->C * g->H * g->W, &q, tmp, Xp, &lithe__qconv_aux_ref);
@@ -198,6 +261,12 @@ static void kernels(qcase *c, const lithe__act *a, const char *what) {
                           .Y = Yt + n * g->M * P};
         set_act(&k, a);
         lithe__qconv_ref(&k, 0, Mb * LITHE__QC_MR);
+        if (cq) { /* codes out: the twin writes Yc */
+            lithe__qconv kc = k;
+            set_requant(&kc, c, a, &yg, rq, rb);
+            kc.Yc = ct + n * g->M * P;
+            lithe__qconv_ref(&kc, 0, LITHE__QC_MR), lithe__qconv_ref(&kc, LITHE__QC_MR, Mb * LITHE__QC_MR);
+        }
 #if defined(__x86_64__) || defined(_M_X64)
         if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
             check_pack(c, n, &q, tmp, Xp, (size_t)(Kp * P8 * 2), &lithe__qconv_aux_avx2, "avx2", what);
@@ -215,6 +284,8 @@ static void kernels(qcase *c, const lithe__act *a, const char *what) {
     }
     CHECK(!memcmp(Yt, Yr, (size_t)ny * sizeof *Yr), "%s: twin vs reference (M=%lld K=%lld P=%lld)", what,
           (long long)g->M, (long long)K, (long long)P);
+    CHECK(!cq || (!memcmp(ct, ce, (size_t)ny) && codes_guard_ok(ct, ny)), "%s: the twin's codes vs requant_ref", what);
+    CODES_FREE;
     CHECK(guard_ok(Yt, ny), "%s: the twin wrote past Y", what);
 #if defined(__x86_64__) || defined(_M_X64)
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
@@ -233,7 +304,10 @@ static void kernels(qcase *c, const lithe__act *a, const char *what) {
 
 /* Codes between fused:QConv nodes (fuse_qdq.c's chain): conv_q8 with X as the codes of its grid
  * (code_ref: QuantizeLinear's) gives the float run's Yr bit for bit; with Y an int8 / uint8 tensor
- * carrying a scale and zero point, QuantizeLinear's codes of Yr (code_ref on that grid); both at once. */
+ * carrying a scale and zero point, the requantized codes (requant_ref; none, relu, clip), each within
+ * one code of QuantizeLinear's of Yr (code_ref on that grid), or QuantizeLinear's of Yr for the other
+ * activations; both at once. */
+static int64_t n_codes, n_off; /* requantized codes checked, and those one off QuantizeLinear's */
 static void codes_io(const qcase *c, lithe_backend *be, const lithe_tensor *X, const lithe_tensor *W,
                      const lithe_tensor *b, const lithe__act *a, const float *Yr, const char *what) {
     const lithe__conv2d *g = &c->g;
@@ -254,7 +328,20 @@ static void codes_io(const qcase *c, lithe_backend *be, const lithe_tensor *X, c
     CHECK(ok, "%s: codes tensors", what);
     uint8_t *ye = malloc((size_t)ny);
     for (int64_t i = 0; ok && i < nx; i++) ((uint8_t *)lithe__tdata(Xc))[i] = (uint8_t)code_ref(c, c->X[i]);
-    for (int64_t i = 0; i < ny; i++) ye[i] = (uint8_t)code_ref(&yg, Yr[i]);
+    int64_t *A = malloc((size_t)ny * sizeof *A);
+    float *Ys = malloc((size_t)ny * sizeof *Ys);
+    conv_sums(c, Ys, A);
+    if (!requant_ref(c, a, &yg, A, ye))
+        for (int64_t i = 0; i < ny; i++) ye[i] = (uint8_t)code_ref(&yg, Yr[i]);
+    int off = 0, far = 0; /* the requantized codes against QuantizeLinear's of Yr */
+    for (int64_t i = 0; i < ny; i++) {
+        const int32_t d = (s8 ? (int8_t)ye[i] : ye[i]) - code_ref(&yg, Yr[i]);
+        off += d != 0, far += d < -1 || d > 1;
+    }
+    CHECK(!far, "%s: %d of %lld requantized codes more than one code off QuantizeLinear's of the float output", what,
+          far, (long long)ny);
+    n_codes += ny, n_off += off;
+    free(A), free(Ys);
     for (int k = 0; ok && k < 3; k++) { /* X codes -> float; float -> Y codes; codes -> codes */
         const bool xin = k != 1, yout = k != 0;
         if (xin && !xcodes) continue;
@@ -264,8 +351,8 @@ static void codes_io(const qcase *c, lithe_backend *be, const lithe_tensor *X, c
         lithe_status s = be->ops->conv_q8(be, g, xin ? Xc : X, c->xs, c->xz, c->xmin, c->xmax, W, b, a, Y, &done);
         CHECK(s == LITHE_OK && done, "%s: conv_q8 with codes (%d) ran (status %d, done %d)", what, k, (int)s, (int)done);
         if (yout) {
-            CHECK(!memcmp(lithe__tdata(Yc), ye, (size_t)ny), "%s: conv_q8's codes out (%s in) vs QuantizeLinear's of the "
-                  "reference", what, xin ? "codes" : "float");
+            CHECK(!memcmp(lithe__tdata(Yc), ye, (size_t)ny), "%s: conv_q8's codes out (%s in) vs requant_ref (or "
+                  "QuantizeLinear's of the reference)", what, xin ? "codes" : "float");
         } else {
             CHECK(!memcmp(lithe__tdata(Yf), Yr, (size_t)ny * sizeof *Yr), "%s: conv_q8 on codes vs reference", what);
         }
@@ -336,6 +423,9 @@ static bool kernels8(qcase *c, const lithe__act *a, const char *what, bool force
     for (int64_t m = 0; m < g->M; m++) scale[m] = c->xs * c->sw[c->n_w == 1 ? 0 : m];
     lithe__qx q = {c->xs, (float)(c->xmin - c->xz), (float)(c->xmax - c->xz), 0, 0};
     conv_ref(c, Yr);
+    CODES_SETUP;
+    uint8_t *cv = malloc((size_t)ny + GUARD);
+    memset(cv, 0xA5, (size_t)ny + GUARD);
     act_ref(a, ny, Yr);
     for (int64_t n = 0; n < g->N; n++) {
         memset(Xb, 0xA5, (size_t)(Kq * P8 * 4)), memset(Xa, 0x5A, (size_t)(Kq * P8 * 4));
@@ -344,6 +434,12 @@ static bool kernels8(qcase *c, const lithe__act *a, const char *what, bool force
                           .Xb = Xb, .Wb = Wb, .wsum = wsum, .xlo = c->xmin - c->xz};
         set_act(&k, a);
         lithe__qconv8_ref(&k, 0, Mb * LITHE__QC_MR);
+        lithe__qconv kc = k;
+        if (cq) { /* codes out: the twin writes Yc */
+            set_requant(&kc, c, a, &yg, rq, rb);
+            kc.Yc = ct + n * g->M * P;
+            lithe__qconv8_ref(&kc, 0, Mb * LITHE__QC_MR);
+        }
         if (avx2) {
             lithe__qconv_pack_x8(g, c->X + n * g->C * g->H * g->W, &q, tmp, Xa, &lithe__qconv_aux_avx2);
             CHECK(!memcmp(Xa, Xb, (size_t)(Kq * P8 * 4)), "%s: u8 avx2 packing vs twin's (image %lld)", what, (long long)n);
@@ -358,6 +454,10 @@ static bool kernels8(qcase *c, const lithe__act *a, const char *what, bool force
             k.Xb = Xa, k.Y = Yv + n * g->M * P;
             vnni(&k, 0, LITHE__QC_MR); /* split at a tile boundary */
             vnni(&k, LITHE__QC_MR, Mb * LITHE__QC_MR);
+            if (cq) {
+                kc.Xb = Xa, kc.Yc = cv + n * g->M * P;
+                vnni(&kc, 0, LITHE__QC_MR), vnni(&kc, LITHE__QC_MR, Mb * LITHE__QC_MR);
+            }
         }
     }
     bool same = avx2 && !memcmp(Yk, Yr, (size_t)ny * sizeof *Yr);
@@ -374,9 +474,12 @@ static bool kernels8(qcase *c, const lithe__act *a, const char *what, bool force
             CHECK(!memcmp(Yv, Yt, (size_t)ny * sizeof *Yr), "%s: u8 vnni vs twin (M=%lld K=%lld P=%lld)", what,
                   (long long)g->M, (long long)K, (long long)P);
             CHECK(guard_ok(Yv, ny), "%s: u8 vnni wrote past Y", what);
+            CHECK(!cq || (!memcmp(cv, ct, (size_t)ny) && codes_guard_ok(cv, ny)), "%s: u8 vnni's codes vs twin's", what);
         }
+        CHECK(!cq || (!memcmp(ct, ce, (size_t)ny) && codes_guard_ok(ct, ny)), "%s: the u8 twin's codes vs requant_ref", what);
     }
-    free(Wb), free(wsum), free(Xb), free(Xa), free(tmp), free(scale), free(Yr), free(Yt), free(Yk), free(Yv);
+    free(Wb), free(wsum), free(Xb), free(Xa), free(tmp), free(scale), free(Yr), free(Yt), free(Yk), free(Yv), free(cv);
+    CODES_FREE;
     return same;
 }
 
@@ -447,6 +550,88 @@ static void edges(void) {
         release(&c);
     }
 }
+
+/* Depthwise's u8 form (qconv.h's lithe__qdw8_*): its twin and the AVX-512 VNNI + VBMI kernel (where
+ * the CPU has it), each run directly over every plane (split in two calls at a plane that is not a
+ * multiple of the kernel's group of planes), against the int64 reference: float out with every
+ * activation, bit for bit, and codes out (requantized: none, relu, clip) against requant_ref; no
+ * write past Y. Widths 1-37 (every tail of the 16-output vectors and of 64-byte rows), strides 1
+ * and 2, padding 0-2, 3x3 and 5x5 windows, dilation 2; float32 and codes in. */
+static void dw8_kernels(void) {
+    static const struct {
+        int64_t N, C, H, W, KH, s, pad, dil;
+    } D[] = {
+        {1, 3, 5, 1, 3, 1, 1, 1},   {1, 2, 7, 7, 3, 1, 1, 1},   {2, 3, 9, 13, 3, 2, 1, 1}, {1, 5, 16, 16, 3, 1, 1, 1},
+        {1, 4, 17, 17, 3, 2, 1, 1}, {1, 3, 11, 31, 5, 1, 2, 1}, {1, 2, 12, 33, 3, 1, 2, 2}, {1, 3, 8, 37, 3, 2, 0, 1},
+        {1, 17, 20, 20, 3, 1, 1, 1}, {1, 6, 30, 30, 3, 2, 1, 1}, {1, 2, 6, 64, 3, 1, 1, 1}, {1, 2, 4, 65, 5, 2, 2, 1},
+    };
+    const lithe__qdw8_fn vnni = lithe__qdw8_vnni();
+    if (!vnni) printf("qconv: no AVX-512 VNNI + VBMI here (the depthwise u8 kernel's checks: the twin only)\n");
+    char what[160];
+    int checked = 0;
+    for (size_t i = 0; i < sizeof D / sizeof D[0]; i++)
+        for (int v = 0; v < 4; v++) {
+            qcase cs, *c = &cs;
+            geometry(&c->g, D[i].N, D[i].C, D[i].H, D[i].W, D[i].C, D[i].KH, D[i].s, D[i].pad, D[i].dil, D[i].C);
+            make(c, v & 1, v != 3, v & 2, v != 2, v >= 1);
+            if (v & 2) reduce_range(c); /* zero points off 0 with every w - zw in s8 */
+            const lithe__conv2d *g = &c->g;
+            const int64_t K = g->KH * g->KW, P = g->OH * g->OW, ny = g->N * g->M * P, planes = g->N * g->C;
+            const lithe__act *a = act_of((int)i + v);
+            snprintf(what, sizeof what, "dw8 #%zu v%d act %d", i, v, (int)(i + v) % 5);
+            if (!lithe__qconv8_exact(g->M, K, c->W, c->zw, c->n_w, 0)) {
+                CHECK(false, "%s: weights not in s8", what);
+                release(c);
+                continue;
+            }
+            const int64_t nq = (g->KW + 3) / 4, G = lithe__qdw8_group(g);
+            int32_t *Wq = malloc((size_t)(g->M * g->KH * nq) * sizeof *Wq), *wsum = malloc((size_t)g->M * sizeof *wsum);
+            uint8_t *U = malloc((size_t)G * lithe__qdw8_u_bytes(g)), *tmp = malloc((size_t)G * lithe__qdw8_tmp_bytes(g));
+            float *scale = malloc((size_t)g->M * sizeof *scale), *Yr = malloc((size_t)ny * sizeof *Yr);
+            lithe__qdw8_pack_w(g->M, g->KH, g->KW, c->W, c->zw, c->n_w, Wq, wsum);
+            for (int64_t m = 0; m < g->M; m++) scale[m] = c->xs * c->sw[c->n_w == 1 ? 0 : m];
+            conv_ref(c, Yr);
+            CODES_SETUP; /* (yg, ce, ct, rq, rb, cq: a's codes out where it has them) */
+            uint8_t *cv = malloc((size_t)ny + GUARD), *xc = malloc((size_t)(g->N * g->C * g->H * g->W));
+            act_ref(a, ny, Yr);
+            const lithe__qx qf = {c->xs, (float)(c->xmin - c->xz), (float)(c->xmax - c->xz), 0, c->xz};
+            const lithe__qx qc = {c->xs, qf.lo, qf.hi, c->xmin < 0 ? 2 : 1, c->xz};
+            for (int64_t e = 0; e < g->N * g->C * g->H * g->W; e++) xc[e] = (uint8_t)code_ref(c, c->X[e]);
+            const int64_t split = planes > 1 ? planes / 2 + (G > 1 && (planes / 2) % G == 0) : planes;
+            for (int k = 0; k < (vnni ? 2 : 1); k++)
+                for (int src = 0; src < 2; src++) {
+                    const lithe__qdw8_fn fn = k ? vnni : lithe__qdw8_ref;
+                    const char *kn = k ? "vnni" : "twin";
+                    const lithe__qx *q = src ? &qc : &qf;
+                    const void *X = src ? (const void *)xc : (const void *)c->X;
+                    if (src && (c->xmax - c->xmin != 255)) continue;
+                    lithe__qconv kc = {.M = g->M, .P = P, .scale = scale, .b = c->b, .Wb = Wq, .wsum = wsum,
+                                       .xlo = c->xmin - c->xz};
+                    set_act(&kc, a);
+                    float *Y = guarded(ny);
+                    fn(&kc, g, X, q, &lithe__qconv_aux_ref, 0, split > planes ? planes : split, U, tmp, Y, NULL);
+                    if (split < planes) fn(&kc, g, X, q, &lithe__qconv_aux_ref, split, planes, U, tmp, Y, NULL);
+                    CHECK(!memcmp(Y, Yr, (size_t)ny * sizeof *Y) && guard_ok(Y, ny), "%s: %s (%s in) vs reference",
+                          what, kn, src ? "codes" : "float");
+                    free(Y);
+                    if (cq) {
+                        set_requant(&kc, c, a, &yg, rq, rb);
+                        kc.yq = NULL;
+                        memset(cv, 0xA5, (size_t)ny + GUARD);
+                        fn(&kc, g, X, q, &lithe__qconv_aux_ref, 0, split > planes ? planes : split, U, tmp, NULL, cv);
+                        if (split < planes) fn(&kc, g, X, q, &lithe__qconv_aux_ref, split, planes, U, tmp, NULL, cv);
+                        CHECK(!memcmp(cv, ce, (size_t)ny) && codes_guard_ok(cv, ny), "%s: %s's codes (%s in) vs requant_ref",
+                              what, kn, src ? "codes" : "float");
+                    }
+                    checked++;
+                }
+            free(Wq), free(wsum), free(U), free(tmp), free(scale), free(Yr), free(cv), free(xc);
+            CODES_FREE;
+            release(c);
+        }
+    CHECK(checked >= 48, "dw8: only %d runs checked", checked);
+}
+
 #endif
 
 /* The quantizing passes (qconv.h's lithe__qconv_aux: quant_f32, quant_i16, quant_pairs) of every
@@ -506,12 +691,14 @@ static void ties(void) {
 }
 
 /* The codes' passes (qconv.h's aux epi_codes, codes_quads; NULL: the driver's twins) of every kernel
- * built here: epi_codes on ties, at 1x scale without bias or activation (so each value reaches the
- * quantizer unchanged), against QuantizeLinear's codes (code_ref; the int8 byte its code's);
+ * built here: epi_codes (the requantization, lithe__qconv_code) on sums at its ties (rq 1: k + 1/2
+ * exactly, and neighbours) and near them (rq < 1 with a bias), NaN and infinities, against rintf's
+ * half-to-even rounding of x · rq + rb clamped on the grid (code_ref at scale 1; the int8 byte its code's);
  * codes_quads against the interleaving by definition (u = code - xmin), tails of 1-15 values, 1-4 rows. */
 static void codes_passes(void) {
     lithe__qconv_aux twin = lithe__qconv_aux_ref; /* its codes_quads, codes_pairs: the driver's twins */
     twin.codes_quads = lithe__qconv_codes_quads, twin.codes_pairs = lithe__qconv_codes_pairs;
+    twin.codes_f32 = lithe__qconv_codes_f32;
     const lithe__qconv_aux *A[4] = {&twin};
     const char *name[4] = {"twin"};
     int na = 1;
@@ -525,31 +712,33 @@ static void codes_passes(void) {
     static const float S[] = {0.0173f, 1.0f / 3.0f, 0.0039215689f};
     static const int32_t Z[][3] = {{0, 0, 255}, {-7, -128, 127}, {128, 0, 255}};
     enum { NX = 601 * 5 + 5 };
-    float *X = malloc(NX * sizeof *X), *y = malloc(NX * sizeof *y), one = 1.0f;
-    uint8_t *d = malloc(NX), *e = malloc(NX);
+    float *X = malloc(NX * sizeof *X), *y = malloc(NX * sizeof *y);
+    uint8_t *d = malloc(NX + 1), *e = malloc(NX);
     int passes = 0;
     for (int a = 0; a < na; a++) {
-        if (!A[a]->epi_codes && !A[a]->codes_quads && !A[a]->codes_pairs) continue;
+        if (!A[a]->epi_codes && !A[a]->codes_quads && !A[a]->codes_pairs && !A[a]->codes_f32) continue;
         passes++;
-        for (size_t si = 0; A[a]->epi_codes && si < sizeof S / sizeof S[0]; si++)
+        for (size_t si = 0; A[a]->epi_codes && si < sizeof S / sizeof S[0] + 1; si++)
             for (size_t zi = 0; zi < sizeof Z / sizeof Z[0]; zi++) {
+                /* rq 1 on exact ties (k + 1/2 and its neighbours), or rq = S with a bias on sums near them */
+                const float rq = si ? S[si - 1] : 1.0f, rb = si ? 0.37f : 0.0f;
                 int64_t n = 0;
                 for (int k = -300; k <= 300; k++) {
-                    float h = ((float)k + 0.5f) * S[si];
+                    float h = si ? (float)(int32_t)(((float)k + 0.5f - rb) / rq) : (float)k + 0.5f;
                     X[n++] = h, X[n++] = nextafterf(h, INFINITY), X[n++] = nextafterf(h, -INFINITY);
-                    X[n++] = (float)k * S[si], X[n++] = nextafterf(nextafterf(h, INFINITY), INFINITY);
+                    X[n++] = si ? h + 1.0f : (float)k, X[n++] = si ? h - 1.0f : nextafterf(nextafterf(h, INFINITY), INFINITY);
                 }
                 X[n++] = NAN, X[n++] = INFINITY, X[n++] = -INFINITY, X[n++] = 1e30f, X[n++] = -0.0f;
-                const qcase yg = {.xs = S[si], .xz = Z[zi][0], .xmin = Z[zi][1], .xmax = Z[zi][2]};
-                const lithe__qx yq = {S[si], (float)(yg.xmin - yg.xz), (float)(yg.xmax - yg.xz), yg.xmin < 0 ? 2 : 1, yg.xz};
-                lithe__qconv c = {.M = 1, .P = n, .scale = &one, .yq = &yq};
+                const qcase yg = {.xs = 1.0f, .xz = Z[zi][0], .xmin = Z[zi][1], .xmax = Z[zi][2]};
+                const lithe__qx yq = {1.0f, (float)(yg.xmin - yg.xz), (float)(yg.xmax - yg.xz), yg.xmin < 0 ? 2 : 1, yg.xz};
+                lithe__qconv c = {.M = 1, .P = n, .yq = &yq, .rq = &rq, .rb = &rb, .clo = yq.lo, .chi = yq.hi, .zy = yg.xz};
                 memcpy(y, X, (size_t)n * sizeof *y);
-                memset(d, 0xA5, NX);
+                memset(d, 0xA5, NX + 1);
                 A[a]->epi_codes(&c, 0, 1, n, y, d);
-                int bad = 0;
-                for (int64_t i = 0; i < n; i++) bad += d[i] != (uint8_t)code_ref(&yg, X[i]);
-                CHECK(!bad, "codes: %s epi_codes, scale %g zero %d: %d of %lld codes off QuantizeLinear's", name[a],
-                      (double)S[si], (int)yg.xz, bad, (long long)n);
+                int bad = d[n] != 0xA5;
+                for (int64_t i = 0; i < n; i++) bad += d[i] != (uint8_t)code_ref(&yg, X[i] * rq + rb);
+                CHECK(!bad, "codes: %s epi_codes, rq %g zero %d: %d of %lld codes off round_even(x * rq + rb)", name[a],
+                      (double)rq, (int)yg.xz, bad, (long long)n);
             }
         for (int src = 1; A[a]->codes_quads && src <= 2; src++)
             for (int rows = 1; rows <= 4; rows++)
@@ -571,6 +760,22 @@ static void codes_passes(void) {
                 }
     }
     free(X), free(y), free(d), free(e);
+    for (int a = 0; a < na; a++) /* codes_f32: x - zx of the codes as floats, tails of 1-15 */
+        for (int src = 1; A[a]->codes_f32 && src <= 2; src++)
+            for (int64_t n = 1; n <= 70; n += 3) {
+                uint8_t x[72];
+                float yf[73];
+                for (int64_t i = 0; i < n; i++) x[i] = (uint8_t)(urand32() >> 5);
+                x[0] = 0x80, x[n - 1] = 0x7F;
+                const int32_t zx = src == 2 ? -9 : 131;
+                const lithe__qx q = {1.0f, (float)((src == 2 ? -128 : 0) - zx), (float)((src == 2 ? 127 : 255) - zx), src, zx};
+                yf[n] = SENTINEL;
+                A[a]->codes_f32(n, x, &q, yf);
+                int bad = memcmp(&yf[n], &SENTINEL, sizeof *yf) != 0;
+                for (int64_t i = 0; i < n; i++) bad += yf[i] != (float)((src == 2 ? (int8_t)x[i] : x[i]) - zx);
+                CHECK(!bad, "codes: %s codes_f32, %s, n %lld: %d values off", name[a], src == 2 ? "int8" : "uint8",
+                      (long long)n, bad);
+            }
     for (int a = 0; a < na; a++) /* codes_pairs: x - zx of two rows' codes, interleaved */
         for (int src = 1; A[a]->codes_pairs && src <= 2; src++)
             for (int64_t n = 1; n <= 41; n += 8) {
@@ -596,15 +801,16 @@ static void codes_passes(void) {
     (void)passes;
 }
 
-/* epi_codes with the depthwise's fused clamps (relu; clips inside, across and past the output grid's
- * range), per-row scales and biases (non-finite ones among them) and row tails, against the
- * twins' epi then quant_u8 (the int8 byte flipped): a kernel that merges the clamp into the
- * quantizer's bounds (qconv_wasm.c) must give every code of the twins' order. Rows of integer sums
- * (the depthwise's) and of values a half-step of the grid apart (ties after the scale). */
+/* epi_codes (the requantization) with the depthwise's fused clamps as code bounds (relu; clips
+ * inside, across and past the output grid's range), per-row rq, rb (non-finite ones among them) and
+ * row tails, against the twin (lithe__qconv_aux_ref.epi_codes) bit for bit; the twin's codes within
+ * one code of the float path's (epi then quant_u8, the int8 byte flipped) on rows with finite scale
+ * and bias. Rows of integer sums (the depthwise's) and of values a half-step of the grid apart (ties
+ * after the scale). */
 static void codes_clamps(void) {
-    const lithe__qconv_aux *A[3];
-    const char *name[3];
-    int na = 0;
+    const lithe__qconv_aux *A[3] = {&lithe__qconv_aux_ref};
+    const char *name[3] = {"twin"};
+    int na = 1;
 #if defined(__x86_64__) || defined(_M_X64)
     if (lithe__qconv8_vnni()) A[na] = &lithe__qconv_aux_avx512, name[na++] = "avx512";
 #endif
@@ -623,8 +829,8 @@ static void codes_clamps(void) {
     enum { M = 8, NR = 16 * 3 + 5 };
     const float scale[M] = {0.01f, 1.0f / 3.0f, 0.0173f, 1.0f, 2e-3f, INFINITY, 0.05f, 0.0117f};
     const float bias[M] = {0.0f, 0.37f, -1.1f, 0.0f, 0.5f, 0.25f, NAN, -0.0f};
-    float y[M * NR], t[M * NR];
-    uint8_t d[M * NR + 1], e[M * NR];
+    float y[M * NR], t[M * NR], rq[M], rb[M];
+    uint8_t d[M * NR + 1], e[M * NR], f[M * NR];
     for (int a = 0; a < na; a++)
         for (size_t ci = 0; ci < sizeof CL / sizeof CL[0]; ci++)
             for (size_t si = 0; si < sizeof YS / sizeof YS[0]; si++)
@@ -634,7 +840,12 @@ static void codes_clamps(void) {
                         const lithe__qx yq = {ys, (float)(Z[zi][1] - Z[zi][0]), (float)(Z[zi][1] + 255 - Z[zi][0]),
                                               Z[zi][1] < 0 ? 2 : 1, Z[zi][0]};
                         lithe__qconv c = {.M = M, .P = NR, .scale = scale, .b = ties ? NULL : bias, .yq = &yq,
-                                          .clamp = CL[ci].clamp, .lo = CL[ci].lo, .hi = CL[ci].hi};
+                                          .clamp = CL[ci].clamp, .lo = CL[ci].lo, .hi = CL[ci].hi, .rq = rq, .rb = rb,
+                                          .zy = Z[zi][0]};
+                        for (int64_t r = 0; r < M; r++) rq[r] = scale[r] / ys, rb[r] = ties ? 0.0f : bias[r] / ys;
+                        const float l = CL[ci].clamp == LITHE__SGEMM_CLAMP_RELU ? 0.0f : rintf(CL[ci].lo / ys),
+                                    h = CL[ci].clamp == LITHE__SGEMM_CLAMP_RELU ? INFINITY : rintf(CL[ci].hi / ys);
+                        c.clo = l < yq.lo ? yq.lo : l > yq.hi ? yq.hi : l, c.chi = h < yq.lo ? yq.lo : h > yq.hi ? yq.hi : h;
                         for (int64_t r = 0; r < M; r++)
                             for (int64_t i = 0; i < NR; i++) /* sums around 0; or (k + 1/2)·ys / scale, ± an ulp */
                                 y[r * NR + i] = !ties ? (float)((int32_t)(urand32() % 1201) - 600)
@@ -644,13 +855,23 @@ static void codes_clamps(void) {
                         lithe__qconv_aux_ref.epi(&c, 0, M, NR, t);
                         lithe__qconv_aux_ref.quant_u8(M * NR, t, &yq, e);
                         for (int64_t i = 0; yq.src == 2 && i < M * NR; i++) e[i] ^= 0x80;
+                        memcpy(t, y, sizeof y);
+                        lithe__qconv_aux_ref.epi_codes(&c, 0, M, NR, t, f);
                         d[M * NR] = 0xA5;
                         A[a]->epi_codes(&c, 0, M, NR, y, d);
-                        int bad = d[M * NR] != 0xA5;
-                        for (int64_t i = 0; i < M * NR; i++) bad += d[i] != e[i];
-                        CHECK(!bad, "codes: %s epi_codes, clamp %d [%g, %g], ys %g zero %d%s: %d of %d codes off the twins'",
+                        int bad = d[M * NR] != 0xA5, far = 0;
+                        for (int64_t i = 0; i < M * NR; i++) {
+                            bad += d[i] != f[i];
+                            const int64_t r = i / NR;
+                            const int32_t dd = (int32_t)(yq.src == 2 ? (int8_t)f[i] : f[i]) - (yq.src == 2 ? (int8_t)e[i] : e[i]);
+                            far += isfinite(scale[r]) && isfinite(bias[r]) && (dd < -1 || dd > 1);
+                        }
+                        CHECK(!bad, "codes: %s epi_codes, clamp %d [%g, %g], ys %g zero %d%s: %d of %d codes off the twin's",
                               name[a], CL[ci].clamp, (double)CL[ci].lo, (double)CL[ci].hi, (double)ys, (int)Z[zi][0],
                               ties ? ", ties" : "", bad, M * NR);
+                        CHECK(!far, "codes: the twin's requantized codes, clamp %d [%g, %g], ys %g zero %d%s: %d more "
+                              "than one code off the float path's", CL[ci].clamp, (double)CL[ci].lo, (double)CL[ci].hi,
+                              (double)ys, (int)Z[zi][0], ties ? ", ties" : "", far);
                     }
     (void)A, (void)name;
 }
@@ -710,6 +931,7 @@ int main(void) {
 #if defined(__x86_64__) || defined(_M_X64)
     CHECK(n_s8 >= 12, "only %d full-range cases in s8", n_s8);
     edges();
+    dw8_kernels();
 #endif
     static const struct {
         int64_t N, C, H, W, KH, s, pad, dil;
@@ -728,6 +950,8 @@ int main(void) {
             backend(&c, act_of((int)i + v), what);
             release(&c);
         }
+    printf("qconv: conv_q8's requantized codes: %lld of %lld one code off QuantizeLinear's of the float output\n",
+           (long long)n_off, (long long)n_codes);
     printf("qconv: %d passed, %d failed\n", passed, failed);
     return failed != 0;
 }

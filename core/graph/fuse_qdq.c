@@ -7,8 +7,8 @@
  *            -> fused:QLinear (ops/qfused.c): gemm_q8 with Wq kept int8
  *   QConv    Y = [Relu | Clip](Conv(DQ(Q(X)), DQ(Wq), [bias]))  -> fused:QConv
  *   FakeQ    Y = DQ(Q(X)) anywhere else (around Add, pooling, the graph's output) -> one float pass
- *   codes    a depthwise fused:QConv read only by another fused:QConv (chain_codes): it writes the
- *            reader's codes (ops/qfused.c), not float32
+ *   codes    a fused:QConv read only by another fused:QConv, one of them depthwise (chain_codes): it
+ *            writes the reader's codes (ops/qfused.c), not float32
  *
  * Wq: an int8 initializer, zero points 0 (symmetric), its scales per tensor or per output channel
  * (MatMul / Gemm's N: axis 1 of (K, N), axis 0 with transB; Conv's axis 0). Binding folded DQ(Wq)
@@ -283,13 +283,14 @@ static lithe_status try_qconv(qf *f, int64_t cv) {
     return rewrite(f, end, &lithe__fused_qconv_op, &fu, in, bias >= 0 ? 3 : 2, dead, nd, w, W);
 }
 
-/* A depthwise (grouped) fused:QConv whose output only a fused:QConv reads, as its X (the Q -> DQ pair
- * between them the reader absorbed; not a graph output, no Add or other float reader): it may write
- * the reader's codes (ops/qfused.c), the reader quantizing nothing — the same codes as the reader's
- * QuantizeLinear of the float32, so the same bits. Grouped producers only: the depthwise epilogue
- * quantizes in its pass over a chunk in cache, where the group-1 VNNI tile's store, quantizing in
- * registers, cost mobilenet_v2 more than the depthwise reader's quantizing pass it saved (measured:
- * the 1x1 expand layers +45-100 us at 112x112 / 56x56). */
+/* A fused:QConv whose output only a fused:QConv reads, as its X (the Q -> DQ pair between them the
+ * reader absorbed; not a graph output, no Add or other float reader), where the producer or the
+ * reader is depthwise (grouped): the producer writes the reader's codes (ops/qfused.c), the reader
+ * quantizing nothing. The codes are the CPU conv_q8's requantization (backends/cpu/conv/qconv.h:
+ * one multiply per value, onnxruntime's QLinearConv rule; within one code of the reader's
+ * QuantizeLinear of the float32, equal but at ties), or that QuantizeLinear's where the activation
+ * is not a relu / clip. Group 1 into group 1 stays float32 (the reader's quantizing pass packs its
+ * columns anyway; mobilenet_v2 has no such pair). */
 static void chain_codes(qf *f) {
     lithe__graph *g = f->g;
     for (size_t i = 0; i < g->onnx.n_nodes; i++) {
@@ -297,8 +298,9 @@ static void chain_codes(qf *f) {
         if (g->node_dead[i] || p->kind != LITHE__FUSE_QCONV || g->node_nout[i] != 1 || g->node_out[i][0] < 0) continue;
         int64_t y = g->node_out[i][0], r = only_reader(f, y);
         if (r < 0 || g->node_dead[r] || g->node_fuse[r].kind != LITHE__FUSE_QCONV || g->node_in[r][0] != y) continue;
-        const lithe__onnx_attr *gr = lithe__onnx_attr_get(&g->onnx.nodes[p->first], "group");
-        if (!gr || gr->i < 2) continue;
+        const lithe__onnx_attr *gp = lithe__onnx_attr_get(&g->onnx.nodes[p->first], "group"),
+                               *gr = lithe__onnx_attr_get(&g->onnx.nodes[g->node_fuse[r].first], "group");
+        if ((!gp || gp->i < 2) && (!gr || gr->i < 2)) continue;
         const lithe__gfuse *c = &g->node_fuse[r];
         if (c->q_max - c->q_min != 255 || (c->q_min != 0 && c->q_min != -128)) continue;
         p->o_codes = true;

@@ -106,8 +106,13 @@ void lithe__qconv_codes_quads(int64_t n, const uint8_t *x, int64_t stride, int n
     }
 }
 
+static void epi_codes_ref(const lithe__qconv *c, int64_t r0, int64_t rows, int64_t n, float *y, uint8_t *d) {
+    for (int64_t r = r0; r < r0 + rows; r++, y += n, d += n)
+        for (int64_t i = 0; i < n; i++) d[i] = lithe__qconv_code(c, r % c->M, y[i]);
+}
+
 const lithe__qconv_aux lithe__qconv_aux_ref = {quant_f32_ref, quant_i16_ref, quant_pairs_ref, epi_ref, quant_u8_ref,
-                                               quant_quads_ref, NULL, NULL, NULL};
+                                               quant_quads_ref, epi_codes_ref, NULL, NULL, NULL};
 
 void lithe__qconv_ow_range(const lithe__conv2d *g, int64_t kw, int64_t *owa, int64_t *owb) {
     const int64_t s = g->stride[1], a = g->pad[1] - kw * g->dil[1];
@@ -186,7 +191,7 @@ void lithe__qconv_pack_w(int64_t M, int64_t K, const int8_t *W, const int32_t *z
 void lithe__qconv_ref(const lithe__qconv *c, int64_t m0, int64_t m1) {
     for (int64_t m = m0; m < m1 && m < c->M; m++) {
         const int32_t *w = c->W + (m / LITHE__QC_MR) * c->Kp * LITHE__QC_MR + m % LITHE__QC_MR;
-        float *y = c->Y + m * c->P;
+        float *y = c->Yc ? NULL : c->Y + m * c->P;
         for (int64_t p = 0; p < c->P; p++) {
             int32_t acc = 0;
             for (int64_t kp = 0; kp < c->Kp; kp++) {
@@ -195,9 +200,10 @@ void lithe__qconv_ref(const lithe__qconv *c, int64_t m0, int64_t m1) {
                 const int16_t *x = c->X + (kp * c->P8 + p) * 2;
                 acc += (int32_t)h[0] * x[0] + (int32_t)h[1] * x[1];
             }
-            y[p] = (float)acc;
+            if (y) y[p] = (float)acc;
+            else c->Yc[m * c->P + p] = lithe__qconv_code(c, m, (float)acc);
         }
-        epi_ref(c, m, 1, c->P, y);
+        if (y) epi_ref(c, m, 1, c->P, y);
     }
 }
 
@@ -212,6 +218,13 @@ const lithe__qconv_aux *lithe__qconv_aux_best(void) {
     if (lithe__qconv_best() == lithe__qconv_wasm) return &lithe__qconv_aux_wasm;
 #endif
     return &lithe__qconv_aux_ref;
+}
+
+bool lithe__qconv_stores_codes(lithe__qconv_fn k) {
+#if defined(__x86_64__) || defined(_M_X64)
+    if (k == lithe__qconv8_ref || (k && k == lithe__qconv8_vnni())) return true;
+#endif
+    return k == lithe__qconv_ref;
 }
 
 lithe__qconv_fn lithe__qconv_best(void) {
@@ -232,13 +245,15 @@ enum { CPACK_GEMM = 1, CPACK_DW = 2, CPACK_HEAD = 64 };
 
 /* W's packed form, made once per version of W's storage (lithe__quant's cache), after a 64-byte head
  * whose first int32 says which: 1 int16 pairs (Wp of the (M, K) view), 2 float taps w - zw (M, KH·KW;
- * depthwise), 3 the u8 x s8 form (Wb, then wsum). Group 1 takes the u8 form when a u8 kernel runs
+ * depthwise), 3 the u8 x s8 form (Wb, then wsum), 4 depthwise's u8 form (dw8: a u8 depthwise kernel
+ * runs for g and every w - zw is in s8; lithe__qdw8_pack_w's quads, then wsum). Group 1 takes the u8 form when a u8 kernel runs
  * here (R8 = the range that kernel needs, lithe__qconv8_range: 0 for VNNI, the activation's R for AVX2;
  * -1: none) and lithe__qconv8_exact holds for R8; the
  * cache's key carries R8, so the check runs once per weight version. */
-static const int32_t *w_form(const lithe_tensor *W, bool dw, int64_t M, int64_t K, int32_t R8) {
+static const int32_t *w_form(const lithe_tensor *W, const lithe__conv2d *g, bool dw, int64_t M, int64_t K, int32_t R8,
+                             bool dw8) {
     lithe__quant *q = W->storage->quant;
-    const int64_t key = dw ? CPACK_DW : CPACK_GEMM + 16 * (int64_t)(R8 + 1);
+    const int64_t key = dw ? CPACK_DW + 32 * (int64_t)dw8 : CPACK_GEMM + 16 * (int64_t)(R8 + 1);
     if (q->cpack && q->cpack_kind == key && q->cpack_n == M * K && q->cpack_version == W->storage->version)
         return (const int32_t *)((const char *)q->cpack + CPACK_HEAD);
     const int8_t *w = (const int8_t *)lithe__tdata(W);
@@ -246,8 +261,13 @@ static const int32_t *w_form(const lithe_tensor *W, bool dw, int64_t M, int64_t 
     int32_t form = dw ? 2 : 1;
 #if defined(__x86_64__) || defined(_M_X64)
     if (!dw && R8 >= 0 && lithe__qconv8_exact(M, K, w, q->zero, q->n, R8)) form = 3;
+    if (dw8 && lithe__qconv8_exact(M, K, w, q->zero, q->n, 0)) form = 4;
 #endif
-    size_t n = form == 1 ? (size_t)(Mb * Kp * LITHE__QC_MR) : form == 2 ? (size_t)(M * K) : (size_t)(Mb * (Kq + 1) * LITHE__QC_MR);
+    const int64_t nq = (g->KW + 3) / 4;
+    size_t n = form == 1   ? (size_t)(Mb * Kp * LITHE__QC_MR)
+               : form == 2 ? (size_t)(M * K)
+               : form == 3 ? (size_t)(Mb * (Kq + 1) * LITHE__QC_MR)
+                           : (size_t)(M * (g->KH * nq + 1));
     char *p = lithe__malloc(CPACK_HEAD + n * 4);
     if (!p) return NULL;
     memcpy(p, &form, sizeof form);
@@ -260,7 +280,8 @@ static const int32_t *w_form(const lithe_tensor *W, bool dw, int64_t M, int64_t 
             for (int64_t k = 0; k < K; k++) f[m * K + k] = (float)(w[m * K + k] - q->zero[q->n == 1 ? 0 : m]);
     } else {
 #if defined(__x86_64__) || defined(_M_X64)
-        lithe__qconv_pack_w8(M, K, w, q->zero, q->n, d, d + Mb * Kq * LITHE__QC_MR);
+        if (form == 3) lithe__qconv_pack_w8(M, K, w, q->zero, q->n, d, d + Mb * Kq * LITHE__QC_MR);
+        else lithe__qdw8_pack_w(M, g->KH, g->KW, w, q->zero, q->n, d, d + M * g->KH * nq);
 #endif
     }
     lithe__free(q->cpack);
@@ -312,8 +333,8 @@ static void to_codes(const lithe__qconv_aux *aux, int64_t n, const float *y, con
 /* depthwise's epilogue over rows [r0, r0 + rows) of P sums at y: float32 in place, or codes into Yc */
 static void dw_out(const lithe__qconv_aux *aux, const lithe__qconv *c, int64_t r0, int64_t rows, int64_t P, float *y,
                    uint8_t *Yc, const lithe__qx *yq) {
-    if (Yc && aux->epi_codes && (c->clamp || !c->act)) {
-        aux->epi_codes(c, r0, rows, P, y, Yc);
+    if (Yc && c->rq) {
+        (aux->epi_codes ? aux->epi_codes : lithe__qconv_aux_ref.epi_codes)(c, r0, rows, P, y, Yc);
         return;
     }
     aux->epi(c, r0, rows, P, y);
@@ -322,7 +343,7 @@ static void dw_out(const lithe__qconv_aux *aux, const lithe__qconv *c, int64_t r
 
 /* X's planes [r0, r0 + n) as x - zx in xf: quantized, or the codes less zx */
 static void dw_in(const lithe__qconv_aux *aux, const void *X, int64_t r0, int64_t n, const lithe__qx *q, float *xf) {
-    if (q->src) lithe__qconv_codes_f32(n, (const uint8_t *)X + r0, q, xf);
+    if (q->src) (aux->codes_f32 ? aux->codes_f32 : lithe__qconv_codes_f32)(n, (const uint8_t *)X + r0, q, xf);
     else aux->quant_f32(n, (const float *)X + r0, q, xf);
 }
 
@@ -360,6 +381,27 @@ static lithe_status depthwise(lithe_backend *be, const lithe__conv2d *g, const v
     return LITHE_OK;
 }
 
+/* a clip's bound v as a code less zy on yq's grid: v / sy clamped to the grid (NaN to its lowest),
+ * rounded half to even: the clip as a clamp of the codes (rounding is monotone, so clamping the value
+ * then rounding is rounding then clamping to the rounded bounds) */
+static float grid_bound(float v, const lithe__qx *yq) {
+    float t = v / yq->scale;
+    t = t > yq->hi ? yq->hi : t;
+    t = t >= yq->lo ? t : yq->lo;
+    return (t + 12582912.0f) - 12582912.0f;
+}
+
+/* c's requantization (qconv.h's lithe__qconv_code) into rq, rb (M each): where the activation is
+ * none, a relu or a clip; false otherwise (the float output's codes, quantized: to_codes) */
+static bool requant(lithe__qconv *c, const lithe__act *a, const lithe__qx *yq, const float *b, float *rq, float *rb) {
+    if (a && c->clamp != LITHE__SGEMM_CLAMP_RELU && c->clamp != LITHE__SGEMM_CLAMP_CLIP) return false;
+    for (int64_t m = 0; m < c->M; m++) rq[m] = c->scale[m] / yq->scale, rb[m] = b ? b[m] / yq->scale : 0.0f;
+    c->rq = rq, c->rb = rb, c->zy = yq->zx;
+    c->clo = !a ? yq->lo : c->clamp == LITHE__SGEMM_CLAMP_RELU ? grid_bound(0.0f, yq) : grid_bound(c->lo, yq);
+    c->chi = !a || c->clamp == LITHE__SGEMM_CLAMP_RELU ? yq->hi : grid_bound(c->hi, yq);
+    return true;
+}
+
 lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *Xt, float xs, int32_t xz,
                                 int32_t xmin, int32_t xmax, const lithe_tensor *W, const lithe_tensor *b,
                                 const lithe__act *a, lithe_tensor *Y, bool *done) {
@@ -389,19 +431,31 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
     const void *X = lithe__tdata(Xt);
     const int64_t Kp = (K + 1) / 2, Kq = (K + 3) / 4, P8 = (P + 7) / 8 * 8, Mb = (g->M + LITHE__QC_MR - 1) / LITHE__QC_MR;
     lithe__qconv_fn k8 = dw ? NULL : lithe__qconv8_best();
-    const int32_t *wf = w_form(W, dw, g->M, K, k8 ? lithe__qconv8_range(k8, xmax - xmin) : -1);
+    /* depthwise's u8 form: where a kernel runs for g; codes out only requantized (none, relu, clip) */
+#if defined(__x86_64__) || defined(_M_X64)
+    lithe__qdw8_fn kdw = dw ? lithe__qdw8_best(g) : NULL;
+    int cl0 = 0;
+    float lo0, hi0;
+    if (yc && a && (!lithe__sgemm_act_clamp(a, &cl0, &lo0, &hi0) || cl0 == LITHE__SGEMM_CLAMP_HSWISH)) kdw = NULL;
+#else
+    const void *kdw = NULL;
+#endif
+    const int32_t *wf = w_form(W, g, dw, g->M, K, k8 ? lithe__qconv8_range(k8, xmax - xmin) : -1, kdw != NULL);
     if (!wf) return lithe__oom("int8 convolution", (size_t)(g->M * K) * sizeof(int32_t));
-    const bool u8 = w_form_of(wf) == 3;
+    const bool u8 = w_form_of(wf) == 3, dw8 = w_form_of(wf) == 4;
     /* one workspace from the backend's allocator (kept across calls, as the float conv's): the scales,
      * then the depthwise input, or the columns and the quantized image; then, for codes out, the
      * float32 sums' scratch (depthwise: one chunk's planes; group 1: one image's) */
     const int64_t nt = dw ? g->N * g->C * g->H * g->W : g->C * g->H * g->W;
-    const size_t sc_bytes = ((size_t)g->M * sizeof(float) + 63) / 64 * 64;
+    const size_t sc_bytes = (4 * (size_t)g->M * sizeof(float) + 63) / 64 * 64; /* scale, rq, rb, ones */
     const size_t cols = u8 ? (size_t)(Kq * P8 * 4) : (size_t)(Kp * P8 * 2) * sizeof(int16_t);
-    const size_t main_bytes =
+    size_t main_bytes =
         dw ? (size_t)nt * sizeof(float) : cols + (u8 ? (size_t)(nt + 4 * P8) : (size_t)nt * sizeof(int16_t));
     const int64_t cc = dw ? dw_chunk(g) : 0;
-    const size_t yf_bytes = !yc ? 0 : (size_t)(dw ? (cc >= g->C ? g->N * g->M : cc) : g->M) * (size_t)P * sizeof(float);
+    size_t yf_bytes = !yc ? 0 : (size_t)(dw ? (cc >= g->C ? g->N * g->M : cc) : g->M) * (size_t)P * sizeof(float);
+#if defined(__x86_64__) || defined(_M_X64)
+    if (dw8) main_bytes = lithe__qdw8_ws_bytes(g), yf_bytes = 0; /* (its own scratch per chunk of planes) */
+#endif
     const size_t bytes = sc_bytes + (main_bytes + 63) / 64 * 64 + yf_bytes;
     void *ws = NULL;
     LITHE__TRY(be->ops->alloc(be, bytes, &ws));
@@ -410,13 +464,21 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
     lithe__qconv c = {g->M, Kp, P, P8, NULL, wf, scale, b ? (const float *)lithe__tdata(b) : NULL, NULL,
                       .act = a, .act_fn = lithe__cpu_act};
     if (!lithe__sgemm_act_clamp(a, &c.clamp, &c.lo, &c.hi)) c.clamp = 0;
+    float *ones = scale + 3 * g->M;
+    for (int64_t m = 0; m < g->M; m++) ones[m] = 1.0f;
+    c.yq = &yq;
+    const bool rqo = yc && requant(&c, a, &yq, c.b, scale + g->M, scale + 2 * g->M);
     const lithe__qconv_aux *aux = lithe__qconv_aux_best();
     lithe_status s = LITHE_OK;
     char *buf = (char *)ws + sc_bytes;
     uint8_t *Yc = yc ? (uint8_t *)lithe__tdata(Y) : NULL;
     float *Yf = yc ? (float *)(buf + (main_bytes + 63) / 64 * 64) : (float *)lithe__tdata(Y);
-    c.yq = &yq;
-    if (dw) {
+    if (dw8) {
+#if defined(__x86_64__) || defined(_M_X64)
+        c.xlo = xmin - xz, c.Wb = wf, c.wsum = wf + g->M * g->KH * ((g->KW + 3) / 4);
+        lithe__qdw8_run(g, X, &q, &c, aux, kdw, buf, yc ? NULL : Yf, Yc);
+#endif
+    } else if (dw) {
         s = depthwise(be, g, X, &q, (const float *)wf, &c, aux, (float *)buf, Yf, Yc, &yq);
     } else {
         const double ops = 2.0 * (double)g->M * (double)K * (double)P;
@@ -441,8 +503,11 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
 #else
         act_after = a && t.fn != lithe__qconv_ref;
 #endif
+        /* requantized codes out: written by the kernel, or (sums) its float sums then epi_codes */
+        const bool fused = rqo && lithe__qconv_stores_codes(t.fn), sums = rqo && !fused;
         lithe__qconv cn = c;
-        if (act_after) cn.clamp = 0, cn.act = NULL, t.c = &cn;
+        if (act_after || sums) cn.clamp = 0, cn.act = NULL, t.c = &cn;
+        if (sums) cn.scale = ones, cn.b = NULL;
         for (int64_t n = 0; n < g->N; n++) {
             const void *xn = (const char *)X + n * g->C * g->H * g->W * (xc ? 1 : 4);
 #if defined(__x86_64__) || defined(_M_X64)
@@ -451,9 +516,11 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
 #endif
                 lithe__qconv_pack_x(g, xn, &q, (int16_t *)(buf + cols), (int16_t *)buf, aux);
             c.Y = cn.Y = yc ? Yf : Yf + n * g->M * P;
+            c.Yc = cn.Yc = fused ? Yc + n * g->M * P : NULL;
             lithe__pool_for(pool, Mb, 1, qc_run, &t);
-            if (act_after && yc) lithe__cpu_act(a, g->M * P, Yf, Yf);
-            if (yc) to_codes(aux, g->M * P, Yf, &yq, Yc + n * g->M * P);
+            if (sums) (aux->epi_codes ? aux->epi_codes : lithe__qconv_aux_ref.epi_codes)(&c, 0, g->M, P, Yf, Yc + n * g->M * P);
+            if (act_after && yc && !rqo) lithe__cpu_act(a, g->M * P, Yf, Yf);
+            if (yc && !rqo) to_codes(aux, g->M * P, Yf, &yq, Yc + n * g->M * P);
         }
         if (act_after && !yc) lithe__cpu_act(a, g->N * g->M * P, Yf, Yf);
     }

@@ -15,7 +15,12 @@
  * a 1x1 stride-1 unpadded window the packing is two rows interleaved (no im2col).
  * Depthwise (group = C = M, at most 256 taps): the float depthwise kernel on the integers x - zx and
  * w - zw (taps decoded once per weight version): every partial sum is an integer below 2^24, exact
- * in float, so the sum is the int32 one bit for bit; then (float)acc · scale (+ b) per channel. */
+ * in float, so the sum is the int32 one bit for bit; then (float)acc · scale (+ b) per channel;
+ * where the VNNI tile runs and the CPU has VBMI, planes of 256 outputs or more by the u8 depthwise
+ * kernel (lithe__qdw8_*, below: the same sums).
+ * Codes out (Y int8 / uint8, a fused:QConv read by another): the int32 sums requantized by one float
+ * multiply (lithe__qconv_code, onnxruntime's QLinearConv rule; a relu / clip as a clamp of the codes),
+ * in the VNNI tile's store or the depthwise epilogue; other activations: the float output quantized. */
 #ifndef LITHE_CPU_CONV_QCONV_H
 #define LITHE_CPU_CONV_QCONV_H
 
@@ -50,10 +55,34 @@ typedef struct lithe__qconv {
     const uint8_t *Xb;
     const int32_t *Wb, *wsum;
     int32_t xlo;
-    /* Codes out (conv_q8's Y uint8 / int8): their grid (src 1 uint8, 2 int8), for the passes'
-     * epi_codes; the kernels above store float32 */
+    /* Codes out (conv_q8's Y uint8 / int8): their grid (src 1 uint8, 2 int8) */
     const struct lithe__qx *yq;
+    /* Codes out by requantization (rq set: conv_q8's Y codes where the activation is none, a relu or
+     * a clip; lithe__qconv_code): per filter rq[m] = (sx·sw[m]) / sy and rb[m] = b[m] / sy (0 without
+     * b), computed in float32; the code less its zero point zy clamped to [clo, chi], the output
+     * grid's bounds narrowed by the relu / clip (their bounds rounded on the grid). The passes'
+     * epi_codes apply it to float sums; the kernels that store codes (the twins lithe__qconv_ref,
+     * lithe__qconv8_ref, and the VNNI tile: lithe__qconv_stores_codes) write them, (M, P) bytes, to Yc
+     * instead of Y when Yc is set. */
+    const float *rq, *rb;
+    float clo, chi;
+    int32_t zy;
+    uint8_t *Yc;
 } lithe__qconv;
+
+/* The requantization of conv_q8's int8 / uint8 output (onnxruntime's QLinearConv rule, which its QDQ
+ * Conv runs: one float multiply, no division): the int32 sum acc of filter m as a code,
+ *   code = clamp(round_half_even((float)acc · rq[m] + rb[m]), clo, chi) + zy      (NaN to clo)
+ * as the int8 / uint8 code's byte. It can differ from QuantizeLinear of the float output
+ * (act(acc · sx·sw + b) / sy, the float path's division) by one code where that quotient is within
+ * float rounding of a half (ties). Every kernel's codes are this function's bits (mul, then add:
+ * no FMA; vcvtps2dq / the magic-number add round half to even). */
+static inline uint8_t lithe__qconv_code(const lithe__qconv *c, int64_t m, float acc) {
+    float t = acc * c->rq[m] + c->rb[m];
+    t = t > c->chi ? c->chi : t;
+    t = t >= c->clo ? t : c->clo; /* NaN goes to clo */
+    return (uint8_t)(int32_t)((int32_t)((t + 12582912.0f) - 12582912.0f) + c->zy);
+}
 
 /* c's activation over rows [m, m + MR) (those below M), pixels [p, p + n) (those below P) of Y, in
  * place: the twin's clamp or the act kernel, elementwise — for a kernel that stores
@@ -65,6 +94,8 @@ void lithe__qconv_act_rows(const lithe__qconv *c, int64_t m, int64_t p, int64_t 
  * activation included (the store's clamp, or lithe__qconv_act_rows). */
 typedef void (*lithe__qconv_fn)(const lithe__qconv *c, int64_t m0, int64_t m1);
 void lithe__qconv_ref(const lithe__qconv *c, int64_t m0, int64_t m1); /* the scalar twin */
+/* whether kernel k writes c->Yc itself (else the driver runs it on sums and then epi_codes) */
+bool lithe__qconv_stores_codes(lithe__qconv_fn k);
 #if defined(__x86_64__) || defined(_M_X64)
 void lithe__qconv_avx2(const lithe__qconv *c, int64_t m0, int64_t m1);
 #endif
@@ -134,12 +165,14 @@ typedef struct lithe__qconv_aux {
      * (row j at x + j·stride), 0 for j >= nrows (a 1x1 window's K quad) */
     void (*quant_u8)(int64_t n, const float *x, const struct lithe__qx *q, uint8_t *y);
     void (*quant_quads)(int64_t n, const float *x, int64_t stride, int nrows, const struct lithe__qx *q, uint8_t *d);
-    /* Codes between fused:QConv nodes (NULL: the twins): epi_codes as epi, each value then quantized
-     * on c->yq's grid into d (rows at d + (r - r0)·n; the int8 byte flipped; y left as scratch): the
-     * bits of epi then quant_u8 (then the flip); codes_quads, codes_pairs as lithe__qconv_codes_* */
+    /* Codes between fused:QConv nodes (NULL: the twins): epi_codes over rows of float sums y (row r's
+     * filter r mod M; integers, or (float)acc): lithe__qconv_code of each, into d (rows at
+     * d + (r - r0)·n; c->rq set); codes_quads, codes_pairs as lithe__qconv_codes_* */
     void (*epi_codes)(const struct lithe__qconv *c, int64_t r0, int64_t rows, int64_t n, float *y, uint8_t *d);
     void (*codes_quads)(int64_t n, const uint8_t *x, int64_t stride, int nrows, const struct lithe__qx *q, uint8_t *d);
     void (*codes_pairs)(int64_t n, const uint8_t *x0, const uint8_t *x1, const struct lithe__qx *q, int16_t *d);
+    /* lithe__qconv_codes_f32 (the depthwise's codes in; NULL: the twin) */
+    void (*codes_f32)(int64_t n, const uint8_t *x, const struct lithe__qx *q, float *y);
 } lithe__qconv_aux;
 extern const lithe__qconv_aux lithe__qconv_aux_ref;
 #if defined(__x86_64__) || defined(_M_X64)
@@ -171,4 +204,51 @@ void lithe__qconv_pack_x8(const struct lithe__conv2d *g, const void *X, const li
                           const lithe__qconv_aux *aux);
 void lithe__qconv_pack_w8(int64_t M, int64_t K, const int8_t *W, const int32_t *zw, int64_t n_zw, int32_t *Wb,
                           int32_t *wsum);
+#if defined(__x86_64__) || defined(_M_X64)
+/* Depthwise's u8 form (qconv8.c; conv_q8 runs it where a kernel below runs and lithe__qconv8_exact
+ * holds with R = 0: every w - zw in s8). A kernel runs planes [p0, p1) of X (N, C, H, W; float32, or
+ * codes where q->src says so), each plane p (channel m = p mod C) through
+ *   U   the plane's u = (x - zx) - xlo bytes, padded: byte (r, col) at U[r·ld + col] is input
+ *       (r - pad[0], col - pad[1]), the padding's u (-xlo: x - zx = 0) outside the image; ld =
+ *       pad[1] + W + pad[3], lithe__qdw8_u_bytes(g) in all (the loads' slack past the last row);
+ *   c->Wb the channel's KH rows of ceil(KW / 4) quads of s8 w - zw (kw0 in the lowest byte; 0 past
+ *       KW) at m·KH·ceil(KW / 4), and c->wsum (Σ (w - zw) per channel), c->xlo,
+ * into the exact int32 sum Σ u·(w - zw) + xlo·wsum[m] (|·| <= 2·256·255·128 < 2^31), then c's epilogue:
+ * (float)acc · scale (+ b), the clamp (or the act kernel over the plane), into Y + p·OH·OW — the bits
+ * of the float path (the depthwise kernel on x - zx, then epi) — or, Yc not NULL (c->rq set: none, a
+ * relu or a clip), requantized (lithe__qconv_code) into Yc + p·OH·OW, Y then unused. */
+typedef void (*lithe__qdw8_fn)(const lithe__qconv *c, const struct lithe__conv2d *g, const void *X,
+                               const struct lithe__qx *q, const struct lithe__qconv_aux *aux, int64_t p0, int64_t p1,
+                               uint8_t *U, void *tmp, float *Y, uint8_t *Yc);
+/* the scalar twin (tmp unused) */
+void lithe__qdw8_ref(const lithe__qconv *c, const struct lithe__conv2d *g, const void *X, const struct lithe__qx *q,
+                     const struct lithe__qconv_aux *aux, int64_t p0, int64_t p1, uint8_t *U, void *tmp, float *Y,
+                     uint8_t *Yc);
+/* AVX-512 VNNI + VBMI (qconv_vnni.c): per input row r of U and quad j of kernel taps, the quads
+ * Q_j[r·OW + ow] = u at columns ow·stride + (4j + t)·dil, t < 4 (one vpermb of a 64-byte load per 16
+ * ow, in tmp), then per 16 outputs one vpdpbusd per kernel row and quad from Q: with stride 1 the
+ * plane's outputs are consecutive in Q (output p reads Q_j[p + kh·dil·OW]), so every vector has 16
+ * outputs whatever OW (7x7 planes too). For 15·stride[1] + 3·dil[1] <= 63. The kernel where the CPU
+ * has AVX512 F, BW, VL, VNNI and VBMI; NULL elsewhere. */
+lithe__qdw8_fn lithe__qdw8_vnni(void);
+/* The depthwise u8 kernel conv_q8 runs for g: VNNI's where lithe__qconv8_best is the VNNI tile and g
+ * fits; NULL: the float depthwise path */
+lithe__qdw8_fn lithe__qdw8_best(const struct lithe__conv2d *g);
+size_t lithe__qdw8_u_bytes(const struct lithe__conv2d *g);
+size_t lithe__qdw8_tmp_bytes(const struct lithe__conv2d *g); /* tmp's: a multiple of 64 */
+/* Planes a kernel may stage at once (small planes: about 8 KB of U and tmp in all): U and tmp hold
+ * that many of each, one after the other (the twin uses the first) */
+int64_t lithe__qdw8_group(const struct lithe__conv2d *g);
+/* The weights' form: (M, KH, ceil(KW / 4)) quads, then wsum (M) */
+void lithe__qdw8_pack_w(int64_t M, int64_t KH, int64_t KW, const int8_t *W, const int32_t *zw, int64_t n_zw,
+                        int32_t *Wq, int32_t *wsum);
+/* plane x's rows into U (its padding filled by the caller): codes as u, float32 through aux's quant_u8 */
+void lithe__qdw8_rows(const struct lithe__conv2d *g, const void *x, const struct lithe__qx *q, uint8_t *U,
+                      const struct lithe__qconv_aux *aux);
+/* conv_q8's depthwise in this form: every plane through k, split over the CPU pool, into Y (float32)
+ * or Yc (codes); ws: lithe__qdw8_ws_bytes(g) bytes */
+size_t lithe__qdw8_ws_bytes(const struct lithe__conv2d *g);
+void lithe__qdw8_run(const struct lithe__conv2d *g, const void *X, const struct lithe__qx *q, const lithe__qconv *c,
+                     const struct lithe__qconv_aux *aux, lithe__qdw8_fn k, void *ws, float *Y, uint8_t *Yc);
+#endif
 #endif

@@ -5,6 +5,7 @@
 
 #include "../../../core/internal.h"
 #include "../simd/simd.h"
+#include "../threadpool.h"
 
 #include <string.h>
 
@@ -124,7 +125,7 @@ void lithe__qconv_pack_x8(const lithe__conv2d *g, const void *Xv, const lithe__q
 void lithe__qconv8_ref(const lithe__qconv *c, int64_t m0, int64_t m1) {
     for (int64_t m = m0; m < m1 && m < c->M; m++) {
         const int32_t *w = c->Wb + (m / LITHE__QC_MR) * c->Kq * LITHE__QC_MR + m % LITHE__QC_MR;
-        float *y = c->Y + m * c->P;
+        float *y = c->Yc ? NULL : c->Y + m * c->P;
         for (int64_t p = 0; p < c->P; p++) {
             uint32_t acc = (uint32_t)c->xlo * (uint32_t)c->wsum[m]; /* wraps as vpaddd does; the sum fits */
             for (int64_t kq = 0; kq < c->Kq; kq++) {
@@ -133,9 +134,10 @@ void lithe__qconv8_ref(const lithe__qconv *c, int64_t m0, int64_t m1) {
                 const uint8_t *x = c->Xb + (kq * c->P8 + p) * 4;
                 for (int j = 0; j < 4; j++) acc += (uint32_t)((int32_t)h[j] * x[j]);
             }
-            y[p] = (float)(int32_t)acc;
+            if (y) y[p] = (float)(int32_t)acc;
+            else c->Yc[m * c->P + p] = lithe__qconv_code(c, m, (float)(int32_t)acc); /* (qconv.h: the codes) */
         }
-        lithe__qconv_aux_ref.epi(c, m, 1, c->P, y);
+        if (y) lithe__qconv_aux_ref.epi(c, m, 1, c->P, y);
     }
 }
 
@@ -146,6 +148,137 @@ lithe__qconv_fn lithe__qconv8_best(void) {
 }
 
 int32_t lithe__qconv8_range(lithe__qconv_fn k, int32_t R) { return k && k == lithe__qconv8_vnni() ? 0 : R; }
+
+/* ---- depthwise's u8 form (qconv.h: lithe__qdw8_*) ---- */
+
+static int64_t dw8_rows(const lithe__conv2d *g) { return g->pad[0] + g->H + g->pad[2]; }
+static int64_t dw8_ld(const lithe__conv2d *g) { return g->pad[1] + g->W + g->pad[3]; }
+
+size_t lithe__qdw8_u_bytes(const lithe__conv2d *g) {
+    /* the padded plane, then the slack of a 64-byte load at the last output's last quad of taps */
+    return (size_t)(dw8_rows(g) * dw8_ld(g) + g->OW * g->stride[1] + 4 * ((g->KW + 3) / 4) * g->dil[1] + 64 + 63) / 64 *
+           64;
+}
+
+size_t lithe__qdw8_tmp_bytes(const lithe__conv2d *g) {
+    const int64_t rows = (g->OH - 1) * g->stride[0] + (g->KH - 1) * g->dil[0] + 1;
+    const size_t q = (size_t)((g->KW + 3) / 4 * (rows * g->OW + 16)) * 4; /* the quads Q */
+    /* (then a plane's u, the VNNI kernel's float32 planes quantized) */
+    return (q + 63) / 64 * 64 + (size_t)(g->H * g->W + 63) / 64 * 64;
+}
+
+void lithe__qdw8_pack_w(int64_t M, int64_t KH, int64_t KW, const int8_t *W, const int32_t *zw, int64_t n_zw,
+                        int32_t *Wq, int32_t *wsum) {
+    const int64_t nq = (KW + 3) / 4, K = KH * KW;
+    for (int64_t m = 0; m < M; m++) {
+        int32_t s = 0;
+        for (int64_t kh = 0; kh < KH; kh++)
+            for (int64_t j = 0; j < nq; j++) {
+                uint32_t v = 0;
+                for (int t = 0; t < 4; t++) {
+                    const int64_t kw = 4 * j + t;
+                    const int32_t w = kw < KW ? wq(W, zw, n_zw, K, m, kh * KW + kw) : 0;
+                    s += w;
+                    v |= (uint32_t)(uint8_t)(int8_t)w << (8 * t);
+                }
+                memcpy(&Wq[(m * KH + kh) * nq + j], &v, sizeof v);
+            }
+        wsum[m] = s;
+    }
+}
+
+void lithe__qdw8_rows(const lithe__conv2d *g, const void *x, const lithe__qx *q, uint8_t *U,
+                      const lithe__qconv_aux *aux) {
+    const int64_t ld = dw8_ld(g);
+    uint8_t *d = U + g->pad[0] * ld + g->pad[1];
+    for (int64_t ih = 0; ih < g->H; ih++, d += ld) {
+        if (q->src)
+            lithe__qconv_codes_u8(g->W, (const uint8_t *)x + ih * g->W, q, d);
+        else
+            aux->quant_u8(g->W, (const float *)x + ih * g->W, q, d);
+    }
+}
+
+void lithe__qdw8_ref(const lithe__qconv *c, const lithe__conv2d *g, const void *X, const lithe__qx *q,
+                     const lithe__qconv_aux *aux, int64_t p0, int64_t p1, uint8_t *U, void *tmp, float *Y,
+                     uint8_t *Yc) {
+    const int64_t nq = (g->KW + 3) / 4, P = g->OH * g->OW, HW = g->H * g->W, ld = dw8_ld(g);
+    (void)tmp;
+    memset(U, (uint8_t)(int)-q->lo, lithe__qdw8_u_bytes(g));
+    for (int64_t p = p0; p < p1; p++) {
+        const int64_t m = p % g->C;
+        const int32_t *wq = c->Wb + m * g->KH * nq;
+        float *y = Yc ? NULL : Y + p * P;
+        lithe__qdw8_rows(g, (const char *)X + p * HW * (q->src ? 1 : 4), q, U, aux);
+        for (int64_t oh = 0; oh < g->OH; oh++)
+            for (int64_t ow = 0; ow < g->OW; ow++) {
+                uint32_t acc = (uint32_t)c->xlo * (uint32_t)c->wsum[m]; /* wraps as vpaddd does; the sum fits */
+                for (int64_t kh = 0; kh < g->KH; kh++)
+                    for (int64_t kw = 0; kw < g->KW; kw++) {
+                        int8_t h[4];
+                        memcpy(h, &wq[kh * nq + kw / 4], sizeof h);
+                        const uint8_t u =
+                            U[(oh * g->stride[0] + kh * g->dil[0]) * ld + ow * g->stride[1] + kw * g->dil[1]];
+                        acc += (uint32_t)((int32_t)h[kw % 4] * u);
+                    }
+                if (y) y[oh * g->OW + ow] = (float)(int32_t)acc;
+                else Yc[p * P + oh * g->OW + ow] = lithe__qconv_code(c, m, (float)(int32_t)acc);
+            }
+        if (y) lithe__qconv_aux_ref.epi(c, m, 1, P, y);
+    }
+}
+
+lithe__qdw8_fn lithe__qdw8_best(const lithe__conv2d *g) {
+    const lithe__qconv_fn k8 = lithe__qconv8_best();
+    /* (planes below 16x16 out: the float path's passes over every plane at once beat the per-plane
+     * staging, 7x7 by 1.5x) */
+    if (!k8 || k8 != lithe__qconv8_vnni() || 15 * g->stride[1] + 3 * g->dil[1] > 63 || g->OH * g->OW < 256) return NULL;
+    return lithe__qdw8_vnni();
+}
+
+int64_t lithe__qdw8_group(const lithe__conv2d *g) {
+    const int64_t n = 8192 / (int64_t)(lithe__qdw8_u_bytes(g) + lithe__qdw8_tmp_bytes(g));
+    return n < 1 ? 1 : n > 16 ? 16 : n;
+}
+
+/* a chunk's scratch: the group's U, then its tmp */
+static size_t dw8_chunk_bytes(const lithe__conv2d *g) {
+    return (size_t)lithe__qdw8_group(g) * (lithe__qdw8_u_bytes(g) + lithe__qdw8_tmp_bytes(g));
+}
+static int64_t dw8_chunks(const lithe__conv2d *g) {
+    const int64_t nt = lithe__pool_threads(lithe__cpu_pool()), planes = g->N * g->C;
+    return nt < planes ? nt : planes < 1 ? 1 : planes;
+}
+size_t lithe__qdw8_ws_bytes(const lithe__conv2d *g) { return (size_t)dw8_chunks(g) * dw8_chunk_bytes(g); }
+
+typedef struct dw8_task {
+    const lithe__conv2d *g;
+    const void *X;
+    const lithe__qx *q;
+    const lithe__qconv *c;
+    const lithe__qconv_aux *aux;
+    lithe__qdw8_fn k;
+    char *ws;
+    int64_t per; /* planes per chunk */
+    float *Y;
+    uint8_t *Yc;
+} dw8_task;
+
+/* planes [begin, end): whole chunks, so the chunk of begin owns its scratch for the call */
+static void dw8_planes(void *ctx, int64_t begin, int64_t end) {
+    const dw8_task *t = ctx;
+    char *U = t->ws + (size_t)(begin / t->per) * dw8_chunk_bytes(t->g);
+    t->k(t->c, t->g, t->X, t->q, t->aux, begin, end, (uint8_t *)U, U + lithe__qdw8_group(t->g) * lithe__qdw8_u_bytes(t->g), t->Y,
+         t->Yc);
+}
+
+void lithe__qdw8_run(const lithe__conv2d *g, const void *X, const lithe__qx *q, const lithe__qconv *c,
+                     const lithe__qconv_aux *aux, lithe__qdw8_fn k, void *ws, float *Y, uint8_t *Yc) {
+    const int64_t planes = g->N * g->C, chunks = dw8_chunks(g);
+    const double ops = 2.0 * (double)planes * (double)(g->OH * g->OW * g->KH * g->KW);
+    dw8_task t = {g, X, q, c, aux, k, ws, (planes + chunks - 1) / chunks, Y, Yc};
+    lithe__pool_for_chunks(ops >= 2e6 && chunks > 1 ? lithe__cpu_pool() : NULL, planes, chunks, dw8_planes, &t);
+}
 
 #else
 lithe__qconv_fn lithe__qconv8_best(void) { return NULL; }

@@ -7,14 +7,19 @@
  * 2^31 — the twin's int32 sum bit for bit for full-range weights too (lithe quantize's [-127, 127],
  * which the AVX2 u8 tile cannot take). The epilogue is the AVX2 tile's on 16 lanes: (float)acc ·
  * scale (+ b), avx2_clamp.h's operations (relu, clip, HardSwish) in the store, a masked store of a
- * row's last pixels, the act kernel over the tile's rows otherwise; and the quantizing passes and the
- * depthwise epilogue on 16 lanes (lithe__qconv_aux_avx512). Built with -mavx512f
+ * row's last pixels, the act kernel over the tile's rows otherwise; with codes out (c->Yc) each row
+ * requantized in the store (lithe__qconv_code: one multiply, add, clamp, vcvtps2dq, vpmovdb), no
+ * float32 written; and the quantizing passes and the depthwise epilogue on 16 lanes
+ * (lithe__qconv_aux_avx512). Built with -mavx512f
  * -mavx512vnni -mfma, x86-64 only; chosen (lithe__qconv8_best) where the float GEMM runs AVX-512
  * and the CPU has AVX512-VNNI. */
 #include "qconv.h"
 
+#include "../../../core/internal.h"
+
 #if defined(__x86_64__) && defined(__AVX512F__) && defined(__AVX512VNNI__) && defined(__FMA__)
 #include <immintrin.h>
+#include <string.h>
 
 /* avx2_clamp.h's lithe__avx2_clamp, the same operations in the same order on 16 lanes */
 static inline __attribute__((always_inline)) __m512 clamp16(__m512 t, int cl, __m512 lo, __m512 hi) {
@@ -30,6 +35,39 @@ static inline __attribute__((always_inline)) __m512 clamp16(__m512 t, int cl, __
 
 /* lanes [0, n) of 16 (n may be <= 0 or > 16) */
 static inline __mmask16 lanes(int64_t n) { return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1); }
+
+/* lithe__qconv_code on 16 lanes of t = (float)acc (or a float sum): · rq + rb, clamped to [clo, chi]
+ * (NaN to clo: vminps gives its second operand, t, for a NaN; vmaxps then clo), vcvtps2dq rounding
+ * half to even (the default MXCSR rounding), + zy, the bytes by vpmovdb's truncation */
+typedef struct rqv {
+    __m512 rq, rb, clo, chi;
+    __m512i zy;
+} rqv;
+static inline rqv rq_of(const lithe__qconv *c, int64_t m) {
+    return (rqv){_mm512_set1_ps(c->rq[m]), _mm512_set1_ps(c->rb[m]), _mm512_set1_ps(c->clo), _mm512_set1_ps(c->chi),
+                 _mm512_set1_epi32(c->zy)};
+}
+static inline __attribute__((always_inline)) __m512i rq16(__m512 t, const rqv *r) {
+    t = _mm512_add_ps(_mm512_mul_ps(t, r->rq), r->rb);
+    return _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_max_ps(_mm512_min_ps(r->chi, t), r->clo)), r->zy);
+}
+/* n (may be <= 0 or > 16) of the 16 codes to d: a plain 16-byte store when whole (the masked store to
+ * memory ran ~1.6x slower on Zen 5) */
+static inline __attribute__((always_inline)) void put16(uint8_t *d, int64_t n, __m512i k) {
+    if (n >= 16) _mm_storeu_si128((__m128i *)d, _mm512_cvtepi32_epi8(k));
+    else if (n > 0) _mm512_mask_cvtepi32_storeu_epi8(d, lanes(n), k);
+}
+
+/* filter m's row of the tile as codes (c->Yc): nv vectors of 16 pixels from p, stored up to P */
+static inline __attribute__((always_inline)) void store_codes_row(const lithe__qconv *c, int64_t m, int64_t p, int nv,
+                                                                  const __m512i *acc) {
+    if (m >= c->M) return;
+    const __m512i fix = _mm512_set1_epi32(c->xlo * c->wsum[m]);
+    const rqv r = rq_of(c, m);
+    uint8_t *d = c->Yc + m * c->P + p;
+    for (int v = 0; v < nv; v++)
+        put16(d + 16 * v, c->P - p - 16 * v, rq16(_mm512_cvtepi32_ps(_mm512_add_epi32(acc[v], fix)), &r));
+}
 
 /* filter m's row of the tile: nv vectors of 16 pixels from p, stored up to P */
 static inline __attribute__((always_inline)) void store_row(const lithe__qconv *c, int64_t m, int64_t p, int nv,
@@ -71,6 +109,11 @@ static inline __attribute__((always_inline)) void tile(const lithe__qconv *c, in
             STEP(a2[v], xv[v], w2);
             STEP(a3[v], xv[v], w3);
         }
+    }
+    if (c->Yc) {
+        store_codes_row(c, m, p, nv, a0), store_codes_row(c, m + 1, p, nv, a1);
+        store_codes_row(c, m + 2, p, nv, a2), store_codes_row(c, m + 3, p, nv, a3);
+        return;
     }
     store_row(c, m, p, nv, a0, lo, hi), store_row(c, m + 1, p, nv, a1, lo, hi);
     store_row(c, m + 2, p, nv, a2, lo, hi), store_row(c, m + 3, p, nv, a3, lo, hi);
@@ -132,7 +175,7 @@ static void quant_pairs(int64_t n, const float *x0, const float *x1, const lithe
     lithe__qconv_aux_avx2.quant_pairs(n, x0, x1, q, d);
 }
 
-/* One vector of the epilogue: the row's scale, its bias, the fused clamp (epi and epi_codes) */
+/* One vector of the epilogue: the row's scale, its bias, the fused clamp */
 static inline __m512 epi16(const lithe__qconv *c, const float *y, __mmask16 k, __m512 sc, __m512 b, __m512 lo,
                            __m512 hi) {
     __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, y), sc);
@@ -183,44 +226,11 @@ static void quant_quads(int64_t n, const float *x, int64_t stride, int nrows, co
     }
 }
 
-/* yq's grid as vectors: scale, lo, hi; and its zero point ymin - lo (int8 codes: ymin = -128) */
-typedef struct yqv {
-    __m512 s, lo, hi;
-    __m512i zy;
-} yqv;
-static inline yqv yq_of(const lithe__qx *q) {
-    return (yqv){_mm512_set1_ps(q->scale), _mm512_set1_ps(q->lo), _mm512_set1_ps(q->hi),
-                 _mm512_set1_epi32((q->src == 2 ? -128 : 0) - (int32_t)q->lo)};
-}
-
-/* n (1..16) of t's codes on y's grid, as bytes (u = code - ymin, flipped for int8): quant_u8's bits.
- * The byte is the code's: qk16 + zy (uint8: u itself; int8: u - 128, whose low byte is u's flipped) */
-static inline __attribute__((always_inline)) void store_codes(uint8_t *d, int64_t n, __m512 t, const yqv *y) {
-    const __m512i u = _mm512_add_epi32(qk16(t, y->s, y->lo, y->hi), y->zy);
-    const __m128i b = _mm512_cvtepi32_epi8(u);
-    if (n >= 16) {
-        _mm_storeu_si128((__m128i *)d, b);
-    } else if (n > 0) {
-        uint8_t tmp[16];
-        _mm_storeu_si128((__m128i *)tmp, b);
-        for (int64_t i = 0; i < n; i++) d[i] = tmp[i];
-    }
-}
-
-/* epi's value per lane, then store_codes: the twin's epi then quant_u8 (a clamp or no activation:
- * the driver falls back to the twins for an act kernel) */
+/* lithe__qconv_code of each float sum (rq16) */
 static void epi_codes(const lithe__qconv *c, int64_t r0, int64_t rows, int64_t n, float *y, uint8_t *d) {
-    if (!c->clamp && c->act) {
-        lithe__qconv_aux_ref.epi(c, r0, rows, n, y); /* (unreached from the driver) */
-        return;
-    }
-    const __m512 lo = _mm512_set1_ps(c->lo), hi = _mm512_set1_ps(c->hi);
-    const yqv yq = yq_of(c->yq);
     for (int64_t r = r0; r < r0 + rows; r++, y += n, d += n) {
-        const int64_t m = r % c->M;
-        const __m512 sc = _mm512_set1_ps(c->scale[m]), b = _mm512_set1_ps(c->b ? c->b[m] : 0.0f);
-        for (int64_t i = 0; i < n; i += 16)
-            store_codes(d + i, n - i, epi16(c, y + i, lanes(n - i), sc, b, lo, hi), &yq);
+        const rqv q = rq_of(c, r % c->M);
+        for (int64_t i = 0; i < n; i += 16) put16(d + i, n - i, rq16(_mm512_maskz_loadu_ps(lanes(n - i), y + i), &q));
     }
 }
 
@@ -238,9 +248,155 @@ static void codes_quads(int64_t n, const uint8_t *x, int64_t stride, int nrows, 
     if (i < n) lithe__qconv_codes_quads(n - i, x + i, stride, nrows, q, d + 4 * i);
 }
 
+/* lithe__qconv_codes_f32 on 16 lanes: the bytes widened (signed for int8), less zx, converted (exact) */
+static void codes_f32(int64_t n, const uint8_t *x, const lithe__qx *q, float *y) {
+    const __m512i z = _mm512_set1_epi32(q->zx);
+    const bool s8 = q->src == 2;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m128i b = _mm_loadu_si128((const __m128i *)(x + i));
+        const __m512i v = s8 ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
+        _mm512_storeu_ps(y + i, _mm512_cvtepi32_ps(_mm512_sub_epi32(v, z)));
+    }
+    if (i < n) lithe__qconv_codes_f32(n - i, x + i, q, y + i);
+}
+
 const lithe__qconv_aux lithe__qconv_aux_avx512 = {quant_f32, quant_i16, quant_pairs, epi, quant_u8, quant_quads,
-                                                  epi_codes, codes_quads, NULL};
+                                                  epi_codes, codes_quads, NULL, codes_f32};
+
+/* ---- depthwise's u8 form (qconv.h: lithe__qdw8_fn). Per plane: U's rows (codes copied, the int8
+ * byte flipped; float32 quantized), then per row r of U that a window reads and quad j of kernel taps
+ * Q_j[r·OW + ow] (ow by 16: a 64-byte load of U at column ow·s + 4j·dil, vpermb to lane i's bytes
+ * s·i + dil·t, t < 4; the weights past KW are 0; a row's last vector writes into the next row's start,
+ * which that row then overwrites), then per vector of 16 outputs (stride 1: 16 consecutive outputs of
+ * the plane, across rows; else 16 of one row) KH·ceil(KW / 4) loads of Q and vpdpbusd by the quad's
+ * broadcast s8 weights: the exact int32 sum (qconv.h), 4 vectors in flight; then the epilogue of the
+ * tiles above (store_row, epi_codes) and a masked store of the vector's outputs. ---- */
+#define DW8 __attribute__((target("avx512bw,avx512vl,avx512vbmi")))
+enum { DW8_NV = 8 }; /* vectors in flight: each accumulator's chain is KH·ceil(KW / 4) vpdpbusd long */
+
+typedef struct dw8 {
+    int64_t OH, OW, P, s0, kstep, KH, nq, qs; /* kstep: Q's step per kernel row; qs: per quad */
+} dw8;
+
+/* the next nv vectors from (*oh, *ow) (stride 1: *ow is the plane's output index, *oh 0) */
+static inline __attribute__((always_inline)) DW8 void dw8_block(const lithe__qconv *c, const dw8 *k, const int32_t *Q,
+                                                                 const int32_t *wq, int64_t *oh, int64_t *ow, int nv,
+                                                                 __m512i fix, __m512 sc, __m512 b, __m512 lo, __m512 hi,
+                                                                 const rqv *rq, float *y, uint8_t *yc) {
+    int64_t qb[DW8_NV], at[DW8_NV], n[DW8_NV];
+    __m512i acc[DW8_NV];
+    for (int v = 0; v < nv; v++) {
+        if (k->s0 == 1) {
+            qb[v] = at[v] = *ow, n[v] = k->P - *ow;
+            *ow += 16;
+        } else {
+            qb[v] = *oh * k->s0 * k->OW + *ow, at[v] = *oh * k->OW + *ow, n[v] = k->OW - *ow;
+            if ((*ow += 16) >= k->OW) *ow = 0, ++*oh;
+        }
+        acc[v] = fix;
+    }
+    for (int64_t kh = 0; kh < k->KH; kh++)
+        for (int64_t j = 0; j < k->nq; j++, wq++) {
+            const __m512i wv = _mm512_set1_epi32(*wq);
+            const int32_t *qr = Q + kh * k->kstep + j * k->qs;
+            for (int v = 0; v < nv; v++) acc[v] = _mm512_dpbusd_epi32(acc[v], _mm512_loadu_si512(qr + qb[v]), wv);
+        }
+    for (int v = 0; v < nv; v++) {
+        if (yc) { /* requantized (lithe__qconv_code) */
+            put16(yc + at[v], n[v], rq16(_mm512_cvtepi32_ps(acc[v]), rq));
+            continue;
+        }
+        __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(acc[v]), sc);
+        if (c->b) t = _mm512_add_ps(t, b);
+        if (c->clamp) t = clamp16(t, c->clamp, lo, hi);
+        _mm512_mask_storeu_ps(y + at[v], lanes(n[v]), t);
+    }
+}
+
+static DW8 void qdw8_vnni(const lithe__qconv *c, const lithe__conv2d *g, const void *X, const lithe__qx *q,
+                          const lithe__qconv_aux *aux, int64_t p0, int64_t p1, uint8_t *U, void *tmp, float *Y,
+                          uint8_t *Yc) {
+    const int64_t ld = g->pad[1] + g->W + g->pad[3], OW = g->OW, P = g->OH * OW, HW = g->H * g->W;
+    const int64_t s1 = g->stride[1], d1 = g->dil[1], nq = (g->KW + 3) / 4;
+    const int64_t rows = (g->OH - 1) * g->stride[0] + (g->KH - 1) * g->dil[0] + 1;
+    const dw8 k = {g->OH, OW, P, g->stride[0], g->dil[0] * OW, g->KH, nq, rows * OW + 16};
+    uint8_t ib[64];
+    for (int i = 0; i < 16; i++)
+        for (int t = 0; t < 4; t++) ib[4 * i + t] = (uint8_t)(s1 * i + d1 * t); /* <= 63 (lithe__qdw8_best) */
+    const __m512i idx = _mm512_loadu_si512(ib);
+    const int64_t nvec = k.s0 == 1 ? (P + 15) / 16 : g->OH * ((OW + 15) / 16);
+    const __m512 lo = _mm512_set1_ps(c->lo), hi = _mm512_set1_ps(c->hi);
+    const __m512i flip = _mm512_set1_epi8(q->src == 2 ? (char)0x80 : 0);
+    (void)aux; /* (float32 planes: this file's quant_u8) */
+    const int64_t G = lithe__qdw8_group(g);
+    const size_t ub = lithe__qdw8_u_bytes(g), tb = lithe__qdw8_tmp_bytes(g);
+    memset(U, (uint8_t)(int)-q->lo, (size_t)G * ub);
+    for (int64_t p = p0; p < p1; p += G) { /* a group of planes by stages: their stores retire before the loads */
+        const int64_t ng = p1 - p < G ? p1 - p : G;
+        for (int64_t e = 0; e < ng; e++) {
+            const int64_t HWp = (p + e) * HW;
+            /* the codes' rows as u (the int8 byte flipped); float32 quantized first in one pass over the
+             * plane (quant_u8: u, no flip) into the end of the plane's tmp */
+            uint8_t *d = U + e * ub + g->pad[0] * ld + g->pad[1];
+            const uint8_t *x = (const uint8_t *)X + HWp;
+            __m512i fl = flip;
+            if (!q->src) {
+                uint8_t *xb = (uint8_t *)tmp + (e + 1) * tb - (HW + 63) / 64 * 64;
+                quant_u8(HW, (const float *)X + HWp, q, xb);
+                x = xb, fl = _mm512_setzero_si512();
+            }
+            for (int64_t ih = 0; ih < g->H; ih++, x += g->W, d += ld)
+                for (int64_t i = 0; i < g->W; i += 64) {
+                    const __mmask64 mk = g->W - i >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (g->W - i)) - 1;
+                    _mm512_mask_storeu_epi8(d + i, mk, _mm512_xor_si512(_mm512_maskz_loadu_epi8(mk, x + i), fl));
+                }
+        }
+        for (int64_t e = 0; e < ng; e++)
+            for (int64_t r = 0; r < rows; r++)
+                for (int64_t j = 0; j < nq; j++) {
+                    const uint8_t *u = U + e * ub + r * ld + 4 * j * d1;
+                    int32_t *d = (int32_t *)((char *)tmp + e * tb) + j * k.qs + r * OW;
+                    for (int64_t ow = 0; ow < OW; ow += 16)
+                        _mm512_storeu_si512(d + ow, _mm512_permutexvar_epi8(idx, _mm512_loadu_si512(u + ow * s1)));
+                }
+        for (int64_t e = 0; e < ng; e++) {
+            const int64_t m = (p + e) % g->C;
+            const int32_t *Q = (const int32_t *)((const char *)tmp + e * tb), *wq = c->Wb + m * k.KH * nq;
+            const __m512i fix = _mm512_set1_epi32(c->xlo * c->wsum[m]);
+            const __m512 sc = _mm512_set1_ps(c->scale[m]), b = _mm512_set1_ps(c->b ? c->b[m] : 0.0f);
+            float *y = Yc ? NULL : Y + (p + e) * P;
+            uint8_t *yc = Yc ? Yc + (p + e) * P : NULL;
+            const rqv rq = Yc ? rq_of(c, m) : (rqv){0};
+            int64_t oh = 0, ow = 0, v = 0;
+#define DW8_BLOCK(nv) dw8_block(c, &k, Q, wq, &oh, &ow, nv, fix, sc, b, lo, hi, &rq, y, yc)
+            for (; v + DW8_NV <= nvec; v += DW8_NV) DW8_BLOCK(DW8_NV);
+            switch (nvec - v) {
+            case 7: DW8_BLOCK(7); break;
+            case 6: DW8_BLOCK(6); break;
+            case 5: DW8_BLOCK(5); break;
+            case 4: DW8_BLOCK(4); break;
+            case 3: DW8_BLOCK(3); break;
+            case 2: DW8_BLOCK(2); break;
+            case 1: DW8_BLOCK(1); break;
+            default: break;
+            }
+#undef DW8_BLOCK
+            if (!Yc && !c->clamp && c->act) c->act_fn(c->act, P, y, y);
+        }
+    }
+}
+
+lithe__qdw8_fn lithe__qdw8_vnni(void) {
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vnni") &&
+                   __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                   __builtin_cpu_supports("avx512vbmi")
+               ? qdw8_vnni
+               : NULL;
+}
+
 #else
 lithe__qconv_fn lithe__qconv8_vnni(void) { return 0; }
 const lithe__qconv_aux lithe__qconv_aux_avx512 = {0}; /* never chosen: lithe__qconv8_vnni is NULL */
+lithe__qdw8_fn lithe__qdw8_vnni(void) { return 0; }
 #endif

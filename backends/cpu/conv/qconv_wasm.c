@@ -175,16 +175,10 @@ static void quant_u8(int64_t n, const float *x, const lithe__qx *q, uint8_t *y) 
 static void quant_quads(int64_t n, const float *x, int64_t stride, int nrows, const lithe__qx *q, uint8_t *d) {
     lithe__qconv_aux_ref.quant_quads(n, x, stride, nrows, q, d);
 }
-/* epi's lanes, then each value's code on c->yq's grid as a byte (qi4 less lo: u = code - ymin in
- * [0, 255], narrowed twice unsigned; the int8 byte flipped): the twins' epi then quant_u8, 16 a step;
- * the row's tail by the twins.
- * A relu or clip (lo <= hi) is merged into the quantizer's clamp where the row's scale and bias are
- * finite: v = acc · scale + b is then never NaN, and for such v the clamp C then Q(x) = the clamp of
- * x / ys to [qlo, qhi] is the clamp of v / ys alone to [A, B] = Q(C(-inf)), Q(C(+inf)) before the
- * rounding — division by ys > 0, correctly rounded, is monotone, so C(v) / ys is v / ys clamped to
- * [lo / ys, hi / ys], and a clamp of a clamp is one clamp to the inner bounds clamped by the outer
- * ones (the signs of zeros differ, not the rounded codes). 7 operations a vector instead of 10-11 (the
- * relu's pmax and + 0 or the clip's + 0, pmin, pmax, and one integer subtraction); other rows: the twins' order. */
+/* lithe__qconv_code of each float sum, 16 a step: · rq + rb, pmin by chi then pmax by clo (the twin's
+ * two comparisons: NaN to clo; at t = clo the zero's sign may differ, not the code), rounded by the
+ * magic-number add, u = code - ymin in [0, 255] taken from the float's bits, narrowed twice unsigned,
+ * the int8 byte flipped; the row's tail by the twin */
 static inline __attribute__((always_inline)) void codes16(v128_t u0, v128_t u1, v128_t u2, v128_t u3, v128_t flip,
                                                           uint8_t *d) {
     const v128_t h = wasm_u8x16_narrow_i16x8(wasm_u16x8_narrow_i32x4(u0, u1), wasm_u16x8_narrow_i32x4(u2, u3));
@@ -192,54 +186,23 @@ static inline __attribute__((always_inline)) void codes16(v128_t u0, v128_t u1, 
 }
 static void epi_codes(const lithe__qconv *c, int64_t r0, int64_t rows, int64_t n, float *y, uint8_t *d) {
     const lithe__qx *q = c->yq;
-    QX_SPLAT;
-    const v128_t ulo = wasm_i32x4_splat((int32_t)q->lo), flip = wasm_i8x16_splat(q->src == 2 ? (int8_t)0x80 : 0);
-    const int cl = c->clamp;
+    const v128_t flip = wasm_i8x16_splat(q->src == 2 ? (int8_t)0x80 : 0), clo = wasm_f32x4_splat(c->clo),
+                 chi = wasm_f32x4_splat(c->chi), r = wasm_f32x4_splat(12582912.0f),
+                 rb0 = wasm_i32x4_splat(0x4B400000 + (int32_t)q->lo);
     const int64_t n16 = n / 16 * 16;
-    /* the merged bounds (their scalar divisions are f32x4.div's lanes) */
-    const bool mergeable = cl == LITHE__SGEMM_CLAMP_RELU || (cl == LITHE__SGEMM_CLAMP_CLIP && c->lo <= c->hi);
-    const float clo = cl == LITHE__SGEMM_CLAMP_RELU ? 0.0f : c->lo, chi = cl == LITHE__SGEMM_CLAMP_RELU ? INFINITY : c->hi;
-    float A = clo / q->scale, B = chi / q->scale;
-    A = A < q->hi ? A : q->hi, A = A > q->lo ? A : q->lo;
-    B = B < q->hi ? B : q->hi, B = B > q->lo ? B : q->lo;
-    const v128_t vA = wasm_f32x4_splat(A), vB = wasm_f32x4_splat(B), r = wasm_f32x4_splat(12582912.0f),
-                 rb = wasm_i32x4_splat(0x4B400000 + (int32_t)q->lo);
     for (int64_t r_ = r0; r_ < r0 + rows; r_++, y += n, d += n) {
         const int64_t m = r_ % c->M;
-        const float scm = c->scale[m], bm = c->b ? c->b[m] : 0.0f;
-        const v128_t sc = wasm_f32x4_splat(scm), b = wasm_f32x4_splat(bm);
-        if (mergeable && isfinite(scm) && isfinite(bm)) {
-            for (int64_t i = 0; i < n16; i += 16) {
-                v128_t u[4];
-                for (int k = 0; k < 4; k++) {
-                    v128_t v = wasm_f32x4_mul(wasm_v128_load(y + i + 4 * k), sc);
-                    if (c->b) v = wasm_f32x4_add(v, b);
-                    v = wasm_f32x4_pmax(vA, wasm_f32x4_pmin(wasm_f32x4_div(v, s), vB));
-                    u[k] = wasm_i32x4_sub(wasm_f32x4_add(v, r), rb);
-                }
-                codes16(u[0], u[1], u[2], u[3], flip, d + i);
+        const v128_t rq = wasm_f32x4_splat(c->rq[m]), rb = wasm_f32x4_splat(c->rb[m]);
+        for (int64_t i = 0; i < n16; i += 16) {
+            v128_t u[4];
+            for (int k = 0; k < 4; k++) {
+                v128_t v = wasm_f32x4_add(wasm_f32x4_mul(wasm_v128_load(y + i + 4 * k), rq), rb);
+                v = wasm_f32x4_pmax(clo, wasm_f32x4_pmin(v, chi));
+                u[k] = wasm_i32x4_sub(wasm_f32x4_add(v, r), rb0);
             }
-        } else {
-            for (int64_t i = 0; i < n16; i += 16) {
-                v128_t u[4];
-                for (int k = 0; k < 4; k++) {
-                    v128_t v = wasm_f32x4_mul(wasm_v128_load(y + i + 4 * k), sc);
-                    if (c->b) v = wasm_f32x4_add(v, b);
-                    if (cl) v = lithe__wasm_clamp(cl, c->lo, c->hi, v);
-                    u[k] = wasm_i32x4_sub(qi4(v, s, lo, hi), ulo);
-                }
-                codes16(u[0], u[1], u[2], u[3], flip, d + i);
-            }
+            codes16(u[0], u[1], u[2], u[3], flip, d + i);
         }
-        if (n16 < n) {
-            for (int64_t i = n16; i < n; i++) { /* epi's tail, per value */
-                float t = y[i] * scm;
-                if (c->b) t += bm;
-                y[i] = cl ? lithe__sgemm_clamp1(cl, c->lo, c->hi, t) : t;
-            }
-            lithe__qconv_aux_ref.quant_u8(n - n16, y + n16, q, d + n16);
-            for (int64_t i = n16; q->src == 2 && i < n; i++) d[i] ^= 0x80;
-        }
+        for (int64_t i = n16; i < n; i++) d[i] = lithe__qconv_code(c, m, y[i]);
     }
 }
 
@@ -258,5 +221,5 @@ static void codes_pairs(int64_t n, const uint8_t *x0, const uint8_t *x1, const l
 }
 
 const lithe__qconv_aux lithe__qconv_aux_wasm = {quant_f32, quant_i16, quant_pairs, epi, quant_u8, quant_quads, epi_codes,
-                                                NULL, codes_pairs};
+                                                NULL, codes_pairs, NULL};
 #endif

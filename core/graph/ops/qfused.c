@@ -11,9 +11,12 @@
  *                  into a float scratch per run and run the conv2d primitive
  *   fused:FakeQuant a Q -> DQ pair no int8 kernel absorbed (around Add, pooling, ...): one float pass
  *
- * A depthwise fused:QConv whose only reader is a fused:QConv (fuse_qdq.c's chain_codes) hands it the
- * reader's codes (int8 / uint8 carrying its scale and zero point) on the CPU, the reader's conv_q8
- * packing them as they are; the same codes its QuantizeLinear would have made of the float32.
+ * A fused:QConv whose only reader is a fused:QConv, one of the two depthwise (fuse_qdq.c's
+ * chain_codes), hands it the reader's codes (int8 / uint8 carrying its scale and zero point) on the
+ * CPU, the reader's conv_q8 packing them as they are: conv_q8's requantization of the int32 sums
+ * (backends/cpu/conv/qconv.h: acc · (sx·sw / sy) + b / sy rounded, onnxruntime's QLinearConv rule;
+ * within one code of the reader's QuantizeLinear of the float32, equal but at ties), or that
+ * QuantizeLinear's (where conv_q8 declines, or the activation is not a relu / clip).
  *
  * On the CPU the activation goes to gemm_q8 as its QuantizeLinear's codes (int8 / uint8 with the
  * pair's one scale and zero point: static quantization, issue 24 item 3 — the int32 sums are
