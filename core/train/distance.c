@@ -51,26 +51,31 @@ static lithe_status emit_grad(const lithe_tensor *G, const float *d, lithe_tenso
     return LITHE_OK;
 }
 
-/* The sum of v[i]^2 in double: eight running sums, one per i % 8, added pairwise at the end (one
- * running sum was a chain of dependent double adds, ~4 cycles an element). */
-static double sum_sq(size_t n, const float *v) {
+/* d = (g - t) / B (or g - t: a division by 1, exact), returning the sum of d^2 in double. Natively
+ * the elementwise pass on its own, where the compiler vectorizes it, then eight running sums, one
+ * per i % 8, added pairwise at the end: in one loop with one running sum each element's division ran
+ * alone and the sum was a chain of dependent double adds (~60 us of the transformer's (512, 128)
+ * output per training step). The WebAssembly cores keep the one loop and its one sum (their size
+ * bound: the split loops were ~180 B more). */
+static double l2_pass(size_t n, const float *g, const float *t, bool normalize, float B, float *d) {
+#if defined(__wasm__)
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        float diff = g[i] - t[i];
+        d[i] = normalize ? diff / B : diff;
+        sum += (double)d[i] * d[i];
+    }
+    return sum;
+#else
+    float div = normalize ? B : 1.0f;
+    for (size_t i = 0; i < n; i++) d[i] = (g[i] - t[i]) / div;
     double acc[8] = {0};
     size_t i = 0;
     for (; i + 8 <= n; i += 8)
-        for (size_t k = 0; k < 8; k++) acc[k] += (double)v[i + k] * v[i + k];
-    for (; i < n; i++) acc[i % 8] += (double)v[i] * v[i];
+        for (size_t k = 0; k < 8; k++) acc[k] += (double)d[i + k] * d[i + k];
+    for (; i < n; i++) acc[i % 8] += (double)d[i] * d[i];
     return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-}
-
-/* d = (g - t) / B (or g - t), returning the sum of d^2 (sum_sq): the elementwise pass on its own,
- * where the compiler vectorizes it (in the summing loop each element's division ran alone: with the
- * dependent sum, ~60 us of the transformer's (512, 128) output per training step). */
-static double l2_pass(size_t n, const float *g, const float *t, bool normalize, float B, float *d) {
-    if (normalize)
-        for (size_t i = 0; i < n; i++) d[i] = (g[i] - t[i]) / B;
-    else
-        for (size_t i = 0; i < n; i++) d[i] = g[i] - t[i];
-    return sum_sq(n, d);
+#endif
 }
 
 lithe_status lithe_l2_distance(bool normalize, const lithe_tensor *guesses, const lithe_tensor *truths,
@@ -79,12 +84,13 @@ lithe_status lithe_l2_distance(bool normalize, const lithe_tensor *guesses, cons
     LITHE__TRY(check_pair("L2Distance", guesses, truths, true));
     size_t n = (size_t)guesses->numel;
     float B = (float)guesses->shape[0];
+#if !defined(__wasm__) /* (the WebAssembly cores' size bound: the copies stay there) */
+    /* both on the host, contiguous: read where they lie and d written straight into the gradient
+     * (the copies in, the buffer and the write back were ~half the call) */
     lithe_backend *be = guesses->storage->backend;
-    /* both on the host, contiguous, on guesses' backend: read where they lie and d written straight
-     * into the new gradient (the copies in, the buffer and the write back were ~half the call) */
     if (be->host_memory && truths->storage->backend->host_memory && lithe_tensor_is_contiguous(guesses) &&
         lithe_tensor_is_contiguous(truths)) {
-        lithe_tensor *t = NULL; /* d in the gradient, or in a scratch tensor for the loss alone */
+        lithe_tensor *t = NULL; /* d: the gradient, or scratch for the loss alone */
         LITHE__TRY(lithe__tensor_alloc(be, LITHE_F32, guesses->ndim, guesses->shape, false, &t));
         double sum = l2_pass(n, lithe__f32(guesses), lithe__f32(truths), normalize, B, lithe__f32(t));
         if (d_guesses) *d_guesses = t;
@@ -92,11 +98,11 @@ lithe_status lithe_l2_distance(bool normalize, const lithe_tensor *guesses, cons
         if (loss) *loss = (float)sum;
         return LITHE_OK;
     }
+#endif
     float *buf = NULL;
     LITHE__TRY(read_pair("L2Distance", guesses, truths, &buf));
-    float *g = buf, *t = buf + n, *d = buf + 2 * n;
-    double sum = l2_pass(n, g, t, normalize, B, d);
-    lithe_status s = d_guesses ? emit_grad(guesses, d, d_guesses) : LITHE_OK;
+    double sum = l2_pass(n, buf, buf + n, normalize, B, buf + 2 * n);
+    lithe_status s = d_guesses ? emit_grad(guesses, buf + 2 * n, d_guesses) : LITHE_OK;
     if (s == LITHE_OK && loss) *loss = (float)sum;
     lithe__free(buf);
     return s;
