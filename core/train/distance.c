@@ -57,7 +57,8 @@ static lithe_status emit_grad(const lithe_tensor *G, const float *d, lithe_tenso
  * alone and the sum was a chain of dependent double adds (~60 us of the transformer's (512, 128)
  * output per training step). The WebAssembly cores keep the one loop and its one sum (their size
  * bound: the split loops were ~180 B more). */
-static double l2_pass(size_t n, const float *g, const float *t, bool normalize, float B, float *d) {
+static inline __attribute__((always_inline)) double l2_pass(size_t n, const float *g, const float *t, bool normalize,
+                                                            float B, float *d) {
 #if defined(__wasm__)
     double sum = 0.0;
     for (size_t i = 0; i < n; i++) {
@@ -83,7 +84,6 @@ lithe_status lithe_l2_distance(bool normalize, const lithe_tensor *guesses, cons
     if (d_guesses) *d_guesses = NULL;
     LITHE__TRY(check_pair("L2Distance", guesses, truths, true));
     size_t n = (size_t)guesses->numel;
-    float B = (float)guesses->shape[0];
 #if !defined(__wasm__) /* (the WebAssembly cores' size bound: the copies stay there) */
     /* both on the host, contiguous: read where they lie and d written straight into the gradient
      * (the copies in, the buffer and the write back were ~half the call) */
@@ -92,7 +92,8 @@ lithe_status lithe_l2_distance(bool normalize, const lithe_tensor *guesses, cons
         lithe_tensor_is_contiguous(truths)) {
         lithe_tensor *t = NULL; /* d: the gradient, or scratch for the loss alone */
         LITHE__TRY(lithe__tensor_alloc(be, LITHE_F32, guesses->ndim, guesses->shape, false, &t));
-        double sum = l2_pass(n, lithe__f32(guesses), lithe__f32(truths), normalize, B, lithe__f32(t));
+        double sum = l2_pass(n, lithe__f32(guesses), lithe__f32(truths), normalize, (float)guesses->shape[0],
+                             lithe__f32(t));
         if (d_guesses) *d_guesses = t;
         else lithe_tensor_release(t);
         if (loss) *loss = (float)sum;
@@ -101,6 +102,7 @@ lithe_status lithe_l2_distance(bool normalize, const lithe_tensor *guesses, cons
 #endif
     float *buf = NULL;
     LITHE__TRY(read_pair("L2Distance", guesses, truths, &buf));
+    float B = (float)guesses->shape[0];
     double sum = l2_pass(n, buf, buf + n, normalize, B, buf + 2 * n);
     lithe_status s = d_guesses ? emit_grad(guesses, buf + 2 * n, d_guesses) : LITHE_OK;
     if (s == LITHE_OK && loss) *loss = (float)sum;
