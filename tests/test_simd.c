@@ -142,6 +142,38 @@ static void test_every_table_matches_scalar(void **state) {
     fprintf(stderr, "test_simd: largest relative difference in the bounded kernels: %.3g\n", worst_rel);
 }
 
+/* The row kernels that take several rows at once (softmax at temperature 1, layernorm and its dX:
+ * four rows interleaved where the rows are whole vectors) give each row the bits it gets alone
+ * (M = 1: the one-row loop), on every table, rows of 16 to 128 (whole vectors on every ISA) and 20
+ * (a tail on the wide ones), 7 rows (4 + 3), with a masked (-inf) entry, an inf row and a NaN among
+ * them. */
+static void test_row_kernels_rows_at_once(void **state) {
+    (void)state;
+    enum { M = 7, NMAX = 128 };
+    static const int64_t widths[] = {16, 20, 32, 64, 128};
+    float X[M * NMAX], D[M * NMAX], G[NMAX], b[NMAX], Y1[M * NMAX], Y2[M * NMAX], m1[M], m2[M], s1[M], s2[M];
+    for (int t = 0; t < ntables; t++)
+        for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++) {
+            const lithe__simd_kernels *k = tables[t];
+            int64_t N = widths[w];
+            fill(X, M * N, -4, 4), fill(D, M * N, -1, 1), fill(G, N, 0.5, 2), fill(b, N, -1, 1);
+            X[N - 1] = -INFINITY, X[2 * N + 3] = INFINITY, X[5 * N + 1] = NAN, D[6 * N] = NAN;
+            k->softmax(M, N, X, 1.0f, Y1);
+            for (int r = 0; r < M; r++) k->softmax(1, N, X + r * N, 1.0f, Y2 + r * N);
+            same_bits(k->isa, "softmax, rows at once", M * N, Y2, Y1);
+            k->layernorm(M, N, X, G, b, 1e-5f, Y1, m1, s1);
+            for (int r = 0; r < M; r++) k->layernorm(1, N, X + r * N, G, b, 1e-5f, Y2 + r * N, m2 + r, s2 + r);
+            same_bits(k->isa, "layernorm, rows at once", M * N, Y2, Y1);
+            same_bits(k->isa, "layernorm mean, rows at once", M, m2, m1);
+            same_bits(k->isa, "layernorm inv_std, rows at once", M, s2, s1);
+            fill(m1, M, -0.5, 0.5), fill(s1, M, 0.5, 3); /* finite statistics: dX's rows */
+            k->layernorm_backward_dx(M, N, D, X, G, m1, s1, Y1);
+            for (int r = 0; r < M; r++)
+                k->layernorm_backward_dx(1, N, D + r * N, X + r * N, G, m1 + r, s1 + r, Y2 + r * N);
+            same_bits(k->isa, "layernorm_backward dX, rows at once", M * N, Y2, Y1);
+        }
+}
+
 /* The CPU backend's bcast_binary: the broadcasts its wrapper sends to the vector row kernel (same
  * shapes, a bias row, a per-row statistic, a scalar, on either side, with unit axes) and the ones it
  * leaves to the odometer loop give the scalar odometer's bits, on every op, 1 and 2 threads. */
@@ -1134,6 +1166,7 @@ int main(void) {
         cmocka_unit_test(test_vector_exp_tanh_accuracy),
         cmocka_unit_test(test_every_table_matches_scalar),
         cmocka_unit_test(test_scalar_adapters),
+        cmocka_unit_test(test_row_kernels_rows_at_once),
         cmocka_unit_test(test_bcast_binary_rows),
         cmocka_unit_test(test_conv2d_matches_scalar),
         cmocka_unit_test(test_conv2d_image_alone_equals_batch),
