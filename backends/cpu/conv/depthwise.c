@@ -231,7 +231,7 @@ static bool dw_use_lanes(const lithe__conv2d *g, const lithe__simd_kernels *k) {
  * padding 1 all round, or stride 2 reading no bottom or right padding, output rows at least the
  * table's dwconv3x3_min_width (AVX-512: 1, every depthwise node of mobilenet_v2; AVX2: 8, all but
  * the 7x7 and 14 -> 7 ones; WebAssembly SIMD128: 4, every one: mobilenet_v2 under Node, cachegrind,
- * 388 -> 369 M instructions per predict, no padded copies and three loads per output vector at
+ * 388.1 -> 368.1 M instructions per predict, no padded copies and three loads per output vector at
  * stride 1 where the long rows made nine; bench/history.md). Measured faster than the long rows and the lanes on each of them, AVX2
  * about even on 32 x 112x112 (bench/history.md, "Depthwise 3x3 in place"); AVX2's stride-2 planes
  * later measured faster in the lanes on Zen 3 (dw_use_lanes), so stride 2 here is AVX-512's. */
