@@ -213,7 +213,7 @@ static void depthwise_lane_blocks(void *ctx, int64_t u0, int64_t u1) {
  * 146). On AVX2 (Zen 3) every strided window, the 3x3 in place's stride-2 planes among them (min of
  * 8 interleaved runs: 64 x 112 -> 56 265 -> 218 us, 16 x 112 -> 56 65 -> 54, 72 x 56 -> 28 70 -> 64;
  * dw_use_3x3 leaves them; AVX-512 keeps it, measured faster there). Four-lane ISAs (SSE2, NEON, WebAssembly) have no
- * dwconv_lanes and keep the long rows (not measured there; the WebAssembly module stays as it was). */
+ * dwconv_lanes and keep the long rows (not measured there), WebAssembly only where dw_use_3x3 does not apply. */
 static bool dw_use_lanes(const lithe__conv2d *g, const lithe__simd_kernels *k) {
     if (!k->dwconv_lanes || g->KH * g->KW > LITHE__DWCONV_MAX_TAPS || g->OH <= 0 || g->OW <= 0)
         return false;
@@ -230,7 +230,9 @@ static bool dw_use_lanes(const lithe__conv2d *g, const lithe__simd_kernels *k) {
  * that read them; simd.h has its conditions) runs g: padding 1 at the top and left, stride 1 with
  * padding 1 all round, or stride 2 reading no bottom or right padding, output rows at least the
  * table's dwconv3x3_min_width (AVX-512: 1, every depthwise node of mobilenet_v2; AVX2: 8, all but
- * the 7x7 and 14 -> 7 ones). Measured faster than the long rows and the lanes on each of them, AVX2
+ * the 7x7 and 14 -> 7 ones; WebAssembly SIMD128: 4, every one: mobilenet_v2 under Node, cachegrind,
+ * 388.1 -> 368.1 M instructions per predict, no padded copies and three loads per output vector at
+ * stride 1 where the long rows made nine; bench/history.md). Measured faster than the long rows and the lanes on each of them, AVX2
  * about even on 32 x 112x112 (bench/history.md, "Depthwise 3x3 in place"); AVX2's stride-2 planes
  * later measured faster in the lanes on Zen 3 (dw_use_lanes), so stride 2 here is AVX-512's. */
 static bool dw_use_3x3(const lithe__conv2d *g, const lithe__simd_kernels *k) {

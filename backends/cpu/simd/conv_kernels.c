@@ -1,4 +1,4 @@
-/* The SIMD table's convolution-only kernels (dwconv_taps, copy_rows, split_rows, maxpool2x2_row /
+/* The SIMD table's convolution-only kernels (dwconv_taps, dwconv3x3, copy_rows, split_rows, maxpool2x2_row /
  * _rows: only backends/cpu/conv/ calls them), reached through lithe__simd_conv().
  *
  * The npm package's one-thread SIMD128 cores (LITHE_IMPORTERS_SEPARATE) ship conv/ in the importer
@@ -22,6 +22,7 @@
 #include "elem/act.h"
 static void K(act)(const lithe__act *a, int64_t n, const float *X, float *Y) { lithe__simd()->act(a, n, X, Y); }
 #include "elem/dwconv.h"
+#include "elem/dwconv3x3.h"
 #include "elem/maxpool.h"
 
 static lithe__simd_kernels conv_table;
@@ -31,6 +32,8 @@ const lithe__simd_kernels *lithe__simd_conv(void) {
         t.dwconv_taps = K(dwconv_taps);
         t.copy_rows = K(copy_rows);
         t.split_rows = K(split_rows);
+        t.dwconv3x3 = K(dwconv3x3);
+        t.dwconv3x3_min_width = 4;
         t.maxpool2x2_row = K(maxpool2x2_row);
         t.maxpool2x2_rows = K(maxpool2x2_rows);
         conv_table = t;

@@ -73,6 +73,10 @@ const lithe__simd_kernels TABLE = {
     .dwconv3x3_min_width = 8,
 #endif
 #endif
+#if VW == 4 && defined(__wasm_simd128__) && LITHE_SIMD_CONV_KERNELS
+    .dwconv3x3 = K(dwconv3x3),
+    .dwconv3x3_min_width = 4,
+#endif
 #if LITHE_SIMD_CONV_KERNELS
     .maxpool2x2_row = K(maxpool2x2_row),
     .maxpool2x2_rows = K(maxpool2x2_rows),

@@ -114,7 +114,7 @@ typedef struct lithe__simd_kernels {
      * s both ways: s = 1 with OH = H, OW = W (padding 1 all round); s = 2 with 2·OH <= H, 2·OW <= W (no
      * bottom or right padding read); OW >= dwconv3x3_min_width. The twin's sum with the padding rows'
      * taps skipped and the padding columns' added as 0·w (conv/depthwise.c's dw_plane_padded_ok rule). NULL in
-     * tables without it (scalar and the four-lane ones). */
+     * tables without it (scalar, SSE2 and NEON; WebAssembly SIMD128's four lanes have it). */
     void (*dwconv3x3)(int64_t n, int64_t H, int64_t W, int64_t s, int64_t OH, int64_t OW, const float *x, float *y,
                       const float *w, const float *b, const lithe__act *a);
     int dwconv3x3_min_width;

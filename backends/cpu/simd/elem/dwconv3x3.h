@@ -1,6 +1,7 @@
 /* Part of simd/elem.c, compiled once per ISA with it (no standalone header): the 3x3 depthwise plane read in place (dwconv3x3). */
 
-#if VW >= 8 /* (the 8- and 16-lane tables: conv/depthwise.c takes it where the table has it) */
+#if VW >= 8 || defined(__wasm_simd128__) /* (the 8- and 16-lane tables and WebAssembly's four lanes: conv/depthwise.c
+                                          * takes it where the table has it) */
 /* A 3x3 depthwise plane read in place (conv/depthwise.c's depthwise_planes_3x3): padding 1 at the top and left, stride s
  * (1: OH = H, OW = W, padding 1 all round; 2: 2·OH <= H, 2·OW <= W, so no bottom or right padding is
  * ever read), W >= VW at stride 1, OW >= VW at stride 2. Each output row's sum is the twin's, bias +
@@ -18,6 +19,13 @@
 #define D3_EV 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30
 #define D3_OD 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31
 #define D3_NS 4
+#elif VW == 4 /* WebAssembly SIMD128 (issue 29): one strip per pass, 17 live v128s (V8 has 15 xmm); two strips
+               * (22) counted the same instructions per mobilenet_v2 predict under Node at twice the code */
+#define D3_SHR 3, 4, 5, 6
+#define D3_SHL 1, 2, 3, 4
+#define D3_EV 0, 2, 4, 6
+#define D3_OD 1, 3, 5, 7
+#define D3_NS 1
 #else
 #define D3_SHR 7, 8, 9, 10, 11, 12, 13, 14
 #define D3_SHL 1, 2, 3, 4, 5, 6, 7, 8
@@ -133,8 +141,11 @@ static inline __attribute__((always_inline)) void d3_plane(int s, int64_t H, int
             else if (ns == 3) d3_strips(3, s, H, W, o0, o1, OW, x, y, qs, k, mode);
             else
 #endif
+#if D3_NS >= 2
                 if (ns == 2) d3_strips(2, s, H, W, o0, o1, OW, x, y, qs, k, mode);
-            else d3_strips(1, s, H, W, o0, o1, OW, x, y, qs, k, mode);
+            else
+#endif
+                d3_strips(1, s, H, W, o0, o1, OW, x, y, qs, k, mode);
         }
     }
 }
@@ -247,6 +258,14 @@ D3P_FN(2, 3)
 #undef D3P_FN
 #undef D3P_SHR
 #undef D3P_SHL
+#endif
+
+#if VW == 4 /* dwconv_lanes.h's, which the four-lane tables leave out */
+static bool dwl_neg_zero(const float *b, int64_t n) {
+    for (int64_t i = 0; b && i < n; i++)
+        if (b[i] == 0.0f && signbit(b[i])) return true;
+    return false;
+}
 #endif
 
 /* n planes: x + i·H·W into y + i·OH·OW, taps w + 9i, bias b[i] (b NULL: 0) */
