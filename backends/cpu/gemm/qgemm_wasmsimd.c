@@ -115,6 +115,11 @@ static void ptile_wasm(size_t mr, size_t nc, size_t k4, const uint8_t *a, size_t
 }
 #undef PDOT
 
+/* The SIMD128 kernel: the packed tile on any u8 codes. The relaxed core keeps it for static codes
+ * (below); the plain SIMD128 core runs it for everything. */
+static const lithe__q8_kernel u8_kernel = {"wasmsimd", NULL, LITHE__Q8_A_U8, epi_wasm, quant_wasm, ptile_wasm};
+const lithe__q8_kernel *lithe__q8_kernel_wasmsimd_u8(void) { return &u8_kernel; }
+
 #if defined(__wasm_relaxed_simd__)
 /* the relaxed tile: u7 codes (LITHE__Q8_A_U7) */
 #define INL static inline __attribute__((always_inline))
@@ -132,14 +137,11 @@ static const lithe__q8_kernel wasm_kernel = {"wasmrelaxed", tile_wasm_relaxed, L
                                              NULL};
 /* Static codes (QDQ graphs: any u8) on the relaxed dot's i7 operand go in two halves, two passes over
  * K (qgemm.c's q8_static), where the SIMD128 tile reads them whole: mlp_int8_b64 in Chromium 156
- * ran 1.6x slower on the relaxed tile; the driver takes this one for them. */
-static const lithe__q8_kernel u8_kernel = {"wasmsimd", NULL, LITHE__Q8_A_U8, epi_wasm, quant_wasm, ptile_wasm};
-const lithe__q8_kernel *lithe__q8_kernel_wasmsimd_u8(void) { return &u8_kernel; }
-#else
-static const lithe__q8_kernel wasm_kernel = {"wasmsimd", NULL, LITHE__Q8_A_U8, epi_wasm, quant_wasm, ptile_wasm};
-const lithe__q8_kernel *lithe__q8_kernel_wasmsimd_u8(void) { return &wasm_kernel; }
-#endif
+ * ran 1.6x slower on the relaxed tile; the driver takes u8_kernel (above) for them. */
 const lithe__q8_kernel *lithe__q8_kernel_wasmsimd(void) { return &wasm_kernel; }
+#else
+const lithe__q8_kernel *lithe__q8_kernel_wasmsimd(void) { return &u8_kernel; }
+#endif
 #else
 const lithe__q8_kernel *lithe__q8_kernel_wasmsimd(void) { return 0; }
 const lithe__q8_kernel *lithe__q8_kernel_wasmsimd_u8(void) { return 0; }
