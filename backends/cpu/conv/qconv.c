@@ -381,24 +381,16 @@ static lithe_status depthwise(lithe_backend *be, const lithe__conv2d *g, const v
     return LITHE_OK;
 }
 
-/* a clip's bound v as a code less zy on yq's grid: v / sy clamped to the grid (NaN to its lowest),
- * rounded half to even: the clip as a clamp of the codes (rounding is monotone, so clamping the value
- * then rounding is rounding then clamping to the rounded bounds) */
-static float grid_bound(float v, const lithe__qx *yq) {
-    float t = v / yq->scale;
-    t = t > yq->hi ? yq->hi : t;
-    t = t >= yq->lo ? t : yq->lo;
-    return (t + 12582912.0f) - 12582912.0f;
-}
-
 /* c's requantization (qconv.h's lithe__qconv_code) into rq, rb (M each): where the activation is
  * none, a relu or a clip; false otherwise (the float output's codes, quantized: to_codes) */
 static bool requant(lithe__qconv *c, const lithe__act *a, const lithe__qx *yq, const float *b, float *rq, float *rb) {
     if (a && c->clamp != LITHE__SGEMM_CLAMP_RELU && c->clamp != LITHE__SGEMM_CLAMP_CLIP) return false;
     for (int64_t m = 0; m < c->M; m++) rq[m] = c->scale[m] / yq->scale, rb[m] = b ? b[m] / yq->scale : 0.0f;
     c->rq = rq, c->rb = rb, c->zy = yq->zx;
-    c->clo = !a ? yq->lo : c->clamp == LITHE__SGEMM_CLAMP_RELU ? grid_bound(0.0f, yq) : grid_bound(c->lo, yq);
-    c->chi = !a || c->clamp == LITHE__SGEMM_CLAMP_RELU ? yq->hi : grid_bound(c->hi, yq);
+    /* a clip's bound v as a code less zy: qv(v, yq), v / sy clamped to the grid and rounded (rounding is
+     * monotone, so clamping the value then rounding is rounding then clamping to the rounded bounds) */
+    c->clo = !a ? yq->lo : c->clamp == LITHE__SGEMM_CLAMP_RELU ? qv(0.0f, yq) : qv(c->lo, yq);
+    c->chi = !a || c->clamp == LITHE__SGEMM_CLAMP_RELU ? yq->hi : qv(c->hi, yq);
     return true;
 }
 
