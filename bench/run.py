@@ -116,13 +116,23 @@ RESULTS, STEPS, FAILURES = [], [], []
 ROUND = [1]  # the round being run (--rounds)
 
 
+# glibc's malloc with its heap kept: no mmap per large block and no trim, so a runner's multi-MB
+# temporaries are not unmapped and faulted in again every step. PyTorch's training step is bimodal by
+# glibc's dynamic mmap threshold (bench/history.md, session 13: the CNN b32 step 7-9 ms in this mode,
+# 20-25 ms in the other, within one process), so the training rows run PyTorch a third time in this mode:
+# the peer at its best, what the PyTorch CPU tuning guides get with jemalloc / tcmalloc.
+GLIBC_HEAP_KEPT = {"MALLOC_MMAP_THRESHOLD_": "1000000000", "MALLOC_TRIM_THRESHOLD_": "100000000000"}
+GLIBC_HEAP_KEPT_KEYS = tuple(GLIBC_HEAP_KEPT)
+GLIBC_HEAP_KEPT_LABEL = "glibc heap kept (MALLOC_MMAP_THRESHOLD_=1e9, MALLOC_TRIM_THRESHOLD_=1e11)"
+
+
 def base_env(threads):
     """Every runner is forced to `threads` threads through every knob its libraries read."""
     env = dict(os.environ)
     for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "BLIS_NUM_THREADS", "MKL_NUM_THREADS", "LITHE_NUM_THREADS"):
         env[k] = str(threads)
-    env.pop("OPENBLAS_CORETYPE", None)
-    env.pop("BLIS_ARCH_TYPE", None)
+    for k in ("OPENBLAS_CORETYPE", "BLIS_ARCH_TYPE") + GLIBC_HEAP_KEPT_KEYS:
+        env.pop(k, None)
     env["NODE_PATH"] = ":".join(filter(None, [env.get("NODE_PATH"), "/usr/share/nodejs"]))
     return env
 
@@ -525,6 +535,13 @@ def peer_model_jobs(threads, groups):
         add(f"pytorch {label} t{threads}", [
             PY, os.path.join(BENCH, "runners/torch_bench.py"), "--dir", WORK, "--threads", str(threads), "--only", only,
             "--workloads", ",".join(wls or ["mlp_b1"]), "--label", label] + tw + tf, extra)
+    if twls and threads == 1:
+        extra = {"OPENBLAS_CORETYPE": "SkylakeX"} | GLIBC_HEAP_KEPT
+        label = f"OPENBLAS_CORETYPE=SkylakeX, {GLIBC_HEAP_KEPT_LABEL}"
+        if not forced_kernel_skipped(f"pytorch {label}", extra):
+            add(f"pytorch {label}", [
+                PY, os.path.join(BENCH, "runners/torch_bench.py"), "--dir", WORK, "--threads", "1", "--only", "train",
+                "--workloads", "mlp_b1", "--label", label] + tw + tf, extra)
     mlp_wls = [wl for wl in wls if WL_MODEL[wl] == "mlp"]
     if threads == 1 and (mlp_wls or "mlp_train_b64" in twls):
         # blis 0.9's arch ids: 0 is skx (SkylakeX, AVX-512)
@@ -871,6 +888,7 @@ def ratios(rounds):
         for adam, short in (("thinc", "Thinc's Adam defaults"), ("torch", "Adam as PyTorch's work")):
             lr = find("train", wl, "lithe (native CLI)", f"{cfg}, {TRAIN_ADAM[adam]}")
             for pcfg, pshort in (("OPENBLAS_CORETYPE=SkylakeX", "PyTorch, OpenBLAS SkylakeX"),
+                                 (GLIBC_HEAP_KEPT_LABEL, "PyTorch, OpenBLAS SkylakeX, glibc heap kept"),
                                  ("", "PyTorch, OpenBLAS auto-detected")):
                 pr = next((per for (key, w, g), per in rounds.items() if g == "train" and w == wl and
                            key[0].startswith("PyTorch") and key[2] == 1 and
