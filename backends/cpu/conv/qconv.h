@@ -231,11 +231,17 @@ void lithe__qdw8_ref(const lithe__qconv *c, const struct lithe__conv2d *g, const
  * outputs whatever OW (7x7 planes too). For 15·stride[1] + 3·dil[1] <= 63. The kernel where the CPU
  * has AVX512 F, BW, VL, VNNI and VBMI; NULL elsewhere. */
 lithe__qdw8_fn lithe__qdw8_vnni(void);
+/* The same on "same" stride-1 planes (OH = H, OW = W; 15 + 3·dil[1] <= 63), with no staging (U unused):
+ * per 16 consecutive outputs of the plane (across rows), kernel row and quad of taps, one masked
+ * 64-byte load of X's plane (float32 planes: quant_u8'd into tmp first), one vpermb merging the
+ * padding's u where a tap leaves the image (masks built in tmp per call), one vpdpbusd. */
+lithe__qdw8_fn lithe__qdw8_flat(void);
 /* The depthwise u8 kernel conv_q8 runs for g: VNNI's where lithe__qconv8_best is the VNNI tile and g
  * fits; NULL: the float depthwise path */
 lithe__qdw8_fn lithe__qdw8_best(const struct lithe__conv2d *g);
 size_t lithe__qdw8_u_bytes(const struct lithe__conv2d *g);
 size_t lithe__qdw8_tmp_bytes(const struct lithe__conv2d *g); /* tmp's: a multiple of 64 */
+int64_t lithe__qdw8_slack(const struct lithe__conv2d *g); /* qdw8_flat's bytes around a copied plane */
 /* Planes a kernel may stage at once (small planes: about 8 KB of U and tmp in all): U and tmp hold
  * that many of each, one after the other (the twin uses the first) */
 int64_t lithe__qdw8_group(const struct lithe__conv2d *g);

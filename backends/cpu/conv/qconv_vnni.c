@@ -387,6 +387,144 @@ static DW8 void qdw8_vnni(const lithe__qconv *c, const lithe__conv2d *g, const v
     }
 }
 
+/* ---- depthwise's u8 form on "same" stride-1 planes (OH = H, OW = W: qconv.h's lithe__qdw8_flat), with
+ * no staging: output p = oh·W + ow reads input p + (kh·d0 - pad0)·W + kw·d1 - pad1, so the taps of 16
+ * consecutive outputs (across rows) for a kernel row and a quad of taps lie in one 64-byte window of
+ * the plane, read straight from X (a masked load: only the plane's bytes) and spread by one vpermb
+ * (lane i, byte t: i + t·d1); the taps outside the image (the rows above and below, the columns
+ * wrapped into the neighbouring row) take the padding's u by the vpermb's merge mask, built once
+ * per call and geometry for every vector, kernel row and quad (tmp). No store is read back (the
+ * staging kernel above waits on its stores' forwarding), and small planes fill the vectors across
+ * rows (7x7: 49 outputs in 4 vectors). ---- */
+#define DWF __attribute__((target("avx512bw,avx512vl,avx512vbmi,bmi2")))
+
+/* the column masks: M[v·nq + j]'s byte 4i + t set where lane i of vector v (output 16v + i) and tap
+ * 4j + t (below KW) read a column of the image; the rows above and below read the staged plane's
+ * slack, the padding's u */
+static DWF void dwf_masks(const lithe__conv2d *g, int64_t nvec, __m512i *M) {
+    const int64_t nq = (g->KW + 3) / 4, W = g->W;
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512 wf = _mm512_set1_ps((float)W);
+    const __m512i Wv = _mm512_set1_epi32((int32_t)W);
+    const uint64_t nib = 0x1111111111111111ull;
+    for (int64_t v = 0; v < nvec; v++) {
+        const __m512i p = _mm512_add_epi32(iota, _mm512_set1_epi32((int32_t)(16 * v)));
+        /* oh = floor((p + 1/2) / W): exact for p, W below 2^20 (the quotient is 1 / (2W) from an integer) */
+        const __m512i oh = _mm512_cvttps_epi32(
+            _mm512_div_ps(_mm512_add_ps(_mm512_cvtepi32_ps(p), _mm512_set1_ps(0.5f)), wf));
+        const __m512i ow = _mm512_sub_epi32(p, _mm512_mullo_epi32(oh, Wv));
+        for (int64_t j = 0; j < nq; j++) {
+            uint64_t cm = 0;
+            for (int t = 0; t < 4 && 4 * j + t < g->KW; t++) {
+                const __m512i col = _mm512_add_epi32(ow, _mm512_set1_epi32((int32_t)((4 * j + t) * g->dil[1] - g->pad[1])));
+                cm |= _pdep_u64(_mm512_cmplt_epu32_mask(col, Wv), nib << t);
+            }
+            _mm512_storeu_si512(M + v * nq + j, _mm512_movm_epi8(cm)); /* (tmp: any alignment) */
+        }
+    }
+}
+
+/* plane p of X as u into d (the int8 codes flipped; float32 quantized) */
+static DWF void dwf_stage(const lithe__conv2d *g, const void *X, const lithe__qx *q, int64_t p, uint8_t *d) {
+    const int64_t HW = g->H * g->W;
+    if (!q->src) {
+        quant_u8(HW, (const float *)X + p * HW, q, d);
+        return;
+    }
+    const uint8_t *x = (const uint8_t *)X + p * HW;
+    const __m512i flip = _mm512_set1_epi8(q->src == 2 ? (char)0x80 : 0);
+    int64_t i = 0;
+    for (; i + 64 <= HW; i += 64) _mm512_storeu_si512(d + i, _mm512_xor_si512(_mm512_loadu_si512(x + i), flip));
+    if (i < HW) {
+        const __mmask64 k = ((__mmask64)1 << (HW - i)) - 1;
+        _mm512_mask_storeu_epi8(d + i, k, _mm512_xor_si512(_mm512_maskz_loadu_epi8(k, x + i), flip));
+    }
+}
+
+/* the next nv vectors of 16 outputs from 16·v0 of the plane staged at x: exact sums, then the epilogue
+ * (dw8_block's) */
+static inline __attribute__((always_inline)) DWF void dwf_block(const lithe__qconv *c, const lithe__conv2d *g,
+                                                                 const uint8_t *x, const __m512i *M, const int32_t *wq,
+                                                                 int64_t v0, int nv, __m512i idx, __m512i padv,
+                                                                 __m512i fix, __m512 sc, __m512 b, __m512 lo,
+                                                                 __m512 hi, const rqv *rq, float *y, uint8_t *yc) {
+    const int64_t W = g->W, P = g->H * W, nq = (g->KW + 3) / 4;
+    __m512i acc[DW8_NV], cm[DW8_NV];
+    for (int v = 0; v < nv; v++) acc[v] = fix;
+    for (int64_t j = 0; j < nq; j++) {
+        for (int v = 0; v < nv; v++) cm[v] = _mm512_loadu_si512(M + (v0 + v) * nq + j);
+        for (int64_t kh = 0; kh < g->KH; kh++) {
+            const __m512i wv = _mm512_set1_epi32(wq[kh * nq + j]);
+            const uint8_t *xr = x + 16 * v0 + (kh * g->dil[0] - g->pad[0]) * W + 4 * j * g->dil[1] - g->pad[1];
+            for (int v = 0; v < nv; v++) { /* cm's bytes: the permuted tap, else the padding's u */
+                const __m512i t = _mm512_permutexvar_epi8(idx, _mm512_loadu_si512(xr + 16 * v));
+                acc[v] = _mm512_dpbusd_epi32(acc[v], _mm512_ternarylogic_epi32(cm[v], t, padv, 0xCA), wv);
+            }
+        }
+    }
+    for (int v = 0; v < nv; v++) {
+        const int64_t at = 16 * (v0 + v);
+        if (yc) {
+            put16(yc + at, P - at, rq16(_mm512_cvtepi32_ps(acc[v]), rq));
+            continue;
+        }
+        __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(acc[v]), sc);
+        if (c->b) t = _mm512_add_ps(t, b);
+        if (c->clamp) t = clamp16(t, c->clamp, lo, hi);
+        _mm512_mask_storeu_ps(y + at, lanes(P - at), t);
+    }
+}
+
+static DWF void qdw8_flat(const lithe__qconv *c, const lithe__conv2d *g, const void *X, const lithe__qx *q,
+                          const lithe__qconv_aux *aux, int64_t p0, int64_t p1, uint8_t *U, void *tmp, float *Y,
+                          uint8_t *Yc) {
+    const int64_t HW = g->H * g->W, P = HW, nq = (g->KW + 3) / 4, nvec = (P + 15) / 16;
+    (void)aux, (void)U;
+    __m512i *M = tmp;
+    /* two staging buffers (plane p + 1 staged while p is convolved: its stores retire before its
+     * loads), each the plane between lithe__qdw8_slack(g) bytes of the padding's u */
+    const int64_t S = lithe__qdw8_slack(g), bb = (2 * S + HW + 63) / 64 * 64;
+    uint8_t *xb = (uint8_t *)tmp + nvec * nq * 64;
+    dwf_masks(g, nvec, M);
+    memset(xb, (uint8_t)(int)-q->lo, (size_t)(2 * bb));
+    uint8_t ib[64];
+    for (int i = 0; i < 16; i++)
+        for (int t = 0; t < 4; t++) ib[4 * i + t] = (uint8_t)(i + g->dil[1] * t); /* <= 63 (lithe__qdw8_best) */
+    const __m512i idx = _mm512_loadu_si512(ib), padv = _mm512_set1_epi8((char)(uint8_t)(int)-q->lo);
+    const __m512 lo = _mm512_set1_ps(c->lo), hi = _mm512_set1_ps(c->hi);
+    if (p0 < p1) dwf_stage(g, X, q, p0, xb + S);
+    for (int64_t p = p0; p < p1; p++) {
+        if (p + 1 < p1) dwf_stage(g, X, q, p + 1, xb + ((p + 1 - p0) & 1) * bb + S);
+        const uint8_t *x = xb + ((p - p0) & 1) * bb + S;
+        const int64_t m = p % g->C;
+        const int32_t *wq = c->Wb + m * g->KH * nq;
+        const __m512i fix = _mm512_set1_epi32(c->xlo * c->wsum[m]);
+        const __m512 sc = _mm512_set1_ps(c->scale[m]), b = _mm512_set1_ps(c->b ? c->b[m] : 0.0f);
+        float *y = Yc ? NULL : Y + p * P;
+        uint8_t *yc = Yc ? Yc + p * P : NULL;
+        const rqv rq = Yc ? rq_of(c, m) : (rqv){0};
+        int64_t v = 0;
+#define DWF_BLOCK(nv) dwf_block(c, g, x, M, wq, v, nv, idx, padv, fix, sc, b, lo, hi, &rq, y, yc)
+        for (; v + DW8_NV <= nvec; v += DW8_NV) DWF_BLOCK(DW8_NV);
+        switch (nvec - v) {
+        case 7: DWF_BLOCK(7); break;
+        case 6: DWF_BLOCK(6); break;
+        case 5: DWF_BLOCK(5); break;
+        case 4: DWF_BLOCK(4); break;
+        case 3: DWF_BLOCK(3); break;
+        case 2: DWF_BLOCK(2); break;
+        case 1: DWF_BLOCK(1); break;
+        default: break;
+        }
+#undef DWF_BLOCK
+        if (!Yc && !c->clamp && c->act) c->act_fn(c->act, P, y, y);
+    }
+}
+
+lithe__qdw8_fn lithe__qdw8_flat(void) {
+    return lithe__qdw8_vnni() && __builtin_cpu_supports("bmi2") ? qdw8_flat : NULL;
+}
+
 lithe__qdw8_fn lithe__qdw8_vnni(void) {
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vnni") &&
                    __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
@@ -399,4 +537,5 @@ lithe__qdw8_fn lithe__qdw8_vnni(void) {
 lithe__qconv_fn lithe__qconv8_vnni(void) { return 0; }
 const lithe__qconv_aux lithe__qconv_aux_avx512 = {0}; /* never chosen: lithe__qconv8_vnni is NULL */
 lithe__qdw8_fn lithe__qdw8_vnni(void) { return 0; }
+lithe__qdw8_fn lithe__qdw8_flat(void) { return 0; }
 #endif
