@@ -173,8 +173,8 @@ int64_t lithe__qdw8_slack(const lithe__conv2d *g) {
      * + 16·stride[1] + 4·ceil(KW / 4)·dil[1] + 64 after it (rows past the image by at most pad[2], a
      * vector's columns past W by at most pad[3] + 16·stride[1], flat vectors past P by 15) */
     const int64_t pr = g->pad[0] > g->pad[2] ? g->pad[0] : g->pad[2];
-    return ((pr + 1) * g->W + g->pad[1] + g->pad[3] + 16 * g->stride[1] + 4 * ((g->KW + 3) / 4) * g->dil[1] + 128 + 63) /
-           64 * 64;
+    const int64_t s = (pr + 1) * g->W + g->pad[1] + g->pad[3] + 16 * g->stride[1] + 4 * ((g->KW + 3) / 4) * g->dil[1];
+    return (s + 128 + 63) / 64 * 64;
 }
 
 void lithe__qdw8_pack_w(int64_t M, int64_t KH, int64_t KW, const int8_t *W, const int32_t *zw, int64_t n_zw,

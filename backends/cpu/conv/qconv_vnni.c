@@ -279,16 +279,18 @@ const lithe__qconv_aux lithe__qconv_aux_avx512 = {quant_f32, quant_i16, quant_pa
 enum { DW8_NV = 8 }; /* vectors in flight: each accumulator's chain is KH·ceil(KW / 4) vpdpbusd long */
 #define DWF __attribute__((target("avx512bw,avx512vl,avx512vbmi,bmi2")))
 
-/* The vectors of outputs: "same" stride-1 planes below 2^20 outputs (flat) 16 consecutive outputs of
- * the plane, across rows (vector v: outputs 16v + i); others 16 of one output row (vector v = oh·nb +
- * b: (oh, 16b + i), nb = ceil(OW / 16)) */
+/* The vectors of outputs: "same" stride-1 planes (flat; their column masks, one per vector and quad,
+ * within 64 KB: 112x112 3x3) 16 consecutive outputs of the plane, across rows (vector v: outputs
+ * 16v + i); others 16 of one output row (vector v = oh·nb + b: (oh, 16b + i), nb = ceil(OW / 16); one
+ * mask per column block and quad). By rows, mobilenet_v2's 56x56 and 112x112 "same" layers ran 1.1x
+ * and 1.3x slower than flat (Zen 5, in the model): more vectors, a partial one per row. */
 typedef struct dwf {
     bool flat;
     int64_t nb, nvec, nmask;
 } dwf;
 static dwf dwf_of(const lithe__conv2d *g) {
     const bool flat = g->stride[0] == 1 && g->stride[1] == 1 && g->OH == g->H && g->OW == g->W &&
-                      g->OH * g->OW < (1 << 20) - 16;
+                      (g->OH * g->OW + 15) / 16 * ((g->KW + 3) / 4) <= 1024;
     const int64_t nb = (g->OW + 15) / 16, nvec = flat ? (g->OH * g->OW + 15) / 16 : g->OH * nb;
     return (dwf){flat, nb, nvec, flat ? nvec : nb};
 }
@@ -306,7 +308,7 @@ static DWF void dwf_masks(const lithe__conv2d *g, const dwf *f, __m512i *M) {
         const __m512i p = _mm512_add_epi32(iota, _mm512_set1_epi32((int32_t)(16 * k)));
         __m512i ow = p; /* (row vectors: the output column) */
         if (f->flat) { /* oh = floor((p + 1/2) / W): the quotient is at least 1 / (2W) from an integer, its
-                        * rounding error below H·2^-24: exact for H·W below 2^22 */
+                        * rounding error below H·2^-24: exact for H·W below 2^22 (flat: below 2^14) */
             const __m512i oh = _mm512_cvttps_epi32(
                 _mm512_div_ps(_mm512_add_ps(_mm512_cvtepi32_ps(p), _mm512_set1_ps(0.5f)), wf));
             ow = _mm512_sub_epi32(p, _mm512_mullo_epi32(oh, Wv));
@@ -315,7 +317,8 @@ static DWF void dwf_masks(const lithe__conv2d *g, const dwf *f, __m512i *M) {
         for (int64_t j = 0; j < nq; j++) {
             uint64_t cm = 0;
             for (int t = 0; t < 4 && 4 * j + t < g->KW; t++) {
-                const __m512i col = _mm512_add_epi32(iw, _mm512_set1_epi32((int32_t)((4 * j + t) * g->dil[1] - g->pad[1])));
+                const int32_t off = (int32_t)((4 * j + t) * g->dil[1] - g->pad[1]);
+                const __m512i col = _mm512_add_epi32(iw, _mm512_set1_epi32(off));
                 cm |= _pdep_u64(_mm512_cmplt_epu32_mask(col, Wv), nib << t);
             }
             _mm512_storeu_si512(M + k * nq + j, _mm512_movm_epi8(cm)); /* (tmp: any alignment) */
@@ -349,12 +352,13 @@ static inline __attribute__((always_inline)) DWF void dwf_block(const lithe__qco
                                                                  uint8_t *yc) {
     const int64_t W = g->W, nq = (g->KW + 3) / 4;
     int64_t xo[DW8_NV], at[DW8_NV], n[DW8_NV], mk[DW8_NV];
+    int64_t oh = f->flat ? 0 : v0 / f->nb, bk = f->flat ? 0 : v0 % f->nb; /* (one division a block) */
     for (int v = 0; v < nv; v++) {
         if (f->flat) xo[v] = at[v] = 16 * (v0 + v), n[v] = g->OH * g->OW - at[v], mk[v] = v0 + v;
         else {
-            const int64_t oh = (v0 + v) / f->nb, bk = (v0 + v) % f->nb;
             xo[v] = oh * g->stride[0] * W + 16 * bk * g->stride[1], at[v] = oh * g->OW + 16 * bk;
             n[v] = g->OW - 16 * bk, mk[v] = bk;
+            if (++bk == f->nb) bk = 0, oh++;
         }
     }
     __m512i acc[DW8_NV], cm[DW8_NV];
@@ -370,15 +374,21 @@ static inline __attribute__((always_inline)) DWF void dwf_block(const lithe__qco
             }
         }
     }
+    /* a row's last vector (n < 16) stored whole but at the plane's end: its lanes past the row write the
+     * next row's first outputs, which that row's vectors store after it (masked stores ran ~1.4x slower
+     * by rows of 56, Zen 5) */
+    const int64_t P = g->OH * g->OW;
     for (int v = 0; v < nv; v++) {
+        const int64_t nw = at[v] + 16 <= P ? 16 : n[v];
         if (yc) {
-            put16(yc + at[v], n[v], rq16(_mm512_cvtepi32_ps(acc[v]), rq));
+            put16(yc + at[v], nw, rq16(_mm512_cvtepi32_ps(acc[v]), rq));
             continue;
         }
         __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(acc[v]), sc);
         if (c->b) t = _mm512_add_ps(t, b);
         if (c->clamp) t = clamp16(t, c->clamp, lo, hi);
-        _mm512_mask_storeu_ps(y + at[v], lanes(n[v]), t);
+        if (nw == 16) _mm512_storeu_ps(y + at[v], t);
+        else _mm512_mask_storeu_ps(y + at[v], lanes(nw), t);
     }
 }
 
@@ -398,7 +408,8 @@ static DWF void qdw8_vnni(const lithe__qconv *c, const lithe__conv2d *g, const v
     memset(xb, (uint8_t)(int)-q->lo, (size_t)(2 * bb));
     uint8_t ib[64];
     for (int i = 0; i < 16; i++)
-        for (int t = 0; t < 4; t++) ib[4 * i + t] = (uint8_t)(g->stride[1] * i + g->dil[1] * t); /* <= 63 (lithe__qdw8_best) */
+        for (int t = 0; t < 4; t++) /* <= 63 (lithe__qdw8_best) */
+            ib[4 * i + t] = (uint8_t)(g->stride[1] * i + g->dil[1] * t);
     const __m512i idx = _mm512_loadu_si512(ib), padv = _mm512_set1_epi8((char)(uint8_t)(int)-q->lo);
     const __m512 lo = _mm512_set1_ps(c->lo), hi = _mm512_set1_ps(c->hi);
     if (p0 < p1) dwf_stage(g, X, q, p0, xb + S);
