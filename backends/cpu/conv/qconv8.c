@@ -240,9 +240,13 @@ void lithe__qdw8_ref(const lithe__qconv *c, const lithe__conv2d *g, const void *
 
 lithe__qdw8_fn lithe__qdw8_best(const lithe__conv2d *g) {
     const lithe__qconv_fn k8 = lithe__qconv8_best();
-    /* (every plane size: 7x7 to 112x112, strides 1 and 2, mobilenet_v2's depthwise layers 1.1-2x faster
-     * than the float path or a kernel staging per-row quads, Zen 5) */
+    /* (mobilenet_v2's depthwise layers, 7x7 to 112x112 and strides 1 and 2, 1.1-2x faster than the float
+     * path or a kernel staging per-row quads, Zen 5; but output rows below 8 wide off "same" stride-1
+     * planes, whose vectors by rows fill under half their lanes: 14x14 -> 7x7 stride 2 ran 1.3x slower
+     * than the float path) */
     if (!k8 || k8 != lithe__qconv8_vnni() || 15 * g->stride[1] + 3 * g->dil[1] > 63) return NULL;
+    const bool same = g->stride[0] == 1 && g->stride[1] == 1 && g->OH == g->H && g->OW == g->W;
+    if (!same && g->OW < 8) return NULL;
     return lithe__qdw8_vnni();
 }
 
