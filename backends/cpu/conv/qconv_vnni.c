@@ -279,20 +279,26 @@ const lithe__qconv_aux lithe__qconv_aux_avx512 = {quant_f32, quant_i16, quant_pa
 enum { DW8_NV = 8 }; /* vectors in flight: each accumulator's chain is KH·ceil(KW / 4) vpdpbusd long */
 #define DWF __attribute__((target("avx512bw,avx512vl,avx512vbmi,bmi2")))
 
-/* The vectors of outputs: "same" stride-1 planes (flat; their column masks, one per vector and quad,
- * within 64 KB: 112x112 3x3) 16 consecutive outputs of the plane, across rows (vector v: outputs
- * 16v + i); others 16 of one output row (vector v = oh·nb + b: (oh, 16b + i), nb = ceil(OW / 16); one
- * mask per column block and quad). By rows, mobilenet_v2's 56x56 and 112x112 "same" layers ran 1.1x
- * and 1.3x slower than flat (Zen 5, in the model): more vectors, a partial one per row. */
+/* The vectors of outputs: "same" stride-1 planes (flat) 16 consecutive outputs of the plane, across
+ * rows (vector v: outputs 16v + i; its column masks those of vector v mod nmask, the period of 16v mod
+ * W: W / gcd(W, 16), 7 for mobilenet_v2's 7- to 112-wide planes); others 16 of one output row (vector
+ * v = oh·nb + b: (oh, 16b + i), nb = ceil(OW / 16); one mask per column block). By rows,
+ * mobilenet_v2's 56x56 and 112x112 "same" layers ran 1.1x and 1.3x slower than flat (Zen 5, in the
+ * model): more vectors, a partial one per row. */
 typedef struct dwf {
     bool flat;
     int64_t nb, nvec, nmask;
 } dwf;
 static dwf dwf_of(const lithe__conv2d *g) {
-    const bool flat = g->stride[0] == 1 && g->stride[1] == 1 && g->OH == g->H && g->OW == g->W &&
-                      (g->OH * g->OW + 15) / 16 * ((g->KW + 3) / 4) <= 1024;
+    const bool flat = g->stride[0] == 1 && g->stride[1] == 1 && g->OH == g->H && g->OW == g->W;
     const int64_t nb = (g->OW + 15) / 16, nvec = flat ? (g->OH * g->OW + 15) / 16 : g->OH * nb;
-    return (dwf){flat, nb, nvec, flat ? nvec : nb};
+    int64_t a = g->W, b = 16; /* gcd(W, 16) */
+    while (b) {
+        const int64_t r = a % b;
+        a = b, b = r;
+    }
+    const int64_t per = g->W / a;
+    return (dwf){flat, nb, nvec, flat ? (per < nvec ? per : nvec) : nb};
 }
 
 /* the column masks: M[k·nq + j]'s byte 4i + t set where lane i of vector k (flat; else of any vector of
@@ -308,7 +314,7 @@ static DWF void dwf_masks(const lithe__conv2d *g, const dwf *f, __m512i *M) {
         const __m512i p = _mm512_add_epi32(iota, _mm512_set1_epi32((int32_t)(16 * k)));
         __m512i ow = p; /* (row vectors: the output column) */
         if (f->flat) { /* oh = floor((p + 1/2) / W): the quotient is at least 1 / (2W) from an integer, its
-                        * rounding error below H·2^-24: exact for H·W below 2^22 (flat: below 2^14) */
+                        * rounding error below 16·2^-24 (p < 16·nmask <= 16W) */
             const __m512i oh = _mm512_cvttps_epi32(
                 _mm512_div_ps(_mm512_add_ps(_mm512_cvtepi32_ps(p), _mm512_set1_ps(0.5f)), wf));
             ow = _mm512_sub_epi32(p, _mm512_mullo_epi32(oh, Wv));
@@ -352,10 +358,13 @@ static inline __attribute__((always_inline)) DWF void dwf_block(const lithe__qco
                                                                  uint8_t *yc) {
     const int64_t W = g->W, nq = (g->KW + 3) / 4;
     int64_t xo[DW8_NV], at[DW8_NV], n[DW8_NV], mk[DW8_NV];
-    int64_t oh = f->flat ? 0 : v0 / f->nb, bk = f->flat ? 0 : v0 % f->nb; /* (one division a block) */
+    /* (one division a block: the row and column block, or the mask's phase) */
+    int64_t oh = f->flat ? 0 : v0 / f->nb, bk = f->flat ? v0 % f->nmask : v0 % f->nb;
     for (int v = 0; v < nv; v++) {
-        if (f->flat) xo[v] = at[v] = 16 * (v0 + v), n[v] = g->OH * g->OW - at[v], mk[v] = v0 + v;
-        else {
+        if (f->flat) {
+            xo[v] = at[v] = 16 * (v0 + v), n[v] = g->OH * g->OW - at[v], mk[v] = bk;
+            if (++bk == f->nmask) bk = 0;
+        } else {
             xo[v] = oh * g->stride[0] * W + 16 * bk * g->stride[1], at[v] = oh * g->OW + 16 * bk;
             n[v] = g->OW - 16 * bk, mk[v] = bk;
             if (++bk == f->nb) bk = 0, oh++;
