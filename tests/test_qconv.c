@@ -552,11 +552,13 @@ static void edges(void) {
 }
 
 /* Depthwise's u8 form (qconv.h's lithe__qdw8_*): its twin and the AVX-512 VNNI + VBMI kernel (where
- * the CPU has it), each run directly over every plane (split in two calls at a plane that is not a
- * multiple of the kernel's group of planes), against the int64 reference: float out with every
+ * the CPU has it), each run directly over every plane (split in two calls past the middle plane: the
+ * second call's staging starts there), against the int64 reference: float out with every
  * activation, bit for bit, and codes out (requantized: none, relu, clip) against requant_ref; no
  * write past Y. Widths 1-37 (every tail of the 16-output vectors and of 64-byte rows), strides 1
- * and 2, padding 0-2, 3x3 and 5x5 windows, dilation 2; float32 and codes in. */
+ * and 2, padding 0-2, 3x3 and 5x5 windows, dilation 2, several images, 2x3 to 64-wide planes (the
+ * VNNI kernel's vectors across rows on "same" stride-1 planes, by rows on the others); float32 and
+ * codes in. */
 static void dw8_kernels(void) {
     static const struct {
         int64_t N, C, H, W, KH, s, pad, dil;
@@ -564,6 +566,7 @@ static void dw8_kernels(void) {
         {1, 3, 5, 1, 3, 1, 1, 1},   {1, 2, 7, 7, 3, 1, 1, 1},   {2, 3, 9, 13, 3, 2, 1, 1}, {1, 5, 16, 16, 3, 1, 1, 1},
         {1, 4, 17, 17, 3, 2, 1, 1}, {1, 3, 11, 31, 5, 1, 2, 1}, {1, 2, 12, 33, 3, 1, 2, 2}, {1, 3, 8, 37, 3, 2, 0, 1},
         {1, 17, 20, 20, 3, 1, 1, 1}, {1, 6, 30, 30, 3, 2, 1, 1}, {1, 2, 6, 64, 3, 1, 1, 1}, {1, 2, 4, 65, 5, 2, 2, 1},
+        {2, 5, 7, 7, 3, 1, 1, 1},   {1, 4, 14, 14, 5, 1, 2, 1}, {3, 2, 2, 3, 3, 1, 1, 1}, {1, 3, 9, 21, 3, 1, 0, 1},
     };
     const lithe__qdw8_fn vnni = lithe__qdw8_vnni();
     if (!vnni) printf("qconv: no AVX-512 VNNI + VBMI here (the depthwise u8 kernel's checks: the twin only)\n");
@@ -584,9 +587,9 @@ static void dw8_kernels(void) {
                 release(c);
                 continue;
             }
-            const int64_t nq = (g->KW + 3) / 4, G = lithe__qdw8_group(g);
+            const int64_t nq = (g->KW + 3) / 4;
             int32_t *Wq = malloc((size_t)(g->M * g->KH * nq) * sizeof *Wq), *wsum = malloc((size_t)g->M * sizeof *wsum);
-            uint8_t *U = malloc((size_t)G * lithe__qdw8_u_bytes(g)), *tmp = malloc((size_t)G * lithe__qdw8_tmp_bytes(g));
+            uint8_t *U = malloc(lithe__qdw8_u_bytes(g)), *tmp = malloc(lithe__qdw8_tmp_bytes(g));
             float *scale = malloc((size_t)g->M * sizeof *scale), *Yr = malloc((size_t)ny * sizeof *Yr);
             lithe__qdw8_pack_w(g->M, g->KH, g->KW, c->W, c->zw, c->n_w, Wq, wsum);
             for (int64_t m = 0; m < g->M; m++) scale[m] = c->xs * c->sw[c->n_w == 1 ? 0 : m];
@@ -597,7 +600,7 @@ static void dw8_kernels(void) {
             const lithe__qx qf = {c->xs, (float)(c->xmin - c->xz), (float)(c->xmax - c->xz), 0, c->xz};
             const lithe__qx qc = {c->xs, qf.lo, qf.hi, c->xmin < 0 ? 2 : 1, c->xz};
             for (int64_t e = 0; e < g->N * g->C * g->H * g->W; e++) xc[e] = (uint8_t)code_ref(c, c->X[e]);
-            const int64_t split = planes > 1 ? planes / 2 + (G > 1 && (planes / 2) % G == 0) : planes;
+            const int64_t split = planes > 1 ? planes / 2 + (planes > 3) : planes;
             for (int k = 0; k < (vnni ? 2 : 1); k++)
                 for (int src = 0; src < 2; src++) {
                     const lithe__qdw8_fn fn = k ? vnni : lithe__qdw8_ref;

@@ -16,8 +16,8 @@
  * Depthwise (group = C = M, at most 256 taps): the float depthwise kernel on the integers x - zx and
  * w - zw (taps decoded once per weight version): every partial sum is an integer below 2^24, exact
  * in float, so the sum is the int32 one bit for bit; then (float)acc · scale (+ b) per channel;
- * where the VNNI tile runs and the CPU has VBMI, planes of 256 outputs or more by the u8 depthwise
- * kernel (lithe__qdw8_*, below: the same sums).
+ * where the VNNI tile runs and the CPU has VBMI, every plane by the u8 depthwise kernel
+ * (lithe__qdw8_*, below: the same sums).
  * Codes out (Y int8 / uint8, a fused:QConv read by another): the int32 sums requantized by one float
  * multiply (lithe__qconv_code, onnxruntime's QLinearConv rule; a relu / clip as a clamp of the codes),
  * in the VNNI tile's store or the depthwise epilogue; other activations: the float output quantized. */
@@ -207,8 +207,9 @@ void lithe__qconv_pack_w8(int64_t M, int64_t K, const int8_t *W, const int32_t *
 #if defined(__x86_64__) || defined(_M_X64)
 /* Depthwise's u8 form (qconv8.c; conv_q8 runs it where a kernel below runs and lithe__qconv8_exact
  * holds with R = 0: every w - zw in s8). A kernel runs planes [p0, p1) of X (N, C, H, W; float32, or
- * codes where q->src says so), each plane p (channel m = p mod C) through
- *   U   the plane's u = (x - zx) - xlo bytes, padded: byte (r, col) at U[r·ld + col] is input
+ * codes where q->src says so), each plane p (channel m = p mod C) through its u = (x - zx) - xlo
+ * bytes — the twin's in
+ *   U   padded: byte (r, col) at U[r·ld + col] is input
  *       (r - pad[0], col - pad[1]), the padding's u (-xlo: x - zx = 0) outside the image; ld =
  *       pad[1] + W + pad[3], lithe__qdw8_u_bytes(g) in all (the loads' slack past the last row);
  *   c->Wb the channel's KH rows of ceil(KW / 4) quads of s8 w - zw (kw0 in the lowest byte; 0 past
@@ -220,25 +221,23 @@ void lithe__qconv_pack_w8(int64_t M, int64_t K, const int8_t *W, const int32_t *
 typedef void (*lithe__qdw8_fn)(const lithe__qconv *c, const struct lithe__conv2d *g, const void *X,
                                const struct lithe__qx *q, const struct lithe__qconv_aux *aux, int64_t p0, int64_t p1,
                                uint8_t *U, void *tmp, float *Y, uint8_t *Yc);
-/* the scalar twin (tmp unused) */
+/* the scalar twin (tmp unused; U as above) */
 void lithe__qdw8_ref(const lithe__qconv *c, const struct lithe__conv2d *g, const void *X, const struct lithe__qx *q,
                      const struct lithe__qconv_aux *aux, int64_t p0, int64_t p1, uint8_t *U, void *tmp, float *Y,
                      uint8_t *Yc);
-/* AVX-512 VNNI + VBMI (qconv_vnni.c): per input row r of U and quad j of kernel taps, the quads
- * Q_j[r·OW + ow] = u at columns ow·stride + (4j + t)·dil, t < 4 (one vpermb of a 64-byte load per 16
- * ow, in tmp), then per 16 outputs one vpdpbusd per kernel row and quad from Q: with stride 1 the
- * plane's outputs are consecutive in Q (output p reads Q_j[p + kh·dil·OW]), so every vector has 16
- * outputs whatever OW (7x7 planes too). For 15·stride[1] + 3·dil[1] <= 63. The kernel where the CPU
- * has AVX512 F, BW, VL, VNNI and VBMI; NULL elsewhere. */
+/* AVX-512 VNNI + VBMI (qconv_vnni.c; U unused, tmp: lithe__qdw8_tmp_bytes(g)): each plane's u staged
+ * in tmp between lithe__qdw8_slack(g) bytes of the padding's u, then per vector of 16 outputs ("same"
+ * stride-1 planes: 16 consecutive outputs of the plane, across rows; else 16 of an output row), kernel
+ * row and quad of taps one 64-byte load, one vpermb (lane i, byte t: stride[1]·i + dil[1]·t), the
+ * padding's u selected where the tap's column leaves the image, one vpdpbusd. For 15·stride[1] +
+ * 3·dil[1] <= 63. The kernel where the CPU has AVX512 F, BW, VL, VNNI, VBMI and BMI2; NULL elsewhere. */
 lithe__qdw8_fn lithe__qdw8_vnni(void);
 /* The depthwise u8 kernel conv_q8 runs for g: VNNI's where lithe__qconv8_best is the VNNI tile and g
  * fits; NULL: the float depthwise path */
 lithe__qdw8_fn lithe__qdw8_best(const struct lithe__conv2d *g);
 size_t lithe__qdw8_u_bytes(const struct lithe__conv2d *g);
 size_t lithe__qdw8_tmp_bytes(const struct lithe__conv2d *g); /* tmp's: a multiple of 64 */
-/* Planes a kernel may stage at once (small planes: about 8 KB of U and tmp in all): U and tmp hold
- * that many of each, one after the other (the twin uses the first) */
-int64_t lithe__qdw8_group(const struct lithe__conv2d *g);
+int64_t lithe__qdw8_slack(const struct lithe__conv2d *g); /* the VNNI kernel's bytes around a staged plane */
 /* The weights' form: (M, KH, ceil(KW / 4)) quads, then wsum (M) */
 void lithe__qdw8_pack_w(int64_t M, int64_t KH, int64_t KW, const int8_t *W, const int32_t *zw, int64_t n_zw,
                         int32_t *Wq, int32_t *wsum);

@@ -161,10 +161,20 @@ size_t lithe__qdw8_u_bytes(const lithe__conv2d *g) {
 }
 
 size_t lithe__qdw8_tmp_bytes(const lithe__conv2d *g) {
-    const int64_t rows = (g->OH - 1) * g->stride[0] + (g->KH - 1) * g->dil[0] + 1;
-    const size_t q = (size_t)((g->KW + 3) / 4 * (rows * g->OW + 16)) * 4; /* the quads Q */
-    /* (then a plane's u, the VNNI kernel's float32 planes quantized) */
-    return (q + 63) / 64 * 64 + (size_t)(g->H * g->W + 63) / 64 * 64;
+    /* the VNNI kernel's column masks (one vector per vector of outputs, or per column block, and quad of
+     * taps), then two staged planes, each between lithe__qdw8_slack(g) bytes */
+    const size_t nq = (size_t)(g->KW + 3) / 4;
+    return (size_t)((g->OH * g->OW + 15) / 16 + (g->OW + 15) / 16) * nq * 64 +
+           2 * (size_t)((2 * lithe__qdw8_slack(g) + g->H * g->W + 63) / 64 * 64);
+}
+
+int64_t lithe__qdw8_slack(const lithe__conv2d *g) {
+    /* a plane's windows start at most pad[0]·W + pad[1] bytes before it and end at most pad[2]·W + pad[3]
+     * + 16·stride[1] + 4·ceil(KW / 4)·dil[1] + 64 after it (rows past the image by at most pad[2], a
+     * vector's columns past W by at most pad[3] + 16·stride[1], flat vectors past P by 15) */
+    const int64_t pr = g->pad[0] > g->pad[2] ? g->pad[0] : g->pad[2];
+    const int64_t s = (pr + 1) * g->W + g->pad[1] + g->pad[3] + 16 * g->stride[1] + 4 * ((g->KW + 3) / 4) * g->dil[1];
+    return (s + 128 + 63) / 64 * 64;
 }
 
 void lithe__qdw8_pack_w(int64_t M, int64_t KH, int64_t KW, const int8_t *W, const int32_t *zw, int64_t n_zw,
@@ -230,20 +240,19 @@ void lithe__qdw8_ref(const lithe__qconv *c, const lithe__conv2d *g, const void *
 
 lithe__qdw8_fn lithe__qdw8_best(const lithe__conv2d *g) {
     const lithe__qconv_fn k8 = lithe__qconv8_best();
-    /* (planes below 16x16 out: the float path's passes over every plane at once beat the per-plane
-     * staging, 7x7 by 1.5x) */
-    if (!k8 || k8 != lithe__qconv8_vnni() || 15 * g->stride[1] + 3 * g->dil[1] > 63 || g->OH * g->OW < 256) return NULL;
+    /* (mobilenet_v2's depthwise layers, 7x7 to 112x112 and strides 1 and 2, 1.1-2x faster than the float
+     * path or a kernel staging per-row quads, Zen 5; but output rows below 8 wide off "same" stride-1
+     * planes, whose vectors by rows fill under half their lanes: 14x14 -> 7x7 stride 2 ran 1.3x slower
+     * than the float path) */
+    if (!k8 || k8 != lithe__qconv8_vnni() || 15 * g->stride[1] + 3 * g->dil[1] > 63) return NULL;
+    const bool same = g->stride[0] == 1 && g->stride[1] == 1 && g->OH == g->H && g->OW == g->W;
+    if (!same && g->OW < 8) return NULL;
     return lithe__qdw8_vnni();
 }
 
-int64_t lithe__qdw8_group(const lithe__conv2d *g) {
-    const int64_t n = 8192 / (int64_t)(lithe__qdw8_u_bytes(g) + lithe__qdw8_tmp_bytes(g));
-    return n < 1 ? 1 : n > 16 ? 16 : n;
-}
-
-/* a chunk's scratch: the group's U, then its tmp */
+/* a chunk's scratch: U (the twin's), then tmp (the VNNI kernel's) */
 static size_t dw8_chunk_bytes(const lithe__conv2d *g) {
-    return (size_t)lithe__qdw8_group(g) * (lithe__qdw8_u_bytes(g) + lithe__qdw8_tmp_bytes(g));
+    return lithe__qdw8_u_bytes(g) + lithe__qdw8_tmp_bytes(g);
 }
 static int64_t dw8_chunks(const lithe__conv2d *g) {
     const int64_t nt = lithe__pool_threads(lithe__cpu_pool()), planes = g->N * g->C;
@@ -268,7 +277,7 @@ typedef struct dw8_task {
 static void dw8_planes(void *ctx, int64_t begin, int64_t end) {
     const dw8_task *t = ctx;
     char *U = t->ws + (size_t)(begin / t->per) * dw8_chunk_bytes(t->g);
-    t->k(t->c, t->g, t->X, t->q, t->aux, begin, end, (uint8_t *)U, U + lithe__qdw8_group(t->g) * lithe__qdw8_u_bytes(t->g), t->Y,
+    t->k(t->c, t->g, t->X, t->q, t->aux, begin, end, (uint8_t *)U, U + lithe__qdw8_u_bytes(t->g), t->Y,
          t->Yc);
 }
 

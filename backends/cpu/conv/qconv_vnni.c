@@ -264,133 +264,196 @@ static void codes_f32(int64_t n, const uint8_t *x, const lithe__qx *q, float *y)
 const lithe__qconv_aux lithe__qconv_aux_avx512 = {quant_f32, quant_i16, quant_pairs, epi, quant_u8, quant_quads,
                                                   epi_codes, codes_quads, NULL, codes_f32};
 
-/* ---- depthwise's u8 form (qconv.h: lithe__qdw8_fn). Per plane: U's rows (codes copied, the int8
- * byte flipped; float32 quantized), then per row r of U that a window reads and quad j of kernel taps
- * Q_j[r·OW + ow] (ow by 16: a 64-byte load of U at column ow·s + 4j·dil, vpermb to lane i's bytes
- * s·i + dil·t, t < 4; the weights past KW are 0; a row's last vector writes into the next row's start,
- * which that row then overwrites), then per vector of 16 outputs (stride 1: 16 consecutive outputs of
- * the plane, across rows; else 16 of one row) KH·ceil(KW / 4) loads of Q and vpdpbusd by the quad's
- * broadcast s8 weights: the exact int32 sum (qconv.h), 4 vectors in flight; then the epilogue of the
- * tiles above (store_row, epi_codes) and a masked store of the vector's outputs. ---- */
-#define DW8 __attribute__((target("avx512bw,avx512vl,avx512vbmi")))
+/* ---- depthwise's u8 form (qconv.h: lithe__qdw8_fn), no staging array: per plane its u bytes (codes
+ * copied, the int8 byte flipped; float32 quantized) between slack of the padding's u, the next plane
+ * staged while one is convolved (its stores retire before its loads: a kernel that wrote per-row
+ * quads and read them back at once waited on their forwarding, 1.1-2x slower); then per vector of 16
+ * outputs — "same" stride-1 planes: 16 consecutive outputs of the plane, across rows (output p reads
+ * input p + (kh·d0 - pad0)·W + kw·d1 - pad1: 7x7 planes' 49 outputs in 4 vectors); others 16 of one
+ * output row — per kernel row and quad j of taps one 64-byte load at the vector's window, one vpermb
+ * (lane i, byte t: the byte s1·i + d1·t), a bitwise select of the padding's u where the tap's column
+ * leaves the image (a column mask per vector or column block, built per call in tmp; the rows above
+ * and below read the slack), one vpdpbusd by the quad's broadcast s8 weights (0 past KW): the exact
+ * int32 sum (qconv.h), 8 vectors in flight; then the epilogue of the tiles above (store_row,
+ * epi_codes) and a masked store of the vector's outputs. ---- */
 enum { DW8_NV = 8 }; /* vectors in flight: each accumulator's chain is KH·ceil(KW / 4) vpdpbusd long */
+#define DWF __attribute__((target("avx512bw,avx512vl,avx512vbmi,bmi2")))
 
-typedef struct dw8 {
-    int64_t OH, OW, P, s0, kstep, KH, nq, qs; /* kstep: Q's step per kernel row; qs: per quad */
-} dw8;
-
-/* the next nv vectors from (*oh, *ow) (stride 1: *ow is the plane's output index, *oh 0) */
-static inline __attribute__((always_inline)) DW8 void dw8_block(const lithe__qconv *c, const dw8 *k, const int32_t *Q,
-                                                                 const int32_t *wq, int64_t *oh, int64_t *ow, int nv,
-                                                                 __m512i fix, __m512 sc, __m512 b, __m512 lo, __m512 hi,
-                                                                 const rqv *rq, float *y, uint8_t *yc) {
-    int64_t qb[DW8_NV], at[DW8_NV], n[DW8_NV];
-    __m512i acc[DW8_NV];
-    for (int v = 0; v < nv; v++) {
-        if (k->s0 == 1) {
-            qb[v] = at[v] = *ow, n[v] = k->P - *ow;
-            *ow += 16;
-        } else {
-            qb[v] = *oh * k->s0 * k->OW + *ow, at[v] = *oh * k->OW + *ow, n[v] = k->OW - *ow;
-            if ((*ow += 16) >= k->OW) *ow = 0, ++*oh;
-        }
-        acc[v] = fix;
+/* The vectors of outputs: "same" stride-1 planes (flat) 16 consecutive outputs of the plane, across
+ * rows (vector v: outputs 16v + i; its column masks those of vector v mod nmask, the period of 16v mod
+ * W: W / gcd(W, 16), 7 for mobilenet_v2's 7- to 112-wide planes); others 16 of one output row (vector
+ * v = oh·nb + b: (oh, 16b + i), nb = ceil(OW / 16); one mask per column block). By rows,
+ * mobilenet_v2's 56x56 and 112x112 "same" layers ran 1.1x and 1.3x slower than flat (Zen 5, in the
+ * model): more vectors, a partial one per row. */
+typedef struct dwf {
+    bool flat;
+    int64_t nb, nvec, nmask;
+} dwf;
+static dwf dwf_of(const lithe__conv2d *g) {
+    const bool flat = g->stride[0] == 1 && g->stride[1] == 1 && g->OH == g->H && g->OW == g->W;
+    const int64_t nb = (g->OW + 15) / 16, nvec = flat ? (g->OH * g->OW + 15) / 16 : g->OH * nb;
+    int64_t a = g->W, b = 16; /* gcd(W, 16) */
+    while (b) {
+        const int64_t r = a % b;
+        a = b, b = r;
     }
-    for (int64_t kh = 0; kh < k->KH; kh++)
-        for (int64_t j = 0; j < k->nq; j++, wq++) {
-            const __m512i wv = _mm512_set1_epi32(*wq);
-            const int32_t *qr = Q + kh * k->kstep + j * k->qs;
-            for (int v = 0; v < nv; v++) acc[v] = _mm512_dpbusd_epi32(acc[v], _mm512_loadu_si512(qr + qb[v]), wv);
+    const int64_t per = g->W / a;
+    return (dwf){flat, nb, nvec, flat ? (per < nvec ? per : nvec) : nb};
+}
+
+/* the column masks: M[k·nq + j]'s byte 4i + t set where lane i of vector k (flat; else of any vector of
+ * column block k) and tap 4j + t (below KW) read a column of the image; rows above and below the
+ * image read the staged plane's slack, the padding's u */
+static DWF void dwf_masks(const lithe__conv2d *g, const dwf *f, __m512i *M) {
+    const int64_t nq = (g->KW + 3) / 4, W = g->W;
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512 wf = _mm512_set1_ps((float)W);
+    const __m512i Wv = _mm512_set1_epi32((int32_t)W), s1 = _mm512_set1_epi32((int32_t)g->stride[1]);
+    const uint64_t nib = 0x1111111111111111ull;
+    for (int64_t k = 0; k < f->nmask; k++) {
+        const __m512i p = _mm512_add_epi32(iota, _mm512_set1_epi32((int32_t)(16 * k)));
+        __m512i ow = p; /* (row vectors: the output column) */
+        if (f->flat) { /* oh = floor((p + 1/2) / W): the quotient is at least 1 / (2W) from an integer, its
+                        * rounding error below 16·2^-24 (p < 16·nmask <= 16W) */
+            const __m512i oh = _mm512_cvttps_epi32(
+                _mm512_div_ps(_mm512_add_ps(_mm512_cvtepi32_ps(p), _mm512_set1_ps(0.5f)), wf));
+            ow = _mm512_sub_epi32(p, _mm512_mullo_epi32(oh, Wv));
         }
+        const __m512i iw = _mm512_mullo_epi32(ow, s1);
+        for (int64_t j = 0; j < nq; j++) {
+            uint64_t cm = 0;
+            for (int t = 0; t < 4 && 4 * j + t < g->KW; t++) {
+                const int32_t off = (int32_t)((4 * j + t) * g->dil[1] - g->pad[1]);
+                const __m512i col = _mm512_add_epi32(iw, _mm512_set1_epi32(off));
+                cm |= _pdep_u64(_mm512_cmplt_epu32_mask(col, Wv), nib << t);
+            }
+            _mm512_storeu_si512(M + k * nq + j, _mm512_movm_epi8(cm)); /* (tmp: any alignment) */
+        }
+    }
+}
+
+/* plane p of X as u into d (the int8 codes flipped; float32 quantized) */
+static DWF void dwf_stage(const lithe__conv2d *g, const void *X, const lithe__qx *q, int64_t p, uint8_t *d) {
+    const int64_t HW = g->H * g->W;
+    if (!q->src) {
+        quant_u8(HW, (const float *)X + p * HW, q, d);
+        return;
+    }
+    const uint8_t *x = (const uint8_t *)X + p * HW;
+    const __m512i flip = _mm512_set1_epi8(q->src == 2 ? (char)0x80 : 0);
+    int64_t i = 0;
+    for (; i + 64 <= HW; i += 64) _mm512_storeu_si512(d + i, _mm512_xor_si512(_mm512_loadu_si512(x + i), flip));
+    if (i < HW) {
+        const __mmask64 k = ((__mmask64)1 << (HW - i)) - 1;
+        _mm512_mask_storeu_epi8(d + i, k, _mm512_xor_si512(_mm512_maskz_loadu_epi8(k, x + i), flip));
+    }
+}
+
+/* the next nv vectors from v0 of the plane staged at x: exact sums, then the epilogue (dw8_block's) */
+static inline __attribute__((always_inline)) DWF void dwf_block(const lithe__qconv *c, const lithe__conv2d *g,
+                                                                 const dwf *f, const uint8_t *x, const __m512i *M,
+                                                                 const int32_t *wq, int64_t v0, int nv, __m512i idx,
+                                                                 __m512i padv, __m512i fix, __m512 sc, __m512 b,
+                                                                 __m512 lo, __m512 hi, const rqv *rq, float *y,
+                                                                 uint8_t *yc) {
+    const int64_t W = g->W, nq = (g->KW + 3) / 4;
+    int64_t xo[DW8_NV], at[DW8_NV], n[DW8_NV], mk[DW8_NV];
+    /* (one division a block: the row and column block, or the mask's phase) */
+    int64_t oh = f->flat ? 0 : v0 / f->nb, bk = f->flat ? v0 % f->nmask : v0 % f->nb;
     for (int v = 0; v < nv; v++) {
-        if (yc) { /* requantized (lithe__qconv_code) */
-            put16(yc + at[v], n[v], rq16(_mm512_cvtepi32_ps(acc[v]), rq));
+        if (f->flat) {
+            xo[v] = at[v] = 16 * (v0 + v), n[v] = g->OH * g->OW - at[v], mk[v] = bk;
+            if (++bk == f->nmask) bk = 0;
+        } else {
+            xo[v] = oh * g->stride[0] * W + 16 * bk * g->stride[1], at[v] = oh * g->OW + 16 * bk;
+            n[v] = g->OW - 16 * bk, mk[v] = bk;
+            if (++bk == f->nb) bk = 0, oh++;
+        }
+    }
+    __m512i acc[DW8_NV], cm[DW8_NV];
+    for (int v = 0; v < nv; v++) acc[v] = fix;
+    for (int64_t j = 0; j < nq; j++) {
+        for (int v = 0; v < nv; v++) cm[v] = _mm512_loadu_si512(M + mk[v] * nq + j);
+        for (int64_t kh = 0; kh < g->KH; kh++) {
+            const __m512i wv = _mm512_set1_epi32(wq[kh * nq + j]);
+            const uint8_t *xr = x + (kh * g->dil[0] - g->pad[0]) * W + 4 * j * g->dil[1] - g->pad[1];
+            for (int v = 0; v < nv; v++) { /* cm's bytes: the permuted tap, else the padding's u */
+                const __m512i t = _mm512_permutexvar_epi8(idx, _mm512_loadu_si512(xr + xo[v]));
+                acc[v] = _mm512_dpbusd_epi32(acc[v], _mm512_ternarylogic_epi32(cm[v], t, padv, 0xCA), wv);
+            }
+        }
+    }
+    /* a row's last vector (n < 16) stored whole but at the plane's end: its lanes past the row write the
+     * next row's first outputs, which that row's vectors store after it (masked stores ran ~1.4x slower
+     * by rows of 56, Zen 5) */
+    const int64_t P = g->OH * g->OW;
+    for (int v = 0; v < nv; v++) {
+        const int64_t nw = at[v] + 16 <= P ? 16 : n[v];
+        if (yc) {
+            put16(yc + at[v], nw, rq16(_mm512_cvtepi32_ps(acc[v]), rq));
             continue;
         }
         __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(acc[v]), sc);
         if (c->b) t = _mm512_add_ps(t, b);
         if (c->clamp) t = clamp16(t, c->clamp, lo, hi);
-        _mm512_mask_storeu_ps(y + at[v], lanes(n[v]), t);
+        if (nw == 16) _mm512_storeu_ps(y + at[v], t);
+        else _mm512_mask_storeu_ps(y + at[v], lanes(nw), t);
     }
 }
 
-static DW8 void qdw8_vnni(const lithe__qconv *c, const lithe__conv2d *g, const void *X, const lithe__qx *q,
+static DWF void qdw8_vnni(const lithe__qconv *c, const lithe__conv2d *g, const void *X, const lithe__qx *q,
                           const lithe__qconv_aux *aux, int64_t p0, int64_t p1, uint8_t *U, void *tmp, float *Y,
                           uint8_t *Yc) {
-    const int64_t ld = g->pad[1] + g->W + g->pad[3], OW = g->OW, P = g->OH * OW, HW = g->H * g->W;
-    const int64_t s1 = g->stride[1], d1 = g->dil[1], nq = (g->KW + 3) / 4;
-    const int64_t rows = (g->OH - 1) * g->stride[0] + (g->KH - 1) * g->dil[0] + 1;
-    const dw8 k = {g->OH, OW, P, g->stride[0], g->dil[0] * OW, g->KH, nq, rows * OW + 16};
+    const int64_t HW = g->H * g->W, P = g->OH * g->OW, nq = (g->KW + 3) / 4;
+    const dwf f = dwf_of(g);
+    const int64_t nvec = f.nvec;
+    (void)aux, (void)U;
+    __m512i *M = tmp;
+    /* two staging buffers (plane p + 1 staged while p is convolved: its stores retire before its
+     * loads), each the plane between lithe__qdw8_slack(g) bytes of the padding's u */
+    const int64_t S = lithe__qdw8_slack(g), bb = (2 * S + HW + 63) / 64 * 64;
+    uint8_t *xb = (uint8_t *)tmp + f.nmask * nq * 64;
+    dwf_masks(g, &f, M);
+    memset(xb, (uint8_t)(int)-q->lo, (size_t)(2 * bb));
     uint8_t ib[64];
     for (int i = 0; i < 16; i++)
-        for (int t = 0; t < 4; t++) ib[4 * i + t] = (uint8_t)(s1 * i + d1 * t); /* <= 63 (lithe__qdw8_best) */
-    const __m512i idx = _mm512_loadu_si512(ib);
-    const int64_t nvec = k.s0 == 1 ? (P + 15) / 16 : g->OH * ((OW + 15) / 16);
+        for (int t = 0; t < 4; t++) /* <= 63 (lithe__qdw8_best) */
+            ib[4 * i + t] = (uint8_t)(g->stride[1] * i + g->dil[1] * t);
+    const __m512i idx = _mm512_loadu_si512(ib), padv = _mm512_set1_epi8((char)(uint8_t)(int)-q->lo);
     const __m512 lo = _mm512_set1_ps(c->lo), hi = _mm512_set1_ps(c->hi);
-    const __m512i flip = _mm512_set1_epi8(q->src == 2 ? (char)0x80 : 0);
-    (void)aux; /* (float32 planes: this file's quant_u8) */
-    const int64_t G = lithe__qdw8_group(g);
-    const size_t ub = lithe__qdw8_u_bytes(g), tb = lithe__qdw8_tmp_bytes(g);
-    memset(U, (uint8_t)(int)-q->lo, (size_t)G * ub);
-    for (int64_t p = p0; p < p1; p += G) { /* a group of planes by stages: their stores retire before the loads */
-        const int64_t ng = p1 - p < G ? p1 - p : G;
-        for (int64_t e = 0; e < ng; e++) {
-            const int64_t HWp = (p + e) * HW;
-            /* the codes' rows as u (the int8 byte flipped); float32 quantized first in one pass over the
-             * plane (quant_u8: u, no flip) into the end of the plane's tmp */
-            uint8_t *d = U + e * ub + g->pad[0] * ld + g->pad[1];
-            const uint8_t *x = (const uint8_t *)X + HWp;
-            __m512i fl = flip;
-            if (!q->src) {
-                uint8_t *xb = (uint8_t *)tmp + (e + 1) * tb - (HW + 63) / 64 * 64;
-                quant_u8(HW, (const float *)X + HWp, q, xb);
-                x = xb, fl = _mm512_setzero_si512();
-            }
-            for (int64_t ih = 0; ih < g->H; ih++, x += g->W, d += ld)
-                for (int64_t i = 0; i < g->W; i += 64) {
-                    const __mmask64 mk = g->W - i >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (g->W - i)) - 1;
-                    _mm512_mask_storeu_epi8(d + i, mk, _mm512_xor_si512(_mm512_maskz_loadu_epi8(mk, x + i), fl));
-                }
+    if (p0 < p1) dwf_stage(g, X, q, p0, xb + S);
+    for (int64_t p = p0; p < p1; p++) {
+        if (p + 1 < p1) dwf_stage(g, X, q, p + 1, xb + ((p + 1 - p0) & 1) * bb + S);
+        const uint8_t *x = xb + ((p - p0) & 1) * bb + S;
+        const int64_t m = p % g->C;
+        const int32_t *wq = c->Wb + m * g->KH * nq;
+        const __m512i fix = _mm512_set1_epi32(c->xlo * c->wsum[m]);
+        const __m512 sc = _mm512_set1_ps(c->scale[m]), b = _mm512_set1_ps(c->b ? c->b[m] : 0.0f);
+        float *y = Yc ? NULL : Y + p * P;
+        uint8_t *yc = Yc ? Yc + p * P : NULL;
+        const rqv rq = Yc ? rq_of(c, m) : (rqv){0};
+        int64_t v = 0;
+#define DWF_BLOCK(nv) dwf_block(c, g, &f, x, M, wq, v, nv, idx, padv, fix, sc, b, lo, hi, &rq, y, yc)
+        for (; v + DW8_NV <= nvec; v += DW8_NV) DWF_BLOCK(DW8_NV);
+        switch (nvec - v) {
+        case 7: DWF_BLOCK(7); break;
+        case 6: DWF_BLOCK(6); break;
+        case 5: DWF_BLOCK(5); break;
+        case 4: DWF_BLOCK(4); break;
+        case 3: DWF_BLOCK(3); break;
+        case 2: DWF_BLOCK(2); break;
+        case 1: DWF_BLOCK(1); break;
+        default: break;
         }
-        for (int64_t e = 0; e < ng; e++)
-            for (int64_t r = 0; r < rows; r++)
-                for (int64_t j = 0; j < nq; j++) {
-                    const uint8_t *u = U + e * ub + r * ld + 4 * j * d1;
-                    int32_t *d = (int32_t *)((char *)tmp + e * tb) + j * k.qs + r * OW;
-                    for (int64_t ow = 0; ow < OW; ow += 16)
-                        _mm512_storeu_si512(d + ow, _mm512_permutexvar_epi8(idx, _mm512_loadu_si512(u + ow * s1)));
-                }
-        for (int64_t e = 0; e < ng; e++) {
-            const int64_t m = (p + e) % g->C;
-            const int32_t *Q = (const int32_t *)((const char *)tmp + e * tb), *wq = c->Wb + m * k.KH * nq;
-            const __m512i fix = _mm512_set1_epi32(c->xlo * c->wsum[m]);
-            const __m512 sc = _mm512_set1_ps(c->scale[m]), b = _mm512_set1_ps(c->b ? c->b[m] : 0.0f);
-            float *y = Yc ? NULL : Y + (p + e) * P;
-            uint8_t *yc = Yc ? Yc + (p + e) * P : NULL;
-            const rqv rq = Yc ? rq_of(c, m) : (rqv){0};
-            int64_t oh = 0, ow = 0, v = 0;
-#define DW8_BLOCK(nv) dw8_block(c, &k, Q, wq, &oh, &ow, nv, fix, sc, b, lo, hi, &rq, y, yc)
-            for (; v + DW8_NV <= nvec; v += DW8_NV) DW8_BLOCK(DW8_NV);
-            switch (nvec - v) {
-            case 7: DW8_BLOCK(7); break;
-            case 6: DW8_BLOCK(6); break;
-            case 5: DW8_BLOCK(5); break;
-            case 4: DW8_BLOCK(4); break;
-            case 3: DW8_BLOCK(3); break;
-            case 2: DW8_BLOCK(2); break;
-            case 1: DW8_BLOCK(1); break;
-            default: break;
-            }
-#undef DW8_BLOCK
-            if (!Yc && !c->clamp && c->act) c->act_fn(c->act, P, y, y);
-        }
+#undef DWF_BLOCK
+        if (!Yc && !c->clamp && c->act) c->act_fn(c->act, P, y, y);
     }
 }
 
 lithe__qdw8_fn lithe__qdw8_vnni(void) {
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vnni") &&
                    __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-                   __builtin_cpu_supports("avx512vbmi")
+                   __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("bmi2")
                ? qdw8_vnni
                : NULL;
 }
