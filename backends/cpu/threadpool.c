@@ -37,6 +37,10 @@ struct lithe__pool {
 #if LITHE_WASM_WORKERS
     int *slots;       /* the worker slot each worker thread runs in */
     atomic_int futex; /* bumped after each publication of gen: what workers block on */
+    /* workers blocked (or about to block) on futex, and whether the caller is blocked on pending:
+     * a notify is a call into the engine (a lock and a list walk in V8, 0.1-0.5 us), made only when
+     * someone may sleep, not at every job of a batch-1 predict whose worker is spinning */
+    atomic_int sleepers, caller_sleeps;
 #else
     pthread_t *tids;
     pthread_mutex_t mu;
@@ -53,10 +57,11 @@ struct lithe__pool {
      * in every job of the same size, so an op's output stays in the cache of the thread that made
      * it when the next op reads it. Each thread claims its own chunks from the front (half of what
      * is left at a time), and a thread whose share is done takes other threads' chunks from the
-     * back, one at a time, so a slower or later thread gives up its share's end. A claim is a
-     * compare-and-swap of the whole word, so it is valid for whatever job the word belongs to: a
-     * worker late for one job that claims in the next runs a chunk of the next (it reads the job's
-     * fields after its claim, and the job cannot end before that chunk is done). */
+     * back (half of what is left while four or more are, then one at a time), so a slower or
+     * later thread gives up its share's end. A claim is a compare-and-swap of the whole word, so
+     * it is valid for whatever job the word belongs to: a worker late for one job that claims in
+     * the next runs a chunk of the next (it reads the job's fields after its claim, and the job
+     * cannot end before that chunk is done). */
     lithe__pool_claims *claims;
     /* the current job: its fields are written before its claims are published */
     lithe__range_fn fn;
@@ -96,23 +101,36 @@ static void wake(atomic_int *addr, unsigned count) { __builtin_wasm_memory_atomi
 
 /* Workers block on p->futex, a 32-bit counter bumped after every publication of gen (a job or
  * stop): read before gen is checked, it changes whenever gen may have. */
+/* Each side announces its sleep before its last check (sequentially consistent, as every atomic
+ * of WebAssembly is): of a waker's "publish, then read the count" and a sleeper's "count myself,
+ * then check", one sees the other, so a waker that reads no sleeper may skip the notify. */
 static void wait_work(lithe__pool *p, unsigned seen) {
     for (;;) {
         int f = atomic_load(&p->futex);
-        if (atomic_load(&p->gen) != seen || atomic_load(&p->stop)) return;
+        atomic_fetch_add(&p->sleepers, 1);
+        if (atomic_load(&p->gen) != seen || atomic_load(&p->stop)) {
+            atomic_fetch_sub(&p->sleepers, 1);
+            return;
+        }
         futex_wait(&p->futex, f);
+        atomic_fetch_sub(&p->sleepers, 1);
     }
 }
 static void wake_workers(lithe__pool *p) {
     atomic_fetch_add(&p->futex, 1);
-    wake(&p->futex, 0x7fffffffu);
+    if (atomic_load(&p->sleepers) > 0) wake(&p->futex, 0x7fffffffu);
 }
-static void signal_done(lithe__pool *p) { wake(&p->pending, 1); }
+static void signal_done(lithe__pool *p) {
+    if (atomic_load(&p->caller_sleeps)) wake(&p->pending, 1);
+}
 static void wait_done(lithe__pool *p) {
     int v;
+    bool block = atomic_load_explicit(&caller_can_block, memory_order_relaxed);
+    if (block) atomic_store(&p->caller_sleeps, 1);
     while ((v = atomic_load(&p->pending)) > 0) {
-        if (atomic_load_explicit(&caller_can_block, memory_order_relaxed)) futex_wait(&p->pending, v);
+        if (block) futex_wait(&p->pending, v);
     }
+    atomic_store(&p->caller_sleeps, 0);
 }
 #else
 static void wait_work(lithe__pool *p, unsigned seen) {
@@ -139,15 +157,18 @@ static void wait_done(lithe__pool *p) {
 
 /* Chunks from claims word c: the owner's claim (own) takes half of what is left from the front (at
  * least one chunk: few calls while the share is large, single chunks at its end), a thief's the
- * last chunk. Returns the first chunk and sets *count, or returns -1 when the word has none left. */
+ * lower half of what is left from the back (single chunks while one to three are left: a late owner
+ * running its share keeps nearly all of it; a share whose owner has not come (a worker off its
+ * core, the usual case on a busy host) goes in 4 + 2 + 1 + 1 calls, not 8). Returns the first
+ * chunk and sets *count, or returns -1 when the word has none left. */
 static int64_t claim(atomic_uint_fast64_t *c, bool own, int64_t *count) {
     uint64_t w = atomic_load_explicit(c, memory_order_acquire);
     while (FRONT(w) < BACK(w)) {
-        uint32_t k = own ? (BACK(w) - FRONT(w) + 1) / 2 : 1;
-        uint64_t to = own ? CLAIMS(FRONT(w) + k, BACK(w)) : CLAIMS(FRONT(w), BACK(w) - 1);
+        uint32_t left = BACK(w) - FRONT(w), k = own ? (left + 1) / 2 : left >= 4 ? left / 2 : 1;
+        uint64_t to = own ? CLAIMS(FRONT(w) + k, BACK(w)) : CLAIMS(FRONT(w), BACK(w) - k);
         if (atomic_compare_exchange_weak_explicit(c, &w, to, memory_order_acq_rel, memory_order_acquire)) {
             *count = k;
-            return own ? FRONT(w) : BACK(w) - 1;
+            return own ? FRONT(w) : BACK(w) - k;
         }
     }
     return -1;
@@ -164,7 +185,7 @@ static int run_chunks(lithe__pool *p, int t) {
             int64_t b = c * p->chunk, e = b + cnt * p->chunk;
             p->fn(p->ctx, b, e < p->items ? e : p->items);
             ran++;
-            if (atomic_fetch_sub_explicit(&p->pending, (int)cnt, memory_order_acq_rel) == cnt) {
+            if (atomic_fetch_sub(&p->pending, (int)cnt) == cnt) { /* seq_cst: wait_done's pairing */
                 signal_done(p);
                 return ran; /* the job is over: the caller may publish the next */
             }
@@ -431,7 +452,7 @@ static void pool_run(lithe__pool *p, int64_t n, int64_t chunks, int64_t grain, l
         atomic_store_explicit(&p->claims[t].w, CLAIMS(t * nchunks / T, (t + 1) * nchunks / T), memory_order_release);
     unsigned job = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1u;
 #if LITHE_WASM_WORKERS
-    atomic_store_explicit(&p->gen, job, memory_order_release);
+    atomic_store(&p->gen, job); /* seq_cst: wait_work's pairing */
     wake_workers(p);
 #else
     pthread_mutex_lock(&p->mu); /* a worker between its check and its wait must not miss the signal */
