@@ -54,6 +54,12 @@ static float *frand(size_t n) {
     return p;
 }
 static bool same_bits(float x, float y) { return memcmp(&x, &y, sizeof x) == 0; }
+/* n floats bit for bit, any NaN matching any NaN (WebAssembly leaves a NaN's sign and payload open) */
+static bool same_floats(const float *x, const float *y, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!same_bits(x[i], y[i]) && !(isnan(x[i]) && isnan(y[i]))) return false;
+    return true;
+}
 
 /* The scalar twin of an MR x NR microkernel (see the top of the file). */
 static void twin(bool fused, size_t MR, size_t NR, size_t mr, size_t nr, size_t kc, const float *a, const float *b,
@@ -507,7 +513,9 @@ static double act_ref(const lithe__act *a, double v) {
     return tanh(v);
 }
 
-static void check_conv(const conv_geom *cg, const lithe__act *a) {
+/* specials: NaN, ±inf and -0 among X, W and the bias (float64 not compared; NaN matches any NaN:
+ * WebAssembly leaves a NaN's sign and payload open) */
+static void check_conv(const conv_geom *cg, const lithe__act *a, bool specials) {
     lithe_backend *cpu = NULL;
     if (lithe_backend_get("cpu", &cpu) != LITHE_OK) {
         CHECK(false, "no cpu backend");
@@ -522,6 +530,11 @@ static void check_conv(const conv_geom *cg, const lithe__act *a) {
     size_t xi = (size_t)(g.C * g.H * g.W), yi = (size_t)(g.M * P);
     float *X = frand(xi * (size_t)g.N), *W = frand((size_t)(g.M * K)), *b = frand((size_t)g.M);
     float *Y = frand(yi * (size_t)g.N), *Y1 = frand(yi), *Yp = frand(yi * (size_t)g.N);
+    if (specials) { /* NaN and infinities through the accumulators, the clamp and the store; -0 weights */
+        size_t nx = xi * (size_t)g.N, nw = (size_t)(g.M * K);
+        X[nx / 3] = NAN, X[nx / 2] = INFINITY, X[nx - 1] = -INFINITY, X[1] = -0.0f;
+        W[nw / 2] = -INFINITY, W[0] = -0.0f, W[nw - 1] = -0.0f, b[g.M - 1] = -0.0f;
+    }
     CHECK(lithe__cpu_conv2d(cpu, &g, X, W, b, a, Y) == LITHE_OK, "conv2d failed");
     double worst = 0;
     bool twin_ok = true;
@@ -551,17 +564,17 @@ static void check_conv(const conv_geom *cg, const lithe__act *a) {
                     if (!(err <= worst)) worst = err;
 #if defined(__wasm_simd128__)
                     float t = acc + b[m];
-                    if (a && a->kind == LITHE__ACT_RELU) t = t > 0.0f ? t : 0.0f;
+                    if (a && a->kind == LITHE__ACT_RELU) t = t <= 0.0f ? 0.0f : t; /* NaN stays NaN */
                     if (a && a->kind == LITHE__ACT_CLIPPED_LINEAR) {
                         t = t + 0.0f;
                         t = t < a->min_val ? a->min_val : t > a->max_val ? a->max_val : t;
                     }
                     if (!a || a->kind == LITHE__ACT_RELU || a->kind == LITHE__ACT_CLIPPED_LINEAR)
-                        twin_ok = twin_ok && same_bits(t, got);
+                        twin_ok = twin_ok && (same_bits(t, got) || (isnan(t) && isnan(got)));
 #endif
                 }
     (void)twin_ok;
-    CHECK(worst <= 4 * 1.2e-7 * sqrt((double)K + 1) + 1e-7,
+    CHECK(specials || worst <= 4 * 1.2e-7 * sqrt((double)K + 1) + 1e-7,
           "conv2d C=%lld M=%lld %lldx%lld k%lldx%lld s%lld p%lld d%lld g%lld act=%d: off by %.3g of the magnitude",
           (long long)g.C, (long long)g.M, (long long)g.H, (long long)g.W, (long long)g.KH, (long long)g.KW,
           (long long)g.stride[0], (long long)g.pad[0], (long long)g.dil[0], (long long)g.group, a ? (int)a->kind : -1,
@@ -576,14 +589,30 @@ static void check_conv(const conv_geom *cg, const lithe__act *a) {
     bool alone = true;
     for (int64_t n = 0; n < g.N; n++) {
         CHECK(lithe__cpu_conv2d(cpu, &g1, X + (size_t)n * xi, W, b, a, Y1) == LITHE_OK, "conv2d failed");
-        alone = alone && memcmp(Y1, Y + (size_t)n * yi, yi * sizeof(float)) == 0;
+        alone = alone && same_floats(Y1, Y + (size_t)n * yi, yi);
     }
     CHECK(alone, "conv2d C=%lld M=%lld: an image alone differs from the batch", (long long)g.C, (long long)g.M);
     if (g.group == 1) {
         lithe__sgemm_packed_b *Wp = lithe__sgemm_pack_b(NULL, true, K, g.M, W, K);
         CHECK(Wp && lithe__cpu_conv2d_packed(cpu, &g, X, W, Wp, b, a, Yp) == LITHE_OK, "prepared conv2d failed");
-        CHECK(memcmp(Yp, Y, yi * (size_t)g.N * sizeof(float)) == 0,
+        CHECK(same_floats(Yp, Y, yi * (size_t)g.N),
               "conv2d C=%lld M=%lld: W prepared gives other bits", (long long)g.C, (long long)g.M);
+        /* a residual after it (lithe__cpu_conv2d_add, a graph's fused Conv + Add; no act): the
+         * convolution's bits, then one rounded add in either operand order */
+        for (int first = 0; first < 2 && !a; first++) {
+            float *R = frand(yi * (size_t)g.N);
+            if (specials) R[0] = NAN, R[yi / 2] = -0.0f;
+            CHECK(lithe__cpu_conv2d_add(cpu, &g, X, W, first ? Wp : NULL, b, R, first, Yp) == LITHE_OK,
+                  "conv2d_add failed");
+            bool res_ok = true;
+            for (size_t i = 0; i < yi * (size_t)g.N; i++) {
+                float t = first ? R[i] + Y[i] : Y[i] + R[i];
+                res_ok = res_ok && (same_bits(t, Yp[i]) || (isnan(t) && isnan(Yp[i])));
+            }
+            CHECK(res_ok, "conv2d_add C=%lld M=%lld first=%d: not the convolution's bits plus the residual",
+                  (long long)g.C, (long long)g.M, first);
+            lithe__aligned_free(R);
+        }
         lithe__sgemm_packed_b_free(Wp);
     }
     lithe__aligned_free(X), lithe__aligned_free(W), lithe__aligned_free(b);
@@ -599,13 +628,30 @@ static void check_convs(void) {
         {2, 3, 12, 10, 9, 3, 2, 1, 1, 2, 1, 0, 2, 2, 1, 1},   /* dilation 2 down, 3x2 kernel */
         {2, 30, 7, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},    /* K = 270: two K blocks */
         {1, 2, 1, 1, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},     /* one output pixel */
+        /* pointwise (1x1, stride 1; SIMD128: the direct kernel where K + 1 <= 256 and 16+ pixels) */
+        {2, 16, 12, 12, 13, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1}, /* 144 pixels, 13 filters (a last sliver of 5) */
+        {1, 5, 7, 7, 9, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},     /* 49 pixels: a last tile of 1 */
+        {1, 7, 3, 6, 8, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},     /* 18 pixels: a last tile of 2 */
+        {1, 3, 3, 5, 4, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},     /* 15 pixels: the GEMM */
+        {1, 16, 56, 56, 24, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1}, /* mobilenet_v2's 16 -> 24 shape: many chunks */
+        {1, 255, 5, 4, 11, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},  /* K = 255 + the bias step: one GEMM block */
+        {1, 256, 4, 5, 9, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},   /* K = 256: the GEMM */
+        {2, 8, 6, 6, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2},     /* 2 groups */
+        {1, 6, 9, 9, 10, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1},    /* 1x1 at stride 2: shifted rows */
     };
     lithe__act relu = {.kind = LITHE__ACT_RELU};
     lithe__act clip = {.kind = LITHE__ACT_CLIPPED_LINEAR, .slope = 1.0f, .min_val = -0.25f, .max_val = 0.5f};
     lithe__act th = {.kind = LITHE__ACT_TANH};
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
-        check_conv(&cs[i], NULL);
-        check_conv(&cs[i], i % 3 == 0 ? &relu : i % 3 == 1 ? &clip : &th);
+        check_conv(&cs[i], NULL, false);
+        check_conv(&cs[i], i % 3 == 0 ? &relu : i % 3 == 1 ? &clip : &th, false);
+    }
+    const conv_geom sp[] = {{1, 9, 5, 7, 11, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1}, /* pointwise, 35 pixels */
+                            {1, 3, 6, 6, 10, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}}; /* 3x3, padding 1 */
+    for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++) {
+        check_conv(&sp[i], NULL, true);
+        check_conv(&sp[i], &relu, true);
+        check_conv(&sp[i], &clip, true);
     }
 }
 

@@ -159,7 +159,7 @@ void lithe__conv_add_taps_avx512(const lithe__conv2d *g, int64_t c0, int64_t c1,
 #endif
 /* simd/conv_wasm_simd128.c (-msimd128 builds) */
 #if defined(__wasm_simd128__)
-bool wdc_applies(const lithe__conv2d *g);
+bool wdc_applies(const lithe__conv2d *g, bool bias); /* bias: the convolution has one (pointwise: K + 1 <= 256) */
 void wdc_images(gemm_job *j, int64_t n0, int64_t n1);
 #endif
 

@@ -19,7 +19,9 @@
  *       shifted rows: a zero-bordered copy of X, split into stride0·stride1 phase planes, whose
  *         runs are the taps' rows (see phase_dims and "shifted rows" below); the GEMM packs its
  *         slivers of output pixels straight from those row pointers, only the kept columns;
- *       pointwise (1x1, stride 1, no padding): X itself;
+ *       pointwise (1x1, stride 1, no padding): X itself (WebAssembly SIMD128 builds run these with
+ *         K + bias step <= 256, and every shifted-rows one, through simd/conv_wasm_simd128.c's
+ *         direct kernel instead: wdc_applies);
  *       im2col, X unfolded into col in a workspace from the backend's allocator, only where the
  *         phase planes' rows would be more than twice the output rows.
  *     The backward is the same GEMMs transposed: dW_g += dY_g · colᵀ, dcol = W_gᵀ · dY_g folded
@@ -321,7 +323,7 @@ static void gemm_images(void *ctx, int64_t n0, int64_t n1) {
     gemm_job *j = ctx;
     const lithe__conv2d *g = j->g;
 #if defined(__wasm_simd128__)
-    if (wdc_applies(g)) {
+    if (wdc_applies(g, j->b != NULL)) {
         wdc_images(j, n0, n1);
         int64_t per = g->M * g->OH * g->OW; /* lithe__cpu_conv2d_add's residual, after the images */
         if (j->R && atomic_load(&j->status) == LITHE_OK)

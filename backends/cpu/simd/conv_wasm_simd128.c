@@ -4,10 +4,11 @@
 
 #if defined(__wasm_simd128__)
 /* ---- WebAssembly SIMD128: direct convolution (shifted rows without packing) ----
- * Builds with -msimd128 run every shifted-rows convolution (is_shifted) whose GEMM kernel is the
- * SIMD128 one (LITHE_CPU_ISA may name the scalar one in WASI) through a kernel of its own instead
- * of the GEMM: output pixels as rows, filters as lanes (the pixel-rows orientation), reading the
- * zero-bordered phase planes in place. Tile: 4 output pixels x 8 filters, 8 f32x4 accumulators;
+ * Builds with -msimd128 run every shifted-rows convolution (is_shifted), and the pointwise ones
+ * whose K and bias step fit 256 (wdc_applies), whose GEMM kernel is the SIMD128 one (LITHE_CPU_ISA may name the
+ * scalar one in WASI) through a kernel of its own instead of the GEMM: output pixels as rows,
+ * filters as lanes (the pixel-rows orientation), reading the zero-bordered phase planes (a
+ * pointwise convolution's X itself) in place. Tile: 4 output pixels x 8 filters, 8 f32x4 accumulators;
  * per tap k one i32 load (the tap's byte offset into the planes), four splat loads (each pixel's
  * value at base + offset: the tile's pixels may span output rows, each has its own base), two
  * vector loads of the filters' weights (the dense layers' packed Wᵀ layout, lithe__sgemm_pack_b's
@@ -51,6 +52,7 @@ typedef struct wdc_ctx {
     int clamp;
     float lo, hi;
     float *y;              /* (Mg, P) */
+    int64_t chunk;         /* tiles per chunk (WDC_CHUNK; pointwise: by K) */
 } wdc_ctx;
 
 /* An advanced pointer, hidden from clang's loop strength reduction (gemm_wasmsimd.c's OPAQUE: the
@@ -132,11 +134,11 @@ static __attribute__((noinline)) void lithe_f32_conv2d_ukernel_4x8_row__wasmsimd
     wdc_tile(true, c, p0, 4, j, nf, bias0, bias1);
 }
 
-/* Tiles [t0, t1) (4 pixels each) of every filter sliver, WDC_CHUNK tiles at a time. */
+/* Tiles [t0, t1) (4 pixels each) of every filter sliver, c->chunk tiles at a time. */
 static void wdc_tiles(void *ctx, int64_t t0, int64_t t1) {
     const wdc_ctx *c = ctx;
-    for (int64_t c0 = t0; c0 < t1; c0 += WDC_CHUNK) {
-        int64_t c1 = c0 + WDC_CHUNK < t1 ? c0 + WDC_CHUNK : t1;
+    for (int64_t c0 = t0; c0 < t1; c0 += c->chunk) {
+        int64_t c1 = c0 + c->chunk < t1 ? c0 + c->chunk : t1;
         for (int64_t j = 0; j < c->Mg; j += WDC_NR) {
             int64_t nf = c->Mg - j < WDC_NR ? c->Mg - j : WDC_NR;
             float bb[WDC_NR] = {0};
@@ -153,7 +155,24 @@ static void wdc_tiles(void *ctx, int64_t t0, int64_t t1) {
     }
 }
 
-bool wdc_applies(const lithe__conv2d *g) {
+/* Pointwise convolutions (1x1, stride 1, unpadded) too, reading X itself as the one phase plane
+ * (tap k's row at k·P, nothing copied), where K and the packed GEMM's bias step fit one of its K
+ * blocks (K + 1 <= 256 with a bias): there the GEMM's sum is this kernel's (one chain from 0 over
+ * k in order, then + bias, then the clamp), in either orientation, so the output keeps the GEMM
+ * path's bits; a longer K would be one chain here and per-block sums there. Planes of 16 pixels and
+ * up (a smaller one would leave most of a 4-pixel tile idle where the GEMM has M = 1 paths).
+ * mobilenet_v2 (Node 20, one thread, node minima, issue 29): the pointwise layers with K <= 192
+ * 10-28 % faster than the GEMM's filter rows (B packed per call, a bias step) or pixel rows (A
+ * packed, the scalar transposed store); its 7x7 ones with K = 320..960 measured 8-25 % slower
+ * this way (a tile's K rows of 16 bytes take K cache lines) and keep the GEMM. */
+bool wdc_applies(const lithe__conv2d *g, bool bias) {
+    if (is_pointwise(g)) {
+        int64_t Cg = g->C / g->group;
+        return lithe__sgemm_kernel_best() == lithe__sgemm_kernel_wasmsimd() &&
+               !lithe__knob(LITHE__KNOB_conv_rows) && /* (tests of the GEMM paths) */
+               g->M / g->group > 0 && Cg > 0 && Cg + (bias ? 1 : 0) <= WDC_KC && g->OH * g->OW >= 16 &&
+               (size_t)(g->C * g->OH * g->OW) < ((size_t)1 << 29); /* tap offsets in int32 bytes */
+    }
     return is_shifted(g) && lithe__sgemm_kernel_best() == lithe__sgemm_kernel_wasmsimd() && g->OH > 0 && g->OW > 0 &&
            g->M / g->group > 0 && g->C / g->group * g->KH * g->KW > 0 && /* else the GEMM path's empty cases */
            shifted_floats(g, g->C / g->group, g->C / g->group * g->KH * g->KW, false) < ((size_t)1 << 29); /* int32 bytes */
@@ -177,7 +196,8 @@ void wdc_images(gemm_job *j, int64_t n0, int64_t n1) {
     int64_t npad = (Mg + WDC_NR - 1) / WDC_NR * WDC_NR;
     const lithe__sgemm_packed_b *Wp = j->Wp;
     bool prepared = Wp && Wp->nr == WDC_NR && Wp->kc == WDC_KC && Wp->transB && Wp->K == K && Wp->N == Mg;
-    size_t sh = shifted_floats(g, Cg, K, false), ints = ((size_t)(K + P) + 15) / 16 * 16;
+    const bool pw = is_pointwise(g); /* X is the plane: no copy, tap k at row k */
+    size_t sh = pw ? 0 : shifted_floats(g, Cg, K, false), ints = ((size_t)(K + P) + 15) / 16 * 16;
     size_t wts = prepared ? 0 : (size_t)(g->group * K * npad);
     float *ws = NULL;
     lithe_status s = workspace(j->be, sh + ints + wts, &ws);
@@ -186,19 +206,26 @@ void wdc_images(gemm_job *j, int64_t n0, int64_t n1) {
         atomic_compare_exchange_strong(&j->status, &ok, (int)s);
         return;
     }
-    shifted_ws sw;
-    shifted_init(g, Cg, K, false, ws, &sw);
+    shifted_ws sw = {0};
+    if (!pw) shifted_init(g, Cg, K, false, ws, &sw);
     int32_t *toff = (int32_t *)(void *)(ws + sh), *pix = toff + K;
-    for (int64_t k = 0; k < K; k++) toff[k] = (int32_t)((sw.rows[k] - sw.xq) * (int64_t)sizeof(float));
-    for (int64_t p = 0; p < P; p++) pix[p] = (int32_t)(p / g->OW * sw.Wq + p % g->OW);
+    for (int64_t k = 0; k < K; k++)
+        toff[k] = (int32_t)((pw ? k * P : sw.rows[k] - sw.xq) * (int64_t)sizeof(float));
+    for (int64_t p = 0; p < P; p++) pix[p] = (int32_t)(pw ? p : p / g->OW * sw.Wq + p % g->OW);
     float *wt = ws + sh + ints;
     for (int64_t gi = 0; gi < g->group && !prepared; gi++) wdc_pack(j->W + gi * Mg * K, Mg, K, npad, wt + gi * K * npad);
-    wdc_ctx c = {.xq = sw.xq, .toff = toff, .pix = pix, .K = K, .Mg = Mg, .P = P, .npad = npad};
+    wdc_ctx c = {.xq = sw.xq, .toff = toff, .pix = pix, .K = K, .Mg = Mg, .P = P, .npad = npad,
+                 .chunk = WDC_CHUNK};
+    /* pointwise: X's rows are a plane apart, so a chunk's K rows of 4·chunk pixels each take their
+     * own cache lines: about 2048 floats of X per chunk (mobilenet_v2's 14x14 and 7x7 layers 3-6 %
+     * faster than at 6144, its 112x112 ones even) */
+    if (pw) c.chunk = 512 / K > 1 ? 512 / K : 1;
     bool in_store = j->a && lithe__sgemm_act_clamp(j->a, &c.clamp, &c.lo, &c.hi);
     int64_t tiles = (P + 3) / 4, grain = (1 << 17) / (4 * K * npad) + 1;
     for (int64_t n = n0; n < n1; n++)
         for (int64_t gi = 0; gi < g->group; gi++) {
-            shifted_fill(g, &sw, Cg, j->X + (n * g->C + gi * Cg) * g->H * g->W);
+            if (pw) c.xq = j->X + (n * g->C + gi * Cg) * g->H * g->W;
+            else shifted_fill(g, &sw, Cg, j->X + (n * g->C + gi * Cg) * g->H * g->W);
             c.w = prepared ? Wp->data : wt + gi * K * npad;
             c.b = j->b ? j->b + gi * Mg : NULL;
             c.y = j->Y + (n * g->M + gi * Mg) * P;
