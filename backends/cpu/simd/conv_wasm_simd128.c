@@ -162,7 +162,7 @@ static void wdc_tiles(void *ctx, int64_t t0, int64_t t1) {
  * path's bits; a longer K would be one chain here and per-block sums there. Planes of 16 pixels and
  * up (a smaller one would leave most of a 4-pixel tile idle where the GEMM has M = 1 paths).
  * mobilenet_v2 (Node 20, one thread, node minima, issue 29): the pointwise layers with K <= 192
- * 10-28 % faster than the GEMM's filter rows (B packed per call, a bias step) or pixel rows (A
+ * 10-34 % faster than the GEMM's filter rows (B packed per call, a bias step) or pixel rows (A
  * packed, the scalar transposed store); its 7x7 ones with K = 320..960 measured 8-25 % slower
  * this way (a tile's K rows of 16 bytes take K cache lines) and keep the GEMM. */
 bool wdc_applies(const lithe__conv2d *g, bool bias) {
