@@ -227,7 +227,9 @@ static smat smat_t(smat m) { /* the transposed matrices */
 
 /* C[p] = op(A[p]) · op(B[p]) for every batch p, beta0 for p = 0 and beta for the others (1: added
  * to C[p]); C with unit row steps (sr == 1) is computed as Cᵀ = Bᵀ · Aᵀ. Three 2-D views made once,
- * moved from batch to batch by their offsets. */
+ * moved from batch to batch by their offsets: by the backend's gemm_batched in one call where it has
+ * one (the CPU: one set-up for attention's 32 per-head products of a node, not 32), else by one gemm
+ * a batch. */
 static lithe_status smm(lithe__gexec *x, int64_t P, smat C, smat A, smat B, float beta0, float beta) {
     if (C.sc != 1) {
         smat t = smat_t(A);
@@ -239,6 +241,11 @@ static lithe_status smm(lithe__gexec *x, int64_t P, smat C, smat A, smat B, floa
     lithe_status s = view(A.t, 2, tA ? (int64_t[]){K, M} : (int64_t[]){M, K}, (int64_t[]){tA ? A.sc : A.sr, 1}, 0, &a);
     if (s == LITHE_OK) s = view(B.t, 2, tB ? (int64_t[]){N, K} : (int64_t[]){K, N}, (int64_t[]){tB ? B.sc : B.sr, 1}, 0, &b);
     if (s == LITHE_OK) s = view(C.t, 2, (int64_t[]){M, N}, (int64_t[]){C.sr, 1}, 0, &c);
+    if (s == LITHE_OK && P > 1 && x->be->ops->gemm_batched) { /* one call for all of them (the CPU) */
+        lithe__storage_touch(c->storage);
+        s = x->be->ops->gemm_batched(x->be, tA, tB, P, 1.0f, a, A.sp, b, B.sp, beta0, beta, c, C.sp);
+        P = 0;
+    }
     int64_t a0 = a ? a->offset : 0, b0 = b ? b->offset : 0, c0 = c ? c->offset : 0;
     for (int64_t p = 0; s == LITHE_OK && p < P; p++) {
         a->offset = a0 + p * A.sp, b->offset = b0 + p * B.sp, c->offset = c0 + p * C.sp;
