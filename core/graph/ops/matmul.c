@@ -132,11 +132,28 @@ static lithe_status mm_geometry(lithe__gexec *x, size_t node, const lithe_tensor
 }
 
 /* C[p] (+)= op(A[p]) · op(B[p]) for every batch p; a 2-D operand (P == 1 side) is shared.
- * fwd: a forward product, which may read B's prepared form when the run is not training. */
+ * fwd: a forward product, which may read B's prepared form when the run is not training. Several
+ * batches go to the backend's gemm_batched in one call where it has one (smm below). */
 static lithe_status batched_gemm(lithe__gexec *x, int64_t P, bool tA, bool tB, lithe_tensor *A, int64_t ar, int64_t ac,
                                  bool a_shared, lithe_tensor *B, int64_t br, int64_t bc, bool b_shared, lithe_tensor *C,
                                  int64_t cr, int64_t cc, float beta, bool fwd) {
     lithe_status s = LITHE_OK;
+    if (P > 1 && x->be->ops->gemm_batched && (x->is_train || !fwd)) { /* one call (the CPU; not where B may
+                                                                       * have a prepared form) */
+        lithe_tensor *a = NULL, *b = NULL, *c = NULL;
+        s = rows_view(A, 0, ar, ac, &a);
+        if (s == LITHE_OK) s = rows_view(B, 0, br, bc, &b);
+        if (s == LITHE_OK) s = rows_view(C, 0, cr, cc, &c);
+        if (s == LITHE_OK) {
+            lithe__storage_touch(c->storage);
+            s = x->be->ops->gemm_batched(x->be, tA, tB, P, 1.0f, a, a_shared ? 0 : ar * ac, b, b_shared ? 0 : br * bc,
+                                         beta, beta, c, cr * cc);
+        }
+        lithe_tensor_release(a);
+        lithe_tensor_release(b);
+        lithe_tensor_release(c);
+        return s;
+    }
     for (int64_t p = 0; s == LITHE_OK && p < P; p++) {
         lithe_tensor *a = NULL, *b = NULL, *c = NULL;
         s = rows_view(A, a_shared ? 0 : p * ar, ar, ac, &a);
