@@ -140,20 +140,14 @@ static lithe_status cpu_gemm(lithe_backend *be, bool tA, bool tB, float alpha, c
 }
 
 #ifndef LITHE_IMPORTERS_SEPARATE /* (the npm one-thread cores: gemm.c's lithe__sgemm_batched) */
-/* backend.h's gemm_batched: one lithe__sgemm_batched for float32 operands (compact weights: gemm
- * per product) */
+/* backend.h's gemm_batched: one lithe__sgemm_batched */
 static lithe_status cpu_gemm_batched(lithe_backend *be, bool tA, bool tB, int64_t P, float alpha, const lithe_tensor *A,
                                      int64_t sa, const lithe_tensor *B, int64_t sb, float beta0, float beta,
                                      lithe_tensor *C, int64_t sc) {
+    (void)be;
     int64_t M = C->shape[0], N = C->shape[1], K = tA ? A->shape[0] : A->shape[1];
-    if (B->dtype != LITHE_F32) {
-        lithe_tensor a = *A, b = *B, c = *C;
-        for (int64_t p = 0; p < P; p++) {
-            a.offset = A->offset + p * sa, b.offset = B->offset + p * sb, c.offset = C->offset + p * sc;
-            LITHE__TRY(cpu_gemm(be, tA, tB, alpha, &a, &b, p == 0 ? beta0 : beta, &c));
-        }
-        return LITHE_OK;
-    }
+    if (A->dtype != LITHE_F32 || B->dtype != LITHE_F32 || C->dtype != LITHE_F32)
+        return lithe__fail(LITHE_ERR_DTYPE, "gemm_batched: float32 operands only");
     if (!lithe__sgemm_batched(NULL, true, tA, tB, P, M, N, K, alpha, F(A), A->strides[0], sa, F(B), B->strides[0], sb,
                               beta0, beta, F(C), C->strides[0], sc))
         return lithe__oom("gemm packing workspace", (size_t)K * 4096 * sizeof(float));
