@@ -318,7 +318,7 @@ bool lithe__sgemm(const lithe__sgemm_kernel *k, bool use_threads, bool transA, b
 /* P products at once, each lithe__sgemm's (no epilogue), its bits too:
  *   C + p·sc = alpha · op(A + p·sa) · op(B + p·sb) + (p == 0 ? beta0 : beta) · (C + p·sc)
  * for p = 0 .. P - 1 (strides in elements; sa or sb 0: an operand every product shares). sc 0
- * sums every product into one C in p order (beta 1 after the first); otherwise the products' Cs
+ * writes every product into the one C, in p order (beta 1: their sum); otherwise the products' Cs
  * must not overlap. One set-up for all of them (the kernel for M's rows, a workspace per thread)
  * instead of one per product, and with threads the products split among them (each product on one
  * thread) where there are enough of them: attention's per-head products (core/graph/ops/matmul.c's
