@@ -118,6 +118,14 @@ struct lithe_backend_ops {
     lithe_status (*gemm_prepared)(lithe_backend *be, bool transA, bool transB, float alpha, const lithe_tensor *A,
                                   const lithe_tensor *B, const void *P, float beta, lithe_tensor *C,
                                   const lithe_tensor *b, const struct lithe__act *a, lithe_tensor *Z);
+    /* Optional (NULL: the graph calls gemm once a product): P products of gemm's (float32 operands),
+     * each gemm's bits, C[p] = alpha op(A[p]) · op(B[p]) + (p == 0 ? beta0 : beta) C[p], where A[p] is the 2-D
+     * view A (gemm's operand, product 0) moved on by p·sa elements in its storage (likewise B, C; sa
+     * or sb 0: shared). sc 0 sums the products into one C in p order; else their Cs do not overlap.
+     * The graph's batched products (core/graph/ops/matmul.c: attention's per-head ones). */
+    lithe_status (*gemm_batched)(lithe_backend *be, bool transA, bool transB, int64_t P, float alpha,
+                                 const lithe_tensor *A, int64_t sa, const lithe_tensor *B, int64_t sb, float beta0,
+                                 float beta, lithe_tensor *C, int64_t sc);
     /* Optional: conv2d (primitives.def) with W's prepared form P (prepare_b of W's (M, K) view,
      * transB; core/prepare.c, lithe__prepare_conv_w). Bits equal to conv2d's. */
     lithe_status (*conv2d_prepared)(lithe_backend *be, const lithe__conv2d *g, const lithe_tensor *X,

@@ -2,7 +2,8 @@
  * AVX-512 tile height, and whatever an ISA port adds to lithe__sgemm_kernel_named) against a
  * float64 reference at tile edges and odd sizes, all four transposes, strided rows, alpha / beta
  * (beta = 0 ignores NaN in C), M = 1 (the GEMV kernels), K = 0 and K past the kc block; the GEMV
- * giving a batched row's bits exactly; 1, 2 and 3 threads giving the same bits; X·Wᵀ run swapped
+ * giving a batched row's bits exactly; 1, 2 and 3 threads giving the same bits; a batch of
+ * products (lithe__sgemm_batched) giving each product's bits; X·Wᵀ run swapped
  * (W read in place) giving the unswapped bits; and the fused gemm_bias_act against gemm, add_row
  * and act on the backend. */
 #define _POSIX_C_SOURCE 200809L
@@ -257,6 +258,76 @@ static void threads_one(const lithe__sgemm_kernel *k, const char *name) {
 static void test_threads_bit_identical(void **state) {
     (void)state;
     each_kernel(threads_one);
+}
+
+/* lithe__sgemm_batched: each product the bits of lithe__sgemm on its matrices, and nothing else of
+ * C written, with the products stacked (each matrix after the last, a few floats between) or
+ * interleaved (attention's heads: the batch stride one matrix's columns, the rows P of them apart
+ * and more), shared operands (batch stride 0), every product summed into one C (sc 0: beta0,
+ * then beta 1 in p order), the GEMV-sized M <= 4 and swapped X·Wᵀ paths, K = 0, at 1 and 3 threads. */
+typedef struct bgeo {
+    int64_t rows, cols, ld, s; /* one matrix as stored (op's transpose included), its batch stride */
+} bgeo;
+static bgeo bgeo_of(int64_t P, int64_t rows, int64_t cols, int layout, int64_t pad) {
+    if (layout == 0) return (bgeo){rows, cols, cols + pad, rows * (cols + pad) + 2 * pad + 1}; /* stacked */
+    if (layout == 1) return (bgeo){rows, cols, P * cols + pad, cols};                           /* interleaved */
+    return (bgeo){rows, cols, cols + pad, 0};                                                   /* shared */
+}
+static size_t bgeo_floats(bgeo g, int64_t P) { /* (K = 0: one float, never read) */
+    return (size_t)((g.s ? (P - 1) * g.s : 0) + (g.rows ? g.rows - 1 : 0) * g.ld + g.cols + 1);
+}
+
+static void batched_one(const lithe__sgemm_kernel *k, const char *name) {
+    /* P, M, N, K: attention's 64 x 64 x 32 and 64 x 32 x 64, odd edges, M <= 4, X·Wᵀ swapped, K = 0 */
+    static const int64_t pmnk[][4] = {{6, 64, 64, 32}, {5, 64, 32, 64}, {7, 13, 37, 19}, {8, 29, 65, 70},
+                                      {4, 3, 17, 9},   {3, 40, 200, 24}, {9, 33, 1, 5},  {2, 5, 4, 0}};
+    for (size_t z = 0; z < sizeof pmnk / sizeof pmnk[0]; z++)
+        for (int t = 0; t < 4; t++)
+            for (int lay = 0; lay < 5; lay++) {
+                const int64_t P = pmnk[z][0], M = pmnk[z][1], N = pmnk[z][2], K = pmnk[z][3];
+                const bool tA = t & 1, tB = t & 2;
+                /* lay: 0 stacked, 1 interleaved, 2 A shared, 3 B shared, 4 C shared (the products summed) */
+                bgeo ga = bgeo_of(P, tA ? K : M, tA ? M : K, lay == 2 ? 2 : lay & 1, 3);
+                bgeo gb = bgeo_of(P, tB ? N : K, tB ? K : N, lay == 3 ? 2 : lay & 1, 5);
+                bgeo gc = bgeo_of(P, M, N, lay == 4 ? 2 : lay & 1, 1);
+                size_t na = bgeo_floats(ga, P), nb = bgeo_floats(gb, P), nc = bgeo_floats(gc, P);
+                float *A = malloc(sizeof(float) * na), *B = malloc(sizeof(float) * nb);
+                float *C0 = malloc(sizeof(float) * nc), *ref = malloc(sizeof(float) * nc), *got = malloc(sizeof(float) * nc);
+                assert_true(A && B && C0 && ref && got);
+                for (size_t i = 0; i < na; i++) A[i] = frand();
+                for (size_t i = 0; i < nb; i++) B[i] = frand();
+                for (size_t i = 0; i < nc; i++) C0[i] = frand();
+                const float alpha = lay == 3 ? -1.5f : 1.0f, beta0 = t == 1 ? 0.5f : 0.0f, beta = lay == 4 ? 1.0f : beta0;
+                memcpy(ref, C0, sizeof(float) * nc);
+                for (int64_t p = 0; p < P; p++)
+                    assert_true(lithe__sgemm(k, false, tA, tB, M, N, K, alpha, A + p * ga.s, ga.ld, B + p * gb.s, gb.ld,
+                                             p == 0 ? beta0 : beta, ref + p * gc.s, gc.ld, NULL));
+                for (int nt = 1; nt <= (LITHE_HAVE_THREADS ? 3 : 1); nt += 2) {
+                    OK(lithe__cpu_set_threads(nt));
+                    memcpy(got, C0, sizeof(float) * nc);
+                    assert_true(lithe__sgemm_batched(k, true, tA, tB, P, M, N, K, alpha, A, ga.ld, ga.s, B, gb.ld, gb.s,
+                                                     beta0, beta, got, gc.ld, gc.s));
+                    if (memcmp(ref, got, sizeof(float) * nc) != 0) {
+                        size_t i = 0;
+                        while (i < nc && memcmp(ref + i, got + i, sizeof(float)) == 0) i++;
+                        print_error("%s: P=%lld M=%lld N=%lld K=%lld tA=%d tB=%d layout %d, %d threads: C[%zu] = %.9g, "
+                                    "per product %.9g\n", name, (long long)P, (long long)M, (long long)N, (long long)K,
+                                    tA, tB, lay, nt, i, (double)got[i], (double)ref[i]);
+                        fail();
+                    }
+                }
+                free(A);
+                free(B);
+                free(C0);
+                free(ref);
+                free(got);
+            }
+    OK(lithe__cpu_set_threads(0));
+}
+
+static void test_batched_equals_per_product(void **state) {
+    (void)state;
+    each_kernel(batched_one);
 }
 
 /* A kernel that reads an untransposed B in place (gemm.h's ukernel_b: B 64-byte aligned, rows a
@@ -1104,6 +1175,7 @@ int main(void) {
         cmocka_unit_test(test_k_zero_and_empty),
         cmocka_unit_test(test_row_alone_equals_batch),
         cmocka_unit_test(test_threads_bit_identical),
+        cmocka_unit_test(test_batched_equals_per_product),
         cmocka_unit_test(test_b_in_place),
         cmocka_unit_test(test_a_read_in_place),
         cmocka_unit_test(test_swapped),

@@ -139,6 +139,22 @@ static lithe_status cpu_gemm(lithe_backend *be, bool tA, bool tB, float alpha, c
     return LITHE_OK;
 }
 
+#ifndef LITHE_IMPORTERS_SEPARATE /* (the npm one-thread cores: gemm.c's lithe__sgemm_batched) */
+/* backend.h's gemm_batched: one lithe__sgemm_batched */
+static lithe_status cpu_gemm_batched(lithe_backend *be, bool tA, bool tB, int64_t P, float alpha, const lithe_tensor *A,
+                                     int64_t sa, const lithe_tensor *B, int64_t sb, float beta0, float beta,
+                                     lithe_tensor *C, int64_t sc) {
+    (void)be;
+    int64_t M = C->shape[0], N = C->shape[1], K = tA ? A->shape[0] : A->shape[1];
+    if (A->dtype != LITHE_F32 || B->dtype != LITHE_F32 || C->dtype != LITHE_F32)
+        return lithe__fail(LITHE_ERR_DTYPE, "gemm_batched: float32 operands only");
+    if (!lithe__sgemm_batched(NULL, true, tA, tB, P, M, N, K, alpha, F(A), A->strides[0], sa, F(B), B->strides[0], sb,
+                              beta0, beta, F(C), C->strides[0], sc))
+        return lithe__oom("gemm packing workspace", (size_t)K * 4096 * sizeof(float));
+    return LITHE_OK;
+}
+#endif
+
 static lithe_status cpu_gemm_bias_act(lithe_backend *be, bool tA, bool tB, const lithe_tensor *A,
                                       const lithe_tensor *B, const lithe_tensor *b, const lithe__act *a,
                                       lithe_tensor *Z, lithe_tensor *Y) {
@@ -846,6 +862,9 @@ static const lithe_backend_ops cpu_ops = {
     .prepare_b = cpu_prepare_b,
     .prepared_free = cpu_prepared_free,
     .gemm_prepared = cpu_gemm_prepared,
+#ifndef LITHE_IMPORTERS_SEPARATE
+    .gemm_batched = cpu_gemm_batched,
+#endif
     .conv2d_prepared = cpu_conv2d_prepared,
     .conv2d_add = cpu_conv2d_add,
     .gemm_q8x = cpu_gemm_q8x,

@@ -512,6 +512,65 @@ bool lithe__sgemm(const lithe__sgemm_kernel *k, bool use_threads, bool tA, bool 
     return lithe__sgemm_prepacked(k, use_threads, tA, tB, M, N, K, alpha, A, lda, B, ldb, NULL, beta, C, ldc, epi);
 }
 
+/* ---- a batch of products (gemm.h's lithe__sgemm_batched) ----
+ * Not in the npm package's one-thread cores (LITHE_IMPORTERS_SEPARATE): only the graph layer calls
+ * it, which lives in their importer module, so there the graph runs one gemm a product (the core's
+ * size bound). */
+#ifndef LITHE_IMPORTERS_SEPARATE
+
+typedef struct batch_job {
+    job jb; /* the products' common fields; A, B, C and beta those of product 0 */
+    int64_t sa, sb, sc;
+    float beta0, beta;
+    atomic_bool failed;
+} batch_job;
+
+/* Products [begin, end) one after the other in one workspace, each as gemm_task computes a whole
+ * product at one thread (run_range over all of C: the same bits at any thread count). */
+static void batch_task(void *ctx, int64_t begin, int64_t end) {
+    batch_job *b = ctx;
+    job jb = b->jb;
+    lithe__sgemm_ws priv, *s = lithe__sgemm_ws_claim(ws_floats(jb.k, jb.M, jb.N, jb.K, false), &priv);
+    if (!s) {
+        atomic_store(&b->failed, true);
+        return;
+    }
+    for (int64_t p = begin; p < end; p++) {
+        jb.A = b->jb.A + p * b->sa, jb.B = b->jb.B + p * b->sb, jb.C = b->jb.C + p * b->sc;
+        jb.beta = p == 0 ? b->beta0 : b->beta;
+        run_range(&jb, 0, jb.M, 0, jb.N, s->buf);
+    }
+    lithe__sgemm_ws_release(s);
+}
+
+bool lithe__sgemm_batched(const lithe__sgemm_kernel *k, bool use_threads, bool tA, bool tB, int64_t P, int64_t M,
+                          int64_t N, int64_t K, float alpha, const float *A, int64_t lda, int64_t sa, const float *B,
+                          int64_t ldb, int64_t sb, float beta0, float beta, float *C, int64_t ldc, int64_t sc) {
+    if (P <= 0 || M <= 0 || N <= 0) return true;
+    if (!k) k = lithe__sgemm_kernel_best();
+    double flops = 2.0 * (double)M * (double)N * (double)K;
+    /* products into one C (sc 0) run in p order on this thread; threads then split each product */
+    lithe__pool *pool = use_threads && sc != 0 && flops * (double)P >= MIN_PARALLEL_FLOPS ? lithe__cpu_pool() : NULL;
+    int T = lithe__pool_threads(pool);
+    /* lithe__sgemm_prepacked's other paths (K = 0, the GEMVs of M <= 4 rows, the swapped X·Wᵀ), and
+     * fewer than two products a thread: one lithe__sgemm per product */
+    if (K <= 0 || M <= LITHE__SGEMV_ROWS || (tB && !tA && swap_pays(k, M, N, K, NULL)) || (T > 1 && P < 2 * T)) {
+        for (int64_t p = 0; p < P; p++)
+            if (!lithe__sgemm_prepacked(k, use_threads, tA, tB, M, N, K, alpha, A + p * sa, lda, B + p * sb, ldb, NULL,
+                                        p == 0 ? beta0 : beta, C + p * sc, ldc, NULL))
+                return false;
+        return true;
+    }
+    batch_job b = {.jb = {.k = k->for_rows ? k->for_rows(M) : k, .tA = tA, .tB = tB, .M = M, .N = N, .K = K,
+                          .alpha = alpha, .A = A, .B = B, .lda = lda, .ldb = ldb, .ldc = ldc, .C = C},
+                   .sa = sa, .sb = sb, .sc = sc, .beta0 = beta0, .beta = beta};
+    atomic_init(&b.failed, false);
+    if (T > 1) lithe__pool_for(pool, P, 1, batch_task, &b);
+    else batch_task(&b, 0, P);
+    return !atomic_load(&b.failed);
+}
+#endif
+
 /* ---- op(B) packed ahead (gemm.h's lithe__sgemm_packed_b) ---- */
 
 lithe__sgemm_packed_b *lithe__sgemm_pack_b(const lithe__sgemm_kernel *k, bool tB, int64_t K, int64_t N, const float *B,

@@ -315,6 +315,19 @@ bool lithe__sgemm(const lithe__sgemm_kernel *k, bool use_threads, bool transA, b
                   int64_t K, float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
                   float *C, int64_t ldc, const lithe__sgemm_epilogue *epi);
 
+/* P products at once, each lithe__sgemm's (no epilogue), its bits too:
+ *   C + p·sc = alpha · op(A + p·sa) · op(B + p·sb) + (p == 0 ? beta0 : beta) · (C + p·sc)
+ * for p = 0 .. P - 1 (strides in elements; sa or sb 0: an operand every product shares). sc 0
+ * writes every product into the one C, in p order (beta 1: their sum); otherwise the products' Cs
+ * must not overlap. One set-up for all of them (the kernel for M's rows, a workspace per thread)
+ * instead of one per product, and with threads the products split among them (each product on one
+ * thread) where there are enough of them: attention's per-head products (core/graph/ops/matmul.c's
+ * fused MatMulT: 32 of 64 x 64 x 32 per node at batch 8). Returns false as lithe__sgemm does.
+ * (Not in the npm package's one-thread cores, LITHE_IMPORTERS_SEPARATE: gemm.c.) */
+bool lithe__sgemm_batched(const lithe__sgemm_kernel *k, bool use_threads, bool transA, bool transB, int64_t P, int64_t M,
+                          int64_t N, int64_t K, float alpha, const float *A, int64_t lda, int64_t sa, const float *B,
+                          int64_t ldb, int64_t sb, float beta0, float beta, float *C, int64_t ldc, int64_t sc);
+
 /* op(B) packed once, for products that reuse one B many times (weights prepared for inference,
  * lithe_model_prepare_inference): every K block's panel over all of N, in the B sliver layout
  * above. Panel pc (pc = 0, kc, 2 kc, ...) starts at data + pc * round_up(N, nr); in it, the

@@ -132,11 +132,28 @@ static lithe_status mm_geometry(lithe__gexec *x, size_t node, const lithe_tensor
 }
 
 /* C[p] (+)= op(A[p]) · op(B[p]) for every batch p; a 2-D operand (P == 1 side) is shared.
- * fwd: a forward product, which may read B's prepared form when the run is not training. */
+ * fwd: a forward product, which may read B's prepared form when the run is not training. Several
+ * batches go to the backend's gemm_batched in one call where it has one (smm below). */
 static lithe_status batched_gemm(lithe__gexec *x, int64_t P, bool tA, bool tB, lithe_tensor *A, int64_t ar, int64_t ac,
                                  bool a_shared, lithe_tensor *B, int64_t br, int64_t bc, bool b_shared, lithe_tensor *C,
                                  int64_t cr, int64_t cc, float beta, bool fwd) {
     lithe_status s = LITHE_OK;
+    if (P > 1 && x->be->ops->gemm_batched && (x->is_train || !fwd)) { /* one call (the CPU; not where B may
+                                                                       * have a prepared form) */
+        lithe_tensor *a = NULL, *b = NULL, *c = NULL;
+        s = rows_view(A, 0, ar, ac, &a);
+        if (s == LITHE_OK) s = rows_view(B, 0, br, bc, &b);
+        if (s == LITHE_OK) s = rows_view(C, 0, cr, cc, &c);
+        if (s == LITHE_OK) {
+            lithe__storage_touch(c->storage);
+            s = x->be->ops->gemm_batched(x->be, tA, tB, P, 1.0f, a, a_shared ? 0 : ar * ac, b, b_shared ? 0 : br * bc,
+                                         beta, beta, c, cr * cc);
+        }
+        lithe_tensor_release(a);
+        lithe_tensor_release(b);
+        lithe_tensor_release(c);
+        return s;
+    }
     for (int64_t p = 0; s == LITHE_OK && p < P; p++) {
         lithe_tensor *a = NULL, *b = NULL, *c = NULL;
         s = rows_view(A, a_shared ? 0 : p * ar, ar, ac, &a);
@@ -227,7 +244,9 @@ static smat smat_t(smat m) { /* the transposed matrices */
 
 /* C[p] = op(A[p]) · op(B[p]) for every batch p, beta0 for p = 0 and beta for the others (1: added
  * to C[p]); C with unit row steps (sr == 1) is computed as Cᵀ = Bᵀ · Aᵀ. Three 2-D views made once,
- * moved from batch to batch by their offsets. */
+ * moved from batch to batch by their offsets: by the backend's gemm_batched in one call where it has
+ * one (the CPU: one set-up for attention's 32 per-head products of a node, not 32), else by one gemm
+ * a batch. */
 static lithe_status smm(lithe__gexec *x, int64_t P, smat C, smat A, smat B, float beta0, float beta) {
     if (C.sc != 1) {
         smat t = smat_t(A);
@@ -239,6 +258,11 @@ static lithe_status smm(lithe__gexec *x, int64_t P, smat C, smat A, smat B, floa
     lithe_status s = view(A.t, 2, tA ? (int64_t[]){K, M} : (int64_t[]){M, K}, (int64_t[]){tA ? A.sc : A.sr, 1}, 0, &a);
     if (s == LITHE_OK) s = view(B.t, 2, tB ? (int64_t[]){N, K} : (int64_t[]){K, N}, (int64_t[]){tB ? B.sc : B.sr, 1}, 0, &b);
     if (s == LITHE_OK) s = view(C.t, 2, (int64_t[]){M, N}, (int64_t[]){C.sr, 1}, 0, &c);
+    if (s == LITHE_OK && P > 1 && x->be->ops->gemm_batched) { /* one call for all of them (the CPU) */
+        lithe__storage_touch(c->storage);
+        s = x->be->ops->gemm_batched(x->be, tA, tB, P, 1.0f, a, A.sp, b, B.sp, beta0, beta, c, C.sp);
+        P = 0;
+    }
     int64_t a0 = a ? a->offset : 0, b0 = b ? b->offset : 0, c0 = c ? c->offset : 0;
     for (int64_t p = 0; s == LITHE_OK && p < P; p++) {
         a->offset = a0 + p * A.sp, b->offset = b0 + p * B.sp, c->offset = c0 + p * C.sp;
