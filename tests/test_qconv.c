@@ -254,6 +254,11 @@ static void kernels(qcase *c, const lithe__act *a, const char *what) {
     lithe__qx q = {c->xs, (float)(c->xmin - c->xz), (float)(c->xmax - c->xz), 0, 0};
     conv_ref(c, Yr);
     CODES_SETUP;
+#if defined(__wasm_simd128__)
+    uint8_t *cw = malloc((size_t)ny + GUARD);
+    memset(cw, 0xA5, (size_t)ny + GUARD);
+    const lithe__qx ygq = {yg.xs, (float)(yg.xmin - yg.xz), (float)(yg.xmax - yg.xz), 2, yg.xz};
+#endif
     act_ref(a, ny, Yr);
     for (int64_t n = 0; n < g->N; n++) {
         lithe__qconv_pack_x(g, c->X + n * g->C * g->H * g->W, &q, tmp, Xp, &lithe__qconv_aux_ref);
@@ -280,11 +285,22 @@ static void kernels(qcase *c, const lithe__act *a, const char *what) {
         k.Y = Yw + n * g->M * P;
         lithe__qconv_wasm(&k, 0, LITHE__QC_MR); /* split at a tile boundary */
         lithe__qconv_wasm(&k, LITHE__QC_MR, Mb * LITHE__QC_MR);
+        if (cq) { /* codes out: the tile writes Yc (yq: yg's int8 grid, as conv_q8 sets it) */
+            lithe__qconv kc = k;
+            set_requant(&kc, c, a, &yg, rq, rb);
+            kc.yq = &ygq;
+            kc.Yc = cw + n * g->M * P;
+            lithe__qconv_wasm(&kc, 0, LITHE__QC_MR), lithe__qconv_wasm(&kc, LITHE__QC_MR, Mb * LITHE__QC_MR);
+        }
 #endif
     }
     CHECK(!memcmp(Yt, Yr, (size_t)ny * sizeof *Yr), "%s: twin vs reference (M=%lld K=%lld P=%lld)", what,
           (long long)g->M, (long long)K, (long long)P);
     CHECK(!cq || (!memcmp(ct, ce, (size_t)ny) && codes_guard_ok(ct, ny)), "%s: the twin's codes vs requant_ref", what);
+#if defined(__wasm_simd128__)
+    CHECK(!cq || (!memcmp(cw, ct, (size_t)ny) && codes_guard_ok(cw, ny)), "%s: wasm simd128's codes vs twin's", what);
+    free(cw);
+#endif
     CODES_FREE;
     CHECK(guard_ok(Yt, ny), "%s: the twin wrote past Y", what);
 #if defined(__x86_64__) || defined(_M_X64)

@@ -224,6 +224,9 @@ bool lithe__qconv_stores_codes(lithe__qconv_fn k) {
 #if defined(__x86_64__) || defined(_M_X64)
     if (k == lithe__qconv8_ref || (k && k == lithe__qconv8_vnni())) return true;
 #endif
+#if defined(__wasm_simd128__)
+    if (k == lithe__qconv_wasm) return true;
+#endif
     return k == lithe__qconv_ref;
 }
 

@@ -62,8 +62,8 @@ typedef struct lithe__qconv {
      * b), computed in float32; the code less its zero point zy clamped to [clo, chi], the output
      * grid's bounds narrowed by the relu / clip (their bounds rounded on the grid). The passes'
      * epi_codes apply it to float sums; the kernels that store codes (the twins lithe__qconv_ref,
-     * lithe__qconv8_ref, and the VNNI tile: lithe__qconv_stores_codes) write them, (M, P) bytes, to Yc
-     * instead of Y when Yc is set. */
+     * lithe__qconv8_ref, the VNNI tile and the SIMD128 tile, which also reads yq:
+     * lithe__qconv_stores_codes) write them, (M, P) bytes, to Yc instead of Y when Yc is set. */
     const float *rq, *rb;
     float clo, chi;
     int32_t zy;

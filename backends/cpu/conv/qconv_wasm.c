@@ -9,7 +9,9 @@
  * mul then add (no FMA), the clamp (relu, clip, HardSwish: gemm.h's lithe__wasm_clamp, the twin's
  * lithe__sgemm_clamp1 as pmin / pmax) in registers, stored into Y's rows (a partial last vector
  * through a buffer; whole tiles without bounds tests); another activation runs over the tile's rows
- * after (lithe__qconv_act_rows, as the AVX2 tile's non-clamp ones).
+ * after (lithe__qconv_act_rows, as the AVX2 tile's non-clamp ones). Codes out (c->Yc, the next
+ * fused:QConv's): one more copy requantizes the accumulators in the store (lithe__qconv_code, the
+ * operations of epi_codes below), no float32 sums written.
  *
  * Relaxed SIMD's i32x4.relaxed_dot_i8x16_i7x16_add_s needs int8 operands with one side 7-bit; the
  * differences x - zx and w - zw span 9 bits, so it cannot take this packing exactly: the relaxed
@@ -42,10 +44,71 @@ static inline __attribute__((always_inline)) void store4(const lithe__qconv *c, 
 
 #define DOT(acc, x, w) acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(x, w))
 
-static inline __attribute__((always_inline)) void tiles(const lithe__qconv *c, int64_t m0, int64_t m1, int cl) {
+/* Codes out (c->Yc, qconv.h's lithe__qconv_code of each sum, epi_codes' operations): (float)acc · rq
+ * + rb, pmin by chi then pmax by clo, the magic-number add, u = code - ymin in [0, 255] from the
+ * float's bits (yq's lo = ymin - zy) */
+static inline __attribute__((always_inline)) v128_t code4(const lithe__qconv *c, int64_t m, v128_t acc, v128_t clo,
+                                                          v128_t chi, v128_t rb0) {
+    v128_t v = wasm_f32x4_add(wasm_f32x4_mul(wasm_f32x4_convert_i32x4(acc), wasm_f32x4_splat(c->rq[m])),
+                              wasm_f32x4_splat(c->rb[m]));
+    v = wasm_f32x4_pmax(clo, wasm_f32x4_pmin(v, chi));
+    return wasm_i32x4_sub(wasm_f32x4_add(v, wasm_f32x4_splat(12582912.0f)), rb0);
+}
+/* rows m and m + 1's 8 pixels from p as codes: narrowed twice unsigned (one vector, a row per half),
+ * the int8 byte flipped; a row past M or pixels past P not written */
+static inline __attribute__((always_inline)) void codes8x2(const lithe__qconv *c, int64_t m, int64_t p, v128_t a0,
+                                                           v128_t a1, v128_t b0, v128_t b1, v128_t clo, v128_t chi,
+                                                           v128_t rb0, v128_t flip, bool full) {
+    if (!full && (m >= c->M || p >= c->P)) return;
+    const v128_t h = wasm_v128_xor(
+        wasm_u8x16_narrow_i16x8(wasm_u16x8_narrow_i32x4(code4(c, m, a0, clo, chi, rb0), code4(c, m, a1, clo, chi, rb0)),
+                                full || m + 1 < c->M ? wasm_u16x8_narrow_i32x4(code4(c, m + 1, b0, clo, chi, rb0),
+                                                                               code4(c, m + 1, b1, clo, chi, rb0))
+                                                     : wasm_i16x8_const_splat(0)),
+        flip);
+    uint8_t *y = c->Yc + m * c->P + p;
+    if (full) {
+        wasm_v128_store64_lane(y, h, 0);
+        wasm_v128_store64_lane(y + c->P, h, 1);
+        return;
+    }
+    uint8_t t[16];
+    wasm_v128_store(t, h);
+    const size_t n = (size_t)(p + 8 <= c->P ? 8 : c->P - p);
+    memcpy(y, t, n);
+    if (m + 1 < c->M) memcpy(y + c->P, t + 8, n);
+}
+
+/* one K pair: two vectors of X (8 pixels' pairs), the 4 filters' pairs splatted */
+#define KSTEP(x, w)                                                                                                 \
+    do {                                                                                                            \
+        const v128_t x0 = wasm_v128_load(x), x1 = wasm_v128_load((x) + 8);                                          \
+        v128_t wv = wasm_v128_load32_splat(&(w)[0]);                                                                \
+        DOT(a00, x0, wv);                                                                                           \
+        DOT(a01, x1, wv);                                                                                           \
+        wv = wasm_v128_load32_splat(&(w)[1]);                                                                       \
+        DOT(a10, x0, wv);                                                                                           \
+        DOT(a11, x1, wv);                                                                                           \
+        wv = wasm_v128_load32_splat(&(w)[2]);                                                                       \
+        DOT(a20, x0, wv);                                                                                           \
+        DOT(a21, x1, wv);                                                                                           \
+        wv = wasm_v128_load32_splat(&(w)[3]);                                                                       \
+        DOT(a30, x0, wv);                                                                                           \
+        DOT(a31, x1, wv);                                                                                           \
+    } while (0)
+
+/* codes: c->Yc's requantized codes (the clamp in clo, chi), else floats with the clamp cl */
+static inline __attribute__((always_inline)) void tiles(const lithe__qconv *c, int64_t m0, int64_t m1, int cl,
+                                                        bool codes) {
     const int64_t Kp = c->Kp, P8 = c->P8;
-    const bool act = !cl && c->act; /* a clamp is applied in the store, in registers */
+    const bool act = !codes && !cl && c->act; /* a clamp is applied in the store, in registers */
     const float lo = c->lo, hi = c->hi;
+    v128_t clo = wasm_f32x4_const_splat(0), chi = clo, rb0 = wasm_i32x4_const_splat(0), flip = rb0;
+    if (codes) {
+        clo = wasm_f32x4_splat(c->clo), chi = wasm_f32x4_splat(c->chi);
+        rb0 = wasm_i32x4_splat(0x4B400000 + (int32_t)c->yq->lo);
+        flip = wasm_i8x16_splat(c->yq->src == 2 ? (int8_t)0x80 : 0);
+    }
     for (int64_t m = m0; m < m1 && m < c->M; m += LITHE__QC_MR) {
         const int32_t *wp = c->W + (m / LITHE__QC_MR) * Kp * LITHE__QC_MR;
         for (int64_t p = 0; p < P8; p += 8) {
@@ -53,27 +116,26 @@ static inline __attribute__((always_inline)) void tiles(const lithe__qconv *c, i
                    a30 = a00, a31 = a00;
             const int16_t *x = c->X + p * 2;
             const int32_t *w = wp;
-            for (int64_t kp = 0; kp < Kp; kp++, x += P8 * 2, w += LITHE__QC_MR) {
-                const v128_t x0 = wasm_v128_load(x), x1 = wasm_v128_load(x + 8);
-                v128_t wv = wasm_v128_load32_splat(&w[0]);
-                DOT(a00, x0, wv);
-                DOT(a01, x1, wv);
-                wv = wasm_v128_load32_splat(&w[1]);
-                DOT(a10, x0, wv);
-                DOT(a11, x1, wv);
-                wv = wasm_v128_load32_splat(&w[2]);
-                DOT(a20, x0, wv);
-                DOT(a21, x1, wv);
-                wv = wasm_v128_load32_splat(&w[3]);
-                DOT(a30, x0, wv);
-                DOT(a31, x1, wv);
+            int64_t kp = 0;
+            /* (two K pairs a step measured +25 M instructions per mobilenet_v2 predict: V8 spills) */
+            for (; kp < Kp; kp++, x += P8 * 2, w += LITHE__QC_MR) KSTEP(x, w);
+            const bool whole = m + LITHE__QC_MR <= c->M && p + 8 <= c->P; /* no bounds per vector */
+            if (codes) {
+                if (whole) {
+                    codes8x2(c, m, p, a00, a01, a10, a11, clo, chi, rb0, flip, true);
+                    codes8x2(c, m + 2, p, a20, a21, a30, a31, clo, chi, rb0, flip, true);
+                } else {
+                    codes8x2(c, m, p, a00, a01, a10, a11, clo, chi, rb0, flip, false);
+                    codes8x2(c, m + 2, p, a20, a21, a30, a31, clo, chi, rb0, flip, false);
+                }
+                continue;
             }
 #define STORES(full)                                                                                               \
     store4(c, m, p, a00, cl, lo, hi, full), store4(c, m, p + 4, a01, cl, lo, hi, full);                             \
     store4(c, m + 1, p, a10, cl, lo, hi, full), store4(c, m + 1, p + 4, a11, cl, lo, hi, full);                     \
     store4(c, m + 2, p, a20, cl, lo, hi, full), store4(c, m + 2, p + 4, a21, cl, lo, hi, full);                     \
     store4(c, m + 3, p, a30, cl, lo, hi, full), store4(c, m + 3, p + 4, a31, cl, lo, hi, full)
-            if (m + LITHE__QC_MR <= c->M && p + 8 <= c->P) { /* a whole tile: no bounds per vector */
+            if (whole) {
                 STORES(true);
             } else {
                 STORES(false);
@@ -83,15 +145,21 @@ static inline __attribute__((always_inline)) void tiles(const lithe__qconv *c, i
         }
     }
 }
+#undef KSTEP
 
 /* one copy of the tile per clamp (mobilenet's Clip(0, 6) after nearly every QConv): its select in
- * registers at the store, not a scalar pass over the stored rows */
+ * registers at the store, not a scalar pass over the stored rows; one for codes out (c->Yc: the
+ * requantization's clamp in its bounds) */
 void lithe__qconv_wasm(const lithe__qconv *c, int64_t m0, int64_t m1) {
+    if (c->Yc) {
+        tiles(c, m0, m1, 0, true);
+        return;
+    }
     switch (c->clamp) {
-    case 0: tiles(c, m0, m1, 0); break;
-    case LITHE__SGEMM_CLAMP_RELU: tiles(c, m0, m1, LITHE__SGEMM_CLAMP_RELU); break;
-    case LITHE__SGEMM_CLAMP_HSWISH: tiles(c, m0, m1, LITHE__SGEMM_CLAMP_HSWISH); break;
-    default: tiles(c, m0, m1, LITHE__SGEMM_CLAMP_CLIP); break;
+    case 0: tiles(c, m0, m1, 0, false); break;
+    case LITHE__SGEMM_CLAMP_RELU: tiles(c, m0, m1, LITHE__SGEMM_CLAMP_RELU, false); break;
+    case LITHE__SGEMM_CLAMP_HSWISH: tiles(c, m0, m1, LITHE__SGEMM_CLAMP_HSWISH, false); break;
+    default: tiles(c, m0, m1, LITHE__SGEMM_CLAMP_CLIP, false); break;
     }
 }
 
@@ -220,6 +288,24 @@ static void codes_pairs(int64_t n, const uint8_t *x0, const uint8_t *x1, const l
     if (i < n) lithe__qconv_codes_pairs(n - i, x0 + i, x1 + i, q, d + 2 * i);
 }
 
+/* lithe__qconv_codes_f32 (the depthwise's codes in) 16 a step: the bytes widened twice (signed for
+ * int8, unsigned for uint8: exact), less zx, converted (integers in [-255, 255]: exact) */
+static void codes_f32(int64_t n, const uint8_t *x, const lithe__qx *q, float *y) {
+    const v128_t z = wasm_i32x4_splat(q->zx);
+    const bool s8 = q->src == 2;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const v128_t v = wasm_v128_load(x + i);
+        const v128_t lo = s8 ? wasm_i16x8_extend_low_i8x16(v) : wasm_u16x8_extend_low_u8x16(v),
+                     hi = s8 ? wasm_i16x8_extend_high_i8x16(v) : wasm_u16x8_extend_high_u8x16(v);
+        wasm_v128_store(y + i, wasm_f32x4_convert_i32x4(wasm_i32x4_sub(wasm_i32x4_extend_low_i16x8(lo), z)));
+        wasm_v128_store(y + i + 4, wasm_f32x4_convert_i32x4(wasm_i32x4_sub(wasm_i32x4_extend_high_i16x8(lo), z)));
+        wasm_v128_store(y + i + 8, wasm_f32x4_convert_i32x4(wasm_i32x4_sub(wasm_i32x4_extend_low_i16x8(hi), z)));
+        wasm_v128_store(y + i + 12, wasm_f32x4_convert_i32x4(wasm_i32x4_sub(wasm_i32x4_extend_high_i16x8(hi), z)));
+    }
+    if (i < n) lithe__qconv_codes_f32(n - i, x + i, q, y + i);
+}
+
 const lithe__qconv_aux lithe__qconv_aux_wasm = {quant_f32, quant_i16, quant_pairs, epi, quant_u8, quant_quads, epi_codes,
-                                                NULL, codes_pairs, NULL};
+                                                NULL, codes_pairs, codes_f32};
 #endif
