@@ -44,15 +44,19 @@ static inline __attribute__((always_inline)) void store4(const lithe__qconv *c, 
 
 #define DOT(acc, x, w) acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(x, w))
 
-/* Codes out (c->Yc, qconv.h's lithe__qconv_code of each sum, epi_codes' operations): (float)acc · rq
- * + rb, pmin by chi then pmax by clo, the magic-number add, u = code - ymin in [0, 255] from the
- * float's bits (yq's lo = ymin - zy) */
+/* qconv.h's lithe__qconv_code of 4 sums v (as floats), the tile's store and epi_codes alike: v · rq +
+ * rb, pmin by chi then pmax by clo, the magic-number add, u = code - ymin in [0, 255] from the
+ * float's bits (rb0 = the magic's bits + yq's lo, lo = ymin - zy) */
+static inline __attribute__((always_inline)) v128_t requant4(v128_t v, v128_t rq, v128_t rb, v128_t clo, v128_t chi,
+                                                             v128_t rb0) {
+    v = wasm_f32x4_pmax(clo, wasm_f32x4_pmin(wasm_f32x4_add(wasm_f32x4_mul(v, rq), rb), chi));
+    return wasm_i32x4_sub(wasm_f32x4_add(v, wasm_f32x4_splat(12582912.0f)), rb0);
+}
+/* Codes out (c->Yc): row m's 4 accumulators */
 static inline __attribute__((always_inline)) v128_t code4(const lithe__qconv *c, int64_t m, v128_t acc, v128_t clo,
                                                           v128_t chi, v128_t rb0) {
-    v128_t v = wasm_f32x4_add(wasm_f32x4_mul(wasm_f32x4_convert_i32x4(acc), wasm_f32x4_splat(c->rq[m])),
-                              wasm_f32x4_splat(c->rb[m]));
-    v = wasm_f32x4_pmax(clo, wasm_f32x4_pmin(v, chi));
-    return wasm_i32x4_sub(wasm_f32x4_add(v, wasm_f32x4_splat(12582912.0f)), rb0);
+    return requant4(wasm_f32x4_convert_i32x4(acc), wasm_f32x4_splat(c->rq[m]), wasm_f32x4_splat(c->rb[m]), clo, chi,
+                    rb0);
 }
 /* rows m and m + 1's 8 pixels from p as codes: narrowed twice unsigned (one vector, a row per half),
  * the int8 byte flipped; a row past M or pixels past P not written */
@@ -255,19 +259,14 @@ static inline __attribute__((always_inline)) void codes16(v128_t u0, v128_t u1, 
 static void epi_codes(const lithe__qconv *c, int64_t r0, int64_t rows, int64_t n, float *y, uint8_t *d) {
     const lithe__qx *q = c->yq;
     const v128_t flip = wasm_i8x16_splat(q->src == 2 ? (int8_t)0x80 : 0), clo = wasm_f32x4_splat(c->clo),
-                 chi = wasm_f32x4_splat(c->chi), r = wasm_f32x4_splat(12582912.0f),
-                 rb0 = wasm_i32x4_splat(0x4B400000 + (int32_t)q->lo);
+                 chi = wasm_f32x4_splat(c->chi), rb0 = wasm_i32x4_splat(0x4B400000 + (int32_t)q->lo);
     const int64_t n16 = n / 16 * 16;
     for (int64_t r_ = r0; r_ < r0 + rows; r_++, y += n, d += n) {
         const int64_t m = r_ % c->M;
         const v128_t rq = wasm_f32x4_splat(c->rq[m]), rb = wasm_f32x4_splat(c->rb[m]);
         for (int64_t i = 0; i < n16; i += 16) {
             v128_t u[4];
-            for (int k = 0; k < 4; k++) {
-                v128_t v = wasm_f32x4_add(wasm_f32x4_mul(wasm_v128_load(y + i + 4 * k), rq), rb);
-                v = wasm_f32x4_pmax(clo, wasm_f32x4_pmin(v, chi));
-                u[k] = wasm_i32x4_sub(wasm_f32x4_add(v, r), rb0);
-            }
+            for (int k = 0; k < 4; k++) u[k] = requant4(wasm_v128_load(y + i + 4 * k), rq, rb, clo, chi, rb0);
             codes16(u[0], u[1], u[2], u[3], flip, d + i);
         }
         for (int64_t i = n16; i < n; i++) d[i] = lithe__qconv_code(c, m, y[i]);
