@@ -16,6 +16,26 @@ void lithe__cpu_cache_flush(void);
  * around one register-tiled microkernel per ISA (lithe_f32_gemm_ukernel_MRxNR__<isa>: scalar
  * 4x8, AVX2 6x16, AVX-512 2, 4, 8, 12 or 14 x 32 by M), chosen at run time (LITHE_CPU_ISA forces one). */
 
+/* The backend table's GEMM entries (cpu_gemm.c; backend.h gives their contracts). */
+lithe_status lithe__cpu_gemm(lithe_backend *be, bool tA, bool tB, float alpha, const lithe_tensor *A,
+                             const lithe_tensor *B, float beta, lithe_tensor *C);
+lithe_status lithe__cpu_gemm_batched(lithe_backend *be, bool tA, bool tB, int64_t P, float alpha, const lithe_tensor *A,
+                                     int64_t sa, const lithe_tensor *B, int64_t sb, float beta0, float beta,
+                                     lithe_tensor *C, int64_t sc);
+lithe_status lithe__cpu_gemm_bias_act(lithe_backend *be, bool tA, bool tB, const lithe_tensor *A,
+                                      const lithe_tensor *B, const lithe_tensor *b, const lithe__act *a,
+                                      lithe_tensor *Z, lithe_tensor *Y);
+lithe_status lithe__cpu_gemm_q8(lithe_backend *be, const lithe_tensor *A, const lithe_tensor *W, const lithe_tensor *b,
+                                const lithe__act *a, lithe_tensor *Z, lithe_tensor *Y);
+lithe_status lithe__cpu_gemm_q8x(lithe_backend *be, const lithe_tensor *X, float xs, int32_t xz, int32_t xmin,
+                                 int32_t xmax, const lithe_tensor *W, const lithe_tensor *b, const lithe__act *a,
+                                 lithe_tensor *Y, bool *done);
+lithe_status lithe__cpu_prepare_b(lithe_backend *be, bool tB, const lithe_tensor *B, void **out, size_t *bytes);
+void lithe__cpu_prepared_free(lithe_backend *be, void *p);
+lithe_status lithe__cpu_gemm_prepared(lithe_backend *be, bool tA, bool tB, float alpha, const lithe_tensor *A,
+                                      const lithe_tensor *B, const void *P, float beta, lithe_tensor *C,
+                                      const lithe_tensor *b, const lithe__act *a, lithe_tensor *Z);
+
 void lithe_f32_add_row__scalar(int64_t M, int64_t N, float *Y, const float *b);
 void lithe_f32_sum_rows__scalar(int64_t M, int64_t N, const float *X, float beta, float *y);
 void lithe_f32_axpby__scalar(int64_t n, float alpha, const float *X, float beta, float *Y);
