@@ -87,7 +87,7 @@ BWD(b_binary) {
     }
     /* X / c, X * c or c * X with c one element that takes no gradient (attention's scaling by
      * 1 / sqrt(d)): dX = dY / c (dY * c) written by the forward op when dX is new (da = g / b, g * b:
-     * the same bits as the adds into zeros), instead of zeroing dX and adding */
+     * the adds into zeros' values, but -0 stays -0 as every first writer's), instead of zeroing dX and adding */
     int k = in[1]->numel == 1 ? 0 : op == LITHE__BIN_MUL && in[0]->numel == 1 ? 1 : -1;
     if ((op == LITHE__BIN_DIV || op == LITHE__BIN_MUL) && k >= 0 && lithe__same_shape(in[k], out[0])) {
         LITHE__TRY(lithe__gexec_grad(x, node, 1 - k, &dB));
