@@ -31,7 +31,9 @@ static const char *const models[] = {"mlp11", "mlp13", "mlp17", "lenet", "mixer1
                                      /* Conv + HardSwish / HardSigmoid / Sigmoid fused (issue 23's speed) */
                                      "convhswish13", "convhswish14",
                                      /* values read twice: new gradients written, then added to (issue 29) */
-                                     "fanout"};
+                                     "fanout",
+                                     /* attention's Q / K / V slices: gradients written by regions (issue 29) */
+                                     "heads"};
 #define N_MODELS (sizeof models / sizeof models[0])
 
 /* The golden model name; with bytes_out, its .onnx bytes too (the caller frees them). */
@@ -612,7 +614,10 @@ static void test_fusion(void **state) {
                 {"convadd", 0, 0, 0, 1, 6, 5, 0},
                 /* issue 23: mobilenet_v3's Conv + HardSwish (opset 13: Mul(z, HardSigmoid(z))), its gate's
                  * Conv + HardSigmoid, a Conv + Sigmoid; two near misses */
-                {"convhswish13", 0, 0, 0, 4, 4, 0, 0}, {"convhswish14", 0, 0, 0, 4, 4, 0, 0}};
+                {"convhswish13", 0, 0, 0, 4, 4, 0, 0}, {"convhswish14", 0, 0, 0, 4, 4, 0, 0},
+                /* issue 29: attention's Q·Kᵀ takes Q's heads Transpose too, once the scaling Div after
+                 * it is moved before it (fuse.c's try_scalar_first) */
+                {"heads", 0, 3, 0, 0, 5, 0, 2}};
     for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
         const char *name = want[k].name;
         lithe_value *X = value_of(get("%s.x", name)), *R = value_of(get("%s.r", name));
@@ -638,6 +643,9 @@ static void test_fusion(void **state) {
             assert_int_equal(ca, unfused ? 0 : want[k].conv_add);
             assert_int_equal(ge, unfused ? 0 : want[k].gelu);
             if (!strcmp(name, "ffn")) assert_int_equal(lin_gelu, unfused ? 0 : 1);
+            /* heads: of its 9 Transposes, the 3 of the weights go into the Linears, Q's, K's, V's and the
+             * heads' merge into the MatMuls; the two around the scalar Mul stay */
+            if (!strcmp(name, "heads")) assert_int_equal(count_op(g, "Transpose"), unfused ? 9 : 2);
             assert_int_equal(g->n_fused, unfused ? 0 : want[k].any);
             assert_int_equal(ln, unfused ? 0 : want[k].layernorm);
             assert_int_equal(lin, unfused ? 0 : want[k].linear);

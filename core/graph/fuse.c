@@ -22,6 +22,10 @@
  *               heads' merge), A and B computed by nodes (not weights)
  *               -> one GEMM per batch reading and writing the transposed layouts in place
  *
+ *   scalar op before a Transpose  Div(Transpose(X), c) / Mul(Transpose(X), c), c one element:
+ *               reordered (not fused) to Transpose(Div(X, c)), before the MatMul fusion, so
+ *               attention's Q Transpose (Q / sqrt(d) after it) is folded as K's is
+ *
  *   Conv + Add  Y = Add(Conv(X, W, [b]), R)  or  Add(R, Conv(...))  (a residual block's projection,
  *               mobilenet_v2's), the Conv not fused with an activation
  *               -> conv2d with the residual added as each output is stored (backends with
@@ -471,6 +475,56 @@ static lithe_status try_matmul_t(fuser *f, int64_t mm) {
     return rewrite(f, end, &lithe__fused_matmul_t_op, &fu, in, 2, dead, n_dead);
 }
 
+/* Nodes i and j trade places (everything the graph keeps per node); the caller rewires them. */
+static void swap_nodes(lithe__graph *g, int64_t i, int64_t j) {
+#define SWAP(arr)                                                                                                      \
+    do {                                                                                                               \
+        unsigned char t_[sizeof(arr)[0]];                                                                              \
+        memcpy(t_, &(arr)[i], sizeof t_);                                                                              \
+        memcpy(&(arr)[i], &(arr)[j], sizeof t_);                                                                       \
+        memcpy(&(arr)[j], t_, sizeof t_);                                                                              \
+    } while (0)
+    SWAP(g->onnx.nodes);
+    SWAP(g->node_in);
+    SWAP(g->node_out);
+    SWAP(g->node_op);
+    SWAP(g->node_nin);
+    SWAP(g->node_nout);
+    SWAP(g->node_dead);
+    SWAP(g->node_fuse);
+    SWAP(g->node_win);
+#undef SWAP
+}
+
+/* Y = Transpose(X) op c, a scalar Mul or Div (attention's Q / sqrt(d) after Q's heads transpose),
+ * X's Transpose read by it alone: rewritten Y = Transpose(X op c), the op moved to the Transpose's
+ * place and the Transpose to the op's. The same elementwise op on the same values (the same bits,
+ * forward and backward), and the Transpose now lies next to its reader, where a fusion (MatMul +
+ * Transposes) can fold it. c is a constant of one element whose rank is at most the Transpose's
+ * (so it broadcasts to the same shape either way); for Div, X is the dividend. */
+static lithe_status try_scalar_first(fuser *f, int64_t tp) {
+    lithe__graph *g = f->g;
+    if (!is_op(f, tp, "Transpose") || g->node_nin[tp] != 1 || g->node_in[tp][0] < 0) return LITHE_OK;
+    int64_t t = g->node_out[tp][0], op = only_reader(f, t);
+    bool mul = is_op(f, op, "Mul");
+    if ((!mul && !is_op(f, op, "Div")) || g->node_nin[op] != 2 || op <= tp) return LITHE_OK;
+    int64_t c = other_input(g, op, t);
+    float v = 0.0f;
+    if (c < 0 || !const_scalar(f, c, &v) || (!mul && g->node_in[op][0] != t)) return LITHE_OK;
+    const lithe__onnx_attr *pa = lithe__onnx_attr_get(&g->onnx.nodes[tp], "perm");
+    int cr = g->slot_const[c]->ndim;
+    if (cr > 0 && (!pa || (size_t)cr > pa->n_ints)) return LITHE_OK;
+    int64_t x = g->node_in[tp][0], y = g->node_out[op][0];
+    swap_nodes(g, tp, op); /* the op at tp: X op c -> t; the Transpose at op: t -> Y */
+    for (size_t k = 0; k < 2; k++)
+        if (g->node_in[tp][k] == t) g->node_in[tp][k] = x;
+    g->node_out[tp][0] = t;
+    g->node_in[op][0] = t;
+    g->node_out[op][0] = y;
+    index_readers(f);
+    return LITHE_OK;
+}
+
 lithe_status lithe__graph_fuse(lithe__graph *g) {
     const char *off = lithe__knob(LITHE__KNOB_graph_fuse); /* "0": run every node as the file has it (to compare) */
     if (off && !strcmp(off, "0")) return LITHE_OK;
@@ -486,6 +540,7 @@ lithe_status lithe__graph_fuse(lithe__graph *g) {
     for (size_t i = 0; s == LITHE_OK && i < nn; i++) s = try_conv_act(&f, (int64_t)i);
     for (size_t i = 0; s == LITHE_OK && i < nn; i++) s = try_conv_add(&f, (int64_t)i);
     for (size_t i = 0; s == LITHE_OK && i < nn; i++) mark_relu_pool(&f, (int64_t)i);
+    for (size_t i = 0; s == LITHE_OK && i < nn; i++) s = try_scalar_first(&f, (int64_t)i);
     for (size_t i = 0; s == LITHE_OK && i < nn; i++) s = try_matmul_t(&f, (int64_t)i);
     lithe__free(f.producer);
     lithe__free(f.n_readers);

@@ -117,6 +117,7 @@ lithe_status lithe__gexec_grad(lithe__gexec *x, size_t node, size_t k, lithe_ten
     *out = NULL;
     int64_t s = grad_slot(x, node, k);
     if (s < 0) return LITHE_OK;
+    if (x->n_pend) LITHE__TRY(lithe__gexec_grad_settle(x, s));
     if (!x->grads[s]) LITHE__TRY(lithe__gexec_like(x, x->vals[s], true, &x->grads[s]));
     *out = x->grads[s];
     return LITHE_OK;
@@ -127,6 +128,7 @@ lithe_status lithe__gexec_grad_fresh(lithe__gexec *x, size_t node, size_t k, lit
     *fresh = false;
     int64_t s = grad_slot(x, node, k);
     if (s < 0) return LITHE_OK;
+    if (x->n_pend) LITHE__TRY(lithe__gexec_grad_settle(x, s));
     if (!x->grads[s]) {
         LITHE__TRY(lithe__gexec_like(x, x->vals[s], false, &x->grads[s]));
         *fresh = true;
@@ -135,9 +137,100 @@ lithe_status lithe__gexec_grad_fresh(lithe__gexec *x, size_t node, size_t k, lit
     return LITHE_OK;
 }
 
+/* ---- gradients written region by region ---- */
+
+static lithe__gpend *pend_of(lithe__gexec *x, int64_t slot) {
+    for (int i = 0; i < x->n_pend; i++)
+        if (x->pend[i].slot == slot) return &x->pend[i];
+    return NULL;
+}
+static void pend_drop(lithe__gexec *x, lithe__gpend *p) { *p = x->pend[--x->n_pend]; }
+
+/* Zeros into [a, b) along axis of d: in place when the view is one block, else copied from a
+ * zeroed temporary (fill writes contiguous tensors only). */
+static lithe_status zero_range(lithe__gexec *x, lithe_tensor *d, int axis, int64_t a, int64_t b) {
+    lithe_tensor *v = NULL, *z = NULL;
+    LITHE__TRY(lithe_tensor_slice(d, axis, a, b, &v));
+    lithe_status s = LITHE_OK;
+    if (lithe_tensor_is_contiguous(v)) {
+        s = lithe__op_fill(x->be, v, 0.0f);
+    } else {
+        s = lithe__gexec_like(x, v, true, &z);
+        if (s == LITHE_OK) s = lithe__op_copy(x->be, v, z);
+    }
+    lithe_tensor_release(z);
+    lithe_tensor_release(v);
+    return s;
+}
+
+lithe_status lithe__gexec_grad_settle(lithe__gexec *x, int64_t slot) {
+    for (int i = x->n_pend; i-- > 0;) {
+        if (slot >= 0 && x->pend[i].slot != slot) continue;
+        lithe__gpend p = x->pend[i];
+        pend_drop(x, &x->pend[i]);
+        lithe_tensor *d = x->grads[p.slot];
+        if (!d) continue;
+        for (int a = 1; a < p.n; a++) /* the ranges by start (a few) */
+            for (int b = a; b > 0 && p.range[b][0] < p.range[b - 1][0]; b--) {
+                int64_t t0 = p.range[b][0], t1 = p.range[b][1];
+                p.range[b][0] = p.range[b - 1][0];
+                p.range[b][1] = p.range[b - 1][1];
+                p.range[b - 1][0] = t0;
+                p.range[b - 1][1] = t1;
+            }
+        int64_t at = 0;
+        for (int r = 0; r < p.n; r++) {
+            if (p.range[r][0] > at) LITHE__TRY(zero_range(x, d, p.axis, at, p.range[r][0]));
+            if (p.range[r][1] > at) at = p.range[r][1];
+        }
+        if (at < d->shape[p.axis]) LITHE__TRY(zero_range(x, d, p.axis, at, d->shape[p.axis]));
+    }
+    return LITHE_OK;
+}
+
+lithe_status lithe__gexec_grad_region(lithe__gexec *x, size_t node, size_t k, int axis, int64_t start, int64_t len,
+                                      lithe_tensor **out, bool *fresh) {
+    *out = NULL;
+    *fresh = false;
+    int64_t s = grad_slot(x, node, k);
+    if (s < 0) return LITHE_OK;
+    const lithe_tensor *v = x->vals[s];
+    if (axis < 0 || axis >= v->ndim || start < 0 || len < 0 || start > v->shape[axis] - len)
+        return lithe__fail(LITHE_ERR_INVALID_ARG, "gradient region [%lld, %lld + %lld) on axis %d of a %d-dim value",
+                           (long long)start, (long long)start, (long long)len, axis, v->ndim);
+    lithe__gpend *p = pend_of(x, s);
+    if (!x->grads[s]) {
+        if (p) pend_drop(x, p); /* a gradient released unread */
+        bool track = x->n_pend < LITHE__GPEND_SLOTS; /* else zeroed now, as lithe__gexec_grad's */
+        LITHE__TRY(lithe__gexec_like(x, v, !track, &x->grads[s]));
+        if (track) {
+            p = &x->pend[x->n_pend++];
+            p->slot = s;
+            p->axis = axis;
+            p->n = 1;
+            p->range[0][0] = start;
+            p->range[0][1] = start + len;
+        }
+        *fresh = true;
+    } else if (p) {
+        bool apart = p->axis == axis && p->n < LITHE__GPEND_RANGES;
+        for (int r = 0; apart && r < p->n; r++) apart = start + len <= p->range[r][0] || start >= p->range[r][1];
+        if (apart) {
+            p->range[p->n][0] = start;
+            p->range[p->n][1] = start + len;
+            p->n++;
+            *fresh = true;
+        } else {
+            LITHE__TRY(lithe__gexec_grad_settle(x, s));
+        }
+    }
+    return lithe_tensor_slice(x->grads[s], axis, start, start + len, out);
+}
+
 lithe_status lithe__gexec_grad_add(lithe__gexec *x, size_t node, size_t k, lithe_tensor *t) {
     int64_t s = grad_slot(x, node, k);
     if (s < 0 || !t) return LITHE_OK;
+    if (x->n_pend) LITHE__TRY(lithe__gexec_grad_settle(x, s));
     const lithe_tensor *v = x->vals[s];
     if (x->grads[s]) {
         if (lithe__same_shape(t, x->grads[s])) return lithe__op_axpby(x->be, 1.0f, t, 1.0f, x->grads[s]);
@@ -237,6 +330,7 @@ lithe_status lithe__gexec_backward_node(lithe__gexec *x, size_t i) {
     bool any = false;
     for (size_t k = 0; k < g->node_nout[i]; k++) {
         int64_t o = g->node_out[i][k];
+        if (o >= 0 && x->n_pend) LITHE__TRY(lithe__gexec_grad_settle(x, o)); /* read whole now */
         out[k] = o >= 0 ? x->vals[o] : NULL;
         dout[k] = o >= 0 ? x->grads[o] : NULL;
         any = any || dout[k];
@@ -255,6 +349,8 @@ lithe_status lithe__gexec_backward_node(lithe__gexec *x, size_t i) {
     for (size_t k = 0; k < g->node_nout[i]; k++) {
         int64_t o = g->node_out[i][k];
         if (o >= 0 && g->slot_kind[o] != SLOT_PARAM) {
+            lithe__gpend *p = x->n_pend ? pend_of(x, o) : NULL;
+            if (p) pend_drop(x, p); /* (no backward read it: left unsettled) */
             lithe_tensor_release(x->grads[o]);
             x->grads[o] = NULL;
         }
@@ -270,6 +366,7 @@ static lithe_status graph_backward(lithe_backprop *self, const lithe_value *dYv,
         lithe_tensor_release(x->grads[i]);
         x->grads[i] = NULL;
     }
+    x->n_pend = 0;
     /* Which values need a gradient, now that the caller has said whether it wants dX: from the
      * float inputs only then, and from the trainable params (x->needs[param] was set at forward),
      * forward through the nodes. With dX NULL and a frozen base, no node before the first trainable
@@ -324,6 +421,7 @@ static lithe_status graph_backward(lithe_backprop *self, const lithe_value *dYv,
     } else {
         for (size_t i = g->onnx.n_nodes; i-- > 0;) LITHE__TRY(lithe__gexec_backward_node(x, i));
     }
+    LITHE__TRY(lithe__gexec_grad_settle(x, -1)); /* the params' and inputs' gradients are read whole */
     for (size_t i = 0; i < g->n_slots; i++) {
         if (g->slot_kind[i] != SLOT_PARAM || !x->grads[i]) continue;
         lithe_tensor *acc = NULL;

@@ -146,6 +146,17 @@ static inline bool lithe__gnode_skipped(const lithe__graph *g, size_t i) {
     return true;
 }
 
+/* A gradient written region by region (lithe__gexec_grad_region): its slot, the axis the regions
+ * lie along (every other axis whole), and the [start, end) ranges written so far; the rest of it
+ * is unwritten memory until lithe__gexec_grad_settle zeroes it. */
+#define LITHE__GPEND_SLOTS 4
+#define LITHE__GPEND_RANGES 16
+typedef struct lithe__gpend {
+    int64_t slot;
+    int axis, n;
+    int64_t range[LITHE__GPEND_RANGES][2];
+} lithe__gpend;
+
 struct lithe__gexec {
     lithe_backprop base;
     lithe__graph *g;
@@ -163,6 +174,8 @@ struct lithe__gexec {
     bool *f32;          /* n_slots: the value a node made is float32 (kept when the value is not) */
     lithe__bufpool *pool;  /* the plan's: every tensor a run allocates comes from it (NULL: fresh memory) */
     void *arrays;       /* vals, grads, saved and needs in one block */
+    lithe__gpend pend[LITHE__GPEND_SLOTS]; /* gradients with unwritten regions (n_pend of them) */
+    int n_pend;
 };
 
 /* A tensor for run x: from its plan's pool (fresh memory when folding at load). */
@@ -275,6 +288,21 @@ lithe_status lithe__gexec_grad(lithe__gexec *x, size_t node, size_t k, lithe_ten
 /* As lithe__gexec_grad, but a gradient made now is left unzeroed and *fresh says so: the caller
  * then writes every element of it (beta 0) before it asks for any other gradient of this node. */
 lithe_status lithe__gexec_grad_fresh(lithe__gexec *x, size_t node, size_t k, lithe_tensor **out, bool *fresh);
+/* The region [start, start + len) along `axis` (every other axis whole) of the gradient of node's
+ * input k, as a view in *out (the caller releases it; NULL when no gradient flows there), and
+ * *fresh: no backward has written the region yet, so the caller writes each of its elements (beta
+ * 0) instead of adding. A gradient first asked for this way is not zeroed: the ranges written are
+ * recorded, and the rest is zeroed when the gradient is next read whole (lithe__gexec_grad_settle:
+ * its producer's backward, lithe__gexec_grad / _fresh / _add, the params' and inputs' gradients),
+ * so the Q / K / V slices of one product write their dY once each and nothing else is written.
+ * A range that overlaps one written before, or lies along another axis, settles first (*fresh
+ * false: the caller adds). */
+lithe_status lithe__gexec_grad_region(lithe__gexec *x, size_t node, size_t k, int axis, int64_t start, int64_t len,
+                                      lithe_tensor **out, bool *fresh);
+/* Zeroes the unwritten regions of slot s's gradient (nothing when it has none); slot < 0: of every
+ * gradient written by regions. Every reader of x->grads[] other than the region writers calls it
+ * first. */
+lithe_status lithe__gexec_grad_settle(lithe__gexec *x, int64_t slot);
 /* Adds t (float32, as many elements as the value) into the gradient of node's input k; when that
  * gradient has no value yet, t itself becomes it (reshaped to the value's shape: no zeroing, no
  * copy), so the caller must not write t afterwards. Nothing when no gradient flows there. */

@@ -127,6 +127,7 @@ lithe_status lithe__grecompute_rows(lithe__gexec *x, const int64_t *prod, size_t
     *done = false;
     int64_t B = 0;
     if (rows <= 0 || !sliceable(x, prod, lo, hi, &B) || B <= rows) return LITHE_OK;
+    LITHE__TRY(lithe__gexec_grad_settle(x, -1)); /* the slots' gradients are moved and viewed by rows below */
     /* the slots held whole: the segment's batched inputs (with their gradients, made whole now when
      * one is wanted) and its outputs that carry a gradient or are read later */
     size_t cap = 0;

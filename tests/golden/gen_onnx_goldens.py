@@ -546,6 +546,39 @@ torch.manual_seed(16)
 export("fanout", FanOut(), own_x(35, 3, 4, 6), 13, lr=0.01)
 
 
+class Heads(nn.Module):
+    """Attention's Q / K / V slices of one product as torch's MultiheadAttention exports them (T, B, E):
+    their gradients written region by region (core/graph/graph.c's lithe__gexec_grad_region), with a
+    part of the product no slice reads (its gradient zeroed when the Linear reads it); a product
+    read whole by a node before its slices (whose backward so comes after theirs: the regions
+    written, the gap 12:14 zeroed, then the whole added); and the scaling Div after Q's heads
+    Transpose and a Mul after another Transpose (moved before them at load: core/graph/fuse.c's
+    try_scalar_first, so Q's Transpose folds into the MatMul)."""
+
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(6, 20)  # q 0:6, k 6:12, v 12:18; 18:20 read by no slice
+        self.kv = nn.Linear(6, 14)   # 0:6, 6:12 sliced, all of it read by the mean first
+        self.out = nn.Linear(6, 3)
+
+    def forward(self, x):                          # x (T, B, 6)
+        t, b = x.shape[0], x.shape[1]
+        g = self.kv(x)
+        m = g.pow(2).mean(-1, keepdim=True)
+        h = self.qkv(x)
+        q, k, v = h[..., 0:6], h[..., 6:12], h[..., 12:18]
+        q = q.reshape(t, b * 2, 3).transpose(0, 1) / math.sqrt(3.0)
+        k = k.reshape(t, b * 2, 3).transpose(0, 1)
+        v = v.reshape(t, b * 2, 3).transpose(0, 1)
+        o = (torch.softmax(q @ k.transpose(1, 2), -1) @ v).transpose(0, 1).reshape(t, b, 6)
+        w = (g[..., 6:12].transpose(0, 1) * 0.5).transpose(0, 1)
+        return self.out(o + g[..., 0:6] * w + m)
+
+
+torch.manual_seed(17)
+export("heads", Heads(), own_x(36, 4, 3, 6), 13, lr=0.002)
+
+
 
 def external_data_files(folder):
     """lenet saved by onnx.save_model(..., save_as_external_data=True) into folder/: one data file

@@ -85,6 +85,22 @@ BWD(b_binary) {
         LITHE__TRY(lithe__gexec_grad_fresh(x, node, 1, &dB, &fresh));
         return !dB ? LITHE_OK : fresh ? lithe__op_copy(x->be, dB, dout[0]) : acc(x, dB, dout[0]);
     }
+    /* X / c, X * c or c * X with c one element that takes no gradient (attention's scaling by
+     * 1 / sqrt(d)): dX = dY / c (dY * c) written by the forward op when dX is new (da = g / b, g * b:
+     * the adds into zeros' values, but -0 stays -0 as every first writer's), instead of zeroing dX and adding */
+    int k = in[1]->numel == 1 ? 0 : op == LITHE__BIN_MUL && in[0]->numel == 1 ? 1 : -1;
+    if ((op == LITHE__BIN_DIV || op == LITHE__BIN_MUL) && k >= 0 && lithe__same_shape(in[k], out[0])) {
+        LITHE__TRY(lithe__gexec_grad(x, node, 1 - k, &dB));
+        if (!dB) {
+            bool fresh = false;
+            LITHE__TRY(lithe__gexec_grad_fresh(x, node, (size_t)k, &dA, &fresh));
+            if (dA && fresh) return lithe__op_bcast_binary(x->be, op, dout[0], in[1 - k], dA);
+            if (!dA) return LITHE_OK;
+            return k == 0 ? lithe__op_bcast_binary_backward(x->be, op, in[0], in[1], out[0], dout[0], dA, NULL)
+                          : lithe__op_bcast_binary_backward(x->be, op, in[0], in[1], out[0], dout[0], NULL, dA);
+        }
+        dB = NULL; /* (c takes a gradient: the general path below) */
+    }
     LITHE__TRY(lithe__gexec_grad(x, node, 0, &dA));
     LITHE__TRY(lithe__gexec_grad(x, node, 1, &dB));
     if (!dA && !dB) return LITHE_OK;

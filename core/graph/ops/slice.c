@@ -127,30 +127,39 @@ FWD(f_split) {
     }
     return LITHE_OK;
 }
+/* The view v of a gradient += dy, through a copy of v alone (out, the add, back): copy cannot add. */
+static lithe_status acc_into_view(lithe__gexec *x, lithe_tensor *v, lithe_tensor *dy) {
+    lithe_tensor *t = NULL;
+    lithe_status s = lithe__gexec_alloc(x, x->be, LITHE_F32, v->ndim, v->shape, false, &t);
+    if (s == LITHE_OK) s = lithe__op_copy(x->be, t, v);
+    if (s == LITHE_OK) s = acc(x, t, dy);
+    if (s == LITHE_OK) s = lithe__op_copy(x->be, v, t);
+    lithe_tensor_release(t);
+    return s;
+}
+
+/* dy into region [start, start + len) along axis of the gradient of node's input 0: written in place
+ * while no other backward has written there (lithe__gexec_grad_region), else added. */
+static lithe_status grad_into_region(lithe__gexec *x, size_t node, int axis, int64_t start, int64_t len, lithe_tensor *dy) {
+    lithe_tensor *v = NULL;
+    bool fresh = false;
+    LITHE__TRY(lithe__gexec_grad_region(x, node, 0, axis, start, len, &v, &fresh));
+    if (!v) return LITHE_OK;
+    lithe_status s = !v->numel ? LITHE_OK : fresh ? lithe__op_copy(x->be, v, dy) : acc_into_view(x, v, dy);
+    lithe_tensor_release(v);
+    return s;
+}
+
 BWD(b_split) {
     (void)saved;
-    lithe_tensor *d = NULL;
-    LITHE__TRY(lithe__gexec_grad(x, node, 0, &d));
-    if (!d) return LITHE_OK;
+    (void)out;
     size_t n_out = NODE(x, node)->n_outputs;
     int64_t axis = 0, sizes[16] = {0};
     LITHE__TRY(split_sizes(x, node, in, n_in, n_out, &axis, sizes));
+    /* each output's dY into its part; the parts no gradient reached are zeroed when dX is read */
     int64_t at = 0;
     for (size_t k = 0; k < n_out; k++) {
-        if (dout[k] && sizes[k]) {
-            lithe_tensor *v = NULL;
-            LITHE__TRY(axis_view(d, (int)axis, at, sizes[k], 1, &v));
-            /* the view of the accumulator: add through a temporary (copy cannot add) */
-            lithe_tensor *t = NULL;
-            lithe_status s = lithe__gexec_alloc(x, x->be, LITHE_F32, v->ndim, v->shape, false, &t);
-            if (s == LITHE_OK) s = lithe__op_copy(x->be, t, v);
-            if (s == LITHE_OK) s = acc(x, t, dout[k]);
-            if (s == LITHE_OK) s = lithe__op_copy(x->be, v, t);
-            lithe_tensor_release(t);
-            lithe_tensor_release(v);
-            LITHE__TRY(s);
-        }
-        (void)out;
+        if (dout[k]) LITHE__TRY(grad_into_region(x, node, (int)axis, at, sizes[k], dout[k]));
         at += sizes[k];
     }
     return LITHE_OK;
@@ -248,32 +257,34 @@ FWD(f_slice) {
 }
 BWD(b_slice) {
     UNUSED_BWD;
+    slice_geo g = {0};
+    LITHE__TRY(slice_geometry(x, node, in, n_in, &g));
+    /* one axis sliced with step 1 (the transformer's Q / K / V of one (tokens, 3 d_model) product):
+     * dY is written into its region of dX once, the Q / K / V slices together write each element
+     * once (lithe__gexec_grad_region), nothing zeroed, copied out or added */
+    int axis = -1;
+    bool one = in[0]->ndim > 0;
+    for (int d = 0; d < in[0]->ndim; d++) {
+        if (g.step[d] == 1 && g.start[d] == 0 && g.len[d] == in[0]->shape[d]) continue;
+        one = one && axis < 0 && g.step[d] == 1;
+        axis = d;
+    }
+    if (one) {
+        if (axis < 0) return grad_into_region(x, node, 0, 0, in[0]->shape[0], dout[0]);
+        return grad_into_region(x, node, axis, g.start[axis], g.len[axis], dout[0]);
+    }
     lithe_tensor *d = NULL;
     bool fresh = false;
     LITHE__TRY(lithe__gexec_grad_fresh(x, node, 0, &d, &fresh));
     if (!d) return LITHE_OK;
     if (fresh) LITHE__TRY(lithe__op_fill(x->be, d, 0.0f));
     if (!dout[0]->numel) return LITHE_OK;
-    slice_geo g = {0};
-    LITHE__TRY(slice_geometry(x, node, in, n_in, &g));
-    if (fresh) { /* a new gradient: zeros, dY copied into its slice */
-        lithe_tensor *v = NULL;
-        LITHE__TRY(slice_view(d, &g, &v));
-        lithe_status s = lithe__op_copy(x->be, v, dout[0]);
-        lithe_tensor_release(v);
-        return s;
-    }
-    /* d's slice += dY through a copy of the slice alone (out, the add, back), the same adds as
-     * d += (dY scattered into zeros) without zeroing, scattering into and adding d's whole shape:
-     * the transformer's Q / K / V slices of one (tokens, 3 d_model) product were 8 % of its step */
-    lithe_tensor *v = NULL, *t = NULL;
+    lithe_tensor *v = NULL;
     LITHE__TRY(slice_view(d, &g, &v));
-    lithe_status s = lithe__gexec_alloc(x, x->be, LITHE_F32, v->ndim, v->shape, false, &t);
-    if (s == LITHE_OK) s = lithe__op_copy(x->be, t, v);
-    if (s == LITHE_OK) s = acc(x, t, dout[0]);
-    if (s == LITHE_OK) s = lithe__op_copy(x->be, v, t);
+    /* a new gradient: zeros, dY copied into its slice; else d's slice += dY through a copy of the
+     * slice alone, the same adds as d += (dY scattered into zeros) */
+    lithe_status s = fresh ? lithe__op_copy(x->be, v, dout[0]) : acc_into_view(x, v, dout[0]);
     lithe_tensor_release(v);
-    lithe_tensor_release(t);
     return s;
 }
 
