@@ -124,7 +124,10 @@ static inline __attribute__((always_inline)) void tiles(const lithe__qconv *c, i
             const int16_t *x = c->X + p * 2;
             const int32_t *w = wp;
             /* (two K pairs a step measured +25 M instructions per mobilenet_v2 predict: V8 spills) */
-            for (const int32_t *we = wp + Kp * LITHE__QC_MR; w < we; x += P8 * 2, w += LITHE__QC_MR) KSTEP(x, w);
+            for (const int32_t *we = wp + Kp * LITHE__QC_MR; w < we; x += P8 * 2, w += LITHE__QC_MR) {
+                __asm__("" : "+r"(x));
+                KSTEP(x, w);
+            }
             const bool whole = m + LITHE__QC_MR <= c->M && p + 8 <= c->P; /* no bounds per vector */
             if (codes) {
                 if (whole) {
