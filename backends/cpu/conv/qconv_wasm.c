@@ -115,8 +115,10 @@ static inline __attribute__((always_inline)) void codes8x2(const lithe__qconv *c
     } while (0)
 
 /* codes: c->Yc's requantized codes (the clamp in clo, chi), else floats with the clamp cl */
-static inline __attribute__((always_inline)) void tiles(const lithe__qconv *c, int64_t m0, int64_t m1, int cl,
+static inline __attribute__((always_inline)) void tiles(const lithe__qconv *c0, int64_t m0, int64_t m1, int cl,
                                                         bool codes) {
+    /* a local copy: its fields stay in locals across the stores (a store through Y or Yc may alias *c0) */
+    const lithe__qconv cc = *c0, *const c = &cc;
     const int64_t Kp = c->Kp, P8 = c->P8;
     const bool act = !codes && !cl && c->act; /* a clamp is applied in the store, in registers */
     const float lo = c->lo, hi = c->hi;
