@@ -137,7 +137,13 @@ static inline __attribute__((always_inline)) void tiles(const lithe__qconv *c0, 
             const int32_t *w = wp;
             /* (two K pairs a step measured +25 M instructions per mobilenet_v2 predict: V8 spills) */
             const int32_t *we = wp + Kp * LITHE__QC_MR;
-            if (p + 4 >= c->P) { /* a01 .. a31 stay 0: their pixels are past P */
+            if (p + 1 == c->P) { /* one pixel (7x7's P = 49): its pair splatted, the 4 filters' in one vector */
+                v128_t a = a00;
+                for (; w < we; x += P8 * 2, w += LITHE__QC_MR) DOT(a, wasm_v128_load32_splat(x), wasm_v128_load(w));
+                /* filter r's sum in lane 0 of row r's vector (lanes 1-3: pixels past P, not stored) */
+                a00 = a, a10 = wasm_i32x4_shuffle(a, a, 1, 1, 1, 1), a20 = wasm_i32x4_shuffle(a, a, 2, 2, 2, 2),
+                a30 = wasm_i32x4_shuffle(a, a, 3, 3, 3, 3);
+            } else if (p + 4 >= c->P) { /* a01 .. a31 stay 0: their pixels are past P */
                 for (; w < we; x += P8 * 2, w += LITHE__QC_MR) KSTEP4(x, w);
             } else {
                 for (; w < we; x += P8 * 2, w += LITHE__QC_MR) {
