@@ -7,7 +7,9 @@
  * accumulators, two v128 loads of X and one of W per K pair, its 4 pairs splatted by i32x4 shuffles
  * (V8: one pshufd each, where a load32_splat at w + 4·i cost a broadcast and the address's add: 231.6
  * -> 220.2 M instructions per mobilenet_v2 int8 predict, q24z); at most 13 live vectors, in x86-64's
- * 16 xmm registers; the loop ends on W's pointer (an i32 compare, not an i64 count). The epilogue is the scalar twin's: (float)acc · scale (+ b),
+ * 16 xmm registers; the loop ends on W's pointer (an i32 compare, not an i64 count). A last block of
+ * at most 4 pixels runs X's first vector only; of one pixel, its pair splatted against the 4 filters'
+ * pairs (one dot a K pair). The epilogue is the scalar twin's: (float)acc · scale (+ b),
  * mul then add (no FMA), the clamp (relu, clip, HardSwish: gemm.h's lithe__wasm_clamp, the twin's
  * lithe__sgemm_clamp1 as pmin / pmax) in registers, stored into Y's rows (a partial last vector
  * through a buffer; whole tiles without bounds tests); another activation runs over the tile's rows
