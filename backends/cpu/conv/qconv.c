@@ -394,7 +394,8 @@ bool lithe__qconv_dw3_fits(const lithe__conv2d *g) {
 int64_t lithe__qconv_dw3_ld(const lithe__conv2d *g) { return (g->W + 2 + 16 + 7) / 8 * 8; }
 int64_t lithe__qconv_dw3_buf(const lithe__conv2d *g) { return (g->H + 2) * lithe__qconv_dw3_ld(g); }
 
-/* dw3_codes over the pool: task i runs its share of the planes in buffer i (zeroed here once: the
+/* (The driver below takes the aux table's dw3_codes, where it has one, for a 3x3 depthwise from codes
+ * to requantized codes: WebAssembly's one pass, the same bits as depthwise() above.) dw3_codes over the pool: task i runs its share of the planes in buffer i (zeroed here once: the
  * padding and the slack, which the kernel never writes) */
 typedef struct dw3_task {
     const lithe__conv2d *g;

@@ -191,7 +191,8 @@ extern const lithe__qconv_aux lithe__qconv_aux_avx2;
  * the VNNI kernel (an AVX-512 CPU) */
 extern const lithe__qconv_aux lithe__qconv_aux_avx512;
 #endif
-#if defined(__wasm_simd128__) /* qconv_wasm.c: quant_f32, quant_i16, quant_pairs, epi (the u8 form's: the twins) */
+#if defined(__wasm_simd128__) /* qconv_wasm.c: quant_f32, quant_i16, quant_pairs, epi, epi_codes, codes_pairs,
+                                * codes_f32, dw3_codes (the u8 form's: the twins) */
 extern const lithe__qconv_aux lithe__qconv_aux_wasm;
 #endif
 /* The passes the CPU runs (LITHE_CPU_ISA=scalar: the twins). */

@@ -13,6 +13,9 @@
  * fused:QConv's): one more copy requantizes the accumulators in the store (lithe__qconv_code, the
  * operations of epi_codes below), no float32 sums written.
  *
+ * The 3x3 depthwise layers between fused:QConv nodes (codes in, codes out) run dw3_codes below: the
+ * same dot of int16 pairs on each plane's rows, requantized in registers (no float32 planes).
+ *
  * Relaxed SIMD's i32x4.relaxed_dot_i8x16_i7x16_add_s needs int8 operands with one side 7-bit; the
  * differences x - zx and w - zw span 9 bits, so it cannot take this packing exactly: the relaxed
  * module runs this kernel too. */
