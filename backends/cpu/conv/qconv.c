@@ -394,9 +394,10 @@ bool lithe__qconv_dw3_fits(const lithe__conv2d *g) {
 int64_t lithe__qconv_dw3_ld(const lithe__conv2d *g) { return (g->W + 2 + 16 + 7) / 8 * 8; }
 int64_t lithe__qconv_dw3_buf(const lithe__conv2d *g) { return (g->H + 2) * lithe__qconv_dw3_ld(g); }
 
-/* (The driver below takes the aux table's dw3_codes, where it has one, for a 3x3 depthwise from codes
- * to requantized codes: WebAssembly's one pass, the same bits as depthwise() above.) dw3_codes over the pool: task i runs its share of the planes in buffer i (zeroed here once: the
- * padding and the slack, which the kernel never writes) */
+/* The driver below takes the aux table's dw3_codes, where it has one, for a 3x3 depthwise from codes
+ * to requantized codes (WebAssembly's one pass: the same bits as depthwise() above), over the pool:
+ * task i runs its share of the planes in buffer i (zeroed here once: the padding and the slack,
+ * which the kernel never writes) */
 typedef struct dw3_task {
     const lithe__conv2d *g;
     const uint8_t *X;
@@ -517,7 +518,7 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
         c.xlo = xmin - xz, c.Wb = wf, c.wsum = wf + g->M * g->KH * ((g->KW + 3) / 4);
         lithe__qdw8_run(g, X, &q, &c, aux, kdw, buf, yc ? NULL : Yf, Yc);
 #endif
-    } else if (dw3 && rqo) {
+    } else if (dw3) { /* (rqo holds: requantizes is requant's condition) */
         const int64_t np = g->N * g->C, per = (np + dw3_tasks - 1) / dw3_tasks;
         dw3_task t = {g, X, &q, (const float *)wf, &c, aux, (int16_t *)buf, per};
         c.Yc = Yc;
