@@ -332,7 +332,7 @@ static void codes_io(const qcase *c, lithe_backend *be, const lithe_tensor *X, c
     float mx = 0.0f;
     for (int64_t i = 0; i < ny; i++) mx = fmaxf(mx, fabsf(Yr[i]));
     /* the output's grid: int8 with a zero point off 0, or uint8 (a relu's range); codes clamp both ends */
-    const bool s8 = (g->M + g->C) % 2 == 0;
+    const bool s8 = (g->M + g->C + (g->group > 1 ? g->H : 0)) % 2 == 0; /* (depthwise: M = C, by H) */
     qcase yg = {.xs = mx > 0.0f ? mx / 90.0f : 1.0f, .xz = s8 ? -9 : 40, .xmin = s8 ? -128 : 0, .xmax = s8 ? 127 : 255};
     lithe_tensor *Xc = NULL, *Yc = NULL, *Yf = NULL;
     bool ok = lithe__tensor_alloc(be, c->xmin < 0 ? LITHE_I8 : LITHE_U8, 4, X->shape, false, &Xc) == LITHE_OK &&
@@ -959,6 +959,9 @@ int main(void) {
         {1, 4, 9, 5, 5, 1, 2, 1},   {1, 6, 8, 8, 3, 1, 2, 2}, {1, 2, 1, 1, 3, 1, 1, 1},
         /* planes past the driver's 256 KB chunk: channels by chunks of 5 (and 1), of 2 (and 1) per image */
         {1, 6, 112, 112, 3, 2, 1, 1}, {2, 3, 160, 160, 3, 1, 1, 1},
+        /* WebAssembly's one-pass 3x3 on codes (dw3_codes): rows under 8 outputs, a last step of 8
+         * overlapping the one before, at strides 1 and 2 */
+        {1, 5, 7, 7, 3, 1, 1, 1}, {1, 4, 14, 14, 3, 2, 1, 1}, {1, 3, 9, 13, 3, 1, 1, 1}, {2, 3, 12, 20, 3, 2, 1, 1},
     };
     for (size_t i = 0; i < sizeof D / sizeof D[0]; i++)
         for (int v = 0; v < 4; v++) {

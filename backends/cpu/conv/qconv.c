@@ -112,7 +112,7 @@ static void epi_codes_ref(const lithe__qconv *c, int64_t r0, int64_t rows, int64
 }
 
 const lithe__qconv_aux lithe__qconv_aux_ref = {quant_f32_ref, quant_i16_ref, quant_pairs_ref, epi_ref, quant_u8_ref,
-                                               quant_quads_ref, epi_codes_ref, NULL, NULL, NULL};
+                                               quant_quads_ref, epi_codes_ref, NULL, NULL, NULL, NULL};
 
 void lithe__qconv_ow_range(const lithe__conv2d *g, int64_t kw, int64_t *owa, int64_t *owb) {
     const int64_t s = g->stride[1], a = g->pad[1] - kw * g->dil[1];
@@ -384,6 +384,43 @@ static lithe_status depthwise(lithe_backend *be, const lithe__conv2d *g, const v
     return LITHE_OK;
 }
 
+bool lithe__qconv_dw3_fits(const lithe__conv2d *g) {
+    if (g->KH != 3 || g->KW != 3 || g->dil[0] != 1 || g->dil[1] != 1 || g->pad[0] != 1 || g->pad[1] != 1 ||
+        g->stride[0] != g->stride[1] || g->OH <= 0 || g->OW <= 0)
+        return false;
+    if (g->stride[0] == 1) return g->pad[2] == 1 && g->pad[3] == 1;
+    return g->stride[0] == 2 && 2 * g->OH <= g->H && 2 * g->OW <= g->W;
+}
+int64_t lithe__qconv_dw3_ld(const lithe__conv2d *g) { return (g->W + 2 + 16 + 7) / 8 * 8; }
+int64_t lithe__qconv_dw3_buf(const lithe__conv2d *g) { return (g->H + 2) * lithe__qconv_dw3_ld(g); }
+
+/* The driver below takes the aux table's dw3_codes, where it has one, for a 3x3 depthwise from codes
+ * to requantized codes (WebAssembly's one pass: the same bits as depthwise() above), over the pool:
+ * task i runs its share of the planes in buffer i (zeroed here once: the padding and the slack,
+ * which the kernel never writes) */
+typedef struct dw3_task {
+    const lithe__conv2d *g;
+    const uint8_t *X;
+    const lithe__qx *q;
+    const float *w;
+    const lithe__qconv *c;
+    const lithe__qconv_aux *aux;
+    int16_t *buf;
+    int64_t per;
+} dw3_task;
+
+static void dw3_run(void *ctx, int64_t i0, int64_t i1) {
+    const dw3_task *t = ctx;
+    const int64_t np = t->g->N * t->g->C, nb = lithe__qconv_dw3_buf(t->g);
+    for (int64_t i = i0; i < i1; i++) {
+        int16_t *buf = t->buf + i * nb;
+        const int64_t p0 = i * t->per, p1 = p0 + t->per < np ? p0 + t->per : np;
+        if (p0 >= p1) continue;
+        memset(buf, 0, (size_t)nb * sizeof *buf);
+        t->aux->dw3_codes(t->g, t->X, t->q, t->w, t->c, p0, p1, buf);
+    }
+}
+
 /* c's requantization (qconv.h's lithe__qconv_code) into rq, rb (M each): where the activation is
  * none, a relu or a clip; false otherwise (the float output's codes, quantized: to_codes) */
 static bool requant(lithe__qconv *c, const lithe__act *a, const lithe__qx *yq, const float *b, float *rq, float *rb) {
@@ -451,6 +488,15 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
 #if defined(__x86_64__) || defined(_M_X64)
     if (dw8) main_bytes = lithe__qdw8_ws_bytes(g), yf_bytes = 0; /* (its own scratch per chunk of planes) */
 #endif
+    /* codes in and requantized codes out through the aux table's one-pass 3x3 (a buffer per task) */
+    const lithe__qconv_aux *aux = lithe__qconv_aux_best();
+    int cl1 = 0; /* requant's condition: no activation, a relu or a clip */
+    float lo1, hi1;
+    const bool requantizes = yc && (!a || (lithe__sgemm_act_clamp(a, &cl1, &lo1, &hi1) &&
+                                           (cl1 == LITHE__SGEMM_CLAMP_RELU || cl1 == LITHE__SGEMM_CLAMP_CLIP)));
+    const bool dw3 = dw && !dw8 && xc && requantizes && aux->dw3_codes && lithe__qconv_dw3_fits(g);
+    const int64_t dw3_tasks = dw3 ? lithe__pool_threads(lithe__cpu_pool()) : 0;
+    if (dw3) main_bytes = (size_t)(dw3_tasks * lithe__qconv_dw3_buf(g)) * sizeof(int16_t), yf_bytes = 0;
     const size_t bytes = sc_bytes + (main_bytes + 63) / 64 * 64 + yf_bytes;
     void *ws = NULL;
     LITHE__TRY(be->ops->alloc(be, bytes, &ws));
@@ -463,7 +509,6 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
     for (int64_t m = 0; m < g->M; m++) ones[m] = 1.0f;
     c.yq = &yq;
     const bool rqo = yc && requant(&c, a, &yq, c.b, scale + g->M, scale + 2 * g->M);
-    const lithe__qconv_aux *aux = lithe__qconv_aux_best();
     lithe_status s = LITHE_OK;
     char *buf = (char *)ws + sc_bytes;
     uint8_t *Yc = yc ? (uint8_t *)lithe__tdata(Y) : NULL;
@@ -473,6 +518,11 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
         c.xlo = xmin - xz, c.Wb = wf, c.wsum = wf + g->M * g->KH * ((g->KW + 3) / 4);
         lithe__qdw8_run(g, X, &q, &c, aux, kdw, buf, yc ? NULL : Yf, Yc);
 #endif
+    } else if (dw3) { /* (rqo holds: requantizes is requant's condition) */
+        const int64_t np = g->N * g->C, per = (np + dw3_tasks - 1) / dw3_tasks;
+        dw3_task t = {g, X, &q, (const float *)wf, &c, aux, (int16_t *)buf, per};
+        c.Yc = Yc;
+        lithe__pool_for(lithe__cpu_pool(), dw3_tasks, 1, dw3_run, &t);
     } else if (dw) {
         s = depthwise(be, g, X, &q, (const float *)wf, &c, aux, (float *)buf, Yf, Yc, &yq);
     } else {

@@ -156,6 +156,7 @@ void lithe__qconv_codes_quads(int64_t n, const uint8_t *x, int64_t stride, int n
  *   epi         rows [r0, r0 + rows) of n values at y (row r at y + (r - r0)·n, its filter r mod M):
  *               y = act((y · scale[m]) (+ b[m])), c's epilogue on float sums in place (the twin's
  *               per filter, the depthwise kernel's over every image's channels in one call) */
+struct lithe__conv2d;
 typedef struct lithe__qconv_aux {
     void (*quant_f32)(int64_t n, const float *x, const struct lithe__qx *q, float *y);
     void (*quant_i16)(int64_t n, const float *x, const struct lithe__qx *q, int16_t *y);
@@ -173,6 +174,15 @@ typedef struct lithe__qconv_aux {
     void (*codes_pairs)(int64_t n, const uint8_t *x0, const uint8_t *x1, const struct lithe__qx *q, int16_t *d);
     /* lithe__qconv_codes_f32 (the depthwise's codes in; NULL: the twin) */
     void (*codes_f32)(int64_t n, const uint8_t *x, const struct lithe__qx *q, float *y);
+    /* The 3x3 depthwise from codes to requantized codes in one pass (NULL: none; conv_q8 runs it where
+     * lithe__qconv_dw3_fits(g), X is codes and c->rq is set): planes [p0, p1) of X (N, C, H, W codes on
+     * q's grid), plane p's channel m = p mod C with taps w + 9m (w - zw as floats: w_form's 2), each
+     * plane's x - zx staged as int16 in buf (lithe__qconv_dw3_buf(g) values: H + 2 rows of
+     * lithe__qconv_dw3_ld(g), the padding's and the slack's zeros written by the caller once), the
+     * exact int32 sum of the 9 products, then lithe__qconv_code into c->Yc + p·OH·OW: the bits of the
+     * float path (codes_f32, the float depthwise's exact integer sums, epi_codes). */
+    void (*dw3_codes)(const struct lithe__conv2d *g, const uint8_t *X, const struct lithe__qx *q, const float *w,
+                      const struct lithe__qconv *c, int64_t p0, int64_t p1, int16_t *buf);
 } lithe__qconv_aux;
 extern const lithe__qconv_aux lithe__qconv_aux_ref;
 #if defined(__x86_64__) || defined(_M_X64)
@@ -181,7 +191,8 @@ extern const lithe__qconv_aux lithe__qconv_aux_avx2;
  * the VNNI kernel (an AVX-512 CPU) */
 extern const lithe__qconv_aux lithe__qconv_aux_avx512;
 #endif
-#if defined(__wasm_simd128__) /* qconv_wasm.c: quant_f32, quant_i16, quant_pairs, epi (the u8 form's: the twins) */
+#if defined(__wasm_simd128__) /* qconv_wasm.c: quant_f32, quant_i16, quant_pairs, epi, epi_codes, codes_pairs,
+                                * codes_f32, dw3_codes (the u8 form's: the twins) */
 extern const lithe__qconv_aux lithe__qconv_aux_wasm;
 #endif
 /* The passes the CPU runs (LITHE_CPU_ISA=scalar: the twins). */
@@ -192,6 +203,12 @@ const lithe__qconv_aux *lithe__qconv_aux_best(void);
  * window of g (group 1; tmp: C·H·W int16 of scratch, unused for 1x1); Wp of W (M, K) int8 with zero
  * points zw (n_zw = M or 1). */
 struct lithe__conv2d;
+/* dw3_codes' geometry: a 3x3 window, dilation 1, padding 1 at the top and left, stride 1 with padding 1
+ * all round or stride 2 reading no bottom or right padding (2·OH <= H, 2·OW <= W); its int16 rows'
+ * length (W, the padding, 16 of slack: the last vector of 8 outputs reads past OW) and buf's values */
+bool lithe__qconv_dw3_fits(const struct lithe__conv2d *g);
+int64_t lithe__qconv_dw3_ld(const struct lithe__conv2d *g);
+int64_t lithe__qconv_dw3_buf(const struct lithe__conv2d *g);
 /* The outputs ow of a row whose input column iw = ow·s - a (s = stride, a = pad - kw·dil) lies in the
  * image: [*owa, *owb) (both packings' gather) */
 void lithe__qconv_ow_range(const struct lithe__conv2d *g, int64_t kw, int64_t *owa, int64_t *owb);

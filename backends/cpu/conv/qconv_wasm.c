@@ -17,6 +17,9 @@
  * fused:QConv's): one more copy requantizes the accumulators in the store (lithe__qconv_code, the
  * operations of epi_codes below), no float32 sums written.
  *
+ * The 3x3 depthwise layers between fused:QConv nodes (codes in, codes out) run dw3_codes below: the
+ * same dot of int16 pairs on each plane's rows, requantized in registers (no float32 planes).
+ *
  * Relaxed SIMD's i32x4.relaxed_dot_i8x16_i7x16_add_s needs int8 operands with one side 7-bit; the
  * differences x - zx and w - zw span 9 bits, so it cannot take this packing exactly: the relaxed
  * module runs this kernel too. */
@@ -28,6 +31,7 @@
 #include <wasm_simd128.h>
 
 #include "../gemm/gemm.h"
+#include "../../../core/backend.h"
 
 /* (float)acc · scale (+ b), then the clamp cl (a constant in each copy of the tile: 0 for none) */
 static inline __attribute__((always_inline)) void store4(const lithe__qconv *c, int64_t m, int64_t p, v128_t acc,
@@ -339,6 +343,79 @@ static void codes_f32(int64_t n, const uint8_t *x, const lithe__qx *q, float *y)
     if (i < n) lithe__qconv_codes_f32(n - i, x + i, q, y + i);
 }
 
-const lithe__qconv_aux lithe__qconv_aux_wasm = {quant_f32, quant_i16, quant_pairs, epi, quant_u8, quant_quads, epi_codes,
-                                                NULL, codes_pairs, codes_f32};
+/* qconv.h's dw3_codes: each plane's codes less zx as int16 into buf's rows 1 .. H from column 1 (the
+ * padding's zeros around them, the caller's), then per output row 8 outputs a step, the exact int32
+ * sums by i32x4.dot_i16x8_s of a row's int16 pairs with a pair of taps: at stride 1 the outputs
+ * split even / odd (lane j: output q + 2j, q + 2j + 1), taps (0, 1) from the pairs at q and q + 1,
+ * tap 2 from the pairs at q + 1 and q + 2 by (0, w2); at stride 2 the pairs at 2q (taps 0, 1) and
+ * 2q + 2 (tap 2 by (w2, 0)), outputs in order. Each sum (|·| <= 9·255·255 < 2^24: its float exact)
+ * requantized as epi_codes (requant4), narrowed to bytes (stride 1: interleaved back by one
+ * shuffle), stored 8 a step (the last step overlapping the one before; rows under 8 wide through a
+ * buffer). */
+static inline __attribute__((always_inline)) v128_t pair16(float a, float b) {
+    return wasm_i32x4_splat((int32_t)(((uint32_t)(uint16_t)(int16_t)b << 16) | (uint16_t)(int16_t)a));
+}
+static void dw3_codes(const lithe__conv2d *g, const uint8_t *X, const lithe__qx *q, const float *w,
+                      const lithe__qconv *c, int64_t p0, int64_t p1, int16_t *buf) {
+    const int64_t H = g->H, W = g->W, OH = g->OH, OW = g->OW, ld = lithe__qconv_dw3_ld(g), s = g->stride[0];
+    const lithe__qx *yq = c->yq;
+    const v128_t z = wasm_i16x8_splat((int16_t)q->zx), flip = wasm_i8x16_splat(yq->src == 2 ? (int8_t)0x80 : 0),
+                 clo = wasm_f32x4_splat(c->clo), chi = wasm_f32x4_splat(c->chi),
+                 rb0 = wasm_i32x4_splat(0x4B400000 + (int32_t)yq->lo);
+    const bool s8 = q->src == 2;
+    for (int64_t p = p0; p < p1; p++) {
+        const int64_t m = p % g->C;
+        const uint8_t *x = X + p * H * W;
+        for (int64_t h = 0; h < H; h++) { /* the plane's rows as x - zx */
+            int16_t *d = buf + (h + 1) * ld + 1;
+            const uint8_t *xr = x + h * W;
+            int64_t i = 0;
+            for (; i + 8 <= W; i += 8)
+                wasm_v128_store(d + i, wasm_i16x8_sub(s8 ? wasm_i16x8_load8x8(xr + i) : wasm_u16x8_load8x8(xr + i), z));
+            for (; i < W; i++) d[i] = (int16_t)((s8 ? (int32_t)(int8_t)xr[i] : (int32_t)xr[i]) - q->zx);
+        }
+        const float *t = w + 9 * m;
+        const v128_t w01[3] = {pair16(t[0], t[1]), pair16(t[3], t[4]), pair16(t[6], t[7])};
+        const v128_t w2[3] = {s == 1 ? pair16(0, t[2]) : pair16(t[2], 0), s == 1 ? pair16(0, t[5]) : pair16(t[5], 0),
+                              s == 1 ? pair16(0, t[8]) : pair16(t[8], 0)};
+        const v128_t rq = wasm_f32x4_splat(c->rq[m]), rb = wasm_f32x4_splat(c->rb[m]);
+        uint8_t *y = c->Yc + p * OH * OW;
+        for (int64_t o = 0; o < OH; o++)
+            for (int64_t q0 = 0; q0 < OW; q0 += 8) {
+                const int64_t qq = OW < 8 ? 0 : q0 + 8 <= OW ? q0 : OW - 8;
+                v128_t a = wasm_i32x4_const_splat(0), b = a, h;
+                for (int k = 0; k < 3; k++) {
+                    const int16_t *r = buf + (s * o + k) * ld;
+                    if (s == 1) {
+                        const v128_t x0 = wasm_v128_load(r + qq), x1 = wasm_v128_load(r + qq + 1),
+                                     x2 = wasm_v128_load(r + qq + 2);
+                        a = wasm_i32x4_add(a, wasm_i32x4_add(wasm_i32x4_dot_i16x8(x0, w01[k]), wasm_i32x4_dot_i16x8(x1, w2[k])));
+                        b = wasm_i32x4_add(b, wasm_i32x4_add(wasm_i32x4_dot_i16x8(x1, w01[k]), wasm_i32x4_dot_i16x8(x2, w2[k])));
+                    } else {
+                        r += 2 * qq;
+                        a = wasm_i32x4_add(a, wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_load(r), w01[k]),
+                                                             wasm_i32x4_dot_i16x8(wasm_v128_load(r + 2), w2[k])));
+                        b = wasm_i32x4_add(b, wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_load(r + 8), w01[k]),
+                                                             wasm_i32x4_dot_i16x8(wasm_v128_load(r + 10), w2[k])));
+                    }
+                }
+                h = wasm_u16x8_narrow_i32x4(requant4(wasm_f32x4_convert_i32x4(a), rq, rb, clo, chi, rb0),
+                                            requant4(wasm_f32x4_convert_i32x4(b), rq, rb, clo, chi, rb0));
+                h = s == 1 ? wasm_i8x16_shuffle(h, h, 0, 8, 2, 10, 4, 12, 6, 14, 0, 8, 2, 10, 4, 12, 6, 14)
+                           : wasm_u8x16_narrow_i16x8(h, h);
+                h = wasm_v128_xor(h, flip);
+                if (OW >= 8) {
+                    wasm_v128_store64_lane(y + o * OW + qq, h, 0);
+                } else {
+                    uint8_t tb[16];
+                    wasm_v128_store(tb, h);
+                    memcpy(y + o * OW, tb, (size_t)OW);
+                }
+            }
+    }
+}
+
+const lithe__qconv_aux lithe__qconv_aux_wasm = {quant_f32, quant_i16, quant_pairs, epi,       quant_u8, quant_quads,
+                                                epi_codes, NULL,      codes_pairs, codes_f32, dw3_codes};
+
 #endif
