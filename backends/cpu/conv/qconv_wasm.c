@@ -4,12 +4,8 @@
  * per filter in panels of MR = 4): per K pair one i32x4.dot_i16x8_s of four pixels' pairs by the
  * filter's splatted pair gives each pixel's two products summed in its int32 lane — exact for any
  * 8-bit codes (|x - zx|, |w - zw| <= 255: a pair sum below 2^17). Tile: 4 filters × 8 pixels, 8
- * accumulators, two v128 loads of X and one of W per K pair, its 4 pairs splatted by i32x4 shuffles
- * (V8: one pshufd each, where a load32_splat at w + 4·i cost a broadcast and the address's add: 231.6
- * -> 220.2 M instructions per mobilenet_v2 int8 predict, q24z); at most 13 live vectors, in x86-64's
- * 16 xmm registers; the loop ends on W's pointer (an i32 compare, not an i64 count). A last block of
- * at most 4 pixels runs X's first vector only; of one pixel, its pair splatted against the 4 filters'
- * pairs (one dot a K pair). The epilogue is the scalar twin's: (float)acc · scale (+ b),
+ * accumulators, two v128 loads of X and four load32_splat of W per K pair (12 live vectors: V8 keeps
+ * them in x86-64's 16 xmm registers). The epilogue is the scalar twin's: (float)acc · scale (+ b),
  * mul then add (no FMA), the clamp (relu, clip, HardSwish: gemm.h's lithe__wasm_clamp, the twin's
  * lithe__sgemm_clamp1 as pmin / pmax) in registers, stored into Y's rows (a partial last vector
  * through a buffer; whole tiles without bounds tests); another activation runs over the tile's rows
@@ -95,36 +91,23 @@ static inline __attribute__((always_inline)) void codes8x2(const lithe__qconv *c
 #define KSTEP(x, w)                                                                                                 \
     do {                                                                                                            \
         const v128_t x0 = wasm_v128_load(x), x1 = wasm_v128_load((x) + 8);                                          \
-        const v128_t wq = wasm_v128_load(w);                                                                        \
-        v128_t wv = wasm_i32x4_shuffle(wq, wq, 0, 0, 0, 0);                                                         \
+        v128_t wv = wasm_v128_load32_splat(&(w)[0]);                                                                \
         DOT(a00, x0, wv);                                                                                           \
         DOT(a01, x1, wv);                                                                                           \
-        wv = wasm_i32x4_shuffle(wq, wq, 1, 1, 1, 1);                                                                \
+        wv = wasm_v128_load32_splat(&(w)[1]);                                                                       \
         DOT(a10, x0, wv);                                                                                           \
         DOT(a11, x1, wv);                                                                                           \
-        wv = wasm_i32x4_shuffle(wq, wq, 2, 2, 2, 2);                                                                \
+        wv = wasm_v128_load32_splat(&(w)[2]);                                                                       \
         DOT(a20, x0, wv);                                                                                           \
         DOT(a21, x1, wv);                                                                                           \
-        wv = wasm_i32x4_shuffle(wq, wq, 3, 3, 3, 3);                                                                \
+        wv = wasm_v128_load32_splat(&(w)[3]);                                                                       \
         DOT(a30, x0, wv);                                                                                           \
         DOT(a31, x1, wv);                                                                                           \
     } while (0)
 
-/* the last block's pixels when P - p <= 4: x0's 4 only (the 7x7 layers' P = 49 ends in 1, 14x14's in 4) */
-#define KSTEP4(x, w)                                                                                                \
-    do {                                                                                                            \
-        const v128_t x0 = wasm_v128_load(x), wq = wasm_v128_load(w);                                                \
-        DOT(a00, x0, wasm_i32x4_shuffle(wq, wq, 0, 0, 0, 0));                                                       \
-        DOT(a10, x0, wasm_i32x4_shuffle(wq, wq, 1, 1, 1, 1));                                                       \
-        DOT(a20, x0, wasm_i32x4_shuffle(wq, wq, 2, 2, 2, 2));                                                       \
-        DOT(a30, x0, wasm_i32x4_shuffle(wq, wq, 3, 3, 3, 3));                                                       \
-    } while (0)
-
 /* codes: c->Yc's requantized codes (the clamp in clo, chi), else floats with the clamp cl */
-static inline __attribute__((always_inline)) void tiles(const lithe__qconv *c0, int64_t m0, int64_t m1, int cl,
+static inline __attribute__((always_inline)) void tiles(const lithe__qconv *c, int64_t m0, int64_t m1, int cl,
                                                         bool codes) {
-    /* a local copy: its fields stay in locals across the stores (a store through Y or Yc may alias *c0) */
-    const lithe__qconv cc = *c0, *const c = &cc;
     const int64_t Kp = c->Kp, P8 = c->P8;
     const bool act = !codes && !cl && c->act; /* a clamp is applied in the store, in registers */
     const float lo = c->lo, hi = c->hi;
@@ -141,25 +124,9 @@ static inline __attribute__((always_inline)) void tiles(const lithe__qconv *c0, 
                    a30 = a00, a31 = a00;
             const int16_t *x = c->X + p * 2;
             const int32_t *w = wp;
+            int64_t kp = 0;
             /* (two K pairs a step measured +25 M instructions per mobilenet_v2 predict: V8 spills) */
-            const int32_t *we = wp + Kp * LITHE__QC_MR;
-            if (p + 1 == c->P) { /* one pixel (7x7's P = 49): its pair splatted, the 4 filters' in one vector */
-                v128_t a = a00;
-                for (; w < we; x += P8 * 2, w += LITHE__QC_MR) DOT(a, wasm_v128_load32_splat(x), wasm_v128_load(w));
-                /* filter r's sum in lane 0 of row r's vector (lanes 1-3: pixels past P, not stored) */
-                a00 = a, a10 = wasm_i32x4_shuffle(a, a, 1, 1, 1, 1), a20 = wasm_i32x4_shuffle(a, a, 2, 2, 2, 2),
-                a30 = wasm_i32x4_shuffle(a, a, 3, 3, 3, 3);
-            } else if (p + 4 >= c->P) { /* a01 .. a31 stay 0: their pixels are past P */
-                for (; w < we; x += P8 * 2, w += LITHE__QC_MR) KSTEP4(x, w);
-            } else {
-                for (; w < we; x += P8 * 2, w += LITHE__QC_MR) {
-                    /* x opaque each step: clang's loop strength reduction cannot turn x + 8 into a
-                     * pointer of its own (a non-inbounds add), so its load keeps the memarg offset
-                     * (V8: [base + x + 16], no leal; 220.2 -> 212.6 M instructions a predict) */
-                    __asm__("" : "+r"(x));
-                    KSTEP(x, w);
-                }
-            }
+            for (; kp < Kp; kp++, x += P8 * 2, w += LITHE__QC_MR) KSTEP(x, w);
             const bool whole = m + LITHE__QC_MR <= c->M && p + 8 <= c->P; /* no bounds per vector */
             if (codes) {
                 if (whole) {
@@ -187,7 +154,6 @@ static inline __attribute__((always_inline)) void tiles(const lithe__qconv *c0, 
     }
 }
 #undef KSTEP
-#undef KSTEP4
 
 /* one copy of the tile per clamp (mobilenet's Clip(0, 6) after nearly every QConv): its select in
  * registers at the store, not a scalar pass over the stored rows; one for codes out (c->Yc: the
