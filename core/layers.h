@@ -103,9 +103,11 @@ lithe_status lithe__lora_attach(lithe_model *m, const char *pn, int64_t rank, do
                                 lithe_tensor *A, lithe_tensor *B, lithe_rng *rng);
 void lithe__lora_detach(lithe_model *m, const char *pn);
 void lithe__lora_freeze_base(lithe_model *const *nodes, size_t n);
-/* Whether m's param carries an adapter, and whether a name is an adapter's own (lora_A:, lora_B:). */
+/* Whether m's param carries an adapter, and whether a name is an adapter's own param (lora_A:,
+ * lora_B:) or attr (lora_alpha:, lora_layout:). */
 bool lithe__lora_owned(const lithe_model *m, const char *param);
 bool lithe__lora_param(const char *name);
+bool lithe__lora_attr(const char *name);
 /* Whether m's tree holds an adapter, with the walk's status (lithe_model_lora_count says 0 when the
  * walk cannot allocate; checks that refuse adapted models use this). */
 lithe_status lithe__lora_any(lithe_model *m, bool *any);

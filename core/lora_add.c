@@ -39,6 +39,10 @@ bool lithe__lora_param(const char *name) {
     return !strncmp(name, PRE_A, sizeof PRE_A - 1) || !strncmp(name, PRE_B, sizeof PRE_B - 1);
 }
 
+bool lithe__lora_attr(const char *name) {
+    return !strncmp(name, PRE_ALPHA, sizeof PRE_ALPHA - 1) || !strncmp(name, PRE_LAYOUT, sizeof PRE_LAYOUT - 1);
+}
+
 /* D's (rows, cols) from P's shape: layout k >= 1: rows = prod(shape[:k]), cols = the rest; LITHE__LORA_T:
  * a 2-D (in, out) P, so D = Pᵀ. */
 static void layout_dims(const lithe_tensor *P, int layout, int64_t *rows, int64_t *cols) {

@@ -334,6 +334,9 @@ static lithe_status check_node(const node_list *nl, size_t i, const mp_obj *info
         LITHE__TRY(need(&attrs->items[2 * a + 1], MP_BIN, "an attr value", i));
         mp_doc d;
         key_str(&attrs->items[2 * a], k, sizeof k);
+        if (lithe__lora_attr(k)) /* Thinc has no adapters: what loaded could not be saved back */
+            return lithe__fail(LITHE_ERR_UNSUPPORTED, "%s: node %zu (%s): attr '%s' is a LoRA adapter's; Thinc bytes "
+                               "carry none (an adapter file loads with lithe_model_load_lora)", WHAT, i, node->name, k);
         char what[192];
         snprintf(what, sizeof what, "%s: node %zu (%s) attr '%s'", WHAT, i, node->name, k);
         LITHE__TRY(mp_parse(attrs->items[2 * a + 1].data, attrs->items[2 * a + 1].len, what, &d));

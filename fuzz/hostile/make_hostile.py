@@ -136,6 +136,14 @@ with open(os.path.join(here, "thinc_shape_wraps.bin"), "wb") as f:
     f.write(packb(d, use_bin_type=True))
 print("wrote thinc_shape_wraps.bin")
 
+# The same Relu's bytes with an attr "lora_alpha:W" (lithe's LoRA adapter attr): it loaded, and then
+# lithe_model_to_thinc_bytes refused to save what had loaded (fuzz_thinc_bytes, CI of 2026-11-30).
+d = unpackb(relu.to_bytes(), raw=False)
+d["attrs"][0]["lora_alpha:W"] = packb(8.0)
+with open(os.path.join(here, "thinc_lora_alpha.bin"), "wb") as f:
+    f.write(packb(d, use_bin_type=True))
+print("wrote thinc_lora_alpha.bin")
+
 # TF.js: the fuzz seed mlp (Dense, Dropout, Dense) with its second Dense renamed to the first's
 # name, and with its Dropout rate 5.0; each model.json beside its own weights file.
 seed = open(os.path.join(here, "..", "corpus", "tfjs", "mlp.bin"), "rb").read()
