@@ -112,7 +112,7 @@ static void epi_codes_ref(const lithe__qconv *c, int64_t r0, int64_t rows, int64
 }
 
 const lithe__qconv_aux lithe__qconv_aux_ref = {quant_f32_ref, quant_i16_ref, quant_pairs_ref, epi_ref, quant_u8_ref,
-                                               quant_quads_ref, epi_codes_ref, NULL, NULL, NULL, NULL};
+                                               quant_quads_ref, epi_codes_ref, NULL, NULL, NULL, NULL, NULL};
 
 void lithe__qconv_ow_range(const lithe__conv2d *g, int64_t kw, int64_t *owa, int64_t *owb) {
     const int64_t s = g->stride[1], a = g->pad[1] - kw * g->dil[1];
@@ -148,28 +148,51 @@ void lithe__qconv_pack_x(const lithe__conv2d *g, const void *Xv, const lithe__qx
         }
         return;
     }
-    if (q->src)
-        lithe__qconv_codes_i16(g->C * g->H * g->W, Xc, q, tmp);
-    else
-        aux->quant_i16(g->C * g->H * g->W, X, q, tmp);
-    memset(Xp, 0, (size_t)(Kp * P8 * 2) * sizeof *Xp); /* past P, the odd K's last half, padding */
-    for (int64_t c = 0; c < g->C; c++)
-        for (int64_t kh = 0; kh < g->KH; kh++)
-            for (int64_t kw = 0; kw < g->KW; kw++) {
-                int64_t k = (c * g->KH + kh) * g->KW + kw;
-                int16_t *d = Xp + (k >> 1) * P8 * 2 + (k & 1);
-                /* the outputs whose column iw = ow·s - a is inside the row: ow in [owa, owb) */
-                const int64_t s = g->stride[1], a = g->pad[1] - kw * g->dil[1];
-                int64_t owa, owb;
-                lithe__qconv_ow_range(g, kw, &owa, &owb);
-                for (int64_t oh = 0; oh < g->OH; oh++) {
-                    int64_t ih = oh * g->stride[0] - g->pad[0] + kh * g->dil[0];
-                    if (ih < 0 || ih >= g->H) continue; /* zeros: the zero point's code */
-                    const int16_t *row = tmp + (c * g->H + ih) * g->W;
-                    int16_t *dr = d + 2 * oh * g->OW;
-                    for (int64_t ow = owa; ow < owb; ow++) dr[2 * ow] = row[ow * s - a];
-                }
+    /* the image once as padded int16 rows (qconv.h), then per K pair and output row one gather */
+    const int64_t ld = lithe__qconv_pack_ld(g), lw = g->pad[1], rw = ld - lw - g->W, nr = g->C * g->H;
+    memset(tmp, 0, 8 * sizeof *tmp);
+    tmp += 8;
+    for (int64_t r = 0; r < nr; r++) {
+        int16_t *d = tmp + r * ld;
+        memset(d, 0, (size_t)lw * sizeof *d);
+        if (q->src)
+            lithe__qconv_codes_i16(g->W, Xc + r * g->W, q, d + lw);
+        else
+            aux->quant_i16(g->W, X + r * g->W, q, d + lw);
+        memset(d + lw + g->W, 0, (size_t)rw * sizeof *d);
+    }
+    const int16_t *zero = tmp + nr * ld;
+    memset(tmp + nr * ld, 0, (size_t)(lithe__qconv_pack_tmp(g) - 8 - nr * ld) * sizeof *tmp);
+    void (*gather)(int64_t, const int16_t *, const int16_t *, int64_t, int16_t *) =
+        aux->gather_pairs ? aux->gather_pairs : lithe__qconv_gather_pairs;
+    const int64_t KK = g->KH * g->KW;
+    for (int64_t kp = 0; kp < Kp; kp++) {
+        int16_t *d = Xp + kp * P8 * 2;
+        for (int64_t oh = 0; oh < g->OH; oh++) {
+            const int16_t *r[2];
+            for (int j = 0; j < 2; j++) { /* the row k = 2kp + j reads for this output row (zeros past K) */
+                const int64_t k = 2 * kp + j, c = k / KK, kh = k % KK / g->KW, kw = k % g->KW;
+                const int64_t ih = oh * g->stride[0] - g->pad[0] + kh * g->dil[0];
+                r[j] = k >= K || ih < 0 || ih >= g->H ? zero : tmp + (c * g->H + ih) * ld + kw * g->dil[1];
             }
+            gather(g->OW, r[0], r[1], g->stride[1], d + 2 * oh * g->OW);
+        }
+        memset(d + 2 * P, 0, (size_t)(P8 - P) * 2 * sizeof *d);
+    }
+}
+
+/* tmp's rows: wide enough for every column the window reads (s·(OW - 1) + dil·(KW - 1) from column
+ * 0 of the padded row) and for the padding given; tmp: 8 values of slack, the C·H rows, the zero row,
+ * 16 values of slack (a SIMD gather's vectors may load a few values before the first it keeps and
+ * after the last: zeros, or another row's values, never kept) */
+int64_t lithe__qconv_pack_ld(const lithe__conv2d *g) {
+    const int64_t a = g->pad[1] + g->W + g->pad[3], b = g->stride[1] * (g->OW - 1) + g->dil[1] * (g->KW - 1) + 1;
+    return a > b ? a : b;
+}
+int64_t lithe__qconv_pack_tmp(const lithe__conv2d *g) { return 8 + (g->C * g->H + 1) * lithe__qconv_pack_ld(g) + 16; }
+
+void lithe__qconv_gather_pairs(int64_t n, const int16_t *r0, const int16_t *r1, int64_t s, int16_t *d) {
+    for (int64_t i = 0; i < n; i++) d[2 * i] = r0[s * i], d[2 * i + 1] = r1[s * i];
 }
 
 void lithe__qconv_pack_w(int64_t M, int64_t K, const int8_t *W, const int32_t *zw, int64_t n_zw, int32_t *Wp) {
@@ -482,7 +505,8 @@ lithe_status lithe__cpu_conv_q8(lithe_backend *be, const lithe__conv2d *g, const
     const size_t sc_bytes = (4 * (size_t)g->M * sizeof(float) + 63) / 64 * 64; /* scale, rq, rb, ones */
     const size_t cols = u8 ? (size_t)(Kq * P8 * 4) : (size_t)(Kp * P8 * 2) * sizeof(int16_t);
     size_t main_bytes =
-        dw ? (size_t)nt * sizeof(float) : cols + (u8 ? (size_t)(nt + 4 * P8) : (size_t)nt * sizeof(int16_t));
+        dw ? (size_t)nt * sizeof(float)
+           : cols + (u8 ? (size_t)(nt + 4 * P8) : (size_t)lithe__qconv_pack_tmp(g) * sizeof(int16_t));
     const int64_t cc = dw ? dw_chunk(g) : 0;
     size_t yf_bytes = !yc ? 0 : (size_t)(dw ? (cc >= g->C ? g->N * g->M : cc) : g->M) * (size_t)P * sizeof(float);
 #if defined(__x86_64__) || defined(_M_X64)

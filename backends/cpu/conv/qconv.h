@@ -183,6 +183,8 @@ typedef struct lithe__qconv_aux {
      * float path (codes_f32, the float depthwise's exact integer sums, epi_codes). */
     void (*dw3_codes)(const struct lithe__conv2d *g, const uint8_t *X, const struct lithe__qx *q, const float *w,
                       const struct lithe__qconv *c, int64_t p0, int64_t p1, int16_t *buf);
+    /* lithe__qconv_gather_pairs (the columns' gather of pack_x; NULL: the twin) */
+    void (*gather_pairs)(int64_t n, const int16_t *r0, const int16_t *r1, int64_t s, int16_t *d);
 } lithe__qconv_aux;
 extern const lithe__qconv_aux lithe__qconv_aux_ref;
 #if defined(__x86_64__) || defined(_M_X64)
@@ -199,10 +201,17 @@ extern const lithe__qconv_aux lithe__qconv_aux_wasm;
 const lithe__qconv_aux *lithe__qconv_aux_best(void);
 
 /* Packing, shared by the driver and the tests: Xp (Kp, P8, 2) of one image X (C, H, W: float32, or
- * codes where q->src says so) for the
- * window of g (group 1; tmp: C·H·W int16 of scratch, unused for 1x1); Wp of W (M, K) int8 with zero
- * points zw (n_zw = M or 1). */
+ * codes where q->src says so) for the window of g (group 1; tmp: lithe__qconv_pack_tmp(g) int16 of
+ * scratch, unused for a 1x1 stride-1 unpadded window); Wp of W (M, K) int8 with zero points zw
+ * (n_zw = M or 1). Other windows: the image quantized once into tmp as int16 rows of
+ * lithe__qconv_pack_ld(g) values (pad[1] zeros, the row, zeros to the end: every column a window
+ * reads), a zero row after them (the padding's rows, an odd K's last half), then per K pair and
+ * output row one gather (aux's gather_pairs, else the twin) writes the row's pixels' pairs. */
 struct lithe__conv2d;
+int64_t lithe__qconv_pack_ld(const struct lithe__conv2d *g);
+int64_t lithe__qconv_pack_tmp(const struct lithe__conv2d *g);
+/* d[2i] = r0[s·i], d[2i + 1] = r1[s·i] for i < n (the twin of aux's gather_pairs; s >= 1) */
+void lithe__qconv_gather_pairs(int64_t n, const int16_t *r0, const int16_t *r1, int64_t s, int16_t *d);
 /* dw3_codes' geometry: a 3x3 window, dilation 1, padding 1 at the top and left, stride 1 with padding 1
  * all round or stride 2 reading no bottom or right padding (2·OH <= H, 2·OW <= W); its int16 rows'
  * length (W, the padding, 16 of slack: the last vector of 8 outputs reads past OW) and buf's values */
@@ -210,7 +219,7 @@ bool lithe__qconv_dw3_fits(const struct lithe__conv2d *g);
 int64_t lithe__qconv_dw3_ld(const struct lithe__conv2d *g);
 int64_t lithe__qconv_dw3_buf(const struct lithe__conv2d *g);
 /* The outputs ow of a row whose input column iw = ow·s - a (s = stride, a = pad - kw·dil) lies in the
- * image: [*owa, *owb) (both packings' gather) */
+ * image: [*owa, *owb) (the u8 packing's gather) */
 void lithe__qconv_ow_range(const struct lithe__conv2d *g, int64_t kw, int64_t *owa, int64_t *owb);
 void lithe__qconv_pack_x(const struct lithe__conv2d *g, const void *X, const lithe__qx *q, int16_t *tmp, int16_t *Xp,
                          const lithe__qconv_aux *aux);

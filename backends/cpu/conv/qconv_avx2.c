@@ -200,7 +200,7 @@ static void quant_quads(int64_t n, const float *x, int64_t stride, int nrows, co
 }
 
 const lithe__qconv_aux lithe__qconv_aux_avx2 = {quant_f32, quant_i16, quant_pairs, epi, quant_u8,
-                                                quant_quads, NULL, NULL, NULL, NULL, NULL};
+                                                quant_quads, NULL, NULL, NULL, NULL, NULL, NULL};
 
 /* ---- the u8 x s8 tile (qconv.h: exact where lithe__qconv8_exact held at pack time) ---- */
 

@@ -262,7 +262,7 @@ static void codes_f32(int64_t n, const uint8_t *x, const lithe__qx *q, float *y)
 }
 
 const lithe__qconv_aux lithe__qconv_aux_avx512 = {quant_f32, quant_i16, quant_pairs, epi, quant_u8, quant_quads,
-                                                  epi_codes, codes_quads, NULL, codes_f32, NULL};
+                                                  epi_codes, codes_quads, NULL, codes_f32, NULL, NULL};
 
 /* ---- depthwise's u8 form (qconv.h: lithe__qdw8_fn), no staging array: per plane its u bytes (codes
  * copied, the int8 byte flipped; float32 quantized) between slack of the padding's u, the next plane
