@@ -13,7 +13,9 @@
  *     weight) against the same reference, bit for bit;
  *   - codes out (requantization, qconv.h's lithe__qconv_code): the twins' and the VNNI tile's
  *     stores, the passes' epi_codes and conv_q8's codes against the rule computed from the int64
- *     sums (requant_ref), bit for bit, and within one code of QuantizeLinear of the float output.
+ *     sums (requant_ref), bit for bit, and within one code of QuantizeLinear of the float output;
+ *   - WebAssembly's one-pass 3x3 depthwise on codes (dw3_codes) called directly on a range of planes:
+ *     the twin's codes of the int64 sums, no byte written outside its planes or past Y.
  * Geometries: 1x1 (odd K, P across the 16- and 8-pixel tiles and their tails), 1x1 stride 2, 3x3
  * stride 1 and 2 with padding, dilation 2; M across the 4-filter tiles; NaN, infinities and values
  * past the codes' range in X, and the quantizing passes on values at QuantizeLinear's ties.
@@ -896,6 +898,78 @@ static void codes_clamps(void) {
     (void)A, (void)name;
 }
 
+/* The aux table's one-pass 3x3 depthwise on codes (dw3_codes: WebAssembly's) called directly, on
+ * planes [1, C - 1) and then on all of them: each plane's codes against the twin's requantization
+ * (lithe__qconv_code) of the int64 sums over codes less zx and integer taps in [-255, 255] (±255
+ * among them), uint8 in / int8 out and int8 in / uint8 out, code bounds narrowed as by a relu or
+ * clip; the planes around the range and the bytes past Y keep their guard (a row's last step may
+ * store into the next row's start, never past its plane or Y). Widths under 8 (one vector a row, X's
+ * last row staged by elements), 8, and rows ending 1 .. 7 outputs past a step of 8, at strides 1 and
+ * 2. Skipped with a message where the table has no dw3_codes. */
+static void dw3_bounds(void) {
+    const lithe__qconv_aux *aux = lithe__qconv_aux_best();
+    if (!aux->dw3_codes) {
+        printf("qconv: no one-pass 3x3 depthwise on codes here (its checks skipped)\n");
+        return;
+    }
+    static const struct {
+        int64_t C, H, W, s;
+    } G[] = {{4, 7, 7, 1},  {3, 5, 3, 1},  {3, 1, 1, 1},   {4, 14, 14, 2}, {3, 6, 6, 2},   {3, 9, 13, 1},
+             {3, 4, 11, 1}, {3, 8, 8, 1},  {3, 10, 20, 2}, {3, 4, 2, 2},   {3, 6, 17, 1},  {3, 6, 16, 2},
+             {3, 2, 30, 2}};
+    for (size_t i = 0; i < sizeof G / sizeof G[0]; i++)
+        for (int v = 0; v < 2; v++) {
+            lithe__conv2d g;
+            geometry(&g, 1, G[i].C, G[i].H, G[i].W, G[i].C, 3, G[i].s, 1, 1, G[i].C);
+            char what[96];
+            snprintf(what, sizeof what, "dw3_codes %lldx%lldx%lld stride %lld v%d", (long long)g.C, (long long)g.H,
+                     (long long)g.W, (long long)G[i].s, v);
+            CHECK(lithe__qconv_dw3_fits(&g), "%s: fits", what);
+            const int64_t C = g.C, HW = g.H * g.W, P = g.OH * g.OW, ny = C * P;
+            const int32_t zx = v ? -3 : 131, xmin = v ? -128 : 0, zy = v ? 200 : -17, ymin = v ? 0 : -128;
+            const lithe__qx q = {0.05f, (float)(xmin - zx), (float)(xmin + 255 - zx), v ? 2 : 1, zx};
+            const lithe__qx yq = {0.1f, (float)(ymin - zy), (float)(ymin + 255 - zy), v ? 1 : 2, zy};
+            uint8_t *X = malloc((size_t)(C * HW)), *Y = malloc((size_t)ny + GUARD), *e = malloc((size_t)ny);
+            float *w = malloc((size_t)(9 * C) * sizeof *w), rq[4], rb[4];
+            int16_t *buf = calloc((size_t)lithe__qconv_dw3_buf(&g), sizeof *buf);
+            for (int64_t j = 0; j < C * HW; j++) X[j] = (uint8_t)urand32();
+            for (int64_t j = 0; j < 9 * C; j++)
+                w[j] = j % 7 == 0 ? (j % 2 ? 255.0f : -255.0f) : (float)((int32_t)(urand32() % 511) - 255);
+            for (int64_t m = 0; m < C; m++) rq[m] = 2e-4f * (float)(m + 1), rb[m] = (float)m * 7.5f - 9.0f;
+            lithe__qconv c = {.M = C, .P = P, .yq = &yq, .rq = rq, .rb = rb, .zy = zy};
+            c.clo = v ? yq.lo + 20.0f : yq.lo, c.chi = v ? yq.hi : yq.hi - 30.0f;
+            for (int64_t m = 0; m < C; m++) /* the twin's codes of the int64 sums */
+                for (int64_t oh = 0; oh < g.OH; oh++)
+                    for (int64_t ow = 0; ow < g.OW; ow++) {
+                        int64_t acc = 0;
+                        for (int64_t kh = 0; kh < 3; kh++)
+                            for (int64_t kw = 0; kw < 3; kw++) {
+                                const int64_t ih = oh * G[i].s - 1 + kh, iw = ow * G[i].s - 1 + kw;
+                                if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) continue;
+                                const uint8_t b = X[m * HW + ih * g.W + iw];
+                                acc += (int64_t)((v ? (int32_t)(int8_t)b : (int32_t)b) - zx) * (int64_t)w[9 * m + 3 * kh + kw];
+                            }
+                        e[m * P + oh * g.OW + ow] = lithe__qconv_code(&c, m, (float)acc);
+                    }
+            for (int run = 0; run < 2; run++) { /* planes [1, C - 1), then [0, C) */
+                memset(Y, 0xA5, (size_t)ny + GUARD);
+                c.Yc = Y;
+                aux->dw3_codes(&g, X, &q, w, &c, run ? 0 : 1, run ? C : C - 1, buf);
+                int bad = 0, past = 0;
+                for (int64_t j = 0; j < ny; j++) {
+                    const bool in = run || (j >= P && j < (C - 1) * P);
+                    bad += in && Y[j] != e[j];
+                    past += !in && Y[j] != 0xA5;
+                }
+                for (int64_t j = ny; j < ny + GUARD; j++) past += Y[j] != 0xA5;
+                CHECK(!bad, "%s (%s planes): %d of %lld codes off the twin's", what, run ? "all" : "inner", bad,
+                      (long long)ny);
+                CHECK(!past, "%s (%s planes): %d bytes written outside its planes", what, run ? "all" : "inner", past);
+            }
+            free(X), free(Y), free(e), free(w), free(buf);
+        }
+}
+
 int main(void) {
     static const struct {
         int64_t N, C, H, W, M, KH, s, pad, dil;
@@ -925,6 +999,7 @@ int main(void) {
     ties();
     codes_passes();
     codes_clamps();
+    dw3_bounds();
     for (size_t i = 0; i < sizeof G / sizeof G[0]; i++)
         for (int v = 0; v < 4; v++) {
             qcase c;

@@ -176,11 +176,12 @@ typedef struct lithe__qconv_aux {
     void (*codes_f32)(int64_t n, const uint8_t *x, const struct lithe__qx *q, float *y);
     /* The 3x3 depthwise from codes to requantized codes in one pass (NULL: none; conv_q8 runs it where
      * lithe__qconv_dw3_fits(g), X is codes and c->rq is set): planes [p0, p1) of X (N, C, H, W codes on
-     * q's grid), plane p's channel m = p mod C with taps w + 9m (w - zw as floats: w_form's 2), each
-     * plane's x - zx staged as int16 in buf (lithe__qconv_dw3_buf(g) values: H + 2 rows of
-     * lithe__qconv_dw3_ld(g), the padding's and the slack's zeros written by the caller once), the
-     * exact int32 sum of the 9 products, then lithe__qconv_code into c->Yc + p·OH·OW: the bits of the
-     * float path (codes_f32, the float depthwise's exact integer sums, epi_codes). */
+     * q's grid), plane p's channel m = p mod C with taps w + 9m (w - zw as floats: w_form's 2), buf
+     * the kernel's scratch (lithe__qconv_dw3_buf(g) values: room for H + 2 rows of
+     * lithe__qconv_dw3_ld(g), zeroed by the caller once: the padding and slack of the planes staged
+     * there as int16 x - zx), the exact int32 sum of the 9 products, then lithe__qconv_code into
+     * c->Yc + p·OH·OW — written there only: the bits of the float path (codes_f32, the float
+     * depthwise's exact integer sums, epi_codes). */
     void (*dw3_codes)(const struct lithe__conv2d *g, const uint8_t *X, const struct lithe__qx *q, const float *w,
                       const struct lithe__qconv *c, int64_t p0, int64_t p1, int16_t *buf);
     /* lithe__qconv_gather_pairs (the columns' gather of pack_x; NULL: the twin) */

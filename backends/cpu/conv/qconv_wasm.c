@@ -309,75 +309,180 @@ static void codes_f32(int64_t n, const uint8_t *x, const lithe__qx *q, float *y)
     if (i < n) lithe__qconv_codes_f32(n - i, x + i, q, y + i);
 }
 
-/* qconv.h's dw3_codes: each plane's codes less zx as int16 into buf's rows 1 .. H from column 1 (the
- * padding's zeros around them, the caller's), then per output row 8 outputs a step, the exact int32
- * sums by i32x4.dot_i16x8_s of a row's int16 pairs with a pair of taps: at stride 1 the outputs
- * split even / odd (lane j: output q + 2j, q + 2j + 1), taps (0, 1) from the pairs at q and q + 1,
- * tap 2 from the pairs at q + 1 and q + 2 by (0, w2); at stride 2 the pairs at 2q (taps 0, 1) and
- * 2q + 2 (tap 2 by (w2, 0)), outputs in order. Each sum (|·| <= 9·255·255 < 2^24: its float exact)
- * requantized as epi_codes (requant4), narrowed to bytes (stride 1: interleaved back by one
- * shuffle), stored 8 a step (the last step overlapping the one before; rows under 8 wide through a
- * buffer). */
-static inline __attribute__((always_inline)) v128_t pair16(float a, float b) {
-    return wasm_i32x4_splat((int32_t)(((uint32_t)(uint16_t)(int16_t)b << 16) | (uint16_t)(int16_t)a));
+/* qconv.h's dw3_codes: per output row 8 outputs a step, the exact int32 sums by i32x4.dot_i16x8_s of
+ * an input row's int16 pairs with pairs of taps: at stride 1 the outputs split even / odd (lane j:
+ * outputs q + 2j, q + 2j + 1), taps (0, 1) from the pairs at columns q - 1 and q, tap 2 from the
+ * pairs at q and q + 1 by (0, w2); at stride 2 the pairs at 2q - 1 (taps 0, 1) and 2q + 1 (tap 2 by
+ * (w2, 0)), outputs in order. Each sum (|·| <= 9·255·255 < 2^24: its float exact) requantized as
+ * epi_codes (requant4; u - 128 for int8 codes: rb0 + 128), narrowed to bytes (a shuffle of the low
+ * bytes; stride 1 interleaves back). A row's last step stores its 8 bytes into the next rows' start
+ * (written after it) where they stay in the plane, else the row's bytes exactly. The taps as int16
+ * by the magic-number add (integers in [-255, 255]: the twin's cast), paired by shuffles (lane 8 of
+ * the second operand: 0).
+ * Stride 1: each plane's codes less zx as int16 in buf's rows 1 .. H, column c at position c + 1
+ * (the padding's zeros around them, the caller's); rows 8 or more wide 8 a step (the last step
+ * overlapping the one before), read at positions q, q + 1, q + 2; a narrower row as one vector
+ * [0, x0 .. x6] (lanes past the right padding zeroed; the codes read past the row's end, never past
+ * X's: X's last row by elements), read back as that vector and the next (zeros), the shifts by
+ * shuffles — 7x7 planes are read right after they are staged, and a load spanning two stores waits
+ * for both to retire (that wait cost more than the sums).
+ * Stride 2 (no right or bottom padding read) reads the codes themselves, widened by the load
+ * (v128.load8x8), the padding's column and row as zx (a shuffle, a row of zx in buf) and zx·Σ taps
+ * taken off each sum: Σ (x - zx)·w exactly; a plane whose loads would pass X's end is copied into
+ * buf first. */
+static inline __attribute__((always_inline)) void dw3_taps(const float *t, const int64_t s, v128_t *w01, v128_t *w2) {
+    const v128_t mg = wasm_f32x4_const_splat(12582912.0f), mgb = wasm_i32x4_const_splat(0x4B400000),
+                 zero = wasm_i32x4_const_splat(0);
+#define DW3_INT(v) wasm_i32x4_sub(wasm_f32x4_add(v, mg), mgb)
+    const v128_t t07 = wasm_i16x8_narrow_i32x4(DW3_INT(wasm_v128_load(t)), DW3_INT(wasm_v128_load(t + 4))),
+                 t8 = DW3_INT(wasm_v128_load32_splat(t + 8));
+#undef DW3_INT
+    w01[0] = wasm_i16x8_shuffle(t07, t07, 0, 1, 0, 1, 0, 1, 0, 1);
+    w01[1] = wasm_i16x8_shuffle(t07, t07, 3, 4, 3, 4, 3, 4, 3, 4);
+    w01[2] = wasm_i16x8_shuffle(t07, t07, 6, 7, 6, 7, 6, 7, 6, 7);
+    w2[0] = s == 1 ? wasm_i16x8_shuffle(t07, zero, 8, 2, 8, 2, 8, 2, 8, 2)
+                   : wasm_i16x8_shuffle(t07, zero, 2, 8, 2, 8, 2, 8, 2, 8);
+    w2[1] = s == 1 ? wasm_i16x8_shuffle(t07, zero, 8, 5, 8, 5, 8, 5, 8, 5)
+                   : wasm_i16x8_shuffle(t07, zero, 5, 8, 5, 8, 5, 8, 5, 8);
+    w2[2] = s == 1 ? wasm_i16x8_shuffle(t8, zero, 8, 0, 8, 0, 8, 0, 8, 0)
+                   : wasm_i16x8_shuffle(t8, zero, 0, 8, 0, 8, 0, 8, 0, 8);
 }
+/* the sums a, b of outputs q0 .. q0 + 7 of row o as codes into the plane y */
+static inline __attribute__((always_inline)) void dw3_out(const lithe__conv2d *g, const int64_t s, v128_t a, v128_t b,
+                                                          v128_t rq, v128_t rb, v128_t clo, v128_t chi, v128_t rb0,
+                                                          uint8_t *y, int64_t o, int64_t q0) {
+    const int64_t OH = g->OH, OW = g->OW;
+    v128_t h = wasm_i16x8_narrow_i32x4(requant4(wasm_f32x4_convert_i32x4(a), rq, rb, clo, chi, rb0),
+                                       requant4(wasm_f32x4_convert_i32x4(b), rq, rb, clo, chi, rb0));
+    h = s == 1 ? wasm_i8x16_shuffle(h, h, 0, 8, 2, 10, 4, 12, 6, 14, 0, 8, 2, 10, 4, 12, 6, 14)
+               : wasm_i8x16_shuffle(h, h, 0, 2, 4, 6, 8, 10, 12, 14, 1, 1, 1, 1, 1, 1, 1, 1);
+    uint8_t *e = y + o * OW + q0;
+    if (q0 + 8 <= OW || o * OW + q0 + 8 <= OH * OW) { /* (past OW: into the next rows, written after) */
+        wasm_v128_store64_lane(e, h, 0);
+    } else { /* a step that would pass the plane's end: OW - q0 < 8 bytes exactly */
+        const int64_t n = OW - q0;
+        if (n & 4) wasm_v128_store32_lane(e, h, 0), h = wasm_u64x2_shr(h, 32), e += 4;
+        if (n & 2) wasm_v128_store16_lane(e, h, 0), h = wasm_u64x2_shr(h, 16), e += 2;
+        if (n & 1) wasm_v128_store8_lane(e, h, 0);
+    }
+}
+#define DW3_DOT2(x, u, y, v) wasm_i32x4_add(wasm_i32x4_dot_i16x8(x, u), wasm_i32x4_dot_i16x8(y, v))
+/* stride 1 (nar: W < 8) */
+static inline __attribute__((always_inline)) void dw3_s1(const lithe__conv2d *g, const bool nar, const uint8_t *x,
+                                                         const uint8_t *xend, const lithe__qx *q, const float *t,
+                                                         v128_t rq, v128_t rb, const lithe__qconv *c, uint8_t *y,
+                                                         int16_t *buf) {
+    const int64_t H = g->H, W = g->W, OH = g->OH, OW = g->OW, ld = lithe__qconv_dw3_ld(g);
+    const v128_t z = wasm_i16x8_splat((int16_t)q->zx), clo = wasm_f32x4_splat(c->clo), chi = wasm_f32x4_splat(c->chi),
+                 rb0 = wasm_i32x4_splat(0x4B400000 + (int32_t)c->yq->lo + (c->yq->src == 2 ? 128 : 0)),
+                 zero = wasm_i32x4_const_splat(0);
+    /* (rows under 8 wide) the lanes at positions <= W */
+    const v128_t keep = wasm_i16x8_gt(wasm_i16x8_splat((int16_t)(W + 1)), wasm_i16x8_make(0, 1, 2, 3, 4, 5, 6, 7));
+    const bool s8 = q->src == 2;
+#define DW3_LOAD(p) wasm_i16x8_sub(s8 ? wasm_i16x8_load8x8(p) : wasm_u16x8_load8x8(p), z)
+    for (int64_t h = 0; h < H; h++) { /* the plane's rows as x - zx */
+        int16_t *d = buf + (h + 1) * ld;
+        const uint8_t *xr = x + h * W;
+        if (W >= 8) {
+            int64_t i = 0;
+            for (; i + 8 <= W; i += 8) wasm_v128_store(d + 1 + i, DW3_LOAD(xr + i));
+            if (i < W) wasm_v128_store(d + 1 + W - 8, DW3_LOAD(xr + W - 8));
+        } else if (xr + 8 <= xend) {
+            const v128_t v = wasm_i16x8_shuffle(zero, DW3_LOAD(xr), 0, 8, 9, 10, 11, 12, 13, 14);
+            wasm_v128_store(d, wasm_v128_and(v, keep));
+        } else {
+            for (int64_t i = 0; i < W; i++)
+                d[i + 1] = (int16_t)((s8 ? (int32_t)(int8_t)xr[i] : (int32_t)xr[i]) - q->zx);
+        }
+    }
+#undef DW3_LOAD
+    v128_t w01[3], w2[3];
+    dw3_taps(t, 1, w01, w2);
+    for (int64_t o = 0; o < OH; o++)
+        for (int64_t q0 = 0; q0 < OW; q0 += 8) {
+            v128_t a = wasm_i32x4_const_splat(0), b = a;
+            for (int k = 0; k < 3; k++) {
+                const int16_t *r = buf + (o + k) * ld + q0;
+                const v128_t x0 = wasm_v128_load(r);
+                v128_t x1, x2;
+                if (nar) {
+                    const v128_t x8 = wasm_v128_load(r + 8);
+                    x1 = wasm_i16x8_shuffle(x0, x8, 1, 2, 3, 4, 5, 6, 7, 8);
+                    x2 = wasm_i16x8_shuffle(x0, x8, 2, 3, 4, 5, 6, 7, 8, 9);
+                } else {
+                    x1 = wasm_v128_load(r + 1), x2 = wasm_v128_load(r + 2);
+                }
+                a = wasm_i32x4_add(a, DW3_DOT2(x0, w01[k], x1, w2[k]));
+                b = wasm_i32x4_add(b, DW3_DOT2(x1, w01[k], x2, w2[k]));
+            }
+            dw3_out(g, 1, a, b, rq, rb, clo, chi, rb0, y, o, q0);
+        }
+}
+/* stride 2: one kernel row's terms of 8 outputs from xr's pairs (first: the step at q0 = 0) */
+#define DW3_S2_ROW(xr, k, first)                                                                                       \
+    do {                                                                                                               \
+        const v128_t x0_ =                                                                                             \
+            (first) ? wasm_i16x8_shuffle(zxv, DW3_L(xr), 0, 8, 9, 10, 11, 12, 13, 14) : DW3_L((xr) - 1);              \
+        a = wasm_i32x4_add(a, DW3_DOT2(x0_, w01[k], DW3_L((xr) + 1), w2[k]));                                          \
+        b = wasm_i32x4_add(b, DW3_DOT2(DW3_L((xr) + 7), w01[k], DW3_L((xr) + 9), w2[k]));                              \
+    } while (0)
+static inline __attribute__((always_inline)) void dw3_s2(const lithe__conv2d *g, const bool s8, const uint8_t *x,
+                                                         const lithe__qx *q, const float *t, v128_t rq, v128_t rb,
+                                                         const lithe__qconv *c, uint8_t *y, const uint8_t *zrow) {
+    const int64_t W = g->W, OH = g->OH, OW = g->OW;
+    const v128_t clo = wasm_f32x4_splat(c->clo), chi = wasm_f32x4_splat(c->chi),
+                 rb0 = wasm_i32x4_splat(0x4B400000 + (int32_t)c->yq->lo + (c->yq->src == 2 ? 128 : 0)),
+                 zxv = wasm_i16x8_splat((int16_t)q->zx);
+    v128_t w01[3], w2[3];
+    dw3_taps(t, 2, w01, w2);
+    /* zx · Σ taps (integers: their float sum exact) */
+    const float ts = t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7] + t[8];
+    const v128_t zw = wasm_i32x4_splat(q->zx * (int32_t)ts);
+#define DW3_L(p) (s8 ? wasm_i16x8_load8x8(p) : wasm_u16x8_load8x8(p))
+    for (int64_t o = 0; o < OH; o++) {
+        const uint8_t *r1 = x + 2 * o * W, *r0 = o ? r1 - W : zrow, *r2 = r1 + W;
+        for (int64_t q0 = 0; q0 < OW; q0 += 8) {
+            v128_t a = wasm_i32x4_const_splat(0), b = a;
+            if (!q0) {
+                DW3_S2_ROW(r0, 0, true);
+                DW3_S2_ROW(r1, 1, true);
+                DW3_S2_ROW(r2, 2, true);
+            } else {
+                DW3_S2_ROW(r0 + 2 * q0, 0, false);
+                DW3_S2_ROW(r1 + 2 * q0, 1, false);
+                DW3_S2_ROW(r2 + 2 * q0, 2, false);
+            }
+            dw3_out(g, 2, wasm_i32x4_sub(a, zw), wasm_i32x4_sub(b, zw), rq, rb, clo, chi, rb0, y, o, q0);
+        }
+    }
+#undef DW3_L
+}
+#undef DW3_S2_ROW
+#undef DW3_DOT2
 static void dw3_codes(const lithe__conv2d *g, const uint8_t *X, const lithe__qx *q, const float *w,
                       const lithe__qconv *c, int64_t p0, int64_t p1, int16_t *buf) {
-    const int64_t H = g->H, W = g->W, OH = g->OH, OW = g->OW, ld = lithe__qconv_dw3_ld(g), s = g->stride[0];
-    const lithe__qx *yq = c->yq;
-    const v128_t z = wasm_i16x8_splat((int16_t)q->zx), flip = wasm_i8x16_splat(yq->src == 2 ? (int8_t)0x80 : 0),
-                 clo = wasm_f32x4_splat(c->clo), chi = wasm_f32x4_splat(c->chi),
-                 rb0 = wasm_i32x4_splat(0x4B400000 + (int32_t)yq->lo);
-    const bool s8 = q->src == 2;
-    for (int64_t p = p0; p < p1; p++) {
-        const int64_t m = p % g->C;
-        const uint8_t *x = X + p * H * W;
-        for (int64_t h = 0; h < H; h++) { /* the plane's rows as x - zx */
-            int16_t *d = buf + (h + 1) * ld + 1;
-            const uint8_t *xr = x + h * W;
-            int64_t i = 0;
-            for (; i + 8 <= W; i += 8)
-                wasm_v128_store(d + i, wasm_i16x8_sub(s8 ? wasm_i16x8_load8x8(xr + i) : wasm_u16x8_load8x8(xr + i), z));
-            for (; i < W; i++) d[i] = (int16_t)((s8 ? (int32_t)(int8_t)xr[i] : (int32_t)xr[i]) - q->zx);
-        }
-        const float *t = w + 9 * m;
-        const v128_t w01[3] = {pair16(t[0], t[1]), pair16(t[3], t[4]), pair16(t[6], t[7])};
-        const v128_t w2[3] = {s == 1 ? pair16(0, t[2]) : pair16(t[2], 0), s == 1 ? pair16(0, t[5]) : pair16(t[5], 0),
-                              s == 1 ? pair16(0, t[8]) : pair16(t[8], 0)};
+    const int64_t P = g->OH * g->OW, HW = g->H * g->W, s = g->stride[0];
+    const uint8_t *xend = X + g->N * g->C * HW;
+    /* stride 2: a row of zx (the top padding), then room for a plane's copy */
+    uint8_t *zrow = (uint8_t *)buf, *xc = zrow + g->W + 32;
+    if (s == 2) memset(zrow, (uint8_t)q->zx, (size_t)g->W + 32);
+    for (int64_t p = p0, m = p0 % g->C; p < p1; p++, m = m + 1 == g->C ? 0 : m + 1) {
         const v128_t rq = wasm_f32x4_splat(c->rq[m]), rb = wasm_f32x4_splat(c->rb[m]);
-        uint8_t *y = c->Yc + p * OH * OW;
-        for (int64_t o = 0; o < OH; o++)
-            for (int64_t q0 = 0; q0 < OW; q0 += 8) {
-                const int64_t qq = OW < 8 ? 0 : q0 + 8 <= OW ? q0 : OW - 8;
-                v128_t a = wasm_i32x4_const_splat(0), b = a, h;
-                for (int k = 0; k < 3; k++) {
-                    const int16_t *r = buf + (s * o + k) * ld;
-                    if (s == 1) {
-                        const v128_t x0 = wasm_v128_load(r + qq), x1 = wasm_v128_load(r + qq + 1),
-                                     x2 = wasm_v128_load(r + qq + 2);
-                        a = wasm_i32x4_add(a, wasm_i32x4_add(wasm_i32x4_dot_i16x8(x0, w01[k]), wasm_i32x4_dot_i16x8(x1, w2[k])));
-                        b = wasm_i32x4_add(b, wasm_i32x4_add(wasm_i32x4_dot_i16x8(x1, w01[k]), wasm_i32x4_dot_i16x8(x2, w2[k])));
-                    } else {
-                        r += 2 * qq;
-                        a = wasm_i32x4_add(a, wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_load(r), w01[k]),
-                                                             wasm_i32x4_dot_i16x8(wasm_v128_load(r + 2), w2[k])));
-                        b = wasm_i32x4_add(b, wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_load(r + 8), w01[k]),
-                                                             wasm_i32x4_dot_i16x8(wasm_v128_load(r + 10), w2[k])));
-                    }
-                }
-                h = wasm_u16x8_narrow_i32x4(requant4(wasm_f32x4_convert_i32x4(a), rq, rb, clo, chi, rb0),
-                                            requant4(wasm_f32x4_convert_i32x4(b), rq, rb, clo, chi, rb0));
-                h = s == 1 ? wasm_i8x16_shuffle(h, h, 0, 8, 2, 10, 4, 12, 6, 14, 0, 8, 2, 10, 4, 12, 6, 14)
-                           : wasm_u8x16_narrow_i16x8(h, h);
-                h = wasm_v128_xor(h, flip);
-                if (OW >= 8) {
-                    wasm_v128_store64_lane(y + o * OW + qq, h, 0);
-                } else {
-                    uint8_t tb[16];
-                    wasm_v128_store(tb, h);
-                    memcpy(y + o * OW, tb, (size_t)OW);
-                }
+        const uint8_t *x = X + p * HW;
+        uint8_t *y = c->Yc + p * P;
+        if (s == 2) {
+            if (x + HW + 16 > xend) { /* the last row's last step reads up to 15 bytes past 2·OW - 1 <= W - 1 */
+                memcpy(xc, x, (size_t)HW);
+                memset(xc + HW, 0, 16);
+                x = xc;
             }
+            if (q->src == 2) dw3_s2(g, true, x, q, w + 9 * m, rq, rb, c, y, zrow);
+            else dw3_s2(g, false, x, q, w + 9 * m, rq, rb, c, y, zrow);
+        } else if (g->W < 8) {
+            dw3_s1(g, true, x, xend, q, w + 9 * m, rq, rb, c, y, buf);
+        } else {
+            dw3_s1(g, false, x, xend, q, w + 9 * m, rq, rb, c, y, buf);
+        }
     }
 }
 
