@@ -6,7 +6,9 @@
  * 8-bit codes (|x - zx|, |w - zw| <= 255: a pair sum below 2^17). Tile: 4 filters × 8 pixels, 8
  * accumulators, two v128 loads of X and four load32_splat of W per K pair (12 live vectors: V8 keeps
  * them in x86-64's 16 xmm registers); the first K pair sets the accumulators (no adds to zeros: an
- * eighth of the adds at K = 16). The epilogue is the scalar twin's: (float)acc · scale (+ b),
+ * eighth of the adds at K = 16); a last block of 1 to 4 pixels (7x7 planes: 49 = 6·8 + 1) takes a
+ * 4 filters × 4 pixels tile, one vector of X a K pair (inlined after the pixel loop: as a call, or
+ * tested inside the loop, it measured slower). The epilogue is the scalar twin's: (float)acc · scale (+ b),
  * mul then add (no FMA), the clamp (relu, clip, HardSwish: gemm.h's lithe__wasm_clamp, the twin's
  * lithe__sgemm_clamp1 as pmin / pmax) in registers, stored into Y's rows (a partial last vector
  * through a buffer; whole tiles without bounds tests); another activation runs over the tile's rows
@@ -119,6 +121,27 @@ static inline __attribute__((always_inline)) void codes8x2(const lithe__qconv *c
     if (m + 1 < c->M) memcpy(y + c->P, t + 8, n);
 }
 
+/* the 4-pixel tail tile's codes (tiles below): rows m .. m + 3 (those below M), pixels p .. P - 1 (at
+ * most 4), as codes8x2 (a row past M requantized with row m's rq, rb, then not written) */
+static inline __attribute__((always_inline)) void codes4x4(const lithe__qconv *c, int64_t m, int64_t p, v128_t a0,
+                                                           v128_t a1, v128_t a2, v128_t a3, v128_t clo, v128_t chi,
+                                                           v128_t rb0, v128_t flip, bool sat, bool clip) {
+    const int64_t m1 = m + 1 < c->M ? m + 1 : m, m2 = m + 2 < c->M ? m + 2 : m, m3 = m + 3 < c->M ? m + 3 : m;
+    v128_t h;
+    if (sat) {
+        h = wasm_u8x16_narrow_i16x8(wasm_i16x8_narrow_i32x4(code4s(c, m, a0, rb0), code4s(c, m1, a1, rb0)),
+                                    wasm_i16x8_narrow_i32x4(code4s(c, m2, a2, rb0), code4s(c, m3, a3, rb0)));
+        if (clip) h = wasm_u8x16_max(wasm_u8x16_min(h, chi), clo);
+    } else {
+        h = wasm_u8x16_narrow_i16x8(
+            wasm_u16x8_narrow_i32x4(code4(c, m, a0, clo, chi, rb0), code4(c, m1, a1, clo, chi, rb0)),
+            wasm_u16x8_narrow_i32x4(code4(c, m2, a2, clo, chi, rb0), code4(c, m3, a3, clo, chi, rb0)));
+    }
+    uint8_t t[16];
+    wasm_v128_store(t, wasm_v128_xor(h, flip));
+    for (int64_t r = 0; r < LITHE__QC_MR && m + r < c->M; r++) memcpy(c->Yc + (m + r) * c->P + p, t + 4 * r, (size_t)(c->P - p));
+}
+
 /* one K pair: two vectors of X (8 pixels' pairs), the 4 filters' pairs splatted; op = sets the
  * accumulators, += adds to them */
 #define DOT_(op, acc, x, w) DOT_##op(acc, wasm_i32x4_dot_i16x8(x, w))
@@ -158,9 +181,11 @@ static inline __attribute__((always_inline)) void tiles(const lithe__qconv *c, i
         const int32_t blo = (int32_t)(c->clo - c->yq->lo), bhi = (int32_t)(c->chi - c->yq->lo);
         clo = wasm_u8x16_splat((uint8_t)blo), chi = wasm_u8x16_splat((uint8_t)bhi), clip = blo != 0 || bhi != 255;
     }
+    /* a last block of 1 to 4 pixels takes a 4-pixel tile (7x7 planes: 49 = 6·8 + 1) */
+    const int64_t pt = c->P % 8 && c->P % 8 <= 4 ? P8 - 8 : P8;
     for (int64_t m = m0; m < m1 && m < c->M; m += LITHE__QC_MR) {
         const int32_t *wp = c->W + (m / LITHE__QC_MR) * Kp * LITHE__QC_MR;
-        for (int64_t p = 0; p < P8; p += 8) {
+        for (int64_t p = 0; p < pt; p += 8) {
             const int16_t *x = c->X + p * 2;
             const int32_t *w = wp;
             v128_t a00, a01, a10, a11, a20, a21, a30, a31;
@@ -191,6 +216,31 @@ static inline __attribute__((always_inline)) void tiles(const lithe__qconv *c, i
             }
 #undef STORES
             if (act) lithe__qconv_act_rows(c, m, p, 8); /* the tile's rows while in L1 */
+        }
+        if (pt < P8) { /* the last block's 1 to 4 pixels: one vector of X a K pair, not two */
+            const int64_t p = pt;
+            const int16_t *x = c->X + p * 2;
+            const int32_t *w = wp;
+            v128_t x0 = wasm_v128_load(x), b0, b1, b2, b3;
+            b0 = wasm_i32x4_dot_i16x8(x0, wasm_v128_load32_splat(&w[0]));
+            b1 = wasm_i32x4_dot_i16x8(x0, wasm_v128_load32_splat(&w[1]));
+            b2 = wasm_i32x4_dot_i16x8(x0, wasm_v128_load32_splat(&w[2]));
+            b3 = wasm_i32x4_dot_i16x8(x0, wasm_v128_load32_splat(&w[3]));
+            x += P8 * 2, w += LITHE__QC_MR;
+            for (int64_t kp = 1; kp < Kp; kp++, x += P8 * 2, w += LITHE__QC_MR) {
+                x0 = wasm_v128_load(x);
+                DOT_(ADD, b0, x0, wasm_v128_load32_splat(&w[0]));
+                DOT_(ADD, b1, x0, wasm_v128_load32_splat(&w[1]));
+                DOT_(ADD, b2, x0, wasm_v128_load32_splat(&w[2]));
+                DOT_(ADD, b3, x0, wasm_v128_load32_splat(&w[3]));
+            }
+            if (codes) {
+                codes4x4(c, m, p, b0, b1, b2, b3, clo, chi, rb0, flip, sat, clip);
+            } else {
+                store4(c, m, p, b0, cl, lo, hi, false), store4(c, m + 1, p, b1, cl, lo, hi, false);
+                store4(c, m + 2, p, b2, cl, lo, hi, false), store4(c, m + 3, p, b3, cl, lo, hi, false);
+                if (act) lithe__qconv_act_rows(c, m, p, 4);
+            }
         }
     }
 }
