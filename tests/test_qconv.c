@@ -380,6 +380,59 @@ static void codes_io(const qcase *c, lithe_backend *be, const lithe_tensor *X, c
     lithe_tensor_release(Xc), lithe_tensor_release(Yc), lithe_tensor_release(Yf);
 }
 
+#if defined(__wasm_simd128__)
+/* The WebAssembly tile's codes out on more output grids than kernels()'s (whose sums stay within the
+ * grid): int8 ones whose scale puts sums past the grid (t beyond ±255 codes, then ±2^15: the
+ * saturating narrows clamp), one far past (where qconv_wasm.c's sat_ok bound fails: the float
+ * clamp), and a uint8 one (a relu's lower bound is the grid's: no byte clamp) — against
+ * requant_ref. n_sat / n_unsat: the grids the tile ran with and without the saturating epilogue. */
+static int n_sat, n_unsat;
+static void wasm_code_grids(const qcase *c, const lithe__act *a, const char *what) {
+    const lithe__conv2d *g = &c->g;
+    const int64_t K = g->C * g->KH * g->KW, Kp = (K + 1) / 2, P = g->OH * g->OW, P8 = (P + 7) / 8 * 8;
+    const int64_t Mb = (g->M + LITHE__QC_MR - 1) / LITHE__QC_MR, ny = g->N * g->M * P;
+    int32_t *Wp = malloc((size_t)(Mb * Kp * LITHE__QC_MR) * sizeof *Wp);
+    int16_t *Xp = malloc((size_t)(Kp * P8 * 2) * sizeof *Xp), *tmp = malloc((size_t)(g->C * g->H * g->W) * sizeof *tmp);
+    float *scale = malloc((size_t)g->M * sizeof *scale), *Yr = malloc((size_t)ny * sizeof *Yr);
+    float *rq = malloc((size_t)g->M * sizeof *rq), *rb = malloc((size_t)g->M * sizeof *rb);
+    int64_t *sums = malloc((size_t)ny * sizeof *sums);
+    uint8_t *ce = malloc((size_t)ny), *cw = malloc((size_t)ny + GUARD);
+    lithe__qconv_pack_w(g->M, K, c->W, c->zw, c->n_w, Wp);
+    for (int64_t m = 0; m < g->M; m++) scale[m] = c->xs * c->sw[c->n_w == 1 ? 0 : m];
+    const lithe__qx q = {c->xs, (float)(c->xmin - c->xz), (float)(c->xmax - c->xz), 0, 0};
+    conv_sums(c, Yr, sums);
+    float mxr = 0.0f;
+    for (int64_t i = 0; i < ny; i++) mxr = isfinite(Yr[i]) ? fmaxf(mxr, fabsf(Yr[i])) : mxr;
+    static const struct {
+        double div; /* the grid's scale: the largest |output| over div */
+        int32_t z, lo, hi;
+    } GR[] = {{1e3, 3, -128, 127}, {1e5, -7, -128, 127}, {1e9, 3, -128, 127}, {300, 0, 0, 255}};
+    for (size_t i = 0; i < sizeof GR / sizeof GR[0]; i++) {
+        const qcase yg = {.xs = mxr > 0.0f ? (float)(mxr / GR[i].div) : 1.0f, .xz = GR[i].z, .xmin = GR[i].lo,
+                          .xmax = GR[i].hi};
+        if (!requant_ref(c, a, &yg, sums, ce)) break; /* (HardSwish, sigmoid: no requantized form) */
+        const lithe__qx ygq = {yg.xs, (float)(GR[i].lo - GR[i].z), (float)(GR[i].hi - GR[i].z), GR[i].lo < 0 ? 2 : 1,
+                               GR[i].z};
+        memset(cw, 0xA5, (size_t)ny + GUARD);
+        bool sat = true; /* sat_ok's bound: every t within ±4e6 for any sum */
+        for (int64_t n = 0; n < g->N; n++) {
+            lithe__qconv_pack_x(g, c->X + n * g->C * g->H * g->W, &q, tmp, Xp, &lithe__qconv_aux_ref);
+            lithe__qconv k = {.M = g->M, .Kp = Kp, .P = P, .P8 = P8, .X = Xp, .W = Wp, .scale = scale, .b = c->b};
+            set_act(&k, a);
+            set_requant(&k, c, a, &yg, rq, rb);
+            k.yq = &ygq, k.Yc = cw + n * g->M * P;
+            lithe__qconv_wasm(&k, 0, LITHE__QC_MR), lithe__qconv_wasm(&k, LITHE__QC_MR, Mb * LITHE__QC_MR);
+        }
+        for (int64_t m = 0; m < g->M; m++)
+            sat = sat && 2.0 * (double)Kp * 255.0 * 255.0 * fabs((double)rq[m]) + fabs((double)rb[m]) < 4.0e6;
+        sat ? n_sat++ : n_unsat++;
+        CHECK(!memcmp(cw, ce, (size_t)ny) && codes_guard_ok(cw, ny),
+              "%s: wasm simd128's codes on grid %zu (%s epilogue) vs requant_ref", what, i, sat ? "saturating" : "float clamp");
+    }
+    free(Wp), free(Xp), free(tmp), free(scale), free(Yr), free(rq), free(rb), free(sums), free(ce), free(cw);
+}
+#endif
+
 /* the backend's conv_q8 on host tensors against conv_ref */
 #if defined(__x86_64__) || defined(_M_X64)
 static int cached_form(const lithe_tensor *W);
@@ -1008,6 +1061,9 @@ int main(void) {
             snprintf(what, sizeof what, "group 1 #%zu v%d act %d", i, v, (int)(i + v) % 5);
             kernels(&c, act_of((int)i + v), what);
             backend(&c, act_of((int)i + v), what);
+#if defined(__wasm_simd128__)
+            wasm_code_grids(&c, act_of((int)i + v), what);
+#endif
 #if defined(__x86_64__) || defined(_M_X64)
             /* full-range weights: the u8 form where every w - zw is in s8 (the twin, VNNI) */
             if (lithe__qconv8_exact(c.g.M, c.g.C * c.g.KH * c.g.KW, c.W, c.zw, c.n_w, 0)) {
@@ -1051,6 +1107,11 @@ int main(void) {
             backend(&c, act_of((int)i + v), what);
             release(&c);
         }
+#if defined(__wasm_simd128__)
+    printf("qconv: wasm simd128's codes on more grids: %d with the saturating epilogue, %d with the float clamp\n",
+           n_sat, n_unsat);
+    CHECK(n_sat >= 20 && n_unsat >= 10, "the wasm tile's two code epilogues: %d, %d grids", n_sat, n_unsat);
+#endif
     printf("qconv: conv_q8's requantized codes: %lld of %lld one code off QuantizeLinear's of the float output\n",
            (long long)n_off, (long long)n_codes);
     printf("qconv: %d passed, %d failed\n", passed, failed);

@@ -5,13 +5,18 @@
  * filter's splatted pair gives each pixel's two products summed in its int32 lane — exact for any
  * 8-bit codes (|x - zx|, |w - zw| <= 255: a pair sum below 2^17). Tile: 4 filters × 8 pixels, 8
  * accumulators, two v128 loads of X and four load32_splat of W per K pair (12 live vectors: V8 keeps
- * them in x86-64's 16 xmm registers). The epilogue is the scalar twin's: (float)acc · scale (+ b),
+ * them in x86-64's 16 xmm registers); the first K pair sets the accumulators (no adds to zeros: an
+ * eighth of the adds at K = 16); a last block of 1 to 4 pixels (7x7 planes: 49 = 6·8 + 1) takes a
+ * 4 filters × 4 pixels tile, one vector of X a K pair (inlined after the pixel loop: as a call, or
+ * tested inside the loop, it measured slower). The epilogue is the scalar twin's: (float)acc · scale (+ b),
  * mul then add (no FMA), the clamp (relu, clip, HardSwish: gemm.h's lithe__wasm_clamp, the twin's
  * lithe__sgemm_clamp1 as pmin / pmax) in registers, stored into Y's rows (a partial last vector
  * through a buffer; whole tiles without bounds tests); another activation runs over the tile's rows
  * after (lithe__qconv_act_rows, as the AVX2 tile's non-clamp ones). Codes out (c->Yc, the next
  * fused:QConv's): one more copy requantizes the accumulators in the store (lithe__qconv_code, the
- * operations of epi_codes below), no float32 sums written.
+ * operations of epi_codes below), no float32 sums written; where every requantized sum lies within
+ * ±2^22 (sat_ok: mobilenet_v2's layers all do) a cheaper copy of the same bits: no float clamp, the
+ * saturating narrows and two byte pmin / pmax clamp 16 codes at once (codes8x2).
  *
  * The 3x3 depthwise layers between fused:QConv nodes (codes in, codes out) run dw3_codes below: the
  * same dot of int16 pairs on each plane's rows, requantized in registers (no float32 planes).
@@ -46,8 +51,6 @@ static inline __attribute__((always_inline)) void store4(const lithe__qconv *c, 
     }
 }
 
-#define DOT(acc, x, w) acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(x, w))
-
 /* qconv.h's lithe__qconv_code of 4 sums v (as floats), the tile's store and epi_codes alike: v · rq +
  * rb, pmin by chi then pmax by clo, the magic-number add, u = code - ymin in [0, 255] from the
  * float's bits (rb0 = the magic's bits + yq's lo, lo = ymin - zy) */
@@ -62,18 +65,49 @@ static inline __attribute__((always_inline)) v128_t code4(const lithe__qconv *c,
     return requant4(wasm_f32x4_convert_i32x4(acc), wasm_f32x4_splat(c->rq[m]), wasm_f32x4_splat(c->rb[m]), clo, chi,
                     rb0);
 }
+/* Codes out where every sum's t = (float)acc · rq + rb lies within ±2^22 (sat_ok): row m's 4
+ * accumulators as round(t) - lo, unclamped (t + 1.5·2^23 in (2^23, 2^24): its bits less the magic's
+ * are round_half_even(t), the twin's rounding); the clamp then on the bytes (sat below) */
+static inline __attribute__((always_inline)) v128_t code4s(const lithe__qconv *c, int64_t m, v128_t acc, v128_t rb0) {
+    const v128_t t = wasm_f32x4_add(wasm_f32x4_mul(wasm_f32x4_convert_i32x4(acc), wasm_f32x4_splat(c->rq[m])),
+                                    wasm_f32x4_splat(c->rb[m]));
+    return wasm_i32x4_sub(wasm_f32x4_add(t, wasm_f32x4_splat(12582912.0f)), rb0);
+}
+/* whether rows [m0, m1)'s t (code4s) lie within ±2^22 for any sum of the tile (|acc| <= 2·Kp·255·255):
+ * amax·|rq| + |rb| < 4e6 (float's rounding of the bound is far inside 2^22 - 4e6), rq and rb finite
+ * (no NaN for the twin to send to clo: the comparison is false for one) */
+static bool sat_ok(const lithe__qconv *c, int64_t m0, int64_t m1) {
+    const float amax = 2.0f * (float)c->Kp * 255.0f * 255.0f;
+    for (int64_t m = m0; m < m1; m++)
+        if (!(amax * fabsf(c->rq[m]) + fabsf(c->rb[m]) < 4.0e6f)) return false;
+    return true;
+}
 /* rows m and m + 1's 8 pixels from p as codes: narrowed twice unsigned (one vector, a row per half),
- * the int8 byte flipped; a row past M or pixels past P not written */
+ * the int8 byte flipped; a row past M or pixels past P not written. sat (sat_ok held): the codes
+ * less lo unclamped (code4s), narrowed with saturation (i32 to i16 signed, i16 to u8 unsigned: to
+ * [0, 255], the output grid), then pmin by chi, pmax by clo as bytes (clo, chi: the bounds less lo,
+ * u8 splats; clip: not the whole grid) — the twin's codes: its bounds are integers and rounding is
+ * monotone, so clamping t then rounding is rounding then clamping */
 static inline __attribute__((always_inline)) void codes8x2(const lithe__qconv *c, int64_t m, int64_t p, v128_t a0,
                                                            v128_t a1, v128_t b0, v128_t b1, v128_t clo, v128_t chi,
-                                                           v128_t rb0, v128_t flip, bool full) {
+                                                           v128_t rb0, v128_t flip, bool full, bool sat, bool clip) {
     if (!full && (m >= c->M || p >= c->P)) return;
-    const v128_t h = wasm_v128_xor(
-        wasm_u8x16_narrow_i16x8(wasm_u16x8_narrow_i32x4(code4(c, m, a0, clo, chi, rb0), code4(c, m, a1, clo, chi, rb0)),
-                                full || m + 1 < c->M ? wasm_u16x8_narrow_i32x4(code4(c, m + 1, b0, clo, chi, rb0),
-                                                                               code4(c, m + 1, b1, clo, chi, rb0))
-                                                     : wasm_i16x8_const_splat(0)),
-        flip);
+    const bool m1 = full || m + 1 < c->M;
+    v128_t h;
+    if (sat) {
+        h = wasm_u8x16_narrow_i16x8(wasm_i16x8_narrow_i32x4(code4s(c, m, a0, rb0), code4s(c, m, a1, rb0)),
+                                    m1 ? wasm_i16x8_narrow_i32x4(code4s(c, m + 1, b0, rb0), code4s(c, m + 1, b1, rb0))
+                                       : wasm_i16x8_const_splat(0));
+        if (clip) h = wasm_u8x16_max(wasm_u8x16_min(h, chi), clo);
+        h = wasm_v128_xor(h, flip);
+    } else {
+        h = wasm_v128_xor(
+            wasm_u8x16_narrow_i16x8(wasm_u16x8_narrow_i32x4(code4(c, m, a0, clo, chi, rb0), code4(c, m, a1, clo, chi, rb0)),
+                                    m1 ? wasm_u16x8_narrow_i32x4(code4(c, m + 1, b0, clo, chi, rb0),
+                                                                 code4(c, m + 1, b1, clo, chi, rb0))
+                                       : wasm_i16x8_const_splat(0)),
+            flip);
+    }
     uint8_t *y = c->Yc + m * c->P + p;
     if (full) {
         wasm_v128_store64_lane(y, h, 0);
@@ -87,27 +121,52 @@ static inline __attribute__((always_inline)) void codes8x2(const lithe__qconv *c
     if (m + 1 < c->M) memcpy(y + c->P, t + 8, n);
 }
 
-/* one K pair: two vectors of X (8 pixels' pairs), the 4 filters' pairs splatted */
-#define KSTEP(x, w)                                                                                                 \
+/* the 4-pixel tail tile's codes (tiles below): rows m .. m + 3 (those below M), pixels p .. P - 1 (at
+ * most 4), as codes8x2 (a row past M requantized with row m's rq, rb, then not written) */
+static inline __attribute__((always_inline)) void codes4x4(const lithe__qconv *c, int64_t m, int64_t p, v128_t a0,
+                                                           v128_t a1, v128_t a2, v128_t a3, v128_t clo, v128_t chi,
+                                                           v128_t rb0, v128_t flip, bool sat, bool clip) {
+    const int64_t m1 = m + 1 < c->M ? m + 1 : m, m2 = m + 2 < c->M ? m + 2 : m, m3 = m + 3 < c->M ? m + 3 : m;
+    v128_t h;
+    if (sat) {
+        h = wasm_u8x16_narrow_i16x8(wasm_i16x8_narrow_i32x4(code4s(c, m, a0, rb0), code4s(c, m1, a1, rb0)),
+                                    wasm_i16x8_narrow_i32x4(code4s(c, m2, a2, rb0), code4s(c, m3, a3, rb0)));
+        if (clip) h = wasm_u8x16_max(wasm_u8x16_min(h, chi), clo);
+    } else {
+        h = wasm_u8x16_narrow_i16x8(
+            wasm_u16x8_narrow_i32x4(code4(c, m, a0, clo, chi, rb0), code4(c, m1, a1, clo, chi, rb0)),
+            wasm_u16x8_narrow_i32x4(code4(c, m2, a2, clo, chi, rb0), code4(c, m3, a3, clo, chi, rb0)));
+    }
+    uint8_t t[16];
+    wasm_v128_store(t, wasm_v128_xor(h, flip));
+    for (int64_t r = 0; r < LITHE__QC_MR && m + r < c->M; r++) memcpy(c->Yc + (m + r) * c->P + p, t + 4 * r, (size_t)(c->P - p));
+}
+
+/* one K pair: two vectors of X (8 pixels' pairs), the 4 filters' pairs splatted; op = sets the
+ * accumulators, += adds to them */
+#define DOT_(op, acc, x, w) DOT_##op(acc, wasm_i32x4_dot_i16x8(x, w))
+#define DOT_SET(acc, d) acc = (d)
+#define DOT_ADD(acc, d) acc = wasm_i32x4_add(acc, d)
+#define KSTEP_(op, x, w)                                                                                            \
     do {                                                                                                            \
         const v128_t x0 = wasm_v128_load(x), x1 = wasm_v128_load((x) + 8);                                          \
         v128_t wv = wasm_v128_load32_splat(&(w)[0]);                                                                \
-        DOT(a00, x0, wv);                                                                                           \
-        DOT(a01, x1, wv);                                                                                           \
+        DOT_(op, a00, x0, wv);                                                                                      \
+        DOT_(op, a01, x1, wv);                                                                                      \
         wv = wasm_v128_load32_splat(&(w)[1]);                                                                       \
-        DOT(a10, x0, wv);                                                                                           \
-        DOT(a11, x1, wv);                                                                                           \
+        DOT_(op, a10, x0, wv);                                                                                      \
+        DOT_(op, a11, x1, wv);                                                                                      \
         wv = wasm_v128_load32_splat(&(w)[2]);                                                                       \
-        DOT(a20, x0, wv);                                                                                           \
-        DOT(a21, x1, wv);                                                                                           \
+        DOT_(op, a20, x0, wv);                                                                                      \
+        DOT_(op, a21, x1, wv);                                                                                      \
         wv = wasm_v128_load32_splat(&(w)[3]);                                                                       \
-        DOT(a30, x0, wv);                                                                                           \
-        DOT(a31, x1, wv);                                                                                           \
+        DOT_(op, a30, x0, wv);                                                                                      \
+        DOT_(op, a31, x1, wv);                                                                                      \
     } while (0)
 
 /* codes: c->Yc's requantized codes (the clamp in clo, chi), else floats with the clamp cl */
 static inline __attribute__((always_inline)) void tiles(const lithe__qconv *c, int64_t m0, int64_t m1, int cl,
-                                                        bool codes) {
+                                                        bool codes, bool sat) {
     const int64_t Kp = c->Kp, P8 = c->P8;
     const bool act = !codes && !cl && c->act; /* a clamp is applied in the store, in registers */
     const float lo = c->lo, hi = c->hi;
@@ -117,24 +176,31 @@ static inline __attribute__((always_inline)) void tiles(const lithe__qconv *c, i
         rb0 = wasm_i32x4_splat(0x4B400000 + (int32_t)c->yq->lo);
         flip = wasm_i8x16_splat(c->yq->src == 2 ? (int8_t)0x80 : 0);
     }
+    bool clip = false;
+    if (sat) { /* the bounds less lo as bytes (integers in [0, 255]: clo, chi lie on the grid) */
+        const int32_t blo = (int32_t)(c->clo - c->yq->lo), bhi = (int32_t)(c->chi - c->yq->lo);
+        clo = wasm_u8x16_splat((uint8_t)blo), chi = wasm_u8x16_splat((uint8_t)bhi), clip = blo != 0 || bhi != 255;
+    }
+    /* a last block of 1 to 4 pixels takes a 4-pixel tile (7x7 planes: 49 = 6·8 + 1) */
+    const int64_t pt = c->P % 8 && c->P % 8 <= 4 ? P8 - 8 : P8;
     for (int64_t m = m0; m < m1 && m < c->M; m += LITHE__QC_MR) {
         const int32_t *wp = c->W + (m / LITHE__QC_MR) * Kp * LITHE__QC_MR;
-        for (int64_t p = 0; p < P8; p += 8) {
-            v128_t a00 = wasm_i32x4_const_splat(0), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00,
-                   a30 = a00, a31 = a00;
+        for (int64_t p = 0; p < pt; p += 8) {
             const int16_t *x = c->X + p * 2;
             const int32_t *w = wp;
-            int64_t kp = 0;
+            v128_t a00, a01, a10, a11, a20, a21, a30, a31;
+            KSTEP_(SET, x, w); /* the first K pair sets the accumulators (Kp >= 1): no adds to zeros */
+            x += P8 * 2, w += LITHE__QC_MR;
             /* (two K pairs a step measured +25 M instructions per mobilenet_v2 predict: V8 spills) */
-            for (; kp < Kp; kp++, x += P8 * 2, w += LITHE__QC_MR) KSTEP(x, w);
+            for (int64_t kp = 1; kp < Kp; kp++, x += P8 * 2, w += LITHE__QC_MR) KSTEP_(ADD, x, w);
             const bool whole = m + LITHE__QC_MR <= c->M && p + 8 <= c->P; /* no bounds per vector */
             if (codes) {
                 if (whole) {
-                    codes8x2(c, m, p, a00, a01, a10, a11, clo, chi, rb0, flip, true);
-                    codes8x2(c, m + 2, p, a20, a21, a30, a31, clo, chi, rb0, flip, true);
+                    codes8x2(c, m, p, a00, a01, a10, a11, clo, chi, rb0, flip, true, sat, clip);
+                    codes8x2(c, m + 2, p, a20, a21, a30, a31, clo, chi, rb0, flip, true, sat, clip);
                 } else {
-                    codes8x2(c, m, p, a00, a01, a10, a11, clo, chi, rb0, flip, false);
-                    codes8x2(c, m + 2, p, a20, a21, a30, a31, clo, chi, rb0, flip, false);
+                    codes8x2(c, m, p, a00, a01, a10, a11, clo, chi, rb0, flip, false, sat, clip);
+                    codes8x2(c, m + 2, p, a20, a21, a30, a31, clo, chi, rb0, flip, false, sat, clip);
                 }
                 continue;
             }
@@ -151,23 +217,49 @@ static inline __attribute__((always_inline)) void tiles(const lithe__qconv *c, i
 #undef STORES
             if (act) lithe__qconv_act_rows(c, m, p, 8); /* the tile's rows while in L1 */
         }
+        if (pt < P8) { /* the last block's 1 to 4 pixels: one vector of X a K pair, not two */
+            const int64_t p = pt;
+            const int16_t *x = c->X + p * 2;
+            const int32_t *w = wp;
+            v128_t x0 = wasm_v128_load(x), b0, b1, b2, b3;
+            b0 = wasm_i32x4_dot_i16x8(x0, wasm_v128_load32_splat(&w[0]));
+            b1 = wasm_i32x4_dot_i16x8(x0, wasm_v128_load32_splat(&w[1]));
+            b2 = wasm_i32x4_dot_i16x8(x0, wasm_v128_load32_splat(&w[2]));
+            b3 = wasm_i32x4_dot_i16x8(x0, wasm_v128_load32_splat(&w[3]));
+            x += P8 * 2, w += LITHE__QC_MR;
+            for (int64_t kp = 1; kp < Kp; kp++, x += P8 * 2, w += LITHE__QC_MR) {
+                x0 = wasm_v128_load(x);
+                DOT_(ADD, b0, x0, wasm_v128_load32_splat(&w[0]));
+                DOT_(ADD, b1, x0, wasm_v128_load32_splat(&w[1]));
+                DOT_(ADD, b2, x0, wasm_v128_load32_splat(&w[2]));
+                DOT_(ADD, b3, x0, wasm_v128_load32_splat(&w[3]));
+            }
+            if (codes) {
+                codes4x4(c, m, p, b0, b1, b2, b3, clo, chi, rb0, flip, sat, clip);
+            } else {
+                store4(c, m, p, b0, cl, lo, hi, false), store4(c, m + 1, p, b1, cl, lo, hi, false);
+                store4(c, m + 2, p, b2, cl, lo, hi, false), store4(c, m + 3, p, b3, cl, lo, hi, false);
+                if (act) lithe__qconv_act_rows(c, m, p, 4);
+            }
+        }
     }
 }
-#undef KSTEP
+#undef KSTEP_
 
 /* one copy of the tile per clamp (mobilenet's Clip(0, 6) after nearly every QConv): its select in
  * registers at the store, not a scalar pass over the stored rows; one for codes out (c->Yc: the
  * requantization's clamp in its bounds) */
 void lithe__qconv_wasm(const lithe__qconv *c, int64_t m0, int64_t m1) {
     if (c->Yc) {
-        tiles(c, m0, m1, 0, true);
+        if (sat_ok(c, m0, m1 < c->M ? m1 : c->M)) tiles(c, m0, m1, 0, true, true);
+        else tiles(c, m0, m1, 0, true, false);
         return;
     }
     switch (c->clamp) {
-    case 0: tiles(c, m0, m1, 0, false); break;
-    case LITHE__SGEMM_CLAMP_RELU: tiles(c, m0, m1, LITHE__SGEMM_CLAMP_RELU, false); break;
-    case LITHE__SGEMM_CLAMP_HSWISH: tiles(c, m0, m1, LITHE__SGEMM_CLAMP_HSWISH, false); break;
-    default: tiles(c, m0, m1, LITHE__SGEMM_CLAMP_CLIP, false); break;
+    case 0: tiles(c, m0, m1, 0, false, false); break;
+    case LITHE__SGEMM_CLAMP_RELU: tiles(c, m0, m1, LITHE__SGEMM_CLAMP_RELU, false, false); break;
+    case LITHE__SGEMM_CLAMP_HSWISH: tiles(c, m0, m1, LITHE__SGEMM_CLAMP_HSWISH, false, false); break;
+    default: tiles(c, m0, m1, LITHE__SGEMM_CLAMP_CLIP, false, false); break;
     }
 }
 
