@@ -1554,8 +1554,10 @@ LITHE_API lithe_status lithe_model_to_thinc_bytes_shims(lithe_model *m, size_t n
  * each node's name, its dims (present, and equal where set), its params (known names, float32,
  * shapes equal to those already set, data lengths), its attrs (decodable) and its shims. A
  * mismatch is LITHE_ERR_VALUE / LITHE_ERR_SHAPE naming the node index, its name and what
- * differs; malformed bytes are LITHE_ERR_FORMAT with the byte offset. Then dims, refs, attrs
- * (overwritten, as from_bytes does) and params are set. */
+ * differs; malformed bytes are LITHE_ERR_FORMAT with the byte offset; an attr of lithe's LoRA
+ * adapters ("lora_alpha:*", "lora_layout:*": Thinc has none, and lithe_model_to_thinc_bytes
+ * would refuse the model) is LITHE_ERR_UNSUPPORTED. Then dims, refs, attrs (overwritten, as
+ * from_bytes does) and params are set. */
 LITHE_API lithe_status lithe_model_from_thinc_bytes(lithe_model *m, const uint8_t *data, size_t len);
 
 /* The optimizer's state for the params of m's tree — step counts, Adam/RAdam moments,
