@@ -392,7 +392,7 @@ static void wasm_code_grids(const qcase *c, const lithe__act *a, const char *wha
     const int64_t K = g->C * g->KH * g->KW, Kp = (K + 1) / 2, P = g->OH * g->OW, P8 = (P + 7) / 8 * 8;
     const int64_t Mb = (g->M + LITHE__QC_MR - 1) / LITHE__QC_MR, ny = g->N * g->M * P;
     int32_t *Wp = malloc((size_t)(Mb * Kp * LITHE__QC_MR) * sizeof *Wp);
-    int16_t *Xp = malloc((size_t)(Kp * P8 * 2) * sizeof *Xp), *tmp = malloc((size_t)(g->C * g->H * g->W) * sizeof *tmp);
+    int16_t *Xp = malloc((size_t)(Kp * P8 * 2) * sizeof *Xp), *tmp = malloc((size_t)lithe__qconv_pack_tmp(g) * sizeof *tmp);
     float *scale = malloc((size_t)g->M * sizeof *scale), *Yr = malloc((size_t)ny * sizeof *Yr);
     float *rq = malloc((size_t)g->M * sizeof *rq), *rb = malloc((size_t)g->M * sizeof *rb);
     int64_t *sums = malloc((size_t)ny * sizeof *sums);
