@@ -35,11 +35,14 @@ for kind in shared static; do
   cmake --build "$work/cmake-$kind" >/dev/null
   (cd "$work" && "cmake-$kind/lithe_example" "$kind.lithe") >"$work/$kind.out"
   expect "$work/$kind.out" "find_package(lithe), $kind"
+  # ldd's output taken whole first: `ldd | grep -q` under pipefail fails when grep exits at its
+  # match before ldd has written the rest (SIGPIPE: seen once in a clean-clone CI run)
+  libs=$(ldd "$work/cmake-$kind/lithe_example")
   if [[ $kind == shared ]]; then
-    ldd "$work/cmake-shared/lithe_example" | grep -q "$prefix/lib/liblithe.so.0" ||
+    grep -q "$prefix/lib/liblithe.so.0" <<<"$libs" ||
       { echo "install: the example does not load the installed liblithe.so" >&2; exit 1; }
   else
-    ! ldd "$work/cmake-static/lithe_example" | grep -q liblithe ||
+    ! grep -q liblithe <<<"$libs" ||
       { echo "install: the static example loads liblithe.so" >&2; exit 1; }
   fi
   say "find_package(lithe) + lithe::lithe$([[ $kind == static ]] && echo _static): $(grep accuracy "$work/$kind.out")"
@@ -53,7 +56,7 @@ cc -std=c11 -Wall -Wextra -Werror "$src/examples/c/main.c" $(pkg-config --cflags
 expect "$work/pc.out" "the pkg-config build"
 say "pkg-config build: $(tail -1 "$work/pc.out")"
 
-"$prefix/bin/lithe" info "$work/shared.lithe" | grep -q '^parameters: 131 ' ||
+grep -q "^parameters: 131 " <<<"$("$prefix/bin/lithe" info "$work/shared.lithe")" ||
   { echo "install: the installed lithe info does not read the example's model" >&2; "$prefix/bin/lithe" info "$work/shared.lithe"; exit 1; }
 say "installed command: $("$prefix/bin/lithe" --version)"
 
